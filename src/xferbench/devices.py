@@ -1,0 +1,211 @@
+"""Which devices exist, what to call them, and the backend that drives them.
+
+Everything that touches an accelerator goes through a ``DeviceBackend`` so that
+tests can hand in a fake one with any number of GPUs and record what was asked
+of it (synchronizations above all) without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "DeviceBackend",
+    "TorchBackend",
+    "accelerator_index",
+    "available_devices",
+    "host_memory_available",
+    "parse_device",
+    "parse_device_list",
+    "try_all_gpus",
+    "try_gpu",
+]
+
+_DEVICE_RE = re.compile(r"^([a-z]+)(?::(\d+))?$")
+
+
+class DeviceBackend(Protocol):
+    """What the suite needs from an accelerator runtime."""
+
+    #: Device type of the accelerator (``cuda``, ``xpu``, ``mps``), None without one.
+    type: str | None
+
+    def device_count(self) -> int: ...
+
+    def synchronize(self, index: int) -> None: ...
+
+    def device_name(self, index: int) -> str: ...
+
+    def memory_info(self, index: int) -> tuple[int, int] | None:
+        """(free, total) bytes, or None when the runtime cannot tell."""
+
+    def can_access_peer(self, src: int, dst: int) -> bool: ...
+
+    def empty_cache(self) -> None:
+        """Give cached, unused device memory back (after an out-of-memory error)."""
+
+    def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        """Device-side durations of ``fn`` from events on ``index``'s current stream."""
+
+
+class TorchBackend:
+    """The real backend: ``torch.accelerator`` where the installed torch has it."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self.type = _accelerator_type(torch)
+
+    def device_count(self) -> int:
+        if self.type is None:
+            return 0
+        accelerator = getattr(self._torch, "accelerator", None)
+        if accelerator is not None:
+            return accelerator.device_count()
+        return self._torch.cuda.device_count()
+
+    def synchronize(self, index: int) -> None:
+        accelerator = getattr(self._torch, "accelerator", None)
+        if accelerator is not None and hasattr(accelerator, "synchronize"):
+            accelerator.synchronize(index)
+        else:
+            self._torch.cuda.synchronize(index)
+
+    def device_name(self, index: int) -> str:
+        if self.type == "cuda":
+            return self._torch.cuda.get_device_name(index)
+        if self.type == "xpu":
+            return self._torch.xpu.get_device_name(index)
+        return f"{self.type}:{index}"
+
+    def memory_info(self, index: int) -> tuple[int, int] | None:
+        if self.type == "cuda":
+            free, total = self._torch.cuda.mem_get_info(index)
+            return int(free), int(total)
+        accelerator = getattr(self._torch, "accelerator", None)
+        if accelerator is not None and hasattr(accelerator, "get_memory_info"):
+            try:
+                free, total = accelerator.get_memory_info(index)
+                return int(free), int(total)
+            except (RuntimeError, NotImplementedError):
+                return None
+        return None
+
+    def can_access_peer(self, src: int, dst: int) -> bool:
+        if self.type != "cuda" or src == dst:
+            return False
+        return bool(self._torch.cuda.can_device_access_peer(src, dst))
+
+    def empty_cache(self) -> None:
+        if self.type is None:
+            return
+        accelerator = getattr(self._torch, "accelerator", None)
+        if accelerator is not None and hasattr(accelerator, "empty_cache"):
+            accelerator.empty_cache()
+        elif self.type == "cuda":
+            self._torch.cuda.empty_cache()
+
+    def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        if self.type != "cuda":
+            return None
+        cuda = self._torch.cuda
+        times = []
+        with cuda.device(index):
+            for _ in range(repeats):
+                start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1e3)  # elapsed_time is in ms
+        return times
+
+
+def _accelerator_type(torch: Any) -> str | None:
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        if not accelerator.is_available():
+            return None
+        current = accelerator.current_accelerator()
+        return None if current is None else current.type
+    # torch < 2.6 has no torch.accelerator; CUDA (and ROCm, which reuses 'cuda') still works.
+    return "cuda" if torch.cuda.is_available() else None
+
+
+def available_devices(backend: DeviceBackend) -> list[str]:
+    """``cpu`` followed by every accelerator the backend sees, as device strings."""
+    count = backend.device_count() if backend.type else 0
+    return ["cpu"] + [f"{backend.type}:{i}" for i in range(count)]
+
+
+def parse_device(text: str) -> str:
+    """Normalize a device string (``cuda`` -> ``cuda:0``); ValueError when malformed."""
+    match = _DEVICE_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a device; write it like cpu or cuda:0")
+    kind, index = match.groups()
+    if kind == "cpu":
+        if index not in (None, "0"):
+            raise ValueError(f"{text!r}: the CPU is one device; write cpu")
+        return "cpu"
+    return f"{kind}:{int(index or 0)}"
+
+
+def parse_device_list(text: str, available: Sequence[str]) -> list[str]:
+    """Parse ``--xfer-devices``: ``all`` or a comma list, each of which must exist."""
+    if text.strip() == "all":
+        return list(available)
+    devices = [parse_device(token) for token in text.split(",") if token.strip()]
+    if not devices:
+        raise ValueError("no device given; write all or a list such as cpu,cuda:0")
+    for device in devices:
+        if device not in available:
+            raise ValueError(f"{device} does not exist on this machine; it has: {', '.join(available)}")
+    return list(dict.fromkeys(devices))
+
+
+def accelerator_index(device: str) -> int | None:
+    """The index of an accelerator device string, None for the CPU."""
+    return None if device == "cpu" else int(device.rsplit(":", 1)[1])
+
+
+def host_memory_available() -> int | None:
+    """Bytes of host memory available now (Linux ``MemAvailable``), None elsewhere."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def try_gpu(i: int = 0, backend: DeviceBackend | None = None) -> torch.device:
+    """Return accelerator ``i`` if it exists, else the CPU (the lesson's helper, fixed)."""
+    import torch
+
+    backend = backend or TorchBackend()
+    if backend.type is not None and 0 <= i < backend.device_count():
+        return torch.device(backend.type, i)
+    return torch.device("cpu")
+
+
+def try_all_gpus(backend: DeviceBackend | None = None) -> list[torch.device]:
+    """Return every accelerator, or ``[cpu]`` when there is none."""
+    import torch
+
+    backend = backend or TorchBackend()
+    count = backend.device_count() if backend.type else 0
+    return [torch.device(backend.type, i) for i in range(count)] or [torch.device("cpu")]
+

@@ -1,0 +1,194 @@
+"""pytest plugin: ``--xfer-*`` options, the case matrix, and pytest-benchmark hooks.
+
+Loaded by ``bench/conftest.py`` (``pytest_plugins``) or ``-p xferbench.plugin``.
+torch is imported only when a session configures, so merely installing the
+package costs other pytest runs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from .cases import OPS, PROFILES, Case, Skipped, build_cases
+from .compare import machine_differences
+from .devices import DeviceBackend, available_devices, parse_device_list
+from .units import Size, parse_dtype, parse_sizes
+
+__all__ = ["XferHookspecs", "XferSettings"]
+
+#: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
+#: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
+PROFILE_MAX_TIME = {"quick": "0.5", "full": "0.25"}
+#: ``--benchmark-min-time`` unless the user gives one: a tiny call (a no-op, a
+#: 4-byte copy) is repeated until a round lasts 1 ms, so the timer's own overhead
+#: (tens of ns a reading) is far below 1% of a round and each benchmark keeps a
+#: few hundred rounds rather than a hundred thousand.
+DEFAULT_MIN_TIME = "0.001"
+
+_SETTINGS = pytest.StashKey["XferSettings"]()
+
+
+class XferHookspecs:
+    @pytest.hookspec(firstresult=True)
+    def pytest_xfer_make_backend(self, config: pytest.Config) -> DeviceBackend | None:
+        """Return the device backend to measure with; tests return fakes here."""
+
+
+@dataclass(frozen=True)
+class XferSettings:
+    backend: DeviceBackend
+    devices: tuple[str, ...]
+    sizes: tuple[int | Size, ...]
+    dtypes: tuple[str, ...]
+    profile: str
+
+
+def _sizes_option(text: str) -> list[int | Size]:
+    try:
+        return parse_sizes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _dtypes_option(text: str) -> list[str]:
+    try:
+        return list(dict.fromkeys(parse_dtype(t) for t in text.split(",") if t.strip())) or [parse_dtype(text)]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(XferHookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("xferbench", "xferbench: tensor creation and transfer benchmarks")
+    group.addoption("--xfer-devices", default="all", metavar="LIST",
+                    help="devices to measure: all (default) or a comma list such as cpu,cuda:0,cuda:1")
+    group.addoption("--xfer-sizes", type=_sizes_option, default=None, metavar="LIST",
+                    help="payload sizes: 4B,1KiB,64MiB, ranges 4B..1GiB or 4B..1GiB:x4, shapes 2x3 "
+                         "(default: the profile's)")
+    group.addoption("--xfer-dtypes", type=_dtypes_option, default=["float32"], metavar="LIST",
+                    help="element types, e.g. float32,float16 (default: float32)")
+    group.addoption("--xfer-profile", choices=sorted(PROFILES), default="quick",
+                    help="quick (default; about a minute on a CPU) or full (2x3 elements up to 1 GiB, "
+                         "bounded by free memory)")
+    group.addoption("--xfer-allow-different-machines", action="store_true",
+                    help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
+
+
+def _given(config: pytest.Config, flag: str) -> bool:
+    args = [*config.invocation_params.args, *config.getini("addopts")]
+    return any(str(a) == flag or str(a).startswith(flag + "=") for a in args)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # Runs before pytest-benchmark's own (trylast) configure, so option defaults
+    # set here are the ones its session reads.
+    config.addinivalue_line("markers", "xfer(op): parametrize the test over xferbench's cases of op")
+    backend = config.hook.pytest_xfer_make_backend(config=config)
+    if backend is None:
+        from .devices import TorchBackend
+
+        backend = TorchBackend()
+    try:
+        devices = parse_device_list(config.getoption("xfer_devices"), available_devices(backend))
+    except ValueError as error:
+        raise pytest.UsageError(f"--xfer-devices={config.getoption('xfer_devices')}: {error}") from None
+    profile = config.getoption("xfer_profile")
+    sizes = config.getoption("xfer_sizes") or parse_sizes(PROFILES[profile])
+    if not _given(config, "--benchmark-max-time") and hasattr(config.option, "benchmark_max_time"):
+        config.option.benchmark_max_time = PROFILE_MAX_TIME[profile]
+    if not _given(config, "--benchmark-min-time") and hasattr(config.option, "benchmark_min_time"):
+        config.option.benchmark_min_time = DEFAULT_MIN_TIME
+    if hasattr(config.option, "benchmark_save_data"):
+        # xferbench compare tests significance on every round's time.
+        config.option.benchmark_save_data = True
+    config.stash[_SETTINGS] = XferSettings(backend, tuple(devices), tuple(sizes),
+                                           tuple(config.getoption("xfer_dtypes")), profile)
+
+
+def settings(config: pytest.Config) -> XferSettings:
+    return config.stash[_SETTINGS]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    s = settings(config)
+    sizes = ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else f"{v}B" for v in s.sizes)
+    return [f"xferbench: devices {', '.join(s.devices)}; profile {s.profile}; sizes {sizes}; dtypes {', '.join(s.dtypes)}"]
+
+
+def _op_of(metafunc: pytest.Metafunc) -> str:
+    marker = metafunc.definition.get_closest_marker("xfer")
+    if marker is None or not marker.args or marker.args[0] not in OPS:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: mark it @pytest.mark.xfer(op) with op one of {', '.join(OPS)}")
+    return marker.args[0]
+
+
+def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[Case | Skipped]) -> None:
+    """Parametrize ``argname`` over cases; skipped ones carry their reason."""
+    params = [
+        pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)) if isinstance(item, Skipped)
+        else pytest.param(item, id=item.id)
+        for item in planned
+    ]
+    metafunc.parametrize(argname, params)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "xfer_case" in metafunc.fixturenames:
+        s = settings(metafunc.config)
+        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc), s.devices, s.sizes, s.dtypes))
+
+
+@pytest.fixture
+def xfer_backend(request: pytest.FixtureRequest) -> DeviceBackend:
+    """The device backend this session measures with."""
+    return settings(request.config).backend
+
+
+@pytest.fixture
+def xfer(benchmark: Any, xfer_backend: DeviceBackend) -> Callable[[Case], dict[str, Any]]:
+    """Run one case under ``benchmark``; a case the machine cannot run is skipped."""
+    from .transfers import CannotRun, run_case
+
+    def run(case: Case) -> dict[str, Any]:
+        try:
+            return run_case(case, benchmark, xfer_backend)
+        except CannotRun as reason:
+            pytest.skip(f"{case.id}: {reason}")
+
+    return run
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+    if _SETTINGS not in config.stash:
+        return
+    cache = config.stash.setdefault(_FINGERPRINT, {})
+    if "value" not in cache:
+        from .machine import fingerprint
+
+        cache["value"] = fingerprint(settings(config).backend)
+    machine_info["xferbench"] = cache["value"]
+
+
+_FINGERPRINT = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_benchmark_compare_machine_info(
+    config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any], compared_benchmark: dict[str, Any]
+) -> None:
+    """Refuse, rather than warn, when the saved run came from another machine."""
+    differences = machine_differences(compared_benchmark.get("machine_info", {}), machine_info)
+    if differences and not config.getoption("xfer_allow_different_machines"):
+        raise pytest.UsageError(
+            "--benchmark-compare: the saved run comes from a different machine ("
+            + "; ".join(differences)
+            + "); pass --xfer-allow-different-machines to compare anyway"
+        )

@@ -1,0 +1,86 @@
+"""Synchronization-correct timing.
+
+The wall clock itself is pytest-benchmark's (``--benchmark-timer``); what this
+module adds is the part that makes a wall-clock figure mean anything on an
+accelerator: accelerator work is asynchronous, so a call is only done when every
+device it touched has been synchronized, and ``torch.cuda.synchronize()`` without
+an argument waits for the current device alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from .devices import DeviceBackend, accelerator_index
+
+__all__ = ["CLOCK_EVENT", "CLOCK_WALL", "device_seconds", "event_device", "synchronized"]
+
+CLOCK_WALL = "wall+sync"
+CLOCK_EVENT = "cuda_event"
+
+T = TypeVar("T")
+
+
+def _indices(devices: Sequence[str]) -> tuple[int, ...]:
+    return tuple(i for i in map(accelerator_index, devices) if i is not None)
+
+
+def synchronized(fn: Callable[[], T], devices: Sequence[str], backend: DeviceBackend) -> Callable[[], T]:
+    """Wrap ``fn`` so that each call returns only once every touched device is idle.
+
+    Each call ends with a synchronize of every accelerator in ``devices``, so the
+    next call starts with them idle: the "synchronize before" of one call is the
+    "synchronize after" of the one before it, and is not timed twice. Callers
+    synchronize once before the first call. Host-only cases get ``fn`` itself, so
+    the harness adds nothing to them.
+    """
+    indices = _indices(devices)
+    if not indices:
+        return fn
+    sync = backend.synchronize
+
+    if len(indices) == 1:
+        (index,) = indices
+
+        def call_one() -> T:
+            result = fn()
+            sync(index)
+            return result
+
+        return call_one
+
+    def call_all() -> T:
+        result = fn()
+        for i in indices:
+            sync(i)
+        return result
+
+    return call_all
+
+
+def event_device(src: str, dst: str) -> int | None:
+    """The accelerator whose stream runs a src -> dst copy: torch queues a copy on
+    the source device's stream when both ends are accelerators, else on the one
+    accelerator involved."""
+    for device in (src, dst):
+        index = accelerator_index(device)
+        if index is not None:
+            return index
+    return None
+
+
+def device_seconds(
+    fn: Callable[[], object], src: str, dst: str, backend: DeviceBackend, repeats: int
+) -> float | None:
+    """Median device-side time of ``fn`` from events, None when no accelerator is involved."""
+    index = event_device(src, dst)
+    if index is None:
+        return None
+    for device_index in _indices((src, dst)):
+        backend.synchronize(device_index)
+    times = backend.event_seconds(fn, index, repeats)
+    for device_index in _indices((src, dst)):
+        backend.synchronize(device_index)
+    return statistics.median(times) if times else None

@@ -1,0 +1,241 @@
+"""Build a case's buffers, run it under the benchmark, and check the data arrived."""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from .cases import Case
+from .devices import DeviceBackend, accelerator_index, host_memory_available
+from .timing import CLOCK_WALL, device_seconds, synchronized
+from .units import format_bytes
+
+__all__ = [
+    "Buffers",
+    "CannotRun",
+    "CopyMismatch",
+    "bytes_needed",
+    "operation",
+    "pattern",
+    "prepare",
+    "run_case",
+    "verify",
+]
+
+#: Small prime period: every element is exactly representable in every supported
+#: dtype (int8 and bfloat16 included), and neighbours differ, so a copy that
+#: dropped, zeroed or shifted data by less than a period is caught.
+_PERIOD = 127
+#: Warm-up calls before timing: CUDA context, caching allocator, pinned pool.
+WARMUP_CALLS = 3
+
+
+class CannotRun(Exception):
+    """This machine cannot run the case (memory, hardware); the message says why."""
+
+
+class CopyMismatch(AssertionError):
+    """The destination does not hold what the source held."""
+
+
+class Benchmark(Protocol):
+    """The part of pytest-benchmark's fixture that a run uses."""
+
+    extra_info: dict[str, Any]
+    group: str | None
+
+    def __call__(self, fn: Callable[[], Any]) -> Any: ...
+
+
+@dataclass
+class Buffers:
+    """Source and (for ``copy_`` and creation checks) a preallocated destination."""
+
+    src: torch.Tensor | None
+    dst: torch.Tensor | None
+
+    def reset(self) -> None:
+        """Zero the destination, so verification sees only the last copy's work."""
+        if self.dst is not None:
+            self.dst.zero_()
+
+
+def pattern(shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.device) -> torch.Tensor:
+    values = torch.arange(math.prod(shape), dtype=torch.int32, device=device)
+    values.remainder_(_PERIOD)
+    return values.to(dtype).reshape(shape)
+
+
+def _dtype(case: Case) -> torch.dtype:
+    return getattr(torch, case.dtype)
+
+
+def bytes_needed(case: Case) -> dict[str, int]:
+    """Peak bytes per device: payloads plus the pattern built to verify against."""
+    need = {device: 0 for device in case.devices}
+    if case.op == "create":
+        need[case.dst] += 3 * case.nbytes
+        return need
+    need[case.src] += 2 * case.nbytes  # source, and its pattern while it is built
+    need[case.dst] += 3 * case.nbytes  # destination, a fresh result, expected pattern
+    return need
+
+
+def check_memory(case: Case, backend: DeviceBackend) -> None:
+    """Raise CannotRun when a device has too little free memory for the case."""
+    for device, need in bytes_needed(case).items():
+        index = accelerator_index(device)
+        if index is None:
+            free = host_memory_available()
+        else:
+            info = backend.memory_info(index)
+            free = None if info is None else info[0]
+        if free is not None and need > 0.9 * free:
+            raise CannotRun(f"needs {format_bytes(need)} on {device}, {format_bytes(free)} free")
+
+
+def prepare(case: Case) -> Buffers:
+    dtype = _dtype(case)
+    if case.op == "create":
+        return Buffers(src=None, dst=None)
+    src = pattern(case.shape, dtype, case.src)
+    if case.host_memory == "pinned" and case.src == "cpu":
+        src = src.pin_memory()
+    dst = None
+    if case.method == "copy_":
+        dst = torch.zeros(case.shape, dtype=dtype, device=case.dst, pin_memory=case.host_memory == "pinned" and case.dst == "cpu")
+    return Buffers(src=src, dst=dst)
+
+
+def operation(case: Case, buffers: Buffers) -> Callable[[], torch.Tensor]:
+    """The call that is timed, with every argument bound up front."""
+    src, dst = buffers.src, buffers.dst
+    target = torch.device(case.dst)
+    non_blocking = case.non_blocking
+    if case.op == "create":
+        factory = getattr(torch, case.method)
+        shape, dtype = case.shape, _dtype(case)
+        return lambda: factory(shape, dtype=dtype, device=target)
+    assert src is not None
+    if case.method == "copy_":
+        assert dst is not None
+        return lambda: dst.copy_(src, non_blocking=non_blocking)
+    if case.method == "clone":
+        return src.clone
+    if case.method == "cpu":
+        return src.cpu
+    if case.method == "cuda":
+        index = accelerator_index(case.dst)
+        if case.op == "noop":
+            return lambda: src.cuda(index)
+        return lambda: src.cuda(index, non_blocking=non_blocking)
+    if case.method == "to":
+        if case.op == "noop":
+            return lambda: src.to(target)
+        return lambda: src.to(target, non_blocking=non_blocking)
+    raise ValueError(f"no operation for method {case.method!r} of op {case.op!r}")
+
+
+def verify(case: Case, buffers: Buffers, result: torch.Tensor) -> None:
+    """Raise CopyMismatch unless ``result`` is what the case should have produced."""
+    if case.op == "noop":
+        if result is not buffers.src:
+            raise CopyMismatch(f"{case.id}: {case.method}() on a tensor already on {case.dst} returned a new object")
+        return
+    expected_device = torch.device(case.dst)
+    if result.device != expected_device or tuple(result.shape) != case.shape or result.dtype != _dtype(case):
+        raise CopyMismatch(
+            f"{case.id}: got a {tuple(result.shape)} {result.dtype} tensor on {result.device}, "
+            f"expected {case.shape} {_dtype(case)} on {expected_device}"
+        )
+    if case.op == "create":
+        _verify_created(case, result)
+        return
+    expected = pattern(case.shape, result.dtype, result.device)
+    if not torch.equal(result, expected):
+        wrong = (result != expected).flatten().nonzero()
+        first = int(wrong[0]) if len(wrong) else -1
+        raise CopyMismatch(
+            f"{case.id}: destination differs from source at {len(wrong)} of {result.numel()} elements "
+            f"(first at index {first})"
+        )
+
+
+def _verify_created(case: Case, result: torch.Tensor) -> None:
+    if case.method == "zeros":
+        ok = not bool(result.any())
+    elif case.method == "ones":
+        ok = bool((result == 1).all())
+    elif case.method == "rand":
+        ok = bool(((result >= 0) & (result < 1)).all())
+    else:  # empty: any contents are right
+        ok = True
+    if not ok:
+        raise CopyMismatch(f"{case.id}: torch.{case.method} produced wrong values")
+
+
+def _free(backend: DeviceBackend) -> None:
+    gc.collect()
+    backend.empty_cache()
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, _OOM) or "out of memory" in str(error).lower()
+
+
+# torch.OutOfMemoryError is new in torch 2.5; older ones raise torch.cuda's.
+_OOM: type[Exception] = getattr(torch, "OutOfMemoryError", getattr(torch.cuda, "OutOfMemoryError", RuntimeError))
+
+#: Seconds of device-event timing to spend per case, at most.
+EVENT_BUDGET_S = 0.2
+
+
+def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:
+    """Time ``case`` with ``benchmark``, verify its result, and fill in extra_info.
+
+    Raises CannotRun (the caller skips) when memory is short, CopyMismatch when
+    the data did not arrive.
+    """
+    check_memory(case, backend)
+    try:
+        return _run(case, benchmark, backend)
+    except (RuntimeError, _OOM) as error:
+        if not _is_out_of_memory(error):
+            raise
+        _free(backend)
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CannotRun(f"out of memory at {case.size_label}: {first_line}") from None
+    finally:
+        if case.nbytes >= 2**28:  # give large buffers back before the next case
+            _free(backend)
+
+
+def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:
+    buffers = prepare(case)
+    op = operation(case, buffers)
+    call = synchronized(op, case.devices, backend)
+    for _ in range(WARMUP_CALLS):
+        call()
+    benchmark.group = f"{case.op} {case.src}->{case.dst}"
+    benchmark.extra_info.update(case.extra_info(), clock=CLOCK_WALL)
+    benchmark(call)
+    buffers.reset()
+    verify(case, buffers, call())
+    info = benchmark.extra_info
+    if backend.type is not None and any(d != "cpu" for d in case.devices):
+        median = _median_wall(benchmark)
+        repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
+        info["device_seconds"] = device_seconds(op, case.src, case.dst, backend, repeats)
+    if case.op == "peer":
+        info["peer_access"] = backend.can_access_peer(accelerator_index(case.src), accelerator_index(case.dst))
+    return info
+
+
+def _median_wall(benchmark: Benchmark) -> float | None:
+    stats = getattr(getattr(benchmark, "stats", None), "stats", None)
+    return getattr(stats, "median", None)

@@ -1,0 +1,125 @@
+"""Byte sizes, shapes and dtypes as plain values, with no torch import.
+
+Both sides share these: the measuring side parses ``--xfer-sizes`` with them and
+the analysis side formats sizes for tables and plots.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "DTYPE_SIZES",
+    "Size",
+    "format_bytes",
+    "format_size",
+    "parse_dtype",
+    "parse_size",
+    "parse_sizes",
+]
+
+#: Bytes per element of every dtype the suite accepts. Kept here rather than asked
+#: of torch so that the case matrix and the report work without torch.
+DTYPE_SIZES: dict[str, int] = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+}
+
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]i?B|B)\s*$")
+_SHAPE_RE = re.compile(r"^\s*\d+(\s*x\s*\d+)+\s*$")
+
+Size = tuple[int, ...]  # a shape; a byte size becomes a 1-D shape once the dtype is known
+
+
+def parse_size(text: str) -> int:
+    """Return the bytes of ``64MiB``, ``1KB`` or ``4B``; raise ValueError otherwise."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size; write it like 4B, 1KiB, 64MiB or 1GB")
+    number, unit = match.groups()
+    if unit not in _UNITS:
+        raise ValueError(f"{text!r} has an unknown unit; use B, KiB, MiB, GiB or KB, MB, GB")
+    nbytes = int(number) * _UNITS[unit]
+    if nbytes <= 0:
+        raise ValueError(f"{text!r} is not a positive size")
+    return nbytes
+
+
+def _parse_range(text: str) -> list[int]:
+    """``4B..1GiB`` (powers of two) or ``4B..1GiB:x4`` (each size 4x the last)."""
+    span, _, step = text.partition(":")
+    low_text, high_text = span.split("..", 1)
+    low, high = parse_size(low_text), parse_size(high_text)
+    factor = 2
+    if step:
+        if not re.fullmatch(r"x\d+", step.strip()) or int(step.strip()[1:]) < 2:
+            raise ValueError(f"{text!r}: the step after ':' must be like x2 or x4")
+        factor = int(step.strip()[1:])
+    if low > high:
+        raise ValueError(f"{text!r}: the range must go from small to large")
+    sizes = []
+    size = low
+    while size <= high:
+        sizes.append(size)
+        size *= factor
+    return sizes
+
+
+def parse_sizes(text: str) -> list[int | Size]:
+    """Parse a comma list of byte sizes, ranges and shapes such as ``2x3``.
+
+    Byte sizes come back as ints; shapes (element counts per dimension, the
+    lesson's ``torch.ones(2, 3)``) come back as tuples. Duplicates are dropped,
+    order is kept.
+    """
+    items: list[int | Size] = []
+    for token in (t.strip() for t in text.split(",")):
+        if not token:
+            raise ValueError(f"{text!r} has an empty item")
+        if ".." in token:
+            items.extend(_parse_range(token))
+        elif _SHAPE_RE.match(token):
+            shape = tuple(int(d) for d in token.replace(" ", "").split("x"))
+            if 0 in shape:
+                raise ValueError(f"{token!r}: a shape needs every dimension >= 1")
+            items.append(shape)
+        else:
+            items.append(parse_size(token))
+    return list(dict.fromkeys(items))
+
+
+def parse_dtype(text: str) -> str:
+    """Return a dtype name the suite knows, accepting ``torch.float32`` too."""
+    name = text.strip().removeprefix("torch.")
+    if name not in DTYPE_SIZES:
+        raise ValueError(f"{text!r} is not a supported dtype; choose from {', '.join(DTYPE_SIZES)}")
+    return name
+
+
+def format_size(nbytes: int) -> str:
+    """Exact binary label when there is one (``64MiB``), else bytes (``24B``)."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        if nbytes >= _UNITS[unit] and nbytes % _UNITS[unit] == 0:
+            return f"{nbytes // _UNITS[unit]}{unit}"
+    return f"{nbytes}B"
+
+
+def format_bytes(nbytes: float) -> str:
+    """Rounded label for axes and prose (``1.5 MiB``)."""
+    if nbytes <= 0 or math.isnan(nbytes):
+        return "0 B"
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        if nbytes >= _UNITS[unit]:
+            value = nbytes / _UNITS[unit]
+            return f"{value:.3g} {unit}"
+    return f"{nbytes:.0f} B"

@@ -1,0 +1,67 @@
+"""Fakes that stand in for a GPU runtime and for pytest-benchmark's fixture."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class FakeBackend:
+    """A device backend with ``gpus`` CUDA devices that records every call made of it."""
+
+    def __init__(self, gpus: int = 0, *, type: str = "cuda", peer: bool = True,
+                 free: int = 80 * 2**30, total: int = 80 * 2**30, event_s: float = 1e-5) -> None:
+        self.type = type if gpus else None
+        self.gpus = gpus
+        self.peer = peer
+        self.free, self.total = free, total
+        self.event_s = event_s
+        self.calls: list[tuple[Any, ...]] = []
+
+    def device_count(self) -> int:
+        return self.gpus
+
+    def synchronize(self, index: int) -> None:
+        self.calls.append(("synchronize", index))
+
+    def device_name(self, index: int) -> str:
+        return f"Fake GPU {index}"
+
+    def memory_info(self, index: int) -> tuple[int, int] | None:
+        return self.free, self.total
+
+    def can_access_peer(self, src: int, dst: int) -> bool:
+        return self.peer and src != dst
+
+    def empty_cache(self) -> None:
+        self.calls.append(("empty_cache",))
+
+    def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        self.calls.append(("events", index, repeats))
+        for _ in range(repeats):
+            fn()
+        return [self.event_s] * repeats
+
+    def syncs(self) -> list[int]:
+        return [call[1] for call in self.calls if call[0] == "synchronize"]
+
+
+class Stats:
+    def __init__(self, median: float) -> None:
+        self.median = median
+
+
+class FakeBenchmark:
+    """Calls the function a fixed number of times, like ``benchmark(fn)`` does."""
+
+    def __init__(self, calls: int = 5, median: float = 1e-3) -> None:
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
+        self.calls = calls
+        self.stats = type("Metadata", (), {"stats": Stats(median)})()
+
+    def __call__(self, fn: Callable[[], Any]) -> Any:
+        result = None
+        for _ in range(self.calls):
+            result = fn()
+        return result

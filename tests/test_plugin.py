@@ -1,0 +1,144 @@
+"""The plugin end to end through pytester: options, usage errors, parametrization, JSON."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONFTEST = """
+pytest_plugins = ("xferbench.plugin",)
+from fakes import FakeBackend
+
+def pytest_xfer_make_backend(config):
+    return FakeBackend(gpus={gpus})
+"""
+
+BENCH = """
+import pytest
+
+@pytest.mark.xfer("{op}")
+def test_{op}(xfer_case, xfer):
+    xfer(xfer_case)
+"""
+
+
+@pytest.fixture
+def suite(pytester):
+    def make(gpus: int = 0, ops=("host",)):
+        pytester.makeconftest(CONFTEST.format(gpus=gpus))
+        for op in ops:
+            pytester.makepyfile(**{f"test_{op}": BENCH.format(op=op)})
+        return pytester
+    return make
+
+
+class TestUsageErrors:
+    @pytest.mark.parametrize(("args", "message"), [
+        (["--xfer-devices=cuda : 0"], "--xfer-devices=cuda : 0: 'cuda : 0' is not a device; write it like cpu or cuda:0"),
+        (["--xfer-devices=gpu0"], "'gpu0' is not a device"),
+        (["--xfer-devices=cuda:7"], "--xfer-devices=cuda:7: cuda:7 does not exist on this machine; it has: cpu, cuda:0"),
+        (["--xfer-sizes=64XB"], "argument --xfer-sizes: '64XB' is not a size"),
+        (["--xfer-sizes=1GiB..1KiB"], "the range must go from small to large"),
+        (["--xfer-dtypes=float8"], "argument --xfer-dtypes: 'float8' is not a supported dtype"),
+        (["--xfer-profile=huge"], "argument --xfer-profile: invalid choice: 'huge'"),
+    ])
+    def test_one_line_error_no_traceback(self, suite, args, message):
+        """Bad option values are pytest usage errors naming the option and the value."""
+        result = suite(gpus=1).runpytest("--benchmark-only", *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        output = "\n".join(result.outlines + result.errlines)
+        assert message in output
+        assert "Traceback" not in output
+
+
+class TestCollection:
+    def test_three_gpu_matrix_and_skips(self, suite):
+        """With 3 fake GPUs every ordered peer pair is a test with a readable id."""
+        result = suite(gpus=3, ops=("peer",)).runpytest("--collect-only", "-q", "--xfer-sizes=1KiB")
+        ids = [line for line in result.outlines if "::test_peer[" in line]
+        assert len(ids) == 12
+        assert "test_peer.py::test_peer[blocking-to-1KiB-float32-cuda:2->cuda:0]" in ids
+
+    def test_cpu_only_skip_reason(self, suite):
+        """On a CPU-only machine the accelerator families skip with one line each."""
+        result = suite(gpus=0, ops=("h2d", "peer")).runpytest("--benchmark-only", "-rs")
+        result.assert_outcomes(skipped=2)
+        result.stdout.fnmatch_lines([
+            "*h2d needs an accelerator; the devices measured are: cpu",
+            "*peer copies need two accelerators; found 0 (none)",
+        ])
+
+    def test_header_names_settings(self, suite):
+        result = suite(gpus=1).runpytest("--collect-only", "--xfer-devices=cpu", "--xfer-sizes=4B,2x3")
+        result.stdout.fnmatch_lines(["xferbench: devices cpu; profile quick; sizes 4B, 2x3; dtypes float32"])
+
+
+class TestJson:
+    def test_extra_info_and_machine_info(self, suite, tmp_path):
+        """The JSON carries the data contract per benchmark and an xferbench machine block."""
+        out = tmp_path / "run.json"
+        result = suite(gpus=0, ops=("host", "noop")).runpytest(
+            "--benchmark-only", "--xfer-sizes=1KiB", "--benchmark-max-time=0.01", f"--benchmark-json={out}")
+        result.assert_outcomes(passed=4)
+        data = json.loads(out.read_text())
+        infos = {b["name"]: b["extra_info"] for b in data["benchmarks"]}
+        assert infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"] == {
+            "xfer_schema": 1, "op": "host", "src": "cpu", "dst": "cpu", "nbytes": 1024, "dtype": "float32",
+            "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync"}
+        assert data["machine_info"]["xferbench"]["devices"] == []
+        # every round is kept for the significance test of `xferbench compare`
+        assert all(len(b["stats"]["data"]) == b["stats"]["rounds"] for b in data["benchmarks"])
+        assert {b["options"]["min_time"] for b in data["benchmarks"]} == {0.001}
+
+    def test_profile_sets_max_time_unless_given(self, suite, tmp_path):
+        """The quick profile's time budget applies only when --benchmark-max-time is absent."""
+        pytester = suite(gpus=0)
+        for extra, expected in (([], 0.5), (["--benchmark-max-time=0.02"], 0.02)):
+            out = tmp_path / f"{expected}.json"
+            pytester.runpytest("--benchmark-only", "--xfer-sizes=4B", f"--benchmark-json={out}", *extra)
+            assert {b["options"]["max_time"] for b in json.loads(out.read_text())["benchmarks"]} == {expected}
+
+
+class TestCompareMachines:
+    def _saved_run(self, pytester, gpu_name: str):
+        storage = pytester.path / ".benchmarks" / "Linux-CPython-3.11-64bit"
+        storage.mkdir(parents=True)
+        run = {"machine_info": {"xferbench": {"devices": [{"name": gpu_name}], "torch": "2.13.0+cpu"}},
+               "commit_info": {}, "benchmarks": [], "datetime": "2026-01-01T00:00:00", "version": "5.2.3"}
+        (storage / "0001_base.json").write_text(json.dumps(run))
+
+    def test_different_gpu_is_refused(self, suite):
+        """--benchmark-compare against a run from another GPU fails, naming what differs."""
+        pytester = suite(gpus=1)
+        self._saved_run(pytester, "NVIDIA H100")
+        result = pytester.runpytest("--benchmark-only", "--benchmark-compare", "--benchmark-storage=.benchmarks")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        output = "\n".join(result.outlines + result.errlines)
+        assert "the saved run comes from a different machine (GPUs [NVIDIA H100] -> [Fake GPU 0]" in output
+        assert "--xfer-allow-different-machines" in output
+
+    def test_override(self, suite):
+        """--xfer-allow-different-machines lets the comparison run."""
+        pytester = suite(gpus=1)
+        self._saved_run(pytester, "NVIDIA H100")
+        result = pytester.runpytest("--benchmark-only", "--benchmark-compare", "--benchmark-storage=.benchmarks",
+                                    "--xfer-allow-different-machines", "--xfer-devices=cpu", "--xfer-sizes=4B",
+                                    "--benchmark-max-time=0.01")
+        assert result.ret == pytest.ExitCode.OK
+
+
+def test_real_bench_directory_runs_on_this_machine(tmp_path):
+    """`pytest bench --benchmark-only` with the real backend runs and writes JSON."""
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench", "--benchmark-only", "--xfer-sizes=1KiB", "-q", "-p", "no:cacheprovider",
+         "--benchmark-max-time=0.01", f"--benchmark-json={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = {b["name"] for b in json.loads(out.read_text())["benchmarks"]}
+    assert "test_host[pageable-clone-1KiB-float32-cpu->cpu]" in names
+    assert "test_noop[to-1KiB-float32-cpu]" in names

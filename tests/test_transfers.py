@@ -1,0 +1,161 @@
+import pytest
+import torch
+
+from xferbench import transfers
+from xferbench.cases import Case
+from xferbench.transfers import Buffers, CannotRun, CopyMismatch, bytes_needed, pattern, prepare, run_case, verify
+
+from fakes import FakeBackend, FakeBenchmark
+
+HOST_COPY = Case("host", "copy_", "cpu", "cpu", (1000,), "float32", "pageable")
+
+
+class TestPattern:
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8])
+    def test_exact_in_every_dtype(self, dtype):
+        """The pattern survives a round trip through every supported dtype."""
+        values = pattern((300,), dtype, "cpu")
+        assert torch.equal(values.to(torch.int32), torch.arange(300, dtype=torch.int32) % 127)
+
+    def test_neighbours_differ(self):
+        """Not all ones: a copy that fills a constant is caught."""
+        assert pattern((4,), torch.float32, "cpu").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+class TestVerify:
+    def test_good_copy_passes(self):
+        """A destination equal to the source passes."""
+        buffers = prepare(HOST_COPY)
+        verify(HOST_COPY, buffers, buffers.dst.copy_(buffers.src))
+
+    def test_corrupted_copy_fails(self):
+        """One wrong element fails with its count and index."""
+        buffers = prepare(HOST_COPY)
+        result = buffers.dst.copy_(buffers.src)
+        result[500] = -1
+        with pytest.raises(CopyMismatch, match=r"at 1 of 1000 elements \(first at index 500\)"):
+            verify(HOST_COPY, buffers, result)
+
+    def test_copy_that_never_happened_fails(self):
+        """A zeroed destination (the copy did not run) fails."""
+        buffers = prepare(HOST_COPY)
+        with pytest.raises(CopyMismatch):
+            verify(HOST_COPY, buffers, buffers.dst)
+
+    def test_wrong_dtype_or_shape_fails(self):
+        buffers = prepare(HOST_COPY)
+        with pytest.raises(CopyMismatch, match="float64"):
+            verify(HOST_COPY, buffers, buffers.src.double())
+
+    def test_noop_must_return_same_object(self):
+        """A no-op that returned a copy is a failure, even with equal values."""
+        case = Case("noop", "to", "cpu", "cpu", (8,))
+        buffers = prepare(case)
+        verify(case, buffers, buffers.src)
+        with pytest.raises(CopyMismatch, match="returned a new object"):
+            verify(case, buffers, buffers.src.clone())
+
+    @pytest.mark.parametrize(("method", "bad"), [("zeros", 1.0), ("ones", 0.0), ("rand", 1.0)])
+    def test_creation_values_checked(self, method, bad):
+        """zeros/ones/rand results are checked for their values."""
+        case = Case("create", method, "cpu", "cpu", (4,))
+        verify(case, Buffers(None, None), getattr(torch, method)(4))
+        with pytest.raises(CopyMismatch):
+            verify(case, Buffers(None, None), torch.full((4,), bad))
+
+
+class TestRunCaseOnCpu:
+    @pytest.mark.parametrize("case", [
+        HOST_COPY,
+        Case("host", "clone", "cpu", "cpu", (2, 3)),
+        Case("create", "rand", "cpu", "cpu", (2, 3)),
+        Case("create", "empty", "cpu", "cpu", (64,), "uint8"),
+        Case("noop", "cpu", "cpu", "cpu", (16,)),
+        Case("noop", "to", "cpu", "cpu", (16,)),
+    ], ids=lambda c: c.id)
+    def test_extra_info_contract(self, case, fake_benchmark):
+        """A CPU case fills the data contract and has no device time."""
+        info = run_case(case, fake_benchmark, FakeBackend(gpus=0))
+        assert info == case.extra_info() | {"clock": "wall+sync"}
+        assert fake_benchmark.group == f"{case.op} cpu->cpu"
+
+    def test_corrupting_operation_fails_the_case(self, monkeypatch, fake_benchmark):
+        """A copy path that delivers wrong data fails after timing."""
+        real = transfers.operation
+
+        def corrupting(case, buffers):
+            op = real(case, buffers)
+            return lambda: op().mul_(2)
+
+        monkeypatch.setattr(transfers, "operation", corrupting)
+        with pytest.raises(CopyMismatch):
+            run_case(HOST_COPY, fake_benchmark, FakeBackend())
+
+
+def cpu_stand_in(monkeypatch):
+    """Run accelerator cases' logic on CPU tensors: prepare/operation/verify on cpu."""
+    ran = []
+
+    def prepare_on_cpu(case):
+        return Buffers(src=pattern(case.shape, torch.float32, "cpu"), dst=None)
+
+    def op_on_cpu(case, buffers):
+        return lambda: ran.append(case.id) or buffers.src.clone()
+
+    monkeypatch.setattr(transfers, "prepare", prepare_on_cpu)
+    monkeypatch.setattr(transfers, "operation", op_on_cpu)
+    monkeypatch.setattr(transfers, "verify", lambda case, buffers, result: None)
+    return ran
+
+
+class TestRunCaseWithFakeGpus:
+    def test_h2d_synchronizes_device_every_call_and_times_events(self, monkeypatch):
+        """Warm-up, timed and verify calls each end with a sync of cuda:1; events on cuda:1."""
+        cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=2)
+        bench = FakeBenchmark(calls=5, median=1e-3)
+        case = Case("h2d", "to", "cpu", "cuda:1", (256,), host_memory="pinned", non_blocking=True)
+        info = run_case(case, bench, backend)
+        events = [c for c in backend.calls if c[0] == "events"]
+        assert events == [("events", 1, 100)]
+        # 3 warm-up + 5 timed + 1 verified call, then one sync before and after the events.
+        assert backend.syncs() == [1] * (3 + 5 + 1 + 2)
+        assert info["device_seconds"] == backend.event_s
+        assert info["host_memory"] == "pinned" and info["non_blocking"] is True
+
+    def test_peer_records_access_and_syncs_both(self, monkeypatch):
+        """A peer case synchronizes source and destination and records peer access."""
+        cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=3, peer=False)
+        info = run_case(Case("peer", "copy_", "cuda:2", "cuda:0", (4,)), FakeBenchmark(calls=1), backend)
+        assert info["peer_access"] is False
+        assert backend.syncs()[:2] == [2, 0]
+        assert next(c for c in backend.calls if c[0] == "events")[1] == 2
+
+    def test_not_enough_device_memory_skips(self):
+        """A case larger than free device memory cannot run, and says how much it needs."""
+        backend = FakeBackend(gpus=1, free=2**30)
+        case = Case("d2d", "clone", "cuda:0", "cuda:0", (2**28,))
+        with pytest.raises(CannotRun, match=r"needs 5 GiB on cuda:0, 1 GiB free"):
+            run_case(case, FakeBenchmark(), backend)
+
+    def test_out_of_memory_becomes_a_skip(self, monkeypatch):
+        """An OOM raised while running frees memory and turns into CannotRun."""
+        def oom(case):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+        monkeypatch.setattr(transfers, "prepare", oom)
+        with pytest.raises(CannotRun, match="out of memory at 1KiB: CUDA out of memory"):
+            run_case(Case("d2d", "clone", "cuda:0", "cuda:0", (256,)), FakeBenchmark(), FakeBackend(gpus=1))
+
+    def test_other_errors_propagate(self, monkeypatch):
+        """Errors that are not OOM are real failures, not skips."""
+        monkeypatch.setattr(transfers, "prepare", lambda case: (_ for _ in ()).throw(RuntimeError("bad")))
+        with pytest.raises(RuntimeError, match="bad"):
+            run_case(HOST_COPY, FakeBenchmark(), FakeBackend())
+
+
+def test_bytes_needed_counts_both_ends():
+    """Source and destination devices are each charged for what lives there."""
+    case = Case("h2d", "to", "cpu", "cuda:0", (256,), host_memory="pageable")
+    assert bytes_needed(case) == {"cpu": 2048, "cuda:0": 3072}
