@@ -50,6 +50,8 @@ def _device(backend: DeviceBackend, index: int) -> dict[str, Any]:
         "pcie_max_generation": None,
         "pcie_max_width": None,
         "nvlink_links": None,
+        "nvlink_version": None,
+        "memory_peak_gbps": None,
     }
 
 
@@ -97,19 +99,30 @@ def _nvml_link(pynvml: Any, handle: Any) -> dict[str, Any]:
         except (pynvml.NVMLError, AttributeError):
             return None
 
-    links = 0
+    links, version = 0, None
     for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
         try:
             if pynvml.nvmlDeviceGetNvLinkState(handle, link):
                 links += 1
+                version = version or pynvml.nvmlDeviceGetNvLinkVersion(handle, link)
         except pynvml.NVMLError:
             break
+    memory_clock_mhz = None
+    try:
+        memory_clock_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+    except pynvml.NVMLError:
+        pass
+    bus_width = ask("nvmlDeviceGetMemoryBusWidth")
+    # Double data rate: two transfers per clock over the whole bus.
+    memory_peak = 2 * memory_clock_mhz * 1e6 * bus_width / 8 / 1e9 if memory_clock_mhz and bus_width else None
     return {
         "pcie_generation": ask("nvmlDeviceGetCurrPcieLinkGeneration"),
         "pcie_width": ask("nvmlDeviceGetCurrPcieLinkWidth"),
         "pcie_max_generation": ask("nvmlDeviceGetMaxPcieLinkGeneration"),
         "pcie_max_width": ask("nvmlDeviceGetMaxPcieLinkWidth"),
         "nvlink_links": links,
+        "nvlink_version": version,
+        "memory_peak_gbps": memory_peak,
     }
 
 

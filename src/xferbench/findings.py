@@ -1,0 +1,145 @@
+"""Key findings as sentences computed from the numbers, for the top of the report.
+
+Each finding function looks for the rows it needs and returns None when they are
+not there, so a CPU-only run simply has fewer findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from .model import fit_alpha_beta
+from .plots import largest_common_size
+from .units import format_bytes
+
+__all__ = ["FINDINGS", "findings"]
+
+
+def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
+    rows = frame if size is None else frame[frame["nbytes"] == size]
+    for column, value in match.items():
+        rows = rows[rows[column] == value]
+    return rows
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.3g} µs"
+
+
+def d2h_pageable_vs_pinned(frame: pd.DataFrame) -> str | None:
+    size = largest_common_size(frame)
+    pageable = _at(frame, size, op="d2h", host_memory="pageable")
+    pinned = _at(frame, size, op="d2h", host_memory="pinned")
+    if pageable.empty or pinned.empty:
+        return None
+    slow, fast = pageable.loc[pageable["median_s"].idxmin()], pinned.loc[pinned["median_s"].idxmin()]
+    return (f"Moving {format_bytes(size)} from {slow['src']} to pageable host memory took {_ms(slow['median_s'])} "
+            f"({slow['method']}), {slow['median_s'] / fast['median_s']:.1f}× as long as into pinned memory "
+            f"({_ms(fast['median_s'])}, {fast['bandwidth_gbps']:.3g} GB/s).")
+
+
+def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
+    size = largest_common_size(frame)
+    pageable = _at(frame, size, op="h2d", host_memory="pageable")
+    pinned = _at(frame, size, op="h2d", host_memory="pinned")
+    if pageable.empty or pinned.empty:
+        return None
+    a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
+    return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
+            f"{a:.3g} GB/s ({b / a:.1f}×).")
+
+
+def d2h_vs_h2d(frame: pd.DataFrame) -> str | None:
+    size = largest_common_size(frame)
+    up, down = _at(frame, size, op="h2d"), _at(frame, size, op="d2h", host_memory="pageable")
+    if up.empty or down.empty:
+        return None
+    return (f"The usual way back, .cpu() or .to('cpu') into pageable memory, ran at {down['bandwidth_gbps'].max():.3g} GB/s "
+            f"at {format_bytes(size)}; the best host-to-device path ran at {up['bandwidth_gbps'].max():.3g} GB/s.")
+
+
+def same_device_vs_link(frame: pd.DataFrame) -> str | None:
+    size = largest_common_size(frame)
+    d2d, h2d = _at(frame, size, op="d2d"), _at(frame, size, op="h2d")
+    if d2d.empty or h2d.empty:
+        return None
+    best = d2d.loc[d2d["bandwidth_gbps"].idxmax()]
+    ratio = best["bandwidth_gbps"] / h2d["bandwidth_gbps"].max()
+    return (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s, {ratio:.0f}× the best "
+            f"host-to-device copy: data that stays on the GPU is cheap, crossing the link is not.")
+
+
+def peer(frame: pd.DataFrame) -> str | None:
+    rows = _at(frame, largest_common_size(frame), op="peer")
+    if rows.empty:
+        return None
+    best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
+    return (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
+            f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
+
+
+def noop_cost(frame: pd.DataFrame) -> str | None:
+    noops = frame[frame["op"] == "noop"]
+    if noops.empty:
+        return None
+    preferred = noops[noops["method"] == "cuda"]
+    row = (preferred if not preferred.empty else noops).sort_values("median_s").iloc[0]
+    call = f".cuda({row['src'].split(':')[1]})" if row["method"] == "cuda" else (
+        ".cpu()" if row["method"] == "cpu" else f".to('{row['src']}')")
+    sentence = f"A no-op {call} on a tensor already on {row['src']} costs {row['median_s'] * 1e9:.0f} ns per call"
+    host = frame[(frame["op"] == "host") & (frame["method"] == "copy_")]
+    fit = fit_alpha_beta(host["nbytes"].to_numpy(), host["median_s"].to_numpy()) if not host.empty else None
+    if fit is None:
+        return sentence + " and returns the very same object."
+    equivalent = (row["median_s"] - fit.alpha_s) * fit.beta_gbps * 1e9
+    if equivalent <= 0:
+        return (sentence + f", less than the fixed cost of the cheapest host copy_ ({fit.alpha_s * 1e9:.0f} ns): "
+                "it returns the same object and copies nothing.")
+    return sentence + f", as long as a host copy_ of about {format_bytes(equivalent)}; it returns the same object."
+
+
+def latency_bound(frame: pd.DataFrame) -> str | None:
+    moves = frame[frame["op"].isin(("h2d", "d2h", "host"))]
+    best = None
+    for path, group in moves.groupby("path"):
+        fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["median_s"].to_numpy())
+        if fit is not None and (best is None or fit.beta_gbps > best[1].beta_gbps):
+            best = (path, fit)
+    if best is None:
+        return None
+    path, fit = best
+    return (f"Fastest path {path}: fixed cost α = {fit.alpha_s * 1e6:.3g} µs, bandwidth β = {fit.beta_gbps:.3g} GB/s; "
+            f"moves smaller than {format_bytes(fit.half_peak_bytes)} reach less than half of β — batch them.")
+
+
+def overhead_small(frame: pd.DataFrame) -> str | None:
+    timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & (frame["op"] == "h2d")]
+    if timed.empty:
+        return None
+    smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
+    row = smallest.loc[smallest["median_s"].idxmin()]
+    share = 1 - float(row["device_seconds"]) / row["median_s"]
+    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy, {share:.0%} of the {_ms(row['median_s'])} wall "
+            f"time was spent outside the device (launch, driver, synchronization).")
+
+
+def host_copy(frame: pd.DataFrame) -> str | None:
+    rows = frame[frame["op"] == "host"]
+    if rows.empty:
+        return None
+    best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
+    best = best.loc[best["bandwidth_gbps"].idxmax()]
+    return (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
+            f"{format_bytes(best['nbytes'])}: the reference any transfer to or from the CPU is bounded by.")
+
+
+FINDINGS: list[Callable[[pd.DataFrame], str | None]] = [
+    d2h_pageable_vs_pinned, h2d_pinned_vs_pageable, d2h_vs_h2d, same_device_vs_link, peer, overhead_small,
+    latency_bound, noop_cost, host_copy,
+]
+
+
+def findings(frame: pd.DataFrame) -> list[str]:
+    return [sentence for find in FINDINGS if (sentence := find(frame))]

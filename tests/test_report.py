@@ -1,0 +1,103 @@
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from xferbench import report
+from xferbench.findings import findings
+from xferbench.report import build_html, write_report
+from xferbench.results import load
+
+SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
+
+
+@pytest.fixture(scope="module")
+def results():
+    return load([SAMPLE])
+
+
+@pytest.fixture(scope="module")
+def html(results):
+    return build_html(results)
+
+
+class TestGoldenCpuSample:
+    def test_findings_sentences(self, results):
+        """Findings are sentences computed from the sample's own numbers."""
+        assert findings(results.frame) == [
+            "Fastest path host pageable clone cpu: fixed cost α = 1.31 µs, bandwidth β = 66 GB/s; moves smaller than "
+            "84.4 KiB reach less than half of β — batch them.",
+            "A no-op .cpu() on a tensor already on cpu costs 245 ns per call, less than the fixed cost of the cheapest "
+            "host copy_ (1033 ns): it returns the same object and copies nothing.",
+            "Host memory copies (copy_) reached 51.8 GB/s at 16 MiB: the reference any transfer to or from the CPU is "
+            "bounded by.",
+        ]
+
+    def test_model_table_rows(self, html):
+        """The model table has one row per host path with its fitted α and β."""
+        table = html.split('id="model-table"')[1].split("</table>")[0]
+        assert ('<td>host pageable copy_ cpu</td><td class="n">4</td><td class="n">1.03 µs</td><td class="n">65.8</td>'
+                in table)
+        assert table.count("<tr>") == 3  # header + 2 paths
+
+    def test_results_table_has_every_benchmark(self, html):
+        assert html.split('id="results-table"')[1].split("</table>")[0].count("<tr>") == 29
+
+    def test_cpu_only_notice_and_explained_gaps(self, html):
+        """A CPU-only page says no GPU was measured and explains each plot it could not draw."""
+        assert 'id="no-gpu"' in html
+        missing = dict(re.findall(r'data-missing="(\w+)">Not drawn: ([^<]+)<', html))
+        assert missing == {
+            "matrix": "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host).",
+            "overhead": "No device-side (CUDA event) times were recorded: no GPU was measured.",
+        }
+        assert set(re.findall(r'data-plot="(\w+)"', html)) == {"bandwidth", "cost", "create", "noop"}
+
+    def test_self_contained(self, html):
+        """No external scripts, styles, fonts or images: everything is inline."""
+        assert "<script" not in html
+        assert not re.search(r'(src|href)="(?!data:)', html)
+        assert "@import" not in html and "url(" not in html
+
+
+def test_machine_strings_are_escaped(tmp_path):
+    """A <script> in a machine name from a JSON file is shown as text, never run."""
+    data = json.loads(SAMPLE.read_text())
+    data["machine_info"]["cpu"]["brand_raw"] = "<script>alert(1)</script>"
+    data["benchmarks"][0]["extra_info"]["src"] = "<img src=x onerror=alert(2)>"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(data))
+    html = build_html(load([path]))
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html
+
+
+class TestAtomicWrite:
+    def test_writes_and_replaces(self, tmp_path, results):
+        out = tmp_path / "sub" / "index.html"
+        write_report(results, out)
+        assert out.read_text().startswith("<!DOCTYPE html>")
+        assert [p.name for p in out.parent.iterdir()] == ["index.html"]
+
+    def test_failed_build_keeps_the_old_report(self, tmp_path, results, monkeypatch):
+        """If writing fails part-way, the previous report is untouched and no temp file is left."""
+        out = tmp_path / "index.html"
+        out.write_text("old report")
+
+        class Boom:
+            def write(self, text):
+                raise OSError("disk full")
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        monkeypatch.setattr(report.os, "fdopen", lambda fd, *a, **k: (report.os.close(fd), Boom())[1])
+        with pytest.raises(OSError, match="disk full"):
+            write_report(results, out)
+        assert out.read_text() == "old report"
+        assert [p.name for p in tmp_path.iterdir()] == ["index.html"]
