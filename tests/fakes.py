@@ -60,6 +60,18 @@ class FakeBenchmark:
         self.calls = calls
         self.stats = type("Metadata", (), {"stats": Stats(median)})()
 
+    def pedantic(self, target: Callable[[], Any], setup: Callable[[], Any] | None = None,
+                 teardown: Callable[[], Any] | None = None, rounds: int = 1, warmup_rounds: int = 0) -> Any:
+        self.pedantic_rounds = rounds
+        result = None
+        for _ in range(warmup_rounds + rounds):
+            if setup:
+                setup()
+            result = target()
+            if teardown:
+                teardown()
+        return result
+
     def __call__(self, fn: Callable[[], Any]) -> Any:
         result = None
         for _ in range(self.calls):

@@ -26,23 +26,23 @@ class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
         assert findings(results.frame) == [
-            "Fastest path host pageable clone cpu: fixed cost α = 1.31 µs, bandwidth β = 66 GB/s; moves smaller than "
-            "84.4 KiB reach less than half of β — batch them.",
-            "A no-op .cpu() on a tensor already on cpu costs 245 ns per call, less than the fixed cost of the cheapest "
-            "host copy_ (1033 ns): it returns the same object and copies nothing.",
-            "Host memory copies (copy_) reached 51.8 GB/s at 16 MiB: the reference any transfer to or from the CPU is "
+            "Fastest path host pageable copy_ cpu: fixed cost α = 1.02 µs, bandwidth β = 38.7 GB/s; moves smaller than "
+            "38.7 KiB reach less than half of β — batch them.",
+            "A no-op .cpu() on a tensor already on cpu costs 249 ns per call, less than the fixed cost of the cheapest "
+            "host copy_ (1023 ns): it returns the same object and copies nothing.",
+            "Host memory copies (copy_) reached 24.9 GB/s at 16 MiB: the reference any transfer to or from the CPU is "
             "bounded by.",
         ]
 
     def test_model_table_rows(self, html):
         """The model table has one row per host path with its fitted α and β."""
         table = html.split('id="model-table"')[1].split("</table>")[0]
-        assert ('<td>host pageable copy_ cpu</td><td class="n">4</td><td class="n">1.03 µs</td><td class="n">65.8</td>'
+        assert ('<td>host pageable copy_ cpu</td><td class="n">4</td><td class="n">1.02 µs</td><td class="n">38.7</td>'
                 in table)
         assert table.count("<tr>") == 3  # header + 2 paths
 
     def test_results_table_has_every_benchmark(self, html):
-        assert html.split('id="results-table"')[1].split("</table>")[0].count("<tr>") == 29
+        assert html.split('id="results-table"')[1].split("</table>")[0].count("<tr>") == 35
 
     def test_cpu_only_notice_and_explained_gaps(self, html):
         """A CPU-only page says no GPU was measured and explains each plot it could not draw."""
@@ -52,7 +52,14 @@ class TestGoldenCpuSample:
             "matrix": "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host).",
             "overhead": "No device-side (CUDA event) times were recorded: no GPU was measured.",
         }
-        assert set(re.findall(r'data-plot="(\w+)"', html)) == {"bandwidth", "cost", "create", "noop"}
+        assert set(re.findall(r'data-plot="(\w+)"', html)) == {"bandwidth", "cost", "create", "noop", "module_to",
+                                                               "forward", "placement"}
+
+    def test_scenario_sections(self, html):
+        """Each scenario run on the CPU has its section, caption and computed sentence."""
+        assert re.findall(r'id="section-(\w+)"', html) == ["module_to", "forward", "placement"]
+        assert "A second .to(cpu) of a module with 10,004,568 parameters, already there, still took" in html
+        assert "Converting 64 images to normalized float32 on the CPU took" in html
 
     def test_self_contained(self, html):
         """No external scripts, styles, fonts or images: everything is inline."""

@@ -143,3 +143,78 @@ FINDINGS: list[Callable[[pd.DataFrame], str | None]] = [
 
 def findings(frame: pd.DataFrame) -> list[str]:
     return [sentence for find in FINDINGS if (sentence := find(frame))]
+
+
+def _variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
+    return rows[rows["variant"] == variant]
+
+
+def _module_to(rows: pd.DataFrame) -> list[str]:
+    out = []
+    again = _variant(rows, "again")
+    if not again.empty:
+        big = again.loc[again["nbytes"].idxmax()]
+        out.append(f"A second .to({big['dst']}) of a module with {big['nbytes'] // 4:,} parameters, already there, "
+                   f"still took {_ms(big['median_s'])}: nothing is copied, but every parameter tensor is visited.")
+    first = _variant(rows, "first")
+    if not first.empty:
+        big = first.loc[first["nbytes"].idxmax()]
+        out.append(f"The first move to {big['dst']} took {_ms(big['median_s'])} ({big['bandwidth_gbps']:.3g} GB/s).")
+    return out
+
+
+def _sync_stall(rows: pd.DataFrame) -> list[str]:
+    waiting = rows[rows["variant"] != "nonblocking_event"]
+    event = _variant(rows, "nonblocking_event")
+    if waiting.empty:
+        return []
+    slow = waiting.loc[waiting["median_s"].idxmin()]
+    out = [f"With 2 ms of work queued, even the quickest synchronizing call ({slow['variant']}) took {_ms(slow['median_s'])}."]
+    if not event.empty:
+        out.append(f"The non_blocking copy into pinned memory returned in {_ms(event['median_s'].min())}.")
+    return out
+
+
+def _ratio(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
+    out = []
+    for (size, dst), group in rows.groupby(["nbytes", "dst"]):
+        a, b = _variant(group, slow), _variant(group, fast)
+        if not a.empty and not b.empty:
+            ratio = a["median_s"].iloc[0] / b["median_s"].iloc[0]
+            out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {_ms(b['median_s'].iloc[0])}, "
+                       f"{slow} {_ms(a['median_s'].iloc[0])} ({ratio:.2f}x).")
+    return out[-2:]
+
+
+def _cuda_vs_to(rows: pd.DataFrame) -> list[str]:
+    tensors = rows[rows["variant"].isin(("cuda", "to_str", "to_device"))]
+    if tensors.empty:
+        return []
+    spread = tensors["median_s"].max() / tensors["median_s"].min() - 1
+    return [f".cuda(i), .to('cuda:i') and .to(torch.device) differed by {spread:.0%} at most."]
+
+
+def _cpu_convert(rows: pd.DataFrame) -> list[str]:
+    cpu = _variant(rows, "convert_on_cpu")
+    out = [f"Converting {int(r['nbytes'] // (3 * 224 * 224))} images to normalized float32 on the CPU took "
+           f"{_ms(r['median_s'])}." for _, r in cpu.iterrows()][-1:]
+    return out + _ratio(rows, "convert_then_move", "move_then_convert", "Placement")
+
+
+def scenario_findings(frame: pd.DataFrame, op: str) -> list[str]:
+    """Sentences for one scenario's section, from its rows."""
+    rows = frame[frame["op"] == op]
+    if rows.empty:
+        return []
+    if op == "module_to":
+        return _module_to(rows)
+    if op == "sync_stall":
+        return _sync_stall(rows)
+    if op == "pin_memory":
+        return (_ratio(rows, "pin_then_to", "reused_pinned_to", "Host to device")
+                + _ratio(rows, "to", "reused_pinned_to", "Host to device"))
+    if op == "placement":
+        return _cpu_convert(rows)
+    if op == "cuda_vs_to":
+        return _cuda_vs_to(rows)
+    return []

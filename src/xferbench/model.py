@@ -14,7 +14,10 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-__all__ = ["Fit", "PCIE_GBPS_PER_LANE", "fit_alpha_beta", "fit_paths", "link_peak"]
+#: Ops whose time is a payload moving, fitted per path (distributed ones included).
+FIT_OPS = ("h2d", "d2h", "d2d", "peer", "host", "send_recv", "broadcast", "all_reduce", "all_gather", "reduce_scatter")
+
+__all__ = ["FIT_OPS", "Fit", "PCIE_GBPS_PER_LANE", "fit_alpha_beta", "fit_paths", "link_peak"]
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,10 @@ def fit_alpha_beta(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
 def fit_paths(frame: pd.DataFrame) -> pd.DataFrame:
     """One alpha-beta fit per transfer path (op, devices, memory, method).
 
-    Creation and no-ops move nothing across a link and are left out.
+    Only moves of a payload are fitted: creation, no-ops and scenarios are not.
     """
     rows = []
-    moves = frame[~frame["op"].isin(("noop", "create"))]
+    moves = frame[frame["op"].isin(FIT_OPS)]
     for path, group in moves.groupby("path", sort=False):
         fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["median_s"].to_numpy())
         first = group.iloc[0]

@@ -218,3 +218,55 @@ def render(frame: pd.DataFrame) -> list[Plot]:
         else:
             plots.append(Plot(key, title, caption, _png(figure)))
     return plots
+
+
+def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
+    """Median time per variant and device for one scenario, against its size."""
+    rows = frame[frame["op"] == op]
+    if rows.empty:
+        return f"No {op} benchmarks were run."
+    if rows["nbytes"].nunique() == 1:
+        rows = rows.sort_values("median_s")
+        fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.3))
+        ax.barh(rows["path"], rows["median_s"] * 1e3, color="tab:cyan")
+        for y, ms in enumerate(rows["median_s"] * 1e3):
+            ax.text(ms, y, f"  {ms:.3g} ms", va="center", fontsize=8)
+        ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"median time (ms) at {format_bytes(rows['nbytes'].iloc[0])}")
+        return fig
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for path, group in rows.groupby("path", sort=False):
+        group = group.sort_values("nbytes")
+        ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=3, label=path)
+    _bytes_axis(ax)
+    ax.set_yscale("log")
+    ax.set_xlabel("payload (bytes moved or held)")
+    ax.set_ylabel("median time (ms)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+#: Scenario sections of the report: title and what to look for.
+SCENARIO_TEXT: dict[str, tuple[str, str]] = {
+    "module_to": ("Scenario: moving a module (net.to(device))",
+                  "The first move copies every parameter; a second .to() to the same device copies nothing but still "
+                  "walks every parameter, so its cost grows with the number of parameters, not bytes."),
+    "forward": ("Scenario: a forward pass where the data is (net(X))",
+                "net and X on the same device; a mismatch is an error (checked_forward says which tensor to move)."),
+    "sync_stall": ("Scenario: hidden synchronizations",
+                   ".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
+                   "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
+                   "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
+                   "their bytes. Never read such a buffer before the event or a synchronize: it may still hold old data."),
+    "pin_memory": ("Scenario: is pinning worth it?",
+                   "t.pin_memory() allocates page-locked memory and copies into it. Pinning once per transfer costs more "
+                   "than it saves; staging into a pinned buffer that is reused pays off."),
+    "placement": ("Scenario: where to convert an image batch",
+                  "An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
+                  "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter."),
+    "cuda_vs_to": ("Scenario: .cuda() against .to()",
+                   "Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
+                   "Module.to and Module.cuda both move parameters in place and return the module itself."),
+}

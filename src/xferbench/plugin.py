@@ -17,6 +17,7 @@ import pytest
 from .cases import OPS, PROFILES, Case, Skipped, build_cases
 from .compare import machine_differences
 from .devices import DeviceBackend, available_devices, parse_device_list
+from .scenarios import SCENARIOS, Scenario, build_scenarios
 from .units import Size, parse_dtype, parse_sizes
 
 __all__ = ["XferHookspecs", "XferSettings"]
@@ -91,7 +92,7 @@ def _given(config: pytest.Config, flag: str) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     # Runs before pytest-benchmark's own (trylast) configure, so option defaults
     # set here are the ones its session reads.
-    config.addinivalue_line("markers", "xfer(op): parametrize the test over xferbench's cases of op")
+    config.addinivalue_line("markers", "xfer(op): parametrize the test over xferbench's cases (or scenarios) of op")
     backend = config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         from .devices import TorchBackend
@@ -124,14 +125,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"xferbench: devices {', '.join(s.devices)}; profile {s.profile}; sizes {sizes}; dtypes {', '.join(s.dtypes)}"]
 
 
-def _op_of(metafunc: pytest.Metafunc) -> str:
+def _op_of(metafunc: pytest.Metafunc, known: Sequence[str]) -> str:
     marker = metafunc.definition.get_closest_marker("xfer")
-    if marker is None or not marker.args or marker.args[0] not in OPS:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: mark it @pytest.mark.xfer(op) with op one of {', '.join(OPS)}")
+    if marker is None or not marker.args or marker.args[0] not in known:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: mark it @pytest.mark.xfer(op) with op one of {', '.join(known)}")
     return marker.args[0]
 
 
-def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[Case | Skipped]) -> None:
+def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[Case | Scenario | Skipped]) -> None:
     """Parametrize ``argname`` over cases; skipped ones carry their reason."""
     params = [
         pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)) if isinstance(item, Skipped)
@@ -142,9 +143,11 @@ def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    s = settings(metafunc.config)
     if "xfer_case" in metafunc.fixturenames:
-        s = settings(metafunc.config)
-        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc), s.devices, s.sizes, s.dtypes))
+        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, OPS), s.devices, s.sizes, s.dtypes))
+    if "xfer_scenario" in metafunc.fixturenames:
+        parametrize_cases(metafunc, "xfer_scenario", build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), s.devices, s.profile))
 
 
 @pytest.fixture
@@ -163,6 +166,23 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend) -> Callable[[Case], dict[s
             return run_case(case, benchmark, xfer_backend)
         except CannotRun as reason:
             pytest.skip(f"{case.id}: {reason}")
+
+    return run
+
+
+@pytest.fixture
+def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callable[[Scenario], dict[str, Any]]:
+    """Run one scenario under ``benchmark``; one the machine cannot run is skipped."""
+    from .scenarios import run_scenario
+    from .transfers import CannotRun
+
+    s = settings(request.config)
+
+    def run(scenario: Scenario) -> dict[str, Any]:
+        try:
+            return run_scenario(scenario, benchmark, s.backend, s.profile)
+        except CannotRun as reason:
+            pytest.skip(f"{scenario.id}: {reason}")
 
     return run
 

@@ -15,7 +15,7 @@ import pandas as pd
 from . import __version__
 from .findings import findings
 from .model import fit_paths, link_peak
-from .plots import Plot, render
+from .plots import SCENARIO_TEXT, Plot, _png, render, scenario_plot
 from .results import Results
 from .units import format_bytes
 
@@ -91,9 +91,25 @@ def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return ordered.drop(columns=["data", "_o"]).to_dict("records")
 
 
+def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """One section per scenario present in the results, with its plot and findings."""
+    from .findings import scenario_findings
+
+    sections = []
+    for op, (title, caption) in SCENARIO_TEXT.items():
+        if not (frame["op"] == op).any():
+            continue
+        figure = scenario_plot(frame, op)
+        plot = Plot(op, title, caption, None if isinstance(figure, str) else _png(figure),
+                    figure if isinstance(figure, str) else None)
+        sections.append({"key": op, "title": title, "text": " ".join(scenario_findings(frame, op)), "plots": [plot]})
+    return sections
+
+
 def build_html(results: Results, history: list[Plot] | None = None, extra_sections: list[dict[str, Any]] | None = None) -> str:
     frame = results.frame
     plots = render(frame)
+    extra_sections = scenario_sections(frame) + (extra_sections or [])
     return _ENV.get_template("report.html.j2").render(
         version=__version__,
         results=results,

@@ -19,7 +19,10 @@ from .cases import SCHEMA_VERSION
 __all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "load", "load_file", "path_key"]
 
 #: The columns that identify a case across runs (compare matches on these).
-IDENTITY = ["op", "method", "src", "dst", "nbytes", "dtype", "host_memory", "non_blocking", "world_size", "backend"]
+IDENTITY = ["op", "method", "variant", "src", "dst", "nbytes", "dtype", "host_memory", "non_blocking", "world_size",
+            "backend"]
+#: Ops whose time is not a payload crossing a link: no bandwidth is computed for them.
+NO_BANDWIDTH = {"noop", "sync_stall", "forward"}
 #: The columns that make one line of a bandwidth-vs-size plot.
 PATH = ["op", "src", "dst", "host_memory", "non_blocking", "method", "dtype"]
 
@@ -90,6 +93,7 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
         "group": bench.get("group"),
         "op": info["op"],
         "method": info.get("method"),
+        "variant": info.get("variant"),
         "src": info.get("src"),
         "dst": info.get("dst"),
         "nbytes": nbytes,
@@ -113,7 +117,8 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
         "device_seconds": info.get("device_seconds"),
         "peer_access": info.get("peer_access"),
         # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
-        "bandwidth_gbps": nbytes / median / 1e9 if median > 0 and info["op"] not in ("noop",) else float("nan"),
+        "bandwidth_gbps": (nbytes / median / 1e9 if median > 0 and info["op"] not in NO_BANDWIDTH
+                           and info.get("variant") != "again" else float("nan")),
         "data": stats.get("data"),
     }
     row["path"] = path_key(row)
@@ -170,6 +175,10 @@ def load(paths: list[Path]) -> Results:
 
 def path_key(row: dict[str, Any]) -> str:
     """A readable name for a transfer path, e.g. ``h2d pinned non-blocking copy_ cpu->cuda:0``."""
+    if row.get("variant"):
+        where = row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}"
+        variant = "" if row["variant"] == row["op"] else f" {row['variant']}"
+        return f"{row['op']}{variant} {where}"
     if row["op"] == "noop":
         return f"noop .{row['method']}() on {row['src']}"
     if row["op"] == "create":

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,6 +24,7 @@ __all__ = [
     "operation",
     "pattern",
     "prepare",
+    "out_of_memory_skips",
     "run_case",
     "verify",
 ]
@@ -195,6 +197,19 @@ _OOM: type[Exception] = getattr(torch, "OutOfMemoryError", getattr(torch.cuda, "
 EVENT_BUDGET_S = 0.2
 
 
+@contextlib.contextmanager
+def out_of_memory_skips(label: str, backend: DeviceBackend) -> Iterator[None]:
+    """Turn an out-of-memory error into CannotRun, after giving memory back."""
+    try:
+        yield
+    except (RuntimeError, _OOM) as error:
+        if not _is_out_of_memory(error):
+            raise
+        _free(backend)
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CannotRun(f"out of memory at {label}: {first_line}") from None
+
+
 def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:
     """Time ``case`` with ``benchmark``, verify its result, and fill in extra_info.
 
@@ -203,13 +218,8 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
     """
     check_memory(case, backend)
     try:
-        return _run(case, benchmark, backend)
-    except (RuntimeError, _OOM) as error:
-        if not _is_out_of_memory(error):
-            raise
-        _free(backend)
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CannotRun(f"out of memory at {case.size_label}: {first_line}") from None
+        with out_of_memory_skips(case.size_label, backend):
+            return _run(case, benchmark, backend)
     finally:
         if case.nbytes >= 2**28:  # give large buffers back before the next case
             _free(backend)

@@ -1,0 +1,406 @@
+"""Scenarios from the lesson: the costs that show up in real PyTorch code.
+
+Each scenario is a family of ``Scenario`` records (frozen, hashable, like
+``cases.Case``) and a ``prepare`` that returns what to time: a target, an untimed
+setup run before every round (to put state back, e.g. move a module home), an
+untimed teardown, and a check run after timing. Scenarios that need an
+accelerator are skipped with a reason on a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cases import SCHEMA_VERSION, Skipped
+from .units import format_size
+
+__all__ = [
+    "SCENARIOS",
+    "run_scenario",
+    "DeviceMismatch",
+    "Prepared",
+    "Scenario",
+    "build_scenarios",
+    "checked_forward",
+    "mlp",
+    "non_blocking_hazard",
+]
+
+#: Sizes per scenario and profile: parameters (module_to), images (placement), bytes (others).
+SCENARIO_SIZES: dict[str, dict[str, tuple[int, ...]]] = {
+    "module_to": {"quick": (10**3, 10**5, 10**7), "full": (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)},
+    "forward": {"quick": (64,), "full": (1, 64, 512)},
+    "sync_stall": {"quick": (4,), "full": (4, 2**20)},
+    "pin_memory": {"quick": (2**20, 64 * 2**20), "full": (2**16, 2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20)},
+    "placement": {"quick": (8, 64), "full": (8, 32, 64, 256)},
+    "cuda_vs_to": {"quick": (64 * 2**20,), "full": (2**20, 64 * 2**20)},
+}
+#: Work queued on the GPU before a synchronizing call, in seconds.
+STALL_SECONDS = 2e-3
+IMAGE = (3, 224, 224)
+
+
+class DeviceMismatch(RuntimeError):
+    """A module and its input are on different devices; the message says what to move."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    op: str
+    variant: str
+    src: str
+    dst: str
+    size: int
+    unit: str  # "params", "batch", "images" or "bytes"
+    dtype: str = "float32"
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.src, self.dst)))
+
+    @property
+    def size_label(self) -> str:
+        if self.unit == "bytes":
+            return format_size(self.size)
+        return f"{self.size:.0e}{self.unit}".replace("e+0", "e") if self.unit == "params" else f"{self.size}{self.unit}"
+
+    @property
+    def id(self) -> str:
+        where = self.src if self.src == self.dst else f"{self.src}->{self.dst}"
+        return f"{self.variant}-{self.size_label}-{where}"
+
+    @property
+    def nbytes(self) -> int:
+        if self.unit == "params":
+            return _mlp_params(self.size) * 4
+        if self.unit == "images":
+            return self.size * math.prod(IMAGE)  # uint8 pixels, as loaded
+        if self.unit == "batch":
+            return self.size * 1024 * 4
+        return self.size
+
+    def extra_info(self) -> dict[str, Any]:
+        return {"xfer_schema": SCHEMA_VERSION, "op": self.op, "variant": self.variant, "src": self.src, "dst": self.dst,
+                "nbytes": self.nbytes, "dtype": self.dtype, "shape": [self.size], "size_unit": self.unit,
+                "host_memory": None, "non_blocking": self.variant in ("nonblocking_event", "to_nonblocking"),
+                "method": self.variant}
+
+
+@dataclass
+class Prepared:
+    target: Callable[[], Any]
+    setup: Callable[[], None] | None = None
+    teardown: Callable[[], None] | None = None
+    check: Callable[[Any], None] = lambda result: None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _mlp_width(params: int) -> int:
+    # 4 square Linear layers with bias: 4 (w^2 + w) parameters.
+    return max(2, round((-1 + math.sqrt(1 + params)) / 2))
+
+
+def _mlp_params(params: int) -> int:
+    w = _mlp_width(params)
+    return 4 * (w * w + w)
+
+
+def mlp(params: int, device: str = "cpu") -> Any:
+    """An ``nn.Sequential`` of 4 Linear layers with about ``params`` parameters."""
+    from torch import nn
+
+    w = _mlp_width(params)
+    return nn.Sequential(*[nn.Linear(w, w) for _ in range(4)]).to(device)
+
+
+def checked_forward(net: Any, x: Any) -> Any:
+    """``net(x)``, but a device mismatch is a DeviceMismatch that says what to move."""
+    device = next(net.parameters()).device
+    if x.device != device:
+        raise DeviceMismatch(f"the module is on {device} but its input is on {x.device}: "
+                             f"move the input with x.to('{device}') (or the module with net.to('{x.device}'))")
+    return net(x)
+
+
+# --- which scenarios a machine gets -------------------------------------------------------------------------
+
+def _accelerators(devices: Sequence[str]) -> list[str]:
+    return [d for d in devices if d != "cpu"]
+
+
+def _needs_gpu(op: str, devices: Sequence[str]) -> list[Scenario | Skipped]:
+    return [Skipped(f"{op}-no-accelerator", f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}")]
+
+
+def _module_to(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+    planned: list[Scenario | Skipped] = []
+    for size in sizes:
+        for dst in devices:
+            if dst != "cpu":
+                planned.append(Scenario("module_to", "first", "cpu", dst, size, "params"))
+            planned.append(Scenario("module_to", "again", dst, dst, size, "params"))
+    return planned
+
+
+def _forward(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+    return [Scenario("forward", "forward", d, d, size, "batch") for size in sizes for d in devices]
+
+
+def _gpu_family(op: str, variants: Sequence[str], unit: str, *, to_host: bool = False) -> Callable[..., list[Scenario | Skipped]]:
+    """A family that needs an accelerator: host -> each GPU, or each GPU -> host."""
+    def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+        gpus = _accelerators(devices)
+        if not gpus:
+            return _needs_gpu(op, devices)
+        return [Scenario(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
+                for size in sizes for d in gpus for v in variants]
+    return build
+
+
+def _placement(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+    planned: list[Scenario | Skipped] = [Scenario("placement", "convert_on_cpu", "cpu", "cpu", s, "images") for s in sizes]
+    gpus = _accelerators(devices)
+    if not gpus:
+        planned.append(Skipped("placement-gpu-half", "placement's move-then-convert half needs an accelerator"))
+    for size in sizes:
+        for d in gpus:
+            planned += [Scenario("placement", v, "cpu", d, size, "images") for v in ("convert_then_move", "move_then_convert")]
+    return planned
+
+
+SCENARIOS: dict[str, Callable[[Sequence[str], Sequence[int]], list[Scenario | Skipped]]] = {
+    "module_to": _module_to,
+    "forward": _forward,
+    "sync_stall": _gpu_family("sync_stall", ("item", "cpu", "tolist", "str", "nonblocking_event"), "bytes", to_host=True),
+    "pin_memory": _gpu_family("pin_memory", ("pin", "to", "pin_then_to", "reused_pinned_to"), "bytes"),
+    "placement": _placement,
+    "cuda_vs_to": _gpu_family("cuda_vs_to", ("cuda", "to_str", "to_device", "to_nonblocking",
+                                             "module_to", "module_cuda"), "bytes"),
+}
+
+
+def build_scenarios(op: str, devices: Sequence[str], profile: str) -> list[Scenario | Skipped]:
+    if op not in SCENARIOS:
+        raise ValueError(f"unknown scenario {op!r}; expected one of {', '.join(SCENARIOS)}")
+    return SCENARIOS[op](devices, SCENARIO_SIZES[op][profile])
+
+
+# --- what is timed -----------------------------------------------------------------------------------------
+
+def prepare(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    """Build the timed call for ``s``; ``sync`` synchronizes every device it touches."""
+    return _PREPARE[s.op](s, sync)
+
+
+def _on(device: str) -> Callable[[Any], None]:
+    import torch
+
+    target = torch.device(device)
+
+    def check(module: Any) -> None:
+        wrong = [name for name, p in module.named_parameters() if p.device != target]
+        if wrong:
+            raise AssertionError(f"after .to({device}) {len(wrong)} parameters are elsewhere, e.g. {wrong[0]}")
+    return check
+
+
+def _prepare_module_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    net = mlp(s.size, s.src)
+    if s.variant == "first":
+        # Every round starts with the module back on the CPU, untimed.
+        def home() -> None:
+            net.to("cpu")
+            sync()
+        return Prepared(lambda: (net.to(s.dst), sync())[0], setup=home, check=_on(s.dst))
+    return Prepared(lambda: (net.to(s.dst), sync())[0], check=_on(s.dst))
+
+
+def _prepare_forward(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    net = mlp(4 * (1024 * 1024 + 1024), s.dst).eval()
+    x = torch.randn(s.size, 1024, device=s.dst)
+
+    def call() -> Any:
+        with torch.no_grad():
+            out = checked_forward(net, x)
+        sync()
+        return out
+
+    def check(out: Any) -> None:
+        assert out.device == x.device and tuple(out.shape) == (s.size, 1024)
+    return Prepared(call, check=check)
+
+
+def _sleep_cycles(device: str, seconds: float) -> int:
+    """Cycles of ``torch.cuda._sleep`` that take about ``seconds`` on ``device``."""
+    import torch
+
+    with torch.cuda.device(torch.device(device)):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)  # load the kernel
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        end.record()
+        end.synchronize()
+        per_cycle = start.elapsed_time(end) / 1e3 / 1_000_000
+    return max(1, int(seconds / per_cycle))
+
+
+def _prepare_sync_stall(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    t = torch.ones(s.size // 4, device=s.src)
+    cycles = _sleep_cycles(s.src, STALL_SECONDS)
+    pinned = torch.empty_like(t, device="cpu").pin_memory()
+    event = torch.cuda.Event()
+
+    def queue_work() -> None:
+        sync()
+        with torch.cuda.device(t.device):
+            torch.cuda._sleep(cycles)  # returns at once; the GPU stays busy for STALL_SECONDS
+
+    calls: dict[str, Callable[[], Any]] = {
+        "item": lambda: t[0].item(),
+        "cpu": t.cpu,
+        "tolist": t.tolist,
+        "str": lambda: str(t),
+        # The copy is queued behind the work and the call returns at once; completion is
+        # observed later through the event (teardown, untimed), so the host was free.
+        "nonblocking_event": lambda: (pinned.copy_(t, non_blocking=True), event.record())[0],
+    }
+    return Prepared(calls[s.variant], setup=queue_work, teardown=lambda: event.synchronize() or sync(),
+                    extra={"queued_seconds": STALL_SECONDS})
+
+
+def _prepare_pin_memory(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    src = torch.ones(s.size // 4)
+    dst = torch.device(s.dst)
+    reused = torch.empty_like(src).pin_memory()
+    calls: dict[str, Callable[[], Any]] = {
+        "pin": src.pin_memory,
+        "to": lambda: (src.to(dst), sync())[0],
+        "pin_then_to": lambda: (src.pin_memory().to(dst, non_blocking=True), sync())[0],
+        # The realistic reuse: stage into one pinned buffer, then a fast DMA.
+        "reused_pinned_to": lambda: (reused.copy_(src).to(dst, non_blocking=True), sync())[0],
+    }
+    return Prepared(calls[s.variant])
+
+
+def normalize(x: Any) -> Any:
+    """uint8 images -> float32 in [0, 1], normalized with ImageNet's mean and std."""
+    import torch
+
+    mean = torch.tensor([0.485, 0.456, 0.406], device=x.device).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225], device=x.device).view(1, 3, 1, 1)
+    return (x.float().div_(255) - mean).div_(std)
+
+
+def _prepare_placement(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    images = torch.randint(0, 256, (s.size, *IMAGE), dtype=torch.uint8)
+    dst = torch.device(s.dst)
+    calls: dict[str, Callable[[], Any]] = {
+        "convert_on_cpu": lambda: normalize(images),
+        "convert_then_move": lambda: (normalize(images).to(dst), sync())[0],  # 4x the bytes cross the link
+        "move_then_convert": lambda: (normalize(images.to(dst)), sync())[0],
+    }
+
+    def check(out: Any) -> None:
+        assert out.dtype == torch.float32 and out.device == dst and tuple(out.shape) == (s.size, *IMAGE)
+    return Prepared(calls[s.variant], check=check)
+
+
+def _prepare_cuda_vs_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    src = torch.ones(s.size // 4)
+    device = torch.device(s.dst)
+    index = device.index
+    net = mlp(max(10**3, s.size // 4))
+
+    def home() -> None:
+        net.to("cpu")
+        sync()
+
+    calls: dict[str, Callable[[], Any]] = {
+        "cuda": lambda: src.cuda(index),
+        "to_str": lambda: src.to(s.dst),
+        "to_device": lambda: src.to(device),
+        "to_nonblocking": lambda: src.to(device, non_blocking=True),
+        "module_to": lambda: net.to(device),
+        "module_cuda": lambda: net.cuda(index),
+    }
+    call = calls[s.variant]
+    is_module = s.variant.startswith("module")
+    return Prepared(lambda: (call(), sync())[0], setup=home if is_module else None,
+                    check=_on(s.dst) if is_module else lambda out: None)
+
+
+_PREPARE: dict[str, Callable[[Scenario, Callable[[], None]], Prepared]] = {
+    "module_to": _prepare_module_to,
+    "forward": _prepare_forward,
+    "sync_stall": _prepare_sync_stall,
+    "pin_memory": _prepare_pin_memory,
+    "placement": _prepare_placement,
+    "cuda_vs_to": _prepare_cuda_vs_to,
+}
+
+
+def non_blocking_hazard(device: str, numel: int = 1 << 20) -> tuple[bool, bool]:
+    """Show the hazard of reading a ``non_blocking`` device-to-host copy too early.
+
+    A fill is queued behind ~STALL_SECONDS of GPU work, then copied non-blocking into
+    pinned memory that starts as zeros. Returns (stale_before_sync, correct_after_sync):
+    read before synchronizing, the buffer still holds zeros; after, it holds the fill.
+    """
+    import torch
+
+    src = torch.zeros(numel, device=device)
+    host = torch.zeros(numel, pin_memory=True)
+    cycles = _sleep_cycles(device, STALL_SECONDS)
+    torch.cuda.synchronize(device)
+    with torch.cuda.device(torch.device(device)):
+        torch.cuda._sleep(cycles)
+        src.fill_(7)  # written late: behind the queued work
+        host.copy_(src, non_blocking=True)
+        stale = bool((host != 7).any())  # read without synchronizing: the hazard
+        torch.cuda.synchronize(device)
+    return stale, bool((host == 7).all())
+
+
+#: Rounds for scenarios whose every round needs an untimed setup (pytest-benchmark
+#: cannot calibrate those): enough for a median and a significance test.
+SETUP_ROUNDS = {"quick": 15, "full": 30}
+
+
+def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quick") -> dict[str, Any]:
+    """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info."""
+    from .devices import accelerator_index
+    from .timing import CLOCK_WALL
+    from .transfers import out_of_memory_skips
+
+    indices = [i for i in map(accelerator_index, s.devices) if i is not None]
+
+    def sync() -> None:
+        for index in indices:
+            backend.synchronize(index)
+
+    with out_of_memory_skips(s.size_label, backend):
+        prepared = prepare(s, sync)
+        benchmark.group = f"{s.op} {s.src}->{s.dst}"
+        benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL, **prepared.extra)
+        sync()
+        if prepared.setup is None and prepared.teardown is None:
+            result = benchmark(prepared.target)
+        else:
+            result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
+                                        rounds=SETUP_ROUNDS[profile], warmup_rounds=2)
+        prepared.check(result)
+    return benchmark.extra_info

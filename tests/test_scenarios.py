@@ -1,0 +1,135 @@
+import pytest
+import torch
+from torch import nn
+
+from xferbench import scenarios
+from xferbench.cases import Skipped
+from xferbench.scenarios import (
+    DeviceMismatch,
+    Prepared,
+    Scenario,
+    build_scenarios,
+    checked_forward,
+    mlp,
+    non_blocking_hazard,
+    run_scenario,
+)
+
+from fakes import FakeBackend, FakeBenchmark
+
+
+def ids(planned):
+    return [p.id for p in planned if isinstance(p, Scenario)]
+
+
+def skips(planned):
+    return {p.id: p.reason for p in planned if isinstance(p, Skipped)}
+
+
+class TestMatrix:
+    def test_cpu_runs_what_it_can(self):
+        """On the CPU: module_to (again), forward and placement's CPU half run; the rest skip."""
+        assert ids(build_scenarios("module_to", ["cpu"], "quick")) == ["again-1e3params-cpu", "again-1e5params-cpu",
+                                                                      "again-1e7params-cpu"]
+        assert ids(build_scenarios("forward", ["cpu"], "quick")) == ["forward-64batch-cpu"]
+        placement = build_scenarios("placement", ["cpu"], "quick")
+        assert ids(placement) == ["convert_on_cpu-8images-cpu", "convert_on_cpu-64images-cpu"]
+        assert skips(placement) == {"placement-gpu-half": "placement's move-then-convert half needs an accelerator"}
+        for op in ("sync_stall", "pin_memory", "cuda_vs_to"):
+            assert skips(build_scenarios(op, ["cpu"], "quick")) == {
+                f"{op}-no-accelerator": f"{op} needs an accelerator; the devices measured are: cpu"}
+
+    def test_one_gpu(self):
+        """With a GPU: first moves, both placement variants, stalls from the GPU to the host."""
+        devices = ["cpu", "cuda:0"]
+        assert "first-1e7params-cpu->cuda:0" in ids(build_scenarios("module_to", devices, "quick"))
+        assert "move_then_convert-64images-cpu->cuda:0" in ids(build_scenarios("placement", devices, "quick"))
+        stall = build_scenarios("sync_stall", devices, "quick")
+        assert ids(stall) == ["item-4B-cuda:0->cpu", "cpu-4B-cuda:0->cpu", "tolist-4B-cuda:0->cpu", "str-4B-cuda:0->cpu",
+                              "nonblocking_event-4B-cuda:0->cpu"]
+        assert len(ids(build_scenarios("cuda_vs_to", devices, "full"))) == 12
+
+    def test_extra_info_names_the_scenario(self):
+        info = Scenario("placement", "move_then_convert", "cpu", "cuda:0", 64, "images").extra_info()
+        assert info["op"] == "placement" and info["variant"] == "move_then_convert"
+        assert info["nbytes"] == 64 * 3 * 224 * 224
+        assert info["xfer_schema"] == 1
+
+    def test_unknown(self):
+        with pytest.raises(ValueError, match="unknown scenario"):
+            build_scenarios("teleport", ["cpu"], "quick")
+
+
+class TestLessonSemantics:
+    def test_mlp_parameter_count(self):
+        """The stacks hold about the asked number of parameters, in 4 Linear layers."""
+        for target in (10**3, 10**5, 10**7):
+            net = mlp(target)
+            count = sum(p.numel() for p in net.parameters())
+            assert 0.8 * target < count < 1.25 * target
+            assert len(net) == 4 and all(isinstance(layer, nn.Linear) for layer in net)
+
+    def test_mismatched_devices_clear_error(self):
+        """A module and its input on different devices: the error says what to move."""
+        net = mlp(1000, "meta")
+        width = net[0].in_features
+        with pytest.raises(DeviceMismatch, match=r"the module is on meta but its input is on cpu: move the input with "
+                                                 r"x.to\('meta'\)"):
+            checked_forward(net, torch.ones(2, width))
+        with pytest.raises(RuntimeError, match="meta"):
+            net(torch.ones(2, width))  # torch's own error, for comparison
+
+    def test_tensor_to_returns_self_or_a_new_tensor(self):
+        """Tensor.to: the same object when nothing changes, a new tensor otherwise."""
+        t = torch.ones(4)
+        assert t.to("cpu") is t and t.to(torch.device("cpu")) is t and t.cpu() is t
+        moved = t.to(torch.float64)
+        assert moved is not t and t.dtype == torch.float32
+
+    def test_module_to_moves_in_place_and_returns_itself(self):
+        """Module.to moves every parameter in place and returns the module (net[0].weight.device)."""
+        net = mlp(1000)
+        assert net.to("meta") is net
+        assert net[0].weight.device == torch.device("meta")
+        assert all(p.device.type == "meta" for p in net.parameters())
+        assert net.to(torch.float64) is net and net[0].weight.dtype == torch.float64
+
+
+class TestRunScenario:
+    @pytest.mark.parametrize("scenario", [
+        Scenario("module_to", "again", "cpu", "cpu", 10**3, "params"),
+        Scenario("forward", "forward", "cpu", "cpu", 2, "batch"),
+        Scenario("placement", "convert_on_cpu", "cpu", "cpu", 2, "images"),
+    ], ids=lambda s: s.id)
+    def test_cpu_scenarios_fill_the_contract(self, scenario):
+        bench = FakeBenchmark(calls=2)
+        info = run_scenario(scenario, bench, FakeBackend())
+        assert info == scenario.extra_info() | {"clock": "wall+sync"}
+        assert bench.group == f"{scenario.op} cpu->cpu"
+
+    def test_setup_scenarios_use_fixed_rounds_and_sync(self, monkeypatch):
+        """A scenario with an untimed setup runs pedantic rounds; the GPU is synchronized."""
+        backend = FakeBackend(gpus=1)
+        order = []
+        prepared = Prepared(target=lambda: order.append("target"), setup=lambda: order.append("setup"),
+                            teardown=lambda: order.append("teardown"), extra={"queued_seconds": 0.002})
+        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: (sync(), prepared)[1])
+        bench = FakeBenchmark()
+        info = run_scenario(Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes"), bench, backend, "full")
+        assert bench.pedantic_rounds == 30
+        assert order[:3] == ["setup", "target", "teardown"] and order.count("target") == 32
+        assert backend.syncs() == [0, 0]
+        assert info["queued_seconds"] == 0.002
+
+    def test_wrong_module_placement_fails(self, monkeypatch):
+        """The check after timing fails a module that did not end up on the target."""
+        check = scenarios._on("meta")
+        with pytest.raises(AssertionError, match="parameters are elsewhere"):
+            check(mlp(1000))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the hazard is a GPU race")
+def test_non_blocking_read_before_sync_is_stale():
+    """Reading a non_blocking device-to-host copy before synchronizing sees old data."""
+    stale, correct = non_blocking_hazard("cuda:0")
+    assert stale and correct
