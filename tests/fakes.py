@@ -61,15 +61,20 @@ class FakeBenchmark:
         self.stats = type("Metadata", (), {"stats": Stats(median)})()
 
     def pedantic(self, target: Callable[[], Any], setup: Callable[[], Any] | None = None,
-                 teardown: Callable[[], Any] | None = None, rounds: int = 1, warmup_rounds: int = 0) -> Any:
+                 teardown: Callable[[], Any] | None = None, rounds: int = 1, warmup_rounds: int = 0,
+                 iterations: int = 1) -> Any:
+        """Makes as many calls as pytest-benchmark's pedantic does."""
         self.pedantic_rounds = rounds
         result = None
         for _ in range(warmup_rounds + rounds):
             if setup:
                 setup()
-            result = target()
+            for _ in range(iterations):
+                result = target()
             if teardown:
                 teardown()
+        if iterations > 1:
+            result = target()
         return result
 
     def __call__(self, fn: Callable[[], Any]) -> Any:

@@ -15,7 +15,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 #: Ops whose time is a payload moving, fitted per path (distributed ones included).
-FIT_OPS = ("h2d", "d2h", "d2d", "peer", "host", "send_recv", "broadcast", "all_reduce", "all_gather", "reduce_scatter")
+FIT_OPS = ("h2d", "d2h", "d2d", "peer", "host",
+           "send_recv", "isend_irecv", "broadcast", "all_reduce", "all_gather", "reduce_scatter")
 
 __all__ = ["FIT_OPS", "Fit", "PCIE_GBPS_PER_LANE", "fit_alpha_beta", "fit_paths", "link_peak"]
 

@@ -270,3 +270,37 @@ SCENARIO_TEXT: dict[str, tuple[str, str]] = {
                    "Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
                    "Module.to and Module.cuda both move parameters in place and return the module itself."),
 }
+
+
+def distributed(frame: pd.DataFrame) -> Figure | str:
+    """Bus bandwidth of each collective and point-to-point op against size."""
+    rows = frame[frame["world_size"].notna()]
+    if rows.empty:
+        return "No distributed benchmarks were run."
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.3))
+    for path, group in rows.groupby("path", sort=False):
+        group = group.sort_values("nbytes")
+        left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=3, label=path)
+    p2p = rows[rows["op"].isin(("send_recv", "isend_irecv"))]
+    for path, group in p2p.groupby("path", sort=False):
+        group = group.sort_values("nbytes")
+        right.plot(group["nbytes"], group["median_s"] / 2 * 1e6, marker="o", ms=3, label=path)
+    for ax in (left, right):
+        _bytes_axis(ax)
+        ax.set_yscale("log")
+        ax.set_xlabel("payload")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
+    right.set_ylabel("one-way time, half a round trip (µs)")
+    return fig
+
+
+DISTRIBUTED_TEXT = (
+    "Between processes (torch.distributed)",
+    "Left: bus bandwidth, nccl-tests' convention: algbw = bytes / time, busbw = algbw x 2(n-1)/n for all_reduce, "
+    "(n-1)/n for all_gather and reduce_scatter, 1 for broadcast and point-to-point, so figures compare with the link's "
+    "speed whatever the number of ranks. Right: point-to-point one-way time (half of a ping-pong round trip): the "
+    "latency floor of every message. The link between ranks is not in the fingerprint (loopback or a network), so "
+    "no efficiency is claimed.",
+)

@@ -63,6 +63,16 @@ def _dtypes_option(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _seconds_option(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the timeout must be positive")
+    return value
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(XferHookspecs)
 
@@ -79,6 +89,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xfer-profile", choices=sorted(PROFILES), default="quick",
                     help="quick (default; about a minute on a CPU) or full (2x3 elements up to 1 GiB, "
                          "bounded by free memory)")
+    group.addoption("--xfer-dist-backend", choices=["auto", "gloo", "nccl"], default="auto",
+                    help="torch.distributed backend of the 2-rank world: auto (nccl with 2 GPUs, else gloo)")
+    group.addoption("--xfer-dist-timeout", type=_seconds_option, default=60.0, metavar="SECONDS",
+                    help="a rank that dies or never joins ends the run after this long (default: 60)")
     group.addoption("--xfer-allow-different-machines", action="store_true",
                     help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
 
@@ -146,6 +160,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = settings(metafunc.config)
     if "xfer_case" in metafunc.fixturenames:
         parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, OPS), s.devices, s.sizes, s.dtypes))
+    if "xfer_dist_case" in metafunc.fixturenames:
+        from .distributed import build_dist_cases
+
+        parametrize_cases(metafunc, "xfer_dist_case",
+                          build_dist_cases(s.devices, metafunc.config.getoption("xfer_dist_backend"), s.profile,
+                                           sizes=metafunc.config.getoption("xfer_sizes")))
     if "xfer_scenario" in metafunc.fixturenames:
         parametrize_cases(metafunc, "xfer_scenario", build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), s.devices, s.profile))
 
@@ -183,6 +203,44 @@ def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callabl
             return run_scenario(scenario, benchmark, s.backend, s.profile)
         except CannotRun as reason:
             pytest.skip(f"{scenario.id}: {reason}")
+
+    return run
+
+
+#: Rounds per distributed benchmark (pedantic: the helper rank must know the count).
+DIST_ROUNDS = {"quick": 20, "full": 50}
+
+
+@pytest.fixture(scope="session")
+def xfer_world(request: pytest.FixtureRequest) -> Any:
+    """A world of 2 ranks on loopback for the session: this process and a helper."""
+    from .distributed import DistributedError, World, build_dist_cases
+
+    s = settings(request.config)
+    planned = build_dist_cases(s.devices, request.config.getoption("xfer_dist_backend"), s.profile)
+    backend = next((c.backend for c in planned if not isinstance(c, Skipped)), "gloo")
+    world = World(backend, request.config.getoption("xfer_dist_timeout"))
+    try:
+        world.start()
+    except DistributedError as error:
+        world.close()
+        pytest.fail(str(error), pytrace=False)
+    yield world
+    world.close()
+
+
+@pytest.fixture
+def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -> Callable[[Any], dict[str, Any]]:
+    """Run one distributed case on the session's world."""
+    from .distributed import DistributedError
+
+    rounds = DIST_ROUNDS[settings(request.config).profile]
+
+    def run(case: Any) -> dict[str, Any]:
+        try:
+            return xfer_world.run(case, benchmark, rounds)
+        except DistributedError as error:
+            pytest.fail(str(error), pytrace=False)
 
     return run
 

@@ -15,7 +15,7 @@ import pandas as pd
 from . import __version__
 from .findings import findings
 from .model import fit_paths, link_peak
-from .plots import SCENARIO_TEXT, Plot, _png, render, scenario_plot
+from .plots import DISTRIBUTED_TEXT, SCENARIO_TEXT, Plot, _png, distributed, render, scenario_plot
 from .results import Results
 from .units import format_bytes
 
@@ -93,7 +93,7 @@ def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """One section per scenario present in the results, with its plot and findings."""
-    from .findings import scenario_findings
+    from .findings import distributed_findings, scenario_findings
 
     sections = []
     for op, (title, caption) in SCENARIO_TEXT.items():
@@ -103,6 +103,13 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
         plot = Plot(op, title, caption, None if isinstance(figure, str) else _png(figure),
                     figure if isinstance(figure, str) else None)
         sections.append({"key": op, "title": title, "text": " ".join(scenario_findings(frame, op)), "plots": [plot]})
+    if frame["world_size"].notna().any():
+        title, caption = DISTRIBUTED_TEXT
+        figure = distributed(frame)
+        plot = Plot("distributed", title, caption, None if isinstance(figure, str) else _png(figure),
+                    figure if isinstance(figure, str) else None)
+        sections.append({"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)),
+                         "plots": [plot]})
     return sections
 
 

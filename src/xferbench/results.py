@@ -29,7 +29,7 @@ PATH = ["op", "src", "dst", "host_memory", "non_blocking", "method", "dtype"]
 _COLUMNS = [
     "run", "datetime", "name", "group", *IDENTITY, "shape", "clock", "median_s", "min_s", "mean_s", "max_s",
     "iqr_s", "q1_s", "q3_s", "stddev_s", "rounds", "iterations", "device_seconds", "peer_access",
-    "bandwidth_gbps", "path", "case_key", "data",
+    "bandwidth_gbps", "busbw_gbps", "path", "case_key", "data",
 ]
 
 
@@ -121,6 +121,10 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
                            and info.get("variant") != "again" else float("nan")),
         "data": stats.get("data"),
     }
+    if info.get("round_trip") and median > 0:
+        # A ping-pong call carries the payload there and back: one way is half of it.
+        row["bandwidth_gbps"] = 2 * nbytes / median / 1e9
+    row["busbw_gbps"] = row["bandwidth_gbps"] * float(info["bus_factor"]) if "bus_factor" in info else float("nan")
     row["path"] = path_key(row)
     row["case_key"] = "|".join(str(row[column]) for column in IDENTITY)
     return row
@@ -175,6 +179,9 @@ def load(paths: list[Path]) -> Results:
 
 def path_key(row: dict[str, Any]) -> str:
     """A readable name for a transfer path, e.g. ``h2d pinned non-blocking copy_ cpu->cuda:0``."""
+    dtype = "" if row.get("dtype") in (None, "float32") else f" {row['dtype']}"
+    if row.get("world_size"):
+        return f"{row['op']} {row['backend']} x{row['world_size']}{dtype}"
     if row.get("variant"):
         where = row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}"
         variant = "" if row["variant"] == row["op"] else f" {row['variant']}"
@@ -182,7 +189,7 @@ def path_key(row: dict[str, Any]) -> str:
     if row["op"] == "noop":
         return f"noop .{row['method']}() on {row['src']}"
     if row["op"] == "create":
-        return f"create {row['method']} on {row['src']}" + ("" if row.get("dtype") in (None, "float32") else f" {row['dtype']}")
+        return f"create {row['method']} on {row['src']}{dtype}"
     parts = [row["op"]]
     if row.get("host_memory"):
         parts.append(row["host_memory"])
@@ -192,6 +199,4 @@ def path_key(row: dict[str, Any]) -> str:
     if row.get("dtype") and row["dtype"] != "float32":
         parts.append(str(row["dtype"]))
     parts.append(row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}")
-    if row.get("world_size"):
-        parts.append(f"{row['backend']} x{row['world_size']}")
     return " ".join(parts)
