@@ -53,7 +53,8 @@ def test_every_figure_renders_and_console_is_clean(browser, tmp_path):
     figures = browser.execute_script(
         "return [...document.querySelectorAll('img.plot')].map(i => "
         "[i.dataset.plot, i.complete, i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width])")
-    assert {f[0] for f in figures} == {"bandwidth", "cost", "create", "noop", "module_to", "forward", "placement"}
+    assert {f[0] for f in figures} == {"bandwidth", "cost", "create", "noop", "module_to", "forward", "placement",
+                                           "distributed"}
     for key, complete, natural_w, natural_h, shown_w in figures:
         assert complete and natural_w > 0 and natural_h > 0 and shown_w > 0, key
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]

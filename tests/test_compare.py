@@ -85,7 +85,7 @@ class TestCompare:
         rows = compare(load([SAMPLE]), load([save(tmp_path, "n.json", new)]))
         assert [r.verdict for r in rows].count("gone") == 1
         assert gone.startswith("test_create")
-        assert len(rows) == 34
+        assert len(rows) == 58
 
     def test_no_case_in_common(self, tmp_path, sample):
         other = copy.deepcopy(sample)
@@ -125,7 +125,7 @@ class TestCli:
         assert main(["compare", str(SAMPLE), str(new), "--markdown", str(md), "--json", str(js)]) == 1
         out = capsys.readouterr().out
         assert "host pageable copy_ cpu" in out and "2.00x slower" in out
-        assert "2 regression(s), 0 improvement(s) in 34 case(s) (threshold 10%, significance p < 0.01)" in out
+        assert "2 regression(s), 0 improvement(s) in 58 case(s) (threshold 10%, significance p < 0.01)" in out
         assert "| host pageable copy_ cpu | 16 MiB |" in md.read_text()
         assert json.loads(js.read_text())["regressions"] == 2
 

@@ -26,23 +26,24 @@ class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
         assert findings(results.frame) == [
-            "Fastest path host pageable copy_ cpu: fixed cost α = 1.02 µs, bandwidth β = 38.7 GB/s; moves smaller than "
-            "38.7 KiB reach less than half of β — batch them.",
-            "A no-op .cpu() on a tensor already on cpu costs 249 ns per call, less than the fixed cost of the cheapest "
-            "host copy_ (1023 ns): it returns the same object and copies nothing.",
-            "Host memory copies (copy_) reached 24.9 GB/s at 16 MiB: the reference any transfer to or from the CPU is "
+            "Fastest path host pageable copy_ cpu: fixed cost α = 1.03 µs, bandwidth β = 25.6 GB/s; moves smaller than "
+            "25.7 KiB reach less than half of β — batch them.",
+            "A no-op .cpu() on a tensor already on cpu costs 246 ns per call, less than the fixed cost of the cheapest "
+            "host copy_ (1028 ns): it returns the same object and copies nothing.",
+            "Host memory copies (copy_) reached 26.4 GB/s at 16 MiB: the reference any transfer to or from the CPU is "
             "bounded by.",
         ]
 
     def test_model_table_rows(self, html):
-        """The model table has one row per host path with its fitted α and β."""
+        """The model table has one row per moving path (2 host, 6 distributed) with its fitted α and β."""
         table = html.split('id="model-table"')[1].split("</table>")[0]
-        assert ('<td>host pageable copy_ cpu</td><td class="n">4</td><td class="n">1.02 µs</td><td class="n">38.7</td>'
+        assert ('<td>host pageable copy_ cpu</td><td class="n">4</td><td class="n">1.03 µs</td><td class="n">25.6</td>'
                 in table)
-        assert table.count("<tr>") == 3  # header + 2 paths
+        assert table.count("<tr>") == 9  # header + 8 paths
+        assert '<td>send_recv gloo x2</td><td class="n">4</td><td class="n">87.9 µs</td><td class="n">2.79</td>' in table
 
     def test_results_table_has_every_benchmark(self, html):
-        assert html.split('id="results-table"')[1].split("</table>")[0].count("<tr>") == 35
+        assert html.split('id="results-table"')[1].split("</table>")[0].count("<tr>") == 59
 
     def test_cpu_only_notice_and_explained_gaps(self, html):
         """A CPU-only page says no GPU was measured and explains each plot it could not draw."""
@@ -53,11 +54,12 @@ class TestGoldenCpuSample:
             "overhead": "No device-side (CUDA event) times were recorded: no GPU was measured.",
         }
         assert set(re.findall(r'data-plot="(\w+)"', html)) == {"bandwidth", "cost", "create", "noop", "module_to",
-                                                               "forward", "placement"}
+                                                               "forward", "placement", "distributed"}
 
     def test_scenario_sections(self, html):
         """Each scenario run on the CPU has its section, caption and computed sentence."""
-        assert re.findall(r'id="section-(\w+)"', html) == ["module_to", "forward", "placement"]
+        assert re.findall(r'id="section-(\w+)"', html) == ["module_to", "forward", "placement", "distributed"]
+        assert "With 2 ranks on gloo, a 4 B message took 85.4 µs one way. all_reduce of 16 MiB reached 1.04 GB/s" in html
         assert "A second .to(cpu) of a module with 10,004,568 parameters, already there, still took" in html
         assert "Converting 64 images to normalized float32 on the CPU took" in html
 

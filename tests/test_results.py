@@ -23,7 +23,7 @@ class TestGolden:
     def test_one_row_per_benchmark(self, sample):
         """Every xferbench benchmark of the file becomes exactly one row."""
         results = load([SAMPLE])
-        assert len(results.frame) == len(sample["benchmarks"]) == 34
+        assert len(results.frame) == len(sample["benchmarks"]) == 58
         assert results.notes == []
         assert not results.has_accelerator
 
@@ -50,7 +50,7 @@ class TestSeveralFiles:
         sample = json.loads(json.dumps(sample))
         sample["benchmarks"].append({"name": "test_other", "extra_info": {}, "stats": sample["benchmarks"][0]["stats"]})
         results = load([write(tmp_path, "mixed.json", sample)])
-        assert len(results.frame) == 34
+        assert len(results.frame) == 58
         assert results.notes == ["1 benchmark(s) that are not xferbench's were left out."]
 
     def test_newest_result_of_a_case_wins(self, tmp_path, sample):
@@ -60,14 +60,14 @@ class TestSeveralFiles:
         newer["benchmarks"] = newer["benchmarks"][:1]
         newer["benchmarks"][0]["stats"]["median"] = 123.0
         results = load([write(tmp_path, "newer.json", newer), SAMPLE])
-        assert len(results.frame) == 34
+        assert len(results.frame) == 58
         assert (results.frame["median_s"] == 123.0).sum() == 1
         assert results.notes == ["1 older result(s) of a case measured again were replaced by the newest."]
 
     def test_folder_reads_every_json(self, tmp_path, sample):
         (tmp_path / "run").mkdir()
         write(tmp_path / "run", "a.json", sample)
-        assert len(load([tmp_path / "run"]).frame) == 34
+        assert len(load([tmp_path / "run"]).frame) == 58
 
 
 class TestBadInput:
@@ -106,3 +106,13 @@ class TestBadInput:
     def test_empty_folder(self, tmp_path):
         with pytest.raises(ResultsError, match="no JSON files in this folder"):
             load([tmp_path])
+
+
+@pytest.mark.parametrize(("devices", "expected"), [
+    (["cpu"], False), (["rank0:cpu", "all:cpu"], False), (["cuda:0"], True), (["rank0:cuda"], True), (["all:cuda"], True),
+])
+def test_has_accelerator_looks_past_rank_prefixes(devices, expected):
+    """Distributed rows name devices per rank; only the device kind decides."""
+    results = load([SAMPLE])
+    results.frame = results.frame.head(len(devices)).assign(src=devices, dst=devices)
+    assert results.has_accelerator is expected

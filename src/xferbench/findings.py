@@ -230,7 +230,7 @@ def distributed_findings(frame: pd.DataFrame) -> list[str]:
     if not p2p.empty:
         small = p2p.loc[p2p["nbytes"].idxmin()]
         out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'])} "
-                   f"message took {_ms(small['median_s'] / 2)} one way.")
+                   f"message took {_ms(small['transfer_s'])} one way.")
     reduce = rows[rows["op"] == "all_reduce"]
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]

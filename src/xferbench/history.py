@@ -10,7 +10,7 @@ import pandas as pd
 
 from .compare import ALPHA, compare
 from .plots import Plot, _png
-from .results import Results, ResultsError, find_json, load_file
+from .results import Results, ResultsError, find_json, frame_from_rows, load_file
 from .units import format_bytes
 
 __all__ = ["history_plots", "runs_in"]
@@ -33,9 +33,7 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
 
 def _results(path: Path) -> Results:
     data, rows, _ = load_file(path)
-    frame = pd.DataFrame(rows)
-    frame["device_seconds"] = pd.to_numeric(frame["device_seconds"], errors="coerce")
-    return Results(frame, data.get("machine_info") or {}, data.get("commit_info") or {}, [str(path)])
+    return Results(frame_from_rows(rows), data.get("machine_info") or {}, data.get("commit_info") or {}, [str(path)])
 
 
 def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:

@@ -72,7 +72,7 @@ def fit_paths(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     moves = frame[frame["op"].isin(FIT_OPS)]
     for path, group in moves.groupby("path", sort=False):
-        fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["median_s"].to_numpy())
+        fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["transfer_s"].to_numpy())
         first = group.iloc[0]
         rows.append({
             "path": path, "op": first["op"], "src": first["src"], "dst": first["dst"],
@@ -83,8 +83,10 @@ def fit_paths(frame: pd.DataFrame) -> pd.DataFrame:
             "best_gbps": float(group["bandwidth_gbps"].max()),
             "sizes": int(group["nbytes"].nunique()),
         })
-    return pd.DataFrame(rows, columns=["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps",
+    fits = pd.DataFrame(rows, columns=["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps",
                                        "half_peak_bytes", "best_gbps", "sizes"])
+    order = fits["op"].map({op: i for i, op in enumerate(FIT_OPS)})
+    return fits.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
 #: PCIe usable GB/s per lane and direction after line coding (Gen3+ 128b/130b).

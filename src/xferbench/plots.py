@@ -284,7 +284,7 @@ def distributed(frame: pd.DataFrame) -> Figure | str:
     p2p = rows[rows["op"].isin(("send_recv", "isend_irecv"))]
     for path, group in p2p.groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        right.plot(group["nbytes"], group["median_s"] / 2 * 1e6, marker="o", ms=3, label=path)
+        right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=3, label=path)
     for ax in (left, right):
         _bytes_axis(ax)
         ax.set_yscale("log")

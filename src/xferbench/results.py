@@ -16,21 +16,14 @@ import pandas as pd
 
 from .cases import SCHEMA_VERSION
 
-__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "load", "load_file", "path_key"]
+__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "load", "load_file", "path_key"]
 
 #: The columns that identify a case across runs (compare matches on these).
 IDENTITY = ["op", "method", "variant", "src", "dst", "nbytes", "dtype", "host_memory", "non_blocking", "world_size",
             "backend"]
 #: Ops whose time is not a payload crossing a link: no bandwidth is computed for them.
 NO_BANDWIDTH = {"noop", "sync_stall", "forward"}
-#: The columns that make one line of a bandwidth-vs-size plot.
-PATH = ["op", "src", "dst", "host_memory", "non_blocking", "method", "dtype"]
 
-_COLUMNS = [
-    "run", "datetime", "name", "group", *IDENTITY, "shape", "clock", "median_s", "min_s", "mean_s", "max_s",
-    "iqr_s", "q1_s", "q3_s", "stddev_s", "rounds", "iterations", "device_seconds", "peer_access",
-    "bandwidth_gbps", "busbw_gbps", "path", "case_key", "data",
-]
 
 
 class ResultsError(ValueError):
@@ -49,7 +42,10 @@ class Results:
 
     @property
     def has_accelerator(self) -> bool:
-        return bool((self.frame["src"] != "cpu").any() or (self.frame["dst"] != "cpu").any())
+        devices = pd.concat([self.frame["src"], self.frame["dst"]]).dropna().astype(str)
+        # Distributed rows name devices per rank ("rank0:cpu", "all:cuda"): look past the prefix.
+        kinds = devices.str.replace(r"^(rank\d+|all):", "", regex=True).str.split(":").str[0]
+        return bool((kinds != "cpu").any())
 
 
 def find_json(path: Path) -> list[Path]:
@@ -121,9 +117,10 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
                            and info.get("variant") != "again" else float("nan")),
         "data": stats.get("data"),
     }
+    # The time of one transfer: a ping-pong call carries the payload there and back.
+    row["transfer_s"] = median / 2 if info.get("round_trip") else median
     if info.get("round_trip") and median > 0:
-        # A ping-pong call carries the payload there and back: one way is half of it.
-        row["bandwidth_gbps"] = 2 * nbytes / median / 1e9
+        row["bandwidth_gbps"] = nbytes / row["transfer_s"] / 1e9
     row["busbw_gbps"] = row["bandwidth_gbps"] * float(info["bus_factor"]) if "bus_factor" in info else float("nan")
     row["path"] = path_key(row)
     row["case_key"] = "|".join(str(row[column]) for column in IDENTITY)
@@ -162,8 +159,7 @@ def load(paths: list[Path]) -> Results:
     loaded = [(f, *load_file(f)) for f in files]
     loaded.sort(key=lambda item: str(item[1].get("datetime") or ""))
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
-    frame = pd.DataFrame(rows)
-    frame["device_seconds"] = pd.to_numeric(frame["device_seconds"], errors="coerce")
+    frame = frame_from_rows(rows)
     before = len(frame)
     frame = frame.drop_duplicates(subset="case_key", keep="last").reset_index(drop=True)
     notes = []
@@ -173,8 +169,14 @@ def load(paths: list[Path]) -> Results:
     if before > len(frame):
         notes.append(f"{before - len(frame)} older result(s) of a case measured again were replaced by the newest.")
     last = loaded[-1][1]
-    return Results(frame=frame[_COLUMNS], machine_info=last.get("machine_info") or {},
+    return Results(frame=frame, machine_info=last.get("machine_info") or {},
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in files], notes=notes)
+
+
+def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    frame["device_seconds"] = pd.to_numeric(frame["device_seconds"], errors="coerce")
+    return frame
 
 
 def path_key(row: dict[str, Any]) -> str:
