@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from .compare import ALPHA, compare
-from .plots import Plot, _png
+from .plots import Plot, to_png
 from .results import Results, ResultsError, find_json, frame_from_rows, load_file
 from .units import format_bytes
 
@@ -74,7 +74,7 @@ def history_plots(folder: Path, threshold: float = 0.10) -> list[Plot]:
     ax.set_ylabel("median time, % of first run")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, alpha=0.3)
-    return [Plot("history", "Key cases over runs", caption, _png(fig))]
+    return [Plot("history", "Key cases over runs", caption, to_png(fig))]
 
 
 def _regressions(results: list[Results], key: pd.Series, threshold: float) -> list[int]:

@@ -78,18 +78,19 @@ def _add_nvml(info: dict[str, Any]) -> None:
 
 
 def _nvml_handle(pynvml: Any, index: int) -> Any:
+    """NVML's handle for torch's device ``index``.
+
+    NVML counts physical GPUs while CUDA_VISIBLE_DEVICES may hide or reorder them, so
+    the device is matched on its PCI address where torch reports one.
+    """
     import torch
 
     try:
-        bus_id = torch.cuda.get_device_properties(index).pci_bus_id  # type: ignore[attr-defined]
-    except (AttributeError, RuntimeError):
-        bus_id = None
-    if bus_id is not None:
-        try:
-            return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-        except pynvml.NVMLError:
-            pass
-    return pynvml.nvmlDeviceGetHandleByIndex(index)
+        props = torch.cuda.get_device_properties(index)
+        bus_id = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
+        return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+    except (AttributeError, RuntimeError, TypeError, ValueError, pynvml.NVMLError):
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
 
 
 def _nvml_link(pynvml: Any, handle: Any) -> dict[str, Any]:

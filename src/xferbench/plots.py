@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter
 from .model import fit_alpha_beta
 from .units import format_bytes
 
-__all__ = ["PLOTS", "Plot", "largest_common_size", "render"]
+__all__ = ["PLOTS", "Plot", "distributed", "largest_common_size", "render", "scenario_plot", "to_png"]
 
 OP_COLOURS = {"h2d": "tab:blue", "d2h": "tab:red", "d2d": "tab:green", "peer": "tab:purple",
               "host": "tab:gray", "create": "tab:orange", "noop": "tab:olive"}
@@ -41,7 +41,7 @@ def _bytes_axis(ax: plt.Axes) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v).replace(" ", "")))
 
 
-def _png(fig: Figure) -> str:
+def to_png(fig: Figure) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
@@ -216,7 +216,7 @@ def render(frame: pd.DataFrame) -> list[Plot]:
         if isinstance(figure, str):
             plots.append(Plot(key, title, caption, None, figure))
         else:
-            plots.append(Plot(key, title, caption, _png(figure)))
+            plots.append(Plot(key, title, caption, to_png(figure)))
     return plots
 
 

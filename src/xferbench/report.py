@@ -15,7 +15,7 @@ import pandas as pd
 from . import __version__
 from .findings import findings
 from .model import fit_paths, link_peak
-from .plots import DISTRIBUTED_TEXT, SCENARIO_TEXT, Plot, _png, distributed, render, scenario_plot
+from .plots import DISTRIBUTED_TEXT, SCENARIO_TEXT, Plot, distributed, render, scenario_plot, to_png
 from .results import Results
 from .units import format_bytes
 
@@ -100,13 +100,13 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
         if not (frame["op"] == op).any():
             continue
         figure = scenario_plot(frame, op)
-        plot = Plot(op, title, caption, None if isinstance(figure, str) else _png(figure),
+        plot = Plot(op, title, caption, None if isinstance(figure, str) else to_png(figure),
                     figure if isinstance(figure, str) else None)
         sections.append({"key": op, "title": title, "text": " ".join(scenario_findings(frame, op)), "plots": [plot]})
     if frame["world_size"].notna().any():
         title, caption = DISTRIBUTED_TEXT
         figure = distributed(frame)
-        plot = Plot("distributed", title, caption, None if isinstance(figure, str) else _png(figure),
+        plot = Plot("distributed", title, caption, None if isinstance(figure, str) else to_png(figure),
                     figure if isinstance(figure, str) else None)
         sections.append({"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)),
                          "plots": [plot]})

@@ -257,6 +257,7 @@ def _prepare_sync_stall(s: Scenario, sync: Callable[[], None]) -> Prepared:
     cycles = _sleep_cycles(s.src, STALL_SECONDS)
     pinned = torch.empty_like(t, device="cpu").pin_memory()
     event = torch.cuda.Event()
+    stream = torch.cuda.current_stream(t.device)  # the copy's stream, whatever the current device
 
     def queue_work() -> None:
         sync()
@@ -270,7 +271,7 @@ def _prepare_sync_stall(s: Scenario, sync: Callable[[], None]) -> Prepared:
         "str": lambda: str(t),
         # The copy is queued behind the work and the call returns at once; completion is
         # observed later through the event (teardown, untimed), so the host was free.
-        "nonblocking_event": lambda: (pinned.copy_(t, non_blocking=True), event.record())[0],
+        "nonblocking_event": lambda: (pinned.copy_(t, non_blocking=True), event.record(stream))[0],
     }
     return Prepared(calls[s.variant], setup=queue_work, teardown=lambda: event.synchronize() or sync(),
                     extra={"queued_seconds": STALL_SECONDS})
