@@ -89,7 +89,7 @@ def _nvml_handle(pynvml: Any, index: int) -> Any:
         props = torch.cuda.get_device_properties(index)
         bus_id = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
         return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-    except (AttributeError, RuntimeError, TypeError, ValueError, pynvml.NVMLError):
+    except Exception:  # no PCI ids in this torch, or NVML does not know the address
         return pynvml.nvmlDeviceGetHandleByIndex(index)
 
 
