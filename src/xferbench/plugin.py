@@ -208,7 +208,7 @@ def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callabl
 
 
 #: Rounds per distributed benchmark (pedantic: the helper rank must know the count).
-DIST_ROUNDS = {"quick": 20, "full": 50}
+DIST_ROUNDS = {"quick": 20, "full": 30}
 
 
 @pytest.fixture(scope="session")
