@@ -125,7 +125,8 @@ class TestCli:
         assert main(["compare", str(SAMPLE), str(new), "--markdown", str(md), "--json", str(js)]) == 1
         out = capsys.readouterr().out
         assert "host pageable copy_ cpu" in out and "2.00x slower" in out
-        assert "2 regression(s), 0 improvement(s) in 58 case(s) (threshold 10%, significance p < 0.01)" in out
+        assert ("2 regression(s), 0 improvement(s) in 58 case(s) (threshold 10%, significance p < 0.01 after "
+                "Benjamini-Hochberg)") in out
         assert "| host pageable copy_ cpu | 16 MiB |" in md.read_text()
         assert json.loads(js.read_text())["regressions"] == 2
 
