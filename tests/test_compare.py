@@ -168,3 +168,13 @@ class TestCli:
                               capture_output=True, text=True)
         assert proc.returncode == 2
         assert proc.stderr == f"xferbench report: {tmp_path / 'nope.json'}: no such file\n"
+
+
+def test_p_values_adjusted_across_cases():
+    """One p = 0.009 among 50 cases is not significant once adjusted (Benjamini-Hochberg)."""
+    from xferbench.compare import _adjust
+
+    raw = {"lucky": 0.009} | {f"case{i}": 0.5 for i in range(49)} | {"no data": None}
+    adjusted = _adjust(raw)
+    assert adjusted["lucky"] == pytest.approx(0.45)
+    assert adjusted["no data"] is None
