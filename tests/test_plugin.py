@@ -6,6 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
+
+import xferbench.plugin  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,11 +24,13 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .results import load
 
-    results = load(args.results)
     history = history_plots(args.history) if args.history else None
     if history is None and len(args.results) == 1 and args.results[0].is_dir():
+        # A storage folder: report its newest run, draw trends over all of them.
         history = history_plots(args.results[0])
         results = load([latest_file(args.results[0])])
+    else:
+        results = load(args.results)
     path = write_report(results, args.output, history=history)
     print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks)")
     return 0

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from .cases import OPS, PROFILES, Case, Skipped, build_cases
-from .compare import machine_differences
 from .devices import DeviceBackend, available_devices, parse_device_list
+from .machine import machine_differences
 from .scenarios import SCENARIOS, Scenario, build_scenarios
-from .units import Size, parse_dtype, parse_sizes
+from .units import Size, format_size, parse_dtype, parse_sizes
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
@@ -135,7 +135,7 @@ def settings(config: pytest.Config) -> XferSettings:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     s = settings(config)
-    sizes = ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else f"{v}B" for v in s.sizes)
+    sizes = ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else format_size(v) for v in s.sizes)
     return [f"xferbench: devices {', '.join(s.devices)}; profile {s.profile}; sizes {sizes}; dtypes {', '.join(s.dtypes)}"]
 
 
