@@ -1,4 +1,4 @@
-"""``xferbench report | compare | history | info``.
+"""``xferbench report | compare | history | check | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input.
 """
@@ -69,6 +69,17 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if any(r.regression for r in rows) else 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from .expectations import check
+    from .results import load
+
+    verdicts = check(load(args.results))
+    width = max(len(v.name) for v in verdicts)
+    for v in verdicts:
+        print(f"{v.status:>12}  {v.name:<{width}}  {v.detail}")
+    return 1 if any(v.status == "not held" for v in verdicts) else 0
+
+
 def _info(args: argparse.Namespace) -> int:
     import json
 
@@ -118,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--allow-different-machines", action="store_true",
                       help="compare runs from different GPUs, drivers or torch versions")
     comp.set_defaults(run=_compare)
+
+    check = sub.add_parser("check", help="what a GPU run should show, each held / not held / not measured; "
+                                         "exit 1 if one is not held")
+    check.add_argument("results", nargs="+", type=Path, help="pytest-benchmark JSON files")
+    check.set_defaults(run=_check)
 
     info = sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
     info.set_defaults(run=_info)

@@ -1,0 +1,132 @@
+"""Checks of what a GPU run should show, each answered held / not held / not measured.
+
+``xferbench check RESULTS.json`` prints them with the figures behind each verdict;
+they are the questions a reference run (and a user doubting their machine) asks:
+is pinned memory paying off, is the device's memory far faster than the link, is
+device-to-host into pageable memory the slowest path, did every no-op return the
+same tensor, is device time within wall time, and how close does the link get.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .model import link_peak
+from .plots import largest_common_size
+from .results import Results
+from .units import format_bytes
+
+__all__ = ["EXPECTATIONS", "Verdict", "check"]
+
+LARGE = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    status: str  # "held", "not held", "not measured", "figure"
+    detail: str
+
+
+def _best(rows: pd.DataFrame) -> float:
+    return float(rows["bandwidth_gbps"].max())
+
+
+def pinned_beats_pageable(results: Results) -> Verdict:
+    name = "pinned host-to-device beats pageable at 64 MiB and above"
+    h2d = results.frame[(results.frame["op"] == "h2d") & (results.frame["nbytes"] >= LARGE)]
+    if h2d.empty:
+        return Verdict(name, "not measured", "no host-to-device case of 64 MiB or more")
+    lines, held = [], True
+    for (size, dst), group in h2d.groupby(["nbytes", "dst"]):
+        pinned, pageable = group[group["host_memory"] == "pinned"], group[group["host_memory"] == "pageable"]
+        if pinned.empty or pageable.empty:
+            continue
+        a, b = _best(pinned), _best(pageable)
+        held &= a > b
+        lines.append(f"{format_bytes(size)} -> {dst}: pinned {a:.3g} GB/s, pageable {b:.3g} GB/s")
+    if not lines:
+        return Verdict(name, "not measured", "no size with both pinned and pageable sources")
+    return Verdict(name, "held" if held else "not held", "; ".join(lines))
+
+
+def same_device_10x(results: Results) -> Verdict:
+    name = "same-device copies beat host-to-device by at least 10x"
+    size = largest_common_size(results.frame)
+    rows = results.frame[results.frame["nbytes"] == size]
+    d2d, h2d = rows[rows["op"] == "d2d"], rows[rows["op"] == "h2d"]
+    if d2d.empty or h2d.empty:
+        return Verdict(name, "not measured", "needs d2d and h2d at a common size")
+    ratio = _best(d2d) / _best(h2d)
+    return Verdict(name, "held" if ratio >= 10 else "not held",
+                   f"at {format_bytes(size)}: d2d {_best(d2d):.4g} GB/s, best h2d {_best(h2d):.3g} GB/s ({ratio:.1f}x)")
+
+
+def d2h_pageable_slowest(results: Results) -> Verdict:
+    name = "device-to-host into pageable memory is the slowest path at large sizes"
+    size = largest_common_size(results.frame)
+    rows = results.frame[(results.frame["nbytes"] == size) & results.frame["op"].isin(("h2d", "d2h", "d2d", "peer"))]
+    if rows.empty or not ((rows["op"] == "d2h") & (rows["host_memory"] == "pageable")).any():
+        return Verdict(name, "not measured", "needs d2h into pageable memory next to other device paths")
+    slowest = rows.loc[rows["bandwidth_gbps"].idxmin()]
+    held = slowest["op"] == "d2h" and slowest["host_memory"] == "pageable"
+    return Verdict(name, "held" if held else "not held",
+                   f"at {format_bytes(size)} the slowest path is {slowest['path']} at {slowest['bandwidth_gbps']:.3g} GB/s")
+
+
+def noops_same_object(results: Results) -> Verdict:
+    name = "every no-op returned the same object"
+    noops = results.frame[results.frame["op"] == "noop"]
+    if noops.empty:
+        return Verdict(name, "not measured", "no no-op benchmarks")
+    # A no-op that returned another object fails its benchmark, which then writes no
+    # result: so every expected (device, method) pair must be present.
+    devices = set(results.frame["src"]) | set(results.frame["dst"])
+    devices = {d for d in devices if d == "cpu" or d.split(":")[0] in ("cuda", "xpu", "mps")}
+    expected = {(d, "to") for d in devices} | {("cpu", "cpu")} | {(d, "cuda") for d in devices if d.startswith("cuda:")}
+    present = set(zip(noops["src"], noops["method"], strict=True))
+    missing = sorted(expected - present)
+    if missing:
+        return Verdict(name, "not held", "missing (failed or not run): " + ", ".join(f".{m}() on {d}" for d, m in missing))
+    return Verdict(name, "held", f"{len(noops)} no-op benchmarks passed their identity check")
+
+
+def device_within_wall(results: Results) -> Verdict:
+    name = "device time never exceeds wall time"
+    timed = results.frame[results.frame["device_seconds"].notna()]
+    if timed.empty:
+        return Verdict(name, "not measured", "no device-side times (no GPU)")
+    ratio = timed["device_seconds"] / timed["median_s"]
+    worst = timed.loc[ratio.idxmax()]
+    over = int((ratio > 1).sum())
+    detail = (f"{over} of {len(timed)} cases over; highest device/wall {ratio.max():.3f} "
+              f"({worst['path']} {format_bytes(worst['nbytes'])})")
+    return Verdict(name, "held" if over == 0 else "not held", detail)
+
+
+def pinned_link_efficiency(results: Results) -> Verdict:
+    name = "pinned host-to-device bandwidth against the link's theoretical peak"
+    pinned = results.frame[(results.frame["op"] == "h2d") & (results.frame["host_memory"] == "pinned")]
+    if pinned.empty:
+        return Verdict(name, "not measured", "no pinned host-to-device cases")
+    best = pinned.loc[pinned["bandwidth_gbps"].idxmax()]
+    peak = link_peak(results.machine_info, "h2d", "cpu", best["dst"])
+    if peak is None:
+        return Verdict(name, "not measured", f"best {best['bandwidth_gbps']:.3g} GB/s; the link is not in the "
+                                             "fingerprint (install nvidia-ml-py)")
+    return Verdict(name, "figure", f"best {best['bandwidth_gbps']:.3g} GB/s ({best['path']}, "
+                                   f"{format_bytes(best['nbytes'])}) = {best['bandwidth_gbps'] / peak[0]:.0%} of "
+                                   f"{peak[1]}'s {peak[0]:.3g} GB/s")
+
+
+EXPECTATIONS: list[Callable[[Results], Verdict]] = [
+    pinned_beats_pageable, same_device_10x, d2h_pageable_slowest, noops_same_object, device_within_wall,
+    pinned_link_efficiency,
+]
+
+
+def check(results: Results) -> list[Verdict]:
+    return [expectation(results) for expectation in EXPECTATIONS]
