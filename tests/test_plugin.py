@@ -124,6 +124,7 @@ class TestCompareMachines:
         assert "the saved run comes from a different machine (GPUs [NVIDIA H100] -> [Fake GPU 0]" in output
         assert "--xfer-allow-different-machines" in output
 
+    @pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
     def test_override(self, suite):
         """--xfer-allow-different-machines lets the comparison run."""
         pytester = suite(gpus=1)
