@@ -161,3 +161,36 @@ def test_not_under_torchrun_is_one_line(tmp_path):
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"} | {"PYTHONPATH": str(ROOT / "src")})
     assert proc.returncode == 2
     assert proc.stderr.startswith("xferbench.distributed: not started by torchrun (RANK is unset)")
+
+
+class TestPedanticCalls:
+    """The helper must mirror exactly as many calls as pytest-benchmark makes."""
+
+    @pytest.mark.parametrize(("attrs", "iterations", "expected"), [
+        ({}, 1, (2 + 5) * 1),
+        ({}, 10, (2 + 5) * 10 + 1),
+        ({"disabled": True}, 10, 1),
+        ({"cprofile": True, "cprofile_loops": None}, 10, 71 + 10),
+        ({"cprofile": True, "cprofile_loops": 3}, 1, 7 + 3),
+    ])
+    def test_counts(self, attrs, iterations, expected):
+        bench = type("Bench", (), attrs)()
+        assert distributed.pedantic_calls(bench, rounds=5, iterations=iterations, warmup=2) == expected
+
+    @pytest.mark.parametrize("iterations", [1, 7])
+    def test_matches_the_fake(self, iterations):
+        """FakeBenchmark.pedantic (which copies pytest-benchmark's loop) makes that many calls."""
+        calls = []
+        FakeBenchmark().pedantic(lambda: calls.append(1), rounds=5, warmup_rounds=2, iterations=iterations)
+        assert len(calls) == distributed.pedantic_calls(FakeBenchmark(), 5, iterations, 2)
+
+
+@pytest.mark.parametrize("flag", ["--benchmark-disable", "--benchmark-cprofile=cumtime"])
+def test_real_fixture_modes_stay_in_step(flag):
+    """With the real pytest-benchmark fixture in these modes the helper rank stays in step."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench/test_distributed.py", "-q", "-p", "no:cacheprovider", flag,
+         "--xfer-sizes=1KiB", "--xfer-dist-timeout=20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "6 passed" in proc.stdout

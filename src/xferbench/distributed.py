@@ -46,6 +46,7 @@ __all__ = [
     "bus_factor",
     "build_dist_cases",
     "free_port",
+    "pedantic_calls",
     "main",
 ]
 
@@ -174,6 +175,20 @@ def calls_for(nbytes: int) -> int:
 
 # --- the world inside pytest: rank 0 here, rank 1 in a helper process -------------------------------------
 
+def pedantic_calls(benchmark: Any, rounds: int, iterations: int, warmup: int) -> int:
+    """How many times pytest-benchmark's ``pedantic`` will call the target, so the
+    helper rank makes exactly as many matching calls (one more or less deadlocks)."""
+    if getattr(benchmark, "disabled", False):  # --benchmark-disable: one plain call
+        return 1
+    calls = (warmup + rounds) * iterations
+    if iterations > 1:
+        calls += 1  # the extra call that produces pedantic's return value
+    if getattr(benchmark, "cprofile", False):  # --benchmark-cprofile profiles more calls
+        loops = getattr(benchmark, "cprofile_loops", None)
+        calls += loops if loops is not None else iterations
+    return calls
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
@@ -273,8 +288,7 @@ class World:
         if self.broken:
             raise DistributedError(f"the world at {self.rendezvous} broke earlier: {self.broken}")
         iterations, warmup = calls_for(case.nbytes), 2
-        # pedantic makes (warmup + rounds) x iterations calls, plus one for its result when iterations > 1.
-        total = (warmup + rounds) * iterations + (1 if iterations > 1 else 0)
+        total = pedantic_calls(benchmark, rounds, iterations, warmup)
         local = torch.device("cuda:0") if case.device == "cuda" else torch.device("cpu")
         try:
             _control([DIST_OPS.index(case.op), case.nbytes, total, list(DTYPE_SIZES).index(case.dtype)])
