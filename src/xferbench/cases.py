@@ -19,7 +19,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "Case",
     "Skipped",
+    "accelerators",
     "build_cases",
+    "no_accelerator",
     "shapes_for",
 ]
 
@@ -128,19 +130,21 @@ def shapes_for(sizes: Iterable[int | Size], dtype: str) -> tuple[list[tuple[int,
     return list(dict.fromkeys(shapes)), skipped
 
 
-def _accelerators(devices: Sequence[str]) -> list[str]:
+def accelerators(devices: Sequence[str]) -> list[str]:
+    """The devices that are not the CPU."""
     return [d for d in devices if d != "cpu"]
 
 
-def _no_accelerator(op: str, devices: Sequence[str]) -> list[Planned]:
+def no_accelerator(op: str, devices: Sequence[str]) -> list[Planned]:
+    """The one skip line of a family that needs an accelerator, on a machine without one."""
     reason = f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}"
     return [Skipped(f"{op}-no-accelerator", reason)]
 
 
 def _host_and_accelerator_skip(op: str, devices: Sequence[str]) -> list[Planned]:
     """The skip for a family that moves between host and accelerator, if it cannot run."""
-    if not _accelerators(devices):
-        return _no_accelerator(op, devices)
+    if not accelerators(devices):
+        return no_accelerator(op, devices)
     if "cpu" not in devices:
         return [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
     return []
@@ -160,7 +164,7 @@ def _h2d(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Pla
     if skip := _host_and_accelerator_skip("h2d", devices):
         return skip
     cases: list[Planned] = []
-    for dst in _accelerators(devices):
+    for dst in accelerators(devices):
         # .cuda(i) exists only for CUDA (and ROCm, which calls itself cuda).
         methods = ("to", "cuda", "copy_") if dst.startswith("cuda:") else ("to", "copy_")
         for memory in ("pageable", "pinned"):
@@ -184,27 +188,27 @@ def _d2h(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Pla
         return skip
     return [
         Case("d2h", m, src, "cpu", shape, dtype, memory, non_blocking)
-        for src in _accelerators(devices)
+        for src in accelerators(devices)
         for memory, non_blocking, m in _D2H_VARIANTS
     ]
 
 
 def _d2d(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    accelerators = _accelerators(devices)
-    if not accelerators:
-        return _no_accelerator("d2d", devices)
-    return [Case("d2d", m, d, d, shape, dtype) for d in accelerators for m in COPY_METHODS]
+    gpus = accelerators(devices)
+    if not gpus:
+        return no_accelerator("d2d", devices)
+    return [Case("d2d", m, d, d, shape, dtype) for d in gpus for m in COPY_METHODS]
 
 
 def _peer(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    accelerators = _accelerators(devices)
-    if len(accelerators) < 2:
-        found = ", ".join(accelerators) or "none"
-        return [Skipped("peer-needs-two-accelerators", f"peer copies need two accelerators; found {len(accelerators)} ({found})")]
+    gpus = accelerators(devices)
+    if len(gpus) < 2:
+        found = ", ".join(gpus) or "none"
+        return [Skipped("peer-needs-two-accelerators", f"peer copies need two accelerators; found {len(gpus)} ({found})")]
     return [
         Case("peer", m, src, dst, shape, dtype)
-        for src in accelerators
-        for dst in accelerators
+        for src in gpus
+        for dst in gpus
         if src != dst
         for m in ("to", "copy_")
     ]

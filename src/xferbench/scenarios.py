@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cases import SCHEMA_VERSION, Skipped
+from .cases import SCHEMA_VERSION, Skipped, accelerators, no_accelerator
 from .units import format_size
 
 __all__ = [
@@ -127,14 +127,6 @@ def checked_forward(net: Any, x: Any) -> Any:
 
 # --- which scenarios a machine gets -------------------------------------------------------------------------
 
-def _accelerators(devices: Sequence[str]) -> list[str]:
-    return [d for d in devices if d != "cpu"]
-
-
-def _needs_gpu(op: str, devices: Sequence[str]) -> list[Scenario | Skipped]:
-    return [Skipped(f"{op}-no-accelerator", f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}")]
-
-
 def _module_to(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
     planned: list[Scenario | Skipped] = []
     for size in sizes:
@@ -152,9 +144,9 @@ def _forward(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Sk
 def _gpu_family(op: str, variants: Sequence[str], unit: str, *, to_host: bool = False) -> Callable[..., list[Scenario | Skipped]]:
     """A family that needs an accelerator: host -> each GPU, or each GPU -> host."""
     def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
-        gpus = _accelerators(devices)
+        gpus = accelerators(devices)
         if not gpus:
-            return _needs_gpu(op, devices)
+            return no_accelerator(op, devices)
         return [Scenario(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
                 for size in sizes for d in gpus for v in variants]
     return build
@@ -162,7 +154,7 @@ def _gpu_family(op: str, variants: Sequence[str], unit: str, *, to_host: bool = 
 
 def _placement(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
     planned: list[Scenario | Skipped] = [Scenario("placement", "convert_on_cpu", "cpu", "cpu", s, "images") for s in sizes]
-    gpus = _accelerators(devices)
+    gpus = accelerators(devices)
     if not gpus:
         planned.append(Skipped("placement-gpu-half", "placement's move-then-convert half needs an accelerator"))
     for size in sizes:
