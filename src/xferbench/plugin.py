@@ -211,9 +211,10 @@ def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callabl
 DIST_ROUNDS = {"quick": 20, "full": 30}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def xfer_world(request: pytest.FixtureRequest) -> Any:
-    """A world of 2 ranks on loopback for the session: this process and a helper."""
+    """A world of 2 ranks on loopback: this process and a helper, for one test module
+    (so the helper and its sockets are gone before other benchmarks run)."""
     from .distributed import DistributedError, World, build_dist_cases
 
     s = settings(request.config)
