@@ -110,3 +110,14 @@ class TestAtomicWrite:
             write_report(results, out)
         assert out.read_text() == "old report"
         assert [p.name for p in tmp_path.iterdir()] == ["index.html"]
+
+
+def test_analysis_side_needs_no_torch():
+    """report, compare, history, check and the CLI load without importing torch (DESIGN: any laptop)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, xferbench.report, xferbench.compare, xferbench.history, xferbench.expectations, "
+            "xferbench.cli, xferbench.plugin; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
