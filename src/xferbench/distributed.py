@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 DIST_OPS = ("send_recv", "isend_irecv", "broadcast", "all_reduce", "all_gather", "reduce_scatter")
-DIST_SIZES = {"quick": "4B,1KiB,1MiB,16MiB", "full": "4B..256MiB:x4"}
+DIST_SIZES = {"quick": "4B,1KiB,1MiB,16MiB", "full": "4B..64MiB:x4"}
 DEFAULT_TIMEOUT_S = 60.0
 LOOPBACK = "127.0.0.1"
 _STOP = -1
