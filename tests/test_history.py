@@ -7,7 +7,8 @@ import pytest
 
 from test_compare import SLOWED, scaled
 from xferbench.cli import main
-from xferbench.history import _regressions, _results, history_plots, runs_in
+from xferbench.history import _regressions, history_plots, runs_in
+from xferbench.results import load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -32,7 +33,7 @@ def test_runs_oldest_first(storage):
 
 def test_regression_marked_at_the_run_it_happened(storage):
     """The slowed case is marked at run 3 only; an untouched case is never marked."""
-    runs = [_results(p) for p, _ in runs_in(storage)]
+    runs = [load([p]) for p, _ in runs_in(storage)]
     slowed = pd.Series({"path": "host pageable copy_ cpu", "nbytes": 16 * 2**20})
     untouched = pd.Series({"path": "host pageable clone cpu", "nbytes": 16 * 2**20})
     assert _regressions(runs, slowed, 0.10) == [2]

@@ -20,7 +20,7 @@ from scipy.stats import false_discovery_control, mannwhitneyu
 
 from .machine import machine_differences, machine_identity
 from .results import Results
-from .units import format_bytes
+from .units import format_bytes, format_seconds
 
 __all__ = [
     "ALPHA",
@@ -135,19 +135,10 @@ def _adjust(p_values: dict[str, float | None]) -> dict[str, float | None]:
     return adjusted
 
 
-def _time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
-
 def _cells(r: Comparison) -> list[str]:
     p = "-" if r.p_value is None else f"{r.p_value:.2g}"
     change = r.change if r.verdict not in ("not significant", "unchanged") else f"{r.change} ({r.verdict})"
-    return [r.path, format_bytes(r.nbytes), _time(r.base_s), _time(r.new_s), change, p, r.verdict]
+    return [r.path, format_bytes(r.nbytes), format_seconds(r.base_s), format_seconds(r.new_s), change, p, r.verdict]
 
 
 _HEAD = ["case", "size", "base", "new", "change", "p", "verdict"]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .model import fit_alpha_beta
 from .plots import largest_common_size
-from .units import format_bytes
+from .units import format_bytes, format_seconds
 
 __all__ = ["FINDINGS", "findings"]
 
@@ -24,10 +24,6 @@ def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
     return rows
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.3g} µs"
-
-
 def d2h_pageable_vs_pinned(frame: pd.DataFrame) -> str | None:
     size = largest_common_size(frame)
     pageable = _at(frame, size, op="d2h", host_memory="pageable")
@@ -35,9 +31,9 @@ def d2h_pageable_vs_pinned(frame: pd.DataFrame) -> str | None:
     if pageable.empty or pinned.empty:
         return None
     slow, fast = pageable.loc[pageable["median_s"].idxmin()], pinned.loc[pinned["median_s"].idxmin()]
-    return (f"Moving {format_bytes(size)} from {slow['src']} to pageable host memory took {_ms(slow['median_s'])} "
+    return (f"Moving {format_bytes(size)} from {slow['src']} to pageable host memory took {format_seconds(slow['median_s'])} "
             f"({slow['method']}), {slow['median_s'] / fast['median_s']:.1f}× as long as into pinned memory "
-            f"({_ms(fast['median_s'])}, {fast['bandwidth_gbps']:.3g} GB/s).")
+            f"({format_seconds(fast['median_s'])}, {fast['bandwidth_gbps']:.3g} GB/s).")
 
 
 def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
@@ -121,7 +117,7 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
     smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
     row = smallest.loc[smallest["median_s"].idxmin()]
     share = 1 - float(row["device_seconds"]) / row["median_s"]
-    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy, {share:.0%} of the {_ms(row['median_s'])} wall "
+    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy, {share:.0%} of the {format_seconds(row['median_s'])} wall "
             f"time was spent outside the device (launch, driver, synchronization).")
 
 
@@ -155,11 +151,11 @@ def _module_to(rows: pd.DataFrame) -> list[str]:
     if not again.empty:
         big = again.loc[again["nbytes"].idxmax()]
         out.append(f"A second .to({big['dst']}) of a module with {big['nbytes'] // 4:,} parameters, already there, "
-                   f"still took {_ms(big['median_s'])}: nothing is copied, but every parameter tensor is visited.")
+                   f"still took {format_seconds(big['median_s'])}: nothing is copied, but every parameter tensor is visited.")
     first = _variant(rows, "first")
     if not first.empty:
         big = first.loc[first["nbytes"].idxmax()]
-        out.append(f"The first move to {big['dst']} took {_ms(big['median_s'])} ({big['bandwidth_gbps']:.3g} GB/s).")
+        out.append(f"The first move to {big['dst']} took {format_seconds(big['median_s'])} ({big['bandwidth_gbps']:.3g} GB/s).")
     return out
 
 
@@ -169,9 +165,10 @@ def _sync_stall(rows: pd.DataFrame) -> list[str]:
     if waiting.empty:
         return []
     slow = waiting.loc[waiting["median_s"].idxmin()]
-    out = [f"With 2 ms of work queued, even the quickest synchronizing call ({slow['variant']}) took {_ms(slow['median_s'])}."]
+    out = [f"With 2 ms of work queued, even the quickest synchronizing call ({slow['variant']}) took "
+           f"{format_seconds(slow['median_s'])}."]
     if not event.empty:
-        out.append(f"The non_blocking copy into pinned memory returned in {_ms(event['median_s'].min())}.")
+        out.append(f"The non_blocking copy into pinned memory returned in {format_seconds(event['median_s'].min())}.")
     return out
 
 
@@ -181,8 +178,8 @@ def _ratio(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
         a, b = _variant(group, slow), _variant(group, fast)
         if not a.empty and not b.empty:
             ratio = a["median_s"].iloc[0] / b["median_s"].iloc[0]
-            out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {_ms(b['median_s'].iloc[0])}, "
-                       f"{slow} {_ms(a['median_s'].iloc[0])} ({ratio:.2f}x).")
+            out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
+                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({ratio:.2f}x).")
     return out[-2:]
 
 
@@ -197,7 +194,7 @@ def _cuda_vs_to(rows: pd.DataFrame) -> list[str]:
 def _cpu_convert(rows: pd.DataFrame) -> list[str]:
     cpu = _variant(rows, "convert_on_cpu")
     out = [f"Converting {int(r['nbytes'] // (3 * 224 * 224))} images to normalized float32 on the CPU took "
-           f"{_ms(r['median_s'])}." for _, r in cpu.iterrows()][-1:]
+           f"{format_seconds(r['median_s'])}." for _, r in cpu.iterrows()][-1:]
     return out + _ratio(rows, "convert_then_move", "move_then_convert", "Placement")
 
 
@@ -230,7 +227,7 @@ def distributed_findings(frame: pd.DataFrame) -> list[str]:
     if not p2p.empty:
         small = p2p.loc[p2p["nbytes"].idxmin()]
         out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'])} "
-                   f"message took {_ms(small['transfer_s'])} one way.")
+                   f"message took {format_seconds(small['transfer_s'])} one way.")
     reduce = rows[rows["op"] == "all_reduce"]
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]

@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from .compare import ALPHA, compare
-from .plots import Plot, to_png
-from .results import Results, ResultsError, find_json, frame_from_rows, load_file
+from .plots import Plot, as_plot
+from .results import Results, ResultsError, find_json, load
 from .units import format_bytes
 
 __all__ = ["history_plots", "runs_in"]
@@ -31,11 +31,6 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
     return sorted(runs, key=lambda run: (run[1], run[0].name))
 
 
-def _results(path: Path) -> Results:
-    data, rows, _ = load_file(path)
-    return Results(frame_from_rows(rows), data.get("machine_info") or {}, data.get("commit_info") or {}, [str(path)])
-
-
 def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
     """Each path at its largest size, the busiest paths first."""
     largest = latest.loc[latest.groupby("path")["nbytes"].idxmax()]
@@ -49,9 +44,9 @@ def history_plots(folder: Path, threshold: float = 0.10) -> list[Plot]:
     caption = (f"Median time of key cases in each run, relative to the first run that measured them. A red ring marks a "
                f"regression against the run before (over {threshold:.0%} slower and significant, p < {ALPHA}).")
     if len(runs) < 2:
-        return [Plot("history", "Key cases over runs", caption, None,
-                     f"{len(runs)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run).")]
-    results = [_results(path) for path, _ in runs]
+        return [as_plot("history", "Key cases over runs", caption,
+                        f"{len(runs)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run).")]
+    results = [load([path]) for path, _ in runs]
     keys = _key_cases(results[-1].frame)
     fig, ax = plt.subplots(figsize=(10, 4.8))
     for _, key in keys.iterrows():
@@ -74,7 +69,7 @@ def history_plots(folder: Path, threshold: float = 0.10) -> list[Plot]:
     ax.set_ylabel("median time, % of first run")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, alpha=0.3)
-    return [Plot("history", "Key cases over runs", caption, to_png(fig))]
+    return [as_plot("history", "Key cases over runs", caption, fig)]
 
 
 def _regressions(results: list[Results], key: pd.Series, threshold: float) -> list[int]:

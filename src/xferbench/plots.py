@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter
 from .model import fit_alpha_beta
 from .units import format_bytes
 
-__all__ = ["PLOTS", "Plot", "distributed", "largest_common_size", "render", "scenario_plot", "to_png"]
+__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "largest_common_size", "render", "scenario_plot", "to_png"]
 
 OP_COLOURS = {"h2d": "tab:blue", "d2h": "tab:red", "d2d": "tab:green", "peer": "tab:purple",
               "host": "tab:gray", "create": "tab:orange", "noop": "tab:olive"}
@@ -209,15 +209,15 @@ PLOTS: list[tuple[str, str, str, Callable[[pd.DataFrame], Figure | str]]] = [
 ]
 
 
+def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
+    """A drawn figure as an inline PNG, or the reason it could not be drawn."""
+    if isinstance(figure, str):
+        return Plot(key, title, caption, None, figure)
+    return Plot(key, title, caption, to_png(figure))
+
+
 def render(frame: pd.DataFrame) -> list[Plot]:
-    plots = []
-    for key, title, caption, draw in PLOTS:
-        figure = draw(frame)
-        if isinstance(figure, str):
-            plots.append(Plot(key, title, caption, None, figure))
-        else:
-            plots.append(Plot(key, title, caption, to_png(figure)))
-    return plots
+    return [as_plot(key, title, caption, draw(frame)) for key, title, caption, draw in PLOTS]
 
 
 def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:

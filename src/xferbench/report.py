@@ -15,9 +15,9 @@ import pandas as pd
 from . import __version__
 from .findings import findings
 from .model import fit_paths, link_peak
-from .plots import DISTRIBUTED_TEXT, SCENARIO_TEXT, Plot, distributed, render, scenario_plot, to_png
+from .plots import DISTRIBUTED_TEXT, SCENARIO_TEXT, Plot, as_plot, distributed, render, scenario_plot
 from .results import Results
-from .units import format_bytes
+from .units import format_bytes, format_seconds
 
 __all__ = ["build_html", "write_atomic", "write_report"]
 
@@ -34,17 +34,7 @@ def _number(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
-def _seconds(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "–"
-    value = float(value)
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value * 1e9:.3g} ns"
-
-
-_ENV.filters.update(number=_number, seconds=_seconds, size=format_bytes)
+_ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v is None else float(v)), size=format_bytes)
 
 
 def _model_rows(results: Results) -> list[dict[str, Any]]:
@@ -99,15 +89,11 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
     for op, (title, caption) in SCENARIO_TEXT.items():
         if not (frame["op"] == op).any():
             continue
-        figure = scenario_plot(frame, op)
-        plot = Plot(op, title, caption, None if isinstance(figure, str) else to_png(figure),
-                    figure if isinstance(figure, str) else None)
+        plot = as_plot(op, title, caption, scenario_plot(frame, op))
         sections.append({"key": op, "title": title, "text": " ".join(scenario_findings(frame, op)), "plots": [plot]})
     if frame["world_size"].notna().any():
         title, caption = DISTRIBUTED_TEXT
-        figure = distributed(frame)
-        plot = Plot("distributed", title, caption, None if isinstance(figure, str) else to_png(figure),
-                    figure if isinstance(figure, str) else None)
+        plot = as_plot("distributed", title, caption, distributed(frame))
         sections.append({"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)),
                          "plots": [plot]})
     return sections

@@ -15,10 +15,9 @@ from typing import TypeVar
 
 from .devices import DeviceBackend, accelerator_index
 
-__all__ = ["CLOCK_EVENT", "CLOCK_WALL", "device_seconds", "event_device", "synchronized"]
+__all__ = ["CLOCK_WALL", "device_seconds", "event_device", "synchronized"]
 
 CLOCK_WALL = "wall+sync"
-CLOCK_EVENT = "cuda_event"
 
 T = TypeVar("T")
 

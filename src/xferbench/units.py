@@ -13,6 +13,7 @@ __all__ = [
     "DTYPE_SIZES",
     "Size",
     "format_bytes",
+    "format_seconds",
     "format_size",
     "parse_dtype",
     "parse_size",
@@ -123,3 +124,13 @@ def format_bytes(nbytes: float) -> str:
             value = nbytes / _UNITS[unit]
             return f"{value:.3g} {unit}"
     return f"{nbytes:.0f} B"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """``2.5 ms``, ``85.4 µs``, ``245 ns``; an en dash for a missing value."""
+    if seconds is None or math.isnan(seconds) or math.isinf(seconds):
+        return "–"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
