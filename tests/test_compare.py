@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from xferbench.cli import main
-from xferbench.compare import compare, machine_differences, parse_threshold
+from xferbench.compare import compare, machine_differences, parse_threshold, to_markdown
 from xferbench.results import load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -178,3 +178,15 @@ def test_p_values_adjusted_across_cases():
     adjusted = _adjust(raw)
     assert adjusted["lucky"] == pytest.approx(0.45)
     assert adjusted["no data"] is None
+
+
+def test_without_rounds_the_threshold_decides(tmp_path, sample):
+    """Files without per-round data: a 2x slowdown is a regression on the threshold alone, p shown as '-'."""
+    base, new = copy.deepcopy(sample), scaled(sample, 2.0, SLOWED)
+    for data in (base, new):
+        for bench in data["benchmarks"]:
+            bench["stats"].pop("data")
+    rows = compare(load([save(tmp_path, "a.json", base)]), load([save(tmp_path, "b.json", new)]))
+    regressions = [r for r in rows if r.regression]
+    assert len(regressions) == 2 and all(r.p_value is None for r in regressions)
+    assert "| - | regression |" in to_markdown(regressions, 0.1).replace("🔴 ", "")
