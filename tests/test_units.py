@@ -61,3 +61,11 @@ def test_parse_dtype():
     assert parse_dtype("torch.float16") == "float16"
     with pytest.raises(ValueError, match="float32"):
         parse_dtype("float8")
+
+
+def test_first_line_of_an_error():
+    """Long torch messages are cut to their first line; an empty one gives the type's name."""
+    from xferbench.units import first_line
+
+    assert first_line(RuntimeError("CUDA out of memory.\nTried to allocate 1 GiB")) == "CUDA out of memory."
+    assert first_line(TimeoutError()) == "TimeoutError"

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import SCHEMA_VERSION, Skipped
-from .units import DTYPE_SIZES, format_size, parse_sizes
+from .units import DTYPE_SIZES, first_line, format_size, parse_sizes
 
 __all__ = [
     "DIST_OPS",
@@ -46,6 +46,7 @@ __all__ = [
     "bus_factor",
     "build_dist_cases",
     "free_port",
+    "world_backend",
     "pedantic_calls",
     "main",
 ]
@@ -100,12 +101,18 @@ class DistCase:
         }
 
 
+def world_backend(devices: Sequence[str], requested: str, world_size: int = 2) -> str:
+    """The backend for ``requested``: ``auto`` is nccl with one GPU per rank, else gloo."""
+    if requested != "auto":
+        return requested
+    return "nccl" if sum(d.startswith("cuda:") for d in devices) >= world_size else "gloo"
+
+
 def build_dist_cases(devices: Sequence[str], backend: str, profile: str, world_size: int = 2,
                      sizes: Sequence[object] | None = None) -> list[DistCase | Skipped]:
     """The cases for a world of ``world_size`` on this machine (byte ``sizes`` override the profile's)."""
     gpus = [d for d in devices if d.startswith("cuda:")]
-    if backend == "auto":
-        backend = "nccl" if len(gpus) >= world_size else "gloo"
+    backend = world_backend(devices, backend, world_size)
     if backend == "nccl" and len(gpus) < world_size:
         return [Skipped("nccl-needs-gpus", f"nccl needs one GPU per rank: {world_size} ranks, {len(gpus)} GPU(s)")]
     if backend == "gloo" and "cpu" not in devices:
@@ -297,7 +304,7 @@ class World:
             benchmark.extra_info.update(case.extra_info(), clock="wall+sync")
             benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=warmup)
         except Exception as error:
-            self.broken = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            self.broken = first_line(error)
             exited = self.helper.poll() if self.helper else None
             state = f"rank 1 exited with code {exited}" if exited is not None else "rank 1 stopped answering"
             raise DistributedError(f"{state} during {case.id} at {self.rendezvous}: {self.broken}"
@@ -412,7 +419,7 @@ def _torchrun(args: argparse.Namespace) -> int:
     except Exception as error:
         address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
         raise DistributedError(f"rank {os.environ['RANK']} could not join the rendezvous at {address} within "
-                               f"{args.timeout:g} s: {str(error).strip().splitlines()[0]}") from None
+                               f"{args.timeout:g} s: {first_line(error)}") from None
     rank, world = dist.get_rank(), dist.get_world_size()
     device = "cuda" if backend == "nccl" else "cpu"
     sizes = [s for s in parse_sizes(args.sizes or DIST_SIZES[args.profile]) if isinstance(s, int)]

@@ -215,11 +215,9 @@ DIST_ROUNDS = {"quick": 20, "full": 30}
 def xfer_world(request: pytest.FixtureRequest) -> Any:
     """A world of 2 ranks on loopback: this process and a helper, for one test module
     (so the helper and its sockets are gone before other benchmarks run)."""
-    from .distributed import DistributedError, World, build_dist_cases
+    from .distributed import DistributedError, World, world_backend
 
-    s = settings(request.config)
-    planned = build_dist_cases(s.devices, request.config.getoption("xfer_dist_backend"), s.profile)
-    backend = next((c.backend for c in planned if not isinstance(c, Skipped)), "gloo")
+    backend = world_backend(settings(request.config).devices, request.config.getoption("xfer_dist_backend"))
     world = World(backend, request.config.getoption("xfer_dist_timeout"))
     try:
         world.start()

@@ -14,7 +14,7 @@ import torch
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
 from .timing import CLOCK_WALL, device_seconds, synchronized
-from .units import format_bytes
+from .units import first_line, format_bytes
 
 __all__ = [
     "Buffers",
@@ -206,8 +206,7 @@ def out_of_memory_skips(label: str, backend: DeviceBackend) -> Iterator[None]:
         if not _is_out_of_memory(error):
             raise
         _free(backend)
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CannotRun(f"out of memory at {label}: {first_line}") from None
+        raise CannotRun(f"out of memory at {label}: {first_line(error)}") from None
 
 
 def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import re
 __all__ = [
     "DTYPE_SIZES",
     "Size",
+    "first_line",
     "format_bytes",
     "format_seconds",
     "format_size",
@@ -134,3 +135,9 @@ def format_seconds(seconds: float | None) -> str:
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds * 1e9:.3g} ns"
+
+
+def first_line(error: BaseException) -> str:
+    """An error's message cut to its first line (torch's run to pages), or its type's name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
