@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 import torch
 
-from xferbench.cases import Case
-from xferbench.transfers import prepare
+from xferbench.measure.cases import Case
+from xferbench.measure.transfers import prepare
 
 SIZE = 256 * 2**20
 ROUNDS = 3

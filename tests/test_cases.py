@@ -1,6 +1,6 @@
 import pytest
 
-from xferbench.cases import OPS, Case, Skipped, build_cases
+from xferbench.measure.cases import Case, Skipped, build_cases, core_ops
 
 SIZES = [4, 1024]
 
@@ -35,7 +35,7 @@ class TestCase:
         info = Case("d2h", "copy_", "cuda:1", "cpu", (8,), "float16", "pinned", True).extra_info()
         assert info == {"xfer_schema": 1, "op": "d2h", "src": "cuda:1", "dst": "cpu", "nbytes": 16,
                         "dtype": "float16", "shape": [8], "host_memory": "pinned", "non_blocking": True,
-                        "method": "copy_"}
+                        "method": "copy_", "variant": None, "world_size": None, "backend": None}
 
     @pytest.mark.parametrize("kwargs", [{"dtype": "float8"}, {"shape": ()}, {"shape": (0,)},
                                         {"host_memory": "locked"}])
@@ -144,4 +144,4 @@ class TestSizes:
             build_cases("teleport", ["cpu"], SIZES, ["float32"])
 
     def test_ops_list(self):
-        assert OPS == ("create", "host", "h2d", "d2h", "d2d", "peer", "noop")
+        assert core_ops() == ("h2d", "d2h", "d2d", "peer", "host", "create", "noop")

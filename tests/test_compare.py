@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xferbench.analyze.compare import compare, machine_differences, parse_threshold, to_markdown
+from xferbench.analyze.results import load
 from xferbench.cli import main
-from xferbench.compare import compare, machine_differences, parse_threshold, to_markdown
-from xferbench.results import load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -172,7 +172,7 @@ class TestCli:
 
 def test_p_values_adjusted_across_cases():
     """One p = 0.009 among 50 cases is not significant once adjusted (Benjamini-Hochberg)."""
-    from xferbench.compare import _adjust
+    from xferbench.analyze.compare import _adjust
 
     raw = {"lucky": 0.009} | {f"case{i}": 0.5 for i in range(49)} | {"no data": None}
     adjusted = _adjust(raw)

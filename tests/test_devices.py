@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from xferbench import try_all_gpus, try_gpu
-from xferbench.devices import TorchBackend, accelerator_index, available_devices, parse_device, parse_device_list
+from xferbench.measure.devices import TorchBackend, accelerator_index, available_devices, parse_device, parse_device_list
 
 from fakes import FakeBackend
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import distributed
-from xferbench.cases import Skipped
-from xferbench.distributed import (
+from xferbench.analyze.results import load
+from xferbench.measure import distributed
+from xferbench.measure.cases import Skipped
+from xferbench.measure.distributed import (
     DistCase,
     DistributedError,
     World,
@@ -18,7 +19,6 @@ from xferbench.distributed import (
     calls_for,
     measure,
 )
-from xferbench.results import load
 
 from fakes import FakeBenchmark
 

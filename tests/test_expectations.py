@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from xferbench.cases import Case
+from xferbench.analyze.expectations import check
+from xferbench.analyze.results import load
 from xferbench.cli import main
-from xferbench.expectations import check
-from xferbench.results import load
+from xferbench.measure.cases import Case
 
 MiB = 2**20
 MACHINE = {"xferbench": {"devices": [{"device": "cuda:0", "name": "GPU", "pcie_max_generation": 5,

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from test_compare import SLOWED, scaled
+from xferbench.analyze.history import _regressions, history_plots, runs_in
+from xferbench.analyze.results import load
 from xferbench.cli import main
-from xferbench.history import _regressions, history_plots, runs_in
-from xferbench.results import load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 

@@ -3,8 +3,8 @@ import types
 
 import pytest
 
-from xferbench.machine import fingerprint
-from xferbench.model import link_peak
+from xferbench.analyze.model import link_peak
+from xferbench.measure.machine import fingerprint
 
 from fakes import FakeBackend
 

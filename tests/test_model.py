@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from xferbench.model import fit_alpha_beta, link_peak
+from xferbench.analyze.model import fit_alpha_beta, link_peak
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB
 

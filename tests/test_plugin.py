@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
-import xferbench.plugin  # noqa: F401
+import xferbench.measure.plugin  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CONFTEST = """
-pytest_plugins = ("xferbench.plugin",)
+pytest_plugins = ("xferbench.measure.plugin",)
 from fakes import FakeBackend
 
 def pytest_xfer_make_backend(config):
@@ -91,7 +91,8 @@ class TestJson:
         infos = {b["name"]: b["extra_info"] for b in data["benchmarks"]}
         assert infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"] == {
             "xfer_schema": 1, "op": "host", "src": "cpu", "dst": "cpu", "nbytes": 1024, "dtype": "float32",
-            "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync"}
+            "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync",
+            "variant": None, "world_size": None, "backend": None}
         assert data["machine_info"]["xferbench"]["devices"] == []
         # every round is kept for the significance test of `xferbench compare`
         assert all(len(b["stats"]["data"]) == b["stats"]["rounds"] for b in data["benchmarks"])

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import report
-from xferbench.findings import findings
-from xferbench.report import build_html, write_report
-from xferbench.results import load
+from xferbench import output
+from xferbench.analyze.findings import findings
+from xferbench.analyze.report import build_html, write_report
+from xferbench.analyze.results import load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -105,7 +105,7 @@ class TestAtomicWrite:
             def __exit__(self, *exc):
                 return False
 
-        monkeypatch.setattr(report.os, "fdopen", lambda fd, *a, **k: (report.os.close(fd), Boom())[1])
+        monkeypatch.setattr(output.os, "fdopen", lambda fd, *a, **k: (output.os.close(fd), Boom())[1])
         with pytest.raises(OSError, match="disk full"):
             write_report(results, out)
         assert out.read_text() == "old report"
@@ -117,7 +117,7 @@ def test_analysis_side_needs_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, xferbench.report, xferbench.compare, xferbench.history, xferbench.expectations, "
-            "xferbench.cli, xferbench.plugin; print('torch' in sys.modules)")
+    code = ("import sys, xferbench.analyze.report, xferbench.analyze.compare, xferbench.analyze.history, "
+            "xferbench.analyze.expectations, xferbench.cli, xferbench.measure.plugin; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

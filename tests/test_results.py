@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.results import ResultsError, load
+from xferbench.analyze.results import ResultsError, load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -82,7 +82,7 @@ class TestBadInput:
         ("newer.json", {"machine_info": {}, "benchmarks": [{"name": "x", "extra_info": {"xfer_schema": 99}, "stats": {}}]},
          "written by a newer xferbench (data schema 99)"),
         ("broken.json", {"machine_info": {}, "benchmarks": [{"name": "x", "extra_info": {"xfer_schema": 1}, "stats": {}}]},
-         "benchmark 'x' is malformed"),
+         "benchmark 'x': field 'op' is missing"),
     ])
     def test_one_line_error_naming_the_file(self, tmp_path, name, content, message):
         """Each unusable file is a ResultsError whose one line names the file and the problem."""

@@ -2,9 +2,9 @@ import pytest
 import torch
 from torch import nn
 
-from xferbench import scenarios
-from xferbench.cases import Skipped
-from xferbench.scenarios import (
+from xferbench.measure import scenarios
+from xferbench.measure.cases import Skipped
+from xferbench.measure.scenarios import (
     DeviceMismatch,
     Prepared,
     Scenario,

@@ -1,4 +1,4 @@
-from xferbench.timing import device_seconds, event_device, synchronized
+from xferbench.measure.timing import device_seconds, event_device, synchronized
 
 from fakes import FakeBackend
 

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from xferbench import transfers
-from xferbench.cases import Case
-from xferbench.transfers import Buffers, CannotRun, CopyMismatch, bytes_needed, pattern, prepare, run_case, verify
+from xferbench.measure import transfers
+from xferbench.measure.cases import Case
+from xferbench.measure.transfers import Buffers, CannotRun, CopyMismatch, bytes_needed, pattern, prepare, run_case, verify
 
 from fakes import FakeBackend, FakeBenchmark
 

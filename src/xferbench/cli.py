@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .results import ResultsError
+from .analyze.results import ResultsError
 
 __all__ = ["main"]
 
@@ -20,9 +20,9 @@ class UsageError(Exception):
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .history import history_plots
-    from .report import write_report
-    from .results import load
+    from .analyze.history import history_plots
+    from .analyze.report import write_report
+    from .analyze.results import load
 
     history = history_plots(args.history) if args.history else None
     if history is None and len(args.results) == 1 and args.results[0].is_dir():
@@ -42,9 +42,10 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare, machine_differences, parse_threshold, to_json, to_markdown, to_text
-    from .report import write_atomic
-    from .results import load
+    from .analyze.compare import compare, parse_threshold, to_json, to_markdown, to_text
+    from .analyze.results import load
+    from .contract import machine_differences
+    from .output import write_atomic
 
     try:
         threshold = parse_threshold(args.threshold)
@@ -70,8 +71,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .expectations import check
-    from .results import load
+    from .analyze.expectations import check
+    from .analyze.results import load
 
     verdicts = check(load(args.results))
     width = max(len(v.name) for v in verdicts)
@@ -83,8 +84,8 @@ def _check(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     import json
 
-    from .devices import TorchBackend, available_devices
-    from .machine import fingerprint
+    from .measure.devices import TorchBackend, available_devices
+    from .measure.machine import fingerprint
 
     backend = TorchBackend()
     print(json.dumps({"devices": available_devices(backend), "xferbench": fingerprint(backend)}, indent=1))
@@ -96,7 +97,7 @@ def _newest(path: Path) -> Path:
 
 
 def latest_file(folder: Path) -> Path:
-    from .history import runs_in
+    from .analyze.history import runs_in
 
     runs = runs_in(folder)
     return runs[-1][0]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +10,19 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .. import __version__
+from ..families import FAMILIES, order_of
+from ..output import write_atomic
+from ..units import format_bytes, format_seconds
 from .findings import findings
 from .model import fit_paths, link_peak
-from .plots import DISTRIBUTED_TEXT, SCENARIO_TEXT, Plot, as_plot, distributed, render, scenario_plot
+from .plots import DISTRIBUTED_TEXT, Plot, as_plot, distributed, render, scenario_plot
 from .results import Results
-from .units import format_bytes, format_seconds
 
 __all__ = ["build_html", "write_atomic", "write_report"]
 
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("xferbench", "templates"),
+    loader=jinja2.PackageLoader("xferbench.analyze", "templates"),
     autoescape=True,  # every string from a JSON file is escaped
     undefined=jinja2.StrictUndefined,
 )
@@ -76,8 +76,7 @@ def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    order = {"h2d": 0, "d2h": 1, "d2d": 2, "peer": 3, "host": 4, "create": 5, "noop": 6}
-    ordered = frame.assign(_o=frame["op"].map(order).fillna(9)).sort_values(["_o", "path", "nbytes"])
+    ordered = frame.assign(_o=frame["op"].map(order_of)).sort_values(["_o", "path", "nbytes"])
     return ordered.drop(columns=["data", "_o"]).to_dict("records")
 
 
@@ -86,11 +85,12 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
     from .findings import distributed_findings, scenario_findings
 
     sections = []
-    for op, (title, caption) in SCENARIO_TEXT.items():
-        if not (frame["op"] == op).any():
+    for op, family in FAMILIES.items():
+        if family.kind != "scenario" or not (frame["op"] == op).any():
             continue
-        plot = as_plot(op, title, caption, scenario_plot(frame, op))
-        sections.append({"key": op, "title": title, "text": " ".join(scenario_findings(frame, op)), "plots": [plot]})
+        plot = as_plot(op, family.title, family.caption, scenario_plot(frame, op))
+        sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(frame, op)),
+                         "plots": [plot]})
     if frame["world_size"].notna().any():
         title, caption = DISTRIBUTED_TEXT
         plot = as_plot("distributed", title, caption, distributed(frame))
@@ -118,22 +118,6 @@ def build_html(results: Results, history: list[Plot] | None = None, extra_sectio
         commit=results.commit_info,
         sizes=sorted(frame["nbytes"].unique()),
     )
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is either the old file or the complete new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a report is for reading
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_report(results: Results, output: Path, history: list[Plot] | None = None,

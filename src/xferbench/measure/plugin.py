@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from .cases import OPS, PROFILES, Case, Skipped, build_cases
+from ..contract import machine_differences
+from ..units import Size, format_size, parse_dtype, parse_sizes
+from .cases import PROFILES, Case, Skipped, build_cases, core_ops
 from .devices import DeviceBackend, available_devices, parse_device_list
-from .machine import machine_differences
 from .scenarios import SCENARIOS, Scenario, build_scenarios
-from .units import Size, format_size, parse_dtype, parse_sizes
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
@@ -159,7 +159,7 @@ def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = settings(metafunc.config)
     if "xfer_case" in metafunc.fixturenames:
-        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, OPS), s.devices, s.sizes, s.dtypes))
+        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, core_ops()), s.devices, s.sizes, s.dtypes))
     if "xfer_dist_case" in metafunc.fixturenames:
         from .distributed import build_dist_cases
 

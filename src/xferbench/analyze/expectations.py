@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .model import link_peak
-from .plots import largest_common_size
+from ..units import format_bytes
+from .model import largest_common_size, link_peak
 from .results import Results
-from .units import format_bytes
 
 __all__ = ["EXPECTATIONS", "Verdict", "check"]
 

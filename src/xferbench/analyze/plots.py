@@ -17,14 +17,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .model import fit_alpha_beta
-from .units import format_bytes
+from ..families import FAMILIES, family, moving_ops
+from ..units import format_bytes
+from .model import fit_alpha_beta, largest_common_size
 
-__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "largest_common_size", "render", "scenario_plot", "to_png"]
+__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "render", "scenario_plot", "to_png"]
 
-OP_COLOURS = {"h2d": "tab:blue", "d2h": "tab:red", "d2d": "tab:green", "peer": "tab:purple",
-              "host": "tab:gray", "create": "tab:orange", "noop": "tab:olive"}
-MOVE_OPS = ("h2d", "d2h", "d2d", "peer", "host")
+
+def _colour(op: str) -> str:
+    return FAMILIES[op].colour if op in FAMILIES else "tab:gray"
 
 
 @dataclass(frozen=True)
@@ -48,20 +49,11 @@ def to_png(fig: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def largest_common_size(frame: pd.DataFrame) -> int | None:
-    """The largest payload measured by the most move families, for like-for-like bars."""
-    moves = frame[frame["op"].isin(MOVE_OPS)]
-    if moves.empty:
-        return None
-    coverage = moves.groupby("nbytes")["op"].nunique()
-    return int(coverage[coverage == coverage.max()].index.max())
-
-
 def bandwidth_vs_size(frame: pd.DataFrame) -> Figure | str:
-    moves = frame[frame["op"].isin(MOVE_OPS)]
+    moves = frame[frame["op"].isin(moving_ops())]
     if moves["nbytes"].nunique() < 2:
         return "Only one size was measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
-    ops = [op for op in MOVE_OPS if op in set(moves["op"])]
+    ops = [op for op in moving_ops() if op in set(moves["op"])]
     fig, axes = plt.subplots(1, len(ops), figsize=(5.2 * len(ops), 4.2), squeeze=False, sharey=True)
     for ax, op in zip(axes[0], ops, strict=True):
         for path, group in moves[moves["op"] == op].groupby("path", sort=False):
@@ -85,9 +77,9 @@ def cost_at_size(frame: pd.DataFrame) -> Figure | str:
     size = largest_common_size(frame)
     if size is None:
         return "No copies were measured."
-    rows = frame[(frame["nbytes"] == size) & frame["op"].isin(MOVE_OPS)].sort_values("median_s")
+    rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops())].sort_values("median_s")
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.4))
-    ax.barh(rows["path"], rows["median_s"] * 1e3, color=[OP_COLOURS[op] for op in rows["op"]])
+    ax.barh(rows["path"], rows["median_s"] * 1e3, color=[_colour(op) for op in rows["op"]])
     for y, (ms, gbps) in enumerate(zip(rows["median_s"] * 1e3, rows["bandwidth_gbps"], strict=True)):
         ax.text(ms, y, f"  {ms:.3g} ms, {gbps:.3g} GB/s", va="center", fontsize=7)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better)")
@@ -98,7 +90,7 @@ def cost_at_size(frame: pd.DataFrame) -> Figure | str:
 
 
 def device_matrix(frame: pd.DataFrame) -> Figure | str:
-    moves = frame[frame["op"].isin(MOVE_OPS)]
+    moves = frame[frame["op"].isin(moving_ops())]
     devices = sorted(set(moves["src"]) | set(moves["dst"]), key=lambda d: (d != "cpu", d))
     if len(devices) < 2:
         return "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host)."
@@ -142,19 +134,19 @@ def creation(frame: pd.DataFrame) -> Figure | str:
 
 def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
     noops = frame[frame["op"] == "noop"]
-    copies = frame[frame["op"].isin(MOVE_OPS)]
+    copies = frame[frame["op"].isin(moving_ops())]
     if noops.empty:
         return "No no-op benchmarks were run."
     per_call = noops.groupby(["method", "src"])["median_s"].median().reset_index()
     labels = [f".{m}() on {d}" if m != "to" else f".to({d}) on {d}" for m, d in zip(per_call["method"], per_call["src"],
                                                                                       strict=True)]
     values = list(per_call["median_s"] * 1e6)
-    colours = [OP_COLOURS["noop"]] * len(values)
+    colours = [_colour("noop")] * len(values)
     if not copies.empty:
         cheapest = copies.loc[copies["median_s"].idxmin()]
         labels.append(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})")
         values.append(cheapest["median_s"] * 1e6)
-        colours.append(OP_COLOURS[cheapest["op"]])
+        colours.append(_colour(cheapest["op"]))
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(values) + 1.3))
     ax.barh(labels, values, color=colours)
     for y, v in enumerate(values):
@@ -166,7 +158,7 @@ def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
 
 
 def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
-    timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(MOVE_OPS)]
+    timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())]
     if timed.empty:
         return "No device-side (CUDA event) times were recorded: no GPU was measured."
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -197,12 +189,8 @@ PLOTS: list[tuple[str, str, str, Callable[[pd.DataFrame], Figure | str]]] = [
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix. "
      "The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.", device_matrix),
-    ("create", "Creating tensors on each device",
-     "torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. Creating "
-     "directly on the device (device=...) moves nothing across a link.", creation),
-    ("noop", "No-op moves next to the cheapest real copy",
-     ".cuda(i), .to(device) and .cpu() on a tensor already there return the very same object; what they cost "
-     "is PyTorch's dispatch, shown next to the cheapest real copy measured.", noop_vs_copy),
+    ("create", "Creating tensors on each device", family("create").caption, creation),
+    ("noop", "No-op moves next to the cheapest real copy", family("noop").caption, noop_vs_copy),
     ("overhead", "Wall time against device time",
      "How much of each move's wall time is spent outside the device (launch, driver, synchronization). Near 100% "
      "at small sizes: small moves are pure overhead, so batch them.", wall_vs_device),
@@ -249,30 +237,6 @@ def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     return fig
-
-
-#: Scenario sections of the report: title and what to look for.
-SCENARIO_TEXT: dict[str, tuple[str, str]] = {
-    "module_to": ("Scenario: moving a module (net.to(device))",
-                  "The first move copies every parameter; a second .to() to the same device copies nothing but still "
-                  "walks every parameter, so its cost grows with the number of parameters, not bytes."),
-    "forward": ("Scenario: a forward pass where the data is (net(X))",
-                "net and X on the same device; a mismatch is an error (checked_forward says which tensor to move)."),
-    "sync_stall": ("Scenario: hidden synchronizations",
-                   ".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
-                   "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
-                   "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
-                   "their bytes. Never read such a buffer before the event or a synchronize: it may still hold old data."),
-    "pin_memory": ("Scenario: is pinning worth it?",
-                   "t.pin_memory() allocates page-locked memory and copies into it. Pinning once per transfer costs more "
-                   "than it saves; staging into a pinned buffer that is reused pays off."),
-    "placement": ("Scenario: where to convert an image batch",
-                  "An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
-                  "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter."),
-    "cuda_vs_to": ("Scenario: .cuda() against .to()",
-                   "Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
-                   "Module.to and Module.cuda both move parameters in place and return the module itself."),
-}
 
 
 def distributed(frame: pd.DataFrame) -> Figure | str:

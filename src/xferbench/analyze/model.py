@@ -14,11 +14,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-#: Ops whose time is a payload moving, fitted per path (distributed ones included).
-FIT_OPS = ("h2d", "d2h", "d2d", "peer", "host",
-           "send_recv", "isend_irecv", "broadcast", "all_reduce", "all_gather", "reduce_scatter")
+from ..families import fitted_ops, moving_ops, order_of
 
-__all__ = ["FIT_OPS", "Fit", "PCIE_GBPS_PER_LANE", "fit_alpha_beta", "fit_paths", "link_peak"]
+__all__ = ["Fit", "PCIE_GBPS_PER_LANE", "fit_alpha_beta", "fit_paths", "largest_common_size", "link_peak"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def fit_paths(frame: pd.DataFrame) -> pd.DataFrame:
     Only moves of a payload are fitted: creation, no-ops and scenarios are not.
     """
     rows = []
-    moves = frame[frame["op"].isin(FIT_OPS)]
+    moves = frame[frame["op"].isin(fitted_ops())]
     for path, group in moves.groupby("path", sort=False):
         fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["transfer_s"].to_numpy())
         first = group.iloc[0]
@@ -85,8 +83,17 @@ def fit_paths(frame: pd.DataFrame) -> pd.DataFrame:
         })
     fits = pd.DataFrame(rows, columns=["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps",
                                        "half_peak_bytes", "best_gbps", "sizes"])
-    order = fits["op"].map({op: i for i, op in enumerate(FIT_OPS)})
+    order = fits["op"].map(order_of)
     return fits.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def largest_common_size(frame: pd.DataFrame) -> int | None:
+    """The largest payload measured by the most move families, for like-for-like comparisons."""
+    moves = frame[frame["op"].isin(moving_ops())]
+    if moves.empty:
+        return None
+    coverage = moves.groupby("nbytes")["op"].nunique()
+    return int(coverage[coverage == coverage.max()].index.max())
 
 
 #: PCIe usable GB/s per lane and direction after line coding (Gen3+ 128b/130b).

@@ -10,9 +10,8 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from .model import fit_alpha_beta
-from .plots import largest_common_size
-from .units import format_bytes, format_seconds
+from ..units import format_bytes, format_seconds
+from .model import fit_alpha_beta, largest_common_size
 
 __all__ = ["FINDINGS", "findings"]
 
@@ -198,23 +197,23 @@ def _cpu_convert(rows: pd.DataFrame) -> list[str]:
     return out + _ratio(rows, "convert_then_move", "move_then_convert", "Placement")
 
 
+#: Each scenario family's findings, by op (the registry holds its title and prose).
+SCENARIO_FINDINGS: dict[str, Callable[[pd.DataFrame], list[str]]] = {
+    "module_to": _module_to,
+    "sync_stall": _sync_stall,
+    "pin_memory": lambda rows: (_ratio(rows, "pin_then_to", "reused_pinned_to", "Host to device")
+                                + _ratio(rows, "to", "reused_pinned_to", "Host to device")),
+    "placement": _cpu_convert,
+    "cuda_vs_to": _cuda_vs_to,
+}
+
+
 def scenario_findings(frame: pd.DataFrame, op: str) -> list[str]:
     """Sentences for one scenario's section, from its rows."""
     rows = frame[frame["op"] == op]
-    if rows.empty:
+    if rows.empty or op not in SCENARIO_FINDINGS:
         return []
-    if op == "module_to":
-        return _module_to(rows)
-    if op == "sync_stall":
-        return _sync_stall(rows)
-    if op == "pin_memory":
-        return (_ratio(rows, "pin_then_to", "reused_pinned_to", "Host to device")
-                + _ratio(rows, "to", "reused_pinned_to", "Host to device"))
-    if op == "placement":
-        return _cpu_convert(rows)
-    if op == "cuda_vs_to":
-        return _cuda_vs_to(rows)
-    return []
+    return SCENARIO_FINDINGS[op](rows)
 
 
 def distributed_findings(frame: pd.DataFrame) -> list[str]:

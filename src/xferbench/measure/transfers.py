@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 import torch
 
+from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
 from .timing import CLOCK_WALL, device_seconds, synchronized
-from .units import first_line, format_bytes
 
 __all__ = [
     "Buffers",

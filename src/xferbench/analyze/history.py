@@ -8,10 +8,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from ..families import order_of
+from ..units import format_bytes
 from .compare import ALPHA, compare
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, find_json, load
-from .units import format_bytes
 
 __all__ = ["history_plots", "runs_in"]
 
@@ -34,8 +35,7 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
 def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
     """Each path at its largest size, the busiest paths first."""
     largest = latest.loc[latest.groupby("path")["nbytes"].idxmax()]
-    order = {"d2h": 0, "h2d": 1, "d2d": 2, "peer": 3, "host": 4, "noop": 5, "create": 6}
-    largest = largest.assign(_o=largest["op"].map(order).fillna(9)).sort_values(["_o", "path"])
+    largest = largest.assign(_o=largest["op"].map(order_of)).sort_values(["_o", "path"])
     return largest.head(MAX_KEY_CASES)
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import false_discovery_control, mannwhitneyu
 
-from .machine import machine_differences, machine_identity
+from ..contract import machine_differences, machine_identity
+from ..units import format_bytes, format_seconds
 from .results import Results
-from .units import format_bytes, format_seconds
 
 __all__ = [
     "ALPHA",

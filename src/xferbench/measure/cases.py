@@ -8,24 +8,23 @@ No torch here: the matrix is plain data, built from device strings.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .units import DTYPE_SIZES, Size, format_size
+from ..contract import Identity
+from ..families import Family, Variant, family, ops
+from ..units import DTYPE_SIZES, Size, format_size
 
 __all__ = [
-    "OPS",
     "PROFILES",
-    "SCHEMA_VERSION",
     "Case",
     "Skipped",
     "accelerators",
     "build_cases",
+    "core_ops",
     "no_accelerator",
     "shapes_for",
 ]
-
-SCHEMA_VERSION = 1
 
 #: ``--xfer-profile`` presets: the sizes swept. ``quick`` keeps a CPU-only run
 #: under a minute; ``full`` sweeps from the lesson's 2x3 tensor to 1 GiB.
@@ -34,8 +33,6 @@ PROFILES: dict[str, str] = {
     "full": "2x3,4B..1GiB:x4",
 }
 
-CREATE_METHODS = ("empty", "zeros", "ones", "rand")
-COPY_METHODS = ("clone", "copy_")
 
 
 @dataclass(frozen=True)
@@ -80,27 +77,20 @@ class Case:
         parts: list[str] = []
         if self.host_memory:
             parts.append(self.host_memory)
-        if self.op in ("h2d", "d2h", "peer"):
+        if self.src != self.dst:  # a move across devices: blocking or not matters
             parts.append("nonblocking" if self.non_blocking else "blocking")
         parts += [self.method, self.size_label, self.dtype]
-        on_one_device = self.src == self.dst and self.op in ("create", "noop")
+        on_one_device = self.src == self.dst and family(self.op).endpoints == "each"
         parts.append(self.src if on_one_device else f"{self.src}->{self.dst}")
         return "-".join(parts)
 
+    def identity(self) -> Identity:
+        return Identity(self.op, self.method, self.src, self.dst, self.nbytes, self.dtype, self.shape,
+                        self.host_memory, self.non_blocking)
+
     def extra_info(self) -> dict[str, object]:
-        """The data-contract fields that identify this case (DESIGN.md section 3)."""
-        return {
-            "xfer_schema": SCHEMA_VERSION,
-            "op": self.op,
-            "src": self.src,
-            "dst": self.dst,
-            "nbytes": self.nbytes,
-            "dtype": self.dtype,
-            "shape": list(self.shape),
-            "host_memory": self.host_memory,
-            "non_blocking": self.non_blocking,
-            "method": self.method,
-        }
+        """The data-contract fields that identify this case (contract.Identity)."""
+        return self.identity().extra_info()
 
 
 @dataclass(frozen=True)
@@ -150,92 +140,47 @@ def _host_and_accelerator_skip(op: str, devices: Sequence[str]) -> list[Planned]
     return []
 
 
-def _create(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    return [Case("create", m, d, d, shape, dtype) for d in devices for m in CREATE_METHODS]
-
-
-def _host(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    if "cpu" not in devices:
-        return [Skipped("host-no-cpu", "host copies need cpu in --xfer-devices")]
-    return [Case("host", m, "cpu", "cpu", shape, dtype, "pageable") for m in COPY_METHODS]
-
-
-def _h2d(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    if skip := _host_and_accelerator_skip("h2d", devices):
-        return skip
-    cases: list[Planned] = []
-    for dst in accelerators(devices):
-        # .cuda(i) exists only for CUDA (and ROCm, which calls itself cuda).
-        methods = ("to", "cuda", "copy_") if dst.startswith("cuda:") else ("to", "copy_")
-        for memory in ("pageable", "pinned"):
-            for non_blocking in (False, True):
-                cases += [Case("h2d", m, "cpu", dst, shape, dtype, memory, non_blocking) for m in methods]
-    return cases
-
-
-#: d2h variants: allocating moves land in pageable memory; only copy_ can target pinned.
-_D2H_VARIANTS = (
-    ("pageable", False, "cpu"),
-    ("pageable", False, "to"),
-    ("pageable", False, "copy_"),
-    ("pinned", False, "copy_"),
-    ("pinned", True, "copy_"),
-)
-
-
-def _d2h(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    if skip := _host_and_accelerator_skip("d2h", devices):
-        return skip
-    return [
-        Case("d2h", m, src, "cpu", shape, dtype, memory, non_blocking)
-        for src in accelerators(devices)
-        for memory, non_blocking, m in _D2H_VARIANTS
-    ]
-
-
-def _d2d(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    gpus = accelerators(devices)
-    if not gpus:
-        return no_accelerator("d2d", devices)
-    return [Case("d2d", m, d, d, shape, dtype) for d in gpus for m in COPY_METHODS]
-
-
-def _peer(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    gpus = accelerators(devices)
+def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] | list[Planned]:
+    """The (src, dst) pairs a family runs on here, or the one skip line saying why there are none."""
+    op, gpus = family.op, accelerators(devices)
+    if family.endpoints == "each":
+        return [(d, d) for d in devices]
+    if family.endpoints == "host":
+        return [("cpu", "cpu")] if "cpu" in devices else [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
+    if family.endpoints in ("host->accelerator", "accelerator->host"):
+        if not gpus:
+            return no_accelerator(op, devices)
+        if "cpu" not in devices:
+            return [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
+        return [("cpu", d) if family.endpoints == "host->accelerator" else (d, "cpu") for d in gpus]
+    if family.endpoints == "accelerator":
+        return [(d, d) for d in gpus] or no_accelerator(op, devices)
     if len(gpus) < 2:
         found = ", ".join(gpus) or "none"
-        return [Skipped("peer-needs-two-accelerators", f"peer copies need two accelerators; found {len(gpus)} ({found})")]
+        return [Skipped(f"{op}-needs-two-accelerators", f"{op} copies need two accelerators; found {len(gpus)} ({found})")]
+    return [(s, d) for s in gpus for d in gpus if s != d]
+
+
+def _applies(variant: Variant, src: str, dst: str) -> bool:
+    """Whether a variant exists on these endpoints: .cuda() only for CUDA, .cpu() only on the host."""
+    if variant.cuda_only:
+        return dst.startswith("cuda:")
+    if variant.method == "cpu":
+        return dst == "cpu"
+    return True
+
+
+def _family_cases(op: str, devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
+    fam = family(op)
+    endpoints = _endpoints(fam, devices)
+    if endpoints and isinstance(endpoints[0], Skipped):
+        return list(endpoints)  # type: ignore[arg-type]
     return [
-        Case("peer", m, src, dst, shape, dtype)
-        for src in gpus
-        for dst in gpus
-        if src != dst
-        for m in ("to", "copy_")
+        Case(op, v.method, src, dst, shape, dtype, v.host_memory, v.non_blocking)
+        for src, dst in endpoints  # type: ignore[misc]
+        for v in fam.variants
+        if _applies(v, src, dst)
     ]
-
-
-def _noop(devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
-    cases: list[Planned] = []
-    for device in devices:
-        methods = ["to"]
-        if device == "cpu":
-            methods.append("cpu")
-        elif device.startswith("cuda:"):
-            methods.append("cuda")
-        cases += [Case("noop", m, device, device, shape, dtype) for m in methods]
-    return cases
-
-
-_BUILDERS: dict[str, Callable[[Sequence[str], tuple[int, ...], str], list[Planned]]] = {
-    "create": _create,
-    "host": _host,
-    "h2d": _h2d,
-    "d2h": _d2h,
-    "d2d": _d2d,
-    "peer": _peer,
-    "noop": _noop,
-}
-OPS = tuple(_BUILDERS)
 
 
 def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dtypes: Sequence[str]) -> list[Planned]:
@@ -244,19 +189,24 @@ def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dt
     A no-op costs the same at any size, so it is measured at the smallest and the
     largest size only: enough to show that the size does not matter.
     """
-    if op not in _BUILDERS:
-        raise ValueError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
+    if op not in core_ops():
+        raise ValueError(f"unknown op {op!r}; expected one of {', '.join(core_ops())}")
     planned: list[Planned] = []
     for dtype in dtypes:
         shapes, skipped = shapes_for(sizes, dtype)
         planned += skipped
-        if op == "noop" and shapes:
+        if family(op).sizes == "ends" and shapes:
             by_bytes = sorted(shapes, key=math.prod)
             shapes = list(dict.fromkeys([by_bytes[0], by_bytes[-1]]))
         for shape in shapes:
-            planned += _BUILDERS[op](devices, shape, dtype)
+            planned += _family_cases(op, devices, shape, dtype)
     # One skip line per reason is enough; repeating it per size is noise.
     unique: dict[str, Planned] = {}
     for item in planned:
         unique.setdefault(item.id, item)
     return list(unique.values())
+
+
+def core_ops() -> tuple[str, ...]:
+    """The families the case matrix builds (the registry's core kind)."""
+    return ops("core")

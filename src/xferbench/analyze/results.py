@@ -14,16 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from .cases import SCHEMA_VERSION
+from ..contract import IDENTITY, SCHEMA_VERSION, ContractError, identity_from, measured_from
+from ..families import FAMILIES
 
-__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "load", "load_file", "path_key"]
-
-#: The columns that identify a case across runs (compare matches on these).
-IDENTITY = ["op", "method", "variant", "src", "dst", "nbytes", "dtype", "host_memory", "non_blocking", "world_size",
-            "backend"]
-#: Ops whose time is not a payload crossing a link: no bandwidth is computed for them.
-NO_BANDWIDTH = {"noop", "sync_stall", "forward"}
-
+__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "load", "load_file"]
 
 
 class ResultsError(ValueError):
@@ -78,52 +72,36 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+def _moves_payload(op: str, variant: str | None) -> bool:
+    """Whether bytes / time is a bandwidth: a family that moves its payload (unknown ops are
+    assumed to), and not a second module.to() that finds everything in place."""
+    family = FAMILIES.get(op)
+    return (family is None or family.moves_payload) and variant != "again"
+
+
+_STATS = ("median", "min", "mean", "max", "iqr", "q1", "q3", "stddev")
+
+
 def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     info, stats = bench["extra_info"], bench["stats"]
+    identity = identity_from(info)
+    measured = measured_from(info)
     median = float(stats["median"])
-    nbytes = int(info.get("nbytes") or 0)
-    row = {
-        "run": run,
-        "datetime": when,
-        "name": bench.get("name"),
-        "group": bench.get("group"),
-        "op": info["op"],
-        "method": info.get("method"),
-        "variant": info.get("variant"),
-        "src": info.get("src"),
-        "dst": info.get("dst"),
-        "nbytes": nbytes,
-        "dtype": info.get("dtype"),
-        "host_memory": info.get("host_memory"),
-        "non_blocking": bool(info.get("non_blocking", False)),
-        "world_size": info.get("world_size"),
-        "backend": info.get("backend"),
-        "shape": "x".join(map(str, info.get("shape") or [])),
-        "clock": info.get("clock"),
-        "median_s": median,
-        "min_s": float(stats["min"]),
-        "mean_s": float(stats["mean"]),
-        "max_s": float(stats["max"]),
-        "iqr_s": float(stats["iqr"]),
-        "q1_s": float(stats["q1"]),
-        "q3_s": float(stats["q3"]),
-        "stddev_s": float(stats["stddev"]),
-        "rounds": int(stats["rounds"]),
-        "iterations": int(stats.get("iterations", 1)),
-        "device_seconds": info.get("device_seconds"),
-        "peer_access": info.get("peer_access"),
-        # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
-        "bandwidth_gbps": (nbytes / median / 1e9 if median > 0 and info["op"] not in NO_BANDWIDTH
-                           and info.get("variant") != "again" else float("nan")),
-        "data": stats.get("data"),
-    }
+    row: dict[str, Any] = {"run": run, "datetime": when, "name": bench.get("name"), "group": bench.get("group")}
+    row |= {name: getattr(identity, name) for name in IDENTITY}
+    row["shape"] = "x".join(map(str, identity.shape))
+    row |= measured
+    row |= {f"{name}_s": float(stats[name]) for name in _STATS}
+    row |= {"rounds": int(stats["rounds"]), "iterations": int(stats.get("iterations", 1)), "data": stats.get("data")}
     # The time of one transfer: a ping-pong call carries the payload there and back.
-    row["transfer_s"] = median / 2 if info.get("round_trip") else median
-    if info.get("round_trip") and median > 0:
-        row["bandwidth_gbps"] = nbytes / row["transfer_s"] / 1e9
-    row["busbw_gbps"] = row["bandwidth_gbps"] * float(info["bus_factor"]) if "bus_factor" in info else float("nan")
-    row["path"] = path_key(row)
-    row["case_key"] = "|".join(str(row[column]) for column in IDENTITY)
+    row["transfer_s"] = median / 2 if measured["round_trip"] else median
+    # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
+    moves = median > 0 and _moves_payload(identity.op, identity.variant)
+    row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else float("nan")
+    factor = measured["bus_factor"]
+    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else float("nan")
+    row["path"] = identity.path
+    row["case_key"] = identity.key
     return row
 
 
@@ -142,6 +120,8 @@ def load_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
             raise ResultsError(f"{path}: written by a newer xferbench (data schema {info['xfer_schema']}); upgrade xferbench")
         try:
             rows.append(_row(bench, run, when))
+        except ContractError as error:
+            raise ResultsError(f"{path}: benchmark {bench.get('name')!r}: {error}") from None
         except (KeyError, TypeError, ValueError) as error:
             raise ResultsError(f"{path}: benchmark {bench.get('name')!r} is malformed ({error!r} missing or wrong)") from None
     if not rows:
@@ -177,28 +157,3 @@ def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame["device_seconds"] = pd.to_numeric(frame["device_seconds"], errors="coerce")
     return frame
-
-
-def path_key(row: dict[str, Any]) -> str:
-    """A readable name for a transfer path, e.g. ``h2d pinned non-blocking copy_ cpu->cuda:0``."""
-    dtype = "" if row.get("dtype") in (None, "float32") else f" {row['dtype']}"
-    if row.get("world_size"):
-        return f"{row['op']} {row['backend']} x{row['world_size']}{dtype}"
-    if row.get("variant"):
-        where = row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}"
-        variant = "" if row["variant"] == row["op"] else f" {row['variant']}"
-        return f"{row['op']}{variant} {where}"
-    if row["op"] == "noop":
-        return f"noop .{row['method']}() on {row['src']}"
-    if row["op"] == "create":
-        return f"create {row['method']} on {row['src']}{dtype}"
-    parts = [row["op"]]
-    if row.get("host_memory"):
-        parts.append(row["host_memory"])
-    if row["op"] in ("h2d", "d2h", "peer") and row.get("non_blocking"):
-        parts.append("non-blocking")
-    parts.append(str(row["method"]))
-    if row.get("dtype") and row["dtype"] != "float32":
-        parts.append(str(row["dtype"]))
-    parts.append(row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}")
-    return " ".join(parts)

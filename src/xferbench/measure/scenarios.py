@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cases import SCHEMA_VERSION, Skipped, accelerators, no_accelerator
-from .units import format_size
+from ..contract import Identity
+from ..families import ops
+from ..units import format_size
+from .cases import Skipped, accelerators, no_accelerator
 
 __all__ = [
     "SCENARIOS",
@@ -82,11 +84,12 @@ class Scenario:
             return self.size * 1024 * 4
         return self.size
 
+    def identity(self) -> Identity:
+        return Identity(self.op, self.variant, self.src, self.dst, self.nbytes, self.dtype, (self.size,),
+                        non_blocking=self.variant in ("nonblocking_event", "to_nonblocking"), variant=self.variant)
+
     def extra_info(self) -> dict[str, Any]:
-        return {"xfer_schema": SCHEMA_VERSION, "op": self.op, "variant": self.variant, "src": self.src, "dst": self.dst,
-                "nbytes": self.nbytes, "dtype": self.dtype, "shape": [self.size], "size_unit": self.unit,
-                "host_memory": None, "non_blocking": self.variant in ("nonblocking_event", "to_nonblocking"),
-                "method": self.variant}
+        return self.identity().extra_info() | {"size_unit": self.unit}
 
 
 @dataclass
@@ -175,7 +178,7 @@ SCENARIOS: dict[str, Callable[[Sequence[str], Sequence[int]], list[Scenario | Sk
 
 
 def build_scenarios(op: str, devices: Sequence[str], profile: str) -> list[Scenario | Skipped]:
-    if op not in SCENARIOS:
+    if op not in SCENARIOS or op not in ops("scenario"):
         raise ValueError(f"unknown scenario {op!r}; expected one of {', '.join(SCENARIOS)}")
     return SCENARIOS[op](devices, SCENARIO_SIZES[op][profile])
 

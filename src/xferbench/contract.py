@@ -1,0 +1,188 @@
+"""The data contract between the benchmarks and the reports (DESIGN.md section 3).
+
+One record, ``Identity``, names a measurement: the measuring side writes it into
+pytest-benchmark's ``extra_info`` and the analysis side reads it back with
+``identity_from``, which checks every field's type once. The fields of that record
+*are* the identity columns that ``compare`` matches runs on, so the two sides cannot
+drift apart. What a run adds beside the identity (clock, device time, ...) is listed
+in ``MEASURED`` with its type. No torch here, and nothing from either side.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+__all__ = [
+    "IDENTITY",
+    "MEASURED",
+    "SCHEMA_VERSION",
+    "ContractError",
+    "Identity",
+    "identity_from",
+    "machine_differences",
+    "machine_identity",
+    "measured_from",
+]
+
+SCHEMA_VERSION = 1
+
+
+class ContractError(ValueError):
+    """A field of extra_info is missing or of the wrong type; the message names it."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What was measured: the same record on two runs is the same case."""
+
+    op: str
+    method: str
+    src: str
+    dst: str
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...]
+    host_memory: str | None = None
+    non_blocking: bool = False
+    variant: str | None = None
+    world_size: int | None = None
+    backend: str | None = None
+
+    def extra_info(self) -> dict[str, Any]:
+        """The identity as extra_info (JSON): schema version first, shape as a list."""
+        return {"xfer_schema": SCHEMA_VERSION, **asdict(self), "shape": list(self.shape)}
+
+    @property
+    def key(self) -> str:
+        """One string per case, for matching runs (every identity field, shape included)."""
+        return "|".join(str(getattr(self, name)) for name in IDENTITY)
+
+    @property
+    def path(self) -> str:
+        """A readable name for the path a case takes, without its size, e.g.
+        ``h2d pinned non-blocking copy_ cpu->cuda:0``."""
+        dtype = "" if self.dtype == "float32" else f" {self.dtype}"
+        where = self.src if self.src == self.dst else f"{self.src}->{self.dst}"
+        if self.world_size:
+            return f"{self.op} {self.backend} x{self.world_size}{dtype}"
+        if self.variant:
+            variant = "" if self.variant == self.op else f" {self.variant}"
+            return f"{self.op}{variant} {where}"
+        if self.op == "noop":
+            return f"noop .{self.method}() on {self.src}"
+        if self.op == "create":
+            return f"create {self.method} on {self.src}{dtype}"
+        parts = [self.op]
+        if self.host_memory:
+            parts.append(self.host_memory)
+        if self.non_blocking:
+            parts.append("non-blocking")
+        parts.append(self.method)
+        if dtype:
+            parts.append(self.dtype)
+        parts.append(where)
+        return " ".join(parts)
+
+
+IDENTITY: tuple[str, ...] = tuple(f.name for f in fields(Identity))
+
+#: Fields a run adds beside the identity, with their JSON type (None allowed for each).
+MEASURED: dict[str, type] = {
+    "clock": str,                # "wall+sync" or "cuda_event"
+    "device_seconds": float,     # device time per call from events, stream held behind a spin
+    "peer_access": bool,         # peer copies: was peer access enabled
+    "queued_seconds": float,     # sync_stall: GPU work queued before the call
+    "bus_factor": float,         # distributed: busbw = algbw x bus_factor (nccl-tests)
+    "round_trip": bool,          # distributed point-to-point: one call is a round trip
+    "size_unit": str,            # scenarios: params, images, batch or bytes
+    "cache_resident": bool,      # the payload fits in a cache of the device(s) it runs on
+}
+
+
+def _check(name: str, value: Any, kind: Any) -> Any:
+    """``value`` as ``kind`` (str, int, float, bool, tuple[int, ...], optional), or ContractError."""
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [k for k in typing.get_args(kind) if k is not type(None)]
+        return None if value is None else _check(name, value, options[0])
+    if origin is tuple:
+        if not isinstance(value, list) or not value or not all(type(v) is int and v > 0 for v in value):
+            raise ContractError(f"field {name!r} must be a list of positive whole numbers, got {value!r:.60}")
+        return tuple(value)
+    if kind is bool:
+        if type(value) is not bool:
+            raise ContractError(f"field {name!r} must be true or false, got {value!r:.60}")
+        return value
+    if kind is int:
+        if type(value) is not int or value < 0:
+            raise ContractError(f"field {name!r} must be a whole number >= 0, got {value!r:.60}")
+        return value
+    if kind is float:
+        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+            raise ContractError(f"field {name!r} must be a finite number >= 0, got {value!r:.60}")
+        return float(value)
+    if not isinstance(value, str) or not value:
+        raise ContractError(f"field {name!r} must be a non-empty string, got {value!r:.60}")
+    return value
+
+
+_HINTS = typing.get_type_hints(Identity)
+_REQUIRED = {f.name for f in fields(Identity) if f.default is f.default_factory}  # no default
+
+
+def identity_from(info: dict[str, Any]) -> Identity:
+    """Read and type-check the identity fields of one benchmark's extra_info."""
+    values: dict[str, Any] = {}
+    for name in IDENTITY:
+        if name not in info:
+            if name in _REQUIRED:
+                raise ContractError(f"field {name!r} is missing")
+            continue
+        values[name] = _check(name, info[name], _HINTS[name])
+    return Identity(**values)
+
+
+def measured_from(info: dict[str, Any]) -> dict[str, Any]:
+    """The measured fields of extra_info, type-checked; absent ones are None."""
+    return {name: _check(name, info[name], kind | None) if info.get(name) is not None else None
+            for name, kind in MEASURED.items()}
+
+
+def machine_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
+    """What must match for two runs to be comparable: GPUs, driver, torch, CUDA/HIP, CPU, simulation."""
+    block = machine_info.get("xferbench")
+    block = block if isinstance(block, dict) else {}
+    cpu = machine_info.get("cpu")
+    devices = block.get("devices") if isinstance(block.get("devices"), list) else []
+    return {
+        "GPUs": None if not block else [d.get("name") if isinstance(d, dict) else None for d in devices],
+        "driver": block.get("driver"),
+        "torch": block.get("torch"),
+        "CUDA": block.get("cuda"),
+        "HIP": block.get("hip"),
+        "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
+    }
+
+
+def machine_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable list of identity fields that differ, e.g. ``torch 2.4.0 -> 2.5.1``.
+
+    A field one run does not record (None) is not compared: an older or foreign
+    JSON should not be refused for what it cannot tell.
+    """
+    a, b = machine_identity(base), machine_identity(new)
+    return [
+        f"{key} {_show(a[key])} -> {_show(b[key])}"
+        for key in a
+        if a[key] is not None and b[key] is not None and a[key] != b[key]
+    ]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]" if value else "no GPU"
+    return "unknown" if value is None else str(value)

@@ -1,0 +1,179 @@
+"""The registry of benchmark families: one declarative record per family, listed once.
+
+In the spirit of nvbandwidth's list of test cases: each family says what it times,
+what it needs from the machine, whether it moves a payload and over which link, and
+how the report shows it (order, colour, prose). Every stage reads this registry —
+the case matrix, the plugin, results, the model, the plots, findings, history — so
+adding a family is one record here plus one ``bench/test_*.py`` (README, "Adding a
+benchmark family"). Plain data: no torch, nothing from either side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "Variant",
+    "family",
+    "fitted_ops",
+    "moving_ops",
+    "ops",
+    "order_of",
+    "register",
+]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way a core family's payload is moved: the call, the host memory, blocking or not.
+
+    ``cuda_only`` variants (``.cuda(i)``) exist only where the accelerator is CUDA (or ROCm).
+    """
+
+    method: str
+    host_memory: str | None = None
+    non_blocking: bool = False
+    cuda_only: bool = False
+
+
+#: Where a core family's cases run: each device; the host alone; host and each accelerator
+#: (either direction); each accelerator alone; every ordered pair of accelerators.
+ENDPOINTS = ("each", "host", "host->accelerator", "accelerator->host", "accelerator", "accelerator->accelerator")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One benchmark family."""
+
+    op: str
+    title: str
+    times: str  # one sentence: what is timed
+    kind: str  # "core" (the case matrix), "scenario", or "distributed"
+    colour: str  # matplotlib colour of its lines and bars
+    moves_payload: bool = True  # bandwidth = bytes / time means something; fitted with t = α + n/β
+    link: str | None = None  # what bounds it: "pcie", "nvlink", "device memory", "host memory", "network"
+    endpoints: str = "each"  # core families: see ENDPOINTS
+    variants: tuple[Variant, ...] = ()  # core families: the calls timed
+    sizes: str = "sweep"  # core families: "sweep", or "ends" (smallest and largest only: a no-op)
+    caption: str = ""  # the report's prose for its section or plot
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("core", "scenario", "distributed"):
+            raise ValueError(f"family {self.op!r}: kind must be core, scenario or distributed, got {self.kind!r}")
+        if self.kind == "core" and (self.endpoints not in ENDPOINTS or not self.variants):
+            raise ValueError(f"family {self.op!r}: a core family needs endpoints (one of {', '.join(ENDPOINTS)}) "
+                             "and at least one variant")
+
+
+def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> tuple[Variant, ...]:
+    return tuple(Variant(m, memory, non_blocking, cuda_only=m == "cuda") for m in methods)
+
+
+_H2D = tuple(v for memory in ("pageable", "pinned") for nb in (False, True)
+             for v in _v("to", "cuda", "copy_", memory=memory, non_blocking=nb))
+#: Allocating moves back land in pageable memory; only copy_ can target a pinned buffer.
+_D2H = (*_v("cpu", "to", "copy_", memory="pageable"), *_v("copy_", memory="pinned"),
+        *_v("copy_", memory="pinned", non_blocking=True))
+
+_CORE = (
+    Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
+           "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D),
+    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, copy_ into pageable or pinned",
+           "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H),
+    Family("d2d", "same device", "clone and copy_ within one device: its memory bandwidth",
+           "core", "tab:green", link="device memory", endpoints="accelerator", variants=_v("clone", "copy_")),
+    Family("peer", "device to device", ".to('cuda:j') and copy_ for every ordered pair of GPUs",
+           "core", "tab:purple", link="nvlink", endpoints="accelerator->accelerator", variants=_v("to", "copy_")),
+    Family("host", "host memory", "host-memory clone and copy_: the reference any move to or from the CPU is bounded by",
+           "core", "tab:gray", link="host memory", endpoints="host", variants=_v("clone", "copy_", memory="pageable")),
+    Family("create", "creation", "torch.empty / zeros / ones / rand(shape, device=d) on each device",
+           "core", "tab:orange", moves_payload=False, endpoints="each", variants=_v("empty", "zeros", "ones", "rand"),
+           caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
+                   "Creating directly on the device (device=...) moves nothing across a link."),
+    Family("noop", "no-op moves", ".cuda(i), .to(device), .cpu() on a tensor already there: the same object comes back",
+           "core", "tab:olive", moves_payload=False, endpoints="each", variants=_v("to", "cuda", "cpu"), sizes="ends",
+           caption=".cuda(i), .to(device) and .cpu() on a tensor already there return the very same object; what they "
+                   "cost is PyTorch's dispatch, shown next to the cheapest real copy measured."),
+)
+
+_SCENARIOS = (
+    Family("module_to", "Scenario: moving a module (net.to(device))", "net.to(device): a first move and a second no-op one",
+           "scenario", "tab:cyan",
+           caption="The first move copies every parameter; a second .to() to the same device copies nothing but still "
+                   "walks every parameter, so its cost grows with the number of parameters, not bytes."),
+    Family("forward", "Scenario: a forward pass where the data is (net(X))", "net(X) with net and X on one device",
+           "scenario", "tab:cyan", moves_payload=False,
+           caption="net and X on the same device; a mismatch is an error (checked_forward says which tensor to move)."),
+    Family("sync_stall", "Scenario: hidden synchronizations", ".item(), .cpu(), .tolist(), str(t) behind queued GPU work",
+           "scenario", "tab:cyan", moves_payload=False,
+           caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
+                   "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
+                   "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
+                   "their bytes. Never read such a buffer before the event or a synchronize: it may still hold old data."),
+    Family("pin_memory", "Scenario: is pinning worth it?", "t.pin_memory(), and pin-then-move against a reused buffer",
+           "scenario", "tab:cyan",
+           caption="t.pin_memory() allocates page-locked memory and copies into it. Pinning once per transfer costs more "
+                   "than it saves; staging into a pinned buffer that is reused pays off."),
+    Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
+           "scenario", "tab:cyan",
+           caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
+                   "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter."),
+    Family("cuda_vs_to", "Scenario: .cuda() against .to()", ".cuda(i), .to('cuda:i'), .to(torch.device), Module.to/.cuda",
+           "scenario", "tab:cyan",
+           caption="Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
+                   "Module.to and Module.cuda both move parameters in place and return the module itself."),
+)
+
+_DISTRIBUTED = tuple(
+    Family(op, op, what, "distributed", colour, link="network")
+    for op, what, colour in (
+        ("send_recv", "send/recv ping-pong between two ranks (a call is a round trip)", "tab:brown"),
+        ("isend_irecv", "isend/irecv ping-pong between two ranks", "tab:pink"),
+        ("broadcast", "broadcast from rank 0", "tab:blue"),
+        ("all_reduce", "all_reduce (sum)", "tab:red"),
+        ("all_gather", "all_gather_into_tensor", "tab:green"),
+        ("reduce_scatter", "reduce_scatter_tensor", "tab:purple"),
+    )
+)
+
+#: Every family, in report order.
+FAMILIES: dict[str, Family] = {f.op: f for f in (*_CORE, *_SCENARIOS, *_DISTRIBUTED)}
+
+
+def register(new: Family) -> Family:
+    """Add a family (a plugin's or a test's); its op must be new."""
+    if new.op in FAMILIES:
+        raise ValueError(f"a family {new.op!r} is registered already")
+    FAMILIES[new.op] = new
+    return new
+
+
+def family(op: str) -> Family:
+    """The family of ``op``; KeyError names the ops that exist."""
+    try:
+        return FAMILIES[op]
+    except KeyError:
+        raise KeyError(f"unknown op {op!r}; the families are: {', '.join(FAMILIES)}") from None
+
+
+def ops(kind: str | None = None) -> tuple[str, ...]:
+    """The ops of every family of ``kind`` (all when None), in report order."""
+    return tuple(op for op, f in FAMILIES.items() if kind is None or f.kind == kind)
+
+
+def moving_ops(kinds: Iterable[str] = ("core",)) -> tuple[str, ...]:
+    """Core families whose time is a payload moving (drawn as bandwidth, in the matrix)."""
+    return tuple(op for op, f in FAMILIES.items() if f.kind in kinds and f.moves_payload)
+
+
+def fitted_ops() -> tuple[str, ...]:
+    """Families fitted with t = α + n/β: payload moves of the core and distributed kinds."""
+    return moving_ops(("core", "distributed"))
+
+
+def order_of(op: object) -> int:
+    """Position of ``op`` in report order; unknown ops go last."""
+    return list(FAMILIES).index(op) if op in FAMILIES else len(FAMILIES)

@@ -1,0 +1,1 @@
+"""The measuring side: devices, cases, timing, transfers, scenarios, distributed, machine, plugin. Needs torch."""
