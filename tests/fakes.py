@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
 class FakeBackend:
     """A device backend with ``gpus`` CUDA devices that records every call made of it."""
+
+    simulated = False
 
     def __init__(self, gpus: int = 0, *, type: str = "cuda", peer: bool = True,
                  free: int = 80 * 2**30, total: int = 80 * 2**30, event_s: float = 1e-5) -> None:
@@ -41,6 +44,18 @@ class FakeBackend:
         for _ in range(repeats):
             fn()
         return [self.event_s] * repeats
+
+    def tensor_device(self, device: str) -> str:
+        return device
+
+    def pin_memory(self, tensor: Any) -> Any:
+        self.calls.append(("pin_memory",))
+        return tensor
+
+    @contextlib.contextmanager
+    def timed(self, case: Any, op: Callable[[], Any]) -> Iterator[Callable[[], Any]]:
+        self.calls.append(("timed", case.op))
+        yield op
 
     def syncs(self) -> list[int]:
         return [call[1] for call in self.calls if call[0] == "synchronize"]

@@ -144,4 +144,4 @@ class TestSizes:
             build_cases("teleport", ["cpu"], SIZES, ["float32"])
 
     def test_ops_list(self):
-        assert core_ops() == ("h2d", "d2h", "d2d", "peer", "host", "create", "noop")
+        assert core_ops() == ("h2d", "d2h", "d2d", "peer", "host", "create", "noop", "sync")

@@ -83,8 +83,8 @@ class TestRunCaseOnCpu:
         """A copy path that delivers wrong data fails after timing."""
         real = transfers.operation
 
-        def corrupting(case, buffers):
-            op = real(case, buffers)
+        def corrupting(case, buffers, backend=None):
+            op = real(case, buffers, backend)
             return lambda: op().mul_(2)
 
         monkeypatch.setattr(transfers, "operation", corrupting)
@@ -96,15 +96,15 @@ def cpu_stand_in(monkeypatch):
     """Run accelerator cases' logic on CPU tensors: prepare/operation/verify on cpu."""
     ran = []
 
-    def prepare_on_cpu(case):
+    def prepare_on_cpu(case, backend=None):
         return Buffers(src=pattern(case.shape, torch.float32, "cpu"), dst=None)
 
-    def op_on_cpu(case, buffers):
+    def op_on_cpu(case, buffers, backend=None):
         return lambda: ran.append(case.id) or buffers.src.clone()
 
     monkeypatch.setattr(transfers, "prepare", prepare_on_cpu)
     monkeypatch.setattr(transfers, "operation", op_on_cpu)
-    monkeypatch.setattr(transfers, "verify", lambda case, buffers, result: None)
+    monkeypatch.setattr(transfers, "verify", lambda case, buffers, result, where=None: None)
     return ran
 
 
@@ -136,12 +136,12 @@ class TestRunCaseWithFakeGpus:
         """A case larger than free device memory cannot run, and says how much it needs."""
         backend = FakeBackend(gpus=1, free=2**30)
         case = Case("d2d", "clone", "cuda:0", "cuda:0", (2**28,))
-        with pytest.raises(CannotRun, match=r"needs 5 GiB on cuda:0, 1 GiB free"):
+        with pytest.raises(CannotRun, match=r"needs 6 GiB on cuda:0, 1 GiB free"):
             run_case(case, FakeBenchmark(), backend)
 
     def test_out_of_memory_becomes_a_skip(self, monkeypatch):
         """An OOM raised while running frees memory and turns into CannotRun."""
-        def oom(case):
+        def oom(case, backend=None):
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
 
         monkeypatch.setattr(transfers, "prepare", oom)
@@ -150,12 +150,20 @@ class TestRunCaseWithFakeGpus:
 
     def test_other_errors_propagate(self, monkeypatch):
         """Errors that are not OOM are real failures, not skips."""
-        monkeypatch.setattr(transfers, "prepare", lambda case: (_ for _ in ()).throw(RuntimeError("bad")))
+        monkeypatch.setattr(transfers, "prepare", lambda case, backend=None: (_ for _ in ()).throw(RuntimeError("bad")))
         with pytest.raises(RuntimeError, match="bad"):
             run_case(HOST_COPY, FakeBenchmark(), FakeBackend())
 
 
 def test_bytes_needed_counts_both_ends():
-    """Source and destination devices are each charged for what lives there."""
+    """Source and destination devices are each charged for what lives there, the
+    pattern's int32 values and their float32 conversion included."""
     case = Case("h2d", "to", "cpu", "cuda:0", (256,), host_memory="pageable")
-    assert bytes_needed(case) == {"cpu": 2048, "cuda:0": 3072}
+    assert bytes_needed(case) == {"cpu": 2048, "cuda:0": 4096}
+
+
+def test_bytes_needed_counts_the_int32_pattern_of_small_dtypes():
+    """For int8, pattern() holds 4 bytes of int32 per element besides the payload: an
+    estimate that forgets them lets a case start that then runs out of memory."""
+    case = Case("h2d", "to", "cpu", "cuda:0", (256,), "int8", host_memory="pageable")
+    assert bytes_needed(case) == {"cpu": 256 + 4 * 256, "cuda:0": 2 * 256 + 256 + 4 * 256}

@@ -44,7 +44,7 @@ def _history(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from .analyze.compare import compare, parse_threshold, to_json, to_markdown, to_text
     from .analyze.results import load
-    from .contract import machine_differences
+    from .contract import machine_differences, simulation_mismatch
     from .output import write_atomic
 
     try:
@@ -52,6 +52,9 @@ def _compare(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(f"--threshold: {error}") from None
     base, new = (load([_newest(p)]) for p in (args.base, args.new))
+    mismatch = simulation_mismatch(base.machine_info, new.machine_info)
+    if mismatch:  # whatever --allow-different-machines says
+        raise UsageError(mismatch)
     differences = machine_differences(base.machine_info, new.machine_info)
     if differences and not args.allow_different_machines:
         raise UsageError("the runs come from different machines (" + "; ".join(differences)
@@ -74,10 +77,15 @@ def _check(args: argparse.Namespace) -> int:
     from .analyze.expectations import check
     from .analyze.results import load
 
-    verdicts = check(load(args.results))
+    results = load(args.results)
+    verdicts = check(results)
     width = max(len(v.name) for v in verdicts)
+    label = "simulated " if results.simulated else ""
+    if results.simulated:
+        print("xferbench check: a SIMULATED run (--xfer-simulate): these verdicts read back a machine spec, "
+              "not measurements")
     for v in verdicts:
-        print(f"{v.status:>12}  {v.name:<{width}}  {v.detail}")
+        print(f"{label + v.status:>{12 + len(label)}}  {v.name:<{width}}  {v.detail}")
     return 1 if any(v.status == "not held" for v in verdicts) else 0
 
 

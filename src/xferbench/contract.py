@@ -26,6 +26,7 @@ __all__ = [
     "machine_differences",
     "machine_identity",
     "measured_from",
+    "simulation_mismatch",
 ]
 
 SCHEMA_VERSION = 1
@@ -92,8 +93,9 @@ IDENTITY: tuple[str, ...] = tuple(f.name for f in fields(Identity))
 
 #: Fields a run adds beside the identity, with their JSON type (None allowed for each).
 MEASURED: dict[str, type] = {
-    "clock": str,                # "wall+sync" or "cuda_event"
+    "clock": str,                # "wall+sync", "cuda_event", or "simulated" (measure/simulate.py: not a measurement)
     "device_seconds": float,     # device time per call from events, stream held behind a spin
+    "device_repeats": int,       # calls back to back between the two events of device_seconds
     "peer_access": bool,         # peer copies: was peer access enabled
     "queued_seconds": float,     # sync_stall: GPU work queued before the call
     "bus_factor": float,         # distributed: busbw = algbw x bus_factor (nccl-tests)
@@ -165,7 +167,19 @@ def machine_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
         "CUDA": block.get("cuda"),
         "HIP": block.get("hip"),
         "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
+        # A simulated run is never the same machine as a real one (and compare refuses the pair).
+        "simulated": None if not block else bool(block.get("simulated")),
     }
+
+
+def simulation_mismatch(base: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why a simulated run and a real one cannot be compared at all (no flag allows it), or None."""
+    a, b = machine_identity(base)["simulated"], machine_identity(new)["simulated"]
+    if a is None or b is None or a == b:
+        return None
+    which = ("base", "new") if a else ("new", "base")
+    return (f"the {which[0]} run is simulated (--xfer-simulate) and the {which[1]} run is measured; "
+            "a simulated figure is never compared with a measurement")
 
 
 def machine_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -97,6 +97,11 @@ _CORE = (
            "core", "tab:olive", moves_payload=False, endpoints="each", variants=_v("to", "cuda", "cpu"), sizes="ends",
            caption=".cuda(i), .to(device) and .cpu() on a tensor already there return the very same object; what they "
                    "cost is PyTorch's dispatch, shown next to the cheapest real copy measured."),
+    Family("sync", "synchronizing an idle device", "torch.cuda.synchronize(i) with nothing queued on the device",
+           "core", "tab:brown", moves_payload=False, endpoints="accelerator", variants=_v("synchronize"), sizes="ends",
+           caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "
+                   "caller pays who synchronizes around every no-op or small move. Nothing moves; the size is that "
+                   "of the case's label only."),
 )
 
 _SCENARIOS = (

@@ -35,6 +35,13 @@ class Results:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def simulated(self) -> dict[str, Any] | None:
+        """The machine spec when the run was simulated (--xfer-simulate), else None."""
+        block = self.machine_info.get("xferbench")
+        spec = block.get("simulated") if isinstance(block, dict) else None
+        return spec if isinstance(spec, dict) else None
+
+    @property
     def has_accelerator(self) -> bool:
         devices = pd.concat([self.frame["src"], self.frame["dst"]]).dropna().astype(str)
         # Distributed rows name devices per rank ("rank0:cpu", "all:cuda"): look past the prefix.

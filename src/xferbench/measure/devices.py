@@ -7,13 +7,18 @@ of it (synchronizations above all) without a GPU.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import torch
+
+    from .cases import Case
+
+T = TypeVar("T")
 
 __all__ = [
     "DeviceBackend",
@@ -35,6 +40,8 @@ class DeviceBackend(Protocol):
 
     #: Device type of the accelerator (``cuda``, ``xpu``, ``mps``), None without one.
     type: str | None
+    #: True for the simulated machine (measure/simulate.py): its figures are not measurements.
+    simulated: bool
 
     def device_count(self) -> int: ...
 
@@ -51,11 +58,33 @@ class DeviceBackend(Protocol):
         """Give cached, unused device memory back (after an out-of-memory error)."""
 
     def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
-        """Device-side durations of ``fn`` from events on ``index``'s current stream."""
+        """Device time per call of ``fn``: ``repeats`` calls back to back between two events on
+        ``index``'s current stream, held behind a spin while they are enqueued; one figure per window."""
+
+    def tensor_device(self, device: str) -> str:
+        """Where the tensors of ``device`` live in this process (a simulated GPU's: the host)."""
+
+    def pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` in page-locked memory (a simulated machine prices pinning instead)."""
+
+    def timed(self, case: Case, op: Callable[[], T]) -> contextlib.AbstractContextManager[Callable[[], T]]:
+        """Around the timed region of ``case``: the call to time (the real backend: ``op`` itself;
+        the simulated machine: a call that charges its simulated clock)."""
+
+
+#: Spin-wait before a window of event-timed calls, per call enqueued (seconds): long
+#: enough that the host has queued every call before the stream reaches the start event.
+SPIN_PER_CALL_S = 50e-6
+#: GPU clock cycles per second assumed to size the spin; a slower clock only spins longer.
+SPIN_CYCLES_PER_S = 2e9
+#: Windows of back-to-back calls per event measurement.
+EVENT_WINDOWS = 3
 
 
 class TorchBackend:
     """The real backend: ``torch.accelerator`` where the installed torch has it."""
+
+    simulated = False
 
     def __init__(self) -> None:
         import torch
@@ -87,8 +116,11 @@ class TorchBackend:
 
     def memory_info(self, index: int) -> tuple[int, int] | None:
         if self.type == "cuda":
-            free, total = self._torch.cuda.mem_get_info(index)
-            return int(free), int(total)
+            cuda = self._torch.cuda
+            free, total = cuda.mem_get_info(index)
+            # Blocks the caching allocator holds but no tensor uses are free to this process.
+            cached = cuda.memory_reserved(index) - cuda.memory_allocated(index)
+            return int(free) + max(0, int(cached)), int(total)
         accelerator = getattr(self._torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "get_memory_info"):
             try:
@@ -115,17 +147,32 @@ class TorchBackend:
     def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
         if self.type != "cuda":
             return None
+        # As nvbandwidth does: without the spin the start event fires at once and the
+        # window includes the host's dispatch and enqueue of the first call.
         cuda = self._torch.cuda
+        cycles = int(SPIN_CYCLES_PER_S * SPIN_PER_CALL_S * repeats)
         times = []
         with cuda.device(index):
-            for _ in range(repeats):
+            for _ in range(EVENT_WINDOWS):
                 start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+                cuda._sleep(cycles)
                 start.record()
-                fn()
+                for _ in range(repeats):
+                    fn()
                 end.record()
                 end.synchronize()
-                times.append(start.elapsed_time(end) / 1e3)  # elapsed_time is in ms
+                times.append(start.elapsed_time(end) / 1e3 / repeats)  # elapsed_time is in ms
         return times
+
+    def tensor_device(self, device: str) -> str:
+        return device
+
+    def pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.pin_memory()
+
+    @contextlib.contextmanager
+    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T]]:
+        yield op
 
 
 def _accelerator_type(torch: Any) -> str | None:
@@ -206,6 +253,8 @@ def try_all_gpus(backend: DeviceBackend | None = None) -> list[torch.device]:
     import torch
 
     backend = backend or TorchBackend()
-    count = backend.device_count() if backend.type else 0
-    return [torch.device(backend.type, i) for i in range(count)] or [torch.device("cpu")]
+    kind = backend.type
+    if kind is None:
+        return [torch.device("cpu")]
+    return [torch.device(kind, i) for i in range(backend.device_count())] or [torch.device("cpu")]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..contract import machine_differences
+from ..contract import machine_differences, simulation_mismatch
 from ..units import Size, format_size, parse_dtype, parse_sizes
 from .cases import PROFILES, Case, Skipped, build_cases, core_ops
 from .devices import DeviceBackend, available_devices, parse_device_list
@@ -30,6 +30,10 @@ PROFILE_MAX_TIME = {"quick": "0.5", "full": "0.25"}
 #: (tens of ns a reading) is far below 1% of a round and each benchmark keeps a
 #: few hundred rounds rather than a hundred thousand.
 DEFAULT_MIN_TIME = "0.001"
+#: Under --xfer-simulate: simulated figures repeat exactly (or with the spec's seeded
+#: noise), so 20 ms of simulated time per case, in rounds of 0.1 ms, is plenty; it keeps
+#: a simulated quick run within a minute. Cases on the host alone are timed as briefly.
+SIMULATED_MAX_TIME, SIMULATED_MIN_TIME = "0.02", "0.0001"
 
 _SETTINGS = pytest.StashKey["XferSettings"]()
 
@@ -95,6 +99,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a rank that dies or never joins ends the run after this long (default: 60)")
     group.addoption("--xfer-allow-different-machines", action="store_true",
                     help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
+    group.addoption("--xfer-simulate", default=None, metavar="SPEC.toml",
+                    help="run on simulated accelerators described by a machine spec (README, 'Simulated machine'); "
+                         "their figures are simulated, never measurements")
+
+
+#: The dotted name of the simulated clock, as --benchmark-timer takes it.
+SIMULATED_TIMER = "xferbench.measure.simulate.CLOCK"
+
+
+def _simulated_backend(config: pytest.Config) -> DeviceBackend | None:
+    """The simulated machine of --xfer-simulate, whose clock becomes pytest-benchmark's timer."""
+    path = config.getoption("xfer_simulate")
+    if path is None:
+        return None
+    from .simulate import SimBackend, SpecError, load_spec
+
+    try:
+        spec = load_spec(path)
+    except SpecError as error:
+        raise pytest.UsageError(f"--xfer-simulate={path}: {error}") from None
+    if _given(config, "--benchmark-timer"):
+        raise pytest.UsageError("--xfer-simulate times with the simulated clock; drop --benchmark-timer")
+    if hasattr(config.option, "benchmark_timer"):
+        config.option.benchmark_timer = SIMULATED_TIMER
+    return SimBackend(spec)
 
 
 def _given(config: pytest.Config, flag: str) -> bool:
@@ -107,7 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Runs before pytest-benchmark's own (trylast) configure, so option defaults
     # set here are the ones its session reads.
     config.addinivalue_line("markers", "xfer(op): parametrize the test over xferbench's cases (or scenarios) of op")
-    backend = config.hook.pytest_xfer_make_backend(config=config)
+    backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         from .devices import TorchBackend
 
@@ -119,9 +148,9 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("xfer_profile")
     sizes = config.getoption("xfer_sizes") or parse_sizes(PROFILES[profile])
     if not _given(config, "--benchmark-max-time") and hasattr(config.option, "benchmark_max_time"):
-        config.option.benchmark_max_time = PROFILE_MAX_TIME[profile]
+        config.option.benchmark_max_time = SIMULATED_MAX_TIME if backend.simulated else PROFILE_MAX_TIME[profile]
     if not _given(config, "--benchmark-min-time") and hasattr(config.option, "benchmark_min_time"):
-        config.option.benchmark_min_time = DEFAULT_MIN_TIME
+        config.option.benchmark_min_time = SIMULATED_MIN_TIME if backend.simulated else DEFAULT_MIN_TIME
     if hasattr(config.option, "benchmark_save_data"):
         # xferbench compare tests significance on every round's time.
         config.option.benchmark_save_data = True
@@ -146,14 +175,21 @@ def _op_of(metafunc: pytest.Metafunc, known: Sequence[str]) -> str:
     return marker.args[0]
 
 
-def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[Case | Scenario | Skipped]) -> None:
-    """Parametrize ``argname`` over cases; skipped ones carry their reason."""
+def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[Any]) -> None:
+    """Parametrize ``argname`` over cases (core, scenario or distributed: anything with an
+    ``id``); skipped ones carry their reason."""
     params = [
         pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)) if isinstance(item, Skipped)
         else pytest.param(item, id=item.id)
         for item in planned
     ]
     metafunc.parametrize(argname, params)
+
+
+def _real_devices(s: XferSettings) -> tuple[str, ...]:
+    """The devices that exist for real: a simulated machine's accelerators model copies,
+    no-ops, creation and synchronizes only, so scenarios and the 2-rank world run on the host."""
+    return tuple(d for d in s.devices if d == "cpu") if s.backend.simulated else s.devices
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -164,10 +200,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from .distributed import build_dist_cases
 
         parametrize_cases(metafunc, "xfer_dist_case",
-                          build_dist_cases(s.devices, metafunc.config.getoption("xfer_dist_backend"), s.profile,
+                          build_dist_cases(_real_devices(s), metafunc.config.getoption("xfer_dist_backend"), s.profile,
                                            sizes=metafunc.config.getoption("xfer_sizes")))
     if "xfer_scenario" in metafunc.fixturenames:
-        parametrize_cases(metafunc, "xfer_scenario", build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), s.devices, s.profile))
+        parametrize_cases(metafunc, "xfer_scenario",
+                          build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), _real_devices(s), s.profile))
 
 
 @pytest.fixture
@@ -217,7 +254,7 @@ def xfer_world(request: pytest.FixtureRequest) -> Any:
     (so the helper and its sockets are gone before other benchmarks run)."""
     from .distributed import DistributedError, World, world_backend
 
-    backend = world_backend(settings(request.config).devices, request.config.getoption("xfer_dist_backend"))
+    backend = world_backend(_real_devices(settings(request.config)), request.config.getoption("xfer_dist_backend"))
     world = World(backend, request.config.getoption("xfer_dist_timeout"))
     try:
         world.start()
@@ -251,7 +288,13 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
     if "value" not in cache:
         from .machine import fingerprint
 
-        cache["value"] = fingerprint(settings(config).backend)
+        backend = settings(config).backend
+        cache["value"] = fingerprint(backend)
+        if backend.simulated:
+            from .simulate import SimBackend, describe
+
+            assert isinstance(backend, SimBackend)
+            describe(backend.spec, cache["value"])
     machine_info["xferbench"] = cache["value"]
 
 
@@ -262,6 +305,9 @@ def pytest_benchmark_compare_machine_info(
     config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any], compared_benchmark: dict[str, Any]
 ) -> None:
     """Refuse, rather than warn, when the saved run came from another machine."""
+    mismatch = simulation_mismatch(compared_benchmark.get("machine_info", {}), machine_info)
+    if mismatch:
+        raise pytest.UsageError(f"--benchmark-compare: {mismatch}")
     differences = machine_differences(compared_benchmark.get("machine_info", {}), machine_info)
     if differences and not config.getoption("xfer_allow_different_machines"):
         raise pytest.UsageError(

@@ -15,9 +15,14 @@ from typing import TypeVar
 
 from .devices import DeviceBackend, accelerator_index
 
-__all__ = ["CLOCK_WALL", "device_seconds", "event_device", "synchronized"]
+__all__ = ["BARE_OPS", "CLOCK_SIMULATED", "CLOCK_WALL", "device_seconds", "event_device", "synchronized"]
 
 CLOCK_WALL = "wall+sync"
+#: The clock of a case timed on the simulated machine (measure/simulate.py): never a measurement.
+CLOCK_SIMULATED = "simulated"
+#: Families timed bare, with no synchronize around the call: a no-op enqueues nothing
+#: (a synchronize would be most of its figure), and ``sync`` *is* the synchronize.
+BARE_OPS = ("noop", "sync")
 
 T = TypeVar("T")
 
@@ -73,7 +78,8 @@ def event_device(src: str, dst: str) -> int | None:
 def device_seconds(
     fn: Callable[[], object], src: str, dst: str, backend: DeviceBackend, repeats: int
 ) -> float | None:
-    """Median device-side time of ``fn`` from events, None when no accelerator is involved."""
+    """Median device time per call of ``fn`` from events around ``repeats`` calls back to back
+    on a held stream (``DeviceBackend.event_seconds``), None when no accelerator is involved."""
     index = event_device(src, dst)
     if index is None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ import torch
 from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
-from .timing import CLOCK_WALL, device_seconds, synchronized
+from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, device_seconds, synchronized
 
 __all__ = [
     "Buffers",
@@ -77,14 +78,24 @@ def _dtype(case: Case) -> torch.dtype:
     return getattr(torch, case.dtype)
 
 
+def _pattern_peak(case: Case) -> int:
+    """Bytes ``pattern()`` holds at once: its int32 values and their conversion to the dtype."""
+    values = 4 * math.prod(case.shape)
+    return values + (0 if case.dtype == "int32" else case.nbytes)
+
+
 def bytes_needed(case: Case) -> dict[str, int]:
     """Peak bytes per device: payloads plus the pattern built to verify against."""
     need = {device: 0 for device in case.devices}
     if case.op == "create":
         need[case.dst] += 3 * case.nbytes
         return need
-    need[case.src] += 2 * case.nbytes  # source, and its pattern while it is built
-    need[case.dst] += 3 * case.nbytes  # destination, a fresh result, expected pattern
+    if case.op == "sync":
+        return need
+    # The source is built as a pattern (then pinned: a second copy); the destination side
+    # holds the destination, a fresh result and the expected pattern while verifying.
+    need[case.src] += max(_pattern_peak(case), 2 * case.nbytes)
+    need[case.dst] += 2 * case.nbytes + _pattern_peak(case)
     return need
 
 
@@ -101,55 +112,78 @@ def check_memory(case: Case, backend: DeviceBackend) -> None:
             raise CannotRun(f"needs {format_bytes(need)} on {device}, {format_bytes(free)} free")
 
 
-def prepare(case: Case) -> Buffers:
+def prepare(case: Case, backend: DeviceBackend | None = None) -> Buffers:
+    """The case's source (the pattern) and, for copy_, its destination, where ``backend`` keeps them."""
     dtype = _dtype(case)
-    if case.op == "create":
+    if case.op in ("create", "sync"):
         return Buffers(src=None, dst=None)
-    src = pattern(case.shape, dtype, case.src)
+    place = backend.tensor_device if backend is not None else str
+    src = pattern(case.shape, dtype, place(case.src))
     if case.host_memory == "pinned" and case.src == "cpu":
-        src = src.pin_memory()
+        src = backend.pin_memory(src) if backend is not None else src.pin_memory()
     dst = None
     if case.method == "copy_":
-        dst = torch.zeros(case.shape, dtype=dtype, device=case.dst, pin_memory=case.host_memory == "pinned" and case.dst == "cpu")
+        dst = torch.zeros(case.shape, dtype=dtype, device=place(case.dst))
+        if case.host_memory == "pinned" and case.dst == "cpu":
+            dst = backend.pin_memory(dst) if backend is not None else dst.pin_memory()
     return Buffers(src=src, dst=dst)
 
 
-def operation(case: Case, buffers: Buffers) -> Callable[[], torch.Tensor]:
-    """The call that is timed, with every argument bound up front."""
+def operation(case: Case, buffers: Buffers, backend: DeviceBackend | None = None) -> Callable[[], Any]:
+    """The call that is timed, with every argument bound up front.
+
+    Bound with functools.partial, not a lambda: a lambda adds a Python frame to every
+    call, a quarter of a CPU no-op's figure. Where ``backend`` keeps a device's tensors
+    elsewhere (a simulated GPU's on the host), a move between two devices is forced to
+    copy, so the data still moves.
+    """
     src, dst = buffers.src, buffers.dst
-    target = torch.device(case.dst)
+    place = backend.tensor_device if backend is not None else str
+    target = torch.device(place(case.dst))
+    relocated = place(case.src) != case.src or place(case.dst) != case.dst
+    moves = case.op not in ("noop", "create", "sync")
     non_blocking = case.non_blocking
+    if case.op == "sync":
+        index = accelerator_index(case.src)
+        assert backend is not None and index is not None, "a synchronize needs the backend and an accelerator"
+        return functools.partial(backend.synchronize, index)
     if case.op == "create":
         factory = getattr(torch, case.method)
-        shape, dtype = case.shape, _dtype(case)
-        return lambda: factory(shape, dtype=dtype, device=target)
+        return functools.partial(factory, case.shape, dtype=_dtype(case), device=target)
     assert src is not None
     if case.method == "copy_":
         assert dst is not None
-        return lambda: dst.copy_(src, non_blocking=non_blocking)
+        return functools.partial(dst.copy_, src, non_blocking=non_blocking)
     if case.method == "clone":
         return src.clone
+    if relocated and moves and case.method in ("cpu", "cuda", "to"):
+        return functools.partial(src.to, target, non_blocking=non_blocking, copy=True)
     if case.method == "cpu":
         return src.cpu
     if case.method == "cuda":
+        if case.op == "noop" and relocated:
+            return functools.partial(src.to, target)  # .cuda() would need CUDA; the same no-op
         index = accelerator_index(case.dst)
         if case.op == "noop":
-            return lambda: src.cuda(index)
-        return lambda: src.cuda(index, non_blocking=non_blocking)
+            return functools.partial(src.cuda, index)
+        return functools.partial(src.cuda, index, non_blocking=non_blocking)
     if case.method == "to":
         if case.op == "noop":
-            return lambda: src.to(target)
-        return lambda: src.to(target, non_blocking=non_blocking)
+            return functools.partial(src.to, target)
+        return functools.partial(src.to, target, non_blocking=non_blocking)
     raise ValueError(f"no operation for method {case.method!r} of op {case.op!r}")
 
 
-def verify(case: Case, buffers: Buffers, result: torch.Tensor) -> None:
-    """Raise CopyMismatch unless ``result`` is what the case should have produced."""
+def verify(case: Case, buffers: Buffers, result: Any, where: str | None = None) -> None:
+    """Raise CopyMismatch unless ``result`` is what the case should have produced
+    (on ``where``, the device that holds ``case.dst``'s tensors; by default case.dst)."""
+    if case.op == "sync":
+        return  # nothing moves; the call returning is all there is
     if case.op == "noop":
         if result is not buffers.src:
             raise CopyMismatch(f"{case.id}: {case.method}() on a tensor already on {case.dst} returned a new object")
         return
-    expected_device = torch.device(case.dst)
+    expected_device = torch.device(where or case.dst)
     if result.device != expected_device or tuple(result.shape) != case.shape or result.dtype != _dtype(case):
         raise CopyMismatch(
             f"{case.id}: got a {tuple(result.shape)} {result.dtype} tensor on {result.device}, "
@@ -199,7 +233,11 @@ EVENT_BUDGET_S = 0.2
 
 @contextlib.contextmanager
 def out_of_memory_skips(label: str, backend: DeviceBackend) -> Iterator[None]:
-    """Turn an out-of-memory error into CannotRun, after giving memory back."""
+    """Turn an out-of-memory error into CannotRun, after giving memory back.
+
+    Prefer ``run_case``'s handling: here the traceback (and the buffers its frames
+    hold) is still alive while memory is given back.
+    """
     try:
         yield
     except (RuntimeError, _OOM) as error:
@@ -216,32 +254,46 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
     the data did not arrive.
     """
     check_memory(case, backend)
+    reason = None
     try:
-        with out_of_memory_skips(case.size_label, backend):
-            return _run(case, benchmark, backend)
+        return _run(case, benchmark, backend)
+    except (RuntimeError, _OOM) as error:
+        if not _is_out_of_memory(error):
+            raise
+        reason = f"out of memory at {case.size_label}: {first_line(error)}"
     finally:
-        if case.nbytes >= 2**28:  # give large buffers back before the next case
+        if reason is None and case.nbytes >= 2**28:  # give large buffers back before the next case
             _free(backend)
+    # Memory is given back only here, after the handler: until it ends, the error's
+    # traceback keeps _run's frame, and the buffers it holds, alive.
+    _free(backend)
+    raise CannotRun(reason)
 
 
 def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:
-    buffers = prepare(case)
-    op = operation(case, buffers)
-    call = synchronized(op, case.devices, backend)
-    for _ in range(WARMUP_CALLS):
-        call()
+    buffers = prepare(case, backend)
+    op = operation(case, buffers, backend)
+    touched = () if case.op in BARE_OPS else case.devices
     benchmark.group = f"{case.op} {case.src}->{case.dst}"
-    benchmark.extra_info.update(case.extra_info(), clock=CLOCK_WALL)
-    benchmark(call)
-    buffers.reset()
-    verify(case, buffers, call())
     info = benchmark.extra_info
-    if backend.type is not None and any(d != "cpu" for d in case.devices):
-        median = _median_wall(benchmark)
-        repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
-        info["device_seconds"] = device_seconds(op, case.src, case.dst, backend, repeats)
-    if case.op == "peer":
-        info["peer_access"] = backend.can_access_peer(accelerator_index(case.src), accelerator_index(case.dst))
+    with backend.timed(case, op) as issued:
+        call = synchronized(issued, touched, backend)
+        for _ in range(WARMUP_CALLS):
+            call()
+        simulated = backend.simulated and any(d != "cpu" for d in case.devices)
+        info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL)
+        benchmark(call)
+        if backend.type is not None and case.op not in BARE_OPS and any(d != "cpu" for d in case.devices):
+            median = _median_wall(benchmark)
+            repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
+            info["device_seconds"] = device_seconds(issued, case.src, case.dst, backend, repeats)
+            info["device_repeats"] = repeats
+    buffers.reset()
+    # Verified on a call of its own, synchronized, outside the timed region.
+    verify(case, buffers, synchronized(op, case.devices, backend)(), backend.tensor_device(case.dst))
+    src, dst = accelerator_index(case.src), accelerator_index(case.dst)
+    if case.op == "peer" and src is not None and dst is not None:
+        info["peer_access"] = backend.can_access_peer(src, dst)
     return info
 
 

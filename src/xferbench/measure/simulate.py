@@ -1,0 +1,377 @@
+"""A simulated machine: accelerators whose costs are known, to check the suite reads them back.
+
+``pytest bench --benchmark-only --xfer-simulate=SPEC.toml`` runs the real pipeline
+(plugin, case matrix, timing, transfers, JSON, analysis) on ``gpus`` simulated CUDA
+devices. The spec (README, "Simulated machine") gives each copy path a fixed cost
+and a bandwidth; a copy of n bytes takes ``alpha + n/GBps`` of device time. What
+pytest-benchmark measures is the simulated clock (it is handed to it as its timer),
+so a figure is exact whatever this machine's speed: the suite's own Python between
+two readings costs nothing simulated. Cases that touch no accelerator (host copies,
+creation on the CPU) are timed on the real clock, as always.
+
+Tensors of a simulated device live on the CPU: a case's data moves for real the
+first time its call runs (the warm-up) and again for verification, outside the
+timed region; the timed calls only charge their simulated cost.
+
+Everything simulated says so: rows carry ``clock = "simulated"`` and the machine
+info an ``xferbench.simulated`` block with the spec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import tomllib
+
+from .cases import Case
+from .devices import accelerator_index
+from .timing import CLOCK_SIMULATED, event_device
+
+__all__ = [
+    "CLOCK",
+    "CLOCK_SIMULATED",
+    "PATHS",
+    "Link",
+    "MachineSpec",
+    "PathCost",
+    "SimBackend",
+    "SimClock",
+    "SpecError",
+    "describe",
+    "load_spec",
+    "parse_spec",
+    "path_of",
+]
+
+T = TypeVar("T")
+
+#: The copy paths a spec prices, each ``{alpha_us, GBps}`` (and an optional ``slowdown``).
+PATHS = ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable", "d2d", "peer")
+#: One reading of the simulated clock advances it by this much, like a real clock's
+#: resolution: pytest-benchmark measures its timer's precision by reading it until
+#: it moves, and a clock that never moves would stall it.
+TICK_S = 1e-9
+#: Period of the ``drift`` wander, in simulated seconds (a quick 2-GPU run lasts ~100).
+DRIFT_PERIOD_S = 60.0
+#: Slowest wander and jitter allowed: a cost never drops below this fraction of itself.
+_FLOOR = 0.1
+
+
+class SpecError(ValueError):
+    """A machine spec that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class PathCost:
+    """Device time of one copy on a path: ``(alpha + n / GBps) x slowdown``."""
+
+    alpha_us: float
+    GBps: float
+    slowdown: float = 1.0
+
+    def seconds(self, nbytes: int) -> float:
+        return (self.alpha_us * 1e-6 + nbytes / (self.GBps * 1e9)) * self.slowdown
+
+
+@dataclass(frozen=True)
+class Link:
+    """What the fingerprint reports about each simulated GPU's links (for link peaks)."""
+
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    nvlink_version: int | None = None
+    nvlink_links: int | None = None
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """A simulated machine, validated: every key known, every cost possible."""
+
+    gpus: int
+    sync_us: float
+    dispatch_ns: float
+    launch_us: float
+    paths: Mapping[str, PathCost]
+    link: Link = field(default_factory=Link)
+    name: str = "simulated GPU"
+    memory_gib: float = 80.0
+    noise: float = 0.0
+    seed: int = 0
+    drift: float = 0.0
+    source: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The spec as machine_info records it."""
+        data = asdict(self)
+        data["paths"] = {name: asdict(cost) for name, cost in self.paths.items()}
+        return data
+
+
+_TOP: dict[str, tuple[type, bool]] = {  # key: (type, required)
+    "gpus": (int, True), "sync_us": (float, True), "dispatch_ns": (float, True), "launch_us": (float, True),
+    "name": (str, False), "memory_gib": (float, False), "noise": (float, False), "seed": (int, False),
+    "drift": (float, False),
+}
+_PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True),
+                                            "slowdown": (float, False)}
+_LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_width": (int, False),
+                                            "nvlink_version": (int, False), "nvlink_links": (int, False)}
+
+
+def _value(key: str, value: Any, kind: type) -> Any:
+    if kind is str:
+        if not isinstance(value, str) or not value:
+            raise SpecError(f"{key} must be a non-empty string, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"{key} must be a number, got {value!r}")
+    if kind is int and not isinstance(value, int):
+        raise SpecError(f"{key} must be a whole number, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise SpecError(f"{key} must be a finite number >= 0, got {value!r}")
+    return kind(value)
+
+
+def _table(prefix: str, data: Mapping[str, Any], keys: Mapping[str, tuple[type, bool]]) -> dict[str, Any]:
+    """The known keys of one TOML table, typed; SpecError names an unknown, missing or bad one."""
+    for key in data:
+        if key not in keys:
+            raise SpecError(f"unknown key {prefix}{key}; expected one of {', '.join(keys)}")
+    for key, (_, required) in keys.items():
+        if required and key not in data:
+            raise SpecError(f"missing key {prefix}{key}")
+    return {key: _value(prefix + key, value, keys[key][0]) for key, value in data.items()}
+
+
+def _path(name: str, data: Any) -> PathCost:
+    if not isinstance(data, Mapping):
+        raise SpecError(f"paths.{name} must be a table like {{ alpha_us = 2.0, GBps = 55 }}")
+    cost = PathCost(**_table(f"paths.{name}.", data, _PATH_KEYS))
+    if cost.GBps <= 0:
+        raise SpecError(f"paths.{name}.GBps must be > 0, got {cost.GBps}")
+    if cost.slowdown <= 0:
+        raise SpecError(f"paths.{name}.slowdown must be > 0, got {cost.slowdown}")
+    return cost
+
+
+def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
+    """A validated MachineSpec from parsed TOML; SpecError names the first bad key."""
+    top = {key: value for key, value in data.items() if key not in ("paths", "link")}
+    values = _table("", top, _TOP)
+    if values["gpus"] < 1:
+        raise SpecError(f"gpus must be at least 1, got {values['gpus']}")
+    if values.get("noise", 0.0) >= 1:
+        raise SpecError(f"noise is a relative jitter below 1, got {values['noise']}")
+    if values.get("drift", 0.0) >= 1:
+        raise SpecError(f"drift is a relative wander below 1, got {values['drift']}")
+    paths = data.get("paths")
+    if not isinstance(paths, Mapping):
+        raise SpecError("missing table [paths] (" + ", ".join(PATHS) + ")")
+    for key in paths:
+        if key not in PATHS:
+            raise SpecError(f"unknown key paths.{key}; expected one of {', '.join(PATHS)}")
+    for key in PATHS:
+        if key not in paths:
+            raise SpecError(f"missing key paths.{key}")
+    link = data.get("link", {})
+    if not isinstance(link, Mapping):
+        raise SpecError("link must be a table")
+    return MachineSpec(paths={name: _path(name, paths[name]) for name in PATHS},
+                       link=Link(**_table("link.", link, _LINK_KEYS)), source=source, **values)
+
+
+def load_spec(path: str | Path) -> MachineSpec:
+    """Read and validate a TOML machine spec; SpecError (one line) otherwise."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(f"cannot read it: {error.strerror if isinstance(error, OSError) else error}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(f"not TOML: {error}") from None
+    return parse_spec(data, str(path))
+
+
+def describe(spec: MachineSpec, fingerprint: dict[str, Any]) -> None:
+    """Mark a machine fingerprint simulated (the whole spec) and give its GPUs the spec's links."""
+    fingerprint["simulated"] = spec.as_json()
+    for device in fingerprint.get("devices", []):
+        device.update(pcie_generation=spec.link.pcie_gen, pcie_width=spec.link.pcie_width,
+                      nvlink_version=spec.link.nvlink_version, nvlink_links=spec.link.nvlink_links)
+
+
+class SimClock:
+    """pytest-benchmark's timer: simulated seconds while a simulated case is timed, else the real clock."""
+
+    __module__ = __name__
+    __name__ = "CLOCK"
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.simulating = False
+
+    def __call__(self) -> float:
+        if not self.simulating:
+            return time.perf_counter()
+        self.now += TICK_S
+        return self.now
+
+    def reset(self) -> None:
+        self.now, self.simulating = 0.0, False
+
+
+#: The one clock a session hands to pytest-benchmark (``--benchmark-timer`` takes a dotted name).
+CLOCK = SimClock()
+
+
+def path_of(case: Case) -> str | None:
+    """The spec path a case's copy takes, None when it copies nothing across or within devices."""
+    if case.op in ("h2d", "d2h"):
+        return f"{case.op}_{case.host_memory or 'pageable'}"
+    if case.op in ("d2d", "peer"):
+        return case.op
+    return None
+
+
+def _waits(case: Case) -> bool:
+    """Whether the host waits for the copy: pageable memory and blocking calls do;
+    a non_blocking copy from or to pinned memory and device-side copies return at once."""
+    if case.op in ("h2d", "d2h"):
+        return not case.non_blocking or case.host_memory != "pinned"
+    return False
+
+
+class SimBackend:
+    """The DeviceBackend of a simulated machine (``spec.gpus`` CUDA devices)."""
+
+    type: str | None = "cuda"
+    simulated = True
+
+    def __init__(self, spec: MachineSpec, clock: SimClock = CLOCK) -> None:
+        self.spec = spec
+        self.clock = clock
+        clock.reset()
+        self.busy_until = [0.0] * spec.gpus  # when each device's stream has done its queued work
+        self.device_work = [0.0] * spec.gpus  # device seconds charged to each device so far
+        self._rng = random.Random(spec.seed)
+        self._varies = bool(spec.noise or spec.drift)
+
+    # -- costs -------------------------------------------------------------------------------
+    def _factor(self) -> float:
+        """Jitter and drift of one cost (1 exactly without noise and drift)."""
+        factor = 1.0
+        if self.spec.drift:
+            factor *= 1 + self.spec.drift * math.sin(2 * math.pi * self.clock.now / DRIFT_PERIOD_S)
+        if self.spec.noise:
+            factor *= 1 + self.spec.noise * self._rng.gauss(0.0, 1.0)
+        return max(_FLOOR, factor)
+
+    def _host(self, seconds: float) -> None:
+        self.clock.now += seconds * self._factor() if self._varies else seconds
+
+    def plan(self, case: Case) -> tuple[float, int | None, float, bool]:
+        """What one call of ``case`` costs: (host seconds, device index, device seconds, host waits)."""
+        index = event_device(case.src, case.dst)
+        path = path_of(case)
+        launch = self.spec.launch_us * 1e-6
+        if case.op == "noop" or (case.op == "create" and case.method == "empty"):
+            return self.spec.dispatch_ns * 1e-9, None, 0.0, False  # enqueues nothing (empty: a cached block)
+        if path is not None and index is not None:
+            return launch, index, self.spec.paths[path].seconds(case.nbytes), _waits(case)
+        if case.op == "create" and index is not None:  # a fill writes every byte: priced as a same-device copy
+            return launch, index, self.spec.paths["d2d"].seconds(case.nbytes), False
+        raise ValueError(f"the simulated machine has no cost for {case.op} {case.method}")
+
+    def charge(self, case: Case) -> None:
+        """Advance the clocks by what one call of ``case`` costs on this machine."""
+        self._issue(*self.plan(case))
+
+    def _issue(self, host_s: float, index: int | None, device_s: float, waits: bool) -> None:
+        """The host pays ``host_s``; device work starts when ``index``'s stream is free;
+        a waiting call returns when it is done."""
+        self._host(host_s)
+        if index is None:
+            return
+        if self._varies:
+            device_s *= self._factor()
+        start = max(self.clock.now, self.busy_until[index])
+        self.busy_until[index] = start + device_s
+        self.device_work[index] += device_s
+        if waits:
+            self.clock.now = self.busy_until[index]
+
+    # -- DeviceBackend -----------------------------------------------------------------------
+    def device_count(self) -> int:
+        return self.spec.gpus
+
+    def synchronize(self, index: int) -> None:
+        self.clock.now = max(self.clock.now, self.busy_until[index])
+        self._host(self.spec.sync_us * 1e-6)
+
+    def device_name(self, index: int) -> str:
+        return f"{self.spec.name} (simulated)"
+
+    def memory_info(self, index: int) -> tuple[int, int] | None:
+        total = int(self.spec.memory_gib * 2**30)
+        return total, total
+
+    def can_access_peer(self, src: int, dst: int) -> bool:
+        return src != dst
+
+    def empty_cache(self) -> None:
+        return None
+
+    def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        """Device time per call of ``fn``, from ``repeats`` calls back to back (three windows),
+        as events around them on a held stream would read it: the device work alone."""
+        times = []
+        for _ in range(3):
+            before = self.device_work[index]
+            for _ in range(repeats):
+                fn()
+            times.append((self.device_work[index] - before) / repeats)
+        return times
+
+    def tensor_device(self, device: str) -> str:
+        return "cpu"  # a simulated accelerator's tensors live in host memory
+
+    def pin_memory(self, tensor: Any) -> Any:
+        return tensor  # pinned is a property of the simulated buffer, priced by its path
+
+    @contextlib.contextmanager
+    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T]]:
+        """The call to time for ``case``: a case on a simulated device charges its cost to
+        the simulated clock, which pytest-benchmark reads meanwhile; a host-only case runs
+        for real on the real clock."""
+        if all(accelerator_index(d) is None for d in case.devices):
+            yield op
+            return
+        if case.op == "sync":  # the operation is this backend's own synchronize
+            call = op
+        else:
+            call = self._simulated(case, op)
+        self.clock.simulating = True
+        try:
+            yield call
+        finally:
+            self.clock.simulating = False
+
+    def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], T]:
+        moved: list[T] = []
+        issue, plan = self._issue, self.plan(case)
+
+        def call() -> T:
+            issue(*plan)
+            if not moved:  # the data moves for real once; verification moves it again
+                moved.append(op())
+            return moved[0]
+
+        return call
