@@ -1,3 +1,6 @@
+import contextlib
+import types
+
 import pytest
 import torch
 
@@ -63,3 +66,74 @@ class TestDiscovery:
         """The index of an accelerator string; None for the CPU."""
         assert accelerator_index("cuda:3") == 3
         assert accelerator_index("cpu") is None
+
+
+class FakeCuda:
+    """Stands in for torch.cuda: records the order of what TorchBackend asks of it."""
+
+    GiB = 2**30
+
+    def __init__(self, window_ms: float = 2.0) -> None:
+        self.log: list[tuple] = []
+        self.window_ms = window_ms
+        log = self.log
+
+        class Event:
+            count = 0
+
+            def __init__(self, enable_timing: bool = False) -> None:
+                Event.count += 1
+                self.id = Event.count
+
+            def record(self) -> None:
+                log.append(("record", self.id))
+
+            def synchronize(self) -> None:
+                log.append(("wait", self.id))
+
+            def elapsed_time(self, end) -> float:
+                return window_ms
+
+        self.Event = Event
+
+    def _sleep(self, cycles: int) -> None:
+        self.log.append(("spin", cycles))
+
+    @contextlib.contextmanager
+    def device(self, index: int):
+        yield
+
+    def mem_get_info(self, index: int) -> tuple[int, int]:
+        return 1 * self.GiB, 80 * self.GiB
+
+    def memory_reserved(self, index: int) -> int:
+        return 3 * self.GiB
+
+    def memory_allocated(self, index: int) -> int:
+        return 1 * self.GiB
+
+
+def cuda_backend(cuda: FakeCuda) -> TorchBackend:
+    backend = TorchBackend()
+    backend._torch = types.SimpleNamespace(cuda=cuda)
+    backend.type = "cuda"
+    return backend
+
+
+class TestTorchBackendOnFakeCuda:
+    def test_device_time_is_back_to_back_calls_on_a_held_stream(self):
+        """As nvbandwidth: spin, start event, N calls, end event; per-call time = window / N.
+        Without the spin the start event fires at once and the window holds host enqueue time."""
+        cuda = FakeCuda(window_ms=2.0)
+        backend = cuda_backend(cuda)
+        times = backend.event_seconds(lambda: cuda.log.append(("call",)), 0, repeats=4)
+        assert times == [pytest.approx(2e-3 / 4)] * 3
+        window = cuda.log[:8]
+        assert [entry[0] for entry in window] == ["spin", "record", "call", "call", "call", "call", "record", "wait"]
+        assert window[0][1] >= 4 * 50e-6 * 1e9  # the spin outlasts enqueueing the calls (>= 50 us each at 1 GHz)
+        assert len(cuda.log) == 3 * 8
+
+    def test_cached_unused_memory_counts_as_free(self):
+        """Blocks the caching allocator reserved but no tensor uses are free to this process:
+        1 GiB free on the device + (3 reserved - 1 allocated) = 3 GiB."""
+        assert cuda_backend(FakeCuda()).memory_info(0) == (3 * FakeCuda.GiB, 80 * FakeCuda.GiB)

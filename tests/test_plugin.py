@@ -147,3 +147,18 @@ def test_real_bench_directory_runs_on_this_machine(tmp_path):
     names = {b["name"] for b in json.loads(out.read_text())["benchmarks"]}
     assert "test_host[pageable-clone-1KiB-float32-cpu->cpu]" in names
     assert "test_noop[to-1KiB-float32-cpu]" in names
+
+
+def test_pytest_benchmark_requirement_covers_what_the_code_calls():
+    """The scenarios call benchmark.pedantic(teardown=...), new in pytest-benchmark 5.2:
+    the declared requirement must not admit a version without it."""
+    import inspect
+
+    import tomllib
+    from packaging.requirements import Requirement
+    from pytest_benchmark.fixture import BenchmarkFixture
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirement = next(Requirement(r) for r in project["dependencies"] if r.startswith("pytest-benchmark"))
+    assert not requirement.specifier.contains("5.1.0")
+    assert "teardown" in inspect.signature(BenchmarkFixture.pedantic).parameters

@@ -1,9 +1,24 @@
+import functools
+import types
+import weakref
+
 import pytest
 import torch
 
 from xferbench.measure import transfers
 from xferbench.measure.cases import Case
-from xferbench.measure.transfers import Buffers, CannotRun, CopyMismatch, bytes_needed, pattern, prepare, run_case, verify
+from xferbench.measure.transfers import (
+    Buffers,
+    CannotRun,
+    CopyMismatch,
+    bytes_needed,
+    operation,
+    pattern,
+    prepare,
+    run_case,
+    verify,
+)
+from xferbench.units import DTYPE_SIZES
 
 from fakes import FakeBackend, FakeBenchmark
 
@@ -167,3 +182,71 @@ def test_bytes_needed_counts_the_int32_pattern_of_small_dtypes():
     estimate that forgets them lets a case start that then runs out of memory."""
     case = Case("h2d", "to", "cpu", "cuda:0", (256,), "int8", host_memory="pageable")
     assert bytes_needed(case) == {"cpu": 256 + 4 * 256, "cuda:0": 2 * 256 + 256 + 4 * 256}
+
+
+class TestEveryDtype:
+    @pytest.mark.parametrize("dtype", sorted(DTYPE_SIZES))
+    @pytest.mark.parametrize(("op", "method"), [("create", m) for m in ("empty", "zeros", "ones", "rand")]
+                             + [("host", "copy_"), ("host", "clone"), ("noop", "to")])
+    def test_runs_or_skips_with_a_reason(self, dtype, op, method, fake_benchmark):
+        """Every dtype --xfer-dtypes accepts runs every CPU case, except rand of an integer
+        type, which torch has no kernel for: a skip that says so, not a failed run."""
+        case = Case(op, method, "cpu", "cpu", (6,), dtype, "pageable" if op == "host" else None)
+        if op == "create" and method == "rand" and not getattr(torch, dtype).is_floating_point:
+            with pytest.raises(CannotRun, match=f"torch.rand has no {dtype} kernel"):
+                run_case(case, fake_benchmark, FakeBackend())
+        else:
+            assert run_case(case, fake_benchmark, FakeBackend())["dtype"] == dtype
+
+
+class TestTimedCall:
+    @pytest.mark.parametrize("case", [
+        Case("noop", "to", "cpu", "cpu", (4,)), Case("noop", "cpu", "cpu", "cpu", (4,)),
+        HOST_COPY, Case("host", "clone", "cpu", "cpu", (4,)), Case("create", "zeros", "cpu", "cpu", (4,)),
+    ], ids=lambda c: c.id)
+    def test_no_python_frame_around_the_call(self, case):
+        """The timed call is bound with functools.partial (or is the bound method): a lambda
+        adds a Python frame per call, about a quarter of a CPU no-op's figure."""
+        op = operation(case, prepare(case))
+        assert not isinstance(op, types.FunctionType), op
+        assert isinstance(op, functools.partial | types.BuiltinMethodType | types.MethodWrapperType), type(op)
+
+    def test_gpu_noop_is_timed_bare(self, monkeypatch):
+        """A no-op enqueues nothing: no synchronize in its warm-up or timed calls, no events;
+        only the verification call outside the timed region synchronizes."""
+        cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=1)
+        info = run_case(Case("noop", "cuda", "cuda:0", "cuda:0", (4,)), FakeBenchmark(calls=5), backend)
+        assert backend.syncs() == [0]
+        assert not [c for c in backend.calls if c[0] == "events"]
+        assert "device_seconds" not in info
+
+    def test_sync_times_the_synchronize_alone(self):
+        """The sync family's call is one synchronize of its device, timed bare."""
+        backend = FakeBackend(gpus=2)
+        run_case(Case("sync", "synchronize", "cuda:1", "cuda:1", (1,)), FakeBenchmark(calls=5), backend)
+        # 3 warm-up + 5 timed calls, each one synchronize; then the verification call's own
+        # call and the synchronize after it.
+        assert backend.syncs() == [1] * (3 + 5 + 2)
+
+
+class TestOutOfMemory:
+    def test_memory_is_given_back_after_the_buffers_are_released(self, monkeypatch):
+        """When an OOM is handled, the buffers the failed call held are gone before the
+        cache is emptied; emptied inside the handler, the traceback would still hold them."""
+        alive_at_empty_cache = []
+        buffers = []
+
+        def run_out(case, benchmark, backend):
+            big = torch.ones(1024)
+            buffers.append(weakref.ref(big))
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+        class Backend(FakeBackend):
+            def empty_cache(self):
+                alive_at_empty_cache.append(buffers[0]() is not None)
+
+        monkeypatch.setattr(transfers, "_run", run_out)
+        with pytest.raises(CannotRun, match="out of memory"):
+            run_case(Case("d2d", "clone", "cuda:0", "cuda:0", (256,)), FakeBenchmark(), Backend(gpus=1))
+        assert alive_at_empty_cache == [False]

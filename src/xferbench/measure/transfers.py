@@ -22,6 +22,7 @@ __all__ = [
     "CannotRun",
     "CopyMismatch",
     "bytes_needed",
+    "check_supported",
     "operation",
     "pattern",
     "prepare",
@@ -97,6 +98,14 @@ def bytes_needed(case: Case) -> dict[str, int]:
     need[case.src] += max(_pattern_peak(case), 2 * case.nbytes)
     need[case.dst] += 2 * case.nbytes + _pattern_peak(case)
     return need
+
+
+def check_supported(case: Case) -> None:
+    """Raise CannotRun for a case torch has no kernel for: rand of an integer dtype."""
+    dtype = _dtype(case)
+    if case.op == "create" and case.method == "rand" and not (dtype.is_floating_point or dtype.is_complex):
+        raise CannotRun(f"torch.rand has no {case.dtype} kernel (uniform [0, 1) needs a floating type); "
+                        "empty, zeros and ones are measured for it")
 
 
 def check_memory(case: Case, backend: DeviceBackend) -> None:
@@ -253,6 +262,7 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
     Raises CannotRun (the caller skips) when memory is short, CopyMismatch when
     the data did not arrive.
     """
+    check_supported(case)
     check_memory(case, backend)
     reason = None
     try:
