@@ -62,8 +62,14 @@ class FakeBackend:
 
 
 class Stats:
+    """Like pytest-benchmark's: per-iteration times of each round, statistics derived."""
+
     def __init__(self, median: float) -> None:
-        self.median = median
+        self.data = [median]
+
+    @property
+    def median(self) -> float:
+        return sorted(self.data)[len(self.data) // 2]
 
 
 class FakeBenchmark:
@@ -73,7 +79,7 @@ class FakeBenchmark:
         self.extra_info: dict[str, Any] = {}
         self.group: str | None = None
         self.calls = calls
-        self.stats = type("Metadata", (), {"stats": Stats(median)})()
+        self.stats = type("Metadata", (), {"stats": Stats(median), "iterations": 1})()
 
     def pedantic(self, target: Callable[[], Any], setup: Callable[[], Any] | None = None,
                  teardown: Callable[[], Any] | None = None, rounds: int = 1, warmup_rounds: int = 0,

@@ -250,3 +250,11 @@ class TestOutOfMemory:
         with pytest.raises(CannotRun, match="out of memory"):
             run_case(Case("d2d", "clone", "cuda:0", "cuda:0", (256,)), FakeBenchmark(), Backend(gpus=1))
         assert alive_at_empty_cache == [False]
+
+
+def test_noop_statistics_are_per_call(fake_benchmark):
+    """A no-op is timed NOOP_CALLS calls per iteration; the figures kept are per call."""
+    fake_benchmark.stats.stats.data[:] = [d * transfers.NOOP_CALLS for d in (2e-7, 3e-7, 4e-7)]
+    run_case(Case("noop", "to", "cpu", "cpu", (4,)), fake_benchmark, FakeBackend())
+    assert fake_benchmark.stats.stats.median == pytest.approx(3e-7)
+    assert fake_benchmark.stats.iterations == transfers.NOOP_CALLS

@@ -236,6 +236,11 @@ def _is_out_of_memory(error: BaseException) -> bool:
 # torch.OutOfMemoryError is new in torch 2.5; older ones raise torch.cuda's.
 _OOM: type[Exception] = getattr(torch, "OutOfMemoryError", getattr(torch.cuda, "OutOfMemoryError", RuntimeError))
 
+#: Calls of a no-op per timed iteration. pytest-benchmark calls the timed function as
+#: ``fn(*args, **kwargs)``, which costs ~50 ns on its own: a quarter of a CPU no-op. A
+#: loop of calls inside the timed function, divided out afterwards, costs what
+#: timeit's inline loop does (torch.utils.benchmark; bench/harness_overhead.py).
+NOOP_CALLS = 100
 #: Seconds of device-event timing to spend per case, at most.
 EVENT_BUDGET_S = 0.2
 
@@ -292,7 +297,11 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
             call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)
         info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL)
-        benchmark(call)
+        if case.op == "noop":
+            benchmark(_repeated(call, NOOP_CALLS))
+            _per_call(benchmark, NOOP_CALLS)
+        else:
+            benchmark(call)
         if backend.type is not None and case.op not in BARE_OPS and any(d != "cpu" for d in case.devices):
             median = _median_wall(benchmark)
             repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
@@ -305,6 +314,30 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
     if case.op == "peer" and src is not None and dst is not None:
         info["peer_access"] = backend.can_access_peer(src, dst)
     return info
+
+
+def _repeated(call: Callable[[], Any], times: int) -> Callable[[], Any]:
+    calls = range(times)
+
+    def repeated() -> Any:
+        for _ in calls:
+            call()
+
+    return repeated
+
+
+def _per_call(benchmark: Benchmark, times: int) -> None:
+    """Turn the statistics of ``times`` calls per iteration into per-call ones: each round's
+    time divided by ``times``, and ``iterations`` counting calls."""
+    metadata = getattr(benchmark, "stats", None)
+    stats = getattr(metadata, "stats", None)
+    if metadata is None or stats is None:  # --benchmark-disable: nothing was timed
+        return
+    stats.data[:] = [duration / times for duration in stats.data]
+    for name in vars(stats).copy():  # statistics derived (and cached) from the old data
+        if name != "data":
+            delattr(stats, name)
+    metadata.iterations *= times
 
 
 def _median_wall(benchmark: Benchmark) -> float | None:
