@@ -4,7 +4,15 @@ import types
 import pytest
 
 from xferbench.analyze.model import link_peak
-from xferbench.measure.machine import fingerprint
+from xferbench.measure import machine
+from xferbench.measure.machine import (
+    cache_resident,
+    cpu_list,
+    fingerprint,
+    gpu_local_cpus,
+    host_cache_bytes,
+    parse_cpu_list,
+)
 
 from fakes import FakeBackend
 
@@ -13,32 +21,69 @@ class NVMLError(Exception):
     pass
 
 
-def fake_pynvml(links: int = 18) -> types.ModuleType:
-    """Just enough of nvidia-ml-py to answer like one H200 SXM."""
+BUS = "0000:18:00.0"
+
+
+def props(index: int = 0, bus: int = 0x18, uuid: str | None = None) -> types.SimpleNamespace:
+    """torch's device properties of one H200, as far as the fingerprint reads them."""
+    return types.SimpleNamespace(total_memory=150_000_000_000, L2_cache_size=60 * 2**20, pci_domain_id=0,
+                                 pci_bus_id=bus, pci_device_id=0, uuid=uuid)
+
+
+def fake_pynvml(links: int = 18, version: int = 6, arch: int = 9, buses: tuple[str, ...] = (BUS,),
+                uuids: tuple[str, ...] = ()) -> types.ModuleType:
+    """Just enough of nvidia-ml-py to answer like one H200 SXM, found only by PCI address or UUID."""
     nvml = types.ModuleType("pynvml")
     nvml.NVMLError = NVMLError
+    nvml.NVML_CLOCK_SM = 1
     nvml.NVML_CLOCK_MEM = 2
     nvml.NVML_NVLINK_MAX_LINKS = 18
     nvml.calls = []
     nvml.nvmlInit = lambda: nvml.calls.append("init")
     nvml.nvmlShutdown = lambda: nvml.calls.append("shutdown")
     nvml.nvmlSystemGetDriverVersion = lambda: b"570.86.15"
-    nvml.nvmlDeviceGetHandleByPciBusId = lambda bus: (_ for _ in ()).throw(NVMLError("no such bus"))
-    nvml.nvmlDeviceGetHandleByIndex = lambda index: f"gpu{index}"
+
+    def by_bus(bus):
+        if bus not in buses:
+            raise NVMLError("no such bus")
+        return f"gpu@{bus}"
+
+    def by_uuid(uuid):
+        if uuid not in uuids:
+            raise NVMLError("no such uuid")
+        return f"gpu@{uuid.decode()}"
+    nvml.nvmlDeviceGetHandleByPciBusId = by_bus
+    nvml.nvmlDeviceGetHandleByUUID = by_uuid
+    nvml.nvmlDeviceGetHandleByIndex = lambda index: pytest.fail("NVML's index is not torch's: never match on it")
     nvml.nvmlDeviceGetCurrPcieLinkGeneration = lambda h: 1  # idle GPUs drop to Gen1
     nvml.nvmlDeviceGetCurrPcieLinkWidth = lambda h: 16
     nvml.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: 5
     nvml.nvmlDeviceGetMaxPcieLinkWidth = lambda h: 16
     nvml.nvmlDeviceGetMemoryBusWidth = lambda h: 6144
-    nvml.nvmlDeviceGetMaxClockInfo = lambda h, kind: 3201
+    nvml.nvmlDeviceGetMaxClockInfo = lambda h, kind: {1: 1980, 2: 3201}[kind]
+    nvml.nvmlDeviceGetClockInfo = lambda h, kind: {1: 1755, 2: 2619}[kind]
+    nvml.nvmlDeviceGetArchitecture = lambda h: arch
+    nvml.nvmlDeviceGetNumaNodeId = lambda h: 1
+    nvml.nvmlDeviceGetCpuAffinity = lambda h, words: [0xFF00] + [0] * (words - 1)  # CPUs 8-15
 
     def state(handle, link):
         if link >= links:
             raise NVMLError("not supported")
         return 1
     nvml.nvmlDeviceGetNvLinkState = state
-    nvml.nvmlDeviceGetNvLinkVersion = lambda h, link: 4
+    nvml.nvmlDeviceGetNvLinkVersion = lambda h, link: version
     return nvml
+
+
+@pytest.fixture
+def h200(monkeypatch):
+    """One H200 as torch describes it (device properties), whose memory_info must not be asked."""
+    monkeypatch.setattr(machine, "_cuda_properties", lambda backend, index: props(index))
+
+    class NoContextBackend(FakeBackend):
+        def memory_info(self, index):
+            raise AssertionError("mem_get_info creates a CUDA context on every GPU; use device properties")
+    return NoContextBackend(gpus=1)
 
 
 def test_without_nvml_links_are_unknown(monkeypatch):
@@ -51,18 +96,133 @@ def test_without_nvml_links_are_unknown(monkeypatch):
     assert info["peer_access"] == [[False, False], [False, False]]
 
 
-def test_with_nvml_link_facts_and_peaks(monkeypatch):
-    """With NVML: driver, PCIe (current and max), NVLink links and version, memory peak."""
+def test_with_nvml_link_facts_and_peaks(monkeypatch, h200):
+    """With NVML: driver, PCIe (current and max), NVLink links and generation, NUMA, memory peak."""
     nvml = fake_pynvml()
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    info = fingerprint(FakeBackend(gpus=1))
+    monkeypatch.setattr(machine, "_process_cpus", lambda: {8, 9})
+    info = fingerprint(h200)
     device = info["devices"][0]
     assert info["driver"] == "570.86.15" and info["nvml"] is True
     assert (device["pcie_generation"], device["pcie_max_generation"], device["pcie_max_width"]) == (1, 5, 16)
-    assert (device["nvlink_links"], device["nvlink_version"]) == (18, 4)
+    assert (device["nvlink_links"], device["nvlink_version"]) == (18, "4.0")
     assert device["memory_peak_gbps"] == pytest.approx(2 * 3201e6 * 6144 / 8 / 1e9)
+    assert (device["memory_bytes"], device["l2_cache_bytes"], device["pci_bus_id"]) == (150_000_000_000, 60 * 2**20, BUS)
+    assert (device["numa_node"], device["cpu_affinity"], device["host_numa_local"]) == (1, "8-15", True)
+    assert (device["sm_clock_max_mhz"], device["memory_clock_max_mhz"]) == (1980, 3201)
     assert nvml.calls == ["init", "shutdown"]
     machine_info = {"xferbench": info}
     assert link_peak(machine_info, "h2d", "cpu", "cuda:0") == (pytest.approx(63.008), "PCIe Gen5 x16")
     assert link_peak(machine_info, "peer", "cuda:0", "cuda:1")[0] == 450.0
-    assert link_peak(machine_info, "d2d", "cuda:0", "cuda:0")[0] == pytest.approx(4917, rel=0.001)
+
+
+def test_same_device_copy_is_held_against_half_the_memory_peak(monkeypatch, h200):
+    """A copy reads and writes each byte: bytes counted once reach at most half the HBM peak."""
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    peak, name = link_peak({"xferbench": fingerprint(h200)}, "d2d", "cuda:0", "cuda:0")
+    assert peak == pytest.approx(4917 / 2, rel=0.001)
+    assert "shared by read and write" in name
+
+
+def test_process_outside_the_gpus_node_is_stated(monkeypatch, h200):
+    """A process allowed on CPUs of another node may place host buffers there: the fingerprint says so."""
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    monkeypatch.setattr(machine, "_process_cpus", lambda: set(range(16)))
+    assert fingerprint(h200)["devices"][0]["host_numa_local"] is False
+
+
+# nvmlNvlinkVersion_t (nvml.h): the enum, then the generation and the per-direction peak of 18 links.
+@pytest.mark.parametrize(("enum", "generation", "peak"), [
+    (1, "1.0", 18 * 20.0), (2, "2.0", 18 * 25.0), (3, "2.2", 18 * 25.0), (4, "3.0", 18 * 25.0),
+    (5, "3.1", 18 * 25.0), (6, "4.0", 450.0), (7, "5.0", 18 * 50.0), (8, "6.0", None), (0, None, None),
+])
+def test_nvlink_generation_by_enum(monkeypatch, h200, enum, generation, peak):
+    """Each NVML version code maps to its NVLink generation and that generation's link speed."""
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(version=enum, arch=10))
+    info = {"xferbench": fingerprint(h200)}
+    assert info["xferbench"]["devices"][0]["nvlink_version"] == generation
+    found = link_peak(info, "peer", "cuda:0", "cuda:1")
+    assert (found and found[0]) == (peak and pytest.approx(peak))
+    if found:
+        assert found[1] == f"NVLink {generation} x18 links (all of the GPU's)"
+
+
+def test_hopper_reported_as_nvlink5_is_nvlink4(monkeypatch, h200):
+    """Some drivers report 5.0 on Hopper, which has NVLink 4: its peak stays 450 GB/s."""
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(version=7, arch=9))
+    info = {"xferbench": fingerprint(h200)}
+    assert info["xferbench"]["devices"][0]["nvlink_version"] == "4.0"
+    assert link_peak(info, "peer", "cuda:0", "cuda:1")[0] == 450.0
+
+
+class TestMatchingNvmlToTorch:
+    def test_by_uuid_when_the_pci_address_is_unknown(self, monkeypatch):
+        """torch gives no PCI address that NVML knows: the UUID still finds the GPU."""
+        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=0x99, uuid="abc-123"))
+        monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(uuids=(b"GPU-abc-123",)))
+        assert fingerprint(FakeBackend(gpus=1))["devices"][0]["nvlink_version"] == "4.0"
+
+    def test_unmatched_gpu_is_unknown_not_another_gpus(self, monkeypatch):
+        """CUDA_VISIBLE_DEVICES reorders GPUs: with no PCI or UUID match, the facts stay unknown."""
+        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=0x99))
+        monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+        device = fingerprint(FakeBackend(gpus=1))["devices"][0]
+        assert (device["pcie_max_generation"], device["nvlink_version"], device["memory_peak_gbps"]) == (None, None, None)
+
+    def test_each_gpu_gets_its_own_handle(self, monkeypatch):
+        """Two GPUs listed by torch in the reverse of NVML's order each get their own facts."""
+        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=(0x18, 0x3A)[1 - i]))
+        nvml = fake_pynvml(buses=("0000:18:00.0", "0000:3a:00.0"))
+        nvml.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: 5 if h.endswith("18:00.0") else 4
+        monkeypatch.setitem(sys.modules, "pynvml", nvml)
+        devices = fingerprint(FakeBackend(gpus=2))["devices"]
+        assert [d["pcie_max_generation"] for d in devices] == [4, 5]
+
+
+class TestCaches:
+    def test_host_caches_from_sysfs(self, tmp_path):
+        """cpu0's data and unified caches by level; the instruction cache is left out."""
+        for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                                 (2, "Unified", "2048K"), (3, "Unified", "105M")]):
+            folder = tmp_path / f"index{i}"
+            folder.mkdir()
+            (folder / "level").write_text(f"{level}\n")
+            (folder / "type").write_text(f"{kind}\n")
+            (folder / "size").write_text(f"{size}\n")
+        assert host_cache_bytes(tmp_path) == {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 105 * 2**20}
+        assert host_cache_bytes(tmp_path / "missing") is None
+
+    def test_fingerprint_keys(self, monkeypatch, h200):
+        """The keys the report reads: host.cache_bytes and each device's l2_cache_bytes."""
+        monkeypatch.setitem(sys.modules, "pynvml", None)
+        monkeypatch.setattr(machine, "host_cache_bytes", lambda: {"L1d": 1, "L2": 2, "L3": 3})
+        info = fingerprint(h200)
+        assert info["host"]["cache_bytes"] == {"L1d": 1, "L2": 2, "L3": 3}
+        assert info["devices"][0]["l2_cache_bytes"] == 60 * 2**20
+
+    @pytest.mark.parametrize(("op", "src", "dst", "nbytes", "resident"), [
+        ("host", "cpu", "cpu", 16 * 2**20, True),       # 32 MiB read + written fit a 32 MiB L3
+        ("host", "cpu", "cpu", 16 * 2**20 + 4, False),
+        ("h2d", "cpu", "cuda:0", 32 * 2**20, True),     # the host side alone
+        ("d2h", "cuda:0", "cpu", 64 * 2**20, False),
+        ("d2d", "cuda:0", "cuda:0", 25 * 2**20, True),  # 50 MiB in a 50 MiB L2
+        ("d2d", "cuda:0", "cuda:0", 64 * 2**20, False),
+        ("peer", "cuda:0", "cuda:1", 40 * 2**20, True),
+        ("create", "cuda:0", "cuda:0", 64 * 2**20, False),
+        ("noop", "cpu", "cpu", 4, None),
+        ("d2d", "cuda:1", "cuda:1", 4, None),           # its L2 is unknown
+    ])
+    def test_cache_resident(self, op, src, dst, nbytes, resident):
+        """Resident when what the case reads and writes fits the cache that serves it."""
+        info = {"op": op, "src": src, "dst": dst, "nbytes": nbytes}
+        assert cache_resident(info, {"L1d": 48 * 2**10, "L3": 32 * 2**20}, {"cuda:0": 50 * 2**20, "cuda:1": None}) \
+            is resident
+
+
+def test_cpu_lists_round_trip(tmp_path):
+    assert parse_cpu_list("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    assert cpu_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
+    (tmp_path / BUS).mkdir()
+    (tmp_path / BUS / "local_cpulist").write_text("0-55,112-167\n")
+    assert gpu_local_cpus(BUS, tmp_path) == set(range(56)) | set(range(112, 168))
+    assert gpu_local_cpus(None, tmp_path) is None

@@ -49,7 +49,7 @@ class TestLinkPeak:
             pytest.approx(31.5, rel=0.001)
 
     def test_nvlink(self):
-        peak, _ = link_peak(machine(nvlink_links=18, nvlink_version=4), "peer", "cuda:0", "cuda:1")
+        peak, _ = link_peak(machine(nvlink_links=18, nvlink_version="4.0"), "peer", "cuda:0", "cuda:1")
         assert peak == 450.0
 
     @pytest.mark.parametrize("op", ["h2d", "peer", "d2d", "host"])

@@ -98,8 +98,9 @@ def largest_common_size(frame: pd.DataFrame) -> int | None:
 
 #: PCIe usable GB/s per lane and direction after line coding (Gen3+ 128b/130b).
 PCIE_GBPS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
-#: NVLink GB/s per link and direction, by NVLink version.
-NVLINK_GBPS_PER_LINK = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+#: NVLink GB/s per link and direction, by generation (the fingerprint maps NVML's version
+#: enum to these): P100 1.0; V100 2.0; A100 3.0; GA10x 3.1; H100/H200 4.0 (18 x 25 = 450); B200 5.0.
+NVLINK_GBPS_PER_LINK = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
 
 
 def _device_info(machine_info: dict[str, Any], device: str) -> dict[str, Any] | None:
@@ -134,5 +135,8 @@ def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tupl
     if op == "d2d":
         device = _device_info(machine_info, src)
         if device and device.get("memory_peak_gbps"):
-            return float(device["memory_peak_gbps"]), "device memory (NVML clock x bus width)"
+            # A copy reads and writes every byte over the same memory: bytes counted once
+            # reach at most half the peak, so that half is what a copy is held against.
+            peak = float(device["memory_peak_gbps"])
+            return peak / 2, f"device memory ({peak:.4g} GB/s, NVML clock x bus width, shared by read and write)"
     return None

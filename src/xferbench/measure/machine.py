@@ -2,49 +2,98 @@
 
 Numbers are only comparable between runs on the same hardware and software, so
 the fingerprint holds what changes transfer speed: torch and CUDA/HIP versions,
-the driver, each device with its memory and link, and the peer-access matrix.
-PCIe and NVLink come from NVML when nvidia-ml-py is installed; without it they
-are recorded as unknown, never guessed.
+the driver, each device with its memory, caches and link, where it sits (NUMA),
+the peer-access matrix, and the host's caches. PCIe, NVLink and clocks come from
+NVML when nvidia-ml-py is installed and the GPU can be matched by PCI address or
+UUID; otherwise they are recorded as unknown, never guessed.
+
+Device facts come from device properties, which need no CUDA context: the
+fingerprint creates none on GPUs that ``--xfer-devices`` leaves out.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from .devices import DeviceBackend, available_devices
+from .devices import DeviceBackend, TorchBackend, available_devices
 
-__all__ = ["fingerprint"]
+__all__ = [
+    "NVLINK_GENERATIONS",
+    "cache_resident",
+    "cpu_list",
+    "device_l2_bytes",
+    "fingerprint",
+    "gpu_local_cpus",
+    "host_cache_bytes",
+    "nvml_session",
+    "parse_cpu_list",
+    "run_state",
+]
+
+#: NVML's ``nvmlNvlinkVersion_t`` (what nvmlDeviceGetNvLinkVersion returns) -> NVLink
+#: generation. The enum is not the generation: 6 is NVLink 4.0 (H100/H200).
+NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+_HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
+
+SYSFS_CPU_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+SYSFS_PCI = Path("/sys/bus/pci/devices")
 
 
 def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
     import torch
 
     devices = available_devices(backend)[1:]
+    props = [_cuda_properties(backend, i) for i in range(len(devices))]
     info: dict[str, Any] = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None),
         "accelerator": backend.type,
         "driver": None,
-        "host": {"processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count()},
-        "devices": [_device(backend, i) for i in range(len(devices))],
+        "host": {"processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+                 "cache_bytes": host_cache_bytes(), "process_cpus": cpu_list(_process_cpus())},
+        "devices": [_device(backend, i, props[i]) for i in range(len(devices))],
         "peer_access": [[backend.can_access_peer(i, j) for j in range(len(devices))] for i in range(len(devices))],
         "nvml": False,
     }
     if backend.type == "cuda" and devices:
-        _add_nvml(info)
+        _add_nvml(info, props)
     return info
 
 
-def _device(backend: DeviceBackend, index: int) -> dict[str, Any]:
-    memory = backend.memory_info(index)
+def _cuda_properties(backend: DeviceBackend, index: int) -> Any:
+    """torch's device properties of a real CUDA device (no context needed), else None."""
+    if backend.type != "cuda" or not isinstance(backend, TorchBackend):
+        return None
+    import torch
+
+    try:
+        return torch.cuda.get_device_properties(index)
+    except (RuntimeError, AssertionError):
+        return None
+
+
+def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
+    if props is not None:
+        memory: int | None = int(props.total_memory)
+    else:  # not CUDA (or a fake): the backend's own answer
+        answer = backend.memory_info(index)
+        memory = None if answer is None else answer[1]
     return {
         "index": index,
         "device": f"{backend.type}:{index}",
         "name": backend.device_name(index),
-        "memory_bytes": None if memory is None else memory[1],
+        "memory_bytes": memory,
+        "l2_cache_bytes": device_l2_bytes(props),
+        "pci_bus_id": _pci_bus_id(props),
+        "numa_node": None,
+        "cpu_affinity": None,
+        "host_numa_local": None,
         "pcie_generation": None,
         "pcie_width": None,
         "pcie_max_generation": None,
@@ -52,78 +101,248 @@ def _device(backend: DeviceBackend, index: int) -> dict[str, Any]:
         "nvlink_links": None,
         "nvlink_version": None,
         "memory_peak_gbps": None,
+        "sm_clock_max_mhz": None,
+        "memory_clock_max_mhz": None,
     }
 
 
-def _add_nvml(info: dict[str, Any]) -> None:
-    """Fill driver, PCIe and NVLink facts from NVML; leave them None if it is absent."""
+def device_l2_bytes(props: Any) -> int | None:
+    """The GPU's L2 cache in bytes, from device properties where torch exposes it."""
+    size = getattr(props, "L2_cache_size", None)
+    return int(size) if size else None
+
+
+def _pci_bus_id(props: Any) -> str | None:
+    """``0000:18:00.0``, the form sysfs and NVML both accept, from torch's PCI ids."""
+    try:
+        return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+# --- host: caches, CPUs, NUMA ---------------------------------------------------------------------------------
+
+def host_cache_bytes(root: Path = SYSFS_CPU_CACHE) -> dict[str, int] | None:
+    """cpu0's data caches by level, e.g. ``{"L1d": 49152, "L2": 1048576, "L3": 33554432}``.
+
+    cpu0's view is what one thread sees (on a chiplet CPU, its own L3 slice, not the
+    sum). None where sysfs does not say (not Linux, a container hiding it).
+    """
+    caches: dict[str, int] = {}
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = (index / "level").read_text().strip()
+            size = _size((index / "size").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction":
+            continue
+        caches[f"L{level}d" if kind == "Data" else f"L{level}"] = size
+    return caches or None
+
+
+def _size(text: str) -> int:
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """sysfs's ``0-3,8-11`` -> {0, 1, 2, 3, 8, 9, 10, 11}."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            low, high = part.split("-")
+            cpus.update(range(int(low), int(high) + 1))
+        elif part:
+            cpus.add(int(part))
+    return cpus
+
+
+def cpu_list(cpus: Iterable[int] | None) -> str | None:
+    """{0, 1, 2, 3, 8} -> ``0-3,8`` (sysfs's own form), None for None."""
+    if cpus is None:
+        return None
+    ordered, ranges = sorted(cpus), []
+    for cpu in ordered:
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def _process_cpus() -> set[int] | None:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def gpu_local_cpus(pci_bus_id: str | None, root: Path = SYSFS_PCI) -> set[int] | None:
+    """The CPUs of the GPU's NUMA node (sysfs ``local_cpulist``), None when unknown."""
+    if not pci_bus_id:
+        return None
+    try:
+        return parse_cpu_list((root / pci_bus_id / "local_cpulist").read_text()) or None
+    except (OSError, ValueError):
+        return None
+
+
+# --- caches: which payloads never leave them ------------------------------------------------------------------
+
+def _working_set(op: str, nbytes: int) -> int:
+    """Bytes a case touches in the cache that serves it: a copy on one device reads its
+    source and writes its destination there; a move across a link touches one side."""
+    return 2 * nbytes if op in ("host", "d2d") else nbytes
+
+
+def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None,
+                   l2_by_device: dict[str, int | None]) -> bool | None:
+    """Whether a case's working set fits the cache that serves it; None when unknown.
+
+    host, and the host side of h2d / d2h: the host's last-level cache (a pageable
+    move is a CPU memcpy into a staging buffer first); d2d, peer (its source) and
+    creation on a GPU: that GPU's L2. A resident size measures the cache, not the
+    memory, so the model fits bandwidth only beyond such sizes.
+    """
+    op, nbytes = info.get("op"), info.get("nbytes")
+    if not isinstance(nbytes, int) or op in (None, "noop"):
+        return None
+    src, dst = str(info.get("src")), str(info.get("dst"))
+    if op in ("host", "h2d", "d2h") or (op == "create" and src == "cpu"):
+        cache = max(host_caches.values()) if host_caches else None
+    elif op in ("d2d", "peer", "create"):
+        cache = l2_by_device.get(src if op != "create" else dst)
+    else:
+        return None
+    return None if cache is None else _working_set(str(op), nbytes) <= cache
+
+
+# --- NVML -------------------------------------------------------------------------------------------------
+
+@contextmanager
+def nvml_session() -> Iterator[Any]:
+    """pynvml, initialized, or None when nvidia-ml-py or the driver is absent."""
     try:
         import pynvml
     except ImportError:
+        yield None
         return
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError:
+        yield None
         return
     try:
-        info["nvml"] = True
-        info["driver"] = _text(pynvml.nvmlSystemGetDriverVersion())
-        for device in info["devices"]:
-            # NVML counts physical GPUs; CUDA_VISIBLE_DEVICES may reorder them, so
-            # match on PCI bus id rather than index where torch can tell us.
-            handle = _nvml_handle(pynvml, device["index"])
-            device.update(_nvml_link(pynvml, handle))
+        yield pynvml
     finally:
         pynvml.nvmlShutdown()
 
 
-def _nvml_handle(pynvml: Any, index: int) -> Any:
-    """NVML's handle for torch's device ``index``.
+def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
+    """Fill driver, PCIe, NVLink, NUMA and clock facts from NVML; leave them None if it is absent."""
+    with nvml_session() as pynvml:
+        if pynvml is None:
+            return
+        info["nvml"] = True
+        info["driver"] = _text(pynvml.nvmlSystemGetDriverVersion())
+        process = _process_cpus()
+        for device, prop in zip(info["devices"], props, strict=True):
+            handle = nvml_handle(pynvml, prop)
+            if handle is None:
+                continue  # not matched: every NVML fact stays unknown rather than another GPU's
+            device.update(_nvml_facts(pynvml, handle))
+            affinity = _nvml_affinity(pynvml, handle) or gpu_local_cpus(device["pci_bus_id"])
+            device["cpu_affinity"] = cpu_list(affinity)
+            if affinity and process:
+                # Host buffers land on the node of the CPU that first touches them: a process
+                # allowed outside the GPU's node may place them across the socket link.
+                device["host_numa_local"] = process <= affinity
 
-    NVML counts physical GPUs while CUDA_VISIBLE_DEVICES may hide or reorder them, so
-    the device is matched on its PCI address where torch reports one.
+
+def nvml_handle(pynvml: Any, props: Any) -> Any:
+    """NVML's handle for the GPU torch describes in ``props``, or None.
+
+    NVML counts physical GPUs in PCI order, while CUDA orders them fastest first and
+    CUDA_VISIBLE_DEVICES hides or reorders them: the index means nothing across the
+    two, so the GPU is matched on its PCI address, then on its UUID, never by index.
     """
-    import torch
-
-    try:
-        props = torch.cuda.get_device_properties(index)
-        bus_id = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
-        return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-    except Exception:  # no PCI ids in this torch, or NVML does not know the address
-        return pynvml.nvmlDeviceGetHandleByIndex(index)
-
-
-def _nvml_link(pynvml: Any, handle: Any) -> dict[str, Any]:
-    def ask(call: str) -> Any:
+    bus_id = _pci_bus_id(props)
+    if bus_id:
         try:
-            return getattr(pynvml, call)(handle)
-        except (pynvml.NVMLError, AttributeError):
-            return None
+            return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+        except pynvml.NVMLError:
+            pass
+    uuid = getattr(props, "uuid", None)
+    if uuid:
+        text = str(uuid)
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID((text if text.startswith("GPU-") else f"GPU-{text}").encode())
+        except pynvml.NVMLError:
+            pass
+    return None
 
-    links, version = 0, None
+
+def _ask(pynvml: Any, call: str, *args: Any) -> Any:
+    try:
+        return getattr(pynvml, call)(*args)
+    except (pynvml.NVMLError, AttributeError):
+        return None
+
+
+def nvlink_generation(pynvml: Any, handle: Any, enum: int) -> str | None:
+    """The NVLink generation behind NVML's version enum, e.g. 6 -> ``4.0``."""
+    generation = NVLINK_GENERATIONS.get(enum)
+    if generation == "5.0" and _ask(pynvml, "nvmlDeviceGetArchitecture", handle) == _HOPPER:
+        generation = "4.0"  # some drivers report 5.0 for Hopper, which has NVLink 4
+    return generation
+
+
+def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
+    links, enum = 0, None
     for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
         try:
             if pynvml.nvmlDeviceGetNvLinkState(handle, link):
                 links += 1
-                version = version or pynvml.nvmlDeviceGetNvLinkVersion(handle, link)
+                enum = enum or pynvml.nvmlDeviceGetNvLinkVersion(handle, link)
         except pynvml.NVMLError:
             break
-    memory_clock_mhz = None
-    try:
-        memory_clock_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
-    except pynvml.NVMLError:
-        pass
-    bus_width = ask("nvmlDeviceGetMemoryBusWidth")
-    # Double data rate: two transfers per clock over the whole bus.
+    memory_clock_mhz = _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_MEM)
+    bus_width = _ask(pynvml, "nvmlDeviceGetMemoryBusWidth", handle)
+    # Double data rate: two transfers per clock over the whole bus; reads and writes share it.
     memory_peak = 2 * memory_clock_mhz * 1e6 * bus_width / 8 / 1e9 if memory_clock_mhz and bus_width else None
     return {
-        "pcie_generation": ask("nvmlDeviceGetCurrPcieLinkGeneration"),
-        "pcie_width": ask("nvmlDeviceGetCurrPcieLinkWidth"),
-        "pcie_max_generation": ask("nvmlDeviceGetMaxPcieLinkGeneration"),
-        "pcie_max_width": ask("nvmlDeviceGetMaxPcieLinkWidth"),
+        "pcie_generation": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
+        "pcie_width": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
+        "pcie_max_generation": _ask(pynvml, "nvmlDeviceGetMaxPcieLinkGeneration", handle),
+        "pcie_max_width": _ask(pynvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
         "nvlink_links": links,
-        "nvlink_version": version,
+        "nvlink_version": None if enum is None else nvlink_generation(pynvml, handle, enum),
         "memory_peak_gbps": memory_peak,
+        "numa_node": _ask(pynvml, "nvmlDeviceGetNumaNodeId", handle),
+        "sm_clock_max_mhz": _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, getattr(pynvml, "NVML_CLOCK_SM", 1)),
+        "memory_clock_max_mhz": memory_clock_mhz,
+    }
+
+
+def _nvml_affinity(pynvml: Any, handle: Any) -> set[int] | None:
+    """The CPUs NVML calls ideal for the GPU (its NUMA node), from 64-bit mask words."""
+    count = os.cpu_count() or 64
+    words = _ask(pynvml, "nvmlDeviceGetCpuAffinity", handle, (count + 63) // 64)
+    if words is None:
+        return None
+    cpus = {64 * w + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1}
+    return cpus or None
+
+
+def run_state(pynvml: Any, handle: Any) -> dict[str, int | None]:
+    """Clocks and PCIe link now (they drop when a GPU idles), for a benchmark's extra_info."""
+    return {
+        "sm_clock_mhz": _ask(pynvml, "nvmlDeviceGetClockInfo", handle, getattr(pynvml, "NVML_CLOCK_SM", 1)),
+        "memory_clock_mhz": _ask(pynvml, "nvmlDeviceGetClockInfo", handle, pynvml.NVML_CLOCK_MEM),
+        "pcie_generation_now": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
+        "pcie_width_now": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
     }
 
 
