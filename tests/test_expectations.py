@@ -75,3 +75,12 @@ def test_cpu_run_is_not_measured(capsys):
 
     assert main(["check", str(Path(__file__).parent / "data" / "cpu-sample.json")]) == 0
     assert capsys.readouterr().out.count("not measured") == 5
+
+
+@pytest.mark.parametrize(("device_s", "status"), [(0.0025 * 1.04, "held"), (0.0025 * 1.06, "not held")])
+def test_device_time_within_a_stated_tolerance_of_wall(tmp_path, device_s, status):
+    """Device and wall medians come from different calls: 4% above wall is noise, 6% is not; the detail says so."""
+    state, detail = verdicts(gpu_run(tmp_path, device_s=device_s))["device time never exceeds wall time"]
+    assert state == status
+    assert "by more than 5%" in detail and "different calls" in detail
+    assert detail.startswith("0 of" if status == "held" else "1 of")

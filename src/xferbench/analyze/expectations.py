@@ -93,16 +93,24 @@ def noops_same_object(results: Results) -> Verdict:
     return Verdict(name, "held", f"{len(noops)} no-op benchmarks passed their identity check")
 
 
+#: How far a device-time median may exceed the wall-time median. The two are medians of
+#: different calls (events are recorded in their own loop after the wall-clock rounds), so
+#: at large sizes, where the host adds almost nothing, they agree only within run-to-run noise.
+DEVICE_WALL_TOLERANCE = 0.05
+
+
 def device_within_wall(results: Results) -> Verdict:
     name = "device time never exceeds wall time"
-    timed = results.frame[results.frame["device_seconds"].notna()]
+    timed = results.frame[results.frame["device_seconds"].notna() & (results.frame["median_s"] > 0)]
     if timed.empty:
         return Verdict(name, "not measured", "no device-side times (no GPU)")
     ratio = timed["device_seconds"] / timed["median_s"]
     worst = timed.loc[ratio.idxmax()]
-    over = int((ratio > 1).sum())
-    detail = (f"{over} of {len(timed)} cases over; highest device/wall {ratio.max():.3f} "
-              f"({worst['path']} {format_bytes(worst['nbytes'])})")
+    over = int((ratio > 1 + DEVICE_WALL_TOLERANCE).sum())
+    within = int(((ratio > 1) & (ratio <= 1 + DEVICE_WALL_TOLERANCE)).sum())
+    detail = (f"{over} of {len(timed)} cases over by more than {DEVICE_WALL_TOLERANCE:.0%} "
+              f"({within} above but within it: device and wall medians come from different calls); "
+              f"highest device/wall {ratio.max():.3f} ({worst['path']} {format_bytes(worst['nbytes'])})")
     return Verdict(name, "held" if over == 0 else "not held", detail)
 
 

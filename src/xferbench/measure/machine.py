@@ -163,7 +163,7 @@ def cpu_list(cpus: Iterable[int] | None) -> str | None:
     """{0, 1, 2, 3, 8} -> ``0-3,8`` (sysfs's own form), None for None."""
     if cpus is None:
         return None
-    ordered, ranges = sorted(cpus), []
+    ordered, ranges = sorted(cpus), list[list[int]]()
     for cpu in ordered:
         if ranges and cpu == ranges[-1][1] + 1:
             ranges[-1][1] = cpu
