@@ -5,8 +5,8 @@
 - forward: ``net(X)`` with net and X on the same device.
 - sync_stall: ``.item()``, ``.cpu()``, ``.tolist()``, ``str(t)`` behind 2 ms of queued
   GPU work, next to a ``non_blocking`` copy into pinned memory completed by an event.
-- pin_memory: ``t.pin_memory()``, and ``t.to(dev)`` against pin-then-move and a reused
-  pinned buffer.
+- pin_memory: ``t.pin_memory()`` cold (host cache emptied first) and cached, and
+  ``t.to(dev)`` against pin-then-move and a reused pinned buffer.
 - placement: uint8 image batches that must become normalized float32 on the device:
   convert on the CPU then move 4x the bytes, or move uint8 and convert there.
 - cuda_vs_to: ``.cuda(i)``, ``.to('cuda:i')``, ``.to(torch.device)``, ``non_blocking``,

@@ -121,6 +121,35 @@ class TestRunScenario:
         assert backend.syncs() == [0, 0]
         assert info["queued_seconds"] == 0.002
 
+    def test_calibrated_scenarios_warm_up_first(self, monkeypatch):
+        """pytest-benchmark calibrates on its first call: the one-time costs are paid before it starts."""
+        calls = []
+        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: Prepared(target=lambda: calls.append("call")))
+
+        class Recording(FakeBenchmark):
+            def __call__(self, fn):
+                self.calls_before = len(calls)
+                return super().__call__(fn)
+        bench = Recording(calls=5)
+        run_scenario(Scenario("forward", "forward", "cpu", "cpu", 2, "batch"), bench, FakeBackend())
+        assert bench.calls_before == 3 and len(calls) == 3 + 5
+
+    def test_pin_cold_empties_the_host_cache_before_each_round(self, monkeypatch):
+        """Cold pinning: every round starts with the pinned host cache emptied; the cached variant never empties it."""
+        order = []
+        monkeypatch.setattr(scenarios, "empty_host_cache", lambda: order.append("empty"))
+        monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: order.append("pin") or self.clone())
+        for variant in ("pin_cold", "pin_cached"):
+            order.clear()
+            prepared = scenarios.prepare(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"), lambda: None)
+            bench = FakeBenchmark(calls=4)
+            if prepared.setup is None:
+                bench(prepared.target)
+            else:
+                bench.pedantic(prepared.target, setup=prepared.setup, rounds=3)
+            calls = order[1:]  # the reused staging buffer is pinned once, up front
+            assert calls == (["empty", "pin"] * 3 if variant == "pin_cold" else ["pin"] * 4)
+
     def test_wrong_module_placement_fails(self, monkeypatch):
         """The check after timing fails a module that did not end up on the target."""
         check = scenarios._on("meta")
