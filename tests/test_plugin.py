@@ -9,6 +9,7 @@ import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
 import xferbench.measure.plugin  # noqa: F401
+from xferbench.measure.machine import host_cache_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,7 +93,9 @@ class TestJson:
         assert infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"] == {
             "xfer_schema": 1, "op": "host", "src": "cpu", "dst": "cpu", "nbytes": 1024, "dtype": "float32",
             "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync",
-            "variant": None, "world_size": None, "backend": None}
+            "variant": None, "world_size": None, "backend": None,
+            # 2 KiB read and written fit the host's cache, where sysfs tells its size
+            **({"cache_resident": True} if host_cache_bytes() else {})}
         assert data["machine_info"]["xferbench"]["devices"] == []
         # every round is kept for the significance test of `xferbench compare`
         assert all(len(b["stats"]["data"]) == b["stats"]["rounds"] for b in data["benchmarks"])

@@ -102,6 +102,11 @@ MEASURED: dict[str, type] = {
     "round_trip": bool,          # distributed point-to-point: one call is a round trip
     "size_unit": str,            # scenarios: params, images, batch or bytes
     "cache_resident": bool,      # the payload fits in a cache of the device(s) it runs on
+    "sm_clock_mhz": int,         # GPU clocks and PCIe link right after the case was timed (NVML)
+    "memory_clock_mhz": int,
+    "pcie_generation_now": int,
+    "pcie_width_now": int,
+    "host_numa_node": int,       # numa family: the node holding the host buffer
 }
 
 

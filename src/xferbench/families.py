@@ -136,6 +136,32 @@ _SCENARIOS = (
                    "Module.to and Module.cuda both move parameters in place and return the module itself."),
 )
 
+#: Copies at once, copy paths and NUMA placement (measure/concurrent.py): what nvbandwidth
+#: measures, as a PyTorch user meets it.
+_CONCURRENT = (
+    Family("bidir", "Host and device copying both ways at once", "h2d and d2h on two streams of one GPU, and each alone",
+           "scenario", "tab:cyan",
+           caption="A GPU has copy engines for each direction, so host-to-device and device-to-host can run at once. "
+                   "h2d+d2h is the sum of both directions' bytes over the time both take; near twice one direction "
+                   "means the link and the engines are duplex, near one direction means something is shared."),
+    Family("all_gpus_host", "Every GPU and the host at once", "pinned copies from (or to) every GPU at once, and one alone",
+           "scenario", "tab:cyan",
+           caption="The _all figure is the sum over every GPU copying at once; _one is one GPU alone. An aggregate "
+                   "well below the number of GPUs times one GPU's figure is a shared PCIe switch, root complex or "
+                   "host memory, which data loaders feeding all GPUs at once will meet."),
+    Family("copy_kind", "Copy engine against kernel copies", ".to() of a contiguous same-dtype tensor against a strided "
+           "or a dtype-converting one", "scenario", "tab:cyan",
+           caption="memcpy: a contiguous, same-dtype move is one DMA (or memcpy). strided: a non-dense view is first "
+                   "made contiguous (on the host, in pageable memory; on the device, by a kernel). convert: .to(dev, "
+                   "float16) converts on the CPU when blocking, on the GPU after a float32 copy when non_blocking. "
+                   "Bytes are the source's, counted once."),
+    Family("numa", "Host buffer near or far from the GPU (NUMA)", "pinned copies with the host buffer on the GPU's NUMA "
+           "node and on another", "scenario", "tab:cyan",
+           caption="The host buffer is allocated from a thread bound to the GPU's NUMA node (local) or to another node "
+                   "(remote); the node that holds it, read back from /proc/self/numa_maps, is in each benchmark's "
+                   "host_numa_node. A remote buffer crosses the link between sockets."),
+)
+
 _DISTRIBUTED = tuple(
     Family(op, op, what, "distributed", colour, link="network")
     for op, what, colour in (
@@ -149,7 +175,7 @@ _DISTRIBUTED = tuple(
 )
 
 #: Every family, in report order.
-FAMILIES: dict[str, Family] = {f.op: f for f in (*_CORE, *_SCENARIOS, *_DISTRIBUTED)}
+FAMILIES: dict[str, Family] = {f.op: f for f in (*_CORE, *_SCENARIOS, *_CONCURRENT, *_DISTRIBUTED)}
 
 
 def register(new: Family) -> Family:

@@ -22,6 +22,9 @@ from .scenarios import SCENARIOS, Scenario, build_scenarios
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
+#: Run-time state (clocks, caches, pinned cache) and the concurrent families' fixtures.
+pytest_plugins = ("xferbench.measure.run_state",)
+
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
 #: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
 PROFILE_MAX_TIME = {"quick": "0.5", "full": "0.25"}

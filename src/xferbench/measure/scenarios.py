@@ -149,7 +149,7 @@ def _gpu_family(op: str, variants: Sequence[str], unit: str, *, to_host: bool = 
     def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
         gpus = accelerators(devices)
         if not gpus:
-            return no_accelerator(op, devices)
+            return [skip for skip in no_accelerator(op, devices) if isinstance(skip, Skipped)]
         return [Scenario(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
                 for size in sizes for d in gpus for v in variants]
     return build
@@ -191,6 +191,15 @@ def prepare(s: Scenario, sync: Callable[[], None]) -> Prepared:
     return _PREPARE[s.op](s, sync)
 
 
+def _synced(fn: Callable[[], Any], sync: Callable[[], None]) -> Callable[[], Any]:
+    """``fn`` followed by a synchronize of every device the scenario touches; returns fn's result."""
+    def call() -> Any:
+        result = fn()
+        sync()
+        return result
+    return call
+
+
 def _on(device: str) -> Callable[[Any], None]:
     import torch
 
@@ -210,8 +219,8 @@ def _prepare_module_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
         def home() -> None:
             net.to("cpu")
             sync()
-        return Prepared(lambda: (net.to(s.dst), sync())[0], setup=home, check=_on(s.dst))
-    return Prepared(lambda: (net.to(s.dst), sync())[0], check=_on(s.dst))
+        return Prepared(_synced(lambda: net.to(s.dst), sync), setup=home, check=_on(s.dst))
+    return Prepared(_synced(lambda: net.to(s.dst), sync), check=_on(s.dst))
 
 
 def _prepare_forward(s: Scenario, sync: Callable[[], None]) -> Prepared:
@@ -269,7 +278,7 @@ def _prepare_sync_stall(s: Scenario, sync: Callable[[], None]) -> Prepared:
         # observed later through the event (teardown, untimed), so the host was free.
         "nonblocking_event": lambda: (pinned.copy_(t, non_blocking=True), event.record(stream))[0],
     }
-    return Prepared(calls[s.variant], setup=queue_work, teardown=lambda: event.synchronize() or sync(),
+    return Prepared(calls[s.variant], setup=queue_work, teardown=_synced(event.synchronize, sync),
                     extra={"queued_seconds": STALL_SECONDS})
 
 
@@ -297,10 +306,10 @@ def _prepare_pin_memory(s: Scenario, sync: Callable[[], None]) -> Prepared:
         # Cached: the caching host allocator still holds the block the previous call freed, so
         # this is a memcpy into already page-locked memory, what a loop that pins each batch pays.
         "pin_cached": src.pin_memory,
-        "to": lambda: (src.to(dst), sync())[0],
-        "pin_cached_then_to": lambda: (src.pin_memory().to(dst, non_blocking=True), sync())[0],
+        "to": _synced(lambda: src.to(dst), sync),
+        "pin_cached_then_to": _synced(lambda: src.pin_memory().to(dst, non_blocking=True), sync),
         # The realistic reuse: stage into one pinned buffer, then a fast DMA.
-        "reused_pinned_to": lambda: (reused.copy_(src).to(dst, non_blocking=True), sync())[0],
+        "reused_pinned_to": _synced(lambda: reused.copy_(src).to(dst, non_blocking=True), sync),
     }
 
     def cold() -> None:
@@ -325,8 +334,8 @@ def _prepare_placement(s: Scenario, sync: Callable[[], None]) -> Prepared:
     dst = torch.device(s.dst)
     calls: dict[str, Callable[[], Any]] = {
         "convert_on_cpu": lambda: normalize(images),
-        "convert_then_move": lambda: (normalize(images).to(dst), sync())[0],  # 4x the bytes cross the link
-        "move_then_convert": lambda: (normalize(images.to(dst)), sync())[0],
+        "convert_then_move": _synced(lambda: normalize(images).to(dst), sync),  # 4x the bytes cross the link
+        "move_then_convert": _synced(lambda: normalize(images.to(dst)), sync),
     }
 
     def check(out: Any) -> None:
@@ -356,7 +365,7 @@ def _prepare_cuda_vs_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
     }
     call = calls[s.variant]
     is_module = s.variant.startswith("module")
-    return Prepared(lambda: (call(), sync())[0], setup=home if is_module else None,
+    return Prepared(_synced(call, sync), setup=home if is_module else None,
                     check=_on(s.dst) if is_module else lambda out: None)
 
 

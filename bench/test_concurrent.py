@@ -1,0 +1,30 @@
+"""Copies at once, copy paths and NUMA placement (``xferbench.measure.concurrent``).
+
+- bidir: host-to-device and device-to-host at once on two streams of each GPU, and alone;
+- all_gpus_host: every GPU copying from (or to) the host at once, next to one GPU alone;
+- copy_kind: contiguous same-dtype ``.to()`` (one DMA / memcpy) against a strided source
+  and a dtype-converting ``.to()``;
+- numa: pinned copies with the host buffer on the GPU's NUMA node and on another one.
+"""
+
+import pytest
+
+
+@pytest.mark.xfer("bidir")
+def test_bidir(xfer_concurrent, xfer_run_concurrent):
+    xfer_run_concurrent(xfer_concurrent)
+
+
+@pytest.mark.xfer("all_gpus_host")
+def test_all_gpus_host(xfer_concurrent, xfer_run_concurrent):
+    xfer_run_concurrent(xfer_concurrent)
+
+
+@pytest.mark.xfer("copy_kind")
+def test_copy_kind(xfer_concurrent, xfer_run_concurrent):
+    xfer_run_concurrent(xfer_concurrent)
+
+
+@pytest.mark.xfer("numa")
+def test_numa(xfer_concurrent, xfer_run_concurrent):
+    xfer_run_concurrent(xfer_concurrent)

@@ -1,0 +1,415 @@
+"""Measurements nvbandwidth makes that a PyTorch user feels: copies at once, copy paths, NUMA.
+
+- ``bidir``: host-to-device and device-to-host at the same time on two streams of one
+  GPU (its copy engines are duplex), next to each direction alone;
+- ``all_gpus_host``: every GPU copying to (or from) the host at once, next to one GPU
+  alone: the shared PCIe switch or root complex shows as a lower aggregate;
+- ``copy_kind``: a contiguous same-dtype move (one DMA / memcpy) against a strided
+  source or a dtype-converting ``.to()`` (a kernel, or a host-side copy first);
+- ``numa``: pinned copies with the host buffer on the GPU's NUMA node against one on
+  another node (placed by allocating from a thread bound to that node's CPUs, and
+  checked in ``/proc/self/numa_maps``).
+
+Each is a family of ``Concurrent`` records (frozen, like ``cases.Case``) with its
+own run function, like ``scenarios``; a call enqueues its copies and returns once
+every GPU involved is synchronized (clock ``wall+sync``). Machines that cannot run
+one get a one-line skip reason. CUDA only: the copies run on CUDA streams.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..contract import Identity
+from ..families import ops
+from ..units import format_size
+from .cases import Skipped, accelerators, no_accelerator
+from .devices import DeviceBackend, accelerator_index
+from .machine import gpu_local_cpus, parse_cpu_list
+from .scenarios import Prepared, empty_host_cache
+
+__all__ = ["CONCURRENT", "CONCURRENT_SIZES", "Concurrent", "build_concurrent", "numa_node_of", "run_concurrent"]
+
+MiB = 2**20
+#: Sizes of one payload (one GPU, one direction), per family and profile.
+CONCURRENT_SIZES: dict[str, dict[str, tuple[int, ...]]] = {
+    "bidir": {"quick": (64 * MiB,), "full": (4 * MiB, 64 * MiB, 256 * MiB)},
+    "all_gpus_host": {"quick": (64 * MiB,), "full": (4 * MiB, 64 * MiB, 256 * MiB)},
+    "copy_kind": {"quick": (64 * MiB,), "full": (MiB, 16 * MiB, 256 * MiB)},
+    "numa": {"quick": (256 * MiB,), "full": (64 * MiB, 256 * MiB)},
+}
+#: float32 elements per row of the 2-D payloads (strided views take every other column).
+ROW = 1024
+SYSFS_NODES = Path("/sys/devices/system/node")
+
+
+@dataclass(frozen=True)
+class Concurrent:
+    op: str
+    variant: str
+    src: str  # "cpu", "cuda:i", or "all:cuda" (every GPU at once)
+    dst: str
+    size: int  # bytes of one payload
+    gpus: tuple[str, ...]  # the GPUs the call uses
+
+    @property
+    def copies(self) -> int:
+        """Payloads moved by one call: both directions, or one per GPU."""
+        if self.variant == "h2d+d2h":
+            return 2
+        return len(self.gpus) if self.variant.endswith("_all") else 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes one call moves, summed over directions and GPUs (the figure says it is a sum)."""
+        return self.size * self.copies
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (max(1, self.size // 4 // ROW), ROW)
+
+    @property
+    def id(self) -> str:
+        where = self.src if self.src == self.dst else f"{self.src}->{self.dst}"
+        return f"{self.variant}-{format_size(self.size)}-{where}"
+
+    @property
+    def host_memory(self) -> str | None:
+        return "pinned" if "cpu" in (self.src, self.dst) else None
+
+    def identity(self) -> Identity:
+        return Identity(self.op, self.variant, self.src, self.dst, self.nbytes, "float32", self.shape,
+                        host_memory=self.host_memory, non_blocking=self.op in ("bidir", "all_gpus_host"),
+                        variant=self.variant)
+
+    def extra_info(self) -> dict[str, Any]:
+        return self.identity().extra_info() | {"size_unit": "bytes"}
+
+
+# --- which cases a machine gets -----------------------------------------------------------------------------
+
+Planned = Concurrent | Skipped
+
+
+def _cuda_gpus(op: str, devices: Sequence[str], *, host: bool = True) -> tuple[list[str], list[Planned]]:
+    """The GPUs a family runs on here, or the one skip line saying why there are none."""
+    gpus = accelerators(devices)
+    if not gpus:
+        return [], [skip for skip in no_accelerator(op, devices) if isinstance(skip, Skipped)]
+    if not all(g.startswith("cuda:") for g in gpus):
+        return [], [Skipped(f"{op}-needs-cuda", f"{op} times copies on CUDA streams; the accelerators here are "
+                                                 f"{', '.join(gpus)}")]
+    if host and "cpu" not in devices:
+        return [], [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
+    return gpus, []
+
+
+def _bidir(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+    gpus, skip = _cuda_gpus("bidir", devices)
+    return skip + [c for size in sizes for g in gpus for c in (
+        Concurrent("bidir", "h2d", "cpu", g, size, (g,)),
+        Concurrent("bidir", "d2h", g, "cpu", size, (g,)),
+        Concurrent("bidir", "h2d+d2h", "cpu", g, size, (g,)),
+    )]
+
+
+def _all_gpus_host(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+    gpus, skip = _cuda_gpus("all_gpus_host", devices)
+    if skip:
+        return skip
+    if len(gpus) < 2:
+        return [Skipped("all_gpus_host-needs-two-accelerators",
+                        f"all_gpus_host loads the host link from every GPU at once; it needs two or more, found "
+                        f"{len(gpus)} ({', '.join(gpus)}): see bidir and h2d for one GPU")]
+    every, one = tuple(gpus), gpus[0]
+    return [c for size in sizes for c in (
+        Concurrent("all_gpus_host", "h2d_one", "cpu", one, size, (one,)),
+        Concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", size, every),
+        Concurrent("all_gpus_host", "d2h_one", one, "cpu", size, (one,)),
+        Concurrent("all_gpus_host", "d2h_all", "all:cuda", "cpu", size, every),
+    )]
+
+
+#: copy_kind variants: host to device, and within one device.
+COPY_KINDS_H2D = ("memcpy", "strided", "convert", "convert_nonblocking")
+COPY_KINDS_D2D = ("memcpy", "strided", "convert")
+
+
+def _copy_kind(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+    gpus, skip = _cuda_gpus("copy_kind", devices, host=False)
+    planned: list[Planned] = list(skip)
+    for size in sizes:
+        for g in gpus:
+            if "cpu" in devices:
+                planned += [Concurrent("copy_kind", v, "cpu", g, size, (g,)) for v in COPY_KINDS_H2D]
+            planned += [Concurrent("copy_kind", v, g, g, size, (g,)) for v in COPY_KINDS_D2D]
+    return planned
+
+
+def _numa(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+    gpus, skip = _cuda_gpus("numa", devices)
+    return skip + [
+        Concurrent("numa", f"{direction}_{where}", *(("cpu", g) if direction == "h2d" else (g, "cpu")), size, (g,))
+        for size in sizes for g in gpus for direction in ("h2d", "d2h") for where in ("local", "remote")]
+
+
+CONCURRENT: dict[str, Callable[[Sequence[str], Sequence[int]], list[Planned]]] = {
+    "bidir": _bidir,
+    "all_gpus_host": _all_gpus_host,
+    "copy_kind": _copy_kind,
+    "numa": _numa,
+}
+
+
+def build_concurrent(op: str, devices: Sequence[str], profile: str) -> list[Planned]:
+    if op not in CONCURRENT or op not in ops("scenario"):
+        raise ValueError(f"unknown family {op!r}; expected one of {', '.join(CONCURRENT)}")
+    return CONCURRENT[op](devices, CONCURRENT_SIZES[op][profile])
+
+
+# --- what is timed ----------------------------------------------------------------------------------------
+
+class NotPlaceable(Exception):
+    """The host buffer cannot be put where the case needs it; the message says why."""
+
+
+def _pattern(shape: tuple[int, ...], device: str, pinned: bool = False) -> Any:
+    import torch
+
+    from .transfers import pattern
+
+    values = pattern(shape, torch.float32, device)
+    return values.pin_memory() if pinned else values
+
+
+def _equal(got: Any, expected: Any, what: str) -> None:
+    import torch
+
+    if not torch.equal(got.cpu().float(), expected.cpu().float()):
+        raise AssertionError(f"{what}: the destination does not hold the source's values")
+
+
+def _streamed(device: str) -> Any:
+    import torch
+
+    return torch.cuda.Stream(torch.device(device))
+
+
+def _prepare_bidir(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    gpu = c.gpus[0]
+    host_src, dev_src = _pattern(c.shape, "cpu", pinned=True), _pattern(c.shape, gpu)
+    dev_dst, host_dst = torch.empty_like(dev_src), torch.empty_like(host_src).pin_memory()
+    up, down = _streamed(gpu), _streamed(gpu)
+    sync()  # buffers made on the default stream are complete before the side streams read them
+
+    def h2d() -> None:
+        with torch.cuda.stream(up):
+            dev_dst.copy_(host_src, non_blocking=True)
+
+    def d2h() -> None:
+        with torch.cuda.stream(down):
+            host_dst.copy_(dev_src, non_blocking=True)
+
+    parts = {"h2d": (h2d,), "d2h": (d2h,), "h2d+d2h": (h2d, d2h)}[c.variant]
+
+    def call() -> None:
+        for part in parts:
+            part()
+        sync()
+
+    def check(_: Any) -> None:
+        if h2d in parts:
+            _equal(dev_dst, host_src, f"{c.id} host to device")
+        if d2h in parts:
+            _equal(host_dst, dev_src, f"{c.id} device to host")
+    return Prepared(call, check=check)
+
+
+def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    to_device = c.variant.startswith("h2d")
+    legs = []
+    for gpu in c.gpus:
+        host = _pattern(c.shape, "cpu", pinned=True) if to_device else torch.empty(c.shape, pin_memory=True)
+        device = torch.empty(c.shape, device=gpu) if to_device else _pattern(c.shape, gpu)
+        legs.append((_streamed(gpu), host, device))
+    sync()
+
+    def call() -> None:
+        # Every copy is queued before any is waited for, so they all run at once.
+        for stream, host, device in legs:
+            with torch.cuda.stream(stream):
+                (device.copy_(host, non_blocking=True) if to_device else host.copy_(device, non_blocking=True))
+        sync()
+
+    def check(_: Any) -> None:
+        for _stream, host, device in legs:
+            _equal(device, host, f"{c.id} {device.device}")
+    return Prepared(call, check=check)
+
+
+def _prepare_copy_kind(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    gpu = torch.device(c.gpus[0])
+    on_host = c.src == "cpu"
+    where = "cpu" if on_host else c.src
+    if c.variant == "strided":
+        # Every other column of a twice-as-wide buffer: not dense, so no single memcpy can move it.
+        rows, cols = c.shape
+        src = _pattern((rows, 2 * cols), where, pinned=on_host)[:, ::2]
+    else:
+        src = _pattern(c.shape, where, pinned=on_host)
+    half = torch.float16
+    calls: dict[str, Callable[[], Any]] = {
+        "memcpy": (lambda: src.to(gpu)) if on_host else src.clone,
+        # Host: torch first makes the view contiguous in pageable host memory, then copies it.
+        # Device: one elementwise copy kernel instead of a memcpy.
+        "strided": lambda: src.to(gpu) if on_host else src.contiguous(),
+        # Blocking: converted on the CPU, then the (pageable) result is copied; non_blocking:
+        # copied as float32, then converted on the GPU by a kernel.
+        "convert": lambda: src.to(gpu, half),
+        "convert_nonblocking": lambda: src.to(gpu, half, non_blocking=True),
+    }
+    move = calls[c.variant]
+
+    def call() -> Any:
+        result = move()
+        sync()
+        return result
+
+    def check(result: Any) -> None:
+        if result.device != gpu or tuple(result.shape) != tuple(src.shape):
+            raise AssertionError(f"{c.id}: got {tuple(result.shape)} on {result.device}")
+        _equal(result, src, c.id)
+    return Prepared(call, check=check)
+
+
+def numa_node_of(address: int, maps: str | None = None) -> int | None:
+    """The NUMA node holding most pages of the mapping at ``address`` (``/proc/self/numa_maps``)."""
+    if maps is None:
+        try:
+            maps = Path("/proc/self/numa_maps").read_text()
+        except OSError:
+            return None
+    best: int | None = None
+    for line in maps.splitlines():
+        start, _, rest = line.partition(" ")
+        try:
+            begins = int(start, 16)
+        except ValueError:
+            continue
+        if begins > address:
+            break
+        pages = {int(n): int(count) for n, count in re.findall(r"\bN(\d+)=(\d+)", rest)}
+        best = max(pages, key=lambda node: pages[node]) if pages else None
+    return best
+
+
+def _node_cpus(root: Path = SYSFS_NODES) -> dict[int, set[int]]:
+    nodes = {}
+    for folder in root.glob("node[0-9]*"):
+        try:
+            nodes[int(folder.name[4:])] = parse_cpu_list((folder / "cpulist").read_text())
+        except (OSError, ValueError):
+            continue
+    return nodes
+
+
+def numa_cpus(local: set[int] | None, allowed: set[int], where: str,
+              nodes: dict[int, set[int]] | None = None) -> set[int]:
+    """CPUs this process may use on the GPU's node (``local``) or on another node (``remote``)."""
+    if not local:
+        raise NotPlaceable("the GPU's NUMA node is unknown (no PCI address or sysfs local_cpulist)")
+    if where == "local":
+        cpus = local & allowed
+        if not cpus:
+            raise NotPlaceable("this process may not run on any CPU of the GPU's NUMA node")
+        return cpus
+    for node_cpus in (_node_cpus() if nodes is None else nodes).values():
+        cpus = (node_cpus - local) & allowed
+        if cpus and not node_cpus & local:
+            return cpus
+    raise NotPlaceable("no other NUMA node with CPUs this process may use: the machine has one node here")
+
+
+@contextmanager
+def _bound_to(cpus: set[int]) -> Iterator[None]:
+    """Run the calling thread on ``cpus``: memory it first touches lands on their node."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _prepare_numa(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    from .machine import _pci_bus_id
+
+    gpu = c.gpus[0]
+    direction, where = c.variant.split("_")
+    local = gpu_local_cpus(_pci_bus_id(torch.cuda.get_device_properties(torch.device(gpu))))
+    cpus = numa_cpus(local, set(os.sched_getaffinity(0)), where)
+    with _bound_to(cpus):
+        empty_host_cache()  # a cached pinned block would sit wherever it was first allocated
+        host = torch.empty(c.shape, pin_memory=True)  # cudaHostAlloc places the pages from this thread
+        host.copy_(_pattern(c.shape, "cpu"))
+    device = _pattern(c.shape, gpu) if direction == "d2h" else torch.empty(c.shape, device=gpu)
+    node = numa_node_of(host.data_ptr())
+    sync()
+
+    def call() -> None:
+        (device.copy_(host, non_blocking=True) if direction == "h2d" else host.copy_(device, non_blocking=True))
+        sync()
+
+    def check(_: Any) -> None:
+        _equal(device, host, c.id)
+    return Prepared(call, check=check, extra={"host_numa_node": node})
+
+
+_PREPARE: dict[str, Callable[[Concurrent, Callable[[], None]], Prepared]] = {
+    "bidir": _prepare_bidir,
+    "all_gpus_host": _prepare_all_gpus_host,
+    "copy_kind": _prepare_copy_kind,
+    "numa": _prepare_numa,
+}
+
+
+def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dict[str, Any]:
+    """Time ``c`` with ``benchmark`` after a warm-up, check what arrived, fill in extra_info.
+
+    Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible.
+    """
+    from .timing import CLOCK_WALL
+    from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
+
+    indices = [i for i in map(accelerator_index, c.gpus) if i is not None]
+
+    def sync() -> None:
+        for index in indices:
+            backend.synchronize(index)
+
+    with out_of_memory_skips(format_size(c.size), backend):
+        try:
+            prepared = _PREPARE[c.op](c, sync)
+        except NotPlaceable as reason:
+            raise CannotRun(str(reason)) from None
+        benchmark.group = f"{c.op} {c.src}->{c.dst}"
+        benchmark.extra_info.update(c.extra_info(), clock=CLOCK_WALL, **prepared.extra)
+        for _ in range(WARMUP_CALLS):
+            prepared.target()
+        result = benchmark(prepared.target)
+        prepared.check(result)
+    return benchmark.extra_info
