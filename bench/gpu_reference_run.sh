@@ -1,29 +1,89 @@
 #!/usr/bin/env bash
-# One run on a GPU machine that produces a reference sample: the full profile
-# (every family, scenario and the distributed cases that one GPU allows), the
-# GPU-only tests, the report and the expectation checks, with a log.
+# One run on a GPU machine that produces a reference sample: the harness check, then
+# every family one at a time (full profile, a 12-size sweep up to 1 GiB), the GPU-only
+# tests, the expectation checks and the report, with a log.
 #
-#   OUT=reports/samples/h200 bash bench/gpu_reference_run.sh
+#   OUT=reports/samples/h200 BUDGET=420 bash bench/gpu_reference_run.sh
 #
-# It uses the work tree as it is (PYTHONPATH=src), so a machine without registry
-# access only needs torch, pytest, pytest-benchmark, pandas, matplotlib and scipy
-# (nvidia-ml-py for the PCIe/NVLink facts). Without jinja2 there, the report is
-# written afterwards elsewhere: xferbench report "$OUT/full.json" -o "$OUT/index.html".
+# Nothing is lost to a timeout: pytest-benchmark writes its JSON only when a run ends,
+# so each family is its own run with its own timeout, cut to what is left of BUDGET
+# seconds (default 420, i.e. 7 minutes in all), and after each one every finished
+# family is merged into "$OUT/full.json". A family that no longer fits the budget is
+# logged as not run. $OUT ends with at most 5 files: log.txt, harness_check.json,
+# full.json, check.txt, index.html.
+#
+# It uses the work tree as it is (PYTHONPATH=src), so a machine without registry access
+# only needs torch, pytest, pytest-benchmark, pandas, matplotlib and scipy (nvidia-ml-py
+# for PCIe, NVLink, NUMA and clocks). Without jinja2 there, the report is written
+# afterwards elsewhere: xferbench report "$OUT/full.json" -o "$OUT/index.html".
 set -uo pipefail
 OUT=${OUT:-reports/samples/gpu}
+BUDGET=${BUDGET:-420}
+SIZES=${SIZES:-2x3,4B,64B,1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB}
+MAX_TIME=${MAX_TIME:-0.15}  # seconds per benchmark (the full profile's 0.25 would not fit the budget)
+RESERVE=45  # seconds kept for the tests, the checks and the report
 mkdir -p "$OUT"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
 export PYTHONPATH=src PYTHONUNBUFFERED=1
+START=$(date +%s)
+
+left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+
+merge() {  # every finished family's JSON -> one pytest-benchmark JSON, written atomically
+    python - "$OUT/full.json" "$WORK" <<'EOF'
+import json, sys
+from pathlib import Path
+from xferbench.output import write_atomic
+runs = [json.loads(p.read_text()) for p in sorted(Path(sys.argv[2]).glob("*.json"), key=lambda p: p.stat().st_mtime)]
+if runs:
+    merged = runs[0] | {"benchmarks": [b for run in runs for b in run["benchmarks"]]}
+    write_atomic(Path(sys.argv[1]), json.dumps(merged))
+    print(f"merged: {len(merged['benchmarks'])} benchmarks from {len(runs)} families")
+EOF
+}
+
+family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
+    local name=$1 cap=$2
+    shift 2
+    local limit=$(( $(left) - RESERVE ))
+    (( limit > cap )) && limit=$cap
+    if (( limit < 15 )); then
+        echo "== $name: not run, ${limit}s left of the budget"
+        return
+    fi
+    echo "== $name (at most ${limit}s)"
+    timeout --kill-after=10 "$limit" python -m pytest "$@" --benchmark-only --xfer-profile=full \
+        --xfer-sizes="$SIZES" --benchmark-max-time="$MAX_TIME" -p no:cacheprovider -q -rs \
+        --benchmark-columns=median,iqr,rounds \
+        --benchmark-json="$WORK/$name.json"
+    local rc=$?
+    (( rc == 124 || rc == 137 )) && echo "== $name: cut at ${limit}s; its results are lost, the others are kept"
+    merge
+}
+
 {
-    echo "== $(date -u +%FT%TZ) $(hostname)"
-    nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,memory.total --format=csv || true
+    echo "== $(date -u +%FT%TZ) $(hostname), budget ${BUDGET}s"
+    nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,memory.total,clocks.max.sm \
+        --format=csv || true
+    nvidia-smi topo -m || true
     python -m xferbench.cli info
-    echo "== full profile"
-    timeout 480 python -m pytest bench --benchmark-only --xfer-profile=full -p no:cacheprovider -rs \
-        --benchmark-json="$OUT/full.json"
-    echo "== GPU-only tests (non_blocking hazard) and the rest of the suite"
-    timeout 120 python -m pytest tests -q -p no:cacheprovider -k "not browser"
+    echo "== harness check: the suite against a bare event-timed loop"
+    timeout 90 python bench/gpu_harness_check.py --json "$OUT/harness_check.json"
+    family h2d_pinned 50 bench/test_h2d.py -k pinned
+    family h2d_pageable 50 bench/test_h2d.py -k pageable
+    family d2h 50 bench/test_d2h.py
+    family d2d_peer_noop 50 bench/test_d2d.py bench/test_peer.py bench/test_noop.py
+    family concurrent 45 bench/test_concurrent.py
+    family scenarios 60 bench/test_scenarios.py
+    family host 40 bench/test_host.py
+    family create 60 bench/test_create.py
+    family distributed 45 bench/test_distributed.py
+    echo "== GPU-only tests"
+    timeout 30 python -m pytest tests/test_scenarios.py -q -p no:cacheprovider -k non_blocking
     echo "== expectations"
-    python -m xferbench.cli check "$OUT/full.json"
+    python -m xferbench.cli check "$OUT/full.json" | tee "$OUT/check.txt"
     echo "== report"
     python -m xferbench.cli report "$OUT/full.json" -o "$OUT/index.html" || echo "report not written here; see above"
+    echo "== done in $(( $(date +%s) - START ))s"
 } 2>&1 | tee "$OUT/log.txt"
