@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
+import torch  # loaded before pytester's in-process runs, which unload what they import
 
 from xferbench.families import family
 from xferbench.measure import concurrent, run_state
@@ -102,6 +102,15 @@ class TestRun:
         case = Concurrent("numa", "h2d_remote", "cpu", "cuda:0", MiB, ("cuda:0",))
         with pytest.raises(CannotRun, match="no other NUMA node"):
             run_concurrent(case, FakeBenchmark(), FakeBackend(gpus=1))
+
+
+    @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without a real CUDA device")
+    @pytest.mark.parametrize("op", sorted(concurrent.CONCURRENT))
+    def test_without_real_cuda_a_reason_not_a_crash(self, op):
+        """A backend that only claims GPUs (a fake, a simulated machine) gets a skip reason from the real paths."""
+        case = next(c for c in build_concurrent(op, ["cpu", "cuda:0", "cuda:1"], "quick") if isinstance(c, Concurrent))
+        with pytest.raises(CannotRun, match=f"{op} needs real CUDA devices .*; torch sees no CUDA device"):
+            run_concurrent(case, FakeBenchmark(), FakeBackend(gpus=2))
 
 
 class TestNuma:

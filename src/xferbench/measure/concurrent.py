@@ -176,7 +176,18 @@ def build_concurrent(op: str, devices: Sequence[str], profile: str) -> list[Plan
 # --- what is timed ----------------------------------------------------------------------------------------
 
 class NotPlaceable(Exception):
-    """The host buffer cannot be put where the case needs it; the message says why."""
+    """The case cannot run here as specified (no real CUDA device, no such NUMA node); the message says why."""
+
+
+def _require_cuda(c: Concurrent) -> None:
+    """These cases time real CUDA streams and copy engines: a backend without them
+    (a simulated machine, a fake) gets a reason rather than a crash."""
+    import torch
+
+    highest = max(int(g.rsplit(":", 1)[1]) for g in c.gpus)
+    if not torch.cuda.is_available() or torch.cuda.device_count() <= highest:
+        raise NotPlaceable(f"{c.op} needs real CUDA devices ({', '.join(c.gpus)}); torch sees "
+                           f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA device(s)")
 
 
 def _pattern(shape: tuple[int, ...], device: str, pinned: bool = False) -> Any:
@@ -202,6 +213,7 @@ def _streamed(device: str) -> Any:
 
 
 def _prepare_bidir(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    _require_cuda(c)
     import torch
 
     gpu = c.gpus[0]
@@ -234,6 +246,7 @@ def _prepare_bidir(c: Concurrent, sync: Callable[[], None]) -> Prepared:
 
 
 def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    _require_cuda(c)
     import torch
 
     to_device = c.variant.startswith("h2d")
@@ -258,6 +271,7 @@ def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
 
 
 def _prepare_copy_kind(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    _require_cuda(c)
     import torch
 
     gpu = torch.device(c.gpus[0])
@@ -354,6 +368,7 @@ def _bound_to(cpus: set[int]) -> Iterator[None]:
 
 
 def _prepare_numa(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+    _require_cuda(c)
     import torch
 
     from .machine import _pci_bus_id
