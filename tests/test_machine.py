@@ -131,6 +131,18 @@ def test_process_outside_the_gpus_node_is_stated(monkeypatch, h200):
     assert fingerprint(h200)["devices"][0]["host_numa_local"] is False
 
 
+def test_numa_from_sysfs_without_nvml(monkeypatch, h200, tmp_path):
+    """No NVML: the GPU's node and CPUs still come from sysfs, and a process on other CPUs is stated."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    (tmp_path / BUS).mkdir()
+    (tmp_path / BUS / "numa_node").write_text("1\n")
+    (tmp_path / BUS / "local_cpulist").write_text("8-15\n")
+    monkeypatch.setattr(machine, "SYSFS_PCI", tmp_path)
+    monkeypatch.setattr(machine, "_process_cpus", lambda: {0, 8})
+    device = fingerprint(h200)["devices"][0]
+    assert (device["numa_node"], device["cpu_affinity"], device["host_numa_local"]) == (1, "8-15", False)
+
+
 # nvmlNvlinkVersion_t (nvml.h): the enum, then the generation and the per-direction peak of 18 links.
 @pytest.mark.parametrize(("enum", "generation", "peak"), [
     (1, "1.0", 18 * 20.0), (2, "2.0", 18 * 25.0), (3, "2.2", 18 * 25.0), (4, "3.0", 18 * 25.0),

@@ -63,6 +63,8 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
     }
     if backend.type == "cuda" and devices:
         _add_nvml(info, props)
+    for device in info["devices"]:
+        _add_numa(device, device.pop("_nvml_affinity", None))
     return info
 
 
@@ -179,12 +181,12 @@ def _process_cpus() -> set[int] | None:
         return None
 
 
-def gpu_local_cpus(pci_bus_id: str | None, root: Path = SYSFS_PCI) -> set[int] | None:
+def gpu_local_cpus(pci_bus_id: str | None, root: Path | None = None) -> set[int] | None:
     """The CPUs of the GPU's NUMA node (sysfs ``local_cpulist``), None when unknown."""
     if not pci_bus_id:
         return None
     try:
-        return parse_cpu_list((root / pci_bus_id / "local_cpulist").read_text()) or None
+        return parse_cpu_list(((root or SYSFS_PCI) / pci_bus_id / "local_cpulist").read_text()) or None
     except (OSError, ValueError):
         return None
 
@@ -247,18 +249,30 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
             return
         info["nvml"] = True
         info["driver"] = _text(pynvml.nvmlSystemGetDriverVersion())
-        process = _process_cpus()
         for device, prop in zip(info["devices"], props, strict=True):
             handle = nvml_handle(pynvml, prop)
             if handle is None:
                 continue  # not matched: every NVML fact stays unknown rather than another GPU's
             device.update(_nvml_facts(pynvml, handle))
-            affinity = _nvml_affinity(pynvml, handle) or gpu_local_cpus(device["pci_bus_id"])
-            device["cpu_affinity"] = cpu_list(affinity)
-            if affinity and process:
-                # Host buffers land on the node of the CPU that first touches them: a process
-                # allowed outside the GPU's node may place them across the socket link.
-                device["host_numa_local"] = process <= affinity
+            device["_nvml_affinity"] = _nvml_affinity(pynvml, handle)
+
+
+def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
+    """The GPU's NUMA node and CPUs (NVML, else sysfs), and whether this process stays on them."""
+    bus_id = device["pci_bus_id"]
+    if device["numa_node"] is None and bus_id:
+        try:
+            node = int((SYSFS_PCI / bus_id / "numa_node").read_text())
+            device["numa_node"] = node if node >= 0 else None  # -1: the platform does not say
+        except (OSError, ValueError):
+            pass
+    affinity = nvml_affinity or gpu_local_cpus(bus_id)
+    device["cpu_affinity"] = cpu_list(affinity)
+    process = _process_cpus()
+    if affinity and process:
+        # Host buffers land on the node of the CPU that first touches them: a process
+        # allowed outside the GPU's node may place them across the socket link.
+        device["host_numa_local"] = process <= affinity
 
 
 def nvml_handle(pynvml: Any, props: Any) -> Any:
