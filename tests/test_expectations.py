@@ -74,7 +74,7 @@ def test_cpu_run_is_not_measured(capsys):
     from pathlib import Path
 
     assert main(["check", str(Path(__file__).parent / "data" / "cpu-sample.json")]) == 0
-    assert capsys.readouterr().out.count("not measured") == 5
+    assert capsys.readouterr().out.count("not measured") == 10
 
 
 @pytest.mark.parametrize(("device_s", "status"), [(0.0025 * 1.04, "held"), (0.0025 * 1.06, "not held")])
@@ -84,3 +84,51 @@ def test_device_time_within_a_stated_tolerance_of_wall(tmp_path, device_s, statu
     assert state == status
     assert "by more than 5%" in detail and "different calls" in detail
     assert detail.startswith("0 of" if status == "held" else "1 of")
+
+
+def concurrent_run(tmp_path):
+    """A hand-fed two-GPU run of the concurrent families at 64 MiB per payload, with run-time clocks."""
+    from xferbench.measure.concurrent import Concurrent
+
+    gpus = ("cuda:0", "cuda:1")
+    timed = [
+        (Concurrent("bidir", "h2d", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.0025),
+        (Concurrent("bidir", "d2h", "cuda:0", "cpu", 64 * MiB, gpus[:1]), 0.003),
+        (Concurrent("bidir", "h2d+d2h", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.0028),  # 128 MiB summed
+        (Concurrent("all_gpus_host", "h2d_one", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.0025),
+        (Concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", 64 * MiB, gpus), 0.004),
+        (Concurrent("copy_kind", "memcpy", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.0025),
+        (Concurrent("copy_kind", "strided", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.01),
+        (Concurrent("copy_kind", "convert", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.005),
+        (Concurrent("numa", "h2d_local", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.0025),
+        (Concurrent("numa", "h2d_remote", "cpu", "cuda:0", 64 * MiB, gpus[:1]), 0.0035),
+    ]
+    benches = []
+    for case, seconds in timed:
+        stats = {k: seconds for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+            "iqr": 0.0, "stddev": 0.0, "rounds": 5, "iterations": 1, "data": [seconds] * 5}
+        info = case.extra_info() | {"clock": "wall+sync", "sm_clock_mhz": 1755, "memory_clock_mhz": 2619,
+                                    "pcie_generation_now": 5, "pcie_width_now": 16}
+        benches.append({"name": case.id, "extra_info": info, "stats": stats})
+    benches[0]["extra_info"] |= {"sm_clock_mhz": 1410, "pcie_generation_now": 1}
+    machine = {"xferbench": {"devices": [{"device": "cuda:0", "sm_clock_max_mhz": 1980}]}}
+    path = tmp_path / "concurrent.json"
+    path.write_text(json.dumps({"machine_info": machine, "benchmarks": benches}))
+    return path
+
+
+def test_concurrent_families_as_figures(tmp_path):
+    """Each concurrent family is summed up against its reference variant, with the figures a user compares."""
+    result = verdicts(concurrent_run(tmp_path))
+    assert result["both directions at once against one (bidir)"] == (
+        "figure", "64 MiB each way: h2d+d2h 47.9 GB/s summed = 1.79x the faster direction alone (h2d 26.8, d2h 22.4)")
+    assert result["every GPU and the host at once against one GPU (all_gpus_host)"] == (
+        "figure", "64 MiB per GPU: h2d: all at once 33.6 GB/s summed = 1.25x one GPU's 26.8")
+    assert result["kernel and staged copies against one DMA / memcpy (copy_kind)"] == (
+        "figure", "at 64 MiB: cpu->cuda:0: memcpy 26.8 GB/s, strided 0.25x, convert 0.50x")
+    assert result["host buffer on another NUMA node against the GPU's own (numa)"] == (
+        "figure", "h2d: remote 19.2 GB/s = 0.71x local 26.8")
+    assert result["GPU clocks and PCIe link while measuring"] == (
+        "figure", "SM clock 1410-1755 MHz (max 1980), memory clock 2619-2619 MHz over 10 cases; "
+                  "PCIe right after timing: Gen1 x16 in 1, Gen5 x16 in 9")
+    assert main(["check", str(concurrent_run(tmp_path))]) == 0  # figures never fail a run

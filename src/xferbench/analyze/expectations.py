@@ -9,12 +9,13 @@ same tensor, is device time within wall time, and how close does the link get.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 
-from ..units import format_bytes
+from ..units import DTYPE_SIZES, format_bytes
 from .model import largest_common_size, link_peak
 from .results import Results
 
@@ -129,9 +130,104 @@ def pinned_link_efficiency(results: Results) -> Verdict:
                                    f"{peak[1]}'s {peak[0]:.3g} GB/s")
 
 
+def _payload(rows: pd.DataFrame) -> pd.Series:
+    """Bytes of one payload: a concurrent call's nbytes sums several (both directions, every GPU)."""
+    numel = rows["shape"].map(lambda shape: math.prod(int(n) for n in str(shape).split("x")))
+    return numel * rows["dtype"].map(DTYPE_SIZES)
+
+
+def _variants(results: Results, op: str) -> pd.DataFrame:
+    """The rows of a concurrent family at its largest payload."""
+    rows = results.frame[results.frame["op"] == op]
+    if rows.empty:
+        return rows
+    payload = _payload(rows)
+    return rows[payload == payload.max()]
+
+
+def _gbps(rows: pd.DataFrame, variant: str) -> float | None:
+    chosen = rows[rows["variant"] == variant]
+    return None if chosen.empty else _best(chosen)
+
+
+def bidirectional_duplex(results: Results) -> Verdict:
+    name = "both directions at once against one (bidir)"
+    rows = results.frame[results.frame["op"] == "bidir"]
+    if rows.empty:
+        return Verdict(name, "not measured", "no bidir cases")
+    lines = []
+    for size, group in rows.groupby(_payload(rows)):
+        both, up, down = (_gbps(group, v) for v in ("h2d+d2h", "h2d", "d2h"))
+        if both is not None and up and down:
+            lines.append(f"{format_bytes(size)} each way: h2d+d2h {both:.3g} GB/s summed = "
+                         f"{both / max(up, down):.2f}x the faster direction alone (h2d {up:.3g}, d2h {down:.3g})")
+    return Verdict(name, "figure", "; ".join(lines[-1:]) or "incomplete: needs h2d, d2h and h2d+d2h at one size")
+
+
+def all_gpus_scaling(results: Results) -> Verdict:
+    name = "every GPU and the host at once against one GPU (all_gpus_host)"
+    rows = _variants(results, "all_gpus_host")
+    if rows.empty:
+        return Verdict(name, "not measured", "no all_gpus_host cases (they need two or more GPUs)")
+    lines = []
+    for direction in ("h2d", "d2h"):
+        one, every = _gbps(rows, f"{direction}_one"), _gbps(rows, f"{direction}_all")
+        if one and every:
+            lines.append(f"{direction}: all at once {every:.3g} GB/s summed = {every / one:.2f}x one GPU's {one:.3g}")
+    return Verdict(name, "figure", f"{format_bytes(_payload(rows).max())} per GPU: " + "; ".join(lines)
+                   if lines else "incomplete: needs _one and _all of a direction")
+
+
+def copy_kind_cost(results: Results) -> Verdict:
+    name = "kernel and staged copies against one DMA / memcpy (copy_kind)"
+    rows = _variants(results, "copy_kind")
+    if rows.empty:
+        return Verdict(name, "not measured", "no copy_kind cases")
+    lines = []
+    for (src, dst), group in rows.groupby(["src", "dst"], sort=False):
+        memcpy = _gbps(group, "memcpy")
+        others = [f"{v} {g / memcpy:.2f}x" for v in ("strided", "convert", "convert_nonblocking")
+                  if memcpy and (g := _gbps(group, v)) is not None]
+        if memcpy:
+            lines.append(f"{src}->{dst}: memcpy {memcpy:.3g} GB/s, " + ", ".join(others))
+    return Verdict(name, "figure", f"at {format_bytes(rows['nbytes'].max())}: " + "; ".join(lines))
+
+
+def numa_penalty(results: Results) -> Verdict:
+    name = "host buffer on another NUMA node against the GPU's own (numa)"
+    rows = _variants(results, "numa")
+    if rows.empty:
+        return Verdict(name, "not measured", "no numa cases ran (one NUMA node, or no GPU)")
+    lines = []
+    for direction in ("h2d", "d2h"):
+        local, remote = _gbps(rows, f"{direction}_local"), _gbps(rows, f"{direction}_remote")
+        if local and remote:
+            lines.append(f"{direction}: remote {remote:.3g} GB/s = {remote / local:.2f}x local {local:.3g}")
+    return Verdict(name, "figure", "; ".join(lines) or "only one placement ran (see the skip reasons)")
+
+
+def clocks_and_link_at_run_time(results: Results) -> Verdict:
+    name = "GPU clocks and PCIe link while measuring"
+    frame = results.frame
+    seen = frame[frame["sm_clock_mhz"].notna()] if "sm_clock_mhz" in frame else frame.iloc[0:0]
+    if seen.empty:
+        return Verdict(name, "not measured", "no run-time clocks recorded (no GPU, or no nvidia-ml-py)")
+    devices = (results.machine_info.get("xferbench") or {}).get("devices") or []
+    sm_max = max((d.get("sm_clock_max_mhz") or 0 for d in devices if isinstance(d, dict)), default=0)
+    links = seen.dropna(subset=["pcie_generation_now", "pcie_width_now"])
+    link_text = ", ".join(f"Gen{int(g)} x{int(w)} in {n}" for (g, w), n in
+                          links.groupby(["pcie_generation_now", "pcie_width_now"]).size().items())
+    return Verdict(name, "figure",
+                   f"SM clock {int(seen['sm_clock_mhz'].min())}-{int(seen['sm_clock_mhz'].max())} MHz"
+                   + (f" (max {sm_max})" if sm_max else "")
+                   + f", memory clock {int(seen['memory_clock_mhz'].min())}-{int(seen['memory_clock_mhz'].max())} MHz"
+                   + f" over {len(seen)} cases; PCIe right after timing: {link_text or 'unknown'}")
+
+
 EXPECTATIONS: list[Callable[[Results], Verdict]] = [
     pinned_beats_pageable, same_device_10x, d2h_pageable_slowest, noops_same_object, device_within_wall,
-    pinned_link_efficiency,
+    pinned_link_efficiency, bidirectional_duplex, all_gpus_scaling, copy_kind_cost, numa_penalty,
+    clocks_and_link_at_run_time,
 ]
 
 
