@@ -94,7 +94,7 @@ class TestJson:
             "xfer_schema": 1, "op": "host", "src": "cpu", "dst": "cpu", "nbytes": 1024, "dtype": "float32",
             "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync",
             "variant": None, "world_size": None, "backend": None,
-            # 2 KiB read and written fit the host's cache, where sysfs tells its size
+            # 1 KiB fits the host's cache, where sysfs tells its size
             **({"cache_resident": True} if host_cache_bytes() else {})}
         assert data["machine_info"]["xferbench"]["devices"] == []
         # every round is kept for the significance test of `xferbench compare`

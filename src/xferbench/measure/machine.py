@@ -193,32 +193,26 @@ def gpu_local_cpus(pci_bus_id: str | None, root: Path | None = None) -> set[int]
 
 # --- caches: which payloads never leave them ------------------------------------------------------------------
 
-def _working_set(op: str, nbytes: int) -> int:
-    """Bytes a case touches in the cache that serves it: a copy on one device reads its
-    source and writes its destination there; a move across a link touches one side."""
-    return 2 * nbytes if op in ("host", "d2d") else nbytes
-
-
 def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None,
                    l2_by_device: dict[str, int | None]) -> bool | None:
-    """Whether a case's working set fits the cache that serves it; None when unknown.
+    """Whether a case's payload fits the cache that serves it; None when unknown or irrelevant.
 
-    host, and the host side of h2d / d2h: the host's last-level cache (a pageable
-    move is a CPU memcpy into a staging buffer first); d2d, peer (its source) and
-    creation on a GPU: that GPU's L2. A resident size measures the cache, not the
-    memory, so the model fits bandwidth only beyond such sizes.
+    Host copies and creation on the host: the host's largest cache (cpu0's view). Same-device
+    copies, peer copies (their source) and creation on a GPU: that GPU's L2. Moves across PCIe
+    are bounded by the link, far below any cache: None. A resident size measures the cache, not
+    the memory, so the model fits bandwidth only beyond such sizes.
     """
     op, nbytes = info.get("op"), info.get("nbytes")
-    if not isinstance(nbytes, int) or op in (None, "noop"):
+    if not isinstance(nbytes, int):
         return None
     src, dst = str(info.get("src")), str(info.get("dst"))
-    if op in ("host", "h2d", "d2h") or (op == "create" and src == "cpu"):
+    if op == "host" or (op == "create" and src == "cpu"):
         cache = max(host_caches.values()) if host_caches else None
     elif op in ("d2d", "peer", "create"):
         cache = l2_by_device.get(src if op != "create" else dst)
     else:
         return None
-    return None if cache is None else _working_set(str(op), nbytes) <= cache
+    return None if cache is None else nbytes <= cache
 
 
 # --- NVML -------------------------------------------------------------------------------------------------
