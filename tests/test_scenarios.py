@@ -141,7 +141,8 @@ class TestRunScenario:
         monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: order.append("pin") or self.clone())
         for variant in ("pin_cold", "pin_cached"):
             order.clear()
-            prepared = scenarios.prepare(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"), lambda: None)
+            prepared = scenarios._prepare_pin_memory(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"),
+                                                     lambda: None)
             bench = FakeBenchmark(calls=4)
             if prepared.setup is None:
                 bench(prepared.target)
@@ -149,6 +150,15 @@ class TestRunScenario:
                 bench.pedantic(prepared.target, setup=prepared.setup, rounds=3)
             calls = order[1:]  # the reused staging buffer is pinned once, up front
             assert calls == (["empty", "pin"] * 3 if variant == "pin_cold" else ["pin"] * 4)
+
+    @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without a real CUDA device")
+    def test_gpu_scenario_on_a_backend_without_real_cuda_is_a_skip_reason(self):
+        """A backend that only claims a GPU (a fake, a simulated machine): a reason, not a crash in CUDA calls."""
+        from xferbench.measure.transfers import CannotRun
+
+        scenario = Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes")
+        with pytest.raises(CannotRun, match=r"sync_stall needs real CUDA devices \(cuda:0\); torch sees no CUDA"):
+            run_scenario(scenario, FakeBenchmark(), FakeBackend(gpus=1))
 
     def test_wrong_module_placement_fails(self, monkeypatch):
         """The check after timing fails a module that did not end up on the target."""

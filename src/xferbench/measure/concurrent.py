@@ -32,7 +32,7 @@ from ..units import format_size
 from .cases import Skipped, accelerators, no_accelerator
 from .devices import DeviceBackend, accelerator_index
 from .machine import gpu_local_cpus, parse_cpu_list
-from .scenarios import Prepared, empty_host_cache
+from .scenarios import Prepared, empty_host_cache, missing_cuda
 
 __all__ = ["CONCURRENT", "CONCURRENT_SIZES", "Concurrent", "build_concurrent", "numa_node_of", "run_concurrent"]
 
@@ -182,12 +182,9 @@ class NotPlaceable(Exception):
 def _require_cuda(c: Concurrent) -> None:
     """These cases time real CUDA streams and copy engines: a backend without them
     (a simulated machine, a fake) gets a reason rather than a crash."""
-    import torch
-
-    highest = max(int(g.rsplit(":", 1)[1]) for g in c.gpus)
-    if not torch.cuda.is_available() or torch.cuda.device_count() <= highest:
-        raise NotPlaceable(f"{c.op} needs real CUDA devices ({', '.join(c.gpus)}); torch sees "
-                           f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA device(s)")
+    reason = missing_cuda(c.gpus)
+    if reason:
+        raise NotPlaceable(f"{c.op} {reason}")
 
 
 def _pattern(shape: tuple[int, ...], device: str, pinned: bool = False) -> Any:

@@ -27,6 +27,7 @@ __all__ = [
     "Scenario",
     "build_scenarios",
     "checked_forward",
+    "missing_cuda",
     "mlp",
     "non_blocking_hazard",
 ]
@@ -186,8 +187,28 @@ def build_scenarios(op: str, devices: Sequence[str], profile: str) -> list[Scena
 
 # --- what is timed -----------------------------------------------------------------------------------------
 
+def missing_cuda(devices: Sequence[str]) -> str | None:
+    """Why ``devices`` cannot run real CUDA work here (a fake or simulated backend only
+    claims them), or None when torch sees every one."""
+    import torch
+
+    wanted = [int(d.rsplit(":", 1)[1]) for d in devices if d.startswith("cuda:")]
+    if not wanted:
+        return None
+    seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if max(wanted) < seen:
+        return None
+    return f"needs real CUDA devices ({', '.join(d for d in devices if d != 'cpu')}); torch sees {seen or 'no'} " \
+           "CUDA device(s)"
+
+
 def prepare(s: Scenario, sync: Callable[[], None]) -> Prepared:
     """Build the timed call for ``s``; ``sync`` synchronizes every device it touches."""
+    reason = missing_cuda(s.devices)
+    if reason:
+        from .transfers import CannotRun
+
+        raise CannotRun(f"{s.op} {reason}")
     return _PREPARE[s.op](s, sync)
 
 
