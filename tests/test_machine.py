@@ -159,6 +159,12 @@ def test_nvlink_generation_by_enum(monkeypatch, h200, enum, generation, peak):
         assert found[1] == f"NVLink {generation} x18 links (all of the GPU's)"
 
 
+def test_a_bare_generation_number_reads_as_that_generation():
+    """A simulated machine's spec writes nvlink_version = 4: NVLink 4.0, 25 GB/s per link."""
+    info = {"xferbench": {"devices": [{"device": "cuda:0", "nvlink_links": 18, "nvlink_version": 4}]}}
+    assert link_peak(info, "peer", "cuda:0", "cuda:1") == (450.0, "NVLink 4.0 x18 links (all of the GPU's)")
+
+
 def test_hopper_reported_as_nvlink5_is_nvlink4(monkeypatch, h200):
     """Some drivers report 5.0 on Hopper, which has NVLink 4: its peak stays 450 GB/s."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(version=7, arch=9))

@@ -128,8 +128,11 @@ def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tupl
         return None
     if op == "peer":
         device = _device_info(machine_info, src)
-        if device and device.get("nvlink_links") and device.get("nvlink_version") in NVLINK_GBPS_PER_LINK:
-            links, version = device["nvlink_links"], device["nvlink_version"]
+        version = device.get("nvlink_version") if device else None
+        if isinstance(version, int):  # a bare generation (a simulated machine's spec): 4 is 4.0
+            version = f"{version}.0"
+        if device and device.get("nvlink_links") and version in NVLINK_GBPS_PER_LINK:
+            links = device["nvlink_links"]
             return NVLINK_GBPS_PER_LINK[version] * links, f"NVLink {version} x{links} links (all of the GPU's)"
         return None
     if op == "d2d":
