@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import pytest
 
+from .cases import Skipped
 from .concurrent import CONCURRENT, Concurrent, build_concurrent
 from .devices import DeviceBackend, accelerator_index, available_devices
 from .machine import _cuda_properties, cache_resident, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
@@ -132,7 +133,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from .plugin import _op_of, parametrize_cases, settings
 
         s = settings(metafunc.config)
-        planned = build_concurrent(_op_of(metafunc, tuple(CONCURRENT)), s.devices, s.profile)
+        op = _op_of(metafunc, tuple(CONCURRENT))
+        if getattr(s.backend, "simulated", False):
+            planned: list[Any] = [Skipped(f"{op}-simulated", f"{op} times real CUDA streams and copy engines; a "
+                                                             "simulated machine models single copies only")]
+        else:
+            planned = build_concurrent(op, s.devices, s.profile)
         parametrize_cases(metafunc, "xfer_concurrent", cast("list[Any]", planned))
 
 
