@@ -73,7 +73,7 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     family h2d_pinned 50 bench/test_h2d.py -k pinned
     family h2d_pageable 50 bench/test_h2d.py -k pageable
     family d2h 50 bench/test_d2h.py
-    family d2d_peer_noop 50 bench/test_d2d.py bench/test_peer.py bench/test_noop.py
+    family d2d_peer_noop_sync 50 bench/test_d2d.py bench/test_peer.py bench/test_noop.py bench/test_sync.py
     family concurrent 45 bench/test_concurrent.py
     family scenarios 60 bench/test_scenarios.py
     family host 40 bench/test_host.py
