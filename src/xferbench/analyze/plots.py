@@ -35,7 +35,7 @@ from ..families import FAMILIES, family, moving_ops
 from ..units import format_bytes, format_seconds
 from .model import CACHE_FACTOR, Fit, cache_bytes, cache_resident, fit_path, largest_common_size, roofs
 
-__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "render", "scenario_plot", "tip", "to_svg"]
+__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -173,14 +173,28 @@ def _line_label(row: pd.Series, op: str) -> str:
     return label
 
 
-def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float) -> None:
-    """Each bound as a horizontal line, labelled directly with its figure and the best measured share of it."""
-    for peak, name in bounds:
+def gbps_text(value: float) -> str:
+    """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float) -> bool:
+    """Each bound as a horizontal line, labelled directly with its figure and the best measured share of it.
+
+    Labels alternate between the left and the right end, so two close roofs do not print over each other;
+    the axis leaves room above the highest one. True when a roof was drawn."""
+    for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
         share = f", best {best / peak:.0%}" if np.isfinite(best) and peak > 0 else ""
-        text = ax.text(0.01, peak, f"{name}: {peak:.3g} GB/s{share}", transform=ax.get_yaxis_transform(),
-                       va="bottom", ha="left", fontsize=7.5, color="k")
+        left = index % 2 == 0
+        text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
+                       transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
+                       fontsize=7.5, color="k", bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
         tip(text, [f"roof: {name}, {peak:.4g} GB/s per direction{share.replace(',', ';')}"])
+    if bounds:
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, max(high, max(peak for peak, _ in bounds) * 3))
+    return bool(bounds)
 
 
 def _cache_band(ax: Axes, machine_info: dict[str, Any], op: str, src: str) -> None:
@@ -204,6 +218,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
     fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.4 * len(panel_rows) + 0.6),
                              squeeze=False, sharex=True, sharey=True)
     legend: dict[str, Artist] = {}
+    roofed = False
     for r, device in enumerate(panel_rows):
         for c, memory in enumerate(columns):
             ax = axes[r][c]
@@ -211,15 +226,15 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
             if memory is not None:
                 panel = panel[panel["host_memory"] == memory]
             _bandwidth_panel(ax, panel, op, resident, legend)
+            _log_y(ax)
             first = panel.iloc[0] if not panel.empty else None
             if first is not None:
                 _cache_band(ax, machine_info, op, str(first["src"]))
-                _draw_roofs(ax, roofs(frame, machine_info, op, str(first["src"]), str(first["dst"]),
-                                      first["host_memory"]), float(panel["bandwidth_gbps"].max()))
+                roofed |= _draw_roofs(ax, roofs(frame, machine_info, op, str(first["src"]), str(first["dst"]),
+                                                first["host_memory"]), float(panel["bandwidth_gbps"].max()))
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(f"{where}" + (f", {memory} host memory" if memory else ""), fontsize=10)
             _size_ticks(ax, rows["nbytes"].tolist())
-            _log_y(ax)
             ax.grid(True, which="major", alpha=0.3)
             if r == len(panel_rows) - 1:
                 ax.set_xlabel("payload")
@@ -227,8 +242,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
     if resident.any():
         legend["hollow marker: cache-resident size"] = Line2D([], [], marker="o", ls="", mfc="white", mec="0.3")
     legend["dotted: fitted t = α + n/β"] = Line2D([], [], color="0.3", ls=":", lw=1)
-    if any(ax.lines and any(line.get_linestyle() not in ("-", "--", ":", "None") for line in ax.lines)
-           for ax in axes.flat):
+    if roofed:
         legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
     _legend_outside(fig, list(legend.values()), list(legend), title="call")
     fig.tight_layout()
@@ -272,7 +286,7 @@ def cost_at_size(frame: pd.DataFrame) -> Figure | str:
         tip(bar, [f"{row['path']}, {format_bytes(size)}: median {format_seconds(row['median_s'])}, "
                   f"{row['bandwidth_gbps']:.4g} GB/s"])
     for y, (ms, gbps) in enumerate(zip(rows["median_s"] * 1e3, rows["bandwidth_gbps"], strict=True)):
-        ax.text(ms, y, f"  {ms:.3g} ms, {gbps:.3g} GB/s", va="center", fontsize=8)
+        ax.text(ms, y, f"  {ms:.3g} ms, {gbps_text(gbps)} GB/s", va="center", fontsize=8)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better)")
     ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
     ax.invert_yaxis()
@@ -301,7 +315,7 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
         for j in range(len(devices)):
             value = grid[i, j]
             dark = np.isfinite(value) and value > 0 and norm(value) < 0.6
-            text = ax.text(j, i, "–" if not np.isfinite(value) else f"{value:.3g}", ha="center", va="center",
+            text = ax.text(j, i, "–" if not np.isfinite(value) else gbps_text(value), ha="center", va="center",
                            color="w" if dark else "k", fontsize=10)
             if np.isfinite(value):
                 tip(text, [f"{devices[i]} → {devices[j]}: best {value:.4g} GB/s at {format_bytes(size)}"])
@@ -309,7 +323,9 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
     ax.set_yticks(range(len(devices)), devices)
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
-    fig.colorbar(image, label=f"best GB/s at {format_bytes(size)} (log scale)")
+    bar = fig.colorbar(image, label=f"best GB/s at {format_bytes(size)} (log scale)")
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: gbps_text(v)))
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
     return fig
 
 
