@@ -140,3 +140,13 @@ class TestRoofs:
         assert bounds[1][0] == pytest.approx(268435456 / (1e-6 + 268435456 / 9e9) / 1e9)
         assert [name for _, name in roofs(results.frame, results.machine_info, "h2d", "cpu", "cuda:0", "pinned")] == \
             ["PCIe Gen4 x16"]
+
+    def test_a_simulated_machine_has_no_host_ceiling(self, tmp_path):
+        """Simulated device paths and a host copy measured on the real CPU are not bounds of each other."""
+        benchmarks = (sweep("h2d", "to", "cpu", "cuda:0", 8e-6, 12.0, host_memory="pageable")
+                      + sweep("host", "copy_", "cpu", "cpu", 1e-6, 1.5, host_memory="pageable"))
+        machine = gpu_machine()
+        machine["xferbench"]["simulated"] = {"name": "spec"}
+        results = load([write(tmp_path / "r.json", benchmarks, machine)])
+        assert [name for _, name in roofs(results.frame, results.machine_info, "h2d", "cpu", "cuda:0", "pageable")] \
+            == ["PCIe Gen4 x16"]

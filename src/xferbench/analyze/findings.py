@@ -75,6 +75,8 @@ def peer(frame: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
+    if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
+        return f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs measured."
     return (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
             f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
 
