@@ -7,6 +7,7 @@ beta is reached: below it a move is latency-bound, above it bandwidth-bound.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,21 @@ class Fit:
 
 
 def fit_alpha_beta(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
+    """Robust fit of t = alpha + n / beta over a size sweep; None below 3 sizes.
+
+    The same sweep is fitted for the findings, the table and the figure: the result is cached.
+    """
+    n = np.ascontiguousarray(nbytes, dtype=float)
+    t = np.ascontiguousarray(seconds, dtype=float)
+    return _fit_cached(n.tobytes(), t.tobytes())
+
+
+@functools.lru_cache(maxsize=4096)
+def _fit_cached(n_bytes: bytes, t_bytes: bytes) -> Fit | None:
+    return _fit(np.frombuffer(n_bytes), np.frombuffer(t_bytes))
+
+
+def _fit(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
     """Robust fit of t = alpha + n / beta over a size sweep; None below 3 sizes.
 
     Residuals are relative (times span many decades, and absolute residuals would
