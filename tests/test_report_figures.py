@@ -170,3 +170,14 @@ class TestTakeAways:
         with pytest.raises(ValueError, match="the report is HTML"):
             write_report(load([SAMPLE]), tmp_path / "r.csv")
 
+
+
+def test_host_copy_finding_says_when_its_size_sits_in_cache():
+    """cpu-sample's largest host copy is 16 MiB; with a 32 MiB L3 recorded the sentence says it ran from cache."""
+    results = load([SAMPLE])
+    plain = findings(results.frame, results.machine_info)[-1]
+    assert plain.startswith("Host memory copies (copy_) reached 26.4 GB/s at 16 MiB") and "caches" not in plain
+    machine = json.loads(json.dumps(results.machine_info))
+    machine["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
+    assert findings(results.frame, machine)[-1].endswith(
+        "That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes).")

@@ -140,14 +140,17 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
             f"time was spent outside the device (launch, driver, synchronization).")
 
 
-def host_copy(frame: pd.DataFrame) -> str | None:
+def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
     rows = frame[frame["op"] == "host"]
     if rows.empty:
         return None
     best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     best = best.loc[best["bandwidth_gbps"].idxmax()]
-    return (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
-            f"{format_bytes(best['nbytes'])}: the reference any transfer to or from the CPU is bounded by.")
+    sentence = (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
+                f"{format_bytes(best['nbytes'])}: the reference any transfer to or from the CPU is bounded by.")
+    if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
+        sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
+    return sentence
 
 
 Finding = Callable[[pd.DataFrame, dict[str, Any]], str | None]
@@ -160,7 +163,7 @@ def _frame_only(find: Callable[[pd.DataFrame], str | None]) -> Finding:
 #: In page order; each takes the rows and the machine_info (cache sizes, links).
 FINDINGS: list[Finding] = [
     *map(_frame_only, (d2h_pageable_vs_pinned, h2d_pinned_vs_pageable, d2h_vs_h2d)), same_device_vs_link,
-    *map(_frame_only, (peer, overhead_small)), latency_bound, *map(_frame_only, (noop_cost, host_copy)),
+    *map(_frame_only, (peer, overhead_small)), latency_bound, _frame_only(noop_cost), host_copy,
 ]
 
 
