@@ -181,3 +181,14 @@ def test_host_copy_finding_says_when_its_size_sits_in_cache():
     machine["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
     assert findings(results.frame, machine)[-1].endswith(
         "That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes).")
+
+
+def test_cache_resident_points_are_hollow_and_still_hover():
+    """With a 32 MiB L3 recorded, the 7 sizes up to 64 MiB of each host path are drawn hollow, each with its title."""
+    results = load([SWEEP])
+    results.machine_info["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
+    svg = _figure(build_html(results), "bandwidth-host")
+    titles = re.findall(r'<g class="tip"><title>([^<]*)</title>', svg)
+    assert len(titles) == 16
+    assert sum("cache-resident: runs from a cache, not memory" in t for t in titles) == 14
+    assert "cache-resident ≤ 64 MiB" in svg

@@ -250,7 +250,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
 
 
 def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series, legend: dict[str, Artist]) -> None:
-    for path, group in panel.groupby("path", sort=False):
+    for _, group in panel.groupby("path", sort=False):
         group = group.sort_values("nbytes")
         first = group.iloc[0]
         label = _line_label(first, op)
@@ -260,11 +260,13 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
             colour = f"C{sorted(set(panel['dst'])).index(first['dst']) % 10}"
             style = "-" if first["method"] == "to" else "--"
         inside = resident[group.index].to_numpy()
-        line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], color=colour, ls=style, lw=1.3, marker="o", ms=4)
-        tip(line, _tips_for(group, _gbps, resident))
-        if inside.any():  # hollow markers over the cache-resident points
-            ax.plot(group["nbytes"][inside], group["bandwidth_gbps"][inside], ls="", marker="o", ms=4, mfc="white",
-                    mec=colour, zorder=line.get_zorder() + 0.1)
+        ax.plot(group["nbytes"], group["bandwidth_gbps"], color=colour, ls=style, lw=1.3)
+        # Markers apart from the line, each carrying its hover text: filled beyond the cache, hollow inside it.
+        for points, face in ((group[~inside], colour), (group[inside], "white")):
+            if not points.empty:
+                marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker="o", ms=4, mfc=face,
+                                 mec=colour)
+                tip(marks, _tips_for(points, _gbps, resident))
         fit = fit_path(group, resident)
         if str(fit["beta_basis"]).startswith("fit"):  # a capped or measured β has no curve to show
             beyond = group[~inside]
@@ -272,7 +274,6 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
             model = Fit(fit["alpha_us"] / 1e6, fit["beta_gbps"], len(beyond))
             ax.plot(n, n / model.seconds(n) / 1e9, ls=":", lw=1, color=colour, alpha=0.8)
         legend.setdefault(label, Line2D([], [], color=colour, ls=style, marker="o", ms=4))
-        del path
 
 
 def _route(row: pd.Series) -> str:
