@@ -106,6 +106,8 @@ class TestFigures:
         pinned_best = 2**28 / (9e-6 + 2**28 / 24e9) / 1e9
         assert f"PCIe Gen4 x16: 31.5 GB/s, best {pinned_best / 31.504:.0%}" in svg
         assert "host memory copy (copy_, 268,435,456 B, this run)" in svg  # the pageable panels' roof
+        # and each point's hover text says its share of the tightest roof
+        assert f"256 MiB: {pinned_best:.4g} GB/s = {pinned_best / 31.504:.0%} of PCIe Gen4 x16\n" in svg
 
     def test_matrix_uses_a_log_colour_scale(self, gpu_run):
         results, _ = gpu_run

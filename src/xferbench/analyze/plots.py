@@ -151,10 +151,6 @@ def _tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: p
             for index, row in rows.iterrows()]
 
 
-def _gbps(row: pd.Series) -> str:
-    return f"{row['bandwidth_gbps']:.4g} GB/s"
-
-
 def _facets(rows: pd.DataFrame, op: str) -> tuple[list[str], list[str | None]]:
     """Panel rows (one per GPU, or the host) and columns (host memory kinds, when there are several)."""
     device = rows["dst"] if op == "h2d" else rows["src"]
@@ -225,13 +221,14 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
             panel = rows[(rows["dst"] if op == "h2d" else rows["src"]) == device]
             if memory is not None:
                 panel = panel[panel["host_memory"] == memory]
-            _bandwidth_panel(ax, panel, op, resident, legend)
-            _log_y(ax)
             first = panel.iloc[0] if not panel.empty else None
+            bounds = [] if first is None else roofs(frame, machine_info, op, str(first["src"]), str(first["dst"]),
+                                                    first["host_memory"])
+            _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None)
+            _log_y(ax)
             if first is not None:
                 _cache_band(ax, machine_info, op, str(first["src"]))
-                roofed |= _draw_roofs(ax, roofs(frame, machine_info, op, str(first["src"]), str(first["dst"]),
-                                                first["host_memory"]), float(panel["bandwidth_gbps"].max()))
+                roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()))
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(f"{where}" + (f", {memory} host memory" if memory else ""), fontsize=10)
             _size_ticks(ax, rows["nbytes"].tolist())
@@ -249,7 +246,14 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
     return fig
 
 
-def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series, legend: dict[str, Artist]) -> None:
+def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series, legend: dict[str, Artist],
+                     roof: tuple[float, str] | None) -> None:
+    """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
+
+    def value(row: pd.Series) -> str:
+        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[1]}" if roof else ""
+        return f"{row['bandwidth_gbps']:.4g} GB/s{share}"
+
     for _, group in panel.groupby("path", sort=False):
         group = group.sort_values("nbytes")
         first = group.iloc[0]
@@ -266,7 +270,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
             if not points.empty:
                 marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker="o", ms=4, mfc=face,
                                  mec=colour)
-                tip(marks, _tips_for(points, _gbps, resident))
+                tip(marks, _tips_for(points, value, resident))
         fit = fit_path(group, resident)
         if str(fit["beta_basis"]).startswith("fit"):  # a capped or measured β has no curve to show
             beyond = group[~inside]
