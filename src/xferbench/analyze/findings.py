@@ -147,7 +147,11 @@ def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
     best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     best = best.loc[best["bandwidth_gbps"].idxmax()]
     sentence = (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
-                f"{format_bytes(best['nbytes'])}: the reference any transfer to or from the CPU is bounded by.")
+                f"{format_bytes(best['nbytes'])}")
+    if (machine_info.get("xferbench") or {}).get("simulated"):
+        sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
+    else:
+        sentence += ": the reference any transfer to or from the CPU is bounded by."
     if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence
