@@ -391,6 +391,11 @@ def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
                                                                                       strict=True)]
     values = list(per_call["median_s"] * 1e6)
     colours = [_colour("noop")] * len(values)
+    # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
+    for device, seconds in frame[frame["op"] == "sync"].groupby("src")["median_s"].median().items():
+        labels.append(f"torch.cuda.synchronize({device}) on an idle device")
+        values.append(seconds * 1e6)
+        colours.append(_colour("sync"))
     if not copies.empty:
         cheapest = copies.loc[copies["median_s"].idxmin()]
         labels.append(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})")
@@ -486,7 +491,7 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
      "on a log colour scale. The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.",
      _frame_only(device_matrix)),
     ("create", "Creating tensors on each device", family("create").caption, _frame_only(creation)),
-    ("noop", "No-op moves next to the cheapest real copy", family("noop").caption, _frame_only(noop_vs_copy)),
+    ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, _frame_only(noop_vs_copy)),
     ("overhead", "Wall time against device time",
      "How much of each move's wall time is spent outside the device (launch, driver, synchronization), one panel per "
      "family; colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% "
