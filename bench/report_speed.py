@@ -6,7 +6,9 @@ The JSON is built from the real CPU sample (tests/data/cpu-sample.json): its 28
 benchmarks are repeated with distinct sizes and dtypes until there are N (default
 2000) different cases, each keeping its real per-round timings. Only the count
 matters here; the figures in that file are not meant to be read. Prints the
-wall time of loading, modelling, plotting and writing the page.
+wall time and this process's CPU time of loading, modelling, plotting and writing the
+page (HTML, CSV and Markdown). On a shared machine the wall time includes waiting for a
+core; the CPU time is what the report itself costs. The goal: under 5 s.
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "inflated.json"
         source.write_text(json.dumps(inflate(count)))
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         results = load([source])
         write_report(results, Path(tmp) / "index.html")
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         size = (Path(tmp) / "index.html").stat().st_size
-    print(f"report of {len(results.frame)} benchmarks written in {elapsed:.2f} s ({size / 1e6:.1f} MB page)")
+    print(f"report of {len(results.frame)} benchmarks written in {elapsed:.2f} s wall, {cpu:.2f} s CPU "
+          f"({size / 1e6:.1f} MB page, with its CSV and Markdown)")
     return 0
 
 

@@ -15,6 +15,7 @@ from xferbench.analyze.results import load
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
+SIMULATED = Path(__file__).parent / "data" / "sim-2gpu.json"
 SCREENSHOT = ROOT / "reports" / "report-screenshot.png"
 
 
@@ -46,20 +47,54 @@ def browser():
     driver.quit()
 
 
-@pytest.mark.browser
-def test_every_figure_renders_and_console_is_clean(browser, tmp_path):
-    page = write_report(load([SAMPLE]), tmp_path / "index.html")
+def _open(browser, page: Path) -> list[list]:
+    """Open a report; every inline SVG figure with its size on the page and its number of hover titles."""
     browser.get(page.as_uri())
-    figures = browser.execute_script(
-        "return [...document.querySelectorAll('img.plot')].map(i => "
-        "[i.dataset.plot, i.complete, i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width])")
-    assert {f[0] for f in figures} == {"bandwidth", "cost", "create", "noop", "module_to", "forward", "placement",
-                                           "distributed"}
-    for key, complete, natural_w, natural_h, shown_w in figures:
-        assert complete and natural_w > 0 and natural_h > 0 and shown_w > 0, key
-    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
-    assert errors == []
+    return browser.execute_script(
+        "return [...document.querySelectorAll('div.plot')].map(d => { const s = d.querySelector('svg'); "
+        "const r = s ? s.getBoundingClientRect() : {width: 0, height: 0}; "
+        "return [d.dataset.plot, r.width, r.height, d.querySelectorAll('title').length]; })")
+
+
+def _network_requests(browser) -> list[str]:
+    """Every resource the page fetched besides itself (the Resource Timing API sees images, fonts, styles)."""
+    return browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)")
+
+
+def _screenshot(browser, name: str) -> None:
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(1280, min(height, 16000))
     SCREENSHOT.parent.mkdir(exist_ok=True)
-    assert browser.save_screenshot(str(SCREENSHOT))
+    assert browser.save_screenshot(str(SCREENSHOT.with_name(name)))
+
+
+@pytest.mark.browser
+def test_cpu_run_every_figure_renders_and_console_is_clean(browser, tmp_path):
+    page = write_report(load([SAMPLE]), tmp_path / "index.html")
+    figures = _open(browser, page)
+    assert {f[0] for f in figures} == {"bandwidth-host", "cost", "create", "noop", "module_to", "forward", "placement",
+                                       "distributed"}
+    for key, width, height, titles in figures:
+        assert width > 300 and height > 100 and titles > 0, key
+    assert _network_requests(browser) == []
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+    _screenshot(browser, "report-screenshot.png")
+
+
+@pytest.mark.browser
+def test_simulated_gpu_run_draws_every_gpu_section(browser, tmp_path):
+    """A simulated 2-GPU run (tests/data/sim-2gpu.json): every GPU figure is drawn, the banner is on top."""
+    page = write_report(load([SIMULATED]), tmp_path / "index.html")
+    figures = _open(browser, page)
+    drawn = {f[0] for f in figures}
+    assert {"bandwidth-h2d", "bandwidth-d2h", "bandwidth-d2d", "bandwidth-peer", "matrix", "overhead"} <= drawn
+    for key, width, height, titles in figures:
+        assert width > 300 and height > 100 and titles > 0, key
+    assert browser.execute_script("return document.querySelectorAll('[data-missing]').length") == 0
+    assert browser.execute_script("return document.getElementById('simulated').getBoundingClientRect().top") < 400
+    assert _network_requests(browser) == []
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+    _screenshot(browser, "report-simulated-screenshot.png")

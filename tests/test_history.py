@@ -42,13 +42,13 @@ def test_regression_marked_at_the_run_it_happened(storage):
 
 def test_trend_plot_drawn(storage):
     (plot,) = history_plots(storage)
-    assert plot.png_base64 and plot.missing is None
+    assert plot.svg and plot.missing is None
 
 
 def test_one_run_explains_itself(tmp_path):
     (tmp_path / "only.json").write_text(SAMPLE.read_text())
     (plot,) = history_plots(tmp_path)
-    assert plot.png_base64 is None and "trends need two or more" in plot.missing
+    assert plot.svg is None and "trends need two or more" in plot.missing
 
 
 def test_history_command_writes_report_with_trends(storage, tmp_path):

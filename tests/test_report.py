@@ -53,7 +53,7 @@ class TestGoldenCpuSample:
             "matrix": "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host).",
             "overhead": "No device-side (CUDA event) times were recorded: no GPU was measured.",
         }
-        assert set(re.findall(r'data-plot="(\w+)"', html)) == {"bandwidth", "cost", "create", "noop", "module_to",
+        assert set(re.findall(r'data-plot="([\w-]+)"', html)) == {"bandwidth-host", "cost", "create", "noop", "module_to",
                                                                "forward", "placement", "distributed"}
 
     def test_scenario_sections(self, html):
@@ -66,8 +66,8 @@ class TestGoldenCpuSample:
     def test_self_contained(self, html):
         """No external scripts, styles, fonts or images: everything is inline."""
         assert "<script" not in html
-        assert not re.search(r'(src|href)="(?!data:)', html)
-        assert "@import" not in html and "url(" not in html
+        assert not re.search(r'(src|href)="(?!data:|#)', html)  # in-page references (SVG markers) only
+        assert "@import" not in html and not re.search(r"url\((?!#)", html)
 
 
 def test_machine_strings_are_escaped(tmp_path):
@@ -88,7 +88,7 @@ class TestAtomicWrite:
         out = tmp_path / "sub" / "index.html"
         write_report(results, out)
         assert out.read_text().startswith("<!DOCTYPE html>")
-        assert [p.name for p in out.parent.iterdir()] == ["index.html"]
+        assert sorted(p.name for p in out.parent.iterdir()) == ["index.csv", "index.html", "index.md"]
 
     def test_failed_build_keeps_the_old_report(self, tmp_path, results, monkeypatch):
         """If writing fails part-way, the previous report is untouched and no temp file is left."""

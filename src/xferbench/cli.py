@@ -21,18 +21,32 @@ class UsageError(Exception):
 
 def _report(args: argparse.Namespace) -> int:
     from .analyze.history import history_plots
-    from .analyze.report import write_report
+    from .analyze.peers import kind_of, load_peers
+    from .analyze.report import companions, write_report
     from .analyze.results import load
 
+    # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
+    kinds = [(path, kind_of(path)) for path in args.results]
+    suite = [path for path, kind in kinds if kind == "suite"]
+    peers = load_peers([path for path, kind in kinds if kind != "suite"])
+    if not suite:
+        raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
+                         "pytest-benchmark JSON of the suite, not alone")
+    inputs = {path.resolve() for path in args.results}
+    if args.output.suffix in (".csv", ".md", ".json") or any(
+            target.resolve() in inputs for target in (args.output, *companions(args.output))):
+        raise UsageError(f"-o {args.output}: the report is an HTML file, and neither it nor its .csv and .md "
+                         "companions may replace an input")
     history = history_plots(args.history) if args.history else None
-    if history is None and len(args.results) == 1 and args.results[0].is_dir():
+    if history is None and len(suite) == 1 and suite[0].is_dir():
         # A storage folder: report its newest run, draw trends over all of them.
-        history = history_plots(args.results[0])
-        results = load([latest_file(args.results[0])])
+        history = history_plots(suite[0])
+        results = load([latest_file(suite[0])])
     else:
-        results = load(args.results)
-    path = write_report(results, args.output, history=history)
-    print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks)")
+        results = load(suite)
+    path = write_report(results, args.output, history=history, peers=peers)
+    csv_path, markdown_path = companions(path)
+    print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
     return 0
 
 
@@ -114,11 +128,14 @@ def latest_file(folder: Path) -> Path:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xferbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    report = sub.add_parser("report", help="write one self-contained HTML page from pytest-benchmark JSON")
+    report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
+                                           "beside it) from pytest-benchmark JSON")
     report.add_argument("results", nargs="+", type=Path,
                         help="JSON files, or a pytest-benchmark storage folder (its newest run is reported, "
-                             "with every run as history)")
-    report.add_argument("-o", "--output", type=Path, default=Path("reports/index.html"), help="default: %(default)s")
+                             "with every run as history); nvbandwidth -j JSON and nccl-tests text outputs of the "
+                             "same machine may be added, and are shown beside the suite's figures")
+    report.add_argument("-o", "--output", type=Path, default=Path("reports/index.html"),
+                        help="the HTML page; X.csv and X.md are written beside it (default: %(default)s)")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
     report.set_defaults(run=_report)
 

@@ -7,11 +7,12 @@ not there, so a CPU-only run simply has fewer findings.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
 from ..units import format_bytes, format_seconds
-from .model import fit_alpha_beta, largest_common_size
+from .model import cache_resident, fit_alpha_beta, fit_paths, largest_common_size
 
 __all__ = ["FINDINGS", "findings"]
 
@@ -27,7 +28,7 @@ def d2h_pageable_vs_pinned(frame: pd.DataFrame) -> str | None:
     size = largest_common_size(frame)
     pageable = _at(frame, size, op="d2h", host_memory="pageable")
     pinned = _at(frame, size, op="d2h", host_memory="pinned")
-    if pageable.empty or pinned.empty:
+    if size is None or pageable.empty or pinned.empty:
         return None
     slow, fast = pageable.loc[pageable["median_s"].idxmin()], pinned.loc[pinned["median_s"].idxmin()]
     return (f"Moving {format_bytes(size)} from {slow['src']} to pageable host memory took {format_seconds(slow['median_s'])} "
@@ -39,7 +40,7 @@ def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
     size = largest_common_size(frame)
     pageable = _at(frame, size, op="h2d", host_memory="pageable")
     pinned = _at(frame, size, op="h2d", host_memory="pinned")
-    if pageable.empty or pinned.empty:
+    if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
@@ -49,21 +50,24 @@ def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
 def d2h_vs_h2d(frame: pd.DataFrame) -> str | None:
     size = largest_common_size(frame)
     up, down = _at(frame, size, op="h2d"), _at(frame, size, op="d2h", host_memory="pageable")
-    if up.empty or down.empty:
+    if size is None or up.empty or down.empty:
         return None
     return (f"The usual way back, .cpu() or .to('cpu') into pageable memory, ran at {down['bandwidth_gbps'].max():.3g} GB/s "
             f"at {format_bytes(size)}; the best host-to-device path ran at {up['bandwidth_gbps'].max():.3g} GB/s.")
 
 
-def same_device_vs_link(frame: pd.DataFrame) -> str | None:
+def same_device_vs_link(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
     size = largest_common_size(frame)
     d2d, h2d = _at(frame, size, op="d2d"), _at(frame, size, op="h2d")
-    if d2d.empty or h2d.empty:
+    if size is None or d2d.empty or h2d.empty:
         return None
     best = d2d.loc[d2d["bandwidth_gbps"].idxmax()]
     ratio = best["bandwidth_gbps"] / h2d["bandwidth_gbps"].max()
-    return (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s, {ratio:.0f}× the best "
-            f"host-to-device copy: data that stays on the GPU is cheap, crossing the link is not.")
+    sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s, {ratio:.0f}× the best "
+                f"host-to-device copy: data that stays on the GPU is cheap, crossing the link is not.")
+    if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
+        sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
+    return sentence
 
 
 def peer(frame: pd.DataFrame) -> str | None:
@@ -71,6 +75,8 @@ def peer(frame: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
+    if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
+        return f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs measured."
     return (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
             f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
 
@@ -95,18 +101,32 @@ def noop_cost(frame: pd.DataFrame) -> str | None:
     return sentence + f", as long as a host copy_ of about {format_bytes(equivalent)}; it returns the same object."
 
 
-def latency_bound(frame: pd.DataFrame) -> str | None:
+def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> str | None:
+    """The fastest host-side path's α and β, with β taken beyond the caches and never above what was measured."""
     moves = frame[frame["op"].isin(("h2d", "d2h", "host"))]
-    best = None
-    for path, group in moves.groupby("path"):
-        fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["median_s"].to_numpy())
-        if fit is not None and (best is None or fit.beta_gbps > best[1].beta_gbps):
-            best = (path, fit)
-    if best is None:
+    if moves.empty:
         return None
-    path, fit = best
-    return (f"Fastest path {path}: fixed cost α = {fit.alpha_s * 1e6:.3g} µs, bandwidth β = {fit.beta_gbps:.3g} GB/s; "
-            f"moves smaller than {format_bytes(fit.half_peak_bytes)} reach less than half of β — batch them.")
+    fits = fit_paths(moves, machine_info)
+    fits = fits[fits["alpha_us"].notna()]
+    if fits.empty:
+        return None
+    stated = fits[fits["beta_gbps"].notna()]
+    if stated.empty:
+        best = fits.loc[fits["largest_gbps"].idxmax()]
+        return (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
+                f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
+                f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
+    best = stated.loc[stated["beta_gbps"].idxmax()]
+    sentence = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs, bandwidth β = "
+                f"{best['beta_gbps']:.3g} GB/s")
+    if str(best["beta_basis"]).startswith("capped"):
+        sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
+                     f"from cache and would suggest more)")
+    elif best["resident_sizes"]:
+        sentence += (f" (from the sizes beyond the {best['cache'] or 'cache'}; {best['resident_sizes']} cache-resident "
+                     "size(s) left out)")
+    return sentence + (f"; moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β — "
+                       "batch them.")
 
 
 def overhead_small(frame: pd.DataFrame) -> str | None:
@@ -120,24 +140,40 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
             f"time was spent outside the device (launch, driver, synchronization).")
 
 
-def host_copy(frame: pd.DataFrame) -> str | None:
+def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
     rows = frame[frame["op"] == "host"]
     if rows.empty:
         return None
     best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     best = best.loc[best["bandwidth_gbps"].idxmax()]
-    return (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
-            f"{format_bytes(best['nbytes'])}: the reference any transfer to or from the CPU is bounded by.")
+    sentence = (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
+                f"{format_bytes(best['nbytes'])}")
+    if (machine_info.get("xferbench") or {}).get("simulated"):
+        sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
+    else:
+        sentence += ": the reference any transfer to or from the CPU is bounded by."
+    if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
+        sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
+    return sentence
 
 
-FINDINGS: list[Callable[[pd.DataFrame], str | None]] = [
-    d2h_pageable_vs_pinned, h2d_pinned_vs_pageable, d2h_vs_h2d, same_device_vs_link, peer, overhead_small,
-    latency_bound, noop_cost, host_copy,
+Finding = Callable[[pd.DataFrame, dict[str, Any]], str | None]
+
+
+def _frame_only(find: Callable[[pd.DataFrame], str | None]) -> Finding:
+    return lambda frame, machine_info: find(frame)
+
+
+#: In page order; each takes the rows and the machine_info (cache sizes, links).
+FINDINGS: list[Finding] = [
+    *map(_frame_only, (d2h_pageable_vs_pinned, h2d_pinned_vs_pageable, d2h_vs_h2d)), same_device_vs_link,
+    *map(_frame_only, (peer, overhead_small)), latency_bound, _frame_only(noop_cost), host_copy,
 ]
 
 
-def findings(frame: pd.DataFrame) -> list[str]:
-    return [sentence for find in FINDINGS if (sentence := find(frame))]
+def findings(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> list[str]:
+    """Every finding the rows support; the machine's cache sizes keep fitted bandwidths honest."""
+    return [sentence for find in FINDINGS if (sentence := find(frame, machine_info or {}))]
 
 
 def _variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:

@@ -7,6 +7,7 @@ beta is reached: below it a move is latency-bound, above it bandwidth-bound.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,21 @@ from scipy.optimize import least_squares
 
 from ..families import fitted_ops, moving_ops, order_of
 
-__all__ = ["Fit", "PCIE_GBPS_PER_LANE", "fit_alpha_beta", "fit_paths", "largest_common_size", "link_peak"]
+__all__ = [
+    "BETA_CAP_TOLERANCE",
+    "CACHE_FACTOR",
+    "Fit",
+    "PCIE_GBPS_PER_LANE",
+    "cache_bytes",
+    "cache_resident",
+    "fit_alpha_beta",
+    "fit_path",
+    "fit_paths",
+    "host_ceiling",
+    "largest_common_size",
+    "link_peak",
+    "roofs",
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +50,21 @@ class Fit:
 
 
 def fit_alpha_beta(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
+    """Robust fit of t = alpha + n / beta over a size sweep; None below 3 sizes.
+
+    The same sweep is fitted for the findings, the table and the figure: the result is cached.
+    """
+    n = np.ascontiguousarray(nbytes, dtype=float)
+    t = np.ascontiguousarray(seconds, dtype=float)
+    return _fit_cached(n.tobytes(), t.tobytes())
+
+
+@functools.lru_cache(maxsize=4096)
+def _fit_cached(n_bytes: bytes, t_bytes: bytes) -> Fit | None:
+    return _fit(np.frombuffer(n_bytes), np.frombuffer(t_bytes))
+
+
+def _fit(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
     """Robust fit of t = alpha + n / beta over a size sweep; None below 3 sizes.
 
     Residuals are relative (times span many decades, and absolute residuals would
@@ -62,27 +92,123 @@ def fit_alpha_beta(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
     return Fit(alpha_s=float(alpha), beta_gbps=float(1.0 / inv_beta / 1e9), sizes=len(np.unique(n)))
 
 
-def fit_paths(frame: pd.DataFrame) -> pd.DataFrame:
-    """One alpha-beta fit per transfer path (op, devices, memory, method).
+#: A payload up to this many times the largest cache counts as cache-resident: a copy touches
+#: source and destination, and a last-level cache still serves part of a payload a little
+#: larger than itself, so the cut is placed generously rather than at the cache size.
+CACHE_FACTOR = 2
+#: The bandwidth stated for a path never exceeds what its largest size measured by more
+#: than this: beyond it the fit extrapolates (usually from cache-resident sizes).
+BETA_CAP_TOLERANCE = 1.25
+
+_HOST_MEMORY_OPS = ("host",)
+_DEVICE_MEMORY_OPS = ("d2d", "peer")
+
+
+def _host_caches(machine_info: dict[str, Any]) -> int | None:
+    host = (machine_info.get("xferbench") or {}).get("host") or {}
+    caches = host.get("cache_bytes") if isinstance(host, dict) else None
+    sizes = [int(v) for v in (caches or {}).values() if isinstance(v, (int, float)) and v > 0]
+    return max(sizes) if sizes else None
+
+
+def cache_bytes(machine_info: dict[str, Any], op: str, src: str) -> tuple[int, str] | None:
+    """The largest cache a path's payload can sit in, and its name; None when the fingerprint does not say.
+
+    Host copies run from the CPU's caches (largest level from ``host.cache_bytes``); same-device and
+    peer copies from the source GPU's L2 (``l2_cache_bytes``). Moves across PCIe are bounded by the
+    link, far below any cache, so no cache is applied to them.
+    """
+    if op in _HOST_MEMORY_OPS:
+        size = _host_caches(machine_info)
+        return (size, "host CPU cache") if size else None
+    if op in _DEVICE_MEMORY_OPS:
+        device = _device_info(machine_info, src) or {}
+        size = device.get("l2_cache_bytes")
+        return (int(size), f"{src} L2") if isinstance(size, (int, float)) and size > 0 else None
+    return None
+
+
+def cache_resident(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series:
+    """Per row: does its payload sit in a cache? (bool Series on ``rows.index``)
+
+    The rule, in order: the benchmark's own ``cache_resident`` field when it recorded one; else
+    ``nbytes <= CACHE_FACTOR x`` the largest cache of the memory the path runs on (``cache_bytes``);
+    else, for host and device memory copies on a machine whose caches are not recorded, the
+    sizes below the path's largest size are not trusted for β (only the cap below protects the
+    figure), so nothing is marked.
+    """
+    flags = pd.Series(False, index=rows.index)
+    for index, row in rows.iterrows():
+        recorded = row.get("cache_resident")
+        if isinstance(recorded, (bool, np.bool_)):
+            flags[index] = bool(recorded)
+            continue
+        cache = cache_bytes(machine_info, str(row["op"]), str(row["src"]))
+        if cache is not None:
+            flags[index] = int(row["nbytes"]) <= CACHE_FACTOR * cache[0]
+    return flags
+
+
+def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
+    """α, β and how β was obtained, for one path's rows (``resident`` flags cache-resident rows).
+
+    α comes from the whole sweep (the smallest sizes decide it). β comes only from sizes beyond
+    the cache: a fit over them when there are three or more, else none. Whatever the fit says,
+    β is never stated above ``BETA_CAP_TOLERANCE`` x the bandwidth the largest size reached: there
+    it is capped to that measured figure and the basis says so.
+    """
+    n, t = group["nbytes"].to_numpy(), group["transfer_s"].to_numpy()
+    largest = group.loc[group["nbytes"].idxmax()]
+    largest_gbps = float(largest["bandwidth_gbps"])
+    whole = fit_alpha_beta(n, t)
+    beyond = ~resident.loc[group.index].to_numpy()
+    fit = fit_alpha_beta(n[beyond], t[beyond]) if beyond.sum() >= 3 else None
+    alpha = whole.alpha_s if whole is not None else np.nan
+    if resident.loc[group.index].any():
+        if fit is not None:
+            beta, basis = fit.beta_gbps, "fit beyond the cache"
+        elif beyond.any():  # one or two sizes beyond the cache: state what they measured, a lower bound of β
+            outside = group[beyond]
+            beta = float(outside.loc[outside["nbytes"].idxmax(), "bandwidth_gbps"])
+            basis = "measured at the largest size beyond the cache (too few sizes there to fit)"
+        else:
+            beta, basis = np.nan, "every size fits in cache"
+    else:
+        beta, basis = (whole.beta_gbps, "fit over all sizes") if whole is not None else (np.nan, "too few sizes")
+    if np.isfinite(beta) and np.isfinite(largest_gbps) and beta > BETA_CAP_TOLERANCE * largest_gbps:
+        beta, basis = largest_gbps, f"capped at the largest size measured ({basis} gave {beta:.3g} GB/s)"
+    return {"alpha_us": alpha * 1e6, "beta_gbps": beta, "beta_basis": basis,
+            "half_peak_bytes": alpha * beta * 1e9 if np.isfinite(beta) else np.nan,
+            "largest_gbps": largest_gbps, "largest_bytes": int(largest["nbytes"]),
+            "resident_sizes": int(group.loc[resident.loc[group.index], "nbytes"].nunique())}
+
+
+_FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps", "beta_basis",
+                "half_peak_bytes", "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes",
+                "cache_bytes", "cache"]
+
+
+def fit_paths(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One alpha-beta fit per transfer path (op, devices, memory, method), cache-aware.
 
     Only moves of a payload are fitted: creation, no-ops and scenarios are not.
     """
+    machine_info = machine_info or {}
     rows = []
     moves = frame[frame["op"].isin(fitted_ops())]
+    resident = cache_resident(moves, machine_info)
     for path, group in moves.groupby("path", sort=False):
-        fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["transfer_s"].to_numpy())
         first = group.iloc[0]
+        cache = cache_bytes(machine_info, str(first["op"]), str(first["src"]))
         rows.append({
             "path": path, "op": first["op"], "src": first["src"], "dst": first["dst"],
             "host_memory": first["host_memory"], "method": first["method"],
-            "alpha_us": np.nan if fit is None else fit.alpha_s * 1e6,
-            "beta_gbps": np.nan if fit is None else fit.beta_gbps,
-            "half_peak_bytes": np.nan if fit is None else fit.half_peak_bytes,
+            **fit_path(group, resident),
             "best_gbps": float(group["bandwidth_gbps"].max()),
             "sizes": int(group["nbytes"].nunique()),
+            "cache_bytes": cache[0] if cache else None, "cache": cache[1] if cache else None,
         })
-    fits = pd.DataFrame(rows, columns=["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps",
-                                       "half_peak_bytes", "best_gbps", "sizes"])
+    fits = pd.DataFrame(rows, columns=_FIT_COLUMNS)
     order = fits["op"].map(order_of)
     return fits.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
@@ -143,3 +269,31 @@ def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tupl
             peak = float(device["memory_peak_gbps"])
             return peak / 2, f"device memory ({peak:.4g} GB/s, NVML clock x bus width, shared by read and write)"
     return None
+
+
+def host_ceiling(frame: pd.DataFrame) -> tuple[float, str] | None:
+    """The host memory copy ceiling measured in the same run: the best host copy at its largest size."""
+    host = frame[(frame["op"] == "host") & frame["bandwidth_gbps"].notna()]
+    if host.empty:
+        return None
+    largest = host[host["nbytes"] == host["nbytes"].max()]
+    best = largest.loc[largest["bandwidth_gbps"].idxmax()]
+    return float(best["bandwidth_gbps"]), f"host memory copy ({best['method']}, {int(best['nbytes']):,} B, this run)"
+
+
+def roofs(frame: pd.DataFrame, machine_info: dict[str, Any], op: str, src: str, dst: str,
+          host_memory: str | None = None) -> list[tuple[float, str]]:
+    """What bounds a path, highest first: the link's theoretical peak from the fingerprint and, for moves
+    that touch pageable host memory, the host copy ceiling measured in this run (not on a simulated machine)."""
+    bounds = []
+    peak = link_peak(machine_info, op, src, dst)
+    if peak is not None:
+        bounds.append(peak)
+    # On the simulated machine the host copy is measured on the real CPU while the device paths follow the
+    # spec: one is no bound of the other.
+    simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+    if op in ("h2d", "d2h") and host_memory == "pageable" and not simulated:
+        ceiling = host_ceiling(frame)
+        if ceiling is not None:
+            bounds.append(ceiling)
+    return sorted(bounds, reverse=True)

@@ -1,27 +1,53 @@
-"""matplotlib figures for the report; each returns a Plot, or the reason there is none."""
+"""matplotlib figures for the report; each returns a Plot, or the reason there is none.
+
+Figures are inline SVG: they scale with the page, their text is text, and every plotted
+point (marker, bar, matrix cell) carries an SVG ``<title>`` with its exact value, which a
+browser shows on hover — no script, no network request. A drawing function attaches
+those titles to its artists with ``tip``; ``to_svg`` writes them into the SVG.
+"""
 
 from __future__ import annotations
 
-import base64
 import io
-from collections.abc import Callable
+import itertools
+import math
+import weakref
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")  # no display: figures are rendered to PNG for the page
+matplotlib.use("Agg")  # no display: figures are rendered to SVG for the page
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from ..families import FAMILIES, family, moving_ops
-from ..units import format_bytes
-from .model import fit_alpha_beta, largest_common_size
+from ..units import format_bytes, format_seconds
+from .model import CACHE_FACTOR, Fit, cache_bytes, cache_resident, fit_path, largest_common_size, roofs
 
-__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "render", "scenario_plot", "to_png"]
+__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
+
+_SVG = "http://www.w3.org/2000/svg"
+_XLINK = "http://www.w3.org/1999/xlink"
+ET.register_namespace("", _SVG)
+ET.register_namespace("xlink", _XLINK)
+
+#: Width of every figure (inches): the page is 1200 px wide, so text stays legible at 1:1.
+WIDTH = 11.0
+#: Colours of the calls timed, the same in every figure.
+METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
+                  "clone": "tab:purple", "empty": "tab:gray", "zeros": "tab:brown", "ones": "tab:pink",
+                  "rand": "tab:olive"}
 
 
 def _colour(op: str) -> str:
@@ -33,59 +59,260 @@ class Plot:
     key: str
     title: str
     caption: str
-    png_base64: str | None  # None: not drawn, and ``missing`` says why
+    svg: str | None  # None: not drawn, and ``missing`` says why
     missing: str | None = None
 
 
-def _bytes_axis(ax: plt.Axes) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v).replace(" ", "")))
+_TITLES: weakref.WeakKeyDictionary[Figure, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+_GIDS = itertools.count()
 
 
-def to_png(fig: Figure) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+def tip(artist: Artist, titles: Sequence[str]) -> None:
+    """Attach hover texts to an artist: one per marker of a line or scatter, one for a bar or text."""
+    figure = artist.get_figure(root=True)
+    if not isinstance(figure, Figure) or not titles:
+        return
+    gid = f"xfer-tip-{next(_GIDS)}"
+    artist.set_gid(gid)
+    _TITLES.setdefault(figure, {})[gid] = list(titles)
+
+
+def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
+    """Write each artist's hover texts into the SVG, and drop what an inline SVG must not carry."""
+    root = ET.fromstring(svg)
+    for metadata in root.findall(f"{{{_SVG}}}metadata"):
+        root.remove(metadata)
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for group in list(root.iter(f"{{{_SVG}}}g")):
+        gid = group.get("id", "")
+        texts = titles.get(gid)
+        if "id" in group.attrib:  # matplotlib's own ids (figure_1, patch_3) repeat across figures of one page
+            del group.attrib["id"]
+        if texts is None:
+            continue
+        marks = list(group.iter(f"{{{_SVG}}}use"))
+        if not marks:
+            title = ET.Element(f"{{{_SVG}}}title")
+            title.text = texts[0]
+            group.insert(0, title)
+            group.set("class", "tip")
+            continue
+        for mark, text in zip(marks, texts, strict=False):
+            parent = parents[mark]
+            wrapper = ET.Element(f"{{{_SVG}}}g", {"class": "tip"})
+            title = ET.SubElement(wrapper, f"{{{_SVG}}}title")
+            title.text = text
+            parent[list(parent).index(mark)] = wrapper
+            wrapper.append(mark)
+    return ET.tostring(root, encoding="unicode")
+
+
+def to_svg(fig: Figure, key: str = "figure") -> str:
+    """The figure as an inline SVG element with its hover titles."""
+    buffer = io.StringIO()
+    # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
+    with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+    titles = _TITLES.pop(fig, {})
     plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return _add_titles(buffer.getvalue(), titles)
 
 
-def bandwidth_vs_size(frame: pd.DataFrame) -> Figure | str:
-    moves = frame[frame["op"].isin(moving_ops())]
-    if moves["nbytes"].nunique() < 2:
-        return "Only one size was measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
-    ops = [op for op in moving_ops() if op in set(moves["op"])]
-    fig, axes = plt.subplots(1, len(ops), figsize=(5.2 * len(ops), 4.2), squeeze=False, sharey=True)
-    for ax, op in zip(axes[0], ops, strict=True):
-        for path, group in moves[moves["op"] == op].groupby("path", sort=False):
-            group = group.sort_values("nbytes")
-            line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], marker="o", ms=3, lw=1.2, label=path)
-            fit = fit_alpha_beta(group["nbytes"].to_numpy(), group["median_s"].to_numpy())
-            if fit is not None:
-                n = np.geomspace(group["nbytes"].min(), group["nbytes"].max(), 60)
-                ax.plot(n, n / fit.seconds(n) / 1e9, ls="--", lw=0.8, color=line.get_color())
-        _bytes_axis(ax)
-        ax.set_yscale("log")
-        ax.set_title(op)
-        ax.set_xlabel("payload")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, loc="upper left")
-    axes[0][0].set_ylabel("bandwidth (GB/s, bytes counted once)")
+def _size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
+    """A log2 size axis with at most 7 labelled ticks (powers of 2, evenly spaced), never overlapping."""
+    ax.set_xscale("log", base=2)
+    low, high = math.floor(math.log2(max(min(sizes), 1))), math.ceil(math.log2(max(max(sizes), 1)))
+    step = max(1, math.ceil((high - low + 1) / 7))
+    step = next((s for s in (1, 2, 5, 10) if s >= step), 10)  # 1 KiB, 1 MiB, 1 GiB fall on ticks
+    ticks = [2.0**e for e in range(low, high + 1) if e % step == 0] or [2.0**low, 2.0**high]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+    ax.set_xlim(2.0**low / 1.4, 2.0**high * 1.4)
+
+
+def _log_y(ax: Axes) -> None:
+    """A log y axis labelled in plain numbers (0.01, 10, 1000): quicker to read, and no mathtext to lay out."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str], title: str | None = None) -> None:
+    if handles:
+        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8, title=title,
+                   title_fontsize=8, frameon=False)
+
+
+def _tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
+    return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
+            f" over {row['rounds']} rounds × {row['iterations']}"
+            + ("\ncache-resident: runs from a cache, not memory" if resident is not None and resident[index] else "")
+            for index, row in rows.iterrows()]
+
+
+def _facets(rows: pd.DataFrame, op: str) -> tuple[list[str], list[str | None]]:
+    """Panel rows (one per GPU, or the host) and columns (host memory kinds, when there are several)."""
+    device = rows["dst"] if op == "h2d" else rows["src"]
+    panel_rows = sorted(set(device), key=lambda d: (d != "cpu", d))
+    memories = [m for m in ("pageable", "pinned") if (rows["host_memory"] == m).any()]
+    columns: list[str | None] = list(memories) if op in ("h2d", "d2h") and len(memories) > 1 else [None]
+    return panel_rows, columns
+
+
+def _line_label(row: pd.Series, op: str) -> str:
+    label = f".{row['method']}()" if row["method"] != "copy_" else "copy_()"
+    if op == "peer":
+        label += f" → {row['dst']}"
+    if row["non_blocking"]:
+        label += " non_blocking"
+    return label
+
+
+def gbps_text(value: float) -> str:
+    """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float) -> bool:
+    """Each bound as a horizontal line, labelled directly with its figure and the best measured share of it.
+
+    Labels alternate between the left and the right end, so two close roofs do not print over each other;
+    the axis leaves room above the highest one. True when a roof was drawn."""
+    for index, (peak, name) in enumerate(bounds):
+        ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
+        share = f", best {best / peak:.0%}" if np.isfinite(best) and peak > 0 else ""
+        left = index % 2 == 0
+        text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
+                       transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
+                       fontsize=7.5, color="k", bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
+        tip(text, [f"roof: {name}, {peak:.4g} GB/s per direction{share.replace(',', ';')}"])
+    if bounds:
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, max(high, max(peak for peak, _ in bounds) * 3))
+    return bool(bounds)
+
+
+def _cache_band(ax: Axes, machine_info: dict[str, Any], op: str, src: str) -> None:
+    cache = cache_bytes(machine_info, op, src)
+    if cache is None:
+        return
+    ax.axvspan(1, CACHE_FACTOR * cache[0], color="0.92", zorder=0)
+    ax.text(CACHE_FACTOR * cache[0], 0.02, f"cache-resident ≤ {format_bytes(CACHE_FACTOR * cache[0])}\n"
+            f"(2 × {cache[1]} {format_bytes(cache[0])}) ", transform=ax.get_xaxis_transform(), ha="right",
+            va="bottom", fontsize=7, color="0.35")
+
+
+def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | None = None) -> Figure | str:
+    """One family's bandwidth against size, faceted by GPU (rows) and host memory (columns), with its roofs."""
+    machine_info = machine_info or {}
+    rows = frame[(frame["op"] == op) & frame["bandwidth_gbps"].notna()]
+    if rows["nbytes"].nunique() < 2:
+        return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
+    resident = cache_resident(rows, machine_info)
+    panel_rows, columns = _facets(rows, op)
+    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.4 * len(panel_rows) + 0.6),
+                             squeeze=False, sharex=True, sharey=True)
+    legend: dict[str, Artist] = {}
+    roofed = False
+    for r, device in enumerate(panel_rows):
+        for c, memory in enumerate(columns):
+            ax = axes[r][c]
+            panel = rows[(rows["dst"] if op == "h2d" else rows["src"]) == device]
+            if memory is not None:
+                panel = panel[panel["host_memory"] == memory]
+            first = panel.iloc[0] if not panel.empty else None
+            bounds = [] if first is None else roofs(frame, machine_info, op, str(first["src"]), str(first["dst"]),
+                                                    first["host_memory"])
+            _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None)
+            _log_y(ax)
+            if first is not None:
+                _cache_band(ax, machine_info, op, str(first["src"]))
+                roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()))
+            where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
+            ax.set_title(f"{where}" + (f", {memory} host memory" if memory else ""), fontsize=10)
+            _size_ticks(ax, rows["nbytes"].tolist())
+            ax.grid(True, which="major", alpha=0.3)
+            if r == len(panel_rows) - 1:
+                ax.set_xlabel("payload")
+        axes[r][0].set_ylabel("GB/s (bytes counted once)")
+    if resident.any():
+        legend["hollow marker: cache-resident size"] = Line2D([], [], marker="o", ls="", mfc="white", mec="0.3")
+    legend["dotted: fitted t = α + n/β"] = Line2D([], [], color="0.3", ls=":", lw=1)
+    if roofed:
+        legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
+    _legend_outside(fig, list(legend.values()), list(legend), title="call")
+    fig.tight_layout()
     return fig
 
 
+def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series, legend: dict[str, Artist],
+                     roof: tuple[float, str] | None) -> None:
+    """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
+
+    def value(row: pd.Series) -> str:
+        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[1]}" if roof else ""
+        return f"{row['bandwidth_gbps']:.4g} GB/s{share}"
+
+    for _, group in panel.groupby("path", sort=False):
+        group = group.sort_values("nbytes")
+        first = group.iloc[0]
+        label = _line_label(first, op)
+        colour = METHOD_COLOURS.get(str(first["method"]), _colour(op))
+        style = "--" if first["non_blocking"] else "-"
+        if op == "peer":
+            colour = f"C{sorted(set(panel['dst'])).index(first['dst']) % 10}"
+            style = "-" if first["method"] == "to" else "--"
+        inside = resident[group.index].to_numpy()
+        ax.plot(group["nbytes"], group["bandwidth_gbps"], color=colour, ls=style, lw=1.3)
+        # Markers apart from the line, each carrying its hover text: filled beyond the cache, hollow inside it.
+        for points, face in ((group[~inside], colour), (group[inside], "white")):
+            if not points.empty:
+                marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker="o", ms=4, mfc=face,
+                                 mec=colour)
+                tip(marks, _tips_for(points, value, resident))
+        fit = fit_path(group, resident)
+        if str(fit["beta_basis"]).startswith("fit"):  # a capped or measured β has no curve to show
+            beyond = group[~inside]
+            n = np.geomspace(beyond["nbytes"].min(), beyond["nbytes"].max(), 40)
+            model = Fit(fit["alpha_us"] / 1e6, fit["beta_gbps"], len(beyond))
+            ax.plot(n, n / model.seconds(n) / 1e9, ls=":", lw=1, color=colour, alpha=0.8)
+        legend.setdefault(label, Line2D([], [], color=colour, ls=style, marker="o", ms=4))
+
+
+def _route(row: pd.Series) -> str:
+    """A path without its call: op, host memory, blocking mode, devices."""
+    parts = [str(row["op"])]
+    if isinstance(row["host_memory"], str):
+        parts.append(row["host_memory"])
+    if row["non_blocking"]:
+        parts.append("non-blocking")
+    parts.append(row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}")
+    return " ".join(parts)
+
+
 def cost_at_size(frame: pd.DataFrame) -> Figure | str:
+    """One bar per route (op, memory, blocking, devices): its fastest call; the others are in the bar's hover text."""
     size = largest_common_size(frame)
     if size is None:
         return "No copies were measured."
-    rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops())].sort_values("median_s")
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.4))
-    ax.barh(rows["path"], rows["median_s"] * 1e3, color=[_colour(op) for op in rows["op"]])
-    for y, (ms, gbps) in enumerate(zip(rows["median_s"] * 1e3, rows["bandwidth_gbps"], strict=True)):
-        ax.text(ms, y, f"  {ms:.3g} ms, {gbps:.3g} GB/s", va="center", fontsize=7)
-    ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better)")
-    ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.45)
-    ax.invert_yaxis()
-    ax.tick_params(axis="y", labelsize=7)
+    rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops())]
+    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()])
+    fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
+    labels = [f"{row['route']}  ({row['method']})" for _, row in fastest.iterrows()]
+    bars = ax.barh(labels, fastest["median_s"] * 1e3, color=[_colour(op) for op in fastest["op"]])
+    for bar, (_, row) in zip(bars.patches, fastest.iterrows(), strict=True):
+        calls = rows[rows["route"] == row["route"]].sort_values("median_s")
+        tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
+            f".{c['method']}: median {format_seconds(c['median_s'])}, {gbps_text(c['bandwidth_gbps'])} GB/s"
+            for _, c in calls.iterrows())])
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
+                f"  {row['median_s'] * 1e3:.3g} ms, {gbps_text(row['bandwidth_gbps'])} GB/s", va="center", fontsize=8)
+    ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); the fastest call of each route")
+    ax.set_xlim(0, fastest["median_s"].max() * 1e3 * 1.35)
+    ax.set_ylim(len(fastest) - 0.5, -0.5)
+    ax.tick_params(axis="y", labelsize=8)
     return fig
 
 
@@ -95,21 +322,32 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
     if len(devices) < 2:
         return "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host)."
     size = largest_common_size(frame)
+    if size is None:
+        return "No copies were measured."
     best = moves[moves["nbytes"] == size].groupby(["src", "dst"])["bandwidth_gbps"].max()
     grid = np.full((len(devices), len(devices)), np.nan)
     for (src, dst), gbps in best.items():
         grid[devices.index(src), devices.index(dst)] = gbps
-    fig, ax = plt.subplots(figsize=(1.3 * len(devices) + 2.5, 1.1 * len(devices) + 1.5))
-    image = ax.imshow(grid, cmap="viridis")
+    fig, ax = plt.subplots(figsize=(1.2 * len(devices) + 3, 1.0 * len(devices) + 1.6))
+    finite = grid[np.isfinite(grid) & (grid > 0)]
+    # Log scale: same-device copies (hundreds of GB/s) and links (tens) differ by an order of magnitude or more.
+    norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), finite.min() * 1.01))
+    image = ax.imshow(np.where(np.isfinite(grid) & (grid > 0), grid, np.nan), cmap="viridis", norm=norm)
     for i in range(len(devices)):
         for j in range(len(devices)):
-            text = "-" if np.isnan(grid[i, j]) else f"{grid[i, j]:.3g}"
-            ax.text(j, i, text, ha="center", va="center", color="w", fontsize=9)
+            value = grid[i, j]
+            dark = np.isfinite(value) and value > 0 and norm(value) < 0.6
+            text = ax.text(j, i, "–" if not np.isfinite(value) else gbps_text(value), ha="center", va="center",
+                           color="w" if dark else "k", fontsize=10)
+            if np.isfinite(value):
+                tip(text, [f"{devices[i]} → {devices[j]}: best {value:.4g} GB/s at {format_bytes(size)}"])
     ax.set_xticks(range(len(devices)), devices)
     ax.set_yticks(range(len(devices)), devices)
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
-    fig.colorbar(image, label=f"best GB/s at {format_bytes(size)}")
+    bar = fig.colorbar(image, label=f"best GB/s at {format_bytes(size)} (log scale)")
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: gbps_text(v)))
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
     return fig
 
 
@@ -118,17 +356,28 @@ def creation(frame: pd.DataFrame) -> Figure | str:
     if created.empty:
         return "No creation benchmarks were run."
     devices = sorted(set(created["dst"]), key=lambda d: (d != "cpu", d))
-    fig, axes = plt.subplots(1, len(devices), figsize=(5 * len(devices), 4), squeeze=False, sharey=True)
-    for ax, device in zip(axes[0], devices, strict=True):
+    columns = min(len(devices), 3)
+    panel_rows = math.ceil(len(devices) / columns)
+    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 3.4 * panel_rows + 0.4), squeeze=False,
+                             sharey=True)
+    legend: dict[str, Artist] = {}
+    for ax, device in zip(axes.flat, devices, strict=False):
         for method, group in created[created["dst"] == device].groupby("method"):
             group = group.sort_values("nbytes")
-            ax.plot(group["nbytes"], group["median_s"] * 1e6, marker="o", ms=3, label=f"torch.{method}")
-        _bytes_axis(ax)
-        ax.set_yscale("log")
-        ax.set_title(f"created on {device}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+            line, = ax.plot(group["nbytes"], group["median_s"] * 1e6, marker="o", ms=4,
+                            color=METHOD_COLOURS.get(str(method), "tab:gray"))
+            tip(line, _tips_for(group, lambda row: f"{format_seconds(row['median_s'])} per call"))
+            legend.setdefault(f"torch.{method}", line)
+        _size_ticks(ax, created["nbytes"].tolist())
+        _log_y(ax)
+        ax.set_title(f"created on {device}", fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.set_xlabel("payload")
+    for ax in list(axes.flat)[len(devices):]:
+        ax.set_visible(False)
     axes[0][0].set_ylabel("median time (µs)")
+    _legend_outside(fig, list(legend.values()), list(legend))
+    fig.tight_layout()
     return fig
 
 
@@ -142,70 +391,126 @@ def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
                                                                                       strict=True)]
     values = list(per_call["median_s"] * 1e6)
     colours = [_colour("noop")] * len(values)
+    # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
+    for device, seconds in frame[frame["op"] == "sync"].groupby("src")["median_s"].median().items():
+        labels.append(f"torch.cuda.synchronize({device}) on an idle device")
+        values.append(seconds * 1e6)
+        colours.append(_colour("sync"))
     if not copies.empty:
         cheapest = copies.loc[copies["median_s"].idxmin()]
         labels.append(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})")
         values.append(cheapest["median_s"] * 1e6)
         colours.append(_colour(cheapest["op"]))
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(values) + 1.3))
-    ax.barh(labels, values, color=colours)
-    for y, v in enumerate(values):
-        ax.text(v, y, f"  {v * 1e3:.0f} ns", va="center", fontsize=8)
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(values) + 1.2))
+    bars = ax.barh(labels, values, color=colours)
+    for bar, label, v in zip(bars.patches, labels, values, strict=True):
+        tip(bar, [f"{label}: {v * 1e3:.4g} ns per call"])
+        ax.text(v, bar.get_y() + bar.get_height() / 2, f"  {v * 1e3:.0f} ns", va="center", fontsize=8)
     ax.set_xlim(0, max(values) * 1.3)
     ax.invert_yaxis()
     ax.set_xlabel("median time per call (µs)")
     return fig
 
 
+def _overhead_group(row: pd.Series) -> str:
+    memory = f"{row['host_memory']} " if isinstance(row["host_memory"], str) else "device memory, "
+    return f"{memory}{'non_blocking' if row['non_blocking'] else 'blocking'}"
+
+
 def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
+    """Share of wall time outside the device: one panel per family, lines coloured by memory and blocking."""
     timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())]
     if timed.empty:
         return "No device-side (CUDA event) times were recorded: no GPU was measured."
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for path, group in timed.groupby("path", sort=False):
-        group = group.sort_values("nbytes")
-        overhead = (group["median_s"] - group["device_seconds"].astype(float)) / group["median_s"]
-        ax.plot(group["nbytes"], overhead * 100, marker="o", ms=3, lw=1, label=path)
-    _bytes_axis(ax)
-    ax.set_ylim(-5, 105)
-    ax.set_ylabel("share of wall time not spent on the device (%)")
-    ax.set_xlabel("payload")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6)
+    ops = [op for op in moving_ops() if (timed["op"] == op).any()]
+    columns = min(len(ops), 2)
+    panel_rows = math.ceil(len(ops) / columns)
+    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 3.3 * panel_rows + 0.4), squeeze=False,
+                             sharey=True)
+    groups = sorted({_overhead_group(row) for _, row in timed.iterrows()})
+    colours = {g: f"C{i % 10}" for i, g in enumerate(groups)}
+    legend: dict[str, Artist] = {}
+    for ax, op in zip(axes.flat, ops, strict=False):
+        for _, group in timed[timed["op"] == op].groupby("path", sort=False):
+            group = group.sort_values("nbytes")
+            kind = _overhead_group(group.iloc[0])
+            share = (group["median_s"] - group["device_seconds"].astype(float)) / group["median_s"] * 100
+            line, = ax.plot(group["nbytes"], share, marker="o", ms=3, lw=1, color=colours[kind], alpha=0.85)
+            tip(line, [f"{row['path']}\n{format_bytes(row['nbytes'])}: {s:.0f}% outside the device "
+                       f"(wall {format_seconds(row['median_s'])}, device {format_seconds(float(row['device_seconds']))})"
+                       for (_, row), s in zip(group.iterrows(), share, strict=True)])
+            legend.setdefault(kind, line)
+        _size_ticks(ax, timed["nbytes"].tolist())
+        ax.set_ylim(-5, 105)
+        ax.set_title(family(op).title if op in FAMILIES else op, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.set_xlabel("payload")
+    for ax in list(axes.flat)[len(ops):]:
+        ax.set_visible(False)
+    axes[0][0].set_ylabel("% of wall time not on the device")
+    _legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
+    fig.tight_layout()
     return fig
 
 
-#: key, title, caption, drawing function.
-PLOTS: list[tuple[str, str, str, Callable[[pd.DataFrame], Figure | str]]] = [
-    ("bandwidth", "Bandwidth against payload size",
-     "Each line is one transfer path; dashed lines are the fitted t = α + n/β model. Where a line still climbs, "
-     "moves of that size are latency-bound (fixed cost dominates); where it flattens, they are bandwidth-bound. "
-     "Compare the d2h pageable lines with the pinned ones. Host copies that fit in the CPU's caches run faster "
-     "than memory allows, which bends their fit.", bandwidth_vs_size),
-    ("cost", "What one large move costs, path by path",
-     "Time for the same payload along every path, shortest first. Device-to-host into pageable memory sits near "
-     "the bottom: the driver stages it through a pinned bounce buffer and the call waits for queued GPU work.",
-     cost_at_size),
+Drawing = Callable[[pd.DataFrame, dict[str, Any]], "Figure | str"]
+
+
+def _frame_only(draw: Callable[[pd.DataFrame], Figure | str]) -> Drawing:
+    return lambda frame, machine_info: draw(frame)
+
+
+_BANDWIDTH_CAPTION = (
+    "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
+    "beyond the caches; hollow markers (on a grey band) are cache-resident sizes, which run faster than memory allows "
+    "and are not used for β. Dashed black lines are the roofs: the link's theoretical peak from the fingerprint, and "
+    "for pageable host memory the host copy ceiling measured in this run; each is labelled with the best share of it "
+    "reached. Hover a point for its exact value.")
+
+
+def _bandwidth_drawing(op: str) -> Drawing:
+    return lambda frame, machine_info: bandwidth_of(frame, op, machine_info)
+
+
+def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
+    return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _BANDWIDTH_CAPTION, _bandwidth_drawing(op))
+            for op in moving_ops()]
+
+
+#: key, title, caption, drawing function (rows, machine_info).
+PLOTS: list[tuple[str, str, str, Drawing]] = [
+    *_bandwidth_plots(),
+    ("cost", "What one large move costs, route by route",
+     "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
+     "with the fastest call of each in brackets; hover a bar for every call's time. Device-to-host into pageable "
+     "memory sits near the bottom: the driver stages it through a pinned bounce buffer and the call waits for "
+     "queued GPU work.",
+     _frame_only(cost_at_size)),
     ("matrix", "Source to destination bandwidth",
-     "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix. "
-     "The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.", device_matrix),
-    ("create", "Creating tensors on each device", family("create").caption, creation),
-    ("noop", "No-op moves next to the cheapest real copy", family("noop").caption, noop_vs_copy),
+     "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
+     "on a log colour scale. The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.",
+     _frame_only(device_matrix)),
+    ("create", "Creating tensors on each device", family("create").caption, _frame_only(creation)),
+    ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, _frame_only(noop_vs_copy)),
     ("overhead", "Wall time against device time",
-     "How much of each move's wall time is spent outside the device (launch, driver, synchronization). Near 100% "
-     "at small sizes: small moves are pure overhead, so batch them.", wall_vs_device),
+     "How much of each move's wall time is spent outside the device (launch, driver, synchronization), one panel per "
+     "family; colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% "
+     "at small sizes: small moves are pure overhead, so batch them.", _frame_only(wall_vs_device)),
 ]
 
 
 def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
-    """A drawn figure as an inline PNG, or the reason it could not be drawn."""
+    """A drawn figure as inline SVG, or the reason it could not be drawn."""
     if isinstance(figure, str):
         return Plot(key, title, caption, None, figure)
-    return Plot(key, title, caption, to_png(figure))
+    return Plot(key, title, caption, to_svg(figure, key))
 
 
-def render(frame: pd.DataFrame) -> list[Plot]:
-    return [as_plot(key, title, caption, draw(frame)) for key, title, caption, draw in PLOTS]
+def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> list[Plot]:
+    """Every core figure; a bandwidth figure only for the families this run measured."""
+    present = set(frame["op"])
+    return [as_plot(key, title, caption, draw(frame, machine_info or {})) for key, title, caption, draw in PLOTS
+            if not key.startswith("bandwidth-") or key.removeprefix("bandwidth-") in present]
 
 
 def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
@@ -215,27 +520,33 @@ def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
         return f"No {op} benchmarks were run."
     if rows["nbytes"].nunique() == 1:
         rows = rows.sort_values("median_s")
-        fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.3))
-        ax.barh(rows["path"], rows["median_s"] * 1e3, color="tab:cyan")
+        fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
+        bars = ax.barh(rows["path"], rows["median_s"] * 1e3, color="tab:cyan")
+        for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
+            tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
         for y, ms in enumerate(rows["median_s"] * 1e3):
             ax.text(ms, y, f"  {ms:.3g} ms", va="center", fontsize=8)
         ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
         ax.invert_yaxis()
         ax.set_xlabel(f"median time (ms) at {format_bytes(rows['nbytes'].iloc[0])}")
         return fig
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.2))
+    handles, labels = [], []
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=3, label=path)
-    _bytes_axis(ax)
+        line, = ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=4)
+        tip(line, _tips_for(group, lambda row: f"median {format_seconds(row['median_s'])}"))
+        handles.append(line)
+        labels.append(str(path))
+    _size_ticks(ax, rows["nbytes"].tolist())
     if rows["median_s"].max() > 3 * rows["median_s"].min():
-        ax.set_yscale("log")
+        _log_y(ax)
     else:  # nearly flat (a second module.to): a log axis would magnify noise into a slope
         ax.set_ylim(0, rows["median_s"].max() * 1e3 * 1.2)
     ax.set_xlabel("payload (bytes moved or held)")
     ax.set_ylabel("median time (ms)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend_outside(fig, handles, labels)
     return fig
 
 
@@ -244,22 +555,29 @@ def distributed(frame: pd.DataFrame) -> Figure | str:
     rows = frame[frame["world_size"].notna()]
     if rows.empty:
         return "No distributed benchmarks were run."
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.3))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0))
+    handles: dict[str, Artist] = {}
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=3, label=path)
+        colour = _colour(str(group.iloc[0]["op"]))
+        line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=colour)
+        tip(line, _tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"))
+        handles.setdefault(str(path), line)
     p2p = rows[rows["op"].isin(("send_recv", "isend_irecv"))]
-    for path, group in p2p.groupby("path", sort=False):
+    for _, group in p2p.groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=3, label=path)
+        line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
+                           color=_colour(str(group.iloc[0]["op"])))
+        tip(line, _tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
     for ax in (left, right):
-        _bytes_axis(ax)
-        ax.set_yscale("log")
+        _size_ticks(ax, rows["nbytes"].tolist())
+        _log_y(ax)
         ax.set_xlabel("payload")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.grid(True, which="major", alpha=0.3)
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
     right.set_ylabel("one-way time, half a round trip (µs)")
+    _legend_outside(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
     return fig
 
 

@@ -1,4 +1,8 @@
-"""One self-contained HTML page from results: findings, plots, tables, machine."""
+"""One self-contained HTML page from results: findings, plots, tables, machine.
+
+Beside ``x.html``, ``write_report`` writes ``x.csv`` and ``x.md`` (export.py). Figures are
+inline SVG with a hover title per point; the page loads nothing from anywhere.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import numpy as np
 import pandas as pd
 
@@ -14,12 +19,14 @@ from .. import __version__
 from ..families import FAMILIES, order_of
 from ..output import write_atomic
 from ..units import format_bytes, format_seconds
+from .export import to_csv, to_markdown
 from .findings import findings
-from .model import fit_paths, link_peak
+from .model import fit_paths, roofs
+from .peers import PeerFigure, comparisons, headlines
 from .plots import DISTRIBUTED_TEXT, Plot, as_plot, distributed, render, scenario_plot
 from .results import Results
 
-__all__ = ["build_html", "write_atomic", "write_report"]
+__all__ = ["build_html", "companions", "is_simulated", "write_atomic", "write_report"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("xferbench.analyze", "templates"),
@@ -37,15 +44,25 @@ def _number(value: Any, digits: int = 3) -> str:
 _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v is None else float(v)), size=format_bytes)
 
 
+def is_simulated(results: Results) -> bool:
+    """Whether the run came from the simulated machine (``machine_info.xferbench.simulated``)."""
+    flag = getattr(results, "simulated", None)
+    if flag is not None:
+        return bool(flag)
+    return bool((results.machine_info.get("xferbench") or {}).get("simulated"))
+
+
 def _model_rows(results: Results) -> list[dict[str, Any]]:
+    """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof."""
     rows = []
-    for fit in fit_paths(results.frame).to_dict("records"):
-        peak = link_peak(results.machine_info, fit["op"], fit["src"], fit["dst"])
-        achieved = fit["beta_gbps"] if np.isfinite(fit["beta_gbps"]) else fit["best_gbps"]
+    for fit in fit_paths(results.frame, results.machine_info).to_dict("records"):
+        bounds = roofs(results.frame, results.machine_info, fit["op"], fit["src"], fit["dst"], fit["host_memory"])
+        roof = min(bounds) if bounds else None
+        achieved = fit["beta_gbps"] if np.isfinite(fit["beta_gbps"]) else fit["largest_gbps"]
         rows.append(fit | {
-            "link": peak[1] if peak else "not known",
-            "peak_gbps": peak[0] if peak else None,
-            "efficiency": achieved / peak[0] if peak and achieved == achieved else None,
+            "link": roof[1] if roof else "not known",
+            "peak_gbps": roof[0] if roof else None,
+            "efficiency": achieved / roof[0] if roof and np.isfinite(achieved) else None,
         })
     return rows
 
@@ -99,28 +116,67 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return sections
 
 
-def build_html(results: Results, history: list[Plot] | None = None, extra_sections: list[dict[str, Any]] | None = None) -> str:
+
+
+def _svg(plots: list[Plot]) -> list[Plot]:
+    """Mark each figure's SVG safe for the template: it is matplotlib's, with titles escaped by ElementTree."""
+    return [plot if plot.svg is None else Plot(plot.key, plot.title, plot.caption, markupsafe.Markup(plot.svg),
+                                               plot.missing) for plot in plots]
+
+
+def build_html(results: Results, history: list[Plot] | None = None, extra_sections: list[dict[str, Any]] | None = None,
+               peers: list[PeerFigure] | None = None) -> str:
+    return _render(results, history, extra_sections, peers)[0]
+
+
+def _render(results: Results, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
+            peers: list[PeerFigure] | None) -> tuple[str, str]:
+    """The HTML page and its Markdown summary, from one computation of findings and fits."""
     frame = results.frame
-    plots = render(frame)
-    extra_sections = scenario_sections(frame) + (extra_sections or [])
-    return _ENV.get_template("report.html.j2").render(
+    simulated = is_simulated(results)
+    sections = scenario_sections(frame) + (extra_sections or [])
+    for section in sections:
+        section["plots"] = _svg(section["plots"])
+    key_findings = findings(frame, results.machine_info)
+    model = _model_rows(results)
+    peer_rows = comparisons(results.frame, peers or [])
+    peer_lines = headlines(peer_rows)
+    html = _ENV.get_template("report.html.j2").render(
         version=__version__,
         results=results,
+        simulated=simulated,
         has_accelerator=results.has_accelerator,
-        findings=findings(frame),
-        plots=plots,
-        history=history or [],
-        sections=extra_sections or [],
-        model=_model_rows(results),
+        findings=key_findings,
+        plots=_svg(render(frame, results.machine_info)),
+        history=_svg(history or []),
+        sections=sections,
+        model=model,
+        peers=peer_rows,
+        peer_lines=peer_lines,
         table=_table(frame),
         machine=_machine_summary(results.machine_info),
         machine_json=json.dumps(results.machine_info, indent=1, sort_keys=True, default=str),
         commit=results.commit_info,
         sizes=sorted(frame["nbytes"].unique()),
     )
+    markdown = to_markdown(results, key_findings, model, peer_lines, simulated)
+    return html, markdown
+
+
+def companions(output: Path) -> tuple[Path, Path]:
+    """The CSV and Markdown files written beside a report: same name, ``.csv`` and ``.md``."""
+    return output.with_suffix(".csv"), output.with_suffix(".md")
 
 
 def write_report(results: Results, output: Path, history: list[Plot] | None = None,
-                 extra_sections: list[dict[str, Any]] | None = None) -> Path:
-    write_atomic(output, build_html(results, history, extra_sections))
+                 extra_sections: list[dict[str, Any]] | None = None,
+                 peers: list[PeerFigure] | None = None) -> Path:
+    """Write ``output`` (HTML) and its ``companions`` (CSV, Markdown); each write is atomic. Returns ``output``."""
+    if output.suffix in (".csv", ".md"):
+        raise ValueError(f"{output}: the report is HTML; its CSV and Markdown are written beside it")
+    html, markdown = _render(results, history, extra_sections, peers)
+    csv_path, markdown_path = companions(output)
+    write_atomic(output, html)
+    write_atomic(csv_path, to_csv(results))
+    write_atomic(markdown_path, markdown)
     return output

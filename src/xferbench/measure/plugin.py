@@ -19,6 +19,7 @@ from ..units import Size, format_size, parse_dtype, parse_sizes
 from .cases import PROFILES, Case, Skipped, build_cases, core_ops
 from .devices import DeviceBackend, available_devices, parse_device_list
 from .scenarios import SCENARIOS, Scenario, build_scenarios
+from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
 

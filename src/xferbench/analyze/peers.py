@@ -1,0 +1,241 @@
+"""Figures from the tools people run next to xferbench: nvbandwidth (JSON) and nccl-tests (text).
+
+``xferbench report`` accepts their output files beside the suite's JSON; ``kind_of`` tells
+them apart by content, not by name. Each parser turns a file into ``PeerFigure`` rows in
+the suite's own terms (op, source and destination device, GB/s), so the report can set
+"``.to('cuda:0')`` from pinned memory" beside "nvbandwidth's host_to_device_memcpy_ce" for
+the same path. The formats are the tools' own:
+
+- nvbandwidth ``-j``: ``{"nvbandwidth": {"testcases": [{"name", "status", "bandwidth_description",
+  "bandwidth_matrix": [["12.3", "N/A", ...], ...]}], ...}}`` (json_output.cpp); the description says
+  which way the matrix reads, e.g. ``memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)``.
+- nccl-tests: the text table of ``all_reduce_perf`` and friends (src/util.cu): ``size count type
+  redop root`` then ``time algbw busbw #wrong`` out-of-place and in-place, one line per size.
+
+No torch here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..units import format_bytes
+from .results import ResultsError
+
+__all__ = ["PeerFigure", "comparisons", "headlines", "kind_of", "load_peers", "parse_nccl_tests", "parse_nvbandwidth",
+           "sentence"]
+
+
+@dataclass(frozen=True)
+class PeerFigure:
+    """One figure of another tool, in the suite's terms."""
+
+    tool: str  # "nvbandwidth" or "nccl-tests"
+    test: str  # the tool's name for it: a testcase, or a collective
+    op: str  # the suite's op it corresponds to: h2d, d2h, d2d, peer, all_reduce, ...
+    src: str
+    dst: str
+    gbps: float  # nvbandwidth: GB/s; nccl-tests: busbw (GB/s), out-of-place
+    nbytes: int | None  # the size measured, when the output says
+    note: str
+    source: str
+
+
+#: nvbandwidth testcases with a counterpart in the suite (copy engine and SM copies), by name.
+NVBANDWIDTH_OPS = {
+    "host_to_device_memcpy_ce": "h2d", "host_to_device_memcpy_sm": "h2d",
+    "device_to_host_memcpy_ce": "d2h", "device_to_host_memcpy_sm": "d2h",
+    "device_to_device_memcpy_read_ce": "peer", "device_to_device_memcpy_write_ce": "peer",
+    "device_to_device_memcpy_read_sm": "peer", "device_to_device_memcpy_write_sm": "peer",
+    "device_local_copy": "d2d",
+}
+#: nvbandwidth copies a 64 MiB buffer unless --bufferSize says otherwise, and its JSON does not record it.
+NVBANDWIDTH_DEFAULT_BUFFER = 64 * 2**20
+
+#: nccl-tests programs and the suite's distributed ops.
+NCCL_TESTS_OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather",
+                  "reduce_scatter_perf": "reduce_scatter", "broadcast_perf": "broadcast",
+                  "sendrecv_perf": "send_recv"}
+
+
+def kind_of(path: Path) -> str:
+    """``suite``, ``nvbandwidth`` or ``nccl-tests``, by content; ResultsError (one line) for anything else."""
+    if path.is_dir():
+        return "suite"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return "suite"  # the suite's loader names the JSON error
+        if isinstance(data, dict) and "nvbandwidth" in data:
+            return "nvbandwidth"
+        if isinstance(data, dict) and ("benchmarks" in data or "machine_info" in data):
+            return "suite"
+        raise ResultsError(f"{path}: a JSON file that is neither pytest-benchmark's, nor nvbandwidth's (-j) output")
+    if re.search(r"^#.*\balgbw\b.*\bbusbw\b", text, re.MULTILINE) or "nccl-tests version" in text:
+        return "nccl-tests"
+    if not text.strip():
+        raise ResultsError(f"{path}: the file is empty")
+    raise ResultsError(f"{path}: not a result file xferbench reads (pytest-benchmark JSON, nvbandwidth -j JSON, "
+                       "or nccl-tests text output)")
+
+
+def _device(word: str, index: int) -> str:
+    return "cpu" if word == "CPU" else f"cuda:{index}"
+
+
+def parse_nvbandwidth(data: dict[str, Any], source: str) -> list[PeerFigure]:
+    """Every measured cell of the testcases that have a counterpart in the suite."""
+    body = data.get("nvbandwidth")
+    if not isinstance(body, dict) or not isinstance(body.get("testcases", []), list):
+        raise ResultsError(f"{source}: nvbandwidth JSON without a 'testcases' list")
+    figures = []
+    for case in body.get("testcases", []):
+        if not isinstance(case, dict) or case.get("status") != "Passed" or case.get("name") not in NVBANDWIDTH_OPS:
+            continue
+        description = str(case.get("bandwidth_description", ""))
+        # "memcpy CE CPU(row) -> GPU(column) ...", "... GPU(row) <- GPU(column) ...", "memcpy local GPU(column) ..."
+        arrow = re.search(r"(CPU|GPU)\(row\)\s*(->|<-)\s*(CPU|GPU)\(column\)", description)
+        matrix = case.get("bandwidth_matrix")
+        if not isinstance(matrix, list):
+            raise ResultsError(f"{source}: nvbandwidth testcase {case.get('name')!r} has no bandwidth_matrix")
+        for r, row in enumerate(matrix):
+            for c, cell in enumerate(row if isinstance(row, list) else []):
+                try:
+                    gbps = float(cell)
+                except (TypeError, ValueError):
+                    continue  # "N/A": a pair nvbandwidth did not measure
+                if gbps <= 0:
+                    continue  # the diagonal of device-to-device matrices
+                op = NVBANDWIDTH_OPS[case["name"]]
+                if op == "d2d":
+                    src = dst = f"cuda:{c}"
+                elif arrow:
+                    row_dev, col_dev = _device(arrow.group(1), r), _device(arrow.group(3), c)
+                    src, dst = (row_dev, col_dev) if arrow.group(2) == "->" else (col_dev, row_dev)
+                else:
+                    continue
+                engine = "copy engine" if case["name"].endswith("_ce") else "SM kernel copy"
+                figures.append(PeerFigure("nvbandwidth", case["name"], op, src, dst, gbps, NVBANDWIDTH_DEFAULT_BUFFER,
+                                          f"{engine}; buffer size not in its JSON (64 MiB unless --bufferSize)", source))
+    return figures
+
+
+_NCCL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\S+)\s+(-?\d+)\s+([\d.e+-]+)\s+([\d.e+-]+)\s+([\d.e+-]+)\s+(\S+)")
+
+
+def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
+    """One figure per size: the out-of-place bus bandwidth, with the number of ranks in ``dst``."""
+    program = re.search(r"Collective test starting:\s*(\w+)", text)
+    name = program.group(1) if program else next((p for p in NCCL_TESTS_OPS if p in Path(source).name), None)
+    if name is None:
+        raise ResultsError(f"{source}: nccl-tests output that does not say which test ran (no 'Collective test "
+                           "starting' line; name the file after the program, e.g. all_reduce_perf.txt)")
+    ranks = len(re.findall(r"^#\s+Rank\s+\d+\s+Group", text, re.MULTILINE)) or None
+    figures = []
+    for line in text.splitlines():
+        match = _NCCL_ROW.match(line)
+        if not match:
+            continue
+        size, _, dtype, redop, _, _, _, busbw, _ = match.groups()
+        note = f"busbw, out-of-place, {dtype}" + (f", {redop}" if redop not in ("none", "-") else "")
+        figures.append(PeerFigure("nccl-tests", name, NCCL_TESTS_OPS.get(name, name.removesuffix("_perf")),
+                                  "all", f"{ranks or '?'} ranks", float(busbw), int(size), note, source))
+    if not figures:
+        raise ResultsError(f"{source}: nccl-tests output with no result lines (did the run fail?)")
+    return figures
+
+
+def load_peers(paths: list[Path]) -> list[PeerFigure]:
+    """Figures of every nvbandwidth or nccl-tests file given."""
+    figures: list[PeerFigure] = []
+    for path in paths:
+        kind = kind_of(path)
+        if kind == "nvbandwidth":
+            found = parse_nvbandwidth(json.loads(path.read_text()), str(path))
+            if not found:
+                raise ResultsError(f"{path}: no nvbandwidth testcase in it has a counterpart in xferbench "
+                                   f"({', '.join(sorted(NVBANDWIDTH_OPS))})")
+            figures += found
+        elif kind == "nccl-tests":
+            figures += parse_nccl_tests(path.read_text(), str(path))
+    return figures
+
+
+def _nearest(rows: pd.DataFrame, nbytes: int | None) -> pd.DataFrame:
+    """The suite's rows at the size closest (on a log scale) to the other tool's."""
+    if rows.empty:
+        return rows
+    sizes = pd.Series(sorted(set(rows["nbytes"])))
+    target = nbytes or int(sizes.max())
+    size = int(sizes.iloc[sizes.map(lambda s: abs(math.log2(s / target))).idxmin()])
+    return rows[rows["nbytes"] == size]
+
+
+def comparisons(frame: pd.DataFrame, figures: list[PeerFigure]) -> list[dict[str, Any]]:
+    """For each other tool's figure, the suite's best path on the same devices at the nearest size, and the share."""
+    out = []
+    for figure in figures:
+        if figure.tool == "nccl-tests":
+            # NCCL's figure compares with the suite's nccl backend only: gloo runs another path (host memory, TCP).
+            rows = frame[(frame["op"] == figure.op) & frame["world_size"].notna() & (frame["backend"] == "nccl")]
+            ranks = figure.dst.split()[0]
+            if ranks.isdigit():
+                rows = rows[rows["world_size"] == int(ranks)]
+            value = "busbw_gbps"
+            rows = rows[rows["nbytes"] == figure.nbytes] if figure.nbytes in set(rows["nbytes"]) else rows.iloc[0:0]
+        else:
+            rows = frame[(frame["op"] == figure.op) & (frame["src"] == figure.src) & (frame["dst"] == figure.dst)]
+            value = "bandwidth_gbps"
+            rows = _nearest(rows, figure.nbytes)
+        rows = rows[rows[value].notna()]
+        row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None}
+        if not rows.empty:
+            best = rows.loc[rows[value].idxmax()]
+            row |= {"path": best["path"], "gbps": float(best[value]), "nbytes": int(best["nbytes"]),
+                    "share": float(best[value]) / figure.gbps if figure.gbps else None}
+        out.append(row)
+    return out
+
+
+def sentence(row: dict[str, Any]) -> str:
+    """"h2d pinned .to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (…)"."""
+    figure: PeerFigure = row["figure"]
+    where = f"{figure.src}→{figure.dst}" if figure.tool == "nvbandwidth" else figure.dst
+    if row["path"] is None:
+        return (f"{figure.tool}'s {figure.test} ({where}, {figure.gbps:.4g} GB/s): the suite measured no "
+                "matching path.")
+    return (f"{row['path']} reaches {row['share']:.0%} of {figure.tool}'s {figure.test} ({where}): "
+            f"{row['gbps']:.4g} against {figure.gbps:.4g} GB/s"
+            f" (the suite at {format_bytes(row['nbytes'])}; {figure.note}).")
+
+
+def headlines(rows: list[dict[str, Any]]) -> list[str]:
+    """The sentences worth reading: each matched test and path at its largest matched size, then one line for
+    the figures nothing in this run matched."""
+    matched: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        figure: PeerFigure = row["figure"]
+        key = (figure.tool, figure.test, figure.src, figure.dst)
+        if row["path"] is not None and (key not in matched or (row["nbytes"] or 0) >= (matched[key]["nbytes"] or 0)):
+            matched[key] = row
+    out = [sentence(row) for row in matched.values()]
+    unmatched = sum(row["path"] is None for row in rows)
+    if unmatched:
+        out.append(f"{unmatched} figure(s) of the other tools have no counterpart in this run (a path or size the suite "
+                   "did not measure, or a different backend); the table lists them.")
+    return out

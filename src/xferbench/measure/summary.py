@@ -1,0 +1,79 @@
+"""The key findings printed at the end of ``pytest bench --benchmark-only``, with where the report is.
+
+Two pytest hooks, registered from plugin.py: pytest-benchmark hands us the JSON it writes
+(``--benchmark-json`` or ``--benchmark-autosave``) through ``pytest_benchmark_update_json``;
+``pytest_terminal_summary`` runs after it (pytest-benchmark writes in ``pytest_sessionfinish``),
+turns that JSON into rows with the analysis side, and prints a few sentences. The summary
+never fails a run: a problem reading the results is one line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
+
+_KEY = pytest.StashKey[dict[str, Any]]()
+#: At most this many findings: the page holds the rest.
+MAX_FINDINGS = 5
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]) -> None:
+    config.stash[_KEY] = output_json
+
+
+def _where(config: pytest.Config) -> str:
+    """The command that writes the report of this run (tox -e bench runs it for reports/index.html)."""
+    json_path = config.getoption("benchmark_json", None)
+    if json_path:
+        html = Path(json_path).with_suffix(".html")
+        return f"xferbench report {json_path} -o {html}   (writes {html}, .csv and .md)"
+    if config.getoption("benchmark_autosave", False) or config.getoption("benchmark_save", None):
+        storage = str(config.getoption("benchmark_storage", ".benchmarks")).removeprefix("file://")
+        return f"xferbench report {storage} -o reports/index.html   (the newest saved run, with history)"
+    return "pass --benchmark-json=FILE (or --benchmark-autosave) to keep these results, then: xferbench report FILE"
+
+
+def summary_lines(output_json: dict[str, Any]) -> list[str]:
+    """The findings of one pytest-benchmark JSON document, as lines."""
+    from ..analyze.findings import findings
+    from ..analyze.results import ResultsError, load
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.json"
+        path.write_text(json.dumps(output_json, default=str))
+        try:
+            results = load([path])
+        except ResultsError as error:
+            return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
+    simulated = bool((results.machine_info.get("xferbench") or {}).get("simulated"))
+    found = findings(results.frame, results.machine_info)[:MAX_FINDINGS]
+    head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
+    return head + [f"- {sentence}" for sentence in found] + ([] if found else ["- not enough data for findings"])
+
+
+def _unsaved_json(config: pytest.Config) -> dict[str, Any] | None:
+    """The run as pytest-benchmark would write it, when it was not asked to write it."""
+    session = getattr(config, "_benchmarksession", None)
+    if session is None or not getattr(session, "benchmarks", None):
+        return None
+    document: dict[str, Any] = config.hook.pytest_benchmark_generate_json(
+        config=config, benchmarks=session.benchmarks, include_data=False, machine_info=session.get_machine_info(),
+        commit_info={})
+    return document
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-benchmark's tables: the last thing the reader sees
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    output_json = config.stash.get(_KEY, None) or _unsaved_json(config)
+    if output_json is None or not output_json.get("benchmarks"):
+        return
+    terminalreporter.section("xferbench: key findings")
+    for line in summary_lines(output_json):
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(f"Report: {_where(config)}")

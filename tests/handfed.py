@@ -1,0 +1,41 @@
+"""Hand-fed pytest-benchmark JSON for report tests: exact times from t = alpha + n / beta.
+
+No GPU produced these: they are inputs with known answers, so the tests can state what the
+report must show (a fitted beta, a share of a roof, a hover text) to the digit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SIZES = [4**k for k in range(1, 15)]  # 4 B .. 256 MiB
+
+
+def bench(op: str, method: str, src: str, dst: str, nbytes: int, seconds: float, host_memory: str | None = None,
+          non_blocking: bool = False, **measured: Any) -> dict[str, Any]:
+    info = {"xfer_schema": 1, "op": op, "method": method, "src": src, "dst": dst, "nbytes": nbytes,
+            "dtype": "float32", "shape": [max(nbytes // 4, 1)], "host_memory": host_memory,
+            "non_blocking": non_blocking, "clock": "wall+sync", **measured}
+    stats = {"median": seconds, "min": seconds, "mean": seconds, "max": seconds, "iqr": 0.0, "q1": seconds,
+             "q3": seconds, "stddev": 0.0, "rounds": 5, "iterations": 1}
+    return {"name": f"test_{op}[{method}-{host_memory}-{non_blocking}-{nbytes}-{src}-{dst}]", "group": op,
+            "extra_info": info, "stats": stats}
+
+
+def sweep(op: str, method: str, src: str, dst: str, alpha: float, beta_gbps: float, sizes: list[int] = SIZES,
+          **kwargs: Any) -> list[dict[str, Any]]:
+    return [bench(op, method, src, dst, n, alpha + n / (beta_gbps * 1e9), **kwargs) for n in sizes]
+
+
+def gpu_machine(**device: Any) -> dict[str, Any]:
+    fields = {"device": "cuda:0", "name": "hand-fed GPU", "pcie_max_generation": 4, "pcie_max_width": 16} | device
+    return {"cpu": {"brand_raw": "hand-fed CPU", "count": 2}, "python_version": "3.11",
+            "xferbench": {"torch": "2.13.0", "cuda": "12.4", "devices": [fields], "host": {}}}
+
+
+def write(path: Path, benchmarks: list[dict[str, Any]], machine_info: dict[str, Any]) -> Path:
+    path.write_text(json.dumps({"machine_info": machine_info, "commit_info": {}, "benchmarks": benchmarks,
+                                "datetime": "2026-11-30T12:00:00", "version": "5.3.1"}))
+    return path

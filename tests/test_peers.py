@@ -1,0 +1,114 @@
+"""nvbandwidth and nccl-tests outputs beside the suite's JSON (fixtures: tests/data/README.md)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from handfed import bench, gpu_machine, write
+from xferbench.analyze.peers import comparisons, headlines, kind_of, load_peers, parse_nccl_tests, parse_nvbandwidth
+from xferbench.analyze.results import ResultsError, load
+
+DATA = Path(__file__).parent / "data"
+NVB, NCCL, SAMPLE = DATA / "nvbandwidth-format-sample.json", DATA / "nccl-tests-format-sample.txt", DATA / "cpu-sample.json"
+MiB = 2**20
+
+
+class TestDetection:
+    @pytest.mark.parametrize(("path", "kind"), [(SAMPLE, "suite"), (NVB, "nvbandwidth"), (NCCL, "nccl-tests"),
+                                                (DATA, "suite")])
+    def test_by_content(self, path, kind):
+        assert kind_of(path) == kind
+
+    def test_by_content_not_by_name(self, tmp_path):
+        """A renamed nvbandwidth output is still nvbandwidth's."""
+        renamed = tmp_path / "results.txt"
+        renamed.write_text(NVB.read_text())
+        assert kind_of(renamed) == "nvbandwidth"
+
+    @pytest.mark.parametrize(("content", "message"), [
+        ('{"a": 1}', "neither pytest-benchmark's, nor nvbandwidth's"),
+        ("hello\nworld\n", "not a result file xferbench reads"),
+        ("", "the file is empty"),
+    ])
+    def test_foreign_files_are_refused_in_one_line(self, tmp_path, content, message):
+        path = tmp_path / "foreign.out"
+        path.write_text(content)
+        with pytest.raises(ResultsError, match=message) as error:
+            kind_of(path)
+        assert "\n" not in str(error.value)
+
+
+def test_nvbandwidth_cells_become_paths():
+    """Row/column read as the description's arrow says; N/A, bidirectional and waived testcases are left out."""
+    figures = parse_nvbandwidth(json.loads(NVB.read_text()), "nvb.json")
+    assert [(f.test, f.op, f.src, f.dst, f.gbps) for f in figures] == [
+        ("host_to_device_memcpy_ce", "h2d", "cpu", "cuda:0", 25.5),
+        ("host_to_device_memcpy_ce", "h2d", "cpu", "cuda:1", 25.4),
+        ("device_to_host_memcpy_ce", "d2h", "cuda:0", "cpu", 26.3),
+        ("device_to_host_memcpy_ce", "d2h", "cuda:1", "cpu", 26.2),
+        ("device_to_device_memcpy_read_ce", "peer", "cuda:0", "cuda:1", 48.2),
+        ("device_to_device_memcpy_read_ce", "peer", "cuda:1", "cuda:0", 48.1),
+    ]
+    assert all(f.nbytes == 64 * MiB for f in figures)
+
+
+def test_nccl_tests_rows_are_out_of_place_busbw():
+    figures = parse_nccl_tests(NCCL.read_text(), "all_reduce.txt")
+    assert [(f.op, f.nbytes, f.gbps, f.dst) for f in figures] == [
+        ("all_reduce", 1024, 0.10, "2 ranks"), ("all_reduce", 16384, 1.39, "2 ranks"),
+        ("all_reduce", 262144, 13.37, "2 ranks"), ("all_reduce", 4194304, 35.45, "2 ranks"),
+        ("all_reduce", 67108864, 44.38, "2 ranks")]
+
+
+def test_nccl_tests_without_result_lines_is_refused(tmp_path):
+    cut = tmp_path / "all_reduce_perf.txt"
+    cut.write_text("".join(NCCL.read_text().splitlines(keepends=True)[:11]))  # the header, then the run died
+    with pytest.raises(ResultsError, match="no result lines"):
+        load_peers([cut])
+
+
+def test_pytorch_beside_the_copy_engine(tmp_path):
+    """The issue's sentence: PyTorch's pinned .to reaches 96% of nvbandwidth's host_to_device_memcpy_ce."""
+    n = 64 * MiB
+    rows = [bench("h2d", "to", "cpu", "cuda:0", n, n / 24.48e9, host_memory="pinned"),
+            bench("h2d", "to", "cpu", "cuda:0", n, n / 9e9, host_memory="pageable")]
+    results = load([write(tmp_path / "run.json", rows, gpu_machine())])
+    compared = comparisons(results.frame, load_peers([NVB]))
+    lines = headlines(compared)
+    assert lines[0] == ("h2d pinned to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (cpu→cuda:0): "
+                        "24.48 against 25.5 GB/s (the suite at 64 MiB; copy engine; buffer size not in its JSON "
+                        "(64 MiB unless --bufferSize)).")
+    assert lines[-1].startswith("5 figure(s) of the other tools have no counterpart in this run")
+
+
+def test_gloo_is_not_set_beside_nccl():
+    """The CPU sample's all_reduce ran on gloo: NCCL's figure is another path, so nothing is compared."""
+    compared = comparisons(load([SAMPLE]).frame, load_peers([NCCL]))
+    assert all(row["path"] is None for row in compared)
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "xferbench.cli", "report", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+class TestCli:
+    def test_report_with_peers(self, tmp_path):
+        done = _cli(SAMPLE, NVB, NCCL, "-o", tmp_path / "r.html", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        html = (tmp_path / "r.html").read_text()
+        assert 'id="peers-table"' in html and html.count("<tr><td>nvbandwidth</td>") == 6
+        assert (tmp_path / "r.csv").exists() and (tmp_path / "r.md").exists()
+
+    @pytest.mark.parametrize(("args", "message"), [
+        ((NVB,), "no xferbench results given"),
+        ((SAMPLE, Path(__file__)), "not a result file xferbench reads"),
+        ((SAMPLE, "-o", "out.csv"), "the report is an HTML file"),
+    ])
+    def test_bad_input_is_exit_2_and_one_line(self, tmp_path, args, message):
+        done = _cli(*args, cwd=tmp_path)
+        assert done.returncode == 2
+        assert message in done.stderr and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

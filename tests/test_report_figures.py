@@ -1,0 +1,206 @@
+"""What a reader sees in the report's figures and take-aways: honest β, hover values, roofs, facets,
+the simulated banner, the CSV and the Markdown beside the page."""
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.colors import LogNorm
+
+from handfed import gpu_machine, sweep, write
+from xferbench.analyze import plots
+from xferbench.analyze.export import CSV_COLUMNS, to_csv
+from xferbench.analyze.findings import findings
+from xferbench.analyze.report import build_html, write_report
+from xferbench.analyze.results import load
+from xferbench.contract import IDENTITY, MEASURED
+
+DATA = Path(__file__).parent / "data"
+SWEEP, SAMPLE = DATA / "cpu-host-sweep.json", DATA / "cpu-sample.json"
+
+
+def _figure(html: str, key: str) -> str:
+    match = re.search(rf'data-plot="{key}">(.*?)</div>', html, re.S)
+    assert match, f"figure {key} is not on the page"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def gpu_run(tmp_path_factory):
+    """Two hand-fed GPUs: every h2d variant, d2h, same-device, peer and host copies, with device times."""
+    rows = []
+    for gpu in ("cuda:0", "cuda:1"):
+        for memory, beta in (("pageable", 10.0), ("pinned", 24.0)):
+            for blocking in (False, True):
+                for method in ("to", "cuda", "copy_"):
+                    rows += sweep("h2d", method, "cpu", gpu, 9e-6, beta, host_memory=memory, non_blocking=blocking,
+                                  device_seconds=1e-6)
+        rows += sweep("d2h", "cpu", gpu, "cpu", 12e-6, 6.0, host_memory="pageable", device_seconds=2e-6)
+        rows += sweep("d2h", "copy_", gpu, "cpu", 10e-6, 25.0, host_memory="pinned", device_seconds=2e-6)
+        rows += sweep("d2d", "copy_", gpu, gpu, 4e-6, 1500.0, device_seconds=3e-6)
+        rows += sweep("peer", "copy_", gpu, "cuda:1" if gpu == "cuda:0" else "cuda:0", 12e-6, 45.0)
+    rows += sweep("host", "copy_", "cpu", "cpu", 1e-6, 20.0, host_memory="pageable")
+    machine = gpu_machine()
+    machine["xferbench"]["devices"].append(machine["xferbench"]["devices"][0] | {"device": "cuda:1"})
+    path = write(tmp_path_factory.mktemp("gpu") / "gpu.json", rows, machine)
+    results = load([path])
+    return results, build_html(results)
+
+
+class TestHonestFindings:
+    def test_real_sweep_states_the_largest_sizes_bandwidth_not_the_caches(self):
+        """The issue's case: a fit over cached sizes said ~60 GB/s while 256 MiB measured 14; the page says 14."""
+        results = load([SWEEP])
+        sentences = findings(results.frame, results.machine_info)
+        assert sentences[0].startswith("Fastest path host pageable copy_ cpu: fixed cost α = 0.751 µs, bandwidth β = "
+                                       "14 GB/s (the bandwidth its largest size, 256 MiB, reached: smaller sizes ran "
+                                       "from cache and would suggest more)")
+        stated = [float(x) for s in sentences for x in re.findall(r"β = ([\d.]+) GB/s", s)]
+        assert stated and max(stated) <= 14.0 * 1.0001
+
+    def test_model_table_says_where_beta_comes_from(self):
+        table = build_html(load([SWEEP])).split('id="model-table"')[1].split("</table>")[0]
+        assert "capped at the largest size measured (fit over all sizes gave 57.5 GB/s)" in table
+        assert "256 MiB: 1.26" in table
+
+
+class TestFigures:
+    def test_every_point_has_its_exact_value_on_hover(self):
+        """Each marker of the bandwidth figure carries an SVG title with its path, size and GB/s."""
+        results = load([SWEEP])
+        svg = _figure(build_html(results), "bandwidth-host")
+        titles = re.findall(r'<g class="tip"><title>([^<]*)</title>', svg)
+        rows = results.frame
+        assert len(titles) == len(rows)
+        row = rows[(rows["method"] == "copy_") & (rows["nbytes"] == 2**28)].iloc[0]
+        assert f"host pageable copy_ cpu\n256 MiB: {row['bandwidth_gbps']:.4g} GB/s\n" in "\n".join(titles) + "\n"
+
+    def test_size_ticks_are_few_and_distinct(self, gpu_run):
+        """At most 7 size labels per axis (the old axis printed '2MiB16MiB128MiB' on top of each other)."""
+        results, _ = gpu_run
+        fig = plots.bandwidth_of(results.frame, "h2d", results.machine_info)
+        fig.canvas.draw()
+        labelled = 0
+        for ax in fig.axes:  # panels share the axis: only the bottom row shows labels
+            low, high = ax.get_xlim()
+            labels = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high and t.get_text()]
+            if labels:
+                labelled += 1
+                assert 2 <= len(labels) <= 7 and len(set(labels)) == len(labels)
+        assert labelled == 2
+        plt.close(fig)
+
+    def test_h2d_is_faceted_by_gpu_and_host_memory_with_roofs(self, gpu_run):
+        """One panel per GPU and host memory; each shows the PCIe roof with the best share reached."""
+        results, html = gpu_run
+        fig = plots.bandwidth_of(results.frame, "h2d", results.machine_info)
+        assert [ax.get_title() for ax in fig.axes] == [
+            "to cuda:0, pageable host memory", "to cuda:0, pinned host memory",
+            "to cuda:1, pageable host memory", "to cuda:1, pinned host memory"]
+        plt.close(fig)
+        svg = _figure(html, "bandwidth-h2d")
+        pinned_best = 2**28 / (9e-6 + 2**28 / 24e9) / 1e9
+        assert f"PCIe Gen4 x16: 31.5 GB/s, best {pinned_best / 31.504:.0%}" in svg
+        assert "host memory copy (copy_, 268,435,456 B, this run)" in svg  # the pageable panels' roof
+        # and each point's hover text says its share of the tightest roof
+        assert f"256 MiB: {pinned_best:.4g} GB/s = {pinned_best / 31.504:.0%} of PCIe Gen4 x16\n" in svg
+
+    def test_matrix_uses_a_log_colour_scale(self, gpu_run):
+        results, _ = gpu_run
+        fig = plots.device_matrix(results.frame)
+        assert isinstance(fig.axes[0].images[0].norm, LogNorm)
+        plt.close(fig)
+
+    def test_wall_vs_device_has_a_panel_per_family_and_a_short_legend(self, gpu_run):
+        """Not one legend of every path: colours stand for host memory and blocking mode."""
+        results, _ = gpu_run
+        fig = plots.wall_vs_device(results.frame)
+        titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+        assert titles == ["host to device", "device to host", "same device"]
+        assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 5
+        plt.close(fig)
+
+    def test_model_table_shows_the_share_of_the_roof(self, gpu_run):
+        _, html = gpu_run
+        table = html.split('id="model-table"')[1].split("</table>")[0]
+        row = re.search(r"<tr><td>h2d pinned to cpu-&gt;cuda:0</td>.*?</tr>", table).group(0)
+        assert "PCIe Gen4 x16" in row and f">{24 / 31.504:.0%}<" in row
+
+
+class TestSimulated:
+    def test_banner_on_top_and_in_every_caption(self, tmp_path):
+        data = json.loads(SAMPLE.read_text())
+        data["machine_info"]["xferbench"]["simulated"] = True
+        path = tmp_path / "sim.json"
+        path.write_text(json.dumps(data))
+        out = write_report(load([path]), tmp_path / "sim.html")
+        html = out.read_text()
+        assert html.index('id="simulated"') < html.index('id="findings"')
+        captions = re.findall(r"<figcaption>(.*?)</figcaption>", html, re.S)
+        assert captions and all(c.startswith('<span class="sim-tag">Simulated machine, not a measurement.</span>')
+                                for c in captions)
+        assert "Simulated machine." in (tmp_path / "sim.md").read_text()
+        assert 'id="no-gpu"' not in html
+
+    def test_a_real_run_has_no_banner(self):
+        assert 'id="simulated"' not in build_html(load([SAMPLE]))
+
+
+class TestTakeAways:
+    def test_csv_has_every_contract_field_and_one_row_per_benchmark(self):
+        results = load([SAMPLE])
+        rows = list(csv.DictReader(io.StringIO(to_csv(results))))
+        assert len(rows) == 58
+        assert tuple(rows[0]) == CSV_COLUMNS
+        assert set(IDENTITY) | set(MEASURED) | {"median_s", "iqr_s", "rounds", "bandwidth_gbps"} <= set(rows[0])
+        first = results.frame.iloc[0]
+        assert float(rows[0]["median_s"]) == first["median_s"] and rows[0]["path"] == first["path"]
+
+    def test_markdown_holds_the_findings_and_the_table(self, tmp_path):
+        results = load([SWEEP])
+        write_report(results, tmp_path / "r.html")
+        markdown = (tmp_path / "r.md").read_text()
+        for sentence in findings(results.frame, results.machine_info):
+            assert f"- {sentence}" in markdown
+        assert "| host pageable copy_ cpu | 0.751 µs | 14 | capped at the largest size measured" in markdown
+
+    def test_refuses_to_write_the_page_over_its_own_csv(self, tmp_path):
+        with pytest.raises(ValueError, match="the report is HTML"):
+            write_report(load([SAMPLE]), tmp_path / "r.csv")
+
+
+
+def test_host_copy_finding_says_when_its_size_sits_in_cache():
+    """cpu-sample's largest host copy is 16 MiB; with a 32 MiB L3 recorded the sentence says it ran from cache."""
+    results = load([SAMPLE])
+    plain = findings(results.frame, results.machine_info)[-1]
+    assert plain.startswith("Host memory copies (copy_) reached 26.4 GB/s at 16 MiB") and "caches" not in plain
+    machine = json.loads(json.dumps(results.machine_info))
+    machine["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
+    assert findings(results.frame, machine)[-1].endswith(
+        "That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes).")
+
+
+def test_cache_resident_points_are_hollow_and_still_hover():
+    """With a 32 MiB L3 recorded, the 7 sizes up to 64 MiB of each host path are drawn hollow, each with its title."""
+    results = load([SWEEP])
+    results.machine_info["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
+    svg = _figure(build_html(results), "bandwidth-host")
+    titles = re.findall(r'<g class="tip"><title>([^<]*)</title>', svg)
+    assert len(titles) == 16
+    assert sum("cache-resident: runs from a cache, not memory" in t for t in titles) == 14
+    assert "cache-resident ≤ 64 MiB" in svg
+
+
+def test_noop_figure_sets_the_synchronize_beside_the_noop():
+    """The simulated run's sync family (5 µs per the spec) is drawn next to the 400 ns no-ops."""
+    fig = plots.noop_vs_copy(load([DATA / "sim-2gpu.json"]).frame)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    widths = dict(zip(labels, (bar.get_width() for bar in fig.axes[0].patches), strict=True))
+    assert widths["torch.cuda.synchronize(cuda:0) on an idle device"] == pytest.approx(5.0, rel=0.01)
+    assert widths[".cuda() on cuda:1"] == pytest.approx(0.4, rel=0.01)
+    plt.close(fig)

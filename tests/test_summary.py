@@ -1,0 +1,66 @@
+"""The key findings printed at the end of a benchmark run (measure/summary.py), through pytester."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
+
+import xferbench.analyze.findings  # noqa: F401  (pandas, scipy: the same; they cannot load twice in a process)
+from xferbench.measure.summary import summary_lines
+
+SAMPLE = Path(__file__).parent / "data" / "cpu-host-sweep.json"
+
+CONFTEST = """
+pytest_plugins = ("xferbench.measure.plugin",)
+from fakes import FakeBackend
+
+def pytest_xfer_make_backend(config):
+    return FakeBackend(gpus=0)
+"""
+
+BENCH = """
+import pytest
+
+@pytest.mark.xfer("host")
+def test_host(xfer_case, xfer):
+    xfer(xfer_case)
+"""
+
+
+@pytest.fixture
+def host_suite(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_host=BENCH)
+    return pytester
+
+
+def _run(suite, *args):
+    result = suite.runpytest("--benchmark-only", "--xfer-sizes=4B,1KiB,64KiB", "--benchmark-max-time=0.001",
+                             "--benchmark-min-rounds=3", *args)
+    assert result.ret == 0
+    return result.outlines
+
+
+def test_findings_and_the_report_command_come_last(host_suite, tmp_path):
+    out = tmp_path / "run.json"
+    lines = _run(host_suite, f"--benchmark-json={out}")
+    start = next(i for i, line in enumerate(lines) if "xferbench: key findings" in line)
+    assert any("benchmark" in line and "tests" in line for line in lines[:start])  # pytest-benchmark's table first
+    assert lines[start + 1].startswith("- Fastest path host pageable ")
+    assert f"Report: xferbench report {out} -o {out.with_suffix('.html')}" in "\n".join(lines[start:])
+
+
+def test_without_a_saved_json_it_still_summarizes(host_suite):
+    lines = _run(host_suite)
+    text = "\n".join(lines)
+    assert "xferbench: key findings" in text and "- Host memory copies (" in text
+    assert "pass --benchmark-json=FILE (or --benchmark-autosave) to keep these results" in text
+
+
+def test_summary_says_when_the_machine_is_simulated():
+    data = json.loads(SAMPLE.read_text())
+    assert not summary_lines(data)[0].startswith("SIMULATED")
+    data["machine_info"]["xferbench"]["simulated"] = True
+    lines = summary_lines(data)
+    assert lines[0].startswith("SIMULATED machine") and lines[1].startswith("- Fastest path host pageable copy_ cpu")
