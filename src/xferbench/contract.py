@@ -92,7 +92,7 @@ class Identity:
 IDENTITY: tuple[str, ...] = tuple(f.name for f in fields(Identity))
 
 #: Fields a run adds beside the identity, with their JSON type (None allowed for each).
-MEASURED: dict[str, type] = {
+MEASURED: dict[str, Any] = {
     "clock": str,                # "wall+sync", "cuda_event", or "simulated" (measure/simulate.py: not a measurement)
     "device_seconds": float,     # device time per call from events, stream held behind a spin
     "device_repeats": int,       # calls back to back between the two events of device_seconds
@@ -107,6 +107,10 @@ MEASURED: dict[str, type] = {
     "pcie_generation_now": int,
     "pcie_width_now": int,
     "host_numa_node": int,       # numa family: the node holding the host buffer
+    "crosses": str,              # distributed point-to-point: "intra-node" or "inter-node"
+    "verified": bool,            # distributed: every rank's output was checked after timing
+    "rank_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds of every rank
+    "rank_hosts": list[str],     # distributed: the node of each rank
 }
 
 
@@ -116,6 +120,10 @@ def _check(name: str, value: Any, kind: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         options = [k for k in typing.get_args(kind) if k is not type(None)]
         return None if value is None else _check(name, value, options[0])
+    if origin is list:  # a JSON list of the element kind, e.g. list[list[float]]
+        if not isinstance(value, list):
+            raise ContractError(f"field {name!r} must be a list, got {value!r:.60}")
+        return [_check(name, v, typing.get_args(kind)[0]) for v in value]
     if origin is tuple:
         if not isinstance(value, list) or not value or not all(type(v) is int and v > 0 for v in value):
             raise ContractError(f"field {name!r} must be a list of positive whole numbers, got {value!r:.60}")

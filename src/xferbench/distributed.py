@@ -5,7 +5,7 @@ The code lives in ``xferbench.measure.distributed``; this name is the command us
 
 import sys
 
-from .measure.distributed import main
+from .measure.distributed.torchrun import main
 
 if __name__ == "__main__":
     sys.exit(main())

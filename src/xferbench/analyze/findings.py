@@ -250,21 +250,3 @@ def scenario_findings(frame: pd.DataFrame, op: str) -> list[str]:
     if rows.empty or op not in SCENARIO_FINDINGS:
         return []
     return SCENARIO_FINDINGS[op](rows)
-
-
-def distributed_findings(frame: pd.DataFrame) -> list[str]:
-    rows = frame[frame["world_size"].notna()]
-    if rows.empty:
-        return []
-    out = []
-    first = rows.iloc[0]
-    p2p = rows[rows["op"] == "send_recv"]
-    if not p2p.empty:
-        small = p2p.loc[p2p["nbytes"].idxmin()]
-        out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'])} "
-                   f"message took {format_seconds(small['transfer_s'])} one way.")
-    reduce = rows[rows["op"] == "all_reduce"]
-    if not reduce.empty:
-        big = reduce.loc[reduce["nbytes"].idxmax()]
-        out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth.")
-    return out

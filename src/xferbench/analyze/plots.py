@@ -35,7 +35,7 @@ from ..families import FAMILIES, family, moving_ops
 from ..units import format_bytes, format_seconds
 from .model import CACHE_FACTOR, Fit, cache_bytes, cache_resident, fit_path, largest_common_size, roofs
 
-__all__ = ["PLOTS", "Plot", "as_plot", "distributed", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
+__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -548,44 +548,3 @@ def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
     ax.grid(True, which="major", alpha=0.3)
     _legend_outside(fig, handles, labels)
     return fig
-
-
-def distributed(frame: pd.DataFrame) -> Figure | str:
-    """Bus bandwidth of each collective and point-to-point op against size."""
-    rows = frame[frame["world_size"].notna()]
-    if rows.empty:
-        return "No distributed benchmarks were run."
-    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0))
-    handles: dict[str, Artist] = {}
-    for path, group in rows.groupby("path", sort=False):
-        group = group.sort_values("nbytes")
-        colour = _colour(str(group.iloc[0]["op"]))
-        line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=colour)
-        tip(line, _tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"))
-        handles.setdefault(str(path), line)
-    p2p = rows[rows["op"].isin(("send_recv", "isend_irecv"))]
-    for _, group in p2p.groupby("path", sort=False):
-        group = group.sort_values("nbytes")
-        line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
-                           color=_colour(str(group.iloc[0]["op"])))
-        tip(line, _tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
-    for ax in (left, right):
-        _size_ticks(ax, rows["nbytes"].tolist())
-        _log_y(ax)
-        ax.set_xlabel("payload")
-        ax.grid(True, which="major", alpha=0.3)
-    left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
-    right.set_ylabel("one-way time, half a round trip (µs)")
-    _legend_outside(fig, list(handles.values()), list(handles))
-    fig.tight_layout()
-    return fig
-
-
-DISTRIBUTED_TEXT = (
-    "Between processes (torch.distributed)",
-    "Left: bus bandwidth, nccl-tests' convention: algbw = bytes / time, busbw = algbw x 2(n-1)/n for all_reduce, "
-    "(n-1)/n for all_gather and reduce_scatter, 1 for broadcast and point-to-point, so figures compare with the link's "
-    "speed whatever the number of ranks. Right: point-to-point one-way time (half of a ping-pong round trip): the "
-    "latency floor of every message. The link between ranks is not in the fingerprint (loopback or a network), so "
-    "no efficiency is claimed.",
-)

@@ -23,7 +23,7 @@ from .export import to_csv, to_markdown
 from .findings import findings
 from .model import fit_paths, roofs
 from .peers import PeerFigure, comparisons, headlines
-from .plots import DISTRIBUTED_TEXT, Plot, as_plot, distributed, render, scenario_plot
+from .plots import Plot, as_plot, render, scenario_plot
 from .results import Results
 
 __all__ = ["build_html", "companions", "is_simulated", "write_atomic", "write_report"]
@@ -99,7 +99,8 @@ def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """One section per scenario present in the results, with its plot and findings."""
-    from .findings import distributed_findings, scenario_findings
+    from .distributed import section as distributed_section
+    from .findings import scenario_findings
 
     sections = []
     for op, family in FAMILIES.items():
@@ -108,12 +109,7 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
         plot = as_plot(op, family.title, family.caption, scenario_plot(frame, op))
         sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(frame, op)),
                          "plots": [plot]})
-    if frame["world_size"].notna().any():
-        title, caption = DISTRIBUTED_TEXT
-        plot = as_plot("distributed", title, caption, distributed(frame))
-        sections.append({"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)),
-                         "plots": [plot]})
-    return sections
+    return sections + [s for s in [distributed_section(frame)] if s]
 
 
 

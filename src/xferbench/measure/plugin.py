@@ -17,7 +17,7 @@ import pytest
 from ..contract import machine_differences, simulation_mismatch
 from ..units import Size, format_size, parse_dtype, parse_sizes
 from .cases import PROFILES, Case, Skipped, build_cases, core_ops
-from .devices import DeviceBackend, available_devices, parse_device_list
+from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from .scenarios import SCENARIOS, Scenario, build_scenarios
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
@@ -71,16 +71,6 @@ def _dtypes_option(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _seconds_option(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the timeout must be positive")
-    return value
-
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(XferHookspecs)
 
@@ -97,10 +87,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xfer-profile", choices=sorted(PROFILES), default="quick",
                     help="quick (default; about a minute on a CPU) or full (2x3 elements up to 1 GiB, "
                          "bounded by free memory)")
-    group.addoption("--xfer-dist-backend", choices=["auto", "gloo", "nccl"], default="auto",
-                    help="torch.distributed backend of the 2-rank world: auto (nccl with 2 GPUs, else gloo)")
-    group.addoption("--xfer-dist-timeout", type=_seconds_option, default=60.0, metavar="SECONDS",
-                    help="a rank that dies or never joins ends the run after this long (default: 60)")
+    from .distributed.options import add_to_pytest
+
+    add_to_pytest(group)  # --xfer-dist-*: the same table as python -m xferbench.distributed
     group.addoption("--xfer-allow-different-machines", action="store_true",
                     help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
     group.addoption("--xfer-simulate", default=None, metavar="SPEC.toml",
@@ -201,11 +190,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "xfer_case" in metafunc.fixturenames:
         parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, core_ops()), s.devices, s.sizes, s.dtypes))
     if "xfer_dist_case" in metafunc.fixturenames:
-        from .distributed import build_dist_cases
+        from .distributed import PROFILES
+        from .distributed.operations import planned_cases
 
-        parametrize_cases(metafunc, "xfer_dist_case",
-                          build_dist_cases(_real_devices(s), metafunc.config.getoption("xfer_dist_backend"), s.profile,
-                                           sizes=metafunc.config.getoption("xfer_sizes")))
+        def free(kind: str) -> int | None:  # the least free memory of the two ranks' devices
+            if kind == "cpu":
+                return host_memory_available()
+            known = [info[0] for info in map(s.backend.memory_info, (0, 1)) if info]
+            return min(known) if len(known) == 2 else None
+
+        sizes = metafunc.config.getoption("xfer_sizes") or parse_sizes(PROFILES[s.profile].sizes)
+        parametrize_cases(metafunc, "xfer_dist_case", planned_cases(
+            _real_devices(s), metafunc.config.getoption("xfer_dist_backend"), sizes,
+            metafunc.config.getoption("xfer_dist_mem_fraction"), free))
     if "xfer_scenario" in metafunc.fixturenames:
         parametrize_cases(metafunc, "xfer_scenario",
                           build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), _real_devices(s), s.profile))
@@ -248,10 +245,6 @@ def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callabl
     return run
 
 
-#: Rounds per distributed benchmark (pedantic: the helper rank must know the count).
-DIST_ROUNDS = {"quick": 20, "full": 30}
-
-
 @pytest.fixture(scope="module")
 def xfer_world(request: pytest.FixtureRequest) -> Any:
     """A world of 2 ranks on loopback: this process and a helper, for one test module
@@ -271,15 +264,16 @@ def xfer_world(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture
 def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -> Callable[[Any], dict[str, Any]]:
-    """Run one distributed case on the session's world."""
-    from .distributed import DistributedError
+    """Run one distributed case on the session's world; wrong data fails it."""
+    from .distributed import PROFILES, DistributedError, VerificationError
 
-    rounds = DIST_ROUNDS[settings(request.config).profile]
+    profile = PROFILES[settings(request.config).profile]
+    rounds = request.config.getoption("xfer_dist_rounds")
 
     def run(case: Any) -> dict[str, Any]:
         try:
-            return xfer_world.run(case, benchmark, rounds)
-        except DistributedError as error:
+            return xfer_world.run(case, benchmark, profile, rounds)
+        except (DistributedError, VerificationError) as error:
             pytest.fail(str(error), pytrace=False)
 
     return run

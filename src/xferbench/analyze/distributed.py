@@ -1,0 +1,270 @@
+"""The report's section on transfers between processes: figures, findings, the slow rank.
+
+Reads the rows of distributed benchmarks (``world_size`` set): bus bandwidth by size,
+point-to-point within a node against across nodes, and each rank's spread in the
+collectives, from the time every rank recorded for every round. No torch here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.figure import Figure
+
+from ..units import format_bytes, format_seconds
+from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
+
+__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "section", "slowest_rank"]
+
+DISTRIBUTED_TEXT = (
+    "Between processes (torch.distributed)",
+    "Left: bus bandwidth, nccl-tests' convention: algbw = bytes / time, busbw = algbw x 2(n-1)/n for all_reduce (and "
+    "the overlap of all_reduces), (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast and "
+    "point-to-point, so figures compare with the link's speed whatever the number of ranks. Right: point-to-point "
+    "one-way time (half of a ping-pong round trip): the latency floor of every message. Each round's time is the "
+    "slowest rank's. The link between ranks is not in the fingerprint (loopback or a network), so no efficiency is "
+    "claimed.",
+)
+POINT_TO_POINT = ("send_recv", "isend_irecv")
+#: A rank is named slow when it is the slowest in at least this share of rounds ...
+CONSISTENT_SHARE = 2 / 3
+#: ... and its lag behind the typical rank is this many times the other ranks' lag, and
+MARGIN_OVER_NOISE = 3.0
+#: at least this share of a round (a lag of a few per cent is scheduling noise).
+MIN_LAG_SHARE = 0.05
+
+
+def _distributed(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["world_size"].notna()] if "world_size" in frame else frame.iloc[0:0]
+
+
+@dataclass(frozen=True)
+class Straggler:
+    rank: int
+    lag_s: float  # median per-call time behind the typical rank
+    share: float  # share of rounds in which it was the slowest
+
+
+def _lags(rank_seconds: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Each rank's time minus the median rank's, round by round: what every rank shares (a slow
+    round for all) cancels, what one rank adds remains."""
+    rounds = list(zip(*rank_seconds, strict=True))
+    typical = [statistics.median(times) for times in rounds]
+    return [[t - typical[k] for k, t in enumerate(times)] for times in rank_seconds]
+
+
+def slowest_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
+    """The rank that is consistently the slowest, beyond noise; None when no rank stands out."""
+    if len(rank_seconds) < 2 or not rank_seconds[0]:
+        return None
+    lags = _lags(rank_seconds)
+    median_lag = [statistics.median(lag) for lag in lags]
+    rank = max(range(len(lags)), key=median_lag.__getitem__)
+    rounds = list(zip(*rank_seconds, strict=True))
+    share = sum(max(range(len(times)), key=times.__getitem__) == rank for times in rounds) / len(rounds)
+    others = [abs(v) for r, lag in enumerate(lags) if r != rank for v in lag]
+    noise = statistics.median(others) if others else 0.0
+    typical_round = statistics.median(t for times in rounds for t in times)
+    lag = median_lag[rank]
+    if share >= CONSISTENT_SHARE and lag > MARGIN_OVER_NOISE * noise and lag > MIN_LAG_SHARE * typical_round:
+        return Straggler(rank, lag, share)
+    return None
+
+
+def _ranks(row: Any) -> list[list[float]] | None:
+    value = row.get("rank_seconds") if hasattr(row, "get") else None
+    return value if isinstance(value, list) and len(value) > 1 else None
+
+
+def _host(row: Any, rank: int) -> str:
+    hosts = row.get("rank_hosts")
+    return str(hosts[rank]) if isinstance(hosts, list) and rank < len(hosts) else "an unknown host"
+
+
+def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
+    """Bus bandwidth of each op against size, and the point-to-point one-way time."""
+    rows = _distributed(frame)
+    if rows.empty:
+        return "No distributed benchmarks were run."
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0))
+    handles: dict[str, Artist] = {}
+    for path, group in rows.groupby("path", sort=False):
+        group = group.sort_values("nbytes")
+        line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=_colour(str(group.iloc[0]["op"])))
+        tip(line, _tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"))
+        handles.setdefault(str(path), line)
+    for _, group in rows[rows["op"].isin(POINT_TO_POINT)].groupby("path", sort=False):
+        group = group.sort_values("nbytes")
+        line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
+                           color=_colour(str(group.iloc[0]["op"])))
+        tip(line, _tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
+    for ax in (left, right):
+        _size_ticks(ax, rows["nbytes"].tolist())
+        _log_y(ax)
+        ax.set_xlabel("payload")
+        ax.grid(True, which="major", alpha=0.3)
+    left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
+    right.set_ylabel("one-way time, half a round trip (µs)")
+    _legend_outside(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
+    return fig
+
+
+def links_plot(frame: pd.DataFrame) -> Figure | str:
+    """Point-to-point bandwidth within a node and across nodes, side by side."""
+    rows = _distributed(frame)
+    rows = rows[rows["op"].isin(POINT_TO_POINT) & rows.get("crosses", pd.Series(dtype=object)).notna()]
+    if rows.empty or rows["crosses"].nunique() < 2:
+        return ("Point-to-point ran within one node only; run torchrun over two nodes or more to set "
+                "inter-node figures beside intra-node ones.")
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0))
+    styles = {"intra-node": "-", "inter-node": "--"}
+    handles: dict[str, Artist] = {}
+    for (op, crosses, src, dst), group in rows.groupby(["op", "crosses", "src", "dst"], sort=False):
+        group = group.sort_values("nbytes")
+        label = f"{op} {crosses} {src.split(':')[0]}->{dst.split(':')[0]}"
+        line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], styles.get(crosses, ":"), marker="o", ms=4,
+                        color=_colour(op))
+        tip(line, _tips_for(group, lambda row: f"{row['crosses']}, one way {row['bandwidth_gbps']:.4g} GB/s"))
+        handles.setdefault(label, line)
+    _size_ticks(ax, rows["nbytes"].tolist())
+    _log_y(ax)
+    ax.set_xlabel("payload")
+    ax.set_ylabel("one-way bandwidth (GB/s)")
+    ax.grid(True, which="major", alpha=0.3)
+    _legend_outside(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
+    return fig
+
+
+def spread_plot(frame: pd.DataFrame) -> Figure | str:
+    """Each rank's median lag behind the typical rank, per collective, at the largest size."""
+    rows = _distributed(frame)
+    rows = rows[~rows["op"].isin(POINT_TO_POINT)]
+    with_ranks = [row for _, row in rows.iterrows() if _ranks(row)]
+    if not with_ranks:
+        return "No per-rank times were recorded (a run from an older xferbench, or no collective)."
+    largest = max(row["nbytes"] for row in with_ranks)
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0))
+    handles: dict[str, Artist] = {}
+    for row in with_ranks:
+        ranks = _ranks(row)
+        if row["nbytes"] != largest or ranks is None:
+            continue
+        lags = [statistics.median(lag) * 1e6 for lag in _lags(ranks)]
+        line, = ax.plot(range(len(lags)), lags, marker="o", ms=4, color=_colour(str(row["op"])))
+        tip(line, [f"{row['path']}\nrank {r} on {_host(row, r)}: {lag:+.4g} µs per call behind the typical rank"
+                   for r, lag in enumerate(lags)])
+        handles.setdefault(str(row["path"]), line)
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set_xlabel("rank")
+    ax.set_ylabel("median lag behind the typical rank (µs per call)")
+    ax.set_title(f"at {format_bytes(largest)}", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    _legend_outside(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
+    return fig
+
+
+SPREAD_CAPTION = (
+    "Every rank times every round itself. Per collective at the largest size, how far behind the typical (median) rank "
+    "each rank finished, round by round, its median: what all ranks share cancels, what one rank adds remains. A rank "
+    "that finishes last round after round (a slow device, a busy host, a straggling process) stands out; a slow link "
+    "inside a ring slows every member alike and shows in the bus bandwidth instead."
+)
+LINKS_CAPTION = (
+    "Ping-pongs between rank 0 and the next rank on its node (intra-node) and between rank 0 and the first rank of "
+    "every other node (inter-node), each way round (the first named rank sends first). Nodes are told apart by host "
+    "name (or XFERBENCH_NODE). Bytes counted once, one way: half a round trip."
+)
+
+
+def _stragglers(rows: pd.DataFrame) -> list[str]:
+    named: dict[tuple[int, str], list[str]] = {}
+    checked = 0
+    for _, row in rows[~rows["op"].isin(POINT_TO_POINT)].iterrows():
+        ranks = _ranks(row)
+        if not ranks:
+            continue
+        checked += 1
+        found = slowest_rank(ranks)
+        if found:
+            named.setdefault((found.rank, _host(row, found.rank)), []).append(
+                f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} "
+                f"{format_bytes(row['nbytes'])} (+{format_seconds(found.lag_s)})")
+    if not checked:
+        return []
+    if not named:
+        return [f"No rank was consistently slowest beyond noise in {checked} collective benchmark(s)."]
+    out = []
+    for (rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1])):
+        out.append(f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective "
+                   f"benchmark(s), e.g. {', '.join(cases[:3])} per call behind the typical rank.")
+    return out
+
+
+def _links(rows: pd.DataFrame) -> list[str]:
+    if "crosses" not in rows:
+        return []
+    p2p = rows[(rows["op"] == "send_recv") & rows["crosses"].notna()]
+    if p2p.empty or p2p["crosses"].nunique() < 2:
+        return []
+    largest = p2p["nbytes"].max()
+    at = p2p[p2p["nbytes"] == largest].groupby("crosses")["bandwidth_gbps"].median()
+    small = p2p[p2p["nbytes"] == p2p["nbytes"].min()].groupby("crosses")["transfer_s"].median()
+    return [f"send_recv of {format_bytes(largest)}: {at['intra-node']:.3g} GB/s within a node against "
+            f"{at['inter-node']:.3g} GB/s across nodes; the smallest message takes {format_seconds(small['intra-node'])} "
+            f"within and {format_seconds(small['inter-node'])} across one way."]
+
+
+def _overlap(rows: pd.DataFrame) -> list[str]:
+    overlap = rows[rows["op"] == "overlap"]
+    if overlap.empty or "variant" not in overlap:
+        return []
+    largest = overlap[overlap["nbytes"] == overlap["nbytes"].max()].set_index("variant")["median_s"]
+    if not {"in_flight", "one_by_one"} <= set(largest.index):
+        return []
+    ratio = largest["one_by_one"] / largest["in_flight"]
+    return [f"Four all_reduces of {format_bytes(overlap['nbytes'].max() / 4)} in flight at once (async_op=True) took "
+            f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}: overlap "
+            f"{'buys' if ratio > 1 else 'does not buy'} {ratio:.2f}x here."]
+
+
+def distributed_findings(frame: pd.DataFrame) -> list[str]:
+    rows = _distributed(frame)
+    if rows.empty:
+        return []
+    out = []
+    first = rows.iloc[0]
+    p2p = rows[rows["op"] == "send_recv"]
+    if not p2p.empty:
+        small = p2p.loc[p2p["nbytes"].idxmin()]
+        out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'])} "
+                   f"message took {format_seconds(small['transfer_s'])} one way.")
+    reduce = rows[rows["op"] == "all_reduce"]
+    if not reduce.empty:
+        big = reduce.loc[reduce["nbytes"].idxmax()]
+        out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth.")
+    if "verified" in rows and rows["verified"].eq(True).any():
+        out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
+                   f"{len(rows)} benchmark(s).")
+    return out + _links(rows) + _overlap(rows) + _stragglers(rows)
+
+
+def section(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """The report's distributed section, or None when no distributed benchmark was run."""
+    if _distributed(frame).empty:
+        return None
+    title, caption = DISTRIBUTED_TEXT
+    plots: list[Plot] = [
+        as_plot("distributed", title, caption, bandwidth_plot(frame)),
+        as_plot("distributed-links", "Within a node and across nodes", LINKS_CAPTION, links_plot(frame)),
+        as_plot("distributed-ranks", "Which rank is slow", SPREAD_CAPTION, spread_plot(frame)),
+    ]
+    return {"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)), "plots": plots}

@@ -1,0 +1,35 @@
+"""Transfers between processes and nodes with torch.distributed.
+
+Three modules, one job each:
+
+- ``operations``: the cases (ops, sizes, pairs of ranks by the link they cross), each
+  rank's buffers, the timed call, the check of what was delivered, bus factors;
+- ``world``: the ranks (device ownership, rendezvous, node names, faults), the timing
+  of every round on every rank, and the 2-rank world inside pytest;
+- ``torchrun``: ``torchrun ... -m xferbench.distributed``, validated up front, writing
+  a pytest-benchmark JSON;
+
+with ``options`` holding the profile record and the option table both front-ends share.
+"""
+
+from .operations import DIST_OPS, DistCase, build_dist_cases, bus_factor, calls_for, world_backend
+from .options import PROFILES, Profile
+from .torchrun import main
+from .world import DistributedError, VerificationError, World, free_port, world
+
+__all__ = [
+    "DIST_OPS",
+    "PROFILES",
+    "DistCase",
+    "DistributedError",
+    "Profile",
+    "VerificationError",
+    "World",
+    "build_dist_cases",
+    "bus_factor",
+    "calls_for",
+    "free_port",
+    "main",
+    "world",
+    "world_backend",
+]

@@ -1,0 +1,335 @@
+"""What each rank does for one distributed case: buffers, the timed call, the check.
+
+A case names an op, a payload and, for point-to-point, the pair of ranks (the one
+that starts the ping-pong first) and which link the pair crosses. Each rank builds
+its side with ``operation``: ``reset`` puts known values in its buffers, ``call``
+is one synchronized iteration, ``check`` says whether this rank holds exactly what
+the op must have delivered. Checks run after timing, on freshly reset buffers (as
+nccl-tests ``-c`` does), so the timed loop is not slowed by them.
+
+Bus bandwidth follows nccl-tests: busbw = algbw x 2(n-1)/n for all_reduce (and the
+overlap of all_reduces), (n-1)/n for all_gather, reduce_scatter and all_to_all,
+1 for broadcast and point-to-point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...contract import Identity
+from ...families import ops
+from ...units import DTYPE_SIZES, format_size
+from ..cases import Skipped
+
+__all__ = [
+    "DIST_OPS",
+    "IN_FLIGHT",
+    "POINT_TO_POINT",
+    "DistCase",
+    "Operation",
+    "build_dist_cases",
+    "bus_factor",
+    "bytes_needed",
+    "calls_for",
+    "operation",
+    "planned_cases",
+    "scan_sizes",
+    "world_backend",
+]
+
+DIST_OPS = ops("distributed")
+POINT_TO_POINT = ("send_recv", "isend_irecv")
+#: The overlap family's variants, and how many all_reduces it keeps in flight.
+OVERLAP_VARIANTS = ("in_flight", "one_by_one")
+IN_FLIGHT = 4
+
+
+def bus_factor(op: str, world_size: int) -> float:
+    """nccl-tests' bus bandwidth factor: busbw = algbw x factor."""
+    n = world_size
+    if op in ("all_reduce", "overlap"):
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    return 1.0
+
+
+@dataclass(frozen=True)
+class DistCase:
+    op: str
+    nbytes: int
+    backend: str
+    world_size: int
+    device: str = "cpu"  # each rank's device kind: cpu, or cuda (each rank on its own GPU)
+    dtype: str = "float32"
+    pair: tuple[int, int] = (0, 1)  # point-to-point: (the rank that sends first, its partner)
+    variant: str | None = None  # overlap: in_flight or one_by_one
+    crosses: str | None = None  # point-to-point: intra-node or inter-node
+
+    @property
+    def numel(self) -> int:
+        return max(1, self.nbytes // DTYPE_SIZES[self.dtype])
+
+    @property
+    def point_to_point(self) -> bool:
+        return self.op in POINT_TO_POINT
+
+    @property
+    def id(self) -> str:
+        where = f"-r{self.pair[0]}r{self.pair[1]}" if self.point_to_point and self.pair != (0, 1) else ""
+        variant = f"-{self.variant}" if self.variant else ""
+        return f"{self.op}{variant}-{format_size(self.nbytes)}-{self.dtype}-{self.backend}-x{self.world_size}{where}"
+
+    def identity(self) -> Identity:
+        if self.point_to_point:
+            src, dst = (f"rank{r}:{self.device}" for r in self.pair)
+        else:
+            src, dst = f"rank0:{self.device}", f"all:{self.device}"
+        return Identity(self.op, self.op, src, dst, self.nbytes, self.dtype, (self.numel,),
+                        non_blocking=self.op == "isend_irecv" or self.variant == "in_flight", variant=self.variant,
+                        world_size=self.world_size, backend=self.backend)
+
+    def extra_info(self) -> dict[str, Any]:
+        # A ping-pong call is a round trip: the payload crosses twice.
+        info = self.identity().extra_info() | {"round_trip": self.point_to_point,
+                                               "bus_factor": bus_factor(self.op, self.world_size)}
+        if self.crosses:
+            info["crosses"] = self.crosses
+        return info
+
+
+def world_backend(devices: Sequence[str], requested: str, world_size: int = 2) -> str:
+    """The backend for ``requested``: ``auto`` is nccl with one GPU per rank, else gloo."""
+    if requested != "auto":
+        return requested
+    return "nccl" if sum(d.startswith("cuda:") for d in devices) >= world_size else "gloo"
+
+
+def bytes_needed(op: str, nbytes: int) -> int:
+    """Payload memory one rank holds for ``op`` (send and receive buffers)."""
+    return 2 * nbytes if op in ("all_gather", "reduce_scatter", "all_to_all") else nbytes
+
+
+def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) -> list[int] | str:
+    """``sizes`` extended by x4 steps up to the largest payload whose buffers fit ``fraction`` of
+    ``free_bytes``, that largest size included; a reason when free memory is unknown."""
+    if free_bytes is None:
+        return "free memory is unknown on this machine, so the scan to the largest size that fits was skipped"
+    cap = int(free_bytes * fraction) // 2  # the hungriest op holds two buffers of the payload
+    cap -= cap % 2**20 if cap > 2**20 else cap % 64  # a round number that every world size and dtype divides
+    top = max(sizes, default=4)
+    out = [s for s in sizes if s <= cap]
+    size = top * 4
+    while size < cap:
+        out.append(size)
+        size *= 4
+    if cap > 0 and cap not in out:
+        out.append(cap)
+    return sorted(set(out))
+
+
+def pairs(nodes: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
+    """Point-to-point pairs for ranks on ``nodes`` (node name of each rank), labelled by the link
+    crossed: rank 0 and the next rank on its node; rank 0 and the first rank of every other
+    node, each way round."""
+    out: list[tuple[tuple[int, int], str]] = []
+    same = [r for r in range(1, len(nodes)) if nodes[r] == nodes[0]]
+    if same:
+        out += [((0, same[0]), "intra-node"), ((same[0], 0), "intra-node")]
+    firsts: dict[str, int] = {}
+    for rank, node in enumerate(nodes):
+        if node != nodes[0]:
+            firsts.setdefault(node, rank)
+    for first in firsts.values():
+        out += [((0, first), "inter-node"), ((first, 0), "inter-node")]
+    return out
+
+
+def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
+              dtype: str = "float32") -> list[DistCase]:
+    """Every case of a world whose ranks sit on ``nodes``, size by size."""
+    out = []
+    links = pairs(nodes)
+    for size in sizes:
+        for op in DIST_OPS:
+            if op in POINT_TO_POINT:
+                out += [DistCase(op, size, backend, world_size, device, dtype, pair, None, crosses)
+                        for pair, crosses in links]
+            elif op == "overlap":
+                out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in OVERLAP_VARIANTS]
+            else:
+                out.append(DistCase(op, size, backend, world_size, device, dtype))
+    return out
+
+
+def build_dist_cases(devices: Sequence[str], backend: str, sizes: Sequence[object], world_size: int = 2,
+                     ) -> list[DistCase | Skipped]:
+    """The cases of the 2-rank world inside pytest (both ranks on this node), over byte ``sizes``."""
+    gpus = [d for d in devices if d.startswith("cuda:")]
+    backend = world_backend(devices, backend, world_size)
+    if backend == "nccl" and len(gpus) < world_size:
+        return [Skipped("nccl-needs-gpus", f"nccl needs one GPU per rank: {world_size} ranks, {len(gpus)} GPU(s)")]
+    if backend == "gloo" and "cpu" not in devices:
+        return [Skipped("gloo-needs-cpu", "gloo runs on CPU tensors: add cpu to --xfer-devices")]
+    device = "cuda" if backend == "nccl" else "cpu"
+    chosen = [s for s in sizes if isinstance(s, int)]
+    return list(cases_for(world_size, ["this node"] * world_size, backend, device, chosen))
+
+
+def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object], mem_fraction: float | None,
+                  free_bytes: Callable[[str], int | None]) -> list[DistCase | Skipped]:
+    """The 2-rank world's cases; with ``mem_fraction``, the sweep goes on to the largest size whose
+    buffers fit that fraction of the least free memory of the ranks' devices (``free_bytes(kind)``)."""
+    planned = build_dist_cases(devices, backend, sizes)
+    if not mem_fraction or not planned or isinstance(planned[0], Skipped):
+        return planned
+    kind = planned[0].device
+    scanned = scan_sizes([s for s in sizes if isinstance(s, int)], free_bytes(kind), mem_fraction)
+    if isinstance(scanned, str):
+        return [*planned, Skipped("largest-size-scan", scanned)]
+    return build_dist_cases(devices, backend, scanned)
+
+
+def calls_for(nbytes: int) -> int:
+    """Iterations per round: enough that a round of a tiny op is not all timer overhead."""
+    return max(1, min(100, 2**20 // max(nbytes, 1)))
+
+
+# --- each rank's side of an op ----------------------------------------------------------------------------
+
+def _done(*_steps: Any) -> None:
+    """Lets a one-line reset run its steps (the arguments) and return None."""
+
+
+def _synced(fn: Callable[[], object], sync: Callable[[], None]) -> Callable[[], None]:
+    """One iteration: the op, then this rank's device synchronized (a no-op on the CPU)."""
+    def call() -> None:
+        fn()
+        sync()
+    return call
+
+
+def _wait(work: Any) -> None:
+    """Wait for an async op's handle (torch types it optional; with async_op it is always there)."""
+    if work is not None:
+        work.wait()
+
+@dataclass(frozen=True)
+class Operation:
+    reset: Callable[[], None]  # known values in this rank's buffers
+    call: Callable[[], None]  # one iteration, synchronized
+    check: Callable[[], bool]  # after reset + one call: does this rank hold what the op delivers?
+
+
+def operation(case: DistCase, rank: int, local_device: Any) -> Operation:
+    """Rank ``rank``'s side of ``case`` on its device ``local_device``."""
+    import torch
+
+    dtype = getattr(torch, case.dtype)
+    n = case.world_size
+    per = max(1, case.numel // n)  # elements per rank's block for the ops that split the payload
+    sync: Callable[[], None] = (lambda: torch.cuda.synchronize(local_device)) if case.device == "cuda" else (lambda: None)
+
+    def empty(count: int) -> Any:
+        return torch.zeros(count, dtype=dtype, device=local_device)
+
+    def all_equal(tensor: Any, value: float) -> bool:
+        return bool((tensor == value).all())
+
+    if case.point_to_point:
+        return _point_to_point(case, rank, empty(case.numel), sync)
+    if case.op == "overlap":
+        return _overlap(case, rank, [empty(max(1, case.numel // IN_FLIGHT)) for _ in range(IN_FLIGHT)], sync)
+    import torch.distributed as dist
+
+    total = n * (n + 1) / 2  # the sum of every rank's value rank + 1
+    # torch 2.9 renamed these; the old names still work but warn
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+    if case.op == "broadcast":
+        buf = empty(case.numel)
+        return Operation(lambda: _done(buf.fill_(rank + 1)), _synced(lambda: dist.broadcast(buf, src=0), sync),
+                         lambda: all_equal(buf, 1))
+    if case.op == "all_reduce":
+        buf = empty(case.numel)
+        return Operation(lambda: _done(buf.fill_(rank + 1)), _synced(lambda: dist.all_reduce(buf), sync),
+                         lambda: all_equal(buf, total))
+    if case.op == "all_gather":
+        send, recv = empty(per), empty(per * n)
+        expected = torch.arange(1, n + 1, dtype=dtype, device=local_device).repeat_interleave(per)
+        return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
+                         _synced(lambda: gather(recv, send), sync),
+                         lambda: bool(torch.equal(recv, expected)))
+    if case.op == "reduce_scatter":
+        send, recv = empty(per * n), empty(per)
+        return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
+                         _synced(lambda: scatter(recv, send), sync),
+                         lambda: all_equal(recv, total))
+    if case.op == "all_to_all":
+        # Block j of rank r's input holds r*n + j + 1; after the exchange block i of
+        # rank r's output must hold i*n + r + 1 (rank i's block for r).
+        send, recv = empty(per * n), empty(per * n)
+        sent = (torch.arange(n, dtype=dtype, device=local_device) + rank * n + 1).repeat_interleave(per)
+        expected = (torch.arange(n, dtype=dtype, device=local_device) * n + rank + 1).repeat_interleave(per)
+        return Operation(lambda: _done(send.copy_(sent), recv.zero_()),
+                         _synced(lambda: dist.all_to_all_single(recv, send), sync),
+                         lambda: bool(torch.equal(recv, expected)))
+    raise ValueError(f"unknown distributed op {case.op!r}")
+
+
+def _point_to_point(case: DistCase, rank: int, buf: Any, sync: Callable[[], None]) -> Operation:
+    """A ping-pong: the first rank of the pair sends and gets it back; ranks outside the pair sit out."""
+    import torch.distributed as dist
+
+    first, partner = case.pair
+    if rank not in case.pair:
+        return Operation(lambda: None, lambda: None, lambda: True)
+    peer = partner if rank == first else first
+
+    def blocking() -> None:
+        if rank == first:
+            dist.send(buf, peer)
+            dist.recv(buf, peer)
+        else:
+            dist.recv(buf, peer)
+            dist.send(buf, peer)
+        sync()
+
+    def nonblocking() -> None:
+        order = (dist.isend, dist.irecv) if rank == first else (dist.irecv, dist.isend)
+        _wait(order[0](buf, peer))
+        _wait(order[1](buf, peer))
+        sync()
+
+    # Only the first rank's values travel: both ends must hold them after one round trip.
+    return Operation(lambda: _done(buf.fill_(first + 1 if rank == first else 0)),
+                     blocking if case.op == "send_recv" else nonblocking,
+                     lambda: bool((buf == first + 1).all()))
+
+
+def _overlap(case: DistCase, rank: int, bufs: list[Any], sync: Callable[[], None]) -> Operation:
+    """IN_FLIGHT all_reduces of a quarter of the payload each: all issued with async_op=True and
+    then waited for, or one after another; the same bytes either way."""
+    import torch.distributed as dist
+
+    n = case.world_size
+
+    def in_flight() -> None:
+        works = [dist.all_reduce(buf, async_op=True) for buf in bufs]
+        for work in works:
+            _wait(work)
+        sync()
+
+    def one_by_one() -> None:
+        for buf in bufs:
+            dist.all_reduce(buf)
+        sync()
+
+    def reset() -> None:
+        for buf in bufs:
+            buf.fill_(rank + 1)
+
+    return Operation(reset, in_flight if case.variant == "in_flight" else one_by_one,
+                     lambda: all(bool((buf == n * (n + 1) / 2).all()) for buf in bufs))

@@ -1,0 +1,123 @@
+"""The distributed profile and options: one table, two front-ends.
+
+``OPTIONS`` lists every setting the two ways of running share (the 2-rank world
+inside pytest and the torchrun entry point); ``add_to_pytest`` turns it into
+``--xfer-dist-*`` options and ``add_to_argparse`` into the entry point's flags, so a
+limit or a default is written once. The parsers validate at the boundary: a bad
+value is a usage error naming the flag, before any rank tries to rendezvous.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["OPTIONS", "PROFILES", "Option", "Profile", "positive_int", "positive_seconds", "fraction"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What ``--xfer-profile`` / ``--profile`` means for the distributed cases."""
+
+    name: str
+    sizes: str  # the sweep, in --xfer-sizes syntax
+    rounds: int  # rounds per case (each rank times every round)
+    warmup: int = 2  # calls made before the first timed round
+
+
+#: ``quick`` keeps the 2-rank world inside a CPU-only run short; ``full`` stops at
+#: 64 MiB so a one-GPU full run stays within minutes (``--mem-fraction`` goes further).
+PROFILES: dict[str, Profile] = {
+    "quick": Profile("quick", "4B,1KiB,1MiB,16MiB", rounds=20),
+    "full": Profile("full", "4B..64MiB:x4", rounds=30),
+}
+
+#: More rounds than this per case only multiplies the JSON (every rank's time of every round is kept).
+MAX_ROUNDS = 10_000
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_ROUNDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be between 1 and {MAX_ROUNDS}")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a fraction between 0 and 1, e.g. 0.5")
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: ``--NAME`` for torchrun, ``--xfer-dist-NAME`` inside pytest."""
+
+    name: str
+    help: str
+    default: Any = None
+    parse: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    def kwargs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"default": self.default, "help": self.help}
+        if self.parse is not None:
+            out["type"] = self.parse
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        if self.metavar is not None:
+            out["metavar"] = self.metavar
+        return out
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("backend", "torch.distributed backend: auto (nccl with one GPU per rank, else gloo), gloo or nccl",
+           "auto", choices=("auto", "gloo", "nccl")),
+    Option("timeout", "a rank that dies or never joins ends the run after this many seconds (default: 60)",
+           60.0, positive_seconds, metavar="SECONDS"),
+    Option("rounds", "timed rounds per case (default: the profile's, 20 quick, 30 full)", None, positive_int,
+           metavar="N"),
+    Option("mem-fraction", "also scan sizes up to the largest that fits this fraction of free device memory "
+           "(host memory for gloo) on every rank, e.g. 0.5 (default: off)", None, fraction, metavar="F"),
+)
+
+
+def add_to_argparse(parser: argparse.ArgumentParser) -> None:
+    for option in OPTIONS:
+        parser.add_argument(f"--{option.name}", dest=option.dest, **option.kwargs())
+
+
+def add_to_pytest(group: Any) -> None:
+    """``group`` is a pytest OptionGroup (typed loosely: pytest is not imported here)."""
+    for option in OPTIONS:
+        group.addoption(f"--xfer-dist-{option.name}", dest=f"xfer_dist_{option.dest}", **option.kwargs())
+
+
+def from_pytest(config: Any) -> dict[str, Any]:
+    """The shared settings as the pytest options gave them, by ``Option.dest``."""
+    return {option.dest: config.getoption(f"xfer_dist_{option.dest}") for option in OPTIONS}

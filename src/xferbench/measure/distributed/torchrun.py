@@ -1,0 +1,220 @@
+"""``torchrun ... -m xferbench.distributed``: every rank runs the same cases, rank 0 writes the JSON.
+
+The order of a run: validate the options and this rank's memory (usage errors, exit 2,
+before any rendezvous); own the device; join; a roll call (every rank's node, and the
+same settings everywhere); then the cases, each timed on every rank and checked after
+timing; rank 0 writes a pytest-benchmark JSON built with pytest-benchmark's own records
+(``Metadata`` / ``Stats`` and its JSON hook), which ``xferbench report`` and ``compare`` take.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NoReturn
+
+from ...units import DTYPE_SIZES, first_line, format_size, parse_sizes
+from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
+from .options import PROFILES, Profile, add_to_argparse
+from .world import (
+    DistributedError,
+    Timed,
+    VerificationError,
+    check_same_settings,
+    join,
+    node_name,
+    rank_device,
+    roll_call,
+    run_on_rank,
+    worker,
+)
+
+__all__ = ["main", "validate"]
+
+PROG = "xferbench.distributed"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints the whole usage)
+        self.exit(2, f"{PROG}: {message}\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=f"python -m {PROG}", description="Transfers between processes and nodes (under torchrun)")
+    p.add_argument("--out", type=Path, default=Path("distributed.json"), help="JSON to write (rank 0); must not exist")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    p.add_argument("--sizes", help="override the profile's sizes, e.g. 1KiB..64MiB:x4")
+    add_to_argparse(p)
+    # The helper rank of the world inside pytest; not for users.
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--rank", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--world-size", type=int, default=2, help=argparse.SUPPRESS)
+    p.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--fault", choices=["exit-early", "die-mid-run"], help=argparse.SUPPRESS)
+    return p
+
+
+def _free_bytes(device: str) -> int | None:
+    import torch
+
+    from ..devices import host_memory_available
+
+    if device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        return int(free)
+    return host_memory_available()
+
+
+def check_out(out: Path) -> None:
+    """The JSON can be written, and writing it loses nothing: checked before measuring."""
+    if out.exists() or out.is_symlink():
+        raise DistributedError(f"--out {out}: it exists already; choose a new name (results are never overwritten)")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise DistributedError(f"--out {out}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DistributedError(f"--out {out}: the folder {folder} is not writable")
+
+
+def validate(args: argparse.Namespace, rank: int, world_size: int, free_bytes: int | None) -> list[int]:
+    """The byte sizes this rank will run, or DistributedError: a usage error before any rendezvous."""
+    where = f"rank {rank} on {node_name()}"
+    if world_size < 2:
+        raise DistributedError(f"{where}: a world of {world_size} rank cannot measure transfers between processes; "
+                               "start at least 2 (torchrun --nproc-per-node=2, or --nnodes=2)")
+    try:
+        sizes = [s for s in parse_sizes(args.sizes or PROFILES[args.profile].sizes) if isinstance(s, int)]
+    except ValueError as error:
+        raise DistributedError(f"--sizes: {error}") from None
+    if not sizes:
+        raise DistributedError("--sizes: give byte sizes such as 4B,1MiB (shapes have no meaning between processes)")
+    element = DTYPE_SIZES["float32"]
+    if min(sizes) < element:
+        raise DistributedError(f"--sizes: {format_size(min(sizes))} is smaller than one float32 element ({element} B)")
+    largest = max(bytes_needed(op, size) for size in sizes for op in ("all_gather", "all_reduce"))
+    if free_bytes is not None and largest > free_bytes:
+        raise DistributedError(f"{where}: --sizes up to {format_size(max(sizes))} need {format_size(largest)} per rank, "
+                               f"more than the {format_size(free_bytes)} free here")
+    if rank == 0:
+        check_out(args.out)
+    return sizes
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What every rank must agree on (compared in the roll call)."""
+    return {"sizes": args.sizes, "profile": args.profile, "rounds": args.rounds, "backend": args.backend,
+            "mem_fraction": args.mem_fraction}
+
+
+def _world_free_bytes(free: int | None, device: str) -> int | None:
+    """The least free memory of any rank (unknown anywhere: unknown)."""
+    import torch
+    import torch.distributed as dist
+
+    value = torch.tensor([free if free is not None else -1], dtype=torch.int64, device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MIN)
+    least = int(value.item())
+    return None if least < 0 else least
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    import torch.distributed as dist
+
+    if "RANK" not in os.environ:
+        raise DistributedError("not started by torchrun (RANK is unset); run: torchrun --nnodes=N --nproc-per-node=M "
+                               f"-m {PROG} --out run.json")
+    rank, world_size = int(os.environ["RANK"]), int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
+    device = rank_device(backend, local_rank, gpus)
+    free = _free_bytes(device)
+    sizes = validate(args, rank, world_size, free)
+    profile = PROFILES[args.profile]
+    address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    try:
+        join(backend, "env://", rank, world_size, args.timeout, device)
+        everyone = roll_call(world_size, _settings(args))
+    except Exception as error:
+        raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
+                               f"within {args.timeout:g} s (a rank or node never joined, or died): "
+                               f"{first_line(error)}") from None
+    check_same_settings(everyone)
+    nodes = [node for node, _ in everyone]
+    notes = []
+    if args.mem_fraction:
+        scanned = scan_sizes(sizes, _world_free_bytes(free, device), args.mem_fraction)
+        if isinstance(scanned, str):
+            notes.append(scanned)
+        else:
+            sizes = scanned
+    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
+    records = [_measure(case, rank, device, profile, args.rounds, nodes) for case in cases]
+    if rank == 0:
+        _write_json(args.out, records, backend, world_size, nodes, notes)
+        print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
+              f"{backend})" + "".join(f"; {note}" for note in notes))
+    dist.destroy_process_group()
+    return 0
+
+
+def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
+             nodes: list[str]) -> Any:
+    iterations = calls_for(case.nbytes)
+    timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup)
+    return _metadata(case, timed, iterations, nodes)
+
+
+def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -> Any:
+    """pytest-benchmark's own record of one benchmark, filled with the world's round times."""
+    from pytest_benchmark.stats import Metadata
+
+    fixture = SimpleNamespace(
+        name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
+        f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
+        extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
+                                        "rank_hosts": nodes},
+    )
+    metadata = Metadata(fixture, iterations=iterations, options={"timer": "perf_counter", "iterations": iterations})
+    for seconds in timed.world_seconds:
+        metadata.update(seconds * iterations)
+    return metadata
+
+
+def _write_json(out: Path, records: list[Any], backend: str, world_size: int, nodes: list[str], notes: list[str]) -> None:
+    from pytest_benchmark.plugin import pytest_benchmark_generate_json, pytest_benchmark_generate_machine_info
+    from pytest_benchmark.utils import get_commit_info
+
+    from ...output import write_atomic
+    from ..devices import TorchBackend
+    from ..machine import fingerprint
+
+    machine = pytest_benchmark_generate_machine_info()
+    machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
+                                                         "nodes": sorted(set(nodes)), "notes": notes}
+    payload = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, machine_info=machine,
+                                             commit_info=get_commit_info())
+    write_atomic(out, json.dumps(payload, indent=1))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return worker(args) if args.worker else run(args)
+    except VerificationError as error:
+        print(f"{PROG}: wrong data: {error}", file=sys.stderr)
+        return 1
+    except (DistributedError, ValueError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
