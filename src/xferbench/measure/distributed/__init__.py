@@ -15,7 +15,7 @@ with ``options`` holding the profile record and the option table both front-ends
 from .operations import DIST_OPS, DistCase, build_dist_cases, bus_factor, calls_for, world_backend
 from .options import PROFILES, Profile
 from .torchrun import main
-from .world import DistributedError, VerificationError, World, free_port, world
+from .world import DistributedError, VerificationError, World, free_port, running_world
 
 __all__ = [
     "DIST_OPS",
@@ -30,6 +30,6 @@ __all__ = [
     "calls_for",
     "free_port",
     "main",
-    "world",
+    "running_world",
     "world_backend",
 ]

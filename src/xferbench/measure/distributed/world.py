@@ -46,7 +46,7 @@ __all__ = [
     "rank_device",
     "run_on_rank",
     "timed_rounds",
-    "world",
+    "running_world",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -302,7 +302,11 @@ class World:
         return f"; its last words: {lines[-1].strip()[:200]}" if lines else ""
 
     def _why_not_joined(self) -> str:
-        exited = self.helper.poll() if self.helper else None
+        exited = None
+        if self.helper:
+            # A helper still starting up may be about to exit with the reason: give it a moment.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                exited = self.helper.wait(timeout=5)
         state = f"it exited with code {exited}" if exited is not None else "it did not answer"
         return (f"rank 1 on {node_name()} did not join the rendezvous at {self.rendezvous} within "
                 f"{self.timeout_s:g} s ({state}{self._helper_tail()})")
@@ -395,7 +399,7 @@ def worker(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def world(backend: str = "gloo", timeout_s: float = 60.0, fault: str | None = None) -> Iterator[World]:
+def running_world(backend: str = "gloo", timeout_s: float = 60.0, fault: str | None = None) -> Iterator[World]:
     """A started World that is always closed."""
     w = World(backend, timeout_s, fault=fault)
     try:
