@@ -244,7 +244,8 @@ class TestWorld:
                 iterations, stats = bench.recorded[0]
                 rank0, rank1 = info["rank_seconds"]
                 assert len(rank0) == len(rank1) == 3 and info["rank_hosts"] == [world_module.node_name()] * 2
-                assert [t / iterations for t in stats.data] == pytest.approx([max(a, b) for a, b in zip(rank0, rank1, strict=True)])
+                slowest = [max(a, b) for a, b in zip(rank0, rank1, strict=True)]
+                assert [t / iterations for t in stats.data] == pytest.approx(slowest)
                 assert all(b > a for a, b in zip(rank0, rank1, strict=True))  # rank 1 sleeps 20 ms a round
         finally:
             world.close()
