@@ -69,7 +69,11 @@ class Identity:
         dtype = "" if self.dtype == "float32" else f" {self.dtype}"
         where = self.src if self.src == self.dst else f"{self.src}->{self.dst}"
         if self.world_size:
-            return f"{self.op} {self.backend} x{self.world_size}{dtype}"
+            # A ping-pong names its pair unless it is the 2-rank world's rank0->rank1; overlap its variant.
+            ranks = self.src.split(":")[0], self.dst.split(":")[0]
+            pair = "" if ranks[1] == "all" or ranks == ("rank0", "rank1") else f" {ranks[0]}->{ranks[1]}"
+            variant = f" {self.variant}" if self.variant else ""
+            return f"{self.op}{variant} {self.backend} x{self.world_size}{pair}{dtype}"
         if self.variant:
             variant = "" if self.variant == self.op else f" {self.variant}"
             return f"{self.op}{variant} {where}"

@@ -1,0 +1,224 @@
+"""Distributed at cluster scale, on one machine: two torchrun launches on loopback make two "nodes"
+(XFERBENCH_NODE tells them apart), a test-only slowed rank, bad launches and bad options."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from xferbench.analyze.distributed import Straggler, distributed_findings, section, slowest_rank
+from xferbench.analyze.report import build_html
+from xferbench.analyze.results import load
+from xferbench.measure.distributed import DIST_OPS, free_port
+from xferbench.measure.distributed.torchrun import main
+from xferbench.measure.distributed.world import NODE_ENV, SLOW_RANK_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 30
+
+
+def launch(tmp_path: Path, nodes: int, per_node: int, args: list[list[str]], env: dict[str, str] | None = None,
+           ) -> list[subprocess.CompletedProcess[str]]:
+    """``nodes`` torchrun launches on loopback, node i with ``args[i]`` and XFERBENCH_NODE=node<i>."""
+    port = free_port()
+    procs = []
+    for node in range(nodes):
+        command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={per_node}",
+                   f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}",
+                   "-m", "xferbench.distributed", "--timeout", str(TIMEOUT_S), *args[node]]
+        procs.append(subprocess.Popen(command, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      env=os.environ | {NODE_ENV: f"node{node}"} | (env or {})))
+    results = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=300)
+        results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, ""))
+    return results
+
+
+def our_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("xferbench.distributed:")]
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 ranks on 2 "nodes" of 2; rank 3 (node1) takes 0.3 s longer in every round it times."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    out = tmp / "dist.json"
+    args = ["--sizes", "1KiB", "--rounds", "5", "--out", str(out)]
+    node0, node1 = launch(tmp, 2, 2, [args, args], env={SLOW_RANK_ENV: "3:0.3"})
+    assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
+    return out
+
+
+class TestTwoNodes:
+    def test_point_to_point_within_and_across_nodes(self, two_nodes):
+        """rank 0 with its node's next rank (intra) and node1's first rank (inter), each way round."""
+        frame = load([two_nodes]).frame
+        p2p = frame[frame["op"] == "send_recv"]
+        assert sorted(zip(p2p["src"], p2p["dst"], p2p["crosses"], strict=True)) == [
+            ("rank0:cpu", "rank1:cpu", "intra-node"), ("rank0:cpu", "rank2:cpu", "inter-node"),
+            ("rank1:cpu", "rank0:cpu", "intra-node"), ("rank2:cpu", "rank0:cpu", "inter-node")]
+        assert p2p["path"].nunique() == 4  # four lines in the plots, not one
+
+    def test_every_op_checked_with_every_ranks_rounds(self, two_nodes):
+        data = json.loads(two_nodes.read_text())
+        assert data["machine_info"]["xferbench"]["nodes"] == ["node0", "node1"]
+        assert {b["extra_info"]["op"] for b in data["benchmarks"]} == set(DIST_OPS)
+        for bench in data["benchmarks"]:
+            info = bench["extra_info"]
+            assert info["verified"] is True and info["world_size"] == 4
+            assert info["rank_hosts"] == ["node0", "node0", "node1", "node1"]
+            assert [len(r) for r in info["rank_seconds"]] == [5] * 4 and len(bench["stats"]["data"]) == 5
+
+    def test_the_slowed_rank_is_named_with_its_host(self, two_nodes):
+        frame = load([two_nodes]).frame
+        collectives = frame[~frame["op"].isin(("send_recv", "isend_irecv"))]
+        assert len(collectives) == 7
+        assert {slowest_rank(r).rank for r in collectives["rank_seconds"]} == {3}
+        assert any(line.startswith("Rank 3 on node1 was consistently the slowest in 7 of 7")
+                   for line in distributed_findings(frame))
+
+    def test_report_draws_the_new_figures(self, two_nodes):
+        results = load([two_nodes])
+        plots = section(results.frame)["plots"]
+        assert [(p.key, p.missing) for p in plots] == [("distributed", None), ("distributed-links", None),
+                                                        ("distributed-ranks", None)]
+        assert 'data-plot="distributed-ranks"' in build_html(results)
+
+
+class TestSlowestRank:
+    def test_a_rank_late_every_round_is_named(self):
+        ranks = [[1.0, 1.2, 0.9, 1.1], [1.01, 1.19, 0.92, 1.1], [0.99, 1.21, 0.9, 1.12], [1.5, 1.7, 1.4, 1.6]]
+        found = slowest_rank(ranks)
+        assert isinstance(found, Straggler) and found.rank == 3 and found.share == 1.0
+        assert found.lag_s == pytest.approx(0.5, abs=0.02)
+
+    def test_noise_names_nobody(self):
+        """Ranks that take turns at being last, by a little, are noise."""
+        ranks = [[1.0, 1.02, 1.0], [1.02, 1.0, 1.0], [1.0, 1.0, 1.02]]
+        assert slowest_rank(ranks) is None
+
+    def test_one_bad_round_is_not_consistent(self):
+        ranks = [[1.0] * 6, [1.0, 1.0, 9.0, 1.0, 1.0, 1.0], [1.0] * 6]
+        assert slowest_rank(ranks) is None
+
+    def test_a_tiny_lag_is_not_beyond_noise(self):
+        """Always last, but by 1% of a round: scheduling, not a slow rank."""
+        ranks = [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.01, 1.01, 1.01]]
+        assert slowest_rank(ranks) is None
+
+    def test_an_older_run_without_per_rank_times_still_reports(self, tmp_path):
+        from xferbench.measure.distributed import DistCase
+
+        stats = {k: 0.1 for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+            "iqr": 0.0, "stddev": 0.0, "rounds": 3, "iterations": 1, "data": [0.1] * 3}
+        path = tmp_path / "old.json"
+        path.write_text(json.dumps({"machine_info": {}, "benchmarks": [
+            {"name": "x", "extra_info": DistCase("all_reduce", 1024, "gloo", 2).identity().extra_info()
+             | {"bus_factor": 1.0, "round_trip": False}, "stats": stats}]}))
+        plots = section(load([path]).frame)["plots"]
+        assert plots[2].missing.startswith("No per-rank times were recorded")
+        assert plots[1].missing.startswith("Point-to-point ran within one node only")
+
+
+class TestBadLaunch:
+    def test_mismatched_options_end_with_one_line_naming_the_rank_and_host(self, tmp_path):
+        began = time.monotonic()
+        node0, node1 = launch(tmp_path, 2, 1, [["--sizes", "1KiB", "--out", str(tmp_path / "a.json")],
+                                               ["--sizes", "2KiB", "--out", str(tmp_path / "a.json")]])
+        assert time.monotonic() - began < TIMEOUT_S + 120  # bounded: no hang
+        assert node0.returncode != 0 and node1.returncode != 0
+        lines = our_lines(node0.stdout) + our_lines(node1.stdout)
+        assert lines and all(line.startswith("xferbench.distributed: rank 1 on node1 was started with") for line in lines)
+        assert not (tmp_path / "a.json").exists()
+
+    def test_a_rank_that_never_joins_ends_within_the_timeout(self, tmp_path):
+        """Rank 0 of a world of 2 whose rank 1 never comes: one line naming rank and host, exit 2."""
+        env = os.environ | {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                            "MASTER_PORT": str(free_port()), NODE_ENV: "lonely"}
+        began = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "xferbench.distributed", "--timeout", "3", "--out",
+                               str(tmp_path / "x.json")], env=env, capture_output=True, text=True, timeout=120)
+        assert time.monotonic() - began < 3 + 60
+        assert proc.returncode == 2
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
+            "xferbench.distributed: rank 0 on lonely: the world of 2 did not form at 127.0.0.1:")
+
+
+class TestOptionsUpFront:
+    """Usage errors before any rendezvous: exit 2 and one line (no rank waits for the timeout)."""
+
+    @pytest.fixture
+    def as_rank(self, monkeypatch, tmp_path):
+        monkeypatch.setenv("RANK", "0")
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        monkeypatch.setenv("MASTER_PORT", "1")  # nothing listens: reaching the rendezvous would fail differently
+        monkeypatch.chdir(tmp_path)
+        return tmp_path
+
+    @pytest.mark.parametrize(("argv", "message"), [
+        (["--timeout", "nan"], "argument --timeout: 'nan': must be a finite number of seconds above 0"),
+        (["--timeout", "-1"], "argument --timeout: '-1': must be a finite number of seconds above 0"),
+        (["--timeout", "inf"], "argument --timeout: 'inf': must be a finite number of seconds above 0"),
+        (["--rounds", "0"], "argument --rounds: '0': must be between 1 and 10000"),
+        (["--rounds", "many"], "argument --rounds: 'many' is not a whole number"),
+        (["--mem-fraction", "1.5"], "argument --mem-fraction: '1.5': must be a fraction between 0 and 1, e.g. 0.5"),
+    ])
+    def test_bad_values(self, as_rank, capsys, argv, message):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and capsys.readouterr().err == f"xferbench.distributed: {message}\n"
+
+    @pytest.mark.parametrize(("argv", "env", "start"), [
+        ([], {"WORLD_SIZE": "1"}, "rank 0 on "),
+        (["--sizes", "1TiB"], {}, "rank 0 on "),
+        (["--sizes", "2B"], {}, "--sizes: 2B is smaller than one float32 element"),
+        (["--sizes", "2x3"], {}, "--sizes: give byte sizes"),
+        (["--sizes", "1KiB..1B"], {}, "--sizes: '1KiB..1B': the range must go from small to large"),
+        (["--out", "missing/x.json"], {}, "--out missing/x.json: the folder missing does not exist"),
+        (["--out", "exists.json"], {}, "--out exists.json: it exists already"),
+    ])
+    def test_bad_launch_or_sizes(self, as_rank, capsys, monkeypatch, argv, env, start):
+        (as_rank / "exists.json").write_text("{}")
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"xferbench.distributed: {start}") and err.count("\n") == 1
+        assert (as_rank / "exists.json").read_text() == "{}"  # never overwritten
+
+    def test_a_world_of_one_says_how_to_start_two(self, as_rank, capsys, monkeypatch):
+        monkeypatch.setenv("WORLD_SIZE", "1")
+        assert main([]) == 2
+        assert "start at least 2 (torchrun --nproc-per-node=2, or --nnodes=2)" in capsys.readouterr().err
+
+    def test_a_size_no_rank_can_hold(self, as_rank, capsys):
+        assert main(["--sizes", "1TiB"]) == 2
+        assert "free here" in capsys.readouterr().err
+
+    def test_unwritable_folder(self, as_rank, capsys):
+        locked = as_rank / "locked"
+        locked.mkdir(mode=0o500)
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        assert main(["--out", str(locked / "x.json")]) == 2
+        assert "is not writable" in capsys.readouterr().err
+
+    def test_not_under_torchrun_is_one_line(self, tmp_path):
+        proc = subprocess.run([sys.executable, "-m", "xferbench.distributed", "--out", str(tmp_path / "x.json")],
+                              capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin"} | {"PYTHONPATH": str(ROOT / "src")})
+        assert proc.returncode == 2
+        assert proc.stderr.startswith("xferbench.distributed: not started by torchrun (RANK is unset)")
+
+
+def test_pytest_rejects_a_nan_timeout(pytester):
+    """The pytest front-end shares the option table: --xfer-dist-timeout=nan is a usage error too."""
+    pytester.makeconftest("pytest_plugins = ['xferbench.measure.plugin']")
+    result = pytester.runpytest_subprocess("--xfer-dist-timeout=nan")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--xfer-dist-timeout: 'nan': must be a finite number of seconds above 0*"])
