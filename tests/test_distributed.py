@@ -133,6 +133,13 @@ class TestLargestSizeScan:
                                                            "the largest size that fits was skipped")
         assert len(planned) == 12  # the profile's cases still run
 
+    def test_a_size_no_rank_can_hold_is_skipped_not_run(self):
+        """Run, it would fail inside the world and break it for every later case."""
+        planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 2**20)
+        assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024}
+        assert planned[-1] == Skipped("distributed-1GiB", "1GiB needs 2GiB per rank for send and receive buffers; "
+                                                          "1MiB of cpu memory is free")
+
     def test_planned_cases_ask_for_the_ranks_device_kind(self):
         asked = []
         planned = planned_cases(["cpu"], "gloo", [1024], 0.5, lambda kind: asked.append(kind) or 2**20)
@@ -322,3 +329,31 @@ def test_real_fixture_records_the_slowest_rank(tmp_path):
     ranks = bench["extra_info"]["rank_seconds"]
     assert bench["stats"]["data"] == pytest.approx([max(a, b) for a, b in zip(*ranks, strict=True)])
     assert bench["stats"]["rounds"] == 3 and bench["extra_info"]["verified"] is True
+
+
+class TestChecks:
+    """Every op's output is checked after timing; a wrong delivery is an error naming the rank."""
+
+    @pytest.fixture
+    def alone(self, tmp_path):
+        torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+        yield
+        torch.distributed.destroy_process_group()
+
+    @pytest.mark.parametrize("op", [op for op in distributed.DIST_OPS if op not in ("send_recv", "isend_irecv")])
+    def test_each_collective_passes_its_check(self, alone, op):
+        case = DistCase(op, 64, "gloo", 1, variant="in_flight" if op == "overlap" else None)
+        timed = world_module.run_on_rank(case, 0, "cpu", rounds=2, iterations=1, warmup=0)
+        assert len(timed.rank_seconds) == 1 and len(timed.rank_seconds[0]) == 2
+
+    @pytest.mark.parametrize("op", ["all_gather", "all_to_all"])
+    def test_an_op_that_delivers_nothing_fails_its_check(self, alone, monkeypatch, op):
+        real = world_module.operation
+
+        def skipping(case, rank, device):
+            made = real(case, rank, device)
+            return type(made)(made.reset, lambda: None, made.check)
+        monkeypatch.setattr(world_module, "operation", skipping)
+        case = DistCase(op, 64, "gloo", 1)
+        with pytest.raises(world_module.VerificationError, match=r"rank\(s\) 0 received wrong data"):
+            world_module.run_on_rank(case, 0, "cpu", rounds=1, iterations=1, warmup=0)

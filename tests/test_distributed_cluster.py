@@ -196,6 +196,12 @@ class TestOptionsUpFront:
         assert main([]) == 2
         assert "start at least 2 (torchrun --nproc-per-node=2, or --nnodes=2)" in capsys.readouterr().err
 
+    def test_nccl_with_fewer_gpus_than_ranks_per_node(self, as_rank, capsys, monkeypatch):
+        """Two ranks on one GPU make NCCL refuse the communicator: say so before the rendezvous."""
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+        assert main(["--backend", "nccl"]) == 2
+        assert "nccl needs one GPU per rank, and this node runs 2 ranks on 0 GPU(s)" in capsys.readouterr().err
+
     def test_a_size_no_rank_can_hold(self, as_rank, capsys):
         assert main(["--sizes", "1TiB"]) == 2
         assert "free here" in capsys.readouterr().err

@@ -183,13 +183,24 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
     """The 2-rank world's cases; with ``mem_fraction``, the sweep goes on to the largest size whose
     buffers fit that fraction of the least free memory of the ranks' devices (``free_bytes(kind)``)."""
     planned = build_dist_cases(devices, backend, sizes)
-    if not mem_fraction or not planned or isinstance(planned[0], Skipped):
+    if not planned or isinstance(planned[0], Skipped):
         return planned
     kind = planned[0].device
-    scanned = scan_sizes([s for s in sizes if isinstance(s, int)], free_bytes(kind), mem_fraction)
-    if isinstance(scanned, str):
-        return [*planned, Skipped("largest-size-scan", scanned)]
-    return build_dist_cases(devices, backend, scanned)
+    free = free_bytes(kind)
+    byte_sizes = [s for s in sizes if isinstance(s, int)]
+    notes: list[Skipped] = []
+    if mem_fraction:
+        scanned = scan_sizes(byte_sizes, free, mem_fraction)
+        if isinstance(scanned, str):
+            notes.append(Skipped("largest-size-scan", scanned))
+        else:
+            byte_sizes = scanned
+    # A size no rank can hold would fail inside the world and break it for every later case.
+    fits = [s for s in byte_sizes if free is None or 2 * s <= free]
+    notes += [Skipped(f"distributed-{format_size(s)}", f"{format_size(s)} needs {format_size(2 * s)} per rank for "
+                      f"send and receive buffers; {format_size(free)} of {kind} memory is free") for s in byte_sizes
+              if free is not None and 2 * s > free]
+    return [*build_dist_cases(devices, backend, fits), *notes]
 
 
 def calls_for(nbytes: int) -> int:

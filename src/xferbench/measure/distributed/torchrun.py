@@ -133,7 +133,12 @@ def run(args: argparse.Namespace) -> int:
     rank, world_size = int(os.environ["RANK"]), int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
+    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    # nccl needs a GPU of its own for every rank of a node; auto falls back to gloo otherwise.
+    backend = args.backend if args.backend != "auto" else ("nccl" if gpus >= per_node else "gloo")
+    if backend == "nccl" and gpus < per_node:
+        raise DistributedError(f"rank {rank} on {node_name()}: nccl needs one GPU per rank, and this node runs "
+                               f"{per_node} ranks on {gpus} GPU(s); use --nproc-per-node={gpus} or --backend gloo")
     device = rank_device(backend, local_rank, gpus)
     free = _free_bytes(device)
     sizes = validate(args, rank, world_size, free)
