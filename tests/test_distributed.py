@@ -138,7 +138,7 @@ class TestLargestSizeScan:
         planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 2**20)
         assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024}
         assert planned[-1] == Skipped("distributed-1GiB", "1GiB needs 2GiB per rank for send and receive buffers; "
-                                                          "1MiB of cpu memory is free")
+                                                          "1 MiB of cpu memory is free")
 
     def test_planned_cases_ask_for_the_ranks_device_kind(self):
         asked = []

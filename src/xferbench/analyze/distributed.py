@@ -232,8 +232,8 @@ def _overlap(rows: pd.DataFrame) -> list[str]:
         return []
     ratio = largest["one_by_one"] / largest["in_flight"]
     return [f"Four all_reduces of {format_bytes(overlap['nbytes'].max() / 4)} in flight at once (async_op=True) took "
-            f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}: overlap "
-            f"{'buys' if ratio > 1 else 'does not buy'} {ratio:.2f}x here."]
+            f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}: "
+            + (f"overlap buys {ratio:.2f}x here." if ratio > 1 else f"overlap does not pay here ({ratio:.2f}x).")]
 
 
 def distributed_findings(frame: pd.DataFrame) -> list[str]:

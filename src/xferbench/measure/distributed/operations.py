@@ -20,7 +20,7 @@ from typing import Any
 
 from ...contract import Identity
 from ...families import ops
-from ...units import DTYPE_SIZES, format_size
+from ...units import DTYPE_SIZES, format_bytes, format_size
 from ..cases import Skipped
 
 __all__ = [
@@ -198,7 +198,7 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
     # A size no rank can hold would fail inside the world and break it for every later case.
     fits = [s for s in byte_sizes if free is None or 2 * s <= free]
     notes += [Skipped(f"distributed-{format_size(s)}", f"{format_size(s)} needs {format_size(2 * s)} per rank for "
-                      f"send and receive buffers; {format_size(free)} of {kind} memory is free") for s in byte_sizes
+                      f"send and receive buffers; {format_bytes(free)} of {kind} memory is free") for s in byte_sizes
               if free is not None and 2 * s > free]
     return [*build_dist_cases(devices, backend, fits), *notes]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
-from ...units import DTYPE_SIZES, first_line, format_size, parse_sizes
+from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
@@ -100,7 +100,7 @@ def validate(args: argparse.Namespace, rank: int, world_size: int, free_bytes: i
     largest = max(bytes_needed(op, size) for size in sizes for op in ("all_gather", "all_reduce"))
     if free_bytes is not None and largest > free_bytes:
         raise DistributedError(f"{where}: --sizes up to {format_size(max(sizes))} need {format_size(largest)} per rank, "
-                               f"more than the {format_size(free_bytes)} free here")
+                               f"more than the {format_bytes(free_bytes)} free here")
     if rank == 0:
         check_out(args.out)
     return sizes
