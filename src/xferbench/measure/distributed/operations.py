@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...contract import Identity
 from ...families import ops
 from ...units import DTYPE_SIZES, format_bytes, format_size
 from ..cases import Skipped
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "DIST_OPS",
@@ -234,7 +237,7 @@ class Operation:
     check: Callable[[], bool]  # after reset + one call: does this rank hold what the op delivers?
 
 
-def operation(case: DistCase, rank: int, local_device: Any) -> Operation:
+def operation(case: DistCase, rank: int, local_device: str) -> Operation:
     """Rank ``rank``'s side of ``case`` on its device ``local_device``."""
     import torch
 
@@ -243,10 +246,10 @@ def operation(case: DistCase, rank: int, local_device: Any) -> Operation:
     per = max(1, case.numel // n)  # elements per rank's block for the ops that split the payload
     sync: Callable[[], None] = (lambda: torch.cuda.synchronize(local_device)) if case.device == "cuda" else (lambda: None)
 
-    def empty(count: int) -> Any:
+    def empty(count: int) -> Tensor:
         return torch.zeros(count, dtype=dtype, device=local_device)
 
-    def all_equal(tensor: Any, value: float) -> bool:
+    def all_equal(tensor: Tensor, value: float) -> bool:
         return bool((tensor == value).all())
 
     if case.point_to_point:
@@ -290,7 +293,7 @@ def operation(case: DistCase, rank: int, local_device: Any) -> Operation:
     raise ValueError(f"unknown distributed op {case.op!r}")
 
 
-def _point_to_point(case: DistCase, rank: int, buf: Any, sync: Callable[[], None]) -> Operation:
+def _point_to_point(case: DistCase, rank: int, buf: Tensor, sync: Callable[[], None]) -> Operation:
     """A ping-pong: the first rank of the pair sends and gets it back; ranks outside the pair sit out."""
     import torch.distributed as dist
 
@@ -320,7 +323,7 @@ def _point_to_point(case: DistCase, rank: int, buf: Any, sync: Callable[[], None
                      lambda: bool((buf == first + 1).all()))
 
 
-def _overlap(case: DistCase, rank: int, bufs: list[Any], sync: Callable[[], None]) -> Operation:
+def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], None]) -> Operation:
     """IN_FLIGHT all_reduces of a quarter of the payload each: all issued with async_op=True and
     then waited for, or one after another; the same bytes either way."""
     import torch.distributed as dist

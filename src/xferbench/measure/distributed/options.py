@@ -117,7 +117,3 @@ def add_to_pytest(group: Any) -> None:
     for option in OPTIONS:
         group.addoption(f"--xfer-dist-{option.name}", dest=f"xfer_dist_{option.dest}", **option.kwargs())
 
-
-def from_pytest(config: Any) -> dict[str, Any]:
-    """The shared settings as the pytest options gave them, by ``Option.dest``."""
-    return {option.dest: config.getoption(f"xfer_dist_{option.dest}") for option in OPTIONS}

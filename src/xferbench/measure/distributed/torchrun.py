@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
@@ -33,6 +33,9 @@ from .world import (
     run_on_rank,
     worker,
 )
+
+if TYPE_CHECKING:
+    from pytest_benchmark.stats import Metadata
 
 __all__ = ["main", "validate"]
 
@@ -163,7 +166,10 @@ def run(args: argparse.Namespace) -> int:
     cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
     records = [_measure(case, rank, device, profile, args.rounds, nodes) for case in cases]
     if rank == 0:
-        _write_json(args.out, records, backend, world_size, nodes, notes)
+        try:
+            _write_json(args.out, records, backend, world_size, nodes, notes)
+        except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
+            raise DistributedError(f"--out {args.out}: could not write it ({first_line(error)})") from None
         print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
               f"{backend})" + "".join(f"; {note}" for note in notes))
     dist.destroy_process_group()
@@ -171,13 +177,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
-             nodes: list[str]) -> Any:
+             nodes: list[str]) -> Metadata:
     iterations = calls_for(case.nbytes)
     timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup)
     return _metadata(case, timed, iterations, nodes)
 
 
-def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -> Any:
+def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -> Metadata:
     """pytest-benchmark's own record of one benchmark, filled with the world's round times."""
     from pytest_benchmark.stats import Metadata
 
@@ -193,7 +199,7 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     return metadata
 
 
-def _write_json(out: Path, records: list[Any], backend: str, world_size: int, nodes: list[str], notes: list[str]) -> None:
+def _write_json(out: Path, records: list[Metadata], backend: str, world_size: int, nodes: list[str], notes: list[str]) -> None:
     from pytest_benchmark.plugin import pytest_benchmark_generate_json, pytest_benchmark_generate_machine_info
     from pytest_benchmark.utils import get_commit_info
 
