@@ -45,11 +45,11 @@ def our_lines(output: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """4 ranks on 2 "nodes" of 2; rank 3 (node1) takes 0.3 s longer in every round it times."""
+    """4 ranks on 2 "nodes" of 2; rank 3 (node1) takes 0.1 s longer in every round it times (256 KiB: 4 calls a round)."""
     tmp = tmp_path_factory.mktemp("cluster")
     out = tmp / "dist.json"
-    args = ["--sizes", "1KiB", "--rounds", "5", "--out", str(out)]
-    node0, node1 = launch(tmp, 2, 2, [args, args], env={SLOW_RANK_ENV: "3:0.3"})
+    args = ["--sizes", "256KiB", "--rounds", "4", "--out", str(out)]
+    node0, node1 = launch(tmp, 2, 2, [args, args], env={SLOW_RANK_ENV: "3:0.1"})
     assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
     return out
 
@@ -72,7 +72,7 @@ class TestTwoNodes:
             info = bench["extra_info"]
             assert info["verified"] is True and info["world_size"] == 4
             assert info["rank_hosts"] == ["node0", "node0", "node1", "node1"]
-            assert [len(r) for r in info["rank_seconds"]] == [5] * 4 and len(bench["stats"]["data"]) == 5
+            assert [len(r) for r in info["rank_seconds"]] == [4] * 4 and len(bench["stats"]["data"]) == 4
 
     def test_the_slowed_rank_is_named_with_its_host(self, two_nodes):
         frame = load([two_nodes]).frame
@@ -237,3 +237,15 @@ def test_pytest_rejects_a_nan_timeout(pytester):
     result = pytester.runpytest_subprocess("--xfer-dist-timeout=nan")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--xfer-dist-timeout: 'nan': must be a finite number of seconds above 0*"])
+
+
+def test_one_option_table_two_front_ends(pytester):
+    """Every shared option is --NAME for torchrun and --xfer-dist-NAME in pytest, with the same default."""
+    from xferbench.measure.distributed.options import OPTIONS
+    from xferbench.measure.distributed.torchrun import parser
+
+    defaults = vars(parser().parse_args([]))
+    assert all(defaults[option.dest] == option.default for option in OPTIONS)
+    pytester.makeconftest("pytest_plugins = ['xferbench.measure.plugin']")
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    assert all(f"--xfer-dist-{option.name}" in help_text for option in OPTIONS)
