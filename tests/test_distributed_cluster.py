@@ -142,7 +142,8 @@ class TestBadLaunch:
         assert time.monotonic() - began < TIMEOUT_S + 120  # bounded: no hang
         assert node0.returncode != 0 and node1.returncode != 0
         lines = our_lines(node0.stdout) + our_lines(node1.stdout)
-        assert lines and all(line.startswith("xferbench.distributed: rank 1 on node1 was started with") for line in lines)
+        assert lines and all(line == "xferbench.distributed: rank 1 on node1 was started with --sizes 2KiB, rank 0 on "
+                             "node0 with --sizes 1KiB; start every rank with the same options" for line in lines)
         assert not (tmp_path / "a.json").exists()
 
     def test_a_rank_that_never_joins_ends_within_the_timeout(self, tmp_path):

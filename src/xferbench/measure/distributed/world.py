@@ -204,8 +204,16 @@ def check_same_settings(everyone: Sequence[tuple[str, object]]) -> None:
     host0, settings0 = everyone[0]
     for rank, (host, settings) in enumerate(everyone):
         if settings != settings0:
-            raise DistributedError(f"rank {rank} on {host} was started with {settings}, rank 0 on {host0} with "
-                                   f"{settings0}; start every rank with the same options")
+            raise DistributedError(f"rank {rank} on {host} was started with {_differences(settings, settings0)}, "
+                                   f"rank 0 on {host0} with {_differences(settings0, settings)}; "
+                                   "start every rank with the same options")
+
+
+def _differences(mine: object, theirs: object) -> str:
+    """``--sizes 2KiB`` for the options where two ranks' settings dicts differ."""
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return repr(mine)
+    return " ".join(f"--{key.replace('_', '-')} {mine.get(key)}" for key in mine if mine.get(key) != theirs.get(key))
 
 
 def free_port() -> int:
