@@ -328,6 +328,7 @@ def test_real_fixture_records_the_slowest_rank(tmp_path):
     ranks = bench["extra_info"]["rank_seconds"]
     assert bench["stats"]["data"] == pytest.approx([max(a, b) for a, b in zip(*ranks, strict=True)])
     assert bench["stats"]["rounds"] == 3 and bench["extra_info"]["verified"] is True
+    assert "not used" not in proc.stdout  # pytest-benchmark sees its fixture used
 
 
 class TestChecks:
