@@ -191,10 +191,23 @@ class TestDeviceOwnership:
             raise RuntimeError("stop here")
         monkeypatch.setattr(world_module, "join", fake_join)
         monkeypatch.setattr(world_module, "_gpu_count", lambda: 2)
-        args = Namespace(fault=None, backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0)
+        args = Namespace(fault=None, backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,
+                         device=None)
         with pytest.raises(RuntimeError, match="stop here"):
             world_module.worker(args)
         assert joined[0][-1] == "cuda:1"
+
+    def test_the_world_puts_its_ranks_on_the_chosen_gpus(self, monkeypatch):
+        """--xfer-devices=cpu,cuda:2,cuda:3: rank 0 joins on cuda:2, the helper is told cuda:3."""
+        spawned = []
+        world = World("nccl", 5.0, gpus=["cuda:2", "cuda:3"])
+        monkeypatch.setattr(world_module.subprocess, "Popen", lambda command, **kw: spawned.append(command))
+        monkeypatch.setattr(world_module, "join", lambda *args, **kw: (_ for _ in ()).throw(RuntimeError(args[-1])))
+        monkeypatch.setattr(world, "_why_not_joined", lambda: "no")
+        with pytest.raises(DistributedError):
+            world.start()
+        world.close()
+        assert world.device == "cuda:2" and spawned[0][spawned[0].index("--device") + 1] == "cuda:3"
 
     def test_control_message_lives_on_the_ranks_device(self, monkeypatch):
         seen = []

@@ -251,8 +251,9 @@ def xfer_world(request: pytest.FixtureRequest) -> Any:
     (so the helper and its sockets are gone before other benchmarks run)."""
     from .distributed import DistributedError, World, world_backend
 
-    backend = world_backend(_real_devices(settings(request.config)), request.config.getoption("xfer_dist_backend"))
-    world = World(backend, request.config.getoption("xfer_dist_timeout"))
+    devices = _real_devices(settings(request.config))
+    backend = world_backend(devices, request.config.getoption("xfer_dist_backend"))
+    world = World(backend, request.config.getoption("xfer_dist_timeout"), gpus=[d for d in devices if d.startswith("cuda:")])
     try:
         world.start()
     except DistributedError as error:

@@ -60,6 +60,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--fault", choices=["exit-early", "die-mid-run"], help=argparse.SUPPRESS)
+    p.add_argument("--device", help=argparse.SUPPRESS)  # the helper's GPU, chosen by rank 0
     return p
 
 

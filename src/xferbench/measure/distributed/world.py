@@ -262,8 +262,10 @@ def decode(values: Sequence[int], backend: str, world_size: int, device: str) ->
 class World:
     """A world of 2 on loopback: this process is rank 0, a helper process rank 1."""
 
-    def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, fault: str | None = None) -> None:
+    def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, fault: str | None = None,
+                 gpus: Sequence[str] = ()) -> None:
         self.backend, self.timeout_s, self.fault = backend, timeout_s, fault
+        self.gpus = tuple(gpus)  # with nccl: the GPUs chosen (--xfer-devices), rank r on the r-th
         self.address, self.port = LOOPBACK, 0
         self.helper: subprocess.Popen[bytes] | None = None
         self.broken: str | None = None
@@ -277,7 +279,7 @@ class World:
 
     def start(self) -> None:
         """Form the world, retrying on another port if the chosen one was taken meanwhile."""
-        self.device = rank_device(self.backend, 0, _gpu_count())
+        self.device = self._device_of(0)
         for attempt in range(3):
             self.port = free_port()
             self._spawn()
@@ -298,9 +300,16 @@ class World:
         command = [sys.executable, "-m", "xferbench.distributed", "--worker", "--rank", "1", "--world-size", "2",
                    "--address", self.address, "--port", str(self.port), "--backend", self.backend,
                    "--timeout", str(self.timeout_s)]
+        if self.backend == "nccl":
+            command += ["--device", self._device_of(1)]
         if self.fault:
             command += ["--fault", self.fault]
         self.helper = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def _device_of(self, rank: int) -> str:
+        if self.backend == "nccl" and len(self.gpus) > rank:
+            return self.gpus[rank]
+        return rank_device(self.backend, rank, _gpu_count())
 
     def _helper_tail(self) -> str:
         try:
@@ -389,7 +398,7 @@ def worker(args: argparse.Namespace) -> int:
 
     if args.fault == "exit-early":
         return 3  # a rank that dies before joining
-    device = rank_device(args.backend, args.rank, _gpu_count())
+    device = args.device or rank_device(args.backend, args.rank, _gpu_count())
     join(args.backend, f"tcp://{args.address}:{args.port}", args.rank, args.world_size, args.timeout, device)
     roll_call(args.world_size, None)
     try:
