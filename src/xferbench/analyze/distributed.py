@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..units import format_bytes, format_seconds
 from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
@@ -163,6 +164,7 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
                    for r, lag in enumerate(lags)])
         handles.setdefault(str(row["path"]), line)
     ax.axhline(0, color="black", lw=0.6)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # ranks are whole numbers
     ax.set_xlabel("rank")
     ax.set_ylabel("median lag behind the typical rank (µs per call)")
     ax.set_title(f"at {format_bytes(largest)}", fontsize=9)
