@@ -17,6 +17,7 @@ from xferbench.analyze.findings import findings
 from xferbench.analyze.model import fit_alpha_beta, fit_paths
 from xferbench.analyze.results import load
 from xferbench.cli import main
+from xferbench.contract import machine_differences, simulation_mismatch
 from xferbench.measure.cases import Case
 from xferbench.measure.simulate import (
     CLOCK,
@@ -217,6 +218,16 @@ class TestSaysItIsSimulated:
             assert "simulated" in capsys.readouterr().err
 
 
+def test_machine_differences_name_the_simulation():
+    """A simulated fingerprint differs from a real one in a field of its own, and two
+    simulated runs (say, with a regression injected) are the same machine."""
+    real = {"xferbench": {"devices": [{"name": "GPU"}], "torch": "2.13"}}
+    simulated = {"xferbench": {"devices": [{"name": "GPU"}], "torch": "2.13", "simulated": {"gpus": 1}}}
+    assert machine_differences(real, simulated) == ["simulated False -> True"]
+    assert simulation_mismatch(real, simulated) and simulation_mismatch(simulated, real)
+    assert simulation_mismatch(simulated, simulated) is None and simulation_mismatch({}, simulated) is None
+
+
 class TestMachines:
     @pytest.mark.parametrize("gpus", [1, 2, 4])
     def test_every_ordered_peer_pair(self, gpus, tmp_path):
@@ -282,6 +293,14 @@ class TestBadSpecs:
         output = "\n".join(result.outlines + result.errlines)
         assert f"--xfer-simulate={spec}: {message}" in output
         assert "Traceback" not in output
+
+    def test_another_timer_is_refused(self, pytester, tmp_path):
+        """The simulated clock is the timer; a second one would time something else."""
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        result = pytester.runpytest("--benchmark-only", f"--xfer-simulate={write_spec(tmp_path)}",
+                                    "--benchmark-timer=time.process_time")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "drop --benchmark-timer" in "\n".join(result.outlines + result.errlines)
 
     def test_missing_file(self, tmp_path):
         with pytest.raises(SpecError, match="cannot read it"):

@@ -9,9 +9,9 @@ so a figure is exact whatever this machine's speed: the suite's own Python betwe
 two readings costs nothing simulated. Cases that touch no accelerator (host copies,
 creation on the CPU) are timed on the real clock, as always.
 
-Tensors of a simulated device live on the CPU: a case's data moves for real the
-first time its call runs (the warm-up) and again for verification, outside the
-timed region; the timed calls only charge their simulated cost.
+Tensors of a simulated device live on the CPU: a case's data moves for real in its
+verification call, outside the timed region; the timed calls only charge their
+simulated cost.
 
 Everything simulated says so: rows carry ``clock = "simulated"`` and the machine
 info an ``xferbench.simulated`` block with the spec.
@@ -347,31 +347,27 @@ class SimBackend:
         return tensor  # pinned is a property of the simulated buffer, priced by its path
 
     @contextlib.contextmanager
-    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T]]:
+    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
         """The call to time for ``case``: a case on a simulated device charges its cost to
         the simulated clock, which pytest-benchmark reads meanwhile; a host-only case runs
         for real on the real clock."""
         if all(accelerator_index(d) is None for d in case.devices):
             yield op
             return
-        if case.op == "sync":  # the operation is this backend's own synchronize
-            call = op
-        else:
-            call = self._simulated(case, op)
+        call: Callable[[], T | None] = op if case.op == "sync" else self._simulated(case, op)
+        # (a sync case's operation is this backend's own synchronize)
         self.clock.simulating = True
         try:
             yield call
         finally:
             self.clock.simulating = False
 
-    def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], T]:
-        moved: list[T] = []
+    def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], None]:
+        # The timed calls only charge: the data moves for real in the verification call,
+        # outside the timed region (run_case verifies with ``op`` itself).
         issue, plan = self._issue, self.plan(case)
 
-        def call() -> T:
+        def call() -> None:
             issue(*plan)
-            if not moved:  # the data moves for real once; verification moves it again
-                moved.append(op())
-            return moved[0]
 
         return call
