@@ -212,7 +212,7 @@ class SimClock:
     """pytest-benchmark's timer: simulated seconds while a simulated case is timed, else the real clock."""
 
     __module__ = __name__
-    __name__ = "CLOCK"
+    __name__ = "CLOCK (simulated)"  # what pytest-benchmark's JSON names its timer
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -292,11 +292,12 @@ class SimBackend:
 
     def charge(self, case: Case) -> None:
         """Advance the clocks by what one call of ``case`` costs on this machine."""
-        self._issue(*self.plan(case))
+        self.issue(*self.plan(case))
 
-    def _issue(self, host_s: float, index: int | None, device_s: float, waits: bool) -> None:
-        """The host pays ``host_s``; device work starts when ``index``'s stream is free;
-        a waiting call returns when it is done."""
+    def issue(self, host_s: float, index: int | None, device_s: float, waits: bool) -> None:
+        """One simulated call: the host pays ``host_s``; ``device_s`` of work starts when
+        ``index``'s stream is free (none when ``index`` is None); a waiting call returns when
+        it is done. The building block for simulating other calls (a scenario's, say)."""
         self._host(host_s)
         if index is None:
             return
@@ -365,7 +366,7 @@ class SimBackend:
     def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], None]:
         # The timed calls only charge: the data moves for real in the verification call,
         # outside the timed region (run_case verifies with ``op`` itself).
-        issue, plan = self._issue, self.plan(case)
+        issue, plan = self.issue, self.plan(case)
 
         def call() -> None:
             issue(*plan)
