@@ -348,3 +348,18 @@ class TestBackend:
 
         assert figures(1) == figures(1)
         assert figures(1) != figures(2)
+
+
+def test_benchmark_compare_refuses_simulated_against_real_even_when_allowed():
+    """pytest's --benchmark-compare goes through the plugin's hook: a simulated run against a
+    measured one is a usage error even with --xfer-allow-different-machines."""
+    from types import SimpleNamespace
+
+    from xferbench.measure.plugin import pytest_benchmark_compare_machine_info
+
+    config = SimpleNamespace(getoption=lambda name: True)
+    real = {"xferbench": {"devices": [], "torch": "2.13"}}
+    simulated = {"xferbench": {"devices": [], "torch": "2.13", "simulated": {"gpus": 1}}}
+    with pytest.raises(pytest.UsageError, match="simulated"):
+        pytest_benchmark_compare_machine_info(config, None, simulated, {"machine_info": real})
+    pytest_benchmark_compare_machine_info(config, None, simulated, {"machine_info": simulated})
