@@ -24,6 +24,7 @@ from xferbench.measure.simulate import (
     PATHS,
     SimBackend,
     SpecError,
+    describe,
     load_spec,
     parse_spec,
     path_of,
@@ -363,3 +364,16 @@ def test_benchmark_compare_refuses_simulated_against_real_even_when_allowed():
     with pytest.raises(pytest.UsageError, match="simulated"):
         pytest_benchmark_compare_machine_info(config, None, simulated, {"machine_info": real})
     pytest_benchmark_compare_machine_info(config, None, simulated, {"machine_info": simulated})
+
+
+def test_fingerprint_holds_the_spec_not_the_host_gpus():
+    """On a machine whose NVML described real GPUs, the simulated fingerprint keeps only the spec's links."""
+    spec = parse_spec({"gpus": 1, "sync_us": 1, "dispatch_ns": 1, "launch_us": 1,
+                       "paths": {p: {"alpha_us": 1, "GBps": 1} for p in PATHS}, "link": {"pcie_gen": 4}})
+    fingerprint = {"driver": "550.54", "nvml": True,
+                   "devices": [{"pcie_max_generation": 5, "pcie_max_width": 16, "memory_peak_gbps": 4800.0}]}
+    describe(spec, fingerprint)
+    assert fingerprint["driver"] is None and fingerprint["nvml"] is False
+    assert fingerprint["devices"][0]["pcie_max_generation"] == 4
+    assert fingerprint["devices"][0]["pcie_max_width"] is None and fingerprint["devices"][0]["memory_peak_gbps"] is None
+    assert fingerprint["simulated"]["link"]["pcie_gen"] == 4

@@ -203,9 +203,13 @@ def load_spec(path: str | Path) -> MachineSpec:
 def describe(spec: MachineSpec, fingerprint: dict[str, Any]) -> None:
     """Mark a machine fingerprint simulated (the whole spec) and give its GPUs the spec's links."""
     fingerprint["simulated"] = spec.as_json()
+    # On a machine with real GPUs, NVML may have described those: none of it is the spec's.
+    fingerprint.update(driver=None, nvml=False)
     for device in fingerprint.get("devices", []):
         device.update(pcie_generation=spec.link.pcie_gen, pcie_width=spec.link.pcie_width,
-                      nvlink_version=spec.link.nvlink_version, nvlink_links=spec.link.nvlink_links)
+                      pcie_max_generation=spec.link.pcie_gen, pcie_max_width=spec.link.pcie_width,
+                      nvlink_version=spec.link.nvlink_version, nvlink_links=spec.link.nvlink_links,
+                      memory_peak_gbps=None)
 
 
 class SimClock:
