@@ -17,12 +17,14 @@ from xferbench.analyze.findings import findings
 from xferbench.analyze.model import fit_alpha_beta, fit_paths
 from xferbench.analyze.results import load
 from xferbench.cli import main
+from xferbench.contract import machine_differences, simulation_mismatch
 from xferbench.measure.cases import Case
 from xferbench.measure.simulate import (
     CLOCK,
     PATHS,
     SimBackend,
     SpecError,
+    describe,
     load_spec,
     parse_spec,
     path_of,
@@ -217,6 +219,16 @@ class TestSaysItIsSimulated:
             assert "simulated" in capsys.readouterr().err
 
 
+def test_machine_differences_name_the_simulation():
+    """A simulated fingerprint differs from a real one in a field of its own, and two
+    simulated runs (say, with a regression injected) are the same machine."""
+    real = {"xferbench": {"devices": [{"name": "GPU"}], "torch": "2.13"}}
+    simulated = {"xferbench": {"devices": [{"name": "GPU"}], "torch": "2.13", "simulated": {"gpus": 1}}}
+    assert machine_differences(real, simulated) == ["simulated False -> True"]
+    assert simulation_mismatch(real, simulated) and simulation_mismatch(simulated, real)
+    assert simulation_mismatch(simulated, simulated) is None and simulation_mismatch({}, simulated) is None
+
+
 class TestMachines:
     @pytest.mark.parametrize("gpus", [1, 2, 4])
     def test_every_ordered_peer_pair(self, gpus, tmp_path):
@@ -283,6 +295,14 @@ class TestBadSpecs:
         assert f"--xfer-simulate={spec}: {message}" in output
         assert "Traceback" not in output
 
+    def test_another_timer_is_refused(self, pytester, tmp_path):
+        """The simulated clock is the timer; a second one would time something else."""
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        result = pytester.runpytest("--benchmark-only", f"--xfer-simulate={write_spec(tmp_path)}",
+                                    "--benchmark-timer=time.process_time")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "drop --benchmark-timer" in "\n".join(result.outlines + result.errlines)
+
     def test_missing_file(self, tmp_path):
         with pytest.raises(SpecError, match="cannot read it"):
             load_spec(tmp_path / "nowhere.toml")
@@ -329,3 +349,31 @@ class TestBackend:
 
         assert figures(1) == figures(1)
         assert figures(1) != figures(2)
+
+
+def test_benchmark_compare_refuses_simulated_against_real_even_when_allowed():
+    """pytest's --benchmark-compare goes through the plugin's hook: a simulated run against a
+    measured one is a usage error even with --xfer-allow-different-machines."""
+    from types import SimpleNamespace
+
+    from xferbench.measure.plugin import pytest_benchmark_compare_machine_info
+
+    config = SimpleNamespace(getoption=lambda name: True)
+    real = {"xferbench": {"devices": [], "torch": "2.13"}}
+    simulated = {"xferbench": {"devices": [], "torch": "2.13", "simulated": {"gpus": 1}}}
+    with pytest.raises(pytest.UsageError, match="simulated"):
+        pytest_benchmark_compare_machine_info(config, None, simulated, {"machine_info": real})
+    pytest_benchmark_compare_machine_info(config, None, simulated, {"machine_info": simulated})
+
+
+def test_fingerprint_holds_the_spec_not_the_host_gpus():
+    """On a machine whose NVML described real GPUs, the simulated fingerprint keeps only the spec's links."""
+    spec = parse_spec({"gpus": 1, "sync_us": 1, "dispatch_ns": 1, "launch_us": 1,
+                       "paths": {p: {"alpha_us": 1, "GBps": 1} for p in PATHS}, "link": {"pcie_gen": 4}})
+    fingerprint = {"driver": "550.54", "nvml": True,
+                   "devices": [{"pcie_max_generation": 5, "pcie_max_width": 16, "memory_peak_gbps": 4800.0}]}
+    describe(spec, fingerprint)
+    assert fingerprint["driver"] is None and fingerprint["nvml"] is False
+    assert fingerprint["devices"][0]["pcie_max_generation"] == 4
+    assert fingerprint["devices"][0]["pcie_max_width"] is None and fingerprint["devices"][0]["memory_peak_gbps"] is None
+    assert fingerprint["simulated"]["link"]["pcie_gen"] == 4

@@ -67,7 +67,7 @@ class DeviceBackend(Protocol):
     def pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` in page-locked memory (a simulated machine prices pinning instead)."""
 
-    def timed(self, case: Case, op: Callable[[], T]) -> contextlib.AbstractContextManager[Callable[[], T]]:
+    def timed(self, case: Case, op: Callable[[], T]) -> contextlib.AbstractContextManager[Callable[[], T | None]]:
         """Around the timed region of ``case``: the call to time (the real backend: ``op`` itself;
         the simulated machine: a call that charges its simulated clock)."""
 
@@ -171,7 +171,7 @@ class TorchBackend:
         return tensor.pin_memory()
 
     @contextlib.contextmanager
-    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T]]:
+    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
         yield op
 
 

@@ -9,9 +9,9 @@ so a figure is exact whatever this machine's speed: the suite's own Python betwe
 two readings costs nothing simulated. Cases that touch no accelerator (host copies,
 creation on the CPU) are timed on the real clock, as always.
 
-Tensors of a simulated device live on the CPU: a case's data moves for real the
-first time its call runs (the warm-up) and again for verification, outside the
-timed region; the timed calls only charge their simulated cost.
+Tensors of a simulated device live on the CPU: a case's data moves for real in its
+verification call, outside the timed region; the timed calls only charge their
+simulated cost.
 
 Everything simulated says so: rows carry ``clock = "simulated"`` and the machine
 info an ``xferbench.simulated`` block with the spec.
@@ -203,16 +203,20 @@ def load_spec(path: str | Path) -> MachineSpec:
 def describe(spec: MachineSpec, fingerprint: dict[str, Any]) -> None:
     """Mark a machine fingerprint simulated (the whole spec) and give its GPUs the spec's links."""
     fingerprint["simulated"] = spec.as_json()
+    # On a machine with real GPUs, NVML may have described those: none of it is the spec's.
+    fingerprint.update(driver=None, nvml=False)
     for device in fingerprint.get("devices", []):
         device.update(pcie_generation=spec.link.pcie_gen, pcie_width=spec.link.pcie_width,
-                      nvlink_version=spec.link.nvlink_version, nvlink_links=spec.link.nvlink_links)
+                      pcie_max_generation=spec.link.pcie_gen, pcie_max_width=spec.link.pcie_width,
+                      nvlink_version=spec.link.nvlink_version, nvlink_links=spec.link.nvlink_links,
+                      memory_peak_gbps=None)
 
 
 class SimClock:
     """pytest-benchmark's timer: simulated seconds while a simulated case is timed, else the real clock."""
 
     __module__ = __name__
-    __name__ = "CLOCK"
+    __name__ = "CLOCK (simulated)"  # what pytest-benchmark's JSON names its timer
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -292,11 +296,12 @@ class SimBackend:
 
     def charge(self, case: Case) -> None:
         """Advance the clocks by what one call of ``case`` costs on this machine."""
-        self._issue(*self.plan(case))
+        self.issue(*self.plan(case))
 
-    def _issue(self, host_s: float, index: int | None, device_s: float, waits: bool) -> None:
-        """The host pays ``host_s``; device work starts when ``index``'s stream is free;
-        a waiting call returns when it is done."""
+    def issue(self, host_s: float, index: int | None, device_s: float, waits: bool) -> None:
+        """One simulated call: the host pays ``host_s``; ``device_s`` of work starts when
+        ``index``'s stream is free (none when ``index`` is None); a waiting call returns when
+        it is done. The building block for simulating other calls (a scenario's, say)."""
         self._host(host_s)
         if index is None:
             return
@@ -347,31 +352,27 @@ class SimBackend:
         return tensor  # pinned is a property of the simulated buffer, priced by its path
 
     @contextlib.contextmanager
-    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T]]:
+    def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
         """The call to time for ``case``: a case on a simulated device charges its cost to
         the simulated clock, which pytest-benchmark reads meanwhile; a host-only case runs
         for real on the real clock."""
         if all(accelerator_index(d) is None for d in case.devices):
             yield op
             return
-        if case.op == "sync":  # the operation is this backend's own synchronize
-            call = op
-        else:
-            call = self._simulated(case, op)
+        call: Callable[[], T | None] = op if case.op == "sync" else self._simulated(case, op)
+        # (a sync case's operation is this backend's own synchronize)
         self.clock.simulating = True
         try:
             yield call
         finally:
             self.clock.simulating = False
 
-    def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], T]:
-        moved: list[T] = []
-        issue, plan = self._issue, self.plan(case)
+    def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], None]:
+        # The timed calls only charge: the data moves for real in the verification call,
+        # outside the timed region (run_case verifies with ``op`` itself).
+        issue, plan = self.issue, self.plan(case)
 
-        def call() -> T:
+        def call() -> None:
             issue(*plan)
-            if not moved:  # the data moves for real once; verification moves it again
-                moved.append(op())
-            return moved[0]
 
         return call
