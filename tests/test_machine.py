@@ -199,15 +199,22 @@ class TestMatchingNvmlToTorch:
 
 class TestCaches:
     def test_host_caches_from_sysfs(self, tmp_path):
-        """cpu0's data and unified caches by level; the instruction cache is left out."""
+        """cpu0's data and unified caches by level (not the instruction cache), and the last level
+        summed over the distinct instances the process's CPUs sit on (two L3 slices here)."""
         for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
                                                  (2, "Unified", "2048K"), (3, "Unified", "105M")]):
-            folder = tmp_path / f"index{i}"
-            folder.mkdir()
+            folder = tmp_path / "cpu0" / "cache" / f"index{i}"
+            folder.mkdir(parents=True)
             (folder / "level").write_text(f"{level}\n")
             (folder / "type").write_text(f"{kind}\n")
             (folder / "size").write_text(f"{size}\n")
-        assert host_cache_bytes(tmp_path) == {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 105 * 2**20}
+        for cpu, shared in ((0, "0-1"), (1, "0-1"), (2, "2-3")):
+            folder = tmp_path / f"cpu{cpu}" / "cache" / "index3"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "shared_cpu_list").write_text(f"{shared}\n")
+        assert host_cache_bytes(tmp_path, cpus={0, 1, 2}) == {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 105 * 2**20,
+                                                              "L3_all": 2 * 105 * 2**20}
+        assert host_cache_bytes(tmp_path, cpus={0, 1})["L3_all"] == 105 * 2**20
         assert host_cache_bytes(tmp_path / "missing") is None
 
     def test_fingerprint_keys(self, monkeypatch, h200):

@@ -40,7 +40,7 @@ __all__ = [
 NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 _HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
 
-SYSFS_CPU_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
 
 
@@ -124,24 +124,39 @@ def _pci_bus_id(props: Any) -> str | None:
 
 # --- host: caches, CPUs, NUMA ---------------------------------------------------------------------------------
 
-def host_cache_bytes(root: Path = SYSFS_CPU_CACHE) -> dict[str, int] | None:
-    """cpu0's data caches by level, e.g. ``{"L1d": 49152, "L2": 1048576, "L3": 33554432}``.
+def host_cache_bytes(root: Path = SYSFS_CPU, cpus: Iterable[int] | None = None) -> dict[str, int] | None:
+    """The host's data caches by level as cpu0 sees them, and the last level summed over
+    every instance this process may use, e.g. ``{"L1d": 49152, "L2": 2097152, "L3": 33554432,
+    "L3_all": 268435456}``.
 
-    cpu0's view is what one thread sees (on a chiplet CPU, its own L3 slice, not the
-    sum). None where sysfs does not say (not Linux, a container hiding it).
+    One thread sees cpu0's sizes (on a chiplet CPU, its own L3 slice); a large host copy
+    runs on many threads and spreads over every slice (and socket) they sit on, hence
+    ``L3_all``. None where sysfs does not say (not Linux, a container hiding it).
     """
     caches: dict[str, int] = {}
-    for index in sorted(root.glob("index*")):
+    last: tuple[int, str] | None = None  # (level, index folder name)
+    for index in sorted((root / "cpu0" / "cache").glob("index*")):
         try:
             kind = (index / "type").read_text().strip()
-            level = (index / "level").read_text().strip()
+            level = int((index / "level").read_text())
             size = _size((index / "size").read_text().strip())
         except (OSError, ValueError):
             continue
         if kind == "Instruction":
             continue
         caches[f"L{level}d" if kind == "Data" else f"L{level}"] = size
-    return caches or None
+        if last is None or level > last[0]:
+            last = (level, index.name)
+    if not caches or last is None:
+        return None
+    instances = set()
+    for cpu in cpus if cpus is not None else (_process_cpus() or {0}):
+        try:
+            instances.add((root / f"cpu{cpu}" / "cache" / last[1] / "shared_cpu_list").read_text().strip())
+        except OSError:
+            continue
+    caches[f"L{last[0]}_all"] = caches[f"L{last[0]}"] * max(1, len(instances))
+    return caches
 
 
 def _size(text: str) -> int:
@@ -197,7 +212,8 @@ def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None,
                    l2_by_device: dict[str, int | None]) -> bool | None:
     """Whether a case's payload fits the cache that serves it; None when unknown or irrelevant.
 
-    Host copies and creation on the host: the host's largest cache (cpu0's view). Same-device
+    Host copies and creation on the host: the host's last-level cache summed over the instances
+    this process may use (a large host copy runs on many threads). Same-device
     copies, peer copies (their source) and creation on a GPU: that GPU's L2. Moves across PCIe
     are bounded by the link, far below any cache: None. A resident size measures the cache, not
     the memory, so the model fits bandwidth only beyond such sizes.
