@@ -78,7 +78,7 @@ def fake_pynvml(links: int = 18, version: int = 6, arch: int = 9, buses: tuple[s
 @pytest.fixture
 def h200(monkeypatch):
     """One H200 as torch describes it (device properties), whose memory_info must not be asked."""
-    monkeypatch.setattr(machine, "_cuda_properties", lambda backend, index: props(index))
+    monkeypatch.setattr(machine, "cuda_properties", lambda backend, index: props(index))
 
     class NoContextBackend(FakeBackend):
         def memory_info(self, index):
@@ -176,20 +176,20 @@ def test_hopper_reported_as_nvlink5_is_nvlink4(monkeypatch, h200):
 class TestMatchingNvmlToTorch:
     def test_by_uuid_when_the_pci_address_is_unknown(self, monkeypatch):
         """torch gives no PCI address that NVML knows: the UUID still finds the GPU."""
-        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=0x99, uuid="abc-123"))
+        monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=0x99, uuid="abc-123"))
         monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(uuids=(b"GPU-abc-123",)))
         assert fingerprint(FakeBackend(gpus=1))["devices"][0]["nvlink_version"] == "4.0"
 
     def test_unmatched_gpu_is_unknown_not_another_gpus(self, monkeypatch):
         """CUDA_VISIBLE_DEVICES reorders GPUs: with no PCI or UUID match, the facts stay unknown."""
-        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=0x99))
+        monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=0x99))
         monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
         device = fingerprint(FakeBackend(gpus=1))["devices"][0]
         assert (device["pcie_max_generation"], device["nvlink_version"], device["memory_peak_gbps"]) == (None, None, None)
 
     def test_each_gpu_gets_its_own_handle(self, monkeypatch):
         """Two GPUs listed by torch in the reverse of NVML's order each get their own facts."""
-        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=(0x18, 0x3A)[1 - i]))
+        monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=(0x18, 0x3A)[1 - i]))
         nvml = fake_pynvml(buses=("0000:18:00.0", "0000:3a:00.0"))
         nvml.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: 5 if h.endswith("18:00.0") else 4
         monkeypatch.setitem(sys.modules, "pynvml", nvml)

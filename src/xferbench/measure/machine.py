@@ -26,12 +26,16 @@ __all__ = [
     "NVLINK_GENERATIONS",
     "cache_resident",
     "cpu_list",
+    "cuda_properties",
     "device_l2_bytes",
     "fingerprint",
     "gpu_local_cpus",
     "host_cache_bytes",
+    "nvlink_generation",
+    "nvml_handle",
     "nvml_session",
     "parse_cpu_list",
+    "pci_bus_id",
     "run_state",
 ]
 
@@ -48,7 +52,7 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
     import torch
 
     devices = available_devices(backend)[1:]
-    props = [_cuda_properties(backend, i) for i in range(len(devices))]
+    props = [cuda_properties(backend, i) for i in range(len(devices))]
     info: dict[str, Any] = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -68,7 +72,7 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
     return info
 
 
-def _cuda_properties(backend: DeviceBackend, index: int) -> Any:
+def cuda_properties(backend: DeviceBackend, index: int) -> Any:
     """torch's device properties of a real CUDA device (no context needed), else None."""
     if backend.type != "cuda" or not isinstance(backend, TorchBackend):
         return None
@@ -92,7 +96,7 @@ def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
         "name": backend.device_name(index),
         "memory_bytes": memory,
         "l2_cache_bytes": device_l2_bytes(props),
-        "pci_bus_id": _pci_bus_id(props),
+        "pci_bus_id": pci_bus_id(props),
         "numa_node": None,
         "cpu_affinity": None,
         "host_numa_local": None,
@@ -114,7 +118,7 @@ def device_l2_bytes(props: Any) -> int | None:
     return int(size) if size else None
 
 
-def _pci_bus_id(props: Any) -> str | None:
+def pci_bus_id(props: Any) -> str | None:
     """``0000:18:00.0``, the form sysfs and NVML both accept, from torch's PCI ids."""
     try:
         return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
@@ -196,12 +200,12 @@ def _process_cpus() -> set[int] | None:
         return None
 
 
-def gpu_local_cpus(pci_bus_id: str | None, root: Path | None = None) -> set[int] | None:
+def gpu_local_cpus(bus_id: str | None, root: Path | None = None) -> set[int] | None:
     """The CPUs of the GPU's NUMA node (sysfs ``local_cpulist``), None when unknown."""
-    if not pci_bus_id:
+    if not bus_id:
         return None
     try:
-        return parse_cpu_list(((root or SYSFS_PCI) / pci_bus_id / "local_cpulist").read_text()) or None
+        return parse_cpu_list(((root or SYSFS_PCI) / bus_id / "local_cpulist").read_text()) or None
     except (OSError, ValueError):
         return None
 
@@ -292,7 +296,7 @@ def nvml_handle(pynvml: Any, props: Any) -> Any:
     CUDA_VISIBLE_DEVICES hides or reorders them: the index means nothing across the
     two, so the GPU is matched on its PCI address, then on its UUID, never by index.
     """
-    bus_id = _pci_bus_id(props)
+    bus_id = pci_bus_id(props)
     if bus_id:
         try:
             return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
