@@ -78,7 +78,7 @@ def fake_pynvml(links: int = 18, version: int = 6, arch: int = 9, buses: tuple[s
 @pytest.fixture
 def h200(monkeypatch):
     """One H200 as torch describes it (device properties), whose memory_info must not be asked."""
-    monkeypatch.setattr(machine, "_cuda_properties", lambda backend, index: props(index))
+    monkeypatch.setattr(machine, "cuda_properties", lambda backend, index: props(index))
 
     class NoContextBackend(FakeBackend):
         def memory_info(self, index):
@@ -176,20 +176,20 @@ def test_hopper_reported_as_nvlink5_is_nvlink4(monkeypatch, h200):
 class TestMatchingNvmlToTorch:
     def test_by_uuid_when_the_pci_address_is_unknown(self, monkeypatch):
         """torch gives no PCI address that NVML knows: the UUID still finds the GPU."""
-        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=0x99, uuid="abc-123"))
+        monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=0x99, uuid="abc-123"))
         monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(uuids=(b"GPU-abc-123",)))
         assert fingerprint(FakeBackend(gpus=1))["devices"][0]["nvlink_version"] == "4.0"
 
     def test_unmatched_gpu_is_unknown_not_another_gpus(self, monkeypatch):
         """CUDA_VISIBLE_DEVICES reorders GPUs: with no PCI or UUID match, the facts stay unknown."""
-        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=0x99))
+        monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=0x99))
         monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
         device = fingerprint(FakeBackend(gpus=1))["devices"][0]
         assert (device["pcie_max_generation"], device["nvlink_version"], device["memory_peak_gbps"]) == (None, None, None)
 
     def test_each_gpu_gets_its_own_handle(self, monkeypatch):
         """Two GPUs listed by torch in the reverse of NVML's order each get their own facts."""
-        monkeypatch.setattr(machine, "_cuda_properties", lambda b, i: props(bus=(0x18, 0x3A)[1 - i]))
+        monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=(0x18, 0x3A)[1 - i]))
         nvml = fake_pynvml(buses=("0000:18:00.0", "0000:3a:00.0"))
         nvml.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: 5 if h.endswith("18:00.0") else 4
         monkeypatch.setitem(sys.modules, "pynvml", nvml)
@@ -199,15 +199,22 @@ class TestMatchingNvmlToTorch:
 
 class TestCaches:
     def test_host_caches_from_sysfs(self, tmp_path):
-        """cpu0's data and unified caches by level; the instruction cache is left out."""
+        """cpu0's data and unified caches by level (not the instruction cache), and the last level
+        summed over the distinct instances the process's CPUs sit on (two L3 slices here)."""
         for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
                                                  (2, "Unified", "2048K"), (3, "Unified", "105M")]):
-            folder = tmp_path / f"index{i}"
-            folder.mkdir()
+            folder = tmp_path / "cpu0" / "cache" / f"index{i}"
+            folder.mkdir(parents=True)
             (folder / "level").write_text(f"{level}\n")
             (folder / "type").write_text(f"{kind}\n")
             (folder / "size").write_text(f"{size}\n")
-        assert host_cache_bytes(tmp_path) == {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 105 * 2**20}
+        for cpu, shared in ((0, "0-1"), (1, "0-1"), (2, "2-3")):
+            folder = tmp_path / f"cpu{cpu}" / "cache" / "index3"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "shared_cpu_list").write_text(f"{shared}\n")
+        assert host_cache_bytes(tmp_path, cpus={0, 1, 2}) == {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 105 * 2**20,
+                                                              "L3_all": 2 * 105 * 2**20}
+        assert host_cache_bytes(tmp_path, cpus={0, 1})["L3_all"] == 105 * 2**20
         assert host_cache_bytes(tmp_path / "missing") is None
 
     def test_fingerprint_keys(self, monkeypatch, h200):

@@ -31,7 +31,7 @@ from ..families import ops
 from ..units import format_size
 from .cases import Skipped, accelerators, no_accelerator
 from .devices import DeviceBackend, accelerator_index
-from .machine import gpu_local_cpus, parse_cpu_list
+from .machine import gpu_local_cpus, parse_cpu_list, pci_bus_id
 from .scenarios import Prepared, empty_host_cache, missing_cuda
 
 __all__ = ["CONCURRENT", "CONCURRENT_SIZES", "Concurrent", "build_concurrent", "numa_node_of", "run_concurrent"]
@@ -368,11 +368,9 @@ def _prepare_numa(c: Concurrent, sync: Callable[[], None]) -> Prepared:
     _require_cuda(c)
     import torch
 
-    from .machine import _pci_bus_id
-
     gpu = c.gpus[0]
     direction, where = c.variant.split("_")
-    local = gpu_local_cpus(_pci_bus_id(torch.cuda.get_device_properties(torch.device(gpu))))
+    local = gpu_local_cpus(pci_bus_id(torch.cuda.get_device_properties(torch.device(gpu))))
     cpus = numa_cpus(local, set(os.sched_getaffinity(0)), where)
     with _bound_to(cpus):
         empty_host_cache()  # a cached pinned block would sit wherever it was first allocated

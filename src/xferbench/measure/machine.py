@@ -26,12 +26,16 @@ __all__ = [
     "NVLINK_GENERATIONS",
     "cache_resident",
     "cpu_list",
+    "cuda_properties",
     "device_l2_bytes",
     "fingerprint",
     "gpu_local_cpus",
     "host_cache_bytes",
+    "nvlink_generation",
+    "nvml_handle",
     "nvml_session",
     "parse_cpu_list",
+    "pci_bus_id",
     "run_state",
 ]
 
@@ -40,7 +44,7 @@ __all__ = [
 NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 _HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
 
-SYSFS_CPU_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
 
 
@@ -48,7 +52,7 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
     import torch
 
     devices = available_devices(backend)[1:]
-    props = [_cuda_properties(backend, i) for i in range(len(devices))]
+    props = [cuda_properties(backend, i) for i in range(len(devices))]
     info: dict[str, Any] = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -68,7 +72,7 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
     return info
 
 
-def _cuda_properties(backend: DeviceBackend, index: int) -> Any:
+def cuda_properties(backend: DeviceBackend, index: int) -> Any:
     """torch's device properties of a real CUDA device (no context needed), else None."""
     if backend.type != "cuda" or not isinstance(backend, TorchBackend):
         return None
@@ -92,7 +96,7 @@ def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
         "name": backend.device_name(index),
         "memory_bytes": memory,
         "l2_cache_bytes": device_l2_bytes(props),
-        "pci_bus_id": _pci_bus_id(props),
+        "pci_bus_id": pci_bus_id(props),
         "numa_node": None,
         "cpu_affinity": None,
         "host_numa_local": None,
@@ -114,7 +118,7 @@ def device_l2_bytes(props: Any) -> int | None:
     return int(size) if size else None
 
 
-def _pci_bus_id(props: Any) -> str | None:
+def pci_bus_id(props: Any) -> str | None:
     """``0000:18:00.0``, the form sysfs and NVML both accept, from torch's PCI ids."""
     try:
         return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
@@ -124,24 +128,39 @@ def _pci_bus_id(props: Any) -> str | None:
 
 # --- host: caches, CPUs, NUMA ---------------------------------------------------------------------------------
 
-def host_cache_bytes(root: Path = SYSFS_CPU_CACHE) -> dict[str, int] | None:
-    """cpu0's data caches by level, e.g. ``{"L1d": 49152, "L2": 1048576, "L3": 33554432}``.
+def host_cache_bytes(root: Path = SYSFS_CPU, cpus: Iterable[int] | None = None) -> dict[str, int] | None:
+    """The host's data caches by level as cpu0 sees them, and the last level summed over
+    every instance this process may use, e.g. ``{"L1d": 49152, "L2": 2097152, "L3": 33554432,
+    "L3_all": 268435456}``.
 
-    cpu0's view is what one thread sees (on a chiplet CPU, its own L3 slice, not the
-    sum). None where sysfs does not say (not Linux, a container hiding it).
+    One thread sees cpu0's sizes (on a chiplet CPU, its own L3 slice); a large host copy
+    runs on many threads and spreads over every slice (and socket) they sit on, hence
+    ``L3_all``. None where sysfs does not say (not Linux, a container hiding it).
     """
     caches: dict[str, int] = {}
-    for index in sorted(root.glob("index*")):
+    last: tuple[int, str] | None = None  # (level, index folder name)
+    for index in sorted((root / "cpu0" / "cache").glob("index*")):
         try:
             kind = (index / "type").read_text().strip()
-            level = (index / "level").read_text().strip()
+            level = int((index / "level").read_text())
             size = _size((index / "size").read_text().strip())
         except (OSError, ValueError):
             continue
         if kind == "Instruction":
             continue
         caches[f"L{level}d" if kind == "Data" else f"L{level}"] = size
-    return caches or None
+        if last is None or level > last[0]:
+            last = (level, index.name)
+    if not caches or last is None:
+        return None
+    instances = set()
+    for cpu in cpus if cpus is not None else (_process_cpus() or {0}):
+        try:
+            instances.add((root / f"cpu{cpu}" / "cache" / last[1] / "shared_cpu_list").read_text().strip())
+        except OSError:
+            continue
+    caches[f"L{last[0]}_all"] = caches[f"L{last[0]}"] * max(1, len(instances))
+    return caches
 
 
 def _size(text: str) -> int:
@@ -181,12 +200,12 @@ def _process_cpus() -> set[int] | None:
         return None
 
 
-def gpu_local_cpus(pci_bus_id: str | None, root: Path | None = None) -> set[int] | None:
+def gpu_local_cpus(bus_id: str | None, root: Path | None = None) -> set[int] | None:
     """The CPUs of the GPU's NUMA node (sysfs ``local_cpulist``), None when unknown."""
-    if not pci_bus_id:
+    if not bus_id:
         return None
     try:
-        return parse_cpu_list(((root or SYSFS_PCI) / pci_bus_id / "local_cpulist").read_text()) or None
+        return parse_cpu_list(((root or SYSFS_PCI) / bus_id / "local_cpulist").read_text()) or None
     except (OSError, ValueError):
         return None
 
@@ -197,7 +216,8 @@ def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None,
                    l2_by_device: dict[str, int | None]) -> bool | None:
     """Whether a case's payload fits the cache that serves it; None when unknown or irrelevant.
 
-    Host copies and creation on the host: the host's largest cache (cpu0's view). Same-device
+    Host copies and creation on the host: the host's last-level cache summed over the instances
+    this process may use (a large host copy runs on many threads). Same-device
     copies, peer copies (their source) and creation on a GPU: that GPU's L2. Moves across PCIe
     are bounded by the link, far below any cache: None. A resident size measures the cache, not
     the memory, so the model fits bandwidth only beyond such sizes.
@@ -276,7 +296,7 @@ def nvml_handle(pynvml: Any, props: Any) -> Any:
     CUDA_VISIBLE_DEVICES hides or reorders them: the index means nothing across the
     two, so the GPU is matched on its PCI address, then on its UUID, never by index.
     """
-    bus_id = _pci_bus_id(props)
+    bus_id = pci_bus_id(props)
     if bus_id:
         try:
             return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)

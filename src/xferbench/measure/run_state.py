@@ -22,7 +22,7 @@ import pytest
 from .cases import Skipped
 from .concurrent import CONCURRENT, Concurrent, build_concurrent
 from .devices import DeviceBackend, accelerator_index, available_devices
-from .machine import _cuda_properties, cache_resident, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
+from .machine import cache_resident, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
 
 __all__ = ["RunState"]
 
@@ -47,7 +47,7 @@ _STATE = pytest.StashKey[RunState]()
 
 def gather(backend: DeviceBackend) -> RunState:
     devices = available_devices(backend)[1:]
-    props = {i: _cuda_properties(backend, i) for i in range(len(devices))}
+    props = {i: cuda_properties(backend, i) for i in range(len(devices))}
     state = RunState(host_cache_bytes(), {d: device_l2_bytes(props[i]) for i, d in enumerate(devices)})
     if any(p is not None for p in props.values()):
         state.nvml = _open_nvml()
