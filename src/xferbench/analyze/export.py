@@ -56,7 +56,7 @@ def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any
             share = f"{row['efficiency']:.0%}" if row.get("efficiency") is not None else "–"
             alpha = f"{row['alpha_us']:.3g} µs" if np.isfinite(row["alpha_us"]) else "–"
             largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
-            lines.append(f"| {_cell(row['path'])} | {alpha} | {_cell(row['beta_gbps'])} | {_cell(row['beta_basis'])} "
+            lines.append(f"| {_cell(row['path'])} | {alpha} | {_cell(row['stated_gbps'])} | {_cell(row['beta_basis'])} "
                          f"| {largest} | {_cell(row['link'])} | {share} |")
     if peers:
         lines += ["", "## Against other tools on this machine", ""] + [f"- {sentence}" for sentence in peers]

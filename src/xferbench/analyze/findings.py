@@ -110,15 +110,15 @@ def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = Non
     fits = fits[fits["alpha_us"].notna()]
     if fits.empty:
         return None
-    stated = fits[fits["beta_gbps"].notna()]
+    stated = fits[fits["stated_gbps"].notna()]
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
         return (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
-    best = stated.loc[stated["beta_gbps"].idxmax()]
+    best = stated.loc[stated["stated_gbps"].idxmax()]
     sentence = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs, bandwidth β = "
-                f"{best['beta_gbps']:.3g} GB/s")
+                f"{best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"from cache and would suggest more)")

@@ -152,10 +152,11 @@ def cache_resident(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Serie
 def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     """α, β and how β was obtained, for one path's rows (``resident`` flags cache-resident rows).
 
-    α comes from the whole sweep (the smallest sizes decide it). β comes only from sizes beyond
-    the cache: a fit over them when there are three or more, else none. Whatever the fit says,
-    β is never stated above ``BETA_CAP_TOLERANCE`` x the bandwidth the largest size reached: there
-    it is capped to that measured figure and the basis says so.
+    α comes from the whole sweep (the smallest sizes decide it). β (``beta_gbps``, the model's)
+    comes only from sizes beyond the cache: a fit over them when there are three or more, else
+    what the largest of them measured, else none. What the report states (``stated_gbps``) is
+    never above ``BETA_CAP_TOLERANCE`` x the bandwidth the largest size reached: beyond that the
+    model extrapolates past the sweep, so the measured figure is stated and the basis says so.
     """
     n, t = group["nbytes"].to_numpy(), group["transfer_s"].to_numpy()
     largest = group.loc[group["nbytes"].idxmax()]
@@ -175,15 +176,16 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
             beta, basis = np.nan, "every size fits in cache"
     else:
         beta, basis = (whole.beta_gbps, "fit over all sizes") if whole is not None else (np.nan, "too few sizes")
+    stated = beta
     if np.isfinite(beta) and np.isfinite(largest_gbps) and beta > BETA_CAP_TOLERANCE * largest_gbps:
-        beta, basis = largest_gbps, f"capped at the largest size measured ({basis} gave {beta:.3g} GB/s)"
-    return {"alpha_us": alpha * 1e6, "beta_gbps": beta, "beta_basis": basis,
-            "half_peak_bytes": alpha * beta * 1e9 if np.isfinite(beta) else np.nan,
+        stated, basis = largest_gbps, f"capped at the largest size measured ({basis} gave {beta:.3g} GB/s)"
+    return {"alpha_us": alpha * 1e6, "beta_gbps": beta, "stated_gbps": stated, "beta_basis": basis,
+            "half_peak_bytes": alpha * stated * 1e9 if np.isfinite(stated) else np.nan,
             "largest_gbps": largest_gbps, "largest_bytes": int(largest["nbytes"]),
             "resident_sizes": int(group.loc[resident.loc[group.index], "nbytes"].nunique())}
 
 
-_FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps", "beta_basis",
+_FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps", "stated_gbps", "beta_basis",
                 "half_peak_bytes", "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes",
                 "cache_bytes", "cache"]
 

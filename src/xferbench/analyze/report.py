@@ -58,7 +58,7 @@ def _model_rows(results: Results) -> list[dict[str, Any]]:
     for fit in fit_paths(results.frame, results.machine_info).to_dict("records"):
         bounds = roofs(results.frame, results.machine_info, fit["op"], fit["src"], fit["dst"], fit["host_memory"])
         roof = min(bounds) if bounds else None
-        achieved = fit["beta_gbps"] if np.isfinite(fit["beta_gbps"]) else fit["largest_gbps"]
+        achieved = fit["stated_gbps"] if np.isfinite(fit["stated_gbps"]) else fit["largest_gbps"]
         rows.append(fit | {
             "link": roof[1] if roof else "not known",
             "peak_gbps": roof[0] if roof else None,
