@@ -159,17 +159,25 @@ def results_of(tmp_path, benchmarks, machine=MACHINE):
     return load([path])
 
 
+NAMES = ["pinned host-to-device beats pageable at 64 MiB and above",
+         "same-device copies beat host-to-device by at least 10x",
+         "device-to-host into pageable memory is the slowest path at large sizes",
+         "every no-op returned the same object",
+         "device time never exceeds wall time",
+         "pinned host-to-device bandwidth against the link's theoretical peak"]
+
+
 class TestNotMeasuredSaysWhy:
     def test_each_expectation_names_what_is_missing(self, tmp_path):
         """A run without GPU paths gets 'not measured' for every check, each saying which benchmarks it needs."""
         results = results_of(tmp_path, [move("host", "cpu", "cpu", 10.0, memory="pageable")])
-        assert [(v.status, v.detail) for v in check(results)] == [
-            ("not measured", "no host-to-device case of 64 MiB or more"),
-            ("not measured", "needs d2d and h2d at a common size"),
-            ("not measured", "needs d2h into pageable memory next to other device paths"),
-            ("not measured", "no no-op benchmarks"),
-            ("not measured", "no device-side times (no GPU)"),
-            ("not measured", "no pinned host-to-device cases"),
+        assert [(v.name, v.status, v.detail) for v in check(results)] == [
+            (NAMES[0], "not measured", "no host-to-device case of 64 MiB or more"),
+            (NAMES[1], "not measured", "needs d2d and h2d at a common size"),
+            (NAMES[2], "not measured", "needs d2h into pageable memory next to other device paths"),
+            (NAMES[3], "not measured", "no no-op benchmarks"),
+            (NAMES[4], "not measured", "no device-side times (no GPU)"),
+            (NAMES[5], "not measured", "no pinned host-to-device cases"),
         ]
 
 
@@ -206,8 +214,8 @@ class TestPinnedBeatsPageableGroups:
 
     def test_only_pinned_sources(self, tmp_path):
         results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned")])
-        verdict = pinned_beats_pageable(results)
-        assert (verdict.status, verdict.detail) == ("not measured", "no size with both pinned and pageable sources")
+        assert pinned_beats_pageable(results) == Verdict(NAMES[0], "not measured",
+                                                         "no size with both pinned and pageable sources")
 
 
 class TestSameDevice10x:
@@ -264,6 +272,12 @@ class TestNoopsEveryDevice:
         assert (verdict.status, verdict.detail) == (
             "not held", "missing (failed or not run): .cpu() on cpu, .cuda() on cuda:0, .to() on cuda:0")
 
+    def test_the_host_needs_its_to_noop(self, tmp_path):
+        """``.to("cpu")`` on a CPU tensor is a no-op too; its absence is reported."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"), noop("cpu", "cpu"),
+                                        noop("cuda:0", "to"), noop("cuda:0", "cuda")])
+        assert noops_same_object(results).detail == "missing (failed or not run): .to() on cpu"
+
     def test_a_device_only_seen_as_destination(self, tmp_path):
         """cuda:1, reached only by h2d, still needs its no-ops."""
         results = results_of(tmp_path, [move("h2d", "cpu", "cuda:1", 25.0, memory="pinned"),
@@ -315,6 +329,5 @@ class TestPinnedLinkEfficiency:
     def test_unknown_link_still_shows_the_best(self, tmp_path):
         """Without NVML facts the best bandwidth is shown and the user is told how to get the peak."""
         results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 31.5, memory="pinned")], machine={})
-        verdict = pinned_link_efficiency(results)
-        assert (verdict.status, verdict.detail) == (
-            "not measured", "best 31.5 GB/s; the link is not in the fingerprint (install nvidia-ml-py)")
+        assert pinned_link_efficiency(results) == Verdict(
+            NAMES[5], "not measured", "best 31.5 GB/s; the link is not in the fingerprint (install nvidia-ml-py)")
