@@ -233,6 +233,20 @@ class TestFilesAndOrder:
             assert results.sources == [str(p) for p in paths]
             assert results.notes == ["1 older result(s) of a case measured again were replaced by the newest."]
 
+    def test_no_stray_columns_after_dropping_older_rows(self, tmp_path):
+        """Replacing older rows leaves a clean 0..n-1 table, without an extra 'index' column in the report."""
+        old = run_file(tmp_path, "old", [xfer(median=2.0), xfer(op="d2h")], when="2026-01-01T00:00:00")
+        new = run_file(tmp_path, "new", [xfer(median=1.0)], when="2026-06-01T00:00:00")
+        frame = load([old, new]).frame
+        assert "index" not in frame.columns
+        assert list(frame.index) == [0, 1]
+
+    def test_cpu_run_has_numeric_device_times(self, tmp_path):
+        """A run without any device time still has a numeric (all-NaN) device_seconds column to plot and average."""
+        frame = load([run_file(tmp_path, "run", [xfer(), xfer(op="d2h")])]).frame
+        assert frame["device_seconds"].dtype == float
+        assert frame["device_seconds"].isna().all()
+
     def test_run_without_datetime_counts_as_oldest(self, tmp_path):
         undated = run_file(tmp_path, "undated", [xfer(median=9.0)], when=None)
         dated = run_file(tmp_path, "dated", [xfer(median=1.0)])
