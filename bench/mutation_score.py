@@ -89,7 +89,9 @@ def run(module: str, max_children: int) -> Score:
     subprocess.run([*mutmut, "export-cicd-stats"], cwd=folder, env=env, check=True, capture_output=True)
     counts = json.loads((folder / "mutants" / "mutmut-cicd-stats.json").read_text())
     listing = subprocess.run([*mutmut, "results"], cwd=folder, env=env, check=True, capture_output=True, text=True)
-    survivors = [line.strip() for line in listing.stdout.splitlines() if line.strip()]
+    # `mutmut results` lists every mutant not killed outright; a timeout counts as killed below.
+    survivors = [line.strip() for line in listing.stdout.splitlines()
+                 if line.strip() and not line.strip().endswith(": timeout")]
     # A timeout counts as killed (the mutant hung the tests, they noticed); skipped ones are not scored.
     tested = counts["total"] - counts["skipped"]
     return Score(module, counts["killed"] + counts["timeout"], tested,
@@ -107,10 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     for module in args.modules or list(MODULES):
         print(f"mutating {MODULES[module][0]} against {' '.join(MODULES[module][1])} ...", flush=True)
         scores.append(run(module, args.max_children))
-    print(f"\n{'module':<14}{'killed':>8}{'total':>7}{'score':>8}  survived  no tests")
+    print(f"\n{'module':<14}{'killed':>8}{'total':>7}{'score':>8}  survived  no tests  (timeouts, counted as killed)")
     for s in scores:
         print(f"{s.module:<14}{s.killed:>8}{s.total:>7}{s.percent:>7.1f}%  {s.counts['survived']:>8}  "
-              f"{s.counts['no_tests']:>8}")
+              f"{s.counts['no_tests']:>8}  ({s.counts['timeout']})")
     for s in scores:
         if s.survivors:
             print(f"\n{s.module}: not killed (mutmut show NAME in mutants/{s.module})")
