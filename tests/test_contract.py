@@ -16,6 +16,7 @@ from xferbench.contract import (
     machine_differences,
     machine_identity,
     measured_from,
+    simulation_mismatch,
 )
 
 H2D = Identity(op="h2d", method="copy_", src="cpu", dst="cuda:0", nbytes=1024, dtype="float32", shape=(256,),
@@ -151,7 +152,8 @@ class TestMeasuredFrom:
 
     def test_values_are_type_checked_and_floats_widened(self):
         """An integer device time in JSON reads as a float; the rest keep their values."""
-        values = {"clock": "cuda_event", "device_seconds": 2, "peer_access": True, "queued_seconds": 0.5,
+        values = {"clock": "cuda_event", "device_seconds": 2, "device_repeats": 10, "peer_access": True,
+                  "queued_seconds": 0.5,
                   "bus_factor": 1.5, "round_trip": False, "size_unit": "params", "cache_resident": True}
         measured = measured_from(values)
         assert measured == values
@@ -186,11 +188,13 @@ class TestMachineIdentity:
         """GPUs by name, driver, torch, CUDA, HIP and CPU brand decide whether two runs compare."""
         info = machine("H100", "H100", driver="550.54", torch="2.5.1", cuda="12.4", hip="6.1")
         assert machine_identity(info) == {"GPUs": ["H100", "H100"], "driver": "550.54", "torch": "2.5.1",
-                                          "CUDA": "12.4", "HIP": "6.1", "CPU": "Xeon"}
+                                          "CUDA": "12.4", "HIP": "6.1", "CPU": "Xeon", "simulated": False}
+        assert machine_identity(machine("H100", simulated={"gpus": 1}))["simulated"] is True
 
     def test_foreign_json_records_nothing(self):
         """A pytest-benchmark JSON without xferbench's block tells nothing, so nothing is compared."""
-        assert machine_identity({"cpu": "weird"}) == dict.fromkeys(["GPUs", "driver", "torch", "CUDA", "HIP", "CPU"])
+        assert machine_identity({"cpu": "weird"}) == dict.fromkeys(["GPUs", "driver", "torch", "CUDA", "HIP", "CPU",
+                                                                     "simulated"])
         assert machine_identity({"xferbench": "weird"})["GPUs"] is None
 
     def test_malformed_devices(self):
@@ -218,3 +222,25 @@ class TestMachineDifferences:
         """An older JSON that does not record torch is not refused for it."""
         assert machine_differences(machine("H100"), machine("H100", torch="2.5", hip="6.1")) == []
         assert machine_differences(machine("H100", torch="2.5"), machine("H100")) == []
+
+
+class TestSimulationMismatch:
+    @pytest.mark.parametrize(("base", "new", "which"), [({"gpus": 2}, None, ("base", "new")),
+                                                        (None, {"gpus": 2}, ("new", "base"))])
+    def test_simulated_against_measured_is_refused(self, base, new, which):
+        """The refusal says which run is the simulated one."""
+        kwargs = [{"simulated": spec} if spec else {} for spec in (base, new)]
+        assert simulation_mismatch(machine("H100", **kwargs[0]), machine("H100", **kwargs[1])) == (
+            f"the {which[0]} run is simulated (--xfer-simulate) and the {which[1]} run is measured; "
+            "a simulated figure is never compared with a measurement")
+
+    def test_like_with_like_or_unknown_is_allowed(self):
+        """Two simulated runs, two measured runs, or a foreign JSON that cannot tell, are not refused here."""
+        simulated = machine("H100", simulated={"gpus": 2})
+        assert simulation_mismatch(simulated, machine("H100", simulated={"gpus": 4})) is None
+        assert simulation_mismatch(machine("H100"), machine("H100")) is None
+        assert simulation_mismatch({}, simulated) is None
+        assert simulation_mismatch(simulated, {}) is None
+
+    def test_listed_among_machine_differences(self):
+        assert machine_differences(machine("H100"), machine("H100", simulated={"gpus": 1})) == ["simulated False -> True"]

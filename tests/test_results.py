@@ -298,3 +298,17 @@ class TestMalformedBenchmarks:
     def test_schema_of_this_version_is_read(self, tmp_path):
         """Schema 1 (this version) is read; only a newer one is refused."""
         assert len(load([run_file(tmp_path, "run", [xfer(xfer_schema=1)])]).frame) == 1
+
+
+class TestSimulatedRun:
+    def test_spec_of_a_simulated_run(self, tmp_path):
+        """A run made with --xfer-simulate carries its machine spec, so report and check can label it."""
+        spec = {"gpus": 2, "pcie": "gen5"}
+        path = run_file(tmp_path, "sim", [xfer()], machine={"xferbench": {"simulated": spec}})
+        assert load([path]).simulated == spec
+
+    @pytest.mark.parametrize("machine", [{}, {"xferbench": "junk"}, {"xferbench": {}},
+                                         {"xferbench": {"simulated": True}}])
+    def test_measured_runs_are_not_simulated(self, tmp_path, machine):
+        """A measured run, a foreign JSON or a malformed flag never reads as simulated."""
+        assert load([run_file(tmp_path, "run", [xfer()], machine=machine)]).simulated is None
