@@ -156,7 +156,7 @@ class TestMeasuredFrom:
                   "queued_seconds": 0.5,
                   "bus_factor": 1.5, "round_trip": False, "size_unit": "params", "cache_resident": True}
         measured = measured_from(values)
-        assert measured == values
+        assert measured == dict.fromkeys(MEASURED) | values
         assert type(measured["device_seconds"]) is float
 
     @pytest.mark.parametrize(("name", "value", "message"), [
