@@ -2,7 +2,16 @@ import json
 
 import pytest
 
-from xferbench.analyze.expectations import check
+from xferbench.analyze.expectations import (
+    Verdict,
+    check,
+    d2h_pageable_slowest,
+    device_within_wall,
+    noops_same_object,
+    pinned_beats_pageable,
+    pinned_link_efficiency,
+    same_device_10x,
+)
 from xferbench.analyze.results import load
 from xferbench.cli import main
 from xferbench.measure.cases import Case
@@ -132,3 +141,217 @@ def test_concurrent_families_as_figures(tmp_path):
         "figure", "SM clock 1410-1755 MHz (max 1980), memory clock 2619-2619 MHz over 10 cases; "
                   "PCIe right after timing: Gen1 x16 in 1, Gen5 x16 in 9")
     assert main(["check", str(concurrent_run(tmp_path))]) == 0  # figures never fail a run
+
+
+def move(op, src, dst, gbps, *, mib=64, memory=None, method="copy_", device_s=None):
+    """A benchmark of ``mib`` MiB moved at ``gbps`` GB/s (GB = 1e9 bytes)."""
+    case = Case(op, method, src, dst, (mib * MiB // 4,), host_memory=memory)
+    return bench(case, case.nbytes / (gbps * 1e9), device_s)
+
+
+def noop(device, method):
+    return bench(Case("noop", method, device, device, (1,)), 1e-6)
+
+
+def results_of(tmp_path, benchmarks, machine=MACHINE):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"machine_info": machine, "benchmarks": benchmarks}))
+    return load([path])
+
+
+NAMES = ["pinned host-to-device beats pageable at 64 MiB and above",
+         "same-device copies beat host-to-device by at least 10x",
+         "device-to-host into pageable memory is the slowest path at large sizes",
+         "every no-op returned the same object",
+         "device time never exceeds wall time",
+         "pinned host-to-device bandwidth against the link's theoretical peak",
+         "both directions at once against one (bidir)",
+         "every GPU and the host at once against one GPU (all_gpus_host)",
+         "kernel and staged copies against one DMA / memcpy (copy_kind)",
+         "host buffer on another NUMA node against the GPU's own (numa)",
+         "GPU clocks and PCIe link while measuring"]
+
+
+class TestNotMeasuredSaysWhy:
+    def test_each_expectation_names_what_is_missing(self, tmp_path):
+        """A run without GPU paths gets 'not measured' for every check, each saying which benchmarks it needs."""
+        results = results_of(tmp_path, [move("host", "cpu", "cpu", 10.0, memory="pageable")])
+        assert [(v.name, v.status, v.detail) for v in check(results)] == [
+            (NAMES[0], "not measured", "no host-to-device case of 64 MiB or more"),
+            (NAMES[1], "not measured", "needs d2d and h2d at a common size"),
+            (NAMES[2], "not measured", "needs d2h into pageable memory next to other device paths"),
+            (NAMES[3], "not measured", "no no-op benchmarks"),
+            (NAMES[4], "not measured", "no device-side times (no GPU)"),
+            (NAMES[5], "not measured", "no pinned host-to-device cases"),
+            (NAMES[6], "not measured", "no bidir cases"),
+            (NAMES[7], "not measured", "no all_gpus_host cases (they need two or more GPUs)"),
+            (NAMES[8], "not measured", "no copy_kind cases"),
+            (NAMES[9], "not measured", "no numa cases ran (one NUMA node, or no GPU)"),
+            (NAMES[10], "not measured", "no run-time clocks recorded (no GPU, or no nvidia-ml-py)"),
+        ]
+
+
+class TestPinnedBeatsPageableGroups:
+    def test_every_size_and_destination_is_reported(self, tmp_path):
+        """Each (size, GPU) pair is checked and listed; one losing pair, even not the last, makes it 'not held'."""
+        results = results_of(tmp_path, [
+            move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"), move("h2d", "cpu", "cuda:0", 10.0, memory="pageable"),
+            move("h2d", "cpu", "cuda:1", 8.0, memory="pinned"), move("h2d", "cpu", "cuda:1", 9.0, memory="pageable"),
+            move("h2d", "cpu", "cuda:0", 26.0, mib=256, memory="pinned"),
+            move("h2d", "cpu", "cuda:0", 11.0, mib=256, memory="pageable"),
+        ])
+        verdict = pinned_beats_pageable(results)
+        assert verdict.status == "not held"
+        assert verdict.detail == ("64 MiB -> cuda:0: pinned 25 GB/s, pageable 10 GB/s; "
+                                  "64 MiB -> cuda:1: pinned 8 GB/s, pageable 9 GB/s; "
+                                  "256 MiB -> cuda:0: pinned 26 GB/s, pageable 11 GB/s")
+
+    def test_a_pair_without_pageable_is_skipped_not_failed(self, tmp_path):
+        """A size measured only pinned is left out of the verdict; later pairs are still checked."""
+        results = results_of(tmp_path, [
+            move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"),
+            move("h2d", "cpu", "cuda:0", 26.0, mib=256, memory="pinned"),
+            move("h2d", "cpu", "cuda:0", 11.0, mib=256, memory="pageable"),
+        ])
+        assert pinned_beats_pageable(results) == Verdict(
+            pinned_beats_pageable(results).name, "held", "256 MiB -> cuda:0: pinned 26 GB/s, pageable 11 GB/s")
+
+    def test_a_tie_is_not_beating(self, tmp_path):
+        """Pinned merely equal to pageable has not paid off."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 12.0, memory="pinned"),
+                                        move("h2d", "cpu", "cuda:0", 12.0, memory="pageable")])
+        assert pinned_beats_pageable(results).status == "not held"
+
+    def test_only_pinned_sources(self, tmp_path):
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned")])
+        assert pinned_beats_pageable(results) == Verdict(NAMES[0], "not measured",
+                                                         "no size with both pinned and pageable sources")
+
+
+class TestSameDevice10x:
+    @pytest.mark.parametrize(("d2d_gbps", "status"), [(250.0, "held"), (262.5, "held"), (249.0, "not held")])
+    def test_threshold_is_ten_times(self, tmp_path, d2d_gbps, status):
+        """Exactly 10x holds; 10.5x holds; just under 10x does not."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"),
+                                        move("d2d", "cuda:0", "cuda:0", d2d_gbps)])
+        assert same_device_10x(results).status == status
+
+    def test_d2d_without_h2d(self, tmp_path):
+        results = results_of(tmp_path, [move("d2d", "cuda:0", "cuda:0", 500.0)])
+        assert same_device_10x(results).status == "not measured"
+
+
+class TestD2HPageableSlowest:
+    def test_names_the_slowest_path(self, tmp_path):
+        """The detail names the slowest path and its bandwidth at the common size."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"),
+                                        move("d2h", "cuda:0", "cpu", 4.0, memory="pageable"),
+                                        move("host", "cpu", "cpu", 2.0, memory="pageable")])
+        verdict = d2h_pageable_slowest(results)
+        assert (verdict.status, verdict.detail) == (
+            "held", "at 64 MiB the slowest path is d2h pageable copy_ cuda:0->cpu at 4 GB/s")
+
+    @pytest.mark.parametrize(("op", "src", "dst"), [("d2d", "cuda:0", "cuda:0"), ("peer", "cuda:0", "cuda:1")])
+    def test_slower_device_path_contradicts(self, tmp_path, op, src, dst):
+        """A same-device or peer copy slower than d2h into pageable memory is a contradiction, named."""
+        results = results_of(tmp_path, [move("d2h", "cuda:0", "cpu", 4.0, memory="pageable"),
+                                        move(op, src, dst, 3.0)])
+        verdict = d2h_pageable_slowest(results)
+        assert verdict.status == "not held"
+        assert f"the slowest path is {op} copy_ {src if op == 'd2d' else src + '->' + dst} at 3 GB/s" in verdict.detail
+
+    def test_other_sizes_do_not_count(self, tmp_path):
+        """Only the common size is compared: a slow small h2d does not make the verdict fail."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"),
+                                        move("d2h", "cuda:0", "cpu", 4.0, memory="pageable"),
+                                        move("h2d", "cpu", "cuda:0", 0.1, mib=1, memory="pinned")])
+        assert d2h_pageable_slowest(results).status == "held"
+
+    def test_pinned_d2h_and_pageable_h2d_are_not_enough(self, tmp_path):
+        """Without a d2h into pageable memory there is nothing to check, even with pinned d2h and pageable h2d."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pageable"),
+                                        move("d2h", "cuda:0", "cpu", 4.0, memory="pinned")])
+        assert d2h_pageable_slowest(results).status == "not measured"
+
+
+class TestNoopsEveryDevice:
+    def test_lists_every_missing_noop(self, tmp_path):
+        """Each no-op that did not pass is named, method and device, in a stable order."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"), noop("cpu", "to")])
+        verdict = noops_same_object(results)
+        assert (verdict.status, verdict.detail) == (
+            "not held", "missing (failed or not run): .cpu() on cpu, .cuda() on cuda:0, .to() on cuda:0")
+
+    def test_the_host_needs_its_to_noop(self, tmp_path):
+        """``.to("cpu")`` on a CPU tensor is a no-op too; its absence is reported."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned"), noop("cpu", "cpu"),
+                                        noop("cuda:0", "to"), noop("cuda:0", "cuda")])
+        assert noops_same_object(results).detail == "missing (failed or not run): .to() on cpu"
+
+    def test_a_device_only_seen_as_destination(self, tmp_path):
+        """cuda:1, reached only by h2d, still needs its no-ops."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:1", 25.0, memory="pinned"),
+                                        noop("cpu", "to"), noop("cpu", "cpu")])
+        assert noops_same_object(results).detail == "missing (failed or not run): .cuda() on cuda:1, .to() on cuda:1"
+
+    @pytest.mark.parametrize("device", ["xpu:0", "mps:0"])
+    def test_other_accelerators(self, tmp_path, device):
+        """Intel and Apple GPUs need their .to() no-op too (no .cuda() on them)."""
+        benchmarks = [move("h2d", "cpu", device, 5.0), noop("cpu", "to"), noop("cpu", "cpu")]
+        assert noops_same_object(results_of(tmp_path, benchmarks)).detail == f"missing (failed or not run): .to() on {device}"
+        assert noops_same_object(results_of(tmp_path, [*benchmarks, noop(device, "to")])).status == "held"
+
+    def test_rank_devices_are_not_devices(self, tmp_path):
+        """Distributed rows name ranks, not devices a no-op runs on: nothing more is expected."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "rank0:cuda", 5.0), noop("cpu", "to"), noop("cpu", "cpu")])
+        assert noops_same_object(results).status == "held"
+
+
+def timed(op, src, dst, device_over_wall, **kwargs):
+    case = move(op, src, dst, 25.0, memory="pinned", **kwargs)
+    case["extra_info"]["device_seconds"] = case["stats"]["median"] * device_over_wall
+    return case
+
+
+class TestDeviceWithinWall:
+    def test_equal_is_within(self, tmp_path):
+        """Device time equal to wall time (the copy is all there is) is not over, nor counted as above."""
+        verdict = device_within_wall(results_of(tmp_path, [timed("h2d", "cpu", "cuda:0", 1.0)]))
+        assert (verdict.status, verdict.detail) == (
+            "held", "0 of 1 cases over by more than 5% (0 above but within it: device and wall medians come from "
+                    "different calls); highest device/wall 1.000 (h2d pinned copy_ cpu->cuda:0 64 MiB)")
+
+    def test_counts_over_and_within_and_names_the_worst(self, tmp_path):
+        """The detail counts the cases over the tolerance and those above but within it, and names the worst
+        case, so the user knows where to look."""
+        cases = [timed("h2d", "cpu", "cuda:0", 1.03), timed("h2d", "cpu", "cuda:0", 1.05, mib=128),
+                 timed("d2h", "cuda:0", "cpu", 1.5, mib=1), timed("d2h", "cuda:0", "cpu", 0.9)]
+        verdict = device_within_wall(results_of(tmp_path, cases))
+        assert (verdict.status, verdict.detail) == (
+            "not held", "1 of 4 cases over by more than 5% (2 above but within it: device and wall medians come from "
+                        "different calls); highest device/wall 1.500 (d2h pinned copy_ cuda:0->cpu 1 MiB)")
+
+    def test_zero_wall_time_is_left_out(self, tmp_path):
+        """A zero wall median (a broken timer) is not divided by: no 'inf' ratio, the case is not counted."""
+        broken = timed("h2d", "cpu", "cuda:0", 1.0)
+        broken["stats"]["median"] = 0.0
+        verdict = device_within_wall(results_of(tmp_path, [broken, timed("d2h", "cuda:0", "cpu", 1.0)]))
+        assert verdict.status == "held"
+        assert verdict.detail.startswith("0 of 1 cases")
+
+
+class TestPinnedLinkEfficiency:
+    def test_only_pinned_h2d_counts(self, tmp_path):
+        """The figure is the best pinned h2d, not a faster pageable h2d nor a pinned d2h."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 31.5, memory="pinned"),
+                                        move("h2d", "cpu", "cuda:0", 40.0, memory="pageable"),
+                                        move("d2h", "cuda:0", "cpu", 50.0, memory="pinned")])
+        verdict = pinned_link_efficiency(results)
+        assert (verdict.status, verdict.detail) == (
+            "figure", "best 31.5 GB/s (h2d pinned copy_ cpu->cuda:0, 64 MiB) = 50% of PCIe Gen5 x16's 63 GB/s")
+
+    def test_unknown_link_still_shows_the_best(self, tmp_path):
+        """Without NVML facts the best bandwidth is shown and the user is told how to get the peak."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 31.5, memory="pinned")], machine={})
+        assert pinned_link_efficiency(results) == Verdict(
+            NAMES[5], "not measured", "best 31.5 GB/s; the link is not in the fingerprint (install nvidia-ml-py)")

@@ -1,11 +1,20 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from handfed import SIZES as HANDFED_SIZES
 from handfed import bench, gpu_machine, sweep, write
-from xferbench.analyze.model import BETA_CAP_TOLERANCE, fit_alpha_beta, fit_paths, link_peak, roofs
+from xferbench.analyze.model import (
+    BETA_CAP_TOLERANCE,
+    Fit,
+    fit_alpha_beta,
+    fit_paths,
+    largest_common_size,
+    link_peak,
+    roofs,
+)
 from xferbench.analyze.results import load
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB
@@ -151,3 +160,233 @@ class TestRoofs:
         results = load([write(tmp_path / "r.json", benchmarks, machine)])
         assert [name for _, name in roofs(results.frame, results.machine_info, "h2d", "cpu", "cuda:0", "pageable")] \
             == ["PCIe Gen4 x16"]
+class TestFitEdges:
+    def test_robust_loss_ignores_two_bad_rounds(self):
+        """Two points hit 4x by interference: the soft-L1 fit stays within 1%; a plain least-squares
+        fit of the same points is 2-3% off, so a report would shift the latency and the bandwidth."""
+        rng = np.random.default_rng(7)
+        t = (5e-6 + SIZES / 50e9) * rng.lognormal(0, 0.01, len(SIZES))
+        t[[3, 11]] *= 4
+        fit = fit_alpha_beta(SIZES, t)
+        assert fit.alpha_s == pytest.approx(5e-6, rel=0.01)
+        assert fit.beta_gbps == pytest.approx(50.0, rel=0.01)
+
+    def test_zero_nan_and_empty_points_are_dropped(self):
+        """A failed round (NaN), a zero time and a zero-byte case are left out instead of breaking the fit."""
+        t = 8e-6 + SIZES / 25e9
+        fit = fit_alpha_beta(np.append(SIZES, [2.0**20, 2.0**21, 0.0]), np.append(t, [np.nan, 0.0, 1e-3]))
+        assert fit.alpha_s == pytest.approx(8e-6, rel=0.02)
+        assert fit.beta_gbps == pytest.approx(25.0, rel=0.02)
+        assert fit.sizes == len(SIZES)
+
+    def test_exactly_three_sizes_fit(self):
+        """Three sizes are the fewest that fit; the fit says how many sizes it used."""
+        n = np.array([4.0, 2.0**20, 2.0**30])
+        fit = fit_alpha_beta(n, 2e-6 + n / 10e9)
+        assert fit is not None
+        assert fit.sizes == 3
+        assert fit.beta_gbps == pytest.approx(10.0, rel=0.02)
+        assert fit.alpha_s == pytest.approx(2e-6, rel=0.02)
+
+    def test_repeated_sizes_count_once(self):
+        """Six rows of two sizes are still two sizes: no fit is drawn through them."""
+        n = np.array([4.0, 4.0, 4.0, 1024.0, 1024.0, 1024.0])
+        assert fit_alpha_beta(n, 1e-6 + n / 1e9) is None
+
+    def test_three_sizes_once_the_bad_points_are_dropped(self):
+        """Sizes whose only time is NaN do not count towards the three a fit needs."""
+        n = np.array([4.0, 1024.0, 2.0**20, 2.0**30])
+        assert fit_alpha_beta(n, np.array([1e-6, 1.1e-6, np.nan, 0.0])) is None
+
+    def test_pure_latency(self):
+        """A move whose time does not grow with size (a no-op-like path) gives its latency, not a crash."""
+        fit = fit_alpha_beta(SIZES, np.full(len(SIZES), 3e-6))
+        assert fit.alpha_s == pytest.approx(3e-6, rel=0.02)
+        assert fit.beta_gbps > 1e4
+
+    def test_seconds_is_the_model(self):
+        """The fitted line at any size is alpha + n / beta."""
+        fit = Fit(alpha_s=1e-5, beta_gbps=10.0, sizes=5)
+        assert fit.seconds(1e9) == pytest.approx(1e-5 + 0.1)
+        assert fit.half_peak_bytes == pytest.approx(1e5)
+
+
+def rows_frame(rows):
+    """Result rows as results.load makes them, with only the columns the model reads."""
+    records = []
+    for op, src, dst, memory, method, nbytes, seconds in rows:
+        records.append({"op": op, "src": src, "dst": dst, "host_memory": memory, "method": method, "nbytes": nbytes,
+                        "transfer_s": seconds, "bandwidth_gbps": nbytes / seconds / 1e9,
+                        "path": f"{op} {memory} {method} {src}->{dst}"})
+    return pd.DataFrame(records)
+
+
+def path_sweep(op, src, dst, alpha, beta_gbps, sizes=(4, 4096, 2**20, 2**24), memory=None, method="copy_"):
+    return [(op, src, dst, memory, method, n, alpha + n / (beta_gbps * 1e9)) for n in sizes]
+
+
+class TestFitPaths:
+    def test_one_row_per_path_in_report_order(self):
+        """Each transfer path gets its own fit; paths come in the registry's order (h2d before d2h), whatever
+        order they were measured in, and creation is never fitted."""
+        rows = (path_sweep("d2h", "cuda:0", "cpu", 20e-6, 12.0, memory="pageable")
+                + path_sweep("h2d", "cpu", "cuda:0", 10e-6, 25.0, memory="pinned")
+                + path_sweep("create", "cuda:0", "cuda:0", 5e-6, 100.0, method="zeros"))
+        fits = fit_paths(rows_frame(rows))
+        assert list(fits["op"]) == ["h2d", "d2h"]
+        h2d, d2h = fits.to_dict("records")
+        assert (h2d["src"], h2d["dst"], h2d["host_memory"], h2d["method"]) == ("cpu", "cuda:0", "pinned", "copy_")
+        assert h2d["path"] == "h2d pinned copy_ cpu->cuda:0"
+        assert h2d["alpha_us"] == pytest.approx(10.0, rel=0.02)
+        assert h2d["beta_gbps"] == pytest.approx(25.0, rel=0.02)
+        assert h2d["half_peak_bytes"] == pytest.approx(10e-6 * 25e9, rel=0.03)
+        assert h2d["sizes"] == 4
+        assert h2d["best_gbps"] == pytest.approx(2**24 / (10e-6 + 2**24 / 25e9) / 1e9)
+        assert d2h["beta_gbps"] == pytest.approx(12.0, rel=0.02)
+
+    def test_too_few_sizes_keep_their_row(self):
+        """A path measured at two sizes is listed with its best bandwidth and no fit (NaN), not dropped."""
+        fits = fit_paths(rows_frame(path_sweep("d2d", "cuda:0", "cuda:0", 5e-6, 500.0, sizes=(4, 2**20))))
+        row = fits.iloc[0]
+        assert np.isnan(row["alpha_us"]) and np.isnan(row["beta_gbps"]) and np.isnan(row["half_peak_bytes"])
+        assert row["sizes"] == 2
+        assert row["best_gbps"] == pytest.approx(2**20 / (5e-6 + 2**20 / 500e9) / 1e9)
+
+    def test_fits_the_time_of_one_transfer(self):
+        """The fit uses transfer_s (half a ping-pong), not the median of the call."""
+        data = rows_frame(path_sweep("h2d", "cpu", "cuda:0", 10e-6, 25.0))
+        data["median_s"] = data["transfer_s"] * 2
+        assert fit_paths(data).iloc[0]["beta_gbps"] == pytest.approx(25.0, rel=0.02)
+
+    def test_nothing_to_fit(self):
+        """A run of creations only gives an empty table with the usual columns."""
+        fits = fit_paths(rows_frame(path_sweep("create", "cpu", "cpu", 1e-6, 10.0, method="empty")))
+        assert fits.empty
+        assert list(fits.columns) == ["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps",
+                                      "beta_basis", "half_peak_bytes", "best_gbps", "largest_gbps", "largest_bytes",
+                                      "sizes", "resident_sizes", "cache_bytes", "cache"]
+
+
+class TestLargestCommonSize:
+    def test_size_measured_by_most_families(self):
+        """Comparisons across families use the largest size that most of them measured."""
+        rows = (path_sweep("h2d", "cpu", "cuda:0", 1e-5, 25.0, sizes=(4, 1024, 2**20, 2**30))
+                + path_sweep("d2h", "cuda:0", "cpu", 1e-5, 25.0, sizes=(4, 1024, 2**20))
+                + path_sweep("d2d", "cuda:0", "cuda:0", 1e-5, 500.0, sizes=(1024, 2**20, 2**26))
+                + path_sweep("create", "cuda:0", "cuda:0", 1e-6, 9.0, sizes=(2**31,), method="zeros"))
+        assert largest_common_size(rows_frame(rows)) == 2**20
+
+    def test_no_moves(self):
+        """Without any move there is no common size (the report leaves those comparisons out)."""
+        assert largest_common_size(rows_frame(path_sweep("create", "cpu", "cpu", 1e-6, 9.0, method="empty"))) is None
+
+
+def two_gpus(**second):
+    return {"xferbench": {"devices": [{"device": "cuda:0", "pcie_max_generation": 3, "pcie_max_width": 16,
+                                       "nvlink_links": 2, "nvlink_version": 1, "memory_peak_gbps": 900.0},
+                                      {"device": "cuda:1", **second}]}}
+
+
+class TestLinkPeakEdges:
+    def test_current_link_when_the_maximum_is_unknown(self):
+        """Without the maximum generation and width, the current ones are used."""
+        assert link_peak(machine(pcie_generation=4, pcie_width=8), "h2d", "cpu", "cuda:0") == \
+            (pytest.approx(1.969 * 8), "PCIe Gen4 x8")
+
+    def test_each_direction_reads_the_gpu_end(self):
+        """h2d reads the destination GPU's link, d2h the source GPU's, never the other GPU's."""
+        info = two_gpus(pcie_max_generation=5, pcie_max_width=8)
+        assert link_peak(info, "h2d", "cpu", "cuda:1") == (pytest.approx(3.938 * 8), "PCIe Gen5 x8")
+        assert link_peak(info, "d2h", "cuda:1", "cpu") == (pytest.approx(3.938 * 8), "PCIe Gen5 x8")
+        assert link_peak(info, "d2h", "cuda:0", "cpu") == (pytest.approx(0.985 * 16), "PCIe Gen3 x16")
+
+    @pytest.mark.parametrize("device", [
+        {"pcie_max_generation": 7, "pcie_max_width": 16}, {"pcie_max_generation": 5}, {},
+    ])
+    def test_pcie_unknown_generation_or_width(self, device):
+        """A generation the table does not know, or no width, is an unknown link, not a made-up peak."""
+        assert link_peak(two_gpus(**device), "h2d", "cpu", "cuda:1") is None
+
+    def test_device_not_in_fingerprint(self):
+        """A device the fingerprint does not list, or no fingerprint at all, gives an unknown link."""
+        assert link_peak(two_gpus(), "h2d", "cpu", "cuda:7") is None
+        assert link_peak({}, "h2d", "cpu", "cuda:0") is None
+        assert link_peak({"xferbench": None}, "d2d", "cuda:0", "cuda:0") is None
+
+    def test_nvlink_of_the_source(self):
+        """Peer copies use the source GPU's NVLink: links x per-link rate of its version."""
+        assert link_peak(two_gpus(), "peer", "cuda:0", "cuda:1") == \
+            (40.0, "NVLink 1.0 x2 links (all of the GPU's)")
+        assert link_peak(two_gpus(nvlink_links=18, nvlink_version="4.0"), "peer", "cuda:1", "cuda:0") == \
+            (450.0, "NVLink 4.0 x18 links (all of the GPU's)")
+        assert link_peak(two_gpus(), "peer", "cuda:1", "cuda:0") is None
+
+    @pytest.mark.parametrize("device", [{"nvlink_links": 0, "nvlink_version": 4}, {"nvlink_links": 4, "nvlink_version": 9},
+                                        {"nvlink_links": 4, "nvlink_version": "9.9"}, {"nvlink_links": 4}])
+    def test_nvlink_unknown(self, device):
+        """No links, or an NVLink version the table does not know: unknown, not guessed."""
+        assert link_peak(two_gpus(**device), "peer", "cuda:1", "cuda:0") is None
+
+    def test_device_memory_peak(self):
+        """d2d copies read and write every byte over the GPU's memory: they are held against half its NVML peak."""
+        assert link_peak(two_gpus(), "d2d", "cuda:0", "cuda:0") == (
+            450.0, "device memory (900 GB/s, NVML clock x bus width, shared by read and write)")
+        assert link_peak(two_gpus(), "d2d", "cuda:1", "cuda:1") is None
+
+
+class TestFitStartsAndUnits:
+    def test_sweep_that_starts_bandwidth_bound(self):
+        """``--xfer-sizes 1MiB..1GiB`` starts well above the half-peak size, where the smallest time (52 µs)
+        is five times alpha: the fit must still find alpha = 10 µs rather than stop at the smallest time."""
+        n = np.array([2.0**k for k in range(20, 31)])
+        fit = fit_alpha_beta(n, 10e-6 + n / 25e9)
+        assert fit.alpha_s == pytest.approx(10e-6, rel=0.01)
+        assert fit.beta_gbps == pytest.approx(25.0, rel=0.01)
+
+    def test_one_byte_is_a_size(self):
+        """1 B is a real payload (``--xfer-sizes 1B``): with two more sizes the path is fitted."""
+        n = np.array([1.0, 2.0**20, 2.0**30])
+        assert fit_alpha_beta(n, 2e-6 + n / 10e9).sizes == 3
+
+    def test_plain_lists_with_missing_times(self):
+        """Sizes and times straight from JSON (ints, nulls) fit like arrays: a null time is a missing round."""
+        sizes = [4**k for k in range(1, 16)]
+        seconds = [5e-6 + n / 50e9 for n in sizes[:-1]] + [None]
+        fit = fit_alpha_beta(sizes, seconds)
+        assert fit.sizes == 14
+        assert fit.beta_gbps == pytest.approx(50.0, rel=0.02)
+
+    def test_seconds_is_exactly_the_model(self):
+        """The drawn line is alpha + n / beta with beta in GB/s (1e9 bytes/s), not an approximation of it."""
+        fit = Fit(alpha_s=1e-5, beta_gbps=10.0, sizes=5)
+        assert fit.seconds(1e9) == pytest.approx(1e-5 + 0.1, rel=1e-12)
+        assert fit.seconds(np.array([0, 10**10])) == pytest.approx([1e-5, 1e-5 + 1.0], rel=1e-12)
+
+
+class TestFitPathsRows:
+    def test_table_shows_the_fit_in_microseconds(self):
+        """alpha_us is the fitted alpha in µs exactly, beta the fitted GB/s: the table and the plots agree."""
+        rows = path_sweep("h2d", "cpu", "cuda:0", 7e-6, 30.0)
+        fit = fit_alpha_beta(np.array([r[5] for r in rows], dtype=float), np.array([r[6] for r in rows]))
+        row = fit_paths(rows_frame(rows)).iloc[0]
+        assert row["alpha_us"] == pytest.approx(fit.alpha_s * 1e6, rel=1e-12)
+        assert row["beta_gbps"] == pytest.approx(fit.beta_gbps, rel=1e-12)
+        assert row["half_peak_bytes"] == pytest.approx(fit.half_peak_bytes, rel=1e-12)
+
+    def test_single_size_path(self):
+        """A path measured at one size only is listed (no fit), not an error."""
+        fits = fit_paths(rows_frame(path_sweep("peer", "cuda:0", "cuda:1", 5e-6, 40.0, sizes=(2**20,))))
+        assert list(fits["path"]) == ["peer None copy_ cuda:0->cuda:1"]
+        assert fits.iloc[0]["sizes"] == 1
+        assert fits.iloc[0]["dst"] == "cuda:1"
+
+    def test_paths_of_a_family_keep_measured_order(self):
+        """Within a family, paths are listed in the order they were measured (not alphabetically), even with
+        many paths interleaved across families."""
+        rows, expected = [], {"h2d": [], "d2h": []}
+        for i in range(12):
+            for op, src, dst in (("d2h", f"cuda:{11 - i}", "cpu"), ("h2d", "cpu", f"cuda:{11 - i}")):
+                rows += path_sweep(op, src, dst, 10e-6, 20.0, sizes=(4, 2**20, 2**24), memory="pinned")
+                expected[op].append(f"{op} pinned copy_ {src}->{dst}")
+        fits = fit_paths(rows_frame(rows))
+        assert list(fits["path"]) == expected["h2d"] + expected["d2h"]

@@ -1,9 +1,10 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from xferbench.analyze.results import ResultsError, load
+from xferbench.analyze.results import ResultsError, find_json, load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -116,3 +117,198 @@ def test_has_accelerator_looks_past_rank_prefixes(devices, expected):
     results = load([SAMPLE])
     results.frame = results.frame.head(len(devices)).assign(src=devices, dst=devices)
     assert results.has_accelerator is expected
+
+
+def xfer(op="h2d", *, median=1e-3, name=None, stats=None, **fields):
+    """One xferbench benchmark as pytest-benchmark writes it; ``fields`` override the identity and measured fields."""
+    info = {"xfer_schema": 1, "op": op, "method": "copy_", "src": "cpu", "dst": "cuda:0", "nbytes": 2**20,
+            "dtype": "float32", "shape": [2**18], "clock": "wall+sync"} | fields
+    base = {"min": median, "max": median, "mean": median, "median": median, "iqr": 0.0, "q1": median,
+            "q3": median, "stddev": 0.0, "rounds": 7, "iterations": 3, "data": [median] * 7}
+    return {"name": name or f"test_{op}", "group": op, "extra_info": info, "stats": base | (stats or {})}
+
+
+def run_file(tmp_path, name, benchmarks, *, when="2026-01-01T00:00:00", machine=None, commit=None):
+    data = {"machine_info": {"node": name} if machine is None else machine, "commit_info": commit or {"id": name},
+            "benchmarks": benchmarks, "datetime": when}
+    return write(tmp_path, f"{name}.json", data)
+
+
+def one_row(tmp_path, **kwargs):
+    return load([run_file(tmp_path, "run", [xfer(**kwargs)])]).frame.iloc[0]
+
+
+class TestRowFields:
+    def test_identity_fields_from_their_own_keys(self, tmp_path):
+        """Non-default dtype, variant, blocking, world size and backend reach the row unchanged."""
+        row = one_row(tmp_path, dtype="bfloat16", variant="queued", non_blocking=True, world_size=4, backend="gloo",
+                      host_memory="pinned", shape=[2, 3], nbytes=12, method="to", src="cuda:1", dst="cuda:2")
+        assert (row["dtype"], row["variant"], row["non_blocking"], row["world_size"], row["backend"]) == \
+            ("bfloat16", "queued", True, 4, "gloo")
+        assert (row["host_memory"], row["method"], row["src"], row["dst"], row["nbytes"]) == \
+            ("pinned", "to", "cuda:1", "cuda:2", 12)
+        assert row["shape"] == "2x3"
+
+    def test_statistics_and_run(self, tmp_path):
+        """Each statistic comes from its own key; run, datetime, name and group identify where the row is from."""
+        stats = {"min": 1.0, "max": 2.0, "mean": 3.0, "median": 4.0, "iqr": 5.0, "q1": 6.0, "q3": 7.0, "stddev": 8.0}
+        path = run_file(tmp_path, "0001_abc", [xfer(stats=stats, name="test_h2d[1MiB]")], when="2026-02-03T04:05:06")
+        row = load([path]).frame.iloc[0]
+        assert {k: row[f"{k}_s"] for k in stats} == stats
+        assert (row["rounds"], row["iterations"], row["data"]) == (7, 3, [1e-3] * 7)
+        assert (row["run"], row["datetime"], row["name"], row["group"]) == ("0001_abc", "2026-02-03T04:05:06",
+                                                                          "test_h2d[1MiB]", "h2d")
+
+    def test_iterations_default_to_one(self, tmp_path):
+        """An older JSON without 'iterations' counts one call per round."""
+        bench = xfer()
+        del bench["stats"]["iterations"]
+        assert load([run_file(tmp_path, "run", [bench])]).frame.iloc[0]["iterations"] == 1
+
+    def test_bandwidth_is_bytes_once_over_the_median(self, tmp_path):
+        row = one_row(tmp_path, nbytes=2 * 10**9, median=0.5)
+        assert row["transfer_s"] == 0.5
+        assert row["bandwidth_gbps"] == 4.0
+        assert np.isnan(row["busbw_gbps"])
+
+    def test_round_trip_is_two_transfers(self, tmp_path):
+        """A ping-pong call carries the payload there and back: one transfer is half the call, so the bandwidth
+        is not halved."""
+        row = one_row(tmp_path, op="send_recv", world_size=2, backend="gloo", nbytes=10**9, median=0.5, round_trip=True)
+        assert (row["median_s"], row["transfer_s"], row["bandwidth_gbps"]) == (0.5, 0.25, 4.0)
+
+    def test_not_a_round_trip(self, tmp_path):
+        row = one_row(tmp_path, nbytes=10**9, median=0.5, round_trip=False)
+        assert (row["transfer_s"], row["bandwidth_gbps"]) == (0.5, 2.0)
+
+    def test_bus_bandwidth(self, tmp_path):
+        """busbw = algbw x the collective's bus factor, as nccl-tests reports it."""
+        row = one_row(tmp_path, op="all_reduce", nbytes=10**9, median=0.5, bus_factor=1.5, world_size=2,
+                      backend="nccl")
+        assert (row["bandwidth_gbps"], row["busbw_gbps"], row["bus_factor"]) == (2.0, 3.0, 1.5)
+
+    @pytest.mark.parametrize(("fields", "moves"), [
+        ({"op": "noop", "method": "to"}, False),
+        ({"op": "module_to", "variant": "again"}, False),
+        ({"op": "module_to", "variant": "first"}, True),
+        ({"op": "someone_elses_op"}, True),
+        ({"median": 0.0}, False),
+    ])
+    def test_which_rows_have_a_bandwidth(self, tmp_path, fields, moves):
+        """No-ops, a second module.to() and zero times have no bandwidth; an unknown op is assumed to move."""
+        row = one_row(tmp_path, **fields)
+        assert np.isnan(row["bandwidth_gbps"]) != moves
+
+    def test_measured_fields_and_path(self, tmp_path):
+        """Device time reads as a number (absent: NaN); the path label and case key come from the identity."""
+        rows = load([run_file(tmp_path, "run", [xfer(device_seconds=2e-4, host_memory="pinned", name="a"),
+                                                xfer(op="d2h", src="cuda:0", dst="cpu", name="b")])]).frame
+        assert rows["device_seconds"].iloc[0] == 2e-4 and np.isnan(rows["device_seconds"].iloc[1])
+        assert rows["device_seconds"].dtype == float
+        assert list(rows["path"]) == ["h2d pinned copy_ cpu->cuda:0", "d2h copy_ cuda:0->cpu"]
+        assert rows["case_key"].iloc[0] == "h2d|copy_|cpu|cuda:0|1048576|float32|(262144,)|pinned|False|None|None|None"
+        assert rows["clock"].iloc[0] == "wall+sync"
+
+
+class TestFilesAndOrder:
+    def test_foreign_benchmark_first(self, tmp_path):
+        """A foreign benchmark before xferbench's does not hide them; non-dict entries count as foreign too."""
+        foreign = {"name": "test_other", "extra_info": {}, "stats": xfer()["stats"]}
+        path = run_file(tmp_path, "run", [foreign, "junk", {"name": "x", "extra_info": None}, xfer(name="a"),
+                                          xfer(op="d2h", name="b")])
+        results = load([path])
+        assert list(results.frame["name"]) == ["a", "b"]
+        assert results.notes == ["3 benchmark(s) that are not xferbench's were left out."]
+
+    def test_newest_wins_whatever_the_order_given(self, tmp_path):
+        """Two runs of one case: the newer run's figure and machine are kept, given in either order."""
+        old = run_file(tmp_path, "old", [xfer(median=2.0), xfer(op="d2h", name="only_old")], when="2026-01-01T00:00:00")
+        new = run_file(tmp_path, "new", [xfer(median=1.0)], when="2026-06-01T00:00:00")
+        for paths in ([old, new], [new, old]):
+            results = load(paths)
+            rows = results.frame.set_index("op")
+            assert rows.loc["h2d", "median_s"] == 1.0 and rows.loc["h2d", "run"] == "new"
+            assert rows.loc["d2h", "run"] == "old"
+            assert results.machine_info == {"node": "new"} and results.commit_info == {"id": "new"}
+            assert results.sources == [str(p) for p in paths]
+            assert results.notes == ["1 older result(s) of a case measured again were replaced by the newest."]
+
+    def test_no_stray_columns_after_dropping_older_rows(self, tmp_path):
+        """Replacing older rows leaves a clean 0..n-1 table, without an extra 'index' column in the report."""
+        old = run_file(tmp_path, "old", [xfer(median=2.0), xfer(op="d2h")], when="2026-01-01T00:00:00")
+        new = run_file(tmp_path, "new", [xfer(median=1.0)], when="2026-06-01T00:00:00")
+        frame = load([old, new]).frame
+        assert "index" not in frame.columns
+        assert list(frame.index) == [0, 1]
+
+    def test_cpu_run_has_numeric_device_times(self, tmp_path):
+        """A run without any device time still has a numeric (all-NaN) device_seconds column to plot and average."""
+        frame = load([run_file(tmp_path, "run", [xfer(), xfer(op="d2h")])]).frame
+        assert frame["device_seconds"].dtype == float
+        assert frame["device_seconds"].isna().all()
+
+    def test_run_without_datetime_counts_as_oldest(self, tmp_path):
+        undated = run_file(tmp_path, "undated", [xfer(median=9.0)], when=None)
+        dated = run_file(tmp_path, "dated", [xfer(median=1.0)])
+        assert load([dated, undated]).frame.iloc[0]["median_s"] == 1.0
+
+    def test_missing_machine_and_commit_blocks(self, tmp_path):
+        """null machine_info and commit_info read as empty, not as a crash in the report."""
+        path = write(tmp_path, "nulls.json", {"machine_info": None, "commit_info": None, "benchmarks": [xfer()]})
+        results = load([path])
+        assert (results.machine_info, results.commit_info) == ({}, {})
+
+    def test_folder_is_read_recursively_in_name_order(self, tmp_path):
+        (tmp_path / "b").mkdir()
+        second = run_file(tmp_path / "b", "2", [xfer(op="d2h")])
+        first = run_file(tmp_path, "1", [xfer()])
+        assert find_json(tmp_path) == [first, second]
+        assert find_json(first) == [first]
+
+
+class TestMalformedBenchmarks:
+    def test_missing_statistic(self, tmp_path):
+        """A benchmark without a median is named, with what is missing, in one line."""
+        bench = xfer(name="test_h2d[1MiB]")
+        del bench["stats"]["median"]
+        path = run_file(tmp_path, "run", [bench])
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: benchmark 'test_h2d[1MiB]' is malformed (KeyError('median') missing or wrong)"
+
+    def test_wrong_field_type(self, tmp_path):
+        path = run_file(tmp_path, "run", [xfer(name="n", nbytes="big")])
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: benchmark 'n': field 'nbytes' must be a whole number >= 0, got 'big'"
+
+    def test_unreadable_file(self, tmp_path):
+        path = tmp_path / "binary.json"
+        path.write_bytes(b"\xff\xfe\x00junk")
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: cannot read it (UnicodeDecodeError)"
+
+    def test_without_machine_info(self, tmp_path):
+        """A JSON with benchmarks but no machine_info is not pytest-benchmark's."""
+        path = write(tmp_path, "x.json", {"benchmarks": [xfer()]})
+        with pytest.raises(ResultsError, match="not a pytest-benchmark JSON file"):
+            load([path])
+
+    def test_schema_of_this_version_is_read(self, tmp_path):
+        """Schema 1 (this version) is read; only a newer one is refused."""
+        assert len(load([run_file(tmp_path, "run", [xfer(xfer_schema=1)])]).frame) == 1
+
+
+class TestSimulatedRun:
+    def test_spec_of_a_simulated_run(self, tmp_path):
+        """A run made with --xfer-simulate carries its machine spec, so report and check can label it."""
+        spec = {"gpus": 2, "pcie": "gen5"}
+        path = run_file(tmp_path, "sim", [xfer()], machine={"xferbench": {"simulated": spec}})
+        assert load([path]).simulated == spec
+
+    @pytest.mark.parametrize("machine", [{}, {"xferbench": "junk"}, {"xferbench": {}},
+                                         {"xferbench": {"simulated": True}}])
+    def test_measured_runs_are_not_simulated(self, tmp_path, machine):
+        """A measured run, a foreign JSON or a malformed flag never reads as simulated."""
+        assert load([run_file(tmp_path, "run", [xfer()], machine=machine)]).simulated is None

@@ -1,6 +1,6 @@
 import pytest
 
-from xferbench.units import format_bytes, format_size, parse_dtype, parse_size, parse_sizes
+from xferbench.units import format_bytes, format_seconds, format_size, parse_dtype, parse_size, parse_sizes
 
 
 class TestParseSize:
@@ -69,3 +69,77 @@ def test_first_line_of_an_error():
 
     assert first_line(RuntimeError("CUDA out of memory.\nTried to allocate 1 GiB")) == "CUDA out of memory."
     assert first_line(TimeoutError()) == "TimeoutError"
+
+
+class TestSizeEdges:
+    def test_one_byte_is_a_size(self):
+        """``1B`` is the smallest size a user can ask for, not an error."""
+        assert parse_size("1B") == 1
+
+    @pytest.mark.parametrize(("text", "message"), [
+        ("0B", r"'0B' is not a positive size"),
+        ("4 bytes", r"'4 bytes' is not a size; write it like 4B, 1KiB"),
+    ])
+    def test_rejection_names_the_value_and_the_fix(self, text, message):
+        """The error quotes what the user typed and says what would be accepted."""
+        with pytest.raises(ValueError, match=message):
+            parse_size(text)
+
+    def test_explicit_x2_step(self):
+        """``:x2`` is the smallest step allowed and doubles, like no step at all."""
+        assert parse_sizes("4B..16B:x2") == [4, 8, 16]
+
+    def test_range_of_one_size(self):
+        """A range whose ends are equal is that one size, not an error."""
+        assert parse_sizes("4B..4B") == [4]
+
+    def test_shape_with_spaces(self):
+        """``2 x 3`` is the same shape as ``2x3``."""
+        assert parse_sizes("2 x 3") == [(2, 3)]
+
+    @pytest.mark.parametrize(("text", "message"), [
+        ("1KiB..1B", r"'1KiB\.\.1B': the range must go from small to large"),
+        ("4B..1KiB:x1", r"'4B\.\.1KiB:x1': the step after ':' must be like x2 or x4"),
+        ("4B..1KiB:y2", r"the step after ':' must be like x2"),
+        ("4B..1KiB..2KiB", r"'1KiB\.\.2KiB' is not a size"),
+        ("1KiB,,2KiB", r"'1KiB,,2KiB' has an empty item"),
+        ("2x0", r"'2x0': a shape needs every dimension >= 1"),
+    ])
+    def test_rejection_messages(self, text, message):
+        """Each mistake in --xfer-sizes gets an error that quotes the item and names the rule broken."""
+        with pytest.raises(ValueError, match=message):
+            parse_sizes(text)
+
+    def test_unknown_dtype_lists_the_choices(self):
+        """The error lists the accepted dtypes, comma-separated, so the user can pick one."""
+        with pytest.raises(ValueError, match=r"'float8' is not a supported dtype; choose from float64, float32, float16"):
+            parse_dtype("float8")
+
+
+class TestFormatBytesEdges:
+    @pytest.mark.parametrize(("nbytes", "label"), [
+        (1, "1 B"), (1023, "1023 B"), (1024, "1 KiB"), (2**20, "1 MiB"), (3 * 2**30, "3 GiB"), (2**40, "1 TiB"),
+    ])
+    def test_boundaries(self, nbytes, label):
+        """Exactly one KiB is ``1 KiB`` (not ``1024 B``); one byte is ``1 B`` (not ``0 B``)."""
+        assert format_bytes(nbytes) == label
+
+    @pytest.mark.parametrize("nbytes", [float("nan"), -5.0, -0.0])
+    def test_nothing_measured_reads_zero(self, nbytes):
+        """A NaN or negative size (a failed fit, a subtraction) shows as ``0 B``, never ``nan B`` or ``-5 B``."""
+        assert format_bytes(nbytes) == "0 B"
+
+
+class TestFormatSeconds:
+    @pytest.mark.parametrize(("seconds", "label"), [
+        (2.5, "2.5 s"), (1.0, "1 s"), (0.0025, "2.5 ms"), (1e-3, "1 ms"), (85.4e-6, "85.4 µs"), (1e-6, "1 µs"),
+        (245e-9, "245 ns"), (0.0, "0 ns"), (123.456e-3, "123 ms"),
+    ])
+    def test_picks_the_unit_that_reads_best(self, seconds, label):
+        """Times read in the largest unit with a value of at least 1, to three significant digits."""
+        assert format_seconds(seconds) == label
+
+    @pytest.mark.parametrize("seconds", [None, float("nan"), float("inf")])
+    def test_missing_is_a_dash(self, seconds):
+        """A case that was not measured shows a dash, not ``nan ns`` or ``inf s``."""
+        assert format_seconds(seconds) == "–"

@@ -216,4 +216,4 @@ def machine_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def _show(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(map(str, value)) + "]" if value else "no GPU"
-    return "unknown" if value is None else str(value)
+    return str(value)  # never None: machine_differences skips unrecorded fields

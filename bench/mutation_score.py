@@ -1,0 +1,128 @@
+"""Mutation score of the modules that decide what a user is told, each against its own tests.
+
+    python bench/mutation_score.py [MODULE ...] [--max-children N] [--fail-under PCT]
+
+For every module (default: all of ``MODULES``) mutmut mutates that one file and runs
+only that module's own test file(s) against each mutant, so a module cannot borrow
+its score from the tests of another. Each module runs in a fresh folder of its own
+under ``mutants/`` (a copy of src/, tests/, bench/, examples/ and pyproject.toml whose ``[tool.mutmut]``
+names that module and its tests), so runs of different modules never share results.
+Prints one row per module (killed / total, %) and the surviving mutants, then exits 1
+if a module scores below ``--fail-under``. ``mutmut show NAME`` inside
+``mutants/MODULE`` prints a survivor's diff.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "mutants"
+
+#: module name -> (the file mutated, the test files run against its mutants)
+MODULES: dict[str, tuple[str, list[str]]] = {
+    "units": ("src/xferbench/units.py", ["tests/test_units.py"]),
+    "contract": ("src/xferbench/contract.py", ["tests/test_contract.py"]),
+    "results": ("src/xferbench/analyze/results.py", ["tests/test_results.py"]),
+    "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
+    "expectations": ("src/xferbench/analyze/expectations.py", ["tests/test_expectations.py"]),
+    "compare": ("src/xferbench/analyze/compare.py", ["tests/test_compare.py"]),
+    "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate.py"]),
+}
+
+
+@dataclass
+class Score:
+    module: str
+    killed: int
+    total: int
+    counts: dict[str, int]
+    survivors: list[str]
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.killed / self.total if self.total else 0.0
+
+
+def _toml_table(name: str, table: dict[str, object]) -> str:
+    # JSON strings, lists, numbers and booleans are valid TOML values, which is all these tables hold.
+    return f"[{name}]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())
+
+
+def prepare(module: str) -> Path:
+    """A fresh folder holding src/, tests/ and a pyproject.toml that points mutmut at ``module``."""
+    source, tests = MODULES[module]
+    folder = WORK / module
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for part in ("src", "tests", "bench", "examples"):
+        shutil.copytree(ROOT / part, folder / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    mutmut = dict(tool.get("mutmut", {}))
+    mutmut.update(only_mutate=[source], pytest_add_cli_args_test_selection=tests)
+    (folder / "pyproject.toml").write_text(
+        _toml_table("tool.pytest.ini_options", tool["pytest"]["ini_options"]) + "\n" + _toml_table("tool.mutmut", mutmut))
+    return folder
+
+
+def run(module: str, max_children: int) -> Score:
+    folder = prepare(module)
+    # The venv may hold xferbench installed from another checkout, and PYTHONPATH may name
+    # this one's src/: drop it, so that only mutmut's mutated copy (first on sys.path) is imported.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    mutmut = [sys.executable, "-m", "mutmut"]
+    done = subprocess.run([*mutmut, "run", "--max-children", str(max_children)], cwd=folder, env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"mutmut failed on {module} (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+    subprocess.run([*mutmut, "export-cicd-stats"], cwd=folder, env=env, check=True, capture_output=True)
+    counts = json.loads((folder / "mutants" / "mutmut-cicd-stats.json").read_text())
+    listing = subprocess.run([*mutmut, "results"], cwd=folder, env=env, check=True, capture_output=True, text=True)
+    # `mutmut results` lists every mutant not killed outright; a timeout counts as killed below.
+    survivors = [line.strip() for line in listing.stdout.splitlines()
+                 if line.strip() and not line.strip().endswith(": timeout")]
+    # A timeout counts as killed (the mutant hung the tests, they noticed); skipped ones are not scored.
+    tested = counts["total"] - counts["skipped"]
+    return Score(module, counts["killed"] + counts["timeout"], tested,
+                 {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}, survivors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", choices=list(MODULES), metavar="MODULE",
+                        help=f"modules to score (default: all of {', '.join(MODULES)})")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
+    parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 if a module scores below this %%")
+    args = parser.parse_args(argv)
+    scores = []
+    for module in args.modules or list(MODULES):
+        print(f"mutating {MODULES[module][0]} against {' '.join(MODULES[module][1])} ...", flush=True)
+        scores.append(run(module, args.max_children))
+    print(f"\n{'module':<14}{'killed':>8}{'total':>7}{'score':>8}  survived  no tests  (timeouts, counted as killed)")
+    for s in scores:
+        print(f"{s.module:<14}{s.killed:>8}{s.total:>7}{s.percent:>7.1f}%  {s.counts['survived']:>8}  "
+              f"{s.counts['no_tests']:>8}  ({s.counts['timeout']})")
+    for s in scores:
+        if s.survivors:
+            print(f"\n{s.module}: not killed (mutmut show NAME in mutants/{s.module})")
+            print("\n".join(f"  {line}" for line in s.survivors))
+    below = [s.module for s in scores if s.percent < args.fail_under]
+    if below:
+        print(f"\nbelow {args.fail_under:g}%: {', '.join(below)}")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""The data contract: what names a measurement, how it is written and read back, what makes runs comparable."""
+
+import dataclasses
+import math
+import re
+
+import pytest
+
+from xferbench.contract import (
+    IDENTITY,
+    MEASURED,
+    SCHEMA_VERSION,
+    ContractError,
+    Identity,
+    identity_from,
+    machine_differences,
+    machine_identity,
+    measured_from,
+    simulation_mismatch,
+)
+
+H2D = Identity(op="h2d", method="copy_", src="cpu", dst="cuda:0", nbytes=1024, dtype="float32", shape=(256,),
+               host_memory="pinned", non_blocking=True)
+
+
+def info(**changes):
+    """H2D's extra_info with some fields changed (a value of ... removes the field)."""
+    data = H2D.extra_info() | changes
+    return {k: v for k, v in data.items() if v is not ...}
+
+
+class TestIdentityRecord:
+    def test_extra_info_is_json_ready_and_versioned(self):
+        """The record goes into pytest-benchmark's JSON: schema version first, the shape as a list, every field."""
+        data = H2D.extra_info()
+        assert next(iter(data)) == "xfer_schema"
+        assert data["xfer_schema"] == SCHEMA_VERSION
+        assert data["shape"] == [256]
+        assert set(data) == {"xfer_schema", *IDENTITY}
+        assert data["host_memory"] == "pinned" and data["non_blocking"] is True
+
+    def test_round_trip(self):
+        """What the measuring side writes, the analysis side reads back as the same identity."""
+        assert identity_from(H2D.extra_info()) == H2D
+
+    def test_key_tells_every_field_apart(self):
+        """Two cases that differ in any one identity field (shape too) never match in compare."""
+        changed = {"op": "d2h", "method": "to", "src": "cuda:1", "dst": "cuda:1", "nbytes": 2048, "dtype": "float16",
+                   "shape": (16, 16), "host_memory": "pageable", "non_blocking": False, "variant": "v",
+                   "world_size": 2, "backend": "gloo"}
+        assert set(changed) == set(IDENTITY)
+        keys = {dataclasses.replace(H2D, **{name: value}).key for name, value in changed.items()}
+        assert len(keys | {H2D.key}) == len(IDENTITY) + 1
+
+    def test_key_lists_the_fields_in_order(self):
+        assert H2D.key == "h2d|copy_|cpu|cuda:0|1024|float32|(256,)|pinned|True|None|None|None"
+
+
+class TestPathLabel:
+    @pytest.mark.parametrize(("changes", "label"), [
+        ({}, "h2d pinned non-blocking copy_ cpu->cuda:0"),
+        ({"host_memory": None, "non_blocking": False, "method": "to"}, "h2d to cpu->cuda:0"),
+        ({"dtype": "float16"}, "h2d pinned non-blocking copy_ float16 cpu->cuda:0"),
+        ({"op": "d2d", "src": "cuda:0", "host_memory": None, "non_blocking": False, "method": "clone"},
+         "d2d clone cuda:0"),
+        ({"op": "allreduce", "world_size": 2, "backend": "nccl"}, "allreduce nccl x2"),
+        ({"op": "allreduce", "world_size": 4, "backend": "gloo", "dtype": "bfloat16"}, "allreduce gloo x4 bfloat16"),
+        ({"op": "pingpong", "variant": "pingpong"}, "pingpong cpu->cuda:0"),
+        ({"op": "sync_stall", "variant": "queued", "src": "cuda:0"}, "sync_stall queued cuda:0"),
+        ({"op": "noop", "method": "cuda", "src": "cuda:1"}, "noop .cuda() on cuda:1"),
+        ({"op": "create", "method": "zeros", "src": "cuda:0"}, "create zeros on cuda:0"),
+        ({"op": "create", "method": "ones", "dtype": "int8"}, "create ones on cpu int8"),
+    ])
+    def test_label(self, changes, label):
+        """The name a path gets in tables and legends says what differs: memory, blocking, dtype, devices."""
+        assert dataclasses.replace(H2D, **changes).path == label
+
+
+class TestIdentityFrom:
+    @pytest.mark.parametrize("name", ["op", "method", "src", "dst", "nbytes", "dtype", "shape"])
+    def test_missing_required_field(self, name):
+        """A JSON without a required field is refused, naming the field."""
+        with pytest.raises(ContractError, match=f"^field '{name}' is missing$"):
+            identity_from(info(**{name: ...}))
+
+    def test_missing_optional_fields_take_defaults(self):
+        """An older JSON without the optional fields reads as pageable-less, blocking, single-process."""
+        identity = identity_from(info(host_memory=..., non_blocking=..., variant=..., world_size=..., backend=...))
+        assert (identity.host_memory, identity.non_blocking, identity.variant, identity.world_size,
+                identity.backend) == (None, False, None, None, None)
+
+    def test_reads_each_field_from_its_own_key(self):
+        """Non-default values of every optional field come back from their own key."""
+        identity = identity_from(info(variant="queued", world_size=4, backend="gloo", non_blocking=False,
+                                      host_memory="pageable", dtype="int8", shape=[2, 3]))
+        assert identity == dataclasses.replace(H2D, variant="queued", world_size=4, backend="gloo", non_blocking=False,
+                                               host_memory="pageable", dtype="int8", shape=(2, 3))
+
+    def test_a_missing_field_does_not_hide_later_ones(self):
+        """A distributed case without host memory still reads its world size and backend."""
+        identity = identity_from(info(host_memory=..., world_size=2, backend="nccl"))
+        assert (identity.host_memory, identity.world_size, identity.backend) == (None, 2, "nccl")
+
+    def test_dimensions_of_one(self):
+        """A shape may have dimensions of 1 (a single row), only 0 and negatives are refused."""
+        assert identity_from(info(shape=[1, 4])).shape == (1, 4)
+
+    def test_unknown_keys_are_ignored(self):
+        """Fields a newer version adds do not stop an older reader."""
+        assert identity_from(info(future_field=[1, 2])) == H2D
+
+    @pytest.mark.parametrize(("name", "value", "message"), [
+        ("op", "", "field 'op' must be a non-empty string, got ''"),
+        ("op", 3, "field 'op' must be a non-empty string, got 3"),
+        ("nbytes", -1, "field 'nbytes' must be a whole number >= 0, got -1"),
+        ("nbytes", 1.5, "field 'nbytes' must be a whole number >= 0, got 1.5"),
+        ("nbytes", True, "field 'nbytes' must be a whole number >= 0, got True"),
+        ("nbytes", "1024", "field 'nbytes' must be a whole number >= 0, got '1024'"),
+        ("non_blocking", 1, "field 'non_blocking' must be true or false, got 1"),
+        ("non_blocking", "true", "field 'non_blocking' must be true or false, got 'true'"),
+        ("shape", [], "field 'shape' must be a list of positive whole numbers, got []"),
+        ("shape", [2, 0], "field 'shape' must be a list of positive whole numbers, got [2, 0]"),
+        ("shape", [2.0], "field 'shape' must be a list of positive whole numbers, got [2.0]"),
+        ("shape", (2, 3), "field 'shape' must be a list of positive whole numbers, got (2, 3)"),
+        ("world_size", -2, "field 'world_size' must be a whole number >= 0, got -2"),
+        ("host_memory", 0, "field 'host_memory' must be a non-empty string, got 0"),
+    ])
+    def test_wrong_type_is_named(self, name, value, message):
+        """A field of the wrong type is refused with the field and the value it had, not read as something else."""
+        with pytest.raises(ContractError, match=f"^{re.escape(message)}$"):
+            identity_from(info(**{name: value}))
+
+    def test_zero_is_a_whole_number(self):
+        """nbytes 0 is valid data (an empty tensor), not a type error."""
+        assert identity_from(info(nbytes=0)).nbytes == 0
+
+    def test_long_values_are_cut_in_the_message(self):
+        """A huge wrong value does not flood the one-line error."""
+        with pytest.raises(ContractError) as error:
+            identity_from(info(op=["x" * 500]))
+        assert str(error.value) == "field 'op' must be a non-empty string, got " + repr(["x" * 500])[:60]
+
+    def test_contract_error_is_a_value_error(self):
+        """The CLI's bad-input handling (ValueError -> exit 2) catches contract errors."""
+        assert issubclass(ContractError, ValueError)
+
+
+class TestMeasuredFrom:
+    def test_absent_and_null_fields_are_none(self):
+        """Every measured field is reported, None where the run did not record it."""
+        assert measured_from({"clock": None}) == dict.fromkeys(MEASURED)
+
+    def test_values_are_type_checked_and_floats_widened(self):
+        """An integer device time in JSON reads as a float; the rest keep their values."""
+        values = {"clock": "cuda_event", "device_seconds": 2, "device_repeats": 10, "peer_access": True,
+                  "queued_seconds": 0.5,
+                  "bus_factor": 1.5, "round_trip": False, "size_unit": "params", "cache_resident": True}
+        measured = measured_from(values)
+        assert measured == dict.fromkeys(MEASURED) | values
+        assert type(measured["device_seconds"]) is float
+
+    @pytest.mark.parametrize(("name", "value", "message"), [
+        ("device_seconds", -1.0, "field 'device_seconds' must be a finite number >= 0, got -1.0"),
+        ("device_seconds", math.nan, "field 'device_seconds' must be a finite number >= 0, got nan"),
+        ("device_seconds", math.inf, "field 'device_seconds' must be a finite number >= 0, got inf"),
+        ("device_seconds", "1e-6", "field 'device_seconds' must be a finite number >= 0, got '1e-6'"),
+        ("bus_factor", True, "field 'bus_factor' must be a finite number >= 0, got True"),
+        ("round_trip", "yes", "field 'round_trip' must be true or false, got 'yes'"),
+        ("clock", "", "field 'clock' must be a non-empty string, got ''"),
+    ])
+    def test_wrong_type_is_named(self, name, value, message):
+        """A NaN, negative or mistyped timing is refused by name rather than plotted."""
+        with pytest.raises(ContractError) as error:
+            measured_from({name: value})
+        assert str(error.value) == message
+
+    def test_zero_is_a_valid_time(self):
+        """A zero device time (a no-op) is a measurement, not an error."""
+        assert measured_from({"queued_seconds": 0})["queued_seconds"] == 0.0
+
+
+def machine(*names, cpu="Xeon", **block):
+    return {"cpu": {"brand_raw": cpu}, "xferbench": {"devices": [{"name": n} for n in names], **block}}
+
+
+class TestMachineIdentity:
+    def test_fields(self):
+        """GPUs by name, driver, torch, CUDA, HIP and CPU brand decide whether two runs compare."""
+        info = machine("H100", "H100", driver="550.54", torch="2.5.1", cuda="12.4", hip="6.1")
+        assert machine_identity(info) == {"GPUs": ["H100", "H100"], "driver": "550.54", "torch": "2.5.1",
+                                          "CUDA": "12.4", "HIP": "6.1", "CPU": "Xeon", "simulated": False}
+        assert machine_identity(machine("H100", simulated={"gpus": 1}))["simulated"] is True
+
+    def test_foreign_json_records_nothing(self):
+        """A pytest-benchmark JSON without xferbench's block tells nothing, so nothing is compared."""
+        assert machine_identity({"cpu": "weird"}) == dict.fromkeys(["GPUs", "driver", "torch", "CUDA", "HIP", "CPU",
+                                                                     "simulated"])
+        assert machine_identity({"xferbench": "weird"})["GPUs"] is None
+
+    def test_malformed_devices(self):
+        """A devices entry that is not a list, or a device that is not a record, reads as no name, not a crash."""
+        assert machine_identity({"xferbench": {"devices": "H100", "torch": "2.5"}})["GPUs"] == []
+        assert machine_identity({"xferbench": {"devices": ["H100", {"name": "A100"}]}})["GPUs"] == [None, "A100"]
+
+
+class TestMachineDifferences:
+    def test_each_difference_is_one_readable_line(self):
+        """The refusal to compare names what changed, old -> new, in a fixed order."""
+        base = machine("H100", driver="550", torch="2.4.0", cuda="12.4")
+        new = machine("H200", "H200", cpu="EPYC", driver="560", torch="2.5.1", cuda="12.6")
+        assert machine_differences(base, new) == ["GPUs [H100] -> [H200, H200]", "driver 550 -> 560",
+                                                  "torch 2.4.0 -> 2.5.1", "CUDA 12.4 -> 12.6", "CPU Xeon -> EPYC"]
+
+    def test_gpu_lost(self):
+        """A run on a box whose GPUs vanished says so in words."""
+        assert machine_differences(machine("H100"), machine()) == ["GPUs [H100] -> no GPU"]
+
+    def test_same_machine(self):
+        assert machine_differences(machine("H100", torch="2.5"), machine("H100", torch="2.5")) == []
+
+    def test_unrecorded_fields_are_not_compared(self):
+        """An older JSON that does not record torch is not refused for it."""
+        assert machine_differences(machine("H100"), machine("H100", torch="2.5", hip="6.1")) == []
+        assert machine_differences(machine("H100", torch="2.5"), machine("H100")) == []
+
+
+class TestSimulationMismatch:
+    @pytest.mark.parametrize(("base", "new", "which"), [({"gpus": 2}, None, ("base", "new")),
+                                                        (None, {"gpus": 2}, ("new", "base"))])
+    def test_simulated_against_measured_is_refused(self, base, new, which):
+        """The refusal says which run is the simulated one."""
+        kwargs = [{"simulated": spec} if spec else {} for spec in (base, new)]
+        assert simulation_mismatch(machine("H100", **kwargs[0]), machine("H100", **kwargs[1])) == (
+            f"the {which[0]} run is simulated (--xfer-simulate) and the {which[1]} run is measured; "
+            "a simulated figure is never compared with a measurement")
+
+    def test_like_with_like_or_unknown_is_allowed(self):
+        """Two simulated runs, two measured runs, or a foreign JSON that cannot tell, are not refused here."""
+        simulated = machine("H100", simulated={"gpus": 2})
+        assert simulation_mismatch(simulated, machine("H100", simulated={"gpus": 4})) is None
+        assert simulation_mismatch(machine("H100"), machine("H100")) is None
+        assert simulation_mismatch({}, simulated) is None
+        assert simulation_mismatch(simulated, {}) is None
+
+    def test_listed_among_machine_differences(self):
+        assert machine_differences(machine("H100"), machine("H100", simulated={"gpus": 1})) == ["simulated False -> True"]
