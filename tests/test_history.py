@@ -2,12 +2,11 @@ import copy
 import json
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 import pytest
 
 from test_compare import SLOWED, scaled
-from xferbench.analyze.history import _regressions, history_plots, runs_in
-from xferbench.analyze.results import load
+from xferbench.analyze.history import current_segment, history_plots, lasting_steps, runs_in
 from xferbench.cli import main
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -31,13 +30,35 @@ def test_runs_oldest_first(storage):
     assert [p.name for p, _ in runs_in(storage)] == ["0001_run.json", "0002_run.json", "0003_run.json"]
 
 
-def test_regression_marked_at_the_run_it_happened(storage):
-    """The slowed case is marked at run 3 only; an untouched case is never marked."""
-    runs = [load([p]) for p, _ in runs_in(storage)]
-    slowed = pd.Series({"path": "host pageable copy_ cpu", "nbytes": 16 * 2**20})
-    untouched = pd.Series({"path": "host pageable clone cpu", "nbytes": 16 * 2**20})
-    assert _regressions(runs, slowed, 0.10) == [2]
-    assert _regressions(runs, untouched, 0.10) == []
+class TestSteps:
+    """Lasting steps over a case's history (ruptures), seeded noise of known size."""
+
+    noise = np.random.default_rng(0).normal(0, 0.05, 30)
+
+    def test_a_lasting_step_is_found_where_it_starts(self):
+        series = self.noise[:14] + np.r_[np.zeros(8), np.full(6, np.log(2))]
+        assert lasting_steps(series, 0.05, 0.25) == [8]
+        assert current_segment(series, 0.05, 0.25) == 8
+
+    def test_wobble_and_single_wild_runs_are_not_steps(self):
+        series = self.noise[:14].copy()
+        series[5] += np.log(20)  # one run met a busy neighbour
+        assert lasting_steps(series, 0.05, 0.25) == []
+        assert current_segment(series, 0.05, 0.25) == 0
+
+    def test_a_step_below_the_floor_is_not_marked(self):
+        series = self.noise[:14] / 5 + np.r_[np.zeros(7), np.full(7, np.log(1.15))]
+        assert lasting_steps(series, 0.02, 0.25) == []
+        assert lasting_steps(series, 0.02, 0.10) == [7]
+
+    def test_too_short_to_tell(self):
+        """A level must hold for 3 runs on each side: 5 runs can show no step."""
+        assert lasting_steps(np.r_[0, 0, 0, 1, 1.0], 0.05, 0.25) == []
+        assert lasting_steps(np.r_[0, 0, 0, 1, 1, 1.0], 0.05, 0.25) == [3]
+
+    def test_two_steps(self):
+        series = self.noise[:15] + np.r_[np.zeros(5), np.full(5, np.log(2)), np.full(5, np.log(4))]
+        assert lasting_steps(series, 0.05, 0.25) == [5, 10]
 
 
 def test_trend_plot_drawn(storage):

@@ -1,4 +1,4 @@
-"""``xferbench report | compare | history | check | info``.
+"""``xferbench report | compare | calibrate | ab | history | check | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input.
 """
@@ -56,35 +56,115 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .analyze.compare import compare, parse_threshold, to_json, to_markdown, to_text
-    from .analyze.results import load
+    from .analyze.compare import compare, load_runs, parse_threshold, reproduced, to_json, to_markdown, to_text
+    from .analyze.noise import Noise
     from .contract import machine_differences, simulation_mismatch
     from .output import write_atomic
 
     try:
-        threshold = parse_threshold(args.threshold)
+        floor = parse_threshold(args.threshold) if args.threshold else None
     except ValueError as error:
         raise UsageError(f"--threshold: {error}") from None
-    base, new = (load([_newest(p)]) for p in (args.base, args.new))
-    mismatch = simulation_mismatch(base.machine_info, new.machine_info)
+    (base, base_notes), (new, new_notes) = load_runs(args.base), load_runs(args.new)
+    mismatch = simulation_mismatch(base[-1].machine_info, new[-1].machine_info)
     if mismatch:  # whatever --allow-different-machines says
         raise UsageError(mismatch)
-    differences = machine_differences(base.machine_info, new.machine_info)
+    differences = machine_differences(base[-1].machine_info, new[-1].machine_info)
     if differences and not args.allow_different_machines:
         raise UsageError("the runs come from different machines (" + "; ".join(differences)
                          + "); pass --allow-different-machines to compare anyway")
+    noise = None
+    if args.noise:
+        if not args.noise.is_file():
+            raise UsageError(f"{args.noise}: no such file")
+        noise = Noise.from_json(args.noise.read_text(), str(args.noise))
+        here = _identity(new[-1].machine_info)
+        # Fields either side does not record (None, or added since) are not held against it.
+        differ = [key for key, value in here.items()
+                  if value is not None and noise.machine.get(key) is not None and noise.machine[key] != value]
+        if differ and not args.allow_different_machines:
+            raise UsageError(f"{args.noise}: calibrated on another machine ({', '.join(differ)} differ); "
+                             "run xferbench calibrate here")
     try:
-        rows = compare(base, new, threshold, args.stat)
+        rows = compare(base, new, noise, floor)
+    except ResultsError:
+        raise
     except ValueError as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(f"{args.new}: {error}") from None
+    if args.confirm:
+        if not args.confirm.is_file():
+            raise UsageError(f"{args.confirm}: no such file")
+        rows = reproduced(rows, args.confirm.read_text(), str(args.confirm))
+    for note in base_notes + new_notes:
+        print(f"xferbench compare: {note}")
     if differences:
         print("xferbench compare: comparing across machines: " + "; ".join(differences))
-    print(to_text(rows, threshold))
+    print(to_text(rows, len(base), len(new), noise))
     if args.markdown:
-        write_atomic(args.markdown, to_markdown(rows, threshold, differences))
+        write_atomic(args.markdown, to_markdown(rows, len(base), len(new), noise, differences))
     if args.json:
-        write_atomic(args.json, to_json(rows, threshold))
+        write_atomic(args.json, to_json(rows, len(base), len(new), noise))
     return 1 if any(r.regression for r in rows) else 0
+
+
+def _identity(machine_info: dict[str, object]) -> dict[str, object]:
+    from .contract import machine_identity
+
+    return machine_identity(machine_info)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from .analyze.ab import run_command
+    from .analyze.compare import load_runs
+    from .analyze.noise import calibrate
+    from .output import write_atomic
+
+    if not 0 < args.target < 1:
+        raise UsageError(f"--target {args.target}: give a rate between 0 and 1, e.g. 0.05")
+    if args.aa_command:
+        args.runs.mkdir(parents=True, exist_ok=True)
+        start = len(list(args.runs.glob("aa-*.json")))
+        for i in range(start, start + args.times):
+            run_command(args.aa_command, args.runs / f"aa-{i:03d}.json")
+            print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done")
+    runs, notes = load_runs(args.runs, last=10**6)
+    for note in notes:
+        print(f"xferbench calibrate: {note}")
+    try:
+        noise = calibrate(runs, args.target, args.per_side, seed=args.seed)
+    except ValueError as error:
+        raise UsageError(f"{args.runs}: {error}") from None
+    write_atomic(args.output, noise.to_json())
+    floors = ", ".join(f"{cls} {'not gated' if floor == float('inf') else f'{floor:.0%}'} "
+                       f"(A/A false alarms {noise.false_alarm_rate[cls]:.1%})" for cls, floor in noise.floors.items())
+    ungated = sum(case["floor"] == float("inf") for case in noise.cases.values())
+    floors += f"; {ungated} case(s) swing too much between A/A runs to gate on this machine"
+    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {floors}; wrote {args.output}")
+    return 0
+
+
+def _ab(args: argparse.Namespace) -> int:
+    from .analyze.ab import run_ab, to_text
+
+    try:
+        floor = parse_threshold_arg(args.floor)
+        cases = run_ab(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
+                       say=lambda line: print(f"xferbench ab: {line}", flush=True))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    print(to_text(cases))
+    return 1 if any(c.regression for c in cases) else 0
+
+
+def parse_threshold_arg(text: str | None) -> float | None:
+    from .analyze.compare import parse_threshold
+
+    if text is None:
+        return None
+    try:
+        return parse_threshold(text)
+    except ValueError as error:
+        raise UsageError(f"--floor: {error}") from None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -145,16 +225,44 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("-o", "--output", type=Path, default=Path("reports/index.html"), help="default: %(default)s")
     history.set_defaults(run=_history)
 
-    comp = sub.add_parser("compare", help="compare two runs; exit 1 on a significant regression")
-    comp.add_argument("base", type=Path, help="the baseline JSON (or storage folder: its newest run)")
-    comp.add_argument("new", type=Path, help="the candidate JSON (or storage folder: its newest run)")
-    comp.add_argument("--threshold", default="10%", help="slowdown that counts, e.g. 10%% or 0.1 (default: %(default)s)")
-    comp.add_argument("--stat", choices=["median", "min", "mean"], default="median", help="default: %(default)s")
+    comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor")
+    comp.add_argument("base", type=Path, help="the baseline: a JSON run, or a storage folder (its newest runs, "
+                                              "which also teach compare this machine's run-to-run spread)")
+    comp.add_argument("new", type=Path, help="the candidate: a JSON run, or a folder of runs")
+    comp.add_argument("--noise", type=Path, metavar="FILE", help="per-case spread and floors from xferbench calibrate")
+    comp.add_argument("--threshold", default=None, metavar="FLOOR",
+                      help="one floor for every case, e.g. 10%% (default: by case class, or from --noise)")
+    comp.add_argument("--confirm", type=Path, metavar="FILE", help="an earlier comparison's --json: only cases it "
+                                                                   "flagged too count (confirm with fresh new runs)")
     comp.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     comp.add_argument("--json", type=Path, metavar="FILE", help="also write the comparison as JSON")
     comp.add_argument("--allow-different-machines", action="store_true",
                       help="compare runs from different GPUs, drivers or torch versions")
     comp.set_defaults(run=_compare)
+
+    cal = sub.add_parser("calibrate", help="learn this machine's run-to-run noise from A/A runs; write it for compare")
+    cal.add_argument("runs", type=Path, help="a folder of A/A runs (the same code, run after run)")
+    cal.add_argument("-o", "--output", type=Path, default=Path("reports/noise.json"), help="default: %(default)s")
+    cal.add_argument("--run", dest="aa_command", metavar="CMD",
+                     help="first run CMD (a pytest-benchmark command) --times times into the folder")
+    cal.add_argument("--times", type=int, default=10, help="A/A runs --run makes (default: %(default)s)")
+    cal.add_argument("--target", type=float, default=0.05,
+                     help="false-alarm rate per comparison to keep under, per case class (default: %(default)s)")
+    cal.add_argument("--per-side", type=int, default=1, help="runs on each side of the comparisons you will make "
+                                                             "(default: %(default)s)")
+    cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    cal.set_defaults(run=_calibrate)
+
+    ab = sub.add_parser("ab", help="run two benchmark commands in interleaved blocks; exit 1 on a confirmed regression")
+    ab.add_argument("--base", required=True, metavar="CMD", help="the baseline command (a shell line running pytest-benchmark)")
+    ab.add_argument("--head", required=True, metavar="CMD", help="the candidate command")
+    ab.add_argument("--blocks", type=int, default=8, help="blocks, each running both in random order (default: %(default)s)")
+    ab.add_argument("--confirm", type=int, default=None, help="fresh blocks to confirm a flagged case (default: --blocks)")
+    ab.add_argument("--floor", default=None, help="smallest change that counts (default: 10%% bandwidth-bound, 25%% others)")
+    ab.add_argument("--keep", type=Path, default=Path("reports/ab"), help="where each block's JSON is kept "
+                                                                          "(default: %(default)s)")
+    ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
+    ab.set_defaults(run=_ab)
 
     check = sub.add_parser("check", help="what a GPU run should show, each held / not held / not measured; "
                                          "exit 1 if one is not held")

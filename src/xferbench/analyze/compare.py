@@ -1,43 +1,56 @@
-"""Regression comparison of two runs: a threshold *and* a significance test.
+"""Regression comparison of runs: significance on runs, a magnitude floor, and honesty about drift.
 
-pytest-benchmark's ``--benchmark-compare-fail`` compares one statistic against a
-threshold; on a shared machine that fails on noise. Here a case counts as a
-regression only when it is slower by more than the threshold and a Mann-Whitney
-U test on the per-round timings says the difference is not chance. Cases are
-matched on their identity (op, method, devices, size, dtype, memory), not on
-test names, and runs from different machines are refused unless allowed.
+pytest-benchmark's ``--benchmark-compare-fail`` (and a Mann-Whitney test over one
+run's rounds against another's) treats rounds as independent samples; they are not,
+and on a shared machine two runs of the same code differ by more than their rounds
+say, so such gates cry wolf. Here each run contributes one value per case (its
+median round), base and new may each be several runs (a storage folder), and a case
+is flagged only when the change is significant against the case's *between-run*
+spread and larger than the case's floor (``noise.judge``). Cases are matched on
+their identity (op, method, devices, size, dtype, shape, memory), not on test names;
+runs from different machines are refused unless allowed.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import false_discovery_control, mannwhitneyu
 
 from ..contract import machine_differences, machine_identity
 from ..units import format_bytes, format_seconds
-from .results import Results
+from .history import current_segment, runs_in
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
+from .results import Results, ResultsError, load
 
 __all__ = [
-    "ALPHA",
+    "NOISE_LABEL",
     "Comparison",
     "compare",
+    "load_runs",
     "machine_differences",
     "machine_identity",
     "parse_threshold",
+    "reproduced",
+    "summary",
     "to_json",
     "to_markdown",
     "to_text",
 ]
 
-#: Significance level of the Mann-Whitney U test: a difference this unlikely under
-#: "same distribution" is taken as real.
-ALPHA = 0.01
-STATS = {"median": "median_s", "min": "min_s", "mean": "mean_s"}
+#: How a change that the runs cannot tell from drift is shown.
+NOISE_LABEL = "within this machine's run-to-run noise"
+
+#: Weight of the class default spread, in runs, when a spread is learned from base runs.
+PRIOR_RUNS = 5
+
+#: Newest runs of a storage folder used as the baseline (older ones may predate a step).
+MAX_BASE_RUNS = 20
 
 
 def parse_threshold(text: str) -> float:
@@ -52,17 +65,41 @@ def parse_threshold(text: str) -> float:
     return value
 
 
+def load_runs(path: Path, last: int = MAX_BASE_RUNS) -> tuple[list[Results], list[str]]:
+    """A file as one run; a folder as its newest ``last`` runs from the newest run's machine.
+
+    Returns the runs (oldest first) and notes on what was left out.
+    """
+    if not path.is_dir():
+        return [load([path])], []
+    runs = [load([p]) for p, _ in runs_in(path)]
+    machine = machine_identity(runs[-1].machine_info)
+    same = [r for r in runs if not machine_differences(r.machine_info, runs[-1].machine_info)]
+    notes = []
+    if len(same) < len(runs):
+        notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine than {machine} left out")
+    if len(same) > last:
+        notes.append(f"{path}: the newest {last} of {len(same)} runs used")
+    return same[-last:], notes
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """One case in both runs (or in one of them)."""
+    """One case across the base and new runs (or in only one of them)."""
 
     path: str
     nbytes: int
-    base_s: float | None
+    case_class: str | None
+    base_s: float | None  # median over runs of each run's median round
     new_s: float | None
     ratio: float | None  # new / base: above 1 is slower
-    p_value: float | None
-    verdict: str  # regression, improvement, unchanged, not significant, new, gone
+    low: float | None  # 95% interval of the ratio
+    high: float | None
+    z: float | None  # robust z of the log ratio against the between-run spread
+    floor: float | None
+    spread: float | None  # between-run SD of log time used
+    spread_from: str | None  # calibration, history (shrunk towards the default), default
+    verdict: str  # regression, improvement, not reproduced, noise, unchanged, new, gone
 
     @property
     def regression(self) -> bool:
@@ -78,89 +115,118 @@ class Comparison:
             return f"{self.ratio:.2f}x slower"
         return f"{1 / self.ratio:.2f}x faster"
 
-
-def _p_value(base: Any, new: Any) -> float | None:
-    if not isinstance(base, list) or not isinstance(new, list) or len(base) < 3 or len(new) < 3:
-        return None
-    return float(mannwhitneyu(base, new, alternative="two-sided").pvalue)
+    @property
+    def shown_verdict(self) -> str:
+        return NOISE_LABEL if self.verdict == "noise" else self.verdict
 
 
-def _verdict(ratio: float, p: float | None, threshold: float) -> str:
-    beyond = ratio > 1 + threshold or ratio < 1 / (1 + threshold)
-    if not beyond:
-        return "unchanged"
-    if p is not None and p >= ALPHA:
-        return "not significant"
-    return "regression" if ratio > 1 else "improvement"
+def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
+    """The case's between-run spread and where it came from.
+
+    A spread learned from the base runs is shrunk towards the class default as if the
+    default were ``PRIOR_RUNS`` more runs: a MAD of a handful of runs is often far too
+    small by luck, and with ~60 cases judged at once luck always strikes somewhere.
+    """
+    if noise is not None and key in noise.cases:
+        return noise.spread(key, cls), "calibration"
+    if len(base) < 3:
+        return DEFAULT_SPREAD[cls], "default"
+    learned, n = robust_spread(base), len(base)
+    return math.sqrt((n * learned**2 + PRIOR_RUNS * DEFAULT_SPREAD[cls] ** 2) / (n + PRIOR_RUNS)), "history"
 
 
-def compare(base: Results, new: Results, threshold: float = 0.10, stat: str = "median") -> list[Comparison]:
+def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None = None,
+            floor: float | None = None) -> list[Comparison]:
     """Match cases by identity and judge each; ValueError when none are in common.
 
-    The p-values of all matched cases are adjusted together (Benjamini-Hochberg):
-    with 50 cases tested at 0.01, about one would otherwise come out "significant"
-    by chance alone.
+    ``floor`` overrides every case's floor; else the calibration's per-class floor,
+    else ``DEFAULT_FLOOR``. A base case's runs before its last lasting step
+    (``history.current_segment``) are left out: an accepted step resets the baseline.
     """
-    column = STATS[stat]
-    a, b = base.frame.set_index("case_key"), new.frame.set_index("case_key")
-    common = a.index.intersection(b.index)
+    base_table, base_meta = run_medians(base)
+    new_table, new_meta = run_medians(new)
+    common = base_table.index.intersection(new_table.index)
     if common.empty:
-        raise ValueError("the two runs have no case in common (compare matches op, devices, size, dtype and method)")
-    raw = {key: _p_value(a.loc[key, "data"], b.loc[key, "data"]) for key in common}
-    adjusted = _adjust(raw)
+        raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")
     rows = []
-    for key in a.index.union(b.index, sort=False):
-        old, cur = (a.loc[key] if key in a.index else None), (b.loc[key] if key in b.index else None)
-        row = cur if cur is not None else old
-        if old is None or cur is None:
-            rows.append(Comparison(row["path"], int(row["nbytes"]), None if old is None else float(old[column]),
-                                   None if cur is None else float(cur[column]), None, None,
-                                   "new" if old is None else "gone"))
+    for key in base_table.index.union(new_table.index, sort=False):
+        meta = new_meta.loc[key] if key in new_meta.index else base_meta.loc[key]
+        cls = str(meta["class"])
+        old = base_table.loc[key].dropna().to_numpy() if key in base_table.index else np.array([])
+        cur = new_table.loc[key].dropna().to_numpy() if key in new_table.index else np.array([])
+        if old.size == 0 or cur.size == 0:
+            rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
+                                   float(np.exp(np.median(old))) if old.size else None,
+                                   float(np.exp(np.median(cur))) if cur.size else None,
+                                   None, None, None, None, None, None, None, "gone" if cur.size == 0 else "new"))
             continue
-        ratio = float(cur[column]) / float(old[column])
-        p = adjusted[key]
-        rows.append(Comparison(row["path"], int(row["nbytes"]), float(old[column]), float(cur[column]), ratio, p,
-                               _verdict(ratio, p, threshold)))
-    order = {"regression": 0, "improvement": 1, "not significant": 2, "unchanged": 3, "new": 4, "gone": 5}
+        old = old[current_segment(old, DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls]):]
+        spread, source = _spread(key, cls, old, noise)
+        case_floor = floor if floor is not None else (noise.floor(key, cls) if noise is not None else DEFAULT_FLOOR[cls])
+        j = judge(old, cur, spread, case_floor, noise.z_bound if noise is not None else Z_BOUND)
+        rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))),
+                               float(np.exp(np.median(cur))), j.ratio, j.low, j.high, j.z, j.floor, j.spread, source,
+                               j.verdict))
+    return _sorted(rows)
+
+
+def _sorted(rows: list[Comparison]) -> list[Comparison]:
+    order = {"regression": 0, "improvement": 1, "not reproduced": 2, "noise": 3, "unchanged": 4, "new": 5, "gone": 6}
     return sorted(rows, key=lambda r: (order[r.verdict], -(r.ratio or 0)))
 
 
-def _adjust(p_values: dict[str, float | None]) -> dict[str, float | None]:
-    """Benjamini-Hochberg adjusted p-values; cases without raw timings stay None."""
-    keys = [k for k, p in p_values.items() if p is not None]
-    adjusted = dict.fromkeys(p_values)
-    if keys:
-        values = false_discovery_control([p_values[k] for k in keys], method="bh")
-        adjusted.update({k: float(v) for k, v in zip(keys, values, strict=True)})
-    return adjusted
+def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Comparison]:
+    """Keep as regressions only the cases an earlier comparison (its ``--json``) flagged too.
+
+    Confirmation by reproduction: CI compares once, and only when that flags a case
+    runs fresh candidate runs and compares again; a case flagged once, by a run that
+    happened to meet a busy neighbour, becomes "not reproduced" instead of failing the job.
+    """
+    try:
+        before = {(c["path"], c["nbytes"]) for c in json.loads(earlier)["cases"] if c["verdict"] == "regression"}
+    except (ValueError, KeyError, TypeError):
+        raise ResultsError(f"{source}: not a comparison written by xferbench compare --json") from None
+    return _sorted([replace(r, verdict="not reproduced") if r.regression and (r.path, r.nbytes) not in before else r
+                    for r in rows])
 
 
 def _cells(r: Comparison) -> list[str]:
-    p = "-" if r.p_value is None else f"{r.p_value:.2g}"
-    change = r.change if r.verdict not in ("not significant", "unchanged") else f"{r.change} ({r.verdict})"
-    return [r.path, format_bytes(r.nbytes), format_seconds(r.base_s), format_seconds(r.new_s), change, p, r.verdict]
+    interval = "-" if r.low is None or r.high is None else f"{r.low:.2f}-{r.high:.2f}x"
+    z = "-" if r.z is None else f"{r.z:+.1f}"
+    floor = "-" if r.floor is None else ("not gated" if math.isinf(r.floor) else f"{r.floor:.0%}")
+    return [r.path, format_bytes(r.nbytes), r.case_class or "-", format_seconds(r.base_s), format_seconds(r.new_s),
+            r.change, interval, z, floor, r.shown_verdict]
 
 
-_HEAD = ["case", "size", "base", "new", "change", "p", "verdict"]
+_HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor", "verdict"]
 
 
-def summary(rows: list[Comparison], threshold: float) -> str:
+def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None) -> str:
     regressions = sum(r.regression for r in rows)
     improvements = sum(r.verdict == "improvement" for r in rows)
-    return (f"{regressions} regression(s), {improvements} improvement(s) in {len(rows)} case(s) "
-            f"(threshold {threshold:.0%}, significance p < {ALPHA} after Benjamini-Hochberg)")
+    noisy = sum(r.verdict == "noise" for r in rows)
+    z_bound = noise.z_bound if noise is not None else Z_BOUND
+    spread = "calibration file" if noise is not None else ("the base runs" if n_base >= 3 else "class defaults")
+    lines = [f"{regressions} regression(s), {improvements} improvement(s), {noisy} {NOISE_LABEL}, in {len(rows)} "
+             f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
+             f"beyond the case's floor (between-run spread from {spread})."]
+    if n_base == 1 and n_new == 1 and noise is None:
+        lines.append("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
+                     "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
+    return "\n".join(lines)
 
 
-def to_text(rows: list[Comparison], threshold: float) -> str:
+def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None) -> str:
     table = [_HEAD] + [_cells(r) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return "\n".join([*lines, "", summary(rows, threshold)])
+    return "\n".join([*lines, "", summary(rows, n_base, n_new, noise)])
 
 
-def to_markdown(rows: list[Comparison], threshold: float, differences: list[str] | None = None) -> str:
+def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
+                differences: list[str] | None = None) -> str:
     icon = {"regression": "🔴", "improvement": "🟢"}
-    lines = ["### xferbench comparison", "", summary(rows, threshold), ""]
+    lines = ["### xferbench comparison", "", summary(rows, n_base, n_new, noise), ""]
     if differences:
         lines += ["Compared across machines: " + "; ".join(differences), ""]
     lines += ["| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]
@@ -171,14 +237,16 @@ def to_markdown(rows: list[Comparison], threshold: float, differences: list[str]
     return "\n".join(lines) + "\n"
 
 
-def to_json(rows: list[Comparison], threshold: float) -> str:
+def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None) -> str:
     def clean(value: Any) -> Any:
         return None if isinstance(value, float) and not math.isfinite(value) else value
 
     payload = {
-        "threshold": threshold,
-        "alpha": ALPHA,
+        "z_bound": noise.z_bound if noise is not None else Z_BOUND,
+        "base_runs": n_base,
+        "new_runs": n_new,
         "regressions": sum(r.regression for r in rows),
-        "cases": [{k: clean(v) for k, v in asdict(r).items()} | {"change": r.change} for r in rows],
+        "cases": [{k: clean(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
+                  for r in rows],
     }
     return json.dumps(payload, indent=1, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))

@@ -1,23 +1,40 @@
-"""Trends over the runs in a pytest-benchmark storage folder (``--benchmark-autosave``)."""
+"""Trends over the runs in a pytest-benchmark storage folder (``--benchmark-autosave``).
+
+Lasting steps, not every difference: between consecutive runs a shared machine
+differs by chance all the time, so the history page marks a *step* only where a
+change-point search over a case's whole series finds a level that held for at least
+``MIN_STEP_RUNS`` runs on each side and moved by more than the case's floor. The
+search is ruptures' PELT with an L1 (median) cost: ruptures is maintained, pip-
+installable with wheels, has no service to run (unlike Apache Otava) and no MongoDB
+tooling to pull in (unlike signal-processing-algorithms), and the L1 cost keeps one
+wild run from making a step. A step that has lasted that long is accepted: it resets
+the baseline that ``compare`` measures the case against (``current_segment``).
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import ruptures as rpt
 
 from ..families import order_of
 from ..units import format_bytes
-from .compare import ALPHA, compare
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, find_json, load
 
-__all__ = ["history_plots", "runs_in"]
+__all__ = ["MIN_STEP_RUNS", "current_segment", "history_plots", "lasting_steps", "runs_in"]
 
 #: Lines in the trend plot: more than this is unreadable.
 MAX_KEY_CASES = 12
+
+#: Runs a level must hold on each side of a step for the step to count (and be accepted).
+MIN_STEP_RUNS = 3
 
 
 def runs_in(folder: Path) -> list[tuple[Path, str]]:
@@ -32,6 +49,33 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
     return sorted(runs, key=lambda run: (run[1], run[0].name))
 
 
+def lasting_steps(log_times: np.ndarray, spread: float, floor: float) -> list[int]:
+    """Indices where a lasting step starts a new level in one case's series of log run-medians.
+
+    PELT's penalty is 2 x spread x ln(n): in L1 units, what chance alone rarely buys
+    (a BIC-like price per extra segment); a found boundary is kept only when the
+    medians on its two sides differ by more than the floor.
+    """
+    x = np.asarray(log_times, dtype=float)
+    if x.size < 2 * MIN_STEP_RUNS:
+        return []
+    penalty = 2 * max(spread, MIN_SPREAD) * math.log(x.size)
+    bounds = rpt.Pelt(model="l1", min_size=MIN_STEP_RUNS, jump=1).fit(x.reshape(-1, 1)).predict(pen=penalty)
+    edges = [0, *bounds]
+    steps = []
+    for i in range(1, len(edges) - 1):
+        before, after = x[edges[i - 1]:edges[i]], x[edges[i]:edges[i + 1]]
+        if abs(float(np.median(after) - np.median(before))) > math.log1p(floor):
+            steps.append(edges[i])
+    return steps
+
+
+def current_segment(log_times: np.ndarray, spread: float, floor: float) -> int:
+    """Where the case's current level starts: after its last lasting step (0 if none)."""
+    steps = lasting_steps(log_times, spread, floor)
+    return steps[-1] if steps else 0
+
+
 def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
     """Each path at its largest size, the busiest paths first."""
     largest = latest.loc[latest.groupby("path")["nbytes"].idxmax()]
@@ -39,10 +83,11 @@ def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
     return largest.head(MAX_KEY_CASES)
 
 
-def history_plots(folder: Path, threshold: float = 0.10) -> list[Plot]:
+def history_plots(folder: Path) -> list[Plot]:
     runs = runs_in(folder)
-    caption = (f"Median time of key cases in each run, relative to the first run that measured them. A red ring marks a "
-               f"regression against the run before (over {threshold:.0%} slower and significant, p < {ALPHA}).")
+    caption = ("Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
+               f"lasting step (a new level held for {MIN_STEP_RUNS}+ runs and beyond the case's floor, found by ruptures' "
+               "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
     if len(runs) < 2:
         return [as_plot("history", "Key cases over runs", caption,
                         f"{len(runs)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run).")]
@@ -50,19 +95,15 @@ def history_plots(folder: Path, threshold: float = 0.10) -> list[Plot]:
     keys = _key_cases(results[-1].frame)
     fig, ax = plt.subplots(figsize=(10, 4.8))
     for _, key in keys.iterrows():
-        series = []
-        for index, run in enumerate(results):
-            row = run.frame[(run.frame["path"] == key["path"]) & (run.frame["nbytes"] == key["nbytes"])]
-            if not row.empty:
-                series.append((index, float(row["median_s"].iloc[0])))
-        if not series:
+        xs, times = _series(results, key)
+        if not xs:
             continue
-        first = series[0][1]
-        xs, ys = [i for i, _ in series], [t / first * 100 for _, t in series]
-        ax.plot(xs, ys, marker="o", ms=3, lw=1, label=f"{key['path']} {format_bytes(key['nbytes'])}")
-        marks = _regressions(results, key, threshold)
-        ax.scatter([xs[xs.index(i)] for i in marks if i in xs], [ys[xs.index(i)] for i in marks if i in xs],
-                   s=90, facecolors="none", edgecolors="red", linewidths=1.5, zorder=3)
+        ys = [t / times[0] * 100 for t in times]
+        line, = ax.plot(xs, ys, marker="o", ms=3, lw=1, label=f"{key['path']} {format_bytes(key['nbytes'])}")
+        cls = case_class(int(key["nbytes"]), bool(np.isfinite(key["bandwidth_gbps"])))
+        steps = lasting_steps(np.log(times), DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls])
+        ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=line.get_color(),
+                   edgecolors="k", zorder=3)
     ax.axhline(100, color="k", lw=0.6)
     ax.set_xticks(range(len(results)), [Path(r.sources[0]).stem[:14] for r in results], rotation=45, ha="right",
                   fontsize=7)
@@ -72,21 +113,12 @@ def history_plots(folder: Path, threshold: float = 0.10) -> list[Plot]:
     return [as_plot("history", "Key cases over runs", caption, fig)]
 
 
-def _regressions(results: list[Results], key: pd.Series, threshold: float) -> list[int]:
-    """Run indices at which this case regressed against the run before."""
-    marks = []
-    for index in range(1, len(results)):
-        before, after = (_only(results[index - 1], key), _only(results[index], key))
-        if before is None or after is None:
-            continue
-        rows = compare(before, after, threshold)
-        if any(r.regression for r in rows):
-            marks.append(index)
-    return marks
-
-
-def _only(run: Results, key: pd.Series) -> Results | None:
-    frame = run.frame[(run.frame["path"] == key["path"]) & (run.frame["nbytes"] == key["nbytes"])]
-    if frame.empty:
-        return None
-    return Results(frame, run.machine_info, run.commit_info, run.sources)
+def _series(results: list[Results], key: pd.Series) -> tuple[list[int], list[float]]:
+    """(run indices, median times) of one case across the runs that measured it."""
+    xs, times = [], []
+    for index, run in enumerate(results):
+        row = run.frame[(run.frame["path"] == key["path"]) & (run.frame["nbytes"] == key["nbytes"])]
+        if not row.empty and float(row["median_s"].iloc[0]) > 0:
+            xs.append(index)
+            times.append(float(row["median_s"].iloc[0]))
+    return xs, times

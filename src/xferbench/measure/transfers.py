@@ -15,6 +15,7 @@ import torch
 from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
+from .inject import slowdown_for, slowed
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, device_seconds, synchronized
 
 __all__ = [
@@ -292,7 +293,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
     benchmark.group = f"{case.op} {case.src}->{case.dst}"
     info = benchmark.extra_info
     with backend.timed(case, op) as issued:
-        call = synchronized(issued, touched, backend)
+        call = slowed(synchronized(issued, touched, backend), slowdown_for(case.op, case.nbytes))  # test-only hook
         for _ in range(WARMUP_CALLS):
             call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)

@@ -1,0 +1,184 @@
+"""Interleaved A/B runs on one machine: is environment B slower than A?
+
+``xferbench ab --base CMD --head CMD --blocks K`` runs the two benchmark commands
+(say two tox environments pinned to two torch versions) in K blocks, each block
+running both in a random order, so slow drift of the machine (a neighbour's job,
+thermal state) hits both sides alike (randomized multiple interleaved trials,
+Abedi & Brecht). Each block gives one log ratio per case; over the blocks a
+Wilcoxon signed-rank test (scipy) asks whether they are centred on zero, and the
+Hodges-Lehmann estimate (the median of the Walsh averages) says by how much, with
+its distribution-free 95% interval. A case flagged (p < alpha and beyond its floor)
+is confirmed on ``confirm`` fresh blocks, tested one-sided in the direction found,
+before it counts: one lucky draw among many cases does not fail the job.
+
+The commands are run by a shell; each must write pytest-benchmark JSON to the path
+given as ``{json}`` in it, or ``--benchmark-json=PATH`` is appended. No torch here.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import wilcoxon
+
+from ..units import format_bytes
+from .noise import run_medians
+from .results import Results, ResultsError, load
+
+__all__ = ["AB_ALPHA", "AB_FLOOR", "AbCase", "Runner", "hodges_lehmann", "run_ab", "run_command", "signed_rank", "to_text"]
+
+#: Significance level of the signed-rank test, for the first blocks and again for the fresh ones.
+AB_ALPHA = 0.05
+
+#: Smallest change that counts in A/B mode: interleaving cancels drift, so smaller than compare's.
+AB_FLOOR = {"bandwidth": 0.10, "latency": 0.25}
+
+#: Runs one command into one JSON file and loads it.
+Runner = Callable[[str, Path], Results]
+
+
+class CommandFailed(ResultsError):
+    """A benchmark command failed; the message is one line."""
+
+
+def run_command(command: str, out: Path) -> Results:
+    """Run ``command`` (a shell line) so that it writes pytest-benchmark JSON to ``out``; load it."""
+    line = command.replace("{json}", shlex.quote(str(out))) if "{json}" in command else (
+        f"{command} --benchmark-json={shlex.quote(str(out))}")
+    proc = subprocess.run(line, shell=True, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not out.exists():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise CommandFailed(f"{command!r} failed (exit {proc.returncode}): {tail[0][:200]}")
+    return load([out])
+
+
+def hodges_lehmann(x: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    """Hodges-Lehmann estimate of the centre of ``x`` with its ~95% interval.
+
+    The estimate is the median of the Walsh averages (x_i + x_j) / 2, i <= j; the
+    interval's ends are the Walsh averages at the signed-rank test's normal-
+    approximation critical ranks (the whole range when there are too few blocks).
+    """
+    v = np.asarray(x, dtype=float)
+    i, j = np.triu_indices(v.size)
+    walsh = np.sort((v[i] + v[j]) / 2)
+    n = v.size
+    k = math.floor(n * (n + 1) / 4 - 1.96 * math.sqrt(n * (n + 1) * (2 * n + 1) / 24))
+    k = max(k, 0)
+    return float(np.median(walsh)), float(walsh[k]), float(walsh[-k - 1])
+
+
+def signed_rank(x: Sequence[float] | np.ndarray, alternative: str = "two-sided") -> float:
+    """Wilcoxon signed-rank p-value of ``x`` centred on 0 (1.0 when every value is 0)."""
+    v = np.asarray(x, dtype=float)
+    if not np.any(v != 0):
+        return 1.0
+    return float(wilcoxon(v, alternative=alternative).pvalue)
+
+
+@dataclass(frozen=True)
+class AbCase:
+    """One case over the blocks: head/base ratio (HL) with its interval, and the verdict."""
+
+    path: str
+    nbytes: int
+    case_class: str
+    blocks: int
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+    confirm_p: float | None  # on the fresh blocks, one-sided; None if not flagged
+    verdict: str  # regression, improvement, not confirmed, unchanged
+
+    @property
+    def regression(self) -> bool:
+        return self.verdict == "regression"
+
+
+def _blocks(base: Sequence[Results], head: Sequence[Results]) -> tuple[np.ndarray, list[str], list[str], list[int]]:
+    """Per-block log ratios (cases x blocks) of the cases both sides ran in every block."""
+    table_b, meta = run_medians(base)
+    table_h, _ = run_medians(head)
+    common = table_b.index.intersection(table_h.index)
+    ratios = (table_h.loc[common] - table_b.loc[common]).dropna()
+    if ratios.empty:
+        raise ResultsError("the base and head commands ran no case in common in every block")
+    meta = meta.loc[ratios.index]
+    return (ratios.to_numpy(), [str(p) for p in meta["path"]], [str(c) for c in meta["class"]],
+            [int(n) for n in meta["nbytes"]])
+
+
+def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Generator, workdir: Path, first: int,
+                runner: Runner, say: Callable[[str], None]) -> tuple[list[Results], list[Results]]:
+    bases: list[Results] = []
+    heads: list[Results] = []
+    for block in range(first, first + blocks):
+        order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
+        for side in order:
+            out = workdir / f"block{block:03d}-{side}.json"
+            result = runner(base_cmd if side == "base" else head_cmd, out)
+            (bases if side == "base" else heads).append(result)
+        say(f"block {block + 1}: ran {order[0]} then {order[1]}")
+    return bases, heads
+
+
+def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
+           floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
+           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None) -> list[AbCase]:
+    """Run the interleaved blocks (and the confirming ones), judge every case; newest verdicts first."""
+    if blocks < 6:
+        raise ValueError(f"--blocks {blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05")
+    confirm = blocks if confirm is None else confirm
+    rng = np.random.default_rng(seed)
+    workdir.mkdir(parents=True, exist_ok=True)
+    bases, heads = _run_blocks(base_cmd, head_cmd, blocks, rng, workdir, 0, runner, say)
+    ratios, paths, classes, sizes = _blocks(bases, heads)
+    first = []
+    for row, cls in zip(ratios, classes, strict=True):
+        hl, low, high = hodges_lehmann(row)
+        limit = math.log1p(floor if floor is not None else AB_FLOOR[cls])
+        first.append((hl, low, high, signed_rank(row), abs(hl) > limit and signed_rank(row) < alpha))
+    flagged = [i for i, f in enumerate(first) if f[4]]
+    confirm_p: dict[int, float] = {}
+    if flagged and confirm > 0:
+        say(f"{len(flagged)} case(s) flagged; confirming on {confirm} fresh block(s)")
+        more_b, more_h = _run_blocks(base_cmd, head_cmd, confirm, rng, workdir, blocks, runner, say)
+        fresh, fresh_paths, _, fresh_sizes = _blocks(more_b, more_h)
+        where = {(p, n): i for i, (p, n) in enumerate(zip(fresh_paths, fresh_sizes, strict=True))}
+        for i in flagged:
+            j = where.get((paths[i], sizes[i]))
+            direction = "greater" if first[i][0] > 0 else "less"
+            confirm_p[i] = signed_rank(fresh[j], direction) if j is not None else 1.0
+    cases = []
+    for i, (hl, low, high, p, is_flagged) in enumerate(first):
+        if not is_flagged:
+            verdict = "unchanged"
+        elif confirm > 0 and confirm_p[i] >= alpha:
+            verdict = "not confirmed"
+        else:
+            verdict = "regression" if hl > 0 else "improvement"
+        cases.append(AbCase(paths[i], sizes[i], classes[i], ratios.shape[1], math.exp(hl), math.exp(low),
+                            math.exp(high), p, confirm_p.get(i), verdict))
+    order = {"regression": 0, "improvement": 1, "not confirmed": 2, "unchanged": 3}
+    return sorted(cases, key=lambda c: (order[c.verdict], -c.ratio))
+
+
+def to_text(cases: list[AbCase], alpha: float = AB_ALPHA) -> str:
+    head = ["case", "size", "class", "head/base (HL)", "95% CI", "p", "confirm p", "verdict"]
+    rows = [head] + [[c.path, format_bytes(c.nbytes), c.case_class, f"{c.ratio:.3f}x", f"{c.low:.3f}-{c.high:.3f}x",
+                      f"{c.p_value:.2g}", "-" if c.confirm_p is None else f"{c.confirm_p:.2g}", c.verdict]
+                     for c in cases]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    regressions = sum(c.regression for c in cases)
+    blocks = cases[0].blocks if cases else 0
+    lines += ["", f"{regressions} confirmed regression(s) in {len(cases)} case(s) over {blocks} interleaved blocks "
+                  f"(Wilcoxon signed-rank p < {alpha:g} and beyond the floor, then again on fresh blocks)"]
+    return "\n".join(lines)

@@ -1,0 +1,266 @@
+"""Between-run noise, and the rule that tells a change from it.
+
+Why runs and not rounds: the rounds of one run share its machine state (clock
+boost, cache, neighbours' load), so they are not independent samples; two runs of
+the same code on a shared 2-core machine differ by far more than rounds within a
+run do. The unit of evidence here is therefore one value per run and case (its
+median round, or for a latency-bound case its fastest: ``run_medians``), on a log
+scale (a slowdown is a ratio). A case counts as changed only when both hold:
+
+* **significant**: the robust z of the log ratio, ``z = (median(log new) -
+  median(log base)) / se``, exceeds ``Z_BOUND``, where ``se`` comes from the case's
+  between-run spread (1.4826 x MAD of log run-medians, learned from history or a
+  calibration file, or a class default);
+* **large**: the ratio is beyond the case's floor (a default per case class, or
+  learned by ``calibrate`` so that A/A comparisons stay under a target false-alarm rate).
+
+A case is *bandwidth-bound* when it moves a payload of at least
+``BANDWIDTH_MIN_BYTES``: there the link's bandwidth, not a per-call overhead of
+microseconds, decides its time, and it varies less between runs. Everything else is
+*latency-bound*. No torch here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..contract import machine_identity
+from .results import Results, ResultsError
+
+__all__ = [
+    "BANDWIDTH_MIN_BYTES",
+    "DEFAULT_FLOOR",
+    "DEFAULT_SPREAD",
+    "MIN_RUNS_TO_LEARN",
+    "MIN_SPREAD",
+    "Z_BOUND",
+    "Judgement",
+    "Noise",
+    "calibrate",
+    "case_class",
+    "judge",
+    "run_medians",
+    "robust_spread",
+    "standard_error",
+]
+
+#: Payload size from which a moving case is bandwidth-bound (8 MiB: past the size where
+#: per-call overhead and bandwidth weigh the same on every link in DESIGN.md's table).
+BANDWIDTH_MIN_BYTES = 8 * 2**20
+
+#: Robust z beyond which a change is significant. 4 rather than the textbook 2-3:
+#: between-run times have heavier tails than a normal, and ~60 cases are judged at once.
+Z_BOUND = 4.0
+
+#: Between-run spread (SD of the log of a run's median) assumed when none is learned: a
+#: shared CI virtual machine on a quiet day. A busy one is far worse (README: 0.4-0.7 was
+#: measured for most cases under a load of 10 on 2 cores), which is what calibrate is for.
+DEFAULT_SPREAD = {"bandwidth": 0.15, "latency": 0.40}
+
+#: Smallest change that counts when none is learned: 25% for bandwidth-bound cases, 2x
+#: for latency-bound ones (microsecond calls swing that much with a busy neighbour).
+DEFAULT_FLOOR = {"bandwidth": 0.25, "latency": 1.0}
+
+#: A spread learned from fewer runs than this is not trusted below the class default.
+MIN_RUNS_TO_LEARN = 5
+
+#: No spread is taken below 2%, whatever the runs say (a MAD of zero is luck, not precision).
+MIN_SPREAD = 0.02
+
+#: Consistency constant: 1.4826 x MAD estimates a normal's SD.
+MAD_TO_SD = 1.4826
+
+
+def case_class(nbytes: int, moves_payload: bool) -> str:
+    """``bandwidth`` or ``latency`` (see the module docstring)."""
+    return "bandwidth" if moves_payload and nbytes >= BANDWIDTH_MIN_BYTES else "latency"
+
+
+def robust_spread(values: Sequence[float] | np.ndarray) -> float:
+    """1.4826 x the median absolute deviation: an SD that one wild run cannot inflate."""
+    x = np.asarray(values, dtype=float)
+    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x))))
+
+
+def standard_error(spread: float, n_base: int, n_new: int) -> float:
+    """Standard error of median(log new) - median(log base) for runs of this spread.
+
+    The median of one or two values is their mean; from three on it is less efficient
+    than a mean by pi/2 in variance (normal data), which this takes as the price of
+    not letting one wild run decide.
+    """
+    def var(n: int) -> float:
+        return (1.0 if n <= 2 else math.pi / 2) / n
+
+    return spread * math.sqrt(var(n_base) + var(n_new))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One case judged: ratio new/base with its 95% interval, robust z, and the verdict."""
+
+    ratio: float
+    low: float
+    high: float
+    z: float
+    floor: float
+    spread: float
+    verdict: str  # regression, improvement, noise, unchanged
+
+
+def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, spread: float, floor: float,
+          z_bound: float = Z_BOUND) -> Judgement:
+    """Judge one case from its runs' log median times (one value per run)."""
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    diff = float(np.median(n) - np.median(b))
+    se = standard_error(max(spread, MIN_SPREAD), len(b), len(n))
+    z = diff / se
+    ratio = math.exp(diff)
+    beyond = ratio > 1 + floor or ratio < 1 / (1 + floor)
+    if beyond and abs(z) > z_bound:
+        verdict = "regression" if diff > 0 else "improvement"
+    elif beyond:
+        verdict = "noise"
+    else:
+        verdict = "unchanged"
+    return Judgement(ratio, math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se), z, floor, spread, verdict)
+
+
+def _run_column(run: Results) -> pd.DataFrame:
+    """One run's value per case (log seconds; see ``run_medians``); ResultsError for unusable rounds."""
+    source = run.sources[0] if run.sources else "run"
+    rows = []
+    for _, row in run.frame.iterrows():
+        data = row["data"]
+        if not isinstance(data, list) or not data:
+            raise ResultsError(f"{source}: benchmark {row['name']!r} has no per-round data "
+                               "(run pytest-benchmark with --benchmark-save-data or --benchmark-json)")
+        rounds = np.asarray(data, dtype=float)
+        if not np.all(np.isfinite(rounds)) or not np.all(rounds > 0):
+            raise ResultsError(f"{source}: benchmark {row['name']!r} has non-finite or non-positive times")
+        moves = bool(np.isfinite(row["bandwidth_gbps"]))
+        latency = case_class(int(row["nbytes"]), moves) == "latency"
+        rows.append({"case_key": row["case_key"], "path": row["path"], "nbytes": int(row["nbytes"]), "moves": moves,
+                     "log_median": float(np.log(np.min(rounds) if latency else np.median(rounds)))})
+    return pd.DataFrame(rows).set_index("case_key")
+
+
+def run_medians(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cases x runs table of each run's log time per case, per-case path/nbytes/class); NaN where a run lacks a case.
+
+    A run's time for a bandwidth-bound case is its median round; for a latency-bound
+    case it is its *fastest* round. A busy neighbour only ever adds time, and a
+    microsecond call's uncontended cost is what is left when it did not (Chen & Revels,
+    "Robust benchmarking in noisy environments", 2016). Measured over 17 A/A quick runs
+    on our 2-core CI machine under load: the between-run spread of no-ops, creation and
+    module_to fell from 0.4-1.6 (median round) to 0.01-0.03 (fastest). A round of a
+    large copy is long enough to be contended throughout, so its median is kept.
+    """
+    columns = [_run_column(run) for run in runs]
+    table = pd.concat([c["log_median"].rename(i) for i, c in enumerate(columns)], axis=1)
+    meta = pd.concat([c[["path", "nbytes", "moves"]] for c in columns])
+    meta = meta[~meta.index.duplicated(keep="last")].reindex(table.index)
+    meta["class"] = [case_class(int(n), bool(m)) for n, m in zip(meta["nbytes"], meta["moves"], strict=True)]
+    return table, meta
+
+
+@dataclass
+class Noise:
+    """What calibration learned on one machine; ``compare --noise`` reads it back."""
+
+    machine: dict[str, Any]
+    runs: int
+    target: float
+    per_side: int
+    z_bound: float
+    floors: dict[str, float]  # by case class
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)  # case_key -> path, nbytes, class, spread, floor
+    false_alarm_rate: dict[str, float] = field(default_factory=dict)  # by class, at the floor chosen
+
+    def spread(self, key: str, cls: str) -> float:
+        case = self.cases.get(key)
+        return float(case["spread"]) if case else DEFAULT_SPREAD[cls]
+
+    def floor(self, key: str, cls: str) -> float:
+        case = self.cases.get(key)
+        return float(case["floor"]) if case and "floor" in case else self.floors[cls]
+
+    def to_json(self) -> str:
+        return json.dumps({"xferbench_noise": 1, **asdict(self)}, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> Noise:
+        try:
+            data = json.loads(text)
+            if data.pop("xferbench_noise") != 1:
+                raise ValueError
+            return cls(**data)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ResultsError(f"{source}: not a noise file written by xferbench calibrate") from None
+
+
+#: Floors calibrate tries, smallest first: 5% to 10x, then infinity: a case whose A/A runs
+#: swing by more than 10x (bimodal, e.g. an allocation that page-faults in some runs only)
+#: is not gated on this machine at all, and compare shows it as "not gated".
+FLOOR_GRID = (0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, math.inf)
+
+
+def _smallest_floor(worst: np.ndarray, target: float) -> tuple[float, float]:
+    """The smallest floor on the grid that at most ``target`` of the A/A draws' worst swings exceed,
+    with the rate at that floor (infinity, rate 0, when every finite floor is exceeded too often)."""
+    for floor in FLOOR_GRID:
+        rate = float(np.mean(worst > math.log1p(floor)))
+        if rate <= target:
+            return floor, rate
+    raise AssertionError("unreachable: nothing exceeds an infinite floor")
+
+
+def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, draws: int = 400,
+              seed: int = 0) -> Noise:
+    """Learn per-case spread and per-class floors from A/A runs (the same code, run after run).
+
+    Over ``draws`` random A/A comparisons of ``per_side`` base runs against ``per_side``
+    other runs, each judged with a spread learned from the runs it does not use (so the
+    rate is not flattered by judging runs against their own noise): the floor of a class
+    is the smallest on ``FLOOR_GRID`` at which at most ``target`` of the comparisons flag
+    any case of that class; a case's own floor keeps its flags under ``target`` divided
+    by the number of cases. A case that swings by 10x between runs gets 10x: on this
+    machine it cannot gate, and the file says so.
+    """
+    if len(runs) < max(MIN_RUNS_TO_LEARN, 2 * per_side + 2):
+        raise ValueError(f"calibration needs at least {max(MIN_RUNS_TO_LEARN, 2 * per_side + 2)} A/A runs, "
+                         f"got {len(runs)}")
+    table, meta = run_medians(runs)
+    table = table.dropna()
+    meta = meta.loc[table.index]
+    values = table.to_numpy()
+    rng = np.random.default_rng(seed)
+    classes = meta["class"].to_numpy()
+    # swing[d, c]: in draw d, case c's |log ratio| if it was past the z bound, else 0.
+    swing = np.zeros((draws, values.shape[0]))
+    for d in range(draws):
+        order = rng.permutation(values.shape[1])
+        base, new, rest = order[:per_side], order[per_side:2 * per_side], order[2 * per_side:]
+        spread = np.maximum(MAD_TO_SD * np.median(np.abs(values[:, rest] - np.median(values[:, rest], axis=1)[:, None]),
+                                                  axis=1), MIN_SPREAD)
+        diff = np.median(values[:, new], axis=1) - np.median(values[:, base], axis=1)
+        se = np.array([standard_error(s, per_side, per_side) for s in spread])
+        swing[d] = np.where(np.abs(diff / se) > Z_BOUND, np.abs(diff), 0.0)
+    floors, rates = {}, {}
+    for cls in ("bandwidth", "latency"):
+        floors[cls], rates[cls] = _smallest_floor(swing[:, classes == cls].max(axis=1, initial=0.0), target)
+    # Per case, the family's target shared out evenly (Bonferroni): every case gets the floor that
+    # keeps its own A/A swings under target / cases, so that all of them together stay under target.
+    case_floors = [_smallest_floor(swing[:, c], target / len(classes))[0] for c in range(len(classes))]
+    spreads = [max(robust_spread(row), MIN_SPREAD) for row in values]
+    cases = {key: {"path": str(meta.at[key, "path"]), "nbytes": int(meta.at[key, "nbytes"]),
+                   "class": str(meta.at[key, "class"]), "spread": round(s, 5), "floor": f}
+             for key, s, f in zip(table.index, spreads, case_floors, strict=True)}
+    return Noise(machine_identity(runs[-1].machine_info), len(runs), target, per_side, Z_BOUND, floors, cases, rates)

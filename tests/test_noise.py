@@ -1,0 +1,186 @@
+"""The deciding rule, piece by piece (fast: these are the tests mutmut runs against noise.py)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import synthetic_runs as syn
+from xferbench.analyze import noise
+from xferbench.analyze.noise import (
+    BANDWIDTH_MIN_BYTES,
+    DEFAULT_FLOOR,
+    DEFAULT_SPREAD,
+    MIN_SPREAD,
+    Z_BOUND,
+    Noise,
+    calibrate,
+    case_class,
+    judge,
+    robust_spread,
+    run_medians,
+    standard_error,
+)
+from xferbench.analyze.results import ResultsError
+
+
+def test_documented_constants():
+    """The README states these; a change must change the README too."""
+    assert (BANDWIDTH_MIN_BYTES, Z_BOUND, MIN_SPREAD) == (8 * 2**20, 4.0, 0.02)
+    assert DEFAULT_SPREAD == {"bandwidth": 0.15, "latency": 0.40}
+    assert DEFAULT_FLOOR == {"bandwidth": 0.25, "latency": 1.0}
+    assert noise.MIN_RUNS_TO_LEARN == 5 and noise.MAD_TO_SD == 1.4826
+
+
+@pytest.mark.parametrize(("nbytes", "moves", "expected"), [
+    (8 * 2**20, True, "bandwidth"), (8 * 2**20 - 1, True, "latency"), (2**30, False, "latency"), (4, True, "latency"),
+])
+def test_case_class(nbytes, moves, expected):
+    assert case_class(nbytes, moves) == expected
+
+
+def test_robust_spread_ignores_one_wild_run():
+    """MAD x 1.4826: the SD of normal data, and one 100x run does not move it much."""
+    assert robust_spread([1.0, 2.0, 3.0, 4.0, 100.0]) == pytest.approx(1.4826)
+    assert robust_spread([0.0, 0.0, 0.0]) == 0.0
+    assert robust_spread(np.random.default_rng(0).normal(0, 0.1, 20000)) == pytest.approx(0.1, rel=0.03)
+
+
+def test_standard_error():
+    """One or two runs a side: a mean's error; three or more: a median's (pi/2 the variance)."""
+    assert standard_error(0.1, 1, 1) == pytest.approx(0.1 * math.sqrt(2))
+    assert standard_error(0.1, 2, 2) == pytest.approx(0.1)
+    assert standard_error(0.1, 3, 3) == pytest.approx(0.1 * math.sqrt(math.pi / 3))
+    assert standard_error(0.2, 1, 3) == pytest.approx(0.2 * math.sqrt(1 + math.pi / 6))
+
+
+class TestJudge:
+    def test_regression_needs_both_significance_and_size(self):
+        base, slower = [0.0] * 5, [math.log(2.0)] * 3
+        j = judge(base, slower, spread=0.05, floor=0.25)
+        assert j.verdict == "regression" and j.ratio == pytest.approx(2.0)
+        assert j.z == pytest.approx(math.log(2.0) / standard_error(0.05, 5, 3))
+        assert j.low < 2.0 < j.high
+        assert j.low == pytest.approx(2.0 * math.exp(-1.96 * standard_error(0.05, 5, 3)))
+        assert j.high == pytest.approx(2.0 * math.exp(1.96 * standard_error(0.05, 5, 3)))
+        assert (j.floor, j.spread) == (0.25, 0.05)
+        assert judge(base, slower, spread=0.05, floor=1.5).verdict == "unchanged"  # below the floor
+        assert judge(base, slower, spread=1.0, floor=0.25).verdict == "noise"  # within the spread
+
+    def test_improvement_is_the_mirror(self):
+        assert judge([0.0] * 5, [math.log(0.5)] * 3, 0.05, 0.25).verdict == "improvement"
+        assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "noise"
+        assert judge([0.0] * 5, [math.log(0.9)] * 3, 0.01, 0.25).verdict == "unchanged"
+
+    def test_the_bounds_are_strict(self):
+        """Exactly at the floor or exactly at the z bound is not yet a change."""
+        at_floor = math.log(1.25)
+        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == "unchanged"
+        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == "unchanged"
+        assert judge([0.0], [at_floor + 1e-9], 0.001, 0.25).verdict == "regression"
+        spread = math.log(3.0) / (Z_BOUND * math.sqrt(2))  # z exactly 4 for a 3x change, one run a side
+        assert judge([0.0], [math.log(3.0)], spread, 0.25).verdict == "noise"
+        assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25).verdict == "regression"
+        assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25, z_bound=5.0).verdict == "noise"
+
+    def test_medians_not_means(self):
+        """One wild new run among three does not make a regression."""
+        assert judge([0.0] * 5, [0.0, 0.0, math.log(50)], 0.05, 0.25).verdict == "unchanged"
+        assert judge([0.0, 0.0, math.log(50)], [0.0] * 5, 0.05, 0.25).verdict == "unchanged"
+
+    def test_spread_never_below_the_minimum(self):
+        """A spread of zero (luck) is taken as 2%: 10% over 1+1 runs is then z = 3.4, not infinite."""
+        j = judge([0.0], [math.log(1.1)], 0.0, 0.05)
+        assert j.z == pytest.approx(math.log(1.1) / (MIN_SPREAD * math.sqrt(2)))
+        assert j.verdict == "noise"
+
+
+class TestRunMedians:
+    def test_one_column_per_run_and_classes(self):
+        runs = syn.runs(0, 3)
+        table, meta = run_medians(runs)
+        assert table.shape == (58, 3)
+        frame = runs[1].frame.set_index("case_key")
+        latency, bandwidth = frame.index[5], sorted(syn.bandwidth_keys())[0]
+        # a latency-bound case counts its fastest round, a bandwidth-bound one its median
+        assert table.loc[latency, 1] == pytest.approx(math.log(np.min(frame.loc[latency, "data"])))
+        assert table.loc[bandwidth, 1] == pytest.approx(math.log(np.median(frame.loc[bandwidth, "data"])))
+        assert np.min(frame.loc[bandwidth, "data"]) < np.median(frame.loc[bandwidth, "data"])
+        assert (meta["class"] == "bandwidth").sum() == 9
+        assert meta.loc[latency, "class"] == "latency" and meta.loc[bandwidth, "class"] == "bandwidth"
+        assert meta.loc[latency, "path"] == frame.loc[latency, "path"]
+
+    def test_a_case_missing_from_a_run_is_nan(self):
+        runs = syn.runs(0, 2)
+        runs[1].frame = runs[1].frame.iloc[1:]
+        table, _ = run_medians(runs)
+        assert table.shape == (58, 2) and table[1].isna().sum() == 1
+
+    @pytest.mark.parametrize(("data", "problem"), [
+        (None, "has no per-round data"), ([], "has no per-round data"), ([1.0, math.inf], "non-finite"),
+        ([1.0, 0.0], "non-positive"), ([1.0, -1.0], "non-positive"),
+    ])
+    def test_unusable_rounds(self, data, problem):
+        (run,) = syn.runs(0, 1)
+        run.frame.at[2, "data"] = data
+        with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}"):
+            run_medians([run])
+
+
+class TestCalibrate:
+    def test_learns_spread_and_floors_that_hold_the_target(self):
+        runs = syn.runs(0, 12)
+        learned = calibrate(runs, target=0.05, seed=1)
+        assert learned.runs == 12 and learned.per_side == 1 and learned.target == 0.05
+        assert learned.z_bound == Z_BOUND and len(learned.cases) == 58
+        spreads = {c["class"]: [] for c in learned.cases.values()}
+        for case in learned.cases.values():
+            spreads[case["class"]].append(case["spread"])
+        assert np.median(spreads["bandwidth"]) == pytest.approx(syn.SPREAD["bandwidth"], rel=0.4)
+        assert np.median(spreads["latency"]) == pytest.approx(syn.SPREAD["latency"], rel=0.4)
+        assert all(rate <= 0.05 for rate in learned.false_alarm_rate.values())
+        assert learned.floors["bandwidth"] in noise.FLOOR_GRID and learned.floors["bandwidth"] <= 0.3
+
+    def test_wild_runs_raise_the_floor(self):
+        """Where runs land 2-20x off now and then, only a high floor keeps A/A comparisons quiet."""
+        calm = calibrate(syn.runs(0, 12), seed=1)
+        wild = calibrate(syn.runs(0, 12, wild=0.05), seed=1)
+        assert wild.floors["latency"] > calm.floors["latency"]
+        assert wild.floors["latency"] >= 1.0
+
+    def test_per_case_floors(self):
+        """A case that is bimodal between runs (1000x apart, as 1 MiB allocations are on a busy VM) is not
+        gated at all; steady cases keep small floors, and compare reads each case's own floor."""
+        runs = syn.runs(0, 12)
+        key = runs[0].frame["case_key"].iloc[0]
+        for i, run in enumerate(runs):
+            if i % 3 == 0:
+                run.frame.at[0, "data"] = [t * 1000 for t in run.frame.at[0, "data"]]
+        learned = calibrate(runs, seed=1)
+        assert learned.cases[key]["floor"] == math.inf and learned.floor(key, "latency") == math.inf
+        steady = [c["floor"] for k, c in learned.cases.items() if k != key]
+        assert max(steady) < math.inf and np.median(steady) <= 0.25
+        assert learned.floor("unknown", "latency") == learned.floors["latency"]
+        assert noise.FLOOR_GRID[-1] == math.inf and noise.FLOOR_GRID[0] == 0.05
+
+    def test_needs_enough_runs(self):
+        with pytest.raises(ValueError, match="at least 5 A/A runs, got 4"):
+            calibrate(syn.runs(0, 4))
+        with pytest.raises(ValueError, match="at least 8 A/A runs, got 7"):
+            calibrate(syn.runs(0, 7), per_side=3)
+
+    def test_round_trip_and_spread_lookup(self):
+        learned = calibrate(syn.runs(0, 6), seed=1)
+        back = Noise.from_json(learned.to_json(), "n.json")
+        assert back == learned
+        key = next(iter(learned.cases))
+        assert back.spread(key, "latency") == learned.cases[key]["spread"]
+        assert back.spread("no such case", "latency") == DEFAULT_SPREAD["latency"]
+        assert back.spread("no such case", "bandwidth") == DEFAULT_SPREAD["bandwidth"]
+        assert json.loads(learned.to_json())["xferbench_noise"] == 1
+
+    @pytest.mark.parametrize("text", ["{", "[]", '{"xferbench_noise": 2}', '{"xferbench_noise": 1, "runs": 3}'])
+    def test_foreign_files_refused(self, text):
+        with pytest.raises(ResultsError, match=r"n\.json: not a noise file written by xferbench calibrate"):
+            Noise.from_json(text, "n.json")
