@@ -142,5 +142,5 @@ def test_cli_end_to_end(tmp_path, capsys):
                  "--seed", "3"]) == 1
     out = capsys.readouterr().out
     assert "1 confirmed regression(s) in 58 case(s) over 6 interleaved blocks" in out
-    assert re.search(r"host pageable copy_ cpu +16 MiB +bandwidth +3\.\d+x .* regression", out)
+    assert re.search(r"host pageable copy_ cpu +16 MiB +bandwidth +(2\.9\d|3\.0\d)\d*x .* regression", out)  # 3x, estimated
     assert len(list((tmp_path / "ab").glob("block*-base.json"))) == 12  # 6 blocks + 6 to confirm, all kept
