@@ -264,9 +264,11 @@ def section(frame: pd.DataFrame) -> dict[str, Any] | None:
     if _distributed(frame).empty:
         return None
     title, caption = DISTRIBUTED_TEXT
-    plots: list[Plot] = [
-        as_plot("distributed", title, caption, bandwidth_plot(frame)),
-        as_plot("distributed-links", "Within a node and across nodes", LINKS_CAPTION, links_plot(frame)),
-        as_plot("distributed-ranks", "Which rank is slow", SPREAD_CAPTION, spread_plot(frame)),
-    ]
+    plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame))]
+    # The other two exist only for some runs (several nodes; per-rank times, which older runs lack):
+    # a run that cannot have them is not missing anything, so they are left out rather than shown as gaps.
+    for key, name, text, figure in (("distributed-links", "Within a node and across nodes", LINKS_CAPTION, links_plot(frame)),
+                                    ("distributed-ranks", "Which rank is slow", SPREAD_CAPTION, spread_plot(frame))):
+        if not isinstance(figure, str):
+            plots.append(as_plot(key, name, text, figure))
     return {"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)), "plots": plots}
