@@ -9,8 +9,8 @@
 # so each family is its own run with its own timeout, cut to what is left of BUDGET
 # seconds (default 420, i.e. 7 minutes in all), and after each one every finished
 # family is merged into "$OUT/full.json". A family that no longer fits the budget is
-# logged as not run. $OUT ends with at most 5 files: log.txt, harness_check.json,
-# full.json, check.txt, index.html.
+# logged as not run. $OUT ends with at most 7 files: log.txt, harness_check.json,
+# full.json, check.txt, and the report's index.html, index.csv and index.md.
 #
 # It uses the work tree as it is (PYTHONPATH=src), so a machine without registry access
 # only needs torch, pytest, pytest-benchmark, pandas, matplotlib and scipy (nvidia-ml-py
@@ -35,7 +35,12 @@ merge() {  # every finished family's JSON -> one pytest-benchmark JSON, written 
 import json, sys
 from pathlib import Path
 from xferbench.output import write_atomic
-runs = [json.loads(p.read_text()) for p in sorted(Path(sys.argv[2]).glob("*.json"), key=lambda p: p.stat().st_mtime)]
+runs = []
+for path in sorted(Path(sys.argv[2]).glob("*.json"), key=lambda p: p.stat().st_mtime):
+    try:
+        runs.append(json.loads(path.read_text()))
+    except ValueError:  # cut while writing: that family is lost, the others are kept
+        print(f"merge: {path.stem} left out, its JSON is incomplete")
 if runs:
     merged = runs[0] | {"benchmarks": [b for run in runs for b in run["benchmarks"]]}
     write_atomic(Path(sys.argv[1]), json.dumps(merged))
@@ -58,7 +63,13 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
         --benchmark-columns=median,iqr,rounds \
         --benchmark-json="$WORK/$name.json"
     local rc=$?
-    (( rc == 124 || rc == 137 )) && echo "== $name: cut at ${limit}s; its results are lost, the others are kept"
+    if (( rc == 124 || rc == 137 )); then
+        if [[ -s "$WORK/$name.json" ]]; then
+            echo "== $name: cut at ${limit}s while finishing, after its JSON was written"
+        else
+            echo "== $name: cut at ${limit}s; its results are lost, the others are kept"
+        fi
+    fi
     merge
 }
 
