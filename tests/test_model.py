@@ -263,8 +263,8 @@ class TestFitPaths:
         fits = fit_paths(rows_frame(path_sweep("create", "cpu", "cpu", 1e-6, 10.0, method="empty")))
         assert fits.empty
         assert list(fits.columns) == ["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps",
-                                      "beta_basis", "half_peak_bytes", "best_gbps", "largest_gbps", "largest_bytes",
-                                      "sizes", "resident_sizes", "cache_bytes", "cache"]
+                                      "stated_gbps", "beta_basis", "half_peak_bytes", "best_gbps", "largest_gbps",
+                                      "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache"]
 
 
 class TestLargestCommonSize:
