@@ -6,11 +6,13 @@ Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .analyze.results import ResultsError
+from .output import OutputError
 
 __all__ = ["main"]
 
@@ -19,12 +21,34 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+#: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
+DEFAULT_OUTPUT = Path("reports/index.html")
+
+
+def _output(given: Path | None, inputs: list[Path]) -> Path:
+    """The output path, refused before any loading if it would destroy an input or cannot be written."""
+    from .output import check_output
+
+    check_output(given or DEFAULT_OUTPUT, inputs, create_folder=given is None)
+    return given or DEFAULT_OUTPUT
+
+
 def _report(args: argparse.Namespace) -> int:
     from .analyze.history import history_plots
     from .analyze.peers import kind_of, load_peers
     from .analyze.report import companions, write_report
     from .analyze.results import load
+    from .output import check_output
 
+    given = [*args.results, *([args.history] if args.history else [])]
+    output = _output(args.output, given)
+    inputs = {path.resolve() for path in args.results}
+    if output.suffix in (".csv", ".md", ".json") or any(
+            target.resolve() in inputs for target in (output, *companions(output))):
+        raise UsageError(f"-o {output}: the report is an HTML file, and neither it nor its .csv and .md "
+                         "companions may replace an input")
+    for companion in companions(output):
+        check_output(companion, given, create_folder=args.output is None)
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
     kinds = [(path, kind_of(path)) for path in args.results]
     suite = [path for path, kind in kinds if kind == "suite"]
@@ -32,11 +56,6 @@ def _report(args: argparse.Namespace) -> int:
     if not suite:
         raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
                          "pytest-benchmark JSON of the suite, not alone")
-    inputs = {path.resolve() for path in args.results}
-    if args.output.suffix in (".csv", ".md", ".json") or any(
-            target.resolve() in inputs for target in (args.output, *companions(args.output))):
-        raise UsageError(f"-o {args.output}: the report is an HTML file, and neither it nor its .csv and .md "
-                         "companions may replace an input")
     history = history_plots(args.history) if args.history else None
     if history is None and len(suite) == 1 and suite[0].is_dir():
         # A storage folder: report its newest run, draw trends over all of them.
@@ -44,10 +63,17 @@ def _report(args: argparse.Namespace) -> int:
         results = load([latest_file(suite[0])])
     else:
         results = load(suite)
-    path = write_report(results, args.output, history=history, peers=peers)
+    _say_incomplete(args.command, results.incomplete)
+    path = write_report(results, output, history=history, peers=peers)
     csv_path, markdown_path = companions(path)
     print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
     return 0
+
+
+def _say_incomplete(command: str, labels: list[str]) -> None:
+    """An interrupted run is reported, but never silently: each of its labels on stdout."""
+    for label in labels:
+        print(f"xferbench {command}: {label}")
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -59,13 +85,24 @@ def _compare(args: argparse.Namespace) -> int:
     from .analyze.compare import compare, load_runs, parse_threshold, reproduced, to_json, to_markdown, to_text
     from .analyze.noise import Noise
     from .contract import machine_differences, simulation_mismatch
-    from .output import write_atomic
+    from .output import check_output, write_atomic
 
     try:
         floor = parse_threshold(args.threshold) if args.threshold else None
     except ValueError as error:
         raise UsageError(f"--threshold: {error}") from None
+    outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
+    for flag, path in outputs:
+        try:
+            check_output(path, [args.base, args.new, *([args.noise] if args.noise else []),
+                                *([args.confirm] if args.confirm else [])])
+        except ValueError as error:
+            raise UsageError(f"{flag} {error}") from None
+    if len(outputs) == 2 and os.path.realpath(args.markdown) == os.path.realpath(args.json):
+        raise UsageError(f"--markdown and --json name the same file ({args.json}); give two")
     (base, base_notes), (new, new_notes) = load_runs(args.base), load_runs(args.new)
+    for side, runs in (("base", base), ("new", new)):
+        _say_incomplete(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
     mismatch = simulation_mismatch(base[-1].machine_info, new[-1].machine_info)
     if mismatch:  # whatever --allow-different-machines says
         raise UsageError(mismatch)
@@ -172,6 +209,7 @@ def _check(args: argparse.Namespace) -> int:
     from .analyze.results import load
 
     results = load(args.results)
+    _say_incomplete(args.command, results.incomplete)
     verdicts = check(results)
     width = max(len(v.name) for v in verdicts)
     label = "simulated " if results.simulated else ""
@@ -214,15 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="JSON files, or a pytest-benchmark storage folder (its newest run is reported, "
                              "with every run as history); nvbandwidth -j JSON and nccl-tests text outputs of the "
                              "same machine may be added, and are shown beside the suite's figures")
-    report.add_argument("-o", "--output", type=Path, default=Path("reports/index.html"),
-                        help="the HTML page; X.csv and X.md are written beside it (default: %(default)s)")
+    report.add_argument("-o", "--output", type=Path,
+                        help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
     report.set_defaults(run=_report)
 
     history = sub.add_parser("history", help="report the newest run of a pytest-benchmark storage folder, "
                                              "with trend plots over all its runs")
     history.add_argument("folder", type=Path, help="e.g. reports/history or .benchmarks")
-    history.add_argument("-o", "--output", type=Path, default=Path("reports/index.html"), help="default: %(default)s")
+    history.add_argument("-o", "--output", type=Path, help=f"default: {DEFAULT_OUTPUT}")
     history.set_defaults(run=_history)
 
     comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor")
@@ -279,8 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (ResultsError, UsageError) as error:
+    except (ResultsError, OutputError, UsageError) as error:
         print(f"xferbench {args.command}: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a disk that fills, a folder made read-only while we ran
+        print(f"xferbench {args.command}: {error.filename or ''}: cannot write or read it ({error.strerror})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -115,6 +115,9 @@ MEASURED: dict[str, Any] = {
     "verified": bool,            # distributed: every rank's output was checked after timing
     "rank_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds of every rank
     "rank_hosts": list[str],     # distributed: the node of each rank
+    "host_rss_bytes": int,       # resident host memory of the process after the benchmark (measure/journal.py)
+    "pinned_host_bytes": int,    # pinned host memory held by torch's caching host allocator, once CUDA is in use
+    "device_bytes": int,         # device memory allocated by torch on all devices, once CUDA is in use
 }
 
 
@@ -141,7 +144,7 @@ def _check(name: str, value: Any, kind: Any) -> Any:
             raise ContractError(f"field {name!r} must be a whole number >= 0, got {value!r:.60}")
         return value
     if kind is float:
-        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        if type(value) not in (int, float) or not 0 <= value < math.inf:  # NaN, inf and huge ints fail without overflow
             raise ContractError(f"field {name!r} must be a finite number >= 0, got {value!r:.60}")
         return float(value)
     if not isinstance(value, str) or not value:

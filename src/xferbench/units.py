@@ -16,6 +16,7 @@ __all__ = [
     "format_bytes",
     "format_seconds",
     "format_size",
+    "mathtext_safe",
     "parse_dtype",
     "parse_size",
     "parse_sizes",
@@ -139,3 +140,8 @@ def first_line(error: BaseException) -> str:
     """An error's message cut to its first line (torch's run to pages), or its type's name."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def mathtext_safe(label: str) -> str:
+    """A label matplotlib draws as written: ``$`` would start mathtext (and a lone one raise)."""
+    return label.replace("$", r"\$")

@@ -8,6 +8,8 @@ DataFrame and never on JSON. No torch here.
 from __future__ import annotations
 
 import json
+import math
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ import pandas as pd
 from ..contract import IDENTITY, SCHEMA_VERSION, ContractError, identity_from, measured_from
 from ..families import FAMILIES
 
-__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "load", "load_file"]
+__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "incomplete_label", "is_journal", "load",
+           "load_file", "read_journal"]
 
 
 class ResultsError(ValueError):
@@ -33,6 +36,8 @@ class Results:
     commit_info: dict[str, Any]
     sources: list[str]
     notes: list[str] = field(default_factory=list)
+    #: One label per journal of a run that did not finish ("12 of 58 cases ..."); also in notes.
+    incomplete: list[str] = field(default_factory=list)
 
     @property
     def simulated(self) -> dict[str, Any] | None:
@@ -50,32 +55,107 @@ class Results:
 
 
 def find_json(path: Path) -> list[Path]:
-    """A file as itself; a folder (pytest-benchmark storage) as every JSON below it."""
+    """A file as itself; a folder (pytest-benchmark storage) as every JSON below it.
+
+    Anything that is not a regular file (a FIFO named ``*.json`` would block the read
+    forever) is refused before it is opened.
+    """
     if path.is_dir():
         files = sorted(path.rglob("*.json"))
         if not files:
             raise ResultsError(f"{path}: no JSON files in this folder")
+        for file in files:
+            _regular(file)
         return files
     if not path.exists():
         raise ResultsError(f"{path}: no such file")
+    _regular(path)
     return [path]
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _regular(path: Path) -> None:
     try:
-        text = path.read_text()
+        mode = path.stat().st_mode
+    except OSError as error:
+        raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
+    if not stat.S_ISREG(mode):
+        raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a results file")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    _regular(path)
+    try:
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
     if not text.strip():
         raise ResultsError(f"{path}: the file is empty")
+    if is_journal(path, text):
+        return read_journal(path, text)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ResultsError(f"{path}: not JSON, or cut short (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    except (RecursionError, ValueError) as error:  # nesting past the stack; an integer of thousands of digits
+        raise ResultsError(f"{path}: not a results file ({error.__class__.__name__}: nested too deeply "
+                           "or a number too long)") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list) or "machine_info" not in data:
         raise ResultsError(f"{path}: not a pytest-benchmark JSON file (it needs 'machine_info' and a 'benchmarks' list)")
     if not data["benchmarks"]:
         raise ResultsError(f"{path}: holds no benchmarks")
+    _check_run_fields(path, data)
+    return data
+
+
+def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
+    """The run-level fields the analysis reads, checked once."""
+    for name in ("machine_info", "commit_info"):
+        if data.get(name) is not None and not isinstance(data[name], dict):
+            raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
+    if data.get("datetime") is not None and not isinstance(data["datetime"], str):
+        raise ResultsError(f"{path}: field 'datetime' must be a string, got {data['datetime']!r:.60}")
+
+
+def is_journal(path: Path, text: str) -> bool:
+    """A journal of a run (JSON Lines, ``measure/journal.py``): by its suffix or its first line."""
+    return path.suffix == ".jsonl" or text.lstrip().startswith('{"xfer_journal"')
+
+
+def read_journal(path: Path, text: str) -> dict[str, Any]:
+    """A journal as a pytest-benchmark document, plus ``xfer_progress`` (finished, planned)
+    when the run did not reach its end.
+
+    A run killed mid-write leaves its last line cut short: that line is dropped (the
+    benchmark it held was not finished); a bad line anywhere else is an error.
+    """
+    lines = text.splitlines()
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (RecursionError, ValueError):  # JSONDecodeError is a ValueError
+            if number == len(lines) and not text.endswith("\n"):
+                break  # the write the interruption cut short
+            raise ResultsError(f"{path}: journal line {number} is not JSON") from None
+        if not isinstance(record, dict):
+            raise ResultsError(f"{path}: journal line {number} is not a JSON object")
+        records.append(record)
+    header = records[0] if records else {}
+    if not isinstance(header.get("xfer_journal"), int) or isinstance(header.get("xfer_journal"), bool):
+        raise ResultsError(f"{path}: not an xferbench journal (its first line needs 'xfer_journal')")
+    benchmarks = [r["benchmark"] for r in records if "benchmark" in r]
+    if not benchmarks:
+        raise ResultsError(f"{path}: the journal holds no finished benchmark (the run stopped before the first)")
+    planned = header.get("planned")
+    data: dict[str, Any] = {"machine_info": header.get("machine_info") or {}, "commit_info": header.get("commit_info") or {},
+                            "datetime": header.get("datetime"), "benchmarks": benchmarks}
+    _check_run_fields(path, data)
+    ends = [r["end"] for r in records if isinstance(r.get("end"), dict)]
+    if not ends or ends[-1].get("interrupted") is not False:
+        total = planned if type(planned) is int and planned >= len(benchmarks) else None
+        data["xfer_progress"] = (len(benchmarks), total)
     return data
 
 
@@ -86,24 +166,71 @@ def _moves_payload(op: str, variant: str | None) -> bool:
     return (family is None or family.moves_payload) and variant != "again"
 
 
-_STATS = ("median", "min", "mean", "max", "iqr", "q1", "q3", "stddev")
+#: Times in seconds per call: pytest-benchmark's statistics of the rounds.
+_TIMES = ("median", "min", "mean", "max", "q1", "q3")
+#: Spreads in seconds: zero when every round took the same time.
+_SPREADS = ("iqr", "stddev")
+_STATS = _TIMES + _SPREADS
+#: Payloads past this are not a measurement but a corrupted number (and overflow a float).
+_MAX_BYTES = 2**62
+#: Bounds of a plausible time per call, in seconds: no clock resolves a femtosecond, and no
+#: call lasts a year. Outside them a number is corrupt, and would overflow bandwidths and sums.
+_SHORTEST, _LONGEST = 1e-15, 3e7
+
+
+def _seconds(value: Any) -> float | None:
+    """``value`` as seconds if it is a plain finite number within bounds (0 allowed), else None."""
+    if type(value) not in (int, float) or not -_LONGEST <= value <= _LONGEST:  # compares huge ints without overflow
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _stats_from(stats: Any) -> dict[str, Any]:
+    """The statistics the analysis reads, type-checked: finite positive times, numeric rounds."""
+    if not isinstance(stats, dict):
+        raise ContractError(f"'stats' must be an object, got {stats!r:.60}")
+    checked: dict[str, Any] = {}
+    for name in _STATS:
+        value = _seconds(stats.get(name))
+        if value is None or value < 0:
+            raise ContractError(f"stats field {name!r} must be a finite number of seconds, 0 to {_LONGEST:.0e}, "
+                                f"got {stats.get(name)!r:.60}")
+        if value < _SHORTEST and name in _TIMES:
+            raise ContractError(f"stats field {name!r} must be above 0 (a time per call), got {value!r}")
+        checked[f"{name}_s"] = value
+    for name, default in (("rounds", None), ("iterations", 1)):
+        value = stats.get(name, default)
+        if type(value) is not int or value < 1:
+            raise ContractError(f"stats field {name!r} must be a whole number >= 1, got {value!r:.60}")
+        checked[name] = value
+    data = stats.get("data")
+    if data is not None and (not isinstance(data, list)
+                             or not all((t := _seconds(x)) is not None and t >= 0 for x in data)):
+        raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
+    checked["data"] = data
+    return checked
 
 
 def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
-    info, stats = bench["extra_info"], bench["stats"]
+    info = bench["extra_info"]
     identity = identity_from(info)
     measured = measured_from(info)
-    median = float(stats["median"])
+    stats = _stats_from(bench.get("stats"))
+    if identity.nbytes > _MAX_BYTES:
+        raise ContractError(f"field 'nbytes' is not a plausible payload ({identity.nbytes:.3e} bytes)")
+    for name in ("name", "group"):
+        if bench.get(name) is not None and not isinstance(bench[name], str):
+            raise ContractError(f"{name!r} must be a string, got {bench[name]!r:.60}")
+    median = stats["median_s"]
     row: dict[str, Any] = {"run": run, "datetime": when, "name": bench.get("name"), "group": bench.get("group")}
     row |= {name: getattr(identity, name) for name in IDENTITY}
     row["shape"] = "x".join(map(str, identity.shape))
     row |= measured
-    row |= {f"{name}_s": float(stats[name]) for name in _STATS}
-    row |= {"rounds": int(stats["rounds"]), "iterations": int(stats.get("iterations", 1)), "data": stats.get("data")}
+    row |= stats
     # The time of one transfer: a ping-pong call carries the payload there and back.
     row["transfer_s"] = median / 2 if measured["round_trip"] else median
     # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
-    moves = median > 0 and _moves_payload(identity.op, identity.variant)
+    moves = _moves_payload(identity.op, identity.variant)
     row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else float("nan")
     factor = measured["bus_factor"]
     row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else float("nan")
@@ -123,14 +250,16 @@ def load_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
         if not isinstance(info, dict) or "xfer_schema" not in info:
             foreign += 1
             continue
-        if int(info["xfer_schema"]) > SCHEMA_VERSION:
-            raise ResultsError(f"{path}: written by a newer xferbench (data schema {info['xfer_schema']}); upgrade xferbench")
+        name = bench.get("name")
+        schema = info["xfer_schema"]
+        if type(schema) is not int:
+            raise ResultsError(f"{path}: benchmark {name!r:.80}: field 'xfer_schema' must be a whole number, got {schema!r:.60}")
+        if schema > SCHEMA_VERSION:
+            raise ResultsError(f"{path}: written by a newer xferbench (data schema {schema}); upgrade xferbench")
         try:
             rows.append(_row(bench, run, when))
         except ContractError as error:
-            raise ResultsError(f"{path}: benchmark {bench.get('name')!r}: {error}") from None
-        except (KeyError, TypeError, ValueError) as error:
-            raise ResultsError(f"{path}: benchmark {bench.get('name')!r} is malformed ({error!r} missing or wrong)") from None
+            raise ResultsError(f"{path}: benchmark {name!r:.80}: {error}") from None
     if not rows:
         raise ResultsError(f"{path}: none of its {foreign} benchmarks are xferbench's (no extra_info.xfer_schema)")
     return data, rows, foreign
@@ -140,7 +269,8 @@ def load(paths: list[Path]) -> Results:
     """Load results; the last file's machine_info describes the run.
 
     When a case appears in several files, the newest (by the run's datetime)
-    wins and a note says how many older rows were replaced.
+    wins and a note says how many older rows were replaced. A journal of a run
+    that did not finish is loaded with what it holds and labelled incomplete.
     """
     files = [f for p in paths for f in find_json(Path(p))]
     loaded = [(f, *load_file(f)) for f in files]
@@ -149,7 +279,8 @@ def load(paths: list[Path]) -> Results:
     frame = frame_from_rows(rows)
     before = len(frame)
     frame = frame.drop_duplicates(subset="case_key", keep="last").reset_index(drop=True)
-    notes = []
+    incomplete = [incomplete_label(f, data["xfer_progress"]) for f, data, _, _ in loaded if "xfer_progress" in data]
+    notes = list(incomplete)
     foreign = sum(item[3] for item in loaded)
     if foreign:
         notes.append(f"{foreign} benchmark(s) that are not xferbench's were left out.")
@@ -157,7 +288,15 @@ def load(paths: list[Path]) -> Results:
         notes.append(f"{before - len(frame)} older result(s) of a case measured again were replaced by the newest.")
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=last.get("machine_info") or {},
-                   commit_info=last.get("commit_info") or {}, sources=[str(f) for f in files], notes=notes)
+                   commit_info=last.get("commit_info") or {}, sources=[str(f) for f in files], notes=notes,
+                   incomplete=incomplete)
+
+
+def incomplete_label(path: Path, progress: tuple[int, int | None]) -> str:
+    """``Incomplete run: 12 of 58 cases finished before it stopped (run.journal.jsonl).``"""
+    finished, planned = progress
+    of = f" of {planned}" if planned is not None else ""
+    return f"Incomplete run: {finished}{of} cases finished before it stopped ({path.name})."
 
 
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # no
 __all__ = ["XferHookspecs", "XferSettings"]
 
 #: Run-time state (clocks, caches, pinned cache) and the concurrent families' fixtures.
-pytest_plugins = ("xferbench.measure.run_state",)
+pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal")
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
 #: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
@@ -129,6 +129,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Runs before pytest-benchmark's own (trylast) configure, so option defaults
     # set here are the ones its session reads.
     config.addinivalue_line("markers", "xfer(op): parametrize the test over xferbench's cases (or scenarios) of op")
+    if not config.pluginmanager.hasplugin("benchmark"):
+        raise pytest.UsageError("xferbench times with pytest-benchmark: it is not installed or was disabled "
+                                "(-p no:benchmark); pip install pytest-benchmark and drop -p no:benchmark")
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         from .devices import TorchBackend
@@ -280,6 +283,7 @@ def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -
     return run
 
 
+@pytest.hookimpl(optionalhook=True)  # so that -p no:benchmark reaches the clear message of pytest_configure
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
     if _SETTINGS not in config.stash:
         return
@@ -300,6 +304,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 _FINGERPRINT = pytest.StashKey[dict[str, Any]]()
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_compare_machine_info(
     config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any], compared_benchmark: dict[str, Any]
 ) -> None:

@@ -23,6 +23,7 @@ _KEY = pytest.StashKey[dict[str, Any]]()
 MAX_FINDINGS = 5
 
 
+@pytest.hookimpl(optionalhook=True)  # -p no:benchmark gets the plugin's clear message, not "unknown hook"
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]) -> None:
     config.stash[_KEY] = output_json
 
