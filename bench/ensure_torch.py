@@ -14,6 +14,11 @@ import sys
 
 if importlib.util.find_spec("torch") is None:
     requirement = os.environ.get("XFERBENCH_TORCH", "torch==2.13.0")
+    if not requirement.strip() or requirement.lstrip().startswith("-"):
+        # pip would read it as an option (or install nothing): refuse it before pip sees it.
+        print(f"ensure_torch: XFERBENCH_TORCH={requirement!r} is not a requirement; set it like torch==2.13.0",
+              file=sys.stderr)
+        sys.exit(2)
     print(f"ensure_torch: no torch in this environment; installing {requirement}", flush=True)
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", requirement])
 else:
