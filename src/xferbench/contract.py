@@ -10,7 +10,7 @@ in ``MEASURED`` with its type. No torch here, and nothing from either side.
 
 from __future__ import annotations
 
-import math
+import sys
 import types
 import typing
 from dataclasses import asdict, dataclass, fields
@@ -144,7 +144,7 @@ def _check(name: str, value: Any, kind: Any) -> Any:
             raise ContractError(f"field {name!r} must be a whole number >= 0, got {value!r:.60}")
         return value
     if kind is float:
-        if type(value) not in (int, float) or not 0 <= value < math.inf:  # NaN, inf and huge ints fail without overflow
+        if type(value) not in (int, float) or not 0 <= value <= sys.float_info.max:  # NaN, inf, huge ints fail
             raise ContractError(f"field {name!r} must be a finite number >= 0, got {value!r:.60}")
         return float(value)
     if not isinstance(value, str) or not value:

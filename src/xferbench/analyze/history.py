@@ -43,7 +43,7 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
     for path in find_json(folder):
         try:
             when = json.loads(path.read_text()).get("datetime") or ""
-        except (OSError, ValueError, AttributeError):  # ValueError: not JSON, or not UTF-8
+        except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, or not UTF-8
             raise ResultsError(f"{path}: not JSON, or cut short") from None
         runs.append((path, str(when)))
     return sorted(runs, key=lambda run: (run[1], run[0].name))
