@@ -217,7 +217,7 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     measured = measured_from(info)
     stats = _stats_from(bench.get("stats"))
     if identity.nbytes > _MAX_BYTES:
-        raise ContractError(f"field 'nbytes' is not a plausible payload ({identity.nbytes:.3e} bytes)")
+        raise ContractError(f"field 'nbytes' is not a plausible payload, got {identity.nbytes!r:.30}")
     for name in ("name", "group"):
         if bench.get(name) is not None and not isinstance(bench[name], str):
             raise ContractError(f"{name!r} must be a string, got {bench[name]!r:.60}")
