@@ -98,10 +98,24 @@ def journal_path(config: pytest.Config) -> Path | None:
     return path
 
 
+def _trim_host_heap() -> None:
+    """Hand freed heap memory back to the OS (glibc), so RSS shows what is held, not what the
+    allocator kept after large payloads were freed; between benchmarks, outside any timing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # musl and others have no malloc_trim
+        pass
+
+
 def memory_now() -> dict[str, int]:
     """What the process holds now: resident host memory, pinned host memory and device
     memory allocated by torch (the last two only once CUDA is in use)."""
     memory: dict[str, int] = {}
+    _trim_host_heap()
     try:
         with open("/proc/self/statm") as statm:
             memory["host_rss_bytes"] = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
