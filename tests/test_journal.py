@@ -201,3 +201,34 @@ class TestLongRun:
         growth = {family: after[family, "2"] - after[family, "1"] for family in ("create", "host", "noop")}
         assert all(g < MAX_GROWTH for g in growth.values()), f"host RSS grew in the second pass: {growth}"
         assert all(rss > 0 for rss in after.values())
+
+
+class TestMemoryNow:
+    def test_pinned_and_device_memory_once_cuda_is_in_use(self, monkeypatch):
+        """With CUDA initialized, pinned host bytes (host allocator) and device bytes (all devices) are recorded."""
+        import types
+
+        from xferbench.measure.journal import memory_now
+
+        cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True, device_count=lambda: 2,
+                                     host_memory_stats=lambda: {"allocated_bytes.current": 3 * 2**20},
+                                     memory_allocated=lambda i: (i + 1) * 2**30)
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+        memory = memory_now()
+        assert memory["pinned_host_bytes"] == 3 * 2**20
+        assert memory["device_bytes"] == 3 * 2**30
+        assert memory["host_rss_bytes"] > 0
+
+    def test_cuda_never_initialized_by_recording(self, monkeypatch):
+        """Before CUDA is in use, nothing is asked of it (asking would create a context on every GPU)."""
+        import types
+
+        from xferbench.measure.journal import memory_now
+
+        def untouchable(*args):
+            raise AssertionError("touched CUDA")
+
+        cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: False,
+                                     device_count=untouchable, host_memory_stats=untouchable, memory_allocated=untouchable)
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+        assert set(memory_now()) == {"host_rss_bytes"}
