@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from xferbench.analyze.results import load
 from xferbench.cli import main
 from xferbench.units import mathtext_safe
 
@@ -271,3 +272,23 @@ class TestOptionsUpFront:
         assert done.returncode == 2
         assert "is not a requirement" in done.stderr
         assert "installing" not in done.stdout
+
+
+class TestNoSilentMerge:
+    def test_cases_differing_only_by_shape_are_both_kept(self, tmp_path, sample):
+        """2x3 and 24 B hold the same bytes; they are different cases, so neither replaces the other."""
+        document = small(sample, 1)
+        twin = copy.deepcopy(document["benchmarks"][0])
+        twin["extra_info"]["shape"] = [2, 3]
+        twin["name"] = "twin"
+        document["benchmarks"].append(twin)
+        results = load([put(tmp_path / "run.json", document)])
+        assert len(results.frame) == 2 and results.notes == []
+
+    def test_non_blocking_as_a_string_is_refused_not_merged(self, tmp_path, capsys, sample):
+        document = small(sample, 1)
+        twin = copy.deepcopy(document["benchmarks"][0])
+        twin["extra_info"]["non_blocking"] = "False"
+        document["benchmarks"].append(twin)
+        code, _, err = run_cli(capsys, "check", put(tmp_path / "run.json", document))
+        assert_refused(code, err, "field 'non_blocking' must be true or false")
