@@ -157,6 +157,14 @@ class TestJournalFile:
         assert first.read_text() == "earlier run\n"
         assert journal_lines(pytester.path / "run.journal.1.jsonl")[-1]["end"]["finished"] == 1
 
+    def test_given_journal_that_exists_gets_a_counter(self, pytester):
+        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makepyfile(test_one="def test_one(benchmark):\n    benchmark(sum, [1, 2])\n")
+        (pytester.path / "mine.jsonl").write_text("kept\n")
+        pytester.runpytest("--xfer-journal=mine.jsonl", "--benchmark-max-time=0.001").assert_outcomes(passed=1)
+        assert (pytester.path / "mine.jsonl").read_text() == "kept\n"
+        assert journal_lines(pytester.path / "mine.1.jsonl")[-1]["end"]["finished"] == 1
+
     def test_unwritable_journal_folder_stops_before_measuring(self, pytester):
         pytester.makeconftest(FAKE_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")

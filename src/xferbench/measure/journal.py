@@ -81,11 +81,11 @@ def journal_path(config: pytest.Config) -> Path | None:
     given = config.getoption("xfer_journal")
     if given == "none":
         return None
-    if given:
-        return Path(given)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = getattr(config.option, "benchmark_json", None)
-    if target:
+    if given:
+        base = str(Path(given).with_suffix("")) if given.endswith(".jsonl") else given
+    elif target:
         base = Path(target).with_suffix("").as_posix() + ".journal"
     else:
         storage = str(getattr(config.option, "benchmark_storage", "") or "file://./.benchmarks")
@@ -93,7 +93,7 @@ def journal_path(config: pytest.Config) -> Path | None:
             return None  # elasticsearch storage: nowhere beside it on disk
         base = str(Path(storage.removeprefix("file://")) / "journal" / stamp)
     path, counter = Path(base + ".jsonl"), 1
-    while path.exists():
+    while path.exists() or path.is_symlink():
         path, counter = Path(f"{base}.{counter}.jsonl"), counter + 1
     return path
 
