@@ -174,29 +174,37 @@ class TestJournalFile:
         result.stderr.fnmatch_lines(["*--xfer-journal: file/run.jsonl: file is not a folder*"])
 
 
-#: The host families twice in one process: a pass, then the same cases again.
-TWO_PASSES = "\n".join(f'''
+def two_passes(ops: tuple[str, ...]) -> str:
+    """A bench file with the families ``ops`` twice in one process: a pass, then the same cases again."""
+    return "import os\nimport pytest\n\nLEAKED = []\n" + "\n".join(f'''
 @pytest.mark.xfer("{op}")
 def test_pass{n}_{op}(xfer_case, xfer):
     xfer(xfer_case)
     if os.environ.get("XFER_LEAK") and {n} == 2:  # only to show that this test sees a leak
         LEAKED.append(b"x" * int(os.environ["XFER_LEAK"]))
-''' for n in (1, 2) for op in ("create", "host", "noop"))
+''' for n in (1, 2) for op in ops)
+
 
 #: Host memory a second pass may add over the first: slack, not a payload per case (one 16 MiB
 #: payload kept per case adds 16 MiB per case). Measured on a 2-core VM: 0.1 MiB, heap trimmed.
 MAX_GROWTH = 16 * 2**20
+HOST_FAMILIES = ("create", "host", "noop")
+SIMULATED = ("--xfer-simulate=" + str(Path(__file__).resolve().parents[1] / "examples" / "sim-2gpu-pcie5-nvlink.toml"),)
 
 
 class TestLongRun:
-    def test_second_pass_holds_no_more_memory_than_the_first(self, tmp_path):
-        """Each benchmark records the host RSS after it; the second pass over the same host cases
-        ends each family within a bound of where the first pass ended it."""
+    @pytest.mark.parametrize(("ops", "machine"), [
+        (HOST_FAMILIES, ("--xfer-devices=cpu",)),
+        (("h2d", "d2h", "d2d", "peer", *HOST_FAMILIES), SIMULATED),
+    ], ids=["cpu", "simulated-2gpu"])
+    def test_second_pass_holds_no_more_memory_than_the_first(self, tmp_path, ops, machine):
+        """Each benchmark records the host RSS after it; the second pass over the same cases ends
+        each family within a bound of where the first pass ended it."""
         (tmp_path / "conftest.py").write_text('pytest_plugins = ("xferbench.measure.plugin",)\n')
-        (tmp_path / "test_twice.py").write_text("import os\nimport pytest\n\nLEAKED = []\n" + TWO_PASSES)
+        (tmp_path / "test_twice.py").write_text(two_passes(ops))
         out = tmp_path / "run.json"
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--xfer-devices=cpu", "--xfer-sizes=4B,16MiB",
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *machine, "--xfer-sizes=4B,16MiB",
              "--benchmark-max-time=0.01", f"--benchmark-json={out}", "test_twice.py"],
             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:]
@@ -206,7 +214,7 @@ class TestLongRun:
         for bench in json.loads(out.read_text())["benchmarks"]:
             family, run = bench["extra_info"]["op"], bench["name"][len("test_pass"):][0]
             after[family, run] = bench["extra_info"]["host_rss_bytes"]  # the last one: where the family ended
-        growth = {family: after[family, "2"] - after[family, "1"] for family in ("create", "host", "noop")}
+        growth = {family: after[family, "2"] - after[family, "1"] for family in ops}
         assert all(g < MAX_GROWTH for g in growth.values()), f"host RSS grew in the second pass: {growth}"
         assert all(rss > 0 for rss in after.values())
 
