@@ -29,6 +29,7 @@ from typing import IO, Any
 import pytest
 
 from ..output import OutputError, check_output
+from ..units import first_line
 
 __all__ = ["JOURNAL_VERSION", "Journal", "journal_path", "memory_now"]
 
@@ -174,23 +175,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     planned = sum(1 for item in session.items
                   if "benchmark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("skip") is None)
     bs = session.config._benchmarksession  # type: ignore[attr-defined]
-    commit_info = session.config.hook.pytest_benchmark_generate_commit_info(config=session.config)
-    journal.open({"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned,
-                  "machine_info": bs.get_machine_info(), "commit_info": commit_info})
+    header: dict[str, Any] = {"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned,
+                              "machine_info": {}, "commit_info": {}}
+    try:
+        header["machine_info"] = bs.get_machine_info()
+        header["commit_info"] = session.config.hook.pytest_benchmark_generate_commit_info(config=session.config)
+    except Exception as error:  # the journal never stops a run the JSON alone would survive
+        header["header_error"] = first_line(error)
+    journal.open(header)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    journal = _journal(item.config)
     fixture = getattr(item, "funcargs", {}).get("benchmark")
-    if journal is None or call.when != "call" or fixture is None or not report.passed:
+    if call.when != "call" or fixture is None or not report.passed:
         return report
     stats = getattr(fixture, "stats", None)
     if stats:  # a test that used the fixture but measured nothing has no stats
-        fixture.extra_info.update(memory_now())
-        journal.write({"benchmark": stats.as_dict(include_data=True)})
-        journal.finished.append(stats)
+        fixture.extra_info.update(memory_now())  # with or without a journal
+        journal = _journal(item.config)
+        if journal is not None:
+            journal.write({"benchmark": stats.as_dict(include_data=True)})
+            journal.finished.append(stats)
     return report
 
 
