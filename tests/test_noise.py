@@ -84,6 +84,10 @@ class TestJudge:
         assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25).verdict == "regression"
         assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25, z_bound=5.0).verdict == "noise"
 
+    def test_the_ratio_is_new_over_base(self):
+        j = judge([1.0, 1.0, 1.0], [1.0 + math.log(2.0)] * 3, 0.05, 0.25)
+        assert j.ratio == pytest.approx(2.0) and j.verdict == "regression"
+
     def test_medians_not_means(self):
         """One wild new run among three does not make a regression."""
         assert judge([0.0] * 5, [0.0, 0.0, math.log(50)], 0.05, 0.25).verdict == "unchanged"
@@ -124,7 +128,16 @@ class TestRunMedians:
     def test_unusable_rounds(self, data, problem):
         (run,) = syn.runs(0, 1)
         run.frame.at[2, "data"] = data
-        with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}"):
+        with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}") as error:
+            run_medians([run])
+        if "per-round" in problem:
+            assert str(error.value).endswith("(run pytest-benchmark with --benchmark-save-data or --benchmark-json)")
+
+    def test_a_run_without_a_source_is_called_run(self):
+        (run,) = syn.runs(0, 1)
+        run.sources = []
+        run.frame.at[2, "data"] = None
+        with pytest.raises(ResultsError, match=r"^run: benchmark"):
             run_medians([run])
 
 
@@ -164,6 +177,17 @@ class TestCalibrate:
         assert learned.floor("unknown", "latency") == learned.floors["latency"]
         assert noise.FLOOR_GRID[-1] == math.inf and noise.FLOOR_GRID[0] == 0.05
 
+    def test_what_the_file_records(self):
+        runs = syn.runs(0, 5)
+        runs[-1].machine_info = {"xferbench": {"torch": "9.9", "devices": []}}
+        learned = calibrate(runs, seed=1)  # exactly the minimum number of runs
+        assert learned.machine["torch"] == "9.9" and learned.runs == 5
+        key = runs[0].frame["case_key"].iloc[7]
+        assert learned.cases[key]["path"] == runs[0].frame["path"].iloc[7]
+        assert learned.cases[key]["nbytes"] == int(runs[0].frame["nbytes"].iloc[7])
+        assert set(learned.false_alarm_rate) == {"bandwidth", "latency"}
+        assert calibrate(syn.runs(0, 8), per_side=3, seed=1).per_side == 3  # 2 x 3 + 2 runs: enough
+
     def test_needs_enough_runs(self):
         with pytest.raises(ValueError, match="at least 5 A/A runs, got 4"):
             calibrate(syn.runs(0, 4))
@@ -179,6 +203,14 @@ class TestCalibrate:
         assert back.spread("no such case", "latency") == DEFAULT_SPREAD["latency"]
         assert back.spread("no such case", "bandwidth") == DEFAULT_SPREAD["bandwidth"]
         assert json.loads(learned.to_json())["xferbench_noise"] == 1
+
+    def test_a_case_floor_wins_over_its_class_floor(self):
+        learned = Noise({}, 8, 0.05, 1, Z_BOUND, {"bandwidth": 0.5, "latency": 2.0},
+                        {"k": {"path": "p", "nbytes": 4, "class": "latency", "spread": 0.03, "floor": 0.1},
+                         "old": {"path": "p", "nbytes": 8, "class": "latency", "spread": 0.03}})
+        assert learned.floor("k", "latency") == 0.1
+        assert learned.floor("old", "latency") == 2.0  # a file from before per-case floors
+        assert learned.floor("unknown", "bandwidth") == 0.5
 
     @pytest.mark.parametrize("text", ["{", "[]", '{"xferbench_noise": 2}', '{"xferbench_noise": 1, "runs": 3}'])
     def test_foreign_files_refused(self, text):

@@ -251,9 +251,15 @@ class TestMachines:
         slow_spec = tmp_path / "slow.toml"
         slow_spec.write_text(slow.replace("seed = 1", "seed = 2"))
         args = ("h2d",)
-        run_bench(base_spec, tmp_path / "base.json", args, "4MiB", "-k", "copy_ and cuda:0")
+        # Five base runs (seeds 1-5): compare learns the between-run spread from them; one
+        # run against one run could not tell 30% from drift.
+        (tmp_path / "base").mkdir()
+        for seed in range(1, 6):
+            spec = tmp_path / f"base{seed}.toml"
+            spec.write_text(base_spec.read_text().replace("seed = 1", f"seed = {seed}"))
+            run_bench(spec, tmp_path / "base" / f"{seed}.json", args, "4MiB", "-k", "copy_ and cuda:0")
         run_bench(slow_spec, tmp_path / "slow.json", args, "4MiB", "-k", "copy_ and cuda:0")
-        code = main(["compare", str(tmp_path / "base.json"), str(tmp_path / "slow.json"), "--threshold=10%"])
+        code = main(["compare", str(tmp_path / "base"), str(tmp_path / "slow.json"), "--threshold=10%"])
         text = capsys.readouterr().out
         assert code == 1, text
         flagged = [line for line in text.splitlines() if "pinned" in line]

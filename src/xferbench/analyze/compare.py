@@ -25,7 +25,7 @@ import numpy as np
 from ..contract import machine_differences, machine_identity
 from ..units import format_bytes, format_seconds
 from .history import current_segment, runs_in
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
 from .results import Results, ResultsError, load
 
 __all__ = [
@@ -45,9 +45,6 @@ __all__ = [
 
 #: How a change that the runs cannot tell from drift is shown.
 NOISE_LABEL = "within this machine's run-to-run noise"
-
-#: Weight of the class default spread, in runs, when a spread is learned from base runs.
-PRIOR_RUNS = 5
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
@@ -98,7 +95,7 @@ class Comparison:
     z: float | None  # robust z of the log ratio against the between-run spread
     floor: float | None
     spread: float | None  # between-run SD of log time used
-    spread_from: str | None  # calibration, history (shrunk towards the default), default
+    spread_from: str | None  # calibration, history, default
     verdict: str  # regression, improvement, not reproduced, noise, unchanged, new, gone
 
     @property
@@ -123,16 +120,19 @@ class Comparison:
 def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
     """The case's between-run spread and where it came from.
 
-    A spread learned from the base runs is shrunk towards the class default as if the
-    default were ``PRIOR_RUNS`` more runs: a MAD of a handful of runs is often far too
-    small by luck, and with ~60 cases judged at once luck always strikes somewhere.
+    A spread learned from the base runs is taken at the upper end of its own
+    uncertainty, x (1 + 1.17 / sqrt(n)) (the MAD's relative standard error is about
+    1.17 / sqrt(n)): a MAD of a handful of runs is often too small by luck, and with
+    ~60 cases judged at once luck always strikes somewhere. Below ``MIN_RUNS_TO_LEARN``
+    runs it is not taken below the class default either.
     """
     if noise is not None and key in noise.cases:
         return noise.spread(key, cls), "calibration"
     if len(base) < 3:
         return DEFAULT_SPREAD[cls], "default"
-    learned, n = robust_spread(base), len(base)
-    return math.sqrt((n * learned**2 + PRIOR_RUNS * DEFAULT_SPREAD[cls] ** 2) / (n + PRIOR_RUNS)), "history"
+    n = len(base)
+    learned = max(robust_spread(base), MIN_SPREAD) * (1 + 1.17 / math.sqrt(n))
+    return (learned if n >= MIN_RUNS_TO_LEARN else max(learned, DEFAULT_SPREAD[cls])), "history"
 
 
 def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None = None,
