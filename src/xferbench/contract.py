@@ -179,7 +179,8 @@ def machine_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
     block = machine_info.get("xferbench")
     block = block if isinstance(block, dict) else {}
     cpu = machine_info.get("cpu")
-    devices = block.get("devices") if isinstance(block.get("devices"), list) else []
+    listed = block.get("devices")
+    devices: list[Any] = listed if isinstance(listed, list) else []
     return {
         "GPUs": None if not block else [d.get("name") if isinstance(d, dict) else None for d in devices],
         "driver": block.get("driver"),

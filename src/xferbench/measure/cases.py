@@ -127,8 +127,11 @@ def accelerators(devices: Sequence[str]) -> list[str]:
 
 def no_accelerator(op: str, devices: Sequence[str]) -> list[Planned]:
     """The one skip line of a family that needs an accelerator, on a machine without one."""
-    reason = f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}"
-    return [Skipped(f"{op}-no-accelerator", reason)]
+    return [_no_accelerator(op, devices)]
+
+
+def _no_accelerator(op: str, devices: Sequence[str]) -> Skipped:
+    return Skipped(f"{op}-no-accelerator", f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}")
 
 
 def _host_and_accelerator_skip(op: str, devices: Sequence[str]) -> list[Planned]:
@@ -140,24 +143,26 @@ def _host_and_accelerator_skip(op: str, devices: Sequence[str]) -> list[Planned]
     return []
 
 
-def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] | list[Planned]:
-    """The (src, dst) pairs a family runs on here, or the one skip line saying why there are none."""
+def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] | Skipped:
+    """The (src, dst) pairs a family runs on here, or the one skip saying why there are none."""
     op, gpus = family.op, accelerators(devices)
+    no_cpu = Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")
+    no_gpu = _no_accelerator(op, devices)
     if family.endpoints == "each":
         return [(d, d) for d in devices]
     if family.endpoints == "host":
-        return [("cpu", "cpu")] if "cpu" in devices else [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
+        return [("cpu", "cpu")] if "cpu" in devices else no_cpu
     if family.endpoints in ("host->accelerator", "accelerator->host"):
         if not gpus:
-            return no_accelerator(op, devices)
+            return no_gpu
         if "cpu" not in devices:
-            return [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
+            return no_cpu
         return [("cpu", d) if family.endpoints == "host->accelerator" else (d, "cpu") for d in gpus]
     if family.endpoints == "accelerator":
-        return [(d, d) for d in gpus] or no_accelerator(op, devices)
+        return [(d, d) for d in gpus] or no_gpu
     if len(gpus) < 2:
         found = ", ".join(gpus) or "none"
-        return [Skipped(f"{op}-needs-two-accelerators", f"{op} copies need two accelerators; found {len(gpus)} ({found})")]
+        return Skipped(f"{op}-needs-two-accelerators", f"{op} copies need two accelerators; found {len(gpus)} ({found})")
     return [(s, d) for s in gpus for d in gpus if s != d]
 
 
@@ -173,11 +178,11 @@ def _applies(variant: Variant, src: str, dst: str) -> bool:
 def _family_cases(op: str, devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
     fam = family(op)
     endpoints = _endpoints(fam, devices)
-    if endpoints and isinstance(endpoints[0], Skipped):
-        return list(endpoints)  # type: ignore[arg-type]
+    if isinstance(endpoints, Skipped):
+        return [endpoints]
     return [
         Case(op, v.method, src, dst, shape, dtype, v.host_memory, v.non_blocking)
-        for src, dst in endpoints  # type: ignore[misc]
+        for src, dst in endpoints
         for v in fam.variants
         if _applies(v, src, dst)
     ]
