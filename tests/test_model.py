@@ -9,6 +9,7 @@ from handfed import bench, gpu_machine, sweep, write
 from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
     Fit,
+    cache_bytes,
     fit_alpha_beta,
     fit_paths,
     largest_common_size,
@@ -390,3 +391,79 @@ class TestFitPathsRows:
                 expected[op].append(f"{op} pinned copy_ {src}->{dst}")
         fits = fit_paths(rows_frame(rows))
         assert list(fits["path"]) == expected["h2d"] + expected["d2h"]
+
+
+def host_caches(**caches):
+    return {"xferbench": {"host": {"cache_bytes": caches}}}
+
+
+class TestCacheSizes:
+    def test_host_copies_use_the_largest_host_cache(self):
+        """The cut for host copies is the largest level recorded, named as the host's."""
+        assert cache_bytes(host_caches(L1d=49152, L2=MiB, L3=32 * MiB), "host", "cpu") == (32 * MiB, "host CPU cache")
+
+    @pytest.mark.parametrize("machine", [
+        {}, {"xferbench": {"host": ["L3"]}}, host_caches(L3="32 MiB"), host_caches(L3=0), host_caches(L3=-1),
+        host_caches(),
+    ])
+    def test_unusable_host_cache_facts_are_ignored(self, machine):
+        """A host block that is not a record, sizes written as text, zero or negative: no cache, not a crash."""
+        assert cache_bytes(machine, "host", "cpu") is None
+
+    def test_smallest_positive_cache_counts(self):
+        assert cache_bytes(host_caches(L1d=1), "host", "cpu") == (1, "host CPU cache")
+        assert cache_bytes(gpu_machine(l2_cache_bytes=1), "d2d", "cuda:0") == (1, "cuda:0 L2")
+
+    @pytest.mark.parametrize("l2", [0, -5, "50MB", None])
+    def test_unusable_l2_is_ignored(self, l2):
+        assert cache_bytes(gpu_machine(l2_cache_bytes=l2), "peer", "cuda:0") is None
+
+    def test_device_copies_use_the_source_gpu_l2(self):
+        """Same-device and peer copies run from the source GPU's L2; PCIe moves have no cache cut."""
+        machine = gpu_machine(l2_cache_bytes=50 * 10**6)
+        assert cache_bytes(machine, "peer", "cuda:0") == (50 * 10**6, "cuda:0 L2")
+        assert cache_bytes(machine, "d2d", "cuda:1") is None
+        assert cache_bytes(machine, "h2d", "cpu") is None
+
+
+class TestFitPathsCacheColumns:
+    def test_row_names_its_cache_and_largest_size(self, tmp_path):
+        """The table says which cache cut the sweep and the largest size β was held against."""
+        benchmarks = sweep("d2d", "copy_", "cuda:0", "cuda:0", 4e-6, 1500.0)
+        results = load([write(tmp_path / "r.json", benchmarks, gpu_machine(l2_cache_bytes=40 * MiB))])
+        row = _fits(results).loc["d2d copy_ cuda:0"]
+        assert (row["cache_bytes"], row["cache"]) == (40 * MiB, "cuda:0 L2")
+        assert row["largest_bytes"] == max(HANDFED_SIZES)
+
+    def test_no_cache_recorded(self, tmp_path):
+        results = load([write(tmp_path / "r.json", sweep("h2d", "to", "cpu", "cuda:0", 8e-6, 25.0), gpu_machine())])
+        row = _fits(results).loc["h2d to cpu->cuda:0"]
+        assert row["cache_bytes"] is None and row["cache"] is None
+
+    def test_two_sizes_are_too_few(self, tmp_path):
+        """A path with two sizes has no β, and the table says why."""
+        benchmarks = sweep("h2d", "to", "cpu", "cuda:0", 8e-6, 25.0, sizes=[4, 2**20])
+        row = _fits(load([write(tmp_path / "r.json", benchmarks, gpu_machine())])).loc["h2d to cpu->cuda:0"]
+        assert row["beta_basis"] == "too few sizes"
+        assert np.isnan(row["beta_gbps"]) and np.isnan(row["half_peak_bytes"])
+
+
+class TestRoofsOfEachPath:
+    def test_pageable_d2h_is_bounded_by_the_host_copy_too(self, tmp_path):
+        """A device-to-host move into pageable memory ends in a host copy: that ceiling is drawn for d2h too."""
+        benchmarks = (sweep("d2h", "to", "cuda:0", "cpu", 8e-6, 12.0, host_memory="pageable")
+                      + sweep("host", "copy_", "cpu", "cpu", 1e-6, 9.0, host_memory="pageable"))
+        results = load([write(tmp_path / "r.json", benchmarks, gpu_machine())])
+        assert [name for _, name in roofs(results.frame, results.machine_info, "d2h", "cuda:0", "cpu", "pageable")] \
+            == ["PCIe Gen4 x16", "host memory copy (copy_, 268,435,456 B, this run)"]
+
+    def test_device_copies_are_bounded_by_their_source_memory(self, tmp_path):
+        """Same-device copies get the source GPU's memory roof."""
+        results = load([write(tmp_path / "r.json", sweep("d2d", "copy_", "cuda:0", "cuda:0", 4e-6, 900.0),
+                              gpu_machine(memory_peak_gbps=2000.0))])
+        assert roofs(results.frame, results.machine_info, "d2d", "cuda:0", "cuda:0") == [
+            (1000.0, "device memory (2000 GB/s, NVML clock x bus width, shared by read and write)")]
+
+    def test_peer_from_an_unknown_gpu(self):
+        """A peer copy from a GPU the fingerprint does not list has an unknown link."""
+        assert link_peak(gpu_machine(nvlink_links=4, nvlink_version="4.0"), "peer", "cuda:5", "cuda:0") is None
