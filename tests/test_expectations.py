@@ -4,10 +4,15 @@ import pytest
 
 from xferbench.analyze.expectations import (
     Verdict,
+    all_gpus_scaling,
+    bidirectional_duplex,
     check,
+    clocks_and_link_at_run_time,
+    copy_kind_cost,
     d2h_pageable_slowest,
     device_within_wall,
     noops_same_object,
+    numa_penalty,
     pinned_beats_pageable,
     pinned_link_efficiency,
     same_device_10x,
@@ -356,3 +361,73 @@ class TestPinnedLinkEfficiency:
         results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 31.5, memory="pinned")], machine={})
         assert pinned_link_efficiency(results) == Verdict(
             NAMES[5], "not measured", "best 31.5 GB/s; the link is not in the fingerprint (install nvidia-ml-py)")
+
+
+def concurrent(op, variant, src, dst, gbps, *, mib=64, payloads=1, **measured):
+    """A concurrent family's benchmark: ``payloads`` payloads of ``mib`` MiB moved at ``gbps`` GB/s summed."""
+    nbytes = mib * MiB * payloads
+    seconds = nbytes / (gbps * 1e9)
+    info = {"xfer_schema": 1, "op": op, "method": "copy_", "src": src, "dst": dst, "nbytes": nbytes, "dtype": "float32",
+            "shape": [mib * MiB // 4], "variant": variant, "clock": "wall+sync"} | measured
+    stats = {k: seconds for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+        "iqr": 0.0, "stddev": 0.0, "rounds": 5, "iterations": 1, "data": [seconds] * 5}
+    return {"name": f"test_{op}[{variant}-{mib}-{src}-{dst}]", "extra_info": info, "stats": stats}
+
+
+class TestConcurrentFigures:
+    def test_bidir_reports_the_largest_complete_payload(self, tmp_path):
+        """With several payload sizes, the figure is the largest one's, once."""
+        rows = [concurrent("bidir", v, "cpu", "cuda:0", g, mib=mib, payloads=2 if v == "h2d+d2h" else 1)
+                for mib in (16, 64) for v, g in (("h2d", 20.0), ("d2h", 10.0), ("h2d+d2h", 30.0))]
+        assert bidirectional_duplex(results_of(tmp_path, rows)).detail == (
+            "64 MiB each way: h2d+d2h 30 GB/s summed = 1.50x the faster direction alone (h2d 20, d2h 10)")
+
+    @pytest.mark.parametrize("variants", [("h2d", "h2d+d2h"), ("h2d", "d2h")])
+    def test_bidir_incomplete(self, tmp_path, variants):
+        """A missing direction or a missing both-at-once case is said, not divided by."""
+        rows = [concurrent("bidir", v, "cpu", "cuda:0", 20.0) for v in variants]
+        assert bidirectional_duplex(results_of(tmp_path, rows)) == Verdict(
+            NAMES[6], "figure", "incomplete: needs h2d, d2h and h2d+d2h at one size")
+
+    def test_all_gpus_both_directions(self, tmp_path):
+        rows = [concurrent("all_gpus_host", "h2d_one", "cpu", "cuda:0", 25.0),
+                concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", 40.0),
+                concurrent("all_gpus_host", "d2h_one", "cuda:0", "cpu", 20.0),
+                concurrent("all_gpus_host", "d2h_all", "all:cuda", "cpu", 30.0)]
+        assert all_gpus_scaling(results_of(tmp_path, rows)).detail == (
+            "64 MiB per GPU: h2d: all at once 40 GB/s summed = 1.60x one GPU's 25; "
+            "d2h: all at once 30 GB/s summed = 1.50x one GPU's 20")
+
+    def test_all_gpus_incomplete(self, tmp_path):
+        rows = [concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", 40.0)]
+        assert all_gpus_scaling(results_of(tmp_path, rows)) == Verdict(
+            NAMES[7], "figure", "incomplete: needs _one and _all of a direction")
+
+    def test_copy_kind_per_route_in_measured_order(self, tmp_path):
+        """Each route is listed in the order it was measured, every kind against its memcpy."""
+        rows = [concurrent("copy_kind", v, src, dst, g)
+                for src, dst in (("cuda:0", "cpu"), ("cpu", "cuda:0"))
+                for v, g in (("memcpy", 20.0), ("strided", 5.0), ("convert", 10.0), ("convert_nonblocking", 16.0))]
+        assert copy_kind_cost(results_of(tmp_path, rows)).detail == (
+            "at 64 MiB: cuda:0->cpu: memcpy 20 GB/s, strided 0.25x, convert 0.50x, convert_nonblocking 0.80x; "
+            "cpu->cuda:0: memcpy 20 GB/s, strided 0.25x, convert 0.50x, convert_nonblocking 0.80x")
+
+    def test_numa_both_directions(self, tmp_path):
+        rows = [concurrent("numa", "h2d_local", "cpu", "cuda:0", 25.0), concurrent("numa", "h2d_remote", "cpu", "cuda:0", 20.0),
+                concurrent("numa", "d2h_local", "cuda:0", "cpu", 20.0), concurrent("numa", "d2h_remote", "cuda:0", "cpu", 10.0)]
+        assert numa_penalty(results_of(tmp_path, rows)).detail == (
+            "h2d: remote 20 GB/s = 0.80x local 25; d2h: remote 10 GB/s = 0.50x local 20")
+
+    def test_numa_one_placement(self, tmp_path):
+        """Only the remote placement ran (the local one was skipped): said, not divided by."""
+        rows = [concurrent("numa", "h2d_remote", "cpu", "cuda:0", 20.0)]
+        assert numa_penalty(results_of(tmp_path, rows)) == Verdict(
+            NAMES[9], "figure", "only one placement ran (see the skip reasons)")
+
+    @pytest.mark.parametrize("machine", [{}, {"xferbench": {"devices": [{"device": "cuda:0"}]}}])
+    def test_clocks_without_a_maximum(self, tmp_path, machine):
+        """Without the GPU's maximum SM clock in the fingerprint, no '(max ...)' is made up."""
+        row = move("h2d", "cpu", "cuda:0", 25.0, memory="pinned")
+        row["extra_info"] |= {"sm_clock_mhz": 1410, "memory_clock_mhz": 2619}
+        assert clocks_and_link_at_run_time(results_of(tmp_path, [row], machine=machine)).detail == (
+            "SM clock 1410-1410 MHz, memory clock 2619-2619 MHz over 1 cases; PCIe right after timing: unknown")
