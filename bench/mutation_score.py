@@ -39,6 +39,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
     "expectations": ("src/xferbench/analyze/expectations.py", ["tests/test_expectations.py"]),
     "compare": ("src/xferbench/analyze/compare.py", ["tests/test_compare.py"]),
+    "noise": ("src/xferbench/analyze/noise.py", ["tests/test_noise.py"]),
+    "ab": ("src/xferbench/analyze/ab.py", ["tests/test_ab.py"]),
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate.py"]),
 }
 
