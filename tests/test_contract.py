@@ -71,6 +71,14 @@ class TestPathLabel:
          "send_recv gloo x4"),
         ({"op": "send_recv", "world_size": 4, "backend": "gloo", "src": "rank0:cpu", "dst": "rank2:cpu"},
          "send_recv gloo x4 rank0->rank2"),
+        ({"op": "send_recv", "world_size": 2, "backend": "nccl", "src": "rank0:cuda", "dst": "rank1:cuda"},
+         "send_recv nccl x2"),
+        ({"op": "send_recv", "world_size": 2, "backend": "nccl", "src": "rank1:cuda", "dst": "rank0:cuda"},
+         "send_recv nccl x2 rank1->rank0"),
+        ({"op": "send_recv", "world_size": 4, "backend": "gloo", "src": "rank0:cpu", "dst": "rank3:cpu",
+          "variant": "overlap"}, "send_recv overlap gloo x4 rank0->rank3"),
+        ({"op": "send_recv", "world_size": 4, "backend": "gloo", "src": "rank2:cpu", "dst": "rank1:cpu"},
+         "send_recv gloo x4 rank2->rank1"),
         ({"op": "pingpong", "variant": "pingpong"}, "pingpong cpu->cuda:0"),
         ({"op": "sync_stall", "variant": "queued", "src": "cuda:0"}, "sync_stall queued cuda:0"),
         ({"op": "noop", "method": "cuda", "src": "cuda:1"}, "noop .cuda() on cuda:1"),
@@ -176,6 +184,25 @@ class TestMeasuredFrom:
     ])
     def test_wrong_type_is_named(self, name, value, message):
         """A NaN, negative or mistyped timing is refused by name rather than plotted."""
+        with pytest.raises(ContractError) as error:
+            measured_from({name: value})
+        assert str(error.value) == message
+
+    def test_lists_of_every_rank(self):
+        """Per-rank timings and hosts come back as lists, each element checked."""
+        measured = measured_from({"rank_seconds": [[1e-3, 2], [3e-3]], "rank_hosts": ["node0", "node1"]})
+        assert measured["rank_seconds"] == [[1e-3, 2.0], [3e-3]]
+        assert type(measured["rank_seconds"][0][1]) is float
+        assert measured["rank_hosts"] == ["node0", "node1"]
+
+    @pytest.mark.parametrize(("name", "value", "message"), [
+        ("rank_seconds", 1e-3, "field 'rank_seconds' must be a list, got 0.001"),
+        ("rank_seconds", [1e-3], "field 'rank_seconds' must be a list, got 0.001"),
+        ("rank_seconds", [[1e-3, -1.0]], "field 'rank_seconds' must be a finite number >= 0, got -1.0"),
+        ("rank_hosts", ["node0", ""], "field 'rank_hosts' must be a non-empty string, got ''"),
+    ])
+    def test_list_errors_name_the_field(self, name, value, message):
+        """A malformed per-rank list is refused naming the field and the bad element."""
         with pytest.raises(ContractError) as error:
             measured_from({name: value})
         assert str(error.value) == message
