@@ -248,3 +248,18 @@ class TestMemoryNow:
                                      device_count=untouchable, host_memory_stats=untouchable, memory_allocated=untouchable)
         monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
         assert set(memory_now()) == {"host_rss_bytes"}
+
+
+def test_benchmark_json_target_is_found_whether_a_path_or_an_open_file(tmp_path):
+    """pytest-benchmark before 5.3 hands --benchmark-json over as an open file, 5.3 as a path:
+    the journal goes beside it either way (a file object once crashed every run)."""
+    from types import SimpleNamespace
+
+    from xferbench.measure.journal import benchmark_json_path
+
+    target = tmp_path / "run.json"
+    with target.open("wb") as handle:
+        for given in (str(target), target, handle):
+            config = SimpleNamespace(option=SimpleNamespace(benchmark_json=given))
+            assert benchmark_json_path(config) == target  # type: ignore[arg-type]
+    assert benchmark_json_path(SimpleNamespace(option=SimpleNamespace())) is None  # type: ignore[arg-type]

@@ -83,7 +83,7 @@ def journal_path(config: pytest.Config) -> Path | None:
     if given == "none":
         return None
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    target = getattr(config.option, "benchmark_json", None)
+    target = benchmark_json_path(config)
     if given:
         base = str(Path(given).with_suffix("")) if given.endswith(".jsonl") else given
     elif target:
@@ -134,6 +134,14 @@ def memory_now() -> dict[str, int]:
     return memory
 
 
+def benchmark_json_path(config: pytest.Config) -> Path | None:
+    """Where ``--benchmark-json`` writes: a path from pytest-benchmark 5.3 on, an open file before."""
+    target = getattr(config.option, "benchmark_json", None)
+    if target is None:
+        return None
+    return Path(target if isinstance(target, str | os.PathLike) else target.name)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("xferbench").addoption(
         "--xfer-journal", default=None, metavar="PATH",
@@ -145,10 +153,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # After every configure (pytest-benchmark's makes its session last), before collection and measuring.
     config = session.config
-    target = getattr(config.option, "benchmark_json", None)
+    target = benchmark_json_path(config)
     if target:
         try:
-            check_output(Path(target))
+            check_output(target)
         except OutputError as error:
             raise pytest.UsageError(f"--benchmark-json: {error}") from None
     bs = getattr(config, "_benchmarksession", None)

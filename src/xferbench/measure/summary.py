@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from .journal import benchmark_json_path
+
 __all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
 
 _KEY = pytest.StashKey[dict[str, Any]]()
@@ -30,7 +32,7 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], o
 
 def _where(config: pytest.Config) -> str:
     """The command that writes the report of this run (tox -e bench runs it for reports/index.html)."""
-    json_path = config.getoption("benchmark_json", None)
+    json_path = benchmark_json_path(config)
     if json_path:
         html = Path(json_path).with_suffix(".html")
         return f"xferbench report {json_path} -o {html}   (writes {html}, .csv and .md)"
