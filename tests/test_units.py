@@ -143,3 +143,21 @@ class TestFormatSeconds:
     def test_missing_is_a_dash(self, seconds):
         """A case that was not measured shows a dash, not ``nan ns`` or ``inf s``."""
         assert format_seconds(seconds) == "–"
+
+
+class TestRoundingChoosesTheUnit:
+    @pytest.mark.parametrize(("seconds", "label"), [
+        (999.7e-9, "1 µs"), (999.4e-9, "999 ns"), (999.7e-6, "1 ms"), (0.99951, "1 s"), (1500.0, "1500 s"),
+        (-5e-3, "-5 ms"),
+    ])
+    def test_seconds_never_in_exponent_notation(self, seconds, label):
+        """A time that rounds up to 1000 of a unit reads as 1 of the next (``1 µs``, never ``1e+03 ns``)."""
+        assert format_seconds(seconds) == label
+
+    @pytest.mark.parametrize(("nbytes", "label"), [
+        (1023.9 * 1024, "1 MiB"), (1000 * 1024, "0.977 MiB"), (999 * 1024, "999 KiB"), (1023.4, "1023 B"),
+        (1023.6, "1 KiB"), (1023.99 * 2**30, "1 TiB"), (2000 * 2**40, "2000 TiB"),
+    ])
+    def test_bytes_never_in_exponent_notation(self, nbytes, label):
+        """A size that rounds to 1000 or more of a unit moves up one (``1 MiB``, never ``1.02e+03 KiB``)."""
+        assert format_bytes(nbytes) == label

@@ -115,24 +115,39 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes}B"
 
 
+def _three_digits(value: float) -> str:
+    """Three significant digits, never an exponent (``1500``, not ``1.5e+03``)."""
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
 def format_bytes(nbytes: float) -> str:
-    """Rounded label for axes and prose (``1.5 MiB``)."""
+    """Rounded label for axes and prose (``1.5 MiB``).
+
+    The unit is chosen after rounding, so a value that rounds up to the next unit is
+    written in it (``1 MiB``, not ``1.02e+03 KiB``).
+    """
     if nbytes <= 0 or math.isnan(nbytes):
         return "0 B"
-    for unit in ("TiB", "GiB", "MiB", "KiB"):
-        if nbytes >= _UNITS[unit]:
-            value = nbytes / _UNITS[unit]
-            return f"{value:.3g} {unit}"
-    return f"{nbytes:.0f} B"
+    if nbytes < 1023.5:  # whole bytes, exact; 1023.5 and up rounds to 1024 B = 1 KiB
+        return f"{nbytes:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        label = f"{nbytes / _UNITS[unit]:.3g}"
+        if float(label) < 1000:
+            return f"{label} {unit}"
+    return f"{_three_digits(nbytes / _UNITS['TiB'])} TiB"
 
 
 def format_seconds(seconds: float | None) -> str:
-    """``2.5 ms``, ``85.4 µs``, ``245 ns``; an en dash for a missing value."""
+    """``2.5 ms``, ``85.4 µs``, ``245 ns``; an en dash for a missing value.
+
+    The unit is chosen after rounding: 999.7 ns reads ``1 µs``, not ``1e+03 ns``.
+    """
     if seconds is None or math.isnan(seconds) or math.isinf(seconds):
         return "–"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
+        label = _three_digits(seconds / scale)
+        if abs(float(label)) >= 1:
+            return f"{label} {unit}"
     return f"{seconds * 1e9:.3g} ns"
 
 
