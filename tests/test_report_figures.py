@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -204,3 +205,13 @@ def test_noop_figure_sets_the_synchronize_beside_the_noop():
     assert widths["torch.cuda.synchronize(cuda:0) on an idle device"] == pytest.approx(5.0, rel=0.01)
     assert widths[".cuda() on cuda:1"] == pytest.approx(0.4, rel=0.01)
     plt.close(fig)
+
+
+def test_dollar_in_a_path_label_is_drawn_as_written():
+    """A path or device name with '$' (a shell variable in a folder name) reads literally, not as mathtext."""
+    frame = load([SWEEP]).frame
+    frame["path"] = "host copy_ /data/$x$/run"
+    svg = plots.to_svg(plots.scenario_plot(frame, "host"))
+    # Drawn text only: the hover titles hold the path verbatim whatever the drawing does.
+    drawn = ["".join(text.itertext()) for text in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+    assert "host copy_ /data/$x$/run" in drawn

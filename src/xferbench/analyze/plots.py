@@ -32,7 +32,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from ..families import FAMILIES, family, moving_ops
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_seconds, mathtext_safe
 from .model import CACHE_FACTOR, Fit, cache_bytes, cache_resident, fit_path, largest_common_size, roofs
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
@@ -139,9 +139,9 @@ def _log_y(ax: Axes) -> None:
 
 
 def _legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str], title: str | None = None) -> None:
-    if handles:
-        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8, title=title,
-                   title_fontsize=8, frameon=False)
+    if handles:  # labels name paths and devices from the data: a '$' in them is text, not mathtext
+        fig.legend(handles, [mathtext_safe(str(label)) for label in labels], loc="upper left",
+                   bbox_to_anchor=(1.0, 0.98), fontsize=8, title=title, title_fontsize=8, frameon=False)
 
 
 def _tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
@@ -230,7 +230,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
                 _cache_band(ax, machine_info, op, str(first["src"]))
                 roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()))
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
-            ax.set_title(f"{where}" + (f", {memory} host memory" if memory else ""), fontsize=10)
+            ax.set_title(mathtext_safe(f"{where}" + (f", {memory} host memory" if memory else "")), fontsize=10)
             _size_ticks(ax, rows["nbytes"].tolist())
             ax.grid(True, which="major", alpha=0.3)
             if r == len(panel_rows) - 1:
@@ -300,7 +300,7 @@ def cost_at_size(frame: pd.DataFrame) -> Figure | str:
     rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()])
     fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
-    labels = [f"{row['route']}  ({row['method']})" for _, row in fastest.iterrows()]
+    labels = [mathtext_safe(f"{row['route']}  ({row['method']})") for _, row in fastest.iterrows()]
     bars = ax.barh(labels, fastest["median_s"] * 1e3, color=[_colour(op) for op in fastest["op"]])
     for bar, (_, row) in zip(bars.patches, fastest.iterrows(), strict=True):
         calls = rows[rows["route"] == row["route"]].sort_values("median_s")
@@ -341,8 +341,8 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
                            color="w" if dark else "k", fontsize=10)
             if np.isfinite(value):
                 tip(text, [f"{devices[i]} → {devices[j]}: best {value:.4g} GB/s at {format_bytes(size)}"])
-    ax.set_xticks(range(len(devices)), devices)
-    ax.set_yticks(range(len(devices)), devices)
+    ax.set_xticks(range(len(devices)), [mathtext_safe(str(d)) for d in devices])
+    ax.set_yticks(range(len(devices)), [mathtext_safe(str(d)) for d in devices])
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
     bar = fig.colorbar(image, label=f"best GB/s at {format_bytes(size)} (log scale)")
@@ -370,7 +370,7 @@ def creation(frame: pd.DataFrame) -> Figure | str:
             legend.setdefault(f"torch.{method}", line)
         _size_ticks(ax, created["nbytes"].tolist())
         _log_y(ax)
-        ax.set_title(f"created on {device}", fontsize=10)
+        ax.set_title(mathtext_safe(f"created on {device}"), fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         ax.set_xlabel("payload")
     for ax in list(axes.flat)[len(devices):]:
@@ -402,7 +402,7 @@ def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
         values.append(cheapest["median_s"] * 1e6)
         colours.append(_colour(cheapest["op"]))
     fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(values) + 1.2))
-    bars = ax.barh(labels, values, color=colours)
+    bars = ax.barh([mathtext_safe(label) for label in labels], values, color=colours)
     for bar, label, v in zip(bars.patches, labels, values, strict=True):
         tip(bar, [f"{label}: {v * 1e3:.4g} ns per call"])
         ax.text(v, bar.get_y() + bar.get_height() / 2, f"  {v * 1e3:.0f} ns", va="center", fontsize=8)
@@ -442,7 +442,7 @@ def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
             legend.setdefault(kind, line)
         _size_ticks(ax, timed["nbytes"].tolist())
         ax.set_ylim(-5, 105)
-        ax.set_title(family(op).title if op in FAMILIES else op, fontsize=10)
+        ax.set_title(family(op).title if op in FAMILIES else mathtext_safe(str(op)), fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.set_xlabel("payload")
     for ax in list(axes.flat)[len(ops):]:
@@ -521,7 +521,7 @@ def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
     if rows["nbytes"].nunique() == 1:
         rows = rows.sort_values("median_s")
         fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
-        bars = ax.barh(rows["path"], rows["median_s"] * 1e3, color="tab:cyan")
+        bars = ax.barh([mathtext_safe(str(path)) for path in rows["path"]], rows["median_s"] * 1e3, color="tab:cyan")
         for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
             tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
         for y, ms in enumerate(rows["median_s"] * 1e3):
