@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -313,3 +314,234 @@ class TestSimulatedRun:
     def test_measured_runs_are_not_simulated(self, tmp_path, machine):
         """A measured run, a foreign JSON or a malformed flag never reads as simulated."""
         assert load([run_file(tmp_path, "run", [xfer()], machine=machine)]).simulated is None
+
+
+def journal_file(tmp_path, lines, *, name="run.journal.jsonl", cut=False):
+    """A journal as measure/journal.py writes it: one JSON object a line; ``cut`` leaves the last line unfinished."""
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
+    return write(tmp_path, name, text if cut else text + "\n")
+
+
+NOT_JOURNAL = "not an xferbench journal (its first line needs 'xfer_journal')"
+HEADER = {"xfer_journal": 1, "datetime": "2026-11-30T12:00:00", "planned": 5, "machine_info": {"node": "gpu-box"},
+          "commit_info": {"id": "abc"}}
+
+
+class TestJournal:
+    def test_finished_journal_reads_like_a_results_file(self, tmp_path):
+        """A journal whose run ended normally gives the same rows, machine and commit as the JSON would; nothing
+        is labelled incomplete."""
+        path = journal_file(tmp_path, [HEADER, {"benchmark": xfer(name="a")}, {"benchmark": xfer(op="d2h", name="b")},
+                                       {"end": {"exitstatus": 0, "interrupted": False}}])
+        results = load([path])
+        assert list(results.frame["name"]) == ["a", "b"]
+        assert list(results.frame["run"]) == ["run.journal"] * 2
+        assert list(results.frame["datetime"]) == ["2026-11-30T12:00:00"] * 2
+        assert (results.machine_info, results.commit_info) == ({"node": "gpu-box"}, {"id": "abc"})
+        assert (results.incomplete, results.notes) == ([], [])
+
+    @pytest.mark.parametrize("end", [[], [{"end": {"exitstatus": 2, "interrupted": True}}], [{"end": {"exitstatus": 2}}],
+                                     [{"end": None}], [{"end": {"interrupted": False}}, {"end": {"interrupted": True}}]])
+    def test_run_that_did_not_finish_is_labelled(self, tmp_path, end):
+        """No end record, an interrupted end, or an end that does not say it finished: the page says how far the
+        run got, in the labels and in the notes; the last end record decides."""
+        path = journal_file(tmp_path, [HEADER, {"benchmark": xfer(name="a")}, {"benchmark": xfer(op="d2h", name="b")},
+                                       *end])
+        results = load([path])
+        label = "Incomplete run: 2 of 5 cases finished before it stopped (run.journal.jsonl)."
+        assert (results.incomplete, results.notes) == ([label], [label])
+        assert len(results.frame) == 2
+
+    def test_last_end_record_decides_finished(self, tmp_path):
+        path = journal_file(tmp_path, [HEADER, {"benchmark": xfer()}, {"end": {"interrupted": True}},
+                                       {"end": {"interrupted": False}}])
+        assert load([path]).incomplete == []
+
+    @pytest.mark.parametrize(("planned", "said"), [(2, " of 2"), (None, ""), (1, ""), (True, ""), ("5", ""),
+                                                   (2.0, "")])
+    def test_planned_count_only_when_it_is_a_plausible_whole_number(self, tmp_path, planned, said):
+        """'2 of N' only when the header's plan is a whole number at least the finished count; else just '2'."""
+        path = journal_file(tmp_path, [HEADER | {"planned": planned}, {"benchmark": xfer(name="a")},
+                                       {"benchmark": xfer(op="d2h", name="b")}])
+        assert load([path]).incomplete == [f"Incomplete run: 2{said} cases finished before it stopped "
+                                           "(run.journal.jsonl)."]
+
+    def test_line_cut_short_by_the_interruption_is_dropped(self, tmp_path):
+        """A run killed mid-write leaves half a last line: the finished benchmarks before it still load."""
+        path = journal_file(tmp_path, [HEADER, {"benchmark": xfer(name="a")}, '{"benchmark": {"name": "b", "ext'],
+                            cut=True)
+        results = load([path])
+        assert list(results.frame["name"]) == ["a"]
+        assert results.incomplete == ["Incomplete run: 1 of 5 cases finished before it stopped (run.journal.jsonl)."]
+
+    @pytest.mark.parametrize(("lines", "cut", "message"), [
+        ([HEADER, "{broken", {"benchmark": xfer()}], True, "journal line 2 is not JSON"),
+        ([HEADER, {"benchmark": xfer()}, "{broken"], False, "journal line 3 is not JSON"),
+        ([HEADER, "", "", "{broken", {"benchmark": xfer()}], False, "journal line 4 is not JSON"),
+        ([HEADER, [1, 2], {"benchmark": xfer()}], False, "journal line 2 is not a JSON object"),
+        ([{"planned": 1}, {"benchmark": xfer()}], False, NOT_JOURNAL),
+        ([HEADER | {"xfer_journal": True}, {"benchmark": xfer()}], False, NOT_JOURNAL),
+        ([HEADER | {"xfer_journal": "1"}, {"benchmark": xfer()}], False, NOT_JOURNAL),
+        (['{"xfer_journal": 1, "planned'], True, NOT_JOURNAL),
+        ([HEADER, {"end": {"interrupted": True}}], False,
+         "the journal holds no finished benchmark (the run stopped before the first)"),
+        ([HEADER | {"machine_info": [1]}, {"benchmark": xfer()}], False, "field 'machine_info' must be an object, got [1]"),
+    ])
+    def test_unusable_journal_is_one_line_naming_file_and_line(self, tmp_path, lines, cut, message):
+        """A corrupt line that is not the interrupted last write, a foreign JSON Lines file or an empty run is an
+        error that names the file and the line (blank lines counted), never a traceback."""
+        path = journal_file(tmp_path, lines, cut=cut)
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: {message}"
+
+    def test_missing_header_blocks_read_as_empty(self, tmp_path):
+        path = journal_file(tmp_path, [{"xfer_journal": 1, "machine_info": None}, {"benchmark": xfer()}])
+        results = load([path])
+        assert (results.machine_info, results.commit_info) == ({}, {})
+        assert results.frame["datetime"].isna().all()
+
+    @pytest.mark.parametrize("text", ['{"xfer_journal": 1}\n', '\n  {"xfer_journal": 1}\n'])
+    def test_journal_named_json_is_known_by_its_first_line(self, tmp_path, text):
+        """A journal renamed *.json (or with a blank first line) is still read as a journal, not refused as JSON."""
+        path = write(tmp_path, "copied.json", text + json.dumps({"benchmark": xfer(name="a")}) + "\n")
+        results = load([path])
+        assert list(results.frame["name"]) == ["a"]
+        assert results.incomplete == ["Incomplete run: 1 cases finished before it stopped (copied.json)."]
+
+    def test_jsonl_is_a_journal_whatever_its_first_key(self, tmp_path):
+        """A *.jsonl file is read as a journal even when its header lists other keys first."""
+        header = {"datetime": "2026-11-30T12:00:00"} | HEADER
+        path = journal_file(tmp_path, [header, {"benchmark": xfer()}, {"end": {"interrupted": False}}], name="x.jsonl")
+        assert len(load([path]).frame) == 1
+
+    def test_jsonl_that_is_not_a_journal(self, tmp_path):
+        path = journal_file(tmp_path, [{"machine_info": {}, "benchmarks": [xfer()]}], name="other.jsonl")
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: not an xferbench journal (its first line needs 'xfer_journal')"
+
+    def test_incomplete_journal_beside_a_finished_run(self, tmp_path):
+        """Only the journal that did not finish is labelled, by its own file name."""
+        finished = run_file(tmp_path, "done", [xfer(op="d2h")])
+        partial = journal_file(tmp_path, [HEADER | {"planned": 3}, {"benchmark": xfer()}], name="late.jsonl")
+        results = load([finished, partial])
+        assert results.incomplete == ["Incomplete run: 1 of 3 cases finished before it stopped (late.jsonl)."]
+        assert len(results.frame) == 2
+
+
+class TestRunLevelFields:
+    @pytest.mark.parametrize(("fields", "message"), [
+        ({"machine_info": [1, 2]}, "field 'machine_info' must be an object, got [1, 2]"),
+        ({"commit_info": "abc"}, "field 'commit_info' must be an object, got 'abc'"),
+        ({"datetime": 20260101}, "field 'datetime' must be a string, got 20260101"),
+        ({"commit_info": "x" * 100}, "field 'commit_info' must be an object, got '" + "x" * 59),
+    ])
+    def test_wrong_type_is_named_with_its_value(self, tmp_path, fields, message):
+        """A run-level field of the wrong type is refused at load, naming the file, the field and (cut to 60
+        characters) its value, instead of a crash deep in the report."""
+        data = {"machine_info": {}, "commit_info": {}, "datetime": "2026-01-01T00:00:00", "benchmarks": [xfer()]}
+        path = write(tmp_path, "run.json", data | fields)
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: {message}"
+
+    def test_nesting_past_the_stack(self, tmp_path):
+        path = write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == (f"{path}: not a results file (RecursionError: nested too deeply or a number "
+                                    "too long)")
+
+    def test_number_too_long(self, tmp_path):
+        path = write(tmp_path, "long.json", '{"machine_info": {}, "benchmarks": [' + "9" * 5000 + "]}")
+        with pytest.raises(ResultsError) as error:
+            load([path])
+        assert str(error.value) == f"{path}: not a results file (ValueError: nested too deeply or a number too long)"
+
+
+class TestFilesThatAreNotFiles:
+    def test_fifo_is_refused_before_it_is_opened(self, tmp_path):
+        """A FIFO named *.json would block the read forever: it is refused by name."""
+        fifo = tmp_path / "results.json"
+        os.mkfifo(fifo)
+        with pytest.raises(ResultsError) as error:
+            load([fifo])
+        assert str(error.value) == f"{fifo}: not a regular file (a FIFO, device or socket); give a results file"
+
+    def test_dangling_link_in_a_folder(self, tmp_path):
+        """A link in a results folder whose target is gone is named, not a traceback."""
+        link = tmp_path / "gone.json"
+        link.symlink_to(tmp_path / "nowhere.json")
+        with pytest.raises(ResultsError) as error:
+            load([tmp_path])
+        assert str(error.value) == f"{link}: cannot read it (FileNotFoundError)"
+
+
+def load_error(tmp_path, bench) -> str:
+    path = run_file(tmp_path, "run", [bench])
+    with pytest.raises(ResultsError) as error:
+        load([path])
+    prefix = f"{path}: benchmark {bench.get('name')!r}: "
+    assert str(error.value).startswith(prefix)
+    return str(error.value).removeprefix(prefix)
+
+
+class TestStatisticsChecked:
+    @pytest.mark.parametrize(("stats", "message"), [
+        ({"median": "fast"}, "stats field 'median' must be a finite number of seconds, 0 to 3e+07, got 'fast'"),
+        ({"q3": 3.1e7}, "stats field 'q3' must be a finite number of seconds, 0 to 3e+07, got 31000000.0"),
+        ({"min": -3e7}, "stats field 'min' must be a finite number of seconds, 0 to 3e+07, got -30000000.0"),
+        ({"median": 0.0}, "stats field 'median' must be above 0 (a time per call), got 0.0"),
+        ({"max": 1e-16}, "stats field 'max' must be above 0 (a time per call), got 1e-16"),
+        ({"rounds": 2.5}, "stats field 'rounds' must be a whole number >= 1, got 2.5"),
+        ({"rounds": 0}, "stats field 'rounds' must be a whole number >= 1, got 0"),
+        ({"iterations": True}, "stats field 'iterations' must be a whole number >= 1, got True"),
+        ({"data": [1e-3, -1e-3]}, "stats field 'data' must be a list of finite times >= 0 (one per round)"),
+        ({"data": [1e-3, None]}, "stats field 'data' must be a list of finite times >= 0 (one per round)"),
+        ({"data": {}}, "stats field 'data' must be a list of finite times >= 0 (one per round)"),
+    ])
+    def test_implausible_statistic_is_named(self, tmp_path, stats, message):
+        """Each statistic out of its range or of the wrong type is refused, naming the benchmark, the field and
+        the value: a corrupt file never becomes a bandwidth."""
+        bench = xfer(name="n")
+        bench["stats"] |= stats
+        assert load_error(tmp_path, bench) == message
+
+    def test_stats_not_an_object(self, tmp_path):
+        bench = xfer(name="n")
+        bench["stats"] = [1, 2]
+        assert load_error(tmp_path, bench) == "'stats' must be an object, got [1, 2]"
+
+    @pytest.mark.parametrize(("stats", "column", "value"), [
+        ({"median": 3e7}, "median_s", 3e7), ({"median": 1e-15}, "median_s", 1e-15), ({"data": [0.0, 1e-3]}, "data", [0.0, 1e-3]),
+        ({"data": None}, "data", None), ({"iqr": 0}, "iqr_s", 0.0),
+    ])
+    def test_values_on_the_bounds_are_read(self, tmp_path, stats, column, value):
+        """The stated bounds hold: a time of exactly 3e+07 s or 1e-15 s, a round of 0 s (below the timer's
+        resolution), no per-round data and a zero spread are all read, not refused."""
+        assert one_row(tmp_path, stats=stats)[column] == value
+
+    @pytest.mark.parametrize(("field", "value", "message"), [
+        ("name", 5, "'name' must be a string, got 5"),
+        ("group", ["h2d"], "'group' must be a string, got ['h2d']"),
+    ])
+    def test_name_and_group_must_be_text(self, tmp_path, field, value, message):
+        bench = xfer(name="n")
+        bench[field] = value
+        assert load_error(tmp_path, bench) == message
+
+    def test_name_and_group_may_be_absent(self, tmp_path):
+        bench = xfer()
+        del bench["group"]
+        assert load([run_file(tmp_path, "run", [bench])]).frame.iloc[0]["group"] is None
+
+    def test_largest_plausible_payload(self, tmp_path):
+        """2**62 bytes is read; one byte more is a corrupt number, named."""
+        assert one_row(tmp_path, nbytes=2**62)["nbytes"] == 2**62
+        assert load_error(tmp_path, xfer(name="n", nbytes=2**62 + 1)) == \
+            "field 'nbytes' is not a plausible payload, got 4611686018427387905"
+
+    def test_schema_must_be_a_whole_number(self, tmp_path):
+        assert load_error(tmp_path, xfer(name="n", xfer_schema="1")) == \
+            "field 'xfer_schema' must be a whole number, got '1'"
