@@ -1,6 +1,6 @@
 import pytest
 
-from xferbench.units import format_bytes, format_seconds, format_size, parse_dtype, parse_size, parse_sizes
+from xferbench.units import format_bytes, format_seconds, format_size, mathtext_safe, parse_dtype, parse_size, parse_sizes
 
 
 class TestParseSize:
@@ -147,7 +147,7 @@ class TestFormatSeconds:
 
 class TestRoundingChoosesTheUnit:
     @pytest.mark.parametrize(("seconds", "label"), [
-        (999.7e-9, "1 µs"), (999.4e-9, "999 ns"), (999.7e-6, "1 ms"), (0.99951, "1 s"), (1500.0, "1500 s"),
+        (999.7e-9, "1 µs"), (999.4e-9, "999 ns"), (999.7e-6, "1 ms"), (0.99951, "1 s"), (1000.0, "1000 s"), (1500.0, "1500 s"),
         (-5e-3, "-5 ms"),
     ])
     def test_seconds_never_in_exponent_notation(self, seconds, label):
@@ -156,8 +156,14 @@ class TestRoundingChoosesTheUnit:
 
     @pytest.mark.parametrize(("nbytes", "label"), [
         (1023.9 * 1024, "1 MiB"), (1000 * 1024, "0.977 MiB"), (999 * 1024, "999 KiB"), (1023.4, "1023 B"),
-        (1023.6, "1 KiB"), (1023.99 * 2**30, "1 TiB"), (2000 * 2**40, "2000 TiB"),
+        (1023.5, "1 KiB"), (1023.6, "1 KiB"), (1023.99 * 2**30, "1 TiB"), (2000 * 2**40, "2000 TiB"),
     ])
     def test_bytes_never_in_exponent_notation(self, nbytes, label):
         """A size that rounds to 1000 or more of a unit moves up one (``1 MiB``, never ``1.02e+03 KiB``)."""
         assert format_bytes(nbytes) == label
+
+
+def test_dollar_signs_are_escaped_for_matplotlib():
+    """Every '$' of a label is escaped, so matplotlib draws it as written rather than as mathtext."""
+    assert mathtext_safe("/data/$x$/a$b") == r"/data/\$x\$/a\$b"
+    assert mathtext_safe("cuda:0") == "cuda:0"
