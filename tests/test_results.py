@@ -545,3 +545,11 @@ class TestStatisticsChecked:
     def test_schema_must_be_a_whole_number(self, tmp_path):
         assert load_error(tmp_path, xfer(name="n", xfer_schema="1")) == \
             "field 'xfer_schema' must be a whole number, got '1'"
+
+
+def test_a_path_the_system_cannot_look_up_is_one_line(tmp_path):
+    """A file name longer than the system allows is a ResultsError (exit 2), not an OSError traceback."""
+    from xferbench.analyze.results import find_json
+
+    with pytest.raises(ResultsError, match=r"cannot read it \(File name too long\)"):
+        find_json(tmp_path / ("x" * 300 + ".json"))

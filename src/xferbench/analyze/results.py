@@ -58,8 +58,16 @@ def find_json(path: Path) -> list[Path]:
     """A file as itself; a folder (pytest-benchmark storage) as every JSON below it.
 
     Anything that is not a regular file (a FIFO named ``*.json`` would block the read
-    forever) is refused before it is opened.
+    forever) is refused before it is opened; so is a path the system cannot even look up
+    (a name too long, a loop of links).
     """
+    try:
+        return _find_json(path)
+    except OSError as error:
+        raise ResultsError(f"{str(path)[:120]}: cannot read it ({error.strerror or type(error).__name__})") from None
+
+
+def _find_json(path: Path) -> list[Path]:
     if path.is_dir():
         files = sorted(path.rglob("*.json"))
         if not files:
