@@ -144,3 +144,151 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert "1 confirmed regression(s) in 58 case(s) over 6 interleaved blocks" in out
     assert re.search(r"host pageable copy_ cpu +16 MiB +bandwidth +(2\.9\d|3\.0\d)\d*x .* regression", out)  # 3x, estimated
     assert len(list((tmp_path / "ab").glob("block*-base.json"))) == 12  # 6 blocks + 6 to confirm, all kept
+
+
+def recording_runner(slow: float, seed: int = 0, drop_on_call: int | None = None) -> tuple[ab.Runner, list[str]]:
+    """Synthetic commands without drift; records each file it is asked to write. "head" is ``slow`` times
+    slower on the 16 MiB host copy; from call ``drop_on_call`` on, that case is not run at all."""
+    rng = np.random.default_rng(seed)
+    calls: list[str] = []
+
+    def run(command: str, out: Path) -> Results:
+        calls.append(f"{command}:{out.name}")
+        result = syn.run(int(rng.integers(1 << 30)), spread={"bandwidth": 0.02, "latency": 0.05},
+                         slow=slow if command == "head" else 1.0,
+                         which=lambda row: row["path"] == TARGET and row["nbytes"] == 16 * 2**20)
+        if drop_on_call is not None and len(calls) > drop_on_call:
+            keep = ~((result.frame["path"] == TARGET) & (result.frame["nbytes"] == 16 * 2**20))
+            result.frame = result.frame[keep].reset_index(drop=True)
+        return result
+
+    return run, calls
+
+
+class TestBlocks:
+    def test_each_block_runs_both_sides_in_the_order_it_says(self, tmp_path):
+        """Every block runs base and head once, into files named by block and side, in the order reported;
+        a flagged case is confirmed on as many fresh blocks as asked, numbered on from the first ones."""
+        runner, calls = recording_runner(1.5)
+        said: list[str] = []
+        cases = run_ab("base", "head", 6, tmp_path, confirm=7, runner=runner, seed=5, say=said.append)
+        assert [c.path for c in cases if c.regression] == [TARGET]
+        assert said[6] == "1 case(s) flagged; confirming on 7 fresh block(s)" and len(said) == 14
+        for block in range(13):
+            pair = calls[2 * block: 2 * block + 2]
+            assert sorted(pair) == [f"base:block{block:03d}-base.json", f"head:block{block:03d}-head.json"]
+            first, second = (name.split(":")[0] for name in pair)
+            assert said[block + (block >= 6)] == f"block {block + 1}: ran {first} then {second}"
+        orders = {tuple(c.split(":")[0] for c in calls[i: i + 2]) for i in range(0, 26, 2)}
+        assert orders == {("base", "head"), ("head", "base")}  # the order is drawn, not fixed
+
+    def test_confirmation_defaults_to_as_many_blocks(self, tmp_path):
+        runner, calls = recording_runner(1.5)
+        cases = run_ab("base", "head", 7, tmp_path, runner=runner, seed=1)
+        assert len(calls) == 28 and [c.regression for c in cases].count(True) == 1
+        (target,) = [c for c in cases if c.regression]
+        assert target.blocks == 7 and target.confirm_p is not None and target.confirm_p < 0.05
+
+    def test_nothing_flagged_runs_no_fresh_blocks(self, tmp_path):
+        runner, calls = recording_runner(1.0)
+        said: list[str] = []
+        cases = run_ab("base", "head", 6, tmp_path, runner=runner, seed=2, say=said.append)
+        assert len(calls) == 12 and len(said) == 6 and {c.verdict for c in cases} == {"unchanged"}
+        assert all(c.confirm_p is None for c in cases)
+
+    def test_too_few_blocks_message(self, tmp_path):
+        with pytest.raises(ValueError, match=r"^--blocks 5: at least 6 blocks are needed for the signed-rank test to "
+                                             r"reach p < 0\.05$"):
+            run_ab("base", "head", 5, tmp_path, runner=recording_runner(1.0)[0])
+        assert run_ab("base", "head", 6, tmp_path, confirm=0, runner=recording_runner(1.0)[0])
+
+
+class TestVerdicts:
+    def test_faster_head_is_an_improvement(self, tmp_path):
+        runner, _ = recording_runner(0.5)
+        cases = run_ab("base", "head", 6, tmp_path, runner=runner, seed=3)
+        assert (cases[0].path, cases[0].nbytes, cases[0].verdict) == (TARGET, 16 * 2**20, "improvement")
+        assert 0.45 < cases[0].ratio < 0.55 and cases[0].high < 1 and not any(c.regression for c in cases)
+        assert [c.verdict for c in cases[1:]] == ["unchanged"] * 57
+        assert "0 confirmed regression(s) in 58 case(s)" in ab.to_text(cases)
+
+    def test_floor_and_alpha_are_honoured(self, tmp_path):
+        """A 1.5x slowdown is no regression at a 60% floor, nor at alpha 1e-6 (6 blocks cannot reach it)."""
+        assert any(c.regression for c in run_ab("base", "head", 6, tmp_path, runner=recording_runner(1.5)[0], seed=4))
+        cases = run_ab("base", "head", 6, tmp_path, floor=0.6, runner=recording_runner(1.5)[0], seed=4)
+        assert {c.verdict for c in cases} == {"unchanged"}
+        cases = run_ab("base", "head", 6, tmp_path, alpha=1e-6, runner=recording_runner(1.5)[0], seed=4)
+        assert {c.verdict for c in cases} == {"unchanged"}
+        cases = run_ab("base", "head", 6, tmp_path, floor=0.4, runner=recording_runner(1.5)[0], seed=4)
+        assert [c.verdict for c in cases].count("regression") == 1
+
+    def test_latency_floor_is_wider(self, tmp_path):
+        """1.2x on a bandwidth-bound case is beyond its 10% floor; on a latency-bound one it is within 25%."""
+        def runner_for(size: int) -> ab.Runner:
+            rng = np.random.default_rng(7)
+
+            def run(command: str, out: Path) -> Results:
+                return syn.run(int(rng.integers(1 << 30)), spread={"bandwidth": 0.01, "latency": 0.01},
+                               slow=1.2 if command == "head" else 1.0,
+                               which=lambda row: row["path"] == TARGET and row["nbytes"] == size)
+            return run
+
+        big = run_ab("base", "head", 6, tmp_path, runner=runner_for(16 * 2**20), seed=0)
+        assert [(c.nbytes, c.case_class) for c in big if c.regression] == [(16 * 2**20, "bandwidth")]
+        small = run_ab("base", "head", 6, tmp_path, runner=runner_for(4), seed=0)
+        (case,) = [c for c in small if c.path == TARGET and c.nbytes == 4]
+        assert case.case_class == "latency" and case.verdict == "unchanged" and 1.15 < case.ratio < 1.25
+
+    def test_case_missing_from_the_fresh_blocks_is_not_confirmed(self, tmp_path):
+        runner, _ = recording_runner(1.5, drop_on_call=12)
+        cases = run_ab("base", "head", 6, tmp_path, runner=runner, seed=5)
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("not confirmed", 1.0)
+        assert cases[0] is target  # not confirmed comes before unchanged
+
+    def test_no_case_in_common(self, tmp_path):
+        def run(command: str, out: Path) -> Results:
+            result = syn.run(1)
+            if command == "head":
+                result.frame["case_key"] = result.frame["case_key"] + "-other"
+            return result
+
+        with pytest.raises(ab.ResultsError, match="^the base and head commands ran no case in common in every block$"):
+            run_ab("base", "head", 6, tmp_path, runner=run)
+
+
+class TestText:
+    def test_table_exact(self):
+        cases = [ab.AbCase(TARGET, 16 * 2**20, "bandwidth", 8, 1.25, 1.2, 1.31, 0.0078125, 0.0039, "regression"),
+                 ab.AbCase("noop .cpu() on cpu", 4, "latency", 8, 0.99, 0.9, 1.1, 0.64, None, "unchanged")]
+        assert ab.to_text(cases, 0.01).splitlines() == [
+            "case                     size    class      head/base (HL)  95% CI        p       confirm p  verdict",
+            "host pageable copy_ cpu  16 MiB  bandwidth  1.250x          1.200-1.310x  0.0078  0.0039     regression",
+            "noop .cpu() on cpu       4 B     latency    0.990x          0.900-1.100x  0.64    -          unchanged",
+            "",
+            "1 confirmed regression(s) in 2 case(s) over 8 interleaved blocks (Wilcoxon signed-rank p < 0.01 and "
+            "beyond the floor, then again on fresh blocks)",
+        ]
+
+    def test_no_cases(self):
+        assert ab.to_text([]).endswith("0 confirmed regression(s) in 0 case(s) over 0 interleaved blocks (Wilcoxon "
+                                       "signed-rank p < 0.05 and beyond the floor, then again on fresh blocks)")
+
+
+class TestCommands:
+    def test_failure_names_the_last_line_of_stderr(self, tmp_path):
+        with pytest.raises(CommandFailed, match=r"^'echo a; echo boom >&2; echo c >&2; exit 4' failed \(exit 4\): c$"):
+            run_command("echo a; echo boom >&2; echo c >&2; exit 4", tmp_path / "x.json")
+
+    def test_failure_falls_back_to_stdout_then_to_no_output(self, tmp_path):
+        with pytest.raises(CommandFailed, match=r"failed \(exit 1\): " + "y" * 200 + "$"):
+            run_command(f"echo {'y' * 300}; exit 1", tmp_path / "x.json")
+        with pytest.raises(CommandFailed, match=r"^'true' failed \(exit 0\): no output$"):
+            run_command("true", tmp_path / "x.json")
+
+    def test_json_path_is_quoted(self, tmp_path):
+        """A block folder with a space still receives its file (the path is shell-quoted)."""
+        folder = tmp_path / "with space"
+        folder.mkdir()
+        assert len(run_command(writer(tmp_path, SAMPLE) + " {json}", folder / "a.json").frame) == 58
+        assert len(run_command(writer(tmp_path, SAMPLE), folder / "b.json").frame) == 58

@@ -1,7 +1,9 @@
 import copy
 import json
+import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,14 +12,20 @@ import pytest
 import synthetic_runs as syn
 from xferbench.analyze.compare import (
     NOISE_LABEL,
+    Comparison,
     compare,
+    load_runs,
     machine_differences,
+    machine_identity,
     parse_threshold,
     reproduced,
+    summary,
     to_json,
     to_markdown,
+    to_text,
 )
-from xferbench.analyze.results import ResultsError, load
+from xferbench.analyze.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Noise
+from xferbench.analyze.results import Results, ResultsError, load
 from xferbench.cli import main
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -298,3 +306,308 @@ def test_results_error_names_the_file(tmp_path, sample):
     path = save(tmp_path, "x.json", bad)
     with pytest.raises(ResultsError, match=r"x.json: benchmark 'test_create.empty-4B-float32-cpu.' has no per-round"):
         compare([load([SAMPLE])], [load([path])])
+
+
+def made(path: str = "host pageable copy_ cpu", nbytes: int = 16 * 2**20, cls: str | None = "bandwidth",
+         base: float | None = 1e-3, new: float | None = 2e-3, ratio: float | None = 2.0, low: float | None = 1.5,
+         high: float | None = 2.6, z: float | None = 5.25, floor: float | None = 0.25, spread: float | None = 0.15,
+         source: str | None = "history", verdict: str = "regression") -> Comparison:
+    """One comparison row as compare would make it (for the writers, which only format)."""
+    return Comparison(path, nbytes, cls, base, new, ratio, low, high, z, floor, spread, source, verdict)
+
+
+def gone_row() -> Comparison:
+    return made("noop .cpu() on cpu", 4, "latency", 2.5e-7, None, None, None, None, None, None, None, None, "gone")
+
+
+def without(runs: list[Results], key: str) -> list[Results]:
+    """The runs with one case left out (a case added or removed between base and new)."""
+    return [replace(r, frame=r.frame[r.frame["case_key"] != key].reset_index(drop=True)) for r in runs]
+
+
+def key_of(path: str, nbytes: int) -> str:
+    frame = syn._BASE.frame
+    (key,) = frame["case_key"][(frame["path"] == path) & (frame["nbytes"] == nbytes)]
+    return str(key)
+
+
+class TestVerdictsAndOrder:
+    def test_faster_new_runs_are_improvements_not_regressions(self):
+        """Every bandwidth-bound case 2x faster: 9 improvements shown as faster, none a regression, listed first."""
+        rows = compare(syn.runs(0, 10), syn.runs(100, 3, slow=0.5, which=syn.is_bandwidth))
+        better = [r for r in rows if r.verdict == "improvement"]
+        assert len(better) == 9 and not any(r.regression for r in rows)
+        assert rows[:9] == better
+        assert all(r.change.endswith("x faster") and 1.7 < 1 / r.ratio < 2.4 and r.high < 1 for r in better)
+        assert all(r.z < -4 for r in better)
+        assert summary(rows, 10, 3).startswith("0 regression(s), 9 improvement(s), 0 within")
+        assert json.loads(to_json(rows, 10, 3))["regressions"] == 0
+
+    def test_order_regressions_improvements_noise_unchanged_new_gone(self):
+        """Verdicts are listed worst first and, within a verdict, the biggest slowdown first."""
+        copy_16m, noop = key_of("host pageable copy_ cpu", 16 * 2**20), key_of("noop .cpu() on cpu", 4)
+
+        def which(row):
+            return row["case_key"] in syn.bandwidth_keys() and row["path"] != "host pageable clone cpu"
+
+        base = without(syn.runs(0, 10), noop)
+        slow = syn.runs(100, 3, slow=3.0, which=which)
+        fast = syn.runs(100, 3, slow=0.4, which=lambda row: row["path"] == "host pageable clone cpu")
+        new = [replace(s, frame=s.frame.assign(data=[f if p == "host pageable clone cpu" else d for p, f, d in zip(
+            s.frame["path"], f_.frame["data"], s.frame["data"], strict=True)])) for s, f_ in zip(slow, fast, strict=True)]
+        rows = compare(base, without(new, copy_16m))
+        verdicts = [r.verdict for r in rows]
+        assert verdicts == sorted(verdicts, key=["regression", "improvement", "noise", "unchanged", "new", "gone"].index)
+        assert verdicts.count("regression") == 7 and verdicts.count("improvement") >= 1
+        assert (rows[-2].path, rows[-2].verdict, rows[-1].path, rows[-1].nbytes, rows[-1].verdict) == (
+            "noop .cpu() on cpu", "new", "host pageable copy_ cpu", 16 * 2**20, "gone")
+        for verdict in ("regression", "unchanged"):
+            ratios = [r.ratio for r in rows if r.verdict == verdict]
+            assert ratios == sorted(ratios, reverse=True)
+
+    def test_new_and_gone_cases_keep_their_one_side(self):
+        """A case only in the new runs shows its new time and no ratio; one only in the base shows its base time."""
+        copy_16m, noop = key_of("host pageable copy_ cpu", 16 * 2**20), key_of("noop .cpu() on cpu", 4)
+        base, new = syn.runs(0, 3), syn.runs(10, 3)
+        rows = compare(without(base, noop), without(new, copy_16m))
+        (added,) = [r for r in rows if r.verdict == "new"]
+        (lost,) = [r for r in rows if r.verdict == "gone"]
+        medians = [float(np.min(run.frame.set_index("case_key").loc[noop, "data"])) for run in new]
+        assert (added.path, added.nbytes, added.case_class, added.base_s) == ("noop .cpu() on cpu", 4, "latency", None)
+        assert added.new_s == pytest.approx(float(np.median(medians)))
+        copies = [float(np.median(run.frame.set_index("case_key").loc[copy_16m, "data"])) for run in base]
+        assert (lost.path, lost.case_class, lost.new_s) == ("host pageable copy_ cpu", "bandwidth", None)
+        assert lost.base_s == pytest.approx(float(np.median(copies)))
+        for row in (added, lost):
+            assert row.ratio is row.low is row.high is row.z is row.floor is row.spread is row.spread_from is None
+            assert row.change == row.verdict and not row.regression
+        text = to_text(rows, 3, 3)
+        lines = text.splitlines()
+        assert [line.split()[-1] for line in lines if line.split()[:6] == ["noop", ".cpu()", "on", "cpu", "4", "B"]] == ["new"]
+        assert lines[-3].startswith("host pageable copy_ cpu ") and lines[-3].endswith("  gone")
+
+    def test_base_and_new_times_are_each_sides_median_run(self):
+        """base and new columns show the median over runs of each run's time (median round for bandwidth)."""
+        base, new = syn.runs(0, 5), syn.runs(50, 3)
+        key = key_of("host pageable copy_ cpu", 16 * 2**20)
+        (row,) = [r for r in compare(base, new) if (r.path, r.nbytes) == ("host pageable copy_ cpu", 16 * 2**20)]
+        per_run = [[float(np.median(run.frame.set_index("case_key").loc[key, "data"])) for run in side]
+                   for side in (base, new)]
+        assert row.base_s == pytest.approx(float(np.exp(np.median(np.log(per_run[0])))))
+        assert row.new_s == pytest.approx(float(np.exp(np.median(np.log(per_run[1])))))
+        assert row.ratio == pytest.approx(row.new_s / row.base_s)
+
+
+class TestSpreadAndFloor:
+    def test_two_base_runs_use_the_class_default(self):
+        rows = compare(syn.runs(0, 2), syn.runs(50, 1))
+        judged = [r for r in rows if r.ratio is not None]
+        assert {r.spread_from for r in judged} == {"default"}
+        assert all(r.spread == DEFAULT_SPREAD[r.case_class] and r.floor == DEFAULT_FLOOR[r.case_class] for r in judged)
+        assert "(between-run spread from class defaults)" in summary(rows, 2, 1)
+
+    def test_few_base_runs_are_not_trusted_below_the_default(self):
+        """3 runs without drift teach a spread, but compare keeps at least the class default until 5 runs."""
+        flat = {"bandwidth": 0.0, "latency": 0.0}
+        rows = compare(syn.runs(0, 3, spread=flat), syn.runs(50, 3, spread=flat))
+        assert {r.spread_from for r in rows} == {"history"}
+        assert all(r.spread == DEFAULT_SPREAD[r.case_class] for r in rows)
+        assert "(between-run spread from the base runs)" in summary(rows, 3, 3)
+
+    def test_many_quiet_runs_teach_the_smallest_spread_inflated_for_few_runs(self):
+        """10 runs that barely move: the spread is the 2% minimum, x (1 + 1.17/sqrt(10)) for the MAD's own error."""
+        flat = {"bandwidth": 0.0, "latency": 0.0}
+        rows = [r for r in compare(syn.runs(0, 10, spread=flat), syn.runs(50, 3, spread=flat)) if r.case_class == "bandwidth"]
+        assert len(rows) == 9 and all(r.spread == pytest.approx(MIN_SPREAD * (1 + 1.17 / 10 ** 0.5)) for r in rows)
+
+    def test_learned_spread_is_the_runs_mad(self):
+        """With 9 runs, the spread shown is 1.4826 x MAD of the base runs' log times, inflated by 1 + 1.17/3."""
+        base = syn.runs(0, 9, spread={"bandwidth": 0.3, "latency": 0.3})
+        key = key_of("host pageable copy_ cpu", 16 * 2**20)
+        logs = np.log([float(np.median(run.frame.set_index("case_key").loc[key, "data"])) for run in base])
+        (row,) = [r for r in compare(base, syn.runs(50, 3)) if (r.path, r.nbytes) == ("host pageable copy_ cpu", 16 * 2**20)]
+        assert row.spread == pytest.approx(1.4826 * np.median(np.abs(logs - np.median(logs))) * (1 + 1.17 / 3))
+
+    def test_threshold_replaces_every_floor(self):
+        """--threshold 100%: a 1.6x bandwidth slowdown (beyond the 25% default) is not flagged; the floor says 100%."""
+        base, new = syn.runs(0, 10), syn.runs(50, 3, slow=1.6, which=syn.is_bandwidth)
+        assert sum(r.regression for r in compare(base, new)) == 9
+        rows = compare(base, new, floor=1.0)
+        assert not any(r.regression for r in rows)
+        assert {r.floor for r in rows if r.ratio is not None} == {1.0}
+        assert "| 100% |" in to_markdown(rows, 10, 3)
+
+    def test_calibration_gives_spread_floor_and_z_bound(self):
+        """A calibration file's per-case spread and floor, its class floors and its z bound are what compare uses."""
+        copy_16m, clone_16m = key_of("host pageable copy_ cpu", 16 * 2**20), key_of("host pageable clone cpu", 16 * 2**20)
+        noise = Noise(machine={}, runs=8, target=0.05, per_side=1, z_bound=30.0,
+                      floors={"bandwidth": 0.3, "latency": 3.0},
+                      cases={copy_16m: {"spread": 0.01, "floor": 0.1}, clone_16m: {"spread": 0.02}})
+        base, new = syn.runs(0, 10), syn.runs(50, 3, slow=2.0, which=syn.is_bandwidth)
+        rows = {(r.path, r.nbytes): r for r in compare(base, new, noise)}
+        copy_row = rows[("host pageable copy_ cpu", 16 * 2**20)]
+        clone_row = rows[("host pageable clone cpu", 16 * 2**20)]
+        other = rows[("all_reduce gloo x2", 16 * 2**20)]
+        assert (copy_row.spread, copy_row.floor, copy_row.spread_from) == (0.01, 0.1, "calibration")
+        assert (clone_row.spread, clone_row.floor, clone_row.spread_from) == (0.02, 0.3, "calibration")
+        assert other.spread_from == "history" and other.floor == 0.3
+        assert rows[("noop .cpu() on cpu", 4)].floor == 3.0
+        # 2x at the calibrated 1% spread is beyond the calibrated z bound of 30; at a spread learned from the runs it is not
+        assert copy_row.z > 30 and copy_row.regression
+        assert 4 < other.z < 30 and other.verdict == "noise"
+        text = summary(list(rows.values()), 10, 3, noise)
+        assert "flagged when |robust z| > 30 and" in text and "(between-run spread from calibration file)" in text
+        assert json.loads(to_json(list(rows.values()), 10, 3, noise))["z_bound"] == 30.0
+
+
+class TestWriters:
+    def test_text_table_exact(self):
+        """Columns line up under their heads; the summary follows a blank line."""
+        rows = [made(), gone_row()]
+        assert to_text(rows, 6, 3).splitlines() == [
+            "case                     size    class      base    new   change        95% CI      z     floor  verdict",
+            "host pageable copy_ cpu  16 MiB  bandwidth  1 ms    2 ms  2.00x slower  1.50-2.60x  +5.2  25%    regression",
+            "noop .cpu() on cpu       4 B     latency    250 ns  –     gone          -           -     -      gone",
+            "",
+            "1 regression(s), 0 improvement(s), 0 within this machine's run-to-run noise, in 2 case(s): 6 base run(s) "
+            "against 3 new run(s); flagged when |robust z| > 4 and beyond the case's floor (between-run spread from "
+            "the base runs).",
+        ]
+
+    def test_change_wording(self):
+        assert made(ratio=1.004).change == "same" and made(ratio=0.996).change == "same"
+        assert made(ratio=1.006).change == "1.01x slower"
+        assert made(ratio=0.25).change == "4.00x faster"
+        assert made(ratio=None, verdict="new").change == "new"
+
+    def test_cells_for_ungated_and_improved_cases(self):
+        """An infinite floor reads "not gated"; a negative z keeps its sign; noise is said in words."""
+        rows = [made(ratio=0.5, low=0.4, high=0.62, z=-7.04, floor=math.inf, verdict="improvement"),
+                made(ratio=1.3, z=1.96, floor=1.0, verdict="noise")]
+        lines = to_text(rows, 1, 1).splitlines()
+        assert lines[1].endswith("2.00x faster  0.40-0.62x  -7.0  not gated  improvement")
+        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%       " + NOISE_LABEL)
+
+    def test_summary_counts_each_verdict(self):
+        rows = [made(), made(), made(verdict="improvement"), made(verdict="noise"), made(verdict="noise"),
+                made(verdict="noise"), made(verdict="unchanged"), gone_row()]
+        assert summary(rows, 3, 2).startswith(
+            f"2 regression(s), 1 improvement(s), 3 {NOISE_LABEL}, in 8 case(s): 3 base run(s) against 2 new run(s);")
+
+    @pytest.mark.parametrize(("n_base", "n_new", "said"), [(1, 1, True), (1, 2, False), (2, 1, False)])
+    def test_one_against_one_warning_only_then(self, n_base, n_new, said):
+        text = summary([made()], n_base, n_new)
+        assert ("cannot tell a change from between-run drift" in text) is said
+        assert text.count("\n") == int(said)
+
+    def test_no_drift_warning_with_a_calibration(self):
+        noise = Noise(machine={}, runs=8, target=0.05, per_side=1, z_bound=4.0, floors={"bandwidth": 0.2, "latency": 1})
+        assert "\n" not in summary([made()], 1, 1, noise)
+
+    def test_markdown_exact(self):
+        """Markdown: heading, summary, machine differences, a table with icons, pipes in names escaped."""
+        rows = [made(path="a|b"), made(ratio=0.5, low=0.4, high=0.6, z=-6.0, verdict="improvement"),
+                made(ratio=1.3, verdict="noise")]
+        md = to_markdown(rows, 3, 3, differences=["torch 2.4.0 -> 2.5.1", "driver 550 -> 560"])
+        assert md.splitlines() == [
+            "### xferbench comparison",
+            "",
+            summary(rows, 3, 3),
+            "",
+            "Compared across machines: torch 2.4.0 -> 2.5.1; driver 550 -> 560",
+            "",
+            "| case | size | class | base | new | change | 95% CI | z | floor | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            "| a\\|b | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x slower | 1.50-2.60x | +5.2 | 25% | 🔴 regression |",
+            "| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x faster | 0.40-0.60x | -6.0 | 25% "
+            "| 🟢 improvement |",
+            f"| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 1.30x slower | 1.50-2.60x | +5.2 | 25% "
+            f"| {NOISE_LABEL} |",
+        ]
+        assert md.endswith(" |\n")
+        assert "Compared across machines" not in to_markdown(rows, 3, 3)
+        assert "Compared across machines" not in to_markdown(rows, 3, 3, differences=[])
+
+    def test_json_fields(self):
+        """JSON: counts, z bound, every field of every case, the change wording, and null for an infinite floor."""
+        rows = [made(), made(floor=math.inf, verdict="noise"), gone_row()]
+        report = json.loads(to_json(rows, 6, 2))
+        assert {k: report[k] for k in ("z_bound", "base_runs", "new_runs", "regressions")} == {
+            "z_bound": 4.0, "base_runs": 6, "new_runs": 2, "regressions": 1}
+        assert report["cases"][0] == {
+            "path": "host pageable copy_ cpu", "nbytes": 16 * 2**20, "case_class": "bandwidth", "base_s": 1e-3,
+            "new_s": 2e-3, "ratio": 2.0, "low": 1.5, "high": 2.6, "z": 5.25, "floor": 0.25, "spread": 0.15,
+            "spread_from": "history", "verdict": "regression", "change": "2.00x slower", "shown": "regression"}
+        assert report["cases"][1]["floor"] is None and report["cases"][1]["shown"] == NOISE_LABEL
+        assert report["cases"][2]["change"] == "gone" and report["cases"][2]["ratio"] is None
+
+
+class TestReproduction:
+    def test_kept_regressions_stay_first_and_unconfirmed_ones_move_down(self):
+        earlier = to_json([made(path="kept"), made(path="other", nbytes=4)], 6, 3)
+        rows = [made(path="once", ratio=3.0), made(path="kept", ratio=2.0), made(verdict="improvement", ratio=0.5),
+                made(path="other", ratio=1.5)]
+        after = reproduced(rows, earlier, "first.json")
+        assert [(r.path, r.verdict) for r in after] == [
+            ("kept", "regression"), ("host pageable copy_ cpu", "improvement"), ("once", "not reproduced"),
+            ("other", "not reproduced")]
+        assert after[2].shown_verdict == "not reproduced" and after[2].change == "3.00x slower"
+
+    def test_earlier_cases_not_flagged_do_not_confirm(self):
+        earlier = to_json([made(path="kept", verdict="noise")], 6, 3)
+        (row,) = reproduced([made(path="kept")], earlier, "first.json")
+        assert row.verdict == "not reproduced"
+
+    @pytest.mark.parametrize("text", ["{", "{}", '{"cases": 3}', '{"cases": [{"path": "x"}]}'])
+    def test_not_a_comparison(self, text):
+        with pytest.raises(ResultsError, match=r"^c\.json: not a comparison written by xferbench compare --json$"):
+            reproduced([made()], text, "c.json")
+
+
+class TestThresholdAndFolders:
+    @pytest.mark.parametrize(("text", "value"), [("999%", 9.99), ("9.5", 9.5), ("0.5%", 0.005), ("1", 1.0)])
+    def test_accepted(self, text, value):
+        assert parse_threshold(text) == pytest.approx(value)
+
+    @pytest.mark.parametrize("text", ["1000%", "10", "0%", "0.0"])
+    def test_out_of_range_message(self, text):
+        with pytest.raises(ValueError, match=f"^{text!r}: the threshold must be above 0% and below 1000%$"):
+            parse_threshold(text)
+
+    def test_not_a_number_message(self):
+        with pytest.raises(ValueError, match=r"^'ten%' is not a threshold; write it like 10% or 0\.1$"):
+            parse_threshold("ten%")
+
+    def test_folder_keeps_the_newest_runs_of_the_newest_machine(self, tmp_path, sample):
+        """A folder's runs from another machine are left out and the oldest beyond ``last`` dropped, each said."""
+        for i in range(4):
+            save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
+        other = redrawn(sample, 9) | {"datetime": "2026-10-01T00:00:00"}
+        other["machine_info"] = copy.deepcopy(other["machine_info"])
+        other["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        save(tmp_path, "runs/old.json", other)
+        runs, notes = load_runs(tmp_path / "runs", last=3)
+        assert [Path(r.sources[0]).name for r in runs] == ["1.json", "2.json", "3.json"]
+        machine = machine_identity(runs[-1].machine_info)
+        assert notes == [f"{tmp_path / 'runs'}: 1 run(s) from another machine than {machine} left out",
+                         f"{tmp_path / 'runs'}: the newest 3 of 4 runs used"]
+        runs, notes = load_runs(tmp_path / "runs", last=4)
+        assert len(runs) == 4 and len(notes) == 1
+
+    def test_file_is_one_run_without_notes(self):
+        runs, notes = load_runs(SAMPLE)
+        assert len(runs) == 1 and notes == [] and runs[0].sources == [str(SAMPLE)]
+
+
+class TestCliVerdicts:
+    def test_faster_run_exits_0_and_says_improvement(self, tmp_path, sample, capsys):
+        new = save(tmp_path, "b.json", scaled(sample, 1 / 3, {BANDWIDTH_SLOWED}))
+        assert main(["compare", str(SAMPLE), str(new)]) == 0
+        out = capsys.readouterr().out
+        assert "3.00x faster" in out and "0 regression(s), 1 improvement(s)" in out
+
+    def test_same_run_prints_nothing_flagged(self, capsys):
+        assert main(["compare", str(SAMPLE), str(SAMPLE)]) == 0
+        out = capsys.readouterr().out
+        assert "0 regression(s), 0 improvement(s), 0 within" in out and "in 58 case(s)" in out
+        assert "1.00x" not in out and out.count(" same ") == 58
