@@ -253,7 +253,7 @@ class TestVerdicts:
                 result.frame["case_key"] = result.frame["case_key"] + "-other"
             return result
 
-        with pytest.raises(ab.ResultsError, match="^the base and head commands ran no case in common in every block$"):
+        with pytest.raises(ab.ResultsError, match=r"^the base and head commands ran no case in common in every block$"):
             run_ab("base", "head", 6, tmp_path, runner=run)
 
 
