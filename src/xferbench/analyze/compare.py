@@ -249,4 +249,4 @@ def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
         "cases": [{k: clean(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
                   for r in rows],
     }
-    return json.dumps(payload, indent=1, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
+    return json.dumps(payload, indent=1)
