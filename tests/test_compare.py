@@ -308,7 +308,7 @@ def test_results_error_names_the_file(tmp_path, sample):
         compare([load([SAMPLE])], [load([path])])
 
 
-def made(path: str = "host pageable copy_ cpu", nbytes: int = 16 * 2**20, cls: str | None = "bandwidth",
+def made(path: str = "host pageable copy_ cpu", nbytes: int = 16 * 2**20, cls: str = "bandwidth",
          base: float | None = 1e-3, new: float | None = 2e-3, ratio: float | None = 2.0, low: float | None = 1.5,
          high: float | None = 2.6, z: float | None = 5.25, floor: float | None = 0.25, spread: float | None = 0.15,
          source: str | None = "history", verdict: str = "regression") -> Comparison:
@@ -500,6 +500,17 @@ class TestWriters:
         assert ("cannot tell a change from between-run drift" in text) is said
         assert text.count("\n") == int(said)
 
+    def test_one_against_one_warning_exact(self):
+        assert summary([made()], 1, 1).splitlines()[1] == (
+            "One run against one run cannot tell a change from between-run drift: the spread assumed is a class "
+            "default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
+
+    def test_markdown_says_the_calibration(self):
+        noise = Noise(machine={}, runs=8, target=0.05, per_side=1, z_bound=6.0, floors={"bandwidth": 0.2, "latency": 1})
+        md = to_markdown([made()], 1, 1, noise)
+        assert "flagged when |robust z| > 6 and beyond the case's floor (between-run spread from calibration file)." in md
+        assert "cannot tell" not in md
+
     def test_no_drift_warning_with_a_calibration(self):
         noise = Noise(machine={}, runs=8, target=0.05, per_side=1, z_bound=4.0, floors={"bandwidth": 0.2, "latency": 1})
         assert "\n" not in summary([made()], 1, 1, noise)
@@ -593,6 +604,21 @@ class TestThresholdAndFolders:
                          f"{tmp_path / 'runs'}: the newest 3 of 4 runs used"]
         runs, notes = load_runs(tmp_path / "runs", last=4)
         assert len(runs) == 4 and len(notes) == 1
+        (tmp_path / "runs" / "old.json").unlink()
+        assert load_runs(tmp_path / "runs")[1] == []  # nothing left out, nothing said
+
+    def test_folder_follows_the_machine_of_its_newest_run(self, tmp_path, sample):
+        """After an upgrade, the newest run's machine is the baseline's: the older runs are the ones left out."""
+        for i in range(3):
+            save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
+        upgraded = redrawn(sample, 9) | {"datetime": "2026-11-09T00:00:00"}
+        upgraded["machine_info"] = copy.deepcopy(upgraded["machine_info"])
+        upgraded["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        save(tmp_path, "runs/new.json", upgraded)
+        runs, notes = load_runs(tmp_path / "runs")
+        assert [Path(r.sources[0]).name for r in runs] == ["new.json"]
+        assert len(notes) == 1 and notes[0].startswith(f"{tmp_path / 'runs'}: 3 run(s) from another machine than ")
+        assert "2.99.0" in notes[0] and notes[0].endswith(" left out")
 
     def test_file_is_one_run_without_notes(self):
         runs, notes = load_runs(SAMPLE)

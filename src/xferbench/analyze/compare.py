@@ -86,7 +86,7 @@ class Comparison:
 
     path: str
     nbytes: int
-    case_class: str | None
+    case_class: str
     base_s: float | None  # median over runs of each run's median round
     new_s: float | None
     ratio: float | None  # new / base: above 1 is slower
@@ -194,7 +194,7 @@ def _cells(r: Comparison) -> list[str]:
     interval = "-" if r.low is None or r.high is None else f"{r.low:.2f}-{r.high:.2f}x"
     z = "-" if r.z is None else f"{r.z:+.1f}"
     floor = "-" if r.floor is None else ("not gated" if math.isinf(r.floor) else f"{r.floor:.0%}")
-    return [r.path, format_bytes(r.nbytes), r.case_class or "-", format_seconds(r.base_s), format_seconds(r.new_s),
+    return [r.path, format_bytes(r.nbytes), r.case_class, format_seconds(r.base_s), format_seconds(r.new_s),
             r.change, interval, z, floor, r.shown_verdict]
 
 
