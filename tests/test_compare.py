@@ -420,6 +420,11 @@ class TestSpreadAndFloor:
         rows = [r for r in compare(syn.runs(0, 10, spread=flat), syn.runs(50, 3, spread=flat)) if r.case_class == "bandwidth"]
         assert len(rows) == 9 and all(r.spread == pytest.approx(MIN_SPREAD * (1 + 1.17 / 10 ** 0.5)) for r in rows)
 
+    def test_five_quiet_runs_are_enough_to_learn_below_the_default(self):
+        flat = {"bandwidth": 0.0, "latency": 0.0}
+        rows = [r for r in compare(syn.runs(0, 5, spread=flat), syn.runs(50, 3, spread=flat)) if r.case_class == "bandwidth"]
+        assert all(r.spread == pytest.approx(MIN_SPREAD * (1 + 1.17 / 5 ** 0.5)) for r in rows)
+
     def test_learned_spread_is_the_runs_mad(self):
         """With 9 runs, the spread shown is 1.4826 x MAD of the base runs' log times, inflated by 1 + 1.17/3."""
         base = syn.runs(0, 9, spread={"bandwidth": 0.3, "latency": 0.3})
@@ -557,11 +562,11 @@ class TestReproduction:
     def test_kept_regressions_stay_first_and_unconfirmed_ones_move_down(self):
         earlier = to_json([made(path="kept"), made(path="other", nbytes=4)], 6, 3)
         rows = [made(path="once", ratio=3.0), made(path="kept", ratio=2.0), made(verdict="improvement", ratio=0.5),
-                made(path="other", ratio=1.5)]
+                made(path="other", ratio=1.5), made(path="wild", ratio=5.0, verdict="noise")]
         after = reproduced(rows, earlier, "first.json")
         assert [(r.path, r.verdict) for r in after] == [
             ("kept", "regression"), ("host pageable copy_ cpu", "improvement"), ("once", "not reproduced"),
-            ("other", "not reproduced")]
+            ("other", "not reproduced"), ("wild", "noise")]
         assert after[2].shown_verdict == "not reproduced" and after[2].change == "3.00x slower"
 
     def test_earlier_cases_not_flagged_do_not_confirm(self):
@@ -584,6 +589,9 @@ class TestThresholdAndFolders:
     def test_out_of_range_message(self, text):
         with pytest.raises(ValueError, match=f"^{text!r}: the threshold must be above 0% and below 1000%$"):
             parse_threshold(text)
+
+    def test_spaces_around_are_ignored(self):
+        assert parse_threshold(" 10% ") == pytest.approx(0.1)
 
     def test_not_a_number_message(self):
         with pytest.raises(ValueError, match=r"^'ten%' is not a threshold; write it like 10% or 0\.1$"):
