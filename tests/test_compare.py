@@ -645,3 +645,12 @@ class TestCliVerdicts:
         out = capsys.readouterr().out
         assert "0 regression(s), 0 improvement(s), 0 within" in out and "in 58 case(s)" in out
         assert "1.00x" not in out and out.count(" same ") == 58
+
+
+class TestStepReset:
+    def test_base_after_a_step_is_the_new_level(self):
+        """After a lasting 2x step, the base shown is the post-step level, not a blend of both levels."""
+        before, after = syn.runs(0, 6), syn.runs(50, 6, slow=2.0, which=syn.is_bandwidth)
+        rows = [r for r in compare(before + after, syn.runs(200, 3, slow=2.0, which=syn.is_bandwidth))
+                if r.case_class == "bandwidth"]
+        assert len(rows) == 9 and all(0.85 < r.ratio < 1.18 for r in rows)
