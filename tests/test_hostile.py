@@ -1,11 +1,9 @@
 """Hostile inputs, one class per category: each is exit 2 with one line naming what is wrong,
 never a traceback, never exit 1 (which CI reads as a regression), inputs untouched."""
 
-import contextlib
 import copy
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -16,6 +14,8 @@ import pytest
 from xferbench.analyze.results import load
 from xferbench.cli import main
 from xferbench.units import mathtext_safe
+
+from hang import no_hang
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -35,21 +35,6 @@ def small(sample: dict, count: int = 3) -> dict:
 def put(path: Path, document) -> Path:
     path.write_text(document if isinstance(document, str) else json.dumps(document))
     return path
-
-
-@contextlib.contextmanager
-def no_hang(seconds: int):
-    """Fail, rather than wait forever, if the block blocks (SIGALRM interrupts a blocking open)."""
-    def hung(signum, frame):
-        raise AssertionError(f"still running after {seconds} s: it hangs")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:

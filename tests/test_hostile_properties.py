@@ -10,7 +10,6 @@ import copy
 import io
 import json
 import math
-import signal
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,8 @@ from xferbench.analyze.results import ResultsError, load
 from xferbench.cli import main
 from xferbench.measure.devices import parse_device_list
 from xferbench.units import DTYPE_SIZES, parse_dtype, parse_size, parse_sizes
+
+from hang import no_hang
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "cpu-sample.json").read_text())
 #: A few benchmarks of each kind (creation, host copy, no-op, scenario, distributed), so a report is quick.
@@ -36,20 +37,6 @@ json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
                            | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
 size_words = st.sampled_from(["4B", "1KiB", "64MiB", "1GB", "0B", "2x3", "1x0", "..", ":x4", "x1", ",", " ", "TiB", "-1B",
                               "99999999999999999999GiB", "4B..1GiB", "1GiB..4B", "4B..1MiB:x1", "4B..1MiB:x99"])
-
-
-@contextlib.contextmanager
-def no_hang(seconds: int = 60):
-    def hung(signum, frame):
-        raise AssertionError(f"still running after {seconds} s: it hangs")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 class TestParsers:
