@@ -5,45 +5,60 @@
 #
 #   OUT=reports/samples/h200 BUDGET=420 bash bench/gpu_reference_run.sh
 #
-# Nothing is lost to a timeout: pytest-benchmark writes its JSON only when a run ends,
-# so each family is its own run with its own timeout, cut to what is left of BUDGET
-# seconds (default 420, i.e. 7 minutes in all), and after each one every finished
-# family is merged into "$OUT/full.json". A family that no longer fits the budget is
-# logged as not run. $OUT ends with at most 7 files: log.txt, harness_check.json,
-# full.json, check.txt, and the report's index.html, index.csv and index.md.
+# Nothing is lost to a timeout: each family is its own run with its own timeout, cut to
+# what is left of BUDGET seconds (default 420, i.e. 7 minutes in all); pytest-benchmark
+# writes its JSON only when a run ends, so a family cut short is taken from its journal
+# (every benchmark it finished), and after each family everything so far is merged into
+# "$OUT/full.json.gz" (gzipped: every round of a GPU run comes to tens of MB). A family
+# that no longer fits the budget is logged as not run. $OUT ends with at most 7 files:
+# log.txt, harness_check.json, full.json.gz, check.txt, and the report's index.html,
+# index.csv and index.md.
 #
 # It uses the work tree as it is (PYTHONPATH=src), so a machine without registry access
 # only needs torch, pytest, pytest-benchmark, pandas, matplotlib and scipy (nvidia-ml-py
 # for PCIe, NVLink, NUMA and clocks). Without jinja2 there, the report is written
-# afterwards elsewhere: xferbench report "$OUT/full.json" -o "$OUT/index.html".
+# afterwards elsewhere: xferbench report "$OUT/full.json.gz" -o "$OUT/index.html".
 set -uo pipefail
 OUT=${OUT:-reports/samples/gpu}
 BUDGET=${BUDGET:-420}
 SIZES=${SIZES:-2x3,4B,64B,1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB}
 MAX_TIME=${MAX_TIME:-0.15}  # seconds per benchmark (the full profile's 0.25 would not fit the budget)
 RESERVE=45  # seconds kept for the tests, the checks and the report
+# Extra pytest arguments for every family, e.g. XFER_ARGS=--xfer-simulate=examples/sim-4gpu-pcie4.toml to
+# rehearse the whole script on a machine without a GPU.
+read -r -a XFER_ARGS <<< "${XFER_ARGS:-}"
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-export PYTHONPATH=src PYTHONUNBUFFERED=1
+export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+PY=${PY:-python3}  # a GPU image may have no plain 'python'
 START=$(date +%s)
 
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 
-merge() {  # every finished family's JSON -> one pytest-benchmark JSON, written atomically
-    python - "$OUT/full.json" "$WORK" <<'EOF'
-import json, sys
+merge() {  # every family's JSON (or, for a family cut short, its journal) -> one gzipped JSON, written atomically
+    "$PY" - "$OUT/full.json.gz" "$WORK" <<'EOF'
+import gzip, json, sys
 from pathlib import Path
+from xferbench.analyze.results import ResultsError, read_journal
 from xferbench.output import write_atomic
 runs = []
-for path in sorted(Path(sys.argv[2]).glob("*.json"), key=lambda p: p.stat().st_mtime):
+for journal in sorted(Path(sys.argv[2]).glob("*.journal*.jsonl"), key=lambda p: p.stat().st_mtime):
+    family = journal.name.split(".journal")[0]
     try:
-        runs.append(json.loads(path.read_text()))
-    except ValueError:  # cut while writing: that family is lost, the others are kept
-        print(f"merge: {path.stem} left out, its JSON is incomplete")
+        runs.append(json.loads((journal.parent / f"{family}.json").read_text()))
+    except (OSError, ValueError):  # cut before pytest-benchmark wrote it: keep what the journal holds
+        try:
+            run = read_journal(journal, journal.read_text())
+        except ResultsError as error:
+            print(f"merge: {family} left out: {error}")
+            continue
+        print(f"merge: {family} from its journal: {len(run['benchmarks'])} benchmarks finished before the cut")
+        runs.append(run)
 if runs:
     merged = runs[0] | {"benchmarks": [b for run in runs for b in run["benchmarks"]]}
-    write_atomic(Path(sys.argv[1]), json.dumps(merged))
+    merged.pop("xfer_progress", None)
+    write_atomic(Path(sys.argv[1]), gzip.compress(json.dumps(merged).encode(), compresslevel=6))
     print(f"merged: {len(merged['benchmarks'])} benchmarks from {len(runs)} families")
 EOF
 }
@@ -58,16 +73,16 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
         return
     fi
     echo "== $name (at most ${limit}s)"
-    timeout --kill-after=10 "$limit" python -m pytest "$@" --benchmark-only --xfer-profile=full \
+    timeout --kill-after=10 "$limit" "$PY" -m pytest "$@" --benchmark-only --xfer-profile=full \
         --xfer-sizes="$SIZES" --benchmark-max-time="$MAX_TIME" -p no:cacheprovider -q -rs \
         --benchmark-columns=median,iqr,rounds \
-        --benchmark-json="$WORK/$name.json"
+        --benchmark-json="$WORK/$name.json" "${XFER_ARGS[@]}"
     local rc=$?
     if (( rc == 124 || rc == 137 )); then
         if [[ -s "$WORK/$name.json" ]]; then
             echo "== $name: cut at ${limit}s while finishing, after its JSON was written"
         else
-            echo "== $name: cut at ${limit}s; its results are lost, the others are kept"
+            echo "== $name: cut at ${limit}s; what it finished is kept from its journal"
         fi
     fi
     merge
@@ -78,9 +93,9 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,memory.total,clocks.max.sm \
         --format=csv || true
     nvidia-smi topo -m || true
-    python -m xferbench.cli info
+    "$PY" -m xferbench.cli info
     echo "== harness check: the suite against a bare event-timed loop"
-    timeout 90 python bench/gpu_harness_check.py --json "$OUT/harness_check.json"
+    timeout 90 "$PY" bench/gpu_harness_check.py --json "$OUT/harness_check.json"
     family h2d_pinned 50 bench/test_h2d.py -k pinned
     family h2d_pageable 50 bench/test_h2d.py -k pageable
     family d2h 50 bench/test_d2h.py
@@ -94,10 +109,10 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     others=$(comm -23 <(ls bench/test_*.py | sort) <(grep -o 'bench/test_[a-z_0-9]*\.py' "$0" | sort -u))
     [[ -n "$others" ]] && family others 45 $others
     echo "== GPU-only tests"
-    timeout 30 python -m pytest tests/test_scenarios.py -q -p no:cacheprovider -k non_blocking
+    timeout 30 "$PY" -m pytest tests/test_scenarios.py -q -p no:cacheprovider -k non_blocking
     echo "== expectations"
-    python -m xferbench.cli check "$OUT/full.json" | tee "$OUT/check.txt"
+    "$PY" -m xferbench.cli check "$OUT/full.json.gz" | tee "$OUT/check.txt"
     echo "== report"
-    python -m xferbench.cli report "$OUT/full.json" -o "$OUT/index.html" || echo "report not written here; see above"
+    "$PY" -m xferbench.cli report "$OUT/full.json.gz" -o "$OUT/index.html" || echo "report not written here; see above"
     echo "== done in $(( $(date +%s) - START ))s"
 } 2>&1 | tee "$OUT/log.txt"

@@ -67,8 +67,8 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
     return target
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is either the old file or the complete new one.
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes, such as a gzipped run) so that ``path`` is either the old file or the complete new one.
 
     A symlink is followed: the file it points to is replaced and the link stays. A
     special file (device, FIFO) is refused rather than replaced by a regular file.
@@ -79,8 +79,8 @@ def write_atomic(path: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         if target.exists():

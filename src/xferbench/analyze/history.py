@@ -26,7 +26,7 @@ from ..families import order_of
 from ..units import format_bytes
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
 from .plots import Plot, as_plot
-from .results import Results, ResultsError, find_json, load
+from .results import Results, ResultsError, find_json, load, read_text
 
 __all__ = ["MIN_STEP_RUNS", "current_segment", "history_plots", "lasting_steps", "runs_in"]
 
@@ -42,7 +42,7 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
     runs = []
     for path in find_json(folder):
         try:
-            when = json.loads(path.read_text()).get("datetime") or ""
+            when = json.loads(read_text(path)).get("datetime") or ""
         except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, or not UTF-8
             raise ResultsError(f"{path}: not JSON, or cut short") from None
         runs.append((path, str(when)))

@@ -67,7 +67,7 @@ NCCL_TESTS_OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gathe
 
 def kind_of(path: Path) -> str:
     """``suite``, ``nvbandwidth`` or ``nccl-tests``, by content; ResultsError (one line) for anything else."""
-    if path.is_dir():
+    if path.is_dir() or path.suffix == ".gz":  # a folder of runs, or a run kept gzipped
         return "suite"
     try:
         text = path.read_text()

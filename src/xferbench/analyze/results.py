@@ -7,8 +7,10 @@ DataFrame and never on JSON. No torch here.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import zlib
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +22,7 @@ from ..contract import IDENTITY, SCHEMA_VERSION, ContractError, identity_from, m
 from ..families import FAMILIES
 
 __all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "incomplete_label", "is_journal", "load",
-           "load_file", "read_journal"]
+           "load_file", "read_journal", "read_text"]
 
 
 class ResultsError(ValueError):
@@ -55,7 +57,8 @@ class Results:
 
 
 def find_json(path: Path) -> list[Path]:
-    """A file as itself; a folder (pytest-benchmark storage) as every JSON below it.
+    """A file as itself; a folder (pytest-benchmark storage) as every JSON below it
+    (``*.json``, and ``*.json.gz`` as a large run is kept).
 
     Anything that is not a regular file (a FIFO named ``*.json`` would block the read
     forever) is refused before it is opened; so is a path the system cannot even look up
@@ -69,7 +72,7 @@ def find_json(path: Path) -> list[Path]:
 
 def _find_json(path: Path) -> list[Path]:
     if path.is_dir():
-        files = sorted(path.rglob("*.json"))
+        files = sorted([*path.rglob("*.json"), *path.rglob("*.json.gz")])
         if not files:
             raise ResultsError(f"{path}: no JSON files in this folder")
         for file in files:
@@ -90,12 +93,20 @@ def _regular(path: Path) -> None:
         raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a results file")
 
 
+def read_text(path: Path) -> str:
+    """The file's text; a ``.gz`` file (a large run kept compressed: full.json.gz) decompressed."""
+    try:
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError
+        raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
+
+
 def _read(path: Path) -> dict[str, Any]:
     _regular(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
+    text = read_text(path)
     if not text.strip():
         raise ResultsError(f"{path}: the file is empty")
     if is_journal(path, text):
