@@ -138,6 +138,18 @@ class TestRunCaseWithFakeGpus:
         assert info["device_seconds"] == backend.event_s
         assert info["host_memory"] == "pinned" and info["non_blocking"] is True
 
+    @pytest.mark.parametrize("op, src, dst", [("h2d", "cpu", "cuda:0"), ("d2h", "cuda:0", "cpu")])
+    def test_pageable_copies_take_no_device_time(self, monkeypatch, op, src, dst):
+        """A pageable copy is staged by the host: events around it would time the host's memcpy
+        too (on an H200 they read 1.4x the wall time), so no device time is recorded for it."""
+        cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=1)
+        info = run_case(Case(op, "to", src, dst, (256,), host_memory="pageable"), FakeBenchmark(calls=2), backend)
+        assert not [c for c in backend.calls if c[0] == "events"]
+        assert "device_seconds" not in info and info["host_memory"] == "pageable"
+        pinned = run_case(Case(op, "to", src, dst, (256,), host_memory="pinned"), FakeBenchmark(calls=2), backend)
+        assert pinned["device_seconds"] == backend.event_s
+
     def test_peer_records_access_and_syncs_both(self, monkeypatch):
         """A peer case synchronizes source and destination and records peer access."""
         cpu_stand_in(monkeypatch)
