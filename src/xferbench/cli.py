@@ -43,7 +43,7 @@ def _report(args: argparse.Namespace) -> int:
     given = [*args.results, *([args.history] if args.history else [])]
     output = _output(args.output, given)
     inputs = {path.resolve() for path in args.results}
-    if output.suffix in (".csv", ".md", ".json") or any(
+    if output.suffix in (".csv", ".md", ".json", ".gz") or any(
             target.resolve() in inputs for target in (output, *companions(output))):
         raise UsageError(f"-o {output}: the report is an HTML file, and neither it nor its .csv and .md "
                          "companions may replace an input")

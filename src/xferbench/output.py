@@ -34,7 +34,7 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
     """Refuse, before any work starts, an output that would destroy an input or cannot be written.
 
     ``path`` is refused when it resolves (symlinks followed) to an input file, when it
-    is a ``*.json`` inside an input folder (the next load would read it as a run), when
+    is a ``*.json`` or ``*.json.gz`` inside an input folder (the next load would read it as a run), when
     it is a folder, a device or a FIFO, or when its folder is missing (unless
     ``create_folder``: the default output's folder is created) or not writable.
     Returns the resolved target, which ``write_atomic`` replaces.
@@ -44,7 +44,7 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
         source = Path(os.path.realpath(given))
         if target == source or _same(target, source):
             raise OutputError(f"{path}: this is an input ({given}); writing it would destroy it; choose another output")
-        if source.is_dir() and _is_below(target, source) and target.suffix == ".json":
+        if source.is_dir() and _is_below(target, source) and target.name.endswith((".json", ".json.gz")):
             raise OutputError(f"{path}: a JSON inside the input folder {given} would be read as a run; "
                               "choose another output")
     if target.exists() or target.is_symlink():

@@ -10,8 +10,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import zlib
 import stat
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
