@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from .journal import benchmark_json_path
 
 __all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
 
@@ -32,6 +31,10 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], o
 
 def _where(config: pytest.Config) -> str:
     """The command that writes the report of this run (tox -e bench runs it for reports/index.html)."""
+    # Imported here: the journal is a pytest plugin (pytest_plugins), and importing it before pytest
+    # registers it stops pytest from rewriting its asserts (PytestAssertRewriteWarning on every run).
+    from .journal import benchmark_json_path
+
     json_path = benchmark_json_path(config)
     if json_path:
         html = Path(json_path).with_suffix(".html")
