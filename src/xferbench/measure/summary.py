@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-
 __all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
 
 _KEY = pytest.StashKey[dict[str, Any]]()
