@@ -90,6 +90,49 @@ class TestTwoNodes:
         assert 'data-plot="distributed-ranks"' in build_html(results)
 
 
+    def test_rank_0_journals_every_case_beside_the_json(self, two_nodes):
+        """The journal (dist.journal.jsonl) holds the same benchmarks as the JSON and says the run ended."""
+        journal = two_nodes.with_name("dist.journal.jsonl")
+        lines = [json.loads(line) for line in journal.read_text().splitlines()]
+        names = [b["name"] for b in json.loads(two_nodes.read_text())["benchmarks"]]
+        assert lines[0]["planned"] == len(names) and lines[0]["machine_info"]["xferbench"]["world_size"] == 4
+        assert [line["benchmark"]["name"] for line in lines[1:-1]] == names
+        assert lines[-1] == {"end": {"exitstatus": 0, "interrupted": False, "finished": len(names)}}
+        assert load([journal]).incomplete == []
+
+
+class TestKilledMidway:
+    def test_a_world_killed_midway_keeps_what_rank_0_finished(self, tmp_path):
+        """A world killed after its first cases (a lost node, a job's time limit) leaves no JSON, but
+        its journal: the report reads it and says how many of the planned cases finished."""
+        out = tmp_path / "run.json"
+        journal = tmp_path / "run.journal.jsonl"
+        port = free_port()
+        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc-per-node=2",
+                   "--master-addr=127.0.0.1", f"--master-port={port}", "-m", "xferbench.distributed",
+                   "--timeout", str(TIMEOUT_S), "--sizes", "1KiB,2KiB,4KiB,8KiB,16KiB", "--rounds", "200",
+                   "--out", str(out)]
+        proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            for _ in range(1200):  # up to 120 s for two cases to finish; no timing is asserted
+                if journal.exists() and journal.read_text().count('{"benchmark"') >= 2:
+                    break
+                if proc.poll() is not None:
+                    pytest.fail("the world ended before it was killed")
+                time.sleep(0.1)
+        finally:
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=60)
+        assert not out.exists()
+        results = load([journal])
+        finished = len(results.frame)
+        planned = json.loads(journal.read_text().splitlines()[0])["planned"]
+        assert 2 <= finished < planned
+        assert results.incomplete == [f"Incomplete run: {finished} of {planned} cases finished before it stopped "
+                                      f"(run.journal.jsonl)."]
+
+
 class TestSlowestRank:
     def test_a_rank_late_every_round_is_named(self):
         ranks = [[1.0, 1.2, 0.9, 1.1], [1.01, 1.19, 0.92, 1.1], [0.99, 1.21, 0.9, 1.12], [1.5, 1.7, 1.4, 1.6]]

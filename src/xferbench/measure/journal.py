@@ -31,7 +31,7 @@ import pytest
 from ..output import OutputError, check_output
 from ..units import first_line
 
-__all__ = ["JOURNAL_VERSION", "Journal", "journal_path", "memory_now"]
+__all__ = ["JOURNAL_VERSION", "Journal", "journal_path", "memory_now", "unused_journal"]
 
 JOURNAL_VERSION = 1
 _JOURNAL = pytest.StashKey["Journal"]()
@@ -93,6 +93,11 @@ def journal_path(config: pytest.Config) -> Path | None:
         if not storage.startswith("file://"):
             return None  # elasticsearch storage: nowhere beside it on disk
         base = str(Path(storage.removeprefix("file://")) / "journal" / stamp)
+    return unused_journal(base)
+
+
+def unused_journal(base: str) -> Path:
+    """``base.jsonl``, or with a counter where that name is taken: an earlier journal is never overwritten."""
     path, counter = Path(base + ".jsonl"), 1
     while path.exists() or path.is_symlink():
         path, counter = Path(f"{base}.{counter}.jsonl"), counter + 1

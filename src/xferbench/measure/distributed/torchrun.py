@@ -37,6 +37,8 @@ from .world import (
 if TYPE_CHECKING:
     from pytest_benchmark.stats import Metadata
 
+    from ..journal import Journal
+
 __all__ = ["main", "validate"]
 
 PROG = "xferbench.distributed"
@@ -165,12 +167,22 @@ def run(args: argparse.Namespace) -> int:
         else:
             sizes = scanned
     cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
-    records = [_measure(case, rank, device, profile, args.rounds, nodes) for case in cases]
+    machine = _machine_info(backend, world_size, nodes, notes)
+    # Rank 0 journals every case as it finishes (run.json -> run.journal.jsonl), so a world killed
+    # midway (a node lost, a job's time limit) keeps what it measured: xferbench report reads it.
+    journal = _open_journal(args.out, len(cases), machine) if rank == 0 else None
+    records = []
+    for case in cases:
+        records.append(_measure(case, rank, device, profile, args.rounds, nodes))
+        if journal is not None:
+            journal.write({"benchmark": records[-1].as_dict(include_data=True)})
     if rank == 0:
         try:
-            _write_json(args.out, records, backend, world_size, nodes, notes)
+            _write_json(args.out, records, machine)
         except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
             raise DistributedError(f"--out {args.out}: could not write it ({first_line(error)})") from None
+        if journal is not None:
+            journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
         print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
               f"{backend})" + "".join(f"; {note}" for note in notes))
     dist.destroy_process_group()
@@ -200,17 +212,42 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     return metadata
 
 
-def _write_json(out: Path, records: list[Metadata], backend: str, world_size: int, nodes: list[str], notes: list[str]) -> None:
-    from pytest_benchmark.plugin import pytest_benchmark_generate_json, pytest_benchmark_generate_machine_info
-    from pytest_benchmark.utils import get_commit_info
+def _machine_info(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
 
-    from ...output import write_atomic
     from ..devices import TorchBackend
     from ..machine import fingerprint
 
-    machine = pytest_benchmark_generate_machine_info()
+    machine: dict[str, Any] = pytest_benchmark_generate_machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
                                                          "nodes": sorted(set(nodes)), "notes": notes}
+    return machine
+
+
+def _open_journal(out: Path, planned: int, machine: dict[str, Any]) -> Journal | None:
+    """The journal beside ``out``; None (the run goes on, as with pytest) when it cannot be opened."""
+    import datetime as dt
+
+    from pytest_benchmark.utils import get_commit_info
+
+    from ..journal import Journal, unused_journal
+
+    journal = Journal(unused_journal(out.with_suffix("").as_posix() + ".journal"))
+    try:
+        journal.open({"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned,
+                      "machine_info": machine, "commit_info": get_commit_info()})
+    except OSError as error:
+        print(f"{PROG}: no journal ({first_line(error)}); the JSON is written at the end", file=sys.stderr)
+        return None
+    return journal
+
+
+def _write_json(out: Path, records: list[Metadata], machine: dict[str, Any]) -> None:
+    from pytest_benchmark.plugin import pytest_benchmark_generate_json
+    from pytest_benchmark.utils import get_commit_info
+
+    from ...output import write_atomic
+
     payload = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, machine_info=machine,
                                              commit_info=get_commit_info())
     write_atomic(out, json.dumps(payload, indent=1))
