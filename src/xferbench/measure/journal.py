@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import pytest
 
-from ..output import OutputError, check_output
+from ..output import OutputError, check_output, write_atomic
 from ..units import first_line
 
 __all__ = ["JOURNAL_VERSION", "Journal", "journal_path", "memory_now", "unused_journal"]
@@ -165,6 +165,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         except OutputError as error:
             raise pytest.UsageError(f"--benchmark-json: {error}") from None
     bs = getattr(config, "_benchmarksession", None)
+    if bs is not None and callable(getattr(bs, "save_json", None)):
+        _save_json_atomically(bs)
     if bs is None or bs.disabled or bs.skip or getattr(config.option, "collectonly", False):
         return
     path = journal_path(config)
@@ -175,6 +177,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except OutputError as error:
         raise pytest.UsageError(f"--xfer-journal: {error}") from None
     config.stash[_JOURNAL] = Journal(path)
+
+
+def _save_json_atomically(bs: Any) -> None:
+    """pytest-benchmark writes ``--benchmark-json`` with a plain open(): a run killed during that
+    write would leave half a file over a whole one. Its session's ``save_json`` is replaced by the
+    same serialization written atomically (the old file or the whole new one, never a mix)."""
+    from pytest_benchmark.utils import safe_dumps
+
+    if not isinstance(bs.json, str | os.PathLike):  # before 5.3: an open file, nothing to replace
+        return
+
+    def save_json(output_json: dict[str, Any]) -> None:
+        write_atomic(Path(bs.json), safe_dumps(output_json, ensure_ascii=True, indent=4))
+        bs.logger.info(f"Wrote benchmark data in: {bs.json}", purple=True)
+
+    bs.save_json = save_json
 
 
 def _journal(config: pytest.Config) -> Journal | None:
