@@ -424,13 +424,13 @@ TICKS = 2e-9  # a reading of the simulated clock advances it 1 ns (simulate.TICK
 def gpu_families(tmp_path_factory):
     """One simulated 2-GPU quick run of bench/test_scenarios.py and bench/test_concurrent.py, and its
     report: spec, frame, output (pytest's), html and json. The host-only scenarios that take seconds
-    for real (forward, convert_on_cpu) are left out: they are not simulated."""
+    for real (forward and convert_on_cpu on the CPU) are left out: they are not simulated."""
     from types import SimpleNamespace
 
     folder = tmp_path_factory.mktemp("simfamilies")
     spec = write_spec(folder, extra=FAMILY_KEYS)
     out = folder / "families.json"
-    data = run_bench(spec, out, ("scenarios", "concurrent"), SIZES, "-rs", "-k", "not test_forward and not convert_on_cpu")
+    data = run_bench(spec, out, ("scenarios", "concurrent"), SIZES, "-rs", "-k", "not 64batch-cpu and not convert_on_cpu")
     assert main(["report", str(out), "-o", str(folder / "report.html")]) == 0
     return SimpleNamespace(spec=load_spec(spec), frame=rows(out), output=data["output"],
                            html=(folder / "report.html").read_text(), json=out)
@@ -561,12 +561,12 @@ class TestGpuScenariosReadBackTheSpec:
         for row in scenario_rows.itertuples():
             assert row.median_s == pytest.approx(expected_scenario(costs, row), rel=1e-4, abs=TICKS), row.name
 
-    def test_forward_on_a_simulated_gpu_says_why_it_does_not_run(self, tmp_path):
+    def test_forward_on_a_simulated_gpu_says_why_it_does_not_run(self, gpu_families):
         """The simulation prices copies, not compute: forward on a simulated GPU is a skip with its reason."""
-        data = run_bench(write_spec(tmp_path), tmp_path / "forward.json", ("scenarios",), SIZES, "-rs",
-                         "-k", "test_forward and cuda")
-        assert "forward on cuda:0: the simulated machine prices copies and synchronizes, not compute" in data["output"]
-        assert data["benchmarks"] == []
+        for gpu in ("cuda:0", "cuda:1"):
+            assert f"forward on {gpu}: the simulated machine prices copies and synchronizes, not compute" in \
+                gpu_families.output
+        assert not (gpu_families.frame["op"] == "forward").any()
 
     def test_findings_read_the_spec_back(self, gpu_families):
         """The sections' sentences state the stall, the non_blocking return and the placement ratio the spec implies."""
