@@ -583,6 +583,15 @@ class TestGpuScenariosReadBackTheSpec:
         fast = 2 * costs.launch + costs.path("h2d_pageable", n) + costs.kernel(4 * n) + costs.sync
         placement = " ".join(scenario_findings(frame, "placement"))
         assert f"({slow / fast:.2f}x)" in placement and "move_then_convert took" in placement
+        # pin_memory: a pinned staging buffer against pin-then-move and against a plain pageable .to()
+        n = 64 * MiB
+        staged = costs.host_copy(n) + costs.launch + costs.path("h2d_pinned", n) + costs.sync
+        pageable = costs.launch + costs.path("h2d_pageable", n) + costs.sync
+        pinning = scenario_findings(frame, "pin_memory")
+        assert f"reused_pinned_to took {format_seconds(staged)}, pin_cached_then_to {format_seconds(staged)} (1.00x)." \
+            in pinning[0]
+        assert f"reused_pinned_to took {format_seconds(staged)}, to {format_seconds(pageable)} " \
+               f"({pageable / staged:.2f}x)." in pinning[-1]
 
 
 class TestConcurrentFamiliesReadBackTheSpec:
