@@ -333,11 +333,10 @@ class SimBackend:
             return
         if self._varies:
             device_s *= self._factor()
-        key = (index, stream or "")
-        busy = self.side_streams.get(key, 0.0) if stream else self.busy_until[index]
+        busy = self.side_streams.get((index, stream), 0.0) if stream else self.busy_until[index]
         done = max(self.clock.now, busy) + device_s
         if stream:
-            self.side_streams[key] = done
+            self.side_streams[(index, stream)] = done
         else:
             self.busy_until[index] = done
         self.device_work[index] += device_s
@@ -402,11 +401,8 @@ class SimBackend:
             return
         call: Callable[[], T | None] = op if case.op == "sync" else self._simulated(case, op)
         # (a sync case's operation is this backend's own synchronize)
-        self.clock.simulating = True
-        try:
+        with self.simulating():
             yield call
-        finally:
-            self.clock.simulating = False
 
     def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], None]:
         # The timed calls only charge: the data moves for real in the verification call,
