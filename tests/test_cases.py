@@ -145,3 +145,22 @@ class TestSizes:
 
     def test_ops_list(self):
         assert core_ops() == ("h2d", "d2h", "d2d", "peer", "host", "create", "noop", "sync")
+
+
+class TestNoSizeAxis:
+    """A family with ``sizes="none"`` (sync: nothing moves) has one case per device, no size anywhere."""
+
+    def test_sync_is_one_case_per_gpu_whatever_the_sizes_and_dtypes(self):
+        planned = build_cases("sync", devices_for(2), [4, 1024, 2**26, (2, 3)], ["float32", "float16", "int8"])
+        assert ids(planned) == ["synchronize-cuda:0", "synchronize-cuda:1"]
+        assert skips(planned) == {}
+
+    def test_its_rows_carry_no_payload(self):
+        """Report rows and compare keys see 0 bytes, not the size of a label."""
+        (case, _) = build_cases("sync", devices_for(2), SIZES, ["float32"])
+        assert case.nbytes == 0 and case.extra_info()["nbytes"] == 0
+        assert not case.sized and Case("d2d", "clone", "cuda:0", "cuda:0", (4,)).sized
+
+    def test_a_size_that_is_no_whole_element_does_not_skip_it(self):
+        """3 B is no float32, but sync has no size to be wrong: it still runs."""
+        assert ids(build_cases("sync", devices_for(1), [3], ["float32"])) == ["synchronize-cuda:0"]

@@ -189,15 +189,3 @@ def test_bench_file_collects_with_fake_gpus(pytester):
     assert "test_concurrent_bench.py::test_numa[d2h_remote-256MiB-cuda:0->cpu]" in collected
     assert "test_concurrent_bench.py::test_all_gpus_host[all_gpus_host-needs-two-accelerators]" in collected
     assert len(collected) == 3 + 1 + 7 + 4
-
-
-def test_simulated_machine_skips_with_its_reason(pytester):
-    """On a simulated machine (a backend marked simulated) every concurrent family says why it does not run."""
-    pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)\nfrom fakes import FakeBackend\n\n'
-                          'def pytest_xfer_make_backend(config):\n    backend = FakeBackend(gpus=2)\n'
-                          '    backend.simulated = True\n    return backend\n')
-    shutil.copy(ROOT / "bench" / "test_concurrent.py", pytester.path / "test_concurrent_bench.py")
-    result = pytester.runpytest("--benchmark-only", "-rs")
-    result.assert_outcomes(skipped=4)
-    result.stdout.fnmatch_lines(["*bidir times real CUDA streams and copy engines; a simulated machine models single "
-                                 "copies only"])

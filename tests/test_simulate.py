@@ -401,3 +401,388 @@ def test_fingerprint_holds_the_spec_not_the_host_gpus():
     assert fingerprint["devices"][0]["pcie_max_generation"] == 4
     assert fingerprint["devices"][0]["pcie_max_width"] is None and fingerprint["devices"][0]["memory_peak_gbps"] is None
     assert fingerprint["simulated"]["link"]["pcie_gen"] == 4
+
+
+# --- the GPU scenarios and the concurrent families on a simulated machine ---------------------------------
+
+#: Every new cost set away from its default, so a variant priced with the wrong key is caught:
+#: 2 GPUs at 50 GB/s (h2d pinned) share 60 GB/s, so each gets 30 at once; remote buffers cap at 25.
+FAMILY_KEYS = """pin_GBps = 4.0
+host_copy_GBps = 16.0
+kernel_slowdown = 2.0
+shared_host_GBps = 60.0
+numa_nodes = 2
+remote_GBps = 25.0"""
+US = 1e-6
+GPU_SCENARIOS = ("module_to", "sync_stall", "pin_memory", "placement", "cuda_vs_to")
+CONCURRENT = ("bidir", "all_gpus_host", "copy_kind", "numa")
+STALL_S = 2e-3  # the work sync_stall queues before each call (scenarios.STALL_SECONDS)
+TICKS = 2e-9  # a reading of the simulated clock advances it 1 ns (simulate.TICK_S)
+
+
+@pytest.fixture(scope="module")
+def gpu_families(tmp_path_factory):
+    """One simulated 2-GPU quick run of bench/test_scenarios.py and bench/test_concurrent.py, and its
+    report: spec, frame, output (pytest's), html and json. The host-only scenarios that take seconds
+    for real (forward and convert_on_cpu on the CPU) are left out: they are not simulated."""
+    from types import SimpleNamespace
+
+    folder = tmp_path_factory.mktemp("simfamilies")
+    spec = write_spec(folder, extra=FAMILY_KEYS)
+    out = folder / "families.json"
+    data = run_bench(spec, out, ("scenarios", "concurrent"), SIZES, "-rs", "-k", "not 64batch-cpu and not convert_on_cpu")
+    assert main(["report", str(out), "-o", str(folder / "report.html")]) == 0
+    return SimpleNamespace(spec=load_spec(spec), frame=rows(out), output=data["output"],
+                           html=(folder / "report.html").read_text(), json=out)
+
+
+class Costs:
+    """The spec's prices, written out as README's "Simulated machine" states them."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.launch, self.sync, self.dispatch = spec.launch_us * US, spec.sync_us * US, spec.dispatch_ns * 1e-9
+
+    def path(self, name, nbytes, cap=None):
+        cost = spec_path = self.spec.paths[name]
+        gbps = spec_path.GBps if cap is None else min(spec_path.GBps, cap)
+        return (cost.alpha_us * US + nbytes / (gbps * 1e9)) * cost.slowdown
+
+    def kernel(self, written):
+        return self.path("d2d", written) * self.spec.kernel_slowdown
+
+    def host_copy(self, written):
+        return written / (self.spec.host_copy_GBps * 1e9)
+
+    def synced(self, now, done):
+        """The clock after synchronizing devices whose work ends at ``done``, one after the other."""
+        for end in done:
+            now = max(now, end) + self.sync
+        return now
+
+
+def mlp_parameter_bytes(params):
+    from xferbench.measure.scenarios import mlp
+
+    return [p.numel() * 4 for p in mlp(params).parameters()]
+
+
+def expected_scenario(c, row):
+    """Per-call wall time of one GPU scenario row on the simulated machine."""
+    n, L = int(row.nbytes), c.launch
+    variant = row.variant
+    if row.op == "module_to":
+        sizes = mlp_parameter_bytes(int(row.shape))
+        if variant == "again":  # every parameter walked, nothing copied, then the synchronize
+            return len(sizes) * c.dispatch + c.sync
+        return sum(L + c.path("h2d_pageable", b) for b in sizes) + c.sync
+    if row.op == "sync_stall":  # the launch is hidden behind the queued work; the copy waits for it
+        if variant == "nonblocking_event":
+            return L + c.dispatch
+        return STALL_S + c.path("d2h_pageable", 4 if variant == "item" else n)
+    if row.op == "pin_memory":
+        return {"pin_cold": n / (c.spec.pin_GBps * 1e9) + c.host_copy(n),
+                "pin_cached": c.host_copy(n),
+                "to": L + c.path("h2d_pageable", n) + c.sync,
+                "pin_cached_then_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync,
+                "reused_pinned_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync}[variant]
+    if row.op == "placement":  # n uint8 pixels become 4n bytes of float32
+        if variant == "convert_then_move":
+            return c.host_copy(4 * n) + L + c.path("h2d_pageable", 4 * n) + c.sync
+        return L + c.path("h2d_pageable", n) + L + c.kernel(4 * n) + c.sync
+    if row.op == "cuda_vs_to":
+        if variant.startswith("module"):
+            return sum(L + c.path("h2d_pageable", b) for b in mlp_parameter_bytes(max(10**3, n // 4))) + c.sync
+        return L + c.path("h2d_pageable", n) + c.sync
+    raise AssertionError(f"no expectation for {row.op} {variant}")
+
+
+def expected_concurrent(c, row, gpus=2):
+    """Per-call wall time of one concurrent row: copies queued one launch apart, then every GPU synchronized."""
+    L, payload = c.launch, int(row.nbytes) // (2 if row.variant in ("h2d+d2h", "h2d_all", "d2h_all") else 1)
+    if row.op == "bidir":
+        up, down = c.path("h2d_pinned", payload), c.path("d2h_pinned", payload)
+        parts = {"h2d": [up], "d2h": [down], "h2d+d2h": [up, down]}[row.variant]
+        if c.spec.duplex:  # each on its own copy engine
+            return c.synced(len(parts) * L, [max((i + 1) * L + t for i, t in enumerate(parts))])
+        return c.synced(len(parts) * L, [L + sum(parts)])
+    if row.op == "all_gpus_host":
+        direction, which = row.variant.split("_")
+        legs = gpus if which == "all" else 1
+        cost = c.path(f"{direction}_pinned", payload, cap=c.spec.shared_host_GBps / legs)
+        return c.synced(legs * L, [(i + 1) * L + cost for i in range(legs)])
+    if row.op == "copy_kind":
+        n = payload
+        if row.src == "cpu":
+            return {"memcpy": L + c.path("h2d_pinned", n),
+                    "strided": c.host_copy(n) + L + c.path("h2d_pageable", n),
+                    "convert": c.host_copy(n // 2) + L + c.path("h2d_pageable", n // 2),
+                    "convert_nonblocking": L + c.path("h2d_pinned", n) + c.kernel(n // 2)}[row.variant] + c.sync
+        return L + {"memcpy": c.path("d2d", n), "strided": c.kernel(n), "convert": c.kernel(n // 2)}[row.variant] + c.sync
+    if row.op == "numa":
+        direction, where = row.variant.split("_")
+        cap = c.spec.remote_GBps if where == "remote" else None
+        return L + c.path(f"{direction}_pinned", payload, cap=cap) + c.sync
+    raise AssertionError(f"no expectation for {row.op} {row.variant}")
+
+
+def ratio_after(text, label):
+    """The ``1.23`` of ``label ... 1.23x`` in a verdict's detail."""
+    import re
+
+    match = re.search(re.escape(label) + r"[^;=]*?(?:= )?([\d.]+)x", text)
+    assert match, (label, text)
+    return float(match.group(1))
+
+
+class TestGpuScenariosReadBackTheSpec:
+    def test_every_gpu_scenario_runs_simulated_on_every_gpu(self, gpu_families):
+        """None of the GPU scenarios is skipped on a simulated machine: each variant runs on each GPU,
+        its clock says simulated, and the host-only ones stay real."""
+        frame, output = gpu_families.frame, gpu_families.output
+        on_gpu = frame[(frame["src"] != "cpu") | (frame["dst"] != "cpu")]
+        expected_variants = {"module_to": 2, "sync_stall": 5, "pin_memory": 5, "placement": 2, "cuda_vs_to": 6}
+        for op, variants in expected_variants.items():
+            rows_of = on_gpu[on_gpu["op"] == op]
+            assert rows_of["variant"].nunique() == variants, op
+            assert {d for d in (*rows_of["src"], *rows_of["dst"]) if d != "cpu"} == {"cuda:0", "cuda:1"}, op
+        assert set(on_gpu["clock"]) == {"simulated"}
+        assert set(frame.loc[frame.index.difference(on_gpu.index), "clock"]) == {"wall+sync"}
+        assert "needs an accelerator" not in output and "needs real CUDA" not in output
+
+    def test_wall_time_of_every_gpu_scenario_is_what_the_spec_prices(self, gpu_families):
+        """sync_stall waits for the queued 2 ms, pin_memory pays pinning and host copies at their rates,
+        placement moves 4x the bytes or converts on the device, cuda_vs_to and module moves copy each
+        parameter: each per-call figure equals the spec's price."""
+        spec, frame = gpu_families.spec, gpu_families.frame
+        costs = Costs(spec)
+        scenario_rows = frame[frame["op"].isin(GPU_SCENARIOS) & (frame["clock"] == "simulated")]
+        assert len(scenario_rows) == 2 * (3 * 2 + 5 + 2 * 5 + 2 * 2 + 6)  # GPUs x (sizes x variants) per family
+        for row in scenario_rows.itertuples():
+            assert row.median_s == pytest.approx(expected_scenario(costs, row), rel=1e-4, abs=TICKS), row.name
+
+    def test_forward_on_a_simulated_gpu_says_why_it_does_not_run(self, gpu_families):
+        """The simulation prices copies, not compute: forward on a simulated GPU is a skip with its reason."""
+        for gpu in ("cuda:0", "cuda:1"):
+            assert f"forward on {gpu}: the simulated machine prices copies and synchronizes, not compute" in \
+                gpu_families.output
+        assert not (gpu_families.frame["op"] == "forward").any()
+
+    def test_findings_read_the_spec_back(self, gpu_families):
+        """The sections' sentences state the stall, the non_blocking return and the placement ratio the spec implies."""
+        from xferbench.analyze.findings import scenario_findings
+        from xferbench.units import format_seconds
+
+        spec, frame = gpu_families.spec, gpu_families.frame
+        costs = Costs(spec)
+        stall = " ".join(scenario_findings(frame, "sync_stall"))
+        assert f"took {format_seconds(STALL_S + costs.path('d2h_pageable', 4))}" in stall
+        assert f"returned in {format_seconds(costs.launch + costs.dispatch)}" in stall
+        n = 64 * 3 * 224 * 224
+        slow = costs.host_copy(4 * n) + costs.launch + costs.path("h2d_pageable", 4 * n) + costs.sync
+        fast = 2 * costs.launch + costs.path("h2d_pageable", n) + costs.kernel(4 * n) + costs.sync
+        placement = " ".join(scenario_findings(frame, "placement"))
+        assert f"({slow / fast:.2f}x)" in placement and "move_then_convert took" in placement
+        # pin_memory: a pinned staging buffer against pin-then-move and against a plain pageable .to()
+        n = 64 * MiB
+        staged = costs.host_copy(n) + costs.launch + costs.path("h2d_pinned", n) + costs.sync
+        pageable = costs.launch + costs.path("h2d_pageable", n) + costs.sync
+        pinning = scenario_findings(frame, "pin_memory")
+        assert f"reused_pinned_to took {format_seconds(staged)}, pin_cached_then_to {format_seconds(staged)} (1.00x)." \
+            in pinning[0]
+        assert f"reused_pinned_to took {format_seconds(staged)}, to {format_seconds(pageable)} " \
+               f"({pageable / staged:.2f}x)." in pinning[-1]
+
+
+class TestConcurrentFamiliesReadBackTheSpec:
+    def test_every_concurrent_family_runs_where_the_spec_places_it(self, gpu_families):
+        """bidir, all_gpus_host, copy_kind and numa all run on the simulated GPUs; numa places the host
+        buffer on the GPU's node (GPU i on node i) or the other one."""
+        frame, output = gpu_families.frame, gpu_families.output
+        counts = frame[frame["op"].isin(CONCURRENT)].groupby("op").size().to_dict()
+        assert counts == {"bidir": 3 * 2, "all_gpus_host": 4, "copy_kind": 7 * 2, "numa": 4 * 2}
+        numa = frame[frame["op"] == "numa"]
+        for row in numa.itertuples():
+            gpu = int((row.dst if row.src == "cpu" else row.src).split(":")[1])
+            assert row.host_numa_node == (gpu if row.variant.endswith("local") else 1 - gpu), row.name
+        assert "simulated machine models single copies" not in output
+
+    def test_wall_time_of_every_concurrent_case_is_what_the_spec_prices(self, gpu_families):
+        """Duplex copy engines overlap both directions, every GPU at once shares the host's 60 GB/s,
+        copy kernels run at half the d2d path, remote host buffers are capped at 25 GB/s."""
+        spec, frame = gpu_families.spec, gpu_families.frame
+        costs = Costs(spec)
+        for row in frame[frame["op"].isin(CONCURRENT)].itertuples():
+            assert row.clock == "simulated"
+            assert row.median_s == pytest.approx(expected_concurrent(costs, row), rel=1e-4, abs=TICKS), row.name
+
+    def test_check_verdicts_state_the_ratios_the_spec_implies(self, gpu_families, capsys):
+        """xferbench check's figures for the four families are the spec's ratios, labelled simulated."""
+        spec, frame = gpu_families.spec, gpu_families.frame
+        costs = Costs(spec)
+        assert main(["check", str(gpu_families.json)]) == 0
+        # "      simulated figure  both directions at once against one (bidir)   64 MiB each way: ..."
+        verdicts = {line.split(")")[0].rsplit("(", 1)[-1]: line for line in capsys.readouterr().out.splitlines()
+                    if line.strip().startswith("simulated figure")}
+
+        def gbps(row_op, variant, src="cpu", dst="cuda:0"):
+            row = next(frame[(frame["op"] == row_op) & (frame["variant"] == variant) & (frame["src"] == src)
+                             & (frame["dst"] == dst)].itertuples())
+            return int(row.nbytes) / expected_concurrent(costs, row)
+
+        both, up, down = gbps("bidir", "h2d+d2h"), gbps("bidir", "h2d"), gbps("bidir", "d2h", "cuda:0", "cpu")
+        assert ratio_after(verdicts["bidir"], "h2d+d2h") == pytest.approx(round(both / max(up, down), 2), abs=0.006)
+        every = verdicts["all_gpus_host"]
+        for direction, one, everyone in (("h2d", ("cpu", "cuda:0"), ("cpu", "all:cuda")),
+                                         ("d2h", ("cuda:0", "cpu"), ("all:cuda", "cpu"))):
+            ratio = gbps("all_gpus_host", f"{direction}_all", *everyone) / gbps("all_gpus_host", f"{direction}_one", *one)
+            assert ratio_after(every, f"{direction}: all at once") == pytest.approx(round(ratio, 2), abs=0.006)
+        kinds = verdicts["copy_kind"]
+        for where, (src, dst) in (("cpu->cuda:0", ("cpu", "cuda:0")), ("cuda:0->cuda:0", ("cuda:0", "cuda:0"))):
+            part = next(p for p in kinds.split("; ") if where in p)
+            for variant in ("strided", "convert"):
+                ratio = gbps("copy_kind", variant, src, dst) / gbps("copy_kind", "memcpy", src, dst)
+                assert ratio_after(part, f" {variant} ") == pytest.approx(round(ratio, 2), abs=0.006), (where, variant)
+        numa = verdicts["numa"]
+        for direction, (src, dst) in (("h2d", ("cpu", "cuda:0")), ("d2h", ("cuda:0", "cpu"))):
+            ratio = gbps("numa", f"{direction}_remote", src, dst) / gbps("numa", f"{direction}_local", src, dst)
+            assert ratio_after(numa, f"{direction}: remote") == pytest.approx(round(ratio, 2), abs=0.006)
+            assert ratio < 1  # the remote buffer is capped below the path's bandwidth
+
+    def test_report_draws_a_section_for_every_simulated_family(self, gpu_families):
+        """The report has a section, with a drawn figure, for each GPU scenario and concurrent family."""
+        html = gpu_families.html
+        sections = {chunk.split('"', 1)[0]: chunk for chunk in html.split('<h2 id="section-')[1:]}
+        for op in (*GPU_SCENARIOS, *CONCURRENT):
+            assert op in sections, op
+            body = sections[op].split("<h2 ", 1)[0]
+            assert "<svg" in body and "data-missing" not in body, op
+
+
+def family_spec(**extra):
+    data = {"gpus": 2, "sync_us": 5.0, "dispatch_ns": 400, "launch_us": 4.0,
+            "paths": {p: {"alpha_us": 2.0, "GBps": 10.0} for p in PATHS}} | extra
+    return parse_spec(data)
+
+
+class TestFamilySpecKeys:
+    def test_defaults_are_the_documented_ones(self):
+        """A spec without the scenario keys still runs every family, with README's defaults."""
+        spec = family_spec()
+        assert (spec.pin_GBps, spec.host_copy_GBps, spec.kernel_slowdown, spec.duplex, spec.shared_host_GBps,
+                spec.numa_nodes, spec.remote_GBps) == (6.0, 10.0, 1.0, True, None, 1, None)
+
+    @pytest.mark.parametrize(("key", "value", "message"), [
+        ("duplex", 1, "duplex must be true or false, got 1"),
+        ("pin_GBps", 0, "pin_GBps must be > 0, got 0.0"),
+        ("host_copy_GBps", -2.0, "host_copy_GBps must be a finite number >= 0, got -2.0"),
+        ("kernel_slowdown", 0.0, "kernel_slowdown must be > 0, got 0.0"),
+        ("shared_host_GBps", 0, "shared_host_GBps must be > 0, got 0.0"),
+        ("numa_nodes", 0, "numa_nodes must be > 0, got 0"),
+        ("numa_nodes", 1.5, "numa_nodes must be a whole number, got 1.5"),
+        ("remote_GBps", "fast", "remote_GBps must be a number, got 'fast'"),
+    ])
+    def test_bad_values_name_the_key(self, key, value, message):
+        with pytest.raises(SpecError, match="^" + message.replace("(", r"\(").replace(".", r"\.") + "$"):
+            family_spec(**{key: value})
+
+
+class TestConcurrencyModel:
+    """The copy engines and the shared host link, on the backend alone (no benchmark run)."""
+
+    def elapsed(self, spec, case):
+        from xferbench.measure.simulate_scenarios import prepare_concurrent
+
+        backend = SimBackend(spec)
+        gpus = [int(gpu.split(":")[1]) for gpu in case.gpus]
+        prepared = prepare_concurrent(case, backend, lambda: [backend.synchronize(i) for i in gpus])
+        start = CLOCK.now
+        prepared.target()
+        return CLOCK.now - start
+
+    def test_duplex_engines_overlap_and_one_engine_takes_turns(self):
+        from xferbench.measure.concurrent import Concurrent
+
+        both = Concurrent("bidir", "h2d+d2h", "cpu", "cuda:0", MiB, ("cuda:0",))
+        copy = 2e-6 + MiB / 10e9
+        # duplex: d2h, queued one launch later on its own engine, ends last; then the synchronize
+        assert self.elapsed(family_spec(), both) == pytest.approx(2 * 4e-6 + copy + 5e-6)
+        # one engine: the second copy starts when the first ends
+        assert self.elapsed(family_spec(duplex=False), both) == pytest.approx(4e-6 + 2 * copy + 5e-6)
+
+    def test_every_gpu_at_once_shares_the_host_link(self):
+        from xferbench.measure.concurrent import Concurrent
+
+        every = Concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", MiB, ("cuda:0", "cuda:1"))
+        alone = 2e-6 + MiB / 10e9
+        shared = 2e-6 + MiB / 4e9  # 8 GB/s shared by two GPUs: 4 each, below the path's 10
+        # cuda:0's copy (launched first) ends one launch before cuda:1's, which its 5 us synchronize covers
+        assert self.elapsed(family_spec(), every) == pytest.approx(4e-6 + alone + 2 * 5e-6)
+        assert self.elapsed(family_spec(shared_host_GBps=8.0), every) == pytest.approx(4e-6 + shared + 2 * 5e-6)
+        # a cap above what the GPUs ask for changes nothing
+        assert self.elapsed(family_spec(shared_host_GBps=100.0), every) == pytest.approx(4e-6 + alone + 2 * 5e-6)
+
+    def test_numa_remote_needs_a_second_node(self):
+        from xferbench.measure.concurrent import Concurrent, NotPlaceable
+
+        remote = Concurrent("numa", "h2d_remote", "cpu", "cuda:1", MiB, ("cuda:1",))
+        with pytest.raises(NotPlaceable, match="the simulated machine has one"):
+            self.elapsed(family_spec(), remote)
+        assert self.elapsed(family_spec(numa_nodes=2, remote_GBps=5.0), remote) == pytest.approx(
+            4e-6 + 2e-6 + MiB / 5e9 + 5e-6)
+
+
+class TestRealBackendTakesTheRealPath:
+    """The simulation changes nothing on a real GPU path: a backend that is not the simulator (a fake,
+    even one claiming to be simulated) goes through the real prepares, on the wall+sync clock."""
+
+    @pytest.fixture
+    def simulator_refused(self, monkeypatch):
+        import xferbench.measure.simulate_scenarios as priced
+
+        def refuse(*args):
+            raise AssertionError("a real backend reached the simulator")
+        monkeypatch.setattr(priced, "prepare_scenario", refuse)
+        monkeypatch.setattr(priced, "prepare_concurrent", refuse)
+
+    @pytest.mark.parametrize("claims_simulated", [False, True])
+    def test_scenario(self, monkeypatch, simulator_refused, claims_simulated):
+        from xferbench.measure import scenarios
+
+        from fakes import FakeBackend, FakeBenchmark
+
+        prepared = []
+        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared.append(s) or scenarios.Prepared(lambda: None))
+        backend = FakeBackend(gpus=2)
+        backend.simulated = claims_simulated
+        stall = scenarios.Scenario("sync_stall", "item", "cuda:1", "cpu", 4, "bytes")
+        info = scenarios.run_scenario(stall, FakeBenchmark(), backend)
+        assert prepared == [stall] and info["clock"] == "wall+sync"
+        assert backend.syncs() and set(backend.syncs()) == {1}
+
+    @pytest.mark.parametrize("claims_simulated", [False, True])
+    def test_concurrent(self, monkeypatch, simulator_refused, claims_simulated):
+        from xferbench.measure import concurrent
+
+        from fakes import FakeBackend, FakeBenchmark
+
+        prepared = []
+        monkeypatch.setitem(concurrent._PREPARE, "bidir",
+                            lambda c, sync: prepared.append(c) or concurrent.Prepared(lambda: None))
+        backend = FakeBackend(gpus=1)
+        backend.simulated = claims_simulated
+        case = concurrent.Concurrent("bidir", "h2d", "cpu", "cuda:0", MiB, ("cuda:0",))
+        info = concurrent.run_concurrent(case, FakeBenchmark(), backend)
+        assert prepared == [case] and info["clock"] == "wall+sync"
+
+    def test_host_only_scenario_on_the_simulated_machine_runs_for_real(self, monkeypatch, simulator_refused):
+        """placement's CPU half touches no simulated GPU: it is run and timed for real."""
+        from xferbench.measure import scenarios
+
+        from fakes import FakeBenchmark
+
+        prepared = []
+        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared.append(s) or scenarios.Prepared(lambda: None))
+        on_cpu = scenarios.Scenario("placement", "convert_on_cpu", "cpu", "cpu", 8, "images")
+        info = scenarios.run_scenario(on_cpu, FakeBenchmark(), SimBackend(family_spec()))
+        assert prepared == [on_cpu] and info["clock"] == "wall+sync"

@@ -57,7 +57,8 @@ class Family:
     link: str | None = None  # what bounds it: "pcie", "nvlink", "device memory", "host memory", "network"
     endpoints: str = "each"  # core families: see ENDPOINTS
     variants: tuple[Variant, ...] = ()  # core families: the calls timed
-    sizes: str = "sweep"  # core families: "sweep", or "ends" (smallest and largest only: a no-op)
+    sizes: str = "sweep"  # core families: "sweep", "ends" (smallest and largest only: a no-op), or "none"
+    # (no size axis: one case per endpoint and variant, nbytes 0, no size in its id: a synchronize)
     caption: str = ""  # the report's prose for its section or plot
 
     def __post_init__(self) -> None:
@@ -66,6 +67,8 @@ class Family:
         if self.kind == "core" and (self.endpoints not in ENDPOINTS or not self.variants):
             raise ValueError(f"family {self.op!r}: a core family needs endpoints (one of {', '.join(ENDPOINTS)}) "
                              "and at least one variant")
+        if self.sizes not in ("sweep", "ends", "none"):
+            raise ValueError(f"family {self.op!r}: sizes must be sweep, ends or none, got {self.sizes!r}")
 
 
 def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> tuple[Variant, ...]:
@@ -98,10 +101,9 @@ _CORE = (
            caption=".cuda(i), .to(device) and .cpu() on a tensor already there return the very same object; what they "
                    "cost is PyTorch's dispatch, shown next to the cheapest real copy measured."),
     Family("sync", "synchronizing an idle device", "torch.cuda.synchronize(i) with nothing queued on the device",
-           "core", "tab:brown", moves_payload=False, endpoints="accelerator", variants=_v("synchronize"), sizes="ends",
+           "core", "tab:brown", moves_payload=False, endpoints="accelerator", variants=_v("synchronize"), sizes="none",
            caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "
-                   "caller pays who synchronizes around every no-op or small move. Nothing moves; the size is that "
-                   "of the case's label only."),
+                   "caller pays who synchronizes around every no-op or small move. Nothing moves, so it has no size."),
 )
 
 _SCENARIOS = (

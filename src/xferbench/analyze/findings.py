@@ -243,7 +243,7 @@ def _cpu_convert(rows: pd.DataFrame) -> list[str]:
 SCENARIO_FINDINGS: dict[str, Callable[[pd.DataFrame], list[str]]] = {
     "module_to": _module_to,
     "sync_stall": _sync_stall,
-    "pin_memory": lambda rows: (_ratio(rows, "pin_then_to", "reused_pinned_to", "Host to device")
+    "pin_memory": lambda rows: (_ratio(rows, "pin_cached_then_to", "reused_pinned_to", "Host to device")
                                 + _ratio(rows, "to", "reused_pinned_to", "Host to device")),
     "placement": _cpu_convert,
     "cuda_vs_to": _cuda_vs_to,

@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..contract import Identity
-from ..families import Family, Variant, family, ops
+from ..families import FAMILIES, Family, Variant, family, ops
 from ..units import DTYPE_SIZES, Size, format_size
 
 __all__ = [
+    "NO_SIZE",
     "PROFILES",
     "Case",
     "Skipped",
@@ -32,7 +33,8 @@ PROFILES: dict[str, str] = {
     "quick": "4B,1KiB,1MiB,64MiB",
     "full": "2x3,4B..1GiB:x4",
 }
-
+#: The shape of a case whose family has no size axis (a Case needs one; its nbytes is 0).
+NO_SIZE = (1,)
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,14 @@ class Case:
             raise ValueError(f"host_memory must be pageable, pinned or None, got {self.host_memory!r}")
 
     @property
+    def sized(self) -> bool:
+        """False for a family without a size axis (``Family.sizes == "none"``): its shape is a placeholder."""
+        return self.op not in FAMILIES or FAMILIES[self.op].sizes != "none"
+
+    @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * DTYPE_SIZES[self.dtype]
+        """Payload bytes; 0 for a family without a size axis (nothing moves)."""
+        return math.prod(self.shape) * DTYPE_SIZES[self.dtype] if self.sized else 0
 
     @property
     def size_label(self) -> str:
@@ -79,8 +87,8 @@ class Case:
             parts.append(self.host_memory)
         if self.src != self.dst:  # a move across devices: blocking or not matters
             parts.append("nonblocking" if self.non_blocking else "blocking")
-        parts += [self.method, self.size_label, self.dtype]
-        on_one_device = self.src == self.dst and family(self.op).endpoints == "each"
+        parts += [self.method, self.size_label, self.dtype] if self.sized else [self.method]
+        on_one_device = self.src == self.dst and (family(self.op).endpoints == "each" or not self.sized)
         parts.append(self.src if on_one_device else f"{self.src}->{self.dst}")
         return "-".join(parts)
 
@@ -192,10 +200,14 @@ def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dt
     """Every case of one op family for these devices, sizes and dtypes, skips included.
 
     A no-op costs the same at any size, so it is measured at the smallest and the
-    largest size only: enough to show that the size does not matter.
+    largest size only: enough to show that the size does not matter. A family with no
+    size axis (``sizes="none"``, a synchronize) gets one case per endpoint and variant,
+    whatever the sizes and dtypes: its shape is the placeholder ``NO_SIZE``.
     """
     if op not in core_ops():
         raise ValueError(f"unknown op {op!r}; expected one of {', '.join(core_ops())}")
+    if family(op).sizes == "none":
+        return _family_cases(op, devices, NO_SIZE, "float32")
     planned: list[Planned] = []
     for dtype in dtypes:
         shapes, skipped = shapes_for(sizes, dtype)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from ..units import format_size
 from .cases import Skipped, accelerators, no_accelerator
 from .devices import DeviceBackend, accelerator_index
 from .machine import gpu_local_cpus, parse_cpu_list, pci_bus_id
-from .scenarios import Prepared, empty_host_cache, missing_cuda
+from .scenarios import Prepared, empty_host_cache, missing_cuda, simulator_for
 
 __all__ = ["CONCURRENT", "CONCURRENT_SIZES", "Concurrent", "build_concurrent", "numa_node_of", "run_concurrent"]
 
@@ -402,7 +402,7 @@ def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dic
 
     Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible.
     """
-    from .timing import CLOCK_WALL
+    from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 
     indices = [i for i in map(accelerator_index, c.gpus) if i is not None]
@@ -411,15 +411,23 @@ def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dic
         for index in indices:
             backend.synchronize(index)
 
+    simulator = simulator_for(backend, c.gpus)
     with out_of_memory_skips(format_size(c.size), backend):
         try:
-            prepared = _PREPARE[c.op](c, sync)
+            if simulator is not None:
+                from .simulate_scenarios import prepare_concurrent
+
+                prepared = prepare_concurrent(c, simulator, sync)
+            else:
+                prepared = _PREPARE[c.op](c, sync)
         except NotPlaceable as reason:
             raise CannotRun(str(reason)) from None
         benchmark.group = f"{c.op} {c.src}->{c.dst}"
-        benchmark.extra_info.update(c.extra_info(), clock=CLOCK_WALL, **prepared.extra)
-        for _ in range(WARMUP_CALLS):
-            prepared.target()
-        result = benchmark(prepared.target)
+        benchmark.extra_info.update(c.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
+                                    **prepared.extra)
+        with nullcontext() if simulator is None else simulator.simulating():
+            for _ in range(WARMUP_CALLS):
+                prepared.target()
+            result = benchmark(prepared.target)
         prepared.check(result)
     return benchmark.extra_info

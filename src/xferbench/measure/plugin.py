@@ -183,8 +183,8 @@ def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence
 
 
 def _real_devices(s: XferSettings) -> tuple[str, ...]:
-    """The devices that exist for real: a simulated machine's accelerators model copies,
-    no-ops, creation and synchronizes only, so scenarios and the 2-rank world run on the host."""
+    """The devices that exist for real: a simulated machine's accelerators do not run
+    processes, so the 2-rank world runs on the host."""
     return tuple(d for d in s.devices if d == "cpu") if s.backend.simulated else s.devices
 
 
@@ -208,7 +208,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.config.getoption("xfer_dist_mem_fraction"), free))
     if "xfer_scenario" in metafunc.fixturenames:
         parametrize_cases(metafunc, "xfer_scenario",
-                          build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), _real_devices(s), s.profile))
+                          build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), s.devices, s.profile))
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from typing import Any, cast
 
 import pytest
 
-from .cases import Skipped
 from .concurrent import CONCURRENT, Concurrent, build_concurrent
 from .devices import DeviceBackend, accelerator_index, available_devices
 from .machine import cache_resident, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
@@ -133,12 +132,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from .plugin import _op_of, parametrize_cases, settings
 
         s = settings(metafunc.config)
-        op = _op_of(metafunc, tuple(CONCURRENT))
-        if getattr(s.backend, "simulated", False):
-            planned: list[Any] = [Skipped(f"{op}-simulated", f"{op} times real CUDA streams and copy engines; a "
-                                                             "simulated machine models single copies only")]
-        else:
-            planned = build_concurrent(op, s.devices, s.profile)
+        planned = build_concurrent(_op_of(metafunc, tuple(CONCURRENT)), s.devices, s.profile)
         parametrize_cases(metafunc, "xfer_concurrent", cast("list[Any]", planned))
 
 

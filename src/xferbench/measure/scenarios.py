@@ -9,19 +9,24 @@ accelerator are skipped with a reason on a CPU-only machine.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract import Identity
 from ..families import ops
 from ..units import format_size
 from .cases import Skipped, accelerators, no_accelerator
 
+if TYPE_CHECKING:
+    from .simulate import SimBackend
+
 __all__ = [
     "SCENARIOS",
     "run_scenario",
+    "simulator_for",
     "DeviceMismatch",
     "Prepared",
     "Scenario",
@@ -430,7 +435,7 @@ SETUP_ROUNDS = {"quick": 15, "full": 30}
 def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quick") -> dict[str, Any]:
     """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info."""
     from .devices import accelerator_index
-    from .timing import CLOCK_WALL
+    from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, out_of_memory_skips
 
     indices = [i for i in map(accelerator_index, s.devices) if i is not None]
@@ -439,20 +444,41 @@ def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quic
         for index in indices:
             backend.synchronize(index)
 
+    simulator = simulator_for(backend, s.devices)
     with out_of_memory_skips(s.size_label, backend):
-        prepared = prepare(s, sync)
-        benchmark.group = f"{s.op} {s.src}->{s.dst}"
-        benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL, **prepared.extra)
-        sync()
-        if prepared.setup is None and prepared.teardown is None:
-            # Warm up as run_case does: pytest-benchmark calibrates on its first call, which
-            # would otherwise pay one-time costs (lazy kernel loading, cuBLAS, the first
-            # cudaHostAlloc) and leave too few rounds for a significance test.
-            for _ in range(WARMUP_CALLS):
-                prepared.target()
-            result = benchmark(prepared.target)
+        if simulator is not None:
+            from .simulate_scenarios import prepare_scenario
+
+            prepared = prepare_scenario(s, simulator, sync)
         else:
-            result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
-                                        rounds=SETUP_ROUNDS[profile], warmup_rounds=2)
+            prepared = prepare(s, sync)
+        benchmark.group = f"{s.op} {s.src}->{s.dst}"
+        benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
+                                    **prepared.extra)
+        with contextlib.nullcontext() if simulator is None else simulator.simulating():
+            sync()
+            if prepared.setup is None and prepared.teardown is None:
+                # Warm up as run_case does: pytest-benchmark calibrates on its first call, which
+                # would otherwise pay one-time costs (lazy kernel loading, cuBLAS, the first
+                # cudaHostAlloc) and leave too few rounds for a significance test.
+                for _ in range(WARMUP_CALLS):
+                    prepared.target()
+                result = benchmark(prepared.target)
+            else:
+                result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
+                                            rounds=SETUP_ROUNDS[profile], warmup_rounds=2)
         prepared.check(result)
     return benchmark.extra_info
+
+
+def simulator_for(backend: Any, devices: Sequence[str]) -> SimBackend | None:
+    """The simulated machine that prices a case on ``devices`` (measure/simulate_scenarios.py) instead
+    of running it: only a simulated backend, and only for a case on its accelerators. None on a
+    real backend, which never imports the simulator."""
+    if not getattr(backend, "simulated", False):
+        return None
+    from .devices import accelerator_index
+    from .simulate import SimBackend
+
+    on_accelerator = any(accelerator_index(d) is not None for d in devices)
+    return backend if isinstance(backend, SimBackend) and on_accelerator else None

@@ -79,6 +79,10 @@ class PathCost:
     def seconds(self, nbytes: int) -> float:
         return (self.alpha_us * 1e-6 + nbytes / (self.GBps * 1e9)) * self.slowdown
 
+    def capped(self, GBps: float | None) -> PathCost:
+        """This path with its bandwidth capped (a shared or remote link); itself without a cap."""
+        return self if GBps is None or GBps >= self.GBps else PathCost(self.alpha_us, GBps, self.slowdown)
+
 
 @dataclass(frozen=True)
 class Link:
@@ -105,6 +109,14 @@ class MachineSpec:
     noise: float = 0.0
     seed: int = 0
     drift: float = 0.0
+    # The scenarios' and the concurrent families' costs (README, "Simulated machine"):
+    pin_GBps: float = 6.0  # page-locking fresh host memory (t.pin_memory() with an empty cache)
+    host_copy_GBps: float = 10.0  # a copy or dtype conversion on the host, per byte written
+    kernel_slowdown: float = 1.0  # a copy kernel (strided, converting) against the d2d path's DMA
+    duplex: bool = True  # h2d and d2h at once on separate copy engines; False: they take turns
+    shared_host_GBps: float | None = None  # what every GPU's host copies at once share, per direction
+    numa_nodes: int = 1  # host NUMA nodes; GPU i sits on node i * numa_nodes // gpus
+    remote_GBps: float | None = None  # cap of a copy whose host buffer is on another node
     source: str = ""
 
     def as_json(self) -> dict[str, Any]:
@@ -117,8 +129,12 @@ class MachineSpec:
 _TOP: dict[str, tuple[type, bool]] = {  # key: (type, required)
     "gpus": (int, True), "sync_us": (float, True), "dispatch_ns": (float, True), "launch_us": (float, True),
     "name": (str, False), "memory_gib": (float, False), "noise": (float, False), "seed": (int, False),
-    "drift": (float, False),
+    "drift": (float, False), "pin_GBps": (float, False), "host_copy_GBps": (float, False),
+    "kernel_slowdown": (float, False), "duplex": (bool, False), "shared_host_GBps": (float, False),
+    "numa_nodes": (int, False), "remote_GBps": (float, False),
 }
+#: Optional keys that are rates or factors: zero would be an infinite cost.
+_POSITIVE = ("pin_GBps", "host_copy_GBps", "kernel_slowdown", "shared_host_GBps", "numa_nodes", "remote_GBps")
 _PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True),
                                             "slowdown": (float, False)}
 _LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_width": (int, False),
@@ -126,6 +142,10 @@ _LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_widt
 
 
 def _value(key: str, value: Any, kind: type) -> Any:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"{key} must be true or false, got {value!r}")
+        return value
     if kind is str:
         if not isinstance(value, str) or not value:
             raise SpecError(f"{key} must be a non-empty string, got {value!r}")
@@ -171,6 +191,9 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
         raise SpecError(f"noise is a relative jitter below 1, got {values['noise']}")
     if values.get("drift", 0.0) >= 1:
         raise SpecError(f"drift is a relative wander below 1, got {values['drift']}")
+    for key in _POSITIVE:
+        if key in values and values[key] <= 0:
+            raise SpecError(f"{key} must be > 0, got {values[key]}")
     paths = data.get("paths")
     if not isinstance(paths, Mapping):
         raise SpecError("missing table [paths] (" + ", ".join(PATHS) + ")")
@@ -264,6 +287,8 @@ class SimBackend:
         self.clock = clock
         clock.reset()
         self.busy_until = [0.0] * spec.gpus  # when each device's stream has done its queued work
+        # Side streams (a concurrent family's): (device, copy engine) -> when its queued work is done.
+        self.side_streams: dict[tuple[int, str], float] = {}
         self.device_work = [0.0] * spec.gpus  # device seconds charged to each device so far
         self._rng = random.Random(spec.seed)
         self._varies = bool(spec.noise or spec.drift)
@@ -298,28 +323,43 @@ class SimBackend:
         """Advance the clocks by what one call of ``case`` costs on this machine."""
         self.issue(*self.plan(case))
 
-    def issue(self, host_s: float, index: int | None, device_s: float, waits: bool) -> None:
+    def issue(self, host_s: float, index: int | None, device_s: float, waits: bool, stream: str | None = None) -> None:
         """One simulated call: the host pays ``host_s``; ``device_s`` of work starts when
         ``index``'s stream is free (none when ``index`` is None); a waiting call returns when
-        it is done. The building block for simulating other calls (a scenario's, say)."""
+        it is done. ``stream`` names a side stream (a copy engine) that runs beside the
+        device's default one. The building block for simulating other calls (a scenario's, say)."""
         self._host(host_s)
         if index is None:
             return
         if self._varies:
             device_s *= self._factor()
-        start = max(self.clock.now, self.busy_until[index])
-        self.busy_until[index] = start + device_s
+        busy = self.side_streams.get((index, stream), 0.0) if stream else self.busy_until[index]
+        done = max(self.clock.now, busy) + device_s
+        if stream:
+            self.side_streams[(index, stream)] = done
+        else:
+            self.busy_until[index] = done
         self.device_work[index] += device_s
         if waits:
-            self.clock.now = self.busy_until[index]
+            self.clock.now = done
 
     # -- DeviceBackend -----------------------------------------------------------------------
     def device_count(self) -> int:
         return self.spec.gpus
 
     def synchronize(self, index: int) -> None:
-        self.clock.now = max(self.clock.now, self.busy_until[index])
+        sides = (done for (device, _), done in self.side_streams.items() if device == index)
+        self.clock.now = max(self.clock.now, self.busy_until[index], *sides)
         self._host(self.spec.sync_us * 1e-6)
+
+    @contextlib.contextmanager
+    def simulating(self) -> Iterator[None]:
+        """pytest-benchmark reads the simulated clock inside (a scenario's or concurrent case's timing)."""
+        self.clock.simulating = True
+        try:
+            yield
+        finally:
+            self.clock.simulating = False
 
     def device_name(self, index: int) -> str:
         return f"{self.spec.name} (simulated)"
@@ -361,11 +401,8 @@ class SimBackend:
             return
         call: Callable[[], T | None] = op if case.op == "sync" else self._simulated(case, op)
         # (a sync case's operation is this backend's own synchronize)
-        self.clock.simulating = True
-        try:
+        with self.simulating():
             yield call
-        finally:
-            self.clock.simulating = False
 
     def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], None]:
         # The timed calls only charge: the data moves for real in the verification call,

@@ -1,0 +1,246 @@
+"""What the GPU scenarios and the concurrent families cost on the simulated machine.
+
+``scenarios.py`` and ``concurrent.py`` time real CUDA calls (queued sleep kernels,
+side streams, page-locking, NUMA-bound threads). On a simulated machine
+(``--xfer-simulate``) each of their variants is priced here instead, call by call, in
+the spec's terms (README, "Simulated machine"):
+
+- a copy is a launch (``launch_us``) and ``alpha + n/GBps`` of device time on its path,
+  waited for when it is blocking or from or to pageable memory, like a core case's;
+- a copy kernel (strided, converting) costs the ``d2d`` path's time for the bytes it
+  writes, times ``kernel_slowdown``;
+- a host-side copy or conversion costs the bytes it writes at ``host_copy_GBps``;
+  page-locking fresh memory, the bytes at ``pin_GBps``;
+- h2d and d2h at once run on their own copy engines when ``duplex`` (else they take
+  turns); every GPU copying to or from the host at once gets ``shared_host_GBps / N``
+  at most; a host buffer on another NUMA node caps the copy at ``remote_GBps``.
+
+Nothing here runs on a real GPU path: ``run_scenario`` and ``run_concurrent`` come here
+only for the simulated backend. No data moves in these variants (what their real checks
+look at, a tensor's device, a simulated GPU does not have); their figures, like every
+simulated one, are never measurements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .concurrent import Concurrent, NotPlaceable
+from .devices import accelerator_index
+from .scenarios import STALL_SECONDS, Prepared, Scenario, _mlp_width
+from .simulate import SimBackend
+
+__all__ = ["parameter_bytes", "prepare_concurrent", "prepare_scenario"]
+
+Sync = Callable[[], None]
+
+
+class Priced:
+    """The calls a simulated variant is made of, each charged to the simulated clocks."""
+
+    def __init__(self, backend: SimBackend) -> None:
+        self.backend, self.spec = backend, backend.spec
+
+    def copy(self, path: str, nbytes: int, device: str, *, waits: bool, stream: str | None = None,
+             cap: float | None = None) -> None:
+        """One copy on ``path`` (its bandwidth capped at ``cap``), queued on ``device``."""
+        seconds = self.spec.paths[path].capped(cap).seconds(nbytes)
+        self.backend.issue(self.spec.launch_us * 1e-6, _index(device), seconds, waits, stream)
+
+    def kernel(self, written: int, device: str) -> None:
+        """A copy kernel on ``device`` writing ``written`` bytes (queued, the host does not wait)."""
+        seconds = self.spec.paths["d2d"].seconds(written) * self.spec.kernel_slowdown
+        self.backend.issue(self.spec.launch_us * 1e-6, _index(device), seconds, False)
+
+    def host_copy(self, written: int) -> None:
+        self.backend.issue(written / (self.spec.host_copy_GBps * 1e9), None, 0.0, False)
+
+    def pin(self, nbytes: int) -> None:
+        self.backend.issue(nbytes / (self.spec.pin_GBps * 1e9), None, 0.0, False)
+
+    def dispatch(self, calls: int = 1) -> None:
+        self.backend.issue(calls * self.spec.dispatch_ns * 1e-9, None, 0.0, False)
+
+    def queue(self, device: str, seconds: float) -> None:
+        """Device work of ``seconds`` (a sleep kernel) queued on ``device``."""
+        self.backend.issue(self.spec.launch_us * 1e-6, _index(device), seconds, False)
+
+
+def _index(device: str) -> int:
+    index = accelerator_index(device)
+    assert index is not None, f"{device} is not a simulated accelerator"
+    return index
+
+
+def _then_sync(sync: Sync, *steps: Callable[[], None]) -> Callable[[], None]:
+    def call() -> None:
+        for step in steps:
+            step()
+        sync()
+    return call
+
+
+def parameter_bytes(params: int) -> list[int]:
+    """Bytes of each parameter tensor of ``scenarios.mlp(params)``: 4 Linear layers' weight and bias."""
+    width = _mlp_width(params)
+    return [4 * width * width, 4 * width] * 4
+
+
+# --- scenarios ----------------------------------------------------------------------------------------------
+
+def _module_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    sizes = parameter_bytes(s.size)
+    if s.variant == "first":  # every parameter copied from pageable host memory, one blocking copy each
+        return Prepared(_then_sync(sync, *(lambda n=n: m.copy("h2d_pageable", n, s.dst, waits=True) for n in sizes)))
+    return Prepared(_then_sync(sync, lambda: m.dispatch(len(sizes))))  # again: a no-op per parameter
+
+
+def _forward(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    from .transfers import CannotRun
+
+    raise CannotRun(f"forward on {s.dst}: the simulated machine prices copies and synchronizes, not compute")
+
+
+def _sync_stall(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    def queue_work() -> None:
+        sync()
+        m.queue(s.src, STALL_SECONDS)
+
+    if s.variant == "nonblocking_event":  # queued behind the work; the host returns after the launch and the record
+        def call() -> None:
+            m.copy("d2h_pinned", s.size, s.src, waits=False)
+            m.dispatch()
+    else:  # item reads one float32 element, the others the whole tensor, into pageable memory
+        nbytes = 4 if s.variant == "item" else s.size
+
+        def call() -> None:
+            m.copy("d2h_pageable", nbytes, s.src, waits=True)
+    return Prepared(call, setup=queue_work, teardown=sync, extra={"queued_seconds": STALL_SECONDS})
+
+
+def _pin_memory(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    n = s.size
+
+    def pinned_then_to() -> None:  # a memcpy into a pinned block (cached or reused), then a non_blocking DMA
+        m.host_copy(n)
+        m.copy("h2d_pinned", n, s.dst, waits=False)
+
+    def pin_cold() -> None:  # page-locks fresh memory, then copies into it
+        m.pin(n)
+        m.host_copy(n)
+
+    calls: dict[str, Callable[[], None]] = {
+        "pin_cold": pin_cold,
+        "pin_cached": lambda: m.host_copy(n),
+        "to": _then_sync(sync, lambda: m.copy("h2d_pageable", n, s.dst, waits=True)),
+        "pin_cached_then_to": _then_sync(sync, pinned_then_to),
+        "reused_pinned_to": _then_sync(sync, pinned_then_to),
+    }
+    return Prepared(calls[s.variant], setup=sync if s.variant == "pin_cold" else None)
+
+
+def _placement(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    n = s.nbytes  # uint8 pixels; normalized float32 is 4x that
+    calls: dict[str, Callable[[], None]] = {
+        "convert_then_move": _then_sync(sync, lambda: m.host_copy(4 * n),
+                                        lambda: m.copy("h2d_pageable", 4 * n, s.dst, waits=True)),
+        "move_then_convert": _then_sync(sync, lambda: m.copy("h2d_pageable", n, s.dst, waits=True),
+                                        lambda: m.kernel(4 * n, s.dst)),
+    }
+    return Prepared(calls[s.variant])
+
+
+def _cuda_vs_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    if s.variant.startswith("module"):  # Module.to / .cuda: one blocking copy per parameter
+        sizes = parameter_bytes(max(10**3, s.size // 4))
+        copies = [lambda n=n: m.copy("h2d_pageable", n, s.dst, waits=True) for n in sizes]
+        return Prepared(_then_sync(sync, *copies), setup=sync)
+    # .cuda(i), .to('cuda:i'), .to(device), non_blocking: a pageable source, so the host waits in each
+    return Prepared(_then_sync(sync, lambda: m.copy("h2d_pageable", s.size, s.dst, waits=True)))
+
+
+_SCENARIOS: dict[str, Callable[[Scenario, Priced, Sync], Prepared]] = {
+    "module_to": _module_to,
+    "forward": _forward,
+    "sync_stall": _sync_stall,
+    "pin_memory": _pin_memory,
+    "placement": _placement,
+    "cuda_vs_to": _cuda_vs_to,
+}
+
+
+def prepare_scenario(s: Scenario, backend: SimBackend, sync: Sync) -> Prepared:
+    """The simulated calls of a scenario on simulated GPUs; CannotRun when the simulation cannot price it."""
+    return _SCENARIOS[s.op](s, Priced(backend), sync)
+
+
+# --- concurrent families ------------------------------------------------------------------------------------
+
+def _bidir(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+    gpu = c.gpus[0]
+    up, down = ("h2d", "d2h") if m.spec.duplex else ("copy", "copy")  # one engine: the copies take turns
+    parts = {
+        "h2d": lambda: m.copy("h2d_pinned", c.size, gpu, waits=False, stream=up),
+        "d2h": lambda: m.copy("d2h_pinned", c.size, gpu, waits=False, stream=down),
+    }
+    return Prepared(_then_sync(sync, *(parts[v] for v in c.variant.split("+"))))
+
+
+def _all_gpus_host(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+    direction = c.variant.split("_")[0]
+    shared = m.spec.shared_host_GBps
+    cap = None if shared is None else shared / len(c.gpus)
+    legs = [lambda gpu=gpu: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, stream=direction, cap=cap)
+            for gpu in c.gpus]
+    return Prepared(_then_sync(sync, *legs))
+
+
+def _copy_kind(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+    gpu, n = c.gpus[0], c.size
+    if c.src == "cpu":
+        calls: dict[str, tuple[Callable[[], None], ...]] = {
+            "memcpy": (lambda: m.copy("h2d_pinned", n, gpu, waits=True),),
+            # made contiguous (or converted) on the host into pageable memory, then copied from there
+            "strided": (lambda: m.host_copy(n), lambda: m.copy("h2d_pageable", n, gpu, waits=True)),
+            "convert": (lambda: m.host_copy(n // 2), lambda: m.copy("h2d_pageable", n // 2, gpu, waits=True)),
+            "convert_nonblocking": (lambda: m.copy("h2d_pinned", n, gpu, waits=False), lambda: m.kernel(n // 2, gpu)),
+        }
+    else:
+        calls = {
+            "memcpy": (lambda: m.copy("d2d", n, gpu, waits=False),),
+            "strided": (lambda: m.kernel(n, gpu),),
+            "convert": (lambda: m.kernel(n // 2, gpu),),
+        }
+    return Prepared(_then_sync(sync, *calls[c.variant]))
+
+
+def _numa(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+    gpu = c.gpus[0]
+    direction, where = c.variant.split("_")
+    nodes = m.spec.numa_nodes
+    if where == "remote" and nodes < 2:
+        raise NotPlaceable("no other NUMA node: the simulated machine has one (numa_nodes in its spec)")
+    local = _index(gpu) * nodes // m.spec.gpus
+    node = local if where == "local" else (local + 1) % nodes
+    cap = m.spec.remote_GBps if where == "remote" else None
+    call = _then_sync(sync, lambda: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, cap=cap))
+    return Prepared(call, extra={"host_numa_node": node})
+
+
+_CONCURRENT: dict[str, Callable[[Concurrent, Priced, Sync], Prepared]] = {
+    "bidir": _bidir,
+    "all_gpus_host": _all_gpus_host,
+    "copy_kind": _copy_kind,
+    "numa": _numa,
+}
+
+
+def prepare_concurrent(c: Concurrent, backend: SimBackend, sync: Sync) -> Prepared:
+    """The simulated calls of a concurrent case; NotPlaceable when the spec's machine cannot place it."""
+    return _CONCURRENT[c.op](c, Priced(backend), sync)
+
+
+def simulates(backend: Any, devices: tuple[str, ...]) -> bool:
+    """Whether a case on ``devices`` is priced here: the simulated backend, and an accelerator involved."""
+    return isinstance(backend, SimBackend) and any(accelerator_index(d) is not None for d in devices)
