@@ -295,8 +295,9 @@ def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, 
     a few wild runs (a maximum over the draws is not), and bounded by the class's
     ``FLOOR_CAP``: beyond it the case is not gated (infinity). A class's floor, for cases the
     calibration did not see, is the same quantile of all its cases' swings pooled, at most
-    the cap (a new case is gated, conservatively, rather than silently not). ``false_alarm_rate`` is, per class, the estimated rate of A/A comparisons that
-    fail at the floors chosen: the share of draws that flagged any case of the class, or,
+    the cap (a new case is gated, conservatively, rather than silently not).
+    ``false_alarm_rate`` is, per class, the estimated rate of A/A comparisons that fail at
+    the floors chosen: the share of draws that flagged any case of the class, or,
     ``confirmed``, the chance that some case is flagged by two independent comparisons.
     """
     if len(runs) < max(MIN_RUNS_TO_LEARN, 2 * per_side + 2):
