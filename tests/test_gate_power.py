@@ -8,10 +8,12 @@ noisy case given a floor no regression could pass instead of being shown as not 
 
 import copy
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import synthetic_runs as syn
@@ -27,6 +29,7 @@ from xferbench.analyze.noise import (
     standard_error,
 )
 from xferbench.analyze.results import Results
+from xferbench.cli import main
 
 GATE_POWER = Path(__file__).resolve().parent.parent / "bench" / "gate_power.py"
 
@@ -154,3 +157,24 @@ class TestCiDesign:
         failed, flagged, confirmed = gate_power._gate(runs[0:3], slow, runs[6:9], runs[9:12], ci_noise)
         assert flagged and not failed and not confirmed
         assert compare(runs[0:3], slow, ci_noise)[0].regression
+
+
+def test_calibrate_command_keeps_the_note_and_says_what_it_can_see(tmp_path, capsys):
+    """xferbench calibrate --per-side 3 --note: the file says where it was calibrated and that its floors assume
+    confirmation; the summary line counts the cases that can flag 1.5x."""
+    sample = json.loads(syn.SAMPLE.read_text())
+    rng = np.random.default_rng(3)
+    for i in range(10):
+        data = copy.deepcopy(sample)
+        for bench in data["benchmarks"]:
+            move = float(np.exp(rng.normal(0, 0.03)))
+            bench["stats"]["data"] = [t * move for t in bench["stats"]["data"]]
+        (tmp_path / "aa").mkdir(exist_ok=True)
+        (tmp_path / "aa" / f"{i:04d}.json").write_text(json.dumps(data))
+    out = tmp_path / "noise.json"
+    assert main(["calibrate", str(tmp_path / "aa"), "-o", str(out), "--per-side", "3", "--note", "CI VM, load 5"]) == 0
+    learned = json.loads(out.read_text())
+    assert learned["note"] == "CI VM, load 5" and learned["confirmed"] is True and learned["per_side"] == 3
+    said = capsys.readouterr().out
+    assert "58 can flag a 1.5x slowdown with 3 run(s) a side, a flag confirmed on fresh runs" in said
+    assert Noise.from_json(out.read_text(), "n.json").note == "CI VM, load 5"

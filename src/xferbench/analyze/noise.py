@@ -191,6 +191,7 @@ class Noise:
     # smallest_change
     false_alarm_rate: dict[str, float] = field(default_factory=dict)  # by class, at the floors chosen
     confirmed: bool = False  # floors assume a flag counts only when fresh runs reproduce it (compare --confirm)
+    note: str = ""  # where and under what load the A/A runs were made
 
     def spread(self, key: str, cls: str) -> float:
         case = self.cases.get(key)
