@@ -187,6 +187,16 @@ def evaluate_ab(pool: Path, trials: int, seed: int, first: int) -> None:
     print(f"  A/A: {false.pop('any')} false alarm(s) in {trials} trials" + (f": {dict(false)}" if false else ""))
 
 
+def loads(pool: Path) -> str:
+    """The 1-minute load averages ``log.tsv`` recorded before each run, by folder: median (range)."""
+    by: dict[str, list[float]] = {}
+    log = pool / "log.tsv"
+    for line in log.read_text().splitlines() if log.exists() else []:
+        _start, name, _took, load = line.split("\t")
+        by.setdefault(name.split("/")[0], []).append(float(load))
+    return "; ".join(f"{k} {len(v)} runs, load {np.median(v):.1f} ({min(v):.1f}-{max(v):.1f})" for k, v in sorted(by.items()))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pool", type=Path, default=Path("/tmp/gate-runs"))
@@ -214,6 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         noise = Noise.from_json(args.noise.read_text(), str(args.noise)) if args.noise.is_file() else None
         print(f"pool {args.pool}; noise file: {args.noise if noise else 'none (defaults)'}")
+        print(f"load average before the runs (2 cores): {loads(args.pool)}")
         evaluate_gate(args.pool, noise, args.trials, args.seed)
         evaluate_ab(args.pool, args.trials, args.seed, args.ab_blocks)
 

@@ -25,6 +25,8 @@ from xferbench.analyze.noise import (
     Noise,
     calibrate,
     case_budget,
+    mad_margin,
+    robust_spread,
     smallest_change,
     standard_error,
 )
@@ -178,3 +180,14 @@ def test_calibrate_command_keeps_the_note_and_says_what_it_can_see(tmp_path, cap
     said = capsys.readouterr().out
     assert "58 can flag a 1.5x slowdown with 3 run(s) a side, a flag confirmed on fresh runs" in said
     assert Noise.from_json(out.read_text(), "n.json").note == "CI VM, load 5"
+
+
+def test_spread_is_taken_at_the_upper_end_of_its_uncertainty():
+    """A case's spread from 12 runs is their MAD-based SD x (1 + 1.17 / sqrt(12)): of ~60 cases calibrated on a
+    dozen runs some are quiet by luck, and an unmargined spread gives them floors and z a real run breaks."""
+    runs = syn.runs(0, 12)
+    learned = calibrate(runs, per_side=3)
+    key = sorted(syn.bandwidth_keys())[0]
+    values = np.log([float(np.median(r.frame.loc[r.frame["case_key"] == key, "data"].iloc[0])) for r in runs])
+    assert mad_margin(12) == pytest.approx(1 + 1.17 / math.sqrt(12)) and mad_margin(0) == 1.0
+    assert learned.cases[key]["spread"] == pytest.approx(max(robust_spread(values) * mad_margin(12), 0.02), abs=1e-5)
