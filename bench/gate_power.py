@@ -28,6 +28,8 @@ evaluate
 from __future__ import annotations
 
 import argparse
+import copy
+import math
 import os
 import subprocess
 import sys
@@ -37,6 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from xferbench.analyze.ab import Runner, run_ab
@@ -159,6 +162,37 @@ def evaluate_gate(pool: Path, noise: Noise | None, trials: int, seed: int) -> No
               + (f"; other cases confirmed: {dict(others)}" if others else ""))
 
 
+def _scaled(run: Results, keys: set[str], factor: float) -> Results:
+    """A copy of a real run whose cases ``keys`` took ``factor`` times as long in every round."""
+    out = copy.deepcopy(run)
+    hit = out.frame["case_key"].isin(keys)
+    out.frame.loc[hit, "data"] = pd.Series([[t * factor for t in d] for d in out.frame.loc[hit, "data"]],
+                                           index=out.frame.index[hit], dtype=object)
+    return out
+
+
+def evaluate_gateable(pool: Path, noise: Noise, trials: int, seed: int, factor: float = 1.25) -> None:
+    """The gate's power where this machine lets it see: real A/A runs whose gateable cases (those that can
+    flag a change of ``factor`` - 1) are scaled by ``factor`` in the candidate runs. Rounds scaled, not slowed:
+    this measures the rule on real noise, not the hook."""
+    rng = np.random.default_rng(seed)
+    aa = _runs(pool / "aa")
+    keys = {k for k, c in noise.cases.items() if c.get("smallest_change", math.inf) <= factor - 1}
+    if len(aa) < 12 or not keys:
+        return
+    caught = Counter[str]()
+    for _ in range(trials):
+        pick = [aa[i] for i in rng.permutation(len(aa))[:12]]
+        new = [_scaled(r, keys, factor) for r in pick[3:6] + pick[9:12]]
+        _failed, _flagged, confirmed = _gate(pick[0:3], new[:3], pick[6:9], new[3:], noise)
+        caught.update(confirmed)
+    names = {f"{noise.cases[k]['path']} {noise.cases[k]['nbytes']}" for k in keys}
+    per_case = sorted(caught[n] for n in names)
+    print(f"  {len(keys)} case(s) that can flag {factor:g}x, rounds scaled {factor:g}x in real A/A runs: "
+          f"{sum(per_case)} of {trials * len(keys)} case comparisons confirmed (per case, fewest {per_case[0]} of "
+          f"{trials})")
+
+
 def _replay(blocks: dict[str, list[Results]], chosen: list[int]) -> Runner:
     """A runner that answers block k's command with pool block chosen[k] (commands: base, aa, head)."""
     def run(command: str, out: Path) -> Results:
@@ -226,6 +260,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"pool {args.pool}; noise file: {args.noise if noise else 'none (defaults)'}")
         print(f"load average before the runs (2 cores): {loads(args.pool)}")
         evaluate_gate(args.pool, noise, args.trials, args.seed)
+        if noise is not None:
+            evaluate_gateable(args.pool, noise, args.trials, args.seed)
         evaluate_ab(args.pool, args.trials, args.seed, args.ab_blocks)
 
 
