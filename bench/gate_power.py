@@ -234,6 +234,7 @@ def loads(pool: Path) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pool", type=Path, default=Path("/tmp/gate-runs"))
+    parser.add_argument("--only", choices=("gate", "ab"), default=None, help="evaluate only the gate or only ab")
     sub = parser.add_subparsers(dest="what", required=True)
     c = sub.add_parser("collect")
     c.add_argument("--rounds", type=int, default=6)
@@ -246,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     e = sub.add_parser("evaluate")
     e.add_argument("--noise", type=Path, default=ROOT / ".ci" / "noise.json")
     e.add_argument("--trials", type=int, default=40)
-    e.add_argument("--ab-blocks", type=int, default=6)
+    e.add_argument("--ab-blocks", type=int, nargs="+", default=[8], help="blocks (each confirmed on as many)")
     e.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.what == "collect":
@@ -259,10 +260,12 @@ def main(argv: list[str] | None = None) -> None:
         noise = Noise.from_json(args.noise.read_text(), str(args.noise)) if args.noise.is_file() else None
         print(f"pool {args.pool}; noise file: {args.noise if noise else 'none (defaults)'}")
         print(f"load average before the runs (2 cores): {loads(args.pool)}")
-        evaluate_gate(args.pool, noise, args.trials, args.seed)
-        if noise is not None:
-            evaluate_gateable(args.pool, noise, args.trials, args.seed)
-        evaluate_ab(args.pool, args.trials, args.seed, args.ab_blocks)
+        if args.only != "ab":
+            evaluate_gate(args.pool, noise, args.trials, args.seed)
+            if noise is not None:
+                evaluate_gateable(args.pool, noise, args.trials, args.seed)
+        for blocks in args.ab_blocks if args.only != "gate" else []:
+            evaluate_ab(args.pool, args.trials, args.seed, blocks)
 
 
 if __name__ == "__main__":
