@@ -12,11 +12,13 @@ scale (a slowdown is a ratio). A case counts as changed only when both hold:
   between-run spread (1.4826 x MAD of log run-medians, learned from history or a
   calibration file, or a class default);
 * **large**: the ratio is beyond the case's floor (a default per case class, or
-  learned by ``calibrate`` so that A/A comparisons stay under a target false-alarm rate).
+  learned by ``calibrate``: a high quantile of the case's own A/A swings in the design
+  it will gate, at most its class's ``FLOOR_CAP``; a case that needs more is not gated).
 
 A case is *bandwidth-bound* when it moves a payload of at least
 ``BANDWIDTH_MIN_BYTES``: there the link's bandwidth, not a per-call overhead of
-microseconds, decides its time, and it varies less between runs. Everything else is
+microseconds, decides its time (and on a quiet machine it varies less between runs;
+on a busy one its runs land on whole scheduler ticks, see README). Everything else is
 *latency-bound*. No torch here.
 """
 
@@ -46,8 +48,9 @@ __all__ = [
     "Noise",
     "calibrate",
     "case_budget",
-    "smallest_change",
     "case_class",
+    "mad_margin",
+    "smallest_change",
     "judge",
     "run_medians",
     "robust_spread",
@@ -187,8 +190,8 @@ class Noise:
     per_side: int
     z_bound: float
     floors: dict[str, float]  # by case class
-    cases: dict[str, dict[str, Any]] = field(default_factory=dict)  # case_key -> path, nbytes, class, spread, floor,
-    # smallest_change
+    # case_key -> path, nbytes, class, spread, floor, smallest_change
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     false_alarm_rate: dict[str, float] = field(default_factory=dict)  # by class, at the floors chosen
     confirmed: bool = False  # floors assume a flag counts only when fresh runs reproduce it (compare --confirm)
     note: str = ""  # where and under what load the A/A runs were made
@@ -226,7 +229,6 @@ FLOOR_GRID = (0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 
 FLOOR_CAP = {"bandwidth": 0.4, "latency": 1.0}
 
 
-
 def _smallest_floor(swings: np.ndarray, budget: float) -> tuple[float, float]:
     """The smallest floor on the grid that at most ``budget`` of the A/A swings exceed, with the rate there."""
     for floor in FLOOR_GRID:
@@ -240,8 +242,9 @@ def mad_margin(runs: int) -> float:
     """A spread learned as the MAD of ``runs`` runs, taken at the upper end of its own uncertainty.
 
     The MAD's relative standard error is about 1.17 / sqrt(n): of ~60 cases calibrated on a
-    dozen runs, some are always quiet by luck, and their floors would be too low (seen on a
-    synthetic machine: 7 of 30 confirmed A/A failures, all on such cases, before this margin).
+    dozen runs, some are always quiet by luck, and their floors and z would be too tight
+    (seen on a synthetic machine judged at a z bound of 2: 7 of 30 confirmed A/A failures,
+    all on such cases). compare takes a spread learned from history with the same margin.
     """
     return 1.0 + MAD_MARGIN / math.sqrt(runs) if runs > 0 else 1.0
 
