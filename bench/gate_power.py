@@ -1,8 +1,12 @@
 """Does the CI regression gate meet its goals on this machine? Real runs, counted.
 
-    python bench/gate_power.py collect --rounds 6           # the pool: real quick runs, interleaved
-    python bench/gate_power.py collect-ab --blocks 48       # the A/B pool: interleaved 64 MiB host-copy blocks
-    python bench/gate_power.py evaluate --noise .ci/noise.json
+What the README reports was made so (about 75 minutes on a busy 2-core VM):
+
+    python bench/gate_power.py collect --rounds 6            # 12 A/A + 6 slowed 2x + 6 slowed 1.5x, interleaved
+    python bench/gate_power.py collect-aa --runs 8 --into calib   # A/A runs kept apart, to calibrate on
+    python bench/gate_power.py collect-ab --blocks 40        # the A/B pool
+    xferbench calibrate /tmp/gate-runs/calib --per-side 3 --note "..." -o .ci/noise.json
+    python bench/gate_power.py evaluate --noise .ci/noise.json --trials 40 --ab-blocks 6 8 12 16
 
 collect
     Real quick-profile runs (the gate's: ``bench/`` without ``test_distributed.py``),
@@ -20,9 +24,12 @@ evaluate
     slowed runs as the candidate. Trials draw disjoint runs within a trial, but
     trials share the pool (they are resamples, not independent machines' runs: the
     counts are how often the gate fails on this machine's runs, not a sample of
-    independent days). ``ab`` trials replay pool blocks through ``ab.run_ab``
-    (6 blocks, then 6 fresh confirming ones), with A/A blocks for the false-alarm rate.
-    Prints counts: false alarms / comparisons, caught / trials.
+    independent days). With a noise file it also scales, by 1.25x, the rounds of every
+    case the calibration says can see that, in real A/A candidate runs (the rule's power
+    on real noise where the machine allows it). ``ab`` trials replay pool blocks through
+    ``ab.run_ab`` (``--ab-blocks`` blocks, then as many fresh confirming ones), with the
+    second base as head for the false-alarm rate. Prints counts: false alarms /
+    comparisons, caught / trials.
 """
 
 from __future__ import annotations
