@@ -173,7 +173,7 @@ class TestCalibrate:
         learned = calibrate(runs, seed=1)
         assert learned.cases[key]["floor"] == math.inf and learned.floor(key, "latency") == math.inf
         steady = [c["floor"] for k, c in learned.cases.items() if k != key]
-        assert max(steady) < math.inf and np.median(steady) <= 0.25
+        assert sum(f == math.inf for f in steady) <= 1 and np.median(steady) <= 0.25  # one beyond its class cap
         assert learned.floor("unknown", "latency") == learned.floors["latency"]
         assert noise.FLOOR_GRID[-1] == math.inf and noise.FLOOR_GRID[0] == 0.05
 

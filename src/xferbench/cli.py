@@ -171,11 +171,15 @@ def _calibrate(args: argparse.Namespace) -> int:
         noise = calibrate(runs, args.target, args.per_side, seed=args.seed)
     except ValueError as error:
         raise UsageError(f"{args.runs}: {error}") from None
+    noise.note = args.note
     write_atomic(args.output, noise.to_json())
     floors = ", ".join(f"{cls} {'not gated' if floor == float('inf') else f'{floor:.0%}'} "
                        f"(A/A false alarms {noise.false_alarm_rate[cls]:.1%})" for cls, floor in noise.floors.items())
     ungated = sum(case["floor"] == float("inf") for case in noise.cases.values())
     floors += f"; {ungated} case(s) swing too much between A/A runs to gate on this machine"
+    sees = sum(case.get("smallest_change", float("inf")) <= 0.5 for case in noise.cases.values())
+    floors += f"; {sees} can flag a 1.5x slowdown with {noise.per_side} run(s) a side"
+    floors += ", a flag confirmed on fresh runs (compare --confirm)" if noise.confirmed else ""
     print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {floors}; wrote {args.output}")
     return 0
 
@@ -288,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="false-alarm rate per comparison to keep under, per case class (default: %(default)s)")
     cal.add_argument("--per-side", type=int, default=1, help="runs on each side of the comparisons you will make "
                                                              "(default: %(default)s)")
+    cal.add_argument("--note", default="", help="where and under what load the A/A runs were made (kept in the file)")
     cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     cal.set_defaults(run=_calibrate)
 
