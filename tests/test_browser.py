@@ -90,6 +90,8 @@ def test_simulated_gpu_run_draws_every_gpu_section(browser, tmp_path):
     figures = _open(browser, page)
     drawn = {f[0] for f in figures}
     assert {"bandwidth-h2d", "bandwidth-d2h", "bandwidth-d2d", "bandwidth-peer", "matrix", "overhead"} <= drawn
+    # The GPU scenarios and the concurrent families, priced by the simulator, are drawn too.
+    assert {"sync_stall", "pin_memory", "cuda_vs_to", "placement", "bidir", "all_gpus_host", "copy_kind", "numa"} <= drawn
     for key, width, height, titles in figures:
         assert width > 300 and height > 100 and titles > 0, key
     # Only what a one-node run cannot show may be missing: inter-node figures need torchrun over two nodes.
