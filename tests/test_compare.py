@@ -16,7 +16,6 @@ from xferbench.analyze.compare import (
     compare,
     load_runs,
     machine_differences,
-    machine_identity,
     parse_threshold,
     reproduced,
     summary,
@@ -607,8 +606,9 @@ class TestThresholdAndFolders:
         save(tmp_path, "runs/old.json", other)
         runs, notes = load_runs(tmp_path / "runs", last=3)
         assert [Path(r.sources[0]).name for r in runs] == ["1.json", "2.json", "3.json"]
-        machine = machine_identity(runs[-1].machine_info)
-        assert notes == [f"{tmp_path / 'runs'}: 1 run(s) from another machine than {machine} left out",
+        torch = runs[-1].machine_info["xferbench"]["torch"]
+        assert notes == [f"{tmp_path / 'runs'}: 1 run(s) from another machine left out "
+                         f"(against the newest run: torch 2.99.0 -> {torch})",
                          f"{tmp_path / 'runs'}: the newest 3 of 4 runs used"]
         runs, notes = load_runs(tmp_path / "runs", last=4)
         assert len(runs) == 4 and len(notes) == 1
@@ -625,8 +625,26 @@ class TestThresholdAndFolders:
         save(tmp_path, "runs/new.json", upgraded)
         runs, notes = load_runs(tmp_path / "runs")
         assert [Path(r.sources[0]).name for r in runs] == ["new.json"]
-        assert len(notes) == 1 and notes[0].startswith(f"{tmp_path / 'runs'}: 3 run(s) from another machine than ")
-        assert "2.99.0" in notes[0] and notes[0].endswith(" left out")
+        torch = sample["machine_info"]["xferbench"]["torch"]
+        assert notes == [f"{tmp_path / 'runs'}: 3 run(s) from another machine left out "
+                         f"(against the newest run: torch {torch} -> 2.99.0)"]
+
+    def test_compare_says_in_words_which_runs_it_left_out(self, tmp_path, sample, capsys):
+        """The note names what differs (GPUs, torch), in words: no raw dict of the machine's fields."""
+        for i in range(3):
+            save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
+        other = redrawn(sample, 9) | {"datetime": "2026-10-01T00:00:00"}
+        other["machine_info"] = copy.deepcopy(other["machine_info"])
+        other["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        other["machine_info"]["xferbench"]["devices"] = [{"name": "NVIDIA H100"}, {"name": "NVIDIA H100"}]
+        save(tmp_path, "runs/old.json", other)
+        assert main(["compare", str(tmp_path / "runs"), str(tmp_path / "runs" / "2.json")]) == 0
+        notes = [line for line in capsys.readouterr().out.splitlines() if "another machine" in line]
+        torch = sample["machine_info"]["xferbench"]["torch"]
+        assert sample["machine_info"]["xferbench"]["devices"] == []  # a CPU-only run
+        assert notes == [f"xferbench compare: {tmp_path / 'runs'}: 1 run(s) from another machine left out (against "
+                         f"the newest run: GPUs [NVIDIA H100, NVIDIA H100] -> no GPU; torch 2.99.0 -> {torch})"]
+        assert "{" not in notes[0] and "'" not in notes[0]
 
     def test_file_is_one_run_without_notes(self):
         runs, notes = load_runs(SAMPLE)
