@@ -231,6 +231,28 @@ class TestCli:
         assert {c["spread_from"] for c in cases} == {"calibration"}
         assert "spread from calibration file" in capsys.readouterr().out
 
+    @pytest.mark.parametrize(("output", "problem"), [
+        ("aa/0003.json", "a JSON inside the input folder {aa} would be read as a run; choose another output"),
+        ("aa", "this is an input ({aa}); writing it would destroy it; choose another output"),
+        ("aa/noise.json", "a JSON inside the input folder {aa} would be read as a run; choose another output"),
+        ("nowhere/noise.json", "the folder {tmp}/nowhere does not exist"),
+    ])
+    def test_calibrate_never_writes_over_or_among_its_runs(self, tmp_path, sample, capsys, output, problem):
+        """calibrate -o onto an A/A run, or into the runs folder, is refused before any A/A run starts (exit 2):
+        the run is kept as it was and no noise file joins the runs."""
+        for i in range(8):
+            save(tmp_path, f"aa/{i:04d}.json", redrawn(sample, i))
+        before = (tmp_path / "aa" / "0003.json").read_bytes()
+        marker = tmp_path / "ran"
+        code = main(["calibrate", str(tmp_path / "aa"), "-o", str(tmp_path / output), "--times", "1",
+                     "--run", f"touch {marker}; false"])
+        assert code == 2
+        message = problem.format(aa=tmp_path / "aa", tmp=tmp_path)
+        assert capsys.readouterr().err == f"xferbench calibrate: -o {tmp_path / output}: {message}\n"
+        assert not marker.exists()  # refused before the first A/A run
+        assert (tmp_path / "aa" / "0003.json").read_bytes() == before
+        assert sorted(p.name for p in (tmp_path / "aa").iterdir()) == [f"{i:04d}.json" for i in range(8)]
+
     def test_different_machines_refused(self, tmp_path, sample, capsys):
         """Runs from different machines exit 2 with what differs, unless allowed."""
         other = copy.deepcopy(sample)
