@@ -83,6 +83,12 @@ def test_hodges_lehmann():
     assert low < 0.3 < high and estimate == pytest.approx(0.3, abs=0.05)
 
 
+def test_hodges_lehmann_interval_at_nine_blocks():
+    """Nine blocks: the interval's ends are the 6th Walsh average from each end (critical rank 5, as
+    the exact signed-rank table has it), so a wrong variance in the normal approximation shows."""
+    assert hodges_lehmann(list(range(9))) == (4.0, 1.5, 6.5)
+
+
 def test_signed_rank():
     assert signed_rank([0.0] * 6) == 1.0
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == pytest.approx(2 / 64)
@@ -269,6 +275,12 @@ class TestText:
             "1 confirmed regression(s) in 2 case(s) over 8 interleaved blocks (Wilcoxon signed-rank p < 0.01 and "
             "beyond the floor, then again on fresh blocks)",
         ]
+
+    def test_one_case(self):
+        """A run of one case reports it and its blocks."""
+        case = ab.AbCase(TARGET, 16 * 2**20, "bandwidth", 9, 1.0, 0.9, 1.1, 0.5, None, "unchanged")
+        assert ab.to_text([case]).splitlines()[-1].startswith("0 confirmed regression(s) in 1 case(s) over 9 "
+                                                              "interleaved blocks")
 
     def test_no_cases(self):
         assert ab.to_text([]).endswith("0 confirmed regression(s) in 0 case(s) over 0 interleaved blocks (Wilcoxon "
