@@ -449,6 +449,13 @@ class TestSessionStart:
         assert journal is not None and journal.path == tmp_path / "run.journal.jsonl"
         assert not journal.path.exists()  # opened once the cases are known
 
+    def test_the_storage_journal_folder_is_created_when_needed(self, tmp_path):
+        """The first autosaved run has no storage folder yet: its journal folder is made, not refused."""
+        config = fake_config(tmp_path, storage=f"file://{tmp_path / 'store'}", bs=benchmark_session())
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        journal = jr._journal(config)  # type: ignore[arg-type]
+        assert journal is not None and journal.path.parent == tmp_path / "store" / "journal"
+
     @pytest.mark.parametrize("why", [{"bs": None}, {"bs": "disabled"}, {"bs": "skip"}, {"collectonly": True},
                                      {"given": "none"}])
     def test_no_journal_when_nothing_is_measured_or_it_is_off(self, tmp_path, why):
