@@ -91,6 +91,7 @@ def test_hodges_lehmann_interval_at_nine_blocks():
 
 def test_signed_rank():
     assert signed_rank([0.0] * 6) == 1.0
+    assert signed_rank([1.0] * 6) == pytest.approx(2 / 64)  # e times slower in every block: as far from 0 as it gets
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == pytest.approx(2 / 64)
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "greater") == pytest.approx(1 / 64)
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "less") == pytest.approx(1.0)
@@ -187,6 +188,16 @@ class TestBlocks:
             assert said[block + (block >= 6)] == f"block {block + 1}: ran {first} then {second}"
         orders = {tuple(c.split(":")[0] for c in calls[i: i + 2]) for i in range(0, 26, 2)}
         assert orders == {("base", "head"), ("head", "base")}  # the order is drawn, not fixed
+
+    def test_seed_replays_the_order_and_the_block_folder_is_made(self, tmp_path):
+        """--seed gives the same order of sides again (a run can be replayed); --keep's folder is created."""
+        orders = []
+        for attempt in range(2):
+            runner, calls = recording_runner(1.0)
+            run_ab("base", "head", 6, tmp_path / f"new{attempt}" / "ab", runner=runner, seed=11)
+            orders.append([c.split(":")[0] for c in calls])
+            assert (tmp_path / f"new{attempt}" / "ab").is_dir()
+        assert orders[0] == orders[1]
 
     def test_confirmation_defaults_to_as_many_blocks(self, tmp_path):
         runner, calls = recording_runner(1.5)
