@@ -239,6 +239,23 @@ class TestVerdicts:
         cases = run_ab("base", "head", 6, tmp_path, floor=0.4, runner=recording_runner(1.5)[0], seed=4)
         assert [c.verdict for c in cases].count("regression") == 1
 
+    def test_p_must_be_below_alpha_not_equal_to_it(self, tmp_path):
+        """Six blocks all slower give p = 2/64 exactly, the smallest six blocks can give: at alpha = 2/64
+        nothing is flagged (p < alpha is the rule); just above it the slowdown is found."""
+        cases = run_ab("base", "head", 6, tmp_path, alpha=2 / 64, runner=recording_runner(1.5)[0], seed=4)
+        assert {c.verdict for c in cases} == {"unchanged"}
+        assert min(c.p_value for c in cases) == 2 / 64
+        cases = run_ab("base", "head", 6, tmp_path, alpha=2 / 64 * 1.001, runner=recording_runner(1.5)[0], seed=4)
+        assert [c.verdict for c in cases].count("regression") == 1
+
+    def test_one_confirming_block_cannot_confirm(self, tmp_path):
+        """--confirm 1 runs one fresh block; one value cannot reach p < 0.05, so the case is not confirmed."""
+        runner, calls = recording_runner(1.5)
+        cases = run_ab("base", "head", 6, tmp_path, confirm=1, runner=runner, seed=4)
+        assert len(calls) == 14
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("not confirmed", 0.5)
+
     def test_latency_floor_is_wider(self, tmp_path):
         """1.2x on a bandwidth-bound case is beyond its 10% floor; on a latency-bound one it is within 25%."""
         def runner_for(size: int) -> ab.Runner:
