@@ -248,6 +248,13 @@ class TestVerdicts:
         cases = run_ab("base", "head", 6, tmp_path, alpha=2 / 64 * 1.001, runner=recording_runner(1.5)[0], seed=4)
         assert [c.verdict for c in cases].count("regression") == 1
 
+    def test_confirmation_is_one_sided_in_the_direction_found(self, tmp_path):
+        """Six fresh blocks all slower confirm a slowdown at p = 1/64 (one-sided), which passes alpha 0.02;
+        a two-sided test (2/64) would not."""
+        cases = run_ab("base", "head", 8, tmp_path, confirm=6, alpha=0.02, runner=recording_runner(1.5)[0], seed=4)
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("regression", 1 / 64)
+
     def test_one_confirming_block_cannot_confirm(self, tmp_path):
         """--confirm 1 runs one fresh block; one value cannot reach p < 0.05, so the case is not confirmed."""
         runner, calls = recording_runner(1.5)
