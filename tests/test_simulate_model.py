@@ -142,6 +142,8 @@ class TestSpec:
         assert data["paths"]["peer"] == {"alpha_us": 3.5, "GBps": 300.0, "slowdown": 1.0}
         assert data["link"] == {"pcie_gen": 4, "pcie_width": None, "nvlink_version": None, "nvlink_links": None}
         assert data["gpus"] == 2 and data["source"] == "s.toml" and data["name"] == "simulated GPU"
+        assert list(data) == ["gpus", "sync_us", "dispatch_ns", "launch_us", "paths", "link", "name", "memory_gib",
+                              "noise", "seed", "drift", "source"]  # what machine_info records, nothing else
 
 
 class TestLoadSpec:
@@ -180,6 +182,7 @@ def test_path_cost_is_alpha_plus_bytes_over_bandwidth_times_slowdown():
     assert PathCost(2.0, 10.0).seconds(1_000_000) == pytest.approx(2e-6 + 1e-4, rel=1e-12)
     assert PathCost(2.0, 10.0, 1.5).seconds(1_000_000) == pytest.approx(1.5 * (2e-6 + 1e-4), rel=1e-12)
     assert PathCost(0.0, 1.0).seconds(0) == 0.0
+    assert PathCost(0.0, 1.0).seconds(10**9) == 1.0  # 1 GB at 1 GB/s: exactly one second (GB, not GiB)
 
 
 def test_describe_marks_the_fingerprint_and_replaces_every_link_figure():
@@ -211,6 +214,10 @@ class TestClock:
         assert clock() == 1.0 + TICK_S
         assert clock() == 1.0 + TICK_S + TICK_S
         assert TICK_S == 1e-9
+
+    def test_a_new_clock_is_real_and_at_zero(self):
+        clock = SimClock()
+        assert clock.now == 0.0 and clock.simulating is False
 
     def test_reset(self):
         clock = SimClock()
@@ -385,6 +392,9 @@ class TestVariation:
         assert sim._factor() == pytest.approx(1.2)
         sim.clock.now = 3 * DRIFT_PERIOD_S / 4
         assert sim._factor() == pytest.approx(0.8)
+        sim.clock.now = DRIFT_PERIOD_S / 12  # sin = 1/2
+        assert sim._factor() == pytest.approx(1.1)
+        sim.clock.now = 3 * DRIFT_PERIOD_S / 4
         start = sim.clock.now
         sim._host(10e-6)
         assert sim.clock.now - start == pytest.approx(8e-6)
