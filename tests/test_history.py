@@ -122,8 +122,10 @@ class TestTrendPlot:
         one triangle where the new level starts; the other cases stay at 100 with no triangle."""
         (plot,) = history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 2, 2, 2, 2]))
         assert (plot.key, plot.title, plot.missing) == ("history", "Key cases over runs", None)
-        assert plot.caption.startswith("Median time of key cases in each run, relative to the first run that "
-                                       "measured them. A triangle marks a lasting step (a new level held for 3+ runs")
+        assert plot.caption == (
+            "Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
+            "lasting step (a new level held for 3+ runs and beyond the case's floor, found by ruptures' change-point "
+            "search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
         (ax,) = drawn[0].axes
         labels = [text.get_text() for text in ax.get_legend().get_texts()]
         sizes = {"module_to again cpu": "38.2 MiB", "forward cpu": "256 KiB", "placement convert_on_cpu cpu": "9.19 MiB"}
