@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
+import xferbench.analyze.findings  # noqa: F401  likewise the run's summary (scipy: numpy.fft loads once only)
 from xferbench.analyze.results import load
 from xferbench.cli import main
 from xferbench.measure import journal as jr
