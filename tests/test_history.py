@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
 from xferbench.analyze.history import current_segment, history_plots, lasting_steps, runs_in
@@ -118,9 +119,10 @@ def drawn(monkeypatch):
 
 class TestTrendPlot:
     def test_each_key_case_relative_to_its_first_run_with_the_lasting_step_marked(self, tmp_path, drawn):
-        """Seven runs, the host copy 2x slower from the fourth on: its line reads 100, 100, 100, 200...,
-        one triangle where the new level starts; the other cases stay at 100 with no triangle."""
-        (plot,) = history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 2, 2, 2, 2]))
+        """Seven runs, the host copy 1.5x slower from the fourth on: its line reads 100, 100, 100, 150...,
+        one triangle where the new level starts (beyond its 25% bandwidth floor, within a latency-bound
+        case's 100%); the other cases stay at 100 with no triangle."""
+        (plot,) = history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 1.5, 1.5, 1.5, 1.5]))
         assert (plot.key, plot.title, plot.missing) == ("history", "Key cases over runs", None)
         assert plot.caption == (
             "Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
@@ -132,10 +134,14 @@ class TestTrendPlot:
         assert labels == [f"{path} {sizes.get(path, '16 MiB')}" for path in KEYS]  # each path at its largest size
         lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
         assert list(lines[f"{HOST} 16 MiB"].get_xdata()) == list(range(7))
-        assert list(lines[f"{HOST} 16 MiB"].get_ydata()) == pytest.approx([100, 100, 100, 200, 200, 200, 200])
+        assert list(lines[f"{HOST} 16 MiB"].get_ydata()) == pytest.approx([100, 100, 100, 150, 150, 150, 150])
         assert list(lines["noop .cpu() on cpu 16 MiB"].get_ydata()) == pytest.approx([100] * 7)
+        assert {line.get_marker() for line in lines.values()} == {"o"}  # a point per run: a run missing shows
         steps = [list(map(tuple, c.get_offsets())) for c in ax.collections]
-        assert sorted(steps, key=len) == [[]] * 11 + [[(3.0, pytest.approx(200.0))]]
+        assert sorted(steps, key=len) == [[]] * 11 + [[(3.0, pytest.approx(150.0))]]
+        triangle = MarkerStyle("^")
+        expected = triangle.get_path().transformed(triangle.get_transform()).vertices
+        assert all(np.allclose(c.get_paths()[0].vertices, expected) for c in ax.collections)  # as the caption says
         assert [tick.get_text() for tick in ax.get_xticklabels()] == [f"{i:04d}_run" for i in range(7)]
         assert ax.get_ylabel() == "median time, % of first run"
         assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_label().startswith("_")] == [100]
@@ -150,10 +156,18 @@ class TestTrendPlot:
         line = next(line for line in ax.get_lines() if line.get_label() == f"{HOST} 16 MiB")
         assert list(line.get_xdata()) == [0, 2]
 
+    def test_two_runs_are_a_trend_relative_to_the_first(self, tmp_path, drawn):
+        (plot,) = history_plots(write_runs(tmp_path / "runs", [1, 1.5]))
+        assert plot.svg and plot.missing is None
+        (ax,) = drawn[0].axes
+        line = next(line for line in ax.get_lines() if line.get_label() == f"{HOST} 16 MiB")
+        assert list(line.get_ydata()) == pytest.approx([100, 150])
+
     def test_one_run_says_why_there_is_no_trend(self, tmp_path):
         folder = write_runs(tmp_path / "runs", [1])
         (plot,) = history_plots(folder)
         assert (plot.key, plot.title, plot.svg) == ("history", "Key cases over runs", None)
+        assert plot.caption.startswith("Median time of key cases in each run, relative to the first run")
         assert plot.missing == f"1 run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run)."
 
 
