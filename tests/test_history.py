@@ -146,6 +146,35 @@ class TestTrendPlot:
         assert ax.get_ylabel() == "median time, % of first run"
         assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_label().startswith("_")] == [100]
 
+    def test_readable_step_marks_ticks_and_legend(self, tmp_path, drawn):
+        """What keeps the figure readable: a step's triangle has its case's colour, a black edge, stands
+        above the lines and is larger than a run's point; run names are slanted, ending at their tick;
+        the legend sits right of the plot, never over a line; 100% is a black reference line."""
+        from matplotlib.colors import to_rgba
+
+        history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 1.5, 1.5, 1.5, 1.5]))
+        (ax,) = drawn[0].axes
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        host = lines[f"{HOST} 16 MiB"]
+        (mark,) = [c for c in ax.collections if len(c.get_offsets())]
+        assert tuple(mark.get_facecolor()[0]) == to_rgba(host.get_color())
+        assert tuple(mark.get_edgecolor()[0]) == to_rgba("k")
+        assert mark.get_zorder() > host.get_zorder() and mark.get_sizes()[0] > 4 * host.get_markersize() ** 2
+        ticks = ax.get_xticklabels()
+        assert {(t.get_rotation(), t.get_horizontalalignment()) for t in ticks} == {(45.0, "right")}
+        drawn[0].canvas.draw()
+        legend, plot = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.x0 > plot.x1 and legend.y1 <= plot.y1 + 1  # right of the plot, from its top
+        (reference,) = [line for line in ax.get_lines() if line.get_label().startswith("_")]
+        assert to_rgba(reference.get_color()) == to_rgba("k") and reference.get_linewidth() < host.get_linewidth()
+
+    def test_long_run_names_are_cut_to_fourteen_characters(self, tmp_path, drawn):
+        folder = write_runs(tmp_path / "runs", [1, 1])
+        (folder / "0001_run.json").rename(folder / "0001_c0ffee_20261102_000000_uncommited-changes.json")
+        history_plots(folder)
+        (ax,) = drawn[0].axes
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0000_run", "0001_c0ffee_20"]
+
     def test_a_case_a_run_did_not_measure_leaves_a_gap(self, tmp_path, drawn):
         folder = write_runs(tmp_path / "runs", [1, 1, 1])
         data = json.loads((folder / "0001_run.json").read_text())
