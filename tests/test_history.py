@@ -149,7 +149,7 @@ class TestTrendPlot:
     def test_readable_step_marks_ticks_and_legend(self, tmp_path, drawn):
         """What keeps the figure readable: a step's triangle has its case's colour, a black edge, stands
         above the lines and is larger than a run's point; run names are slanted, ending at their tick;
-        the legend sits right of the plot, never over a line; 100% is a black reference line."""
+        the legend sits right of the plot, never over a line; 100% is a black reference line over a faint grid."""
         from matplotlib.colors import to_rgba
 
         history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 1.5, 1.5, 1.5, 1.5]))
@@ -167,6 +167,8 @@ class TestTrendPlot:
         assert legend.x0 > plot.x1 and legend.y1 <= plot.y1 + 1  # right of the plot, from its top
         (reference,) = [line for line in ax.get_lines() if line.get_label().startswith("_")]
         assert to_rgba(reference.get_color()) == to_rgba("k") and reference.get_linewidth() < host.get_linewidth()
+        grid = ax.get_ygridlines()  # faint lines to read a level off
+        assert grid and all(g.get_visible() and g.get_alpha() < 1 for g in grid)
 
     def test_long_run_names_are_cut_to_fourteen_characters(self, tmp_path, drawn):
         folder = write_runs(tmp_path / "runs", [1, 1])
