@@ -53,6 +53,8 @@ class TestSpec:
         spec = parse_spec(spec_data(), "spec.toml")
         assert (spec.gpus, spec.sync_us, spec.dispatch_ns, spec.launch_us) == (2, 5.0, 400.0, 4.0)
         assert (spec.name, spec.memory_gib, spec.noise, spec.seed, spec.drift) == ("simulated GPU", 80.0, 0.0, 0, 0.0)
+        assert (spec.pin_GBps, spec.host_copy_GBps, spec.kernel_slowdown, spec.duplex, spec.shared_host_GBps,
+                spec.numa_nodes, spec.remote_GBps) == (6.0, 10.0, 1.0, True, None, 1, None)
         assert spec.source == "spec.toml" and parse_spec(spec_data()).source == ""
         assert spec.link == Link(None, None, None, None)
         assert spec.paths == {name: PathCost(a, g, 1.0) for name, (a, g) in PRICES.items()}
@@ -70,9 +72,17 @@ class TestSpec:
         assert (spec.name, spec.memory_gib, spec.noise, spec.seed, spec.drift) == ("H100", 94.0, 0.02, 7, 0.05)
         assert spec.link == Link(pcie_gen=5, pcie_width=16, nvlink_version=4, nvlink_links=18)
 
+    def test_the_scenario_keys_are_read(self):
+        spec = parse_spec(spec_data(pin_GBps=3, host_copy_GBps=12.5, kernel_slowdown=1.5, duplex=False,
+                                    shared_host_GBps=40, numa_nodes=2, remote_GBps=20))
+        assert (spec.pin_GBps, spec.host_copy_GBps, spec.kernel_slowdown, spec.duplex, spec.shared_host_GBps,
+                spec.numa_nodes, spec.remote_GBps) == (3.0, 12.5, 1.5, False, 40.0, 2, 20.0)
+        assert type(spec.numa_nodes) is int and type(spec.pin_GBps) is float
+
     def test_limits_that_are_still_allowed(self):
         """Zero costs, one GPU, a jitter just below 1 and the smallest positive bandwidth are valid."""
-        data = spec_data(gpus=1, sync_us=0, dispatch_ns=0, launch_us=0, noise=0.99, drift=0.99)
+        data = spec_data(gpus=1, sync_us=0, dispatch_ns=0, launch_us=0, noise=0.99, drift=0.99, pin_GBps=1e-9,
+                         remote_GBps=1e-9, numa_nodes=1)
         data["paths"]["d2d"] = {"alpha_us": 0, "GBps": 1e-9, "slowdown": 1e-9}
         spec = parse_spec(data)
         assert spec.gpus == 1 and spec.noise == 0.99 and spec.drift == 0.99
@@ -83,7 +93,17 @@ class TestSpec:
         ({"noise": 1.0}, "noise is a relative jitter below 1, got 1.0"),
         ({"drift": 1}, "drift is a relative wander below 1, got 1.0"),
         ({"colour": 3}, "unknown key colour; expected one of gpus, sync_us, dispatch_ns, launch_us, name, memory_gib, "
-                        "noise, seed, drift"),
+                        "noise, seed, drift, pin_GBps, host_copy_GBps, kernel_slowdown, duplex, shared_host_GBps, "
+                        "numa_nodes, remote_GBps"),
+        ({"duplex": 1}, "duplex must be true or false, got 1"),
+        ({"duplex": "yes"}, "duplex must be true or false, got 'yes'"),
+        ({"pin_GBps": 0}, "pin_GBps must be > 0, got 0.0"),
+        ({"host_copy_GBps": 0}, "host_copy_GBps must be > 0, got 0.0"),
+        ({"kernel_slowdown": 0.0}, "kernel_slowdown must be > 0, got 0.0"),
+        ({"shared_host_GBps": 0}, "shared_host_GBps must be > 0, got 0.0"),
+        ({"numa_nodes": 0}, "numa_nodes must be > 0, got 0"),
+        ({"remote_GBps": 0}, "remote_GBps must be > 0, got 0.0"),
+        ({"numa_nodes": 1.5}, "numa_nodes must be a whole number, got 1.5"),
         ({"gpus": 1.5}, "gpus must be a whole number, got 1.5"),
         ({"seed": 2.0}, "seed must be a whole number, got 2.0"),
         ({"gpus": True}, "gpus must be a number, got True"),
@@ -143,7 +163,9 @@ class TestSpec:
         assert data["link"] == {"pcie_gen": 4, "pcie_width": None, "nvlink_version": None, "nvlink_links": None}
         assert data["gpus"] == 2 and data["source"] == "s.toml" and data["name"] == "simulated GPU"
         assert list(data) == ["gpus", "sync_us", "dispatch_ns", "launch_us", "paths", "link", "name", "memory_gib",
-                              "noise", "seed", "drift", "source"]  # what machine_info records, nothing else
+                              "noise", "seed", "drift", "pin_GBps", "host_copy_GBps", "kernel_slowdown", "duplex",
+                              "shared_host_GBps", "numa_nodes", "remote_GBps",
+                              "source"]  # what machine_info records, nothing else
 
 
 class TestLoadSpec:
@@ -183,6 +205,13 @@ def test_path_cost_is_alpha_plus_bytes_over_bandwidth_times_slowdown():
     assert PathCost(2.0, 10.0, 1.5).seconds(1_000_000) == pytest.approx(1.5 * (2e-6 + 1e-4), rel=1e-12)
     assert PathCost(0.0, 1.0).seconds(0) == 0.0
     assert PathCost(0.0, 1.0).seconds(10**9) == 1.0  # 1 GB at 1 GB/s: exactly one second (GB, not GiB)
+
+
+def test_a_capped_path_keeps_its_fixed_cost_and_slowdown():
+    """A shared or remote link caps a path's bandwidth; a cap above it, or none, leaves it as it is."""
+    cost = PathCost(2.0, 50.0, 1.5)
+    assert cost.capped(None) is cost and cost.capped(50.0) is cost and cost.capped(80.0) is cost
+    assert cost.capped(20.0) == PathCost(2.0, 20.0, 1.5)
 
 
 def test_describe_marks_the_fingerprint_and_replaces_every_link_figure():
@@ -349,6 +378,40 @@ class TestIssue:
         sim = SimBackend(parse_spec(spec_data(gpus=3)), clock)
         assert sim.clock is clock and (clock.now, clock.simulating) == (0.0, False)
         assert sim.busy_until == [0.0] * 3 and sim.device_work == [0.0] * 3
+
+
+class TestSideStreams:
+    """A concurrent family's copy engines: side streams of a device run beside its default stream."""
+
+    def test_a_side_stream_runs_beside_the_default_one(self):
+        sim = backend()
+        sim.issue(0.0, 0, 10e-6, False)
+        sim.issue(0.0, 0, 4e-6, False, stream="d2h")  # starts now, not after the default stream's work
+        assert sim.side_streams == {(0, "d2h"): pytest.approx(4e-6)} and sim.busy_until[0] == pytest.approx(10e-6)
+        sim.issue(0.0, 0, 4e-6, False, stream="d2h")  # queued behind the first on its own stream
+        assert sim.side_streams[(0, "d2h")] == pytest.approx(8e-6)
+        assert sim.device_work[0] == pytest.approx(18e-6)
+
+    def test_a_waiting_call_on_a_side_stream_returns_when_it_is_done(self):
+        sim = backend()
+        sim.issue(1e-6, 1, 3e-6, True, stream="h2d")
+        assert sim.clock.now == pytest.approx(4e-6) and sim.busy_until == [0.0, 0.0]
+
+    def test_synchronize_waits_for_the_devices_side_streams_only(self):
+        sim = backend()
+        sim.issue(0.0, 0, 20e-6, False, stream="h2d")
+        sim.issue(0.0, 1, 90e-6, False, stream="h2d")
+        sim.synchronize(0)
+        assert sim.clock.now == pytest.approx(20e-6 + 5e-6)  # not device 1's 90 us
+
+    def test_simulating_runs_the_simulated_clock_inside_only(self):
+        sim = backend()
+        with sim.simulating():
+            assert sim.clock.simulating is True
+        assert sim.clock.simulating is False
+        with pytest.raises(RuntimeError), sim.simulating():
+            raise RuntimeError("a scenario failed")
+        assert sim.clock.simulating is False
 
 
 class FixedDraw:
