@@ -47,7 +47,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # Its runs killed midway and long runs are whole pytest processes started in a scratch folder:
     # mutmut cannot see into them, and its stats hook fails there (no pyproject.toml to read).
     "journal": ("src/xferbench/measure/journal.py",
-                ["tests/test_journal.py", "-k", "not TestInterruptedRun and not TestLongRun"]),
+                ["tests/test_journal.py", "tests/test_atomic_json.py", "-k",
+                 "not TestInterruptedRun and not TestLongRun"]),
     "history": ("src/xferbench/analyze/history.py", ["tests/test_history.py"]),
 }
 

@@ -466,6 +466,32 @@ class TestSessionStart:
         jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
         assert jr._journal(config) is None  # type: ignore[arg-type]
 
+    def test_the_json_is_saved_atomically(self, tmp_path):
+        """pytest-benchmark's save_json is replaced: the same JSON, written whole by rename, and said."""
+        said = []
+        bs = benchmark_session(json=str(tmp_path / "run.json"), save_json=lambda data: None,
+                               logger=SimpleNamespace(info=lambda text, **style: said.append((text, style))))
+        (tmp_path / "run.json").write_text("an earlier run\n")
+        jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
+        bs.save_json({"benchmarks": [{"name": "a", "time": 1.5}]})
+        assert json.loads((tmp_path / "run.json").read_text()) == {"benchmarks": [{"name": "a", "time": 1.5}]}
+        assert (tmp_path / "run.json").read_text().startswith('{\n    "benchmarks"')  # pytest-benchmark's layout
+        assert said == [(f"Wrote benchmark data in: {tmp_path / 'run.json'}", {"purple": True})]
+
+    def test_an_open_file_or_no_save_json_is_left_alone(self, tmp_path):
+        """Before pytest-benchmark 5.3 --benchmark-json is an open file: nothing to replace; a session
+        without save_json is not touched."""
+        def original(data):
+            return None
+
+        with (tmp_path / "run.json").open("w") as handle:
+            bs = benchmark_session(json=handle, save_json=original)
+            jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
+            assert bs.save_json is original
+        bs = benchmark_session(json=str(tmp_path / "run.json"), save_json="not callable")
+        jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
+        assert bs.save_json == "not callable"
+
     def test_json_in_a_missing_folder_stops_before_measuring(self, tmp_path):
         config = fake_config(tmp_path, json_path=str(tmp_path / "nowhere" / "run.json"), bs=None)
         with pytest.raises(pytest.UsageError, match=rf"^--benchmark-json: {re.escape(str(tmp_path))}/nowhere/run\.json: "
