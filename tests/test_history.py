@@ -1,4 +1,5 @@
 import copy
+import itertools
 import json
 import re
 from pathlib import Path
@@ -237,3 +238,27 @@ class TestStepRules:
         series = np.r_[np.zeros(4), np.full(4, np.log1p(0.25))]
         assert lasting_steps(series, 0.02, 0.25) == []
         assert lasting_steps(series, 0.02, 0.2499) == [4]
+
+    def test_every_level_holds_three_runs(self):
+        """Two runs at a new level are not a level of their own: no segment is shorter than 3 runs."""
+        series = np.r_[np.zeros(6), 1.0, 1.0]
+        edges = [0, *lasting_steps(series, 0.05, 0.25), len(series)]
+        assert all(b - a >= 3 for a, b in itertools.pairwise(edges))
+
+    def test_the_price_of_a_step_is_twice_the_spread_per_log_run(self):
+        """Over 3 + 3 runs a step of d saves 3d; the price is 2 x spread x ln 6 (0.36 at spread 0.1)."""
+        assert lasting_steps(np.r_[0, 0, 0, 0.15, 0.15, 0.15], 0.1, 0.1) == [3]  # saves 0.45
+        assert lasting_steps(np.r_[0, 0, 0, 0.11, 0.11, 0.11], 0.1, 0.1) == []  # saves 0.33
+
+    def test_the_level_before_includes_its_first_run(self):
+        """The level before a step is the median of every run since the last step, the first included."""
+        series = np.array([1, 0, 0.3, 1, 1, 1.0])  # median before: 0.3, so the step is 0.7
+        assert lasting_steps(series, 0.02, np.expm1(0.75)) == []
+        assert lasting_steps(series, 0.02, np.expm1(0.65)) == [3]
+
+    def test_only_the_change_counts_not_the_level(self):
+        """Log times of real runs sit far from 0 (1 ms is -6.9): the same series there gives the same steps."""
+        series = TestSteps.noise[:14] / 5 + np.r_[np.zeros(7), np.full(7, np.log(1.15))]
+        for offset in (0.0, np.log(1e-3), np.log(5.0)):
+            assert lasting_steps(series + offset, 0.02, 0.25) == []
+            assert lasting_steps(series + offset, 0.02, 0.10) == [7]
