@@ -291,6 +291,7 @@ class TestJournalPath:
         json_path = str(tmp_path / "run.json")
         assert jr.journal_path(fake_config(tmp_path, str(tmp_path / "mine.jsonl"), json_path)) == tmp_path / "mine.jsonl"
         assert jr.journal_path(fake_config(tmp_path, str(tmp_path / "mine"), json_path)) == tmp_path / "mine.jsonl"
+        assert jr.journal_path(fake_config(tmp_path, str(tmp_path / "mine.log"), json_path)) == tmp_path / "mine.log.jsonl"
 
     def test_beside_the_benchmark_json(self, tmp_path):
         config = fake_config(tmp_path, json_path=str(tmp_path / "run.json"))
@@ -308,6 +309,22 @@ class TestJournalPath:
         path = jr.journal_path(fake_config(tmp_path, storage=f"file://{tmp_path / 'store'}"))
         assert path is not None and path.parent == tmp_path / "store" / "journal"
         assert re.fullmatch(r"20\d{6}T\d{6}\.jsonl", path.name), path.name
+
+    def test_the_stamp_is_utc_whatever_the_local_zone(self, tmp_path, monkeypatch):
+        """Journals of machines in different zones sort as the runs happened: the name is UTC."""
+        import datetime as dt
+        import time as time_module
+
+        monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+5:30, no daylight saving
+        time_module.tzset()
+        try:
+            path = jr.journal_path(fake_config(tmp_path, storage=f"file://{tmp_path}"))
+        finally:
+            monkeypatch.undo()
+            time_module.tzset()
+        assert path is not None
+        stamp = dt.datetime.strptime(path.stem, "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
+        assert abs(dt.datetime.now(dt.timezone.utc) - stamp) < dt.timedelta(hours=1)  # not 5.5 hours off
 
     def test_default_storage_is_dot_benchmarks(self, tmp_path):
         for storage in (None, ""):
@@ -365,7 +382,8 @@ class TestMemoryRecorded:
         import os as os_module
 
         monkeypatch.delitem(sys.modules, "torch", raising=False)
-        monkeypatch.setattr(jr, "open", lambda path: io.StringIO("900 25 3 1 0 5 0\n"), raising=False)
+        monkeypatch.setattr(jr, "open", lambda path: io.StringIO("900 25 3 1 0 5 0\n") if path == "/proc/self/statm"
+                            else open(path), raising=False)
         assert jr.memory_now() == {"host_rss_bytes": 25 * os_module.sysconf("SC_PAGE_SIZE")}
 
     @pytest.mark.parametrize("statm", [OSError("no /proc"), "", "x y"])
@@ -380,7 +398,8 @@ class TestMemoryRecorded:
 
         monkeypatch.delitem(sys.modules, "torch", raising=False)
         monkeypatch.setattr(jr, "open", fake_open, raising=False)
-        monkeypatch.setattr(resource, "getrusage", lambda who: SimpleNamespace(ru_maxrss=7))
+        monkeypatch.setattr(resource, "getrusage",
+                            lambda who: SimpleNamespace(ru_maxrss=7 if who == resource.RUSAGE_SELF else 10**9))
         monkeypatch.setattr(jr.sys, "platform", "linux")
         assert jr.memory_now() == {"host_rss_bytes": 7 * 1024}
         monkeypatch.setattr(jr.sys, "platform", "darwin")  # macOS reports bytes
@@ -473,8 +492,9 @@ class TestSessionStart:
                                logger=SimpleNamespace(info=lambda text, **style: said.append((text, style))))
         (tmp_path / "run.json").write_text("an earlier run\n")
         jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
-        bs.save_json({"benchmarks": [{"name": "a", "time": 1.5}]})
-        assert json.loads((tmp_path / "run.json").read_text()) == {"benchmarks": [{"name": "a", "time": 1.5}]}
+        bs.save_json({"benchmarks": [{"name": "café", "time": 1.5}]})
+        assert json.loads((tmp_path / "run.json").read_text()) == {"benchmarks": [{"name": "café", "time": 1.5}]}
+        assert "caf\\u00e9" in (tmp_path / "run.json").read_text()  # ASCII, as pytest-benchmark writes it
         assert (tmp_path / "run.json").read_text().startswith('{\n    "benchmarks"')  # pytest-benchmark's layout
         assert said == [(f"Wrote benchmark data in: {tmp_path / 'run.json'}", {"purple": True})]
 
@@ -511,8 +531,10 @@ def item(fixtures=("benchmark",), skip=False):
 
 
 class TestCollectionFinish:
-    def session(self, tmp_path, bs, commit=lambda config: {"id": "abc"}):
+    def session(self, tmp_path, bs, commit=None):
         config = fake_config(tmp_path, bs=bs)
+        commit = commit or (lambda config: {"id": "abc"} if config is this else {})
+        this = config
         config.hook = SimpleNamespace(pytest_benchmark_generate_commit_info=commit)
         config.stash[jr._JOURNAL] = jr.Journal(tmp_path / "run.jsonl")
         items = [item(), item(), item(skip=True), item(fixtures=("tmp_path",)), SimpleNamespace()]
