@@ -254,6 +254,11 @@ class TestVerdicts:
         cases = run_ab("base", "head", 8, tmp_path, confirm=6, alpha=0.02, runner=recording_runner(1.5)[0], seed=4)
         (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
         assert (target.verdict, target.confirm_p) == ("regression", 1 / 64)
+        cases = run_ab("base", "head", 8, tmp_path, confirm=6, alpha=1 / 64, runner=recording_runner(1.5)[0], seed=4)
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("not confirmed", 1 / 64)  # p must be below alpha here too
+        unchanged = [c.ratio for c in cases if c.verdict == "unchanged"]
+        assert unchanged == sorted(unchanged, reverse=True)  # the slowest first within a verdict
 
     def test_one_confirming_block_cannot_confirm(self, tmp_path):
         """--confirm 1 runs one fresh block; one value cannot reach p < 0.05, so the case is not confirmed."""
