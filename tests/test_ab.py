@@ -83,8 +83,15 @@ def test_hodges_lehmann():
     assert low < 0.3 < high and estimate == pytest.approx(0.3, abs=0.05)
 
 
+def test_hodges_lehmann_interval_at_nine_blocks():
+    """Nine blocks: the interval's ends are the 6th Walsh average from each end (critical rank 5, as
+    the exact signed-rank table has it), so a wrong variance in the normal approximation shows."""
+    assert hodges_lehmann(list(range(9))) == (4.0, 1.5, 6.5)
+
+
 def test_signed_rank():
     assert signed_rank([0.0] * 6) == 1.0
+    assert signed_rank([1.0] * 6) == pytest.approx(2 / 64)  # e times slower in every block: as far from 0 as it gets
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == pytest.approx(2 / 64)
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "greater") == pytest.approx(1 / 64)
     assert signed_rank([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "less") == pytest.approx(1.0)
@@ -182,6 +189,16 @@ class TestBlocks:
         orders = {tuple(c.split(":")[0] for c in calls[i: i + 2]) for i in range(0, 26, 2)}
         assert orders == {("base", "head"), ("head", "base")}  # the order is drawn, not fixed
 
+    def test_seed_replays_the_order_and_the_block_folder_is_made(self, tmp_path):
+        """--seed gives the same order of sides again (a run can be replayed); --keep's folder is created."""
+        orders = []
+        for attempt in range(2):
+            runner, calls = recording_runner(1.0)
+            run_ab("base", "head", 6, tmp_path / f"new{attempt}" / "ab", runner=runner, seed=11)
+            orders.append([c.split(":")[0] for c in calls])
+            assert (tmp_path / f"new{attempt}" / "ab").is_dir()
+        assert orders[0] == orders[1]
+
     def test_confirmation_defaults_to_as_many_blocks(self, tmp_path):
         runner, calls = recording_runner(1.5)
         cases = run_ab("base", "head", 7, tmp_path, runner=runner, seed=1)
@@ -221,6 +238,35 @@ class TestVerdicts:
         assert {c.verdict for c in cases} == {"unchanged"}
         cases = run_ab("base", "head", 6, tmp_path, floor=0.4, runner=recording_runner(1.5)[0], seed=4)
         assert [c.verdict for c in cases].count("regression") == 1
+
+    def test_p_must_be_below_alpha_not_equal_to_it(self, tmp_path):
+        """Six blocks all slower give p = 2/64 exactly, the smallest six blocks can give: at alpha = 2/64
+        nothing is flagged (p < alpha is the rule); just above it the slowdown is found."""
+        cases = run_ab("base", "head", 6, tmp_path, alpha=2 / 64, runner=recording_runner(1.5)[0], seed=4)
+        assert {c.verdict for c in cases} == {"unchanged"}
+        assert min(c.p_value for c in cases) == 2 / 64
+        cases = run_ab("base", "head", 6, tmp_path, alpha=2 / 64 * 1.001, runner=recording_runner(1.5)[0], seed=4)
+        assert [c.verdict for c in cases].count("regression") == 1
+
+    def test_confirmation_is_one_sided_in_the_direction_found(self, tmp_path):
+        """Six fresh blocks all slower confirm a slowdown at p = 1/64 (one-sided), which passes alpha 0.02;
+        a two-sided test (2/64) would not."""
+        cases = run_ab("base", "head", 8, tmp_path, confirm=6, alpha=0.02, runner=recording_runner(1.5)[0], seed=4)
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("regression", 1 / 64)
+        cases = run_ab("base", "head", 8, tmp_path, confirm=6, alpha=1 / 64, runner=recording_runner(1.5)[0], seed=4)
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("not confirmed", 1 / 64)  # p must be below alpha here too
+        unchanged = [c.ratio for c in cases if c.verdict == "unchanged"]
+        assert unchanged == sorted(unchanged, reverse=True)  # the slowest first within a verdict
+
+    def test_one_confirming_block_cannot_confirm(self, tmp_path):
+        """--confirm 1 runs one fresh block; one value cannot reach p < 0.05, so the case is not confirmed."""
+        runner, calls = recording_runner(1.5)
+        cases = run_ab("base", "head", 6, tmp_path, confirm=1, runner=runner, seed=4)
+        assert len(calls) == 14
+        (target,) = [c for c in cases if c.path == TARGET and c.nbytes == 16 * 2**20]
+        assert (target.verdict, target.confirm_p) == ("not confirmed", 0.5)
 
     def test_latency_floor_is_wider(self, tmp_path):
         """1.2x on a bandwidth-bound case is beyond its 10% floor; on a latency-bound one it is within 25%."""
@@ -269,6 +315,12 @@ class TestText:
             "1 confirmed regression(s) in 2 case(s) over 8 interleaved blocks (Wilcoxon signed-rank p < 0.01 and "
             "beyond the floor, then again on fresh blocks)",
         ]
+
+    def test_one_case(self):
+        """A run of one case reports it and its blocks."""
+        case = ab.AbCase(TARGET, 16 * 2**20, "bandwidth", 9, 1.0, 0.9, 1.1, 0.5, None, "unchanged")
+        assert ab.to_text([case]).splitlines()[-1].startswith("0 confirmed regression(s) in 1 case(s) over 9 "
+                                                              "interleaved blocks")
 
     def test_no_cases(self):
         assert ab.to_text([]).endswith("0 confirmed regression(s) in 0 case(s) over 0 interleaved blocks (Wilcoxon "

@@ -16,7 +16,6 @@ from xferbench.analyze.compare import (
     compare,
     load_runs,
     machine_differences,
-    machine_identity,
     parse_threshold,
     reproduced,
     summary,
@@ -231,6 +230,28 @@ class TestCli:
         cases = json.loads(js.read_text())["cases"]
         assert {c["spread_from"] for c in cases} == {"calibration"}
         assert "spread from calibration file" in capsys.readouterr().out
+
+    @pytest.mark.parametrize(("output", "problem"), [
+        ("aa/0003.json", "a JSON inside the input folder {aa} would be read as a run; choose another output"),
+        ("aa", "this is an input ({aa}); writing it would destroy it; choose another output"),
+        ("aa/noise.json", "a JSON inside the input folder {aa} would be read as a run; choose another output"),
+        ("nowhere/noise.json", "the folder {tmp}/nowhere does not exist"),
+    ])
+    def test_calibrate_never_writes_over_or_among_its_runs(self, tmp_path, sample, capsys, output, problem):
+        """calibrate -o onto an A/A run, or into the runs folder, is refused before any A/A run starts (exit 2):
+        the run is kept as it was and no noise file joins the runs."""
+        for i in range(8):
+            save(tmp_path, f"aa/{i:04d}.json", redrawn(sample, i))
+        before = (tmp_path / "aa" / "0003.json").read_bytes()
+        marker = tmp_path / "ran"
+        code = main(["calibrate", str(tmp_path / "aa"), "-o", str(tmp_path / output), "--times", "1",
+                     "--run", f"touch {marker}; false"])
+        assert code == 2
+        message = problem.format(aa=tmp_path / "aa", tmp=tmp_path)
+        assert capsys.readouterr().err == f"xferbench calibrate: -o {tmp_path / output}: {message}\n"
+        assert not marker.exists()  # refused before the first A/A run
+        assert (tmp_path / "aa" / "0003.json").read_bytes() == before
+        assert sorted(p.name for p in (tmp_path / "aa").iterdir()) == [f"{i:04d}.json" for i in range(8)]
 
     def test_different_machines_refused(self, tmp_path, sample, capsys):
         """Runs from different machines exit 2 with what differs, unless allowed."""
@@ -607,8 +628,9 @@ class TestThresholdAndFolders:
         save(tmp_path, "runs/old.json", other)
         runs, notes = load_runs(tmp_path / "runs", last=3)
         assert [Path(r.sources[0]).name for r in runs] == ["1.json", "2.json", "3.json"]
-        machine = machine_identity(runs[-1].machine_info)
-        assert notes == [f"{tmp_path / 'runs'}: 1 run(s) from another machine than {machine} left out",
+        torch = runs[-1].machine_info["xferbench"]["torch"]
+        assert notes == [f"{tmp_path / 'runs'}: 1 run(s) from another machine left out "
+                         f"(against the newest run: torch 2.99.0 -> {torch})",
                          f"{tmp_path / 'runs'}: the newest 3 of 4 runs used"]
         runs, notes = load_runs(tmp_path / "runs", last=4)
         assert len(runs) == 4 and len(notes) == 1
@@ -625,8 +647,26 @@ class TestThresholdAndFolders:
         save(tmp_path, "runs/new.json", upgraded)
         runs, notes = load_runs(tmp_path / "runs")
         assert [Path(r.sources[0]).name for r in runs] == ["new.json"]
-        assert len(notes) == 1 and notes[0].startswith(f"{tmp_path / 'runs'}: 3 run(s) from another machine than ")
-        assert "2.99.0" in notes[0] and notes[0].endswith(" left out")
+        torch = sample["machine_info"]["xferbench"]["torch"]
+        assert notes == [f"{tmp_path / 'runs'}: 3 run(s) from another machine left out "
+                         f"(against the newest run: torch {torch} -> 2.99.0)"]
+
+    def test_compare_says_in_words_which_runs_it_left_out(self, tmp_path, sample, capsys):
+        """The note names what differs (GPUs, torch), in words: no raw dict of the machine's fields."""
+        for i in range(3):
+            save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
+        other = redrawn(sample, 9) | {"datetime": "2026-10-01T00:00:00"}
+        other["machine_info"] = copy.deepcopy(other["machine_info"])
+        other["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        other["machine_info"]["xferbench"]["devices"] = [{"name": "NVIDIA H100"}, {"name": "NVIDIA H100"}]
+        save(tmp_path, "runs/old.json", other)
+        assert main(["compare", str(tmp_path / "runs"), str(tmp_path / "runs" / "2.json")]) == 0
+        notes = [line for line in capsys.readouterr().out.splitlines() if "another machine" in line]
+        torch = sample["machine_info"]["xferbench"]["torch"]
+        assert sample["machine_info"]["xferbench"]["devices"] == []  # a CPU-only run
+        assert notes == [f"xferbench compare: {tmp_path / 'runs'}: 1 run(s) from another machine left out (against "
+                         f"the newest run: GPUs [NVIDIA H100, NVIDIA H100] -> no GPU; torch 2.99.0 -> {torch})"]
+        assert "{" not in notes[0] and "'" not in notes[0]
 
     def test_file_is_one_run_without_notes(self):
         runs, notes = load_runs(SAMPLE)

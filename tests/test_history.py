@@ -1,12 +1,17 @@
 import copy
+import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.markers import MarkerStyle
 
-from test_compare import SLOWED, scaled
+from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
 from xferbench.analyze.history import current_segment, history_plots, lasting_steps, runs_in
+from xferbench.analyze.plots import as_plot
+from xferbench.analyze.results import ResultsError
 from xferbench.cli import main
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -78,3 +83,182 @@ def test_history_command_writes_report_with_trends(storage, tmp_path):
     html = out.read_text()
     assert 'id="history"' in html and 'data-plot="history"' in html
     assert "0003_run.json" in html  # the newest run is the one reported
+
+
+# -- What the history page shows, read back from the figure ------------------------------------------------------
+
+HOST = "host pageable copy_ cpu"
+KEYS = ["host pageable clone cpu", HOST, "create empty on cpu", "create ones on cpu", "create rand on cpu",
+        "create zeros on cpu", "noop .cpu() on cpu", "noop .to() on cpu", "module_to again cpu", "forward cpu",
+        "placement convert_on_cpu cpu", "send_recv gloo x2"]
+
+
+def write_runs(folder: Path, factors: list[float], when=lambda i: f"2026-11-{i + 1:02d}T00:00:00") -> Path:
+    """One run per factor, the 16 MiB pageable host copy scaled by it; run i is dated day i + 1."""
+    sample = json.loads(SAMPLE.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, factor in enumerate(factors):
+        data = scaled(sample, factor, {BANDWIDTH_SLOWED}) | {"datetime": when(i)}
+        (folder / f"{i:04d}_run.json").write_text(json.dumps(data))
+    return folder
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figure history_plots drew (before it became SVG)."""
+    from xferbench.analyze import history
+
+    figures = []
+
+    def keep(key, title, caption, figure):
+        figures.append(figure)
+        return as_plot(key, title, caption, figure)
+
+    monkeypatch.setattr(history, "as_plot", keep)
+    return figures
+
+
+class TestTrendPlot:
+    def test_each_key_case_relative_to_its_first_run_with_the_lasting_step_marked(self, tmp_path, drawn):
+        """Seven runs, the host copy 1.5x slower from the fourth on: its line reads 100, 100, 100, 150...,
+        one triangle where the new level starts (beyond its 25% bandwidth floor, within a latency-bound
+        case's 100%); the other cases stay at 100 with no triangle."""
+        (plot,) = history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 1.5, 1.5, 1.5, 1.5]))
+        assert (plot.key, plot.title, plot.missing) == ("history", "Key cases over runs", None)
+        assert plot.caption == (
+            "Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
+            "lasting step (a new level held for 3+ runs and beyond the case's floor, found by ruptures' change-point "
+            "search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
+        (ax,) = drawn[0].axes
+        labels = [text.get_text() for text in ax.get_legend().get_texts()]
+        sizes = {"module_to again cpu": "38.2 MiB", "forward cpu": "256 KiB", "placement convert_on_cpu cpu": "9.19 MiB"}
+        assert labels == [f"{path} {sizes.get(path, '16 MiB')}" for path in KEYS]  # each path at its largest size
+        lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
+        assert list(lines[f"{HOST} 16 MiB"].get_xdata()) == list(range(7))
+        assert list(lines[f"{HOST} 16 MiB"].get_ydata()) == pytest.approx([100, 100, 100, 150, 150, 150, 150])
+        assert list(lines["noop .cpu() on cpu 16 MiB"].get_ydata()) == pytest.approx([100] * 7)
+        assert {line.get_marker() for line in lines.values()} == {"o"}  # a point per run: a run missing shows
+        steps = [list(map(tuple, c.get_offsets())) for c in ax.collections]
+        assert sorted(steps, key=len) == [[]] * 11 + [[(3.0, pytest.approx(150.0))]]
+        triangle = MarkerStyle("^")
+        expected = triangle.get_path().transformed(triangle.get_transform()).vertices
+        assert all(np.allclose(c.get_paths()[0].vertices, expected) for c in ax.collections)  # as the caption says
+        assert [tick.get_text() for tick in ax.get_xticklabels()] == [f"{i:04d}_run" for i in range(7)]
+        assert ax.get_ylabel() == "median time, % of first run"
+        assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_label().startswith("_")] == [100]
+
+    def test_readable_step_marks_ticks_and_legend(self, tmp_path, drawn):
+        """What keeps the figure readable: a step's triangle has its case's colour, a black edge, stands
+        above the lines and is larger than a run's point; run names are slanted, ending at their tick;
+        the legend sits right of the plot, never over a line; 100% is a black reference line over a faint grid."""
+        from matplotlib.colors import to_rgba
+
+        history_plots(write_runs(tmp_path / "runs", [1, 1, 1, 1.5, 1.5, 1.5, 1.5]))
+        (ax,) = drawn[0].axes
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        host = lines[f"{HOST} 16 MiB"]
+        (mark,) = [c for c in ax.collections if len(c.get_offsets())]
+        assert tuple(mark.get_facecolor()[0]) == to_rgba(host.get_color())
+        assert tuple(mark.get_edgecolor()[0]) == to_rgba("k")
+        assert mark.get_zorder() > host.get_zorder() and mark.get_sizes()[0] > 4 * host.get_markersize() ** 2
+        ticks = ax.get_xticklabels()
+        assert {(t.get_rotation(), t.get_horizontalalignment()) for t in ticks} == {(45.0, "right")}
+        drawn[0].canvas.draw()
+        legend, plot = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.x0 > plot.x1 and legend.y1 <= plot.y1 + 1  # right of the plot, from its top
+        (reference,) = [line for line in ax.get_lines() if line.get_label().startswith("_")]
+        assert to_rgba(reference.get_color()) == to_rgba("k") and reference.get_linewidth() < host.get_linewidth()
+        grid = ax.get_ygridlines()  # faint lines to read a level off
+        assert grid and all(g.get_visible() and g.get_alpha() < 1 for g in grid)
+
+    def test_long_run_names_are_cut_to_fourteen_characters(self, tmp_path, drawn):
+        folder = write_runs(tmp_path / "runs", [1, 1])
+        (folder / "0001_run.json").rename(folder / "0001_c0ffee_20261102_000000_uncommited-changes.json")
+        history_plots(folder)
+        (ax,) = drawn[0].axes
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0000_run", "0001_c0ffee_20"]
+
+    def test_a_case_a_run_did_not_measure_leaves_a_gap(self, tmp_path, drawn):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1])
+        data = json.loads((folder / "0001_run.json").read_text())
+        data["benchmarks"] = [b for b in data["benchmarks"] if b["name"] != BANDWIDTH_SLOWED]
+        (folder / "0001_run.json").write_text(json.dumps(data))
+        history_plots(folder)
+        (ax,) = drawn[0].axes
+        line = next(line for line in ax.get_lines() if line.get_label() == f"{HOST} 16 MiB")
+        assert list(line.get_xdata()) == [0, 2]
+
+    def test_two_runs_are_a_trend_relative_to_the_first(self, tmp_path, drawn):
+        (plot,) = history_plots(write_runs(tmp_path / "runs", [1, 1.5]))
+        assert plot.svg and plot.missing is None
+        (ax,) = drawn[0].axes
+        line = next(line for line in ax.get_lines() if line.get_label() == f"{HOST} 16 MiB")
+        assert list(line.get_ydata()) == pytest.approx([100, 150])
+
+    def test_one_run_says_why_there_is_no_trend(self, tmp_path):
+        folder = write_runs(tmp_path / "runs", [1])
+        (plot,) = history_plots(folder)
+        assert (plot.key, plot.title, plot.svg) == ("history", "Key cases over runs", None)
+        assert plot.caption.startswith("Median time of key cases in each run, relative to the first run")
+        assert plot.missing == f"1 run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run)."
+
+
+class TestRunsIn:
+    def test_by_date_then_name_undated_first(self, tmp_path):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-01", "", None][i])
+        assert [(p.name, when) for p, when in runs_in(folder)] == [
+            ("0002_run.json", ""), ("0003_run.json", ""), ("0001_run.json", "2026-11-01"), ("0000_run.json", "2026-11-02")]
+
+    @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\xff"])
+    def test_a_file_that_is_not_a_run_is_named(self, tmp_path, text):
+        folder = write_runs(tmp_path / "runs", [1])
+        (folder / "broken.json").write_bytes(text.encode("latin-1"))
+        with pytest.raises(ResultsError, match=rf"^{re.escape(str(folder / 'broken.json'))}: not JSON, or cut short$"):
+            runs_in(folder)
+
+
+class TestStepRules:
+    def test_a_step_down_counts_as_much_as_a_step_up(self):
+        series = np.r_[np.zeros(4), np.full(4, -np.log(2))]
+        assert lasting_steps(series, 0.05, 0.25) == [4]
+
+    def test_the_penalty_grows_with_the_spread(self):
+        """A 40% step over 3+3 runs is a step where runs agree within 5%, not where they swing by 30%."""
+        series = np.r_[np.zeros(3), np.full(3, np.log(1.4))]
+        assert lasting_steps(series, 0.05, 0.25) == [3]
+        assert lasting_steps(series, 0.3, 0.25) == []
+
+    def test_the_spread_is_never_taken_below_its_minimum(self):
+        """A spread of 0 (identical runs) still asks a step to beat the smallest spread's price."""
+        series = np.r_[np.zeros(3), np.full(3, 0.01), np.full(3, 0.02)]  # two 1% steps
+        assert lasting_steps(series, 0.0, 0.0) == lasting_steps(series, 0.001, 0.0) == []
+        assert lasting_steps(series * 10, 0.0, 0.0) == [3, 6]  # two 10% steps are worth their price
+
+    def test_a_step_exactly_at_the_floor_is_not_beyond_it(self):
+        series = np.r_[np.zeros(4), np.full(4, np.log1p(0.25))]
+        assert lasting_steps(series, 0.02, 0.25) == []
+        assert lasting_steps(series, 0.02, 0.2499) == [4]
+
+    def test_every_level_holds_three_runs(self):
+        """Two runs at a new level are not a level of their own: no segment is shorter than 3 runs."""
+        series = np.r_[np.zeros(6), 1.0, 1.0]
+        edges = [0, *lasting_steps(series, 0.05, 0.25), len(series)]
+        assert all(b - a >= 3 for a, b in itertools.pairwise(edges))
+
+    def test_the_price_of_a_step_is_twice_the_spread_per_log_run(self):
+        """Over 3 + 3 runs a step of d saves 3d; the price is 2 x spread x ln 6 (0.36 at spread 0.1)."""
+        assert lasting_steps(np.r_[0, 0, 0, 0.15, 0.15, 0.15], 0.1, 0.1) == [3]  # saves 0.45
+        assert lasting_steps(np.r_[0, 0, 0, 0.11, 0.11, 0.11], 0.1, 0.1) == []  # saves 0.33
+
+    def test_the_level_before_includes_its_first_run(self):
+        """The level before a step is the median of every run since the last step, the first included."""
+        series = np.array([1, 0, 0.3, 1, 1, 1.0])  # median before: 0.3, so the step is 0.7
+        assert lasting_steps(series, 0.02, np.expm1(0.75)) == []
+        assert lasting_steps(series, 0.02, np.expm1(0.65)) == [3]
+
+    def test_only_the_change_counts_not_the_level(self):
+        """Log times of real runs sit far from 0 (1 ms is -6.9): the same series there gives the same steps."""
+        series = TestSteps.noise[:14] / 5 + np.r_[np.zeros(7), np.full(7, np.log(1.15))]
+        for offset in (0.0, np.log(1e-3), np.log(5.0)):
+            assert lasting_steps(series + offset, 0.02, 0.25) == []
+            assert lasting_steps(series + offset, 0.02, 0.10) == [7]

@@ -1,18 +1,23 @@
 """The journal: a run killed or interrupted midway keeps every benchmark it finished."""
 
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
+import xferbench.analyze.findings  # noqa: F401  likewise the run's summary (scipy: numpy.fft loads once only)
 from xferbench.analyze.results import load
 from xferbench.cli import main
+from xferbench.measure import journal as jr
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -263,3 +268,392 @@ def test_benchmark_json_target_is_found_whether_a_path_or_an_open_file(tmp_path)
             config = SimpleNamespace(option=SimpleNamespace(benchmark_json=given))
             assert benchmark_json_path(config) == target  # type: ignore[arg-type]
     assert benchmark_json_path(SimpleNamespace(option=SimpleNamespace())) is None  # type: ignore[arg-type]
+
+
+# -- The journal's parts, unit by unit: fast, no pytest run inside ------------------------------------------------
+
+
+
+def fake_config(tmp_path, given=None, json_path=None, storage=None, bs=None, collectonly=False):
+    """What the journal reads of pytest's config: --xfer-journal, --benchmark-json/-storage, the benchmark session."""
+    option = SimpleNamespace(benchmark_json=json_path, collectonly=collectonly)
+    if storage is not None:
+        option.benchmark_storage = storage
+    return SimpleNamespace(getoption=lambda name: {"xfer_journal": given}[name], option=option,
+                           stash=pytest.Stash(), _benchmarksession=bs)
+
+
+class TestJournalPath:
+    def test_none_turns_it_off(self, tmp_path):
+        assert jr.journal_path(fake_config(tmp_path, given="none", json_path=str(tmp_path / "run.json"))) is None
+
+    def test_given_path_wins_and_gets_jsonl(self, tmp_path):
+        json_path = str(tmp_path / "run.json")
+        assert jr.journal_path(fake_config(tmp_path, str(tmp_path / "mine.jsonl"), json_path)) == tmp_path / "mine.jsonl"
+        assert jr.journal_path(fake_config(tmp_path, str(tmp_path / "mine"), json_path)) == tmp_path / "mine.jsonl"
+        assert jr.journal_path(fake_config(tmp_path, str(tmp_path / "mine.log"), json_path)) == tmp_path / "mine.log.jsonl"
+
+    def test_beside_the_benchmark_json(self, tmp_path):
+        config = fake_config(tmp_path, json_path=str(tmp_path / "run.json"))
+        assert jr.journal_path(config) == tmp_path / "run.journal.jsonl"
+
+    def test_a_taken_name_gets_the_next_free_counter(self, tmp_path):
+        """An earlier journal, or a link where one was, is never written over: .1, then .2."""
+        config = fake_config(tmp_path, json_path=str(tmp_path / "run.json"))
+        (tmp_path / "run.journal.jsonl").write_text("first\n")
+        assert jr.journal_path(config) == tmp_path / "run.journal.1.jsonl"
+        (tmp_path / "run.journal.1.jsonl").symlink_to(tmp_path / "gone")  # dangling: still taken
+        assert jr.journal_path(config) == tmp_path / "run.journal.2.jsonl"
+
+    def test_in_the_storage_folder_named_by_utc_time(self, tmp_path):
+        path = jr.journal_path(fake_config(tmp_path, storage=f"file://{tmp_path / 'store'}"))
+        assert path is not None and path.parent == tmp_path / "store" / "journal"
+        assert re.fullmatch(r"20\d{6}T\d{6}\.jsonl", path.name), path.name
+
+    def test_the_stamp_is_utc_whatever_the_local_zone(self, tmp_path, monkeypatch):
+        """Journals of machines in different zones sort as the runs happened: the name is UTC."""
+        import datetime as dt
+        import time as time_module
+
+        monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+5:30, no daylight saving
+        time_module.tzset()
+        try:
+            path = jr.journal_path(fake_config(tmp_path, storage=f"file://{tmp_path}"))
+        finally:
+            monkeypatch.undo()
+            time_module.tzset()
+        assert path is not None
+        stamp = dt.datetime.strptime(path.stem, "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
+        assert abs(dt.datetime.now(dt.timezone.utc) - stamp) < dt.timedelta(hours=1)  # not 5.5 hours off
+
+    def test_default_storage_is_dot_benchmarks(self, tmp_path):
+        for storage in (None, ""):
+            path = jr.journal_path(fake_config(tmp_path, storage=storage))
+            assert path is not None and path.parent == Path(".benchmarks") / "journal"
+
+    def test_no_journal_beside_elasticsearch_storage(self, tmp_path):
+        assert jr.journal_path(fake_config(tmp_path, storage="elasticsearch+http://host:9200/bench")) is None
+
+
+class TestJournalWrites:
+    def test_header_first_then_records_each_on_disk_at_once(self, tmp_path):
+        journal = jr.Journal(tmp_path / "new" / "folder" / "run.jsonl")
+        assert journal.finished == []
+        journal.open({"planned": 3, "where": tmp_path})
+        journal.write({"benchmark": {"name": "a", "stats": {"data": [1.0, float("nan")], "max": float("inf"),
+                                                           "ids": (1, -math.inf)}}})
+        # Read while it is still open: a kill now would leave these lines.
+        assert journal_lines(journal.path) == [
+            {"xfer_journal": 1, "planned": 3, "where": str(tmp_path)},
+            {"benchmark": {"name": "a", "stats": {"data": [1.0, None], "max": None, "ids": [1, None]}}}]
+        journal.close({"end": {"finished": 1}})
+        assert journal_lines(journal.path)[-1] == {"end": {"finished": 1}}
+        journal.write({"after": "close"})  # nothing more once closed
+        journal.close({"again": 1})
+        assert len(journal_lines(journal.path)) == 3
+
+    def test_json_is_strict(self, tmp_path):
+        journal = jr.Journal(tmp_path / "run.jsonl")
+        journal.open({})
+        journal.write({"x": float("nan")})
+        journal.close({})
+        assert "NaN" not in journal.path.read_text()
+
+    def test_never_opens_over_an_earlier_file(self, tmp_path):
+        (tmp_path / "run.jsonl").write_text("earlier\n")
+        with pytest.raises(FileExistsError):
+            jr.Journal(tmp_path / "run.jsonl").open({})
+        assert (tmp_path / "run.jsonl").read_text() == "earlier\n"
+
+    def test_nothing_is_written_before_open(self, tmp_path):
+        journal = jr.Journal(tmp_path / "run.jsonl")
+        journal.write({"benchmark": {}})
+        journal.close({"end": {}})
+        assert not journal.path.exists()
+
+    def test_finite_keeps_every_finite_value(self):
+        assert jr._finite({"a": [1, 2.5, "x", None, True], "b": {"c": (0.0,)}}) == {
+            "a": [1, 2.5, "x", None, True], "b": {"c": [0.0]}}
+
+
+class TestMemoryRecorded:
+    def test_resident_memory_from_statm_pages(self, monkeypatch):
+        import io
+        import os as os_module
+
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+        monkeypatch.setattr(jr, "open", lambda path: io.StringIO("900 25 3 1 0 5 0\n") if path == "/proc/self/statm"
+                            else open(path), raising=False)
+        assert jr.memory_now() == {"host_rss_bytes": 25 * os_module.sysconf("SC_PAGE_SIZE")}
+
+    @pytest.mark.parametrize("statm", [OSError("no /proc"), "", "x y"])
+    def test_without_statm_the_peak_in_kib_is_used(self, monkeypatch, statm):
+        import io
+        import resource
+
+        def fake_open(path):
+            if isinstance(statm, Exception):
+                raise statm
+            return io.StringIO(statm)
+
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+        monkeypatch.setattr(jr, "open", fake_open, raising=False)
+        monkeypatch.setattr(resource, "getrusage",
+                            lambda who: SimpleNamespace(ru_maxrss=7 if who == resource.RUSAGE_SELF else 10**9))
+        monkeypatch.setattr(jr.sys, "platform", "linux")
+        assert jr.memory_now() == {"host_rss_bytes": 7 * 1024}
+        monkeypatch.setattr(jr.sys, "platform", "darwin")  # macOS reports bytes
+        assert jr.memory_now() == {"host_rss_bytes": 7}
+
+    def test_freed_heap_is_handed_back_before_reading(self, monkeypatch):
+        """Without malloc_trim the allocator keeps freed payloads and RSS reads as a leak."""
+        import ctypes
+
+        calls = []
+        monkeypatch.setattr(ctypes, "CDLL", lambda name: SimpleNamespace(malloc_trim=lambda pad: calls.append((name, pad))))
+        monkeypatch.setattr(jr.sys, "platform", "linux")
+        jr._trim_host_heap()
+        assert calls == [("libc.so.6", 0)]
+        monkeypatch.setattr(jr.sys, "platform", "darwin")
+        jr._trim_host_heap()
+        assert len(calls) == 1
+
+    def test_no_malloc_trim_is_no_error(self, monkeypatch):
+        import ctypes
+
+        def missing(name):
+            raise OSError("no libc.so.6")
+
+        monkeypatch.setattr(jr.sys, "platform", "linux")
+        monkeypatch.setattr(ctypes, "CDLL", missing)
+        jr._trim_host_heap()
+        monkeypatch.setattr(ctypes, "CDLL", lambda name: SimpleNamespace())
+        jr._trim_host_heap()
+
+    def test_cuda_unavailable_or_without_host_stats(self, monkeypatch):
+        import types
+
+        cuda = types.SimpleNamespace(is_available=lambda: False, is_initialized=lambda: True)
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+        assert set(jr.memory_now()) == {"host_rss_bytes"}
+        cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True, device_count=lambda: 1,
+                                     memory_allocated=lambda i: 5)
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+        memory = jr.memory_now()
+        assert memory["device_bytes"] == 5 and "pinned_host_bytes" not in memory
+        cuda.host_memory_stats = lambda: {}
+        assert jr.memory_now()["pinned_host_bytes"] == 0
+
+
+def test_the_option_as_help_shows_it():
+    added = []
+    parser = SimpleNamespace(getgroup=lambda name: SimpleNamespace(
+        addoption=lambda *args, **kwargs: added.append((name, args, kwargs))))
+    jr.pytest_addoption(parser)  # type: ignore[arg-type]
+    assert added == [("xferbench", ("--xfer-journal",), {
+        "default": None, "metavar": "PATH",
+        "help": "append each finished benchmark here as it is measured (default: beside --benchmark-json, else in "
+                "the benchmark storage folder under journal/; 'none' turns it off)"})]
+
+
+def benchmark_session(**flags):
+    return SimpleNamespace(**({"disabled": False, "skip": False, "benchmarks": [],
+                               "get_machine_info": lambda: {"node": "box"}} | flags))
+
+
+class TestSessionStart:
+    def test_a_journal_is_made_ready_beside_the_json(self, tmp_path):
+        config = fake_config(tmp_path, json_path=str(tmp_path / "run.json"), bs=benchmark_session())
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        journal = jr._journal(config)  # type: ignore[arg-type]
+        assert journal is not None and journal.path == tmp_path / "run.journal.jsonl"
+        assert not journal.path.exists()  # opened once the cases are known
+
+    def test_the_storage_journal_folder_is_created_when_needed(self, tmp_path):
+        """The first autosaved run has no storage folder yet: its journal folder is made, not refused."""
+        config = fake_config(tmp_path, storage=f"file://{tmp_path / 'store'}", bs=benchmark_session())
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        journal = jr._journal(config)  # type: ignore[arg-type]
+        assert journal is not None and journal.path.parent == tmp_path / "store" / "journal"
+
+    @pytest.mark.parametrize("why", [{"bs": None}, {"bs": "disabled"}, {"bs": "skip"}, {"collectonly": True},
+                                     {"given": "none"}])
+    def test_no_journal_when_nothing_is_measured_or_it_is_off(self, tmp_path, why):
+        bs = None if why.get("bs", "") is None else benchmark_session(**({why["bs"]: True} if "bs" in why else {}))
+        config = fake_config(tmp_path, given=why.get("given"), json_path=str(tmp_path / "run.json"), bs=bs,
+                             collectonly=why.get("collectonly", False))
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        assert jr._journal(config) is None  # type: ignore[arg-type]
+
+    def test_the_json_is_saved_atomically(self, tmp_path):
+        """pytest-benchmark's save_json is replaced: the same JSON, written whole by rename, and said."""
+        said = []
+        bs = benchmark_session(json=str(tmp_path / "run.json"), save_json=lambda data: None,
+                               logger=SimpleNamespace(info=lambda text, **style: said.append((text, style))))
+        (tmp_path / "run.json").write_text("an earlier run\n")
+        jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
+        bs.save_json({"benchmarks": [{"name": "café", "time": 1.5}]})
+        assert json.loads((tmp_path / "run.json").read_text()) == {"benchmarks": [{"name": "café", "time": 1.5}]}
+        assert "caf\\u00e9" in (tmp_path / "run.json").read_text()  # ASCII, as pytest-benchmark writes it
+        assert (tmp_path / "run.json").read_text().startswith('{\n    "benchmarks"')  # pytest-benchmark's layout
+        assert said == [(f"Wrote benchmark data in: {tmp_path / 'run.json'}", {"purple": True})]
+
+    def test_an_open_file_or_no_save_json_is_left_alone(self, tmp_path):
+        """Before pytest-benchmark 5.3 --benchmark-json is an open file: nothing to replace; a session
+        without save_json is not touched."""
+        def original(data):
+            return None
+
+        with (tmp_path / "run.json").open("w") as handle:
+            bs = benchmark_session(json=handle, save_json=original)
+            jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
+            assert bs.save_json is original
+        bs = benchmark_session(json=str(tmp_path / "run.json"), save_json="not callable")
+        jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, bs=bs)))  # type: ignore[arg-type]
+        assert bs.save_json == "not callable"
+
+    def test_json_in_a_missing_folder_stops_before_measuring(self, tmp_path):
+        config = fake_config(tmp_path, json_path=str(tmp_path / "nowhere" / "run.json"), bs=None)
+        with pytest.raises(pytest.UsageError, match=rf"^--benchmark-json: {re.escape(str(tmp_path))}/nowhere/run\.json: "
+                                                    r"the folder .*nowhere does not exist$"):
+            jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+
+    def test_a_journal_that_cannot_be_written_stops_before_measuring(self, tmp_path):
+        (tmp_path / "file").write_text("")
+        config = fake_config(tmp_path, given=str(tmp_path / "file" / "run.jsonl"), bs=benchmark_session())
+        with pytest.raises(pytest.UsageError, match=r"^--xfer-journal: .*file/run\.jsonl: .*is not a folder$"):
+            jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+
+
+def item(fixtures=("benchmark",), skip=False):
+    return SimpleNamespace(fixturenames=fixtures, get_closest_marker=lambda name: object() if skip and name == "skip"
+                           else None)
+
+
+class TestCollectionFinish:
+    def session(self, tmp_path, bs, commit=None):
+        config = fake_config(tmp_path, bs=bs)
+        commit = commit or (lambda config: {"id": "abc"} if config is this else {})
+        this = config
+        config.hook = SimpleNamespace(pytest_benchmark_generate_commit_info=commit)
+        config.stash[jr._JOURNAL] = jr.Journal(tmp_path / "run.jsonl")
+        items = [item(), item(), item(skip=True), item(fixtures=("tmp_path",)), SimpleNamespace()]
+        return SimpleNamespace(config=config, items=items)
+
+    def test_header_plans_the_benchmarks_that_will_run(self, tmp_path):
+        session = self.session(tmp_path, benchmark_session())
+        jr.pytest_collection_finish(session)  # type: ignore[arg-type]
+        (header,) = journal_lines(tmp_path / "run.jsonl")
+        assert header.pop("datetime").endswith("+00:00")  # UTC, ISO
+        assert header == {"xfer_journal": 1, "planned": 2, "machine_info": {"node": "box"}, "commit_info": {"id": "abc"}}
+
+    def test_a_failing_fingerprint_is_noted_not_fatal(self, tmp_path):
+        def broken():
+            raise RuntimeError("nvml gone\nsecond line")
+
+        jr.pytest_collection_finish(self.session(tmp_path, benchmark_session(get_machine_info=broken)))  # type: ignore[arg-type]
+        (header,) = journal_lines(tmp_path / "run.jsonl")
+        assert (header["header_error"], header["machine_info"], header["commit_info"]) == ("nvml gone", {}, {})
+
+    def test_a_failing_commit_info_keeps_the_machine(self, tmp_path):
+        def broken(config):
+            raise OSError("no git")
+
+        jr.pytest_collection_finish(self.session(tmp_path, benchmark_session(), commit=broken))  # type: ignore[arg-type]
+        (header,) = journal_lines(tmp_path / "run.jsonl")
+        assert (header["header_error"], header["machine_info"], header["commit_info"]) == ("no git", {"node": "box"}, {})
+
+    def test_no_journal_no_file(self, tmp_path):
+        session = self.session(tmp_path, benchmark_session())
+        del session.config.stash[jr._JOURNAL]
+        jr.pytest_collection_finish(session)  # type: ignore[arg-type]
+        assert not (tmp_path / "run.jsonl").exists()
+
+
+class Stats:
+    def __init__(self, name):
+        self.name = name
+
+    def as_dict(self, include_data):
+        return {"name": self.name, "data": [1.0] if include_data else None}
+
+
+def make_report(config, stats, when="call", passed=True, fixture=True):
+    """Drive the makereport wrapper as pluggy does: up to the yield, then the report back in."""
+    extra: dict = {}
+    funcargs = {"benchmark": SimpleNamespace(stats=stats, extra_info=extra)} if fixture else {}
+    hook = jr.pytest_runtest_makereport(SimpleNamespace(funcargs=funcargs, config=config),  # type: ignore[arg-type]
+                                        SimpleNamespace(when=when))  # type: ignore[arg-type]
+    next(hook)
+    report = SimpleNamespace(passed=passed)
+    with pytest.raises(StopIteration) as done:
+        hook.send(report)
+    assert done.value.value is report
+    return extra
+
+
+class TestEachBenchmark:
+    def journal(self, tmp_path):
+        config = fake_config(tmp_path)
+        config.stash[jr._JOURNAL] = journal = jr.Journal(tmp_path / "run.jsonl")
+        journal.open({})
+        return config, journal
+
+    def test_a_finished_benchmark_is_written_with_its_rounds_and_memory(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(jr, "memory_now", lambda: {"host_rss_bytes": 42})
+        config, journal = self.journal(tmp_path)
+        stats = Stats("a")
+        assert make_report(config, stats) == {"host_rss_bytes": 42}
+        assert journal_lines(journal.path)[1:] == [{"benchmark": {"name": "a", "data": [1.0]}}]
+        assert journal.finished == [stats]
+
+    @pytest.mark.parametrize("skipped", [{"when": "setup"}, {"when": "teardown"}, {"passed": False},
+                                         {"fixture": False}, {"stats": None}])
+    def test_what_did_not_finish_is_not_written(self, tmp_path, monkeypatch, skipped):
+        monkeypatch.setattr(jr, "memory_now", lambda: {"host_rss_bytes": 42})
+        config, journal = self.journal(tmp_path)
+        assert make_report(config, **({"stats": Stats("a")} | skipped)) == {}
+        assert len(journal_lines(journal.path)) == 1 and journal.finished == []
+
+    def test_memory_recorded_without_a_journal_too(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(jr, "memory_now", lambda: {"host_rss_bytes": 42})
+        assert make_report(fake_config(tmp_path), Stats("a")) == {"host_rss_bytes": 42}
+
+
+class TestSessionFinish:
+    def finish(self, tmp_path, exitstatus, fail=False):
+        first, cut = Stats("first"), Stats("cut off")
+        bs = benchmark_session(benchmarks=[first, cut])
+        config = fake_config(tmp_path, bs=bs)
+        config.stash[jr._JOURNAL] = journal = jr.Journal(tmp_path / "run.jsonl")
+        journal.open({})
+        journal.finished.append(first)
+        hook = jr.pytest_sessionfinish(SimpleNamespace(config=config), exitstatus)  # type: ignore[arg-type]
+        next(hook)
+        with pytest.raises(RuntimeError if fail else StopIteration) as done:
+            hook.throw(RuntimeError("save failed")) if fail else hook.send("saved")
+        if not fail:
+            assert done.value.value == "saved"
+        return [b.name for b in bs.benchmarks], journal_lines(journal.path)[-1]
+
+    def test_ctrl_c_drops_the_benchmark_it_cut_off(self, tmp_path):
+        saved, end = self.finish(tmp_path, pytest.ExitCode.INTERRUPTED)
+        assert saved == ["first"]
+        assert end == {"end": {"exitstatus": 2, "interrupted": True, "finished": 1}}
+
+    def test_a_finished_session_keeps_every_benchmark(self, tmp_path):
+        saved, end = self.finish(tmp_path, pytest.ExitCode.TESTS_FAILED)
+        assert saved == ["first", "cut off"]
+        assert end == {"end": {"exitstatus": 1, "interrupted": False, "finished": 1}}
+
+    def test_the_end_is_written_even_when_saving_fails(self, tmp_path):
+        _, end = self.finish(tmp_path, 0, fail=True)
+        assert end == {"end": {"exitstatus": 0, "interrupted": False, "finished": 1}}
+
+    def test_without_a_journal_nothing_is_dropped(self, tmp_path):
+        bs = benchmark_session(benchmarks=["a", "b"])
+        hook = jr.pytest_sessionfinish(SimpleNamespace(config=fake_config(tmp_path, bs=bs)), 2)  # type: ignore[arg-type]
+        next(hook)
+        with pytest.raises(StopIteration):
+            hook.send(None)
+        assert bs.benchmarks == ["a", "b"]

@@ -23,6 +23,8 @@ class UsageError(Exception):
 
 #: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
 DEFAULT_OUTPUT = Path("reports/index.html")
+#: Where ``calibrate`` writes unless told; its folder is created too.
+DEFAULT_NOISE = Path("reports/noise.json")
 
 
 def _output(given: Path | None, inputs: list[Path]) -> Path:
@@ -154,10 +156,15 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .analyze.ab import run_command
     from .analyze.compare import load_runs
     from .analyze.noise import calibrate
-    from .output import write_atomic
+    from .output import check_output, write_atomic
 
     if not 0 < args.target < 1:
         raise UsageError(f"--target {args.target}: give a rate between 0 and 1, e.g. 0.05")
+    # Before any A/A run: the noise file must not replace a run, nor land in the runs folder as one.
+    try:
+        check_output(args.output, [args.runs], create_folder=args.output == DEFAULT_NOISE)
+    except OutputError as error:
+        raise UsageError(f"-o {error}") from None
     if args.aa_command:
         args.runs.mkdir(parents=True, exist_ok=True)
         start = len(list(args.runs.glob("aa-*.json")))
@@ -284,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cal = sub.add_parser("calibrate", help="learn this machine's run-to-run noise from A/A runs; write it for compare")
     cal.add_argument("runs", type=Path, help="a folder of A/A runs (the same code, run after run)")
-    cal.add_argument("-o", "--output", type=Path, default=Path("reports/noise.json"), help="default: %(default)s")
+    cal.add_argument("-o", "--output", type=Path, default=DEFAULT_NOISE, help="default: %(default)s")
     cal.add_argument("--run", dest="aa_command", metavar="CMD",
                      help="first run CMD (a pytest-benchmark command) --times times into the folder")
     cal.add_argument("--times", type=int, default=10, help="A/A runs --run makes (default: %(default)s)")

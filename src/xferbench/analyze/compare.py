@@ -70,11 +70,12 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS) -> tuple[list[Results], lis
     if not path.is_dir():
         return [load([path])], []
     runs = [load([p]) for p, _ in runs_in(path)]
-    machine = machine_identity(runs[-1].machine_info)
+    differ = {d: None for r in runs for d in machine_differences(r.machine_info, runs[-1].machine_info)}
     same = [r for r in runs if not machine_differences(r.machine_info, runs[-1].machine_info)]
     notes = []
     if len(same) < len(runs):
-        notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine than {machine} left out")
+        notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine left out "
+                     f"(against the newest run: {'; '.join(differ)})")
     if len(same) > last:
         notes.append(f"{path}: the newest {last} of {len(same)} runs used")
     return same[-last:], notes
