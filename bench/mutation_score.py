@@ -35,7 +35,7 @@ WORK = ROOT / "mutants"
 MODULES: dict[str, tuple[str, list[str]]] = {
     "units": ("src/xferbench/units.py", ["tests/test_units.py"]),
     "contract": ("src/xferbench/contract.py", ["tests/test_contract.py"]),
-    "results": ("src/xferbench/analyze/results.py", ["tests/test_results.py"]),
+    "results": ("src/xferbench/analyze/results.py", ["tests/test_results.py", "tests/test_gzip_runs.py"]),
     "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
     "expectations": ("src/xferbench/analyze/expectations.py", ["tests/test_expectations.py"]),
     "compare": ("src/xferbench/analyze/compare.py", ["tests/test_compare.py"]),
