@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import machine_differences, machine_identity
+from ..contract import machine_differences
 from ..units import format_bytes, format_seconds
 from .history import current_segment, runs_in
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
@@ -33,8 +33,6 @@ __all__ = [
     "Comparison",
     "compare",
     "load_runs",
-    "machine_differences",
-    "machine_identity",
     "parse_threshold",
     "reproduced",
     "summary",
@@ -70,8 +68,9 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS) -> tuple[list[Results], lis
     if not path.is_dir():
         return [load([path])], []
     runs = [load([p]) for p, _ in runs_in(path)]
-    differ = {d: None for r in runs for d in machine_differences(r.machine_info, runs[-1].machine_info)}
-    same = [r for r in runs if not machine_differences(r.machine_info, runs[-1].machine_info)]
+    differences = [machine_differences(r.machine_info, runs[-1].machine_info) for r in runs]
+    same = [r for r, differ in zip(runs, differences, strict=True) if not differ]
+    differ = dict.fromkeys(d for found in differences for d in found)  # each difference once, in order
     notes = []
     if len(same) < len(runs):
         notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine left out "

@@ -167,18 +167,19 @@ def run(args: argparse.Namespace) -> int:
         else:
             sizes = scanned
     cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
-    machine = _machine_info(backend, world_size, nodes, notes)
-    # Rank 0 journals every case as it finishes (run.json -> run.journal.jsonl), so a world killed
-    # midway (a node lost, a job's time limit) keeps what it measured: xferbench report reads it.
-    journal = _open_journal(args.out, len(cases), machine) if rank == 0 else None
+    # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
+    # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
+    # measured: xferbench report reads it.
+    described = _describe_run(backend, world_size, nodes, notes) if rank == 0 else None
+    journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records = []
     for case in cases:
         records.append(_measure(case, rank, device, profile, args.rounds, nodes))
         if journal is not None:
             journal.write({"benchmark": records[-1].as_dict(include_data=True)})
-    if rank == 0:
+    if described is not None:
         try:
-            _write_json(args.out, records, machine)
+            _write_json(args.out, records, described)
         except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
             raise DistributedError(f"--out {args.out}: could not write it ({first_line(error)})") from None
         if journal is not None:
@@ -212,8 +213,10 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     return metadata
 
 
-def _machine_info(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
+def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
+    """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
     from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+    from pytest_benchmark.utils import get_commit_info
 
     from ..devices import TorchBackend
     from ..machine import fingerprint
@@ -221,35 +224,30 @@ def _machine_info(backend: str, world_size: int, nodes: list[str], notes: list[s
     machine: dict[str, Any] = pytest_benchmark_generate_machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
                                                          "nodes": sorted(set(nodes)), "notes": notes}
-    return machine
+    return {"machine_info": machine, "commit_info": get_commit_info()}
 
 
-def _open_journal(out: Path, planned: int, machine: dict[str, Any]) -> Journal | None:
+def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:
     """The journal beside ``out``; None (the run goes on, as with pytest) when it cannot be opened."""
     import datetime as dt
-
-    from pytest_benchmark.utils import get_commit_info
 
     from ..journal import Journal, unused_journal
 
     journal = Journal(unused_journal(out.with_suffix("").as_posix() + ".journal"))
     try:
-        journal.open({"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned,
-                      "machine_info": machine, "commit_info": get_commit_info()})
+        journal.open({"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned, **described})
     except OSError as error:
         print(f"{PROG}: no journal ({first_line(error)}); the JSON is written at the end", file=sys.stderr)
         return None
     return journal
 
 
-def _write_json(out: Path, records: list[Metadata], machine: dict[str, Any]) -> None:
+def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -> None:
     from pytest_benchmark.plugin import pytest_benchmark_generate_json
-    from pytest_benchmark.utils import get_commit_info
 
     from ...output import write_atomic
 
-    payload = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, machine_info=machine,
-                                             commit_info=get_commit_info())
+    payload = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, **described)
     write_atomic(out, json.dumps(payload, indent=1))
 
 
