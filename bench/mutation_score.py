@@ -111,11 +111,16 @@ def run(module: str, max_children: int) -> Score:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("modules", nargs="*", choices=list(MODULES), metavar="MODULE",
+    # Not choices=: on Python 3.11 argparse checks an empty nargs="*" list against the choices
+    # and refuses a bare `tox -e mutation`.
+    parser.add_argument("modules", nargs="*", metavar="MODULE",
                         help=f"modules to score (default: all of {', '.join(MODULES)})")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
     parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 if a module scores below this %%")
     args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {', '.join(unknown)} (choose from {', '.join(MODULES)})")
     scores = []
     for module in args.modules or list(MODULES):
         print(f"mutating {MODULES[module][0]} against {' '.join(MODULES[module][1])} ...", flush=True)

@@ -1,0 +1,56 @@
+"""bench/mutation_score.py, the script behind `tox -e mutation`: which modules it scores and its verdict."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "mutation_score.py"
+
+
+@pytest.fixture
+def mutation_score(monkeypatch):
+    spec = importlib.util.spec_from_file_location("mutation_score", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "mutation_score", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fake_run(module, scored: list[str], killed: int = 9, total: int = 10):
+    def run(name: str, max_children: int):
+        scored.append(name)
+        counts = {"killed": killed, "survived": total - killed, "no_tests": 0, "timeout": 0}
+        return module.Score(name, killed, total, counts, [f"{name}.x_f__mutmut_1: survived"] * (total - killed))
+    return run
+
+
+def test_no_module_named_scores_every_module(mutation_score, monkeypatch, capsys):
+    # A bare `tox -e mutation` passes no MODULE: it must score them all, not stop on argparse's
+    # Python 3.11 check of an empty list against choices.
+    scored: list[str] = []
+    monkeypatch.setattr(mutation_score, "run", _fake_run(mutation_score, scored))
+    assert mutation_score.main([]) == 0
+    assert scored == list(mutation_score.MODULES)
+    out = capsys.readouterr().out
+    assert "units" in out and "90.0%" in out
+
+
+def test_an_unknown_module_is_one_line_and_exit_2(mutation_score, capsys):
+    with pytest.raises(SystemExit) as stop:
+        mutation_score.main(["unitz"])
+    assert stop.value.code == 2
+    assert "unknown module unitz" in capsys.readouterr().err
+
+
+def test_a_module_below_the_bar_fails_and_is_named(mutation_score, monkeypatch, capsys):
+    scored: list[str] = []
+    monkeypatch.setattr(mutation_score, "run", _fake_run(mutation_score, scored, killed=8))
+    assert mutation_score.main(["units", "--fail-under", "85"]) == 1
+    out = capsys.readouterr().out
+    assert "below 85%: units" in out
+    assert "units.x_f__mutmut_1: survived" in out
+    assert mutation_score.main(["units", "--fail-under", "80"]) == 0
