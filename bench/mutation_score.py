@@ -29,6 +29,8 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Above this share of timeouts a module's score is refused: real hangs are a few mutants of loops.
+SUSPECT_TIMEOUTS = 0.1
 WORK = ROOT / "mutants"
 
 #: module name -> (the file mutated, the test files run against its mutants)
@@ -136,7 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     below = [s.module for s in scores if s.percent < args.fail_under]
     if below:
         print(f"\nbelow {args.fail_under:g}%: {', '.join(below)}")
-    return 1 if below else 0
+    suspect = [s.module for s in scores if s.counts["timeout"] > SUSPECT_TIMEOUTS * s.total]
+    if suspect:
+        print(f"\nover {SUSPECT_TIMEOUTS:.0%} of mutants timed out in {', '.join(suspect)}: the score is not to be "
+              "trusted (a test id that changes between runs makes mutmut's test runs fail, which it reports as "
+              "timeouts; `mutmut print-time-estimates` in mutants/MODULE shows the failing command)")
+    return 1 if below or suspect else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import dataclasses
 import math
 import re
+import sys
 
 import pytest
 
@@ -210,6 +211,12 @@ class TestMeasuredFrom:
     def test_zero_is_a_valid_time(self):
         """A zero device time (a no-op) is a measurement, not an error."""
         assert measured_from({"queued_seconds": 0})["queued_seconds"] == 0.0
+
+    def test_the_largest_finite_float_is_a_number_not_an_overflow(self):
+        """Finite is the bound: the largest float JSON can hold reads back, only inf and beyond are refused."""
+        assert measured_from({"bus_factor": sys.float_info.max})["bus_factor"] == sys.float_info.max
+        with pytest.raises(ContractError):
+            measured_from({"bus_factor": 10 ** 309})  # an int past the largest float
 
 
 def machine(*names, cpu="Xeon", **block):

@@ -36,7 +36,7 @@ def test_a_folder_finds_gzipped_runs_beside_plain_ones(tmp_path, gzipped):
     (gzip.compress(b'{"benchmarks": [')[:-8], "cannot read it (EOFError)"),
     (gzip.compress(b"\xff\xfe"), "cannot read it (UnicodeDecodeError)"),
     (gzip.compress(b""), "the file is empty"),
-])
+], ids=["not-gzip", "truncated", "not-utf8", "empty"])  # gzip bytes hold a timestamp: ids from them change each run
 def test_a_broken_gzip_is_one_line_naming_the_file(tmp_path, content, problem):
     path = tmp_path / "bad.json.gz"
     path.write_bytes(content)

@@ -54,3 +54,14 @@ def test_a_module_below_the_bar_fails_and_is_named(mutation_score, monkeypatch, 
     assert "below 85%: units" in out
     assert "units.x_f__mutmut_1: survived" in out
     assert mutation_score.main(["units", "--fail-under", "80"]) == 0
+
+
+def test_a_score_made_of_timeouts_is_refused(mutation_score, monkeypatch, capsys):
+    # mutmut reports a test run that fails to start (a test id that changed since its stats run) as a
+    # timeout, which this script counts as killed: a score of 191 such "kills" out of 505 must not pass.
+    def run(name: str, max_children: int):
+        counts = {"killed": 309, "survived": 5, "no_tests": 0, "timeout": 191}
+        return mutation_score.Score(name, 309 + 191, 505, counts, [])
+    monkeypatch.setattr(mutation_score, "run", run)
+    assert mutation_score.main(["results", "--fail-under", "85"]) == 1
+    assert "timed out in results: the score is not to be trusted" in capsys.readouterr().out
