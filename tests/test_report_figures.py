@@ -215,3 +215,51 @@ def test_dollar_in_a_path_label_is_drawn_as_written():
     # Drawn text only: the hover titles hold the path verbatim whatever the drawing does.
     drawn = ["".join(text.itertext()) for text in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
     assert "host copy_ /data/$x$/run" in drawn
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return load([DATA / "sim-2gpu.json"]).frame
+
+
+class TestScenarioFigures:
+    """Scenario figures a reader can compare: GB/s where calls move different payloads, one colour per variant."""
+
+    def test_both_directions_at_once_are_bars_of_gbps_twice_one_direction(self, frame):
+        # h2d+d2h moves twice one direction's bytes: on a time-against-size chart each call was a lone dot.
+        fig = plots.scenario_plot(frame, "bidir")
+        ax = fig.axes[0]
+        widths = dict(zip((t.get_text() for t in ax.get_yticklabels()), (b.get_width() for b in ax.patches),
+                          strict=True))
+        rows = frame[frame["op"] == "bidir"].set_index("path")
+        assert widths == pytest.approx(rows["bandwidth_gbps"].to_dict())
+        # The example spec is duplex: both ways at once read back twice one way.
+        assert widths["bidir h2d+d2h cpu->cuda:0"] == pytest.approx(2 * widths["bidir h2d cpu->cuda:0"], rel=0.02)
+        assert ax.get_xlabel().startswith("bandwidth (GB/s)") and ax.get_xscale() == "linear"
+        plt.close(fig)
+
+    def test_host_and_device_copies_in_one_figure_use_a_log_axis(self, frame):
+        # copy_kind sets PCIe copies (tens of GB/s) beside device copies (over a thousand): linear hides the first.
+        fig = plots.scenario_plot(frame, "copy_kind")
+        assert fig.axes[0].get_xscale() == "log"
+        assert fig.axes[0].get_xlabel().endswith("log scale")
+        plt.close(fig)
+
+    def test_a_call_that_moves_nothing_is_timed_not_given_a_bandwidth(self, frame):
+        fig = plots.scenario_plot(frame, "sync_stall")
+        assert fig.axes[0].get_xlabel().startswith("median time (ms)")
+        plt.close(fig)
+
+    def test_each_variant_has_one_colour_and_each_gpu_one_line_style(self, frame):
+        # Two identical GPUs draw the same curves: a colour per path left only the last GPU's colours visible.
+        fig = plots.scenario_plot(frame, "pin_memory")
+        handles = fig.legends[0].legend_handles
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        by_label = dict(zip(labels, handles, strict=True))
+        zero, one = by_label["pin_memory pin_cold cpu->cuda:0"], by_label["pin_memory pin_cold cpu->cuda:1"]
+        assert zero.get_color() == one.get_color()
+        assert zero.get_linestyle() != one.get_linestyle()
+        colours = {by_label[f"pin_memory {v} cpu->cuda:0"].get_color()
+                   for v in ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to")}
+        assert len(colours) == 5
+        plt.close(fig)

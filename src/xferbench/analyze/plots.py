@@ -526,27 +526,72 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
 
 
 def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
-    """Median time per variant and device for one scenario, against its size."""
+    """One scenario's figure: bandwidth bars where each call moves one payload size (bidir's both ways
+    at once against one way), time bars where all share one size, else time against size."""
     rows = frame[frame["op"] == op]
     if rows.empty:
         return f"No {op} benchmarks were run."
+    if rows["bandwidth_gbps"].notna().all() and (rows.groupby("path")["nbytes"].nunique() == 1).all():
+        return _scenario_bandwidth_bars(rows)
     if rows["nbytes"].nunique() == 1:
-        rows = rows.sort_values("median_s")
-        fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
-        bars = ax.barh([mathtext_safe(str(path)) for path in rows["path"]], rows["median_s"] * 1e3, color="tab:cyan")
-        for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
-            tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
-        for y, ms in enumerate(rows["median_s"] * 1e3):
-            ax.text(ms, y, f"  {ms:.3g} ms", va="center", fontsize=8)
-        ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
-        ax.invert_yaxis()
-        ax.set_xlabel(f"median time (ms) at {format_bytes(rows['nbytes'].iloc[0])}")
-        return fig
+        return _scenario_time_bars(rows)
+    return _scenario_lines(rows)
+
+
+def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
+    # One dot per call on a time-against-size chart says nothing when the calls move different
+    # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
+    bars = ax.barh([mathtext_safe(str(path)) for path in rows["path"]], rows["bandwidth_gbps"], color="tab:cyan")
+    for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
+        tip(bar, [f"{row['path']}: {gbps_text(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
+                  f"in {format_seconds(row['median_s'])} (median)"])
+    for y, (_, row) in enumerate(rows.iterrows()):
+        ax.text(row["bandwidth_gbps"], y, f"  {gbps_text(row['bandwidth_gbps'])} GB/s ({format_bytes(row['nbytes'])})",
+                va="center", fontsize=8)
+    low, high = rows["bandwidth_gbps"].min(), rows["bandwidth_gbps"].max()
+    if high > 20 * low:  # host links and device memory in one figure (copy_kind): linear hides the host bars
+        ax.set_xscale("log")
+        ax.set_xlim(low / 2, high * 6)
+    else:
+        ax.set_xlim(0, high * 1.35)
+    ax.invert_yaxis()
+    ax.set_xlabel("bandwidth (GB/s): bytes moved / median time" + (", log scale" if high > 20 * low else ""))
+    return fig
+
+
+def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
+    rows = rows.sort_values("median_s")
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
+    bars = ax.barh([mathtext_safe(str(path)) for path in rows["path"]], rows["median_s"] * 1e3, color="tab:cyan")
+    for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
+        tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
+    for y, ms in enumerate(rows["median_s"] * 1e3):
+        ax.text(ms, y, f"  {ms:.3g} ms", va="center", fontsize=8)
+    ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"median time (ms) at {format_bytes(rows['nbytes'].iloc[0])}")
+    return fig
+
+
+def _scenario_device(row: pd.Series) -> str:
+    return str(row["dst"] if row["dst"] != "cpu" else row["src"])
+
+
+def _scenario_lines(rows: pd.DataFrame) -> Figure:
+    # A colour per variant, a line style per device: identical GPUs draw the same curve, and
+    # a colour per path would hide all but the last one's colour under it.
+    devices = list(dict.fromkeys(_scenario_device(row) for _, row in rows.iterrows()))
+    styles = dict(zip(devices, itertools.cycle(["-", "--", ":", "-."]), strict=False))
+    variants = list(dict.fromkeys(str(v) for v in rows["variant"]))
+    colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
     fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.2))
     handles, labels = [], []
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        line, = ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=4)
+        first = group.iloc[0]
+        line, = ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=4,
+                        color=colours[str(first["variant"])], linestyle=styles[_scenario_device(first)])
         tip(line, _tips_for(group, lambda row: f"median {format_seconds(row['median_s'])}"))
         handles.append(line)
         labels.append(str(path))
