@@ -163,7 +163,7 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     largest_gbps = float(largest["bandwidth_gbps"])
     whole = fit_alpha_beta(n, t)
     beyond = ~resident.loc[group.index].to_numpy()
-    fit = fit_alpha_beta(n[beyond], t[beyond]) if beyond.sum() >= 3 else None
+    fit = fit_alpha_beta(n[beyond], t[beyond])  # None below three sizes
     alpha = whole.alpha_s if whole is not None else np.nan
     if resident.loc[group.index].any():
         if fit is not None:
@@ -180,7 +180,7 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     if np.isfinite(beta) and np.isfinite(largest_gbps) and beta > BETA_CAP_TOLERANCE * largest_gbps:
         stated, basis = largest_gbps, f"capped at the largest size measured ({basis} gave {beta:.3g} GB/s)"
     return {"alpha_us": alpha * 1e6, "beta_gbps": beta, "stated_gbps": stated, "beta_basis": basis,
-            "half_peak_bytes": alpha * stated * 1e9 if np.isfinite(stated) else np.nan,
+            "half_peak_bytes": alpha * stated * 1e9,  # NaN where α or the stated β is
             "largest_gbps": largest_gbps, "largest_bytes": int(largest["nbytes"]),
             "resident_sizes": int(group.loc[resident.loc[group.index], "nbytes"].nunique())}
 
