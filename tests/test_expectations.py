@@ -245,6 +245,11 @@ class TestSameDevice10x:
         results = results_of(tmp_path, [move("d2d", "cuda:0", "cuda:0", 500.0)])
         assert same_device_10x(results).status == "not measured"
 
+    def test_h2d_without_d2d(self, tmp_path):
+        """A run that measured h2d but no same-device copy has nothing to compare, not a NaN ratio."""
+        results = results_of(tmp_path, [move("h2d", "cpu", "cuda:0", 25.0, memory="pinned")])
+        assert same_device_10x(results) == Verdict(NAMES[1], "not measured", "needs d2d and h2d at a common size")
+
 
 class TestD2HPageableSlowest:
     def test_names_the_slowest_path(self, tmp_path):

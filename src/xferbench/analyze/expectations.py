@@ -58,7 +58,7 @@ def same_device_10x(results: Results) -> Verdict:
     size = largest_common_size(results.frame)
     rows = results.frame[results.frame["nbytes"] == size]
     d2d, h2d = rows[rows["op"] == "d2d"], rows[rows["op"] == "h2d"]
-    if size is None or d2d.empty or h2d.empty:
+    if d2d.empty or h2d.empty:  # no common size (None) selects no row
         return Verdict(name, "not measured", "needs d2d and h2d at a common size")
     ratio = _best(d2d) / _best(h2d)
     return Verdict(name, "held" if ratio >= 10 else "not held",
@@ -69,7 +69,7 @@ def d2h_pageable_slowest(results: Results) -> Verdict:
     name = "device-to-host into pageable memory is the slowest path at large sizes"
     size = largest_common_size(results.frame)
     rows = results.frame[(results.frame["nbytes"] == size) & results.frame["op"].isin(("h2d", "d2h", "d2d", "peer"))]
-    if size is None or rows.empty or not ((rows["op"] == "d2h") & (rows["host_memory"] == "pageable")).any():
+    if not ((rows["op"] == "d2h") & (rows["host_memory"] == "pageable")).any():  # none at no common size
         return Verdict(name, "not measured", "needs d2h into pageable memory next to other device paths")
     slowest = rows.loc[rows["bandwidth_gbps"].idxmin()]
     held = slowest["op"] == "d2h" and slowest["host_memory"] == "pageable"
@@ -155,13 +155,13 @@ def bidirectional_duplex(results: Results) -> Verdict:
     rows = results.frame[results.frame["op"] == "bidir"]
     if rows.empty:
         return Verdict(name, "not measured", "no bidir cases")
-    lines = []
-    for size, group in rows.groupby(_payload(rows)):
+    line = "incomplete: needs h2d, d2h and h2d+d2h at one size"
+    for size, group in rows.groupby(_payload(rows)):  # ascending: the largest payload is stated
         both, up, down = (_gbps(group, v) for v in ("h2d+d2h", "h2d", "d2h"))
         if both is not None and up and down:
-            lines.append(f"{format_bytes(size)} each way: h2d+d2h {both:.3g} GB/s summed = "
-                         f"{both / max(up, down):.2f}x the faster direction alone (h2d {up:.3g}, d2h {down:.3g})")
-    return Verdict(name, "figure", "; ".join(lines[-1:]) or "incomplete: needs h2d, d2h and h2d+d2h at one size")
+            line = (f"{format_bytes(size)} each way: h2d+d2h {both:.3g} GB/s summed = "
+                    f"{both / max(up, down):.2f}x the faster direction alone (h2d {up:.3g}, d2h {down:.3g})")
+    return Verdict(name, "figure", line)
 
 
 def all_gpus_scaling(results: Results) -> Verdict:
@@ -209,7 +209,7 @@ def numa_penalty(results: Results) -> Verdict:
 def clocks_and_link_at_run_time(results: Results) -> Verdict:
     name = "GPU clocks and PCIe link while measuring"
     frame = results.frame
-    seen = frame[frame["sm_clock_mhz"].notna()] if "sm_clock_mhz" in frame else frame.iloc[0:0]
+    seen = frame[frame["sm_clock_mhz"].notna()]  # every frame has the contract's measured columns
     if seen.empty:
         return Verdict(name, "not measured", "no run-time clocks recorded (no GPU, or no nvidia-ml-py)")
     devices = (results.machine_info.get("xferbench") or {}).get("devices") or []
