@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import stat
 import zlib
 from dataclasses import dataclass, field
@@ -199,9 +198,10 @@ _SHORTEST, _LONGEST = 1e-15, 3e7
 
 def _seconds(value: Any) -> float | None:
     """``value`` as seconds if it is a plain finite number within bounds (0 allowed), else None."""
-    if type(value) not in (int, float) or not -_LONGEST <= value <= _LONGEST:  # compares huge ints without overflow
+    # Compares huge ints without overflow; NaN and infinities fail the bounds too.
+    if type(value) not in (int, float) or not -_LONGEST <= value <= _LONGEST:
         return None
-    return float(value) if math.isfinite(value) else None
+    return float(value)
 
 
 def _stats_from(stats: Any) -> dict[str, Any]:
