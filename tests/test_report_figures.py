@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -262,4 +263,14 @@ class TestScenarioFigures:
         colours = {by_label[f"pin_memory {v} cpu->cuda:0"].get_color()
                    for v in ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to")}
         assert len(colours) == 5
+        plt.close(fig)
+
+    def test_a_call_at_zero_gbps_keeps_a_linear_axis(self, frame):
+        # A log axis cannot hold a zero-width bar: matplotlib would warn and drop it from the page.
+        rows = frame[frame["op"] == "bidir"].copy()
+        rows.loc[rows.index[0], "bandwidth_gbps"] = 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig = plots.scenario_plot(rows, "bidir")
+        assert fig.axes[0].get_xscale() == "linear"
         plt.close(fig)

@@ -550,13 +550,14 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
         ax.text(row["bandwidth_gbps"], y, f"  {gbps_text(row['bandwidth_gbps'])} GB/s ({format_bytes(row['nbytes'])})",
                 va="center", fontsize=8)
     low, high = rows["bandwidth_gbps"].min(), rows["bandwidth_gbps"].max()
-    if high > 20 * low:  # host links and device memory in one figure (copy_kind): linear hides the host bars
+    log = 0 < 20 * low < high  # host links and device memory in one figure (copy_kind): linear hides the host bars
+    if log:
         ax.set_xscale("log")
         ax.set_xlim(low / 2, high * 6)
     else:
-        ax.set_xlim(0, high * 1.35)
+        ax.set_xlim(0, max(high, 1e-9) * 1.35)
     ax.invert_yaxis()
-    ax.set_xlabel("bandwidth (GB/s): bytes moved / median time" + (", log scale" if high > 20 * low else ""))
+    ax.set_xlabel("bandwidth (GB/s): bytes moved / median time" + (", log scale" if log else ""))
     return fig
 
 
