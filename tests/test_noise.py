@@ -216,3 +216,136 @@ class TestCalibrate:
     def test_foreign_files_refused(self, text):
         with pytest.raises(ResultsError, match=r"n\.json: not a noise file written by xferbench calibrate"):
             Noise.from_json(text, "n.json")
+
+
+class TestCalibrationRules:
+    """The arithmetic behind each floor, on inputs whose answer is known."""
+
+    def test_mad_margin_widens_a_spread_learned_from_few_runs(self):
+        assert noise.mad_margin(1) == pytest.approx(1 + noise.MAD_MARGIN)  # one run: its MAD says nothing
+        assert noise.mad_margin(4) == pytest.approx(1 + noise.MAD_MARGIN / 2)
+        assert noise.mad_margin(0) == 1.0  # no runs to learn from: nothing to widen, not a division by zero
+
+    def test_case_budget_shares_the_target_out_and_confirmation_squares_it(self):
+        assert noise.case_budget(0.05, 1, confirmed=False) == 0.05
+        assert noise.case_budget(0.05, 0, confirmed=False) == 0.05
+        assert noise.case_budget(0.04, 4, confirmed=False) == pytest.approx(0.01)
+        assert noise.case_budget(0.04, 4, confirmed=True) == pytest.approx(0.1)  # flagged twice: sqrt
+
+    def test_smallest_change_is_the_floor_or_the_z_bound_whichever_is_larger(self):
+        past_z = math.expm1(Z_BOUND * standard_error(0.1, 3, 3))
+        assert noise.smallest_change(0.05, 0.1, 3) == pytest.approx(past_z)  # a quiet floor: z decides
+        assert noise.smallest_change(1.0, 0.1, 3) == pytest.approx(1.0)  # a 2x floor decides
+        assert noise.smallest_change(0.05, 0.0, 3) == pytest.approx(math.expm1(Z_BOUND * standard_error(MIN_SPREAD, 3, 3)))
+        assert noise.smallest_change(math.inf, 0.1, 3) == math.inf  # not gated
+
+    def test_a_swing_at_the_floor_is_not_past_it_and_a_rate_at_the_budget_is_allowed(self):
+        swings = np.array([0.0, 0.0, 0.0, math.log1p(0.3)])  # one draw in four swings by exactly 30%
+        assert noise._smallest_floor(swings, 0.25) == (0.05, 0.25)
+        assert noise._smallest_floor(swings, 0.2) == (0.3, 0.0)
+        assert noise._smallest_floor(np.array([math.log(1e6)]), 0.0) == (math.inf, 0.0)
+
+    def test_each_case_is_judged_by_its_own_spread(self):
+        # Case 1 sits still but for one run 2.7x off; case 0 swings wildly every run. Judged with
+        # a spread pooled over both, case 1's outlier would hide in case 0's noise.
+        values = np.array([[0.0, 2.0] * 6, [0.0] * 11 + [1.0]])
+        swing = noise._aa_swings(values, per_side=1, draws=300, z_bound=Z_BOUND, seed=3)
+        assert set(np.unique(swing[:, 1])) == {0.0, 1.0}  # the outlier against any other run: |log ratio| 1
+        assert (swing[:, 1] > 0).mean() == pytest.approx(2 / 12, abs=0.06)  # drawn as base or new
+
+    def test_calibration_is_repeatable_with_its_seed(self):
+        runs = syn.runs(0, 6)
+        assert calibrate(runs, seed=5) == calibrate(runs, seed=5)
+
+    def test_the_file_records_how_it_was_judged(self):
+        runs = syn.runs(0, 6)
+        assert calibrate(runs, seed=1).confirmed is True
+        assert calibrate(runs, seed=1, confirmed=False).confirmed is False
+
+    def test_recorded_spread_and_smallest_change(self):
+        runs = syn.runs(0, 6)
+        learned = calibrate(runs, per_side=1, seed=1)
+        table, _ = run_medians(runs)
+        for key in list(learned.cases)[:5]:
+            case = learned.cases[key]
+            spread = max(robust_spread(table.loc[key].to_numpy()) * noise.mad_margin(6), MIN_SPREAD)
+            assert case["spread"] == round(spread, 5)
+            assert case["smallest_change"] == pytest.approx(noise.smallest_change(case["floor"], spread, 1), abs=5e-4)
+
+    def test_noise_file_keys_are_sorted_for_reviewable_diffs(self):
+        text = calibrate(syn.runs(0, 6), seed=1).to_json()
+        top = list(json.loads(text))
+        assert top == sorted(top) and "\n" in text
+
+
+class TestFloorsAndRatesFromKnownSwings:
+    """calibrate with the A/A draws replaced by a known swing matrix: the floors, caps and rates follow."""
+
+    @pytest.fixture
+    def runs_and_keys(self):
+        runs = syn.runs(0, 6)
+        table, meta = run_medians(runs)
+        latency = [k for k in table.index if meta.at[k, "class"] == "latency"]
+        return runs, list(table.index), latency
+
+    def _with_swings(self, monkeypatch, keys, swings_by_key, draws=100):
+        def fake(values, per_side, draws_, z_bound, seed):
+            swing = np.zeros((draws, len(keys)))
+            for key, column in swings_by_key.items():
+                swing[:, keys.index(key)] = column
+            return swing
+        monkeypatch.setattr(noise, "_aa_swings", fake)
+
+    def test_confirmed_rate_is_each_case_flagged_twice(self, monkeypatch, runs_and_keys):
+        runs, keys, latency = runs_and_keys
+        a, b = np.zeros(100), np.zeros(100)
+        a[:2], b[50] = 0.3, 0.3  # 2% and 1% of draws, both under the confirmed budget sqrt(0.05 / cases)
+        self._with_swings(monkeypatch, keys, {latency[0]: a, latency[1]: b})
+        learned = calibrate(runs, seed=1)
+        assert learned.cases[latency[0]]["floor"] == 0.05 and learned.cases[latency[1]]["floor"] == 0.05
+        assert learned.false_alarm_rate["latency"] == pytest.approx(1 - (1 - 0.02 ** 2) * (1 - 0.01 ** 2))
+        assert learned.false_alarm_rate["bandwidth"] == 0.0
+
+    def test_unconfirmed_rate_is_the_share_of_draws_that_flag_any_case(self, monkeypatch, runs_and_keys):
+        runs, keys, latency = runs_and_keys
+        a, b = np.zeros(100), np.zeros(100)
+        a[:2], b[50] = math.log1p(0.3), 0.3  # a: 2%, over the budget 1/cases, so floored at 30%; b: 1%, gated at 5%
+        self._with_swings(monkeypatch, keys, {latency[0]: a, latency[1]: b})
+        learned = calibrate(runs, target=1.0, seed=1, confirmed=False)
+        assert learned.cases[latency[0]]["floor"] == 0.3 and learned.cases[latency[1]]["floor"] == 0.05
+        assert learned.false_alarm_rate == {"bandwidth": 0.0, "latency": pytest.approx(0.01)}
+
+    def test_each_class_floor_pools_its_own_cases_swings(self, monkeypatch, runs_and_keys):
+        runs, keys, latency = runs_and_keys
+        swing = np.zeros(100)
+        swing[:10] = 0.25  # every latency case 25% off in a tenth of the draws; bandwidth cases steady
+        self._with_swings(monkeypatch, keys, dict.fromkeys(latency, swing))
+        learned = calibrate(runs, seed=1)
+        assert learned.floors == {"bandwidth": 0.05, "latency": 0.3}
+
+    def test_a_case_that_needs_more_than_its_class_cap_is_not_gated(self, monkeypatch, runs_and_keys):
+        runs, keys, latency = runs_and_keys
+        a = np.zeros(100)
+        a[:20] = math.log(5.0)  # a fifth of the draws 5x apart: needs a 5.0 floor, past the latency cap of 2x
+        self._with_swings(monkeypatch, keys, {latency[0]: a})
+        learned = calibrate(runs, seed=1)
+        assert learned.cases[latency[0]]["floor"] == math.inf
+        assert learned.cases[latency[0]]["smallest_change"] == math.inf
+        assert learned.floors["latency"] <= noise.FLOOR_CAP["latency"]  # a new case is still gated
+
+
+def test_a_class_with_no_case_has_no_false_alarms_and_its_capped_floor():
+    runs = syn.runs(0, 6)
+    for run in runs:
+        run.frame = run.frame[run.frame["nbytes"] < BANDWIDTH_MIN_BYTES]
+    for confirmed in (True, False):
+        learned = calibrate(runs, seed=1, confirmed=confirmed)
+        assert learned.false_alarm_rate["bandwidth"] == 0.0
+        assert learned.floors["bandwidth"] == noise.FLOOR_CAP["bandwidth"]
+
+
+def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases():
+    runs = syn.runs(0, 2)
+    runs[1].frame = runs[1].frame.iloc[::-1]
+    table, meta = run_medians(runs)
+    assert list(meta.index) == list(table.index)
