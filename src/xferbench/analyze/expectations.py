@@ -58,7 +58,7 @@ def same_device_10x(results: Results) -> Verdict:
     size = largest_common_size(results.frame)
     rows = results.frame[results.frame["nbytes"] == size]
     d2d, h2d = rows[rows["op"] == "d2d"], rows[rows["op"] == "h2d"]
-    if d2d.empty or h2d.empty:  # no common size (None) selects no row
+    if size is None or d2d.empty or h2d.empty:
         return Verdict(name, "not measured", "needs d2d and h2d at a common size")
     ratio = _best(d2d) / _best(h2d)
     return Verdict(name, "held" if ratio >= 10 else "not held",
@@ -69,7 +69,7 @@ def d2h_pageable_slowest(results: Results) -> Verdict:
     name = "device-to-host into pageable memory is the slowest path at large sizes"
     size = largest_common_size(results.frame)
     rows = results.frame[(results.frame["nbytes"] == size) & results.frame["op"].isin(("h2d", "d2h", "d2d", "peer"))]
-    if not ((rows["op"] == "d2h") & (rows["host_memory"] == "pageable")).any():  # none at no common size
+    if size is None or not ((rows["op"] == "d2h") & (rows["host_memory"] == "pageable")).any():
         return Verdict(name, "not measured", "needs d2h into pageable memory next to other device paths")
     slowest = rows.loc[rows["bandwidth_gbps"].idxmin()]
     held = slowest["op"] == "d2h" and slowest["host_memory"] == "pageable"
