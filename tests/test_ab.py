@@ -344,3 +344,14 @@ class TestCommands:
         folder.mkdir()
         assert len(run_command(writer(tmp_path, SAMPLE) + " {json}", folder / "a.json").frame) == 58
         assert len(run_command(writer(tmp_path, SAMPLE), folder / "b.json").frame) == 58
+
+
+def test_cases_are_listed_by_what_needs_a_look_first():
+    """A flag that did not reproduce, or an unchanged case with a large (insignificant) ratio, never sits
+    above a confirmed improvement or regression in the table."""
+    def case(verdict, ratio):
+        return ab.AbCase(f"{verdict} {ratio}", 4, "latency", 12, ratio, ratio, ratio, 0.5, None, verdict)
+    cases = [case("unchanged", 1.5), case("not confirmed", 1.4), case("improvement", 0.8),
+             case("regression", 1.1), case("regression", 1.3), case("unchanged", 0.9)]
+    assert [c.path for c in ab.by_verdict(cases)] == [
+        "regression 1.3", "regression 1.1", "improvement 0.8", "not confirmed 1.4", "unchanged 1.5", "unchanged 0.9"]

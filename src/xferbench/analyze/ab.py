@@ -166,6 +166,11 @@ def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
             verdict = "regression" if hl > 0 else "improvement"
         cases.append(AbCase(paths[i], sizes[i], classes[i], ratios.shape[1], math.exp(hl), math.exp(low),
                             math.exp(high), p, confirm_p.get(i), verdict))
+    return by_verdict(cases)
+
+
+def by_verdict(cases: list[AbCase]) -> list[AbCase]:
+    """What needs a look first: regressions, improvements, unconfirmed flags, then the rest; slowest first within."""
     order = {"regression": 0, "improvement": 1, "not confirmed": 2, "unchanged": 3}
     return sorted(cases, key=lambda c: (order[c.verdict], -c.ratio))
 
