@@ -114,9 +114,7 @@ def _compare(args: argparse.Namespace) -> int:
                          + "); pass --allow-different-machines to compare anyway")
     noise = None
     if args.noise:
-        if not args.noise.is_file():
-            raise UsageError(f"{args.noise}: no such file")
-        noise = Noise.from_json(args.noise.read_text(), str(args.noise))
+        noise = Noise.from_json(_small_input(args.noise), str(args.noise))
         here = _identity(new[-1].machine_info)
         # Fields either side does not record (None, or added since) are not held against it.
         differ = [key for key, value in here.items()
@@ -131,9 +129,7 @@ def _compare(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(f"{args.new}: {error}") from None
     if args.confirm:
-        if not args.confirm.is_file():
-            raise UsageError(f"{args.confirm}: no such file")
-        rows = reproduced(rows, args.confirm.read_text(), str(args.confirm))
+        rows = reproduced(rows, _small_input(args.confirm), str(args.confirm))
     for note in base_notes + new_notes:
         print(f"xferbench compare: {note}")
     if differences:
@@ -144,6 +140,15 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         write_atomic(args.json, to_json(rows, len(base), len(new), noise))
     return 1 if any(r.regression for r in rows) else 0
+
+
+def _small_input(path: Path) -> str:
+    """The text of a --noise or --confirm file, or a one-line UsageError (a FIFO would block the read)."""
+    from .analyze.results import find_json, read_text
+
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder; give the file")
+    return read_text(find_json(path)[0])
 
 
 def _identity(machine_info: dict[str, object]) -> dict[str, object]:

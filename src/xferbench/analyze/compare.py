@@ -184,7 +184,7 @@ def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Compar
     """
     try:
         before = {(c["path"], c["nbytes"]) for c in json.loads(earlier)["cases"] if c["verdict"] == "regression"}
-    except (ValueError, KeyError, TypeError):
+    except (RecursionError, ValueError, KeyError, TypeError):
         raise ResultsError(f"{source}: not a comparison written by xferbench compare --json") from None
     return _sorted([replace(r, verdict="not reproduced") if r.regression and (r.path, r.nbytes) not in before else r
                     for r in rows])

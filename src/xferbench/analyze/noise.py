@@ -211,11 +211,37 @@ class Noise:
     def from_json(cls, text: str, source: str) -> Noise:
         try:
             data = json.loads(text)
-            if data.pop("xferbench_noise") != 1:
+            version = data.pop("xferbench_noise")
+            if type(version) is not int or version != 1:
                 raise ValueError
-            return cls(**data)
-        except (ValueError, KeyError, TypeError, AttributeError):
+            noise = cls(**data)
+        except (RecursionError, ValueError, KeyError, TypeError, AttributeError):
             raise ResultsError(f"{source}: not a noise file written by xferbench calibrate") from None
+        problem = noise._problem()
+        if problem:  # a NaN z bound or a negative floor would make the gate silently never, or always, fire
+            raise ResultsError(f"{source}: not a usable noise file ({problem}); run xferbench calibrate again")
+        return noise
+
+    def _problem(self) -> str | None:
+        """The first field read back from a file that no calibration writes, or None."""
+        def positive(value: Any, infinite: bool = False) -> bool:
+            return type(value) in (int, float) and value > 0 and (infinite or math.isfinite(value))
+
+        checks = [
+            ("machine", isinstance(self.machine, dict)),
+            ("runs", type(self.runs) is int and self.runs >= 1),
+            ("target", positive(self.target) and self.target < 1),
+            ("per_side", type(self.per_side) is int and self.per_side >= 1),
+            ("z_bound", positive(self.z_bound)),
+            ("floors", isinstance(self.floors, dict) and all(positive(self.floors.get(c), True) for c in DEFAULT_FLOOR)),
+            ("cases", isinstance(self.cases, dict) and all(
+                isinstance(c, dict) and type(c.get("spread")) in (int, float) and 0 <= c["spread"] < math.inf
+                and ("floor" not in c or positive(c["floor"], True)) for c in self.cases.values())),
+            ("false_alarm_rate", isinstance(self.false_alarm_rate, dict)),
+            ("confirmed", type(self.confirmed) is bool),
+            ("note", isinstance(self.note, str)),
+        ]
+        return next((f"field {name!r}" for name, ok in checks if not ok), None)
 
 
 #: Floors calibrate tries, smallest first: 5% up to 10x, then infinity ("not gated").
