@@ -107,3 +107,64 @@ class TestCompareSideFiles:
     def test_noise_version_true_is_not_version_1(self, tmp_path, capsys, runs):
         code, _, err = run_cli(capsys, "compare", *runs, "--noise", noise_file(tmp_path, xferbench_noise=True))
         assert_refused(code, err, "not a noise file written by xferbench calibrate")
+
+
+NVBANDWIDTH_H2D = {"name": "host_to_device_memcpy_ce", "status": "Passed",
+                   "bandwidth_description": "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+                   "bandwidth_matrix": [["12.5"]]}
+
+
+class TestOtherToolsOutputs:
+    """nvbandwidth and nccl-tests files given beside the suite's JSON are told apart by content: reading
+    them must neither hang, nor crash, nor turn "nan" into a figure."""
+
+    def test_fifo_beside_the_run_does_not_hang(self, tmp_path, capsys):
+        run = put(tmp_path / "run.json", small())
+        os.mkfifo(tmp_path / "nvbandwidth.txt")
+        with no_hang(60):
+            code, _, err = run_cli(capsys, "report", run, tmp_path / "nvbandwidth.txt", "-o", tmp_path / "r.html")
+        assert_refused(code, err, "nvbandwidth.txt: not a regular file")
+
+    @pytest.mark.parametrize(("content", "message"), [
+        (b"[" * 100000, "nested too deeply"),
+        (b'{"nvbandwidth": ' + b"9" * 5000 + b"}", "a number too long"),
+    ])
+    def test_json_no_parser_can_hold(self, tmp_path, capsys, content, message):
+        run = put(tmp_path / "run.json", small())
+        other = put(tmp_path / "other.json", content)
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "other.json: ", message)
+
+    def test_nvbandwidth_testcase_name_not_a_string(self, tmp_path, capsys):
+        run = put(tmp_path / "run.json", small())
+        other = put(tmp_path / "nv.json", {"nvbandwidth": {"testcases": [{**NVBANDWIDTH_H2D, "name": ["x"]}]}})
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "nv.json: no nvbandwidth testcase in it has a counterpart")
+
+    def test_nvbandwidth_nan_and_inf_cells_are_not_figures(self):
+        from xferbench.analyze.peers import parse_nvbandwidth
+
+        case = {**NVBANDWIDTH_H2D, "bandwidth_matrix": [["nan", "inf", "1e999", "-3", "N/A", "25"]]}
+        figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
+        assert [(f.dst, f.gbps) for f in figures] == [("cuda:5", 25.0)]
+
+    def test_nccl_line_with_an_impossible_size_or_bandwidth_is_not_a_figure(self):
+        from xferbench.analyze.peers import parse_nccl_tests
+
+        head = "# nccl-tests version 2.19\n#  size count type redop root time algbw busbw #wrong\n"
+        rows = [f" {'9' * 5000} 256 float sum -1 1.0 1.0 2.0 0", " 1024 256 float sum -1 1.0 1.0 1e999 0",
+                " 2048 512 float sum -1 1.0 1.0 3.5 0"]
+        figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
+        assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
+
+    def test_suite_rows_of_zero_bytes_beside_nvbandwidth(self, tmp_path, capsys):
+        """A copy of 0 bytes has no place on the log size scale the nearest size is found on; it used to crash."""
+        sim = json.loads((DATA / "sim-2gpu.json").read_text())
+        for bench in sim["benchmarks"]:
+            if bench["extra_info"]["op"] == "h2d" and bench["extra_info"]["nbytes"] < 2**20:
+                bench["extra_info"]["nbytes"] = 0
+        run = put(tmp_path / "sim.json", sim)
+        other = put(tmp_path / "nv.json", {"nvbandwidth": {"testcases": [NVBANDWIDTH_H2D]}})
+        code, out, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "nvbandwidth&#39;s host_to_device_memcpy_ce (cpu→cuda:0)" in (tmp_path / "r.html").read_text()

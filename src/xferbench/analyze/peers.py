@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ..units import format_bytes
-from .results import ResultsError
+from .results import ResultsError, find_json, read_text
 
 __all__ = ["PeerFigure", "comparisons", "headlines", "kind_of", "load_peers", "parse_nccl_tests", "parse_nvbandwidth",
            "sentence"]
@@ -69,17 +69,13 @@ def kind_of(path: Path) -> str:
     """``suite``, ``nvbandwidth`` or ``nccl-tests``, by content; ResultsError (one line) for anything else."""
     if path.is_dir() or path.suffix == ".gz":  # a folder of runs, or a run kept gzipped
         return "suite"
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
+    find_json(path)  # missing, a loop of links, or not a regular file (a FIFO would block the read below)
+    text = read_text(path)
     head = text.lstrip()[:1]
     if head in ("{", "["):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (RecursionError, ValueError):  # nested too deep, a number too long, not JSON
             return "suite"  # the suite's loader names the JSON error
         if isinstance(data, dict) and "nvbandwidth" in data:
             return "nvbandwidth"
@@ -105,7 +101,8 @@ def parse_nvbandwidth(data: dict[str, Any], source: str) -> list[PeerFigure]:
         raise ResultsError(f"{source}: nvbandwidth JSON without a 'testcases' list")
     figures = []
     for case in body.get("testcases", []):
-        if not isinstance(case, dict) or case.get("status") != "Passed" or case.get("name") not in NVBANDWIDTH_OPS:
+        if not isinstance(case, dict) or case.get("status") != "Passed" or not isinstance(case.get("name"), str) \
+                or case["name"] not in NVBANDWIDTH_OPS:
             continue
         description = str(case.get("bandwidth_description", ""))
         # "memcpy CE CPU(row) -> GPU(column) ...", "... GPU(row) <- GPU(column) ...", "memcpy local GPU(column) ..."
@@ -119,8 +116,8 @@ def parse_nvbandwidth(data: dict[str, Any], source: str) -> list[PeerFigure]:
                     gbps = float(cell)
                 except (TypeError, ValueError):
                     continue  # "N/A": a pair nvbandwidth did not measure
-                if gbps <= 0:
-                    continue  # the diagonal of device-to-device matrices
+                if not 0 < gbps < math.inf:
+                    continue  # the diagonal of device-to-device matrices; "nan" and "inf" are not figures
                 op = NVBANDWIDTH_OPS[case["name"]]
                 if op == "d2d":
                     src = dst = f"cuda:{c}"
@@ -152,6 +149,8 @@ def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
         if not match:
             continue
         size, _, dtype, redop, _, _, _, busbw, _ = match.groups()
+        if len(size) > 19 or not 0 <= float(busbw) < math.inf:
+            continue  # not a size nor a bandwidth any run prints (and int() refuses 4300 digits and more)
         note = f"busbw, out-of-place, {dtype}" + (f", {redop}" if redop not in ("none", "-") else "")
         figures.append(PeerFigure("nccl-tests", name, NCCL_TESTS_OPS.get(name, name.removesuffix("_perf")),
                                   "all", f"{ranks or '?'} ranks", float(busbw), int(size), note, source))
@@ -178,6 +177,7 @@ def load_peers(paths: list[Path]) -> list[PeerFigure]:
 
 def _nearest(rows: pd.DataFrame, nbytes: int | None) -> pd.DataFrame:
     """The suite's rows at the size closest (on a log scale) to the other tool's."""
+    rows = rows[rows["nbytes"] > 0]  # a size of 0 has no place on a log scale
     if rows.empty:
         return rows
     sizes = pd.Series(sorted(set(rows["nbytes"])))
