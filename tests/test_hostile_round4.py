@@ -8,6 +8,7 @@ one line and exit 2, a hang, a result file replaced, a figure that hides a bar.
 import copy
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,124 @@ class TestOtherToolsOutputs:
                 bench["extra_info"]["nbytes"] = 0
         run = put(tmp_path / "sim.json", sim)
         other = put(tmp_path / "nv.json", {"nvbandwidth": {"testcases": [NVBANDWIDTH_H2D]}})
-        code, out, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
         assert code == 0, err
         assert "nvbandwidth&#39;s host_to_device_memcpy_ce (cpu→cuda:0)" in (tmp_path / "r.html").read_text()
+
+
+class TestResultsNeverOverwritten:
+    def test_calibrate_numbers_new_runs_after_the_highest_not_the_count(self, tmp_path, capsys):
+        """With aa-000 gone, two runs remain (aa-001, aa-002): the next must be aa-003, not a second aa-002."""
+        folder = tmp_path / "aa"
+        folder.mkdir()
+        for i in (1, 2):
+            put(folder / f"aa-{i:03d}.json", small())
+        before = {p.name: p.read_bytes() for p in folder.iterdir()}
+        writer = tmp_path / "writer.py"
+        writer.write_text("import shutil, sys\nshutil.copy(sys.argv[1], sys.argv[2].split('=', 1)[1])\n")
+        command = f"{sys.executable} {writer} {folder / 'aa-001.json'}"
+        _, out, err = run_cli(capsys, "calibrate", folder, "--run", command, "--times", "1", "-o", tmp_path / "n.json")
+        assert "A/A run 1 of 1 done" in out, err
+        assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name in before} == before
+        assert (folder / "aa-003.json").exists()
+
+    def test_ab_keeps_an_earlier_comparisons_blocks(self, tmp_path):
+        """A second `xferbench ab` into the same --keep folder numbers its blocks after the first one's."""
+        from xferbench.analyze.ab import run_ab
+        from xferbench.analyze.results import load
+
+        sample = put(tmp_path / "sample.json", small())
+        keep = tmp_path / "ab"
+        keep.mkdir()
+        earlier = put(keep / "block000-base.json", "an earlier comparison's block")
+        written: list[str] = []
+
+        def runner(command: str, out: Path):
+            assert not out.exists(), f"{out.name} would be overwritten"
+            written.append(out.name)
+            out.write_bytes(sample.read_bytes())
+            return load([out])
+
+        run_ab("base", "head", 6, keep, confirm=0, runner=runner, seed=1)
+        assert earlier.read_text() == "an earlier comparison's block"
+        assert sorted(written)[:2] == ["block001-base.json", "block001-head.json"] and len(written) == 12
+
+    @pytest.mark.parametrize("name", ["run.journal.jsonl", "RUN.JSON", "run.Json.GZ"])
+    def test_report_never_written_as_a_results_file_or_journal(self, tmp_path, capsys, name):
+        """A journal beside the run is a result too (an interrupted run's only one): -o onto it is refused."""
+        run = put(tmp_path / "run.json", small())
+        target = put(tmp_path / name, "a result")
+        code, out, err = run_cli(capsys, "report", run, "-o", target)
+        assert_refused(code, err, "the report is an HTML file")
+        assert target.read_text() == "a result" and out == ""
+
+    def test_report_of_a_link_loop_is_one_line(self, tmp_path, capsys):
+        os.symlink(tmp_path / "b.json", tmp_path / "a.json")
+        os.symlink(tmp_path / "a.json", tmp_path / "b.json")
+        code, _, err = run_cli(capsys, "report", tmp_path / "a.json", "-o", tmp_path / "r.html")
+        assert_refused(code, err, "a.json")
+
+
+class TestOptionValues:
+    @pytest.mark.parametrize("args", [["--per-side", "0"], ["--per-side", "-3"], ["--times", "0", "--run", "true"],
+                                      ["--times", "-2", "--run", "true"]])
+    def test_calibrate_counts_below_one(self, tmp_path, capsys, args):
+        folder = tmp_path / "aa"
+        folder.mkdir()
+        for i in range(6):
+            put(folder / f"aa-{i:03d}.json", small())
+        code, out, err = run_cli(capsys, "calibrate", folder, "-o", tmp_path / "n.json", *args)
+        assert_refused(code, err, args[0])
+        assert out == "" and not (tmp_path / "n.json").exists()
+
+    def test_ab_negative_confirm_refused_before_any_block_runs(self, tmp_path, capsys):
+        code, _, err = run_cli(capsys, "ab", "--base", f"touch {tmp_path / 'ran'}", "--head", "true",
+                                 "--confirm", "-1", "--keep", tmp_path / "ab")
+        assert_refused(code, err, "--confirm -1")
+        assert not (tmp_path / "ran").exists()
+
+    @pytest.mark.parametrize(("option", "message"), [
+        ("--xfer-sizes=0B", "argument --xfer-sizes: '0B' is not a positive size"),
+        ("--xfer-dtypes=float8", "argument --xfer-dtypes: 'float8' is not a supported dtype"),
+        ("--xfer-profile=slow", "argument --xfer-profile: invalid choice: 'slow'"),
+        ("--xfer-dist-timeout=nan", "argument --xfer-dist-timeout: 'nan': must be a finite number"),
+        ("--xfer-dist-backend=mpi", "argument --xfer-dist-backend: invalid choice: 'mpi'"),
+        ("--xfer-dist-rounds=0", "argument --xfer-dist-rounds: '0': must be between"),
+    ])
+    def test_pytest_option_value_is_one_line_exit_4(self, pytester, option, message):
+        """pytest prints argparse's own refusal as usage + error + inifile + rootdir; ours is one line."""
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makepyfile(test_one="def test_one():\n    pass\n")
+        result = pytester.runpytest_subprocess(option)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        errors = [line for line in result.errlines if line.strip()]
+        assert len(errors) == 1 and errors[0].startswith(f"ERROR: {message}"), errors
+
+    def test_pytest_option_values_still_parsed(self, pytester):
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makepyfile(test_one="def test_one(request):\n    o = request.config.option\n"
+                                     "    assert o.xfer_sizes == [4, (2, 3)] and o.xfer_dtypes == ['float16']\n"
+                                     "    assert o.xfer_dist_timeout == 5.0 and o.xfer_dist_rounds == 3\n")
+        result = pytester.runpytest_subprocess("--xfer-sizes=4B,2x3", "--xfer-dtypes=float16,torch.float16",
+                                               "--xfer-dist-timeout=5", "--xfer-dist-rounds=3", "--xfer-devices=cpu")
+        result.assert_outcomes(passed=1)
+
+    @pytest.mark.parametrize("kind", ["folder", "device"])
+    def test_journal_onto_a_folder_or_device_is_refused(self, pytester, tmp_path, kind):
+        """--xfer-journal=DIR used to write DIR.jsonl beside the folder (and /dev/null, /dev/null.jsonl)."""
+        import stat
+
+        target = tmp_path / "given"
+        if kind == "folder":
+            target.mkdir()
+        else:
+            try:
+                os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            except PermissionError:
+                pytest.skip("making a device node needs root")
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.journal",)')
+        pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
+        result = pytester.runpytest("--benchmark-only", f"--xfer-journal={target}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*--xfer-journal: {target}: a folder or a device*"])
+        assert not Path(f"{target}.jsonl").exists()

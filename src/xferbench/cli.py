@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,11 +45,11 @@ def _report(args: argparse.Namespace) -> int:
 
     given = [*args.results, *([args.history] if args.history else [])]
     output = _output(args.output, given)
-    inputs = {path.resolve() for path in args.results}
-    if output.suffix in (".csv", ".md", ".json", ".gz") or any(
-            target.resolve() in inputs for target in (output, *companions(output))):
-        raise UsageError(f"-o {output}: the report is an HTML file, and neither it nor its .csv and .md "
-                         "companions may replace an input")
+    inputs = {os.path.realpath(path) for path in args.results}  # resolve() raises on a loop of links
+    if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz") or any(
+            os.path.realpath(target) in inputs for target in (output, *companions(output))):
+        raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
+                         ".csv and .md), and neither it nor its companions may replace an input")
     for companion in companions(output):
         check_output(companion, given, create_folder=args.output is None)
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
@@ -165,6 +166,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     if not 0 < args.target < 1:
         raise UsageError(f"--target {args.target}: give a rate between 0 and 1, e.g. 0.05")
+    if args.per_side < 1:
+        raise UsageError(f"--per-side {args.per_side}: give the runs on each side of a comparison, 1 or more")
+    if args.aa_command and args.times < 1:
+        raise UsageError(f"--times {args.times}: give the number of A/A runs to make, 1 or more")
     # Before any A/A run: the noise file must not replace a run, nor land in the runs folder as one.
     try:
         check_output(args.output, [args.runs], create_folder=args.output == DEFAULT_NOISE)
@@ -172,7 +177,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {error}") from None
     if args.aa_command:
         args.runs.mkdir(parents=True, exist_ok=True)
-        start = len(list(args.runs.glob("aa-*.json")))
+        # After the highest number taken, not the count: with aa-001 deleted, aa-002 must not be overwritten.
+        start = 1 + max((int(m.group(1)) for p in args.runs.glob("aa-*.json")
+                         if (m := re.fullmatch(r"aa-(\d+)\.json", p.name))), default=-1)
         for i in range(start, start + args.times):
             run_command(args.aa_command, args.runs / f"aa-{i:03d}.json")
             print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done")

@@ -18,6 +18,7 @@ given as ``{json}`` in it, or ``--benchmark-json=PATH`` is appended. No torch he
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import subprocess
 from collections.abc import Callable, Sequence
@@ -116,13 +117,13 @@ def _blocks(base: Sequence[Results], head: Sequence[Results]) -> tuple[np.ndarra
 
 
 def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Generator, workdir: Path, first: int,
-                runner: Runner, say: Callable[[str], None]) -> tuple[list[Results], list[Results]]:
+                runner: Runner, say: Callable[[str], None], kept_from: int = 0) -> tuple[list[Results], list[Results]]:
     bases: list[Results] = []
     heads: list[Results] = []
     for block in range(first, first + blocks):
         order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
         for side in order:
-            out = workdir / f"block{block:03d}-{side}.json"
+            out = workdir / f"block{kept_from + block:03d}-{side}.json"
             result = runner(base_cmd if side == "base" else head_cmd, out)
             (bases if side == "base" else heads).append(result)
         say(f"block {block + 1}: ran {order[0]} then {order[1]}")
@@ -136,9 +137,15 @@ def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
     if blocks < 6:
         raise ValueError(f"--blocks {blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05")
     confirm = blocks if confirm is None else confirm
+    if confirm < 0:
+        raise ValueError(f"--confirm {confirm}: give the number of fresh blocks, 0 or more")
     rng = np.random.default_rng(seed)
     workdir.mkdir(parents=True, exist_ok=True)
-    bases, heads = _run_blocks(base_cmd, head_cmd, blocks, rng, workdir, 0, runner, say)
+    # An earlier comparison's blocks in the same folder are kept, not overwritten (nor, were a
+    # command to write nothing, read back as this one's): this one's are numbered after them.
+    kept_from = 1 + max((int(m.group(1)) for p in workdir.glob("block*-*.json")
+                         if (m := re.fullmatch(r"block(\d+)-(?:base|head)\.json", p.name))), default=-1)
+    bases, heads = _run_blocks(base_cmd, head_cmd, blocks, rng, workdir, 0, runner, say, kept_from)
     ratios, paths, classes, sizes = _blocks(bases, heads)
     first = []
     for row, cls in zip(ratios, classes, strict=True):
@@ -149,7 +156,7 @@ def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
     confirm_p: dict[int, float] = {}
     if flagged and confirm > 0:
         say(f"{len(flagged)} case(s) flagged; confirming on {confirm} fresh block(s)")
-        more_b, more_h = _run_blocks(base_cmd, head_cmd, confirm, rng, workdir, blocks, runner, say)
+        more_b, more_h = _run_blocks(base_cmd, head_cmd, confirm, rng, workdir, blocks, runner, say, kept_from)
         fresh, fresh_paths, _, fresh_sizes = _blocks(more_b, more_h)
         where = {(p, n): i for i, (p, n) in enumerate(zip(fresh_paths, fresh_sizes, strict=True))}
         for i in flagged:

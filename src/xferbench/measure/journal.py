@@ -85,6 +85,8 @@ def journal_path(config: pytest.Config) -> Path | None:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = benchmark_json_path(config)
     if given:
+        if Path(given).exists() and not Path(given).is_file():  # not DIR.jsonl beside a folder, nor /dev/null.jsonl
+            raise OutputError(f"{given}: a folder or a device; give a file name, or 'none' for no journal")
         base = str(Path(given).with_suffix("")) if given.endswith(".jsonl") else given
     elif target:
         base = Path(target).with_suffix("").as_posix() + ".journal"
@@ -169,10 +171,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _save_json_atomically(bs)
     if bs is None or bs.disabled or bs.skip or getattr(config.option, "collectonly", False):
         return
-    path = journal_path(config)
-    if path is None:
-        return
     try:
+        path = journal_path(config)
+        if path is None:
+            return
         check_output(path, create_folder=True)
     except OutputError as error:
         raise pytest.UsageError(f"--xfer-journal: {error}") from None

@@ -7,7 +7,6 @@ package costs other pytest runs nothing.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,18 +56,32 @@ class XferSettings:
     profile: str
 
 
-def _sizes_option(text: str) -> list[int | Size]:
-    try:
-        return parse_sizes(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def _dtypes_option(text: str) -> list[str]:
-    try:
-        return list(dict.fromkeys(parse_dtype(t) for t in text.split(",") if t.strip())) or [parse_dtype(text)]
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    return list(dict.fromkeys(parse_dtype(t) for t in text.split(",") if t.strip())) or [parse_dtype(text)]
+
+
+def _profile_option(text: str) -> str:
+    if text not in PROFILES:
+        raise ValueError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, sorted(PROFILES)))})")
+    return text
+
+
+def _parse_options(config: pytest.Config) -> None:
+    """Parse the ``--xfer-*`` values given as text. Not argparse's ``type=`` / ``choices=``: pytest prints
+    their refusal over four lines (usage, error, inifile, rootdir); here it is one, exit 4 all the same."""
+    from .distributed.options import OPTIONS
+
+    parsers: dict[str, tuple[str, Callable[[str], Any]]] = {
+        "xfer_sizes": ("--xfer-sizes", parse_sizes), "xfer_dtypes": ("--xfer-dtypes", _dtypes_option),
+        "xfer_profile": ("--xfer-profile", _profile_option),
+        **{f"xfer_dist_{o.dest}": (f"--xfer-dist-{o.name}", o.check) for o in OPTIONS}}
+    for dest, (flag, parse) in parsers.items():
+        value = getattr(config.option, dest, None)
+        if isinstance(value, str):  # given, or a default written as text; parsed defaults are left as they are
+            try:
+                setattr(config.option, dest, parse(value))
+            except ValueError as error:
+                raise pytest.UsageError(f"argument {flag}: {error}") from None
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -79,12 +92,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("xferbench", "xferbench: tensor creation and transfer benchmarks")
     group.addoption("--xfer-devices", default="all", metavar="LIST",
                     help="devices to measure: all (default) or a comma list such as cpu,cuda:0,cuda:1")
-    group.addoption("--xfer-sizes", type=_sizes_option, default=None, metavar="LIST",
+    group.addoption("--xfer-sizes", default=None, metavar="LIST",
                     help="payload sizes: 4B,1KiB,64MiB, ranges 4B..1GiB or 4B..1GiB:x4, shapes 2x3 "
                          "(default: the profile's)")
-    group.addoption("--xfer-dtypes", type=_dtypes_option, default=["float32"], metavar="LIST",
+    group.addoption("--xfer-dtypes", default=["float32"], metavar="LIST",
                     help="element types, e.g. float32,float16 (default: float32)")
-    group.addoption("--xfer-profile", choices=sorted(PROFILES), default="quick",
+    group.addoption("--xfer-profile", default="quick", metavar="{" + ",".join(sorted(PROFILES)) + "}",
                     help="quick (default; about a minute on a CPU) or full (2x3 elements up to 1 GiB, "
                          "bounded by free memory)")
     from .distributed.options import add_to_pytest
@@ -132,6 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.hasplugin("benchmark"):
         raise pytest.UsageError("xferbench times with pytest-benchmark: it is not installed or was disabled "
                                 "(-p no:benchmark); pip install pytest-benchmark and drop -p no:benchmark")
+    _parse_options(config)
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         from .devices import TorchBackend

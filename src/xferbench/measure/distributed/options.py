@@ -84,6 +84,15 @@ class Option:
     def dest(self) -> str:
         return self.name.replace("-", "_")
 
+    def check(self, text: str) -> Any:
+        """``text`` parsed as argparse would (type and choices), or ValueError with argparse's words."""
+        if self.choices is not None and text not in self.choices:
+            raise ValueError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})")
+        try:
+            return self.parse(text) if self.parse is not None else text
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(str(error)) from None
+
     def kwargs(self) -> dict[str, Any]:
         out: dict[str, Any] = {"default": self.default, "help": self.help}
         if self.parse is not None:
@@ -113,7 +122,11 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
 
 
 def add_to_pytest(group: Any) -> None:
-    """``group`` is a pytest OptionGroup (typed loosely: pytest is not imported here)."""
+    """``group`` is a pytest OptionGroup (typed loosely: pytest is not imported here).
+
+    Values are checked by ``Option.check`` when pytest configures (the plugin), not by argparse:
+    pytest prints argparse's refusal over four lines (usage, error, inifile, rootdir)."""
     for option in OPTIONS:
-        group.addoption(f"--xfer-dist-{option.name}", dest=f"xfer_dist_{option.dest}", **option.kwargs())
+        kwargs = {key: value for key, value in option.kwargs().items() if key not in ("type", "choices")}
+        group.addoption(f"--xfer-dist-{option.name}", dest=f"xfer_dist_{option.dest}", **kwargs)
 
