@@ -22,7 +22,8 @@ SAMPLE = json.loads((DATA / "cpu-sample.json").read_text())
 
 
 def small(count: int = 4) -> dict:
-    return {**SAMPLE, "benchmarks": copy.deepcopy(SAMPLE["benchmarks"][:count])}
+    """The sample cut to a few benchmarks, a copy of its own (tests change its machine_info)."""
+    return copy.deepcopy({**SAMPLE, "benchmarks": SAMPLE["benchmarks"][:count]})
 
 
 def put(path: Path, document) -> Path:
@@ -287,3 +288,71 @@ class TestOptionValues:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([f"*--xfer-journal: {target}: a folder or a device*"])
         assert not Path(f"{target}.jsonl").exists()
+
+
+def sim_run() -> dict:
+    """The simulated 2-GPU run cut to a few benchmarks of each family: a full fingerprint, a quick report."""
+    document = json.loads((DATA / "sim-2gpu.json").read_text())
+    seen: dict[str, int] = {}
+    keep = []
+    for bench in document["benchmarks"]:
+        op = bench["extra_info"]["op"]
+        seen[op] = seen.get(op, 0) + 1
+        if seen[op] <= 2:
+            keep.append(bench)
+    return {**document, "benchmarks": keep}
+
+
+class TestMachineDescription:
+    """machine_info.xferbench is read by the model (links, caches), the report and check: a damaged one is
+    named at load (exit 2), a foreign one (not an object) is left out with a note; never a traceback."""
+
+    @pytest.mark.parametrize(("where", "value"), [
+        ("devices", 5), ("devices", [5]), ("devices", {"cuda:0": {}}), ("host", "x"), ("host.cache_bytes", [1]),
+        ("host.cache_bytes.L3", "32MiB"), ("host.cache_bytes.L1d", 1e308), ("peer_access", "yes"),
+        ("peer_access", [[1, 0], [0, 1]]), ("devices.0.pcie_max_width", "16"), ("devices.0.memory_bytes", -1),
+        ("devices.0.l2_cache_bytes", {"a": 1}), ("devices.0.nvlink_version", [4]), ("devices.0.device", 0),
+    ])
+    @pytest.mark.parametrize("command", ["report", "check"])
+    def test_damaged_fingerprint_is_named(self, tmp_path, capsys, where, value, command):
+        document = sim_run()
+        holder = document["machine_info"]["xferbench"]
+        *parents, name = where.split(".")
+        for part in parents:
+            holder = holder[int(part)] if part.isdigit() else holder[part]
+        holder[name] = value
+        run = put(tmp_path / "run.json", document)
+        args = ["report", run, "-o", tmp_path / "r.html"] if command == "report" else ["check", run]
+        code, _, err = run_cli(capsys, *args)
+        assert_refused(code, err, "run.json: field 'machine_info.xferbench.")
+        assert not (tmp_path / "r.html").exists()
+
+    @pytest.mark.parametrize("machine", [{"cpu": "AMD", "xferbench": [1]}, {"xferbench": 5}, {"cpu": ["x"]}])
+    def test_foreign_blocks_left_out_with_a_note(self, tmp_path, capsys, machine):
+        document = small()
+        document["machine_info"] |= machine
+        run = put(tmp_path / "run.json", document)
+        code, _, err = run_cli(capsys, "report", run, "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "not an object (a foreign or damaged JSON): left out" in (tmp_path / "r.html").read_text()
+
+    def test_runs_of_two_machines_are_not_merged_into_one_report(self, tmp_path, capsys):
+        """One page names one machine, and a case keeps its newest row: another CPU's figures would
+        silently replace this one's under this one's name."""
+        ours = put(tmp_path / "ours.json", small())
+        theirs = small()
+        theirs["machine_info"]["cpu"]["brand_raw"] = "Another CPU"
+        theirs["datetime"] = "2099-01-01T00:00:00"
+        other = put(tmp_path / "theirs.json", theirs)
+        for args in (["report", ours, other, "-o", tmp_path / "r.html"], ["check", ours, other]):
+            code, _, err = run_cli(capsys, *args)
+            assert_refused(code, err, "come from different machines", "Another CPU")
+        assert not (tmp_path / "r.html").exists()
+
+    def test_runs_of_one_machine_still_merge(self, tmp_path, capsys):
+        first, second = small(2), small(4)
+        second["benchmarks"] = second["benchmarks"][2:]
+        code, out, err = run_cli(capsys, "report", put(tmp_path / "a.json", first), put(tmp_path / "b.json", second),
+                                 "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "(4 benchmarks)" in out

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..contract import IDENTITY, SCHEMA_VERSION, ContractError, identity_from, measured_from
+from ..contract import IDENTITY, SCHEMA_VERSION, ContractError, identity_from, machine_differences, measured_from
 from ..families import FAMILIES
 
 __all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "incomplete_label", "is_journal", "load",
@@ -132,6 +132,47 @@ def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
             raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
     if data.get("datetime") is not None and not isinstance(data["datetime"], str):
         raise ResultsError(f"{path}: field 'datetime' must be a string, got {data['datetime']!r:.60}")
+    problem = _fingerprint_problem(data.get("machine_info") or {})
+    if problem:
+        raise ResultsError(f"{path}: field {problem}")
+
+
+#: Numbers of a device's fingerprint (measure/machine.py) that the model and the report compute with.
+_DEVICE_NUMBERS = ("memory_bytes", "l2_cache_bytes", "memory_peak_gbps", "sm_clock_max_mhz", "pcie_generation",
+                   "pcie_width", "pcie_max_generation", "pcie_max_width", "nvlink_links")
+
+
+def _fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
+    """The first field of xferbench's fingerprint that the analysis reads and that is not of the kind
+    measure/machine.py writes (``'machine_info.xferbench.devices' ..., got 5``), or None. Null is
+    always allowed: a fingerprint says nothing it does not know."""
+    def number(value: Any) -> bool:
+        return value is None or (type(value) in (int, float) and 0 <= value <= _MAX_BYTES)
+
+    def objects(value: Any) -> bool:
+        return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+
+    block = machine_info.get("xferbench")
+    host = block.get("host") if isinstance(block, dict) else None
+    checks: list[tuple[str, Any, bool]] = []
+    if isinstance(block, dict):  # not an object at all: a foreign JSON's, left out at load (``_fingerprint``)
+        caches = host.get("cache_bytes") if isinstance(host, dict) else None
+        peers = block.get("peer_access")
+        checks += [("xferbench.host", host, host is None or isinstance(host, dict)),
+                   ("xferbench.host.cache_bytes", caches, caches is None
+                    or (isinstance(caches, dict) and all(number(v) for v in caches.values()))),
+                   ("xferbench.devices", block.get("devices"), objects(block.get("devices"))),
+                   ("xferbench.peer_access", peers, peers is None or (isinstance(peers, list) and all(
+                       isinstance(row, list) and all(type(v) is bool for v in row) for row in peers)))]
+        for i, device in enumerate(block.get("devices") or [] if objects(block.get("devices")) else []):
+            checks += [(f"xferbench.devices[{i}].device", device.get("device"),
+                        device.get("device") is None or isinstance(device.get("device"), str)),
+                       (f"xferbench.devices[{i}].nvlink_version", device.get("nvlink_version"),
+                        device.get("nvlink_version") is None or type(device.get("nvlink_version")) in (str, int, float))]
+            checks += [(f"xferbench.devices[{i}].{name}", device.get(name), number(device.get(name)))
+                       for name in _DEVICE_NUMBERS]
+    return next((f"'machine_info.{name}' is not what xferbench writes there, got {value!r:.60}"
+                 for name, value, ok in checks if not ok), None)
 
 
 def is_journal(path: Path, text: str) -> bool:
@@ -294,6 +335,7 @@ def load(paths: list[Path]) -> Results:
     files = [f for p in paths for f in find_json(Path(p))]
     loaded = [(f, *load_file(f)) for f in files]
     loaded.sort(key=lambda item: str(item[1].get("datetime") or ""))
+    _one_machine([(f, data.get("machine_info") or {}) for f, data, _, _ in loaded])
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
     frame = frame_from_rows(rows)
     before = len(frame)
@@ -306,9 +348,31 @@ def load(paths: list[Path]) -> Results:
     if before > len(frame):
         notes.append(f"{before - len(frame)} older result(s) of a case measured again were replaced by the newest.")
     last = loaded[-1][1]
-    return Results(frame=frame, machine_info=last.get("machine_info") or {},
+    return Results(frame=frame, machine_info=_fingerprint(last.get("machine_info") or {}, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in files], notes=notes,
                    incomplete=incomplete)
+
+
+def _fingerprint(machine_info: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The machine description without blocks that are not objects (a foreign JSON's ``cpu`` or
+    ``xferbench``), which every reader takes for an object; a note says what was left out."""
+    odd = [name for name in ("cpu", "xferbench") if machine_info.get(name) is not None
+           and not isinstance(machine_info[name], dict)]
+    if odd:
+        notes.append(f"machine_info.{' and '.join(odd)} not an object (a foreign or damaged JSON): left out, so "
+                     "the machine's CPU, GPUs, links and caches are unknown here.")
+    return {key: value for key, value in machine_info.items() if key not in odd}
+
+
+def _one_machine(described: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Files merged into one report describe one machine: the page names one machine and one case keeps
+    the newest row, so a run of another GPU, driver, torch or CPU would replace figures unnoticed."""
+    newest, machine = described[-1]
+    for path, other in described[:-1]:
+        differences = machine_differences(other, machine)
+        if differences:
+            raise ResultsError(f"{path} and {newest} come from different machines ({'; '.join(differences)}); "
+                               "give them one at a time (xferbench compare sets two machines side by side)")
 
 
 def incomplete_label(path: Path, progress: tuple[int, int | None]) -> str:
