@@ -111,20 +111,41 @@ def run(module: str, max_children: int) -> Score:
                  {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}, survivors)
 
 
+def _percent(text: str) -> float:
+    # float() takes "nan", against which every score compares False: the gate would never fail.
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a percentage from 0 to 100")
+    return value
+
+
+def _children(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least one mutant must be tested at a time")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # Not choices=: on Python 3.11 argparse checks an empty nargs="*" list against the choices
     # and refuses a bare `tox -e mutation`.
     parser.add_argument("modules", nargs="*", metavar="MODULE",
                         help=f"modules to score (default: all of {', '.join(MODULES)})")
-    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
-    parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 if a module scores below this %%")
+    parser.add_argument("--max-children", type=_children, default=2, help="mutants tested at once (default 2)")
+    parser.add_argument("--fail-under", type=_percent, default=0.0, help="exit 1 if a module scores below this %%")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"unknown module {', '.join(unknown)} (choose from {', '.join(MODULES)})")
     scores = []
-    for module in args.modules or list(MODULES):
+    for module in dict.fromkeys(args.modules) or list(MODULES):  # a module named twice is scored once
         print(f"mutating {MODULES[module][0]} against {' '.join(MODULES[module][1])} ...", flush=True)
         scores.append(run(module, args.max_children))
     print(f"\n{'module':<14}{'killed':>8}{'total':>7}{'score':>8}  survived  no tests  (timeouts, counted as killed)")
