@@ -538,11 +538,30 @@ def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
     return _scenario_lines(rows)
 
 
+#: What tells apart two cases whose path reads the same (a path names neither dtype, shape, call nor size).
+_TELLS_APART = ("method", "dtype", "shape", "host_memory", "non_blocking", "nbytes")
+
+
+def _case_labels(rows: pd.DataFrame, sized: bool = True) -> pd.Series:
+    """Each row's path, and where rows share one, the fields that differ among them (``dtype=float16``):
+    bars on a category axis with one label overprint each other, and one line through two cases zigzags.
+    ``sized``: the size (and the shape, which follows it) tells cases apart (bars); on a size axis (lines) not."""
+    fields = [f for f in _TELLS_APART if sized or f not in ("nbytes", "shape")]
+    labels = rows["path"].astype(str)
+    for path, group in rows.groupby(labels, sort=False):
+        differ = [f for f in fields if group[f].astype(str).nunique() > 1]
+        if len(group) > 1 and differ:
+            labels[group.index] = [f"{path} " + " ".join(f"{f}={row[f]}" for f in differ) for _, row in group.iterrows()]
+    return labels
+
+
 def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     # One dot per call on a time-against-size chart says nothing when the calls move different
     # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
     fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
-    bars = ax.barh([mathtext_safe(str(path)) for path in rows["path"]], rows["bandwidth_gbps"], color="tab:cyan")
+    labels = _case_labels(rows)
+    bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
+    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
     for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
         tip(bar, [f"{row['path']}: {gbps_text(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
                   f"in {format_seconds(row['median_s'])} (median)"])
@@ -564,7 +583,8 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
 def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
     rows = rows.sort_values("median_s")
     fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
-    bars = ax.barh([mathtext_safe(str(path)) for path in rows["path"]], rows["median_s"] * 1e3, color="tab:cyan")
+    bars = ax.barh(range(len(rows)), rows["median_s"] * 1e3, color="tab:cyan")
+    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in _case_labels(rows)])
     for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
         tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
     for y, ms in enumerate(rows["median_s"] * 1e3):
@@ -588,7 +608,7 @@ def _scenario_lines(rows: pd.DataFrame) -> Figure:
     colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
     fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.2))
     handles, labels = [], []
-    for path, group in rows.groupby("path", sort=False):
+    for path, group in rows.groupby(_case_labels(rows, sized=False), sort=False):
         group = group.sort_values("nbytes")
         first = group.iloc[0]
         line, = ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=4,
