@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import ruptures as rpt
 
+from ..contract import machine_differences
 from ..families import order_of
 from ..units import format_bytes
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
@@ -88,10 +89,17 @@ def history_plots(folder: Path) -> list[Plot]:
     caption = ("Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
                f"lasting step (a new level held for {MIN_STEP_RUNS}+ runs and beyond the case's floor, found by ruptures' "
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
-    if len(runs) < 2:
-        return [as_plot("history", "Key cases over runs", caption,
-                        f"{len(runs)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run).")]
     results = [load([path]) for path, _ in runs]
+    # A run of another GPU, driver, torch or CPU is no point of this machine's trend (its change would be
+    # marked a lasting step): left out, as compare leaves it out of a baseline.
+    same = [r for r in results if not machine_differences(r.machine_info, results[-1].machine_info)]
+    if len(same) < len(results):
+        caption += f" {len(results) - len(same)} run(s) of another machine than the newest run's are left out."
+        results = same
+    if len(results) < 2:
+        return [as_plot("history", "Key cases over runs", caption,
+                        f"{len(results)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds "
+                        "one per run).")]
     keys = _key_cases(results[-1].frame)
     fig, ax = plt.subplots(figsize=(10, 4.8))
     for _, key in keys.iterrows():
