@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from xferbench.cli import main
 
@@ -500,3 +502,62 @@ class TestHistoryOfOneMachine:
         plot, = history_plots(tmp_path)
         assert plot.svg is None and plot.missing.startswith("1 run in ")
         assert "2 run(s) of another machine" in plot.caption
+
+
+values = st.recursive(st.none() | st.booleans() | st.integers(-(10**20), 10**20)
+                      | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6),
+                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                      max_leaves=8)
+
+
+class TestProperties:
+    """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
+    line; any nvbandwidth document gives finite positive figures or one ResultsError."""
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(field=st.sampled_from(["machine", "runs", "target", "per_side", "z_bound", "floors", "cases",
+                                  "false_alarm_rate", "confirmed", "note"]), value=values)
+    def test_noise_file_with_any_field(self, tmp_path, field, value):
+        import contextlib
+        import io
+
+        from xferbench.analyze.noise import Noise
+        from xferbench.analyze.results import ResultsError
+
+        text = json.dumps({"xferbench_noise": 1, "machine": {}, "runs": 10, "target": 0.05, "per_side": 3,
+                           "z_bound": 4.0, "floors": {"bandwidth": 0.25, "latency": 1.0}, "cases": {},
+                           "false_alarm_rate": {}, "confirmed": True, "note": ""} | {field: value})
+        try:
+            noise = Noise.from_json(text, "noise.json")
+        except ResultsError as error:
+            assert str(error).startswith("noise.json: ") and "\n" not in str(error)
+            return
+        assert noise.z_bound > 0 and all(noise.floors[c] > 0 for c in ("bandwidth", "latency"))
+        base = tmp_path / "base.json"
+        if not base.exists():
+            put(base, small())
+        path = put(tmp_path / "noise.json", text)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["compare", str(base), str(base), "--noise", str(path)])
+        assert code == 0, err.getvalue()  # a run against itself: no change, whatever the usable file says
+
+    @settings(max_examples=80, deadline=None)
+    @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A"])),
+                                    max_size=4), max_size=4),
+           description=st.sampled_from(["memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+                                        "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", "", "x"]),
+           name=st.sampled_from(["host_to_device_memcpy_ce", "device_local_copy", "device_to_device_memcpy_read_ce"]))
+    def test_nvbandwidth_matrix_of_anything(self, matrix, description, name):
+        import math
+
+        from xferbench.analyze.peers import parse_nvbandwidth
+        from xferbench.analyze.results import ResultsError
+
+        case = {"name": name, "status": "Passed", "bandwidth_description": description, "bandwidth_matrix": matrix}
+        try:
+            figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
+        except ResultsError as error:
+            assert "\n" not in str(error)
+            return
+        assert all(math.isfinite(f.gbps) and f.gbps > 0 for f in figures)
