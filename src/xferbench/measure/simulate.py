@@ -133,6 +133,11 @@ _TOP: dict[str, tuple[type, bool]] = {  # key: (type, required)
     "kernel_slowdown": (float, False), "duplex": (bool, False), "shared_host_GBps": (float, False),
     "numa_nodes": (int, False), "remote_GBps": (float, False),
 }
+#: More simulated GPUs than this is a typo, not a node: the peer family alone plans gpus x (gpus - 1)
+#: pairs, and a billion exhausted the host's memory while planning.
+MAX_GPUS = 64
+#: A fixed cost above one second a call is a typo as well (and near 1e308 the simulated clock overflows).
+_MAX_FIXED = {"sync_us": 1e6, "launch_us": 1e6, "dispatch_ns": 1e9, "alpha_us": 1e6}
 #: Optional keys that are rates or factors: zero would be an infinite cost.
 _POSITIVE = ("pin_GBps", "host_copy_GBps", "kernel_slowdown", "shared_host_GBps", "numa_nodes", "remote_GBps")
 _PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True),
@@ -178,6 +183,8 @@ def _path(name: str, data: Any) -> PathCost:
         raise SpecError(f"paths.{name}.GBps must be > 0, got {cost.GBps}")
     if cost.slowdown <= 0:
         raise SpecError(f"paths.{name}.slowdown must be > 0, got {cost.slowdown}")
+    if cost.alpha_us > _MAX_FIXED["alpha_us"]:
+        raise SpecError(f"paths.{name}.alpha_us must be at most {_MAX_FIXED['alpha_us']:g} (one second), got {cost.alpha_us}")
     return cost
 
 
@@ -187,6 +194,11 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
     values = _table("", top, _TOP)
     if values["gpus"] < 1:
         raise SpecError(f"gpus must be at least 1, got {values['gpus']}")
+    if values["gpus"] > MAX_GPUS:
+        raise SpecError(f"gpus must be at most {MAX_GPUS}, got {values['gpus']}")
+    for key in ("sync_us", "launch_us", "dispatch_ns"):
+        if values[key] > _MAX_FIXED[key]:
+            raise SpecError(f"{key} must be at most {_MAX_FIXED[key]:g} (one second a call), got {values[key]}")
     if values.get("noise", 0.0) >= 1:
         raise SpecError(f"noise is a relative jitter below 1, got {values['noise']}")
     if values.get("drift", 0.0) >= 1:
