@@ -589,3 +589,13 @@ class TestSimulatedSpecBounds:
 
         spec = parse_spec(SPEC | {"gpus": 64, "launch_us": 1e6, "dispatch_ns": 1e9})
         assert spec.gpus == 64
+
+
+def test_a_file_named_twice_is_one_run(tmp_path, capsys):
+    """run.json ./run.json (or a link to it) is one run: not 'older results of a case measured again replaced'."""
+    run = put(tmp_path / "run.json", small())
+    os.symlink(run, tmp_path / "link.json")
+    from xferbench.analyze.results import load
+
+    results = load([run, tmp_path / "." / "run.json", tmp_path / "link.json"])
+    assert len(results.frame) == 4 and results.notes == [] and results.sources == [str(run)]

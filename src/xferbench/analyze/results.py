@@ -332,7 +332,14 @@ def load(paths: list[Path]) -> Results:
     wins and a note says how many older rows were replaced. A journal of a run
     that did not finish is loaded with what it holds and labelled incomplete.
     """
-    files = [f for p in paths for f in find_json(Path(p))]
+    # A file named twice (run.json ./run.json, or a folder and a file in it) is one run, not a case measured again.
+    files: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    for file in (f for p in paths for f in find_json(Path(p))):
+        identity = (file.stat().st_dev, file.stat().st_ino)
+        if identity not in seen:
+            seen.add(identity)
+            files.append(file)
     loaded = [(f, *load_file(f)) for f in files]
     loaded.sort(key=lambda item: str(item[1].get("datetime") or ""))
     _one_machine([(f, data.get("machine_info") or {}) for f, data, _, _ in loaded])
