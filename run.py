@@ -16,7 +16,8 @@ including a Debian 12 / Ubuntu 24.04 system Python, which refuses ``pip install`
 tox's environments see the base Python's site-packages (``system_site_packages``), so a
 GPU box's CUDA or ROCm torch is used as it is; only where there is none is the CPU
 requirement installed (bench/ensure_torch.py). Extra arguments go to pytest:
-``python3 run.py bench --xfer-profile=full``. Also: ``python3 run.py lint``.
+``python3 run.py bench --xfer-profile=full``. Also: ``python3 run.py slow`` (the slow tier of
+the tests, which CI runs too) and ``python3 run.py lint``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 #: Quickstart words -> tox environments (tox.ini).
-ENVIRONMENTS = {"bench": "bench", "test": "py", "lint": "lint"}
+ENVIRONMENTS = {"bench": "bench", "test": "py", "slow": "slow", "lint": "lint"}
 
 
 class BootstrapError(Exception):

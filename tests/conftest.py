@@ -1,6 +1,59 @@
+import contextlib
+import os
+import time
+
 import pytest
 
 from fakes import FakeBackend, FakeBenchmark
+from processes import become_subreaper, kill_tree, live_children
+
+#: How long a test's child processes get to finish exiting after the test, before they count as left behind.
+EXIT_GRACE_S = 30.0
+
+
+def _left_behind(before: dict[int, str]) -> dict[int, str]:
+    """Children not in ``before`` that are still running after the grace period."""
+    deadline = time.monotonic() + EXIT_GRACE_S
+    while (left := {pid: cmd for pid, cmd in live_children().items() if pid not in before}) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _end(processes: dict[int, str]) -> None:
+    """Kill what a test left behind, with all below it, so that it cannot disturb the tests after it."""
+    for pid in processes:
+        kill_tree(pid)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test():
+    """A test that leaves a child process running fails, naming it, and the child is ended: a helper rank
+    or a pytest run left behind would otherwise load the machine, hold ports, or hang a later test."""
+    before = live_children()
+    yield
+    left = _left_behind(before)
+    if left:
+        _end(left)
+        pytest.fail("the test left child processes running (ended now): "
+                    + "; ".join(f"{pid}: {cmd}" for pid, cmd in left.items()), pytrace=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Orphans (a torchrun rank whose launcher was killed) are handed to this process, where the
+    # guards below see them, instead of to init, where they would run on unseen.
+    become_subreaper()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Session- and module-scoped fixtures end their children too: none may outlive the test session."""
+    left = _left_behind({})
+    if left:
+        _end(left)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nchild processes left running at the end of the tests (ended now): "
+              + "; ".join(f"{pid}: {cmd}" for pid, cmd in left.items()))
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ def drifting_runner(seed: int, slow: float) -> ab.Runner:
     return run
 
 
+@pytest.mark.slow
 def test_detects_1_25x_and_stays_quiet_on_a_a(tmp_path):
     """20 A/B trials with a 1.25x slowdown of one bandwidth-bound case, and 20 A/A trials, 8 blocks each
     (+8 to confirm) on a machine that drifts 30% between blocks: every slowdown found, no false regression."""

@@ -57,4 +57,4 @@ class TestMakeVenv:
 
 def test_unknown_word_is_a_usage_error(capsys):
     assert run.main(["benchmark"]) == 2
-    assert "usage: python3 run.py {bench|test|lint}" in capsys.readouterr().err
+    assert "usage: python3 run.py {bench|test|slow|lint}" in capsys.readouterr().err

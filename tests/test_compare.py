@@ -84,6 +84,7 @@ class TestGate:
         assert sum(r.low < 2.0 < r.high for r in rows if r.regression) >= 7  # 95% intervals mostly hold the truth
         assert all(r.spread_from == "history" for r in rows if r.ratio is not None)
 
+    @pytest.mark.slow
     def test_aa_false_alarm_rate_with_reproduction(self):
         """50 A/A comparisons (10 history runs vs 3 new, 58 cases, 2% of cases wild 2-20x in a run): a few flag
         a case once, but none is flagged again on 3 fresh runs, which is what fails CI."""
@@ -111,6 +112,7 @@ class TestGate:
         with pytest.raises(ResultsError, match=r"first\.json: not a comparison"):
             reproduced(again, "[]", "first.json")
 
+    @pytest.mark.slow
     def test_power_at_1_5x_on_bandwidth_bound_cases(self):
         """With 20 runs of history and 5 new runs, a 1.5x slowdown of the bandwidth-bound cases is caught in at
         least 90% of 20 comparisons (each bandwidth-bound case on its own, 9 per comparison)."""

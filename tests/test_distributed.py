@@ -294,7 +294,7 @@ class TestWorld:
 
     def test_rank_that_dies_mid_run(self):
         """A helper that dies during an op fails that benchmark with a message, and later ones at once."""
-        world = World("gloo", timeout_s=5, fault="die-mid-run")
+        world = World("gloo", timeout_s=60, fault="die-mid-run")
         world.start()
         try:
             with pytest.raises(DistributedError, match=r"rank 1 (exited with code 4|stopped answering) \(on .+\) during "

@@ -17,6 +17,10 @@ from xferbench.measure.distributed import DIST_OPS, free_port
 from xferbench.measure.distributed.torchrun import main
 from xferbench.measure.distributed.world import NODE_ENV, SLOW_RANK_ENV
 
+from processes import kill_tree
+
+pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 30
 
@@ -33,9 +37,15 @@ def launch(tmp_path: Path, nodes: int, per_node: int, args: list[list[str]], env
         procs.append(subprocess.Popen(command, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       env=os.environ | {NODE_ENV: f"node{node}"} | (env or {})))
     results = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=300)
-        results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, ""))
+    try:
+        for proc in procs:
+            out, _ = proc.communicate(timeout=300)
+            results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, ""))
+    finally:  # a launch that timed out: its ranks must not run on into the next tests
+        for proc in procs:
+            if proc.poll() is None:
+                kill_tree(proc.pid)
+                proc.wait()
     return results
 
 
@@ -112,8 +122,7 @@ class TestKilledMidway:
                    "--master-addr=127.0.0.1", f"--master-port={port}", "-m", "xferbench.distributed",
                    "--timeout", str(TIMEOUT_S), "--sizes", "1KiB,2KiB,4KiB,8KiB,16KiB", "--rounds", "200",
                    "--out", str(out)]
-        proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(1200):  # up to 120 s for two cases to finish; no timing is asserted
                 if journal.exists() and journal.read_text().count('{"benchmark"') >= 2:
@@ -122,7 +131,7 @@ class TestKilledMidway:
                     pytest.fail("the world ended before it was killed")
                 time.sleep(0.1)
         finally:
-            os.killpg(proc.pid, 9)
+            kill_tree(proc.pid)  # torchrun and its ranks: each rank runs in a session of its own
             proc.wait(timeout=60)
         assert not out.exists()
         results = load([journal])

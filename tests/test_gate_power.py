@@ -33,6 +33,8 @@ from xferbench.analyze.noise import (
 from xferbench.analyze.results import Results
 from xferbench.cli import main
 
+pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)
+
 GATE_POWER = Path(__file__).resolve().parent.parent / "bench" / "gate_power.py"
 
 

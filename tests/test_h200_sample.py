@@ -69,6 +69,7 @@ def test_pageable_device_time_was_over_wall_time_before_and_is_not_recorded_afte
     assert len(pageable) == 108 and pageable["device_seconds"].isna().all()
 
 
+@pytest.mark.slow
 def test_every_gpu_section_of_the_report_is_drawn(full):
     html = build_html(full)
     assert 'id="no-gpu"' not in html and not re.findall(r'data-missing="(\w+)"', html)

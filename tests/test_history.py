@@ -77,6 +77,7 @@ def test_one_run_explains_itself(tmp_path):
     assert plot.svg is None and "trends need two or more" in plot.missing
 
 
+@pytest.mark.slow
 def test_history_command_writes_report_with_trends(storage, tmp_path):
     out = tmp_path / "index.html"
     assert main(["history", str(storage), "-o", str(out)]) == 0

@@ -40,6 +40,7 @@ size_words = st.sampled_from(["4B", "1KiB", "64MiB", "1GB", "0B", "2x3", "1x0", 
 
 
 class TestParsers:
+    @pytest.mark.slow
     @FAST
     @given(st.text(max_size=30) | st.lists(size_words, min_size=1, max_size=4).map("".join))
     def test_size_is_positive_bytes_or_value_error(self, text):
@@ -151,6 +152,7 @@ class TestLoader:
     @FAST
     @given(document=st.fixed_dictionaries({"machine_info": json_values, "benchmarks": st.lists(json_values, max_size=3)},
                                           optional={"datetime": json_values, "commit_info": json_values}))
+    @pytest.mark.slow
     def test_arbitrary_documents_shaped_like_a_run(self, tmp_path, document):
         path = tmp_path / "shaped.json"
         path.write_text(dump(document))
@@ -233,6 +235,7 @@ class TestCli:
 
     @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                      HealthCheck.too_slow])
+    @pytest.mark.slow
     @given(data=st.data())
     def test_report(self, tmp_path, data):
         path = tmp_path / "run.json"

@@ -161,6 +161,7 @@ class TestOtherToolsOutputs:
         figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
         assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
 
+    @pytest.mark.slow
     def test_suite_rows_of_zero_bytes_beside_nvbandwidth(self, tmp_path, capsys):
         """A copy of 0 bytes has no place on the log size scale the nearest size is found on; it used to crash."""
         sim = json.loads((DATA / "sim-2gpu.json").read_text())

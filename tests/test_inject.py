@@ -56,6 +56,7 @@ def test_slowed_call_takes_factor_times_as_long(monkeypatch):
     assert now["t"] == 15
 
 
+@pytest.mark.slow
 def test_gate_catches_a_slowdown_injected_into_a_real_run(tmp_path):
     """A real run of the 8 MiB host copy, then the same run with that path made 20x slower through the hook:
     compare flags exactly that case and exits 1. One run each way, so the slowdown must exceed what a busy

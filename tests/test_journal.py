@@ -51,14 +51,21 @@ def test_zz_never_ends(benchmark):
 '''
 
 
+#: Starts the run as a shell starts a foreground job: SIGINT at its default (so that Python turns it
+#: into KeyboardInterrupt) and no signal blocked, whatever this test process inherited or set up.
+AS_A_SHELL_STARTS_IT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                        "signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.executable, sys.argv[1:])")
+
+
 def start_run(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
     (tmp_path / "conftest.py").write_text('pytest_plugins = ("xferbench.measure.plugin",)\n')
     (tmp_path / "test_run.py").write_text(BENCH)
     mark = tmp_path / "reached.mark"
     env = {**os.environ, "PYTHONPATH": str(SRC), "XFER_MARK": str(mark)}
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--xfer-devices=cpu", "--xfer-sizes=4B,1KiB",
-         "--benchmark-max-time=0.01", "test_run.py", *args],
+        [sys.executable, "-c", AS_A_SHELL_STARTS_IT, sys.executable, "-X", "faulthandler", "-m", "pytest", "-q",
+         "-p", "no:cacheprovider", "--xfer-devices=cpu", "--xfer-sizes=4B,1KiB", "--benchmark-max-time=0.01",
+         "test_run.py", *args],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while not mark.exists():
@@ -103,7 +110,11 @@ class TestInterruptedRun:
         out = tmp_path / "run.json"
         run, _ = start_run(tmp_path, f"--benchmark-json={out}")
         run.send_signal(signal.SIGINT)
-        run.communicate(timeout=120)
+        try:
+            run.communicate(timeout=120)
+        except subprocess.TimeoutExpired:  # say where it is stuck: faulthandler prints every thread on SIGABRT
+            run.send_signal(signal.SIGABRT)
+            pytest.fail("the run did not end within 120 s of Ctrl-C:\n" + run.communicate()[0].decode()[-6000:])
         names = [b["name"] for b in json.loads(out.read_text())["benchmarks"]]
         lines = journal_lines(tmp_path / "run.journal.jsonl")
         assert names == [line["benchmark"]["name"] for line in lines if "benchmark" in line]
@@ -197,6 +208,7 @@ HOST_FAMILIES = ("create", "host", "noop")
 SIMULATED = ("--xfer-simulate=" + str(Path(__file__).resolve().parents[1] / "examples" / "sim-2gpu-pcie5-nvlink.toml"),)
 
 
+@pytest.mark.slow
 class TestLongRun:
     @pytest.mark.parametrize(("ops", "machine"), [
         (HOST_FAMILIES, ("--xfer-devices=cpu",)),

@@ -96,6 +96,7 @@ def _cli(*args, cwd):
 
 
 class TestCli:
+    @pytest.mark.slow
     def test_report_with_peers(self, tmp_path):
         done = _cli(SAMPLE, NVB, NCCL, "-o", tmp_path / "r.html", cwd=tmp_path)
         assert done.returncode == 0, done.stderr

@@ -141,6 +141,7 @@ class TestCompareMachines:
         assert result.ret == pytest.ExitCode.OK
 
 
+@pytest.mark.slow
 def test_real_bench_directory_runs_on_this_machine(tmp_path):
     """`pytest bench --benchmark-only` with the real backend runs and writes JSON."""
     out = tmp_path / "bench.json"

@@ -70,6 +70,7 @@ class TestHonestFindings:
         assert "256 MiB: 1.26" in table
 
 
+@pytest.mark.slow
 class TestFigures:
     def test_every_point_has_its_exact_value_on_hover(self):
         """Each marker of the bandwidth figure carries an SVG title with its path, size and GB/s."""

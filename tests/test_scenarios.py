@@ -69,6 +69,7 @@ class TestLessonSemantics:
             assert 0.8 * target < count < 1.25 * target
             assert len(net) == 4 and all(isinstance(layer, nn.Linear) for layer in net)
 
+    @pytest.mark.slow
     def test_mismatched_devices_clear_error(self):
         """A module and its input on different devices: the error says what to move."""
         net = mlp(1000, "meta")

@@ -31,6 +31,8 @@ from xferbench.measure.simulate import (
     path_of,
 )
 
+pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)
+
 ROOT = Path(__file__).resolve().parents[1]
 KiB, MiB = 2**10, 2**20
 
