@@ -1,6 +1,7 @@
 """The distributed family: cases, bus factors, device ownership, timing of every rank, the 2-rank world."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,8 +17,8 @@ from xferbench.measure import distributed
 from xferbench.measure.cases import Skipped
 from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
 from xferbench.measure.distributed import world as world_module
-from xferbench.measure.distributed.operations import pairs, planned_cases, scan_sizes
-from xferbench.measure.distributed.world import Timed, control, join, rank_device, record, timed_rounds
+from xferbench.measure.distributed.operations import bytes_needed, pairs, planned_cases, scan_sizes
+from xferbench.measure.distributed.world import Timed, join, rank_device, record, timed_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = PROFILES["quick"]
@@ -119,13 +120,12 @@ class TestPairs:
 
 class TestLargestSizeScan:
     def test_goes_up_to_what_fits(self):
-        """Half of 1000 MiB free: buffers of two payloads fit up to 250 MiB, reached in x4 steps and included."""
+        """Half of 1000 MiB free: the leanest op (1.25x its payload) fits up to 400 MiB, reached in x4 steps and included."""
         sizes = scan_sizes([4, 1024], 1000 * 2**20, 0.5)
-        assert sizes[:3] == [4, 1024, 4096] and sizes[-2:] == [64 * 2**20, 250 * 2**20]
-        assert all(2 * s <= 0.5 * 1000 * 2**20 for s in sizes)
+        assert sizes[:3] == [4, 1024, 4096] and sizes[-2:] == [256 * 2**20, 400 * 2**20]
 
     def test_profile_sizes_beyond_the_fraction_are_dropped(self):
-        assert scan_sizes([4, 2**20], 2**20, 0.5) == [4, 256 * 1024 - 256 * 1024 % 64]
+        assert scan_sizes([4, 2**20], 2**20, 0.5) == [4, 419430 - 419430 % 64]
 
     def test_unknown_free_memory_is_a_skip_with_a_reason(self):
         planned = planned_cases(["cpu"], "gloo", [1024], 0.5, lambda kind: None)
@@ -133,17 +133,28 @@ class TestLargestSizeScan:
                                                            "the largest size that fits was skipped")
         assert len(planned) == 12  # the profile's cases still run
 
-    def test_a_size_no_rank_can_hold_is_skipped_not_run(self):
+    def test_a_case_no_rank_can_hold_is_skipped_not_run(self):
         """Run, it would fail inside the world and break it for every later case."""
-        planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 2**20)
-        assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024}
-        assert planned[-1] == Skipped("distributed-1GiB", "1GiB needs 2GiB per rank for send and receive buffers; "
-                                                          "1 MiB of cpu memory is free")
+        planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 4 * 2**30)
+        skipped = {p.id: p.reason for p in planned if isinstance(p, Skipped)}
+        assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024, 2**30}
+        assert skipped == {f"{op}-1GiB-float32-gloo-x2": f"{op} of 1GiB needs {size} per rank; 2 GiB of host memory "
+                                                          "per rank (2 ranks on this node) is available to it"
+                           for op, size in [("all_gather", "2.6 GiB"), ("reduce_scatter", "2.6 GiB"),
+                                            ("all_to_all", "2.25 GiB")]}
+
+    @pytest.mark.parametrize(("op", "payloads"), [("all_reduce", 1.0), ("broadcast", 1.0), ("reduce_scatter", 2.5),
+                                                  ("all_gather", 2.5), ("all_to_all", 2.0)])
+    def test_each_op_is_sized_from_its_own_buffers(self, op, payloads):
+        """An op's footprint covers at least its own buffers (what it allocates; the backend's copies add more)."""
+        case = DistCase(op, 2**20, "gloo", 2)
+        assert bytes_needed(op, case.nbytes) >= payloads * case.nbytes
 
     def test_planned_cases_ask_for_the_ranks_device_kind(self):
         asked = []
         planned = planned_cases(["cpu"], "gloo", [1024], 0.5, lambda kind: asked.append(kind) or 2**20)
-        assert asked == ["cpu"] and max(c.nbytes for c in planned) == 256 * 1024
+        # 1 MiB of host memory shared by 2 ranks, half of it used, over the leanest op's 1.25x
+        assert asked == ["cpu"] and max(c.nbytes for c in planned if isinstance(c, DistCase)) == 209664
 
 
 class FakeCuda:
@@ -183,46 +194,40 @@ class TestDeviceOwnership:
             rank_device("nccl", 0, gpu_count=0)
 
     def test_the_helper_rank_joins_on_its_own_gpu(self, monkeypatch):
-        """The helper of the pytest world (rank 1) joins bound to cuda:1, not the current device."""
-        joined = []
+        """A helper of the pytest world (rank 1) joins bound to cuda:1, not the current device."""
+        joined, said = [], []
 
         def fake_join(*args, **kwargs):
             joined.append(args)
             raise RuntimeError("stop here")
         monkeypatch.setattr(world_module, "join", fake_join)
         monkeypatch.setattr(world_module, "_gpu_count", lambda: 2)
+        monkeypatch.setattr(world_module.socket, "create_connection", lambda address: None)
+        monkeypatch.setattr(world_module.Channel, "send", lambda self, message: said.append(message))
         args = Namespace(fault=None, backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,
-                         device=None)
-        with pytest.raises(RuntimeError, match="stop here"):
-            world_module.worker(args)
-        assert joined[0][-1] == "cuda:1"
+                         device=None, coordinator=1)
+        assert world_module.worker(args) == 2
+        assert joined[0][-1] == "cuda:1" and said == [{"rank": 1}, {"error": "stop here"}]
 
     def test_the_world_puts_its_ranks_on_the_chosen_gpus(self, monkeypatch):
-        """--xfer-devices=cpu,cuda:2,cuda:3: rank 0 joins on cuda:2, the helper is told cuda:3."""
+        """--xfer-devices=cpu,cuda:2,cuda:3: rank 0 is told cuda:2, rank 1 cuda:3."""
         spawned = []
-        world = World("nccl", 5.0, gpus=["cuda:2", "cuda:3"])
-        monkeypatch.setattr(world_module.subprocess, "Popen", lambda command, **kw: spawned.append(command))
-        monkeypatch.setattr(world_module, "join", lambda *args, **kw: (_ for _ in ()).throw(RuntimeError(args[-1])))
-        monkeypatch.setattr(world, "_why_not_joined", lambda: "no")
-        with pytest.raises(DistributedError):
+
+        class Exited:
+            def __init__(self, command, **kwargs):
+                spawned.append(command)
+
+            def poll(self):
+                return 3
+
+            wait = kill = lambda self, timeout=None: 3
+        world = World("nccl", 1.0, gpus=["cuda:2", "cuda:3"])
+        monkeypatch.setattr(world_module.subprocess, "Popen", Exited)
+        with pytest.raises(DistributedError, match=r"rank\(s\) 0, 1 .* \(rank 0: it exited with code 3; rank 1: it exited"):
             world.start()
         world.close()
-        assert world.device == "cuda:2" and spawned[0][spawned[0].index("--device") + 1] == "cuda:3"
-
-    def test_control_message_lives_on_the_ranks_device(self, monkeypatch):
-        seen = []
-        monkeypatch.setattr(torch.distributed, "broadcast", lambda tensor, src: seen.append(tensor.device))
-        assert control([7, 2**40], "cpu")[:3] == [7, 2**40, 0]
-        assert seen == [torch.device("cpu")]
-
-    def test_a_payload_that_overflows_the_control_message_is_refused_before_sending(self, monkeypatch):
-        seen = []
-        monkeypatch.setattr(torch.distributed, "broadcast", lambda tensor, src: seen.append(tensor))
-        with pytest.raises(ValueError, match="whole numbers of 64 bits"):
-            control([2**64], "cpu")
-        with pytest.raises(ValueError, match="holds 10 whole numbers"):
-            control(list(range(11)), "cpu")
-        assert seen == []
+        assert world.device == "cuda:2"
+        assert [command[command.index("--device") + 1] for command in spawned] == ["cuda:2", "cuda:3"]
 
 
 class TestTiming:
@@ -250,6 +255,7 @@ def test_calls_for_small_and_large():
     assert calls_for(4) == 100 and calls_for(2**20) == 1 and calls_for(2**14) == 64
 
 
+@pytest.mark.slow
 class TestWorld:
     def test_world_of_two_end_to_end(self, monkeypatch):
         """Every op runs and is checked on both ranks; each round recorded is the slower rank's (rank 1 slowed)."""
@@ -288,17 +294,17 @@ class TestWorld:
         world.close()
         assert time.monotonic() - began < 10 + 30  # bounded: no hang
         message = str(error.value)
-        assert message.startswith(f"rank 1 on {world_module.node_name()} did not join the rendezvous at "
+        assert message.startswith(f"rank(s) 1 on {world_module.node_name()} did not join the rendezvous at "
                                   f"tcp://127.0.0.1:{world.port} within 10 s")
-        assert "it exited with code 3" in message
+        assert "rank 1: it exited with code 3" in message
 
     def test_rank_that_dies_mid_run(self):
         """A helper that dies during an op fails that benchmark with a message, and later ones at once."""
         world = World("gloo", timeout_s=5, fault="die-mid-run")
         world.start()
         try:
-            with pytest.raises(DistributedError, match=r"rank 1 (exited with code 4|stopped answering) \(on .+\) during "
-                                                       r"all_reduce-1MiB-float32-gloo-x2 at tcp://127.0.0.1:\d+"):
+            with pytest.raises(DistributedError, match=r"^rank 1 exited with code 4 .*during all_reduce-1MiB-float32-gloo-x2 "
+                                                       r"\(on .+, world at tcp://127.0.0.1:\d+\)"):
                 world.run(DistCase("all_reduce", 2**20, "gloo", 2), RecordingBenchmark(), QUICK, 3)
             with pytest.raises(DistributedError, match="broke earlier"):
                 world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 3)
@@ -321,6 +327,7 @@ class TestWorld:
             busy.close()
 
 
+@pytest.mark.slow
 def test_real_fixture_disabled_stays_in_step():
     """With the real pytest-benchmark fixture under --benchmark-disable the helper rank stays in step."""
     proc = subprocess.run(
@@ -331,6 +338,7 @@ def test_real_fixture_disabled_stays_in_step():
     assert "11 passed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_real_fixture_records_the_slowest_rank(tmp_path):
     """Through pytest-benchmark itself: the JSON holds every rank's rounds, and its stats are the slower rank's."""
     out = tmp_path / "run.json"
@@ -372,3 +380,57 @@ class TestChecks:
         case = DistCase(op, 64, "gloo", 1)
         with pytest.raises(world_module.VerificationError, match=r"rank\(s\) 0 received wrong data"):
             world_module.run_on_rank(case, 0, "cpu", rounds=1, iterations=1, warmup=0)
+
+
+@pytest.mark.slow
+class TestFaults:
+    """pytest is no member of the world: whatever a rank does, its cases fail or skip and the session goes on."""
+
+    def test_rank_0_raising_is_named_not_rank_1(self, monkeypatch):
+        """Rank 0 raises (as an out-of-memory inside a collective would): it is named, rank 1 is not blamed."""
+        monkeypatch.setenv(world_module.FAULT_ENV, "0:raise")
+        with distributed.running_world("gloo", 5) as world:
+            with pytest.raises(DistributedError) as error:
+                world.run(DistCase("all_reduce", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+        message = str(error.value)
+        assert message.startswith("rank 0 raised injected failure of rank 0") and "rank 1" not in message
+
+    def test_out_of_memory_skips_the_case_on_every_rank_and_the_world_goes_on(self, monkeypatch):
+        monkeypatch.setenv(world_module.FAULT_ENV, "1:oom")
+        with distributed.running_world("gloo", 10) as world:
+            with pytest.raises(world_module.CaseSkipped, match=r"^all_to_all-1KiB-float32-gloo-x2: rank\(s\) 1 ran out of "
+                                                              r"memory allocating 2\.25 KiB \(injected: rank 1"):
+                world.run(DistCase("all_to_all", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert world.broken is None
+            info = world.run(DistCase("all_reduce", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert info["verified"] is True and len(info["rank_seconds"]) == 2
+
+    def test_a_stalled_rank_is_named_within_the_deadline(self, monkeypatch):
+        """Rank 1 hangs inside a case: the case fails after the deadline naming it, the later ones at once."""
+        monkeypatch.setenv(world_module.FAULT_ENV, "1:stall")
+        with distributed.running_world("gloo", 3) as world:
+            began = time.monotonic()
+            with pytest.raises(DistributedError, match=r"^rank 1 stopped answering within \d+ s \(rank 0 raised .*"
+                                                       r"waiting for it\) during broadcast-4B"):
+                world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert time.monotonic() - began < 3 + 2 * world_module.GRACE_S + 30  # bounded: no hang
+            with pytest.raises(DistributedError, match="broke earlier"):
+                world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert world.helpers == []  # both ranks taken down
+
+    @pytest.mark.parametrize("fault", ["1:die-mid-run:1", "1:stall:1"])
+    def test_the_pytest_session_goes_on_and_writes_its_json(self, tmp_path, fault):
+        """A rank dies or hangs after the first case: the later distributed cases fail, the next module
+        still runs, and the JSON holds what was measured."""
+        out = tmp_path / "run.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "bench/test_distributed.py", "bench/test_noop.py", "-q", "-p",
+             "no:cacheprovider", "-k", "all_reduce or noop", "--benchmark-only", f"--benchmark-json={out}",
+             "--xfer-sizes=1KiB,4KiB", "--xfer-dist-rounds=2", "--xfer-dist-timeout=3", "--xfer-devices=cpu"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300, env=os.environ | {world_module.FAULT_ENV: fault})
+        assert proc.returncode == 1, proc.stdout[-3000:]
+        names = [bench["name"] for bench in json.loads(out.read_text())["benchmarks"]]
+        assert "test_distributed[all_reduce-1KiB-float32-gloo-x2]" in names
+        assert any("noop" in name for name in names)  # the module after the broken world ran
+        blamed = "rank 1 exited with code 4" if "die" in fault else "rank 1 stopped answering within"
+        assert blamed in proc.stdout and "1 failed" in proc.stdout

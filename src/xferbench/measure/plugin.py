@@ -284,6 +284,7 @@ def xfer_world(request: pytest.FixtureRequest) -> Any:
 def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -> Callable[[Any], dict[str, Any]]:
     """Run one distributed case on the session's world; wrong data fails it."""
     from .distributed import PROFILES, DistributedError, VerificationError
+    from .distributed.world import CaseSkipped
 
     profile = PROFILES[settings(request.config).profile]
     rounds = request.config.getoption("xfer_dist_rounds")
@@ -291,6 +292,8 @@ def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -
     def run(case: Any) -> dict[str, Any]:
         try:
             return xfer_world.run(case, benchmark, profile, rounds)
+        except CaseSkipped as skipped:  # every rank skipped it: the world goes on
+            pytest.skip(str(skipped))
         except (DistributedError, VerificationError) as error:
             pytest.fail(str(error), pytrace=False)
 

@@ -22,10 +22,13 @@ from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_s
 from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
+    FAULTS,
+    CaseSkipped,
     DistributedError,
     Timed,
     VerificationError,
     check_same_settings,
+    free_bytes,
     join,
     node_name,
     rank_device,
@@ -61,20 +64,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--world-size", type=int, default=2, help=argparse.SUPPRESS)
     p.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--fault", choices=["exit-early", "die-mid-run"], help=argparse.SUPPRESS)
+    p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)
+    p.add_argument("--coordinator", type=int, default=0, help=argparse.SUPPRESS)  # the pytest process's port
     p.add_argument("--device", help=argparse.SUPPRESS)  # the helper's GPU, chosen by rank 0
     return p
-
-
-def _free_bytes(device: str) -> int | None:
-    import torch
-
-    from ..devices import host_memory_available
-
-    if device.startswith("cuda"):
-        free, _ = torch.cuda.mem_get_info(torch.device(device))
-        return int(free)
-    return host_memory_available()
 
 
 def check_out(out: Path) -> None:
@@ -146,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         raise DistributedError(f"rank {rank} on {node_name()}: nccl needs one GPU per rank, and this node runs "
                                f"{per_node} ranks on {gpus} GPU(s); use --nproc-per-node={gpus} or --backend gloo")
     device = rank_device(backend, local_rank, gpus)
-    free = _free_bytes(device)
+    free = free_bytes(device, per_node)  # this rank's share of host memory (gloo)
     sizes = validate(args, rank, world_size, free)
     profile = PROFILES[args.profile]
     address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
@@ -161,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
     nodes = [node for node, _ in everyone]
     notes = []
     if args.mem_fraction:
-        scanned = scan_sizes(sizes, _world_free_bytes(free, device), args.mem_fraction)
+        # read now that the world holds its communicators, as this node's ranks share its host memory
+        scanned = scan_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device), args.mem_fraction)
         if isinstance(scanned, str):
             notes.append(scanned)
         else:
@@ -174,7 +168,11 @@ def run(args: argparse.Namespace) -> int:
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records = []
     for case in cases:
-        records.append(_measure(case, rank, device, profile, args.rounds, nodes))
+        try:
+            records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout))
+        except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
+            notes.append(f"skipped {skipped}")
+            continue
         if journal is not None:
             journal.write({"benchmark": records[-1].as_dict(include_data=True)})
     if described is not None:
@@ -191,9 +189,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
-             nodes: list[str]) -> Metadata:
+             nodes: list[str], per_node: int, timeout_s: float) -> Metadata:
     iterations = calls_for(case.nbytes)
-    timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup)
+    timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup,
+                               per_node=per_node, timeout_s=timeout_s)
     return _metadata(case, timed, iterations, nodes)
 
 
