@@ -16,9 +16,11 @@ from xferbench.analyze.results import load
 from xferbench.measure import distributed
 from xferbench.measure.cases import Skipped
 from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
+from xferbench.measure.distributed import torchrun as torchrun_module
 from xferbench.measure.distributed import world as world_module
 from xferbench.measure.distributed.operations import bytes_needed, pairs, planned_cases, scan_sizes
-from xferbench.measure.distributed.world import Timed, join, rank_device, record, timed_rounds
+from xferbench.measure.distributed.torchrun import Launch, launched
+from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, record, timed_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = PROFILES["quick"]
@@ -434,3 +436,80 @@ class TestFaults:
         assert any("noop" in name for name in names)  # the module after the broken world ran
         blamed = "rank 1 exited with code 4" if "die" in fault else "rank 1 stopped answering within"
         assert blamed in proc.stdout and "1 failed" in proc.stdout
+
+
+class TestLaunch:
+    """Who a rank is: torchrun's variables, or SLURM's under a plain srun (item 4), else one line."""
+
+    def test_torchrun(self):
+        launch = launched({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1"})
+        assert launch == Launch(5, 8, 1, 4, "1")
+
+    def test_srun_without_torchrun_takes_each_ranks_own_gpu(self):
+        env = {"SLURM_PROCID": "6", "SLURM_NTASKS": "8", "SLURM_LOCALID": "2", "SLURM_TASKS_PER_NODE": "4(x2)",
+               "SLURM_NODEID": "1", "MASTER_ADDR": "node0", "MASTER_PORT": "29500"}
+        launch = launched(env)
+        assert launch == Launch(6, 8, 2, 4, "1") and rank_device("nccl", launch.local_rank, 4) == "cuda:2"
+
+    @pytest.mark.parametrize(("missing", "words"), [
+        ("SLURM_LOCALID", "SLURM_LOCALID is unset"), ("MASTER_ADDR", "MASTER_ADDR is unset"),
+        ("SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE is unset")])
+    def test_srun_without_what_it_needs_is_refused_in_one_line(self, missing, words):
+        env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2",
+               "MASTER_ADDR": "a", "MASTER_PORT": "1"}
+        del env[missing]
+        with pytest.raises(DistributedError, match=f"^started by srun without torchrun, and {words}") as error:
+            launched(env)
+        assert "\n" not in str(error.value)
+
+    def test_containers_with_one_host_name_are_told_apart_by_the_launchers_node_number(self):
+        """16 ranks in containers all named "box": GROUP_RANK makes them 2 nodes; real host names stay as they are."""
+        same = node_labels([("box", "0"), ("box", "0"), ("box", "1"), ("box", "1")], [None] * 4)
+        assert [host for host, _ in same] == ["box#0", "box#0", "box#1", "box#1"]
+        apart = node_labels([("a", "0"), ("b", "1")], [None] * 2)
+        assert [host for host, _ in apart] == ["a", "b"]
+
+    def test_error_exits_leave_the_process_group(self, monkeypatch, tmp_path):
+        """A rank that fails after joining destroys its group, so its peers learn at once (item 6)."""
+        def failing(args):
+            torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+            raise DistributedError("a failure after joining")
+        monkeypatch.setattr(torchrun_module, "run", failing)
+        assert torchrun_module.main([]) == 2
+        assert not torch.distributed.is_initialized()
+
+    def test_device_id_only_where_torch_takes_it(self):
+        """torch < 2.3 has no device_id=: the GPU is still selected, the keyword left out."""
+        class OldDist:
+            inits: list = []
+
+            def init_process_group(self, backend, init_method=None, rank=-1, world_size=-1, timeout=None):
+                self.inits.append(backend)
+        cuda = FakeCuda()
+        join("nccl", "tcp://127.0.0.1:1", 0, 2, 5.0, "cuda:1", cuda=cuda, dist=OldDist())
+        assert cuda.selected == ["cuda:1"] and OldDist.inits == ["nccl"]
+
+
+PICKY_CONFTEST = """
+pytest_plugins = ("xferbench.measure.plugin",)
+from fakes import FakeBackend
+
+class Picky(FakeBackend):
+    def memory_info(self, index):
+        assert index in (2, 3), f"asked GPU {index}, outside --xfer-devices"
+        return 2**20, 2**30
+
+def pytest_xfer_make_backend(config):
+    return Picky(gpus=4)
+"""
+
+
+def test_the_world_sizes_its_sweep_from_its_own_gpus(pytester):
+    """--xfer-devices=cpu,cuda:2,cuda:3: free memory is read from GPUs 2 and 3, never 0 and 1 (item 5)."""
+    pytester.makeconftest(PICKY_CONFTEST)
+    pytester.makepyfile(test_dist="def test_distributed(xfer_dist_case, xfer_dist):\n    xfer_dist(xfer_dist_case)\n")
+    pytester.syspathinsert(str(ROOT / "tests"))
+    result = pytester.runpytest("--collect-only", "-q", "--xfer-devices=cpu,cuda:2,cuda:3", "--xfer-sizes=1KiB,1MiB",
+                                "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    assert "all_reduce-1KiB-float32-nccl-x2" in result.stdout.str()

@@ -10,10 +10,12 @@ timing; rank 0 writes a pytest-benchmark JSON built with pytest-benchmark's own 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -122,17 +124,60 @@ def _world_free_bytes(free: int | None, device: str) -> int | None:
     return None if least < 0 else least
 
 
-def run(args: argparse.Namespace) -> int:
-    import torch
+@dataclass(frozen=True)
+class Launch:
+    """Who this rank is, as its launcher says: torchrun's variables, or SLURM's under a plain srun."""
+
+    rank: int
+    world_size: int
+    local_rank: int  # its GPU on this node
+    per_node: int  # ranks on this node
+    node_id: str | None  # the launcher's number of this node (GROUP_RANK, SLURM_NODEID), if it gives one
+
+
+def launched(env: Mapping[str, str]) -> Launch:
+    """This rank's place in the world, or DistributedError (one line) saying how to start it."""
+    def number(*names: str, default: str | None = None) -> int:
+        for name in names:
+            if env.get(name):
+                try:
+                    return int(env[name].split("(")[0])  # SLURM_TASKS_PER_NODE reads "4(x2)"
+                except ValueError:
+                    raise DistributedError(f"{name}={env[name]!r} is not a whole number") from None
+        if default is None:
+            raise DistributedError(f"started by srun without torchrun, and {' or '.join(names)} is unset; "
+                                   f"start with srun torchrun ... -m {PROG}, or set it")
+        return int(default)
+
+    if "RANK" in env:  # torchrun (or anything that sets its variables)
+        return Launch(number("RANK"), number("WORLD_SIZE", default="1"), number("LOCAL_RANK", default="0"),
+                      number("LOCAL_WORLD_SIZE", default="1"), env.get("GROUP_RANK"))
+    if "SLURM_PROCID" in env:  # srun alone: every rank would take GPU 0 without SLURM_LOCALID
+        for name in ("MASTER_ADDR", "MASTER_PORT"):
+            if not env.get(name):
+                raise DistributedError(f"started by srun without torchrun, and {name} is unset; export MASTER_ADDR "
+                                       "(the first node of the job) and MASTER_PORT before srun")
+        return Launch(number("SLURM_PROCID"), number("SLURM_NTASKS"), number("SLURM_LOCALID"),
+                      number("SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"), env.get("SLURM_NODEID"))
+    raise DistributedError("not started by torchrun (RANK is unset) nor by srun (SLURM_PROCID is unset); run: "
+                           f"torchrun --nnodes=N --nproc-per-node=M -m {PROG} --out run.json")
+
+
+def _leave() -> None:
+    """Leave the process group if this rank is in one (its peers then fail fast, not at the timeout)."""
     import torch.distributed as dist
 
-    if "RANK" not in os.environ:
-        raise DistributedError("not started by torchrun (RANK is unset); run: torchrun --nnodes=N --nproc-per-node=M "
-                               f"-m {PROG} --out run.json")
-    rank, world_size = int(os.environ["RANK"]), int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if dist.is_initialized():
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    launch = launched(os.environ)
+    rank, world_size, local_rank, per_node = launch.rank, launch.world_size, launch.local_rank, launch.per_node
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     # nccl needs a GPU of its own for every rank of a node; auto falls back to gloo otherwise.
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus >= per_node else "gloo")
     if backend == "nccl" and gpus < per_node:
@@ -145,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
-        everyone = roll_call(world_size, _settings(args))
+        everyone = roll_call(world_size, _settings(args), launch.node_id)
     except Exception as error:
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
                                f"within {args.timeout:g} s (a rank or node never joined, or died): "
@@ -184,7 +229,6 @@ def run(args: argparse.Namespace) -> int:
             journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
         print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
               f"{backend})" + "".join(f"; {note}" for note in notes))
-    dist.destroy_process_group()
     return 0
 
 
@@ -260,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DistributedError, ValueError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
+    finally:
+        _leave()  # on every exit, error or not: a peer waiting on this rank learns at once
 
 
 if __name__ == "__main__":

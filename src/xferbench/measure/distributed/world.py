@@ -124,9 +124,18 @@ def join(backend: str, init_method: str, rank: int, world_size: int, timeout_s: 
     extra: dict[str, Any] = {}
     if device.startswith("cuda"):
         cuda.set_device(torch.device(device))  # before anything touches a GPU: NCCL rejects two ranks on one
-        extra["device_id"] = torch.device(device)
+        if _takes("device_id", dist.init_process_group):  # torch >= 2.3; set_device alone binds it before
+            extra["device_id"] = torch.device(device)
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=dt.timedelta(seconds=timeout_s), **extra)
+
+
+def _takes(name: str, fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` accepts the keyword ``name``."""
+    import inspect
+
+    parameters = inspect.signature(fn).parameters
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def exchange(device: str, world_size: int) -> Callable[[float], list[float]]:
@@ -239,14 +248,25 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
     return Timed(times, members)
 
 
-def roll_call(world_size: int, settings: object) -> list[tuple[str, object]]:
-    """Every rank's node and settings, in rank order (after the rendezvous)."""
+def roll_call(world_size: int, settings: object, node_id: str | None = None) -> list[tuple[str, object]]:
+    """Every rank's node and settings, in rank order (after the rendezvous).
+
+    A node is its host name; where the launcher numbers nodes (``node_id``: torchrun's
+    GROUP_RANK, SLURM_NODEID) and that tells apart more nodes than the host names do
+    (containers that all call themselves the same), the number is added: ``host#1``."""
     import torch.distributed as dist
 
-    mine = (node_name(), settings)
+    mine = (node_name(), node_id, settings)
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
-    return [tuple(entry) for entry in everyone]
+    return node_labels([(host, number) for host, number, _ in everyone], [entry[2] for entry in everyone])
+
+
+def node_labels(nodes: Sequence[tuple[str, str | None]], settings: Sequence[object]) -> list[tuple[str, object]]:
+    """(host, launcher's node number) of every rank -> its node's label, beside its settings."""
+    numbered = all(number is not None for _, number in nodes)
+    split = numbered and len(set(nodes)) > len({host for host, _ in nodes})
+    return [(f"{host}#{number}" if split else host, mine) for (host, number), mine in zip(nodes, settings, strict=True)]
 
 
 def check_same_settings(everyone: Sequence[tuple[str, object]]) -> None:
