@@ -480,14 +480,14 @@ class TestLaunch:
 
     def test_device_id_only_where_torch_takes_it(self):
         """torch < 2.3 has no device_id=: the GPU is still selected, the keyword left out."""
-        class OldDist:
-            inits: list = []
+        inits = []
 
+        class OldDist:
             def init_process_group(self, backend, init_method=None, rank=-1, world_size=-1, timeout=None):
-                self.inits.append(backend)
+                inits.append(backend)
         cuda = FakeCuda()
         join("nccl", "tcp://127.0.0.1:1", 0, 2, 5.0, "cuda:1", cuda=cuda, dist=OldDist())
-        assert cuda.selected == ["cuda:1"] and OldDist.inits == ["nccl"]
+        assert cuda.selected == ["cuda:1"] and inits == ["nccl"]
 
 
 PICKY_CONFTEST = """
