@@ -58,7 +58,7 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 #: This process's node, when hostnames do not tell nodes apart (tests split one machine in two).
 NODE_ENV = "XFERBENCH_NODE"
-#: Test only: ``RANK:SECONDS`` makes that rank take SECONDS longer in every round it times.
+#: Test only: ``RANK:SECONDS`` makes that rank arrive SECONDS late at every round (a sleep before its calls).
 SLOW_RANK_ENV = "XFERBENCH_TEST_SLOW_RANK"
 #: Test only: ``RANK:FAULT[:AFTER]`` makes that helper rank fail at the case after the first AFTER (0): FAULTS.
 FAULT_ENV = "XFERBENCH_TEST_FAULT"
@@ -159,18 +159,20 @@ def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup:
 
     Each rank reads its own clock around ``iterations`` calls; ``gather`` then shares the
     figure with every rank, outside the timed region, and doubles as the line-up of the
-    ranks before the next round. ``delay`` is the test-only slowed rank.
+    ranks before the next round. So a rank's time is its time inside the calls, its wait
+    for late peers included: a rank that arrives late waits least. ``delay`` is the
+    test-only late rank, sleeping before its calls.
     """
     for _ in range(warmup):
         call()
     gather(0.0)  # line up before the first round
     per_round = []
     for _ in range(rounds):
+        if delay:  # test only: this rank arrives late (a slow step of its own before the collective)
+            time.sleep(delay)
         start = clock()
         for _ in range(iterations):
             call()
-        if delay:
-            time.sleep(delay)
         per_round.append(gather((clock() - start) / iterations))
     return [list(ranks) for ranks in zip(*per_round, strict=True)]
 
