@@ -246,6 +246,16 @@ class TestTiming:
         assert Timed([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0]], (0, 1)).world_seconds == [2.0, 5.0]
         assert Timed([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0]], (0, 1, 2)).world_seconds == [9.0, 9.0]
 
+    def test_the_members_mean_is_kept_beside_the_slowest(self):
+        assert Timed([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0]], (0, 1)).mean_seconds == [1.5, 4.0]
+
+    def test_one_sync_a_round_not_one_a_call(self):
+        """K calls queue back to back, then the device is synchronized once (nccl-tests' way)."""
+        events = []
+        timed_rounds(lambda: events.append("call"), rounds=2, iterations=3, warmup=1, gather=lambda mine: [mine],
+                     sync=lambda: events.append("sync"))
+        assert events == ["call", "sync"] + ["call"] * 3 + ["sync"] + ["call"] * 3 + ["sync"]
+
     def test_recorded_in_pytest_benchmarks_own_stats(self):
         """pytest-benchmark divides a round's total by its iterations: we hand it totals."""
         bench = RecordingBenchmark()
@@ -254,7 +264,8 @@ class TestTiming:
 
 
 def test_calls_for_small_and_large():
-    assert calls_for(4) == 100 and calls_for(2**20) == 1 and calls_for(2**14) == 64
+    """Never one call a round: a large payload still gets 4 calls behind one sync."""
+    assert calls_for(4) == 100 and calls_for(2**20) == 4 and calls_for(2**30) == 4 and calls_for(2**14) == 64
 
 
 @pytest.mark.slow

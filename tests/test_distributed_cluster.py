@@ -23,7 +23,7 @@ from xferbench.analyze.report import build_html
 from xferbench.analyze.results import load
 from xferbench.measure.distributed import DIST_OPS, free_port
 from xferbench.measure.distributed.torchrun import main
-from xferbench.measure.distributed.world import NODE_ENV, SLOW_RANK_ENV
+from xferbench.measure.distributed.world import FAULT_ENV, NODE_ENV, SLOW_RANK_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 30
@@ -62,6 +62,7 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 class TestTwoNodes:
     def test_point_to_point_within_and_across_nodes(self, two_nodes):
         """rank 0 with its node's next rank (intra) and node1's first rank (inter), each way round."""
@@ -111,6 +112,26 @@ class TestTwoNodes:
         assert load([journal]).incomplete == []
 
 
+@pytest.mark.slow
+def test_a_rank_killed_mid_run_is_named_and_the_json_keeps_what_finished(tmp_path):
+    """4 ranks on 2 nodes: rank 3 dies at the 11th case, rank 2 arrives late at every round. Rank 0
+    writes the JSON of the 10 finished cases, names the dead rank in one line, and the report
+    names the late one."""
+    out = tmp_path / "dist.json"
+    args = ["--sizes", "256KiB", "--rounds", "4", "--out", str(out)]
+    node0, _ = launch(tmp_path, 2, 2, [args, args], env={SLOW_RANK_ENV: "2:0.1", FAULT_ENV: "3:die-mid-run:10"})
+    assert node0.returncode != 0, node0.stdout[-3000:]  # torchrun's own failure code: a child ended with 2
+    lines = our_lines(node0.stdout)
+    assert [line.split(" (")[0] for line in lines if "stopped answering" in line and "wrote" not in line] == [
+        "xferbench.distributed: rank 3 on node1 stopped answering during all_gather-256KiB-float32-gloo-x4"]
+    assert any(line.startswith(f"xferbench.distributed: wrote {out}") for line in lines)
+    frame = load([out]).frame
+    assert len(frame) == 10 and {"broadcast", "all_reduce"} <= set(frame["op"])
+    assert any(finding.startswith("Rank 2 on node1 arrived late at the collective in 2 of 2")
+               for finding in distributed_findings(frame))
+
+
+@pytest.mark.slow
 class TestKilledMidway:
     def test_a_world_killed_midway_keeps_what_rank_0_finished(self, tmp_path):
         """A world killed after its first cases (a lost node, a job's time limit) leaves no JSON, but
@@ -195,6 +216,7 @@ class TestSlowestRank:
         assert links_plot(frame).startswith("Point-to-point ran within one node only")
 
 
+@pytest.mark.slow
 class TestBadLaunch:
     def test_mismatched_options_end_with_one_line_naming_the_rank_and_host(self, tmp_path):
         began = time.monotonic()

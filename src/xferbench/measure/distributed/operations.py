@@ -227,9 +227,15 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
     return out + notes
 
 
+#: Calls per round at least, behind one sync: the line-up skew of the ranks, the sync and the
+#: dispatch are shared by these calls instead of being charged to each (nccl-tests times 20).
+MIN_CALLS = 4
+
+
 def calls_for(nbytes: int) -> int:
-    """Iterations per round: enough that a round of a tiny op is not all timer overhead."""
-    return max(1, min(100, 2**20 // max(nbytes, 1)))
+    """Iterations per round: enough that a round of a tiny op is not all timer overhead, and
+    never a lone call per round."""
+    return max(MIN_CALLS, min(100, 2**20 // max(nbytes, 1)))
 
 
 # --- each rank's side of an op ----------------------------------------------------------------------------
@@ -238,24 +244,21 @@ def _done(*_steps: Any) -> None:
     """Lets a one-line reset run its steps (the arguments) and return None."""
 
 
-def _synced(fn: Callable[[], object], sync: Callable[[], None]) -> Callable[[], None]:
-    """One iteration: the op, then this rank's device synchronized (a no-op on the CPU)."""
-    def call() -> None:
-        fn()
-        sync()
-    return call
-
-
 def _wait(work: Any) -> None:
     """Wait for an async op's handle (torch types it optional; with async_op it is always there)."""
     if work is not None:
         work.wait()
 
+def _nothing() -> None:
+    """The sync of a rank with nothing to wait for (the CPU, or a rank outside a ping-pong's pair)."""
+
+
 @dataclass(frozen=True)
 class Operation:
     reset: Callable[[], None]  # known values in this rank's buffers
-    call: Callable[[], None]  # one iteration, synchronized
-    check: Callable[[], bool]  # after reset + one call: does this rank hold what the op delivers?
+    call: Callable[[], None]  # one iteration, issued (on a GPU it may still run when this returns)
+    check: Callable[[], bool]  # after reset, one call and sync: does this rank hold what the op delivers?
+    sync: Callable[[], None] = _nothing  # wait for this rank's device: once after K calls, as nccl-tests does
 
 
 #: Elements compared at a time by a check, so a check's temporaries stay small whatever the payload.
@@ -282,7 +285,7 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
     dtype = getattr(torch, case.dtype)
     n = case.world_size
     per = max(1, case.numel // n)  # elements per rank's block for the ops that split the payload
-    sync: Callable[[], None] = (lambda: torch.cuda.synchronize(local_device)) if case.device == "cuda" else (lambda: None)
+    sync: Callable[[], None] = (lambda: torch.cuda.synchronize(local_device)) if case.device == "cuda" else _nothing
 
     def empty(count: int) -> Tensor:
         return torch.zeros(count, dtype=dtype, device=local_device)
@@ -299,22 +302,22 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
     scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     if case.op == "broadcast":
         buf = empty(case.numel)
-        return Operation(lambda: _done(buf.fill_(rank + 1)), _synced(lambda: dist.broadcast(buf, src=0), sync),
-                         lambda: _holds(buf, 1))
+        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.broadcast(buf, src=0)),
+                         lambda: _holds(buf, 1), sync)
     if case.op == "all_reduce":
         buf = empty(case.numel)
-        return Operation(lambda: _done(buf.fill_(rank + 1)), _synced(lambda: dist.all_reduce(buf), sync),
-                         lambda: _holds(buf, total))
+        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.all_reduce(buf)),
+                         lambda: _holds(buf, total), sync)
     if case.op == "all_gather":
         send, recv = empty(per), empty(per * n)
         return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
-                         _synced(lambda: gather(recv, send), sync),
-                         lambda: _blocks_hold(recv, [i + 1 for i in range(n)]))
+                         lambda: _done(gather(recv, send)),
+                         lambda: _blocks_hold(recv, [i + 1 for i in range(n)]), sync)
     if case.op == "reduce_scatter":
         send, recv = empty(per * n), empty(per)
         return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
-                         _synced(lambda: scatter(recv, send), sync),
-                         lambda: _holds(recv, total))
+                         lambda: _done(scatter(recv, send)),
+                         lambda: _holds(recv, total), sync)
     if case.op == "all_to_all":
         # Block j of rank r's input holds r*n + j + 1; after the exchange block i of
         # rank r's output must hold i*n + r + 1 (rank i's block for r).
@@ -324,8 +327,8 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
             for j, block in enumerate(send.view(n, per)):
                 block.fill_(rank * n + j + 1)
             recv.zero_()
-        return Operation(reset, _synced(lambda: dist.all_to_all_single(recv, send), sync),
-                         lambda: _blocks_hold(recv, [i * n + rank + 1 for i in range(n)]))
+        return Operation(reset, lambda: _done(dist.all_to_all_single(recv, send)),
+                         lambda: _blocks_hold(recv, [i * n + rank + 1 for i in range(n)]), sync)
     raise ValueError(f"unknown distributed op {case.op!r}")
 
 
@@ -345,23 +348,22 @@ def _point_to_point(case: DistCase, rank: int, buf: Tensor, sync: Callable[[], N
         else:
             dist.recv(buf, peer)
             dist.send(buf, peer)
-        sync()
 
     def nonblocking() -> None:
         order = (dist.isend, dist.irecv) if rank == first else (dist.irecv, dist.isend)
         _wait(order[0](buf, peer))
         _wait(order[1](buf, peer))
-        sync()
 
     # Only the first rank's values travel: both ends must hold them after one round trip.
     return Operation(lambda: _done(buf.fill_(first + 1 if rank == first else 0)),
                      blocking if case.op == "send_recv" else nonblocking,
-                     lambda: _holds(buf, first + 1))
+                     lambda: _holds(buf, first + 1), sync)
 
 
 def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], None]) -> Operation:
     """IN_FLIGHT all_reduces of a quarter of the payload each: all issued with async_op=True and
-    then waited for, or one after another; the same bytes either way."""
+    then waited for, or one after another; the same bytes either way. Each call syncs its device
+    itself: what this family measures is whether the host waits between the all_reduces."""
     import torch.distributed as dist
 
     n = case.world_size

@@ -25,12 +25,14 @@ from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
     FAULTS,
+    GRACE_S,
     CaseSkipped,
     DistributedError,
     Timed,
     VerificationError,
     check_same_settings,
     free_bytes,
+    injected_fault,
     join,
     node_name,
     rank_device,
@@ -212,12 +214,22 @@ def run(args: argparse.Namespace) -> int:
     described = _describe_run(backend, world_size, nodes, notes) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records = []
-    for case in cases:
+    broke = None
+    fault = injected_fault(rank)
+    for number, case in enumerate(cases):
+        if fault == ("die-mid-run", number):
+            os._exit(4)  # test only: a rank killed in the middle of the run
         try:
             records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout))
         except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
             notes.append(f"skipped {skipped}")
             continue
+        except (VerificationError, DistributedError):
+            raise
+        except Exception as error:  # a peer died or hung: rank 0 still writes what was measured
+            broke = _who_broke(rank, world_size, nodes, case, error, args.timeout)
+            notes.append(broke)
+            break
         if journal is not None:
             journal.write({"benchmark": records[-1].as_dict(include_data=True)})
     if described is not None:
@@ -229,7 +241,47 @@ def run(args: argparse.Namespace) -> int:
             journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
         print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
               f"{backend})" + "".join(f"; {note}" for note in notes))
+    if broke:
+        if rank == 0:
+            from torch.distributed import distributed_c10d
+
+            with contextlib.suppress(Exception):
+                distributed_c10d._get_default_store().set(_WRITTEN, "1")  # the other ranks may go now
+        raise DistributedError(broke)
     return 0
+
+
+#: The store key rank 0 sets once it has written the JSON of a broken world.
+_WRITTEN = "xferbench/written"
+
+
+def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, error: Exception, timeout_s: float) -> str:
+    """One line naming the ranks that stopped answering during ``case``: every rank still alive
+    says so in the rendezvous store (which outlives a dead worker), rank 0 waits a moment for
+    them, and the ranks that said nothing are the dead or hung ones."""
+    import datetime as dt
+    import time
+
+    from torch.distributed import distributed_c10d
+
+    store = distributed_c10d._get_default_store()
+    with contextlib.suppress(Exception):
+        store.set(f"xferbench/alive/{case.id}/{rank}", first_line(error))
+    if rank != 0:  # stay until rank 0 has written the JSON: torchrun ends every rank of a node when one exits
+        with contextlib.suppress(Exception):
+            store.wait([_WRITTEN], dt.timedelta(seconds=timeout_s))
+        return f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}"
+    keys = [f"xferbench/alive/{case.id}/{r}" for r in range(world_size)]
+    deadline = time.monotonic() + min(timeout_s, 2 * GRACE_S)
+    silent = list(range(world_size))
+    while silent and time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            silent = [r for r in range(world_size) if not store.check([keys[r]])]
+        time.sleep(0.1)
+    if not silent:
+        return f"the world broke during {case.id}, every rank still answering: {first_line(error)}"
+    named = ", ".join(f"rank {r} on {nodes[r]}" for r in silent)
+    return f"{named} stopped answering during {case.id} (rank 0 saw: {first_line(error)[:160]})"
 
 
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
@@ -248,7 +300,7 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
         extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
-                                        "rank_hosts": nodes},
+                                        "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds},
     )
     metadata = Metadata(fixture, iterations=iterations, options={"timer": "perf_counter", "iterations": iterations})
     for seconds in timed.world_seconds:

@@ -154,10 +154,11 @@ def exchange(device: str, world_size: int) -> Callable[[float], list[float]]:
 
 def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup: int,
                  gather: Callable[[float], list[float]], clock: Callable[[], float] = time.perf_counter,
-                 delay: float = 0.0) -> list[list[float]]:
+                 delay: float = 0.0, sync: Callable[[], None] = lambda: None) -> list[list[float]]:
     """Every rank's per-call seconds of every round, as ``[rank][round]``.
 
-    Each rank reads its own clock around ``iterations`` calls; ``gather`` then shares the
+    Each rank reads its own clock around ``iterations`` calls and one ``sync`` of its device;
+    ``gather`` then shares the
     figure with every rank, outside the timed region, and doubles as the line-up of the
     ranks before the next round. So a rank's time is its time inside the calls, its wait
     for late peers included: a rank that arrives late waits least. ``delay`` is the
@@ -165,6 +166,7 @@ def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup:
     """
     for _ in range(warmup):
         call()
+    sync()
     gather(0.0)  # line up before the first round
     per_round = []
     for _ in range(rounds):
@@ -173,6 +175,7 @@ def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup:
         start = clock()
         for _ in range(iterations):
             call()
+        sync()  # once a round, as nccl-tests does: K calls queue back to back on the device
         per_round.append(gather((clock() - start) / iterations))
     return [list(ranks) for ranks in zip(*per_round, strict=True)]
 
@@ -188,6 +191,12 @@ class Timed:
     def world_seconds(self) -> list[float]:
         """Each round's time: the slowest member's (a collective ends when its last member does)."""
         return [max(ranks[r] for r in self.members) for ranks in zip(*self.rank_seconds, strict=True)]
+
+    @property
+    def mean_seconds(self) -> list[float]:
+        """Each round's mean over its members: beside the slowest, what a typical rank spent (the
+        max of N ranks' times grows with N even when no rank is slow)."""
+        return [sum(ranks[r] for r in self.members) / len(self.members) for ranks in zip(*self.rank_seconds, strict=True)]
 
 
 def free_bytes(device: str, per_node: int) -> int | None:
@@ -241,9 +250,10 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
     op.reset()
     members = case.pair if case.point_to_point else tuple(range(case.world_size))
     delay = slow_rank_delay(rank) if rank in members else 0.0
-    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay)
+    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay, sync=op.sync)
     op.reset()
     op.call()
+    op.sync()
     wrong = [r for r, ok in enumerate(gather(1.0 if op.check() else 0.0)) if ok < 1]
     if wrong:
         raise VerificationError(f"{case.id}: rank(s) {', '.join(map(str, wrong))} received wrong data")
@@ -551,7 +561,8 @@ class World:
         benchmark._mode = "xferbench's distributed world"  # used, as pedantic() would mark it: no "not used" warning
         benchmark.group = f"{case.op} {case.backend} x{case.world_size}"
         benchmark.extra_info.update(case.extra_info(), clock="wall+sync", verified=True,
-                                    rank_seconds=timed.rank_seconds, rank_hosts=self.hosts)
+                                    rank_seconds=timed.rank_seconds, rank_hosts=self.hosts,
+                                    rank_mean_seconds=timed.mean_seconds)
         if not getattr(benchmark, "disabled", False):
             record(benchmark, timed.world_seconds, iterations)
         return benchmark.extra_info
