@@ -18,7 +18,7 @@ from xferbench.measure.cases import Skipped
 from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
 from xferbench.measure.distributed import torchrun as torchrun_module
 from xferbench.measure.distributed import world as world_module
-from xferbench.measure.distributed.operations import bytes_needed, pairs, planned_cases, scan_sizes
+from xferbench.measure.distributed.operations import bytes_needed, cases_for, moved, pairs, planned_cases, scan_sizes
 from xferbench.measure.distributed.torchrun import Launch, launched
 from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, record, timed_rounds
 
@@ -89,6 +89,17 @@ class TestCases:
         assert build_dist_cases(["cpu", "cuda:0"], "nccl", [4]) == [
             Skipped("nccl-needs-gpus", "nccl needs one GPU per rank: 2 ranks, 1 GPU(s)")]
         assert {c.backend for c in build_dist_cases(["cpu", "cuda:0", "cuda:1"], "auto", [4])} == {"nccl"}
+
+    def test_a_case_is_labelled_with_the_bytes_it_moves(self):
+        """16 ranks cannot all_gather 4 B: each sends a whole element, 64 B move (item 11)."""
+        cases = {(c.op, c.variant): c for c in cases_for(16, ["a"] * 16, "gloo", "cpu", [4])}
+        assert cases[("all_gather", None)].nbytes == 64 and cases[("all_to_all", None)].nbytes == 64
+        assert cases[("all_reduce", None)].nbytes == 4 and cases[("overlap", "in_flight")].nbytes == 16
+        assert cases[("all_gather", None)].id == "all_gather-64B-float32-gloo-x16"
+        for case in cases.values():  # what the buffers hold is what the label says
+            if case.op in ("all_gather", "all_to_all"):
+                assert max(1, case.numel // 16) * 16 * 4 == case.nbytes
+        assert moved("all_reduce", 6, 2) == 4 and moved("all_gather", 2**20, 8) == 2**20
 
     def test_shapes_are_not_distributed_sizes(self):
         assert {c.nbytes for c in build_dist_cases(["cpu"], "gloo", [1024, (2, 3)])} == {1024}

@@ -161,13 +161,27 @@ def pairs(nodes: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
     return out
 
 
+#: Ops whose payload is split in equal blocks: one per rank, or one per all_reduce in flight.
+SPLIT = ("all_gather", "reduce_scatter", "all_to_all")
+
+
+def moved(op: str, nbytes: int, world_size: int, dtype: str = "float32") -> int:
+    """The bytes ``op`` really moves for a requested payload of ``nbytes``: whole elements, and for
+    ops that split the payload, whole blocks (16 ranks cannot all_gather 4 B: 16 elements, 64 B)."""
+    blocks = world_size if op in SPLIT else IN_FLIGHT if op == "overlap" else 1
+    element = DTYPE_SIZES[dtype]
+    return max(blocks, nbytes // element // blocks * blocks) * element
+
+
 def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
               dtype: str = "float32") -> list[DistCase]:
-    """Every case of a world whose ranks sit on ``nodes``, size by size."""
+    """Every case of a world whose ranks sit on ``nodes``, size by size; each case's ``nbytes`` is
+    what it moves (see ``moved``)."""
     out = []
     links = pairs(nodes)
-    for size in sizes:
+    for requested in sizes:
         for op in DIST_OPS:
+            size = moved(op, requested, world_size, dtype)
             if op in POINT_TO_POINT:
                 out += [DistCase(op, size, backend, world_size, device, dtype, pair, None, crosses)
                         for pair, crosses in links]
