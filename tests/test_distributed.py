@@ -537,3 +537,12 @@ def test_the_world_sizes_its_sweep_from_its_own_gpus(pytester):
                                 "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()[-2000:]
     assert "all_reduce-1KiB-float32-nccl-x2" in result.stdout.str()
+
+
+def test_peer_access_is_labelled_a_capability():
+    """The fingerprint records cudaDeviceCanAccessPeer: the report must not call it "enabled" (item 13)."""
+    from xferbench.analyze.report import _machine_summary
+
+    rows = dict(_machine_summary({"xferbench": {"peer_access": [[False, True], [True, False]]}}))
+    (label,) = [key for key in rows if key.startswith("peer access")]
+    assert "capability" in label and rows[label] == "0->1: yes; 1->0: yes"
