@@ -546,3 +546,21 @@ def test_peer_access_is_labelled_a_capability():
     rows = dict(_machine_summary({"xferbench": {"peer_access": [[False, True], [True, False]]}}))
     (label,) = [key for key in rows if key.startswith("peer access")]
     assert "capability" in label and rows[label] == "0->1: yes; 1->0: yes"
+
+
+@pytest.mark.parametrize(("backend", "words"), [
+    ("nccl", "on nccl both queue on the same NCCL stream, so this cannot show overlap"),
+    ("gloo", "overlap buys 2.00x here.")])
+def test_overlap_on_nccl_is_not_read_as_overlap(tmp_path, backend, words):
+    """nccl runs both variants on one stream, the host blocked by neither: the ratio says nothing there (item 12)."""
+    from xferbench.analyze.distributed import distributed_findings
+
+    def bench(variant: str, median: float) -> dict:
+        case = DistCase("overlap", 2**20, backend, 2, "cuda" if backend == "nccl" else "cpu", variant=variant)
+        stats = {k: median for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+            "iqr": 0.0, "stddev": 0.0, "rounds": 3, "iterations": 1, "data": [median] * 3}
+        return {"name": case.id, "extra_info": case.extra_info(), "stats": stats}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"machine_info": {}, "benchmarks": [bench("in_flight", 0.1), bench("one_by_one", 0.2)]}))
+    (finding,) = [f for f in distributed_findings(load([path]).frame) if f.startswith("Four all_reduces")]
+    assert words in finding
