@@ -1,6 +1,8 @@
 """Transfers between processes with torch.distributed: a world of 2 on this machine.
 
-Rank 0 is this pytest process, rank 1 a helper process; rendezvous over loopback TCP.
+Both ranks are helper processes (rendezvous over loopback TCP) that this pytest process
+hands each case over a plain socket, with a deadline: a rank that dies or hangs fails
+its case and the session goes on.
 send_recv and isend_irecv are ping-pongs (one call = a round trip), each way round;
 broadcast, all_reduce, all_gather, reduce_scatter, all_to_all and overlap (four
 all_reduces in flight or one by one) are collectives over the size sweep. Every rank

@@ -1,3 +1,4 @@
+import os
 import shutil
 import types
 from pathlib import Path
@@ -189,3 +190,21 @@ def test_bench_file_collects_with_fake_gpus(pytester):
     assert "test_concurrent_bench.py::test_numa[d2h_remote-256MiB-cuda:0->cpu]" in collected
     assert "test_concurrent_bench.py::test_all_gpus_host[all_gpus_host-needs-two-accelerators]" in collected
     assert len(collected) == 3 + 1 + 7 + 4
+
+
+class TestHostBuffersNearTheirGpu:
+    """all_gpus_host allocates each GPU's pinned buffer from a thread on that GPU's node (item 9)."""
+
+    def test_allocated_on_the_gpus_own_cpus(self):
+        allowed = os.sched_getaffinity(0)
+        if len(allowed) < 2:
+            pytest.skip("needs two CPUs to tell a binding from none")
+        mine = {max(allowed)}
+        seen = []
+        assert concurrent._near(mine, lambda: seen.append(os.sched_getaffinity(0)) or "buffer") == "buffer"
+        assert seen == [mine] and os.sched_getaffinity(0) == allowed  # bound while allocating, then restored
+
+    def test_an_unknown_node_allocates_where_it_runs(self):
+        seen = []
+        concurrent._near(None, lambda: seen.append(os.sched_getaffinity(0)))
+        assert seen == [os.sched_getaffinity(0)]

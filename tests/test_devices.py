@@ -128,10 +128,21 @@ class TestTorchBackendOnFakeCuda:
         backend = cuda_backend(cuda)
         times = backend.event_seconds(lambda: cuda.log.append(("call",)), 0, repeats=4)
         assert times == [pytest.approx(2e-3 / 4)] * 3
-        window = cuda.log[:8]
+        calibration, windows = cuda.log[:5], cuda.log[5:]
+        assert [entry[0] for entry in calibration] == ["spin", "record", "spin", "record", "wait"]
+        window = windows[:8]
         assert [entry[0] for entry in window] == ["spin", "record", "call", "call", "call", "call", "record", "wait"]
-        assert window[0][1] >= 4 * 50e-6 * 1e9  # the spin outlasts enqueueing the calls (>= 50 us each at 1 GHz)
-        assert len(cuda.log) == 3 * 8
+        assert len(windows) == 3 * 8
+
+    @pytest.mark.parametrize("calibration_ms", [0.5, 10.0])
+    def test_the_spin_is_sized_from_the_devices_own_rate(self, calibration_ms):
+        """1e6 spin cycles timed at 0.5 ms (2 GHz) or 10 ms (gfx11's slower count): the spin before a
+        window of 4 calls lasts 4 x 50 us either way, not 20x longer on the slow one (item 15)."""
+        cuda = FakeCuda(window_ms=calibration_ms)
+        cuda_backend(cuda).event_seconds(lambda: None, 0, repeats=4)
+        spins = [entry[1] for entry in cuda.log if entry[0] == "spin"]
+        rate = 1e6 / (calibration_ms / 1e3)
+        assert spins[2] == pytest.approx(rate * 4 * 50e-6, rel=1e-6) and len(set(spins[2:])) == 1
 
     def test_cached_unused_memory_counts_as_free(self):
         """Blocks the caching allocator reserved but no tensor uses are free to this process:

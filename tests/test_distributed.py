@@ -1,6 +1,7 @@
 """The distributed family: cases, bus factors, device ownership, timing of every rank, the 2-rank world."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -15,9 +16,11 @@ from xferbench.analyze.results import load
 from xferbench.measure import distributed
 from xferbench.measure.cases import Skipped
 from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
+from xferbench.measure.distributed import torchrun as torchrun_module
 from xferbench.measure.distributed import world as world_module
-from xferbench.measure.distributed.operations import pairs, planned_cases, scan_sizes
-from xferbench.measure.distributed.world import Timed, control, join, rank_device, record, timed_rounds
+from xferbench.measure.distributed.operations import bytes_needed, cases_for, moved, pairs, planned_cases, scan_sizes
+from xferbench.measure.distributed.torchrun import Launch, launched
+from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, record, timed_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = PROFILES["quick"]
@@ -87,6 +90,17 @@ class TestCases:
             Skipped("nccl-needs-gpus", "nccl needs one GPU per rank: 2 ranks, 1 GPU(s)")]
         assert {c.backend for c in build_dist_cases(["cpu", "cuda:0", "cuda:1"], "auto", [4])} == {"nccl"}
 
+    def test_a_case_is_labelled_with_the_bytes_it_moves(self):
+        """16 ranks cannot all_gather 4 B: each sends a whole element, 64 B move (item 11)."""
+        cases = {(c.op, c.variant): c for c in cases_for(16, ["a"] * 16, "gloo", "cpu", [4])}
+        assert cases[("all_gather", None)].nbytes == 64 and cases[("all_to_all", None)].nbytes == 64
+        assert cases[("all_reduce", None)].nbytes == 4 and cases[("overlap", "in_flight")].nbytes == 16
+        assert cases[("all_gather", None)].id == "all_gather-64B-float32-gloo-x16"
+        for case in cases.values():  # what the buffers hold is what the label says
+            if case.op in ("all_gather", "all_to_all"):
+                assert max(1, case.numel // 16) * 16 * 4 == case.nbytes
+        assert moved("all_reduce", 6, 2) == 4 and moved("all_gather", 2**20, 8) == 2**20
+
     def test_shapes_are_not_distributed_sizes(self):
         assert {c.nbytes for c in build_dist_cases(["cpu"], "gloo", [1024, (2, 3)])} == {1024}
 
@@ -119,13 +133,12 @@ class TestPairs:
 
 class TestLargestSizeScan:
     def test_goes_up_to_what_fits(self):
-        """Half of 1000 MiB free: buffers of two payloads fit up to 250 MiB, reached in x4 steps and included."""
+        """Half of 1000 MiB free: the leanest op (1.25x its payload) fits up to 400 MiB, reached in x4 steps and included."""
         sizes = scan_sizes([4, 1024], 1000 * 2**20, 0.5)
-        assert sizes[:3] == [4, 1024, 4096] and sizes[-2:] == [64 * 2**20, 250 * 2**20]
-        assert all(2 * s <= 0.5 * 1000 * 2**20 for s in sizes)
+        assert sizes[:3] == [4, 1024, 4096] and sizes[-2:] == [256 * 2**20, 400 * 2**20]
 
     def test_profile_sizes_beyond_the_fraction_are_dropped(self):
-        assert scan_sizes([4, 2**20], 2**20, 0.5) == [4, 256 * 1024 - 256 * 1024 % 64]
+        assert scan_sizes([4, 2**20], 2**20, 0.5) == [4, 419430 - 419430 % 64]
 
     def test_unknown_free_memory_is_a_skip_with_a_reason(self):
         planned = planned_cases(["cpu"], "gloo", [1024], 0.5, lambda kind: None)
@@ -133,17 +146,28 @@ class TestLargestSizeScan:
                                                            "the largest size that fits was skipped")
         assert len(planned) == 12  # the profile's cases still run
 
-    def test_a_size_no_rank_can_hold_is_skipped_not_run(self):
+    def test_a_case_no_rank_can_hold_is_skipped_not_run(self):
         """Run, it would fail inside the world and break it for every later case."""
-        planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 2**20)
-        assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024}
-        assert planned[-1] == Skipped("distributed-1GiB", "1GiB needs 2GiB per rank for send and receive buffers; "
-                                                          "1 MiB of cpu memory is free")
+        planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 4 * 2**30)
+        skipped = {p.id: p.reason for p in planned if isinstance(p, Skipped)}
+        assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024, 2**30}
+        assert skipped == {f"{op}-1GiB-float32-gloo-x2": f"{op} of 1GiB needs {size} per rank; 2 GiB of host memory "
+                                                          "per rank (2 ranks on this node) is available to it"
+                           for op, size in [("all_gather", "2.6 GiB"), ("reduce_scatter", "2.6 GiB"),
+                                            ("all_to_all", "2.25 GiB")]}
+
+    @pytest.mark.parametrize(("op", "payloads"), [("all_reduce", 1.0), ("broadcast", 1.0), ("reduce_scatter", 2.5),
+                                                  ("all_gather", 2.5), ("all_to_all", 2.0)])
+    def test_each_op_is_sized_from_its_own_buffers(self, op, payloads):
+        """An op's footprint covers at least its own buffers (what it allocates; the backend's copies add more)."""
+        case = DistCase(op, 2**20, "gloo", 2)
+        assert bytes_needed(op, case.nbytes) >= payloads * case.nbytes
 
     def test_planned_cases_ask_for_the_ranks_device_kind(self):
         asked = []
         planned = planned_cases(["cpu"], "gloo", [1024], 0.5, lambda kind: asked.append(kind) or 2**20)
-        assert asked == ["cpu"] and max(c.nbytes for c in planned) == 256 * 1024
+        # 1 MiB of host memory shared by 2 ranks, half of it used, over the leanest op's 1.25x
+        assert asked == ["cpu"] and max(c.nbytes for c in planned if isinstance(c, DistCase)) == 209664
 
 
 class FakeCuda:
@@ -183,46 +207,40 @@ class TestDeviceOwnership:
             rank_device("nccl", 0, gpu_count=0)
 
     def test_the_helper_rank_joins_on_its_own_gpu(self, monkeypatch):
-        """The helper of the pytest world (rank 1) joins bound to cuda:1, not the current device."""
-        joined = []
+        """A helper of the pytest world (rank 1) joins bound to cuda:1, not the current device."""
+        joined, said = [], []
 
         def fake_join(*args, **kwargs):
             joined.append(args)
             raise RuntimeError("stop here")
         monkeypatch.setattr(world_module, "join", fake_join)
         monkeypatch.setattr(world_module, "_gpu_count", lambda: 2)
+        monkeypatch.setattr(world_module.socket, "create_connection", lambda address: None)
+        monkeypatch.setattr(world_module.Channel, "send", lambda self, message: said.append(message))
         args = Namespace(fault=None, backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,
-                         device=None)
-        with pytest.raises(RuntimeError, match="stop here"):
-            world_module.worker(args)
-        assert joined[0][-1] == "cuda:1"
+                         device=None, coordinator=1)
+        assert world_module.worker(args) == 2
+        assert joined[0][-1] == "cuda:1" and said == [{"rank": 1}, {"error": "stop here"}]
 
     def test_the_world_puts_its_ranks_on_the_chosen_gpus(self, monkeypatch):
-        """--xfer-devices=cpu,cuda:2,cuda:3: rank 0 joins on cuda:2, the helper is told cuda:3."""
+        """--xfer-devices=cpu,cuda:2,cuda:3: rank 0 is told cuda:2, rank 1 cuda:3."""
         spawned = []
-        world = World("nccl", 5.0, gpus=["cuda:2", "cuda:3"])
-        monkeypatch.setattr(world_module.subprocess, "Popen", lambda command, **kw: spawned.append(command))
-        monkeypatch.setattr(world_module, "join", lambda *args, **kw: (_ for _ in ()).throw(RuntimeError(args[-1])))
-        monkeypatch.setattr(world, "_why_not_joined", lambda: "no")
-        with pytest.raises(DistributedError):
+
+        class Exited:
+            def __init__(self, command, **kwargs):
+                spawned.append(command)
+
+            def poll(self):
+                return 3
+
+            wait = kill = lambda self, timeout=None: 3
+        world = World("nccl", 1.0, gpus=["cuda:2", "cuda:3"])
+        monkeypatch.setattr(world_module.subprocess, "Popen", Exited)
+        with pytest.raises(DistributedError, match=r"rank\(s\) 0, 1 .* \(rank 0: it exited with code 3; rank 1: it exited"):
             world.start()
         world.close()
-        assert world.device == "cuda:2" and spawned[0][spawned[0].index("--device") + 1] == "cuda:3"
-
-    def test_control_message_lives_on_the_ranks_device(self, monkeypatch):
-        seen = []
-        monkeypatch.setattr(torch.distributed, "broadcast", lambda tensor, src: seen.append(tensor.device))
-        assert control([7, 2**40], "cpu")[:3] == [7, 2**40, 0]
-        assert seen == [torch.device("cpu")]
-
-    def test_a_payload_that_overflows_the_control_message_is_refused_before_sending(self, monkeypatch):
-        seen = []
-        monkeypatch.setattr(torch.distributed, "broadcast", lambda tensor, src: seen.append(tensor))
-        with pytest.raises(ValueError, match="whole numbers of 64 bits"):
-            control([2**64], "cpu")
-        with pytest.raises(ValueError, match="holds 10 whole numbers"):
-            control(list(range(11)), "cpu")
-        assert seen == []
+        assert world.device == "cuda:2"
+        assert [command[command.index("--device") + 1] for command in spawned] == ["cuda:2", "cuda:3"]
 
 
 class TestTiming:
@@ -239,6 +257,16 @@ class TestTiming:
         assert Timed([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0]], (0, 1)).world_seconds == [2.0, 5.0]
         assert Timed([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0]], (0, 1, 2)).world_seconds == [9.0, 9.0]
 
+    def test_the_members_mean_is_kept_beside_the_slowest(self):
+        assert Timed([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0]], (0, 1)).mean_seconds == [1.5, 4.0]
+
+    def test_one_sync_a_round_not_one_a_call(self):
+        """K calls queue back to back, then the device is synchronized once (nccl-tests' way)."""
+        events = []
+        timed_rounds(lambda: events.append("call"), rounds=2, iterations=3, warmup=1, gather=lambda mine: [mine],
+                     sync=lambda: events.append("sync"))
+        assert events == ["call", "sync"] + ["call"] * 3 + ["sync"] + ["call"] * 3 + ["sync"]
+
     def test_recorded_in_pytest_benchmarks_own_stats(self):
         """pytest-benchmark divides a round's total by its iterations: we hand it totals."""
         bench = RecordingBenchmark()
@@ -247,12 +275,15 @@ class TestTiming:
 
 
 def test_calls_for_small_and_large():
-    assert calls_for(4) == 100 and calls_for(2**20) == 1 and calls_for(2**14) == 64
+    """Never one call a round: a large payload still gets 4 calls behind one sync."""
+    assert calls_for(4) == 100 and calls_for(2**20) == 4 and calls_for(2**30) == 4 and calls_for(2**14) == 64
 
 
+@pytest.mark.slow
 class TestWorld:
     def test_world_of_two_end_to_end(self, monkeypatch):
-        """Every op runs and is checked on both ranks; each round recorded is the slower rank's (rank 1 slowed)."""
+        """Every op runs and is checked on both ranks; each round recorded is the slower rank's. Rank 1
+        arrives 20 ms late at every round: rank 0 waits for it inside the calls, rank 1 does not."""
         monkeypatch.setenv(world_module.SLOW_RANK_ENV, "1:0.02")  # inherited by the helper rank
         world = World("gloo", timeout_s=30)
         world.start()
@@ -266,7 +297,8 @@ class TestWorld:
                 assert len(rank0) == len(rank1) == 3 and info["rank_hosts"] == [world_module.node_name()] * 2
                 slowest = [max(a, b) for a, b in zip(rank0, rank1, strict=True)]
                 assert [t / iterations for t in stats.data] == pytest.approx(slowest)
-                assert all(b > a for a, b in zip(rank0, rank1, strict=True))  # rank 1 sleeps 20 ms a round
+                if not case.point_to_point:  # a collective lines its ranks up: the early one waits
+                    assert all(a > b for a, b in zip(rank0, rank1, strict=True))
         finally:
             world.close()
         assert world.helper is None
@@ -288,17 +320,17 @@ class TestWorld:
         world.close()
         assert time.monotonic() - began < 10 + 30  # bounded: no hang
         message = str(error.value)
-        assert message.startswith(f"rank 1 on {world_module.node_name()} did not join the rendezvous at "
+        assert message.startswith(f"rank(s) 1 on {world_module.node_name()} did not join the rendezvous at "
                                   f"tcp://127.0.0.1:{world.port} within 10 s")
-        assert "it exited with code 3" in message
+        assert "rank 1: it exited with code 3" in message
 
     def test_rank_that_dies_mid_run(self):
         """A helper that dies during an op fails that benchmark with a message, and later ones at once."""
         world = World("gloo", timeout_s=60, fault="die-mid-run")
         world.start()
         try:
-            with pytest.raises(DistributedError, match=r"rank 1 (exited with code 4|stopped answering) \(on .+\) during "
-                                                       r"all_reduce-1MiB-float32-gloo-x2 at tcp://127.0.0.1:\d+"):
+            with pytest.raises(DistributedError, match=r"^rank 1 exited with code 4 .*during all_reduce-1MiB-float32-gloo-x2 "
+                                                       r"\(on .+, world at tcp://127.0.0.1:\d+\)"):
                 world.run(DistCase("all_reduce", 2**20, "gloo", 2), RecordingBenchmark(), QUICK, 3)
             with pytest.raises(DistributedError, match="broke earlier"):
                 world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 3)
@@ -321,6 +353,7 @@ class TestWorld:
             busy.close()
 
 
+@pytest.mark.slow
 def test_real_fixture_disabled_stays_in_step():
     """With the real pytest-benchmark fixture under --benchmark-disable the helper rank stays in step."""
     proc = subprocess.run(
@@ -331,6 +364,7 @@ def test_real_fixture_disabled_stays_in_step():
     assert "11 passed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_real_fixture_records_the_slowest_rank(tmp_path):
     """Through pytest-benchmark itself: the JSON holds every rank's rounds, and its stats are the slower rank's."""
     out = tmp_path / "run.json"
@@ -372,3 +406,161 @@ class TestChecks:
         case = DistCase(op, 64, "gloo", 1)
         with pytest.raises(world_module.VerificationError, match=r"rank\(s\) 0 received wrong data"):
             world_module.run_on_rank(case, 0, "cpu", rounds=1, iterations=1, warmup=0)
+
+
+@pytest.mark.slow
+class TestFaults:
+    """pytest is no member of the world: whatever a rank does, its cases fail or skip and the session goes on."""
+
+    def test_rank_0_raising_is_named_not_rank_1(self, monkeypatch):
+        """Rank 0 raises (as an out-of-memory inside a collective would): it is named, rank 1 is not blamed."""
+        monkeypatch.setenv(world_module.FAULT_ENV, "0:raise")
+        with distributed.running_world("gloo", 5) as world:
+            with pytest.raises(DistributedError) as error:
+                world.run(DistCase("all_reduce", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+        message = str(error.value)
+        assert message.startswith("rank 0 raised injected failure of rank 0") and "rank 1" not in message
+
+    def test_out_of_memory_skips_the_case_on_every_rank_and_the_world_goes_on(self, monkeypatch):
+        monkeypatch.setenv(world_module.FAULT_ENV, "1:oom")
+        with distributed.running_world("gloo", 10) as world:
+            with pytest.raises(world_module.CaseSkipped, match=r"^all_to_all-1KiB-float32-gloo-x2: rank\(s\) 1 ran out of "
+                                                              r"memory allocating 2\.25 KiB \(injected: rank 1"):
+                world.run(DistCase("all_to_all", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert world.broken is None
+            info = world.run(DistCase("all_reduce", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert info["verified"] is True and len(info["rank_seconds"]) == 2
+
+    def test_a_stalled_rank_is_named_within_the_deadline(self, monkeypatch):
+        """Rank 1 hangs inside a case: the case fails after the deadline naming it, the later ones at once."""
+        monkeypatch.setenv(world_module.FAULT_ENV, "1:stall")
+        with distributed.running_world("gloo", 3) as world:
+            began = time.monotonic()
+            with pytest.raises(DistributedError, match=r"^rank 1 stopped answering within \d+ s \(rank 0 raised .*"
+                                                       r"waiting for it\) during broadcast-4B"):
+                world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert time.monotonic() - began < 3 + 2 * world_module.GRACE_S + 30  # bounded: no hang
+            with pytest.raises(DistributedError, match="broke earlier"):
+                world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 2)
+            assert world.helpers == []  # both ranks taken down
+
+    @pytest.mark.parametrize("fault", ["1:die-mid-run:1", "1:stall:1"])
+    def test_the_pytest_session_goes_on_and_writes_its_json(self, tmp_path, fault):
+        """A rank dies or hangs after the first case: the later distributed cases fail, the next module
+        still runs, and the JSON holds what was measured."""
+        out = tmp_path / "run.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "bench/test_distributed.py", "bench/test_noop.py", "-q", "-p",
+             "no:cacheprovider", "-k", "all_reduce or noop", "--benchmark-only", f"--benchmark-json={out}",
+             "--xfer-sizes=1KiB,4KiB", "--xfer-dist-rounds=2", "--xfer-dist-timeout=3", "--xfer-devices=cpu"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300, env=os.environ | {world_module.FAULT_ENV: fault})
+        assert proc.returncode == 1, proc.stdout[-3000:]
+        names = [bench["name"] for bench in json.loads(out.read_text())["benchmarks"]]
+        assert "test_distributed[all_reduce-1KiB-float32-gloo-x2]" in names
+        assert any("noop" in name for name in names)  # the module after the broken world ran
+        blamed = "rank 1 exited with code 4" if "die" in fault else "rank 1 stopped answering within"
+        assert blamed in proc.stdout and "1 failed" in proc.stdout
+
+
+class TestLaunch:
+    """Who a rank is: torchrun's variables, or SLURM's under a plain srun (item 4), else one line."""
+
+    def test_torchrun(self):
+        launch = launched({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1"})
+        assert launch == Launch(5, 8, 1, 4, "1")
+
+    def test_srun_without_torchrun_takes_each_ranks_own_gpu(self):
+        env = {"SLURM_PROCID": "6", "SLURM_NTASKS": "8", "SLURM_LOCALID": "2", "SLURM_TASKS_PER_NODE": "4(x2)",
+               "SLURM_NODEID": "1", "MASTER_ADDR": "node0", "MASTER_PORT": "29500"}
+        launch = launched(env)
+        assert launch == Launch(6, 8, 2, 4, "1") and rank_device("nccl", launch.local_rank, 4) == "cuda:2"
+
+    @pytest.mark.parametrize(("missing", "words"), [
+        ("SLURM_LOCALID", "SLURM_LOCALID is unset"), ("MASTER_ADDR", "MASTER_ADDR is unset"),
+        ("SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE is unset")])
+    def test_srun_without_what_it_needs_is_refused_in_one_line(self, missing, words):
+        env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2",
+               "MASTER_ADDR": "a", "MASTER_PORT": "1"}
+        del env[missing]
+        with pytest.raises(DistributedError, match=f"^started by srun without torchrun, and {words}") as error:
+            launched(env)
+        assert "\n" not in str(error.value)
+
+    def test_containers_with_one_host_name_are_told_apart_by_the_launchers_node_number(self):
+        """16 ranks in containers all named "box": GROUP_RANK makes them 2 nodes; real host names stay as they are."""
+        same = node_labels([("box", "0"), ("box", "0"), ("box", "1"), ("box", "1")], [None] * 4)
+        assert [host for host, _ in same] == ["box#0", "box#0", "box#1", "box#1"]
+        apart = node_labels([("a", "0"), ("b", "1")], [None] * 2)
+        assert [host for host, _ in apart] == ["a", "b"]
+
+    def test_error_exits_leave_the_process_group(self, monkeypatch, tmp_path):
+        """A rank that fails after joining destroys its group, so its peers learn at once (item 6)."""
+        def failing(args):
+            torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+            raise DistributedError("a failure after joining")
+        monkeypatch.setattr(torchrun_module, "run", failing)
+        assert torchrun_module.main([]) == 2
+        assert not torch.distributed.is_initialized()
+
+    def test_device_id_only_where_torch_takes_it(self):
+        """torch < 2.3 has no device_id=: the GPU is still selected, the keyword left out."""
+        inits = []
+
+        class OldDist:
+            def init_process_group(self, backend, init_method=None, rank=-1, world_size=-1, timeout=None):
+                inits.append(backend)
+        cuda = FakeCuda()
+        join("nccl", "tcp://127.0.0.1:1", 0, 2, 5.0, "cuda:1", cuda=cuda, dist=OldDist())
+        assert cuda.selected == ["cuda:1"] and inits == ["nccl"]
+
+
+PICKY_CONFTEST = """
+pytest_plugins = ("xferbench.measure.plugin",)
+from fakes import FakeBackend
+
+class Picky(FakeBackend):
+    def memory_info(self, index):
+        assert index in (2, 3), f"asked GPU {index}, outside --xfer-devices"
+        return 2**20, 2**30
+
+def pytest_xfer_make_backend(config):
+    return Picky(gpus=4)
+"""
+
+
+def test_the_world_sizes_its_sweep_from_its_own_gpus(pytester):
+    """--xfer-devices=cpu,cuda:2,cuda:3: free memory is read from GPUs 2 and 3, never 0 and 1 (item 5)."""
+    pytester.makeconftest(PICKY_CONFTEST)
+    pytester.makepyfile(test_dist="def test_distributed(xfer_dist_case, xfer_dist):\n    xfer_dist(xfer_dist_case)\n")
+    pytester.syspathinsert(str(ROOT / "tests"))
+    result = pytester.runpytest("--collect-only", "-q", "--xfer-devices=cpu,cuda:2,cuda:3", "--xfer-sizes=1KiB,1MiB",
+                                "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    assert "all_reduce-1KiB-float32-nccl-x2" in result.stdout.str()
+
+
+def test_peer_access_is_labelled_a_capability():
+    """The fingerprint records cudaDeviceCanAccessPeer: the report must not call it "enabled" (item 13)."""
+    from xferbench.analyze.report import _machine_summary
+
+    rows = dict(_machine_summary({"xferbench": {"peer_access": [[False, True], [True, False]]}}))
+    (label,) = [key for key in rows if key.startswith("peer access")]
+    assert "capability" in label and rows[label] == "0->1: yes; 1->0: yes"
+
+
+@pytest.mark.parametrize(("backend", "words"), [
+    ("nccl", "on nccl both queue on the same NCCL stream, so this cannot show overlap"),
+    ("gloo", "overlap buys 2.00x here.")])
+def test_overlap_on_nccl_is_not_read_as_overlap(tmp_path, backend, words):
+    """nccl runs both variants on one stream, the host blocked by neither: the ratio says nothing there (item 12)."""
+    from xferbench.analyze.distributed import distributed_findings
+
+    def bench(variant: str, median: float) -> dict:
+        case = DistCase("overlap", 2**20, backend, 2, "cuda" if backend == "nccl" else "cpu", variant=variant)
+        stats = {k: median for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+            "iqr": 0.0, "stddev": 0.0, "rounds": 3, "iterations": 1, "data": [median] * 3}
+        return {"name": case.id, "extra_info": case.extra_info(), "stats": stats}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"machine_info": {}, "benchmarks": [bench("in_flight", 0.1), bench("one_by_one", 0.2)]}))
+    (finding,) = [f for f in distributed_findings(load([path]).frame) if f.startswith("Four all_reduces")]
+    assert words in finding

@@ -100,7 +100,7 @@ MEASURED: dict[str, Any] = {
     "clock": str,                # "wall+sync", "cuda_event", or "simulated" (measure/simulate.py: not a measurement)
     "device_seconds": float,     # device time per call from events, stream held behind a spin
     "device_repeats": int,       # calls back to back between the two events of device_seconds
-    "peer_access": bool,         # peer copies: was peer access enabled
+    "peer_access": bool,         # peer copies: cudaDeviceCanAccessPeer (capable, not enabled)
     "queued_seconds": float,     # sync_stall: GPU work queued before the call
     "bus_factor": float,         # distributed: busbw = algbw x bus_factor (nccl-tests)
     "round_trip": bool,          # distributed point-to-point: one call is a round trip

@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from ..units import format_bytes, format_seconds
 from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
 
-__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "section", "slowest_rank"]
+__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "section", "slowest_rank"]
 
 DISTRIBUTED_TEXT = (
     "Between processes (torch.distributed)",
@@ -60,15 +60,16 @@ def _lags(rank_seconds: Sequence[Sequence[float]]) -> list[list[float]]:
     return [[t - typical[k] for k, t in enumerate(times)] for times in rank_seconds]
 
 
-def slowest_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
-    """The rank that is consistently the slowest, beyond noise; None when no rank stands out."""
+def _standing_out(rank_seconds: Sequence[Sequence[float]], sign: float) -> Straggler | None:
+    """The rank whose time is consistently the highest (``sign`` 1) or the lowest (-1), beyond
+    noise, with its median distance from the typical rank; None when no rank stands out."""
     if len(rank_seconds) < 2 or not rank_seconds[0]:
         return None
-    lags = _lags(rank_seconds)
+    lags = [[sign * lag for lag in ranks] for ranks in _lags(rank_seconds)]
     median_lag = [statistics.median(lag) for lag in lags]
     rank = max(range(len(lags)), key=median_lag.__getitem__)
     rounds = list(zip(*rank_seconds, strict=True))
-    share = sum(max(range(len(times)), key=times.__getitem__) == rank for times in rounds) / len(rounds)
+    share = sum(max(range(len(times)), key=lambda r: sign * times[r]) == rank for times in rounds) / len(rounds)
     others = [abs(v) for r, lag in enumerate(lags) if r != rank for v in lag]
     noise = statistics.median(others) if others else 0.0
     typical_round = statistics.median(t for times in rounds for t in times)
@@ -76,6 +77,18 @@ def slowest_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
     if share >= CONSISTENT_SHARE and lag > MARGIN_OVER_NOISE * noise and lag > MIN_LAG_SHARE * typical_round:
         return Straggler(rank, lag, share)
     return None
+
+
+def slowest_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
+    """The rank that is consistently the slowest inside the calls, beyond noise; None when no rank stands out."""
+    return _standing_out(rank_seconds, 1.0)
+
+
+def late_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
+    """The rank that consistently arrives last at the collective: a collective lines its ranks up,
+    so the others wait inside the call for the late one, and the late one waits least. Its
+    ``lag_s`` is how much longer the typical rank waited per call."""
+    return _standing_out(rank_seconds, -1.0)
 
 
 def _ranks(row: Any) -> list[list[float]] | None:
@@ -188,26 +201,32 @@ LINKS_CAPTION = (
 
 
 def _stragglers(rows: pd.DataFrame) -> list[str]:
-    named: dict[tuple[int, str], list[str]] = {}
+    named: dict[tuple[str, int, str], list[str]] = {}
     checked = 0
     for _, row in rows[~rows["op"].isin(POINT_TO_POINT)].iterrows():
         ranks = _ranks(row)
         if not ranks:
             continue
         checked += 1
-        found = slowest_rank(ranks)
-        if found:
-            named.setdefault((found.rank, _host(row, found.rank)), []).append(
-                f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} "
-                f"{format_bytes(row['nbytes'])} (+{format_seconds(found.lag_s)})")
+        case = f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} {format_bytes(row['nbytes'])}"
+        for kind, found in (("late", late_rank(ranks)), ("slow", slowest_rank(ranks))):
+            if found:
+                named.setdefault((kind, found.rank, _host(row, found.rank)), []).append(
+                    f"{case} (+{format_seconds(found.lag_s)})")
     if not checked:
         return []
     if not named:
-        return [f"No rank was consistently slowest beyond noise in {checked} collective benchmark(s)."]
+        return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} "
+                "collective benchmark(s)."]
     out = []
-    for (rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1])):
-        out.append(f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective "
-                   f"benchmark(s), e.g. {', '.join(cases[:3])} per call behind the typical rank.")
+    for (kind, rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1])):
+        if kind == "late":
+            out.append(f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {checked} collective "
+                       f"benchmark(s): the other ranks waited for it inside the call, e.g. {', '.join(cases[:3])} "
+                       "per call longer than it did.")
+        else:
+            out.append(f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective "
+                       f"benchmark(s), e.g. {', '.join(cases[:3])} per call behind the typical rank.")
     return out
 
 
@@ -233,9 +252,13 @@ def _overlap(rows: pd.DataFrame) -> list[str]:
     if not {"in_flight", "one_by_one"} <= set(largest.index):
         return []
     ratio = largest["one_by_one"] / largest["in_flight"]
-    return [f"Four all_reduces of {format_bytes(overlap['nbytes'].max() / 4)} in flight at once (async_op=True) took "
-            f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}: "
-            + (f"overlap buys {ratio:.2f}x here." if ratio > 1 else f"overlap does not pay here ({ratio:.2f}x).")]
+    timed = (f"Four all_reduces of {format_bytes(overlap['nbytes'].max() / 4)} in flight at once (async_op=True) took "
+             f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}")
+    if "nccl" in set(overlap.get("backend", pd.Series(dtype=object))):
+        # nccl queues both variants on its one stream and neither blocks the host: the same timeline twice
+        return [timed + f" ({ratio:.2f}x); on nccl both queue on the same NCCL stream, so this cannot show "
+                        "overlap: the comparison means something on gloo only."]
+    return [timed + ": " + (f"overlap buys {ratio:.2f}x here." if ratio > 1 else f"overlap does not pay here ({ratio:.2f}x).")]
 
 
 def distributed_findings(frame: pd.DataFrame) -> list[str]:

@@ -86,7 +86,7 @@ def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
         memory = format_bytes(device["memory_bytes"]) if device.get("memory_bytes") else "memory unknown"
         summary.append((str(device.get("device")), f"{device.get('name')}, {memory}, {link}{nvlink}"))
     if block.get("peer_access"):
-        summary.append(("peer access", "; ".join(
+        summary.append(("peer access possible (capability, not whether enabled)", "; ".join(
             f"{i}->{j}: {'yes' if ok else 'no'}" for i, row in enumerate(block["peer_access"])
             for j, ok in enumerate(row) if i != j) or "one device"))
     return summary

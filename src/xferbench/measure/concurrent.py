@@ -242,16 +242,33 @@ def _prepare_bidir(c: Concurrent, sync: Callable[[], None]) -> Prepared:
     return Prepared(call, check=check)
 
 
+def _near(local: set[int] | None, allocate: Callable[[], Any]) -> Any:
+    """``allocate()`` run on CPUs of a GPU's NUMA node (``local``), so the pages it first touches
+    land on that node; where the node is unknown or off limits, where this thread runs."""
+    try:
+        cpus = numa_cpus(local, set(os.sched_getaffinity(0)), "local")
+    except NotPlaceable:
+        return allocate()
+    with _bound_to(cpus):
+        return allocate()
+
+
 def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
     _require_cuda(c)
     import torch
 
     to_device = c.variant.startswith("h2d")
     legs = []
+    empty_host_cache()  # a cached pinned block would sit wherever it was first allocated
     for gpu in c.gpus:
-        host = _pattern(c.shape, "cpu", pinned=True) if to_device else torch.empty(c.shape, pin_memory=True)
+        # Each GPU's host buffer on its own node: on 2 sockets, half the GPUs would otherwise
+        # cross the socket link and the host link be blamed for it.
+        local = gpu_local_cpus(pci_bus_id(torch.cuda.get_device_properties(torch.device(gpu))))
+        host = _near(local, lambda: _pattern(c.shape, "cpu", pinned=True) if to_device
+                     else torch.empty(c.shape, pin_memory=True))
         device = torch.empty(c.shape, device=gpu) if to_device else _pattern(c.shape, gpu)
         legs.append((_streamed(gpu), host, device))
+    nodes = [numa_node_of(host.data_ptr()) for _, host, _ in legs]
     sync()
 
     def call() -> None:
@@ -264,7 +281,7 @@ def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
     def check(_: Any) -> None:
         for _stream, host, device in legs:
             _equal(device, host, f"{c.id} {device.device}")
-    return Prepared(call, check=check)
+    return Prepared(call, check=check, extra={"host_numa_nodes": nodes})
 
 
 def _prepare_copy_kind(c: Concurrent, sync: Callable[[], None]) -> Prepared:

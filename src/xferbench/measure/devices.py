@@ -75,8 +75,9 @@ class DeviceBackend(Protocol):
 #: Spin-wait before a window of event-timed calls, per call enqueued (seconds): long
 #: enough that the host has queued every call before the stream reaches the start event.
 SPIN_PER_CALL_S = 50e-6
-#: GPU clock cycles per second assumed to size the spin; a slower clock only spins longer.
-SPIN_CYCLES_PER_S = 2e9
+#: Cycles of the spin kernel timed once per device to learn its rate (its clock: 2 GHz on an
+#: H100, about 20x fewer spin cycles a second on gfx11), so the spin lasts what it should.
+SPIN_CALIBRATION_CYCLES = 1_000_000
 #: Windows of back-to-back calls per event measurement.
 EVENT_WINDOWS = 3
 
@@ -91,6 +92,7 @@ class TorchBackend:
 
         self._torch = torch
         self.type = _accelerator_type(torch)
+        self._spin_rates: dict[int, float] = {}  # spin cycles per second, by GPU
 
     def device_count(self) -> int:
         if self.type is None:
@@ -150,9 +152,9 @@ class TorchBackend:
         # As nvbandwidth does: without the spin the start event fires at once and the
         # window includes the host's dispatch and enqueue of the first call.
         cuda = self._torch.cuda
-        cycles = int(SPIN_CYCLES_PER_S * SPIN_PER_CALL_S * repeats)
         times = []
         with cuda.device(index):
+            cycles = max(1, int(self._spin_rate(index) * SPIN_PER_CALL_S * repeats))
             for _ in range(EVENT_WINDOWS):
                 start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
                 cuda._sleep(cycles)
@@ -163,6 +165,20 @@ class TorchBackend:
                 end.synchronize()
                 times.append(start.elapsed_time(end) / 1e3 / repeats)  # elapsed_time is in ms
         return times
+
+    def _spin_rate(self, index: int) -> float:
+        """Spin cycles per second on GPU ``index`` (the current device), timed once with events."""
+        rates = self._spin_rates
+        if index not in rates:
+            cuda = self._torch.cuda
+            cuda._sleep(1000)  # load the kernel
+            start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+            start.record()
+            cuda._sleep(SPIN_CALIBRATION_CYCLES)
+            end.record()
+            end.synchronize()
+            rates[index] = SPIN_CALIBRATION_CYCLES / max(start.elapsed_time(end) / 1e3, 1e-9)
+        return rates[index]
 
     def tensor_device(self, device: str) -> str:
         return device

@@ -210,10 +210,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from .distributed import PROFILES
         from .distributed.operations import planned_cases
 
-        def free(kind: str) -> int | None:  # the least free memory of the two ranks' devices
+        def free(kind: str) -> int | None:  # the least free memory of the two ranks' own devices
             if kind == "cpu":
                 return host_memory_available()
-            known = [info[0] for info in map(s.backend.memory_info, (0, 1)) if info]
+            gpus = [int(d.split(":")[1]) for d in s.devices if d.startswith("cuda:")][:2]  # as World places them
+            known = [info[0] for info in map(s.backend.memory_info, gpus) if info]
             return min(known) if len(known) == 2 else None
 
         sizes = metafunc.config.getoption("xfer_sizes") or parse_sizes(PROFILES[s.profile].sizes)
@@ -284,6 +285,7 @@ def xfer_world(request: pytest.FixtureRequest) -> Any:
 def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -> Callable[[Any], dict[str, Any]]:
     """Run one distributed case on the session's world; wrong data fails it."""
     from .distributed import PROFILES, DistributedError, VerificationError
+    from .distributed.world import CaseSkipped
 
     profile = PROFILES[settings(request.config).profile]
     rounds = request.config.getoption("xfer_dist_rounds")
@@ -291,6 +293,8 @@ def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -
     def run(case: Any) -> dict[str, Any]:
         try:
             return xfer_world.run(case, benchmark, profile, rounds)
+        except CaseSkipped as skipped:  # every rank skipped it: the world goes on
+            pytest.skip(str(skipped))
         except (DistributedError, VerificationError) as error:
             pytest.fail(str(error), pytrace=False)
 

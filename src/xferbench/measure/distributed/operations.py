@@ -14,6 +14,7 @@ overlap of all_reduces), (n-1)/n for all_gather, reduce_scatter and all_to_all,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ __all__ = [
     "DIST_OPS",
     "IN_FLIGHT",
     "POINT_TO_POINT",
+    "FOOTPRINT",
     "DistCase",
     "Operation",
     "build_dist_cases",
@@ -110,17 +112,26 @@ def world_backend(devices: Sequence[str], requested: str, world_size: int = 2) -
     return "nccl" if sum(d.startswith("cuda:") for d in devices) >= world_size else "gloo"
 
 
+#: Peak resident bytes one rank holds per payload byte for each op: its buffers, the
+#: backend's own copies and the check, measured on a 2-rank gloo world at 128 MiB (peak
+#: VmHWM over build, calls and check, over the payload). Split ops' send or receive block
+#: shrinks as 1/n, so 2 ranks is the largest; nccl keeps fewer copies than gloo.
+FOOTPRINT = {"send_recv": 1.25, "isend_irecv": 1.25, "broadcast": 1.25, "all_reduce": 1.25, "overlap": 1.25,
+             "reduce_scatter": 2.6, "all_gather": 2.6, "all_to_all": 2.25}
+
+
 def bytes_needed(op: str, nbytes: int) -> int:
-    """Payload memory one rank holds for ``op`` (send and receive buffers)."""
-    return 2 * nbytes if op in ("all_gather", "reduce_scatter", "all_to_all") else nbytes
+    """Memory one rank holds for ``op`` on a payload of ``nbytes`` (see FOOTPRINT)."""
+    return math.ceil(nbytes * FOOTPRINT[op])
 
 
 def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) -> list[int] | str:
-    """``sizes`` extended by x4 steps up to the largest payload whose buffers fit ``fraction`` of
-    ``free_bytes``, that largest size included; a reason when free memory is unknown."""
+    """``sizes`` extended by x4 steps up to the largest payload the leanest op can hold in
+    ``fraction`` of ``free_bytes``, that largest size included; a reason when free memory is
+    unknown. Each op's own footprint then decides which of these sizes it runs (``planned_cases``)."""
     if free_bytes is None:
         return "free memory is unknown on this machine, so the scan to the largest size that fits was skipped"
-    cap = int(free_bytes * fraction) // 2  # the hungriest op holds two buffers of the payload
+    cap = int(free_bytes * fraction / min(FOOTPRINT.values()))
     cap -= cap % 2**20 if cap > 2**20 else cap % 64  # a round number that every world size and dtype divides
     top = max(sizes, default=4)
     out = [s for s in sizes if s <= cap]
@@ -150,13 +161,27 @@ def pairs(nodes: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
     return out
 
 
+#: Ops whose payload is split in equal blocks: one per rank, or one per all_reduce in flight.
+SPLIT = ("all_gather", "reduce_scatter", "all_to_all")
+
+
+def moved(op: str, nbytes: int, world_size: int, dtype: str = "float32") -> int:
+    """The bytes ``op`` really moves for a requested payload of ``nbytes``: whole elements, and for
+    ops that split the payload, whole blocks (16 ranks cannot all_gather 4 B: 16 elements, 64 B)."""
+    blocks = world_size if op in SPLIT else IN_FLIGHT if op == "overlap" else 1
+    element = DTYPE_SIZES[dtype]
+    return max(blocks, nbytes // element // blocks * blocks) * element
+
+
 def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
               dtype: str = "float32") -> list[DistCase]:
-    """Every case of a world whose ranks sit on ``nodes``, size by size."""
+    """Every case of a world whose ranks sit on ``nodes``, size by size; each case's ``nbytes`` is
+    what it moves (see ``moved``)."""
     out = []
     links = pairs(nodes)
-    for size in sizes:
+    for requested in sizes:
         for op in DIST_OPS:
+            size = moved(op, requested, world_size, dtype)
             if op in POINT_TO_POINT:
                 out += [DistCase(op, size, backend, world_size, device, dtype, pair, None, crosses)
                         for pair, crosses in links]
@@ -182,14 +207,18 @@ def build_dist_cases(devices: Sequence[str], backend: str, sizes: Sequence[objec
 
 
 def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object], mem_fraction: float | None,
-                  free_bytes: Callable[[str], int | None]) -> list[DistCase | Skipped]:
-    """The 2-rank world's cases; with ``mem_fraction``, the sweep goes on to the largest size whose
-    buffers fit that fraction of the least free memory of the ranks' devices (``free_bytes(kind)``)."""
-    planned = build_dist_cases(devices, backend, sizes)
+                  free_bytes: Callable[[str], int | None], world_size: int = 2) -> list[DistCase | Skipped]:
+    """The 2-rank world's cases; with ``mem_fraction``, the sweep goes on to the largest size that
+    fits that fraction of the least free memory of the ranks' devices (``free_bytes(kind)``: of
+    one GPU, or of the whole host, shared by the ranks of this node). A case whose op's footprint
+    does not fit is skipped with the figures."""
+    planned = build_dist_cases(devices, backend, sizes, world_size)
     if not planned or isinstance(planned[0], Skipped):
         return planned
     kind = planned[0].device
     free = free_bytes(kind)
+    if free is not None and kind == "cpu":
+        free //= world_size  # every rank of this node allocates from the same host memory at once
     byte_sizes = [s for s in sizes if isinstance(s, int)]
     notes: list[Skipped] = []
     if mem_fraction:
@@ -198,17 +227,29 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
             notes.append(Skipped("largest-size-scan", scanned))
         else:
             byte_sizes = scanned
-    # A size no rank can hold would fail inside the world and break it for every later case.
-    fits = [s for s in byte_sizes if free is None or 2 * s <= free]
-    notes += [Skipped(f"distributed-{format_size(s)}", f"{format_size(s)} needs {format_size(2 * s)} per rank for "
-                      f"send and receive buffers; {format_bytes(free)} of {kind} memory is free") for s in byte_sizes
-              if free is not None and 2 * s > free]
-    return [*build_dist_cases(devices, backend, fits), *notes]
+    budget = None if free is None else int(free * (mem_fraction or 1))
+    where = f"{kind} memory per rank" if kind != "cpu" else f"host memory per rank ({world_size} ranks on this node)"
+    out: list[DistCase | Skipped] = []
+    for case in build_dist_cases(devices, backend, byte_sizes, world_size):
+        # A case no rank can hold would fail inside the world and break it for every later case.
+        if isinstance(case, DistCase) and budget is not None and bytes_needed(case.op, case.nbytes) > budget:
+            out.append(Skipped(case.id, f"{case.op} of {format_size(case.nbytes)} needs "
+                                        f"{format_bytes(bytes_needed(case.op, case.nbytes))} per rank; "
+                                        f"{format_bytes(budget)} of {where} is available to it"))
+        else:
+            out.append(case)
+    return out + notes
+
+
+#: Calls per round at least, behind one sync: the line-up skew of the ranks, the sync and the
+#: dispatch are shared by these calls instead of being charged to each (nccl-tests times 20).
+MIN_CALLS = 4
 
 
 def calls_for(nbytes: int) -> int:
-    """Iterations per round: enough that a round of a tiny op is not all timer overhead."""
-    return max(1, min(100, 2**20 // max(nbytes, 1)))
+    """Iterations per round: enough that a round of a tiny op is not all timer overhead, and
+    never a lone call per round."""
+    return max(MIN_CALLS, min(100, 2**20 // max(nbytes, 1)))
 
 
 # --- each rank's side of an op ----------------------------------------------------------------------------
@@ -217,40 +258,51 @@ def _done(*_steps: Any) -> None:
     """Lets a one-line reset run its steps (the arguments) and return None."""
 
 
-def _synced(fn: Callable[[], object], sync: Callable[[], None]) -> Callable[[], None]:
-    """One iteration: the op, then this rank's device synchronized (a no-op on the CPU)."""
-    def call() -> None:
-        fn()
-        sync()
-    return call
-
-
 def _wait(work: Any) -> None:
     """Wait for an async op's handle (torch types it optional; with async_op it is always there)."""
     if work is not None:
         work.wait()
 
+def _nothing() -> None:
+    """The sync of a rank with nothing to wait for (the CPU, or a rank outside a ping-pong's pair)."""
+
+
 @dataclass(frozen=True)
 class Operation:
     reset: Callable[[], None]  # known values in this rank's buffers
-    call: Callable[[], None]  # one iteration, synchronized
-    check: Callable[[], bool]  # after reset + one call: does this rank hold what the op delivers?
+    call: Callable[[], None]  # one iteration, issued (on a GPU it may still run when this returns)
+    check: Callable[[], bool]  # after reset, one call and sync: does this rank hold what the op delivers?
+    sync: Callable[[], None] = _nothing  # wait for this rank's device: once after K calls, as nccl-tests does
+
+
+#: Elements compared at a time by a check, so a check's temporaries stay small whatever the payload.
+CHECK_CHUNK = 2**22
+
+
+def _holds(tensor: Tensor, value: float) -> bool:
+    """Every element of ``tensor`` equals ``value``, compared a chunk at a time (no full-size temporary)."""
+    return all(bool(chunk.eq(value).all()) for chunk in tensor.reshape(-1).split(CHECK_CHUNK))
+
+
+def _blocks_hold(tensor: Tensor, values: Sequence[float]) -> bool:
+    """Block ``i`` of ``tensor`` (split into ``len(values)`` equal blocks) holds ``values[i]`` throughout."""
+    return all(_holds(block, value) for block, value in zip(tensor.reshape(len(values), -1), values, strict=True))
 
 
 def operation(case: DistCase, rank: int, local_device: str) -> Operation:
-    """Rank ``rank``'s side of ``case`` on its device ``local_device``."""
+    """Rank ``rank``'s side of ``case`` on its device ``local_device``.
+
+    Only the op's own buffers are allocated: values are written and checked block by block,
+    so a rank needs ``bytes_needed`` and no full-size expected tensors besides."""
     import torch
 
     dtype = getattr(torch, case.dtype)
     n = case.world_size
     per = max(1, case.numel // n)  # elements per rank's block for the ops that split the payload
-    sync: Callable[[], None] = (lambda: torch.cuda.synchronize(local_device)) if case.device == "cuda" else (lambda: None)
+    sync: Callable[[], None] = (lambda: torch.cuda.synchronize(local_device)) if case.device == "cuda" else _nothing
 
     def empty(count: int) -> Tensor:
         return torch.zeros(count, dtype=dtype, device=local_device)
-
-    def all_equal(tensor: Tensor, value: float) -> bool:
-        return bool((tensor == value).all())
 
     if case.point_to_point:
         return _point_to_point(case, rank, empty(case.numel), sync)
@@ -264,32 +316,33 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
     scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     if case.op == "broadcast":
         buf = empty(case.numel)
-        return Operation(lambda: _done(buf.fill_(rank + 1)), _synced(lambda: dist.broadcast(buf, src=0), sync),
-                         lambda: all_equal(buf, 1))
+        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.broadcast(buf, src=0)),
+                         lambda: _holds(buf, 1), sync)
     if case.op == "all_reduce":
         buf = empty(case.numel)
-        return Operation(lambda: _done(buf.fill_(rank + 1)), _synced(lambda: dist.all_reduce(buf), sync),
-                         lambda: all_equal(buf, total))
+        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.all_reduce(buf)),
+                         lambda: _holds(buf, total), sync)
     if case.op == "all_gather":
         send, recv = empty(per), empty(per * n)
-        expected = torch.arange(1, n + 1, dtype=dtype, device=local_device).repeat_interleave(per)
         return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
-                         _synced(lambda: gather(recv, send), sync),
-                         lambda: bool(torch.equal(recv, expected)))
+                         lambda: _done(gather(recv, send)),
+                         lambda: _blocks_hold(recv, [i + 1 for i in range(n)]), sync)
     if case.op == "reduce_scatter":
         send, recv = empty(per * n), empty(per)
         return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
-                         _synced(lambda: scatter(recv, send), sync),
-                         lambda: all_equal(recv, total))
+                         lambda: _done(scatter(recv, send)),
+                         lambda: _holds(recv, total), sync)
     if case.op == "all_to_all":
         # Block j of rank r's input holds r*n + j + 1; after the exchange block i of
         # rank r's output must hold i*n + r + 1 (rank i's block for r).
         send, recv = empty(per * n), empty(per * n)
-        sent = (torch.arange(n, dtype=dtype, device=local_device) + rank * n + 1).repeat_interleave(per)
-        expected = (torch.arange(n, dtype=dtype, device=local_device) * n + rank + 1).repeat_interleave(per)
-        return Operation(lambda: _done(send.copy_(sent), recv.zero_()),
-                         _synced(lambda: dist.all_to_all_single(recv, send), sync),
-                         lambda: bool(torch.equal(recv, expected)))
+
+        def reset() -> None:
+            for j, block in enumerate(send.view(n, per)):
+                block.fill_(rank * n + j + 1)
+            recv.zero_()
+        return Operation(reset, lambda: _done(dist.all_to_all_single(recv, send)),
+                         lambda: _blocks_hold(recv, [i * n + rank + 1 for i in range(n)]), sync)
     raise ValueError(f"unknown distributed op {case.op!r}")
 
 
@@ -309,23 +362,22 @@ def _point_to_point(case: DistCase, rank: int, buf: Tensor, sync: Callable[[], N
         else:
             dist.recv(buf, peer)
             dist.send(buf, peer)
-        sync()
 
     def nonblocking() -> None:
         order = (dist.isend, dist.irecv) if rank == first else (dist.irecv, dist.isend)
         _wait(order[0](buf, peer))
         _wait(order[1](buf, peer))
-        sync()
 
     # Only the first rank's values travel: both ends must hold them after one round trip.
     return Operation(lambda: _done(buf.fill_(first + 1 if rank == first else 0)),
                      blocking if case.op == "send_recv" else nonblocking,
-                     lambda: bool((buf == first + 1).all()))
+                     lambda: _holds(buf, first + 1), sync)
 
 
 def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], None]) -> Operation:
     """IN_FLIGHT all_reduces of a quarter of the payload each: all issued with async_op=True and
-    then waited for, or one after another; the same bytes either way."""
+    then waited for, or one after another; the same bytes either way. Each call syncs its device
+    itself: what this family measures is whether the host waits between the all_reduces."""
     import torch.distributed as dist
 
     n = case.world_size
@@ -346,4 +398,4 @@ def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], N
             buf.fill_(rank + 1)
 
     return Operation(reset, in_flight if case.variant == "in_flight" else one_by_one,
-                     lambda: all(bool((buf == n * (n + 1) / 2).all()) for buf in bufs))
+                     lambda: all(_holds(buf, n * (n + 1) / 2) for buf in bufs))

@@ -10,10 +10,12 @@ timing; rank 0 writes a pytest-benchmark JSON built with pytest-benchmark's own 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -22,10 +24,15 @@ from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_s
 from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
+    FAULTS,
+    GRACE_S,
+    CaseSkipped,
     DistributedError,
     Timed,
     VerificationError,
     check_same_settings,
+    free_bytes,
+    injected_fault,
     join,
     node_name,
     rank_device,
@@ -61,20 +68,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--world-size", type=int, default=2, help=argparse.SUPPRESS)
     p.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--fault", choices=["exit-early", "die-mid-run"], help=argparse.SUPPRESS)
+    p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)
+    p.add_argument("--coordinator", type=int, default=0, help=argparse.SUPPRESS)  # the pytest process's port
     p.add_argument("--device", help=argparse.SUPPRESS)  # the helper's GPU, chosen by rank 0
     return p
-
-
-def _free_bytes(device: str) -> int | None:
-    import torch
-
-    from ..devices import host_memory_available
-
-    if device.startswith("cuda"):
-        free, _ = torch.cuda.mem_get_info(torch.device(device))
-        return int(free)
-    return host_memory_available()
 
 
 def check_out(out: Path) -> None:
@@ -129,30 +126,73 @@ def _world_free_bytes(free: int | None, device: str) -> int | None:
     return None if least < 0 else least
 
 
-def run(args: argparse.Namespace) -> int:
-    import torch
+@dataclass(frozen=True)
+class Launch:
+    """Who this rank is, as its launcher says: torchrun's variables, or SLURM's under a plain srun."""
+
+    rank: int
+    world_size: int
+    local_rank: int  # its GPU on this node
+    per_node: int  # ranks on this node
+    node_id: str | None  # the launcher's number of this node (GROUP_RANK, SLURM_NODEID), if it gives one
+
+
+def launched(env: Mapping[str, str]) -> Launch:
+    """This rank's place in the world, or DistributedError (one line) saying how to start it."""
+    def number(*names: str, default: str | None = None) -> int:
+        for name in names:
+            if env.get(name):
+                try:
+                    return int(env[name].split("(")[0])  # SLURM_TASKS_PER_NODE reads "4(x2)"
+                except ValueError:
+                    raise DistributedError(f"{name}={env[name]!r} is not a whole number") from None
+        if default is None:
+            raise DistributedError(f"started by srun without torchrun, and {' or '.join(names)} is unset; "
+                                   f"start with srun torchrun ... -m {PROG}, or set it")
+        return int(default)
+
+    if "RANK" in env:  # torchrun (or anything that sets its variables)
+        return Launch(number("RANK"), number("WORLD_SIZE", default="1"), number("LOCAL_RANK", default="0"),
+                      number("LOCAL_WORLD_SIZE", default="1"), env.get("GROUP_RANK"))
+    if "SLURM_PROCID" in env:  # srun alone: every rank would take GPU 0 without SLURM_LOCALID
+        for name in ("MASTER_ADDR", "MASTER_PORT"):
+            if not env.get(name):
+                raise DistributedError(f"started by srun without torchrun, and {name} is unset; export MASTER_ADDR "
+                                       "(the first node of the job) and MASTER_PORT before srun")
+        return Launch(number("SLURM_PROCID"), number("SLURM_NTASKS"), number("SLURM_LOCALID"),
+                      number("SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"), env.get("SLURM_NODEID"))
+    raise DistributedError("not started by torchrun (RANK is unset) nor by srun (SLURM_PROCID is unset); run: "
+                           f"torchrun --nnodes=N --nproc-per-node=M -m {PROG} --out run.json")
+
+
+def _leave() -> None:
+    """Leave the process group if this rank is in one (its peers then fail fast, not at the timeout)."""
     import torch.distributed as dist
 
-    if "RANK" not in os.environ:
-        raise DistributedError("not started by torchrun (RANK is unset); run: torchrun --nnodes=N --nproc-per-node=M "
-                               f"-m {PROG} --out run.json")
-    rank, world_size = int(os.environ["RANK"]), int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if dist.is_initialized():
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    launch = launched(os.environ)
+    rank, world_size, local_rank, per_node = launch.rank, launch.world_size, launch.local_rank, launch.per_node
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     # nccl needs a GPU of its own for every rank of a node; auto falls back to gloo otherwise.
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus >= per_node else "gloo")
     if backend == "nccl" and gpus < per_node:
         raise DistributedError(f"rank {rank} on {node_name()}: nccl needs one GPU per rank, and this node runs "
                                f"{per_node} ranks on {gpus} GPU(s); use --nproc-per-node={gpus} or --backend gloo")
     device = rank_device(backend, local_rank, gpus)
-    free = _free_bytes(device)
+    free = free_bytes(device, per_node)  # this rank's share of host memory (gloo)
     sizes = validate(args, rank, world_size, free)
     profile = PROFILES[args.profile]
     address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
-        everyone = roll_call(world_size, _settings(args))
+        everyone = roll_call(world_size, _settings(args), launch.node_id)
     except Exception as error:
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
                                f"within {args.timeout:g} s (a rank or node never joined, or died): "
@@ -161,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
     nodes = [node for node, _ in everyone]
     notes = []
     if args.mem_fraction:
-        scanned = scan_sizes(sizes, _world_free_bytes(free, device), args.mem_fraction)
+        # read now that the world holds its communicators, as this node's ranks share its host memory
+        scanned = scan_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device), args.mem_fraction)
         if isinstance(scanned, str):
             notes.append(scanned)
         else:
@@ -173,8 +214,22 @@ def run(args: argparse.Namespace) -> int:
     described = _describe_run(backend, world_size, nodes, notes) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records = []
-    for case in cases:
-        records.append(_measure(case, rank, device, profile, args.rounds, nodes))
+    broke = None
+    fault = injected_fault(rank)
+    for number, case in enumerate(cases):
+        if fault == ("die-mid-run", number):
+            os._exit(4)  # test only: a rank killed in the middle of the run
+        try:
+            records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout))
+        except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
+            notes.append(f"skipped {skipped}")
+            continue
+        except (VerificationError, DistributedError):
+            raise
+        except Exception as error:  # a peer died or hung: rank 0 still writes what was measured
+            broke = _who_broke(rank, world_size, nodes, case, error, args.timeout)
+            notes.append(broke)
+            break
         if journal is not None:
             journal.write({"benchmark": records[-1].as_dict(include_data=True)})
     if described is not None:
@@ -186,14 +241,54 @@ def run(args: argparse.Namespace) -> int:
             journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
         print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
               f"{backend})" + "".join(f"; {note}" for note in notes))
-    dist.destroy_process_group()
+    if broke:
+        if rank == 0:
+            from torch.distributed import distributed_c10d
+
+            with contextlib.suppress(Exception):
+                distributed_c10d._get_default_store().set(_WRITTEN, "1")  # the other ranks may go now
+        raise DistributedError(broke)
     return 0
 
 
+#: The store key rank 0 sets once it has written the JSON of a broken world.
+_WRITTEN = "xferbench/written"
+
+
+def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, error: Exception, timeout_s: float) -> str:
+    """One line naming the ranks that stopped answering during ``case``: every rank still alive
+    says so in the rendezvous store (which outlives a dead worker), rank 0 waits a moment for
+    them, and the ranks that said nothing are the dead or hung ones."""
+    import datetime as dt
+    import time
+
+    from torch.distributed import distributed_c10d
+
+    store = distributed_c10d._get_default_store()
+    with contextlib.suppress(Exception):
+        store.set(f"xferbench/alive/{case.id}/{rank}", first_line(error))
+    if rank != 0:  # stay until rank 0 has written the JSON: torchrun ends every rank of a node when one exits
+        with contextlib.suppress(Exception):
+            store.wait([_WRITTEN], dt.timedelta(seconds=timeout_s))
+        return f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}"
+    keys = [f"xferbench/alive/{case.id}/{r}" for r in range(world_size)]
+    deadline = time.monotonic() + min(timeout_s, 2 * GRACE_S)
+    silent = list(range(world_size))
+    while silent and time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            silent = [r for r in range(world_size) if not store.check([keys[r]])]
+        time.sleep(0.1)
+    if not silent:
+        return f"the world broke during {case.id}, every rank still answering: {first_line(error)}"
+    named = ", ".join(f"rank {r} on {nodes[r]}" for r in silent)
+    return f"{named} stopped answering during {case.id} (rank 0 saw: {first_line(error)[:160]})"
+
+
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
-             nodes: list[str]) -> Metadata:
+             nodes: list[str], per_node: int, timeout_s: float) -> Metadata:
     iterations = calls_for(case.nbytes)
-    timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup)
+    timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup,
+                               per_node=per_node, timeout_s=timeout_s)
     return _metadata(case, timed, iterations, nodes)
 
 
@@ -205,7 +300,7 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
         extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
-                                        "rank_hosts": nodes},
+                                        "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds},
     )
     metadata = Metadata(fixture, iterations=iterations, options={"timer": "perf_counter", "iterations": iterations})
     for seconds in timed.world_seconds:
@@ -261,6 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DistributedError, ValueError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
+    finally:
+        _leave()  # on every exit, error or not: a peer waiting on this rank learns at once
 
 
 if __name__ == "__main__":

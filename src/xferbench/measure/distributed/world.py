@@ -5,12 +5,13 @@ Each rank owns its device from its first call (``join``: ``torch.cuda.set_device
 itself; after each round the ranks exchange their times (outside the timed region), so
 each keeps all ranks' times and the world's time of a round is the slowest rank's.
 
-Inside pytest, ``World`` is a world of 2 on loopback: this process is rank 0, a helper
-process (``python -m xferbench.distributed --worker``) rank 1. Before each case rank 0
-announces it with a small broadcast of whole numbers (the control message).
-
-A rank that dies or never joins ends the run within the timeout with one line naming
-the rank, its host and the rendezvous address.
+Inside pytest, ``World`` is a world of 2 on loopback made of two helper processes
+(``python -m xferbench.distributed --worker``); the pytest process is no member. It hands
+each case to every rank over a plain socket and waits for their answers with a deadline
+of its own that grows with the payload, so a rank that dies, stalls or wedges its GPU
+fails that case (and the later ones at once) while the pytest session goes on: NCCL's
+watchdog can abort a member, never pytest. A case that does not fit some rank's free
+memory (or runs out of it while allocating) is skipped on every rank with the reason.
 """
 
 from __future__ import annotations
@@ -18,28 +19,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import json
 import os
+import select
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...units import DTYPE_SIZES, first_line
-from .operations import DIST_OPS, OVERLAP_VARIANTS, DistCase, operation
+from ...units import first_line, format_bytes, format_size
+from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
 
 __all__ = [
+    "FAULT_ENV",
     "NODE_ENV",
     "SLOW_RANK_ENV",
+    "CaseSkipped",
     "DistributedError",
     "Timed",
     "VerificationError",
     "World",
+    "call_deadline",
     "free_port",
     "join",
     "node_name",
@@ -52,11 +58,20 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 #: This process's node, when hostnames do not tell nodes apart (tests split one machine in two).
 NODE_ENV = "XFERBENCH_NODE"
-#: Test only: ``RANK:SECONDS`` makes that rank take SECONDS longer in every round it times.
+#: Test only: ``RANK:SECONDS`` makes that rank arrive SECONDS late at every round (a sleep before its calls).
 SLOW_RANK_ENV = "XFERBENCH_TEST_SLOW_RANK"
-CONTROL_SLOTS = 10
-_STOP = -1
-_INT64 = 2**63 - 1
+#: Test only: ``RANK:FAULT[:AFTER]`` makes that helper rank fail at the case after the first AFTER (0): FAULTS.
+FAULT_ENV = "XFERBENCH_TEST_FAULT"
+FAULTS = ("exit-early", "die-mid-run", "stall", "raise", "oom")
+#: The slowest a rank may move a payload byte before its call counts as hung (bytes per second):
+#: a single multi-GB gloo call on a slow host must not pass for a dead rank.
+FLOOR_BYTES_PER_S = 100e6
+#: After one rank failed, how long the others get to say why before the world is taken down.
+GRACE_S = 2.0
+#: Seconds a helper may take to start (import torch) on top of the rendezvous timeout.
+STARTUP_S = 30.0
+#: Words of a backend error that mean "I waited for a peer", not "I failed myself".
+_WAITING = ("timed out", "timeout", "connection closed", "connection reset", "reset by peer", "broken pipe")
 
 
 class DistributedError(RuntimeError):
@@ -65,6 +80,10 @@ class DistributedError(RuntimeError):
 
 class VerificationError(RuntimeError):
     """A collective delivered wrong data; the message names the ranks that hold it."""
+
+
+class CaseSkipped(RuntimeError):
+    """Every rank skipped this case (some rank could not hold it); the message says which and why."""
 
 
 def node_name() -> str:
@@ -105,22 +124,18 @@ def join(backend: str, init_method: str, rank: int, world_size: int, timeout_s: 
     extra: dict[str, Any] = {}
     if device.startswith("cuda"):
         cuda.set_device(torch.device(device))  # before anything touches a GPU: NCCL rejects two ranks on one
-        extra["device_id"] = torch.device(device)
+        if _takes("device_id", dist.init_process_group):  # torch >= 2.3; set_device alone binds it before
+            extra["device_id"] = torch.device(device)
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=dt.timedelta(seconds=timeout_s), **extra)
 
 
-def control(values: Sequence[int], device: str) -> list[int]:
-    """Rank 0 sends ``values``; every rank returns what rank 0 sent. The tensor lives on this
-    rank's own ``device`` (nccl moves only GPU tensors), never on whatever device is current."""
-    import torch
-    import torch.distributed as dist
+def _takes(name: str, fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` accepts the keyword ``name``."""
+    import inspect
 
-    if len(values) > CONTROL_SLOTS or any(not -_INT64 <= int(v) <= _INT64 for v in values):
-        raise ValueError(f"a control message holds {CONTROL_SLOTS} whole numbers of 64 bits; got {list(values)!r:.80}")
-    tensor = torch.tensor([*values] + [0] * (CONTROL_SLOTS - len(values)), dtype=torch.int64, device=device)
-    dist.broadcast(tensor, src=0)
-    return [int(v) for v in tensor.cpu()]
+    parameters = inspect.signature(fn).parameters
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def exchange(device: str, world_size: int) -> Callable[[float], list[float]]:
@@ -139,23 +154,28 @@ def exchange(device: str, world_size: int) -> Callable[[float], list[float]]:
 
 def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup: int,
                  gather: Callable[[float], list[float]], clock: Callable[[], float] = time.perf_counter,
-                 delay: float = 0.0) -> list[list[float]]:
+                 delay: float = 0.0, sync: Callable[[], None] = lambda: None) -> list[list[float]]:
     """Every rank's per-call seconds of every round, as ``[rank][round]``.
 
-    Each rank reads its own clock around ``iterations`` calls; ``gather`` then shares the
+    Each rank reads its own clock around ``iterations`` calls and one ``sync`` of its device;
+    ``gather`` then shares the
     figure with every rank, outside the timed region, and doubles as the line-up of the
-    ranks before the next round. ``delay`` is the test-only slowed rank.
+    ranks before the next round. So a rank's time is its time inside the calls, its wait
+    for late peers included: a rank that arrives late waits least. ``delay`` is the
+    test-only late rank, sleeping before its calls.
     """
     for _ in range(warmup):
         call()
+    sync()
     gather(0.0)  # line up before the first round
     per_round = []
     for _ in range(rounds):
+        if delay:  # test only: this rank arrives late (a slow step of its own before the collective)
+            time.sleep(delay)
         start = clock()
         for _ in range(iterations):
             call()
-        if delay:
-            time.sleep(delay)
+        sync()  # once a round, as nccl-tests does: K calls queue back to back on the device
         per_round.append(gather((clock() - start) / iterations))
     return [list(ranks) for ranks in zip(*per_round, strict=True)]
 
@@ -172,31 +192,93 @@ class Timed:
         """Each round's time: the slowest member's (a collective ends when its last member does)."""
         return [max(ranks[r] for r in self.members) for ranks in zip(*self.rank_seconds, strict=True)]
 
+    @property
+    def mean_seconds(self) -> list[float]:
+        """Each round's mean over its members: beside the slowest, what a typical rank spent (the
+        max of N ranks' times grows with N even when no rank is slow)."""
+        return [sum(ranks[r] for r in self.members) / len(self.members) for ranks in zip(*self.rank_seconds, strict=True)]
 
-def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations: int, warmup: int) -> Timed:
-    """This rank's part of ``case``: time it, then check what it delivered (on every rank)."""
+
+def free_bytes(device: str, per_node: int) -> int | None:
+    """Memory this rank may use now: its GPU's free memory, or its share of the host's (the
+    ranks of a node allocate from it at once); None where unknown."""
+    if device.startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    from ..devices import host_memory_available
+
+    available = host_memory_available()
+    return None if available is None else available // max(1, per_node)
+
+
+def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], list[float]], per_node: int,
+              build: Callable[[DistCase, int, str], Operation]) -> Operation:
+    """This rank's buffers for ``case``, or CaseSkipped on every rank alike when any rank has too
+    little free memory or runs out while allocating (the world stays in step for the next case)."""
+    import torch
+
+    need = bytes_needed(case.op, case.nbytes)
+    mine = free_bytes(device, per_node)
+    short = [(r, free) for r, free in enumerate(gather(-1.0 if mine is None else float(mine))) if 0 <= free < need]
+    if short:
+        raise CaseSkipped(f"{case.id} needs {format_bytes(need)} per rank; " + ", ".join(
+            f"rank {r} has {format_bytes(int(free))} free" for r, free in short))
+    made: Operation | None = None
+    why = ""
+    try:
+        made = build(case, rank, device)
+    except torch.OutOfMemoryError as error:
+        why = first_line(error)
+    failed = [r for r, ok in enumerate(gather(1.0 if made else 0.0)) if ok < 1]
+    if made is None or failed:
+        raise CaseSkipped(f"{case.id}: rank(s) {', '.join(map(str, failed))} ran out of memory allocating "
+                          f"{format_bytes(need)}" + (f" ({why})" if why else ""))
+    return made
+
+
+def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations: int, warmup: int, *,
+                per_node: int = 1, timeout_s: float | None = None,
+                build: Callable[[DistCase, int, str], Operation] | None = None) -> Timed:
+    """This rank's part of ``case``: allocate (or skip everywhere), time it, then check what it
+    delivered (on every rank). ``per_node``: the ranks sharing this host's memory; ``timeout_s``:
+    the base of the wait for peers, scaled to the payload (a big gloo call is no dead rank)."""
+    if timeout_s is not None:
+        _set_timeout(call_deadline(timeout_s, case))
     gather = exchange(device, case.world_size)
-    op = operation(case, rank, device)
+    op = _allocate(case, rank, device, gather, per_node, build or operation)
     op.reset()
     members = case.pair if case.point_to_point else tuple(range(case.world_size))
     delay = slow_rank_delay(rank) if rank in members else 0.0
-    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay)
+    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay, sync=op.sync)
     op.reset()
     op.call()
+    op.sync()
     wrong = [r for r, ok in enumerate(gather(1.0 if op.check() else 0.0)) if ok < 1]
     if wrong:
         raise VerificationError(f"{case.id}: rank(s) {', '.join(map(str, wrong))} received wrong data")
     return Timed(times, members)
 
 
-def roll_call(world_size: int, settings: object) -> list[tuple[str, object]]:
-    """Every rank's node and settings, in rank order (after the rendezvous)."""
+def roll_call(world_size: int, settings: object, node_id: str | None = None) -> list[tuple[str, object]]:
+    """Every rank's node and settings, in rank order (after the rendezvous).
+
+    A node is its host name; where the launcher numbers nodes (``node_id``: torchrun's
+    GROUP_RANK, SLURM_NODEID) and that tells apart more nodes than the host names do
+    (containers that all call themselves the same), the number is added: ``host#1``."""
     import torch.distributed as dist
 
-    mine = (node_name(), settings)
+    mine = (node_name(), node_id, settings)
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
-    return [tuple(entry) for entry in everyone]
+    return node_labels([(host, number) for host, number, _ in everyone], [entry[2] for entry in everyone])
+
+
+def node_labels(nodes: Sequence[tuple[str, str | None]], settings: Sequence[object]) -> list[tuple[str, object]]:
+    """(host, launcher's node number) of every rank -> its node's label, beside its settings."""
+    numbered = all(number is not None for _, number in nodes)
+    split = numbered and len(set(nodes)) > len({host for host, _ in nodes})
+    return [(f"{host}#{number}" if split else host, mine) for (host, number), mine in zip(nodes, settings, strict=True)]
 
 
 def check_same_settings(everyone: Sequence[tuple[str, object]]) -> None:
@@ -222,56 +304,104 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _reset_group_count() -> None:
-    """Make the next process group's store keys start from 0, as in a fresh process.
-
-    torch names a group's keys by a per-process counter that a successful
-    destroy_process_group() resets but a failed init_process_group() does not; the
-    helper is a fresh process, so after a failed attempt the keys would differ and
-    the rendezvous would wait for a key nobody writes. No public API resets it.
-    """
-    from torch.distributed import distributed_c10d
-
-    world_state = getattr(distributed_c10d, "_world", None)
-    if world_state is not None and hasattr(world_state, "group_count"):
-        world_state.group_count = 0
-
-
 def _gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-# --- the control message: a case and its timing plan as whole numbers ------------------------------------
+def injected_fault(rank: int) -> tuple[str, int] | None:
+    """The injected fault of ``rank`` and after how many cases (see FAULT_ENV), or None."""
+    text = os.environ.get(FAULT_ENV, "")
+    if not text:
+        return None
+    parts = text.split(":")
+    try:
+        who, kind, after = int(parts[0]), parts[1], int(parts[2]) if len(parts) > 2 else 0
+    except (ValueError, IndexError):
+        raise DistributedError(f"{FAULT_ENV}={text!r}: write it as RANK:FAULT[:AFTER], e.g. 1:die-mid-run:2") from None
+    if kind not in FAULTS:
+        raise DistributedError(f"{FAULT_ENV}={text!r}: the fault is one of {', '.join(FAULTS)}")
+    return (kind, after) if who == rank else None
 
-def encode(case: DistCase, rounds: int, iterations: int, warmup: int) -> list[int]:
-    variant = OVERLAP_VARIANTS.index(case.variant) + 1 if case.variant else 0
-    return [DIST_OPS.index(case.op), case.nbytes, list(DTYPE_SIZES).index(case.dtype), *case.pair, variant,
-            rounds, iterations, warmup]
+
+def call_deadline(timeout_s: float, case: DistCase, calls: int = 1) -> float:
+    """Seconds ``calls`` calls of ``case`` may take before a rank counts as hung: the timeout,
+    plus the payload's footprint moved at FLOOR_BYTES_PER_S each call."""
+    return timeout_s + calls * bytes_needed(case.op, case.nbytes) / FLOOR_BYTES_PER_S
 
 
-def decode(values: Sequence[int], backend: str, world_size: int, device: str) -> tuple[DistCase, int, int, int]:
-    op, nbytes, dtype, first, partner, variant, rounds, iterations, warmup = values[:9]
-    case = DistCase(DIST_OPS[op], nbytes, backend, world_size, device.split(":")[0], list(DTYPE_SIZES)[dtype],
-                    (first, partner), OVERLAP_VARIANTS[variant - 1] if variant else None,
-                    "intra-node" if DIST_OPS[op] in ("send_recv", "isend_irecv") else None)
-    return case, rounds, iterations, warmup
+def _set_timeout(seconds: float) -> None:
+    """This rank's process group waits ``seconds`` for its peers from now on (torch >= 2.3; else as joined)."""
+    from torch.distributed import distributed_c10d
+
+    setter = getattr(distributed_c10d, "_set_pg_timeout", None)
+    if setter is not None:
+        with contextlib.suppress(Exception):  # a backend that cannot change it keeps the one it joined with
+            setter(dt.timedelta(seconds=seconds))
+
+
+# --- the line-JSON channel between the pytest process and its helper ranks ---------------------------------
+
+@dataclass
+class Channel:
+    """One helper's socket: JSON objects, one a line."""
+
+    sock: socket.socket
+    buffer: bytes = b""
+    closed: bool = False
+    inbox: list[dict[str, Any]] = field(default_factory=list)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def pump(self) -> None:
+        """Read what has arrived (the socket is readable) into ``inbox``; EOF marks it closed."""
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self.closed = True
+            return
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            self.inbox.append(json.loads(line))
+
+    def receive(self) -> dict[str, Any] | None:
+        """The next message, blocking (a helper's side); None when the other end is gone."""
+        while not self.inbox and not self.closed:
+            self.pump()
+        return self.inbox.pop(0) if self.inbox else None
+
+
+def _waited_for_a_peer(error: str) -> bool:
+    return any(word in error.lower() for word in _WAITING)
 
 
 class World:
-    """A world of 2 on loopback: this process is rank 0, a helper process rank 1."""
+    """A world of ``size`` ranks on loopback, every rank a helper process this one coordinates."""
 
     def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, fault: str | None = None,
-                 gpus: Sequence[str] = ()) -> None:
-        self.backend, self.timeout_s, self.fault = backend, timeout_s, fault
+                 gpus: Sequence[str] = (), size: int = 2) -> None:
+        self.backend, self.timeout_s, self.fault, self.size = backend, timeout_s, fault, size
         self.gpus = tuple(gpus)  # with nccl: the GPUs chosen (--xfer-devices), rank r on the r-th
         self.address, self.port = LOOPBACK, 0
-        self.helper: subprocess.Popen[bytes] | None = None
+        self.helpers: list[subprocess.Popen[bytes]] = []
+        self.channels: dict[int, Channel] = {}
         self.broken: str | None = None
         self.device = "cpu"
         self.hosts: list[str] = []
-        self._log = tempfile.NamedTemporaryFile(prefix="xferbench-rank1-", suffix=".log", delete=False)
+        self._listener: socket.socket | None = None
+        self._waiting: list[Channel] = []  # connected, not yet said which rank they are
+        self._logs = [tempfile.NamedTemporaryFile(prefix=f"xferbench-rank{r}-", suffix=".log", delete=False)
+                      for r in range(size)]
+
+    @property
+    def helper(self) -> subprocess.Popen[bytes] | None:
+        """Rank 1's process (the helper of the earlier 1-helper world)."""
+        return self.helpers[1] if len(self.helpers) > 1 else None
 
     @property
     def rendezvous(self) -> str:
@@ -283,53 +413,128 @@ class World:
         for attempt in range(3):
             self.port = free_port()
             self._spawn()
-            _reset_group_count()
-            try:
-                join(self.backend, self.rendezvous, 0, 2, self.timeout_s, self.device)
-                self.hosts = [host for host, _ in roll_call(2, None)]
+            answers = self._collect(time.monotonic() + self.timeout_s + STARTUP_S)
+            if all("ready" in answers.get(r, {}) for r in range(self.size)):
+                self.hosts = [answers[r]["ready"] for r in range(self.size)]
                 return
-            except Exception as error:  # torch raises several types here
-                if "address already in use" in str(error).lower() and attempt < 2:
-                    self._stop_helper()
-                    continue
-                message = self._why_not_joined()
-                self._stop_helper()
-                raise DistributedError(message) from None
+            taken = any("address already in use" in str(a.get("error", "")).lower() for a in answers.values())
+            message = self._why_not_joined(answers)
+            self._stop_helpers(kill=True)
+            if not (taken and attempt < 2):
+                raise DistributedError(message)
 
     def _spawn(self) -> None:
-        command = [sys.executable, "-m", "xferbench.distributed", "--worker", "--rank", "1", "--world-size", "2",
-                   "--address", self.address, "--port", str(self.port), "--backend", self.backend,
-                   "--timeout", str(self.timeout_s)]
-        if self.backend == "nccl":
-            command += ["--device", self._device_of(1)]
-        if self.fault:
-            command += ["--fault", self.fault]
-        self.helper = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._listener = socket.create_server((LOOPBACK, 0))
+        coordinator = self._listener.getsockname()[1]
+        for rank in range(self.size):
+            command = [sys.executable, "-m", "xferbench.distributed", "--worker", "--rank", str(rank),
+                       "--world-size", str(self.size), "--address", self.address, "--port", str(self.port),
+                       "--backend", self.backend, "--timeout", str(self.timeout_s), "--coordinator", str(coordinator)]
+            if self.backend == "nccl":
+                command += ["--device", self._device_of(rank)]
+            if self.fault and rank == 1:
+                command += ["--fault", self.fault]
+            self.helpers.append(subprocess.Popen(command, stdout=self._logs[rank], stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL))
 
     def _device_of(self, rank: int) -> str:
         if self.backend == "nccl" and len(self.gpus) > rank:
             return self.gpus[rank]
         return rank_device(self.backend, rank, _gpu_count())
 
-    def _helper_tail(self) -> str:
+    def _collect(self, deadline: float) -> dict[int, dict[str, Any]]:
+        """One answer from every rank, until ``deadline``; sooner when a rank failed (then the
+        others get GRACE_S to say why). A rank gone without answering has no entry."""
+        answers: dict[int, dict[str, Any]] = {}
+        failed_at: float | None = None
+        while len(answers) < self.size and time.monotonic() < deadline:
+            if failed_at is not None and time.monotonic() > failed_at + GRACE_S:
+                break
+            self._pump(min(0.2, max(0.0, deadline - time.monotonic())))
+            for rank, channel in self.channels.items():
+                if rank not in answers and channel.inbox:
+                    answers[rank] = channel.inbox.pop(0)
+            failed = [r for r, a in answers.items() if "error" in a] + self._gone(answers)
+            if failed and failed_at is None:
+                failed_at = time.monotonic()
+        return answers
+
+    def _pump(self, wait_s: float) -> None:
+        assert self._listener is not None
+        readable = [self._listener, *(c.sock for c in self._waiting),
+                    *(c.sock for c in self.channels.values() if not c.closed)]
+        ready, _, _ = select.select(readable, [], [], wait_s)
+        for sock in ready:
+            if sock is self._listener:
+                conn, _ = self._listener.accept()
+                self._waiting.append(Channel(conn))
+                continue
+            channel = next(c for c in [*self._waiting, *self.channels.values()] if c.sock is sock)
+            channel.pump()
+        for channel in list(self._waiting):
+            if channel.inbox:  # its first message says which rank it is
+                self._waiting.remove(channel)
+                self.channels[int(channel.inbox.pop(0)["rank"])] = channel
+
+    def _gone(self, answers: dict[int, dict[str, Any]]) -> list[int]:
+        """Ranks that will never answer: their socket closed, or their process ended unconnected."""
+        return [r for r in range(self.size) if r not in answers and (
+            (r in self.channels and self.channels[r].closed and not self.channels[r].inbox)
+            or (r not in self.channels and self.helpers[r].poll() is not None))]
+
+    def _exit_code(self, rank: int) -> int | None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.helpers[rank].wait(timeout=5)  # a rank whose socket closed is about to exit
+        return None
+
+    def _tail(self, rank: int) -> str:
         try:
-            lines = Path(self._log.name).read_text(errors="replace").strip().splitlines()
+            lines = Path(self._logs[rank].name).read_text(errors="replace").strip().splitlines()
         except OSError:
             return ""
         return f"; its last words: {lines[-1].strip()[:200]}" if lines else ""
 
-    def _why_not_joined(self) -> str:
-        exited = None
-        if self.helper:
-            # A helper still starting up may be about to exit with the reason: give it a moment.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                exited = self.helper.wait(timeout=5)
-        state = f"it exited with code {exited}" if exited is not None else "it did not answer"
-        return (f"rank 1 on {node_name()} did not join the rendezvous at {self.rendezvous} within "
-                f"{self.timeout_s:g} s ({state}{self._helper_tail()})")
+    def _states(self, answers: dict[int, dict[str, Any]], within_s: float) -> str:
+        """What became of each rank that did not finish, the culprits first: a rank that raised on its
+        own, one that exited, one that stopped answering; then those that gave up waiting for them."""
+        own: list[str] = []
+        waited: list[str] = []
+        gone: list[str] = []
+        silent: list[str] = []
+        for rank in range(self.size):
+            answer = answers.get(rank, {})
+            if "error" in answer:
+                said = f"rank {rank} raised {answer['error']}"
+                (waited if _waited_for_a_peer(answer["error"]) else own).append(said)
+            elif rank in self._gone(answers):
+                code = self._exit_code(rank)
+                gone.append(f"rank {rank} exited with code {code}{self._tail(rank)}" if code is not None
+                            else f"rank {rank} closed its connection{self._tail(rank)}")
+            elif rank not in answers:
+                silent.append(f"rank {rank} stopped answering within {within_s:.0f} s")
+        if own:  # the others were waiting in the collective for it: not a fault of theirs
+            return "; ".join(own)
+        blamed = "; ".join(gone + silent)
+        return blamed + "".join(f" ({said[:160]}, waiting for it)" for said in waited) if blamed else "; ".join(waited)
+
+    def _why_not_joined(self, answers: dict[int, dict[str, Any]]) -> str:
+        missing = [r for r in range(self.size) if "ready" not in answers.get(r, {})]
+        failed = [r for r in missing if "error" in answers.get(r, {}) or r in self._gone(answers)]
+        missing = failed or missing  # the silent ones were waiting for those that failed
+        states = []
+        for rank in missing:
+            answer = answers.get(rank, {})
+            if "error" in answer:
+                states.append(f"rank {rank}: {answer['error']}")
+                continue
+            code = self._exit_code(rank)
+            state = f"it exited with code {code}" if code is not None else "it did not answer"
+            states.append(f"rank {rank}: {state}{self._tail(rank)}")
+        return (f"rank(s) {', '.join(map(str, missing))} on {node_name()} did not join the rendezvous at "
+                f"{self.rendezvous} within {self.timeout_s:g} s ({'; '.join(states)})")
 
     def run(self, case: DistCase, benchmark: Any, profile: Profile, rounds: int | None = None) -> dict[str, Any]:
-        """Time ``case`` on both ranks and record the world's time of each round in ``benchmark``."""
+        """Time ``case`` on every rank and record the world's time of each round in ``benchmark``."""
         if self.broken:
             raise DistributedError(f"the world at {self.rendezvous} broke earlier: {self.broken}")
         from .operations import calls_for
@@ -337,47 +542,54 @@ class World:
         rounds, iterations, warmup = rounds or profile.rounds, calls_for(case.nbytes), profile.warmup
         if getattr(benchmark, "disabled", False):  # --benchmark-disable: run it once, record nothing
             rounds, iterations, warmup = 1, 1, 0
-        try:
-            control(encode(case, rounds, iterations, warmup), self.device)
-            timed = run_on_rank(case, 0, self.device, rounds, iterations, warmup)
-        except VerificationError:
-            raise
-        except Exception as error:
-            self.broken = first_line(error)
-            exited = self.helper.poll() if self.helper else None
-            state = f"rank 1 exited with code {exited}" if exited is not None else "rank 1 stopped answering"
-            raise DistributedError(f"{state} (on {node_name()}) during {case.id} at {self.rendezvous}: {self.broken}"
-                                   f"{self._helper_tail()}") from None
+        within = call_deadline(self.timeout_s, case, warmup + rounds * iterations + 1) + GRACE_S
+        message = {"case": asdict(case), "rounds": rounds, "iterations": iterations, "warmup": warmup}
+        for channel in self.channels.values():
+            with contextlib.suppress(OSError):  # a rank gone is found by _collect
+                channel.send(message)
+        answers = self._collect(time.monotonic() + within)
+        if len(answers) == self.size and all("skip" in a for a in answers.values()):
+            raise CaseSkipped(max((a["skip"] for a in answers.values()), key=len))  # the rank that says why
+        if len(answers) == self.size and all("wrong" in a for a in answers.values()):
+            raise VerificationError(answers[0]["wrong"])
+        if len(answers) < self.size or any("rank_seconds" not in a for a in answers.values()):
+            self.broken = f"{self._states(answers, within)} during {case.id}"
+            self._stop_helpers(kill=True)
+            raise DistributedError(f"{self.broken} (on {node_name()}, world at {self.rendezvous}); "
+                                   "the later distributed cases of this session fail at once")
+        timed = Timed(answers[0]["rank_seconds"], tuple(answers[0]["members"]))
         benchmark._mode = "xferbench's distributed world"  # used, as pedantic() would mark it: no "not used" warning
         benchmark.group = f"{case.op} {case.backend} x{case.world_size}"
         benchmark.extra_info.update(case.extra_info(), clock="wall+sync", verified=True,
-                                    rank_seconds=timed.rank_seconds, rank_hosts=self.hosts)
+                                    rank_seconds=timed.rank_seconds, rank_hosts=self.hosts,
+                                    rank_mean_seconds=timed.mean_seconds)
         if not getattr(benchmark, "disabled", False):
             record(benchmark, timed.world_seconds, iterations)
         return benchmark.extra_info
 
     def close(self) -> None:
-        import torch.distributed as dist
+        for channel in self.channels.values():
+            with contextlib.suppress(OSError):
+                channel.send({"stop": True})
+        self._stop_helpers(kill=False)
+        for log in self._logs:
+            with contextlib.suppress(OSError):
+                os.unlink(log.name)
 
-        if dist.is_initialized():
-            if not self.broken:
-                with contextlib.suppress(Exception):
-                    control([_STOP], self.device)
-            with contextlib.suppress(Exception):
-                dist.destroy_process_group()
-        self._stop_helper()
-        with contextlib.suppress(OSError):
-            os.unlink(self._log.name)
-
-    def _stop_helper(self) -> None:
-        if self.helper is None:
-            return
-        try:
-            self.helper.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.helper.kill()
-            self.helper.wait()
-        self.helper = None
+    def _stop_helpers(self, *, kill: bool) -> None:
+        for helper in self.helpers:
+            if kill:
+                helper.kill()
+            try:
+                helper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                helper.kill()
+                helper.wait()
+        for channel in [*self.channels.values(), *self._waiting]:
+            channel.sock.close()
+        if self._listener is not None:
+            self._listener.close()
+        self.helpers, self.channels, self._waiting, self._listener = [], {}, [], None
 
 
 def record(benchmark: Any, per_call_seconds: Sequence[float], iterations: int) -> None:
@@ -392,28 +604,68 @@ def record(benchmark: Any, per_call_seconds: Sequence[float], iterations: int) -
         stats.update(seconds * iterations)
 
 
+def _case_of(message: dict[str, Any]) -> DistCase:
+    fields = dict(message["case"])
+    fields["pair"] = tuple(fields["pair"])
+    return DistCase(**fields)
+
+
+def _injected_oom(case: DistCase, rank: int, device: str) -> Operation:
+    import torch
+
+    raise torch.OutOfMemoryError(f"injected: rank {rank} could not allocate {format_size(case.nbytes)} ({FAULT_ENV})")
+
+
 def worker(args: argparse.Namespace) -> int:
-    """Rank >= 1 inside pytest: mirror what rank 0 announces until told to stop."""
+    """A rank of the world inside pytest: run what the coordinator hands out until told to stop."""
     import torch.distributed as dist
 
-    if args.fault == "exit-early":
+    fault = (args.fault, 0) if args.fault else injected_fault(args.rank)
+    channel = Channel(socket.create_connection((LOOPBACK, args.coordinator)))
+    channel.send({"rank": args.rank})
+    if fault and fault[0] == "exit-early":
         return 3  # a rank that dies before joining
     device = args.device or rank_device(args.backend, args.rank, _gpu_count())
-    join(args.backend, f"tcp://{args.address}:{args.port}", args.rank, args.world_size, args.timeout, device)
-    roll_call(args.world_size, None)
     try:
-        while True:
-            message = control([], device)
-            if message[0] == _STOP:
-                return 0
-            case, rounds, iterations, warmup = decode(message, args.backend, args.world_size, device)
-            if args.fault == "die-mid-run":
-                os._exit(4)  # a rank that dies in the middle of an operation
-            with contextlib.suppress(VerificationError):  # rank 0 reports it
-                run_on_rank(case, args.rank, device, rounds, iterations, warmup)
+        join(args.backend, f"tcp://{args.address}:{args.port}", args.rank, args.world_size, args.timeout, device)
+        roll_call(args.world_size, None)
+    except Exception as error:  # torch raises several types here
+        channel.send({"error": first_line(error)})
+        return 2
+    channel.send({"ready": node_name()})
+    try:
+        return _serve(channel, args, device, fault)
     finally:
         with contextlib.suppress(Exception):
             dist.destroy_process_group()
+
+
+def _serve(channel: Channel, args: argparse.Namespace, device: str, fault: tuple[str, int] | None) -> int:
+    """Answer every case the coordinator sends with this rank's times, a skip, or why it failed."""
+    done = 0
+    while (message := channel.receive()) is not None and "stop" not in message:
+        case = _case_of(message)
+        kind = fault[0] if fault and done == fault[1] else None  # once, at that case
+        if kind == "die-mid-run":
+            os._exit(4)  # a rank that dies in the middle of an operation
+        if kind == "stall":
+            time.sleep(10**6)  # a rank that hangs (a wedged GPU): only the coordinator's deadline ends it
+        try:
+            if kind == "raise":
+                raise RuntimeError(f"injected failure of rank {args.rank} ({FAULT_ENV})")
+            build = _injected_oom if kind == "oom" else None
+            timed = run_on_rank(case, args.rank, device, message["rounds"], message["iterations"], message["warmup"],
+                                per_node=args.world_size, timeout_s=args.timeout, build=build)
+            channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members)})
+        except CaseSkipped as skipped:
+            channel.send({"skip": str(skipped)})
+        except VerificationError as error:
+            channel.send({"wrong": str(error)})
+        except Exception as error:
+            channel.send({"error": first_line(error)})
+            return 1  # the world is out of step now
+        done += 1
+    return 0
 
 
 @contextlib.contextmanager
