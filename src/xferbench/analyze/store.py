@@ -269,7 +269,7 @@ def path_trends(runs: list[Results]) -> list[Plot]:
     changes = [(i, "; ".join(d)) for i in range(1, len(runs))
                if (d := machine_differences(runs[i - 1].machine_info, runs[i].machine_info))]
     labels = [Path(r.sources[0]).stem[:15] for r in runs]
-    plots = []
+    plots: list[Plot] = []
     for path, cases in meta.groupby("path", sort=True):
         fig, ax = plt.subplots(figsize=(9, 3))
         for key, case in cases.sort_values("nbytes").iterrows():
