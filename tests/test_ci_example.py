@@ -189,13 +189,30 @@ def test_a_pr_whose_compare_fails_on_bad_input_is_red_without_a_comment(project:
     """compare's exit 2 fails the compare step itself; nothing after it but the report and the upload runs."""
     repo, stubs = project
     workflow = yaml.safe_load(WORKFLOW.read_text())
-    steps = workflow["jobs"]["bench"]["steps"]
-    for step in steps:  # no benchmark run (minutes on CPU): a candidate that is not a run, and one stored "run"
-        if step.get("name") == "Benchmarks":
-            step["run"] = "mkdir -p report baseline && echo '{}' > report/candidate.json && echo '{}' > baseline/x.json"
+    _without_benchmarks(workflow, "mkdir -p baseline && echo '{}' > report/candidate.json && echo '{}' > baseline/x.json")
+    for step in workflow["jobs"]["bench"]["steps"]:  # a candidate that is not a run, and one stored "run"
         if str(step.get("name", "")).startswith("Baseline"):
             step["run"] = "true"
     job = Job(repo, stubs, "pull_request", pr=7)
     assert not job.run(workflow, CPU_ARGS)
     assert job.outputs["compare"]["status"] == "2" and _comments(repo) == []
     assert "Comment on the pull request (one comment, updated in place)" not in job.ran
+
+
+def _without_benchmarks(workflow: dict[str, Any], candidate: str) -> None:
+    """The Benchmarks step made cheap (minutes on CPU): it writes ``candidate`` as the run instead."""
+    for step in workflow["jobs"]["bench"]["steps"]:
+        if step.get("name") == "Benchmarks":
+            step["run"] = f"mkdir -p report && {candidate}"
+
+
+@pytest.mark.slow
+def test_a_read_only_token_skips_the_comment_cleanly(project: tuple[Path, Path]) -> None:
+    """A token that cannot write (a Dependabot pull request): the comment fails with a notice, the job stays green."""
+    repo, stubs = project
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    _without_benchmarks(workflow, f"cp {ROOT / 'tests' / 'data' / 'cpu-sample.json'} report/candidate.json")
+    job = Job(repo, stubs, "pull_request", pr=8, extra_env={"GH_READ_ONLY": "1"})
+    assert job.run(workflow, CPU_ARGS)
+    assert "Comment on the pull request (one comment, updated in place)" in job.ran and _comments(repo) == []
+    assert "No stored run" in (repo.parent / "summary.md").read_text()
