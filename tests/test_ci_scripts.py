@@ -24,7 +24,7 @@ def test_the_pr_check_has_every_part_and_no_long_gate() -> None:
                  "XFERBENCH_TEST_SLOWDOWN", "git merge-base HEAD", "git worktree add"):
         assert part in run, part
     assert 'if [ "$status" -ne 1 ]' in run  # the injected slowdown must make compare exit 1, or the check fails
-    assert "xferbench ab" not in run and "--confirm" not in run and "gate_power" not in run  # nightly's
+    assert "xferbench ab" not in run and "gate_power" not in run and "calibrate" not in run  # the nightly's
 
 
 def test_the_nightly_has_the_long_gates_and_refuses_an_unknown_stage() -> None:
