@@ -11,6 +11,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .analyze.results import ResultsError
 from .output import OutputError
@@ -255,6 +256,31 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store(args: argparse.Namespace) -> int:
+    from .analyze import store
+    from .output import write_atomic
+
+    try:
+        if args.action == "comment":
+            write_atomic(args.output, store.comment(store.read_markdown(args.markdown), args.limit, more=args.more))
+            return 0
+        where = store.parse_store(args.store, args.remote)
+        if args.action == "push":
+            stored = store.push(where, args.runs, args.keep, not args.no_dashboard)
+            print(f"xferbench store: {len(stored)} run(s) in {args.store} (the newest {args.keep} of a machine are kept)")
+        elif args.action == "pull":
+            count = store.pull(where, args.output, args.machine_of)
+            print(f"xferbench store: {count} run(s) from {args.store} in {args.output}"
+                  + ("" if count else " (none yet: the first run of this machine has no baseline)"))
+        elif where.folder is None:
+            raise UsageError("dashboard: give a folder store (push rewrites a git store's dashboard)")
+        else:
+            print(f"xferbench store: wrote {store.dashboard(where.folder)}")
+    except store.StoreError as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
 def _newest(path: Path) -> Path:
     return latest_file(path) if path.is_dir() else path
 
@@ -331,9 +357,38 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("results", nargs="+", type=Path, help="pytest-benchmark JSON files")
     check.set_defaults(run=_check)
 
+    _store_parser(sub)
     info = sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
     info.set_defaults(run=_info)
     return parser
+
+
+def _store_parser(sub: Any) -> None:
+    """``xferbench store push|pull|dashboard|comment``: the baseline's home between CI jobs (analyze/store.py)."""
+    where = "a folder, or git:BRANCH (a branch of this repository's --remote, e.g. git:xferbench-data)"
+    store = sub.add_parser("store", help="keep runs between CI jobs in a folder or a git branch, with a dashboard")
+    actions = store.add_subparsers(dest="action", required=True)
+    push = actions.add_parser("push", help="add runs (one folder per machine), keep the newest --keep, "
+                                           "rewrite the dashboard; a git branch is committed and pushed")
+    push.add_argument("store", help=where)
+    push.add_argument("runs", nargs="+", type=Path, help="pytest-benchmark JSON files of finished runs")
+    push.add_argument("--keep", type=int, default=100, help="runs kept per machine (default: %(default)s)")
+    push.add_argument("--no-dashboard", action="store_true", help="do not rewrite the dashboard pages")
+    pull = actions.add_parser("pull", help="copy stored runs into a folder, for compare and history")
+    pull.add_argument("store", help=where)
+    pull.add_argument("-o", "--output", type=Path, required=True, help="the folder to copy the runs into")
+    pull.add_argument("--machine-of", type=Path, metavar="RUN",
+                      help="only the runs of this run's machine (default: every machine, a folder each)")
+    board = actions.add_parser("dashboard", help="rewrite the dashboard of a folder store")
+    board.add_argument("store", help="the store folder")
+    for action in (push, pull, board):
+        action.add_argument("--remote", default="origin", help="the git remote of git:BRANCH (default: origin)")
+    note = actions.add_parser("comment", help="a compare --markdown table cut to fit one PR comment, with a marker")
+    note.add_argument("markdown", type=Path, help="compare's --markdown file")
+    note.add_argument("-o", "--output", type=Path, required=True)
+    note.add_argument("--limit", type=int, default=60_000, help="characters at most (GitHub's limit is 65,536)")
+    note.add_argument("--more", default="", help="where the full table is (e.g. the artifact's link)")
+    store.set_defaults(run=_store)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import stat
+import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,6 +226,9 @@ def _moves_payload(op: str, variant: str | None) -> bool:
     return (family is None or family.moves_payload) and variant != "again"
 
 
+#: What a plain pytest-benchmark test needs to be tracked (measure/plugin.py's fixture).
+UNTRACKED_HINT = "name what a test times with the xfer_identity fixture: README, 'Your own code'"
+
 #: Times in seconds per call: pytest-benchmark's statistics of the rounds.
 _TIMES = ("median", "min", "mean", "max", "q1", "q3")
 #: Spreads in seconds: zero when every round took the same time.
@@ -321,7 +325,11 @@ def load_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
         except ContractError as error:
             raise ResultsError(f"{path}: benchmark {name!r:.80}: {error}") from None
     if not rows:
-        raise ResultsError(f"{path}: none of its {foreign} benchmarks are xferbench's (no extra_info.xfer_schema)")
+        raise ResultsError(f"{path}: none of its {foreign} benchmarks are xferbench's (no extra_info.xfer_schema; "
+                           f"{UNTRACKED_HINT})")
+    if foreign:  # compare and history would otherwise drop them without a word
+        print(f"xferbench: {path}: {foreign} benchmark(s) without an xferbench identity left out ({UNTRACKED_HINT})",
+              file=sys.stderr)
     return data, rows, foreign
 
 

@@ -263,6 +263,24 @@ def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callabl
     return run
 
 
+@pytest.fixture
+def xfer_identity(benchmark: Any) -> Callable[..., None]:
+    """Name what your own benchmark times, so compare, history and the report track it (README, "Your own code"):
+    ``xfer_identity("my_loader", nbytes=batch.nbytes, src="cpu", dst="cuda:0")`` before ``benchmark(...)``."""
+    from ..contract import ContractError, Identity, identity_from
+
+    def record(op: str, nbytes: int, src: str, dst: str | None = None, method: str = "call", dtype: str = "uint8",
+               shape: Sequence[int] | None = None) -> None:
+        info = Identity(op, method, src, dst or src, nbytes, dtype, tuple(shape or (max(nbytes, 1),))).extra_info()
+        try:
+            identity_from(info)
+        except ContractError as error:
+            pytest.fail(f"xfer_identity: {error}", pytrace=False)
+        benchmark.extra_info.update(info)
+
+    return record
+
+
 @pytest.fixture(scope="module")
 def xfer_world(request: pytest.FixtureRequest) -> Any:
     """A world of 2 ranks on loopback: this process and a helper, for one test module

@@ -1,0 +1,354 @@
+"""A home for runs between CI jobs: a plain folder, or a branch of a git repository.
+
+An ephemeral runner starts from an empty checkout, so the baseline ``compare`` needs
+must live somewhere else. ``push`` adds runs to the store, ``pull`` brings one machine's
+runs back as a folder ``compare`` and ``history`` read. Like github-action-benchmark's
+gh-pages branch, a git store is a branch of the project's own repository (fetched and
+pushed through the checkout's remote, so the runner's credentials apply); its tip holds:
+
+    index.html                  the dashboard: one line per machine
+    machines/<machine>/*.json   that machine's runs, the newest ``keep`` of them
+    machines/<machine>/index.html  the newest run's report with a trend for every path
+
+A machine is its hardware (GPUs, CPU, simulated or not): a torch, CUDA or driver
+upgrade on the same box stays in the same folder, so the trend shows the step it made.
+Retention keeps the newest ``keep`` runs of a machine on the branch's tip; older ones
+stay in the branch's git history (a plain folder loses them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..contract import machine_differences, machine_identity
+from ..output import write_atomic
+from ..units import format_bytes
+from .history import history_plots, runs_in
+from .noise import run_medians
+from .plots import Plot, as_plot
+from .results import Results, ResultsError, load, read_text
+
+__all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "StoreError", "dashboard", "machine_folder", "parse_store", "path_trends",
+           "pull", "push"]
+
+DEFAULT_BRANCH = "xferbench-data"
+#: Runs kept per machine on the store's tip: enough for trends and a baseline (compare uses the newest 20).
+DEFAULT_KEEP = 100
+MACHINES = "machines"
+#: The hardware part of a run's identity: what makes a store folder.
+HARDWARE = ("GPUs", "CPU", "simulated")
+
+
+class StoreError(ValueError):
+    """A store that cannot be used (git failed, a bad location); one line."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A plain folder (``folder``), or ``branch`` of the repository ``repo`` through ``remote``."""
+
+    folder: Path | None = None
+    branch: str = DEFAULT_BRANCH
+    remote: str = "origin"
+    repo: Path = Path(".")
+
+
+def parse_store(text: str, remote: str = "origin", repo: Path = Path(".")) -> Location:
+    """``git:BRANCH`` (a branch of ``repo``'s ``remote``) or a folder."""
+    if text.startswith("git:"):
+        branch = text[4:] or DEFAULT_BRANCH
+        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-") or ".." in branch:
+            raise StoreError(f"{text}: not a branch name")
+        return Location(branch=branch, remote=remote, repo=repo)
+    return Location(folder=Path(text))
+
+
+def machine_folder(machine_info: dict[str, Any]) -> str:
+    """A readable, stable folder name for the run's hardware, e.g. ``NVIDIA-H200-x1-Intel-Xeon-1a2b3c4d``."""
+    identity = machine_identity(machine_info)
+    hardware = {key: identity[key] for key in HARDWARE}
+    gpus = [str(g) for g in hardware["GPUs"] or []]
+    words = [*(f"{gpus[0]}-x{len(gpus)}" for _ in gpus[:1]), str(hardware["CPU"] or "cpu"),
+             *(["simulated"] if hardware["simulated"] else [])]
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(words)).strip("-")[:60]
+    digest = hashlib.sha256(json.dumps(hardware, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+def _stored_name(path: Path, data: dict[str, Any], raw: bytes) -> str:
+    """``<datetime>-<commit>-<content hash>.json``: sorts by time, and the same run stored twice is one file."""
+    when = re.sub(r"[^0-9T]", "", str(data.get("datetime") or ""))[:15] or "undated"
+    commit = data.get("commit_info") or {}
+    short = str(commit.get("id") or "nocommit")[:10] if isinstance(commit, dict) else "nocommit"
+    suffix = ".json.gz" if path.name.endswith(".gz") else ".json"
+    return f"{when}-{re.sub(r'[^A-Za-z0-9]', '', short)}-{hashlib.sha256(raw).hexdigest()[:8]}{suffix}"
+
+
+def _checked_run(path: Path) -> tuple[Results, dict[str, Any], bytes]:
+    """A finished run's results, JSON and bytes; journals (a run that may not have finished) are refused."""
+    if path.is_dir() or path.name.endswith(".jsonl"):
+        raise StoreError(f"{path}: give a finished run's --benchmark-json file (not a folder or a journal)")
+    results = load([path])
+    if results.incomplete:
+        raise StoreError(f"{path}: an incomplete run is no baseline; not stored")
+    raw = path.read_bytes()
+    return results, json.loads(read_text(path)), raw
+
+
+def add_runs(root: Path, runs: list[Path], keep: int) -> tuple[list[str], list[str]]:
+    """Copy runs into ``root/machines/<machine>/`` and apply retention; (stored paths, machine folders touched)."""
+    stored, touched = [], []
+    for path in runs:
+        results, data, raw = _checked_run(path)
+        folder = root / MACHINES / machine_folder(results.machine_info)
+        target = folder / _stored_name(path, data, raw)
+        if not target.exists():  # the same bytes under the same name: already stored
+            write_atomic(target, raw)
+        stored.append(str(target.relative_to(root)))
+        touched.append(folder.name)
+    for name in dict.fromkeys(touched):
+        _retain(root / MACHINES / name, keep)
+    return [name for name in stored if (root / name).exists()], list(dict.fromkeys(touched))
+
+
+def _retain(folder: Path, keep: int) -> None:
+    """Keep the newest ``keep`` runs (by the runs' own datetime) of one machine's folder."""
+    runs = runs_in(folder)
+    for path, _ in runs[:max(0, len(runs) - keep)]:
+        path.unlink()
+
+
+def pull_runs(root: Path, output: Path, machine: str | None) -> int:
+    """Copy the runs of one machine (or of every machine, one folder each) from ``root`` into ``output``."""
+    source = root / MACHINES
+    folders = [source / machine] if machine else sorted(p for p in source.glob("*") if p.is_dir())
+    count = 0
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):
+            target = output / path.name if machine else output / folder.name / path.name
+            if not target.exists():
+                write_atomic(target, path.read_bytes())
+            count += 1
+    return count
+
+
+# --- git -------------------------------------------------------------------------------------------------------
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    for key, value in (("GIT_AUTHOR_NAME", "xferbench"), ("GIT_AUTHOR_EMAIL", "xferbench@localhost")):
+        env.setdefault(key, value)
+        env.setdefault(key.replace("AUTHOR", "COMMITTER"), value)
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+    except FileNotFoundError:
+        raise StoreError("git is not installed; give a folder as the store instead") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise StoreError(f"git {args[0]} failed: {last}")
+    return done.stdout
+
+
+def _fetch(where: Location) -> str | None:
+    """Fetch the store branch's tip into a private ref; that ref, or None when the branch does not exist yet."""
+    ref = f"refs/xferbench/{where.branch}"
+    heads = _git(where.repo, "ls-remote", "--heads", where.remote, f"refs/heads/{where.branch}")
+    if not heads.strip():
+        return None
+    _git(where.repo, "fetch", "-q", "--depth=1", where.remote, f"+refs/heads/{where.branch}:{ref}")
+    return ref
+
+
+@contextmanager
+def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
+    """A temporary worktree on the store branch's tip (or an empty new branch); removed afterwards."""
+    ref = _fetch(where)
+    scratch = Path(tempfile.mkdtemp(prefix="xferbench-store-"))
+    tree = scratch / "tree"
+    try:
+        if ref:
+            _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), ref)
+        else:
+            _git(where.repo, "worktree", "add", "-q", "--detach", str(tree))
+            _git(tree, "checkout", "-q", "--orphan", f"xferbench-store-{os.getpid()}")
+            _git(tree, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
+            for entry in tree.iterdir():
+                if entry.name != ".git":
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        yield tree, ref is not None
+    finally:
+        subprocess.run(["git", "-C", str(where.repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        subprocess.run(["git", "-C", str(where.repo), "branch", "-D", f"xferbench-store-{os.getpid()}"],
+                       capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashboard: bool = True,
+         attempts: int = 3) -> list[str]:
+    """Store ``runs``; with git, commit and push (a push another job beat is redone on the new tip)."""
+    if keep < 1:
+        raise StoreError(f"--keep {keep}: keep at least one run per machine")
+    for path in runs:  # every run checked before anything is written
+        _checked_run(path)
+    if where.folder is not None:
+        stored, touched = add_runs(where.folder, runs, keep)
+        if with_dashboard:
+            dashboard(where.folder, touched)
+        return stored
+    for attempt in range(attempts):
+        with _branch_tree(where) as (tree, _):
+            stored, touched = add_runs(tree, runs, keep)
+            if with_dashboard:
+                dashboard(tree, touched)
+            _git(tree, "add", "-A", ".")
+            if not _git(tree, "status", "--porcelain").strip():
+                return stored  # every run was already there
+            _git(tree, "commit", "-q", "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}")
+            try:
+                _git(tree, "push", "-q", where.remote, f"HEAD:refs/heads/{where.branch}")
+                return stored
+            except StoreError:
+                if attempt == attempts - 1:
+                    raise
+    return []  # not reached
+
+
+def pull(where: Location, output: Path, machine_of: Path | None = None) -> int:
+    """Copy runs into ``output`` (one machine's with ``machine_of``, else a folder per machine); how many."""
+    machine = machine_folder(load([machine_of]).machine_info) if machine_of else None
+    output.mkdir(parents=True, exist_ok=True)
+    if where.folder is not None:
+        if not where.folder.is_dir():
+            raise StoreError(f"{where.folder}: no such folder")
+        return pull_runs(where.folder, output, machine)
+    ref = _fetch(where)
+    if ref is None:
+        return 0
+    prefix = f"{MACHINES}/{machine}/" if machine else f"{MACHINES}/"
+    names = _git(where.repo, "ls-tree", "-r", "--name-only", ref, prefix).splitlines()
+    count = 0
+    for name in names:
+        if not name.endswith((".json", ".json.gz")) or name.count("/") != 2:
+            continue
+        target = output / Path(name).name if machine else output / Path(name).relative_to(MACHINES)
+        raw = subprocess.run(["git", "-C", str(where.repo), "show", f"{ref}:{name}"], capture_output=True, check=True).stdout
+        if not target.exists():
+            write_atomic(target, raw)
+        count += 1
+    return count
+
+
+# --- dashboard -------------------------------------------------------------------------------------------------
+
+
+def path_trends(runs: list[Results]) -> list[Plot]:
+    """One trend per path (every size a line), each run's value as compare judges it (the median round of a
+    bandwidth-bound case, the fastest of a latency-bound one), relative to the first run that measured the case;
+    a dotted line marks where the software environment (torch, CUDA, driver) changed."""
+    if len(runs) < 2:
+        return []
+    table, meta = run_medians(runs)
+    changes = [(i, "; ".join(d)) for i in range(1, len(runs))
+               if (d := machine_differences(runs[i - 1].machine_info, runs[i].machine_info))]
+    labels = [Path(r.sources[0]).stem[:15] for r in runs]
+    plots: list[Plot] = []
+    for path, cases in meta.groupby("path", sort=True):
+        fig, ax = plt.subplots(figsize=(9, 3))
+        for key, case in cases.sort_values("nbytes").iterrows():
+            series = table.loc[key]
+            known = series.dropna()
+            ax.plot(known.index, np.exp(known - known.iloc[0]) * 100, marker="o", ms=3, lw=1,
+                    label=format_bytes(int(case["nbytes"])))
+        for i, what in changes:
+            ax.axvline(i - 0.5, color="k", ls=":", lw=1)
+            ax.annotate(what, (i - 0.5, 1), xycoords=("data", "axes fraction"), fontsize=6, rotation=90,
+                        va="top", ha="right")
+        ax.axhline(100, color="k", lw=0.5)
+        ax.set_xticks(range(len(runs)), labels, rotation=45, ha="right", fontsize=6)
+        ax.set_ylabel("% of first run")
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.grid(True, alpha=0.3)
+        caption = (f"{path}: each run's time per size as compare judges it, relative to the first run that measured "
+                   f"it ({len(runs)} runs)" + (f"; dotted: environment changed ({len(changes)})" if changes else ""))
+        plots.append(as_plot(f"trend-{len(plots)}", f"Trend: {path}", caption, fig))
+        plt.close(fig)
+    return plots
+
+
+def _summary(folder: Path, runs: list[Results]) -> dict[str, Any]:
+    identity = machine_identity(runs[-1].machine_info)
+    return {"machine": folder.name, "runs": len(runs), "newest": str(runs_in(folder)[-1][1]),
+            "identity": {k: v for k, v in identity.items() if v is not None}}
+
+
+def dashboard(root: Path, machines: list[str] | None = None) -> Path:
+    """(Re)write each given machine's page (all when None) and the index; returns the index."""
+    from .report import write_report
+
+    base = root / MACHINES
+    names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
+    for name in names:
+        folder = base / name
+        runs = [load([path]) for path, _ in runs_in(folder)]
+        history = history_plots(folder) + path_trends(runs)
+        write_report(runs[-1], folder / "index.html", history=history)
+        write_atomic(folder / "machine.txt", json.dumps(_summary(folder, runs), indent=1))
+    rows = []
+    for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
+        info = json.loads((folder / "machine.txt").read_text())
+        who = ", ".join(f"{k} {v}" for k, v in info["identity"].items())
+        rows.append(f"<tr><td><a href='{MACHINES}/{html.escape(folder.name)}/index.html'>{html.escape(folder.name)}</a>"
+                    f"</td><td>{info['runs']}</td><td>{html.escape(info['newest'])}</td><td>{html.escape(who)}</td></tr>")
+    page = ("<!doctype html><meta charset='utf-8'><title>xferbench dashboard</title>"
+            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style>"
+            "<h1>xferbench: runs per machine</h1><p>Each machine's page is the report of its newest run, with a "
+            "trend for every path over its stored runs.</p><table><tr><th>machine</th><th>runs</th><th>newest</th>"
+            "<th>identity (newest run)</th></tr>" + "".join(rows) + "</table>\n")
+    write_atomic(root / "index.html", page)
+    return root / "index.html"
+
+
+def comment(markdown: str, limit: int = 60_000, marker: str = "<!-- xferbench-compare -->", more: str = "") -> str:
+    """A PR comment under ``limit`` characters (GitHub refuses 65,536): the marker that finds it again, the
+    summary, then table rows until the budget; a last line says how many rows are left for the full table."""
+    lines = markdown.rstrip("\n").split("\n")
+    head = [marker, *lines]
+    rows = [i for i, line in enumerate(head) if line.startswith("| ") and i > 0 and head[i - 1].startswith("|---")]
+    first = rows[0] if rows else len(head)
+    body = head[:first + 1]
+    size = sum(len(line) + 1 for line in body)
+    dropped = 0
+    for line in head[first + 1:]:
+        if dropped or size + len(line) + 1 > limit - 300:
+            dropped += 1
+            continue
+        body.append(line)
+        size += len(line) + 1
+    if dropped:
+        body += ["", f"… {dropped} more line(s) of the table left out to stay under GitHub's comment limit. {more}".strip()]
+    return "\n".join(body) + "\n"
+
+
+def read_markdown(path: Path) -> str:
+    try:
+        return read_text(path)
+    except ResultsError as error:
+        raise StoreError(str(error)) from None

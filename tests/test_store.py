@@ -1,0 +1,140 @@
+"""The store: runs kept between CI jobs in a folder or a git branch, one folder per machine, with retention
+and a dashboard (analyze/store.py, ``xferbench store``). Git stores are local bare repositories: no network."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xferbench.analyze import store
+from xferbench.analyze.results import load
+from xferbench.cli import main
+
+SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
+
+
+def _run(folder: Path, index: int, torch: str | None = None, gpu: str | None = None) -> Path:
+    """The real CPU sample as run ``index`` (its own datetime and commit), optionally of another torch or GPU."""
+    data: dict[str, Any] = json.loads(SAMPLE.read_text())
+    data["datetime"] = f"2026-11-{10 + index:02d}T08:00:00+00:00"
+    data["commit_info"] = {**data.get("commit_info", {}), "id": f"{index:040x}"}
+    block = data["machine_info"]["xferbench"]
+    if torch:
+        block["torch"] = torch
+    if gpu:
+        block["devices"] = [*copy.deepcopy(block.get("devices") or []), {"name": gpu, "device": "cuda:0"}]
+    path = folder / f"run-{index}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A checkout whose origin is a local bare repository."""
+    _git(tmp_path, "init", "-q", "--bare", "origin.git")
+    work = tmp_path / "work"
+    _git(tmp_path, "init", "-q", "-b", "main", str(work))
+    _git(work, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    (work / "README").write_text("project\n")
+    _git(work, "add", "README")
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+    return work
+
+
+def test_machine_folder_is_the_hardware_not_the_software(tmp_path: Path) -> None:
+    old, new, gpu = _run(tmp_path, 1), _run(tmp_path, 2, torch="9.9.9"), _run(tmp_path, 3, gpu="NVIDIA H200")
+    names = [store.machine_folder(json.loads(p.read_text())["machine_info"]) for p in (old, new, gpu)]
+    assert names[0] == names[1]  # a torch upgrade on the same box stays in its folder (its trend shows the step)
+    assert names[2] != names[0] and names[2].startswith("NVIDIA-H200-x1")
+
+
+@pytest.mark.slow
+def test_folder_store_keeps_the_newest_runs_and_writes_a_dashboard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [_run(tmp_path, i) for i in range(3)]
+    where = tmp_path / "store"
+    assert main(["store", "push", str(where), *map(str, runs), "--keep", "2"]) == 0
+    machine = next((where / "machines").iterdir())
+    stored = sorted(p.name for p in machine.glob("*.json"))
+    assert len(stored) == 2 and stored[0].startswith("20261111")  # the oldest (11-10) went, by the runs' own datetime
+    assert "2 run(s) in" in capsys.readouterr().out
+    assert main(["store", "push", str(where), str(runs[2]), "--no-dashboard"]) == 0  # the same run again: one file
+    assert len(list(machine.glob("*.json"))) == 2
+    index = (where / "index.html").read_text()
+    assert f"machines/{machine.name}/index.html" in index and "<td>2</td>" in index
+    page = (machine / "index.html").read_text()
+    paths = {b["name"] for b in json.loads(SAMPLE.read_text())["benchmarks"]}
+    assert page.count('data-plot="trend-') == len(store.path_trends([load([p]) for p in machine.glob("*.json")]))
+    assert page.count('data-plot="trend-') >= 10 and len(paths) > 10
+    out = tmp_path / "baseline"
+    assert main(["store", "pull", str(where), "-o", str(out), "--machine-of", str(runs[0])]) == 0
+    assert len(list(out.glob("*.json"))) == 2 and "2 run(s)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_every_path_gets_a_trend_with_the_environment_change_marked(tmp_path: Path) -> None:
+    runs = [load([_run(tmp_path, i, torch="2.12.0" if i < 1 else "2.13.0")]) for i in range(3)]
+    plots = store.path_trends(runs)
+    assert len(plots) == runs[0].frame["path"].nunique()  # every path, not 12 key cases
+    assert all("environment changed (1)" in p.caption for p in plots)
+    assert "torch 2.12.0 -&gt; 2.13.0" in (plots[0].svg or "") or "torch 2.12.0 -> 2.13.0" in (plots[0].svg or "")
+
+
+@pytest.mark.slow
+def test_git_branch_store_round_trip(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo)
+    out = tmp_path / "empty"
+    assert main(["store", "pull", "git:xferbench-data", "-o", str(out)]) == 0  # no branch yet: no baseline, no error
+    assert list(out.iterdir()) == []
+    runs = [_run(tmp_path, i) for i in range(3)]
+    assert main(["store", "push", "git:xferbench-data", str(runs[0]), str(runs[1]), "--keep", "2", "--no-dashboard"]) == 0
+    assert main(["store", "push", "git:xferbench-data", str(runs[2]), "--keep", "2"]) == 0
+    tip = _git(tmp_path, "--git-dir", "origin.git", "ls-tree", "-r", "--name-only", "xferbench-data").split()
+    assert "index.html" in tip
+    stored = [name for name in tip if name.endswith(".json")]
+    assert len(stored) == 2 and all(name.startswith("machines/") for name in stored)
+    log = _git(tmp_path, "--git-dir", "origin.git", "log", "--oneline", "xferbench-data").splitlines()
+    assert len(log) == 2  # each push one commit; the run retention dropped stays in the branch's history
+    assert not _git(repo, "status", "--porcelain").strip()  # the user's checkout is left as it was
+    assert "main" in _git(repo, "branch", "--show-current")
+    pulled = tmp_path / "pulled"
+    assert main(["store", "pull", "git:xferbench-data", "-o", str(pulled), "--machine-of", str(runs[0])]) == 0
+    assert sorted(p.name for p in pulled.iterdir()) == sorted(Path(n).name for n in stored)
+    assert main(["compare", str(pulled), str(runs[2])]) in (0, 1)  # compare reads the pulled folder as a baseline
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], repo: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["store", "push", str(tmp_path / "s"), str(bad)]) == 2
+    assert not (tmp_path / "s").exists()  # nothing written
+    assert main(["store", "push", str(tmp_path / "s"), str(_run(tmp_path, 1)), "--keep", "0"]) == 2
+    monkeypatch.chdir(repo)
+    assert main(["store", "push", "git:no..good", str(_run(tmp_path, 1))]) == 2
+    assert main(["store", "push", "git:b", str(_run(tmp_path, 1)), "--remote", "nowhere"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("xferbench store: ") for line in err)
+
+
+def test_comment_fits_githubs_limit_summary_first(tmp_path: Path) -> None:
+    table = ["### xferbench comparison", "", "summary: 1 regression", "", "| case | verdict |", "|---|---|"]
+    table += [f"| case {i} {'x' * 200} | unchanged |" for i in range(600)]  # ~130 KB: two comments' worth
+    source = tmp_path / "compare.md"
+    source.write_text("\n".join(table) + "\n")
+    assert main(["store", "comment", str(source), "-o", str(tmp_path / "c.md"), "--more", "Full table: artifact."]) == 0
+    text = (tmp_path / "c.md").read_text()
+    assert len(text) < 65_536 and text.startswith("<!-- xferbench-compare -->\n### xferbench comparison")
+    assert "summary: 1 regression" in text and "| case 0 " in text and "Full table: artifact." in text
+    left = int(text.rsplit("… ", 1)[1].split()[0])
+    assert left + text.count("| unchanged |") == 600
+    small = store.comment("\n".join(table[:8]))
+    assert "left out" not in small and small.count("| unchanged |") == 2
