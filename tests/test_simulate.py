@@ -107,12 +107,23 @@ class TestReadsBackTheSpec:
         spec, out = two_gpus
         frame = rows(out)
         copies = frame[frame["op"].isin(COPIES)]
-        assert len(copies) == (12 + 5 + 2 + 2) * 2 * 5  # variants x endpoints x sizes
+        assert len(copies) == (12 + 6 + 2 + 2) * 2 * 5  # variants x endpoints x sizes
         for row in copies.itertuples():
             if row.host_memory == "pageable":  # staged by the host: no device time of its own
                 assert math.isnan(row.device_seconds), row.name
             else:
                 assert row.device_seconds == pytest.approx(device_cost(spec, row), rel=0.01), row.name
+                # No profiler on a simulated machine: a blocking host copy is timed by its non-blocking twin.
+                blocking = row.op in ("h2d", "d2h") and not row.non_blocking
+                assert row.device_time_method == ("nonblocking_twin" if blocking else "events"), row.name
+            # A simulated copy only charges a clock: faults of its calls would be none of the copy's.
+            assert math.isnan(row.minor_faults_per_call), row.name
+
+    def test_host_cases_record_faults_per_call_measured(self, two_gpus):
+        """The host family runs for real on the simulated machine: its faults per call are measured."""
+        _, out = two_gpus
+        host = rows(out).query("op == 'host' or (op == 'create' and src == 'cpu')")
+        assert len(host) > 0 and (host["minor_faults_per_call"] >= 0).all() and (host["clock"] == "wall+sync").all()
 
     def test_wall_time_is_launch_device_time_and_one_sync_per_device(self, two_gpus):
         """Per-call wall time = launch + device time + sync_us for each accelerator touched:
@@ -138,7 +149,7 @@ class TestReadsBackTheSpec:
         frame = rows(out)
         fits = fit_paths(frame)
         fits = fits[fits["op"].isin(COPIES)]
-        assert len(fits) == 21 * 2
+        assert len(fits) == 22 * 2
         for fit in fits.itertuples():
             group = frame[frame["path"] == fit.path]
             first = next(group.itertuples())

@@ -31,12 +31,15 @@ class Variant:
     """One way a core family's payload is moved: the call, the host memory, blocking or not.
 
     ``cuda_only`` variants (``.cuda(i)``) exist only where the accelerator is CUDA (or ROCm).
+    ``variant`` names a second way of running the same call (``single_thread``: with torch's
+    intra-op threads set to one); it is part of the identity.
     """
 
     method: str
     host_memory: str | None = None
     non_blocking: bool = False
     cuda_only: bool = False
+    variant: str | None = None
 
 
 #: Where a core family's cases run: each device; the host alone; host and each accelerator
@@ -77,21 +80,29 @@ def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> 
 
 _H2D = tuple(v for memory in ("pageable", "pinned") for nb in (False, True)
              for v in _v("to", "cuda", "copy_", memory=memory, non_blocking=nb))
-#: Allocating moves back land in pageable memory; only copy_ can target a pinned buffer.
+#: Blocking allocating moves back land in fresh pageable memory (their faults are the cost
+#: that grows past glibc's mmap threshold); copy_ into a preallocated buffer (written once
+#: before timing: its pages are touched) is the control without them. .to('cpu',
+#: non_blocking=True) returns pinned memory (torch's _to_copy pins the result of a non-blocking
+#: copy from CUDA to the CPU): the one-line fix.
 _D2H = (*_v("cpu", "to", "copy_", memory="pageable"), *_v("copy_", memory="pinned"),
-        *_v("copy_", memory="pinned", non_blocking=True))
+        *_v("copy_", "to", memory="pinned", non_blocking=True))
+#: Host copies: torch's (multi-threaded) clone and copy_, and copy_ on one thread, the roof of a
+#: pageable copy to or from a GPU (the driver stages it through a pinned buffer with one thread).
+_HOST = (*_v("clone", "copy_", memory="pageable"), Variant("copy_", "pageable", variant="single_thread"))
 
 _CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
            "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D),
-    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, copy_ into pageable or pinned",
+    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, .to('cpu', non_blocking=True) "
+           "into fresh pinned memory, copy_ into preallocated pageable or pinned",
            "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H),
     Family("d2d", "same device", "clone and copy_ within one device: its memory bandwidth",
            "core", "tab:green", link="device memory", endpoints="accelerator", variants=_v("clone", "copy_")),
     Family("peer", "device to device", ".to('cuda:j') and copy_ for every ordered pair of GPUs",
            "core", "tab:purple", link="nvlink", endpoints="accelerator->accelerator", variants=_v("to", "copy_")),
-    Family("host", "host memory", "host-memory clone and copy_: the reference any move to or from the CPU is bounded by",
-           "core", "tab:gray", link="host memory", endpoints="host", variants=_v("clone", "copy_", memory="pageable")),
+    Family("host", "host memory", "host-memory clone and copy_ (also on one thread): the reference any move to or "
+           "from the CPU is bounded by", "core", "tab:gray", link="host memory", endpoints="host", variants=_HOST),
     Family("create", "creation", "torch.empty / zeros / ones / rand(shape, device=d) on each device",
            "core", "tab:orange", moves_payload=False, endpoints="each", variants=_v("empty", "zeros", "ones", "rand"),
            caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
