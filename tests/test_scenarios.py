@@ -4,6 +4,7 @@ from torch import nn
 
 from xferbench.measure import scenarios
 from xferbench.measure.cases import Skipped
+from xferbench.measure.faults import fault_calls
 from xferbench.measure.scenarios import (
     DeviceMismatch,
     Prepared,
@@ -104,7 +105,8 @@ class TestRunScenario:
     def test_cpu_scenarios_fill_the_contract(self, scenario):
         bench = FakeBenchmark(calls=2)
         info = run_scenario(scenario, bench, FakeBackend())
-        assert info == scenario.extra_info() | {"clock": "wall+sync"}
+        assert info == scenario.extra_info() | {"clock": "wall+sync", "minor_faults_per_call": info["minor_faults_per_call"]}
+        assert type(info["minor_faults_per_call"]) is float
         assert bench.group == f"{scenario.op} cpu->cpu"
 
     def test_setup_scenarios_use_fixed_rounds_and_sync(self, monkeypatch):
@@ -117,7 +119,9 @@ class TestRunScenario:
         bench = FakeBenchmark()
         info = run_scenario(Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes"), bench, backend, "full")
         assert bench.pedantic_rounds == 30
-        assert order[:3] == ["setup", "target", "teardown"] and order.count("target") == 32
+        # 2 warm-up and 30 timed rounds, then the calls whose faults are counted, each with its setup.
+        assert order[:3] == ["setup", "target", "teardown"] and order.count("target") == 32 + fault_calls(1e-3)
+        assert order.count("setup") == order.count("target")
         assert backend.syncs() == [0, 0]
         assert info["queued_seconds"] == 0.002
 
@@ -132,7 +136,21 @@ class TestRunScenario:
                 return super().__call__(fn)
         bench = Recording(calls=5)
         run_scenario(Scenario("forward", "forward", "cpu", "cpu", 2, "batch"), bench, FakeBackend())
-        assert bench.calls_before == 3 and len(calls) == 3 + 5
+        assert bench.calls_before == 3 and len(calls) == 3 + 5 + fault_calls(1e-3)
+
+    def test_faults_are_counted_around_the_target_alone(self, monkeypatch):
+        """A setup that faults (a module moved home, a cache emptied) is not the scenario's cost."""
+        from xferbench.measure import faults
+
+        counter = {"faults": 0}
+        monkeypatch.setattr(faults, "minor_faults", lambda: counter["faults"])
+
+        def add(n):
+            counter["faults"] += n
+        prepared = Prepared(target=lambda: add(3), setup=lambda: add(100), teardown=lambda: add(1000))
+        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared)
+        info = run_scenario(Scenario("module_to", "first", "cpu", "cpu", 10**3, "params"), FakeBenchmark(), FakeBackend())
+        assert info["minor_faults_per_call"] == 3.0
 
     def test_pin_cold_empties_the_host_cache_before_each_round(self, monkeypatch):
         """Cold pinning: every round starts with the pinned host cache emptied; the cached variant never empties it."""

@@ -8,6 +8,7 @@ import torch
 
 from xferbench.measure import transfers
 from xferbench.measure.cases import Case
+from xferbench.measure.faults import fault_calls
 from xferbench.measure.transfers import (
     Buffers,
     CannotRun,
@@ -139,7 +140,7 @@ class TestRunCaseWithFakeGpus:
         assert events == [("events", 1, 100)]
         # 3 warm-up + 5 timed + the calls whose faults are counted + 1 verified call, then one
         # sync before and after the events.
-        assert backend.syncs() == [1] * (3 + 5 + transfers.fault_calls(1e-3) + 1 + 2)
+        assert backend.syncs() == [1] * (3 + 5 + fault_calls(1e-3) + 1 + 2)
         assert info["device_seconds"] == backend.event_s
         assert info["host_memory"] == "pinned" and info["non_blocking"] is True
 

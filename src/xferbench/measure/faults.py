@@ -14,7 +14,7 @@ import resource
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FAULT_BUDGET_S", "fault_calls", "faults_per_call", "minor_faults"]
+__all__ = ["FAULT_BUDGET_S", "after_timing", "fault_calls", "faults_per_call", "minor_faults"]
 
 #: Seconds of calls to spend counting faults per case, at most (outside the timed region).
 FAULT_BUDGET_S = 0.05
@@ -54,3 +54,11 @@ def faults_per_call(call: Callable[[], Any], calls: int, setup: Callable[[], Any
         if teardown is not None:
             teardown()
     return counted / calls
+
+
+def after_timing(benchmark: Any, call: Callable[[], Any], setup: Callable[[], Any] | None = None,
+                 teardown: Callable[[], Any] | None = None) -> float:
+    """Faults per call of ``call``, counted on calls of their own right after ``benchmark`` timed it
+    (the same steady state): counting inside the timed loop would add a Python frame to each call."""
+    stats = getattr(getattr(benchmark, "stats", None), "stats", None)
+    return faults_per_call(call, fault_calls(getattr(stats, "median", None)), setup, teardown)

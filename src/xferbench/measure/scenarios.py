@@ -435,6 +435,7 @@ SETUP_ROUNDS = {"quick": 15, "full": 30}
 def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quick") -> dict[str, Any]:
     """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info."""
     from .devices import accelerator_index
+    from .faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, out_of_memory_skips
 
@@ -467,6 +468,9 @@ def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quic
             else:
                 result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
                                             rounds=SETUP_ROUNDS[profile], warmup_rounds=2)
+        if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
+            benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
+                                                                         prepared.teardown)
         prepared.check(result)
     return benchmark.extra_info
 

@@ -16,7 +16,7 @@ import torch
 from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
-from .faults import fault_calls, faults_per_call
+from .faults import after_timing
 from .inject import slowdown_for, slowed
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, device_seconds, synchronized
 
@@ -308,9 +308,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
         else:
             benchmark(call)
         if counts_faults(case.op, case.devices, simulated):
-            # Counted on calls of their own, right after the timed ones (the same steady state): counting
-            # calls inside the timed loop would add a Python frame to each.
-            info["minor_faults_per_call"] = faults_per_call(call, fault_calls(_median_wall(benchmark)))
+            info["minor_faults_per_call"] = after_timing(benchmark, call)
     if (backend.type is not None and case.op not in BARE_OPS and any(d != "cpu" for d in case.devices)
             and case.host_memory != "pageable"):
         # A pageable copy has no device time of its own: the driver stages it through a pinned
