@@ -190,3 +190,28 @@ def test_non_blocking_read_before_sync_is_stale():
     """Reading a non_blocking device-to-host copy before synchronizing sees old data."""
     stale, correct = non_blocking_hazard("cuda:0")
     assert stale and correct
+
+
+class TestWorkloadFamilies:
+    """batching, copy_overlap and state_dict (bench/test_workloads.py): planned where a GPU is."""
+
+    def test_planned_per_gpu_and_skipped_without_one(self):
+        devices = ["cpu", "cuda:0"]
+        assert ids(build_scenarios("batching", devices, "quick")) == [
+            "many_small-4MiB-cpu->cuda:0", "cat_then_one-4MiB-cpu->cuda:0", "one_copy-4MiB-cpu->cuda:0"]
+        assert ids(build_scenarios("copy_overlap", devices, "quick")) == [
+            "kernel_alone-64MiB-cpu->cuda:0", "copy_alone-64MiB-cpu->cuda:0", "sequential-64MiB-cpu->cuda:0",
+            "overlapped-64MiB-cpu->cuda:0"]
+        assert ids(build_scenarios("state_dict", devices, "quick")) == [
+            "cpu-1e5params-cuda:0->cpu", "nonblocking-1e5params-cuda:0->cpu",
+            "cpu-1e7params-cuda:0->cpu", "nonblocking-1e7params-cuda:0->cpu"]
+        for op in ("batching", "copy_overlap", "state_dict"):
+            assert skips(build_scenarios(op, ["cpu"], "quick")) == {
+                f"{op}-no-accelerator": f"{op} needs an accelerator; the devices measured are: cpu"}
+
+    def test_identity(self):
+        """1024 pieces of 4 KiB in the quick batching case; a non-blocking state_dict says so."""
+        assert scenarios.SCENARIO_SIZES["batching"]["quick"] == (1024 * scenarios.BATCH_PIECE,)
+        info = Scenario("state_dict", "nonblocking", "cuda:0", "cpu", 10**5, "params").extra_info()
+        assert info["non_blocking"] is True and info["nbytes"] == 4 * sum(p.numel() for p in mlp(10**5).parameters())
+        assert Scenario("state_dict", "cpu", "cuda:0", "cpu", 10**5, "params").extra_info()["non_blocking"] is False

@@ -797,3 +797,73 @@ class TestRealBackendTakesTheRealPath:
         on_cpu = scenarios.Scenario("placement", "convert_on_cpu", "cpu", "cpu", 8, "images")
         info = scenarios.run_scenario(on_cpu, FakeBenchmark(), SimBackend(family_spec()))
         assert prepared == [on_cpu] and info["clock"] == "wall+sync"
+
+
+class TestWorkloadsArePricedAndLabelledSimulated:
+    """batching, copy_overlap and state_dict on the simulated machine: each variant costs what the spec
+    prices (launch 4 µs, sync 5 µs, every path 2 µs + n / 10 GB/s, host copies at 10 GB/s)."""
+
+    @staticmethod
+    def seconds(scenario):
+        from xferbench.measure.simulate_scenarios import prepare_scenario
+
+        backend = SimBackend(family_spec())
+        index = int(next(d for d in scenario.devices if d != "cpu").split(":")[1])
+        prepared = prepare_scenario(scenario, backend, lambda: backend.synchronize(index))
+        with backend.simulating():
+            start = backend.clock.now
+            prepared.target()
+            return backend.clock.now - start
+
+    def test_many_small_copies_pay_the_fixed_cost_each(self):
+        from xferbench.measure.scenarios import BATCH_PIECE, Scenario
+
+        n, L, sync = 4 * MiB, 4 * US, 5 * US
+        path = lambda nbytes: 2 * US + nbytes / 10e9  # noqa: E731
+        one = Scenario("batching", "one_copy", "cpu", "cuda:0", n, "bytes")
+        assert self.seconds(one) == pytest.approx(L + path(n) + sync)
+        cat = Scenario("batching", "cat_then_one", "cpu", "cuda:0", n, "bytes")
+        assert self.seconds(cat) == pytest.approx(n / 10e9 + L + path(n) + sync)
+        many = Scenario("batching", "many_small", "cpu", "cuda:1", n, "bytes")
+        assert self.seconds(many) == pytest.approx(1024 * (L + path(BATCH_PIECE)) + sync)
+
+    def test_a_copy_on_a_side_stream_runs_beside_the_kernel(self):
+        from xferbench.measure.scenarios import OVERLAP_KERNEL_S as K
+        from xferbench.measure.scenarios import Scenario
+
+        n, L, sync = 4 * MiB, 4 * US, 5 * US
+        copy = 2 * US + n / 10e9
+        cost = {v: self.seconds(Scenario("copy_overlap", v, "cpu", "cuda:0", n, "bytes"))
+                for v in ("kernel_alone", "copy_alone", "sequential", "overlapped")}
+        assert cost["kernel_alone"] == pytest.approx(L + K + sync)
+        assert cost["copy_alone"] == pytest.approx(L + copy + sync)
+        assert cost["sequential"] == pytest.approx(L + K + copy + sync)  # the copy waits for the kernel
+        assert cost["overlapped"] == pytest.approx(max(L + K, 2 * L + copy) + sync)
+
+    def test_state_dict_copies_each_tensor(self):
+        from xferbench.measure.scenarios import Scenario
+        from xferbench.measure.simulate_scenarios import parameter_bytes
+
+        L, sync = 4 * US, 5 * US
+        sizes = parameter_bytes(10**5)
+        path = lambda nbytes: 2 * US + nbytes / 10e9  # noqa: E731
+        blocking = Scenario("state_dict", "cpu", "cuda:0", "cpu", 10**5, "params")
+        assert self.seconds(blocking) == pytest.approx(sum(L + path(b) for b in sizes) + sync)
+        now = busy = 0.0  # queued one launch apart, run one after the other on the stream
+        for b in sizes:
+            now += L
+            busy = max(now, busy) + path(b)
+        queued = Scenario("state_dict", "nonblocking", "cuda:0", "cpu", 10**5, "params")
+        assert self.seconds(queued) == pytest.approx(max(now, busy) + sync)
+
+    @pytest.mark.parametrize("scenario", [("batching", "many_small", "cpu", "cuda:0", 64 * 2**10, "bytes"),
+                                          ("copy_overlap", "overlapped", "cpu", "cuda:1", MiB, "bytes"),
+                                          ("state_dict", "nonblocking", "cuda:0", "cpu", 10**4, "params")])
+    def test_rows_say_simulated_and_carry_no_faults(self, scenario):
+        """A simulated figure is never a measurement: the clock says so, and no page faults are counted."""
+        from xferbench.measure.scenarios import Scenario, run_scenario
+
+        from fakes import FakeBenchmark
+
+        info = run_scenario(Scenario(*scenario), FakeBenchmark(calls=2), SimBackend(family_spec()))
+        assert info["clock"] == "simulated" and "minor_faults_per_call" not in info

@@ -149,6 +149,27 @@ _SCENARIOS = (
                    "Module.to and Module.cuda both move parameters in place and return the module itself."),
 )
 
+#: What users ask about moving data that nvbandwidth and the tutorials do not time (bench/test_workloads.py).
+_WORKLOADS = (
+    Family("batching", "Scenario: many small copies or one batched copy",
+           "1024 x 4 KiB .to(device) against torch.cat then one copy, and one copy of a contiguous buffer",
+           "scenario", "tab:cyan",
+           caption="many_small: one blocking .to() per 4 KiB piece of pageable memory, each paying the fixed cost "
+                   "of a copy; cat_then_one: torch.cat on the host, then one copy; one_copy: the same bytes already "
+                   "contiguous, one copy. Bytes are the total moved, counted once."),
+    Family("copy_overlap", "Scenario: copy/compute overlap", "a non-blocking pinned host-to-device copy on a side stream "
+           "while a kernel runs, against the two in sequence on one stream", "scenario", "tab:cyan",
+           caption="kernel_alone: a kernel of about 1 ms (torch.cuda._sleep); copy_alone: the pinned non-blocking copy; "
+                   "sequential: both on the default stream, one after the other; overlapped: the copy on a side stream "
+                   "while the kernel runs. Near the longer of the two alone is full overlap; near their sum is none."),
+    Family("state_dict", "Scenario: a state_dict() to the CPU",
+           "{k: v.cpu()} of a module's state_dict against .to('cpu', non_blocking=True) and one synchronize",
+           "scenario", "tab:cyan",
+           caption="cpu: every tensor of net.state_dict() copied with .cpu(), one blocking copy into fresh pageable "
+                   "memory each; nonblocking: .to('cpu', non_blocking=True) for each (torch returns pinned memory), "
+                   "then one synchronize before the tensors are read."),
+)
+
 #: Copies at once, copy paths and NUMA placement (measure/concurrent.py): what nvbandwidth
 #: measures, as a PyTorch user meets it.
 _CONCURRENT = (
@@ -190,8 +211,18 @@ _DISTRIBUTED = tuple(
     )
 )
 
+def _by_op(records: Iterable[Family]) -> dict[str, Family]:
+    """The records keyed by op; two records of one op (a scenario named like a collective) are refused."""
+    table: dict[str, Family] = {}
+    for record in records:
+        if record.op in table:
+            raise ValueError(f"two families are named {record.op!r}")
+        table[record.op] = record
+    return table
+
+
 #: Every family, in report order.
-FAMILIES: dict[str, Family] = {f.op: f for f in (*_CORE, *_SCENARIOS, *_CONCURRENT, *_DISTRIBUTED)}
+FAMILIES: dict[str, Family] = _by_op((*_CORE, *_SCENARIOS, *_WORKLOADS, *_CONCURRENT, *_DISTRIBUTED))
 
 
 def register(new: Family) -> Family:
