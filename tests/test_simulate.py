@@ -496,7 +496,8 @@ def expected_scenario(c, row):
                 "pin_cached": c.host_copy(n),
                 "to": L + c.path("h2d_pageable", n) + c.sync,
                 "pin_cached_then_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync,
-                "reused_pinned_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync}[variant]
+                "reused_pinned_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync,
+                "pinned_to": L + c.path("h2d_pinned", n) + c.sync}[variant]
     if row.op == "placement":  # n uint8 pixels become 4n bytes of float32
         if variant == "convert_then_move":
             return c.host_copy(4 * n) + L + c.path("h2d_pageable", 4 * n) + c.sync
@@ -552,7 +553,7 @@ class TestGpuScenariosReadBackTheSpec:
         its clock says simulated, and the host-only ones stay real."""
         frame, output = gpu_families.frame, gpu_families.output
         on_gpu = frame[(frame["src"] != "cpu") | (frame["dst"] != "cpu")]
-        expected_variants = {"module_to": 2, "sync_stall": 5, "pin_memory": 5, "placement": 2, "cuda_vs_to": 6}
+        expected_variants = {"module_to": 2, "sync_stall": 5, "pin_memory": 6, "placement": 2, "cuda_vs_to": 6}
         for op, variants in expected_variants.items():
             rows_of = on_gpu[on_gpu["op"] == op]
             assert rows_of["variant"].nunique() == variants, op
@@ -568,7 +569,7 @@ class TestGpuScenariosReadBackTheSpec:
         spec, frame = gpu_families.spec, gpu_families.frame
         costs = Costs(spec)
         scenario_rows = frame[frame["op"].isin(GPU_SCENARIOS) & (frame["clock"] == "simulated")]
-        assert len(scenario_rows) == 2 * (3 * 2 + 5 + 2 * 5 + 2 * 2 + 6)  # GPUs x (sizes x variants) per family
+        assert len(scenario_rows) == 2 * (3 * 2 + 5 + 2 * 6 + 2 * 2 + 6)  # GPUs x (sizes x variants) per family
         for row in scenario_rows.itertuples():
             assert row.median_s == pytest.approx(expected_scenario(costs, row), rel=1e-4, abs=TICKS), row.name
 

@@ -132,13 +132,15 @@ _SCENARIOS = (
                    "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
                    "their bytes. Never read such a buffer before the event or a synchronize: it may still hold old data."),
     Family("pin_memory", "Scenario: is pinning worth it?",
-           "t.pin_memory() cold and from the host cache, and pin-then-move against a reused buffer",
+           "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
+           "a tensor pinned once (the break-even: how many reuses pay for pinning)",
            "scenario", "tab:cyan",
            caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it page-locks fresh "
                    "memory (what the first pin of a size costs). pin_cached: the caching host allocator still holds a "
                    "freed pinned block of that size, so the call is a memcpy into it (what a loop that pins every batch "
                    "pays after its first). Pinning once per transfer costs more than it saves; staging into a pinned "
-                   "buffer that is reused pays off."),
+                   "buffer that is reused pays off. pinned_to: the DMA from a tensor pinned once, what each reuse costs; "
+                   "pin_cold / (to - pinned_to) reuses pay for pinning it."),
     Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
            "scenario", "tab:cyan",
            caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "

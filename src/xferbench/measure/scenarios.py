@@ -184,8 +184,8 @@ SCENARIOS: dict[str, Callable[[Sequence[str], Sequence[int]], list[Scenario | Sk
     "module_to": _module_to,
     "forward": _forward,
     "sync_stall": _gpu_family("sync_stall", ("item", "cpu", "tolist", "str", "nonblocking_event"), "bytes", to_host=True),
-    "pin_memory": _gpu_family("pin_memory", ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to"),
-                              "bytes"),
+    "pin_memory": _gpu_family("pin_memory", ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to",
+                                             "pinned_to"), "bytes"),
     "placement": _placement,
     "cuda_vs_to": _gpu_family("cuda_vs_to", ("cuda", "to_str", "to_device", "to_nonblocking",
                                              "module_to", "module_cuda"), "bytes"),
@@ -347,6 +347,9 @@ def _prepare_pin_memory(s: Scenario, sync: Callable[[], None]) -> Prepared:
         "pin_cached_then_to": _synced(lambda: src.pin_memory().to(dst, non_blocking=True), sync),
         # The realistic reuse: stage into one pinned buffer, then a fast DMA.
         "reused_pinned_to": _synced(lambda: reused.copy_(src).to(dst, non_blocking=True), sync),
+        # What each reuse of a tensor pinned once costs: the DMA alone. pin_cold / (to - pinned_to) is
+        # the number of reuses that pays for pinning it (the break-even).
+        "pinned_to": _synced(lambda: reused.to(dst, non_blocking=True), sync),
     }
 
     def cold() -> None:

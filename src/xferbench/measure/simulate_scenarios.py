@@ -136,6 +136,7 @@ def _pin_memory(s: Scenario, m: Priced, sync: Sync) -> Prepared:
         "to": _then_sync(sync, lambda: m.copy("h2d_pageable", n, s.dst, waits=True)),
         "pin_cached_then_to": _then_sync(sync, pinned_then_to),
         "reused_pinned_to": _then_sync(sync, pinned_then_to),
+        "pinned_to": _then_sync(sync, lambda: m.copy("h2d_pinned", n, s.dst, waits=False)),
     }
     return Prepared(calls[s.variant], setup=sync if s.variant == "pin_cold" else None)
 
