@@ -312,6 +312,10 @@ class TestFaultsPerCall:
         assert faults_per_call(lambda: torch.empty(2**24).fill_(1), 3) >= 32
         assert faults_per_call(lambda: reused.fill_(1), 3) < 32
 
+    def test_counted_calls_fit_the_budget(self):
+        """As many calls as fit 50 ms: a slow call (thousands of faults) once, a tiny one 100 times."""
+        assert (fault_calls(1.0), fault_calls(1e-3), fault_calls(1e-9), fault_calls(None)) == (1, 50, 100, 1)
+
     def test_simulated_copies_record_no_faults(self):
         """A simulated accelerator's copy only charges a clock: faults of its calls would be none of
         the copy's. A host case on the simulated machine, and a real device case, record them."""

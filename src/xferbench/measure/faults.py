@@ -18,8 +18,9 @@ __all__ = ["FAULT_BUDGET_S", "after_timing", "fault_calls", "faults_per_call", "
 
 #: Seconds of calls to spend counting faults per case, at most (outside the timed region).
 FAULT_BUDGET_S = 0.05
-#: Calls counted at least and at most: a stray fault of the interpreter weighs 1/100 at most.
-_FEWEST, _MOST = 3, 100
+#: Calls counted at least and at most: a stray fault of the interpreter weighs 1/100 at most on a
+#: small call; a call slower than the budget is counted once (its faults number in the thousands).
+_FEWEST, _MOST = 1, 100
 
 
 def minor_faults() -> int:
