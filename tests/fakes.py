@@ -13,12 +13,14 @@ class FakeBackend:
     simulated = False
 
     def __init__(self, gpus: int = 0, *, type: str = "cuda", peer: bool = True,
-                 free: int = 80 * 2**30, total: int = 80 * 2**30, event_s: float = 1e-5) -> None:
+                 free: int = 80 * 2**30, total: int = 80 * 2**30, event_s: float = 1e-5,
+                 profile_s: float | None = None) -> None:
         self.type = type if gpus else None
         self.gpus = gpus
         self.peer = peer
         self.free, self.total = free, total
         self.event_s = event_s
+        self.profile_s = profile_s
         self.calls: list[tuple[Any, ...]] = []
 
     def device_count(self) -> int:
@@ -44,6 +46,15 @@ class FakeBackend:
         for _ in range(repeats):
             fn()
         return [self.event_s] * repeats
+
+    def profiled_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        """The profiler's per-copy times (``profile_s`` each), or None when it has none."""
+        self.calls.append(("profiled", index, repeats))
+        if self.profile_s is None:
+            return None
+        for _ in range(repeats):
+            fn()
+        return [self.profile_s] * repeats
 
     def tensor_device(self, device: str) -> str:
         return device

@@ -1,6 +1,7 @@
 import pytest
 
-from xferbench.measure.cases import Case, Skipped, build_cases, core_ops
+from xferbench.measure.cases import PROFILES, Case, Skipped, build_cases, core_ops
+from xferbench.units import parse_sizes
 
 SIZES = [4, 1024]
 
@@ -64,7 +65,9 @@ class TestMatrixCpuOnly:
         """The CPU still measures creation, host copies and no-ops."""
         assert ids(build_cases("host", ["cpu"], SIZES, ["float32"])) == [
             "pageable-clone-4B-float32-cpu->cpu", "pageable-copy_-4B-float32-cpu->cpu",
-            "pageable-clone-1KiB-float32-cpu->cpu", "pageable-copy_-1KiB-float32-cpu->cpu"]
+            "pageable-copy_-4B-float32-single_thread-cpu->cpu",
+            "pageable-clone-1KiB-float32-cpu->cpu", "pageable-copy_-1KiB-float32-cpu->cpu",
+            "pageable-copy_-1KiB-float32-single_thread-cpu->cpu"]
         assert len(ids(build_cases("create", ["cpu"], SIZES, ["float32"]))) == 8
         assert ids(build_cases("noop", ["cpu"], SIZES, ["float32"])) == [
             "to-4B-float32-cpu", "cpu-4B-float32-cpu", "to-1KiB-float32-cpu", "cpu-1KiB-float32-cpu"]
@@ -88,6 +91,7 @@ class TestMatrixOneGpu:
             "pageable-blocking-copy_-1KiB-float32-cuda:0->cpu",
             "pinned-blocking-copy_-1KiB-float32-cuda:0->cpu",
             "pinned-nonblocking-copy_-1KiB-float32-cuda:0->cpu",
+            "pinned-nonblocking-to-1KiB-float32-cuda:0->cpu",  # torch pins a non-blocking copy to the CPU
         ]
 
     def test_peer_skips_with_one_gpu(self):
@@ -136,7 +140,8 @@ class TestSizes:
         """4 bytes hold no float64; that size is skipped with a reason."""
         planned = build_cases("host", ["cpu"], [4, 16], ["float64"])
         assert skips(planned) == {"4B-float64": "4B is not a whole number of float64 elements"}
-        assert ids(planned) == ["pageable-clone-16B-float64-cpu->cpu", "pageable-copy_-16B-float64-cpu->cpu"]
+        assert ids(planned) == ["pageable-clone-16B-float64-cpu->cpu", "pageable-copy_-16B-float64-cpu->cpu",
+                                "pageable-copy_-16B-float64-single_thread-cpu->cpu"]
 
     def test_unknown_op(self):
         """Only the known families can be built."""
@@ -164,3 +169,20 @@ class TestNoSizeAxis:
     def test_a_size_that_is_no_whole_element_does_not_skip_it(self):
         """3 B is no float32, but sync has no size to be wrong: it still runs."""
         assert ids(build_cases("sync", devices_for(1), [3], ["float32"])) == ["synchronize-cuda:0"]
+
+
+class TestMmapThresholdSizes:
+    def test_full_profile_brackets_glibcs_largest_mmap_threshold(self):
+        """24, 31 and 33 MiB sit around glibc's 32 MiB ceiling for its mmap threshold, where a fresh
+        allocation becomes a new mapping; the sweep stays in ascending order."""
+        sizes = parse_sizes(PROFILES["full"])
+        assert {24 * 2**20, 31 * 2**20, 33 * 2**20} <= set(sizes)
+        byte_sizes = [s for s in sizes if isinstance(s, int)]
+        assert byte_sizes == sorted(byte_sizes) and byte_sizes[-1] == 2**30
+
+    def test_a_variant_is_part_of_the_identity(self):
+        """The single-thread host copy is another case than torch's copy_ of the same size."""
+        plain = Case("host", "copy_", "cpu", "cpu", (4,), host_memory="pageable")
+        single = Case("host", "copy_", "cpu", "cpu", (4,), host_memory="pageable", variant="single_thread")
+        assert plain.id != single.id and plain.identity().key != single.identity().key
+        assert single.extra_info()["variant"] == "single_thread"

@@ -11,6 +11,7 @@ from xferbench.families import family
 from xferbench.measure import concurrent, run_state
 from xferbench.measure.cases import Skipped
 from xferbench.measure.concurrent import Concurrent, build_concurrent, numa_cpus, numa_node_of, run_concurrent
+from xferbench.measure.faults import fault_calls
 from xferbench.measure.run_state import RunState, annotate, family_of
 from xferbench.measure.scenarios import Prepared
 from xferbench.measure.transfers import CannotRun
@@ -91,9 +92,11 @@ class TestRun:
         case = Concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", MiB, ("cuda:0", "cuda:1"))
         backend, bench = FakeBackend(gpus=2), FakeBenchmark(calls=4)
         info = run_concurrent(case, bench, backend)
-        assert len(calls) == 3 + 4 and len(checked) == 1
-        assert backend.syncs() == [0, 1] * 7
-        assert info == case.extra_info() | {"clock": "wall+sync", "host_numa_node": 1}
+        counted = fault_calls(1e-3)  # calls after timing whose page faults are counted
+        assert len(calls) == 3 + 4 + counted and len(checked) == 1
+        assert backend.syncs() == [0, 1] * (7 + counted)
+        assert info == case.extra_info() | {"clock": "wall+sync", "host_numa_node": 1,
+                                            "minor_faults_per_call": info["minor_faults_per_call"]}
         assert bench.group == "all_gpus_host cpu->all:cuda"
 
     def test_unplaceable_numa_is_a_skip_reason(self, monkeypatch):

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from xferbench.contract import (
+    DEVICE_TIME_METHODS,
     IDENTITY,
     MEASURED,
     SCHEMA_VERSION,
@@ -173,6 +174,15 @@ class TestMeasuredFrom:
         measured = measured_from(values)
         assert measured == dict.fromkeys(MEASURED) | values
         assert type(measured["device_seconds"]) is float
+
+    def test_faults_and_device_time_method_are_contract_fields(self):
+        """Faults per call (a float: a count averaged over calls) and how device time was taken."""
+        measured = measured_from({"minor_faults_per_call": 16385, "device_time_method": "nonblocking_twin"})
+        assert measured["minor_faults_per_call"] == 16385.0 and type(measured["minor_faults_per_call"]) is float
+        assert measured["device_time_method"] == "nonblocking_twin"
+        assert DEVICE_TIME_METHODS == ("profiler", "nonblocking_twin", "events")
+        with pytest.raises(ContractError, match="minor_faults_per_call"):
+            measured_from({"minor_faults_per_call": -1})
 
     @pytest.mark.parametrize(("name", "value", "message"), [
         ("device_seconds", -1.0, "field 'device_seconds' must be a finite number >= 0, got -1.0"),

@@ -26,6 +26,12 @@ def test_every_core_and_scenario_family_has_one_bench_file():
     assert all(len(files) == 1 for files in marked.values()), marked
 
 
+def test_two_records_of_one_op_are_refused():
+    """A scenario named like a collective (copy_overlap, not overlap) would silently replace it."""
+    with pytest.raises(ValueError, match="two families are named 'overlap'"):
+        families._by_op((FAMILIES["overlap"], Family("overlap", "copy/compute", "t", "scenario", "k")))
+
+
 def test_register_refuses_a_second_record_for_an_op():
     with pytest.raises(ValueError, match="a family 'h2d' is registered already"):
         families.register(FAMILIES["h2d"])

@@ -252,3 +252,33 @@ def test_cpu_lists_round_trip(tmp_path):
     (tmp_path / BUS / "local_cpulist").write_text("0-55,112-167\n")
     assert gpu_local_cpus(BUS, tmp_path) == set(range(56)) | set(range(112, 168))
     assert gpu_local_cpus(None, tmp_path) is None
+
+
+class TestHostAllocationFacts:
+    """What explains a fresh host allocation's cost: THP mode, glibc, torch's threads."""
+
+    @pytest.mark.parametrize(("text", "mode"), [("always [madvise] never\n", "madvise"),
+                                                ("[always] madvise never\n", "always"), ("garbled\n", None)])
+    def test_transparent_hugepage_mode_is_the_bracketed_one(self, tmp_path, text, mode):
+        (tmp_path / "enabled").write_text(text)
+        assert machine.transparent_hugepage(tmp_path / "enabled") == mode
+        assert machine.transparent_hugepage(tmp_path / "missing") is None
+
+    def test_glibc_version_from_confstr_else_libc_ver(self, monkeypatch):
+        monkeypatch.setattr(machine.os, "confstr", lambda name: "glibc 2.36", raising=False)
+        assert machine.glibc_version() == "2.36"
+        monkeypatch.setattr(machine.os, "confstr", lambda name: None, raising=False)
+        monkeypatch.setattr(machine.platform, "libc_ver", lambda: ("glibc", "2.31"))
+        assert machine.glibc_version() == "2.31"
+        monkeypatch.setattr(machine.platform, "libc_ver", lambda: ("", ""))
+        assert machine.glibc_version() is None
+
+    def test_in_the_fingerprint(self, monkeypatch):
+        import torch
+
+        monkeypatch.setitem(sys.modules, "pynvml", None)
+        monkeypatch.setattr(machine, "transparent_hugepage", lambda: "never")
+        monkeypatch.setattr(machine, "glibc_version", lambda: "2.99")
+        monkeypatch.setattr(torch, "get_num_threads", lambda: 7)
+        host = fingerprint(FakeBackend(gpus=0))["host"]
+        assert (host["transparent_hugepage"], host["glibc"], host["torch_threads"]) == ("never", "2.99", 7)

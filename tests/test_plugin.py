@@ -87,15 +87,17 @@ class TestJson:
         out = tmp_path / "run.json"
         result = suite(gpus=0, ops=("host", "noop")).runpytest(
             "--benchmark-only", "--xfer-sizes=1KiB", "--benchmark-max-time=0.01", f"--benchmark-json={out}")
-        result.assert_outcomes(passed=4)
+        result.assert_outcomes(passed=5)  # host: clone, copy_, copy_ on one thread; noop: to, cpu
         data = json.loads(out.read_text())
         infos = {b["name"]: b["extra_info"] for b in data["benchmarks"]}
         # what the process held after each benchmark (journal.memory_now): a leak shows in the results
         assert all(info.pop("host_rss_bytes") > 0 for info in infos.values())
+        faults = infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"].get("minor_faults_per_call")
+        assert type(faults) is float
         assert infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"] == {
             "xfer_schema": 1, "op": "host", "src": "cpu", "dst": "cpu", "nbytes": 1024, "dtype": "float32",
             "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync",
-            "variant": None, "world_size": None, "backend": None,
+            "variant": None, "world_size": None, "backend": None, "minor_faults_per_call": faults,
             # 1 KiB fits the host's cache, where sysfs tells its size
             **({"cache_resident": True} if host_cache_bytes() else {})}
         assert data["machine_info"]["xferbench"]["devices"] == []

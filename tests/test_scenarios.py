@@ -4,6 +4,7 @@ from torch import nn
 
 from xferbench.measure import scenarios
 from xferbench.measure.cases import Skipped
+from xferbench.measure.faults import fault_calls
 from xferbench.measure.scenarios import (
     DeviceMismatch,
     Prepared,
@@ -105,7 +106,8 @@ class TestRunScenario:
     def test_cpu_scenarios_fill_the_contract(self, scenario):
         bench = FakeBenchmark(calls=2)
         info = run_scenario(scenario, bench, FakeBackend())
-        assert info == scenario.extra_info() | {"clock": "wall+sync"}
+        assert info == scenario.extra_info() | {"clock": "wall+sync", "minor_faults_per_call": info["minor_faults_per_call"]}
+        assert type(info["minor_faults_per_call"]) is float
         assert bench.group == f"{scenario.op} cpu->cpu"
 
     def test_setup_scenarios_use_fixed_rounds_and_sync(self, monkeypatch):
@@ -118,7 +120,9 @@ class TestRunScenario:
         bench = FakeBenchmark()
         info = run_scenario(Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes"), bench, backend, "full")
         assert bench.pedantic_rounds == 30
-        assert order[:3] == ["setup", "target", "teardown"] and order.count("target") == 32
+        # 2 warm-up and 30 timed rounds, then the calls whose faults are counted, each with its setup.
+        assert order[:3] == ["setup", "target", "teardown"] and order.count("target") == 32 + fault_calls(1e-3)
+        assert order.count("setup") == order.count("target")
         assert backend.syncs() == [0, 0]
         assert info["queued_seconds"] == 0.002
 
@@ -133,7 +137,21 @@ class TestRunScenario:
                 return super().__call__(fn)
         bench = Recording(calls=5)
         run_scenario(Scenario("forward", "forward", "cpu", "cpu", 2, "batch"), bench, FakeBackend())
-        assert bench.calls_before == 3 and len(calls) == 3 + 5
+        assert bench.calls_before == 3 and len(calls) == 3 + 5 + fault_calls(1e-3)
+
+    def test_faults_are_counted_around_the_target_alone(self, monkeypatch):
+        """A setup that faults (a module moved home, a cache emptied) is not the scenario's cost."""
+        from xferbench.measure import faults
+
+        counter = {"faults": 0}
+        monkeypatch.setattr(faults, "minor_faults", lambda: counter["faults"])
+
+        def add(n):
+            counter["faults"] += n
+        prepared = Prepared(target=lambda: add(3), setup=lambda: add(100), teardown=lambda: add(1000))
+        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared)
+        info = run_scenario(Scenario("module_to", "first", "cpu", "cpu", 10**3, "params"), FakeBenchmark(), FakeBackend())
+        assert info["minor_faults_per_call"] == 3.0
 
     def test_pin_cold_empties_the_host_cache_before_each_round(self, monkeypatch):
         """Cold pinning: every round starts with the pinned host cache emptied; the cached variant never empties it."""
@@ -173,3 +191,28 @@ def test_non_blocking_read_before_sync_is_stale():
     """Reading a non_blocking device-to-host copy before synchronizing sees old data."""
     stale, correct = non_blocking_hazard("cuda:0")
     assert stale and correct
+
+
+class TestWorkloadFamilies:
+    """batching, copy_overlap and state_dict (bench/test_workloads.py): planned where a GPU is."""
+
+    def test_planned_per_gpu_and_skipped_without_one(self):
+        devices = ["cpu", "cuda:0"]
+        assert ids(build_scenarios("batching", devices, "quick")) == [
+            "many_small-4MiB-cpu->cuda:0", "cat_then_one-4MiB-cpu->cuda:0", "one_copy-4MiB-cpu->cuda:0"]
+        assert ids(build_scenarios("copy_overlap", devices, "quick")) == [
+            "kernel_alone-64MiB-cpu->cuda:0", "copy_alone-64MiB-cpu->cuda:0", "sequential-64MiB-cpu->cuda:0",
+            "overlapped-64MiB-cpu->cuda:0"]
+        assert ids(build_scenarios("state_dict", devices, "quick")) == [
+            "cpu-1e5params-cuda:0->cpu", "nonblocking-1e5params-cuda:0->cpu",
+            "cpu-1e7params-cuda:0->cpu", "nonblocking-1e7params-cuda:0->cpu"]
+        for op in ("batching", "copy_overlap", "state_dict"):
+            assert skips(build_scenarios(op, ["cpu"], "quick")) == {
+                f"{op}-no-accelerator": f"{op} needs an accelerator; the devices measured are: cpu"}
+
+    def test_identity(self):
+        """1024 pieces of 4 KiB in the quick batching case; a non-blocking state_dict says so."""
+        assert scenarios.SCENARIO_SIZES["batching"]["quick"] == (1024 * scenarios.BATCH_PIECE,)
+        info = Scenario("state_dict", "nonblocking", "cuda:0", "cpu", 10**5, "params").extra_info()
+        assert info["non_blocking"] is True and info["nbytes"] == 4 * sum(p.numel() for p in mlp(10**5).parameters())
+        assert Scenario("state_dict", "cpu", "cuda:0", "cpu", 10**5, "params").extra_info()["non_blocking"] is False

@@ -109,12 +109,23 @@ class TestReadsBackTheSpec:
         spec, out = two_gpus
         frame = rows(out)
         copies = frame[frame["op"].isin(COPIES)]
-        assert len(copies) == (12 + 5 + 2 + 2) * 2 * 5  # variants x endpoints x sizes
+        assert len(copies) == (12 + 6 + 2 + 2) * 2 * 5  # variants x endpoints x sizes
         for row in copies.itertuples():
             if row.host_memory == "pageable":  # staged by the host: no device time of its own
                 assert math.isnan(row.device_seconds), row.name
             else:
                 assert row.device_seconds == pytest.approx(device_cost(spec, row), rel=0.01), row.name
+                # No profiler on a simulated machine: a blocking host copy is timed by its non-blocking twin.
+                blocking = row.op in ("h2d", "d2h") and not row.non_blocking
+                assert row.device_time_method == ("nonblocking_twin" if blocking else "events"), row.name
+            # A simulated copy only charges a clock: faults of its calls would be none of the copy's.
+            assert math.isnan(row.minor_faults_per_call), row.name
+
+    def test_host_cases_record_faults_per_call_measured(self, two_gpus):
+        """The host family runs for real on the simulated machine: its faults per call are measured."""
+        _, out = two_gpus
+        host = rows(out).query("op == 'host' or (op == 'create' and src == 'cpu')")
+        assert len(host) > 0 and (host["minor_faults_per_call"] >= 0).all() and (host["clock"] == "wall+sync").all()
 
     def test_wall_time_is_launch_device_time_and_one_sync_per_device(self, two_gpus):
         """Per-call wall time = launch + device time + sync_us for each accelerator touched:
@@ -140,7 +151,7 @@ class TestReadsBackTheSpec:
         frame = rows(out)
         fits = fit_paths(frame)
         fits = fits[fits["op"].isin(COPIES)]
-        assert len(fits) == 21 * 2
+        assert len(fits) == 22 * 2
         for fit in fits.itertuples():
             group = frame[frame["path"] == fit.path]
             first = next(group.itertuples())
@@ -487,7 +498,8 @@ def expected_scenario(c, row):
                 "pin_cached": c.host_copy(n),
                 "to": L + c.path("h2d_pageable", n) + c.sync,
                 "pin_cached_then_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync,
-                "reused_pinned_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync}[variant]
+                "reused_pinned_to": c.host_copy(n) + L + c.path("h2d_pinned", n) + c.sync,
+                "pinned_to": L + c.path("h2d_pinned", n) + c.sync}[variant]
     if row.op == "placement":  # n uint8 pixels become 4n bytes of float32
         if variant == "convert_then_move":
             return c.host_copy(4 * n) + L + c.path("h2d_pageable", 4 * n) + c.sync
@@ -543,7 +555,7 @@ class TestGpuScenariosReadBackTheSpec:
         its clock says simulated, and the host-only ones stay real."""
         frame, output = gpu_families.frame, gpu_families.output
         on_gpu = frame[(frame["src"] != "cpu") | (frame["dst"] != "cpu")]
-        expected_variants = {"module_to": 2, "sync_stall": 5, "pin_memory": 5, "placement": 2, "cuda_vs_to": 6}
+        expected_variants = {"module_to": 2, "sync_stall": 5, "pin_memory": 6, "placement": 2, "cuda_vs_to": 6}
         for op, variants in expected_variants.items():
             rows_of = on_gpu[on_gpu["op"] == op]
             assert rows_of["variant"].nunique() == variants, op
@@ -559,7 +571,7 @@ class TestGpuScenariosReadBackTheSpec:
         spec, frame = gpu_families.spec, gpu_families.frame
         costs = Costs(spec)
         scenario_rows = frame[frame["op"].isin(GPU_SCENARIOS) & (frame["clock"] == "simulated")]
-        assert len(scenario_rows) == 2 * (3 * 2 + 5 + 2 * 5 + 2 * 2 + 6)  # GPUs x (sizes x variants) per family
+        assert len(scenario_rows) == 2 * (3 * 2 + 5 + 2 * 6 + 2 * 2 + 6)  # GPUs x (sizes x variants) per family
         for row in scenario_rows.itertuples():
             assert row.median_s == pytest.approx(expected_scenario(costs, row), rel=1e-4, abs=TICKS), row.name
 
@@ -788,3 +800,73 @@ class TestRealBackendTakesTheRealPath:
         on_cpu = scenarios.Scenario("placement", "convert_on_cpu", "cpu", "cpu", 8, "images")
         info = scenarios.run_scenario(on_cpu, FakeBenchmark(), SimBackend(family_spec()))
         assert prepared == [on_cpu] and info["clock"] == "wall+sync"
+
+
+class TestWorkloadsArePricedAndLabelledSimulated:
+    """batching, copy_overlap and state_dict on the simulated machine: each variant costs what the spec
+    prices (launch 4 µs, sync 5 µs, every path 2 µs + n / 10 GB/s, host copies at 10 GB/s)."""
+
+    @staticmethod
+    def seconds(scenario):
+        from xferbench.measure.simulate_scenarios import prepare_scenario
+
+        backend = SimBackend(family_spec())
+        index = int(next(d for d in scenario.devices if d != "cpu").split(":")[1])
+        prepared = prepare_scenario(scenario, backend, lambda: backend.synchronize(index))
+        with backend.simulating():
+            start = backend.clock.now
+            prepared.target()
+            return backend.clock.now - start
+
+    def test_many_small_copies_pay_the_fixed_cost_each(self):
+        from xferbench.measure.scenarios import BATCH_PIECE, Scenario
+
+        n, L, sync = 4 * MiB, 4 * US, 5 * US
+        path = lambda nbytes: 2 * US + nbytes / 10e9  # noqa: E731
+        one = Scenario("batching", "one_copy", "cpu", "cuda:0", n, "bytes")
+        assert self.seconds(one) == pytest.approx(L + path(n) + sync)
+        cat = Scenario("batching", "cat_then_one", "cpu", "cuda:0", n, "bytes")
+        assert self.seconds(cat) == pytest.approx(n / 10e9 + L + path(n) + sync)
+        many = Scenario("batching", "many_small", "cpu", "cuda:1", n, "bytes")
+        assert self.seconds(many) == pytest.approx(1024 * (L + path(BATCH_PIECE)) + sync)
+
+    def test_a_copy_on_a_side_stream_runs_beside_the_kernel(self):
+        from xferbench.measure.scenarios import OVERLAP_KERNEL_S as K
+        from xferbench.measure.scenarios import Scenario
+
+        n, L, sync = 4 * MiB, 4 * US, 5 * US
+        copy = 2 * US + n / 10e9
+        cost = {v: self.seconds(Scenario("copy_overlap", v, "cpu", "cuda:0", n, "bytes"))
+                for v in ("kernel_alone", "copy_alone", "sequential", "overlapped")}
+        assert cost["kernel_alone"] == pytest.approx(L + K + sync)
+        assert cost["copy_alone"] == pytest.approx(L + copy + sync)
+        assert cost["sequential"] == pytest.approx(L + K + copy + sync)  # the copy waits for the kernel
+        assert cost["overlapped"] == pytest.approx(max(L + K, 2 * L + copy) + sync)
+
+    def test_state_dict_copies_each_tensor(self):
+        from xferbench.measure.scenarios import Scenario
+        from xferbench.measure.simulate_scenarios import parameter_bytes
+
+        L, sync = 4 * US, 5 * US
+        sizes = parameter_bytes(10**5)
+        path = lambda nbytes: 2 * US + nbytes / 10e9  # noqa: E731
+        blocking = Scenario("state_dict", "cpu", "cuda:0", "cpu", 10**5, "params")
+        assert self.seconds(blocking) == pytest.approx(sum(L + path(b) for b in sizes) + sync)
+        now = busy = 0.0  # queued one launch apart, run one after the other on the stream
+        for b in sizes:
+            now += L
+            busy = max(now, busy) + path(b)
+        queued = Scenario("state_dict", "nonblocking", "cuda:0", "cpu", 10**5, "params")
+        assert self.seconds(queued) == pytest.approx(max(now, busy) + sync)
+
+    @pytest.mark.parametrize("scenario", [("batching", "many_small", "cpu", "cuda:0", 64 * 2**10, "bytes"),
+                                          ("copy_overlap", "overlapped", "cpu", "cuda:1", MiB, "bytes"),
+                                          ("state_dict", "nonblocking", "cuda:0", "cpu", 10**4, "params")])
+    def test_rows_say_simulated_and_carry_no_faults(self, scenario):
+        """A simulated figure is never a measurement: the clock says so, and no page faults are counted."""
+        from xferbench.measure.scenarios import Scenario, run_scenario
+
+        from fakes import FakeBenchmark
+
+        info = run_scenario(Scenario(*scenario), FakeBenchmark(calls=2), SimBackend(family_spec()))
+        assert info["clock"] == "simulated" and "minor_faults_per_call" not in info

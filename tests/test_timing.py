@@ -1,3 +1,8 @@
+import types
+
+import pytest
+
+from xferbench.measure.devices import memcpy_seconds
 from xferbench.measure.timing import device_seconds, event_device, synchronized
 
 from fakes import FakeBackend
@@ -41,9 +46,69 @@ class TestDeviceTime:
     def test_median_and_synchronized_around(self):
         """Device time is the events' median, with both devices idle before and after."""
         backend = FakeBackend(gpus=2, event_s=2e-6)
-        assert device_seconds(lambda: None, "cuda:0", "cuda:1", backend, repeats=7) == 2e-6
+        assert device_seconds(lambda: None, "cuda:0", "cuda:1", backend, repeats=7) == (2e-6, "events")
         assert backend.calls == [("synchronize", 0), ("synchronize", 1), ("events", 0, 7),
                                  ("synchronize", 0), ("synchronize", 1)]
 
     def test_host_case_has_no_device_time(self):
-        assert device_seconds(lambda: None, "cpu", "cpu", FakeBackend(gpus=1), 3) is None
+        assert device_seconds(lambda: None, "cpu", "cpu", FakeBackend(gpus=1), 3) == (None, None)
+
+    def test_a_copy_is_timed_by_the_profiler_where_one_records_it(self):
+        """The memcpy's own activity records come first: no events are needed."""
+        backend = FakeBackend(gpus=1, event_s=9e-6, profile_s=3e-6)
+        twin_calls = []
+        seconds = device_seconds(lambda: None, "cpu", "cuda:0", backend, 4, twin=lambda: twin_calls.append(1), copies=True)
+        assert seconds == (3e-6, "profiler")
+        assert ("profiled", 0, 4) in backend.calls and not [c for c in backend.calls if c[0] == "events"]
+        assert twin_calls == []
+
+    def test_without_a_profiler_a_blocking_copy_is_timed_by_its_twin(self):
+        """Events around the blocking call would time the host's pace: the non-blocking twin is
+        what runs between them, and the method says so."""
+        backend = FakeBackend(gpus=1, event_s=2e-6)
+        calls = []
+        seconds = device_seconds(lambda: calls.append("blocking"), "cuda:0", "cpu", backend, 3,
+                                 twin=lambda: calls.append("twin"), copies=True)
+        assert seconds == (2e-6, "nonblocking_twin")
+        assert calls == ["twin"] * 3
+
+    def test_what_is_not_a_copy_is_never_profiled(self):
+        """A fill (creation on a GPU) has no memcpy record: events around it, never the profiler."""
+        backend = FakeBackend(gpus=1, event_s=2e-6, profile_s=1e-6)
+        assert device_seconds(lambda: None, "cuda:0", "cuda:0", backend, 3) == (2e-6, "events")
+        assert not [c for c in backend.calls if c[0] == "profiled"]
+
+
+class TestProfilerRecords:
+    """torch.profiler's events, as FunctionEvents describe them: name, device type, time range."""
+
+    @staticmethod
+    def event(name, device, us):
+        return types.SimpleNamespace(name=name, device_type=types.SimpleNamespace(name=device),
+                                     time_range=types.SimpleNamespace(elapsed_us=lambda: us))
+
+    def test_each_device_memcpy_is_one_calls_time(self):
+        """The device-side Memcpy records, in seconds; the host's runtime calls and kernels are not copies."""
+        events = [self.event("cudaMemcpyAsync", "CPU", 12.0), self.event("Memcpy HtoD (Pinned -> Device)", "CUDA", 2.0),
+                  self.event("void at::native::fill_kernel", "CUDA", 5.0),
+                  self.event("Memcpy HtoD (Pinned -> Device)", "CUDA", 3.0)]
+        assert memcpy_seconds(events, 2) == pytest.approx([2e-6, 3e-6])
+
+    def test_not_one_record_per_call_is_no_figure(self):
+        """A copy missing (or split in pieces) is not one copy's time: the caller falls back to events."""
+        one = [self.event("Memcpy DtoH (Device -> Pinned)", "CUDA", 2.0)]
+        assert memcpy_seconds(one, 2) is None
+        assert memcpy_seconds([], 0) is None
+
+    def test_a_torch_without_a_cuda_profiler_gives_none(self):
+        """This CPU build's profiler records no CUDA activity: profiled_seconds says so, and the
+        copy's device time comes from events (twin or not) instead."""
+        from torch.profiler import ProfilerActivity, supported_activities
+
+        from xferbench.measure.devices import TorchBackend
+
+        if ProfilerActivity.CUDA in supported_activities():
+            pytest.skip("this torch records CUDA activity")
+        backend = TorchBackend()
+        backend.type = "cuda"  # as if a GPU were there: the profiler is what is asked
+        assert backend.profiled_seconds(lambda: None, 0, 3) is None

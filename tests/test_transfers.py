@@ -1,4 +1,5 @@
 import functools
+import sys
 import types
 import weakref
 
@@ -7,6 +8,7 @@ import torch
 
 from xferbench.measure import transfers
 from xferbench.measure.cases import Case
+from xferbench.measure.faults import fault_calls
 from xferbench.measure.transfers import (
     Buffers,
     CannotRun,
@@ -89,9 +91,12 @@ class TestRunCaseOnCpu:
         Case("noop", "to", "cpu", "cpu", (16,)),
     ], ids=lambda c: c.id)
     def test_extra_info_contract(self, case, fake_benchmark):
-        """A CPU case fills the data contract and has no device time."""
+        """A CPU case fills the data contract and has no device time; one that touches host memory
+        (a no-op touches nothing) records its minor page faults per call."""
         info = run_case(case, fake_benchmark, FakeBackend(gpus=0))
-        assert info == case.extra_info() | {"clock": "wall+sync"}
+        faults = {} if case.op == "noop" else {"minor_faults_per_call": info.get("minor_faults_per_call")}
+        assert info == case.extra_info() | {"clock": "wall+sync"} | faults
+        assert case.op == "noop" or type(info["minor_faults_per_call"]) is float
         assert fake_benchmark.group == f"{case.op} cpu->cpu"
 
     def test_corrupting_operation_fails_the_case(self, monkeypatch, fake_benchmark):
@@ -133,8 +138,9 @@ class TestRunCaseWithFakeGpus:
         info = run_case(case, bench, backend)
         events = [c for c in backend.calls if c[0] == "events"]
         assert events == [("events", 1, 100)]
-        # 3 warm-up + 5 timed + 1 verified call, then one sync before and after the events.
-        assert backend.syncs() == [1] * (3 + 5 + 1 + 2)
+        # 3 warm-up + 5 timed + the calls whose faults are counted + 1 verified call, then one
+        # sync before and after the events.
+        assert backend.syncs() == [1] * (3 + 5 + fault_calls(1e-3) + 1 + 2)
         assert info["device_seconds"] == backend.event_s
         assert info["host_memory"] == "pinned" and info["non_blocking"] is True
 
@@ -270,3 +276,109 @@ def test_noop_statistics_are_per_call(fake_benchmark):
     run_case(Case("noop", "to", "cpu", "cpu", (4,)), fake_benchmark, FakeBackend())
     assert fake_benchmark.stats.stats.median == pytest.approx(3e-7)
     assert fake_benchmark.stats.iterations == transfers.NOOP_CALLS
+
+
+class TestFaultsPerCall:
+    def test_faults_counted_over_calls_of_their_own(self, monkeypatch, fake_benchmark):
+        """The ru_minflt delta over the counting calls, divided by them: a call that faults 7 pages
+        records 7.0, whatever the timed calls did."""
+        from xferbench.measure import faults
+
+        counter = {"faults": 0}
+        monkeypatch.setattr(faults, "minor_faults", lambda: counter["faults"])
+        real = transfers.operation
+
+        def faulting(case, buffers, backend=None):
+            op = real(case, buffers, backend)
+
+            def call():
+                counter["faults"] += 7
+                return op()
+            return call
+
+        monkeypatch.setattr(transfers, "operation", faulting)
+        info = run_case(Case("host", "clone", "cpu", "cpu", (16,)), fake_benchmark, FakeBackend())
+        assert info["minor_faults_per_call"] == 7.0
+
+    @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_minflt counts page faults on Linux")
+    def test_a_fresh_mapping_faults_its_pages_in(self):
+        """Measured for real: 64 MiB is above glibc's largest mmap threshold (32 MiB), so each
+        allocation is a fresh mapping and touching it faults at least once per 2 MiB huge page;
+        writing into memory already touched faults (almost) nothing."""
+        from xferbench.measure.faults import faults_per_call
+
+        reused = torch.empty(2**24)
+        reused.fill_(0)
+        assert faults_per_call(lambda: torch.empty(2**24).fill_(1), 3) >= 32
+        assert faults_per_call(lambda: reused.fill_(1), 3) < 32
+
+    def test_counted_calls_fit_the_budget(self):
+        """As many calls as fit 50 ms: a slow call (thousands of faults) once, a tiny one 100 times."""
+        assert (fault_calls(1.0), fault_calls(1e-3), fault_calls(1e-9), fault_calls(None)) == (1, 50, 100, 1)
+
+    def test_simulated_copies_record_no_faults(self):
+        """A simulated accelerator's copy only charges a clock: faults of its calls would be none of
+        the copy's. A host case on the simulated machine, and a real device case, record them."""
+        assert not transfers.counts_faults("h2d", ("cpu", "cuda:0"), simulated=True)
+        assert transfers.counts_faults("h2d", ("cpu", "cuda:0"), simulated=False)
+        assert transfers.counts_faults("host", ("cpu",), simulated=False)
+        assert not transfers.counts_faults("noop", ("cpu",), simulated=False)
+        assert not transfers.counts_faults("d2d", ("cuda:0",), simulated=False)
+
+    def test_device_cases_that_touch_the_host_record_faults(self, monkeypatch):
+        cpu_stand_in(monkeypatch)
+        case = Case("d2h", "cpu", "cuda:0", "cpu", (256,), host_memory="pageable")
+        assert "minor_faults_per_call" in run_case(case, FakeBenchmark(calls=2), FakeBackend(gpus=1))
+        same_device = Case("d2d", "clone", "cuda:0", "cuda:0", (256,))
+        assert "minor_faults_per_call" not in run_case(same_device, FakeBenchmark(calls=2), FakeBackend(gpus=1))
+
+
+class TestSingleThread:
+    def test_the_call_runs_on_one_thread_and_the_count_is_restored(self, monkeypatch, fake_benchmark):
+        """The single_thread host copy runs (warm-up, timed and counted calls) with one intra-op
+        thread; the thread count is what it was afterwards, also for the cases that follow."""
+        seen = []
+        real = transfers.operation
+
+        def recording(case, buffers, backend=None):
+            op = real(case, buffers, backend)
+            return lambda: seen.append(torch.get_num_threads()) or op()
+
+        monkeypatch.setattr(transfers, "operation", recording)
+        before = torch.get_num_threads()
+        torch.set_num_threads(2)
+        try:
+            case = Case("host", "copy_", "cpu", "cpu", (16,), host_memory="pageable", variant="single_thread")
+            info = run_case(case, fake_benchmark, FakeBackend())
+            assert set(seen[:-1]) == {1} and torch.get_num_threads() == 2
+            assert info["variant"] == "single_thread" and info["method"] == "copy_" and info["op"] == "host"
+            seen.clear()
+            run_case(HOST_COPY, fake_benchmark, FakeBackend())
+            assert set(seen) == {2}
+        finally:
+            torch.set_num_threads(before)
+
+
+class TestDeviceTimeMethod:
+    def test_blocking_pinned_copy_is_timed_by_its_nonblocking_twin(self, monkeypatch):
+        """Without a profiler, the events enclose the non-blocking twin's calls, and the row says so."""
+        ran = cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=1)
+        case = Case("h2d", "to", "cpu", "cuda:0", (256,), host_memory="pinned")
+        info = run_case(case, FakeBenchmark(calls=2), backend)
+        twin = Case("h2d", "to", "cpu", "cuda:0", (256,), host_memory="pinned", non_blocking=True)
+        assert info["device_time_method"] == "nonblocking_twin" and info["device_seconds"] == backend.event_s
+        assert ran[-info["device_repeats"] - 1:-1] == [twin.id] * info["device_repeats"]  # then verified
+
+    def test_nonblocking_copy_is_timed_by_events_around_itself(self, monkeypatch):
+        ran = cpu_stand_in(monkeypatch)
+        case = Case("d2h", "to", "cuda:0", "cpu", (256,), host_memory="pinned", non_blocking=True)
+        info = run_case(case, FakeBenchmark(calls=2), FakeBackend(gpus=1))
+        assert info["device_time_method"] == "events" and set(ran) == {case.id}
+
+    def test_a_profiler_that_records_the_copy_is_preferred(self, monkeypatch):
+        cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=1, profile_s=4e-6)
+        case = Case("d2h", "copy_", "cuda:0", "cpu", (256,), host_memory="pinned")
+        info = run_case(case, FakeBenchmark(calls=2), backend)
+        assert (info["device_seconds"], info["device_time_method"]) == (4e-6, "profiler")

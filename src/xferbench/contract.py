@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 __all__ = [
+    "DEVICE_TIME_METHODS",
     "IDENTITY",
     "MEASURED",
     "SCHEMA_VERSION",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+#: How ``device_seconds`` was taken (``device_time_method``), most direct first.
+DEVICE_TIME_METHODS = ("profiler", "nonblocking_twin", "events")
 
 
 class ContractError(ValueError):
@@ -98,8 +101,11 @@ IDENTITY: tuple[str, ...] = tuple(f.name for f in fields(Identity))
 #: Fields a run adds beside the identity, with their JSON type (None allowed for each).
 MEASURED: dict[str, Any] = {
     "clock": str,                # "wall+sync", "cuda_event", or "simulated" (measure/simulate.py: not a measurement)
-    "device_seconds": float,     # device time per call from events, stream held behind a spin
-    "device_repeats": int,       # calls back to back between the two events of device_seconds
+    "device_seconds": float,     # the copy's own device time per call (device_time_method says how)
+    "device_time_method": str,   # "profiler" (the memcpy's activity records), "nonblocking_twin" (events around
+                                 # the non-blocking twin of a blocking copy) or "events" (events around the call)
+    "device_repeats": int,       # calls measured for device_seconds (back to back between events, or profiled)
+    "minor_faults_per_call": float,  # minor page faults per call (ru_minflt), for cases that touch host memory
     "peer_access": bool,         # peer copies: cudaDeviceCanAccessPeer (capable, not enabled)
     "queued_seconds": float,     # sync_stall: GPU work queued before the call
     "bus_factor": float,         # distributed: busbw = algbw x bus_factor (nccl-tests)

@@ -31,12 +31,15 @@ class Variant:
     """One way a core family's payload is moved: the call, the host memory, blocking or not.
 
     ``cuda_only`` variants (``.cuda(i)``) exist only where the accelerator is CUDA (or ROCm).
+    ``variant`` names a second way of running the same call (``single_thread``: with torch's
+    intra-op threads set to one); it is part of the identity.
     """
 
     method: str
     host_memory: str | None = None
     non_blocking: bool = False
     cuda_only: bool = False
+    variant: str | None = None
 
 
 #: Where a core family's cases run: each device; the host alone; host and each accelerator
@@ -77,21 +80,29 @@ def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> 
 
 _H2D = tuple(v for memory in ("pageable", "pinned") for nb in (False, True)
              for v in _v("to", "cuda", "copy_", memory=memory, non_blocking=nb))
-#: Allocating moves back land in pageable memory; only copy_ can target a pinned buffer.
+#: Blocking allocating moves back land in fresh pageable memory (their faults are the cost
+#: that grows past glibc's mmap threshold); copy_ into a preallocated buffer (written once
+#: before timing: its pages are touched) is the control without them. .to('cpu',
+#: non_blocking=True) returns pinned memory (torch's _to_copy pins the result of a non-blocking
+#: copy from CUDA to the CPU): the one-line fix.
 _D2H = (*_v("cpu", "to", "copy_", memory="pageable"), *_v("copy_", memory="pinned"),
-        *_v("copy_", memory="pinned", non_blocking=True))
+        *_v("copy_", "to", memory="pinned", non_blocking=True))
+#: Host copies: torch's (multi-threaded) clone and copy_, and copy_ on one thread, the roof of a
+#: pageable copy to or from a GPU (the driver stages it through a pinned buffer with one thread).
+_HOST = (*_v("clone", "copy_", memory="pageable"), Variant("copy_", "pageable", variant="single_thread"))
 
 _CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
            "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D),
-    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, copy_ into pageable or pinned",
+    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, .to('cpu', non_blocking=True) "
+           "into fresh pinned memory, copy_ into preallocated pageable or pinned",
            "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H),
     Family("d2d", "same device", "clone and copy_ within one device: its memory bandwidth",
            "core", "tab:green", link="device memory", endpoints="accelerator", variants=_v("clone", "copy_")),
     Family("peer", "device to device", ".to('cuda:j') and copy_ for every ordered pair of GPUs",
            "core", "tab:purple", link="nvlink", endpoints="accelerator->accelerator", variants=_v("to", "copy_")),
-    Family("host", "host memory", "host-memory clone and copy_: the reference any move to or from the CPU is bounded by",
-           "core", "tab:gray", link="host memory", endpoints="host", variants=_v("clone", "copy_", memory="pageable")),
+    Family("host", "host memory", "host-memory clone and copy_ (also on one thread): the reference any move to or "
+           "from the CPU is bounded by", "core", "tab:gray", link="host memory", endpoints="host", variants=_HOST),
     Family("create", "creation", "torch.empty / zeros / ones / rand(shape, device=d) on each device",
            "core", "tab:orange", moves_payload=False, endpoints="each", variants=_v("empty", "zeros", "ones", "rand"),
            caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
@@ -121,13 +132,15 @@ _SCENARIOS = (
                    "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
                    "their bytes. Never read such a buffer before the event or a synchronize: it may still hold old data."),
     Family("pin_memory", "Scenario: is pinning worth it?",
-           "t.pin_memory() cold and from the host cache, and pin-then-move against a reused buffer",
+           "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
+           "a tensor pinned once (the break-even: how many reuses pay for pinning)",
            "scenario", "tab:cyan",
            caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it page-locks fresh "
                    "memory (what the first pin of a size costs). pin_cached: the caching host allocator still holds a "
                    "freed pinned block of that size, so the call is a memcpy into it (what a loop that pins every batch "
                    "pays after its first). Pinning once per transfer costs more than it saves; staging into a pinned "
-                   "buffer that is reused pays off."),
+                   "buffer that is reused pays off. pinned_to: the DMA from a tensor pinned once, what each reuse costs; "
+                   "pin_cold / (to - pinned_to) reuses pay for pinning it."),
     Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
            "scenario", "tab:cyan",
            caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
@@ -136,6 +149,27 @@ _SCENARIOS = (
            "scenario", "tab:cyan",
            caption="Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
                    "Module.to and Module.cuda both move parameters in place and return the module itself."),
+)
+
+#: What users ask about moving data that nvbandwidth and the tutorials do not time (bench/test_workloads.py).
+_WORKLOADS = (
+    Family("batching", "Scenario: many small copies or one batched copy",
+           "1024 x 4 KiB .to(device) against torch.cat then one copy, and one copy of a contiguous buffer",
+           "scenario", "tab:cyan",
+           caption="many_small: one blocking .to() per 4 KiB piece of pageable memory, each paying the fixed cost "
+                   "of a copy; cat_then_one: torch.cat on the host, then one copy; one_copy: the same bytes already "
+                   "contiguous, one copy. Bytes are the total moved, counted once."),
+    Family("copy_overlap", "Scenario: copy/compute overlap", "a non-blocking pinned host-to-device copy on a side stream "
+           "while a kernel runs, against the two in sequence on one stream", "scenario", "tab:cyan",
+           caption="kernel_alone: a kernel of about 1 ms (torch.cuda._sleep); copy_alone: the pinned non-blocking copy; "
+                   "sequential: both on the default stream, one after the other; overlapped: the copy on a side stream "
+                   "while the kernel runs. Near the longer of the two alone is full overlap; near their sum is none."),
+    Family("state_dict", "Scenario: a state_dict() to the CPU",
+           "{k: v.cpu()} of a module's state_dict against .to('cpu', non_blocking=True) and one synchronize",
+           "scenario", "tab:cyan",
+           caption="cpu: every tensor of net.state_dict() copied with .cpu(), one blocking copy into fresh pageable "
+                   "memory each; nonblocking: .to('cpu', non_blocking=True) for each (torch returns pinned memory), "
+                   "then one synchronize before the tensors are read."),
 )
 
 #: Copies at once, copy paths and NUMA placement (measure/concurrent.py): what nvbandwidth
@@ -179,8 +213,18 @@ _DISTRIBUTED = tuple(
     )
 )
 
+def _by_op(records: Iterable[Family]) -> dict[str, Family]:
+    """The records keyed by op; two records of one op (a scenario named like a collective) are refused."""
+    table: dict[str, Family] = {}
+    for record in records:
+        if record.op in table:
+            raise ValueError(f"two families are named {record.op!r}")
+        table[record.op] = record
+    return table
+
+
 #: Every family, in report order.
-FAMILIES: dict[str, Family] = {f.op: f for f in (*_CORE, *_SCENARIOS, *_CONCURRENT, *_DISTRIBUTED)}
+FAMILIES: dict[str, Family] = _by_op((*_CORE, *_SCENARIOS, *_WORKLOADS, *_CONCURRENT, *_DISTRIBUTED))
 
 
 def register(new: Family) -> Family:

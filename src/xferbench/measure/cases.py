@@ -28,10 +28,12 @@ __all__ = [
 ]
 
 #: ``--xfer-profile`` presets: the sizes swept. ``quick`` keeps a CPU-only run
-#: under a minute; ``full`` sweeps from the lesson's 2x3 tensor to 1 GiB.
+#: under a minute; ``full`` sweeps from the lesson's 2x3 tensor to 1 GiB, with 24, 31 and
+#: 33 MiB around glibc's largest mmap threshold (32 MiB): above it every fresh allocation
+#: is a new mapping whose pages fault in on first touch.
 PROFILES: dict[str, str] = {
     "quick": "4B,1KiB,1MiB,64MiB",
-    "full": "2x3,4B..1GiB:x4",
+    "full": "2x3,4B..16MiB:x4,24MiB,31MiB,33MiB,64MiB..1GiB:x4",
 }
 #: The shape of a case whose family has no size axis (a Case needs one; its nbytes is 0).
 NO_SIZE = (1,)
@@ -49,6 +51,7 @@ class Case:
     dtype: str = "float32"
     host_memory: str | None = None
     non_blocking: bool = False
+    variant: str | None = None  # a second way of running the same call (families.Variant)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_SIZES:
@@ -88,13 +91,15 @@ class Case:
         if self.src != self.dst:  # a move across devices: blocking or not matters
             parts.append("nonblocking" if self.non_blocking else "blocking")
         parts += [self.method, self.size_label, self.dtype] if self.sized else [self.method]
+        if self.variant:
+            parts.append(self.variant)
         on_one_device = self.src == self.dst and (family(self.op).endpoints == "each" or not self.sized)
         parts.append(self.src if on_one_device else f"{self.src}->{self.dst}")
         return "-".join(parts)
 
     def identity(self) -> Identity:
         return Identity(self.op, self.method, self.src, self.dst, self.nbytes, self.dtype, self.shape,
-                        self.host_memory, self.non_blocking)
+                        self.host_memory, self.non_blocking, self.variant)
 
     def extra_info(self) -> dict[str, object]:
         """The data-contract fields that identify this case (contract.Identity)."""
@@ -189,7 +194,7 @@ def _family_cases(op: str, devices: Sequence[str], shape: tuple[int, ...], dtype
     if isinstance(endpoints, Skipped):
         return [endpoints]
     return [
-        Case(op, v.method, src, dst, shape, dtype, v.host_memory, v.non_blocking)
+        Case(op, v.method, src, dst, shape, dtype, v.host_memory, v.non_blocking, v.variant)
         for src, dst in endpoints
         for v in fam.variants
         if _applies(v, src, dst)

@@ -419,6 +419,7 @@ def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dic
 
     Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible.
     """
+    from .faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 
@@ -446,5 +447,7 @@ def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dic
             for _ in range(WARMUP_CALLS):
                 prepared.target()
             result = benchmark(prepared.target)
+        if simulator is None:  # runs for real (a simulated one prices its copies)
+            benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target)
         prepared.check(result)
     return benchmark.extra_info

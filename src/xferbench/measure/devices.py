@@ -26,6 +26,7 @@ __all__ = [
     "accelerator_index",
     "available_devices",
     "host_memory_available",
+    "memcpy_seconds",
     "parse_device",
     "parse_device_list",
     "try_all_gpus",
@@ -60,6 +61,10 @@ class DeviceBackend(Protocol):
     def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
         """Device time per call of ``fn``: ``repeats`` calls back to back between two events on
         ``index``'s current stream, held behind a spin while they are enqueued; one figure per window."""
+
+    def profiled_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        """The device time of each copy ``repeats`` calls of ``fn`` made on ``index``, from a profiler's
+        device activity records (what Nsight shows); None without a profiler that records them."""
 
     def tensor_device(self, device: str) -> str:
         """Where the tensors of ``device`` live in this process (a simulated GPU's: the host)."""
@@ -180,6 +185,22 @@ class TorchBackend:
             rates[index] = SPIN_CALIBRATION_CYCLES / max(start.elapsed_time(end) / 1e3, 1e-9)
         return rates[index]
 
+    def profiled_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        if self.type != "cuda":
+            return None
+        from torch.profiler import ProfilerActivity, profile, supported_activities
+
+        if ProfilerActivity.CUDA not in supported_activities():  # built without CUPTI
+            return None
+        cuda = self._torch.cuda
+        with cuda.device(index):
+            cuda.synchronize(index)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(repeats):
+                    fn()
+                cuda.synchronize(index)
+        return memcpy_seconds(prof.events(), repeats)
+
     def tensor_device(self, device: str) -> str:
         return device
 
@@ -189,6 +210,16 @@ class TorchBackend:
     @contextlib.contextmanager
     def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
         yield op
+
+
+def memcpy_seconds(events: Sequence[Any], calls: int) -> list[float] | None:
+    """Per-call device time of the copies among a profiler's events (torch FunctionEvents): the
+    duration of each device-side ``Memcpy ...`` record, CUPTI's name for a copy engine's work.
+    None unless there is exactly one per call (a copy split in pieces, or one missing, is not
+    one copy's time)."""
+    copies = [e.time_range.elapsed_us() * 1e-6 for e in events
+              if str(e.name).startswith("Memcpy") and getattr(e.device_type, "name", "") != "CPU"]
+    return copies if calls and len(copies) == calls else None
 
 
 def _accelerator_type(torch: Any) -> str | None:

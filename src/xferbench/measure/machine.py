@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "cuda_properties",
     "device_l2_bytes",
     "fingerprint",
+    "glibc_version",
     "gpu_local_cpus",
     "host_cache_bytes",
     "nvlink_generation",
@@ -37,6 +39,7 @@ __all__ = [
     "parse_cpu_list",
     "pci_bus_id",
     "run_state",
+    "transparent_hugepage",
 ]
 
 #: NVML's ``nvmlNvlinkVersion_t`` (what nvmlDeviceGetNvLinkVersion returns) -> NVLink
@@ -46,6 +49,7 @@ _HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
+SYSFS_THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
 def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
@@ -60,7 +64,11 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
         "accelerator": backend.type,
         "driver": None,
         "host": {"processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                 "cache_bytes": host_cache_bytes(), "process_cpus": cpu_list(_process_cpus())},
+                 "cache_bytes": host_cache_bytes(), "process_cpus": cpu_list(_process_cpus()),
+                 # What a fresh host allocation costs: who maps it (glibc), in what pages (THP),
+                 # and how many threads touch it (torch's intra-op pool).
+                 "transparent_hugepage": transparent_hugepage(), "glibc": glibc_version(),
+                 "torch_threads": torch.get_num_threads()},
         "devices": [_device(backend, i, props[i]) for i in range(len(devices))],
         "peer_access": [[backend.can_access_peer(i, j) for j in range(len(devices))] for i in range(len(devices))],
         "nvml": False,
@@ -161,6 +169,29 @@ def host_cache_bytes(root: Path = SYSFS_CPU, cpus: Iterable[int] | None = None) 
             continue
     caches[f"L{last[0]}_all"] = caches[f"L{last[0]}"] * max(1, len(instances))
     return caches
+
+
+def transparent_hugepage(path: Path = SYSFS_THP) -> str | None:
+    """The kernel's transparent huge pages mode (``always``, ``madvise`` or ``never``: the one
+    sysfs shows in brackets), None where it does not say."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    match = re.search(r"\[(\w+)\]", text)
+    return match.group(1) if match else None
+
+
+def glibc_version() -> str | None:
+    """The C library's version, e.g. ``2.36``; None when it is not glibc (musl, macOS)."""
+    try:
+        confstr = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36": the library loaded, not the one linked
+    except (ValueError, OSError, AttributeError):
+        confstr = None
+    if confstr and confstr.startswith("glibc "):
+        return confstr.split()[1]
+    library, version = platform.libc_ver()
+    return version if library == "glibc" and version else None
 
 
 def _size(text: str) -> int:

@@ -45,7 +45,14 @@ SCENARIO_SIZES: dict[str, dict[str, tuple[int, ...]]] = {
     "pin_memory": {"quick": (2**20, 64 * 2**20), "full": (2**16, 2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20)},
     "placement": {"quick": (8, 64), "full": (8, 32, 64, 256)},
     "cuda_vs_to": {"quick": (64 * 2**20,), "full": (2**20, 64 * 2**20)},
+    "batching": {"quick": (4 * 2**20,), "full": (256 * 2**10, 4 * 2**20, 16 * 2**20)},
+    "copy_overlap": {"quick": (64 * 2**20,), "full": (2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20)},
+    "state_dict": {"quick": (10**5, 10**7), "full": (10**4, 10**5, 10**6, 10**7, 10**8)},
 }
+#: The piece of the batching scenario's many small copies (1024 of them in 4 MiB).
+BATCH_PIECE = 4 * 2**10
+#: The kernel the overlap scenario runs beside (or before) its copy, in seconds.
+OVERLAP_KERNEL_S = 1e-3
 #: Work queued on the GPU before a synchronizing call, in seconds.
 STALL_SECONDS = 2e-3
 IMAGE = (3, 224, 224)
@@ -92,7 +99,8 @@ class Scenario:
 
     def identity(self) -> Identity:
         return Identity(self.op, self.variant, self.src, self.dst, self.nbytes, self.dtype, (self.size,),
-                        non_blocking=self.variant in ("nonblocking_event", "to_nonblocking"), variant=self.variant)
+                        non_blocking=self.variant in ("nonblocking_event", "to_nonblocking", "nonblocking"),
+                        variant=self.variant)
 
     def extra_info(self) -> dict[str, Any]:
         return self.identity().extra_info() | {"size_unit": self.unit}
@@ -176,11 +184,14 @@ SCENARIOS: dict[str, Callable[[Sequence[str], Sequence[int]], list[Scenario | Sk
     "module_to": _module_to,
     "forward": _forward,
     "sync_stall": _gpu_family("sync_stall", ("item", "cpu", "tolist", "str", "nonblocking_event"), "bytes", to_host=True),
-    "pin_memory": _gpu_family("pin_memory", ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to"),
-                              "bytes"),
+    "pin_memory": _gpu_family("pin_memory", ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to",
+                                             "pinned_to"), "bytes"),
     "placement": _placement,
     "cuda_vs_to": _gpu_family("cuda_vs_to", ("cuda", "to_str", "to_device", "to_nonblocking",
                                              "module_to", "module_cuda"), "bytes"),
+    "batching": _gpu_family("batching", ("many_small", "cat_then_one", "one_copy"), "bytes"),
+    "copy_overlap": _gpu_family("copy_overlap", ("kernel_alone", "copy_alone", "sequential", "overlapped"), "bytes"),
+    "state_dict": _gpu_family("state_dict", ("cpu", "nonblocking"), "params", to_host=True),
 }
 
 
@@ -336,6 +347,9 @@ def _prepare_pin_memory(s: Scenario, sync: Callable[[], None]) -> Prepared:
         "pin_cached_then_to": _synced(lambda: src.pin_memory().to(dst, non_blocking=True), sync),
         # The realistic reuse: stage into one pinned buffer, then a fast DMA.
         "reused_pinned_to": _synced(lambda: reused.copy_(src).to(dst, non_blocking=True), sync),
+        # What each reuse of a tensor pinned once costs: the DMA alone. pin_cold / (to - pinned_to) is
+        # the number of reuses that pays for pinning it (the break-even).
+        "pinned_to": _synced(lambda: reused.to(dst, non_blocking=True), sync),
     }
 
     def cold() -> None:
@@ -395,6 +409,70 @@ def _prepare_cuda_vs_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
                     check=_on(s.dst) if is_module else lambda out: None)
 
 
+def _prepare_batching(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    dst = torch.device(s.dst)
+    whole = torch.ones(s.size // 4)
+    pieces = list(whole.split(BATCH_PIECE // 4))  # contiguous views, as a list of small tensors would be
+    calls: dict[str, Callable[[], Any]] = {
+        "many_small": lambda: [piece.to(dst) for piece in pieces],
+        "cat_then_one": lambda: torch.cat(pieces).to(dst),
+        "one_copy": lambda: whole.to(dst),
+    }
+
+    def check(out: Any) -> None:
+        moved = out if isinstance(out, list) else [out]
+        assert all(t.device == dst for t in moved) and sum(t.numel() for t in moved) == whole.numel()
+    return Prepared(_synced(calls[s.variant], sync), check=check)
+
+
+def _prepare_overlap(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    import torch
+
+    device = torch.device(s.dst)
+    src = torch.ones(s.size // 4).pin_memory()
+    dst = torch.empty(s.size // 4, device=device)
+    side = torch.cuda.Stream(device)
+    cycles = _sleep_cycles(s.dst, OVERLAP_KERNEL_S)
+
+    def kernel() -> None:
+        with torch.cuda.device(device):
+            torch.cuda._sleep(cycles)
+
+    def copy() -> None:
+        dst.copy_(src, non_blocking=True)
+
+    def copy_beside() -> None:  # on the side stream, while the default one runs the kernel
+        with torch.cuda.stream(side):
+            dst.copy_(src, non_blocking=True)
+
+    steps: dict[str, tuple[Callable[[], None], ...]] = {
+        "kernel_alone": (kernel,),
+        "copy_alone": (copy,),
+        "sequential": (kernel, copy),
+        "overlapped": (kernel, copy_beside),
+    }
+
+    def call() -> None:
+        for step in steps[s.variant]:
+            step()
+    return Prepared(_synced(call, sync))  # sync: the whole device, side stream included
+
+
+def _prepare_state_dict(s: Scenario, sync: Callable[[], None]) -> Prepared:
+    net = mlp(s.size, s.src)
+    calls: dict[str, Callable[[], Any]] = {
+        "cpu": lambda: {k: v.cpu() for k, v in net.state_dict().items()},
+        # pinned results (torch's _to_copy pins a non-blocking copy to the CPU): read only after the synchronize
+        "nonblocking": lambda: {k: v.to("cpu", non_blocking=True) for k, v in net.state_dict().items()},
+    }
+
+    def check(out: Any) -> None:
+        assert out.keys() == net.state_dict().keys() and all(v.device.type == "cpu" for v in out.values())
+    return Prepared(_synced(calls[s.variant], sync), check=check)
+
+
 _PREPARE: dict[str, Callable[[Scenario, Callable[[], None]], Prepared]] = {
     "module_to": _prepare_module_to,
     "forward": _prepare_forward,
@@ -402,6 +480,9 @@ _PREPARE: dict[str, Callable[[Scenario, Callable[[], None]], Prepared]] = {
     "pin_memory": _prepare_pin_memory,
     "placement": _prepare_placement,
     "cuda_vs_to": _prepare_cuda_vs_to,
+    "batching": _prepare_batching,
+    "copy_overlap": _prepare_overlap,
+    "state_dict": _prepare_state_dict,
 }
 
 
@@ -435,6 +516,7 @@ SETUP_ROUNDS = {"quick": 15, "full": 30}
 def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quick") -> dict[str, Any]:
     """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info."""
     from .devices import accelerator_index
+    from .faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, out_of_memory_skips
 
@@ -467,6 +549,9 @@ def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quic
             else:
                 result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
                                             rounds=SETUP_ROUNDS[profile], warmup_rounds=2)
+        if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
+            benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
+                                                                         prepared.teardown)
         prepared.check(result)
     return benchmark.extra_info
 

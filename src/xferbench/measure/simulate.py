@@ -397,6 +397,10 @@ class SimBackend:
             times.append((self.device_work[index] - before) / repeats)
         return times
 
+    def profiled_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
+        """None: the simulated machine has no profiler (its device time comes from events)."""
+        return None
+
     def tensor_device(self, device: str) -> str:
         return "cpu"  # a simulated accelerator's tensors live in host memory
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from .concurrent import Concurrent, NotPlaceable
 from .devices import accelerator_index
-from .scenarios import STALL_SECONDS, Prepared, Scenario, _mlp_width
+from .scenarios import BATCH_PIECE, OVERLAP_KERNEL_S, STALL_SECONDS, Prepared, Scenario, _mlp_width
 from .simulate import SimBackend
 
 __all__ = ["parameter_bytes", "prepare_concurrent", "prepare_scenario"]
@@ -136,6 +136,7 @@ def _pin_memory(s: Scenario, m: Priced, sync: Sync) -> Prepared:
         "to": _then_sync(sync, lambda: m.copy("h2d_pageable", n, s.dst, waits=True)),
         "pin_cached_then_to": _then_sync(sync, pinned_then_to),
         "reused_pinned_to": _then_sync(sync, pinned_then_to),
+        "pinned_to": _then_sync(sync, lambda: m.copy("h2d_pinned", n, s.dst, waits=False)),
     }
     return Prepared(calls[s.variant], setup=sync if s.variant == "pin_cold" else None)
 
@@ -160,6 +161,42 @@ def _cuda_vs_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, lambda: m.copy("h2d_pageable", s.size, s.dst, waits=True)))
 
 
+def _batching(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    n = s.size
+    many = [lambda: m.copy("h2d_pageable", BATCH_PIECE, s.dst, waits=True)] * (n // BATCH_PIECE)
+    calls: dict[str, tuple[Callable[[], None], ...]] = {
+        "many_small": tuple(many),  # a blocking pageable copy per piece, each with its fixed cost
+        "cat_then_one": (lambda: m.host_copy(n), lambda: m.copy("h2d_pageable", n, s.dst, waits=True)),
+        "one_copy": (lambda: m.copy("h2d_pageable", n, s.dst, waits=True),),
+    }
+    return Prepared(_then_sync(sync, *calls[s.variant]))
+
+
+def _overlap(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    def kernel() -> None:
+        m.queue(s.dst, OVERLAP_KERNEL_S)
+
+    def copy(stream: str | None) -> Callable[[], None]:
+        return lambda: m.copy("h2d_pinned", s.size, s.dst, waits=False, stream=stream)
+
+    calls: dict[str, tuple[Callable[[], None], ...]] = {
+        "kernel_alone": (kernel,),
+        "copy_alone": (copy(None),),
+        "sequential": (kernel, copy(None)),  # one stream: the copy starts when the kernel is done
+        "overlapped": (kernel, copy("h2d")),  # a side stream: the copy runs beside the kernel
+    }
+    return Prepared(_then_sync(sync, *calls[s.variant]))
+
+
+def _state_dict(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    sizes = parameter_bytes(s.size)
+    if s.variant == "cpu":  # one blocking copy into fresh pageable memory per tensor
+        copies = [lambda n=n: m.copy("d2h_pageable", n, s.src, waits=True) for n in sizes]
+    else:  # into pinned memory, queued; the synchronize waits for them all
+        copies = [lambda n=n: m.copy("d2h_pinned", n, s.src, waits=False) for n in sizes]
+    return Prepared(_then_sync(sync, *copies))
+
+
 _SCENARIOS: dict[str, Callable[[Scenario, Priced, Sync], Prepared]] = {
     "module_to": _module_to,
     "forward": _forward,
@@ -167,6 +204,9 @@ _SCENARIOS: dict[str, Callable[[Scenario, Priced, Sync], Prepared]] = {
     "pin_memory": _pin_memory,
     "placement": _placement,
     "cuda_vs_to": _cuda_vs_to,
+    "batching": _batching,
+    "copy_overlap": _overlap,
+    "state_dict": _state_dict,
 }
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -15,8 +16,9 @@ import torch
 from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
+from .faults import after_timing
 from .inject import slowdown_for, slowed
-from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, device_seconds, synchronized
+from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, device_seconds, synchronized
 
 __all__ = [
     "Buffers",
@@ -24,6 +26,8 @@ __all__ = [
     "CopyMismatch",
     "bytes_needed",
     "check_supported",
+    "counts_faults",
+    "intra_op_threads",
     "operation",
     "pattern",
     "prepare",
@@ -292,7 +296,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
     touched = () if case.op in BARE_OPS else case.devices
     benchmark.group = f"{case.op} {case.src}->{case.dst}"
     info = benchmark.extra_info
-    with backend.timed(case, op) as issued:
+    with intra_op_threads(1 if case.variant == "single_thread" else None), backend.timed(case, op) as issued:
         call = slowed(synchronized(issued, touched, backend), slowdown_for(case.op, case.nbytes))  # test-only hook
         for _ in range(WARMUP_CALLS):
             call()
@@ -303,16 +307,15 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
             _per_call(benchmark, NOOP_CALLS)
         else:
             benchmark(call)
-        if (backend.type is not None and case.op not in BARE_OPS and any(d != "cpu" for d in case.devices)
-                and case.host_memory != "pageable"):
-            # A pageable copy has no device time of its own: the driver stages it through a pinned
-            # bounce buffer with the host's memcpy, so events around back-to-back calls time the
-            # host's staging too (on an H200 they read up to 1.4x the synchronized wall time of one
-            # call). nvbandwidth, too, times only pinned host memory.
-            median = _median_wall(benchmark)
-            repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
-            info["device_seconds"] = device_seconds(issued, case.src, case.dst, backend, repeats)
-            info["device_repeats"] = repeats
+        if counts_faults(case.op, case.devices, simulated):
+            info["minor_faults_per_call"] = after_timing(benchmark, call)
+    if (backend.type is not None and case.op not in BARE_OPS and any(d != "cpu" for d in case.devices)
+            and case.host_memory != "pageable"):
+        # A pageable copy has no device time of its own: the driver stages it through a pinned
+        # bounce buffer with the host's memcpy, so events around back-to-back calls time the
+        # host's staging too (on an H200 they read up to 1.4x the synchronized wall time of one
+        # call). nvbandwidth, too, times only pinned host memory.
+        info.update(_device_time(case, buffers, op, backend, _median_wall(benchmark)))
     buffers.reset()
     # Verified on a call of its own, synchronized, outside the timed region.
     verify(case, buffers, synchronized(op, case.devices, backend)(), backend.tensor_device(case.dst))
@@ -320,6 +323,45 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
     if case.op == "peer" and src is not None and dst is not None:
         info["peer_access"] = backend.can_access_peer(src, dst)
     return info
+
+
+def counts_faults(op: str, devices: Sequence[str], simulated: bool) -> bool:
+    """Whether a case's page faults are recorded: it touches host memory (the CPU is one of its
+    devices; a no-op or a synchronize touches nothing) and really runs (a simulated accelerator's
+    copies only charge a clock, so their faults would be none of the copy's)."""
+    return "cpu" in devices and op not in BARE_OPS and not simulated
+
+
+def _host_paced(case: Case) -> bool:
+    """A blocking copy between host and device: the call waits for the copy (DESIGN.md section 4)."""
+    return case.op in ("h2d", "d2h") and not case.non_blocking
+
+
+def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: DeviceBackend,
+                 median: float | None) -> dict[str, Any]:
+    """device_seconds, the method that took it and its repeats (timing.device_seconds)."""
+    repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
+    twin_case = dataclasses.replace(case, non_blocking=True) if _host_paced(case) else None
+    twin_op = operation(twin_case, buffers, backend) if twin_case is not None else None
+    with contextlib.ExitStack() as stack:
+        issued = stack.enter_context(backend.timed(case, op))
+        twin = stack.enter_context(backend.timed(twin_case, twin_op)) if twin_case and twin_op else None
+        seconds, method = device_seconds(issued, case.src, case.dst, backend, repeats, twin, case.op in COPY_OPS)
+    return {"device_seconds": seconds, "device_time_method": method, "device_repeats": repeats}
+
+
+@contextlib.contextmanager
+def intra_op_threads(count: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``count`` inside (unchanged for None), restored after."""
+    if count is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _repeated(call: Callable[[], Any], times: int) -> Callable[[], Any]:
