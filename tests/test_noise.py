@@ -66,23 +66,24 @@ class TestJudge:
         assert j.high == pytest.approx(2.0 * math.exp(1.96 * standard_error(0.05, 5, 3)))
         assert (j.floor, j.spread) == (0.25, 0.05)
         assert judge(base, slower, spread=0.05, floor=1.5).verdict == "unchanged"  # below the floor
-        assert judge(base, slower, spread=1.0, floor=0.25).verdict == "noise"  # within the spread
+        assert judge(base, slower, spread=1.0, floor=0.25).verdict == "can't tell"  # within the spread
 
     def test_improvement_is_the_mirror(self):
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 0.05, 0.25).verdict == "improvement"
-        assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "noise"
+        assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "can't tell"
         assert judge([0.0] * 5, [math.log(0.9)] * 3, 0.01, 0.25).verdict == "unchanged"
 
     def test_the_bounds_are_strict(self):
-        """Exactly at the floor or exactly at the z bound is not yet a change."""
+        """Exactly at the floor or exactly at the z bound is not yet a change (nor, its interval reaching past the
+        floor, unchanged)."""
         at_floor = math.log(1.25)
-        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == "unchanged"
-        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == "unchanged"
+        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == "can't tell"
+        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == "can't tell"
         assert judge([0.0], [at_floor + 1e-9], 0.001, 0.25).verdict == "regression"
         spread = math.log(3.0) / (Z_BOUND * math.sqrt(2))  # z exactly 4 for a 3x change, one run a side
-        assert judge([0.0], [math.log(3.0)], spread, 0.25).verdict == "noise"
+        assert judge([0.0], [math.log(3.0)], spread, 0.25).verdict == "can't tell"
         assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25).verdict == "regression"
-        assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25, z_bound=5.0).verdict == "noise"
+        assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25, z_bound=5.0).verdict == "can't tell"
 
     def test_the_ratio_is_new_over_base(self):
         j = judge([1.0, 1.0, 1.0], [1.0 + math.log(2.0)] * 3, 0.05, 0.25)
@@ -97,7 +98,29 @@ class TestJudge:
         """A spread of zero (luck) is taken as 2%: 10% over 1+1 runs is then z = 3.4, not infinite."""
         j = judge([0.0], [math.log(1.1)], 0.0, 0.05)
         assert j.z == pytest.approx(math.log(1.1) / (MIN_SPREAD * math.sqrt(2)))
-        assert j.verdict == "noise"
+        assert j.verdict == "can't tell"
+
+    def test_unchanged_only_when_the_interval_lies_within_the_floor(self):
+        """A 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged": the runs cannot decide.
+        (The issue's case: one run a side, latency class, 1.0 floor, 0.4 spread; not beyond the floor.)"""
+        j = judge([0.0], [math.log(2.0)], 0.4, 1.0)
+        assert j.verdict == "can't tell" and (round(j.low, 2), round(j.high, 2)) == (0.66, 6.06)
+        # the same ratio with an interval inside the floor [1/2.5, 2.5] is unchanged
+        tight = judge([0.0] * 5, [math.log(2.0)] * 5, 0.05, 1.5)
+        assert tight.verdict == "unchanged" and 1 / 2.5 <= tight.low and tight.high <= 2.5
+        # an interval that reaches just past the floor on either side is not
+        se = standard_error(0.05, 5, 5)
+        assert judge([0.0] * 5, [math.log(2.5) - 1.95 * se] * 5, 0.05, 1.5).verdict == "can't tell"
+        assert judge([0.0] * 5, [math.log(2.5) - 1.97 * se] * 5, 0.05, 1.5).verdict == "unchanged"
+        assert judge([0.0] * 5, [-math.log(2.5) + 1.95 * se] * 5, 0.05, 1.5).verdict == "can't tell"
+
+    def test_cant_tell_says_the_smallest_change_it_could_have_seen(self):
+        """The smallest change a comparison can flag: past the floor and past the z bound, whichever is larger."""
+        wide = judge([0.0], [math.log(2.0)], 0.4, 1.0)
+        assert wide.smallest == pytest.approx(math.expm1(Z_BOUND * standard_error(0.4, 1, 1)))
+        narrow = judge([0.0] * 9, [0.0] * 9, 0.02, 0.25)
+        assert narrow.smallest == pytest.approx(0.25) and narrow.verdict == "unchanged"
+        assert judge([0.0], [0.0], 0.4, math.inf).smallest == math.inf
 
 
 class TestRunMedians:
