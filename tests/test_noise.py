@@ -1,7 +1,10 @@
 """The deciding rule, piece by piece (fast: these are the tests mutmut runs against noise.py)."""
 
+import dataclasses
 import json
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -372,3 +375,42 @@ def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases(
     runs[1].frame = runs[1].frame.iloc[::-1]
     table, meta = run_medians(runs)
     assert list(meta.index) == list(table.index)
+
+
+class TestStrictJson:
+    """Issue 26, item 10: a noise file is strict JSON (JSON.parse refuses Infinity); older files still read."""
+
+    @staticmethod
+    def strict_loads(text: str) -> Any:
+        def refuse(name: str) -> None:
+            raise ValueError(f"not strict JSON: {name}")
+
+        return json.loads(text, parse_constant=refuse)
+
+    def noise(self) -> Noise:
+        return Noise(machine={"CPU": "EPYC"}, runs=8, target=0.05, per_side=1, z_bound=4.0,
+                     floors={"bandwidth": 0.4, "latency": math.inf},
+                     cases={"k": {"spread": 0.1, "floor": math.inf, "smallest_change": math.inf},
+                            "j": {"spread": 0.1, "floor": 0.2, "smallest_change": 0.3}})
+
+    def test_infinite_floors_are_written_null_and_read_back_infinite(self):
+        text = self.noise().to_json()
+        data = self.strict_loads(text)
+        assert data["floors"]["latency"] is None and data["cases"]["k"]["floor"] is None
+        assert data["cases"]["k"]["smallest_change"] is None and data["cases"]["j"]["floor"] == 0.2
+        back = Noise.from_json(text, "n.json")
+        assert back == self.noise() and back.floor("k", "latency") == math.inf
+
+    def test_a_file_written_with_infinity_still_reads(self):
+        old = json.dumps({"xferbench_noise": 1, **dataclasses.asdict(self.noise())})
+        assert "Infinity" in old and Noise.from_json(old, "old.json") == self.noise()
+
+    def test_a_nan_is_never_written(self):
+        with pytest.raises(ValueError):
+            dataclasses.replace(self.noise(), false_alarm_rate={"latency": math.nan}).to_json()
+
+    def test_the_ci_noise_file_is_strict_json(self):
+        path = Path(__file__).parents[1] / ".ci" / "noise.json"
+        text = path.read_text()
+        self.strict_loads(text)
+        assert Noise.from_json(text, str(path)).to_json() + "\n" in (text, text + "\n")  # as calibrate writes it

@@ -207,16 +207,27 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _ab(args: argparse.Namespace) -> int:
-    from .analyze.ab import run_ab, to_text
+    from .analyze.ab import ab_run, to_json, to_markdown, to_text
+    from .output import check_output, write_atomic
 
+    outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
+    for flag, path in outputs:  # before any block runs: an output must not land among the blocks it keeps
+        try:
+            check_output(path, [args.keep])
+        except OutputError as error:
+            raise UsageError(f"{flag} {error}") from None
     try:
         floor = parse_threshold_arg(args.floor)
-        cases = run_ab(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
-                       say=lambda line: print(f"xferbench ab: {line}", flush=True))
+        run = ab_run(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
+                     say=lambda line: print(f"xferbench ab: {line}", flush=True))
     except ValueError as error:
         raise UsageError(str(error)) from None
-    print(to_text(cases))
-    return 1 if any(c.regression for c in cases) else 0
+    print(to_text(run.cases, differences=run.differences))
+    if args.markdown:
+        write_atomic(args.markdown, to_markdown(run))
+    if args.json:
+        write_atomic(args.json, to_json(run))
+    return 1 if any(c.regression for c in run.cases) else 0
 
 
 def parse_threshold_arg(text: str | None) -> float | None:
@@ -327,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--keep", type=Path, default=Path("reports/ab"), help="where each block's JSON is kept "
                                                                           "(default: %(default)s)")
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
+    ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
+    ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.set_defaults(run=_ab)
 
     check = sub.add_parser("check", help="what a GPU run should show, each held / not held / not measured; "
