@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
+from strict_json import strict_loads
 from xferbench.analyze import ab
 from xferbench.analyze.ab import CommandFailed, hodges_lehmann, run_ab, run_command, signed_rank
 from xferbench.analyze.results import Results
@@ -398,10 +399,9 @@ class TestOutputs:
         assert len(md) == 8 + 58
 
     def test_json_is_strict_and_complete(self, tmp_path):
-        import json
 
         run = ab.ab_run("base", "head", 6, tmp_path, seed=1, runner=upgraded_runner("2.99.0"))
-        report = json.loads(ab.to_json(run), parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+        report = strict_loads(ab.to_json(run))
         assert report["regressions"] == 1 and report["blocks"] == 6 and report["alpha"] == 0.05
         assert report["differences"] == run.differences and len(report["cases"]) == 58
         first = report["cases"][0]

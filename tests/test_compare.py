@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
+from strict_json import strict_loads
 from xferbench.analyze.compare import (
     CANT_TELL,
     Comparison,
@@ -896,14 +897,7 @@ class TestBusyMachine:
 class TestStrictJson:
     """Issue 26, item 10: what compare and calibrate write is strict JSON (no Infinity, no NaN)."""
 
-    @staticmethod
-    def strict_loads(text: str) -> object:
-        def refuse(name: str) -> None:
-            raise ValueError(f"not strict JSON: {name}")
-
-        return json.loads(text, parse_constant=refuse)
-
     def test_compare_json_has_no_infinity(self):
         rows = [replace(made(floor=math.inf, verdict=CANT_TELL), smallest=math.inf, z=math.nan), gone_row()]
-        report = self.strict_loads(to_json(rows, 1, 1))
+        report = strict_loads(to_json(rows, 1, 1))
         assert report["cases"][0]["floor"] is None and report["cases"][0]["smallest"] is None

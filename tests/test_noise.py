@@ -4,12 +4,12 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 import synthetic_runs as syn
+from strict_json import strict_loads
 from xferbench.analyze import noise
 from xferbench.analyze.noise import (
     BANDWIDTH_MIN_BYTES,
@@ -380,13 +380,6 @@ def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases(
 class TestStrictJson:
     """Issue 26, item 10: a noise file is strict JSON (JSON.parse refuses Infinity); older files still read."""
 
-    @staticmethod
-    def strict_loads(text: str) -> Any:
-        def refuse(name: str) -> None:
-            raise ValueError(f"not strict JSON: {name}")
-
-        return json.loads(text, parse_constant=refuse)
-
     def noise(self) -> Noise:
         return Noise(machine={"CPU": "EPYC"}, runs=8, target=0.05, per_side=1, z_bound=4.0,
                      floors={"bandwidth": 0.4, "latency": math.inf},
@@ -395,7 +388,7 @@ class TestStrictJson:
 
     def test_infinite_floors_are_written_null_and_read_back_infinite(self):
         text = self.noise().to_json()
-        data = self.strict_loads(text)
+        data = strict_loads(text)
         assert data["floors"]["latency"] is None and data["cases"]["k"]["floor"] is None
         assert data["cases"]["k"]["smallest_change"] is None and data["cases"]["j"]["floor"] == 0.2
         back = Noise.from_json(text, "n.json")
@@ -412,5 +405,5 @@ class TestStrictJson:
     def test_the_ci_noise_file_is_strict_json(self):
         path = Path(__file__).parents[1] / ".ci" / "noise.json"
         text = path.read_text()
-        self.strict_loads(text)
+        strict_loads(text)
         assert Noise.from_json(text, str(path)).to_json() + "\n" in (text, text + "\n")  # as calibrate writes it

@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..units import format_bytes
 from ..contract import environment_differences, hardware_differences
+from ..units import format_bytes
 from .compare import ICONS, markdown_table, strict
 from .noise import run_medians
 from .results import Results, ResultsError, load
