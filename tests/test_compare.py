@@ -885,6 +885,7 @@ class TestBusyMachine:
         ({"cpus": 2, "load_before": 2.01, "load_after": None}, "load 2.01 on 2 cores"),
         ({"cpus": 4, "load_before": None, "load_after": 5, "cpu_steal": 0.2}, "load 5 on 4 cores, 20% of CPU time "
                                                                               "stolen by the hypervisor"),
+        ({"cpus": 2, "load_after": 3, "cpu_steal": 0.0009, "cpu_others": 0.004}, "load 3 on 2 cores"),  # 0% unsaid
         ({"cpus": "two", "load_after": 9}, None),  # not what xferbench writes: unknown, not busy
         ({"cpus": 2, "load_after": float("nan")}, None),
         ("busy", None),

@@ -114,7 +114,7 @@ def busy(run: Results) -> str | None:
     parts = [f"load {max(loads):g} on {cpus:g} cores"]
     for name, what in (("cpu_others", "taken by other processes"), ("cpu_steal", "stolen by the hypervisor")):
         share = number(name)
-        if share:
+        if share is not None and share >= 0.005:  # what would print as 0% says nothing
             parts.append(f"{share:.0%} of CPU time {what}")
     return ", ".join(parts)
 
