@@ -902,3 +902,17 @@ class TestStrictJson:
         rows = [replace(made(floor=math.inf, verdict=CANT_TELL), smallest=math.inf, z=math.nan), gone_row()]
         report = strict_loads(to_json(rows, 1, 1))
         assert report["cases"][0]["floor"] is None and report["cases"][0]["smallest"] is None
+
+
+@pytest.mark.slow
+def test_two_real_h200_runs_one_against_one_cannot_tell():
+    """The real H200 sample and its rerun, one run a side, no calibration: no case is called "unchanged" (its
+    interval reaches past the floor) nor a regression; each judged case says the smallest change it could see."""
+    samples = Path(__file__).parents[1] / "reports" / "samples" / "h200"
+    rows = compare([load([samples / "full.json.gz"])], [load([samples / "rerun" / "full.json.gz"])])
+    judged = [r for r in rows if r.ratio is not None]
+    assert len(judged) == 161 and {r.verdict for r in judged} == {CANT_TELL}
+    seen = {r.case_class: 1 + r.smallest for r in judged}  # one figure per class: the default spread, 1 run a side
+    assert seen == {"bandwidth": pytest.approx(math.exp(4 * 0.15 * math.sqrt(2))),
+                    "latency": pytest.approx(math.exp(4 * 0.40 * math.sqrt(2)))}
+    assert all(r.environment == () for r in rows)  # the two runs share their software
