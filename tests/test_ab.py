@@ -1,5 +1,6 @@
 """``xferbench ab``: interleaved blocks, signed-rank test, Hodges-Lehmann estimate, confirmation."""
 
+import copy
 import math
 import re
 import shlex
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
+from strict_json import strict_loads
 from xferbench.analyze import ab
 from xferbench.analyze.ab import CommandFailed, hodges_lehmann, run_ab, run_command, signed_rank
 from xferbench.analyze.results import Results
@@ -356,3 +358,76 @@ def test_cases_are_listed_by_what_needs_a_look_first():
              case("regression", 1.1), case("regression", 1.3), case("unchanged", 0.9)]
     assert [c.path for c in ab.by_verdict(cases)] == [
         "regression 1.3", "regression 1.1", "improvement 0.8", "not confirmed 1.4", "unchanged 1.5", "unchanged 0.9"]
+
+
+def upgraded_runner(torch: str) -> ab.Runner:
+    """Synthetic commands without drift whose "head" side records another torch; head 2x slower on the host copy."""
+    inner, _ = recording_runner(2.0)
+
+    def run(command: str, out: Path) -> Results:
+        result = inner(command, out)
+        if command == "head":
+            result.machine_info = copy.deepcopy(result.machine_info)
+            result.machine_info["xferbench"]["torch"] = torch
+        return result
+
+    return run
+
+
+class TestOutputs:
+    """Issue 26, item 7: ab writes JSON and the PR comment's Markdown, and says what differs between the sides."""
+
+    def test_the_sides_environment_difference(self, tmp_path):
+        run = ab.ab_run("base", "head", 6, tmp_path, seed=1, runner=upgraded_runner("2.99.0"))
+        torch = syn._BASE.machine_info["xferbench"]["torch"]
+        assert run.differences == [f"torch {torch} → 2.99.0"]
+        text = ab.to_text(run.cases, differences=run.differences)
+        assert text.splitlines()[-1] == f"What differs between the two sides: torch {torch} → 2.99.0"
+        same = ab.ab_run("base", "head", 6, tmp_path, seed=1, runner=recording_runner(1.0)[0])
+        assert same.differences == []
+        assert ab.to_text(same.cases, differences=[]).splitlines()[-1] == (
+            "The two sides ran on the same machine and software (as far as their runs record).")
+
+    def test_markdown_is_compares_format(self, tmp_path):
+        run = ab.ab_run("base", "head", 6, tmp_path, seed=1, runner=upgraded_runner("2.99.0"))
+        md = ab.to_markdown(run).splitlines()
+        assert md[:2] == ["### xferbench A/B", ""]
+        assert md[2].startswith("1 confirmed regression(s) in 58 case(s) over 6 interleaved blocks")
+        assert md[4].startswith("What differs between the two sides: torch ") and md[4].endswith(" → 2.99.0")
+        assert md[6:8] == ["| case | size | class | head/base (HL) | 95% CI | p | confirm p | verdict |",
+                           "|---|---|---|---|---|---|---|---|"]
+        assert md[8].startswith(f"| {TARGET} | 16 MiB | bandwidth | ") and md[8].endswith(" | 🔴 regression |")
+        assert len(md) == 8 + 58
+
+    def test_json_is_strict_and_complete(self, tmp_path):
+
+        run = ab.ab_run("base", "head", 6, tmp_path, seed=1, runner=upgraded_runner("2.99.0"))
+        report = strict_loads(ab.to_json(run))
+        assert report["regressions"] == 1 and report["blocks"] == 6 and report["alpha"] == 0.05
+        assert report["differences"] == run.differences and len(report["cases"]) == 58
+        first = report["cases"][0]
+        assert (first["path"], first["nbytes"], first["verdict"]) == (TARGET, 16 * 2**20, "regression")
+        assert set(first) == {"path", "nbytes", "case_class", "blocks", "ratio", "low", "high", "p_value", "confirm_p",
+                              "verdict"}
+
+    def test_cli_writes_both(self, tmp_path, capsys):
+        import json
+
+        data = json.loads(SAMPLE.read_text())
+        data["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps(data))
+        md, js = tmp_path / "ab.md", tmp_path / "ab.json"
+        assert main(["ab", "--base", writer(tmp_path, SAMPLE), "--head", writer(tmp_path, other), "--blocks", "6",
+                     "--keep", str(tmp_path / "ab"), "--seed", "3", "--markdown", str(md), "--json", str(js)]) == 0
+        said = "What differs between the two sides: torch 2.13.0+cpu → 2.99.0"
+        assert said in capsys.readouterr().out and said in md.read_text()
+        assert json.loads(js.read_text())["differences"] == ["torch 2.13.0+cpu → 2.99.0"]
+
+    def test_an_output_among_the_kept_blocks_is_refused_before_any_block(self, tmp_path, capsys):
+        (tmp_path / "ab").mkdir()
+        marker = tmp_path / "ran"
+        code = main(["ab", "--base", f"touch {marker}", "--head", "true", "--blocks", "6", "--keep",
+                     str(tmp_path / "ab"), "--json", str(tmp_path / "ab" / "verdicts.json")])
+        assert code == 2 and not marker.exists()
+        assert "would be read as a run" in capsys.readouterr().err

@@ -5,17 +5,20 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
 import synthetic_runs as syn
+from strict_json import strict_loads
 from xferbench.analyze.compare import (
-    NOISE_LABEL,
+    CANT_TELL,
     Comparison,
+    busy,
+    busy_notes,
     compare,
     load_runs,
-    machine_differences,
     parse_threshold,
     reproduced,
     summary,
@@ -26,6 +29,13 @@ from xferbench.analyze.compare import (
 from xferbench.analyze.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Noise
 from xferbench.analyze.results import Results, ResultsError, load
 from xferbench.cli import main
+from xferbench.contract import (
+    environment_differences,
+    hardware_differences,
+    hardware_identity,
+    machine_differences,
+    software_environment,
+)
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -125,15 +135,18 @@ class TestGate:
         assert total == 180 and caught >= 162
 
     def test_one_against_one_says_it_cannot_tell(self, tmp_path, sample):
-        """A 2.5x slower µs-scale case in a single run each way is noise, said in plain words."""
+        """A 2.5x slower µs-scale case in a single run each way is "can't tell", with what it could have seen."""
         new = save(tmp_path, "b.json", scaled(sample, 2.5, {"test_noop[cpu-4B-float32-cpu]"}))
         rows = compare([load([SAMPLE])], [load([new])])
         (moved,) = [r for r in rows if r.ratio and r.ratio > 1.3]
-        assert moved.verdict == "noise" and moved.shown_verdict == NOISE_LABEL
+        # latency class: spread 0.4, 1 run a side: z 4 x 0.4 x sqrt(2) = 2.26 in log, a 9.6x change
+        seen = math.exp(4 * 0.4 * math.sqrt(2))
+        assert moved.verdict == CANT_TELL and moved.smallest == pytest.approx(seen - 1)
+        assert moved.shown_verdict == f"can't tell (could see {seen:.2f}x)"
         assert moved.spread_from == "default"
         md = to_markdown(rows, 1, 1)
         assert "One run against one run cannot tell a change from between-run drift" in md
-        assert f"| {NOISE_LABEL} |" in md
+        assert f"| ⚪ can't tell (could see {seen:.2f}x) |" in md
 
     def test_one_against_one_still_catches_a_big_bandwidth_step(self, tmp_path, sample):
         """3x on a bandwidth-bound case is beyond any run-to-run drift the defaults allow."""
@@ -256,22 +269,22 @@ class TestCli:
         assert sorted(p.name for p in (tmp_path / "aa").iterdir()) == [f"{i:04d}.json" for i in range(8)]
 
     def test_different_machines_refused(self, tmp_path, sample, capsys):
-        """Runs from different machines exit 2 with what differs, unless allowed."""
+        """Runs from different hardware exit 2 with what differs, unless allowed."""
         other = copy.deepcopy(sample)
-        other["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        other["machine_info"]["cpu"]["brand_raw"] = "Intel Xeon"
         path = save(tmp_path, "other.json", other)
         assert main(["compare", str(SAMPLE), str(path)]) == 2
         err = capsys.readouterr().err
-        assert err.strip() == ("xferbench compare: the runs come from different machines (torch 2.13.0+cpu -> 2.99.0); "
+        assert err.strip() == ("xferbench compare: the runs come from different machines (CPU AMD EPYC -> Intel Xeon); "
                                "pass --allow-different-machines to compare anyway")
         assert main(["compare", str(SAMPLE), str(path), "--allow-different-machines"]) == 0
 
     def test_noise_from_another_machine_refused(self, tmp_path, sample, capsys):
         noise = tmp_path / "noise.json"
-        noise.write_text(json.dumps({"xferbench_noise": 1, "machine": {"torch": "1.0"}, "runs": 5, "target": 0.05,
+        noise.write_text(json.dumps({"xferbench_noise": 1, "machine": {"CPU": "Intel Xeon"}, "runs": 5, "target": 0.05,
                                      "per_side": 1, "z_bound": 4.0, "floors": {"bandwidth": 0.2, "latency": 0.5}}))
         assert main(["compare", str(SAMPLE), str(SAMPLE), "--noise", str(noise)]) == 2
-        assert "calibrated on another machine (torch differ)" in capsys.readouterr().err
+        assert "calibrated on another machine (CPU differ)" in capsys.readouterr().err
 
     @pytest.mark.parametrize(("edit", "problem"), [
         (lambda s: s.pop("data"), "has no per-round data"),
@@ -336,7 +349,8 @@ def made(path: str = "host pageable copy_ cpu", nbytes: int = 16 * 2**20, cls: s
          high: float | None = 2.6, z: float | None = 5.25, floor: float | None = 0.25, spread: float | None = 0.15,
          source: str | None = "history", verdict: str = "regression") -> Comparison:
     """One comparison row as compare would make it (for the writers, which only format)."""
-    return Comparison(path, nbytes, cls, base, new, ratio, low, high, z, floor, spread, source, verdict)
+    return Comparison(path, nbytes, cls, base, new, ratio, low, high, z, floor, spread, source, verdict,
+                      key=f"{path}|{nbytes}")
 
 
 def gone_row() -> Comparison:
@@ -363,7 +377,7 @@ class TestVerdictsAndOrder:
         assert rows[:9] == better
         assert all(r.change.endswith("x faster") and 1.7 < 1 / r.ratio < 2.4 and r.high < 1 for r in better)
         assert all(r.z < -4 for r in better)
-        assert summary(rows, 10, 3).startswith("0 regression(s), 9 improvement(s), 0 within")
+        assert summary(rows, 10, 3).startswith("0 regression(s), 9 improvement(s), ")
         assert json.loads(to_json(rows, 10, 3))["regressions"] == 0
 
     def test_order_regressions_improvements_noise_unchanged_new_gone(self):
@@ -380,7 +394,7 @@ class TestVerdictsAndOrder:
             s.frame["path"], f_.frame["data"], s.frame["data"], strict=True)])) for s, f_ in zip(slow, fast, strict=True)]
         rows = compare(base, without(new, copy_16m))
         verdicts = [r.verdict for r in rows]
-        assert verdicts == sorted(verdicts, key=["regression", "improvement", "noise", "unchanged", "new", "gone"].index)
+        assert verdicts == sorted(verdicts, key=["regression", "improvement", CANT_TELL, "unchanged", "new", "gone"].index)
         assert verdicts.count("regression") == 7 and verdicts.count("improvement") >= 1
         assert (rows[-2].path, rows[-2].verdict, rows[-1].path, rows[-1].nbytes, rows[-1].verdict) == (
             "noop .cpu() on cpu", "new", "host pageable copy_ cpu", 16 * 2**20, "gone")
@@ -482,7 +496,7 @@ class TestSpreadAndFloor:
         assert rows[("noop .cpu() on cpu", 4)].floor == 3.0
         # 2x at the calibrated 1% spread is beyond the calibrated z bound of 30; at a spread learned from the runs it is not
         assert copy_row.z > 30 and copy_row.regression
-        assert 4 < other.z < 30 and other.verdict == "noise"
+        assert 4 < other.z < 30 and other.verdict == CANT_TELL
         text = summary(list(rows.values()), 10, 3, noise)
         assert "flagged when |robust z| > 30 and" in text and "(between-run spread from calibration file)" in text
         assert json.loads(to_json(list(rows.values()), 10, 3, noise))["z_bound"] == 30.0
@@ -497,9 +511,9 @@ class TestWriters:
             "host pageable copy_ cpu  16 MiB  bandwidth  1 ms    2 ms  2.00x slower  1.50-2.60x  +5.2  25%    regression",
             "noop .cpu() on cpu       4 B     latency    250 ns  –     gone          -           -     -      gone",
             "",
-            "1 regression(s), 0 improvement(s), 0 within this machine's run-to-run noise, in 2 case(s): 6 base run(s) "
-            "against 3 new run(s); flagged when |robust z| > 4 and beyond the case's floor (between-run spread from "
-            "the base runs).",
+            "1 regression(s), 0 improvement(s), 0 can't tell, in 2 case(s): 6 base run(s) against 3 new run(s); "
+            "flagged when |robust z| > 4 and beyond the case's floor, unchanged when the 95% interval lies within it "
+            "(between-run spread from the base runs).",
         ]
 
     def test_change_wording(self):
@@ -509,18 +523,18 @@ class TestWriters:
         assert made(ratio=None, verdict="new").change == "new"
 
     def test_cells_for_ungated_and_improved_cases(self):
-        """An infinite floor reads "not gated"; a negative z keeps its sign; noise is said in words."""
+        """An infinite floor reads "not gated"; a negative z keeps its sign; "can't tell" says what it could see."""
         rows = [made(ratio=0.5, low=0.4, high=0.62, z=-7.04, floor=math.inf, verdict="improvement"),
-                made(ratio=1.3, z=1.96, floor=1.0, verdict="noise")]
+                replace(made(ratio=1.3, z=1.96, floor=1.0, verdict=CANT_TELL), smallest=1.26)]
         lines = to_text(rows, 1, 1).splitlines()
         assert lines[1].endswith("2.00x faster  0.40-0.62x  -7.0  not gated  improvement")
-        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%       " + NOISE_LABEL)
+        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%       can't tell (could see 2.26x)")
 
     def test_summary_counts_each_verdict(self):
-        rows = [made(), made(), made(verdict="improvement"), made(verdict="noise"), made(verdict="noise"),
-                made(verdict="noise"), made(verdict="unchanged"), gone_row()]
+        rows = [made(), made(), made(verdict="improvement"), made(verdict=CANT_TELL), made(verdict=CANT_TELL),
+                made(verdict=CANT_TELL), made(verdict="unchanged"), gone_row()]
         assert summary(rows, 3, 2).startswith(
-            f"2 regression(s), 1 improvement(s), 3 {NOISE_LABEL}, in 8 case(s): 3 base run(s) against 2 new run(s);")
+            "2 regression(s), 1 improvement(s), 3 can't tell, in 8 case(s): 3 base run(s) against 2 new run(s);")
 
     @pytest.mark.parametrize(("n_base", "n_new", "said"), [(1, 1, True), (1, 2, False), (2, 1, False)])
     def test_one_against_one_warning_only_then(self, n_base, n_new, said):
@@ -536,7 +550,8 @@ class TestWriters:
     def test_markdown_says_the_calibration(self):
         noise = Noise(machine={}, runs=8, target=0.05, per_side=1, z_bound=6.0, floors={"bandwidth": 0.2, "latency": 1})
         md = to_markdown([made()], 1, 1, noise)
-        assert "flagged when |robust z| > 6 and beyond the case's floor (between-run spread from calibration file)." in md
+        assert ("flagged when |robust z| > 6 and beyond the case's floor, unchanged when the 95% interval lies within "
+                "it (between-run spread from calibration file).") in md
         assert "cannot tell" not in md
 
     def test_no_drift_warning_with_a_calibration(self):
@@ -546,7 +561,7 @@ class TestWriters:
     def test_markdown_exact(self):
         """Markdown: heading, summary, machine differences, a table with icons, pipes in names escaped."""
         rows = [made(path="a|b"), made(ratio=0.5, low=0.4, high=0.6, z=-6.0, verdict="improvement"),
-                made(ratio=1.3, verdict="noise")]
+                made(ratio=1.3, verdict=CANT_TELL)]
         md = to_markdown(rows, 3, 3, differences=["torch 2.4.0 -> 2.5.1", "driver 550 -> 560"])
         assert md.splitlines() == [
             "### xferbench comparison",
@@ -560,8 +575,8 @@ class TestWriters:
             "| a\\|b | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x slower | 1.50-2.60x | +5.2 | 25% | 🔴 regression |",
             "| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x faster | 0.40-0.60x | -6.0 | 25% "
             "| 🟢 improvement |",
-            f"| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 1.30x slower | 1.50-2.60x | +5.2 | 25% "
-            f"| {NOISE_LABEL} |",
+            "| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 1.30x slower | 1.50-2.60x | +5.2 | 25% "
+            "| ⚪ can't tell |",
         ]
         assert md.endswith(" |\n")
         assert "Compared across machines" not in to_markdown(rows, 3, 3)
@@ -569,15 +584,16 @@ class TestWriters:
 
     def test_json_fields(self):
         """JSON: counts, z bound, every field of every case, the change wording, and null for an infinite floor."""
-        rows = [made(), made(floor=math.inf, verdict="noise"), gone_row()]
+        rows = [made(), made(floor=math.inf, verdict=CANT_TELL), gone_row()]
         report = json.loads(to_json(rows, 6, 2))
         assert {k: report[k] for k in ("z_bound", "base_runs", "new_runs", "regressions")} == {
             "z_bound": 4.0, "base_runs": 6, "new_runs": 2, "regressions": 1}
         assert report["cases"][0] == {
             "path": "host pageable copy_ cpu", "nbytes": 16 * 2**20, "case_class": "bandwidth", "base_s": 1e-3,
             "new_s": 2e-3, "ratio": 2.0, "low": 1.5, "high": 2.6, "z": 5.25, "floor": 0.25, "spread": 0.15,
-            "spread_from": "history", "verdict": "regression", "change": "2.00x slower", "shown": "regression"}
-        assert report["cases"][1]["floor"] is None and report["cases"][1]["shown"] == NOISE_LABEL
+            "spread_from": "history", "verdict": "regression", "change": "2.00x slower", "shown": "regression",
+            "smallest": None, "key": f"host pageable copy_ cpu|{16 * 2**20}", "environment": [], "why": None}
+        assert report["cases"][1]["floor"] is None and report["cases"][1]["shown"] == CANT_TELL
         assert report["cases"][2]["change"] == "gone" and report["cases"][2]["ratio"] is None
 
 
@@ -585,21 +601,21 @@ class TestReproduction:
     def test_kept_regressions_stay_first_and_unconfirmed_ones_move_down(self):
         earlier = to_json([made(path="kept"), made(path="other", nbytes=4)], 6, 3)
         rows = [made(path="once", ratio=3.0), made(path="kept", ratio=2.0), made(verdict="improvement", ratio=0.5),
-                made(path="other", ratio=1.5), made(path="wild", ratio=5.0, verdict="noise")]
+                made(path="other", ratio=1.5), made(path="wild", ratio=5.0, verdict=CANT_TELL)]
         after = reproduced(rows, earlier, "first.json")
         assert [(r.path, r.verdict) for r in after] == [
             ("kept", "regression"), ("host pageable copy_ cpu", "improvement"), ("once", "not reproduced"),
-            ("other", "not reproduced"), ("wild", "noise")]
+            ("other", "not reproduced"), ("wild", CANT_TELL)]
         assert after[2].shown_verdict == "not reproduced" and after[2].change == "3.00x slower"
 
     def test_earlier_cases_not_flagged_do_not_confirm(self):
-        earlier = to_json([made(path="kept", verdict="noise")], 6, 3)
+        earlier = to_json([made(path="kept", verdict=CANT_TELL)], 6, 3)
         (row,) = reproduced([made(path="kept")], earlier, "first.json")
         assert row.verdict == "not reproduced"
 
     @pytest.mark.parametrize("text", ["{", "{}", '{"cases": 3}', '{"cases": [{"path": "x"}]}'])
     def test_not_a_comparison(self, text):
-        with pytest.raises(ResultsError, match=r"^c\.json: not a comparison written by xferbench compare --json$"):
+        with pytest.raises(ResultsError, match=r"^c\.json: not a comparison written by xferbench compare --json "):
             reproduced([made()], text, "c.json")
 
 
@@ -626,13 +642,12 @@ class TestThresholdAndFolders:
             save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
         other = redrawn(sample, 9) | {"datetime": "2026-10-01T00:00:00"}
         other["machine_info"] = copy.deepcopy(other["machine_info"])
-        other["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        other["machine_info"]["cpu"] = {"brand_raw": "Intel Xeon"}
         save(tmp_path, "runs/old.json", other)
         runs, notes = load_runs(tmp_path / "runs", last=3)
         assert [Path(r.sources[0]).name for r in runs] == ["1.json", "2.json", "3.json"]
-        torch = runs[-1].machine_info["xferbench"]["torch"]
         assert notes == [f"{tmp_path / 'runs'}: 1 run(s) from another machine left out "
-                         f"(against the newest run: torch 2.99.0 -> {torch})",
+                         "(against the newest run: CPU Intel Xeon -> AMD EPYC)",
                          f"{tmp_path / 'runs'}: the newest 3 of 4 runs used"]
         runs, notes = load_runs(tmp_path / "runs", last=4)
         assert len(runs) == 4 and len(notes) == 1
@@ -640,34 +655,32 @@ class TestThresholdAndFolders:
         assert load_runs(tmp_path / "runs")[1] == []  # nothing left out, nothing said
 
     def test_folder_follows_the_machine_of_its_newest_run(self, tmp_path, sample):
-        """After an upgrade, the newest run's machine is the baseline's: the older runs are the ones left out."""
+        """After a hardware change, the newest run's machine is the baseline's: the older runs are the ones left out."""
         for i in range(3):
             save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
         upgraded = redrawn(sample, 9) | {"datetime": "2026-11-09T00:00:00"}
         upgraded["machine_info"] = copy.deepcopy(upgraded["machine_info"])
-        upgraded["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        upgraded["machine_info"]["cpu"] = {"brand_raw": "Intel Xeon"}
         save(tmp_path, "runs/new.json", upgraded)
         runs, notes = load_runs(tmp_path / "runs")
         assert [Path(r.sources[0]).name for r in runs] == ["new.json"]
-        torch = sample["machine_info"]["xferbench"]["torch"]
         assert notes == [f"{tmp_path / 'runs'}: 3 run(s) from another machine left out "
-                         f"(against the newest run: torch {torch} -> 2.99.0)"]
+                         "(against the newest run: CPU AMD EPYC -> Intel Xeon)"]
 
     def test_compare_says_in_words_which_runs_it_left_out(self, tmp_path, sample, capsys):
-        """The note names what differs (GPUs, torch), in words: no raw dict of the machine's fields."""
+        """The note names what differs (GPUs, CPU), in words: no raw dict of the machine's fields."""
         for i in range(3):
             save(tmp_path, f"runs/{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
         other = redrawn(sample, 9) | {"datetime": "2026-10-01T00:00:00"}
         other["machine_info"] = copy.deepcopy(other["machine_info"])
-        other["machine_info"]["xferbench"]["torch"] = "2.99.0"
+        other["machine_info"]["cpu"] = {"brand_raw": "Intel Xeon"}
         other["machine_info"]["xferbench"]["devices"] = [{"name": "NVIDIA H100"}, {"name": "NVIDIA H100"}]
         save(tmp_path, "runs/old.json", other)
         assert main(["compare", str(tmp_path / "runs"), str(tmp_path / "runs" / "2.json")]) == 0
         notes = [line for line in capsys.readouterr().out.splitlines() if "another machine" in line]
-        torch = sample["machine_info"]["xferbench"]["torch"]
         assert sample["machine_info"]["xferbench"]["devices"] == []  # a CPU-only run
         assert notes == [f"xferbench compare: {tmp_path / 'runs'}: 1 run(s) from another machine left out (against "
-                         f"the newest run: GPUs [NVIDIA H100, NVIDIA H100] -> no GPU; torch 2.99.0 -> {torch})"]
+                         "the machine of the new run: GPUs [NVIDIA H100, NVIDIA H100] -> no GPU; CPU Intel Xeon -> AMD EPYC)"]
         assert "{" not in notes[0] and "'" not in notes[0]
 
     def test_file_is_one_run_without_notes(self):
@@ -685,7 +698,7 @@ class TestCliVerdicts:
     def test_same_run_prints_nothing_flagged(self, capsys):
         assert main(["compare", str(SAMPLE), str(SAMPLE)]) == 0
         out = capsys.readouterr().out
-        assert "0 regression(s), 0 improvement(s), 0 within" in out and "in 58 case(s)" in out
+        assert "0 regression(s), 0 improvement(s), 58 can't tell" in out and "in 58 case(s)" in out
         assert "1.00x" not in out and out.count(" same ") == 58
 
 
@@ -696,3 +709,212 @@ class TestStepReset:
         rows = [r for r in compare(before + after, syn.runs(200, 3, slow=2.0, which=syn.is_bandwidth))
                 if r.case_class == "bandwidth"]
         assert len(rows) == 9 and all(0.85 < r.ratio < 1.18 for r in rows)
+
+
+def with_machine(data: dict, torch: str | None = None, cpu: str | None = None, load: dict | None = None,
+                 when: str | None = None) -> dict:
+    """The run with its torch version, CPU model, recorded load or datetime changed."""
+    data = copy.deepcopy(data)
+    if torch is not None:
+        data["machine_info"]["xferbench"]["torch"] = torch
+    if cpu is not None:
+        data["machine_info"]["cpu"] = {"brand_raw": cpu}
+    if load is not None:
+        data["machine_info"]["xferbench"]["load"] = load
+    if when is not None:
+        data["datetime"] = when
+    return data
+
+
+class TestEnvironmentChange:
+    """Issue 26, item 4: same hardware under other software is compared, and every verdict says what changed."""
+
+    def test_a_torch_upgrade_is_compared_and_said_everywhere(self, tmp_path, sample, capsys):
+        for i in range(6):
+            save(tmp_path, f"base/{i}.json", with_machine(redrawn(sample, i), torch="2.12.0",
+                                                          when=f"2026-11-0{i + 1}T00:00:00"))
+        for i in range(3):
+            save(tmp_path, f"new/{i}.json", with_machine(redrawn(sample, 10 + i, 3.0, frozenset(SLOWED)), torch="2.13.0"))
+        md, js = tmp_path / "c.md", tmp_path / "c.json"
+        code = main(["compare", str(tmp_path / "base"), str(tmp_path / "new"), "--markdown", str(md), "--json", str(js)])
+        assert code == 1  # compared (not refused with 2): the two slowed cases are regressions
+        said = "environment changed: torch 2.12.0 → 2.13.0"
+        out = capsys.readouterr().out
+        lines = out.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("case "))
+        table = lines[start + 1:lines.index("", start)]
+        assert len(table) == 58 and all(line.endswith(said) for line in table)
+        assert "Environment changed: torch 2.12.0 → 2.13.0 (same hardware)" in out
+        rows = [line for line in md.read_text().splitlines() if line.startswith("| ") and "---" not in line][1:]
+        assert len(rows) == 58 and all(line.endswith(f"; {said} |") for line in rows)
+        report = json.loads(js.read_text())
+        assert report["environment_changed"] == ["torch 2.12.0 → 2.13.0"] and report["regressions"] == 2
+        assert all(c["environment"] == ["torch 2.12.0 → 2.13.0"] and c["shown"].endswith(said) for c in report["cases"])
+
+    def test_same_software_says_nothing(self, tmp_path, sample):
+        rows = compare([load([SAMPLE])], [load([save(tmp_path, "n.json", redrawn(sample, 1))])])
+        assert all(r.environment == () and "environment" not in r.shown_verdict for r in rows)
+        assert "Environment changed" not in summary(rows, 1, 1)
+
+    def test_the_noise_file_is_accepted_across_a_software_change(self, tmp_path, sample, capsys):
+        for i in range(8):
+            save(tmp_path, f"aa/{i:04d}.json", with_machine(redrawn(sample, i), torch="2.12.0"))
+        noise = tmp_path / "noise.json"
+        assert main(["calibrate", str(tmp_path / "aa"), "-o", str(noise)]) == 0
+        new = save(tmp_path, "new.json", with_machine(redrawn(sample, 99), torch="2.13.0"))
+        capsys.readouterr()
+        assert main(["compare", str(tmp_path / "aa" / "0000.json"), str(new), "--noise", str(noise)]) == 0
+        out = capsys.readouterr().out
+        assert (f"{noise}: calibrated under other software (torch 2.12.0 → 2.13.0); used, as the hardware is the "
+                "same") in out and "spread from calibration file" in out
+        other = save(tmp_path, "xeon.json", with_machine(redrawn(sample, 98), cpu="Intel Xeon"))
+        assert main(["compare", str(other), str(other), "--noise", str(noise)]) == 2
+        assert "calibrated on another machine (CPU differ)" in capsys.readouterr().err
+
+    def test_other_gpu_memory_or_links_are_another_machine(self):
+        def gpu(memory: int, generation: int) -> dict:
+            return {"xferbench": {"torch": "2.13.0", "devices": [
+                {"name": "NVIDIA H100", "memory_bytes": memory, "pcie_max_generation": generation, "pcie_max_width": 16}]}}
+
+        assert hardware_differences(gpu(80, 5), gpu(80, 5)) == []
+        assert hardware_differences(gpu(80, 5), gpu(94, 5)) == ["GPU memory [80] -> [94]"]
+        assert hardware_differences(gpu(80, 4), gpu(80, 5)) == ["links [PCIe gen4 x16] -> [PCIe gen5 x16]"]
+        # unrecorded (an older run, no NVML) is not held against a run
+        assert hardware_differences({"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}, gpu(80, 5)) == []
+
+    def test_hardware_and_software_are_apart(self):
+        info = {"cpu": {"brand_raw": "EPYC"}, "python_version": "3.11.7",
+                "xferbench": {"torch": "2.13.0", "cuda": "12.8", "hip": None, "driver": "570.1",
+                              "pytest_benchmark": "5.1.0", "devices": [{"name": "H200", "memory_bytes": 1}]}}
+        assert hardware_identity(info) == {"GPUs": ["H200"], "GPU memory": [1], "links": None, "CPU": "EPYC",
+                                           "simulated": False}
+        assert software_environment(info) == {"torch": "2.13.0", "CUDA": "12.8", "HIP": None, "driver": "570.1",
+                                              "python": "3.11.7", "pytest-benchmark": "5.1.0"}
+        upgraded = copy.deepcopy(info)
+        upgraded["xferbench"] |= {"torch": "2.14.0", "driver": "575.2"}
+        upgraded["python_version"] = "3.12.1"
+        assert environment_differences(info, upgraded) == ["torch 2.13.0 → 2.14.0", "driver 570.1 → 575.2",
+                                                           "python 3.11.7 → 3.12.1"]
+        assert hardware_differences(info, upgraded) == []
+
+
+class TestSharedStore:
+    """Issue 26, item 5: a store shared by several runners gives the candidate its own hardware's baseline."""
+
+    def test_the_baseline_is_the_candidates_hardware_not_the_newest_file(self, tmp_path, sample, capsys):
+        for i in range(4):
+            save(tmp_path, f"store/a{i}.json", redrawn(sample, i) | {"datetime": f"2026-11-0{i + 1}T00:00:00"})
+        for i in range(2):  # another runner's runs, newer
+            save(tmp_path, f"store/b{i}.json", with_machine(redrawn(sample, 20 + i), cpu="Intel Xeon",
+                                                            when=f"2026-11-1{i}T00:00:00"))
+        new = save(tmp_path, "new.json", redrawn(sample, 30))
+        assert main(["compare", str(tmp_path / "store"), str(new)]) == 0
+        out = capsys.readouterr().out
+        assert "4 base run(s) against 1 new run(s)" in out
+        assert (f"{tmp_path / 'store'}: 2 run(s) from another machine left out (against the machine of the new run: "
+                "CPU Intel Xeon -> AMD EPYC)") in out
+        runs, _ = load_runs(tmp_path / "store", like=load([new]).machine_info)
+        assert sorted(Path(r.sources[0]).name for r in runs) == ["a0.json", "a1.json", "a2.json", "a3.json"]
+        # a candidate of the other runner gets that runner's runs
+        xeon = save(tmp_path, "xeon.json", with_machine(redrawn(sample, 31), cpu="Intel Xeon"))
+        runs, _ = load_runs(tmp_path / "store", like=load([xeon]).machine_info)
+        assert sorted(Path(r.sources[0]).name for r in runs) == ["b0.json", "b1.json"]
+
+    def test_a_candidate_of_unknown_hardware_is_still_refused(self, tmp_path, sample, capsys):
+        for i in range(2):
+            save(tmp_path, f"store/a{i}.json", redrawn(sample, i))
+        new = save(tmp_path, "new.json", with_machine(redrawn(sample, 30), cpu="Intel Xeon"))
+        assert main(["compare", str(tmp_path / "store"), str(new)]) == 2
+        assert "different machines (CPU AMD EPYC -> Intel Xeon)" in capsys.readouterr().err
+
+
+class TestConfirmByIdentity:
+    """Issue 26, item 6: --confirm matches cases by their whole identity, not by (path, size)."""
+
+    def test_another_shape_of_the_same_size_does_not_confirm(self):
+        earlier = to_json([replace(made(), key="host|(4, 4)")], 6, 3)
+        (again,) = reproduced([replace(made(), key="host|(16,)")], earlier, "first.json")
+        assert again.verdict == "not reproduced"
+        (same,) = reproduced([replace(made(), key="host|(4, 4)")], earlier, "first.json")
+        assert same.verdict == "regression"
+
+    def test_cli_confirm_on_cases_of_one_path_and_size(self, tmp_path, sample, capsys):
+        """Two cases differ only in shape: the first comparison flags one, the second the other; nothing is confirmed."""
+        base = copy.deepcopy(sample)
+        twin = copy.deepcopy(next(b for b in base["benchmarks"] if b["name"] == BANDWIDTH_SLOWED))
+        twin["name"] += "-2d"
+        twin["extra_info"]["shape"] = [2048, 2048]
+        base["benchmarks"].append(twin)
+        first = save(tmp_path, "first.json", scaled(base, 3.0, {BANDWIDTH_SLOWED}))
+        second = save(tmp_path, "second.json", scaled(base, 3.0, {twin["name"]}))
+        base_path = save(tmp_path, "base.json", base)
+        flagged = tmp_path / "flagged.json"
+        assert main(["compare", str(base_path), str(first), "--json", str(flagged)]) == 1
+        assert main(["compare", str(base_path), str(second), "--confirm", str(flagged)]) == 0
+        assert "not reproduced" in capsys.readouterr().out
+
+
+class TestBusyMachine:
+    """Issue 26, item 11: a side on a busy machine is said, and a flag resting on an assumed spread is "can't tell"."""
+
+    BUSY: ClassVar[dict] = {"cpus": 2, "load_before": 1.5, "load_after": 9.1, "cpu_steal": 0.0, "cpu_others": 0.63}
+    QUIET: ClassVar[dict] = {"cpus": 2, "load_before": 0.2, "load_after": 1.0, "cpu_steal": 0.0, "cpu_others": 0.01}
+
+    def test_a_busy_side_turns_a_one_run_flag_into_cant_tell(self, tmp_path, sample, capsys):
+        new = save(tmp_path, "new.json", with_machine(scaled(sample, 3.0, {BANDWIDTH_SLOWED}), load=self.BUSY))
+        quiet = save(tmp_path, "quiet.json", with_machine(scaled(sample, 3.0, {BANDWIDTH_SLOWED}), load=self.QUIET))
+        assert main(["compare", str(SAMPLE), str(quiet)]) == 1  # the same step on a quiet machine is flagged
+        capsys.readouterr()
+        assert main(["compare", str(SAMPLE), str(new)]) == 0
+        out = capsys.readouterr().out
+        assert ("Busy machine: the new run ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+                "by other processes)") in out
+        line = next(line for line in out.splitlines() if line.split()[:6] == "host pageable copy_ cpu 16 MiB".split())
+        # the smallest change it could have flagged: e^(4 x 0.15 x √2) = 2.34x
+        assert "3.00x slower" in line and line.endswith("can't tell (a side ran on a busy machine; could see 2.34x)")
+
+    def test_a_learned_spread_still_judges_a_busy_side(self):
+        busy_runs = [replace(r, machine_info=r.machine_info | {"xferbench": {"load": self.BUSY}})
+                     for r in syn.runs(100, 3, slow=2.0, which=syn.is_bandwidth)]
+        rows = compare(syn.runs(0, 10), busy_runs)
+        assert sum(r.regression for r in rows) == 9  # spread from 10 runs of history, not assumed
+        assert busy_notes(syn.runs(0, 2), busy_runs) == [
+            "Busy machine: 3 of 3 new runs ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+            "by other processes); a change that rests on an assumed spread is \"can't tell\" there."]
+
+    @pytest.mark.parametrize(("load", "said"), [
+        ({"cpus": 2, "load_before": 2.0, "load_after": 2.0}, None),  # at the core count: not above it
+        ({"cpus": 2, "load_before": 2.01, "load_after": None}, "load 2.01 on 2 cores"),
+        ({"cpus": 4, "load_before": None, "load_after": 5, "cpu_steal": 0.2}, "load 5 on 4 cores, 20% of CPU time "
+                                                                              "stolen by the hypervisor"),
+        ({"cpus": 2, "load_after": 3, "cpu_steal": 0.0009, "cpu_others": 0.004}, "load 3 on 2 cores"),  # 0% unsaid
+        ({"cpus": "two", "load_after": 9}, None),  # not what xferbench writes: unknown, not busy
+        ({"cpus": 2, "load_after": float("nan")}, None),
+        ("busy", None),
+    ])
+    def test_busy_is_load_above_the_core_count(self, load, said):
+        run = replace(syn.run(0), machine_info={"xferbench": {"load": load}})
+        assert busy(run) == said
+
+
+class TestStrictJson:
+    """Issue 26, item 10: what compare and calibrate write is strict JSON (no Infinity, no NaN)."""
+
+    def test_compare_json_has_no_infinity(self):
+        rows = [replace(made(floor=math.inf, verdict=CANT_TELL), smallest=math.inf, z=math.nan), gone_row()]
+        report = strict_loads(to_json(rows, 1, 1))
+        assert report["cases"][0]["floor"] is None and report["cases"][0]["smallest"] is None
+
+
+@pytest.mark.slow
+def test_two_real_h200_runs_one_against_one_cannot_tell():
+    """The real H200 sample and its rerun, one run a side, no calibration: no case is called "unchanged" (its
+    interval reaches past the floor) nor a regression; each judged case says the smallest change it could see."""
+    samples = Path(__file__).parents[1] / "reports" / "samples" / "h200"
+    rows = compare([load([samples / "full.json.gz"])], [load([samples / "rerun" / "full.json.gz"])])
+    judged = [r for r in rows if r.ratio is not None]
+    assert len(judged) == 161 and {r.verdict for r in judged} == {CANT_TELL}
+    seen = {r.case_class: 1 + r.smallest for r in judged}  # one figure per class: the default spread, 1 run a side
+    assert seen == {"bandwidth": pytest.approx(math.exp(4 * 0.15 * math.sqrt(2))),
+                    "latency": pytest.approx(math.exp(4 * 0.40 * math.sqrt(2)))}
+    assert all(r.environment == () for r in rows)  # the two runs share their software

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from xferbench.analyze.compare import busy
+from xferbench.analyze.results import load
 from xferbench.cli import main
 from xferbench.measure import inject
 from xferbench.measure.inject import slowdown_for, slowed
@@ -59,9 +61,9 @@ def test_slowed_call_takes_factor_times_as_long(monkeypatch):
 @pytest.mark.slow
 def test_gate_catches_a_slowdown_injected_into_a_real_run(tmp_path):
     """A real run of the 8 MiB host copy, then the same run with that path made 20x slower through the hook:
-    compare flags exactly that case and exits 1. One run each way, so the slowdown must exceed what a busy
-    shared machine does to one run (up to ~8x was seen here): the statistics of smaller slowdowns are
-    tested on runs whose truth is known (test_compare, test_ab)."""
+    compare flags exactly that case and exits 1 (on a machine busier than its cores: "can't tell", exit 0).
+    One run each way, so the slowdown must exceed what a busy shared machine does to one run (up to ~8x was
+    seen here): the statistics of smaller slowdowns are tested on runs whose truth is known (test_compare, test_ab)."""
     runs = []
     for name, spec in (("base", ""), ("slow", "host@8MiB=20")):
         out = tmp_path / f"{name}.json"
@@ -73,6 +75,13 @@ def test_gate_catches_a_slowdown_injected_into_a_real_run(tmp_path):
         assert proc.returncode == 0, proc.stdout[-2000:]
         runs.append(out)
     report = tmp_path / "c.json"
-    assert main(["compare", str(runs[0]), str(runs[1]), "--json", str(report)]) == 1
-    flagged = [c for c in json.loads(report.read_text())["cases"] if c["verdict"] == "regression"]
+    code = main(["compare", str(runs[0]), str(runs[1]), "--json", str(report)])
+    cases = json.loads(report.read_text())["cases"]
+    if any(busy(load([run])) for run in runs):
+        # A side ran with more load than cores, judged on an assumed spread: compare may not call it (exit 0).
+        (case,) = [c for c in cases if (c["path"], c["nbytes"]) == ("host pageable copy_ cpu", 8 * 2**20)]
+        assert code == 0 and (case["verdict"], case["why"]) == ("can't tell", "a side ran on a busy machine")
+        return
+    assert code == 1
+    flagged = [c for c in cases if c["verdict"] == "regression"]
     assert [(c["path"], c["nbytes"]) for c in flagged] == [("host pageable copy_ cpu", 8 * 2**20)]

@@ -1,12 +1,15 @@
 """The deciding rule, piece by piece (fast: these are the tests mutmut runs against noise.py)."""
 
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import synthetic_runs as syn
+from strict_json import strict_loads
 from xferbench.analyze import noise
 from xferbench.analyze.noise import (
     BANDWIDTH_MIN_BYTES,
@@ -66,23 +69,24 @@ class TestJudge:
         assert j.high == pytest.approx(2.0 * math.exp(1.96 * standard_error(0.05, 5, 3)))
         assert (j.floor, j.spread) == (0.25, 0.05)
         assert judge(base, slower, spread=0.05, floor=1.5).verdict == "unchanged"  # below the floor
-        assert judge(base, slower, spread=1.0, floor=0.25).verdict == "noise"  # within the spread
+        assert judge(base, slower, spread=1.0, floor=0.25).verdict == "can't tell"  # within the spread
 
     def test_improvement_is_the_mirror(self):
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 0.05, 0.25).verdict == "improvement"
-        assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "noise"
+        assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "can't tell"
         assert judge([0.0] * 5, [math.log(0.9)] * 3, 0.01, 0.25).verdict == "unchanged"
 
     def test_the_bounds_are_strict(self):
-        """Exactly at the floor or exactly at the z bound is not yet a change."""
+        """Exactly at the floor or exactly at the z bound is not yet a change (nor, its interval reaching past the
+        floor, unchanged)."""
         at_floor = math.log(1.25)
-        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == "unchanged"
-        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == "unchanged"
+        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == "can't tell"
+        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == "can't tell"
         assert judge([0.0], [at_floor + 1e-9], 0.001, 0.25).verdict == "regression"
         spread = math.log(3.0) / (Z_BOUND * math.sqrt(2))  # z exactly 4 for a 3x change, one run a side
-        assert judge([0.0], [math.log(3.0)], spread, 0.25).verdict == "noise"
+        assert judge([0.0], [math.log(3.0)], spread, 0.25).verdict == "can't tell"
         assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25).verdict == "regression"
-        assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25, z_bound=5.0).verdict == "noise"
+        assert judge([0.0], [math.log(3.0)], spread * 0.999, 0.25, z_bound=5.0).verdict == "can't tell"
 
     def test_the_ratio_is_new_over_base(self):
         j = judge([1.0, 1.0, 1.0], [1.0 + math.log(2.0)] * 3, 0.05, 0.25)
@@ -97,7 +101,29 @@ class TestJudge:
         """A spread of zero (luck) is taken as 2%: 10% over 1+1 runs is then z = 3.4, not infinite."""
         j = judge([0.0], [math.log(1.1)], 0.0, 0.05)
         assert j.z == pytest.approx(math.log(1.1) / (MIN_SPREAD * math.sqrt(2)))
-        assert j.verdict == "noise"
+        assert j.verdict == "can't tell"
+
+    def test_unchanged_only_when_the_interval_lies_within_the_floor(self):
+        """A 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged": the runs cannot decide.
+        (The issue's case: one run a side, latency class, 1.0 floor, 0.4 spread; not beyond the floor.)"""
+        j = judge([0.0], [math.log(2.0)], 0.4, 1.0)
+        assert j.verdict == "can't tell" and (round(j.low, 2), round(j.high, 2)) == (0.66, 6.06)
+        # the same ratio with an interval inside the floor [1/2.5, 2.5] is unchanged
+        tight = judge([0.0] * 5, [math.log(2.0)] * 5, 0.05, 1.5)
+        assert tight.verdict == "unchanged" and 1 / 2.5 <= tight.low and tight.high <= 2.5
+        # an interval that reaches just past the floor on either side is not
+        se = standard_error(0.05, 5, 5)
+        assert judge([0.0] * 5, [math.log(2.5) - 1.95 * se] * 5, 0.05, 1.5).verdict == "can't tell"
+        assert judge([0.0] * 5, [math.log(2.5) - 1.97 * se] * 5, 0.05, 1.5).verdict == "unchanged"
+        assert judge([0.0] * 5, [-math.log(2.5) + 1.95 * se] * 5, 0.05, 1.5).verdict == "can't tell"
+
+    def test_cant_tell_says_the_smallest_change_it_could_have_seen(self):
+        """The smallest change a comparison can flag: past the floor and past the z bound, whichever is larger."""
+        wide = judge([0.0], [math.log(2.0)], 0.4, 1.0)
+        assert wide.smallest == pytest.approx(math.expm1(Z_BOUND * standard_error(0.4, 1, 1)))
+        narrow = judge([0.0] * 9, [0.0] * 9, 0.02, 0.25)
+        assert narrow.smallest == pytest.approx(0.25) and narrow.verdict == "unchanged"
+        assert judge([0.0], [0.0], 0.4, math.inf).smallest == math.inf
 
 
 class TestRunMedians:
@@ -349,3 +375,35 @@ def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases(
     runs[1].frame = runs[1].frame.iloc[::-1]
     table, meta = run_medians(runs)
     assert list(meta.index) == list(table.index)
+
+
+class TestStrictJson:
+    """Issue 26, item 10: a noise file is strict JSON (JSON.parse refuses Infinity); older files still read."""
+
+    def noise(self) -> Noise:
+        return Noise(machine={"CPU": "EPYC"}, runs=8, target=0.05, per_side=1, z_bound=4.0,
+                     floors={"bandwidth": 0.4, "latency": math.inf},
+                     cases={"k": {"spread": 0.1, "floor": math.inf, "smallest_change": math.inf},
+                            "j": {"spread": 0.1, "floor": 0.2, "smallest_change": 0.3}})
+
+    def test_infinite_floors_are_written_null_and_read_back_infinite(self):
+        text = self.noise().to_json()
+        data = strict_loads(text)
+        assert data["floors"]["latency"] is None and data["cases"]["k"]["floor"] is None
+        assert data["cases"]["k"]["smallest_change"] is None and data["cases"]["j"]["floor"] == 0.2
+        back = Noise.from_json(text, "n.json")
+        assert back == self.noise() and back.floor("k", "latency") == math.inf
+
+    def test_a_file_written_with_infinity_still_reads(self):
+        old = json.dumps({"xferbench_noise": 1, **dataclasses.asdict(self.noise())})
+        assert "Infinity" in old and Noise.from_json(old, "old.json") == self.noise()
+
+    def test_a_nan_is_never_written(self):
+        with pytest.raises(ValueError):
+            dataclasses.replace(self.noise(), false_alarm_rate={"latency": math.nan}).to_json()
+
+    def test_the_ci_noise_file_is_strict_json(self):
+        path = Path(__file__).parents[1] / ".ci" / "noise.json"
+        text = path.read_text()
+        strict_loads(text)
+        assert Noise.from_json(text, str(path)).to_json() + "\n" in (text, text + "\n")  # as calibrate writes it

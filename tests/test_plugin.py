@@ -101,6 +101,10 @@ class TestJson:
             # 1 KiB fits the host's cache, where sysfs tells its size
             **({"cache_resident": True} if host_cache_bytes() else {})}
         assert data["machine_info"]["xferbench"]["devices"] == []
+        # the machine's load around the run (compare says when a side ran busy), and the software measured through
+        load = data["machine_info"]["xferbench"]["load"]
+        assert set(load) == {"cpus", "load_before", "load_after", "cpu_steal", "cpu_others"} and load["cpus"] >= 1
+        assert data["machine_info"]["xferbench"]["pytest_benchmark"] == data["version"]
         # every round is kept for the significance test of `xferbench compare`
         assert all(len(b["stats"]["data"]) == b["stats"]["rounds"] for b in data["benchmarks"])
         assert {b["options"]["min_time"] for b in data["benchmarks"]} == {0.001}

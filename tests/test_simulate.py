@@ -290,11 +290,13 @@ class TestMachines:
         code = main(["compare", str(base), str(tmp_path / "slow.json"), "--noise", str(tmp_path / "noise.json")])
         lines = capsys.readouterr().out.splitlines()
         assert code == 1, lines
-        verdicts = {line.split("  ")[0].strip(): line.split()[-1] for line in lines if line.startswith("h2d ")}
-        assert verdicts == {"h2d pinned non-blocking copy_ cpu->cuda:0": "regression",
-                            "h2d pinned copy_ cpu->cuda:0": "regression",
-                            "h2d pageable non-blocking copy_ cpu->cuda:0": "unchanged",
-                            "h2d pageable copy_ cpu->cuda:0": "unchanged"}, lines
+        verdicts = {line.split("  ")[0].strip(): line for line in lines if line.startswith("h2d ")}
+        assert {path for path, line in verdicts.items() if line.endswith("  regression")} == {
+            "h2d pinned non-blocking copy_ cpu->cuda:0", "h2d pinned copy_ cpu->cuda:0"}, lines
+        # pageable h2d is not flagged: unchanged, or "can't tell" where its interval reaches past its 5% floor
+        assert all(verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"].endswith("  unchanged")
+                   or "  can't tell (could see " in verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"]
+                   for how in ("", "non-blocking ")), lines
 
 
 BAD_SPECS = [

@@ -86,9 +86,9 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .analyze.compare import compare, load_runs, parse_threshold, reproduced, to_json, to_markdown, to_text
+    from .analyze.compare import busy_notes, compare, load_runs, parse_threshold, reproduced, to_json, to_markdown, to_text
     from .analyze.noise import Noise
-    from .contract import machine_differences, simulation_mismatch
+    from .contract import hardware_differences, hardware_identity, simulation_mismatch, software_changes, software_environment
     from .output import check_output, write_atomic
 
     try:
@@ -104,26 +104,34 @@ def _compare(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} {error}") from None
     if len(outputs) == 2 and os.path.realpath(args.markdown) == os.path.realpath(args.json):
         raise UsageError(f"--markdown and --json name the same file ({args.json}); give two")
-    (base, base_notes), (new, new_notes) = load_runs(args.base), load_runs(args.new)
+    # The candidate first: a store shared by several runners gives the baseline of the candidate's own hardware.
+    new, new_notes = load_runs(args.new)
+    base, base_notes = load_runs(args.base, like=new[-1].machine_info)
     for side, runs in (("base", base), ("new", new)):
         _say_incomplete(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
     mismatch = simulation_mismatch(base[-1].machine_info, new[-1].machine_info)
     if mismatch:  # whatever --allow-different-machines says
         raise UsageError(mismatch)
-    differences = machine_differences(base[-1].machine_info, new[-1].machine_info)
+    # Other hardware is another machine; other software on the same hardware is compared (and said).
+    differences = hardware_differences(base[-1].machine_info, new[-1].machine_info)
     if differences and not args.allow_different_machines:
         raise UsageError("the runs come from different machines (" + "; ".join(differences)
                          + "); pass --allow-different-machines to compare anyway")
     noise = None
     if args.noise:
         noise = Noise.from_json(_small_input(args.noise), str(args.noise))
-        here = _identity(new[-1].machine_info)
+        here = hardware_identity(new[-1].machine_info)
         # Fields either side does not record (None, or added since) are not held against it.
         differ = [key for key, value in here.items()
                   if value is not None and noise.machine.get(key) is not None and noise.machine[key] != value]
         if differ and not args.allow_different_machines:
             raise UsageError(f"{args.noise}: calibrated on another machine ({', '.join(differ)} differ); "
                              "run xferbench calibrate here")
+        now = software_environment(new[-1].machine_info)
+        upgraded = software_changes({key: noise.machine.get(key) for key in now}, now)
+        if upgraded:
+            base_notes.append(f"{args.noise}: calibrated under other software ({', '.join(upgraded)}); used, as "
+                              "the hardware is the same (calibrate again to learn the new software's noise)")
     try:
         rows = compare(base, new, noise, floor)
     except ResultsError:
@@ -136,11 +144,12 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"xferbench compare: {note}")
     if differences:
         print("xferbench compare: comparing across machines: " + "; ".join(differences))
-    print(to_text(rows, len(base), len(new), noise))
+    notes = busy_notes(base, new)
+    print(to_text(rows, len(base), len(new), noise, notes))
     if args.markdown:
-        write_atomic(args.markdown, to_markdown(rows, len(base), len(new), noise, differences))
+        write_atomic(args.markdown, to_markdown(rows, len(base), len(new), noise, differences, notes))
     if args.json:
-        write_atomic(args.json, to_json(rows, len(base), len(new), noise))
+        write_atomic(args.json, to_json(rows, len(base), len(new), noise, notes))
     return 1 if any(r.regression for r in rows) else 0
 
 
@@ -151,12 +160,6 @@ def _small_input(path: Path) -> str:
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give the file")
     return read_text(find_json(path)[0])
-
-
-def _identity(machine_info: dict[str, object]) -> dict[str, object]:
-    from .contract import machine_identity
-
-    return machine_identity(machine_info)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -205,16 +208,27 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _ab(args: argparse.Namespace) -> int:
-    from .analyze.ab import run_ab, to_text
+    from .analyze.ab import ab_run, to_json, to_markdown, to_text
+    from .output import check_output, write_atomic
 
+    outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
+    for flag, path in outputs:  # before any block runs: an output must not land among the blocks it keeps
+        try:
+            check_output(path, [args.keep])
+        except OutputError as error:
+            raise UsageError(f"{flag} {error}") from None
     try:
         floor = parse_threshold_arg(args.floor)
-        cases = run_ab(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
-                       say=lambda line: print(f"xferbench ab: {line}", flush=True))
+        run = ab_run(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
+                     say=lambda line: print(f"xferbench ab: {line}", flush=True))
     except ValueError as error:
         raise UsageError(str(error)) from None
-    print(to_text(cases))
-    return 1 if any(c.regression for c in cases) else 0
+    print(to_text(run.cases, differences=run.differences))
+    if args.markdown:
+        write_atomic(args.markdown, to_markdown(run))
+    if args.json:
+        write_atomic(args.json, to_json(run))
+    return 1 if any(c.regression for c in run.cases) else 0
 
 
 def parse_threshold_arg(text: str | None) -> float | None:
@@ -350,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--keep", type=Path, default=Path("reports/ab"), help="where each block's JSON is kept "
                                                                           "(default: %(default)s)")
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
+    ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
+    ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.set_defaults(run=_ab)
 
     check = sub.add_parser("check", help="what a GPU run should show, each held / not held / not measured; "

@@ -24,10 +24,15 @@ __all__ = [
     "ContractError",
     "Identity",
     "identity_from",
+    "environment_differences",
+    "hardware_differences",
+    "hardware_identity",
     "machine_differences",
     "machine_identity",
     "measured_from",
     "simulation_mismatch",
+    "software_changes",
+    "software_environment",
 ]
 
 SCHEMA_VERSION = 1
@@ -221,6 +226,75 @@ def machine_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
         for key in a
         if a[key] is not None and b[key] is not None and a[key] != b[key]
     ]
+
+
+def _block(machine_info: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """xferbench's fingerprint block and its device records (empty when absent or malformed)."""
+    block = machine_info.get("xferbench")
+    block = block if isinstance(block, dict) else {}
+    listed = block.get("devices")
+    return block, [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+
+
+def _per_device(devices: list[dict[str, Any]], show: Any) -> list[Any] | None:
+    """One value per device, or None when no device records it (an older run, no NVML)."""
+    values = [show(d) for d in devices]
+    return values if any(v is not None for v in values) else None
+
+
+def _link(device: dict[str, Any]) -> str | None:
+    generation, width, nvlink = (device.get(k) for k in ("pcie_max_generation", "pcie_max_width", "nvlink_links"))
+    parts = ([f"PCIe gen{generation} x{width}"] if generation is not None else []) + (
+        [f"NVLink x{nvlink}"] if nvlink else [])
+    return ", ".join(parts) or None
+
+
+def hardware_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
+    """What the machine *is*: CPU model, GPUs (names, count, memory), their links, simulation.
+
+    Two runs of different hardware are different machines (compare refuses them unless
+    allowed); the software around them (``software_environment``) may change between runs
+    of one machine, and that change is what a regression tracker must show, not refuse.
+    """
+    block, devices = _block(machine_info)
+    cpu = machine_info.get("cpu")
+    return {
+        "GPUs": None if not block else machine_identity(machine_info)["GPUs"],
+        "GPU memory": _per_device(devices, lambda d: d.get("memory_bytes")),
+        "links": _per_device(devices, _link),
+        "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
+        "simulated": None if not block else bool(block.get("simulated")),
+    }
+
+
+def software_environment(machine_info: dict[str, Any]) -> dict[str, Any]:
+    """The software a run measured through: torch, CUDA/HIP, driver, Python, pytest-benchmark."""
+    block, _ = _block(machine_info)
+    python = machine_info.get("python_version")
+    return {"torch": block.get("torch"), "CUDA": block.get("cuda"), "HIP": block.get("hip"),
+            "driver": block.get("driver"), "python": python if isinstance(python, str) else None,
+            "pytest-benchmark": block.get("pytest_benchmark")}
+
+
+def _differ(a: dict[str, Any], b: dict[str, Any], arrow: str) -> list[str]:
+    """``key a -> b`` for each field both record and that differs (None is not compared)."""
+    return [f"{key} {_show(a[key])} {arrow} {_show(b[key])}" for key in a
+            if a[key] is not None and b.get(key) is not None and a[key] != b[key]]
+
+
+def hardware_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs in the hardware of two runs, e.g. ``GPUs [A100] -> [H100]``; empty: one machine."""
+    return _differ(hardware_identity(base), hardware_identity(new), "->")
+
+
+def environment_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs in the software of two runs, e.g. ``torch 2.12.0 → 2.13.0`` (the arrow of a change)."""
+    return software_changes(software_environment(base), software_environment(new))
+
+
+def software_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """``torch 2.12.0 → 2.13.0`` for each field of two ``software_environment`` records that both know and differ."""
+    return _differ(before, after, "→")
 
 
 def _show(value: Any) -> str:

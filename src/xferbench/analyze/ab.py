@@ -12,27 +12,33 @@ is confirmed on ``confirm`` fresh blocks, tested one-sided in the direction foun
 before it counts: one lucky draw among many cases does not fail the job.
 
 The commands are run by a shell; each must write pytest-benchmark JSON to the path
-given as ``{json}`` in it, or ``--benchmark-json=PATH`` is appended. No torch here.
+given as ``{json}`` in it, or ``--benchmark-json=PATH`` is appended. What differs
+between the two sides' machine descriptions (torch, CUDA, driver, ...) is said beside
+the verdicts: that difference is usually what the A/B is about. No torch here.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import wilcoxon
 
+from ..contract import environment_differences, hardware_differences
 from ..units import format_bytes
+from .compare import ICONS, markdown_table, strict
 from .noise import run_medians
 from .results import Results, ResultsError, load
 
-__all__ = ["AB_ALPHA", "AB_FLOOR", "AbCase", "Runner", "hodges_lehmann", "run_ab", "run_command", "signed_rank", "to_text"]
+__all__ = ["AB_ALPHA", "AB_FLOOR", "AbCase", "AbRun", "Runner", "ab_run", "hodges_lehmann", "run_ab", "run_command",
+           "signed_rank", "sides_differ", "to_json", "to_markdown", "to_text"]
 
 #: Significance level of the signed-rank test, for the first blocks and again for the fresh ones.
 AB_ALPHA = 0.05
@@ -130,10 +136,31 @@ def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Genera
     return bases, heads
 
 
+@dataclass(frozen=True)
+class AbRun:
+    """An A/B comparison: every case's verdict, and what differs between the two sides' machines."""
+
+    cases: list[AbCase]
+    differences: list[str] = field(default_factory=list)  # e.g. "torch 2.12.0 → 2.13.0"
+
+
+def sides_differ(base: Sequence[Results], head: Sequence[Results]) -> list[str]:
+    """What differs between the newest run of each side: hardware first (it should not), then software."""
+    a, b = base[-1].machine_info, head[-1].machine_info
+    return hardware_differences(a, b) + environment_differences(a, b)
+
+
 def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
            floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
            runner: Runner = run_command, say: Callable[[str], None] = lambda _: None) -> list[AbCase]:
-    """Run the interleaved blocks (and the confirming ones), judge every case; newest verdicts first."""
+    """Run the interleaved blocks (and the confirming ones), judge every case; worst verdicts first."""
+    return ab_run(base_cmd, head_cmd, blocks, workdir, confirm, floor, alpha, seed, runner, say).cases
+
+
+def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
+           floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
+           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None) -> AbRun:
+    """``run_ab``, with what differs between the two sides."""
     if blocks < 6:
         raise ValueError(f"--blocks {blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05")
     confirm = blocks if confirm is None else confirm
@@ -173,7 +200,7 @@ def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
             verdict = "regression" if hl > 0 else "improvement"
         cases.append(AbCase(paths[i], sizes[i], classes[i], ratios.shape[1], math.exp(hl), math.exp(low),
                             math.exp(high), p, confirm_p.get(i), verdict))
-    return by_verdict(cases)
+    return AbRun(by_verdict(cases), sides_differ(bases, heads))
 
 
 def by_verdict(cases: list[AbCase]) -> list[AbCase]:
@@ -182,15 +209,44 @@ def by_verdict(cases: list[AbCase]) -> list[AbCase]:
     return sorted(cases, key=lambda c: (order[c.verdict], -c.ratio))
 
 
-def to_text(cases: list[AbCase], alpha: float = AB_ALPHA) -> str:
-    head = ["case", "size", "class", "head/base (HL)", "95% CI", "p", "confirm p", "verdict"]
-    rows = [head] + [[c.path, format_bytes(c.nbytes), c.case_class, f"{c.ratio:.3f}x", f"{c.low:.3f}-{c.high:.3f}x",
-                      f"{c.p_value:.2g}", "-" if c.confirm_p is None else f"{c.confirm_p:.2g}", c.verdict]
-                     for c in cases]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+_HEAD = ["case", "size", "class", "head/base (HL)", "95% CI", "p", "confirm p", "verdict"]
+
+
+def _cells(c: AbCase) -> list[str]:
+    return [c.path, format_bytes(c.nbytes), c.case_class, f"{c.ratio:.3f}x", f"{c.low:.3f}-{c.high:.3f}x",
+            f"{c.p_value:.2g}", "-" if c.confirm_p is None else f"{c.confirm_p:.2g}", c.verdict]
+
+
+def _summary(cases: list[AbCase], alpha: float) -> str:
     regressions = sum(c.regression for c in cases)
     blocks = cases[0].blocks if cases else 0
-    lines += ["", f"{regressions} confirmed regression(s) in {len(cases)} case(s) over {blocks} interleaved blocks "
-                  f"(Wilcoxon signed-rank p < {alpha:g} and beyond the floor, then again on fresh blocks)"]
-    return "\n".join(lines)
+    return (f"{regressions} confirmed regression(s) in {len(cases)} case(s) over {blocks} interleaved blocks "
+            f"(Wilcoxon signed-rank p < {alpha:g} and beyond the floor, then again on fresh blocks)")
+
+
+def _differ_line(differences: Sequence[str]) -> str:
+    return ("What differs between the two sides: " + ", ".join(differences) if differences
+            else "The two sides ran on the same machine and software (as far as their runs record).")
+
+
+def to_text(cases: list[AbCase], alpha: float = AB_ALPHA, differences: Sequence[str] | None = None) -> str:
+    rows = [_HEAD] + [_cells(c) for c in cases]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += ["", _summary(cases, alpha)]
+    return "\n".join(lines + ([] if differences is None else [_differ_line(differences)]))
+
+
+def to_markdown(run: AbRun, alpha: float = AB_ALPHA) -> str:
+    """The A/B as a PR comment, in compare's format: heading, summary, what differs, table with icons."""
+    lines = ["### xferbench A/B", "", _summary(run.cases, alpha), "", _differ_line(run.differences), ""]
+    lines += markdown_table(_HEAD, [_cells(c) for c in run.cases], [ICONS.get(c.verdict, "") for c in run.cases])
+    return "\n".join(lines) + "\n"
+
+
+def to_json(run: AbRun, alpha: float = AB_ALPHA) -> str:
+    """The A/B as strict JSON: alpha, counts, what differs, every case's fields."""
+    payload = {"alpha": alpha, "blocks": run.cases[0].blocks if run.cases else 0,
+               "regressions": sum(c.regression for c in run.cases), "differences": run.differences,
+               "cases": [{k: strict(v) for k, v in asdict(c).items()} for c in run.cases]}
+    return json.dumps(payload, indent=1, allow_nan=False)

@@ -22,27 +22,31 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import machine_differences
+from ..contract import environment_differences, hardware_differences
 from ..units import format_bytes, format_seconds
 from .history import current_segment, runs_in
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
 from .results import Results, ResultsError, load
 
 __all__ = [
-    "NOISE_LABEL",
+    "CANT_TELL",
     "Comparison",
+    "busy",
+    "busy_notes",
     "compare",
     "load_runs",
+    "markdown_table",
     "parse_threshold",
     "reproduced",
+    "strict",
     "summary",
     "to_json",
     "to_markdown",
     "to_text",
 ]
 
-#: How a change that the runs cannot tell from drift is shown.
-NOISE_LABEL = "within this machine's run-to-run noise"
+#: The verdict of a case the runs cannot decide (neither a change beyond the floor nor an interval within it).
+CANT_TELL = "can't tell"
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
@@ -60,24 +64,71 @@ def parse_threshold(text: str) -> float:
     return value
 
 
-def load_runs(path: Path, last: int = MAX_BASE_RUNS) -> tuple[list[Results], list[str]]:
-    """A file as one run; a folder as its newest ``last`` runs from the newest run's machine.
+def load_runs(path: Path, last: int = MAX_BASE_RUNS,
+              like: dict[str, Any] | None = None) -> tuple[list[Results], list[str]]:
+    """A file as one run; a folder as its newest ``last`` runs of one machine's hardware.
 
-    Returns the runs (oldest first) and notes on what was left out.
+    The machine is ``like``'s (the candidate's machine_info: a store shared by several runners
+    holds the candidate's own history beside others') when the folder holds a run of it, else
+    the newest run's. Runs of that hardware under other software are kept (an upgrade is a
+    step of the same machine's history). Returns the runs (oldest first) and notes on what
+    was left out.
     """
     if not path.is_dir():
         return [load([path])], []
     runs = [load([p]) for p, _ in runs_in(path)]
-    differences = [machine_differences(r.machine_info, runs[-1].machine_info) for r in runs]
+    mine = [r for r in runs if like is not None and not hardware_differences(r.machine_info, like)]
+    reference = mine[-1] if mine else runs[-1]
+    differences = [hardware_differences(r.machine_info, reference.machine_info) for r in runs]
     same = [r for r, differ in zip(runs, differences, strict=True) if not differ]
     differ = dict.fromkeys(d for found in differences for d in found)  # each difference once, in order
     notes = []
     if len(same) < len(runs):
+        against = "the machine of the new run" if mine else "the newest run"
         notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine left out "
-                     f"(against the newest run: {'; '.join(differ)})")
+                     f"(against {against}: {'; '.join(differ)})")
     if len(same) > last:
         notes.append(f"{path}: the newest {last} of {len(same)} runs used")
     return same[-last:], notes
+
+
+def busy(run: Results) -> str | None:
+    """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
+    busier than its cores (measure/machine.py records the load around each run), else None."""
+    block = run.machine_info.get("xferbench")
+    found = block.get("load") if isinstance(block, dict) else None
+    if not isinstance(found, dict):
+        return None
+    load: dict[str, Any] = found
+
+    def number(name: str) -> float | None:
+        value = load.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value) if math.isfinite(value) and value >= 0 else None
+
+    cpus = number("cpus")
+    loads = [v for v in (number("load_before"), number("load_after")) if v is not None]
+    if not cpus or not loads or max(loads) <= cpus:
+        return None
+    parts = [f"load {max(loads):g} on {cpus:g} cores"]
+    for name, what in (("cpu_others", "taken by other processes"), ("cpu_steal", "stolen by the hypervisor")):
+        share = number(name)
+        if share is not None and share >= 0.005:  # what would print as 0% says nothing
+            parts.append(f"{share:.0%} of CPU time {what}")
+    return ", ".join(parts)
+
+
+def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
+    """One sentence per side that ran (in part) on a busy machine: such a side is not a baseline."""
+    notes = []
+    for side, runs in (("base", base), ("new", new)):
+        found = [b for b in map(busy, runs) if b]
+        if found:
+            of = f"{len(found)} of {len(runs)} {side} runs" if len(runs) > 1 else f"the {side} run"
+            notes.append(f"Busy machine: {of} ran with more load than cores ({found[-1]}); a change that rests on "
+                         "an assumed spread is \"can't tell\" there.")
+    return notes
 
 
 @dataclass(frozen=True)
@@ -96,7 +147,11 @@ class Comparison:
     floor: float | None
     spread: float | None  # between-run SD of log time used
     spread_from: str | None  # calibration, history, default
-    verdict: str  # regression, improvement, not reproduced, noise, unchanged, new, gone
+    verdict: str  # regression, improvement, not reproduced, can't tell, unchanged, new, gone
+    smallest: float | None = None  # the smallest change (0.5: 1.5x) this comparison could have flagged
+    key: str = ""  # the case's full identity (contract.Identity.key)
+    environment: tuple[str, ...] = ()  # software that changed between the sides, e.g. "torch 2.12.0 → 2.13.0"
+    why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine)
 
     @property
     def regression(self) -> bool:
@@ -114,7 +169,15 @@ class Comparison:
 
     @property
     def shown_verdict(self) -> str:
-        return NOISE_LABEL if self.verdict == "noise" else self.verdict
+        """The verdict in words: what a "can't tell" could have seen, and what software changed."""
+        shown = self.verdict
+        if self.verdict == CANT_TELL:
+            seen = [] if self.smallest is None or math.isinf(self.smallest) else [
+                f"could see {1 + self.smallest:.2f}x"]
+            shown += f" ({'; '.join([*([self.why] if self.why else []), *seen])})" if self.why or seen else ""
+        if self.environment:
+            shown += "; environment changed: " + ", ".join(self.environment)
+        return shown
 
 
 def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
@@ -142,12 +205,16 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
     ``floor`` overrides every case's floor; else the calibration's per-class floor,
     else ``DEFAULT_FLOOR``. A base case's runs before its last lasting step
     (``history.current_segment``) are left out: an accepted step resets the baseline.
+    A flag that rests on an assumed spread (a class default) while a side ran on a busy
+    machine is "can't tell": that side's times say more about its neighbours.
     """
     base_table, base_meta = run_medians(base)
     new_table, new_meta = run_medians(new)
     common = base_table.index.intersection(new_table.index)
     if common.empty:
         raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")
+    environment = tuple(environment_differences(base[-1].machine_info, new[-1].machine_info))
+    crowded = any(busy(r) for r in [*base, *new])
     rows = []
     for key in base_table.index.union(new_table.index, sort=False):
         meta = new_meta.loc[key] if key in new_meta.index else base_meta.loc[key]
@@ -158,20 +225,24 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
             rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
                                    float(np.exp(np.median(old))) if old.size else None,
                                    float(np.exp(np.median(cur))) if cur.size else None,
-                                   None, None, None, None, None, None, None, "gone" if cur.size == 0 else "new"))
+                                   None, None, None, None, None, None, None, "gone" if cur.size == 0 else "new",
+                                   key=str(key), environment=environment))
             continue
         old = old[current_segment(old, DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls]):]
         spread, source = _spread(key, cls, old, noise)
         case_floor = floor if floor is not None else (noise.floor(key, cls) if noise is not None else DEFAULT_FLOOR[cls])
         j = judge(old, cur, spread, case_floor, noise.z_bound if noise is not None else Z_BOUND)
+        verdict, why = j.verdict, None
+        if crowded and source == "default" and verdict in ("regression", "improvement"):
+            verdict, why = CANT_TELL, "a side ran on a busy machine"
         rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))),
                                float(np.exp(np.median(cur))), j.ratio, j.low, j.high, j.z, j.floor, j.spread, source,
-                               j.verdict))
+                               verdict, j.smallest, str(key), environment, why))
     return _sorted(rows)
 
 
 def _sorted(rows: list[Comparison]) -> list[Comparison]:
-    order = {"regression": 0, "improvement": 1, "not reproduced": 2, "noise": 3, "unchanged": 4, "new": 5, "gone": 6}
+    order = {"regression": 0, "improvement": 1, "not reproduced": 2, CANT_TELL: 3, "unchanged": 4, "new": 5, "gone": 6}
     return sorted(rows, key=lambda r: (order[r.verdict], -(r.ratio or 0)))
 
 
@@ -181,12 +252,14 @@ def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Compar
     Confirmation by reproduction: CI compares once, and only when that flags a case
     runs fresh candidate runs and compares again; a case flagged once, by a run that
     happened to meet a busy neighbour, becomes "not reproduced" instead of failing the job.
+    Cases are matched by their full identity (two shapes of one size are two cases).
     """
     try:
-        before = {(c["path"], c["nbytes"]) for c in json.loads(earlier)["cases"] if c["verdict"] == "regression"}
+        before = {c["key"] for c in json.loads(earlier)["cases"] if c["verdict"] == "regression"}
     except (RecursionError, ValueError, KeyError, TypeError):
-        raise ResultsError(f"{source}: not a comparison written by xferbench compare --json") from None
-    return _sorted([replace(r, verdict="not reproduced") if r.regression and (r.path, r.nbytes) not in before else r
+        raise ResultsError(f"{source}: not a comparison written by xferbench compare --json "
+                           "(this version's: each case names its identity, 'key')") from None
+    return _sorted([replace(r, verdict="not reproduced") if r.regression and r.key not in before else r
                     for r in rows])
 
 
@@ -201,52 +274,73 @@ def _cells(r: Comparison) -> list[str]:
 _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor", "verdict"]
 
 
-def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None) -> str:
+def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
+            notes: Sequence[str] = ()) -> str:
     regressions = sum(r.regression for r in rows)
     improvements = sum(r.verdict == "improvement" for r in rows)
-    noisy = sum(r.verdict == "noise" for r in rows)
+    unsure = sum(r.verdict == CANT_TELL for r in rows)
     z_bound = noise.z_bound if noise is not None else Z_BOUND
     spread = "calibration file" if noise is not None else ("the base runs" if n_base >= 3 else "class defaults")
-    lines = [f"{regressions} regression(s), {improvements} improvement(s), {noisy} {NOISE_LABEL}, in {len(rows)} "
+    lines = [f"{regressions} regression(s), {improvements} improvement(s), {unsure} {CANT_TELL}, in {len(rows)} "
              f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
-             f"beyond the case's floor (between-run spread from {spread})."]
+             f"beyond the case's floor, unchanged when the 95% interval lies within it (between-run spread from "
+             f"{spread})."]
     if n_base == 1 and n_new == 1 and noise is None:
         lines.append("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
                      "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
-    return "\n".join(lines)
+    environment = next((r.environment for r in rows if r.environment), ())
+    if environment:
+        lines.append("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, "
+                     "and a change found may be the upgrade's.")
+    return "\n".join([*lines, *notes])
 
 
-def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None) -> str:
+def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
+            notes: Sequence[str] = ()) -> str:
     table = [_HEAD] + [_cells(r) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return "\n".join([*lines, "", summary(rows, n_base, n_new, noise)])
+    return "\n".join([*lines, "", summary(rows, n_base, n_new, noise, notes)])
+
+
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Sequence[str]) -> list[str]:
+    """A Markdown table (the PR comment's), pipes in cells escaped, each row's icon before its last cell."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cells, icon in zip(rows, icons, strict=True):
+        escaped = [c.replace("|", "\\|") for c in cells]
+        escaped[-1] = f"{icon} {escaped[-1]}".strip()
+        lines.append("| " + " | ".join(escaped) + " |")
+    return lines
+
+
+#: The icon of a verdict in a Markdown table (compare's and ab's).
+ICONS = {"regression": "🔴", "improvement": "🟢", CANT_TELL: "⚪"}
 
 
 def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-                differences: list[str] | None = None) -> str:
-    icon = {"regression": "🔴", "improvement": "🟢"}
-    lines = ["### xferbench comparison", "", summary(rows, n_base, n_new, noise), ""]
+                differences: list[str] | None = None, notes: Sequence[str] = ()) -> str:
+    lines = ["### xferbench comparison", "", summary(rows, n_base, n_new, noise, notes), ""]
     if differences:
         lines += ["Compared across machines: " + "; ".join(differences), ""]
-    lines += ["| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]
-    for r in rows:
-        cells = [c.replace("|", "\\|") for c in _cells(r)]
-        cells[-1] = f"{icon.get(r.verdict, '')} {cells[-1]}".strip()
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += markdown_table(_HEAD, [_cells(r) for r in rows], [ICONS.get(r.verdict, "") for r in rows])
     return "\n".join(lines) + "\n"
 
 
-def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None) -> str:
-    def clean(value: Any) -> Any:
-        return None if isinstance(value, float) and not math.isfinite(value) else value
+def strict(value: Any) -> Any:
+    """A value for strict JSON: a float that is not finite (inf, NaN: ``JSON.parse`` refuses them) is null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
+
+def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
+            notes: Sequence[str] = ()) -> str:
     payload = {
         "z_bound": noise.z_bound if noise is not None else Z_BOUND,
         "base_runs": n_base,
         "new_runs": n_new,
         "regressions": sum(r.regression for r in rows),
-        "cases": [{k: clean(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
+        "environment_changed": list(next((r.environment for r in rows if r.environment), ())),
+        "notes": list(notes),
+        "cases": [{k: strict(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
                   for r in rows],
     }
-    return json.dumps(payload, indent=1)
+    return json.dumps(payload, indent=1, allow_nan=False)

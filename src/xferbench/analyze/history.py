@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import ruptures as rpt
 
-from ..contract import machine_differences
+from ..contract import environment_differences, hardware_differences
 from ..families import order_of
 from ..units import format_bytes
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, run_time
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, find_json, load, read_text
 
@@ -86,13 +86,14 @@ def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
 
 def history_plots(folder: Path) -> list[Plot]:
     runs = runs_in(folder)
-    caption = ("Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
+    caption = ("Time of key cases in each run, as compare judges it (a latency-bound case's fastest round, another's "
+               "median), relative to the first run that measured them. A triangle marks a "
                f"lasting step (a new level held for {MIN_STEP_RUNS}+ runs and beyond the case's floor, found by ruptures' "
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
     results = [load([path]) for path, _ in runs]
-    # A run of another GPU, driver, torch or CPU is no point of this machine's trend (its change would be
-    # marked a lasting step): left out, as compare leaves it out of a baseline.
-    same = [r for r in results if not machine_differences(r.machine_info, results[-1].machine_info)]
+    # A run of other hardware (GPUs, CPU) is no point of this machine's trend (its change would be marked a
+    # lasting step): left out, as compare leaves it out of a baseline. Other software on it stays (marked below).
+    same = [r for r in results if not hardware_differences(r.machine_info, results[-1].machine_info)]
     if len(same) < len(results):
         caption += f" {len(results) - len(same)} run(s) of another machine than the newest run's are left out."
         results = same
@@ -110,21 +111,41 @@ def history_plots(folder: Path) -> list[Plot]:
         steps = lasting_steps(np.log(times), DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls])
         ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=line.get_color(),
                    edgecolors="k", zorder=3)
+    if _mark_environment(ax, results):
+        caption += (" A dashed line marks a change of software on this hardware (torch, CUDA, driver, ...), named "
+                    "beside it: a step there may be the upgrade's.")
     ax.axhline(100, color="k", lw=0.6)
     ax.set_xticks(range(len(results)), [Path(r.sources[0]).stem[:14] for r in results], rotation=45, ha="right",
                   fontsize=7)
-    ax.set_ylabel("median time, % of first run")
+    ax.set_ylabel("time, % of first run")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, alpha=0.3)
     return [as_plot("history", "Key cases over runs", caption, fig)]
 
 
 def _series(results: list[Results], key: pd.Series) -> tuple[list[int], list[float]]:
-    """(run indices, median times) of one case across the runs that measured it."""
+    """(run indices, times) of one case, matched by its whole identity, across the runs that measured it.
+
+    Each run's time is the one compare judges (``noise.run_time``): a trend that drew medians
+    while the gate judged fastest rounds would show steps the gate never saw, and miss its flags.
+    """
     xs, times = [], []
     for index, run in enumerate(results):
-        row = run.frame[(run.frame["path"] == key["path"]) & (run.frame["nbytes"] == key["nbytes"])]
+        row = run.frame[run.frame["case_key"] == key["case_key"]]
         if not row.empty:  # the loader refuses a time that is not above zero
             xs.append(index)
-            times.append(float(row["median_s"].iloc[0]))
+            times.append(run_time(row.iloc[0]))
     return xs, times
+
+
+def _mark_environment(ax: plt.Axes, results: list[Results]) -> bool:
+    """A dashed line, named, between two runs whose software differs (``torch 2.12.0 → 2.13.0``); True if any."""
+    marked = False
+    for i in range(1, len(results)):
+        changed = environment_differences(results[i - 1].machine_info, results[i].machine_info)
+        if changed:
+            ax.axvline(i - 0.5, color="0.4", ls="--", lw=0.8)
+            ax.annotate("\n".join(changed), (i - 0.5, 0.98), xycoords=("data", "axes fraction"), rotation=90,
+                        ha="right", va="top", fontsize=6, color="0.3")
+            marked = True
+    return marked

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..contract import machine_identity
+from ..contract import hardware_identity, software_environment
 from .results import Results, ResultsError
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "smallest_change",
     "judge",
     "run_medians",
+    "run_time",
     "robust_spread",
     "standard_error",
 ]
@@ -121,25 +122,53 @@ class Judgement:
     z: float
     floor: float
     spread: float
-    verdict: str  # regression, improvement, noise, unchanged
+    verdict: str  # regression, improvement, can't tell, unchanged
+    smallest: float = math.inf  # the smallest change (0.5: 1.5x) this comparison could have flagged
+
+
+def _visible(floor: float, se: float, z_bound: float) -> float:
+    """The smallest change a comparison of standard error ``se`` can flag: past the floor and past the z bound."""
+    return math.inf if math.isinf(floor) else math.expm1(max(math.log1p(floor), z_bound * se))
 
 
 def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, spread: float, floor: float,
           z_bound: float = Z_BOUND) -> Judgement:
-    """Judge one case from its runs' log median times (one value per run)."""
+    """Judge one case from its runs' log times (one value per run).
+
+    A change is a regression (improvement) when it is significant and beyond the floor;
+    "unchanged" only when the whole 95% interval lies within the floor; anything else the
+    runs cannot decide: "can't tell", with the smallest change this comparison could have
+    flagged (a 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged").
+    """
     b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     diff = float(np.median(n) - np.median(b))
     se = standard_error(max(spread, MIN_SPREAD), len(b), len(n))
     z = diff / se
     ratio = math.exp(diff)
+    low, high = math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se)
     beyond = ratio > 1 + floor or ratio < 1 / (1 + floor)
     if beyond and abs(z) > z_bound:
         verdict = "regression" if diff > 0 else "improvement"
-    elif beyond:
-        verdict = "noise"
-    else:
+    elif 1 / (1 + floor) <= low and high <= 1 + floor:
         verdict = "unchanged"
-    return Judgement(ratio, math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se), z, floor, spread, verdict)
+    else:
+        verdict = "can't tell"
+    return Judgement(ratio, low, high, z, floor, spread, verdict, _visible(floor, se, z_bound))
+
+
+def run_time(row: pd.Series) -> float:
+    """A run's one time for a case (seconds): what compare judges and the history trend draws.
+
+    Its median round for a bandwidth-bound case, its fastest for a latency-bound one (see
+    ``run_medians``); from the rounds when the run kept them, else from pytest-benchmark's
+    own min and median of the same rounds (autosaved runs keep no rounds unless asked).
+    """
+    latency = case_class(int(row["nbytes"]), bool(np.isfinite(row["bandwidth_gbps"]))) == "latency"
+    data = row["data"]
+    if isinstance(data, list) and data:
+        rounds = np.asarray(data, dtype=float)
+        return float(np.min(rounds) if latency else np.median(rounds))
+    return float(row["min_s"] if latency else row["median_s"])
 
 
 def _run_column(run: Results) -> pd.DataFrame:
@@ -155,9 +184,8 @@ def _run_column(run: Results) -> pd.DataFrame:
         if not np.all(np.isfinite(rounds)) or not np.all(rounds > 0):
             raise ResultsError(f"{source}: benchmark {row['name']!r} has non-finite or non-positive times")
         moves = bool(np.isfinite(row["bandwidth_gbps"]))
-        latency = case_class(int(row["nbytes"]), moves) == "latency"
         rows.append({"case_key": row["case_key"], "path": row["path"], "nbytes": int(row["nbytes"]), "moves": moves,
-                     "log_median": float(np.log(np.min(rounds) if latency else np.median(rounds)))})
+                     "log_median": float(np.log(run_time(row)))})
     return pd.DataFrame(rows).set_index("case_key")
 
 
@@ -205,15 +233,25 @@ class Noise:
         return float(case["floor"]) if case and "floor" in case else self.floors[cls]
 
     def to_json(self) -> str:
-        return json.dumps({"xferbench_noise": 1, **asdict(self)}, indent=1, sort_keys=True)
+        """Strict JSON (``JSON.parse`` refuses ``Infinity``): an infinite floor (a case not gated) is written null."""
+        data = asdict(self)
+        data["floors"] = _infinite(data["floors"], math.inf, None)
+        data["cases"] = {key: _infinite(case, math.inf, None) for key, case in data["cases"].items()}
+        return json.dumps({"xferbench_noise": 1, **data}, indent=1, sort_keys=True, allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Noise:
+        """Read a noise file back: null floors are infinite, and ``Infinity`` (files written before) still reads."""
         try:
             data = json.loads(text)
             version = data.pop("xferbench_noise")
             if type(version) is not int or version != 1:
                 raise ValueError
+            if isinstance(data.get("floors"), dict):
+                data["floors"] = _infinite(data["floors"], None, math.inf)
+            if isinstance(data.get("cases"), dict):
+                data["cases"] = {k: _infinite(c, None, math.inf) if isinstance(c, dict) else c
+                                 for k, c in data["cases"].items()}
             noise = cls(**data)
         except (RecursionError, ValueError, KeyError, TypeError, AttributeError):
             raise ResultsError(f"{source}: not a noise file written by xferbench calibrate") from None
@@ -242,6 +280,18 @@ class Noise:
             ("note", isinstance(self.note, str)),
         ]
         return next((f"field {name!r}" for name, ok in checks if not ok), None)
+
+
+#: Fields of a noise file that may be infinite (a case not gated), written as null.
+_MAY_BE_INFINITE = ("floor", "smallest_change", "bandwidth", "latency")
+
+
+def _infinite(record: dict[str, Any], was: float | None, becomes: float | None) -> dict[str, Any]:
+    """``record`` with its may-be-infinite fields that are ``was`` (inf, or None) made ``becomes``."""
+    def same(value: Any) -> bool:
+        return value is None if was is None else (type(value) is float and value == was)
+
+    return {k: becomes if k in _MAY_BE_INFINITE and same(v) else v for k, v in record.items()}
 
 
 #: Floors calibrate tries, smallest first: 5% up to 10x, then infinity ("not gated").
@@ -278,9 +328,7 @@ def mad_margin(runs: int) -> float:
 def smallest_change(floor: float, spread: float, per_side: int, z_bound: float = Z_BOUND) -> float:
     """The smallest slowdown (0.5: 1.5x) a comparison of ``per_side`` runs a side can flag: past the floor
     and past the z bound (infinity for a case that is not gated)."""
-    if math.isinf(floor):
-        return math.inf
-    return math.expm1(max(math.log1p(floor), z_bound * standard_error(max(spread, MIN_SPREAD), per_side, per_side)))
+    return _visible(floor, standard_error(max(spread, MIN_SPREAD), per_side, per_side), z_bound)
 
 
 def case_budget(target: float, cases: int, confirmed: bool) -> float:
@@ -360,5 +408,7 @@ def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, 
                    "class": str(meta.at[key, "class"]), "spread": round(s, 5), "floor": f,
                    "smallest_change": round(smallest_change(f, s, per_side, z_bound), 3)}
              for key, s, f in zip(table.index, spreads, case_floors, strict=True)}
-    return Noise(machine_identity(runs[-1].machine_info), len(runs), target, per_side, z_bound, floors, cases, rates,
-                 confirmed)
+    machine = runs[-1].machine_info
+    # The hardware must match where the file is used; the software is kept to say when it changed since.
+    return Noise({**hardware_identity(machine), **software_environment(machine)}, len(runs), target, per_side, z_bound,
+                 floors, cases, rates, confirmed)

@@ -33,6 +33,8 @@ __all__ = [
     "glibc_version",
     "gpu_local_cpus",
     "host_cache_bytes",
+    "load_snapshot",
+    "machine_load",
     "nvlink_generation",
     "nvml_handle",
     "nvml_session",
@@ -72,12 +74,66 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
         "devices": [_device(backend, i, props[i]) for i in range(len(devices))],
         "peer_access": [[backend.can_access_peer(i, j) for j in range(len(devices))] for i in range(len(devices))],
         "nvml": False,
+        "pytest_benchmark": _version("pytest-benchmark"),
     }
     if backend.type == "cuda" and devices:
         _add_nvml(info, props)
     for device in info["devices"]:
         _add_numa(device, device.pop("_nvml_affinity", None))
     return info
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+#: /proc/stat's cpu line: user nice system idle iowait irq softirq steal (jiffies of all CPUs).
+PROC_STAT = Path("/proc/stat")
+
+
+def load_snapshot(stat: Path = PROC_STAT) -> dict[str, Any]:
+    """The counters ``machine_load`` needs at one moment: wall clock, this process's CPU time, /proc/stat."""
+    times = os.times()
+    try:
+        jiffies = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):  # not Linux
+        jiffies = []
+    return {"wall": times.elapsed, "own": times.user + times.system + times.children_user + times.children_system,
+            "jiffies": jiffies if len(jiffies) == 8 else None, "load": _loadavg()}
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def machine_load(start: dict[str, Any] | None, stat: Path = PROC_STAT) -> dict[str, Any]:
+    """How busy the machine was around the run since ``start`` (a ``load_snapshot``).
+
+    A benchmark shares the machine with whatever else runs there: the 1-minute load average
+    before and after, the share of CPU time the hypervisor stole, and the share of all CPUs'
+    time used by processes other than this one (and its children). None where unknown.
+    """
+    end = load_snapshot(stat)
+    cpus = os.cpu_count() or 1
+    steal = others = None
+    if start is not None and start["jiffies"] and end["jiffies"]:
+        delta = [b - a for a, b in zip(start["jiffies"], end["jiffies"], strict=True)]
+        total = sum(delta)
+        if total > 0:
+            steal = round(delta[7] / total, 4)
+            busy = (delta[0] + delta[1] + delta[2] + delta[5] + delta[6]) / os.sysconf("SC_CLK_TCK")
+            wall = max(end["wall"] - start["wall"], 1e-9)
+            others = round(min(max(busy - (end["own"] - start["own"]), 0.0) / (wall * cpus), 1.0), 4)
+    return {"cpus": cpus, "load_before": None if start is None else start["load"], "load_after": end["load"],
+            "cpu_steal": steal, "cpu_others": others}
 
 
 def cuda_properties(backend: DeviceBackend, index: int) -> Any:

@@ -17,6 +17,7 @@ from ..contract import machine_differences, simulation_mismatch
 from ..units import Size, format_size, parse_dtype, parse_sizes
 from .cases import PROFILES, Case, Skipped, build_cases, core_ops
 from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
+from .machine import load_snapshot, machine_load
 from .scenarios import SCENARIOS, Scenario, build_scenarios
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
@@ -146,6 +147,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("xferbench times with pytest-benchmark: it is not installed or was disabled "
                                 "(-p no:benchmark); pip install pytest-benchmark and drop -p no:benchmark")
     _parse_options(config)
+    config.stash[_LOAD_START] = load_snapshot()  # the machine's load is recorded around the whole run
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         from .devices import TorchBackend
@@ -334,10 +336,11 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])
-    machine_info["xferbench"] = cache["value"]
+    machine_info["xferbench"] = {**cache["value"], "load": machine_load(config.stash.get(_LOAD_START, None))}
 
 
 _FINGERPRINT = pytest.StashKey[dict[str, Any]]()
+_LOAD_START = pytest.StashKey[dict[str, Any]]()
 
 
 @pytest.hookimpl(optionalhook=True)
