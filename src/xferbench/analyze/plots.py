@@ -236,7 +236,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
         return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
     resident = cache_resident(rows, machine_info)
     panel_rows, columns = _facets(rows, op)
-    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.4 * len(panel_rows) + 0.6),
+    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.0 * len(panel_rows) + 0.6),
                              squeeze=False, sharex=True, sharey=True)
     legend: dict[str, Artist] = {}
     roofed = False
@@ -316,7 +316,7 @@ def _mark_cliff(ax: Axes, frame: pd.DataFrame) -> None:
     low = float(found["gbps_after"].min())
     text = (f"cliff: .cpu() / .to('cpu') {gbps_text(float(found['gbps_before'].max()))} → {gbps_text(low)} GB/s\n"
             f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n" + textwrap.fill(cliff_cause(found), 44))
-    note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.03, 0.8), textcoords="axes fraction",
+    note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
                        va="top", ha="left", fontsize=7.5, color="tab:red",
                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},
                        arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1})
