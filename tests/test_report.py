@@ -26,12 +26,11 @@ class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
         assert findings(results.frame) == [
-            "Fastest path host pageable copy_ cpu: fixed cost α = 1.03 µs, bandwidth β = 25.6 GB/s; moves smaller than "
-            "25.7 KiB reach less than half of β — batch them.",
+            "In a loop that synchronizes after every call, the fastest path (host pageable copy_ cpu) has a fixed cost "
+            "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
             "A no-op .cpu() on a tensor already on cpu costs 246 ns per call, less than the fixed cost of the cheapest "
             "host copy_ (1028 ns): it returns the same object and copies nothing.",
-            "Host memory copies (copy_) reached 26.4 GB/s at 16 MiB: the reference any transfer to or from the CPU is "
-            "bounded by.",
+            "Host memory copies (torch's copy_, several threads) reached 26.4 GB/s at 16 MiB.",
         ]
 
     def test_model_table_rows(self, html):
@@ -60,7 +59,7 @@ class TestGoldenCpuSample:
         """Each scenario run on the CPU has its section, caption and computed sentence."""
         assert re.findall(r'id="section-(\w+)"', html) == ["module_to", "forward", "placement", "distributed"]
         assert "With 2 ranks on gloo, a 4 B message took 85.4 µs one way. all_reduce of 16 MiB reached 1.04 GB/s" in html
-        assert "A second .to(cpu) of a module with 10,004,568 parameters, already there, still took" in html
+        assert "A second .to(cpu) of a module already there took" in html
         assert "Converting 64 images to normalized float32 on the CPU took" in html
 
     def test_self_contained(self, html):

@@ -202,7 +202,8 @@ class TestRowFields:
 
     def test_measured_fields_and_path(self, tmp_path):
         """Device time reads as a number (absent: NaN); the path label and case key come from the identity."""
-        rows = load([run_file(tmp_path, "run", [xfer(device_seconds=2e-4, host_memory="pinned", name="a"),
+        timed = xfer(device_seconds=2e-4, host_memory="pinned", device_time_method="profiler", name="a")
+        rows = load([run_file(tmp_path, "run", [timed,
                                                 xfer(op="d2h", src="cuda:0", dst="cpu", name="b")])]).frame
         assert rows["device_seconds"].iloc[0] == 2e-4 and np.isnan(rows["device_seconds"].iloc[1])
         assert rows["device_seconds"].dtype == float

@@ -16,7 +16,7 @@ import torch  # noqa: F401  loaded before pytester's in-process runs, which unlo
 
 from xferbench.analyze.findings import findings
 from xferbench.analyze.model import fit_alpha_beta, fit_paths
-from xferbench.analyze.results import load
+from xferbench.analyze.results import device_time_valid, load
 from xferbench.cli import main
 from xferbench.contract import machine_differences, simulation_mismatch
 from xferbench.measure.cases import Case
@@ -110,8 +110,10 @@ class TestReadsBackTheSpec:
         frame = rows(out)
         copies = frame[frame["op"].isin(COPIES)]
         assert len(copies) == (12 + 6 + 2 + 2) * 2 * 5  # variants x endpoints x sizes
-        for row in copies.itertuples():
-            if row.host_memory == "pageable":  # staged by the host: no device time of its own
+        # Pageable copies (staged by the host) have no device time of their own, nor do blocking ones timed back
+        # to back by events without a recorded method (the host paces them): the loader drops those.
+        for row, valid in zip(copies.itertuples(), device_time_valid(copies), strict=True):
+            if not valid:
                 assert math.isnan(row.device_seconds), row.name
             else:
                 assert row.device_seconds == pytest.approx(device_cost(spec, row), rel=0.01), row.name
@@ -167,7 +169,7 @@ class TestReadsBackTheSpec:
                 assert fit.stated_gbps == fit.largest_gbps < cost.GBps, fit.path
             else:
                 assert fit.stated_gbps == pytest.approx(cost.GBps, rel=0.02), fit.path
-            if first.host_memory == "pageable":
+            if not device_time_valid(group).all():
                 continue  # no device time: see test_device_time_of_every_copy_is_alpha_plus_n_over_bandwidth
             device = fit_alpha_beta(group["nbytes"].to_numpy(), group["device_seconds"].to_numpy())
             assert device is not None and device.alpha_s * 1e6 == pytest.approx(cost.alpha_us, rel=0.1), fit.path
@@ -658,6 +660,7 @@ class TestConcurrentFamiliesReadBackTheSpec:
             part = next(p for p in kinds.split("; ") if where in p)
             for variant in ("strided", "convert"):
                 ratio = gbps("copy_kind", variant, src, dst) / gbps("copy_kind", "memcpy", src, dst)
+                ratio *= 0.75 if variant == "convert" else 1  # bytes read and written: float16 is half the source
                 assert ratio_after(part, f" {variant} ") == pytest.approx(round(ratio, 2), abs=0.006), (where, variant)
         numa = verdicts["numa"]
         for direction, (src, dst) in (("h2d", ("cpu", "cuda:0")), ("d2h", ("cuda:0", "cpu"))):

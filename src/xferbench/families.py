@@ -121,7 +121,7 @@ _SCENARIOS = (
     Family("module_to", "Scenario: moving a module (net.to(device))", "net.to(device): a first move and a second no-op one",
            "scenario", "tab:cyan",
            caption="The first move copies every parameter; a second .to() to the same device copies nothing but still "
-                   "walks every parameter, so its cost grows with the number of parameters, not bytes."),
+                   "visits every parameter tensor: its cost does not follow the bytes."),
     Family("forward", "Scenario: a forward pass where the data is (net(X))", "net(X) with net and X on one device",
            "scenario", "tab:cyan", moves_payload=False,
            caption="net and X on the same device; a mismatch is an error (checked_forward says which tensor to move)."),

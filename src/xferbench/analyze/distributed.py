@@ -157,6 +157,10 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     return fig
 
 
+#: Why the rank-lag chart is left out of a two-rank world: each rank lags the typical (median) rank by the same amount.
+TWO_RANKS = "Two ranks: each lags their median by the same amount, so the chart is symmetric by construction; left out."
+
+
 def spread_plot(frame: pd.DataFrame) -> Figure | str:
     """Each rank's median lag behind the typical rank, per collective, at the largest size."""
     rows = _distributed(frame)
@@ -164,6 +168,8 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     with_ranks = [row for _, row in rows.iterrows() if _ranks(row)]
     if not with_ranks:
         return "No per-rank times were recorded (a run from an older xferbench, or no collective)."
+    if max(len(_ranks(row) or []) for row in with_ranks) < 3:
+        return TWO_RANKS
     largest = max(row["nbytes"] for row in with_ranks)
     fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0))
     handles: dict[str, Artist] = {}
@@ -292,6 +298,6 @@ def section(frame: pd.DataFrame) -> dict[str, Any] | None:
     # a run that cannot have them is not missing anything, so they are left out rather than shown as gaps.
     for key, name, text, figure in (("distributed-links", "Within a node and across nodes", LINKS_CAPTION, links_plot(frame)),
                                     ("distributed-ranks", "Which rank is slow", SPREAD_CAPTION, spread_plot(frame))):
-        if not isinstance(figure, str):
+        if not isinstance(figure, str) or figure == TWO_RANKS:  # a two-rank world is told why it has no chart
             plots.append(as_plot(key, name, text, figure))
     return {"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)), "plots": plots}

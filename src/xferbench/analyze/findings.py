@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 
 from ..units import format_bytes, format_seconds
-from .model import cache_resident, fit_alpha_beta, fit_paths, largest_common_size
+from .model import SINGLE_THREAD, cache_resident, fit_alpha_beta, fit_paths, host_ceiling, largest_common_size
 
-__all__ = ["FINDINGS", "findings"]
+__all__ = ["FINDINGS", "at_a_glance", "cliff", "cliff_cause", "findings", "why_measured"]
 
 
 def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
@@ -24,16 +24,105 @@ def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
     return rows
 
 
-def d2h_pageable_vs_pinned(frame: pd.DataFrame) -> str | None:
+#: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
+USUAL_WAY_BACK = ("cpu", "to")
+
+
+def _span(values: pd.Series, digits: str = ".3g", joint: str = "-") -> str:
+    """``181-217`` (the lowest and the highest, the same format), or one figure when they round alike."""
+    def text(value: float) -> str:  # 1926, not 1.93e+03
+        return f"{value:,.0f}" if digits == ".3g" and value >= 1000 else f"{value:{digits}}"
+
+    low, high = text(values.min()), text(values.max())
+    return low if low == high else f"{low}{joint}{high}"
+
+
+def _ms(seconds: pd.Series) -> str:
+    """Times as one span in ms, µs or s, whichever the shortest reads best in."""
+    unit, scale = next(((u, k) for u, k in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)) if seconds.min() * k >= 1),
+                       ("ns", 1e9))
+    return f"{_span(seconds * scale)} {unit}"
+
+
+def way_back(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """At the largest common size: the usual way back (.cpu() / .to('cpu') into new pageable memory), copy_ into
+    an existing pageable buffer, the fastest pinned copy, and the one-line fix where measured; None without d2h."""
     size = largest_common_size(frame)
-    pageable = _at(frame, size, op="d2h", host_memory="pageable")
-    pinned = _at(frame, size, op="d2h", host_memory="pinned")
-    if size is None or pageable.empty or pinned.empty:
+    down = _at(frame, size, op="d2h")
+    usual = down[down["method"].isin(USUAL_WAY_BACK) & ~down["non_blocking"].astype(bool)]
+    pinned = down[down["host_memory"] == "pinned"]
+    if size is None or usual.empty or pinned.empty:
         return None
-    slow, fast = pageable.loc[pageable["median_s"].idxmin()], pinned.loc[pinned["median_s"].idxmin()]
-    return (f"Moving {format_bytes(size)} from {slow['src']} to pageable host memory took {format_seconds(slow['median_s'])} "
-            f"({slow['method']}), {slow['median_s'] / fast['median_s']:.1f}× as long as into pinned memory "
-            f"({format_seconds(fast['median_s'])}, {fast['bandwidth_gbps']:.3g} GB/s).")
+    pageable = down[(down["host_memory"] == "pageable") & (down["method"] == "copy_")]
+    # .to('cpu', non_blocking=True) returns pinned memory: the one-line fix, where the run measured it.
+    fix = down[down["method"].isin(USUAL_WAY_BACK) & down["non_blocking"].astype(bool)]
+    return {"size": size, "usual": usual, "existing": pageable, "pinned": pinned.loc[pinned["median_s"].idxmin()],
+            "fix": fix.loc[fix["median_s"].idxmin()] if not fix.empty else None}
+
+
+def at_a_glance(frame: pd.DataFrame) -> list[dict[str, str]]:
+    """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
+    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured."""
+    size = largest_common_size(frame)
+    if size is None:
+        return []
+    lines = []
+
+    def add(label: str, rows: pd.DataFrame) -> None:
+        if not rows.empty:
+            lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _span(rows["bandwidth_gbps"])})
+
+    down = _at(frame, size, op="d2h")
+    pinned = down[down["host_memory"] == "pinned"]
+    add("device to host, pinned (fastest call)", pinned.nsmallest(1, "median_s"))
+    add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
+                                                                        & (down["method"] == "copy_")])
+    add(".cpu() / .to('cpu') (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
+                                                                    & ~down["non_blocking"].astype(bool)])
+    add(".to('cpu', non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
+                                                                & down["non_blocking"].astype(bool)])
+    up = _at(frame, size, op="h2d")
+    for memory in ("pinned", "pageable"):
+        add(f"host to device, {memory} (fastest call)", up[up["host_memory"] == memory].nsmallest(1, "median_s"))
+    add("same-device copy (fastest call)", _at(frame, size, op="d2d").nsmallest(1, "median_s"))
+    return [line | {"size": format_bytes(size)} for line in lines]
+
+
+def d2h_usual_way_back(frame: pd.DataFrame) -> str | None:
+    """What users call first: .cpu() / .to('cpu'), against pinned memory and against copy_ into an existing buffer."""
+    way = way_back(frame)
+    if way is None:
+        return None
+    usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
+    sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
+                f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
+                f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× as long as into pinned memory "
+                f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
+    if not existing.empty:
+        best = existing.loc[existing["median_s"].idxmin()]
+        sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
+                     f"({best['median_s'] / pinned['median_s']:.1f}× pinned): .cpu() and .to('cpu') allocate a new "
+                     "pageable tensor on every call, copy_ does not.")
+    return sentence
+
+
+def the_fix(frame: pd.DataFrame) -> str | None:
+    """The measured gain of the fix: .to('cpu', non_blocking=True) where the run has it, else a reused pinned buffer."""
+    way = way_back(frame)
+    if way is None:
+        return None
+    usual, fix = way["usual"], way["fix"]
+    if fix is not None:
+        return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
+                f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
+                f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.0f')}× faster than "
+                ".cpu() / .to('cpu').")
+    pinned = way["pinned"]
+    blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
+    return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
+            f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
+            f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× faster than .cpu() / .to('cpu'). "
+            ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
 def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
@@ -45,21 +134,6 @@ def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
     a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
             f"{a:.3g} GB/s ({b / a:.1f}×).")
-
-
-def d2h_vs_h2d(frame: pd.DataFrame) -> str | None:
-    """.cpu() / .to('cpu') against copy_ into a buffer that exists, and the way up: the
-    usual way back allocates (and first-touches) new pageable memory on every call."""
-    size = largest_common_size(frame)
-    up, down = _at(frame, size, op="h2d"), _at(frame, size, op="d2h", host_memory="pageable")
-    usual, into_existing = down[down["method"].isin(["cpu", "to"])], down[down["method"] == "copy_"]
-    if size is None or up.empty or usual.empty:
-        return None
-    existing = (f"; copy_ into an existing pageable buffer ran at {into_existing['bandwidth_gbps'].max():.3g} GB/s"
-                if not into_existing.empty else "")
-    return (f"The usual way back, .cpu() or .to('cpu'), allocates a new pageable tensor on every call and ran at "
-            f"{usual['bandwidth_gbps'].max():.3g} GB/s at {format_bytes(size)}{existing}; the best host-to-device path "
-            f"ran at {up['bandwidth_gbps'].max():.3g} GB/s.")
 
 
 def same_device_vs_link(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
@@ -108,7 +182,8 @@ def noop_cost(frame: pd.DataFrame) -> str | None:
 
 
 def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> str | None:
-    """The fastest host-side path's α and β, with β taken beyond the caches and never above what was measured."""
+    """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
+    never above what was measured), then the pipelined figures from device time where the rows have it."""
     moves = frame[frame["op"].isin(("h2d", "d2h", "host"))]
     if moves.empty:
         return None
@@ -123,16 +198,41 @@ def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = Non
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
     best = stated.loc[stated["stated_gbps"].idxmax()]
-    sentence = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs, bandwidth β = "
-                f"{best['stated_gbps']:.3g} GB/s")
+    sentence = (f"In a loop that synchronizes after every call, the fastest path ({best['path']}) has a fixed cost "
+                f"α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"from cache and would suggest more)")
     elif best["resident_sizes"]:
         sentence += (f" (from the sizes beyond the {best['cache'] or 'cache'}; {best['resident_sizes']} cache-resident "
                      "size(s) left out)")
-    return sentence + (f"; moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β — "
-                       "batch them.")
+    sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
+    return sentence + _pipelined(fits)
+
+
+def _pipelined(fits: pd.DataFrame) -> str:
+    """Copies issued back to back pay only the device's fixed cost: α and half of β from device time, per direction."""
+    parts = []
+    for op, name in (("h2d", "host to device"), ("d2h", "device to host")):
+        timed = fits[(fits["op"] == op) & fits["pipelined_alpha_us"].notna()]
+        if not timed.empty:
+            parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (half of β at "
+                         f"{_sizes(timed['pipelined_half_bytes'])})")
+    if not parts and fits["op"].isin(("h2d", "d2h")).any():
+        return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
+                "is not known.")
+    return (" Issued back to back without a synchronize, copies pay only the device's fixed cost (from device time): "
+            f"α = {' and '.join(parts)} — batch small moves and synchronize once.") if parts else ""
+
+
+def _sizes(values: pd.Series) -> str:
+    """``87.4-123 KiB``: the lowest and the highest size, the unit written once when they share it."""
+    low, high = format_bytes(values.min()), format_bytes(values.max())
+    if low == high:
+        return low
+    if low.split()[-1] == high.split()[-1]:
+        return f"{low.split()[0]}-{high}"
+    return f"{low}-{high}"
 
 
 def overhead_small(frame: pd.DataFrame) -> str | None:
@@ -142,22 +242,28 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
     smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
     row = smallest.loc[smallest["median_s"].idxmin()]
     share = 1 - float(row["device_seconds"]) / row["median_s"]
-    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy, {share:.0%} of the {format_seconds(row['median_s'])} wall "
-            f"time was spent outside the device (launch, driver, synchronization).")
+    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}), {share:.0%} of the "
+            f"{format_seconds(row['median_s'])} wall time was spent outside the device (launch, driver, synchronization).")
 
 
 def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
-    rows = frame[frame["op"] == "host"]
+    """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy)."""
+    rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
     if rows.empty:
         return None
     best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     best = best.loc[best["bandwidth_gbps"].idxmax()]
-    sentence = (f"Host memory copies ({best['method']}) reached {best['bandwidth_gbps']:.3g} GB/s at "
+    sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached {best['bandwidth_gbps']:.3g} GB/s at "
                 f"{format_bytes(best['nbytes'])}")
     if (machine_info.get("xferbench") or {}).get("simulated"):
         sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
+    elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
+        sentence += "."
     else:
-        sentence += ": the reference any transfer to or from the CPU is bounded by."
+        ceiling = host_ceiling(frame)
+        sentence += ("; the driver stages a pageable transfer with one thread's memcpy, which "
+                     + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
+                        "this run did not measure, so the pageable panels have no roof."))
     if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence
@@ -170,9 +276,68 @@ def _frame_only(find: Callable[[pd.DataFrame], str | None]) -> Finding:
     return lambda frame, machine_info: find(frame)
 
 
+#: A fall in bandwidth from one size to the next by at least this factor is a cliff worth naming.
+CLIFF_DROP = 3.0
+
+
+def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """Where .cpu() / .to('cpu') into new pageable memory fall off a cliff: the pair of consecutive sizes with
+    the steepest fall in bandwidth (at least ``CLIFF_DROP``x, on every such call), and what the run measured
+    about its cause (``minor_faults_per_call``), or None."""
+    down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable") & frame["bandwidth_gbps"].notna()]
+    usual = down[down["method"].isin(USUAL_WAY_BACK) & ~down["non_blocking"].astype(bool)]
+    if usual["nbytes"].nunique() < 2:
+        return None
+    gbps = usual.pivot_table(index="nbytes", columns="method", values="bandwidth_gbps").dropna()
+    falls = gbps.shift(1) / gbps  # bandwidth at the size before over bandwidth at this size, per call
+    steepest = falls.min(axis=1)  # the fall every call shares
+    if steepest.isna().all() or steepest.max() < CLIFF_DROP:
+        return None
+    after = int(steepest.idxmax())
+    before = int(gbps.index[gbps.index.get_loc(after) - 1])
+    at = usual[usual["nbytes"] == after]
+    existing = down[(down["method"] == "copy_") & (down["nbytes"] == after)]
+    found: dict[str, Any] = {"before": before, "after": after, "gbps_before": gbps.loc[before], "gbps_after":
+                             gbps.loc[after], "existing": existing.iloc[0] if not existing.empty else None,
+                             "faults": None, "us_per_fault": None}
+    faults = pd.to_numeric(at.get("minor_faults_per_call"), errors="coerce") if "minor_faults_per_call" in at else None
+    if faults is not None and faults.notna().all():
+        found["faults"] = faults
+        if found["existing"] is not None:
+            base = pd.to_numeric(pd.Series([found["existing"].get("minor_faults_per_call")]), errors="coerce").fillna(0)
+            extra = faults - float(base.iloc[0])
+            cost = at["median_s"] - float(found["existing"]["median_s"])
+            per = (cost / extra)[extra > 0]
+            found["us_per_fault"] = per * 1e6 if not per.empty else None
+    return found
+
+
+def cliff_cause(found: dict[str, Any]) -> str:
+    """The cliff's cause as this run measured it, or a plain statement that it did not."""
+    if found["faults"] is None:
+        return ("Its cause is not measured in this run: the rows carry no page-fault counts "
+                "(minor_faults_per_call, which newer runs record).")
+    text = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
+    if found["us_per_fault"] is not None:
+        text += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
+    return text + "."
+
+
+def d2h_cliff(frame: pd.DataFrame) -> str | None:
+    found = cliff(frame)
+    if found is None:
+        return None
+    existing = found["existing"]
+    steady = (f"; copy_ into an existing buffer held {existing['bandwidth_gbps']:.3g} GB/s there"
+              if existing is not None else "")
+    return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
+            f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
+            f"{steady}. {cliff_cause(found)}")
+
+
 #: In page order; each takes the rows and the machine_info (cache sizes, links).
 FINDINGS: list[Finding] = [
-    *map(_frame_only, (d2h_pageable_vs_pinned, h2d_pinned_vs_pageable, d2h_vs_h2d)), same_device_vs_link,
+    *map(_frame_only, (d2h_usual_way_back, d2h_cliff, the_fix, h2d_pinned_vs_pageable)), same_device_vs_link,
     *map(_frame_only, (peer, overhead_small)), latency_bound, _frame_only(noop_cost), host_copy,
 ]
 
@@ -182,17 +347,38 @@ def findings(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) ->
     return [sentence for find in FINDINGS if (sentence := find(frame, machine_info or {}))]
 
 
+def why_measured(frame: pd.DataFrame) -> dict[str, str | None]:
+    """For each point of the general "why" list, what this run measured of it (a sentence), or None."""
+    stall = frame[(frame["op"] == "sync_stall") & (frame["variant"] != "nonblocking_event")]
+    size = largest_common_size(frame)
+    up = _at(frame, size, op="h2d")
+    staged = None
+    if size is not None and (up["host_memory"] == "pageable").any() and (up["host_memory"] == "pinned").any():
+        a, b = (up.loc[up["host_memory"] == m, "bandwidth_gbps"].max() for m in ("pageable", "pinned"))
+        staged = f"host to device at {format_bytes(size)}: pageable {a:.3g} GB/s against pinned {b:.3g} GB/s."
+    small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
+    way = way_back(frame)
+    return {
+        "wait": (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
+                 f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below)."
+                 if not stall.empty and stall["queued_seconds"].notna().any() else None),
+        "staged": staged,
+        "fixed": (f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
+                  "at best." if not small.empty else None),
+        "fix": the_fix(frame) if way is not None else None,
+    }
+
+
 def _variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
     return rows[rows["variant"] == variant]
 
 
 def _module_to(rows: pd.DataFrame) -> list[str]:
     out = []
-    again = _variant(rows, "again")
-    if not again.empty:
-        big = again.loc[again["nbytes"].idxmax()]
-        out.append(f"A second .to({big['dst']}) of a module with {big['nbytes'] // 4:,} parameters, already there, "
-                   f"still took {format_seconds(big['median_s'])}: nothing is copied, but every parameter tensor is visited.")
+    for dst, again in _variant(rows, "again").groupby("dst"):
+        out.append(f"A second .to({dst}) of a module already there took {_ms(again['median_s'])} from "
+                   f"{format_bytes(again['nbytes'].min())} to {format_bytes(again['nbytes'].max())} of parameters: "
+                   "nothing is copied (every parameter tensor is visited), and the bytes do not set its cost.")
     first = _variant(rows, "first")
     if not first.empty:
         big = first.loc[first["nbytes"].idxmax()]
@@ -225,11 +411,15 @@ def _ratio(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
 
 
 def _cuda_vs_to(rows: pd.DataFrame) -> list[str]:
+    """How far .cuda(i), .to('cuda:i') and .to(device) lie apart, size by size: across sizes the spread is
+    the payload's, not the call's."""
     tensors = rows[rows["variant"].isin(("cuda", "to_str", "to_device"))]
-    if tensors.empty:
+    spreads = [f"{tensors_at['median_s'].max() / tensors_at['median_s'].min() - 1:.1%} at {format_bytes(size)}"
+               for size, tensors_at in tensors.groupby("nbytes") if len(tensors_at) > 1]
+    if not spreads:
         return []
-    spread = tensors["median_s"].max() / tensors["median_s"].min() - 1
-    return [f".cuda(i), .to('cuda:i') and .to(torch.device) differed by {spread:.0%} at most."]
+    return [f".cuda(i), .to('cuda:i') and .to(torch.device) differed by {', '.join(spreads)} (slowest over fastest "
+            "of the same size)."]
 
 
 def _cpu_convert(rows: pd.DataFrame) -> list[str]:

@@ -16,10 +16,11 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..families import fitted_ops, moving_ops, order_of
+from ..units import format_bytes
 
 __all__ = [
     "BETA_CAP_TOLERANCE",
-    "CACHE_FACTOR",
+    "COPY_TOUCHES",
     "Fit",
     "PCIE_GBPS_PER_LANE",
     "cache_bytes",
@@ -27,9 +28,13 @@ __all__ = [
     "fit_alpha_beta",
     "fit_path",
     "fit_paths",
+    "fits_in_cache",
     "host_ceiling",
     "largest_common_size",
     "link_peak",
+    "memory_allows",
+    "pipelined",
+    "practical_ceiling",
     "roofs",
 ]
 
@@ -92,10 +97,12 @@ def _fit(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
     return Fit(alpha_s=float(alpha), beta_gbps=float(1.0 / inv_beta / 1e9), sizes=len(np.unique(n)))
 
 
-#: A payload up to this many times the largest cache counts as cache-resident: a copy touches
-#: source and destination, and a last-level cache still serves part of a payload a little
-#: larger than itself, so the cut is placed generously rather than at the cache size.
-CACHE_FACTOR = 2
+#: A copy touches this many bytes per payload byte (it reads the source and writes the destination):
+#: it fits in a cache only while that many times its payload does.
+COPY_TOUCHES = 2
+#: A size runs faster than memory allows when it beats the memory's figure by more than this share:
+#: a few per cent above it is run-to-run noise, not a cache.
+FASTER_THAN_MEMORY = 1.1
 #: The bandwidth stated for a path never exceeds what its largest size measured by more
 #: than this: beyond it the fit extrapolates (usually from cache-resident sizes).
 BETA_CAP_TOLERANCE = 1.25
@@ -128,25 +135,50 @@ def cache_bytes(machine_info: dict[str, Any], op: str, src: str) -> tuple[int, s
     return None
 
 
-def cache_resident(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series:
-    """Per row: does its payload sit in a cache? (bool Series on ``rows.index``)
-
-    The rule, in order: the benchmark's own ``cache_resident`` field when it recorded one; else
-    ``nbytes <= CACHE_FACTOR x`` the largest cache of the memory the path runs on (``cache_bytes``);
-    else, for host and device memory copies on a machine whose caches are not recorded, the
-    sizes below the path's largest size are not trusted for β (only the cap below protects the
-    figure), so nothing is marked.
-    """
+def fits_in_cache(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series:
+    """Per row: could its copy run from a cache? ``COPY_TOUCHES x nbytes <=`` the largest cache of the memory
+    the path runs on (``cache_bytes``) where the fingerprint records it; else the benchmark's own
+    ``cache_resident`` field (older runs set it at twice the cache size, too generous for a copy)."""
     flags = pd.Series(False, index=rows.index)
     for index, row in rows.iterrows():
-        recorded = row.get("cache_resident")
-        if isinstance(recorded, (bool, np.bool_)):
-            flags[index] = bool(recorded)
-            continue
         cache = cache_bytes(machine_info, str(row["op"]), str(row["src"]))
+        recorded = row.get("cache_resident")
         if cache is not None:
-            flags[index] = int(row["nbytes"]) <= CACHE_FACTOR * cache[0]
+            flags[index] = COPY_TOUCHES * int(row["nbytes"]) <= cache[0]
+        elif isinstance(recorded, (bool, np.bool_)):
+            flags[index] = bool(recorded)
     return flags
+
+
+def memory_allows(rows: pd.DataFrame, machine_info: dict[str, Any], fits: pd.Series) -> pd.Series:
+    """Per row: the most GB/s (bytes counted once) its path's memory sustains, NaN when unknown.
+
+    The fingerprint's bound where it has one (half the device memory's peak for a same-device copy, the
+    NVLink peak for a peer copy); else the best the same path measured at sizes that do not fit in the cache.
+    """
+    allowed = pd.Series(np.nan, index=rows.index)
+    for _, group in rows.groupby("path", sort=False):
+        first = group.iloc[0]
+        bound = link_peak(machine_info, str(first["op"]), str(first["src"]), str(first["dst"])) \
+            if first["op"] in _DEVICE_MEMORY_OPS else None
+        beyond = group.loc[~fits.loc[group.index], "bandwidth_gbps"]
+        allowed[group.index] = bound[0] if bound else (float(beyond.max()) if beyond.notna().any() else np.nan)
+    return allowed
+
+
+def cache_resident(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series:
+    """Per row: did its payload run from a cache, faster than memory allows? (bool Series on ``rows.index``)
+
+    A row is resident when its copy fits in a cache (``fits_in_cache``) and its bandwidth is above what the
+    path's memory sustains (``memory_allows``); where that is unknown (no bound in the fingerprint and no size
+    beyond the cache), fitting is enough, so β is never taken from a size that may have run from cache. A
+    size that fits but runs no faster than memory (host ``clone`` at 64 MiB, same-device copies below the
+    memory's peak) is not marked: it is a measurement of memory like any other.
+    """
+    fits = fits_in_cache(rows, machine_info)
+    allowed = memory_allows(rows, machine_info, fits)
+    faster = pd.to_numeric(rows["bandwidth_gbps"], errors="coerce") > FASTER_THAN_MEMORY * allowed
+    return fits & (faster | allowed.isna())
 
 
 def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
@@ -185,9 +217,29 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
             "resident_sizes": int(group.loc[resident.loc[group.index], "nbytes"].nunique())}
 
 
-_FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "alpha_us", "beta_gbps", "stated_gbps", "beta_basis",
-                "half_peak_bytes", "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes",
-                "cache_bytes", "cache"]
+def pipelined(group: pd.DataFrame, machine_info: dict[str, Any]) -> dict[str, float]:
+    """α, β and half of β of one path from its device time: copies issued back to back, no synchronize
+    between them, pay only the device's fixed cost (NaN where fewer than three sizes have a device time).
+
+    The wall-clock fit describes a loop that synchronizes after every call: its α holds the launch and the
+    synchronize (about 12 µs for an H200's same-device copy against 1.5 µs on the device), and α x β then
+    puts half of β eight times too far out (25 MiB against 3.2 MiB for HBM's 2 TB/s)."""
+    none = {"pipelined_alpha_us": np.nan, "pipelined_gbps": np.nan, "pipelined_half_bytes": np.nan}
+    if "device_seconds" not in group:
+        return none
+    timed = group[pd.to_numeric(group["device_seconds"], errors="coerce") > 0]
+    if timed["nbytes"].nunique() < 3:
+        return none
+    seconds = timed["device_seconds"].astype(float)
+    device = timed.assign(transfer_s=seconds, bandwidth_gbps=timed["nbytes"] / seconds / 1e9)
+    fit = fit_path(device, cache_resident(device, machine_info))
+    return {"pipelined_alpha_us": fit["alpha_us"], "pipelined_gbps": fit["stated_gbps"],
+            "pipelined_half_bytes": fit["half_peak_bytes"]}
+
+
+_FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "non_blocking", "alpha_us", "beta_gbps", "stated_gbps",
+                "beta_basis", "half_peak_bytes", "pipelined_alpha_us", "pipelined_gbps", "pipelined_half_bytes",
+                "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache"]
 
 
 def fit_paths(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -205,7 +257,8 @@ def fit_paths(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -
         rows.append({
             "path": path, "op": first["op"], "src": first["src"], "dst": first["dst"],
             "host_memory": first["host_memory"], "method": first["method"],
-            **fit_path(group, resident),
+            "non_blocking": bool(first.get("non_blocking", False)),
+            **fit_path(group, resident), **pipelined(group, machine_info),
             "best_gbps": float(group["bandwidth_gbps"].max()),
             "sizes": int(group["nbytes"].nunique()),
             "cache_bytes": cache[0] if cache else None, "cache": cache[1] if cache else None,
@@ -229,6 +282,22 @@ PCIE_GBPS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 #: NVLink GB/s per link and direction, by generation (the fingerprint maps NVML's version
 #: enum to these): P100 1.0; V100 2.0; A100 3.0; GA10x 3.1; H100/H200 4.0 (18 x 25 = 450); B200 5.0.
 NVLINK_GBPS_PER_LINK = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
+
+
+#: What pinned copies reach in practice on a PCIe x16 link, GB/s per direction (low, high), by generation:
+#: DESIGN.md section 5's reference figures (nvbandwidth's copy-engine memcpy; Gen5 on an H100). A share of the
+#: theoretical peak reads as headroom; against these it reads as what it is.
+PCIE_PRACTICAL_GBPS = {3: (11.0, 13.0), 4: (25.0, 26.0), 5: (55.0, 57.0)}
+
+
+def practical_ceiling(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tuple[float, float] | None:
+    """The practical range pinned copies reach on the PCIe x16 link a host-device move uses, or None."""
+    if op not in ("h2d", "d2h"):
+        return None
+    device = _device_info(machine_info, dst if op == "h2d" else src) or {}
+    generation = device.get("pcie_max_generation") or device.get("pcie_generation")
+    width = device.get("pcie_max_width") or device.get("pcie_width")
+    return PCIE_PRACTICAL_GBPS.get(generation) if width == 16 and isinstance(generation, int) else None
 
 
 def _device_info(machine_info: dict[str, Any], device: str) -> dict[str, Any] | None:
@@ -273,20 +342,29 @@ def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tupl
     return None
 
 
+#: The host copy that bounds a pageable transfer: the driver stages a pageable copy through its pinned
+#: bounce buffer with one thread's memcpy, so torch's multi-threaded host ``copy_`` (35 GB/s on the H200,
+#: below the 55 GB/s pinned copies reach) bounds nothing; a single-thread memcpy measured in the same run does.
+SINGLE_THREAD = {"op": "host", "method": "copy_", "variant": "single_thread"}
+
+
 def host_ceiling(frame: pd.DataFrame) -> tuple[float, str] | None:
-    """The host memory copy ceiling measured in the same run: the best host copy at its largest size."""
-    host = frame[(frame["op"] == "host") & frame["bandwidth_gbps"].notna()]
+    """The single-thread host memcpy measured in the same run at its largest size, or None when not measured."""
+    host = frame[frame["bandwidth_gbps"].notna()]
+    for column, value in SINGLE_THREAD.items():
+        host = host[host[column] == value]
     if host.empty:
         return None
     largest = host[host["nbytes"] == host["nbytes"].max()]
     best = largest.loc[largest["bandwidth_gbps"].idxmax()]
-    return float(best["bandwidth_gbps"]), f"host memory copy ({best['method']}, {int(best['nbytes']):,} B, this run)"
+    return float(best["bandwidth_gbps"]), f"single-thread host memcpy ({format_bytes(int(best['nbytes']))}, this run)"
 
 
 def roofs(frame: pd.DataFrame, machine_info: dict[str, Any], op: str, src: str, dst: str,
           host_memory: str | None = None) -> list[tuple[float, str]]:
     """What bounds a path, highest first: the link's theoretical peak from the fingerprint and, for moves
-    that touch pageable host memory, the host copy ceiling measured in this run (not on a simulated machine)."""
+    that touch pageable host memory, the single-thread host memcpy measured in this run (the driver stages a
+    pageable copy with one thread; not on a simulated machine, nor when the run did not measure it)."""
     bounds = []
     peak = link_peak(machine_info, op, src, dst)
     if peak is not None:

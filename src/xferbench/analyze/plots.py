@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import textwrap
 import weakref
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
@@ -33,7 +34,18 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from ..families import FAMILIES, family, moving_ops
 from ..units import format_bytes, format_seconds, mathtext_safe
-from .model import CACHE_FACTOR, Fit, cache_bytes, cache_resident, fit_path, largest_common_size, roofs
+from .findings import cliff, cliff_cause
+from .model import (
+    COPY_TOUCHES,
+    Fit,
+    cache_bytes,
+    cache_resident,
+    fit_path,
+    host_ceiling,
+    largest_common_size,
+    practical_ceiling,
+    roofs,
+)
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
 
@@ -132,10 +144,19 @@ def _size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
 
 
 def _log_y(ax: Axes) -> None:
-    """A log y axis labelled in plain numbers (0.01, 10, 1000): quicker to read, and no mathtext to lay out."""
+    """A log y axis labelled in plain numbers (0.01, 10, 1000): quicker to read, and no mathtext to lay out.
+
+    An axis that spans less than a decade may hold no power of ten at all: its minor ticks (2, 3, ... 9 x 10^k)
+    are labelled then, decided when the figure is drawn, once the limits are final."""
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if _narrow(ax) else ""))
+
+
+def _narrow(ax: Axes) -> bool:
+    """Whether a log y axis spans less than a decade (so few or no major ticks fall on it)."""
+    low, high = ax.get_ylim()
+    return low > 0 and high / low < 10
 
 
 def _legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str], title: str | None = None) -> None:
@@ -147,7 +168,7 @@ def _legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str
 def _tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
     return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
             f" over {row['rounds']} rounds × {row['iterations']}"
-            + ("\ncache-resident: runs from a cache, not memory" if resident is not None and resident[index] else "")
+            + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
             for index, row in rows.iterrows()]
 
 
@@ -174,7 +195,7 @@ def gbps_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
-def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float) -> bool:
+def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float, practical: tuple[float, float] | None = None) -> bool:
     """Each bound as a horizontal line, labelled directly with its figure and the best measured share of it.
 
     Labels alternate between the left and the right end, so two close roofs do not print over each other;
@@ -182,6 +203,8 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float) -> bool:
     for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
         share = f", best {best / peak:.0%}" if np.isfinite(best) and peak > 0 else ""
+        if practical is not None and name.startswith("PCIe"):
+            share += f" (practical ceiling {practical[0]:g}-{practical[1]:g} GB/s)"
         left = index % 2 == 0
         text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
@@ -193,14 +216,16 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float) -> bool:
     return bool(bounds)
 
 
-def _cache_band(ax: Axes, machine_info: dict[str, Any], op: str, src: str) -> None:
+def _cache_line(ax: Axes, machine_info: dict[str, Any], op: str, src: str) -> None:
+    """Where a copy's read and write (2n bytes) stop fitting in the cache: a reference line, not a shading.
+    Only points faster than memory allows are marked (hollow), whichever side of it they fall on."""
     cache = cache_bytes(machine_info, op, src)
     if cache is None:
         return
-    ax.axvspan(1, CACHE_FACTOR * cache[0], color="0.92", zorder=0)
-    ax.text(CACHE_FACTOR * cache[0], 0.02, f"cache-resident ≤ {format_bytes(CACHE_FACTOR * cache[0])}\n"
-            f"(2 × {cache[1]} {format_bytes(cache[0])}) ", transform=ax.get_xaxis_transform(), ha="right",
-            va="bottom", fontsize=7, color="0.35")
+    edge = cache[0] / COPY_TOUCHES
+    ax.axvline(edge, color="0.6", lw=0.8, ls=":", zorder=0)
+    ax.text(edge, 0.02, f"2n = {cache[1]} ({format_bytes(cache[0])}) ", transform=ax.get_xaxis_transform(),
+            ha="right", va="bottom", fontsize=7, color="0.35")
 
 
 def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | None = None) -> Figure | str:
@@ -211,7 +236,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
         return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
     resident = cache_resident(rows, machine_info)
     panel_rows, columns = _facets(rows, op)
-    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.4 * len(panel_rows) + 0.6),
+    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.0 * len(panel_rows) + 0.6),
                              squeeze=False, sharex=True, sharey=True)
     legend: dict[str, Artist] = {}
     roofed = False
@@ -227,8 +252,11 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
             _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None)
             _log_y(ax)
             if first is not None:
-                _cache_band(ax, machine_info, op, str(first["src"]))
-                roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()))
+                _cache_line(ax, machine_info, op, str(first["src"]))
+                roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()),
+                                      practical_ceiling(machine_info, op, str(first["src"]), str(first["dst"])))
+                if op == "d2h" and memory == "pageable":
+                    _mark_cliff(ax, frame)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(mathtext_safe(f"{where}" + (f", {memory} host memory" if memory else "")), fontsize=10)
             _size_ticks(ax, rows["nbytes"].tolist())
@@ -237,7 +265,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
                 ax.set_xlabel("payload")
         axes[r][0].set_ylabel("GB/s (bytes counted once)")
     if resident.any():
-        legend["hollow marker: cache-resident size"] = Line2D([], [], marker="o", ls="", mfc="white", mec="0.3")
+        legend["hollow: faster than memory allows"] = Line2D([], [], marker="o", ls="", mfc="white", mec="0.3")
     legend["dotted: fitted t = α + n/β"] = Line2D([], [], color="0.3", ls=":", lw=1)
     if roofed:
         legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
@@ -278,6 +306,21 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
             model = Fit(fit["alpha_us"] / 1e6, fit["beta_gbps"], len(beyond))
             ax.plot(n, n / model.seconds(n) / 1e9, ls=":", lw=1, color=colour, alpha=0.8)
         legend.setdefault(label, Line2D([], [], color=colour, ls=style, marker="o", ms=4))
+
+
+def _mark_cliff(ax: Axes, frame: pd.DataFrame) -> None:
+    """Label the .cpu() / .to('cpu') cliff on the figure itself, with its cause as far as this run measured it."""
+    found = cliff(frame)
+    if found is None:
+        return
+    low = float(found["gbps_after"].min())
+    text = (f"cliff: .cpu() / .to('cpu') {gbps_text(float(found['gbps_before'].max()))} → {gbps_text(low)} GB/s\n"
+            f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n" + textwrap.fill(cliff_cause(found), 44))
+    note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
+                       va="top", ha="left", fontsize=7.5, color="tab:red",
+                       bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},
+                       arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1})
+    tip(note, [text.replace("\n", " ")])
 
 
 def _route(row: pd.Series) -> str:
@@ -332,6 +375,9 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
     devices = sorted(set(moves["src"]) | set(moves["dst"]), key=lambda d: (d != "cpu", d))
     if len(devices) < 2:
         return "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host)."
+    if len(devices) < 3:
+        return (f"One GPU: the matrix would be 2x2 ({devices[0]} and {devices[1]}), the same figures as the bandwidth "
+                "figures above; it carries information from two GPUs on.")
     size = largest_common_size(frame)
     if size is None:
         return "No copies were measured."
@@ -473,10 +519,15 @@ def _frame_only(draw: Callable[[pd.DataFrame], Figure | str]) -> Drawing:
 
 _BANDWIDTH_CAPTION = (
     "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
-    "beyond the caches; hollow markers (on a grey band) are cache-resident sizes, which run faster than memory allows "
-    "and are not used for β. Dashed black lines are the roofs: the link's theoretical peak from the fingerprint, and "
-    "for pageable host memory the host copy ceiling measured in this run; each is labelled with the best share of it "
-    "reached. Hover a point for its exact value.")
+    "(a loop that synchronizes after every call). Hollow markers are sizes that ran faster than memory allows (their "
+    "read and write, 2n bytes, fit in the cache and beat the memory's figure), left out of β; the grey dotted line is "
+    "where 2n fills the cache. Dashed black lines are the roofs, each labelled with the best share of it measured (the "
+    "same share as the table's): the link's theoretical peak from the fingerprint, beside the practical ceiling pinned "
+    "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; DESIGN.md section 5), and for "
+    "pageable host memory the single-thread host memcpy measured in this run, the copy the driver stages it with. "
+    "Hover a point for its exact value.")
+_NO_HOST_ROOF = (" This run measured no single-thread host memcpy (host copy_ single_thread), so the pageable panels "
+                 "draw no host roof: torch's multi-threaded host copy_ bounds nothing a pageable transfer does.")
 
 
 def _bandwidth_drawing(op: str) -> Drawing:
@@ -521,8 +572,16 @@ def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
 def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> list[Plot]:
     """Every core figure; a bandwidth figure only for the families this run measured."""
     present = set(frame["op"])
-    return [as_plot(key, title, caption, draw(frame, machine_info or {})) for key, title, caption, draw in PLOTS
-            if not key.startswith("bandwidth-") or key.removeprefix("bandwidth-") in present]
+    pageable = frame["host_memory"].eq("pageable")
+    plots = []
+    for key, title, caption, draw in PLOTS:
+        op = key.removeprefix("bandwidth-")
+        if key.startswith("bandwidth-") and op not in present:
+            continue
+        if op in ("h2d", "d2h") and host_ceiling(frame) is None and (pageable & frame["op"].eq(op)).any():
+            caption += _NO_HOST_ROOF
+        plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
+    return plots
 
 
 def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
@@ -531,6 +590,9 @@ def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
     rows = frame[frame["op"] == op]
     if rows.empty:
         return f"No {op} benchmarks were run."
+    if op == "numa" and rows["host_numa_node"].nunique() < 2:
+        return ("One NUMA placement was measured (one node): there is no other node to compare it with, so the "
+                "figure is left out.")
     if rows["bandwidth_gbps"].notna().all() and (rows.groupby("path")["nbytes"].nunique() == 1).all():
         return _scenario_bandwidth_bars(rows)
     if rows["nbytes"].nunique() == 1:
@@ -558,7 +620,7 @@ def _case_labels(rows: pd.DataFrame, sized: bool = True) -> pd.Series:
 def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     # One dot per call on a time-against-size chart says nothing when the calls move different
     # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
     labels = _case_labels(rows)
     bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
@@ -582,7 +644,7 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
 
 def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
     rows = rows.sort_values("median_s")
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
     bars = ax.barh(range(len(rows)), rows["median_s"] * 1e3, color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in _case_labels(rows)])
     for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
@@ -606,7 +668,7 @@ def _scenario_lines(rows: pd.DataFrame) -> Figure:
     styles = dict(zip(devices, itertools.cycle(["-", "--", ":", "-."]), strict=False))
     variants = list(dict.fromkeys(str(v) for v in rows["variant"]))
     colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.2))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 3.0))
     handles, labels = [], []
     for path, group in rows.groupby(_case_labels(rows, sized=False), sort=False):
         group = group.sort_values("nbytes")

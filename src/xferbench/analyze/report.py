@@ -20,8 +20,8 @@ from ..families import FAMILIES, order_of
 from ..output import write_atomic
 from ..units import format_bytes, format_seconds
 from .export import to_csv, to_markdown
-from .findings import findings
-from .model import fit_paths, roofs
+from .findings import at_a_glance, findings, why_measured
+from .model import fit_paths, practical_ceiling, roofs
 from .peers import PeerFigure, comparisons, headlines
 from .plots import Plot, as_plot, render, scenario_plot
 from .results import Results
@@ -58,9 +58,14 @@ def _model_rows(results: Results) -> list[dict[str, Any]]:
     for fit in fit_paths(results.frame, results.machine_info).to_dict("records"):
         bounds = roofs(results.frame, results.machine_info, fit["op"], fit["src"], fit["dst"], fit["host_memory"])
         roof = min(bounds) if bounds else None
-        achieved = fit["stated_gbps"] if np.isfinite(fit["stated_gbps"]) else fit["largest_gbps"]
+        # The best GB/s the path measured over its roof: the very share its figure labels the roof with.
+        achieved = fit["best_gbps"]
+        practical = practical_ceiling(results.machine_info, fit["op"], fit["src"], fit["dst"])
+        link = roof[1] if roof else "not known"
+        if practical and link.startswith("PCIe"):
+            link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
         rows.append(fit | {
-            "link": roof[1] if roof else "not known",
+            "link": link,
             "peak_gbps": roof[0] if roof else None,
             "efficiency": achieved / roof[0] if roof and np.isfinite(achieved) else None,
         })
@@ -137,13 +142,18 @@ def _render(results: Results, history: list[Plot] | None, extra_sections: list[d
     model = _model_rows(results)
     peer_rows = comparisons(results.frame, peers or [])
     peer_lines = headlines(peer_rows)
+    drawn = _svg(render(frame, results.machine_info))
+    story = [plot for plot in drawn if plot.key == "bandwidth-d2h"]
     html = _ENV.get_template("report.html.j2").render(
         version=__version__,
         results=results,
         simulated=simulated,
         has_accelerator=results.has_accelerator,
         findings=key_findings,
-        plots=_svg(render(frame, results.machine_info)),
+        plots=[plot for plot in drawn if plot.key != "bandwidth-d2h"],
+        story=story,
+        glance=at_a_glance(frame),
+        why=why_measured(frame),
         history=_svg(history or []),
         sections=sections,
         model=model,

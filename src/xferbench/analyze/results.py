@@ -18,10 +18,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..contract import IDENTITY, SCHEMA_VERSION, ContractError, identity_from, machine_differences, measured_from
+from ..contract import IDENTITY, MEASURED, SCHEMA_VERSION, ContractError, identity_from, machine_differences, measured_from
 from ..families import FAMILIES
 
-__all__ = ["IDENTITY", "Results", "ResultsError", "find_json", "frame_from_rows", "incomplete_label", "is_journal", "load",
+__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Results", "ResultsError", "device_time_valid",
+           "drop_invalid_device_times", "find_json", "frame_from_rows", "incomplete_label", "is_journal", "load",
            "load_file", "read_journal", "read_text"]
 
 
@@ -290,6 +291,7 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     row |= {name: getattr(identity, name) for name in IDENTITY}
     row["shape"] = "x".join(map(str, identity.shape))
     row |= measured
+    row |= _carried(info)
     row |= stats
     # The time of one transfer: a ping-pong call carries the payload there and back.
     row["transfer_s"] = median / 2 if measured["round_trip"] else median
@@ -301,6 +303,49 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     row["path"] = identity.path
     row["case_key"] = identity.key
     return row
+
+
+#: extra_info keys that are neither identity nor measured fields but that the analysis reads when a run
+#: records them (optional, newer runs): faults per call beside a cost, how a device time was taken.
+CARRIED: dict[str, type] = {"minor_faults_per_call": float, "device_time_method": str}
+
+
+def _carried(info: dict[str, Any]) -> dict[str, Any]:
+    """The optional ``CARRIED`` fields of extra_info, type-checked like measured ones (absent: None)."""
+    return {name: None if info.get(name) is None else _typed(name, info[name], kind)
+            for name, kind in CARRIED.items() if name not in MEASURED}
+
+
+def _typed(name: str, value: Any, kind: type) -> Any:
+    if kind is float:
+        number = _seconds(value) if type(value) in (int, float) and value <= _MAX_BYTES else None
+        if number is None or number < 0:
+            raise ContractError(f"field {name!r} must be a finite number >= 0, got {value!r:.60}")
+        return number
+    if not isinstance(value, str) or not value:
+        raise ContractError(f"field {name!r} must be a non-empty string, got {value!r:.60}")
+    return value
+
+
+#: Methods (contract.DEVICE_TIME_METHODS) that give a blocking copy a device time of its own: the copy's DMA
+#: duration from the profiler's device activity records, or events around its non-blocking twin. "events"
+#: around the call itself holds only for non-blocking copies.
+VALID_DEVICE_METHODS = ("profiler", "nonblocking_twin")
+
+
+def device_time_valid(frame: pd.DataFrame) -> pd.Series:
+    """Per row: is its device time a measurement under the current contract?
+
+    Not for a pageable copy (the host stages it through a bounce buffer, so events time the host's
+    memcpy too), nor for a blocking copy to or from host memory timed back to back by events (each
+    call waits for the one before it, so the host sets the pace: on an H200 a 4 B pinned ``.to``
+    read 11.7 µs blocking against 2.2 µs non-blocking), unless the row records a valid method.
+    """
+    method = frame["device_time_method"] if "device_time_method" in frame else pd.Series(None, index=frame.index)
+    recorded = method.isin(VALID_DEVICE_METHODS)
+    pageable = frame["host_memory"].eq("pageable")
+    blocking_host = frame["host_memory"].notna() & ~frame["non_blocking"].astype(bool)
+    return recorded | ~(pageable | blocking_host)
 
 
 def load_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
@@ -357,6 +402,11 @@ def load(paths: list[Path]) -> Results:
     frame = frame.drop_duplicates(subset="case_key", keep="last").reset_index(drop=True)
     incomplete = [incomplete_label(f, data["xfer_progress"]) for f, data, _, _ in loaded if "xfer_progress" in data]
     notes = list(incomplete)
+    frame, dropped = drop_invalid_device_times(frame)
+    if dropped:
+        notes.append(f"{dropped} device time(s) the data contract does not count as measurements were left out: "
+                     "pageable copies (the host stages them) and blocking copies timed back to back by events "
+                     "(the host paces them), recorded by an older xferbench.")
     foreign = sum(item[3] for item in loaded)
     if foreign:
         notes.append(f"{foreign} benchmark(s) that are not xferbench's were left out.")
@@ -395,6 +445,16 @@ def incomplete_label(path: Path, progress: tuple[int, int | None]) -> str:
     finished, planned = progress
     of = f" of {planned}" if planned is not None else ""
     return f"Incomplete run: {finished}{of} cases finished before it stopped ({path.name})."
+
+
+def drop_invalid_device_times(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The frame with every device time ``device_time_valid`` refuses set to NaN, and how many were."""
+    invalid = frame["device_seconds"].notna() & ~device_time_valid(frame)
+    if not invalid.any():
+        return frame, 0
+    frame = frame.copy()
+    frame.loc[invalid, "device_seconds"] = float("nan")
+    return frame, int(invalid.sum())
 
 
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
