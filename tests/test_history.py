@@ -9,7 +9,7 @@ import pytest
 from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
-from xferbench.analyze.history import current_segment, history_plots, lasting_steps, runs_in
+from xferbench.analyze.history import current_segment, history_plots, lasting_steps, load_storage, runs_in
 from xferbench.analyze.plots import as_plot
 from xferbench.analyze.results import ResultsError
 from xferbench.cli import main
@@ -204,10 +204,19 @@ class TestTrendPlot:
 
 
 class TestRunsIn:
-    def test_by_date_then_name_undated_first(self, tmp_path):
+    def test_unnumbered_files_by_date_then_name_undated_first(self, tmp_path):
         folder = write_runs(tmp_path / "runs", [1, 1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-01", "", None][i])
+        for path in folder.iterdir():
+            path.rename(folder / f"run-{path.name[:4]}.json")
         assert [(p.name, when) for p, when in runs_in(folder)] == [
-            ("0002_run.json", ""), ("0003_run.json", ""), ("0001_run.json", "2026-11-01"), ("0000_run.json", "2026-11-02")]
+            ("run-0002.json", ""), ("run-0003.json", ""), ("run-0001.json", "2026-11-01"), ("run-0000.json", "2026-11-02")]
+
+    def test_pytest_benchmark_numbers_win_over_a_clock_set_back(self, tmp_path):
+        """Run 0002 was saved after 0001 by a machine whose clock had gone back a day: it is still the newest,
+        as --benchmark-compare reads it (it was 0001 before)."""
+        folder = write_runs(tmp_path / "runs", [1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-03", "2026-11-01"][i])
+        assert [p.name for p, _ in runs_in(folder)] == ["0000_run.json", "0001_run.json", "0002_run.json"]
+        assert load_storage(folder).runs[-1].sources == [str(folder / "0002_run.json")]
 
     @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\xff"])
     def test_a_file_that_is_not_a_run_is_named(self, tmp_path, text):

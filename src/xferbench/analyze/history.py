@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -29,7 +32,7 @@ from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, find_json, load, read_text
 
-__all__ = ["MIN_STEP_RUNS", "current_segment", "history_plots", "lasting_steps", "runs_in"]
+__all__ = ["MIN_STEP_RUNS", "Stored", "current_segment", "history_plots", "lasting_steps", "load_storage", "runs_in"]
 
 #: Lines in the trend plot: more than this is unreadable.
 MAX_KEY_CASES = 12
@@ -38,8 +41,41 @@ MAX_KEY_CASES = 12
 MIN_STEP_RUNS = 3
 
 
+#: pytest-benchmark's number of a saved run (``0007_name.json``): the order it saved them in.
+_NUMBERED = re.compile(r"(\d{4})_.*\.json(\.gz)?")
+
+
+def _run_files(folder: Path, notes: list[str]) -> list[Path]:
+    """The regular ``*.json`` / ``*.json.gz`` files below ``folder``; anything else of that name (a FIFO would
+    block the read forever) is skipped with a note."""
+    files = find_json(folder) if not folder.is_dir() else sorted({*folder.rglob("*.json"), *folder.rglob("*.json.gz")})
+    kept = []
+    for path in files:
+        try:
+            regular = stat.S_ISREG(path.stat().st_mode)
+        except OSError as error:
+            regular, why = False, error.strerror or type(error).__name__
+        else:
+            why = "not a regular file (a FIFO, device or socket)"
+        if regular:
+            kept.append(path)
+        else:
+            notes.append(f"{path}: skipped, {why}")
+    return kept
+
+
+def _order(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """Oldest first. pytest-benchmark numbers the runs it saves, and that number, not a clock that may have been
+    set back, says which is newest (as ``--benchmark-compare`` reads it); a folder not entirely numbered is
+    ordered by each run's datetime, then name."""
+    numbers = [_NUMBERED.fullmatch(path.name) for path, _ in files]
+    if files and all(numbers):
+        return sorted(files, key=lambda run: (run[0].name[:4], run[1], str(run[0])))
+    return sorted(files, key=lambda run: (run[1], run[0].name))
+
+
 def runs_in(folder: Path) -> list[tuple[Path, str]]:
-    """Every run file in the folder with its datetime, oldest first."""
+    """Every run file in the folder with its datetime, oldest first; a damaged or foreign one is a ResultsError."""
     runs = []
     for path in find_json(folder):
         try:
@@ -47,7 +83,35 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
         except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, or not UTF-8
             raise ResultsError(f"{path}: not JSON, or cut short") from None
         runs.append((path, str(when)))
-    return sorted(runs, key=lambda run: (run[1], run[0].name))
+    return _order(runs)
+
+
+@dataclass
+class Stored:
+    """The runs of a storage folder that could be read, oldest first, and a note for each file skipped."""
+
+    runs: list[Results]
+    notes: list[str] = field(default_factory=list)
+
+
+def load_storage(folder: Path) -> Stored:
+    """Every run in a storage folder (or one file), each file read once. A damaged file (a save cut short by a
+    full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a
+    one-line note naming it, never refusing the whole folder; with no readable run left it is a ResultsError."""
+    notes: list[str] = []
+    loaded: list[tuple[Path, str]] = []
+    results: dict[Path, Results] = {}
+    for path in _run_files(folder, notes):
+        try:
+            run = load([path])
+        except ResultsError as error:
+            notes.append(f"{error}; skipped")
+            continue
+        results[path] = run
+        loaded.append((path, str(run.frame["datetime"].iloc[0] or "")))
+    if not loaded:
+        raise ResultsError(f"{folder}: no readable run in it" + (f" ({notes[0]})" if notes else ""))
+    return Stored([results[path] for path, _ in _order(loaded)], notes)
 
 
 def lasting_steps(log_times: np.ndarray, spread: float, floor: float) -> list[int]:
@@ -84,12 +148,18 @@ def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
     return largest.head(MAX_KEY_CASES)
 
 
-def history_plots(folder: Path) -> list[Plot]:
-    runs = runs_in(folder)
+def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
+    """The trend plot over a storage folder's runs (``stored``: the folder already loaded)."""
+    stored = stored or load_storage(folder)
     caption = ("Median time of key cases in each run, relative to the first run that measured them. A triangle marks a "
                f"lasting step (a new level held for {MIN_STEP_RUNS}+ runs and beyond the case's floor, found by ruptures' "
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
-    results = [load([path]) for path, _ in runs]
+    results = stored.runs
+    incomplete = sum(bool(r.incomplete) for r in results)
+    if incomplete:
+        caption += f" {incomplete} run(s) did not reach their end (incomplete): their missing cases leave gaps."
+    if stored.notes:
+        caption += f" {len(stored.notes)} file(s) that are not readable runs were skipped."
     # A run of another GPU, driver, torch or CPU is no point of this machine's trend (its change would be
     # marked a lasting step): left out, as compare leaves it out of a baseline.
     same = [r for r in results if not machine_differences(r.machine_info, results[-1].machine_info)]
