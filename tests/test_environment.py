@@ -15,19 +15,19 @@ from pathlib import Path
 
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import xferbench.analyze.findings  # noqa: F401  likewise the run's summary
+import xferbench
+import xferbench.analyze.findings
 from test_hostile import run_cli as cli
 from test_journal import FAKE_CONFTEST
 from xferbench import output
-from xferbench.analyze.history import load_storage
 from xferbench.analyze.results import load
 from xferbench.measure import journal as jr
 from xferbench.output import OutputError, check_output, write_atomic
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(xferbench.__file__).resolve().parents[1]  # the code under test, for the subprocesses too
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 #: Three benchmarks; the second is interrupted (Ctrl-C) when XFER_INTERRUPT is set.
 THREE = """
@@ -169,6 +169,7 @@ class TestReadOnlyAndLongNames:
 
     @settings(max_examples=40, deadline=None)
     @given(st.integers(min_value=1, max_value=255 - len(".json")))
+    @example(255 - len(".json"))  # the longest: no room left for a longer temporary name
     def test_any_name_the_check_accepts_can_be_written(self, tmp_path_factory, length):
         folder = tmp_path_factory.mktemp("long")
         target = folder / ("n" * length + ".json")
@@ -231,6 +232,8 @@ class TestStorage:
         folder = storage_with(tmp_path / "hist")
         bad = folder / "Linux-CPython-3.12-64bit" / "0004_cut.json"
         bad.write_bytes(damage)
+        from xferbench.analyze.history import load_storage
+
         stored = load_storage(folder)
         assert len(stored.runs) == 3 and len(stored.notes) == 1 and "0004_cut.json" in stored.notes[0]
         for command in (["history", folder, "-o", tmp_path / "r.html"], ["compare", folder, folder]):

@@ -1,6 +1,7 @@
 import copy
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 
@@ -271,3 +272,21 @@ class TestStepRules:
         for offset in (0.0, np.log(1e-3), np.log(5.0)):
             assert lasting_steps(series + offset, 0.02, 0.25) == []
             assert lasting_steps(series + offset, 0.02, 0.10) == [7]
+
+
+class TestLongHistories:
+    def test_a_long_series_finds_the_step_at_its_exact_run(self):
+        """Beyond MAX_CANDIDATES runs PELT searches a grid and the boundary is then placed exactly: a step at
+        run 317 of 500 is found at 317, not at the nearest grid point."""
+        from xferbench.analyze.history import MAX_CANDIDATES
+
+        series = np.random.default_rng(1).normal(0, 0.05, 500) + np.r_[np.zeros(317), np.full(183, np.log(2))]
+        assert 500 > MAX_CANDIDATES and 317 % math.ceil(500 / MAX_CANDIDATES)  # off the grid
+        assert lasting_steps(series, 0.05, 0.25) == [317]
+
+    def test_a_long_history_labels_at_most_forty_runs_the_first_and_newest_included(self, tmp_path, drawn):
+        history_plots(write_runs(tmp_path / "runs", [1] * 100))
+        (ax,) = drawn[0].axes
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert len(labels) == 40 and labels[0] == "0000_run" and labels[-1] == "0099_run"
+        assert list(ax.get_lines()[0].get_xdata()) == list(range(100))  # every run is still a point

@@ -10,7 +10,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .analyze.results import Results, ResultsError
@@ -69,12 +69,12 @@ def _report(args: argparse.Namespace) -> int:
                          "pytest-benchmark JSON of the suite, not alone")
     history = None
     if args.history:
-        stored = load_storage(args.history)
+        stored = load_storage(args.history, _progress(args.command))
         _say_skipped(args.command, stored.notes)
         history = history_plots(args.history, stored)
     if history is None and len(suite) == 1 and suite[0].is_dir():
         # A storage folder: report its newest run, draw trends over all of them; each file is read once.
-        stored = load_storage(suite[0])
+        stored = load_storage(suite[0], _progress(args.command))
         _say_skipped(args.command, stored.notes)
         history = history_plots(suite[0], stored)
         results = stored.runs[-1]
@@ -103,6 +103,19 @@ def _never_foreign(companion: Path, output: Path) -> None:
     if not start.startswith(_COMPANION_START[companion.suffix]):
         raise UsageError(f"-o {output}: {companion} exists and is not an earlier xferbench report's "
                          f"{companion.suffix}; it would be replaced. Choose another -o name")
+
+
+def _progress(command: str) -> Callable[[int, int], None]:
+    """Reading a storage folder of thousands of runs takes a while: every tenth of it, one line on stderr."""
+    def say(done: int, total: int) -> None:
+        if total >= PROGRESS_FROM and done % max(1, total // 10) == 0:
+            print(f"xferbench {command}: read {done} of {total} runs", file=sys.stderr, flush=True)
+
+    return say
+
+
+#: Folders of at least this many runs show progress while they are read.
+PROGRESS_FROM = 500
 
 
 def _say_skipped(command: str, notes: list[str]) -> None:

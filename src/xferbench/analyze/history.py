@@ -17,6 +17,7 @@ import json
 import math
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,14 +95,18 @@ class Stored:
     notes: list[str] = field(default_factory=list)
 
 
-def load_storage(folder: Path) -> Stored:
+def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None) -> Stored:
     """Every run in a storage folder (or one file), each file read once. A damaged file (a save cut short by a
     full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a
-    one-line note naming it, never refusing the whole folder; with no readable run left it is a ResultsError."""
+    one-line note naming it, never refusing the whole folder; with no readable run left it is a ResultsError.
+    ``progress(done, total)`` is called before each file (a folder of thousands of runs takes a while)."""
     notes: list[str] = []
     loaded: list[tuple[Path, str]] = []
     results: dict[Path, Results] = {}
-    for path in _run_files(folder, notes):
+    files = _run_files(folder, notes)
+    for done, path in enumerate(files, 1):
+        if progress is not None:
+            progress(done, len(files))
         try:
             run = load([path])
         except ResultsError as error:
@@ -114,25 +119,48 @@ def load_storage(folder: Path) -> Stored:
     return Stored([results[path] for path, _ in _order(loaded)], notes)
 
 
+#: Candidate boundaries the change-point search weighs per series: PELT with an L1 cost costs about the square
+#: of the candidates (17 s per case at 1,000 runs, every run a candidate), so a longer series is searched on a
+#: grid of this many points and each boundary found is then placed exactly (``_refine``).
+MAX_CANDIDATES = 60
+
+
 def lasting_steps(log_times: np.ndarray, spread: float, floor: float) -> list[int]:
     """Indices where a lasting step starts a new level in one case's series of log run-medians.
 
     PELT's penalty is 2 x spread x ln(n): in L1 units, what chance alone rarely buys
     (a BIC-like price per extra segment); a found boundary is kept only when the
-    medians on its two sides differ by more than the floor.
+    medians on its two sides differ by more than the floor. Up to ``MAX_CANDIDATES`` runs every run is a
+    candidate; beyond, PELT weighs every ``jump``-th run and each boundary is moved to the exact run
+    within a ``jump`` of it that best splits its two neighbouring levels, so the cost grows about linearly.
     """
     x = np.asarray(log_times, dtype=float)
     if x.size < 2 * MIN_STEP_RUNS:
         return []
     penalty = 2 * max(spread, MIN_SPREAD) * math.log(x.size)
-    bounds = rpt.Pelt(model="l1", min_size=MIN_STEP_RUNS, jump=1).fit(x.reshape(-1, 1)).predict(pen=penalty)
+    jump = max(1, math.ceil(x.size / MAX_CANDIDATES))
+    bounds = rpt.Pelt(model="l1", min_size=max(MIN_STEP_RUNS, jump), jump=jump).fit(x.reshape(-1, 1)).predict(pen=penalty)
     edges = [0, *bounds]
+    if jump > 1:
+        for i in range(1, len(edges) - 1):
+            edges[i] = _refine(x, edges[i - 1], edges[i], edges[i + 1], jump)
     steps = []
     for i in range(1, len(edges) - 1):
         before, after = x[edges[i - 1]:edges[i]], x[edges[i]:edges[i + 1]]
         if abs(float(np.median(after) - np.median(before))) > math.log1p(floor):
             steps.append(edges[i])
     return steps
+
+
+def _refine(x: np.ndarray, start: int, bound: int, end: int, jump: int) -> int:
+    """The split of ``x[start:end]`` within ``jump`` of ``bound`` with the least L1 cost (each side about its median),
+    keeping ``MIN_STEP_RUNS`` runs a side."""
+    def cost(split: int) -> float:
+        left, right = x[start:split], x[split:end]
+        return float(np.abs(left - np.median(left)).sum() + np.abs(right - np.median(right)).sum())
+
+    lowest, highest = max(start + MIN_STEP_RUNS, bound - jump), min(end - MIN_STEP_RUNS, bound + jump)
+    return min(range(lowest, highest + 1), key=cost, default=bound)
 
 
 def current_segment(log_times: np.ndarray, spread: float, floor: float) -> int:
@@ -172,8 +200,9 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
                         "one per run).")]
     keys = _key_cases(results[-1].frame)
     fig, ax = plt.subplots(figsize=(10, 4.8))
+    medians = _medians(results)
     for _, key in keys.iterrows():
-        xs, times = _series(results, key)  # never empty: the key comes from the newest run
+        xs, times = _series(medians, key)  # never empty: the key comes from the newest run
         ys = [t / times[0] * 100 for t in times]
         line, = ax.plot(xs, ys, marker="o", ms=3, lw=1, label=f"{key['path']} {format_bytes(key['nbytes'])}")
         cls = case_class(int(key["nbytes"]), bool(np.isfinite(key["bandwidth_gbps"])))
@@ -181,20 +210,39 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
         ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=line.get_color(),
                    edgecolors="k", zorder=3)
     ax.axhline(100, color="k", lw=0.6)
-    ax.set_xticks(range(len(results)), [Path(r.sources[0]).stem[:14] for r in results], rotation=45, ha="right",
-                  fontsize=7)
+    ticks = _ticks(len(results))
+    ax.set_xticks(ticks, [Path(results[i].sources[0]).stem[:14] for i in ticks], rotation=45, ha="right", fontsize=7)
     ax.set_ylabel("median time, % of first run")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, alpha=0.3)
     return [as_plot("history", "Key cases over runs", caption, fig)]
 
 
-def _series(results: list[Results], key: pd.Series) -> tuple[list[int], list[float]]:
+#: Run names under the trend plot: beyond this many, evenly spaced ones (10,000 labels are unreadable and slow to draw).
+MAX_TICKS = 40
+
+
+def _ticks(runs: int) -> list[int]:
+    """The runs whose names label the x axis: all of them, or ``MAX_TICKS`` evenly spaced, the newest included."""
+    if runs <= MAX_TICKS:
+        return list(range(runs))
+    return sorted({round(i * (runs - 1) / (MAX_TICKS - 1)) for i in range(MAX_TICKS)})
+
+
+def _medians(results: list[Results]) -> list[dict[tuple[str, int], float]]:
+    """Each run's median time by (path, bytes), its first row where two share them: built once, so a series is a
+    lookup per run, not a table scan."""
+    def first_rows(run: Results) -> dict[tuple[str, int], float]:
+        pairs = list(zip(zip(run.frame["path"], run.frame["nbytes"].astype(int), strict=True), run.frame["median_s"],
+                         strict=True))
+        return dict(reversed(pairs))
+
+    return [first_rows(run) for run in results]
+
+
+def _series(medians: list[dict[tuple[str, int], float]], key: pd.Series) -> tuple[list[int], list[float]]:
     """(run indices, median times) of one case across the runs that measured it."""
-    xs, times = [], []
-    for index, run in enumerate(results):
-        row = run.frame[(run.frame["path"] == key["path"]) & (run.frame["nbytes"] == key["nbytes"])]
-        if not row.empty:  # the loader refuses a time that is not above zero
-            xs.append(index)
-            times.append(float(row["median_s"].iloc[0]))
-    return xs, times
+    wanted = (str(key["path"]), int(key["nbytes"]))
+    found = [(index, run[wanted]) for index, run in enumerate(medians) if wanted in run]
+    # The loader refuses a time that is not above zero.
+    return [index for index, _ in found], [float(time) for _, time in found]
