@@ -492,3 +492,30 @@ class TestJournalFailures:
         with pytest.raises(OSError) as caught:
             write_atomic(tmp_path / "r.html", "x")
         assert caught.value.filename == str(tmp_path / "r.html") and not list(tmp_path.iterdir())
+
+
+# -- 14. Ctrl-C in the distributed family ------------------------------------------------------------------------
+
+def test_a_ctrl_c_mid_case_is_forwarded_to_the_helper_rank(monkeypatch):
+    """Ctrl-C that reached only pytest: the helper rank, waiting in the case's collective, gets it too, and the
+    world never sends it another collective (which would wait out the gloo timeout, about 60 s)."""
+    from types import SimpleNamespace
+
+    from xferbench.measure.distributed import world as w
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    sent = []
+    monkeypatch.setattr(w, "encode", lambda *args: [])
+    monkeypatch.setattr(w, "control", lambda values, device: sent.append(values))
+    monkeypatch.setattr(w, "run_on_rank", interrupted)
+    world = w.World("gloo")
+    world.helper = subprocess.Popen(["sleep", "600"])  # a helper rank blocked in a collective
+    case = SimpleNamespace(nbytes=1024)
+    with pytest.raises(KeyboardInterrupt):
+        world.run(case, SimpleNamespace(disabled=False), SimpleNamespace(rounds=1, warmup=0))  # type: ignore[arg-type]
+    helper = world.helper
+    assert helper.wait(timeout=60) == -signal.SIGINT and world.broken == "interrupted"
+    world.close()
+    assert sent == [[]]  # the case's own control message only: no stop message after the interrupt

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -342,6 +343,11 @@ class World:
             timed = run_on_rank(case, 0, self.device, rounds, iterations, warmup)
         except VerificationError:
             raise
+        except KeyboardInterrupt:  # Ctrl-C reached this rank only: the helper would wait out the timeout in the case
+            self.broken = "interrupted"
+            if self.helper is not None and self.helper.poll() is None:
+                self.helper.send_signal(signal.SIGINT)  # forwarded; close() kills it if it is stuck in a collective
+            raise
         except Exception as error:
             self.broken = first_line(error)
             exited = self.helper.poll() if self.helper else None
@@ -373,7 +379,7 @@ class World:
         if self.helper is None:
             return
         try:
-            self.helper.wait(timeout=10)
+            self.helper.wait(timeout=2 if self.broken == "interrupted" else 10)
         except subprocess.TimeoutExpired:
             self.helper.kill()
             self.helper.wait()
