@@ -519,3 +519,22 @@ def test_a_ctrl_c_mid_case_is_forwarded_to_the_helper_rank(monkeypatch):
     assert helper.wait(timeout=60) == -signal.SIGINT and world.broken == "interrupted"
     world.close()
     assert sent == [[]]  # the case's own control message only: no stop message after the interrupt
+
+
+# -- 15. smaller ---------------------------------------------------------------------------------------------------
+
+def test_report_of_a_folder_with_itself_as_history_reports_the_newest_run_only(tmp_path, capsys):
+    folder = tmp_path / "h"
+    put(folder / "0001_old.json", sample(3, datetime="2026-11-01T00:00:00"))
+    put(folder / "0002_new.json", sample(2, datetime="2026-11-02T00:00:00"))
+    code, out, err = cli(capsys, "report", folder, "--history", folder, "-o", tmp_path / "r.html")
+    assert code == 0 and "(2 benchmarks)" in out, out + err
+
+
+def test_the_printed_report_command_is_shell_quoted(monkeypatch):
+    from types import SimpleNamespace
+
+    from xferbench.measure import summary
+
+    config = SimpleNamespace(option=SimpleNamespace(benchmark_json="my run.json"))
+    assert summary._where(config).startswith("xferbench report 'my run.json' -o 'my run.html'")  # type: ignore[arg-type]

@@ -67,16 +67,18 @@ def _report(args: argparse.Namespace) -> int:
     if not suite:
         raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
                          "pytest-benchmark JSON of the suite, not alone")
-    history = None
+    history, stored = None, None
     if args.history:
         stored = load_storage(args.history, _progress(args.command))
         _say_skipped(args.command, stored.notes)
         history = history_plots(args.history, stored)
-    if history is None and len(suite) == 1 and suite[0].is_dir():
-        # A storage folder: report its newest run, draw trends over all of them; each file is read once.
-        stored = load_storage(suite[0], _progress(args.command))
-        _say_skipped(args.command, stored.notes)
-        history = history_plots(suite[0], stored)
+    if len(suite) == 1 and suite[0].is_dir():
+        # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
+        # each file is read once, also when it is the --history folder too.
+        if stored is None or not os.path.samefile(args.history, suite[0]):
+            stored = load_storage(suite[0], _progress(args.command))
+            _say_skipped(args.command, stored.notes)
+        history = history or history_plots(suite[0], stored)
         results = stored.runs[-1]
     else:
         results = load(suite)
