@@ -152,7 +152,7 @@ def write_atomic(path: Path, text: str | bytes, exclusive: bool = False) -> Path
         return target
     except OSError as error:  # a full disk names no file: say which output could not be written
         Path(tmp).unlink(missing_ok=True)
-        if error.filename is None:
+        if error.filename is None and error.errno is not None:
             raise OSError(error.errno, error.strerror, str(path)) from error
         raise
     except BaseException:
