@@ -21,5 +21,5 @@ def test_the_json_replaces_the_old_file_by_rename_not_in_place(pytester):
     result.assert_outcomes(passed=1)
     assert os.stat(target).st_ino != before
     assert [b["name"] for b in json.loads(target.read_text())["benchmarks"]] == ["test_one"]
-    assert not list(pytester.path.glob(".run.json.*.tmp"))  # no temporary left behind
+    assert not list(pytester.path.glob(".xfb.*.tmp"))  # no temporary left behind
     assert "Wrote benchmark data in: run.json" in result.stdout.str() + result.stderr.str()

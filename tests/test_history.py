@@ -1,6 +1,7 @@
 import copy
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
-from xferbench.analyze.history import current_segment, history_plots, lasting_steps, runs_in
+from xferbench.analyze.history import current_segment, history_plots, lasting_steps, load_storage, runs_in
 from xferbench.analyze.plots import as_plot
 from xferbench.analyze.results import ResultsError
 from xferbench.cli import main
@@ -206,10 +207,19 @@ class TestTrendPlot:
 
 
 class TestRunsIn:
-    def test_by_date_then_name_undated_first(self, tmp_path):
+    def test_unnumbered_files_by_date_then_name_undated_first(self, tmp_path):
         folder = write_runs(tmp_path / "runs", [1, 1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-01", "", None][i])
+        for path in folder.iterdir():
+            path.rename(folder / f"run-{path.name[:4]}.json")
         assert [(p.name, when) for p, when in runs_in(folder)] == [
-            ("0002_run.json", ""), ("0003_run.json", ""), ("0001_run.json", "2026-11-01"), ("0000_run.json", "2026-11-02")]
+            ("run-0002.json", ""), ("run-0003.json", ""), ("run-0001.json", "2026-11-01"), ("run-0000.json", "2026-11-02")]
+
+    def test_pytest_benchmark_numbers_win_over_a_clock_set_back(self, tmp_path):
+        """Run 0002 was saved after 0001 by a machine whose clock had gone back a day: it is still the newest,
+        as --benchmark-compare reads it (it was 0001 before)."""
+        folder = write_runs(tmp_path / "runs", [1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-03", "2026-11-01"][i])
+        assert [p.name for p, _ in runs_in(folder)] == ["0000_run.json", "0001_run.json", "0002_run.json"]
+        assert load_storage(folder).runs[-1].sources == [str(folder / "0002_run.json")]
 
     @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\xff"])
     def test_a_file_that_is_not_a_run_is_named(self, tmp_path, text):
@@ -347,3 +357,21 @@ class TestOneStatisticAndEnvironment:
             (folder / f"{i:04d}_run.json").write_text(json.dumps(data | {"datetime": f"2026-11-0{i + 1}T00:00:00"}))
         (plot,) = history_plots(folder)
         assert "1 run(s) of another machine than the newest run's are left out." in plot.caption
+
+
+class TestLongHistories:
+    def test_a_long_series_finds_the_step_at_its_exact_run(self):
+        """Beyond MAX_CANDIDATES runs PELT searches a grid and the boundary is then placed exactly: a step at
+        run 317 of 500 is found at 317, not at the nearest grid point."""
+        from xferbench.analyze.history import MAX_CANDIDATES
+
+        series = np.random.default_rng(1).normal(0, 0.05, 500) + np.r_[np.zeros(317), np.full(183, np.log(2))]
+        assert 500 > MAX_CANDIDATES and 317 % math.ceil(500 / MAX_CANDIDATES)  # off the grid
+        assert lasting_steps(series, 0.05, 0.25) == [317]
+
+    def test_a_long_history_labels_at_most_forty_runs_the_first_and_newest_included(self, tmp_path, drawn):
+        history_plots(write_runs(tmp_path / "runs", [1] * 100))
+        (ax,) = drawn[0].axes
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert len(labels) == 40 and labels[0] == "0000_run" and labels[-1] == "0099_run"
+        assert list(ax.get_lines()[0].get_xdata()) == list(range(100))  # every run is still a point

@@ -196,24 +196,31 @@ class TestOneValidationAtLoad:
         ("nul.json", b"\x00\x00", "not JSON"),
     ])
     def test_unreadable_file_in_a_folder(self, tmp_path, capsys, sample, name, content, message):
-        """One bad file among good runs in a storage folder is named; nothing crashes."""
+        """One bad file among good runs in a storage folder is named and skipped, the rest reported; given alone it
+        is refused; nothing crashes."""
         put(tmp_path / "0001_good.json", small(sample))
         (tmp_path / name).write_bytes(content)
-        for args in (["check", tmp_path / name], ["report", tmp_path, "-o", tmp_path.parent / "r.html"]):
-            code, _, err = run_cli(capsys, *args)
-            assert_refused(code, err, name)
+        code, _, err = run_cli(capsys, "check", tmp_path / name)
+        assert_refused(code, err, name)
+        code, _, err = run_cli(capsys, "report", tmp_path, "-o", tmp_path.parent / "r.html")
+        assert code == 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert name in err and "skipped" in err
         code, _, err = run_cli(capsys, "check", tmp_path / name)
         assert message in err
 
     def test_fifo_in_a_storage_folder_does_not_hang(self, tmp_path, capsys, sample):
-        """A FIFO named *.json would block its reader forever: it is refused before it is opened."""
+        """A FIFO named *.json would block its reader forever: it is never opened; given alone it is refused, in a
+        storage folder it is skipped with a note naming it."""
         put(tmp_path / "0001_good.json", small(sample))
         os.mkfifo(tmp_path / "0002_pipe.json")
-        for args in (["history", tmp_path, "-o", tmp_path.parent / "r.html"], ["check", tmp_path / "0002_pipe.json"],
-                     ["compare", tmp_path, tmp_path]):
+        with no_hang(60):
+            code, _, err = run_cli(capsys, "check", tmp_path / "0002_pipe.json")
+        assert_refused(code, err, "0002_pipe.json: not a regular file")
+        for args in (["history", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
             with no_hang(60):
-                code, _, err = run_cli(capsys, *args)
-            assert_refused(code, err, "0002_pipe.json: not a regular file")
+                code, out, err = run_cli(capsys, *args)
+            assert code == 0 and "Traceback" not in err
+            assert "0002_pipe.json: skipped, not a regular file" in out + err
 
 
 class TestCompareNeverSeesBadData:

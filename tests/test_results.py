@@ -417,10 +417,15 @@ class TestJournal:
         assert len(load([path]).frame) == 1
 
     def test_jsonl_that_is_not_a_journal(self, tmp_path):
-        path = journal_file(tmp_path, [{"machine_info": {}, "benchmarks": [xfer()]}], name="other.jsonl")
+        path = journal_file(tmp_path, [{"machine_info": {}}, {"benchmark": xfer()}], name="other.jsonl")
         with pytest.raises(ResultsError) as error:
             load([path])
         assert str(error.value) == f"{path}: not an xferbench journal (its first line needs 'xfer_journal')"
+
+    def test_a_results_file_named_jsonl_is_read_as_one(self, tmp_path):
+        """The kind is told by content: one whole results document is no journal, whatever its name."""
+        path = journal_file(tmp_path, [{"machine_info": {}, "benchmarks": [xfer()]}], name="other.jsonl")
+        assert len(load([path]).frame) == 1
 
     def test_incomplete_journal_beside_a_finished_run(self, tmp_path):
         """Only the journal that did not finish is labelled, by its own file name."""

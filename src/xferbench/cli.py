@@ -1,6 +1,7 @@
 """``xferbench report | compare | calibrate | ab | history | check | info``.
 
-Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input.
+Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input, 3 an unexpected
+error (a bug of xferbench: never read as a regression), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .analyze.results import ResultsError
+from .analyze.results import Results, ResultsError
 from .output import OutputError
 
 __all__ = ["main"]
@@ -21,6 +22,12 @@ __all__ = ["main"]
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
+
+
+#: The parser's description: not ``__doc__``, which ``python -OO`` (PYTHONOPTIMIZE=2) strips.
+DESCRIPTION = "Report, compare and check xferbench's pytest-benchmark runs."
+#: The exit code of an unexpected error: 1 would read as "regression found".
+CRASHED = 3
 
 
 #: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
@@ -38,7 +45,7 @@ def _output(given: Path | None, inputs: list[Path]) -> Path:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .analyze.history import history_plots
+    from .analyze.history import history_plots, load_storage
     from .analyze.peers import kind_of, load_peers
     from .analyze.report import companions, write_report
     from .analyze.results import load
@@ -53,6 +60,7 @@ def _report(args: argparse.Namespace) -> int:
                          ".csv and .md), and neither it nor its companions may replace an input")
     for companion in companions(output):
         check_output(companion, given, create_folder=args.output is None)
+        _never_foreign(companion, output)
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
     kinds = [(path, kind_of(path)) for path in args.results]
     suite = [path for path, kind in kinds if kind == "suite"]
@@ -60,11 +68,19 @@ def _report(args: argparse.Namespace) -> int:
     if not suite:
         raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
                          "pytest-benchmark JSON of the suite, not alone")
-    history = history_plots(args.history) if args.history else None
-    if history is None and len(suite) == 1 and suite[0].is_dir():
-        # A storage folder: report its newest run, draw trends over all of them.
-        history = history_plots(suite[0])
-        results = load([latest_file(suite[0])])
+    history, stored = None, None
+    if args.history:
+        stored = load_storage(args.history, _progress(args.command))
+        _say_skipped(args.command, stored.notes)
+        history = history_plots(args.history, stored)
+    if len(suite) == 1 and suite[0].is_dir():
+        # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
+        # each file is read once, also when it is the --history folder too.
+        if stored is None or not os.path.samefile(args.history, suite[0]):
+            stored = load_storage(suite[0], _progress(args.command))
+            _say_skipped(args.command, stored.notes)
+        history = history or history_plots(suite[0], stored)
+        results = stored.runs[-1]
     else:
         results = load(suite)
     _say_incomplete(args.command, results.incomplete)
@@ -72,6 +88,43 @@ def _report(args: argparse.Namespace) -> int:
     csv_path, markdown_path = companions(path)
     print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
     return 0
+
+
+#: How the report's companions begin: a file there that begins otherwise is someone else's, never replaced.
+_COMPANION_START = {".md": "# xferbench", ".csv": "run,datetime,name,"}
+
+
+def _never_foreign(companion: Path, output: Path) -> None:
+    """``report -o README.html`` writes README.md beside it: refused when a README.md there is not an earlier report's."""
+    try:
+        with open(companion, encoding="utf-8", errors="replace") as handle:
+            start = handle.read(64)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"{companion}: cannot read it ({error.strerror}); the report -o {output} would replace it") from None
+    if not start.startswith(_COMPANION_START[companion.suffix]):
+        raise UsageError(f"-o {output}: {companion} exists and is not an earlier xferbench report's "
+                         f"{companion.suffix}; it would be replaced. Choose another -o name")
+
+
+def _progress(command: str) -> Callable[[int, int], None]:
+    """Reading a storage folder of thousands of runs takes a while: every tenth of it, one line on stderr."""
+    def say(done: int, total: int) -> None:
+        if total >= PROGRESS_FROM and done % max(1, total // 10) == 0:
+            print(f"xferbench {command}: read {done} of {total} runs", file=sys.stderr, flush=True)
+
+    return say
+
+
+#: Folders of at least this many runs show progress while they are read.
+PROGRESS_FROM = 500
+
+
+def _say_skipped(command: str, notes: list[str]) -> None:
+    """A storage folder's damaged or foreign files: each named on one line, the rest of the folder is used."""
+    for note in notes:
+        print(f"xferbench {command}: {note}", file=sys.stderr)
 
 
 def _say_incomplete(command: str, labels: list[str]) -> None:
@@ -109,6 +162,7 @@ def _compare(args: argparse.Namespace) -> int:
     base, base_notes = load_runs(args.base, like=new[-1].machine_info)
     for side, runs in (("base", base), ("new", new)):
         _say_incomplete(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
+    _same_clock(base, new)
     mismatch = simulation_mismatch(base[-1].machine_info, new[-1].machine_info)
     if mismatch:  # whatever --allow-different-machines says
         raise UsageError(mismatch)
@@ -153,6 +207,18 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if any(r.regression for r in rows) else 0
 
 
+def _same_clock(base: list[Results], new: list[Results]) -> None:
+    """Runs timed by different clocks (--benchmark-timer=time.process_time against the wall clock) differ by what the
+    clocks count, not by the code: no verdict is drawn from them."""
+    def clocks(runs: list[Results]) -> set[str]:
+        return {str(t) for run in runs for t in run.frame["timer"].dropna().unique()}
+
+    ours, theirs = clocks(base), clocks(new)
+    if ours and theirs and ours != theirs:
+        raise UsageError(f"the runs were timed by different clocks (base: {', '.join(sorted(ours))}; new: "
+                         f"{', '.join(sorted(theirs))}: --benchmark-timer); rerun one with the other's clock")
+
+
 def _small_input(path: Path) -> str:
     """The text of a --noise or --confirm file, or a one-line UsageError (a FIFO would block the read)."""
     from .analyze.results import find_json, read_text
@@ -163,7 +229,6 @@ def _small_input(path: Path) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from .analyze.ab import run_command
     from .analyze.compare import load_runs
     from .analyze.noise import calibrate
     from .output import check_output, write_atomic
@@ -185,15 +250,21 @@ def _calibrate(args: argparse.Namespace) -> int:
         start = 1 + max((int(m.group(1)) for p in args.runs.glob("aa-*.json")
                          if (m := re.fullmatch(r"aa-(\d+)\.json", p.name))), default=-1)
         for i in range(start, start + args.times):
-            run_command(args.aa_command, args.runs / f"aa-{i:03d}.json")
-            print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done")
+            written = _aa_run(args.aa_command, args.runs / f"aa-{i:03d}.json")
+            print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done ({written.name})")
     runs, notes = load_runs(args.runs, last=10**6)
     for note in notes:
         print(f"xferbench calibrate: {note}")
+    cut = [label for run in runs for label in run.incomplete]
+    if cut:  # its missing cases would silently shrink the noise file to the cases it holds
+        raise UsageError(f"{args.runs}: an A/A run did not reach its end ({cut[0]}); delete it or run it again")
     try:
         noise = calibrate(runs, args.target, args.per_side, seed=args.seed)
     except ValueError as error:
         raise UsageError(f"{args.runs}: {error}") from None
+    if not noise.cases:
+        raise UsageError(f"{args.runs}: the A/A runs share no case, so there is no noise to learn; "
+                         "make them with the same command")
     noise.note = args.note
     write_atomic(args.output, noise.to_json())
     floors = ", ".join(f"{cls} {'not gated' if floor == float('inf') else f'{floor:.0%}'} "
@@ -205,6 +276,20 @@ def _calibrate(args: argparse.Namespace) -> int:
     floors += ", a flag confirmed on fresh runs (compare --confirm)" if noise.confirmed else ""
     print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {floors}; wrote {args.output}")
     return 0
+
+
+def _aa_run(command: str, target: Path) -> Path:
+    """One A/A run: measured into a private temporary file, then claimed under ``target`` (or, if another
+    calibrate took that name meanwhile, the next free one): two calibrations into one folder lose no run."""
+    import tempfile
+
+    from .analyze.ab import run_command
+    from .output import write_atomic
+
+    with tempfile.TemporaryDirectory(prefix="xferbench-aa-") as private:
+        pending = Path(private) / "aa.json"
+        run_command(command, pending)
+        return write_atomic(target, pending.read_bytes(), exclusive=True)
 
 
 def _ab(args: argparse.Namespace) -> int:
@@ -262,6 +347,10 @@ def _check(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     import json
 
+    try:
+        import torch  # noqa: F401  (the fingerprint is torch's view of the machine)
+    except ImportError as error:
+        raise UsageError(f"needs torch, which cannot be imported here ({error}); pip install torch") from None
     from .measure.devices import TorchBackend, available_devices
     from .measure.machine import fingerprint
 
@@ -307,7 +396,7 @@ def latest_file(folder: Path) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="xferbench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="xferbench", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
                                            "beside it) from pytest-benchmark JSON")
@@ -406,8 +495,20 @@ def _store_parser(sub: Any) -> None:
     note.add_argument("--more", default="", help="where the full table is (e.g. the artifact's link)")
     store.set_defaults(run=_store)
 
+def _tolerant_output() -> None:
+    """Under an ASCII or C locale (PYTHONIOENCODING=ascii, LC_ALL=C), a "µs" would raise in print() after the work
+    was done and before --markdown/--json were written: what the terminal cannot show is escaped instead."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: nothing to protect
+                pass
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -420,6 +521,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:  # a bug: its traceback for the report, and an exit code no script reads as a regression
+        import traceback
+
+        traceback.print_exc()
+        print(f"xferbench {args.command}: unexpected error (a bug of xferbench; exit {CRASHED}, "
+              "not a regression verdict)", file=sys.stderr)
+        return CRASHED
 
 
 if __name__ == "__main__":

@@ -7,12 +7,18 @@ pytest plugin its journal), so this sits above them and imports neither.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["OutputError", "check_output", "write_atomic"]
+__all__ = ["OutputError", "check_output", "in_storage", "write_atomic"]
+
+#: The temporary file beside the target: short, so a legal long target name still leaves room for it.
+_TMP_PREFIX, _TMP_SUFFIX = ".xfb.", ".tmp"
+#: A run pytest-benchmark saved (``--benchmark-save`` / ``--benchmark-autosave``): ``0001_name.json``.
+_STORED_RUN = re.compile(r"\d{4}_.*\.json(\.gz)?")
 
 
 class OutputError(ValueError):
@@ -30,16 +36,56 @@ def _is_below(path: Path, folder: Path) -> bool:
     return folder in path.parents
 
 
-def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = False) -> Path:
+def _read_only(target: Path) -> bool:
+    """A file nobody may write (``chmod 444``): refused even where its folder would let a rename
+    replace it, and even for root, whom ``os.access`` always allows."""
+    mode = os.stat(target).st_mode
+    return not mode & 0o222 or not os.access(target, os.W_OK)
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def in_storage(path: Path) -> Path | None:
+    """The pytest-benchmark storage folder ``path`` lies in (one holding ``NNNN_*.json`` runs, directly or in
+    its machine folders), or None. Every JSON below such a folder is read as a run by ``history``."""
+    for folder in list(Path(os.path.realpath(path)).parents)[:3]:
+        try:
+            children = list(folder.iterdir())
+            if any(_STORED_RUN.fullmatch(c.name) for c in children) or any(
+                    _STORED_RUN.fullmatch(g.name) for c in children if c.is_dir() and not c.is_symlink()
+                    for g in c.iterdir()):
+                return folder
+        except OSError:  # a folder we cannot list holds nothing we would read
+            continue
+    return None
+
+
+def _check_name_length(path: Path, target: Path) -> None:
+    """A name the file system cannot hold fails only when written, after the whole run: refused up front."""
+    existing = next((p for p in target.parents if p.exists()), Path("/"))
+    size = len(os.fsencode(target.name))
+    if size > _name_max(existing):
+        raise OutputError(f"{str(path)[:80]}...: the name is longer than this file system allows "
+                          f"({size} bytes, at most {_name_max(existing)})")
+
+
+def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = False, run: bool = False) -> Path:
     """Refuse, before any work starts, an output that would destroy an input or cannot be written.
 
     ``path`` is refused when it resolves (symlinks followed) to an input file, when it
-    is a ``*.json`` or ``*.json.gz`` inside an input folder (the next load would read it as a run), when
-    it is a folder, a device or a FIFO, or when its folder is missing (unless
-    ``create_folder``: the default output's folder is created) or not writable.
+    is a ``*.json`` or ``*.json.gz`` inside an input folder or, unless it is a ``run`` itself, inside a
+    pytest-benchmark storage folder (the next load would read it as a run), when
+    it is a folder, a device, a FIFO or read-only, when its name is longer than the file system allows,
+    or when its folder is missing (unless ``create_folder``: the default output's folder is created) or not writable.
     Returns the resolved target, which ``write_atomic`` replaces.
     """
     target = Path(os.path.realpath(path))
+    _check_name_length(path, target)
     for given in inputs:
         source = Path(os.path.realpath(given))
         if target == source or _same(target, source):
@@ -53,6 +99,11 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
             raise OutputError(f"{path}: is a folder; give a file name")
         if not stat.S_ISREG(mode):
             raise OutputError(f"{path}: not a regular file (a device, FIFO or socket); refusing to replace it")
+        if _read_only(target):
+            raise OutputError(f"{path}: is read-only; refusing to replace it (make it writable, or choose another name)")
+    if not run and target.name.endswith((".json", ".json.gz")) and (storage := in_storage(target)) is not None:
+        raise OutputError(f"{path}: inside the pytest-benchmark storage folder {storage}, where it would be read as a "
+                          "run; choose another folder")
     folder = target.parent
     if not folder.exists():
         if not create_folder:
@@ -67,17 +118,22 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
     return target
 
 
-def write_atomic(path: Path, text: str | bytes) -> None:
+def write_atomic(path: Path, text: str | bytes, exclusive: bool = False) -> Path:
     """Write ``text`` (or bytes, such as a gzipped run) so that ``path`` is either the old file or the complete new one.
 
     A symlink is followed: the file it points to is replaced and the link stays. A
-    special file (device, FIFO) is refused rather than replaced by a regular file.
+    special file (device, FIFO) or a read-only file is refused rather than replaced.
+    ``exclusive``: the name is claimed at the moment of writing, so of two runs writing
+    one name at once the second never replaces the first: it takes ``name.1.json``.
+    Returns the path written.
     """
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_file():
         raise OutputError(f"{path}: not a regular file; refusing to replace it")
+    if target.exists() and _read_only(target):
+        raise OutputError(f"{path}: is read-only; refusing to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8") if isinstance(text, str) else text)
@@ -90,7 +146,30 @@ def write_atomic(path: Path, text: str | bytes) -> None:
             os.umask(umask)
             mode = 0o666 & ~umask  # mkstemp makes it private; a report is for reading
         os.chmod(tmp, mode)
+        if exclusive:
+            return _claim(tmp, target)
         os.replace(tmp, target)
+        return target
+    except OSError as error:  # a full disk names no file: say which output could not be written
+        Path(tmp).unlink(missing_ok=True)
+        if error.filename is None and error.errno is not None:
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _claim(tmp: str, target: Path) -> Path:
+    """Link the finished ``tmp`` to ``target``, or where another run took that name meanwhile to the first free
+    ``stem.N.suffix``: a hard link fails if the name exists, so the check and the write are one step."""
+    name, suffix = (target.name[:-8], ".json.gz") if target.name.endswith(".json.gz") else (target.stem, target.suffix)
+    candidate, counter = target, 1
+    while True:
+        try:
+            os.link(tmp, candidate)
+            break
+        except FileExistsError:
+            candidate, counter = target.with_name(f"{name}.{counter}{suffix}"), counter + 1
+    Path(tmp).unlink()
+    return candidate

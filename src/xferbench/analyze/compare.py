@@ -24,7 +24,7 @@ import numpy as np
 
 from ..contract import environment_differences, hardware_differences
 from ..units import format_bytes, format_seconds
-from .history import current_segment, runs_in
+from .history import current_segment, load_storage
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
 from .results import Results, ResultsError, load
 
@@ -76,13 +76,14 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
     """
     if not path.is_dir():
         return [load([path])], []
-    runs = [load([p]) for p, _ in runs_in(path)]
+    stored = load_storage(path)  # a damaged or foreign file is skipped with a note, never the whole folder
+    runs = stored.runs
     mine = [r for r in runs if like is not None and not hardware_differences(r.machine_info, like)]
     reference = mine[-1] if mine else runs[-1]
     differences = [hardware_differences(r.machine_info, reference.machine_info) for r in runs]
     same = [r for r, differ in zip(runs, differences, strict=True) if not differ]
     differ = dict.fromkeys(d for found in differences for d in found)  # each difference once, in order
-    notes = []
+    notes = list(stored.notes)
     if len(same) < len(runs):
         against = "the machine of the new run" if mine else "the newest run"
         notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine left out "

@@ -95,10 +95,11 @@ def _regular(path: Path) -> None:
 
 
 def read_text(path: Path) -> str:
-    """The file's text; a ``.gz`` file (a large run kept compressed: full.json.gz) decompressed."""
+    """The file's text; a gzipped file (a large run kept compressed: full.json.gz) decompressed. Told by its
+    content, not its name: pytest writes plain JSON to ``--benchmark-json=run.json.gz``."""
     try:
         raw = path.read_bytes()
-        if path.suffix == ".gz":
+        if raw[:2] == b"\x1f\x8b":  # gzip's magic number
             raw = gzip.decompress(raw)
         return raw.decode("utf-8")
     except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError
@@ -124,6 +125,11 @@ def _read(path: Path) -> dict[str, Any]:
     if not data["benchmarks"]:
         raise ResultsError(f"{path}: holds no benchmarks")
     _check_run_fields(path, data)
+    data.pop("xfer_progress", None)  # only a journal's reading sets it; the saved field is xfer_completeness
+    done = data.get("xfer_completeness")
+    if isinstance(done, dict) and done.get("complete") is False:  # the run recorded it was cut short (journal.py)
+        planned = done.get("planned")
+        data["xfer_progress"] = (len(data["benchmarks"]), planned if type(planned) is int and planned > 0 else None)
     return data
 
 
@@ -178,8 +184,13 @@ def _fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
 
 
 def is_journal(path: Path, text: str) -> bool:
-    """A journal of a run (JSON Lines, ``measure/journal.py``): by its suffix or its first line."""
-    return path.suffix == ".jsonl" or text.lstrip().startswith('{"xfer_journal"')
+    """A journal of a run (JSON Lines, ``measure/journal.py``): by its first line; a ``.jsonl`` name counts only
+    when that line is not the start of a plain results file (pretty-printed ``{``, or one line with its benchmarks)."""
+    head = text.lstrip()
+    if head.startswith('{"xfer_journal"'):
+        return True
+    first = head.split("\n", 1)[0].strip()
+    return path.suffix == ".jsonl" and first != "{" and '"benchmarks"' not in first
 
 
 def read_journal(path: Path, text: str) -> dict[str, Any]:
@@ -302,6 +313,8 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else float("nan")
     row["path"] = identity.path
     row["case_key"] = identity.key
+    options = bench.get("options")  # the clock that timed it (pytest-benchmark's --benchmark-timer)
+    row["timer"] = str(options["timer"])[:80] if isinstance(options, dict) and options.get("timer") is not None else None
     return row
 
 

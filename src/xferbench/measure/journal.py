@@ -11,6 +11,13 @@ so that pytest-benchmark's JSON holds exactly what finished.
 It also records what the process holds after each benchmark (host RSS, pinned host
 memory, device memory), so a long run that leaks shows it in its own results.
 
+The saved JSON itself (``--benchmark-json`` and the autosaved history file) records whether
+the run reached its end: ``xfer_completeness: {"planned", "finished", "complete"}``, so a run
+cut short is labelled incomplete wherever it is read, journal or not.
+
+A journal that cannot be written (a full disk) warns once and the run goes on: the JSON
+written at the end still holds every finished case.
+
 Lines: a header ``{"xfer_journal": 1, "datetime", "planned", "machine_info", "commit_info"}``,
 then ``{"benchmark": {...}}`` per finished benchmark, and ``{"end": {"exitstatus",
 "interrupted"}}`` when the session ends.
@@ -18,11 +25,15 @@ then ``{"benchmark": {...}}`` per finished benchmark, and ``{"end": {"exitstatus
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
 import os
+import re
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,6 +46,11 @@ __all__ = ["JOURNAL_VERSION", "Journal", "journal_path", "memory_now", "unused_j
 
 JOURNAL_VERSION = 1
 _JOURNAL = pytest.StashKey["Journal"]()
+#: The benchmark tests collected (not skip-marked) and those that reached their end (passed, failed or skipped).
+_PLANNED = pytest.StashKey[set[str]]()
+_REACHED = pytest.StashKey[set[str]]()
+_EXIT = pytest.StashKey[int]()
+_SAVE_FAILED = pytest.StashKey[bool]()
 
 
 class Journal:
@@ -44,19 +60,40 @@ class Journal:
         self.path = path
         self.finished: list[Any] = []  # pytest-benchmark's Metadata of each benchmark written
         self._handle: IO[str] | None = None
+        self.failed: str | None = None  # why the journal stopped, once a write failed
 
     def open(self, header: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(self.path, "x", encoding="utf-8")  # never over an earlier run's journal
+        while True:
+            try:  # never over an earlier run's journal, even one another run created since the name was chosen
+                self._handle = open(self.path, "x", encoding="utf-8")
+                break
+            except FileExistsError:
+                self.path = _next_name(self.path)
         self.write({"xfer_journal": JOURNAL_VERSION, **header})
 
     def write(self, record: dict[str, Any]) -> None:
         if self._handle is None:
             return
-        # Non-finite floats as null: a journal line must stay strict JSON.
-        self._handle.write(json.dumps(_finite(record), default=str) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        try:
+            # Non-finite floats as null: a journal line must stay strict JSON.
+            self._handle.write(json.dumps(_finite(record), default=str) + "\n")
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError as error:  # a full disk, a file-size limit: the journal stops, the run goes on
+            self._stop(error)
+
+    def _stop(self, error: OSError) -> None:
+        self.failed = f"{self.path}: {error.strerror or first_line(error)}"
+        handle, self._handle = self._handle, None
+        try:
+            if handle is not None:
+                handle.close()
+        except OSError:
+            pass  # the same full disk refusing the buffered rest
+        warnings.warn(pytest.PytestWarning(f"xferbench: the journal stopped ({self.failed}); the run goes on, and "
+                                           "its JSON, written at the end, still holds every finished case"),
+                      stacklevel=2)
 
     def close(self, record: dict[str, Any]) -> None:
         self.write(record)
@@ -92,10 +129,16 @@ def journal_path(config: pytest.Config) -> Path | None:
         base = Path(target).with_suffix("").as_posix() + ".journal"
     else:
         storage = str(getattr(config.option, "benchmark_storage", "") or "file://./.benchmarks")
-        if not storage.startswith("file://"):
-            return None  # elasticsearch storage: nowhere beside it on disk
+        if "://" in storage and not storage.startswith("file://"):
+            return None  # elasticsearch storage: nowhere beside it on disk (a plain path is a folder, as for pytest-benchmark)
         base = str(Path(storage.removeprefix("file://")) / "journal" / stamp)
     return unused_journal(base)
+
+
+def _next_name(path: Path) -> Path:
+    """The journal name after ``path`` (``x.jsonl`` -> ``x.1.jsonl``, ``x.1.jsonl`` -> ``x.2.jsonl``)."""
+    match = re.fullmatch(r"(.*)\.(\d+)\.jsonl", str(path))
+    return unused_journal(match.group(1) if match else str(path)[: -len(".jsonl")])
 
 
 def unused_journal(base: str) -> Path:
@@ -163,7 +206,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     target = benchmark_json_path(config)
     if target:
         try:
-            check_output(target)
+            check_output(target, run=True)
         except OutputError as error:
             raise pytest.UsageError(f"--benchmark-json: {error}") from None
     bs = getattr(config, "_benchmarksession", None)
@@ -171,14 +214,53 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _save_json_atomically(bs)
     if bs is None or bs.disabled or bs.skip or getattr(config.option, "collectonly", False):
         return
+    _check_storage(bs)
     try:
         path = journal_path(config)
         if path is None:
             return
+        if target and os.path.realpath(path) == os.path.realpath(target):
+            raise OutputError(f"{path}: is also --benchmark-json; the JSON written at the end would replace the journal")
         check_output(path, create_folder=True)
     except OutputError as error:
         raise pytest.UsageError(f"--xfer-journal: {error}") from None
     config.stash[_JOURNAL] = Journal(path)
+
+
+def _check_storage(bs: Any) -> None:
+    """With ``--benchmark-save`` / ``--benchmark-autosave``: the machine folder must be writable now, not found
+    out after the whole run; and the save is made atomic and never over another run's file."""
+    storage: Any = getattr(bs, "storage", None)
+    if not (bs.save or bs.autosave) or not callable(getattr(storage, "get", None)) or not hasattr(storage, "_next_num"):
+        return  # no save, or not a folder (elasticsearch)
+    from pytest_benchmark.utils import safe_dumps
+
+    try:
+        check_output(storage.get(f"0000_{bs.save or bs.autosave}.json"), run=True, create_folder=True)
+    except OutputError as error:
+        raise pytest.UsageError(f"--benchmark-storage: {error}") from None
+
+    def save(output_json: dict[str, Any], name: str) -> None:
+        target = storage.get(f"{storage._next_num}_{name}.json")
+        with _save_failure(bs, target):
+            written = write_atomic(target, safe_dumps(output_json, ensure_ascii=True, indent=4), exclusive=True)
+            storage.logger.info(f"Saved benchmark data in: {written}")
+
+    storage.save = save
+
+
+@contextlib.contextmanager
+def _save_failure(bs: Any, target: Path) -> Iterator[None]:
+    """A save the disk refuses at the end (full, a file-size limit): one line naming the file, no traceback; the
+    session's exit status then says the results were not all saved (see ``pytest_sessionfinish``)."""
+    try:
+        yield
+    except OSError as error:
+        journal = _journal(bs.config)
+        kept = f"; the journal {journal.path} holds the finished cases" if journal and not journal.failed else ""
+        bs.logger.error(f"xferbench: could not save {target} ({error.strerror or first_line(error)}); nothing was "
+                        f"left half-written{kept}")
+        bs.config.stash[_SAVE_FAILED] = True
 
 
 def _save_json_atomically(bs: Any) -> None:
@@ -191,8 +273,9 @@ def _save_json_atomically(bs: Any) -> None:
         return
 
     def save_json(output_json: dict[str, Any]) -> None:
-        write_atomic(Path(bs.json), safe_dumps(output_json, ensure_ascii=True, indent=4))
-        bs.logger.info(f"Wrote benchmark data in: {bs.json}", purple=True)
+        with _save_failure(bs, Path(bs.json)):
+            write_atomic(Path(bs.json), safe_dumps(output_json, ensure_ascii=True, indent=4))
+            bs.logger.info(f"Wrote benchmark data in: {bs.json}", purple=True)
 
     bs.save_json = save_json
 
@@ -202,25 +285,34 @@ def _journal(config: pytest.Config) -> Journal | None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    planned = {item.nodeid for item in session.items
+               if "benchmark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("skip") is None}
+    session.config.stash[_PLANNED], session.config.stash[_REACHED] = planned, set()
     journal = _journal(session.config)
     if journal is None:
         return
-    planned = sum(1 for item in session.items
-                  if "benchmark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("skip") is None)
     bs = session.config._benchmarksession  # type: ignore[attr-defined]
-    header: dict[str, Any] = {"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned,
+    header: dict[str, Any] = {"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": len(planned),
                               "machine_info": {}, "commit_info": {}}
     try:
         header["machine_info"] = bs.get_machine_info()
         header["commit_info"] = session.config.hook.pytest_benchmark_generate_commit_info(config=session.config)
     except Exception as error:  # the journal never stops a run the JSON alone would survive
         header["header_error"] = first_line(error)
-    journal.open(header)
+    try:
+        journal.open(header)
+    except OSError as error:  # a full disk at the start: measure all the same, the JSON is written at the end
+        journal.failed = f"{journal.path}: {error.strerror or first_line(error)}"
+        del session.config.stash[_JOURNAL]
+        warnings.warn(pytest.PytestWarning(f"xferbench: no journal ({journal.failed}); the run goes on, and its JSON "
+                                           "is written at the end"), stacklevel=1)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if call.when == "call" or report.skipped or report.failed:  # a test skipped or failed in setup ended too
+        item.config.stash.setdefault(_REACHED, set()).add(item.nodeid)
     fixture = getattr(item, "funcargs", {}).get("benchmark")
     if call.when != "call" or fixture is None or not report.passed:
         return report
@@ -238,14 +330,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
     journal = _journal(session.config)
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    session.config.stash[_EXIT] = int(exitstatus)
     bs = getattr(session.config, "_benchmarksession", None)
-    if journal is not None and interrupted and bs is not None:
+    if interrupted and bs is not None and (journal is not None or _REACHED in session.config.stash):
         # The benchmark Ctrl-C cut off holds a few rounds: pytest-benchmark would save it as if finished.
-        done = {id(stats) for stats in journal.finished}
+        done = {id(b) for b in bs.benchmarks if _reached(session.config, b)}
         bs.benchmarks[:] = [b for b in bs.benchmarks if id(b) in done]
     try:
-        return (yield)
+        result = yield
+        if session.config.stash.get(_SAVE_FAILED, False):
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # never 0 (saved) nor 1 (tests failed)
+        return result
     finally:
         if journal is not None:
             journal.close({"end": {"exitstatus": int(exitstatus), "interrupted": bool(interrupted),
                                    "finished": len(journal.finished)}})
+
+
+def _reached(config: pytest.Config, benchmark: Any) -> bool:
+    """Whether a benchmark's test reached its end (one Ctrl-C cut off did not)."""
+    journal = _journal(config)
+    if journal is not None:
+        return any(benchmark is stats for stats in journal.finished)
+    return getattr(benchmark, "fullname", None) in config.stash.get(_REACHED, set())
+
+
+def completeness(config: pytest.Config, finished: int) -> dict[str, Any]:
+    """Whether the run reached its end: every planned benchmark test ran (or was skipped) and nothing
+    interrupted it. ``finished`` counts the benchmarks saved."""
+    planned = config.stash.get(_PLANNED, set())
+    interrupted = config.stash.get(_EXIT, 0) == pytest.ExitCode.INTERRUPTED
+    complete = not interrupted and planned <= config.stash.get(_REACHED, set())
+    return {"planned": len(planned), "finished": finished, "complete": complete}
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]) -> None:
+    output_json["xfer_completeness"] = completeness(config, len(output_json.get("benchmarks") or []))

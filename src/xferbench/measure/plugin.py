@@ -7,6 +7,8 @@ package costs other pytest runs nothing.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -134,7 +136,14 @@ def _simulated_backend(config: pytest.Config) -> DeviceBackend | None:
 
 
 def _given(config: pytest.Config, flag: str) -> bool:
-    args = [*config.invocation_params.args, *config.getini("addopts")]
+    """Whether the user gave ``flag``: on the command line, in the ini's addopts or in PYTEST_ADDOPTS."""
+    import shlex
+
+    try:
+        from_env = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    except ValueError:  # unbalanced quotes: pytest itself refuses them
+        from_env = []
+    args = [*config.invocation_params.args, *config.getini("addopts"), *from_env]
     return any(str(a) == flag or str(a).startswith(flag + "=") for a in args)
 
 
@@ -146,13 +155,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.hasplugin("benchmark"):
         raise pytest.UsageError("xferbench times with pytest-benchmark: it is not installed or was disabled "
                                 "(-p no:benchmark); pip install pytest-benchmark and drop -p no:benchmark")
+    _check_environment()
     _parse_options(config)
     config.stash[_LOAD_START] = load_snapshot()  # the machine's load is recorded around the whole run
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
-        from .devices import TorchBackend
+        try:
+            from .devices import TorchBackend
 
-        backend = TorchBackend()
+            backend = TorchBackend()
+        except ImportError as error:
+            raise pytest.UsageError(f"xferbench measures with torch, which cannot be imported here ({error}); "
+                                    "pip install torch") from None
     try:
         devices = parse_device_list(config.getoption("xfer_devices"), available_devices(backend))
     except ValueError as error:
@@ -168,6 +182,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.benchmark_save_data = True
     config.stash[_SETTINGS] = XferSettings(backend, tuple(devices), tuple(sizes),
                                            tuple(config.getoption("xfer_dtypes")), profile)
+
+
+#: The oldest pytest-benchmark whose API the suite uses (pyproject declares it too; an older one fails mid-run).
+MIN_PYTEST_BENCHMARK = (5, 3)
+
+
+def _check_environment() -> None:
+    """What the run needs from its environment, refused in one line at configure time rather than mid-run."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("pytest-benchmark")
+    except PackageNotFoundError:
+        return  # running from a source tree: the plugin being loaded is what counts
+    numbers = tuple(int(part) for part in re.findall(r"\d+", found)[:2])
+    if numbers < MIN_PYTEST_BENCHMARK:
+        raise pytest.UsageError(f"xferbench needs pytest-benchmark {'.'.join(map(str, MIN_PYTEST_BENCHMARK))} or "
+                                f"newer, found {found}; pip install -U pytest-benchmark")
 
 
 def settings(config: pytest.Config) -> XferSettings:

@@ -273,7 +273,8 @@ def _prepare_forward(s: Scenario, sync: Callable[[], None]) -> Prepared:
         return out
 
     def check(out: Any) -> None:
-        assert out.device == x.device and tuple(out.shape) == (s.size, 1024)
+        if not (out.device == x.device and tuple(out.shape) == (s.size, 1024)):  # not assert: python -O drops it
+            raise AssertionError(f"forward gave {tuple(out.shape)} on {out.device}, not ({s.size}, 1024) on {x.device}")
     return Prepared(call, check=check)
 
 
@@ -379,7 +380,9 @@ def _prepare_placement(s: Scenario, sync: Callable[[], None]) -> Prepared:
     }
 
     def check(out: Any) -> None:
-        assert out.dtype == torch.float32 and out.device == dst and tuple(out.shape) == (s.size, *IMAGE)
+        if not (out.dtype == torch.float32 and out.device == dst and tuple(out.shape) == (s.size, *IMAGE)):
+            raise AssertionError(f"placement gave {out.dtype} {tuple(out.shape)} on {out.device}, "  # survives python -O
+                                 f"not float32 {(s.size, *IMAGE)} on {dst}")
     return Prepared(calls[s.variant], check=check)
 
 

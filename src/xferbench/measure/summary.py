@@ -10,6 +10,7 @@ never fails a run: a problem reading the results is one line, not a traceback.
 from __future__ import annotations
 
 import json
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,11 @@ def _where(config: pytest.Config) -> str:
     json_path = benchmark_json_path(config)
     if json_path:
         html = Path(json_path).with_suffix(".html")
-        return f"xferbench report {json_path} -o {html}   (writes {html}, .csv and .md)"
+        return (f"xferbench report {shlex.quote(str(json_path))} -o {shlex.quote(str(html))}   "  # pasted into a shell
+                f"(writes {html}, .csv and .md)")
     if config.getoption("benchmark_autosave", False) or config.getoption("benchmark_save", None):
         storage = str(config.getoption("benchmark_storage", ".benchmarks")).removeprefix("file://")
-        return f"xferbench report {storage} -o reports/index.html   (the newest saved run, with history)"
+        return f"xferbench report {shlex.quote(storage)} -o reports/index.html   (the newest saved run, with history)"
     return "pass --benchmark-json=FILE (or --benchmark-autosave) to keep these results, then: xferbench report FILE"
 
 
@@ -51,7 +53,10 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "run.json"
-        path.write_text(json.dumps(output_json, default=str))
+        try:
+            path.write_text(json.dumps(output_json, default=str))
+        except OSError as error:  # a full disk or a file-size limit: the run's end is no place for a traceback
+            return [f"no summary (cannot write a temporary file: {error.strerror})"]
         try:
             results = load([path])
         except ResultsError as error:

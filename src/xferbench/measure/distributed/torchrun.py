@@ -234,12 +234,15 @@ def run(args: argparse.Namespace) -> int:
             journal.write({"benchmark": records[-1].as_dict(include_data=True)})
     if described is not None:
         try:
-            _write_json(args.out, records, described)
+            written = _write_json(args.out, records, described)
         except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
             raise DistributedError(f"--out {args.out}: could not write it ({first_line(error)})") from None
         if journal is not None:
             journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
-        print(f"{PROG}: wrote {args.out} ({len(records)} benchmarks, {world_size} ranks on {len(set(nodes))} node(s), "
+        same = written == Path(os.path.realpath(args.out))
+        taken = "" if same else f" ({args.out} was taken by another run meanwhile)"
+        print(f"{PROG}: wrote {args.out if same else written}{taken} ({len(records)} benchmarks, "
+              f"{world_size} ranks on {len(set(nodes))} node(s), "
               f"{backend})" + "".join(f"; {note}" for note in notes))
     if broke:
         if rank == 0:
@@ -337,13 +340,15 @@ def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal
     return journal
 
 
-def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -> None:
+def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -> Path:
+    """Write the run; the name is claimed as it is written, so a run launched meanwhile into the same name keeps
+    its file and this one takes the next free name (``out.1.json``)."""
     from pytest_benchmark.plugin import pytest_benchmark_generate_json
 
     from ...output import write_atomic
 
     payload = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, **described)
-    write_atomic(out, json.dumps(payload, indent=1))
+    return write_atomic(out, json.dumps(payload, indent=1), exclusive=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ import datetime as dt
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -547,7 +548,14 @@ class World:
         for channel in self.channels.values():
             with contextlib.suppress(OSError):  # a rank gone is found by _collect
                 channel.send(message)
-        answers = self._collect(time.monotonic() + within)
+        try:
+            answers = self._collect(time.monotonic() + within)
+        except KeyboardInterrupt:  # Ctrl-C reached pytest only: the ranks would run the case on, or wait in it
+            self.broken = "interrupted"
+            for helper in self.helpers:
+                if helper.poll() is None:
+                    helper.send_signal(signal.SIGINT)  # forwarded; close() kills a rank stuck in a collective
+            raise
         if len(answers) == self.size and all("skip" in a for a in answers.values()):
             raise CaseSkipped(max((a["skip"] for a in answers.values()), key=len))  # the rank that says why
         if len(answers) == self.size and all("wrong" in a for a in answers.values()):
@@ -581,7 +589,7 @@ class World:
             if kill:
                 helper.kill()
             try:
-                helper.wait(timeout=10)
+                helper.wait(timeout=2 if self.broken == "interrupted" else 10)
             except subprocess.TimeoutExpired:
                 helper.kill()
                 helper.wait()

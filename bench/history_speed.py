@@ -1,0 +1,76 @@
+"""How long does `xferbench history` take on a storage folder of N runs?
+
+    python bench/history_speed.py [N ...]      (default: 100 1000)
+
+Each run is the real CPU sample (tests/data/cpu-sample.json, 58 benchmarks with their rounds, as
+--benchmark-autosave keeps them), saved as ``NNNN_run.json`` with every median moved by a seeded
+lognormal wobble and, from two thirds of the runs on, the 16 MiB host copy made 2x slower: a lasting
+step the history page must find. Only the count matters; the figures are not meant to be read.
+Prints, per N: the wall and CPU time of reading the folder, of the trend plot (change-point search
+included) and of the whole command. The goal (issue 24): 10,000 runs in under 30 s.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from xferbench.analyze.history import history_plots, load_storage
+from xferbench.cli import main as cli
+
+T = TypeVar("T")
+SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "cpu-sample.json"
+
+
+def write_runs(folder: Path, count: int, seed: int = 0) -> None:
+    sample = json.loads(SAMPLE.read_text())
+    rng = np.random.default_rng(seed)
+    machine = folder / "Linux-CPython-3.11-64bit"
+    machine.mkdir(parents=True)
+    for index in range(count):
+        data = copy.deepcopy(sample)
+        data["datetime"] = f"2026-01-01T00:00:00.{index:06d}"
+        for bench in data["benchmarks"]:
+            factor = float(np.exp(rng.normal(0, 0.05)))
+            if index >= 2 * count // 3 and bench["extra_info"].get("nbytes") == 16 * 2**20:
+                factor *= 2
+            stats = bench["stats"]
+            for name in ("median", "min", "mean", "max", "q1", "q3", "iqr", "stddev"):
+                stats[name] *= factor
+            stats["data"] = [t * factor for t in stats["data"]]
+        (machine / f"{index + 1:04d}_run.json").write_text(json.dumps(data))
+
+
+def timed(work: Callable[[], T]) -> tuple[T, float, float]:
+    start, cpu = time.perf_counter(), time.process_time()
+    result = work()
+    return result, time.perf_counter() - start, time.process_time() - cpu
+
+
+def measure(count: int) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "hist"
+        write_runs(folder, count)
+        stored, load_wall, load_cpu = timed(lambda: load_storage(folder))
+        _, plot_wall, plot_cpu = timed(lambda: history_plots(folder, stored))
+        code, all_wall, all_cpu = timed(lambda: cli(["history", str(folder), "-o", str(Path(tmp) / "r.html")]))
+    return (f"{count} runs: read {load_wall:.1f} s wall / {load_cpu:.1f} s CPU; trend plot {plot_wall:.1f} s / "
+            f"{plot_cpu:.1f} s; whole `xferbench history` {all_wall:.1f} s / {all_cpu:.1f} s (exit {code})")
+
+
+def main() -> int:
+    for count in [int(a) for a in sys.argv[1:]] or [100, 1000]:
+        print(measure(count), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
