@@ -1,6 +1,6 @@
 """Does the CI regression gate meet its goals on this machine? Real runs, counted.
 
-What the README reports was made so (about 75 minutes on a busy 2-core VM):
+What docs/regression-tracking.md reports was made so (about 75 minutes on a busy 2-core VM):
 
     python bench/gate_power.py collect --rounds 6            # 12 A/A + 6 slowed 2x + 6 slowed 1.5x, interleaved
     python bench/gate_power.py collect-aa --runs 8 --into calib   # A/A runs kept apart, to calibrate on

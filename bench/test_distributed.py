@@ -8,7 +8,7 @@ broadcast, all_reduce, all_gather, reduce_scatter, all_to_all and overlap (four
 all_reduces in flight or one by one) are collectives over the size sweep. Every rank
 times every round, a round counts as its slowest rank's, and every op's output is
 checked after timing. gloo on CPU tensors, nccl with one GPU per rank. Across nodes,
-use ``torchrun ... -m xferbench.distributed`` (see the README).
+use ``torchrun ... -m xferbench.distributed`` (see docs/benchmarks.md).
 """
 
 

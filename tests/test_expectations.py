@@ -68,7 +68,7 @@ def test_all_held_with_figures(tmp_path):
     assert result["device time never exceeds wall time"][0] == "held"
     assert result["pinned host-to-device bandwidth against the link's theoretical peak"] == (
         "figure", "best 26.8 GB/s (h2d pinned copy_ cpu->cuda:0, 64 MiB) = 43% of PCIe Gen5 x16's 63 GB/s; "
-        "pinned copies reach 55-57 GB/s on such a link in practice (DESIGN.md section 5)")
+        "pinned copies reach 55-57 GB/s on such a link in practice (docs/design.md section 5)")
 
 
 @pytest.mark.parametrize(("change", "name"), [
@@ -363,7 +363,7 @@ class TestPinnedLinkEfficiency:
         verdict = pinned_link_efficiency(results)
         assert (verdict.status, verdict.detail) == (
             "figure", "best 31.5 GB/s (h2d pinned copy_ cpu->cuda:0, 64 MiB) = 50% of PCIe Gen5 x16's 63 GB/s; "
-            "pinned copies reach 55-57 GB/s on such a link in practice (DESIGN.md section 5)")
+            "pinned copies reach 55-57 GB/s on such a link in practice (docs/design.md section 5)")
 
     def test_unknown_link_still_shows_the_best(self, tmp_path):
         """Without NVML facts the best bandwidth is shown and the user is told how to get the peak."""

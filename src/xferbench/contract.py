@@ -1,4 +1,4 @@
-"""The data contract between the benchmarks and the reports (DESIGN.md section 3).
+"""The data contract between the benchmarks and the reports (docs/contract.md lists every field).
 
 One record, ``Identity``, names a measurement: the measuring side writes it into
 pytest-benchmark's ``extra_info`` and the analysis side reads it back with
@@ -125,6 +125,7 @@ MEASURED: dict[str, Any] = {
     "crosses": str,              # distributed point-to-point: "intra-node" or "inter-node"
     "verified": bool,            # distributed: every rank's output was checked after timing
     "rank_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds of every rank
+    "rank_mean_seconds": list[float],  # distributed: each round's per-call seconds, averaged over its members
     "rank_hosts": list[str],     # distributed: the node of each rank
     "host_rss_bytes": int,       # resident host memory of the process after the benchmark (measure/journal.py)
     "pinned_host_bytes": int,    # pinned host memory held by torch's caching host allocator, once CUDA is in use

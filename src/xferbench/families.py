@@ -4,7 +4,7 @@ In the spirit of nvbandwidth's list of test cases: each family says what it time
 what it needs from the machine, whether it moves a payload and over which link, and
 how the report shows it (order, colour, prose). Every stage reads this registry —
 the case matrix, the plugin, results, the model, the plots, findings, history — so
-adding a family is one record here plus one ``bench/test_*.py`` (README, "Adding a
+adding a family is one record here plus one ``bench/test_*.py`` (docs/contributing.md, "Adding a
 benchmark family"). Plain data: no torch, nothing from either side.
 """
 

@@ -133,7 +133,7 @@ def pinned_link_efficiency(results: Results) -> Verdict:
     practical = practical_ceiling(results.machine_info, "h2d", "cpu", str(best["dst"]))
     # A share of the theoretical peak reads as headroom; pinned copies top out well below it in practice.
     ceiling = (f"; pinned copies reach {practical[0]:g}-{practical[1]:g} GB/s on such a link in practice "
-               "(DESIGN.md section 5)" if practical else "")
+               "(docs/design.md section 5)" if practical else "")
     return Verdict(name, "figure", f"best {best['bandwidth_gbps']:.3g} GB/s ({best['path']}, "
                                    f"{format_bytes(best['nbytes'])}) = {best['bandwidth_gbps'] / peak[0]:.0%} of "
                                    f"{peak[1]}'s {peak[0]:.3g} GB/s{ceiling}")

@@ -285,7 +285,7 @@ NVLINK_GBPS_PER_LINK = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1
 
 
 #: What pinned copies reach in practice on a PCIe x16 link, GB/s per direction (low, high), by generation:
-#: DESIGN.md section 5's reference figures (nvbandwidth's copy-engine memcpy; Gen5 on an H100). A share of the
+#: docs/design.md section 5's reference figures (nvbandwidth's copy-engine memcpy; Gen5 on an H100). A share of the
 #: theoretical peak reads as headroom; against these it reads as what it is.
 PCIE_PRACTICAL_GBPS = {3: (11.0, 13.0), 4: (25.0, 26.0), 5: (55.0, 57.0)}
 

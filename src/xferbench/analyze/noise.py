@@ -18,7 +18,7 @@ scale (a slowdown is a ratio). A case counts as changed only when both hold:
 A case is *bandwidth-bound* when it moves a payload of at least
 ``BANDWIDTH_MIN_BYTES``: there the link's bandwidth, not a per-call overhead of
 microseconds, decides its time (and on a quiet machine it varies less between runs;
-on a busy one its runs land on whole scheduler ticks, see README). Everything else is
+on a busy one its runs land on whole scheduler ticks, see docs/regression-tracking.md). Everything else is
 *latency-bound*. No torch here.
 """
 
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: Payload size from which a moving case is bandwidth-bound (8 MiB: past the size where
-#: per-call overhead and bandwidth weigh the same on every link in DESIGN.md's table).
+#: per-call overhead and bandwidth weigh the same on every link in docs/design.md's table).
 BANDWIDTH_MIN_BYTES = 8 * 2**20
 
 #: Robust z beyond which a change is significant. 4 rather than the textbook 2-3:
@@ -67,7 +67,7 @@ BANDWIDTH_MIN_BYTES = 8 * 2**20
 Z_BOUND = 4.0
 
 #: Between-run spread (SD of the log of a run's median) assumed when none is learned: a
-#: shared CI virtual machine on a quiet day. A busy one is far worse (README: 0.4-0.7 was
+#: shared CI virtual machine on a quiet day. A busy one is far worse (docs/regression-tracking.md: 0.4-0.7 was
 #: measured for most cases under a load of 10 on 2 cores), which is what calibrate is for.
 DEFAULT_SPREAD = {"bandwidth": 0.15, "latency": 0.40}
 

@@ -523,7 +523,7 @@ _BANDWIDTH_CAPTION = (
     "read and write, 2n bytes, fit in the cache and beat the memory's figure), left out of β; the grey dotted line is "
     "where 2n fills the cache. Dashed black lines are the roofs, each labelled with the best share of it measured (the "
     "same share as the table's): the link's theoretical peak from the fingerprint, beside the practical ceiling pinned "
-    "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; DESIGN.md section 5), and for "
+    "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5), and for "
     "pageable host memory the single-thread host memcpy measured in this run, the copy the driver stages it with. "
     "Hover a point for its exact value.")
 _NO_HOST_ROOF = (" This run measured no single-thread host memcpy (host copy_ single_thread), so the pageable panels "

@@ -239,7 +239,7 @@ def _moves_payload(op: str, variant: str | None) -> bool:
 
 
 #: What a plain pytest-benchmark test needs to be tracked (measure/plugin.py's fixture).
-UNTRACKED_HINT = "name what a test times with the xfer_identity fixture: README, 'Your own code'"
+UNTRACKED_HINT = "name what a test times with the xfer_identity fixture: docs/regression-tracking.md, 'Your own code'"
 
 #: Times in seconds per call: pytest-benchmark's statistics of the rounds.
 _TIMES = ("median", "min", "mean", "max", "q1", "q3")

@@ -1,6 +1,6 @@
 """pytest plugin: ``--xfer-*`` options, the case matrix, and pytest-benchmark hooks.
 
-Loaded by ``bench/conftest.py`` (``pytest_plugins``) or ``-p xferbench.plugin``.
+Loaded by ``bench/conftest.py`` (``pytest_plugins``) or ``-p xferbench.measure.plugin``.
 torch is imported only when a session configures, so merely installing the
 package costs other pytest runs nothing.
 """
@@ -109,7 +109,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xfer-allow-different-machines", action="store_true",
                     help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
     group.addoption("--xfer-simulate", default=None, metavar="SPEC.toml",
-                    help="run on simulated accelerators described by a machine spec (README, 'Simulated machine'); "
+                    help="run on simulated accelerators described by a machine spec (docs/simulated-machine.md); "
                          "their figures are simulated, never measurements")
 
 
@@ -299,7 +299,8 @@ def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callabl
 
 @pytest.fixture
 def xfer_identity(benchmark: Any) -> Callable[..., None]:
-    """Name what your own benchmark times, so compare, history and the report track it (README, "Your own code"):
+    """Name what your own benchmark times, so compare, history and the report track it
+    (docs/regression-tracking.md, "Your own code"):
     ``xfer_identity("my_loader", nbytes=batch.nbytes, src="cpu", dst="cuda:0")`` before ``benchmark(...)``."""
     from ..contract import ContractError, Identity, identity_from
 

@@ -2,7 +2,7 @@
 
 ``pytest bench --benchmark-only --xfer-simulate=SPEC.toml`` runs the real pipeline
 (plugin, case matrix, timing, transfers, JSON, analysis) on ``gpus`` simulated CUDA
-devices. The spec (README, "Simulated machine") gives each copy path a fixed cost
+devices. The spec (docs/simulated-machine.md) gives each copy path a fixed cost
 and a bandwidth; a copy of n bytes takes ``alpha + n/GBps`` of device time. What
 pytest-benchmark measures is the simulated clock (it is handed to it as its timer),
 so a figure is exact whatever this machine's speed: the suite's own Python between
@@ -109,7 +109,7 @@ class MachineSpec:
     noise: float = 0.0
     seed: int = 0
     drift: float = 0.0
-    # The scenarios' and the concurrent families' costs (README, "Simulated machine"):
+    # The scenarios' and the concurrent families' costs (docs/simulated-machine.md):
     pin_GBps: float = 6.0  # page-locking fresh host memory (t.pin_memory() with an empty cache)
     host_copy_GBps: float = 10.0  # a copy or dtype conversion on the host, per byte written
     kernel_slowdown: float = 1.0  # a copy kernel (strided, converting) against the d2d path's DMA

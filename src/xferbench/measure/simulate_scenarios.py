@@ -3,7 +3,7 @@
 ``scenarios.py`` and ``concurrent.py`` time real CUDA calls (queued sleep kernels,
 side streams, page-locking, NUMA-bound threads). On a simulated machine
 (``--xfer-simulate``) each of their variants is priced here instead, call by call, in
-the spec's terms (README, "Simulated machine"):
+the spec's terms (docs/simulated-machine.md):
 
 - a copy is a launch (``launch_us``) and ``alpha + n/GBps`` of device time on its path,
   waited for when it is blocking or from or to pageable memory, like a core case's;

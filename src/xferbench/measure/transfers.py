@@ -333,7 +333,7 @@ def counts_faults(op: str, devices: Sequence[str], simulated: bool) -> bool:
 
 
 def _host_paced(case: Case) -> bool:
-    """A blocking copy between host and device: the call waits for the copy (DESIGN.md section 4)."""
+    """A blocking copy between host and device: the call waits for the copy (docs/design.md section 4)."""
     return case.op in ("h2d", "d2h") and not case.non_blocking
 
 
