@@ -534,3 +534,26 @@ def test_the_printed_report_command_is_shell_quoted(monkeypatch):
 
     config = SimpleNamespace(option=SimpleNamespace(benchmark_json="my run.json"))
     assert summary._where(config).startswith("xferbench report 'my run.json' -o 'my run.html'")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("where", ["machine", "root", "flat"])
+def test_an_output_inside_a_storage_is_refused(tmp_path, where):
+    storage = tmp_path / "history"
+    runs = storage / "Linux-CPython-3.11-64bit" if where != "flat" else storage
+    runs.mkdir(parents=True)
+    (runs / "0001_abc.json").write_text("{}")
+    target = (runs if where != "root" else storage) / "noise.json"
+    with pytest.raises(OutputError, match="inside the pytest-benchmark storage folder"):
+        check_output(target)
+
+
+def test_an_output_beside_a_storage_is_not_inside_it(tmp_path):
+    """reports/compare.json beside reports/history/ (where tox -e bench autosaves), or a folder beside another
+    folder's runs, is no storage: .ci/run writes exactly there."""
+    (tmp_path / "history" / "Linux-CPython-3.11-64bit").mkdir(parents=True)
+    (tmp_path / "history" / "Linux-CPython-3.11-64bit" / "0001_abc.json").write_text("{}")
+    (tmp_path / "other-test").mkdir()
+    (tmp_path / "other-test" / "0001_run.json").write_text("{}")
+    (tmp_path / "mine").mkdir()
+    assert check_output(tmp_path / "compare.json") == tmp_path.resolve() / "compare.json"
+    assert check_output(tmp_path / "mine" / "n.json") == tmp_path.resolve() / "mine" / "n.json"

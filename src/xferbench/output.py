@@ -18,6 +18,8 @@ __all__ = ["OutputError", "check_output", "in_storage", "write_atomic"]
 #: The temporary file beside the target: short, so a legal long target name still leaves room for it.
 _TMP_PREFIX, _TMP_SUFFIX = ".xfb.", ".tmp"
 #: A run pytest-benchmark saved (``--benchmark-save`` / ``--benchmark-autosave``): ``0001_name.json``.
+#: pytest-benchmark's machine folder: ``{system}-{implementation}-{version}-{bits}bit``.
+_MACHINE_FOLDER = re.compile(r"[^/]+-[^/]+-\d+\.\d+-\d+bit")
 _STORED_RUN = re.compile(r"\d{4}_.*\.json(\.gz)?")
 
 
@@ -51,17 +53,20 @@ def _name_max(folder: Path) -> int:
 
 
 def in_storage(path: Path) -> Path | None:
-    """The pytest-benchmark storage folder ``path`` lies in (one holding ``NNNN_*.json`` runs, directly or in
-    its machine folders), or None. Every JSON below such a folder is read as a run by ``history``."""
-    for folder in list(Path(os.path.realpath(path)).parents)[:3]:
-        try:
-            children = list(folder.iterdir())
-            if any(_STORED_RUN.fullmatch(c.name) for c in children) or any(
-                    _STORED_RUN.fullmatch(g.name) for c in children if c.is_dir() and not c.is_symlink()
-                    for g in c.iterdir()):
-                return folder
-        except OSError:  # a folder we cannot list holds nothing we would read
-            continue
+    """The pytest-benchmark storage folder ``path`` lies in, or None: its folder holds ``NNNN_*.json`` runs
+    (a machine folder, or a flat storage), or is a storage root whose machine folders (``Linux-CPython-3.11-64bit``)
+    hold them. Every JSON there is read as a run by ``history``. Only the file's own folder is looked at: a
+    ``reports/compare.json`` beside ``reports/history/`` is not inside a storage, nor is a test's folder beside
+    another test's runs."""
+    folder = Path(os.path.realpath(path)).parent
+    try:
+        children = list(folder.iterdir())
+        if any(_STORED_RUN.fullmatch(c.name) for c in children) or any(
+                _MACHINE_FOLDER.fullmatch(c.name) and any(_STORED_RUN.fullmatch(g.name) for g in c.iterdir())
+                for c in children if c.is_dir() and not c.is_symlink()):
+            return folder
+    except OSError:  # a folder we cannot list holds nothing we would read
+        pass
     return None
 
 

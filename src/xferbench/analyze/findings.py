@@ -184,7 +184,8 @@ def noop_cost(frame: pd.DataFrame) -> str | None:
 def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> str | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
-    moves = frame[frame["op"].isin(("h2d", "d2h", "host"))]
+    # The host copy on one thread is the pageable roof the report draws, not a path a user's move takes.
+    moves = frame[frame["op"].isin(("h2d", "d2h", "host")) & frame["variant"].ne("single_thread")]
     if moves.empty:
         return None
     fits = fit_paths(moves, machine_info)
