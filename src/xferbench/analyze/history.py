@@ -29,7 +29,7 @@ import ruptures as rpt
 from ..contract import environment_differences, hardware_differences
 from ..families import order_of
 from ..units import format_bytes
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, run_time
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, time_of
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, find_json, load, read_text
 
@@ -201,7 +201,7 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
                         "one per run).")]
     keys = _key_cases(results[-1].frame)
     fig, ax = plt.subplots(figsize=(10, 4.8))
-    times_by_run = _run_times(results)
+    times_by_run = _run_times(results, set(keys["case_key"].astype(str)))
     for _, key in keys.iterrows():
         xs, times = _series(times_by_run, key)  # never empty: the key comes from the newest run
         ys = [t / times[0] * 100 for t in times]
@@ -246,14 +246,17 @@ def _ticks(runs: int) -> list[int]:
     return sorted({round(i * (runs - 1) / (MAX_TICKS - 1)) for i in range(MAX_TICKS)})
 
 
-def _run_times(results: list[Results]) -> list[dict[str, float]]:
-    """Each run's time of every case by its whole identity, the one compare judges (``noise.run_time``: a trend
-    that drew medians while the gate judged fastest rounds would show steps the gate never saw). Built once, so
-    a series is a lookup per run, not a table scan; a case's first row where two share an identity."""
+def _run_times(results: list[Results], keys: set[str]) -> list[dict[str, float]]:
+    """Each run's time of the drawn cases, by their whole identity: the one compare judges (``noise.run_time``:
+    a trend that drew medians while the gate judged fastest rounds would show steps the gate never saw). Built
+    once, from the drawn cases only, so a series is a lookup per run, not a table scan; a case's first row
+    where two share an identity."""
     def by_case(run: Results) -> dict[str, float]:
-        found: dict[str, float] = {}
-        for _, row in run.frame.iterrows():
-            found.setdefault(str(row["case_key"]), run_time(row))
+        frame, found = run.frame, {}
+        for key, nbytes, gbps, data, low, middle in zip(frame["case_key"], frame["nbytes"], frame["bandwidth_gbps"],
+                                                        frame["data"], frame["min_s"], frame["median_s"], strict=True):
+            if key in keys and key not in found:
+                found[key] = time_of(nbytes, gbps, data, low, middle)
         return found
 
     return [by_case(run) for run in results]

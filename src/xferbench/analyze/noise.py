@@ -54,6 +54,7 @@ __all__ = [
     "judge",
     "run_medians",
     "run_time",
+    "time_of",
     "robust_spread",
     "standard_error",
 ]
@@ -163,12 +164,16 @@ def run_time(row: pd.Series) -> float:
     ``run_medians``); from the rounds when the run kept them, else from pytest-benchmark's
     own min and median of the same rounds (autosaved runs keep no rounds unless asked).
     """
-    latency = case_class(int(row["nbytes"]), bool(np.isfinite(row["bandwidth_gbps"]))) == "latency"
-    data = row["data"]
+    return time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
+
+
+def time_of(nbytes: Any, bandwidth_gbps: Any, data: Any, min_s: Any, median_s: Any) -> float:
+    """``run_time`` from a row's values: for callers that walk many rows without building a Series each."""
+    latency = case_class(int(nbytes), bool(np.isfinite(bandwidth_gbps))) == "latency"
     if isinstance(data, list) and data:
         rounds = np.asarray(data, dtype=float)
         return float(np.min(rounds) if latency else np.median(rounds))
-    return float(row["min_s"] if latency else row["median_s"])
+    return float(min_s if latency else median_s)
 
 
 def _run_column(run: Results) -> pd.DataFrame:
