@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from xferbench.measure.devices import poll
+
 
 class FakeBackend:
     """A device backend with ``gpus`` CUDA devices that records every call made of it."""
@@ -14,13 +16,14 @@ class FakeBackend:
 
     def __init__(self, gpus: int = 0, *, type: str = "cuda", peer: bool = True,
                  free: int = 80 * 2**30, total: int = 80 * 2**30, event_s: float = 1e-5,
-                 profile_s: float | None = None) -> None:
+                 profile_s: float | None = None, stuck: bool = False) -> None:
         self.type = type if gpus else None
         self.gpus = gpus
         self.peer = peer
         self.free, self.total = free, total
         self.event_s = event_s
         self.profile_s = profile_s
+        self.stuck = stuck  # a wedged copy: every wait's query answers "not done" until its deadline
         self.calls: list[tuple[Any, ...]] = []
 
     def device_count(self) -> int:
@@ -28,6 +31,11 @@ class FakeBackend:
 
     def synchronize(self, index: int) -> None:
         self.calls.append(("synchronize", index))
+
+    def wait(self, index: int, seconds: float) -> bool:
+        """The real deadline loop (devices.poll) over a query that never completes when ``stuck``."""
+        self.calls.append(("wait", index, seconds))
+        return poll(lambda: not self.stuck, seconds)
 
     def device_name(self, index: int) -> str:
         return f"Fake GPU {index}"
@@ -69,7 +77,8 @@ class FakeBackend:
         yield op
 
     def syncs(self) -> list[int]:
-        return [call[1] for call in self.calls if call[0] == "synchronize"]
+        """The devices synchronized, in order, with or without a deadline."""
+        return [call[1] for call in self.calls if call[0] in ("synchronize", "wait")]
 
 
 class Stats:

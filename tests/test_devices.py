@@ -5,7 +5,15 @@ import pytest
 import torch
 
 from xferbench import try_all_gpus, try_gpu
-from xferbench.measure.devices import TorchBackend, accelerator_index, available_devices, parse_device, parse_device_list
+from xferbench.measure import devices
+from xferbench.measure.devices import (
+    TorchBackend,
+    Wedged,
+    accelerator_index,
+    available_devices,
+    parse_device,
+    parse_device_list,
+)
 
 from fakes import FakeBackend
 
@@ -73,10 +81,12 @@ class FakeCuda:
 
     GiB = 2**30
 
-    def __init__(self, window_ms: float = 2.0) -> None:
+    def __init__(self, window_ms: float = 2.0, stuck: bool = False) -> None:
         self.log: list[tuple] = []
         self.window_ms = window_ms
         log = self.log
+        fake = self
+        self.stuck = stuck  # a wedged copy: no event after it ever completes
 
         class Event:
             count = 0
@@ -89,7 +99,12 @@ class FakeCuda:
                 log.append(("record", self.id))
 
             def synchronize(self) -> None:
-                log.append(("wait", self.id))
+                log.append(("synchronize", self.id))
+
+            def query(self) -> bool:
+                if not log or log[-1] != ("wait", self.id):
+                    log.append(("wait", self.id))
+                return not fake.stuck
 
             def elapsed_time(self, end) -> float:
                 return window_ms
@@ -143,6 +158,27 @@ class TestTorchBackendOnFakeCuda:
         spins = [entry[1] for entry in cuda.log if entry[0] == "spin"]
         rate = 1e6 / (calibration_ms / 1e3)
         assert spins[2] == pytest.approx(rate * 4 * 50e-6, rel=1e-6) and len(set(spins[2:])) == 1
+
+    def test_a_stuck_window_raises_instead_of_hanging(self, monkeypatch):
+        """A window whose end event never completes (a wedged copy) raises Wedged after the deadline,
+        where end.synchronize() would block for ever."""
+        monkeypatch.setattr(devices, "EVENT_WINDOW_DEADLINE_S", 0.01)
+        cuda = FakeCuda()
+        backend = cuda_backend(cuda)
+        backend._spin_rates[0] = 2e9
+        cuda.stuck = True
+        with pytest.raises(Wedged, match=r"^cuda:0: a window of 4 timed calls was still running after 0 s"):
+            backend.event_seconds(lambda: None, 0, repeats=4)
+        assert not [entry for entry in cuda.log if entry[0] == "synchronize"]
+
+    def test_wait_polls_an_event_on_the_current_stream(self):
+        """wait: an event recorded on the device, queried until done or the deadline (False)."""
+        cuda = FakeCuda()
+        backend = cuda_backend(cuda)
+        assert backend.wait(1, 0.01) is True
+        assert [entry[0] for entry in cuda.log] == ["record", "wait"]
+        cuda.stuck = True
+        assert backend.wait(1, 0.01) is False
 
     def test_cached_unused_memory_counts_as_free(self):
         """Blocks the caching allocator reserved but no tensor uses are free to this process:

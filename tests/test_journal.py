@@ -595,13 +595,13 @@ class Stats:
         return {"name": self.name, "data": [1.0] if include_data else None}
 
 
-def make_report(config, stats, when="call", passed=True, fixture=True):
+def make_report(config, stats, when="call", passed=True, fixture=True, error=None):
     """Drive the makereport wrapper as pluggy does: up to the yield, then the report back in."""
     extra: dict = {}
     funcargs = {"benchmark": SimpleNamespace(stats=stats, extra_info=extra)} if fixture else {}
     hook = jr.pytest_runtest_makereport(SimpleNamespace(funcargs=funcargs, config=config,  # type: ignore[arg-type]
                                                         nodeid="test_x.py::test_a"),
-                                        SimpleNamespace(when=when))  # type: ignore[arg-type]
+                                        SimpleNamespace(when=when, excinfo=error and SimpleNamespace(value=error)))  # type: ignore[arg-type]
     next(hook)
     report = SimpleNamespace(passed=passed, skipped=False, failed=not passed)
     with pytest.raises(StopIteration) as done:
@@ -632,6 +632,13 @@ class TestEachBenchmark:
         config, journal = self.journal(tmp_path)
         assert make_report(config, **({"stats": Stats("a")} | skipped)) == {}
         assert len(journal_lines(journal.path)) == 1 and journal.finished == []
+
+    def test_a_failed_call_is_written_with_its_one_line_reason(self, tmp_path):
+        """A case that failed (a stuck copy) leaves its reason in the journal, not a benchmark."""
+        config, journal = self.journal(tmp_path)
+        make_report(config, Stats("a"), passed=False, error=RuntimeError("cuda:1 stuck\nmore"))
+        assert journal_lines(journal.path)[1:] == [{"failed": {"test": "test_x.py::test_a", "reason": "cuda:1 stuck"}}]
+        assert journal.finished == []
 
     def test_memory_recorded_without_a_journal_too(self, tmp_path, monkeypatch):
         monkeypatch.setattr(jr, "memory_now", lambda: {"host_rss_bytes": 42})

@@ -2,7 +2,7 @@ import types
 
 import pytest
 
-from xferbench.measure.devices import memcpy_seconds
+from xferbench.measure.devices import Wedged, memcpy_seconds, poll
 from xferbench.measure.timing import device_seconds, event_device, synchronized
 
 from fakes import FakeBackend
@@ -112,3 +112,35 @@ class TestProfilerRecords:
         backend = TorchBackend()
         backend.type = "cuda"  # as if a GPU were there: the profiler is what is asked
         assert backend.profiled_seconds(lambda: None, 0, 3) is None
+
+
+class TestDeadline:
+    def test_poll_gives_up_on_a_query_that_never_completes(self):
+        """The deadline loop: a query that never answers done ends at the deadline of its clock."""
+        now = [0.0]
+
+        def clock():
+            now[0] += 1.0
+            return now[0]
+
+        assert poll(lambda: False, 10, clock) is False
+        assert 10 <= now[0] <= 13
+        assert poll(lambda: True, 10, clock) is True
+
+    def test_a_stuck_copy_raises_instead_of_hanging(self):
+        """With a deadline, a synchronize whose work never completes raises Wedged with a one-line
+        reason naming the device; without one it is the plain synchronize."""
+        backend = FakeBackend(gpus=2, stuck=True)
+        call = synchronized(lambda: None, ("cuda:0", "cuda:1"), backend, deadline_s=0.01)
+        with pytest.raises(Wedged, match=r"^cuda:0 still had its copy queued after 0 s: a wedged copy") as raised:
+            call()
+        assert "\n" not in str(raised.value)
+        assert backend.calls == [("wait", 0, 0.01)]
+        synchronized(lambda: None, ("cuda:0",), backend)()
+        assert backend.calls[-1] == ("synchronize", 0)
+
+    def test_device_time_of_a_stuck_copy_raises(self):
+        backend = FakeBackend(gpus=2, stuck=True)
+        with pytest.raises(Wedged):
+            device_seconds(lambda: None, "cuda:0", "cuda:1", backend, 3, deadline_s=0.01)
+        assert not [c for c in backend.calls if c[0] == "events"]

@@ -1,4 +1,6 @@
 import functools
+import json
+import re
 import sys
 import types
 import weakref
@@ -6,8 +8,9 @@ import weakref
 import pytest
 import torch
 
-from xferbench.measure import transfers
+from xferbench.measure import timing, transfers
 from xferbench.measure.cases import Case
+from xferbench.measure.devices import Wedged
 from xferbench.measure.faults import fault_calls
 from xferbench.measure.transfers import (
     Buffers,
@@ -164,6 +167,34 @@ class TestRunCaseWithFakeGpus:
         assert info["peer_access"] is False
         assert backend.syncs()[:2] == [2, 0]
         assert next(c for c in backend.calls if c[0] == "events")[1] == 2
+
+    def test_a_stuck_peer_copy_fails_its_case_and_skips_later_ones_on_its_gpus(self, monkeypatch):
+        """A peer copy whose synchronize never completes (IOMMU/ACS) raises Wedged at its deadline;
+        later cases on either GPU are skipped with the reason, while cases elsewhere still run."""
+        cpu_stand_in(monkeypatch)
+        monkeypatch.setattr(transfers, "_WEDGED", {})
+        monkeypatch.setattr(timing, "DEADLINE_FLOOR_S", 0.01)
+        backend = FakeBackend(gpus=3, stuck=True)
+        peer = Case("peer", "copy_", "cuda:0", "cuda:1", (4,))
+        with pytest.raises(Wedged, match="cuda:0 still had its copy queued"):
+            run_case(peer, FakeBenchmark(calls=1), backend)
+        assert ("wait", 0, timing.copy_deadline(16)) in backend.calls
+        assert transfers.wedged() == {"cuda:0": peer.id, "cuda:1": peer.id}
+        assert ("empty_cache",) not in backend.calls  # freeing memory would wait for the stuck copy
+        with pytest.raises(CannotRun, match=f"cuda:1 has a stuck copy from {peer.id}"):
+            run_case(Case("d2d", "clone", "cuda:1", "cuda:1", (4,)), FakeBenchmark(calls=1), backend)
+        backend.stuck = False  # synchronizes without a deadline would hang; cuda:2's never wait
+        assert run_case(Case("d2d", "clone", "cuda:2", "cuda:2", (4,)), FakeBenchmark(calls=1), backend)
+
+    def test_only_peer_copies_wait_with_a_deadline(self, monkeypatch):
+        """Other copies keep the plain synchronize whose cost their figures hold."""
+        cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=2)
+        run_case(Case("d2d", "clone", "cuda:1", "cuda:1", (4,)), FakeBenchmark(calls=1), backend)
+        assert {c[0] for c in backend.calls} & {"wait", "synchronize"} == {"synchronize"}
+        before = len(backend.calls)
+        run_case(Case("peer", "copy_", "cuda:0", "cuda:1", (4,)), FakeBenchmark(calls=1), backend)
+        assert {c[0] for c in backend.calls[before:]} & {"wait", "synchronize"} == {"wait"}
 
     def test_not_enough_device_memory_skips(self):
         """A case larger than free device memory cannot run, and says how much it needs."""
@@ -382,3 +413,56 @@ class TestDeviceTimeMethod:
         case = Case("d2h", "copy_", "cuda:0", "cpu", (256,), host_memory="pinned")
         info = run_case(case, FakeBenchmark(calls=2), backend)
         assert (info["device_seconds"], info["device_time_method"]) == (4e-6, "profiler")
+
+
+#: A session on two fake GPUs whose peer copies never complete: tensors live on the host, as a simulated
+#: GPU's do, and the deadline is cut to a hundredth of a second.
+STUCK_CONFTEST = """
+pytest_plugins = ("xferbench.measure.plugin",)
+from fakes import FakeBackend
+from xferbench.measure import timing
+
+timing.DEADLINE_FLOOR_S = 0.01
+
+class StuckPeers(FakeBackend):
+    def tensor_device(self, device):
+        return "cpu"
+
+    def wait(self, index, seconds):
+        self.stuck = True  # only peer copies wait with a deadline
+        return super().wait(index, seconds)
+
+def pytest_xfer_make_backend(config):
+    return StuckPeers(gpus=2)
+"""
+
+STUCK_BENCH = """
+import pytest
+
+@pytest.mark.xfer("peer")
+def test_peer(xfer_case, xfer):
+    xfer(xfer_case)
+
+@pytest.mark.xfer("host")
+def test_zz_host(xfer_case, xfer):
+    xfer(xfer_case)
+"""
+
+
+def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pytester):
+    """The first peer case fails at its deadline with a one-line reason in the journal; the other
+    peer cases are skipped (their GPUs are stuck), the host cases still run, and the session ends."""
+    pytester.makeconftest(STUCK_CONFTEST)
+    pytester.makepyfile(test_run=STUCK_BENCH)
+    result = pytester.runpytest("--xfer-devices=cpu,cuda:0,cuda:1", "--xfer-sizes=4B", "--benchmark-max-time=0.001",
+                                "--benchmark-json=run.json", "-p", "no:cacheprovider", "-rs")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1 and outcomes["passed"] >= 1 and outcomes["skipped"] >= 1
+    lines = [json.loads(line) for line in (pytester.path / "run.journal.jsonl").read_text().splitlines()]
+    (failed,) = [line["failed"] for line in lines if "failed" in line]
+    assert "test_peer" in failed["test"]
+    assert re.fullmatch(r".*: cuda:\d still had its copy queued after 0 s: a wedged copy .*; later cases on it "
+                        r"are skipped", failed["reason"])
+    assert any("has a stuck copy from" in line for line in result.outlines)
+    assert "end" in lines[-1]
+    assert (pytester.path / "run.json").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -23,12 +24,14 @@ T = TypeVar("T")
 __all__ = [
     "DeviceBackend",
     "TorchBackend",
+    "Wedged",
     "accelerator_index",
     "available_devices",
     "host_memory_available",
     "memcpy_seconds",
     "parse_device",
     "parse_device_list",
+    "poll",
     "try_all_gpus",
     "try_gpu",
 ]
@@ -47,6 +50,10 @@ class DeviceBackend(Protocol):
     def device_count(self) -> int: ...
 
     def synchronize(self, index: int) -> None: ...
+
+    def wait(self, index: int, seconds: float) -> bool:
+        """``synchronize(index)`` that gives up after ``seconds``: False when the work queued on the
+        device's current stream has not finished by then (it stays queued: nothing can cancel it)."""
 
     def device_name(self, index: int) -> str: ...
 
@@ -85,6 +92,24 @@ SPIN_PER_CALL_S = 50e-6
 SPIN_CALIBRATION_CYCLES = 1_000_000
 #: Windows of back-to-back calls per event measurement.
 EVENT_WINDOWS = 3
+#: An event window still running after this long is stuck (a window holds about 0.2 s of calls):
+#: it raises instead of hanging the run (timing.Wedged's reason).
+EVENT_WINDOW_DEADLINE_S = 120.0
+
+
+class Wedged(RuntimeError):
+    """A device's queued work did not finish by its deadline: a stuck copy (a peer copy across a PCIe
+    switch with the IOMMU or ACS on can hang for ever), which torch cannot cancel."""
+
+
+def poll(done: Callable[[], bool], seconds: float, clock: Callable[[], float] = time.monotonic) -> bool:
+    """Spin on ``done()`` until it says True (then True) or ``seconds`` pass (then False): a synchronize
+    with a deadline. It spins as a synchronize does, so a timed call ends when its work does."""
+    deadline = clock() + seconds
+    while not done():
+        if clock() > deadline:
+            return False
+    return True
 
 
 class TorchBackend:
@@ -113,6 +138,18 @@ class TorchBackend:
             accelerator.synchronize(index)
         else:
             self._torch.cuda.synchronize(index)
+
+    def wait(self, index: int, seconds: float) -> bool:
+        if self.type != "cuda":  # other runtimes: a plain synchronize (no deadline)
+            self.synchronize(index)
+            return True
+        # An event on the current stream: the copies measured here queue on it (torch makes a peer
+        # copy's destination stream wait for it too), and its query never blocks.
+        cuda = self._torch.cuda
+        with cuda.device(index):
+            event = cuda.Event()
+            event.record()
+        return poll(event.query, seconds)
 
     def device_name(self, index: int) -> str:
         if self.type == "cuda":
@@ -167,7 +204,7 @@ class TorchBackend:
                 for _ in range(repeats):
                     fn()
                 end.record()
-                end.synchronize()
+                _finish(end.query, index, repeats)
                 times.append(start.elapsed_time(end) / 1e3 / repeats)  # elapsed_time is in ms
         return times
 
@@ -181,7 +218,7 @@ class TorchBackend:
             start.record()
             cuda._sleep(SPIN_CALIBRATION_CYCLES)
             end.record()
-            end.synchronize()
+            _finish(end.query, index, 0)
             rates[index] = SPIN_CALIBRATION_CYCLES / max(start.elapsed_time(end) / 1e3, 1e-9)
         return rates[index]
 
@@ -198,7 +235,7 @@ class TorchBackend:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(repeats):
                     fn()
-                cuda.synchronize(index)
+                _finish(cuda.current_stream().query, index, repeats)
         return memcpy_seconds(prof.events(), repeats)
 
     def tensor_device(self, device: str) -> str:
@@ -210,6 +247,14 @@ class TorchBackend:
     @contextlib.contextmanager
     def timed(self, case: Case, op: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
         yield op
+
+
+def _finish(done: Callable[[], bool], index: int, repeats: int) -> None:
+    """Wait for a window of ``repeats`` timed calls on GPU ``index`` (``done``: an event's or stream's
+    query), raising Wedged instead of hanging when it is still running after EVENT_WINDOW_DEADLINE_S."""
+    if not poll(done, EVENT_WINDOW_DEADLINE_S):
+        raise Wedged(f"cuda:{index}: a window of {repeats} timed calls was still running after "
+                     f"{EVENT_WINDOW_DEADLINE_S:.0f} s: a wedged copy")
 
 
 def memcpy_seconds(events: Sequence[Any], calls: int) -> list[float] | None:

@@ -19,7 +19,8 @@ A journal that cannot be written (a full disk) warns once and the run goes on: t
 written at the end still holds every finished case.
 
 Lines: a header ``{"xfer_journal": 1, "datetime", "planned", "machine_info", "commit_info"}``,
-then ``{"benchmark": {...}}`` per finished benchmark, and ``{"end": {"exitstatus",
+then ``{"benchmark": {...}}`` per finished benchmark, ``{"failed": {"test", "reason"}}`` per test that
+failed (its one-line reason: a stuck copy, a wrong result), and ``{"end": {"exitstatus",
 "interrupted"}}`` when the session ends.
 """
 
@@ -314,12 +315,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call" or report.skipped or report.failed:  # a test skipped or failed in setup ended too
         item.config.stash.setdefault(_REACHED, set()).add(item.nodeid)
     fixture = getattr(item, "funcargs", {}).get("benchmark")
+    journal = _journal(item.config)
+    if call.when == "call" and report.failed and call.excinfo is not None and journal is not None:
+        journal.write({"failed": {"test": item.nodeid, "reason": first_line(call.excinfo.value)}})
     if call.when != "call" or fixture is None or not report.passed:
         return report
     stats = getattr(fixture, "stats", None)
     if stats:  # a test that used the fixture but measured nothing has no stats
         fixture.extra_info.update(memory_now())  # with or without a journal
-        journal = _journal(item.config)
         if journal is not None:
             journal.write({"benchmark": stats.as_dict(include_data=True)})
             journal.finished.append(stats)

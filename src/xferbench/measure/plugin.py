@@ -268,7 +268,8 @@ def xfer_backend(request: pytest.FixtureRequest) -> DeviceBackend:
 
 @pytest.fixture
 def xfer(benchmark: Any, xfer_backend: DeviceBackend) -> Callable[[Case], dict[str, Any]]:
-    """Run one case under ``benchmark``; a case the machine cannot run is skipped."""
+    """Run one case under ``benchmark``; a case the machine cannot run is skipped, a stuck copy fails in one line."""
+    from .devices import Wedged
     from .transfers import CannotRun, run_case
 
     def run(case: Case) -> dict[str, Any]:
@@ -276,6 +277,8 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend) -> Callable[[Case], dict[s
             return run_case(case, benchmark, xfer_backend)
         except CannotRun as reason:
             pytest.skip(f"{case.id}: {reason}")
+        except Wedged as stuck:
+            pytest.fail(f"{case.id}: {stuck}", pytrace=False)
 
     return run
 

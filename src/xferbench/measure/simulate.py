@@ -364,6 +364,10 @@ class SimBackend:
         self.clock.now = max(self.clock.now, self.busy_until[index], *sides)
         self._host(self.spec.sync_us * 1e-6)
 
+    def wait(self, index: int, seconds: float) -> bool:
+        self.synchronize(index)  # a simulated copy never sticks
+        return True
+
     @contextlib.contextmanager
     def simulating(self) -> Iterator[None]:
         """pytest-benchmark reads the simulated clock inside (a scenario's or concurrent case's timing)."""

@@ -9,13 +9,15 @@ an argument waits for the current device alone.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .devices import DeviceBackend, accelerator_index
+from .devices import DeviceBackend, Wedged, accelerator_index
 
-__all__ = ["BARE_OPS", "CLOCK_SIMULATED", "CLOCK_WALL", "COPY_OPS", "device_seconds", "event_device", "synchronized"]
+__all__ = ["BARE_OPS", "CLOCK_SIMULATED", "CLOCK_WALL", "COPY_OPS", "Wedged", "copy_deadline", "device_seconds",
+           "event_device", "synchronized", "wait_or_raise"]
 
 CLOCK_WALL = "wall+sync"
 #: The clock of a case timed on the simulated machine (measure/simulate.py): never a measurement.
@@ -29,24 +31,45 @@ COPY_OPS = ("h2d", "d2h", "d2d", "peer")
 
 T = TypeVar("T")
 
+#: A copy's deadline (``copy_deadline``): this long at least, plus its bytes at this crawl of a rate.
+#: A peer copy moves at 10-900 GB/s; one still queued after its bytes at 0.1 GB/s (170 s for 16 GiB)
+#: and half a minute is stuck, not slow.
+DEADLINE_FLOOR_S = 30.0
+DEADLINE_SLOWEST_BPS = 1e8
+
+
+def copy_deadline(nbytes: int) -> float:
+    """Seconds a copy of ``nbytes`` may stay queued before it is called wedged."""
+    return DEADLINE_FLOOR_S + nbytes / DEADLINE_SLOWEST_BPS
+
+
+def wait_or_raise(backend: DeviceBackend, index: int, seconds: float) -> None:
+    """Synchronize accelerator ``index``, or raise Wedged after ``seconds`` with a one-line reason."""
+    if not backend.wait(index, seconds):
+        raise Wedged(f"{backend.type}:{index} still had its copy queued after {seconds:.0f} s: a wedged copy "
+                     "(peer copies over PCIe with the IOMMU or ACS on can hang); later cases on it are skipped")
+
 
 def _indices(devices: Sequence[str]) -> tuple[int, ...]:
     return tuple(i for i in map(accelerator_index, devices) if i is not None)
 
 
-def synchronized(fn: Callable[[], T], devices: Sequence[str], backend: DeviceBackend) -> Callable[[], T]:
+def synchronized(fn: Callable[[], T], devices: Sequence[str], backend: DeviceBackend,
+                 deadline_s: float | None = None) -> Callable[[], T]:
     """Wrap ``fn`` so that each call returns only once every touched device is idle.
 
     Each call ends with a synchronize of every accelerator in ``devices``, so the
     next call starts with them idle: the "synchronize before" of one call is the
     "synchronize after" of the one before it, and is not timed twice. Callers
     synchronize once before the first call. Host-only cases get ``fn`` itself, so
-    the harness adds nothing to them.
+    the harness adds nothing to them. With ``deadline_s``, each synchronize gives up after that long
+    and raises Wedged (``wait_or_raise``), so a stuck copy fails its case instead of hanging the run.
     """
     indices = _indices(devices)
     if not indices:
         return fn
-    sync = backend.synchronize
+    sync: Callable[[int], None] = backend.synchronize if deadline_s is None else \
+        functools.partial(wait_or_raise, backend, seconds=deadline_s)
 
     if len(indices) == 1:
         (index,) = indices
@@ -80,7 +103,7 @@ def event_device(src: str, dst: str) -> int | None:
 
 def device_seconds(
     fn: Callable[[], object], src: str, dst: str, backend: DeviceBackend, repeats: int,
-    twin: Callable[[], object] | None = None, copies: bool = False,
+    twin: Callable[[], object] | None = None, copies: bool = False, deadline_s: float | None = None,
 ) -> tuple[float | None, str | None]:
     """Median device time per call of a copy, and how it was taken (contract.DEVICE_TIME_METHODS);
     (None, None) when no accelerator is involved.
@@ -90,20 +113,22 @@ def device_seconds(
     ``repeats`` calls back to back on a held stream (``DeviceBackend.event_seconds``). A blocking
     copy waits for itself inside the call, so events around it time the host's pace (on an H200,
     11.7 µs for a 4 B pinned .to against 2.2 µs non-blocking): it is timed through ``twin``, the
-    same copy with non_blocking=True, whose calls queue back to back.
+    same copy with non_blocking=True, whose calls queue back to back. ``deadline_s``: as ``synchronized``'s.
     """
     index = event_device(src, dst)
     if index is None:
         return None, None
-    indices = _indices((src, dst))
-    for device_index in indices:
-        backend.synchronize(device_index)
+    sync_all = synchronized(_nothing, (src, dst), backend, deadline_s)
+    sync_all()
     times, method = None, "events"
     if copies:
         times, method = backend.profiled_seconds(fn, index, repeats), "profiler"
     if not times:
         call, method = (fn, "events") if twin is None else (twin, "nonblocking_twin")
         times = backend.event_seconds(call, index, repeats)
-    for device_index in indices:
-        backend.synchronize(device_index)
+    sync_all()
     return (statistics.median(times), method) if times else (None, None)
+
+
+def _nothing() -> None:
+    """What ``synchronized`` wraps to synchronize alone."""

@@ -15,10 +15,10 @@ import torch
 
 from ..units import first_line, format_bytes
 from .cases import Case
-from .devices import DeviceBackend, accelerator_index, host_memory_available
+from .devices import DeviceBackend, Wedged, accelerator_index, host_memory_available
 from .faults import after_timing
 from .inject import slowdown_for, slowed
-from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, device_seconds, synchronized
+from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, synchronized
 
 __all__ = [
     "Buffers",
@@ -34,6 +34,7 @@ __all__ = [
     "out_of_memory_skips",
     "run_case",
     "verify",
+    "wedged",
 ]
 
 #: Small prime period: every element is exactly representable in every supported
@@ -50,6 +51,22 @@ class CannotRun(Exception):
 
 class CopyMismatch(AssertionError):
     """The destination does not hold what the source held."""
+
+
+#: Accelerators with a copy stuck on them in this process (device -> the case it came from): their
+#: queued work never ends and nothing cancels it, so every later case on them would hang.
+_WEDGED: dict[str, str] = {}
+
+
+def wedged() -> dict[str, str]:
+    """The accelerators a stuck copy left unusable in this process, and the case each came from."""
+    return _WEDGED
+
+
+def _deadline(case: Case) -> float | None:
+    """A peer copy's synchronizes give up after ``copy_deadline``: on PCIe boards with the IOMMU or ACS
+    on one can hang for ever. Other copies keep the plain synchronize, whose cost their figures hold."""
+    return copy_deadline(case.nbytes) if case.op == "peer" else None
 
 
 class Benchmark(Protocol):
@@ -269,14 +286,21 @@ def out_of_memory_skips(label: str, backend: DeviceBackend) -> Iterator[None]:
 def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:
     """Time ``case`` with ``benchmark``, verify its result, and fill in extra_info.
 
-    Raises CannotRun (the caller skips) when memory is short, CopyMismatch when
-    the data did not arrive.
+    Raises CannotRun (the caller skips) when memory is short or a device has a stuck copy,
+    CopyMismatch when the data did not arrive, Wedged when this case's copy is stuck.
     """
     check_supported(case)
+    for device in case.devices:
+        if device in _WEDGED:
+            raise CannotRun(f"{device} has a stuck copy from {_WEDGED[device]}; nothing more runs on it in this process")
     check_memory(case, backend)
     reason = None
     try:
         return _run(case, benchmark, backend)
+    except Wedged:
+        _WEDGED.update((device, case.id) for device in case.devices if device != "cpu")
+        reason = "wedged"  # and no freeing: giving device memory back waits for the stuck copy
+        raise
     except (RuntimeError, _OOM) as error:
         if not _is_out_of_memory(error):
             raise
@@ -294,10 +318,11 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
     buffers = prepare(case, backend)
     op = operation(case, buffers, backend)
     touched = () if case.op in BARE_OPS else case.devices
+    deadline = _deadline(case)
     benchmark.group = f"{case.op} {case.src}->{case.dst}"
     info = benchmark.extra_info
     with intra_op_threads(1 if case.variant == "single_thread" else None), backend.timed(case, op) as issued:
-        call = slowed(synchronized(issued, touched, backend), slowdown_for(case.op, case.nbytes))  # test-only hook
+        call = slowed(synchronized(issued, touched, backend, deadline), slowdown_for(case.op, case.nbytes))  # test-only hook
         for _ in range(WARMUP_CALLS):
             call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)
@@ -318,7 +343,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
         info.update(_device_time(case, buffers, op, backend, _median_wall(benchmark)))
     buffers.reset()
     # Verified on a call of its own, synchronized, outside the timed region.
-    verify(case, buffers, synchronized(op, case.devices, backend)(), backend.tensor_device(case.dst))
+    verify(case, buffers, synchronized(op, case.devices, backend, deadline)(), backend.tensor_device(case.dst))
     src, dst = accelerator_index(case.src), accelerator_index(case.dst)
     if case.op == "peer" and src is not None and dst is not None:
         info["peer_access"] = backend.can_access_peer(src, dst)
@@ -346,7 +371,8 @@ def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: D
     with contextlib.ExitStack() as stack:
         issued = stack.enter_context(backend.timed(case, op))
         twin = stack.enter_context(backend.timed(twin_case, twin_op)) if twin_case and twin_op else None
-        seconds, method = device_seconds(issued, case.src, case.dst, backend, repeats, twin, case.op in COPY_OPS)
+        seconds, method = device_seconds(issued, case.src, case.dst, backend, repeats, twin, case.op in COPY_OPS,
+                                         _deadline(case))
     return {"device_seconds": seconds, "device_time_method": method, "device_repeats": repeats}
 
 
