@@ -2,6 +2,7 @@ import sys
 import types
 
 import pytest
+import torch
 
 from xferbench.analyze.model import link_peak
 from xferbench.measure import machine
@@ -24,14 +25,19 @@ class NVMLError(Exception):
 BUS = "0000:18:00.0"
 
 
-def props(index: int = 0, bus: int = 0x18, uuid: str | None = None) -> types.SimpleNamespace:
+def props(index: int = 0, bus: int = 0x18, uuid: str | None = None, capability: tuple[int, int] = (9, 0),
+          ) -> types.SimpleNamespace:
     """torch's device properties of one H200, as far as the fingerprint reads them."""
     return types.SimpleNamespace(total_memory=150_000_000_000, L2_cache_size=60 * 2**20, pci_domain_id=0,
-                                 pci_bus_id=bus, pci_device_id=0, uuid=uuid)
+                                 pci_bus_id=bus, pci_device_id=0, uuid=uuid, major=capability[0], minor=capability[1])
+
+
+def to_switch(handle, link):
+    return "switch"
 
 
 def fake_pynvml(links: int = 18, version: int = 6, arch: int = 9, buses: tuple[str, ...] = (BUS,),
-                uuids: tuple[str, ...] = ()) -> types.ModuleType:
+                uuids: tuple[str, ...] = (), remote=to_switch) -> types.ModuleType:
     """Just enough of nvidia-ml-py to answer like one H200 SXM, found only by PCI address or UUID."""
     nvml = types.ModuleType("pynvml")
     nvml.NVMLError = NVMLError
@@ -72,7 +78,16 @@ def fake_pynvml(links: int = 18, version: int = 6, arch: int = 9, buses: tuple[s
         return 1
     nvml.nvmlDeviceGetNvLinkState = state
     nvml.nvmlDeviceGetNvLinkVersion = lambda h, link: version
+    # What each link joins (``remote(handle, link)``): "switch", or the far GPU's bus id as NVML writes it.
+    nvml.nvmlDeviceGetNvLinkRemoteDeviceType = lambda h, link: 2 if remote(h, link) == "switch" else 0
+    nvml.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, link: types.SimpleNamespace(busId=remote(h, link).encode())
     return nvml
+
+
+def pair(info: dict) -> dict:
+    """A fingerprint of one GPU as two alike (cuda:0 and cuda:1), for peer roofs."""
+    first = info["devices"][0]
+    return {"xferbench": {**info, "devices": [first, {**first, "device": "cuda:1", "pci_bus_id": "0000:3a:00.0"}]}}
 
 
 @pytest.fixture
@@ -113,7 +128,8 @@ def test_with_nvml_link_facts_and_peaks(monkeypatch, h200):
     assert nvml.calls == ["init", "shutdown"]
     machine_info = {"xferbench": info}
     assert link_peak(machine_info, "h2d", "cpu", "cuda:0") == (pytest.approx(63.008), "PCIe Gen5 x16")
-    assert link_peak(machine_info, "peer", "cuda:0", "cuda:1")[0] == 450.0
+    assert device["nvlink_remote"] == {"nvswitch": 18}
+    assert link_peak(pair(info), "peer", "cuda:0", "cuda:1") == (450.0, "NVLink 4.0 x18 links (via NVSwitch)")
 
 
 def test_same_device_copy_is_held_against_half_the_memory_peak(monkeypatch, h200):
@@ -146,29 +162,66 @@ def test_numa_from_sysfs_without_nvml(monkeypatch, h200, tmp_path):
 # nvmlNvlinkVersion_t (nvml.h): the enum, then the generation and the per-direction peak of 18 links.
 @pytest.mark.parametrize(("enum", "generation", "peak"), [
     (1, "1.0", 18 * 20.0), (2, "2.0", 18 * 25.0), (3, "2.2", 18 * 25.0), (4, "3.0", 18 * 25.0),
-    (5, "3.1", 18 * 25.0), (6, "4.0", 450.0), (7, "5.0", 18 * 50.0), (8, "6.0", None), (0, None, None),
+    (5, "3.1", 18 * 14.0625), (6, "4.0", 450.0), (7, "5.0", 18 * 50.0), (8, "6.0", None), (0, None, None),
 ])
 def test_nvlink_generation_by_enum(monkeypatch, h200, enum, generation, peak):
     """Each NVML version code maps to its NVLink generation and that generation's link speed."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(version=enum, arch=10))
-    info = {"xferbench": fingerprint(h200)}
+    info = pair(fingerprint(h200))
     assert info["xferbench"]["devices"][0]["nvlink_version"] == generation
     found = link_peak(info, "peer", "cuda:0", "cuda:1")
     assert (found and found[0]) == (peak and pytest.approx(peak))
     if found:
-        assert found[1] == f"NVLink {generation} x18 links (all of the GPU's)"
+        assert found[1] == f"NVLink {generation} x18 links (via NVSwitch)"
 
 
 def test_a_bare_generation_number_reads_as_that_generation():
-    """A simulated machine's spec writes nvlink_version = 4: NVLink 4.0, 25 GB/s per link."""
-    info = {"xferbench": {"devices": [{"device": "cuda:0", "nvlink_links": 18, "nvlink_version": 4}]}}
-    assert link_peak(info, "peer", "cuda:0", "cuda:1") == (450.0, "NVLink 4.0 x18 links (all of the GPU's)")
+    """A simulated machine's spec writes nvlink_version = 4: NVLink 4.0, 25 GB/s per link, every pair alike."""
+    devices = [{"device": f"cuda:{i}", "nvlink_links": 18, "nvlink_version": 4} for i in range(2)]
+    info = {"xferbench": {"devices": devices, "simulated": {"name": "spec"}}}
+    assert link_peak(info, "peer", "cuda:0", "cuda:1") == (450.0, "NVLink 4.0 x18 links (the simulated spec's, every pair)")
+    del info["xferbench"]["simulated"]  # a real run's fingerprint without the pair's links: unknown
+    assert link_peak(info, "peer", "cuda:0", "cuda:1") is None
+
+
+#: Four GPUs joined as a V100 hybrid cube mesh is, in part: 0-1 by one link, 0-3 by two, 0-2 by none.
+MESH = {"0000:18:00.0": ["0000:3a:00.0", "0000:5d:00.0", "0000:5d:00.0"],
+        "0000:3a:00.0": ["0000:18:00.0"], "0000:4b:00.0": [], "0000:5d:00.0": ["0000:18:00.0", "0000:18:00.0"]}
+
+
+def test_the_peer_roof_counts_the_links_between_the_pair(monkeypatch):
+    """Each pair is held against its own links (NVLink remote PCI info), not all of the source GPU's; a pair
+    with none (it crosses PCIe) has no NVLink roof: unknown."""
+    buses = tuple(MESH)
+    monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(bus=int(buses[i][5:7], 16), capability=(7, 0)))
+    ends = {f"gpu@{bus}": ["00000000:" + far[5:].upper() for far in fars] for bus, fars in MESH.items()}
+    nvml = fake_pynvml(version=2, buses=buses, remote=lambda h, link: ends[h][link])
+    nvml.nvmlDeviceGetNvLinkState = lambda h, link: 1 if link < len(ends[h]) else (_ for _ in ()).throw(NVMLError())
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    info = {"xferbench": fingerprint(FakeBackend(gpus=4))}
+    assert info["xferbench"]["devices"][0]["nvlink_remote"] == {"0000:3a:00.0": 1, "0000:5d:00.0": 2}
+    assert link_peak(info, "peer", "cuda:0", "cuda:3") == (50.0, "NVLink 2.0 x2 links (to cuda:3)")
+    assert link_peak(info, "peer", "cuda:0", "cuda:1") == (25.0, "NVLink 2.0 x1 links (to cuda:1)")
+    assert link_peak(info, "peer", "cuda:0", "cuda:2") is None
+    assert link_peak(info, "peer", "cuda:2", "cuda:0") is None
+
+
+@pytest.mark.parametrize(("capability", "links", "peak"), [((8, 6), 4, 56.25), ((8, 0), 12, 300.0)])
+def test_nvlink_3_1_is_read_by_compute_capability(monkeypatch, capability, links, peak):
+    """NVML calls both A100 (sm_80) and GA10x's bridges (sm_86) NVLink "3.1": GA102's x4 links carry 14.0625 GB/s
+    each way (four: 56.25 GB/s), A100's 25 GB/s (twelve: 300)."""
+    monkeypatch.setattr(machine, "cuda_properties", lambda b, i: props(capability=capability))
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(links=links, version=5, arch=7))
+    info = pair(fingerprint(FakeBackend(gpus=1)))
+    assert link_peak(info, "peer", "cuda:0", "cuda:1")[0] == pytest.approx(peak)
+    del info["xferbench"]["devices"][0]["compute_capability"]
+    assert link_peak(info, "peer", "cuda:0", "cuda:1") is None
 
 
 def test_hopper_reported_as_nvlink5_is_nvlink4(monkeypatch, h200):
     """Some drivers report 5.0 on Hopper, which has NVLink 4: its peak stays 450 GB/s."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(version=7, arch=9))
-    info = {"xferbench": fingerprint(h200)}
+    info = pair(fingerprint(h200))
     assert info["xferbench"]["devices"][0]["nvlink_version"] == "4.0"
     assert link_peak(info, "peer", "cuda:0", "cuda:1")[0] == 450.0
 
@@ -282,3 +335,42 @@ class TestHostAllocationFacts:
         monkeypatch.setattr(torch, "get_num_threads", lambda: 7)
         host = fingerprint(FakeBackend(gpus=0))["host"]
         assert (host["transparent_hugepage"], host["glibc"], host["torch_threads"]) == ("never", "2.99", 7)
+
+
+def fake_amdsmi() -> types.ModuleType:
+    """Just enough of amdsmi (ROCm's SMI library) to answer for one MI300X at BUS."""
+    smi = types.ModuleType("amdsmi")
+    smi.calls = []
+    smi.amdsmi_init = lambda: smi.calls.append("init")
+    smi.amdsmi_shut_down = lambda: smi.calls.append("shutdown")
+    smi.amdsmi_get_processor_handles = lambda: ["mi300x"]
+    smi.amdsmi_get_gpu_device_bdf = lambda h: BUS
+    smi.amdsmi_get_pcie_info = lambda h: {"pcie_static": {"max_pcie_width": 16, "pcie_interface_version": 5},
+                                          "pcie_metric": {"pcie_width": 16}}
+    smi.amdsmi_get_gpu_driver_info = lambda h: {"driver_version": "6.8.5"}
+    smi.amdsmi_topo_get_numa_node_number = lambda h: 1
+    return smi
+
+
+class TestRocm:
+    def test_link_facts_from_amdsmi(self, monkeypatch, h200):
+        """On ROCm NVML knows nothing: the driver, PCIe link and NUMA node come from amdsmi where installed."""
+        monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+        monkeypatch.setitem(sys.modules, "pynvml", None)
+        smi = fake_amdsmi()
+        monkeypatch.setitem(sys.modules, "amdsmi", smi)
+        info = fingerprint(h200)
+        device = info["devices"][0]
+        assert info["driver"] == "6.8.5" and smi.calls == ["init", "shutdown"]
+        assert (device["pcie_max_generation"], device["pcie_max_width"], device["numa_node"]) == (5, 16, 1)
+        assert link_peak({"xferbench": info}, "h2d", "cpu", "cuda:0") == (pytest.approx(63.008), "PCIe Gen5 x16")
+
+    def test_without_amdsmi_the_report_says_unknown_not_no_nvml(self, monkeypatch, h200):
+        from xferbench.analyze.report import _machine_summary
+
+        monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+        monkeypatch.setitem(sys.modules, "amdsmi", None)
+        info = fingerprint(h200)
+        assert info["driver"] is None and info["devices"][0]["pcie_max_generation"] is None
+        assert dict(_machine_summary({"xferbench": info}))["driver"] == "unknown"
+        assert dict(_machine_summary({"xferbench": {"hip": None}}))["driver"] == "unknown (no NVML)"

@@ -64,7 +64,9 @@ class TestLinkPeak:
             pytest.approx(31.5, rel=0.001)
 
     def test_nvlink(self):
-        peak, _ = link_peak(machine(nvlink_links=18, nvlink_version="4.0"), "peer", "cuda:0", "cuda:1")
+        info = two_gpus(nvlink_links=18, nvlink_version="4.0", nvlink_remote={"nvswitch": 18})
+        info["xferbench"]["devices"][0]["nvlink_remote"] = {"nvswitch": 18}
+        peak, _ = link_peak(info, "peer", "cuda:1", "cuda:0")
         assert peak == 450.0
 
     @pytest.mark.parametrize("op", ["h2d", "peer", "d2d", "host"])
@@ -320,12 +322,13 @@ class TestLinkPeakEdges:
         assert link_peak({}, "h2d", "cpu", "cuda:0") is None
         assert link_peak({"xferbench": None}, "d2d", "cuda:0", "cuda:0") is None
 
-    def test_nvlink_of_the_source(self):
-        """Peer copies use the source GPU's NVLink: links x per-link rate of its version."""
-        assert link_peak(two_gpus(), "peer", "cuda:0", "cuda:1") == \
-            (40.0, "NVLink 1.0 x2 links (all of the GPU's)")
-        assert link_peak(two_gpus(nvlink_links=18, nvlink_version="4.0"), "peer", "cuda:1", "cuda:0") == \
-            (450.0, "NVLink 4.0 x18 links (all of the GPU's)")
+    def test_nvlink_of_the_pair(self):
+        """Peer copies use the links between the pair: their count x the per-link rate of the source's version;
+        a fingerprint that does not say where the links go (an older run) gives an unknown roof."""
+        info = two_gpus(pci_bus_id="0000:3a:00.0")
+        assert link_peak(info, "peer", "cuda:0", "cuda:1") is None
+        info["xferbench"]["devices"][0]["nvlink_remote"] = {"0000:3a:00.0": 2}
+        assert link_peak(info, "peer", "cuda:0", "cuda:1") == (40.0, "NVLink 1.0 x2 links (to cuda:1)")
         assert link_peak(two_gpus(), "peer", "cuda:1", "cuda:0") is None
 
     @pytest.mark.parametrize("device", [{"nvlink_links": 0, "nvlink_version": 4}, {"nvlink_links": 4, "nvlink_version": 9},

@@ -33,6 +33,8 @@ __all__ = [
     "largest_common_size",
     "link_peak",
     "memory_allows",
+    "nvlink_gbps_per_link",
+    "pair_links",
     "pipelined",
     "practical_ceiling",
     "roofs",
@@ -279,9 +281,17 @@ def largest_common_size(frame: pd.DataFrame) -> int | None:
 
 #: PCIe usable GB/s per lane and direction after line coding (Gen3+ 128b/130b).
 PCIE_GBPS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
-#: NVLink GB/s per link and direction, by generation (the fingerprint maps NVML's version
-#: enum to these): P100 1.0; V100 2.0; A100 3.0; GA10x 3.1; H100/H200 4.0 (18 x 25 = 450); B200 5.0.
+#: NVLink GB/s per link and direction, by generation (the fingerprint maps NVML's version enum to these), from
+#: NVIDIA's architecture whitepapers: P100 NVLink 1.0, 4 links x 40 GB/s both ways = 160 GB/s; V100 2.0, 6 links,
+#: 300 GB/s in all; Turing TU102 2.2, x8 links of 25 GB/s each way; A100 3.0, 12 links, 600 GB/s in all;
+#: H100/H200 4.0, 18 links, 900 GB/s in all; Blackwell 5.0, 18 links of 100 GB/s (1.8 TB/s) in all.
+#: "3.1" is both A100 (NVML reports enum 5 on it) and GA10x: the GA102 whitepaper ("Third-Generation NVLink")
+#: gives GA102's four x4 links 14.0625 GB/s each way (56.25 GB/s for four): see ``nvlink_gbps_per_link``.
 NVLINK_GBPS_PER_LINK = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
+#: GA10x's narrower links (x4, not A100's x8: sm_86 and later Ampere boards) under NVML's "3.1".
+NVLINK_GA10X_GBPS_PER_LINK = 14.0625
+#: The key of a device's ``nvlink_remote`` (measure/machine.py) that counts its links to an NVSwitch.
+NVSWITCH = "nvswitch"
 
 
 #: What pinned copies reach in practice on a PCIe x16 link, GB/s per direction (low, high), by generation:
@@ -324,14 +334,7 @@ def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tupl
             return PCIE_GBPS_PER_LANE[generation] * width, f"PCIe Gen{generation} x{width}"
         return None
     if op == "peer":
-        device = _device_info(machine_info, src)
-        version = device.get("nvlink_version") if device else None
-        if isinstance(version, int):  # a bare generation (a simulated machine's spec): 4 is 4.0
-            version = f"{version}.0"
-        if device and device.get("nvlink_links") and version in NVLINK_GBPS_PER_LINK:
-            links = device["nvlink_links"]
-            return NVLINK_GBPS_PER_LINK[version] * links, f"NVLink {version} x{links} links (all of the GPU's)"
-        return None
+        return _nvlink_peak(machine_info, src, dst)
     if op == "d2d":
         device = _device_info(machine_info, src)
         if device and device.get("memory_peak_gbps"):
@@ -340,6 +343,51 @@ def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tupl
             peak = float(device["memory_peak_gbps"])
             return peak / 2, f"device memory ({peak:.4g} GB/s, NVML clock x bus width, shared by read and write)"
     return None
+
+
+def nvlink_gbps_per_link(device: dict[str, Any]) -> tuple[float, str] | None:
+    """A GPU's NVLink GB/s per link and direction, and its generation; None when unknown."""
+    version = device.get("nvlink_version")
+    if isinstance(version, int):  # a bare generation (a simulated machine's spec): 4 is 4.0
+        version = f"{version}.0"
+    if version not in NVLINK_GBPS_PER_LINK:
+        return None
+    if version == "3.1":  # A100 (sm_80) or GA10x (sm_86+): only the compute capability tells them apart
+        capability = device.get("compute_capability")
+        if not isinstance(capability, str):
+            return None
+        return (NVLINK_GBPS_PER_LINK[version] if capability == "8.0" else NVLINK_GA10X_GBPS_PER_LINK), version
+    return NVLINK_GBPS_PER_LINK[str(version)], str(version)
+
+
+def pair_links(machine_info: dict[str, Any], src: str, dst: str) -> tuple[int, str] | None:
+    """The NVLinks a src -> dst peer copy can use, and how they join the pair: the links of each to an
+    NVSwitch (the fewer of the two), or the links from src whose far end is dst's PCI address. 0 when the
+    pair has none (it goes over PCIe); None when the fingerprint does not say (no NVML, an older run)."""
+    one, other = _device_info(machine_info, src), _device_info(machine_info, dst)
+    if not one or not other:
+        return None
+    remote, far = one.get("nvlink_remote"), other.get("nvlink_remote")
+    if not isinstance(remote, dict):
+        simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+        links = one.get("nvlink_links")
+        # The simulated spec joins every pair alike, with its links: no pair facts to read.
+        return (links, "the simulated spec's, every pair") if simulated and isinstance(links, int) else None
+    mine, theirs = remote.get(NVSWITCH), far.get(NVSWITCH) if isinstance(far, dict) else None
+    if isinstance(mine, int) and isinstance(theirs, int) and mine > 0 and theirs > 0:
+        return min(mine, theirs), "via NVSwitch"
+    direct = remote.get(other.get("pci_bus_id")) if other.get("pci_bus_id") else None
+    return (direct, f"to {dst}") if isinstance(direct, int) and direct > 0 else (0, "none")
+
+
+def _nvlink_peak(machine_info: dict[str, Any], src: str, dst: str) -> tuple[float, str] | None:
+    """The NVLink roof of a peer copy: the pair's own links x its generation's rate; None without a link."""
+    device = _device_info(machine_info, src)
+    rate = nvlink_gbps_per_link(device) if device else None
+    links = pair_links(machine_info, src, dst)
+    if rate is None or links is None or not links[0]:
+        return None
+    return rate[0] * links[0], f"NVLink {rate[1]} x{links[0]} links ({links[1]})"
 
 
 #: The host copy that bounds a pageable transfer: the driver stages a pageable copy through its pinned

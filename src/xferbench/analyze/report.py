@@ -78,7 +78,7 @@ def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
     summary = [
         ("torch", str(block.get("torch", "unknown"))),
         ("CUDA / HIP", f"{block.get('cuda') or '–'} / {block.get('hip') or '–'}"),
-        ("driver", str(block.get("driver") or "unknown (no NVML)")),
+        ("driver", str(block.get("driver") or ("unknown" if block.get("hip") else "unknown (no NVML)"))),
         ("CPU", f"{cpu.get('brand_raw', machine_info.get('processor') or 'unknown')}, {cpu.get('count', '?')} cores"),
         ("Python", str(machine_info.get("python_version", "unknown"))),
     ]

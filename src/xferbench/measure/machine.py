@@ -5,7 +5,8 @@ the fingerprint holds what changes transfer speed: torch and CUDA/HIP versions,
 the driver, each device with its memory, caches and link, where it sits (NUMA),
 the peer-access matrix, and the host's caches. PCIe, NVLink and clocks come from
 NVML when nvidia-ml-py is installed and the GPU can be matched by PCI address or
-UUID; otherwise they are recorded as unknown, never guessed.
+UUID (on ROCm: the driver, PCIe and NUMA node from amdsmi where it is installed);
+otherwise they are recorded as unknown, never guessed.
 
 Device facts come from device properties, which need no CUDA context: the
 fingerprint creates none on GPUs that ``--xfer-devices`` leaves out.
@@ -48,6 +49,7 @@ __all__ = [
 #: generation. The enum is not the generation: 6 is NVLink 4.0 (H100/H200).
 NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 _HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
+_NVLINK_TO_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH (nvmlIntNvLinkDeviceType_t)
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
@@ -76,7 +78,9 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
         "nvml": False,
         "pytest_benchmark": _version("pytest-benchmark"),
     }
-    if backend.type == "cuda" and devices:
+    if backend.type == "cuda" and devices and info["hip"]:
+        _add_amdsmi(info, props)
+    elif backend.type == "cuda" and devices:
         _add_nvml(info, props)
     for device in info["devices"]:
         _add_numa(device, device.pop("_nvml_affinity", None))
@@ -161,6 +165,8 @@ def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
         "memory_bytes": memory,
         "l2_cache_bytes": device_l2_bytes(props),
         "pci_bus_id": pci_bus_id(props),
+        # Tells A100 (8.0) from GA10x (8.6), which NVML both call NVLink "3.1" though their links differ.
+        "compute_capability": f"{props.major}.{props.minor}" if hasattr(props, "major") else None,
         "numa_node": None,
         "cpu_affinity": None,
         "host_numa_local": None,
@@ -170,6 +176,7 @@ def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
         "pcie_max_width": None,
         "nvlink_links": None,
         "nvlink_version": None,
+        "nvlink_remote": None,
         "memory_peak_gbps": None,
         "sm_clock_max_mhz": None,
         "memory_clock_max_mhz": None,
@@ -358,6 +365,54 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
             device["_nvml_affinity"] = _nvml_affinity(pynvml, handle)
 
 
+def _add_amdsmi(info: dict[str, Any], props: list[Any]) -> None:
+    """ROCm: driver, PCIe and NUMA facts from amdsmi where it is installed, matched by PCI address;
+    unknown (None) otherwise. NVML knows nothing of AMD GPUs."""
+    try:
+        import amdsmi
+    except ImportError:
+        return
+    try:
+        amdsmi.amdsmi_init()
+    except Exception:  # amdsmi raises its own AmdSmiException family; any failure leaves the facts unknown
+        return
+    try:
+        handles = {_text(amdsmi.amdsmi_get_gpu_device_bdf(h)).lower(): h for h in amdsmi.amdsmi_get_processor_handles()}
+        for device, prop in zip(info["devices"], props, strict=True):
+            handle = handles.get(pci_bus_id(prop) or "")
+            if handle is not None:
+                facts, driver = _amdsmi_facts(amdsmi, handle)
+                device.update(facts)
+                info["driver"] = info["driver"] or driver
+    except Exception:
+        return
+    finally:
+        try:
+            amdsmi.amdsmi_shut_down()
+        except Exception:
+            pass
+
+
+def _amdsmi_facts(amdsmi: Any, handle: Any) -> tuple[dict[str, Any], str | None]:
+    """A GPU's PCIe link and NUMA node, and the driver's version."""
+    def ask(call: str) -> Any:
+        try:
+            return getattr(amdsmi, call)(handle)
+        except Exception:
+            return None
+
+    pcie = ask("amdsmi_get_pcie_info") or {}
+    static, metric = pcie.get("pcie_static") or {}, pcie.get("pcie_metric") or {}
+    driver = ask("amdsmi_get_gpu_driver_info") or {}
+    node = ask("amdsmi_topo_get_numa_node_number")
+    return {
+        "pcie_max_generation": static.get("max_pcie_interface_version") or static.get("pcie_interface_version"),
+        "pcie_max_width": static.get("max_pcie_width"),
+        "pcie_width": metric.get("pcie_width"),
+        "numa_node": node if isinstance(node, int) and node >= 0 else None,
+    }, driver.get("driver_version")
+
+
 def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
     """The GPU's NUMA node and CPUs (NVML, else sysfs), and whether this process stays on them."""
     bus_id = device["pci_bus_id"]
@@ -414,13 +469,33 @@ def nvlink_generation(pynvml: Any, handle: Any, enum: int) -> str | None:
     return generation
 
 
+def _bus(nvml_bus_id: Any) -> str:
+    """NVML's ``00000000:18:00.0`` as ``pci_bus_id`` writes it: ``0000:18:00.0``."""
+    domain, rest = _text(nvml_bus_id).lower().split(":", 1)
+    return f"{int(domain, 16):04x}:{rest}"
+
+
+def _link_end(pynvml: Any, handle: Any, link: int) -> str | None:
+    """What an active NVLink joins: ``nvswitch``, the far GPU's PCI address, or None when NVML cannot say."""
+    if _ask(pynvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link) == _NVLINK_TO_SWITCH:
+        return "nvswitch"
+    far = _ask(pynvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+    bus = getattr(far, "busId", None) or getattr(far, "busIdLegacy", None)
+    return _bus(bus) if bus else None
+
+
 def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
     links, enum = 0, None
+    # Where each active link goes (an NVSwitch, or a GPU's PCI address) -> links: a peer copy uses the links
+    # between its pair only. None once a link's far end is unknown, so that no pair is under-counted.
+    remote: dict[str, int] | None = {}
     for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
         try:
             if pynvml.nvmlDeviceGetNvLinkState(handle, link):
                 links += 1
                 enum = enum or pynvml.nvmlDeviceGetNvLinkVersion(handle, link)
+                end = _link_end(pynvml, handle, link)
+                remote = None if remote is None or end is None else remote | {end: remote.get(end, 0) + 1}
         except pynvml.NVMLError:
             break
     memory_clock_mhz = _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_MEM)
@@ -434,6 +509,7 @@ def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
         "pcie_max_width": _ask(pynvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
         "nvlink_links": links,
         "nvlink_version": None if enum is None else nvlink_generation(pynvml, handle, enum),
+        "nvlink_remote": remote,
         "memory_peak_gbps": memory_peak,
         "numa_node": _ask(pynvml, "nvmlDeviceGetNumaNodeId", handle),
         "sm_clock_max_mhz": _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, getattr(pynvml, "NVML_CLOCK_SM", 1)),
