@@ -144,7 +144,8 @@ def test_concurrent_families_as_figures(tmp_path):
         "figure", "at 64 MiB, bytes read and written per second: cpu->cuda:0: memcpy 26.8 GB/s, strided 0.25x, "
         "convert 0.38x")
     assert result["host buffer on another NUMA node against the GPU's own (numa)"] == (
-        "figure", "h2d: remote 19.2 GB/s = 0.71x local 26.8")
+        "figure", "h2d: remote 19.2 GB/s = 0.71x local 26.8 (where the buffers landed was not recorded: "
+                  "placement unverified)")
     assert result["GPU clocks and PCIe link while measuring"] == (
         "figure", "SM clock 1410-1755 MHz (max 1980), memory clock 2619-2619 MHz over 10 cases; "
                   "PCIe right after timing: Gen1 x16 in 1, Gen5 x16 in 9")
@@ -423,10 +424,23 @@ class TestConcurrentFigures:
             "convert_nonblocking 0.60x")
 
     def test_numa_both_directions(self, tmp_path):
-        rows = [concurrent("numa", "h2d_local", "cpu", "cuda:0", 25.0), concurrent("numa", "h2d_remote", "cpu", "cuda:0", 20.0),
-                concurrent("numa", "d2h_local", "cuda:0", "cpu", 20.0), concurrent("numa", "d2h_remote", "cuda:0", "cpu", 10.0)]
+        rows = [concurrent("numa", "h2d_local", "cpu", "cuda:0", 25.0, host_numa_node=0),
+                concurrent("numa", "h2d_remote", "cpu", "cuda:0", 20.0, host_numa_node=1),
+                concurrent("numa", "d2h_local", "cuda:0", "cpu", 20.0, host_numa_node=0),
+                concurrent("numa", "d2h_remote", "cuda:0", "cpu", 10.0, host_numa_node=1)]
         assert numa_penalty(results_of(tmp_path, rows)).detail == (
-            "h2d: remote 20 GB/s = 0.80x local 25; d2h: remote 10 GB/s = 0.50x local 20")
+            "h2d: remote (node 1) 20 GB/s = 0.80x local (node 0) 25; d2h: remote (node 1) 10 GB/s = 0.50x local (node 0) 20")
+
+    def test_numa_placement_that_did_not_happen(self, tmp_path):
+        """Both buffers recorded on one node (the binding was ignored): said, with no "1.00x" ratio; buffers whose
+        node was not recorded keep their ratio, marked unverified."""
+        rows = [concurrent("numa", "h2d_local", "cpu", "cuda:0", 25.0, host_numa_node=0),
+                concurrent("numa", "h2d_remote", "cpu", "cuda:0", 25.0, host_numa_node=0),
+                concurrent("numa", "d2h_local", "cuda:0", "cpu", 20.0),
+                concurrent("numa", "d2h_remote", "cuda:0", "cpu", 10.0)]
+        assert numa_penalty(results_of(tmp_path, rows)).detail == (
+            "h2d: placement did not happen (both buffers landed on node 0), no remote figure; "
+            "d2h: remote 10 GB/s = 0.50x local 20 (where the buffers landed was not recorded: placement unverified)")
 
     def test_numa_one_placement(self, tmp_path):
         """Only the remote placement ran (the local one was skipped): said, not divided by."""

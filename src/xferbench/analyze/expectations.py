@@ -205,6 +205,12 @@ def copy_kind_cost(results: Results) -> Verdict:
                    + "; ".join(lines))
 
 
+def _node(rows: pd.DataFrame, variant: str) -> int | None:
+    """The NUMA node a numa variant's host buffer landed on (``host_numa_node``), None when not recorded."""
+    nodes = rows.loc[rows["variant"] == variant, "host_numa_node"].dropna()
+    return int(nodes.iloc[0]) if len(nodes) and nodes.nunique() == 1 else None
+
+
 def numa_penalty(results: Results) -> Verdict:
     name = "host buffer on another NUMA node against the GPU's own (numa)"
     rows = _variants(results, "numa")
@@ -213,8 +219,19 @@ def numa_penalty(results: Results) -> Verdict:
     lines = []
     for direction in ("h2d", "d2h"):
         local, remote = _gbps(rows, f"{direction}_local"), _gbps(rows, f"{direction}_remote")
-        if local and remote:
-            lines.append(f"{direction}: remote {remote:.3g} GB/s = {remote / local:.2f}x local {local:.3g}")
+        if not (local and remote):
+            continue
+        # Where each buffer landed, as recorded: a binding the kernel ignored leaves both on one node, and their
+        # ratio then says nothing of the socket link.
+        near, far = _node(rows, f"{direction}_local"), _node(rows, f"{direction}_remote")
+        if near is not None and near == far:
+            lines.append(f"{direction}: placement did not happen (both buffers landed on node {near}), no remote figure")
+        elif near is None or far is None:
+            lines.append(f"{direction}: remote {remote:.3g} GB/s = {remote / local:.2f}x local {local:.3g} "
+                         "(where the buffers landed was not recorded: placement unverified)")
+        else:
+            lines.append(f"{direction}: remote (node {far}) {remote:.3g} GB/s = {remote / local:.2f}x "
+                         f"local (node {near}) {local:.3g}")
     return Verdict(name, "figure", "; ".join(lines) or "only one placement ran (see the skip reasons)")
 
 
