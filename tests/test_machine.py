@@ -374,3 +374,27 @@ class TestRocm:
         assert info["driver"] is None and info["devices"][0]["pcie_max_generation"] is None
         assert dict(_machine_summary({"xferbench": info}))["driver"] == "unknown"
         assert dict(_machine_summary({"xferbench": {"hip": None}}))["driver"] == "unknown (no NVML)"
+
+
+def test_all_gpus_clocks_are_read_from_the_gpus_measured():
+    """A call on every GPU at once (all:cuda) records the clocks of the GPUs it used (the lowest of them), never
+    GPU 0's when GPU 0 was not measured; without the list of GPUs, none."""
+    from xferbench.measure.run_state import RunState, annotate
+
+    clocks = {"gpu0": 1980, "gpu1": 1410, "gpu2": 1755}
+    nvml = types.SimpleNamespace(NVMLError=RuntimeError, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2,
+                                 nvmlDeviceGetClockInfo=lambda h, kind: clocks[h] if kind == 1 else 2619,
+                                 nvmlDeviceGetCurrPcieLinkGeneration=lambda h: 5,
+                                 nvmlDeviceGetCurrPcieLinkWidth=lambda h: 16 if h != "gpu2" else 8)
+    state = RunState(None, {}, nvml, {0: "gpu0", 1: "gpu1", 2: "gpu2"})
+    info = {"op": "all_gpus_host", "src": "cpu", "dst": "all:cuda", "nbytes": 2**26}
+    annotate(info, state, ("cuda:2",))
+    assert (info["sm_clock_mhz"], info["pcie_width_now"]) == (1755, 8)
+    annotate(info, state, ("cuda:1", "cuda:2"))
+    assert (info["sm_clock_mhz"], info["pcie_width_now"]) == (1410, 8)
+    bare = {"op": "all_gpus_host", "src": "all:cuda", "dst": "cpu", "nbytes": 2**26}
+    annotate(bare, state)
+    assert "sm_clock_mhz" not in bare
+    one = {"op": "h2d", "src": "cpu", "dst": "cuda:1", "nbytes": 2**26}
+    annotate(one, state)
+    assert one["sm_clock_mhz"] == 1410

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -78,23 +78,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.stash[_STATE].close()
 
 
-def annotate(info: dict[str, Any], state: RunState) -> None:
-    """Add cache residency and the GPU's clocks and link now to one benchmark's extra_info."""
+def annotate(info: dict[str, Any], state: RunState, gpus: Sequence[str] = ()) -> None:
+    """Add cache residency and the clocks and link now of the GPUs measured to one benchmark's extra_info
+    (``gpus``: those a call on ``all:cuda`` used)."""
     resident = cache_resident(info, state.host_caches, state.l2_by_device)
     if resident is not None:
         info["cache_resident"] = resident
-    index = next((i for i in map(_index, (info.get("src"), info.get("dst"))) if i is not None), None)
-    if index is not None and state.nvml is not None and index in state.handles:
-        info.update({k: v for k, v in run_state(state.nvml, state.handles[index]).items() if isinstance(v, int)})
+    if state.nvml is None:
+        return
+    readings = [run_state(state.nvml, state.handles[i]) for i in _measured(info, gpus) if i in state.handles]
+    for key in readings[0] if readings else ():
+        # Several GPUs at once: the lowest clock and link among them, the one that holds the others back.
+        values = [value for reading in readings if isinstance(value := reading[key], int)]
+        if values:
+            info[key] = min(values)
 
 
-def _index(device: object) -> int | None:
-    """The GPU to read clocks from: ``cuda:i``; the first GPU of ``all:cuda``; None otherwise."""
-    if device == "all:cuda":
-        return 0
-    if not isinstance(device, str) or not device.startswith("cuda:"):
-        return None
-    return accelerator_index(device)
+def _measured(info: dict[str, Any], gpus: Sequence[str]) -> list[int]:
+    """The GPUs to read clocks from: the case's ``cuda:i`` (source first), or for ``all:cuda`` every GPU
+    in ``gpus`` (never GPU 0 unless it was measured)."""
+    ends = [d for d in (info.get("src"), info.get("dst")) if isinstance(d, str)]
+    chosen = list(gpus) if "all:cuda" in ends else [d for d in ends if d.startswith("cuda:")][:1]
+    return [i for i in map(accelerator_index, chosen) if i is not None]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -103,7 +108,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     benchmark = getattr(item, "funcargs", {}).get("benchmark")
     info = getattr(benchmark, "extra_info", None)
     if isinstance(info, dict) and "op" in info:
-        annotate(info, _state(item.config))
+        case = getattr(item, "funcargs", {}).get("xfer_concurrent")
+        annotate(info, _state(item.config), getattr(case, "gpus", ()))
 
 
 def family_of(item: pytest.Item) -> str:
