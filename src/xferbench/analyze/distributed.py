@@ -21,7 +21,8 @@ from matplotlib.ticker import MaxNLocator
 from ..units import format_bytes, format_seconds
 from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
 
-__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "section", "slowest_rank"]
+__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "section",
+           "slowest_rank"]
 
 DISTRIBUTED_TEXT = (
     "Between processes (torch.distributed)",
@@ -29,8 +30,9 @@ DISTRIBUTED_TEXT = (
     "the overlap of all_reduces), (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast and "
     "point-to-point, so figures compare with the link's speed whatever the number of ranks. Right: point-to-point "
     "one-way time (half of a ping-pong round trip): the latency floor of every message. Each round's time is the "
-    "slowest rank's. The link between ranks is not in the fingerprint (loopback or a network), so no efficiency is "
-    "claimed.",
+    "slowest rank's (solid); dashed, the same from the mean of the ranks' times, which nccl-tests reports by default "
+    "(compare nccl-tests with the dashed line). The link between ranks is not in the fingerprint (loopback or a "
+    "network), so no efficiency is claimed.",
 )
 POINT_TO_POINT = ("send_recv", "isend_irecv")
 #: A rank is named slow when it is the slowest in at least this share of rounds ...
@@ -96,6 +98,17 @@ def _ranks(row: Any) -> list[list[float]] | None:
     return value if isinstance(value, list) and len(value) > 1 else None
 
 
+def mean_rank_busbw(row: Any) -> float | None:
+    """Bus bandwidth by the cross-rank mean time (``rank_mean_seconds``: each round's mean over the ranks, its
+    median over rounds), beside the slowest rank's that ``busbw_gbps`` holds; None where not recorded."""
+    means = row.get("rank_mean_seconds") if hasattr(row, "get") else None
+    busbw, slowest = row.get("busbw_gbps"), row.get("median_s")
+    if not isinstance(means, list) or not means or not isinstance(busbw, float) or not pd.notna(busbw) or not slowest:
+        return None
+    mean = statistics.median(means)
+    return busbw * float(slowest) / mean if mean > 0 else None
+
+
 def _host(row: Any, rank: int) -> str:
     hosts = row.get("rank_hosts")
     return str(hosts[rank]) if isinstance(hosts, list) and rank < len(hosts) else "an unknown host"
@@ -111,8 +124,15 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
         line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=_colour(str(group.iloc[0]["op"])))
-        tip(line, _tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"))
+        tip(line, _tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"
+                                               " (slowest rank)"))
         handles.setdefault(str(path), line)
+        means = [mean_rank_busbw(row) for _, row in group.iterrows()]
+        if any(m is not None for m in means):
+            mean_line, = left.plot(group["nbytes"], [float("nan") if m is None else m for m in means], "--", lw=1,
+                                   color=line.get_color())
+            tip(mean_line, [f"{path} {format_bytes(n)}\nbusbw {m:.4g} GB/s by the ranks' mean time" if m else ""
+                            for n, m in zip(group["nbytes"], means, strict=True)])
     for _, group in rows[rows["op"].isin(POINT_TO_POINT)].groupby("path", sort=False):
         group = group.sort_values("nbytes")
         line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
@@ -281,7 +301,10 @@ def distributed_findings(frame: pd.DataFrame) -> list[str]:
     reduce = rows[rows["op"] == "all_reduce"]
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
-        out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth.")
+        mean = mean_rank_busbw(big)
+        out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"
+                   + (f" by the slowest rank's time, {mean:.3g} GB/s by the ranks' mean (nccl-tests' default)."
+                      if mean else "."))
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{len(rows)} benchmark(s).")
