@@ -18,7 +18,15 @@ from xferbench.measure.cases import Skipped
 from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
 from xferbench.measure.distributed import torchrun as torchrun_module
 from xferbench.measure.distributed import world as world_module
-from xferbench.measure.distributed.operations import bytes_needed, cases_for, moved, pairs, planned_cases, scan_sizes
+from xferbench.measure.distributed.operations import (
+    bytes_needed,
+    cases_for,
+    moved,
+    pairs,
+    planned_cases,
+    plateau_sizes,
+    scan_sizes,
+)
 from xferbench.measure.distributed.torchrun import Launch, launched
 from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, record, timed_rounds
 
@@ -162,6 +170,26 @@ class TestLargestSizeScan:
         """An op's footprint covers at least its own buffers (what it allocates; the backend's copies add more)."""
         case = DistCase(op, 2**20, "gloo", 2)
         assert bytes_needed(op, case.nbytes) >= payloads * case.nbytes
+
+    def test_a_gpu_world_sweeps_on_to_the_bus_bandwidth_plateau(self):
+        """nccl, no --mem-fraction: the profile's sweep goes on in x4 steps to 1 GiB where the leanest op's footprint
+        fits the GPU's free memory, each op's own footprint deciding which it runs; gloo keeps the profile's sizes."""
+        gpus = ["cuda:0", "cuda:1"]
+        planned = planned_cases(gpus, "nccl", [4, 64 * 2**20], None, lambda kind: 80 * 2**30)
+        assert sorted({c.nbytes for c in planned if isinstance(c, DistCase) and c.op == "all_reduce"}) == \
+            [4, 64 * 2**20, 256 * 2**20, 2**30]
+        small = planned_cases(gpus, "nccl", [4, 16 * 2**20], None, lambda kind: 2**29)  # 512 MiB free: 1 GiB won't fit
+        assert max(c.nbytes for c in small if isinstance(c, DistCase)) == 256 * 2**20
+        assert {p.id for p in small if isinstance(p, Skipped)} == {f"{op}-256MiB-float32-nccl-x2" for op in
+                                                                  ("all_gather", "reduce_scatter", "all_to_all")}
+        assert planned_cases(gpus, "nccl", [4], None, lambda kind: None)[-1] == Skipped(
+            "plateau-scan", "free GPU memory is unknown, so the sweep stops at the profile's sizes, short of the bus "
+                            "bandwidth plateau (1GiB)")
+        assert {c.nbytes for c in planned_cases(["cpu"], "gloo", [4, 2**20], None, lambda kind: 80 * 2**30)
+                if isinstance(c, DistCase) and c.op == "all_reduce"} == {4, 2**20}
+        assert plateau_sizes([4, 100 * 2**20], 80 * 2**30) == [4, 100 * 2**20, 400 * 2**20, 2**30]
+        chosen = planned_cases(gpus, "nccl", [4, 64 * 2**20], None, lambda kind: 80 * 2**30, plateau=False)
+        assert max(c.nbytes for c in chosen if isinstance(c, DistCase)) == 64 * 2**20  # --xfer-sizes: as given
 
     def test_planned_cases_ask_for_the_ranks_device_kind(self):
         asked = []

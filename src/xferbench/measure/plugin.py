@@ -251,10 +251,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             known = [info[0] for info in map(s.backend.memory_info, gpus) if info]
             return min(known) if len(known) == 2 else None
 
-        sizes = metafunc.config.getoption("xfer_sizes") or parse_sizes(PROFILES[s.profile].sizes)
+        chosen = metafunc.config.getoption("xfer_sizes")
+        sizes = chosen or parse_sizes(PROFILES[s.profile].sizes)
         parametrize_cases(metafunc, "xfer_dist_case", planned_cases(
             _real_devices(s), metafunc.config.getoption("xfer_dist_backend"), sizes,
-            metafunc.config.getoption("xfer_dist_mem_fraction"), free))
+            metafunc.config.getoption("xfer_dist_mem_fraction"), free, plateau=not chosen))
     if "xfer_scenario" in metafunc.fixturenames:
         parametrize_cases(metafunc, "xfer_scenario",
                           build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), s.devices, s.profile))

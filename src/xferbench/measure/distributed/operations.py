@@ -40,6 +40,7 @@ __all__ = [
     "calls_for",
     "operation",
     "planned_cases",
+    "plateau_sizes",
     "scan_sizes",
     "world_backend",
 ]
@@ -144,6 +145,28 @@ def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) ->
     return sorted(set(out))
 
 
+#: Where bus bandwidth levels off (nccl-tests sweeps to it before quoting a figure): a GPU world's sweep goes on to
+#: this size, where memory allows, so that its figures compare with nccl-tests'.
+PLATEAU_BYTES = 2**30
+
+
+def plateau_sizes(sizes: Sequence[int], free_bytes: int | None) -> list[int] | str:
+    """``sizes`` and x4 steps beyond the largest up to PLATEAU_BYTES (that included), each that the leanest op's
+    real footprint (``FOOTPRINT``) fits in ``free_bytes``; a reason when free memory is unknown. Each op's own
+    footprint then decides which of these sizes it runs."""
+    if free_bytes is None:
+        return (f"free GPU memory is unknown, so the sweep stops at the profile's sizes, short of the bus bandwidth "
+                f"plateau ({format_size(PLATEAU_BYTES)})")
+    leanest = min(FOOTPRINT.values())
+    out, size = list(sizes), max(sizes, default=4) * 4
+    while size < PLATEAU_BYTES and size * leanest <= free_bytes:
+        out.append(size)
+        size *= 4
+    if max(sizes, default=0) < PLATEAU_BYTES and PLATEAU_BYTES * leanest <= free_bytes:
+        out.append(PLATEAU_BYTES)
+    return sorted(set(out))
+
+
 def pairs(nodes: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
     """Point-to-point pairs for ranks on ``nodes`` (node name of each rank), labelled by the link
     crossed: rank 0 and the next rank on its node; rank 0 and the first rank of every other
@@ -207,11 +230,13 @@ def build_dist_cases(devices: Sequence[str], backend: str, sizes: Sequence[objec
 
 
 def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object], mem_fraction: float | None,
-                  free_bytes: Callable[[str], int | None], world_size: int = 2) -> list[DistCase | Skipped]:
+                  free_bytes: Callable[[str], int | None], world_size: int = 2, plateau: bool = True,
+                  ) -> list[DistCase | Skipped]:
     """The 2-rank world's cases; with ``mem_fraction``, the sweep goes on to the largest size that
     fits that fraction of the least free memory of the ranks' devices (``free_bytes(kind)``: of
-    one GPU, or of the whole host, shared by the ranks of this node). A case whose op's footprint
-    does not fit is skipped with the figures."""
+    one GPU, or of the whole host, shared by the ranks of this node); without it a GPU world's sweep
+    goes on to the bus-bandwidth plateau (``plateau_sizes``) unless ``plateau`` is False (sizes the user
+    chose). A case whose op's footprint does not fit is skipped with the figures."""
     planned = build_dist_cases(devices, backend, sizes, world_size)
     if not planned or isinstance(planned[0], Skipped):
         return planned
@@ -227,6 +252,12 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
             notes.append(Skipped("largest-size-scan", scanned))
         else:
             byte_sizes = scanned
+    elif kind != "cpu" and plateau:
+        extended = plateau_sizes(byte_sizes, free)
+        if isinstance(extended, str):
+            notes.append(Skipped("plateau-scan", extended))
+        else:
+            byte_sizes = extended
     budget = None if free is None else int(free * (mem_fraction or 1))
     where = f"{kind} memory per rank" if kind != "cpu" else f"host memory per rank ({world_size} ranks on this node)"
     out: list[DistCase | Skipped] = []

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
-from .operations import DistCase, bytes_needed, calls_for, cases_for, scan_sizes
+from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
     FAULTS,
@@ -207,6 +207,12 @@ def run(args: argparse.Namespace) -> int:
             notes.append(scanned)
         else:
             sizes = scanned
+    elif backend == "nccl" and not args.sizes:  # the profile's sweep, on to the bus-bandwidth plateau where it fits
+        extended = plateau_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device))
+        if isinstance(extended, str):
+            notes.append(extended)
+        else:
+            sizes = extended
     cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
