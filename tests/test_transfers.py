@@ -449,9 +449,12 @@ def test_zz_host(xfer_case, xfer):
 """
 
 
-def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pytester):
+def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pytester, monkeypatch):
     """The first peer case fails at its deadline with a one-line reason in the journal; the other
     peer cases are skipped (their GPUs are stuck), the host cases still run, and the session ends."""
+    # The run is in this process: what it marks stuck, and the deadline its conftest cuts, end with this test.
+    monkeypatch.setattr(transfers, "_WEDGED", {})
+    monkeypatch.setattr(timing, "DEADLINE_FLOOR_S", timing.DEADLINE_FLOOR_S)
     pytester.makeconftest(STUCK_CONFTEST)
     pytester.makepyfile(test_run=STUCK_BENCH)
     result = pytester.runpytest("--xfer-devices=cpu,cuda:0,cuda:1", "--xfer-sizes=4B", "--benchmark-max-time=0.001",
@@ -466,3 +469,4 @@ def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pyt
     assert any("has a stuck copy from" in line for line in result.outlines)
     assert "end" in lines[-1]
     assert (pytester.path / "run.json").exists()
+    assert set(transfers.wedged()) == {"cuda:0", "cuda:1"}
