@@ -446,12 +446,17 @@ def test_peer(xfer_case, xfer):
 @pytest.mark.xfer("host")
 def test_zz_host(xfer_case, xfer):
     xfer(xfer_case)
+
+@pytest.mark.xfer("all_gpus_host")
+def test_zz_all_gpus(xfer_concurrent, xfer_run_concurrent):
+    xfer_run_concurrent(xfer_concurrent)
 """
 
 
 def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pytester, monkeypatch):
     """The first peer case fails at its deadline with a one-line reason in the journal; the other
-    peer cases are skipped (their GPUs are stuck), the host cases still run, and the session ends."""
+    peer cases, and the copies of every GPU at once, are skipped (their GPUs are stuck), the host cases
+    still run, and the session ends."""
     # The run is in this process: what it marks stuck, and the deadline its conftest cuts, end with this test.
     monkeypatch.setattr(transfers, "_WEDGED", {})
     monkeypatch.setattr(timing, "DEADLINE_FLOOR_S", timing.DEADLINE_FLOOR_S)
@@ -466,7 +471,9 @@ def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pyt
     assert "test_peer" in failed["test"]
     assert re.fullmatch(r".*: cuda:\d still had its copy queued after 0 s: a wedged copy .*; later cases on it "
                         r"are skipped", failed["reason"])
-    assert any("has a stuck copy from" in line for line in result.outlines)
+    stuck = [line for line in result.outlines if "has a stuck copy from" in line]
+    assert any("copy_-4B-float32-cuda:1->cuda:0: cuda:1 has" in line for line in stuck)
+    assert any("h2d_all-64MiB-cpu->all:cuda: cuda:0 has" in line for line in stuck)
     assert "end" in lines[-1]
     assert (pytester.path / "run.json").exists()
     assert set(transfers.wedged()) == {"cuda:0", "cuda:1"}

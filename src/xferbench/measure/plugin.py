@@ -288,12 +288,13 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend) -> Callable[[Case], dict[s
 def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callable[[Scenario], dict[str, Any]]:
     """Run one scenario under ``benchmark``; one the machine cannot run is skipped."""
     from .scenarios import run_scenario
-    from .transfers import CannotRun
+    from .transfers import CannotRun, refuse_stuck
 
     s = settings(request.config)
 
     def run(scenario: Scenario) -> dict[str, Any]:
         try:
+            refuse_stuck(scenario.devices)
             return run_scenario(scenario, benchmark, s.backend, s.profile)
         except CannotRun as reason:
             pytest.skip(f"{scenario.id}: {reason}")

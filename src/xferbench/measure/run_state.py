@@ -147,12 +147,13 @@ def xfer_run_concurrent(benchmark: Any, request: pytest.FixtureRequest) -> Calla
     """Run one concurrent case under ``benchmark``; one the machine cannot run is skipped."""
     from .concurrent import run_concurrent
     from .plugin import settings
-    from .transfers import CannotRun
+    from .transfers import CannotRun, refuse_stuck
 
     backend = settings(request.config).backend
 
     def run(case: Concurrent) -> dict[str, Any]:
         try:
+            refuse_stuck(case.gpus)
             return run_concurrent(case, benchmark, backend)
         except CannotRun as reason:
             pytest.skip(f"{case.id}: {reason}")

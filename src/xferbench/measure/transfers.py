@@ -31,6 +31,7 @@ __all__ = [
     "operation",
     "pattern",
     "prepare",
+    "refuse_stuck",
     "out_of_memory_skips",
     "run_case",
     "verify",
@@ -61,6 +62,13 @@ _WEDGED: dict[str, str] = {}
 def wedged() -> dict[str, str]:
     """The accelerators a stuck copy left unusable in this process, and the case each came from."""
     return _WEDGED
+
+
+def refuse_stuck(devices: Sequence[str]) -> None:
+    """Raise CannotRun when one of ``devices`` has a stuck copy: a synchronize there would never return."""
+    for device in devices:
+        if device in _WEDGED:
+            raise CannotRun(f"{device} has a stuck copy from {_WEDGED[device]}; nothing more runs on it in this process")
 
 
 def _deadline(case: Case) -> float | None:
@@ -290,9 +298,7 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
     CopyMismatch when the data did not arrive, Wedged when this case's copy is stuck.
     """
     check_supported(case)
-    for device in case.devices:
-        if device in _WEDGED:
-            raise CannotRun(f"{device} has a stuck copy from {_WEDGED[device]}; nothing more runs on it in this process")
+    refuse_stuck(case.devices)
     check_memory(case, backend)
     reason = None
     try:
