@@ -170,7 +170,7 @@ def test_pageable_panels_draw_no_host_roof_without_a_single_thread_memcpy(full, 
         plt.close(fig)
         assert not any("host memory copy" in label or "host memcpy" in label for label in labels)
         caption = re.search(rf'data-plot="bandwidth-{op}".*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
-        assert "This run measured no single-thread host memcpy" in caption
+        assert "no host roof: this run measured no single-thread host memcpy" in caption
 
 
 def test_the_share_of_a_roof_is_the_same_in_figure_and_table(full, html):

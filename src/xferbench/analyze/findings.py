@@ -12,7 +12,16 @@ from typing import Any
 import pandas as pd
 
 from ..units import format_bytes, format_seconds
-from .model import SINGLE_THREAD, cache_resident, fit_alpha_beta, fit_paths, host_ceiling, largest_common_size
+from .model import (
+    SINGLE_THREAD,
+    bandwidth_bound,
+    cache_resident,
+    fit_alpha_beta,
+    fit_paths,
+    host_ceiling,
+    host_ceiling_missing,
+    largest_common_size,
+)
 
 __all__ = ["FINDINGS", "at_a_glance", "cliff", "cliff_cause", "findings", "why_measured"]
 
@@ -248,14 +257,23 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
 
 
 def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
-    """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy)."""
+    """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy); a run whose
+    sizes are latency-bound states what one call took, never a bandwidth."""
     rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
     if rows.empty:
         return None
     best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     best = best.loc[best["bandwidth_gbps"].idxmax()]
-    sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached {best['bandwidth_gbps']:.3g} GB/s at "
-                f"{format_bytes(best['nbytes'])}")
+    sweep = rows[rows["method"] == best["method"]]
+    where = f"at {format_bytes(best['nbytes'])}"
+    if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
+        sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached "
+                    f"{best['bandwidth_gbps']:.3g} GB/s {where}")
+    else:
+        sentence = (f"Host memory copies (torch's {best['method']}, several threads) took "
+                    f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
+                    + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
+                       "every size measured is latency-bound") + ", so no bandwidth is stated")
     if (machine_info.get("xferbench") or {}).get("simulated"):
         sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
     elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
@@ -264,7 +282,7 @@ def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
         ceiling = host_ceiling(frame)
         sentence += ("; the driver stages a pageable transfer with one thread's memcpy, which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
-                        "this run did not measure, so the pageable panels have no roof."))
+                        f"gives no roof here: {host_ceiling_missing(frame)}."))
     if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence

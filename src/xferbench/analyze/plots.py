@@ -42,6 +42,7 @@ from .model import (
     cache_resident,
     fit_path,
     host_ceiling,
+    host_ceiling_missing,
     largest_common_size,
     practical_ceiling,
     roofs,
@@ -526,8 +527,8 @@ _BANDWIDTH_CAPTION = (
     "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5), and for "
     "pageable host memory the single-thread host memcpy measured in this run, the copy the driver stages it with. "
     "Hover a point for its exact value.")
-_NO_HOST_ROOF = (" This run measured no single-thread host memcpy (host copy_ single_thread), so the pageable panels "
-                 "draw no host roof: torch's multi-threaded host copy_ bounds nothing a pageable transfer does.")
+_NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-threaded host copy_ bounds nothing a "
+                 "pageable transfer does.")
 
 
 def _bandwidth_drawing(op: str) -> Drawing:
@@ -578,8 +579,9 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
         op = key.removeprefix("bandwidth-")
         if key.startswith("bandwidth-") and op not in present:
             continue
-        if op in ("h2d", "d2h") and host_ceiling(frame) is None and (pageable & frame["op"].eq(op)).any():
-            caption += _NO_HOST_ROOF
+        why = host_ceiling_missing(frame)
+        if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
+            caption += _NO_HOST_ROOF.format(why=why)
         plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
     return plots
 
