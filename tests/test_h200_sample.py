@@ -20,7 +20,7 @@ from xferbench.analyze.expectations import check
 from xferbench.analyze.findings import cliff, findings, scenario_findings
 from xferbench.analyze.model import cache_resident, fit_alpha_beta, fit_paths
 from xferbench.analyze.plots import bandwidth_of, cost_at_size
-from xferbench.analyze.report import build_html
+from xferbench.analyze.report import write_report
 from xferbench.analyze.results import load
 from xferbench.units import format_bytes
 
@@ -52,8 +52,15 @@ def full():
 
 
 @pytest.fixture(scope="module")
-def html(full):
-    return build_html(full)
+def written(full, tmp_path_factory):
+    """The page and its Markdown summary, as ``xferbench report`` writes them."""
+    out = write_report(full, tmp_path_factory.mktemp("report") / "index.html")
+    return out.read_text(), out.with_suffix(".md").read_text()
+
+
+@pytest.fixture(scope="module")
+def html(written):
+    return written[0]
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +231,21 @@ def test_same_device_half_of_beta_pipelined_is_where_a_stream_of_copies_reaches_
     device = fit_alpha_beta(raw["nbytes"].to_numpy(), raw["device_seconds"].to_numpy())
     assert row["pipelined_alpha_us"] == pytest.approx(device.alpha_s * 1e6, rel=1e-6)
     assert 3 * MiB < row["pipelined_half_bytes"] < 3.3 * MiB
+
+
+def test_the_markdown_table_gives_the_pipelined_alpha_and_beta_beside_the_synchronizing_loops(full, written):
+    """export.py's table: the device-to-host pinned non-blocking copy_ has α 1.62 µs pipelined, against its
+    synchronizing loop's; a pageable path has no device time, so no pipelined figure ('–')."""
+    fits = fit_paths(full.frame, full.machine_info).set_index("path")
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in written[1].splitlines() if line.startswith("| ")}
+    assert lines["path"].startswith("| path | α (sync loop) | α pipelined | β (GB/s, sync loop) | β pipelined (GB/s) |")
+    pinned = fits.loc["d2h pinned non-blocking copy_ cuda:0->cpu"]
+    assert f"{pinned['pipelined_alpha_us']:.3g}" == "1.62"
+    assert lines[pinned.name].startswith(f"| {pinned.name} | {pinned['alpha_us']:.3g} µs | 1.62 µs | "
+                                         f"{pinned['stated_gbps']:.3g} | {pinned['pipelined_gbps']:.3g} |")
+    pageable = fits.loc["d2h pageable cpu cuda:0->cpu"]
+    assert lines[pageable.name].startswith(f"| {pageable.name} | {pageable['alpha_us']:.3g} µs | – | "
+                                           f"{pageable['stated_gbps']:.3g} | – |")
 
 
 # --- cache shading agrees with its caption (item 7) ---
