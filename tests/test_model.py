@@ -6,6 +6,7 @@ import pytest
 
 from handfed import SIZES as HANDFED_SIZES
 from handfed import bench, gpu_machine, sweep, write
+from xferbench.analyze.findings import host_copy
 from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
     Fit,
@@ -18,7 +19,6 @@ from xferbench.analyze.model import (
     link_peak,
     roofs,
 )
-from xferbench.analyze.findings import host_copy
 from xferbench.analyze.plots import render
 from xferbench.analyze.results import load
 from xferbench.units import format_bytes, format_seconds
