@@ -112,7 +112,7 @@ class TestFigures:
         # torch's multi-threaded host copy_ bounds nothing a pageable copy does; no single-thread memcpy was measured
         assert "host memory copy" not in svg and "single-thread host memcpy" not in svg
         caption = re.search(r'data-plot="bandwidth-h2d".*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
-        assert "This run measured no single-thread host memcpy" in caption
+        assert "no host roof: this run measured no single-thread host memcpy" in caption
         # and each point's hover text says its share of the tightest roof
         assert f"256 MiB: {pinned_best:.4g} GB/s = {pinned_best / 31.504:.0%} of PCIe Gen4 x16\n" in svg
 
