@@ -326,8 +326,20 @@ class TestCpuSplit:
         results = load([write(tmp_path / "r.json", rows, gpu_machine())])
         page = build_html(results)
         note = re.search(r'data-missing="cpu-split">Not drawn: (.*?)</div>', page).group(1)
-        assert note.startswith("none of the cases that split .cpu() was measured at 256 MiB (the quicker of torch.zeros")
+        assert note.startswith("no part of .cpu() at 256 MiB could be read from a case of this run (the quicker of "
+                               "torch.zeros")
         assert "single-thread host memcpy" in note and "device time of a pinned non-blocking copy" in note
+
+    def test_a_simulated_machine_keeps_only_its_own_dma_in_the_bar(self, tmp_path):
+        """The spec prices the simulated .cpu(); allocation and host copies ran on the real CPU: no part of it."""
+        results = _split_run(tmp_path)
+        results.machine_info["xferbench"]["simulated"] = {"name": "spec"}
+        labels = plots.split_labels(cpu_split(results.frame, simulated=True), simulated=True)
+        assert labels == ["DMA: 5 ms (2%), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB (simulated)",
+                          "not attributed (total − measured parts): 195 ms (98%)"]
+        caption = next(p.caption for p in plots.render(results.frame, results.machine_info) if p.key == "cpu-split")
+        assert caption.count("Left out on the simulated machine (measured on this CPU, while the spec prices the "
+                             "call), so inside 'not attributed'") == 2
 
     def test_a_run_without_cpu_draws_no_bar_and_says_nothing(self):
         assert cpu_split(load([SAMPLE]).frame) is None

@@ -164,7 +164,13 @@ def _matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
     return rows
 
 
-def cpu_split(frame: pd.DataFrame) -> dict[str, Any] | None:
+#: Why a part is not in the bar: the run lacks its case, or (simulated machine) its case ran on the real CPU
+#: while the spec prices the call, so it is no part of it (as ``model.roofs`` draws no host roof there).
+NOT_MEASURED = "Not measured in this run"
+NOT_SIMULATED = "Left out on the simulated machine (measured on this CPU, while the spec prices the call)"
+
+
+def cpu_split(frame: pd.DataFrame, simulated: bool = False) -> dict[str, Any] | None:
     """One .cpu() (else .to('cpu')) into new pageable memory at the largest size it was measured, split into the
     parts of ``SPLIT_PARTS`` measured at that size in the same run; what they leave is the "not attributed" rest
     (total - measured parts, the wait and whatever no case isolates). None without such a call."""
@@ -183,8 +189,8 @@ def cpu_split(frame: pd.DataFrame) -> dict[str, Any] | None:
         if part == "DMA":  # the device's own time of the copy: only rows that have one
             found = found[pd.to_numeric(found["device_seconds"], errors="coerce") > 0]
             found = found.assign(median_s=found["device_seconds"].astype(float))
-        if found.empty:
-            missing.append({"part": part, "what": what})
+        if found.empty or (simulated and part != "DMA"):
+            missing.append({"part": part, "what": what, "why": NOT_SIMULATED if simulated else NOT_MEASURED})
             continue
         best = found.loc[found["median_s"].idxmin()]
         parts.append({"part": part, "what": what, "seconds": float(best["median_s"]),

@@ -530,13 +530,14 @@ def split_labels(split: dict[str, Any], simulated: bool = False) -> list[str]:
 def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
     """One .cpu() at its largest size as a bar of the parts measured apart in the same run (findings.cpu_split),
     each labelled with its case, and the rest drawn as not attributed; never an estimated part."""
-    split = cpu_split(frame)
+    simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+    split = cpu_split(frame, simulated)
     if split is None:
         return "No .cpu() / .to('cpu') into new pageable memory was measured."
     if not split["parts"]:
-        return (f"none of the cases that split {split['call']} was measured at {format_bytes(split['size'])} "
+        return (f"no part of {split['call']} at {format_bytes(split['size'])} could be read from a case of this run "
                 f"({'; '.join(m['what'] for m in split['missing'])}).")
-    labels = split_labels(split, bool((machine_info.get("xferbench") or {}).get("simulated")))
+    labels = split_labels(split, simulated)
     fig, ax = plt.subplots(figsize=(WIDTH * 0.55, 1.5))
     left, handles = 0.0, list[Artist]()
     for part, label in zip(split["parts"], labels, strict=False):
@@ -560,13 +561,12 @@ def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure 
     return fig
 
 
-def _split_caption(frame: pd.DataFrame) -> str:
+def _split_caption(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str:
     """What the bar could not measure in this run, and the faults per call where the rows carry them."""
-    split = cpu_split(frame)
+    split = cpu_split(frame, bool((machine_info.get("xferbench") or {}).get("simulated")))
     if split is None:
         return ""
-    text = "".join(f" Not measured in this run, so inside 'not attributed': the {m['part']}, a {m['what']}."
-                   for m in split["missing"])
+    text = "".join(f" {m['why']}, so inside 'not attributed': the {m['part']}, a {m['what']}." for m in split["missing"])
     if split["faults"] is not None:
         return text + f" The call itself faulted {split['faults']:,.0f} pages per call (minor_faults_per_call)."
     return text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record)."
@@ -650,7 +650,7 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
         if key == "cpu-split":
             if cpu_split(frame) is None:
                 continue  # no .cpu() in the run: nothing to split, and nothing to say
-            caption += _split_caption(frame)
+            caption += _split_caption(frame, machine_info or {})
         plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
     return plots
 
