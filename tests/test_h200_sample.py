@@ -8,7 +8,10 @@ would be told.
 
 import gzip
 import json
+import math
 import re
+import xml.etree.ElementTree as ET
+from html import unescape
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,12 +20,12 @@ import pandas as pd
 import pytest
 
 from xferbench.analyze.expectations import check
-from xferbench.analyze.findings import cliff, findings, scenario_findings
+from xferbench.analyze.findings import cliff, cpu_split, findings, pinning_break_even, scenario_findings
 from xferbench.analyze.model import cache_resident, fit_alpha_beta, fit_paths
-from xferbench.analyze.plots import bandwidth_of, cost_at_size
-from xferbench.analyze.report import build_html
+from xferbench.analyze.plots import bandwidth_of, cost_at_size, cpu_time_split, split_labels
+from xferbench.analyze.report import write_report
 from xferbench.analyze.results import load
-from xferbench.units import format_bytes
+from xferbench.units import format_bytes, format_seconds
 
 SAMPLES = Path(__file__).resolve().parents[1] / "reports" / "samples" / "h200"
 MiB = 2**20
@@ -52,8 +55,15 @@ def full():
 
 
 @pytest.fixture(scope="module")
-def html(full):
-    return build_html(full)
+def written(full, tmp_path_factory):
+    """The page and its Markdown summary, as ``xferbench report`` writes them."""
+    out = write_report(full, tmp_path_factory.mktemp("report") / "index.html")
+    return out.read_text(), out.with_suffix(".md").read_text()
+
+
+@pytest.fixture(scope="module")
+def html(written):
+    return written[0]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +180,7 @@ def test_pageable_panels_draw_no_host_roof_without_a_single_thread_memcpy(full, 
         plt.close(fig)
         assert not any("host memory copy" in label or "host memcpy" in label for label in labels)
         caption = re.search(rf'data-plot="bandwidth-{op}".*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
-        assert "This run measured no single-thread host memcpy" in caption
+        assert "no host roof: this run measured no single-thread host memcpy" in caption
 
 
 def test_the_share_of_a_roof_is_the_same_in_figure_and_table(full, html):
@@ -224,6 +234,21 @@ def test_same_device_half_of_beta_pipelined_is_where_a_stream_of_copies_reaches_
     device = fit_alpha_beta(raw["nbytes"].to_numpy(), raw["device_seconds"].to_numpy())
     assert row["pipelined_alpha_us"] == pytest.approx(device.alpha_s * 1e6, rel=1e-6)
     assert 3 * MiB < row["pipelined_half_bytes"] < 3.3 * MiB
+
+
+def test_the_markdown_table_gives_the_pipelined_alpha_and_beta_beside_the_synchronizing_loops(full, written):
+    """export.py's table: the device-to-host pinned non-blocking copy_ has α 1.62 µs pipelined, against its
+    synchronizing loop's; a pageable path has no device time, so no pipelined figure ('–')."""
+    fits = fit_paths(full.frame, full.machine_info).set_index("path")
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in written[1].splitlines() if line.startswith("| ")}
+    assert lines["path"].startswith("| path | α (sync loop) | α pipelined | β (GB/s, sync loop) | β pipelined (GB/s) |")
+    pinned = fits.loc["d2h pinned non-blocking copy_ cuda:0->cpu"]
+    assert f"{pinned['pipelined_alpha_us']:.3g}" == "1.62"
+    assert lines[pinned.name].startswith(f"| {pinned.name} | {pinned['alpha_us']:.3g} µs | 1.62 µs | "
+                                         f"{pinned['stated_gbps']:.3g} | {pinned['pipelined_gbps']:.3g} |")
+    pageable = fits.loc["d2h pageable cpu cuda:0->cpu"]
+    assert lines[pageable.name].startswith(f"| {pageable.name} | {pageable['alpha_us']:.3g} µs | – | "
+                                           f"{pageable['stated_gbps']:.3g} | – |")
 
 
 # --- cache shading agrees with its caption (item 7) ---
@@ -296,3 +321,63 @@ def test_the_loader_carries_fault_counts_into_the_frame(tmp_path):
     path = write(tmp_path / "r.json", [bench("d2h", "cpu", "cuda:0", "cpu", 64 * MiB, 0.05, host_memory="pageable",
                                              minor_faults_per_call=16384.0)], gpu_machine())
     assert load([path]).frame["minor_faults_per_call"].tolist() == [16384.0]
+
+
+# --- where the time of one .cpu() goes, and the pinning break-even ("Measure the cause") ---
+
+
+def test_the_cpu_split_reads_each_part_back_from_its_own_case(full, html):
+    """.cpu() at 256 MiB (the largest size d2h reached before its time cap): 181 ms, of which torch.ones on the CPU
+    (allocation + first touch) took 23.8 ms and the pinned copy's own device time (the DMA) 4.85 ms; the run has no
+    single-thread memcpy, so the staging copy is not measured and stays inside the 152 ms not attributed."""
+    size = 256 * MiB
+    total = _raw_at(size, op="d2h", method="cpu", host_memory="pageable", non_blocking=False)["median"].iloc[0]
+    created = _raw_at(size, op="create", src="cpu", method=("zeros", "ones"))
+    alloc = created["median"].min()
+    dma = _raw_at(size, op="d2h", host_memory="pinned", non_blocking=True)["device_seconds"].astype(float).min()
+    assert created.loc[created["median"].idxmin(), "method"] == "ones"
+    split = cpu_split(full.frame)
+    assert (split["call"], split["size"], split["total"]) == (".cpu()", size, total)
+    assert [m["part"] for m in split["missing"]] == ["staging copy"]
+    labels = split_labels(split)
+    assert labels == [
+        f"allocation + first touch: {format_seconds(alloc)} ({alloc / total:.0%}), from create ones on cpu, 256 MiB",
+        f"DMA: {format_seconds(dma)} ({dma / total:.0%}), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB",
+        f"not attributed (total − measured parts): {format_seconds(total - alloc - dma)} "
+        f"({(total - alloc - dma) / total:.0%})"]
+    assert labels == ["allocation + first touch: 23.8 ms (13%), from create ones on cpu, 256 MiB",
+                      "DMA: 4.85 ms (3%), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB",
+                      "not attributed (total − measured parts): 152 ms (84%)"]
+    fig = cpu_time_split(full.frame, full.machine_info)
+    widths = [bar.get_width() for bar in fig.axes[0].patches]
+    plt.close(fig)
+    assert widths == pytest.approx([alloc * 1e3, dma * 1e3, (total - alloc - dma) * 1e3])
+    figure = re.search(r'data-plot="cpu-split">(.*?)</div>\s*<figcaption>(.*?)</figcaption>', html, re.S)
+    texts = " ".join(" ".join(t.itertext()) for t in ET.fromstring(figure.group(1)).iter("{http://www.w3.org/2000/svg}text"))
+    for label in labels:  # wrapped in the legend: compare without the line breaks
+        assert " ".join(label.split()) in " ".join(texts.split()), label
+    caption = unescape(figure.group(2))
+    assert "Not measured in this run, so inside 'not attributed': the staging copy, a single-thread host memcpy" in caption
+    assert "The rows carry no page-fault counts" in caption
+    assert html.index('id="plot-bandwidth-d2h"') < html.index('id="plot-cpu-split"') < html.index('id="why"')
+
+
+def test_the_pinning_break_even_is_read_back_per_size(full, html):
+    """pin_cold over (pageable .to - pinned .to): the scenario's own pageable copy, the h2d family's pinned
+    non-blocking .to (run 1 predates the scenario's pinned_to); 64 KiB has no pinned copy, so it can't tell."""
+    rows = {row["size"]: row for row in pinning_break_even(full.frame)}
+    assert sorted(rows) == [64 * 2**10, MiB, 16 * MiB, 64 * MiB, 256 * MiB]
+    assert rows[64 * 2**10]["verdict"] == "can't tell: no pinned copy measured at 64 KiB"
+    copies = {}
+    for size in sorted(rows)[1:]:
+        pin = _raw_at(size, op="pin_memory", variant="pin_cold")["median"].iloc[0]
+        pageable = _raw_at(size, op="pin_memory", variant="to")["median"].iloc[0]
+        pinned = _raw_at(size, op="h2d", method="to", host_memory="pinned", non_blocking=True)["median"].iloc[0]
+        copies[size] = pin / (pageable - pinned)
+        assert rows[size]["copies"] == pytest.approx(copies[size])
+        assert rows[size]["verdict"] == f"from copy {math.ceil(copies[size])} (pinning = {copies[size]:.2g}× one copy's saving)"
+    assert [f"{copies[s]:.2g}" for s in sorted(copies)] == ["0.25", "9.2", "5.6", "4.1"]
+    table = re.search(r'<table id="break-even">(.*?)</table>', html, re.S).group(1)
+    assert html.index('id="section-pin_memory"') < html.index('id="break-even"')
+    assert "<td>256 MiB</td><td>cuda:0</td><td>134 ms</td><td>37.7 ms (scenario)</td><td>4.9 ms (h2d family)</td>" \
+           "<td>32.8 ms</td><td>from copy 5 (pinning = 4.1× one copy&#39;s saving)</td>" in table

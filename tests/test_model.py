@@ -6,17 +6,22 @@ import pytest
 
 from handfed import SIZES as HANDFED_SIZES
 from handfed import bench, gpu_machine, sweep, write
+from xferbench.analyze.findings import host_copy
 from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
     Fit,
+    bandwidth_bound,
     cache_bytes,
     fit_alpha_beta,
     fit_paths,
+    host_ceiling_missing,
     largest_common_size,
     link_peak,
     roofs,
 )
+from xferbench.analyze.plots import render
 from xferbench.analyze.results import load
+from xferbench.units import format_bytes, format_seconds
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB
 
@@ -484,3 +489,36 @@ class TestRoofsOfEachPath:
     def test_peer_from_an_unknown_gpu(self):
         """A peer copy from a GPU the fingerprint does not list has an unknown link."""
         assert link_peak(gpu_machine(nvlink_links=4, nvlink_version="4.0"), "peer", "cuda:5", "cuda:0") is None
+
+
+class TestLatencyBoundRuns:
+    """A run of 4-byte cases once stated 0.0024 GB/s as "the host bound": a size its fixed cost sets bounds nothing."""
+
+    @staticmethod
+    def _run(tmp_path, sizes):
+        benchmarks = (sweep("h2d", "to", "cpu", "cuda:0", 8e-6, 12.0, sizes=sizes, host_memory="pageable")
+                      + sweep("host", "copy_", "cpu", "cpu", 1.7e-6, 9.0, sizes=sizes, host_memory="pageable")
+                      + sweep("host", "copy_", "cpu", "cpu", 1.7e-6, 6.0, sizes=sizes, host_memory="pageable",
+                              variant="single_thread"))
+        return load([write(tmp_path / "r.json", benchmarks, gpu_machine())])
+
+    @pytest.mark.parametrize("sizes", [[4], [4, 16, 64]], ids=["4 B only", "4-64 B"])
+    def test_latency_bound_sizes_state_no_bandwidth_bound(self, tmp_path, sizes):
+        results = self._run(tmp_path, sizes)
+        assert [name for _, name in roofs(results.frame, results.machine_info, "h2d", "cpu", "cuda:0", "pageable")] \
+            == ["PCIe Gen4 x16"]
+        sentence = host_copy(results.frame, results.machine_info)
+        assert "GB/s" not in sentence and "roof of the pageable panels" not in sentence
+        took = format_seconds(1.7e-6 + max(sizes) / 9e9)
+        assert sentence.startswith(f"Host memory copies (torch's copy_, several threads) took {took} per call at "
+                                   f"{format_bytes(max(sizes))}, their fixed cost")
+        assert ("one size only" if len(sizes) == 1 else "are latency-bound") in host_ceiling_missing(results.frame)
+        caption = next(p.caption for p in render(results.frame, results.machine_info) if p.key == "bandwidth-h2d")
+        assert "no host roof: the single-thread host memcpy" in caption
+
+    def test_a_sweep_past_half_of_beta_keeps_its_bound(self, tmp_path):
+        results = self._run(tmp_path, [4, 2**20, 2**28])
+        assert host_ceiling_missing(results.frame) is None
+        assert bandwidth_bound(pd.Series([4, 2**28]), pd.Series([1.7e-6, 1.7e-6 + 2**28 / 6e9])) is True
+        assert bandwidth_bound(pd.Series([4, 64]), pd.Series([1.7e-6, 1.7e-6 + 64 / 6e9])) is False
+        assert "GB/s here: the roof of the pageable panels" in host_copy(results.frame, results.machine_info)

@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import LogNorm
 
-from handfed import gpu_machine, sweep, write
+from handfed import bench, gpu_machine, sweep, write
 from xferbench.analyze import plots
 from xferbench.analyze.export import CSV_COLUMNS, to_csv
-from xferbench.analyze.findings import findings
+from xferbench.analyze.findings import cpu_split, findings, pinning_break_even
 from xferbench.analyze.report import build_html, write_report
 from xferbench.analyze.results import load
 from xferbench.contract import IDENTITY, MEASURED
@@ -112,7 +112,7 @@ class TestFigures:
         # torch's multi-threaded host copy_ bounds nothing a pageable copy does; no single-thread memcpy was measured
         assert "host memory copy" not in svg and "single-thread host memcpy" not in svg
         caption = re.search(r'data-plot="bandwidth-h2d".*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
-        assert "This run measured no single-thread host memcpy" in caption
+        assert "no host roof: this run measured no single-thread host memcpy" in caption
         # and each point's hover text says its share of the tightest roof
         assert f"256 MiB: {pinned_best:.4g} GB/s = {pinned_best / 31.504:.0%} of PCIe Gen4 x16\n" in svg
 
@@ -174,7 +174,7 @@ class TestTakeAways:
         markdown = (tmp_path / "r.md").read_text()
         for sentence in findings(results.frame, results.machine_info):
             assert f"- {sentence}" in markdown
-        assert "| host pageable copy_ cpu | 0.751 µs | 14 | capped at the largest size measured" in markdown
+        assert "| host pageable copy_ cpu | 0.751 µs | – | 14 | – | capped at the largest size measured" in markdown
 
     def test_refuses_to_write_the_page_over_its_own_csv(self, tmp_path):
         with pytest.raises(ValueError, match="the report is HTML"):
@@ -283,3 +283,89 @@ class TestScenarioFigures:
             fig = plots.scenario_plot(rows, "bidir")
         assert fig.axes[0].get_xscale() == "linear"
         plt.close(fig)
+
+
+MiB = 2**20
+
+
+def _split_run(tmp_path, *, staging: float | None = 0.02, faults: float | None = 65536.0, cpu_s: float = 0.2):
+    """A hand-fed .cpu() of 256 MiB and the cases its bar is read from (each optional)."""
+    n = 256 * MiB
+    extra = {} if faults is None else {"minor_faults_per_call": faults}
+    rows = [bench("d2h", "cpu", "cuda:0", "cpu", n, cpu_s, host_memory="pageable", **extra),
+            bench("d2h", "cpu", "cuda:0", "cpu", MiB, 1e-4, host_memory="pageable"),
+            bench("create", "ones", "cpu", "cpu", n, 0.03), bench("create", "zeros", "cpu", "cpu", n, 0.04),
+            bench("d2h", "copy_", "cuda:0", "cpu", n, 0.0051, host_memory="pinned", non_blocking=True,
+                  device_seconds=0.005)]
+    if staging is not None:
+        rows.append(bench("host", "copy_", "cpu", "cpu", n, staging, host_memory="pageable", variant="single_thread"))
+    return load([write(tmp_path / "r.json", rows, gpu_machine())])
+
+
+class TestCpuSplit:
+    def test_every_part_measured_leaves_the_rest_not_attributed(self, tmp_path):
+        results = _split_run(tmp_path)
+        split = cpu_split(results.frame)
+        assert [p["part"] for p in split["parts"]] == ["allocation + first touch", "staging copy", "DMA"]
+        assert plots.split_labels(split) == [
+            "allocation + first touch: 30 ms (15%), from create ones on cpu, 256 MiB",
+            "staging copy: 20 ms (10%), from host single_thread cpu, 256 MiB",
+            "DMA: 5 ms (2%), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB",
+            "not attributed (total − measured parts): 145 ms (73%)"]
+        page = build_html(results)
+        caption = re.search(r'data-plot="cpu-split">.*?<figcaption>(.*?)</figcaption>', page, re.S).group(1)
+        assert "Not measured" not in caption and "faulted 65,536 pages per call" in caption
+
+    def test_parts_that_exceed_the_call_are_said_to_overlap_never_a_negative_rest(self, tmp_path):
+        split = cpu_split(_split_run(tmp_path, cpu_s=0.04).frame)
+        assert plots.split_labels(split)[-1] == ("nothing left to attribute: the measured parts exceed the call by "
+                                                 "15 ms (they overlap in it)")
+
+    def test_without_any_part_the_bar_is_left_out_with_the_cases_it_needs(self, tmp_path):
+        rows = [bench("d2h", "cpu", "cuda:0", "cpu", 256 * MiB, 0.2, host_memory="pageable")]
+        results = load([write(tmp_path / "r.json", rows, gpu_machine())])
+        page = build_html(results)
+        note = re.search(r'data-missing="cpu-split">Not drawn: (.*?)</div>', page).group(1)
+        assert note.startswith("no part of .cpu() at 256 MiB could be read from a case of this run (the quicker of "
+                               "torch.zeros")
+        assert "single-thread host memcpy" in note and "device time of a pinned non-blocking copy" in note
+
+    def test_a_simulated_machine_keeps_only_its_own_dma_in_the_bar(self, tmp_path):
+        """The spec prices the simulated .cpu(); allocation and host copies ran on the real CPU: no part of it."""
+        results = _split_run(tmp_path)
+        results.machine_info["xferbench"]["simulated"] = {"name": "spec"}
+        labels = plots.split_labels(cpu_split(results.frame, simulated=True), simulated=True)
+        assert labels == ["DMA: 5 ms (2%), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB (simulated)",
+                          "not attributed (total − measured parts): 195 ms (98%)"]
+        caption = next(p.caption for p in plots.render(results.frame, results.machine_info) if p.key == "cpu-split")
+        assert caption.count("Left out on the simulated machine (measured on this CPU, while the spec prices the "
+                             "call), so inside 'not attributed'") == 2
+
+    def test_a_run_without_cpu_draws_no_bar_and_says_nothing(self):
+        assert cpu_split(load([SAMPLE]).frame) is None
+        assert 'plot-cpu-split' not in build_html(load([SAMPLE]))
+
+
+def _pin_run(tmp_path, pageable: float, pinned: float, iqr: float = 0.0):
+    rows = [bench("pin_memory", variant, "cpu", "cuda:0", 64 * MiB, seconds, variant=variant)
+            for variant, seconds in (("pin_cold", 0.03), ("to", pageable), ("pinned_to", pinned))]
+    for row in rows:
+        row["stats"] |= {"iqr": iqr}
+    rows.append(bench("h2d", "to", "cpu", "cuda:0", 64 * MiB, 1e-9, host_memory="pinned", non_blocking=True))
+    return pinning_break_even(load([write(tmp_path / "r.json", rows, gpu_machine())]).frame)
+
+
+class TestPinningBreakEven:
+    def test_pays_off_after_the_copies_its_cost_buys(self, tmp_path):
+        """The scenario's own pinned_to is used before the h2d family's (1 ns here, which would say 5 copies)."""
+        (row,) = _pin_run(tmp_path, pageable=0.007, pinned=0.001)
+        assert row["copies"] == pytest.approx(5.0) and row["pinned"]["op"] == "pin_memory"
+        assert row["verdict"] == "from copy 5 (pinning = 5× one copy's saving)"
+
+    def test_a_pinned_copy_that_is_slower_never_pays_off(self, tmp_path):
+        (row,) = _pin_run(tmp_path, pageable=0.001, pinned=0.002)
+        assert row["verdict"] == "never pays off: the pinned copy is slower" and row["copies"] is None
+
+    def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
+        (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)
+        assert row["verdict"] == "can't tell: the two copies differ by less than their spread (IQR)"

@@ -6,15 +6,35 @@ not there, so a CPU-only run simply has fewer findings.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
 from ..units import format_bytes, format_seconds
-from .model import SINGLE_THREAD, cache_resident, fit_alpha_beta, fit_paths, host_ceiling, largest_common_size
+from .model import (
+    SINGLE_THREAD,
+    bandwidth_bound,
+    cache_resident,
+    fit_alpha_beta,
+    fit_paths,
+    host_ceiling,
+    host_ceiling_missing,
+    largest_common_size,
+)
 
-__all__ = ["FINDINGS", "at_a_glance", "cliff", "cliff_cause", "findings", "why_measured"]
+__all__ = [
+    "FINDINGS",
+    "SPLIT_PARTS",
+    "at_a_glance",
+    "cliff",
+    "cliff_cause",
+    "cpu_split",
+    "findings",
+    "pinning_break_even",
+    "why_measured",
+]
 
 
 def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
@@ -123,6 +143,107 @@ def the_fix(frame: pd.DataFrame) -> str | None:
             f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
             f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× faster than .cpu() / .to('cpu'). "
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
+
+
+#: The cases one .cpu() call is split into, in call order: (part, what measures it, how to find it in the rows).
+#: Each is its own benchmark of the same run at the same size; none is estimated.
+SPLIT_PARTS = (
+    ("allocation + first touch", "the quicker of torch.zeros / torch.ones on cpu (allocates and writes every byte)",
+     {"op": "create", "src": "cpu", "method": ("zeros", "ones")}),
+    ("staging copy", "single-thread host memcpy (host copy_ single_thread: the driver copies out of its bounce "
+     "buffer on one thread)", SINGLE_THREAD),
+    ("DMA", "device time of a pinned non-blocking copy to the host (d2h pinned non-blocking copy_)",
+     {"op": "d2h", "host_memory": "pinned", "non_blocking": True}),
+)
+
+
+def _matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
+    rows = frame
+    for column, value in match.items():
+        rows = rows[rows[column].isin(value) if isinstance(value, tuple) else rows[column] == value]
+    return rows
+
+
+#: Why a part is not in the bar: the run lacks its case, or (simulated machine) its case ran on the real CPU
+#: while the spec prices the call, so it is no part of it (as ``model.roofs`` draws no host roof there).
+NOT_MEASURED = "Not measured in this run"
+NOT_SIMULATED = "Left out on the simulated machine (measured on this CPU, while the spec prices the call)"
+
+
+def cpu_split(frame: pd.DataFrame, simulated: bool = False) -> dict[str, Any] | None:
+    """One .cpu() (else .to('cpu')) into new pageable memory at the largest size it was measured, split into the
+    parts of ``SPLIT_PARTS`` measured at that size in the same run; what they leave is the "not attributed" rest
+    (total - measured parts, the wait and whatever no case isolates). None without such a call."""
+    down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable")
+                 & frame["method"].isin(USUAL_WAY_BACK) & ~frame["non_blocking"].astype(bool)]
+    if down.empty:
+        return None
+    call = "cpu" if (down["method"] == "cpu").any() else "to"
+    rows = down[down["method"] == call]
+    size = int(rows["nbytes"].max())
+    total = rows[rows["nbytes"] == size].iloc[0]
+    parts: list[dict[str, Any]] = []
+    missing: list[dict[str, str]] = []
+    for part, what, match in SPLIT_PARTS:
+        found = _matching(frame[frame["nbytes"] == size], match)
+        if part == "DMA":  # the device's own time of the copy: only rows that have one
+            found = found[pd.to_numeric(found["device_seconds"], errors="coerce") > 0]
+            found = found.assign(median_s=found["device_seconds"].astype(float))
+        if found.empty or (simulated and part != "DMA"):
+            missing.append({"part": part, "what": what, "why": NOT_SIMULATED if simulated else NOT_MEASURED})
+            continue
+        best = found.loc[found["median_s"].idxmin()]
+        parts.append({"part": part, "what": what, "seconds": float(best["median_s"]),
+                      "case": f"{best['path']}, {format_bytes(size)}"})
+    measured = sum(p["seconds"] for p in parts)
+    faults = pd.to_numeric(pd.Series([total.get("minor_faults_per_call")]), errors="coerce").iloc[0]
+    return {"call": ".cpu()" if call == "cpu" else ".to('cpu')", "size": size, "total": float(total["median_s"]),
+            "case": f"{total['path']}, {format_bytes(size)}", "parts": parts, "missing": missing,
+            "rest": float(total["median_s"]) - measured, "faults": None if pd.isna(faults) else float(faults)}
+
+
+#: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
+_PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blocking": True, "method": "to"})
+_PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
+
+
+def _copy_at(frame: pd.DataFrame, size: int, dst: str, which: tuple[str, dict[str, Any]]) -> pd.Series | None:
+    """The pin_memory scenario's own copy at that size and device, else the core family's same call."""
+    variant, core = which
+    at = frame[(frame["nbytes"] == size) & (frame["dst"] == dst)]
+    rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
+    rows = rows if not rows.empty else _matching(at, core)
+    return rows.iloc[0] if not rows.empty else None
+
+
+def pinning_break_even(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
+    pinned .to); "never pays off" where the pinned copy is slower, "can't tell" where the two differ by less than
+    their spread (the sum of their IQRs) or one was not measured."""
+    rows = []
+    pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
+    for _, pin in pins.iterrows():
+        size, dst = int(pin["nbytes"]), str(pin["dst"])
+        pageable, pinned = (_copy_at(frame, size, dst, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
+        row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
+                               "pinned": pinned, "saved_s": None, "copies": None}
+        if pageable is None or pinned is None:
+            lacking = "pageable" if pageable is None else "pinned"
+            row["verdict"] = f"can't tell: no {lacking} copy measured at {format_bytes(size)}"
+        else:
+            saved = float(pageable["median_s"] - pinned["median_s"])
+            spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
+            row["saved_s"] = saved
+            if abs(saved) <= spread:
+                row["verdict"] = "can't tell: the two copies differ by less than their spread (IQR)"
+            elif saved < 0:
+                row["verdict"] = "never pays off: the pinned copy is slower"
+            else:
+                row["copies"] = row["pin_s"] / saved
+                nth = math.ceil(row["copies"])
+                row["verdict"] = f"from copy {nth} (pinning = {row['copies']:.2g}× one copy's saving)"
+        rows.append(row)
+    return rows
 
 
 def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
@@ -248,14 +369,23 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
 
 
 def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
-    """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy)."""
+    """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy); a run whose
+    sizes are latency-bound states what one call took, never a bandwidth."""
     rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
     if rows.empty:
         return None
     best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     best = best.loc[best["bandwidth_gbps"].idxmax()]
-    sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached {best['bandwidth_gbps']:.3g} GB/s at "
-                f"{format_bytes(best['nbytes'])}")
+    sweep = rows[rows["method"] == best["method"]]
+    where = f"at {format_bytes(best['nbytes'])}"
+    if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
+        sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached "
+                    f"{best['bandwidth_gbps']:.3g} GB/s {where}")
+    else:
+        sentence = (f"Host memory copies (torch's {best['method']}, several threads) took "
+                    f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
+                    + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
+                       "every size measured is latency-bound") + ", so no bandwidth is stated")
     if (machine_info.get("xferbench") or {}).get("simulated"):
         sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
     elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
@@ -264,7 +394,7 @@ def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
         ceiling = host_ceiling(frame)
         sentence += ("; the driver stages a pageable transfer with one thread's memcpy, which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
-                        "this run did not measure, so the pageable panels have no roof."))
+                        f"gives no roof here: {host_ceiling_missing(frame)}."))
     if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence

@@ -16,12 +16,13 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..families import fitted_ops, moving_ops, order_of
-from ..units import format_bytes
+from ..units import format_bytes, format_seconds
 
 __all__ = [
     "BETA_CAP_TOLERANCE",
     "COPY_TOUCHES",
     "Fit",
+    "bandwidth_bound",
     "PCIE_GBPS_PER_LANE",
     "cache_bytes",
     "cache_resident",
@@ -30,6 +31,7 @@ __all__ = [
     "fit_paths",
     "fits_in_cache",
     "host_ceiling",
+    "host_ceiling_missing",
     "largest_common_size",
     "link_peak",
     "memory_allows",
@@ -396,16 +398,55 @@ def _nvlink_peak(machine_info: dict[str, Any], src: str, dst: str) -> tuple[floa
 SINGLE_THREAD = {"op": "host", "method": "copy_", "variant": "single_thread"}
 
 
-def host_ceiling(frame: pd.DataFrame) -> tuple[float, str] | None:
-    """The single-thread host memcpy measured in the same run at its largest size, or None when not measured."""
+def bandwidth_bound(nbytes: pd.Series, seconds: pd.Series) -> bool | None:
+    """Whether the largest size of a sweep is set by its bytes (at or beyond α·β, where half of β is reached):
+    False when the fixed cost sets it (latency-bound), None when one size cannot tell the two apart.
+    Two sizes give α and β exactly; three or more are fitted (``fit_alpha_beta``)."""
+    times = pd.Series(np.asarray(seconds, dtype=float)).groupby(np.asarray(nbytes, dtype=float)).median()
+    if len(times) < 2:
+        return None
+    if len(times) == 2:
+        (n0, t0), (n1, t1) = times.items()
+        slope = (t1 - t0) / (n1 - n0)
+        # Times that do not grow with the bytes: all fixed cost. Else α·β = (t0 - n0·slope) / slope.
+        return bool(slope > 0 and n1 >= (t0 - n0 * slope) / slope)
+    fit = fit_alpha_beta(times.index.to_numpy(), times.to_numpy())
+    return fit is not None and float(times.index.max()) >= fit.half_peak_bytes
+
+
+def _single_thread(frame: pd.DataFrame) -> pd.DataFrame:
     host = frame[frame["bandwidth_gbps"].notna()]
     for column, value in SINGLE_THREAD.items():
         host = host[host[column] == value]
-    if host.empty:
+    return host
+
+
+def host_ceiling(frame: pd.DataFrame) -> tuple[float, str] | None:
+    """The single-thread host memcpy measured in the same run at its largest size, or None when not measured or
+    when that size is not bandwidth-bound (``host_ceiling_missing`` says which): 4 B per 1.7 µs bounds nothing."""
+    host = _single_thread(frame)
+    if host.empty or not bandwidth_bound(host["nbytes"], host["median_s"]):
         return None
     largest = host[host["nbytes"] == host["nbytes"].max()]
     best = largest.loc[largest["bandwidth_gbps"].idxmax()]
     return float(best["bandwidth_gbps"]), f"single-thread host memcpy ({format_bytes(int(best['nbytes']))}, this run)"
+
+
+def host_ceiling_missing(frame: pd.DataFrame) -> str | None:
+    """Why the run gives pageable moves no host roof (a clause), or None when ``host_ceiling`` has one."""
+    host = _single_thread(frame)
+    if host.empty:
+        return "this run measured no single-thread host memcpy (host copy_ single_thread)"
+    bound = bandwidth_bound(host["nbytes"], host["median_s"])
+    if bound:
+        return None
+    largest = host[host["nbytes"] == host["nbytes"].max()]
+    took = f"{format_bytes(int(largest['nbytes'].iloc[0]))} in {format_seconds(float(largest['median_s'].min()))}"
+    if bound is None:
+        return (f"the single-thread host memcpy was measured at one size only ({took}), which cannot tell its fixed cost "
+                "from its bandwidth, so it bounds nothing")
+    return (f"the single-thread host memcpy's sizes are latency-bound (its largest, {took}, is set by the fixed cost, "
+            "not the bytes), so it states no bandwidth bound")
 
 
 def roofs(frame: pd.DataFrame, machine_info: dict[str, Any], op: str, src: str, dst: str,

@@ -34,14 +34,14 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from ..families import FAMILIES, family, moving_ops
 from ..units import format_bytes, format_seconds, mathtext_safe
-from .findings import cliff, cliff_cause
+from .findings import cliff, cliff_cause, cpu_split
 from .model import (
     COPY_TOUCHES,
     Fit,
     cache_bytes,
     cache_resident,
     fit_path,
-    host_ceiling,
+    host_ceiling_missing,
     largest_common_size,
     practical_ceiling,
     roofs,
@@ -236,7 +236,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
         return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
     resident = cache_resident(rows, machine_info)
     panel_rows, columns = _facets(rows, op)
-    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 3.0 * len(panel_rows) + 0.6),
+    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
                              squeeze=False, sharex=True, sharey=True)
     legend: dict[str, Artist] = {}
     roofed = False
@@ -415,7 +415,7 @@ def creation(frame: pd.DataFrame) -> Figure | str:
     devices = sorted(set(created["dst"]), key=lambda d: (d != "cpu", d))
     columns = min(len(devices), 3)
     panel_rows = math.ceil(len(devices) / columns)
-    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 3.4 * panel_rows + 0.4), squeeze=False,
+    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 2.9 * panel_rows + 0.4), squeeze=False,
                              sharey=True)
     legend: dict[str, Artist] = {}
     for ax, device in zip(axes.flat, devices, strict=False):
@@ -482,7 +482,7 @@ def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
     ops = [op for op in moving_ops() if (timed["op"] == op).any()]
     columns = min(len(ops), 2)
     panel_rows = math.ceil(len(ops) / columns)
-    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 3.3 * panel_rows + 0.4), squeeze=False,
+    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 2.8 * panel_rows + 0.4), squeeze=False,
                              sharey=True)
     groups = sorted({_overhead_group(row) for _, row in timed.iterrows()})
     colours = {g: f"C{i % 10}" for i, g in enumerate(groups)}
@@ -510,6 +510,68 @@ def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
     return fig
 
 
+_SPLIT_COLOURS = {"allocation + first touch": "tab:orange", "staging copy": "tab:gray", "DMA": "tab:red"}
+
+
+def split_labels(split: dict[str, Any], simulated: bool = False) -> list[str]:
+    """The bar's segment labels, in order: each measured part with the case it was read from, then the rest."""
+    tag = " (simulated)" if simulated else ""
+    labels = [f"{part['part']}: {format_seconds(part['seconds'])} ({part['seconds'] / split['total']:.0%}), "
+              f"from {part['case']}{tag if part['part'] == 'DMA' else ''}" for part in split["parts"]]
+    if split["rest"] > 0:
+        labels.append(f"not attributed (total − measured parts): {format_seconds(split['rest'])} "
+                      f"({split['rest'] / split['total']:.0%})")
+    else:  # the parts were measured apart; together they took longer than the call, so they overlap in it
+        labels.append(f"nothing left to attribute: the measured parts exceed the call by {format_seconds(-split['rest'])}"
+                      " (they overlap in it)")
+    return labels
+
+
+def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
+    """One .cpu() at its largest size as a bar of the parts measured apart in the same run (findings.cpu_split),
+    each labelled with its case, and the rest drawn as not attributed; never an estimated part."""
+    simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+    split = cpu_split(frame, simulated)
+    if split is None:
+        return "No .cpu() / .to('cpu') into new pageable memory was measured."
+    if not split["parts"]:
+        return (f"no part of {split['call']} at {format_bytes(split['size'])} could be read from a case of this run "
+                f"({'; '.join(m['what'] for m in split['missing'])}).")
+    labels = split_labels(split, simulated)
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.55, 1.5))
+    left, handles = 0.0, list[Artist]()
+    for part, label in zip(split["parts"], labels, strict=False):
+        bar = ax.barh([0], [part["seconds"] * 1e3], left=left, color=_SPLIT_COLOURS[part["part"]], edgecolor="white")
+        tip(bar.patches[0], [f"{label}\n{part['what']}"])
+        handles.append(bar.patches[0])
+        left += part["seconds"] * 1e3
+    if split["rest"] > 0:
+        bar = ax.barh([0], [split["rest"] * 1e3], left=left, color="white", edgecolor="0.45", hatch="//")
+        tip(bar.patches[0], [labels[-1]])
+        handles.append(bar.patches[0])
+    else:
+        handles.append(ax.axvline(split["total"] * 1e3, color="black", ls="--", lw=1))
+    ax.set_yticks([0], [mathtext_safe(f"{split['call']} {format_bytes(split['size'])}")])
+    ax.set_xlim(0, max(left, split["total"] * 1e3) * 1.02)
+    ax.set_xlabel(mathtext_safe(f"ms; the call: {split['case']}, median {format_seconds(split['total'])}"), fontsize=8)
+    ax.tick_params(labelsize=8)
+    fig.legend(handles, [mathtext_safe(textwrap.fill(label, 62)) for label in labels], loc="center left",
+               bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def _split_caption(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str:
+    """What the bar could not measure in this run, and the faults per call where the rows carry them."""
+    split = cpu_split(frame, bool((machine_info.get("xferbench") or {}).get("simulated")))
+    if split is None:
+        return ""
+    text = "".join(f" {m['why']}, so inside 'not attributed': the {m['part']}, a {m['what']}." for m in split["missing"])
+    if split["faults"] is not None:
+        return text + f" The call itself faulted {split['faults']:,.0f} pages per call (minor_faults_per_call)."
+    return text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record)."
+
+
 Drawing = Callable[[pd.DataFrame, dict[str, Any]], "Figure | str"]
 
 
@@ -526,8 +588,8 @@ _BANDWIDTH_CAPTION = (
     "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5), and for "
     "pageable host memory the single-thread host memcpy measured in this run, the copy the driver stages it with. "
     "Hover a point for its exact value.")
-_NO_HOST_ROOF = (" This run measured no single-thread host memcpy (host copy_ single_thread), so the pageable panels "
-                 "draw no host roof: torch's multi-threaded host copy_ bounds nothing a pageable transfer does.")
+_NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-threaded host copy_ bounds nothing a "
+                 "pageable transfer does.")
 
 
 def _bandwidth_drawing(op: str) -> Drawing:
@@ -542,6 +604,10 @@ def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
 #: key, title, caption, drawing function (rows, machine_info).
 PLOTS: list[tuple[str, str, str, Drawing]] = [
     *_bandwidth_plots(),
+    ("cpu-split", "Where the time of one .cpu() goes",
+     "One .cpu() at the largest size measured, split into parts each read from another case of the same run at that "
+     "size (named beside its segment): allocation with its first touch, the driver's staging copy, the DMA. What they "
+     "do not explain is not attributed: the wait, and whatever no case isolates.", cpu_time_split),
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
      "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
@@ -578,8 +644,13 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
         op = key.removeprefix("bandwidth-")
         if key.startswith("bandwidth-") and op not in present:
             continue
-        if op in ("h2d", "d2h") and host_ceiling(frame) is None and (pageable & frame["op"].eq(op)).any():
-            caption += _NO_HOST_ROOF
+        why = host_ceiling_missing(frame)
+        if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
+            caption += _NO_HOST_ROOF.format(why=why)
+        if key == "cpu-split":
+            if cpu_split(frame) is None:
+                continue  # no .cpu() in the run: nothing to split, and nothing to say
+            caption += _split_caption(frame, machine_info or {})
         plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
     return plots
 
@@ -668,7 +739,7 @@ def _scenario_lines(rows: pd.DataFrame) -> Figure:
     styles = dict(zip(devices, itertools.cycle(["-", "--", ":", "-."]), strict=False))
     variants = list(dict.fromkeys(str(v) for v in rows["variant"]))
     colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 3.0))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 2.5))
     handles, labels = [], []
     for path, group in rows.groupby(_case_labels(rows, sized=False), sort=False):
         group = group.sort_values("nbytes")

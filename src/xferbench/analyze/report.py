@@ -20,13 +20,13 @@ from ..families import FAMILIES, order_of
 from ..output import write_atomic
 from ..units import format_bytes, format_seconds
 from .export import to_csv, to_markdown
-from .findings import at_a_glance, findings, why_measured
+from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .model import fit_paths, practical_ceiling, roofs
 from .peers import PeerFigure, comparisons, headlines
 from .plots import Plot, as_plot, render, scenario_plot
 from .results import Results
 
-__all__ = ["build_html", "companions", "is_simulated", "write_atomic", "write_report"]
+__all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "write_atomic", "write_report"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("xferbench.analyze", "templates"),
@@ -42,6 +42,10 @@ def _number(value: Any, digits: int = 3) -> str:
 
 
 _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v is None else float(v)), size=format_bytes)
+
+
+#: The figures of this run's GPU-to-CPU story, drawn right after the key findings.
+STORY = ("bandwidth-d2h", "cpu-split")
 
 
 def is_simulated(results: Results) -> bool:
@@ -113,10 +117,32 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
             continue
         plot = as_plot(op, family.title, family.caption, scenario_plot(frame, op))
         sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(frame, op)),
-                         "plots": [plot]})
+                         "plots": [plot], "table": break_even_table(frame) if op == "pin_memory" else None})
     return sections + [s for s in [distributed_section(frame)] if s]
 
 
+
+
+def _case(row: pd.Series | None) -> str:
+    if row is None:
+        return "not measured"
+    return f"{format_seconds(row['median_s'])} ({'scenario' if row['op'] == 'pin_memory' else row['op'] + ' family'})"
+
+
+def break_even_table(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """The pinning break-even per size (findings.pinning_break_even) as a small table, or None without pin_memory."""
+    rows = pinning_break_even(frame)
+    if not rows:
+        return None
+    return {"id": "break-even", "caption": (
+        "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
+        "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
+        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size. A saving within "
+        "the two copies' spread (IQR) can't tell."),
+        "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
+                    "pinning pays off"],
+        "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),
+                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] for row in rows]}
 
 
 def _svg(plots: list[Plot]) -> list[Plot]:
@@ -143,14 +169,14 @@ def _render(results: Results, history: list[Plot] | None, extra_sections: list[d
     peer_rows = comparisons(results.frame, peers or [])
     peer_lines = headlines(peer_rows)
     drawn = _svg(render(frame, results.machine_info))
-    story = [plot for plot in drawn if plot.key == "bandwidth-d2h"]
+    story = [plot for plot in drawn if plot.key in STORY]
     html = _ENV.get_template("report.html.j2").render(
         version=__version__,
         results=results,
         simulated=simulated,
         has_accelerator=results.has_accelerator,
         findings=key_findings,
-        plots=[plot for plot in drawn if plot.key != "bandwidth-d2h"],
+        plots=[plot for plot in drawn if plot.key not in STORY],
         story=story,
         glance=at_a_glance(frame),
         why=why_measured(frame),
