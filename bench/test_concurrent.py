@@ -11,20 +11,20 @@ import pytest
 
 
 @pytest.mark.xfer("bidir")
-def test_bidir(xfer_concurrent, xfer_run_concurrent):
-    xfer_run_concurrent(xfer_concurrent)
+def test_bidir(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("all_gpus_host")
-def test_all_gpus_host(xfer_concurrent, xfer_run_concurrent):
-    xfer_run_concurrent(xfer_concurrent)
+def test_all_gpus_host(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("copy_kind")
-def test_copy_kind(xfer_concurrent, xfer_run_concurrent):
-    xfer_run_concurrent(xfer_concurrent)
+def test_copy_kind(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("numa")
-def test_numa(xfer_concurrent, xfer_run_concurrent):
-    xfer_run_concurrent(xfer_concurrent)
+def test_numa(xfer_case, xfer):
+    xfer(xfer_case)

@@ -17,30 +17,30 @@ import pytest
 
 
 @pytest.mark.xfer("module_to")
-def test_module_to(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_module_to(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("forward")
-def test_forward(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_forward(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("sync_stall")
-def test_sync_stall(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_sync_stall(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("pin_memory")
-def test_pin_memory(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_pin_memory(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("placement")
-def test_placement(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_placement(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("cuda_vs_to")
-def test_cuda_vs_to(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_cuda_vs_to(xfer_case, xfer):
+    xfer(xfer_case)

@@ -15,15 +15,15 @@ import pytest
 
 
 @pytest.mark.xfer("batching")
-def test_batching(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_batching(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("copy_overlap")
-def test_copy_overlap(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_copy_overlap(xfer_case, xfer):
+    xfer(xfer_case)
 
 
 @pytest.mark.xfer("state_dict")
-def test_state_dict(xfer_scenario, xfer_run_scenario):
-    xfer_run_scenario(xfer_scenario)
+def test_state_dict(xfer_case, xfer):
+    xfer(xfer_case)

@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import shutil
 import types
@@ -10,9 +11,10 @@ import torch  # loaded before pytester's in-process runs, which unload what they
 from xferbench.families import family
 from xferbench.measure import concurrent, run_state
 from xferbench.measure.cases import Skipped
-from xferbench.measure.concurrent import Concurrent, build_concurrent, numa_cpus, numa_node_of, run_concurrent
+from xferbench.measure.concurrent import Concurrent, numa_cpus, numa_node_of
 from xferbench.measure.faults import fault_calls
 from xferbench.measure.run_state import RunState, annotate, family_of
+from xferbench.measure.scenario_families import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.scenarios import Prepared
 from xferbench.measure.transfers import CannotRun
 
@@ -30,24 +32,37 @@ def skips(planned):
     return {p.id: p.reason for p in planned if isinstance(p, Skipped)}
 
 
+#: The concurrent families: the registry's own kind.
+CONCURRENT = sorted(op for op, obj in SCENARIO_FAMILIES.items() if obj.record.kind == "concurrent")
+
+
+def test_the_concurrent_families_are_the_four_of_concurrent_py():
+    assert CONCURRENT == ["all_gpus_host", "bidir", "copy_kind", "numa"]
+
+
+def patch_prepare(monkeypatch, op, prepare):
+    """Run ``op``'s cases with ``prepare`` instead of its own (its registered object, replaced for the test)."""
+    monkeypatch.setitem(SCENARIO_FAMILIES, op, dataclasses.replace(SCENARIO_FAMILIES[op], prepare=prepare))
+
+
 class TestPlanning:
     def test_every_family_is_registered(self):
         """Each concurrent family is in the registry, so the report shows it."""
-        for op in concurrent.CONCURRENT:
-            assert family(op).kind == "scenario" and family(op).caption
+        for op in CONCURRENT:
+            assert family(op).kind == "concurrent" and family(op).caption
 
-    @pytest.mark.parametrize("op", sorted(concurrent.CONCURRENT))
+    @pytest.mark.parametrize("op", CONCURRENT)
     def test_cpu_only_skips_with_one_reason(self, op):
-        assert skips(build_concurrent(op, ["cpu"], "quick")) == {
+        assert skips(plan(op, ["cpu"], "quick")) == {
             f"{op}-no-accelerator": f"{op} needs an accelerator; the devices measured are: cpu"}
 
     def test_not_cuda_skips(self):
         """Streams are CUDA's: another accelerator gets a reason, not a crash."""
-        assert skips(build_concurrent("bidir", ["cpu", "xpu:0"], "quick")) == {
+        assert skips(plan("bidir", ["cpu", "xpu:0"], "quick")) == {
             "bidir-needs-cuda": "bidir times copies on CUDA streams; the accelerators here are xpu:0"}
 
     def test_bidir_each_direction_and_both(self):
-        planned = build_concurrent("bidir", ["cpu", "cuda:0", "cuda:1"], "quick")
+        planned = plan("bidir", ["cpu", "cuda:0", "cuda:1"], "quick")
         assert ids(planned) == ["h2d-64MiB-cpu->cuda:0", "d2h-64MiB-cuda:0->cpu", "h2d+d2h-64MiB-cpu->cuda:0",
                                 "h2d-64MiB-cpu->cuda:1", "d2h-64MiB-cuda:1->cpu", "h2d+d2h-64MiB-cpu->cuda:1"]
         both = planned[2]
@@ -55,30 +70,30 @@ class TestPlanning:
         assert both.extra_info()["host_memory"] == "pinned" and both.extra_info()["non_blocking"] is True
 
     def test_all_gpus_needs_two(self):
-        assert skips(build_concurrent("all_gpus_host", ["cpu", "cuda:0"], "quick")) == {
+        assert skips(plan("all_gpus_host", ["cpu", "cuda:0"], "quick")) == {
             "all_gpus_host-needs-two-accelerators": "all_gpus_host loads the host link from every GPU at once; it "
                                                     "needs two or more, found 1 (cuda:0): see bidir and h2d for one GPU"}
 
     def test_all_gpus_next_to_one(self):
-        planned = build_concurrent("all_gpus_host", ["cpu", "cuda:0", "cuda:1", "cuda:2"], "quick")
+        planned = plan("all_gpus_host", ["cpu", "cuda:0", "cuda:1", "cuda:2"], "quick")
         assert ids(planned) == ["h2d_one-64MiB-cpu->cuda:0", "h2d_all-64MiB-cpu->all:cuda", "d2h_one-64MiB-cuda:0->cpu",
                                 "d2h_all-64MiB-all:cuda->cpu"]
         assert [c.nbytes // MiB for c in planned] == [64, 3 * 64, 64, 3 * 64]
         assert planned[1].gpus == ("cuda:0", "cuda:1", "cuda:2")
 
     def test_copy_kind_without_cpu_keeps_the_device_half(self):
-        assert ids(build_concurrent("copy_kind", ["cuda:0"], "quick")) == [
+        assert ids(plan("copy_kind", ["cuda:0"], "quick")) == [
             "memcpy-64MiB-cuda:0", "strided-64MiB-cuda:0", "convert-64MiB-cuda:0"]
-        assert len(ids(build_concurrent("copy_kind", ["cpu", "cuda:0"], "full"))) == 3 * 7
+        assert len(ids(plan("copy_kind", ["cpu", "cuda:0"], "full"))) == 3 * 7
 
     def test_numa_local_and_remote_each_way(self):
-        assert ids(build_concurrent("numa", ["cpu", "cuda:0"], "quick")) == [
+        assert ids(plan("numa", ["cpu", "cuda:0"], "quick")) == [
             "h2d_local-256MiB-cpu->cuda:0", "h2d_remote-256MiB-cpu->cuda:0",
             "d2h_local-256MiB-cuda:0->cpu", "d2h_remote-256MiB-cuda:0->cpu"]
 
     def test_unknown(self):
-        with pytest.raises(ValueError, match="unknown family 'teleport'"):
-            build_concurrent("teleport", ["cpu"], "quick")
+        with pytest.raises(ValueError, match="unknown scenario family 'teleport'"):
+            plan("teleport", ["cpu"], "quick")
 
 
 class TestRun:
@@ -88,10 +103,10 @@ class TestRun:
 
         def prepare(c, sync):
             return Prepared(lambda: (calls.append("call"), sync()), check=checked.append, extra={"host_numa_node": 1})
-        monkeypatch.setitem(concurrent._PREPARE, "all_gpus_host", prepare)
+        patch_prepare(monkeypatch, "all_gpus_host", prepare)
         case = Concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", MiB, ("cuda:0", "cuda:1"))
         backend, bench = FakeBackend(gpus=2), FakeBenchmark(calls=4)
-        info = run_concurrent(case, bench, backend)
+        info = run(case, bench, backend)
         counted = fault_calls(1e-3)  # calls after timing whose page faults are counted
         assert len(calls) == 3 + 4 + counted and len(checked) == 1
         assert backend.syncs() == [0, 1] * (7 + counted)
@@ -102,19 +117,19 @@ class TestRun:
     def test_unplaceable_numa_is_a_skip_reason(self, monkeypatch):
         def prepare(c, sync):
             raise concurrent.NotPlaceable("no other NUMA node with CPUs this process may use")
-        monkeypatch.setitem(concurrent._PREPARE, "numa", prepare)
+        patch_prepare(monkeypatch, "numa", prepare)
         case = Concurrent("numa", "h2d_remote", "cpu", "cuda:0", MiB, ("cuda:0",))
         with pytest.raises(CannotRun, match="no other NUMA node"):
-            run_concurrent(case, FakeBenchmark(), FakeBackend(gpus=1))
+            run(case, FakeBenchmark(), FakeBackend(gpus=1))
 
 
     @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without a real CUDA device")
-    @pytest.mark.parametrize("op", sorted(concurrent.CONCURRENT))
+    @pytest.mark.parametrize("op", CONCURRENT)
     def test_without_real_cuda_a_reason_not_a_crash(self, op):
         """A backend that only claims GPUs (a fake, a simulated machine) gets a skip reason from the real paths."""
-        case = next(c for c in build_concurrent(op, ["cpu", "cuda:0", "cuda:1"], "quick") if isinstance(c, Concurrent))
+        case = next(c for c in plan(op, ["cpu", "cuda:0", "cuda:1"], "quick") if isinstance(c, Concurrent))
         with pytest.raises(CannotRun, match=f"{op} needs real CUDA devices .*; torch sees no CUDA device"):
-            run_concurrent(case, FakeBenchmark(), FakeBackend(gpus=2))
+            run(case, FakeBenchmark(), FakeBackend(gpus=2))
 
 
 class TestNuma:

@@ -1,5 +1,6 @@
 """The registry is the one home of a benchmark family: every stage reads it, nothing else lists ops."""
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -11,19 +12,102 @@ from xferbench.analyze.model import fit_paths
 from xferbench.analyze.report import build_html
 from xferbench.analyze.results import load
 from xferbench.families import FAMILIES, Family, Variant
+from xferbench.measure.cases import Skipped
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_core_and_scenario_family_has_one_bench_file():
-    """Adding a family is a record plus one bench/test_*.py: each registered op is marked in exactly one file."""
+def test_every_core_scenario_and_concurrent_family_has_one_bench_file():
+    """Adding a family is a record plus one bench/test_*.py: each registered op is marked in exactly one file,
+    and every one of them runs with the same two fixtures."""
     marked: dict[str, list[str]] = {}
     for path in sorted((ROOT / "bench").glob("test_*.py")):
-        for op in re.findall(r'@pytest\.mark\.xfer\("(\w+)"\)', path.read_text()):
+        text = path.read_text()
+        for op in re.findall(r'@pytest\.mark\.xfer\("(\w+)"\)', text):
             marked.setdefault(op, []).append(path.name)
-    expected = {op for op, f in FAMILIES.items() if f.kind in ("core", "scenario")}
+        if "@pytest.mark.xfer(" in text:
+            assert set(re.findall(r"def test_\w+\((.*)\):", text)) == {"xfer_case, xfer"}, path.name
+    expected = {op for op, f in FAMILIES.items() if f.kind in ("core", "scenario", "concurrent")}
     assert set(marked) == expected, "bench/ and the registry disagree on which families exist"
     assert all(len(files) == 1 for files in marked.values()), marked
+
+
+SCENARIO_KINDS = ("scenario", "concurrent")
+
+
+def test_every_scenario_and_concurrent_family_has_one_object_with_every_hook():
+    """One object per family, registered once: its plan, sizes for each profile, preparation, simulated price,
+    and its record's finding (declared, None where its section has the caption alone)."""
+    from xferbench.measure.cases import PROFILES
+    from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+
+    declared = {op for op, f in FAMILIES.items() if f.kind in SCENARIO_KINDS}
+    assert set(SCENARIO_FAMILIES) == declared
+    for op, obj in SCENARIO_FAMILIES.items():
+        assert obj.op == op and obj.record is FAMILIES[op]
+        assert all(callable(hook) for hook in (obj.plan, obj.prepare, obj.price)), op
+        assert all(obj.sizes[profile] for profile in PROFILES), op
+        assert obj.finding is None or callable(obj.finding), op
+    with_findings = {op for op, obj in SCENARIO_FAMILIES.items() if obj.finding is not None}
+    assert with_findings == {"module_to", "sync_stall", "pin_memory", "placement", "cuda_vs_to"}
+
+
+@pytest.mark.parametrize("hook", ["plan", "prepare", "price"])
+def test_a_family_object_without_a_hook_is_refused(hook):
+    from xferbench.measure.scenario_families import SCENARIO_FAMILIES, ScenarioFamily
+
+    fields = {name: getattr(SCENARIO_FAMILIES["bidir"], name) for name in ("op", "sizes", "plan", "prepare", "price")}
+    with pytest.raises(ValueError, match=f"scenario family 'bidir' lacks {hook}"):
+        ScenarioFamily(**(fields | {hook: None}))
+    with pytest.raises(ValueError, match=r"lacks sizes\['full'\]"):
+        ScenarioFamily(**(fields | {"sizes": {"quick": (1,)}}))
+
+
+def test_a_family_object_needs_a_scenario_or_concurrent_record():
+    from xferbench.measure import scenario_families
+
+    toy = scenario_families.SCENARIO_FAMILIES["bidir"]
+    with pytest.raises(ValueError, match="two scenario families are named 'bidir'"):
+        scenario_families._registered((toy, toy))
+    with pytest.raises(ValueError, match=r"'h2d' is a core family in families\.py"):
+        scenario_families._registered((dataclasses.replace(toy, op="h2d"),))
+
+
+def test_every_family_object_plans_prepares_and_prices_on_a_simulated_machine():
+    """Each hook runs: the plan gives cases on two simulated GPUs, the price gives calls on the simulated
+    clock (forward says it cannot be priced, numa remote needs a second node)."""
+    from xferbench.measure.concurrent import NotPlaceable
+    from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+    from xferbench.measure.simulate import SimBackend, load_spec
+    from xferbench.measure.transfers import CannotRun
+
+    backend = SimBackend(load_spec(ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml"))
+    for op, obj in SCENARIO_FAMILIES.items():
+        planned = [c for c in obj.cases(["cpu", "cuda:0", "cuda:1"], "quick") if not isinstance(c, Skipped)]
+        assert planned and all(c.op == op for c in planned), op
+        on_gpu = [c for c in planned if any(d.startswith("cuda:") for d in c.devices)]
+        priced = 0
+        for case in on_gpu:
+            try:
+                prepared = obj.prepared(case, backend, lambda: None)
+            except (CannotRun, NotPlaceable):
+                continue
+            with backend.simulating():
+                prepared.target()
+            priced += 1
+        assert priced or op == "forward", op
+
+
+def test_a_finding_reads_its_family_rows_from_the_record():
+    """The report's sentences under a scenario come from the record's finding, on a real-format sample."""
+    from xferbench.analyze.findings import scenario_findings
+
+    frame = load([ROOT / "tests" / "data" / "sim-2gpu.json"]).frame
+    for op, record in FAMILIES.items():
+        if record.kind in SCENARIO_KINDS and (frame["op"] == op).any():
+            sentences = scenario_findings(frame, op)
+            assert bool(sentences) == (record.finding is not None), op
+            assert sentences == ([] if record.finding is None else record.finding(frame[frame["op"] == op]))
 
 
 def test_two_records_of_one_op_are_refused():
@@ -38,7 +122,7 @@ def test_register_refuses_a_second_record_for_an_op():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"kind": "plugin"}, "kind must be core, scenario or distributed"),
+    ({"kind": "plugin"}, "kind must be one of core, scenario, concurrent, distributed"),
     ({"endpoints": "everywhere"}, "a core family needs endpoints"),
     ({"variants": ()}, "at least one variant"),
 ])
@@ -83,3 +167,44 @@ def test_a_toy_family_needs_one_record_and_one_bench_file(pytester, monkeypatch,
     assert results.frame["bandwidth_gbps"].gt(0).all(), "a payload-moving family gets a bandwidth"
     assert list(fit_paths(results.frame)["path"]) == ["toy pageable clone cpu"], "and an alpha-beta fit"
     assert "toy pageable clone cpu" in build_html(results)
+
+
+TOY_SCENARIO_BENCH = '''
+import pytest
+
+@pytest.mark.xfer("toy_stage")
+def test_toy_stage(xfer_case, xfer):
+    xfer(xfer_case)
+'''
+
+
+@pytest.mark.slow
+def test_a_toy_scenario_family_needs_one_record_one_object_and_one_bench_file(pytester, monkeypatch, tmp_path):
+    """A scenario family declared in a test (a record with its finding, an object with its hooks, a bench file;
+    nothing else edited) is planned, priced on the simulated machine, loaded and reported with its sentence."""
+    from xferbench.measure.scenario_families import SCENARIO_FAMILIES, ScenarioFamily
+    from xferbench.measure.scenarios import Prepared, plan_on_gpus
+
+    def refuse(case, sync):
+        raise AssertionError("a simulated GPU case reached the real calls")
+
+    def price(case, priced, sync):
+        return Prepared(lambda: (priced.copy("h2d_pinned", case.size, case.dst, waits=False), sync()))
+
+    record = Family("toy_stage", "Scenario: a toy staged copy", "a pinned copy, registered by a test", "scenario",
+                    "tab:cyan", caption="The toy's caption.",
+                    finding=lambda rows: [f"The toy moved {len(rows)} sizes."])
+    monkeypatch.setitem(FAMILIES, "toy_stage", record)
+    monkeypatch.setitem(SCENARIO_FAMILIES, "toy_stage", ScenarioFamily(
+        "toy_stage", {"quick": (2**20, 2**22), "full": (2**20,)}, plan_on_gpus("toy_stage", ("pinned",), "bytes"),
+        refuse, price))
+    pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+    pytester.makepyfile(test_toy_stage=TOY_SCENARIO_BENCH)
+    out = tmp_path / "toy.json"
+    result = pytester.runpytest("--benchmark-only", f"--xfer-simulate={ROOT / 'examples' / 'sim-2gpu-pcie5-nvlink.toml'}",
+                                "--xfer-devices=cpu,cuda:0", f"--benchmark-json={out}")
+    result.assert_outcomes(passed=2)
+    frame = load([out]).frame
+    assert sorted(frame["nbytes"]) == [2**20, 2**22] and set(frame["clock"]) == {"simulated"}
+    html = build_html(load([out]))
+    assert "Scenario: a toy staged copy" in html and "The toy moved 2 sizes." in html

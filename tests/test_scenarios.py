@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
@@ -5,15 +7,14 @@ from torch import nn
 from xferbench.measure import scenarios
 from xferbench.measure.cases import Skipped
 from xferbench.measure.faults import fault_calls
+from xferbench.measure.scenario_families import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.scenarios import (
     DeviceMismatch,
     Prepared,
     Scenario,
-    build_scenarios,
     checked_forward,
     mlp,
     non_blocking_hazard,
-    run_scenario,
 )
 
 from fakes import FakeBackend, FakeBenchmark
@@ -27,28 +28,35 @@ def skips(planned):
     return {p.id: p.reason for p in planned if isinstance(p, Skipped)}
 
 
+def patch_prepare(monkeypatch, op, prepare):
+    """Run ``op``'s cases with ``prepare`` instead of its own (its registered object, replaced for the test),
+    on a fake backend's GPUs too (the check that torch sees them is part of what is replaced)."""
+    monkeypatch.setitem(SCENARIO_FAMILIES, op, dataclasses.replace(SCENARIO_FAMILIES[op], prepare=prepare))
+    monkeypatch.setattr(scenarios, "missing_cuda", lambda devices: None)
+
+
 class TestMatrix:
     def test_cpu_runs_what_it_can(self):
         """On the CPU: module_to (again), forward and placement's CPU half run; the rest skip."""
-        assert ids(build_scenarios("module_to", ["cpu"], "quick")) == ["again-1e3params-cpu", "again-1e5params-cpu",
+        assert ids(plan("module_to", ["cpu"], "quick")) == ["again-1e3params-cpu", "again-1e5params-cpu",
                                                                       "again-1e7params-cpu"]
-        assert ids(build_scenarios("forward", ["cpu"], "quick")) == ["forward-64batch-cpu"]
-        placement = build_scenarios("placement", ["cpu"], "quick")
+        assert ids(plan("forward", ["cpu"], "quick")) == ["forward-64batch-cpu"]
+        placement = plan("placement", ["cpu"], "quick")
         assert ids(placement) == ["convert_on_cpu-8images-cpu", "convert_on_cpu-64images-cpu"]
         assert skips(placement) == {"placement-gpu-half": "placement's move-then-convert half needs an accelerator"}
         for op in ("sync_stall", "pin_memory", "cuda_vs_to"):
-            assert skips(build_scenarios(op, ["cpu"], "quick")) == {
+            assert skips(plan(op, ["cpu"], "quick")) == {
                 f"{op}-no-accelerator": f"{op} needs an accelerator; the devices measured are: cpu"}
 
     def test_one_gpu(self):
         """With a GPU: first moves, both placement variants, stalls from the GPU to the host."""
         devices = ["cpu", "cuda:0"]
-        assert "first-1e7params-cpu->cuda:0" in ids(build_scenarios("module_to", devices, "quick"))
-        assert "move_then_convert-64images-cpu->cuda:0" in ids(build_scenarios("placement", devices, "quick"))
-        stall = build_scenarios("sync_stall", devices, "quick")
+        assert "first-1e7params-cpu->cuda:0" in ids(plan("module_to", devices, "quick"))
+        assert "move_then_convert-64images-cpu->cuda:0" in ids(plan("placement", devices, "quick"))
+        stall = plan("sync_stall", devices, "quick")
         assert ids(stall) == ["item-4B-cuda:0->cpu", "cpu-4B-cuda:0->cpu", "tolist-4B-cuda:0->cpu", "str-4B-cuda:0->cpu",
                               "nonblocking_event-4B-cuda:0->cpu"]
-        assert len(ids(build_scenarios("cuda_vs_to", devices, "full"))) == 12
+        assert len(ids(plan("cuda_vs_to", devices, "full"))) == 12
 
     def test_extra_info_names_the_scenario(self):
         info = Scenario("placement", "move_then_convert", "cpu", "cuda:0", 64, "images").extra_info()
@@ -58,7 +66,7 @@ class TestMatrix:
 
     def test_unknown(self):
         with pytest.raises(ValueError, match="unknown scenario"):
-            build_scenarios("teleport", ["cpu"], "quick")
+            plan("teleport", ["cpu"], "quick")
 
 
 class TestLessonSemantics:
@@ -105,7 +113,7 @@ class TestRunScenario:
     ], ids=lambda s: s.id)
     def test_cpu_scenarios_fill_the_contract(self, scenario):
         bench = FakeBenchmark(calls=2)
-        info = run_scenario(scenario, bench, FakeBackend())
+        info = run(scenario, bench, FakeBackend())
         assert info == scenario.extra_info() | {"clock": "wall+sync", "minor_faults_per_call": info["minor_faults_per_call"]}
         assert type(info["minor_faults_per_call"]) is float
         assert bench.group == f"{scenario.op} cpu->cpu"
@@ -116,9 +124,9 @@ class TestRunScenario:
         order = []
         prepared = Prepared(target=lambda: order.append("target"), setup=lambda: order.append("setup"),
                             teardown=lambda: order.append("teardown"), extra={"queued_seconds": 0.002})
-        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: (sync(), prepared)[1])
+        patch_prepare(monkeypatch, "sync_stall", lambda s, sync: (sync(), prepared)[1])
         bench = FakeBenchmark()
-        info = run_scenario(Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes"), bench, backend, "full")
+        info = run(Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes"), bench, backend, "full")
         assert bench.pedantic_rounds == 30
         # 2 warm-up and 30 timed rounds, then the calls whose faults are counted, each with its setup.
         assert order[:3] == ["setup", "target", "teardown"] and order.count("target") == 32 + fault_calls(1e-3)
@@ -129,14 +137,14 @@ class TestRunScenario:
     def test_calibrated_scenarios_warm_up_first(self, monkeypatch):
         """pytest-benchmark calibrates on its first call: the one-time costs are paid before it starts."""
         calls = []
-        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: Prepared(target=lambda: calls.append("call")))
+        patch_prepare(monkeypatch, "forward", lambda s, sync: Prepared(target=lambda: calls.append("call")))
 
         class Recording(FakeBenchmark):
             def __call__(self, fn):
                 self.calls_before = len(calls)
                 return super().__call__(fn)
         bench = Recording(calls=5)
-        run_scenario(Scenario("forward", "forward", "cpu", "cpu", 2, "batch"), bench, FakeBackend())
+        run(Scenario("forward", "forward", "cpu", "cpu", 2, "batch"), bench, FakeBackend())
         assert bench.calls_before == 3 and len(calls) == 3 + 5 + fault_calls(1e-3)
 
     def test_faults_are_counted_around_the_target_alone(self, monkeypatch):
@@ -149,8 +157,8 @@ class TestRunScenario:
         def add(n):
             counter["faults"] += n
         prepared = Prepared(target=lambda: add(3), setup=lambda: add(100), teardown=lambda: add(1000))
-        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared)
-        info = run_scenario(Scenario("module_to", "first", "cpu", "cpu", 10**3, "params"), FakeBenchmark(), FakeBackend())
+        patch_prepare(monkeypatch, "module_to", lambda s, sync: prepared)
+        info = run(Scenario("module_to", "first", "cpu", "cpu", 10**3, "params"), FakeBenchmark(), FakeBackend())
         assert info["minor_faults_per_call"] == 3.0
 
     def test_pin_cold_empties_the_host_cache_before_each_round(self, monkeypatch):
@@ -160,7 +168,7 @@ class TestRunScenario:
         monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: order.append("pin") or self.clone())
         for variant in ("pin_cold", "pin_cached"):
             order.clear()
-            prepared = scenarios._prepare_pin_memory(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"),
+            prepared = scenarios.prepare_pin_memory(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"),
                                                      lambda: None)
             bench = FakeBenchmark(calls=4)
             if prepared.setup is None:
@@ -177,7 +185,7 @@ class TestRunScenario:
 
         scenario = Scenario("sync_stall", "item", "cuda:0", "cpu", 4, "bytes")
         with pytest.raises(CannotRun, match=r"sync_stall needs real CUDA devices \(cuda:0\); torch sees no CUDA"):
-            run_scenario(scenario, FakeBenchmark(), FakeBackend(gpus=1))
+            run(scenario, FakeBenchmark(), FakeBackend(gpus=1))
 
     def test_wrong_module_placement_fails(self, monkeypatch):
         """The check after timing fails a module that did not end up on the target."""
@@ -198,21 +206,21 @@ class TestWorkloadFamilies:
 
     def test_planned_per_gpu_and_skipped_without_one(self):
         devices = ["cpu", "cuda:0"]
-        assert ids(build_scenarios("batching", devices, "quick")) == [
+        assert ids(plan("batching", devices, "quick")) == [
             "many_small-4MiB-cpu->cuda:0", "cat_then_one-4MiB-cpu->cuda:0", "one_copy-4MiB-cpu->cuda:0"]
-        assert ids(build_scenarios("copy_overlap", devices, "quick")) == [
+        assert ids(plan("copy_overlap", devices, "quick")) == [
             "kernel_alone-64MiB-cpu->cuda:0", "copy_alone-64MiB-cpu->cuda:0", "sequential-64MiB-cpu->cuda:0",
             "overlapped-64MiB-cpu->cuda:0"]
-        assert ids(build_scenarios("state_dict", devices, "quick")) == [
+        assert ids(plan("state_dict", devices, "quick")) == [
             "cpu-1e5params-cuda:0->cpu", "nonblocking-1e5params-cuda:0->cpu",
             "cpu-1e7params-cuda:0->cpu", "nonblocking-1e7params-cuda:0->cpu"]
         for op in ("batching", "copy_overlap", "state_dict"):
-            assert skips(build_scenarios(op, ["cpu"], "quick")) == {
+            assert skips(plan(op, ["cpu"], "quick")) == {
                 f"{op}-no-accelerator": f"{op} needs an accelerator; the devices measured are: cpu"}
 
     def test_identity(self):
         """1024 pieces of 4 KiB in the quick batching case; a non-blocking state_dict says so."""
-        assert scenarios.SCENARIO_SIZES["batching"]["quick"] == (1024 * scenarios.BATCH_PIECE,)
+        assert SCENARIO_FAMILIES["batching"].sizes["quick"] == (1024 * scenarios.BATCH_PIECE,)
         info = Scenario("state_dict", "nonblocking", "cuda:0", "cpu", 10**5, "params").extra_info()
         assert info["non_blocking"] is True and info["nbytes"] == 4 * sum(p.numel() for p in mlp(10**5).parameters())
         assert Scenario("state_dict", "cpu", "cuda:0", "cpu", 10**5, "params").extra_info()["non_blocking"] is False

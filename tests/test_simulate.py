@@ -710,11 +710,11 @@ class TestConcurrencyModel:
     """The copy engines and the shared host link, on the backend alone (no benchmark run)."""
 
     def elapsed(self, spec, case):
-        from xferbench.measure.simulate_scenarios import prepare_concurrent
+        from xferbench.measure.scenario_families import SCENARIO_FAMILIES
 
         backend = SimBackend(spec)
         gpus = [int(gpu.split(":")[1]) for gpu in case.gpus]
-        prepared = prepare_concurrent(case, backend, lambda: [backend.synchronize(i) for i in gpus])
+        prepared = SCENARIO_FAMILIES[case.op].prepared(case, backend, lambda: [backend.synchronize(i) for i in gpus])
         start = CLOCK.now
         prepared.target()
         return CLOCK.now - start
@@ -761,49 +761,61 @@ class TestRealBackendTakesTheRealPath:
 
         def refuse(*args):
             raise AssertionError("a real backend reached the simulator")
-        monkeypatch.setattr(priced, "prepare_scenario", refuse)
-        monkeypatch.setattr(priced, "prepare_concurrent", refuse)
+        monkeypatch.setattr(priced, "Priced", refuse)
+
+    @staticmethod
+    def record_prepares(monkeypatch, op):
+        """Replace ``op``'s real preparation (and the check that torch sees its GPUs) by one that records its case."""
+        import dataclasses
+
+        from xferbench.measure import scenarios
+        from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+
+        prepared = []
+        monkeypatch.setitem(SCENARIO_FAMILIES, op, dataclasses.replace(
+            SCENARIO_FAMILIES[op], prepare=lambda case, sync: prepared.append(case) or scenarios.Prepared(lambda: None)))
+        monkeypatch.setattr(scenarios, "missing_cuda", lambda devices: None)
+        return prepared
 
     @pytest.mark.parametrize("claims_simulated", [False, True])
     def test_scenario(self, monkeypatch, simulator_refused, claims_simulated):
         from xferbench.measure import scenarios
+        from xferbench.measure.scenario_families import run
 
         from fakes import FakeBackend, FakeBenchmark
 
-        prepared = []
-        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared.append(s) or scenarios.Prepared(lambda: None))
+        prepared = self.record_prepares(monkeypatch, "sync_stall")
         backend = FakeBackend(gpus=2)
         backend.simulated = claims_simulated
         stall = scenarios.Scenario("sync_stall", "item", "cuda:1", "cpu", 4, "bytes")
-        info = scenarios.run_scenario(stall, FakeBenchmark(), backend)
+        info = run(stall, FakeBenchmark(), backend)
         assert prepared == [stall] and info["clock"] == "wall+sync"
         assert backend.syncs() and set(backend.syncs()) == {1}
 
     @pytest.mark.parametrize("claims_simulated", [False, True])
     def test_concurrent(self, monkeypatch, simulator_refused, claims_simulated):
         from xferbench.measure import concurrent
+        from xferbench.measure.scenario_families import run
 
         from fakes import FakeBackend, FakeBenchmark
 
-        prepared = []
-        monkeypatch.setitem(concurrent._PREPARE, "bidir",
-                            lambda c, sync: prepared.append(c) or concurrent.Prepared(lambda: None))
+        prepared = self.record_prepares(monkeypatch, "bidir")
         backend = FakeBackend(gpus=1)
         backend.simulated = claims_simulated
         case = concurrent.Concurrent("bidir", "h2d", "cpu", "cuda:0", MiB, ("cuda:0",))
-        info = concurrent.run_concurrent(case, FakeBenchmark(), backend)
+        info = run(case, FakeBenchmark(), backend)
         assert prepared == [case] and info["clock"] == "wall+sync"
 
     def test_host_only_scenario_on_the_simulated_machine_runs_for_real(self, monkeypatch, simulator_refused):
         """placement's CPU half touches no simulated GPU: it is run and timed for real."""
         from xferbench.measure import scenarios
+        from xferbench.measure.scenario_families import run
 
         from fakes import FakeBenchmark
 
-        prepared = []
-        monkeypatch.setattr(scenarios, "prepare", lambda s, sync: prepared.append(s) or scenarios.Prepared(lambda: None))
+        prepared = self.record_prepares(monkeypatch, "placement")
         on_cpu = scenarios.Scenario("placement", "convert_on_cpu", "cpu", "cpu", 8, "images")
-        info = scenarios.run_scenario(on_cpu, FakeBenchmark(), SimBackend(family_spec()))
+        info = run(on_cpu, FakeBenchmark(), SimBackend(family_spec()))
         assert prepared == [on_cpu] and info["clock"] == "wall+sync"
 
 
@@ -813,11 +825,11 @@ class TestWorkloadsArePricedAndLabelledSimulated:
 
     @staticmethod
     def seconds(scenario):
-        from xferbench.measure.simulate_scenarios import prepare_scenario
+        from xferbench.measure.scenario_families import SCENARIO_FAMILIES
 
         backend = SimBackend(family_spec())
         index = int(next(d for d in scenario.devices if d != "cpu").split(":")[1])
-        prepared = prepare_scenario(scenario, backend, lambda: backend.synchronize(index))
+        prepared = SCENARIO_FAMILIES[scenario.op].prepared(scenario, backend, lambda: backend.synchronize(index))
         with backend.simulating():
             start = backend.clock.now
             prepared.target()
@@ -849,8 +861,7 @@ class TestWorkloadsArePricedAndLabelledSimulated:
         assert cost["overlapped"] == pytest.approx(max(L + K, 2 * L + copy) + sync)
 
     def test_state_dict_copies_each_tensor(self):
-        from xferbench.measure.scenarios import Scenario
-        from xferbench.measure.simulate_scenarios import parameter_bytes
+        from xferbench.measure.scenarios import Scenario, parameter_bytes
 
         L, sync = 4 * US, 5 * US
         sizes = parameter_bytes(10**5)
@@ -869,9 +880,10 @@ class TestWorkloadsArePricedAndLabelledSimulated:
                                           ("state_dict", "nonblocking", "cuda:0", "cpu", 10**4, "params")])
     def test_rows_say_simulated_and_carry_no_faults(self, scenario):
         """A simulated figure is never a measurement: the clock says so, and no page faults are counted."""
-        from xferbench.measure.scenarios import Scenario, run_scenario
+        from xferbench.measure.scenario_families import run
+        from xferbench.measure.scenarios import Scenario
 
         from fakes import FakeBenchmark
 
-        info = run_scenario(Scenario(*scenario), FakeBenchmark(calls=2), SimBackend(family_spec()))
+        info = run(Scenario(*scenario), FakeBenchmark(calls=2), SimBackend(family_spec()))
         assert info["clock"] == "simulated" and "minor_faults_per_call" not in info

@@ -448,8 +448,8 @@ def test_zz_host(xfer_case, xfer):
     xfer(xfer_case)
 
 @pytest.mark.xfer("all_gpus_host")
-def test_zz_all_gpus(xfer_concurrent, xfer_run_concurrent):
-    xfer_run_concurrent(xfer_concurrent)
+def test_zz_all_gpus(xfer_case, xfer):
+    xfer(xfer_case)
 """
 
 

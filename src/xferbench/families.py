@@ -5,16 +5,22 @@ what it needs from the machine, whether it moves a payload and over which link, 
 how the report shows it (order, colour, prose). Every stage reads this registry —
 the case matrix, the plugin, results, the model, the plots, findings, history — so
 adding a family is one record here plus one ``bench/test_*.py`` (docs/contributing.md, "Adding a
-benchmark family"). Plain data: no torch, nothing from either side.
+benchmark family"); a scenario or concurrent family also has one object in
+``measure/scenario_families.py`` with what it runs. Plain data: no torch, nothing from either side
+(a record's ``finding`` is a function of the torch-free ``family_findings.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from . import family_findings
 
 __all__ = [
     "FAMILIES",
+    "KINDS",
     "Family",
     "Variant",
     "family",
@@ -47,6 +53,11 @@ class Variant:
 ENDPOINTS = ("each", "host", "host->accelerator", "accelerator->host", "accelerator", "accelerator->accelerator")
 
 
+#: The kinds of family: the case matrix; a scenario (measure/scenarios.py); copies at once, copy
+#: paths and NUMA (measure/concurrent.py); collectives between processes (measure/distributed).
+KINDS = ("core", "scenario", "concurrent", "distributed")
+
+
 @dataclass(frozen=True)
 class Family:
     """One benchmark family."""
@@ -54,7 +65,7 @@ class Family:
     op: str
     title: str
     times: str  # one sentence: what is timed
-    kind: str  # "core" (the case matrix), "scenario", or "distributed"
+    kind: str  # "core" (the case matrix), "scenario", "concurrent" (copies at once) or "distributed"
     colour: str  # matplotlib colour of its lines and bars
     moves_payload: bool = True  # bandwidth = bytes / time means something; fitted with t = α + n/β
     link: str | None = None  # what bounds it: "pcie", "nvlink", "device memory", "host memory", "network"
@@ -63,10 +74,12 @@ class Family:
     sizes: str = "sweep"  # core families: "sweep", "ends" (smallest and largest only: a no-op), or "none"
     # (no size axis: one case per endpoint and variant, nbytes 0, no size in its id: a synchronize)
     caption: str = ""  # the report's prose for its section or plot
+    # A scenario or concurrent family's sentences from its rows (family_findings.py), or None
+    finding: Callable[[Any], list[str]] | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("core", "scenario", "distributed"):
-            raise ValueError(f"family {self.op!r}: kind must be core, scenario or distributed, got {self.kind!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"family {self.op!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.kind == "core" and (self.endpoints not in ENDPOINTS or not self.variants):
             raise ValueError(f"family {self.op!r}: a core family needs endpoints (one of {', '.join(ENDPOINTS)}) "
                              "and at least one variant")
@@ -119,14 +132,14 @@ _CORE = (
 
 _SCENARIOS = (
     Family("module_to", "Scenario: moving a module (net.to(device))", "net.to(device): a first move and a second no-op one",
-           "scenario", "tab:cyan",
+           "scenario", "tab:cyan", finding=family_findings.module_to,
            caption="The first move copies every parameter; a second .to() to the same device copies nothing but still "
                    "visits every parameter tensor: its cost does not follow the bytes."),
     Family("forward", "Scenario: a forward pass where the data is (net(X))", "net(X) with net and X on one device",
            "scenario", "tab:cyan", moves_payload=False,
            caption="net and X on the same device; a mismatch is an error (checked_forward says which tensor to move)."),
     Family("sync_stall", "Scenario: hidden synchronizations", ".item(), .cpu(), .tolist(), str(t) behind queued GPU work",
-           "scenario", "tab:cyan", moves_payload=False,
+           "scenario", "tab:cyan", finding=family_findings.sync_stall, moves_payload=False,
            caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
                    "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
                    "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
@@ -134,7 +147,7 @@ _SCENARIOS = (
     Family("pin_memory", "Scenario: is pinning worth it?",
            "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
            "a tensor pinned once (the break-even: how many reuses pay for pinning)",
-           "scenario", "tab:cyan",
+           "scenario", "tab:cyan", finding=family_findings.pin_memory,
            caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it page-locks fresh "
                    "memory (what the first pin of a size costs). pin_cached: the caching host allocator still holds a "
                    "freed pinned block of that size, so the call is a memcpy into it (what a loop that pins every batch "
@@ -142,11 +155,11 @@ _SCENARIOS = (
                    "buffer that is reused pays off. pinned_to: the DMA from a tensor pinned once, what each reuse costs; "
                    "pin_cold / (to - pinned_to) reuses pay for pinning it."),
     Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
-           "scenario", "tab:cyan",
+           "scenario", "tab:cyan", finding=family_findings.cpu_convert,
            caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
                    "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter."),
     Family("cuda_vs_to", "Scenario: .cuda() against .to()", ".cuda(i), .to('cuda:i'), .to(torch.device), Module.to/.cuda",
-           "scenario", "tab:cyan",
+           "scenario", "tab:cyan", finding=family_findings.cuda_vs_to,
            caption="Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
                    "Module.to and Module.cuda both move parameters in place and return the module itself."),
 )
@@ -176,23 +189,23 @@ _WORKLOADS = (
 #: measures, as a PyTorch user meets it.
 _CONCURRENT = (
     Family("bidir", "Host and device copying both ways at once", "h2d and d2h on two streams of one GPU, and each alone",
-           "scenario", "tab:cyan",
+           "concurrent", "tab:cyan",
            caption="A GPU has copy engines for each direction, so host-to-device and device-to-host can run at once. "
                    "h2d+d2h is the sum of both directions' bytes over the time both take; near twice one direction "
                    "means the link and the engines are duplex, near one direction means something is shared."),
     Family("all_gpus_host", "Every GPU and the host at once", "pinned copies from (or to) every GPU at once, and one alone",
-           "scenario", "tab:cyan",
+           "concurrent", "tab:cyan",
            caption="The _all figure is the sum over every GPU copying at once; _one is one GPU alone. An aggregate "
                    "well below the number of GPUs times one GPU's figure is a shared PCIe switch, root complex or "
                    "host memory, which data loaders feeding all GPUs at once will meet."),
     Family("copy_kind", "Copy engine against kernel copies", ".to() of a contiguous same-dtype tensor against a strided "
-           "or a dtype-converting one", "scenario", "tab:cyan",
+           "or a dtype-converting one", "concurrent", "tab:cyan",
            caption="memcpy: a contiguous, same-dtype move is one DMA (or memcpy). strided: a non-dense view is first "
                    "made contiguous (on the host, in pageable memory; on the device, by a kernel). convert: .to(dev, "
                    "float16) converts on the CPU when blocking, on the GPU after a float32 copy when non_blocking. "
                    "Bytes are the source's, counted once."),
     Family("numa", "Host buffer near or far from the GPU (NUMA)", "pinned copies with the host buffer on the GPU's NUMA "
-           "node and on another", "scenario", "tab:cyan",
+           "node and on another", "concurrent", "tab:cyan",
            caption="The host buffer is allocated from a thread bound to the GPU's NUMA node (local) or to another node "
                    "(remote); the node that holds it, read back from /proc/self/numa_maps, is in each benchmark's "
                    "host_numa_node. A remote buffer crosses the link between sockets."),

@@ -12,6 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..families import FAMILIES, family
+from ..family_findings import ms as _ms
+from ..family_findings import span as _span
 from ..units import format_bytes, format_seconds
 from .model import (
     SINGLE_THREAD,
@@ -46,22 +49,6 @@ def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
 USUAL_WAY_BACK = ("cpu", "to")
-
-
-def _span(values: pd.Series, digits: str = ".3g", joint: str = "-") -> str:
-    """``181-217`` (the lowest and the highest, the same format), or one figure when they round alike."""
-    def text(value: float) -> str:  # 1926, not 1.93e+03
-        return f"{value:,.0f}" if digits == ".3g" and value >= 1000 else f"{value:{digits}}"
-
-    low, high = text(values.min()), text(values.max())
-    return low if low == high else f"{low}{joint}{high}"
-
-
-def _ms(seconds: pd.Series) -> str:
-    """Times as one span in ms, µs or s, whichever the shortest reads best in."""
-    unit, scale = next(((u, k) for u, k in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)) if seconds.min() * k >= 1),
-                       ("ns", 1e9))
-    return f"{_span(seconds * scale)} {unit}"
 
 
 def way_back(frame: pd.DataFrame) -> dict[str, Any] | None:
@@ -500,80 +487,10 @@ def why_measured(frame: pd.DataFrame) -> dict[str, str | None]:
     }
 
 
-def _variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
-    return rows[rows["variant"] == variant]
-
-
-def _module_to(rows: pd.DataFrame) -> list[str]:
-    out = []
-    for dst, again in _variant(rows, "again").groupby("dst"):
-        out.append(f"A second .to({dst}) of a module already there took {_ms(again['median_s'])} from "
-                   f"{format_bytes(again['nbytes'].min())} to {format_bytes(again['nbytes'].max())} of parameters: "
-                   "nothing is copied (every parameter tensor is visited), and the bytes do not set its cost.")
-    first = _variant(rows, "first")
-    if not first.empty:
-        big = first.loc[first["nbytes"].idxmax()]
-        out.append(f"The first move to {big['dst']} took {format_seconds(big['median_s'])} ({big['bandwidth_gbps']:.3g} GB/s).")
-    return out
-
-
-def _sync_stall(rows: pd.DataFrame) -> list[str]:
-    waiting = rows[rows["variant"] != "nonblocking_event"]
-    event = _variant(rows, "nonblocking_event")
-    if waiting.empty:
-        return []
-    slow = waiting.loc[waiting["median_s"].idxmin()]
-    out = [f"With 2 ms of work queued, even the quickest synchronizing call ({slow['variant']}) took "
-           f"{format_seconds(slow['median_s'])}."]
-    if not event.empty:
-        out.append(f"The non_blocking copy into pinned memory returned in {format_seconds(event['median_s'].min())}.")
-    return out
-
-
-def _ratio(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
-    out = []
-    for (size, dst), group in rows.groupby(["nbytes", "dst"]):
-        a, b = _variant(group, slow), _variant(group, fast)
-        if not a.empty and not b.empty:
-            ratio = a["median_s"].iloc[0] / b["median_s"].iloc[0]
-            out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
-                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({ratio:.2f}x).")
-    return out[-2:]
-
-
-def _cuda_vs_to(rows: pd.DataFrame) -> list[str]:
-    """How far .cuda(i), .to('cuda:i') and .to(device) lie apart, size by size: across sizes the spread is
-    the payload's, not the call's."""
-    tensors = rows[rows["variant"].isin(("cuda", "to_str", "to_device"))]
-    spreads = [f"{tensors_at['median_s'].max() / tensors_at['median_s'].min() - 1:.1%} at {format_bytes(size)}"
-               for size, tensors_at in tensors.groupby("nbytes") if len(tensors_at) > 1]
-    if not spreads:
-        return []
-    return [f".cuda(i), .to('cuda:i') and .to(torch.device) differed by {', '.join(spreads)} (slowest over fastest "
-            "of the same size)."]
-
-
-def _cpu_convert(rows: pd.DataFrame) -> list[str]:
-    cpu = _variant(rows, "convert_on_cpu")
-    out = [f"Converting {int(r['nbytes'] // (3 * 224 * 224))} images to normalized float32 on the CPU took "
-           f"{format_seconds(r['median_s'])}." for _, r in cpu.iterrows()][-1:]
-    return out + _ratio(rows, "convert_then_move", "move_then_convert", "Placement")
-
-
-#: Each scenario family's findings, by op (the registry holds its title and prose).
-SCENARIO_FINDINGS: dict[str, Callable[[pd.DataFrame], list[str]]] = {
-    "module_to": _module_to,
-    "sync_stall": _sync_stall,
-    "pin_memory": lambda rows: (_ratio(rows, "pin_cached_then_to", "reused_pinned_to", "Host to device")
-                                + _ratio(rows, "to", "reused_pinned_to", "Host to device")),
-    "placement": _cpu_convert,
-    "cuda_vs_to": _cuda_vs_to,
-}
-
-
 def scenario_findings(frame: pd.DataFrame, op: str) -> list[str]:
-    """Sentences for one scenario's section, from its rows."""
+    """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``)."""
     rows = frame[frame["op"] == op]
-    if rows.empty or op not in SCENARIO_FINDINGS:
+    finding = family(op).finding if op in FAMILIES else None
+    if rows.empty or finding is None:
         return []
-    return SCENARIO_FINDINGS[op](rows)
+    return finding(rows)

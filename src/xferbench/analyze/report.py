@@ -113,7 +113,7 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
     sections = []
     for op, family in FAMILIES.items():
-        if family.kind != "scenario" or not (frame["op"] == op).any():
+        if family.kind not in ("scenario", "concurrent") or not (frame["op"] == op).any():
             continue
         plot = as_plot(op, family.title, family.caption, scenario_plot(frame, op))
         sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(frame, op)),

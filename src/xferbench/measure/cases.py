@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..contract import Identity
 from ..families import FAMILIES, Family, Variant, family, ops
@@ -19,6 +20,7 @@ __all__ = [
     "NO_SIZE",
     "PROFILES",
     "Case",
+    "PlannedCase",
     "Skipped",
     "accelerators",
     "build_cases",
@@ -37,6 +39,25 @@ PROFILES: dict[str, str] = {
 }
 #: The shape of a case whose family has no size axis (a Case needs one; its nbytes is 0).
 NO_SIZE = (1,)
+
+
+class PlannedCase(Protocol):
+    """What every planned case is, whatever its family's kind (``Case``, ``scenarios.Scenario``,
+    ``concurrent.Concurrent``, ``distributed.DistCase``): a frozen record that names its family,
+    has a pytest id, says how many bytes one call moves and which data-contract identity it has."""
+
+    @property
+    def op(self) -> str: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def identity(self) -> Identity: ...
+
+    def extra_info(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +122,7 @@ class Case:
         return Identity(self.op, self.method, self.src, self.dst, self.nbytes, self.dtype, self.shape,
                         self.host_memory, self.non_blocking, self.variant)
 
-    def extra_info(self) -> dict[str, object]:
+    def extra_info(self) -> dict[str, Any]:
         """The data-contract fields that identify this case (contract.Identity)."""
         return self.identity().extra_info()
 

@@ -10,10 +10,10 @@
   another node (placed by allocating from a thread bound to that node's CPUs, and
   checked in ``/proc/self/numa_maps``).
 
-Each is a family of ``Concurrent`` records (frozen, like ``cases.Case``) with its
-own run function, like ``scenarios``; a call enqueues its copies and returns once
-every GPU involved is synchronized (clock ``wall+sync``). Machines that cannot run
-one get a one-line skip reason. CUDA only: the copies run on CUDA streams.
+Each is a family of ``Concurrent`` records (frozen, like ``cases.Case``), a plan and a
+preparation, registered with its sizes and simulated price in ``scenario_families.py``;
+a call enqueues its copies and returns once every GPU involved is synchronized (clock
+``wall+sync``). Machines that cannot run one get a one-line skip reason. CUDA only: the copies run on CUDA streams.
 """
 
 from __future__ import annotations
@@ -24,26 +24,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract import Identity
-from ..families import ops
 from ..units import format_size
 from .cases import Skipped, accelerators, no_accelerator
 from .devices import DeviceBackend, accelerator_index
 from .machine import gpu_local_cpus, parse_cpu_list, pci_bus_id
-from .scenarios import Prepared, empty_host_cache, missing_cuda, simulator_for
+from .scenarios import Prepared, Sync, empty_host_cache, missing_cuda
 
-__all__ = ["CONCURRENT", "CONCURRENT_SIZES", "Concurrent", "build_concurrent", "numa_node_of", "run_concurrent"]
+if TYPE_CHECKING:
+    from .simulate import SimBackend
 
-MiB = 2**20
-#: Sizes of one payload (one GPU, one direction), per family and profile.
-CONCURRENT_SIZES: dict[str, dict[str, tuple[int, ...]]] = {
-    "bidir": {"quick": (64 * MiB,), "full": (4 * MiB, 64 * MiB, 256 * MiB)},
-    "all_gpus_host": {"quick": (64 * MiB,), "full": (4 * MiB, 64 * MiB, 256 * MiB)},
-    "copy_kind": {"quick": (64 * MiB,), "full": (MiB, 16 * MiB, 256 * MiB)},
-    "numa": {"quick": (256 * MiB,), "full": (64 * MiB, 256 * MiB)},
-}
+__all__ = ["Concurrent", "NotPlaceable", "numa_node_of", "time_concurrent"]
+
 #: float32 elements per row of the 2-D payloads (strided views take every other column).
 ROW = 1024
 SYSFS_NODES = Path("/sys/devices/system/node")
@@ -71,13 +65,22 @@ class Concurrent:
         return self.size * self.copies
 
     @property
+    def devices(self) -> tuple[str, ...]:
+        """The GPUs the call uses: what must exist for real, or what the simulated machine prices."""
+        return self.gpus
+
+    @property
+    def size_label(self) -> str:
+        return format_size(self.size)
+
+    @property
     def shape(self) -> tuple[int, ...]:
         return (max(1, self.size // 4 // ROW), ROW)
 
     @property
     def id(self) -> str:
         where = self.src if self.src == self.dst else f"{self.src}->{self.dst}"
-        return f"{self.variant}-{format_size(self.size)}-{where}"
+        return f"{self.variant}-{self.size_label}-{where}"
 
     @property
     def host_memory(self) -> str | None:
@@ -110,7 +113,7 @@ def _cuda_gpus(op: str, devices: Sequence[str], *, host: bool = True) -> tuple[l
     return gpus, []
 
 
-def _bidir(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+def plan_bidir(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     gpus, skip = _cuda_gpus("bidir", devices)
     return skip + [c for size in sizes for g in gpus for c in (
         Concurrent("bidir", "h2d", "cpu", g, size, (g,)),
@@ -119,7 +122,7 @@ def _bidir(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     )]
 
 
-def _all_gpus_host(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+def plan_all_gpus_host(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     gpus, skip = _cuda_gpus("all_gpus_host", devices)
     if skip:
         return skip
@@ -141,7 +144,7 @@ COPY_KINDS_H2D = ("memcpy", "strided", "convert", "convert_nonblocking")
 COPY_KINDS_D2D = ("memcpy", "strided", "convert")
 
 
-def _copy_kind(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+def plan_copy_kind(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     gpus, skip = _cuda_gpus("copy_kind", devices, host=False)
     planned: list[Planned] = list(skip)
     for size in sizes:
@@ -152,25 +155,11 @@ def _copy_kind(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     return planned
 
 
-def _numa(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+def plan_numa(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     gpus, skip = _cuda_gpus("numa", devices)
     return skip + [
         Concurrent("numa", f"{direction}_{where}", *(("cpu", g) if direction == "h2d" else (g, "cpu")), size, (g,))
         for size in sizes for g in gpus for direction in ("h2d", "d2h") for where in ("local", "remote")]
-
-
-CONCURRENT: dict[str, Callable[[Sequence[str], Sequence[int]], list[Planned]]] = {
-    "bidir": _bidir,
-    "all_gpus_host": _all_gpus_host,
-    "copy_kind": _copy_kind,
-    "numa": _numa,
-}
-
-
-def build_concurrent(op: str, devices: Sequence[str], profile: str) -> list[Planned]:
-    if op not in CONCURRENT or op not in ops("scenario"):
-        raise ValueError(f"unknown family {op!r}; expected one of {', '.join(CONCURRENT)}")
-    return CONCURRENT[op](devices, CONCURRENT_SIZES[op][profile])
 
 
 # --- what is timed ----------------------------------------------------------------------------------------
@@ -209,7 +198,7 @@ def _streamed(device: str) -> Any:
     return torch.cuda.Stream(torch.device(device))
 
 
-def _prepare_bidir(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+def prepare_bidir(c: Concurrent, sync: Sync) -> Prepared:
     _require_cuda(c)
     import torch
 
@@ -253,7 +242,7 @@ def _near(local: set[int] | None, allocate: Callable[[], Any]) -> Any:
         return allocate()
 
 
-def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+def prepare_all_gpus_host(c: Concurrent, sync: Sync) -> Prepared:
     _require_cuda(c)
     import torch
 
@@ -284,7 +273,7 @@ def _prepare_all_gpus_host(c: Concurrent, sync: Callable[[], None]) -> Prepared:
     return Prepared(call, check=check, extra={"host_numa_nodes": nodes})
 
 
-def _prepare_copy_kind(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+def prepare_copy_kind(c: Concurrent, sync: Sync) -> Prepared:
     _require_cuda(c)
     import torch
 
@@ -381,7 +370,7 @@ def _bound_to(cpus: set[int]) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def _prepare_numa(c: Concurrent, sync: Callable[[], None]) -> Prepared:
+def prepare_numa(c: Concurrent, sync: Sync) -> Prepared:
     _require_cuda(c)
     import torch
 
@@ -406,16 +395,10 @@ def _prepare_numa(c: Concurrent, sync: Callable[[], None]) -> Prepared:
     return Prepared(call, check=check, extra={"host_numa_node": node})
 
 
-_PREPARE: dict[str, Callable[[Concurrent, Callable[[], None]], Prepared]] = {
-    "bidir": _prepare_bidir,
-    "all_gpus_host": _prepare_all_gpus_host,
-    "copy_kind": _prepare_copy_kind,
-    "numa": _prepare_numa,
-}
-
-
-def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dict[str, Any]:
-    """Time ``c`` with ``benchmark`` after a warm-up, check what arrived, fill in extra_info.
+def time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: Any, backend: DeviceBackend,
+                    simulator: SimBackend | None) -> dict[str, Any]:
+    """Time ``c`` with ``benchmark`` after a warm-up, check what arrived, fill in extra_info. ``make``
+    builds the calls (the real ones, or the simulated machine's prices when ``simulator`` is given).
 
     Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible.
     """
@@ -429,15 +412,9 @@ def run_concurrent(c: Concurrent, benchmark: Any, backend: DeviceBackend) -> dic
         for index in indices:
             backend.synchronize(index)
 
-    simulator = simulator_for(backend, c.gpus)
-    with out_of_memory_skips(format_size(c.size), backend):
+    with out_of_memory_skips(c.size_label, backend):
         try:
-            if simulator is not None:
-                from .simulate_scenarios import prepare_concurrent
-
-                prepared = prepare_concurrent(c, simulator, sync)
-            else:
-                prepared = _PREPARE[c.op](c, sync)
+            prepared = make(sync)
         except NotPlaceable as reason:
             raise CannotRun(str(reason)) from None
         benchmark.group = f"{c.op} {c.src}->{c.dst}"

@@ -17,15 +17,16 @@ import pytest
 
 from ..contract import machine_differences, simulation_mismatch
 from ..units import Size, format_size, parse_dtype, parse_sizes
-from .cases import PROFILES, Case, Skipped, build_cases, core_ops
+from .cases import PROFILES, Case, PlannedCase, Skipped, build_cases, core_ops
 from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from .machine import load_snapshot, machine_load
-from .scenarios import SCENARIOS, Scenario, build_scenarios
+from .scenario_families import SCENARIO_FAMILIES
+from .scenario_families import plan as plan_scenario_family
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
-#: Run-time state (clocks, caches, pinned cache) and the concurrent families' fixtures.
+#: Run-time state (clocks, caches, pinned cache) and the run journal.
 pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal")
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
@@ -219,9 +220,8 @@ def _op_of(metafunc: pytest.Metafunc, known: Sequence[str]) -> str:
     return marker.args[0]
 
 
-def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[Any]) -> None:
-    """Parametrize ``argname`` over cases (core, scenario or distributed: anything with an
-    ``id``); skipped ones carry their reason."""
+def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[PlannedCase | Skipped]) -> None:
+    """Parametrize ``argname`` over planned cases (of any kind); skipped ones carry their reason."""
     params = [
         pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)) if isinstance(item, Skipped)
         else pytest.param(item, id=item.id)
@@ -238,8 +238,10 @@ def _real_devices(s: XferSettings) -> tuple[str, ...]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = settings(metafunc.config)
-    if "xfer_case" in metafunc.fixturenames:
-        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, core_ops()), s.devices, s.sizes, s.dtypes))
+    if "xfer_case" in metafunc.fixturenames:  # a core, scenario or concurrent family, by its mark
+        op = _op_of(metafunc, (*core_ops(), *SCENARIO_FAMILIES))
+        parametrize_cases(metafunc, "xfer_case", plan_scenario_family(op, s.devices, s.profile) if op in SCENARIO_FAMILIES
+                          else build_cases(op, s.devices, s.sizes, s.dtypes))
     if "xfer_dist_case" in metafunc.fixturenames:
         from .distributed import PROFILES
         from .distributed.operations import planned_cases
@@ -256,9 +258,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         parametrize_cases(metafunc, "xfer_dist_case", planned_cases(
             _real_devices(s), metafunc.config.getoption("xfer_dist_backend"), sizes,
             metafunc.config.getoption("xfer_dist_mem_fraction"), free, plateau=not chosen))
-    if "xfer_scenario" in metafunc.fixturenames:
-        parametrize_cases(metafunc, "xfer_scenario",
-                          build_scenarios(_op_of(metafunc, tuple(SCENARIOS)), s.devices, s.profile))
 
 
 @pytest.fixture
@@ -268,36 +267,25 @@ def xfer_backend(request: pytest.FixtureRequest) -> DeviceBackend:
 
 
 @pytest.fixture
-def xfer(benchmark: Any, xfer_backend: DeviceBackend) -> Callable[[Case], dict[str, Any]]:
-    """Run one case under ``benchmark``; a case the machine cannot run is skipped, a stuck copy fails in one line."""
+def xfer(benchmark: Any, xfer_backend: DeviceBackend,
+         request: pytest.FixtureRequest) -> Callable[[PlannedCase], dict[str, Any]]:
+    """Run one case of a core, scenario or concurrent family under ``benchmark``; a case the machine
+    cannot run is skipped, a stuck copy fails in one line."""
     from .devices import Wedged
+    from .scenario_families import run as run_scenario_case
     from .transfers import CannotRun, run_case
 
-    def run(case: Case) -> dict[str, Any]:
+    profile = settings(request.config).profile
+
+    def run(case: PlannedCase) -> dict[str, Any]:
         try:
-            return run_case(case, benchmark, xfer_backend)
+            if isinstance(case, Case):
+                return run_case(case, benchmark, xfer_backend)
+            return run_scenario_case(case, benchmark, xfer_backend, profile)
         except CannotRun as reason:
             pytest.skip(f"{case.id}: {reason}")
         except Wedged as stuck:
             pytest.fail(f"{case.id}: {stuck}", pytrace=False)
-
-    return run
-
-
-@pytest.fixture
-def xfer_run_scenario(benchmark: Any, request: pytest.FixtureRequest) -> Callable[[Scenario], dict[str, Any]]:
-    """Run one scenario under ``benchmark``; one the machine cannot run is skipped."""
-    from .scenarios import run_scenario
-    from .transfers import CannotRun, refuse_stuck
-
-    s = settings(request.config)
-
-    def run(scenario: Scenario) -> dict[str, Any]:
-        try:
-            refuse_stuck(scenario.devices)
-            return run_scenario(scenario, benchmark, s.backend, s.profile)
-        except CannotRun as reason:
-            pytest.skip(f"{scenario.id}: {reason}")
 
     return run
 
@@ -348,7 +336,7 @@ def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -
     profile = PROFILES[settings(request.config).profile]
     rounds = request.config.getoption("xfer_dist_rounds")
 
-    def run(case: Any) -> dict[str, Any]:
+    def run(case: PlannedCase) -> dict[str, Any]:
         try:
             return xfer_world.run(case, benchmark, profile, rounds)
         except CaseSkipped as skipped:  # every rank skipped it: the world goes on

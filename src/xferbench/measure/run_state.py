@@ -6,20 +6,17 @@
   and the fingerprint's maxima do not say what a run actually got.
 - Between benchmark families the pinned host cache is emptied: otherwise a full run
   ends holding GiBs of page-locked memory, and a family inherits another's pinned blocks.
-- The concurrent families (``measure/concurrent.py``) get their fixtures here:
-  ``xfer_concurrent`` (parametrized over the machine's cases) and ``xfer_run_concurrent``.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from .concurrent import CONCURRENT, Concurrent, build_concurrent
 from .devices import DeviceBackend, accelerator_index, available_devices
 from .machine import cache_resident, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
 
@@ -108,7 +105,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     benchmark = getattr(item, "funcargs", {}).get("benchmark")
     info = getattr(benchmark, "extra_info", None)
     if isinstance(info, dict) and "op" in info:
-        case = getattr(item, "funcargs", {}).get("xfer_concurrent")
+        case = getattr(item, "funcargs", {}).get("xfer_case")
         annotate(info, _state(item.config), getattr(case, "gpus", ()))
 
 
@@ -132,30 +129,3 @@ def empty_pinned_cache() -> None:
 
     empty_host_cache()
 
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "xfer_concurrent" in metafunc.fixturenames:
-        from .plugin import _op_of, parametrize_cases, settings
-
-        s = settings(metafunc.config)
-        planned = build_concurrent(_op_of(metafunc, tuple(CONCURRENT)), s.devices, s.profile)
-        parametrize_cases(metafunc, "xfer_concurrent", cast("list[Any]", planned))
-
-
-@pytest.fixture
-def xfer_run_concurrent(benchmark: Any, request: pytest.FixtureRequest) -> Callable[[Concurrent], dict[str, Any]]:
-    """Run one concurrent case under ``benchmark``; one the machine cannot run is skipped."""
-    from .concurrent import run_concurrent
-    from .plugin import settings
-    from .transfers import CannotRun, refuse_stuck
-
-    backend = settings(request.config).backend
-
-    def run(case: Concurrent) -> dict[str, Any]:
-        try:
-            refuse_stuck(case.gpus)
-            return run_concurrent(case, benchmark, backend)
-        except CannotRun as reason:
-            pytest.skip(f"{case.id}: {reason}")
-
-    return run

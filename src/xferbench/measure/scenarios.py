@@ -1,10 +1,12 @@
 """Scenarios from the lesson: the costs that show up in real PyTorch code.
 
 Each scenario is a family of ``Scenario`` records (frozen, hashable, like
-``cases.Case``) and a ``prepare`` that returns what to time: a target, an untimed
-setup run before every round (to put state back, e.g. move a module home), an
-untimed teardown, and a check run after timing. Scenarios that need an
-accelerator are skipped with a reason on a CPU-only machine.
+``cases.Case``), a plan (which records a machine gets) and a ``prepare`` that
+returns what to time: a target, an untimed setup run before every round (to put
+state back, e.g. move a module home), an untimed teardown, and a check run after
+timing. ``scenario_families.py`` registers each family's plan, sizes, preparation and
+simulated price as one object. Scenarios that need an accelerator are skipped with a
+reason on a CPU-only machine.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..contract import Identity
-from ..families import ops
 from ..units import format_size
 from .cases import Skipped, accelerators, no_accelerator
 
@@ -24,31 +25,16 @@ if TYPE_CHECKING:
     from .simulate import SimBackend
 
 __all__ = [
-    "SCENARIOS",
-    "run_scenario",
-    "simulator_for",
     "DeviceMismatch",
     "Prepared",
     "Scenario",
-    "build_scenarios",
     "checked_forward",
     "missing_cuda",
     "mlp",
     "non_blocking_hazard",
+    "time_scenario",
 ]
 
-#: Sizes per scenario and profile: parameters (module_to), images (placement), bytes (others).
-SCENARIO_SIZES: dict[str, dict[str, tuple[int, ...]]] = {
-    "module_to": {"quick": (10**3, 10**5, 10**7), "full": (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)},
-    "forward": {"quick": (64,), "full": (1, 64, 512)},
-    "sync_stall": {"quick": (4,), "full": (4, 2**20)},
-    "pin_memory": {"quick": (2**20, 64 * 2**20), "full": (2**16, 2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20)},
-    "placement": {"quick": (8, 64), "full": (8, 32, 64, 256)},
-    "cuda_vs_to": {"quick": (64 * 2**20,), "full": (2**20, 64 * 2**20)},
-    "batching": {"quick": (4 * 2**20,), "full": (256 * 2**10, 4 * 2**20, 16 * 2**20)},
-    "copy_overlap": {"quick": (64 * 2**20,), "full": (2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20)},
-    "state_dict": {"quick": (10**5, 10**7), "full": (10**4, 10**5, 10**6, 10**7, 10**8)},
-}
 #: The piece of the batching scenario's many small copies (1024 of them in 4 MiB).
 BATCH_PIECE = 4 * 2**10
 #: The kernel the overlap scenario runs beside (or before) its copy, in seconds.
@@ -106,6 +92,9 @@ class Scenario:
         return self.identity().extra_info() | {"size_unit": self.unit}
 
 
+Sync = Callable[[], None]
+
+
 @dataclass
 class Prepared:
     target: Callable[[], Any]
@@ -121,8 +110,13 @@ def _mlp_width(params: int) -> int:
 
 
 def _mlp_params(params: int) -> int:
-    w = _mlp_width(params)
-    return 4 * (w * w + w)
+    return sum(parameter_bytes(params)) // 4
+
+
+def parameter_bytes(params: int) -> list[int]:
+    """Bytes of each parameter tensor of ``mlp(params)``: 4 Linear layers' weight and bias."""
+    width = _mlp_width(params)
+    return [4 * width * width, 4 * width] * 4
 
 
 def mlp(params: int, device: str = "cpu") -> Any:
@@ -144,7 +138,7 @@ def checked_forward(net: Any, x: Any) -> Any:
 
 # --- which scenarios a machine gets -------------------------------------------------------------------------
 
-def _module_to(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+def plan_module_to(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
     planned: list[Scenario | Skipped] = []
     for size in sizes:
         for dst in devices:
@@ -154,11 +148,12 @@ def _module_to(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | 
     return planned
 
 
-def _forward(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+def plan_forward(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
     return [Scenario("forward", "forward", d, d, size, "batch") for size in sizes for d in devices]
 
 
-def _gpu_family(op: str, variants: Sequence[str], unit: str, *, to_host: bool = False) -> Callable[..., list[Scenario | Skipped]]:
+def plan_on_gpus(op: str, variants: Sequence[str], unit: str, *,
+                 to_host: bool = False) -> Callable[[Sequence[str], Sequence[int]], list[Scenario | Skipped]]:
     """A family that needs an accelerator: host -> each GPU, or each GPU -> host."""
     def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
         gpus = accelerators(devices)
@@ -169,7 +164,7 @@ def _gpu_family(op: str, variants: Sequence[str], unit: str, *, to_host: bool = 
     return build
 
 
-def _placement(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+def plan_placement(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
     planned: list[Scenario | Skipped] = [Scenario("placement", "convert_on_cpu", "cpu", "cpu", s, "images") for s in sizes]
     gpus = accelerators(devices)
     if not gpus:
@@ -178,27 +173,6 @@ def _placement(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | 
         for d in gpus:
             planned += [Scenario("placement", v, "cpu", d, size, "images") for v in ("convert_then_move", "move_then_convert")]
     return planned
-
-
-SCENARIOS: dict[str, Callable[[Sequence[str], Sequence[int]], list[Scenario | Skipped]]] = {
-    "module_to": _module_to,
-    "forward": _forward,
-    "sync_stall": _gpu_family("sync_stall", ("item", "cpu", "tolist", "str", "nonblocking_event"), "bytes", to_host=True),
-    "pin_memory": _gpu_family("pin_memory", ("pin_cold", "pin_cached", "to", "pin_cached_then_to", "reused_pinned_to",
-                                             "pinned_to"), "bytes"),
-    "placement": _placement,
-    "cuda_vs_to": _gpu_family("cuda_vs_to", ("cuda", "to_str", "to_device", "to_nonblocking",
-                                             "module_to", "module_cuda"), "bytes"),
-    "batching": _gpu_family("batching", ("many_small", "cat_then_one", "one_copy"), "bytes"),
-    "copy_overlap": _gpu_family("copy_overlap", ("kernel_alone", "copy_alone", "sequential", "overlapped"), "bytes"),
-    "state_dict": _gpu_family("state_dict", ("cpu", "nonblocking"), "params", to_host=True),
-}
-
-
-def build_scenarios(op: str, devices: Sequence[str], profile: str) -> list[Scenario | Skipped]:
-    if op not in SCENARIOS or op not in ops("scenario"):
-        raise ValueError(f"unknown scenario {op!r}; expected one of {', '.join(SCENARIOS)}")
-    return SCENARIOS[op](devices, SCENARIO_SIZES[op][profile])
 
 
 # --- what is timed -----------------------------------------------------------------------------------------
@@ -216,16 +190,6 @@ def missing_cuda(devices: Sequence[str]) -> str | None:
         return None
     return f"needs real CUDA devices ({', '.join(d for d in devices if d != 'cpu')}); torch sees {seen or 'no'} " \
            "CUDA device(s)"
-
-
-def prepare(s: Scenario, sync: Callable[[], None]) -> Prepared:
-    """Build the timed call for ``s``; ``sync`` synchronizes every device it touches."""
-    reason = missing_cuda(s.devices)
-    if reason:
-        from .transfers import CannotRun
-
-        raise CannotRun(f"{s.op} {reason}")
-    return _PREPARE[s.op](s, sync)
 
 
 def _synced(fn: Callable[[], Any], sync: Callable[[], None]) -> Callable[[], Any]:
@@ -249,7 +213,7 @@ def _on(device: str) -> Callable[[Any], None]:
     return check
 
 
-def _prepare_module_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_module_to(s: Scenario, sync: Sync) -> Prepared:
     net = mlp(s.size, s.src)
     if s.variant == "first":
         # Every round starts with the module back on the CPU, untimed.
@@ -260,7 +224,7 @@ def _prepare_module_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
     return Prepared(_synced(lambda: net.to(s.dst), sync), check=_on(s.dst))
 
 
-def _prepare_forward(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_forward(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     net = mlp(4 * (1024 * 1024 + 1024), s.dst).eval()
@@ -293,7 +257,7 @@ def _sleep_cycles(device: str, seconds: float) -> int:
     return max(1, int(seconds / per_cycle))
 
 
-def _prepare_sync_stall(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_sync_stall(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     t = torch.ones(s.size // 4, device=s.src)
@@ -331,7 +295,7 @@ def empty_host_cache() -> None:
         torch._C._host_emptyCache()
 
 
-def _prepare_pin_memory(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_pin_memory(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     src = torch.ones(s.size // 4)
@@ -368,7 +332,7 @@ def normalize(x: Any) -> Any:
     return (x.float().div_(255) - mean).div_(std)
 
 
-def _prepare_placement(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_placement(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     images = torch.randint(0, 256, (s.size, *IMAGE), dtype=torch.uint8)
@@ -386,7 +350,7 @@ def _prepare_placement(s: Scenario, sync: Callable[[], None]) -> Prepared:
     return Prepared(calls[s.variant], check=check)
 
 
-def _prepare_cuda_vs_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_cuda_vs_to(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     src = torch.ones(s.size // 4)
@@ -412,7 +376,7 @@ def _prepare_cuda_vs_to(s: Scenario, sync: Callable[[], None]) -> Prepared:
                     check=_on(s.dst) if is_module else lambda out: None)
 
 
-def _prepare_batching(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_batching(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     dst = torch.device(s.dst)
@@ -430,7 +394,7 @@ def _prepare_batching(s: Scenario, sync: Callable[[], None]) -> Prepared:
     return Prepared(_synced(calls[s.variant], sync), check=check)
 
 
-def _prepare_overlap(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_copy_overlap(s: Scenario, sync: Sync) -> Prepared:
     import torch
 
     device = torch.device(s.dst)
@@ -463,7 +427,7 @@ def _prepare_overlap(s: Scenario, sync: Callable[[], None]) -> Prepared:
     return Prepared(_synced(call, sync))  # sync: the whole device, side stream included
 
 
-def _prepare_state_dict(s: Scenario, sync: Callable[[], None]) -> Prepared:
+def prepare_state_dict(s: Scenario, sync: Sync) -> Prepared:
     net = mlp(s.size, s.src)
     calls: dict[str, Callable[[], Any]] = {
         "cpu": lambda: {k: v.cpu() for k, v in net.state_dict().items()},
@@ -474,19 +438,6 @@ def _prepare_state_dict(s: Scenario, sync: Callable[[], None]) -> Prepared:
     def check(out: Any) -> None:
         assert out.keys() == net.state_dict().keys() and all(v.device.type == "cpu" for v in out.values())
     return Prepared(_synced(calls[s.variant], sync), check=check)
-
-
-_PREPARE: dict[str, Callable[[Scenario, Callable[[], None]], Prepared]] = {
-    "module_to": _prepare_module_to,
-    "forward": _prepare_forward,
-    "sync_stall": _prepare_sync_stall,
-    "pin_memory": _prepare_pin_memory,
-    "placement": _prepare_placement,
-    "cuda_vs_to": _prepare_cuda_vs_to,
-    "batching": _prepare_batching,
-    "copy_overlap": _prepare_overlap,
-    "state_dict": _prepare_state_dict,
-}
 
 
 def non_blocking_hazard(device: str, numel: int = 1 << 20) -> tuple[bool, bool]:
@@ -516,12 +467,14 @@ def non_blocking_hazard(device: str, numel: int = 1 << 20) -> tuple[bool, bool]:
 SETUP_ROUNDS = {"quick": 15, "full": 30}
 
 
-def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quick") -> dict[str, Any]:
-    """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info."""
+def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any, backend: Any,
+                  simulator: SimBackend | None, profile: str = "quick") -> dict[str, Any]:
+    """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info. ``make`` builds
+    the calls (the real ones, or the simulated machine's prices when ``simulator`` is given)."""
     from .devices import accelerator_index
     from .faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
-    from .transfers import WARMUP_CALLS, out_of_memory_skips
+    from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 
     indices = [i for i in map(accelerator_index, s.devices) if i is not None]
 
@@ -529,14 +482,11 @@ def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quic
         for index in indices:
             backend.synchronize(index)
 
-    simulator = simulator_for(backend, s.devices)
     with out_of_memory_skips(s.size_label, backend):
-        if simulator is not None:
-            from .simulate_scenarios import prepare_scenario
-
-            prepared = prepare_scenario(s, simulator, sync)
-        else:
-            prepared = prepare(s, sync)
+        reason = None if simulator is not None else missing_cuda(s.devices)
+        if reason:
+            raise CannotRun(f"{s.op} {reason}")
+        prepared = make(sync)
         benchmark.group = f"{s.op} {s.src}->{s.dst}"
         benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
                                     **prepared.extra)
@@ -558,15 +508,3 @@ def run_scenario(s: Scenario, benchmark: Any, backend: Any, profile: str = "quic
         prepared.check(result)
     return benchmark.extra_info
 
-
-def simulator_for(backend: Any, devices: Sequence[str]) -> SimBackend | None:
-    """The simulated machine that prices a case on ``devices`` (measure/simulate_scenarios.py) instead
-    of running it: only a simulated backend, and only for a case on its accelerators. None on a
-    real backend, which never imports the simulator."""
-    if not getattr(backend, "simulated", False):
-        return None
-    from .devices import accelerator_index
-    from .simulate import SimBackend
-
-    on_accelerator = any(accelerator_index(d) is not None for d in devices)
-    return backend if isinstance(backend, SimBackend) and on_accelerator else None

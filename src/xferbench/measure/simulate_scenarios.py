@@ -15,8 +15,8 @@ the spec's terms (docs/simulated-machine.md):
   turns); every GPU copying to or from the host at once gets ``shared_host_GBps / N``
   at most; a host buffer on another NUMA node caps the copy at ``remote_GBps``.
 
-Nothing here runs on a real GPU path: ``run_scenario`` and ``run_concurrent`` come here
-only for the simulated backend. No data moves in these variants (what their real checks
+Nothing here runs on a real GPU path: each family's object (``scenario_families.py``)
+comes here for its ``price`` only on the simulated backend. No data moves in these variants (what their real checks
 look at, a tensor's device, a simulated GPU does not have); their figures, like every
 simulated one, are never measurements.
 """
@@ -24,16 +24,13 @@ simulated one, are never measurements.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from .concurrent import Concurrent, NotPlaceable
 from .devices import accelerator_index
-from .scenarios import BATCH_PIECE, OVERLAP_KERNEL_S, STALL_SECONDS, Prepared, Scenario, _mlp_width
+from .scenarios import BATCH_PIECE, OVERLAP_KERNEL_S, STALL_SECONDS, Prepared, Scenario, Sync, parameter_bytes
 from .simulate import SimBackend
 
-__all__ = ["parameter_bytes", "prepare_concurrent", "prepare_scenario"]
-
-Sync = Callable[[], None]
+__all__ = ["Priced"]
 
 
 class Priced:
@@ -81,28 +78,22 @@ def _then_sync(sync: Sync, *steps: Callable[[], None]) -> Callable[[], None]:
     return call
 
 
-def parameter_bytes(params: int) -> list[int]:
-    """Bytes of each parameter tensor of ``scenarios.mlp(params)``: 4 Linear layers' weight and bias."""
-    width = _mlp_width(params)
-    return [4 * width * width, 4 * width] * 4
-
-
 # --- scenarios ----------------------------------------------------------------------------------------------
 
-def _module_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_module_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     sizes = parameter_bytes(s.size)
     if s.variant == "first":  # every parameter copied from pageable host memory, one blocking copy each
         return Prepared(_then_sync(sync, *(lambda n=n: m.copy("h2d_pageable", n, s.dst, waits=True) for n in sizes)))
     return Prepared(_then_sync(sync, lambda: m.dispatch(len(sizes))))  # again: a no-op per parameter
 
 
-def _forward(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_forward(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     from .transfers import CannotRun
 
     raise CannotRun(f"forward on {s.dst}: the simulated machine prices copies and synchronizes, not compute")
 
 
-def _sync_stall(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_sync_stall(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     def queue_work() -> None:
         sync()
         m.queue(s.src, STALL_SECONDS)
@@ -119,7 +110,7 @@ def _sync_stall(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(call, setup=queue_work, teardown=sync, extra={"queued_seconds": STALL_SECONDS})
 
 
-def _pin_memory(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_pin_memory(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     n = s.size
 
     def pinned_then_to() -> None:  # a memcpy into a pinned block (cached or reused), then a non_blocking DMA
@@ -141,7 +132,7 @@ def _pin_memory(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(calls[s.variant], setup=sync if s.variant == "pin_cold" else None)
 
 
-def _placement(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_placement(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     n = s.nbytes  # uint8 pixels; normalized float32 is 4x that
     calls: dict[str, Callable[[], None]] = {
         "convert_then_move": _then_sync(sync, lambda: m.host_copy(4 * n),
@@ -152,7 +143,7 @@ def _placement(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(calls[s.variant])
 
 
-def _cuda_vs_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_cuda_vs_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     if s.variant.startswith("module"):  # Module.to / .cuda: one blocking copy per parameter
         sizes = parameter_bytes(max(10**3, s.size // 4))
         copies = [lambda n=n: m.copy("h2d_pageable", n, s.dst, waits=True) for n in sizes]
@@ -161,7 +152,7 @@ def _cuda_vs_to(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, lambda: m.copy("h2d_pageable", s.size, s.dst, waits=True)))
 
 
-def _batching(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_batching(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     n = s.size
     many = [lambda: m.copy("h2d_pageable", BATCH_PIECE, s.dst, waits=True)] * (n // BATCH_PIECE)
     calls: dict[str, tuple[Callable[[], None], ...]] = {
@@ -172,7 +163,7 @@ def _batching(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, *calls[s.variant]))
 
 
-def _overlap(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_copy_overlap(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     def kernel() -> None:
         m.queue(s.dst, OVERLAP_KERNEL_S)
 
@@ -188,7 +179,7 @@ def _overlap(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, *calls[s.variant]))
 
 
-def _state_dict(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+def price_state_dict(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     sizes = parameter_bytes(s.size)
     if s.variant == "cpu":  # one blocking copy into fresh pageable memory per tensor
         copies = [lambda n=n: m.copy("d2h_pageable", n, s.src, waits=True) for n in sizes]
@@ -197,27 +188,9 @@ def _state_dict(s: Scenario, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, *copies))
 
 
-_SCENARIOS: dict[str, Callable[[Scenario, Priced, Sync], Prepared]] = {
-    "module_to": _module_to,
-    "forward": _forward,
-    "sync_stall": _sync_stall,
-    "pin_memory": _pin_memory,
-    "placement": _placement,
-    "cuda_vs_to": _cuda_vs_to,
-    "batching": _batching,
-    "copy_overlap": _overlap,
-    "state_dict": _state_dict,
-}
-
-
-def prepare_scenario(s: Scenario, backend: SimBackend, sync: Sync) -> Prepared:
-    """The simulated calls of a scenario on simulated GPUs; CannotRun when the simulation cannot price it."""
-    return _SCENARIOS[s.op](s, Priced(backend), sync)
-
-
 # --- concurrent families ------------------------------------------------------------------------------------
 
-def _bidir(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+def price_bidir(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     gpu = c.gpus[0]
     up, down = ("h2d", "d2h") if m.spec.duplex else ("copy", "copy")  # one engine: the copies take turns
     parts = {
@@ -227,7 +200,7 @@ def _bidir(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, *(parts[v] for v in c.variant.split("+"))))
 
 
-def _all_gpus_host(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+def price_all_gpus_host(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     direction = c.variant.split("_")[0]
     shared = m.spec.shared_host_GBps
     cap = None if shared is None else shared / len(c.gpus)
@@ -236,7 +209,7 @@ def _all_gpus_host(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, *legs))
 
 
-def _copy_kind(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+def price_copy_kind(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     gpu, n = c.gpus[0], c.size
     if c.src == "cpu":
         calls: dict[str, tuple[Callable[[], None], ...]] = {
@@ -255,7 +228,7 @@ def _copy_kind(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     return Prepared(_then_sync(sync, *calls[c.variant]))
 
 
-def _numa(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+def price_numa(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     gpu = c.gpus[0]
     direction, where = c.variant.split("_")
     nodes = m.spec.numa_nodes
@@ -266,21 +239,3 @@ def _numa(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     cap = m.spec.remote_GBps if where == "remote" else None
     call = _then_sync(sync, lambda: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, cap=cap))
     return Prepared(call, extra={"host_numa_node": node})
-
-
-_CONCURRENT: dict[str, Callable[[Concurrent, Priced, Sync], Prepared]] = {
-    "bidir": _bidir,
-    "all_gpus_host": _all_gpus_host,
-    "copy_kind": _copy_kind,
-    "numa": _numa,
-}
-
-
-def prepare_concurrent(c: Concurrent, backend: SimBackend, sync: Sync) -> Prepared:
-    """The simulated calls of a concurrent case; NotPlaceable when the spec's machine cannot place it."""
-    return _CONCURRENT[c.op](c, Priced(backend), sync)
-
-
-def simulates(backend: Any, devices: tuple[str, ...]) -> bool:
-    """Whether a case on ``devices`` is priced here: the simulated backend, and an accelerator involved."""
-    return isinstance(backend, SimBackend) and any(accelerator_index(d) is not None for d in devices)
