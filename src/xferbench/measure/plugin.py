@@ -17,7 +17,7 @@ import pytest
 
 from ..contract import machine_differences, simulation_mismatch
 from ..units import Size, format_size, parse_dtype, parse_sizes
-from .cases import PROFILES, Case, Skipped, build_cases, core_ops
+from .cases import PEER_PAIRS, PROFILES, Case, PeerPlan, Skipped, accelerators, build_cases, core_ops, peer_plan
 from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from .machine import load_snapshot, machine_load
 from .scenarios import SCENARIOS, Scenario, build_scenarios
@@ -26,7 +26,7 @@ from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # no
 __all__ = ["XferHookspecs", "XferSettings"]
 
 #: Run-time state (clocks, caches, pinned cache) and the concurrent families' fixtures.
-pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal")
+pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal", "xferbench.measure.estimate")
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
 #: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
@@ -57,6 +57,7 @@ class XferSettings:
     sizes: tuple[int | Size, ...]
     dtypes: tuple[str, ...]
     profile: str
+    peers: PeerPlan | None = None  # the peer family's pairs (--xfer-peer-pairs); None: every pair
 
 
 def _dtypes_option(text: str) -> list[str]:
@@ -106,6 +107,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from .distributed.options import add_to_pytest
 
     add_to_pytest(group)  # --xfer-dist-*: the same table as python -m xferbench.distributed
+    group.addoption("--xfer-peer-pairs", default=None, metavar="{" + ",".join(PEER_PAIRS) + "}",
+                    help="peer pairs swept at every size: all, ring (each GPU to its neighbours) or one-per-class "
+                         "(one pair per link class); the other pairs at the 4 sizes that fit their alpha and beta "
+                         "(default: from the topology, docs/options.md)")
     group.addoption("--xfer-allow-different-machines", action="store_true",
                     help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
     group.addoption("--xfer-simulate", default=None, metavar="SPEC.toml",
@@ -181,7 +186,19 @@ def pytest_configure(config: pytest.Config) -> None:
         # xferbench compare tests significance on every round's time.
         config.option.benchmark_save_data = True
     config.stash[_SETTINGS] = XferSettings(backend, tuple(devices), tuple(sizes),
-                                           tuple(config.getoption("xfer_dtypes")), profile)
+                                           tuple(config.getoption("xfer_dtypes")), profile, _peer_plan(config, backend, devices))
+
+
+def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[str]) -> PeerPlan | None:
+    """The peer family's plan (None below two GPUs): --xfer-peer-pairs, or the default from the pairs' link
+    classes (the simulated machine prices every pair alike: one class; a real machine's are unknown here)."""
+    gpus, mode = accelerators(devices), config.getoption("xfer_peer_pairs")
+    if mode is not None and mode not in PEER_PAIRS:
+        raise pytest.UsageError(f"argument --xfer-peer-pairs: invalid choice: {mode!r} "
+                                f"(choose from {', '.join(map(repr, PEER_PAIRS))})")
+    known = getattr(backend, "peer_link_classes", None)
+    classes: dict[tuple[str, str], str | None] = known(gpus) if known else {}
+    return peer_plan(gpus, classes, mode) if len(gpus) >= 2 else None
 
 
 #: The oldest pytest-benchmark whose API the suite uses (pyproject declares it too; an older one fails mid-run).
@@ -239,7 +256,8 @@ def _real_devices(s: XferSettings) -> tuple[str, ...]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = settings(metafunc.config)
     if "xfer_case" in metafunc.fixturenames:
-        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, core_ops()), s.devices, s.sizes, s.dtypes))
+        parametrize_cases(metafunc, "xfer_case", build_cases(_op_of(metafunc, core_ops()), s.devices, s.sizes, s.dtypes,
+                                                                s.peers))
     if "xfer_dist_case" in metafunc.fixturenames:
         from .distributed import PROFILES
         from .distributed.operations import planned_cases
@@ -370,6 +388,9 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])
     machine_info["xferbench"] = {**cache["value"], "load": machine_load(config.stash.get(_LOAD_START, None))}
+    peers = settings(config).peers
+    if peers is not None:  # which peer pairs were planned at every size (--xfer-peer-pairs)
+        machine_info["xferbench"]["peer_plan"] = peers.as_json()
 
 
 _FINGERPRINT = pytest.StashKey[dict[str, Any]]()

@@ -1,0 +1,194 @@
+"""The run's estimated time, printed before its first case runs, and how good it was, printed at its end.
+
+The estimate follows the plan (the collected cases that are not skipped) and pytest-benchmark's own
+rounds rule for each: calibrate loops until a round lasts ``--benchmark-min-time``, then run
+``max(ceil(max_time / round), min_rounds)`` rounds; add the suite's warm-up calls and, for a case on an
+accelerator, its device-time windows. What one call costs comes from the simulated machine's price
+model under ``--xfer-simulate`` (``SimBackend.call_seconds``), so the estimate is in simulated seconds
+and the end of the run reads it back against the simulated clock. Elsewhere it is a conservative
+figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read back against the wall clock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .cases import Case
+
+__all__ = ["Estimate", "Rounds", "benchmark_seconds", "estimate", "estimate_lines", "outcome_lines"]
+
+#: A real machine's call is priced as if it moved this many bytes per second: below a pageable copy
+#: on PCIe Gen3 and a host copy on any recent CPU, so the estimate errs long.
+CONSERVATIVE_GBPS = 2.0
+#: And as if its fixed cost (launch, synchronize, dispatch) were this: above the H200 sample's slowest
+#: small copy (a blocking pageable .cpu(), tens of microseconds).
+CONSERVATIVE_CALL_S = 100e-6
+#: The harness's own time per case on the real clock (buffers, verification, pytest): a round figure.
+HARNESS_S = 0.02
+#: Calls the suite makes before timing (transfers.WARMUP_CALLS), and calls per no-op round (NOOP_CALLS).
+WARMUP_CALLS, NOOP_CALLS = 3, 100
+#: The device-time step's budget and bounds (transfers.EVENT_BUDGET_S, repeats 3..100, three windows).
+EVENT_BUDGET_S, EVENT_WINDOWS = 0.2, 3
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """pytest-benchmark's settings that decide how long one benchmark runs."""
+
+    max_time: float
+    min_time: float
+    min_rounds: int
+    calibration_precision: int = 10
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> Rounds:
+        return cls(float(config.getoption("benchmark_max_time")), float(config.getoption("benchmark_min_time")),
+                   int(config.getoption("benchmark_min_rounds")),
+                   int(config.getoption("benchmark_calibration_precision", 10) or 10))
+
+
+def benchmark_seconds(call_s: float, rounds: Rounds) -> float:
+    """Timer seconds pytest-benchmark spends on a benchmark whose function takes ``call_s``: its
+    calibration (loops x10 until a round lasts min_time, or one estimate once half-way) and its rounds."""
+    call_s = max(call_s, 1e-9)
+    estimate_at = rounds.min_time * 5 / rounds.calibration_precision
+    loops, spent = 1, 0.0
+    while True:
+        duration = loops * call_s
+        spent += duration
+        if duration >= rounds.min_time:
+            break
+        if duration >= estimate_at:
+            loops = math.ceil(rounds.min_time * loops / duration)
+            if loops == 1:
+                break
+        else:
+            loops *= 10
+    return spent + max(math.ceil(rounds.max_time / duration), rounds.min_rounds) * duration
+
+
+@dataclass
+class Estimate:
+    """Seconds the planned cases take: on the simulated clock (cases on a simulated accelerator) and on
+    the real one (everything else, harness included)."""
+
+    simulated_s: float = 0.0
+    real_s: float = 0.0
+    cases: Counter[str] = field(default_factory=Counter)  # planned cases per family
+
+
+def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool]:
+    """One core case's seconds and whether they are simulated."""
+    on_accelerator = any(d != "cpu" for d in case.devices)
+    if backend.simulated and on_accelerator:
+        call, queued = backend.call_seconds(case)
+    else:
+        call = CONSERVATIVE_CALL_S + case.nbytes / (CONSERVATIVE_GBPS * 1e9)
+        queued = call
+    timed = call * NOOP_CALLS if case.op == "noop" else call
+    seconds = benchmark_seconds(timed, rounds) + WARMUP_CALLS * call
+    if on_accelerator and case.op not in ("noop", "sync") and case.host_memory != "pageable":
+        repeats = max(3, min(100, int(EVENT_BUDGET_S / call)))
+        seconds += EVENT_WINDOWS * repeats * queued
+    return seconds, backend.simulated and on_accelerator
+
+
+def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
+    """The estimate of these planned items (core cases, scenarios, distributed cases). A case that is
+    not a core one is priced as a call of ``CONSERVATIVE_CALL_S`` plus its bytes at ``CONSERVATIVE_GBPS``,
+    on the real clock."""
+    result = Estimate()
+    for item in planned:
+        result.cases[item.op] += 1
+        result.real_s += HARNESS_S
+        if isinstance(item, Case):
+            seconds, simulated = _core_seconds(item, backend, rounds)
+        else:
+            call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
+            seconds, simulated = benchmark_seconds(call, rounds), False
+        if simulated:
+            result.simulated_s += seconds
+        else:
+            result.real_s += seconds
+    return result
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.1f} s"
+
+
+def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
+    """What is printed before the first case runs."""
+    total = sum(found.cases.values())
+    families = ", ".join(f"{op} {n}" for op, n in sorted(found.cases.items()))
+    lines = [f"xferbench: {total} cases planned ({families})"]
+    if peers:
+        lines.append(f"xferbench: peer pairs {peers['mode']} ({peers['reason']}); swept at every size: "
+                     f"{len(peers['swept_pairs'])} of {len(peers['classes'])} pairs, the others at 4 sizes")
+    if found.simulated_s:
+        lines.append(f"xferbench: estimated run time {_minutes(found.simulated_s)} of simulated clock "
+                     f"+ {_minutes(found.real_s)} on the real clock (host cases and harness, a conservative figure)")
+    else:
+        lines.append(f"xferbench: estimated run time {_minutes(found.real_s)} (a conservative figure: "
+                     f"{CONSERVATIVE_CALL_S * 1e6:.0f} us + bytes at {CONSERVATIVE_GBPS:g} GB/s a call, "
+                     f"{HARNESS_S * 1e3:.0f} ms of harness a case)")
+    return lines
+
+
+def outcome_lines(found: Estimate, simulated_s: float, wall_s: float) -> list[str]:
+    """What is printed at the end: the estimate against the clocks that ran."""
+    lines = []
+    if found.simulated_s:
+        ratio = simulated_s / found.simulated_s
+        lines.append(f"xferbench: simulated clock {_minutes(simulated_s)} against {_minutes(found.simulated_s)} "
+                     f"estimated (actual / estimate = {ratio:.2f})")
+    lines.append(f"xferbench: wall clock {_minutes(wall_s)} against {_minutes(found.real_s)} estimated on the real clock "
+                 f"(actual / estimate = {wall_s / found.real_s:.2f})" if found.real_s else
+                 f"xferbench: wall clock {_minutes(wall_s)}")
+    return lines
+
+
+_ESTIMATE = pytest.StashKey[tuple[Estimate, Any, float, float]]()
+
+
+def _planned(items: Sequence[pytest.Item]) -> list[Any]:
+    """The xferbench case each collected, unskipped item runs."""
+    found = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        case = next((params[name] for name in ("xfer_case", "xfer_scenario", "xfer_dist_case") if name in params), None)
+        if case is not None and item.get_closest_marker("skip") is None:
+            found.append(case)
+    return found
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from .plugin import _SETTINGS
+
+    config = session.config
+    if _SETTINGS not in config.stash or not hasattr(config.option, "benchmark_max_time"):
+        return
+    settings = config.stash[_SETTINGS]
+    found = estimate(_planned(session.items), settings.backend, Rounds.of(config))
+    clock = getattr(settings.backend, "clock", None)  # the simulated machine's
+    config.stash[_ESTIMATE] = (found, clock, clock.now if clock else 0.0, time.perf_counter())
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        for line in estimate_lines(found, settings.peers.as_json() if settings.peers else None):
+            reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _ESTIMATE not in config.stash or config.getoption("collectonly"):
+        return
+    found, clock, simulated_start, wall_start = config.stash[_ESTIMATE]
+    simulated = clock.now - simulated_start if clock else 0.0
+    for line in outcome_lines(found, simulated, time.perf_counter() - wall_start):
+        terminalreporter.write_line(line)
