@@ -151,3 +151,33 @@ def test_estimate_met_on_the_simulated_clock(tmp_path):
     plan = json.loads(out.read_text())["machine_info"]["xferbench"]["peer_plan"]
     assert plan["mode"] == "ring" and plan["reason"] == "given"
     assert plan["swept_pairs"] == ["cuda:0->cuda:1", "cuda:1->cuda:0"]
+
+
+class TestAdaptiveRounds:
+    def test_needed_rounds_follow_pytest_benchmarks_precision_rule(self):
+        """z x spread / sqrt(n) <= precision: at 99% (z = 2.576), 1% spread to ±1% needs 7 rounds; none known
+        or no precision: every round max_time allows."""
+        adaptive = Rounds(0.25, 1e-3, 5, precision=0.01)
+        assert adaptive.needed(250, 0.01) == 7
+        assert adaptive.needed(250, 0.0) == 5 and adaptive.needed(250, None) == 250 and adaptive.needed(6, 0.05) == 6
+        assert Rounds(0.25, 1e-3, 5).needed(250, 0.01) == 250
+
+    @pytest.mark.slow
+    def test_full_profile_stops_when_the_mean_is_stable(self, tmp_path):
+        """The full profile runs pytest-benchmark's adaptive rounds (±1% at 99%): on the 8-GPU spec (1% noise)
+        a few rounds each, against a hundred and more with fixed rounds (a --benchmark-max-time of one's own);
+        the estimate holds either way."""
+        env = dict(os.environ, PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+        found = {}
+        for name, extra in (("adaptive", []), ("fixed", ["--benchmark-max-time=0.02"])):
+            out = tmp_path / f"{name}.json"
+            proc = subprocess.run([sys.executable, "-m", "pytest", "bench/test_d2d.py", "--benchmark-only", "-q",
+                                   "-p", "no:cacheprovider", f"--xfer-simulate={EIGHT}", "--xfer-devices=cuda:0",
+                                   "--xfer-sizes=4B,1MiB,64MiB", "--xfer-profile=full", f"--benchmark-json={out}", *extra],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+            ratio = float(re.search(r"simulated clock .* \(actual / estimate = ([\d.]+)\)", proc.stdout).group(1))
+            assert 1 / ESTIMATE_FACTOR <= ratio <= ESTIMATE_FACTOR
+            found[name] = [b["stats"]["rounds"] for b in json.loads(out.read_text())["benchmarks"]]
+        assert len(found["adaptive"]) == 6 and max(found["adaptive"]) <= 20 and min(found["adaptive"]) >= 5
+        assert min(found["fixed"]) >= 100

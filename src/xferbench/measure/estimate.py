@@ -12,6 +12,7 @@ figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read bac
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -30,8 +31,10 @@ CONSERVATIVE_GBPS = 2.0
 #: And as if its fixed cost (launch, synchronize, dispatch) were this: above the H200 sample's slowest
 #: small copy (a blocking pageable .cpu(), tens of microseconds).
 CONSERVATIVE_CALL_S = 100e-6
-#: The harness's own time per case on the real clock (buffers, verification, pytest): a round figure.
-HARNESS_S = 0.02
+#: The harness's own time per case on the real clock (pytest, buffers, the verification call), plus
+#: HARNESS_COPIES passes over the payload at CONSERVATIVE_GBPS (filling, the verifying copy, comparing):
+#: a simulated run on the shared 2-core build machine spent about 0.1 s of CPU a 4 B..1 MiB case.
+HARNESS_S, HARNESS_COPIES = 0.25, 4
 #: Calls the suite makes before timing (transfers.WARMUP_CALLS), and calls per no-op round (NOOP_CALLS).
 WARMUP_CALLS, NOOP_CALLS = 3, 100
 #: The device-time step's budget and bounds (transfers.EVENT_BUDGET_S, repeats 3..100, three windows).
@@ -46,17 +49,30 @@ class Rounds:
     min_time: float
     min_rounds: int
     calibration_precision: int = 10
+    precision: float | None = None  # --benchmark-precision: stop once the mean is this sure
+    confidence: float = 0.99
 
     @classmethod
     def of(cls, config: pytest.Config) -> Rounds:
+        precision = config.getoption("benchmark_precision", None)
         return cls(float(config.getoption("benchmark_max_time")), float(config.getoption("benchmark_min_time")),
                    int(config.getoption("benchmark_min_rounds")),
-                   int(config.getoption("benchmark_calibration_precision", 10) or 10))
+                   int(config.getoption("benchmark_calibration_precision", 10) or 10),
+                   float(precision) if precision else None, float(config.getoption("benchmark_confidence", 0.99)))
+
+    def needed(self, most: int, spread: float | None) -> int:
+        """Rounds run of at most ``most``: all of them without --benchmark-precision or where the rounds'
+        relative spread is unknown; else where pytest-benchmark's rule stops (z x spread / sqrt(n) <= precision)."""
+        if self.precision is None or spread is None:
+            return most
+        z = statistics.NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        return min(most, max(self.min_rounds, 2, math.ceil((z * spread / self.precision) ** 2)))
 
 
-def benchmark_seconds(call_s: float, rounds: Rounds) -> float:
+def benchmark_seconds(call_s: float, rounds: Rounds, spread: float | None = None) -> float:
     """Timer seconds pytest-benchmark spends on a benchmark whose function takes ``call_s``: its
-    calibration (loops x10 until a round lasts min_time, or one estimate once half-way) and its rounds."""
+    calibration (loops x10 until a round lasts min_time, or one estimate once half-way) and its rounds
+    (``Rounds.needed``; ``spread``: the rounds' relative standard deviation, None where unknown)."""
     call_s = max(call_s, 1e-9)
     estimate_at = rounds.min_time * 5 / rounds.calibration_precision
     loops, spent = 1, 0.0
@@ -71,7 +87,7 @@ def benchmark_seconds(call_s: float, rounds: Rounds) -> float:
                 break
         else:
             loops *= 10
-    return spent + max(math.ceil(rounds.max_time / duration), rounds.min_rounds) * duration
+    return spent + rounds.needed(max(math.ceil(rounds.max_time / duration), rounds.min_rounds), spread) * duration
 
 
 @dataclass
@@ -87,13 +103,15 @@ class Estimate:
 def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool]:
     """One core case's seconds and whether they are simulated."""
     on_accelerator = any(d != "cpu" for d in case.devices)
+    spread = None  # unknown on a real machine: every round max_time allows is counted
     if backend.simulated and on_accelerator:
         call, queued = backend.call_seconds(case)
+        spread = backend.spec.noise  # a round's jitter is at most one call's
     else:
         call = CONSERVATIVE_CALL_S + case.nbytes / (CONSERVATIVE_GBPS * 1e9)
         queued = call
     timed = call * NOOP_CALLS if case.op == "noop" else call
-    seconds = benchmark_seconds(timed, rounds) + WARMUP_CALLS * call
+    seconds = benchmark_seconds(timed, rounds, spread) + WARMUP_CALLS * call
     if on_accelerator and case.op not in ("noop", "sync") and case.host_memory != "pageable":
         repeats = max(3, min(100, int(EVENT_BUDGET_S / call)))
         seconds += EVENT_WINDOWS * repeats * queued
@@ -107,7 +125,7 @@ def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
     result = Estimate()
     for item in planned:
         result.cases[item.op] += 1
-        result.real_s += HARNESS_S
+        result.real_s += HARNESS_S + HARNESS_COPIES * int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
         if isinstance(item, Case):
             seconds, simulated = _core_seconds(item, backend, rounds)
         else:
@@ -131,14 +149,14 @@ def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
     lines = [f"xferbench: {total} cases planned ({families})"]
     if peers:
         lines.append(f"xferbench: peer pairs {peers['mode']} ({peers['reason']}); swept at every size: "
-                     f"{len(peers['swept_pairs'])} of {len(peers['classes'])} pairs, the others at 4 sizes")
+                     f"{len(peers['swept_pairs'])} of {len(peers['classes'])} pairs, the others at up to 4 sizes")
     if found.simulated_s:
         lines.append(f"xferbench: estimated run time {_minutes(found.simulated_s)} of simulated clock "
                      f"+ {_minutes(found.real_s)} on the real clock (host cases and harness, a conservative figure)")
     else:
         lines.append(f"xferbench: estimated run time {_minutes(found.real_s)} (a conservative figure: "
                      f"{CONSERVATIVE_CALL_S * 1e6:.0f} us + bytes at {CONSERVATIVE_GBPS:g} GB/s a call, "
-                     f"{HARNESS_S * 1e3:.0f} ms of harness a case)")
+                     f"{HARNESS_S:g} s + {HARNESS_COPIES} passes over the bytes of harness a case)")
     return lines
 
 

@@ -31,6 +31,11 @@ pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal", "x
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
 #: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
 PROFILE_MAX_TIME = {"quick": "0.5", "full": "0.25"}
+#: ``--benchmark-precision`` each profile uses unless the user gives one (pytest-benchmark's own adaptive
+#: rounds): after --benchmark-min-rounds, a case stops once the 99% interval of its mean round is within
+#: ±1% (--benchmark-confidence), else at --benchmark-max-time. A stable case stops after a few rounds, a
+#: noisy one keeps the time the profile allows it; the full profile's cost on a big box is mostly the former.
+PROFILE_PRECISION = {"quick": None, "full": 0.01}
 #: ``--benchmark-min-time`` unless the user gives one: a tiny call (a no-op, a
 #: 4-byte copy) is repeated until a round lasts 1 ms, so the timer's own overhead
 #: (tens of ns a reading) is far below 1% of a round and each benchmark keeps a
@@ -182,6 +187,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.benchmark_max_time = SIMULATED_MAX_TIME if backend.simulated else PROFILE_MAX_TIME[profile]
     if not _given(config, "--benchmark-min-time") and hasattr(config.option, "benchmark_min_time"):
         config.option.benchmark_min_time = SIMULATED_MIN_TIME if backend.simulated else DEFAULT_MIN_TIME
+    if (PROFILE_PRECISION[profile] and not _given(config, "--benchmark-precision")
+            and not _given(config, "--benchmark-max-time") and hasattr(config.option, "benchmark_precision")):
+        # (a --benchmark-max-time of one's own keeps pytest-benchmark's fixed rounds)
+        config.option.benchmark_precision = PROFILE_PRECISION[profile]
     if hasattr(config.option, "benchmark_save_data"):
         # xferbench compare tests significance on every round's time.
         config.option.benchmark_save_data = True
