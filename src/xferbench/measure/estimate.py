@@ -118,10 +118,20 @@ def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool
     return seconds, backend.simulated and on_accelerator
 
 
+def _on_accelerator(item: Any) -> bool:
+    """Whether a scenario or concurrent case runs on an accelerator (the 2-rank world runs on the host
+    under --xfer-simulate)."""
+    from ..families import FAMILIES
+
+    if item.op in FAMILIES and FAMILIES[item.op].kind == "distributed":
+        return False
+    return any(d != "cpu" for d in (getattr(item, "src", "cpu"), getattr(item, "dst", "cpu")))
+
+
 def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
-    """The estimate of these planned items (core cases, scenarios, distributed cases). A case that is
-    not a core one is priced as a call of ``CONSERVATIVE_CALL_S`` plus its bytes at ``CONSERVATIVE_GBPS``,
-    on the real clock."""
+    """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases). A
+    case that is not a core one is priced as a call of ``CONSERVATIVE_CALL_S`` plus its bytes at
+    ``CONSERVATIVE_GBPS``, on the simulated clock where it runs on a simulated accelerator."""
     result = Estimate()
     for item in planned:
         result.cases[item.op] += 1
@@ -130,7 +140,8 @@ def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
             seconds, simulated = _core_seconds(item, backend, rounds)
         else:
             call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
-            seconds, simulated = benchmark_seconds(call, rounds), False
+            simulated = backend.simulated and _on_accelerator(item)
+            seconds = benchmark_seconds(call, rounds, backend.spec.noise if simulated else None)
         if simulated:
             result.simulated_s += seconds
         else:
@@ -152,7 +163,8 @@ def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
                      f"{len(peers['swept_pairs'])} of {len(peers['classes'])} pairs, the others at up to 4 sizes")
     if found.simulated_s:
         lines.append(f"xferbench: estimated run time {_minutes(found.simulated_s)} of simulated clock "
-                     f"+ {_minutes(found.real_s)} on the real clock (host cases and harness, a conservative figure)")
+                     f"+ {_minutes(found.real_s)} on the real clock (host and distributed cases, the harness: a conservative "
+                     "figure); scenarios and concurrent cases are priced conservatively, not by the spec")
     else:
         lines.append(f"xferbench: estimated run time {_minutes(found.real_s)} (a conservative figure: "
                      f"{CONSERVATIVE_CALL_S * 1e6:.0f} us + bytes at {CONSERVATIVE_GBPS:g} GB/s a call, "
@@ -181,7 +193,8 @@ def _planned(items: Sequence[pytest.Item]) -> list[Any]:
     found = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        case = next((params[name] for name in ("xfer_case", "xfer_scenario", "xfer_dist_case") if name in params), None)
+        names = ("xfer_case", "xfer_scenario", "xfer_concurrent", "xfer_dist_case")
+        case = next((params[name] for name in names if name in params), None)
         if case is not None and item.get_closest_marker("skip") is None:
             found.append(case)
     return found
