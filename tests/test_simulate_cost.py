@@ -184,3 +184,22 @@ class TestAdaptiveRounds:
             found[name] = [b["stats"]["rounds"] for b in json.loads(out.read_text())["benchmarks"]]
         assert len(found["adaptive"]) == 6 and max(found["adaptive"]) <= 20 and min(found["adaptive"]) >= 5
         assert min(found["fixed"]) >= 100
+
+
+class TestCallSeconds:
+    spec = load_spec(EIGHT)
+
+    def test_a_timed_call_is_launch_device_time_and_a_synchronize_per_device(self):
+        sim = SimBackend(self.spec, SimClock())
+        peer = Case("peer", "copy_", "cuda:0", "cuda:5", (2**20,))
+        device = self.spec.paths["peer"].seconds(4 * 2**20)
+        call, queued = sim.call_seconds(peer)
+        assert call == pytest.approx(4e-6 + device + 2 * 5e-6)
+        assert queued == pytest.approx(max(4e-6, device))  # a peer copy returns at once: the device paces the queue
+        noop = sim.call_seconds(Case("noop", "to", "cuda:0", "cuda:0", (1,)))
+        assert noop == pytest.approx((400e-9, 400e-9))
+        assert sim.clock.now == 0.0  # pricing charges nothing
+
+    def test_every_pair_is_one_link_class(self):
+        classes = SimBackend(self.spec, SimClock()).peer_link_classes(GPUS)
+        assert len(classes) == 56 and len(set(classes.values())) == 1
