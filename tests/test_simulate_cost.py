@@ -203,3 +203,22 @@ class TestCallSeconds:
     def test_every_pair_is_one_link_class(self):
         classes = SimBackend(self.spec, SimClock()).peer_link_classes(GPUS)
         assert len(classes) == 56 and len(set(classes.values())) == 1
+
+
+def test_conservative_estimate_of_the_h200_sample_errs_long_within_3x():
+    """The 512 cases of the real H200 run (reports/samples/h200, --benchmark-max-time 0.15) priced by the
+    conservative figure: above the 393 s the whole reference script took (log.txt: "done in 393s", the harness
+    check and the report included), and within 3x of it."""
+    import gzip
+
+    from xferbench.measure.estimate import estimate
+
+    sample = ROOT / "reports" / "samples" / "h200"
+    data = json.loads(gzip.open(sample / "full.json.gz").read())
+    assert "== done in 393s" in (sample / "log.txt").read_text()
+    cases = [Case(e["op"], e["method"], e["src"], e["dst"], tuple(e["shape"]), e["dtype"], e.get("host_memory"),
+                  e.get("non_blocking", False), e.get("variant")) for e in (b["extra_info"] for b in data["benchmarks"])]
+    real_machine = type("Real", (), {"simulated": False})()
+    found = estimate(cases, real_machine, Rounds(0.15, 1e-3, 5))
+    assert len(cases) == 512 and found.simulated_s == 0
+    assert 393 <= found.real_s <= 3 * 393

@@ -108,7 +108,9 @@ def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool
         call, queued = backend.call_seconds(case)
         spread = backend.spec.noise  # a round's jitter is at most one call's
     else:
-        call = CONSERVATIVE_CALL_S + case.nbytes / (CONSERVATIVE_GBPS * 1e9)
+        # A no-op and torch.empty touch no byte of their payload: a fixed cost alone.
+        moved = 0 if case.op == "noop" or case.method == "empty" else case.nbytes
+        call = CONSERVATIVE_CALL_S + moved / (CONSERVATIVE_GBPS * 1e9)
         queued = call
     timed = call * NOOP_CALLS if case.op == "noop" else call
     seconds = benchmark_seconds(timed, rounds, spread) + WARMUP_CALLS * call
