@@ -99,6 +99,7 @@ def collect(spec: Path, *args: str) -> str:
 
 
 class TestBeforeTheRun:
+    @pytest.mark.slow  # collects all of bench/ for 8 GPUs: about 6 s
     def test_default_and_estimate_printed_on_the_eight_gpu_spec(self):
         """The 8-GPU NVSwitch spec's full profile plans one pair per class by default, and says how long
         the run will take before it starts."""
