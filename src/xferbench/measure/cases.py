@@ -8,8 +8,8 @@ No torch here: the matrix is plain data, built from device strings.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..contract import Identity
@@ -18,14 +18,19 @@ from ..units import DTYPE_SIZES, Size, format_size
 
 __all__ = [
     "NO_SIZE",
+    "PEER_PAIRS",
     "PROFILES",
     "Case",
+    "PeerPlan",
     "PlannedCase",
     "Skipped",
     "accelerators",
     "build_cases",
     "core_ops",
+    "default_peer_pairs",
+    "fit_shapes",
     "no_accelerator",
+    "peer_plan",
     "shapes_for",
 ]
 
@@ -222,11 +227,14 @@ def _family_cases(op: str, devices: Sequence[str], shape: tuple[int, ...], dtype
     ]
 
 
-def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dtypes: Sequence[str]) -> list[Planned]:
+def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dtypes: Sequence[str],
+                peers: PeerPlan | None = None) -> list[Planned]:
     """Every case of one op family for these devices, sizes and dtypes, skips included.
 
     A no-op costs the same at any size, so it is measured at the smallest and the
-    largest size only: enough to show that the size does not matter. A family with no
+    largest size only: enough to show that the size does not matter. ``peers`` (the peer family's
+    plan, ``--xfer-peer-pairs``) sweeps every size on its swept pairs and only ``fit_shapes`` on the
+    others; without one every pair is swept. A family with no
     size axis (``sizes="none"``, a synchronize) gets one case per endpoint and variant,
     whatever the sizes and dtypes: its shape is the placeholder ``NO_SIZE``.
     """
@@ -241,8 +249,8 @@ def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dt
         if family(op).sizes == "ends" and shapes:
             by_bytes = sorted(shapes, key=math.prod)
             shapes = list(dict.fromkeys([by_bytes[0], by_bytes[-1]]))
-        for shape in shapes:
-            planned += _family_cases(op, devices, shape, dtype)
+        cases = [case for shape in shapes for case in _family_cases(op, devices, shape, dtype)]
+        planned += _sparse_pairs(cases, peers, set(fit_shapes(shapes))) if op == "peer" and peers else cases
     # One skip line per reason is enough; repeating it per size is noise.
     unique: dict[str, Planned] = {}
     for item in planned:
@@ -253,3 +261,91 @@ def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dt
 def core_ops() -> tuple[str, ...]:
     """The families the case matrix builds (the registry's core kind)."""
     return ops("core")
+
+
+#: ``--xfer-peer-pairs``: which ordered GPU pairs the peer family sweeps at every size. Every other
+#: pair is still measured at ``fit_shapes`` (enough sizes for its own α and β).
+PEER_PAIRS = ("all", "ring", "one-per-class")
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class PeerPlan:
+    """The peer family's plan: the pairs swept at every size, and why this mode was used."""
+
+    mode: str
+    reason: str  # "given" or the default's reason (default_peer_pairs)
+    swept: frozenset[Pair]
+    classes: Mapping[Pair, str | None] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        """What the run records (machine_info.xferbench.peer_plan), so the report and compare know which
+        pairs were planned at every size and which only at the sizes that fit α and β."""
+        return {"mode": self.mode, "reason": self.reason,
+                "swept_pairs": sorted(f"{s}->{d}" for s, d in self.swept),
+                "classes": {f"{s}->{d}": c for (s, d), c in sorted(self.classes.items())},
+                "other_pairs_sizes": "the smallest, the geometric middle and the two largest sizes"}
+
+
+def _pairs(gpus: Sequence[str]) -> list[Pair]:
+    return [(s, d) for s in gpus for d in gpus if s != d]
+
+
+def _ring(gpus: Sequence[str]) -> set[Pair]:
+    """Each GPU to its next one and back (GPU n-1 to GPU 0 closes the ring)."""
+    edges = {(gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))} if len(gpus) > 1 else set()
+    return {pair for s, d in edges for pair in ((s, d), (d, s)) if s != d}
+
+
+def _one_per_class(pairs: Sequence[Pair], classes: Mapping[Pair, str | None]) -> set[Pair]:
+    """The first pair of each known link class; a pair whose class is unknown is its own class."""
+    first: dict[str, Pair] = {}
+    unknown = {pair for pair in pairs if classes.get(pair) is None}
+    for pair in pairs:
+        cls = classes.get(pair)
+        if cls is not None:
+            first.setdefault(cls, pair)
+    return set(first.values()) | unknown
+
+
+def default_peer_pairs(gpus: Sequence[str], classes: Mapping[Pair, str | None]) -> tuple[str, str]:
+    """The mode used when ``--xfer-peer-pairs`` is not given, and why: every pair on two GPUs or fewer
+    (there are at most two) or where some pair's link is unknown; else one pair per link class (on an
+    NVSwitch node every pair shares one link, so one pair's sweep stands for all)."""
+    pairs = _pairs(gpus)
+    if len(gpus) <= 2:
+        return "all", f"default: {len(gpus)} GPUs, every pair swept"
+    if any(classes.get(pair) is None for pair in pairs):
+        return "all", "default: the link of some GPU pair is unknown, every pair swept"
+    kinds = sorted({str(classes[pair]) for pair in pairs})
+    return "one-per-class", f"default: every pair's link is known ({', '.join(kinds)}), one pair per link swept"
+
+
+def peer_plan(gpus: Sequence[str], classes: Mapping[Pair, str | None], mode: str | None = None) -> PeerPlan:
+    """The peer plan for these GPUs: ``mode`` (one of PEER_PAIRS) or, when None, the default."""
+    reason = "given"
+    if mode is None:
+        mode, reason = default_peer_pairs(gpus, classes)
+    if mode not in PEER_PAIRS:
+        raise ValueError(f"invalid choice: {mode!r} (choose from {', '.join(map(repr, PEER_PAIRS))})")
+    pairs = _pairs(gpus)
+    swept = set(pairs) if mode == "all" else _ring(gpus) if mode == "ring" else _one_per_class(pairs, classes)
+    return PeerPlan(mode, reason, frozenset(swept), {pair: classes.get(pair) for pair in pairs})
+
+
+def fit_shapes(shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The sizes an unswept pair is measured at: the smallest (its α), the two largest (its β) and the one
+    nearest the geometric middle of the ends (the knee between them). The fit needs three sizes
+    (analyze.model); the fourth keeps one when a size is skipped (memory) or read from a cache."""
+    by_bytes = sorted(shapes, key=math.prod)
+    if len(by_bytes) <= 4:
+        return by_bytes
+    small, large = math.prod(by_bytes[0]), math.prod(by_bytes[-1])
+    middle = min(by_bytes[1:-2], key=lambda s: abs(math.log(math.prod(s)) - (math.log(small) + math.log(large)) / 2))
+    return [by_bytes[0], middle, *by_bytes[-2:]]
+
+
+def _sparse_pairs(planned: Sequence[Planned], plan: PeerPlan, kept: set[tuple[int, ...]]) -> list[Planned]:
+    """Drop an unswept pair's cases at sizes outside ``kept``."""
+    return [item for item in planned
+            if not isinstance(item, Case) or (item.src, item.dst) in plan.swept or item.shape in kept]

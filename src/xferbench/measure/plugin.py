@@ -17,7 +17,7 @@ import pytest
 
 from ..contract import machine_differences, simulation_mismatch
 from ..units import Size, format_size, parse_dtype, parse_sizes
-from .cases import PROFILES, Case, PlannedCase, Skipped, build_cases, core_ops
+from .cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
 from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from .machine import load_snapshot, machine_load
 from .scenario_families import SCENARIO_FAMILIES
@@ -26,12 +26,17 @@ from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # no
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
-#: Run-time state (clocks, caches, pinned cache) and the run journal.
-pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal")
+#: Run-time state (clocks, caches, pinned cache), the run journal, and the run-time estimate.
+pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal", "xferbench.measure.estimate")
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
 #: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
 PROFILE_MAX_TIME = {"quick": "0.5", "full": "0.25"}
+#: ``--benchmark-precision`` each profile uses unless the user gives one (pytest-benchmark's own adaptive
+#: rounds): after --benchmark-min-rounds, a case stops once the 99% interval of its mean round is within
+#: ±1% (--benchmark-confidence), else at --benchmark-max-time. A stable case stops after a few rounds, a
+#: noisy one keeps the time the profile allows it; the full profile's cost on a big box is mostly the former.
+PROFILE_PRECISION = {"quick": None, "full": 0.01}
 #: ``--benchmark-min-time`` unless the user gives one: a tiny call (a no-op, a
 #: 4-byte copy) is repeated until a round lasts 1 ms, so the timer's own overhead
 #: (tens of ns a reading) is far below 1% of a round and each benchmark keeps a
@@ -58,6 +63,7 @@ class XferSettings:
     sizes: tuple[int | Size, ...]
     dtypes: tuple[str, ...]
     profile: str
+    peers: PeerPlan | None = None  # the peer family's pairs (--xfer-peer-pairs); None: every pair
 
 
 def _dtypes_option(text: str) -> list[str]:
@@ -107,6 +113,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from .distributed.options import add_to_pytest
 
     add_to_pytest(group)  # --xfer-dist-*: the same table as python -m xferbench.distributed
+    group.addoption("--xfer-peer-pairs", default=None, metavar="{" + ",".join(PEER_PAIRS) + "}",
+                    help="peer pairs swept at every size: all, ring (each GPU to its neighbours) or one-per-class "
+                         "(one pair per link class); the other pairs at the 4 sizes that fit their alpha and beta "
+                         "(default: from the topology, docs/options.md)")
     group.addoption("--xfer-allow-different-machines", action="store_true",
                     help="let --benchmark-compare compare runs from different GPUs, drivers or torch versions")
     group.addoption("--xfer-simulate", default=None, metavar="SPEC.toml",
@@ -178,11 +188,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.benchmark_max_time = SIMULATED_MAX_TIME if backend.simulated else PROFILE_MAX_TIME[profile]
     if not _given(config, "--benchmark-min-time") and hasattr(config.option, "benchmark_min_time"):
         config.option.benchmark_min_time = SIMULATED_MIN_TIME if backend.simulated else DEFAULT_MIN_TIME
+    if (PROFILE_PRECISION[profile] and not _given(config, "--benchmark-precision")
+            and not _given(config, "--benchmark-max-time") and hasattr(config.option, "benchmark_precision")):
+        # (a --benchmark-max-time of one's own keeps pytest-benchmark's fixed rounds)
+        config.option.benchmark_precision = PROFILE_PRECISION[profile]
     if hasattr(config.option, "benchmark_save_data"):
         # xferbench compare tests significance on every round's time.
         config.option.benchmark_save_data = True
     config.stash[_SETTINGS] = XferSettings(backend, tuple(devices), tuple(sizes),
-                                           tuple(config.getoption("xfer_dtypes")), profile)
+                                           tuple(config.getoption("xfer_dtypes")), profile, _peer_plan(config, backend, devices))
+
+
+def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[str]) -> PeerPlan | None:
+    """The peer family's plan (None below two GPUs): --xfer-peer-pairs, or the default from the pairs' link
+    classes (the simulated machine prices every pair alike: one class; a real machine's are unknown here)."""
+    gpus, mode = accelerators(devices), config.getoption("xfer_peer_pairs")
+    if mode is not None and mode not in PEER_PAIRS:
+        raise pytest.UsageError(f"argument --xfer-peer-pairs: invalid choice: {mode!r} "
+                                f"(choose from {', '.join(map(repr, PEER_PAIRS))})")
+    known = getattr(backend, "peer_link_classes", None)
+    classes: dict[tuple[str, str], str | None] = known(gpus) if known else {}
+    return peer_plan(gpus, classes, mode) if len(gpus) >= 2 else None
 
 
 #: The oldest pytest-benchmark whose API the suite uses (pyproject declares it too; an older one fails mid-run).
@@ -241,7 +267,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "xfer_case" in metafunc.fixturenames:  # a core, scenario or concurrent family, by its mark
         op = _op_of(metafunc, (*core_ops(), *SCENARIO_FAMILIES))
         parametrize_cases(metafunc, "xfer_case", plan_scenario_family(op, s.devices, s.profile) if op in SCENARIO_FAMILIES
-                          else build_cases(op, s.devices, s.sizes, s.dtypes))
+                          else build_cases(op, s.devices, s.sizes, s.dtypes, s.peers))
     if "xfer_dist_case" in metafunc.fixturenames:
         from .distributed import PROFILES
         from .distributed.operations import planned_cases
@@ -363,6 +389,9 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])
     machine_info["xferbench"] = {**cache["value"], "load": machine_load(config.stash.get(_LOAD_START, None))}
+    peers = settings(config).peers
+    if peers is not None:  # which peer pairs were planned at every size (--xfer-peer-pairs)
+        machine_info["xferbench"]["peer_plan"] = peers.as_json()
 
 
 _FINGERPRINT = pytest.StashKey[dict[str, Any]]()

@@ -32,7 +32,7 @@ import tomllib
 
 from .cases import Case
 from .devices import accelerator_index
-from .timing import CLOCK_SIMULATED, event_device
+from .timing import BARE_OPS, CLOCK_SIMULATED, event_device
 
 __all__ = [
     "CLOCK",
@@ -331,6 +331,17 @@ class SimBackend:
             return launch, index, self.spec.paths["d2d"].seconds(case.nbytes), False
         raise ValueError(f"the simulated machine has no cost for {case.op} {case.method}")
 
+    def call_seconds(self, case: Case) -> tuple[float, float]:
+        """Priced without noise or drift: one timed call of ``case`` as the suite times it (the call,
+        then a synchronize of each accelerator it touches; a no-op or a synchronize bare), and one
+        call of many queued back to back (the device-time windows). For the run-time estimate."""
+        if case.op == "sync":
+            return (self.spec.sync_us * 1e-6,) * 2
+        host_s, _, device_s, waits = self.plan(case)
+        touched = [] if case.op in BARE_OPS else [i for i in map(accelerator_index, case.devices) if i is not None]
+        queued = host_s + device_s if waits else max(host_s, device_s)
+        return host_s + device_s + self.spec.sync_us * 1e-6 * len(touched), queued
+
     def charge(self, case: Case) -> None:
         """Advance the clocks by what one call of ``case`` costs on this machine."""
         self.issue(*self.plan(case))
@@ -386,6 +397,10 @@ class SimBackend:
 
     def can_access_peer(self, src: int, dst: int) -> bool:
         return src != dst
+
+    def peer_link_classes(self, gpus: list[str]) -> dict[tuple[str, str], str | None]:
+        """Every pair's link class: one, the spec prices every peer pair alike (--xfer-peer-pairs)."""
+        return {(s, d): "peer (one simulated price)" for s in gpus for d in gpus if s != d}
 
     def empty_cache(self) -> None:
         return None
