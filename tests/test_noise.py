@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import synthetic_runs as syn
 from strict_json import strict_loads
@@ -26,6 +28,9 @@ from xferbench.analyze.noise import (
     standard_error,
 )
 from xferbench.analyze.results import ResultsError
+from xferbench.cli import main
+
+from hostile_inputs import put, small, values
 
 
 def test_documented_constants():
@@ -407,3 +412,37 @@ class TestStrictJson:
         text = path.read_text()
         strict_loads(text)
         assert Noise.from_json(text, str(path)).to_json() + "\n" in (text, text + "\n")  # as calibrate writes it
+
+
+@pytest.mark.hostile
+class TestProperties:
+    """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
+    line; any nvbandwidth document gives finite positive figures or one ResultsError."""
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(field=st.sampled_from(["machine", "runs", "target", "per_side", "z_bound", "floors", "cases",
+                                  "false_alarm_rate", "confirmed", "note"]), value=values)
+    def test_noise_file_with_any_field(self, tmp_path, field, value):
+        import contextlib
+        import io
+
+        from xferbench.analyze.noise import Noise
+        from xferbench.analyze.results import ResultsError
+
+        text = json.dumps({"xferbench_noise": 1, "machine": {}, "runs": 10, "target": 0.05, "per_side": 3,
+                           "z_bound": 4.0, "floors": {"bandwidth": 0.25, "latency": 1.0}, "cases": {},
+                           "false_alarm_rate": {}, "confirmed": True, "note": ""} | {field: value})
+        try:
+            noise = Noise.from_json(text, "noise.json")
+        except ResultsError as error:
+            assert str(error).startswith("noise.json: ") and "\n" not in str(error)
+            return
+        assert noise.z_bound > 0 and all(noise.floors[c] > 0 for c in ("bandwidth", "latency"))
+        base = tmp_path / "base.json"
+        if not base.exists():
+            put(base, small(4))
+        path = put(tmp_path / "noise.json", text)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["compare", str(base), str(base), "--noise", str(path)])
+        assert code == 0, err.getvalue()  # a run against itself: no change, whatever the usable file says
