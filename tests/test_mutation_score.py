@@ -1,4 +1,4 @@
-"""bench/mutation_score.py, the script behind `tox -e mutation`: which modules it scores and its verdict."""
+"""tools/mutation_score.py, the script behind `tox -e mutation`: which modules it scores and its verdict."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "mutation_score.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "mutation_score.py"
 
 
 @pytest.fixture
@@ -69,14 +69,14 @@ def test_a_score_made_of_timeouts_is_refused(mutation_score, monkeypatch, capsys
 
 @pytest.mark.hostile
 class TestMutationScoreArguments:
-    """bench/mutation_score.py is the gate of `tox -e mutation`: an argument that silently disables it
+    """tools/mutation_score.py is the gate of `tox -e mutation`: an argument that silently disables it
     (--fail-under nan: every score compares False against NaN) or that mutmut cannot run is refused."""
 
     @pytest.fixture
     def script(self, monkeypatch):
         import importlib.util
 
-        path = Path(__file__).resolve().parent.parent / "bench" / "mutation_score.py"
+        path = Path(__file__).resolve().parent.parent / "tools" / "mutation_score.py"
         spec = importlib.util.spec_from_file_location("mutation_score", path)
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, "mutation_score", module)

@@ -244,7 +244,7 @@ _OOM: type[Exception] = getattr(torch, "OutOfMemoryError", getattr(torch.cuda, "
 #: Calls of a no-op per timed iteration. pytest-benchmark calls the timed function as
 #: ``fn(*args, **kwargs)``, which costs ~50 ns on its own: a quarter of a CPU no-op. A
 #: loop of calls inside the timed function, divided out afterwards, costs what
-#: timeit's inline loop does (torch.utils.benchmark; bench/harness_overhead.py).
+#: timeit's inline loop does (torch.utils.benchmark; tools/harness_overhead.py).
 NOOP_CALLS = 100
 #: Seconds of device-event timing to spend per case, at most.
 EVENT_BUDGET_S = 0.2
