@@ -20,6 +20,7 @@ from ..units import Size, format_size, parse_dtype, parse_sizes
 from .cases import PROFILES, Case, Skipped, build_cases, core_ops
 from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from .machine import load_snapshot, machine_load
+from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .scenarios import SCENARIOS, Scenario, build_scenarios
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
@@ -182,10 +183,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.benchmark_save_data = True
     config.stash[_SETTINGS] = XferSettings(backend, tuple(devices), tuple(sizes),
                                            tuple(config.getoption("xfer_dtypes")), profile)
-
-
-#: The oldest pytest-benchmark whose API the suite uses (pyproject declares it too; an older one fails mid-run).
-MIN_PYTEST_BENCHMARK = (5, 3)
 
 
 def _check_environment() -> None:

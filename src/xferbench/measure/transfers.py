@@ -18,6 +18,7 @@ from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
 from .faults import after_timing
 from .inject import slowdown_for, slowed
+from .pytest_benchmark_adapter import scale_rounds
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, device_seconds, synchronized
 
 __all__ = [
@@ -377,15 +378,7 @@ def _repeated(call: Callable[[], Any], times: int) -> Callable[[], Any]:
 def _per_call(benchmark: Benchmark, times: int) -> None:
     """Turn the statistics of ``times`` calls per iteration into per-call ones: each round's
     time divided by ``times``, and ``iterations`` counting calls."""
-    metadata = getattr(benchmark, "stats", None)
-    stats = getattr(metadata, "stats", None)
-    if metadata is None or stats is None:  # --benchmark-disable: nothing was timed
-        return
-    stats.data[:] = [duration / times for duration in stats.data]
-    for name in vars(stats).copy():  # statistics derived (and cached) from the old data
-        if name != "data":
-            delattr(stats, name)
-    metadata.iterations *= times
+    scale_rounds(getattr(benchmark, "stats", None), times)  # nothing under --benchmark-disable
 
 
 def _median_wall(benchmark: Benchmark) -> float | None:
