@@ -21,7 +21,7 @@ import pytest
 
 from .concurrent import CONCURRENT, Concurrent, build_concurrent
 from .devices import DeviceBackend, accelerator_index, available_devices
-from .machine import cache_resident, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
+from .machine import cache_resident, clocks_and_link_now, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle
 
 __all__ = ["RunState"]
 
@@ -85,7 +85,7 @@ def annotate(info: dict[str, Any], state: RunState) -> None:
         info["cache_resident"] = resident
     index = next((i for i in map(_index, (info.get("src"), info.get("dst"))) if i is not None), None)
     if index is not None and state.nvml is not None and index in state.handles:
-        info.update({k: v for k, v in run_state(state.nvml, state.handles[index]).items() if isinstance(v, int)})
+        info.update({k: v for k, v in clocks_and_link_now(state.nvml, state.handles[index]).items() if isinstance(v, int)})
 
 
 def _index(device: object) -> int | None:
