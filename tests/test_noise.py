@@ -24,7 +24,7 @@ from xferbench.analyze.noise import (
     case_class,
     judge,
     robust_spread,
-    run_medians,
+    run_times,
     standard_error,
 )
 from xferbench.analyze.results import ResultsError
@@ -134,7 +134,7 @@ class TestJudge:
 class TestRunMedians:
     def test_one_column_per_run_and_classes(self):
         runs = syn.runs(0, 3)
-        table, meta = run_medians(runs)
+        table, meta = run_times(runs)
         assert table.shape == (58, 3)
         frame = runs[1].frame.set_index("case_key")
         latency, bandwidth = frame.index[5], sorted(syn.bandwidth_keys())[0]
@@ -149,7 +149,7 @@ class TestRunMedians:
     def test_a_case_missing_from_a_run_is_nan(self):
         runs = syn.runs(0, 2)
         runs[1].frame = runs[1].frame.iloc[1:]
-        table, _ = run_medians(runs)
+        table, _ = run_times(runs)
         assert table.shape == (58, 2) and table[1].isna().sum() == 1
 
     @pytest.mark.parametrize(("data", "problem"), [
@@ -160,7 +160,7 @@ class TestRunMedians:
         (run,) = syn.runs(0, 1)
         run.frame.at[2, "data"] = data
         with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}") as error:
-            run_medians([run])
+            run_times([run])
         if "per-round" in problem:
             assert str(error.value).endswith("(run pytest-benchmark with --benchmark-save-data or --benchmark-json)")
 
@@ -169,7 +169,7 @@ class TestRunMedians:
         run.sources = []
         run.frame.at[2, "data"] = None
         with pytest.raises(ResultsError, match=r"^run: benchmark"):
-            run_medians([run])
+            run_times([run])
 
 
 class TestCalibrate:
@@ -296,7 +296,7 @@ class TestCalibrationRules:
     def test_recorded_spread_and_smallest_change(self):
         runs = syn.runs(0, 6)
         learned = calibrate(runs, per_side=1, seed=1)
-        table, _ = run_medians(runs)
+        table, _ = run_times(runs)
         for key in list(learned.cases)[:5]:
             case = learned.cases[key]
             spread = max(robust_spread(table.loc[key].to_numpy()) * noise.mad_margin(6), MIN_SPREAD)
@@ -315,7 +315,7 @@ class TestFloorsAndRatesFromKnownSwings:
     @pytest.fixture
     def runs_and_keys(self):
         runs = syn.runs(0, 6)
-        table, meta = run_medians(runs)
+        table, meta = run_times(runs)
         latency = [k for k in table.index if meta.at[k, "class"] == "latency"]
         return runs, list(table.index), latency
 
@@ -378,7 +378,7 @@ def test_a_class_with_no_case_has_no_false_alarms_and_its_capped_floor():
 def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases():
     runs = syn.runs(0, 2)
     runs[1].frame = runs[1].frame.iloc[::-1]
-    table, meta = run_medians(runs)
+    table, meta = run_times(runs)
     assert list(meta.index) == list(table.index)
 
 
