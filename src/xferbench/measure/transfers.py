@@ -17,7 +17,7 @@ from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, accelerator_index, host_memory_available
 from .faults import after_timing
-from .inject import slowdown_for, slowed
+from .injected_slowdown import slowdown_for, slowed
 from .pytest_benchmark_adapter import scale_rounds
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, device_seconds, synchronized
 
