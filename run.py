@@ -15,7 +15,7 @@ including a Debian 12 / Ubuntu 24.04 system Python, which refuses ``pip install`
 
 tox's environments see the base Python's site-packages (``system_site_packages``), so a
 GPU box's CUDA or ROCm torch is used as it is; only where there is none is the CPU
-requirement installed (bench/ensure_torch.py). Extra arguments go to pytest:
+requirement installed (tools/ensure_torch.py). Extra arguments go to pytest:
 ``python3 run.py bench --xfer-profile=full``. Also: ``python3 run.py slow`` (the slow tier of
 the tests, which CI runs too) and ``python3 run.py lint``.
 """

@@ -17,6 +17,8 @@ from xferbench.analyze.ab import CommandFailed, hodges_lehmann, run_ab, run_comm
 from xferbench.analyze.results import Results
 from xferbench.cli import main
 
+from hostile_inputs import put, small
+
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 TARGET = "host pageable copy_ cpu"
 
@@ -431,3 +433,27 @@ class TestOutputs:
                      str(tmp_path / "ab"), "--json", str(tmp_path / "ab" / "verdicts.json")])
         assert code == 2 and not marker.exists()
         assert "would be read as a run" in capsys.readouterr().err
+
+
+@pytest.mark.hostile
+class TestResultsNeverOverwritten:
+    def test_ab_keeps_an_earlier_comparisons_blocks(self, tmp_path):
+        """A second `xferbench ab` into the same --keep folder numbers its blocks after the first one's."""
+        from xferbench.analyze.ab import run_ab
+        from xferbench.analyze.results import load
+
+        sample = put(tmp_path / "sample.json", small(4))
+        keep = tmp_path / "ab"
+        keep.mkdir()
+        earlier = put(keep / "block000-base.json", "an earlier comparison's block")
+        written: list[str] = []
+
+        def runner(command: str, out: Path):
+            assert not out.exists(), f"{out.name} would be overwritten"
+            written.append(out.name)
+            out.write_bytes(sample.read_bytes())
+            return load([out])
+
+        run_ab("base", "head", 6, keep, confirm=0, runner=runner, seed=1)
+        assert earlier.read_text() == "an earlier comparison's block"
+        assert sorted(written)[:2] == ["block001-base.json", "block001-head.json"] and len(written) == 12

@@ -1,6 +1,7 @@
 import copy
 import json
 import math
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -36,6 +37,9 @@ from xferbench.contract import (
     machine_differences,
     software_environment,
 )
+
+from hang import no_hang
+from hostile_inputs import FIRST, assert_refused, put, run_cli, small
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -918,3 +922,80 @@ def test_two_real_h200_runs_one_against_one_cannot_tell():
     assert seen == {"bandwidth": pytest.approx(math.exp(4 * 0.15 * math.sqrt(2))),
                     "latency": pytest.approx(math.exp(4 * 0.40 * math.sqrt(2)))}
     assert all(r.environment == () for r in rows)  # the two runs share their software
+
+
+@pytest.mark.hostile
+class TestCompareNeverSeesBadData:
+    @pytest.mark.parametrize(("median", "side"), [
+        (0.0, "base"), (float("nan"), "base"), (-1e-6, "base"), (0.0, "new"), (float("nan"), "new"), (-1e-6, "new"),
+    ])
+    def test_bad_median_is_exit_2_not_a_verdict(self, tmp_path, capsys, median, side):
+        """A zero, NaN or negative median is bad input (2), never 'unchanged' (0) nor a crash (1)."""
+        bad = small(3)
+        bad["benchmarks"][0]["stats"]["median"] = median
+        paths = {"base": put(tmp_path / "base.json", json.dumps(bad if side == "base" else small(3))),
+                 "new": put(tmp_path / "new.json", json.dumps(bad if side == "new" else small(3)))}
+        code, out, err = run_cli(capsys, "compare", paths["base"], paths["new"])
+        assert_refused(code, err, f"{side}.json: benchmark {FIRST!r}: stats field 'median'")
+        assert "faster" not in out and "unchanged" not in out
+
+
+@pytest.fixture
+def runs(tmp_path) -> tuple[Path, Path]:
+    return put(tmp_path / "base.json", small(4)), put(tmp_path / "new.json", small(4))
+
+
+def noise_file(tmp_path: Path, **change) -> Path:
+    """A noise file as calibrate writes it (same fields), with ``change`` applied."""
+    document = {"xferbench_noise": 1, "machine": {}, "runs": 10, "target": 0.05, "per_side": 3, "z_bound": 4.0,
+                "floors": {"bandwidth": 0.25, "latency": 1.0}, "cases": {}, "false_alarm_rate": {}, "confirmed": True,
+                "note": ""} | change
+    return put(tmp_path / "noise.json", json.dumps(document))
+
+
+@pytest.mark.hostile
+class TestCompareSideFiles:
+    """--noise and --confirm files are inputs too: read safely, and a noise file that would switch the gate off
+    (a NaN z bound: |z| > NaN is never true) or make it fire on anything (a negative floor) is refused."""
+
+    @pytest.mark.parametrize("flag", ["--noise", "--confirm"])
+    @pytest.mark.parametrize(("content", "message"), [
+        ("caf\xe9".encode("latin-1"), "cannot read it (UnicodeDecodeError)"),
+        (b"[" * 100000, "not a"),
+    ])
+    def test_unreadable_side_file(self, tmp_path, capsys, runs, flag, content, message):
+        side = put(tmp_path / "side.json", content)
+        code, _, err = run_cli(capsys, "compare", *runs, flag, side)
+        assert_refused(code, err, f"{side}: ", message)
+
+    @pytest.mark.parametrize("flag", ["--noise", "--confirm"])
+    def test_fifo_side_file_is_refused_not_read(self, tmp_path, capsys, runs, flag):
+        os.mkfifo(tmp_path / "side.json")
+        with no_hang(60):
+            code, _, err = run_cli(capsys, "compare", *runs, flag, tmp_path / "side.json")
+        assert_refused(code, err, "not a regular file")
+
+    @pytest.mark.parametrize(("field", "value"), [
+        ("z_bound", float("nan")), ("z_bound", -4.0), ("z_bound", "4"),
+        ("floors", {"bandwidth": -0.1, "latency": 1.0}), ("floors", {"bandwidth": float("nan"), "latency": 1.0}),
+        ("floors", {"latency": 1.0}), ("floors", "25%"),
+        ("cases", [1]), ("cases", {"k": None}), ("cases", {"k": {"spread": -1.0}}), ("cases", {"k": {"spread": "x"}}),
+        ("cases", {"k": {"spread": 0.1, "floor": "10%"}}), ("cases", {"k": {"spread": 0.1, "floor": 0}}),
+        ("machine", None), ("machine", [1]), ("per_side", 0), ("runs", True), ("confirmed", "no"), ("note", 5),
+        ("target", 1.5), ("false_alarm_rate", [0.1]),
+    ])
+    def test_noise_field_no_calibration_writes_is_refused(self, tmp_path, capsys, runs, field, value):
+        code, out, err = run_cli(capsys, "compare", *runs, "--noise", noise_file(tmp_path, **{field: value}))
+        assert_refused(code, err, "noise.json: not a usable noise file", f"field {field!r}")
+        assert "regression" not in out
+
+    def test_a_noise_file_as_calibrate_writes_it_is_used(self, tmp_path, capsys, runs):
+        """The checks refuse only what calibrate never writes: infinite floors ("not gated") pass."""
+        path = noise_file(tmp_path, floors={"bandwidth": float("inf"), "latency": 1.0},
+                          cases={"k": {"spread": 0.0, "floor": float("inf")}})
+        code, out, _ = run_cli(capsys, "compare", *runs, "--noise", path)
+        assert code == 0 and "calibration file" in out
+
+    def test_noise_version_true_is_not_version_1(self, tmp_path, capsys, runs):
+        code, _, err = run_cli(capsys, "compare", *runs, "--noise", noise_file(tmp_path, xferbench_noise=True))
+        assert_refused(code, err, "not a noise file written by xferbench calibrate")

@@ -3,6 +3,8 @@ import types
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xferbench import try_all_gpus, try_gpu
 from xferbench.measure import devices
@@ -16,6 +18,7 @@ from xferbench.measure.devices import (
 )
 
 from fakes import FakeBackend
+from hostile_inputs import FAST
 
 
 class TestParseDevice:
@@ -184,3 +187,17 @@ class TestTorchBackendOnFakeCuda:
         """Blocks the caching allocator reserved but no tensor uses are free to this process:
         1 GiB free on the device + (3 reserved - 1 allocated) = 3 GiB."""
         assert cuda_backend(FakeCuda()).memory_info(0) == (3 * FakeCuda.GiB, 80 * FakeCuda.GiB)
+
+
+@pytest.mark.hostile
+class TestParsers:
+    @FAST
+    @given(st.text(max_size=30) | st.lists(st.sampled_from(["cpu", "cuda:0", "cuda:1", "cuda : 0", "gpu", "all", " ", "cuda"]),
+                                           min_size=1, max_size=4).map(",".join))
+    def test_device_list_is_available_devices_or_value_error(self, text):
+        available = ["cpu", "cuda:0"]
+        try:
+            devices = parse_device_list(text, available)
+        except ValueError:
+            return
+        assert devices and set(devices) <= set(available)

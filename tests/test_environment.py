@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 
 import xferbench
 import xferbench.analyze.findings
-from test_hostile import run_cli as cli
 from test_journal import FAKE_CONFTEST
 from xferbench import output
 from xferbench.analyze.results import load
 from xferbench.measure import journal as jr
 from xferbench.output import OutputError, check_output, write_atomic
+
+from hostile_inputs import run_cli as cli
 
 SRC = Path(xferbench.__file__).resolve().parents[1]  # the code under test, for the subprocesses too
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -400,19 +401,7 @@ def test_benchmark_json_equal_to_the_journal_is_refused(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "is also --benchmark-json" in result.stderr.str()
 
 
-# -- 11. exit codes, -OO, locales, torch missing -----------------------------------------------------------------
-
-def test_an_unexpected_error_never_exits_1(tmp_path, capsys, monkeypatch):
-    from xferbench.analyze import compare
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("a bug")
-
-    monkeypatch.setattr(compare, "compare", broken)
-    run = put(tmp_path / "run.json", sample())
-    code, _, err = cli(capsys, "compare", run, run)
-    assert code == 3 and "unexpected error" in err.splitlines()[-1]
-
+# -- 11. -OO, locales (exit codes, torch missing: tests/test_cli.py) ------------------------------------------------
 
 def _xferbench(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", "import sys; from xferbench.cli import main; sys.exit(main())", *args],
@@ -435,12 +424,6 @@ def test_compare_under_an_ascii_terminal_writes_its_outputs(tmp_path, env):
 def test_every_command_parses_under_python_OO(tmp_path):
     run = _xferbench("check", str(put(tmp_path / "run.json", sample())), PYTHONOPTIMIZE="2")
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr[-2000:]
-
-
-def test_info_without_torch_is_one_line(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
-    code, _, err = cli(capsys, "info")
-    one_line(code, err, "needs torch")
 
 
 # -- 12. the plugin and a failing environment -------------------------------------------------------------------

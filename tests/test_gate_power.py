@@ -35,7 +35,7 @@ from xferbench.cli import main
 
 pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)
 
-GATE_POWER = Path(__file__).resolve().parent.parent / "bench" / "gate_power.py"
+GATE_POWER = Path(__file__).resolve().parent.parent / "tools" / "gate_power.py"
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +123,7 @@ def test_confirmed_rate_is_of_a_case_flagged_twice():
 
 
 class TestCiDesign:
-    """``bench/gate_power.py``'s gate (the design of ``.ci/run``) on synthetic runs: its counts are right."""
+    """``tools/gate_power.py``'s gate (the design of ``.ci/run``) on synthetic runs: its counts are right."""
 
     def test_aa_never_fails(self, gate_power, ci_noise):
         """30 A/A trials, 3 + 3 runs, confirmed on 3 + 3 fresh ones, 2% of cases 2-20x off in a run: no failure."""

@@ -1,7 +1,7 @@
 """The analysis side against a real GPU run: the H200 reference sample under reports/samples/h200/.
 
 Those files were measured on one NVIDIA H200 (driver 580.159.04, torch 2.11.0+cu130) by
-``bench/gpu_reference_run.sh``, as reports/samples/h200/README.md says. Synthetic GPU rows cannot
+``tools/gpu_reference_run.sh``, as reports/samples/h200/README.md says. Synthetic GPU rows cannot
 show what a real machine does; these assertions are about what a user reading that run's report
 would be told.
 """

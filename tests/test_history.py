@@ -15,6 +15,8 @@ from xferbench.analyze.plots import as_plot
 from xferbench.analyze.results import ResultsError
 from xferbench.cli import main
 
+from hostile_inputs import put, small
+
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
 
@@ -375,3 +377,36 @@ class TestLongHistories:
         labels = [t.get_text() for t in ax.get_xticklabels()]
         assert len(labels) == 40 and labels[0] == "0000_run" and labels[-1] == "0099_run"
         assert list(ax.get_lines()[0].get_xdata()) == list(range(100))  # every run is still a point
+
+
+@pytest.mark.hostile
+class TestHistoryOfOneMachine:
+    def test_runs_of_another_machine_are_no_points_of_the_trend(self, tmp_path):
+        """A storage folder that moved to a new GPU or CPU: the old machine's runs are left out of the trend
+        (as compare leaves them out of a baseline), not drawn as a lasting step."""
+        from xferbench.analyze.history import history_plots
+
+        for i in range(4):
+            run = small(4)
+            run["datetime"] = f"2026-01-0{i + 1}T00:00:00"
+            if i == 0:
+                run["machine_info"]["cpu"]["brand_raw"] = "Old CPU"
+                for bench in run["benchmarks"]:  # ten times slower there: a "step" if it were drawn
+                    bench["stats"] |= {k: bench["stats"][k] * 10 for k in ("min", "max", "mean", "median", "q1", "q3")}
+            put(tmp_path / f"{i:04d}_run.json", run)
+        plot, = history_plots(tmp_path)
+        assert plot.svg is not None
+        assert "1 run(s) of another machine than the newest run's are left out." in plot.caption
+        assert "0000_run" not in plot.svg and "0003_run" in plot.svg
+
+    def test_only_the_newest_machine_left_says_so(self, tmp_path):
+        from xferbench.analyze.history import history_plots
+
+        for i in range(3):
+            run = small(4)
+            run["datetime"] = f"2026-01-0{i + 1}T00:00:00"
+            run["machine_info"]["cpu"]["brand_raw"] = "New CPU" if i == 2 else "Old CPU"
+            put(tmp_path / f"{i:04d}_run.json", run)
+        plot, = history_plots(tmp_path)
+        assert plot.svg is None and plot.missing.startswith("1 run in ")
+        assert "2 run(s) of another machine" in plot.caption

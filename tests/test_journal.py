@@ -682,3 +682,37 @@ class TestSessionFinish:
         with pytest.raises(StopIteration):
             hook.send(None)
         assert bs.benchmarks == ["a", "b"]
+
+
+@pytest.mark.hostile
+class TestOutputsNeverDestroyInputs:
+    def test_benchmark_json_folder_checked_before_measuring(self, pytester):
+        """pytest-benchmark would find a missing folder only when the run ends, after every measurement."""
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.journal",)')
+        pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
+        result = pytester.runpytest("--benchmark-json=missing/run.json")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*--benchmark-json: missing/run.json: the folder missing does not exist*"])
+
+
+@pytest.mark.hostile
+class TestOptionValues:
+    @pytest.mark.parametrize("kind", ["folder", "device"])
+    def test_journal_onto_a_folder_or_device_is_refused(self, pytester, tmp_path, kind):
+        """--xfer-journal=DIR used to write DIR.jsonl beside the folder (and /dev/null, /dev/null.jsonl)."""
+        import stat
+
+        target = tmp_path / "given"
+        if kind == "folder":
+            target.mkdir()
+        else:
+            try:
+                os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            except PermissionError:
+                pytest.skip("making a device node needs root")
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.journal",)')
+        pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
+        result = pytester.runpytest("--benchmark-only", f"--xfer-journal={target}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*--xfer-journal: {target}: a folder or a device*"])
+        assert not Path(f"{target}.jsonl").exists()

@@ -1,4 +1,4 @@
-"""bench/mutation_score.py, the script behind `tox -e mutation`: which modules it scores and its verdict."""
+"""tools/mutation_score.py, the script behind `tox -e mutation`: which modules it scores and its verdict."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "mutation_score.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "mutation_score.py"
 
 
 @pytest.fixture
@@ -65,3 +65,47 @@ def test_a_score_made_of_timeouts_is_refused(mutation_score, monkeypatch, capsys
     monkeypatch.setattr(mutation_score, "run", run)
     assert mutation_score.main(["results", "--fail-under", "85"]) == 1
     assert "timed out in results: the score is not to be trusted" in capsys.readouterr().out
+
+
+@pytest.mark.hostile
+class TestMutationScoreArguments:
+    """tools/mutation_score.py is the gate of `tox -e mutation`: an argument that silently disables it
+    (--fail-under nan: every score compares False against NaN) or that mutmut cannot run is refused."""
+
+    @pytest.fixture
+    def script(self, monkeypatch):
+        import importlib.util
+
+        path = Path(__file__).resolve().parent.parent / "tools" / "mutation_score.py"
+        spec = importlib.util.spec_from_file_location("mutation_score", path)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, "mutation_score", module)
+        spec.loader.exec_module(module)
+        scored: list[str] = []
+
+        def run(name: str, max_children: int):
+            scored.append(name)
+            return module.Score(name, 5, 10, {"killed": 5, "survived": 5, "no_tests": 0, "timeout": 0}, [])
+
+        monkeypatch.setattr(module, "run", run)
+        module.scored = scored
+        return module
+
+    @pytest.mark.parametrize("args", [["--fail-under", "nan"], ["--fail-under", "inf"], ["--fail-under", "-5"],
+                                      ["--fail-under", "101"], ["--fail-under", "85%"], ["--max-children", "0"],
+                                      ["--max-children", "-1"], ["--max-children", "2.5"]])
+    def test_refused_before_any_module_is_scored(self, script, capsys, args):
+        with pytest.raises(SystemExit) as stop:
+            script.main(["units", *args])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument {args[0]}" in err and "Traceback" not in err
+        assert script.scored == []
+
+    def test_a_50_percent_score_fails_an_85_bar(self, script):
+        """What --fail-under nan used to let through."""
+        assert script.main(["units", "--fail-under", "85"]) == 1
+
+    def test_a_module_named_twice_is_scored_once(self, script):
+        assert script.main(["units", "units", "contract"]) == 0
+        assert script.scored == ["units", "contract"]

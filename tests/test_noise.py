@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import synthetic_runs as syn
 from strict_json import strict_loads
@@ -22,10 +24,13 @@ from xferbench.analyze.noise import (
     case_class,
     judge,
     robust_spread,
-    run_medians,
+    run_times,
     standard_error,
 )
 from xferbench.analyze.results import ResultsError
+from xferbench.cli import main
+
+from hostile_inputs import put, small, values
 
 
 def test_documented_constants():
@@ -129,7 +134,7 @@ class TestJudge:
 class TestRunMedians:
     def test_one_column_per_run_and_classes(self):
         runs = syn.runs(0, 3)
-        table, meta = run_medians(runs)
+        table, meta = run_times(runs)
         assert table.shape == (58, 3)
         frame = runs[1].frame.set_index("case_key")
         latency, bandwidth = frame.index[5], sorted(syn.bandwidth_keys())[0]
@@ -144,7 +149,7 @@ class TestRunMedians:
     def test_a_case_missing_from_a_run_is_nan(self):
         runs = syn.runs(0, 2)
         runs[1].frame = runs[1].frame.iloc[1:]
-        table, _ = run_medians(runs)
+        table, _ = run_times(runs)
         assert table.shape == (58, 2) and table[1].isna().sum() == 1
 
     @pytest.mark.parametrize(("data", "problem"), [
@@ -155,7 +160,7 @@ class TestRunMedians:
         (run,) = syn.runs(0, 1)
         run.frame.at[2, "data"] = data
         with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}") as error:
-            run_medians([run])
+            run_times([run])
         if "per-round" in problem:
             assert str(error.value).endswith("(run pytest-benchmark with --benchmark-save-data or --benchmark-json)")
 
@@ -164,7 +169,7 @@ class TestRunMedians:
         run.sources = []
         run.frame.at[2, "data"] = None
         with pytest.raises(ResultsError, match=r"^run: benchmark"):
-            run_medians([run])
+            run_times([run])
 
 
 class TestCalibrate:
@@ -291,7 +296,7 @@ class TestCalibrationRules:
     def test_recorded_spread_and_smallest_change(self):
         runs = syn.runs(0, 6)
         learned = calibrate(runs, per_side=1, seed=1)
-        table, _ = run_medians(runs)
+        table, _ = run_times(runs)
         for key in list(learned.cases)[:5]:
             case = learned.cases[key]
             spread = max(robust_spread(table.loc[key].to_numpy()) * noise.mad_margin(6), MIN_SPREAD)
@@ -310,7 +315,7 @@ class TestFloorsAndRatesFromKnownSwings:
     @pytest.fixture
     def runs_and_keys(self):
         runs = syn.runs(0, 6)
-        table, meta = run_medians(runs)
+        table, meta = run_times(runs)
         latency = [k for k in table.index if meta.at[k, "class"] == "latency"]
         return runs, list(table.index), latency
 
@@ -373,7 +378,7 @@ def test_a_class_with_no_case_has_no_false_alarms_and_its_capped_floor():
 def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases():
     runs = syn.runs(0, 2)
     runs[1].frame = runs[1].frame.iloc[::-1]
-    table, meta = run_medians(runs)
+    table, meta = run_times(runs)
     assert list(meta.index) == list(table.index)
 
 
@@ -407,3 +412,37 @@ class TestStrictJson:
         text = path.read_text()
         strict_loads(text)
         assert Noise.from_json(text, str(path)).to_json() + "\n" in (text, text + "\n")  # as calibrate writes it
+
+
+@pytest.mark.hostile
+class TestProperties:
+    """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
+    line; any nvbandwidth document gives finite positive figures or one ResultsError."""
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(field=st.sampled_from(["machine", "runs", "target", "per_side", "z_bound", "floors", "cases",
+                                  "false_alarm_rate", "confirmed", "note"]), value=values)
+    def test_noise_file_with_any_field(self, tmp_path, field, value):
+        import contextlib
+        import io
+
+        from xferbench.analyze.noise import Noise
+        from xferbench.analyze.results import ResultsError
+
+        text = json.dumps({"xferbench_noise": 1, "machine": {}, "runs": 10, "target": 0.05, "per_side": 3,
+                           "z_bound": 4.0, "floors": {"bandwidth": 0.25, "latency": 1.0}, "cases": {},
+                           "false_alarm_rate": {}, "confirmed": True, "note": ""} | {field: value})
+        try:
+            noise = Noise.from_json(text, "noise.json")
+        except ResultsError as error:
+            assert str(error).startswith("noise.json: ") and "\n" not in str(error)
+            return
+        assert noise.z_bound > 0 and all(noise.floors[c] > 0 for c in ("bandwidth", "latency"))
+        base = tmp_path / "base.json"
+        if not base.exists():
+            put(base, small(4))
+        path = put(tmp_path / "noise.json", text)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["compare", str(base), str(base), "--noise", str(path)])
+        assert code == 0, err.getvalue()  # a run against itself: no change, whatever the usable file says

@@ -174,3 +174,44 @@ def test_pytest_benchmark_requirement_covers_what_the_code_calls():
     requirement = next(Requirement(r) for r in project["dependencies"] if r.startswith("pytest-benchmark"))
     assert not requirement.specifier.contains("5.1.0")
     assert "teardown" in inspect.signature(BenchmarkFixture.pedantic).parameters
+
+
+@pytest.mark.hostile
+class TestOptionsUpFront:
+    def test_without_pytest_benchmark_a_clear_message(self, pytester):
+        """-p no:benchmark: one usage error saying what is missing, not an unknown-hook traceback."""
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makepyfile(test_one="def test_one():\n    pass\n")
+        result = pytester.runpytest_subprocess("-p", "no:benchmark")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*xferbench times with pytest-benchmark*-p no:benchmark*"])
+        assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.hostile
+class TestOptionValues:
+    @pytest.mark.parametrize(("option", "message"), [
+        ("--xfer-sizes=0B", "argument --xfer-sizes: '0B' is not a positive size"),
+        ("--xfer-dtypes=float8", "argument --xfer-dtypes: 'float8' is not a supported dtype"),
+        ("--xfer-profile=slow", "argument --xfer-profile: invalid choice: 'slow'"),
+        ("--xfer-dist-timeout=nan", "argument --xfer-dist-timeout: 'nan': must be a finite number"),
+        ("--xfer-dist-backend=mpi", "argument --xfer-dist-backend: invalid choice: 'mpi'"),
+        ("--xfer-dist-rounds=0", "argument --xfer-dist-rounds: '0': must be between"),
+    ])
+    def test_pytest_option_value_is_one_line_exit_4(self, pytester, option, message):
+        """pytest prints argparse's own refusal as usage + error + inifile + rootdir; ours is one line."""
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makepyfile(test_one="def test_one():\n    pass\n")
+        result = pytester.runpytest_subprocess(option)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        errors = [line for line in result.errlines if line.strip()]
+        assert len(errors) == 1 and errors[0].startswith(f"ERROR: {message}"), errors
+
+    def test_pytest_option_values_still_parsed(self, pytester):
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makepyfile(test_one="def test_one(request):\n    o = request.config.option\n"
+                                     "    assert o.xfer_sizes == [4, (2, 3)] and o.xfer_dtypes == ['float16']\n"
+                                     "    assert o.xfer_dist_timeout == 5.0 and o.xfer_dist_rounds == 3\n")
+        result = pytester.runpytest_subprocess("--xfer-sizes=4B,2x3", "--xfer-dtypes=float16,torch.float16",
+                                               "--xfer-dist-timeout=5", "--xfer-dist-rounds=3", "--xfer-devices=cpu")
+        result.assert_outcomes(passed=1)

@@ -369,3 +369,73 @@ class TestPinningBreakEven:
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)
         assert row["verdict"] == "can't tell: the two copies differ by less than their spread (IQR)"
+
+
+@pytest.mark.hostile
+class TestScenarioFiguresOnOddFrames:
+    """Two cases whose paths read the same (a path names neither dtype, call nor shape) each keep a bar
+    and a line of their own: on one category label the second bar was drawn over the first."""
+
+    @pytest.fixture
+    def frame(self):
+        from xferbench.analyze.results import load
+
+        return load([DATA / "sim-2gpu.json"]).frame
+
+    @staticmethod
+    def twin(rows, **change):
+        """The first row again, as another case that reads the same path (e.g. in float16)."""
+        import pandas as pd
+
+        extra = rows.iloc[[0]].copy()
+        for name, value in change.items():
+            extra[name] = value
+        return pd.concat([rows, extra], ignore_index=True)
+
+    @pytest.mark.parametrize("op", ["bidir", "copy_kind", "sync_stall"])
+    def test_bars_of_cases_sharing_a_path_do_not_overprint(self, frame, op):
+        import matplotlib.pyplot as plt
+
+        from xferbench.analyze import plots
+
+        rows = self.twin(frame[frame["op"] == op], dtype="float16", median_s=frame[frame["op"] == op]["median_s"].iloc[0] * 3)
+        rows.loc[rows.index[-1], "bandwidth_gbps"] = rows["bandwidth_gbps"].iloc[0] / 3
+        fig = plots.scenario_plot(rows, op)
+        ax = fig.axes[0]
+        positions = [round(bar.get_y(), 6) for bar in ax.patches]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(set(positions)) == len(rows) == len(set(labels))
+        assert sum("dtype=float16" in label for label in labels) == 1
+        plt.close(fig)
+
+    def test_lines_of_cases_sharing_a_path_are_two_lines(self, frame):
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        from xferbench.analyze import plots
+
+        rows = frame[frame["op"] == "module_to"]
+        paths = rows["path"].nunique()
+        twin = rows[rows["path"] == rows["path"].iloc[0]].assign(method="cuda")  # the same sizes, another call
+        fig = plots.scenario_plot(pd.concat([rows, twin], ignore_index=True), "module_to")
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert len(labels) == paths + 1 == len(set(labels))
+        plt.close(fig)
+
+    @pytest.mark.parametrize("change", [{"nbytes": 0}, {"bandwidth_gbps": 0.0}, {"median_s": 1e-15}])
+    @pytest.mark.parametrize("op", ["bidir", "sync_stall", "module_to"])
+    def test_zero_and_extreme_values_draw(self, frame, op, change):
+        import warnings
+
+        import matplotlib.pyplot as plt
+
+        from xferbench.analyze import plots
+
+        rows = frame[frame["op"] == op].copy()
+        for name, value in change.items():
+            rows.loc[rows.index[0], name] = value
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            svg = plots.to_svg(plots.scenario_plot(rows, op))
+        assert svg.startswith("<svg")
+        plt.close("all")

@@ -1,11 +1,18 @@
+import copy
 import json
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xferbench.analyze.results import ResultsError, find_json, load
+
+from hang import no_hang
+from hostile_inputs import BASE, DATA, FAST, assert_refused, dump, hostile_numbers, json_values, mutate, put, run_cli, small
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -562,3 +569,257 @@ def test_a_path_the_system_cannot_look_up_is_one_line(tmp_path):
         find_json(path)
     # The path is cut to its first 120 characters: the message names the file and stays one short line.
     assert str(error.value) == f"{str(path)[:120]}: cannot read it (File name too long)"
+
+
+#: (where, the value put there, what the message must say). "stats." means the first benchmark's
+#: stats, "info." its extra_info, "run." the file's top level.
+BAD_FIELDS = [
+    ("info.xfer_schema", "1", "field 'xfer_schema' must be a whole number"),
+    ("info.xfer_schema", 1.0, "field 'xfer_schema' must be a whole number"),
+    ("info.xfer_schema", True, "field 'xfer_schema' must be a whole number"),
+    ("info.xfer_schema", {"v": 1}, "field 'xfer_schema' must be a whole number"),
+    ("run.machine_info", [1, 2], "field 'machine_info' must be an object"),
+    ("run.commit_info", "abc", "field 'commit_info' must be an object"),
+    ("run.datetime", {"y": 2026}, "field 'datetime' must be a string"),
+    ("run.datetime", 20261130, "field 'datetime' must be a string"),
+    ("info.src", ["cpu"], "field 'src' must be a non-empty string"),
+    ("info.non_blocking", "false", "field 'non_blocking' must be true or false"),
+    ("info.shape", "2x3", "field 'shape' must be a list of positive whole numbers"),
+    ("info.nbytes", 10**30, "field 'nbytes' is not a plausible payload"),
+    ("info.nbytes", -4, "field 'nbytes' must be a whole number >= 0"),
+    ("info.device_seconds", 10**400, "field 'device_seconds' must be a finite number"),
+    ("info.host_rss_bytes", "1GB", "field 'host_rss_bytes' must be a whole number"),
+    ("stats.median", 0, "stats field 'median' must be above 0"),
+    ("stats.median", 0.0, "stats field 'median' must be above 0"),
+    ("stats.median", -5e-6, "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", float("nan"), "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", float("inf"), "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", "fast", "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", None, "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", 10**400, "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", 1e-300, "stats field 'median' must be above 0"),
+    ("stats.min", 0, "stats field 'min' must be above 0"),
+    ("stats.mean", float("-inf"), "stats field 'mean' must be a finite number of seconds"),
+    ("stats.stddev", -1.0, "stats field 'stddev' must be a finite number of seconds"),
+    ("stats.iqr", [1], "stats field 'iqr' must be a finite number of seconds"),
+    ("stats.rounds", 0, "stats field 'rounds' must be a whole number >= 1"),
+    ("stats.rounds", 1.5, "stats field 'rounds' must be a whole number >= 1"),
+    ("stats.iterations", 0, "stats field 'iterations' must be a whole number >= 1"),
+    ("stats.data", ["a"], "stats field 'data' must be a list of finite times"),
+    ("stats.data", [1e-6, float("nan")], "stats field 'data' must be a list of finite times"),
+    ("stats.data", "1,2,3", "stats field 'data' must be a list of finite times"),
+    ("bench.stats", [1, 2], "'stats' must be an object"),
+    ("bench.name", ["x"], "'name' must be a string"),
+]
+
+
+@pytest.mark.hostile
+class TestOneValidationAtLoad:
+    @pytest.mark.parametrize(("where", "value", "message"), BAD_FIELDS,
+                             ids=[f"{w}={v!r:.20}" for w, v, _ in BAD_FIELDS])
+    @pytest.mark.parametrize("command", ["check", "compare", "report"])
+    def test_bad_field_is_exit_2_naming_file_benchmark_field(self, tmp_path, capsys, where, value, message, command):
+        document = small(3)
+        part, name = where.split(".")
+        holder = {"run": document, "bench": document["benchmarks"][0], "info": document["benchmarks"][0]["extra_info"],
+                  "stats": document["benchmarks"][0]["stats"]}[part]
+        holder[name] = value
+        bad = put(tmp_path / "bad.json", json.dumps(document))  # NaN and Infinity as Python's json writes them
+        good = put(tmp_path / "good.json", small(3))
+        args = {"check": ["check", bad], "report": ["report", bad, "-o", tmp_path / "r.html"],
+                "compare": ["compare", good, bad]}[command]
+        code, _, err = run_cli(capsys, *args)
+        benchmark = "" if part == "run" else f"benchmark {document['benchmarks'][0]['name']!r}"
+        assert_refused(code, err, f"{bad}: ", benchmark, message)
+
+    @pytest.mark.parametrize(("name", "content", "message"), [
+        ("latin1.json", "caf\xe9".encode("latin-1"), "cannot read it (UnicodeDecodeError)"),
+        ("bom16.json", "{}".encode("utf-16"), "cannot read it (UnicodeDecodeError)"),
+        ("long.json", b'{"benchmarks": [' + b"9" * 5000 + b"]}", "a number too long"),
+        ("deep.json", b"[" * 100000, "nested too deeply"),
+        ("nul.json", b"\x00\x00", "not JSON"),
+    ])
+    def test_unreadable_file_in_a_folder(self, tmp_path, capsys, name, content, message):
+        """One bad file among good runs in a storage folder is named and skipped, the rest reported; given alone it
+        is refused; nothing crashes."""
+        put(tmp_path / "0001_good.json", small(3))
+        (tmp_path / name).write_bytes(content)
+        code, _, err = run_cli(capsys, "check", tmp_path / name)
+        assert_refused(code, err, name)
+        code, _, err = run_cli(capsys, "report", tmp_path, "-o", tmp_path.parent / "r.html")
+        assert code == 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert name in err and "skipped" in err
+        code, _, err = run_cli(capsys, "check", tmp_path / name)
+        assert message in err
+
+    def test_fifo_in_a_storage_folder_does_not_hang(self, tmp_path, capsys):
+        """A FIFO named *.json would block its reader forever: it is never opened; given alone it is refused, in a
+        storage folder it is skipped with a note naming it."""
+        put(tmp_path / "0001_good.json", small(3))
+        os.mkfifo(tmp_path / "0002_pipe.json")
+        with no_hang(60):
+            code, _, err = run_cli(capsys, "check", tmp_path / "0002_pipe.json")
+        assert_refused(code, err, "0002_pipe.json: not a regular file")
+        for args in (["history", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
+            with no_hang(60):
+                code, out, err = run_cli(capsys, *args)
+            assert code == 0 and "Traceback" not in err
+            assert "0002_pipe.json: skipped, not a regular file" in out + err
+
+
+@pytest.mark.hostile
+class TestNoSilentMerge:
+    def test_cases_differing_only_by_shape_are_both_kept(self, tmp_path):
+        """2x3 and 24 B hold the same bytes; they are different cases, so neither replaces the other."""
+        document = small(1)
+        twin = copy.deepcopy(document["benchmarks"][0])
+        twin["extra_info"]["shape"] = [2, 3]
+        twin["name"] = "twin"
+        document["benchmarks"].append(twin)
+        results = load([put(tmp_path / "run.json", document)])
+        assert len(results.frame) == 2 and results.notes == []
+
+    def test_non_blocking_as_a_string_is_refused_not_merged(self, tmp_path, capsys):
+        document = small(1)
+        twin = copy.deepcopy(document["benchmarks"][0])
+        twin["extra_info"]["non_blocking"] = "False"
+        document["benchmarks"].append(twin)
+        code, _, err = run_cli(capsys, "check", put(tmp_path / "run.json", document))
+        assert_refused(code, err, "field 'non_blocking' must be true or false")
+
+
+@pytest.mark.hostile
+class TestLoader:
+    def check_loaded(self, path: Path) -> None:
+        with no_hang():
+            try:
+                results = load([path])
+            except ResultsError as error:
+                assert str(error).startswith(f"{path}: ") and "\n" not in str(error)
+                return
+        frame = results.frame
+        assert len(frame)
+        for column in ("median_s", "min_s", "mean_s", "max_s", "q1_s", "q3_s"):
+            assert all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in frame[column]), column
+        assert all(isinstance(t, float) and math.isfinite(t) and t >= 0 for t in frame[["iqr_s", "stddev_s"]].stack())
+        assert all(type(n) is int and n >= 1 for n in frame["rounds"])
+
+    @FAST
+    @given(document=json_values)
+    def test_arbitrary_json_documents(self, tmp_path, document):
+        path = tmp_path / "any.json"
+        path.write_text(dump(document))
+        self.check_loaded(path)
+
+    @FAST
+    @given(document=st.fixed_dictionaries({"machine_info": json_values, "benchmarks": st.lists(json_values, max_size=3)},
+                                          optional={"datetime": json_values, "commit_info": json_values}))
+    @pytest.mark.slow
+    def test_arbitrary_documents_shaped_like_a_run(self, tmp_path, document):
+        path = tmp_path / "shaped.json"
+        path.write_text(dump(document))
+        self.check_loaded(path)
+
+    @FAST
+    @given(raw=st.binary(max_size=200))
+    def test_arbitrary_bytes(self, tmp_path, raw):
+        path = tmp_path / "bytes.json"
+        path.write_bytes(raw)
+        self.check_loaded(path)
+
+    @FAST
+    @given(index=st.integers(0, len(BASE["benchmarks"]) - 1), value=hostile_numbers,
+           name=st.sampled_from(["median", "min", "mean", "max", "q1", "q3", "iqr", "stddev", "rounds", "iterations"]))
+    def test_hostile_statistic(self, tmp_path, index, name, value):
+        document = copy.deepcopy(BASE)
+        document["benchmarks"][index]["stats"][name] = value
+        path = tmp_path / "stat.json"
+        path.write_text(dump(document))
+        self.check_loaded(path)
+
+    @FAST
+    @given(data=st.data())
+    def test_mutations_of_a_real_run(self, tmp_path, data):
+        path = tmp_path / "mutated.json"
+        path.write_text(dump(mutate(BASE, data)))
+        self.check_loaded(path)
+
+
+def sim_run() -> dict:
+    """The simulated 2-GPU run cut to a few benchmarks of each family: a full fingerprint, a quick report."""
+    document = json.loads((DATA / "sim-2gpu.json").read_text())
+    seen: dict[str, int] = {}
+    keep = []
+    for bench in document["benchmarks"]:
+        op = bench["extra_info"]["op"]
+        seen[op] = seen.get(op, 0) + 1
+        if seen[op] <= 2:
+            keep.append(bench)
+    return {**document, "benchmarks": keep}
+
+
+@pytest.mark.hostile
+class TestMachineDescription:
+    """machine_info.xferbench is read by the model (links, caches), the report and check: a damaged one is
+    named at load (exit 2), a foreign one (not an object) is left out with a note; never a traceback."""
+
+    @pytest.mark.parametrize(("where", "value"), [
+        ("devices", 5), ("devices", [5]), ("devices", {"cuda:0": {}}), ("host", "x"), ("host.cache_bytes", [1]),
+        ("host.cache_bytes.L3", "32MiB"), ("host.cache_bytes.L1d", 1e308), ("peer_access", "yes"),
+        ("peer_access", [[1, 0], [0, 1]]), ("devices.0.pcie_max_width", "16"), ("devices.0.memory_bytes", -1),
+        ("devices.0.l2_cache_bytes", {"a": 1}), ("devices.0.nvlink_version", [4]), ("devices.0.device", 0),
+    ])
+    @pytest.mark.parametrize("command", ["report", "check"])
+    def test_damaged_fingerprint_is_named(self, tmp_path, capsys, where, value, command):
+        document = sim_run()
+        holder = document["machine_info"]["xferbench"]
+        *parents, name = where.split(".")
+        for part in parents:
+            holder = holder[int(part)] if part.isdigit() else holder[part]
+        holder[name] = value
+        run = put(tmp_path / "run.json", document)
+        args = ["report", run, "-o", tmp_path / "r.html"] if command == "report" else ["check", run]
+        code, _, err = run_cli(capsys, *args)
+        assert_refused(code, err, "run.json: field 'machine_info.xferbench.")
+        assert not (tmp_path / "r.html").exists()
+
+    @pytest.mark.parametrize("machine", [{"cpu": "AMD", "xferbench": [1]}, {"xferbench": 5}, {"cpu": ["x"]}])
+    def test_foreign_blocks_left_out_with_a_note(self, tmp_path, capsys, machine):
+        document = small(4)
+        document["machine_info"] |= machine
+        run = put(tmp_path / "run.json", document)
+        code, _, err = run_cli(capsys, "report", run, "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "not an object (a foreign or damaged JSON): left out" in (tmp_path / "r.html").read_text()
+
+    def test_runs_of_two_machines_are_not_merged_into_one_report(self, tmp_path, capsys):
+        """One page names one machine, and a case keeps its newest row: another CPU's figures would
+        silently replace this one's under this one's name."""
+        ours = put(tmp_path / "ours.json", small(4))
+        theirs = small(4)
+        theirs["machine_info"]["cpu"]["brand_raw"] = "Another CPU"
+        theirs["datetime"] = "2099-01-01T00:00:00"
+        other = put(tmp_path / "theirs.json", theirs)
+        for args in (["report", ours, other, "-o", tmp_path / "r.html"], ["check", ours, other]):
+            code, _, err = run_cli(capsys, *args)
+            assert_refused(code, err, "come from different machines", "Another CPU")
+        assert not (tmp_path / "r.html").exists()
+
+    def test_runs_of_one_machine_still_merge(self, tmp_path, capsys):
+        first, second = small(2), small(4)
+        second["benchmarks"] = second["benchmarks"][2:]
+        code, out, err = run_cli(capsys, "report", put(tmp_path / "a.json", first), put(tmp_path / "b.json", second),
+                                 "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "(4 benchmarks)" in out
+
+
+@pytest.mark.hostile
+def test_a_file_named_twice_is_one_run(tmp_path, capsys):
+    """run.json ./run.json (or a link to it) is one run: not 'older results of a case measured again replaced'."""
+    run = put(tmp_path / "run.json", small(4))
+    os.symlink(run, tmp_path / "link.json")
+    from xferbench.analyze.results import load
+
+    results = load([run, tmp_path / "." / "run.json", tmp_path / "link.json"])
+    assert len(results.frame) == 4 and results.notes == [] and results.sources == [str(run)]

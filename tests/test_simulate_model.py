@@ -549,3 +549,32 @@ def test_error_messages_are_single_lines():
         assert "\n" not in refused(spec_data(**change))
     assert re.fullmatch(r"[^\n]+", refused(spec_data(noise=2.0)))
     assert isinstance(parse_spec(spec_data()), MachineSpec)
+
+
+BOUNDED_SPEC = {"gpus": 2, "sync_us": 5.0, "dispatch_ns": 400.0, "launch_us": 4.0,
+                "paths": {name: {"alpha_us": 2.0, "GBps": 50.0}
+                          for name in ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable", "d2d", "peer")}}
+
+
+@pytest.mark.hostile
+class TestSimulatedSpecBounds:
+    @pytest.mark.parametrize(("change", "message"), [
+        ({"gpus": 10**9}, "gpus must be at most 64"),
+        ({"launch_us": 1e308}, "launch_us must be at most"),
+        ({"sync_us": 1e7}, "sync_us must be at most"),
+        ({"dispatch_ns": 1e300}, "dispatch_ns must be at most"),
+        ({"paths": {**BOUNDED_SPEC["paths"], "peer": {"alpha_us": 1e300, "GBps": 50.0}}}, "paths.peer.alpha_us must be at most"),
+    ])
+    def test_a_typo_sized_spec_is_refused_before_planning(self, change, message):
+        """gpus = 1000000000 used to exhaust the host's memory while the case matrix was planned (killed,
+        not refused); a launch of 1e308 us overflows the simulated clock."""
+        from xferbench.measure.simulate import SpecError, parse_spec
+
+        with pytest.raises(SpecError, match=message):
+            parse_spec(BOUNDED_SPEC | change)
+
+    def test_the_largest_allowed_spec_loads(self):
+        from xferbench.measure.simulate import parse_spec
+
+        spec = parse_spec(BOUNDED_SPEC | {"gpus": 64, "launch_us": 1e6, "dispatch_ns": 1e9})
+        assert spec.gpus == 64

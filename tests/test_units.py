@@ -1,6 +1,20 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from xferbench.units import format_bytes, format_seconds, format_size, mathtext_safe, parse_dtype, parse_size, parse_sizes
+from xferbench.units import (
+    DTYPE_SIZES,
+    format_bytes,
+    format_seconds,
+    format_size,
+    mathtext_safe,
+    parse_dtype,
+    parse_size,
+    parse_sizes,
+)
+
+from hang import no_hang
+from hostile_inputs import FAST
 
 
 class TestParseSize:
@@ -167,3 +181,63 @@ def test_dollar_signs_are_escaped_for_matplotlib():
     """Every '$' of a label is escaped, so matplotlib draws it as written rather than as mathtext."""
     assert mathtext_safe("/data/$x$/a$b") == r"/data/\$x\$/a\$b"
     assert mathtext_safe("cuda:0") == "cuda:0"
+
+
+@pytest.mark.hostile
+class TestPlotLabels:
+    @pytest.mark.parametrize("label", ["$", "cost in $", "$x$", "a $ b $ c", "\\$", "$$"])
+    def test_dollar_drawn_as_written(self, label):
+        """A '$' in a label is drawn as a dollar sign, not parsed as mathtext (a lone one raises)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots()
+        text = ax.set_title(mathtext_safe(label))
+        fig.canvas.draw()
+        plt.close(fig)
+        assert not text._text.replace("\\$", "").count("$")  # every dollar escaped: no mathtext
+
+
+size_words = st.sampled_from(["4B", "1KiB", "64MiB", "1GB", "0B", "2x3", "1x0", "..", ":x4", "x1", ",", " ", "TiB", "-1B",
+                              "99999999999999999999GiB", "4B..1GiB", "1GiB..4B", "4B..1MiB:x1", "4B..1MiB:x99"])
+
+
+@pytest.mark.hostile
+class TestParsers:
+    @pytest.mark.slow
+    @FAST
+    @given(st.text(max_size=30) | st.lists(size_words, min_size=1, max_size=4).map("".join))
+    def test_size_is_positive_bytes_or_value_error(self, text):
+        try:
+            nbytes = parse_size(text)
+        except ValueError as error:
+            assert "\n" not in str(error)
+        else:
+            assert type(nbytes) is int and nbytes > 0
+
+    @FAST
+    @given(st.integers(min_value=1, max_value=2**40), st.sampled_from(["B", "KiB", "MiB", "GiB", "KB", "MB", "GB"]))
+    def test_size_reads_back_what_it_says(self, number, unit):
+        factor = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 10**3, "MB": 10**6, "GB": 10**9}[unit]
+        assert parse_size(f" {number}{unit} ") == number * factor
+
+    @FAST
+    @given(st.text(max_size=40) | st.lists(size_words, min_size=1, max_size=5).map(",".join))
+    def test_size_list_is_sizes_and_shapes_or_value_error(self, text):
+        with no_hang(30):
+            try:
+                items = parse_sizes(text)
+            except ValueError:
+                return
+        assert items and len(items) == len(set(items))
+        assert all((type(i) is int and i > 0) or (isinstance(i, tuple) and i and min(i) >= 1) for i in items)
+
+    @FAST
+    @given(st.text(max_size=20) | st.sampled_from([*DTYPE_SIZES, *(f"torch.{d}" for d in DTYPE_SIZES), "float8", "torch."]))
+    def test_dtype_is_known_or_value_error(self, text):
+        try:
+            assert parse_dtype(text) in DTYPE_SIZES
+        except ValueError:
+            pass

@@ -46,7 +46,7 @@ def _output(given: Path | None, inputs: list[Path]) -> Path:
 
 def _report(args: argparse.Namespace) -> int:
     from .analyze.history import history_plots, load_storage
-    from .analyze.peers import kind_of, load_peers
+    from .analyze.other_tools import kind_of, load_peers
     from .analyze.report import companions, write_report
     from .analyze.results import load
     from .output import check_output

@@ -34,7 +34,7 @@ from scipy.stats import wilcoxon
 from ..contract import environment_differences, hardware_differences
 from ..units import format_bytes
 from .compare import ICONS, markdown_table, strict
-from .noise import run_medians
+from .noise import run_times
 from .results import Results, ResultsError, load
 
 __all__ = ["AB_ALPHA", "AB_FLOOR", "AbCase", "AbRun", "Runner", "ab_run", "hodges_lehmann", "run_ab", "run_command",
@@ -111,8 +111,8 @@ class AbCase:
 
 def _blocks(base: Sequence[Results], head: Sequence[Results]) -> tuple[np.ndarray, list[str], list[str], list[int]]:
     """Per-block log ratios (cases x blocks) of the cases both sides ran in every block."""
-    table_b, meta = run_medians(base)
-    table_h, _ = run_medians(head)
+    table_b, meta = run_times(base)
+    table_h, _ = run_times(head)
     common = table_b.index.intersection(table_h.index)
     ratios = (table_h.loc[common] - table_b.loc[common]).dropna()
     if ratios.empty:

@@ -25,7 +25,7 @@ import numpy as np
 from ..contract import environment_differences, hardware_differences
 from ..units import format_bytes, format_seconds
 from .history import current_segment, load_storage
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_medians
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_times
 from .results import Results, ResultsError, load
 
 __all__ = [
@@ -209,8 +209,8 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
     A flag that rests on an assumed spread (a class default) while a side ran on a busy
     machine is "can't tell": that side's times say more about its neighbours.
     """
-    base_table, base_meta = run_medians(base)
-    new_table, new_meta = run_medians(new)
+    base_table, base_meta = run_times(base)
+    new_table, new_meta = run_times(new)
     common = base_table.index.intersection(new_table.index)
     if common.empty:
         raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")

@@ -4,7 +4,7 @@ Why runs and not rounds: the rounds of one run share its machine state (clock
 boost, cache, neighbours' load), so they are not independent samples; two runs of
 the same code on a shared 2-core machine differ by far more than rounds within a
 run do. The unit of evidence here is therefore one value per run and case (its
-median round, or for a latency-bound case its fastest: ``run_medians``), on a log
+median round, or for a latency-bound case its fastest: ``run_times``), on a log
 scale (a slowdown is a ratio). A case counts as changed only when both hold:
 
 * **significant**: the robust z of the log ratio, ``z = (median(log new) -
@@ -52,7 +52,7 @@ __all__ = [
     "mad_margin",
     "smallest_change",
     "judge",
-    "run_medians",
+    "run_times",
     "run_time",
     "time_of",
     "robust_spread",
@@ -161,7 +161,7 @@ def run_time(row: pd.Series) -> float:
     """A run's one time for a case (seconds): what compare judges and the history trend draws.
 
     Its median round for a bandwidth-bound case, its fastest for a latency-bound one (see
-    ``run_medians``); from the rounds when the run kept them, else from pytest-benchmark's
+    ``run_times``); from the rounds when the run kept them, else from pytest-benchmark's
     own min and median of the same rounds (autosaved runs keep no rounds unless asked).
     """
     return time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
@@ -177,7 +177,7 @@ def time_of(nbytes: Any, bandwidth_gbps: Any, data: Any, min_s: Any, median_s: A
 
 
 def _run_column(run: Results) -> pd.DataFrame:
-    """One run's value per case (log seconds; see ``run_medians``); ResultsError for unusable rounds."""
+    """One run's value per case (log seconds; see ``run_times``); ResultsError for unusable rounds."""
     source = run.sources[0] if run.sources else "run"
     rows = []
     for _, row in run.frame.iterrows():
@@ -194,7 +194,7 @@ def _run_column(run: Results) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("case_key")
 
 
-def run_medians(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_times(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cases x runs table of each run's log time per case, per-case path/nbytes/class); NaN where a run lacks a case.
 
     A run's time for a bandwidth-bound case is its median round; for a latency-bound
@@ -386,7 +386,7 @@ def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, 
     if len(runs) < max(MIN_RUNS_TO_LEARN, 2 * per_side + 2):
         raise ValueError(f"calibration needs at least {max(MIN_RUNS_TO_LEARN, 2 * per_side + 2)} A/A runs, "
                          f"got {len(runs)}")
-    table, meta = run_medians(runs)
+    table, meta = run_times(runs)
     table = table.dropna()
     meta = meta.loc[table.index]
     values = table.to_numpy()

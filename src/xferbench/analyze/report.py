@@ -22,7 +22,7 @@ from ..units import format_bytes, format_seconds
 from .export import to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .model import fit_paths, practical_ceiling, roofs
-from .peers import PeerFigure, comparisons, headlines
+from .other_tools import PeerFigure, comparisons, headlines
 from .plots import Plot, as_plot, render, scenario_plot
 from .results import Results
 

@@ -39,7 +39,7 @@ from ..contract import machine_differences, machine_identity
 from ..output import write_atomic
 from ..units import format_bytes
 from .history import history_plots, runs_in
-from .noise import run_medians
+from .noise import run_times
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, load, read_text
 
@@ -265,7 +265,7 @@ def path_trends(runs: list[Results]) -> list[Plot]:
     a dotted line marks where the software environment (torch, CUDA, driver) changed."""
     if len(runs) < 2:
         return []
-    table, meta = run_medians(runs)
+    table, meta = run_times(runs)
     changes = [(i, "; ".join(d)) for i in range(1, len(runs))
                if (d := machine_differences(runs[i - 1].machine_info, runs[i].machine_info))]
     labels = [Path(r.sources[0]).stem[:15] for r in runs]

@@ -42,6 +42,14 @@ import pytest
 
 from ..output import OutputError, check_output, write_atomic
 from ..units import first_line
+from .pytest_benchmark_adapter import (
+    benchmark_session,
+    dumps,
+    is_file_storage,
+    next_storage_file,
+    replace_save_json,
+    replace_storage_save,
+)
 
 __all__ = ["JOURNAL_VERSION", "Journal", "journal_path", "memory_now", "unused_journal"]
 
@@ -210,8 +218,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             check_output(target, run=True)
         except OutputError as error:
             raise pytest.UsageError(f"--benchmark-json: {error}") from None
-    bs = getattr(config, "_benchmarksession", None)
-    if bs is not None and callable(getattr(bs, "save_json", None)):
+    bs = benchmark_session(config)
+    if bs is not None:
         _save_json_atomically(bs)
     if bs is None or bs.disabled or bs.skip or getattr(config.option, "collectonly", False):
         return
@@ -232,22 +240,20 @@ def _check_storage(bs: Any) -> None:
     """With ``--benchmark-save`` / ``--benchmark-autosave``: the machine folder must be writable now, not found
     out after the whole run; and the save is made atomic and never over another run's file."""
     storage: Any = getattr(bs, "storage", None)
-    if not (bs.save or bs.autosave) or not callable(getattr(storage, "get", None)) or not hasattr(storage, "_next_num"):
+    if not (bs.save or bs.autosave) or not is_file_storage(storage):
         return  # no save, or not a folder (elasticsearch)
-    from pytest_benchmark.utils import safe_dumps
-
     try:
         check_output(storage.get(f"0000_{bs.save or bs.autosave}.json"), run=True, create_folder=True)
     except OutputError as error:
         raise pytest.UsageError(f"--benchmark-storage: {error}") from None
 
     def save(output_json: dict[str, Any], name: str) -> None:
-        target = storage.get(f"{storage._next_num}_{name}.json")
+        target = next_storage_file(storage, name)
         with _save_failure(bs, target):
-            written = write_atomic(target, safe_dumps(output_json, ensure_ascii=True, indent=4), exclusive=True)
+            written = write_atomic(target, dumps(output_json), exclusive=True)
             storage.logger.info(f"Saved benchmark data in: {written}")
 
-    storage.save = save
+    replace_storage_save(storage, save)
 
 
 @contextlib.contextmanager
@@ -267,18 +273,15 @@ def _save_failure(bs: Any, target: Path) -> Iterator[None]:
 def _save_json_atomically(bs: Any) -> None:
     """pytest-benchmark writes ``--benchmark-json`` with a plain open(): a run killed during that
     write would leave half a file over a whole one. Its session's ``save_json`` is replaced by the
-    same serialization written atomically (the old file or the whole new one, never a mix)."""
-    from pytest_benchmark.utils import safe_dumps
-
-    if not isinstance(bs.json, str | os.PathLike):  # before 5.3: an open file, nothing to replace
-        return
+    same serialization written atomically (the old file or the whole new one, never a mix). Before 5.3
+    ``--benchmark-json`` is an open file: nothing is replaced."""
 
     def save_json(output_json: dict[str, Any]) -> None:
         with _save_failure(bs, Path(bs.json)):
-            write_atomic(Path(bs.json), safe_dumps(output_json, ensure_ascii=True, indent=4))
+            write_atomic(Path(bs.json), dumps(output_json))
             bs.logger.info(f"Wrote benchmark data in: {bs.json}", purple=True)
 
-    bs.save_json = save_json
+    replace_save_json(bs, save_json)
 
 
 def _journal(config: pytest.Config) -> Journal | None:
@@ -292,7 +295,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     journal = _journal(session.config)
     if journal is None:
         return
-    bs = session.config._benchmarksession  # type: ignore[attr-defined]
+    bs = benchmark_session(session.config)
     header: dict[str, Any] = {"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": len(planned),
                               "machine_info": {}, "commit_info": {}}
     try:
@@ -334,7 +337,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
     journal = _journal(session.config)
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     session.config.stash[_EXIT] = int(exitstatus)
-    bs = getattr(session.config, "_benchmarksession", None)
+    bs = benchmark_session(session.config)
     if interrupted and bs is not None and (journal is not None or _REACHED in session.config.stash):
         # The benchmark Ctrl-C cut off holds a few rounds: pytest-benchmark would save it as if finished.
         done = {id(b) for b in bs.benchmarks if _reached(session.config, b)}

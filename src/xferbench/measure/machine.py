@@ -41,7 +41,7 @@ __all__ = [
     "nvml_session",
     "parse_cpu_list",
     "pci_bus_id",
-    "run_state",
+    "clocks_and_link_now",
     "transparent_hugepage",
 ]
 
@@ -527,7 +527,7 @@ def _nvml_affinity(pynvml: Any, handle: Any) -> set[int] | None:
     return cpus or None
 
 
-def run_state(pynvml: Any, handle: Any) -> dict[str, int | None]:
+def clocks_and_link_now(pynvml: Any, handle: Any) -> dict[str, int | None]:
     """Clocks and PCIe link now (they drop when a GPU idles), for a benchmark's extra_info."""
     return {
         "sm_clock_mhz": _ask(pynvml, "nvmlDeviceGetClockInfo", handle, getattr(pynvml, "NVML_CLOCK_SM", 1)),

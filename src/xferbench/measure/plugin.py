@@ -20,6 +20,7 @@ from ..units import Size, format_size, parse_dtype, parse_sizes
 from .cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
 from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from .machine import load_snapshot, machine_load
+from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .scenario_families import SCENARIO_FAMILIES
 from .scenario_families import plan as plan_scenario_family
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
@@ -209,10 +210,6 @@ def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[
     known = getattr(backend, "peer_link_classes", None)
     classes: dict[tuple[str, str], str | None] = known(gpus) if known else {}
     return peer_plan(gpus, classes, mode) if len(gpus) >= 2 else None
-
-
-#: The oldest pytest-benchmark whose API the suite uses (pyproject declares it too; an older one fails mid-run).
-MIN_PYTEST_BENCHMARK = (5, 3)
 
 
 def _check_environment() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from .devices import DeviceBackend, accelerator_index, available_devices
-from .machine import cache_resident, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle, run_state
+from .machine import cache_resident, clocks_and_link_now, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle
 
 __all__ = ["RunState"]
 
@@ -83,7 +83,7 @@ def annotate(info: dict[str, Any], state: RunState, gpus: Sequence[str] = ()) ->
         info["cache_resident"] = resident
     if state.nvml is None:
         return
-    readings = [run_state(state.nvml, state.handles[i]) for i in _measured(info, gpus) if i in state.handles]
+    readings = [clocks_and_link_now(state.nvml, state.handles[i]) for i in _measured(info, gpus) if i in state.handles]
     for key in readings[0] if readings else ():
         # Several GPUs at once: the lowest clock and link among them, the one that holds the others back.
         values = [value for reading in readings if isinstance(value := reading[key], int)]

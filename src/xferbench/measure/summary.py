@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from .pytest_benchmark_adapter import benchmark_session
+
 __all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
 
 _KEY = pytest.StashKey[dict[str, Any]]()
@@ -69,7 +71,7 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
 
 def _unsaved_json(config: pytest.Config) -> dict[str, Any] | None:
     """The run as pytest-benchmark would write it, when it was not asked to write it."""
-    session = getattr(config, "_benchmarksession", None)
+    session = benchmark_session(config)
     if session is None or not getattr(session, "benchmarks", None):
         return None
     document: dict[str, Any] = config.hook.pytest_benchmark_generate_json(

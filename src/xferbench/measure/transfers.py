@@ -17,7 +17,8 @@ from ..units import first_line, format_bytes
 from .cases import Case
 from .devices import DeviceBackend, Wedged, accelerator_index, host_memory_available
 from .faults import after_timing
-from .inject import slowdown_for, slowed
+from .injected_slowdown import slowdown_for, slowed
+from .pytest_benchmark_adapter import scale_rounds
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, synchronized
 
 __all__ = [
@@ -269,7 +270,7 @@ _OOM: type[Exception] = getattr(torch, "OutOfMemoryError", getattr(torch.cuda, "
 #: Calls of a no-op per timed iteration. pytest-benchmark calls the timed function as
 #: ``fn(*args, **kwargs)``, which costs ~50 ns on its own: a quarter of a CPU no-op. A
 #: loop of calls inside the timed function, divided out afterwards, costs what
-#: timeit's inline loop does (torch.utils.benchmark; bench/harness_overhead.py).
+#: timeit's inline loop does (torch.utils.benchmark; tools/harness_overhead.py).
 NOOP_CALLS = 100
 #: Seconds of device-event timing to spend per case, at most.
 EVENT_BUDGET_S = 0.2
@@ -409,15 +410,7 @@ def _repeated(call: Callable[[], Any], times: int) -> Callable[[], Any]:
 def _per_call(benchmark: Benchmark, times: int) -> None:
     """Turn the statistics of ``times`` calls per iteration into per-call ones: each round's
     time divided by ``times``, and ``iterations`` counting calls."""
-    metadata = getattr(benchmark, "stats", None)
-    stats = getattr(metadata, "stats", None)
-    if metadata is None or stats is None:  # --benchmark-disable: nothing was timed
-        return
-    stats.data[:] = [duration / times for duration in stats.data]
-    for name in vars(stats).copy():  # statistics derived (and cached) from the old data
-        if name != "data":
-            delattr(stats, name)
-    metadata.iterations *= times
+    scale_rounds(getattr(benchmark, "stats", None), times)  # nothing under --benchmark-disable
 
 
 def _median_wall(benchmark: Benchmark) -> float | None:

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
+from ..pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
@@ -303,32 +304,24 @@ def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: i
 
 def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -> Metadata:
     """pytest-benchmark's own record of one benchmark, filled with the world's round times."""
-    from pytest_benchmark.stats import Metadata
-
     fixture = SimpleNamespace(
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
         extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
                                         "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds},
     )
-    metadata = Metadata(fixture, iterations=iterations, options={"timer": "perf_counter", "iterations": iterations})
-    for seconds in timed.world_seconds:
-        metadata.update(seconds * iterations)
-    return metadata
+    return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 
 
 def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
     """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
-    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
-    from pytest_benchmark.utils import get_commit_info
-
     from ..devices import TorchBackend
     from ..machine import fingerprint
 
-    machine: dict[str, Any] = pytest_benchmark_generate_machine_info()
+    machine = machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
                                                          "nodes": sorted(set(nodes)), "notes": notes}
-    return {"machine_info": machine, "commit_info": get_commit_info()}
+    return {"machine_info": machine, "commit_info": commit_info()}
 
 
 def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:
@@ -349,11 +342,9 @@ def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal
 def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -> Path:
     """Write the run; the name is claimed as it is written, so a run launched meanwhile into the same name keeps
     its file and this one takes the next free name (``out.1.json``)."""
-    from pytest_benchmark.plugin import pytest_benchmark_generate_json
-
     from ...output import write_atomic
 
-    payload = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, **described)
+    payload = generate_json(records, described["machine_info"], described["commit_info"])
     return write_atomic(out, json.dumps(payload, indent=1), exclusive=True)
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...units import first_line, format_bytes, format_size
+from ..pytest_benchmark_adapter import mark_used, new_stats
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
 
@@ -566,7 +567,7 @@ class World:
             raise DistributedError(f"{self.broken} (on {node_name()}, world at {self.rendezvous}); "
                                    "the later distributed cases of this session fail at once")
         timed = Timed(answers[0]["rank_seconds"], tuple(answers[0]["members"]))
-        benchmark._mode = "xferbench's distributed world"  # used, as pedantic() would mark it: no "not used" warning
+        mark_used(benchmark, "xferbench's distributed world")  # no "not used" warning
         benchmark.group = f"{case.op} {case.backend} x{case.world_size}"
         benchmark.extra_info.update(case.extra_info(), clock="wall+sync", verified=True,
                                     rank_seconds=timed.rank_seconds, rank_hosts=self.hosts,
@@ -603,11 +604,9 @@ class World:
 def record(benchmark: Any, per_call_seconds: Sequence[float], iterations: int) -> None:
     """Put the world's round times into pytest-benchmark's own statistics for this test.
 
-    pedantic() would time rank 0 alone; ``_make_stats`` is the record pedantic fills
-    (one ``update`` of a round's total per round), so the JSON, the table and
-    ``--benchmark-compare`` see the slowest rank's rounds exactly as they see any other.
+    pedantic() would time rank 0 alone (see ``pytest_benchmark_adapter.new_stats``).
     """
-    stats = benchmark._make_stats(iterations)
+    stats = new_stats(benchmark, iterations)
     for seconds in per_call_seconds:
         stats.update(seconds * iterations)
 

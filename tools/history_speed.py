@@ -1,6 +1,6 @@
 """How long does `xferbench history` take on a storage folder of N runs?
 
-    python bench/history_speed.py [N ...]      (default: 100 1000)
+    python tools/history_speed.py [N ...]      (default: 100 1000)
 
 Each run is the real CPU sample (tests/data/cpu-sample.json, 58 benchmarks with their rounds, as
 --benchmark-autosave keeps them), saved as ``NNNN_run.json`` with every median moved by a seeded

@@ -1,6 +1,6 @@
 """Does the harness cost a GPU figure anything? The suite against a bare loop, in one process.
 
-    PYTHONPATH=src python bench/gpu_harness_check.py [--json OUT.json]
+    PYTHONPATH=src python tools/gpu_harness_check.py [--json OUT.json]
 
 For pinned host-to-device ``copy_`` (256 MiB) and same-device ``copy_`` (1 GiB) on
 cuda:0, the suite's own benchmarks run (pytest-benchmark, in this process) and, on the
@@ -34,7 +34,7 @@ import torch
 from xferbench.measure.cases import Case
 from xferbench.measure.transfers import operation, prepare
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 GOAL = 0.97
 REPEATS = 30
 MiB = 2**20

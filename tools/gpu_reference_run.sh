@@ -3,7 +3,7 @@
 # every family one at a time (full profile, a 12-size sweep up to 1 GiB), the GPU-only
 # tests, the expectation checks and the report, with a log.
 #
-#   OUT=reports/samples/h200 BUDGET=420 bash bench/gpu_reference_run.sh
+#   OUT=reports/samples/h200 BUDGET=420 bash tools/gpu_reference_run.sh
 #
 # Nothing is lost to a timeout: each family is its own run with its own timeout, cut to
 # what is left of BUDGET seconds (default 420, i.e. 7 minutes in all); pytest-benchmark
@@ -100,7 +100,7 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     nvidia-smi topo -m || true
     "$PY" -m xferbench.cli info
     echo "== harness check: the suite against a bare event-timed loop"
-    timeout 90 "$PY" bench/gpu_harness_check.py --json "$OUT/harness_check.json"
+    timeout 90 "$PY" tools/gpu_harness_check.py --json "$OUT/harness_check.json"
     family h2d_pinned 50 bench/test_h2d.py -k pinned
     family h2d_pageable 70 bench/test_h2d.py -k pageable
     family d2h 90 bench/test_d2h.py  # pageable d2h of 1 GiB: ~1 s a call on an H200

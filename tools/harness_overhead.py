@@ -1,6 +1,6 @@
 """Does the harness add anything? The suite's own figures against bare loops, in one process.
 
-    python bench/harness_overhead.py
+    python tools/harness_overhead.py
 
 1. Host copy at 256 MiB: the bandwidth the suite reports (``copy_``) against a bare
    ``copy_`` loop over the suite's own buffers (``transfers.prepare``), timed with
@@ -15,7 +15,7 @@
    the same tensor, measured in the same minute. Goal: within 5% (the suite binds the
    call with functools.partial: a lambda's Python frame once put it 25% above).
 
-    python bench/harness_overhead.py --noops   # the no-op comparison alone (seconds, not minutes)
+    python tools/harness_overhead.py --noops   # the no-op comparison alone (seconds, not minutes)
 
 Prints a table and exits 0 when every goal holds, 1 when one does not.
 """
@@ -42,7 +42,7 @@ ROUNDS = 3
 #: states (seen on a 2-core VM: blocked_autorange medians of t.to(cpu) at 200 and at 600 ns, seconds apart),
 #: and the best median of several alternating turns compares quiet with quiet.
 NOOP_TURNS = 10
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 def suite_figures(json_path: Path, noops_only: bool = False) -> dict[str, dict]:

@@ -2,11 +2,11 @@
 
 What docs/regression-tracking.md reports was made so (about 75 minutes on a busy 2-core VM):
 
-    python bench/gate_power.py collect --rounds 6            # 12 A/A + 6 slowed 2x + 6 slowed 1.5x, interleaved
-    python bench/gate_power.py collect-aa --runs 8 --into calib   # A/A runs kept apart, to calibrate on
-    python bench/gate_power.py collect-ab --blocks 40        # the A/B pool
+    python tools/gate_power.py collect --rounds 6            # 12 A/A + 6 slowed 2x + 6 slowed 1.5x, interleaved
+    python tools/gate_power.py collect-aa --runs 8 --into calib   # A/A runs kept apart, to calibrate on
+    python tools/gate_power.py collect-ab --blocks 40        # the A/B pool
     xferbench calibrate /tmp/gate-runs/calib --per-side 3 --note "..." -o .ci/noise.json
-    python bench/gate_power.py evaluate --noise .ci/noise.json --trials 40 --ab-blocks 6 8 12 16
+    python tools/gate_power.py evaluate --noise .ci/noise.json --trials 40 --ab-blocks 6 8 12 16
 
 collect
     Real quick-profile runs (the gate's: ``bench/`` without ``test_distributed.py``),

@@ -1,6 +1,6 @@
 """Mutation score of the modules that decide what a user is told, each against its own tests.
 
-    python bench/mutation_score.py [MODULE ...] [--max-children N] [--fail-under PCT]
+    python tools/mutation_score.py [MODULE ...] [--max-children N] [--fail-under PCT]
 
 For every module (default: all of ``MODULES``) mutmut mutates that one file and runs
 only that module's own test file(s) against each mutant, so a module cannot borrow

@@ -11,8 +11,8 @@ import pytest
 from xferbench.analyze.compare import busy
 from xferbench.analyze.results import load
 from xferbench.cli import main
-from xferbench.measure import inject
-from xferbench.measure.inject import slowdown_for, slowed
+from xferbench.measure import injected_slowdown
+from xferbench.measure.injected_slowdown import slowdown_for, slowed
 
 ROOT = Path(__file__).parent.parent
 
@@ -31,9 +31,9 @@ def test_which_cases_are_slowed(spec, op, nbytes, factor):
 
 
 def test_reads_the_environment(monkeypatch):
-    monkeypatch.setenv(inject.ENV, "d2h=4")
+    monkeypatch.setenv(injected_slowdown.ENV, "d2h=4")
     assert slowdown_for("d2h", 1) == 4.0
-    monkeypatch.delenv(inject.ENV)
+    monkeypatch.delenv(injected_slowdown.ENV)
     assert slowdown_for("d2h", 1) == 1.0
 
 
@@ -46,7 +46,7 @@ def test_slowed_call_takes_factor_times_as_long(monkeypatch):
         now["t"] = next(ticks)
         return now["t"]
 
-    monkeypatch.setattr(inject.time, "perf_counter", clock)
+    monkeypatch.setattr(injected_slowdown.time, "perf_counter", clock)
 
     def call():
         for _ in range(9):
@@ -67,7 +67,7 @@ def test_gate_catches_a_slowdown_injected_into_a_real_run(tmp_path):
     runs = []
     for name, spec in (("base", ""), ("slow", "host@8MiB=20")):
         out = tmp_path / f"{name}.json"
-        env = {**os.environ, inject.ENV: spec, "PYTHONPATH": str(ROOT / "src")}
+        env = {**os.environ, injected_slowdown.ENV: spec, "PYTHONPATH": str(ROOT / "src")}
         proc = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "bench" / "test_host.py"), "--benchmark-only",
                                "-q", "-p", "no:cacheprovider", "-k", "copy_ and not single_thread", "--xfer-sizes=8MiB",
                                "--benchmark-max-time=0.2", f"--benchmark-json={out}"],

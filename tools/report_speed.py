@@ -1,6 +1,6 @@
 """How long does `xferbench report` take on a 2,000-benchmark JSON?
 
-    python bench/report_speed.py [N]
+    python tools/report_speed.py [N]
 
 The JSON is built from the real CPU sample (tests/data/cpu-sample.json): its 28
 benchmarks are repeated with distinct sizes and dtypes until there are N (default

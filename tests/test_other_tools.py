@@ -1,0 +1,210 @@
+"""nvbandwidth and nccl-tests outputs beside the suite's JSON (fixtures: tests/data/README.md)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from handfed import bench, gpu_machine, write
+from xferbench.analyze.other_tools import comparisons, headlines, kind_of, load_peers, parse_nccl_tests, parse_nvbandwidth
+from xferbench.analyze.results import ResultsError, load
+
+from hang import no_hang
+from hostile_inputs import assert_refused, put, run_cli, small, values
+
+DATA = Path(__file__).parent / "data"
+NVB, NCCL, SAMPLE = DATA / "nvbandwidth-format-sample.json", DATA / "nccl-tests-format-sample.txt", DATA / "cpu-sample.json"
+MiB = 2**20
+
+
+class TestDetection:
+    @pytest.mark.parametrize(("path", "kind"), [(SAMPLE, "suite"), (NVB, "nvbandwidth"), (NCCL, "nccl-tests"),
+                                                (DATA, "suite")])
+    def test_by_content(self, path, kind):
+        assert kind_of(path) == kind
+
+    def test_by_content_not_by_name(self, tmp_path):
+        """A renamed nvbandwidth output is still nvbandwidth's."""
+        renamed = tmp_path / "results.txt"
+        renamed.write_text(NVB.read_text())
+        assert kind_of(renamed) == "nvbandwidth"
+
+    @pytest.mark.parametrize(("content", "message"), [
+        ('{"a": 1}', "neither pytest-benchmark's, nor nvbandwidth's"),
+        ("hello\nworld\n", "not a result file xferbench reads"),
+        ("", "the file is empty"),
+    ])
+    def test_foreign_files_are_refused_in_one_line(self, tmp_path, content, message):
+        path = tmp_path / "foreign.out"
+        path.write_text(content)
+        with pytest.raises(ResultsError, match=message) as error:
+            kind_of(path)
+        assert "\n" not in str(error.value)
+
+
+def test_nvbandwidth_cells_become_paths():
+    """Row/column read as the description's arrow says; N/A, bidirectional and waived testcases are left out."""
+    figures = parse_nvbandwidth(json.loads(NVB.read_text()), "nvb.json")
+    assert [(f.test, f.op, f.src, f.dst, f.gbps) for f in figures] == [
+        ("host_to_device_memcpy_ce", "h2d", "cpu", "cuda:0", 25.5),
+        ("host_to_device_memcpy_ce", "h2d", "cpu", "cuda:1", 25.4),
+        ("device_to_host_memcpy_ce", "d2h", "cuda:0", "cpu", 26.3),
+        ("device_to_host_memcpy_ce", "d2h", "cuda:1", "cpu", 26.2),
+        ("device_to_device_memcpy_read_ce", "peer", "cuda:0", "cuda:1", 48.2),
+        ("device_to_device_memcpy_read_ce", "peer", "cuda:1", "cuda:0", 48.1),
+    ]
+    assert all(f.nbytes == 64 * MiB for f in figures)
+
+
+def test_nccl_tests_rows_are_out_of_place_busbw():
+    figures = parse_nccl_tests(NCCL.read_text(), "all_reduce.txt")
+    assert [(f.op, f.nbytes, f.gbps, f.dst) for f in figures] == [
+        ("all_reduce", 1024, 0.10, "2 ranks"), ("all_reduce", 16384, 1.39, "2 ranks"),
+        ("all_reduce", 262144, 13.37, "2 ranks"), ("all_reduce", 4194304, 35.45, "2 ranks"),
+        ("all_reduce", 67108864, 44.38, "2 ranks")]
+
+
+def test_nccl_tests_without_result_lines_is_refused(tmp_path):
+    cut = tmp_path / "all_reduce_perf.txt"
+    cut.write_text("".join(NCCL.read_text().splitlines(keepends=True)[:11]))  # the header, then the run died
+    with pytest.raises(ResultsError, match="no result lines"):
+        load_peers([cut])
+
+
+def test_pytorch_beside_the_copy_engine(tmp_path):
+    """The issue's sentence: PyTorch's pinned .to reaches 96% of nvbandwidth's host_to_device_memcpy_ce."""
+    n = 64 * MiB
+    rows = [bench("h2d", "to", "cpu", "cuda:0", n, n / 24.48e9, host_memory="pinned"),
+            bench("h2d", "to", "cpu", "cuda:0", n, n / 9e9, host_memory="pageable")]
+    results = load([write(tmp_path / "run.json", rows, gpu_machine())])
+    compared = comparisons(results.frame, load_peers([NVB]))
+    lines = headlines(compared)
+    assert lines[0] == ("h2d pinned to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (cpu→cuda:0): "
+                        "24.48 against 25.5 GB/s (the suite at 64 MiB; copy engine; buffer size not in its JSON "
+                        "(64 MiB unless --bufferSize)).")
+    assert lines[-1].startswith("5 figure(s) of the other tools have no counterpart in this run")
+
+
+def test_gloo_is_not_set_beside_nccl():
+    """The CPU sample's all_reduce ran on gloo: NCCL's figure is another path, so nothing is compared."""
+    compared = comparisons(load([SAMPLE]).frame, load_peers([NCCL]))
+    assert all(row["path"] is None for row in compared)
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "xferbench.cli", "report", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+class TestCli:
+    @pytest.mark.slow
+    def test_report_with_peers(self, tmp_path):
+        done = _cli(SAMPLE, NVB, NCCL, "-o", tmp_path / "r.html", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        html = (tmp_path / "r.html").read_text()
+        assert 'id="peers-table"' in html and html.count("<tr><td>nvbandwidth</td>") == 6
+        assert (tmp_path / "r.csv").exists() and (tmp_path / "r.md").exists()
+
+    @pytest.mark.parametrize(("args", "message"), [
+        ((NVB,), "no xferbench results given"),
+        ((SAMPLE, Path(__file__).parent / "hang.py"), "not a result file xferbench reads"),  # no tool's output in it
+        ((SAMPLE, "-o", "out.csv"), "the report is an HTML file"),
+    ])
+    def test_bad_input_is_exit_2_and_one_line(self, tmp_path, args, message):
+        done = _cli(*args, cwd=tmp_path)
+        assert done.returncode == 2
+        assert message in done.stderr and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+NVBANDWIDTH_H2D = {"name": "host_to_device_memcpy_ce", "status": "Passed",
+                   "bandwidth_description": "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+                   "bandwidth_matrix": [["12.5"]]}
+
+
+@pytest.mark.hostile
+class TestOtherToolsOutputs:
+    """nvbandwidth and nccl-tests files given beside the suite's JSON are told apart by content: reading
+    them must neither hang, nor crash, nor turn "nan" into a figure."""
+
+    def test_fifo_beside_the_run_does_not_hang(self, tmp_path, capsys):
+        run = put(tmp_path / "run.json", small(4))
+        os.mkfifo(tmp_path / "nvbandwidth.txt")
+        with no_hang(60):
+            code, _, err = run_cli(capsys, "report", run, tmp_path / "nvbandwidth.txt", "-o", tmp_path / "r.html")
+        assert_refused(code, err, "nvbandwidth.txt: not a regular file")
+
+    @pytest.mark.parametrize(("content", "message"), [
+        (b"[" * 100000, "nested too deeply"),
+        (b'{"nvbandwidth": ' + b"9" * 5000 + b"}", "a number too long"),
+    ])
+    def test_json_no_parser_can_hold(self, tmp_path, capsys, content, message):
+        run = put(tmp_path / "run.json", small(4))
+        other = put(tmp_path / "other.json", content)
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "other.json: ", message)
+
+    def test_nvbandwidth_testcase_name_not_a_string(self, tmp_path, capsys):
+        run = put(tmp_path / "run.json", small(4))
+        other = put(tmp_path / "nv.json", {"nvbandwidth": {"testcases": [{**NVBANDWIDTH_H2D, "name": ["x"]}]}})
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "nv.json: no nvbandwidth testcase in it has a counterpart")
+
+    def test_nvbandwidth_nan_and_inf_cells_are_not_figures(self):
+        from xferbench.analyze.other_tools import parse_nvbandwidth
+
+        case = {**NVBANDWIDTH_H2D, "bandwidth_matrix": [["nan", "inf", "1e999", "-3", "N/A", "25"]]}
+        figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
+        assert [(f.dst, f.gbps) for f in figures] == [("cuda:5", 25.0)]
+
+    def test_nccl_line_with_an_impossible_size_or_bandwidth_is_not_a_figure(self):
+        from xferbench.analyze.other_tools import parse_nccl_tests
+
+        head = "# nccl-tests version 2.19\n#  size count type redop root time algbw busbw #wrong\n"
+        rows = [f" {'9' * 5000} 256 float sum -1 1.0 1.0 2.0 0", " 1024 256 float sum -1 1.0 1.0 1e999 0",
+                " 2048 512 float sum -1 1.0 1.0 3.5 0"]
+        figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
+        assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
+
+    @pytest.mark.slow
+    def test_suite_rows_of_zero_bytes_beside_nvbandwidth(self, tmp_path, capsys):
+        """A copy of 0 bytes has no place on the log size scale the nearest size is found on; it used to crash."""
+        sim = json.loads((DATA / "sim-2gpu.json").read_text())
+        for row in sim["benchmarks"]:
+            if row["extra_info"]["op"] == "h2d" and row["extra_info"]["nbytes"] < 2**20:
+                row["extra_info"]["nbytes"] = 0
+        run = put(tmp_path / "sim.json", sim)
+        other = put(tmp_path / "nv.json", {"nvbandwidth": {"testcases": [NVBANDWIDTH_H2D]}})
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "nvbandwidth&#39;s host_to_device_memcpy_ce (cpu→cuda:0)" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.hostile
+class TestProperties:
+    """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
+    line; any nvbandwidth document gives finite positive figures or one ResultsError."""
+
+    @settings(max_examples=80, deadline=None)
+    @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A"])),
+                                    max_size=4), max_size=4),
+           description=st.sampled_from(["memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+                                        "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", "", "x"]),
+           name=st.sampled_from(["host_to_device_memcpy_ce", "device_local_copy", "device_to_device_memcpy_read_ce"]))
+    def test_nvbandwidth_matrix_of_anything(self, matrix, description, name):
+        import math
+
+        from xferbench.analyze.other_tools import parse_nvbandwidth
+        from xferbench.analyze.results import ResultsError
+
+        case = {"name": name, "status": "Passed", "bandwidth_description": description, "bandwidth_matrix": matrix}
+        try:
+            figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
+        except ResultsError as error:
+            assert "\n" not in str(error)
+            return
+        assert all(math.isfinite(f.gbps) and f.gbps > 0 for f in figures)
