@@ -120,17 +120,19 @@ class Stored:
         return [self.load(summary) for summary in self.summaries]
 
 
-def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, cache: bool = True) -> Stored:
+def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, cache: bool = True,
+                 keep: bool = False) -> Stored:
     """Every run in a storage folder (or one file), summarized; each file is parsed at most once, and not at all
     while its summary in the cache (``run_cache``) still holds. A damaged file (a save cut short by a full disk or a
     power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a one-line note naming
     it, never refusing the whole folder; with no readable run left it is a ResultsError. ``progress(done, total)``
-    is called before each file (a folder of thousands of runs takes a while the first time)."""
+    is called before each file (a folder of thousands of runs takes a while the first time). ``keep``: every run
+    read is kept in full, for a caller that reads them all (``Stored.runs``)."""
     notes: list[str] = []
     files = _run_files(folder, notes)
     kept = RunCache(folder) if cache and folder.is_dir() and len(files) >= CACHE_FROM else None
     summaries: list[RunSummary] = []
-    newest = _Newest()
+    newest = _Newest(keep)
     for done, path in enumerate(files, 1):
         if progress is not None:
             progress(done, len(files))
@@ -169,12 +171,15 @@ def _summary(path: Path, kept: RunCache | None, newest: _Newest) -> RunSummary |
 
 class _Newest:
     """The runs read while summarizing that may turn out newest (by either of ``_order``'s keys), kept in full so
-    the newest one is not parsed twice; at most two are held, whatever the folder's size."""
+    the newest one is not parsed twice; at most two are held, whatever the folder's size (every one with ``every``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, every: bool = False) -> None:
         self.best: list[tuple[tuple[str, ...], Path, Results] | None] = [None, None]
+        self.all: dict[Path, Results] | None = {} if every else None
 
     def offer(self, summary: RunSummary, run: Results) -> None:
+        if self.all is not None:
+            self.all[summary.path] = run
         keys = ((summary.path.name[:4], summary.datetime, str(summary.path)), (summary.datetime, summary.path.name))
         for i, key in enumerate(keys):
             held = self.best[i]
@@ -182,6 +187,8 @@ class _Newest:
                 self.best[i] = (key, summary.path, run)
 
     def of(self, path: Path) -> dict[Path, Results]:
+        if self.all is not None:
+            return self.all
         return {held[1]: held[2] for held in self.best if held is not None and held[1] == path}
 
 
