@@ -410,3 +410,153 @@ class TestHistoryOfOneMachine:
         plot, = history_plots(tmp_path)
         assert plot.svg is None and plot.missing.startswith("1 run in ")
         assert "2 run(s) of another machine" in plot.caption
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """The files the loader parsed, in order (a spy on results._read, which every file read goes through)."""
+    from xferbench.analyze import results
+
+    seen: list[str] = []
+    real = results._read
+
+    def spy(path):
+        seen.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(results, "_read", spy)
+    return seen
+
+
+@pytest.fixture
+def cached(monkeypatch, tmp_path):
+    """Folders of two runs or more keep a cache of their summaries, in a folder of this test's own."""
+    from xferbench.analyze import history
+
+    monkeypatch.setattr(history, "CACHE_FROM", 2)
+    monkeypatch.setenv("XFERBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def written(monkeypatch):
+    """The results report and history would write (the page itself is not drawn: these tests count reads)."""
+    from xferbench.analyze import report
+
+    pages = []
+
+    def write(results, output, **_):
+        pages.append(results)
+        return output
+
+    monkeypatch.setattr(report, "write_report", write)
+    return pages
+
+
+class TestOneParsePerFile:
+    def test_the_history_command_parses_each_run_once_the_newest_included(self, tmp_path, parses, written):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1, 2, 2, 2])
+        assert main(["history", str(folder), "-o", str(tmp_path / "r.html")]) == 0
+        assert sorted(parses) == [f"{i:04d}_run.json" for i in range(6)]
+        assert written[0].sources == [str(folder / "0005_run.json")]
+
+    def test_report_parses_its_input_once(self, tmp_path, parses, monkeypatch, written):
+        """kind_of parses a JSON to tell a suite's from nvbandwidth's; the loader takes that document."""
+        reads: list[Path] = []
+        real = Path.read_bytes
+        monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+        run = tmp_path / "run.json"
+        run.write_text(SAMPLE.read_text())
+        assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
+        assert reads.count(run) == 1 and parses == [] and len(written[0].frame) == 58
+
+    def test_a_file_named_twice_is_still_one_run(self, tmp_path, written):
+        run = tmp_path / "run.json"
+        run.write_text(SAMPLE.read_text())
+        assert main(["report", str(run), str(tmp_path / "." / "run.json"), "-o", str(tmp_path / "r.html")]) == 0
+        assert not any("replaced by the newest" in note for note in written[0].notes)
+
+
+class TestSummaryCache:
+    def test_a_second_reading_parses_no_run_and_draws_the_same(self, tmp_path, cached, parses):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1, 1.5, 1.5, 1.5, 1.5])
+        first = load_storage(folder)
+        assert len(parses) == 7
+        parses.clear()
+        second = load_storage(folder)
+        assert parses == [] and second.summaries == first.summaries
+        history_plots(folder, second)  # the trend reads the summaries; the newest run alone is read in full
+        assert parses == ["0006_run.json"]
+
+    def test_the_cache_lies_outside_the_folder_it_describes(self, tmp_path, cached):
+        from xferbench.analyze.run_cache import cache_file
+
+        folder = write_runs(tmp_path / "runs", [1, 1, 1])
+        before = sorted(folder.rglob("*"))
+        load_storage(folder)
+        assert sorted(folder.rglob("*")) == before
+        assert cache_file(folder).is_file() and not cache_file(folder).is_relative_to(folder)
+
+    def test_a_changed_added_or_removed_run_is_read_again_or_forgotten(self, tmp_path, cached, parses):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1])
+        load_storage(folder)
+        parses.clear()
+        write_runs(tmp_path / "other", [1, 3, 1, 1])
+        (tmp_path / "other" / "0001_run.json").replace(folder / "0001_run.json")  # same name, other content
+        (tmp_path / "other" / "0003_run.json").replace(folder / "0003_run.json")
+        (folder / "0000_run.json").unlink()
+        stored = load_storage(folder)
+        assert sorted(parses) == ["0001_run.json", "0003_run.json"]
+        new, old = stored.summaries[0].times, stored.summaries[1].times  # the changed 0001 against 0002
+        assert max(new[case] / old[case] for case in new) == pytest.approx(3, rel=1e-6)
+        assert [s.path.name for s in stored.summaries] == ["0001_run.json", "0002_run.json", "0003_run.json"]
+
+    def test_a_damaged_file_is_remembered_as_damaged(self, tmp_path, cached, parses):
+        folder = write_runs(tmp_path / "runs", [1, 1])
+        (folder / "0002_run.json").write_text('{"benchmarks": [')
+        first = load_storage(folder)
+        parses.clear()
+        second = load_storage(folder)
+        assert parses == [] and second.notes == first.notes and "0002_run.json" in second.notes[0]
+
+    @pytest.mark.parametrize("damage", [
+        lambda text: text[:len(text) // 2],  # cut short
+        lambda text: "\x00" * 40,
+        lambda text: text.replace('"version":1', '"version":99'),
+        lambda text: text.replace('"code":"', '"code":"0'),  # written by other code
+        lambda text: re.sub(r'\],\[(\d+),[0-9.e-]+\]', r'],[\1,-1.0]', text, count=1),  # a time below zero
+        lambda text: re.sub(r'\],\[(\d+),[0-9.e-]+\]', r'],[\1,"fast"]', text, count=1),
+        lambda text: re.sub(r'"machine":\d+', '"machine":7', text, count=1),  # no such machine
+        lambda text: text.replace('"devices":[', '"devices":5,"was":[', 1),  # a fingerprint the loader refuses
+        lambda text: text.replace('"stamp":[', '"stamp":["x",', 1),
+    ])
+    def test_a_damaged_or_foreign_cache_is_ignored_and_written_again(self, tmp_path, cached, parses, damage):
+        from xferbench.analyze.run_cache import cache_file
+
+        folder = write_runs(tmp_path / "runs", [1, 1, 1])
+        first = load_storage(folder)
+        text = cache_file(folder).read_text()
+        cache_file(folder).write_text(damage(text))
+        assert cache_file(folder).read_text() != text  # the damage was done
+        parses.clear()
+        second = load_storage(folder)
+        assert len(parses) == 3 and second.summaries == first.summaries
+        assert cache_file(folder).read_text() == text
+
+    def test_a_cache_that_cannot_be_written_is_done_without(self, tmp_path, cached, parses, monkeypatch):
+        blocked = tmp_path / "a-file"
+        blocked.write_text("")
+        monkeypatch.setenv("XFERBENCH_CACHE_DIR", str(blocked / "cache"))  # below a file: no folder can be made
+        folder = write_runs(tmp_path / "runs", [1, 1, 1])
+        assert len(load_storage(folder).summaries) == 3 and len(parses) == 3
+        assert len(load_storage(folder).summaries) == 3 and len(parses) == 6  # no cache: read again
+
+    def test_compare_reads_in_full_only_the_runs_it_uses(self, tmp_path, cached, parses):
+        from xferbench.analyze.compare import load_runs
+
+        folder = write_runs(tmp_path / "runs", [1, 1, 1, 1, 1])
+        load_storage(folder)
+        parses.clear()
+        runs, _ = load_runs(folder, last=2)
+        assert sorted(parses) == ["0003_run.json", "0004_run.json"]
+        assert [r.sources for r in runs] == [[str(folder / "0003_run.json")], [str(folder / "0004_run.json")]]

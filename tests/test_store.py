@@ -138,3 +138,21 @@ def test_comment_fits_githubs_limit_summary_first(tmp_path: Path) -> None:
     assert left + text.count("| unchanged |") == 600
     small = store.comment("\n".join(table[:8]))
     assert "left out" not in small and small.count("| unchanged |") == 2
+
+
+def test_the_dashboard_parses_each_stored_run_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's page, its trends and its line in the index come from one reading of each run."""
+    from xferbench.analyze import report, results
+
+    runs = [_run(tmp_path, i) for i in range(3)]
+    where = tmp_path / "store"
+    assert main(["store", "push", str(where), *map(str, runs), "--no-dashboard"]) == 0
+    parsed: list[str] = []
+    real = results._read
+    monkeypatch.setattr(results, "_read", lambda path: parsed.append(path.name) or real(path))
+    monkeypatch.setattr(report, "write_report", lambda results, output, **_: output)  # the page is not the point
+    monkeypatch.setattr(store, "path_trends", lambda runs: [])
+    store.dashboard(where)
+    machine = next((where / "machines").iterdir())
+    assert sorted(parsed) == sorted(p.name for p in machine.glob("*.json")) and len(parsed) == 3
+    assert json.loads((machine / "machine.txt").read_text())["newest"] == "2026-11-12T08:00:00+00:00"

@@ -67,3 +67,20 @@ def test_summary_says_when_the_machine_is_simulated():
     data["machine_info"]["xferbench"]["simulated"] = True
     lines = summary_lines(data)
     assert lines[0].startswith("SIMULATED machine") and lines[1].startswith(f"- {SYNC_LOOP} (host pageable copy_ cpu)")
+
+
+def test_the_summary_reads_the_document_in_memory(monkeypatch, tmp_path):
+    """Nothing written, nothing parsed: no temporary file to fill a full disk, no second parse of the run."""
+    import tempfile
+
+    from xferbench.analyze import results
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the in-memory document was written or parsed again")
+
+    monkeypatch.setattr(results, "_read", refuse)
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", refuse)
+    data = json.loads(SAMPLE.read_text())
+    lines = summary_lines(data)
+    assert lines[0].startswith(f"- {SYNC_LOOP} (host pageable copy_ cpu)")
+    assert data == json.loads(SAMPLE.read_text())  # the caller's document is left as it was

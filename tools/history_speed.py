@@ -1,19 +1,23 @@
-"""How long does `xferbench history` take on a storage folder of N runs?
+"""How long do `xferbench history` and `compare` take on a storage folder of N runs?
 
     python tools/history_speed.py [N ...]      (default: 100 1000)
+    python tools/history_speed.py --folder DIR  (a storage folder already written)
 
 Each run is the real CPU sample (tests/data/cpu-sample.json, 58 benchmarks with their rounds, as
 --benchmark-autosave keeps them), saved as ``NNNN_run.json`` with every median moved by a seeded
 lognormal wobble and, from two thirds of the runs on, the 16 MiB host copy made 2x slower: a lasting
 step the history page must find. Only the count matters; the figures are not meant to be read.
-Prints, per N: the wall and CPU time of reading the folder, of the trend plot (change-point search
-included) and of the whole command. The goal (issue 24): 10,000 runs in under 30 s.
+Prints, per N, wall and CPU time of: the whole `xferbench history` command the first time (every run parsed,
+its summary cached) and again (summaries from the cache, analyze/run_cache.py; a cache folder of its own, so
+the user's is untouched); then, cached, reading the folder, the trend plot (change-point search included) and
+`xferbench compare` of the newest run against the folder. The goal (issue 24): 10,000 runs in under 30 s.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 import tempfile
 import time
@@ -55,20 +59,34 @@ def timed(work: Callable[[], T]) -> tuple[T, float, float]:
     return result, time.perf_counter() - start, time.process_time() - cpu
 
 
-def measure(count: int) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "hist"
-        write_runs(folder, count)
-        stored, load_wall, load_cpu = timed(lambda: load_storage(folder))
-        _, plot_wall, plot_cpu = timed(lambda: history_plots(folder, stored))
-        code, all_wall, all_cpu = timed(lambda: cli(["history", str(folder), "-o", str(Path(tmp) / "r.html")]))
-    return (f"{count} runs: read {load_wall:.1f} s wall / {load_cpu:.1f} s CPU; trend plot {plot_wall:.1f} s / "
-            f"{plot_cpu:.1f} s; whole `xferbench history` {all_wall:.1f} s / {all_cpu:.1f} s (exit {code})")
+def measure(folder: Path, scratch: Path) -> str:
+    os.environ["XFERBENCH_CACHE_DIR"] = str(scratch / "cache")
+    count = len(list(folder.rglob("*.json")))
+    page = ["history", str(folder), "-o", str(scratch / "r.html")]
+    code, cold_wall, cold_cpu = timed(lambda: cli(page))
+    _, warm_wall, warm_cpu = timed(lambda: cli(page))
+    stored, load_wall, load_cpu = timed(lambda: load_storage(folder))
+    _, plot_wall, plot_cpu = timed(lambda: history_plots(folder, stored))
+    newest = str(stored.summaries[-1].path)
+    gate, compare_wall, compare_cpu = timed(lambda: cli(["compare", folder.as_posix(), newest, "--json",
+                                                        str(scratch / "c.json")]))
+    return (f"{count} runs (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): `xferbench history` first "
+            f"{cold_wall:.1f} s wall / {cold_cpu:.1f} s CPU, again {warm_wall:.1f} s / {warm_cpu:.1f} s (exit {code}); "
+            f"cached: read {load_wall:.1f} s / {load_cpu:.1f} s, trend plot {plot_wall:.1f} s / {plot_cpu:.1f} s, "
+            f"`xferbench compare` {compare_wall:.1f} s / {compare_cpu:.1f} s (exit {gate})")
 
 
 def main() -> int:
-    for count in [int(a) for a in sys.argv[1:]] or [100, 1000]:
-        print(measure(count), flush=True)
+    args = sys.argv[1:]
+    if args[:1] == ["--folder"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(measure(Path(args[1]), Path(tmp)), flush=True)
+        return 0
+    for count in [int(a) for a in args] or [100, 1000]:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "hist"
+            write_runs(folder, count)
+            print(measure(folder, Path(tmp)), flush=True)
     return 0
 
 

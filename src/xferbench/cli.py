@@ -46,7 +46,7 @@ def _output(given: Path | None, inputs: list[Path]) -> Path:
 
 def _report(args: argparse.Namespace) -> int:
     from .analyze.history import history_plots, load_storage
-    from .analyze.other_tools import kind_of, load_peers
+    from .analyze.other_tools import classify, load_peers
     from .analyze.report import companions, write_report
     from .analyze.results import load
     from .output import check_output
@@ -62,9 +62,9 @@ def _report(args: argparse.Namespace) -> int:
         check_output(companion, given, create_folder=args.output is None)
         _never_foreign(companion, output)
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
-    kinds = [(path, kind_of(path)) for path in args.results]
-    suite = [path for path, kind in kinds if kind == "suite"]
-    peers = load_peers([path for path, kind in kinds if kind != "suite"])
+    kinds = [(path, *classify(path)) for path in args.results]
+    suite = [document or path for path, kind, document in kinds if kind == "suite"]  # each file parsed once
+    peers = load_peers([path for path, kind, _ in kinds if kind != "suite"])
     if not suite:
         raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
                          "pytest-benchmark JSON of the suite, not alone")
@@ -73,14 +73,14 @@ def _report(args: argparse.Namespace) -> int:
         stored = load_storage(args.history, _progress(args.command))
         _say_skipped(args.command, stored.notes)
         history = history_plots(args.history, stored)
-    if len(suite) == 1 and suite[0].is_dir():
+    if len(suite) == 1 and isinstance(suite[0], Path) and suite[0].is_dir():
         # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
         # each file is read once, also when it is the --history folder too.
         if stored is None or not os.path.samefile(args.history, suite[0]):
             stored = load_storage(suite[0], _progress(args.command))
             _say_skipped(args.command, stored.notes)
         history = history or history_plots(suite[0], stored)
-        results = stored.runs[-1]
+        results = stored.newest
     else:
         results = load(suite)
     _say_incomplete(args.command, results.incomplete)

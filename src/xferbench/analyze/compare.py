@@ -77,7 +77,7 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
     if not path.is_dir():
         return [load([path])], []
     stored = load_storage(path)  # a damaged or foreign file is skipped with a note, never the whole folder
-    runs = stored.runs
+    runs = stored.summaries  # chosen by their summaries: only the runs used are read in full
     mine = [r for r in runs if like is not None and not hardware_differences(r.machine_info, like)]
     reference = mine[-1] if mine else runs[-1]
     differences = [hardware_differences(r.machine_info, reference.machine_info) for r in runs]
@@ -90,7 +90,7 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
                      f"(against {against}: {'; '.join(differ)})")
     if len(same) > last:
         notes.append(f"{path}: the newest {last} of {len(same)} runs used")
-    return same[-last:], notes
+    return [stored.load(run) for run in same[-last:]], notes
 
 
 def busy(run: Results) -> str | None:

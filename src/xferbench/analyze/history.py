@@ -20,6 +20,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,11 +30,15 @@ import ruptures as rpt
 from ..contract import environment_differences, hardware_differences
 from ..families import order_of
 from ..units import format_bytes
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, time_of
+from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, find_json, load, read_text
+from .run_cache import CACHE_FROM, RunCache, RunSummary, stamp, summarize
 
-__all__ = ["MIN_STEP_RUNS", "Stored", "current_segment", "history_plots", "lasting_steps", "load_storage", "runs_in"]
+T = TypeVar("T")
+
+__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "current_segment", "history_plots", "lasting_steps", "load_storage",
+           "runs_in"]
 
 #: Lines in the trend plot: more than this is unreadable.
 MAX_KEY_CASES = 12
@@ -65,14 +70,17 @@ def _run_files(folder: Path, notes: list[str]) -> list[Path]:
     return kept
 
 
-def _order(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
-    """Oldest first. pytest-benchmark numbers the runs it saves, and that number, not a clock that may have been
-    set back, says which is newest (as ``--benchmark-compare`` reads it); a folder not entirely numbered is
-    ordered by each run's datetime, then name."""
-    numbers = [_NUMBERED.fullmatch(path.name) for path, _ in files]
-    if files and all(numbers):
-        return sorted(files, key=lambda run: (run[0].name[:4], run[1], str(run[0])))
-    return sorted(files, key=lambda run: (run[1], run[0].name))
+def _order(files: list[tuple[Path, str]], items: list[T]) -> list[tuple[T, str]]:
+    """``items`` (one per file), oldest first. pytest-benchmark numbers the runs it saves, and that number, not a
+    clock that may have been set back, says which is newest (as ``--benchmark-compare`` reads it); a folder not
+    entirely numbered is ordered by each run's datetime, then name."""
+    numbered = bool(files) and all(_NUMBERED.fullmatch(path.name) for path, _ in files)
+
+    def key(index: int) -> tuple[str, ...]:
+        path, when = files[index]
+        return (path.name[:4], when, str(path)) if numbered else (when, path.name)
+
+    return [(items[i], files[i][1]) for i in sorted(range(len(files)), key=key)]
 
 
 def runs_in(folder: Path) -> list[tuple[Path, str]]:
@@ -84,39 +92,104 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
         except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, or not UTF-8
             raise ResultsError(f"{path}: not JSON, or cut short") from None
         runs.append((path, str(when)))
-    return _order(runs)
+    return _order(runs, [path for path, _ in runs])
 
 
 @dataclass
 class Stored:
-    """The runs of a storage folder that could be read, oldest first, and a note for each file skipped."""
+    """The runs of a storage folder that could be read, as summaries oldest first, and a note for each file skipped.
+    A run is read in full only when asked for (``load``, ``newest``); the newest one read while summarizing is kept."""
 
-    runs: list[Results]
+    summaries: list[RunSummary]
     notes: list[str] = field(default_factory=list)
+    loaded: dict[Path, Results] = field(default_factory=dict)
+
+    def load(self, summary: RunSummary) -> Results:
+        """The run in full (parsed once per process)."""
+        if summary.path not in self.loaded:
+            self.loaded[summary.path] = load([summary.path])
+        return self.loaded[summary.path]
+
+    @property
+    def newest(self) -> Results:
+        return self.load(self.summaries[-1])
+
+    @property
+    def runs(self) -> list[Results]:
+        """Every run in full: each file not read yet is parsed now (for a few runs; thousands take minutes)."""
+        return [self.load(summary) for summary in self.summaries]
 
 
-def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None) -> Stored:
-    """Every run in a storage folder (or one file), each file read once. A damaged file (a save cut short by a
-    full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a
-    one-line note naming it, never refusing the whole folder; with no readable run left it is a ResultsError.
-    ``progress(done, total)`` is called before each file (a folder of thousands of runs takes a while)."""
+def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, cache: bool = True,
+                 keep: bool = False) -> Stored:
+    """Every run in a storage folder (or one file), summarized; each file is parsed at most once, and not at all
+    while its summary in the cache (``run_cache``) still holds. A damaged file (a save cut short by a full disk or a
+    power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a one-line note naming
+    it, never refusing the whole folder; with no readable run left it is a ResultsError. ``progress(done, total)``
+    is called before each file (a folder of thousands of runs takes a while the first time). ``keep``: every run
+    read is kept in full, for a caller that reads them all (``Stored.runs``)."""
     notes: list[str] = []
-    loaded: list[tuple[Path, str]] = []
-    results: dict[Path, Results] = {}
     files = _run_files(folder, notes)
+    kept = RunCache(folder) if cache and folder.is_dir() and len(files) >= CACHE_FROM else None
+    summaries: list[RunSummary] = []
+    newest = _Newest(keep)
     for done, path in enumerate(files, 1):
         if progress is not None:
             progress(done, len(files))
+        entry = _summary(path, kept, newest)
+        if isinstance(entry, str):
+            notes.append(entry)
+        else:
+            summaries.append(entry)
+    if kept is not None:
+        kept.save()
+    if not summaries:
+        raise ResultsError(f"{folder}: no readable run in it" + (f" ({notes[0]})" if notes else ""))
+    ordered = [summary for summary, _ in _order([(s.path, s.datetime) for s in summaries], summaries)]
+    return Stored(ordered, notes, newest.of(ordered[-1].path))
+
+
+def _summary(path: Path, kept: RunCache | None, newest: _Newest) -> RunSummary | str:
+    """The file's summary, or the note that skips it: from the cache while the file is unchanged, else read."""
+    try:
+        key = stamp(path)
+    except OSError as error:
+        return f"{path}: cannot read it ({error.strerror or type(error).__name__}); skipped"
+    entry = kept.get(path, key) if kept is not None else None
+    if entry is None:
         try:
             run = load([path])
         except ResultsError as error:
-            notes.append(f"{error}; skipped")
-            continue
-        results[path] = run
-        loaded.append((path, str(run.frame["datetime"].iloc[0] or "")))
-    if not loaded:
-        raise ResultsError(f"{folder}: no readable run in it" + (f" ({notes[0]})" if notes else ""))
-    return Stored([results[path] for path, _ in _order(loaded)], notes)
+            entry = f"{error}; skipped"
+        else:
+            entry = summarize(path, run)
+            newest.offer(entry, run)
+        if kept is not None:
+            kept.put(path, key, entry)
+    return entry
+
+
+class _Newest:
+    """The runs read while summarizing that may turn out newest (by either of ``_order``'s keys), kept in full so
+    the newest one is not parsed twice; at most two are held, whatever the folder's size (every one with ``every``)."""
+
+    def __init__(self, every: bool = False) -> None:
+        self.best: list[tuple[tuple[str, ...], Path, Results] | None] = [None, None]
+        self.all: dict[Path, Results] | None = {} if every else None
+
+    def offer(self, summary: RunSummary, run: Results) -> None:
+        if self.all is not None:
+            self.all[summary.path] = run
+        keys = ((summary.path.name[:4], summary.datetime, str(summary.path)), (summary.datetime, summary.path.name))
+        for i, key in enumerate(keys):
+            held = self.best[i]
+            if held is None or key >= held[0]:
+                self.best[i] = (key, summary.path, run)
+
+    def of(self, path: Path) -> dict[Path, Results]:
+        if self.all is not None:
+            return self.all
+        return {held[1]: held[2] for held in self.best if held is not None and held[1] == path}
 
 
 #: Candidate boundaries the change-point search weighs per series: PELT with an L1 cost costs about the square
@@ -183,50 +256,51 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
                "median), relative to the first run that measured them. A triangle marks a "
                f"lasting step (a new level held for {MIN_STEP_RUNS}+ runs and beyond the case's floor, found by ruptures' "
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
-    results = stored.runs
-    incomplete = sum(bool(r.incomplete) for r in results)
+    runs = stored.summaries
+    incomplete = sum(run.incomplete for run in runs)
     if incomplete:
         caption += f" {incomplete} run(s) did not reach their end (incomplete): their missing cases leave gaps."
     if stored.notes:
         caption += f" {len(stored.notes)} file(s) that are not readable runs were skipped."
     # A run of other hardware (GPUs, CPU) is no point of this machine's trend (its change would be marked a
     # lasting step): left out, as compare leaves it out of a baseline. Other software on it stays (marked below).
-    same = [r for r in results if not hardware_differences(r.machine_info, results[-1].machine_info)]
-    if len(same) < len(results):
-        caption += f" {len(results) - len(same)} run(s) of another machine than the newest run's are left out."
-        results = same
-    if len(results) < 2:
+    same = [r for r in runs if not hardware_differences(r.machine_info, runs[-1].machine_info)]
+    if len(same) < len(runs):
+        caption += f" {len(runs) - len(same)} run(s) of another machine than the newest run's are left out."
+        runs = same
+    if len(runs) < 2:
         return [as_plot("history", "Key cases over runs", caption,
-                        f"{len(results)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds "
+                        f"{len(runs)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds "
                         "one per run).")]
-    keys = _key_cases(results[-1].frame)
+    keys = _key_cases(stored.newest.frame)
     fig, ax = plt.subplots(figsize=(10, 4.8))
-    times_by_run = _run_times(results, set(keys["case_key"].astype(str)))
     for _, key in keys.iterrows():
-        xs, times = _series(times_by_run, key)  # never empty: the key comes from the newest run
+        xs, times = _series(runs, key)  # never empty: the key comes from the newest run
         ys = [t / times[0] * 100 for t in times]
-        line, = ax.plot(xs, ys, marker="o", ms=3, lw=1, label=f"{key['path']} {format_bytes(key['nbytes'])}")
+        line, = ax.plot(xs, ys, marker="o" if len(runs) <= MAX_MARKED else None, ms=3, lw=1,
+                        label=f"{key['path']} {format_bytes(key['nbytes'])}")
         cls = case_class(int(key["nbytes"]), bool(np.isfinite(key["bandwidth_gbps"])))
         steps = lasting_steps(np.log(times), DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls])
         ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=line.get_color(),
                    edgecolors="k", zorder=3)
-    if _mark_environment(ax, results):
+    if _mark_environment(ax, runs):
         caption += (" A dashed line marks a change of software on this hardware (torch, CUDA, driver, ...), named "
                     "beside it: a step there may be the upgrade's.")
     ax.axhline(100, color="k", lw=0.6)
-    ticks = _ticks(len(results))
-    ax.set_xticks(ticks, [Path(results[i].sources[0]).stem[:14] for i in ticks], rotation=45, ha="right", fontsize=7)
+    ticks = _ticks(len(runs))
+    ax.set_xticks(ticks, [runs[i].path.stem[:14] for i in ticks], rotation=45, ha="right", fontsize=7)
     ax.set_ylabel("time, % of first run")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, alpha=0.3)
     return [as_plot("history", "Key cases over runs", caption, fig)]
 
 
-def _mark_environment(ax: plt.Axes, results: list[Results]) -> bool:
+def _mark_environment(ax: plt.Axes, runs: list[RunSummary]) -> bool:
     """A dashed line, named, between two runs whose software differs (``torch 2.12.0 → 2.13.0``); True if any."""
     marked = False
-    for i in range(1, len(results)):
-        changed = environment_differences(results[i - 1].machine_info, results[i].machine_info)
+    for i in range(1, len(runs)):
+        before, after = runs[i - 1].machine_info, runs[i].machine_info
+        changed = [] if before is after else environment_differences(before, after)
         if changed:
             ax.axvline(i - 0.5, color="0.4", ls="--", lw=0.8)
             ax.annotate("\n".join(changed), (i - 0.5, 0.98), xycoords=("data", "axes fraction"), rotation=90,
@@ -234,6 +308,10 @@ def _mark_environment(ax: plt.Axes, results: list[Results]) -> bool:
             marked = True
     return marked
 
+
+#: Runs up to which each run is a dot on the trend's lines: beyond, the dots merge into the line and cost most of
+#: the drawing (at 1,000 runs, reading the cached folder and drawing its trend took 5.5 s of CPU with them, 3.8 s without).
+MAX_MARKED = 500
 
 #: Run names under the trend plot: beyond this many, evenly spaced ones (10,000 labels are unreadable and slow to draw).
 MAX_TICKS = 40
@@ -246,25 +324,11 @@ def _ticks(runs: int) -> list[int]:
     return sorted({round(i * (runs - 1) / (MAX_TICKS - 1)) for i in range(MAX_TICKS)})
 
 
-def _run_times(results: list[Results], keys: set[str]) -> list[dict[str, float]]:
-    """Each run's time of the drawn cases, by their whole identity: the one compare judges (``noise.run_time``:
-    a trend that drew medians while the gate judged fastest rounds would show steps the gate never saw). Built
-    once, from the drawn cases only, so a series is a lookup per run, not a table scan; a case's first row
-    where two share an identity."""
-    def by_case(run: Results) -> dict[str, float]:
-        frame, found = run.frame, {}
-        for key, nbytes, gbps, data, low, middle in zip(frame["case_key"], frame["nbytes"], frame["bandwidth_gbps"],
-                                                        frame["data"], frame["min_s"], frame["median_s"], strict=True):
-            if key in keys and key not in found:
-                found[key] = time_of(nbytes, gbps, data, low, middle)
-        return found
-
-    return [by_case(run) for run in results]
-
-
-def _series(times: list[dict[str, float]], key: pd.Series) -> tuple[list[int], list[float]]:
-    """(run indices, times) of one case, matched by its whole identity, across the runs that measured it."""
+def _series(runs: list[RunSummary], key: pd.Series) -> tuple[list[int], list[float]]:
+    """(run indices, times) of one case, matched by its whole identity, across the runs that measured it: the time
+    compare judges (``noise.time_of``: a trend that drew medians while the gate judged fastest rounds would show
+    steps the gate never saw), kept in each run's summary."""
     wanted = str(key["case_key"])
-    found = [(index, run[wanted]) for index, run in enumerate(times) if wanted in run]
+    found = [(index, run.times[wanted]) for index, run in enumerate(runs) if wanted in run.times]
     # The loader refuses a time that is not above zero.
     return [index for index, _ in found], [float(time) for _, time in found]

@@ -27,9 +27,9 @@ from typing import Any
 import pandas as pd
 
 from ..units import format_bytes
-from .results import ResultsError, find_json, read_text
+from .results import Document, ResultsError, find_json, is_journal, read_text
 
-__all__ = ["PeerFigure", "comparisons", "headlines", "kind_of", "load_peers", "parse_nccl_tests", "parse_nvbandwidth",
+__all__ = ["PeerFigure", "classify", "comparisons", "headlines", "kind_of", "load_peers", "parse_nccl_tests", "parse_nvbandwidth",
            "sentence"]
 
 
@@ -67,8 +67,14 @@ NCCL_TESTS_OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gathe
 
 def kind_of(path: Path) -> str:
     """``suite``, ``nvbandwidth`` or ``nccl-tests``, by content; ResultsError (one line) for anything else."""
+    return classify(path)[0]
+
+
+def classify(path: Path) -> tuple[str, Document | None]:
+    """``kind_of``, and the suite's JSON document when telling it apart took parsing it (handed to the loader,
+    which then does not read and parse the file again)."""
     if path.is_dir() or path.suffix == ".gz":  # a folder of runs, or a run kept gzipped
-        return "suite"
+        return "suite", None
     find_json(path)  # missing, a loop of links, or not a regular file (a FIFO would block the read below)
     text = read_text(path)
     head = text.lstrip()[:1]
@@ -76,14 +82,14 @@ def kind_of(path: Path) -> str:
         try:
             data = json.loads(text)
         except (RecursionError, ValueError):  # nested too deep, a number too long, not JSON
-            return "suite"  # the suite's loader names the JSON error
+            return "suite", None  # the suite's loader names the JSON error
         if isinstance(data, dict) and "nvbandwidth" in data:
-            return "nvbandwidth"
+            return "nvbandwidth", None
         if isinstance(data, dict) and ("benchmarks" in data or "machine_info" in data):
-            return "suite"
+            return "suite", None if is_journal(path, text) else Document(path, data)
         raise ResultsError(f"{path}: a JSON file that is neither pytest-benchmark's, nor nvbandwidth's (-j) output")
     if re.search(r"^#.*\balgbw\b.*\bbusbw\b", text, re.MULTILINE) or "nccl-tests version" in text:
-        return "nccl-tests"
+        return "nccl-tests", None
     if not text.strip():
         raise ResultsError(f"{path}: the file is empty")
     raise ResultsError(f"{path}: not a result file xferbench reads (pytest-benchmark JSON, nvbandwidth -j JSON, "

@@ -12,6 +12,7 @@ import json
 import stat
 import sys
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,23 @@ import pandas as pd
 from ..contract import IDENTITY, MEASURED, SCHEMA_VERSION, ContractError, identity_from, machine_differences, measured_from
 from ..families import FAMILIES
 
-__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Results", "ResultsError", "device_time_valid",
-           "drop_invalid_device_times", "find_json", "frame_from_rows", "incomplete_label", "is_journal", "load",
-           "load_file", "read_journal", "read_text"]
+__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Results", "ResultsError", "device_time_valid",
+           "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows", "incomplete_label",
+           "is_journal", "load", "load_file", "read_journal", "read_text"]
 
 
 class ResultsError(ValueError):
     """A results file that cannot be used; the message is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """A pytest-benchmark JSON document already in memory (parsed by a caller that had to look inside the file,
+    or never written: the run's end summary), loaded like a file without reading or parsing it again. ``path``
+    names it in messages and is its run's name."""
+
+    path: Path
+    data: Any
 
 
 @dataclass
@@ -120,6 +131,11 @@ def _read(path: Path) -> dict[str, Any]:
     except (RecursionError, ValueError) as error:  # nesting past the stack; an integer of thousands of digits
         raise ResultsError(f"{path}: not a results file ({error.__class__.__name__}: nested too deeply "
                            "or a number too long)") from None
+    return _checked(path, data)
+
+
+def _checked(path: Path, data: Any) -> dict[str, Any]:
+    """A parsed document checked as a pytest-benchmark run (the same checks, read from a file or not)."""
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list) or "machine_info" not in data:
         raise ResultsError(f"{path}: not a pytest-benchmark JSON file (it needs 'machine_info' and a 'benchmarks' list)")
     if not data["benchmarks"]:
@@ -140,7 +156,7 @@ def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
             raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
     if data.get("datetime") is not None and not isinstance(data["datetime"], str):
         raise ResultsError(f"{path}: field 'datetime' must be a string, got {data['datetime']!r:.60}")
-    problem = _fingerprint_problem(data.get("machine_info") or {})
+    problem = fingerprint_problem(data.get("machine_info") or {})
     if problem:
         raise ResultsError(f"{path}: field {problem}")
 
@@ -150,7 +166,7 @@ _DEVICE_NUMBERS = ("memory_bytes", "l2_cache_bytes", "memory_peak_gbps", "sm_clo
                    "pcie_width", "pcie_max_generation", "pcie_max_width", "nvlink_links")
 
 
-def _fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
+def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
     """The first field of xferbench's fingerprint that the analysis reads and that is not of the kind
     measure/machine.py writes (``'machine_info.xferbench.devices' ..., got 5``), or None. Null is
     always allowed: a fingerprint says nothing it does not know."""
@@ -361,9 +377,13 @@ def device_time_valid(frame: pd.DataFrame) -> pd.Series:
     return recorded | ~(pageable | blocking_host)
 
 
-def load_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
-    """One file's JSON, its xferbench rows, and how many other benchmarks it held."""
-    data = _read(path)
+def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """One file's JSON (or a document's: checked the same, never parsed again, the caller's dict left unchanged),
+    its xferbench rows, and how many other benchmarks it held."""
+    if isinstance(source, Document):
+        path, data = source.path, _checked(source.path, dict(source.data) if isinstance(source.data, dict) else source.data)
+    else:
+        path, data = source, _read(source)
     run = path.stem
     when = data.get("datetime")
     rows, foreign = [], 0
@@ -391,22 +411,24 @@ def load_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     return data, rows, foreign
 
 
-def load(paths: list[Path]) -> Results:
-    """Load results; the last file's machine_info describes the run.
+def load(paths: Sequence[Path | Document]) -> Results:
+    """Load results (files, folders of them, or documents already parsed); the last file's machine_info describes
+    the run.
 
     When a case appears in several files, the newest (by the run's datetime)
     wins and a note says how many older rows were replaced. A journal of a run
     that did not finish is loaded with what it holds and labelled incomplete.
     """
     # A file named twice (run.json ./run.json, or a folder and a file in it) is one run, not a case measured again.
-    files: list[Path] = []
+    files: list[Path | Document] = []
     seen: set[tuple[int, int]] = set()
-    for file in (f for p in paths for f in find_json(Path(p))):
-        identity = (file.stat().st_dev, file.stat().st_ino)
+    for file in (f for p in paths for f in ([p] if isinstance(p, Document) else find_json(Path(p)))):
+        identity = _file_identity(file)
         if identity not in seen:
             seen.add(identity)
             files.append(file)
-    loaded = [(f, *load_file(f)) for f in files]
+    named = [f.path if isinstance(f, Document) else f for f in files]
+    loaded = [(path, *load_file(f)) for path, f in zip(named, files, strict=True)]
     loaded.sort(key=lambda item: str(item[1].get("datetime") or ""))
     _one_machine([(f, data.get("machine_info") or {}) for f, data, _, _ in loaded])
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
@@ -427,8 +449,19 @@ def load(paths: list[Path]) -> Results:
         notes.append(f"{before - len(frame)} older result(s) of a case measured again were replaced by the newest.")
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=_fingerprint(last.get("machine_info") or {}, notes),
-                   commit_info=last.get("commit_info") or {}, sources=[str(f) for f in files], notes=notes,
+                   commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
                    incomplete=incomplete)
+
+
+def _file_identity(file: Path | Document) -> tuple[int, int]:
+    """The file (device, inode): a document parsed from a file is that file; one never written is itself."""
+    try:
+        status = (file.path if isinstance(file, Document) else file).stat()
+    except OSError:
+        if isinstance(file, Document):
+            return id(file), -1
+        raise
+    return status.st_dev, status.st_ino
 
 
 def _fingerprint(machine_info: dict[str, Any], notes: list[str]) -> dict[str, Any]:

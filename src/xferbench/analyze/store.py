@@ -38,7 +38,7 @@ import numpy as np
 from ..contract import machine_differences, machine_identity
 from ..output import write_atomic
 from ..units import format_bytes
-from .history import history_plots, runs_in
+from .history import Stored, history_plots, load_storage, runs_in
 from .noise import run_times
 from .plots import Plot, as_plot
 from .results import Results, ResultsError, load, read_text
@@ -293,9 +293,9 @@ def path_trends(runs: list[Results]) -> list[Plot]:
     return plots
 
 
-def _summary(folder: Path, runs: list[Results]) -> dict[str, Any]:
-    identity = machine_identity(runs[-1].machine_info)
-    return {"machine": folder.name, "runs": len(runs), "newest": str(runs_in(folder)[-1][1]),
+def _summary(folder: Path, stored: Stored) -> dict[str, Any]:
+    identity = machine_identity(stored.newest.machine_info)
+    return {"machine": folder.name, "runs": len(stored.summaries), "newest": stored.summaries[-1].datetime,
             "identity": {k: v for k, v in identity.items() if v is not None}}
 
 
@@ -307,10 +307,12 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
     for name in names:
         folder = base / name
-        runs = [load([path]) for path, _ in runs_in(folder)]
-        history = history_plots(folder) + path_trends(runs)
-        write_report(runs[-1], folder / "index.html", history=history)
-        write_atomic(folder / "machine.txt", json.dumps(_summary(folder, runs), indent=1))
+        # Each run parsed once for the trends, the per-path trends and the page (no cache: every run is read in
+        # full for the per-path trends anyway, and a git store's folder is a new temporary one each time).
+        stored = load_storage(folder, cache=False, keep=True)
+        history = history_plots(folder, stored) + path_trends(stored.runs)
+        write_report(stored.newest, folder / "index.html", history=history)
+        write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
     rows = []
     for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
         info = json.loads((folder / "machine.txt").read_text())

@@ -9,9 +9,7 @@ never fails a run: a problem reading the results is one line, not a traceback.
 
 from __future__ import annotations
 
-import json
 import shlex
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,18 +49,12 @@ def _where(config: pytest.Config) -> str:
 def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
     from ..analyze.findings import findings
-    from ..analyze.results import ResultsError, load
+    from ..analyze.results import Document, ResultsError, load
 
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "run.json"
-        try:
-            path.write_text(json.dumps(output_json, default=str))
-        except OSError as error:  # a full disk or a file-size limit: the run's end is no place for a traceback
-            return [f"no summary (cannot write a temporary file: {error.strerror})"]
-        try:
-            results = load([path])
-        except ResultsError as error:
-            return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
+    try:  # the document as it is in memory: nothing written, nothing parsed
+        results = load([Document(Path("run.json"), output_json)])
+    except ResultsError as error:
+        return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
     simulated = bool((results.machine_info.get("xferbench") or {}).get("simulated"))
     found = findings(results.frame, results.machine_info)[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []

@@ -1,0 +1,190 @@
+"""What ``history`` and ``compare`` need of each stored run, kept between commands so a folder of thousands of runs
+is not parsed again every time.
+
+Reading one stored run (parsing its JSON, checking every benchmark against the contract, building its rows) costs
+about 15 ms, so 10,000 runs cost minutes, though each command needs only the newest run in full and, of the others,
+their time per case, their machine and whether they finished (a ``RunSummary``). The summaries of a folder are kept
+in one JSON file in the user's cache folder (``$XFERBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/xferbench``, else
+``~/.cache/xferbench``), never inside the storage folder: an output is never an input, and a store's folder is
+committed as it is. A run's summary is used only while its file keeps the size, modification and change times it
+had when it was summarized, and only while the code that computed it is the same (a digest of the modules that read
+runs). The cache is never trusted: a file that is damaged, of another version or of another folder, or holds one
+value of the wrong kind, is ignored as a whole and written again; it is written atomically, and where it cannot be
+written (a read-only home) the commands work as before, without it. Folders of fewer than ``CACHE_FROM`` runs,
+read in well under a second, keep no cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import contract, families
+from ..output import OutputError, write_atomic
+from . import noise, results
+from .results import Results, fingerprint_problem
+
+__all__ = ["CACHE_FROM", "RunCache", "RunSummary", "cache_file", "summarize"]
+
+#: Folders of at least this many runs keep a cache of their summaries.
+CACHE_FROM = 200
+_FORMAT, _VERSION = "xferbench-run-summaries", 1
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One stored run without its rows: what the trend and the choice of a baseline read of it."""
+
+    path: Path
+    datetime: str
+    #: As the loader left it (blocks that are not objects taken out).
+    machine_info: dict[str, Any]
+    incomplete: bool
+    #: Each case's time as compare judges it (``noise.time_of``), by its whole identity.
+    times: dict[str, float]
+
+
+def summarize(path: Path, run: Results) -> RunSummary:
+    """The summary of a run just loaded (its first row where two cases share an identity)."""
+    frame, times = run.frame, dict[str, float]()
+    for key, nbytes, gbps, data, low, middle in zip(frame["case_key"], frame["nbytes"], frame["bandwidth_gbps"],
+                                                    frame["data"], frame["min_s"], frame["median_s"], strict=True):
+        times.setdefault(str(key), noise.time_of(nbytes, gbps, data, low, middle))
+    return RunSummary(path, str(frame["datetime"].iloc[0] or ""), run.machine_info, bool(run.incomplete), times)
+
+
+#: A file's identity in the cache: size, modification and change times (ns). A rewrite changes at least one.
+Stamp = tuple[int, int, int]
+#: What the cache holds for one file: its summary, or the one-line reason it is no readable run.
+Entry = RunSummary | str
+
+
+def stamp(path: Path) -> Stamp:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns, status.st_ctime_ns
+
+
+def cache_file(folder: Path) -> Path:
+    """Where the summaries of ``folder`` are kept: one file per folder, named by a digest of its real path."""
+    root = os.environ.get("XFERBENCH_CACHE_DIR")
+    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xferbench"
+    return base / "runs" / (hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:32] + ".json")
+
+
+def _code_digest() -> str:
+    """A digest of the modules whose code decides a summary: a summary computed by other code is not reused."""
+    digest = hashlib.sha256()
+    for module in (results, contract, families, noise):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+class RunCache:
+    """The summaries of one folder's runs, read from and written back to ``cache_file(folder)``; a run is named by
+    its path below the folder, so ``runs`` and ``./runs`` share one cache."""
+
+    def __init__(self, folder: Path) -> None:
+        self.root = folder
+        self.file = cache_file(folder)
+        self.folder = os.path.realpath(folder)
+        self.code = _code_digest()
+        self.known: dict[str, tuple[Stamp, Entry]] = self._read()
+        self.current: dict[str, tuple[Stamp, Entry]] = {}
+        self.changed = False
+
+    def get(self, path: Path, key: Stamp) -> Entry | None:
+        """The file's summary (or why it is no run) when the file has not changed since; else None."""
+        name = self._name(path)
+        found = self.known.get(name)
+        if found is None or found[0] != key:
+            return None
+        self.current[name] = found
+        return found[1] if isinstance(found[1], str) else replace(found[1], path=path)
+
+    def put(self, path: Path, key: Stamp, entry: Entry) -> None:
+        self.current[self._name(path)] = (key, entry)
+        self.changed = True
+
+    def _name(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
+
+    def save(self) -> None:
+        """Write the summaries of the files seen this time (a file gone is forgotten), when any changed."""
+        if not self.changed and len(self.current) == len(self.known):
+            return
+        machines: dict[str, int] = {}
+        cases: dict[str, int] = {}
+        runs = {name: _encoded(key, entry, machines, cases) for name, (key, entry) in self.current.items()}
+        document = {"format": _FORMAT, "version": _VERSION, "code": self.code, "folder": self.folder,
+                    "machines": [json.loads(text) for text in machines], "cases": list(cases), "runs": runs}
+        try:
+            write_atomic(self.file, json.dumps(document, separators=(",", ":")))
+        except (OSError, OutputError):  # a read-only or full cache folder: the next command reads the runs again
+            pass
+
+    def _read(self) -> dict[str, tuple[Stamp, Entry]]:
+        try:
+            document = json.loads(self.file.read_bytes())
+            return _decoded(document, self.code, self.folder)
+        except (OSError, ValueError, RecursionError, _Damaged):  # none yet, unreadable, not JSON, or not ours
+            return {}
+
+
+def _encoded(key: Stamp, entry: Entry, machines: dict[str, int], cases: dict[str, int]) -> dict[str, Any]:
+    """One file's record; machine descriptions and case identities are stored once and named by their index."""
+    if isinstance(entry, str):
+        return {"stamp": list(key), "error": entry}
+    machine = machines.setdefault(json.dumps(entry.machine_info, sort_keys=True, default=str), len(machines))
+    times = [[cases.setdefault(case, len(cases)), time] for case, time in entry.times.items()]
+    return {"stamp": list(key), "datetime": entry.datetime, "machine": machine,
+            "incomplete": entry.incomplete, "times": times}
+
+
+class _Damaged(ValueError):
+    """A cache file that is not exactly what ``save`` writes."""
+
+
+def _decoded(document: Any, code: str, folder: str) -> dict[str, tuple[Stamp, Entry]]:
+    """Every record of a cache file, each value checked for its kind; _Damaged at the first that is not."""
+    _expect(isinstance(document, dict) and document.get("format") == _FORMAT and document.get("version") == _VERSION
+            and document.get("code") == code and document.get("folder") == folder)
+    machines, cases, runs = document.get("machines"), document.get("cases"), document.get("runs")
+    _expect(isinstance(machines, list) and isinstance(cases, list) and isinstance(runs, dict))
+    _expect(all(_machine_ok(m) for m in machines) and all(isinstance(c, str) for c in cases))
+    return {name: _record(name, record, machines, cases) for name, record in runs.items()}
+
+
+def _machine_ok(machine: Any) -> bool:
+    """A machine description the loader could have left: an object, its fingerprint of the kinds it checks."""
+    return (isinstance(machine, dict) and fingerprint_problem(machine) is None
+            and all(machine.get(block) is None or isinstance(machine[block], dict) for block in ("cpu", "xferbench")))
+
+
+def _record(name: str, record: Any, machines: list[Any], cases: list[Any]) -> tuple[Stamp, Entry]:
+    _expect(isinstance(record, dict))
+    key = record.get("stamp")
+    _expect(isinstance(key, list) and len(key) == 3 and all(type(v) is int for v in key))
+    stamp_of: Stamp = (key[0], key[1], key[2])
+    if "error" in record:
+        _expect(isinstance(record["error"], str))
+        return stamp_of, record["error"]
+    when, machine, incomplete, times = (record.get(k) for k in ("datetime", "machine", "incomplete", "times"))
+    _expect(isinstance(when, str) and type(incomplete) is bool)
+    _expect(type(machine) is int and 0 <= machine < len(machines) and isinstance(times, list))
+    found: dict[str, float] = {}
+    for pair in times:
+        _expect(isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and 0 <= pair[0] < len(cases))
+        _expect(type(pair[1]) is float and math.isfinite(pair[1]) and pair[1] > 0)
+        found[cases[pair[0]]] = pair[1]
+    return stamp_of, RunSummary(Path(name), when, machines[machine], incomplete, found)
+
+
+def _expect(ok: bool) -> None:
+    if not ok:
+        raise _Damaged
