@@ -48,14 +48,26 @@ def no_process_outlives_its_test():
                     + "; ".join(f"{pid}: {cmd}" for pid, cmd in left.items()), pytrace=False)
 
 
+#: What a pytest-xdist worker has in its environment, which the pytest sessions a test starts must not inherit:
+#: pytest-benchmark reads PYTEST_XDIST_WORKER as "under xdist" and then refuses --benchmark-only.
+XDIST_ENVIRONMENT = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for name in XDIST_ENVIRONMENT:
+        os.environ.pop(name, None)
     # Orphans (a torchrun rank whose launcher was killed) are handed to this process, where the
     # guards below see them, instead of to init, where they would run on unseen.
     become_subreaper()
 
 
+@pytest.hookimpl(trylast=True)  # under pytest-xdist: after the controller has shut its workers down
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Session- and module-scoped fixtures end their children too: none may outlive the test session."""
+    if hasattr(session.config, "workerinput"):
+        # A pytest-xdist worker cannot fail the run from here (its exit status is already sent). What it
+        # leaves behind is handed, when it exits, to the controller (a subreaper too), which checks below.
+        return
     left = _left_behind({})
     if left:
         _end(left)
