@@ -4,6 +4,14 @@ import time
 
 import pytest
 
+# Loaded before any test, so that pytester's in-process runs keep them: such a run unloads every module
+# it imported itself, and numpy's extensions (reached through scipy by the analysis side) cannot be
+# loaded twice in one process ("cannot load module more than once per process"), which failed whichever
+# in-process run came second to import them.
+import scipy.optimize
+import scipy.stats  # noqa: F401
+import torch  # noqa: F401
+
 from fakes import FakeBackend, FakeBenchmark
 from processes import become_subreaper, kill_tree, live_children
 

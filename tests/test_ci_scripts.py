@@ -20,19 +20,21 @@ def test_both_scripts_parse() -> None:
 
 def test_the_pr_check_has_every_part_and_no_long_gate() -> None:
     run = _commands("run")
-    for part in ("python3 run.py test", "tox -e py -- -m slow", "tox -e lint", "tox -e bench",
+    for part in ("python3 run.py test", "tox -e lint", "tox -e bench",
                  "XFERBENCH_TEST_SLOWDOWN", "git merge-base HEAD", "git worktree add"):
         assert part in run, part
     assert 'if [ "$status" -ne 1 ]' in run  # the injected slowdown must make compare exit 1, or the check fails
     assert "xferbench ab" not in run and "gate_power" not in run and "calibrate" not in run  # the nightly's
+    assert "-m slow" not in run  # the slow tier is the nightly's: the check fits 12 minutes
 
 
 def test_the_nightly_has_the_long_gates_and_refuses_an_unknown_stage() -> None:
     nightly = _commands("nightly")
-    for part in ("--confirm", "ab --blocks 12", "gate_power.py collect", "gate_power.py evaluate", "calibrate"):
+    for part in ("tox -e py -- -m slow -n 0", "--confirm", "ab --blocks 12",
+                 "gate_power.py collect", "gate_power.py evaluate", "calibrate"):
         assert part in nightly, part
     done = subprocess.run(["bash", str(ROOT / ".ci" / "nightly"), "gate", "bogus"], capture_output=True, text=True)
-    assert done.returncode == 2 and done.stderr.strip() == "nightly: unknown stage bogus (gate, ab, power, recalibrate)"
+    assert done.returncode == 2 and done.stderr.strip() == "nightly: unknown stage bogus (tests, gate, ab, power, recalibrate)"
 
 
 def test_the_docs_name_both_scripts() -> None:
