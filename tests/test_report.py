@@ -111,7 +111,6 @@ class TestAtomicWrite:
         assert [p.name for p in tmp_path.iterdir()] == ["index.html"]
 
 
-@pytest.mark.slow
 def test_analysis_side_needs_no_torch():
     """report, compare, history, check and the CLI load without importing torch (DESIGN: any laptop)."""
     import subprocess

@@ -74,7 +74,6 @@ from .simulate_scenarios import (
     price_state_dict,
     price_sync_stall,
 )
-from .transfers import refuse_stuck
 
 if TYPE_CHECKING:
     from .distributed.operations import DistCase
@@ -196,6 +195,8 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
 
     Raises CannotRun (the caller skips) when the machine cannot run it, or when one of its
     devices has a stuck copy (a synchronize there would never return)."""
+    from .transfers import refuse_stuck  # here: transfers imports torch, which loading the plugin must not
+
     obj = SCENARIO_FAMILIES[case.op]
     if isinstance(case, Scenario | Concurrent):
         refuse_stuck(case.devices)
