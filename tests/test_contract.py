@@ -1,9 +1,12 @@
 """The data contract: what names a measurement, how it is written and read back, what makes runs comparable."""
 
 import dataclasses
+import gzip
+import json
 import math
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +16,7 @@ from xferbench.contract import (
     MEASURED,
     SCHEMA_VERSION,
     ContractError,
+    Fingerprint,
     Identity,
     identity_from,
     machine_differences,
@@ -231,6 +235,56 @@ class TestMeasuredFrom:
 
 def machine(*names, cpu="Xeon", **block):
     return {"cpu": {"brand_raw": cpu}, "xferbench": {"devices": [{"name": n} for n in names], **block}}
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class TestFingerprint:
+    """xferbench's machine section, typed once: what every reader of the fingerprint goes through."""
+
+    def test_old_run_without_section_knows_nothing(self):
+        """A run without the section (older, or another tool's JSON), or with one that is not an object,
+        says unknown everywhere: never simulated, no devices, no versions, and not a crash."""
+        for machine_info in ({"cpu": {"brand_raw": "Xeon"}}, {"xferbench": "weird"}, {"xferbench": None},
+                             {"xferbench": {}}):
+            fingerprint = Fingerprint.of(machine_info)
+            assert (fingerprint.recorded, fingerprint.simulated, fingerprint.spec) == (False, False, None)
+            assert (fingerprint.devices, fingerprint.gpu_names, fingerprint.device("cuda:0")) == ([], None, None)
+            assert (fingerprint.torch, fingerprint.cuda, fingerprint.hip, fingerprint.driver) == (None,) * 4
+
+    def test_malformed_devices(self):
+        """Devices that are not a list, or entries that are not records, are left out of the records, and
+        name no GPU."""
+        assert Fingerprint.of({"xferbench": {"devices": None, "torch": "2.5"}}).devices == []
+        fingerprint = Fingerprint.of({"xferbench": {"devices": ["H100", {"device": "cuda:0", "name": "A100"}]}})
+        assert fingerprint.devices == [{"device": "cuda:0", "name": "A100"}]
+        assert fingerprint.gpu_names == [None, "A100"]
+        assert fingerprint.device("cuda:0") == {"device": "cuda:0", "name": "A100"}
+
+    def test_simulated_run(self):
+        """The simulated machine's run (tests/data/sim-2gpu.json) is simulated, with its spec; a flag that is
+        set but not a spec still counts as simulated (one check for every reader), and no spec to read."""
+        machine_info = json.loads((ROOT / "tests" / "data" / "sim-2gpu.json").read_text())["machine_info"]
+        fingerprint = Fingerprint.of(machine_info)
+        assert fingerprint.simulated and fingerprint.recorded
+        assert fingerprint.spec == machine_info["xferbench"]["simulated"] and fingerprint.spec["gpus"] == 2
+        assert fingerprint.gpu_names == ["illustrative PCIe Gen5 GPU (simulated)"] * 2
+        assert fingerprint.device("cuda:1")["nvlink_links"] == 18
+        odd = Fingerprint.of({"xferbench": {"simulated": True}})
+        assert (odd.simulated, odd.spec) == (True, None)
+        assert not Fingerprint.of({"xferbench": {"simulated": None, "torch": "2.5"}}).simulated
+
+    def test_real_h200_run(self):
+        """The real H200 sample: one H200, its versions, measured (not simulated)."""
+        data = json.loads(gzip.decompress((ROOT / "reports" / "samples" / "h200" / "full.json.gz").read_bytes()))
+        fingerprint = Fingerprint.of(data["machine_info"])
+        assert fingerprint.recorded and not fingerprint.simulated and fingerprint.spec is None
+        assert fingerprint.gpu_names == ["NVIDIA H200"]
+        assert (fingerprint.torch, fingerprint.cuda, fingerprint.hip, fingerprint.driver) == (
+            "2.11.0+cu130", "13.0", None, "580.159.04")
+        assert fingerprint.device("cuda:0")["name"] == "NVIDIA H200" and fingerprint.device("cuda:1") is None
+        assert machine_identity(data["machine_info"])["GPUs"] == fingerprint.gpu_names
 
 
 class TestMachineIdentity:

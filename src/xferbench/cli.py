@@ -335,8 +335,8 @@ def _check(args: argparse.Namespace) -> int:
     _say_incomplete(args.command, results.incomplete)
     verdicts = check(results)
     width = max(len(v.name) for v in verdicts)
-    label = "simulated " if results.simulated else ""
-    if results.simulated:
+    label = "simulated " if results.fingerprint.simulated else ""
+    if results.fingerprint.simulated:
         print("xferbench check: a SIMULATED run (--xfer-simulate): these verdicts read back a machine spec, "
               "not measurements")
     for v in verdicts:

@@ -22,6 +22,7 @@ __all__ = [
     "MEASURED",
     "SCHEMA_VERSION",
     "ContractError",
+    "Fingerprint",
     "Identity",
     "identity_from",
     "environment_differences",
@@ -186,22 +187,86 @@ def measured_from(info: dict[str, Any]) -> dict[str, Any]:
             for name, kind in MEASURED.items()}
 
 
+@dataclass(frozen=True)
+class Fingerprint:
+    """xferbench's own section of a run's ``machine_info`` (measure/machine.py writes it), read in one place.
+
+    An older or foreign run has no section (or not an object): every property then says "unknown"
+    (None, empty) rather than fail, as each reader did on its own before.
+    """
+
+    #: The ``machine_info.xferbench`` object; empty when the run has none.
+    section: dict[str, Any]
+
+    @classmethod
+    def of(cls, machine_info: dict[str, Any]) -> Fingerprint:
+        block = machine_info.get("xferbench")
+        return cls(block if isinstance(block, dict) else {})
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the run has a (non-empty) section at all: without it nothing below is known."""
+        return bool(self.section)
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the run came from the simulated machine (--xfer-simulate): the one check of it."""
+        return bool(self.section.get("simulated"))
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        """The simulated machine's spec, or None on a real (or unrecorded) machine."""
+        spec = self.section.get("simulated")
+        return spec if isinstance(spec, dict) else None
+
+    @property
+    def devices(self) -> list[dict[str, Any]]:
+        """The device records (malformed entries left out)."""
+        listed = self.section.get("devices")
+        return [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+
+    def device(self, name: str) -> dict[str, Any] | None:
+        """The record of one device (``"cuda:0"``), or None when the run does not describe it."""
+        return next((d for d in self.devices if d.get("device") == name), None)
+
+    @property
+    def gpu_names(self) -> list[Any] | None:
+        """One name per listed device (None for a malformed entry); None when the run has no section."""
+        if not self.recorded:
+            return None
+        listed = self.section.get("devices")
+        return [d.get("name") if isinstance(d, dict) else None for d in listed] if isinstance(listed, list) else []
+
+    @property
+    def torch(self) -> Any:
+        return self.section.get("torch")
+
+    @property
+    def cuda(self) -> Any:
+        return self.section.get("cuda")
+
+    @property
+    def hip(self) -> Any:
+        return self.section.get("hip")
+
+    @property
+    def driver(self) -> Any:
+        return self.section.get("driver")
+
+
 def machine_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
     """What must match for two runs to be comparable: GPUs, driver, torch, CUDA/HIP, CPU, simulation."""
-    block = machine_info.get("xferbench")
-    block = block if isinstance(block, dict) else {}
+    fingerprint = Fingerprint.of(machine_info)
     cpu = machine_info.get("cpu")
-    listed = block.get("devices")
-    devices: list[Any] = listed if isinstance(listed, list) else []
     return {
-        "GPUs": None if not block else [d.get("name") if isinstance(d, dict) else None for d in devices],
-        "driver": block.get("driver"),
-        "torch": block.get("torch"),
-        "CUDA": block.get("cuda"),
-        "HIP": block.get("hip"),
+        "GPUs": fingerprint.gpu_names,
+        "driver": fingerprint.driver,
+        "torch": fingerprint.torch,
+        "CUDA": fingerprint.cuda,
+        "HIP": fingerprint.hip,
         "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
         # A simulated run is never the same machine as a real one (and compare refuses the pair).
-        "simulated": None if not block else bool(block.get("simulated")),
+        "simulated": fingerprint.simulated if fingerprint.recorded else None,
     }
 
 
@@ -229,14 +294,6 @@ def machine_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
     ]
 
 
-def _block(machine_info: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """xferbench's fingerprint block and its device records (empty when absent or malformed)."""
-    block = machine_info.get("xferbench")
-    block = block if isinstance(block, dict) else {}
-    listed = block.get("devices")
-    return block, [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
-
-
 def _per_device(devices: list[dict[str, Any]], show: Any) -> list[Any] | None:
     """One value per device, or None when no device records it (an older run, no NVML)."""
     values = [show(d) for d in devices]
@@ -257,24 +314,24 @@ def hardware_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
     allowed); the software around them (``software_environment``) may change between runs
     of one machine, and that change is what a regression tracker must show, not refuse.
     """
-    block, devices = _block(machine_info)
+    fingerprint = Fingerprint.of(machine_info)
     cpu = machine_info.get("cpu")
     return {
-        "GPUs": None if not block else machine_identity(machine_info)["GPUs"],
-        "GPU memory": _per_device(devices, lambda d: d.get("memory_bytes")),
-        "links": _per_device(devices, _link),
+        "GPUs": fingerprint.gpu_names,
+        "GPU memory": _per_device(fingerprint.devices, lambda d: d.get("memory_bytes")),
+        "links": _per_device(fingerprint.devices, _link),
         "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
-        "simulated": None if not block else bool(block.get("simulated")),
+        "simulated": fingerprint.simulated if fingerprint.recorded else None,
     }
 
 
 def software_environment(machine_info: dict[str, Any]) -> dict[str, Any]:
     """The software a run measured through: torch, CUDA/HIP, driver, Python, pytest-benchmark."""
-    block, _ = _block(machine_info)
+    fingerprint = Fingerprint.of(machine_info)
     python = machine_info.get("python_version")
-    return {"torch": block.get("torch"), "CUDA": block.get("cuda"), "HIP": block.get("hip"),
-            "driver": block.get("driver"), "python": python if isinstance(python, str) else None,
-            "pytest-benchmark": block.get("pytest_benchmark")}
+    return {"torch": fingerprint.torch, "CUDA": fingerprint.cuda, "HIP": fingerprint.hip,
+            "driver": fingerprint.driver, "python": python if isinstance(python, str) else None,
+            "pytest-benchmark": fingerprint.section.get("pytest_benchmark")}
 
 
 def _differ(a: dict[str, Any], b: dict[str, Any], arrow: str) -> list[str]:

@@ -96,8 +96,7 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
 def busy(run: Results) -> str | None:
     """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
     busier than its cores (measure/machine.py records the load around each run), else None."""
-    block = run.machine_info.get("xferbench")
-    found = block.get("load") if isinstance(block, dict) else None
+    found = run.fingerprint.section.get("load")
     if not isinstance(found, dict):
         return None
     load: dict[str, Any] = found

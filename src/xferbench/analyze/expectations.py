@@ -241,7 +241,7 @@ def clocks_and_link_at_run_time(results: Results) -> Verdict:
     seen = frame[frame["sm_clock_mhz"].notna()]  # every frame has the contract's measured columns
     if seen.empty:
         return Verdict(name, "not measured", "no run-time clocks recorded (no GPU, or no nvidia-ml-py)")
-    devices = (results.machine_info.get("xferbench") or {}).get("devices") or []
+    devices = results.fingerprint.devices
     sm_max = max((d.get("sm_clock_max_mhz") or 0 for d in devices if isinstance(d, dict)), default=0)
     links = seen.dropna(subset=["pcie_generation_now", "pcie_width_now"])
     link_text = ", ".join(f"Gen{int(g)} x{int(w)} in {n}" for (g, w), n in

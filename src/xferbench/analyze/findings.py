@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..contract import Fingerprint
 from ..families import FAMILIES, family
 from ..family_findings import ms as _ms
 from ..family_findings import span as _span
@@ -373,7 +374,7 @@ def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
                     f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
                     + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
                        "every size measured is latency-bound") + ", so no bandwidth is stated")
-    if (machine_info.get("xferbench") or {}).get("simulated"):
+    if Fingerprint.of(machine_info).simulated:
         sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
     elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
         sentence += "."

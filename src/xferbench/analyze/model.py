@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
 from ..units import format_bytes, format_seconds
 
@@ -116,7 +117,7 @@ _DEVICE_MEMORY_OPS = ("d2d", "peer")
 
 
 def _host_caches(machine_info: dict[str, Any]) -> int | None:
-    host = (machine_info.get("xferbench") or {}).get("host") or {}
+    host = Fingerprint.of(machine_info).section.get("host")
     caches = host.get("cache_bytes") if isinstance(host, dict) else None
     sizes = [int(v) for v in (caches or {}).values() if isinstance(v, (int, float)) and v > 0]
     return max(sizes) if sizes else None
@@ -313,10 +314,7 @@ def practical_ceiling(machine_info: dict[str, Any], op: str, src: str, dst: str)
 
 
 def _device_info(machine_info: dict[str, Any], device: str) -> dict[str, Any] | None:
-    for entry in (machine_info.get("xferbench") or {}).get("devices", []):
-        if entry.get("device") == device:
-            return entry
-    return None
+    return Fingerprint.of(machine_info).device(device)
 
 
 def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tuple[float, str] | None:
@@ -371,7 +369,7 @@ def pair_links(machine_info: dict[str, Any], src: str, dst: str) -> tuple[int, s
         return None
     remote, far = one.get("nvlink_remote"), other.get("nvlink_remote")
     if not isinstance(remote, dict):
-        simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+        simulated = Fingerprint.of(machine_info).simulated
         links = one.get("nvlink_links")
         # The simulated spec joins every pair alike, with its links: no pair facts to read.
         return (links, "the simulated spec's, every pair") if simulated and isinstance(links, int) else None
@@ -460,7 +458,7 @@ def roofs(frame: pd.DataFrame, machine_info: dict[str, Any], op: str, src: str, 
         bounds.append(peak)
     # On the simulated machine the host copy is measured on the real CPU while the device paths follow the
     # spec: one is no bound of the other.
-    simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+    simulated = Fingerprint.of(machine_info).simulated
     if op in ("h2d", "d2h") and host_memory == "pageable" and not simulated:
         ceiling = host_ceiling(frame)
         if ceiling is not None:

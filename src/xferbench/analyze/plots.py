@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
+from ..contract import Fingerprint
 from ..families import FAMILIES, family, moving_ops
 from ..units import format_bytes, format_seconds, mathtext_safe
 from .findings import cliff, cliff_cause, cpu_split
@@ -530,7 +531,7 @@ def split_labels(split: dict[str, Any], simulated: bool = False) -> list[str]:
 def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
     """One .cpu() at its largest size as a bar of the parts measured apart in the same run (findings.cpu_split),
     each labelled with its case, and the rest drawn as not attributed; never an estimated part."""
-    simulated = bool((machine_info.get("xferbench") or {}).get("simulated"))
+    simulated = Fingerprint.of(machine_info).simulated
     split = cpu_split(frame, simulated)
     if split is None:
         return "No .cpu() / .to('cpu') into new pageable memory was measured."
@@ -563,7 +564,7 @@ def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure 
 
 def _split_caption(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str:
     """What the bar could not measure in this run, and the faults per call where the rows carry them."""
-    split = cpu_split(frame, bool((machine_info.get("xferbench") or {}).get("simulated")))
+    split = cpu_split(frame, Fingerprint.of(machine_info).simulated)
     if split is None:
         return ""
     text = "".join(f" {m['why']}, so inside 'not attributed': the {m['part']}, a {m['what']}." for m in split["missing"])

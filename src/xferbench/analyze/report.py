@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
+from ..contract import Fingerprint
 from ..families import FAMILIES, order_of
 from ..output import write_atomic
 from ..units import format_bytes, format_seconds
@@ -50,10 +51,7 @@ STORY = ("bandwidth-d2h", "cpu-split")
 
 def is_simulated(results: Results) -> bool:
     """Whether the run came from the simulated machine (``machine_info.xferbench.simulated``)."""
-    flag = getattr(results, "simulated", None)
-    if flag is not None:
-        return bool(flag)
-    return bool((results.machine_info.get("xferbench") or {}).get("simulated"))
+    return results.fingerprint.simulated
 
 
 def _model_rows(results: Results) -> list[dict[str, Any]]:
@@ -77,7 +75,7 @@ def _model_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
-    block = machine_info.get("xferbench") or {}
+    block = Fingerprint.of(machine_info).section
     cpu = machine_info.get("cpu") or {}
     summary = [
         ("torch", str(block.get("torch", "unknown"))),
@@ -86,7 +84,7 @@ def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
         ("CPU", f"{cpu.get('brand_raw', machine_info.get('processor') or 'unknown')}, {cpu.get('count', '?')} cores"),
         ("Python", str(machine_info.get("python_version", "unknown"))),
     ]
-    for device in block.get("devices", []):
+    for device in Fingerprint.of(machine_info).devices:
         link = "PCIe unknown"
         if device.get("pcie_max_generation"):
             link = (f"PCIe Gen{device['pcie_max_generation']} x{device.get('pcie_max_width')} "

@@ -19,7 +19,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..contract import IDENTITY, MEASURED, SCHEMA_VERSION, ContractError, identity_from, machine_differences, measured_from
+from ..contract import (
+    IDENTITY,
+    MEASURED,
+    SCHEMA_VERSION,
+    ContractError,
+    Fingerprint,
+    identity_from,
+    machine_differences,
+    measured_from,
+)
 from ..families import FAMILIES
 
 __all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Results", "ResultsError", "device_time_valid",
@@ -54,11 +63,14 @@ class Results:
     incomplete: list[str] = field(default_factory=list)
 
     @property
+    def fingerprint(self) -> Fingerprint:
+        """xferbench's section of the machine description, typed (contract.Fingerprint)."""
+        return Fingerprint.of(self.machine_info)
+
+    @property
     def simulated(self) -> dict[str, Any] | None:
         """The machine spec when the run was simulated (--xfer-simulate), else None."""
-        block = self.machine_info.get("xferbench")
-        spec = block.get("simulated") if isinstance(block, dict) else None
-        return spec if isinstance(spec, dict) else None
+        return self.fingerprint.spec
 
     @property
     def has_accelerator(self) -> bool:
@@ -176,10 +188,11 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
     def objects(value: Any) -> bool:
         return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
 
-    block = machine_info.get("xferbench")
-    host = block.get("host") if isinstance(block, dict) else None
+    # A section that is not an object at all (a foreign JSON's) reads as empty: it is left out at load (``_fingerprint``).
+    block = Fingerprint.of(machine_info).section
+    host = block.get("host")
     checks: list[tuple[str, Any, bool]] = []
-    if isinstance(block, dict):  # not an object at all: a foreign JSON's, left out at load (``_fingerprint``)
+    if block:
         caches = host.get("cache_bytes") if isinstance(host, dict) else None
         peers = block.get("peer_access")
         checks += [("xferbench.host", host, host is None or isinstance(host, dict)),

@@ -55,7 +55,7 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
         results = load([Document(Path("run.json"), output_json)])
     except ResultsError as error:
         return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
-    simulated = bool((results.machine_info.get("xferbench") or {}).get("simulated"))
+    simulated = results.fingerprint.simulated
     found = findings(results.frame, results.machine_info)[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
     return head + [f"- {sentence}" for sentence in found] + ([] if found else ["- not enough data for findings"])
