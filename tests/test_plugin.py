@@ -10,6 +10,7 @@ import torch  # noqa: F401  loaded before pytester's in-process runs, which unlo
 
 import xferbench.measure.plugin  # noqa: F401
 from xferbench.measure.machine import host_cache_bytes
+from xferbench.measure.plugin import PROFILE_MAX_TIME
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,7 +113,7 @@ class TestJson:
     def test_profile_sets_max_time_unless_given(self, suite, tmp_path):
         """The quick profile's time budget applies only when --benchmark-max-time is absent."""
         pytester = suite(gpus=0)
-        for extra, expected in (([], 0.5), (["--benchmark-max-time=0.02"], 0.02)):
+        for extra, expected in (([], float(PROFILE_MAX_TIME["quick"])), (["--benchmark-max-time=0.02"], 0.02)):
             out = tmp_path / f"{expected}.json"
             pytester.runpytest("--benchmark-only", "--xfer-sizes=4B", f"--benchmark-json={out}", *extra)
             assert {b["options"]["max_time"] for b in json.loads(out.read_text())["benchmarks"]} == {expected}

@@ -31,8 +31,9 @@ __all__ = ["XferHookspecs", "XferSettings"]
 pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal", "xferbench.measure.estimate")
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
-#: rounds for a stable median, and a full sweep on one GPU inside a few minutes.
-PROFILE_MAX_TIME = {"quick": "0.5", "full": "0.25"}
+#: rounds for a stable median (a few hundred 1 ms rounds), and a full sweep on one GPU inside a few minutes;
+#: the quick run within a minute on a 2-core CPU-only machine.
+PROFILE_MAX_TIME = {"quick": "0.25", "full": "0.25"}
 #: ``--benchmark-precision`` each profile uses unless the user gives one (pytest-benchmark's own adaptive
 #: rounds): after --benchmark-min-rounds, a case stops once the 99% interval of its mean round is within
 #: ±1% (--benchmark-confidence), else at --benchmark-max-time. A stable case stops after a few rounds, a

@@ -31,7 +31,10 @@ class Profile:
 #: ``quick`` keeps the 2-rank world inside a CPU-only run short; ``full`` stops at
 #: 64 MiB so a one-GPU full run stays within minutes (``--mem-fraction`` goes further).
 PROFILES: dict[str, Profile] = {
-    "quick": Profile("quick", "4B,1KiB,1MiB,16MiB", rounds=10),  # 10: the world was half of a quick CPU run at 20
+    # The world's 44 cases at 4 sizes and 10 rounds were most of a quick CPU run (75 s in all on 2 cores). At 3
+    # sizes, 5 rounds each case still has a median, each rank its share of slowest rounds, each op its
+    # latency (4B, 1KiB) and bus bandwidth (16MiB), and compare's rank test its smallest sample.
+    "quick": Profile("quick", "4B,1KiB,16MiB", rounds=5),
     "full": Profile("full", "4B..64MiB:x4", rounds=30),
 }
 
@@ -109,7 +112,7 @@ OPTIONS: tuple[Option, ...] = (
            "auto", choices=("auto", "gloo", "nccl")),
     Option("timeout", "a rank that dies or never joins ends the run after this many seconds (default: 60)",
            60.0, positive_seconds, metavar="SECONDS"),
-    Option("rounds", "timed rounds per case (default: the profile's, 10 quick, 30 full)", None, positive_int,
+    Option("rounds", "timed rounds per case (default: the profile's, 5 quick, 30 full)", None, positive_int,
            metavar="N"),
     Option("mem-fraction", "also scan sizes up to the largest that fits this fraction of free device memory "
            "(host memory for gloo) on every rank, e.g. 0.5 (default: off)", None, fraction, metavar="F"),
