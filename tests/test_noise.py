@@ -76,6 +76,13 @@ class TestJudge:
         assert judge(base, slower, spread=0.05, floor=1.5).verdict == "unchanged"  # below the floor
         assert judge(base, slower, spread=1.0, floor=0.25).verdict == "can't tell"  # within the spread
 
+    def test_a_case_not_gated_is_never_unchanged(self):
+        """An infinite floor holds every interval, even 0.07-12.81x: such a case is "can't tell", never "unchanged"."""
+        noisy = judge([0.0] * 3, [math.log(1.07)] * 3, spread=1.0, floor=math.inf)
+        assert noisy.verdict == "can't tell" and math.isinf(noisy.smallest)
+        assert judge([0.0] * 3, [0.0] * 3, spread=0.01, floor=math.inf).verdict == "can't tell"
+        assert judge([0.0] * 3, [math.log(100.0)] * 3, spread=0.01, floor=math.inf).verdict == "can't tell"
+
     def test_improvement_is_the_mirror(self):
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 0.05, 0.25).verdict == "improvement"
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "can't tell"

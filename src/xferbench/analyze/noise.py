@@ -139,7 +139,9 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     A change is a regression (improvement) when it is significant and beyond the floor;
     "unchanged" only when the whole 95% interval lies within the floor; anything else the
     runs cannot decide: "can't tell", with the smallest change this comparison could have
-    flagged (a 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged").
+    flagged (a 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged"). A case
+    not gated (an infinite floor: calibration found it too noisy to gate) is never "unchanged":
+    every interval lies within an infinite floor, even 0.07-12.81x.
     """
     b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     diff = float(np.median(n) - np.median(b))
@@ -150,7 +152,7 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     beyond = ratio > 1 + floor or ratio < 1 / (1 + floor)
     if beyond and abs(z) > z_bound:
         verdict = "regression" if diff > 0 else "improvement"
-    elif 1 / (1 + floor) <= low and high <= 1 + floor:
+    elif not math.isinf(floor) and 1 / (1 + floor) <= low and high <= 1 + floor:
         verdict = "unchanged"
     else:
         verdict = "can't tell"
