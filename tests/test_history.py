@@ -560,3 +560,104 @@ class TestSummaryCache:
         runs, _ = load_runs(folder, last=2)
         assert sorted(parses) == ["0003_run.json", "0004_run.json"]
         assert [r.sources for r in runs] == [[str(folder / "0003_run.json")], [str(folder / "0004_run.json")]]
+
+
+def summary_from_the_loader(path: Path):
+    """A run's summary computed the long way, from the full loader's frame: what ``read_summary`` must equal."""
+    from xferbench.analyze import noise
+    from xferbench.analyze.results import load
+    from xferbench.analyze.run_cache import RunSummary
+
+    run = load([path])
+    frame, times = run.frame, {}
+    for key, nbytes, gbps, data, low, middle in zip(frame["case_key"], frame["nbytes"], frame["bandwidth_gbps"],
+                                                    frame["data"], frame["min_s"], frame["median_s"], strict=True):
+        times.setdefault(str(key), noise.time_of(nbytes, gbps, data, low, middle))
+    return RunSummary(path, str(frame["datetime"].iloc[0] or ""), run.machine_info, bool(run.incomplete), times)
+
+
+class TestFirstReading:
+    """The first reading of a folder summarizes each run from its rows, without building its frame, and shares
+    thousands of runs among worker processes; the summaries are the full loader's."""
+
+    @pytest.mark.parametrize("source", ["cpu-sample", "h200", "sim-2gpu", "cut short", "a case twice", "odd cpu"])
+    def test_the_summary_is_the_full_loaders(self, tmp_path, source):
+        from xferbench.analyze.run_cache import read_summary
+
+        data = Path(__file__).parent / "data"
+        files = {"cpu-sample": data / "cpu-sample.json", "sim-2gpu": data / "sim-2gpu.json",
+                 "h200": Path(__file__).parents[1] / "reports" / "samples" / "h200" / "full.json.gz"}
+        if source in files:
+            path = files[source]
+        else:
+            run = json.loads(SAMPLE.read_text())
+            if source == "cut short":
+                run["xfer_completeness"] = {"planned": 99, "finished": len(run["benchmarks"]), "complete": False}
+            elif source == "a case twice":  # measured again in one file: the last row counts, in the last row's place
+                again = copy.deepcopy(run["benchmarks"][0])
+                again["stats"] = {**again["stats"], "data": [t * 3 for t in again["stats"]["data"]]}
+                run["benchmarks"].append(again)
+            else:
+                run["machine_info"]["cpu"] = "not an object"
+            path = put(tmp_path / "0001_run.json", run)
+        summary, _ = read_summary(path)
+        expected = summary_from_the_loader(path)
+        assert summary == expected and list(summary.times) == list(expected.times)
+        assert summary.incomplete is (source == "cut short")
+
+    @pytest.fixture
+    def pooled(self, monkeypatch):
+        """The pool is used from three unread files up; each pool made is recorded with its worker count."""
+        from xferbench.analyze import history
+
+        made: list[int] = []
+        real = history.ProcessPoolExecutor
+
+        def pool(workers):
+            made.append(workers)
+            return real(workers)
+
+        monkeypatch.setattr(history, "POOL_FROM", 3)
+        monkeypatch.setattr(history, "ProcessPoolExecutor", pool)
+        monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+        return made
+
+    def test_thousands_of_runs_are_shared_among_processes_with_the_same_outcome(self, tmp_path, pooled, cached):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1, 2, 2, 2])
+        (folder / "0006_run.json").write_text('{"benchmarks": [')  # a save cut short
+        pooled_reading = load_storage(folder, cache=False)
+        assert pooled == [2]
+        pooled.clear()
+        from xferbench.analyze import history
+
+        history.POOL_FROM = 1000
+        here = load_storage(folder, cache=False)
+        assert pooled == [] and pooled_reading.summaries == here.summaries and pooled_reading.notes == here.notes
+        assert "0006_run.json" in pooled_reading.notes[0] and len(pooled_reading.summaries) == 6
+        assert pooled_reading.newest.sources == here.newest.sources == [str(folder / "0005_run.json")]
+
+    def test_the_pooled_summaries_are_cached(self, tmp_path, pooled, cached, parses):
+        folder = write_runs(tmp_path / "runs", [1, 2, 3, 4])
+        first = load_storage(folder)
+        assert pooled == [2]
+        parses.clear()
+        again = load_storage(folder)
+        assert again.summaries == first.summaries and parses == [] and pooled == [2]
+
+    def test_without_processes_to_be_had_the_runs_are_read_here(self, tmp_path, pooled, monkeypatch):
+        from xferbench.analyze import history
+
+        def refused(workers):
+            raise OSError("no processes here")
+
+        monkeypatch.setattr(history, "ProcessPoolExecutor", refused)
+        folder = write_runs(tmp_path / "runs", [1, 1, 2, 2])
+        stored = load_storage(folder, cache=False)
+        assert len(stored.summaries) == 4 and stored.newest.sources == [str(folder / "0003_run.json")]
+
+    def test_one_core_reads_here(self, tmp_path, pooled, monkeypatch):
+        from xferbench.analyze import history
+
+        monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0}, raising=False)
+        load_storage(write_runs(tmp_path / "runs", [1, 1, 2, 2]), cache=False)
+        assert pooled == []

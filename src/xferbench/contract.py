@@ -10,6 +10,7 @@ in ``MEASURED`` with its type. No torch here, and nothing from either side.
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 import typing
@@ -134,16 +135,22 @@ MEASURED: dict[str, Any] = {
 }
 
 
+@functools.cache
+def _parts(kind: Any) -> tuple[Any, Any]:
+    """``kind``'s origin and first type argument other than None (``str | None``: Union, str), worked out once per
+    kind: every row of every run is checked field by field, and a folder of thousands of runs is read at once."""
+    return typing.get_origin(kind), next((k for k in typing.get_args(kind) if k is not type(None)), None)
+
+
 def _check(name: str, value: Any, kind: Any) -> Any:
     """``value`` as ``kind`` (str, int, float, bool, tuple[int, ...], optional), or ContractError."""
-    origin = typing.get_origin(kind)
+    origin, inner = _parts(kind)
     if origin in (typing.Union, types.UnionType):
-        options = [k for k in typing.get_args(kind) if k is not type(None)]
-        return None if value is None else _check(name, value, options[0])
+        return None if value is None else _check(name, value, inner)
     if origin is list:  # a JSON list of the element kind, e.g. list[list[float]]
         if not isinstance(value, list):
             raise ContractError(f"field {name!r} must be a list, got {value!r:.60}")
-        return [_check(name, v, typing.get_args(kind)[0]) for v in value]
+        return [_check(name, v, inner) for v in value]
     if origin is tuple:
         if not isinstance(value, list) or not value or not all(type(v) is int and v > 0 for v in value):
             raise ContractError(f"field {name!r} must be a list of positive whole numbers, got {value!r:.60}")
@@ -183,7 +190,7 @@ def identity_from(info: dict[str, Any]) -> Identity:
 
 def measured_from(info: dict[str, Any]) -> dict[str, Any]:
     """The measured fields of extra_info, type-checked; absent ones are None."""
-    return {name: _check(name, info[name], kind | None) if info.get(name) is not None else None
+    return {name: _check(name, info[name], kind) if info.get(name) is not None else None
             for name, kind in MEASURED.items()}
 
 

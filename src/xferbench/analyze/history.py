@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import stat
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -32,8 +35,8 @@ from ..families import order_of
 from ..units import format_bytes
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
 from .plots import Plot, as_plot
-from .results import Results, ResultsError, find_json, load, read_text
-from .run_cache import CACHE_FROM, RunCache, RunSummary, stamp, summarize
+from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
+from .run_cache import CACHE_FROM, Entry, RunCache, RunSummary, Stamp, read_summary, stamp, summary_or_note
 
 T = TypeVar("T")
 
@@ -120,64 +123,100 @@ class Stored:
         return [self.load(summary) for summary in self.summaries]
 
 
+#: Files not in the cache from which the first reading of a folder is shared among worker processes (one per core):
+#: a file costs a few milliseconds, and a process pool's start costs about a second.
+POOL_FROM = 400
+
+
 def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, cache: bool = True,
                  keep: bool = False) -> Stored:
     """Every run in a storage folder (or one file), summarized; each file is parsed at most once, and not at all
     while its summary in the cache (``run_cache``) still holds. A damaged file (a save cut short by a full disk or a
     power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a one-line note naming
     it, never refusing the whole folder; with no readable run left it is a ResultsError. ``progress(done, total)``
-    is called before each file (a folder of thousands of runs takes a while the first time). ``keep``: every run
-    read is kept in full, for a caller that reads them all (``Stored.runs``)."""
+    is called as the files are read (a folder of thousands of runs takes a while the first time). ``keep``: every
+    run read is kept in full, for a caller that reads them all (``Stored.runs``)."""
     notes: list[str] = []
     files = _run_files(folder, notes)
     kept = RunCache(folder) if cache and folder.is_dir() and len(files) >= CACHE_FROM else None
-    summaries: list[RunSummary] = []
+    stamps: dict[Path, Stamp] = {}
+    entries: dict[Path, Entry] = {}
+    for path in files:
+        try:
+            stamps[path] = stamp(path)
+        except OSError as error:
+            entries[path] = f"{path}: cannot read it ({error.strerror or type(error).__name__}); skipped"
+            continue
+        found = kept.get(path, stamps[path]) if kept is not None else None
+        if found is not None:
+            entries[path] = found
     newest = _Newest(keep)
-    for done, path in enumerate(files, 1):
-        if progress is not None:
-            progress(done, len(files))
-        entry = _summary(path, kept, newest)
-        if isinstance(entry, str):
-            notes.append(entry)
-        else:
-            summaries.append(entry)
+    unread = [path for path in files if path not in entries]
+    _read_summaries(unread, entries, newest, _Progress(progress, len(files), len(files) - len(unread)))
     if kept is not None:
+        for path in unread:
+            kept.put(path, stamps[path], entries[path])
         kept.save()
+    summaries = [entry for entry in (entries[path] for path in files) if not isinstance(entry, str)]
+    notes += [entry for entry in (entries[path] for path in files) if isinstance(entry, str)]
     if not summaries:
         raise ResultsError(f"{folder}: no readable run in it" + (f" ({notes[0]})" if notes else ""))
     ordered = [summary for summary, _ in _order([(s.path, s.datetime) for s in summaries], summaries)]
     return Stored(ordered, notes, newest.of(ordered[-1].path))
 
 
-def _summary(path: Path, kept: RunCache | None, newest: _Newest) -> RunSummary | str:
-    """The file's summary, or the note that skips it: from the cache while the file is unchanged, else read."""
-    try:
-        key = stamp(path)
-    except OSError as error:
-        return f"{path}: cannot read it ({error.strerror or type(error).__name__}); skipped"
-    entry = kept.get(path, key) if kept is not None else None
-    if entry is None:
+@dataclass
+class _Progress:
+    """``progress(done, total)`` as files are read, starting after those the cache answered."""
+
+    report: Callable[[int, int], None] | None
+    total: int
+    done: int
+
+    def step(self) -> None:
+        self.done += 1
+        if self.report is not None:
+            self.report(self.done, self.total)
+
+
+def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest, progress: _Progress) -> None:
+    """Each file's summary (or the note that skips it) into ``entries``. Thousands of files are shared among worker
+    processes, each returning summaries only (the newest run is then parsed once more, in full); fewer are read
+    here, each offered to ``newest`` as it is read, so that no file is parsed twice."""
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(paths) >= POOL_FROM and workers > 1 and not newest.keeps_all:
         try:
-            run = load([path])
+            with ProcessPoolExecutor(workers) as pool:
+                for path, entry in zip(paths, pool.map(summary_or_note, paths, chunksize=32), strict=True):
+                    entries[path] = entry
+                    progress.step()
+            return
+        except (OSError, BrokenProcessPool):  # no processes to be had here (a sandbox, a limit): read them here
+            pass
+    for path in paths:
+        try:
+            summary, loaded = read_summary(path)
         except ResultsError as error:
-            entry = f"{error}; skipped"
+            entries[path] = f"{error}; skipped"
         else:
-            entry = summarize(path, run)
-            newest.offer(entry, run)
-        if kept is not None:
-            kept.put(path, key, entry)
-    return entry
+            entries[path] = summary
+            newest.offer(summary, loaded)
+        progress.step()
 
 
 class _Newest:
-    """The runs read while summarizing that may turn out newest (by either of ``_order``'s keys), kept in full so
-    the newest one is not parsed twice; at most two are held, whatever the folder's size (every one with ``every``)."""
+    """The runs read while summarizing that may turn out newest (by either of ``_order``'s keys), kept as read so the
+    newest one is not parsed twice; at most two are held, whatever the folder's size (every one with ``every``)."""
 
     def __init__(self, every: bool = False) -> None:
-        self.best: list[tuple[tuple[str, ...], Path, Results] | None] = [None, None]
-        self.all: dict[Path, Results] | None = {} if every else None
+        self.best: list[tuple[tuple[str, ...], Path, Loaded] | None] = [None, None]
+        self.all: dict[Path, Loaded] | None = {} if every else None
 
-    def offer(self, summary: RunSummary, run: Results) -> None:
+    @property
+    def keeps_all(self) -> bool:
+        return self.all is not None
+
+    def offer(self, summary: RunSummary, run: Loaded) -> None:
         if self.all is not None:
             self.all[summary.path] = run
         keys = ((summary.path.name[:4], summary.datetime, str(summary.path)), (summary.datetime, summary.path.name))
@@ -187,9 +226,11 @@ class _Newest:
                 self.best[i] = (key, summary.path, run)
 
     def of(self, path: Path) -> dict[Path, Results]:
+        """The runs held in full (the newest one's, when it was read here), each assembled once."""
         if self.all is not None:
-            return self.all
-        return {held[1]: held[2] for held in self.best if held is not None and held[1] == path}
+            return {held: assemble([run]) for held, run in self.all.items()}
+        run = next((held[2] for held in self.best if held is not None and held[1] == path), None)
+        return {} if run is None else {path: assemble([run])}
 
 
 #: Candidate boundaries the change-point search weighs per series: PELT with an L1 cost costs about the square

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..contract import (
@@ -31,9 +32,9 @@ from ..contract import (
 )
 from ..families import FAMILIES
 
-__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Results", "ResultsError", "device_time_valid",
-           "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows", "incomplete_label",
-           "is_journal", "load", "load_file", "read_journal", "read_text"]
+__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble",
+           "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
+           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text"]
 
 
 class ResultsError(ValueError):
@@ -188,7 +189,7 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
     def objects(value: Any) -> bool:
         return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
 
-    # A section that is not an object at all (a foreign JSON's) reads as empty: it is left out at load (``_fingerprint``).
+    # A section that is not an object at all (a foreign JSON's) reads as empty: it is left out at load (``machine_described``).
     block = Fingerprint.of(machine_info).section
     host = block.get("host")
     checks: list[tuple[str, Any, bool]] = []
@@ -309,11 +310,21 @@ def _stats_from(stats: Any) -> dict[str, Any]:
             raise ContractError(f"stats field {name!r} must be a whole number >= 1, got {value!r:.60}")
         checked[name] = value
     data = stats.get("data")
-    if data is not None and (not isinstance(data, list)
-                             or not all((t := _seconds(x)) is not None and t >= 0 for x in data)):
+    if data is not None and not _round_times(data):
         raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
     checked["data"] = data
     return checked
+
+
+def _round_times(data: Any) -> bool:
+    """Is ``data`` a list of plain numbers, each a time within bounds (0 allowed)? The rounds are most of a run's
+    numbers, so a list of floats, as pytest-benchmark writes them, is checked in one vectorised pass."""
+    if not isinstance(data, list):
+        return False
+    if all(type(x) is float for x in data):
+        times = np.asarray(data)
+        return bool(np.all((times >= 0) & (times <= _LONGEST)))  # NaN fails both comparisons
+    return all((t := _seconds(x)) is not None and t >= 0 for x in data)
 
 
 def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
@@ -441,8 +452,18 @@ def load(paths: Sequence[Path | Document]) -> Results:
             seen.add(identity)
             files.append(file)
     named = [f.path if isinstance(f, Document) else f for f in files]
-    loaded = [(path, *load_file(f)) for path, f in zip(named, files, strict=True)]
-    loaded.sort(key=lambda item: str(item[1].get("datetime") or ""))
+    return assemble([(path, *load_file(f)) for path, f in zip(named, files, strict=True)])
+
+
+#: One file as ``load_file`` read it: its path, JSON, xferbench rows and count of other benchmarks.
+Loaded = tuple[Path, dict[str, Any], list[dict[str, Any]], int]
+
+
+def assemble(files: Sequence[Loaded]) -> Results:
+    """The Results of files already read (``load_file``), in the order given as sources: ``load``'s second half,
+    for a caller that read a file for another purpose first (``history`` summarizing a folder)."""
+    named = [path for path, _, _, _ in files]
+    loaded = sorted(files, key=lambda item: str(item[1].get("datetime") or ""))
     _one_machine([(f, data.get("machine_info") or {}) for f, data, _, _ in loaded])
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
     frame = frame_from_rows(rows)
@@ -461,7 +482,7 @@ def load(paths: Sequence[Path | Document]) -> Results:
     if before > len(frame):
         notes.append(f"{before - len(frame)} older result(s) of a case measured again were replaced by the newest.")
     last = loaded[-1][1]
-    return Results(frame=frame, machine_info=_fingerprint(last.get("machine_info") or {}, notes),
+    return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
                    incomplete=incomplete)
 
@@ -477,9 +498,11 @@ def _file_identity(file: Path | Document) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def _fingerprint(machine_info: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """The machine description without blocks that are not objects (a foreign JSON's ``cpu`` or
+def machine_described(data: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
+    """A run's machine description without blocks that are not objects (a foreign JSON's ``cpu`` or
     ``xferbench``), which every reader takes for an object; a note says what was left out."""
+    machine_info = data.get("machine_info") or {}
+    notes = [] if notes is None else notes
     odd = [name for name in ("cpu", "xferbench") if machine_info.get(name) is not None
            and not isinstance(machine_info[name], dict)]
     if odd:

@@ -27,9 +27,9 @@ from typing import Any
 from .. import contract, families
 from ..output import OutputError, write_atomic
 from . import noise, results
-from .results import Results, fingerprint_problem
+from .results import fingerprint_problem
 
-__all__ = ["CACHE_FROM", "RunCache", "RunSummary", "cache_file", "summarize"]
+__all__ = ["CACHE_FROM", "Entry", "RunCache", "RunSummary", "Stamp", "cache_file", "read_summary", "summary_or_note"]
 
 #: Folders of at least this many runs keep a cache of their summaries.
 CACHE_FROM = 200
@@ -49,13 +49,29 @@ class RunSummary:
     times: dict[str, float]
 
 
-def summarize(path: Path, run: Results) -> RunSummary:
-    """The summary of a run just loaded (its first row where two cases share an identity)."""
-    frame, times = run.frame, dict[str, float]()
-    for key, nbytes, gbps, data, low, middle in zip(frame["case_key"], frame["nbytes"], frame["bandwidth_gbps"],
-                                                    frame["data"], frame["min_s"], frame["median_s"], strict=True):
-        times.setdefault(str(key), noise.time_of(nbytes, gbps, data, low, middle))
-    return RunSummary(path, str(frame["datetime"].iloc[0] or ""), run.machine_info, bool(run.incomplete), times)
+def read_summary(path: Path) -> tuple[RunSummary, results.Loaded]:
+    """One run file read, checked as ``results.load`` checks it, and summarized straight from its rows (no frame is
+    built: the first reading of a folder of thousands of runs is mostly this), with what it read, from which
+    ``results.assemble`` gives the run in full without reading it again. A case measured twice in the file counts
+    with its last row, as ``load`` keeps it. ResultsError for a file that is no readable run."""
+    data, rows, foreign = results.load_file(path)
+    last: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        last.pop(row["case_key"], None)  # the order ``load``'s drop_duplicates(keep="last") leaves
+        last[row["case_key"]] = row
+    times = {str(key): noise.time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
+             for key, row in last.items()}
+    summary = RunSummary(path, str(data.get("datetime") or ""), results.machine_described(data),
+                         "xfer_progress" in data, times)
+    return summary, (path, data, rows, foreign)
+
+
+def summary_or_note(path: Path) -> Entry:
+    """``read_summary``'s summary, or the one-line note that skips the file (picklable: run in worker processes)."""
+    try:
+        return read_summary(path)[0]
+    except results.ResultsError as error:
+        return f"{error}; skipped"
 
 
 #: A file's identity in the cache: size, modification and change times (ns). A rewrite changes at least one.
