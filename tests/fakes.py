@@ -140,6 +140,7 @@ class NVMLError(Exception):
 
 
 NOT_SUPPORTED, NO_PERMISSION = 3, 4
+SWITCH_BUS = 0xFE  # an NVSwitch's PCI bus, as an older driver names a link's far end
 
 
 def gpu_props(bus: int) -> Any:
@@ -151,10 +152,11 @@ def gpu_props(bus: int) -> Any:
 
 def nvml_box(buses: list[int], ends: Callable[[int, int], str | None], level: Callable[[int, int], int],
              links: int = 18, version: int = 6, state_error: int | None = None,
-             ancestor_error: Callable[[int, int], int | None] = lambda a, b: None) -> Any:
+             ancestor_error: Callable[[int, int], int | None] = lambda a, b: None, switch_type: bool = True) -> Any:
     """Just enough of nvidia-ml-py for a box of GPUs at PCI ``buses``: GPU i's link l joins ``ends(i, l)``
     ("switch", a GPU's index as text, or None: no link), two GPUs meet at NVML topology ``level(i, j)``;
-    ``state_error`` fails every NVLink query with that code, ``ancestor_error(i, j)`` the topology query."""
+    ``state_error`` fails every NVLink query with that code, ``ancestor_error(i, j)`` the topology query.
+    Without ``switch_type`` (an older driver) a link's far end is only ever a PCI address, an NVSwitch's too."""
     import types
 
     nvml = types.ModuleType("pynvml")
@@ -178,7 +180,14 @@ def nvml_box(buses: list[int], ends: Callable[[int, int], str | None], level: Ca
 
     def far_bus(gpu: int, link: int) -> Any:
         end = ends(gpu, link)
-        return types.SimpleNamespace(busId=f"00000000:{buses[int(end or 0)]:02X}:00.0".encode())
+        bus = SWITCH_BUS if end == "switch" else buses[int(end or 0)]
+        return types.SimpleNamespace(busId=f"00000000:{bus:02X}:00.0".encode())
+
+    def nvlink_p2p(a: int, b: int, index: int) -> int:
+        """NVML_P2P_STATUS_OK (0) where a link of ``a`` reaches ``b`` (directly or both through a switch), else 5."""
+        assert index == 2  # NVML_P2P_CAPS_INDEX_NVLINK
+        reach = {ends(a, link) for link in range(links)}
+        return 0 if str(b) in reach or ("switch" in reach and ends(b, 0) == "switch") else 5
 
     def ancestor(a: int, b: int) -> int:
         error = ancestor_error(a, b)
@@ -190,7 +199,9 @@ def nvml_box(buses: list[int], ends: Callable[[int, int], str | None], level: Ca
     nvml.nvmlDeviceGetNvLinkState = state  # type: ignore[attr-defined]
     nvml.nvmlDeviceGetNvLinkVersion = lambda gpu, link: version  # type: ignore[attr-defined]
     nvml.nvmlDeviceGetArchitecture = lambda gpu: 9  # type: ignore[attr-defined]
-    nvml.nvmlDeviceGetNvLinkRemoteDeviceType = lambda gpu, link: 2 if ends(gpu, link) == "switch" else 0  # type: ignore[attr-defined]
+    if switch_type:
+        nvml.nvmlDeviceGetNvLinkRemoteDeviceType = lambda gpu, link: 2 if ends(gpu, link) == "switch" else 0  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetP2PStatus = nvlink_p2p  # type: ignore[attr-defined]
     nvml.nvmlDeviceGetNvLinkRemotePciInfo = far_bus  # type: ignore[attr-defined]
     nvml.nvmlDeviceGetTopologyCommonAncestor = ancestor  # type: ignore[attr-defined]
     return nvml

@@ -107,6 +107,15 @@ class TestNvidia:
         assert classes["cuda:0", "cuda:1"] == classes["cuda:0", "cuda:3"] == "NVLink 3.0 x4 direct"
         assert classes["cuda:0", "cuda:2"] == "PCIe across host bridge (PHB)"
 
+    def test_nvswitch_links_an_older_driver_names_by_address_are_unknown_not_pcie(self, monkeypatch):
+        """Without the far end's device type every link goes to "a PCI address" (the NVSwitch's): no link
+        joins the pair by that map, yet NVML's NVLink peer status says one does: unknown, never PCIe."""
+        nvml = nvml_box(BUSES, ends=lambda gpu, link: "switch", level=lambda a, b: 50, switch_type=False)
+        monkeypatch.setitem(sys.modules, "pynvml", nvml)
+        classes = classes_of(Backend(8))
+        assert set(classes.values()) == {None}
+        assert "NVML does not say which NVLinks join cuda:0 and cuda:1" in peer_plan(EIGHT, classes).reason
+
     def test_an_nvml_failure_makes_its_pair_unknown_and_every_pair_swept(self, monkeypatch):
         """NO_PERMISSION on one pair's topology query: that pair unknown, never a crash; the plan says why."""
         def denied(a, b):

@@ -209,9 +209,11 @@ def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[
     if mode is not None and mode not in PEER_PAIRS:
         raise pytest.UsageError(f"argument --xfer-peer-pairs: invalid choice: {mode!r} "
                                 f"(choose from {', '.join(map(repr, PEER_PAIRS))})")
-    known = getattr(backend, "peer_link_classes", None)
+    if len(gpus) < 2:
+        return None
+    known = getattr(backend, "peer_link_classes", None)  # not asked below two GPUs: NVML and torch stay untouched
     classes: dict[tuple[str, str], str | None] = known(gpus) if known else {}
-    return peer_plan(gpus, classes, mode) if len(gpus) >= 2 else None
+    return peer_plan(gpus, classes, mode)
 
 
 def _check_environment() -> None:

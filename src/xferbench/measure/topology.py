@@ -35,6 +35,8 @@ AMD_LINK_TYPES = {
     "AmdSmiIoLinkType": {"AMDSMI_IOLINK_TYPE_XGMI": "XGMI", "AMDSMI_IOLINK_TYPE_PCIEXPRESS": "PCIe"},
 }
 NVSWITCH = "nvswitch"  # machine._link_end's name for a link to an NVSwitch
+NVML_P2P_CAPS_INDEX_NVLINK = 2  # nvmlGpuP2PCapsIndex_t
+NVML_P2P_STATUS_OK = 0  # nvmlGpuP2PStatus_t
 
 
 def link_classes(backend: DeviceBackend, gpus: Sequence[str], rocm: bool) -> LinkClasses:
@@ -96,7 +98,7 @@ def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tup
     missing = next((g for g in pair if handles[g] is None), None)
     if missing:
         return None, f"{missing} is not matched to an NVML device (by PCI address or UUID)"
-    (_, enum, remote), far = links[src], links[dst][2]
+    (count, enum, remote), (far_count, _, far) = links[src], links[dst]
     if remote is None or far is None:
         return None, f"NVML cannot tell where the NVLinks of {src if remote is None else dst} go"
     generation = machine.nvlink_generation(pynvml, handles[src], enum) if enum else None
@@ -106,10 +108,27 @@ def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tup
     direct = remote.get(machine.pci_bus_id(props[dst]) or "")
     if direct:
         return f"{name} x{direct} direct", None
+    if count and far_count and _nvlink_p2p(pynvml, handles[src], handles[dst]) is not False:
+        # Both have NVLinks, none seen joining them (an NVSwitch an older driver names by its PCI address):
+        # unless NVML says the pair has no NVLink path, PCIe would be a guess.
+        return None, f"NVML does not say which NVLinks join {src} and {dst}"
+    return _pcie_class(pynvml, handles[src], handles[dst])
+
+
+def _nvlink_p2p(pynvml: Any, one: Any, other: Any) -> bool | None:
+    """Whether NVML reports a peer path over NVLink between two GPUs (nvmlDeviceGetP2PStatus); None when it cannot say."""
     try:
-        level = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[src], handles[dst]))
+        return int(pynvml.nvmlDeviceGetP2PStatus(one, other, NVML_P2P_CAPS_INDEX_NVLINK)) == NVML_P2P_STATUS_OK
+    except (pynvml.NVMLError, AttributeError, TypeError, ValueError):
+        return None
+
+
+def _pcie_class(pynvml: Any, one: Any, other: Any) -> tuple[str | None, str | None]:
+    """The PCIe path joining two GPUs: the level of their closest common ancestor."""
+    try:
+        level = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(one, other))
     except (pynvml.NVMLError, AttributeError, TypeError, ValueError) as error:
-        return None, f"nvmlDeviceGetTopologyCommonAncestor: {error or type(error).__name__}"
+        return None, f"nvmlDeviceGetTopologyCommonAncestor: {str(error) or type(error).__name__}"
     return (PCIE_LEVELS[level], None) if level in PCIE_LEVELS else (None, f"NVML topology level {level} unknown")
 
 
@@ -141,7 +160,7 @@ def _amdsmi_class(amdsmi: Any, handles: Mapping[str, Any], pair: Pair) -> tuple[
         link = amdsmi.amdsmi_topo_get_link_type(handles[pair[0]], handles[pair[1]])
         kind, hops = _amd_link_kind(amdsmi, link["type"]), int(link["hops"])
     except Exception as error:
-        return None, f"amdsmi_topo_get_link_type: {error or type(error).__name__}"
+        return None, f"amdsmi_topo_get_link_type: {str(error) or type(error).__name__}"
     if kind is None:
         return None, f"amdsmi link type {link['type']!r} unknown"
     return f"{kind}, {hops} hop{'' if hops == 1 else 's'}", None
