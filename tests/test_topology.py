@@ -131,8 +131,12 @@ class TestNvidia:
 
     def test_nvlinks_nvml_may_not_read_are_unknown_not_absent(self, monkeypatch):
         """NO_PERMISSION on the first NVLink query is not "no NVLink": the pairs are unknown."""
-        monkeypatch.setitem(sys.modules, "pynvml", pcie_two_sockets(state_error=NO_PERMISSION))
+        nvml = pcie_two_sockets(state_error=NO_PERMISSION)
+        monkeypatch.setitem(sys.modules, "pynvml", nvml)
         classes = classes_of(Backend(8))
+        # The fingerprint's nvlink_remote is unknown (None) too, so the peer roof is not known rather than "no NVLink".
+        assert machine.nvlinks(nvml, 0) == (0, None, None)
+        assert machine.nvlinks(pcie_two_sockets(), 0) == (0, None, {})
         assert set(classes.values()) == {None}
         assert "NVML cannot tell where the NVLinks of cuda:0 go" in peer_plan(EIGHT, classes).reason
 
