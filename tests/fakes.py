@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from xferbench.measure.devices import poll
 
@@ -123,3 +123,107 @@ class FakeBenchmark:
         for _ in range(self.calls):
             result = fn()
         return result
+
+
+class NVMLError(Exception):
+    """pynvml's error: its ``value`` is NVML's return code."""
+
+    NAMES: ClassVar[dict[int, str]] = {2: "Invalid Argument", 3: "Not Supported", 4: "Insufficient Permissions",
+                                       999: "Unknown Error"}
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return self.NAMES.get(self.value, f"NVML error {self.value}")
+
+
+NOT_SUPPORTED, NO_PERMISSION = 3, 4
+SWITCH_BUS = 0xFE  # an NVSwitch's PCI bus, as an older driver names a link's far end
+
+
+def gpu_props(bus: int) -> Any:
+    """torch's device properties of a GPU at PCI bus ``bus``, as far as NVML's matching reads them."""
+    import types
+
+    return types.SimpleNamespace(pci_domain_id=0, pci_bus_id=bus, pci_device_id=0, uuid=None)
+
+
+def nvml_box(buses: list[int], ends: Callable[[int, int], str | None], level: Callable[[int, int], int],
+             links: int = 18, version: int = 6, state_error: int | None = None,
+             ancestor_error: Callable[[int, int], int | None] = lambda a, b: None, switch_type: bool = True) -> Any:
+    """Just enough of nvidia-ml-py for a box of GPUs at PCI ``buses``: GPU i's link l joins ``ends(i, l)``
+    ("switch", a GPU's index as text, or None: no link), two GPUs meet at NVML topology ``level(i, j)``;
+    ``state_error`` fails every NVLink query with that code, ``ancestor_error(i, j)`` the topology query.
+    Without ``switch_type`` (an older driver) a link's far end is only ever a PCI address, an NVSwitch's too."""
+    import types
+
+    nvml = types.ModuleType("pynvml")
+    nvml.NVMLError = NVMLError  # type: ignore[attr-defined]
+    nvml.NVML_NVLINK_MAX_LINKS = 18  # type: ignore[attr-defined]
+    nvml.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    nvml.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
+    names = {f"0000:{bus:02x}:00.0": i for i, bus in enumerate(buses)}
+
+    def by_bus(bus: str) -> int:
+        if bus not in names:
+            raise NVMLError(999)
+        return names[bus]
+
+    def state(gpu: int, link: int) -> int:
+        if state_error is not None:
+            raise NVMLError(state_error)
+        if link >= links or ends(gpu, link) is None:
+            raise NVMLError(NOT_SUPPORTED)  # past the last link (a PCIe GPU: at link 0)
+        return 1
+
+    def far_bus(gpu: int, link: int) -> Any:
+        end = ends(gpu, link)
+        bus = SWITCH_BUS if end == "switch" else buses[int(end or 0)]
+        return types.SimpleNamespace(busId=f"00000000:{bus:02X}:00.0".encode())
+
+    def nvlink_p2p(a: int, b: int, index: int) -> int:
+        """NVML_P2P_STATUS_OK (0) where a link of ``a`` reaches ``b`` (directly or both through a switch), else 5."""
+        assert index == 2  # NVML_P2P_CAPS_INDEX_NVLINK
+        reach = {ends(a, link) for link in range(links)}
+        return 0 if str(b) in reach or ("switch" in reach and ends(b, 0) == "switch") else 5
+
+    def ancestor(a: int, b: int) -> int:
+        error = ancestor_error(a, b)
+        if error is not None:
+            raise NVMLError(error)
+        return level(a, b)
+
+    nvml.nvmlDeviceGetHandleByPciBusId = by_bus  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetNvLinkState = state  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetNvLinkVersion = lambda gpu, link: version  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetArchitecture = lambda gpu: 9  # type: ignore[attr-defined]
+    if switch_type:
+        nvml.nvmlDeviceGetNvLinkRemoteDeviceType = lambda gpu, link: 2 if ends(gpu, link) == "switch" else 0  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetP2PStatus = nvlink_p2p  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetNvLinkRemotePciInfo = far_bus  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetTopologyCommonAncestor = ancestor  # type: ignore[attr-defined]
+    return nvml
+
+
+def amdsmi_box(buses: list[int], link: Callable[[int, int], dict[str, Any]]) -> Any:
+    """Just enough of amdsmi for a box of AMD GPUs at PCI ``buses``: ``link(i, j)`` is what
+    amdsmi_topo_get_link_type answers (a dict of hops and type), or raises. Its enum is this release's
+    AmdSmiLinkType (XGMI 1, PCIe 2)."""
+    import enum
+    import types
+
+    class AmdSmiLinkType(enum.IntEnum):
+        AMDSMI_LINK_TYPE_INTERNAL = 0
+        AMDSMI_LINK_TYPE_XGMI = 1
+        AMDSMI_LINK_TYPE_PCIE = 2
+
+    smi = types.ModuleType("amdsmi")
+    smi.AmdSmiLinkType = AmdSmiLinkType  # type: ignore[attr-defined]
+    smi.amdsmi_init = lambda: None  # type: ignore[attr-defined]
+    smi.amdsmi_shut_down = lambda: None  # type: ignore[attr-defined]
+    smi.amdsmi_get_processor_handles = lambda: list(range(len(buses)))  # type: ignore[attr-defined]
+    smi.amdsmi_get_gpu_device_bdf = lambda h: f"0000:{buses[h]:02x}:00.0"  # type: ignore[attr-defined]
+    smi.amdsmi_topo_get_link_type = link  # type: ignore[attr-defined]
+    return smi

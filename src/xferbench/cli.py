@@ -139,7 +139,17 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .analyze.compare import busy_notes, compare, load_runs, parse_threshold, reproduced, to_json, to_markdown, to_text
+    from .analyze.compare import (
+        busy_notes,
+        compare,
+        load_runs,
+        parse_threshold,
+        plan_notes,
+        reproduced,
+        to_json,
+        to_markdown,
+        to_text,
+    )
     from .analyze.noise import Noise
     from .contract import hardware_differences, hardware_identity, simulation_mismatch, software_changes, software_environment
     from .output import check_output, write_atomic
@@ -198,7 +208,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"xferbench compare: {note}")
     if differences:
         print("xferbench compare: comparing across machines: " + "; ".join(differences))
-    notes = busy_notes(base, new)
+    notes = busy_notes(base, new) + plan_notes(base, new)
     print(to_text(rows, len(base), len(new), noise, notes))
     if args.markdown:
         write_atomic(args.markdown, to_markdown(rows, len(base), len(new), noise, differences, notes))

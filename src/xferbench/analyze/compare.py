@@ -26,10 +26,12 @@ from ..contract import environment_differences, hardware_differences
 from ..units import format_bytes, format_seconds
 from .history import current_segment, load_storage
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_times
+from .peer_plan import RecordedPlan, difference, same_cases
 from .results import Results, ResultsError, load
 
 __all__ = [
     "CANT_TELL",
+    "NOT_COMPARED",
     "Comparison",
     "busy",
     "busy_notes",
@@ -37,6 +39,7 @@ __all__ = [
     "load_runs",
     "markdown_table",
     "parse_threshold",
+    "plan_notes",
     "reproduced",
     "strict",
     "summary",
@@ -47,6 +50,10 @@ __all__ = [
 
 #: The verdict of a case the runs cannot decide (neither a change beyond the floor nor an interval within it).
 CANT_TELL = "can't tell"
+
+#: The verdict of a peer case only one side measured because the sides planned their peer pairs differently
+#: (--xfer-peer-pairs): no change is known, and none is implied.
+NOT_COMPARED = "not compared"
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
@@ -147,11 +154,11 @@ class Comparison:
     floor: float | None
     spread: float | None  # between-run SD of log time used
     spread_from: str | None  # calibration, history, default
-    verdict: str  # regression, improvement, not reproduced, can't tell, unchanged, new, gone
+    verdict: str  # regression, improvement, not reproduced, can't tell, unchanged, not compared, new, gone
     smallest: float | None = None  # the smallest change (0.5: 1.5x) this comparison could have flagged
     key: str = ""  # the case's full identity (contract.Identity.key)
     environment: tuple[str, ...] = ()  # software that changed between the sides, e.g. "torch 2.12.0 → 2.13.0"
-    why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine)
+    why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine), or "not compared"
 
     @property
     def regression(self) -> bool:
@@ -175,6 +182,8 @@ class Comparison:
             seen = [] if self.smallest is None or math.isinf(self.smallest) else [
                 f"could see {1 + self.smallest:.2f}x"]
             shown += f" ({'; '.join([*([self.why] if self.why else []), *seen])})" if self.why or seen else ""
+        elif self.verdict == NOT_COMPARED and self.why:
+            shown += f" ({self.why})"
         if self.environment:
             shown += "; environment changed: " + ", ".join(self.environment)
         return shown
@@ -215,6 +224,7 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
         raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")
     environment = tuple(environment_differences(base[-1].machine_info, new[-1].machine_info))
     crowded = any(busy(r) for r in [*base, *new])
+    one_sided = _one_sided_peers(base, new)
     rows = []
     for key in base_table.index.union(new_table.index, sort=False):
         meta = new_meta.loc[key] if key in new_meta.index else base_meta.loc[key]
@@ -222,11 +232,15 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
         old = base_table.loc[key].dropna().to_numpy() if key in base_table.index else np.array([])
         cur = new_table.loc[key].dropna().to_numpy() if key in new_table.index else np.array([])
         if old.size == 0 or cur.size == 0:
+            side = "base" if cur.size == 0 else "new"
+            verdict, why = ("gone" if cur.size == 0 else "new"), None
+            if key in one_sided:
+                verdict, why = NOT_COMPARED, f"measured on the {side} side only: the peer plans differ"
             rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
                                    float(np.exp(np.median(old))) if old.size else None,
                                    float(np.exp(np.median(cur))) if cur.size else None,
-                                   None, None, None, None, None, None, None, "gone" if cur.size == 0 else "new",
-                                   key=str(key), environment=environment))
+                                   None, None, None, None, None, None, None, verdict,
+                                   key=str(key), environment=environment, why=why))
             continue
         old = old[current_segment(old, DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls]):]
         spread, source = _spread(key, cls, old, noise)
@@ -241,8 +255,34 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
     return _sorted(rows)
 
 
+def _plans(runs: Sequence[Results]) -> list[RecordedPlan | None]:
+    return [RecordedPlan.of(run.machine_info) for run in runs]
+
+
+def _differing_plans(base: Sequence[Results], new: Sequence[Results]) -> tuple[RecordedPlan | None, RecordedPlan | None] | None:
+    """The newest base and new peer plans that plan different cases, or None when every run of both sides plans alike."""
+    pairs = [(b, n) for n in reversed(_plans(new)) for b in reversed(_plans(base))]
+    return next(((b, n) for b, n in pairs if not same_cases(b, n)), None)
+
+
+def _one_sided_peers(base: Sequence[Results], new: Sequence[Results]) -> set[str]:
+    """The peer cases of either side, when the sides planned their peer pairs differently (else none): one of them
+    measured on one side only is not compared, whatever a missing case usually means."""
+    if _differing_plans(base, new) is None:
+        return set()
+    return {str(key) for run in [*base, *new] if "op" in run.frame
+            for key in run.frame.loc[run.frame["op"] == "peer", "case_key"]}
+
+
+def plan_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
+    """One sentence when the two sides planned their peer pairs differently (``--xfer-peer-pairs``)."""
+    differing = _differing_plans(base, new)
+    return [] if differing is None else [s for s in [difference(*differing)] if s]
+
+
 def _sorted(rows: list[Comparison]) -> list[Comparison]:
-    order = {"regression": 0, "improvement": 1, "not reproduced": 2, CANT_TELL: 3, "unchanged": 4, "new": 5, "gone": 6}
+    order = {"regression": 0, "improvement": 1, "not reproduced": 2, CANT_TELL: 3, "unchanged": 4, NOT_COMPARED: 5,
+             "new": 6, "gone": 7}
     return sorted(rows, key=lambda r: (order[r.verdict], -(r.ratio or 0)))
 
 
@@ -279,9 +319,11 @@ def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
     regressions = sum(r.regression for r in rows)
     improvements = sum(r.verdict == "improvement" for r in rows)
     unsure = sum(r.verdict == CANT_TELL for r in rows)
+    apart = sum(r.verdict == NOT_COMPARED for r in rows)
     z_bound = noise.z_bound if noise is not None else Z_BOUND
     spread = "calibration file" if noise is not None else ("the base runs" if n_base >= 3 else "class defaults")
-    lines = [f"{regressions} regression(s), {improvements} improvement(s), {unsure} {CANT_TELL}, in {len(rows)} "
+    lines = [f"{regressions} regression(s), {improvements} improvement(s), {unsure} {CANT_TELL}, "
+             + (f"{apart} {NOT_COMPARED}, " if apart else "") + f"in {len(rows)} "
              f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
              f"beyond the case's floor, unchanged when the 95% interval lies within it (between-run spread from "
              f"{spread})."]

@@ -7,6 +7,7 @@ latency/bandwidth table and the comparison with other tools, for a PR comment).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -44,8 +45,9 @@ def _us(value: float) -> str:
 
 
 def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any]],
-                peers: list[str] | None = None, simulated: bool = False) -> str:
-    """The report's take-aways as Markdown: findings, the α/β table, the other tools' figures."""
+                peers: list[str] | None = None, simulated: bool = False, peer_plan: Sequence[str] = ()) -> str:
+    """The report's take-aways as Markdown: findings, the α/β table, the peer pairs measured, the other tools'
+    figures."""
     lines = ["# xferbench: tensor creation and transfer costs", ""]
     if simulated:
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
@@ -65,6 +67,8 @@ def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any
             lines.append(f"| {_cell(row['path'])} | {_us(row['alpha_us'])} | {_us(row['pipelined_alpha_us'])} "
                          f"| {_cell(row['stated_gbps'])} | {_cell(row['pipelined_gbps'])} | {_cell(row['beta_basis'])} "
                          f"| {largest} | {_cell(row['link'])} | {share} |")
+    if peer_plan:
+        lines += ["", "## Peer pairs measured", ""] + [f"- {sentence}" for sentence in peer_plan]
     if peers:
         lines += ["", "## Against other tools on this machine", ""] + [f"- {sentence}" for sentence in peers]
     return "\n".join(lines) + "\n"

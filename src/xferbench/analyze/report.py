@@ -24,6 +24,7 @@ from .export import to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .model import fit_paths, practical_ceiling, roofs
 from .other_tools import PeerFigure, comparisons, headlines
+from .peer_plan import RecordedPlan, sentences
 from .plots import Plot, as_plot, render, scenario_plot
 from .results import Results
 
@@ -166,6 +167,8 @@ def _render(results: Results, history: list[Plot] | None, extra_sections: list[d
     model = _model_rows(results)
     peer_rows = comparisons(results.frame, peers or [])
     peer_lines = headlines(peer_rows)
+    plan = RecordedPlan.of(results.machine_info)
+    peer_plan = sentences(plan, frame) if plan else []
     drawn = _svg(render(frame, results.machine_info))
     story = [plot for plot in drawn if plot.key in STORY]
     html = _ENV.get_template("report.html.j2").render(
@@ -183,13 +186,14 @@ def _render(results: Results, history: list[Plot] | None, extra_sections: list[d
         model=model,
         peers=peer_rows,
         peer_lines=peer_lines,
+        peer_plan=peer_plan,
         table=_table(frame),
         machine=_machine_summary(results.machine_info),
         machine_json=json.dumps(results.machine_info, indent=1, sort_keys=True, default=str),
         commit=results.commit_info,
         sizes=sorted(frame["nbytes"].unique()),
     )
-    markdown = to_markdown(results, key_findings, model, peer_lines, simulated)
+    markdown = to_markdown(results, key_findings, model, peer_lines, simulated, peer_plan)
     return html, markdown
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "PEER_PAIRS",
     "PROFILES",
     "Case",
+    "LinkClasses",
     "PeerPlan",
     "PlannedCase",
     "Skipped",
@@ -269,6 +270,15 @@ PEER_PAIRS = ("all", "ring", "one-per-class")
 Pair = tuple[str, str]
 
 
+class LinkClasses(dict[Pair, str | None]):
+    """Each ordered GPU pair's link class (a backend's ``peer_link_classes``); None where unknown, and
+    ``why`` it is unknown where the backend can say (the plan records it)."""
+
+    def __init__(self, classes: Mapping[Pair, str | None] | None = None) -> None:
+        super().__init__(classes or {})
+        self.why: dict[Pair, str] = {}
+
+
 @dataclass(frozen=True)
 class PeerPlan:
     """The peer family's plan: the pairs swept at every size, and why this mode was used."""
@@ -315,8 +325,11 @@ def default_peer_pairs(gpus: Sequence[str], classes: Mapping[Pair, str | None]) 
     pairs = _pairs(gpus)
     if len(gpus) <= 2:
         return "all", f"default: {len(gpus)} GPUs, every pair swept"
-    if any(classes.get(pair) is None for pair in pairs):
-        return "all", "default: the link of some GPU pair is unknown, every pair swept"
+    unknown = [pair for pair in pairs if classes.get(pair) is None]
+    if unknown:
+        why = (classes.why if isinstance(classes, LinkClasses) else {}).get(unknown[0])
+        first = f"{unknown[0][0]}->{unknown[0][1]}" + (f": {why}" if why else "")
+        return "all", f"default: the link of {len(unknown)} of {len(pairs)} GPU pairs is unknown ({first}), every pair swept"
     kinds = sorted({str(classes[pair]) for pair in pairs})
     return "one-per-class", f"default: every pair's link is known ({', '.join(kinds)}), one pair per link swept"
 

@@ -179,6 +179,13 @@ class TorchBackend:
             return False
         return bool(self._torch.cuda.can_device_access_peer(src, dst))
 
+    def peer_link_classes(self, gpus: list[str]) -> dict[tuple[str, str], str | None]:
+        """Each ordered pair's link class from NVML (amdsmi on ROCm), None where unknown (measure/topology.py):
+        the peer plan's default (--xfer-peer-pairs)."""
+        from .topology import link_classes
+
+        return link_classes(self, gpus, rocm=bool(getattr(self._torch.version, "hip", None)))
+
     def empty_cache(self) -> None:
         if self.type is None:
             return

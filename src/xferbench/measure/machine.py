@@ -26,6 +26,8 @@ from .devices import DeviceBackend, TorchBackend, available_devices
 
 __all__ = [
     "NVLINK_GENERATIONS",
+    "amdsmi_handles",
+    "amdsmi_session",
     "cache_resident",
     "cpu_list",
     "cuda_properties",
@@ -37,6 +39,7 @@ __all__ = [
     "load_snapshot",
     "machine_load",
     "nvlink_generation",
+    "nvlinks",
     "nvml_handle",
     "nvml_session",
     "parse_cpu_list",
@@ -50,6 +53,8 @@ __all__ = [
 NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 _HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
 _NVLINK_TO_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH (nvmlIntNvLinkDeviceType_t)
+#: NVML's errors past a GPU's last NVLink (INVALID_ARGUMENT, NOT_SUPPORTED); None: an error without a code.
+_NO_MORE_LINKS = (2, 3, None)
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
@@ -365,32 +370,49 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
             device["_nvml_affinity"] = _nvml_affinity(pynvml, handle)
 
 
-def _add_amdsmi(info: dict[str, Any], props: list[Any]) -> None:
-    """ROCm: driver, PCIe and NUMA facts from amdsmi where it is installed, matched by PCI address;
-    unknown (None) otherwise. NVML knows nothing of AMD GPUs."""
+@contextmanager
+def amdsmi_session() -> Iterator[Any]:
+    """amdsmi (ROCm's SMI library), initialized, or None when it is not installed or does not start."""
     try:
         import amdsmi
     except ImportError:
+        yield None
         return
     try:
         amdsmi.amdsmi_init()
     except Exception:  # amdsmi raises its own AmdSmiException family; any failure leaves the facts unknown
+        yield None
         return
     try:
-        handles = {_text(amdsmi.amdsmi_get_gpu_device_bdf(h)).lower(): h for h in amdsmi.amdsmi_get_processor_handles()}
-        for device, prop in zip(info["devices"], props, strict=True):
-            handle = handles.get(pci_bus_id(prop) or "")
-            if handle is not None:
-                facts, driver = _amdsmi_facts(amdsmi, handle)
-                device.update(facts)
-                info["driver"] = info["driver"] or driver
-    except Exception:
-        return
+        yield amdsmi
     finally:
         try:
             amdsmi.amdsmi_shut_down()
         except Exception:
             pass
+
+
+def amdsmi_handles(amdsmi: Any) -> dict[str, Any]:
+    """amdsmi's GPU handles by PCI address (``0000:18:00.0``, as ``pci_bus_id`` writes it): the only safe match."""
+    return {_text(amdsmi.amdsmi_get_gpu_device_bdf(h)).lower(): h for h in amdsmi.amdsmi_get_processor_handles()}
+
+
+def _add_amdsmi(info: dict[str, Any], props: list[Any]) -> None:
+    """ROCm: driver, PCIe and NUMA facts from amdsmi where it is installed, matched by PCI address;
+    unknown (None) otherwise. NVML knows nothing of AMD GPUs."""
+    with amdsmi_session() as amdsmi:
+        if amdsmi is None:
+            return
+        try:
+            handles = amdsmi_handles(amdsmi)
+            for device, prop in zip(info["devices"], props, strict=True):
+                handle = handles.get(pci_bus_id(prop) or "")
+                if handle is not None:
+                    facts, driver = _amdsmi_facts(amdsmi, handle)
+                    device.update(facts)
+                    info["driver"] = info["driver"] or driver
+        except Exception:
+            return
 
 
 def _amdsmi_facts(amdsmi: Any, handle: Any) -> tuple[dict[str, Any], str | None]:
@@ -484,10 +506,11 @@ def _link_end(pynvml: Any, handle: Any, link: int) -> str | None:
     return _bus(bus) if bus else None
 
 
-def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
+def nvlinks(pynvml: Any, handle: Any) -> tuple[int, int | None, dict[str, int] | None]:
+    """A GPU's active NVLinks: how many, NVML's version enum of the first, and where they go (``nvswitch`` or a
+    GPU's PCI address -> links: a peer copy uses the links between its pair only). The map is None once a
+    link's far end is unknown, so that no pair is under-counted."""
     links, enum = 0, None
-    # Where each active link goes (an NVSwitch, or a GPU's PCI address) -> links: a peer copy uses the links
-    # between its pair only. None once a link's far end is unknown, so that no pair is under-counted.
     remote: dict[str, int] | None = {}
     for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
         try:
@@ -496,8 +519,17 @@ def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
                 enum = enum or pynvml.nvmlDeviceGetNvLinkVersion(handle, link)
                 end = _link_end(pynvml, handle, link)
                 remote = None if remote is None or end is None else remote | {end: remote.get(end, 0) + 1}
-        except pynvml.NVMLError:
+        except pynvml.NVMLError as error:
+            # Past the GPU's last link (or a GPU without NVLink): NOT_SUPPORTED or INVALID_ARGUMENT. Any other
+            # failure before a link was found (NO_PERMISSION, UNKNOWN) leaves the links unknown, not absent.
+            if not links and getattr(error, "value", None) not in _NO_MORE_LINKS:
+                remote = None
             break
+    return links, enum, remote
+
+
+def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
+    links, enum, remote = nvlinks(pynvml, handle)
     memory_clock_mhz = _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_MEM)
     bus_width = _ask(pynvml, "nvmlDeviceGetMemoryBusWidth", handle)
     # Double data rate: two transfers per clock over the whole bus; reads and writes share it.

@@ -203,14 +203,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[str]) -> PeerPlan | None:
     """The peer family's plan (None below two GPUs): --xfer-peer-pairs, or the default from the pairs' link
-    classes (the simulated machine prices every pair alike: one class; a real machine's are unknown here)."""
+    classes (the simulated machine prices every pair alike: one class; a real machine's come from NVML or
+    amdsmi, measure/topology.py; a backend that cannot say leaves them unknown: every pair swept)."""
     gpus, mode = accelerators(devices), config.getoption("xfer_peer_pairs")
     if mode is not None and mode not in PEER_PAIRS:
         raise pytest.UsageError(f"argument --xfer-peer-pairs: invalid choice: {mode!r} "
                                 f"(choose from {', '.join(map(repr, PEER_PAIRS))})")
-    known = getattr(backend, "peer_link_classes", None)
+    if len(gpus) < 2:
+        return None
+    known = getattr(backend, "peer_link_classes", None)  # not asked below two GPUs: NVML and torch stay untouched
     classes: dict[tuple[str, str], str | None] = known(gpus) if known else {}
-    return peer_plan(gpus, classes, mode) if len(gpus) >= 2 else None
+    return peer_plan(gpus, classes, mode)
 
 
 def _check_environment() -> None:

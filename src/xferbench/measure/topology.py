@@ -1,0 +1,180 @@
+"""Each GPU pair's link class, so that the peer family's default plan comes from the topology.
+
+Two ordered pairs of one class move their bytes over the same kind of path (the same NVLinks through an
+NVSwitch, the same PCIe switch, the same socket link), so one pair's sweep stands for the others'
+(``--xfer-peer-pairs=one-per-class``, measure/cases.py). NVML says it on NVIDIA GPUs, amdsmi on ROCm;
+a pair either cannot tell about is None (unknown), with why, and one unknown pair keeps every pair swept.
+No call here may fail a run: a library error makes its pair unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import machine
+from .cases import LinkClasses, Pair
+from .devices import DeviceBackend, accelerator_index
+
+__all__ = ["AMD_LINK_TYPES", "PCIE_LEVELS", "link_classes"]
+
+#: NVML's ``nvmlGpuTopologyLevel_t`` (nvmlDeviceGetTopologyCommonAncestor) -> the PCIe path a peer copy takes,
+#: with nvidia-smi topo -m's name for it.
+PCIE_LEVELS = {
+    0: "PCIe on one board",
+    10: "PCIe same switch (PIX)",
+    20: "PCIe across switches (PXB)",
+    30: "PCIe across host bridge (PHB)",
+    40: "PCIe across host bridges of one NUMA node (NODE)",
+    50: "PCIe across sockets (SYS)",
+}
+#: amdsmi's link type enums by name (the values changed between releases: AmdSmiIoLinkType had PCIe 1 and
+#: XGMI 2, AmdSmiLinkType has XGMI 1 and PCIe 2), read from the installed module, never assumed.
+AMD_LINK_TYPES = {
+    "AmdSmiLinkType": {"AMDSMI_LINK_TYPE_XGMI": "XGMI", "AMDSMI_LINK_TYPE_PCIE": "PCIe"},
+    "AmdSmiIoLinkType": {"AMDSMI_IOLINK_TYPE_XGMI": "XGMI", "AMDSMI_IOLINK_TYPE_PCIEXPRESS": "PCIe"},
+}
+NVSWITCH = "nvswitch"  # machine._link_end's name for a link to an NVSwitch
+NVML_P2P_CAPS_INDEX_NVLINK = 2  # nvmlGpuP2PCapsIndex_t
+NVML_P2P_STATUS_OK = 0  # nvmlGpuP2PStatus_t
+
+
+def link_classes(backend: DeviceBackend, gpus: Sequence[str], rocm: bool) -> LinkClasses:
+    """Every ordered pair of ``gpus``' link class, from NVML (amdsmi when ``rocm``); ``, no peer access``
+    is added where the pair cannot reach each other's memory (the copy is staged through the host)."""
+    pairs = [(s, d) for s in gpus for d in gpus if s != d]
+    if any(not g.startswith("cuda:") for g in gpus):
+        return _unknown(pairs, f"the links of {backend.type} devices are not read")
+    props = {g: machine.cuda_properties(backend, _index(g)) for g in gpus}
+    classes = _amdsmi_classes(pairs, props) if rocm else _nvml_classes(pairs, props)
+    for (src, dst), cls in list(classes.items()):
+        if cls is not None:
+            classes[src, dst] = cls + _peer_access(backend, src, dst)
+    return classes
+
+
+def _index(device: str) -> int:
+    index = accelerator_index(device)
+    assert index is not None  # only accelerators are paired
+    return index
+
+
+def _unknown(pairs: Sequence[Pair], why: str) -> LinkClasses:
+    classes = LinkClasses(dict.fromkeys(pairs))
+    classes.why.update(dict.fromkeys(pairs, why))
+    return classes
+
+
+def _peer_access(backend: DeviceBackend, src: str, dst: str) -> str:
+    """``, no peer access`` where torch copies the pair through host memory; torch's own answer, the one
+    its copy acts on (and the fingerprint's peer_access)."""
+    try:
+        able = backend.can_access_peer(_index(src), _index(dst))
+    except (RuntimeError, AssertionError):
+        return ", peer access unknown"
+    return "" if able else ", no peer access"
+
+
+# --- NVML -------------------------------------------------------------------------------------------------------
+
+def _nvml_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClasses:
+    with machine.nvml_session() as pynvml:
+        if pynvml is None:
+            return _unknown(pairs, "no NVML (nvidia-ml-py is not installed, or NVML did not start)")
+        handles = {g: machine.nvml_handle(pynvml, p) for g, p in props.items()}
+        links = {g: machine.nvlinks(pynvml, h) for g, h in handles.items() if h is not None}
+        classes = LinkClasses()
+        for pair in pairs:
+            classes[pair], why = _nvml_class(pynvml, handles, links, props, pair)
+            if why:
+                classes.why[pair] = why
+        return classes
+
+
+def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tuple[int, int | None, Any]],
+                props: Mapping[str, Any], pair: Pair) -> tuple[str | None, str | None]:
+    """One pair's class, or None and why: its NVLinks where it has some, else the PCIe level joining it."""
+    src, dst = pair
+    missing = next((g for g in pair if handles[g] is None), None)
+    if missing:
+        return None, f"{missing} is not matched to an NVML device (by PCI address or UUID)"
+    (count, enum, remote), (far_count, _, far) = links[src], links[dst]
+    if remote is None or far is None:
+        return None, f"NVML cannot tell where the NVLinks of {src if remote is None else dst} go"
+    generation = machine.nvlink_generation(pynvml, handles[src], enum) if enum else None
+    name = f"NVLink {generation}" if generation else "NVLink"
+    if remote.get(NVSWITCH) and far.get(NVSWITCH):
+        return f"{name} x{min(remote[NVSWITCH], far[NVSWITCH])} via NVSwitch", None
+    direct = remote.get(machine.pci_bus_id(props[dst]) or "")
+    if direct:
+        return f"{name} x{direct} direct", None
+    if count and far_count and _nvlink_p2p(pynvml, handles[src], handles[dst]) is not False:
+        # Both have NVLinks, none seen joining them (an NVSwitch an older driver names by its PCI address):
+        # unless NVML says the pair has no NVLink path, PCIe would be a guess.
+        return None, f"NVML does not say which NVLinks join {src} and {dst}"
+    return _pcie_class(pynvml, handles[src], handles[dst])
+
+
+def _nvlink_p2p(pynvml: Any, one: Any, other: Any) -> bool | None:
+    """Whether NVML reports a peer path over NVLink between two GPUs (nvmlDeviceGetP2PStatus); None when it cannot say."""
+    try:
+        return int(pynvml.nvmlDeviceGetP2PStatus(one, other, NVML_P2P_CAPS_INDEX_NVLINK)) == NVML_P2P_STATUS_OK
+    except (pynvml.NVMLError, AttributeError, TypeError, ValueError):
+        return None
+
+
+def _pcie_class(pynvml: Any, one: Any, other: Any) -> tuple[str | None, str | None]:
+    """The PCIe path joining two GPUs: the level of their closest common ancestor."""
+    try:
+        level = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(one, other))
+    except (pynvml.NVMLError, AttributeError, TypeError, ValueError) as error:
+        return None, f"nvmlDeviceGetTopologyCommonAncestor: {str(error) or type(error).__name__}"
+    return (PCIE_LEVELS[level], None) if level in PCIE_LEVELS else (None, f"NVML topology level {level} unknown")
+
+
+# --- amdsmi (ROCm) ----------------------------------------------------------------------------------------------
+
+def _amdsmi_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClasses:
+    with machine.amdsmi_session() as amdsmi:
+        if amdsmi is None:
+            return _unknown(pairs, "no amdsmi (not installed, or it did not start)")
+        try:
+            by_bus = machine.amdsmi_handles(amdsmi)
+        except Exception as error:  # amdsmi's own AmdSmiException family
+            return _unknown(pairs, f"amdsmi lists no GPUs: {error}")
+        handles = {g: by_bus.get(machine.pci_bus_id(p) or "") for g, p in props.items()}
+        classes = LinkClasses()
+        for pair in pairs:
+            classes[pair], why = _amdsmi_class(amdsmi, handles, pair)
+            if why:
+                classes.why[pair] = why
+        return classes
+
+
+def _amdsmi_class(amdsmi: Any, handles: Mapping[str, Any], pair: Pair) -> tuple[str | None, str | None]:
+    """One pair's class from amdsmi_topo_get_link_type: XGMI or PCIe, and how many hops."""
+    missing = next((g for g in pair if handles[g] is None), None)
+    if missing:
+        return None, f"{missing} is not matched to an amdsmi device (by PCI address)"
+    try:
+        link = amdsmi.amdsmi_topo_get_link_type(handles[pair[0]], handles[pair[1]])
+        kind, hops = _amd_link_kind(amdsmi, link["type"]), int(link["hops"])
+    except Exception as error:
+        return None, f"amdsmi_topo_get_link_type: {str(error) or type(error).__name__}"
+    if kind is None:
+        return None, f"amdsmi link type {link['type']!r} unknown"
+    return f"{kind}, {hops} hop{'' if hops == 1 else 's'}", None
+
+
+def _amd_link_kind(amdsmi: Any, value: Any) -> str | None:
+    """``XGMI`` or ``PCIe`` for amdsmi's link type: by the member's name, else by the installed module's enums;
+    None where they disagree (a release with both enums and a bare number)."""
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return next((kind for kinds in AMD_LINK_TYPES.values() for member, kind in kinds.items() if member == name), None)
+    found = set()
+    for enum_name, kinds in AMD_LINK_TYPES.items():
+        enum = getattr(amdsmi, enum_name, None)
+        found |= {kind for member, kind in kinds.items()
+                  if getattr(enum, member, None) is not None and int(getattr(enum, member)) == int(value)}
+    return found.pop() if len(found) == 1 else None
