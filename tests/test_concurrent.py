@@ -336,8 +336,8 @@ class TestHostBuffersNearTheirGpu:
 
 
 class TestPeerCopiesOnCpuStandIns:
-    """prepare_peer's real calls, on CPU tensors standing in for GPUs: every leg on a stream of its own at
-    each end, every copy queued before the synchronize, and a check that sees a copy that did not land."""
+    """prepare_peer's real calls, on CPU tensors standing in for GPUs: every leg on a stream of its own on its
+    source, every copy queued before the synchronize, and a check that sees a copy that did not land."""
 
     @pytest.fixture
     def stand_in(self, monkeypatch):
@@ -363,9 +363,8 @@ class TestPeerCopiesOnCpuStandIns:
         stand_in.clear()
         synced.clear()
         prepared.target()
-        assert stand_in == ["stream on cuda:0", "stream on cuda:1", "stream on cuda:1", "stream on cuda:2",
-                            "stream on cuda:2", "stream on cuda:0"]
-        assert synced == [6]  # one synchronize, after every copy was queued
+        assert stand_in == ["stream on cuda:0", "stream on cuda:1", "stream on cuda:2"]
+        assert synced == [3]  # one synchronize, after every copy was queued
         prepared.check(None)
 
     def test_the_check_sees_a_copy_that_did_not_land(self, stand_in, monkeypatch):

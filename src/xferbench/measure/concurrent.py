@@ -289,18 +289,20 @@ def prepare_bidir(c: Concurrent, sync: Sync) -> Prepared:
 
 
 def _peer_leg(src: str, dst: str, shape: tuple[int, ...]) -> tuple[Callable[[], None], Any, Any]:
-    """One GPU-to-GPU copy, queued on a stream of its own at each end, with its source and destination.
+    """One GPU-to-GPU copy, queued on a stream of its own on its source, with its source and destination.
 
-    PyTorch queues a copy between GPUs on the source's current stream and fences it both ways with the
-    destination's current stream (its copy_device_to_device): on the default streams, a copy into a GPU
-    could wait for the copy that GPU sends. A stream of its own at both ends ties no copy to another."""
+    PyTorch queues a copy between GPUs on the source's current stream, which first waits for the
+    destination's current stream, and then makes that stream wait for the copy (its
+    copy_device_to_device). The destination's current stream stays its default one: nothing of this
+    call is queued there before the copy, so no copy waits for another, and after it the default
+    stream holds the copy, so the deadline's event there (``DeviceBackend.wait``) ends with it."""
     import torch
 
     source, target = _pattern(shape, src), _pattern(shape, dst).zero_()
-    send, receive = _streamed(src), _streamed(dst)
+    send = _streamed(src)
 
     def copy() -> None:
-        with torch.cuda.stream(send), torch.cuda.stream(receive):
+        with torch.cuda.stream(send):
             target.copy_(source, non_blocking=True)
     return copy, source, target
 
