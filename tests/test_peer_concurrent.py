@@ -222,5 +222,7 @@ class TestRunsReadTheSpecBack:
         assert (ratio >= FULL_SPEED_SHARE) == (word == "every pair at full speed")
         assert main(["report", str(out), "-o", str(tmp_path / "report.html")]) == 0
         html = (tmp_path / "report.html").read_text()
-        assert 'id="section-peer_all"' in html and 'id="section-peer_bidir"' in html
+        sections = {chunk.split('"', 1)[0]: chunk.split("<h2 ", 1)[0] for chunk in html.split('<h2 id="section-')[1:]}
+        for op in ("peer_bidir", "peer_all"):  # a drawn figure each
+            assert "<svg" in sections[op] and "data-missing" not in sections[op], op
         assert json.loads(out.read_text())["machine_info"]["xferbench"]["peer_plan"]["mode"] == "one-per-class"
