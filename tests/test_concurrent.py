@@ -317,6 +317,40 @@ def test_peer_families_follow_the_runs_peer_pairs(pytester, mode, pairs):
     assert [c for c in collected if c.startswith("ring")] == ["ring-256MiB-all:cuda"]
 
 
+STUCK_PEERS_CONFTEST = """
+import dataclasses
+pytest_plugins = ("xferbench.measure.plugin",)
+from fakes import FakeBackend
+from xferbench.measure import scenario_families, timing
+from xferbench.measure.scenarios import Prepared
+
+timing.DEADLINE_FLOOR_S, timing.DEADLINE_SLOWEST_BPS = 0.01, 1e15  # a hundredth of a second at any size
+# The copies themselves need CUDA; what is checked here is what their synchronizes do.
+scenario_families.SCENARIO_FAMILIES["peer_bidir"] = dataclasses.replace(
+    scenario_families.SCENARIO_FAMILIES["peer_bidir"], prepare=lambda c, sync: Prepared(sync))
+
+def pytest_xfer_make_backend(config):
+    return FakeBackend(gpus=2, stuck=True)
+"""
+
+
+def test_a_stuck_copy_between_gpus_fails_in_one_line_and_the_session_goes_on(pytester, monkeypatch):
+    """The first peer_bidir case fails at its deadline with a one-line reason; the later ones on its GPUs
+    are skipped with the case it came from, and the session ends."""
+    monkeypatch.setattr(transfers, "_WEDGED", {})  # the run is in this process: what it marks ends with the test
+    monkeypatch.setattr(timing, "DEADLINE_FLOOR_S", timing.DEADLINE_FLOOR_S)
+    monkeypatch.setattr(timing, "DEADLINE_SLOWEST_BPS", timing.DEADLINE_SLOWEST_BPS)
+    monkeypatch.setitem(SCENARIO_FAMILIES, "peer_bidir", SCENARIO_FAMILIES["peer_bidir"])
+    pytester.makeconftest(STUCK_PEERS_CONFTEST)
+    shutil.copy(ROOT / "bench" / "test_concurrent.py", pytester.path / "test_concurrent_bench.py")
+    result = pytester.runpytest("-k", "peer_bidir", "--benchmark-max-time=0.001", "-p", "no:cacheprovider", "-rs")
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes["skipped"], outcomes.get("passed", 0)) == (1, 2, 0)
+    result.stdout.re_match_lines([r"one_way-256MiB-cuda:0->cuda:1: cuda:0 still had its copy queued after 0 s: "
+                                  r"a wedged copy .*later cases on it are skipped$"])
+    assert result.stdout.str().count("has a stuck copy from one_way-256MiB-cuda:0->cuda:1") == 2
+
+
 class TestHostBuffersNearTheirGpu:
     """all_gpus_host allocates each GPU's pinned buffer from a thread on that GPU's node (item 9)."""
 
