@@ -13,6 +13,8 @@ from xferbench.analyze.expectations import (
     device_within_wall,
     noops_same_object,
     numa_penalty,
+    peer_duplex,
+    peer_ring,
     pinned_beats_pageable,
     pinned_link_efficiency,
     same_device_10x,
@@ -90,7 +92,7 @@ def test_cpu_run_is_not_measured(capsys):
     from pathlib import Path
 
     assert main(["check", str(Path(__file__).parent / "data" / "cpu-sample.json")]) == 0
-    assert capsys.readouterr().out.count("not measured") == 10
+    assert capsys.readouterr().out.count("not measured") == 12
 
 
 @pytest.mark.parametrize(("device_s", "status"), [(0.0025 * 1.04, "held"), (0.0025 * 1.06, "not held")])
@@ -178,6 +180,8 @@ NAMES = ["pinned host-to-device beats pageable at 64 MiB and above",
          "every GPU and the host at once against one GPU (all_gpus_host)",
          "kernel and staged copies against one DMA / memcpy (copy_kind)",
          "host buffer on another NUMA node against the GPU's own (numa)",
+         "GPU to GPU both ways at once against one way (peer_bidir)",
+         "every GPU to the next at once against the sum of one way (peer_all)",
          "GPU clocks and PCIe link while measuring"]
 
 
@@ -196,7 +200,9 @@ class TestNotMeasuredSaysWhy:
             (NAMES[7], "not measured", "no all_gpus_host cases (they need two or more GPUs)"),
             (NAMES[8], "not measured", "no copy_kind cases"),
             (NAMES[9], "not measured", "no numa cases ran (one NUMA node, or no GPU)"),
-            (NAMES[10], "not measured", "no run-time clocks recorded (no GPU, or no nvidia-ml-py)"),
+            (NAMES[10], "not measured", "no peer_bidir cases (they need two or more GPUs)"),
+            (NAMES[11], "not measured", "no peer_all cases (they need three or more GPUs)"),
+            (NAMES[12], "not measured", "no run-time clocks recorded (no GPU, or no nvidia-ml-py)"),
         ]
 
 
@@ -455,3 +461,94 @@ class TestConcurrentFigures:
         row["extra_info"] |= {"sm_clock_mhz": 1410, "memory_clock_mhz": 2619}
         assert clocks_and_link_at_run_time(results_of(tmp_path, [row], machine=machine)).detail == (
             "SM clock 1410-1410 MHz, memory clock 2619-2619 MHz over 1 cases; PCIe right after timing: unknown")
+
+
+def peer_rows(pairs, *, one=300.0, other=290.0, both=580.0, mib=256):
+    """peer_bidir's three cases for each pair (a, b) at these GB/s."""
+    rows = []
+    for a, b in pairs:
+        rows += [concurrent("peer_bidir", "one_way", a, b, one, mib=mib, peer_legs=[f"{a}->{b}"]),
+                 concurrent("peer_bidir", "other_way", b, a, other, mib=mib, peer_legs=[f"{b}->{a}"]),
+                 concurrent("peer_bidir", "both_ways", a, b, both, mib=mib, payloads=2,
+                            peer_legs=[f"{a}->{b}", f"{b}->{a}"])]
+    return rows
+
+
+def spread(row, low_gbps, high_gbps):
+    """The row with its rounds' quartiles at these GB/s (q3 the slow one, q1 the fast one)."""
+    nbytes = row["extra_info"]["nbytes"]
+    row["stats"] |= {"q3": nbytes / (low_gbps * 1e9), "q1": nbytes / (high_gbps * 1e9)}
+    return row
+
+
+RING3 = ["cuda:0->cuda:1", "cuda:1->cuda:2", "cuda:2->cuda:0"]
+
+
+def ring_row(gbps, legs=RING3, mib=256):
+    return concurrent("peer_all", "ring", "all:cuda", "all:cuda", gbps, mib=mib, payloads=len(legs), peer_legs=legs)
+
+
+class TestPeerFigures:
+    def test_duplex_both_ways_twice_one_way(self, tmp_path):
+        """The finding: both ways at once against the faster direction alone, and the word for it."""
+        verdict = peer_duplex(results_of(tmp_path, peer_rows([("cuda:0", "cuda:1")])))
+        assert (verdict.name, verdict.status, verdict.detail) == (NAMES[10], "figure", (
+            "256 MiB each way: cuda:0<->cuda:1: duplex: both ways at once reach 580 GB/s, 1.93x one way "
+            "(300 GB/s cuda:0->cuda:1, the faster alone)"))
+
+    def test_one_link_shared_both_ways(self, tmp_path):
+        verdict = peer_duplex(results_of(tmp_path, peer_rows([("cuda:0", "cuda:1")], other=310.0, both=320.0)))
+        assert verdict.detail.startswith("256 MiB each way: cuda:0<->cuda:1: shared both ways: both ways at once "
+                                         "reach 320 GB/s, 1.03x one way (310 GB/s cuda:1->cuda:0")
+
+    def test_cant_tell_when_the_rounds_span_the_midpoint(self, tmp_path):
+        """A median at 1.5x whose quartiles reach from 1.33x to 1.67x cannot say duplex or shared."""
+        rows = peer_rows([("cuda:0", "cuda:1")], both=450.0)
+        spread(rows[2], 400.0, 500.0)
+        assert ": can't tell (1.33-1.67x over the rounds' quartiles): both ways at once reach 450 GB/s, 1.50x" in \
+            peer_duplex(results_of(tmp_path, rows)).detail
+
+    def test_cant_tell_without_a_copy_alone(self, tmp_path):
+        rows = peer_rows([("cuda:0", "cuda:1")])[2:]
+        assert peer_duplex(results_of(tmp_path, rows)).detail == (
+            "256 MiB each way: cuda:0<->cuda:1: can't tell (no copy one way alone)")
+
+    def test_many_pairs_say_their_extremes(self, tmp_path):
+        rows = peer_rows([("cuda:0", "cuda:1"), ("cuda:1", "cuda:2"), ("cuda:2", "cuda:3")])
+        rows += peer_rows([("cuda:0", "cuda:3")], both=330.0)
+        detail = peer_duplex(results_of(tmp_path, rows)).detail
+        assert detail.startswith("256 MiB each way: 4 pairs, 1.10-1.93x; lowest cuda:0<->cuda:3: shared both ways")
+        assert "; highest cuda:2<->cuda:3: duplex" in detail
+
+    def test_ring_against_the_sum_of_its_pairs_alone(self, tmp_path):
+        """One-way figures of the ring's payload from peer rows and from peer_bidir's copies alone."""
+        rows = [ring_row(800.0), move("peer", "cuda:1", "cuda:2", 250.0, mib=256),
+                move("peer", "cuda:2", "cuda:0", 250.0, mib=256, method="to"),
+                move("peer", "cuda:2", "cuda:0", 100.0, mib=64)]  # another payload: not this ring's reference
+        rows += peer_rows([("cuda:0", "cuda:1")])
+        verdict = peer_ring(results_of(tmp_path, rows))
+        assert (verdict.name, verdict.detail) == (NAMES[11], (
+            "256 MiB per copy, 3 copies at once: 800 GB/s summed = 1.00x the sum of each pair's one-way figure "
+            "(800 GB/s): every pair at full speed"))
+
+    def test_ring_on_a_shared_switch(self, tmp_path):
+        rows = [ring_row(400.0), *peer_rows([("cuda:0", "cuda:1"), ("cuda:1", "cuda:2")], one=270.0, other=260.0),
+                move("peer", "cuda:2", "cuda:0", 260.0, mib=256)]
+        assert peer_ring(results_of(tmp_path, rows)).detail.endswith(
+            "= 0.50x the sum of each pair's one-way figure (800 GB/s): the pairs share a switch or a link")
+
+    def test_ring_without_a_reference_cannot_tell(self, tmp_path):
+        rows = [ring_row(800.0), move("peer", "cuda:0", "cuda:1", 250.0, mib=256)]
+        assert peer_ring(results_of(tmp_path, rows)).detail == (
+            "256 MiB per copy, 3 copies at once: 800 GB/s summed; can't tell against one way: no copy alone of "
+            "256 MiB for cuda:1->cuda:2, cuda:2->cuda:0")
+
+    def test_pairs_without_a_figure_take_their_link_class(self, tmp_path):
+        """The peer plan's premise (one pair stands for its link class), said where it is used."""
+        classes = {leg: "NVSwitch" for leg in RING3}
+        machine = {"xferbench": MACHINE["xferbench"] | {"peer_plan": {"mode": "one-per-class", "classes": classes}}}
+        rows = [ring_row(750.0), *peer_rows([("cuda:0", "cuda:1")], one=250.0)]
+        assert peer_ring(results_of(tmp_path, rows, machine=machine)).detail == (
+            "256 MiB per copy, 3 copies at once: 750 GB/s summed = 1.00x the sum of each pair's one-way figure "
+            "(750 GB/s): every pair at full speed (pairs without a figure of their own take cuda:0->cuda:1's, "
+            "its link class)")

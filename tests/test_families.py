@@ -74,16 +74,16 @@ def test_a_family_object_needs_a_scenario_or_concurrent_record():
 
 
 def test_every_family_object_plans_prepares_and_prices_on_a_simulated_machine():
-    """Each hook runs: the plan gives cases on two simulated GPUs, the price gives calls on the simulated
-    clock (forward says it cannot be priced, numa remote needs a second node)."""
+    """Each hook runs: the plan gives cases on three simulated GPUs (a ring needs three), the price gives calls on
+    the simulated clock (forward says it cannot be priced, numa remote needs a second node)."""
     from xferbench.measure.concurrent import NotPlaceable
     from xferbench.measure.scenario_families import SCENARIO_FAMILIES
     from xferbench.measure.simulate import SimBackend, load_spec
     from xferbench.measure.transfers import CannotRun
 
-    backend = SimBackend(load_spec(ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml"))
+    backend = SimBackend(load_spec(ROOT / "examples" / "sim-4gpu-pcie4.toml"))
     for op, obj in SCENARIO_FAMILIES.items():
-        planned = [c for c in obj.cases(["cpu", "cuda:0", "cuda:1"], "quick") if not isinstance(c, Skipped)]
+        planned = [c for c in obj.cases(["cpu", "cuda:0", "cuda:1", "cuda:2"], "quick") if not isinstance(c, Skipped)]
         assert planned and all(c.op == op for c in planned), op
         on_gpu = [c for c in planned if any(d.startswith("cuda:") for d in c.devices)]
         priced = 0

@@ -227,7 +227,7 @@ class TestSaysItIsSimulated:
         assert code == 0, lines
         assert "SIMULATED" in lines[0]
         # The verdicts on families this run did not include (concurrent ones, run-time clocks) are not measured.
-        others = ("(bidir)", "(all_gpus_host)", "(copy_kind)", "(numa)", "clocks and PCIe link")
+        others = ("(bidir)", "(all_gpus_host)", "(copy_kind)", "(numa)", "(peer_bidir)", "(peer_all)", "clocks and PCIe link")
         statuses = {line.strip().split("  ")[0] for line in lines[1:] if line.strip() and not any(o in line for o in others)}
         assert statuses <= {"simulated held", "simulated figure"}, lines
         pinned = [line for line in lines if "pinned host-to-device beats pageable" in line]

@@ -94,7 +94,7 @@ class TestSpec:
         ({"drift": 1}, "drift is a relative wander below 1, got 1.0"),
         ({"colour": 3}, "unknown key colour; expected one of gpus, sync_us, dispatch_ns, launch_us, name, memory_gib, "
                         "noise, seed, drift, pin_GBps, host_copy_GBps, kernel_slowdown, duplex, shared_host_GBps, "
-                        "numa_nodes, remote_GBps"),
+                        "numa_nodes, remote_GBps, peer_duplex, shared_peer_GBps"),
         ({"duplex": 1}, "duplex must be true or false, got 1"),
         ({"duplex": "yes"}, "duplex must be true or false, got 'yes'"),
         ({"pin_GBps": 0}, "pin_GBps must be > 0, got 0.0"),
@@ -164,7 +164,7 @@ class TestSpec:
         assert data["gpus"] == 2 and data["source"] == "s.toml" and data["name"] == "simulated GPU"
         assert list(data) == ["gpus", "sync_us", "dispatch_ns", "launch_us", "paths", "link", "name", "memory_gib",
                               "noise", "seed", "drift", "pin_GBps", "host_copy_GBps", "kernel_slowdown", "duplex",
-                              "shared_host_GBps", "numa_nodes", "remote_GBps",
+                              "shared_host_GBps", "numa_nodes", "remote_GBps", "peer_duplex", "shared_peer_GBps",
                               "source"]  # what machine_info records, nothing else
 
 

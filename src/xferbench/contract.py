@@ -114,6 +114,7 @@ MEASURED: dict[str, Any] = {
     "device_repeats": int,       # calls measured for device_seconds (back to back between events, or profiled)
     "minor_faults_per_call": float,  # minor page faults per call (ru_minflt), for cases that touch host memory
     "peer_access": bool,         # peer copies: cudaDeviceCanAccessPeer (capable, not enabled)
+    "peer_legs": list[str],      # peer_bidir, peer_all: the GPU-to-GPU copies one call makes, "cuda:0->cuda:1"
     "queued_seconds": float,     # sync_stall: GPU work queued before the call
     "bus_factor": float,         # distributed: busbw = algbw x bus_factor (nccl-tests)
     "round_trip": bool,          # distributed point-to-point: one call is a round trip

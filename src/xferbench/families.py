@@ -209,6 +209,18 @@ _CONCURRENT = (
            caption="The host buffer is allocated from a thread bound to the GPU's NUMA node (local) or to another node "
                    "(remote); the node that holds it, read back from /proc/self/numa_maps, is in each benchmark's "
                    "host_numa_node. A remote buffer crosses the link between sockets."),
+    Family("peer_bidir", "GPU to GPU both ways at once", "a copy from GPU a to GPU b and one from b to a on streams "
+           "of their own at once, and each alone, for the pairs the peer plan sweeps", "concurrent", "tab:purple",
+           link="nvlink",
+           caption="both_ways is the sum of both directions' bytes over the time both take; near twice the faster "
+                   "direction alone means the link between the two GPUs is duplex, near one direction alone that "
+                   "both share it. Pairs: those --xfer-peer-pairs sweeps at every size (one per link class on a "
+                   "node whose links are known)."),
+    Family("peer_all", "Every GPU to the next at once", "every GPU copying to the next one at once (a ring: each "
+           "sends one copy and receives one)", "concurrent", "tab:purple", link="nvlink",
+           caption="The figure is the sum over every copy of the ring. Compared with the sum of each pair's one-way "
+                   "figure (peer and peer_bidir rows of the same payload): near it, the fabric (an NVSwitch) carries "
+                   "every pair at full speed; well below it, the pairs share a switch or a link."),
 )
 
 _DISTRIBUTED = tuple(

@@ -235,6 +235,128 @@ def numa_penalty(results: Results) -> Verdict:
     return Verdict(name, "figure", "; ".join(lines) or "only one placement ran (see the skip reasons)")
 
 
+#: Both ways at once against the faster way alone: nearer 2x is a duplex link, nearer 1x one link the two
+#: directions share. The rounds' quartiles give the ratio a range; one that spans this midpoint cannot decide.
+DUPLEX_MIDPOINT = 1.5
+#: A ring at or above this share of the sum of its pairs' one-way figures carries every pair at full speed: the
+#: call launches its copies and synchronizes its GPUs one by one, which costs a ring of 8 at 256 MiB a few
+#: percent against one copy alone; a switch or link the pairs share costs it a half or more.
+FULL_SPEED_SHARE = 0.75
+
+
+def _gb(gbps: float) -> str:
+    """GB/s as read: 732, 39.9; 2,803 rather than 2.8e+03 for an aggregate of many links."""
+    return f"{gbps:,.0f}" if gbps >= 1000 else f"{gbps:.3g}"
+
+
+def _gbps_range(row: pd.Series) -> tuple[float, float, float]:
+    """A row's GB/s: the median's, and the range its rounds' quartiles span (q3's time, q1's)."""
+    def rate(seconds: object) -> float:
+        value = float(seconds) if isinstance(seconds, int | float) and seconds == seconds else float(row["median_s"])
+        return float(row["nbytes"]) / value / 1e9
+    return rate(row["median_s"]), rate(row.get("q3_s")), rate(row.get("q1_s"))
+
+
+def _fastest(rows: pd.DataFrame, variant: str | None, src: str, dst: str) -> pd.Series | None:
+    """The fastest row of ``variant`` (any, when None) from ``src`` to ``dst``, None when there is none."""
+    chosen = rows[(rows["src"] == src) & (rows["dst"] == dst)]
+    if variant is not None:
+        chosen = chosen[chosen["variant"] == variant]
+    return None if chosen.empty else chosen.loc[chosen["bandwidth_gbps"].idxmax()]
+
+
+def _duplex_word(low: float, high: float) -> str:
+    if low >= DUPLEX_MIDPOINT:
+        return "duplex"
+    if high <= DUPLEX_MIDPOINT:
+        return "shared both ways"
+    return f"can't tell ({low:.2f}-{high:.2f}x over the rounds' quartiles)"
+
+
+def _duplex_line(rows: pd.DataFrame, both: pd.Series) -> tuple[float, str]:
+    """One pair's sentence, and its ratio (for ordering)."""
+    a, b = str(both["src"]), str(both["dst"])
+    alone = [row for row in (_fastest(rows, "one_way", a, b), _fastest(rows, "other_way", b, a)) if row is not None]
+    if not alone:
+        return math.nan, f"{a}<->{b}: can't tell (no copy one way alone)"
+    one = max(alone, key=lambda row: float(row["bandwidth_gbps"]))
+    (total, total_low, total_high), (single, single_low, single_high) = _gbps_range(both), _gbps_range(one)
+    ratio = total / single
+    word = _duplex_word(total_low / single_high, total_high / single_low)
+    return ratio, (f"{a}<->{b}: {word}: both ways at once reach {_gb(total)} GB/s, {ratio:.2f}x one way "
+                   f"({_gb(single)} GB/s {one['src']}->{one['dst']}, the faster alone)")
+
+
+def peer_duplex(results: Results) -> Verdict:
+    name = "GPU to GPU both ways at once against one way (peer_bidir)"
+    rows = _variants(results, "peer_bidir")
+    if rows.empty:
+        return Verdict(name, "not measured", "no peer_bidir cases (they need two or more GPUs)")
+    both = rows[rows["variant"] == "both_ways"]
+    pairs = [_duplex_line(rows, row) for _, row in both.loc[both.groupby(["src", "dst"])["bandwidth_gbps"].idxmax()].iterrows()]
+    if not pairs:
+        return Verdict(name, "figure", "can't tell: no copy both ways at once ran")
+    pairs.sort(key=lambda pair: pair[0] if pair[0] == pair[0] else -1.0)
+    lines = [line for _, line in pairs]
+    if len(lines) > 3:  # every pair of 8 GPUs: the extremes say it
+        lines = [f"{len(lines)} pairs, {pairs[0][0]:.2f}-{pairs[-1][0]:.2f}x; lowest {lines[0]}", f"highest {lines[-1]}"]
+    return Verdict(name, "figure", f"{format_bytes(_payload(rows).max())} each way: " + "; ".join(lines))
+
+
+def _link_classes(results: Results) -> dict[str, str]:
+    """Each GPU pair's link class as the run's peer plan recorded it ("cuda:0->cuda:1": class), where known."""
+    plan = results.fingerprint.section.get("peer_plan")
+    classes = plan.get("classes") if isinstance(plan, dict) else None
+    return {str(k): str(v) for k, v in classes.items() if v is not None} if isinstance(classes, dict) else {}
+
+
+def _one_way(results: Results, payload: int, leg: str) -> tuple[float, str] | None:
+    """A pair's fastest copy alone at ``payload`` bytes (a peer row, or a peer_bidir one alone), and where
+    it comes from: the pair's own, else a pair of the same link class (the peer plan's premise)."""
+    frame = results.frame
+    alone = frame[((frame["op"] == "peer") & (frame["nbytes"] == payload))
+                  | ((frame["op"] == "peer_bidir") & frame["variant"].isin(("one_way", "other_way"))
+                     & (frame["nbytes"] == payload))]
+    figures = {f"{src}->{dst}": float(group["bandwidth_gbps"].max()) for (src, dst), group in alone.groupby(["src", "dst"])}
+    if leg in figures:
+        return figures[leg], "its own"
+    classes = _link_classes(results)
+    kin = [pair for pair in figures if leg in classes and classes.get(pair) == classes[leg]]
+    return (figures[kin[0]], f"{kin[0]}'s, its link class") if kin else None
+
+
+def _ring_word(low: float, high: float) -> str:
+    if low >= FULL_SPEED_SHARE:
+        return "every pair at full speed"
+    if high < FULL_SPEED_SHARE:
+        return "the pairs share a switch or a link"
+    return f"can't tell ({low:.2f}-{high:.2f}x over the rounds' quartiles)"
+
+
+def peer_ring(results: Results) -> Verdict:
+    name = "every GPU to the next at once against the sum of one way (peer_all)"
+    rows = _variants(results, "peer_all")
+    if not rows.empty and "peer_legs" in rows:
+        rows = rows[rows["peer_legs"].map(lambda legs: isinstance(legs, list) and bool(legs))]
+    if rows.empty or "peer_legs" not in rows:
+        return Verdict(name, "not measured", "no peer_all cases (they need three or more GPUs)")
+    ring = rows.loc[rows["bandwidth_gbps"].idxmax()]
+    legs, payload = [str(leg) for leg in ring["peer_legs"]], int(_payload(rows).max())
+    total, low, high = _gbps_range(ring)
+    head = f"{format_bytes(payload)} per copy, {len(legs)} copies at once: {_gb(total)} GB/s summed"
+    found = {leg: _one_way(results, payload, leg) for leg in legs}
+    missing = [leg for leg, figure in found.items() if figure is None]
+    if missing:
+        return Verdict(name, "figure", f"{head}; can't tell against one way: no copy alone of "
+                                       f"{format_bytes(payload)} for {', '.join(missing)}")
+    figures = [figure for figure in found.values() if figure is not None]
+    alone = sum(gbps for gbps, _ in figures)
+    borrowed = sorted({where for _, where in figures if where != "its own"})
+    note = f" (pairs without a figure of their own take {'; '.join(borrowed)})" if borrowed else ""
+    return Verdict(name, "figure", f"{head} = {total / alone:.2f}x the sum of each pair's one-way figure "
+                                   f"({_gb(alone)} GB/s): {_ring_word(low / alone, high / alone)}{note}")
+
+
 def clocks_and_link_at_run_time(results: Results) -> Verdict:
     name = "GPU clocks and PCIe link while measuring"
     frame = results.frame
@@ -255,8 +377,8 @@ def clocks_and_link_at_run_time(results: Results) -> Verdict:
 
 EXPECTATIONS: list[Callable[[Results], Verdict]] = [
     pinned_beats_pageable, same_device_10x, d2h_pageable_slowest, noops_same_object, device_within_wall,
-    pinned_link_efficiency, bidirectional_duplex, all_gpus_scaling, copy_kind_cost, numa_penalty,
-    clocks_and_link_at_run_time,
+    pinned_link_efficiency, bidirectional_duplex, all_gpus_scaling, copy_kind_cost, numa_penalty, peer_duplex,
+    peer_ring, clocks_and_link_at_run_time,
 ]
 
 

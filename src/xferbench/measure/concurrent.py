@@ -8,7 +8,11 @@
   source or a dtype-converting ``.to()`` (a kernel, or a host-side copy first);
 - ``numa``: pinned copies with the host buffer on the GPU's NUMA node against one on
   another node (placed by allocating from a thread bound to that node's CPUs, and
-  checked in ``/proc/self/numa_maps``).
+  checked in ``/proc/self/numa_maps``);
+- ``peer_bidir``: GPU a to GPU b and b to a at the same time, next to each direction
+  alone, for the pairs the peer plan sweeps (nvbandwidth's device_to_device_bidirectional);
+- ``peer_all``: every GPU copying to the next one at once (a ring): every GPU's link
+  sends and receives while the fabric (an NVSwitch, a PCIe switch) carries them all.
 
 Each is a family of ``Concurrent`` records (frozen, like ``cases.Case``), a plan and a
 preparation, registered with its sizes and simulated price in ``scenario_families.py``;
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,19 +32,27 @@ from typing import TYPE_CHECKING, Any
 
 from ..contract import Identity
 from ..units import format_size
-from .cases import Skipped, accelerators, no_accelerator
-from .devices import DeviceBackend, accelerator_index
+from .cases import PeerPlan, Skipped, accelerators, no_accelerator
+from .devices import DeviceBackend, Wedged, accelerator_index
 from .machine import gpu_local_cpus, parse_cpu_list, pci_bus_id
 from .scenarios import Prepared, Sync, empty_host_cache, missing_cuda
 
 if TYPE_CHECKING:
     from .simulate import SimBackend
 
-__all__ = ["Concurrent", "NotPlaceable", "numa_node_of", "time_concurrent"]
+__all__ = ["PEER_OPS", "Concurrent", "NotPlaceable", "numa_node_of", "ring_legs", "time_concurrent"]
 
 #: float32 elements per row of the 2-D payloads (strided views take every other column).
 ROW = 1024
 SYSFS_NODES = Path("/sys/devices/system/node")
+#: The families whose copies run between GPUs: their synchronizes give up after a deadline (a stuck peer copy).
+PEER_OPS = ("peer_bidir", "peer_all")
+Pair = tuple[str, str]
+
+
+def ring_legs(gpus: Sequence[str]) -> tuple[Pair, ...]:
+    """Each GPU to the next one, the last to the first: every GPU sends one copy and receives one."""
+    return tuple((gpu, gpus[(i + 1) % len(gpus)]) for i, gpu in enumerate(gpus))
 
 
 @dataclass(frozen=True)
@@ -53,8 +65,19 @@ class Concurrent:
     gpus: tuple[str, ...]  # the GPUs the call uses
 
     @property
+    def legs(self) -> tuple[Pair, ...]:
+        """The GPU-to-GPU copies one call of a peer family makes, each (source, destination); none elsewhere."""
+        if self.op == "peer_all":
+            return ring_legs(self.gpus)
+        if self.op == "peer_bidir":
+            return ((self.src, self.dst), (self.dst, self.src)) if self.variant == "both_ways" else ((self.src, self.dst),)
+        return ()
+
+    @property
     def copies(self) -> int:
-        """Payloads moved by one call: both directions, or one per GPU."""
+        """Payloads moved by one call: both directions, one per GPU, or one per peer copy."""
+        if self.legs:
+            return len(self.legs)
         if self.variant == "h2d+d2h":
             return 2
         return len(self.gpus) if self.variant.endswith("_all") else 1
@@ -79,7 +102,8 @@ class Concurrent:
 
     @property
     def id(self) -> str:
-        where = self.src if self.src == self.dst else f"{self.src}->{self.dst}"
+        joint = "<->" if self.variant == "both_ways" else "->"
+        where = self.src if self.src == self.dst else f"{self.src}{joint}{self.dst}"
         return f"{self.variant}-{self.size_label}-{where}"
 
     @property
@@ -88,11 +112,12 @@ class Concurrent:
 
     def identity(self) -> Identity:
         return Identity(self.op, self.variant, self.src, self.dst, self.nbytes, "float32", self.shape,
-                        host_memory=self.host_memory, non_blocking=self.op in ("bidir", "all_gpus_host"),
+                        host_memory=self.host_memory, non_blocking=self.op in ("bidir", "all_gpus_host", *PEER_OPS),
                         variant=self.variant)
 
     def extra_info(self) -> dict[str, Any]:
-        return self.identity().extra_info() | {"size_unit": "bytes"}
+        legs = {"peer_legs": [f"{src}->{dst}" for src, dst in self.legs]} if self.legs else {}
+        return self.identity().extra_info() | {"size_unit": "bytes"} | legs
 
 
 # --- which cases a machine gets -----------------------------------------------------------------------------
@@ -162,6 +187,38 @@ def plan_numa(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
         for size in sizes for g in gpus for direction in ("h2d", "d2h") for where in ("local", "remote")]
 
 
+def _peer_gpus(op: str, devices: Sequence[str], least: int, why: str) -> tuple[list[str], list[Planned]]:
+    """The GPUs a peer family runs on, or the one skip line saying why there are none (the host is not needed)."""
+    gpus, skip = _cuda_gpus(op, devices, host=False)
+    if not skip and len(gpus) < least:
+        count = {2: "two", 3: "three"}[least]
+        skip = [Skipped(f"{op}-needs-{count}-accelerators", f"{op} {why}; it needs {least} or more GPUs, found "
+                                                             f"{len(gpus)} ({', '.join(gpus)})")]
+    return (gpus, []) if not skip else ([], skip)
+
+
+def duplex_pairs(gpus: Sequence[str], swept: Iterable[Pair] | None) -> list[Pair]:
+    """The GPU pairs peer_bidir times, each once, in device order: those the peer plan sweeps at every
+    size (in either direction; one per link class keeps an 8-GPU node to one pair), every pair without one."""
+    order = {gpu: i for i, gpu in enumerate(gpus)}
+    wanted = [(s, d) for s in gpus for d in gpus if s != d] if swept is None else swept
+    pairs = {(s, d) if order[s] < order[d] else (d, s) for s, d in wanted if s in order and d in order}
+    return sorted(pairs, key=lambda pair: (order[pair[0]], order[pair[1]]))
+
+
+def plan_peer_bidir(devices: Sequence[str], sizes: Sequence[int], peers: PeerPlan | None = None) -> list[Planned]:
+    gpus, skip = _peer_gpus("peer_bidir", devices, 2, "copies between two GPUs both ways at once")
+    pairs = duplex_pairs(gpus, None if peers is None else peers.swept)
+    return skip + [Concurrent("peer_bidir", variant, *ends, size, (a, b)) for size in sizes for a, b in pairs
+                   for variant, ends in (("one_way", (a, b)), ("other_way", (b, a)), ("both_ways", (a, b)))]
+
+
+def plan_peer_all(devices: Sequence[str], sizes: Sequence[int], peers: PeerPlan | None = None) -> list[Planned]:
+    gpus, skip = _peer_gpus("peer_all", devices, 3, "has every GPU copy to the next one at once (a ring); on two "
+                                                    "GPUs that is peer_bidir's both_ways")
+    return skip + [Concurrent("peer_all", "ring", "all:cuda", "all:cuda", size, tuple(gpus)) for size in sizes if gpus]
+
+
 # --- what is timed ----------------------------------------------------------------------------------------
 
 class NotPlaceable(Exception):
@@ -229,6 +286,50 @@ def prepare_bidir(c: Concurrent, sync: Sync) -> Prepared:
         if d2h in parts:
             _equal(host_dst, dev_src, f"{c.id} device to host")
     return Prepared(call, check=check)
+
+
+def _peer_leg(src: str, dst: str, shape: tuple[int, ...]) -> tuple[Callable[[], None], Any, Any]:
+    """One GPU-to-GPU copy, queued on a stream of its own on its source, with its source and destination.
+
+    PyTorch queues a copy between GPUs on the source's current stream, which first waits for the
+    destination's current stream, and then makes that stream wait for the copy (its
+    copy_device_to_device). The destination's current stream stays its default one: nothing of this
+    call is queued there before the copy, so no copy waits for another, and after it the default
+    stream holds the copy, so the deadline's event there (``DeviceBackend.wait``) ends with it."""
+    import torch
+
+    source, target = _pattern(shape, src), _pattern(shape, dst).zero_()
+    send = _streamed(src)
+
+    def copy() -> None:
+        with torch.cuda.stream(send):
+            target.copy_(source, non_blocking=True)
+    return copy, source, target
+
+
+def prepare_peer(c: Concurrent, sync: Sync) -> Prepared:
+    """peer_bidir and peer_all: every leg of ``c`` queued, then every GPU synchronized. The check zeroes
+    every destination and makes one more call, so what it compares is that call's doing."""
+    _require_cuda(c)
+    import torch
+
+    legs = [_peer_leg(src, dst, c.shape) for src, dst in c.legs]
+    access = all(torch.cuda.can_device_access_peer(torch.device(s).index, torch.device(d).index) for s, d in c.legs)
+    sync()
+
+    def call() -> None:
+        for copy, _, _ in legs:  # every copy is queued before any is waited for, so they all run at once
+            copy()
+        sync()
+
+    def check(_: Any) -> None:
+        for _, _, target in legs:
+            target.zero_()
+        sync()
+        call()
+        for (src, dst), (_, source, target) in zip(c.legs, legs, strict=True):
+            _equal(target, source, f"{c.id} {src}->{dst}")
+    return Prepared(call, check=check, extra={"peer_access": access})
 
 
 def _near(local: set[int] | None, allocate: Callable[[], Any]) -> Any:
@@ -400,18 +501,42 @@ def time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: 
     """Time ``c`` with ``benchmark`` after a warm-up, check what arrived, fill in extra_info. ``make``
     builds the calls (the real ones, or the simulated machine's prices when ``simulator`` is given).
 
-    Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible.
+    Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible, Wedged
+    when a peer family's copy is stuck (its GPUs are then refused to every later case).
     """
+    from .transfers import mark_wedged
+
+    try:
+        return _time_concurrent(c, make, benchmark, backend, simulator)
+    except Wedged:
+        mark_wedged(c.gpus, c.id)  # its queued copy never ends: nothing more runs on these GPUs
+        raise
+
+
+def _synchronizer(c: Concurrent, backend: DeviceBackend) -> Sync:
+    """A synchronize of every GPU ``c`` uses. A peer family's gives up after the copy's deadline and raises
+    Wedged, as a peer case's does: with the IOMMU or ACS on, a copy between GPUs can hang for ever."""
+    from .timing import copy_deadline, wait_or_raise
+
+    indices = [i for i in map(accelerator_index, c.gpus) if i is not None]
+    deadline = copy_deadline(c.nbytes) if c.op in PEER_OPS else None
+
+    def sync() -> None:
+        for index in indices:
+            if deadline is None:
+                backend.synchronize(index)
+            else:
+                wait_or_raise(backend, index, deadline)
+    return sync
+
+
+def _time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: Any, backend: DeviceBackend,
+                     simulator: SimBackend | None) -> dict[str, Any]:
     from .faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 
-    indices = [i for i in map(accelerator_index, c.gpus) if i is not None]
-
-    def sync() -> None:
-        for index in indices:
-            backend.synchronize(index)
-
+    sync = _synchronizer(c, backend)
     with out_of_memory_skips(c.size_label, backend):
         try:
             prepared = make(sync)

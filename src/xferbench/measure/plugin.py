@@ -267,8 +267,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = settings(metafunc.config)
     if "xfer_case" in metafunc.fixturenames:  # a core, scenario or concurrent family, by its mark
         op = _op_of(metafunc, (*core_ops(), *SCENARIO_FAMILIES))
-        parametrize_cases(metafunc, "xfer_case", plan_scenario_family(op, s.devices, s.profile) if op in SCENARIO_FAMILIES
-                          else build_cases(op, s.devices, s.sizes, s.dtypes, s.peers))
+        planned = (plan_scenario_family(op, s.devices, s.profile, s.peers) if op in SCENARIO_FAMILIES
+                   else build_cases(op, s.devices, s.sizes, s.dtypes, s.peers))
+        parametrize_cases(metafunc, "xfer_case", planned)
     if "xfer_dist_case" in metafunc.fixturenames:
         from .distributed import PROFILES
         from .distributed.operations import planned_cases

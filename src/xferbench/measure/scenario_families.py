@@ -6,7 +6,8 @@ title, caption, kind and finding are its record in ``families.py`` (shared with 
 side); what it runs is here, one ``ScenarioFamily`` per op:
 
 - ``plan(devices, sizes)``: the cases a machine gets (``Scenario`` or ``Concurrent`` records,
-  and ``Skipped`` lines), over ``sizes[profile]``;
+  and ``Skipped`` lines), over ``sizes[profile]``; ``plan(devices, sizes, peers)`` for a family
+  that follows the peer plan (``peers=True``: the pairs ``--xfer-peer-pairs`` sweeps);
 - ``prepare(case, sync)``: the real calls to time (``scenarios.py``, ``concurrent.py``);
 - ``price(case, priced, sync)``: the same calls priced by the simulated machine
   (``simulate_scenarios.py``);
@@ -24,17 +25,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..families import Family, family
-from .cases import PROFILES, Case, PlannedCase, Skipped
+from .cases import PROFILES, Case, PeerPlan, PlannedCase, Skipped
 from .concurrent import (
     Concurrent,
     plan_all_gpus_host,
     plan_bidir,
     plan_copy_kind,
     plan_numa,
+    plan_peer_all,
+    plan_peer_bidir,
     prepare_all_gpus_host,
     prepare_bidir,
     prepare_copy_kind,
     prepare_numa,
+    prepare_peer,
     time_concurrent,
 )
 from .devices import DeviceBackend, accelerator_index
@@ -69,6 +73,7 @@ from .simulate_scenarios import (
     price_forward,
     price_module_to,
     price_numa,
+    price_peer,
     price_pin_memory,
     price_placement,
     price_state_dict,
@@ -99,6 +104,8 @@ class ScenarioFamily(Generic[C]):
     plan: Callable[[Sequence[str], Sequence[int]], list[C | Skipped]]
     prepare: Callable[[C, Sync], Prepared]
     price: Callable[[C, Priced, Sync], Prepared]
+    #: Whether ``plan`` takes the run's peer plan as a third argument (the peer families: its pairs).
+    peers: bool = False
 
     def __post_init__(self) -> None:
         missing = [hook for hook in ("plan", "prepare", "price") if not callable(getattr(self, hook))]
@@ -115,7 +122,9 @@ class ScenarioFamily(Generic[C]):
     def finding(self) -> Callable[[Any], list[str]] | None:
         return self.record.finding
 
-    def cases(self, devices: Sequence[str], profile: str) -> list[C | Skipped]:
+    def cases(self, devices: Sequence[str], profile: str, peers: PeerPlan | None = None) -> list[C | Skipped]:
+        if self.peers:
+            return self.plan(devices, self.sizes[profile], peers)  # type: ignore[call-arg]
         return self.plan(devices, self.sizes[profile])
 
     def prepared(self, case: C, simulator: SimBackend | None, sync: Sync) -> Prepared:
@@ -164,6 +173,14 @@ _FAMILIES: tuple[ScenarioFamily[Any], ...] = (
                    plan_copy_kind, prepare_copy_kind, price_copy_kind),
     ScenarioFamily("numa", _sizes((256 * MiB,), (64 * MiB, 256 * MiB)),
                    plan_numa, prepare_numa, price_numa),
+    # Between GPUs: sizes where the copies are at their bandwidth, not the peer family's whole sweep. A ring's
+    # call launches and synchronizes every GPU in turn: at 256 MiB (0.7 ms at 370 GB/s) that costs it a few
+    # percent against one copy alone, at 64 MiB a third. peer_bidir's figures alone at the ring's sizes are
+    # its one-way reference. Pairs: the peer plan's.
+    ScenarioFamily("peer_bidir", _sizes((256 * MiB,), (64 * MiB, 256 * MiB, 2**30)),
+                   plan_peer_bidir, prepare_peer, price_peer, peers=True),
+    ScenarioFamily("peer_all", _sizes((256 * MiB,), (256 * MiB, 2**30)),
+                   plan_peer_all, prepare_peer, price_peer, peers=True),
 )
 
 
@@ -183,11 +200,12 @@ def _registered(objects: Sequence[ScenarioFamily[Any]]) -> dict[str, ScenarioFam
 SCENARIO_FAMILIES: dict[str, ScenarioFamily[Any]] = _registered(_FAMILIES)
 
 
-def plan(op: str, devices: Sequence[str], profile: str) -> list[PlannedCase | Skipped]:
-    """The cases (and skip lines) of scenario or concurrent family ``op`` on ``devices``."""
+def plan(op: str, devices: Sequence[str], profile: str, peers: PeerPlan | None = None) -> list[PlannedCase | Skipped]:
+    """The cases (and skip lines) of scenario or concurrent family ``op`` on ``devices``; ``peers``: the
+    run's peer plan (None: every GPU pair), which the peer families follow."""
     if op not in SCENARIO_FAMILIES:
         raise ValueError(f"unknown scenario family {op!r}; expected one of {', '.join(SCENARIO_FAMILIES)}")
-    return SCENARIO_FAMILIES[op].cases(devices, profile)
+    return SCENARIO_FAMILIES[op].cases(devices, profile, peers)
 
 
 def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str = "quick") -> dict[str, Any]:

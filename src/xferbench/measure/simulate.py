@@ -117,6 +117,8 @@ class MachineSpec:
     shared_host_GBps: float | None = None  # what every GPU's host copies at once share, per direction
     numa_nodes: int = 1  # host NUMA nodes; GPU i sits on node i * numa_nodes // gpus
     remote_GBps: float | None = None  # cap of a copy whose host buffer is on another node
+    peer_duplex: bool = True  # a peer link carries both directions at once at full speed; False: they share it
+    shared_peer_GBps: float | None = None  # what every peer copy at once shares (a PCIe switch; None: an NVSwitch)
     source: str = ""
 
     def as_json(self) -> dict[str, Any]:
@@ -131,7 +133,8 @@ _TOP: dict[str, tuple[type, bool]] = {  # key: (type, required)
     "name": (str, False), "memory_gib": (float, False), "noise": (float, False), "seed": (int, False),
     "drift": (float, False), "pin_GBps": (float, False), "host_copy_GBps": (float, False),
     "kernel_slowdown": (float, False), "duplex": (bool, False), "shared_host_GBps": (float, False),
-    "numa_nodes": (int, False), "remote_GBps": (float, False),
+    "numa_nodes": (int, False), "remote_GBps": (float, False), "peer_duplex": (bool, False),
+    "shared_peer_GBps": (float, False),
 }
 #: More simulated GPUs than this is a typo, not a node: the peer family alone plans gpus x (gpus - 1)
 #: pairs, and a billion exhausted the host's memory while planning.
@@ -139,7 +142,8 @@ MAX_GPUS = 64
 #: A fixed cost above one second a call is a typo as well (and near 1e308 the simulated clock overflows).
 _MAX_FIXED = {"sync_us": 1e6, "launch_us": 1e6, "dispatch_ns": 1e9, "alpha_us": 1e6}
 #: Optional keys that are rates or factors: zero would be an infinite cost.
-_POSITIVE = ("pin_GBps", "host_copy_GBps", "kernel_slowdown", "shared_host_GBps", "numa_nodes", "remote_GBps")
+_POSITIVE = ("pin_GBps", "host_copy_GBps", "kernel_slowdown", "shared_host_GBps", "numa_nodes", "remote_GBps",
+             "shared_peer_GBps")
 _PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True),
                                             "slowdown": (float, False)}
 _LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_width": (int, False),

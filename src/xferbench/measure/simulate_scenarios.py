@@ -13,7 +13,11 @@ the spec's terms (docs/simulated-machine.md):
   page-locking fresh memory, the bytes at ``pin_GBps``;
 - h2d and d2h at once run on their own copy engines when ``duplex`` (else they take
   turns); every GPU copying to or from the host at once gets ``shared_host_GBps / N``
-  at most; a host buffer on another NUMA node caps the copy at ``remote_GBps``.
+  at most; a host buffer on another NUMA node caps the copy at ``remote_GBps``;
+- copies between GPUs at once (``peer_copy_caps``) share each GPU's link: a GPU sending
+  (or receiving) k of them gives each 1/k of the ``peer`` path's bandwidth, and both
+  directions count together unless ``peer_duplex``; all of them together get
+  ``shared_peer_GBps`` at most (a PCIe switch; none: a non-blocking NVSwitch).
 
 Nothing here runs on a real GPU path: each family's object (``scenario_families.py``)
 comes here for its ``price`` only on the simulated backend. No data moves in these variants (what their real checks
@@ -23,14 +27,15 @@ simulated one, are never measurements.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 from .concurrent import Concurrent, NotPlaceable
 from .devices import accelerator_index
 from .scenarios import BATCH_PIECE, OVERLAP_KERNEL_S, STALL_SECONDS, Prepared, Scenario, Sync, parameter_bytes
 from .simulate import SimBackend
 
-__all__ = ["Priced"]
+__all__ = ["Priced", "peer_copy_caps"]
 
 
 class Priced:
@@ -239,3 +244,27 @@ def price_numa(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     cap = m.spec.remote_GBps if where == "remote" else None
     call = _then_sync(sync, lambda: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, cap=cap))
     return Prepared(call, extra={"host_numa_node": node})
+
+
+def peer_copy_caps(legs: Sequence[tuple[str, str]], GBps: float, duplex: bool, shared: float | None) -> list[float]:
+    """The bandwidth each of ``legs`` (GPU-to-GPU copies running at once, (source, destination)) gets: the
+    ``peer`` path's ``GBps`` shared fairly by the copies on its busiest end (the copies its source sends and its
+    destination receives; with ``duplex`` off, every copy either end takes part in), and ``shared / len(legs)``
+    at most. A copy alone keeps the path's bandwidth."""
+    sends, receives = Counter(s for s, _ in legs), Counter(d for _, d in legs)
+
+    def load(gpu: str, sending: bool) -> int:
+        if not duplex:
+            return sends[gpu] + receives[gpu]
+        return sends[gpu] if sending else receives[gpu]
+
+    caps = [GBps / max(load(src, True), load(dst, False)) for src, dst in legs]
+    return [min(cap, shared / len(legs)) if shared is not None else cap for cap in caps]
+
+
+def price_peer(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+    """peer_bidir and peer_all: each leg queued on its source, on a stream of its own, at its share of the links."""
+    caps = peer_copy_caps(c.legs, m.spec.paths["peer"].GBps, m.spec.peer_duplex, m.spec.shared_peer_GBps)
+    legs = [lambda src=src, dst=dst, cap=cap: m.copy("peer", c.size, src, waits=False, stream=f"peer->{dst}", cap=cap)
+            for (src, dst), cap in zip(c.legs, caps, strict=True)]
+    return Prepared(_then_sync(sync, *legs), extra={"peer_access": True})

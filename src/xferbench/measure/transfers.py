@@ -29,6 +29,7 @@ __all__ = [
     "check_supported",
     "counts_faults",
     "intra_op_threads",
+    "mark_wedged",
     "operation",
     "pattern",
     "prepare",
@@ -70,6 +71,11 @@ def refuse_stuck(devices: Sequence[str]) -> None:
     for device in devices:
         if device in _WEDGED:
             raise CannotRun(f"{device} has a stuck copy from {_WEDGED[device]}; nothing more runs on it in this process")
+
+
+def mark_wedged(devices: Sequence[str], case_id: str) -> None:
+    """Record that ``case_id`` left a stuck copy on ``devices`` (``refuse_stuck`` then refuses them)."""
+    _WEDGED.update((device, case_id) for device in devices if device != "cpu")
 
 
 def _deadline(case: Case) -> float | None:
@@ -305,7 +311,7 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
     try:
         return _run(case, benchmark, backend)
     except Wedged:
-        _WEDGED.update((device, case.id) for device in case.devices if device != "cpu")
+        mark_wedged(case.devices, case.id)
         reason = "wedged"  # and no freeing: giving device memory back waits for the stuck copy
         raise
     except (RuntimeError, _OOM) as error:
