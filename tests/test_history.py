@@ -7,8 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
@@ -663,31 +661,3 @@ class TestFirstReading:
         monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0}, raising=False)
         load_storage(write_runs(tmp_path / "runs", [1, 1, 2, 2]), cache=False)
         assert pooled == []
-
-
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
-    max_leaves=12)
-
-
-@settings(max_examples=300, deadline=None)
-@given(value=JSON_VALUES, cut=st.integers(min_value=0, max_value=60), noise=st.text(max_size=6), duplicate=st.booleans())
-def test_the_fast_parser_reads_what_json_reads_and_refuses_what_it_refuses(value, cut, noise, duplicate):
-    """orjson, where installed, parses the runs; every text json accepts reads the same (NaN, -0.0, huge integers,
-    a key given twice), and every text it refuses is refused with json's message."""
-    from xferbench.analyze.results import parse_json
-
-    text = json.dumps(value)
-    if duplicate:
-        text = '{"k": 1, "k": ' + text + "}"
-    for candidate in (text, text[:cut] + noise, noise):
-        try:
-            expected = repr(json.loads(candidate))
-        except (ValueError, RecursionError) as error:
-            with pytest.raises(type(error)) as raised:
-                parse_json(candidate)
-            assert str(raised.value) == str(error)
-        else:
-            assert repr(parse_json(candidate)) == expected
-            assert repr(parse_json(candidate.encode())) == expected

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import stat
 import sys
 import zlib
@@ -20,11 +19,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-try:
-    import orjson as _orjson
-except ImportError:  # optional: a faster parser, same results (parse_json)
-    _orjson = None  # type: ignore[assignment]
 
 from ..contract import (
     IDENTITY,
@@ -41,7 +35,7 @@ from .peer_plan import plan_problem
 
 __all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
-           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "parse_json", "read_journal", "read_text"]
+           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text"]
 
 
 class ResultsError(ValueError):
@@ -137,23 +131,6 @@ def read_text(path: Path) -> str:
         raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
 
 
-_LONG_NUMBER, _LONG_NUMBER_BYTES = re.compile(r"[0-9]{19}"), re.compile(rb"[0-9]{19}")
-
-
-def parse_json(text: str | bytes) -> Any:
-    """JSON parsed by orjson where it is installed (about 4x faster than json: the first reading of a folder of
-    thousands of runs is mostly parsing), by json wherever orjson refuses the text (NaN, integers past 64 bits,
-    nesting past 1,024 levels, or not JSON), so what is accepted, and the message for what is not, are json's. A text
-    with a run of 19 digits or more goes to json too: orjson reads an integer past 64 bits as a float."""
-    long_number = _LONG_NUMBER.search(text) if isinstance(text, str) else _LONG_NUMBER_BYTES.search(text)
-    if _orjson is not None and long_number is None:
-        try:
-            return _orjson.loads(text)
-        except _orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
-
-
 def _read(path: Path) -> dict[str, Any]:
     _regular(path)
     text = read_text(path)
@@ -162,7 +139,7 @@ def _read(path: Path) -> dict[str, Any]:
     if is_journal(path, text):
         return read_journal(path, text)
     try:
-        data = parse_json(text)
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ResultsError(f"{path}: not JSON, or cut short (line {error.lineno}, column {error.colno}: {error.msg})") from None
     except (RecursionError, ValueError) as error:  # nesting past the stack; an integer of thousands of digits

@@ -146,7 +146,7 @@ class RunCache:
 
     def _read(self) -> dict[str, tuple[Stamp, Entry]]:
         try:
-            document = results.parse_json(self.file.read_bytes())
+            document = json.loads(self.file.read_bytes())
             return _decoded(document, self.code, self.folder)
         except (OSError, ValueError, RecursionError, _Damaged):  # none yet, unreadable, not JSON, or not ours
             return {}
