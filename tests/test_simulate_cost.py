@@ -223,3 +223,49 @@ def test_conservative_estimate_of_the_h200_sample_errs_long_within_3x():
     found = estimate(cases, real_machine, Rounds(0.15, 1e-3, 5))
     assert len(cases) == 512 and found.simulated_s == 0
     assert 393 <= found.real_s <= 3 * 393
+
+
+class TestHarnessOnTheRealClock:
+    """The harness's real seconds in the estimate follow what a simulated case does for real: it moves its
+    payload once per host call (transfers._verify_once), not once per case."""
+
+    sim = SimBackend(load_spec(EIGHT), SimClock())
+    rounds = Rounds(0.02, 1e-4, 5)
+
+    def test_every_pair_of_one_size_passes_over_the_bytes_once(self):
+        from xferbench.measure.estimate import CONSERVATIVE_GBPS, HARNESS_COPIES, SIMULATED_HARNESS_S, estimate
+
+        pairs = [Case("peer", "to", s, d, (2**28,)) for s in GPUS for d in GPUS if s != d]
+        found = estimate(pairs, self.sim, self.rounds)
+        once = HARNESS_COPIES * 2**30 / (CONSERVATIVE_GBPS * 1e9)
+        assert found.real_s == pytest.approx(56 * SIMULATED_HARNESS_S + once)
+        # Another method is another host call: its bytes once more.
+        copies = [Case("peer", "copy_", s, d, (2**28,)) for s, d in (("cuda:0", "cuda:1"), ("cuda:2", "cuda:3"))]
+        assert estimate(pairs + copies, self.sim, self.rounds).real_s == pytest.approx(58 * SIMULATED_HARNESS_S + 2 * once)
+
+    def test_a_priced_scenario_moves_nothing_and_a_host_case_is_priced_as_before(self):
+        from xferbench.measure.estimate import HARNESS_S, SIMULATED_HARNESS_S, estimate
+        from xferbench.measure.scenarios import Scenario
+
+        scenario = Scenario("pin_memory", "to", "cpu", "cuda:3", 2**26, "bytes")
+        assert estimate([scenario], self.sim, self.rounds).real_s == pytest.approx(SIMULATED_HARNESS_S)
+        host = estimate([Case("host", "clone", "cpu", "cpu", (4,), host_memory="pageable")], self.sim, self.rounds)
+        assert host.real_s > HARNESS_S  # the harness, and the call timed on the real clock
+
+    def test_a_distributed_case_is_priced_by_its_own_rounds(self):
+        """The 2-rank world times its own rounds (World.run: warm-up, rounds of calls_for(nbytes) calls, one
+        verified call), not pytest-benchmark's; the profile's rounds unless --xfer-dist-rounds says otherwise."""
+        from xferbench.measure.distributed.operations import DistCase
+        from xferbench.measure.estimate import DIST_CALL_S, DIST_GBPS, HARNESS_COPIES, HARNESS_S, estimate
+
+        def seconds(nbytes, rounds):
+            harness = HARNESS_S + HARNESS_COPIES * nbytes / (2e9)
+            return estimate([DistCase("all_reduce", nbytes, "gloo", 2)], self.sim, rounds).real_s - harness
+
+        def call(nbytes):
+            return DIST_CALL_S + nbytes / (DIST_GBPS * 1e9)
+
+        full = Rounds(0.02, 1e-4, 5, dist_rounds=30, dist_warmup=2)
+        assert seconds(4, full) == pytest.approx((2 + 30 * 100 + 1) * call(4))
+        assert seconds(2**26, full) == pytest.approx((2 + 30 * 4 + 1) * call(2**26))  # 4 calls a round at 64 MiB
+        assert seconds(4, Rounds(0.02, 1e-4, 5, dist_rounds=5)) == pytest.approx((2 + 5 * 100 + 1) * call(4))

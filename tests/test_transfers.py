@@ -127,7 +127,7 @@ def cpu_stand_in(monkeypatch):
 
     monkeypatch.setattr(transfers, "prepare", prepare_on_cpu)
     monkeypatch.setattr(transfers, "operation", op_on_cpu)
-    monkeypatch.setattr(transfers, "verify", lambda case, buffers, result, where=None: None)
+    monkeypatch.setattr(transfers, "verify", lambda case, buffers, result, where=None, kept=False: None)
     return ran
 
 
@@ -200,7 +200,7 @@ class TestRunCaseWithFakeGpus:
         """A case larger than free device memory cannot run, and says how much it needs."""
         backend = FakeBackend(gpus=1, free=2**30)
         case = Case("d2d", "clone", "cuda:0", "cuda:0", (2**28,))
-        with pytest.raises(CannotRun, match=r"needs 6 GiB on cuda:0, 1 GiB free"):
+        with pytest.raises(CannotRun, match=r"needs 5 GiB on cuda:0, 1 GiB free"):
             run_case(case, FakeBenchmark(), backend)
 
     def test_out_of_memory_becomes_a_skip(self, monkeypatch):
@@ -221,16 +221,16 @@ class TestRunCaseWithFakeGpus:
 
 def test_bytes_needed_counts_both_ends():
     """Source and destination devices are each charged for what lives there, the
-    pattern's int32 values and their float32 conversion included."""
+    pattern built to verify against included."""
     case = Case("h2d", "to", "cpu", "cuda:0", (256,), host_memory="pageable")
-    assert bytes_needed(case) == {"cpu": 2048, "cuda:0": 4096}
+    assert bytes_needed(case) == {"cpu": 2048, "cuda:0": 2048 + 1024 + 127 * 8}
 
 
-def test_bytes_needed_counts_the_int32_pattern_of_small_dtypes():
-    """For int8, pattern() holds 4 bytes of int32 per element besides the payload: an
+def test_bytes_needed_counts_the_pattern_of_small_dtypes():
+    """For int8, pattern() holds one period of int32 and of int8 besides the payload: an
     estimate that forgets them lets a case start that then runs out of memory."""
     case = Case("h2d", "to", "cpu", "cuda:0", (256,), "int8", host_memory="pageable")
-    assert bytes_needed(case) == {"cpu": 256 + 4 * 256, "cuda:0": 2 * 256 + 256 + 4 * 256}
+    assert bytes_needed(case) == {"cpu": 256 + 127 * 5, "cuda:0": 2 * 256 + 256 + 127 * 5}
 
 
 class TestEveryDtype:
@@ -477,3 +477,86 @@ def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pyt
     assert "end" in lines[-1]
     assert (pytester.path / "run.json").exists()
     assert set(transfers.wedged()) == {"cuda:0", "cuda:1"}
+
+
+class TestSimulatedCasesShareTheirBuffers:
+    """On a simulated machine the timed calls touch no data, so a case's real cost is its buffers: cases of
+    one shape in a row build the pattern once per role, and the verification still catches a bad copy."""
+
+    @pytest.fixture
+    def sim(self, monkeypatch):
+        from xferbench.measure.simulate import PATHS, SimBackend, parse_spec
+
+        built = []
+        original = transfers.pattern
+        monkeypatch.setattr(transfers, "pattern", lambda *a: built.append(a) or original(*a))
+        transfers._KEPT.clear()
+        spec = parse_spec({"gpus": 4, "sync_us": 5.0, "dispatch_ns": 400, "launch_us": 4.0,
+                           "paths": {p: {"alpha_us": 2.0, "GBps": 10.0} for p in PATHS}})
+        yield SimBackend(spec), built
+        transfers._KEPT.clear()
+
+    def peer_cases(self, method, shape=(1000,)):
+        return [Case("peer", method, f"cuda:{s}", f"cuda:{d}", shape) for s in range(4) for d in range(4) if s != d]
+
+    @pytest.mark.parametrize("method", ["to", "copy_"])
+    def test_every_pair_of_one_size_builds_two_patterns_in_all(self, sim, method):
+        """The source and the expected pattern, once for the 12 pairs (the old harness built 24 of each)."""
+        backend, built = sim
+        for case in self.peer_cases(method):
+            run_case(case, FakeBenchmark(calls=2), backend)
+        assert len(built) == 2
+        run_case(Case("peer", method, "cuda:0", "cuda:1", (2000,)), FakeBenchmark(calls=2), backend)
+        assert len(built) == 4  # a new size: a new source and pattern
+
+    def test_one_host_call_is_verified_once(self, sim, monkeypatch):
+        """Pairs that differ in their endpoints alone run the same host call on the same buffers: verified
+        once; another method, blocking mode or size is another call."""
+        backend, _ = sim
+        verified = []
+        real = transfers.verify
+        monkeypatch.setattr(transfers, "verify", lambda case, *a, **k: verified.append(case.id) or real(case, *a, **k))
+        for case in self.peer_cases("to") + self.peer_cases("copy_"):
+            run_case(case, FakeBenchmark(calls=1), backend)
+        run_case(Case("peer", "to", "cuda:0", "cuda:1", (1000,), non_blocking=True), FakeBenchmark(calls=1), backend)
+        run_case(Case("peer", "to", "cuda:0", "cuda:1", (10,)), FakeBenchmark(calls=1), backend)
+        assert verified == ["blocking-to-4000B-float32-cuda:0->cuda:1", "blocking-copy_-4000B-float32-cuda:0->cuda:1",
+                            "nonblocking-to-4000B-float32-cuda:0->cuda:1", "blocking-to-40B-float32-cuda:0->cuda:1"]
+
+    def test_a_bad_copy_still_fails_every_case(self, sim, monkeypatch):
+        """Kept buffers make no case unable to fail: a copy that drops one element fails each pair."""
+        backend, _ = sim
+        real = transfers.operation
+
+        def dropping(case, buffers, backend=None):
+            op = real(case, buffers, backend)
+            return lambda: op().index_fill_(0, torch.tensor([7]), -1)
+
+        monkeypatch.setattr(transfers, "operation", dropping)
+        for case in self.peer_cases("to")[:3]:
+            with pytest.raises(CopyMismatch, match=r"at 1 of 1000 elements \(first at index 7\)"):
+                run_case(case, FakeBenchmark(calls=1), backend)
+
+    def test_a_move_that_hands_back_its_source_fails(self, sim, monkeypatch):
+        """Both ends of a simulated copy are host memory, where the source holds the pattern as well: a move
+        that returns the source itself, not a copy, must fail there too."""
+        backend, _ = sim
+        monkeypatch.setattr(transfers, "operation", lambda case, buffers, backend=None: lambda: buffers.src)
+        with pytest.raises(CopyMismatch, match="the source's own memory, not a copy"):
+            run_case(self.peer_cases("to")[0], FakeBenchmark(calls=1), backend)
+
+    def test_copy_destination_starts_zeroed(self, sim):
+        """copy_'s kept destination is zeroed for each case, as a fresh one is."""
+        backend, _ = sim
+        case = self.peer_cases("copy_")[0]
+        first = transfers.prepare(case, backend)
+        first.dst.fill_(5)
+        again = transfers.prepare(case, backend)
+        assert again.dst is first.dst and not again.dst.any()
+
+    def test_a_case_that_runs_for_real_gives_the_kept_buffers_back(self, sim):
+        backend, _ = sim
+        run_case(self.peer_cases("to")[0], FakeBenchmark(calls=1), backend)
+        assert transfers._KEPT._tensors
+        run_case(HOST_COPY, FakeBenchmark(calls=1), backend)
+        assert not transfers._KEPT._tensors
