@@ -52,6 +52,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                 ["tests/test_journal.py", "tests/test_atomic_json.py", "-k",
                  "not TestInterruptedRun and not TestLongRun"]),
     "history": ("src/xferbench/analyze/history.py", ["tests/test_history.py"]),
+    # compare's "not compared" for peer cases one side's plan left out; the slow tests are whole simulated sessions.
+    "peer_plan": ("src/xferbench/analyze/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
 }
 
 
