@@ -164,3 +164,74 @@ class TestSimulatedRuns:
         assert main(["compare", str(runs[0]), str(runs[0])]) == 0
         out = capsys.readouterr().out
         assert "Peer plans differ" not in out and NOT_COMPARED not in out
+
+
+WHOLE = {"mode": "all", "reason": "given", "swept_pairs": ["cuda:0->cuda:1"], "classes": {"cuda:0->cuda:1": None}}
+
+
+class TestPlanDetails:
+    """What each sentence and check of analyze/peer_plan decides, one behaviour a test (its mutation score)."""
+
+    @pytest.mark.parametrize("damage", [{"mode": 1}, {"reason": None}, {"swept_pairs": "cuda:0->cuda:1"},
+                                        {"swept_pairs": [1]}, {"classes": ["cuda:0->cuda:1"]}, {"classes": {"a": 1}}])
+    def test_each_field_damaged_alone_is_refused(self, damage):
+        from xferbench.analyze.peer_plan import plan_ok
+
+        plan = WHOLE | damage
+        assert plan_ok(WHOLE) and plan_ok(None) and not plan_ok(plan) and not plan_ok("all")
+        assert RecordedPlan.of({"xferbench": {"peer_plan": plan}}) is None
+        assert RecordedPlan.of({"xferbench": {"peer_plan": WHOLE}}) is not None
+
+    def test_pairs_are_ordered_by_device_index_and_names_without_one_come_last(self):
+        classes = {"cuda:2->cuda:10": None, "cuda:2->cuda:9": None, "cuda:10->cuda:2": None, "cuda:2->meta": None}
+        plan = RecordedPlan("all", "given", frozenset(classes), classes)
+        assert plan.pairs == ["cuda:2->cuda:9", "cuda:2->cuda:10", "cuda:2->meta", "cuda:10->cuda:2"]
+        frame = peer_rows({("cuda:2", "cuda:10"): [4], ("cuda:2", "cuda:9"): [4]})
+        assert sentences(plan, frame)[-1].startswith("Measured: cuda:2->cuda:9, cuda:2->cuda:10 at 1 size(s) (4 B); ")
+
+    def test_more_than_eight_pairs_are_counted(self):
+        from xferbench.analyze.peer_plan import named
+
+        pairs = [f"cuda:0->cuda:{i}" for i in range(1, 11)]
+        assert named(pairs) == ", ".join(pairs[:8]) + " and 2 more" and named(pairs[:8]) == ", ".join(pairs[:8])
+
+    def test_the_pairs_at_the_fit_sizes_are_said_in_full(self):
+        plan = recorded(peer_plan(THREE, NVSWITCHED))
+        assert sentences(plan, peer_rows({}))[0].endswith(
+            "1 of 6 ordered GPU pairs swept at every size; the other 5 at the smallest, the geometric middle and the "
+            "two largest sizes (enough for their own α and β).")
+
+    def test_a_ring_with_one_pair_of_a_class_swept_says_how_many_are_at_the_fit_sizes(self):
+        """Only one-per-class has a pair standing for its class; a ring that sweeps one pair of a class, or none,
+        says how many of its pairs were swept."""
+        gpus = [f"cuda:{i}" for i in range(4)]
+        near = {("cuda:0", "cuda:1"), ("cuda:0", "cuda:2")}  # the first in the ring, the second not
+        classes = {(s, d): ("near" if (s, d) in near else "far" if {s, d} == {"cuda:0", "cuda:2"}
+                            else "ring" if abs(int(s[-1]) - int(d[-1])) in (1, 3) else "other")
+                   for s in gpus for d in gpus if s != d}
+        lines = sentences(recorded(peer_plan(gpus, classes, "ring")), peer_rows({}))
+        assert "Link class near: 1 pair(s) swept (cuda:0->cuda:1), 1 at the fit sizes (cuda:0->cuda:2)." in lines
+        assert "Link class far: 0 pair(s) swept (none), 1 at the fit sizes (cuda:2->cuda:0)." in lines
+
+    def test_a_ring_class_with_one_of_its_pairs_swept(self):
+        gpus = [f"cuda:{i}" for i in range(4)]
+        classes = {(s, d): "mixed" if s == "cuda:0" else "rest" for s in gpus for d in gpus if s != d}
+        lines = sentences(recorded(peer_plan(gpus, classes, "ring")), peer_rows({}))
+        assert ("Link class mixed: 2 pair(s) swept (cuda:0->cuda:1, cuda:0->cuda:3), 1 at the fit sizes "
+                "(cuda:0->cuda:2).") in lines
+
+    def test_pairs_with_more_sizes_come_first_and_a_plan_without_pairs_measured_nothing(self):
+        classes = {"cuda:0->cuda:1": None, "cuda:1->cuda:0": None}
+        plan = RecordedPlan("all", "given", frozenset(classes), classes)
+        frame = peer_rows({("cuda:0", "cuda:1"): [4], ("cuda:1", "cuda:0"): [4, 2**20]})
+        assert sentences(plan, frame)[-1] == ("Measured: cuda:1->cuda:0 at 2 size(s) (4 B, 1 MiB); "
+                                              "cuda:0->cuda:1 at 1 size(s) (4 B).")
+        empty = RecordedPlan("all", "given", frozenset(), {})
+        assert sentences(empty, peer_rows({}))[-1] == "Measured: no peer copy."
+        assert sentences(empty, pd.DataFrame({"name": ["create"]}))[-1] == "Measured: no peer copy."
+
+    def test_a_difference_names_both_sides(self):
+        every = recorded(peer_plan(THREE, NVSWITCHED, "all"))
+        assert difference(None, every) == (
+            "Peer plans differ: base no peer plan recorded (fewer than two GPUs, or an older run); new all (given): "
+            "6 of 6 ordered GPU pairs swept at every size. A peer case measured on one side only is not compared.")

@@ -16,7 +16,7 @@ import pandas as pd
 from ..contract import Fingerprint
 from ..units import format_bytes
 
-__all__ = ["UNKNOWN", "RecordedPlan", "difference", "named", "plan_problem", "same_cases", "sentences"]
+__all__ = ["UNKNOWN", "RecordedPlan", "difference", "named", "plan_ok", "same_cases", "sentences"]
 
 #: How a pair whose link class is unknown is named.
 UNKNOWN = "link unknown"
@@ -24,18 +24,17 @@ UNKNOWN = "link unknown"
 NAMED = 8
 
 
-def plan_problem(plan: Any) -> str | None:
-    """What is wrong with a recorded plan (results.fingerprint_problem's check), None when it is what
-    measure/cases.PeerPlan.as_json writes (or absent)."""
+def plan_ok(plan: Any) -> bool:
+    """Is a recorded plan what measure/cases.PeerPlan.as_json writes (or absent)? results.fingerprint_problem's check:
+    a damaged one is refused at load, naming the field."""
     if plan is None:
-        return None
+        return True
     if not isinstance(plan, dict):
-        return "not an object"
+        return False
     swept, classes = plan.get("swept_pairs"), plan.get("classes")
-    checks = [("mode", isinstance(plan.get("mode"), str)), ("reason", isinstance(plan.get("reason"), str)),
-              ("swept_pairs", isinstance(swept, list) and all(isinstance(p, str) for p in swept)),
-              ("classes", isinstance(classes, dict) and all(v is None or isinstance(v, str) for v in classes.values()))]
-    return next((f"{name} is not what xferbench writes" for name, ok in checks if not ok), None)
+    return (isinstance(plan.get("mode"), str) and isinstance(plan.get("reason"), str)
+            and isinstance(swept, list) and all(isinstance(p, str) for p in swept)
+            and isinstance(classes, dict) and all(v is None or isinstance(v, str) for v in classes.values()))
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ class RecordedPlan:
     def of(cls, machine_info: dict[str, Any]) -> RecordedPlan | None:
         """The run's plan; None for a run without one (fewer than two GPUs, or an older run)."""
         plan = Fingerprint.of(machine_info).section.get("peer_plan")
-        if plan is None or plan_problem(plan):
+        if plan is None or not plan_ok(plan):
             return None
         return cls(plan["mode"], plan["reason"], frozenset(plan["swept_pairs"]), dict(plan["classes"]))
 
@@ -71,9 +70,14 @@ class RecordedPlan:
         return f"{self.mode} ({self.reason}): {len(self.swept)} of {len(self.classes)} ordered GPU pairs swept at every size"
 
 
-def _pair_order(pair: str) -> tuple[Any, ...]:
-    """cuda:2->cuda:10 after cuda:2->cuda:9: by device index where there is one."""
-    return tuple((int(end.rsplit(":", 1)[1]) if end.rsplit(":", 1)[-1].isdigit() else end) for end in pair.split("->"))
+def _pair_order(pair: str) -> tuple[tuple[int, int, str], ...]:
+    """cuda:2->cuda:10 after cuda:2->cuda:9: by device index where there is one, a name without one after them."""
+    return tuple(_end_order(end) for end in pair.split("->"))
+
+
+def _end_order(end: str) -> tuple[int, int, str]:
+    index = end.rsplit(":", 1)[-1]
+    return (0, int(index), "") if index.isdigit() else (1, 0, end)
 
 
 def named(pairs: Iterable[str]) -> str:

@@ -31,7 +31,7 @@ from ..contract import (
     measured_from,
 )
 from ..families import FAMILIES
-from .peer_plan import plan_problem
+from .peer_plan import plan_ok
 
 __all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
@@ -203,7 +203,7 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
                    ("xferbench.devices", block.get("devices"), objects(block.get("devices"))),
                    ("xferbench.peer_access", peers, peers is None or (isinstance(peers, list) and all(
                        isinstance(row, list) and all(type(v) is bool for v in row) for row in peers))),
-                   ("xferbench.peer_plan", block.get("peer_plan"), plan_problem(block.get("peer_plan")) is None)]
+                   ("xferbench.peer_plan", block.get("peer_plan"), plan_ok(block.get("peer_plan")))]
         for i, device in enumerate(block.get("devices") or [] if objects(block.get("devices")) else []):
             checks += [(f"xferbench.devices[{i}].device", device.get("device"),
                         device.get("device") is None or isinstance(device.get("device"), str)),
