@@ -2,6 +2,7 @@ import copy
 import itertools
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -661,3 +662,95 @@ class TestFirstReading:
         monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0}, raising=False)
         load_storage(write_runs(tmp_path / "runs", [1, 1, 2, 2]), cache=False)
         assert pooled == []
+
+
+class TestReadingAFolder:
+    """What load_storage decides as it reads a folder: notes, the cache's threshold, progress, the newest run."""
+
+    def test_a_fifo_is_skipped_with_a_note_beside_the_runs(self, tmp_path):
+        folder = write_runs(tmp_path / "runs", [1, 2])
+        os.mkfifo(folder / "9999_run.json")
+        stored = load_storage(folder, cache=False)
+        assert len(stored.summaries) == 2
+        assert stored.notes == [f"{folder / '9999_run.json'}: skipped, not a regular file (a FIFO, device or socket)"]
+
+    def test_a_file_gone_before_it_is_read_is_a_note_and_the_rest_are_read(self, tmp_path, monkeypatch):
+        from xferbench.analyze import history
+
+        folder = write_runs(tmp_path / "runs", [1, 2, 3])
+        real = history.stamp
+
+        def gone(path):
+            if path.name == "0000_run.json":
+                raise FileNotFoundError(2, "No such file or directory")
+            return real(path)
+
+        monkeypatch.setattr(history, "stamp", gone)
+        stored = load_storage(folder, cache=False)
+        assert [s.path.name for s in stored.summaries] == ["0001_run.json", "0002_run.json"]
+        assert stored.notes == [f"{folder / '0000_run.json'}: cannot read it (No such file or directory); skipped"]
+
+    def test_no_readable_run_names_the_first_reason(self, tmp_path):
+        folder = tmp_path / "runs"
+        folder.mkdir()
+        (folder / "0001_run.json").write_text("{")
+        (folder / "0002_run.json").write_text("[]")
+        with pytest.raises(ResultsError) as error:
+            load_storage(folder, cache=False)
+        assert str(error.value).startswith(f"{folder}: no readable run in it ({folder / '0001_run.json'}: not JSON")
+
+    @pytest.mark.parametrize("runs, cached_after", [(2, False), (3, True)])
+    def test_a_cache_is_kept_from_cache_from_runs_and_never_when_told_not_to(self, tmp_path, monkeypatch, runs,
+                                                                               cached_after):
+        from xferbench.analyze import history
+        from xferbench.analyze.run_cache import cache_file
+
+        monkeypatch.setattr(history, "CACHE_FROM", 3)
+        monkeypatch.setenv("XFERBENCH_CACHE_DIR", str(tmp_path / "cache"))
+        folder = write_runs(tmp_path / "runs", [1] * runs)
+        load_storage(folder, cache=False)
+        assert not cache_file(folder).exists()
+        load_storage(folder)
+        assert cache_file(folder).exists() is cached_after
+
+    def test_progress_counts_every_file_and_starts_after_the_cached_ones(self, tmp_path, cached):
+        folder = write_runs(tmp_path / "runs", [1, 1, 1])
+        calls: list[tuple[int, int]] = []
+        load_storage(folder, progress=lambda done, total: calls.append((done, total)))
+        assert calls == [(1, 3), (2, 3), (3, 3)]
+        calls.clear()
+        (folder / "0003_run.json").write_bytes((folder / "0000_run.json").read_bytes())  # one run more
+        load_storage(folder, progress=lambda done, total: calls.append((done, total)))
+        assert calls == [(4, 4)]  # three from the cache, the new one read
+
+    def test_the_newest_by_datetime_is_parsed_once_when_it_is_not_last_by_name(self, tmp_path, parses):
+        """A folder not numbered by pytest-benchmark is ordered by datetime: its newest may be read first."""
+        folder = tmp_path / "runs"
+        folder.mkdir()
+        sample = json.loads(SAMPLE.read_text())
+        for name, day in (("a.json", 3), ("b.json", 1), ("c.json", 2)):
+            (folder / name).write_text(json.dumps(sample | {"datetime": f"2026-11-0{day}T00:00:00"}))
+        stored = load_storage(folder, cache=False)
+        assert stored.newest.sources == [str(folder / "a.json")] and sorted(parses) == ["a.json", "b.json", "c.json"]
+
+    def test_keep_holds_every_run_read_once(self, tmp_path, parses):
+        folder = write_runs(tmp_path / "runs", [1, 2, 3])
+        runs = load_storage(folder, cache=False, keep=True).runs
+        assert [run.sources for run in runs] == [[str(folder / f"000{i}_run.json")] for i in range(3)]
+        assert sorted(parses) == [f"000{i}_run.json" for i in range(3)]
+
+    def test_exactly_pool_from_unread_runs_use_the_pool(self, tmp_path, monkeypatch):
+        from xferbench.analyze import history
+
+        made: list[int] = []
+        real = history.ProcessPoolExecutor
+        monkeypatch.setattr(history, "ProcessPoolExecutor", lambda workers: made.append(workers) or real(workers))
+        monkeypatch.setattr(history, "POOL_FROM", 3)
+        monkeypatch.delattr(history.os, "sched_getaffinity", raising=False)
+        monkeypatch.setattr(history.os, "cpu_count", lambda: 2)
+        load_storage(write_runs(tmp_path / "three", [1, 1, 1]), cache=False)
+        assert made == [2]
+        load_storage(write_runs(tmp_path / "two", [1, 1]), cache=False)
+        monkeypatch.setattr(history.os, "cpu_count", lambda: None)  # unknown: one core, read here
+        load_storage(write_runs(tmp_path / "more", [1, 1, 1, 1]), cache=False)
+        assert made == [2]
