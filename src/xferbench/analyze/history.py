@@ -36,7 +36,7 @@ from ..units import format_bytes
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
 from .plots import Plot, as_plot
 from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
-from .run_cache import CACHE_FROM, Entry, RunCache, RunSummary, Stamp, read_summary, stamp, summary_or_note
+from .run_cache import CACHE_FROM, Entry, RunCache, RunSummary, Stamp, read_entry, stamp, summary_or_note
 
 T = TypeVar("T")
 
@@ -194,13 +194,10 @@ def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newe
         except (OSError, BrokenProcessPool):  # no processes to be had here (a sandbox, a limit): read them here
             pass
     for path in paths:
-        try:
-            summary, loaded = read_summary(path)
-        except ResultsError as error:
-            entries[path] = f"{error}; skipped"
-        else:
-            entries[path] = summary
-            newest.offer(summary, loaded)
+        entry, loaded = read_entry(path)
+        entries[path] = entry
+        if isinstance(entry, RunSummary) and loaded is not None:
+            newest.offer(entry, loaded)
         progress.step()
 
 

@@ -76,7 +76,8 @@ def _model_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
-    block = Fingerprint.of(machine_info).section
+    fingerprint = Fingerprint.of(machine_info)
+    block = fingerprint.section
     cpu = machine_info.get("cpu") or {}
     summary = [
         ("torch", str(block.get("torch", "unknown"))),
@@ -85,7 +86,7 @@ def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
         ("CPU", f"{cpu.get('brand_raw', machine_info.get('processor') or 'unknown')}, {cpu.get('count', '?')} cores"),
         ("Python", str(machine_info.get("python_version", "unknown"))),
     ]
-    for device in Fingerprint.of(machine_info).devices:
+    for device in fingerprint.devices:
         link = "PCIe unknown"
         if device.get("pcie_max_generation"):
             link = (f"PCIe Gen{device['pcie_max_generation']} x{device.get('pcie_max_width')} "

@@ -29,7 +29,8 @@ from ..output import OutputError, write_atomic
 from . import noise, results
 from .results import fingerprint_problem
 
-__all__ = ["CACHE_FROM", "Entry", "RunCache", "RunSummary", "Stamp", "cache_file", "read_summary", "summary_or_note"]
+__all__ = ["CACHE_FROM", "Entry", "RunCache", "RunSummary", "Stamp", "cache_file", "read_entry", "read_summary",
+           "summary_or_note"]
 
 #: Folders of at least this many runs keep a cache of their summaries.
 CACHE_FROM = 200
@@ -66,12 +67,17 @@ def read_summary(path: Path) -> tuple[RunSummary, results.Loaded]:
     return summary, (path, data, rows, foreign)
 
 
-def summary_or_note(path: Path) -> Entry:
-    """``read_summary``'s summary, or the one-line note that skips the file (picklable: run in worker processes)."""
+def read_entry(path: Path) -> tuple[Entry, results.Loaded | None]:
+    """``read_summary``'s summary and what it read, or the one-line note that skips the file and None."""
     try:
-        return read_summary(path)[0]
+        return read_summary(path)
     except results.ResultsError as error:
-        return f"{error}; skipped"
+        return f"{error}; skipped", None
+
+
+def summary_or_note(path: Path) -> Entry:
+    """``read_entry``'s entry alone (picklable: run in worker processes, which send back no more than it)."""
+    return read_entry(path)[0]
 
 
 #: A file's identity in the cache: size, modification and change times (ns). A rewrite changes at least one.

@@ -9,7 +9,7 @@ No call here may fail a run: a library error makes its pair unknown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import machine
@@ -59,6 +59,16 @@ def _index(device: str) -> int:
     return index
 
 
+def _classified(pairs: Sequence[Pair], classify: Callable[[Pair], tuple[str | None, str | None]]) -> LinkClasses:
+    """Each pair's class as ``classify`` gives it (NVML's or amdsmi's), with why where it is unknown."""
+    classes = LinkClasses()
+    for pair in pairs:
+        classes[pair], why = classify(pair)
+        if why:
+            classes.why[pair] = why
+    return classes
+
+
 def _unknown(pairs: Sequence[Pair], why: str) -> LinkClasses:
     classes = LinkClasses(dict.fromkeys(pairs))
     classes.why.update(dict.fromkeys(pairs, why))
@@ -83,12 +93,7 @@ def _nvml_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClasse
             return _unknown(pairs, "no NVML (nvidia-ml-py is not installed, or NVML did not start)")
         handles = {g: machine.nvml_handle(pynvml, p) for g, p in props.items()}
         links = {g: machine.nvlinks(pynvml, h) for g, h in handles.items() if h is not None}
-        classes = LinkClasses()
-        for pair in pairs:
-            classes[pair], why = _nvml_class(pynvml, handles, links, props, pair)
-            if why:
-                classes.why[pair] = why
-        return classes
+        return _classified(pairs, lambda pair: _nvml_class(pynvml, handles, links, props, pair))
 
 
 def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tuple[int, int | None, Any]],
@@ -143,12 +148,7 @@ def _amdsmi_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClas
         except Exception as error:  # amdsmi's own AmdSmiException family
             return _unknown(pairs, f"amdsmi lists no GPUs: {error}")
         handles = {g: by_bus.get(machine.pci_bus_id(p) or "") for g, p in props.items()}
-        classes = LinkClasses()
-        for pair in pairs:
-            classes[pair], why = _amdsmi_class(amdsmi, handles, pair)
-            if why:
-                classes.why[pair] = why
-        return classes
+        return _classified(pairs, lambda pair: _amdsmi_class(amdsmi, handles, pair))
 
 
 def _amdsmi_class(amdsmi: Any, handles: Mapping[str, Any], pair: Pair) -> tuple[str | None, str | None]:
