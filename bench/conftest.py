@@ -1,3 +1,3 @@
 """The benchmarks run with xferbench's pytest plugin."""
 
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)

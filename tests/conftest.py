@@ -37,7 +37,7 @@ def _end(processes: dict[int, str]) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def run_summaries_cached_apart(tmp_path_factory):
-    """The tests never write the user's cache (analyze/run_cache.py): their folders' summaries go to a temp folder."""
+    """The tests never write the user's cache (analyze/load/run_cache.py): their folders' summaries go to a temp folder."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XFERBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("run-cache")))
         yield

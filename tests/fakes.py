@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from xferbench.measure.devices import poll
+from xferbench.measure.hardware.devices import poll
 
 
 class FakeBackend:

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from xferbench.analyze.noise import case_class
-from xferbench.analyze.results import Results, load
+from xferbench.analyze.gate.noise import case_class
+from xferbench.analyze.load.results import Results, load
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 _BASE = load([SAMPLE])

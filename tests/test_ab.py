@@ -12,9 +12,9 @@ import pytest
 
 import synthetic_runs as syn
 from strict_json import strict_loads
-from xferbench.analyze import ab
-from xferbench.analyze.ab import CommandFailed, hodges_lehmann, run_ab, run_command, signed_rank
-from xferbench.analyze.results import Results
+from xferbench.analyze.gate import ab
+from xferbench.analyze.gate.ab import CommandFailed, hodges_lehmann, run_ab, run_command, signed_rank
+from xferbench.analyze.load.results import Results
 from xferbench.cli import main
 
 from hostile_inputs import put, small
@@ -439,8 +439,8 @@ class TestOutputs:
 class TestResultsNeverOverwritten:
     def test_ab_keeps_an_earlier_comparisons_blocks(self, tmp_path):
         """A second `xferbench ab` into the same --keep folder numbers its blocks after the first one's."""
-        from xferbench.analyze.ab import run_ab
-        from xferbench.analyze.results import load
+        from xferbench.analyze.gate.ab import run_ab
+        from xferbench.analyze.load.results import load
 
         sample = put(tmp_path / "sample.json", small(4))
         keep = tmp_path / "ab"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.analyze.report import write_report
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.page import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"

@@ -218,7 +218,7 @@ class TestOptionValues:
 
 def test_an_unexpected_error_never_exits_1(tmp_path, capsys, monkeypatch):
     """A bug is exit 3 with a line saying so: never 1, which CI reads as a regression."""
-    from xferbench.analyze import compare
+    from xferbench.analyze.gate import compare
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")

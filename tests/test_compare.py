@@ -13,7 +13,7 @@ import pytest
 
 import synthetic_runs as syn
 from strict_json import strict_loads
-from xferbench.analyze.compare import (
+from xferbench.analyze.gate.compare import (
     CANT_TELL,
     Comparison,
     busy,
@@ -27,8 +27,8 @@ from xferbench.analyze.compare import (
     to_markdown,
     to_text,
 )
-from xferbench.analyze.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Noise
-from xferbench.analyze.results import Results, ResultsError, load
+from xferbench.analyze.gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Noise
+from xferbench.analyze.load.results import Results, ResultsError, load
 from xferbench.cli import main
 from xferbench.contract import (
     environment_differences,

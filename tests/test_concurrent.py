@@ -10,13 +10,14 @@ import pytest
 import torch  # loaded before pytester's in-process runs, which unload what they import
 
 from xferbench.families import family
-from xferbench.measure import concurrent, run_state, timing, transfers
+from xferbench.measure import concurrent, timing, transfers
 from xferbench.measure.cases import Skipped
 from xferbench.measure.concurrent import Concurrent, numa_cpus, numa_node_of
-from xferbench.measure.faults import fault_calls
-from xferbench.measure.run_state import RunState, annotate, family_of
+from xferbench.measure.hardware.faults import fault_calls
 from xferbench.measure.scenario_families import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.scenarios import Prepared
+from xferbench.measure.session import run_state
+from xferbench.measure.session.run_state import RunState, annotate, family_of
 from xferbench.measure.timing import Wedged
 from xferbench.measure.transfers import CannotRun
 
@@ -286,7 +287,7 @@ class TestRunState:
 
 def test_bench_file_collects_with_fake_gpus(pytester):
     """bench/test_concurrent.py parametrizes every family from the machine, with readable ids and skip lines."""
-    pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)\nfrom fakes import FakeBackend\n\n'
+    pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)\nfrom fakes import FakeBackend\n\n'
                           'def pytest_xfer_make_backend(config):\n    return FakeBackend(gpus=1)\n')
     shutil.copy(ROOT / "bench" / "test_concurrent.py", pytester.path / "test_concurrent_bench.py")
     result = pytester.runpytest("--collect-only", "-q")
@@ -307,7 +308,7 @@ def test_bench_file_collects_with_fake_gpus(pytester):
 ])
 def test_peer_families_follow_the_runs_peer_pairs(pytester, mode, pairs):
     """The session's --xfer-peer-pairs decides which pairs peer_bidir times; peer_all is one ring of every GPU."""
-    pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)\nfrom fakes import FakeBackend\n\n'
+    pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)\nfrom fakes import FakeBackend\n\n'
                           'def pytest_xfer_make_backend(config):\n    return FakeBackend(gpus=4)\n')
     shutil.copy(ROOT / "bench" / "test_concurrent.py", pytester.path / "test_concurrent_bench.py")
     result = pytester.runpytest("--collect-only", "-q", f"--xfer-peer-pairs={mode}", "-k", "peer")
@@ -319,7 +320,7 @@ def test_peer_families_follow_the_runs_peer_pairs(pytester, mode, pairs):
 
 STUCK_PEERS_CONFTEST = """
 import dataclasses
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
 from xferbench.measure import scenario_families, timing
 from xferbench.measure.scenarios import Prepared

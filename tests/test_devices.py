@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xferbench import try_all_gpus, try_gpu
-from xferbench.measure import devices
-from xferbench.measure.devices import (
+from xferbench.measure.hardware import devices
+from xferbench.measure.hardware.devices import (
     TorchBackend,
     Wedged,
     accelerator_index,

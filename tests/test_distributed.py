@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
 from xferbench.measure import distributed
 from xferbench.measure.cases import Skipped
 from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
@@ -543,7 +543,7 @@ class TestLaunch:
 
 
 PICKY_CONFTEST = """
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
 
 class Picky(FakeBackend):
@@ -569,7 +569,7 @@ def test_the_world_sizes_its_sweep_from_its_own_gpus(pytester):
 
 def test_peer_access_is_labelled_a_capability():
     """The fingerprint records cudaDeviceCanAccessPeer: the report must not call it "enabled" (item 13)."""
-    from xferbench.analyze.report import _machine_summary
+    from xferbench.analyze.report.page import _machine_summary
 
     rows = dict(_machine_summary({"xferbench": {"peer_access": [[False, True], [True, False]]}}))
     (label,) = [key for key in rows if key.startswith("peer access")]
@@ -581,7 +581,7 @@ def test_peer_access_is_labelled_a_capability():
     ("gloo", "overlap buys 2.00x here.")])
 def test_overlap_on_nccl_is_not_read_as_overlap(tmp_path, backend, words):
     """nccl runs both variants on one stream, the host blocked by neither: the ratio says nothing there (item 12)."""
-    from xferbench.analyze.distributed import distributed_findings
+    from xferbench.analyze.report.distributed import distributed_findings
 
     def bench(variant: str, median: float) -> dict:
         case = DistCase("overlap", 2**20, backend, 2, "cuda" if backend == "nccl" else "cpu", variant=variant)
@@ -599,7 +599,7 @@ def test_the_cross_rank_mean_is_shown_beside_the_slowest_rank(tmp_path):
     (item 8): 1 MiB all_reduce, slowest rank 2 ms a call, the ranks' mean 1 ms."""
     import matplotlib.pyplot as plt
 
-    from xferbench.analyze.distributed import bandwidth_plot, distributed_findings
+    from xferbench.analyze.report.distributed import bandwidth_plot, distributed_findings
 
     case = DistCase("all_reduce", 2**20, "gloo", 2, "cpu")
     stats = {k: 2e-3 for k in ("min", "max", "mean", "median", "q1", "q3")} | {

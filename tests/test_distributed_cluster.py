@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.analyze.distributed import (
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.distributed import (
     Straggler,
     distributed_findings,
     late_rank,
@@ -19,8 +20,7 @@ from xferbench.analyze.distributed import (
     slowest_rank,
     spread_plot,
 )
-from xferbench.analyze.report import build_html
-from xferbench.analyze.results import load
+from xferbench.analyze.report.page import build_html
 from xferbench.measure.distributed import DIST_OPS, free_port
 from xferbench.measure.distributed.torchrun import main
 from xferbench.measure.distributed.world import FAULT_ENV, NODE_ENV, SLOW_RANK_ENV
@@ -326,7 +326,7 @@ class TestOptionsUpFront:
 
 def test_pytest_rejects_a_nan_timeout(pytester):
     """The pytest front-end shares the option table: --xfer-dist-timeout=nan is a usage error too."""
-    pytester.makeconftest("pytest_plugins = ['xferbench.measure.plugin']")
+    pytester.makeconftest("pytest_plugins = ['xferbench.measure.session.plugin']")
     result = pytester.runpytest_subprocess("--xfer-dist-timeout=nan")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--xfer-dist-timeout: 'nan': must be a finite number of seconds above 0*"])
@@ -339,6 +339,6 @@ def test_one_option_table_two_front_ends(pytester):
 
     defaults = vars(parser().parse_args([]))
     assert all(defaults[option.dest] == option.default for option in OPTIONS)
-    pytester.makeconftest("pytest_plugins = ['xferbench.measure.plugin']")
+    pytester.makeconftest("pytest_plugins = ['xferbench.measure.session.plugin']")
     help_text = pytester.runpytest_subprocess("--help").stdout.str()
     assert all(f"--xfer-dist-{option.name}" in help_text for option in OPTIONS)

@@ -19,11 +19,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import xferbench
-import xferbench.analyze.findings
+import xferbench.analyze.report.findings
 from test_journal import FAKE_CONFTEST
 from xferbench import output
-from xferbench.analyze.results import load
-from xferbench.measure import journal as jr
+from xferbench.analyze.load.results import load
+from xferbench.measure.session import journal as jr
 from xferbench.output import OutputError, check_output, write_atomic
 
 from hostile_inputs import run_cli as cli
@@ -233,7 +233,7 @@ class TestStorage:
         folder = storage_with(tmp_path / "hist")
         bad = folder / "Linux-CPython-3.12-64bit" / "0004_cut.json"
         bad.write_bytes(damage)
-        from xferbench.analyze.history import load_storage
+        from xferbench.analyze.load.history import load_storage
 
         stored = load_storage(folder)
         assert len(stored.runs) == 3 and len(stored.notes) == 1 and "0004_cut.json" in stored.notes[0]
@@ -513,7 +513,7 @@ def test_report_of_a_folder_with_itself_as_history_reports_the_newest_run_only(t
 def test_the_printed_report_command_is_shell_quoted(monkeypatch):
     from types import SimpleNamespace
 
-    from xferbench.measure import summary
+    from xferbench.measure.session import summary
 
     config = SimpleNamespace(option=SimpleNamespace(benchmark_json="my run.json"))
     assert summary._where(config).startswith("xferbench report 'my run.json' -o 'my run.html'")  # type: ignore[arg-type]

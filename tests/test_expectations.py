@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from xferbench.analyze.expectations import (
+from xferbench.analyze.gate.expectations import (
     Verdict,
     all_gpus_scaling,
     bidirectional_duplex,
@@ -19,7 +19,7 @@ from xferbench.analyze.expectations import (
     pinned_link_efficiency,
     same_device_10x,
 )
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
 from xferbench.cli import main
 from xferbench.measure.cases import Case
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from xferbench import families
+from xferbench.analyze.load.results import load
 from xferbench.analyze.model import fit_paths
-from xferbench.analyze.report import build_html
-from xferbench.analyze.results import load
+from xferbench.analyze.report.page import build_html
 from xferbench.families import FAMILIES, Family, Variant
 from xferbench.measure.cases import Skipped
 
@@ -100,7 +100,7 @@ def test_every_family_object_plans_prepares_and_prices_on_a_simulated_machine():
 
 def test_a_finding_reads_its_family_rows_from_the_record():
     """The report's sentences under a scenario come from the record's finding, on a real-format sample."""
-    from xferbench.analyze.findings import scenario_findings
+    from xferbench.analyze.report.findings import scenario_findings
 
     frame = load([ROOT / "tests" / "data" / "sim-2gpu.json"]).frame
     for op, record in FAMILIES.items():
@@ -153,7 +153,7 @@ def test_a_toy_family_needs_one_record_and_one_bench_file(pytester, monkeypatch,
     toy = Family("toy", "toy host copies", "host clone, registered by a test", "core", "tab:pink", link="host memory",
                  endpoints="host", variants=(Variant("clone", "pageable"),))
     monkeypatch.setitem(FAMILIES, "toy", toy)
-    pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+    pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
     pytester.makepyfile(test_toy=TOY_BENCH)
     out = tmp_path / "toy.json"
     result = pytester.runpytest("--benchmark-only", "--xfer-sizes=1KiB,64KiB,1MiB", "--benchmark-max-time=0.005",
@@ -198,7 +198,7 @@ def test_a_toy_scenario_family_needs_one_record_one_object_and_one_bench_file(py
     monkeypatch.setitem(SCENARIO_FAMILIES, "toy_stage", ScenarioFamily(
         "toy_stage", {"quick": (2**20, 2**22), "full": (2**20,)}, plan_on_gpus("toy_stage", ("pinned",), "bytes"),
         refuse, price))
-    pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+    pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
     pytester.makepyfile(test_toy_stage=TOY_SCENARIO_BENCH)
     out = tmp_path / "toy.json"
     result = pytester.runpytest("--benchmark-only", f"--xfer-simulate={ROOT / 'examples' / 'sim-2gpu-pcie5-nvlink.toml'}",

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
-from xferbench.analyze.compare import compare
-from xferbench.analyze.noise import (
+from xferbench.analyze.gate.compare import compare
+from xferbench.analyze.gate.noise import (
     FLOOR_CAP,
     FLOOR_GRID,
     Z_BOUND,
@@ -30,7 +30,7 @@ from xferbench.analyze.noise import (
     smallest_change,
     standard_error,
 )
-from xferbench.analyze.results import Results
+from xferbench.analyze.load.results import Results
 from xferbench.cli import main
 
 pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.analyze.results import ResultsError, find_json, load
+from xferbench.analyze.load.results import ResultsError, find_json, load
 from xferbench.cli import main
 from xferbench.output import write_atomic
 

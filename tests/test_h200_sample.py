@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xferbench.analyze.expectations import check
-from xferbench.analyze.findings import cliff, cpu_split, findings, pinning_break_even, scenario_findings
+from xferbench.analyze.gate.expectations import check
+from xferbench.analyze.load.results import load
 from xferbench.analyze.model import cache_resident, fit_alpha_beta, fit_paths
-from xferbench.analyze.plots import bandwidth_of, cost_at_size, cpu_time_split, split_labels
-from xferbench.analyze.report import write_report
-from xferbench.analyze.results import load
+from xferbench.analyze.report.findings import cliff, cpu_split, findings, pinning_break_even, scenario_findings
+from xferbench.analyze.report.page import write_report
+from xferbench.analyze.report.plots import bandwidth_of, cost_at_size, cpu_time_split, split_labels
 from xferbench.units import format_bytes, format_seconds
 
 SAMPLES = Path(__file__).resolve().parents[1] / "reports" / "samples" / "h200"

@@ -11,9 +11,9 @@ import pytest
 from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
-from xferbench.analyze.history import current_segment, history_plots, lasting_steps, load_storage, runs_in
-from xferbench.analyze.plots import as_plot
-from xferbench.analyze.results import ResultsError
+from xferbench.analyze.load.history import current_segment, history_plots, lasting_steps, load_storage, runs_in
+from xferbench.analyze.load.results import ResultsError
+from xferbench.analyze.report.plots import as_plot
 from xferbench.cli import main
 
 from hostile_inputs import put, small
@@ -111,7 +111,7 @@ def write_runs(folder: Path, factors: list[float], when=lambda i: f"2026-11-{i +
 @pytest.fixture
 def drawn(monkeypatch):
     """The figure history_plots drew (before it became SVG)."""
-    from xferbench.analyze import history
+    from xferbench.analyze.load import history
 
     figures = []
 
@@ -287,8 +287,8 @@ class TestOneStatisticAndEnvironment:
     def test_a_latency_bound_case_is_drawn_by_its_fastest_round_as_compare_judges_it(self, tmp_path, drawn):
         """The no-op's rounds all but its fastest take 3x longer in the last run: the gate sees no change in
         it (its fastest round), so neither does the trend; the bandwidth-bound copy's median moves both."""
-        from xferbench.analyze.compare import compare
-        from xferbench.analyze.results import load
+        from xferbench.analyze.gate.compare import compare
+        from xferbench.analyze.load.results import load
 
         sample = json.loads(SAMPLE.read_text())
         slower = copy.deepcopy(sample)
@@ -366,7 +366,7 @@ class TestLongHistories:
     def test_a_long_series_finds_the_step_at_its_exact_run(self):
         """Beyond MAX_CANDIDATES runs PELT searches a grid and the boundary is then placed exactly: a step at
         run 317 of 500 is found at 317, not at the nearest grid point."""
-        from xferbench.analyze.history import MAX_CANDIDATES
+        from xferbench.analyze.load.history import MAX_CANDIDATES
 
         series = np.random.default_rng(1).normal(0, 0.05, 500) + np.r_[np.zeros(317), np.full(183, np.log(2))]
         assert 500 > MAX_CANDIDATES and 317 % math.ceil(500 / MAX_CANDIDATES)  # off the grid
@@ -385,7 +385,7 @@ class TestHistoryOfOneMachine:
     def test_runs_of_another_machine_are_no_points_of_the_trend(self, tmp_path):
         """A storage folder that moved to a new GPU or CPU: the old machine's runs are left out of the trend
         (as compare leaves them out of a baseline), not drawn as a lasting step."""
-        from xferbench.analyze.history import history_plots
+        from xferbench.analyze.load.history import history_plots
 
         for i in range(4):
             run = small(4)
@@ -401,7 +401,7 @@ class TestHistoryOfOneMachine:
         assert "0000_run" not in plot.svg and "0003_run" in plot.svg
 
     def test_only_the_newest_machine_left_says_so(self, tmp_path):
-        from xferbench.analyze.history import history_plots
+        from xferbench.analyze.load.history import history_plots
 
         for i in range(3):
             run = small(4)
@@ -416,7 +416,7 @@ class TestHistoryOfOneMachine:
 @pytest.fixture
 def parses(monkeypatch):
     """The files the loader parsed, in order (a spy on results._read, which every file read goes through)."""
-    from xferbench.analyze import results
+    from xferbench.analyze.load import results
 
     seen: list[str] = []
     real = results._read
@@ -432,7 +432,7 @@ def parses(monkeypatch):
 @pytest.fixture
 def cached(monkeypatch, tmp_path):
     """Folders of two runs or more keep a cache of their summaries, in a folder of this test's own."""
-    from xferbench.analyze import history
+    from xferbench.analyze.load import history
 
     monkeypatch.setattr(history, "CACHE_FROM", 2)
     monkeypatch.setenv("XFERBENCH_CACHE_DIR", str(tmp_path / "cache"))
@@ -442,7 +442,7 @@ def cached(monkeypatch, tmp_path):
 @pytest.fixture
 def written(monkeypatch):
     """The results report and history would write (the page itself is not drawn: these tests count reads)."""
-    from xferbench.analyze import report
+    from xferbench.analyze.report import page as report
 
     pages = []
 
@@ -490,7 +490,7 @@ class TestSummaryCache:
         assert parses == ["0006_run.json"]
 
     def test_the_cache_lies_outside_the_folder_it_describes(self, tmp_path, cached):
-        from xferbench.analyze.run_cache import cache_file
+        from xferbench.analyze.load.run_cache import cache_file
 
         folder = write_runs(tmp_path / "runs", [1, 1, 1])
         before = sorted(folder.rglob("*"))
@@ -532,7 +532,7 @@ class TestSummaryCache:
         lambda text: text.replace('"stamp":[', '"stamp":["x",', 1),
     ])
     def test_a_damaged_or_foreign_cache_is_ignored_and_written_again(self, tmp_path, cached, parses, damage):
-        from xferbench.analyze.run_cache import cache_file
+        from xferbench.analyze.load.run_cache import cache_file
 
         folder = write_runs(tmp_path / "runs", [1, 1, 1])
         first = load_storage(folder)
@@ -553,7 +553,7 @@ class TestSummaryCache:
         assert len(load_storage(folder).summaries) == 3 and len(parses) == 6  # no cache: read again
 
     def test_compare_reads_in_full_only_the_runs_it_uses(self, tmp_path, cached, parses):
-        from xferbench.analyze.compare import load_runs
+        from xferbench.analyze.gate.compare import load_runs
 
         folder = write_runs(tmp_path / "runs", [1, 1, 1, 1, 1])
         load_storage(folder)
@@ -565,9 +565,9 @@ class TestSummaryCache:
 
 def summary_from_the_loader(path: Path):
     """A run's summary computed the long way, from the full loader's frame: what ``read_summary`` must equal."""
-    from xferbench.analyze import noise
-    from xferbench.analyze.results import load
-    from xferbench.analyze.run_cache import RunSummary
+    from xferbench.analyze.gate import noise
+    from xferbench.analyze.load.results import load
+    from xferbench.analyze.load.run_cache import RunSummary
 
     run = load([path])
     frame, times = run.frame, {}
@@ -583,7 +583,7 @@ class TestFirstReading:
 
     @pytest.mark.parametrize("source", ["cpu-sample", "h200", "sim-2gpu", "cut short", "a case twice", "odd cpu"])
     def test_the_summary_is_the_full_loaders(self, tmp_path, source):
-        from xferbench.analyze.run_cache import read_summary
+        from xferbench.analyze.load.run_cache import read_summary
 
         data = Path(__file__).parent / "data"
         files = {"cpu-sample": data / "cpu-sample.json", "sim-2gpu": data / "sim-2gpu.json",
@@ -609,7 +609,7 @@ class TestFirstReading:
     @pytest.fixture
     def pooled(self, monkeypatch):
         """The pool is used from three unread files up; each pool made is recorded with its worker count."""
-        from xferbench.analyze import history
+        from xferbench.analyze.load import history
 
         made: list[int] = []
         real = history.ProcessPoolExecutor
@@ -629,7 +629,7 @@ class TestFirstReading:
         pooled_reading = load_storage(folder, cache=False)
         assert pooled == [2]
         pooled.clear()
-        from xferbench.analyze import history
+        from xferbench.analyze.load import history
 
         history.POOL_FROM = 1000
         here = load_storage(folder, cache=False)
@@ -646,7 +646,7 @@ class TestFirstReading:
         assert again.summaries == first.summaries and parses == [] and pooled == [2]
 
     def test_without_processes_to_be_had_the_runs_are_read_here(self, tmp_path, pooled, monkeypatch):
-        from xferbench.analyze import history
+        from xferbench.analyze.load import history
 
         def refused(workers):
             raise OSError("no processes here")
@@ -657,7 +657,7 @@ class TestFirstReading:
         assert len(stored.summaries) == 4 and stored.newest.sources == [str(folder / "0003_run.json")]
 
     def test_one_core_reads_here(self, tmp_path, pooled, monkeypatch):
-        from xferbench.analyze import history
+        from xferbench.analyze.load import history
 
         monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0}, raising=False)
         load_storage(write_runs(tmp_path / "runs", [1, 1, 2, 2]), cache=False)
@@ -675,7 +675,7 @@ class TestReadingAFolder:
         assert stored.notes == [f"{folder / '9999_run.json'}: skipped, not a regular file (a FIFO, device or socket)"]
 
     def test_a_file_gone_before_it_is_read_is_a_note_and_the_rest_are_read(self, tmp_path, monkeypatch):
-        from xferbench.analyze import history
+        from xferbench.analyze.load import history
 
         folder = write_runs(tmp_path / "runs", [1, 2, 3])
         real = history.stamp
@@ -702,8 +702,8 @@ class TestReadingAFolder:
     @pytest.mark.parametrize("runs, cached_after", [(2, False), (3, True)])
     def test_a_cache_is_kept_from_cache_from_runs_and_never_when_told_not_to(self, tmp_path, monkeypatch, runs,
                                                                                cached_after):
-        from xferbench.analyze import history
-        from xferbench.analyze.run_cache import cache_file
+        from xferbench.analyze.load import history
+        from xferbench.analyze.load.run_cache import cache_file
 
         monkeypatch.setattr(history, "CACHE_FROM", 3)
         monkeypatch.setenv("XFERBENCH_CACHE_DIR", str(tmp_path / "cache"))
@@ -740,7 +740,7 @@ class TestReadingAFolder:
         assert sorted(parses) == [f"000{i}_run.json" for i in range(3)]
 
     def test_exactly_pool_from_unread_runs_use_the_pool(self, tmp_path, monkeypatch):
-        from xferbench.analyze import history
+        from xferbench.analyze.load import history
 
         made: list[int] = []
         real = history.ProcessPoolExecutor

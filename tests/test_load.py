@@ -1,4 +1,4 @@
-"""The machine's load recorded around each run (measure/machine.py), read back by compare."""
+"""The machine's load recorded around each run (measure/hardware/machine.py), read back by compare."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.measure.machine import load_snapshot, machine_load
+from xferbench.measure.hardware.machine import load_snapshot, machine_load
 
 
 def stat_file(tmp_path: Path, name: str, jiffies: list[int]) -> Path:

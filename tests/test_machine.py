@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from xferbench.analyze.model import link_peak
-from xferbench.measure import machine
-from xferbench.measure.machine import (
+from xferbench.measure.hardware import machine
+from xferbench.measure.hardware.machine import (
     cache_resident,
     cpu_list,
     fingerprint,
@@ -366,7 +366,7 @@ class TestRocm:
         assert link_peak({"xferbench": info}, "h2d", "cpu", "cuda:0") == (pytest.approx(63.008), "PCIe Gen5 x16")
 
     def test_without_amdsmi_the_report_says_unknown_not_no_nvml(self, monkeypatch, h200):
-        from xferbench.analyze.report import _machine_summary
+        from xferbench.analyze.report.page import _machine_summary
 
         monkeypatch.setattr(torch.version, "hip", "6.2.41133")
         monkeypatch.setitem(sys.modules, "amdsmi", None)
@@ -379,7 +379,7 @@ class TestRocm:
 def test_all_gpus_clocks_are_read_from_the_gpus_measured():
     """A call on every GPU at once (all:cuda) records the clocks of the GPUs it used (the lowest of them), never
     GPU 0's when GPU 0 was not measured; without the list of GPUs, none."""
-    from xferbench.measure.run_state import RunState, annotate
+    from xferbench.measure.session.run_state import RunState, annotate
 
     clocks = {"gpu0": 1980, "gpu1": 1410, "gpu2": 1755}
     nvml = types.SimpleNamespace(NVMLError=RuntimeError, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2,

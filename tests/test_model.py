@@ -6,7 +6,7 @@ import pytest
 
 from handfed import SIZES as HANDFED_SIZES
 from handfed import bench, gpu_machine, sweep, write
-from xferbench.analyze.findings import host_copy
+from xferbench.analyze.load.results import load
 from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
     Fit,
@@ -19,8 +19,8 @@ from xferbench.analyze.model import (
     link_peak,
     roofs,
 )
-from xferbench.analyze.plots import render
-from xferbench.analyze.results import load
+from xferbench.analyze.report.findings import host_copy
+from xferbench.analyze.report.plots import render
 from xferbench.units import format_bytes, format_seconds
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB

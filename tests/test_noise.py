@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import synthetic_runs as syn
 from strict_json import strict_loads
-from xferbench.analyze import noise
-from xferbench.analyze.noise import (
+from xferbench.analyze.gate import noise
+from xferbench.analyze.gate.noise import (
     BANDWIDTH_MIN_BYTES,
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
@@ -27,7 +27,7 @@ from xferbench.analyze.noise import (
     run_times,
     standard_error,
 )
-from xferbench.analyze.results import ResultsError
+from xferbench.analyze.load.results import ResultsError
 from xferbench.cli import main
 
 from hostile_inputs import put, small, values
@@ -433,8 +433,8 @@ class TestProperties:
         import contextlib
         import io
 
-        from xferbench.analyze.noise import Noise
-        from xferbench.analyze.results import ResultsError
+        from xferbench.analyze.gate.noise import Noise
+        from xferbench.analyze.load.results import ResultsError
 
         text = json.dumps({"xferbench_noise": 1, "machine": {}, "runs": 10, "target": 0.05, "per_side": 3,
                            "z_bound": 4.0, "floors": {"bandwidth": 0.25, "latency": 1.0}, "cases": {},

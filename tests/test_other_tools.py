@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handfed import bench, gpu_machine, write
-from xferbench.analyze.other_tools import comparisons, headlines, kind_of, load_peers, parse_nccl_tests, parse_nvbandwidth
-from xferbench.analyze.results import ResultsError, load
+from xferbench.analyze.load.results import ResultsError, load
+from xferbench.analyze.report.other_tools import comparisons, headlines, kind_of, load_peers, parse_nccl_tests, parse_nvbandwidth
 
 from hang import no_hang
 from hostile_inputs import assert_refused, put, run_cli, small, values
@@ -155,14 +155,14 @@ class TestOtherToolsOutputs:
         assert_refused(code, err, "nv.json: no nvbandwidth testcase in it has a counterpart")
 
     def test_nvbandwidth_nan_and_inf_cells_are_not_figures(self):
-        from xferbench.analyze.other_tools import parse_nvbandwidth
+        from xferbench.analyze.report.other_tools import parse_nvbandwidth
 
         case = {**NVBANDWIDTH_H2D, "bandwidth_matrix": [["nan", "inf", "1e999", "-3", "N/A", "25"]]}
         figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
         assert [(f.dst, f.gbps) for f in figures] == [("cuda:5", 25.0)]
 
     def test_nccl_line_with_an_impossible_size_or_bandwidth_is_not_a_figure(self):
-        from xferbench.analyze.other_tools import parse_nccl_tests
+        from xferbench.analyze.report.other_tools import parse_nccl_tests
 
         head = "# nccl-tests version 2.19\n#  size count type redop root time algbw busbw #wrong\n"
         rows = [f" {'9' * 5000} 256 float sum -1 1.0 1.0 2.0 0", " 1024 256 float sum -1 1.0 1.0 1e999 0",
@@ -198,8 +198,8 @@ class TestProperties:
     def test_nvbandwidth_matrix_of_anything(self, matrix, description, name):
         import math
 
-        from xferbench.analyze.other_tools import parse_nvbandwidth
-        from xferbench.analyze.results import ResultsError
+        from xferbench.analyze.load.results import ResultsError
+        from xferbench.analyze.report.other_tools import parse_nvbandwidth
 
         case = {"name": name, "status": "Passed", "bandwidth_description": description, "bandwidth_matrix": matrix}
         try:

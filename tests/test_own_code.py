@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
-import xferbench.analyze.compare  # and the analysis side, which the run's summary imports too
-import xferbench.analyze.report
-import xferbench.measure.plugin  # noqa: F401
+import xferbench.analyze.gate.compare  # and the analysis side, which the run's summary imports too
+import xferbench.analyze.report.page
+import xferbench.measure.session.plugin  # noqa: F401
 from xferbench.cli import main
 
 CONFTEST = """
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
 
 def pytest_xfer_make_backend(config):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.analyze.expectations import DUPLEX_MIDPOINT, FULL_SPEED_SHARE
-from xferbench.analyze.results import load
+from xferbench.analyze.gate.expectations import DUPLEX_MIDPOINT, FULL_SPEED_SHARE
+from xferbench.analyze.load.results import load
 from xferbench.cli import main
 from xferbench.measure.concurrent import Concurrent
 from xferbench.measure.scenario_families import SCENARIO_FAMILIES

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from xferbench.analyze.compare import NOT_COMPARED, Comparison, compare, plan_notes, summary
-from xferbench.analyze.peer_plan import RecordedPlan, difference, same_cases, sentences
-from xferbench.analyze.report import build_html
-from xferbench.analyze.results import load
+from xferbench.analyze.gate.compare import NOT_COMPARED, Comparison, compare, plan_notes, summary
+from xferbench.analyze.load.peer_plan import RecordedPlan, difference, same_cases, sentences
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.page import build_html
 from xferbench.cli import main
 from xferbench.measure.cases import LinkClasses, peer_plan
 
@@ -175,7 +175,7 @@ class TestPlanDetails:
     @pytest.mark.parametrize("damage", [{"mode": 1}, {"reason": None}, {"swept_pairs": "cuda:0->cuda:1"},
                                         {"swept_pairs": [1]}, {"classes": ["cuda:0->cuda:1"]}, {"classes": {"a": 1}}])
     def test_each_field_damaged_alone_is_refused(self, damage):
-        from xferbench.analyze.peer_plan import plan_ok
+        from xferbench.analyze.load.peer_plan import plan_ok
 
         plan = WHOLE | damage
         assert plan_ok(WHOLE) and plan_ok(None) and not plan_ok(plan) and not plan_ok("all")
@@ -190,7 +190,7 @@ class TestPlanDetails:
         assert sentences(plan, frame)[-1].startswith("Measured: cuda:2->cuda:9, cuda:2->cuda:10 at 1 size(s) (4 B); ")
 
     def test_more_than_eight_pairs_are_counted(self):
-        from xferbench.analyze.peer_plan import named
+        from xferbench.analyze.load.peer_plan import named
 
         pairs = [f"cuda:0->cuda:{i}" for i in range(1, 11)]
         assert named(pairs) == ", ".join(pairs[:8]) + " and 2 more" and named(pairs[:8]) == ", ".join(pairs[:8])

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
-import xferbench.measure.plugin  # noqa: F401
-from xferbench.measure.machine import host_cache_bytes
-from xferbench.measure.plugin import PROFILE_MAX_TIME
+import xferbench.measure.session.plugin  # noqa: F401
+from xferbench.measure.hardware.machine import host_cache_bytes
+from xferbench.measure.session.plugin import PROFILE_MAX_TIME
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CONFTEST = """
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
 
 def pytest_xfer_make_backend(config):
@@ -181,7 +181,7 @@ def test_pytest_benchmark_requirement_covers_what_the_code_calls():
 class TestOptionsUpFront:
     def test_without_pytest_benchmark_a_clear_message(self, pytester):
         """-p no:benchmark: one usage error saying what is missing, not an unknown-hook traceback."""
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
         pytester.makepyfile(test_one="def test_one():\n    pass\n")
         result = pytester.runpytest_subprocess("-p", "no:benchmark")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -201,7 +201,7 @@ class TestOptionValues:
     ])
     def test_pytest_option_value_is_one_line_exit_4(self, pytester, option, message):
         """pytest prints argparse's own refusal as usage + error + inifile + rootdir; ours is one line."""
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
         pytester.makepyfile(test_one="def test_one():\n    pass\n")
         result = pytester.runpytest_subprocess(option)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -209,7 +209,7 @@ class TestOptionValues:
         assert len(errors) == 1 and errors[0].startswith(f"ERROR: {message}"), errors
 
     def test_pytest_option_values_still_parsed(self, pytester):
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
         pytester.makepyfile(test_one="def test_one(request):\n    o = request.config.option\n"
                                      "    assert o.xfer_sizes == [4, (2, 3)] and o.xfer_dtypes == ['float16']\n"
                                      "    assert o.xfer_dist_timeout == 5.0 and o.xfer_dist_rounds == 3\n")

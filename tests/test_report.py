@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from xferbench import output
-from xferbench.analyze.findings import findings
-from xferbench.analyze.report import build_html, write_report
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.findings import findings
+from xferbench.analyze.report.page import build_html, write_report
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -116,7 +116,7 @@ def test_analysis_side_needs_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, xferbench.analyze.report, xferbench.analyze.compare, xferbench.analyze.history, "
-            "xferbench.analyze.expectations, xferbench.cli, xferbench.measure.plugin; print('torch' in sys.modules)")
+    code = ("import sys, xferbench.analyze.report.page, xferbench.analyze.gate.compare, xferbench.analyze.load.history, "
+            "xferbench.analyze.gate.expectations, xferbench.cli, xferbench.measure.session.plugin; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

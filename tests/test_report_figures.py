@@ -14,11 +14,11 @@ import pytest
 from matplotlib.colors import LogNorm
 
 from handfed import bench, gpu_machine, sweep, write
-from xferbench.analyze import plots
-from xferbench.analyze.export import CSV_COLUMNS, to_csv
-from xferbench.analyze.findings import cpu_split, findings, pinning_break_even
-from xferbench.analyze.report import build_html, write_report
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report import plots
+from xferbench.analyze.report.export import CSV_COLUMNS, to_csv
+from xferbench.analyze.report.findings import cpu_split, findings, pinning_break_even
+from xferbench.analyze.report.page import build_html, write_report
 from xferbench.contract import IDENTITY, MEASURED
 
 DATA = Path(__file__).parent / "data"
@@ -378,7 +378,7 @@ class TestScenarioFiguresOnOddFrames:
 
     @pytest.fixture
     def frame(self):
-        from xferbench.analyze.results import load
+        from xferbench.analyze.load.results import load
 
         return load([DATA / "sim-2gpu.json"]).frame
 
@@ -396,7 +396,7 @@ class TestScenarioFiguresOnOddFrames:
     def test_bars_of_cases_sharing_a_path_do_not_overprint(self, frame, op):
         import matplotlib.pyplot as plt
 
-        from xferbench.analyze import plots
+        from xferbench.analyze.report import plots
 
         rows = self.twin(frame[frame["op"] == op], dtype="float16", median_s=frame[frame["op"] == op]["median_s"].iloc[0] * 3)
         rows.loc[rows.index[-1], "bandwidth_gbps"] = rows["bandwidth_gbps"].iloc[0] / 3
@@ -412,7 +412,7 @@ class TestScenarioFiguresOnOddFrames:
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        from xferbench.analyze import plots
+        from xferbench.analyze.report import plots
 
         rows = frame[frame["op"] == "module_to"]
         paths = rows["path"].nunique()
@@ -429,7 +429,7 @@ class TestScenarioFiguresOnOddFrames:
 
         import matplotlib.pyplot as plt
 
-        from xferbench.analyze import plots
+        from xferbench.analyze.report import plots
 
         rows = frame[frame["op"] == op].copy()
         for name, value in change.items():

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xferbench.analyze.results import ResultsError, find_json, load
+from xferbench.analyze.load.results import ResultsError, find_json, load
 
 from hang import no_hang
 from hostile_inputs import BASE, DATA, FAST, assert_refused, dump, hostile_numbers, json_values, mutate, put, run_cli, small
@@ -325,7 +325,7 @@ class TestSimulatedRun:
 
 
 def journal_file(tmp_path, lines, *, name="run.journal.jsonl", cut=False):
-    """A journal as measure/journal.py writes it: one JSON object a line; ``cut`` leaves the last line unfinished."""
+    """A journal as measure/session/journal.py writes it: one JSON object a line; ``cut`` leaves the last line unfinished."""
     text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
     return write(tmp_path, name, text if cut else text + "\n")
 
@@ -562,7 +562,7 @@ class TestStatisticsChecked:
 
 def test_a_path_the_system_cannot_look_up_is_one_line(tmp_path):
     """A file name longer than the system allows is a ResultsError (exit 2), not an OSError traceback."""
-    from xferbench.analyze.results import find_json
+    from xferbench.analyze.load.results import find_json
 
     path = tmp_path / ("x" * 300 + ".json")
     with pytest.raises(ResultsError) as error:
@@ -819,7 +819,7 @@ def test_a_file_named_twice_is_one_run(tmp_path, capsys):
     """run.json ./run.json (or a link to it) is one run: not 'older results of a case measured again replaced'."""
     run = put(tmp_path / "run.json", small(4))
     os.symlink(run, tmp_path / "link.json")
-    from xferbench.analyze.results import load
+    from xferbench.analyze.load.results import load
 
     results = load([run, tmp_path / "." / "run.json", tmp_path / "link.json"])
     assert len(results.frame) == 4 and results.notes == [] and results.sources == [str(run)]

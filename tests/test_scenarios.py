@@ -6,7 +6,7 @@ from torch import nn
 
 from xferbench.measure import scenarios
 from xferbench.measure.cases import Skipped
-from xferbench.measure.faults import fault_calls
+from xferbench.measure.hardware.faults import fault_calls
 from xferbench.measure.scenario_families import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.scenarios import (
     DeviceMismatch,
@@ -149,7 +149,7 @@ class TestRunScenario:
 
     def test_faults_are_counted_around_the_target_alone(self, monkeypatch):
         """A setup that faults (a module moved home, a cache emptied) is not the scenario's cost."""
-        from xferbench.measure import faults
+        from xferbench.measure.hardware import faults
 
         counter = {"faults": 0}
         monkeypatch.setattr(faults, "minor_faults", lambda: counter["faults"])

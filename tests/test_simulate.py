@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
-from xferbench.analyze.findings import findings
+from xferbench.analyze.load.results import device_time_valid, load
 from xferbench.analyze.model import fit_alpha_beta, fit_paths
-from xferbench.analyze.results import device_time_valid, load
+from xferbench.analyze.report.findings import findings
 from xferbench.cli import main
 from xferbench.contract import machine_differences, simulation_mismatch
 from xferbench.measure.cases import Case
@@ -325,7 +325,7 @@ class TestBadSpecs:
     ])
     def test_usage_error_names_the_key_before_anything_runs(self, pytester, text, message):
         """A bad spec is a one-line usage error naming the key; no case runs, no traceback."""
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
         pytester.makepyfile(test_h2d="import pytest\n\n@pytest.mark.xfer('h2d')\ndef test_h2d(xfer_case, xfer):\n"
                                      "    xfer(xfer_case)\n")
         spec = pytester.path / "bad.toml"
@@ -338,7 +338,7 @@ class TestBadSpecs:
 
     def test_another_timer_is_refused(self, pytester, tmp_path):
         """The simulated clock is the timer; a second one would time something else."""
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.plugin",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
         result = pytester.runpytest("--benchmark-only", f"--xfer-simulate={write_spec(tmp_path)}",
                                     "--benchmark-timer=time.process_time")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -397,7 +397,7 @@ def test_benchmark_compare_refuses_simulated_against_real_even_when_allowed():
     measured one is a usage error even with --xfer-allow-different-machines."""
     from types import SimpleNamespace
 
-    from xferbench.measure.plugin import pytest_benchmark_compare_machine_info
+    from xferbench.measure.session.plugin import pytest_benchmark_compare_machine_info
 
     config = SimpleNamespace(getoption=lambda name: True)
     real = {"xferbench": {"devices": [], "torch": "2.13"}}
@@ -588,7 +588,7 @@ class TestGpuScenariosReadBackTheSpec:
 
     def test_findings_read_the_spec_back(self, gpu_families):
         """The sections' sentences state the stall, the non_blocking return and the placement ratio the spec implies."""
-        from xferbench.analyze.findings import scenario_findings
+        from xferbench.analyze.report.findings import scenario_findings
         from xferbench.units import format_seconds
 
         spec, frame = gpu_families.spec, gpu_families.frame

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from xferbench.measure.cases import PROFILES, Case, build_cases, default_peer_pairs, fit_shapes, peer_plan
-from xferbench.measure.estimate import Rounds, benchmark_seconds
+from xferbench.measure.session.estimate import Rounds, benchmark_seconds
 from xferbench.measure.simulate import SimBackend, SimClock, load_spec
 from xferbench.units import parse_sizes
 
@@ -212,7 +212,7 @@ def test_conservative_estimate_of_the_h200_sample_errs_long_within_3x():
     check and the report included), and within 3x of it."""
     import gzip
 
-    from xferbench.measure.estimate import estimate
+    from xferbench.measure.session.estimate import estimate
 
     sample = ROOT / "reports" / "samples" / "h200"
     data = json.loads(gzip.open(sample / "full.json.gz").read())
@@ -233,7 +233,7 @@ class TestHarnessOnTheRealClock:
     rounds = Rounds(0.02, 1e-4, 5)
 
     def test_every_pair_of_one_size_passes_over_the_bytes_once(self):
-        from xferbench.measure.estimate import CONSERVATIVE_GBPS, HARNESS_COPIES, SIMULATED_HARNESS_S, estimate
+        from xferbench.measure.session.estimate import CONSERVATIVE_GBPS, HARNESS_COPIES, SIMULATED_HARNESS_S, estimate
 
         pairs = [Case("peer", "to", s, d, (2**28,)) for s in GPUS for d in GPUS if s != d]
         found = estimate(pairs, self.sim, self.rounds)
@@ -244,8 +244,8 @@ class TestHarnessOnTheRealClock:
         assert estimate(pairs + copies, self.sim, self.rounds).real_s == pytest.approx(58 * SIMULATED_HARNESS_S + 2 * once)
 
     def test_a_priced_scenario_moves_nothing_and_a_host_case_is_priced_as_before(self):
-        from xferbench.measure.estimate import HARNESS_S, SIMULATED_HARNESS_S, estimate
         from xferbench.measure.scenarios import Scenario
+        from xferbench.measure.session.estimate import HARNESS_S, SIMULATED_HARNESS_S, estimate
 
         scenario = Scenario("pin_memory", "to", "cpu", "cuda:3", 2**26, "bytes")
         assert estimate([scenario], self.sim, self.rounds).real_s == pytest.approx(SIMULATED_HARNESS_S)
@@ -256,7 +256,7 @@ class TestHarnessOnTheRealClock:
         """The 2-rank world times its own rounds (World.run: warm-up, rounds of calls_for(nbytes) calls, one
         verified call), not pytest-benchmark's; the profile's rounds unless --xfer-dist-rounds says otherwise."""
         from xferbench.measure.distributed.operations import DistCase
-        from xferbench.measure.estimate import DIST_CALL_S, DIST_GBPS, HARNESS_COPIES, HARNESS_S, estimate
+        from xferbench.measure.session.estimate import DIST_CALL_S, DIST_GBPS, HARNESS_COPIES, HARNESS_S, estimate
 
         def seconds(nbytes, rounds):
             harness = HARNESS_S + HARNESS_COPIES * nbytes / (2e9)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from xferbench.analyze import store
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
 from xferbench.cli import main
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -142,7 +142,8 @@ def test_comment_fits_githubs_limit_summary_first(tmp_path: Path) -> None:
 
 def test_the_dashboard_parses_each_stored_run_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The machine's page, its trends and its line in the index come from one reading of each run."""
-    from xferbench.analyze import report, results
+    from xferbench.analyze.load import results
+    from xferbench.analyze.report import page as report
 
     runs = [_run(tmp_path, i) for i in range(3)]
     where = tmp_path / "store"

@@ -1,4 +1,4 @@
-"""The key findings printed at the end of a benchmark run (measure/summary.py), through pytester."""
+"""The key findings printed at the end of a benchmark run (measure/session/summary.py), through pytester."""
 
 import json
 from pathlib import Path
@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
-import xferbench.analyze.findings  # noqa: F401  (pandas, scipy: the same; they cannot load twice in a process)
-from xferbench.measure.summary import summary_lines
+import xferbench.analyze.report.findings  # noqa: F401  (pandas, scipy: the same; they cannot load twice in a process)
+from xferbench.measure.session.summary import summary_lines
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-host-sweep.json"
 
 CONFTEST = """
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
 
 def pytest_xfer_make_backend(config):
@@ -73,7 +73,7 @@ def test_the_summary_reads_the_document_in_memory(monkeypatch, tmp_path):
     """Nothing written, nothing parsed: no temporary file to fill a full disk, no second parse of the run."""
     import tempfile
 
-    from xferbench.analyze import results
+    from xferbench.analyze.load import results
 
     def refuse(*args, **kwargs):
         raise AssertionError("the in-memory document was written or parsed again")

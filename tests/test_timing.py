@@ -2,7 +2,7 @@ import types
 
 import pytest
 
-from xferbench.measure.devices import Wedged, memcpy_seconds, poll
+from xferbench.measure.hardware.devices import Wedged, memcpy_seconds, poll
 from xferbench.measure.timing import device_seconds, event_device, synchronized
 
 from fakes import FakeBackend
@@ -105,7 +105,7 @@ class TestProfilerRecords:
         copy's device time comes from events (twin or not) instead."""
         from torch.profiler import ProfilerActivity, supported_activities
 
-        from xferbench.measure.devices import TorchBackend
+        from xferbench.measure.hardware.devices import TorchBackend
 
         if ProfilerActivity.CUDA in supported_activities():
             pytest.skip("this torch records CUDA activity")

@@ -6,10 +6,11 @@ import types
 
 import pytest
 
-from xferbench.measure import machine, plugin
 from xferbench.measure.cases import peer_plan
-from xferbench.measure.devices import TorchBackend
-from xferbench.measure.topology import link_classes
+from xferbench.measure.hardware import machine
+from xferbench.measure.hardware.devices import TorchBackend
+from xferbench.measure.hardware.topology import link_classes
+from xferbench.measure.session import plugin
 
 from fakes import NO_PERMISSION, FakeBackend, amdsmi_box, gpu_props, nvml_box
 

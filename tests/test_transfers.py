@@ -10,8 +10,8 @@ import torch
 
 from xferbench.measure import timing, transfers
 from xferbench.measure.cases import Case
-from xferbench.measure.devices import Wedged
-from xferbench.measure.faults import fault_calls
+from xferbench.measure.hardware.devices import Wedged
+from xferbench.measure.hardware.faults import fault_calls
 from xferbench.measure.transfers import (
     Buffers,
     CannotRun,
@@ -313,7 +313,7 @@ class TestFaultsPerCall:
     def test_faults_counted_over_calls_of_their_own(self, monkeypatch, fake_benchmark):
         """The ru_minflt delta over the counting calls, divided by them: a call that faults 7 pages
         records 7.0, whatever the timed calls did."""
-        from xferbench.measure import faults
+        from xferbench.measure.hardware import faults
 
         counter = {"faults": 0}
         monkeypatch.setattr(faults, "minor_faults", lambda: counter["faults"])
@@ -336,7 +336,7 @@ class TestFaultsPerCall:
         """Measured for real: 64 MiB is above glibc's largest mmap threshold (32 MiB), so each
         allocation is a fresh mapping and touching it faults at least once per 2 MiB huge page;
         writing into memory already touched faults (almost) nothing."""
-        from xferbench.measure.faults import faults_per_call
+        from xferbench.measure.hardware.faults import faults_per_call
 
         reused = torch.empty(2**24)
         reused.fill_(0)
@@ -418,7 +418,7 @@ class TestDeviceTimeMethod:
 #: A session on two fake GPUs whose peer copies never complete: tensors live on the host, as a simulated
 #: GPU's do, and the deadline is cut to a hundredth of a second.
 STUCK_CONFTEST = """
-pytest_plugins = ("xferbench.measure.plugin",)
+pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
 from xferbench.measure import timing
 

@@ -49,10 +49,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-from xferbench.analyze.ab import Runner, run_ab
-from xferbench.analyze.compare import compare, reproduced, to_json
-from xferbench.analyze.noise import Noise
-from xferbench.analyze.results import Results, load
+from xferbench.analyze.gate.ab import Runner, run_ab
+from xferbench.analyze.gate.compare import compare, reproduced, to_json
+from xferbench.analyze.gate.noise import Noise
+from xferbench.analyze.load.results import Results, load
 from xferbench.units import parse_size
 
 ROOT = Path(__file__).resolve().parent.parent

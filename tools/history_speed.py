@@ -8,7 +8,7 @@ Each run is the real CPU sample (tests/data/cpu-sample.json, 58 benchmarks with 
 lognormal wobble and, from two thirds of the runs on, the 16 MiB host copy made 2x slower: a lasting
 step the history page must find. Only the count matters; the figures are not meant to be read.
 Prints, per N, wall and CPU time of: the whole `xferbench history` command the first time (every run parsed,
-its summary cached) and again (summaries from the cache, analyze/run_cache.py; a cache folder of its own, so
+its summary cached) and again (summaries from the cache, analyze/load/run_cache.py; a cache folder of its own, so
 the user's is untouched); then, cached, reading the folder, the trend plot (change-point search included) and
 `xferbench compare` of the newest run against the folder. The goal (issue 24): 10,000 runs in under 30 s.
 """
@@ -27,7 +27,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from xferbench.analyze.history import history_plots, load_storage
+from xferbench.analyze.load.history import history_plots, load_storage
 from xferbench.cli import main as cli
 
 T = TypeVar("T")

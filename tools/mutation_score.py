@@ -37,23 +37,23 @@ WORK = ROOT / "mutants"
 MODULES: dict[str, tuple[str, list[str]]] = {
     "units": ("src/xferbench/units.py", ["tests/test_units.py"]),
     "contract": ("src/xferbench/contract.py", ["tests/test_contract.py"]),
-    "results": ("src/xferbench/analyze/results.py", ["tests/test_results.py", "tests/test_gzip_runs.py"]),
+    "results": ("src/xferbench/analyze/load/results.py", ["tests/test_results.py", "tests/test_gzip_runs.py"]),
     "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
-    "expectations": ("src/xferbench/analyze/expectations.py", ["tests/test_expectations.py"]),
-    "compare": ("src/xferbench/analyze/compare.py", ["tests/test_compare.py"]),
-    "noise": ("src/xferbench/analyze/noise.py", ["tests/test_noise.py"]),
-    "ab": ("src/xferbench/analyze/ab.py", ["tests/test_ab.py"]),
+    "expectations": ("src/xferbench/analyze/gate/expectations.py", ["tests/test_expectations.py"]),
+    "compare": ("src/xferbench/analyze/gate/compare.py", ["tests/test_compare.py"]),
+    "noise": ("src/xferbench/analyze/gate/noise.py", ["tests/test_noise.py"]),
+    "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py"]),
     # The simulated machine's spec and cost model, unit by unit: tests/test_simulate.py runs whole
     # benchmark pipelines in subprocesses (minutes per mutant, and mutmut cannot see into them).
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate_model.py"]),
     # Its runs killed midway and long runs are whole pytest processes started in a scratch folder:
     # mutmut cannot see into them, and its stats hook fails there (no pyproject.toml to read).
-    "journal": ("src/xferbench/measure/journal.py",
+    "journal": ("src/xferbench/measure/session/journal.py",
                 ["tests/test_journal.py", "tests/test_atomic_json.py", "-k",
                  "not TestInterruptedRun and not TestLongRun"]),
-    "history": ("src/xferbench/analyze/history.py", ["tests/test_history.py"]),
+    "history": ("src/xferbench/analyze/load/history.py", ["tests/test_history.py"]),
     # compare's "not compared" for peer cases one side's plan left out; the slow tests are whole simulated sessions.
-    "peer_plan": ("src/xferbench/analyze/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
+    "peer_plan": ("src/xferbench/analyze/load/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
 }
 
 

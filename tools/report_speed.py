@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from xferbench.analyze.report import write_report
-from xferbench.analyze.results import load
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.page import write_report
 
 SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "cpu-sample.json"
 DTYPES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int32", "int64", "int16"]

@@ -8,7 +8,7 @@ __all__ = ["__version__", "try_all_gpus", "try_gpu"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .measure.devices import try_all_gpus, try_gpu
+    from .measure.hardware.devices import try_all_gpus, try_gpu
 
 
 def __getattr__(name: str) -> Any:
@@ -17,5 +17,5 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         # By name, so the analysis side (which imports this package) has no import edge to measure/.
-        return getattr(importlib.import_module("xferbench.measure.devices"), name)
+        return getattr(importlib.import_module("xferbench.measure.hardware.devices"), name)
     raise AttributeError(f"module 'xferbench' has no attribute {name!r}")

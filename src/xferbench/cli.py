@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .analyze.results import Results, ResultsError
+from .analyze.load.results import Results, ResultsError
 from .output import OutputError
 
 __all__ = ["main"]
@@ -45,10 +45,10 @@ def _output(given: Path | None, inputs: list[Path]) -> Path:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .analyze.history import history_plots, load_storage
-    from .analyze.other_tools import classify, load_peers
-    from .analyze.report import companions, write_report
-    from .analyze.results import load
+    from .analyze.load.history import history_plots, load_storage
+    from .analyze.load.results import load
+    from .analyze.report.other_tools import classify, load_peers
+    from .analyze.report.page import companions, write_report
     from .output import check_output
 
     given = [*args.results, *([args.history] if args.history else [])]
@@ -139,7 +139,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .analyze.compare import (
+    from .analyze.gate.compare import (
         busy_notes,
         compare,
         load_runs,
@@ -150,7 +150,7 @@ def _compare(args: argparse.Namespace) -> int:
         to_markdown,
         to_text,
     )
-    from .analyze.noise import Noise
+    from .analyze.gate.noise import Noise
     from .contract import hardware_differences, hardware_identity, simulation_mismatch, software_changes, software_environment
     from .output import check_output, write_atomic
 
@@ -231,7 +231,7 @@ def _same_clock(base: list[Results], new: list[Results]) -> None:
 
 def _small_input(path: Path) -> str:
     """The text of a --noise or --confirm file, or a one-line UsageError (a FIFO would block the read)."""
-    from .analyze.results import find_json, read_text
+    from .analyze.load.results import find_json, read_text
 
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give the file")
@@ -239,8 +239,8 @@ def _small_input(path: Path) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from .analyze.compare import load_runs
-    from .analyze.noise import calibrate
+    from .analyze.gate.compare import load_runs
+    from .analyze.gate.noise import calibrate
     from .output import check_output, write_atomic
 
     if not 0 < args.target < 1:
@@ -293,7 +293,7 @@ def _aa_run(command: str, target: Path) -> Path:
     calibrate took that name meanwhile, the next free one): two calibrations into one folder lose no run."""
     import tempfile
 
-    from .analyze.ab import run_command
+    from .analyze.gate.ab import run_command
     from .output import write_atomic
 
     with tempfile.TemporaryDirectory(prefix="xferbench-aa-") as private:
@@ -303,7 +303,7 @@ def _aa_run(command: str, target: Path) -> Path:
 
 
 def _ab(args: argparse.Namespace) -> int:
-    from .analyze.ab import ab_run, to_json, to_markdown, to_text
+    from .analyze.gate.ab import ab_run, to_json, to_markdown, to_text
     from .output import check_output, write_atomic
 
     outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
@@ -327,7 +327,7 @@ def _ab(args: argparse.Namespace) -> int:
 
 
 def parse_threshold_arg(text: str | None) -> float | None:
-    from .analyze.compare import parse_threshold
+    from .analyze.gate.compare import parse_threshold
 
     if text is None:
         return None
@@ -338,8 +338,8 @@ def parse_threshold_arg(text: str | None) -> float | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .analyze.expectations import check
-    from .analyze.results import load
+    from .analyze.gate.expectations import check
+    from .analyze.load.results import load
 
     results = load(args.results)
     _say_incomplete(args.command, results.incomplete)
@@ -361,8 +361,8 @@ def _info(args: argparse.Namespace) -> int:
         import torch  # noqa: F401  (the fingerprint is torch's view of the machine)
     except ImportError as error:
         raise UsageError(f"needs torch, which cannot be imported here ({error}); pip install torch") from None
-    from .measure.devices import TorchBackend, available_devices
-    from .measure.machine import fingerprint
+    from .measure.hardware.devices import TorchBackend, available_devices
+    from .measure.hardware.machine import fingerprint
 
     backend = TorchBackend()
     print(json.dumps({"devices": available_devices(backend), "xferbench": fingerprint(backend)}, indent=1))
@@ -399,7 +399,7 @@ def _newest(path: Path) -> Path:
 
 
 def latest_file(folder: Path) -> Path:
-    from .analyze.history import runs_in
+    from .analyze.load.history import runs_in
 
     runs = runs_in(folder)
     return runs[-1][0]

@@ -130,7 +130,7 @@ MEASURED: dict[str, Any] = {
     "rank_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds of every rank
     "rank_mean_seconds": list[float],  # distributed: each round's per-call seconds, averaged over its members
     "rank_hosts": list[str],     # distributed: the node of each rank
-    "host_rss_bytes": int,       # resident host memory of the process after the benchmark (measure/journal.py)
+    "host_rss_bytes": int,       # resident host memory of the process after the benchmark (measure/session/journal.py)
     "pinned_host_bytes": int,    # pinned host memory held by torch's caching host allocator, once CUDA is in use
     "device_bytes": int,         # device memory allocated by torch on all devices, once CUDA is in use
 }
@@ -197,7 +197,7 @@ def measured_from(info: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """xferbench's own section of a run's ``machine_info`` (measure/machine.py writes it), read in one place.
+    """xferbench's own section of a run's ``machine_info`` (measure/hardware/machine.py writes it), read in one place.
 
     An older or foreign run has no section (or not an object): every property then says "unknown"
     (None, empty) rather than fail, as each reader did on its own before.

@@ -293,7 +293,7 @@ PCIE_GBPS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 NVLINK_GBPS_PER_LINK = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
 #: GA10x's narrower links (x4, not A100's x8: sm_86 and later Ampere boards) under NVML's "3.1".
 NVLINK_GA10X_GBPS_PER_LINK = 14.0625
-#: The key of a device's ``nvlink_remote`` (measure/machine.py) that counts its links to an NVSwitch.
+#: The key of a device's ``nvlink_remote`` (measure/hardware/machine.py) that counts its links to an NVSwitch.
 NVSWITCH = "nvswitch"
 
 

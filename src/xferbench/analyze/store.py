@@ -38,10 +38,10 @@ import numpy as np
 from ..contract import machine_differences, machine_identity
 from ..output import write_atomic
 from ..units import format_bytes
-from .history import Stored, history_plots, load_storage, runs_in
-from .noise import run_times
-from .plots import Plot, as_plot
-from .results import Results, ResultsError, load, read_text
+from .gate.noise import run_times
+from .load.history import Stored, history_plots, load_storage, runs_in
+from .load.results import Results, ResultsError, load, read_text
+from .report.plots import Plot, as_plot
 
 __all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "StoreError", "dashboard", "machine_folder", "parse_store", "path_trends",
            "pull", "push"]
@@ -301,7 +301,7 @@ def _summary(folder: Path, stored: Stored) -> dict[str, Any]:
 
 def dashboard(root: Path, machines: list[str] | None = None) -> Path:
     """(Re)write each given machine's page (all when None) and the index; returns the index."""
-    from .report import write_report
+    from .report.page import write_report
 
     base = root / MACHINES
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from ..contract import Identity
 from ..units import format_size
 from .cases import PeerPlan, Skipped, accelerators, no_accelerator
-from .devices import DeviceBackend, Wedged, accelerator_index
-from .machine import gpu_local_cpus, parse_cpu_list, pci_bus_id
+from .hardware.devices import DeviceBackend, Wedged, accelerator_index
+from .hardware.machine import gpu_local_cpus, parse_cpu_list, pci_bus_id
 from .scenarios import Prepared, Sync, empty_host_cache, missing_cuda
 
 if TYPE_CHECKING:
@@ -532,7 +532,7 @@ def _synchronizer(c: Concurrent, backend: DeviceBackend) -> Sync:
 
 def _time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: Any, backend: DeviceBackend,
                      simulator: SimBackend | None) -> dict[str, Any]:
-    from .faults import after_timing
+    from .hardware.faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 

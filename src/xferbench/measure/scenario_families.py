@@ -41,7 +41,7 @@ from .concurrent import (
     prepare_peer,
     time_concurrent,
 )
-from .devices import DeviceBackend, accelerator_index
+from .hardware.devices import DeviceBackend, accelerator_index
 from .scenarios import (
     Prepared,
     Scenario,

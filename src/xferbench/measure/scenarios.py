@@ -471,8 +471,8 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
                   simulator: SimBackend | None, profile: str = "quick") -> dict[str, Any]:
     """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info. ``make`` builds
     the calls (the real ones, or the simulated machine's prices when ``simulator`` is given)."""
-    from .devices import accelerator_index
-    from .faults import after_timing
+    from .hardware.devices import accelerator_index
+    from .hardware.faults import after_timing
     from .timing import CLOCK_SIMULATED, CLOCK_WALL
     from .transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 

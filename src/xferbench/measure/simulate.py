@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import tomllib
 
 from .cases import Case
-from .devices import accelerator_index
+from .hardware.devices import accelerator_index
 from .timing import BARE_OPS, CLOCK_SIMULATED, event_device
 
 __all__ = [

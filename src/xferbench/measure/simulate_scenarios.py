@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from .concurrent import Concurrent, NotPlaceable
-from .devices import accelerator_index
+from .hardware.devices import accelerator_index
 from .scenarios import BATCH_PIECE, OVERLAP_KERNEL_S, STALL_SECONDS, Prepared, Scenario, Sync, parameter_bytes
 from .simulate import SimBackend
 

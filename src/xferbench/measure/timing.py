@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .devices import DeviceBackend, Wedged, accelerator_index
+from .hardware.devices import DeviceBackend, Wedged, accelerator_index
 
 __all__ = ["BARE_OPS", "CLOCK_SIMULATED", "CLOCK_WALL", "COPY_OPS", "Wedged", "copy_deadline", "device_seconds",
            "event_device", "synchronized", "wait_or_raise"]

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
-from ..pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
+from ..session.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .world import (
@@ -45,7 +45,7 @@ from .world import (
 if TYPE_CHECKING:
     from pytest_benchmark.stats import Metadata
 
-    from ..journal import Journal
+    from ..session.journal import Journal
 
 __all__ = ["main", "validate"]
 
@@ -315,8 +315,8 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
 
 def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
     """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
-    from ..devices import TorchBackend
-    from ..machine import fingerprint
+    from ..hardware.devices import TorchBackend
+    from ..hardware.machine import fingerprint
 
     machine = machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
@@ -328,7 +328,7 @@ def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal
     """The journal beside ``out``; None (the run goes on, as with pytest) when it cannot be opened."""
     import datetime as dt
 
-    from ..journal import Journal, unused_journal
+    from ..session.journal import Journal, unused_journal
 
     journal = Journal(unused_journal(out.with_suffix("").as_posix() + ".journal"))
     try:

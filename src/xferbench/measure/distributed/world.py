@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...units import first_line, format_bytes, format_size
-from ..pytest_benchmark_adapter import mark_used, new_stats
+from ..session.pytest_benchmark_adapter import mark_used, new_stats
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
 
@@ -208,7 +208,7 @@ def free_bytes(device: str, per_node: int) -> int | None:
         import torch
 
         return int(torch.cuda.mem_get_info(torch.device(device))[0])
-    from ..devices import host_memory_available
+    from ..hardware.devices import host_memory_available
 
     available = host_memory_available()
     return None if available is None else available // max(1, per_node)

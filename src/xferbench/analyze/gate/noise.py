@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..contract import hardware_identity, software_environment
-from .results import Results, ResultsError
+from ...contract import hardware_identity, software_environment
+from ..load.results import Results, ResultsError
 
 __all__ = [
     "BANDWIDTH_MIN_BYTES",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..contract import (
+from ...contract import (
     IDENTITY,
     MEASURED,
     SCHEMA_VERSION,
@@ -30,7 +30,7 @@ from ..contract import (
     machine_differences,
     measured_from,
 )
-from ..families import FAMILIES
+from ...families import FAMILIES
 from .peer_plan import plan_ok
 
 __all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble",
@@ -175,14 +175,14 @@ def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
         raise ResultsError(f"{path}: field {problem}")
 
 
-#: Numbers of a device's fingerprint (measure/machine.py) that the model and the report compute with.
+#: Numbers of a device's fingerprint (measure/hardware/machine.py) that the model and the report compute with.
 _DEVICE_NUMBERS = ("memory_bytes", "l2_cache_bytes", "memory_peak_gbps", "sm_clock_max_mhz", "pcie_generation",
                    "pcie_width", "pcie_max_generation", "pcie_max_width", "nvlink_links")
 
 
 def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
     """The first field of xferbench's fingerprint that the analysis reads and that is not of the kind
-    measure/machine.py writes (``'machine_info.xferbench.devices' ..., got 5``), or None. Null is
+    measure/hardware/machine.py writes (``'machine_info.xferbench.devices' ..., got 5``), or None. Null is
     always allowed: a fingerprint says nothing it does not know."""
     def number(value: Any) -> bool:
         return value is None or (type(value) in (int, float) and 0 <= value <= _MAX_BYTES)
@@ -216,7 +216,7 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
 
 
 def is_journal(path: Path, text: str) -> bool:
-    """A journal of a run (JSON Lines, ``measure/journal.py``): by its first line; a ``.jsonl`` name counts only
+    """A journal of a run (JSON Lines, ``measure/session/journal.py``): by its first line; a ``.jsonl`` name counts only
     when that line is not the start of a plain results file (pretty-printed ``{``, or one line with its benchmarks)."""
     head = text.lstrip()
     if head.startswith('{"xfer_journal"'):
@@ -270,7 +270,7 @@ def _moves_payload(op: str, variant: str | None) -> bool:
     return (family is None or family.moves_payload) and variant != "again"
 
 
-#: What a plain pytest-benchmark test needs to be tracked (measure/plugin.py's fixture).
+#: What a plain pytest-benchmark test needs to be tracked (measure/session/plugin.py's fixture).
 UNTRACKED_HINT = "name what a test times with the xfer_identity fixture: docs/regression-tracking.md, 'Your own code'"
 
 #: Times in seconds per call: pytest-benchmark's statistics of the rounds.

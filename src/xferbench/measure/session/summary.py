@@ -48,8 +48,8 @@ def _where(config: pytest.Config) -> str:
 
 def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
-    from ..analyze.findings import findings
-    from ..analyze.results import Document, ResultsError, load
+    from ...analyze.load.results import Document, ResultsError, load
+    from ...analyze.report.findings import findings
 
     try:  # the document as it is in memory: nothing written, nothing parsed
         results = load([Document(Path("run.json"), output_json)])

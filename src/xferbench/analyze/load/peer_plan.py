@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..contract import Fingerprint
-from ..units import format_bytes
+from ...contract import Fingerprint
+from ...units import format_bytes
 
 __all__ = ["UNKNOWN", "RecordedPlan", "difference", "named", "plan_ok", "same_cases", "sentences"]
 

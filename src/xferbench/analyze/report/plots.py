@@ -32,11 +32,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from ..contract import Fingerprint
-from ..families import FAMILIES, family, moving_ops
-from ..units import format_bytes, format_seconds, mathtext_safe
-from .findings import cliff, cliff_cause, cpu_split
-from .model import (
+from ...contract import Fingerprint
+from ...families import FAMILIES, family, moving_ops
+from ...units import format_bytes, format_seconds, mathtext_safe
+from ..model import (
     COPY_TOUCHES,
     Fit,
     cache_bytes,
@@ -47,6 +46,7 @@ from .model import (
     practical_ceiling,
     roofs,
 )
+from .findings import cliff, cliff_cause, cpu_split
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
 

@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..contract import environment_differences, hardware_differences
-from ..units import format_bytes
+from ...contract import environment_differences, hardware_differences
+from ...units import format_bytes
+from ..load.results import Results, ResultsError, load
 from .compare import ICONS, markdown_table, strict
 from .noise import run_times
-from .results import Results, ResultsError, load
 
 __all__ = ["AB_ALPHA", "AB_FLOOR", "AbCase", "AbRun", "Runner", "ab_run", "hodges_lehmann", "run_ab", "run_command",
            "signed_rank", "sides_differ", "to_json", "to_markdown", "to_text"]

@@ -1,6 +1,6 @@
 """pytest plugin: ``--xfer-*`` options, the case matrix, and pytest-benchmark hooks.
 
-Loaded by ``bench/conftest.py`` (``pytest_plugins``) or ``-p xferbench.measure.plugin``.
+Loaded by ``bench/conftest.py`` (``pytest_plugins``) or ``-p xferbench.measure.session.plugin``.
 torch is imported only when a session configures, so merely installing the
 package costs other pytest runs nothing.
 """
@@ -15,20 +15,24 @@ from typing import Any
 
 import pytest
 
-from ..contract import machine_differences, simulation_mismatch
-from ..units import Size, format_size, parse_dtype, parse_sizes
-from .cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
-from .devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
-from .machine import load_snapshot, machine_load
+from ...contract import machine_differences, simulation_mismatch
+from ...units import Size, format_size, parse_dtype, parse_sizes
+from ..cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
+from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
+from ..hardware.machine import load_snapshot, machine_load
+from ..scenario_families import SCENARIO_FAMILIES
+from ..scenario_families import plan as plan_scenario_family
 from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
-from .scenario_families import SCENARIO_FAMILIES
-from .scenario_families import plan as plan_scenario_family
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
 #: Run-time state (clocks, caches, pinned cache), the run journal, and the run-time estimate.
-pytest_plugins = ("xferbench.measure.run_state", "xferbench.measure.journal", "xferbench.measure.estimate")
+pytest_plugins = (
+    "xferbench.measure.session.run_state",
+    "xferbench.measure.session.journal",
+    "xferbench.measure.session.estimate",
+)
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
 #: rounds for a stable median (a few hundred 1 ms rounds), and a full sweep on one GPU inside a few minutes;
@@ -81,7 +85,7 @@ def _profile_option(text: str) -> str:
 def _parse_options(config: pytest.Config) -> None:
     """Parse the ``--xfer-*`` values given as text. Not argparse's ``type=`` / ``choices=``: pytest prints
     their refusal over four lines (usage, error, inifile, rootdir); here it is one, exit 4 all the same."""
-    from .distributed.options import OPTIONS
+    from ..distributed.options import OPTIONS
 
     parsers: dict[str, tuple[str, Callable[[str], Any]]] = {
         "xfer_sizes": ("--xfer-sizes", parse_sizes), "xfer_dtypes": ("--xfer-dtypes", _dtypes_option),
@@ -112,7 +116,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xfer-profile", default="quick", metavar="{" + ",".join(sorted(PROFILES)) + "}",
                     help="quick (default; about a minute on a CPU) or full (2x3 elements up to 1 GiB, "
                          "bounded by free memory)")
-    from .distributed.options import add_to_pytest
+    from ..distributed.options import add_to_pytest
 
     add_to_pytest(group)  # --xfer-dist-*: the same table as python -m xferbench.distributed
     group.addoption("--xfer-peer-pairs", default=None, metavar="{" + ",".join(PEER_PAIRS) + "}",
@@ -135,7 +139,7 @@ def _simulated_backend(config: pytest.Config) -> DeviceBackend | None:
     path = config.getoption("xfer_simulate")
     if path is None:
         return None
-    from .simulate import SimBackend, SpecError, load_spec
+    from ..simulate import SimBackend, SpecError, load_spec
 
     try:
         spec = load_spec(path)
@@ -174,7 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         try:
-            from .devices import TorchBackend
+            from ..hardware.devices import TorchBackend
 
             backend = TorchBackend()
         except ImportError as error:
@@ -204,7 +208,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[str]) -> PeerPlan | None:
     """The peer family's plan (None below two GPUs): --xfer-peer-pairs, or the default from the pairs' link
     classes (the simulated machine prices every pair alike: one class; a real machine's come from NVML or
-    amdsmi, measure/topology.py; a backend that cannot say leaves them unknown: every pair swept)."""
+    amdsmi, measure/hardware/topology.py; a backend that cannot say leaves them unknown: every pair swept)."""
     gpus, mode = accelerators(devices), config.getoption("xfer_peer_pairs")
     if mode is not None and mode not in PEER_PAIRS:
         raise pytest.UsageError(f"argument --xfer-peer-pairs: invalid choice: {mode!r} "
@@ -271,8 +275,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                    else build_cases(op, s.devices, s.sizes, s.dtypes, s.peers))
         parametrize_cases(metafunc, "xfer_case", planned)
     if "xfer_dist_case" in metafunc.fixturenames:
-        from .distributed import PROFILES
-        from .distributed.operations import planned_cases
+        from ..distributed import PROFILES
+        from ..distributed.operations import planned_cases
 
         def free(kind: str) -> int | None:  # the least free memory of the two ranks' own devices
             if kind == "cpu":
@@ -299,9 +303,9 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend,
          request: pytest.FixtureRequest) -> Callable[[PlannedCase], dict[str, Any]]:
     """Run one case of a core, scenario or concurrent family under ``benchmark``; a case the machine
     cannot run is skipped, a stuck copy fails in one line."""
-    from .devices import Wedged
-    from .scenario_families import run as run_scenario_case
-    from .transfers import CannotRun, run_case
+    from ..hardware.devices import Wedged
+    from ..scenario_families import run as run_scenario_case
+    from ..transfers import CannotRun, run_case
 
     profile = settings(request.config).profile
 
@@ -323,7 +327,7 @@ def xfer_identity(benchmark: Any) -> Callable[..., None]:
     """Name what your own benchmark times, so compare, history and the report track it
     (docs/regression-tracking.md, "Your own code"):
     ``xfer_identity("my_loader", nbytes=batch.nbytes, src="cpu", dst="cuda:0")`` before ``benchmark(...)``."""
-    from ..contract import ContractError, Identity, identity_from
+    from ...contract import ContractError, Identity, identity_from
 
     def record(op: str, nbytes: int, src: str, dst: str | None = None, method: str = "call", dtype: str = "uint8",
                shape: Sequence[int] | None = None) -> None:
@@ -341,7 +345,7 @@ def xfer_identity(benchmark: Any) -> Callable[..., None]:
 def xfer_world(request: pytest.FixtureRequest) -> Any:
     """A world of 2 ranks on loopback: this process and a helper, for one test module
     (so the helper and its sockets are gone before other benchmarks run)."""
-    from .distributed import DistributedError, World, world_backend
+    from ..distributed import DistributedError, World, world_backend
 
     devices = _real_devices(settings(request.config))
     backend = world_backend(devices, request.config.getoption("xfer_dist_backend"))
@@ -358,8 +362,8 @@ def xfer_world(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -> Callable[[Any], dict[str, Any]]:
     """Run one distributed case on the session's world; wrong data fails it."""
-    from .distributed import PROFILES, DistributedError, VerificationError
-    from .distributed.world import CaseSkipped
+    from ..distributed import PROFILES, DistributedError, VerificationError
+    from ..distributed.world import CaseSkipped
 
     profile = PROFILES[settings(request.config).profile]
     rounds = request.config.getoption("xfer_dist_rounds")
@@ -381,12 +385,12 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         return
     cache = config.stash.setdefault(_FINGERPRINT, {})
     if "value" not in cache:
-        from .machine import fingerprint
+        from ..hardware.machine import fingerprint
 
         backend = settings(config).backend
         cache["value"] = fingerprint(backend)
         if backend.simulated:
-            from .simulate import SimBackend, describe
+            from ..simulate import SimBackend, describe
 
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])

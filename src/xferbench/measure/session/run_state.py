@@ -17,8 +17,15 @@ from typing import Any
 
 import pytest
 
-from .devices import DeviceBackend, accelerator_index, available_devices
-from .machine import cache_resident, clocks_and_link_now, cuda_properties, device_l2_bytes, host_cache_bytes, nvml_handle
+from ..hardware.devices import DeviceBackend, accelerator_index, available_devices
+from ..hardware.machine import (
+    cache_resident,
+    clocks_and_link_now,
+    cuda_properties,
+    device_l2_bytes,
+    host_cache_bytes,
+    nvml_handle,
+)
 
 __all__ = ["RunState"]
 
@@ -125,7 +132,7 @@ def empty_pinned_cache() -> None:
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return  # never create a context just to empty nothing
-    from .scenarios import empty_host_cache
+    from ..scenarios import empty_host_cache
 
     empty_host_cache()
 

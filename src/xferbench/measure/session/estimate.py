@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from .cases import Case
+from ..cases import Case
 
 __all__ = ["Estimate", "Rounds", "benchmark_seconds", "estimate", "estimate_lines", "outcome_lines"]
 
@@ -68,7 +68,7 @@ class Rounds:
 
     @classmethod
     def of(cls, config: pytest.Config) -> Rounds:
-        from .distributed.options import PROFILES
+        from ..distributed.options import PROFILES
 
         precision = config.getoption("benchmark_precision", None)
         dist = PROFILES.get(str(config.getoption("xfer_profile", "quick")), PROFILES["full"])
@@ -139,7 +139,7 @@ def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool
 
 
 def _distributed(item: Any) -> bool:
-    from ..families import FAMILIES
+    from ...families import FAMILIES
 
     return item.op in FAMILIES and FAMILIES[item.op].kind == "distributed"
 
@@ -147,7 +147,7 @@ def _distributed(item: Any) -> bool:
 def _distributed_seconds(item: Any, rounds: Rounds) -> float:
     """A distributed case's seconds (distributed.world.World.run): its warm-up calls, its rounds of
     ``calls_for(nbytes)`` calls each and one verified call."""
-    from .distributed.operations import calls_for
+    from ..distributed.operations import calls_for
 
     nbytes = int(getattr(item, "nbytes", 0) or 0)
     calls = rounds.dist_warmup + rounds.dist_rounds * calls_for(nbytes) + 1

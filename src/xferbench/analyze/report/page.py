@@ -15,23 +15,23 @@ import markupsafe
 import numpy as np
 import pandas as pd
 
-from .. import __version__
-from ..contract import Fingerprint
-from ..families import FAMILIES, order_of
-from ..output import write_atomic
-from ..units import format_bytes, format_seconds
+from ... import __version__
+from ...contract import Fingerprint
+from ...families import FAMILIES, order_of
+from ...output import write_atomic
+from ...units import format_bytes, format_seconds
+from ..load.peer_plan import RecordedPlan, sentences
+from ..load.results import Results
+from ..model import fit_paths, practical_ceiling, roofs
 from .export import to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
-from .model import fit_paths, practical_ceiling, roofs
 from .other_tools import PeerFigure, comparisons, headlines
-from .peer_plan import RecordedPlan, sentences
 from .plots import Plot, as_plot, render, scenario_plot
-from .results import Results
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "write_atomic", "write_report"]
 
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("xferbench.analyze", "templates"),
+    loader=jinja2.PackageLoader("xferbench.analyze.report", "templates"),
     autoescape=True,  # every string from a JSON file is escaped
     undefined=jinja2.StrictUndefined,
 )

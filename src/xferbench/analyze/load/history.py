@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 import ruptures as rpt
 
-from ..contract import environment_differences, hardware_differences
-from ..families import order_of
-from ..units import format_bytes
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
-from .plots import Plot, as_plot
+from ...contract import environment_differences, hardware_differences
+from ...families import order_of
+from ...units import format_bytes
+from ..gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class
+from ..report.plots import Plot, as_plot
 from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
 from .run_cache import CACHE_FROM, Entry, RunCache, RunSummary, Stamp, read_entry, stamp, summary_or_note
 

@@ -40,8 +40,8 @@ from typing import IO, Any
 
 import pytest
 
-from ..output import OutputError, check_output, write_atomic
-from ..units import first_line
+from ...output import OutputError, check_output, write_atomic
+from ...units import first_line
 from .pytest_benchmark_adapter import (
     benchmark_session,
     dumps,

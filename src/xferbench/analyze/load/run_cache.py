@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import contract, families
-from ..output import OutputError, write_atomic
-from . import noise, results
+from ... import contract, families
+from ...output import OutputError, write_atomic
+from ..gate import noise
+from . import results
 from .results import fingerprint_problem
 
 __all__ = ["CACHE_FROM", "Entry", "RunCache", "RunSummary", "Stamp", "cache_file", "read_entry", "read_summary",

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import environment_differences, hardware_differences
-from ..units import format_bytes, format_seconds
-from .history import current_segment, load_storage
+from ...contract import environment_differences, hardware_differences
+from ...units import format_bytes, format_seconds
+from ..load.history import current_segment, load_storage
+from ..load.peer_plan import RecordedPlan, difference, same_cases
+from ..load.results import Results, ResultsError, load
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_times
-from .peer_plan import RecordedPlan, difference, same_cases
-from .results import Results, ResultsError, load
 
 __all__ = [
     "CANT_TELL",
@@ -102,7 +102,7 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
 
 def busy(run: Results) -> str | None:
     """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
-    busier than its cores (measure/machine.py records the load around each run), else None."""
+    busier than its cores (measure/hardware/machine.py records the load around each run), else None."""
     found = run.fingerprint.section.get("load")
     if not isinstance(found, dict):
         return None

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..contract import IDENTITY, MEASURED
-from ..units import format_bytes
-from .results import Results
+from ...contract import IDENTITY, MEASURED
+from ...units import format_bytes
+from ..load.results import Results
 
 __all__ = ["CSV_COLUMNS", "frame_for_csv", "to_csv", "to_markdown"]
 

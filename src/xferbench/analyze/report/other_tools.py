@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..units import format_bytes
-from .results import Document, ResultsError, find_json, is_journal, read_text
+from ...units import format_bytes
+from ..load.results import Document, ResultsError, find_json, is_journal, read_text
 
 __all__ = ["PeerFigure", "classify", "comparisons", "headlines", "kind_of", "load_peers", "parse_nccl_tests", "parse_nvbandwidth",
            "sentence"]

@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..contract import Fingerprint
-from ..families import FAMILIES, family
-from ..family_findings import ms as _ms
-from ..family_findings import span as _span
-from ..units import format_bytes, format_seconds
-from .model import (
+from ...contract import Fingerprint
+from ...families import FAMILIES, family
+from ...family_findings import ms as _ms
+from ...family_findings import span as _span
+from ...units import format_bytes, format_seconds
+from ..model import (
     SINGLE_THREAD,
     bandwidth_bound,
     cache_resident,

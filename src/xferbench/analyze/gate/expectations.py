@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..units import DTYPE_SIZES, format_bytes
-from .model import largest_common_size, link_peak, practical_ceiling
-from .results import Results
+from ...units import DTYPE_SIZES, format_bytes
+from ..load.results import Results
+from ..model import largest_common_size, link_peak, practical_ceiling
 
 __all__ = ["EXPECTATIONS", "Verdict", "check"]
 

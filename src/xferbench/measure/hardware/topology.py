@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..cases import LinkClasses, Pair
 from . import machine
-from .cases import LinkClasses, Pair
 from .devices import DeviceBackend, accelerator_index
 
 __all__ = ["AMD_LINK_TYPES", "PCIE_LEVELS", "link_classes"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     import torch
 
-    from .cases import Case
+    from ..cases import Case
 
 T = TypeVar("T")
 
@@ -180,7 +180,7 @@ class TorchBackend:
         return bool(self._torch.cuda.can_device_access_peer(src, dst))
 
     def peer_link_classes(self, gpus: list[str]) -> dict[tuple[str, str], str | None]:
-        """Each ordered pair's link class from NVML (amdsmi on ROCm), None where unknown (measure/topology.py):
+        """Each ordered pair's link class from NVML (amdsmi on ROCm), None where unknown (measure/hardware/topology.py):
         the peer plan's default (--xfer-peer-pairs)."""
         from .topology import link_classes
 

@@ -1,0 +1,1 @@
+"""The hardware: devices and their backend, the machine fingerprint and its probes, GPU link classes, page faults."""
