@@ -11,8 +11,9 @@ import pytest
 from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
-from xferbench.analyze.load.history import current_segment, history_plots, lasting_steps, load_storage, runs_in
+from xferbench.analyze.load.history import current_segment, lasting_steps, load_storage, runs_in
 from xferbench.analyze.load.results import ResultsError
+from xferbench.analyze.report.history import history_plots
 from xferbench.analyze.report.plots import as_plot
 from xferbench.cli import main
 
@@ -111,7 +112,7 @@ def write_runs(folder: Path, factors: list[float], when=lambda i: f"2026-11-{i +
 @pytest.fixture
 def drawn(monkeypatch):
     """The figure history_plots drew (before it became SVG)."""
-    from xferbench.analyze.load import history
+    from xferbench.analyze.report import history
 
     figures = []
 
@@ -385,7 +386,7 @@ class TestHistoryOfOneMachine:
     def test_runs_of_another_machine_are_no_points_of_the_trend(self, tmp_path):
         """A storage folder that moved to a new GPU or CPU: the old machine's runs are left out of the trend
         (as compare leaves them out of a baseline), not drawn as a lasting step."""
-        from xferbench.analyze.load.history import history_plots
+        from xferbench.analyze.report.history import history_plots
 
         for i in range(4):
             run = small(4)
@@ -401,7 +402,7 @@ class TestHistoryOfOneMachine:
         assert "0000_run" not in plot.svg and "0003_run" in plot.svg
 
     def test_only_the_newest_machine_left_says_so(self, tmp_path):
-        from xferbench.analyze.load.history import history_plots
+        from xferbench.analyze.report.history import history_plots
 
         for i in range(3):
             run = small(4)

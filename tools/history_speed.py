@@ -27,7 +27,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from xferbench.analyze.load.history import history_plots, load_storage
+from xferbench.analyze.load.history import load_storage
+from xferbench.analyze.report.history import history_plots
 from xferbench.cli import main as cli
 
 T = TypeVar("T")

@@ -45,8 +45,9 @@ def _output(given: Path | None, inputs: list[Path]) -> Path:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .analyze.load.history import history_plots, load_storage
+    from .analyze.load.history import load_storage
     from .analyze.load.results import load
+    from .analyze.report.history import history_plots
     from .analyze.report.other_tools import classify, load_peers
     from .analyze.report.page import companions, write_report
     from .output import check_output

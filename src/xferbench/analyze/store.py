@@ -39,8 +39,9 @@ from ..contract import machine_differences, machine_identity
 from ..output import write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
-from .load.history import Stored, history_plots, load_storage, runs_in
+from .load.history import Stored, load_storage, runs_in
 from .load.results import Results, ResultsError, load, read_text
+from .report.history import history_plots
 from .report.plots import Plot, as_plot
 
 __all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "StoreError", "dashboard", "machine_folder", "parse_store", "path_trends",

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ...contract import hardware_identity, software_environment
+from ..load.case_time import BANDWIDTH_MIN_BYTES, DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, time_of
 from ..load.results import Results, ResultsError
 
 __all__ = [
@@ -59,39 +60,18 @@ __all__ = [
     "standard_error",
 ]
 
-#: Payload size from which a moving case is bandwidth-bound (8 MiB: past the size where
-#: per-call overhead and bandwidth weigh the same on every link in docs/design.md's table).
-BANDWIDTH_MIN_BYTES = 8 * 2**20
-
 #: Robust z beyond which a change is significant. 4 rather than the textbook 2-3:
 #: between-run times have heavier tails than a normal, and ~60 cases are judged at once.
 Z_BOUND = 4.0
 
-#: Between-run spread (SD of the log of a run's median) assumed when none is learned: a
-#: shared CI virtual machine on a quiet day. A busy one is far worse (docs/regression-tracking.md: 0.4-0.7 was
-#: measured for most cases under a load of 10 on 2 cores), which is what calibrate is for.
-DEFAULT_SPREAD = {"bandwidth": 0.15, "latency": 0.40}
-
-#: Smallest change that counts when none is learned: 25% for bandwidth-bound cases, 2x
-#: for latency-bound ones (microsecond calls swing that much with a busy neighbour).
-DEFAULT_FLOOR = {"bandwidth": 0.25, "latency": 1.0}
-
 #: A spread learned from fewer runs than this is not trusted below the class default.
 MIN_RUNS_TO_LEARN = 5
-
-#: No spread is taken below 2%, whatever the runs say (a MAD of zero is luck, not precision).
-MIN_SPREAD = 0.02
 
 #: Consistency constant: 1.4826 x MAD estimates a normal's SD.
 MAD_TO_SD = 1.4826
 
 #: The MAD's relative standard error is about MAD_MARGIN / sqrt(n) (normal data).
 MAD_MARGIN = 1.17
-
-
-def case_class(nbytes: int, moves_payload: bool) -> str:
-    """``bandwidth`` or ``latency`` (see the module docstring)."""
-    return "bandwidth" if moves_payload and nbytes >= BANDWIDTH_MIN_BYTES else "latency"
 
 
 def robust_spread(values: Sequence[float] | np.ndarray) -> float:
@@ -167,15 +147,6 @@ def run_time(row: pd.Series) -> float:
     own min and median of the same rounds (autosaved runs keep no rounds unless asked).
     """
     return time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
-
-
-def time_of(nbytes: Any, bandwidth_gbps: Any, data: Any, min_s: Any, median_s: Any) -> float:
-    """``run_time`` from a row's values: for callers that walk many rows without building a Series each."""
-    latency = case_class(int(nbytes), bool(np.isfinite(bandwidth_gbps))) == "latency"
-    if isinstance(data, list) and data:
-        rounds = np.asarray(data, dtype=float)
-        return float(np.min(rounds) if latency else np.median(rounds))
-    return float(min_s if latency else median_s)
 
 
 def _run_column(run: Results) -> pd.DataFrame:

@@ -26,8 +26,7 @@ from typing import Any
 
 from ... import contract, families
 from ...output import OutputError, write_atomic
-from ..gate import noise
-from . import results
+from . import case_time, results
 from .results import fingerprint_problem
 
 __all__ = ["CACHE_FROM", "Entry", "RunCache", "RunSummary", "Stamp", "cache_file", "read_entry", "read_summary",
@@ -47,7 +46,7 @@ class RunSummary:
     #: As the loader left it (blocks that are not objects taken out).
     machine_info: dict[str, Any]
     incomplete: bool
-    #: Each case's time as compare judges it (``noise.time_of``), by its whole identity.
+    #: Each case's time as compare judges it (``case_time.time_of``), by its whole identity.
     times: dict[str, float]
 
 
@@ -61,7 +60,7 @@ def read_summary(path: Path) -> tuple[RunSummary, results.Loaded]:
     for row in rows:
         last.pop(row["case_key"], None)  # the order ``load``'s drop_duplicates(keep="last") leaves
         last[row["case_key"]] = row
-    times = {str(key): noise.time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
+    times = {str(key): case_time.time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
              for key, row in last.items()}
     summary = RunSummary(path, str(data.get("datetime") or ""), results.machine_described(data),
                          "xfer_progress" in data, times)
@@ -102,7 +101,7 @@ def cache_file(folder: Path) -> Path:
 def _code_digest() -> str:
     """A digest of the modules whose code decides a summary: a summary computed by other code is not reused."""
     digest = hashlib.sha256()
-    for module in (results, contract, families, noise):
+    for module in (results, contract, families, case_time):
         digest.update(Path(str(module.__file__)).read_bytes())
     digest.update(Path(__file__).read_bytes())
     return digest.hexdigest()
