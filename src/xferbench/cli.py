@@ -91,8 +91,9 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-#: How the report's companions begin: a file there that begins otherwise is someone else's, never replaced.
-_COMPANION_START = {".md": "# xferbench", ".csv": "run,datetime,name,"}
+#: How the report's companions begin: a file there that begins otherwise is someone else's, never replaced
+#: (a CSV of an xferbench from before the instance column, or of today's).
+_COMPANION_START = {".md": ("# xferbench",), ".csv": ("run,datetime,name,", "run,instance,datetime,name,")}
 
 
 def _never_foreign(companion: Path, output: Path) -> None:
@@ -104,7 +105,7 @@ def _never_foreign(companion: Path, output: Path) -> None:
         return
     except OSError as error:
         raise UsageError(f"{companion}: cannot read it ({error.strerror}); the report -o {output} would replace it") from None
-    if not start.startswith(_COMPANION_START[companion.suffix]):
+    if not start.startswith(_COMPANION_START[companion.suffix]):  # str.startswith takes a tuple
         raise UsageError(f"-o {output}: {companion} exists and is not an earlier xferbench report's "
                          f"{companion.suffix}; it would be replaced. Choose another -o name")
 

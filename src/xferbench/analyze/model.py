@@ -23,6 +23,7 @@ __all__ = [
     "BETA_CAP_TOLERANCE",
     "COPY_TOUCHES",
     "Fit",
+    "Machine",
     "bandwidth_bound",
     "PCIE_GBPS_PER_LANE",
     "cache_bytes",
@@ -30,6 +31,7 @@ __all__ = [
     "fit_alpha_beta",
     "fit_path",
     "fit_paths",
+    "fingerprint_of",
     "fits_in_cache",
     "host_ceiling",
     "host_ceiling_missing",
@@ -38,6 +40,7 @@ __all__ = [
     "memory_allows",
     "nvlink_gbps_per_link",
     "pair_links",
+    "path_roofs",
     "pipelined",
     "practical_ceiling",
     "roofs",
@@ -112,18 +115,28 @@ FASTER_THAN_MEMORY = 1.1
 #: than this: beyond it the fit extrapolates (usually from cache-resident sizes).
 BETA_CAP_TOLERANCE = 1.25
 
+#: A machine as the model reads it: its fingerprint, read once by the caller (the run's view), or the raw
+#: ``machine_info`` (read here on each call).
+Machine = Fingerprint | dict[str, Any]
+
+
+def fingerprint_of(machine: Machine) -> Fingerprint:
+    """The fingerprint of ``machine``: itself when already read."""
+    return machine if isinstance(machine, Fingerprint) else Fingerprint.of(machine)
+
+
 _HOST_MEMORY_OPS = ("host",)
 _DEVICE_MEMORY_OPS = ("d2d", "peer")
 
 
-def _host_caches(machine_info: dict[str, Any]) -> int | None:
-    host = Fingerprint.of(machine_info).section.get("host")
+def _host_caches(machine_info: Machine) -> int | None:
+    host = fingerprint_of(machine_info).section.get("host")
     caches = host.get("cache_bytes") if isinstance(host, dict) else None
     sizes = [int(v) for v in (caches or {}).values() if isinstance(v, (int, float)) and v > 0]
     return max(sizes) if sizes else None
 
 
-def cache_bytes(machine_info: dict[str, Any], op: str, src: str) -> tuple[int, str] | None:
+def cache_bytes(machine_info: Machine, op: str, src: str) -> tuple[int, str] | None:
     """The largest cache a path's payload can sit in, and its name; None when the fingerprint does not say.
 
     Host copies run from the CPU's caches (largest level from ``host.cache_bytes``); same-device and
@@ -140,7 +153,7 @@ def cache_bytes(machine_info: dict[str, Any], op: str, src: str) -> tuple[int, s
     return None
 
 
-def fits_in_cache(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series:
+def fits_in_cache(rows: pd.DataFrame, machine_info: Machine) -> pd.Series:
     """Per row: could its copy run from a cache? ``COPY_TOUCHES x nbytes <=`` the largest cache of the memory
     the path runs on (``cache_bytes``) where the fingerprint records it; else the benchmark's own
     ``cache_resident`` field (older runs set it at twice the cache size, too generous for a copy)."""
@@ -155,7 +168,7 @@ def fits_in_cache(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series
     return flags
 
 
-def memory_allows(rows: pd.DataFrame, machine_info: dict[str, Any], fits: pd.Series) -> pd.Series:
+def memory_allows(rows: pd.DataFrame, machine_info: Machine, fits: pd.Series) -> pd.Series:
     """Per row: the most GB/s (bytes counted once) its path's memory sustains, NaN when unknown.
 
     The fingerprint's bound where it has one (half the device memory's peak for a same-device copy, the
@@ -171,7 +184,7 @@ def memory_allows(rows: pd.DataFrame, machine_info: dict[str, Any], fits: pd.Ser
     return allowed
 
 
-def cache_resident(rows: pd.DataFrame, machine_info: dict[str, Any]) -> pd.Series:
+def cache_resident(rows: pd.DataFrame, machine_info: Machine) -> pd.Series:
     """Per row: did its payload run from a cache, faster than memory allows? (bool Series on ``rows.index``)
 
     A row is resident when its copy fits in a cache (``fits_in_cache``) and its bandwidth is above what the
@@ -222,7 +235,7 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
             "resident_sizes": int(group.loc[resident.loc[group.index], "nbytes"].nunique())}
 
 
-def pipelined(group: pd.DataFrame, machine_info: dict[str, Any]) -> dict[str, float]:
+def pipelined(group: pd.DataFrame, machine_info: Machine) -> dict[str, float]:
     """α, β and half of β of one path from its device time: copies issued back to back, no synchronize
     between them, pay only the device's fixed cost (NaN where fewer than three sizes have a device time).
 
@@ -247,7 +260,7 @@ _FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "non_blocki
                 "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache"]
 
 
-def fit_paths(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> pd.DataFrame:
+def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.DataFrame:
     """One alpha-beta fit per transfer path (op, devices, memory, method), cache-aware.
 
     Only moves of a payload are fitted: creation, no-ops and scenarios are not.
@@ -303,7 +316,7 @@ NVSWITCH = "nvswitch"
 PCIE_PRACTICAL_GBPS = {3: (11.0, 13.0), 4: (25.0, 26.0), 5: (55.0, 57.0)}
 
 
-def practical_ceiling(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tuple[float, float] | None:
+def practical_ceiling(machine_info: Machine, op: str, src: str, dst: str) -> tuple[float, float] | None:
     """The practical range pinned copies reach on the PCIe x16 link a host-device move uses, or None."""
     if op not in ("h2d", "d2h"):
         return None
@@ -313,11 +326,11 @@ def practical_ceiling(machine_info: dict[str, Any], op: str, src: str, dst: str)
     return PCIE_PRACTICAL_GBPS.get(generation) if width == 16 and isinstance(generation, int) else None
 
 
-def _device_info(machine_info: dict[str, Any], device: str) -> dict[str, Any] | None:
-    return Fingerprint.of(machine_info).device(device)
+def _device_info(machine_info: Machine, device: str) -> dict[str, Any] | None:
+    return fingerprint_of(machine_info).device(device)
 
 
-def link_peak(machine_info: dict[str, Any], op: str, src: str, dst: str) -> tuple[float, str] | None:
+def link_peak(machine_info: Machine, op: str, src: str, dst: str) -> tuple[float, str] | None:
     """Theoretical per-direction peak (GB/s) of the link a move uses, and its name.
 
     None when the fingerprint does not say (no NVML, non-NVIDIA device): the
@@ -360,7 +373,7 @@ def nvlink_gbps_per_link(device: dict[str, Any]) -> tuple[float, str] | None:
     return NVLINK_GBPS_PER_LINK[str(version)], str(version)
 
 
-def pair_links(machine_info: dict[str, Any], src: str, dst: str) -> tuple[int, str] | None:
+def pair_links(machine_info: Machine, src: str, dst: str) -> tuple[int, str] | None:
     """The NVLinks a src -> dst peer copy can use, and how they join the pair: the links of each to an
     NVSwitch (the fewer of the two), or the links from src whose far end is dst's PCI address. 0 when the
     pair has none (it goes over PCIe); None when the fingerprint does not say (no NVML, an older run)."""
@@ -369,7 +382,7 @@ def pair_links(machine_info: dict[str, Any], src: str, dst: str) -> tuple[int, s
         return None
     remote, far = one.get("nvlink_remote"), other.get("nvlink_remote")
     if not isinstance(remote, dict):
-        simulated = Fingerprint.of(machine_info).simulated
+        simulated = fingerprint_of(machine_info).simulated
         links = one.get("nvlink_links")
         # The simulated spec joins every pair alike, with its links: no pair facts to read.
         return (links, "the simulated spec's, every pair") if simulated and isinstance(links, int) else None
@@ -380,7 +393,7 @@ def pair_links(machine_info: dict[str, Any], src: str, dst: str) -> tuple[int, s
     return (direct, f"to {dst}") if isinstance(direct, int) and direct > 0 else (0, "none")
 
 
-def _nvlink_peak(machine_info: dict[str, Any], src: str, dst: str) -> tuple[float, str] | None:
+def _nvlink_peak(machine_info: Machine, src: str, dst: str) -> tuple[float, str] | None:
     """The NVLink roof of a peer copy: the pair's own links x its generation's rate; None without a link."""
     device = _device_info(machine_info, src)
     rate = nvlink_gbps_per_link(device) if device else None
@@ -447,20 +460,26 @@ def host_ceiling_missing(frame: pd.DataFrame) -> str | None:
             "not the bytes), so it states no bandwidth bound")
 
 
-def roofs(frame: pd.DataFrame, machine_info: dict[str, Any], op: str, src: str, dst: str,
+def roofs(frame: pd.DataFrame, machine_info: Machine, op: str, src: str, dst: str,
           host_memory: str | None = None) -> list[tuple[float, str]]:
     """What bounds a path, highest first: the link's theoretical peak from the fingerprint and, for moves
     that touch pageable host memory, the single-thread host memcpy measured in this run (the driver stages a
     pageable copy with one thread; not on a simulated machine, nor when the run did not measure it)."""
+    pageable = op in ("h2d", "d2h") and host_memory == "pageable"
+    return path_roofs(machine_info, op, src, dst, host_memory, host_ceiling(frame) if pageable else None)
+
+
+def path_roofs(machine_info: Machine, op: str, src: str, dst: str, host_memory: str | None,
+               ceiling: tuple[float, str] | None) -> list[tuple[float, str]]:
+    """``roofs`` with the run's single-thread host ceiling (``host_ceiling``) already read: for a caller that
+    reads it once for every path."""
     bounds = []
     peak = link_peak(machine_info, op, src, dst)
     if peak is not None:
         bounds.append(peak)
     # On the simulated machine the host copy is measured on the real CPU while the device paths follow the
     # spec: one is no bound of the other.
-    simulated = Fingerprint.of(machine_info).simulated
-    if op in ("h2d", "d2h") and host_memory == "pageable" and not simulated:
-        ceiling = host_ceiling(frame)
-        if ceiling is not None:
-            bounds.append(ceiling)
+    simulated = fingerprint_of(machine_info).simulated
+    if op in ("h2d", "d2h") and host_memory == "pageable" and not simulated and ceiling is not None:
+        bounds.append(ceiling)
     return sorted(bounds, reverse=True)

@@ -49,7 +49,12 @@ class RecordedPlan:
     @classmethod
     def of(cls, machine_info: dict[str, Any]) -> RecordedPlan | None:
         """The run's plan; None for a run without one (fewer than two GPUs, or an older run)."""
-        plan = Fingerprint.of(machine_info).section.get("peer_plan")
+        return cls.of_fingerprint(Fingerprint.of(machine_info))
+
+    @classmethod
+    def of_fingerprint(cls, fingerprint: Fingerprint) -> RecordedPlan | None:
+        """``of``, from the machine's fingerprint already read."""
+        plan = fingerprint.section.get("peer_plan")
         if plan is None or not plan_ok(plan):
             return None
         return cls(plan["mode"], plan["reason"], frozenset(plan["swept_pairs"]), dict(plan["classes"]))

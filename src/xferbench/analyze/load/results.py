@@ -33,7 +33,7 @@ from ...contract import (
 from ...families import FAMILIES
 from .peer_plan import plan_ok
 
-__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble",
+__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble", "boot_id",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text"]
 
@@ -63,6 +63,9 @@ class Results:
     notes: list[str] = field(default_factory=list)
     #: One label per journal of a run that did not finish ("12 of 58 cases ..."); also in notes.
     incomplete: list[str] = field(default_factory=list)
+    #: Each file's run name (its rows' ``run``) and the boot id it recorded (``xferbench_run.boot_id``; None in a
+    #: run from before it was recorded), oldest run first: which machine instance each row came from.
+    boot_ids: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> Fingerprint:
@@ -486,7 +489,15 @@ def assemble(files: Sequence[Loaded]) -> Results:
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
-                   incomplete=incomplete)
+                   incomplete=incomplete, boot_ids={f.stem: boot_id(data) for f, data, _, _ in loaded})
+
+
+def boot_id(data: dict[str, Any]) -> str | None:
+    """The boot id a run recorded (``xferbench_run.boot_id``: which boot of the machine it ran in), or None when
+    it recorded none (a run from before, or a field not of the kind written there)."""
+    run = data.get("xferbench_run")
+    value = run.get("boot_id") if isinstance(run, dict) else None
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _file_identity(file: Path | Document) -> tuple[int, int]:

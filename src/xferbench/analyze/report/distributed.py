@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ...units import format_bytes, format_seconds
+from ..view import RunView
 from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
 
 __all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "section",
@@ -311,8 +312,9 @@ def distributed_findings(frame: pd.DataFrame) -> list[str]:
     return out + _links(rows) + _overlap(rows) + _stragglers(rows)
 
 
-def section(frame: pd.DataFrame) -> dict[str, Any] | None:
+def section(view: RunView) -> dict[str, Any] | None:
     """The report's distributed section, or None when no distributed benchmark was run."""
+    frame = view.rows
     if _distributed(frame).empty:
         return None
     title, caption = DISTRIBUTED_TEXT

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes
-from ..load.results import Results
+from ..view import RunView
 
 __all__ = ["CSV_COLUMNS", "frame_for_csv", "to_csv", "to_markdown"]
 
@@ -23,13 +23,14 @@ __all__ = ["CSV_COLUMNS", "frame_for_csv", "to_csv", "to_markdown"]
 STATS = ("median_s", "min_s", "mean_s", "max_s", "iqr_s", "q1_s", "q3_s", "stddev_s", "rounds", "iterations")
 #: What the suite derives: the time of one transfer, bytes / time (GB = 1e9 B), nccl-tests' bus bandwidth.
 DERIVED = ("transfer_s", "bandwidth_gbps", "busbw_gbps", "path")
-#: The CSV's columns, in order: where the row came from, the identity, the measured fields, stats, derived.
-CSV_COLUMNS = ("run", "datetime", "name", *IDENTITY, *MEASURED, *STATS, *DERIVED)
+#: The CSV's columns, in order: where the row came from (its file, and the machine instance: one boot of the
+#: machine, view.Instance), the identity, the measured fields, stats, derived.
+CSV_COLUMNS = ("run", "instance", "datetime", "name", *IDENTITY, *MEASURED, *STATS, *DERIVED)
 
 
-def to_csv(results: Results) -> str:
+def to_csv(view: RunView) -> str:
     """One row per benchmark, every data-contract field; shape as ``AxB``, empty where a field is absent."""
-    return str(frame_for_csv(results.frame).to_csv(index=False, lineterminator="\n"))
+    return str(frame_for_csv(view).to_csv(index=False, lineterminator="\n"))
 
 
 def _cell(value: Any, digits: int = 3) -> str:
@@ -44,15 +45,18 @@ def _us(value: float) -> str:
     return f"{value:.3g} µs" if np.isfinite(value) else "–"
 
 
-def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any]],
-                peers: list[str] | None = None, simulated: bool = False, peer_plan: Sequence[str] = ()) -> str:
+def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
+                peers: list[str] | None = None, peer_plan: Sequence[str] = ()) -> str:
     """The report's take-aways as Markdown: findings, the α/β table, the peer pairs measured, the other tools'
     figures."""
     lines = ["# xferbench: tensor creation and transfer costs", ""]
-    if simulated:
+    if view.simulated:
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
                   "they check the suite, they are not measurements.", ""]
-    lines += [f"{len(results.frame)} benchmarks from {', '.join(results.sources)}.", "", "## Key findings", ""]
+    lines += [f"{len(view.rows)} benchmarks from {', '.join(view.sources)}.", ""]
+    if view.several_instances:
+        lines += [instances_line(view), ""]
+    lines += ["## Key findings", ""]
     lines += [f"- {sentence}" for sentence in findings] or ["- Not enough data for findings."]
     if model:
         lines += ["", "## Latency and bandwidth per path", "",
@@ -74,6 +78,17 @@ def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any
     return "\n".join(lines) + "\n"
 
 
-def frame_for_csv(frame: pd.DataFrame) -> pd.DataFrame:
+def instances_line(view: RunView) -> str:
+    """Which machine instance (boot of the machine) each file's figures came from, when there are several."""
+    counts = view.rows["run"].astype(str).value_counts()
+    parts = [f"{instance.label}: {sum(int(counts.get(run, 0)) for run in instance.runs)} benchmarks"
+             for instance in view.instances]
+    return ("Machine instances: " + "; ".join(parts) + ". Figures of different instances are never divided by "
+            "one another.")
+
+
+def frame_for_csv(view: RunView) -> pd.DataFrame:
     """The CSV's rows as a DataFrame (for a notebook that wants it without a file)."""
+    numbers = {run: instance.number for instance in view.instances for run in instance.runs}
+    frame = view.rows.assign(instance=view.rows["run"].astype(str).map(numbers))
     return frame.reindex(columns=list(CSV_COLUMNS))

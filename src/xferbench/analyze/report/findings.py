@@ -1,7 +1,7 @@
 """Key findings as sentences computed from the numbers, for the top of the report.
 
-Each finding function looks for the rows it needs and returns None when they are
-not there, so a CPU-only run simply has fewer findings.
+Each finding function reads the run's view (analyze/view.py: its rows and the facts derived from them
+once) and returns None when what it needs is not there, so a CPU-only run simply has fewer findings.
 """
 
 from __future__ import annotations
@@ -12,23 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from ...contract import Fingerprint
 from ...families import FAMILIES, family
 from ...family_findings import ms as _ms
 from ...family_findings import span as _span
 from ...units import format_bytes, format_seconds
-from ..model import (
-    SINGLE_THREAD,
-    bandwidth_bound,
-    cache_resident,
-    fit_alpha_beta,
-    fit_paths,
-    host_ceiling,
-    host_ceiling_missing,
-    largest_common_size,
-)
+from ..model import SINGLE_THREAD, bandwidth_bound, fit_alpha_beta
+from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 
 __all__ = [
+    "CLIFF_DROP",
     "FINDINGS",
     "SPLIT_PARTS",
     "at_a_glance",
@@ -48,14 +40,10 @@ def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
     return rows
 
 
-#: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
-USUAL_WAY_BACK = ("cpu", "to")
-
-
-def way_back(frame: pd.DataFrame) -> dict[str, Any] | None:
+def way_back(view: RunView) -> dict[str, Any] | None:
     """At the largest common size: the usual way back (.cpu() / .to('cpu') into new pageable memory), copy_ into
     an existing pageable buffer, the fastest pinned copy, and the one-line fix where measured; None without d2h."""
-    size = largest_common_size(frame)
+    frame, size = view.rows, view.largest_size
     down = _at(frame, size, op="d2h")
     usual = down[down["method"].isin(USUAL_WAY_BACK) & ~down["non_blocking"].astype(bool)]
     pinned = down[down["host_memory"] == "pinned"]
@@ -68,10 +56,10 @@ def way_back(frame: pd.DataFrame) -> dict[str, Any] | None:
             "fix": fix.loc[fix["median_s"].idxmin()] if not fix.empty else None}
 
 
-def at_a_glance(frame: pd.DataFrame) -> list[dict[str, str]]:
+def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
     device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured."""
-    size = largest_common_size(frame)
+    frame, size = view.rows, view.largest_size
     if size is None:
         return []
     lines = []
@@ -96,9 +84,9 @@ def at_a_glance(frame: pd.DataFrame) -> list[dict[str, str]]:
     return [line | {"size": format_bytes(size)} for line in lines]
 
 
-def d2h_usual_way_back(frame: pd.DataFrame) -> str | None:
+def d2h_usual_way_back(view: RunView) -> str | None:
     """What users call first: .cpu() / .to('cpu'), against pinned memory and against copy_ into an existing buffer."""
-    way = way_back(frame)
+    way = way_back(view)
     if way is None:
         return None
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
@@ -114,9 +102,9 @@ def d2h_usual_way_back(frame: pd.DataFrame) -> str | None:
     return sentence
 
 
-def the_fix(frame: pd.DataFrame) -> str | None:
+def the_fix(view: RunView) -> str | None:
     """The measured gain of the fix: .to('cpu', non_blocking=True) where the run has it, else a reused pinned buffer."""
-    way = way_back(frame)
+    way = way_back(view)
     if way is None:
         return None
     usual, fix = way["usual"], way["fix"]
@@ -158,10 +146,11 @@ NOT_MEASURED = "Not measured in this run"
 NOT_SIMULATED = "Left out on the simulated machine (measured on this CPU, while the spec prices the call)"
 
 
-def cpu_split(frame: pd.DataFrame, simulated: bool = False) -> dict[str, Any] | None:
+def cpu_split(view: RunView) -> dict[str, Any] | None:
     """One .cpu() (else .to('cpu')) into new pageable memory at the largest size it was measured, split into the
     parts of ``SPLIT_PARTS`` measured at that size in the same run; what they leave is the "not attributed" rest
     (total - measured parts, the wait and whatever no case isolates). None without such a call."""
+    frame, simulated = view.rows, view.simulated
     down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable")
                  & frame["method"].isin(USUAL_WAY_BACK) & ~frame["non_blocking"].astype(bool)]
     if down.empty:
@@ -195,29 +184,38 @@ _PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blockin
 _PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
 
 
-def _copy_at(frame: pd.DataFrame, size: int, dst: str, which: tuple[str, dict[str, Any]]) -> pd.Series | None:
-    """The pin_memory scenario's own copy at that size and device, else the core family's same call."""
+def _copy_at(view: RunView, pin: pd.Series, which: tuple[str, dict[str, Any]], anywhere: bool = False) -> pd.Series | None:
+    """The pin_memory scenario's own copy at the pin's size and device, else the core family's same call; only
+    from the pin's machine instance (a saving from another boot is no measure of this pin) unless ``anywhere``."""
     variant, core = which
-    at = frame[(frame["nbytes"] == size) & (frame["dst"] == dst)]
+    frame = view.rows
+    at = frame[(frame["nbytes"] == int(pin["nbytes"])) & (frame["dst"] == str(pin["dst"]))]
+    if view.several_instances and not anywhere:
+        at = at[[view.same_instance(pin, row) for _, row in at.iterrows()]]
     rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
     rows = rows if not rows.empty else _matching(at, core)
     return rows.iloc[0] if not rows.empty else None
 
 
-def pinning_break_even(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
     pinned .to); "never pays off" where the pinned copy is slower, "can't tell" where the two differ by less than
     their spread (the sum of their IQRs) or one was not measured."""
     rows = []
+    frame = view.rows
     pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
     for _, pin in pins.iterrows():
         size, dst = int(pin["nbytes"]), str(pin["dst"])
-        pageable, pinned = (_copy_at(frame, size, dst, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
+        pageable, pinned = (_copy_at(view, pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
                                "pinned": pinned, "saved_s": None, "copies": None}
         if pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
-            row["verdict"] = f"can't tell: no {lacking} copy measured at {format_bytes(size)}"
+            elsewhere = _copy_at(view, pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
+            instance = view.instance_of(pin)
+            row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if elsewhere is None else
+                              f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
+                              f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
             saved = float(pageable["median_s"] - pinned["median_s"])
             spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
@@ -234,8 +232,8 @@ def pinning_break_even(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
-    size = largest_common_size(frame)
+def h2d_pinned_vs_pageable(view: RunView) -> str | None:
+    frame, size = view.rows, view.largest_size
     pageable = _at(frame, size, op="h2d", host_memory="pageable")
     pinned = _at(frame, size, op="h2d", host_memory="pinned")
     if size is None or pageable.empty or pinned.empty:
@@ -245,8 +243,8 @@ def h2d_pinned_vs_pageable(frame: pd.DataFrame) -> str | None:
             f"{a:.3g} GB/s ({b / a:.1f}×).")
 
 
-def same_device_vs_link(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
-    size = largest_common_size(frame)
+def same_device_vs_link(view: RunView) -> str | None:
+    frame, size = view.rows, view.largest_size
     d2d, h2d = _at(frame, size, op="d2d"), _at(frame, size, op="h2d")
     if size is None or d2d.empty or h2d.empty:
         return None
@@ -254,13 +252,13 @@ def same_device_vs_link(frame: pd.DataFrame, machine_info: dict[str, Any]) -> st
     ratio = best["bandwidth_gbps"] / h2d["bandwidth_gbps"].max()
     sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s, {ratio:.0f}× the best "
                 f"host-to-device copy: data that stays on the GPU is cheap, crossing the link is not.")
-    if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
+    if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
     return sentence
 
 
-def peer(frame: pd.DataFrame) -> str | None:
-    rows = _at(frame, largest_common_size(frame), op="peer")
+def peer(view: RunView) -> str | None:
+    rows = _at(view.rows, view.largest_size, op="peer")
     if rows.empty:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
@@ -270,7 +268,8 @@ def peer(frame: pd.DataFrame) -> str | None:
             f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
 
 
-def noop_cost(frame: pd.DataFrame) -> str | None:
+def noop_cost(view: RunView) -> str | None:
+    frame = view.rows
     noops = frame[frame["op"] == "noop"]
     if noops.empty:
         return None
@@ -290,14 +289,15 @@ def noop_cost(frame: pd.DataFrame) -> str | None:
     return sentence + f", as long as a host copy_ of about {format_bytes(equivalent)}; it returns the same object."
 
 
-def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> str | None:
+def latency_bound(view: RunView) -> str | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
+    frame = view.rows
     # The host copy on one thread is the pageable roof the report draws, not a path a user's move takes.
     moves = frame[frame["op"].isin(("h2d", "d2h", "host")) & frame["variant"].ne("single_thread")]
     if moves.empty:
         return None
-    fits = fit_paths(moves, machine_info)
+    fits = view.fits[view.fits["path"].isin(moves["path"])]
     fits = fits[fits["alpha_us"].notna()]
     if fits.empty:
         return None
@@ -345,7 +345,8 @@ def _sizes(values: pd.Series) -> str:
     return f"{low}-{high}"
 
 
-def overhead_small(frame: pd.DataFrame) -> str | None:
+def overhead_small(view: RunView) -> str | None:
+    frame = view.rows
     timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & (frame["op"] == "h2d")]
     if timed.empty:
         return None
@@ -356,9 +357,10 @@ def overhead_small(frame: pd.DataFrame) -> str | None:
             f"{format_seconds(row['median_s'])} wall time was spent outside the device (launch, driver, synchronization).")
 
 
-def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
+def host_copy(view: RunView) -> str | None:
     """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy); a run whose
     sizes are latency-bound states what one call took, never a bandwidth."""
+    frame = view.rows
     rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
     if rows.empty:
         return None
@@ -374,61 +376,21 @@ def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
                     f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
                     + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
                        "every size measured is latency-bound") + ", so no bandwidth is stated")
-    if Fingerprint.of(machine_info).simulated:
+    if view.simulated:
         sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
     elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
         sentence += "."
     else:
-        ceiling = host_ceiling(frame)
+        ceiling = view.host_ceiling
         sentence += ("; the driver stages a pageable transfer with one thread's memcpy, which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
-                        f"gives no roof here: {host_ceiling_missing(frame)}."))
-    if bool(cache_resident(best.to_frame().T, machine_info).iloc[0]):
+                        f"gives no roof here: {view.host_ceiling_missing}."))
+    if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence
 
 
-Finding = Callable[[pd.DataFrame, dict[str, Any]], str | None]
-
-
-def _frame_only(find: Callable[[pd.DataFrame], str | None]) -> Finding:
-    return lambda frame, machine_info: find(frame)
-
-
-#: A fall in bandwidth from one size to the next by at least this factor is a cliff worth naming.
-CLIFF_DROP = 3.0
-
-
-def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:
-    """Where .cpu() / .to('cpu') into new pageable memory fall off a cliff: the pair of consecutive sizes with
-    the steepest fall in bandwidth (at least ``CLIFF_DROP``x, on every such call), and what the run measured
-    about its cause (``minor_faults_per_call``), or None."""
-    down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable") & frame["bandwidth_gbps"].notna()]
-    usual = down[down["method"].isin(USUAL_WAY_BACK) & ~down["non_blocking"].astype(bool)]
-    if usual["nbytes"].nunique() < 2:
-        return None
-    gbps = usual.pivot_table(index="nbytes", columns="method", values="bandwidth_gbps").dropna()
-    falls = gbps.shift(1) / gbps  # bandwidth at the size before over bandwidth at this size, per call
-    steepest = falls.min(axis=1)  # the fall every call shares
-    if steepest.isna().all() or steepest.max() < CLIFF_DROP:
-        return None
-    after = int(steepest.idxmax())
-    before = int(gbps.index[gbps.index.get_loc(after) - 1])
-    at = usual[usual["nbytes"] == after]
-    existing = down[(down["method"] == "copy_") & (down["nbytes"] == after)]
-    found: dict[str, Any] = {"before": before, "after": after, "gbps_before": gbps.loc[before], "gbps_after":
-                             gbps.loc[after], "existing": existing.iloc[0] if not existing.empty else None,
-                             "faults": None, "us_per_fault": None}
-    faults = pd.to_numeric(at.get("minor_faults_per_call"), errors="coerce") if "minor_faults_per_call" in at else None
-    if faults is not None and faults.notna().all():
-        found["faults"] = faults
-        if found["existing"] is not None:
-            base = pd.to_numeric(pd.Series([found["existing"].get("minor_faults_per_call")]), errors="coerce").fillna(0)
-            extra = faults - float(base.iloc[0])
-            cost = at["median_s"] - float(found["existing"]["median_s"])
-            per = (cost / extra)[extra > 0]
-            found["us_per_fault"] = per * 1e6 if not per.empty else None
-    return found
+Finding = Callable[[RunView], str | None]
 
 
 def cliff_cause(found: dict[str, Any]) -> str:
@@ -442,8 +404,8 @@ def cliff_cause(found: dict[str, Any]) -> str:
     return text + "."
 
 
-def d2h_cliff(frame: pd.DataFrame) -> str | None:
-    found = cliff(frame)
+def d2h_cliff(view: RunView) -> str | None:
+    found = view.cliff
     if found is None:
         return None
     existing = found["existing"]
@@ -454,29 +416,27 @@ def d2h_cliff(frame: pd.DataFrame) -> str | None:
             f"{steady}. {cliff_cause(found)}")
 
 
-#: In page order; each takes the rows and the machine_info (cache sizes, links).
-FINDINGS: list[Finding] = [
-    *map(_frame_only, (d2h_usual_way_back, d2h_cliff, the_fix, h2d_pinned_vs_pageable)), same_device_vs_link,
-    *map(_frame_only, (peer, overhead_small)), latency_bound, _frame_only(noop_cost), host_copy,
-]
+#: In page order; each reads the run's view.
+FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, the_fix, h2d_pinned_vs_pageable, same_device_vs_link, peer,
+                           overhead_small, latency_bound, noop_cost, host_copy]
 
 
-def findings(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> list[str]:
-    """Every finding the rows support; the machine's cache sizes keep fitted bandwidths honest."""
-    return [sentence for find in FINDINGS if (sentence := find(frame, machine_info or {}))]
+def findings(view: RunView) -> list[str]:
+    """Every finding the run supports; the machine's cache sizes keep fitted bandwidths honest."""
+    return [sentence for find in FINDINGS if (sentence := find(view))]
 
 
-def why_measured(frame: pd.DataFrame) -> dict[str, str | None]:
+def why_measured(view: RunView) -> dict[str, str | None]:
     """For each point of the general "why" list, what this run measured of it (a sentence), or None."""
+    frame, size = view.rows, view.largest_size
     stall = frame[(frame["op"] == "sync_stall") & (frame["variant"] != "nonblocking_event")]
-    size = largest_common_size(frame)
     up = _at(frame, size, op="h2d")
     staged = None
     if size is not None and (up["host_memory"] == "pageable").any() and (up["host_memory"] == "pinned").any():
         a, b = (up.loc[up["host_memory"] == m, "bandwidth_gbps"].max() for m in ("pageable", "pinned"))
         staged = f"host to device at {format_bytes(size)}: pageable {a:.3g} GB/s against pinned {b:.3g} GB/s."
     small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
-    way = way_back(frame)
+    way = way_back(view)
     return {
         "wait": (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
                  f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below)."
@@ -484,13 +444,13 @@ def why_measured(frame: pd.DataFrame) -> dict[str, str | None]:
         "staged": staged,
         "fixed": (f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
                   "at best." if not small.empty else None),
-        "fix": the_fix(frame) if way is not None else None,
+        "fix": the_fix(view) if way is not None else None,
     }
 
 
-def scenario_findings(frame: pd.DataFrame, op: str) -> list[str]:
+def scenario_findings(view: RunView, op: str) -> list[str]:
     """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``)."""
-    rows = frame[frame["op"] == op]
+    rows = view.rows[view.rows["op"] == op]
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or finding is None:
         return []

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ...units import format_bytes
 from ..load.results import Document, ResultsError, find_json, is_journal, read_text
+from ..view import RunView
 
 __all__ = ["PeerFigure", "classify", "comparisons", "headlines", "kind_of", "load_peers", "parse_nccl_tests", "parse_nvbandwidth",
            "sentence"]
@@ -192,8 +193,9 @@ def _nearest(rows: pd.DataFrame, nbytes: int | None) -> pd.DataFrame:
     return rows[rows["nbytes"] == size]
 
 
-def comparisons(frame: pd.DataFrame, figures: list[PeerFigure]) -> list[dict[str, Any]]:
+def comparisons(view: RunView, figures: list[PeerFigure]) -> list[dict[str, Any]]:
     """For each other tool's figure, the suite's best path on the same devices at the nearest size, and the share."""
+    frame = view.rows
     out = []
     for figure in figures:
         if figure.tool == "nccl-tests":

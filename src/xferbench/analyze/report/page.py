@@ -1,7 +1,8 @@
-"""One self-contained HTML page from results: findings, plots, tables, machine.
+"""One self-contained HTML page from a run's view: findings, plots, tables, machine.
 
 Beside ``x.html``, ``write_report`` writes ``x.csv`` and ``x.md`` (export.py). Figures are
-inline SVG with a hover title per point; the page loads nothing from anywhere.
+inline SVG with a hover title per point; the page loads nothing from anywhere. Everything on
+the page reads one ``RunView`` (analyze/view.py), built once per page.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from ...output import write_atomic
 from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan, sentences
 from ..load.results import Results
-from ..model import fit_paths, practical_ceiling, roofs
-from .export import to_csv, to_markdown
+from ..view import RunView
+from .export import instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines
 from .plots import Plot, as_plot, render, scenario_plot
 
-__all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "write_atomic", "write_report"]
+__all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
+           "write_report"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("xferbench.analyze.report", "templates"),
@@ -50,20 +52,20 @@ _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v i
 STORY = ("bandwidth-d2h", "cpu-split")
 
 
-def is_simulated(results: Results) -> bool:
+def is_simulated(results: Results | RunView) -> bool:
     """Whether the run came from the simulated machine (``machine_info.xferbench.simulated``)."""
-    return results.fingerprint.simulated
+    return results.simulated if isinstance(results, RunView) else results.fingerprint.simulated
 
 
-def _model_rows(results: Results) -> list[dict[str, Any]]:
+def _model_rows(view: RunView) -> list[dict[str, Any]]:
     """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof."""
     rows = []
-    for fit in fit_paths(results.frame, results.machine_info).to_dict("records"):
-        bounds = roofs(results.frame, results.machine_info, fit["op"], fit["src"], fit["dst"], fit["host_memory"])
+    for fit in view.fits.to_dict("records"):
+        bounds = view.roofs(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
         roof = min(bounds) if bounds else None
         # The best GB/s the path measured over its roof: the very share its figure labels the roof with.
         achieved = fit["best_gbps"]
-        practical = practical_ceiling(results.machine_info, fit["op"], fit["src"], fit["dst"])
+        practical = view.practical(fit["op"], fit["src"], fit["dst"])
         link = roof[1] if roof else "not known"
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
@@ -75,8 +77,9 @@ def _model_rows(results: Results) -> list[dict[str, Any]]:
     return rows
 
 
-def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
-    fingerprint = Fingerprint.of(machine_info)
+def _machine_summary(machine_info: dict[str, Any], fingerprint: Fingerprint | None = None) -> list[tuple[str, str]]:
+    """The machine in a few lines; ``fingerprint``: its section, already read (the view's)."""
+    fingerprint = fingerprint or Fingerprint.of(machine_info)
     block = fingerprint.section
     cpu = machine_info.get("cpu") or {}
     summary = [
@@ -106,19 +109,20 @@ def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return ordered.drop(columns=["data", "_o"]).to_dict("records")
 
 
-def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def scenario_sections(view: RunView) -> list[dict[str, Any]]:
     """One section per scenario present in the results, with its plot and findings."""
     from .distributed import section as distributed_section
     from .findings import scenario_findings
 
+    frame = view.rows
     sections = []
     for op, family in FAMILIES.items():
         if family.kind not in ("scenario", "concurrent") or not (frame["op"] == op).any():
             continue
-        plot = as_plot(op, family.title, family.caption, scenario_plot(frame, op))
-        sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(frame, op)),
-                         "plots": [plot], "table": break_even_table(frame) if op == "pin_memory" else None})
-    return sections + [s for s in [distributed_section(frame)] if s]
+        plot = as_plot(op, family.title, family.caption, scenario_plot(view, op))
+        sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(view, op)),
+                         "plots": [plot], "table": break_even_table(view) if op == "pin_memory" else None})
+    return sections + [s for s in [distributed_section(view)] if s]
 
 
 
@@ -129,9 +133,9 @@ def _case(row: pd.Series | None) -> str:
     return f"{format_seconds(row['median_s'])} ({'scenario' if row['op'] == 'pin_memory' else row['op'] + ' family'})"
 
 
-def break_even_table(frame: pd.DataFrame) -> dict[str, Any] | None:
+def break_even_table(view: RunView) -> dict[str, Any] | None:
     """The pinning break-even per size (findings.pinning_break_even) as a small table, or None without pin_memory."""
-    rows = pinning_break_even(frame)
+    rows = pinning_break_even(view)
     if not rows:
         return None
     return {"id": "break-even", "caption": (
@@ -151,50 +155,54 @@ def _svg(plots: list[Plot]) -> list[Plot]:
                                                plot.missing) for plot in plots]
 
 
-def build_html(results: Results, history: list[Plot] | None = None, extra_sections: list[dict[str, Any]] | None = None,
-               peers: list[PeerFigure] | None = None) -> str:
-    return _render(results, history, extra_sections, peers)[0]
+def view_of(run: Results | RunView) -> RunView:
+    """The run's view: the one given, or one built here from a loaded run."""
+    return run if isinstance(run, RunView) else RunView.of(run)
 
 
-def _render(results: Results, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
+def build_html(run: Results | RunView, history: list[Plot] | None = None,
+               extra_sections: list[dict[str, Any]] | None = None, peers: list[PeerFigure] | None = None) -> str:
+    return _render(view_of(run), history, extra_sections, peers)[0]
+
+
+def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
             peers: list[PeerFigure] | None) -> tuple[str, str]:
-    """The HTML page and its Markdown summary, from one computation of findings and fits."""
-    frame = results.frame
-    simulated = is_simulated(results)
-    sections = scenario_sections(frame) + (extra_sections or [])
+    """The HTML page and its Markdown summary, from one view of the run."""
+    sections = scenario_sections(view) + (extra_sections or [])
     for section in sections:
         section["plots"] = _svg(section["plots"])
-    key_findings = findings(frame, results.machine_info)
-    model = _model_rows(results)
-    peer_rows = comparisons(results.frame, peers or [])
+    key_findings = findings(view)
+    model = _model_rows(view)
+    peer_rows = comparisons(view, peers or [])
     peer_lines = headlines(peer_rows)
-    plan = RecordedPlan.of(results.machine_info)
-    peer_plan = sentences(plan, frame) if plan else []
-    drawn = _svg(render(frame, results.machine_info))
+    plan = RecordedPlan.of_fingerprint(view.fingerprint)
+    peer_plan = sentences(plan, view.rows) if plan else []
+    drawn = _svg(render(view))
     story = [plot for plot in drawn if plot.key in STORY]
     html = _ENV.get_template("report.html.j2").render(
         version=__version__,
-        results=results,
-        simulated=simulated,
-        has_accelerator=results.has_accelerator,
+        results=view.results,
+        instances=instances_line(view) if view.several_instances else None,
+        simulated=view.simulated,
+        has_accelerator=view.has_accelerator,
         findings=key_findings,
         plots=[plot for plot in drawn if plot.key not in STORY],
         story=story,
-        glance=at_a_glance(frame),
-        why=why_measured(frame),
+        glance=at_a_glance(view),
+        why=why_measured(view),
         history=_svg(history or []),
         sections=sections,
         model=model,
         peers=peer_rows,
         peer_lines=peer_lines,
         peer_plan=peer_plan,
-        table=_table(frame),
-        machine=_machine_summary(results.machine_info),
-        machine_json=json.dumps(results.machine_info, indent=1, sort_keys=True, default=str),
-        commit=results.commit_info,
-        sizes=sorted(frame["nbytes"].unique()),
+        table=_table(view.rows),
+        machine=_machine_summary(view.machine_info, view.fingerprint),
+        machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
+        commit=view.results.commit_info,
+        sizes=sorted(view.rows["nbytes"].unique()),
     )
-    markdown = to_markdown(results, key_findings, model, peer_lines, simulated, peer_plan)
+    markdown = to_markdown(view, key_findings, model, peer_lines, peer_plan)
     return html, markdown
 
 
@@ -203,15 +211,17 @@ def companions(output: Path) -> tuple[Path, Path]:
     return output.with_suffix(".csv"), output.with_suffix(".md")
 
 
-def write_report(results: Results, output: Path, history: list[Plot] | None = None,
+def write_report(run: Results | RunView, output: Path, history: list[Plot] | None = None,
                  extra_sections: list[dict[str, Any]] | None = None,
                  peers: list[PeerFigure] | None = None) -> Path:
-    """Write ``output`` (HTML) and its ``companions`` (CSV, Markdown); each write is atomic. Returns ``output``."""
+    """Write ``output`` (HTML) and its ``companions`` (CSV, Markdown) from one view of the run; each write is
+    atomic. Returns ``output``."""
     if output.suffix in (".csv", ".md"):
         raise ValueError(f"{output}: the report is HTML; its CSV and Markdown are written beside it")
-    html, markdown = _render(results, history, extra_sections, peers)
+    view = view_of(run)
+    html, markdown = _render(view, history, extra_sections, peers)
     csv_path, markdown_path = companions(output)
     write_atomic(output, html)
-    write_atomic(csv_path, to_csv(results))
+    write_atomic(csv_path, to_csv(view))
     write_atomic(markdown_path, markdown)
     return output

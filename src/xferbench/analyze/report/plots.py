@@ -32,21 +32,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from ...contract import Fingerprint
 from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
-from ..model import (
-    COPY_TOUCHES,
-    Fit,
-    cache_bytes,
-    cache_resident,
-    fit_path,
-    host_ceiling_missing,
-    largest_common_size,
-    practical_ceiling,
-    roofs,
-)
-from .findings import cliff, cliff_cause, cpu_split
+from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
+from ..view import RunView
+from .findings import cliff_cause, cpu_split
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
 
@@ -217,10 +207,10 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float, practica
     return bool(bounds)
 
 
-def _cache_line(ax: Axes, machine_info: dict[str, Any], op: str, src: str) -> None:
+def _cache_line(ax: Axes, view: RunView, op: str, src: str) -> None:
     """Where a copy's read and write (2n bytes) stop fitting in the cache: a reference line, not a shading.
     Only points faster than memory allows are marked (hollow), whichever side of it they fall on."""
-    cache = cache_bytes(machine_info, op, src)
+    cache = cache_bytes(view.fingerprint, op, src)
     if cache is None:
         return
     edge = cache[0] / COPY_TOUCHES
@@ -229,13 +219,13 @@ def _cache_line(ax: Axes, machine_info: dict[str, Any], op: str, src: str) -> No
             ha="right", va="bottom", fontsize=7, color="0.35")
 
 
-def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | None = None) -> Figure | str:
+def bandwidth_of(view: RunView, op: str) -> Figure | str:
     """One family's bandwidth against size, faceted by GPU (rows) and host memory (columns), with its roofs."""
-    machine_info = machine_info or {}
+    frame = view.rows
     rows = frame[(frame["op"] == op) & frame["bandwidth_gbps"].notna()]
     if rows["nbytes"].nunique() < 2:
         return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
-    resident = cache_resident(rows, machine_info)
+    resident = view.resident.loc[rows.index]
     panel_rows, columns = _facets(rows, op)
     fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
                              squeeze=False, sharex=True, sharey=True)
@@ -248,16 +238,15 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
             if memory is not None:
                 panel = panel[panel["host_memory"] == memory]
             first = panel.iloc[0] if not panel.empty else None
-            bounds = [] if first is None else roofs(frame, machine_info, op, str(first["src"]), str(first["dst"]),
-                                                    first["host_memory"])
-            _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None)
+            bounds = [] if first is None else view.roofs(op, str(first["src"]), str(first["dst"]), first["host_memory"])
+            _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None, view)
             _log_y(ax)
             if first is not None:
-                _cache_line(ax, machine_info, op, str(first["src"]))
+                _cache_line(ax, view, op, str(first["src"]))
                 roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()),
-                                      practical_ceiling(machine_info, op, str(first["src"]), str(first["dst"])))
+                                      view.practical(op, str(first["src"]), str(first["dst"])))
                 if op == "d2h" and memory == "pageable":
-                    _mark_cliff(ax, frame)
+                    _mark_cliff(ax, view)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(mathtext_safe(f"{where}" + (f", {memory} host memory" if memory else "")), fontsize=10)
             _size_ticks(ax, rows["nbytes"].tolist())
@@ -276,7 +265,7 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
 
 
 def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series, legend: dict[str, Artist],
-                     roof: tuple[float, str] | None) -> None:
+                     roof: tuple[float, str] | None, view: RunView) -> None:
     """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
 
     def value(row: pd.Series) -> str:
@@ -300,7 +289,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
                 marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker="o", ms=4, mfc=face,
                                  mec=colour)
                 tip(marks, _tips_for(points, value, resident))
-        fit = fit_path(group, resident)
+        fit = view.fit_of(str(first["path"])) or fit_path(group, resident)  # the view's fit, as the table states it
         if str(fit["beta_basis"]).startswith("fit"):  # a capped or measured β has no curve to show
             beyond = group[~inside]
             n = np.geomspace(beyond["nbytes"].min(), beyond["nbytes"].max(), 40)
@@ -309,9 +298,9 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         legend.setdefault(label, Line2D([], [], color=colour, ls=style, marker="o", ms=4))
 
 
-def _mark_cliff(ax: Axes, frame: pd.DataFrame) -> None:
+def _mark_cliff(ax: Axes, view: RunView) -> None:
     """Label the .cpu() / .to('cpu') cliff on the figure itself, with its cause as far as this run measured it."""
-    found = cliff(frame)
+    found = view.cliff
     if found is None:
         return
     low = float(found["gbps_after"].min())
@@ -335,12 +324,12 @@ def _route(row: pd.Series) -> str:
     return " ".join(parts)
 
 
-def cost_at_size(frame: pd.DataFrame) -> Figure | str:
+def cost_at_size(view: RunView) -> Figure | str:
     """One bar per route (op, memory, blocking, devices): its fastest call, solid, in front of its
     slowest, pale, so a call that costs far more on the same route (``.cpu()`` allocating new
     pageable memory, against ``copy_`` into a buffer that exists) is not hidden; every call is in
     the bar's hover text."""
-    size = largest_common_size(frame)
+    frame, size = view.rows, view.largest_size
     if size is None:
         return "No copies were measured."
     rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops())]
@@ -371,7 +360,8 @@ def cost_at_size(frame: pd.DataFrame) -> Figure | str:
     return fig
 
 
-def device_matrix(frame: pd.DataFrame) -> Figure | str:
+def device_matrix(view: RunView) -> Figure | str:
+    frame = view.rows
     moves = frame[frame["op"].isin(moving_ops())]
     devices = sorted(set(moves["src"]) | set(moves["dst"]), key=lambda d: (d != "cpu", d))
     if len(devices) < 2:
@@ -379,7 +369,7 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
     if len(devices) < 3:
         return (f"One GPU: the matrix would be 2x2 ({devices[0]} and {devices[1]}), the same figures as the bandwidth "
                 "figures above; it carries information from two GPUs on.")
-    size = largest_common_size(frame)
+    size = view.largest_size
     if size is None:
         return "No copies were measured."
     best = moves[moves["nbytes"] == size].groupby(["src", "dst"])["bandwidth_gbps"].max()
@@ -409,8 +399,8 @@ def device_matrix(frame: pd.DataFrame) -> Figure | str:
     return fig
 
 
-def creation(frame: pd.DataFrame) -> Figure | str:
-    created = frame[frame["op"] == "create"]
+def creation(view: RunView) -> Figure | str:
+    created = view.rows[view.rows["op"] == "create"]
     if created.empty:
         return "No creation benchmarks were run."
     devices = sorted(set(created["dst"]), key=lambda d: (d != "cpu", d))
@@ -439,7 +429,8 @@ def creation(frame: pd.DataFrame) -> Figure | str:
     return fig
 
 
-def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
+def noop_vs_copy(view: RunView) -> Figure | str:
+    frame = view.rows
     noops = frame[frame["op"] == "noop"]
     copies = frame[frame["op"].isin(moving_ops())]
     if noops.empty:
@@ -475,8 +466,9 @@ def _overhead_group(row: pd.Series) -> str:
     return f"{memory}{'non_blocking' if row['non_blocking'] else 'blocking'}"
 
 
-def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
+def wall_vs_device(view: RunView) -> Figure | str:
     """Share of wall time outside the device: one panel per family, lines coloured by memory and blocking."""
+    frame = view.rows
     timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())]
     if timed.empty:
         return "No device-side (CUDA event) times were recorded: no GPU was measured."
@@ -528,11 +520,11 @@ def split_labels(split: dict[str, Any], simulated: bool = False) -> list[str]:
     return labels
 
 
-def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
+def cpu_time_split(view: RunView) -> Figure | str:
     """One .cpu() at its largest size as a bar of the parts measured apart in the same run (findings.cpu_split),
     each labelled with its case, and the rest drawn as not attributed; never an estimated part."""
-    simulated = Fingerprint.of(machine_info).simulated
-    split = cpu_split(frame, simulated)
+    simulated = view.simulated
+    split = cpu_split(view)
     if split is None:
         return "No .cpu() / .to('cpu') into new pageable memory was measured."
     if not split["parts"]:
@@ -562,9 +554,9 @@ def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure 
     return fig
 
 
-def _split_caption(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str:
+def _split_caption(view: RunView) -> str:
     """What the bar could not measure in this run, and the faults per call where the rows carry them."""
-    split = cpu_split(frame, Fingerprint.of(machine_info).simulated)
+    split = cpu_split(view)
     if split is None:
         return ""
     text = "".join(f" {m['why']}, so inside 'not attributed': the {m['part']}, a {m['what']}." for m in split["missing"])
@@ -573,11 +565,7 @@ def _split_caption(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str:
     return text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record)."
 
 
-Drawing = Callable[[pd.DataFrame, dict[str, Any]], "Figure | str"]
-
-
-def _frame_only(draw: Callable[[pd.DataFrame], Figure | str]) -> Drawing:
-    return lambda frame, machine_info: draw(frame)
+Drawing = Callable[[RunView], "Figure | str"]
 
 
 _BANDWIDTH_CAPTION = (
@@ -594,7 +582,7 @@ _NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-t
 
 
 def _bandwidth_drawing(op: str) -> Drawing:
-    return lambda frame, machine_info: bandwidth_of(frame, op, machine_info)
+    return lambda view: bandwidth_of(view, op)
 
 
 def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
@@ -602,7 +590,7 @@ def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
             for op in moving_ops()]
 
 
-#: key, title, caption, drawing function (rows, machine_info).
+#: key, title, caption, drawing function (the run's view).
 PLOTS: list[tuple[str, str, str, Drawing]] = [
     *_bandwidth_plots(),
     ("cpu-split", "Where the time of one .cpu() goes",
@@ -615,17 +603,17 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
      "it costs over 1.5x as much); hover a bar for every call's time. Device-to-host into pageable memory sits near "
      "the bottom: the driver stages it through a pinned bounce buffer, the call waits for queued GPU work, and "
      ".cpu() / .to('cpu') also allocate new host memory on every call, where copy_ reuses a buffer.",
-     _frame_only(cost_at_size)),
+     cost_at_size),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
      "on a log colour scale. The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.",
-     _frame_only(device_matrix)),
-    ("create", "Creating tensors on each device", family("create").caption, _frame_only(creation)),
-    ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, _frame_only(noop_vs_copy)),
+     device_matrix),
+    ("create", "Creating tensors on each device", family("create").caption, creation),
+    ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, noop_vs_copy),
     ("overhead", "Wall time against device time",
      "How much of each move's wall time is spent outside the device (launch, driver, synchronization), one panel per "
      "family; colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% "
-     "at small sizes: small moves are pure overhead, so batch them.", _frame_only(wall_vs_device)),
+     "at small sizes: small moves are pure overhead, so batch them.", wall_vs_device),
 ]
 
 
@@ -636,8 +624,9 @@ def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
     return Plot(key, title, caption, to_svg(figure, key))
 
 
-def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> list[Plot]:
+def render(view: RunView) -> list[Plot]:
     """Every core figure; a bandwidth figure only for the families this run measured."""
+    frame = view.rows
     present = set(frame["op"])
     pageable = frame["host_memory"].eq("pageable")
     plots = []
@@ -645,21 +634,21 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
         op = key.removeprefix("bandwidth-")
         if key.startswith("bandwidth-") and op not in present:
             continue
-        why = host_ceiling_missing(frame)
+        why = view.host_ceiling_missing
         if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
             caption += _NO_HOST_ROOF.format(why=why)
         if key == "cpu-split":
-            if cpu_split(frame) is None:
+            if cpu_split(view) is None:
                 continue  # no .cpu() in the run: nothing to split, and nothing to say
-            caption += _split_caption(frame, machine_info or {})
-        plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
+            caption += _split_caption(view)
+        plots.append(as_plot(key, title, caption, draw(view)))
     return plots
 
 
-def scenario_plot(frame: pd.DataFrame, op: str) -> Figure | str:
+def scenario_plot(view: RunView, op: str) -> Figure | str:
     """One scenario's figure: bandwidth bars where each call moves one payload size (bidir's both ways
     at once against one way), time bars where all share one size, else time against size."""
-    rows = frame[frame["op"] == op]
+    rows = view.rows[view.rows["op"] == op]
     if rows.empty:
         return f"No {op} benchmarks were run."
     if op == "numa" and rows["host_numa_node"].nunique() < 2:

@@ -50,13 +50,15 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
     from ...analyze.load.results import Document, ResultsError, load
     from ...analyze.report.findings import findings
+    from ...analyze.view import RunView
 
     try:  # the document as it is in memory: nothing written, nothing parsed
         results = load([Document(Path("run.json"), output_json)])
     except ResultsError as error:
         return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
-    simulated = results.fingerprint.simulated
-    found = findings(results.frame, results.machine_info)[:MAX_FINDINGS]
+    view = RunView.of(results)
+    simulated = view.simulated
+    found = findings(view)[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
     return head + [f"- {sentence}" for sentence in found] + ([] if found else ["- not enough data for findings"])
 
