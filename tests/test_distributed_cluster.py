@@ -21,6 +21,7 @@ from xferbench.analyze.report.distributed import (
     spread_plot,
 )
 from xferbench.analyze.report.page import build_html
+from xferbench.analyze.view import RunView
 from xferbench.measure.distributed import DIST_OPS, free_port
 from xferbench.measure.distributed.torchrun import main
 from xferbench.measure.distributed.world import FAULT_ENV, NODE_ENV, SLOW_RANK_ENV
@@ -105,7 +106,7 @@ class TestTwoNodes:
 
     def test_report_draws_the_new_figures(self, two_nodes):
         results = load([two_nodes])
-        plots = section(results.frame)["plots"]
+        plots = section(RunView.of(results))["plots"]
         assert [(p.key, p.missing) for p in plots] == [("distributed", None), ("distributed-links", None),
                                                         ("distributed-ranks", None)]
         assert 'data-plot="distributed-ranks"' in build_html(results)
@@ -220,7 +221,7 @@ class TestSlowestRank:
             {"name": "x", "extra_info": DistCase("all_reduce", 1024, "gloo", 2).identity().extra_info()
              | {"bus_factor": 1.0, "round_trip": False}, "stats": stats}]}))
         frame = load([path]).frame
-        assert [p.key for p in section(frame)["plots"]] == ["distributed"]  # nothing shown as missing
+        assert [p.key for p in section(RunView.of_rows(frame))["plots"]] == ["distributed"]  # nothing shown as missing
         assert spread_plot(frame).startswith("No per-rank times were recorded")
         assert links_plot(frame).startswith("Point-to-point ran within one node only")
 

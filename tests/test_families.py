@@ -11,6 +11,7 @@ from xferbench import families
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import fit_paths
 from xferbench.analyze.report.page import build_html
+from xferbench.analyze.view import RunView
 from xferbench.families import FAMILIES, Family, Variant
 from xferbench.measure.cases import Skipped
 
@@ -105,7 +106,7 @@ def test_a_finding_reads_its_family_rows_from_the_record():
     frame = load([ROOT / "tests" / "data" / "sim-2gpu.json"]).frame
     for op, record in FAMILIES.items():
         if record.kind in SCENARIO_KINDS and (frame["op"] == op).any():
-            sentences = scenario_findings(frame, op)
+            sentences = scenario_findings(RunView.of_rows(frame), op)
             assert bool(sentences) == (record.finding is not None), op
             assert sentences == ([] if record.finding is None else record.finding(frame[frame["op"] == op]))
 

@@ -25,6 +25,7 @@ from xferbench.analyze.model import cache_resident, fit_alpha_beta, fit_paths
 from xferbench.analyze.report.findings import cliff, cpu_split, findings, pinning_break_even, scenario_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of, cost_at_size, cpu_time_split, split_labels
+from xferbench.analyze.view import RunView
 from xferbench.units import format_bytes, format_seconds
 
 SAMPLES = Path(__file__).resolve().parents[1] / "reports" / "samples" / "h200"
@@ -81,7 +82,7 @@ def test_the_sample_is_a_real_h200_run(full):
 def test_the_route_chart_names_the_dearest_call_of_a_route(full):
     """The route chart's bar is a route's fastest call; the pale bar and its label show that
     .to('cpu') on the same route took 12x as long as copy_ (217 ms against 17.8 ms)."""
-    figure = cost_at_size(full.frame)
+    figure = cost_at_size(RunView.of(full))
     labels = [text.get_text() for text in figure.axes[0].texts]
     d2h = next(label for label in labels if "15.1 GB/s" in label)
     assert d2h.strip() == "17.8 ms, 15.1 GB/s;  slowest .to(): 217 ms, 1.24 GB/s"
@@ -135,7 +136,7 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
                 f"pinned memory ({pinned * 1e3:.3g} ms, {256 * MiB / pinned / 1e9:.3g} GB/s). copy_ into an existing "
                 f"pageable buffer took {existing * 1e3:.3g} ms ({existing / pinned:.1f}× pinned): .cpu() and "
                 ".to('cpu') allocate a new pageable tensor on every call, copy_ does not.")
-    first = findings(full.frame, full.machine_info)[0]
+    first = findings(RunView.of(full))[0]
     assert first == expected
     assert first.startswith("Moving 256 MiB from cuda:0 to the CPU the usual way, .cpu() or .to('cpu'), took 181-217 ms "
                             "(1.24-1.48 GB/s): 37-44× as long as into pinned memory (4.94 ms, 54.4 GB/s).")
@@ -143,7 +144,7 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
 
 def test_the_cliff_is_named_and_its_cause_is_not_claimed(full):
     """.cpu() fell from 12.9 GB/s at 16 MiB to 1.3 at 64 MiB; this run recorded no page faults, so it says so."""
-    sentence = findings(full.frame, full.machine_info)[1]
+    sentence = findings(RunView.of(full))[1]
     before = _raw_at(16 * MiB, op="d2h", method=("cpu", "to"))["median"]
     after = _raw_at(64 * MiB, op="d2h", method=("cpu", "to"))["median"]
     assert sentence.startswith(f".cpu() and .to('cpu') fell off a cliff between 16 MiB and 64 MiB: from "
@@ -151,7 +152,7 @@ def test_the_cliff_is_named_and_its_cause_is_not_claimed(full):
                                f"{64 * MiB / after.max() / 1e9:.3g}-{64 * MiB / after.min() / 1e9:.3g} GB/s")
     assert sentence.endswith("Its cause is not measured in this run: the rows carry no page-fault counts "
                              "(minor_faults_per_call, which newer runs record).")
-    fig = bandwidth_of(full.frame, "d2h", full.machine_info)
+    fig = bandwidth_of(RunView.of(full), "d2h")
     notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("cliff:")]
     plt.close(fig)
     assert notes and notes[0].startswith("cliff: .cpu() / .to('cpu') 13 → 1.32 GB/s\nfrom 16 MiB to 64 MiB\nIts cause "
@@ -161,7 +162,7 @@ def test_the_cliff_is_named_and_its_cause_is_not_claimed(full):
 def test_the_fix_is_quoted_with_its_measured_gain(full):
     """No .to('cpu', non_blocking=True) rows in this run: the fix quoted is the reused pinned buffer, and the page
     says the one-line fix was not measured."""
-    sentence = findings(full.frame, full.machine_info)[2]
+    sentence = findings(RunView.of(full))[2]
     assert sentence == ("The fix: copy into a reused pinned buffer (copy_, non_blocking=True): 4.94 ms at 256 MiB, "
                         "37-44× faster than .cpu() / .to('cpu'). .to('cpu', non_blocking=True), the one-line fix, was "
                         "not measured in this run.")
@@ -175,7 +176,7 @@ def test_pageable_panels_draw_no_host_roof_without_a_single_thread_memcpy(full, 
     The run has no single-thread memcpy rows, so no host roof is drawn, and the caption says why."""
     assert not ((full.frame["op"] == "host") & (full.frame["variant"] == "single_thread")).any()
     for op in ("h2d", "d2h"):
-        fig = bandwidth_of(full.frame, op, full.machine_info)
+        fig = bandwidth_of(RunView.of(full), op)
         labels = [t.get_text() for ax in fig.axes for t in ax.texts]
         plt.close(fig)
         assert not any("host memory copy" in label or "host memcpy" in label for label in labels)
@@ -185,7 +186,7 @@ def test_pageable_panels_draw_no_host_roof_without_a_single_thread_memcpy(full, 
 
 def test_the_share_of_a_roof_is_the_same_in_figure_and_table(full, html):
     """The pinned h2d panel's label and the table give one share: the best GB/s measured over PCIe Gen5 x16's 63."""
-    fig = bandwidth_of(full.frame, "h2d", full.machine_info)
+    fig = bandwidth_of(RunView.of(full), "h2d")
     label = next(t.get_text() for t in fig.axes[1].texts if t.get_text().startswith("PCIe Gen5 x16"))
     plt.close(fig)
     figure_share = re.search(r"best (\d+)%", label).group(1)
@@ -201,7 +202,7 @@ def test_the_share_of_a_roof_is_the_same_in_figure_and_table(full, html):
 def test_cuda_against_to_is_a_spread_per_size_read_back_from_the_json(full):
     rows = RAW[(RAW["op"] == "cuda_vs_to") & RAW["variant"].isin(("cuda", "to_str", "to_device"))]
     spreads = {n: g["median"].max() / g["median"].min() - 1 for n, g in rows.groupby("nbytes")}
-    assert scenario_findings(full.frame, "cuda_vs_to") == [
+    assert scenario_findings(RunView.of(full), "cuda_vs_to") == [
         ".cuda(i), .to('cuda:i') and .to(torch.device) differed by "
         + ", ".join(f"{v:.1%} at {format_bytes(n)}" for n, v in sorted(spreads.items()))
         + " (slowest over fastest of the same size)."]
@@ -213,7 +214,7 @@ def test_cuda_against_to_is_a_spread_per_size_read_back_from_the_json(full):
 
 def test_alpha_is_said_to_come_from_a_synchronizing_loop_beside_the_pipelined_figures(full):
     """Device time of the non-blocking pinned copies gives α of about 2.3 µs up and 1.6 µs down."""
-    sentence = next(f for f in findings(full.frame, full.machine_info) if f.startswith("In a loop that synchronizes"))
+    sentence = next(f for f in findings(RunView.of(full)) if f.startswith("In a loop that synchronizes"))
     alphas = {}
     for op in ("h2d", "d2h"):
         timed = RAW[(RAW["op"] == op) & (RAW["host_memory"] == "pinned") & RAW["non_blocking"]]
@@ -271,7 +272,7 @@ def test_only_points_faster_than_memory_allows_are_marked(full):
 
 def test_module_to_claims_no_growth_with_parameters(full):
     """The stack always has 8 tensors: the second .to() is flat at 41-79 µs whatever the bytes."""
-    sentences = scenario_findings(full.frame, "module_to")
+    sentences = scenario_findings(RunView.of(full), "module_to")
     assert sentences[0] == ("A second .to(cpu) of a module already there took 40.7-73.3 µs from 3.75 KiB to 382 MiB of "
                             "parameters: nothing is copied (every parameter tensor is visited), and the bytes do not set "
                             "its cost.")
@@ -307,7 +308,7 @@ def test_a_cliff_with_fault_counts_is_annotated_with_faults_per_call_and_cost_pe
     frame = pd.DataFrame(rows)
     frame = frame.assign(src="cuda:0", dst="cpu", variant=None, device_seconds=np.nan, transfer_s=frame["median_s"],
                          path=frame["method"])
-    sentence = next(f for f in findings(frame) if "cliff" in f)
+    sentence = next(f for f in findings(RunView.of_rows(frame)) if "cliff" in f)
     per_fault = [(t - 64 * MiB / 15e9) / 16384 * 1e6 for t in (50e-3, 55e-3)]
     assert sentence.endswith(f"16,384 minor page faults per call at 64 MiB, {per_fault[0]:.2g}-{per_fault[1]:.2g} µs "
                              "per fault beyond copy_ into an existing buffer.")
@@ -336,7 +337,7 @@ def test_the_cpu_split_reads_each_part_back_from_its_own_case(full, html):
     alloc = created["median"].min()
     dma = _raw_at(size, op="d2h", host_memory="pinned", non_blocking=True)["device_seconds"].astype(float).min()
     assert created.loc[created["median"].idxmin(), "method"] == "ones"
-    split = cpu_split(full.frame)
+    split = cpu_split(RunView.of(full))
     assert (split["call"], split["size"], split["total"]) == (".cpu()", size, total)
     assert [m["part"] for m in split["missing"]] == ["staging copy"]
     labels = split_labels(split)
@@ -348,7 +349,7 @@ def test_the_cpu_split_reads_each_part_back_from_its_own_case(full, html):
     assert labels == ["allocation + first touch: 23.8 ms (13%), from create ones on cpu, 256 MiB",
                       "DMA: 4.85 ms (3%), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB",
                       "not attributed (total − measured parts): 152 ms (84%)"]
-    fig = cpu_time_split(full.frame, full.machine_info)
+    fig = cpu_time_split(RunView.of(full))
     widths = [bar.get_width() for bar in fig.axes[0].patches]
     plt.close(fig)
     assert widths == pytest.approx([alloc * 1e3, dma * 1e3, (total - alloc - dma) * 1e3])
@@ -365,7 +366,7 @@ def test_the_cpu_split_reads_each_part_back_from_its_own_case(full, html):
 def test_the_pinning_break_even_is_read_back_per_size(full, html):
     """pin_cold over (pageable .to - pinned .to): the scenario's own pageable copy, the h2d family's pinned
     non-blocking .to (run 1 predates the scenario's pinned_to); 64 KiB has no pinned copy, so it can't tell."""
-    rows = {row["size"]: row for row in pinning_break_even(full.frame)}
+    rows = {row["size"]: row for row in pinning_break_even(RunView.of(full))}
     assert sorted(rows) == [64 * 2**10, MiB, 16 * MiB, 64 * MiB, 256 * MiB]
     assert rows[64 * 2**10]["verdict"] == "can't tell: no pinned copy measured at 64 KiB"
     copies = {}

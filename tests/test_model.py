@@ -21,6 +21,7 @@ from xferbench.analyze.model import (
 )
 from xferbench.analyze.report.findings import host_copy
 from xferbench.analyze.report.plots import render
+from xferbench.analyze.view import RunView
 from xferbench.units import format_bytes, format_seconds
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB
@@ -507,13 +508,13 @@ class TestLatencyBoundRuns:
         results = self._run(tmp_path, sizes)
         assert [name for _, name in roofs(results.frame, results.machine_info, "h2d", "cpu", "cuda:0", "pageable")] \
             == ["PCIe Gen4 x16"]
-        sentence = host_copy(results.frame, results.machine_info)
+        sentence = host_copy(RunView.of(results))
         assert "GB/s" not in sentence and "roof of the pageable panels" not in sentence
         took = format_seconds(1.7e-6 + max(sizes) / 9e9)
         assert sentence.startswith(f"Host memory copies (torch's copy_, several threads) took {took} per call at "
                                    f"{format_bytes(max(sizes))}, their fixed cost")
         assert ("one size only" if len(sizes) == 1 else "are latency-bound") in host_ceiling_missing(results.frame)
-        caption = next(p.caption for p in render(results.frame, results.machine_info) if p.key == "bandwidth-h2d")
+        caption = next(p.caption for p in render(RunView.of(results)) if p.key == "bandwidth-h2d")
         assert "no host roof: the single-thread host memcpy" in caption
 
     def test_a_sweep_past_half_of_beta_keeps_its_bound(self, tmp_path):
@@ -521,4 +522,4 @@ class TestLatencyBoundRuns:
         assert host_ceiling_missing(results.frame) is None
         assert bandwidth_bound(pd.Series([4, 2**28]), pd.Series([1.7e-6, 1.7e-6 + 2**28 / 6e9])) is True
         assert bandwidth_bound(pd.Series([4, 64]), pd.Series([1.7e-6, 1.7e-6 + 64 / 6e9])) is False
-        assert "GB/s here: the roof of the pageable panels" in host_copy(results.frame, results.machine_info)
+        assert "GB/s here: the roof of the pageable panels" in host_copy(RunView.of(results))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from handfed import bench, gpu_machine, write
 from xferbench.analyze.load.results import ResultsError, load
 from xferbench.analyze.report.other_tools import comparisons, headlines, kind_of, load_peers, parse_nccl_tests, parse_nvbandwidth
+from xferbench.analyze.view import RunView
 
 from hang import no_hang
 from hostile_inputs import assert_refused, put, run_cli, small, values
@@ -82,7 +83,7 @@ def test_pytorch_beside_the_copy_engine(tmp_path):
     rows = [bench("h2d", "to", "cpu", "cuda:0", n, n / 24.48e9, host_memory="pinned"),
             bench("h2d", "to", "cpu", "cuda:0", n, n / 9e9, host_memory="pageable")]
     results = load([write(tmp_path / "run.json", rows, gpu_machine())])
-    compared = comparisons(results.frame, load_peers([NVB]))
+    compared = comparisons(RunView.of(results), load_peers([NVB]))
     lines = headlines(compared)
     assert lines[0] == ("h2d pinned to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (cpu→cuda:0): "
                         "24.48 against 25.5 GB/s (the suite at 64 MiB; copy engine; buffer size not in its JSON "
@@ -92,7 +93,7 @@ def test_pytorch_beside_the_copy_engine(tmp_path):
 
 def test_gloo_is_not_set_beside_nccl():
     """The CPU sample's all_reduce ran on gloo: NCCL's figure is another path, so nothing is compared."""
-    compared = comparisons(load([SAMPLE]).frame, load_peers([NCCL]))
+    compared = comparisons(RunView.of(load([SAMPLE])), load_peers([NCCL]))
     assert all(row["path"] is None for row in compared)
 
 

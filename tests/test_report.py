@@ -8,6 +8,7 @@ from xferbench import output
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.findings import findings
 from xferbench.analyze.report.page import build_html, write_report
+from xferbench.analyze.view import RunView
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -25,7 +26,7 @@ def html(results):
 class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
-        assert findings(results.frame) == [
+        assert findings(RunView.of(results)) == [
             "In a loop that synchronizes after every call, the fastest path (host pageable copy_ cpu) has a fixed cost "
             "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
             "A no-op .cpu() on a tensor already on cpu costs 246 ns per call, less than the fixed cost of the cheapest "

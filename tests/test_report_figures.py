@@ -19,6 +19,7 @@ from xferbench.analyze.report import plots
 from xferbench.analyze.report.export import CSV_COLUMNS, to_csv
 from xferbench.analyze.report.findings import cpu_split, findings, pinning_break_even
 from xferbench.analyze.report.page import build_html, write_report
+from xferbench.analyze.view import RunView
 from xferbench.contract import IDENTITY, MEASURED
 
 DATA = Path(__file__).parent / "data"
@@ -57,7 +58,7 @@ class TestHonestFindings:
     def test_real_sweep_states_the_largest_sizes_bandwidth_not_the_caches(self):
         """The issue's case: a fit over cached sizes said ~60 GB/s while 256 MiB measured 14; the page says 14."""
         results = load([SWEEP])
-        sentences = findings(results.frame, results.machine_info)
+        sentences = findings(RunView.of(results))
         assert sentences[0].startswith("In a loop that synchronizes after every call, the fastest path (host pageable "
                                        "copy_ cpu) has a fixed cost α = 0.751 µs and a bandwidth β = "
                                        "14 GB/s (the bandwidth its largest size, 256 MiB, reached: smaller sizes ran "
@@ -86,7 +87,7 @@ class TestFigures:
     def test_size_ticks_are_few_and_distinct(self, gpu_run):
         """At most 7 size labels per axis (the old axis printed '2MiB16MiB128MiB' on top of each other)."""
         results, _ = gpu_run
-        fig = plots.bandwidth_of(results.frame, "h2d", results.machine_info)
+        fig = plots.bandwidth_of(RunView.of(results), "h2d")
         fig.canvas.draw()
         labelled = 0
         for ax in fig.axes:  # panels share the axis: only the bottom row shows labels
@@ -101,7 +102,7 @@ class TestFigures:
     def test_h2d_is_faceted_by_gpu_and_host_memory_with_roofs(self, gpu_run):
         """One panel per GPU and host memory; each shows the PCIe roof with the best share reached."""
         results, html = gpu_run
-        fig = plots.bandwidth_of(results.frame, "h2d", results.machine_info)
+        fig = plots.bandwidth_of(RunView.of(results), "h2d")
         assert [ax.get_title() for ax in fig.axes] == [
             "to cuda:0, pageable host memory", "to cuda:0, pinned host memory",
             "to cuda:1, pageable host memory", "to cuda:1, pinned host memory"]
@@ -118,7 +119,7 @@ class TestFigures:
 
     def test_matrix_uses_a_log_colour_scale(self, gpu_run):
         results, _ = gpu_run
-        fig = plots.device_matrix(results.frame)
+        fig = plots.device_matrix(RunView.of(results))
         assert isinstance(fig.axes[0].images[0].norm, LogNorm)
         plt.close(fig)
 
@@ -126,7 +127,7 @@ class TestFigures:
         """Not one legend of every path: colours stand for host memory and blocking mode. This run's device-to-host
         copies block: their event times are host-paced, not device time, so that family has no panel."""
         results, _ = gpu_run
-        fig = plots.wall_vs_device(results.frame)
+        fig = plots.wall_vs_device(RunView.of(results))
         titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
         assert titles == ["host to device", "same device"]
         assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 2  # pinned non-blocking, device memory
@@ -161,7 +162,7 @@ class TestSimulated:
 class TestTakeAways:
     def test_csv_has_every_contract_field_and_one_row_per_benchmark(self):
         results = load([SAMPLE])
-        rows = list(csv.DictReader(io.StringIO(to_csv(results))))
+        rows = list(csv.DictReader(io.StringIO(to_csv(RunView.of(results)))))
         assert len(rows) == 58
         assert tuple(rows[0]) == CSV_COLUMNS
         assert set(IDENTITY) | set(MEASURED) | {"median_s", "iqr_s", "rounds", "bandwidth_gbps"} <= set(rows[0])
@@ -172,7 +173,7 @@ class TestTakeAways:
         results = load([SWEEP])
         write_report(results, tmp_path / "r.html")
         markdown = (tmp_path / "r.md").read_text()
-        for sentence in findings(results.frame, results.machine_info):
+        for sentence in findings(RunView.of(results)):
             assert f"- {sentence}" in markdown
         assert "| host pageable copy_ cpu | 0.751 µs | – | 14 | – | capped at the largest size measured" in markdown
 
@@ -185,12 +186,12 @@ class TestTakeAways:
 def test_host_copy_finding_says_when_its_size_sits_in_cache():
     """cpu-sample's largest host copy is 16 MiB; with a 32 MiB L3 recorded the sentence says it ran from cache."""
     results = load([SAMPLE])
-    plain = findings(results.frame, results.machine_info)[-1]
+    plain = findings(RunView.of(results))[-1]
     assert plain.startswith("Host memory copies (torch's copy_, several threads) reached 26.4 GB/s at 16 MiB") \
         and "caches" not in plain
     machine = json.loads(json.dumps(results.machine_info))
     machine["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
-    assert findings(results.frame, machine)[-1].endswith(
+    assert findings(RunView.of_rows(results.frame, machine))[-1].endswith(
         "That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes).")
 
 
@@ -208,7 +209,7 @@ def test_cache_resident_points_are_hollow_and_still_hover():
 
 def test_noop_figure_sets_the_synchronize_beside_the_noop():
     """The simulated run's sync family (5 µs per the spec) is drawn next to the 400 ns no-ops."""
-    fig = plots.noop_vs_copy(load([DATA / "sim-2gpu.json"]).frame)
+    fig = plots.noop_vs_copy(RunView.of(load([DATA / "sim-2gpu.json"])))
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     widths = dict(zip(labels, (bar.get_width() for bar in fig.axes[0].patches), strict=True))
     assert widths["torch.cuda.synchronize(cuda:0) on an idle device"] == pytest.approx(5.0, rel=0.01)
@@ -220,7 +221,7 @@ def test_dollar_in_a_path_label_is_drawn_as_written():
     """A path or device name with '$' (a shell variable in a folder name) reads literally, not as mathtext."""
     frame = load([SWEEP]).frame
     frame["path"] = "host copy_ /data/$x$/run"
-    svg = plots.to_svg(plots.scenario_plot(frame, "host"))
+    svg = plots.to_svg(plots.scenario_plot(RunView.of_rows(frame), "host"))
     # Drawn text only: the hover titles hold the path verbatim whatever the drawing does.
     drawn = ["".join(text.itertext()) for text in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
     # Every row now shares the path, so each line's label adds what tells it apart (method=..., ...).
@@ -237,7 +238,7 @@ class TestScenarioFigures:
 
     def test_both_directions_at_once_are_bars_of_gbps_twice_one_direction(self, frame):
         # h2d+d2h moves twice one direction's bytes: on a time-against-size chart each call was a lone dot.
-        fig = plots.scenario_plot(frame, "bidir")
+        fig = plots.scenario_plot(RunView.of_rows(frame), "bidir")
         ax = fig.axes[0]
         widths = dict(zip((t.get_text() for t in ax.get_yticklabels()), (b.get_width() for b in ax.patches),
                           strict=True))
@@ -250,19 +251,19 @@ class TestScenarioFigures:
 
     def test_host_and_device_copies_in_one_figure_use_a_log_axis(self, frame):
         # copy_kind sets PCIe copies (tens of GB/s) beside device copies (over a thousand): linear hides the first.
-        fig = plots.scenario_plot(frame, "copy_kind")
+        fig = plots.scenario_plot(RunView.of_rows(frame), "copy_kind")
         assert fig.axes[0].get_xscale() == "log"
         assert fig.axes[0].get_xlabel().endswith("log scale")
         plt.close(fig)
 
     def test_a_call_that_moves_nothing_is_timed_not_given_a_bandwidth(self, frame):
-        fig = plots.scenario_plot(frame, "sync_stall")
+        fig = plots.scenario_plot(RunView.of_rows(frame), "sync_stall")
         assert fig.axes[0].get_xlabel().startswith("median time (ms)")
         plt.close(fig)
 
     def test_each_variant_has_one_colour_and_each_gpu_one_line_style(self, frame):
         # Two identical GPUs draw the same curves: a colour per path left only the last GPU's colours visible.
-        fig = plots.scenario_plot(frame, "pin_memory")
+        fig = plots.scenario_plot(RunView.of_rows(frame), "pin_memory")
         handles = fig.legends[0].legend_handles
         labels = [t.get_text() for t in fig.legends[0].get_texts()]
         by_label = dict(zip(labels, handles, strict=True))
@@ -280,7 +281,7 @@ class TestScenarioFigures:
         rows.loc[rows.index[0], "bandwidth_gbps"] = 0.0
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            fig = plots.scenario_plot(rows, "bidir")
+            fig = plots.scenario_plot(RunView.of_rows(rows), "bidir")
         assert fig.axes[0].get_xscale() == "linear"
         plt.close(fig)
 
@@ -305,7 +306,7 @@ def _split_run(tmp_path, *, staging: float | None = 0.02, faults: float | None =
 class TestCpuSplit:
     def test_every_part_measured_leaves_the_rest_not_attributed(self, tmp_path):
         results = _split_run(tmp_path)
-        split = cpu_split(results.frame)
+        split = cpu_split(RunView.of(results))
         assert [p["part"] for p in split["parts"]] == ["allocation + first touch", "staging copy", "DMA"]
         assert plots.split_labels(split) == [
             "allocation + first touch: 30 ms (15%), from create ones on cpu, 256 MiB",
@@ -317,7 +318,7 @@ class TestCpuSplit:
         assert "Not measured" not in caption and "faulted 65,536 pages per call" in caption
 
     def test_parts_that_exceed_the_call_are_said_to_overlap_never_a_negative_rest(self, tmp_path):
-        split = cpu_split(_split_run(tmp_path, cpu_s=0.04).frame)
+        split = cpu_split(RunView.of(_split_run(tmp_path, cpu_s=0.04)))
         assert plots.split_labels(split)[-1] == ("nothing left to attribute: the measured parts exceed the call by "
                                                  "15 ms (they overlap in it)")
 
@@ -334,15 +335,15 @@ class TestCpuSplit:
         """The spec prices the simulated .cpu(); allocation and host copies ran on the real CPU: no part of it."""
         results = _split_run(tmp_path)
         results.machine_info["xferbench"]["simulated"] = {"name": "spec"}
-        labels = plots.split_labels(cpu_split(results.frame, simulated=True), simulated=True)
+        labels = plots.split_labels(cpu_split(RunView.of(results)), simulated=True)
         assert labels == ["DMA: 5 ms (2%), from d2h pinned non-blocking copy_ cuda:0->cpu, 256 MiB (simulated)",
                           "not attributed (total − measured parts): 195 ms (98%)"]
-        caption = next(p.caption for p in plots.render(results.frame, results.machine_info) if p.key == "cpu-split")
+        caption = next(p.caption for p in plots.render(RunView.of(results)) if p.key == "cpu-split")
         assert caption.count("Left out on the simulated machine (measured on this CPU, while the spec prices the "
                              "call), so inside 'not attributed'") == 2
 
     def test_a_run_without_cpu_draws_no_bar_and_says_nothing(self):
-        assert cpu_split(load([SAMPLE]).frame) is None
+        assert cpu_split(RunView.of(load([SAMPLE]))) is None
         assert 'plot-cpu-split' not in build_html(load([SAMPLE]))
 
 
@@ -352,7 +353,7 @@ def _pin_run(tmp_path, pageable: float, pinned: float, iqr: float = 0.0):
     for row in rows:
         row["stats"] |= {"iqr": iqr}
     rows.append(bench("h2d", "to", "cpu", "cuda:0", 64 * MiB, 1e-9, host_memory="pinned", non_blocking=True))
-    return pinning_break_even(load([write(tmp_path / "r.json", rows, gpu_machine())]).frame)
+    return pinning_break_even(RunView.of(load([write(tmp_path / "r.json", rows, gpu_machine())])))
 
 
 class TestPinningBreakEven:
@@ -400,7 +401,7 @@ class TestScenarioFiguresOnOddFrames:
 
         rows = self.twin(frame[frame["op"] == op], dtype="float16", median_s=frame[frame["op"] == op]["median_s"].iloc[0] * 3)
         rows.loc[rows.index[-1], "bandwidth_gbps"] = rows["bandwidth_gbps"].iloc[0] / 3
-        fig = plots.scenario_plot(rows, op)
+        fig = plots.scenario_plot(RunView.of_rows(rows), op)
         ax = fig.axes[0]
         positions = [round(bar.get_y(), 6) for bar in ax.patches]
         labels = [t.get_text() for t in ax.get_yticklabels()]
@@ -417,7 +418,7 @@ class TestScenarioFiguresOnOddFrames:
         rows = frame[frame["op"] == "module_to"]
         paths = rows["path"].nunique()
         twin = rows[rows["path"] == rows["path"].iloc[0]].assign(method="cuda")  # the same sizes, another call
-        fig = plots.scenario_plot(pd.concat([rows, twin], ignore_index=True), "module_to")
+        fig = plots.scenario_plot(RunView.of_rows(pd.concat([rows, twin], ignore_index=True)), "module_to")
         labels = [t.get_text() for t in fig.legends[0].get_texts()]
         assert len(labels) == paths + 1 == len(set(labels))
         plt.close(fig)
@@ -436,6 +437,6 @@ class TestScenarioFiguresOnOddFrames:
             rows.loc[rows.index[0], name] = value
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            svg = plots.to_svg(plots.scenario_plot(rows, op))
+            svg = plots.to_svg(plots.scenario_plot(RunView.of_rows(rows), op))
         assert svg.startswith("<svg")
         plt.close("all")

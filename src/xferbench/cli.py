@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .analyze.load.results import Results, ResultsError
+from .analyze.load.results import ResultsError
 from .output import OutputError
 
 __all__ = ["main"]
@@ -142,6 +142,9 @@ def _history(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .analyze.gate.compare import (
+        Refused,
+        Sides,
+        admitted,
         busy_notes,
         compare,
         load_runs,
@@ -153,7 +156,6 @@ def _compare(args: argparse.Namespace) -> int:
         to_text,
     )
     from .analyze.gate.noise import Noise
-    from .contract import hardware_differences, hardware_identity, simulation_mismatch, software_changes, software_environment
     from .output import check_output, write_atomic
 
     try:
@@ -174,30 +176,14 @@ def _compare(args: argparse.Namespace) -> int:
     base, base_notes = load_runs(args.base, like=new[-1].machine_info)
     for side, runs in (("base", base), ("new", new)):
         _say_incomplete(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
-    _same_clock(base, new)
-    mismatch = simulation_mismatch(base[-1].machine_info, new[-1].machine_info)
-    if mismatch:  # whatever --allow-different-machines says
-        raise UsageError(mismatch)
-    # Other hardware is another machine; other software on the same hardware is compared (and said).
-    differences = hardware_differences(base[-1].machine_info, new[-1].machine_info)
-    if differences and not args.allow_different_machines:
-        raise UsageError("the runs come from different machines (" + "; ".join(differences)
-                         + "); pass --allow-different-machines to compare anyway")
-    noise = None
-    if args.noise:
-        noise = Noise.from_json(_small_input(args.noise), str(args.noise))
-        here = hardware_identity(new[-1].machine_info)
-        # Fields either side does not record (None, or added since) are not held against it.
-        differ = [key for key, value in here.items()
-                  if value is not None and noise.machine.get(key) is not None and noise.machine[key] != value]
-        if differ and not args.allow_different_machines:
-            raise UsageError(f"{args.noise}: calibrated on another machine ({', '.join(differ)} differ); "
-                             "run xferbench calibrate here")
-        now = software_environment(new[-1].machine_info)
-        upgraded = software_changes({key: noise.machine.get(key) for key in now}, now)
-        if upgraded:
-            base_notes.append(f"{args.noise}: calibrated under other software ({', '.join(upgraded)}); used, as "
-                              "the hardware is the same (calibrate again to learn the new software's noise)")
+    sides = Sides(base, new, lambda: Noise.from_json(_small_input(args.noise), str(args.noise)) if args.noise else None,
+                  str(args.noise), args.allow_different_machines)
+    try:
+        differences = admitted(sides)
+    except Refused as error:
+        raise UsageError(str(error)) from None
+    noise = sides.noise
+    base_notes += sides.notes
     try:
         rows = compare(base, new, noise, floor)
     except ResultsError:
@@ -217,18 +203,6 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         write_atomic(args.json, to_json(rows, len(base), len(new), noise, notes))
     return 1 if any(r.regression for r in rows) else 0
-
-
-def _same_clock(base: list[Results], new: list[Results]) -> None:
-    """Runs timed by different clocks (--benchmark-timer=time.process_time against the wall clock) differ by what the
-    clocks count, not by the code: no verdict is drawn from them."""
-    def clocks(runs: list[Results]) -> set[str]:
-        return {str(t) for run in runs for t in run.frame["timer"].dropna().unique()}
-
-    ours, theirs = clocks(base), clocks(new)
-    if ours and theirs and ours != theirs:
-        raise UsageError(f"the runs were timed by different clocks (base: {', '.join(sorted(ours))}; new: "
-                         f"{', '.join(sorted(theirs))}: --benchmark-timer); rerun one with the other's clock")
 
 
 def _small_input(path: Path) -> str:

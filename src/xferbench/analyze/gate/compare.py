@@ -15,14 +15,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...contract import environment_differences, hardware_differences
+from ...contract import (
+    environment_differences,
+    hardware_differences,
+    hardware_identity,
+    simulation_mismatch,
+    software_changes,
+    software_environment,
+)
 from ...units import format_bytes, format_seconds
 from ..load.history import current_segment, load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
@@ -32,7 +40,12 @@ from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD,
 __all__ = [
     "CANT_TELL",
     "NOT_COMPARED",
+    "REFUSALS",
     "Comparison",
+    "Refusal",
+    "Refused",
+    "Sides",
+    "admitted",
     "busy",
     "busy_notes",
     "compare",
@@ -57,6 +70,116 @@ NOT_COMPARED = "not compared"
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
+
+
+# -- What compare refuses to judge: rules as small objects, in one ordered list ---------------------------------
+# The shape of pytest-benchmark's RegressionCheck (utils.parse_compare_fail): each rule is an object that looks at
+# what is compared and says why it fails, or nothing. The first rule that fails decides; the command line prints it.
+
+
+class Refused(ValueError):
+    """Runs compare will not judge; the message is one line (the command line's exit 2)."""
+
+
+@dataclass
+class Sides:
+    """What a comparison is asked to judge: the base and new runs, the calibration (``--noise``: read when a rule
+    first needs it, so that a run the rules before refuse is refused before the file is read) and its file's
+    name, and whether other hardware is allowed (``--allow-different-machines``). ``notes`` collects what a rule
+    lets through but says (a calibration made under other software)."""
+
+    base: list[Results]
+    new: list[Results]
+    read_noise: Callable[[], Noise | None] = lambda: None
+    noise_source: str = "--noise"
+    allow_different_machines: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def noise(self) -> Noise | None:
+        return self.read_noise()
+
+    @property
+    def machines(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The machine of each side: its newest run's."""
+        return self.base[-1].machine_info, self.new[-1].machine_info
+
+
+class Refusal:
+    """One rule: ``fails`` returns why the sides cannot be judged, or None."""
+
+    def fails(self, sides: Sides) -> str | None:
+        raise NotImplementedError
+
+
+class SameClock(Refusal):
+    """Runs timed by different clocks (--benchmark-timer=time.process_time against the wall clock) differ by what the
+    clocks count, not by the code: no verdict is drawn from them."""
+
+    def fails(self, sides: Sides) -> str | None:
+        def clocks(runs: list[Results]) -> set[str]:
+            return {str(t) for run in runs for t in run.frame["timer"].dropna().unique()}
+
+        ours, theirs = clocks(sides.base), clocks(sides.new)
+        if ours and theirs and ours != theirs:
+            return (f"the runs were timed by different clocks (base: {', '.join(sorted(ours))}; new: "
+                    f"{', '.join(sorted(theirs))}: --benchmark-timer); rerun one with the other's clock")
+        return None
+
+
+class SameSimulation(Refusal):
+    """A simulated run against a real one, or two simulated specs: whatever --allow-different-machines says."""
+
+    def fails(self, sides: Sides) -> str | None:
+        return simulation_mismatch(*sides.machines)
+
+
+class SameHardware(Refusal):
+    """Other hardware is another machine (other software on the same hardware is compared, and said)."""
+
+    def fails(self, sides: Sides) -> str | None:
+        differences = hardware_differences(*sides.machines)
+        if differences and not sides.allow_different_machines:
+            return ("the runs come from different machines (" + "; ".join(differences)
+                    + "); pass --allow-different-machines to compare anyway")
+        return None
+
+
+class CalibratedHere(Refusal):
+    """A calibration (--noise) learned on other hardware is not this machine's noise; one learned under other software
+    on the same hardware is used, and said."""
+
+    def fails(self, sides: Sides) -> str | None:
+        if sides.noise is None:
+            return None
+        machine = sides.noise.machine
+        here = hardware_identity(sides.new[-1].machine_info)
+        # Fields either side does not record (None, or added since) are not held against it.
+        differ = [key for key, value in here.items()
+                  if value is not None and machine.get(key) is not None and machine[key] != value]
+        if differ and not sides.allow_different_machines:
+            return (f"{sides.noise_source}: calibrated on another machine ({', '.join(differ)} differ); "
+                    "run xferbench calibrate here")
+        now = software_environment(sides.new[-1].machine_info)
+        upgraded = software_changes({key: machine.get(key) for key in now}, now)
+        if upgraded:
+            sides.notes.append(f"{sides.noise_source}: calibrated under other software ({', '.join(upgraded)}); used, "
+                               "as the hardware is the same (calibrate again to learn the new software's noise)")
+        return None
+
+
+#: Compare's refusals, in the order they are checked: the first that fails is the one said.
+REFUSALS: list[Refusal] = [SameClock(), SameSimulation(), SameHardware(), CalibratedHere()]
+
+
+def admitted(sides: Sides, rules: Sequence[Refusal] = REFUSALS) -> list[str]:
+    """Check ``sides`` against each rule in order: Refused with the first failure's message; else the hardware
+    differences compared anyway (--allow-different-machines), to be said beside the verdicts."""
+    for rule in rules:
+        why = rule.fails(sides)
+        if why:
+            raise Refused(why)
+    return hardware_differences(*sides.machines)
 
 
 def parse_threshold(text: str) -> float:

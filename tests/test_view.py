@@ -1,0 +1,182 @@
+"""The computed view of a run (analyze/view.py): each fact derived once per page, read by every part of the report,
+and the machine instances behind the rows."""
+
+import csv
+import inspect
+import io
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xferbench.analyze import model
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report import distributed, export, findings, other_tools, page, plots
+from xferbench.analyze.report.page import write_report
+from xferbench.analyze.view import Instance, RunView
+from xferbench.contract import Fingerprint
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+GOLDEN = DATA / "golden"
+H200 = [ROOT / "reports" / "samples" / "h200" / "full.json.gz", ROOT / "reports" / "samples" / "h200" / "quick-scenarios.json"]
+SAMPLE = DATA / "cpu-sample.json"
+
+#: The derivations each page must make once: the machine's fingerprint, the fits, the largest common size.
+COUNTED = {"fit_paths": model.fit_paths, "largest_common_size": model.largest_common_size}
+
+
+def _counting(monkeypatch):
+    """How often each counted derivation runs, wherever a module of the package calls it from."""
+    seen = dict.fromkeys([*COUNTED, "Fingerprint.of"], 0)
+
+    def counting(name, real):
+        def call(*args, **kwargs):
+            seen[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("xferbench.") and m is not None]:
+        for name, real in COUNTED.items():
+            if getattr(module, name, None) is real:
+                monkeypatch.setattr(module, name, counting(name, real))
+    real_of = Fingerprint.of.__func__
+    monkeypatch.setattr(Fingerprint, "of", classmethod(counting("Fingerprint.of", real_of)))
+    return seen
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    return _counting(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return load(H200)
+
+
+@pytest.fixture(scope="module")
+def h200_written(h200, tmp_path_factory):
+    """The H200 sample's page, written as ``xferbench report`` writes it, and how often each fact was derived."""
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        seen = _counting(monkeypatch)
+        out = write_report(h200, tmp_path_factory.mktemp("h200") / "index.html")
+    finally:
+        monkeypatch.undo()
+    return out, seen
+
+
+def test_each_fact_is_derived_once_per_page(h200_written):
+    """Before the view, one page of the H200 sample read the fingerprint 250 times, fitted the paths twice and chose
+    the largest common size 10 times, each caller its own way."""
+    _, seen = h200_written
+    assert seen == {"fit_paths": 1, "largest_common_size": 1, "Fingerprint.of": 1}
+
+
+def test_the_cpu_page_derives_each_fact_once(counts, tmp_path):
+    results = load([SAMPLE])
+    write_report(results, tmp_path / "index.html")
+    assert counts == {"fit_paths": 1, "largest_common_size": 1, "Fingerprint.of": 1}
+
+
+#: The report's parts that state the run's facts: every public function of theirs reads the view.
+READERS = (findings, plots, export, page)
+
+
+def _public_functions():
+    for module in READERS:
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if function.__module__ == module.__name__ and not name.startswith("_"):
+                yield f"{module.__name__}.{name}", function
+    yield "distributed.section", distributed.section
+    yield "other_tools.comparisons", other_tools.comparisons
+
+
+def test_findings_figures_and_exports_take_the_view_never_rows_nor_machine_info():
+    offenders = [name for name, function in _public_functions()
+                 for parameter in inspect.signature(function).parameters.values()
+                 if parameter.name == "machine_info" or "DataFrame" in str(parameter.annotation)]
+    assert offenders == []
+    assert all("RunView" in str(next(iter(inspect.signature(f).parameters.values())).annotation)
+               for f in (*findings.FINDINGS, *(draw for *_, draw in plots.PLOTS if draw.__name__ != "<lambda>"),
+                         findings.findings, plots.render, export.to_csv, export.to_markdown))
+
+
+# -- Unchanged by the move but for the instance labelling (golden files from before it) --------------------------
+
+def _markdown_lines(text: str) -> list[str]:
+    """The Markdown without the line naming its sources (paths differ between a checkout and the golden run)."""
+    return [line for line in text.splitlines() if " benchmarks from " not in line]
+
+
+def test_h200_markdown_is_the_one_before_the_view_but_for_its_instances(h200_written):
+    out, _ = h200_written
+    lines = _markdown_lines(out.with_suffix(".md").read_text())
+    instances = [line for line in lines if line.startswith("Machine instances:")]
+    assert instances == ["Machine instances: instance 1 (full.json; no boot id recorded): 470 benchmarks; instance 2 "
+                         "(quick-scenarios; no boot id recorded): 50 benchmarks. Figures of different instances are "
+                         "never divided by one another."]
+    at = lines.index(instances[0])
+    assert lines[:at] + lines[at + 2:] == _markdown_lines((GOLDEN / "h200.md").read_text())
+
+
+def test_cpu_markdown_and_csv_are_the_ones_before_the_view(tmp_path):
+    out = write_report(load([SAMPLE]), tmp_path / "index.html")
+    assert _markdown_lines(out.with_suffix(".md").read_text()) == _markdown_lines((GOLDEN / "cpu-sample.md").read_text())
+    rows = list(csv.reader(io.StringIO(out.with_suffix(".csv").read_text())))
+    assert rows[0][:2] == ["run", "instance"] and {row[1] for row in rows[1:]} == {"1"}
+    assert [row[:1] + row[2:] for row in rows] == list(csv.reader(io.StringIO((GOLDEN / "cpu-sample.csv").read_text())))
+
+
+# -- Machine instances ------------------------------------------------------------------------------------------
+
+def _with_boot(tmp_path: Path, name: str, boot: object, minutes: int) -> Path:
+    data = json.loads(SAMPLE.read_text())
+    data["datetime"] = f"2026-11-30T10:{minutes:02d}:00+00:00"
+    if boot is not ...:
+        data["xferbench_run"] = {"boot_id": boot, "started": data["datetime"], "load": {}}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_runs_of_one_boot_are_one_instance_and_a_run_without_a_boot_id_its_own(tmp_path):
+    runs = [_with_boot(tmp_path, "a", "5e1f-boot", 1), _with_boot(tmp_path, "b", "5e1f-boot", 2),
+            _with_boot(tmp_path, "c", ..., 3), _with_boot(tmp_path, "d", "77aa-other", 4)]
+    view = RunView.of(load(runs))
+    assert view.instances == (Instance(1, "5e1f-boot", ("a", "b")), Instance(2, None, ("c",)),
+                              Instance(3, "77aa-other", ("d",)))
+    assert [i.label for i in view.instances] == ["instance 1 (a, b; boot 5e1f-boo)", "instance 2 (c; no boot id recorded)",
+                                                 "instance 3 (d; boot 77aa-oth)"]
+    # The newest file's rows replace the others' (one case, one row): every row here is d's.
+    assert {view.instance_of(row) for _, row in view.rows.iterrows()} == {view.instances[2]}
+
+
+@pytest.mark.parametrize("boot", [None, "", "  ", 17, ["x"]])
+def test_a_boot_id_not_recorded_as_text_is_none(tmp_path, boot):
+    view = RunView.of(load([_with_boot(tmp_path, "a", boot, 1), _with_boot(tmp_path, "b", boot, 2)]))
+    assert [i.boot_id for i in view.instances] == [None, None] and len(view.instances) == 2
+
+
+def test_one_file_is_one_instance_and_the_page_says_nothing_of_instances(tmp_path):
+    view = RunView.of(load([SAMPLE]))
+    assert view.instances == (Instance(1, None, ("cpu-sample",)),) and not view.several_instances
+    assert "Machine instances" not in export.to_markdown(view, [], [])
+
+
+def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
+    """The merged H200 sample's pin_cold rows come from quick-scenarios, its pinned h2d copy from the full run (another
+    boot: pageable h2d at 64 MiB 7.25 against 4.63 ms). Before the view, 64 MiB read "from copy 9"."""
+    rows = {row["size"]: row for row in findings.pinning_break_even(RunView.of(h200))}
+    assert rows[64 * 2**20]["copies"] is None
+    assert rows[64 * 2**20]["verdict"] == ("can't tell: the pinned copy at 64 MiB was measured in another machine "
+                                           "instance (another boot) than the pin's, instance 2 (quick-scenarios; no "
+                                           "boot id recorded)")
+
+
+def test_a_view_of_rows_alone_has_one_instance_per_run():
+    frame = pd.DataFrame({"run": ["x", "x", "y"]})
+    assert [i.runs for i in RunView.of_rows(frame).instances] == [("x",), ("y",)]
