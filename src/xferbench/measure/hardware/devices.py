@@ -147,10 +147,13 @@ def poll(done: Callable[[], bool], seconds: float, clock: Callable[[], float] = 
     with a deadline. It spins as a synchronize does, so a timed call ends when its work does. A CUDA error
     from ``done()`` (an event's query on a faulted context) raises Wedged (``sticky_errors``)."""
     deadline = clock() + seconds
-    with sticky_errors(where):
+    try:  # (inside peer copies' timed calls: a try costs nothing until it raises, a context manager ~1 µs)
         while not done():
             if clock() > deadline:
                 return False
+    except RuntimeError:
+        with sticky_errors(where):
+            raise
     return True
 
 
@@ -184,12 +187,16 @@ class TorchBackend:
         return self._torch.cuda.device_count()
 
     def synchronize(self, index: int) -> None:
+        # Inside every timed call: a try costs nothing until it raises (a context manager would cost ~1 µs).
         accelerator = getattr(self._torch, "accelerator", None)
-        with sticky_errors(f"{self.type}:{index}"):
+        try:
             if accelerator is not None and hasattr(accelerator, "synchronize"):
                 accelerator.synchronize(index)
             else:
                 self._torch.cuda.synchronize(index)
+        except RuntimeError:
+            with sticky_errors(f"{self.type}:{index}"):
+                raise
 
     def wait(self, index: int, seconds: float) -> bool:
         if self.type != "cuda":  # other runtimes: a plain synchronize (no deadline)
@@ -198,10 +205,15 @@ class TorchBackend:
         # An event on the current stream: the copies measured here queue on it (torch makes a peer
         # copy's destination stream wait for it too), and its query never blocks.
         cuda = self._torch.cuda
-        with cuda.device(index), sticky_errors(f"cuda:{index}"):
+        where = f"cuda:{index}"
+        with cuda.device(index):
             event = cuda.Event()
-            event.record()
-        return poll(event.query, seconds, where=f"cuda:{index}")
+            try:
+                event.record()
+            except RuntimeError:
+                with sticky_errors(where):
+                    raise
+        return poll(event.query, seconds, where=where)
 
     def device_name(self, index: int) -> str:
         if self.type == "cuda":
