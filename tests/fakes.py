@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from xferbench.measure.hardware.devices import poll
+from xferbench.measure.hardware import devices
+
+#: What CUDA raises once a copy faulted: the error is sticky, every later call on the context repeats it.
+STICKY_ERROR = "CUDA error: an illegal memory access was encountered"
+
+
+class WouldHang(AssertionError):
+    """A call that blocks for ever on a real GPU: an implicit synchronize (cudaFree, cudaFreeHost, a
+    synchronize) while a stream holds a copy that never ends."""
 
 
 class FakeBackend:
-    """A device backend with ``gpus`` CUDA devices that records every call made of it."""
+    """A device backend with ``gpus`` CUDA devices that records every call made of it.
+
+    As CUDA does: once a wait gave up on a stream (``stuck``), that stream's copy never ends, so a
+    synchronize of its device, and anything that synchronizes implicitly (``empty_cache``: cudaFree;
+    ``empty_host_cache``: cudaFreeHost), would block for ever: they raise WouldHang instead. With ``fault``
+    every query of an event raises CUDA's sticky error."""
 
     simulated = False
 
     def __init__(self, gpus: int = 0, *, type: str = "cuda", peer: bool = True,
                  free: int = 80 * 2**30, total: int = 80 * 2**30, event_s: float = 1e-5,
-                 profile_s: float | None = None, stuck: bool = False) -> None:
+                 profile_s: float | None = None, stuck: bool = False, fault: bool = False) -> None:
         self.type = type if gpus else None
         self.gpus = gpus
         self.peer = peer
@@ -24,6 +38,8 @@ class FakeBackend:
         self.event_s = event_s
         self.profile_s = profile_s
         self.stuck = stuck  # a wedged copy: every wait's query answers "not done" until its deadline
+        self.fault = fault  # a faulted copy: every query raises the sticky error
+        self.wedged_streams: set[int] = set()  # devices whose queued copy never ends
         self.calls: list[tuple[Any, ...]] = []
 
     def device_count(self) -> int:
@@ -31,11 +47,33 @@ class FakeBackend:
 
     def synchronize(self, index: int) -> None:
         self.calls.append(("synchronize", index))
+        if index in self.wedged_streams:
+            raise WouldHang(f"cudaDeviceSynchronize on cuda:{index}, whose copy never ends")
+        if self.fault:
+            with devices.sticky_errors(f"cuda:{index}"):  # as TorchBackend's synchronize turns it
+                raise RuntimeError(STICKY_ERROR)
 
     def wait(self, index: int, seconds: float) -> bool:
         """The real deadline loop (devices.poll) over a query that never completes when ``stuck``."""
         self.calls.append(("wait", index, seconds))
-        return poll(lambda: not self.stuck, seconds)
+        done = devices.poll(self._query, seconds, where=f"cuda:{index}")
+        if not done:
+            self.wedged_streams.add(index)
+        return done
+
+    def _query(self) -> bool:
+        if self.fault:
+            raise RuntimeError(STICKY_ERROR)
+        return not self.stuck
+
+    def empty_host_cache(self) -> None:
+        """cudaFreeHost of every cached pinned block: it synchronizes implicitly."""
+        self.calls.append(("empty_host_cache",))
+        self._implicit_sync("cudaFreeHost")
+
+    def _implicit_sync(self, what: str) -> None:
+        if self.wedged_streams:
+            raise WouldHang(f"{what} synchronizes implicitly, and cuda:{min(self.wedged_streams)}'s copy never ends")
 
     def device_name(self, index: int) -> str:
         return f"Fake GPU {index}"
@@ -47,7 +85,9 @@ class FakeBackend:
         return self.peer and src != dst
 
     def empty_cache(self) -> None:
+        """cudaFree of every cached block: it synchronizes implicitly."""
         self.calls.append(("empty_cache",))
+        self._implicit_sync("cudaFree")
 
     def event_seconds(self, fn: Callable[[], Any], index: int, repeats: int) -> list[float] | None:
         self.calls.append(("events", index, repeats))
@@ -227,3 +267,147 @@ def amdsmi_box(buses: list[int], link: Callable[[int, int], dict[str, Any]]) -> 
     smi.amdsmi_get_gpu_device_bdf = lambda h: f"0000:{buses[h]:02x}:00.0"  # type: ignore[attr-defined]
     smi.amdsmi_topo_get_link_type = link  # type: ignore[attr-defined]
     return smi
+
+
+class FakeCudaRuntime:
+    """Stands in for ``torch.cuda`` (and ``torch.profiler``) behind a real TorchBackend, on one stream
+    whose timeline behaves as a GPU's does: work runs in order, each piece when the host has enqueued it
+    and the work before it is done; an event completes when the work before it has; ``_sleep(cycles)`` lasts
+    ``cycles / spin_hz`` (``spin_hz``: the SM clock, which may change between calls); the host clock
+    advances by ``enqueue_s`` a CUDA call. Then:
+
+    - ``copy()`` is a timed call: ``copy_s`` on the device;
+    - with ``cupti_attached`` each CUDA call costs the host ``cupti_s`` more: a profiler session attaches
+      CUPTI and detaches it at its end only when ``TEARDOWN_CUPTI`` is "1" (Kineto);
+    - with ``fault`` every query and record raises CUDA's sticky error;
+    - with ``stuck`` nothing queued ever completes, and ``empty_cache`` (cudaFree) would block for ever."""
+
+    def __init__(self, spin_hz: float = 1e9, enqueue_s: float = 5e-6, copy_s: float = 1e-5) -> None:
+        self.now = 0.0  # host seconds
+        self.stream_free = 0.0  # device seconds: when the last queued work ends
+        self.spin_hz, self.enqueue_s, self.copy_s = spin_hz, enqueue_s, copy_s
+        self.cupti_attached, self.cupti_s = False, 0.0
+        self.fault = self.stuck = False
+        self.log: list[tuple[Any, ...]] = []
+        self.Event = self._event_class()
+        self.profiler = self._profiler()
+
+    def clock(self) -> float:
+        return self.now
+
+    def _api(self, name: str, *args: Any) -> None:
+        self.log.append((name, *args))
+        self.now += self.enqueue_s + (self.cupti_s if self.cupti_attached else 0.0)
+
+    def _queue(self, seconds: float) -> None:
+        self.stream_free = max(self.stream_free, self.now) + seconds
+
+    def copy(self) -> None:
+        self._api("copy")
+        self._queue(self.copy_s)
+
+    def _sleep(self, cycles: int) -> None:
+        self._api("spin", cycles)
+        self._queue(cycles / self.spin_hz)
+
+    @contextlib.contextmanager
+    def device(self, index: int) -> Iterator[None]:
+        yield
+
+    def current_stream(self) -> Any:
+        runtime = self
+
+        class Stream:
+            def query(self) -> bool:
+                return runtime._done(runtime.stream_free)
+
+        return Stream()
+
+    def synchronize(self, index: int | None = None) -> None:
+        self._api("synchronize")
+        if self.fault:
+            raise RuntimeError(STICKY_ERROR)
+        if self.stuck:
+            raise WouldHang("cudaDeviceSynchronize on a stream whose copy never ends")
+        self.now = max(self.now, self.stream_free)
+
+    def empty_cache(self) -> None:
+        self._api("empty_cache")
+        if self.stuck:
+            raise WouldHang("cudaFree synchronizes implicitly, and the stream's copy never ends")
+
+    def _done(self, at: float) -> bool:
+        if self.fault:
+            raise RuntimeError(STICKY_ERROR)
+        self.now += 1e-6  # a query's own cost: time passes while the host polls
+        return not self.stuck and self.now >= at
+
+    def _event_class(self) -> type:
+        runtime = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.at: float | None = None
+
+            def record(self) -> None:
+                if runtime.fault:
+                    raise RuntimeError(STICKY_ERROR)
+                runtime._api("record")
+                self.at = max(runtime.stream_free, runtime.now)  # after the work queued before it
+
+            def query(self) -> bool:
+                assert self.at is not None
+                return runtime._done(self.at)
+
+            def elapsed_time(self, end: Any) -> float:
+                return (end.at - self.at) * 1e3
+
+        return Event
+
+    def _profiler(self) -> Any:
+        """torch.profiler's part that TorchBackend uses: one Memcpy activity record per copy queued inside."""
+        import types
+
+        runtime = self
+
+        class Profile:
+            def __init__(self, activities: Any = None) -> None:
+                self.copies = 0
+
+            def __enter__(self) -> Profile:
+                runtime.cupti_attached = True
+                self.before = sum(1 for entry in runtime.log if entry[0] == "copy")
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                self.copies = sum(1 for entry in runtime.log if entry[0] == "copy") - self.before
+                if os.environ.get("TEARDOWN_CUPTI") == "1":  # Kineto calls cuptiFinalize only then
+                    runtime.cupti_attached = False
+
+            def events(self) -> list[Any]:
+                record = types.SimpleNamespace(name="Memcpy DtoH (Device -> Pinned)",
+                                               device_type=types.SimpleNamespace(name="CUDA"),
+                                               time_range=types.SimpleNamespace(elapsed_us=lambda: runtime.copy_s * 1e6))
+                return [record] * self.copies
+
+        activity = types.SimpleNamespace(CPU="CPU", CUDA="CUDA")
+        return types.SimpleNamespace(ProfilerActivity=activity, profile=Profile,
+                                     supported_activities=lambda: {"CPU", "CUDA"})
+
+
+def runtime_backend(runtime: FakeCudaRuntime, monkeypatch: Any) -> Any:
+    """A real TorchBackend driving ``runtime``: its torch.cuda, its host clock, and torch.profiler's
+    profile and activities (TorchBackend imports them from torch.profiler when it profiles)."""
+    import types
+
+    import torch.profiler
+
+    from xferbench.measure.hardware.devices import TorchBackend
+
+    backend = TorchBackend()
+    backend._torch = types.SimpleNamespace(cuda=runtime, profiler=runtime.profiler)
+    backend.type = "cuda"
+    backend._host_clock = runtime.clock
+    for name in ("ProfilerActivity", "profile", "supported_activities"):
+        monkeypatch.setattr(torch.profiler, name, getattr(runtime.profiler, name))
+    return backend

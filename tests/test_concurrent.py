@@ -175,7 +175,7 @@ class TestRun:
         counted = fault_calls(1e-3)  # calls after timing whose page faults are counted
         assert len(calls) == 3 + 4 + counted and len(checked) == 1
         assert backend.syncs() == [0, 1] * (7 + counted)
-        assert info == case.extra_info() | {"clock": "wall+sync", "host_numa_node": 1,
+        assert info == case.extra_info() | {"clock": "wall+sync", "host_numa_node": 1, "sync_rule": "synchronize",
                                             "minor_faults_per_call": info["minor_faults_per_call"]}
         assert bench.group == "all_gpus_host cpu->all:cuda"
 

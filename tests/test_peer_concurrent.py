@@ -115,6 +115,24 @@ class TestPricedCalls:
                                                 (3, "peer->cuda:0")]
 
 
+class TestSyncRule:
+    """A peer family's calls end polling an event on each GPU with a deadline (its copies can hang), the other
+    families' with a plain synchronize: each row says which, so that only latencies taken alike are compared."""
+
+    @pytest.mark.parametrize(("case", "rule"), [
+        (bidir("both_ways"), "event_poll"),
+        (ring(), "event_poll"),
+        (Concurrent("bidir", "h2d+d2h", "cpu", "cuda:0", MiB, ("cuda:0",)), "synchronize"),
+    ], ids=lambda v: getattr(v, "id", str(v)))
+    def test_every_row_records_its_rule(self, case, rule):
+        from xferbench.measure.scenario_families import run
+
+        from fakes import FakeBenchmark
+
+        info = run(case, FakeBenchmark(calls=1), SimBackend(spec()))
+        assert info["sync_rule"] == rule
+
+
 class TestSpecKeys:
     def test_defaults_are_duplex_and_non_blocking(self):
         machine = spec()

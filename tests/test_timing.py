@@ -136,11 +136,61 @@ class TestDeadline:
             call()
         assert "\n" not in str(raised.value)
         assert backend.calls == [("wait", 0, 0.01)]
-        synchronized(lambda: None, ("cuda:0",), backend)()
-        assert backend.calls[-1] == ("synchronize", 0)
+        plain = FakeBackend(gpus=2)  # (cuda:0's copy above never ends: a synchronize there would hang)
+        synchronized(lambda: None, ("cuda:0",), plain)()
+        assert plain.calls == [("synchronize", 0)]
 
     def test_device_time_of_a_stuck_copy_raises(self):
         backend = FakeBackend(gpus=2, stuck=True)
         with pytest.raises(Wedged):
             device_seconds(lambda: None, "cuda:0", "cuda:1", backend, 3, deadline_s=0.01)
         assert not [c for c in backend.calls if c[0] == "events"]
+
+
+class TestHarnessCheckPlan:
+    """tools/gpu_harness_check.py only measures on a GPU; its plan is checked here: the sizes and both kinds of
+    copy it promises, and node ids the suite really has (collected on a simulated machine with a cuda:0)."""
+
+    def _tool(self):
+        import importlib.util
+        from pathlib import Path
+
+        path = Path(__file__).resolve().parents[1] / "tools" / "gpu_harness_check.py"
+        spec = importlib.util.spec_from_file_location("gpu_harness_check", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def test_the_dry_run_prints_the_plan_without_a_gpu(self, capsys):
+        tool = self._tool()
+        assert tool.main(["--dry-run"]) == 0
+        out = capsys.readouterr().out
+        for size in ("4KiB", "1MiB", "256MiB"):
+            assert f"pinned-blocking-copy_-{size}-float32-cpu->cuda:0" in out
+            assert f"pinned-nonblocking-copy_-{size}-float32-cpu->cuda:0" in out
+        assert "without the profiler pass (TEARDOWN_CUPTI=0)" in out and "with the profiler pass (TEARDOWN_CUPTI=1)" in out
+        assert out.index("suite without") < out.index("suite with the") < out.index("bare loop again")
+
+    def test_every_planned_benchmark_exists_in_the_suite(self, tmp_path):
+        import os
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        tool = self._tool()
+        root = Path(__file__).resolve().parents[1]
+        env = dict(os.environ, PYTHONPATH=f"{root / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tool.node_ids(),
+             "--xfer-devices=cpu,cuda:0", tool.SIZES_OPTION,
+             f"--xfer-simulate={root / 'examples' / 'sim-2gpu-pcie5-nvlink.toml'}"],
+            cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert f"{len(tool.CASES)} tests collected" in proc.stdout
+
+    def test_the_reference_run_runs_the_extended_check(self):
+        from pathlib import Path
+
+        script = (Path(__file__).resolve().parents[1] / "tools" / "gpu_reference_run.sh").read_text()
+        line = next(line for line in script.splitlines() if "tools/gpu_harness_check.py" in line)
+        assert line.split()[:2] == ["timeout", "240"] and '--json "$OUT/harness_check.json"' in line

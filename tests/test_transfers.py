@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import json
 import re
@@ -195,6 +196,74 @@ class TestRunCaseWithFakeGpus:
         before = len(backend.calls)
         run_case(Case("peer", "copy_", "cuda:0", "cuda:1", (4,)), FakeBenchmark(calls=1), backend)
         assert {c[0] for c in backend.calls[before:]} & {"wait", "synchronize"} == {"wait"}
+
+    def test_a_faulted_peer_copy_marks_its_gpus_as_a_stuck_one_does(self, monkeypatch):
+        """A copy that faulted leaves a sticky CUDA error, which the event's query raises: the case fails with
+        CUDA's reason and its GPUs are refused to later cases, as after a stuck copy; nothing is freed."""
+        cpu_stand_in(monkeypatch)
+        monkeypatch.setattr(transfers, "_WEDGED", {})
+        backend = FakeBackend(gpus=3, fault=True)
+        peer = Case("peer", "copy_", "cuda:0", "cuda:1", (4,))
+        with pytest.raises(Wedged, match=r"^cuda:0: a CUDA error on its stream \(CUDA error: an illegal memory"):
+            run_case(peer, FakeBenchmark(calls=1), backend)
+        assert transfers.wedged() == {"cuda:0": peer.id, "cuda:1": peer.id}
+        assert ("empty_cache",) not in backend.calls
+
+    def test_a_fault_under_a_plain_synchronize_marks_the_gpu_too(self, monkeypatch):
+        cpu_stand_in(monkeypatch)
+        monkeypatch.setattr(transfers, "_WEDGED", {})
+        case = Case("d2d", "clone", "cuda:2", "cuda:2", (4,))
+        with pytest.raises(Wedged, match=r"^cuda:2: a CUDA error on its stream"):
+            run_case(case, FakeBenchmark(calls=1), FakeBackend(gpus=3, fault=True))
+        assert transfers.wedged() == {"cuda:2": case.id}
+
+    def test_after_a_stuck_copy_no_memory_is_given_back_anywhere(self, monkeypatch):
+        """cudaFree synchronizes implicitly, and torch's empty_cache frees on every device: once a copy is
+        stuck, a later case elsewhere (here one that runs out of memory, whose handler frees) would hang on it."""
+        monkeypatch.setattr(transfers, "_WEDGED", {})
+        backend = FakeBackend(gpus=3)
+        backend.wedged_streams.add(0)
+        transfers.mark_wedged(["cuda:0", "cuda:1"], "peer-copy_-4B")
+
+        def oom(case, backend=None):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+        monkeypatch.setattr(transfers, "prepare", oom)
+        with pytest.raises(CannotRun, match="out of memory"):
+            run_case(Case("d2d", "clone", "cuda:2", "cuda:2", (256,)), FakeBenchmark(), backend)
+        assert ("empty_cache",) not in backend.calls
+
+    def test_after_a_stuck_copy_the_pinned_cache_is_kept(self, monkeypatch):
+        """cudaFreeHost synchronizes implicitly too: the pinned host cache emptied between families (and before
+        a NUMA or all-GPU case) would wait for the stuck copy for ever."""
+        from xferbench.measure.session import run_state
+
+        monkeypatch.setattr(transfers, "_WEDGED", {})
+        backend = FakeBackend(gpus=2)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+        monkeypatch.setattr(torch.accelerator, "empty_host_cache", backend.empty_host_cache)
+        run_state.empty_pinned_cache()
+        assert backend.calls == [("empty_host_cache",)]  # emptied while nothing is stuck
+        backend.wedged_streams.add(1)
+        transfers.mark_wedged(["cuda:0", "cuda:1"], "peer-copy_-4B")
+        run_state.empty_pinned_cache()
+        assert backend.calls == [("empty_host_cache",)]
+
+    @pytest.mark.parametrize(("case", "rule"), [
+        (Case("peer", "copy_", "cuda:0", "cuda:1", (4,)), "event_poll"),
+        (Case("d2d", "clone", "cuda:1", "cuda:1", (4,)), "synchronize"),
+        (Case("h2d", "to", "cpu", "cuda:0", (4,), host_memory="pinned"), "synchronize"),
+        (Case("host", "clone", "cpu", "cpu", (4,), host_memory="pageable"), None),
+        (Case("noop", "to", "cuda:0", "cuda:0", (4,)), None),
+    ], ids=lambda v: getattr(v, "id", str(v)))
+    def test_each_row_says_how_its_calls_were_synchronized(self, monkeypatch, case, rule):
+        """A peer copy ends each call by polling an event with a deadline, the others by a plain synchronize:
+        the two cost a call different fixed times, so the row records which (contract.SYNC_RULES); a host or
+        bare case has none."""
+        cpu_stand_in(monkeypatch)
+        info = run_case(case, FakeBenchmark(calls=1), FakeBackend(gpus=2))
+        assert info.get("sync_rule") == rule
 
     def test_not_enough_device_memory_skips(self):
         """A case larger than free device memory cannot run, and says how much it needs."""
@@ -406,6 +475,21 @@ class TestDeviceTimeMethod:
         case = Case("d2h", "to", "cuda:0", "cpu", (256,), host_memory="pinned", non_blocking=True)
         info = run_case(case, FakeBenchmark(calls=2), FakeBackend(gpus=1))
         assert info["device_time_method"] == "events" and set(ran) == {case.id}
+
+    def test_a_copy_into_fresh_pinned_memory_is_timed_into_one_pinned_buffer(self, monkeypatch):
+        """.to('cpu', non_blocking=True) pins a fresh block each call, and back to back behind the spin none is
+        free again: 40 x 256 MiB of cudaHostAlloc in one case. Its device time is the same copy into one pinned
+        buffer pinned once for the case, and the row says so."""
+        ran = cpu_stand_in(monkeypatch)
+        backend = FakeBackend(gpus=1)
+        case = Case("d2h", "to", "cuda:0", "cpu", (256,), host_memory="pinned", non_blocking=True)
+        info = run_case(case, FakeBenchmark(calls=2), backend)
+        assert info["device_time_stand_in"] == "pinned_destination" and info["device_time_method"] == "events"
+        assert info["device_seconds"] == backend.event_s
+        assert len(ran) == 3 + 2 + fault_calls(1e-3) + 1  # warm-up, timed, faults counted, verified: never in a window
+        assert [c for c in backend.calls if c[0] == "pin_memory"] == [("pin_memory",)]
+        for own in (dataclasses.replace(case, method="copy_"), dataclasses.replace(case, non_blocking=False)):
+            assert "device_time_stand_in" not in run_case(own, FakeBenchmark(calls=2), backend)  # their own call
 
     def test_a_profiler_that_records_the_copy_is_preferred(self, monkeypatch):
         cpu_stand_in(monkeypatch)

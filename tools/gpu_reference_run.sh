@@ -99,8 +99,8 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
         --format=csv || true
     nvidia-smi topo -m || true
     "$PY" -m xferbench.cli info
-    echo "== harness check: the suite against a bare event-timed loop"
-    timeout 90 "$PY" tools/gpu_harness_check.py --json "$OUT/harness_check.json"
+    echo "== harness check: the suite against a bare loop, with and without its profiler pass (4 KiB-1 GiB)"
+    timeout 240 "$PY" tools/gpu_harness_check.py --json "$OUT/harness_check.json"
     family h2d_pinned 50 bench/test_h2d.py -k pinned
     family h2d_pageable 70 bench/test_h2d.py -k pageable
     family d2h 90 bench/test_d2h.py  # pageable d2h of 1 GiB: ~1 s a call on an H200

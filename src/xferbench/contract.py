@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "DEVICE_TIME_METHODS",
+    "SYNC_RULES",
     "IDENTITY",
     "MEASURED",
     "SCHEMA_VERSION",
@@ -40,6 +41,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 #: How ``device_seconds`` was taken (``device_time_method``), most direct first.
 DEVICE_TIME_METHODS = ("profiler", "nonblocking_twin", "events")
+#: How each timed call ended (``sync_rule``): a plain synchronize of every device it touched, or an event on
+#: each one's stream polled until a deadline (peer copies). Latencies compare only under the same rule.
+SYNC_RULES = ("synchronize", "event_poll")
 
 
 class ContractError(ValueError):
@@ -112,6 +116,9 @@ MEASURED: dict[str, Any] = {
     "device_time_method": str,   # "profiler" (the memcpy's activity records), "nonblocking_twin" (events around
                                  # the non-blocking twin of a blocking copy) or "events" (events around the call)
     "device_repeats": int,       # calls measured for device_seconds (back to back between events, or profiled)
+    "device_time_stand_in": str,  # "pinned_destination": device_seconds timed the same copy into one pinned buffer
+                                 # (.to('cpu', non_blocking=True) pins a fresh block each call)
+    "sync_rule": str,            # how each timed call ended (SYNC_RULES): "synchronize" or "event_poll"
     "minor_faults_per_call": float,  # minor page faults per call (ru_minflt), for cases that touch host memory
     "peer_access": bool,         # peer copies: cudaDeviceCanAccessPeer (capable, not enabled)
     "peer_legs": list[str],      # peer_bidir, peer_all: the GPU-to-GPU copies one call makes, "cuda:0->cuda:1"

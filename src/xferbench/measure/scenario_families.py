@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..families import Family, family
 from .cases import PROFILES, Case, PeerPlan, PlannedCase, Skipped
 from .concurrent import (
+    PEER_OPS,
     Concurrent,
     plan_all_gpus_host,
     plan_bidir,
@@ -41,7 +42,7 @@ from .concurrent import (
     prepare_peer,
     time_concurrent,
 )
-from .hardware.devices import DeviceBackend, accelerator_index
+from .hardware.devices import DeviceBackend, Wedged, accelerator_index
 from .scenarios import (
     Prepared,
     Scenario,
@@ -79,6 +80,7 @@ from .simulate_scenarios import (
     price_state_dict,
     price_sync_stall,
 )
+from .timing import sync_rule
 
 if TYPE_CHECKING:
     from .distributed.operations import DistCase
@@ -213,20 +215,24 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
 
     Raises CannotRun (the caller skips) when the machine cannot run it, or when one of its
     devices has a stuck copy (a synchronize there would never return)."""
-    from .transfers import refuse_stuck  # here: transfers imports torch, which loading the plugin must not
+    from .transfers import mark_wedged, refuse_stuck  # here: transfers imports torch, which loading the plugin must not
 
     obj = SCENARIO_FAMILIES[case.op]
-    if isinstance(case, Scenario | Concurrent):
-        refuse_stuck(case.devices)
-    if isinstance(case, Scenario):
-        simulator = simulator_for(backend, case.devices)
-        return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
-                             simulator, profile)
+    if not isinstance(case, Scenario | Concurrent):
+        raise TypeError(f"{case.id}: not a scenario or concurrent case")
+    refuse_stuck(case.devices)
+    simulator = simulator_for(backend, case.devices)
+    if (rule := sync_rule(case.devices, case.op in PEER_OPS)) is not None:
+        benchmark.extra_info["sync_rule"] = rule  # a peer family's synchronize has a deadline (concurrent._synchronizer)
     if isinstance(case, Concurrent):
-        simulator = simulator_for(backend, case.devices)
         return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
                                simulator)
-    raise TypeError(f"{case.id}: not a scenario or concurrent case")
+    try:
+        return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
+                             simulator, profile)
+    except Wedged:  # a sticky CUDA error on a synchronize: nothing more runs on its devices, as after a stuck copy
+        mark_wedged(case.devices, case.id)
+        raise
 
 
 def simulator_for(backend: Any, devices: Sequence[str]) -> SimBackend | None:

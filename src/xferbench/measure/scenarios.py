@@ -285,9 +285,14 @@ def prepare_sync_stall(s: Scenario, sync: Sync) -> Prepared:
 
 
 def empty_host_cache() -> None:
-    """Give the pinned blocks the caching host allocator holds back to the driver."""
+    """Give the pinned blocks the caching host allocator holds back to the driver; never once a copy is stuck
+    (cudaFreeHost synchronizes implicitly: it would wait for that copy for ever)."""
     import torch
 
+    from .transfers import wedged
+
+    if wedged():
+        return
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None and hasattr(accelerator, "empty_host_cache"):
         accelerator.empty_host_cache()

@@ -14,10 +14,11 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from ..contract import SYNC_RULES
 from .hardware.devices import DeviceBackend, Wedged, accelerator_index
 
-__all__ = ["BARE_OPS", "CLOCK_SIMULATED", "CLOCK_WALL", "COPY_OPS", "Wedged", "copy_deadline", "device_seconds",
-           "event_device", "synchronized", "wait_or_raise"]
+__all__ = ["BARE_OPS", "CLOCK_SIMULATED", "CLOCK_WALL", "COPY_OPS", "SYNC_EVENT_POLL", "SYNC_PLAIN", "Wedged",
+           "copy_deadline", "device_seconds", "event_device", "sync_rule", "synchronized", "wait_or_raise"]
 
 CLOCK_WALL = "wall+sync"
 #: The clock of a case timed on the simulated machine (measure/simulate.py): never a measurement.
@@ -37,6 +38,24 @@ T = TypeVar("T")
 DEADLINE_FLOOR_S = 30.0
 DEADLINE_SLOWEST_BPS = 1e8
 
+#: How each timed call of a case ends (``sync_rule`` in extra_info, contract.SYNC_RULES): a plain synchronize of
+#: each device it touched, or an event recorded on each one's stream and its query polled until a deadline
+#: (peer copies, which can hang). The two cost the call different fixed times, so a latency (alpha) taken under
+#: one is compared only with one taken under the same rule.
+SYNC_PLAIN, SYNC_EVENT_POLL = SYNC_RULES
+
+
+def sync_rule(devices: Sequence[str], deadline: bool) -> str | None:
+    """The rule a synchronize of ``devices`` ends each call with, with a ``deadline`` or not (``synchronized``'s
+    ``deadline_s``); None when it adds nothing (no accelerator among ``devices``)."""
+    if not _indices(devices):
+        return None
+    return SYNC_EVENT_POLL if deadline else SYNC_PLAIN
+
+
+def _indices(devices: Sequence[str]) -> tuple[int, ...]:
+    return tuple(i for i in map(accelerator_index, devices) if i is not None)
+
 
 def copy_deadline(nbytes: int) -> float:
     """Seconds a copy of ``nbytes`` may stay queued before it is called wedged."""
@@ -48,10 +67,6 @@ def wait_or_raise(backend: DeviceBackend, index: int, seconds: float) -> None:
     if not backend.wait(index, seconds):
         raise Wedged(f"{backend.type}:{index} still had its copy queued after {seconds:.0f} s: a wedged copy "
                      "(peer copies over PCIe with the IOMMU or ACS on can hang); later cases on it are skipped")
-
-
-def _indices(devices: Sequence[str]) -> tuple[int, ...]:
-    return tuple(i for i in map(accelerator_index, devices) if i is not None)
 
 
 def synchronized(fn: Callable[[], T], devices: Sequence[str], backend: DeviceBackend,

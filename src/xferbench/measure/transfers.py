@@ -19,7 +19,7 @@ from .hardware.devices import DeviceBackend, Wedged, accelerator_index, host_mem
 from .hardware.faults import after_timing
 from .session.injected_slowdown import slowdown_for, slowed
 from .session.pytest_benchmark_adapter import scale_rounds
-from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, synchronized
+from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, sync_rule, synchronized
 
 __all__ = [
     "Buffers",
@@ -334,6 +334,8 @@ def _verify_created(case: Case, result: torch.Tensor) -> None:
 
 def _free(backend: DeviceBackend) -> None:
     gc.collect()
+    if _WEDGED:
+        return  # cudaFree synchronizes implicitly: with a copy stuck on any device it would never return
     backend.empty_cache()
 
 
@@ -413,6 +415,8 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
             call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)
         info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL)
+        if (rule := sync_rule(touched, deadline is not None)) is not None:
+            info["sync_rule"] = rule
         if case.op == "noop":
             benchmark(_repeated(call, NOOP_CALLS))
             _per_call(benchmark, NOOP_CALLS)
@@ -466,10 +470,20 @@ def _host_paced(case: Case) -> bool:
     return case.op in ("h2d", "d2h") and not case.non_blocking
 
 
+#: What ``device_time_stand_in`` names: the call timed for device_seconds in place of the case's own.
+PINNED_DESTINATION = "pinned_destination"
+
+
 def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: DeviceBackend,
                  median: float | None) -> dict[str, Any]:
-    """device_seconds, the method that took it and its repeats (timing.device_seconds)."""
+    """device_seconds, the method that took it and its repeats (timing.device_seconds); for a copy into fresh
+    pinned memory, the stand-in timed instead (``_pinned_destination``)."""
     repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
+    info: dict[str, Any] = {}
+    stand_in = _pinned_destination(case, buffers, backend)
+    if stand_in is not None:
+        case, op = dataclasses.replace(case, method="copy_"), stand_in
+        info["device_time_stand_in"] = PINNED_DESTINATION
     twin_case = dataclasses.replace(case, non_blocking=True) if _host_paced(case) else None
     twin_op = operation(twin_case, buffers, backend) if twin_case is not None else None
     with contextlib.ExitStack() as stack:
@@ -477,7 +491,21 @@ def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: D
         twin = stack.enter_context(backend.timed(twin_case, twin_op)) if twin_case and twin_op else None
         seconds, method = device_seconds(issued, case.src, case.dst, backend, repeats, twin, case.op in COPY_OPS,
                                          _deadline(case))
-    return {"device_seconds": seconds, "device_time_method": method, "device_repeats": repeats}
+    return {"device_seconds": seconds, "device_time_method": method, "device_repeats": repeats, **info}
+
+
+def _pinned_destination(case: Case, buffers: Buffers, backend: DeviceBackend) -> Callable[[], Any] | None:
+    """For ``.to('cpu', non_blocking=True)``, the same copy into one pinned buffer kept for the case.
+
+    Why: that call returns fresh pinned memory. Back to back behind the spin, no block is free again before
+    the window ends, so each call would cudaHostAlloc its own (40 x 256 MiB = 10 GiB in one case, paced by the
+    host at ~134 ms a 256 MiB block, and held page-locked until the family ends). The DMA is the same: device
+    to pinned host memory, non-blocking. None for every other case (its own call is timed)."""
+    if case.op != "d2h" or case.method == "copy_" or not case.non_blocking or buffers.src is None:
+        return None
+    src = buffers.src
+    kept = backend.pin_memory(torch.empty(tuple(src.shape), dtype=src.dtype, device=backend.tensor_device("cpu")))
+    return functools.partial(kept.copy_, src, non_blocking=True)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -27,11 +28,13 @@ __all__ = [
     "Wedged",
     "accelerator_index",
     "available_devices",
+    "cupti_torn_down",
     "host_memory_available",
     "memcpy_seconds",
     "parse_device",
     "parse_device_list",
     "poll",
+    "sticky_errors",
     "try_all_gpus",
     "try_gpu",
 ]
@@ -87,9 +90,19 @@ class DeviceBackend(Protocol):
 #: Spin-wait before a window of event-timed calls, per call enqueued (seconds): long
 #: enough that the host has queued every call before the stream reaches the start event.
 SPIN_PER_CALL_S = 50e-6
-#: Cycles of the spin kernel timed once per device to learn its rate (its clock: 2 GHz on an
-#: H100, about 20x fewer spin cycles a second on gfx11), so the spin lasts what it should.
+#: Cycles of the spin kernel timed once per device to learn its first rate (its clock: 2 GHz on an
+#: H100, about 20x fewer spin cycles a second on gfx11); every window then measures its own spin and
+#: keeps that rate, so a GPU that boosted (or idled down) since is sized at the clock it runs at now.
 SPIN_CALIBRATION_CYCLES = 1_000_000
+#: A window whose spin ended before the host had enqueued its last call holds host time: it is taken
+#: again with a spin this many times the enqueue it measured, at most SPIN_TRIES times in all.
+SPIN_MARGIN = 2.0
+SPIN_TRIES = 3
+#: The environment variable Kineto reads when a profiler session ends: "1" calls cuptiFinalize, which
+#: detaches CUPTI; otherwise CUPTI stays attached and slows every later CUDA call of the process
+#: (pytorch/pytorch#144455). Kineto has read the value "1" since pytorch/kineto#823 (torch >= 2.2), any
+#: value before it (torch 2.1): "1" detaches on every torch the suite supports.
+TEARDOWN_CUPTI = "TEARDOWN_CUPTI"
 #: Windows of back-to-back calls per event measurement.
 EVENT_WINDOWS = 3
 #: An event window still running after this long is stuck (a window holds about 0.2 s of calls):
@@ -99,17 +112,57 @@ EVENT_WINDOW_DEADLINE_S = 120.0
 
 class Wedged(RuntimeError):
     """A device's queued work did not finish by its deadline: a stuck copy (a peer copy across a PCIe
-    switch with the IOMMU or ACS on can hang for ever), which torch cannot cancel."""
+    switch with the IOMMU or ACS on can hang for ever), which torch cannot cancel; or its context holds a
+    sticky CUDA error (a copy that faulted), after which every call on it fails. Either way nothing more
+    runs on the device in this process."""
 
 
-def poll(done: Callable[[], bool], seconds: float, clock: Callable[[], float] = time.monotonic) -> bool:
+@contextlib.contextmanager
+def sticky_errors(where: str) -> Iterator[None]:
+    """Turn a CUDA error raised inside (a sticky one: an illegal address, a launch failure, which every
+    later call on the context repeats) into Wedged, so that the device is marked as a stuck copy marks it
+    instead of the error failing one case and every later one on it."""
+    try:
+        yield
+    except Wedged:
+        raise
+    except RuntimeError as error:
+        if not _runtime_error(error):
+            raise  # out of memory (the caller gives memory back and skips the case), or not the runtime's at all
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise Wedged(f"{where}: a CUDA error on its stream ({reason}): its context is unusable") from None
+
+
+def _runtime_error(error: RuntimeError) -> bool:
+    """Whether ``error`` is the accelerator runtime's own (torch.AcceleratorError from torch 2.8 on, CUDA's or
+    HIP's message before), and not an out-of-memory error."""
+    text = str(error)
+    return ((type(error).__name__ == "AcceleratorError" or "CUDA error" in text or "HIP error" in text)
+            and "out of memory" not in text.lower())
+
+
+def poll(done: Callable[[], bool], seconds: float, clock: Callable[[], float] = time.monotonic,
+         where: str = "the device") -> bool:
     """Spin on ``done()`` until it says True (then True) or ``seconds`` pass (then False): a synchronize
-    with a deadline. It spins as a synchronize does, so a timed call ends when its work does."""
+    with a deadline. It spins as a synchronize does, so a timed call ends when its work does. A CUDA error
+    from ``done()`` (an event's query on a faulted context) raises Wedged (``sticky_errors``)."""
     deadline = clock() + seconds
-    while not done():
-        if clock() > deadline:
-            return False
+    try:  # (inside peer copies' timed calls: a try costs nothing until it raises, a context manager ~1 µs)
+        while not done():
+            if clock() > deadline:
+                return False
+    except RuntimeError:
+        with sticky_errors(where):
+            raise
     return True
+
+
+def cupti_torn_down() -> bool:
+    """Whether a profiler session that ends now detaches CUPTI (``TEARDOWN_CUPTI`` is "1"); where the
+    variable is unset it is set to "1" first. A value set otherwise (by the user, or by torch itself when it
+    profiles CUDA graphs on CUDA < 12.6) is kept, and the suite takes no profiler time: CUPTI would stay
+    attached and slow the wall time of every later case."""
+    return os.environ.setdefault(TEARDOWN_CUPTI, "1") == "1"
 
 
 class TorchBackend:
@@ -122,7 +175,8 @@ class TorchBackend:
 
         self._torch = torch
         self.type = _accelerator_type(torch)
-        self._spin_rates: dict[int, float] = {}  # spin cycles per second, by GPU
+        self._spin_rates: dict[int, float] = {}  # spin cycles per second, by GPU, as the last window measured it
+        self._host_clock: Callable[[], float] = time.perf_counter  # what an enqueue takes on the host
 
     def device_count(self) -> int:
         if self.type is None:
@@ -133,11 +187,16 @@ class TorchBackend:
         return self._torch.cuda.device_count()
 
     def synchronize(self, index: int) -> None:
+        # Inside every timed call: a try costs nothing until it raises (a context manager would cost ~1 µs).
         accelerator = getattr(self._torch, "accelerator", None)
-        if accelerator is not None and hasattr(accelerator, "synchronize"):
-            accelerator.synchronize(index)
-        else:
-            self._torch.cuda.synchronize(index)
+        try:
+            if accelerator is not None and hasattr(accelerator, "synchronize"):
+                accelerator.synchronize(index)
+            else:
+                self._torch.cuda.synchronize(index)
+        except RuntimeError:
+            with sticky_errors(f"{self.type}:{index}"):
+                raise
 
     def wait(self, index: int, seconds: float) -> bool:
         if self.type != "cuda":  # other runtimes: a plain synchronize (no deadline)
@@ -146,10 +205,15 @@ class TorchBackend:
         # An event on the current stream: the copies measured here queue on it (torch makes a peer
         # copy's destination stream wait for it too), and its query never blocks.
         cuda = self._torch.cuda
+        where = f"cuda:{index}"
         with cuda.device(index):
             event = cuda.Event()
-            event.record()
-        return poll(event.query, seconds)
+            try:
+                event.record()
+            except RuntimeError:
+                with sticky_errors(where):
+                    raise
+        return poll(event.query, seconds, where=where)
 
     def device_name(self, index: int) -> str:
         if self.type == "cuda":
@@ -200,23 +264,42 @@ class TorchBackend:
             return None
         # As nvbandwidth does: without the spin the start event fires at once and the
         # window includes the host's dispatch and enqueue of the first call.
-        cuda = self._torch.cuda
         times = []
-        with cuda.device(index):
-            cycles = max(1, int(self._spin_rate(index) * SPIN_PER_CALL_S * repeats))
+        with self._torch.cuda.device(index), sticky_errors(f"cuda:{index}"):
+            rate, enqueue_s = self._spin_rate(index), 0.0
             for _ in range(EVENT_WINDOWS):
-                start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
-                cuda._sleep(cycles)
-                start.record()
-                for _ in range(repeats):
-                    fn()
-                end.record()
-                _finish(end.query, index, repeats)
-                times.append(start.elapsed_time(end) / 1e3 / repeats)  # elapsed_time is in ms
+                for _ in range(SPIN_TRIES):
+                    spin_s = max(SPIN_PER_CALL_S * repeats, SPIN_MARGIN * enqueue_s)
+                    window = self._window(fn, index, repeats, max(1, int(rate * spin_s)))
+                    rate, enqueue_s = window.spin_rate, window.enqueue_s
+                    if window.held:
+                        break
+                else:
+                    return None  # the spin never outlasted the enqueue: no figure rather than the host's pace
+                times.append(window.seconds)
+        self._spin_rates[index] = rate
         return times
 
+    def _window(self, fn: Callable[[], Any], index: int, repeats: int, cycles: int) -> _Window:
+        """One window: an event, the spin, the start event, ``repeats`` calls, the end event. The first
+        event times the spin itself, so the window says whether the spin outlasted the host's enqueue."""
+        cuda = self._torch.cuda
+        held, start, end = (cuda.Event(enable_timing=True) for _ in range(3))
+        began = self._host_clock()  # before the first event: the enqueue is counted from no later than it fires
+        held.record()
+        cuda._sleep(cycles)
+        start.record()
+        for _ in range(repeats):
+            fn()
+        end.record()
+        enqueue_s = self._host_clock() - began
+        _finish(end.query, index, repeats)
+        spin_s = max(held.elapsed_time(start) / 1e3, 1e-9)  # elapsed_time is in ms
+        return _Window(start.elapsed_time(end) / 1e3 / repeats, cycles / spin_s, enqueue_s, spin_s > enqueue_s)
+
     def _spin_rate(self, index: int) -> float:
-        """Spin cycles per second on GPU ``index`` (the current device), timed once with events."""
+        """Spin cycles per second on GPU ``index`` (the current device): the last window's, or timed with
+        events the first time."""
         rates = self._spin_rates
         if index not in rates:
             cuda = self._torch.cuda
@@ -234,10 +317,10 @@ class TorchBackend:
             return None
         from torch.profiler import ProfilerActivity, profile, supported_activities
 
-        if ProfilerActivity.CUDA not in supported_activities():  # built without CUPTI
+        if ProfilerActivity.CUDA not in supported_activities() or not cupti_torn_down():  # no CUPTI, or it would stay
             return None
         cuda = self._torch.cuda
-        with cuda.device(index):
+        with cuda.device(index), sticky_errors(f"cuda:{index}"):
             cuda.synchronize(index)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(repeats):
@@ -256,10 +339,21 @@ class TorchBackend:
         yield op
 
 
+@dataclass(frozen=True)
+class _Window:
+    """What one event window measured: seconds per call, the spin's rate (cycles a second at the clock the
+    GPU ran at), the host's enqueue of the window, and whether the spin outlasted it (``held``)."""
+
+    seconds: float
+    spin_rate: float
+    enqueue_s: float
+    held: bool
+
+
 def _finish(done: Callable[[], bool], index: int, repeats: int) -> None:
     """Wait for a window of ``repeats`` timed calls on GPU ``index`` (``done``: an event's or stream's
     query), raising Wedged instead of hanging when it is still running after EVENT_WINDOW_DEADLINE_S."""
-    if not poll(done, EVENT_WINDOW_DEADLINE_S):
+    if not poll(done, EVENT_WINDOW_DEADLINE_S, where=f"cuda:{index}"):
         raise Wedged(f"cuda:{index}: a window of {repeats} timed calls was still running after "
                      f"{EVENT_WINDOW_DEADLINE_S:.0f} s: a wedged copy")
 
