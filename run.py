@@ -238,7 +238,8 @@ def ensure_project(python: Path) -> None:
 
 
 def ensure_torch(python: Path) -> None:
-    done = subprocess.run([str(python), str(ROOT / "tools" / "ensure_torch.py")], cwd=ROOT)
+    # its lines are progress, as run.py's own: on stderr (stdout holds only what the command prints)
+    done = subprocess.run([str(python), str(ROOT / "tools" / "ensure_torch.py")], cwd=ROOT, stdout=sys.stderr)
     if done.returncode != 0:
         raise BootstrapError("torch could not be installed (see above); XFERBENCH_TORCH picks another requirement")
 

@@ -94,7 +94,8 @@ def announcement(requirement: str, items: list[dict[str, Any]] | None, sizes: di
     cuda = any(n.lower().startswith("nvidia-") for n in names)
     build = (" the CUDA build (PyTorch's CPU-only index cannot be reached from here), with its nvidia-* packages;"
              if cuda and not gpu else "")
-    return (f"ensure_torch: installing {torch} and {len(items) - 1} packages it needs;{build} "
+    others = len(items) - 1
+    return (f"ensure_torch: installing {torch} and {others} package{'' if others == 1 else 's'} it needs;{build} "
             f"{', '.join(parts) or 'size unknown'}")
 
 
