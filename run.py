@@ -347,6 +347,8 @@ def tox(python: Path, args: list[str]) -> int:
     if not has_module(python, "tox"):
         say(f"installing tox into {python}")
         pip_install(python, ["tox>=4"], "tox")
+    if args[:1] and not args[0].startswith("-"):  # a subcommand (tox exec, tox list): its own options
+        return child([str(python), "-m", "tox", *args])
     with tempfile.TemporaryDirectory() as folder:
         result = Path(folder) / "result.json"
         code = child([str(python), "-m", "tox", "--result-json", str(result), *args])
