@@ -35,3 +35,13 @@ def test_the_readme_quickstart_is_two_commands():
     block = readme[readme.index("## Quickstart"):].split("```")[1]
     commands = [line for line in block.splitlines()[1:] if line.strip()]
     assert [c.split("#")[0].strip() for c in commands] == ["python3 run.py bench", "python3 run.py test"]
+
+
+def test_the_python_version_the_docs_state_is_pyproject_s():
+    """README and docs/install.md name the oldest Python pyproject.toml's requires-python allows, and no other."""
+    required = re.search(r'^requires-python = ">=(3\.\d+)"', (ROOT / "pyproject.toml").read_text(), flags=re.M).group(1)
+    for page in (ROOT / "README.md", DOCS / "install.md"):
+        text = page.read_text()
+        assert f"Python {required} or newer" in text, page
+        stated = set(re.findall(r"Python (3\.\d+)(?:\+| or newer| or later)", text))
+        assert stated == {required}, f"{page.name} states Python {stated}; pyproject.toml requires >={required}"

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
+import pytest_benchmark.session
+import torch  # loaded before pytester's in-process runs, which unload what they import
 
 import xferbench.measure.session.plugin  # noqa: F401
 from xferbench.measure.hardware.machine import host_cache_bytes
@@ -120,8 +121,17 @@ class TestJson:
 
 
 class TestCompareMachines:
+    @pytest.fixture(autouse=True, params=["this Python", "Python 3.12, CUDA build"])
+    def elsewhere(self, request, monkeypatch):
+        """Also as under Python 3.12 with a CUDA build of torch and no GPU: pytest-benchmark keeps runs in a folder
+        named after the Python version (Linux-CPython-3.12-64bit), and the build's torch.version.cuda is set."""
+        if request.param != "this Python":
+            monkeypatch.setattr(pytest_benchmark.session, "get_machine_id", lambda: "Linux-CPython-3.12-64bit")
+            monkeypatch.setattr(torch.version, "cuda", "12.8")
+
     def _saved_run(self, pytester, gpu_name: str):
-        storage = pytester.path / ".benchmarks" / "Linux-CPython-3.11-64bit"
+        # the folder --benchmark-compare reads: the running Python's machine id, never a fixed version
+        storage = pytester.path / ".benchmarks" / pytest_benchmark.session.get_machine_id()
         storage.mkdir(parents=True)
         run = {"machine_info": {"xferbench": {"devices": [{"name": gpu_name}], "torch": "2.13.0+cpu"}},
                "commit_info": {}, "benchmarks": [], "datetime": "2026-01-01T00:00:00", "version": "5.2.3"}
