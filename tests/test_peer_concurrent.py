@@ -14,10 +14,10 @@ import pytest
 from xferbench.analyze.gate.expectations import DUPLEX_MIDPOINT, FULL_SPEED_SHARE
 from xferbench.analyze.load.results import load
 from xferbench.cli import main
-from xferbench.measure.concurrent import Concurrent
-from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+from xferbench.measure.families.concurrent import Concurrent
+from xferbench.measure.families.peer_copies import peer_copy_caps
+from xferbench.measure.families.registry import SCENARIO_FAMILIES
 from xferbench.measure.simulate import CLOCK, PATHS, SimBackend, SpecError, load_spec, parse_spec
-from xferbench.measure.simulate_scenarios import peer_copy_caps
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20

@@ -117,7 +117,7 @@ def scenario_sections(frame: pd.DataFrame) -> list[dict[str, Any]]:
             continue
         plot = as_plot(op, family.title, family.caption, scenario_plot(frame, op))
         sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(frame, op)),
-                         "plots": [plot], "table": break_even_table(frame) if op == "pin_memory" else None})
+                         "plots": [plot], "table": break_even_table(frame) if family.break_even else None})
     return sections + [s for s in [distributed_section(frame)] if s]
 
 
