@@ -49,7 +49,7 @@ def test_every_scenario_and_concurrent_family_has_one_object_with_every_hook():
         assert all(obj.sizes[profile] for profile in PROFILES), op
         assert obj.finding is None or callable(obj.finding), op
     with_findings = {op for op, obj in SCENARIO_FAMILIES.items() if obj.finding is not None}
-    assert with_findings == {"module_to", "sync_stall", "pin_memory", "placement", "cuda_vs_to"}
+    assert with_findings == {"module_to", "sync_stall", "pin_memory", "placement", "cuda_vs_to", "d2h_registered"}
 
 
 @pytest.mark.parametrize("hook", ["plan", "prepare", "price"])

@@ -184,6 +184,15 @@ _WORKLOADS = (
            caption="cpu: every tensor of net.state_dict() copied with .cpu(), one blocking copy into fresh pageable "
                    "memory each; nonblocking: .to('cpu', non_blocking=True) for each (torch returns pinned memory), "
                    "then one synchronize before the tensors are read."),
+    Family("d2h_registered", "Scenario: .cpu() taken apart",
+           ".cpu() against copy_ into a touched pageable buffer, the same kind of buffer registered with the driver "
+           "(cudaHostRegister), and pinned memory", "scenario", "tab:cyan", finding=family_findings.d2h_registered,
+           caption="cpu: .cpu(), a copy into fresh pageable memory; pageable: copy_ into a pageable buffer touched "
+                   "before timing; registered: copy_ into such a buffer page-locked in place with cudaHostRegister "
+                   "(torch.cuda.cudart()); pinned: copy_ into memory allocated pinned. cpu - pageable is what the "
+                   "fresh destination costs (allocation, page faults), pageable - registered what the driver's "
+                   "staging copy through its own pinned buffer costs; registered near pinned means registering a "
+                   "buffer you already have is as good as allocating it pinned."),
 )
 
 #: Copies at once, copy paths and NUMA placement (measure/families/): what nvbandwidth
