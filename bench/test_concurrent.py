@@ -1,4 +1,4 @@
-"""Copies at once, copy paths and NUMA placement (``xferbench.measure.concurrent``).
+"""Copies at once, copy paths and NUMA placement (``xferbench.measure.families``).
 
 - bidir: host-to-device and device-to-host at once on two streams of each GPU, and alone;
 - all_gpus_host: every GPU copying from (or to) the host at once, next to one GPU alone;

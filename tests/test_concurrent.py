@@ -10,12 +10,14 @@ import pytest
 import torch  # loaded before pytester's in-process runs, which unload what they import
 
 from xferbench.families import family
-from xferbench.measure import concurrent, timing, transfers
+from xferbench.measure import timing, transfers
 from xferbench.measure.cases import Skipped
-from xferbench.measure.concurrent import Concurrent, numa_cpus, numa_node_of
+from xferbench.measure.families import concurrent, numa_nodes, peer_copies
+from xferbench.measure.families.base import Prepared
+from xferbench.measure.families.concurrent import Concurrent
+from xferbench.measure.families.numa_nodes import numa_cpus, numa_node_of
+from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.hardware.faults import fault_calls
-from xferbench.measure.scenario_families import SCENARIO_FAMILIES, plan, run
-from xferbench.measure.scenarios import Prepared
 from xferbench.measure.session import run_state
 from xferbench.measure.session.run_state import RunState, annotate, family_of
 from xferbench.measure.timing import Wedged
@@ -322,13 +324,14 @@ STUCK_PEERS_CONFTEST = """
 import dataclasses
 pytest_plugins = ("xferbench.measure.session.plugin",)
 from fakes import FakeBackend
-from xferbench.measure import scenario_families, timing
-from xferbench.measure.scenarios import Prepared
+from xferbench.measure import timing
+from xferbench.measure.families import registry
+from xferbench.measure.families.base import Prepared
 
 timing.DEADLINE_FLOOR_S, timing.DEADLINE_SLOWEST_BPS = 0.01, 1e15  # a hundredth of a second at any size
 # The copies themselves need CUDA; what is checked here is what their synchronizes do.
-scenario_families.SCENARIO_FAMILIES["peer_bidir"] = dataclasses.replace(
-    scenario_families.SCENARIO_FAMILIES["peer_bidir"], prepare=lambda c, sync: Prepared(sync))
+registry.SCENARIO_FAMILIES["peer_bidir"] = dataclasses.replace(
+    registry.SCENARIO_FAMILIES["peer_bidir"], prepare=lambda c, sync: Prepared(sync))
 
 def pytest_xfer_make_backend(config):
     return FakeBackend(gpus=2, stuck=True)
@@ -361,12 +364,12 @@ class TestHostBuffersNearTheirGpu:
             pytest.skip("needs two CPUs to tell a binding from none")
         mine = {max(allowed)}
         seen = []
-        assert concurrent._near(mine, lambda: seen.append(os.sched_getaffinity(0)) or "buffer") == "buffer"
+        assert numa_nodes.near(mine, lambda: seen.append(os.sched_getaffinity(0)) or "buffer") == "buffer"
         assert seen == [mine] and os.sched_getaffinity(0) == allowed  # bound while allocating, then restored
 
     def test_an_unknown_node_allocates_where_it_runs(self):
         seen = []
-        concurrent._near(None, lambda: seen.append(os.sched_getaffinity(0)))
+        numa_nodes.near(None, lambda: seen.append(os.sched_getaffinity(0)))
         assert seen == [os.sched_getaffinity(0)]
 
 
@@ -383,9 +386,9 @@ class TestPeerCopiesOnCpuStandIns:
             entered.append(which)
             yield
 
-        monkeypatch.setattr(concurrent, "_require_cuda", lambda c: None)
-        monkeypatch.setattr(concurrent, "_pattern", lambda shape, device, pinned=False: _cpu_pattern(shape))
-        monkeypatch.setattr(concurrent, "_streamed", lambda device: f"stream on {device}")
+        monkeypatch.setattr(peer_copies, "require_cuda", lambda c: None)
+        monkeypatch.setattr(peer_copies, "pattern", lambda shape, device, pinned=False: _cpu_pattern(shape))
+        monkeypatch.setattr(peer_copies, "streamed", lambda device: f"stream on {device}")
         monkeypatch.setattr(torch.cuda, "stream", stream)
         monkeypatch.setattr(torch.cuda, "can_device_access_peer", lambda a, b: (a, b) != (2, 0))
         return entered
@@ -393,7 +396,7 @@ class TestPeerCopiesOnCpuStandIns:
     def test_each_leg_on_its_own_streams_then_one_synchronize(self, stand_in):
         ring = Concurrent("peer_all", "ring", "all:cuda", "all:cuda", 4 * ROW_BYTES, ("cuda:0", "cuda:1", "cuda:2"))
         synced = []
-        prepared = concurrent.prepare_peer(ring, lambda: synced.append(len(stand_in)))
+        prepared = peer_copies.prepare_peer(ring, lambda: synced.append(len(stand_in)))
         assert prepared.extra == {"peer_access": False}  # cuda:2 cannot reach cuda:0 directly
         stand_in.clear()
         synced.clear()
@@ -404,7 +407,7 @@ class TestPeerCopiesOnCpuStandIns:
 
     def test_the_check_sees_a_copy_that_did_not_land(self, stand_in, monkeypatch):
         both = Concurrent("peer_bidir", "both_ways", "cuda:0", "cuda:1", 4 * ROW_BYTES, ("cuda:0", "cuda:1"))
-        prepared = concurrent.prepare_peer(both, lambda: None)
+        prepared = peer_copies.prepare_peer(both, lambda: None)
         prepared.target()
         prepared.check(None)
         monkeypatch.setattr(torch.Tensor, "copy_", lambda self, src, non_blocking=False: self)

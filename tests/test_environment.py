@@ -362,10 +362,10 @@ def test_options_in_pytest_addopts_are_not_overridden_by_the_profile(pytester, m
 
 CHECK_UNDER_O = """
 import torch
-from xferbench.measure import scenarios
-from xferbench.measure.scenario_families import plan
+from xferbench.measure.families import placement
+from xferbench.measure.families.registry import plan
 case = next(c for c in plan("placement", ("cpu",), "quick") if getattr(c, "variant", "") == "convert_on_cpu")
-prepared = scenarios.prepare_placement(case, lambda: None)
+prepared = placement.prepare(case, lambda: None)
 try:
     prepared.check(torch.zeros(1, dtype=torch.float16))
 except AssertionError:

@@ -106,7 +106,7 @@ def test_device_time_within_a_stated_tolerance_of_wall(tmp_path, device_s, statu
 
 def concurrent_run(tmp_path):
     """A hand-fed two-GPU run of the concurrent families at 64 MiB per payload, with run-time clocks."""
-    from xferbench.measure.concurrent import Concurrent
+    from xferbench.measure.families.concurrent import Concurrent
 
     gpus = ("cuda:0", "cuda:1")
     timed = [

@@ -40,7 +40,7 @@ def test_every_scenario_and_concurrent_family_has_one_object_with_every_hook():
     """One object per family, registered once: its plan, sizes for each profile, preparation, simulated price,
     and its record's finding (declared, None where its section has the caption alone)."""
     from xferbench.measure.cases import PROFILES
-    from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES
 
     declared = {op for op, f in FAMILIES.items() if f.kind in SCENARIO_KINDS}
     assert set(SCENARIO_FAMILIES) == declared
@@ -50,12 +50,13 @@ def test_every_scenario_and_concurrent_family_has_one_object_with_every_hook():
         assert all(obj.sizes[profile] for profile in PROFILES), op
         assert obj.finding is None or callable(obj.finding), op
     with_findings = {op for op, obj in SCENARIO_FAMILIES.items() if obj.finding is not None}
-    assert with_findings == {"module_to", "sync_stall", "pin_memory", "placement", "cuda_vs_to"}
+    assert with_findings == {"module_to", "sync_stall", "pin_memory", "placement", "cuda_vs_to", "d2h_registered"}
 
 
 @pytest.mark.parametrize("hook", ["plan", "prepare", "price"])
 def test_a_family_object_without_a_hook_is_refused(hook):
-    from xferbench.measure.scenario_families import SCENARIO_FAMILIES, ScenarioFamily
+    from xferbench.measure.families.base import ScenarioFamily
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES
 
     fields = {name: getattr(SCENARIO_FAMILIES["bidir"], name) for name in ("op", "sizes", "plan", "prepare", "price")}
     with pytest.raises(ValueError, match=f"scenario family 'bidir' lacks {hook}"):
@@ -65,20 +66,20 @@ def test_a_family_object_without_a_hook_is_refused(hook):
 
 
 def test_a_family_object_needs_a_scenario_or_concurrent_record():
-    from xferbench.measure import scenario_families
+    from xferbench.measure.families import registry
 
-    toy = scenario_families.SCENARIO_FAMILIES["bidir"]
+    toy = registry.SCENARIO_FAMILIES["bidir"]
     with pytest.raises(ValueError, match="two scenario families are named 'bidir'"):
-        scenario_families._registered((toy, toy))
+        registry._registered((toy, toy))
     with pytest.raises(ValueError, match=r"'h2d' is a core family in families\.py"):
-        scenario_families._registered((dataclasses.replace(toy, op="h2d"),))
+        registry._registered((dataclasses.replace(toy, op="h2d"),))
 
 
 def test_every_family_object_plans_prepares_and_prices_on_a_simulated_machine():
     """Each hook runs: the plan gives cases on three simulated GPUs (a ring needs three), the price gives calls on
     the simulated clock (forward says it cannot be priced, numa remote needs a second node)."""
-    from xferbench.measure.concurrent import NotPlaceable
-    from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+    from xferbench.measure.families.concurrent import NotPlaceable
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES
     from xferbench.measure.simulate import SimBackend, load_spec
     from xferbench.measure.transfers import CannotRun
 
@@ -183,8 +184,9 @@ def test_toy_stage(xfer_case, xfer):
 def test_a_toy_scenario_family_needs_one_record_one_object_and_one_bench_file(pytester, monkeypatch, tmp_path):
     """A scenario family declared in a test (a record with its finding, an object with its hooks, a bench file;
     nothing else edited) is planned, priced on the simulated machine, loaded and reported with its sentence."""
-    from xferbench.measure.scenario_families import SCENARIO_FAMILIES, ScenarioFamily
-    from xferbench.measure.scenarios import Prepared, plan_on_gpus
+    from xferbench.measure.families.base import Prepared, ScenarioFamily
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES
+    from xferbench.measure.families.scenario import plan_on_gpus
 
     def refuse(case, sync):
         raise AssertionError("a simulated GPU case reached the real calls")

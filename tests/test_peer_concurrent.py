@@ -14,10 +14,10 @@ import pytest
 from xferbench.analyze.gate.expectations import DUPLEX_MIDPOINT, FULL_SPEED_SHARE
 from xferbench.analyze.load.results import load
 from xferbench.cli import main
-from xferbench.measure.concurrent import Concurrent
-from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+from xferbench.measure.families.concurrent import Concurrent
+from xferbench.measure.families.peer_copies import peer_copy_caps
+from xferbench.measure.families.registry import SCENARIO_FAMILIES
 from xferbench.measure.simulate import CLOCK, PATHS, SimBackend, SpecError, load_spec, parse_spec
-from xferbench.measure.simulate_scenarios import peer_copy_caps
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20
@@ -125,7 +125,7 @@ class TestSyncRule:
         (Concurrent("bidir", "h2d+d2h", "cpu", "cuda:0", MiB, ("cuda:0",)), "synchronize"),
     ], ids=lambda v: getattr(v, "id", str(v)))
     def test_every_row_records_its_rule(self, case, rule):
-        from xferbench.measure.scenario_families import run
+        from xferbench.measure.families.registry import run
 
         from fakes import FakeBenchmark
 

@@ -4,18 +4,14 @@ import pytest
 import torch
 from torch import nn
 
-from xferbench.measure import scenarios
 from xferbench.measure.cases import Skipped
+from xferbench.measure.families import batching, pin_memory
+from xferbench.measure.families import scenario as shared
+from xferbench.measure.families.base import Prepared
+from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
+from xferbench.measure.families.scenario import DeviceMismatch, Scenario, checked_forward, mlp, sleep_cycles
+from xferbench.measure.families.sync_stall import STALL_SECONDS
 from xferbench.measure.hardware.faults import fault_calls
-from xferbench.measure.scenario_families import SCENARIO_FAMILIES, plan, run
-from xferbench.measure.scenarios import (
-    DeviceMismatch,
-    Prepared,
-    Scenario,
-    checked_forward,
-    mlp,
-    non_blocking_hazard,
-)
 
 from fakes import FakeBackend, FakeBenchmark
 
@@ -32,7 +28,7 @@ def patch_prepare(monkeypatch, op, prepare):
     """Run ``op``'s cases with ``prepare`` instead of its own (its registered object, replaced for the test),
     on a fake backend's GPUs too (the check that torch sees them is part of what is replaced)."""
     monkeypatch.setitem(SCENARIO_FAMILIES, op, dataclasses.replace(SCENARIO_FAMILIES[op], prepare=prepare))
-    monkeypatch.setattr(scenarios, "missing_cuda", lambda devices: None)
+    monkeypatch.setattr(shared, "missing_cuda", lambda devices: None)
 
 
 class TestMatrix:
@@ -164,12 +160,11 @@ class TestRunScenario:
     def test_pin_cold_empties_the_host_cache_before_each_round(self, monkeypatch):
         """Cold pinning: every round starts with the pinned host cache emptied; the cached variant never empties it."""
         order = []
-        monkeypatch.setattr(scenarios, "empty_host_cache", lambda: order.append("empty"))
+        monkeypatch.setattr(shared, "empty_host_cache", lambda: order.append("empty"))
         monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: order.append("pin") or self.clone())
         for variant in ("pin_cold", "pin_cached"):
             order.clear()
-            prepared = scenarios.prepare_pin_memory(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"),
-                                                     lambda: None)
+            prepared = pin_memory.prepare(Scenario("pin_memory", variant, "cpu", "cuda:0", 1024, "bytes"), lambda: None)
             bench = FakeBenchmark(calls=4)
             if prepared.setup is None:
                 bench(prepared.target)
@@ -189,7 +184,7 @@ class TestRunScenario:
 
     def test_wrong_module_placement_fails(self, monkeypatch):
         """The check after timing fails a module that did not end up on the target."""
-        check = scenarios._on("meta")
+        check = shared.on_device("meta")
         with pytest.raises(AssertionError, match="parameters are elsewhere"):
             check(mlp(1000))
 
@@ -197,8 +192,18 @@ class TestRunScenario:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the hazard is a GPU race")
 def test_non_blocking_read_before_sync_is_stale():
     """Reading a non_blocking device-to-host copy before synchronizing sees old data."""
-    stale, correct = non_blocking_hazard("cuda:0")
-    assert stale and correct
+    # A fill queued behind STALL_SECONDS of GPU work is copied non-blocking into pinned memory that starts as
+    # zeros: read before synchronizing, the buffer still holds zeros; after, it holds the fill.
+    src, host = torch.zeros(1 << 20, device="cuda:0"), torch.zeros(1 << 20, pin_memory=True)
+    cycles = sleep_cycles("cuda:0", STALL_SECONDS)
+    torch.cuda.synchronize(0)
+    with torch.cuda.device(0):
+        torch.cuda._sleep(cycles)
+        src.fill_(7)  # written late: behind the queued work
+        host.copy_(src, non_blocking=True)
+        stale = bool((host != 7).any())  # read without synchronizing: the hazard
+        torch.cuda.synchronize(0)
+    assert stale and bool((host == 7).all())
 
 
 class TestWorkloadFamilies:
@@ -220,7 +225,7 @@ class TestWorkloadFamilies:
 
     def test_identity(self):
         """1024 pieces of 4 KiB in the quick batching case; a non-blocking state_dict says so."""
-        assert SCENARIO_FAMILIES["batching"].sizes["quick"] == (1024 * scenarios.BATCH_PIECE,)
+        assert SCENARIO_FAMILIES["batching"].sizes["quick"] == (1024 * batching.BATCH_PIECE,)
         info = Scenario("state_dict", "nonblocking", "cuda:0", "cpu", 10**5, "params").extra_info()
         assert info["non_blocking"] is True and info["nbytes"] == 4 * sum(p.numel() for p in mlp(10**5).parameters())
         assert Scenario("state_dict", "cpu", "cuda:0", "cpu", 10**5, "params").extra_info()["non_blocking"] is False

@@ -480,7 +480,7 @@ class Costs:
 
 
 def mlp_parameter_bytes(params):
-    from xferbench.measure.scenarios import mlp
+    from xferbench.measure.families.scenario import mlp
 
     return [p.numel() * 4 for p in mlp(params).parameters()]
 
@@ -711,7 +711,7 @@ class TestConcurrencyModel:
     """The copy engines and the shared host link, on the backend alone (no benchmark run)."""
 
     def elapsed(self, spec, case):
-        from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+        from xferbench.measure.families.registry import SCENARIO_FAMILIES
 
         backend = SimBackend(spec)
         gpus = [int(gpu.split(":")[1]) for gpu in case.gpus]
@@ -721,7 +721,7 @@ class TestConcurrencyModel:
         return CLOCK.now - start
 
     def test_duplex_engines_overlap_and_one_engine_takes_turns(self):
-        from xferbench.measure.concurrent import Concurrent
+        from xferbench.measure.families.concurrent import Concurrent
 
         both = Concurrent("bidir", "h2d+d2h", "cpu", "cuda:0", MiB, ("cuda:0",))
         copy = 2e-6 + MiB / 10e9
@@ -731,7 +731,7 @@ class TestConcurrencyModel:
         assert self.elapsed(family_spec(duplex=False), both) == pytest.approx(4e-6 + 2 * copy + 5e-6)
 
     def test_every_gpu_at_once_shares_the_host_link(self):
-        from xferbench.measure.concurrent import Concurrent
+        from xferbench.measure.families.concurrent import Concurrent
 
         every = Concurrent("all_gpus_host", "h2d_all", "cpu", "all:cuda", MiB, ("cuda:0", "cuda:1"))
         alone = 2e-6 + MiB / 10e9
@@ -743,7 +743,7 @@ class TestConcurrencyModel:
         assert self.elapsed(family_spec(shared_host_GBps=100.0), every) == pytest.approx(4e-6 + alone + 2 * 5e-6)
 
     def test_numa_remote_needs_a_second_node(self):
-        from xferbench.measure.concurrent import Concurrent, NotPlaceable
+        from xferbench.measure.families.concurrent import Concurrent, NotPlaceable
 
         remote = Concurrent("numa", "h2d_remote", "cpu", "cuda:1", MiB, ("cuda:1",))
         with pytest.raises(NotPlaceable, match="the simulated machine has one"):
@@ -758,7 +758,7 @@ class TestRealBackendTakesTheRealPath:
 
     @pytest.fixture
     def simulator_refused(self, monkeypatch):
-        import xferbench.measure.simulate_scenarios as priced
+        import xferbench.measure.families.base as priced
 
         def refuse(*args):
             raise AssertionError("a real backend reached the simulator")
@@ -769,53 +769,54 @@ class TestRealBackendTakesTheRealPath:
         """Replace ``op``'s real preparation (and the check that torch sees its GPUs) by one that records its case."""
         import dataclasses
 
-        from xferbench.measure import scenarios
-        from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+        from xferbench.measure.families import scenario
+        from xferbench.measure.families.base import Prepared
+        from xferbench.measure.families.registry import SCENARIO_FAMILIES
 
         prepared = []
         monkeypatch.setitem(SCENARIO_FAMILIES, op, dataclasses.replace(
-            SCENARIO_FAMILIES[op], prepare=lambda case, sync: prepared.append(case) or scenarios.Prepared(lambda: None)))
-        monkeypatch.setattr(scenarios, "missing_cuda", lambda devices: None)
+            SCENARIO_FAMILIES[op], prepare=lambda case, sync: prepared.append(case) or Prepared(lambda: None)))
+        monkeypatch.setattr(scenario, "missing_cuda", lambda devices: None)
         return prepared
 
     @pytest.mark.parametrize("claims_simulated", [False, True])
     def test_scenario(self, monkeypatch, simulator_refused, claims_simulated):
-        from xferbench.measure import scenarios
-        from xferbench.measure.scenario_families import run
+        from xferbench.measure.families.registry import run
+        from xferbench.measure.families.scenario import Scenario
 
         from fakes import FakeBackend, FakeBenchmark
 
         prepared = self.record_prepares(monkeypatch, "sync_stall")
         backend = FakeBackend(gpus=2)
         backend.simulated = claims_simulated
-        stall = scenarios.Scenario("sync_stall", "item", "cuda:1", "cpu", 4, "bytes")
+        stall = Scenario("sync_stall", "item", "cuda:1", "cpu", 4, "bytes")
         info = run(stall, FakeBenchmark(), backend)
         assert prepared == [stall] and info["clock"] == "wall+sync"
         assert backend.syncs() and set(backend.syncs()) == {1}
 
     @pytest.mark.parametrize("claims_simulated", [False, True])
     def test_concurrent(self, monkeypatch, simulator_refused, claims_simulated):
-        from xferbench.measure import concurrent
-        from xferbench.measure.scenario_families import run
+        from xferbench.measure.families.concurrent import Concurrent
+        from xferbench.measure.families.registry import run
 
         from fakes import FakeBackend, FakeBenchmark
 
         prepared = self.record_prepares(monkeypatch, "bidir")
         backend = FakeBackend(gpus=1)
         backend.simulated = claims_simulated
-        case = concurrent.Concurrent("bidir", "h2d", "cpu", "cuda:0", MiB, ("cuda:0",))
+        case = Concurrent("bidir", "h2d", "cpu", "cuda:0", MiB, ("cuda:0",))
         info = run(case, FakeBenchmark(), backend)
         assert prepared == [case] and info["clock"] == "wall+sync"
 
     def test_host_only_scenario_on_the_simulated_machine_runs_for_real(self, monkeypatch, simulator_refused):
         """placement's CPU half touches no simulated GPU: it is run and timed for real."""
-        from xferbench.measure import scenarios
-        from xferbench.measure.scenario_families import run
+        from xferbench.measure.families.registry import run
+        from xferbench.measure.families.scenario import Scenario
 
         from fakes import FakeBenchmark
 
         prepared = self.record_prepares(monkeypatch, "placement")
-        on_cpu = scenarios.Scenario("placement", "convert_on_cpu", "cpu", "cpu", 8, "images")
+        on_cpu = Scenario("placement", "convert_on_cpu", "cpu", "cpu", 8, "images")
         info = run(on_cpu, FakeBenchmark(), SimBackend(family_spec()))
         assert prepared == [on_cpu] and info["clock"] == "wall+sync"
 
@@ -826,7 +827,7 @@ class TestWorkloadsArePricedAndLabelledSimulated:
 
     @staticmethod
     def seconds(scenario):
-        from xferbench.measure.scenario_families import SCENARIO_FAMILIES
+        from xferbench.measure.families.registry import SCENARIO_FAMILIES
 
         backend = SimBackend(family_spec())
         index = int(next(d for d in scenario.devices if d != "cpu").split(":")[1])
@@ -837,7 +838,8 @@ class TestWorkloadsArePricedAndLabelledSimulated:
             return backend.clock.now - start
 
     def test_many_small_copies_pay_the_fixed_cost_each(self):
-        from xferbench.measure.scenarios import BATCH_PIECE, Scenario
+        from xferbench.measure.families.batching import BATCH_PIECE
+        from xferbench.measure.families.scenario import Scenario
 
         n, L, sync = 4 * MiB, 4 * US, 5 * US
         path = lambda nbytes: 2 * US + nbytes / 10e9  # noqa: E731
@@ -849,8 +851,8 @@ class TestWorkloadsArePricedAndLabelledSimulated:
         assert self.seconds(many) == pytest.approx(1024 * (L + path(BATCH_PIECE)) + sync)
 
     def test_a_copy_on_a_side_stream_runs_beside_the_kernel(self):
-        from xferbench.measure.scenarios import OVERLAP_KERNEL_S as K
-        from xferbench.measure.scenarios import Scenario
+        from xferbench.measure.families.copy_overlap import OVERLAP_KERNEL_S as K
+        from xferbench.measure.families.scenario import Scenario
 
         n, L, sync = 4 * MiB, 4 * US, 5 * US
         copy = 2 * US + n / 10e9
@@ -862,7 +864,7 @@ class TestWorkloadsArePricedAndLabelledSimulated:
         assert cost["overlapped"] == pytest.approx(max(L + K, 2 * L + copy) + sync)
 
     def test_state_dict_copies_each_tensor(self):
-        from xferbench.measure.scenarios import Scenario, parameter_bytes
+        from xferbench.measure.families.scenario import Scenario, parameter_bytes
 
         L, sync = 4 * US, 5 * US
         sizes = parameter_bytes(10**5)
@@ -881,8 +883,8 @@ class TestWorkloadsArePricedAndLabelledSimulated:
                                           ("state_dict", "nonblocking", "cuda:0", "cpu", 10**4, "params")])
     def test_rows_say_simulated_and_carry_no_faults(self, scenario):
         """A simulated figure is never a measurement: the clock says so, and no page faults are counted."""
-        from xferbench.measure.scenario_families import run
-        from xferbench.measure.scenarios import Scenario
+        from xferbench.measure.families.registry import run
+        from xferbench.measure.families.scenario import Scenario
 
         from fakes import FakeBenchmark
 

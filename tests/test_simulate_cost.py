@@ -244,7 +244,7 @@ class TestHarnessOnTheRealClock:
         assert estimate(pairs + copies, self.sim, self.rounds).real_s == pytest.approx(58 * SIMULATED_HARNESS_S + 2 * once)
 
     def test_a_priced_scenario_moves_nothing_and_a_host_case_is_priced_as_before(self):
-        from xferbench.measure.scenarios import Scenario
+        from xferbench.measure.families.scenario import Scenario
         from xferbench.measure.session.estimate import HARNESS_S, SIMULATED_HARNESS_S, estimate
 
         scenario = Scenario("pin_memory", "to", "cpu", "cuda:3", 2**26, "bytes")

@@ -5,8 +5,8 @@ what it needs from the machine, whether it moves a payload and over which link, 
 how the report shows it (order, colour, prose). Every stage reads this registry —
 the case matrix, the plugin, results, the model, the plots, findings, history — so
 adding a family is one record here plus one ``bench/test_*.py`` (docs/contributing.md, "Adding a
-benchmark family"); a scenario or concurrent family also has one object in
-``measure/scenario_families.py`` with what it runs. Plain data: no torch, nothing from either side
+benchmark family"); a scenario or concurrent family also has one module in
+``measure/families/`` with what it runs (its plan, real calls and price). Plain data: no torch, nothing from either side
 (a record's ``finding`` is a function of the torch-free ``family_findings.py``).
 """
 
@@ -53,8 +53,8 @@ class Variant:
 ENDPOINTS = ("each", "host", "host->accelerator", "accelerator->host", "accelerator", "accelerator->accelerator")
 
 
-#: The kinds of family: the case matrix; a scenario (measure/scenarios.py); copies at once, copy
-#: paths and NUMA (measure/concurrent.py); collectives between processes (measure/distributed).
+#: The kinds of family: the case matrix; a scenario and copies at once, copy paths and NUMA
+#: (a module each in measure/families/); collectives between processes (measure/distributed).
 KINDS = ("core", "scenario", "concurrent", "distributed")
 
 
@@ -76,6 +76,7 @@ class Family:
     caption: str = ""  # the report's prose for its section or plot
     # A scenario or concurrent family's sentences from its rows (family_findings.py), or None
     finding: Callable[[Any], list[str]] | None = None
+    break_even: bool = False  # its report section carries the pinning break-even table (pin_cold against pinned_to)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -147,7 +148,7 @@ _SCENARIOS = (
     Family("pin_memory", "Scenario: is pinning worth it?",
            "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
            "a tensor pinned once (the break-even: how many reuses pay for pinning)",
-           "scenario", "tab:cyan", finding=family_findings.pin_memory,
+           "scenario", "tab:cyan", finding=family_findings.pin_memory, break_even=True,
            caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it page-locks fresh "
                    "memory (what the first pin of a size costs). pin_cached: the caching host allocator still holds a "
                    "freed pinned block of that size, so the call is a memcpy into it (what a loop that pins every batch "
@@ -183,9 +184,18 @@ _WORKLOADS = (
            caption="cpu: every tensor of net.state_dict() copied with .cpu(), one blocking copy into fresh pageable "
                    "memory each; nonblocking: .to('cpu', non_blocking=True) for each (torch returns pinned memory), "
                    "then one synchronize before the tensors are read."),
+    Family("d2h_registered", "Scenario: .cpu() taken apart",
+           ".cpu() against copy_ into a touched pageable buffer, the same kind of buffer registered with the driver "
+           "(cudaHostRegister), and pinned memory", "scenario", "tab:cyan", finding=family_findings.d2h_registered,
+           caption="cpu: .cpu(), a copy into fresh pageable memory; pageable: copy_ into a pageable buffer touched "
+                   "before timing; registered: copy_ into such a buffer page-locked in place with cudaHostRegister "
+                   "(torch.cuda.cudart()); pinned: copy_ into memory allocated pinned. cpu - pageable is what the "
+                   "fresh destination costs (allocation, page faults), pageable - registered what the driver's "
+                   "staging copy through its own pinned buffer costs; registered near pinned means registering a "
+                   "buffer you already have is as good as allocating it pinned."),
 )
 
-#: Copies at once, copy paths and NUMA placement (measure/concurrent.py): what nvbandwidth
+#: Copies at once, copy paths and NUMA placement (measure/families/): what nvbandwidth
 #: measures, as a PyTorch user meets it.
 _CONCURRENT = (
     Family("bidir", "Host and device copying both ways at once", "h2d and d2h on two streams of one GPU, and each alone",

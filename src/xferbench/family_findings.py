@@ -16,7 +16,10 @@ from .units import format_bytes, format_seconds
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cpu_convert", "cuda_vs_to", "module_to", "ms", "pin_memory", "span", "sync_stall"]
+#: A step of a ladder smaller than this share of the call is read as none.
+NEGLIGIBLE = 0.01
+
+__all__ = ["cpu_convert", "cuda_vs_to", "d2h_registered", "module_to", "ms", "pin_memory", "span", "sync_stall"]
 
 
 def span(values: pd.Series, digits: str = ".3g", joint: str = "-") -> str:
@@ -98,3 +101,28 @@ def cpu_convert(rows: pd.DataFrame) -> list[str]:
     out = [f"Converting {int(r['nbytes'] // (3 * 224 * 224))} images to normalized float32 on the CPU took "
            f"{format_seconds(r['median_s'])}." for _, r in cpu.iterrows()][-1:]
     return out + _ratio(rows, "convert_then_move", "move_then_convert", "Placement")
+
+
+def d2h_registered(rows: pd.DataFrame) -> list[str]:
+    """The .cpu() ladder at the largest size on each GPU: the call, then each factor it removes (the fresh
+    destination, the staging copy), from this family's own rows."""
+    out = []
+    for src, on_gpu in rows.groupby("src"):
+        at = on_gpu[on_gpu["nbytes"] == on_gpu["nbytes"].max()]
+        median = {v: at.loc[at["variant"] == v, "median_s"].iloc[0] for v in at["variant"]}
+        if not {"cpu", "pageable", "registered"} <= median.keys():
+            continue
+        call = median["cpu"]
+        steps = (f".cpu() from {src} took {format_seconds(call)} at {format_bytes(at['nbytes'].iloc[0])}: "
+                 f"the fresh destination {_step(call - median['pageable'], call)}, the driver's staging copy "
+                 f"{_step(median['pageable'] - median['registered'], call)}, the copy into registered memory "
+                 f"{format_seconds(median['registered'])}")
+        pinned = f" (into pinned memory: {format_seconds(median['pinned'])})" if "pinned" in median else ""
+        out.append(steps + pinned + ".")
+    return out
+
+
+def _step(seconds: float, call: float) -> str:
+    """A step of a ladder: what it adds to the call, or none where that is within NEGLIGIBLE of the call
+    (no median's noise can tell so little from nothing)."""
+    return format_seconds(seconds) if seconds > NEGLIGIBLE * call else f"none (within {NEGLIGIBLE:.0%} of the call)"

@@ -121,7 +121,7 @@ def scenario_sections(view: RunView) -> list[dict[str, Any]]:
             continue
         plot = as_plot(op, family.title, family.caption, scenario_plot(view, op))
         sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(view, op)),
-                         "plots": [plot], "table": break_even_table(view) if op == "pin_memory" else None})
+                         "plots": [plot], "table": break_even_table(view) if family.break_even else None})
     return sections + [s for s in [distributed_section(view)] if s]
 
 

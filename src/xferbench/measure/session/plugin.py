@@ -18,10 +18,10 @@ import pytest
 from ...contract import machine_differences, simulation_mismatch
 from ...units import Size, format_size, parse_dtype, parse_sizes
 from ..cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
+from ..families.registry import SCENARIO_FAMILIES
+from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from ..hardware.machine import load_snapshot, machine_load
-from ..scenario_families import SCENARIO_FAMILIES
-from ..scenario_families import plan as plan_scenario_family
 from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
@@ -303,8 +303,8 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend,
          request: pytest.FixtureRequest) -> Callable[[PlannedCase], dict[str, Any]]:
     """Run one case of a core, scenario or concurrent family under ``benchmark``; a case the machine
     cannot run is skipped, a stuck copy fails in one line."""
+    from ..families.registry import run as run_scenario_case
     from ..hardware.devices import Wedged
-    from ..scenario_families import run as run_scenario_case
     from ..transfers import CannotRun, run_case
 
     profile = settings(request.config).profile

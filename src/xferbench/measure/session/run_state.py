@@ -132,7 +132,7 @@ def empty_pinned_cache() -> None:
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return  # never create a context just to empty nothing
-    from ..scenarios import empty_host_cache
+    from ..families.scenario import empty_host_cache
 
     empty_host_cache()
 

@@ -1,0 +1,41 @@
+"""module_to: ``net.to(device)``, a first move and a second one that copies nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..cases import Skipped
+from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from .scenario import Scenario, mlp, on_device, parameter_bytes
+
+
+def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
+    planned: list[Scenario | Skipped] = []
+    for size in sizes:
+        for dst in devices:
+            if dst != "cpu":
+                planned.append(Scenario("module_to", "first", "cpu", dst, size, "params"))
+            planned.append(Scenario("module_to", "again", dst, dst, size, "params"))
+    return planned
+
+
+def prepare(s: Scenario, sync: Sync) -> Prepared:
+    net = mlp(s.size, s.src)
+    if s.variant == "first":
+        # Every round starts with the module back on the CPU, untimed.
+        def home() -> None:
+            net.to("cpu")
+            sync()
+        return Prepared(synced(lambda: net.to(s.dst), sync), setup=home, check=on_device(s.dst))
+    return Prepared(synced(lambda: net.to(s.dst), sync), check=on_device(s.dst))
+
+
+def price(s: Scenario, m: Priced, sync: Sync) -> Prepared:
+    nbytes = parameter_bytes(s.size)
+    if s.variant == "first":  # every parameter copied from pageable host memory, one blocking copy each
+        return Prepared(then_sync(sync, *(lambda n=n: m.copy("h2d_pageable", n, s.dst, waits=True) for n in nbytes)))
+    return Prepared(then_sync(sync, lambda: m.dispatch(len(nbytes))))  # again: a no-op per parameter
+
+
+FAMILY = ScenarioFamily("module_to", sizes((10**3, 10**5, 10**7), (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)),
+                        plan, prepare, price)

@@ -1,0 +1,64 @@
+"""numa: pinned copies with the host buffer on the GPU's NUMA node against one on another node (placed by
+allocating from a thread bound to that node's CPUs, and checked in ``/proc/self/numa_maps``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..hardware.machine import gpu_local_cpus, pci_bus_id
+from .base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, then_sync
+from .concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
+from .numa_nodes import bound_to, numa_cpus, numa_node_of
+from .scenario import empty_host_cache
+
+MiB = 2**20
+
+
+def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
+    gpus, skip = cuda_gpus("numa", devices)
+    return skip + [
+        Concurrent("numa", f"{direction}_{where}", *(("cpu", g) if direction == "h2d" else (g, "cpu")), size, (g,))
+        for size in sizes for g in gpus for direction in ("h2d", "d2h") for where in ("local", "remote")]
+
+
+def prepare(c: Concurrent, sync: Sync) -> Prepared:
+    require_cuda(c)
+    import torch
+
+    gpu = c.gpus[0]
+    direction, where = c.variant.split("_")
+    local = gpu_local_cpus(pci_bus_id(torch.cuda.get_device_properties(torch.device(gpu))))
+    cpus = numa_cpus(local, set(os.sched_getaffinity(0)), where)
+    with bound_to(cpus):
+        empty_host_cache()  # a cached pinned block would sit wherever it was first allocated
+        host = torch.empty(c.shape, pin_memory=True)  # cudaHostAlloc places the pages from this thread
+        host.copy_(pattern(c.shape, "cpu"))
+    device = pattern(c.shape, gpu) if direction == "d2h" else torch.empty(c.shape, device=gpu)
+    node = numa_node_of(host.data_ptr())
+    sync()
+
+    def call() -> None:
+        (device.copy_(host, non_blocking=True) if direction == "h2d" else host.copy_(device, non_blocking=True))
+        sync()
+
+    def check(_: Any) -> None:
+        equal(device, host, c.id)
+    return Prepared(call, check=check, extra={"host_numa_node": node})
+
+
+def price(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
+    gpu = c.gpus[0]
+    direction, where = c.variant.split("_")
+    nodes = m.spec.numa_nodes
+    if where == "remote" and nodes < 2:
+        raise NotPlaceable("no other NUMA node: the simulated machine has one (numa_nodes in its spec)")
+    local = index(gpu) * nodes // m.spec.gpus
+    node = local if where == "local" else (local + 1) % nodes
+    cap = m.spec.remote_GBps if where == "remote" else None
+    call = then_sync(sync, lambda: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, cap=cap))
+    return Prepared(call, extra={"host_numa_node": node})
+
+
+FAMILY = ScenarioFamily("numa", sizes((256 * MiB,), (64 * MiB, 256 * MiB)), plan, prepare, price)

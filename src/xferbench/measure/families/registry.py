@@ -1,0 +1,123 @@
+"""Every scenario and concurrent family, one line each, and how the plugin plans and runs their cases.
+
+In the spirit of nvbandwidth's ``createTestcases()`` and pyperf's ``OPERATIONS``: a family is
+one module of this package (its plan, preparation, price and sizes: ``base.py``), listed here
+once; its title, caption and finding are its record in ``families.py``. Adding one is
+docs/contributing.md, "Adding a scenario". The family modules never import one another, nor
+this module (import-linter checks both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..cases import Case, PeerPlan, PlannedCase, Skipped
+from ..hardware.devices import DeviceBackend, Wedged, accelerator_index
+from ..simulate import SimBackend
+from ..timing import sync_rule
+from . import (
+    all_gpus_host,
+    batching,
+    bidir,
+    copy_kind,
+    copy_overlap,
+    cuda_vs_to,
+    d2h_registered,
+    forward,
+    module_to,
+    numa,
+    peer_all,
+    peer_bidir,
+    pin_memory,
+    placement,
+    state_dict,
+    sync_stall,
+)
+from .base import ScenarioFamily
+from .concurrent import PEER_OPS, Concurrent, time_concurrent
+from .scenario import Scenario, time_scenario
+
+if TYPE_CHECKING:
+    from ..distributed.operations import DistCase
+
+    #: Every kind of planned case has the one interface (mypy checks each against the protocol here).
+    CASE_TYPES: tuple[type[PlannedCase], ...] = (Case, Scenario, Concurrent, DistCase)
+
+__all__ = ["SCENARIO_FAMILIES", "plan", "run", "simulator_for"]
+
+#: One line a family, in the order the run plans them.
+_FAMILIES: tuple[ScenarioFamily[Any], ...] = (
+    module_to.FAMILY,
+    forward.FAMILY,
+    sync_stall.FAMILY,
+    pin_memory.FAMILY,
+    placement.FAMILY,
+    cuda_vs_to.FAMILY,
+    batching.FAMILY,
+    copy_overlap.FAMILY,
+    state_dict.FAMILY,
+    d2h_registered.FAMILY,
+    bidir.FAMILY,
+    all_gpus_host.FAMILY,
+    copy_kind.FAMILY,
+    numa.FAMILY,
+    peer_bidir.FAMILY,
+    peer_all.FAMILY,
+)
+
+
+def _registered(objects: Sequence[ScenarioFamily[Any]]) -> dict[str, ScenarioFamily[Any]]:
+    """By op; an op twice, or one without a scenario or concurrent record in families.py, is refused."""
+    table: dict[str, ScenarioFamily[Any]] = {}
+    for obj in objects:
+        if obj.op in table:
+            raise ValueError(f"two scenario families are named {obj.op!r}")
+        if obj.record.kind not in ("scenario", "concurrent"):
+            raise ValueError(f"{obj.op!r} is a {obj.record.kind} family in families.py, not a scenario or concurrent one")
+        table[obj.op] = obj
+    return table
+
+
+#: Every scenario and concurrent family, by op.
+SCENARIO_FAMILIES: dict[str, ScenarioFamily[Any]] = _registered(_FAMILIES)
+
+
+def plan(op: str, devices: Sequence[str], profile: str, peers: PeerPlan | None = None) -> list[PlannedCase | Skipped]:
+    """The cases (and skip lines) of scenario or concurrent family ``op`` on ``devices``; ``peers``: the
+    run's peer plan (None: every GPU pair), which the peer families follow."""
+    if op not in SCENARIO_FAMILIES:
+        raise ValueError(f"unknown scenario family {op!r}; expected one of {', '.join(SCENARIO_FAMILIES)}")
+    return SCENARIO_FAMILIES[op].cases(devices, profile, peers)
+
+
+def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str = "quick") -> dict[str, Any]:
+    """Time one scenario or concurrent case with ``benchmark``, check it, fill in extra_info.
+
+    Raises CannotRun (the caller skips) when the machine cannot run it, or when one of its
+    devices has a stuck copy (a synchronize there would never return)."""
+    from ..transfers import mark_wedged, refuse_stuck  # here: transfers imports torch, which loading the plugin must not
+
+    obj = SCENARIO_FAMILIES[case.op]
+    if not isinstance(case, Scenario | Concurrent):
+        raise TypeError(f"{case.id}: not a scenario or concurrent case")
+    refuse_stuck(case.devices)
+    simulator = simulator_for(backend, case.devices)
+    if (rule := sync_rule(case.devices, case.op in PEER_OPS)) is not None:
+        benchmark.extra_info["sync_rule"] = rule  # a peer family's synchronize has a deadline (concurrent._synchronizer)
+    if isinstance(case, Concurrent):
+        return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
+                               simulator)
+    try:
+        return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
+                             simulator, profile)
+    except Wedged:  # a sticky CUDA error on a synchronize: nothing more runs on its devices, as after a stuck copy
+        mark_wedged(case.devices, case.id)
+        raise
+
+
+def simulator_for(backend: Any, devices: Sequence[str]) -> SimBackend | None:
+    """The simulated machine that prices a case on ``devices`` instead of running it: only a
+    simulated backend, and only for a case on its accelerators. None on a real backend."""
+    on_accelerator = any(accelerator_index(d) is not None for d in devices)
+    return backend if isinstance(backend, SimBackend) and on_accelerator else None
