@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ... import escape
 from ...contract import environment_differences, hardware_differences
 from ...units import format_bytes, format_seconds
 from ..load.history import current_segment, load_storage
@@ -337,8 +338,15 @@ def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
     return "\n".join([*lines, *notes])
 
 
+def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[Comparison]:
+    """The rows with what a run file wrote (the case's path, the software's versions) passed through ``clean``."""
+    return [replace(r, path=clean(r.path), environment=tuple(map(clean, r.environment)),
+                    why=None if r.why is None else clean(r.why)) for r in rows]
+
+
 def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
             notes: Sequence[str] = ()) -> str:
+    rows, notes = _inert(rows, escape.terminal), [escape.terminal(n) for n in notes]
     table = [_HEAD] + [_cells(r) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
@@ -346,10 +354,10 @@ def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
 
 
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Sequence[str]) -> list[str]:
-    """A Markdown table (the PR comment's), pipes in cells escaped, each row's icon before its last cell."""
+    """A Markdown table (the PR comment's), each cell inert text (escape.markdown), each row's icon before its last cell."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cells, icon in zip(rows, icons, strict=True):
-        escaped = [c.replace("|", "\\|") for c in cells]
+        escaped = [escape.markdown(c) for c in cells]
         escaped[-1] = f"{icon} {escaped[-1]}".strip()
         lines.append("| " + " | ".join(escaped) + " |")
     return lines
@@ -361,9 +369,10 @@ ICONS = {"regression": "🔴", "improvement": "🟢", CANT_TELL: "⚪"}
 
 def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
                 differences: list[str] | None = None, notes: Sequence[str] = ()) -> str:
-    lines = ["### xferbench comparison", "", summary(rows, n_base, n_new, noise, notes), ""]
+    said = summary(_inert(rows, escape.markdown), n_base, n_new, noise, [escape.markdown(n) for n in notes])
+    lines = ["### xferbench comparison", "", said, ""]
     if differences:
-        lines += ["Compared across machines: " + "; ".join(differences), ""]
+        lines += ["Compared across machines: " + "; ".join(map(escape.markdown, differences)), ""]
     lines += markdown_table(_HEAD, [_cells(r) for r in rows], [ICONS.get(r.verdict, "") for r in rows])
     return "\n".join(lines) + "\n"
 
