@@ -28,6 +28,7 @@ from ...units import format_bytes, format_seconds
 from ..load.history import current_segment, load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
 from ..load.results import Results, ResultsError, load
+from ..load.run_cache import RunSummary
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_times
 
 __all__ = [
@@ -85,13 +86,16 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
     if not path.is_dir():
         return [load([path])], []
     stored = load_storage(path)  # a damaged or foreign file is skipped with a note, never the whole folder
-    runs = stored.summaries  # chosen by their summaries: only the runs used are read in full
+    runs, copies = _distinct(stored.summaries)  # chosen by their summaries: only the runs used are read in full
     mine = [r for r in runs if like is not None and not hardware_differences(r.machine_info, like)]
     reference = mine[-1] if mine else runs[-1]
     differences = [hardware_differences(r.machine_info, reference.machine_info) for r in runs]
     same = [r for r, differ in zip(runs, differences, strict=True) if not differ]
     differ = dict.fromkeys(d for found in differences for d in found)  # each difference once, in order
     notes = list(stored.notes)
+    if copies:
+        notes.append(f"{path}: {copies} copy(ies) of a run left out (the same time for every case: a file saved "
+                     "twice counts once)")
     if len(same) < len(runs):
         against = "the machine of the new run" if mine else "the newest run"
         notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine left out "
@@ -99,6 +103,14 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
     if len(same) > last:
         notes.append(f"{path}: the newest {last} of {len(same)} runs used")
     return [stored.load(run) for run in same[-last:]], notes
+
+
+def _distinct(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], int]:
+    """The runs without copies: two runs with the same time for every case are one run saved twice (byte for byte,
+    or again with a new datetime); each copy would count as one more run for the verdict. The newest copy stays."""
+    newest = {tuple(sorted(run.times.items())): i for i, run in enumerate(runs)}
+    kept = sorted(newest.values())
+    return [runs[i] for i in kept], len(runs) - len(kept)
 
 
 def busy(run: Results) -> str | None:

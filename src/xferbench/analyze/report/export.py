@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes
 from ..load.results import Results
@@ -28,8 +29,10 @@ CSV_COLUMNS = ("run", "datetime", "name", *IDENTITY, *MEASURED, *STATS, *DERIVED
 
 
 def to_csv(results: Results) -> str:
-    """One row per benchmark, every data-contract field; shape as ``AxB``, empty where a field is absent."""
-    return str(frame_for_csv(results.frame).to_csv(index=False, lineterminator="\n"))
+    """One row per benchmark, every data-contract field; shape as ``AxB``, empty where a field is absent. A text
+    cell a spreadsheet would take for a formula (``=``, ``+``, ``-``, ``@``, from the run file) starts with ``'``."""
+    frame = frame_for_csv(results.frame).map(lambda v: escape.csv_cell(v) if isinstance(v, str) else v)
+    return str(frame.to_csv(index=False, lineterminator="\n"))
 
 
 def _cell(value: Any, digits: int = 3) -> str:
@@ -37,7 +40,7 @@ def _cell(value: Any, digits: int = 3) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:.{digits}g}"
-    return str(value).replace("|", "\\|")
+    return escape.markdown(value)
 
 
 def _us(value: float) -> str:
@@ -52,8 +55,9 @@ def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any
     if simulated:
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
                   "they check the suite, they are not measurements.", ""]
-    lines += [f"{len(results.frame)} benchmarks from {', '.join(results.sources)}.", "", "## Key findings", ""]
-    lines += [f"- {sentence}" for sentence in findings] or ["- Not enough data for findings."]
+    lines += [f"{len(results.frame)} benchmarks from {escape.markdown(', '.join(results.sources))}.", "",
+              "## Key findings", ""]
+    lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
     if model:
         lines += ["", "## Latency and bandwidth per path", "",
                   "α and β from wall time describe a loop that synchronizes after every call; pipelined, from the "
@@ -68,9 +72,9 @@ def to_markdown(results: Results, findings: list[str], model: list[dict[str, Any
                          f"| {_cell(row['stated_gbps'])} | {_cell(row['pipelined_gbps'])} | {_cell(row['beta_basis'])} "
                          f"| {largest} | {_cell(row['link'])} | {share} |")
     if peer_plan:
-        lines += ["", "## Peer pairs measured", ""] + [f"- {sentence}" for sentence in peer_plan]
+        lines += ["", "## Peer pairs measured", ""] + [f"- {escape.markdown(sentence)}" for sentence in peer_plan]
     if peers:
-        lines += ["", "## Against other tools on this machine", ""] + [f"- {sentence}" for sentence in peers]
+        lines += ["", "## Against other tools on this machine", ""] + [f"- {escape.markdown(s)}" for s in peers]
     return "\n".join(lines) + "\n"
 
 
