@@ -55,5 +55,7 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def csv_cell(text: str) -> str:
-    """A CSV cell a spreadsheet shows as text: one that would start a formula gets a leading apostrophe."""
-    return "'" + text if text.startswith(_FORMULA) else text
+    """A CSV cell on its row, that a spreadsheet shows as text: on one line (a lone carriage return is no line end to
+    Python's csv writer, which leaves it unquoted), and one that would start a formula gets a leading apostrophe."""
+    flat = one_line(text)
+    return "'" + flat if flat.startswith(_FORMULA) else flat

@@ -298,8 +298,8 @@ def _summary(cases: list[AbCase], alpha: float) -> str:
             f"(Wilcoxon signed-rank p < {alpha:g} and beyond the floor, then again on fresh blocks)")
 
 
-def _differ_line(differences: Sequence[str]) -> str:
-    return ("What differs between the two sides: " + ", ".join(map(escape.terminal, differences)) if differences
+def _differ_line(differences: Sequence[str], clean: Callable[[object], str] = escape.terminal) -> str:
+    return ("What differs between the two sides: " + ", ".join(map(clean, differences)) if differences
             else "The two sides ran on the same machine and software (as far as their runs record).")
 
 
@@ -313,7 +313,7 @@ def to_text(cases: list[AbCase], alpha: float = AB_ALPHA, differences: Sequence[
 
 def to_markdown(run: AbRun, alpha: float = AB_ALPHA) -> str:
     """The A/B as a PR comment, in compare's format: heading, summary, what differs, table with icons."""
-    lines = ["### xferbench A/B", "", _summary(run.cases, alpha), "", _differ_line(run.differences), ""]
+    lines = ["### xferbench A/B", "", _summary(run.cases, alpha), "", _differ_line(run.differences, escape.markdown), ""]
     lines += markdown_table(_HEAD, [_cells(c) for c in run.cases], [ICONS.get(c.verdict, "") for c in run.cases])
     return "\n".join(lines) + "\n"
 

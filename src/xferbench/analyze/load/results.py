@@ -128,9 +128,11 @@ def _regular(path: Path) -> None:
 MAX_RUN_BYTES = 256 * 2**20
 
 
-def bounded_read(path: Path, limit: int = MAX_RUN_BYTES, whole: bool = True) -> bytes:
-    """At most ``limit`` bytes of a regular file, never blocking (a FIFO, a device or a socket is refused once
-    opened, without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first bytes."""
+def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> bytes:
+    """At most ``limit`` (``MAX_RUN_BYTES``) bytes of a regular file, never blocking (a FIFO, a device or a socket is
+    refused once opened, without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first
+    bytes."""
+    limit = MAX_RUN_BYTES if limit is None else limit
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as error:
