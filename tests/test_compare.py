@@ -295,7 +295,7 @@ class TestCli:
         (lambda s: s.update(data=[]), "has no per-round data"),
         # NaN and negative rounds are refused at load, before compare sees them
         (lambda s: s.update(data=[1e-3, float("nan")]), "stats field 'data' must be a list of finite times"),
-        (lambda s: s.update(data=[1e-3, 0.0]), "has non-finite or non-positive times"),
+        (lambda s: s.update(data=[2 * s["median"], 0.0]), "has non-finite or non-positive times"),
         (lambda s: s.update(data=[1e-3, -1e-3]), "stats field 'data' must be a list of finite times"),
     ])
     def test_unusable_rounds_exit_2_naming_the_file(self, tmp_path, sample, capsys, edit, problem):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .analyze.load.results import ResultsError
+from .escape import terminal
 from .output import OutputError
 
 __all__ = ["main"]
@@ -32,6 +33,8 @@ CRASHED = 3
 
 #: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
 DEFAULT_OUTPUT = Path("reports/index.html")
+#: How long ``ab`` and ``calibrate --run`` let one benchmark command run (analyze/gate/ab.py's, kept in step).
+DEFAULT_TIMEOUT = 4 * 3600.0
 #: Where ``calibrate`` writes unless told; its folder is created too.
 DEFAULT_NOISE = Path("reports/noise.json")
 
@@ -126,13 +129,13 @@ PROGRESS_FROM = 500
 def _say_skipped(command: str, notes: list[str]) -> None:
     """A storage folder's damaged or foreign files: each named on one line, the rest of the folder is used."""
     for note in notes:
-        print(f"xferbench {command}: {note}", file=sys.stderr)
+        print(f"xferbench {command}: {terminal(note)}", file=sys.stderr)
 
 
 def _say_incomplete(command: str, labels: list[str]) -> None:
     """An interrupted run is reported, but never silently: each of its labels on stdout."""
     for label in labels:
-        print(f"xferbench {command}: {label}")
+        print(f"xferbench {command}: {terminal(label)}")
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -169,8 +172,7 @@ def _compare(args: argparse.Namespace) -> int:
                                 *([args.confirm] if args.confirm else [])])
         except ValueError as error:
             raise UsageError(f"{flag} {error}") from None
-    if len(outputs) == 2 and os.path.realpath(args.markdown) == os.path.realpath(args.json):
-        raise UsageError(f"--markdown and --json name the same file ({args.json}); give two")
+    _distinct_outputs(args)
     # The candidate first: a store shared by several runners gives the baseline of the candidate's own hardware.
     new, new_notes = load_runs(args.new)
     base, base_notes = load_runs(args.base, like=new[-1].machine_info)
@@ -193,9 +195,9 @@ def _compare(args: argparse.Namespace) -> int:
     if args.confirm:
         rows = reproduced(rows, _small_input(args.confirm), str(args.confirm))
     for note in base_notes + new_notes:
-        print(f"xferbench compare: {note}")
+        print(f"xferbench compare: {terminal(note)}")
     if differences:
-        print("xferbench compare: comparing across machines: " + "; ".join(differences))
+        print("xferbench compare: comparing across machines: " + terminal("; ".join(differences)))
     notes = busy_notes(base, new) + plan_notes(base, new)
     print(to_text(rows, len(base), len(new), noise, notes))
     if args.markdown:
@@ -203,6 +205,36 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         write_atomic(args.json, to_json(rows, len(base), len(new), noise, notes))
     return 1 if any(r.regression for r in rows) else 0
+
+
+#: How each written file begins: an existing file that begins otherwise (a run, someone's notes) is never replaced.
+_OUTPUT_START = {("compare", "--json"): '{\n "z_bound"', ("ab", "--json"): '{\n "alpha"',
+                 ("compare", "--markdown"): "### xferbench comparison", ("ab", "--markdown"): "### xferbench A/B",
+                 ("store", "-o"): "<!-- xferbench"}
+
+
+def _distinct_outputs(args: argparse.Namespace) -> None:
+    """--markdown and --json name two files, and neither replaces a file that is not an earlier output of its kind."""
+    if args.markdown and args.json and os.path.realpath(args.markdown) == os.path.realpath(args.json):
+        raise UsageError(f"--markdown and --json name the same file ({args.json}); give two")
+    for flag, path in (("--markdown", args.markdown), ("--json", args.json)):
+        if path:
+            _only_own(path, _OUTPUT_START[args.command, flag], flag)
+
+
+def _only_own(path: Path, start: str, flag: str) -> None:
+    """Refuse ``path`` when it exists and does not begin as this output does (a run, another tool's file)."""
+    from .analyze.load.results import bounded_read
+
+    if not (path.exists() or path.is_symlink()):
+        return
+    try:
+        head = bounded_read(path, len(start) + 8).decode("utf-8", "replace")
+    except (OSError, ResultsError) as error:
+        raise UsageError(f"{flag} {path}: cannot read it ({error}); refusing to replace it") from None
+    if not head.startswith(start):
+        raise UsageError(f"{flag} {path}: exists and is not an earlier output of xferbench {flag[2:]} "
+                         "(a run, or another file); it would be replaced. Choose another name")
 
 
 def _small_input(path: Path) -> str:
@@ -225,6 +257,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError(f"--per-side {args.per_side}: give the runs on each side of a comparison, 1 or more")
     if args.aa_command and args.times < 1:
         raise UsageError(f"--times {args.times}: give the number of A/A runs to make, 1 or more")
+    timeout = _timeout(args.timeout)
     # Before any A/A run: the noise file must not replace a run, nor land in the runs folder as one.
     try:
         check_output(args.output, [args.runs], create_folder=args.output == DEFAULT_NOISE)
@@ -236,7 +269,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         start = 1 + max((int(m.group(1)) for p in args.runs.glob("aa-*.json")
                          if (m := re.fullmatch(r"aa-(\d+)\.json", p.name))), default=-1)
         for i in range(start, start + args.times):
-            written = _aa_run(args.aa_command, args.runs / f"aa-{i:03d}.json")
+            written = _aa_run(args.aa_command, args.runs / f"aa-{i:03d}.json", timeout)
             print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done ({written.name})")
     runs, notes = load_runs(args.runs, last=10**6)
     for note in notes:
@@ -264,7 +297,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _aa_run(command: str, target: Path) -> Path:
+def _aa_run(command: str, target: Path, timeout: float) -> Path:
     """One A/A run: measured into a private temporary file, then claimed under ``target`` (or, if another
     calibrate took that name meanwhile, the next free one): two calibrations into one folder lose no run."""
     import tempfile
@@ -274,12 +307,14 @@ def _aa_run(command: str, target: Path) -> Path:
 
     with tempfile.TemporaryDirectory(prefix="xferbench-aa-") as private:
         pending = Path(private) / "aa.json"
-        run_command(command, pending)
+        run_command(command, pending, timeout)
         return write_atomic(target, pending.read_bytes(), exclusive=True)
 
 
 def _ab(args: argparse.Namespace) -> int:
-    from .analyze.gate.ab import ab_run, to_json, to_markdown, to_text
+    import functools
+
+    from .analyze.gate.ab import ab_run, run_command, to_json, to_markdown, to_text
     from .output import check_output, write_atomic
 
     outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
@@ -288,9 +323,11 @@ def _ab(args: argparse.Namespace) -> int:
             check_output(path, [args.keep])
         except OutputError as error:
             raise UsageError(f"{flag} {error}") from None
+    _distinct_outputs(args)
     try:
         floor = parse_threshold_arg(args.floor)
         run = ab_run(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
+                     runner=functools.partial(run_command, timeout=_timeout(args.timeout)),
                      say=lambda line: print(f"xferbench ab: {line}", flush=True))
     except ValueError as error:
         raise UsageError(str(error)) from None
@@ -300,6 +337,12 @@ def _ab(args: argparse.Namespace) -> int:
     if args.json:
         write_atomic(args.json, to_json(run))
     return 1 if any(c.regression for c in run.cases) else 0
+
+
+def _timeout(seconds: float) -> float:
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"--timeout {seconds:g}: give the seconds one command may run, above 0")
+    return seconds
 
 
 def parse_threshold_arg(text: str | None) -> float | None:
@@ -351,6 +394,7 @@ def _store(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "comment":
+            _comment_output(args)
             write_atomic(args.output, store.comment(store.read_markdown(args.markdown), args.limit, more=args.more))
             return 0
         where = store.parse_store(args.store, args.remote)
@@ -363,11 +407,33 @@ def _store(args: argparse.Namespace) -> int:
                   + ("" if count else " (none yet: the first run of this machine has no baseline)"))
         elif where.folder is None:
             raise UsageError("dashboard: give a folder store (push rewrites a git store's dashboard)")
+        elif not (where.folder / store.MACHINES).is_dir():
+            raise UsageError(f"{where.folder}: not a store (no {store.MACHINES}/ folder in it); push runs to it first")
         else:
             print(f"xferbench store: wrote {store.dashboard(where.folder)}")
     except store.StoreError as error:
         raise UsageError(str(error)) from None
     return 0
+
+
+def _comment_output(args: argparse.Namespace) -> None:
+    """``store comment -o``: never its input, a run, a file inside a storage folder, or a file not an earlier comment."""
+    from .analyze.store import MIN_COMMENT
+    from .output import check_output, in_storage
+
+    if args.limit < MIN_COMMENT:
+        raise UsageError(f"--limit {args.limit}: give at least {MIN_COMMENT} characters (the summary and the note on "
+                         "what was left out need them)")
+    if args.output.name.endswith((".json", ".json.gz", ".jsonl")):
+        raise UsageError(f"-o {args.output}: a comment is Markdown; a .json or .jsonl name would be read as a run")
+    try:
+        check_output(args.output, [args.markdown])
+    except OutputError as error:
+        raise UsageError(f"-o {error}") from None
+    storage = in_storage(args.output)
+    if storage is not None:
+        raise UsageError(f"-o {args.output}: inside the storage folder {storage}; write the comment elsewhere")
+    _only_own(args.output, _OUTPUT_START["store", "-o"], "-o")
 
 
 def _newest(path: Path) -> Path:
@@ -428,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                              "(default: %(default)s)")
     cal.add_argument("--note", default="", help="where and under what load the A/A runs were made (kept in the file)")
     cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    cal.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                     help="stop an A/A run that takes longer (default: %(default)g)")
     cal.set_defaults(run=_calibrate)
 
     ab = sub.add_parser("ab", help="run two benchmark commands in interleaved blocks; exit 1 on a confirmed regression")
@@ -441,6 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
     ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
+    ab.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                    help="stop a command that takes longer; exit 2 (default: %(default)g)")
     ab.set_defaults(run=_ab)
 
     check = sub.add_parser("check", help="what a GPU run should show, each held / not held / not measured; "
@@ -500,7 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except (ResultsError, OutputError, UsageError) as error:
-        print(f"xferbench {args.command}: {error}", file=sys.stderr)
+        print(f"xferbench {args.command}: {terminal(error)}", file=sys.stderr)
         return 2
     except OSError as error:  # a disk that fills, a folder made read-only while we ran
         print(f"xferbench {args.command}: {error.filename or ''}: cannot write or read it ({error.strerror})", file=sys.stderr)

@@ -14,6 +14,13 @@ A machine is its hardware (GPUs, CPU, simulated or not): a torch, CUDA or driver
 upgrade on the same box stays in the same folder, so the trend shows the step it made.
 Retention keeps the newest ``keep`` runs of a machine on the branch's tip; older ones
 stay in the branch's git history (a plain folder loses them).
+
+A store may be shared and its branch written by others, so nothing in it is trusted: a store
+that holds a symbolic link is refused (no operation follows one out of the store), ``pull``
+writes only plain files of ``machines/<machine>/`` and only below its ``-o`` folder, a
+machine's ``machine.txt`` is read as data (escaped, and a damaged one is said, not fatal),
+and ``--remote`` is never taken for an option of git. A push that another job beat is redone
+on the new tip (the runs are added again, nothing is lost), a bounded number of times.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ import hashlib
 import html
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +49,7 @@ from ..output import write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
 from .load.history import Stored, load_storage, runs_in
-from .load.results import Results, ResultsError, load, read_text
+from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
 from .report.history import history_plots
 from .report.plots import Plot, as_plot
 
@@ -53,6 +62,14 @@ DEFAULT_KEEP = 100
 MACHINES = "machines"
 #: The hardware part of a run's identity: what makes a store folder.
 HARDWARE = ("GPUs", "CPU", "simulated")
+#: The smallest ``comment`` limit: the marker, the summary and the note on the rows left out need about 300.
+MIN_COMMENT = 1000
+#: Pushes tried before ``push`` gives up when other jobs keep pushing first (each redone on the new tip after a
+#: random wait that doubles, up to ``_MOST_WAIT`` seconds): 8 jobs at once all get in.
+PUSH_ATTEMPTS = 12
+_MOST_WAIT = 8.0
+#: A name in the store's tree (a machine folder, a run): letters, digits, dot, dash, underscore; never ``.`` or ``..``.
+_SAFE_NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}")
 
 
 class StoreError(ValueError):
@@ -75,6 +92,9 @@ def parse_store(text: str, remote: str = "origin", repo: Path = Path(".")) -> Lo
         branch = text[4:] or DEFAULT_BRANCH
         if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-") or ".." in branch:
             raise StoreError(f"{text}: not a branch name")
+        if not remote or remote.startswith("-") or re.search(r"[\x00-\x1f\x7f]", remote):
+            raise StoreError(f"--remote {remote!r:.80}: not a remote's name or URL (one starting with '-' would be "
+                             "read by git as an option)")
         return Location(branch=branch, remote=remote, repo=repo)
     return Location(folder=Path(text))
 
@@ -111,8 +131,25 @@ def _checked_run(path: Path) -> tuple[Results, dict[str, Any], bytes]:
     return results, json.loads(read_text(path)), raw
 
 
+def no_links(root: Path) -> None:
+    """Refuse a store holding a symbolic link where it reads or writes: the index, ``machines/``, a machine's folder
+    or a file in it. Writing through one (a run, a page, retention's deletions) would reach outside the store."""
+    places = [root / "index.html", root / MACHINES]
+    machines = root / MACHINES
+    if machines.is_dir() and not machines.is_symlink():
+        for folder in machines.iterdir():
+            places.append(folder)
+            if folder.is_dir() and not folder.is_symlink():
+                places += list(folder.iterdir())
+    for place in places:
+        if place.is_symlink():
+            raise StoreError(f"{place.relative_to(root)}: a symbolic link in the store; refusing to follow it out of "
+                             "the store (remove it)")
+
+
 def add_runs(root: Path, runs: list[Path], keep: int) -> tuple[list[str], list[str]]:
     """Copy runs into ``root/machines/<machine>/`` and apply retention; (stored paths, machine folders touched)."""
+    no_links(root)
     stored, touched = [], []
     for path in runs:
         results, data, raw = _checked_run(path)
@@ -136,6 +173,7 @@ def _retain(folder: Path, keep: int) -> None:
 
 def pull_runs(root: Path, output: Path, machine: str | None) -> int:
     """Copy the runs of one machine (or of every machine, one folder each) from ``root`` into ``output``."""
+    no_links(root)
     source = root / MACHINES
     folders = [source / machine] if machine else sorted(p for p in source.glob("*") if p.is_dir())
     count = 0
@@ -143,14 +181,38 @@ def pull_runs(root: Path, output: Path, machine: str | None) -> int:
         if not folder.is_dir():
             continue
         for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):
-            target = output / path.name if machine else output / folder.name / path.name
-            if not target.exists():
-                write_atomic(target, path.read_bytes())
-            count += 1
+            if path.is_file() and _copied(output, folder.name if machine is None else None, path.name,
+                                          lambda path=path: _run_bytes(path)):
+                count += 1
     return count
 
 
+def _run_bytes(path: Path) -> bytes:
+    try:
+        return bounded_read(path)
+    except ResultsError as error:
+        raise StoreError(str(error)) from None
+
+
+def _copied(output: Path, machine: str | None, name: str, raw: Any) -> bool:
+    """Write one stored run into ``output`` (under ``machine/`` when given), never outside it; False for a name that
+    is no store's (``..``, a slash, odd characters), which is skipped."""
+    if not _SAFE_NAME.fullmatch(name) or (machine is not None and not _SAFE_NAME.fullmatch(machine)):
+        return False
+    target = output / machine / name if machine else output / name
+    inside = os.path.realpath(output)
+    if os.path.commonpath([inside, os.path.realpath(target)]) != inside:
+        raise StoreError(f"{target}: a link in {output} leads outside it; refusing to write there")
+    if not target.exists():
+        write_atomic(target, raw())
+    return True
+
+
 # --- git -------------------------------------------------------------------------------------------------------
+
+
+#: Settings of every git command: no transport that runs a command (``ext::``), whatever the user's config says.
+_GIT_SAFETY = ("-c", "protocol.ext.allow=never")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -159,7 +221,8 @@ def _git(repo: Path, *args: str) -> str:
         env.setdefault(key, value)
         env.setdefault(key.replace("AUTHOR", "COMMITTER"), value)
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+        done = subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), *args], capture_output=True, text=True, env=env,
+                              errors="replace")
     except FileNotFoundError:
         raise StoreError("git is not installed; give a folder as the store instead") from None
     if done.returncode != 0:
@@ -203,8 +266,9 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
 
 
 def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashboard: bool = True,
-         attempts: int = 3) -> list[str]:
-    """Store ``runs``; with git, commit and push (a push another job beat is redone on the new tip)."""
+         attempts: int = PUSH_ATTEMPTS) -> list[str]:
+    """Store ``runs``; with git, commit and push (a push another job beat is redone on the new tip: fetched again,
+    the runs added again, after a random wait that doubles each time; ``attempts`` times at most)."""
     if keep < 1:
         raise StoreError(f"--keep {keep}: keep at least one run per machine")
     for path in runs:  # every run checked before anything is written
@@ -226,9 +290,11 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
             try:
                 _git(tree, "push", "-q", where.remote, f"HEAD:refs/heads/{where.branch}")
                 return stored
-            except StoreError:
+            except StoreError as error:
                 if attempt == attempts - 1:
-                    raise
+                    raise StoreError(f"{error} ({attempts} attempts: other jobs kept pushing first, or the remote "
+                                     "refuses; nothing was stored)") from None
+        time.sleep(random.uniform(0, min(_MOST_WAIT, 0.2 * 2**attempt)))  # spreads the jobs apart
     return []  # not reached
 
 
@@ -244,17 +310,26 @@ def pull(where: Location, output: Path, machine_of: Path | None = None) -> int:
     if ref is None:
         return 0
     prefix = f"{MACHINES}/{machine}/" if machine else f"{MACHINES}/"
-    names = _git(where.repo, "ls-tree", "-r", "--name-only", ref, prefix).splitlines()
     count = 0
-    for name in names:
-        if not name.endswith((".json", ".json.gz")) or name.count("/") != 2:
+    for entry in _git(where.repo, "ls-tree", "-r", "-z", "--full-tree", ref, "--", prefix).split("\0"):
+        meta, _, name = entry.partition("\t")
+        parts = name.split("/")
+        # Only plain files of machines/<machine>/: a link (120000), a submodule (commit) or a path that leaves the
+        # folder (machines/../x.json, made with git mktree) is no run of the store.
+        if (len(meta.split()) != 3 or meta.split()[:2] not in (["100644", "blob"], ["100755", "blob"])
+                or len(parts) != 3 or parts[0] != MACHINES or not name.endswith((".json", ".json.gz"))):
             continue
-        target = output / Path(name).name if machine else output / Path(name).relative_to(MACHINES)
-        raw = subprocess.run(["git", "-C", str(where.repo), "show", f"{ref}:{name}"], capture_output=True, check=True).stdout
-        if not target.exists():
-            write_atomic(target, raw)
-        count += 1
+        blob = meta.split()[2]
+        if int(_git(where.repo, "cat-file", "-s", blob)) > MAX_RUN_BYTES:
+            continue
+        if _copied(output, None if machine else parts[1], parts[2], lambda blob=blob: _blob(where.repo, blob)):
+            count += 1
     return count
+
+
+def _blob(repo: Path, blob: str) -> bytes:
+    return subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), "cat-file", "blob", blob], capture_output=True,
+                          check=True).stdout
 
 
 # --- dashboard -------------------------------------------------------------------------------------------------
@@ -304,6 +379,7 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
     """(Re)write each given machine's page (all when None) and the index; returns the index."""
     from .report.page import write_report
 
+    no_links(root)
     base = root / MACHINES
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
     for name in names:
@@ -316,10 +392,9 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
     rows = []
     for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
-        info = json.loads((folder / "machine.txt").read_text())
-        who = ", ".join(f"{k} {v}" for k, v in info["identity"].items())
+        runs, newest, who = _machine_row(folder / "machine.txt")
         rows.append(f"<tr><td><a href='{MACHINES}/{html.escape(folder.name)}/index.html'>{html.escape(folder.name)}</a>"
-                    f"</td><td>{info['runs']}</td><td>{html.escape(info['newest'])}</td><td>{html.escape(who)}</td></tr>")
+                    f"</td><td>{html.escape(runs)}</td><td>{html.escape(newest)}</td><td>{html.escape(who)}</td></tr>")
     page = ("<!doctype html><meta charset='utf-8'><title>xferbench dashboard</title>"
             "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style>"
             "<h1>xferbench: runs per machine</h1><p>Each machine's page is the report of its newest run, with a "
@@ -327,6 +402,20 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
             "<th>identity (newest run)</th></tr>" + "".join(rows) + "</table>\n")
     write_atomic(root / "index.html", page)
     return root / "index.html"
+
+
+def _machine_row(path: Path) -> tuple[str, str, str]:
+    """A machine's line of the index from its ``machine.txt`` (another job's, so data only): its run count, newest
+    run and identity as text; a file that is not what ``_summary`` writes says so in the row."""
+    try:
+        info = json.loads(bounded_read(path, 2**20))
+    except (ResultsError, ValueError, RecursionError):
+        info = None
+    identity = info.get("identity") if isinstance(info, dict) else None
+    if not isinstance(info, dict) or type(info.get("runs")) is not int or not isinstance(info.get("newest"), str) \
+            or not isinstance(identity, dict):
+        return "?", "?", f"{path.name} is damaged: push a run of this machine to write it again"
+    return str(info["runs"]), info["newest"], ", ".join(f"{k} {v}" for k, v in identity.items())
 
 
 def comment(markdown: str, limit: int = 60_000, marker: str = "<!-- xferbench-compare -->", more: str = "") -> str:

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import random
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -150,6 +152,14 @@ _LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_widt
                                             "nvlink_version": (int, False), "nvlink_links": (int, False)}
 
 
+#: No rate, factor or count of a machine comes near this; past it, sums of costs overflow a float.
+_MOST_NUMBER = 1e15
+#: A GPU's memory in GiB: a PiB is past any device (memory_gib = 1e308 passed and overflowed every d2d case).
+_MOST = {"memory_gib": float(2**20)}
+#: A spec is a few lines: past this, a file is no spec (and nesting it deeply exhausts the parser's stack).
+_MOST_SPEC_BYTES = 1 << 20
+
+
 def _value(key: str, value: Any, kind: type) -> Any:
     if kind is bool:
         if not isinstance(value, bool):
@@ -165,6 +175,8 @@ def _value(key: str, value: Any, kind: type) -> Any:
         raise SpecError(f"{key} must be a whole number, got {value!r}")
     if not math.isfinite(value) or value < 0:
         raise SpecError(f"{key} must be a finite number >= 0, got {value!r}")
+    if value > _MOST.get(key, _MOST_NUMBER):  # near 1e308 a product overflows mid-run, in every case that reads it
+        raise SpecError(f"{key} must be at most {_MOST.get(key, _MOST_NUMBER):g}, got {value!r:.30}")
     return kind(value)
 
 
@@ -229,14 +241,28 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
 def load_spec(path: str | Path) -> MachineSpec:
     """Read and validate a TOML machine spec; SpecError (one line) otherwise."""
     try:
-        text = Path(path).read_text()
+        text = _spec_text(Path(path))
     except (OSError, UnicodeDecodeError) as error:
         raise SpecError(f"cannot read it: {error.strerror if isinstance(error, OSError) else error}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SpecError(f"not TOML: {error}") from None
+    except (RecursionError, MemoryError):
+        raise SpecError("not a machine spec: nested too deeply") from None
     return parse_spec(data, str(path))
+
+
+def _spec_text(path: Path) -> str:
+    """The spec's text: a regular file of at most ``_MOST_SPEC_BYTES``, read without blocking (a FIFO is refused)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SpecError("not a regular file (a FIFO, device or socket); give a TOML file")
+        raw = handle.read(_MOST_SPEC_BYTES + 1)
+    if len(raw) > _MOST_SPEC_BYTES:
+        raise SpecError(f"larger than {_MOST_SPEC_BYTES // 2**20} MiB; a machine spec is a few lines")
+    return raw.decode("utf-8")
 
 
 def describe(spec: MachineSpec, fingerprint: dict[str, Any]) -> None:

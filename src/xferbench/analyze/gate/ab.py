@@ -12,7 +12,11 @@ is confirmed on ``confirm`` fresh blocks, tested one-sided in the direction foun
 before it counts: one lucky draw among many cases does not fail the job.
 
 The commands are run by a shell; each must write pytest-benchmark JSON to the path
-given as ``{json}`` in it, or ``--benchmark-json=PATH`` is appended. What differs
+given as ``{json}`` in it, or ``--benchmark-json=PATH`` is appended. That path is new for
+each command, in a folder of its own that exists only while the command runs: one side
+cannot write the other's result, and each block is kept (``--keep``) only once every
+command has run, so none can change a block after it was judged. A command that runs
+past ``timeout`` seconds is stopped with everything it started. What differs
 between the two sides' machine descriptions (torch, CUDA, driver, ...) is said beside
 the verdicts: that difference is usually what the A/B is about. No torch here.
 """
@@ -21,9 +25,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
+import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +38,9 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ...contract import environment_differences, hardware_differences
+from ... import escape
+from ...contract import environment_differences, hardware_differences, simulation_mismatch
+from ...output import write_atomic
 from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
 from .compare import ICONS, markdown_table, strict
@@ -54,15 +63,39 @@ class CommandFailed(ResultsError):
     """A benchmark command failed; the message is one line."""
 
 
-def run_command(command: str, out: Path) -> Results:
-    """Run ``command`` (a shell line) so that it writes pytest-benchmark JSON to ``out``; load it."""
+#: How long one benchmark command may run before it is stopped (``--timeout``): a full GPU run takes under an hour.
+DEFAULT_TIMEOUT = 4 * 3600.0
+
+
+def run_command(command: str, out: Path, timeout: float | None = DEFAULT_TIMEOUT) -> Results:
+    """Run ``command`` (a shell line) so that it writes pytest-benchmark JSON to ``out``, a path no file holds yet;
+    load it. Stopped, with every process it started, after ``timeout`` seconds."""
+    if out.exists() or out.is_symlink():
+        raise CommandFailed(f"{out}: already exists; a command's result is read only from a path it wrote")
     line = command.replace("{json}", shlex.quote(str(out))) if "{json}" in command else (
         f"{command} --benchmark-json={shlex.quote(str(out))}")
-    proc = subprocess.run(line, shell=True, capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(line, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace", start_new_session=True)  # its own group: stopped as a whole
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        raise CommandFailed(f"{command!r} ran past --timeout {timeout:g} s; stopped") from None
+    except BaseException:  # Ctrl-C: the command's group does not get the terminal's signal
+        _stop(proc)
+        raise
     if proc.returncode != 0 or not out.exists():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise CommandFailed(f"{command!r} failed (exit {proc.returncode}): {tail[0][:200]}")
+        tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+        raise CommandFailed(f"{command!r} failed (exit {proc.returncode}): {escape.terminal(tail[0][:200])}")
     return load([out])
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
 
 
 def hodges_lehmann(x: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
@@ -122,18 +155,49 @@ def _blocks(base: Sequence[Results], head: Sequence[Results]) -> tuple[np.ndarra
             [int(n) for n in meta["nbytes"]])
 
 
-def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Generator, workdir: Path, first: int,
-                runner: Runner, say: Callable[[str], None], kept_from: int = 0) -> tuple[list[Results], list[Results]]:
+def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Generator, kept: list[tuple[str, bytes]],
+                first: int, runner: Runner, say: Callable[[str], None],
+                kept_from: int = 0) -> tuple[list[Results], list[Results]]:
     bases: list[Results] = []
     heads: list[Results] = []
     for block in range(first, first + blocks):
         order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
         for side in order:
-            out = workdir / f"block{kept_from + block:03d}-{side}.json"
-            result = runner(base_cmd if side == "base" else head_cmd, out)
+            name = f"block{kept_from + block:03d}-{side}.json"
+            result = _private(runner, base_cmd if side == "base" else head_cmd, name, kept)
             (bases if side == "base" else heads).append(result)
+        _comparable(bases[-1], heads[-1])
         say(f"block {block + 1}: ran {order[0]} then {order[1]}")
     return bases, heads
+
+
+def _private(runner: Runner, command: str, name: str, kept: list[tuple[str, bytes]]) -> Results:
+    """One command run into a folder of its own, created now and removed after: what it wrote, and nothing another
+    command put there, is its result; the bytes are kept for ``--keep``."""
+    with tempfile.TemporaryDirectory(prefix="xferbench-ab-") as folder:
+        out = Path(folder) / name
+        result = runner(command, out)
+        if out.is_file() and not out.is_symlink():
+            kept.append((name, out.read_bytes()))
+    return result
+
+
+def _comparable(base: Results, head: Results) -> None:
+    """compare's refusals, made after the first block: a simulated side against a measured one, other clocks."""
+    mismatch = simulation_mismatch(base.machine_info, head.machine_info)
+    if mismatch:
+        raise ResultsError(mismatch.replace("new run", "head run"))
+    clocks = [{str(t) for t in run.frame["timer"].dropna().unique()} if "timer" in run.frame else set()
+              for run in (base, head)]
+    if all(clocks) and clocks[0] != clocks[1]:
+        raise ResultsError(f"the base and head commands were timed by different clocks (base: {', '.join(sorted(clocks[0]))}; "
+                           f"head: {', '.join(sorted(clocks[1]))}: --benchmark-timer); give both the same")
+
+
+def _keep(workdir: Path, kept: list[tuple[str, bytes]]) -> None:
+    """Every block's JSON into ``workdir``, once no command runs any more; a name taken meanwhile is never replaced."""
+    for name, raw in kept:
+        write_atomic(workdir / name, raw, exclusive=True)
 
 
 @dataclass(frozen=True)
@@ -172,7 +236,17 @@ def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
     # command to write nothing, read back as this one's): this one's are numbered after them.
     kept_from = 1 + max((int(m.group(1)) for p in workdir.glob("block*-*.json")
                          if (m := re.fullmatch(r"block(\d+)-(?:base|head)\.json", p.name))), default=-1)
-    bases, heads = _run_blocks(base_cmd, head_cmd, blocks, rng, workdir, 0, runner, say, kept_from)
+    kept: list[tuple[str, bytes]] = []
+    try:
+        return _judged(base_cmd, head_cmd, blocks, confirm, floor, alpha, rng, kept, runner, say, kept_from)
+    finally:
+        _keep(workdir, kept)
+
+
+def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: float | None, alpha: float,
+            rng: np.random.Generator, kept: list[tuple[str, bytes]], runner: Runner, say: Callable[[str], None],
+            kept_from: int) -> AbRun:
+    bases, heads = _run_blocks(base_cmd, head_cmd, blocks, rng, kept, 0, runner, say, kept_from)
     ratios, paths, classes, sizes = _blocks(bases, heads)
     first = []
     for row, cls in zip(ratios, classes, strict=True):
@@ -183,7 +257,7 @@ def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
     confirm_p: dict[int, float] = {}
     if flagged and confirm > 0:
         say(f"{len(flagged)} case(s) flagged; confirming on {confirm} fresh block(s)")
-        more_b, more_h = _run_blocks(base_cmd, head_cmd, confirm, rng, workdir, blocks, runner, say, kept_from)
+        more_b, more_h = _run_blocks(base_cmd, head_cmd, confirm, rng, kept, blocks, runner, say, kept_from)
         fresh, fresh_paths, _, fresh_sizes = _blocks(more_b, more_h)
         where = {(p, n): i for i, (p, n) in enumerate(zip(fresh_paths, fresh_sizes, strict=True))}
         for i in flagged:
@@ -213,7 +287,7 @@ _HEAD = ["case", "size", "class", "head/base (HL)", "95% CI", "p", "confirm p", 
 
 
 def _cells(c: AbCase) -> list[str]:
-    return [c.path, format_bytes(c.nbytes), c.case_class, f"{c.ratio:.3f}x", f"{c.low:.3f}-{c.high:.3f}x",
+    return [escape.terminal(c.path), format_bytes(c.nbytes), c.case_class, f"{c.ratio:.3f}x", f"{c.low:.3f}-{c.high:.3f}x",
             f"{c.p_value:.2g}", "-" if c.confirm_p is None else f"{c.confirm_p:.2g}", c.verdict]
 
 
@@ -224,8 +298,8 @@ def _summary(cases: list[AbCase], alpha: float) -> str:
             f"(Wilcoxon signed-rank p < {alpha:g} and beyond the floor, then again on fresh blocks)")
 
 
-def _differ_line(differences: Sequence[str]) -> str:
-    return ("What differs between the two sides: " + ", ".join(differences) if differences
+def _differ_line(differences: Sequence[str], clean: Callable[[object], str] = escape.terminal) -> str:
+    return ("What differs between the two sides: " + ", ".join(map(clean, differences)) if differences
             else "The two sides ran on the same machine and software (as far as their runs record).")
 
 
@@ -239,7 +313,7 @@ def to_text(cases: list[AbCase], alpha: float = AB_ALPHA, differences: Sequence[
 
 def to_markdown(run: AbRun, alpha: float = AB_ALPHA) -> str:
     """The A/B as a PR comment, in compare's format: heading, summary, what differs, table with icons."""
-    lines = ["### xferbench A/B", "", _summary(run.cases, alpha), "", _differ_line(run.differences), ""]
+    lines = ["### xferbench A/B", "", _summary(run.cases, alpha), "", _differ_line(run.differences, escape.markdown), ""]
     lines += markdown_table(_HEAD, [_cells(c) for c in run.cases], [ICONS.get(c.verdict, "") for c in run.cases])
     return "\n".join(lines) + "\n"
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import escape
 from ...contract import (
     environment_differences,
     hardware_differences,
@@ -35,6 +36,7 @@ from ...units import format_bytes, format_seconds
 from ..load.history import current_segment, load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
 from ..load.results import Results, ResultsError, load
+from ..load.run_cache import RunSummary
 from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_times
 
 __all__ = [
@@ -207,13 +209,16 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
     if not path.is_dir():
         return [load([path])], []
     stored = load_storage(path)  # a damaged or foreign file is skipped with a note, never the whole folder
-    runs = stored.summaries  # chosen by their summaries: only the runs used are read in full
+    runs, copies = _distinct(stored.summaries)  # chosen by their summaries: only the runs used are read in full
     mine = [r for r in runs if like is not None and not hardware_differences(r.machine_info, like)]
     reference = mine[-1] if mine else runs[-1]
     differences = [hardware_differences(r.machine_info, reference.machine_info) for r in runs]
     same = [r for r, differ in zip(runs, differences, strict=True) if not differ]
     differ = dict.fromkeys(d for found in differences for d in found)  # each difference once, in order
     notes = list(stored.notes)
+    if copies:
+        notes.append(f"{path}: {copies} copy(ies) of a run left out (the same time for every case: a file saved "
+                     "twice counts once)")
     if len(same) < len(runs):
         against = "the machine of the new run" if mine else "the newest run"
         notes.append(f"{path}: {len(runs) - len(same)} run(s) from another machine left out "
@@ -221,6 +226,14 @@ def load_runs(path: Path, last: int = MAX_BASE_RUNS,
     if len(same) > last:
         notes.append(f"{path}: the newest {last} of {len(same)} runs used")
     return [stored.load(run) for run in same[-last:]], notes
+
+
+def _distinct(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], int]:
+    """The runs without copies: two runs with the same time for every case are one run saved twice (byte for byte,
+    or again with a new datetime); each copy would count as one more run for the verdict. The newest copy stays."""
+    newest = {tuple(sorted(run.times.items())): i for i, run in enumerate(runs)}
+    kept = sorted(newest.values())
+    return [runs[i] for i in kept], len(runs) - len(kept)
 
 
 def busy(run: Results) -> str | None:
@@ -460,8 +473,15 @@ def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
     return "\n".join([*lines, *notes])
 
 
+def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[Comparison]:
+    """The rows with what a run file wrote (the case's path, the software's versions) passed through ``clean``."""
+    return [replace(r, path=clean(r.path), environment=tuple(map(clean, r.environment)),
+                    why=None if r.why is None else clean(r.why)) for r in rows]
+
+
 def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
             notes: Sequence[str] = ()) -> str:
+    rows, notes = _inert(rows, escape.terminal), [escape.terminal(n) for n in notes]
     table = [_HEAD] + [_cells(r) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
@@ -469,10 +489,10 @@ def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
 
 
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Sequence[str]) -> list[str]:
-    """A Markdown table (the PR comment's), pipes in cells escaped, each row's icon before its last cell."""
+    """A Markdown table (the PR comment's), each cell inert text (escape.markdown), each row's icon before its last cell."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cells, icon in zip(rows, icons, strict=True):
-        escaped = [c.replace("|", "\\|") for c in cells]
+        escaped = [escape.markdown(c) for c in cells]
         escaped[-1] = f"{icon} {escaped[-1]}".strip()
         lines.append("| " + " | ".join(escaped) + " |")
     return lines
@@ -484,9 +504,10 @@ ICONS = {"regression": "🔴", "improvement": "🟢", CANT_TELL: "⚪"}
 
 def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
                 differences: list[str] | None = None, notes: Sequence[str] = ()) -> str:
-    lines = ["### xferbench comparison", "", summary(rows, n_base, n_new, noise, notes), ""]
+    said = summary(_inert(rows, escape.markdown), n_base, n_new, noise, [escape.markdown(n) for n in notes])
+    lines = ["### xferbench comparison", "", said, ""]
     if differences:
-        lines += ["Compared across machines: " + "; ".join(differences), ""]
+        lines += ["Compared across machines: " + "; ".join(map(escape.markdown, differences)), ""]
     lines += markdown_table(_HEAD, [_cells(r) for r in rows], [ICONS.get(r.verdict, "") for r in rows])
     return "\n".join(lines) + "\n"
 

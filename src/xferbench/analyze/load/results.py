@@ -8,7 +8,10 @@ DataFrame and never on JSON. No torch here.
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import math
+import os
 import stat
 import sys
 import zlib
@@ -33,7 +36,8 @@ from ...contract import (
 from ...families import FAMILIES
 from .peer_plan import plan_ok
 
-__all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble", "boot_id",
+__all__ = ["CARRIED", "IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
+           "assemble", "boot_id", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text"]
 
@@ -122,13 +126,41 @@ def _regular(path: Path) -> None:
         raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a results file")
 
 
+#: The most a run file may hold, read or decompressed: the full H200 run is 1.7 MB gzipped. Past it a file is no run
+#: this suite wrote (a gzip bomb, a link to /dev/zero) and reading it would take the machine's memory.
+MAX_RUN_BYTES = 256 * 2**20
+
+
+def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> bytes:
+    """At most ``limit`` (``MAX_RUN_BYTES``) bytes of a regular file, never blocking (a FIFO, a device or a socket is
+    refused once opened, without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first
+    bytes."""
+    limit = MAX_RUN_BYTES if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as error:
+        raise ResultsError(f"{path}: cannot read it ({error.strerror or type(error).__name__})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a file")
+        raw = handle.read(limit + 1)
+    if whole and len(raw) > limit:
+        raise ResultsError(f"{path}: larger than {limit // 2**20} MiB, which no run of this suite is; not read")
+    return raw[:limit]
+
+
 def read_text(path: Path) -> str:
     """The file's text; a gzipped file (a large run kept compressed: full.json.gz) decompressed. Told by its
-    content, not its name: pytest writes plain JSON to ``--benchmark-json=run.json.gz``."""
+    content, not its name: pytest writes plain JSON to ``--benchmark-json=run.json.gz``. Bounded: at most
+    ``MAX_RUN_BYTES``, read or decompressed."""
+    raw = bounded_read(path)
     try:
-        raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":  # gzip's magic number
-            raw = gzip.decompress(raw)
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unzipped:
+                raw = unzipped.read(MAX_RUN_BYTES + 1)
+            if len(raw) > MAX_RUN_BYTES:
+                raise ResultsError(f"{path}: decompresses past {MAX_RUN_BYTES // 2**20} MiB, which no run of this "
+                                   "suite does (a gzip bomb?); not read")
         return raw.decode("utf-8")
     except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError
         raise ResultsError(f"{path}: cannot read it ({error.__class__.__name__})") from None
@@ -317,6 +349,11 @@ def _stats_from(stats: Any) -> dict[str, Any]:
     data = stats.get("data")
     if data is not None and not _round_times(data):
         raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
+    if data and not math.isclose(float(np.median(np.asarray(data, dtype=float))), checked["median_s"], rel_tol=1e-6):
+        # compare reads the rounds, the report and the CSV the median: two readings of one run must not differ
+        raise ContractError(f"stats field 'median' ({checked['median_s']:.6g} s) is not the median of its rounds "
+                            f"'data' ({float(np.median(np.asarray(data, dtype=float))):.6g} s): changed after pytest-benchmark "
+                            "wrote it")
     checked["data"] = data
     return checked
 

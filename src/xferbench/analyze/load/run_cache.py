@@ -12,20 +12,30 @@ code that computed it is the same (a digest of the modules that read runs). The 
 is damaged, of another version or of another folder, or holds one value of the wrong kind, is ignored as a whole and
 written again; it is written atomically, and where it cannot be written (a read-only home) the commands work as
 before, without it. Folders of fewer than ``CACHE_FROM`` runs, read in well under a second, keep no cache.
+
+A cache folder may be shared (``$XFERBENCH_CACHE_DIR`` on a runner several jobs use), so what it holds must never
+change a verdict from what the run files say: each cache file is signed (HMAC-SHA256) with a key of the user's own,
+kept beside it readable by that user alone, and a file whose signature does not hold (forged, or written under another
+key) is ignored. A link or a special file (a FIFO, /dev/zero) in the cache is neither followed nor read, and is
+replaced, not written through, when the cache is saved; a cache that would lie inside the folder it describes is not
+kept (it would be read as a run).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import os
+import secrets
+import stat as stat_module
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ... import contract, families
-from ...output import OutputError, write_atomic
 from . import case_time, results
 from .results import fingerprint_problem
 
@@ -91,11 +101,65 @@ def stamp(path: Path) -> Stamp:
     return status.st_size, status.st_mtime_ns, status.st_ctime_ns
 
 
+def _cache_root() -> Path:
+    root = os.environ.get("XFERBENCH_CACHE_DIR")
+    return Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xferbench"
+
+
 def cache_file(folder: Path) -> Path:
     """Where the summaries of ``folder`` are kept: one file per folder, named by a digest of its real path."""
-    root = os.environ.get("XFERBENCH_CACHE_DIR")
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xferbench"
-    return base / "runs" / (hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:32] + ".json")
+    return _cache_root() / "runs" / (hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:32] + ".json")
+
+
+#: The largest cache file read: 10,000 runs of 600 cases take about 100 MB.
+_MOST_BYTES = 1 << 30
+_KEY_BYTES = 32
+
+
+def _private_read(path: Path, limit: int) -> bytes | None:
+    """A regular file of ours, not a link, at most ``limit`` bytes, read without ever blocking; else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat_module.S_ISREG(status.st_mode) or status.st_uid != os.geteuid() or status.st_size > limit:
+            return None
+        return handle.read(limit + 1)[:limit]
+
+
+def _key() -> bytes | None:
+    """The user's signing key: made once (32 random bytes, mode 0600), used only while it is the user's own file
+    that nobody else can read or write; None where there is none to be had (no cache then)."""
+    path = _cache_root() / "key"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(_KEY_BYTES))
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        if stat_module.S_IMODE(os.lstat(path).st_mode) & 0o077:
+            return None
+    except OSError:
+        return None
+    key = _private_read(path, _KEY_BYTES)
+    return key if key is not None and len(key) == _KEY_BYTES else None
+
+
+def _signed(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, body, hashlib.sha256).hexdigest().encode() + b"\n" + body
+
+
+def _verified(key: bytes, raw: bytes) -> bytes:
+    """The body of a signed cache file; _Damaged when the signature does not hold."""
+    mac, _, body = raw.partition(b"\n")
+    _expect(hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest().encode()))
+    return body
 
 
 def _code_digest() -> str:
@@ -116,6 +180,9 @@ class RunCache:
         self.file = cache_file(folder)
         self.folder = os.path.realpath(folder)
         self.code = _code_digest()
+        # A cache inside the folder it describes would be read as one of its runs: none is kept there.
+        inside = Path(os.path.realpath(self.file.parent)).is_relative_to(self.folder)
+        self.key = None if inside else _key()
         self.known: dict[str, tuple[Stamp, Entry]] = self._read()
         self.current: dict[str, tuple[Stamp, Entry]] = {}
         self.changed = False
@@ -145,16 +212,36 @@ class RunCache:
         runs = {name: _encoded(key, entry, machines, cases) for name, (key, entry) in self.current.items()}
         document = {"format": _FORMAT, "version": _VERSION, "code": self.code, "folder": self.folder,
                     "machines": [json.loads(text) for text in machines], "cases": list(cases), "runs": runs}
+        if self.key is None:
+            return
         try:
-            write_atomic(self.file, json.dumps(document, separators=(",", ":")))
-        except (OSError, OutputError):  # a read-only or full cache folder: the next command reads the runs again
+            self._replace(_signed(self.key, json.dumps(document, separators=(",", ":")).encode()))
+        except OSError:  # a read-only or full cache folder: the next command reads the runs again
             pass
 
-    def _read(self) -> dict[str, tuple[Stamp, Entry]]:
+    def _replace(self, raw: bytes) -> None:
+        """Write the cache file atomically, replacing whatever is at its name (a link is replaced, never followed:
+        ``output.write_atomic`` would write through it, to the file it names)."""
+        if self.file.parent.is_symlink():
+            return
+        self.file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".xfb.", suffix=".tmp", dir=self.file.parent)
         try:
-            document = json.loads(self.file.read_bytes())
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(raw)
+            os.replace(tmp, self.file)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _read(self) -> dict[str, tuple[Stamp, Entry]]:
+        raw = None if self.key is None else _private_read(self.file, _MOST_BYTES)
+        if raw is None:  # none yet, a link, a FIFO, another user's, too large, or no key
+            return {}
+        try:
+            document = json.loads(_verified(self.key, raw)) if self.key else None
             return _decoded(document, self.code, self.folder)
-        except (OSError, ValueError, RecursionError, _Damaged):  # none yet, unreadable, not JSON, or not ours
+        except (ValueError, RecursionError, _Damaged):  # unreadable, not JSON, forged, or not ours
             return {}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes
 from ..view import RunView
@@ -29,8 +30,10 @@ CSV_COLUMNS = ("run", "instance", "datetime", "name", *IDENTITY, *MEASURED, *STA
 
 
 def to_csv(view: RunView) -> str:
-    """One row per benchmark, every data-contract field; shape as ``AxB``, empty where a field is absent."""
-    return str(frame_for_csv(view).to_csv(index=False, lineterminator="\n"))
+    """One row per benchmark, every data-contract field; shape as ``AxB``, empty where a field is absent. A text
+    cell a spreadsheet would take for a formula (``=``, ``+``, ``-``, ``@``, from the run file) starts with ``'``."""
+    frame = frame_for_csv(view).map(lambda v: escape.csv_cell(v) if isinstance(v, str) else v)
+    return str(frame.to_csv(index=False, lineterminator="\n"))
 
 
 def _cell(value: Any, digits: int = 3) -> str:
@@ -38,7 +41,7 @@ def _cell(value: Any, digits: int = 3) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:.{digits}g}"
-    return str(value).replace("|", "\\|")
+    return escape.markdown(value)
 
 
 def _us(value: float) -> str:
@@ -53,11 +56,11 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
     if view.simulated:
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
                   "they check the suite, they are not measurements.", ""]
-    lines += [f"{len(view.rows)} benchmarks from {', '.join(view.sources)}.", ""]
+    lines += [f"{len(view.rows)} benchmarks from {escape.markdown(', '.join(view.sources))}.", ""]
     if view.several_instances:
-        lines += [instances_line(view), ""]
+        lines += [escape.markdown(instances_line(view)), ""]
     lines += ["## Key findings", ""]
-    lines += [f"- {sentence}" for sentence in findings] or ["- Not enough data for findings."]
+    lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
     if model:
         lines += ["", "## Latency and bandwidth per path", "",
                   "α and β from wall time describe a loop that synchronizes after every call; pipelined, from the "
@@ -72,9 +75,9 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
                          f"| {_cell(row['stated_gbps'])} | {_cell(row['pipelined_gbps'])} | {_cell(row['beta_basis'])} "
                          f"| {largest} | {_cell(row['link'])} | {share} |")
     if peer_plan:
-        lines += ["", "## Peer pairs measured", ""] + [f"- {sentence}" for sentence in peer_plan]
+        lines += ["", "## Peer pairs measured", ""] + [f"- {escape.markdown(sentence)}" for sentence in peer_plan]
     if peers:
-        lines += ["", "## Against other tools on this machine", ""] + [f"- {sentence}" for sentence in peers]
+        lines += ["", "## Against other tools on this machine", ""] + [f"- {escape.markdown(s)}" for s in peers]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,61 @@
+"""Text from a run file made inert where it is shown: a Markdown cell, a terminal or CI log line, a CSV cell.
+
+A run file is input the suite does not trust (a pull request's run feeds the PR comment, the CI log and the
+dashboard): its strings (case paths, device names, versions) must stay inside the cell or line they are put in.
+Each function keeps the text readable and neutralizes only what the medium would interpret. Imports nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["csv_cell", "markdown", "one_line", "terminal"]
+
+#: C0 and C1 controls, DEL, and the Unicode line and paragraph separators: each ends a line or drives a terminal
+#: (ESC starts ANSI/OSC sequences), so none reaches an output as itself.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: A word joiner: breaks what GitHub links in the rendered text (@mentions, #references, bare URLs), unseen.
+_JOINER = "\u2060"
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line: every control character (newline, escape, ...) written as ``\\xNN``."""
+    return _CONTROLS.sub(_visible, str(text))
+
+
+#: Markdown that could leave a table cell or reach outside the comment: the cell's pipe, a backslash that would
+#: escape it, raw HTML (``<img>``, ``<details>``), entities, links and images (``[``, ``]``).
+_MARKDOWN = re.compile(r"([\\|<&\[\]])")
+#: What GitHub turns into a link or a notification after rendering: mentions, issue references, bare URLs.
+_LINKED = re.compile(r"(@|#|://|www\.)", re.IGNORECASE)
+
+
+def markdown(text: object) -> str:
+    """``text`` as literal inline Markdown (GitHub's): one line, no HTML, link, image, mention nor reference."""
+    escaped = _MARKDOWN.sub(r"\\\1", one_line(text))
+    return _LINKED.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], escaped)
+
+
+#: GitHub Actions workflow commands: ``::name ...::`` at a line's start, and the older ``##[name]`` anywhere.
+_WORKFLOW = re.compile(r"::|##\[")
+
+
+def terminal(text: object) -> str:
+    """``text`` for a terminal or a CI log: one line, no escape sequence, no workflow command."""
+    return _WORKFLOW.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], one_line(text))
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP's CSV injection list).
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell on its row, that a spreadsheet shows as text: on one line (a lone carriage return is no line end to
+    Python's csv writer, which leaves it unquoted), and one that would start a formula gets a leading apostrophe."""
+    flat = one_line(text)
+    return "'" + flat if flat.startswith(_FORMULA) else flat

@@ -1,0 +1,144 @@
+"""Text from a run file never leaves its cell or line (escape.py): in compare's and ab's PR comment, the report's
+Markdown and CSV, the terminal and CI log, and the store's dashboard. Hypothesis draws the fields from the payloads
+that broke them (newlines, pipes, HTML, @mentions, images, links, ANSI/OSC escapes, workflow commands, formulas)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from xferbench import escape
+from xferbench.analyze import store
+from xferbench.analyze.gate import ab, compare
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report import export
+
+from hostile_inputs import FAST
+
+pytestmark = pytest.mark.hostile
+
+SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
+PAYLOADS = ["\n", "\r\n", "|", "\\", "<script>alert(1)</script>", "@octocat", "![x](https://evil.example/x.png)",
+            "<img src=https://evil.example/x>", "<details><summary>x</summary>", "[click](https://evil.example)",
+            "https://evil.example/a", "www.evil.example", "#1", "&#64;octocat", "\x1b[31m", "\x1b]8;;https://evil\x07",
+            "\n::error::All clear", "::add-mask::secret", "##[error]x", "=HYPERLINK(\"https://evil\")", "+1", "-2",
+            "@SUM(A1)", "\t", "\u2028", "\x00", "\x9b", "# All clear: 0 regressions", "| --- |", "`", "*"]
+#: A field's content: payloads and arbitrary text, glued together.
+payload = st.lists(st.sampled_from(PAYLOADS) | st.text(max_size=4), min_size=1, max_size=5).map("".join)
+GFM = MarkdownIt("commonmark").enable("table")
+LINKED = re.compile(r"@[A-Za-z0-9]|://|www\.|#\d", re.IGNORECASE)
+
+
+def rendered_text(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", html)
+
+
+def assert_inert_markdown(markdown: str, rows: int, headings: int) -> None:
+    """Rendered as GitHub would: the table keeps its rows, nothing links, loads or notifies, no heading is added."""
+    html = GFM.render(markdown)
+    assert html.count("<tr>") == rows + 1, html
+    assert len(re.findall(r"<h[1-6]>", html)) == headings, html
+    assert not re.search(r"<(a|img|script|details|summary|iframe)\b", html, re.IGNORECASE), html
+    assert not LINKED.search(rendered_text(html)), html
+
+
+def made(path: str, environment: str = "torch 2.13.0") -> compare.Comparison:
+    return compare.Comparison(path, 16 * 2**20, "bandwidth", 1e-3, 2e-3, 2.0, 1.5, 2.6, 5.2, 0.25, 0.05, "history",
+                              "regression", key=path, environment=(environment,))
+
+
+@FAST
+@given(path=payload, version=payload, note=payload)
+def test_compare_markdown_keeps_every_field_in_its_cell(path: str, version: str, note: str) -> None:
+    rows = [made(path, version), made("host pageable copy_ cpu")]
+    markdown = compare.to_markdown(rows, 3, 3, differences=[note], notes=[note])
+    assert_inert_markdown(markdown, rows=2, headings=1)
+
+
+@FAST
+@given(path=payload, difference=payload)
+def test_ab_markdown_keeps_every_field_in_its_cell(path: str, difference: str) -> None:
+    case = ab.AbCase(path, 4, "latency", 8, 1.5, 1.2, 1.8, 0.01, 0.02, "regression")
+    assert_inert_markdown(ab.to_markdown(ab.AbRun([case, case], [difference])), rows=2, headings=1)
+
+
+@FAST
+@given(path=payload, version=payload, note=payload)
+def test_terminal_lines_stay_lines(path: str, version: str, note: str) -> None:
+    """compare's and ab's text: as many lines as with a plain name, no control character, no workflow command."""
+    plain = compare.to_text([made("p")], 3, 3, notes=["n"])
+    text = compare.to_text([made(path, version)], 3, 3, notes=[note])
+    ab_text = ab.to_text([ab.AbCase(path, 4, "latency", 8, 1.5, 1.2, 1.8, 0.01, None, "unchanged")], differences=[note])
+    for output, lines in ((text, len(plain.splitlines())), (ab_text, 5)):
+        assert len(output.split("\n")) == lines
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]", output)
+        assert "::" not in output and "##[" not in output
+
+
+@FAST
+@given(value=payload)
+def test_csv_cells_are_text_on_their_row(value: str) -> None:
+    """The report's CSV: every text field of the run, hostile, stays in its cell and never starts a formula."""
+    results = load([SAMPLE])
+    results.frame = results.frame.head(3).copy()
+    for column in ("name", "op", "src", "dst", "dtype", "path", "run", "datetime"):
+        results.frame[column] = value
+    rows = list(csv.reader(io.StringIO(export.to_csv(results))))
+    assert len(rows) == 4 and all(len(row) == len(export.CSV_COLUMNS) for row in rows)
+    for row in rows[1:]:
+        cell = row[export.CSV_COLUMNS.index("name")]
+        assert cell.removeprefix("'") == escape.one_line(value) and not cell.startswith(("=", "+", "-", "@"))
+
+
+@FAST
+@given(path=payload, source=payload, finding=payload)
+def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, finding: str) -> None:
+    results = load([SAMPLE])
+    results.sources = [source]
+    model = [{"path": path, "alpha_us": 1.0, "pipelined_alpha_us": float("nan"), "stated_gbps": 10.0,
+              "pipelined_gbps": None, "beta_basis": path, "largest_bytes": 4, "largest_gbps": 1.0, "link": path,
+              "efficiency": 0.5}] * 2
+    markdown = export.to_markdown(results, [finding], model, peers=[finding], peer_plan=[finding])
+    html = GFM.render(markdown)
+    assert html.count("<tr>") == 3
+    assert not re.search(r"<(a|img|script|details|summary|iframe)\b", html, re.IGNORECASE)
+    assert not LINKED.search(rendered_text(html))
+    assert len(re.findall(r"<h1>", html)) == 1
+
+
+@FAST
+@given(runs=payload | st.integers() | st.none() | st.lists(st.integers()), newest=payload, who=payload)
+def test_dashboard_escapes_another_machines_summary(tmp_path_factory: pytest.TempPathFactory, runs: object,
+                                                    newest: str, who: str) -> None:
+    """The index reads every machine's machine.txt (another job's): whatever it holds, no tag of it reaches the page."""
+    root = tmp_path_factory.mktemp("store")
+    folder = root / "machines" / "other-1a2b3c4d"
+    folder.mkdir(parents=True)
+    (folder / "machine.txt").write_text(json.dumps({"machine": "x", "runs": runs, "newest": newest,
+                                                    "identity": {"GPUs": who}}))
+    page = store.dashboard(root, machines=[]).read_text()
+    assert page.count("<tr>") == 2 and "<script" not in page.lower() and "<img" not in page.lower()
+
+
+@pytest.mark.parametrize("content", [b"not json", b"{}", b"[1, 2]", b'{"runs": "3", "newest": 5, "identity": []}',
+                                     bytes(range(256))])
+def test_a_damaged_machine_summary_is_a_row_not_a_crash(tmp_path: Path, content: bytes) -> None:
+    folder = tmp_path / "machines" / "other-1a2b3c4d"
+    folder.mkdir(parents=True)
+    (folder / "machine.txt").write_bytes(content)
+    page = store.dashboard(tmp_path, machines=[]).read_text()
+    assert "machine.txt is damaged" in page
+
+
+def test_escapes_are_readable() -> None:
+    assert escape.markdown("a|b <i>") == "a\\|b \\<i>"
+    assert escape.terminal("x\n::error::y\x1b[31m") == "x\\x0a:\u2060:error:\u2060:y\\x1b[31m"
+    assert escape.csv_cell("=1+1") == "'=1+1" and escape.csv_cell("cpu") == "cpu"
