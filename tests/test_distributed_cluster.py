@@ -86,6 +86,10 @@ class TestTwoNodes:
     def test_every_op_checked_with_every_ranks_rounds(self, two_nodes):
         data = json.loads(two_nodes.read_text())
         assert data["machine_info"]["xferbench"]["nodes"] == ["node0", "node1"]
+        ranks = data["machine_info"]["xferbench"]["ranks"]  # the roll call: where each rank ran
+        assert [(r["rank"], r["node"], r["local_rank"], r["device"]) for r in ranks] == [
+            (0, "node0", 0, "cpu"), (1, "node0", 1, "cpu"), (2, "node1", 0, "cpu"), (3, "node1", 1, "cpu")]
+        assert all("cuda_visible_devices" in r for r in ranks)
         assert {b["extra_info"]["op"] for b in data["benchmarks"]} == set(DIST_OPS)
         for bench in data["benchmarks"]:
             info = bench["extra_info"]

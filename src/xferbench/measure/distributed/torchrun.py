@@ -31,12 +31,13 @@ from .world import (
     DistributedError,
     Timed,
     VerificationError,
+    check_own_gpus,
     check_same_settings,
     free_bytes,
     injected_fault,
     join,
     node_name,
-    rank_device,
+    rank_place,
     roll_call,
     run_on_rank,
     worker,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 
     from ..journal import Journal
 
-__all__ = ["main", "validate"]
+__all__ = ["choose_device", "main", "validate"]
 
 PROG = "xferbench.distributed"
 
@@ -166,6 +167,26 @@ def launched(env: Mapping[str, str]) -> Launch:
                            f"torchrun --nnodes=N --nproc-per-node=M -m {PROG} --out run.json")
 
 
+def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None) -> tuple[str, str]:
+    """The backend and this rank's device, from the GPUs this rank can see.
+
+    Every GPU of the node visible (torchrun, srun without binding): GPU ``local_rank``. Fewer
+    visible than the node's ranks, with ``CUDA_VISIBLE_DEVICES`` set (srun --gpus-per-task=1,
+    or a launcher that binds each task): the launcher gave this rank its own, ``cuda:0``.
+    Where GPUs exist, ``auto`` is nccl: gloo on the CPU only when asked for (``--backend gloo``)
+    or where no GPU is visible; a GPU per rank that cannot be had is an error, never a silent gloo run."""
+    where = f"rank {launch.rank} on {node_name()}"
+    if requested == "gloo" or (requested == "auto" and gpus == 0):
+        return "gloo", "cpu"
+    if gpus >= launch.per_node:
+        return "nccl", f"cuda:{launch.local_rank}"
+    if visible and gpus > 0:  # bound by the launcher: what this rank sees is its own
+        return "nccl", "cuda:0"
+    raise DistributedError(f"{where}: nccl needs one GPU per rank, and this node runs {launch.per_node} ranks on "
+                           f"{gpus} GPU(s); use --nproc-per-node={gpus}, bind a GPU to each task (srun "
+                           "--gpus-per-task=1), or --backend gloo for a CPU run")
+
+
 def _leave() -> None:
     """Leave the process group if this rank is in one (its peers then fail fast, not at the timeout)."""
     import torch.distributed as dist
@@ -181,25 +202,22 @@ def run(args: argparse.Namespace) -> int:
     launch = launched(os.environ)
     rank, world_size, local_rank, per_node = launch.rank, launch.world_size, launch.local_rank, launch.per_node
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    # nccl needs a GPU of its own for every rank of a node; auto falls back to gloo otherwise.
-    backend = args.backend if args.backend != "auto" else ("nccl" if gpus >= per_node else "gloo")
-    if backend == "nccl" and gpus < per_node:
-        raise DistributedError(f"rank {rank} on {node_name()}: nccl needs one GPU per rank, and this node runs "
-                               f"{per_node} ranks on {gpus} GPU(s); use --nproc-per-node={gpus} or --backend gloo")
-    device = rank_device(backend, local_rank, gpus)
+    backend, device = choose_device(args.backend, gpus, launch, os.environ.get("CUDA_VISIBLE_DEVICES"))
     free = free_bytes(device, per_node)  # this rank's share of host memory (gloo)
     sizes = validate(args, rank, world_size, free)
     profile = PROFILES[args.profile]
     address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    place = rank_place(device, local_rank)
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
-        everyone = roll_call(world_size, _settings(args), launch.node_id)
+        everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
     except Exception as error:
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
                                f"within {args.timeout:g} s (a rank or node never joined, or died): "
                                f"{first_line(error)}") from None
     check_same_settings(everyone)
     nodes = [node for node, _ in everyone]
+    check_own_gpus(nodes, places)
     notes = []
     if args.mem_fraction:
         # read now that the world holds its communicators, as this node's ranks share its host memory
@@ -218,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
-    described = _describe_run(backend, world_size, nodes, notes) if rank == 0 else None
+    described = _describe_run(backend, world_size, nodes, notes, places) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records = []
     broke = None
@@ -313,14 +331,16 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 
 
-def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
+def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str],
+                  places: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
     from ..devices import TorchBackend
     from ..machine import fingerprint
 
     machine = machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
-                                                         "nodes": sorted(set(nodes)), "notes": notes}
+                                                         "nodes": sorted(set(nodes)), "notes": notes,
+                                                         "ranks": places}
     return {"machine_info": machine, "commit_info": commit_info()}
 
 

@@ -48,10 +48,12 @@ __all__ = [
     "VerificationError",
     "World",
     "call_deadline",
+    "check_own_gpus",
     "free_port",
     "join",
     "node_name",
     "rank_device",
+    "rank_place",
     "run_on_rank",
     "timed_rounds",
     "running_world",
@@ -262,18 +264,64 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
     return Timed(times, members)
 
 
-def roll_call(world_size: int, settings: object, node_id: str | None = None) -> list[tuple[str, object]]:
-    """Every rank's node and settings, in rank order (after the rendezvous).
+def roll_call(world_size: int, settings: object, node_id: str | None = None, place: dict[str, Any] | None = None,
+              ) -> tuple[list[tuple[str, object]], list[dict[str, Any]]]:
+    """Every rank's node and settings, in rank order (after the rendezvous), and where each rank
+    runs (``place``: its device, PCI bus id and CUDA_VISIBLE_DEVICES, see ``rank_place``).
 
     A node is its host name; where the launcher numbers nodes (``node_id``: torchrun's
     GROUP_RANK, SLURM_NODEID) and that tells apart more nodes than the host names do
     (containers that all call themselves the same), the number is added: ``host#1``."""
     import torch.distributed as dist
 
-    mine = (node_name(), node_id, settings)
+    mine = (node_name(), node_id, settings, place or {})
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
-    return node_labels([(host, number) for host, number, _ in everyone], [entry[2] for entry in everyone])
+    labels = node_labels([(host, number) for host, number, _, _ in everyone], [entry[2] for entry in everyone])
+    places = [{"rank": rank, "node": label} | entry[3] for rank, ((label, _), entry) in enumerate(zip(labels, everyone,
+                                                                                                       strict=True))]
+    return labels, places
+
+
+def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None) -> dict[str, Any]:
+    """Where this rank runs, for the roll call: its device, the GPU's PCI bus id (which tells apart
+    two ranks that each call their GPU cuda:0), and CUDA_VISIBLE_DEVICES as the launcher set it.
+    ``cuda`` defaults to torch's, ``env`` to os.environ; tests pass fakes."""
+    env = os.environ if env is None else env
+    place: dict[str, Any] = {"local_rank": local_rank, "device": device,
+                             "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES")}
+    if device.startswith("cuda"):
+        if cuda is None:
+            import torch
+
+            cuda = torch.cuda
+        place["pci_bus_id"] = pci_bus_id(cuda.get_device_properties(int(device.partition(":")[2] or 0)))
+    return place
+
+
+def pci_bus_id(properties: Any) -> str | None:
+    """``0000:1b:00.0`` (nvidia-smi's form) from a device's properties; None where torch does not say."""
+    parts = [getattr(properties, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    if not all(isinstance(part, int) for part in parts):
+        return None
+    return f"{parts[0]:04x}:{parts[1]:02x}:{parts[2]:02x}.0"
+
+
+def check_own_gpus(nodes: Sequence[str], places: Sequence[dict[str, Any]]) -> None:
+    """Two ranks of one node on one GPU (the same PCI bus id) would share it, or make NCCL refuse
+    the communicator: name them and say how each rank gets its own."""
+    seen: dict[tuple[str, str], int] = {}
+    for rank, (node, place) in enumerate(zip(nodes, places, strict=True)):
+        bus = place.get("pci_bus_id")
+        if not bus:
+            continue
+        other = seen.setdefault((node, bus), rank)
+        if other != rank:
+            raise DistributedError(
+                f"ranks {other} and {rank} on {node} both run on the GPU at {bus} ({places[other].get('device')}, "
+                f"CUDA_VISIBLE_DEVICES={places[other].get('cuda_visible_devices')!r}; {place.get('device')}, "
+                f"CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')!r}); give each rank its own GPU "
+                "(--nproc-per-node no more than the GPUs, or srun --gpus-per-task=1)")
 
 
 def node_labels(nodes: Sequence[tuple[str, str | None]], settings: Sequence[object]) -> list[tuple[str, object]]:
