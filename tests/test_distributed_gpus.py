@@ -94,3 +94,16 @@ class TestRollCall:
             check_own_gpus(["a", "a", "b"], places)
         check_own_gpus(["a", "b", "c"], places)  # one a node: each its own
         check_own_gpus(["a", "a"], [{"device": "cpu"}, {"device": "cpu"}])  # gloo on the CPU: nothing to share
+
+
+class TestFreeMemory:
+    def test_the_allocators_cached_blocks_count_as_free(self, monkeypatch):
+        """After a 56 GiB case the allocator keeps its blocks: the driver says 50 GiB free, but 46 GiB more are
+        cached and unused, so a 70 GiB case fits (the pytest path counts them the same way)."""
+        from xferbench.measure.distributed.world import free_bytes
+
+        gib = 2**30
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (50 * gib, 141 * gib))
+        monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 60 * gib)
+        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 14 * gib)
+        assert free_bytes("cuda:0", 8) == 96 * gib

@@ -277,11 +277,17 @@ class Timed:
 
 def free_bytes(device: str, per_node: int) -> int | None:
     """Memory this rank may use now: its GPU's free memory, or its share of the host's (the
-    ranks of a node allocate from it at once); None where unknown."""
+    ranks of a node allocate from it at once); None where unknown. On a GPU the blocks torch's
+    caching allocator holds but no tensor uses count as free, as the pytest path counts them:
+    the allocator hands them out again (and releases them when it runs short), while the
+    driver's figure counts them used, so a scan after a 56 GiB case would see a 141 GB GPU
+    nearly full."""
     if device.startswith("cuda"):
         import torch
 
-        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        index = torch.device(device)
+        cached = int(torch.cuda.memory_reserved(index)) - int(torch.cuda.memory_allocated(index))
+        return int(torch.cuda.mem_get_info(index)[0]) + max(0, cached)
     from ..devices import host_memory_available
 
     available = host_memory_available()
