@@ -20,6 +20,7 @@ from hostile_inputs import assert_refused, put, run_cli, small, values
 
 DATA = Path(__file__).parent / "data"
 NVB, NCCL, SAMPLE = DATA / "nvbandwidth-format-sample.json", DATA / "nccl-tests-format-sample.txt", DATA / "cpu-sample.json"
+NCCL_SENDRECV = DATA / "nccl-tests-format-sendrecv.txt"
 MiB = 2**20
 
 
@@ -59,15 +60,47 @@ def test_nvbandwidth_cells_become_paths():
         ("device_to_device_memcpy_read_ce", "peer", "cuda:0", "cuda:1", 48.2),
         ("device_to_device_memcpy_read_ce", "peer", "cuda:1", "cuda:0", 48.1),
     ]
-    assert all(f.nbytes == 64 * MiB for f in figures)
+    assert all(f.nbytes == 512 * MiB for f in figures)  # nvbandwidth v0.7 and later's default buffer (v0.8 here)
 
 
-def test_nccl_tests_rows_are_out_of_place_busbw():
+@pytest.mark.parametrize(("version", "buffer", "words"), [("v0.8", 512, "nvbandwidth v0.8"), ("v0.7", 512, "v0.7"),
+                                                          ("v0.6", 64, "v0.6"), (None, 512, "version is not recorded")])
+def test_nvbandwidth_default_buffer_by_version(version, buffer, words):
+    data = json.loads(NVB.read_text())
+    if version is None:
+        del data["nvbandwidth"]["version"]
+    else:
+        data["nvbandwidth"]["version"] = version
+    figures = parse_nvbandwidth(data, "nvb.json")
+    assert {f.nbytes for f in figures} == {buffer * MiB} and all(words in f.note for f in figures)
+
+
+def test_nccl_tests_rows_are_out_of_place_and_in_place_busbw():
     figures = parse_nccl_tests(NCCL.read_text(), "all_reduce.txt")
-    assert [(f.op, f.nbytes, f.gbps, f.dst) for f in figures] == [
-        ("all_reduce", 1024, 0.10, "2 ranks"), ("all_reduce", 16384, 1.39, "2 ranks"),
-        ("all_reduce", 262144, 13.37, "2 ranks"), ("all_reduce", 4194304, 35.45, "2 ranks"),
-        ("all_reduce", 67108864, 44.38, "2 ranks")]
+    assert [(f.op, f.nbytes, f.variant, f.gbps, f.dst, f.wrong) for f in figures][:4] == [
+        ("all_reduce", 1024, "out-of-place", 0.10, "2 ranks", 0), ("all_reduce", 1024, "in-place", 0.10, "2 ranks", 0),
+        ("all_reduce", 16384, "out-of-place", 1.39, "2 ranks", 0), ("all_reduce", 16384, "in-place", 1.40, "2 ranks", 0)]
+    assert len(figures) == 10 and figures[-1].gbps == 44.83
+
+
+def test_nccl_tests_own_output_with_wrong_elements():
+    """sendrecv_perf over MPI, 4 ranks on 2 hosts, one in-place cell with 1024 wrong elements (#wrong)."""
+    figures = load_peers([NCCL_SENDRECV])
+    assert {(f.test, f.op, f.dst) for f in figures} == {("sendrecv_perf", "send_recv", "4 ranks")}
+    assert [(f.nbytes, f.variant, f.wrong) for f in figures if f.wrong] == [(16 * MiB, "in-place", 1024)]
+    assert len(figures) == 8 and all(f.note.endswith("mean over ranks") for f in figures if not f.wrong)
+    lines = headlines(comparisons(load([SAMPLE]).frame, figures))
+    assert lines[0] == ("nccl-tests counted wrong elements (#wrong) in 1 of its figures, 1024 in all (e.g. "
+                        "sendrecv_perf in-place at 16 MiB): those runs delivered wrong data, so their bandwidth is no "
+                        "reference.")
+
+
+def test_a_wrong_count_not_checked_is_unknown(tmp_path):
+    """-c 0: nccl-tests prints N/A in #wrong."""
+    text = NCCL.read_text().replace("       0\n", "     N/A\n", 1)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(text)
+    assert load_peers([path])[1].wrong is None
 
 
 def test_nccl_tests_without_result_lines_is_refused(tmp_path):
@@ -79,15 +112,15 @@ def test_nccl_tests_without_result_lines_is_refused(tmp_path):
 
 def test_pytorch_beside_the_copy_engine(tmp_path):
     """The issue's sentence: PyTorch's pinned .to reaches 96% of nvbandwidth's host_to_device_memcpy_ce."""
-    n = 64 * MiB
+    n = 512 * MiB
     rows = [bench("h2d", "to", "cpu", "cuda:0", n, n / 24.48e9, host_memory="pinned"),
             bench("h2d", "to", "cpu", "cuda:0", n, n / 9e9, host_memory="pageable")]
     results = load([write(tmp_path / "run.json", rows, gpu_machine())])
     compared = comparisons(RunView.of(results), load_peers([NVB]))
     lines = headlines(compared)
     assert lines[0] == ("h2d pinned to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (cpu→cuda:0): "
-                        "24.48 against 25.5 GB/s (the suite at 64 MiB; copy engine; buffer size not in its JSON "
-                        "(64 MiB unless --bufferSize)).")
+                        "24.48 against 25.5 GB/s (the suite at 512 MiB; copy engine; buffer size not in its JSON "
+                        "(512 MiB unless --bufferSize, nvbandwidth v0.8)).")
     assert lines[-1].startswith("5 figure(s) of the other tools have no counterpart in this run")
 
 
@@ -209,3 +242,41 @@ class TestProperties:
             assert "\n" not in str(error)
             return
         assert all(math.isfinite(f.gbps) and f.gbps > 0 for f in figures)
+
+
+def _dist(op, nbytes, world, slowest_s, mean_s, variant=None, pair=(0, 1)):
+    """A distributed benchmark on nccl as the suite writes it: the slowest rank's time, the ranks' mean beside it."""
+    from xferbench.measure.distributed import DistCase
+
+    case = DistCase(op, nbytes, "nccl", world, "cuda", pair=pair, variant=variant)
+    stats = {k: slowest_s for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+        "iqr": 0.0, "stddev": 0.0, "rounds": 3, "iterations": 1, "data": [slowest_s] * 3}
+    info = case.extra_info() | {"rank_seconds": [[slowest_s] * 3] * world, "rank_mean_seconds": [mean_s] * 3,
+                                "rank_hosts": ["h"] * world, "verified": True, "clock": "wall+sync"}
+    return {"name": case.id, "group": op, "extra_info": info, "stats": stats}
+
+
+class TestLikeWithLike:
+    """nccl-tests reports the mean over ranks' times, out-of-place and in-place; its sendrecv_perf is a ring."""
+
+    def test_all_reduce_is_set_beside_the_in_place_column_by_the_ranks_mean(self, tmp_path):
+        n = 64 * MiB  # nccl-tests' in-place busbw at 64 MiB: 44.83 GB/s for 2 ranks
+        busbw_mean = 40.0e9  # the suite: 40 GB/s by the ranks' mean, 32 by the slowest rank's
+        mean_s = n / busbw_mean
+        results = load([write(tmp_path / "run.json", [_dist("all_reduce", n, 2, mean_s * 1.25, mean_s)], gpu_machine())])
+        rows = [row for row in comparisons(results.frame, load_peers([NCCL])) if row["figure"].nbytes == n]
+        placed = {row["figure"].variant: row for row in rows}
+        assert placed["out-of-place"]["path"] is None  # the suite's all_reduce works in place
+        assert placed["in-place"]["gbps"] == pytest.approx(40.0) and placed["in-place"]["slowest_gbps"] == pytest.approx(32.0)
+        assert placed["in-place"]["share"] == pytest.approx(40.0 / 44.83)
+        line = next(line for line in headlines(rows) if "reaches" in line)
+        assert line.startswith("all_reduce nccl x2 reaches 89% of nccl-tests's all_reduce_perf (2 ranks, in-place): "
+                               "40 against 44.83 GB/s bus bandwidth by the ranks' mean time, as nccl-tests reports it "
+                               "(32 GB/s by the slowest rank's; at 64 MiB;")
+
+    def test_sendrecv_perf_is_never_set_beside_a_ping_pong(self, tmp_path):
+        """The issue's "send_recv nccl x4 reaches 393% of nccl-tests's sendrecv_perf": a ring set beside a pair."""
+        n = 64 * MiB
+        pingpong = [_dist("send_recv", n, 4, n / 98e9, n / 98e9, pair=pair) for pair in ((0, 1), (1, 0))]
+        results = load([write(tmp_path / "run.json", pingpong, gpu_machine())])
+        assert all(row["path"] is None for row in comparisons(results.frame, load_peers([NCCL_SENDRECV])))

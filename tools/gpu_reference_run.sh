@@ -41,7 +41,7 @@ merge() {  # every family's JSON (or, for a family cut short, its journal) -> on
     "$PY" - "$OUT/full.json.gz" "$WORK" <<'EOF'
 import gzip, json, sys
 from pathlib import Path
-from xferbench.analyze.results import ResultsError, read_journal
+from xferbench.analyze.load.results import ResultsError, read_journal
 from xferbench.output import write_atomic
 runs = []
 for journal in sorted(Path(sys.argv[2]).glob("*.journal*.jsonl"), key=lambda p: p.stat().st_mtime):

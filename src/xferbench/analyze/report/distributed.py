@@ -94,9 +94,16 @@ def late_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
     return _standing_out(rank_seconds, -1.0)
 
 
-def _ranks(row: Any) -> list[list[float]] | None:
-    value = row.get("rank_seconds") if hasattr(row, "get") else None
+def _ranks(row: Any, key: str = "rank_seconds") -> list[list[float]] | None:
+    value = row.get(key) if hasattr(row, "get") else None
     return value if isinstance(value, list) and len(value) > 1 else None
+
+
+def _inside_calls(row: Any) -> list[list[float]] | None:
+    """Each rank's per-call time inside the calls, [rank][round] (``rank_call_seconds``), else its round times
+    (older runs): a rank late into every call of a round is seen in the first only, since the round's time is
+    the same on every rank."""
+    return _ranks(row, "rank_call_seconds") or _ranks(row)
 
 
 def mean_rank_busbw(row: Any) -> float | None:
@@ -195,18 +202,19 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0))
     handles: dict[str, Artist] = {}
     for row in with_ranks:
-        ranks = _ranks(row)
+        ranks = _inside_calls(row)
         if row["nbytes"] != largest or ranks is None:
             continue
         lags = [statistics.median(lag) * 1e6 for lag in _lags(ranks)]
         line, = ax.plot(range(len(lags)), lags, marker="o", ms=4, color=_colour(str(row["op"])))
-        tip(line, [f"{row['path']}\nrank {r} on {_host(row, r)}: {lag:+.4g} µs per call behind the typical rank"
+        tip(line, [f"{row['path']}\nrank {r} on {_host(row, r)}: {lag:+.4g} µs per call inside the call against "
+                   "the typical rank"
                    for r, lag in enumerate(lags)])
         handles.setdefault(str(row["path"]), line)
     ax.axhline(0, color="black", lw=0.6)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # ranks are whole numbers
     ax.set_xlabel("rank")
-    ax.set_ylabel("median lag behind the typical rank (µs per call)")
+    ax.set_ylabel("time inside the call against the typical rank (µs)")
     ax.set_title(f"at {format_bytes(largest)}", fontsize=9)
     ax.grid(True, alpha=0.3)
     _legend_outside(fig, list(handles.values()), list(handles))
@@ -215,10 +223,12 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
 
 
 SPREAD_CAPTION = (
-    "Every rank times every round itself. Per collective at the largest size, how far behind the typical (median) rank "
-    "each rank finished, round by round, its median: what all ranks share cancels, what one rank adds remains. A rank "
-    "that finishes last round after round (a slow device, a busy host, a straggling process) stands out; a slow link "
-    "inside a ring slows every member alike and shows in the bus bandwidth instead."
+    "Every rank times each of its calls itself. Per collective at the largest size, how much longer or shorter each "
+    "rank's time inside the calls was than the typical (median) rank's, round by round, its median: what all ranks "
+    "share cancels, what one rank adds remains. A rank that arrives late at every call (a busy host, a straggling "
+    "process) is the one the others wait for inside the call: it stands out below zero. A slow link inside a ring "
+    "slows every member alike and shows in the bus bandwidth instead. (Runs without per-call times: each rank's "
+    "time of a round.)"
 )
 LINKS_CAPTION = (
     "Ping-pongs between rank 0 and the next rank on its node (intra-node) and between rank 0 and the first rank of "
@@ -236,7 +246,7 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
             continue
         checked += 1
         case = f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} {format_bytes(row['nbytes'])}"
-        for kind, found in (("late", late_rank(ranks)), ("slow", slowest_rank(ranks))):
+        for kind, found in (("late", late_rank(_inside_calls(row) or ranks)), ("slow", slowest_rank(ranks))):
             if found:
                 named.setdefault((kind, found.rank, _host(row, found.rank)), []).append(
                     f"{case} (+{format_seconds(found.lag_s)})")

@@ -10,7 +10,8 @@ the same path. The formats are the tools' own:
   "bandwidth_matrix": [["12.3", "N/A", ...], ...]}], ...}}`` (json_output.cpp); the description says
   which way the matrix reads, e.g. ``memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)``.
 - nccl-tests: the text table of ``all_reduce_perf`` and friends (src/util.cu): ``size count type
-  redop root`` then ``time algbw busbw #wrong`` out-of-place and in-place, one line per size.
+  redop root`` then ``time algbw busbw #wrong`` out-of-place and in-place, one line per size; each
+  time is the mean over the ranks (common.cu, ``average = 1`` unless ``-a``).
 
 No torch here.
 """
@@ -43,10 +44,12 @@ class PeerFigure:
     op: str  # the suite's op it corresponds to: h2d, d2h, d2d, peer, all_reduce, ...
     src: str
     dst: str
-    gbps: float  # nvbandwidth: GB/s; nccl-tests: busbw (GB/s), out-of-place
+    gbps: float  # nvbandwidth: GB/s; nccl-tests: busbw (GB/s) of ``variant``
     nbytes: int | None  # the size measured, when the output says
     note: str
     source: str
+    variant: str | None = None  # nccl-tests: "out-of-place" or "in-place" (its two timings of every size)
+    wrong: int | None = None  # nccl-tests: its #wrong column, elements that arrived wrong (None: not checked, N/A)
 
 
 #: nvbandwidth testcases with a counterpart in the suite (copy engine and SM copies), by name.
@@ -57,13 +60,20 @@ NVBANDWIDTH_OPS = {
     "device_to_device_memcpy_read_sm": "peer", "device_to_device_memcpy_write_sm": "peer",
     "device_local_copy": "d2d",
 }
-#: nvbandwidth copies a 64 MiB buffer unless --bufferSize says otherwise, and its JSON does not record it.
-NVBANDWIDTH_DEFAULT_BUFFER = 64 * 2**20
+#: nvbandwidth copies a 512 MiB buffer unless --bufferSize says otherwise (common.h, from v0.7; 64 MiB before), and
+#: its JSON records the version ("v0.8") but not the buffer size.
+NVBANDWIDTH_DEFAULT_BUFFER = 512 * 2**20
+NVBANDWIDTH_OLD_BUFFER = 64 * 2**20
 
 #: nccl-tests programs and the suite's distributed ops.
 NCCL_TESTS_OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather",
                   "reduce_scatter_perf": "reduce_scatter", "broadcast_perf": "broadcast",
                   "sendrecv_perf": "send_recv"}
+#: Where the suite's op writes its result, as nccl-tests' two columns name it: in the buffer it sent from
+#: (``dist.all_reduce(buf)``, ``broadcast``) or into another. nccl-tests' sendrecv_perf is a ring (every rank sends
+#: to the next and receives from the one before): the suite's ring variant of send_recv, never its ping-pong.
+SUITE_PLACEMENT = {"all_reduce": "in-place", "broadcast": "in-place", "all_gather": "out-of-place",
+                   "reduce_scatter": "out-of-place", "send_recv": "out-of-place"}
 
 
 def kind_of(path: Path) -> str:
@@ -106,6 +116,7 @@ def parse_nvbandwidth(data: dict[str, Any], source: str) -> list[PeerFigure]:
     body = data.get("nvbandwidth")
     if not isinstance(body, dict) or not isinstance(body.get("testcases", []), list):
         raise ResultsError(f"{source}: nvbandwidth JSON without a 'testcases' list")
+    buffer, said = _nvbandwidth_buffer(body.get("version"))
     figures = []
     for case in body.get("testcases", []):
         if not isinstance(case, dict) or case.get("status") != "Passed" or not isinstance(case.get("name"), str) \
@@ -134,16 +145,40 @@ def parse_nvbandwidth(data: dict[str, Any], source: str) -> list[PeerFigure]:
                 else:
                     continue
                 engine = "copy engine" if case["name"].endswith("_ce") else "SM kernel copy"
-                figures.append(PeerFigure("nvbandwidth", case["name"], op, src, dst, gbps, NVBANDWIDTH_DEFAULT_BUFFER,
-                                          f"{engine}; buffer size not in its JSON (64 MiB unless --bufferSize)", source))
+                figures.append(PeerFigure("nvbandwidth", case["name"], op, src, dst, gbps, buffer,
+                                          f"{engine}; buffer size not in its JSON ({format_bytes(buffer)} unless "
+                                          f"--bufferSize{said})", source))
     return figures
 
 
-_NCCL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\S+)\s+(-?\d+)\s+([\d.e+-]+)\s+([\d.e+-]+)\s+([\d.e+-]+)\s+(\S+)")
+def _nvbandwidth_buffer(version: object) -> tuple[int, str]:
+    """nvbandwidth's default buffer for the version its JSON records ("v0.8"), and how that was decided."""
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", str(version).strip()) if version is not None else None
+    if not match:
+        return NVBANDWIDTH_DEFAULT_BUFFER, "; its version is not recorded: v0.7 and later's default assumed"
+    major_minor = (int(match.group(1)), int(match.group(2)))
+    return (NVBANDWIDTH_DEFAULT_BUFFER if major_minor >= (0, 7) else NVBANDWIDTH_OLD_BUFFER), f", nvbandwidth {version}"
+
+
+_NUM = r"([\d.e+-]+)"
+#: One line of nccl-tests' table (util.cu): ``%12li  %12li  %8s  %6s  %6s`` (size, count, type, redop, root), then
+#: ``  %7s  %6s  %6s  %6g`` (time, algbw, busbw, #wrong; "N/A" without -c) out-of-place, then the same in-place.
+_NCCL_ROW = re.compile(rf"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\S+)\s+(-?\d+)\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+(\S+)"
+                       rf"(?:\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+(\S+))?")
+
+
+def _wrong(text: str | None) -> int | None:
+    """nccl-tests' #wrong cell (``%6g`` of a count: 0, 12, 1e+06), None for N/A (not checked)."""
+    try:
+        value = float(text or "")
+    except ValueError:
+        return None
+    return int(value) if math.isfinite(value) and value >= 0 else None
 
 
 def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
-    """One figure per size: the out-of-place bus bandwidth, with the number of ranks in ``dst``."""
+    """Two figures per size, its out-of-place and in-place bus bandwidth, each with its #wrong count and the number
+    of ranks in ``dst``. nccl-tests reports each time as the mean over its ranks (``-a 1``, its default)."""
     program = re.search(r"Collective test starting:\s*(\w+)", text)
     name = program.group(1) if program else next((p for p in NCCL_TESTS_OPS if p in Path(source).name), None)
     if name is None:
@@ -155,12 +190,18 @@ def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
         match = _NCCL_ROW.match(line)
         if not match:
             continue
-        size, _, dtype, redop, _, _, _, busbw, _ = match.groups()
-        if len(size) > 19 or not 0 <= float(busbw) < math.inf:
-            continue  # not a size nor a bandwidth any run prints (and int() refuses 4300 digits and more)
-        note = f"busbw, out-of-place, {dtype}" + (f", {redop}" if redop not in ("none", "-") else "")
-        figures.append(PeerFigure("nccl-tests", name, NCCL_TESTS_OPS.get(name, name.removesuffix("_perf")),
-                                  "all", f"{ranks or '?'} ranks", float(busbw), int(size), note, source))
+        size, _, dtype, redop, _ = match.groups()[:5]
+        if len(size) > 19:
+            continue  # not a size any run prints (and int() refuses 4300 digits and more)
+        for variant, (_, _, busbw, wrong) in (("out-of-place", match.groups()[5:9]), ("in-place", match.groups()[9:13])):
+            if busbw is None or not 0 <= float(busbw) < math.inf:
+                continue  # no in-place column (trace replay), or not a bandwidth any run prints
+            count = _wrong(wrong)
+            note = (f"busbw, {variant}, {dtype}" + (f", {redop}" if redop not in ("none", "-") else "")
+                    + ", mean over ranks" + (f"; {count} wrong elements" if count else ""))
+            figures.append(PeerFigure("nccl-tests", name, NCCL_TESTS_OPS.get(name, name.removesuffix("_perf")),
+                                      "all", f"{ranks or '?'} ranks", float(busbw), int(size), note, source,
+                                      variant, count))
     if not figures:
         raise ResultsError(f"{source}: nccl-tests output with no result lines (did the run fail?)")
     return figures
@@ -199,17 +240,11 @@ def comparisons(view: RunView, figures: list[PeerFigure]) -> list[dict[str, Any]
     out = []
     for figure in figures:
         if figure.tool == "nccl-tests":
-            # NCCL's figure compares with the suite's nccl backend only: gloo runs another path (host memory, TCP).
-            rows = frame[(frame["op"] == figure.op) & frame["world_size"].notna() & (frame["backend"] == "nccl")]
-            ranks = figure.dst.split()[0]
-            if ranks.isdigit():
-                rows = rows[rows["world_size"] == int(ranks)]
-            value = "busbw_gbps"
-            rows = rows[rows["nbytes"] == figure.nbytes] if figure.nbytes in set(rows["nbytes"]) else rows.iloc[0:0]
-        else:
-            rows = frame[(frame["op"] == figure.op) & (frame["src"] == figure.src) & (frame["dst"] == figure.dst)]
-            value = "bandwidth_gbps"
-            rows = _nearest(rows, figure.nbytes)
+            out.append(_nccl_row(frame, figure))
+            continue
+        rows = frame[(frame["op"] == figure.op) & (frame["src"] == figure.src) & (frame["dst"] == figure.dst)]
+        value = "bandwidth_gbps"
+        rows = _nearest(rows, figure.nbytes)
         rows = rows[rows[value].notna()]
         row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None}
         if not rows.empty:
@@ -220,6 +255,40 @@ def comparisons(view: RunView, figures: list[PeerFigure]) -> list[dict[str, Any]
     return out
 
 
+def _nccl_rows(frame: pd.DataFrame, figure: PeerFigure) -> pd.DataFrame:
+    """The suite's rows that time what ``figure`` timed: the same op on nccl (gloo runs another path: host memory,
+    TCP), as many ranks, the same size, the same placement (in-place or out-of-place), and for sendrecv_perf the
+    ring (every rank sends), never the ping-pong between two ranks."""
+    if figure.variant is not None and SUITE_PLACEMENT.get(figure.op) != figure.variant:
+        return frame.iloc[0:0]
+    rows = frame[(frame["op"] == figure.op) & frame["world_size"].notna() & (frame["backend"] == "nccl")]
+    variant = rows["variant"] if "variant" in rows else pd.Series(None, index=rows.index, dtype=object)
+    rows = rows[variant == "ring"] if figure.op == "send_recv" else rows[variant.isna() | (variant != "ring")]
+    ranks = figure.dst.split()[0]
+    if ranks.isdigit():
+        rows = rows[rows["world_size"] == int(ranks)]
+    return rows[rows["nbytes"] == figure.nbytes] if figure.nbytes in set(rows["nbytes"]) else rows.iloc[0:0]
+
+
+def _nccl_row(frame: pd.DataFrame, figure: PeerFigure) -> dict[str, Any]:
+    """nccl-tests' figure beside the suite's: by the ranks' mean time, as nccl-tests reports by default, with the
+    slowest rank's beside it (the suite's own statistic)."""
+    from .distributed import mean_rank_busbw
+
+    row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None,
+                           "slowest_gbps": None}
+    rows = _nccl_rows(frame, figure)
+    rows = rows[rows["busbw_gbps"].notna()]
+    if rows.empty:
+        return row
+    best = rows.loc[rows["busbw_gbps"].idxmax()]
+    mean = mean_rank_busbw(best)
+    gbps = mean if mean is not None else float(best["busbw_gbps"])
+    return row | {"path": best["path"], "gbps": gbps, "nbytes": int(best["nbytes"]),
+                  "slowest_gbps": float(best["busbw_gbps"]), "share": gbps / figure.gbps if figure.gbps else None,
+                  "by": "the ranks' mean time" if mean is not None else "the slowest rank's time (no per-rank times)"}
+
+
 def sentence(row: dict[str, Any]) -> str:
     """"h2d pinned .to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (…)"."""
     figure: PeerFigure = row["figure"]
@@ -227,6 +296,12 @@ def sentence(row: dict[str, Any]) -> str:
     if row["path"] is None:
         return (f"{figure.tool}'s {figure.test} ({where}, {figure.gbps:.4g} GB/s): the suite measured no "
                 "matching path.")
+    if figure.tool == "nccl-tests":
+        wrong = f" nccl-tests counted {figure.wrong} wrong elements there." if figure.wrong else ""
+        return (f"{row['path']} reaches {row['share']:.0%} of nccl-tests's {figure.test} ({where}, {figure.variant}): "
+                f"{row['gbps']:.4g} against {figure.gbps:.4g} GB/s bus bandwidth by {row['by']}, as nccl-tests reports "
+                f"it ({row['slowest_gbps']:.4g} GB/s by the slowest rank's; at {format_bytes(row['nbytes'])}; "
+                f"{figure.note}).{wrong}")
     return (f"{row['path']} reaches {row['share']:.0%} of {figure.tool}'s {figure.test} ({where}): "
             f"{row['gbps']:.4g} against {figure.gbps:.4g} GB/s"
             f" (the suite at {format_bytes(row['nbytes'])}; {figure.note}).")
@@ -235,15 +310,21 @@ def sentence(row: dict[str, Any]) -> str:
 def headlines(rows: list[dict[str, Any]]) -> list[str]:
     """The sentences worth reading: each matched test and path at its largest matched size, then one line for
     the figures nothing in this run matched."""
-    matched: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    matched: dict[tuple[str, str, str, str, str | None], dict[str, Any]] = {}
     for row in rows:
         figure: PeerFigure = row["figure"]
-        key = (figure.tool, figure.test, figure.src, figure.dst)
+        key = (figure.tool, figure.test, figure.src, figure.dst, figure.variant)
         if row["path"] is not None and (key not in matched or (row["nbytes"] or 0) >= (matched[key]["nbytes"] or 0)):
             matched[key] = row
     out = [sentence(row) for row in matched.values()]
+    wrong = [row["figure"] for row in rows if row["figure"].wrong]
+    if wrong:
+        out.append(f"nccl-tests counted wrong elements (#wrong) in {len(wrong)} of its figures, "
+                   f"{sum(f.wrong for f in wrong)} in all (e.g. {wrong[0].test} {wrong[0].variant} at "
+                   f"{format_bytes(wrong[0].nbytes or 0)}): those runs delivered wrong data, so their bandwidth is no "
+                   "reference.")
     unmatched = sum(row["path"] is None for row in rows)
     if unmatched:
-        out.append(f"{unmatched} figure(s) of the other tools have no counterpart in this run (a path or size the suite "
-                   "did not measure, or a different backend); the table lists them.")
+        out.append(f"{unmatched} figure(s) of the other tools have no counterpart in this run (a path, size or placement "
+                   "the suite did not measure, or a different backend); the table lists them.")
     return out

@@ -1,6 +1,6 @@
 """Transfers between processes and nodes with torch.distributed.
 
-Three modules, one job each:
+Four modules, one job each:
 
 - ``operations``: the cases (ops, sizes, pairs of ranks by the link they cross), each
   rank's buffers, the timed call, the check of what was delivered, bus factors;
@@ -8,6 +8,8 @@ Three modules, one job each:
   of every round on every rank, and the 2-rank world inside pytest;
 - ``torchrun``: ``torchrun ... -m xferbench.distributed``, validated up front, writing
   a pytest-benchmark JSON;
+- ``watch``: each rank's heartbeat in the store and deadline per step, so that a world
+  that hangs (NCCL raises nothing) still names the rank and writes what finished;
 
 with ``options`` holding the profile record and the option table both front-ends share.
 """

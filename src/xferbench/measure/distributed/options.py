@@ -108,7 +108,8 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("backend", "torch.distributed backend: auto (nccl with one GPU per rank, else gloo), gloo or nccl",
+    Option("backend", "torch.distributed backend: auto (nccl with one GPU per rank; under torchrun, nccl wherever "
+           "GPUs are visible, gloo where none is), gloo or nccl",
            "auto", choices=("auto", "gloo", "nccl")),
     Option("timeout", "a rank that dies or never joins ends the run after this many seconds (default: 60)",
            60.0, positive_seconds, metavar="SECONDS"),

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +26,7 @@ from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_s
 from ..session.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
+from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
     FAULTS,
     GRACE_S,
@@ -31,14 +34,16 @@ from .world import (
     DistributedError,
     Timed,
     VerificationError,
+    check_own_gpus,
     check_same_settings,
     free_bytes,
     injected_fault,
     join,
     node_name,
-    rank_device,
+    rank_place,
     roll_call,
     run_on_rank,
+    step_deadline,
     worker,
 )
 
@@ -47,7 +52,7 @@ if TYPE_CHECKING:
 
     from ..session.journal import Journal
 
-__all__ = ["main", "validate"]
+__all__ = ["choose_device", "main", "validate"]
 
 PROG = "xferbench.distributed"
 
@@ -166,6 +171,26 @@ def launched(env: Mapping[str, str]) -> Launch:
                            f"torchrun --nnodes=N --nproc-per-node=M -m {PROG} --out run.json")
 
 
+def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None) -> tuple[str, str]:
+    """The backend and this rank's device, from the GPUs this rank can see.
+
+    Every GPU of the node visible (torchrun, srun without binding): GPU ``local_rank``. Fewer
+    visible than the node's ranks, with ``CUDA_VISIBLE_DEVICES`` set (srun --gpus-per-task=1,
+    or a launcher that binds each task): the launcher gave this rank its own, ``cuda:0``.
+    Where GPUs exist, ``auto`` is nccl: gloo on the CPU only when asked for (``--backend gloo``)
+    or where no GPU is visible; a GPU per rank that cannot be had is an error, never a silent gloo run."""
+    where = f"rank {launch.rank} on {node_name()}"
+    if requested == "gloo" or (requested == "auto" and gpus == 0):
+        return "gloo", "cpu"
+    if gpus >= launch.per_node:
+        return "nccl", f"cuda:{launch.local_rank}"
+    if visible and gpus > 0:  # bound by the launcher: what this rank sees is its own
+        return "nccl", "cuda:0"
+    raise DistributedError(f"{where}: nccl needs one GPU per rank, and this node runs {launch.per_node} ranks on "
+                           f"{gpus} GPU(s); use --nproc-per-node={gpus}, bind a GPU to each task (srun "
+                           "--gpus-per-task=1), or --backend gloo for a CPU run")
+
+
 def _leave() -> None:
     """Leave the process group if this rank is in one (its peers then fail fast, not at the timeout)."""
     import torch.distributed as dist
@@ -181,25 +206,22 @@ def run(args: argparse.Namespace) -> int:
     launch = launched(os.environ)
     rank, world_size, local_rank, per_node = launch.rank, launch.world_size, launch.local_rank, launch.per_node
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    # nccl needs a GPU of its own for every rank of a node; auto falls back to gloo otherwise.
-    backend = args.backend if args.backend != "auto" else ("nccl" if gpus >= per_node else "gloo")
-    if backend == "nccl" and gpus < per_node:
-        raise DistributedError(f"rank {rank} on {node_name()}: nccl needs one GPU per rank, and this node runs "
-                               f"{per_node} ranks on {gpus} GPU(s); use --nproc-per-node={gpus} or --backend gloo")
-    device = rank_device(backend, local_rank, gpus)
+    backend, device = choose_device(args.backend, gpus, launch, os.environ.get("CUDA_VISIBLE_DEVICES"))
     free = free_bytes(device, per_node)  # this rank's share of host memory (gloo)
     sizes = validate(args, rank, world_size, free)
     profile = PROFILES[args.profile]
     address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    place = rank_place(device, local_rank)
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
-        everyone = roll_call(world_size, _settings(args), launch.node_id)
+        everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
     except Exception as error:
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
                                f"within {args.timeout:g} s (a rank or node never joined, or died): "
                                f"{first_line(error)}") from None
     check_same_settings(everyone)
     nodes = [node for node, _ in everyone]
+    check_own_gpus(nodes, places)
     notes = []
     if args.mem_fraction:
         # read now that the world holds its communicators, as this node's ranks share its host memory
@@ -218,60 +240,98 @@ def run(args: argparse.Namespace) -> int:
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
-    described = _describe_run(backend, world_size, nodes, notes) if rank == 0 else None
+    described = _describe_run(backend, world_size, nodes, notes, places) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
-    records = []
+    records: list[Metadata] = []
     broke = None
     fault = injected_fault(rank)
+    finish = _Finish(args.out, records, described, journal, notes, f"{world_size} ranks on {len(set(nodes))} node(s), "
+                     f"{backend}")
+    from torch.distributed import distributed_c10d
+
+    watch = Watch(distributed_c10d._get_default_store(), rank, world_size, nodes, finish.give_up).start()
     for number, case in enumerate(cases):
         if fault == ("die-mid-run", number):
             os._exit(4)  # test only: a rank killed in the middle of the run
+        if fault == ("stall", number):
+            time.sleep(10**6)  # test only: a rank that hangs (its host stuck): only the deadline ends the run
+        iterations = calls_for(case.nbytes)
+        watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
         try:
-            records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout))
+            records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout,
+                                    watch.step))
         except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
             notes.append(f"skipped {skipped}")
             continue
         except (VerificationError, DistributedError):
+            watch.stop()
             raise
         except Exception as error:  # a peer died or hung: rank 0 still writes what was measured
+            watch.stop()
             broke = _who_broke(rank, world_size, nodes, case, error, args.timeout)
             notes.append(broke)
             break
         if journal is not None:
             journal.write({"benchmark": records[-1].as_dict(include_data=True)})
+    watch.stop()
     if described is not None:
-        try:
-            written = _write_json(args.out, records, described)
-        except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
-            raise DistributedError(f"--out {args.out}: could not write it ({first_line(error)})") from None
-        if journal is not None:
-            journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
-        same = written == Path(os.path.realpath(args.out))
-        taken = "" if same else f" ({args.out} was taken by another run meanwhile)"
-        print(f"{PROG}: wrote {args.out if same else written}{taken} ({len(records)} benchmarks, "
-              f"{world_size} ranks on {len(set(nodes))} node(s), "
-              f"{backend})" + "".join(f"; {note}" for note in notes))
+        finish.write()
     if broke:
         if rank == 0:
-            from torch.distributed import distributed_c10d
-
             with contextlib.suppress(Exception):
-                distributed_c10d._get_default_store().set(_WRITTEN, "1")  # the other ranks may go now
+                distributed_c10d._get_default_store().set(WRITTEN, "1")  # the other ranks may go now
         raise DistributedError(broke)
     return 0
 
 
-#: The store key rank 0 sets once it has written the JSON of a broken world.
-_WRITTEN = "xferbench/written"
+@dataclass
+class _Finish:
+    """Rank 0's JSON of the cases that finished, written at the end, or by the watch's thread when the world hung."""
+
+    out: Path
+    records: list[Metadata]
+    described: dict[str, Any] | None
+    journal: Journal | None
+    notes: list[str]
+    world: str  # "4 ranks on 2 node(s), nccl"
+
+    def write(self) -> None:
+        assert self.described is not None
+        records = list(self.records)
+        try:
+            written = _write_json(self.out, records, self.described)
+        except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
+            raise DistributedError(f"--out {self.out}: could not write it ({first_line(error)})") from None
+        if self.journal is not None:
+            self.journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
+        same = written == Path(os.path.realpath(self.out))
+        taken = "" if same else f" ({self.out} was taken by another run meanwhile)"
+        print(f"{PROG}: wrote {self.out if same else written}{taken} ({len(records)} benchmarks, {self.world})"
+              + "".join(f"; {note}" for note in self.notes), flush=True)
+
+    def give_up(self, watch: Watch, line: str) -> None:
+        """The watch's thread, when this rank made no progress within its deadline: rank 0 writes what finished,
+        the others wait for that (their exit would end rank 0 where torchrun shares a node); then exit 2, as
+        no other code of this rank will run (its main thread waits in a collective that never ends)."""
+        from torch.distributed import distributed_c10d
+
+        store = distributed_c10d._get_default_store()
+        if self.described is not None:
+            self.notes.append(line)
+            with contextlib.suppress(DistributedError):
+                self.write()
+            with contextlib.suppress(Exception):
+                store.set(WRITTEN, "1")
+        else:
+            watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
+        print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        os._exit(2)
 
 
 def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, error: Exception, timeout_s: float) -> str:
     """One line naming the ranks that stopped answering during ``case``: every rank still alive
     says so in the rendezvous store (which outlives a dead worker), rank 0 waits a moment for
     them, and the ranks that said nothing are the dead or hung ones."""
-    import datetime as dt
-    import time
-
     from torch.distributed import distributed_c10d
 
     store = distributed_c10d._get_default_store()
@@ -279,7 +339,7 @@ def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, err
         store.set(f"xferbench/alive/{case.id}/{rank}", first_line(error))
     if rank != 0:  # stay until rank 0 has written the JSON: torchrun ends every rank of a node when one exits
         with contextlib.suppress(Exception):
-            store.wait([_WRITTEN], dt.timedelta(seconds=timeout_s))
+            store.wait([WRITTEN], dt.timedelta(seconds=timeout_s))
         return f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}"
     keys = [f"xferbench/alive/{case.id}/{r}" for r in range(world_size)]
     deadline = time.monotonic() + min(timeout_s, 2 * GRACE_S)
@@ -295,10 +355,10 @@ def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, err
 
 
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
-             nodes: list[str], per_node: int, timeout_s: float) -> Metadata:
+             nodes: list[str], per_node: int, timeout_s: float, progress: Callable[[], None]) -> Metadata:
     iterations = calls_for(case.nbytes)
     timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup,
-                               per_node=per_node, timeout_s=timeout_s)
+                               per_node=per_node, timeout_s=timeout_s, progress=progress)
     return _metadata(case, timed, iterations, nodes)
 
 
@@ -308,19 +368,22 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
         extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
-                                        "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds},
+                                        "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds,
+                                        "rank_call_seconds": timed.call_seconds},
     )
     return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 
 
-def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str]) -> dict[str, Any]:
+def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str],
+                  places: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
     from ..hardware.devices import TorchBackend
     from ..hardware.machine import fingerprint
 
     machine = machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
-                                                         "nodes": sorted(set(nodes)), "notes": notes}
+                                                         "nodes": sorted(set(nodes)), "notes": notes,
+                                                         "ranks": places}
     return {"machine_info": machine, "commit_info": commit_info()}
 
 

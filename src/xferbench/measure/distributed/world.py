@@ -37,9 +37,11 @@ from ...units import first_line, format_bytes, format_size
 from ..session.pytest_benchmark_adapter import mark_used, new_stats
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
+from .watch import WATCHDOG_MARGIN_S
 
 __all__ = [
     "FAULT_ENV",
+    "HANG_ENV",
     "NODE_ENV",
     "SLOW_RANK_ENV",
     "CaseSkipped",
@@ -48,23 +50,30 @@ __all__ = [
     "VerificationError",
     "World",
     "call_deadline",
+    "check_own_gpus",
     "free_port",
     "join",
     "node_name",
     "rank_device",
+    "rank_place",
     "run_on_rank",
     "timed_rounds",
     "running_world",
+    "step_deadline",
 ]
 
 LOOPBACK = "127.0.0.1"
 #: This process's node, when hostnames do not tell nodes apart (tests split one machine in two).
 NODE_ENV = "XFERBENCH_NODE"
-#: Test only: ``RANK:SECONDS`` makes that rank arrive SECONDS late at every round (a sleep before its calls).
+#: Test only: ``RANK:SECONDS`` makes that rank arrive SECONDS late at every round (a sleep before its calls);
+#: ``RANK:SECONDS:call``, late into every call of the round (a sleep before each call, inside the timed round).
 SLOW_RANK_ENV = "XFERBENCH_TEST_SLOW_RANK"
 #: Test only: ``RANK:FAULT[:AFTER]`` makes that helper rank fail at the case after the first AFTER (0): FAULTS.
 FAULT_ENV = "XFERBENCH_TEST_FAULT"
 FAULTS = ("exit-early", "die-mid-run", "stall", "raise", "oom")
+#: Test only: set, a collective whose peer is gone hangs instead of raising, as NCCL's do (the host waits in
+#: ``torch.cuda.synchronize`` until the watchdog ends the process): proves the host-side deadline on gloo.
+HANG_ENV = "XFERBENCH_TEST_NCCL_HANG"
 #: The slowest a rank may move a payload byte before its call counts as hung (bytes per second):
 #: a single multi-GB gloo call on a slow host must not pass for a dead rank.
 FLOOR_BYTES_PER_S = 100e6
@@ -92,16 +101,19 @@ def node_name() -> str:
     return os.environ.get(NODE_ENV) or socket.gethostname()
 
 
-def slow_rank_delay(rank: int) -> float:
-    """The test-only extra seconds per round of ``rank`` (see SLOW_RANK_ENV)."""
+def slow_rank_delay(rank: int) -> tuple[float, bool]:
+    """The test-only extra seconds of ``rank`` (see SLOW_RANK_ENV), and whether before every call (else before
+    every round)."""
     text = os.environ.get(SLOW_RANK_ENV, "")
     if not text:
-        return 0.0
-    slow, _, seconds = text.partition(":")
+        return 0.0, False
+    slow, seconds, *where = text.split(":") + ([] if text.count(":") else [""])
     try:
-        return float(seconds) if int(slow) == rank else 0.0
+        if where not in ([], ["call"]):
+            raise ValueError(text)
+        return (float(seconds) if int(slow) == rank else 0.0), where == ["call"]
     except ValueError:
-        raise DistributedError(f"{SLOW_RANK_ENV}={text!r}: write it as RANK:SECONDS, e.g. 2:0.005") from None
+        raise DistributedError(f"{SLOW_RANK_ENV}={text!r}: write it as RANK:SECONDS[:call], e.g. 2:0.005") from None
 
 
 def rank_device(backend: str, local_rank: int, gpu_count: int) -> str:
@@ -154,9 +166,62 @@ def exchange(device: str, world_size: int) -> Callable[[float], list[float]]:
     return gather
 
 
+class CallTimer:
+    """This rank's time inside its calls, call by call, by the host's clock: a gloo call returns when it is done.
+
+    The late rank's own call is the short one (the others wait for it inside the collective), so
+    the time inside the calls names a rank late into every call of a round, where the round's
+    time, the same on every rank, cannot; no clock shared between hosts is needed."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.inside = 0.0
+        self.rounds: list[list[float]] = []  # each round's per-call time inside the calls, of every rank
+
+    def around(self, call: Callable[[], None]) -> None:
+        start = self.clock()
+        call()
+        self.inside += self.clock() - start
+
+    def take(self) -> float:
+        """Seconds inside the calls since the last take (after the round's sync)."""
+        inside, self.inside = self.inside, 0.0
+        return inside
+
+    def per_rank(self) -> list[list[float]]:
+        """[rank][round] per-call seconds inside the calls."""
+        return [list(ranks) for ranks in zip(*self.rounds, strict=True)]
+
+
+class CudaCallTimer(CallTimer):
+    """The same on a GPU: a CUDA event pair on the rank's current stream around each call (the stream waits for
+    NCCL's own, so the pair brackets the collective), read after the round's sync."""
+
+    def __init__(self, cuda: Any) -> None:
+        super().__init__()
+        self.cuda = cuda
+        self.pairs: list[tuple[Any, Any]] = []
+        self.used = 0
+
+    def around(self, call: Callable[[], None]) -> None:
+        if self.used == len(self.pairs):  # made once per case, reused every round
+            self.pairs.append((self.cuda.Event(enable_timing=True), self.cuda.Event(enable_timing=True)))
+        start, end = self.pairs[self.used]
+        self.used += 1
+        start.record()
+        call()
+        end.record()
+
+    def take(self) -> float:
+        used, self.used = self.used, 0
+        return sum(start.elapsed_time(end) for start, end in self.pairs[:used]) / 1e3
+
+
 def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup: int,
                  gather: Callable[[float], list[float]], clock: Callable[[], float] = time.perf_counter,
-                 delay: float = 0.0, sync: Callable[[], None] = lambda: None) -> list[list[float]]:
+                 delay: float = 0.0, sync: Callable[[], None] = lambda: None,
+                 progress: Callable[[], None] = lambda: None, timer: CallTimer | None = None,
+                 delay_each_call: bool = False) -> list[list[float]]:
     """Every rank's per-call seconds of every round, as ``[rank][round]``.
 
     Each rank reads its own clock around ``iterations`` calls and one ``sync`` of its device;
@@ -164,21 +229,29 @@ def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup:
     figure with every rank, outside the timed region, and doubles as the line-up of the
     ranks before the next round. So a rank's time is its time inside the calls, its wait
     for late peers included: a rank that arrives late waits least. ``delay`` is the
-    test-only late rank, sleeping before its calls.
+    test-only late rank, sleeping before its calls (``delay_each_call``: before each call, inside the
+    round). ``progress`` is told of each step (see watch.py). ``timer`` times each call too: after
+    each round the ranks share its per-call time inside the calls (``timer.rounds``).
     """
+    timer = timer or CallTimer(clock)
     for _ in range(warmup):
         call()
     sync()
     gather(0.0)  # line up before the first round
+    progress()
     per_round = []
     for _ in range(rounds):
-        if delay:  # test only: this rank arrives late (a slow step of its own before the collective)
+        if delay and not delay_each_call:  # test only: this rank arrives late (a slow step of its own)
             time.sleep(delay)
         start = clock()
         for _ in range(iterations):
-            call()
+            if delay and delay_each_call:  # test only: late into every call of the round
+                time.sleep(delay)
+            timer.around(call)
         sync()  # once a round, as nccl-tests does: K calls queue back to back on the device
         per_round.append(gather((clock() - start) / iterations))
+        timer.rounds.append(gather(timer.take() / iterations))
+        progress()
     return [list(ranks) for ranks in zip(*per_round, strict=True)]
 
 
@@ -188,6 +261,7 @@ class Timed:
 
     rank_seconds: list[list[float]]  # [rank][round], per call
     members: tuple[int, ...]  # the ranks that take part (a ping-pong's pair; every rank for a collective)
+    call_seconds: list[list[float]] | None = None  # [rank][round], per call, inside the calls only
 
     @property
     def world_seconds(self) -> list[float]:
@@ -203,11 +277,17 @@ class Timed:
 
 def free_bytes(device: str, per_node: int) -> int | None:
     """Memory this rank may use now: its GPU's free memory, or its share of the host's (the
-    ranks of a node allocate from it at once); None where unknown."""
+    ranks of a node allocate from it at once); None where unknown. On a GPU the blocks torch's
+    caching allocator holds but no tensor uses count as free, as the pytest path counts them:
+    the allocator hands them out again (and releases them when it runs short), while the
+    driver's figure counts them used, so a scan after a 56 GiB case would see a 141 GB GPU
+    nearly full."""
     if device.startswith("cuda"):
         import torch
 
-        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        index = torch.device(device)
+        cached = int(torch.cuda.memory_reserved(index)) - int(torch.cuda.memory_allocated(index))
+        return int(torch.cuda.mem_get_info(index)[0]) + max(0, cached)
     from ..hardware.devices import host_memory_available
 
     available = host_memory_available()
@@ -241,39 +321,103 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
 
 def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations: int, warmup: int, *,
                 per_node: int = 1, timeout_s: float | None = None,
-                build: Callable[[DistCase, int, str], Operation] | None = None) -> Timed:
+                build: Callable[[DistCase, int, str], Operation] | None = None,
+                progress: Callable[[], None] | None = None) -> Timed:
     """This rank's part of ``case``: allocate (or skip everywhere), time it, then check what it
     delivered (on every rank). ``per_node``: the ranks sharing this host's memory; ``timeout_s``:
-    the base of the wait for peers, scaled to the payload (a big gloo call is no dead rank)."""
+    the base of the wait for peers, scaled to the payload (a big gloo call is no dead rank).
+    ``progress``: told of each step, where a host-side deadline per step watches the rank
+    (watch.py); the process group's timeout (NCCL's watchdog) then comes WATCHDOG_MARGIN_S later."""
     if timeout_s is not None:
-        _set_timeout(call_deadline(timeout_s, case))
-    gather = exchange(device, case.world_size)
+        _set_timeout(call_deadline(timeout_s, case) if progress is None
+                     else step_deadline(timeout_s, case, iterations, warmup) + WATCHDOG_MARGIN_S)
+    step = progress or (lambda: None)
+    gather = _hang_on_error(exchange(device, case.world_size))
     op = _allocate(case, rank, device, gather, per_node, build or operation)
+    if os.environ.get(HANG_ENV):
+        op = Operation(op.reset, _hang_on_error(op.call), op.check, _hang_on_error(op.sync))
+    step()
     op.reset()
     members = case.pair if case.point_to_point else tuple(range(case.world_size))
-    delay = slow_rank_delay(rank) if rank in members else 0.0
-    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay, sync=op.sync)
+    delay, each_call = slow_rank_delay(rank) if rank in members else (0.0, False)
+    timer = _call_timer(case)
+    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay, sync=op.sync, progress=step,
+                         timer=timer, delay_each_call=each_call)
     op.reset()
     op.call()
     op.sync()
     wrong = [r for r, ok in enumerate(gather(1.0 if op.check() else 0.0)) if ok < 1]
     if wrong:
         raise VerificationError(f"{case.id}: rank(s) {', '.join(map(str, wrong))} received wrong data")
-    return Timed(times, members)
+    return Timed(times, members, timer.per_rank())
 
 
-def roll_call(world_size: int, settings: object, node_id: str | None = None) -> list[tuple[str, object]]:
-    """Every rank's node and settings, in rank order (after the rendezvous).
+def _call_timer(case: DistCase) -> CallTimer:
+    if case.device != "cuda":
+        return CallTimer()
+    import torch
+
+    return CudaCallTimer(torch.cuda)
+
+
+def roll_call(world_size: int, settings: object, node_id: str | None = None, place: dict[str, Any] | None = None,
+              ) -> tuple[list[tuple[str, object]], list[dict[str, Any]]]:
+    """Every rank's node and settings, in rank order (after the rendezvous), and where each rank
+    runs (``place``: its device, PCI bus id and CUDA_VISIBLE_DEVICES, see ``rank_place``).
 
     A node is its host name; where the launcher numbers nodes (``node_id``: torchrun's
     GROUP_RANK, SLURM_NODEID) and that tells apart more nodes than the host names do
     (containers that all call themselves the same), the number is added: ``host#1``."""
     import torch.distributed as dist
 
-    mine = (node_name(), node_id, settings)
+    mine = (node_name(), node_id, settings, place or {})
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
-    return node_labels([(host, number) for host, number, _ in everyone], [entry[2] for entry in everyone])
+    labels = node_labels([(host, number) for host, number, _, _ in everyone], [entry[2] for entry in everyone])
+    places = [{"rank": rank, "node": label} | entry[3] for rank, ((label, _), entry) in enumerate(zip(labels, everyone,
+                                                                                                       strict=True))]
+    return labels, places
+
+
+def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None) -> dict[str, Any]:
+    """Where this rank runs, for the roll call: its device, the GPU's PCI bus id (which tells apart
+    two ranks that each call their GPU cuda:0), and CUDA_VISIBLE_DEVICES as the launcher set it.
+    ``cuda`` defaults to torch's, ``env`` to os.environ; tests pass fakes."""
+    env = os.environ if env is None else env
+    place: dict[str, Any] = {"local_rank": local_rank, "device": device,
+                             "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES")}
+    if device.startswith("cuda"):
+        if cuda is None:
+            import torch
+
+            cuda = torch.cuda
+        place["pci_bus_id"] = pci_bus_id(cuda.get_device_properties(int(device.partition(":")[2] or 0)))
+    return place
+
+
+def pci_bus_id(properties: Any) -> str | None:
+    """``0000:1b:00.0`` (nvidia-smi's form) from a device's properties; None where torch does not say."""
+    parts = [getattr(properties, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    if not all(isinstance(part, int) for part in parts):
+        return None
+    return f"{parts[0]:04x}:{parts[1]:02x}:{parts[2]:02x}.0"
+
+
+def check_own_gpus(nodes: Sequence[str], places: Sequence[dict[str, Any]]) -> None:
+    """Two ranks of one node on one GPU (the same PCI bus id) would share it, or make NCCL refuse
+    the communicator: name them and say how each rank gets its own."""
+    seen: dict[tuple[str, str], int] = {}
+    for rank, (node, place) in enumerate(zip(nodes, places, strict=True)):
+        bus = place.get("pci_bus_id")
+        if not bus:
+            continue
+        other = seen.setdefault((node, bus), rank)
+        if other != rank:
+            raise DistributedError(
+                f"ranks {other} and {rank} on {node} both run on the GPU at {bus} ({places[other].get('device')}, "
+                f"CUDA_VISIBLE_DEVICES={places[other].get('cuda_visible_devices')!r}; {place.get('device')}, "
+                f"CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')!r}); give each rank its own GPU "
+                "(--nproc-per-node no more than the GPUs, or srun --gpus-per-task=1)")
 
 
 def node_labels(nodes: Sequence[tuple[str, str | None]], settings: Sequence[object]) -> list[tuple[str, object]]:
@@ -331,6 +475,26 @@ def call_deadline(timeout_s: float, case: DistCase, calls: int = 1) -> float:
     """Seconds ``calls`` calls of ``case`` may take before a rank counts as hung: the timeout,
     plus the payload's footprint moved at FLOOR_BYTES_PER_S each call."""
     return timeout_s + calls * bytes_needed(case.op, case.nbytes) / FLOOR_BYTES_PER_S
+
+
+def step_deadline(timeout_s: float, case: DistCase, iterations: int, warmup: int) -> float:
+    """Seconds one step of ``case`` (its warm-up, a round, the check: the most calls between two
+    steps, and one more) may take on the host before the rank counts as hung (see watch.py)."""
+    return call_deadline(timeout_s, case, max(iterations, warmup) + 1)
+
+
+def _hang_on_error(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, which hangs where it would raise when HANG_ENV is set (a test's fake of NCCL); else ``fn``."""
+    if not os.environ.get(HANG_ENV):
+        return fn
+
+    def hanging(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception:
+            while True:  # as the host in torch.cuda.synchronize when an NCCL peer is gone: only a watchdog ends it
+                time.sleep(60)
+    return hanging
 
 
 def _set_timeout(seconds: float) -> None:
@@ -566,12 +730,12 @@ class World:
             self._stop_helpers(kill=True)
             raise DistributedError(f"{self.broken} (on {node_name()}, world at {self.rendezvous}); "
                                    "the later distributed cases of this session fail at once")
-        timed = Timed(answers[0]["rank_seconds"], tuple(answers[0]["members"]))
+        timed = Timed(answers[0]["rank_seconds"], tuple(answers[0]["members"]), answers[0].get("call_seconds"))
         mark_used(benchmark, "xferbench's distributed world")  # no "not used" warning
         benchmark.group = f"{case.op} {case.backend} x{case.world_size}"
         benchmark.extra_info.update(case.extra_info(), clock="wall+sync", verified=True,
                                     rank_seconds=timed.rank_seconds, rank_hosts=self.hosts,
-                                    rank_mean_seconds=timed.mean_seconds)
+                                    rank_mean_seconds=timed.mean_seconds, rank_call_seconds=timed.call_seconds)
         if not getattr(benchmark, "disabled", False):
             record(benchmark, timed.world_seconds, iterations)
         return benchmark.extra_info
@@ -663,7 +827,8 @@ def _serve(channel: Channel, args: argparse.Namespace, device: str, fault: tuple
             build = _injected_oom if kind == "oom" else None
             timed = run_on_rank(case, args.rank, device, message["rounds"], message["iterations"], message["warmup"],
                                 per_node=args.world_size, timeout_s=args.timeout, build=build)
-            channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members)})
+            channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members),
+                          "call_seconds": timed.call_seconds})
         except CaseSkipped as skipped:
             channel.send({"skip": str(skipped)})
         except VerificationError as error:
