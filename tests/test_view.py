@@ -180,3 +180,13 @@ def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
 def test_a_view_of_rows_alone_has_one_instance_per_run():
     frame = pd.DataFrame({"run": ["x", "x", "y"]})
     assert [i.runs for i in RunView.of_rows(frame).instances] == [("x",), ("y",)]
+
+
+def test_a_scenario_section_reads_one_instance_and_says_which(h200):
+    """cuda_vs_to was measured in both H200 files (two boots); before the view its sentence set the full run's 1 MiB
+    cases beside quick-scenarios' 64 MiB ones. Now it reads the newest instance that measured the family."""
+    said = findings.scenario_findings(RunView.of(h200), "cuda_vs_to")
+    assert said[0] == (".cuda(i), .to('cuda:i') and .to(torch.device) differed by 23.0% at 64 MiB (slowest over fastest "
+                       "of the same size).")
+    assert said[-1].startswith("These sentences read instance 2 (quick-scenarios; no boot id recorded); 6 case(s) of "
+                               "this family measured in another machine instance")
