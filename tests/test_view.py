@@ -186,3 +186,12 @@ def test_a_scenario_section_reads_one_instance_and_says_which(h200):
                        "of the same size).")
     assert said[-1].startswith("These sentences read instance 2 (quick-scenarios; no boot id recorded); 6 case(s) of "
                                "this family measured in another machine instance")
+
+
+def test_the_page_names_each_instance_and_the_instance_of_every_row(h200_written, tmp_path):
+    html = h200_written[0].read_text()
+    assert '<p class="small" id="instances">Machine instances: instance 1 (full.json; no boot id recorded)' in html
+    table = html.split('id="results-table"')[1].split("</table>")[0]
+    assert table.count("<th>instance</th>") == 1 and table.count("<tr><td class=\"n\">2</td>") == 50
+    single = write_report(load([SAMPLE]), tmp_path / "index.html").read_text()
+    assert 'id="instances"' not in single and "<th>instance</th>" not in single
