@@ -999,3 +999,29 @@ class TestCompareSideFiles:
     def test_noise_version_true_is_not_version_1(self, tmp_path, capsys, runs):
         code, _, err = run_cli(capsys, "compare", *runs, "--noise", noise_file(tmp_path, xferbench_noise=True))
         assert_refused(code, err, "not a noise file written by xferbench calibrate")
+
+
+class TestRefusalRules:
+    """compare's refusals are rules with the comparison (gate/compare.py), one ordered list; cli.py prints them."""
+
+    def test_the_rules_run_in_one_order_and_the_first_that_fails_is_said(self, sample, tmp_path):
+        from xferbench.analyze.gate.compare import REFUSALS, Refused, Sides, admitted
+
+        assert [type(rule).__name__ for rule in REFUSALS] == ["SameClock", "SameSimulation", "SameHardware",
+                                                              "CalibratedHere"]
+        other = copy.deepcopy(sample)
+        other["machine_info"]["cpu"]["brand_raw"] = "Intel Xeon"
+        for bench in other["benchmarks"]:
+            bench["options"]["timer"] = "time.process_time"
+        base, new = load([SAMPLE]), load([save(tmp_path, "other.json", other)])
+        read = []
+        sides = Sides([base], [new], lambda: read.append(1))
+        # Another clock and another CPU: the clock is the first rule; the noise file is never read.
+        with pytest.raises(Refused, match="timed by different clocks"):
+            admitted(sides)
+        assert read == []
+        with pytest.raises(Refused, match="different machines"):
+            admitted(sides, REFUSALS[1:])
+        assert admitted(Sides([base], [new], allow_different_machines=True), REFUSALS[1:]) == [
+            "CPU AMD EPYC -> Intel Xeon"]
+

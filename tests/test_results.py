@@ -825,3 +825,26 @@ def test_a_file_named_twice_is_one_run(tmp_path, capsys):
 
     results = load([run, tmp_path / "." / "run.json", tmp_path / "link.json"])
     assert len(results.frame) == 4 and results.notes == [] and results.sources == [str(run)]
+
+
+class TestBootIds:
+    """Each file's boot id (``xferbench_run.boot_id``): which boot of the machine its rows came from."""
+
+    def test_each_run_keeps_the_boot_id_it_recorded_oldest_first(self, tmp_path):
+        late = run_file(tmp_path, "late", [xfer(nbytes=8)], when="2026-01-02T00:00:00", machine={"node": "m"})
+        early = run_file(tmp_path, "early", [xfer(nbytes=4)], when="2026-01-01T00:00:00", machine={"node": "m"})
+        for path, boot in ((late, "b-late"), (early, " a-early ")):
+            data = json.loads(path.read_text())
+            data["xferbench_run"] = {"boot_id": boot, "started": data["datetime"], "load": {}}
+            path.write_text(json.dumps(data))
+        assert list(load([late, early]).boot_ids.items()) == [("early", " a-early "), ("late", "b-late")]
+
+    @pytest.mark.parametrize("run", [None, {}, [], "x", {"boot_id": None}, {"boot_id": ""}, {"boot_id": "   "},
+                                     {"boot_id": 7}, {"boot_id": ["x"]}])
+    def test_a_run_without_a_boot_id_as_text_has_none(self, tmp_path, run):
+        path = run_file(tmp_path, "r", [xfer()])
+        data = json.loads(path.read_text())
+        if run is not None:
+            data["xferbench_run"] = run
+        path.write_text(json.dumps(data))
+        assert load([path]).boot_ids == {"r": None}

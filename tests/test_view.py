@@ -47,11 +47,6 @@ def _counting(monkeypatch):
     return seen
 
 
-@pytest.fixture
-def counts(monkeypatch):
-    return _counting(monkeypatch)
-
-
 @pytest.fixture(scope="module")
 def h200():
     return load(H200)
@@ -76,8 +71,9 @@ def test_each_fact_is_derived_once_per_page(h200_written):
     assert seen == {"fit_paths": 1, "largest_common_size": 1, "Fingerprint.of": 1}
 
 
-def test_the_cpu_page_derives_each_fact_once(counts, tmp_path):
-    results = load([SAMPLE])
+def test_the_cpu_page_derives_each_fact_once(monkeypatch, tmp_path):
+    results = load([SAMPLE])  # loading checks each file's fingerprint: not the page's
+    counts = _counting(monkeypatch)
     write_report(results, tmp_path / "index.html")
     assert counts == {"fit_paths": 1, "largest_common_size": 1, "Fingerprint.of": 1}
 
@@ -180,3 +176,22 @@ def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
 def test_a_view_of_rows_alone_has_one_instance_per_run():
     frame = pd.DataFrame({"run": ["x", "x", "y"]})
     assert [i.runs for i in RunView.of_rows(frame).instances] == [("x",), ("y",)]
+
+
+def test_a_scenario_section_reads_one_instance_and_says_which(h200):
+    """cuda_vs_to was measured in both H200 files (two boots); before the view its sentence set the full run's 1 MiB
+    cases beside quick-scenarios' 64 MiB ones. Now it reads the newest instance that measured the family."""
+    said = findings.scenario_findings(RunView.of(h200), "cuda_vs_to")
+    assert said[0] == (".cuda(i), .to('cuda:i') and .to(torch.device) differed by 23.0% at 64 MiB (slowest over fastest "
+                       "of the same size).")
+    assert said[-1].startswith("These sentences read instance 2 (quick-scenarios; no boot id recorded); 6 case(s) of "
+                               "this family measured in another machine instance")
+
+
+def test_the_page_names_each_instance_and_the_instance_of_every_row(h200_written, tmp_path):
+    html = h200_written[0].read_text()
+    assert '<p class="small" id="instances">Machine instances: instance 1 (full.json; no boot id recorded)' in html
+    table = html.split('id="results-table"')[1].split("</table>")[0]
+    assert table.count("<th>instance</th>") == 1 and table.count("<tr><td class=\"n\">2</td>") == 50
+    single = write_report(load([SAMPLE]), tmp_path / "index.html").read_text()
+    assert 'id="instances"' not in single and "<th>instance</th>" not in single

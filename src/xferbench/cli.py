@@ -53,6 +53,7 @@ def _report(args: argparse.Namespace) -> int:
     from .analyze.report.history import history_plots
     from .analyze.report.other_tools import classify, load_peers
     from .analyze.report.page import companions, write_report
+    from .analyze.view import RunView
     from .output import check_output
 
     given = [*args.results, *([args.history] if args.history else [])]
@@ -88,7 +89,7 @@ def _report(args: argparse.Namespace) -> int:
     else:
         results = load(suite)
     _say_incomplete(args.command, results.incomplete)
-    path = write_report(results, output, history=history, peers=peers)
+    path = write_report(RunView.of(results), output, history=history, peers=peers)  # the run's facts, derived once
     csv_path, markdown_path = companions(path)
     print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
     return 0

@@ -14,7 +14,7 @@ hang on it in ``ladders``. No torch here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -61,8 +61,6 @@ class RunView:
     """A loaded run and what the report derives from it, each computed on first use and kept."""
 
     results: Results
-    #: The ladders of controls of the run's costs (analyze/ladder.py), by call; empty until they are computed.
-    ladders: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, results: Results) -> RunView:
@@ -135,6 +133,17 @@ class RunView:
     def several_instances(self) -> bool:
         return len(self.instances) > 1
 
+    def newest_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
+        """``rows`` of one instance, the newest that measured any of them (so that nothing said of them divides
+        a figure of one boot by one of another), that instance, and how many rows of other instances were left."""
+        if not self.several_instances or rows.empty:
+            return rows, None, 0
+        numbers = rows["run"].astype(str).map(lambda run: getattr(self._instance_of_run.get(run), "number", 0))
+        newest = int(numbers.max())
+        kept = rows[numbers == newest]
+        left = len(rows) - len(kept)
+        return kept, (self.instances[newest - 1] if left and newest else None), left
+
     # -- what is derived ---------------------------------------------------------------------------------------
 
     @cached_property
@@ -185,6 +194,13 @@ class RunView:
     def cliff(self) -> dict[str, Any] | None:
         """Where .cpu() / .to('cpu') fall off a cliff (``cliff``), or None."""
         return cliff(self.rows)
+
+    @cached_property
+    def ladders(self) -> dict[str, Any]:
+        """The ladders of controls of the run's costs, by call (docs/design.md section 6: each step one factor
+        removed, read from a case of the same instance). Their computation lives in its own module
+        (analyze/ladder.py) and is hung here; until then a run has none."""
+        return {}
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

@@ -449,9 +449,15 @@ def why_measured(view: RunView) -> dict[str, str | None]:
 
 
 def scenario_findings(view: RunView, op: str) -> list[str]:
-    """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``)."""
-    rows = view.rows[view.rows["op"] == op]
+    """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``): those of
+    one machine instance, the newest that measured the family, and a word on the rows of another left out."""
+    rows, instance, left = view.newest_instance_rows(view.rows[view.rows["op"] == op])
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or finding is None:
         return []
-    return finding(rows)
+    said = finding(rows)
+    if instance is not None:
+        said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "
+                    "instance (another boot) are left out of them, never set against these (the figure and the table "
+                    "show them).")
+    return said

@@ -24,7 +24,7 @@ from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan, sentences
 from ..load.results import Results
 from ..view import RunView
-from .export import instances_line, to_csv, to_markdown
+from .export import frame_for_csv, instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines
 from .plots import Plot, as_plot, render, scenario_plot
@@ -104,7 +104,9 @@ def _machine_summary(machine_info: dict[str, Any], fingerprint: Fingerprint | No
     return summary
 
 
-def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def _table(view: RunView) -> list[dict[str, Any]]:
+    """Every row, in report order, with the number of the machine instance it came from (shown when there are several)."""
+    frame = frame_for_csv(view)[["instance"]].join(view.rows)
     ordered = frame.assign(_o=frame["op"].map(order_of)).sort_values(["_o", "path", "nbytes"])
     return ordered.drop(columns=["data", "_o"]).to_dict("records")
 
@@ -196,7 +198,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         peers=peer_rows,
         peer_lines=peer_lines,
         peer_plan=peer_plan,
-        table=_table(view.rows),
+        table=_table(view),
         machine=_machine_summary(view.machine_info, view.fingerprint),
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
         commit=view.results.commit_info,
