@@ -37,7 +37,6 @@ __all__ = [
     "out_of_memory_skips",
     "run_case",
     "verify",
-    "wedged",
 ]
 
 #: Small prime period: every element is exactly representable in every supported
@@ -59,11 +58,6 @@ class CopyMismatch(AssertionError):
 #: Accelerators with a copy stuck on them in this process (device -> the case it came from): their
 #: queued work never ends and nothing cancels it, so every later case on them would hang.
 _WEDGED: dict[str, str] = {}
-
-
-def wedged() -> dict[str, str]:
-    """The accelerators a stuck copy left unusable in this process, and the case each came from."""
-    return _WEDGED
 
 
 def refuse_stuck(devices: Sequence[str]) -> None:
