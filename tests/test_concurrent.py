@@ -210,7 +210,7 @@ class TestRun:
         backend = FakeBackend(gpus=3, stuck=True)
         with pytest.raises(Wedged, match="cuda:0 still had its copy queued"):
             run(both, FakeBenchmark(calls=1), backend)
-        assert transfers.wedged() == {"cuda:0": both.id, "cuda:1": both.id}
+        assert transfers._WEDGED == {"cuda:0": both.id, "cuda:1": both.id}
         with pytest.raises(CannotRun, match=f"cuda:1 has a stuck copy from {both.id}"):
             run(Concurrent("bidir", "h2d", "cpu", "cuda:1", MiB, ("cuda:1",)), FakeBenchmark(calls=1), backend)
 

@@ -1,9 +1,15 @@
-"""The docs pages that list what the code holds stay equal to it: the contract's fields, every module."""
+"""The docs pages that list what the code holds stay equal to it: the contract's fields, every module, every
+command and option (docs/commands.md's reference is generated from the parser, as asv builds its own)."""
 
+import argparse
+import importlib.util
 import re
 from pathlib import Path
 
+from xferbench import cli
 from xferbench.contract import IDENTITY, MEASURED
+from xferbench.measure.cases import PROFILES
+from xferbench.measure.session import journal, plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -45,3 +51,49 @@ def test_the_python_version_the_docs_state_is_pyproject_s():
         assert f"Python {required} or newer" in text, page
         stated = set(re.findall(r"Python (3\.\d+)(?:\+| or newer| or later)", text))
         assert stated == {required}, f"{page.name} states Python {stated}; pyproject.toml requires >={required}"
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_command_reference_is_what_the_parser_says():
+    """docs/commands.md's reference is generated from the argparse parser (python tools/reference_docs.py)."""
+    page = (DOCS / "commands.md").read_text()
+    assert page == _tool("reference_docs").current(page), "docs/commands.md is stale: run python tools/reference_docs.py"
+
+
+def test_the_cli_docstring_names_every_command():
+    from xferbench.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert cli.__doc__.splitlines()[0] == f"``xferbench {' | '.join(sub.choices)}``."
+
+
+class _Group:
+    """What pytest_addoption calls on pytest's parser and option group, recorded."""
+
+    def __init__(self):
+        self.flags = []
+
+    def getgroup(self, *args):
+        return self
+
+    def addoption(self, flag, **kwargs):
+        self.flags.append(flag)
+
+
+def test_the_options_page_lists_exactly_the_plugins_options():
+    group = _Group()
+    plugin.pytest_addoption(group)
+    journal.pytest_addoption(group)
+    page = (DOCS / "options.md").read_text()
+    assert re.findall(r"^\| `(--xfer-[\w-]+)` \|", page, flags=re.M) == group.flags
+
+
+def test_the_options_page_gives_each_profiles_sizes():
+    row = next(line for line in (DOCS / "options.md").read_text().splitlines() if line.startswith("| `--xfer-profile`"))
+    assert re.findall(r"`(quick|full)`: `([^`]+)`", row) == list(PROFILES.items())

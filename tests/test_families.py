@@ -2,7 +2,10 @@
 
 import dataclasses
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +214,14 @@ def test_a_toy_scenario_family_needs_one_record_one_object_and_one_bench_file(py
     assert sorted(frame["nbytes"]) == [2**20, 2**22] and set(frame["clock"]) == {"simulated"}
     html = build_html(load([out]))
     assert "Scenario: a toy staged copy" in html and "The toy moved 2 sizes." in html
+
+
+@pytest.mark.slow
+def test_the_2gpu_quick_plan_is_the_recorded_one():
+    """Every case the quick profile plans on the 2-GPU simulated spec, ids and order, is the recorded list
+    (tests/data/README.md): a move of the families' code plans exactly what it planned before."""
+    listed = subprocess.run([sys.executable, "-m", "pytest", "bench", "--collect-only", "-q", "-p", "no:cacheprovider",
+                             "--xfer-simulate=examples/sim-2gpu-pcie5-nvlink.toml"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert ids == (ROOT / "tests" / "data" / "sim-2gpu-quick-ids.txt").read_text().splitlines(), listed.stderr[-2000:]

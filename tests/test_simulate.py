@@ -368,16 +368,16 @@ class TestBackend:
         """Queued device work overlaps the host; a synchronize waits for it, then costs sync_us."""
         backend = SimBackend(self.spec())
         case = Case("h2d", "copy_", "cpu", "cuda:0", (250_000,), host_memory="pinned", non_blocking=True)
-        backend.charge(case)
+        backend.issue(*backend.plan(case))
         assert CLOCK.now == pytest.approx(4e-6)
-        backend.charge(case)  # queued behind the first copy
+        backend.issue(*backend.plan(case))  # queued behind the first copy
         assert CLOCK.now == pytest.approx(8e-6)
         backend.synchronize(0)
         assert CLOCK.now == pytest.approx(2 * (2e-6 + 1e6 / 10e9) + 4e-6 + 5e-6)
 
     def test_blocking_and_pageable_copies_wait(self):
         backend = SimBackend(self.spec())
-        backend.charge(Case("h2d", "to", "cpu", "cuda:1", (250_000,), host_memory="pageable", non_blocking=True))
+        backend.issue(*backend.plan(Case("h2d", "to", "cpu", "cuda:1", (250_000,), host_memory="pageable", non_blocking=True)))
         assert CLOCK.now == pytest.approx(4e-6 + 2e-6 + 1e6 / 10e9)
         assert backend.busy_until[0] == 0.0  # the other device is untouched
 

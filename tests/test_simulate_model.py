@@ -364,10 +364,10 @@ class TestIssue:
         sim.synchronize(1)
         assert sim.clock.now == pytest.approx(105e-6)
 
-    def test_charge_issues_the_plan(self):
+    def test_a_call_issued_as_planned(self):
         sim = backend()
         case = Case(**H2D, shape=nbytes(1 << 20), host_memory="pinned", non_blocking=True)
-        sim.charge(case)
+        sim.issue(*sim.plan(case))
         cost = sim.spec.paths["h2d_pinned"].seconds(1 << 20)
         assert sim.clock.now == 4e-6 and sim.busy_until[0] == pytest.approx(4e-6 + cost)
         assert sim.device_work[0] == pytest.approx(cost)

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from xferbench.measure.cases import peer_plan
-from xferbench.measure.hardware import machine
+from xferbench.measure.hardware import probe
 from xferbench.measure.hardware.devices import TorchBackend
 from xferbench.measure.hardware.topology import link_classes
 from xferbench.measure.session import plugin
@@ -44,7 +44,7 @@ def torch_backend(hip: str | None = None) -> TorchBackend:
 @pytest.fixture(autouse=True)
 def gpus_at_buses(monkeypatch):
     """torch's properties of GPU i: PCI bus BUSES[i] (what NVML and amdsmi are matched on)."""
-    monkeypatch.setattr(machine, "cuda_properties", lambda backend, index: gpu_props(BUSES[index]))
+    monkeypatch.setattr(probe, "cuda_properties", lambda backend, index: gpu_props(BUSES[index]))
 
 
 def nvswitch_box() -> types.ModuleType:
@@ -136,8 +136,8 @@ class TestNvidia:
         monkeypatch.setitem(sys.modules, "pynvml", nvml)
         classes = classes_of(Backend(8))
         # The fingerprint's nvlink_remote is unknown (None) too, so the peer roof is not known rather than "no NVLink".
-        assert machine.nvlinks(nvml, 0) == (0, None, None)
-        assert machine.nvlinks(pcie_two_sockets(), 0) == (0, None, {})
+        assert probe.nvlinks(nvml, 0) == (0, None, None)
+        assert probe.nvlinks(pcie_two_sockets(), 0) == (0, None, {})
         assert set(classes.values()) == {None}
         assert "NVML cannot tell where the NVLinks of cuda:0 go" in peer_plan(EIGHT, classes).reason
 

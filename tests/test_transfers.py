@@ -180,7 +180,7 @@ class TestRunCaseWithFakeGpus:
         with pytest.raises(Wedged, match="cuda:0 still had its copy queued"):
             run_case(peer, FakeBenchmark(calls=1), backend)
         assert ("wait", 0, timing.copy_deadline(16)) in backend.calls
-        assert transfers.wedged() == {"cuda:0": peer.id, "cuda:1": peer.id}
+        assert transfers._WEDGED == {"cuda:0": peer.id, "cuda:1": peer.id}
         assert ("empty_cache",) not in backend.calls  # freeing memory would wait for the stuck copy
         with pytest.raises(CannotRun, match=f"cuda:1 has a stuck copy from {peer.id}"):
             run_case(Case("d2d", "clone", "cuda:1", "cuda:1", (4,)), FakeBenchmark(calls=1), backend)
@@ -560,7 +560,7 @@ def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pyt
     assert any("h2d_all-64MiB-cpu->all:cuda: cuda:0 has" in line for line in stuck)
     assert "end" in lines[-1]
     assert (pytester.path / "run.json").exists()
-    assert set(transfers.wedged()) == {"cuda:0", "cuda:1"}
+    assert set(transfers._WEDGED) == {"cuda:0", "cuda:1"}
 
 
 class TestSimulatedCasesShareTheirBuffers:

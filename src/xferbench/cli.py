@@ -1,4 +1,4 @@
-"""``xferbench report | compare | calibrate | ab | history | check | info``.
+"""``xferbench report | history | compare | calibrate | ab | check | store | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -435,17 +435,6 @@ def _comment_output(args: argparse.Namespace) -> None:
     if storage is not None:
         raise UsageError(f"-o {args.output}: inside the storage folder {storage}; write the comment elsewhere")
     _only_own(args.output, _OUTPUT_START["store", "-o"], "-o")
-
-
-def _newest(path: Path) -> Path:
-    return latest_file(path) if path.is_dir() else path
-
-
-def latest_file(folder: Path) -> Path:
-    from .analyze.load.history import runs_in
-
-    runs = runs_in(folder)
-    return runs[-1][0]
 
 
 def build_parser() -> argparse.ArgumentParser:

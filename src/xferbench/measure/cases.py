@@ -48,8 +48,8 @@ NO_SIZE = (1,)
 
 
 class PlannedCase(Protocol):
-    """What every planned case is, whatever its family's kind (``Case``, ``scenarios.Scenario``,
-    ``concurrent.Concurrent``, ``distributed.DistCase``): a frozen record that names its family,
+    """What every planned case is, whatever its family's kind (``Case``, ``families.scenario.Scenario``,
+    ``families.concurrent.Concurrent``, ``distributed.DistCase``): a frozen record that names its family,
     has a pytest id, says how many bytes one call moves and which data-contract identity it has."""
 
     @property
@@ -172,15 +172,6 @@ def no_accelerator(op: str, devices: Sequence[str]) -> list[Planned]:
 
 def _no_accelerator(op: str, devices: Sequence[str]) -> Skipped:
     return Skipped(f"{op}-no-accelerator", f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}")
-
-
-def _host_and_accelerator_skip(op: str, devices: Sequence[str]) -> list[Planned]:
-    """The skip for a family that moves between host and accelerator, if it cannot run."""
-    if not accelerators(devices):
-        return no_accelerator(op, devices)
-    if "cpu" not in devices:
-        return [Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")]
-    return []
 
 
 def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] | Skipped:

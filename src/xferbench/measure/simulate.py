@@ -372,10 +372,6 @@ class SimBackend:
         queued = host_s + device_s if waits else max(host_s, device_s)
         return host_s + device_s + self.spec.sync_us * 1e-6 * len(touched), queued
 
-    def charge(self, case: Case) -> None:
-        """Advance the clocks by what one call of ``case`` costs on this machine."""
-        self.issue(*self.plan(case))
-
     def issue(self, host_s: float, index: int | None, device_s: float, waits: bool, stream: str | None = None) -> None:
         """One simulated call: the host pays ``host_s``; ``device_s`` of work starts when
         ``index``'s stream is free (none when ``index`` is None); a waiting call returns when

@@ -37,7 +37,6 @@ __all__ = [
     "out_of_memory_skips",
     "run_case",
     "verify",
-    "wedged",
 ]
 
 #: Small prime period: every element is exactly representable in every supported
@@ -62,7 +61,8 @@ _WEDGED: dict[str, str] = {}
 
 
 def wedged() -> dict[str, str]:
-    """The accelerators a stuck copy left unusable in this process, and the case each came from."""
+    """The accelerators a stuck copy left unusable in this process, and the case each came from: whatever would
+    synchronize implicitly (cudaFreeHost, empty_cache) checks it first."""
     return _WEDGED
 
 

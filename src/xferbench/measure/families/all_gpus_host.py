@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..cases import Skipped
-from ..hardware.machine import gpu_local_cpus, pci_bus_id
+from ..hardware.machine import gpu_local_cpus
+from ..hardware.probe import pci_bus_id
 from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
 from .concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda, streamed
 from .numa_nodes import near, numa_node_of

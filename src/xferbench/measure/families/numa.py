@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..hardware.machine import gpu_local_cpus, pci_bus_id
+from ..hardware.machine import gpu_local_cpus
+from ..hardware.probe import pci_bus_id
 from .base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, then_sync
 from .concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
 from .numa_nodes import bound_to, numa_cpus, numa_node_of

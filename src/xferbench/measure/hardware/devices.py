@@ -169,6 +169,8 @@ class TorchBackend:
     """The real backend: ``torch.accelerator`` where the installed torch has it."""
 
     simulated = False
+    #: Its devices are torch's own, so their properties can be read (probe.cuda_properties); a fake's are not.
+    torch_devices = True
 
     def __init__(self) -> None:
         import torch

@@ -17,20 +17,27 @@ from __future__ import annotations
 import os
 import platform
 import re
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .devices import DeviceBackend, TorchBackend, available_devices
+from .devices import DeviceBackend, available_devices
+from .probe import (
+    amdsmi_facts,
+    amdsmi_handles,
+    amdsmi_session,
+    cuda_properties,
+    nvml_affinity,
+    nvml_facts,
+    nvml_handle,
+    nvml_session,
+    pci_bus_id,
+    text,
+)
 
 __all__ = [
-    "NVLINK_GENERATIONS",
-    "amdsmi_handles",
-    "amdsmi_session",
     "cache_resident",
     "cpu_list",
-    "cuda_properties",
     "device_l2_bytes",
     "fingerprint",
     "glibc_version",
@@ -38,23 +45,10 @@ __all__ = [
     "host_cache_bytes",
     "load_snapshot",
     "machine_load",
-    "nvlink_generation",
-    "nvlinks",
-    "nvml_handle",
-    "nvml_session",
     "parse_cpu_list",
-    "pci_bus_id",
-    "clocks_and_link_now",
     "transparent_hugepage",
 ]
 
-#: NVML's ``nvmlNvlinkVersion_t`` (what nvmlDeviceGetNvLinkVersion returns) -> NVLink
-#: generation. The enum is not the generation: 6 is NVLink 4.0 (H100/H200).
-NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
-_HOPPER = 9  # NVML_DEVICE_ARCH_HOPPER
-_NVLINK_TO_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH (nvmlIntNvLinkDeviceType_t)
-#: NVML's errors past a GPU's last NVLink (INVALID_ARGUMENT, NOT_SUPPORTED); None: an error without a code.
-_NO_MORE_LINKS = (2, 3, None)
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
@@ -145,18 +139,6 @@ def machine_load(start: dict[str, Any] | None, stat: Path = PROC_STAT) -> dict[s
             "cpu_steal": steal, "cpu_others": others}
 
 
-def cuda_properties(backend: DeviceBackend, index: int) -> Any:
-    """torch's device properties of a real CUDA device (no context needed), else None."""
-    if backend.type != "cuda" or not isinstance(backend, TorchBackend):
-        return None
-    import torch
-
-    try:
-        return torch.cuda.get_device_properties(index)
-    except (RuntimeError, AssertionError):
-        return None
-
-
 def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
     if props is not None:
         memory: int | None = int(props.total_memory)
@@ -192,14 +174,6 @@ def device_l2_bytes(props: Any) -> int | None:
     """The GPU's L2 cache in bytes, from device properties where torch exposes it."""
     size = getattr(props, "L2_cache_size", None)
     return int(size) if size else None
-
-
-def pci_bus_id(props: Any) -> str | None:
-    """``0000:18:00.0``, the form sysfs and NVML both accept, from torch's PCI ids."""
-    try:
-        return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
-    except (AttributeError, TypeError, ValueError):
-        return None
 
 
 # --- host: caches, CPUs, NUMA ---------------------------------------------------------------------------------
@@ -334,26 +308,6 @@ def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None,
     return None if cache is None else nbytes <= cache
 
 
-# --- NVML -------------------------------------------------------------------------------------------------
-
-@contextmanager
-def nvml_session() -> Iterator[Any]:
-    """pynvml, initialized, or None when nvidia-ml-py or the driver is absent."""
-    try:
-        import pynvml
-    except ImportError:
-        yield None
-        return
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        yield None
-        return
-    try:
-        yield pynvml
-    finally:
-        pynvml.nvmlShutdown()
-
 
 def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
     """Fill driver, PCIe, NVLink, NUMA and clock facts from NVML; leave them None if it is absent."""
@@ -361,40 +315,13 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
         if pynvml is None:
             return
         info["nvml"] = True
-        info["driver"] = _text(pynvml.nvmlSystemGetDriverVersion())
+        info["driver"] = text(pynvml.nvmlSystemGetDriverVersion())
         for device, prop in zip(info["devices"], props, strict=True):
             handle = nvml_handle(pynvml, prop)
             if handle is None:
                 continue  # not matched: every NVML fact stays unknown rather than another GPU's
-            device.update(_nvml_facts(pynvml, handle))
-            device["_nvml_affinity"] = _nvml_affinity(pynvml, handle)
-
-
-@contextmanager
-def amdsmi_session() -> Iterator[Any]:
-    """amdsmi (ROCm's SMI library), initialized, or None when it is not installed or does not start."""
-    try:
-        import amdsmi
-    except ImportError:
-        yield None
-        return
-    try:
-        amdsmi.amdsmi_init()
-    except Exception:  # amdsmi raises its own AmdSmiException family; any failure leaves the facts unknown
-        yield None
-        return
-    try:
-        yield amdsmi
-    finally:
-        try:
-            amdsmi.amdsmi_shut_down()
-        except Exception:
-            pass
-
-
-def amdsmi_handles(amdsmi: Any) -> dict[str, Any]:
-    """amdsmi's GPU handles by PCI address (``0000:18:00.0``, as ``pci_bus_id`` writes it): the only safe match."""
-    return {_text(amdsmi.amdsmi_get_gpu_device_bdf(h)).lower(): h for h in amdsmi.amdsmi_get_processor_handles()}
+            device.update(nvml_facts(pynvml, handle))
+            device["_nvml_affinity"] = nvml_affinity(pynvml, handle)
 
 
 def _add_amdsmi(info: dict[str, Any], props: list[Any]) -> None:
@@ -408,31 +335,11 @@ def _add_amdsmi(info: dict[str, Any], props: list[Any]) -> None:
             for device, prop in zip(info["devices"], props, strict=True):
                 handle = handles.get(pci_bus_id(prop) or "")
                 if handle is not None:
-                    facts, driver = _amdsmi_facts(amdsmi, handle)
+                    facts, driver = amdsmi_facts(amdsmi, handle)
                     device.update(facts)
                     info["driver"] = info["driver"] or driver
         except Exception:
             return
-
-
-def _amdsmi_facts(amdsmi: Any, handle: Any) -> tuple[dict[str, Any], str | None]:
-    """A GPU's PCIe link and NUMA node, and the driver's version."""
-    def ask(call: str) -> Any:
-        try:
-            return getattr(amdsmi, call)(handle)
-        except Exception:
-            return None
-
-    pcie = ask("amdsmi_get_pcie_info") or {}
-    static, metric = pcie.get("pcie_static") or {}, pcie.get("pcie_metric") or {}
-    driver = ask("amdsmi_get_gpu_driver_info") or {}
-    node = ask("amdsmi_topo_get_numa_node_number")
-    return {
-        "pcie_max_generation": static.get("max_pcie_interface_version") or static.get("pcie_interface_version"),
-        "pcie_max_width": static.get("max_pcie_width"),
-        "pcie_width": metric.get("pcie_width"),
-        "numa_node": node if isinstance(node, int) and node >= 0 else None,
-    }, driver.get("driver_version")
 
 
 def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
@@ -453,121 +360,3 @@ def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
         device["host_numa_local"] = process <= affinity
 
 
-def nvml_handle(pynvml: Any, props: Any) -> Any:
-    """NVML's handle for the GPU torch describes in ``props``, or None.
-
-    NVML counts physical GPUs in PCI order, while CUDA orders them fastest first and
-    CUDA_VISIBLE_DEVICES hides or reorders them: the index means nothing across the
-    two, so the GPU is matched on its PCI address, then on its UUID, never by index.
-    """
-    bus_id = pci_bus_id(props)
-    if bus_id:
-        try:
-            return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-        except pynvml.NVMLError:
-            pass
-    uuid = getattr(props, "uuid", None)
-    if uuid:
-        text = str(uuid)
-        try:
-            return pynvml.nvmlDeviceGetHandleByUUID((text if text.startswith("GPU-") else f"GPU-{text}").encode())
-        except pynvml.NVMLError:
-            pass
-    return None
-
-
-def _ask(pynvml: Any, call: str, *args: Any) -> Any:
-    try:
-        return getattr(pynvml, call)(*args)
-    except (pynvml.NVMLError, AttributeError):
-        return None
-
-
-def nvlink_generation(pynvml: Any, handle: Any, enum: int) -> str | None:
-    """The NVLink generation behind NVML's version enum, e.g. 6 -> ``4.0``."""
-    generation = NVLINK_GENERATIONS.get(enum)
-    if generation == "5.0" and _ask(pynvml, "nvmlDeviceGetArchitecture", handle) == _HOPPER:
-        generation = "4.0"  # some drivers report 5.0 for Hopper, which has NVLink 4
-    return generation
-
-
-def _bus(nvml_bus_id: Any) -> str:
-    """NVML's ``00000000:18:00.0`` as ``pci_bus_id`` writes it: ``0000:18:00.0``."""
-    domain, rest = _text(nvml_bus_id).lower().split(":", 1)
-    return f"{int(domain, 16):04x}:{rest}"
-
-
-def _link_end(pynvml: Any, handle: Any, link: int) -> str | None:
-    """What an active NVLink joins: ``nvswitch``, the far GPU's PCI address, or None when NVML cannot say."""
-    if _ask(pynvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link) == _NVLINK_TO_SWITCH:
-        return "nvswitch"
-    far = _ask(pynvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
-    bus = getattr(far, "busId", None) or getattr(far, "busIdLegacy", None)
-    return _bus(bus) if bus else None
-
-
-def nvlinks(pynvml: Any, handle: Any) -> tuple[int, int | None, dict[str, int] | None]:
-    """A GPU's active NVLinks: how many, NVML's version enum of the first, and where they go (``nvswitch`` or a
-    GPU's PCI address -> links: a peer copy uses the links between its pair only). The map is None once a
-    link's far end is unknown, so that no pair is under-counted."""
-    links, enum = 0, None
-    remote: dict[str, int] | None = {}
-    for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
-        try:
-            if pynvml.nvmlDeviceGetNvLinkState(handle, link):
-                links += 1
-                enum = enum or pynvml.nvmlDeviceGetNvLinkVersion(handle, link)
-                end = _link_end(pynvml, handle, link)
-                remote = None if remote is None or end is None else remote | {end: remote.get(end, 0) + 1}
-        except pynvml.NVMLError as error:
-            # Past the GPU's last link (or a GPU without NVLink): NOT_SUPPORTED or INVALID_ARGUMENT. Any other
-            # failure before a link was found (NO_PERMISSION, UNKNOWN) leaves the links unknown, not absent.
-            if not links and getattr(error, "value", None) not in _NO_MORE_LINKS:
-                remote = None
-            break
-    return links, enum, remote
-
-
-def _nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
-    links, enum, remote = nvlinks(pynvml, handle)
-    memory_clock_mhz = _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_MEM)
-    bus_width = _ask(pynvml, "nvmlDeviceGetMemoryBusWidth", handle)
-    # Double data rate: two transfers per clock over the whole bus; reads and writes share it.
-    memory_peak = 2 * memory_clock_mhz * 1e6 * bus_width / 8 / 1e9 if memory_clock_mhz and bus_width else None
-    return {
-        "pcie_generation": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
-        "pcie_width": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
-        "pcie_max_generation": _ask(pynvml, "nvmlDeviceGetMaxPcieLinkGeneration", handle),
-        "pcie_max_width": _ask(pynvml, "nvmlDeviceGetMaxPcieLinkWidth", handle),
-        "nvlink_links": links,
-        "nvlink_version": None if enum is None else nvlink_generation(pynvml, handle, enum),
-        "nvlink_remote": remote,
-        "memory_peak_gbps": memory_peak,
-        "numa_node": _ask(pynvml, "nvmlDeviceGetNumaNodeId", handle),
-        "sm_clock_max_mhz": _ask(pynvml, "nvmlDeviceGetMaxClockInfo", handle, getattr(pynvml, "NVML_CLOCK_SM", 1)),
-        "memory_clock_max_mhz": memory_clock_mhz,
-    }
-
-
-def _nvml_affinity(pynvml: Any, handle: Any) -> set[int] | None:
-    """The CPUs NVML calls ideal for the GPU (its NUMA node), from 64-bit mask words."""
-    count = os.cpu_count() or 64
-    words = _ask(pynvml, "nvmlDeviceGetCpuAffinity", handle, (count + 63) // 64)
-    if words is None:
-        return None
-    cpus = {64 * w + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1}
-    return cpus or None
-
-
-def clocks_and_link_now(pynvml: Any, handle: Any) -> dict[str, int | None]:
-    """Clocks and PCIe link now (they drop when a GPU idles), for a benchmark's extra_info."""
-    return {
-        "sm_clock_mhz": _ask(pynvml, "nvmlDeviceGetClockInfo", handle, getattr(pynvml, "NVML_CLOCK_SM", 1)),
-        "memory_clock_mhz": _ask(pynvml, "nvmlDeviceGetClockInfo", handle, pynvml.NVML_CLOCK_MEM),
-        "pcie_generation_now": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkGeneration", handle),
-        "pcie_width_now": _ask(pynvml, "nvmlDeviceGetCurrPcieLinkWidth", handle),
-    }
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

@@ -10,11 +10,13 @@ No call here may fail a run: a library error makes its pair unknown.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cases import LinkClasses, Pair
-from . import machine
-from .devices import DeviceBackend, accelerator_index
+from . import probe
+
+if TYPE_CHECKING:
+    from .devices import DeviceBackend
 
 __all__ = ["AMD_LINK_TYPES", "PCIE_LEVELS", "link_classes"]
 
@@ -34,7 +36,7 @@ AMD_LINK_TYPES = {
     "AmdSmiLinkType": {"AMDSMI_LINK_TYPE_XGMI": "XGMI", "AMDSMI_LINK_TYPE_PCIE": "PCIe"},
     "AmdSmiIoLinkType": {"AMDSMI_IOLINK_TYPE_XGMI": "XGMI", "AMDSMI_IOLINK_TYPE_PCIEXPRESS": "PCIe"},
 }
-NVSWITCH = "nvswitch"  # machine._link_end's name for a link to an NVSwitch
+NVSWITCH = "nvswitch"  # probe._link_end's name for a link to an NVSwitch
 NVML_P2P_CAPS_INDEX_NVLINK = 2  # nvmlGpuP2PCapsIndex_t
 NVML_P2P_STATUS_OK = 0  # nvmlGpuP2PStatus_t
 
@@ -45,7 +47,7 @@ def link_classes(backend: DeviceBackend, gpus: Sequence[str], rocm: bool) -> Lin
     pairs = [(s, d) for s in gpus for d in gpus if s != d]
     if any(not g.startswith("cuda:") for g in gpus):
         return _unknown(pairs, f"the links of {backend.type} devices are not read")
-    props = {g: machine.cuda_properties(backend, _index(g)) for g in gpus}
+    props = {g: probe.cuda_properties(backend, _index(g)) for g in gpus}
     classes = _amdsmi_classes(pairs, props) if rocm else _nvml_classes(pairs, props)
     for (src, dst), cls in list(classes.items()):
         if cls is not None:
@@ -54,9 +56,8 @@ def link_classes(backend: DeviceBackend, gpus: Sequence[str], rocm: bool) -> Lin
 
 
 def _index(device: str) -> int:
-    index = accelerator_index(device)
-    assert index is not None  # only accelerators are paired
-    return index
+    """``cuda:i``'s index (only CUDA GPUs are paired here)."""
+    return int(device.rsplit(":", 1)[1])
 
 
 def _classified(pairs: Sequence[Pair], classify: Callable[[Pair], tuple[str | None, str | None]]) -> LinkClasses:
@@ -88,11 +89,11 @@ def _peer_access(backend: DeviceBackend, src: str, dst: str) -> str:
 # --- NVML -------------------------------------------------------------------------------------------------------
 
 def _nvml_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClasses:
-    with machine.nvml_session() as pynvml:
+    with probe.nvml_session() as pynvml:
         if pynvml is None:
             return _unknown(pairs, "no NVML (nvidia-ml-py is not installed, or NVML did not start)")
-        handles = {g: machine.nvml_handle(pynvml, p) for g, p in props.items()}
-        links = {g: machine.nvlinks(pynvml, h) for g, h in handles.items() if h is not None}
+        handles = {g: probe.nvml_handle(pynvml, p) for g, p in props.items()}
+        links = {g: probe.nvlinks(pynvml, h) for g, h in handles.items() if h is not None}
         return _classified(pairs, lambda pair: _nvml_class(pynvml, handles, links, props, pair))
 
 
@@ -106,11 +107,11 @@ def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tup
     (count, enum, remote), (far_count, _, far) = links[src], links[dst]
     if remote is None or far is None:
         return None, f"NVML cannot tell where the NVLinks of {src if remote is None else dst} go"
-    generation = machine.nvlink_generation(pynvml, handles[src], enum) if enum else None
+    generation = probe.nvlink_generation(pynvml, handles[src], enum) if enum else None
     name = f"NVLink {generation}" if generation else "NVLink"
     if remote.get(NVSWITCH) and far.get(NVSWITCH):
         return f"{name} x{min(remote[NVSWITCH], far[NVSWITCH])} via NVSwitch", None
-    direct = remote.get(machine.pci_bus_id(props[dst]) or "")
+    direct = remote.get(probe.pci_bus_id(props[dst]) or "")
     if direct:
         return f"{name} x{direct} direct", None
     if count and far_count and _nvlink_p2p(pynvml, handles[src], handles[dst]) is not False:
@@ -140,14 +141,14 @@ def _pcie_class(pynvml: Any, one: Any, other: Any) -> tuple[str | None, str | No
 # --- amdsmi (ROCm) ----------------------------------------------------------------------------------------------
 
 def _amdsmi_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClasses:
-    with machine.amdsmi_session() as amdsmi:
+    with probe.amdsmi_session() as amdsmi:
         if amdsmi is None:
             return _unknown(pairs, "no amdsmi (not installed, or it did not start)")
         try:
-            by_bus = machine.amdsmi_handles(amdsmi)
+            by_bus = probe.amdsmi_handles(amdsmi)
         except Exception as error:  # amdsmi's own AmdSmiException family
             return _unknown(pairs, f"amdsmi lists no GPUs: {error}")
-        handles = {g: by_bus.get(machine.pci_bus_id(p) or "") for g, p in props.items()}
+        handles = {g: by_bus.get(probe.pci_bus_id(p) or "") for g, p in props.items()}
         return _classified(pairs, lambda pair: _amdsmi_class(amdsmi, handles, pair))
 
 

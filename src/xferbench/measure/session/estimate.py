@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from ..cases import Case
+from .settings import configured
+from .settings import settings as settings_of
 
 __all__ = ["Estimate", "Rounds", "benchmark_seconds", "estimate", "estimate_lines", "outcome_lines"]
 
@@ -258,12 +260,10 @@ def _planned(items: Sequence[pytest.Item]) -> list[Any]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    from .plugin import _SETTINGS
-
     config = session.config
-    if _SETTINGS not in config.stash or not hasattr(config.option, "benchmark_max_time"):
+    if not configured(config) or not hasattr(config.option, "benchmark_max_time"):
         return
-    settings = config.stash[_SETTINGS]
+    settings = settings_of(config)
     found = estimate(_planned(session.items), settings.backend, Rounds.of(config))
     clock = getattr(settings.backend, "clock", None)  # the simulated machine's
     config.stash[_ESTIMATE] = (found, clock, clock.now if clock else 0.0, time.perf_counter())

@@ -10,19 +10,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from ...contract import machine_differences, simulation_mismatch
-from ...units import Size, format_size, parse_dtype, parse_sizes
+from ...units import format_size, parse_dtype, parse_sizes
 from ..cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
 from ..families.registry import SCENARIO_FAMILIES
 from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from ..hardware.machine import load_snapshot, machine_load
 from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
+from .settings import XferSettings, configured, settings, store
 from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
@@ -53,23 +53,10 @@ DEFAULT_MIN_TIME = "0.001"
 #: a simulated quick run within a minute. Cases on the host alone are timed as briefly.
 SIMULATED_MAX_TIME, SIMULATED_MIN_TIME = "0.02", "0.0001"
 
-_SETTINGS = pytest.StashKey["XferSettings"]()
-
-
 class XferHookspecs:
     @pytest.hookspec(firstresult=True)
     def pytest_xfer_make_backend(self, config: pytest.Config) -> DeviceBackend | None:
         """Return the device backend to measure with; tests return fakes here."""
-
-
-@dataclass(frozen=True)
-class XferSettings:
-    backend: DeviceBackend
-    devices: tuple[str, ...]
-    sizes: tuple[int | Size, ...]
-    dtypes: tuple[str, ...]
-    profile: str
-    peers: PeerPlan | None = None  # the peer family's pairs (--xfer-peer-pairs); None: every pair
 
 
 def _dtypes_option(text: str) -> list[str]:
@@ -201,8 +188,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config.option, "benchmark_save_data"):
         # xferbench compare tests significance on every round's time.
         config.option.benchmark_save_data = True
-    config.stash[_SETTINGS] = XferSettings(backend, tuple(devices), tuple(sizes),
-                                           tuple(config.getoption("xfer_dtypes")), profile, _peer_plan(config, backend, devices))
+    store(config, XferSettings(backend, tuple(devices), tuple(sizes), tuple(config.getoption("xfer_dtypes")), profile,
+                               _peer_plan(config, backend, devices)))
 
 
 def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[str]) -> PeerPlan | None:
@@ -232,10 +219,6 @@ def _check_environment() -> None:
     if numbers < MIN_PYTEST_BENCHMARK:
         raise pytest.UsageError(f"xferbench needs pytest-benchmark {'.'.join(map(str, MIN_PYTEST_BENCHMARK))} or "
                                 f"newer, found {found}; pip install -U pytest-benchmark")
-
-
-def settings(config: pytest.Config) -> XferSettings:
-    return config.stash[_SETTINGS]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -381,7 +364,7 @@ def xfer_dist(benchmark: Any, xfer_world: Any, request: pytest.FixtureRequest) -
 
 @pytest.hookimpl(optionalhook=True)  # so that -p no:benchmark reaches the clear message of pytest_configure
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
-    if _SETTINGS not in config.stash:
+    if not configured(config):
         return
     cache = config.stash.setdefault(_FINGERPRINT, {})
     if "value" not in cache:

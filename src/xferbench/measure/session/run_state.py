@@ -18,14 +18,9 @@ from typing import Any
 import pytest
 
 from ..hardware.devices import DeviceBackend, accelerator_index, available_devices
-from ..hardware.machine import (
-    cache_resident,
-    clocks_and_link_now,
-    cuda_properties,
-    device_l2_bytes,
-    host_cache_bytes,
-    nvml_handle,
-)
+from ..hardware.machine import cache_resident, device_l2_bytes, host_cache_bytes
+from ..hardware.probe import clocks_and_link_now, cuda_properties, nvml_handle
+from .settings import settings
 
 __all__ = ["RunState"]
 
@@ -71,8 +66,6 @@ def _open_nvml() -> Any:
 
 def _state(config: pytest.Config) -> RunState:
     if _STATE not in config.stash:
-        from .plugin import settings
-
         config.stash[_STATE] = gather(settings(config).backend)
     return config.stash[_STATE]
 
