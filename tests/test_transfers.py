@@ -217,6 +217,23 @@ class TestRunCaseWithFakeGpus:
             run_case(case, FakeBenchmark(calls=1), FakeBackend(gpus=3, fault=True))
         assert transfers.wedged() == {"cuda:2": case.id}
 
+    def test_a_fault_in_a_scenario_marks_its_gpus_too(self, monkeypatch):
+        """A scenario synchronizes plainly; the sticky error its synchronize raises marks its GPU as a copy's does."""
+        import dataclasses
+
+        from xferbench.measure import scenario_families, scenarios
+
+        monkeypatch.setattr(transfers, "_WEDGED", {})
+        monkeypatch.setattr(scenarios, "missing_cuda", lambda devices: None)  # the fake GPU counts as one
+        case = next(c for c in scenario_families.plan("sync_stall", ["cpu", "cuda:0"], "quick")
+                    if isinstance(c, scenarios.Scenario))
+        family = scenario_families.SCENARIO_FAMILIES[case.op]
+        monkeypatch.setitem(scenario_families.SCENARIO_FAMILIES, case.op,
+                            dataclasses.replace(family, prepare=lambda c, sync: scenarios.Prepared(sync)))
+        with pytest.raises(Wedged, match=r"^cuda:0: a CUDA error on its stream"):
+            scenario_families.run(case, FakeBenchmark(calls=1), FakeBackend(gpus=1, fault=True))
+        assert transfers.wedged() == {"cuda:0": case.id}
+
     def test_after_a_stuck_copy_no_memory_is_given_back_anywhere(self, monkeypatch):
         """cudaFree synchronizes implicitly, and torch's empty_cache frees on every device: once a copy is
         stuck, a later case elsewhere (here one that runs out of memory, whose handler frees) would hang on it."""

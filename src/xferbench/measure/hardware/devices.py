@@ -100,8 +100,8 @@ SPIN_MARGIN = 2.0
 SPIN_TRIES = 3
 #: The environment variable Kineto reads when a profiler session ends: "1" calls cuptiFinalize, which
 #: detaches CUPTI; otherwise CUPTI stays attached and slows every later CUDA call of the process
-#: (pytorch/pytorch#144455). Kineto has read the value "1" since pytorch/kineto#823 (torch >= 2.2), any
-#: value before it (torch 2.1): "1" detaches on every torch the suite supports.
+#: (pytorch/pytorch#144455). Kineto has torn down on the value "1" since pytorch/kineto#823 (October 2023), on
+#: any value before it: "1" detaches with every Kineto.
 TEARDOWN_CUPTI = "TEARDOWN_CUPTI"
 #: Windows of back-to-back calls per event measurement.
 EVENT_WINDOWS = 3
@@ -147,7 +147,7 @@ def poll(done: Callable[[], bool], seconds: float, clock: Callable[[], float] = 
     with a deadline. It spins as a synchronize does, so a timed call ends when its work does. A CUDA error
     from ``done()`` (an event's query on a faulted context) raises Wedged (``sticky_errors``)."""
     deadline = clock() + seconds
-    try:  # (inside peer copies' timed calls: a try costs nothing until it raises, a context manager ~1 µs)
+    try:  # (inside peer copies' timed calls: a try costs nothing until it raises, unlike a context manager)
         while not done():
             if clock() > deadline:
                 return False
@@ -189,7 +189,7 @@ class TorchBackend:
         return self._torch.cuda.device_count()
 
     def synchronize(self, index: int) -> None:
-        # Inside every timed call: a try costs nothing until it raises (a context manager would cost ~1 µs).
+        # Inside every timed call: a try costs nothing until it raises (unlike entering a context manager).
         accelerator = getattr(self._torch, "accelerator", None)
         try:
             if accelerator is not None and hasattr(accelerator, "synchronize"):
