@@ -213,7 +213,7 @@ class TestCommandLine:
         assert done.returncode == 0 and done.stderr == ""
         for word in run.COMMANDS:
             assert re.search(rf"^  {word} +\S", done.stdout, re.MULTILINE), word
-        assert "about 2 min" in done.stdout and "-k h2d" in done.stdout and "tests/test_store.py" in done.stdout
+        assert "75 s of benchmarks" in done.stdout and "-k h2d" in done.stdout and "tests/test_store.py" in done.stdout
 
     def test_unknown_word_is_a_usage_error(self, capsys):
         assert run.main(["benchmark"]) == 2
