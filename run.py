@@ -317,7 +317,7 @@ def bench(python: Path, args: list[str]) -> int:
         return 128 + signal.SIGTERM
     if not _saved_runs() - before:
         say(f"the benchmarks saved no run (pytest exit {code}); no report written")
-        return code or 2
+        return code
     report = write_report(python, [str(HISTORY)])
     return code or report
 
