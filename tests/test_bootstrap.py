@@ -318,6 +318,14 @@ class TestBenchStopped:
         assert run.bench(Path("python"), ["-k", "h2d"]) == 0
         assert capsys.readouterr().out == f"Report: {reports / 'index.html'}\n"
 
+    def test_a_run_that_saved_nothing_writes_no_report_and_keeps_pytest_s_code(self, reports, monkeypatch, capsys):
+        """-k matching nothing (pytest's 5), --collect-only (0): no report of an older run passes for this one."""
+        commands = []
+        monkeypatch.setattr(run, "child", lambda command: commands.append(command) or 5)
+        assert run.bench(Path("python"), ["-k", "nothing"]) == 5
+        assert len(commands) == 1
+        assert "the benchmarks saved no run (pytest exit 5); no report written" in capsys.readouterr().err
+
     def test_a_file_given_replaces_the_bench_folder(self):
         assert run._has_path(["bench/test_host.py", "-q"]) and not run._has_path(["-k", "h2d"])
 
