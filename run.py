@@ -43,19 +43,20 @@ TEST_ARGS = ("-n", "auto", "--dist", "loadfile", "-m", "not slow")
 SLOW_ARGS = ("-n", "0", "-m", "slow")
 LINT_DEPS = ("ruff", "import-linter", "mypy")
 
-#: word -> (what it does, how long it takes). The times are measured on a 2-core machine without a GPU.
+#: word -> (what it does, how long it takes), measured on a shared 2-core machine without a GPU (docs/install.md).
 COMMANDS = {
     "bench": ("run the benchmarks (the quick profile) and write reports/index.html; the last line names it",
-              "about 2 min without a GPU"),
-    "test": ("run the tests (CPU only; a GPU is never assumed), all but the slow tier", "about 5 min on 2 cores"),
+              "75 s of benchmarks without a GPU, then the report"),
+    "test": ("run the tests (CPU only; a GPU is never assumed), all but the slow tier",
+             "5 min on 2 idle cores, 23 min on busy ones"),
     "slow": ("run the slow tier of the tests: whole benchmark sessions, torchrun worlds", "about 11 min"),
-    "lint": ("ruff, import-linter and mypy", "about 1 min"),
+    "lint": ("ruff, import-linter and mypy", "25 s, once they are installed"),
     "tox": ("run tox with the arguments that follow (tox -e lint, tox -e mutation), from the same environment",
             "as the tox environment"),
     "python": ("print the path of the Python the commands run in", "seconds"),
 }
-FIRST_RUN = ("The first command also makes the environment: about 3 min and 1.4 GB here with the local CPU\n"
-             "build of torch (docs/install.md; a download can take longer).")
+FIRST_RUN = ("The first command also makes the environment (.venv, unless python3 is a venv or a conda env):\n"
+             "3 min in all for bench and 1.1 GB with a local CPU wheel of torch; more where torch is downloaded.")
 HELP = f"""usage: python3 run.py COMMAND [pytest arguments]
 
 The Quickstart: python3 run.py bench, then python3 run.py test.
@@ -316,7 +317,7 @@ def bench(python: Path, args: list[str]) -> int:
         return 128 + signal.SIGTERM
     if not _saved_runs() - before:
         say(f"the benchmarks saved no run (pytest exit {code}); no report written")
-        return code or 2
+        return code
     report = write_report(python, [str(HISTORY)])
     return code or report
 

@@ -213,7 +213,7 @@ class TestCommandLine:
         assert done.returncode == 0 and done.stderr == ""
         for word in run.COMMANDS:
             assert re.search(rf"^  {word} +\S", done.stdout, re.MULTILINE), word
-        assert "about 2 min" in done.stdout and "-k h2d" in done.stdout and "tests/test_store.py" in done.stdout
+        assert "75 s of benchmarks" in done.stdout and "-k h2d" in done.stdout and "tests/test_store.py" in done.stdout
 
     def test_unknown_word_is_a_usage_error(self, capsys):
         assert run.main(["benchmark"]) == 2
@@ -317,6 +317,14 @@ class TestBenchStopped:
         monkeypatch.setattr(run, "child", child)
         assert run.bench(Path("python"), ["-k", "h2d"]) == 0
         assert capsys.readouterr().out == f"Report: {reports / 'index.html'}\n"
+
+    def test_a_run_that_saved_nothing_writes_no_report_and_keeps_pytest_s_code(self, reports, monkeypatch, capsys):
+        """-k matching nothing (pytest's 5), --collect-only (0): no report of an older run passes for this one."""
+        commands = []
+        monkeypatch.setattr(run, "child", lambda command: commands.append(command) or 5)
+        assert run.bench(Path("python"), ["-k", "nothing"]) == 5
+        assert len(commands) == 1
+        assert "the benchmarks saved no run (pytest exit 5); no report written" in capsys.readouterr().err
 
     def test_a_file_given_replaces_the_bench_folder(self):
         assert run._has_path(["bench/test_host.py", "-q"]) and not run._has_path(["-k", "h2d"])
