@@ -67,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("distributed.json"), help="JSON to write (rank 0); must not exist")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--sizes", help="override the profile's sizes, e.g. 1KiB..64MiB:x4")
+    p.add_argument("--plan-only", action="store_true", help="form the world, print the cases and the estimate, and "
+                   "stop before measuring")
     add_to_argparse(p)
     # The helper rank of the world inside pytest; not for users.
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -191,6 +193,17 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
                            "--gpus-per-task=1), or --backend gloo for a CPU run")
 
 
+def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
+    """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
+    from ..estimate import dist_case_seconds
+
+    seconds = sum(dist_case_seconds(case.nbytes, rounds, warmup) for case in cases)
+    sizes = sorted({case.nbytes for case in cases})
+    span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "no sizes"
+    return (f"{len(cases)} cases on {world_size} ranks ({backend}, {span}, {rounds} rounds each): about "
+            f"{seconds / 60:.1f} min at the suite's per-call price on gloo (an upper bound for nccl)")
+
+
 def _nnodes(env: Mapping[str, str]) -> int | None:
     """The number of nodes the launcher was told of: torchrun's --nnodes (GROUP_WORLD_SIZE), or Slurm's."""
     for name in ("GROUP_WORLD_SIZE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"):
@@ -271,6 +284,11 @@ def run(args: argparse.Namespace) -> int:
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
+    if rank == 0:
+        print(f"{PROG}: {plan_line(cases, profile.warmup, args.rounds or profile.rounds, world_size, backend)}",
+              flush=True)
+    if args.plan_only:
+        return 0
     described = _describe_run(backend, world_size, nodes, notes, places) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records: list[Metadata] = []
