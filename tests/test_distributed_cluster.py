@@ -91,7 +91,9 @@ class TestTwoNodes:
         ranks = data["machine_info"]["xferbench"]["ranks"]  # the roll call: where each rank ran
         assert [(r["rank"], r["node"], r["local_rank"], r["device"]) for r in ranks] == [
             (0, "node0", 0, "cpu"), (1, "node0", 1, "cpu"), (2, "node1", 0, "cpu"), (3, "node1", 1, "cpu")]
-        assert all("cuda_visible_devices" in r for r in ranks)
+        assert all("cuda_visible_devices" in r and "nccl_env" in r for r in ranks)
+        fingerprints = data["machine_info"]["xferbench"]["node_fingerprints"]  # every node, not node 0 alone
+        assert sorted(fingerprints) == ["node0", "node1"] and all("xferbench" in f for f in fingerprints.values())
         assert {b["extra_info"]["op"] for b in data["benchmarks"]} == set(DIST_OPS)
         for bench in data["benchmarks"]:
             info = bench["extra_info"]

@@ -75,12 +75,18 @@ class TestSlurmBinding:
 
 
 class TestRollCall:
-    def test_each_rank_records_its_device_bus_id_and_visible_devices(self):
+    def test_each_rank_records_its_device_bus_id_and_visible_devices(self, tmp_path):
         cuda = SimpleNamespace(get_device_properties=lambda index: SimpleNamespace(
-            pci_domain_id=0, pci_bus_id=0x9a, pci_device_id=0))
-        place = rank_place("cuda:0", 5, cuda=cuda, env={"CUDA_VISIBLE_DEVICES": "5"})
-        assert place == {"local_rank": 5, "device": "cuda:0", "cuda_visible_devices": "5", "pci_bus_id": "0000:9a:00.0"}
-        assert rank_place("cpu", 0, env={}) == {"local_rank": 0, "device": "cpu", "cuda_visible_devices": None}
+            pci_domain_id=0, pci_bus_id=0x9a, pci_device_id=0), nccl=SimpleNamespace(version=lambda: (2, 21, 5)))
+        (tmp_path / "mlx5_0").mkdir()
+        (tmp_path / "mlx5_1").mkdir()
+        env = {"CUDA_VISIBLE_DEVICES": "5", "NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "WARN", "HOME": "/root"}
+        place = rank_place("cuda:0", 5, cuda=cuda, env=env, hcas=tmp_path)
+        assert place == {"local_rank": 5, "device": "cuda:0", "cuda_visible_devices": "5", "pci_bus_id": "0000:9a:00.0",
+                         "nccl_version": "2.21.5", "nccl_env": {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "mlx5_0"},
+                         "hcas": ["mlx5_0", "mlx5_1"]}
+        assert rank_place("cpu", 0, env={}, hcas=tmp_path / "none") == {
+            "local_rank": 0, "device": "cpu", "cuda_visible_devices": None, "nccl_env": {}, "hcas": []}
 
     def test_an_older_torch_without_bus_ids_records_none(self):
         cuda = SimpleNamespace(get_device_properties=lambda index: SimpleNamespace(name="GPU"))
@@ -107,3 +113,27 @@ class TestFreeMemory:
         monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 60 * gib)
         monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 14 * gib)
         assert free_bytes("cuda:0", 8) == 96 * gib
+
+
+class TestLaunchMatchesTheWorld:
+    """A world that formed otherwise than launched is named, not measured (it would exit 0 with ranks missing)."""
+
+    def test_ranks_per_node_that_differ_from_the_launch(self):
+        places = [{"per_node": 2, "nnodes": 2}] * 2 + [{"per_node": 2, "nnodes": 2}] * 3
+        with pytest.raises(DistributedError, match=r"^rank 2 on b was started as one of 2 ranks on its node, and 3 "
+                                                   r"joined from b; start every node with the same --nproc-per-node"):
+            torchrun_module.check_launch(["a", "a", "b", "b", "b"], places)
+
+    def test_nodes_that_differ_from_nnodes(self):
+        with pytest.raises(DistributedError, match=r"^rank 0 on a was started for 2 node\(s\) \(--nnodes\), and the "
+                                                   r"world holds ranks of 1: a;"):
+            torchrun_module.check_launch(["a", "a"], [{"per_node": 2, "nnodes": 2}] * 2)
+
+    def test_a_launch_as_told_passes(self):
+        torchrun_module.check_launch(["a", "a", "b", "b"], [{"per_node": 2, "nnodes": 2}] * 4)
+        torchrun_module.check_launch(["a", "b"], [{}, {}])  # a launcher that says nothing: nothing to check
+
+    @pytest.mark.parametrize(("env", "nnodes"), [({"GROUP_WORLD_SIZE": "2"}, 2), ({"SLURM_NNODES": "4"}, 4),
+                                                 ({"SLURM_JOB_NUM_NODES": "3"}, 3), ({}, None)])
+    def test_the_launchers_node_count(self, env, nnodes):
+        assert torchrun_module._nnodes(env) == nnodes

@@ -147,3 +147,24 @@ class TestHungWorld:
         assert (code0, code1) == (2, 2), text0
         assert ("xferbench.distributed: rank 1 on node1 stopped making progress during " in text0), text0
         assert len(load([out]).frame) == 2
+
+
+@pytest.mark.slow
+def test_a_hung_helper_is_found_within_a_step_not_the_whole_case(monkeypatch):
+    """The pytest world: rank 1 hangs before a 16 MiB all_reduce of 30 rounds, and rank 0's collective hangs rather
+    than raise (NCCL's way). The coordinator gives up one step's deadline after the last step any rank made, not
+    after all 123 calls' (which grows to an hour at 1 GiB)."""
+    from test_distributed import RecordingBenchmark
+    from xferbench.measure.distributed import DistCase, DistributedError, running_world
+    from xferbench.measure.distributed.options import PROFILES
+    from xferbench.measure.distributed.world import GRACE_S, call_deadline, step_deadline
+
+    monkeypatch.setenv(HANG_ENV, "1")
+    monkeypatch.setenv(FAULT_ENV, "1:stall")
+    case = DistCase("all_reduce", 16 * 2**20, "gloo", 2)
+    step = step_deadline(3, case, 4, 2) + GRACE_S
+    whole = call_deadline(3, case, 2 + 30 * 4 + 1) + GRACE_S
+    assert step < whole - 10  # the old deadline would say so in its message
+    with running_world("gloo", 3) as world:
+        with pytest.raises(DistributedError, match=rf"stopped answering within {step:.0f} s\b"):
+            world.run(case, RecordingBenchmark(), PROFILES["full"], 30)

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from ..session.journal import Journal
 
-__all__ = ["choose_device", "main", "validate"]
+__all__ = ["check_launch", "choose_device", "main", "validate"]
 
 PROG = "xferbench.distributed"
 
@@ -67,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("distributed.json"), help="JSON to write (rank 0); must not exist")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--sizes", help="override the profile's sizes, e.g. 1KiB..64MiB:x4")
+    p.add_argument("--plan-only", action="store_true", help="form the world, print the cases and the estimate, and "
+                   "stop before measuring")
     add_to_argparse(p)
     # The helper rank of the world inside pytest; not for users.
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -191,6 +193,45 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
                            "--gpus-per-task=1), or --backend gloo for a CPU run")
 
 
+def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
+    """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
+    from ..estimate import dist_case_seconds
+
+    seconds = sum(dist_case_seconds(case.nbytes, rounds, warmup) for case in cases)
+    sizes = sorted({case.nbytes for case in cases})
+    span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "no sizes"
+    return (f"{len(cases)} cases on {world_size} ranks ({backend}, {span}, {rounds} rounds each): about "
+            f"{seconds / 60:.1f} min at the suite's per-call price on gloo (an upper bound for nccl)")
+
+
+def _nnodes(env: Mapping[str, str]) -> int | None:
+    """The number of nodes the launcher was told of: torchrun's --nnodes (GROUP_WORLD_SIZE), or Slurm's."""
+    for name in ("GROUP_WORLD_SIZE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"):
+        with contextlib.suppress(KeyError, ValueError):
+            return int(env[name])
+    return None
+
+
+def check_launch(nodes: Sequence[str], places: Sequence[Mapping[str, Any]]) -> None:
+    """The world that formed is the one every rank was launched for: as many nodes as each was told
+    (--nnodes), as many ranks on each node as it was told (--nproc-per-node, --ntasks-per-node).
+    A world that formed otherwise would measure, and exit 0, with ranks or nodes missing."""
+    from collections import Counter
+
+    counts = Counter(nodes)
+    for rank, (node, place) in enumerate(zip(nodes, places, strict=True)):
+        said = place.get("per_node")
+        if said is not None and said != counts[node]:
+            raise DistributedError(f"rank {rank} on {node} was started as one of {said} ranks on its node, and "
+                                   f"{counts[node]} joined from {node}; start every node with the same "
+                                   "--nproc-per-node (srun: --ntasks-per-node) as the ranks it runs")
+        told = place.get("nnodes")
+        if told is not None and told != len(counts):
+            raise DistributedError(f"rank {rank} on {node} was started for {told} node(s) (--nnodes), and the "
+                                   f"world holds ranks of {len(counts)}: {', '.join(sorted(counts))}; start every "
+                                   "node with the same --nnodes")
+
+
 def _leave() -> None:
     """Leave the process group if this rank is in one (its peers then fail fast, not at the timeout)."""
     import torch.distributed as dist
@@ -211,7 +252,9 @@ def run(args: argparse.Namespace) -> int:
     sizes = validate(args, rank, world_size, free)
     profile = PROFILES[args.profile]
     address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-    place = rank_place(device, local_rank)
+    # the first rank of each node fingerprints its node: every node of the run is described, not node 0 alone
+    place = rank_place(device, local_rank) | {"per_node": per_node, "nnodes": _nnodes(os.environ)} | (
+        {"fingerprint": _node_fingerprint()} if local_rank == 0 else {})
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
         everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
@@ -221,6 +264,7 @@ def run(args: argparse.Namespace) -> int:
                                f"{first_line(error)}") from None
     check_same_settings(everyone)
     nodes = [node for node, _ in everyone]
+    check_launch(nodes, places)
     check_own_gpus(nodes, places)
     notes = []
     if args.mem_fraction:
@@ -240,6 +284,11 @@ def run(args: argparse.Namespace) -> int:
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
+    if rank == 0:
+        print(f"{PROG}: {plan_line(cases, profile.warmup, args.rounds or profile.rounds, world_size, backend)}",
+              flush=True)
+    if args.plan_only:
+        return 0
     described = _describe_run(backend, world_size, nodes, notes, places) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
     records: list[Metadata] = []
@@ -381,10 +430,19 @@ def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[s
     from ..hardware.machine import fingerprint
 
     machine = machine_info()
-    machine["xferbench"] = fingerprint(TorchBackend()) | {"world_size": world_size, "backend": backend,
-                                                         "nodes": sorted(set(nodes)), "notes": notes,
-                                                         "ranks": places}
+    machine["xferbench"] = fingerprint(TorchBackend()) | {
+        "world_size": world_size, "backend": backend, "nodes": sorted(set(nodes)), "notes": notes,
+        "ranks": [{k: v for k, v in place.items() if k != "fingerprint"} for place in places],
+        "node_fingerprints": {place["node"]: place["fingerprint"] for place in places if "fingerprint" in place}}
     return {"machine_info": machine, "commit_info": commit_info()}
+
+
+def _node_fingerprint() -> dict[str, Any]:
+    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it."""
+    from ..hardware.devices import TorchBackend
+    from ..machine import fingerprint
+
+    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend())}
 
 
 def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:

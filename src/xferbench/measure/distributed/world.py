@@ -322,15 +322,15 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
 def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations: int, warmup: int, *,
                 per_node: int = 1, timeout_s: float | None = None,
                 build: Callable[[DistCase, int, str], Operation] | None = None,
-                progress: Callable[[], None] | None = None) -> Timed:
+                progress: Callable[[], None] | None = None, watched: bool = True) -> Timed:
     """This rank's part of ``case``: allocate (or skip everywhere), time it, then check what it
     delivered (on every rank). ``per_node``: the ranks sharing this host's memory; ``timeout_s``:
     the base of the wait for peers, scaled to the payload (a big gloo call is no dead rank).
-    ``progress``: told of each step, where a host-side deadline per step watches the rank
-    (watch.py); the process group's timeout (NCCL's watchdog) then comes WATCHDOG_MARGIN_S later."""
+    ``progress``: told of each step; ``watched``, a host-side deadline per step watches the rank
+    (watch.py), and the process group's timeout (NCCL's watchdog) then comes WATCHDOG_MARGIN_S later."""
     if timeout_s is not None:
-        _set_timeout(call_deadline(timeout_s, case) if progress is None
-                     else step_deadline(timeout_s, case, iterations, warmup) + WATCHDOG_MARGIN_S)
+        _set_timeout(step_deadline(timeout_s, case, iterations, warmup) + WATCHDOG_MARGIN_S
+                     if progress is not None and watched else call_deadline(timeout_s, case))
     step = progress or (lambda: None)
     gather = _hang_on_error(exchange(device, case.world_size))
     op = _allocate(case, rank, device, gather, per_node, build or operation)
@@ -379,20 +379,34 @@ def roll_call(world_size: int, settings: object, node_id: str | None = None, pla
     return labels, places
 
 
-def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None) -> dict[str, Any]:
+def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None,
+               hcas: Path = Path("/sys/class/infiniband")) -> dict[str, Any]:
     """Where this rank runs, for the roll call: its device, the GPU's PCI bus id (which tells apart
-    two ranks that each call their GPU cuda:0), and CUDA_VISIBLE_DEVICES as the launcher set it.
-    ``cuda`` defaults to torch's, ``env`` to os.environ; tests pass fakes."""
+    two ranks that each call their GPU cuda:0), CUDA_VISIBLE_DEVICES as the launcher set it, the
+    NCCL_* variables it runs with (they choose NCCL's network, algorithms and channels), its host's
+    InfiniBand/RoCE adapters, and on a GPU the NCCL version torch runs. ``cuda`` defaults to
+    torch's, ``env`` to os.environ; tests pass fakes."""
     env = os.environ if env is None else env
     place: dict[str, Any] = {"local_rank": local_rank, "device": device,
-                             "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES")}
+                             "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES"),
+                             "nccl_env": {k: str(v) for k, v in sorted(env.items()) if k.startswith("NCCL_")},
+                             "hcas": sorted(entry.name for entry in hcas.iterdir()) if hcas.is_dir() else []}
     if device.startswith("cuda"):
         if cuda is None:
             import torch
 
             cuda = torch.cuda
         place["pci_bus_id"] = pci_bus_id(cuda.get_device_properties(int(device.partition(":")[2] or 0)))
+        place["nccl_version"] = _nccl_version(cuda)
     return place
+
+
+def _nccl_version(cuda: Any) -> str | None:
+    """``2.21.5`` (torch.cuda.nccl.version() is a tuple, or an int on old torch); None where unknown."""
+    with contextlib.suppress(Exception):
+        version = cuda.nccl.version()
+        return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+    return None
 
 
 def pci_bus_id(properties: Any) -> str | None:
@@ -608,9 +622,12 @@ class World:
             return self.gpus[rank]
         return rank_device(self.backend, rank, _gpu_count())
 
-    def _collect(self, deadline: float) -> dict[int, dict[str, Any]]:
+    def _collect(self, deadline: float, step_s: float | None = None) -> dict[int, dict[str, Any]]:
         """One answer from every rank, until ``deadline``; sooner when a rank failed (then the
-        others get GRACE_S to say why). A rank gone without answering has no entry."""
+        others get GRACE_S to say why). A rank gone without answering has no entry. With
+        ``step_s``, each step a rank reports ({"progress": n}) moves the deadline to ``step_s``
+        from then: a long case that moves on is no hung rank, and a hung one is found within a
+        step, not within the whole case (NCCL raises nothing: only this deadline ends it)."""
         answers: dict[int, dict[str, Any]] = {}
         failed_at: float | None = None
         while len(answers) < self.size and time.monotonic() < deadline:
@@ -618,8 +635,12 @@ class World:
                 break
             self._pump(min(0.2, max(0.0, deadline - time.monotonic())))
             for rank, channel in self.channels.items():
-                if rank not in answers and channel.inbox:
-                    answers[rank] = channel.inbox.pop(0)
+                while rank not in answers and channel.inbox:
+                    message = channel.inbox.pop(0)
+                    if "progress" not in message:
+                        answers[rank] = message
+                    elif step_s is not None:
+                        deadline = max(deadline, time.monotonic() + step_s)
             failed = [r for r, a in answers.items() if "error" in a] + self._gone(answers)
             if failed and failed_at is None:
                 failed_at = time.monotonic()
@@ -708,13 +729,14 @@ class World:
         rounds, iterations, warmup = rounds or profile.rounds, calls_for(case.nbytes), profile.warmup
         if getattr(benchmark, "disabled", False):  # --benchmark-disable: run it once, record nothing
             rounds, iterations, warmup = 1, 1, 0
-        within = call_deadline(self.timeout_s, case, warmup + rounds * iterations + 1) + GRACE_S
+        # each step (the warm-up, a round, the check) may take this long; a rank reports each step it makes
+        within = step_deadline(self.timeout_s, case, iterations, warmup) + GRACE_S
         message = {"case": asdict(case), "rounds": rounds, "iterations": iterations, "warmup": warmup}
         for channel in self.channels.values():
             with contextlib.suppress(OSError):  # a rank gone is found by _collect
                 channel.send(message)
         try:
-            answers = self._collect(time.monotonic() + within)
+            answers = self._collect(time.monotonic() + within, within)
         except KeyboardInterrupt:  # Ctrl-C reached pytest only: the ranks would run the case on, or wait in it
             self.broken = "interrupted"
             for helper in self.helpers:
@@ -826,7 +848,8 @@ def _serve(channel: Channel, args: argparse.Namespace, device: str, fault: tuple
                 raise RuntimeError(f"injected failure of rank {args.rank} ({FAULT_ENV})")
             build = _injected_oom if kind == "oom" else None
             timed = run_on_rank(case, args.rank, device, message["rounds"], message["iterations"], message["warmup"],
-                                per_node=args.world_size, timeout_s=args.timeout, build=build)
+                                per_node=args.world_size, timeout_s=args.timeout, build=build,
+                                progress=lambda: channel.send({"progress": True}), watched=False)
             channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members),
                           "call_seconds": timed.call_seconds})
         except CaseSkipped as skipped:

@@ -149,10 +149,16 @@ def _distributed(item: Any) -> bool:
 def _distributed_seconds(item: Any, rounds: Rounds) -> float:
     """A distributed case's seconds (distributed.world.World.run): its warm-up calls, its rounds of
     ``calls_for(nbytes)`` calls each and one verified call."""
+
+    return dist_case_seconds(int(getattr(item, "nbytes", 0) or 0), rounds.dist_rounds, rounds.dist_warmup)
+
+
+def dist_case_seconds(nbytes: int, rounds: int, warmup: int) -> float:
+    """One distributed case's seconds at the suite's per-call price (gloo's, so an upper bound for nccl): its
+    warm-up calls, its rounds of ``calls_for(nbytes)`` calls each and one verified call."""
     from ..distributed.operations import calls_for
 
-    nbytes = int(getattr(item, "nbytes", 0) or 0)
-    calls = rounds.dist_warmup + rounds.dist_rounds * calls_for(nbytes) + 1
+    calls = warmup + rounds * calls_for(nbytes) + 1
     return calls * (DIST_CALL_S + nbytes / (DIST_GBPS * 1e9))
 
 
