@@ -195,7 +195,7 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
 
 def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
     """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
-    from ..estimate import dist_case_seconds
+    from ..session.estimate import dist_case_seconds
 
     seconds = sum(dist_case_seconds(case.nbytes, rounds, warmup) for case in cases)
     sizes = sorted({case.nbytes for case in cases})
@@ -440,7 +440,7 @@ def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[s
 def _node_fingerprint() -> dict[str, Any]:
     """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it."""
     from ..hardware.devices import TorchBackend
-    from ..machine import fingerprint
+    from ..hardware.machine import fingerprint
 
     return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend())}
 
