@@ -30,11 +30,9 @@ from ..model import (
 
 __all__ = [
     "FINDINGS",
-    "SPLIT_PARTS",
     "at_a_glance",
     "cliff",
     "cliff_cause",
-    "cpu_split",
     "findings",
     "pinning_break_even",
     "why_measured",
@@ -133,61 +131,11 @@ def the_fix(frame: pd.DataFrame) -> str | None:
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
-#: The cases one .cpu() call is split into, in call order: (part, what measures it, how to find it in the rows).
-#: Each is its own benchmark of the same run at the same size; none is estimated.
-SPLIT_PARTS = (
-    ("allocation + first touch", "the quicker of torch.zeros / torch.ones on cpu (allocates and writes every byte)",
-     {"op": "create", "src": "cpu", "method": ("zeros", "ones")}),
-    ("staging copy", "single-thread host memcpy (host copy_ single_thread: the driver copies out of its bounce "
-     "buffer on one thread)", SINGLE_THREAD),
-    ("DMA", "device time of a pinned non-blocking copy to the host (d2h pinned non-blocking copy_)",
-     {"op": "d2h", "host_memory": "pinned", "non_blocking": True}),
-)
-
-
 def _matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
     rows = frame
     for column, value in match.items():
         rows = rows[rows[column].isin(value) if isinstance(value, tuple) else rows[column] == value]
     return rows
-
-
-#: Why a part is not in the bar: the run lacks its case, or (simulated machine) its case ran on the real CPU
-#: while the spec prices the call, so it is no part of it (as ``model.roofs`` draws no host roof there).
-NOT_MEASURED = "Not measured in this run"
-NOT_SIMULATED = "Left out on the simulated machine (measured on this CPU, while the spec prices the call)"
-
-
-def cpu_split(frame: pd.DataFrame, simulated: bool = False) -> dict[str, Any] | None:
-    """One .cpu() (else .to('cpu')) into new pageable memory at the largest size it was measured, split into the
-    parts of ``SPLIT_PARTS`` measured at that size in the same run; what they leave is the "not attributed" rest
-    (total - measured parts, the wait and whatever no case isolates). None without such a call."""
-    down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable")
-                 & frame["method"].isin(USUAL_WAY_BACK) & ~frame["non_blocking"].astype(bool)]
-    if down.empty:
-        return None
-    call = "cpu" if (down["method"] == "cpu").any() else "to"
-    rows = down[down["method"] == call]
-    size = int(rows["nbytes"].max())
-    total = rows[rows["nbytes"] == size].iloc[0]
-    parts: list[dict[str, Any]] = []
-    missing: list[dict[str, str]] = []
-    for part, what, match in SPLIT_PARTS:
-        found = _matching(frame[frame["nbytes"] == size], match)
-        if part == "DMA":  # the device's own time of the copy: only rows that have one
-            found = found[pd.to_numeric(found["device_seconds"], errors="coerce") > 0]
-            found = found.assign(median_s=found["device_seconds"].astype(float))
-        if found.empty or (simulated and part != "DMA"):
-            missing.append({"part": part, "what": what, "why": NOT_SIMULATED if simulated else NOT_MEASURED})
-            continue
-        best = found.loc[found["median_s"].idxmin()]
-        parts.append({"part": part, "what": what, "seconds": float(best["median_s"]),
-                      "case": f"{best['path']}, {format_bytes(size)}"})
-    measured = sum(p["seconds"] for p in parts)
-    faults = pd.to_numeric(pd.Series([total.get("minor_faults_per_call")]), errors="coerce").iloc[0]
-    return {"call": ".cpu()" if call == "cpu" else ".to('cpu')", "size": size, "total": float(total["median_s"]),
-            "case": f"{total['path']}, {format_bytes(size)}", "parts": parts, "missing": missing,
-            "rest": float(total["median_s"]) - measured, "faults": None if pd.isna(faults) else float(faults)}
 
 
 #: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.

@@ -26,7 +26,7 @@ from ..model import fit_paths, practical_ceiling, roofs
 from .export import to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines
-from .plots import Plot, as_plot, render, scenario_plot
+from .plots import Plot, as_plot, ladder_table, render, scenario_plot
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "write_atomic", "write_report"]
 
@@ -47,7 +47,7 @@ _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v i
 
 
 #: The figures of this run's GPU-to-CPU story, drawn right after the key findings.
-STORY = ("bandwidth-d2h", "cpu-split")
+STORY = ("bandwidth-d2h", "ladder")
 
 
 def is_simulated(results: Results) -> bool:
@@ -180,6 +180,7 @@ def _render(results: Results, history: list[Plot] | None, extra_sections: list[d
         findings=key_findings,
         plots=[plot for plot in drawn if plot.key not in STORY],
         story=story,
+        ladder=ladder_table(frame),
         glance=at_a_glance(frame),
         why=why_measured(frame),
         history=_svg(history or []),

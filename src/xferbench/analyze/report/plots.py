@@ -32,9 +32,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from ...contract import Fingerprint
 from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
+from ..ladder import Ladder, ladders, percent
 from ..model import (
     COPY_TOUCHES,
     Fit,
@@ -46,9 +46,9 @@ from ..model import (
     practical_ceiling,
     roofs,
 )
-from .findings import cliff, cliff_cause, cpu_split
+from .findings import cliff, cliff_cause
 
-__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
+__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render", "scenario_plot", "tip", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -511,66 +511,85 @@ def wall_vs_device(frame: pd.DataFrame) -> Figure | str:
     return fig
 
 
-_SPLIT_COLOURS = {"allocation + first touch": "tab:orange", "staging copy": "tab:gray", "DMA": "tab:red"}
+#: Each factor a ladder step removes, in one colour in every ladder; a step the run cannot tell from zero is hatched.
+_FACTOR_COLOURS = {"fresh": "tab:orange", "staging": "tab:gray", "launch": "tab:blue", "DMA": "tab:red",
+                   "copy": "tab:green"}
 
 
-def split_labels(split: dict[str, Any], simulated: bool = False) -> list[str]:
-    """The bar's segment labels, in order: each measured part with the case it was read from, then the rest."""
-    tag = " (simulated)" if simulated else ""
-    labels = [f"{part['part']}: {format_seconds(part['seconds'])} ({part['seconds'] / split['total']:.0%}), "
-              f"from {part['case']}{tag if part['part'] == 'DMA' else ''}" for part in split["parts"]]
-    if split["rest"] > 0:
-        labels.append(f"not attributed (total − measured parts): {format_seconds(split['rest'])} "
-                      f"({split['rest'] / split['total']:.0%})")
-    else:  # the parts were measured apart; together they took longer than the call, so they overlap in it
-        labels.append(f"nothing left to attribute: the measured parts exceed the call by {format_seconds(-split['rest'])}"
-                      " (they overlap in it)")
-    return labels
+def _factor_colour(factor: str) -> str:
+    for word, colour in _FACTOR_COLOURS.items():
+        if word in factor:
+            return colour
+    return "tab:purple"
 
 
-def cpu_time_split(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
-    """One .cpu() at its largest size as a bar of the parts measured apart in the same run (findings.cpu_split),
-    each labelled with its case, and the rest drawn as not attributed; never an estimated part."""
-    simulated = Fingerprint.of(machine_info).simulated
-    split = cpu_split(frame, simulated)
-    if split is None:
-        return "No .cpu() / .to('cpu') into new pageable memory was measured."
-    if not split["parts"]:
-        return (f"no part of {split['call']} at {format_bytes(split['size'])} could be read from a case of this run "
-                f"({'; '.join(m['what'] for m in split['missing'])}).")
-    labels = split_labels(split, simulated)
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.55, 1.5))
-    left, handles = 0.0, list[Artist]()
-    for part, label in zip(split["parts"], labels, strict=False):
-        bar = ax.barh([0], [part["seconds"] * 1e3], left=left, color=_SPLIT_COLOURS[part["part"]], edgecolor="white")
-        tip(bar.patches[0], [f"{label}\n{part['what']}"])
-        handles.append(bar.patches[0])
-        left += part["seconds"] * 1e3
-    if split["rest"] > 0:
-        bar = ax.barh([0], [split["rest"] * 1e3], left=left, color="white", edgecolor="0.45", hatch="//")
-        tip(bar.patches[0], [labels[-1]])
-        handles.append(bar.patches[0])
-    else:
-        handles.append(ax.axvline(split["total"] * 1e3, color="black", ls="--", lw=1))
-    ax.set_yticks([0], [mathtext_safe(f"{split['call']} {format_bytes(split['size'])}")])
-    ax.set_xlim(0, max(left, split["total"] * 1e3) * 1.02)
-    ax.set_xlabel(mathtext_safe(f"ms; the call: {split['case']}, median {format_seconds(split['total'])}"), fontsize=8)
+def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> None:
+    """One ladder as a bar of its steps and its bottom rung: each segment the difference of two medians of the run,
+    so the segments add up to the call; a step whose interval holds zero is drawn hatched, without a share."""
+    left, total = 0.0, ladder.top.median_s
+    steps = [*ladder.steps, None]
+    for (factor, seconds, _low, _high, told), step in zip(ladder.parts(), steps, strict=True):
+        width = max(seconds, 0.0) * 1e3
+        colour = _factor_colour(factor)
+        bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else
+                      "white", hatch=None if told else "//")
+        label = ladder.sentence(step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
+        what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
+        tip(bar.patches[0], [label + what])
+        if told and seconds / total >= 0.09:
+            ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
+        legend.setdefault(factor if told else "can't tell (interval holds zero)", bar.patches[0])
+        left += width
+
+
+def ladder_figure(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
+    """Every ladder of the run (analyze/ladder.py), one bar each, in ms, labelled with its call, size and run."""
+    found = ladders(frame)
+    if not found:
+        return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
+                "buffer, or host clone() with copy_).")
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.42 * len(found) + 0.9))
+    legend: dict[str, Artist] = {}
+    for y, ladder in enumerate(found):
+        _ladder_bar(ax, y, ladder, legend)
+    ax.set_yticks(range(len(found)), [mathtext_safe(f"{ladder.top.label}, {format_bytes(ladder.size)} "
+                                                    f"({format_seconds(ladder.top.median_s)})") for ladder in found])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms: each segment is one rung's median minus the next one's (same run, same size)", fontsize=8)
     ax.tick_params(labelsize=8)
-    fig.legend(handles, [mathtext_safe(textwrap.fill(label, 62)) for label in labels], loc="center left",
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(list(legend.values()), [mathtext_safe(textwrap.fill(label, 48)) for label in legend], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
     fig.tight_layout()
     return fig
 
 
-def _split_caption(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str:
-    """What the bar could not measure in this run, and the faults per call where the rows carry them."""
-    split = cpu_split(frame, Fingerprint.of(machine_info).simulated)
-    if split is None:
-        return ""
-    text = "".join(f" {m['why']}, so inside 'not attributed': the {m['part']}, a {m['what']}." for m in split["missing"])
-    if split["faults"] is not None:
-        return text + f" The call itself faulted {split['faults']:,.0f} pages per call (minor_faults_per_call)."
-    return text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record)."
+def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str) -> dict[str, str]:
+    span = f"{format_seconds(low)} to {format_seconds(high)}"
+    if not told:
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span} holds zero: {cases}"}
+    text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
+    if ladder.split is not None and cases.startswith(ladder.top.path):  # the step the run's fault counts split
+        text += f" = {ladder.split.faults_per_call:,.0f} faults × {ladder.split.us_per_fault:.3g} µs"
+    return {"text": text, "title": f"interval {span}: {cases}"}
+
+
+def ladder_table(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """The ladders as a table for the page and the Markdown: one row per call, one column per factor removed (in
+    ladder order), each cell the step read from its two cases (named in its hover title with the interval)."""
+    found = ladders(frame)
+    if not found:
+        return None
+    factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
+    rows = []
+    for ladder in found:
+        cells = {factor: _cell(ladder, seconds, low, high, told, case) for (factor, seconds, low, high, told), case in
+                 zip(ladder.parts(), [f"{s.above.case} − {s.below.case}" for s in ladder.steps] + [ladder.base.case],
+                     strict=True)}
+        rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
+                     "title": f"{ladder.top.path}, {ladder.run}",
+                     "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
+    return {"columns": factors, "rows": rows, "runs": sorted({ladder.run for ladder in found})}
 
 
 Drawing = Callable[[pd.DataFrame, dict[str, Any]], "Figure | str"]
@@ -580,6 +599,13 @@ def _frame_only(draw: Callable[[pd.DataFrame], Figure | str]) -> Drawing:
     return lambda frame, machine_info: draw(frame)
 
 
+LADDER_CAPTION = (
+    "Each bar is one call read down a ladder of cases of the same run at the same size, each rung differing from the "
+    "next in one factor: .cpu() → copy_ into a touched pageable buffer (removes the fresh destination) → copy_ into a "
+    "pinned buffer (the driver's staging) → the copy's device time (launch and synchronization), leaving the DMA; "
+    "clone() → copy_ on the host. A segment is the difference of two medians, so the segments add up to the call; they "
+    "overlap in time (the driver pipelines staging and DMA). A step's interval joins the medians' order-statistic "
+    "intervals (95%; min to max with 5 rounds or fewer): one that holds zero is hatched, \"can't tell\", never a share.")
 _BANDWIDTH_CAPTION = (
     "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
     "(a loop that synchronizes after every call). Hollow markers are sizes that ran faster than memory allows (their "
@@ -605,10 +631,7 @@ def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
 #: key, title, caption, drawing function (rows, machine_info).
 PLOTS: list[tuple[str, str, str, Drawing]] = [
     *_bandwidth_plots(),
-    ("cpu-split", "Where the time of one .cpu() goes",
-     "One .cpu() at the largest size measured, split into parts each read from another case of the same run at that "
-     "size (named beside its segment): allocation with its first touch, the driver's staging copy, the DMA. What they "
-     "do not explain is not attributed: the wait, and whatever no case isolates.", cpu_time_split),
+    ("ladder", "Where the time of one call goes: a ladder of this run's controls", LADDER_CAPTION, ladder_figure),
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
      "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
@@ -648,10 +671,8 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
         why = host_ceiling_missing(frame)
         if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
             caption += _NO_HOST_ROOF.format(why=why)
-        if key == "cpu-split":
-            if cpu_split(frame) is None:
-                continue  # no .cpu() in the run: nothing to split, and nothing to say
-            caption += _split_caption(frame, machine_info or {})
+        if key == "ladder" and not ladders(frame):
+            continue  # no call with its controls in the run: nothing to explain, and nothing to say
         plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
     return plots
 
