@@ -181,16 +181,38 @@ def test_pageable_panels_draw_no_host_roof_without_a_single_thread_memcpy(full, 
         assert "no host roof: this run measured no single-thread host memcpy" in caption
 
 
-def test_the_share_of_a_roof_is_the_same_in_figure_and_table(full, html):
-    """The pinned h2d panel's label and the table give one share: the best GB/s measured over PCIe Gen5 x16's 63."""
+def test_the_share_of_a_roof_is_one_definition_in_figure_table_and_markdown(full, written):
+    """Share of roof = the GB/s at the path's largest size over the roof's figure, printed with it: pinned h2d .to
+    55.3 GB/s at 1 GiB is 88% of PCIe Gen5 x16's 63 GB/s and 97-100% of the practical 55-57; .cpu() at its largest
+    size (1.48 GB/s) is 2%, never the 20% of its best size's 12.9 GB/s; pageable h2d .to 7.94 GB/s is 13%, not 19%."""
+    html, markdown = written
+    largest = RAW[RAW["nbytes"] == 2**30]
+    to = _raw_at(2**30, op="h2d", method="to", host_memory="pinned", non_blocking=False)["median"].iloc[0]
+    gbps = 2**30 / to / 1e9
+    assert f"{gbps / 63.015:.0%}" == "88%" and f"{gbps / 57 * 100:.0f}-{gbps / 55:.0%}" == "97-100%"
+    assert not largest.empty
+    share = "88% of 63 GB/s (97-100% of the practical 55-57)"
     fig = bandwidth_of(full.frame, "h2d", full.machine_info)
     label = next(t.get_text() for t in fig.axes[1].texts if t.get_text().startswith("PCIe Gen5 x16"))
     plt.close(fig)
-    figure_share = re.search(r"best (\d+)%", label).group(1)
+    assert label == f"PCIe Gen5 x16: 63 GB/s, largest size {share}"
     table = html.split('id="model-table"')[1].split("</table>")[0]
-    shares = {path: share for path, share in re.findall(r"<tr><td>(h2d pinned[^<]*)</td>.*?>(\d+)%</td></tr>", table)}
-    assert len(shares) == 6 and max(int(v) for v in shares.values()) == int(figure_share) == 88
-    assert "(practical ceiling 55-57 GB/s)" in label  # 88% of the theoretical peak is the practical ceiling
+    assert re.search(rf"<tr><td>h2d pinned to cpu-&gt;cuda:0</td>.*?>{re.escape(share)}</td></tr>", table)
+    assert "| h2d pinned to cpu->cuda:0 | 15 µs |" in markdown and f"| {share} |" in markdown
+    cpu = 256 * MiB / _raw_at(256 * MiB, op="d2h", method="cpu", host_memory="pageable")["median"].iloc[0] / 1e9
+    assert f"{cpu:.3g}" == "1.48" and f"{cpu / 63.015:.0%}" == "2%"
+    assert re.search(r"\| d2h pageable cpu cuda:0->cpu \|.*\| 256 MiB: 1.48 \|.*\| 2% of 63 GB/s \|", markdown)
+    assert re.search(r"\| h2d pageable to cpu->cuda:0 \|.*\| 1 GiB: 7.94 \|.*\| 13% of 63 GB/s \|", markdown)
+
+
+def test_no_half_of_beta_where_the_line_misses_the_measured_sizes(full, written):
+    """.cpu()'s capped β (1.48 GB/s) and α predict 11.3 ms at 16 MiB where 1.30 ms was measured: no half of β."""
+    fit = fit_paths(full.frame, full.machine_info).set_index("path").loc["d2h pageable cpu cuda:0->cpu"]
+    measured = _raw_at(16 * MiB, op="d2h", method="cpu", host_memory="pageable")["median"].iloc[0]
+    predicted = fit["alpha_us"] / 1e6 + 16 * MiB / (fit["stated_gbps"] * 1e9)
+    assert (round(predicted * 1e3, 1), round(measured * 1e3, 2)) == (11.3, 1.3)
+    row = re.search(r"<tr><td>d2h pageable cpu cuda:0-&gt;cpu</td>(.*?)</tr>", written[0]).group(1)
+    assert "so no half of β" in row and re.findall(r'<td class="n">(.*?)</td>', row)[3] == "–"
 
 
 # --- .cuda() against .to() per size (item 5) ---

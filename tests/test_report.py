@@ -52,8 +52,8 @@ class TestGoldenCpuSample:
             "matrix": "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host).",
             "overhead": "No device-side (CUDA event) times were recorded: no GPU was measured.",
         }
-        assert set(re.findall(r'data-plot="([\w-]+)"', html)) == {"bandwidth-host", "cost", "create", "noop", "module_to",
-                                                               "forward", "placement", "distributed"}
+        assert set(re.findall(r'data-plot="([\w-]+)"', html)) == {"bandwidth-host", "ladder", "cost", "create", "noop",
+                                                               "module_to", "forward", "placement", "distributed"}
 
     def test_scenario_sections(self, html):
         """Each scenario run on the CPU has its section, caption and computed sentence."""

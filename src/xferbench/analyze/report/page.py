@@ -22,11 +22,11 @@ from ...output import write_atomic
 from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan, sentences
 from ..load.results import Results
-from ..model import fit_paths, practical_ceiling, roofs
+from ..model import cache_resident, fit_paths, practical_ceiling, roofs
 from .export import to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines
-from .plots import Plot, as_plot, ladder_table, render, scenario_plot
+from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "write_atomic", "write_report"]
 
@@ -56,23 +56,43 @@ def is_simulated(results: Results) -> bool:
 
 
 def _model_rows(results: Results) -> list[dict[str, Any]]:
-    """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof."""
+    """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof (plots.roof_share:
+    the largest size's GB/s over the roof's figure, printed with it, as the figures label their roofs)."""
     rows = []
     for fit in fit_paths(results.frame, results.machine_info).to_dict("records"):
         bounds = roofs(results.frame, results.machine_info, fit["op"], fit["src"], fit["dst"], fit["host_memory"])
         roof = min(bounds) if bounds else None
-        # The best GB/s the path measured over its roof: the very share its figure labels the roof with.
-        achieved = fit["best_gbps"]
         practical = practical_ceiling(results.machine_info, fit["op"], fit["src"], fit["dst"])
         link = roof[1] if roof else "not known"
+        pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        rows.append(fit | {
+        rows.append(fit | _no_half_where_the_model_misses(results.frame, fit, results.machine_info) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
-            "efficiency": achieved / roof[0] if roof and np.isfinite(achieved) else None,
+            "efficiency": fit["largest_gbps"] / roof[0] if roof and np.isfinite(fit["largest_gbps"]) else None,
+            "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
+
+
+#: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
+MODEL_MISS = 2.0
+
+
+def _no_half_where_the_model_misses(frame: pd.DataFrame, fit: dict[str, Any], machine_info: dict[str, Any]) -> dict[str, Any]:
+    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x (a path with a cliff: the
+    capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); the basis says so."""
+    rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])]
+    rows = rows[~cache_resident(rows, machine_info).to_numpy(dtype=bool)] if not rows.empty else rows
+    if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
+        return {}
+    predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
+    miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
+    if miss <= MODEL_MISS:
+        return {}
+    return {"half_peak_bytes": float("nan"),
+            "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {miss:.2g}×, so no half of β"}
 
 
 def _machine_summary(machine_info: dict[str, Any]) -> list[tuple[str, str]]:

@@ -48,7 +48,8 @@ from ..model import (
 )
 from .findings import cliff, cliff_cause
 
-__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render", "scenario_plot", "tip", "to_svg"]
+__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "largest_size_gbps", "render",
+           "roof_share", "scenario_plot", "tip", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -196,16 +197,36 @@ def gbps_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
-def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float, practical: tuple[float, float] | None = None) -> bool:
-    """Each bound as a horizontal line, labelled directly with its figure and the best measured share of it.
+def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
+    """The one definition of "share of roof": the bandwidth a path reached at its largest size over the roof's figure,
+    the roof printed beside it; against the practical ceiling of pinned copies where one is given."""
+    if not (np.isfinite(gbps) and peak > 0):
+        return "–"
+    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
+    if practical is not None:
+        text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
+                 f"{practical[0]:g}-{practical[1]:g})")
+    return text
+
+
+def largest_size_gbps(rows: pd.DataFrame) -> float:
+    """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides)."""
+    if rows.empty:
+        return float("nan")
+    return float(rows.sort_values("nbytes").groupby("path")["bandwidth_gbps"].last().max())
+
+
+def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: float,
+                practical: tuple[float, float] | None = None) -> bool:
+    """Each bound as a horizontal line, labelled directly with its figure and the share of it the panel's paths
+    reached at their largest size (``roof_share``, as the table gives it).
 
     Labels alternate between the left and the right end, so two close roofs do not print over each other;
     the axis leaves room above the highest one. True when a roof was drawn."""
     for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
-        share = f", best {best / peak:.0%}" if np.isfinite(best) and peak > 0 else ""
-        if practical is not None and name.startswith("PCIe"):
-            share += f" (practical ceiling {practical[0]:g}-{practical[1]:g} GB/s)"
+        share = roof_share(reached, peak, practical if name.startswith("PCIe") else None)
+        share = f", largest size {share}" if share != "–" else ""
         left = index % 2 == 0
         text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
@@ -254,8 +275,8 @@ def bandwidth_of(frame: pd.DataFrame, op: str, machine_info: dict[str, Any] | No
             _log_y(ax)
             if first is not None:
                 _cache_line(ax, machine_info, op, str(first["src"]))
-                roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()),
-                                      practical_ceiling(machine_info, op, str(first["src"]), str(first["dst"])))
+                practical = practical_ceiling(machine_info, op, str(first["src"]), str(first["dst"]))
+                roofed |= _draw_roofs(ax, bounds, largest_size_gbps(panel), practical if memory == "pinned" else None)
                 if op == "d2h" and memory == "pageable":
                     _mark_cliff(ax, frame)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
@@ -610,10 +631,11 @@ _BANDWIDTH_CAPTION = (
     "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
     "(a loop that synchronizes after every call). Hollow markers are sizes that ran faster than memory allows (their "
     "read and write, 2n bytes, fit in the cache and beat the memory's figure), left out of β; the grey dotted line is "
-    "where 2n fills the cache. Dashed black lines are the roofs, each labelled with the best share of it measured (the "
-    "same share as the table's): the link's theoretical peak from the fingerprint, beside the practical ceiling pinned "
-    "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5), and for "
-    "pageable host memory the single-thread host memcpy measured in this run, the copy the driver stages it with. "
+    "where 2n fills the cache. Dashed black lines are the roofs, each labelled with its figure and the share of it the "
+    "panel's calls reached at their largest size (the table's share): the link's theoretical peak from the fingerprint, "
+    "and on pinned panels the share of the practical ceiling pinned copies reach on such a link (nvbandwidth on an "
+    "H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5); for pageable host memory the roof is the single-thread "
+    "host memcpy measured in this run, the copy the driver stages it with. "
     "Hover a point for its exact value.")
 _NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-threaded host copy_ bounds nothing a "
                  "pageable transfer does.")
