@@ -13,15 +13,15 @@ from typing import Any
 import pandas as pd
 
 from ...contract import Fingerprint
-from ...families import FAMILIES, family
+from ...families import FAMILIES, family, moving_ops
 from ...family_findings import ms as _ms
 from ...family_findings import span as _span
 from ...units import format_bytes, format_seconds
+from ..ladder import ladders, percent
 from ..model import (
     SINGLE_THREAD,
     bandwidth_bound,
     cache_resident,
-    fit_alpha_beta,
     fit_paths,
     host_ceiling,
     host_ceiling_missing,
@@ -143,41 +143,54 @@ _PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blockin
 _PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
 
 
-def _copy_at(frame: pd.DataFrame, size: int, dst: str, which: tuple[str, dict[str, Any]]) -> pd.Series | None:
-    """The pin_memory scenario's own copy at that size and device, else the core family's same call."""
+def _copy_at(frame: pd.DataFrame, pin: pd.Series, which: tuple[str, dict[str, Any]]) -> pd.Series | None:
+    """The pin_memory scenario's own copy at the pin's size and device, else the core family's same call; from the
+    pin's own run only (another run may be another boot of the machine: its copies are not this pin's)."""
     variant, core = which
-    at = frame[(frame["nbytes"] == size) & (frame["dst"] == dst)]
+    at = frame[(frame["nbytes"] == pin["nbytes"]) & (frame["dst"] == pin["dst"]) & (frame["run"] == pin["run"])]
     rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
     rows = rows if not rows.empty else _matching(at, core)
     return rows.iloc[0] if not rows.empty else None
 
 
+#: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
+PIN_SPREAD = 2.0
+
+
+def _verdict(pin: pd.Series, saved: float, spread: float) -> tuple[str, float | None]:
+    """The break-even's verdict and copies: can't tell within the copies' spread or the pin's own; else from copy N."""
+    if abs(saved) <= spread:
+        return "can't tell: the two copies differ by less than their spread (IQR)", None
+    if saved < 0:
+        return "never pays off: the pinned copy is slower", None
+    copies = float(pin["median_s"]) / saved
+    low, high = (math.ceil(float(pin[q]) / saved) for q in ("q1_s", "q3_s"))
+    if high > PIN_SPREAD * max(low, 1):
+        return (f"can't tell: pin_memory()'s rounds spread from {format_seconds(float(pin['q1_s']))} to "
+                f"{format_seconds(float(pin['q3_s']))} (IQR), so from copy {low} to copy {high}"), copies
+    return f"from copy {math.ceil(copies)} (pinning = {copies:.2g}× one copy's saving)", copies
+
+
 def pinning_break_even(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
-    pinned .to); "never pays off" where the pinned copy is slower, "can't tell" where the two differ by less than
-    their spread (the sum of their IQRs) or one was not measured."""
+    pinned .to), every figure from the pin's own run; "never pays off" where the pinned copy is slower, "can't tell"
+    where the two differ by less than their spread (the sum of their IQRs), where the pin's own rounds spread over
+    more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
     rows = []
     pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
     for _, pin in pins.iterrows():
         size, dst = int(pin["nbytes"]), str(pin["dst"])
-        pageable, pinned = (_copy_at(frame, size, dst, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
+        pageable, pinned = (_copy_at(frame, pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
-                               "pinned": pinned, "saved_s": None, "copies": None}
+                               "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
         if pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
-            row["verdict"] = f"can't tell: no {lacking} copy measured at {format_bytes(size)}"
+            row["verdict"] = f"can't tell: no {lacking} copy measured at {format_bytes(size)} in {pin['run']}"
         else:
-            saved = float(pageable["median_s"] - pinned["median_s"])
+            row["saved_s"] = float(pageable["median_s"] - pinned["median_s"])
             spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
-            row["saved_s"] = saved
-            if abs(saved) <= spread:
-                row["verdict"] = "can't tell: the two copies differ by less than their spread (IQR)"
-            elif saved < 0:
-                row["verdict"] = "never pays off: the pinned copy is slower"
-            else:
-                row["copies"] = row["pin_s"] / saved
-                nth = math.ceil(row["copies"])
-                row["verdict"] = f"from copy {nth} (pinning = {row['copies']:.2g}× one copy's saving)"
+            row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
+            row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
 
@@ -218,6 +231,12 @@ def peer(frame: pd.DataFrame) -> str | None:
             f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
 
 
+def cheapest_copy(frame: pd.DataFrame) -> pd.Series | None:
+    """The cheapest real copy of the run (any moving family, any size): the no-op figure's yardstick and its finding's."""
+    copies = frame[frame["op"].isin(moving_ops())]
+    return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
+
+
 def noop_cost(frame: pd.DataFrame) -> str | None:
     noops = frame[frame["op"] == "noop"]
     if noops.empty:
@@ -227,15 +246,13 @@ def noop_cost(frame: pd.DataFrame) -> str | None:
     call = f".cuda({row['src'].split(':')[1]})" if row["method"] == "cuda" else (
         ".cpu()" if row["method"] == "cpu" else f".to('{row['src']}')")
     sentence = f"A no-op {call} on a tensor already on {row['src']} costs {row['median_s'] * 1e9:.0f} ns per call"
-    host = frame[(frame["op"] == "host") & (frame["method"] == "copy_")]
-    fit = fit_alpha_beta(host["nbytes"].to_numpy(), host["median_s"].to_numpy()) if not host.empty else None
-    if fit is None:
+    cheapest = cheapest_copy(frame)
+    if cheapest is None:
         return sentence + " and returns the very same object."
-    equivalent = (row["median_s"] - fit.alpha_s) * fit.beta_gbps * 1e9
-    if equivalent <= 0:
-        return (sentence + f", less than the fixed cost of the cheapest host copy_ ({fit.alpha_s * 1e9:.0f} ns): "
-                "it returns the same object and copies nothing.")
-    return sentence + f", as long as a host copy_ of about {format_bytes(equivalent)}; it returns the same object."
+    ratio = cheapest["median_s"] / row["median_s"]
+    return (sentence + f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
+            f"{cheapest['median_s'] * 1e9:.0f} ns, {ratio:.2g}× as long. A no-op returns the same object and copies "
+            "nothing.")
 
 
 def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> str | None:
@@ -294,14 +311,16 @@ def _sizes(values: pd.Series) -> str:
 
 
 def overhead_small(frame: pd.DataFrame) -> str | None:
+    """The smallest host-to-device copy: one synchronized call's wall time beside the device time of copies issued back
+    to back (two timings of two loops, so no share of one from the other)."""
     timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & (frame["op"] == "h2d")]
     if timed.empty:
         return None
     smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
     row = smallest.loc[smallest["median_s"].idxmin()]
-    share = 1 - float(row["device_seconds"]) / row["median_s"]
-    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}), {share:.0%} of the "
-            f"{format_seconds(row['median_s'])} wall time was spent outside the device (launch, driver, synchronization).")
+    return (f"A {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}) took {format_seconds(row['median_s'])} "
+            f"of wall time when synchronized after each call; issued back to back, each took "
+            f"{format_seconds(float(row['device_seconds']))} on the device: batch small moves and synchronize once.")
 
 
 def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
@@ -310,10 +329,15 @@ def host_copy(frame: pd.DataFrame, machine_info: dict[str, Any]) -> str | None:
     rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
     if rows.empty:
         return None
-    best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
-    best = best.loc[best["bandwidth_gbps"].idxmax()]
+    beyond = rows[~cache_resident(rows, machine_info).to_numpy(dtype=bool)]
+    largest = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
+    largest = largest.loc[largest["bandwidth_gbps"].idxmax()]
+    # The best size past the caches (by the report's own rule), not merely the largest one.
+    best = beyond.loc[beyond["bandwidth_gbps"].idxmax()] if beyond["bandwidth_gbps"].notna().any() else largest
     sweep = rows[rows["method"] == best["method"]]
     where = f"at {format_bytes(best['nbytes'])}"
+    if best["nbytes"] != largest["nbytes"]:
+        where += f" ({largest['bandwidth_gbps']:.3g} GB/s at {format_bytes(largest['nbytes'])})"
     if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
         sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached "
                     f"{best['bandwidth_gbps']:.3g} GB/s {where}")
@@ -379,15 +403,67 @@ def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:
     return found
 
 
-def cliff_cause(found: dict[str, Any]) -> str:
-    """The cliff's cause as this run measured it, or a plain statement that it did not."""
+#: Calls that allocate their destination on every call, and calls into a buffer they reuse, each as (label, match):
+#: across a cliff the run's own pair of them says whether the fresh destination is what breaks.
+ALLOCATING = (("torch.ones on the CPU", {"op": "create", "method": "ones", "src": "cpu"}),
+              ("host clone", {"op": "host", "method": "clone"}),
+              (".cpu()", {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False}))
+REUSING = (("host copy_", {"op": "host", "method": "copy_", "host_memory": "pageable"}),
+           ("d2h copy_ into a pageable buffer", {"op": "d2h", "method": "copy_", "host_memory": "pageable",
+                                                  "non_blocking": False}))
+#: An allocation that touches no page: beside the calls above, it tells the allocation call from its first touch.
+UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src": "cpu"}),)
+
+
+def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str, dict[str, Any]], ...]) -> list[dict[str, Any]]:
+    """Each call of ``calls`` measured at both sizes (one run's row each): its figures there and how much its time
+    per call grew, per byte moved (1 = it scaled with its bytes)."""
+    found = []
+    for label, match in calls:
+        rows = _matching(frame, match)
+        rows = rows[rows["variant"].isna()] if "variant" in rows else rows
+        at = [rows[rows["nbytes"] == n] for n in (before, after)]
+        if any(r.empty for r in at):
+            continue
+        one, two = (r.iloc[0] for r in at)
+        moves = bool(pd.notna(one["bandwidth_gbps"]))
+        figures = ((f"{one['bandwidth_gbps']:.3g} → {two['bandwidth_gbps']:.3g} GB/s") if moves else
+                   f"{format_seconds(one['median_s'])} → {format_seconds(two['median_s'])}")
+        growth = float(two["median_s"] / one["median_s"]) / (after / before)
+        found.append({"label": label, "figures": figures, "growth": growth, "after_s": float(two["median_s"])})
+    return found
+
+
+def _untouched(frame: pd.DataFrame, found: dict[str, Any], fresh: list[dict[str, Any]]) -> str:
+    """torch.empty across the cliff: where it stays under 1% of every allocating call, the allocation call is cheap
+    and the cost is the first touch of fresh pages."""
+    empty = _across(frame, found["before"], found["after"], UNTOUCHED)
+    if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
+        return ""
+    return (f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}: the cost is "
+            "the first touch of fresh pages, not the allocation call.")
+
+
+def cliff_cause(found: dict[str, Any], frame: pd.DataFrame | None = None) -> str:
+    """The cliff's cause as this run's own calls show it: every call that allocates its destination against every
+    call into a reused buffer across the same two sizes, then the fault counts where the rows carry them."""
+    text = ""
+    if frame is not None:
+        fresh = _across(frame, found["before"], found["after"], ALLOCATING)
+        reused = _across(frame, found["before"], found["after"], REUSING)
+        if fresh and reused and min(c["growth"] for c in fresh) > max(c["growth"] for c in reused):
+            text = ("Across the same sizes every call that allocates its destination grew dearer per byte than every "
+                    "call into a reused buffer (" + "; ".join(f"{c['label']} {c['figures']}" for c in fresh)
+                    + ", against " + "; ".join(f"{c['label']} {c['figures']}" for c in reused)
+                    + "): the fresh destination breaks, not the copy." + _untouched(frame, found, fresh))
+        elif fresh and reused:
+            text = "Across the same sizes, calls that allocate and calls into a reused buffer do not split cleanly."
     if found["faults"] is None:
-        return ("Its cause is not measured in this run: the rows carry no page-fault counts "
-                "(minor_faults_per_call, which newer runs record).")
-    text = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
+        return (text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record).").strip()
+    faults = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
     if found["us_per_fault"] is not None:
-        text += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
-    return text + "."
+        faults += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
+    return f"{text} {faults}.".strip()
 
 
 def d2h_cliff(frame: pd.DataFrame) -> str | None:
@@ -399,7 +475,7 @@ def d2h_cliff(frame: pd.DataFrame) -> str | None:
               if existing is not None else "")
     return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
             f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
-            f"{steady}. {cliff_cause(found)}")
+            f"{steady}. {cliff_cause(found, frame)}")
 
 
 #: In page order; each takes the rows and the machine_info (cache sizes, links).
@@ -414,20 +490,42 @@ def findings(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) ->
     return [sentence for find in FINDINGS if (sentence := find(frame, machine_info or {}))]
 
 
+def _staged(frame: pd.DataFrame) -> str | None:
+    """The "staged" point from the .cpu() ladder: the staging step and the fresh destination's, each read from two
+    cases of one run."""
+    found = {ladder.key: ladder for ladder in ladders(frame)}
+    ladder = found.get("d2h-cpu") or found.get("d2h-to")
+    if ladder is None:
+        return None
+    fresh, staging = ladder.steps[0], ladder.steps[1]
+    if not staging.told:
+        return (f"at {format_bytes(ladder.size)} this run cannot tell copy_ into a pageable buffer from one into a "
+                f"pinned buffer ({format_seconds(staging.above.median_s)} against {format_seconds(staging.below.median_s)}).")
+    text = (f"at {format_bytes(ladder.size)}, copy_ into a pageable buffer took {format_seconds(staging.above.median_s)} "
+            f"against {format_seconds(staging.below.median_s)} into a pinned one: staging costs "
+            f"{format_seconds(staging.seconds)} ({format_seconds(staging.low_s)} to {format_seconds(staging.high_s)}), "
+            f"{percent(staging.seconds / ladder.top.median_s)} of {ladder.top.label}'s {format_seconds(ladder.top.median_s)}")
+    if fresh.told:
+        text += (f"; {format_seconds(fresh.seconds)} ({percent(fresh.seconds / ladder.top.median_s)}) of "
+                 f"{ladder.top.label} is its fresh destination (the ladder above)")
+    return text + f"{_run_of(ladder.run, frame)}."
+
+
+def _run_of(run: str, frame: pd.DataFrame) -> str:
+    """Which run a figure came from, where the page holds more than one (each may be another boot of the machine)."""
+    return f" ({run})" if frame["run"].nunique() > 1 else ""
+
+
 def why_measured(frame: pd.DataFrame) -> dict[str, str | None]:
     """For each point of the general "why" list, what this run measured of it (a sentence), or None."""
     stall = frame[(frame["op"] == "sync_stall") & (frame["variant"] != "nonblocking_event")]
-    size = largest_common_size(frame)
-    up = _at(frame, size, op="h2d")
-    staged = None
-    if size is not None and (up["host_memory"] == "pageable").any() and (up["host_memory"] == "pinned").any():
-        a, b = (up.loc[up["host_memory"] == m, "bandwidth_gbps"].max() for m in ("pageable", "pinned"))
-        staged = f"host to device at {format_bytes(size)}: pageable {a:.3g} GB/s against pinned {b:.3g} GB/s."
+    staged = _staged(frame)
     small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
     way = way_back(frame)
     return {
         "wait": (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
-                 f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below)."
+                 f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below"
+                 f"{', ' + str(stall.loc[stall['median_s'].idxmin(), 'run']) if frame['run'].nunique() > 1 else ''})."
                  if not stall.empty and stall["queued_seconds"].notna().any() else None),
         "staged": staged,
         "fixed": (f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
