@@ -102,14 +102,22 @@ def d2h_usual_way_back(frame: pd.DataFrame) -> str | None:
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
                 f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
-                f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× as long as into pinned memory "
+                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× as long as into pinned memory "
                 f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
-                     f"({best['median_s'] / pinned['median_s']:.1f}× pinned): .cpu() and .to('cpu') allocate a new "
-                     "pageable tensor on every call, copy_ does not.")
+                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned)" + _fresh_clause(frame, way["size"]))
     return sentence
+
+
+def _fresh_clause(frame: pd.DataFrame, size: int) -> str:
+    """Why copy_ into an existing buffer is cheaper, only where the run's ladder tells its fresh-destination step."""
+    ladder = next((found for found in ladders(frame) if found.key in ("d2h-cpu", "d2h-to") and found.size == size), None)
+    if ladder is None or not ladder.steps[0].told:
+        return "; this run cannot tell it from .cpu() / .to('cpu')." if ladder is not None else "."
+    return (f": {ladder.top.label} allocates a new pageable tensor on every call and faults its pages in, copy_ does "
+            f"not ({format_seconds(ladder.steps[0].seconds)} of {format_seconds(ladder.top.median_s)}, the ladder below).")
 
 
 def the_fix(frame: pd.DataFrame) -> str | None:
@@ -121,13 +129,13 @@ def the_fix(frame: pd.DataFrame) -> str | None:
     if fix is not None:
         return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
                 f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
-                f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.0f')}× faster than "
+                f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.2g')}× faster than "
                 ".cpu() / .to('cpu').")
     pinned = way["pinned"]
     blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
     return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
             f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
-            f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× faster than .cpu() / .to('cpu'). "
+            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu'). "
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 

@@ -154,15 +154,18 @@ def break_even_table(frame: pd.DataFrame) -> dict[str, Any] | None:
     rows = pinning_break_even(frame)
     if not rows:
         return None
+    runs = frame["run"].nunique() > 1  # two files may be two boots of the machine: say which one each row read
     return {"id": "break-even", "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
-        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size. A saving within "
-        "the two copies' spread (IQR) can't tell."),
+        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
+        "pin's own run. A saving within the two copies' spread (IQR) can't tell, nor can a pin whose rounds spread "
+        "over more than twice the copies (IQR)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
-                    "pinning pays off"],
+                    "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
         "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),
-                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] for row in rows]}
+                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] + ([row["run"]] if runs else [])
+                 for row in rows]}
 
 
 def _svg(plots: list[Plot]) -> list[Plot]:
