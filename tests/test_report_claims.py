@@ -87,5 +87,6 @@ def test_7_the_smaller_claims(merged, simulated):
     assert "took 8.79 µs of wall time when synchronized after each call; issued back to back, each took 2.18 µs" in markdown
     assert "reached 47.2 GB/s at 256 MiB (35.1 GB/s at 1 GiB)" in markdown
     assert "2638 ns" not in text and "(host pageable copy_ cpu, 1 KiB) took 2586 ns" in markdown
+    assert "by the form written: .to(torch.device('cuda:0')) 366 ns, .cuda(0) 378 ns" in markdown
     assert not re.search(r"(?<![\d.])5×", simulated)  # one figure, 6.73 / 1.23 ms, printed one way
     assert simulated.count("5.5×") == 3

@@ -103,6 +103,9 @@ _D2H = (*_v("cpu", "to", "copy_", memory="pageable"), *_v("copy_", memory="pinne
 #: Host copies: torch's (multi-threaded) clone and copy_, and copy_ on one thread, the roof of a
 #: pageable copy to or from a GPU (the driver stages it through a pinned buffer with one thread).
 _HOST = (*_v("clone", "copy_", memory="pageable"), Variant("copy_", "pageable", variant="single_thread"))
+#: No-ops in the forms users write: .to(torch.device) (the plain "to"), .to('cuda:0') with a string (variant "str":
+#: torch parses it on every call), .cuda(i) with an index, and .cpu().
+_NOOP = (*_v("to"), Variant("to", variant="str"), *_v("cuda", "cpu"))
 
 _CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
@@ -121,9 +124,10 @@ _CORE = (
            caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
                    "Creating directly on the device (device=...) moves nothing across a link."),
     Family("noop", "no-op moves", ".cuda(i), .to(device), .cpu() on a tensor already there: the same object comes back",
-           "core", "tab:olive", moves_payload=False, endpoints="each", variants=_v("to", "cuda", "cpu"), sizes="ends",
-           caption=".cuda(i), .to(device) and .cpu() on a tensor already there return the very same object; what they "
-                   "cost is PyTorch's dispatch, shown next to the cheapest real copy measured."),
+           "core", "tab:olive", moves_payload=False, endpoints="each", variants=_NOOP, sizes="ends",
+           caption=".cuda(i), .to(torch.device), .to('device') and .cpu() on a tensor already there return the very "
+                   "same object; what they cost is PyTorch's dispatch (parsing a string is part of it), shown next to "
+                   "the cheapest real copy measured."),
     Family("sync", "synchronizing an idle device", "torch.cuda.synchronize(i) with nothing queued on the device",
            "core", "tab:brown", moves_payload=False, endpoints="accelerator", variants=_v("synchronize"), sizes="none",
            caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "

@@ -245,22 +245,31 @@ def cheapest_copy(frame: pd.DataFrame) -> pd.Series | None:
     return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
 
 
+def noop_call(method: str, device: str, variant: object = None) -> str:
+    """The call a no-op row timed, in the form users write it: .cuda(0), .to('cuda:0') (a string),
+    .to(torch.device('cuda:0')), .cpu()."""
+    if method == "cuda":
+        return f".cuda({device.split(':')[1]})" if ":" in device else ".cuda()"
+    if method == "to":
+        return f".to('{device}')" if variant == "str" else f".to(torch.device('{device}'))"
+    return f".{method}()"
+
+
 def noop_cost(frame: pd.DataFrame) -> str | None:
+    """Each no-op form on the device with the most forms (a GPU where there is one), then the cheapest real copy."""
     noops = frame[frame["op"] == "noop"]
     if noops.empty:
         return None
-    preferred = noops[noops["method"] == "cuda"]
-    row = (preferred if not preferred.empty else noops).sort_values("median_s").iloc[0]
-    call = f".cuda({row['src'].split(':')[1]})" if row["method"] == "cuda" else (
-        ".cpu()" if row["method"] == "cpu" else f".to('{row['src']}')")
-    sentence = f"A no-op {call} on a tensor already on {row['src']} costs {row['median_s'] * 1e9:.0f} ns per call"
+    device = noops.groupby("src")["method"].count().sort_index(key=lambda d: d.str.startswith("cpu")).index[0]
+    rows = noops[noops["src"] == device].groupby(["method", noops["variant"].fillna("")])["median_s"].median()
+    forms = ", ".join(f"{noop_call(method, device, variant or None)} {seconds * 1e9:.0f} ns"
+                      for (method, variant), seconds in rows.sort_values().items())
+    sentence = f"A no-op on a tensor already on {device} costs per call, by the form written: {forms}"
     cheapest = cheapest_copy(frame)
     if cheapest is None:
-        return sentence + " and returns the very same object."
-    ratio = cheapest["median_s"] / row["median_s"]
+        return sentence + "; each returns the very same object."
     return (sentence + f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
-            f"{cheapest['median_s'] * 1e9:.0f} ns, {ratio:.2g}× as long. A no-op returns the same object and copies "
-            "nothing.")
+            f"{cheapest['median_s'] * 1e9:.0f} ns. A no-op returns the same object and copies nothing.")
 
 
 def latency_bound(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> str | None:

@@ -46,7 +46,7 @@ from ..model import (
     practical_ceiling,
     roofs,
 )
-from .findings import cheapest_copy, cliff, cliff_cause
+from .findings import cheapest_copy, cliff, cliff_cause, noop_call
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "largest_size_gbps", "render",
            "roof_share", "scenario_plot", "tip", "to_svg"]
@@ -473,9 +473,9 @@ def noop_vs_copy(frame: pd.DataFrame) -> Figure | str:
     noops = frame[frame["op"] == "noop"]
     if noops.empty:
         return "No no-op benchmarks were run."
-    per_call = noops.groupby(["method", "src"])["median_s"].median().reset_index()
-    labels = [f".{m}() on {d}" if m != "to" else f".to({d}) on {d}" for m, d in zip(per_call["method"], per_call["src"],
-                                                                                      strict=True)]
+    per_call = noops.groupby(["method", noops["variant"].fillna(""), "src"])["median_s"].median().reset_index()
+    labels = [f"{noop_call(m, d, v or None)} on {d}" for m, v, d in zip(per_call["method"], per_call["variant"],
+                                                                        per_call["src"], strict=True)]
     values = list(per_call["median_s"] * 1e6)
     colours = [_colour("noop")] * len(values)
     # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
