@@ -90,3 +90,42 @@ def test_7_the_smaller_claims(merged, simulated):
     assert "by the form written: .to(torch.device('cuda:0')) 366 ns, .cuda(0) 378 ns" in markdown
     assert not re.search(r"(?<![\d.])5×", simulated)  # one figure, 6.73 / 1.23 ms, printed one way
     assert simulated.count("5.5×") == 3
+
+
+@pytest.fixture(scope="module")
+def cpu_page(tmp_path_factory):
+    out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path_factory.mktemp("cpu") / "index.html")
+    return out.read_text()
+
+
+def test_9_the_cpu_reports_first_screen_is_the_laptops_own_story(cpu_page):
+    """No GPU theory tagged "not measured"; the host ladder (clone against copy_) with a caption about the host; the
+    host figure's caption speaks of no roof it does not draw."""
+    text = _text(cpu_page)
+    assert "Why moves from the GPU to the CPU" not in text and "Not measured in this run." not in text
+    ladder = re.search(r'data-plot="ladder">.*?<figcaption>(.*?)</figcaption>', cpu_page, re.S).group(1)
+    assert unescape(ladder).startswith("clone() on the host read against copy_ into a buffer that was already touched")
+    host = re.search(r'data-plot="bandwidth-host">.*?<figcaption>(.*?)</figcaption>', cpu_page, re.S).group(1)
+    assert "roof" not in host
+    assert "clone(), 16 MiB: 1.08 ms 448 µs (41%) 636 µs (59%)" in text
+
+
+def test_9_a_faster_single_thread_copy_is_said_beside_the_fastest_path(tmp_path):
+    """The laptop case: torch's copy_ on one thread beat its multi-threaded copy_; the finding must not hide it."""
+    from handfed import gpu_machine, sweep, write
+    from xferbench.analyze.report.findings import findings
+    from xferbench.analyze.report.plots import bandwidth_of
+
+    sizes = [2**k for k in range(10, 29, 3)]
+    rows = (sweep("host", "copy_", "cpu", "cpu", 1e-6, 3.78, sizes, host_memory="pageable")
+            + sweep("host", "copy_", "cpu", "cpu", 1e-6, 8.28, sizes, host_memory="pageable", variant="single_thread"))
+    machine = gpu_machine()
+    machine["xferbench"]["devices"] = []
+    results = load([write(tmp_path / "r.json", rows, machine)])
+    sentence = next(f for f in findings(results.frame, results.machine_info) if f.startswith("In a loop"))
+    assert "(host pageable copy_ cpu)" in sentence
+    assert "torch's copy_ on one thread (host copy_ single_thread) reached β = 8.28 GB/s, more than that" in sentence
+    fig = bandwidth_of(results.frame, "host", results.machine_info)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    lines = {line.get_color() for line in fig.axes[0].lines if line.get_linestyle() == "-"}
+    assert "copy_() single-thread" in labels and len(lines) == 2

@@ -189,6 +189,8 @@ def _line_label(row: pd.Series, op: str) -> str:
         label += f" → {row['dst']}"
     if row["non_blocking"]:
         label += " non_blocking"
+    if isinstance(row.get("variant"), str) and op in ("host", "h2d", "d2h"):
+        label += f" {row['variant'].replace('_', '-')}"  # copy_() single-thread: its own line and legend entry
     return label
 
 
@@ -309,6 +311,8 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         first = group.iloc[0]
         label = _line_label(first, op)
         colour = METHOD_COLOURS.get(str(first["method"]), _colour(op))
+        if isinstance(first.get("variant"), str):
+            colour = "tab:cyan"  # a second way of running the same call (single_thread): never its call's colour
         style = "--" if first["non_blocking"] else "-"
         if op == "peer":
             colour = f"C{sorted(set(panel['dst'])).index(first['dst']) % 10}"
@@ -635,6 +639,12 @@ LADDER_CAPTION = (
     "clone() → copy_ on the host. A segment is the difference of two medians, so the segments add up to the call; they "
     "overlap in time (the driver pipelines staging and DMA). A step's interval joins the medians' order-statistic "
     "intervals (95%; min to max with 5 rounds or fewer): one that holds zero is hatched, \"can't tell\", never a share.")
+HOST_LADDER_CAPTION = (
+    "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
+    "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
+    "is the copy itself. The same step is most of a GPU's .cpu() on large tensors. A step's interval joins the two "
+    "medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds zero reads "
+    "\"can't tell\", never a share.")
 _BANDWIDTH_CAPTION = (
     "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
     "(a loop that synchronizes after every call). Hollow markers are sizes that ran faster than memory allows (their "
@@ -649,13 +659,21 @@ _NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-t
                  "pageable transfer does.")
 
 
+#: The host panel draws no roof: its caption says nothing of roofs.
+_HOST_CAPTION = (
+    "Each line is one call on host memory (torch's clone and copy_; copy_ single-thread runs on one thread, as the "
+    "driver stages a pageable transfer). Dotted lines are the fitted t = α + n/β (a loop that synchronizes after every "
+    "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
+    "cache), left out of β. Hover a point for its exact value.")
+
+
 def _bandwidth_drawing(op: str) -> Drawing:
     return lambda frame, machine_info: bandwidth_of(frame, op, machine_info)
 
 
 def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
-    return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _BANDWIDTH_CAPTION, _bandwidth_drawing(op))
-            for op in moving_ops()]
+    return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION,
+             _bandwidth_drawing(op)) for op in moving_ops()]
 
 
 #: key, title, caption, drawing function (rows, machine_info).
@@ -705,6 +723,8 @@ def render(frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> l
             caption += _NO_HOST_ROOF.format(why=why)
         if key == "ladder" and not ladders(frame):
             continue  # no call with its controls in the run: nothing to explain, and nothing to say
+        if key == "ladder" and all(ladder.key.startswith("host") for ladder in ladders(frame)):
+            caption = HOST_LADDER_CAPTION
         plots.append(as_plot(key, title, caption, draw(frame, machine_info or {})))
     return plots
 
