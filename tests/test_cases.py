@@ -70,7 +70,8 @@ class TestMatrixCpuOnly:
             "pageable-copy_-1KiB-float32-single_thread-cpu->cpu"]
         assert len(ids(build_cases("create", ["cpu"], SIZES, ["float32"]))) == 8
         assert ids(build_cases("noop", ["cpu"], SIZES, ["float32"])) == [
-            "to-4B-float32-cpu", "cpu-4B-float32-cpu", "to-1KiB-float32-cpu", "cpu-1KiB-float32-cpu"]
+            "to-4B-float32-cpu", "to-4B-float32-str-cpu", "cpu-4B-float32-cpu", "to-1KiB-float32-cpu",
+            "to-1KiB-float32-str-cpu", "cpu-1KiB-float32-cpu"]
 
 
 class TestMatrixOneGpu:
@@ -102,7 +103,8 @@ class TestMatrixOneGpu:
     def test_noop_has_cuda_method_on_gpu(self):
         """The no-op .cuda(i) exists on the GPU, .cpu() on the CPU."""
         assert ids(build_cases("noop", self.devices, [4], ["float32"])) == [
-            "to-4B-float32-cpu", "cpu-4B-float32-cpu", "to-4B-float32-cuda:0", "cuda-4B-float32-cuda:0"]
+            "to-4B-float32-cpu", "to-4B-float32-str-cpu", "cpu-4B-float32-cpu", "to-4B-float32-cuda:0",
+            "to-4B-float32-str-cuda:0", "cuda-4B-float32-cuda:0"]
 
     def test_xpu_has_no_cuda_method(self):
         """Non-CUDA accelerators get .to() but never .cuda()."""

@@ -29,8 +29,9 @@ class TestGoldenCpuSample:
         assert findings(RunView.of(results)) == [
             "In a loop that synchronizes after every call, the fastest path (host pageable copy_ cpu) has a fixed cost "
             "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
-            "A no-op .cpu() on a tensor already on cpu costs 246 ns per call, less than the fixed cost of the cheapest "
-            "host copy_ (1028 ns): it returns the same object and copies nothing.",
+            "A no-op on a tensor already on cpu costs per call, by the form written: .cpu() 253 ns, "
+            ".to(torch.device('cpu')) 550 ns; the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
+            "1042 ns. A no-op returns the same object and copies nothing.",
             "Host memory copies (torch's copy_, several threads) reached 26.4 GB/s at 16 MiB.",
         ]
 
@@ -53,8 +54,8 @@ class TestGoldenCpuSample:
             "matrix": "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host).",
             "overhead": "No device-side (CUDA event) times were recorded: no GPU was measured.",
         }
-        assert set(re.findall(r'data-plot="([\w-]+)"', html)) == {"bandwidth-host", "cost", "create", "noop", "module_to",
-                                                               "forward", "placement", "distributed"}
+        assert set(re.findall(r'data-plot="([\w-]+)"', html)) == {"bandwidth-host", "ladder", "cost", "create", "noop",
+                                                               "module_to", "forward", "placement", "distributed"}
 
     def test_scenario_sections(self, html):
         """Each scenario run on the CPU has its section, caption and computed sentence."""

@@ -181,7 +181,7 @@ class TestReadsBackTheSpec:
         spec, out = two_gpus
         frame = rows(out)
         gpu_noops = frame[(frame["op"] == "noop") & (frame["src"] != "cpu")]
-        assert len(gpu_noops) == 2 * 2 * 2  # to/cuda x 2 GPUs x smallest/largest size
+        assert len(gpu_noops) == 3 * 2 * 2  # .to(torch.device) / .to(str) / .cuda(i) x 2 GPUs x smallest/largest size
         for row in gpu_noops.itertuples():
             assert row.median_s == pytest.approx(spec.dispatch_ns * 1e-9, rel=1e-4), row.name
 

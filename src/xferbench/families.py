@@ -104,6 +104,9 @@ _D2H = (*_v("cpu", "to", "copy_", memory="pageable"), *_v("copy_", memory="pinne
 #: Host copies: torch's (multi-threaded) clone and copy_, and copy_ on one thread, the roof of a
 #: pageable copy to or from a GPU (the driver stages it through a pinned buffer with one thread).
 _HOST = (*_v("clone", "copy_", memory="pageable"), Variant("copy_", "pageable", variant="single_thread"))
+#: No-ops in the forms users write: .to(torch.device) (the plain "to"), .to('cuda:0') with a string (variant "str":
+#: torch parses it on every call), .cuda(i) with an index, and .cpu().
+_NOOP = (*_v("to"), Variant("to", variant="str"), *_v("cuda", "cpu"))
 
 _CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
@@ -122,9 +125,10 @@ _CORE = (
            caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
                    "Creating directly on the device (device=...) moves nothing across a link."),
     Family("noop", "no-op moves", ".cuda(i), .to(device), .cpu() on a tensor already there: the same object comes back",
-           "core", "tab:olive", moves_payload=False, endpoints="each", variants=_v("to", "cuda", "cpu"), sizes="ends",
-           caption=".cuda(i), .to(device) and .cpu() on a tensor already there return the very same object; what they "
-                   "cost is PyTorch's dispatch, shown next to the cheapest real copy measured."),
+           "core", "tab:olive", moves_payload=False, endpoints="each", variants=_NOOP, sizes="ends",
+           caption=".cuda(i), .to(torch.device), .to('device') and .cpu() on a tensor already there return the very "
+                   "same object; what they cost is PyTorch's dispatch (parsing a string is part of it), shown next to "
+                   "the cheapest real copy measured."),
     Family("sync", "synchronizing an idle device", "torch.cuda.synchronize(i) with nothing queued on the device",
            "core", "tab:brown", moves_payload=False, endpoints="accelerator", variants=_v("synchronize"), sizes="none",
            caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "
@@ -143,8 +147,9 @@ _SCENARIOS = (
            "scenario", "tab:cyan", finding=family_findings.sync_stall, moves_payload=False,
            caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
                    "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
-                   "once and lets the host work meanwhile. This is the main reason device-to-host moves cost more than "
-                   "their bytes. Never read such a buffer before the event or a synchronize: it may still hold old data."),
+                   "once and lets the host work meanwhile. How much of a move's cost this wait is depends on the work "
+                   "queued: the bandwidth sweep starts every call on an idle GPU, so its figures hold none of it. Never "
+                   "read such a buffer before the event or a synchronize: it may still hold old data."),
     Family("pin_memory", "Scenario: is pinning worth it?",
            "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
            "a tensor pinned once (the break-even: how many reuses pay for pinning)",
@@ -152,16 +157,17 @@ _SCENARIOS = (
            caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it page-locks fresh "
                    "memory (what the first pin of a size costs). pin_cached: the caching host allocator still holds a "
                    "freed pinned block of that size, so the call is a memcpy into it (what a loop that pins every batch "
-                   "pays after its first). Pinning once per transfer costs more than it saves; staging into a pinned "
-                   "buffer that is reused pays off. pinned_to: the DMA from a tensor pinned once, what each reuse costs; "
-                   "pin_cold / (to - pinned_to) reuses pay for pinning it."),
+                   "pays after its first). Whether pinning every transfer pays is read from the run, size by size: "
+                   "pin_cached_then_to (pin from the cache, then move) against to. pinned_to: the DMA from a tensor "
+                   "pinned once, what each reuse costs; pin_cold / (to - pinned_to) reuses pay for pinning it."),
     Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
            "scenario", "tab:cyan", finding=family_findings.cpu_convert,
            caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
                    "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter."),
     Family("cuda_vs_to", "Scenario: .cuda() against .to()", ".cuda(i), .to('cuda:i'), .to(torch.device), Module.to/.cuda",
            "scenario", "tab:cyan", finding=family_findings.cuda_vs_to,
-           caption="Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics and the same cost; "
+           caption="Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics; what each costs is "
+                   "measured below, size by size. "
                    "Module.to and Module.cuda both move parameters in place and return the module itself."),
 )
 

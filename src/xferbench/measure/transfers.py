@@ -277,8 +277,8 @@ def operation(case: Case, buffers: Buffers, backend: DeviceBackend | None = None
             return functools.partial(src.cuda, index)
         return functools.partial(src.cuda, index, non_blocking=non_blocking)
     if case.method == "to":
-        if case.op == "noop":
-            return functools.partial(src.to, target)
+        if case.op == "noop":  # the form users write most, a string, is its own variant: torch parses it per call
+            return functools.partial(src.to, place(case.dst) if case.variant == "str" else target)
         return functools.partial(src.to, target, non_blocking=non_blocking)
     raise ValueError(f"no operation for method {case.method!r} of op {case.op!r}")
 

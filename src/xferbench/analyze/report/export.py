@@ -69,7 +69,7 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
                   "| largest size: GB/s | roof | share of roof |",
                   "|---|---:|---:|---:|---:|---|---:|---|---:|"]
         for row in model:
-            share = f"{row['efficiency']:.0%}" if row.get("efficiency") is not None else "–"
+            share = row.get("share", "–")
             largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
             lines.append(f"| {_cell(row['path'])} | {_us(row['alpha_us'])} | {_us(row['pipelined_alpha_us'])} "
                          f"| {_cell(row['stated_gbps'])} | {_cell(row['pipelined_gbps'])} | {_cell(row['beta_basis'])} "

@@ -12,21 +12,20 @@ from typing import Any
 
 import pandas as pd
 
-from ...families import FAMILIES, family
+from ...families import FAMILIES, family, moving_ops
 from ...family_findings import ms as _ms
 from ...family_findings import span as _span
 from ...units import format_bytes, format_seconds
-from ..model import SINGLE_THREAD, bandwidth_bound, fit_alpha_beta
+from ..ladder import percent
+from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 
 __all__ = [
     "CLIFF_DROP",
     "FINDINGS",
-    "SPLIT_PARTS",
     "at_a_glance",
     "cliff",
     "cliff_cause",
-    "cpu_split",
     "findings",
     "pinning_break_even",
     "why_measured",
@@ -92,14 +91,22 @@ def d2h_usual_way_back(view: RunView) -> str | None:
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
                 f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
-                f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× as long as into pinned memory "
+                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× as long as into pinned memory "
                 f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
-                     f"({best['median_s'] / pinned['median_s']:.1f}× pinned): .cpu() and .to('cpu') allocate a new "
-                     "pageable tensor on every call, copy_ does not.")
+                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned)" + _fresh_clause(view, way["size"]))
     return sentence
+
+
+def _fresh_clause(view: RunView, size: int) -> str:
+    """Why copy_ into an existing buffer is cheaper, only where the run's ladder tells its fresh-destination step."""
+    ladder = next((found for found in view.ladders if found.key in ("d2h-cpu", "d2h-to") and found.size == size), None)
+    if ladder is None or not ladder.steps[0].told:
+        return "; this run cannot tell it from .cpu() / .to('cpu')." if ladder is not None else "."
+    return (f": {ladder.top.label} allocates a new pageable tensor on every call and faults its pages in, copy_ does "
+            f"not ({format_seconds(ladder.steps[0].seconds)} of {format_seconds(ladder.top.median_s)}, the ladder below).")
 
 
 def the_fix(view: RunView) -> str | None:
@@ -111,26 +118,14 @@ def the_fix(view: RunView) -> str | None:
     if fix is not None:
         return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
                 f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
-                f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.0f')}× faster than "
+                f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.2g')}× faster than "
                 ".cpu() / .to('cpu').")
     pinned = way["pinned"]
     blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
     return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
             f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
-            f"{_span(usual['median_s'] / pinned['median_s'], '.0f')}× faster than .cpu() / .to('cpu'). "
+            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu'). "
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
-
-
-#: The cases one .cpu() call is split into, in call order: (part, what measures it, how to find it in the rows).
-#: Each is its own benchmark of the same run at the same size; none is estimated.
-SPLIT_PARTS = (
-    ("allocation + first touch", "the quicker of torch.zeros / torch.ones on cpu (allocates and writes every byte)",
-     {"op": "create", "src": "cpu", "method": ("zeros", "ones")}),
-    ("staging copy", "single-thread host memcpy (host copy_ single_thread: the driver copies out of its bounce "
-     "buffer on one thread)", SINGLE_THREAD),
-    ("DMA", "device time of a pinned non-blocking copy to the host (d2h pinned non-blocking copy_)",
-     {"op": "d2h", "host_memory": "pinned", "non_blocking": True}),
-)
 
 
 def _matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
@@ -138,45 +133,6 @@ def _matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
     for column, value in match.items():
         rows = rows[rows[column].isin(value) if isinstance(value, tuple) else rows[column] == value]
     return rows
-
-
-#: Why a part is not in the bar: the run lacks its case, or (simulated machine) its case ran on the real CPU
-#: while the spec prices the call, so it is no part of it (as ``model.roofs`` draws no host roof there).
-NOT_MEASURED = "Not measured in this run"
-NOT_SIMULATED = "Left out on the simulated machine (measured on this CPU, while the spec prices the call)"
-
-
-def cpu_split(view: RunView) -> dict[str, Any] | None:
-    """One .cpu() (else .to('cpu')) into new pageable memory at the largest size it was measured, split into the
-    parts of ``SPLIT_PARTS`` measured at that size in the same run; what they leave is the "not attributed" rest
-    (total - measured parts, the wait and whatever no case isolates). None without such a call."""
-    frame, simulated = view.rows, view.simulated
-    down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable")
-                 & frame["method"].isin(USUAL_WAY_BACK) & ~frame["non_blocking"].astype(bool)]
-    if down.empty:
-        return None
-    call = "cpu" if (down["method"] == "cpu").any() else "to"
-    rows = down[down["method"] == call]
-    size = int(rows["nbytes"].max())
-    total = rows[rows["nbytes"] == size].iloc[0]
-    parts: list[dict[str, Any]] = []
-    missing: list[dict[str, str]] = []
-    for part, what, match in SPLIT_PARTS:
-        found = _matching(frame[frame["nbytes"] == size], match)
-        if part == "DMA":  # the device's own time of the copy: only rows that have one
-            found = found[pd.to_numeric(found["device_seconds"], errors="coerce") > 0]
-            found = found.assign(median_s=found["device_seconds"].astype(float))
-        if found.empty or (simulated and part != "DMA"):
-            missing.append({"part": part, "what": what, "why": NOT_SIMULATED if simulated else NOT_MEASURED})
-            continue
-        best = found.loc[found["median_s"].idxmin()]
-        parts.append({"part": part, "what": what, "seconds": float(best["median_s"]),
-                      "case": f"{best['path']}, {format_bytes(size)}"})
-    measured = sum(p["seconds"] for p in parts)
-    faults = pd.to_numeric(pd.Series([total.get("minor_faults_per_call")]), errors="coerce").iloc[0]
-    return {"call": ".cpu()" if call == "cpu" else ".to('cpu')", "size": size, "total": float(total["median_s"]),
-            "case": f"{total['path']}, {format_bytes(size)}", "parts": parts, "missing": missing,
-            "rest": float(total["median_s"]) - measured, "faults": None if pd.isna(faults) else float(faults)}
 
 
 #: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
@@ -197,10 +153,29 @@ def _copy_at(view: RunView, pin: pd.Series, which: tuple[str, dict[str, Any]], a
     return rows.iloc[0] if not rows.empty else None
 
 
+#: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
+PIN_SPREAD = 2.0
+
+
+def _verdict(pin: pd.Series, saved: float, spread: float) -> tuple[str, float | None]:
+    """The break-even's verdict and copies: can't tell within the copies' spread or the pin's own; else from copy N."""
+    if abs(saved) <= spread:
+        return "can't tell: the two copies differ by less than their spread (IQR)", None
+    if saved < 0:
+        return "never pays off: the pinned copy is slower", None
+    copies = float(pin["median_s"]) / saved
+    low, high = (math.ceil(float(pin[q]) / saved) for q in ("q1_s", "q3_s"))
+    if high > PIN_SPREAD * max(low, 1):
+        return (f"can't tell: pin_memory()'s rounds spread from {format_seconds(float(pin['q1_s']))} to "
+                f"{format_seconds(float(pin['q3_s']))} (IQR), so from copy {low} to copy {high}"), copies
+    return f"from copy {math.ceil(copies)} (pinning = {copies:.2g}× one copy's saving)", copies
+
+
 def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
-    pinned .to); "never pays off" where the pinned copy is slower, "can't tell" where the two differ by less than
-    their spread (the sum of their IQRs) or one was not measured."""
+    pinned .to), every figure from the pin's own run; "never pays off" where the pinned copy is slower, "can't tell"
+    where the two differ by less than their spread (the sum of their IQRs), where the pin's own rounds spread over
+    more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
     rows = []
     frame = view.rows
     pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
@@ -208,7 +183,7 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         size, dst = int(pin["nbytes"]), str(pin["dst"])
         pageable, pinned = (_copy_at(view, pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
-                               "pinned": pinned, "saved_s": None, "copies": None}
+                               "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
         if pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
             elsewhere = _copy_at(view, pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
@@ -217,17 +192,10 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
                               f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
                               f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
-            saved = float(pageable["median_s"] - pinned["median_s"])
+            row["saved_s"] = float(pageable["median_s"] - pinned["median_s"])
             spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
-            row["saved_s"] = saved
-            if abs(saved) <= spread:
-                row["verdict"] = "can't tell: the two copies differ by less than their spread (IQR)"
-            elif saved < 0:
-                row["verdict"] = "never pays off: the pinned copy is slower"
-            else:
-                row["copies"] = row["pin_s"] / saved
-                nth = math.ceil(row["copies"])
-                row["verdict"] = f"from copy {nth} (pinning = {row['copies']:.2g}× one copy's saving)"
+            row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
+            row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
 
@@ -268,25 +236,38 @@ def peer(view: RunView) -> str | None:
             f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
 
 
+def cheapest_copy(frame: pd.DataFrame) -> pd.Series | None:
+    """The cheapest real copy of the run (any moving family, any size): the no-op figure's yardstick and its finding's."""
+    copies = frame[frame["op"].isin(moving_ops())]
+    return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
+
+
+def noop_call(method: str, device: str, variant: object = None) -> str:
+    """The call a no-op row timed, in the form users write it: .cuda(0), .to('cuda:0') (a string),
+    .to(torch.device('cuda:0')), .cpu()."""
+    if method == "cuda":
+        return f".cuda({device.split(':')[1]})" if ":" in device else ".cuda()"
+    if method == "to":
+        return f".to('{device}')" if variant == "str" else f".to(torch.device('{device}'))"
+    return f".{method}()"
+
+
 def noop_cost(view: RunView) -> str | None:
+    """Each no-op form on the device with the most forms (a GPU where there is one), then the cheapest real copy."""
     frame = view.rows
     noops = frame[frame["op"] == "noop"]
     if noops.empty:
         return None
-    preferred = noops[noops["method"] == "cuda"]
-    row = (preferred if not preferred.empty else noops).sort_values("median_s").iloc[0]
-    call = f".cuda({row['src'].split(':')[1]})" if row["method"] == "cuda" else (
-        ".cpu()" if row["method"] == "cpu" else f".to('{row['src']}')")
-    sentence = f"A no-op {call} on a tensor already on {row['src']} costs {row['median_s'] * 1e9:.0f} ns per call"
-    host = frame[(frame["op"] == "host") & (frame["method"] == "copy_")]
-    fit = fit_alpha_beta(host["nbytes"].to_numpy(), host["median_s"].to_numpy()) if not host.empty else None
-    if fit is None:
-        return sentence + " and returns the very same object."
-    equivalent = (row["median_s"] - fit.alpha_s) * fit.beta_gbps * 1e9
-    if equivalent <= 0:
-        return (sentence + f", less than the fixed cost of the cheapest host copy_ ({fit.alpha_s * 1e9:.0f} ns): "
-                "it returns the same object and copies nothing.")
-    return sentence + f", as long as a host copy_ of about {format_bytes(equivalent)}; it returns the same object."
+    device = noops.groupby("src")["method"].count().sort_index(key=lambda d: d.str.startswith("cpu")).index[0]
+    rows = noops[noops["src"] == device].groupby(["method", noops["variant"].fillna("")])["median_s"].median()
+    forms = ", ".join(f"{noop_call(method, device, variant or None)} {seconds * 1e9:.0f} ns"
+                      for (method, variant), seconds in rows.sort_values().items())
+    sentence = f"A no-op on a tensor already on {device} costs per call, by the form written: {forms}"
+    cheapest = cheapest_copy(frame)
+    if cheapest is None:
+        return sentence + "; each returns the very same object."
+    return (sentence + f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
+            f"{cheapest['median_s'] * 1e9:.0f} ns. A no-op returns the same object and copies nothing.")
 
 
 def latency_bound(view: RunView) -> str | None:
@@ -317,7 +298,17 @@ def latency_bound(view: RunView) -> str | None:
         sentence += (f" (from the sizes beyond the {best['cache'] or 'cache'}; {best['resident_sizes']} cache-resident "
                      "size(s) left out)")
     sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
-    return sentence + _pipelined(fits)
+    return sentence + _one_thread_faster(view, float(best["stated_gbps"])) + _pipelined(fits)
+
+
+def _one_thread_faster(view: RunView, beta: float) -> str:
+    """The single-thread host copy, left out of the paths above (it is a roof, not a call users make), where its β
+    beats the fastest path's: the table beside the sentence shows it, so the sentence says it."""
+    fits = view.single_thread_fits
+    if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
+        return ""
+    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {float(fits['stated_gbps'].max()):.3g} "
+            "GB/s, more than that: on this machine more threads made the host copy slower.")
 
 
 def _pipelined(fits: pd.DataFrame) -> str:
@@ -346,15 +337,17 @@ def _sizes(values: pd.Series) -> str:
 
 
 def overhead_small(view: RunView) -> str | None:
+    """The smallest host-to-device copy: one synchronized call's wall time beside the device time of copies issued back
+    to back (two timings of two loops, so no share of one from the other)."""
     frame = view.rows
     timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & (frame["op"] == "h2d")]
     if timed.empty:
         return None
     smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
     row = smallest.loc[smallest["median_s"].idxmin()]
-    share = 1 - float(row["device_seconds"]) / row["median_s"]
-    return (f"For a {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}), {share:.0%} of the "
-            f"{format_seconds(row['median_s'])} wall time was spent outside the device (launch, driver, synchronization).")
+    return (f"A {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}) took {format_seconds(row['median_s'])} "
+            f"of wall time when synchronized after each call; issued back to back, each took "
+            f"{format_seconds(float(row['device_seconds']))} on the device: batch small moves and synchronize once.")
 
 
 def host_copy(view: RunView) -> str | None:
@@ -364,10 +357,18 @@ def host_copy(view: RunView) -> str | None:
     rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
     if rows.empty:
         return None
-    best = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
-    best = best.loc[best["bandwidth_gbps"].idxmax()]
+    largest = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
+    largest = largest.loc[largest["bandwidth_gbps"].idxmax()]
+    # The best size past the caches (by the report's own rule), not merely the largest one; where the fit found the
+    # smaller sizes cached (a capped β), the largest is the only size known to be past them.
+    fit = view.fit_of(str(largest["path"]))
+    capped = fit is None or str(fit["beta_basis"]).startswith("capped")
+    beyond = rows if capped else rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)]
+    best = largest if capped or beyond.empty else beyond.loc[beyond["bandwidth_gbps"].idxmax()]
     sweep = rows[rows["method"] == best["method"]]
     where = f"at {format_bytes(best['nbytes'])}"
+    if best["nbytes"] != largest["nbytes"]:
+        where += f" ({largest['bandwidth_gbps']:.3g} GB/s at {format_bytes(largest['nbytes'])})"
     if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
         sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached "
                     f"{best['bandwidth_gbps']:.3g} GB/s {where}")
@@ -393,15 +394,67 @@ def host_copy(view: RunView) -> str | None:
 Finding = Callable[[RunView], str | None]
 
 
-def cliff_cause(found: dict[str, Any]) -> str:
-    """The cliff's cause as this run measured it, or a plain statement that it did not."""
+#: Calls that allocate their destination on every call, and calls into a buffer they reuse, each as (label, match):
+#: across a cliff the run's own pair of them says whether the fresh destination is what breaks.
+ALLOCATING = (("torch.ones on the CPU", {"op": "create", "method": "ones", "src": "cpu"}),
+              ("host clone", {"op": "host", "method": "clone"}),
+              (".cpu()", {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False}))
+REUSING = (("host copy_", {"op": "host", "method": "copy_", "host_memory": "pageable"}),
+           ("d2h copy_ into a pageable buffer", {"op": "d2h", "method": "copy_", "host_memory": "pageable",
+                                                  "non_blocking": False}))
+#: An allocation that touches no page: beside the calls above, it tells the allocation call from its first touch.
+UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src": "cpu"}),)
+
+
+def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str, dict[str, Any]], ...]) -> list[dict[str, Any]]:
+    """Each call of ``calls`` measured at both sizes (one run's row each): its figures there and how much its time
+    per call grew, per byte moved (1 = it scaled with its bytes)."""
+    found = []
+    for label, match in calls:
+        rows = _matching(frame, match)
+        rows = rows[rows["variant"].isna()] if "variant" in rows else rows
+        at = [rows[rows["nbytes"] == n] for n in (before, after)]
+        if any(r.empty for r in at):
+            continue
+        one, two = (r.iloc[0] for r in at)
+        moves = bool(pd.notna(one["bandwidth_gbps"]))
+        figures = ((f"{one['bandwidth_gbps']:.3g} → {two['bandwidth_gbps']:.3g} GB/s") if moves else
+                   f"{format_seconds(one['median_s'])} → {format_seconds(two['median_s'])}")
+        growth = float(two["median_s"] / one["median_s"]) / (after / before)
+        found.append({"label": label, "figures": figures, "growth": growth, "after_s": float(two["median_s"])})
+    return found
+
+
+def _untouched(frame: pd.DataFrame, found: dict[str, Any], fresh: list[dict[str, Any]]) -> str:
+    """torch.empty across the cliff: where it stays under 1% of every allocating call, the allocation call is cheap
+    and the cost is the first touch of fresh pages."""
+    empty = _across(frame, found["before"], found["after"], UNTOUCHED)
+    if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
+        return ""
+    return (f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}: the cost is "
+            "the first touch of fresh pages, not the allocation call.")
+
+
+def cliff_cause(found: dict[str, Any], frame: pd.DataFrame | None = None) -> str:
+    """The cliff's cause as this run's own calls show it: every call that allocates its destination against every
+    call into a reused buffer across the same two sizes, then the fault counts where the rows carry them."""
+    text = ""
+    if frame is not None:
+        fresh = _across(frame, found["before"], found["after"], ALLOCATING)
+        reused = _across(frame, found["before"], found["after"], REUSING)
+        if fresh and reused and min(c["growth"] for c in fresh) > max(c["growth"] for c in reused):
+            text = ("Across the same sizes every call that allocates its destination grew dearer per byte than every "
+                    "call into a reused buffer (" + "; ".join(f"{c['label']} {c['figures']}" for c in fresh)
+                    + ", against " + "; ".join(f"{c['label']} {c['figures']}" for c in reused)
+                    + "): the fresh destination breaks, not the copy." + _untouched(frame, found, fresh))
+        elif fresh and reused:
+            text = "Across the same sizes, calls that allocate and calls into a reused buffer do not split cleanly."
     if found["faults"] is None:
-        return ("Its cause is not measured in this run: the rows carry no page-fault counts "
-                "(minor_faults_per_call, which newer runs record).")
-    text = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
+        return (text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record).").strip()
+    faults = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
     if found["us_per_fault"] is not None:
-        text += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
-    return text + "."
+        faults += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
+    return f"{text} {faults}.".strip()
 
 
 def d2h_cliff(view: RunView) -> str | None:
@@ -413,7 +466,7 @@ def d2h_cliff(view: RunView) -> str | None:
               if existing is not None else "")
     return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
             f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
-            f"{steady}. {cliff_cause(found)}")
+            f"{steady}. {cliff_cause(found, view.rows)}")
 
 
 #: In page order; each reads the run's view.
@@ -426,20 +479,43 @@ def findings(view: RunView) -> list[str]:
     return [sentence for find in FINDINGS if (sentence := find(view))]
 
 
+def _staged(view: RunView) -> str | None:
+    """The "staged" point from the .cpu() ladder: the staging step and the fresh destination's, each read from two
+    cases of one run."""
+    found = {ladder.key: ladder for ladder in view.ladders}
+    ladder = found.get("d2h-cpu") or found.get("d2h-to")
+    if ladder is None:
+        return None
+    fresh, staging = ladder.steps[0], ladder.steps[1]
+    if not staging.told:
+        return (f"at {format_bytes(ladder.size)} this run cannot tell copy_ into a pageable buffer from one into a "
+                f"pinned buffer ({format_seconds(staging.above.median_s)} against {format_seconds(staging.below.median_s)}).")
+    text = (f"at {format_bytes(ladder.size)}, copy_ into a pageable buffer took {format_seconds(staging.above.median_s)} "
+            f"against {format_seconds(staging.below.median_s)} into a pinned one: staging costs "
+            f"{format_seconds(staging.seconds)} ({format_seconds(staging.low_s)} to {format_seconds(staging.high_s)}), "
+            f"{percent(staging.seconds / ladder.top.median_s)} of {ladder.top.label}'s {format_seconds(ladder.top.median_s)}")
+    if fresh.told:
+        text += (f"; {format_seconds(fresh.seconds)} ({percent(fresh.seconds / ladder.top.median_s)}) of "
+                 f"{ladder.top.label} is its fresh destination (the ladder above)")
+    return text + f"{_run_of(ladder.run, view)}."
+
+
+def _run_of(run: str, view: RunView) -> str:
+    """Which run a figure came from, where the page holds more than one (each may be another boot of the machine)."""
+    return f" ({run})" if len(view.sources) > 1 else ""
+
+
 def why_measured(view: RunView) -> dict[str, str | None]:
     """For each point of the general "why" list, what this run measured of it (a sentence), or None."""
-    frame, size = view.rows, view.largest_size
+    frame = view.rows
     stall = frame[(frame["op"] == "sync_stall") & (frame["variant"] != "nonblocking_event")]
-    up = _at(frame, size, op="h2d")
-    staged = None
-    if size is not None and (up["host_memory"] == "pageable").any() and (up["host_memory"] == "pinned").any():
-        a, b = (up.loc[up["host_memory"] == m, "bandwidth_gbps"].max() for m in ("pageable", "pinned"))
-        staged = f"host to device at {format_bytes(size)}: pageable {a:.3g} GB/s against pinned {b:.3g} GB/s."
+    staged = _staged(view)
     small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
     way = way_back(view)
     return {
         "wait": (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
-                 f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below)."
+                 f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below"
+                 f"{', ' + str(stall.loc[stall['median_s'].idxmin(), 'run']) if frame['run'].nunique() > 1 else ''})."
                  if not stall.empty and stall["queued_seconds"].notna().any() else None),
         "staged": staged,
         "fixed": (f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "

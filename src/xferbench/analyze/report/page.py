@@ -27,7 +27,7 @@ from ..view import RunView
 from .export import frame_for_csv, instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines
-from .plots import Plot, as_plot, render, scenario_plot
+from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
            "write_report"]
@@ -49,7 +49,7 @@ _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v i
 
 
 #: The figures of this run's GPU-to-CPU story, drawn right after the key findings.
-STORY = ("bandwidth-d2h", "cpu-split")
+STORY = ("bandwidth-d2h", "ladder")
 
 
 def is_simulated(results: Results | RunView) -> bool:
@@ -58,23 +58,44 @@ def is_simulated(results: Results | RunView) -> bool:
 
 
 def _model_rows(view: RunView) -> list[dict[str, Any]]:
-    """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof."""
+    """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof (plots.roof_share:
+    the largest size's GB/s over the roof's figure, printed with it, as the figures label their roofs)."""
     rows = []
     for fit in view.fits.to_dict("records"):
         bounds = view.roofs(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
         roof = min(bounds) if bounds else None
-        # The best GB/s the path measured over its roof: the very share its figure labels the roof with.
-        achieved = fit["best_gbps"]
         practical = view.practical(fit["op"], fit["src"], fit["dst"])
         link = roof[1] if roof else "not known"
+        pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        rows.append(fit | {
+        rows.append(fit | _no_half_where_the_model_misses(view, fit) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
-            "efficiency": achieved / roof[0] if roof and np.isfinite(achieved) else None,
+            "efficiency": fit["largest_gbps"] / roof[0] if roof and np.isfinite(fit["largest_gbps"]) else None,
+            "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
+
+
+#: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
+MODEL_MISS = 2.0
+
+
+def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x (a path with a cliff: the
+    capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); the basis says so."""
+    frame = view.rows
+    rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])]
+    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
+    if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
+        return {}
+    predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
+    miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
+    if miss <= MODEL_MISS:
+        return {}
+    return {"half_peak_bytes": float("nan"),
+            "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {miss:.2g}×, so no half of β"}
 
 
 def _machine_summary(machine_info: dict[str, Any], fingerprint: Fingerprint | None = None) -> list[tuple[str, str]]:
@@ -140,15 +161,18 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
     rows = pinning_break_even(view)
     if not rows:
         return None
+    runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
     return {"id": "break-even", "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
-        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size. A saving within "
-        "the two copies' spread (IQR) can't tell."),
+        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
+        "pin's own run. A saving within the two copies' spread (IQR) can't tell, nor can a pin whose rounds spread "
+        "over more than twice the copies (IQR)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
-                    "pinning pays off"],
+                    "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
         "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),
-                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] for row in rows]}
+                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] + ([row["run"]] if runs else [])
+                 for row in rows]}
 
 
 def _svg(plots: list[Plot]) -> list[Plot]:
@@ -190,6 +214,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         findings=key_findings,
         plots=[plot for plot in drawn if plot.key not in STORY],
         story=story,
+        ladder=ladder_table(view),
         glance=at_a_glance(view),
         why=why_measured(view),
         history=_svg(history or []),

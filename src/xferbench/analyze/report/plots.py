@@ -34,11 +34,13 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
+from ..ladder import Ladder, percent
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
-from .findings import cliff_cause, cpu_split
+from .findings import cheapest_copy, cliff_cause, noop_call
 
-__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "render", "scenario_plot", "tip", "to_svg"]
+__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "largest_size_gbps", "render",
+           "roof_share", "scenario_plot", "tip", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -178,6 +180,8 @@ def _line_label(row: pd.Series, op: str) -> str:
         label += f" → {row['dst']}"
     if row["non_blocking"]:
         label += " non_blocking"
+    if isinstance(row.get("variant"), str) and op in ("host", "h2d", "d2h"):
+        label += f" {row['variant'].replace('_', '-')}"  # copy_() single-thread: its own line and legend entry
     return label
 
 
@@ -186,16 +190,36 @@ def gbps_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
-def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], best: float, practical: tuple[float, float] | None = None) -> bool:
-    """Each bound as a horizontal line, labelled directly with its figure and the best measured share of it.
+def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
+    """The one definition of "share of roof": the bandwidth a path reached at its largest size over the roof's figure,
+    the roof printed beside it; against the practical ceiling of pinned copies where one is given."""
+    if not (np.isfinite(gbps) and peak > 0):
+        return "–"
+    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
+    if practical is not None:
+        text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
+                 f"{practical[0]:g}-{practical[1]:g})")
+    return text
+
+
+def largest_size_gbps(rows: pd.DataFrame) -> float:
+    """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides)."""
+    if rows.empty:
+        return float("nan")
+    return float(rows.sort_values("nbytes").groupby("path")["bandwidth_gbps"].last().max())
+
+
+def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: float,
+                practical: tuple[float, float] | None = None) -> bool:
+    """Each bound as a horizontal line, labelled directly with its figure and the share of it the panel's paths
+    reached at their largest size (``roof_share``, as the table gives it).
 
     Labels alternate between the left and the right end, so two close roofs do not print over each other;
     the axis leaves room above the highest one. True when a roof was drawn."""
     for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
-        share = f", best {best / peak:.0%}" if np.isfinite(best) and peak > 0 else ""
-        if practical is not None and name.startswith("PCIe"):
-            share += f" (practical ceiling {practical[0]:g}-{practical[1]:g} GB/s)"
+        share = roof_share(reached, peak, practical if name.startswith("PCIe") else None)
+        share = f", largest size {share}" if share != "–" else ""
         left = index % 2 == 0
         text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
@@ -243,8 +267,8 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
             _log_y(ax)
             if first is not None:
                 _cache_line(ax, view, op, str(first["src"]))
-                roofed |= _draw_roofs(ax, bounds, float(panel["bandwidth_gbps"].max()),
-                                      view.practical(op, str(first["src"]), str(first["dst"])))
+                practical = view.practical(op, str(first["src"]), str(first["dst"]))
+                roofed |= _draw_roofs(ax, bounds, largest_size_gbps(panel), practical if memory == "pinned" else None)
                 if op == "d2h" and memory == "pageable":
                     _mark_cliff(ax, view)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
@@ -277,6 +301,8 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         first = group.iloc[0]
         label = _line_label(first, op)
         colour = METHOD_COLOURS.get(str(first["method"]), _colour(op))
+        if isinstance(first.get("variant"), str):
+            colour = "tab:cyan"  # a second way of running the same call (single_thread): never its call's colour
         style = "--" if first["non_blocking"] else "-"
         if op == "peer":
             colour = f"C{sorted(set(panel['dst'])).index(first['dst']) % 10}"
@@ -305,12 +331,21 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
         return
     low = float(found["gbps_after"].min())
     text = (f"cliff: .cpu() / .to('cpu') {gbps_text(float(found['gbps_before'].max()))} → {gbps_text(low)} GB/s\n"
-            f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n" + textwrap.fill(cliff_cause(found), 44))
+            f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n"
+            + textwrap.fill(_cliff_note(found, view.rows), 44))
     note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
                        va="top", ha="left", fontsize=7.5, color="tab:red",
                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},
                        arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1})
     tip(note, [text.replace("\n", " ")])
+
+
+def _cliff_note(found: dict[str, Any], frame: pd.DataFrame) -> str:
+    """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
+    cause = cliff_cause(found, frame)
+    if cause.startswith("Across the same sizes every call that allocates"):
+        return "calls that allocate their destination fall here; copy_ into a reused buffer holds (key findings)"
+    return cause
 
 
 def _route(row: pd.Series) -> str:
@@ -432,12 +467,11 @@ def creation(view: RunView) -> Figure | str:
 def noop_vs_copy(view: RunView) -> Figure | str:
     frame = view.rows
     noops = frame[frame["op"] == "noop"]
-    copies = frame[frame["op"].isin(moving_ops())]
     if noops.empty:
         return "No no-op benchmarks were run."
-    per_call = noops.groupby(["method", "src"])["median_s"].median().reset_index()
-    labels = [f".{m}() on {d}" if m != "to" else f".to({d}) on {d}" for m, d in zip(per_call["method"], per_call["src"],
-                                                                                      strict=True)]
+    per_call = noops.groupby(["method", noops["variant"].fillna(""), "src"])["median_s"].median().reset_index()
+    labels = [f"{noop_call(m, d, v or None)} on {d}" for m, v, d in zip(per_call["method"], per_call["variant"],
+                                                                        per_call["src"], strict=True)]
     values = list(per_call["median_s"] * 1e6)
     colours = [_colour("noop")] * len(values)
     # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
@@ -445,8 +479,8 @@ def noop_vs_copy(view: RunView) -> Figure | str:
         labels.append(f"torch.cuda.synchronize({device}) on an idle device")
         values.append(seconds * 1e6)
         colours.append(_colour("sync"))
-    if not copies.empty:
-        cheapest = copies.loc[copies["median_s"].idxmin()]
+    cheapest = cheapest_copy(frame)
+    if cheapest is not None:
         labels.append(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})")
         values.append(cheapest["median_s"] * 1e6)
         colours.append(_colour(cheapest["op"]))
@@ -497,88 +531,129 @@ def wall_vs_device(view: RunView) -> Figure | str:
         ax.set_xlabel("payload")
     for ax in list(axes.flat)[len(ops):]:
         ax.set_visible(False)
-    axes[0][0].set_ylabel("% of wall time not on the device")
+    axes[0][0].set_ylabel("1 − device time / wall time (%)")
     _legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
     fig.tight_layout()
     return fig
 
 
-_SPLIT_COLOURS = {"allocation + first touch": "tab:orange", "staging copy": "tab:gray", "DMA": "tab:red"}
+#: Each factor a ladder step removes, in one colour in every ladder; a step the run cannot tell from zero is hatched.
+_FACTOR_COLOURS = {"fresh": "tab:orange", "staging": "tab:gray", "launch": "tab:blue", "DMA": "tab:red",
+                   "copy": "tab:green"}
 
 
-def split_labels(split: dict[str, Any], simulated: bool = False) -> list[str]:
-    """The bar's segment labels, in order: each measured part with the case it was read from, then the rest."""
-    tag = " (simulated)" if simulated else ""
-    labels = [f"{part['part']}: {format_seconds(part['seconds'])} ({part['seconds'] / split['total']:.0%}), "
-              f"from {part['case']}{tag if part['part'] == 'DMA' else ''}" for part in split["parts"]]
-    if split["rest"] > 0:
-        labels.append(f"not attributed (total − measured parts): {format_seconds(split['rest'])} "
-                      f"({split['rest'] / split['total']:.0%})")
-    else:  # the parts were measured apart; together they took longer than the call, so they overlap in it
-        labels.append(f"nothing left to attribute: the measured parts exceed the call by {format_seconds(-split['rest'])}"
-                      " (they overlap in it)")
-    return labels
+def _factor_colour(factor: str) -> str:
+    for word, colour in _FACTOR_COLOURS.items():
+        if word in factor:
+            return colour
+    return "tab:purple"
 
 
-def cpu_time_split(view: RunView) -> Figure | str:
-    """One .cpu() at its largest size as a bar of the parts measured apart in the same run (findings.cpu_split),
-    each labelled with its case, and the rest drawn as not attributed; never an estimated part."""
-    simulated = view.simulated
-    split = cpu_split(view)
-    if split is None:
-        return "No .cpu() / .to('cpu') into new pageable memory was measured."
-    if not split["parts"]:
-        return (f"no part of {split['call']} at {format_bytes(split['size'])} could be read from a case of this run "
-                f"({'; '.join(m['what'] for m in split['missing'])}).")
-    labels = split_labels(split, simulated)
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.55, 1.5))
-    left, handles = 0.0, list[Artist]()
-    for part, label in zip(split["parts"], labels, strict=False):
-        bar = ax.barh([0], [part["seconds"] * 1e3], left=left, color=_SPLIT_COLOURS[part["part"]], edgecolor="white")
-        tip(bar.patches[0], [f"{label}\n{part['what']}"])
-        handles.append(bar.patches[0])
-        left += part["seconds"] * 1e3
-    if split["rest"] > 0:
-        bar = ax.barh([0], [split["rest"] * 1e3], left=left, color="white", edgecolor="0.45", hatch="//")
-        tip(bar.patches[0], [labels[-1]])
-        handles.append(bar.patches[0])
-    else:
-        handles.append(ax.axvline(split["total"] * 1e3, color="black", ls="--", lw=1))
-    ax.set_yticks([0], [mathtext_safe(f"{split['call']} {format_bytes(split['size'])}")])
-    ax.set_xlim(0, max(left, split["total"] * 1e3) * 1.02)
-    ax.set_xlabel(mathtext_safe(f"ms; the call: {split['case']}, median {format_seconds(split['total'])}"), fontsize=8)
+def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> None:
+    """One ladder as a bar of its steps and its bottom rung: each segment the difference of two medians of the run,
+    so the segments add up to the call; a step whose interval holds zero is drawn hatched, without a share."""
+    left, total = 0.0, ladder.top.median_s
+    steps = [*ladder.steps, None]
+    for (factor, seconds, _low, _high, told), step in zip(ladder.parts(), steps, strict=True):
+        width = max(seconds, 0.0) * 1e3
+        colour = _factor_colour(factor)
+        bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else
+                      "white", hatch=None if told else "//")
+        label = ladder.sentence(step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
+        what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
+        tip(bar.patches[0], [label + what])
+        if told and seconds / total >= 0.09:
+            ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
+        legend.setdefault(factor if told else "can't tell (interval holds zero)", bar.patches[0])
+        left += width
+
+
+def ladder_figure(view: RunView) -> Figure | str:
+    """Every ladder of the run (analyze/ladder.py), one bar each, in ms, labelled with its call, size and run."""
+    found = view.ladders
+    if not found:
+        return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
+                "buffer, or host clone() with copy_).")
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.42 * len(found) + 0.9))
+    legend: dict[str, Artist] = {}
+    for y, ladder in enumerate(found):
+        _ladder_bar(ax, y, ladder, legend)
+    ax.set_yticks(range(len(found)), [mathtext_safe(f"{ladder.top.label}, {format_bytes(ladder.size)} "
+                                                    f"({format_seconds(ladder.top.median_s)})") for ladder in found])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms: each segment is one rung's median minus the next one's (same run, same size)", fontsize=8)
     ax.tick_params(labelsize=8)
-    fig.legend(handles, [mathtext_safe(textwrap.fill(label, 62)) for label in labels], loc="center left",
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(list(legend.values()), [mathtext_safe(textwrap.fill(label, 48)) for label in legend], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
     fig.tight_layout()
     return fig
 
 
-def _split_caption(view: RunView) -> str:
-    """What the bar could not measure in this run, and the faults per call where the rows carry them."""
-    split = cpu_split(view)
-    if split is None:
-        return ""
-    text = "".join(f" {m['why']}, so inside 'not attributed': the {m['part']}, a {m['what']}." for m in split["missing"])
-    if split["faults"] is not None:
-        return text + f" The call itself faulted {split['faults']:,.0f} pages per call (minor_faults_per_call)."
-    return text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record)."
+def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str) -> dict[str, str]:
+    span = f"{format_seconds(low)} to {format_seconds(high)}"
+    if not told:
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span} holds zero: {cases}"}
+    text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
+    if ladder.split is not None and cases.startswith(ladder.top.path):  # the step the run's fault counts split
+        text += f" = {ladder.split.faults_per_call:,.0f} faults × {ladder.split.us_per_fault:.3g} µs"
+    return {"text": text, "title": f"interval {span}: {cases}"}
+
+
+def ladder_table(view: RunView) -> dict[str, Any] | None:
+    """The ladders as a table for the page and the Markdown: one row per call, one column per factor removed (in
+    ladder order), each cell the step read from its two cases (named in its hover title with the interval)."""
+    found = view.ladders
+    if not found:
+        return None
+    factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
+    rows = []
+    for ladder in found:
+        cells = {factor: _cell(ladder, seconds, low, high, told, case) for (factor, seconds, low, high, told), case in
+                 zip(ladder.parts(), [f"{s.above.case} − {s.below.case}" for s in ladder.steps] + [ladder.base.case],
+                     strict=True)}
+        rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
+                     "title": f"{ladder.top.path}, {ladder.run}",
+                     "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
+    return {"columns": factors, "rows": rows, "runs": sorted({ladder.run for ladder in found})}
 
 
 Drawing = Callable[[RunView], "Figure | str"]
 
 
+LADDER_CAPTION = (
+    "Each bar is one call read down a ladder of cases of the same run at the same size, each rung differing from the "
+    "next in one factor: .cpu() → copy_ into a touched pageable buffer (removes the fresh destination) → copy_ into a "
+    "pinned buffer (the driver's staging) → the copy's device time (launch and synchronization), leaving the DMA; "
+    "clone() → copy_ on the host. A segment is the difference of two medians, so the segments add up to the call; they "
+    "overlap in time (the driver pipelines staging and DMA). A step's interval joins the medians' order-statistic "
+    "intervals (95%; min to max with 5 rounds or fewer): one that holds zero is hatched, \"can't tell\", never a share.")
+HOST_LADDER_CAPTION = (
+    "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
+    "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
+    "is the copy itself. The same step is most of a GPU's .cpu() on large tensors. A step's interval joins the two "
+    "medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds zero reads "
+    "\"can't tell\", never a share.")
 _BANDWIDTH_CAPTION = (
     "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
     "(a loop that synchronizes after every call). Hollow markers are sizes that ran faster than memory allows (their "
     "read and write, 2n bytes, fit in the cache and beat the memory's figure), left out of β; the grey dotted line is "
-    "where 2n fills the cache. Dashed black lines are the roofs, each labelled with the best share of it measured (the "
-    "same share as the table's): the link's theoretical peak from the fingerprint, beside the practical ceiling pinned "
-    "copies reach on such a link (nvbandwidth on an H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5), and for "
-    "pageable host memory the single-thread host memcpy measured in this run, the copy the driver stages it with. "
+    "where 2n fills the cache. Dashed black lines are the roofs, each labelled with its figure and the share of it the "
+    "panel's calls reached at their largest size (the table's share): the link's theoretical peak from the fingerprint, "
+    "and on pinned panels the share of the practical ceiling pinned copies reach on such a link (nvbandwidth on an "
+    "H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5); for pageable host memory the roof is the single-thread "
+    "host memcpy measured in this run, the copy the driver stages it with. "
     "Hover a point for its exact value.")
 _NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-threaded host copy_ bounds nothing a "
                  "pageable transfer does.")
+
+
+#: The host panel draws no roof: its caption says nothing of roofs.
+_HOST_CAPTION = (
+    "Each line is one call on host memory (torch's clone and copy_; copy_ single-thread runs on one thread, as the "
+    "driver stages a pageable transfer). Dotted lines are the fitted t = α + n/β (a loop that synchronizes after every "
+    "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
+    "cache), left out of β. Hover a point for its exact value.")
 
 
 def _bandwidth_drawing(op: str) -> Drawing:
@@ -586,17 +661,14 @@ def _bandwidth_drawing(op: str) -> Drawing:
 
 
 def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
-    return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _BANDWIDTH_CAPTION, _bandwidth_drawing(op))
-            for op in moving_ops()]
+    return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION,
+             _bandwidth_drawing(op)) for op in moving_ops()]
 
 
 #: key, title, caption, drawing function (the run's view).
 PLOTS: list[tuple[str, str, str, Drawing]] = [
     *_bandwidth_plots(),
-    ("cpu-split", "Where the time of one .cpu() goes",
-     "One .cpu() at the largest size measured, split into parts each read from another case of the same run at that "
-     "size (named beside its segment): allocation with its first touch, the driver's staging copy, the DMA. What they "
-     "do not explain is not attributed: the wait, and whatever no case isolates.", cpu_time_split),
+    ("ladder", "Where the time of one call goes: a ladder of this run's controls", LADDER_CAPTION, ladder_figure),
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
      "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
@@ -611,9 +683,11 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("create", "Creating tensors on each device", family("create").caption, creation),
     ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, noop_vs_copy),
     ("overhead", "Wall time against device time",
-     "How much of each move's wall time is spent outside the device (launch, driver, synchronization), one panel per "
-     "family; colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% "
-     "at small sizes: small moves are pure overhead, so batch them.", wall_vs_device),
+     "Two timings of each move side by side, one panel per family: the wall time of one call synchronized after "
+     "every call, against the device time per copy of copies issued back to back (events). The gap is what a "
+     "synchronizing loop pays beyond the device's own work (launch, driver, synchronization), not a split of one "
+     "call. Colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% at "
+     "small sizes: small moves are mostly fixed cost, so batch them.", wall_vs_device),
 ]
 
 
@@ -637,10 +711,10 @@ def render(view: RunView) -> list[Plot]:
         why = view.host_ceiling_missing
         if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
             caption += _NO_HOST_ROOF.format(why=why)
-        if key == "cpu-split":
-            if cpu_split(view) is None:
-                continue  # no .cpu() in the run: nothing to split, and nothing to say
-            caption += _split_caption(view)
+        if key == "ladder" and not view.ladders:
+            continue  # no call with its controls in the run: nothing to explain, and nothing to say
+        if key == "ladder" and all(ladder.key.startswith("host") for ladder in view.ladders):
+            caption = HOST_LADDER_CAPTION
         plots.append(as_plot(key, title, caption, draw(view)))
     return plots
 

@@ -1,0 +1,274 @@
+"""A cost explained by the run's own controls: a ladder of cases, each differing from the next in one factor.
+
+The call users make is the top rung; each rung below removes one factor (a fresh destination, the driver's
+staging copy, launch and synchronization), and the bottom rung is what is left (the DMA's own device time, or a
+host copy into a touched buffer). Each step is the difference of two medians of the same run at the same size,
+with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
+construction. A step whose interval holds zero is "can't tell", never a share. No torch here (docs/design.md
+section 6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..units import format_bytes, format_seconds
+from .load.results import VALID_DEVICE_METHODS
+
+__all__ = ["LADDERS", "Ladder", "Rung", "RungSpec", "Spec", "Step", "ladders", "median_interval", "percent"]
+
+#: Coverage asked of each median's order-statistic interval; with 5 rounds or fewer the widest (min-max) is taken.
+COVERAGE = 0.95
+
+
+def median_interval(rounds: np.ndarray) -> tuple[float, float]:
+    """A distribution-free interval for the median of ``rounds``: the k-th lowest and k-th highest round, with k
+    the largest such that the binomial(n, 1/2) tails outside them hold at most 1 - ``COVERAGE``; min-max when no
+    k reaches that coverage (5 rounds or fewer)."""
+    x = np.sort(np.asarray(rounds, dtype=float))
+    n = len(x)
+    k, tail = 1, 0.0
+    for j in range(n // 2):  # tail = P(Bin(n, 1/2) <= j): rounds below the k-th lowest, k = j + 1
+        tail += math.comb(n, j) / 2**n
+        if 2 * tail > 1 - COVERAGE:
+            break
+        k = j + 1
+    k = min(k, (n + 1) // 2)
+    return float(x[k - 1]), float(x[n - k])
+
+
+def percent(share: float) -> str:
+    """A share as a whole percent, or one decimal below 1% (a step of 0.07% is not "0%")."""
+    return f"{share:.0%}" if abs(share) >= 0.01 else f"{share:.1%}"
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One case of the ladder: its call, the row it was read from, its median and that median's interval."""
+
+    label: str
+    path: str
+    median_s: float
+    low_s: float
+    high_s: float
+    rounds: int
+    #: The device's own time of the copy (one figure per case, no rounds): its interval is the figure itself.
+    device_time: bool = False
+
+    @property
+    def case(self) -> str:
+        return f"{self.path} (device time)" if self.device_time else self.path
+
+
+@dataclass(frozen=True)
+class Step:
+    """What removing one factor saved: the rung above minus the rung below, with the interval of that difference."""
+
+    factor: str
+    above: Rung
+    below: Rung
+
+    @property
+    def seconds(self) -> float:
+        return self.above.median_s - self.below.median_s
+
+    @property
+    def low_s(self) -> float:
+        return self.above.low_s - self.below.high_s
+
+    @property
+    def high_s(self) -> float:
+        return self.above.high_s - self.below.low_s
+
+    @property
+    def told(self) -> bool:
+        """Whether the run tells this step from zero: its interval does not hold zero."""
+        return not self.low_s <= 0.0 <= self.high_s
+
+
+@dataclass(frozen=True)
+class Split:
+    """A step split further by what the run recorded: faults per call and what each cost."""
+
+    faults_per_call: float
+    us_per_fault: float
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A call's cost read down its rungs at one size of one run; ``steps[i]`` joins ``rungs[i]`` and ``rungs[i+1]``."""
+
+    key: str
+    title: str
+    run: str
+    size: int
+    rungs: tuple[Rung, ...]
+    steps: tuple[Step, ...]
+    bottom: str
+    split: Split | None = None
+
+    @property
+    def top(self) -> Rung:
+        return self.rungs[0]
+
+    @property
+    def base(self) -> Rung:
+        return self.rungs[-1]
+
+    def share(self, step: Step) -> float | None:
+        """The step's share of the call, or None where the run cannot tell it from zero."""
+        return step.seconds / self.top.median_s if step.told else None
+
+    def parts(self) -> list[tuple[str, float, float, float, bool]]:
+        """(factor, seconds, low, high, told) for every step and the bottom rung: they add up to the call."""
+        rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]
+        return [*rows, (self.bottom, self.base.median_s, self.base.low_s, self.base.high_s, True)]
+
+    def sentence(self, step: Step) -> str:
+        """One step in words: its figure and interval, or "can't tell"."""
+        span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
+        if not step.told:
+            return f"{step.factor}: can't tell ({format_seconds(step.seconds)}, interval {span} holds zero)"
+        return f"{step.factor}: {format_seconds(step.seconds)} ({percent(self.share(step) or 0.0)}; {span})"
+
+    def summary(self) -> str:
+        """The whole ladder in one sentence, read top to bottom."""
+        steps = "; ".join(self.sentence(s) for s in self.steps)
+        return (f"{self.top.label} of {format_bytes(self.size)} took {format_seconds(self.top.median_s)} "
+                f"({self.top.path}): {steps}; {self.bottom}: {format_seconds(self.base.median_s)} "
+                f"({self.base.case}).")
+
+
+@dataclass(frozen=True)
+class RungSpec:
+    """How to find a rung among the rows: column values to match, and whether it is the row's device time."""
+
+    label: str
+    match: Mapping[str, object]
+    factor: str  # what this rung removes from the one above (empty for the top rung)
+    device_time: bool = False
+
+
+@dataclass(frozen=True)
+class Spec:
+    key: str
+    title: str
+    rungs: tuple[RungSpec, ...]
+    bottom: str
+
+
+_D2H = {"op": "d2h", "non_blocking": False}
+_H2D = {"op": "h2d", "non_blocking": False}
+_FRESH = "the fresh destination: allocating it and faulting its pages in"
+_STAGING = "the driver's staging copy through its pinned bounce buffer"
+_LAUNCH = "launch and synchronization"
+_DMA = "the DMA (the copy's own device time)"
+
+
+def _d2h(key: str, label: str, method: str) -> Spec:
+    return Spec(key, f"{label}: where the time goes", (
+        RungSpec(label, _D2H | {"method": method, "host_memory": "pageable"}, ""),
+        RungSpec("copy_ into a touched pageable buffer", _D2H | {"method": "copy_", "host_memory": "pageable"}, _FRESH),
+        RungSpec("copy_ into a pinned buffer", _D2H | {"method": "copy_", "host_memory": "pinned"}, _STAGING),
+        RungSpec("the DMA", {"op": "d2h", "method": "copy_", "host_memory": "pinned"}, _LAUNCH, device_time=True),
+    ), _DMA)
+
+
+#: Every ladder the analysis knows, in page order; a run gets those whose rungs it measured.
+LADDERS: tuple[Spec, ...] = (
+    _d2h("d2h-cpu", ".cpu()", "cpu"),
+    _d2h("d2h-to", ".to('cpu')", "to"),
+    Spec("h2d-to", ".to('cuda') from pageable memory: where the time goes", (
+        RungSpec(".to('cuda') from pageable memory", _H2D | {"method": "to", "host_memory": "pageable"}, ""),
+        RungSpec("copy_ from pageable memory into a device buffer", _H2D | {"method": "copy_", "host_memory": "pageable"},
+                 "the fresh device destination (the caching allocator)"),
+        RungSpec("copy_ from pinned memory", _H2D | {"method": "copy_", "host_memory": "pinned"}, _STAGING),
+        RungSpec("the DMA", {"op": "h2d", "method": "copy_", "host_memory": "pinned"}, _LAUNCH, device_time=True),
+    ), _DMA),
+    Spec("host-clone", "clone() on the host: where the time goes", (
+        RungSpec("clone()", {"op": "host", "method": "clone", "host_memory": "pageable"}, ""),
+        RungSpec("copy_ into a touched buffer", {"op": "host", "method": "copy_", "host_memory": "pageable",
+                                                 "variant": None}, _FRESH),
+    ), "the copy itself (into a touched buffer)"),
+)
+
+
+def _matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+    rows = frame
+    for column, value in match.items():
+        rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
+    return rows
+
+
+def _device_rows(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+    """Rows whose device time is the copy's own: a recorded method, else a non-blocking copy timed by events
+    (results.device_time_valid); a blocking copy's own figure is preferred where it is valid."""
+    rows = _matching(frame, match)
+    seconds = pd.to_numeric(rows["device_seconds"], errors="coerce")
+    method = rows["device_time_method"] if "device_time_method" in rows else pd.Series(None, index=rows.index)
+    valid = seconds.gt(0) & (method.isin(VALID_DEVICE_METHODS) | rows["non_blocking"].astype(bool))
+    rows = rows[valid]
+    return rows.sort_values("non_blocking", kind="stable")
+
+
+def _rung(spec: RungSpec, frame: pd.DataFrame) -> Rung | None:
+    if spec.device_time:
+        rows = _device_rows(frame, spec.match)
+        if rows.empty:
+            return None
+        row = rows.iloc[0]
+        seconds = float(row["device_seconds"])
+        return Rung(spec.label, str(row["path"]), seconds, seconds, seconds, int(row.get("device_repeats") or 1), True)
+    rows = _matching(frame, spec.match)
+    if rows.empty:
+        return None
+    row = rows.iloc[0]
+    rounds = row["data"] if isinstance(row["data"], list) and row["data"] else [row["median_s"]]
+    low, high = median_interval(np.asarray(rounds, dtype=float))
+    return Rung(spec.label, str(row["path"]), float(row["median_s"]), low, high, int(row["rounds"]))
+
+
+def _split(top: pd.Series, below: pd.Series, step: Step) -> Split | None:
+    """Faults per call beyond the touched buffer's, and the step's time over them, where both rows record faults."""
+    faults = pd.to_numeric(pd.Series([top.get("minor_faults_per_call"), below.get("minor_faults_per_call")]),
+                           errors="coerce")
+    if faults.isna().any() or faults.iloc[0] <= faults.iloc[1] or not step.told:
+        return None
+    extra = float(faults.iloc[0] - faults.iloc[1])
+    return Split(extra, step.seconds / extra * 1e6)
+
+
+def _at_size(spec: Spec, rows: pd.DataFrame, run: str, size: int) -> Ladder | None:
+    at = rows[rows["nbytes"] == size]
+    rungs = [_rung(r, at) for r in spec.rungs]
+    if any(r is None for r in rungs):
+        return None
+    found = tuple(r for r in rungs if r is not None)
+    steps = tuple(Step(s.factor, a, b) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
+    split = None
+    if spec.rungs[1].factor == _FRESH:
+        split = _split(_matching(at, spec.rungs[0].match).iloc[0], _matching(at, spec.rungs[1].match).iloc[0], steps[0])
+    return Ladder(spec.key, spec.title, run, size, found, steps, spec.bottom, split)
+
+
+def _ladder(spec: Spec, frame: pd.DataFrame) -> Ladder | None:
+    """The ladder at the largest size where every rung was measured in one run (rows of two runs are never mixed:
+    they may come from two instances of the machine)."""
+    top = _matching(frame, spec.rungs[0].match)
+    candidates = sorted(((int(size), str(run)) for size, run in zip(top["nbytes"], top["run"], strict=True)),
+                        reverse=True)
+    for size, run in candidates:
+        found = _at_size(spec, frame[frame["run"] == run], run, size)
+        if found is not None:
+            return found
+    return None
+
+
+def ladders(frame: pd.DataFrame) -> list[Ladder]:
+    """Every ladder of ``LADDERS`` the run measured all rungs of, each at its largest such size."""
+    return [found for spec in LADDERS if (found := _ladder(spec, frame)) is not None]

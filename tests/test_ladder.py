@@ -1,0 +1,111 @@
+"""The ladder of controls (analyze/ladder.py) read back from real runs: every step is the difference of two medians
+of the H200 sample's own cases, read here straight from the JSON without xferbench's loader."""
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xferbench.analyze.ladder import Ladder, ladders, median_interval
+from xferbench.analyze.load.results import load
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "reports" / "samples" / "h200"
+CPU = ROOT / "tests" / "data" / "cpu-sample.json"
+MiB = 2**20
+
+
+def _raw(path: Path) -> pd.DataFrame:
+    data = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+    return pd.DataFrame([b["extra_info"] | {"median": b["stats"]["median"], "data": b["stats"]["data"]}
+                         for b in data["benchmarks"] if "xfer_schema" in b.get("extra_info", {})])
+
+
+RAW = _raw(H200 / "full.json.gz")
+
+
+def _one(raw: pd.DataFrame, **match: object) -> pd.Series:
+    rows = raw
+    for column, value in match.items():
+        rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
+    assert len(rows) == 1, match
+    return rows.iloc[0]
+
+
+def _by_key(paths: list[Path]) -> dict[str, Ladder]:
+    return {ladder.key: ladder for ladder in ladders(load(paths).frame)}
+
+
+@pytest.fixture(scope="module")
+def h200() -> dict[str, Ladder]:
+    return _by_key([H200 / "full.json.gz"])
+
+
+def test_median_interval_is_the_order_statistics_of_the_median():
+    assert median_interval(np.arange(1, 32)) == (10.0, 22.0)  # 31 rounds: the 10th and 22nd, 97% coverage
+    assert median_interval(np.arange(1, 10)) == (2.0, 8.0)  # 9 rounds: 2nd and 8th, 96%
+    assert median_interval(np.array([5.0, 1, 3, 2, 4])) == (1.0, 5.0)  # 5 rounds cannot reach 95%: min-max
+    assert median_interval(np.array([7.0])) == (7.0, 7.0)
+
+
+def test_the_cpu_ladder_reads_every_step_back_from_the_json(h200):
+    """.cpu() 181.1 ms against copy_ into a touched pageable buffer 17.75 ms at 256 MiB: 163 ms (90%) is the fresh
+    destination; the pinned copy_ 4.97 ms leaves 12.8 ms to the driver's staging; the DMA's device time 4.85 ms."""
+    size = 256 * MiB
+    d2h = RAW[(RAW["op"] == "d2h") & (RAW["nbytes"] == size) & ~RAW["non_blocking"]]
+    call = _one(d2h, method="cpu", host_memory="pageable")
+    touched = _one(d2h, method="copy_", host_memory="pageable")
+    pinned = _one(d2h, method="copy_", host_memory="pinned")
+    twin = _one(RAW[(RAW["nbytes"] == size) & RAW["non_blocking"]], op="d2h", method="copy_", host_memory="pinned")
+    ladder = h200["d2h-cpu"]
+    assert (ladder.size, ladder.run) == (size, "full.json")
+    assert [r.median_s for r in ladder.rungs] == [call["median"], touched["median"], pinned["median"],
+                                                  twin["device_seconds"]]
+    fresh, staging, launch = ladder.steps
+    assert fresh.seconds == pytest.approx(call["median"] - touched["median"])
+    assert (round(call["median"] * 1e3, 1), round(touched["median"] * 1e3, 2)) == (181.1, 17.75)
+    assert (round(fresh.seconds * 1e3), round(ladder.share(fresh), 2)) == (163, 0.90)
+    assert round(staging.seconds * 1e3, 1) == 12.8 and round(twin["device_seconds"] * 1e3, 2) == 4.85
+    assert launch.seconds == pytest.approx(pinned["median"] - twin["device_seconds"]) and launch.seconds < 0.13e-3
+    # 5 rounds of .cpu() against 9 of copy_: each median's interval is min-max and 2nd-8th
+    assert fresh.low_s == pytest.approx(min(call["data"]) - sorted(touched["data"])[7])
+    assert fresh.high_s == pytest.approx(max(call["data"]) - sorted(touched["data"])[1])
+    assert all(step.told for step in ladder.steps)
+    assert sum(p[1] for p in ladder.parts()) == pytest.approx(call["median"])
+
+
+def test_the_to_cpu_ladder_shares_the_lower_rungs(h200):
+    to, cpu = h200["d2h-to"], h200["d2h-cpu"]
+    assert to.rungs[1:] == cpu.rungs[1:]
+    assert round(to.top.median_s * 1e3) == 217 and round(to.steps[0].seconds * 1e3) == 199
+
+
+def test_a_step_whose_interval_holds_zero_is_cant_tell(h200):
+    """Pageable .to('cuda') against pageable copy_ at 1 GiB: 1.56 ms apart with 5 rounds each, spread over 10 ms."""
+    h2d = h200["h2d-to"]
+    device = h2d.steps[0]
+    assert device.low_s < 0 < device.high_s and not device.told
+    assert h2d.share(device) is None
+    assert "can't tell" in h2d.sentence(device) and "%" not in h2d.sentence(device)
+    assert h2d.steps[1].told and round(h2d.steps[1].seconds * 1e3) == 114
+
+
+def test_the_host_ladder_holds_on_the_gpu_run_and_on_a_cpu_run(h200):
+    """clone() allocates a fresh host destination, copy_ into a touched buffer does not."""
+    for ladder, raw, size in ((h200["host-clone"], RAW, 2**30), (_by_key([CPU])["host-clone"], _raw(CPU), 16 * MiB)):
+        host = raw[(raw["op"] == "host") & (raw["nbytes"] == size)]
+        clone, copy = _one(host, method="clone"), _one(host, method="copy_", variant=None)
+        assert ladder.size == size
+        assert ladder.steps[0].seconds == pytest.approx(clone["median"] - copy["median"])
+        assert ladder.steps[0].told
+    assert not {"d2h-cpu", "h2d-to"} & set(_by_key([CPU]))
+
+
+def test_rows_of_two_runs_are_never_mixed(h200):
+    """The quick-scenarios file came from another boot: the ladders read full.json only, the same as alone."""
+    merged = _by_key([H200 / "full.json.gz", H200 / "quick-scenarios.json"])
+    assert {key: ladder.run for key, ladder in merged.items()} == {key: "full.json" for key in h200}
+    assert merged == h200

@@ -1,0 +1,131 @@
+"""What the H200 report said that its own run contradicts (the report's "why" read by a GPU performance engineer):
+each wrong claim is looked for on the pages built from the real samples, and its correction read back."""
+
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.page import write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "reports" / "samples" / "h200"
+
+
+def _text(html: str) -> str:
+    """The page as a reader reads it: tags dropped, entities decoded, whitespace folded."""
+    body = re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory):
+    """The report of both sample files, as the issue built it: the page text and the Markdown."""
+    out = write_report(load([H200 / "full.json.gz", H200 / "quick-scenarios.json"]),
+                       tmp_path_factory.mktemp("merged") / "index.html")
+    return _text(out.read_text()), out.with_suffix(".md").read_text()
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    out = write_report(load([ROOT / "tests" / "data" / "sim-2gpu.json"]), tmp_path_factory.mktemp("sim") / "index.html")
+    return out.with_suffix(".md").read_text()
+
+
+def test_1_the_cpu_call_is_not_split_into_torch_ones_and_a_rest(merged):
+    text, _ = merged
+    assert "allocation + first touch" not in text and "not attributed" not in text
+    assert ".cpu(), 256 MiB: 181 ms 163 ms (90%) 12.8 ms (7%) 119 µs (0.1%) 4.85 ms (3%)" in text
+
+
+def test_2_the_cliffs_cause_is_read_from_allocating_and_reusing_calls(merged):
+    text, markdown = merged
+    assert "cause is not measured" not in text + markdown
+    assert "the fresh destination breaks, not the copy" in markdown
+
+
+def test_3_share_of_roof_prints_its_roof_and_reads_the_largest_size(merged):
+    _, markdown = merged
+    assert not re.search(r"\| \d+% \|", markdown)  # never a bare share
+    assert "| 1 GiB: 55.3 | PCIe Gen5 x16 (practical 55-57 GB/s) | 88% of 63 GB/s (97-100% of the practical 55-57) |" \
+        in markdown
+    assert re.search(r"\| d2h pageable cpu cuda:0->cpu \|.*\| 256 MiB: 1.48 \|.*\| 2% of 63 GB/s \|", markdown)
+
+
+def test_4_the_break_even_never_mixes_two_runs(merged):
+    """quick-scenarios.json is another boot: its 64 MiB pin against full.json's pinned copy gave 9 copies."""
+    text, _ = merged
+    table = text.split("pinning pays off run (every figure of the row)")[1].split("Scenario:")[0]
+    assert "from copy 9" not in table
+    assert ("64 MiB cuda:0 30.6 ms 4.63 ms (scenario) not measured – can't tell: no pinned copy measured at 64 MiB in "
+            "quick-scenarios quick-scenarios") in table
+    assert "256 MiB cuda:0 134 ms 37.7 ms (scenario) 4.9 ms (h2d family) 32.8 ms from copy 5 (pinning = 4.1× one " \
+           "copy's saving) full.json" in table
+
+
+def test_5_a_bimodal_pin_gives_no_break_even(merged):
+    """full.json's 1 MiB pin_cold is bimodal (tests/test_h200_sample.py reads its rounds); the merged page's 1 MiB row is
+    quick-scenarios', which has no pinned copy: neither says "from copy 1"."""
+    text, _ = merged
+    assert "from copy 1 " not in text
+
+
+def test_6_fixed_captions_do_not_contradict_the_run(merged):
+    text, _ = merged
+    for claim in ("main reason device-to-host moves cost more", "costs more than it saves",
+                  "have the same semantics and the same cost", "pageable 8.78 GB/s against pinned"):
+        assert claim not in text, claim
+    assert ("Measured here: at 256 MiB, copy_ into a pageable buffer took 17.8 ms against 4.97 ms into a pinned one: "
+            "staging costs 12.8 ms") in text
+
+
+def test_7_the_smaller_claims(merged, simulated):
+    text, markdown = merged
+    assert "75% of the" not in markdown and "outside the device (launch" not in markdown
+    assert "took 8.79 µs of wall time when synchronized after each call; issued back to back, each took 2.18 µs" in markdown
+    assert "reached 47.2 GB/s at 256 MiB (35.1 GB/s at 1 GiB)" in markdown
+    assert "2638 ns" not in text and "(host pageable copy_ cpu, 1 KiB) took 2586 ns" in markdown
+    assert "by the form written: .to(torch.device('cuda:0')) 366 ns, .cuda(0) 378 ns" in markdown
+    assert not re.search(r"(?<![\d.])5×", simulated)  # one figure, 6.73 / 1.23 ms, printed one way
+    assert simulated.count("5.5×") == 3
+
+
+@pytest.fixture(scope="module")
+def cpu_page(tmp_path_factory):
+    out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path_factory.mktemp("cpu") / "index.html")
+    return out.read_text()
+
+
+def test_9_the_cpu_reports_first_screen_is_the_laptops_own_story(cpu_page):
+    """No GPU theory tagged "not measured"; the host ladder (clone against copy_) with a caption about the host; the
+    host figure's caption speaks of no roof it does not draw."""
+    text = _text(cpu_page)
+    assert "Why moves from the GPU to the CPU" not in text and "Not measured in this run." not in text
+    ladder = re.search(r'data-plot="ladder">.*?<figcaption>(.*?)</figcaption>', cpu_page, re.S).group(1)
+    assert unescape(ladder).startswith("clone() on the host read against copy_ into a buffer that was already touched")
+    host = re.search(r'data-plot="bandwidth-host">.*?<figcaption>(.*?)</figcaption>', cpu_page, re.S).group(1)
+    assert "roof" not in host
+    assert "clone(), 16 MiB: 1.08 ms 448 µs (41%) 636 µs (59%)" in text
+
+
+def test_9_a_faster_single_thread_copy_is_said_beside_the_fastest_path(tmp_path):
+    """The laptop case: torch's copy_ on one thread beat its multi-threaded copy_; the finding must not hide it."""
+    from handfed import gpu_machine, sweep, write
+    from xferbench.analyze.report.findings import findings
+    from xferbench.analyze.report.plots import bandwidth_of
+
+    sizes = [2**k for k in range(10, 29, 3)]
+    rows = (sweep("host", "copy_", "cpu", "cpu", 1e-6, 3.78, sizes, host_memory="pageable")
+            + sweep("host", "copy_", "cpu", "cpu", 1e-6, 8.28, sizes, host_memory="pageable", variant="single_thread"))
+    machine = gpu_machine()
+    machine["xferbench"]["devices"] = []
+    results = load([write(tmp_path / "r.json", rows, machine)])
+    sentence = next(f for f in findings(results.frame, results.machine_info) if f.startswith("In a loop"))
+    assert "(host pageable copy_ cpu)" in sentence
+    assert "torch's copy_ on one thread (host copy_ single_thread) reached β = 8.28 GB/s, more than that" in sentence
+    fig = bandwidth_of(results.frame, "host", results.machine_info)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    lines = {line.get_color() for line in fig.axes[0].lines if line.get_linestyle() == "-"}
+    assert "copy_() single-thread" in labels and len(lines) == 2
