@@ -258,6 +258,7 @@ class TestBadLaunch:
         assert proc.returncode == 2
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
             "xferbench.distributed: rank 0 on lonely: the world of 2 did not form at 127.0.0.1:")
+        assert "launched for different world sizes: this one for 2, by its WORLD_SIZE" in proc.stderr
 
 
 class TestOptionsUpFront:

@@ -259,8 +259,10 @@ def run(args: argparse.Namespace) -> int:
         join(backend, "env://", rank, world_size, args.timeout, device)
         everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
     except Exception as error:
+        size_from = "WORLD_SIZE" if "RANK" in os.environ else "SLURM_NTASKS"
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
-                               f"within {args.timeout:g} s (a rank or node never joined, or died): "
+                               f"within {args.timeout:g} s (a rank or node never joined, or died, or ranks were "
+                               f"launched for different world sizes: this one for {world_size}, by its {size_from}): "
                                f"{first_line(error)}") from None
     check_same_settings(everyone)
     nodes = [node for node, _ in everyone]
