@@ -848,3 +848,16 @@ class TestBootIds:
             data["xferbench_run"] = run
         path.write_text(json.dumps(data))
         assert load([path]).boot_ids == {"r": None}
+
+
+def test_device_time_valid_reads_a_frame_without_the_method_column():
+    """A frame built without ``device_time_method`` (an older reader's, a notebook's): no method is recorded, so
+    a pageable or blocking host copy's device time is refused and a non-blocking pinned one is kept, row by row."""
+    import pandas as pd
+
+    from xferbench.analyze.load.results import device_time_valid
+
+    frame = pd.DataFrame({"host_memory": ["pinned", "pageable", "pinned", None], "non_blocking": [True, True, False, False]},
+                         index=[10, 11, 12, 13])
+    valid = device_time_valid(frame)
+    assert list(valid.index) == [10, 11, 12, 13] and valid.tolist() == [True, False, False, True]
