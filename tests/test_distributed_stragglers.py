@@ -76,7 +76,7 @@ def test_a_bad_late_rank_setting_is_one_line(monkeypatch):
 def _run(tmp_path, rank_seconds, rank_call_seconds=None):
     """A 4-rank all_reduce as torchrun writes it."""
     stats = {k: 0.003 for k in ("min", "max", "mean", "median", "q1", "q3")} | {
-        "iqr": 0.0, "stddev": 0.0, "rounds": 4, "iterations": 4, "data": [0.012] * 4}
+        "iqr": 0.0, "stddev": 0.0, "rounds": 4, "iterations": 4, "data": [0.003] * 4}
     info = DistCase("all_reduce", 4, "gloo", 4).extra_info() | {
         "rank_seconds": rank_seconds, "rank_hosts": ["node0", "node0", "node1", "node1"], "verified": True,
         "rank_mean_seconds": [0.003] * 4}

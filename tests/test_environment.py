@@ -221,7 +221,7 @@ class TestClaimedNames:
         source = put(tmp_path / "source.json", sample())
         command = f"cp {source} {{json}}"
         put(folder / "aa-000.json", sample(datetime="x"))  # the other calibrate claimed aa-000 first
-        written = cli_module._aa_run(command, folder / "aa-000.json")
+        written = cli_module._aa_run(command, folder / "aa-000.json", 60.0)
         assert written == folder / "aa-000.1.json" and json.loads((folder / "aa-000.json").read_text())["datetime"] == "x"
 
 

@@ -89,7 +89,7 @@ def test_nccl_tests_own_output_with_wrong_elements():
     assert {(f.test, f.op, f.dst) for f in figures} == {("sendrecv_perf", "send_recv", "4 ranks")}
     assert [(f.nbytes, f.variant, f.wrong) for f in figures if f.wrong] == [(16 * MiB, "in-place", 1024)]
     assert len(figures) == 8 and all(f.note.endswith("mean over ranks") for f in figures if not f.wrong)
-    lines = headlines(comparisons(load([SAMPLE]).frame, figures))
+    lines = headlines(comparisons(RunView.of(load([SAMPLE])), figures))
     assert lines[0] == ("nccl-tests counted wrong elements (#wrong) in 1 of its figures, 1024 in all (e.g. "
                         "sendrecv_perf in-place at 16 MiB): those runs delivered wrong data, so their bandwidth is no "
                         "reference.")
@@ -264,7 +264,7 @@ class TestLikeWithLike:
         busbw_mean = 40.0e9  # the suite: 40 GB/s by the ranks' mean, 32 by the slowest rank's
         mean_s = n / busbw_mean
         results = load([write(tmp_path / "run.json", [_dist("all_reduce", n, 2, mean_s * 1.25, mean_s)], gpu_machine())])
-        rows = [row for row in comparisons(results.frame, load_peers([NCCL])) if row["figure"].nbytes == n]
+        rows = [row for row in comparisons(RunView.of(results), load_peers([NCCL])) if row["figure"].nbytes == n]
         placed = {row["figure"].variant: row for row in rows}
         assert placed["out-of-place"]["path"] is None  # the suite's all_reduce works in place
         assert placed["in-place"]["gbps"] == pytest.approx(40.0) and placed["in-place"]["slowest_gbps"] == pytest.approx(32.0)
@@ -279,4 +279,4 @@ class TestLikeWithLike:
         n = 64 * MiB
         pingpong = [_dist("send_recv", n, 4, n / 98e9, n / 98e9, pair=pair) for pair in ((0, 1), (1, 0))]
         results = load([write(tmp_path / "run.json", pingpong, gpu_machine())])
-        assert all(row["path"] is None for row in comparisons(results.frame, load_peers([NCCL_SENDRECV])))
+        assert all(row["path"] is None for row in comparisons(RunView.of(results), load_peers([NCCL_SENDRECV])))

@@ -221,17 +221,17 @@ class TestRunCaseWithFakeGpus:
         """A scenario synchronizes plainly; the sticky error its synchronize raises marks its GPU as a copy's does."""
         import dataclasses
 
-        from xferbench.measure import scenario_families, scenarios
+        from xferbench.measure.families import base, registry, scenario
 
         monkeypatch.setattr(transfers, "_WEDGED", {})
-        monkeypatch.setattr(scenarios, "missing_cuda", lambda devices: None)  # the fake GPU counts as one
-        case = next(c for c in scenario_families.plan("sync_stall", ["cpu", "cuda:0"], "quick")
-                    if isinstance(c, scenarios.Scenario))
-        family = scenario_families.SCENARIO_FAMILIES[case.op]
-        monkeypatch.setitem(scenario_families.SCENARIO_FAMILIES, case.op,
-                            dataclasses.replace(family, prepare=lambda c, sync: scenarios.Prepared(sync)))
+        monkeypatch.setattr(scenario, "missing_cuda", lambda devices: None)  # the fake GPU counts as one
+        case = next(c for c in registry.plan("sync_stall", ["cpu", "cuda:0"], "quick")
+                    if isinstance(c, scenario.Scenario))
+        family = registry.SCENARIO_FAMILIES[case.op]
+        monkeypatch.setitem(registry.SCENARIO_FAMILIES, case.op,
+                            dataclasses.replace(family, prepare=lambda c, sync: base.Prepared(sync)))
         with pytest.raises(Wedged, match=r"^cuda:0: a CUDA error on its stream"):
-            scenario_families.run(case, FakeBenchmark(calls=1), FakeBackend(gpus=1, fault=True))
+            registry.run(case, FakeBenchmark(calls=1), FakeBackend(gpus=1, fault=True))
         assert transfers.wedged() == {"cuda:0": case.id}
 
     def test_after_a_stuck_copy_no_memory_is_given_back_anywhere(self, monkeypatch):
