@@ -569,7 +569,7 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         label = ladder.sentence(step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
         what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
         tip(bar.patches[0], [label + what])
-        if told and seconds / total >= 0.09:
+        if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
         legend.setdefault(short(factor) if told else "can't tell (interval holds zero)", bar.patches[0])
         left += width
@@ -578,6 +578,8 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
 def ladder_figure(frame: pd.DataFrame, machine_info: dict[str, Any]) -> Figure | str:
     """Every ladder of the run (analyze/ladder.py), one bar each, in ms, labelled with its call, size and run."""
     found = ladders(frame)
+    if {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in found}:  # the same lower rungs: one bar, both in the table
+        found = [ladder for ladder in found if ladder.key != "d2h-to"]
     if not found:
         return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
                 "buffer, or host clone() with copy_).")
@@ -633,12 +635,10 @@ def _frame_only(draw: Callable[[pd.DataFrame], Figure | str]) -> Drawing:
 
 
 LADDER_CAPTION = (
-    "Each call read down a ladder of cases of one run at one size, each rung removing one factor: .cpu() → copy_ into "
-    "a touched pageable buffer (the fresh destination) → copy_ into a pinned one (the driver's staging) → the copy's "
-    "device time (launch and synchronize), leaving the DMA; clone() → copy_ on the host. A segment is the difference "
-    "of two medians: the segments add up to the call, though they overlap in time. A step whose interval (the two "
-    "medians' order-statistic intervals, 95%, min to max with 5 rounds or fewer) holds zero is hatched: can't tell. "
-    "The table gives each step and its share of the call; hover a cell for its cases and interval.")
+    "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
+    "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
+    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) "
+    "holds zero is hatched: can't tell. Hover a cell for its cases and interval.")
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
@@ -679,9 +679,8 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
      "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
-     "it costs over 1.5x as much); hover a bar for every call's time. Device-to-host into pageable memory sits near "
-     "the bottom: the driver stages it through a pinned bounce buffer, the call waits for queued GPU work, and "
-     ".cpu() / .to('cpu') also allocate new host memory on every call, where copy_ reuses a buffer.",
+     "it costs over 1.5x as much); hover a bar for every call's time. Why device-to-host into pageable memory sits "
+     "near the bottom is read from the ladder above.",
      _frame_only(cost_at_size)),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
@@ -690,11 +689,10 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("create", "Creating tensors on each device", family("create").caption, _frame_only(creation)),
     ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, _frame_only(noop_vs_copy)),
     ("overhead", "Wall time against device time",
-     "Two timings of each move side by side, one panel per family: the wall time of one call synchronized after "
-     "every call, against the device time per copy of copies issued back to back (events). The gap is what a "
-     "synchronizing loop pays beyond the device's own work (launch, driver, synchronization), not a split of one "
-     "call. Colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% at "
-     "small sizes: small moves are mostly fixed cost, so batch them.", _frame_only(wall_vs_device)),
+     "1 − device time per copy of copies issued back to back (events) / wall time of one call synchronized after "
+     "every call: two loops, not a split of one call. One panel per family, colour by host memory and blocking mode, "
+     "each thin line one call (hover for which). Near 100% at small sizes: small moves are mostly fixed cost.",
+     _frame_only(wall_vs_device)),
 ]
 
 
