@@ -88,7 +88,7 @@ class TestJson:
         out = tmp_path / "run.json"
         result = suite(gpus=0, ops=("host", "noop")).runpytest(
             "--benchmark-only", "--xfer-sizes=1KiB", "--benchmark-max-time=0.01", f"--benchmark-json={out}")
-        result.assert_outcomes(passed=5)  # host: clone, copy_, copy_ on one thread; noop: to, cpu
+        result.assert_outcomes(passed=6)  # host: clone, copy_, copy_ on one thread; noop: to, to(str), cpu
         data = json.loads(out.read_text())
         infos = {b["name"]: b["extra_info"] for b in data["benchmarks"]}
         # what the process held after each benchmark (journal.memory_now): a leak shows in the results
