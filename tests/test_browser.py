@@ -73,7 +73,7 @@ def _screenshot(browser, name: str) -> None:
 def test_cpu_run_every_figure_renders_and_console_is_clean(browser, tmp_path):
     page = write_report(load([SAMPLE]), tmp_path / "index.html")
     figures = _open(browser, page)
-    assert {f[0] for f in figures} == {"bandwidth-host", "cost", "create", "noop", "module_to", "forward", "placement",
+    assert {f[0] for f in figures} == {"bandwidth-host", "ladder", "cost", "create", "noop", "module_to", "forward", "placement",
                                        "distributed"}
     for key, width, height, titles in figures:
         assert width > 300 and height > 100 and titles > 0, key

@@ -147,9 +147,8 @@ _SCENARIOS = (
            "scenario", "tab:cyan", finding=family_findings.sync_stall, moves_payload=False,
            caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
                    "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
-                   "once and lets the host work meanwhile. How much of a move's cost this wait is depends on the work "
-                   "queued: the bandwidth sweep starts every call on an idle GPU, so its figures hold none of it. Never "
-                   "read such a buffer before the event or a synchronize: it may still hold old data."),
+                   "once and lets the host work meanwhile. The bandwidth sweep starts every call on an idle GPU: its "
+                   "figures hold none of this wait. Read such a buffer only after the event or a synchronize."),
     Family("pin_memory", "Scenario: is pinning worth it?",
            "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
            "a tensor pinned once (the break-even: how many reuses pay for pinning)",

@@ -20,7 +20,7 @@ import pandas as pd
 from ..units import format_bytes, format_seconds
 from .load.results import VALID_DEVICE_METHODS
 
-__all__ = ["LADDERS", "Ladder", "Rung", "RungSpec", "Spec", "Step", "ladders", "median_interval", "percent"]
+__all__ = ["LADDERS", "SHORT", "short", "Ladder", "Rung", "RungSpec", "Spec", "Step", "ladders", "median_interval", "percent"]
 
 #: Coverage asked of each median's order-statistic interval; with 5 rounds or fewer the widest (min-max) is taken.
 COVERAGE = 0.95
@@ -168,6 +168,17 @@ _FRESH = "the fresh destination: allocating it and faulting its pages in"
 _STAGING = "the driver's staging copy through its pinned bounce buffer"
 _LAUNCH = "launch and synchronization"
 _DMA = "the DMA (the copy's own device time)"
+
+
+#: Each factor in a few words, for a table's column and a figure's legend.
+SHORT = {_FRESH: "fresh destination (allocation, page faults)", _STAGING: "driver's staging copy",
+         _LAUNCH: "launch + synchronize", _DMA: "DMA (device time)",
+         "the fresh device destination (the caching allocator)": "fresh device buffer",
+         "the copy itself (into a touched buffer)": "the copy itself"}
+
+
+def short(factor: str) -> str:
+    return SHORT.get(factor, factor)
 
 
 def _d2h(key: str, label: str, method: str) -> Spec:

@@ -34,7 +34,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
-from ..ladder import Ladder, percent
+from ..ladder import Ladder, percent, short
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .findings import cheapest_copy, cliff_cause, noop_call
@@ -562,19 +562,21 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         label = ladder.sentence(step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
         what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
         tip(bar.patches[0], [label + what])
-        if told and seconds / total >= 0.09:
+        if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(factor if told else "can't tell (interval holds zero)", bar.patches[0])
+        legend.setdefault(short(factor) if told else "can't tell (interval holds zero)", bar.patches[0])
         left += width
 
 
 def ladder_figure(view: RunView) -> Figure | str:
     """Every ladder of the run (analyze/ladder.py), one bar each, in ms, labelled with its call, size and run."""
     found = view.ladders
+    if {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in found}:  # the same lower rungs: one bar, both in the table
+        found = [ladder for ladder in found if ladder.key != "d2h-to"]
     if not found:
         return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
                 "buffer, or host clone() with copy_).")
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.42 * len(found) + 0.9))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8))
     legend: dict[str, Artist] = {}
     for y, ladder in enumerate(found):
         _ladder_bar(ax, y, ladder, legend)
@@ -584,7 +586,7 @@ def ladder_figure(view: RunView) -> Figure | str:
     ax.set_xlabel("ms: each segment is one rung's median minus the next one's (same run, same size)", fontsize=8)
     ax.tick_params(labelsize=8)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.legend(list(legend.values()), [mathtext_safe(textwrap.fill(label, 48)) for label in legend], loc="center left",
+    fig.legend(list(legend.values()), [mathtext_safe(label) for label in legend], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
     fig.tight_layout()
     return fig
@@ -615,19 +617,17 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
-    return {"columns": factors, "rows": rows, "runs": sorted({ladder.run for ladder in found})}
+    return {"columns": [short(factor) for factor in factors], "rows": rows, "runs": sorted({ladder.run for ladder in found})}
 
 
 Drawing = Callable[[RunView], "Figure | str"]
 
 
 LADDER_CAPTION = (
-    "Each bar is one call read down a ladder of cases of the same run at the same size, each rung differing from the "
-    "next in one factor: .cpu() → copy_ into a touched pageable buffer (removes the fresh destination) → copy_ into a "
-    "pinned buffer (the driver's staging) → the copy's device time (launch and synchronization), leaving the DMA; "
-    "clone() → copy_ on the host. A segment is the difference of two medians, so the segments add up to the call; they "
-    "overlap in time (the driver pipelines staging and DMA). A step's interval joins the medians' order-statistic "
-    "intervals (95%; min to max with 5 rounds or fewer): one that holds zero is hatched, \"can't tell\", never a share.")
+    "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
+    "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
+    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) "
+    "holds zero is hatched: can't tell. Hover a cell for its cases and interval.")
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
@@ -635,17 +635,13 @@ HOST_LADDER_CAPTION = (
     "medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds zero reads "
     "\"can't tell\", never a share.")
 _BANDWIDTH_CAPTION = (
-    "Each line is one call; solid lines block, dashed ones are non_blocking. Dotted lines are the fitted t = α + n/β "
-    "(a loop that synchronizes after every call). Hollow markers are sizes that ran faster than memory allows (their "
-    "read and write, 2n bytes, fit in the cache and beat the memory's figure), left out of β; the grey dotted line is "
-    "where 2n fills the cache. Dashed black lines are the roofs, each labelled with its figure and the share of it the "
-    "panel's calls reached at their largest size (the table's share): the link's theoretical peak from the fingerprint, "
-    "and on pinned panels the share of the practical ceiling pinned copies reach on such a link (nvbandwidth on an "
-    "H100, Gen5 x16: 55-57 GB/s; docs/design.md section 5); for pageable host memory the roof is the single-thread "
-    "host memcpy measured in this run, the copy the driver stages it with. "
-    "Hover a point for its exact value.")
-_NO_HOST_ROOF = (" The pageable panels draw no host roof: {why}; torch's multi-threaded host copy_ bounds nothing a "
-                 "pageable transfer does.")
+    "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
+    "synchronizes after every call. Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of "
+    "the grey dotted line), left out of β. Dashed black lines are roofs, labelled with their figure and the share of it "
+    "reached at the largest size (the table's share): the link's theoretical peak, with the practical ceiling of pinned "
+    "copies (docs/design.md section 5) on pinned panels; for pageable memory, this run's single-thread host memcpy, "
+    "the copy the driver stages with. Hover a point for its value.")
+_NO_HOST_ROOF = " The pageable panels draw no host roof: {why}."
 
 
 #: The host panel draws no roof: its caption says nothing of roofs.
@@ -672,9 +668,8 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
      "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
-     "it costs over 1.5x as much); hover a bar for every call's time. Device-to-host into pageable memory sits near "
-     "the bottom: the driver stages it through a pinned bounce buffer, the call waits for queued GPU work, and "
-     ".cpu() / .to('cpu') also allocate new host memory on every call, where copy_ reuses a buffer.",
+     "it costs over 1.5x as much); hover a bar for every call's time. Why device-to-host into pageable memory sits "
+     "near the bottom is read from the ladder above.",
      cost_at_size),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
@@ -683,11 +678,10 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("create", "Creating tensors on each device", family("create").caption, creation),
     ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, noop_vs_copy),
     ("overhead", "Wall time against device time",
-     "Two timings of each move side by side, one panel per family: the wall time of one call synchronized after "
-     "every call, against the device time per copy of copies issued back to back (events). The gap is what a "
-     "synchronizing loop pays beyond the device's own work (launch, driver, synchronization), not a split of one "
-     "call. Colour is the host memory and blocking mode, each thin line one call (hover for which). Near 100% at "
-     "small sizes: small moves are mostly fixed cost, so batch them.", wall_vs_device),
+     "1 − device time per copy of copies issued back to back (events) / wall time of one call synchronized after "
+     "every call: two loops, not a split of one call. One panel per family, colour by host memory and blocking mode, "
+     "each thin line one call (hover for which). Near 100% at small sizes: small moves are mostly fixed cost.",
+     wall_vs_device),
 ]
 
 
