@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from hostile_inputs import FAST
 from markdown_it import MarkdownIt
 
 from xferbench import escape
@@ -21,6 +20,8 @@ from xferbench.analyze import store
 from xferbench.analyze.gate import ab, compare
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import export
+
+from hostile_inputs import FAST
 
 pytestmark = pytest.mark.hostile
 

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from test_store import _git, _run, repo
+from xferbench.analyze import store
+
 from hang import no_hang
 from hostile_inputs import assert_refused, run_cli
-from test_store import _git, _run, repo  # noqa: F401  (the fixture)
-
-from xferbench.analyze import store
 
 pytestmark = pytest.mark.hostile
 
@@ -23,36 +24,36 @@ def _tip(origin: Path) -> list[str]:
     return _git(origin.parent, "--git-dir", str(origin), "ls-tree", "-r", "--name-only", "xferbench-data").split()
 
 
-def _commit_tree(repo: Path, entries: list[str], message: str = "hostile") -> None:
+def _commit_tree(work: Path, entries: list[str], message: str = "hostile") -> None:
     """Push a commit whose tree is ``entries`` (``git mktree`` lines) to the store branch, as a hostile job could."""
-    tree = subprocess.run(["git", "-C", str(repo), "mktree", "--missing"], input="".join(e + "\n" for e in entries),
+    tree = subprocess.run(["git", "-C", str(work), "mktree", "--missing"], input="".join(e + "\n" for e in entries),
                           capture_output=True, text=True, check=True).stdout.strip()
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}
-    commit = subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-m", message], capture_output=True,
+    commit = subprocess.run(["git", "-C", str(work), "commit-tree", tree, "-m", message], capture_output=True,
                             text=True, check=True, env=env).stdout.strip()
     _git(repo, "push", "-q", "origin", f"{commit}:refs/heads/xferbench-data")
 
 
-def _blob(repo: Path, content: bytes) -> str:
-    return subprocess.run(["git", "-C", str(repo), "hash-object", "-w", "--stdin"], input=content, capture_output=True,
+def _blob(work: Path, content: bytes) -> str:
+    return subprocess.run(["git", "-C", str(work), "hash-object", "-w", "--stdin"], input=content, capture_output=True,
                           check=True).stdout.decode().strip()
 
 
-def _nested(repo: Path, name: str, entries: list[str]) -> str:
-    return subprocess.run(["git", "-C", str(repo), "mktree", "--missing"], input="".join(e + "\n" for e in entries),
+def _nested(work: Path, entries: list[str]) -> str:
+    return subprocess.run(["git", "-C", str(work), "mktree", "--missing"], input="".join(e + "\n" for e in entries),
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_pull_never_writes_outside_its_output(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+def test_pull_never_writes_outside_its_output(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """Tree entries ``machines/../evil.json``, a symlink and a submodule named ``*.json``: none is written, no crash."""
     monkeypatch.chdir(repo)
     run = _blob(repo, _run(tmp_path, 1).read_bytes())
-    machine = _nested(repo, "m", [f"100644 blob {run}\tgood.json", f"120000 blob {_blob(repo, b'/etc/passwd')}\tlink.json",
+    machine = _nested(repo, [f"100644 blob {run}\tgood.json", f"120000 blob {_blob(repo, b'/etc/passwd')}\tlink.json",
                                   f"160000 commit {'1' * 40}\tsub.json"])
-    escape_dir = _nested(repo, "..", [f"100644 blob {run}\tevil.json"])
-    machines = _nested(repo, "machines", [f"040000 tree {machine}\tmachine-1", f"040000 tree {escape_dir}\t.."])
+    escape_dir = _nested(repo, [f"100644 blob {run}\tevil.json"])
+    machines = _nested(repo, [f"040000 tree {machine}\tmachine-1", f"040000 tree {escape_dir}\t.."])
     _commit_tree(repo, [f"040000 tree {machines}\tmachines"])
     out = tmp_path / "out" / "baseline"
     code, stdout, err = run_cli(capsys, "store", "pull", "git:xferbench-data", "-o", out)
@@ -64,7 +65,7 @@ def test_pull_never_writes_outside_its_output(repo: Path, tmp_path: Path, monkey
 
 
 @pytest.mark.parametrize("remote", ["--upload-pack=touch PWNED;", "-oProxyCommand=touch PWNED", "--exec=touch PWNED"])
-def test_a_remote_that_looks_like_an_option_is_refused(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+def test_a_remote_that_looks_like_an_option_is_refused(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str], remote: str) -> None:
     monkeypatch.chdir(repo)
     for action in (["push", "git:xferbench-data", _run(tmp_path, 1)], ["pull", "git:xferbench-data", "-o", tmp_path / "o"]):
@@ -156,7 +157,7 @@ sys.exit(main(["store", "push", "git:xferbench-data", sys.argv[1], "--no-dashboa
 
 
 @pytest.mark.slow
-def test_eight_concurrent_pushes_keep_all_eight_runs(repo: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_eight_concurrent_pushes_keep_all_eight_runs(repo: Path, tmp_path: Path) -> None:
     """Eight runners pushing to one branch at once: each push another beat is redone on the new tip; all 8 stored."""
     runs = [_run(tmp_path, i) for i in range(8)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(store.__file__).parents[2]),
