@@ -3,6 +3,7 @@ simulated side against a measured one. Each is one line and exit 2, never a verd
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -41,7 +42,7 @@ def test_the_head_is_judged_only_on_what_it_wrote(tmp_path: Path, capsys: pytest
     """Head ``true`` writes nothing; the base writes the head's path: no verdict, one line, exit 2."""
     base = _command(tmp_path, PLANTER, DATA / "cpu-sample.json")
     code, out, err = run_cli(capsys, "ab", "--base", base, "--head", "true", "--blocks", "6", "--keep", tmp_path / "ab",
-                             "--seed", "1")
+                             "--seed", "2")  # the base runs first in the first block
     assert_refused(code, err, "'true' failed")
     assert "regression" not in out
 
@@ -58,8 +59,14 @@ def test_a_command_past_its_timeout_is_stopped(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_a_simulated_side_against_a_measured_one_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same cases, one side a simulated machine's: compare refuses it whatever it is told, and so does ab."""
+    sample = json.loads((DATA / "cpu-sample.json").read_text())
+    spec = json.loads((DATA / "sim-2gpu.json").read_text())["machine_info"]["xferbench"]["simulated"]
+    sample["machine_info"]["xferbench"]["simulated"] = spec
+    simulated = tmp_path / "simulated.json"
+    simulated.write_text(json.dumps(sample))
     copy = "cp {} {{json}}"
-    code, out, err = run_cli(capsys, "ab", "--base", copy.format(shlex.quote(str(DATA / "sim-2gpu.json"))),
+    code, out, err = run_cli(capsys, "ab", "--base", copy.format(shlex.quote(str(simulated))),
                              "--head", copy.format(shlex.quote(str(DATA / "cpu-sample.json"))), "--blocks", "6",
                              "--keep", tmp_path / "ab", "--seed", "1")
     assert_refused(code, err, "simulated")

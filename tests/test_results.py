@@ -528,7 +528,8 @@ class TestStatisticsChecked:
         assert load_error(tmp_path, bench) == "'stats' must be an object, got [1, 2]"
 
     @pytest.mark.parametrize(("stats", "column", "value"), [
-        ({"median": 3e7, "data": [3e7]}, "median_s", 3e7), ({"median": 1e-15, "data": [1e-15]}, "median_s", 1e-15), ({"data": [0.0, 2e-3]}, "data", [0.0, 2e-3]),
+        ({"median": 3e7, "data": [3e7]}, "median_s", 3e7), ({"median": 1e-15, "data": [1e-15]}, "median_s", 1e-15),
+        ({"data": [0.0, 2e-3]}, "data", [0.0, 2e-3]),
         ({"data": None}, "data", None), ({"iqr": 0}, "iqr_s", 0.0),
     ])
     def test_values_on_the_bounds_are_read(self, tmp_path, stats, column, value):

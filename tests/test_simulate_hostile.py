@@ -17,9 +17,8 @@ pytestmark = pytest.mark.hostile
 EXAMPLE = Path(__file__).parents[1] / "examples" / "sim-2gpu-pcie5-nvlink.toml"
 
 
-@pytest.mark.parametrize("text", ["a = " + "[" * 100_000 + "]" * 100_000, "a = " + "{b = " * 5_000 + "1" + "}" * 5_000,
-                                  "x" * (2 << 20)])
-def test_a_deep_or_huge_spec_is_one_line(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize("text", ["a = " + "[" * 100_000 + "]" * 100_000, "a = " + "{b = " * 5_000 + "1" + "}" * 5_000])
+def test_a_deeply_nested_spec_is_one_line(tmp_path: Path, text: str) -> None:
     spec = tmp_path / "spec.toml"
     spec.write_text(text)
     with pytest.raises(SpecError) as error:
