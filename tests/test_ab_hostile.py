@@ -71,3 +71,16 @@ def test_a_simulated_side_against_a_measured_one_is_refused(tmp_path: Path, caps
                              "--keep", tmp_path / "ab", "--seed", "1")
     assert_refused(code, err, "simulated")
     assert "regression" not in out
+
+
+def test_no_command_changes_a_block_after_it_was_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The head overwrites every block kept so far: the blocks kept are still the runs the commands wrote."""
+    keep = tmp_path / "ab"
+    sample = shlex.quote(str(DATA / "cpu-sample.json"))
+    vandal = (f"cp {sample} {{json}}; for f in {shlex.quote(str(keep))}/block*.json; "
+              "do [ -e \"$f\" ] && echo x > \"$f\"; done; true")
+    code, _, err = run_cli(capsys, "ab", "--base", f"cp {sample} {{json}}", "--head", vandal, "--blocks", "6",
+                           "--keep", keep, "--seed", "1")
+    assert code == 0, err
+    kept = sorted(keep.glob("block*.json"))
+    assert len(kept) == 12 and all(json.loads(path.read_text())["benchmarks"] for path in kept)
