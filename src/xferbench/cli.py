@@ -230,7 +230,7 @@ def _only_own(path: Path, start: str, flag: str) -> None:
     if not (path.exists() or path.is_symlink()):
         return
     try:
-        head = bounded_read(path, len(start) + 8).decode("utf-8", "replace")
+        head = bounded_read(path, len(start) + 8, whole=False).decode("utf-8", "replace")
     except (OSError, ResultsError) as error:
         raise UsageError(f"{flag} {path}: cannot read it ({error}); refusing to replace it") from None
     if not head.startswith(start):

@@ -76,6 +76,10 @@ class StoreError(ValueError):
     """A store that cannot be used (git failed, a bad location); one line."""
 
 
+class _Contended(StoreError):
+    """A fetch or push another job's got in the way of (a moved tip, a lock it held): tried again."""
+
+
 @dataclass(frozen=True)
 class Location:
     """A plain folder (``folder``), or ``branch`` of the repository ``repo`` through ``remote``."""
@@ -233,11 +237,14 @@ def _git(repo: Path, *args: str) -> str:
 
 def _fetch(where: Location) -> str | None:
     """Fetch the store branch's tip into a private ref; that ref, or None when the branch does not exist yet."""
-    ref = f"refs/xferbench/{where.branch}"
+    ref = f"refs/xferbench/{os.getpid()}/{where.branch}"  # each process its own: jobs may share one checkout
     heads = _git(where.repo, "ls-remote", "--heads", where.remote, f"refs/heads/{where.branch}")
     if not heads.strip():
         return None
-    _git(where.repo, "fetch", "-q", "--depth=1", where.remote, f"+refs/heads/{where.branch}:{ref}")
+    try:
+        _git(where.repo, "fetch", "-q", "--depth=1", where.remote, f"+refs/heads/{where.branch}:{ref}")
+    except StoreError as error:
+        raise _Contended(str(error)) from None
     return ref
 
 
@@ -260,6 +267,8 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
         yield tree, ref is not None
     finally:
         subprocess.run(["git", "-C", str(where.repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        if ref:
+            subprocess.run(["git", "-C", str(where.repo), "update-ref", "-d", ref], capture_output=True)
         subprocess.run(["git", "-C", str(where.repo), "branch", "-D", f"xferbench-store-{os.getpid()}"],
                        capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -279,23 +288,31 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
             dashboard(where.folder, touched)
         return stored
     for attempt in range(attempts):
-        with _branch_tree(where) as (tree, _):
-            stored, touched = add_runs(tree, runs, keep)
-            if with_dashboard:
-                dashboard(tree, touched)
-            _git(tree, "add", "-A", ".")
-            if not _git(tree, "status", "--porcelain").strip():
-                return stored  # every run was already there
-            _git(tree, "commit", "-q", "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}")
-            try:
-                _git(tree, "push", "-q", where.remote, f"HEAD:refs/heads/{where.branch}")
-                return stored
-            except StoreError as error:
-                if attempt == attempts - 1:
-                    raise StoreError(f"{error} ({attempts} attempts: other jobs kept pushing first, or the remote "
-                                     "refuses; nothing was stored)") from None
+        try:
+            return _push_once(where, runs, keep, with_dashboard)
+        except _Contended as error:
+            if attempt == attempts - 1:
+                raise StoreError(f"{error} ({attempts} attempts: other jobs kept pushing first, or the remote "
+                                 "refuses; nothing was stored)") from None
         time.sleep(random.uniform(0, min(_MOST_WAIT, 0.2 * 2**attempt)))  # spreads the jobs apart
     return []  # not reached
+
+
+def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: bool) -> list[str]:
+    """Add the runs to the branch's current tip and push; _Contended when another job got there first."""
+    with _branch_tree(where) as (tree, _):
+        stored, touched = add_runs(tree, runs, keep)
+        if with_dashboard:
+            dashboard(tree, touched)
+        _git(tree, "add", "-A", ".")
+        if not _git(tree, "status", "--porcelain").strip():
+            return stored  # every run was already there
+        _git(tree, "commit", "-q", "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}")
+        try:
+            _git(tree, "push", "-q", where.remote, f"HEAD:refs/heads/{where.branch}")
+        except StoreError as error:
+            raise _Contended(str(error)) from None
+        return stored
 
 
 def pull(where: Location, output: Path, machine_of: Path | None = None) -> int:
@@ -309,6 +326,13 @@ def pull(where: Location, output: Path, machine_of: Path | None = None) -> int:
     ref = _fetch(where)
     if ref is None:
         return 0
+    try:
+        return _pull_tree(where, ref, output, machine)
+    finally:
+        subprocess.run(["git", "-C", str(where.repo), "update-ref", "-d", ref], capture_output=True)
+
+
+def _pull_tree(where: Location, ref: str, output: Path, machine: str | None) -> int:
     prefix = f"{MACHINES}/{machine}/" if machine else f"{MACHINES}/"
     count = 0
     for entry in _git(where.repo, "ls-tree", "-r", "-z", "--full-tree", ref, "--", prefix).split("\0"):

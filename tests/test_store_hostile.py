@@ -1,0 +1,171 @@
+"""A hostile store (analyze/store.py): a branch or folder others write never makes ``store`` write or delete outside
+it or outside ``-o``, run a command, crash, or lose a run; ``store comment`` never replaces what is not its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_store import _git, _run, repo
+from xferbench.analyze import store
+
+from hang import no_hang
+from hostile_inputs import assert_refused, run_cli
+
+pytestmark = pytest.mark.hostile
+
+
+def _tip(origin: Path) -> list[str]:
+    return _git(origin.parent, "--git-dir", str(origin), "ls-tree", "-r", "--name-only", "xferbench-data").split()
+
+
+def _commit_tree(work: Path, entries: list[str], message: str = "hostile") -> None:
+    """Push a commit whose tree is ``entries`` (``git mktree`` lines) to the store branch, as a hostile job could."""
+    tree = subprocess.run(["git", "-C", str(work), "mktree", "--missing"], input="".join(e + "\n" for e in entries),
+                          capture_output=True, text=True, check=True).stdout.strip()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    commit = subprocess.run(["git", "-C", str(work), "commit-tree", tree, "-m", message], capture_output=True,
+                            text=True, check=True, env=env).stdout.strip()
+    _git(repo, "push", "-q", "origin", f"{commit}:refs/heads/xferbench-data")
+
+
+def _blob(work: Path, content: bytes) -> str:
+    return subprocess.run(["git", "-C", str(work), "hash-object", "-w", "--stdin"], input=content, capture_output=True,
+                          check=True).stdout.decode().strip()
+
+
+def _nested(work: Path, entries: list[str]) -> str:
+    return subprocess.run(["git", "-C", str(work), "mktree", "--missing"], input="".join(e + "\n" for e in entries),
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_pull_never_writes_outside_its_output(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Tree entries ``machines/../evil.json``, a symlink and a submodule named ``*.json``: none is written, no crash."""
+    monkeypatch.chdir(repo)
+    run = _blob(repo, _run(tmp_path, 1).read_bytes())
+    machine = _nested(repo, [f"100644 blob {run}\tgood.json", f"120000 blob {_blob(repo, b'/etc/passwd')}\tlink.json",
+                                  f"160000 commit {'1' * 40}\tsub.json"])
+    escape_dir = _nested(repo, [f"100644 blob {run}\tevil.json"])
+    machines = _nested(repo, [f"040000 tree {machine}\tmachine-1", f"040000 tree {escape_dir}\t.."])
+    _commit_tree(repo, [f"040000 tree {machines}\tmachines"])
+    out = tmp_path / "out" / "baseline"
+    code, stdout, err = run_cli(capsys, "store", "pull", "git:xferbench-data", "-o", out)
+    assert code == 0, err
+    assert not (tmp_path / "out" / "evil.json").exists() and not (out.parent / "evil.json").exists()
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == ["machine-1/good.json"] and not any(p.is_symlink() for p in out.rglob("*"))
+    assert "1 run(s)" in stdout
+
+
+@pytest.mark.parametrize("remote", ["--upload-pack=touch PWNED;", "-oProxyCommand=touch PWNED", "--exec=touch PWNED"])
+def test_a_remote_that_looks_like_an_option_is_refused(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str], remote: str) -> None:
+    monkeypatch.chdir(repo)
+    for action in (["push", "git:xferbench-data", _run(tmp_path, 1)], ["pull", "git:xferbench-data", "-o", tmp_path / "o"]):
+        code, _, err = run_cli(capsys, "store", *action, f"--remote={remote}")
+        assert_refused(code, err, "--remote")
+    assert not (repo / "PWNED").exists() and not Path("PWNED").exists()
+
+
+def test_a_symlinked_machine_folder_is_refused_not_followed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``machines/<machine>`` linked to a folder elsewhere: push deletes and writes nothing there."""
+    run = _run(tmp_path, 1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    precious = [_run(elsewhere, i) for i in (2, 3)]
+    root = tmp_path / "store"
+    (root / "machines").mkdir(parents=True)
+    (root / "machines" / store.machine_folder(json.loads(run.read_text())["machine_info"])).symlink_to(elsewhere)
+    code, _, err = run_cli(capsys, "store", "push", root, run, "--keep", "1")
+    assert_refused(code, err, "symbolic link")
+    assert sorted(elsewhere.iterdir()) == sorted(precious)
+
+
+def test_a_symlinked_page_is_refused_not_written_through(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    root = tmp_path / "store"
+    (root / "machines").mkdir(parents=True)
+    (root / "index.html").symlink_to(victim)
+    code, _, err = run_cli(capsys, "store", "dashboard", root)
+    assert_refused(code, err, "symbolic link")
+    assert victim.read_text() == "mine"
+
+
+@pytest.mark.parametrize("content", [b"not json", b"{}", b"[]", b'{"runs": "x", "newest": 1, "identity": 2}',
+                                     b"\xff\xfe\x00binary"])
+def test_a_damaged_summary_of_another_machine_does_not_stop_a_push(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   content: bytes) -> None:
+    root = tmp_path / "store"
+    other = root / "machines" / "other-1a2b3c4d"
+    other.mkdir(parents=True)
+    (other / "machine.txt").write_bytes(content)
+    code, _, err = run_cli(capsys, "store", "push", root, _run(tmp_path, 1), "--no-dashboard")
+    assert code == 0, err
+    assert store.dashboard(root, machines=[]).read_text().count("machine.txt is damaged") == 1
+
+
+def test_comment_never_replaces_what_is_not_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "c.md"
+    table.write_text("### xferbench comparison\n\nsummary\n\n| case | verdict |\n|---|---|\n"
+                     + "".join(f"| case {i} | unchanged |\n" for i in range(400)))
+    run = _run(tmp_path, 1)
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    (storage / "0001_run.json").write_bytes(run.read_bytes())
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes\n")
+    cases = [(["-o", table, "--limit", "2000"], "input"), (["-o", run], "run"),
+             (["-o", storage / "comment.md"], "storage folder"), (["-o", notes], "not an earlier output"),
+             (["-o", tmp_path / "ok.md", "--limit", "0"], "--limit 0"), (["-o", tmp_path / "ok.md", "--limit", "-5"], "")]
+    before = {p: p.read_bytes() for p in (table, run, notes)}
+    for args, fragment in cases:
+        code, _, err = run_cli(capsys, "store", "comment", table, *args)
+        assert_refused(code, err, fragment)
+    assert {p: p.read_bytes() for p in before} == before and not (storage / "comment.md").exists()
+    code, _, err = run_cli(capsys, "store", "comment", table, "-o", tmp_path / "ok.md", "--limit", "2000")
+    assert code == 0, err
+    assert run_cli(capsys, "store", "comment", table, "-o", tmp_path / "ok.md")[0] == 0  # its own earlier output
+
+
+def test_comment_of_a_fifo_does_not_hang(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "table.md"
+    os.mkfifo(fifo)
+    with no_hang(30):
+        code, _, err = run_cli(capsys, "store", "comment", fifo, "-o", tmp_path / "c.md")
+    assert_refused(code, err, "not a regular file")
+
+
+def test_dashboard_of_a_missing_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "store", "dashboard", tmp_path / "missing")
+    assert_refused(code, err, "not a store")
+    assert not (tmp_path / "missing").exists()
+
+
+PUSHER = """
+import sys
+from xferbench.cli import main
+sys.exit(main(["store", "push", "git:xferbench-data", sys.argv[1], "--no-dashboard"]))
+"""
+
+
+@pytest.mark.slow
+def test_eight_concurrent_pushes_keep_all_eight_runs(repo: Path, tmp_path: Path) -> None:
+    """Eight runners pushing to one branch at once: each push another beat is redone on the new tip; all 8 stored."""
+    runs = [_run(tmp_path, i) for i in range(8)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(store.__file__).parents[2]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    with no_hang(300):
+        jobs = [subprocess.Popen([sys.executable, "-c", PUSHER, str(run)], cwd=repo, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for run in runs]
+        done = [(job.wait(), job.stderr.read() if job.stderr else "") for job in jobs]
+    assert [code for code, _ in done] == [0] * 8, done
+    stored = [name for name in _tip(tmp_path / "origin.git") if name.endswith(".json")]
+    assert len(stored) == 8
