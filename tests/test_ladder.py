@@ -109,3 +109,20 @@ def test_rows_of_two_runs_are_never_mixed(h200):
     merged = _by_key([H200 / "full.json.gz", H200 / "quick-scenarios.json"])
     assert {key: ladder.run for key, ladder in merged.items()} == {key: "full.json" for key in h200}
     assert merged == h200
+
+
+def test_the_registered_control_splits_staging_from_the_fresh_destination(tmp_path):
+    """d2h_registered's four calls at one size: .cpu() 40 ms, copy_ into a touched pageable buffer 10 ms, into that
+    buffer page-locked in place 5 ms: 30 ms fresh destination, 5 ms the driver's staging, 5 ms the copy itself."""
+    from handfed import bench, gpu_machine, write
+
+    rows = [bench("d2h_registered", method, "cuda:0", "cpu", 64 * MiB, seconds, host_memory=memory, variant=variant)
+            for method, memory, variant, seconds in (("cpu", "pageable", "cpu", 0.040),
+                                                     ("copy_", "pageable", "pageable", 0.010),
+                                                     ("copy_", "registered", "registered", 0.005),
+                                                     ("copy_", "pinned", "pinned", 0.0045))]
+    found = _by_key([write(tmp_path / "run.json", rows, gpu_machine())])["d2h-registered"]
+    assert found.size == 64 * MiB and found.top.median_s == pytest.approx(0.040)
+    assert [(step.factor.split(":")[0], round(step.seconds, 6), step.told) for step in found.steps] == [
+        ("the fresh destination", 0.030, True), ("the driver's staging copy through its pinned bounce buffer", 0.005, True)]
+    assert found.base.median_s == pytest.approx(0.005)

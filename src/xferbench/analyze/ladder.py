@@ -164,6 +164,7 @@ class Spec:
 
 _D2H = {"op": "d2h", "non_blocking": False}
 _H2D = {"op": "h2d", "non_blocking": False}
+_REGISTERED = {"op": "d2h_registered"}
 _FRESH = "the fresh destination: allocating it and faulting its pages in"
 _STAGING = "the driver's staging copy through its pinned bounce buffer"
 _LAUNCH = "launch and synchronization"
@@ -174,7 +175,8 @@ _DMA = "the DMA (the copy's own device time)"
 SHORT = {_FRESH: "fresh destination (allocation, page faults)", _STAGING: "driver's staging copy",
          _LAUNCH: "launch + synchronize", _DMA: "DMA (device time)",
          "the fresh device destination (the caching allocator)": "fresh device buffer",
-         "the copy itself (into a touched buffer)": "the copy itself"}
+         "the copy itself (into a touched buffer)": "the copy itself",
+         "the copy into page-locked memory": "copy into page-locked memory"}
 
 
 def short(factor: str) -> str:
@@ -194,6 +196,15 @@ def _d2h(key: str, label: str, method: str) -> Spec:
 LADDERS: tuple[Spec, ...] = (
     _d2h("d2h-cpu", ".cpu()", "cpu"),
     _d2h("d2h-to", ".to('cpu')", "to"),
+    # The d2h_registered family's own cases, one GPU, one size: the same touched pageable buffer copied into plain,
+    # then page-locked in place (cudaHostRegister), so the staging step is the page-locking alone, no other factor.
+    Spec("d2h-registered", ".cpu() against its registered control: where the time goes", (
+        RungSpec(".cpu() (d2h_registered)", _REGISTERED | {"method": "cpu"}, ""),
+        RungSpec("copy_ into a touched pageable buffer", _REGISTERED | {"method": "copy_", "host_memory": "pageable"},
+                 _FRESH),
+        RungSpec("copy_ into that buffer registered with the driver", _REGISTERED | {"method": "copy_",
+                 "host_memory": "registered"}, _STAGING),
+    ), "the copy into page-locked memory"),
     Spec("h2d-to", ".to('cuda') from pageable memory: where the time goes", (
         RungSpec(".to('cuda') from pageable memory", _H2D | {"method": "to", "host_memory": "pageable"}, ""),
         RungSpec("copy_ from pageable memory into a device buffer", _H2D | {"method": "copy_", "host_memory": "pageable"},
