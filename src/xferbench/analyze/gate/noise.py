@@ -40,9 +40,11 @@ __all__ = [
     "BANDWIDTH_MIN_BYTES",
     "DEFAULT_FLOOR",
     "DEFAULT_SPREAD",
+    "FASTER_WITHIN",
     "FLOOR_CAP",
     "MIN_RUNS_TO_LEARN",
     "MIN_SPREAD",
+    "SLOWER_WITHIN",
     "Z_BOUND",
     "Judgement",
     "Noise",
@@ -56,6 +58,7 @@ __all__ = [
     "run_time",
     "time_of",
     "robust_spread",
+    "run_tables",
     "standard_error",
 ]
 
@@ -81,6 +84,10 @@ MIN_RUNS_TO_LEARN = 5
 
 #: No spread is taken below 2%, whatever the runs say (a MAD of zero is luck, not precision).
 MIN_SPREAD = 0.02
+
+#: The verdicts of a change beyond the case's noise (|z| past the bound) that its floor does not count as a
+#: regression: said as such, never "unchanged" (a 1.4x slowdown at z +9 inside a 2x floor is a slowdown).
+SLOWER_WITHIN, FASTER_WITHIN = "slower, within the floor", "faster, within the floor"
 
 #: Consistency constant: 1.4826 x MAD estimates a normal's SD.
 MAD_TO_SD = 1.4826
@@ -123,7 +130,7 @@ class Judgement:
     z: float
     floor: float
     spread: float
-    verdict: str  # regression, improvement, can't tell, unchanged
+    verdict: str  # regression, improvement, slower/faster within the floor, can't tell, unchanged
     smallest: float = math.inf  # the smallest change (0.5: 1.5x) this comparison could have flagged
 
 
@@ -136,8 +143,10 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
           z_bound: float = Z_BOUND) -> Judgement:
     """Judge one case from its runs' log times (one value per run).
 
-    A change is a regression (improvement) when it is significant and beyond the floor;
-    "unchanged" only when the whole 95% interval lies within the floor; anything else the
+    A change is a regression (improvement) when it is significant and beyond the floor; significant but
+    within the floor it is "slower (faster), within the floor": a change past the case's noise is never
+    "unchanged", whatever the floor; "unchanged" only when it is not significant and the whole 95% interval
+    lies within the floor; anything else the
     runs cannot decide: "can't tell", with the smallest change this comparison could have
     flagged (a 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged"). A case
     not gated (an infinite floor: calibration found it too noisy to gate) is never "unchanged":
@@ -152,6 +161,8 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     beyond = ratio > 1 + floor or ratio < 1 / (1 + floor)
     if beyond and abs(z) > z_bound:
         verdict = "regression" if diff > 0 else "improvement"
+    elif abs(z) > z_bound:
+        verdict = SLOWER_WITHIN if diff > 0 else FASTER_WITHIN
     elif not math.isinf(floor) and 1 / (1 + floor) <= low and high <= 1 + floor:
         verdict = "unchanged"
     else:
@@ -192,7 +203,8 @@ def _run_column(run: Results) -> pd.DataFrame:
             raise ResultsError(f"{source}: benchmark {row['name']!r} has non-finite or non-positive times")
         moves = bool(np.isfinite(row["bandwidth_gbps"]))
         rows.append({"case_key": row["case_key"], "path": row["path"], "nbytes": int(row["nbytes"]), "moves": moves,
-                     "log_median": float(np.log(run_time(row)))})
+                     "op": row["op"], "log_median": float(np.log(run_time(row))),
+                     "round_spread": robust_spread(np.log(rounds))})
     return pd.DataFrame(rows).set_index("case_key")
 
 
@@ -207,12 +219,20 @@ def run_times(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:
     module_to fell from 0.4-1.6 (median round) to 0.01-0.03 (fastest). A round of a
     large copy is long enough to be contended throughout, so its median is kept.
     """
+    return run_tables(runs)[:2]
+
+
+def run_tables(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``run_times``'s two tables and a third, cases x runs: the spread of each run's own rounds (1.4826 x MAD of
+    their logs; its per-case meta also names the op). Where one run a side is all there is, two runs cannot be
+    taken to differ by less noise than each one's own rounds show."""
     columns = [_run_column(run) for run in runs]
     table = pd.concat([c["log_median"].rename(i) for i, c in enumerate(columns)], axis=1)
-    meta = pd.concat([c[["path", "nbytes", "moves"]] for c in columns])
+    spreads = pd.concat([c["round_spread"].rename(i) for i, c in enumerate(columns)], axis=1)
+    meta = pd.concat([c[["path", "nbytes", "moves", "op"]] for c in columns])
     meta = meta[~meta.index.duplicated(keep="last")].reindex(table.index)
     meta["class"] = [case_class(int(n), bool(m)) for n, m in zip(meta["nbytes"], meta["moves"], strict=True)]
-    return table, meta
+    return table, meta, spreads
 
 
 @dataclass

@@ -35,7 +35,8 @@ from .peer_plan import plan_ok
 
 __all__ = ["CARRIED", "IDENTITY", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError", "assemble",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
-           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text"]
+           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
+           "run_facts"]
 
 
 class ResultsError(ValueError):
@@ -63,6 +64,8 @@ class Results:
     notes: list[str] = field(default_factory=list)
     #: One label per journal of a run that did not finish ("12 of 58 cases ..."); also in notes.
     incomplete: list[str] = field(default_factory=list)
+    #: The newest file's own facts (``run_facts``): boot_id, started, load; empty when it recorded none.
+    run: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> Fingerprint:
@@ -486,7 +489,19 @@ def assemble(files: Sequence[Loaded]) -> Results:
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
-                   incomplete=incomplete)
+                   incomplete=incomplete, run=run_facts(last))
+
+
+def run_facts(data: dict[str, Any]) -> dict[str, Any]:
+    """What a run recorded about itself rather than its machine: the top-level ``xferbench_run`` (``boot_id``,
+    ``started``, ``load``). A run stored before it had that place kept its load in ``machine_info.xferbench.load``
+    and no boot id: read from there, with ``boot_id`` None (each such file its own machine instance)."""
+    facts = data.get("xferbench_run")
+    if isinstance(facts, dict):
+        return facts
+    section = (data.get("machine_info") or {}).get("xferbench")
+    load = section.get("load") if isinstance(section, dict) else None
+    return {"boot_id": None, "started": None, "load": load} if isinstance(load, dict) else {}
 
 
 def _file_identity(file: Path | Document) -> tuple[int, int]:

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -19,11 +20,12 @@ from ...contract import machine_differences, simulation_mismatch
 from ...units import Size, format_size, parse_dtype, parse_sizes
 from ..cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
-from ..hardware.machine import load_snapshot, machine_load
+from ..hardware.machine import load_snapshot, run_facts
 from ..scenario_families import SCENARIO_FAMILIES
 from ..scenario_families import plan as plan_scenario_family
 from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
-from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
+from .summary import pytest_benchmark_update_json as keep_for_summary
+from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
@@ -175,6 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_environment()
     _parse_options(config)
     config.stash[_LOAD_START] = load_snapshot()  # the machine's load is recorded around the whole run
+    config.stash[_STARTED] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         try:
@@ -394,7 +397,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])
-    machine_info["xferbench"] = {**cache["value"], "load": machine_load(config.stash.get(_LOAD_START, None))}
+    machine_info["xferbench"] = dict(cache["value"])  # what the machine is; what varies per run: xferbench_run
     peers = settings(config).peers
     if peers is not None:  # which peer pairs were planned at every size (--xfer-peer-pairs)
         machine_info["xferbench"]["peer_plan"] = peers.as_json()
@@ -402,6 +405,16 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
 _FINGERPRINT = pytest.StashKey[dict[str, Any]]()
 _LOAD_START = pytest.StashKey[dict[str, Any]]()
+_STARTED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]) -> None:
+    """The run's own facts (boot, start, load) in one top-level key, ``xferbench_run``: machine_info stays the
+    same from run to run of one machine, as pytest-benchmark's --benchmark-compare expects."""
+    keep_for_summary(config, benchmarks, output_json)
+    if _SETTINGS in config.stash:
+        output_json["xferbench_run"] = run_facts(config.stash.get(_LOAD_START, None), config.stash.get(_STARTED, None))
 
 
 @pytest.hookimpl(optionalhook=True)
