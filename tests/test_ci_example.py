@@ -261,6 +261,8 @@ class Workflow:
             label = f"{name}: {step.get('name') or step['uses'].split('@')[0]}"
             self.ran.append(label)
             ok = self._action(step, workspace) if "uses" in step else self._script(step, workspace, env, outputs, label)
+            if "uses" in step:
+                print(f"--- {label}: {'done' if ok else 'failed'}")
             failed |= not ok
         return "failure" if failed else "success"
 

@@ -135,10 +135,11 @@ def _say_incomplete(command: str, labels: list[str]) -> None:
 
 def _history(args: argparse.Namespace) -> int:
     args.results, args.history = [args.folder], None
-    if args.output is not None:  # a dashboard's own folder (site/index.html) is made for it
-        from .output import check_output
-
-        check_output(args.output, [args.folder], create_folder=True)
+    if args.output is not None and not args.output.parent.exists():  # a dashboard's own folder (site/index.html)
+        try:
+            args.output.parent.mkdir(parents=True)
+        except OSError as error:
+            raise UsageError(f"-o {args.output}: cannot make its folder ({error.strerror})") from None
     return _report(args)
 
 
@@ -404,7 +405,7 @@ def _store(args: argparse.Namespace) -> int:
         if args.action == "machine":
             from .analyze.load.results import load
 
-            print(store.machine_folder(load([args.run]).machine_info))
+            print(store.machine_folder(load([args.run_json]).machine_info))
             return 0
         where = store.parse_store(args.store, args.remote)
         if args.action == "push":
@@ -539,7 +540,7 @@ def _store_parser(sub: Any) -> None:
     note.add_argument("--more", default="", help="where the full table is (e.g. the artifact's link)")
     machine = actions.add_parser("machine", help="the store's folder name of a run's machine (where its runs, and "
                                                  "the workflow's noise/<machine>.json, are kept)")
-    machine.add_argument("run", type=Path, help="a pytest-benchmark JSON of the machine")
+    machine.add_argument("run_json", metavar="RUN", type=Path, help="a pytest-benchmark JSON of the machine")
     store.set_defaults(run=_store)
 
 def _tolerant_output() -> None:
