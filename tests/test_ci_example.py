@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +244,8 @@ class Workflow:
         return self.results
 
     def _job(self, name: str, job: dict[str, Any], xfer_args: str) -> str:
-        workspace = self.origin.parent / f"job-{len(self.results)}-{name}"
+        workspace = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.origin.parent))  # a fresh runner's
+        workspace.rmdir()
         _git(self.origin.parent, "clone", "-q", str(self.origin), str(workspace))
         env = {**self.env, **{k: self.substitute(v) for k, v in self.definition["env"].items()}, "XFER_ARGS": xfer_args,
                "LOCK": str(self.origin.parent / "gpu.lock")}
