@@ -123,12 +123,13 @@ def test_the_wheel_runs_compares_and_stores_from_an_empty_folder(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     torch = next(line for line in subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True,
                                                  text=True).stdout.splitlines() if line.startswith("torch=="))
+    # nothing of this checkout on the path (a PYTHONPATH to it would make pip take xferbench as installed)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
     installed = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", torch.split("+")[0], str(wheel)],
-                               capture_output=True, text=True, timeout=3000)
+                               capture_output=True, text=True, timeout=3000, env=env)
     assert installed.returncode == 0, installed.stderr[-2000:]
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
     xferbench_cmd = str(venv / "bin" / "xferbench")
     for name in ("a.json", "b.json"):
         measured = subprocess.run([xferbench_cmd, "run", "-o", name, "--xfer-devices=cpu", "--xfer-sizes=64KiB",
