@@ -1,6 +1,10 @@
-"""examples/github-actions-gpu.yml runs: its steps, read from the YAML, run as bash scripts in a temporary git
-repository (a bare repository as its origin), on CPU (XFER_ARGS swapped for --xfer-devices=cpu), with a stub ``gh``
-that keeps the pull request's comments in a file. No network, no GPU; the example cannot drift from the product."""
+"""examples/github-actions-gpu.yml, read from the YAML: its structure checked (pinned actions, least permissions,
+timeouts, who may reach the GPU runner, concurrency) and its jobs run, each step as written, as bash scripts in
+clones of a temporary git repository (a bare repository as their origin), on CPU (XFER_ARGS swapped for CPU
+arguments, the GPU check of the install dropped), with a stub ``gh`` that keeps the pull request's comments in a
+file and a ``python3`` whose venvs run this xferbench. The three actions it uses are played by fakes that do what
+the workflow needs of them (checkout, upload and download of the artifact). ``if:`` and ``${{ }}`` are evaluated
+by a small parser of GitHub's expression language, never by Python. No network, no GPU."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +25,9 @@ import xferbench
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "github-actions-gpu.yml"
-CPU_ARGS = "--xfer-devices=cpu --xfer-sizes=64KiB,8MiB --benchmark-max-time=0.05 -p no:cacheprovider"
+CPU_ARGS = "--xfer-devices=cpu --xfer-sizes=64KiB,8MiB --benchmark-max-time=0.05 -p no:cacheprovider -k host"
 MARKER = "<!-- xferbench-compare -->"
-
+GPU_CHECK = """.venv/bin/python -c "import torch; assert torch.cuda.is_available(), 'no GPU on this runner'"\n"""
 #: gh, as far as the workflow uses it: list a PR's comments (the --jq filter is the marker's), post, patch.
 GH_STUB = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -49,178 +54,451 @@ json.dump(comments, open(state, "w"))
 '''
 
 
+#: python3 as the workflow uses it: ``-m venv [...] DIR`` makes a venv whose python and xferbench run this checkout's
+#: xferbench, and whose pip records what it was asked to install (the real install is test_wheel's).
+PYTHON_STUB = r'''#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  for last; do :; done
+  mkdir -p "$last/bin"
+  printf '#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' "$SRC" "$PYTHON" > "$last/bin/python"
+  printf '#!/bin/sh\nPYTHONPATH=%s exec %s -m xferbench.cli "$@"\n' "$SRC" "$PYTHON" > "$last/bin/xferbench"
+  printf '#!/bin/sh\necho "$@" >> %s\n' "$PIP_LOG" > "$last/bin/pip"
+  chmod +x "$last/bin/python" "$last/bin/xferbench" "$last/bin/pip"
+  exit 0
+fi
+PYTHONPATH="$SRC" exec "$PYTHON" "$@"
+'''
+
+#: pipx as the lint job uses it: ``pipx run zizmor==V ARGS`` runs the zizmor installed here.
+PIPX_STUB = r'''#!/bin/sh
+[ "$1" = run ] && case "$2" in zizmor==*) shift 2; exec "$ZIZMOR" "$@";; esac
+exit 2
+'''
+
+SHA = re.compile(r"[\w-]+/[\w-]+@[0-9a-f]{40}")
+
+
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-class _Context:
-    """A context as an expression reads it: a missing property is '' (steps.compare of a step that did not run)."""
+class Expression:
+    """GitHub's expression language, the part the workflow uses: literals, contexts (a missing property is null),
+    ==, !=, !, &&, || (which yield an operand, as in JavaScript), parentheses, and the status and string functions."""
 
-    def __init__(self, value: dict[str, Any] | None) -> None:
-        self.value = value  # None: missing
+    TOKEN = re.compile(r"\s*(?:('(?:[^']|'')*')|(==|!=|&&|\|\||[!(),])|([A-Za-z_][\w.*-]*)|(\d+))")
 
-    def __getattr__(self, name: str) -> Any:
-        found = (self.value or {}).get(name)
-        return found if isinstance(found, str | int) else _Context(found)
+    def __init__(self, text: str, context: dict[str, Any], status: dict[str, bool]) -> None:
+        self.tokens, pos = [], 0
+        while text[pos:].strip():
+            found = self.TOKEN.match(text, pos)
+            assert found, f"not an expression this parser knows: {text[pos:]!r}"
+            self.tokens.append(next(g for g in found.groups() if g is not None))
+            pos = found.end()
+        self.context, self.status, self.at = context, status, 0
 
-    def __eq__(self, other: object) -> bool:
-        return self.value is None and other == ""
+    def value(self) -> Any:
+        result = self._or()
+        assert self.at == len(self.tokens), self.tokens[self.at:]
+        return result
 
-    def __bool__(self) -> bool:
-        return self.value is not None
+    def _next(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def _take(self, token: str) -> bool:
+        if self._next() == token:
+            self.at += 1
+            return True
+        return False
+
+    def _or(self) -> Any:
+        left = self._and()
+        while self._take("||"):
+            right = self._and()
+            left = left if truthy(left) else right
+        return left
+
+    def _and(self) -> Any:
+        left = self._compare()
+        while self._take("&&"):
+            right = self._compare()
+            left = right if truthy(left) else left
+        return left
+
+    def _compare(self) -> Any:
+        left = self._unary()
+        for op in ("==", "!="):
+            if self._take(op):
+                same = loose(left) == loose(self._unary())
+                return same if op == "==" else not same
+        return left
+
+    def _unary(self) -> Any:
+        if self._take("!"):
+            return not truthy(self._unary())
+        if self._take("("):
+            inner = self._or()
+            assert self._take(")")
+            return inner
+        token = self.tokens[self.at]
+        self.at += 1
+        if token.startswith("'"):
+            return token[1:-1].replace("''", "'")
+        if token in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[token]
+        if token.isdigit():
+            return int(token)
+        if self._take("("):
+            args = [] if self._take(")") else self._arguments()
+            return self._call(token, args)
+        found: Any = self.context
+        for part in token.split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        return found
+
+    def _arguments(self) -> list[Any]:
+        args = [self._or()]
+        while self._take(","):
+            args.append(self._or())
+        assert self._take(")")
+        return args
+
+    def _call(self, name: str, args: list[Any]) -> Any:
+        if name in self.status:
+            return self.status[name]
+        if name == "contains":
+            return str(args[1]).lower() in (args[0] if isinstance(args[0], list) else str(args[0]).lower())
+        if name == "startsWith":
+            return str(args[0]).lower().startswith(str(args[1]).lower())
+        raise AssertionError(f"function {name}() is not one the workflow should need")
 
 
-def _expression(text: str, context: dict[str, Any]) -> Any:
-    """A GitHub Actions expression of the kinds the workflow uses (==, !=, &&, ||, always(), contexts)."""
-    python = text.replace("&&", " and ").replace("||", " or ").replace("always()", "True")
-    return eval(python, {"__builtins__": {}}, {k: _Context(v) for k, v in context.items()})
+def truthy(value: Any) -> bool:
+    return value not in (None, False, 0, "")
 
 
-class Job:
-    """One run of the example's job: each step in order, a failed step skipping the rest (unless always())."""
+def loose(value: Any) -> Any:
+    """GitHub compares strings case-insensitively and null as ''."""
+    return "" if value is None else value.lower() if isinstance(value, str) else value
 
-    def __init__(self, repo: Path, bin_dir: Path, event: str, pr: int = 0, fork: bool = False,
-                 extra_env: dict[str, str] | None = None) -> None:
-        self.repo, self.outputs, self.failed = repo, {}, False
-        self.printed: dict[str, str] = {}  # each step's standard output, by name
-        self.ran: list[str] = []
-        self.github = {"event_name": event, "token": "token", "repository": "team/project", "ref": "refs/heads/x",
-                       "event": {"pull_request": {"number": pr, "head": {"repo": {
-                           "full_name": "someone/fork" if fork else "team/project"}}}}}
-        self.env = {**os.environ, **(extra_env or {}), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-                    "GITHUB_REPOSITORY": "team/project", "GITHUB_RUN_ID": "42", "GH_STATE": str(repo.parent / "comments"),
-                    "GITHUB_STEP_SUMMARY": str(repo.parent / "summary.md")}
 
-    def context(self) -> dict[str, Any]:
-        return {"github": self.github, "steps": {k: {"outputs": v} for k, v in self.outputs.items()}}
+def evaluate(text: str, context: dict[str, Any], status: dict[str, bool] | None = None) -> Any:
+    status = status or {"success": True, "always": True, "failure": False, "cancelled": False}
+    return Expression(text.strip().removeprefix("${{").removesuffix("}}"), context, status).value()
 
-    def substitute(self, text: str) -> str:
-        return re.sub(r"\$\{\{(.*?)\}\}", lambda m: str(_expression(m.group(1), self.context())), str(text))
 
-    def run(self, workflow: dict[str, Any], xfer_args: str) -> bool:
-        env = {**self.env, **{k: self.substitute(v) for k, v in workflow["env"].items()}, "XFER_ARGS": xfer_args}
-        for step in workflow["jobs"]["bench"]["steps"]:
-            if "uses" in step or step["name"].startswith("Install"):
-                continue  # actions (checkout, upload) and the install, done here beforehand
-            condition = step.get("if", "success()")
-            wanted = _expression(condition.replace("success()", "True"), self.context())
-            if not wanted or (self.failed and "always()" not in condition):
+def interpolate(text: str, context: dict[str, Any]) -> str:
+    """Each ``${{ }}`` of ``text`` replaced by its value as GitHub writes it (null: '', booleans: true/false)."""
+    def one(match: re.Match[str]) -> str:
+        found = evaluate(match.group(1), context)
+        return "" if found is None else str(found).lower() if isinstance(found, bool) else str(found)
+
+    return re.sub(r"\$\{\{(.*?)\}\}", one, str(text))
+
+
+def github_context(event: str, pr: int = 0, fork: bool = False) -> dict[str, Any]:
+    return {"event_name": event, "token": "token", "repository": "team/project", "server_url": "https://github.com",
+            "run_id": "42", "sha": "0" * 40, "ref": f"refs/pull/{pr}/merge" if pr else "refs/heads/main",
+            "event": {"pull_request": {"number": pr, "head": {"repo": {
+                "full_name": "someone/fork" if fork else "team/project"}}}} if pr else {}}
+
+
+class Workflow:
+    """One event's run of the example: each job whose ``if:`` holds, after the jobs it needs, in a clone of its own;
+    each step in order, a failed step skipping the rest (unless its ``if:`` says always())."""
+
+    def __init__(self, origin: Path, stubs: Path, event: str, pr: int = 0, fork: bool = False,
+                 extra_env: dict[str, str] | None = None, definition: dict[str, Any] | None = None) -> None:
+        self.origin, self.stubs = origin, stubs
+        self.definition = definition or yaml.safe_load(WORKFLOW.read_text())
+        self.github = github_context(event, pr, fork)
+        self.artifacts = origin.parent / "artifacts"
+        self.env = {**os.environ, **(extra_env or {}), "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}",
+                    "GITHUB_REPOSITORY": "team/project", "GITHUB_RUN_ID": "42", "GITHUB_SERVER_URL": "https://github.com",
+                    "GH_STATE": str(origin.parent / "comments"), "GITHUB_STEP_SUMMARY": str(origin.parent / "summary.md"),
+                    "RUNNER_NAME": "gpu-1"}
+        self.results: dict[str, str] = {}  # job -> success, failure, skipped
+        self.ran: list[str] = []  # "job: step" in order
+        self.printed: dict[str, str] = {}
+
+    def context(self, outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+        needs = {job: {"result": result} for job, result in self.results.items()}
+        return {"github": self.github, "needs": needs, "steps": outputs or {}, "env": {}}
+
+    def substitute(self, text: str, outputs: dict[str, Any] | None = None) -> str:
+        return interpolate(text, self.context(outputs))
+
+    def run(self, xfer_args: str) -> dict[str, str]:
+        jobs = self.definition["jobs"]
+        for name, job in jobs.items():
+            needs = job.get("needs", [])
+            needs = [needs] if isinstance(needs, str) else needs
+            failed_need = any(self.results.get(n) != "success" for n in needs)
+            condition = str(job.get("if", "success()"))
+            status = {"success": not failed_need, "always": True, "failure": False, "cancelled": False}
+            if "success()" not in condition and "always()" not in condition and "cancelled()" not in condition:
+                wanted = not failed_need and truthy(evaluate(condition, self.context(), status))
+            else:
+                wanted = truthy(evaluate(condition, self.context(), status))
+            self.results[name] = self._job(name, job, xfer_args) if wanted else "skipped"
+        return self.results
+
+    def _job(self, name: str, job: dict[str, Any], xfer_args: str) -> str:
+        workspace = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.origin.parent))  # a fresh runner's
+        workspace.rmdir()
+        _git(self.origin.parent, "clone", "-q", str(self.origin), str(workspace))
+        env = {**self.env, **{k: self.substitute(v) for k, v in self.definition["env"].items()}, "XFER_ARGS": xfer_args,
+               "LOCK": str(self.origin.parent / "gpu.lock")}
+        outputs: dict[str, Any] = {}
+        failed = False
+        for step in job["steps"]:
+            condition = str(step.get("if", "success()"))
+            status = {"success": not failed, "always": True, "failure": failed, "cancelled": False}
+            if "always()" not in condition and "failure()" not in condition and "success()" not in condition:
+                wanted = not failed and truthy(evaluate(condition, self.context(outputs), status))
+            else:
+                wanted = truthy(evaluate(condition, self.context(outputs), status))
+            if not wanted:
                 continue
-            output = self.repo.parent / "output"
-            output.write_text("")
-            step_env = {**env, **{k: self.substitute(v) for k, v in step.get("env", {}).items()}, "GITHUB_OUTPUT": str(output)}
-            done = subprocess.run(["bash", "-e", "-c", self.substitute(step["run"])], cwd=self.repo, env=step_env,
-                                  capture_output=True, text=True)
-            self.ran.append(step["name"])
-            self.printed[step["name"]] = done.stdout
-            print(f"--- {step['name']}: exit {done.returncode}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-            if "id" in step:
-                self.outputs[step["id"]] = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
-            self.failed |= done.returncode != 0
-        return not self.failed
+            label = f"{name}: {step.get('name') or step['uses'].split('@')[0]}"
+            self.ran.append(label)
+            ok = self._action(step, workspace) if "uses" in step else self._script(step, workspace, env, outputs, label)
+            if "uses" in step:
+                print(f"--- {label}: {'done' if ok else 'failed'}")
+            failed |= not ok
+        return "failure" if failed else "success"
+
+    def _action(self, step: dict[str, Any], workspace: Path) -> bool:
+        """The three actions the workflow uses, as fakes doing what it needs of them; any other is refused."""
+        action, with_ = step["uses"].split("@")[0], step.get("with", {})
+        if action == "actions/checkout":
+            assert with_.get("persist-credentials") is False  # the clone is the checkout
+            return True
+        folder = self.artifacts / with_["name"]
+        if action == "actions/upload-artifact":
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(workspace / with_["path"], folder)
+            return True
+        if action == "actions/download-artifact":
+            if not folder.exists():
+                return False
+            shutil.copytree(folder, workspace / with_["path"], dirs_exist_ok=True)
+            return True
+        raise AssertionError(f"an action the fakes do not play: {action}")
+
+    def _script(self, step: dict[str, Any], workspace: Path, env: dict[str, str], outputs: dict[str, Any],
+                label: str) -> bool:
+        script = self.substitute(step["run"], outputs)
+        if GPU_CHECK.strip() in script:  # the one line a CPU cannot pass
+            script = script.replace(GPU_CHECK.strip(), "true")
+        step_env = {**env, **{k: self.substitute(v, outputs) for k, v in step.get("env", {}).items()}}
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=workspace, env=step_env, capture_output=True, text=True)
+        self.printed[label] = done.stdout + done.stderr
+        print(f"--- {label}: exit {done.returncode}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        return done.returncode == 0
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> tuple[Path, Path]:
-    """A repository that uses xferbench (two benchmark files), its bare origin, and the venv's commands."""
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A repository that uses xferbench (the workflow, one benchmark of its own), its bare origin, and the stubs."""
     _git(tmp_path, "init", "-q", "--bare", "origin.git")
     repo = tmp_path / "project"
     _git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    _git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    shutil.copy(WORKFLOW, repo / ".github" / "workflows" / "xferbench.yml")
     (repo / "bench").mkdir()
-    for name in ("conftest.py", "test_host.py"):
-        shutil.copy(ROOT / "bench" / name, repo / "bench" / name)
+    (repo / "bench" / "conftest.py").write_text('pytest_plugins = ("xferbench.measure.session.plugin",)\n')
+    (repo / "bench" / "test_our_host_copy.py").write_text(OWN_BENCHMARK)
+    (repo / ".gitignore").write_text(".venv\nreport\nbaseline\naa\nnoise.json\n")
     _git(repo, "add", ".")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "benchmarks")
-    venv = repo / ".venv" / "bin"  # what the install step makes, here pointing at this interpreter
-    venv.mkdir(parents=True)
-    src = Path(xferbench.__file__).resolve().parents[1]
-    for name, module in (("pytest", "pytest"), ("xferbench", "xferbench.cli")):
-        (venv / name).write_text(f"#!/bin/sh\nPYTHONPATH={src} exec {sys.executable} -m {module} \"$@\"\n")
-        (venv / name).chmod(0o755)
-    (repo / ".git" / "info" / "exclude").write_text(".venv\nreport\nbaseline\n")
+    _git(repo, "push", "-q", str(tmp_path / "origin.git"), "main")
+    _git(tmp_path / "origin.git", "symbolic-ref", "HEAD", "refs/heads/main")
     stubs = tmp_path / "stubs"
     stubs.mkdir()
-    (stubs / "gh").write_text(f"#!{sys.executable}\n" + GH_STUB)
-    (stubs / "gh").chmod(0o755)
-    return repo, stubs
+    src = Path(xferbench.__file__).resolve().parents[1]
+    for name, text in (("gh", f"#!{sys.executable}\n" + GH_STUB), ("python3", PYTHON_STUB), ("pipx", PIPX_STUB)):
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    for name, value in {"SRC": str(src), "PYTHON": sys.executable, "PIP_LOG": str(tmp_path / "pip.log"),
+                        "ZIZMOR": shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")}.items():
+        monkeypatch.setenv(name, value)
+    return tmp_path / "origin.git", stubs
 
 
-def _comments(repo: Path) -> list[dict[str, Any]]:
-    state = repo.parent / "comments"
+#: A team's own benchmark, written with the xfer fixture (docs/regression-tracking.md shows it).
+OWN_BENCHMARK = '''import pytest
+
+
+@pytest.mark.xfer("host")
+def test_our_host_copy(xfer_case, xfer):
+    xfer(xfer_case)
+'''
+
+
+def _comments(origin: Path) -> list[dict[str, Any]]:
+    state = origin.parent / "comments"
     return json.loads(state.read_text()) if state.exists() else []
+
+
+DEFINITION = yaml.safe_load(WORKFLOW.read_text())
+JOBS = DEFINITION["jobs"]
+GPU = ["self-hosted", "linux", "gpu"]
+
+
+class TestStructure:
+    """What makes the workflow safe to copy into a public repository, read from the YAML."""
+
+    def test_actions_are_pinned_by_commit_with_their_version_said(self):
+        lines = [line for line in WORKFLOW.read_text().splitlines() if "uses:" in line]
+        assert len(lines) == 7
+        for line in lines:
+            assert SHA.search(line) and re.search(r"  # v\d+\.\d+\.\d+$", line), line
+
+    def test_least_permissions_per_job_and_a_timeout_each(self):
+        assert DEFINITION["permissions"] == {}
+        wanted = {"lint": {"contents": "read"}, "measure": {"contents": "read"}, "store": {"contents": "write"},
+                  "comment": {"pull-requests": "write"}, "noise": {"contents": "write"}}
+        assert {name: job["permissions"] for name, job in JOBS.items()} == wanted
+        assert all(0 < job["timeout-minutes"] <= 480 for job in JOBS.values())
+        # code of a pull request runs only where the token cannot write the repository
+        writers = [name for name, job in JOBS.items() if "write" in job["permissions"].values()]
+        assert [n for n in writers if "pull_request" in str(JOBS[n]["if"])] == ["comment"]
+        assert "uses: actions/checkout" not in yaml.safe_dump(JOBS["comment"])  # no code of the PR there
+
+    def test_no_trigger_runs_a_fork_with_secrets(self):
+        assert set(DEFINITION[True]) == {"push", "pull_request", "schedule", "workflow_dispatch"}  # YAML's on: is True
+
+    @pytest.mark.parametrize(("event", "fork", "environment"), [
+        ("pull_request", True, "external-pull-request"),  # waits for a maintainer's approval
+        ("pull_request", False, "gpu-runner"),
+        ("push", False, "gpu-runner"),
+    ])
+    def test_a_fork_reaches_the_gpu_runner_only_through_an_approved_environment(self, event, fork, environment):
+        context = {"github": github_context(event, 9 if event == "pull_request" else 0, fork)}
+        assert evaluate(JOBS["measure"]["environment"], context) == environment
+        assert JOBS["measure"]["runs-on"] == GPU and truthy(evaluate(JOBS["measure"]["if"], context))
+
+    def test_concurrency_queues_per_machine_and_never_drops_a_commit_of_main(self):
+        group, cancel = DEFINITION["concurrency"]["group"], DEFINITION["concurrency"]["cancel-in-progress"]
+
+        def of(event: str, sha: str, pr: int = 0) -> tuple[str, str]:
+            context = {"github": {**github_context(event, pr), "sha": sha}}
+            return interpolate(group, context), interpolate(cancel, context)
+
+        main_a, main_b = of("push", "a" * 40), of("push", "b" * 40)
+        assert main_a[0] != main_b[0] and main_a[1] == "false"  # each commit its own group: none replaced
+        assert of("pull_request", "a" * 40, 3) == of("pull_request", "b" * 40, 3) == ("xferbench-pull_request-"
+                                                                                  "refs/pull/3/merge", "true")
+        runs = [step["run"] for job in ("measure", "noise") for step in JOBS[job]["steps"] if "run" in step]
+        benchmark_lines = [line for run in runs for line in run.splitlines() if "xferbench run" in line
+                           or "calibrate" in line]
+        assert benchmark_lines and all('flock --timeout' in line and '"$LOCK"' in line for line in benchmark_lines
+                                       if not line.strip().startswith("--"))
+
+    def test_gh_is_checked_and_the_confirmation_and_noise_are_built_in(self):
+        comment = "\n".join(step.get("run", "") for step in JOBS["comment"]["steps"])
+        assert comment.index("command -v gh") < comment.index("gh api")
+        compare = next(step["run"] for step in JOBS["measure"]["steps"] if step.get("name", "").startswith("Compare"))
+        assert "--confirm report/first.json" in compare and "--noise" in compare
+        assert any("noise/$machine.json" in step.get("run", "") for step in JOBS["noise"]["steps"])
+        assert DEFINITION[True]["schedule"] and "zizmor" in JOBS["lint"]["steps"][-1]["run"]
+
+    @pytest.mark.skipif(not (shutil.which("zizmor") or (Path(sys.executable).parent / "zizmor").exists()),
+                        reason="zizmor is not installed (pip install zizmor)")
+    def test_zizmor_finds_nothing_and_the_auditor_only_the_self_hosted_runner(self):
+        zizmor = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
+        plain = subprocess.run([zizmor, "--offline", "--format=json", str(WORKFLOW)], capture_output=True, text=True)
+        assert plain.returncode == 0 and json.loads(plain.stdout) == []
+        audit = subprocess.run([zizmor, "--offline", "--persona=auditor", "--format=json", str(WORKFLOW)],
+                               capture_output=True, text=True)
+        assert {finding["ident"] for finding in json.loads(audit.stdout)} == {"self-hosted-runner"}
+
+
+class TestExpressions:
+    """The parser the jobs run under: GitHub's semantics, not Python's."""
+
+    def test_operators_yield_operands_and_compare_loosely(self):
+        context = {"github": github_context("pull_request", 3, fork=True)}
+        assert evaluate("github.event_name == 'PULL_REQUEST' && 'a' || 'b'", context) == "a"
+        assert evaluate("github.event.missing.deep == ''", context) is True
+        assert evaluate("!(github.event_name != 'push')", context) is False
+        assert evaluate("startsWith(github.ref, 'refs/pull/')", context) is True
+        with pytest.raises(AssertionError):
+            evaluate("__import__('os')", context)
 
 
 @pytest.mark.slow
 def test_the_example_workflow_runs_first_pr_main_and_a_slowed_pr(project: tuple[Path, Path]) -> None:
-    repo, stubs = project
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    assert "--benchmark-compare" not in WORKFLOW.read_text()  # no one-run-against-one-run gate before compare
+    origin, stubs = project
+    # A fork's first pull request: no stored run yet, a read-only token. Green, and no comment posted.
+    fork = Workflow(origin, stubs, "pull_request", pr=6, fork=True, extra_env={"GH_READ_ONLY": "1"})
+    assert fork.run(CPU_ARGS) == {"lint": "success", "measure": "success", "store": "skipped", "comment": "success",
+                                  "noise": "skipped"}
+    assert "no comment posted" in fork.printed["comment: Comment (one comment, updated in place)"]
+    assert _comments(origin) == [] and "zizmor" in fork.printed["lint: zizmor"].lower()
 
-    # A fork's first pull request: no stored run yet, a read-only token. Green, and no comment attempted.
-    fork = Job(repo, stubs, "pull_request", pr=6, fork=True, extra_env={"GH_READ_ONLY": "1"})
-    assert fork.run(workflow, CPU_ARGS)
-    assert "Comment on the pull request (one comment, updated in place)" not in fork.ran
-    assert (repo / "report" / "index.html").exists() and _comments(repo) == []
-
-    # The first pull request of the repository itself: green, one comment saying there is no baseline yet.
-    first = Job(repo, stubs, "pull_request", pr=7)
-    assert first.run(workflow, CPU_ARGS)
-    comments = _comments(repo)
+    # The first pull request of the repository itself: one comment saying there is no baseline yet.
+    first = Workflow(origin, stubs, "pull_request", pr=7)
+    assert first.run(CPU_ARGS)["comment"] == "success"
+    comments = _comments(origin)
     assert len(comments) == 1 and comments[0]["body"].startswith(MARKER) and "No stored run" in comments[0]["body"]
 
-    # main: the run is stored on the branch, with the dashboard.
-    assert Job(repo, stubs, "push").run(workflow, CPU_ARGS)
-    tip = _git(repo.parent, "--git-dir", "origin.git", "ls-tree", "-r", "--name-only", "xferbench-data").split()
+    # main: the run (the package's benchmarks and the repository's own) is stored on the branch, with the dashboard.
+    main = Workflow(origin, stubs, "push")
+    assert main.run(CPU_ARGS) == {"lint": "success", "measure": "success", "store": "success", "comment": "skipped",
+                                  "noise": "skipped"}
+    tip = _git(origin.parent, "--git-dir", "origin.git", "ls-tree", "-r", "--name-only", "xferbench-data").split()
     assert "index.html" in tip and sum(n.startswith("machines/") and n.endswith(".json") for n in tip) == 1
-    assert any(n.endswith("/index.html") and n.startswith("machines/") for n in tip)
+    stored = next(n for n in tip if n.startswith("machines/") and n.endswith(".json"))
+    names = {b["name"].split("[")[0] for b in json.loads(_git(origin.parent, "--git-dir", "origin.git", "show",
+                                                              f"xferbench-data:{stored}"))["benchmarks"]}
+    assert names == {"test_host", "test_our_host_copy"}
+    assert all(line == "install xferbench[nvml]==0.1.0" for line in (origin.parent / "pip.log").read_text().splitlines())
 
-    # A pull request that makes host copies 10x slower: the same comment, updated, and a red check.
-    slowed = Job(repo, stubs, "pull_request", pr=7, extra_env={"XFERBENCH_TEST_SLOWDOWN": "host=10"})
-    green = slowed.run(workflow, CPU_ARGS)
-    said = "".join(text for name, text in slowed.printed.items() if name.startswith("Compare"))
-    if green and "Busy machine:" in said and "can't tell" in said:
-        # One run a side on a machine busier than its cores: compare rightly says it can't tell (its own test is
-        # test_noise's busy-machine rule); the gate's teeth are not shown by this run, so it proves nothing here.
+    # A pull request that makes host copies 10x slower: flagged, confirmed by two fresh runs, the same comment
+    # updated, and a red check.
+    slowed = Workflow(origin, stubs, "pull_request", pr=7, extra_env={"XFERBENCH_TEST_SLOWDOWN": "host=10"})
+    results = slowed.run(CPU_ARGS)
+    said = slowed.printed["measure: Compare, and confirm a flag with two fresh runs"]
+    if results["comment"] == "success" and "Busy machine:" in said and "can't tell" in said:
         pytest.skip("the machine was busier than its cores while the runs were timed: compare said it can't tell")
-    assert not green
-    assert slowed.outputs["compare"]["status"] == "1" and slowed.ran[-1] == "Fail on a regression"
-    comments = _comments(repo)
+    assert results["measure"] == "success" and results["comment"] == "failure"
+    assert "not reproduced" not in said or "regression" in said
+    comments = _comments(origin)
     assert len(comments) == 1 and "regression" in comments[0]["body"] and "No stored run" not in comments[0]["body"]
-    log = (repo.parent / "comments.log").read_text().split()
+    assert "5 base run" not in comments[0]["body"] and "1 base run(s) against 2 new run(s)" in comments[0]["body"]
+    log = (origin.parent / "comments.log").read_text().split()
     assert log.count("POST") == 1 and log.count("PATCH") == 1
-    assert (repo / "report" / "compare.json").exists() and (repo / "report" / "index.html").exists()
+    assert slowed.ran[-1] == "comment: Fail on a confirmed regression"
 
 
 @pytest.mark.slow
 def test_a_pr_whose_compare_fails_on_bad_input_is_red_without_a_comment(project: tuple[Path, Path]) -> None:
-    """compare's exit 2 fails the compare step itself; nothing after it but the report and the upload runs."""
-    repo, stubs = project
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    _without_benchmarks(workflow, "mkdir -p baseline && echo '{}' > report/candidate.json && echo '{}' > baseline/x.json")
-    for step in workflow["jobs"]["bench"]["steps"]:  # a candidate that is not a run, and one stored "run"
+    """compare's exit 2 fails the measure job itself; the comment job does not run."""
+    origin, stubs = project
+    definition = yaml.safe_load(WORKFLOW.read_text())
+    _without_benchmarks(definition, "mkdir -p baseline && echo '{}' > report/candidate.json && echo '{}' > baseline/x.json")
+    for step in definition["jobs"]["measure"]["steps"]:  # a candidate that is not a run, and one stored "run"
         if str(step.get("name", "")).startswith("Baseline"):
             step["run"] = "true"
-    job = Job(repo, stubs, "pull_request", pr=7)
-    assert not job.run(workflow, CPU_ARGS)
-    assert job.outputs["compare"]["status"] == "2" and _comments(repo) == []
-    assert "Comment on the pull request (one comment, updated in place)" not in job.ran
+    results = Workflow(origin, stubs, "pull_request", pr=7, definition=definition).run(CPU_ARGS)
+    assert results["measure"] == "failure" and results["comment"] == "skipped" and _comments(origin) == []
 
 
-def _without_benchmarks(workflow: dict[str, Any], candidate: str) -> None:
+def _without_benchmarks(definition: dict[str, Any], candidate: str) -> None:
     """The Benchmarks step made cheap (minutes on CPU): it writes ``candidate`` as the run instead."""
-    for step in workflow["jobs"]["bench"]["steps"]:
+    for step in definition["jobs"]["measure"]["steps"]:
         if step.get("name") == "Benchmarks":
             step["run"] = f"mkdir -p report && {candidate}"
 
 
 @pytest.mark.slow
 def test_a_read_only_token_skips_the_comment_cleanly(project: tuple[Path, Path]) -> None:
-    """A token that cannot write (a Dependabot pull request): the comment fails with a notice, the job stays green."""
-    repo, stubs = project
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    _without_benchmarks(workflow, f"cp {ROOT / 'tests' / 'data' / 'cpu-sample.json'} report/candidate.json")
-    job = Job(repo, stubs, "pull_request", pr=8, extra_env={"GH_READ_ONLY": "1"})
-    assert job.run(workflow, CPU_ARGS)
-    assert "Comment on the pull request (one comment, updated in place)" in job.ran and _comments(repo) == []
-    assert "No stored run" in (repo.parent / "summary.md").read_text()
+    """A token that cannot write (a Dependabot pull request): the comment fails with a notice, the check stays green."""
+    origin, stubs = project
+    definition = yaml.safe_load(WORKFLOW.read_text())
+    _without_benchmarks(definition, f"cp {ROOT / 'tests' / 'data' / 'cpu-sample.json'} report/candidate.json")
+    job = Workflow(origin, stubs, "pull_request", pr=8, extra_env={"GH_READ_ONLY": "1"}, definition=definition)
+    assert job.run(CPU_ARGS)["comment"] == "success" and _comments(origin) == []
+    assert "No stored run" in (origin.parent / "summary.md").read_text()

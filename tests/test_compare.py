@@ -27,7 +27,7 @@ from xferbench.analyze.gate.compare import (
     to_markdown,
     to_text,
 )
-from xferbench.analyze.gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Noise
+from xferbench.analyze.gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, SLOWER_WITHIN, Z_BOUND, Noise
 from xferbench.analyze.load.results import Results, ResultsError, load
 from xferbench.cli import main
 from xferbench.contract import (
@@ -516,8 +516,9 @@ class TestWriters:
             "noop .cpu() on cpu       4 B     latency    250 ns  –     gone          -           -     -      gone",
             "",
             "1 regression(s), 0 improvement(s), 0 can't tell, in 2 case(s): 6 base run(s) against 3 new run(s); "
-            "flagged when |robust z| > 4 and beyond the case's floor, unchanged when the 95% interval lies within it "
-            "(between-run spread from the base runs).",
+            "flagged when |robust z| > 4 and beyond the case's floor, slower or faster \"within the floor\" when past "
+            "the z bound only, unchanged when neither and the 95% interval lies within the floor (between-run spread "
+            "from the base runs).",
         ]
 
     def test_change_wording(self):
@@ -554,8 +555,9 @@ class TestWriters:
     def test_markdown_says_the_calibration(self):
         noise = Noise(machine={}, runs=8, target=0.05, per_side=1, z_bound=6.0, floors={"bandwidth": 0.2, "latency": 1})
         md = to_markdown([made()], 1, 1, noise)
-        assert ("flagged when |robust z| > 6 and beyond the case's floor, unchanged when the 95% interval lies within "
-                "it (between-run spread from calibration file).") in md
+        assert ("flagged when |robust z| > 6 and beyond the case's floor, slower or faster \"within the floor\" when "
+                "past the z bound only, unchanged when neither and the 95% interval lies within the floor (between-run "
+                "spread from calibration file).") in md
         assert "cannot tell" not in md
 
     def test_no_drift_warning_with_a_calibration(self):
@@ -596,7 +598,8 @@ class TestWriters:
             "path": "host pageable copy_ cpu", "nbytes": 16 * 2**20, "case_class": "bandwidth", "base_s": 1e-3,
             "new_s": 2e-3, "ratio": 2.0, "low": 1.5, "high": 2.6, "z": 5.25, "floor": 0.25, "spread": 0.15,
             "spread_from": "history", "verdict": "regression", "change": "2.00x slower", "shown": "regression",
-            "smallest": None, "key": f"host pageable copy_ cpu|{16 * 2**20}", "environment": [], "why": None}
+            "smallest": None, "key": f"host pageable copy_ cpu|{16 * 2**20}", "environment": [], "why": None,
+            "before_step": 0}
         assert report["cases"][1]["floor"] is None and report["cases"][1]["shown"] == CANT_TELL
         assert report["cases"][2]["change"] == "gone" and report["cases"][2]["ratio"] is None
 
@@ -716,15 +719,18 @@ class TestStepReset:
 
 
 def with_machine(data: dict, torch: str | None = None, cpu: str | None = None, load: dict | None = None,
-                 when: str | None = None) -> dict:
-    """The run with its torch version, CPU model, recorded load or datetime changed."""
+                 when: str | None = None, old_load: bool = False) -> dict:
+    """The run with its torch version, CPU model, recorded load (in the run's own facts, or ``old_load``: where
+    runs stored before them kept it, machine_info) or datetime changed."""
     data = copy.deepcopy(data)
     if torch is not None:
         data["machine_info"]["xferbench"]["torch"] = torch
     if cpu is not None:
         data["machine_info"]["cpu"] = {"brand_raw": cpu}
-    if load is not None:
+    if load is not None and old_load:
         data["machine_info"]["xferbench"]["load"] = load
+    elif load is not None:
+        data["xferbench_run"] = {"boot_id": "b1", "started": "2026-12-01T00:00:00+00:00", "load": load}
     if when is not None:
         data["datetime"] = when
     return data
@@ -877,8 +883,17 @@ class TestBusyMachine:
         # the smallest change it could have flagged: e^(4 x 0.15 x √2) = 2.34x
         assert "3.00x slower" in line and line.endswith("can't tell (a side ran on a busy machine; could see 2.34x)")
 
+    def test_the_load_is_read_from_the_run_facts_and_where_older_runs_kept_it(self, tmp_path, sample):
+        """The load is a fact of the run (xferbench_run), not of the machine; runs stored before kept it in
+        machine_info.xferbench.load: still read, with no boot id."""
+        new = load([save(tmp_path, "new.json", with_machine(sample, load=self.BUSY))])
+        old = load([save(tmp_path, "old.json", with_machine(sample, load=self.BUSY, old_load=True))])
+        assert "load" not in new.machine_info["xferbench"] and new.run["boot_id"] == "b1"
+        assert old.run == {"boot_id": None, "started": None, "load": self.BUSY}
+        assert busy(new) == busy(old) == "load 9.1 on 2 cores, 63% of CPU time taken by other processes"
+
     def test_a_learned_spread_still_judges_a_busy_side(self):
-        busy_runs = [replace(r, machine_info=r.machine_info | {"xferbench": {"load": self.BUSY}})
+        busy_runs = [replace(r, run={"load": self.BUSY})
                      for r in syn.runs(100, 3, slow=2.0, which=syn.is_bandwidth)]
         rows = compare(syn.runs(0, 10), busy_runs)
         assert sum(r.regression for r in rows) == 9  # spread from 10 runs of history, not assumed
@@ -897,7 +912,7 @@ class TestBusyMachine:
         ("busy", None),
     ])
     def test_busy_is_load_above_the_core_count(self, load, said):
-        run = replace(syn.run(0), machine_info={"xferbench": {"load": load}})
+        run = replace(syn.run(0), run={"load": load})
         assert busy(run) == said
 
 
@@ -1025,3 +1040,101 @@ class TestRefusalRules:
         assert admitted(Sides([base], [new], allow_different_machines=True), REFUSALS[1:]) == [
             "CPU AMD EPYC -> Intel Xeon"]
 
+
+class TestWithinTheFloor:
+    """Issue 39: the workflow's design (stored runs against one PR run) never calls a slowdown past its noise
+    "unchanged", whatever its floor; the comment says when a step moved the baseline; absurd ratios are not printed."""
+
+    QUIET: ClassVar[dict] = {"bandwidth": 0.01, "latency": 0.01}
+
+    def test_a_planted_1_4x_slowdown_past_its_noise_is_slower_within_the_floor(self, tmp_path, capsys):
+        stored = syn.runs(0, 6, spread=self.QUIET)
+        slowed = syn.run(100, slow=1.4, which=lambda row: not syn.is_bandwidth(row), spread=self.QUIET)
+        rows = [r for r in compare(stored, [slowed]) if r.case_class == "latency"]
+        past = [r for r in rows if r.z is not None and r.z > Z_BOUND]
+        assert len(past) == len(rows) == 49 and all(1.3 < r.ratio < 1.5 for r in past)
+        assert {r.verdict for r in past} == {SLOWER_WITHIN} and not any(r.regression for r in rows)
+        assert all(r.shown_verdict == "slower, within the floor (×2)" for r in past)
+        text = to_markdown(rows, 6, 1)
+        assert "0 regression(s), 0 improvement(s), 49 change(s) within the floor" in text and "🟡 slower" in text
+
+    def test_the_floor_comes_from_the_calibration_where_there_is_one(self):
+        """A calibrated case's own floor gates it (25%: a regression); the class's calibrated floor (3x) holds the
+        others, said with it."""
+        stored = syn.runs(0, 6, spread=self.QUIET)
+        slowed = syn.run(100, slow=1.4, which=lambda row: not syn.is_bandwidth(row), spread=self.QUIET)
+        noisy = key_of("noop .cpu() on cpu", 4)
+        noise = Noise(machine={}, runs=12, target=0.05, per_side=1, z_bound=Z_BOUND,
+                      floors={"bandwidth": 0.2, "latency": 2.0}, cases={noisy: {"spread": 0.01, "floor": 0.25}})
+        rows = {r.key: r for r in compare(stored, [slowed], noise) if r.case_class == "latency"}
+        assert rows.pop(noisy).regression
+        assert {r.shown_verdict for r in rows.values()} == {"slower, within the floor (×3)"}
+
+    def test_a_step_that_moved_the_baseline_is_said(self):
+        before, after = syn.runs(0, 6), syn.runs(50, 6, slow=2.0, which=syn.is_bandwidth)
+        rows = compare(before + after, syn.runs(200, 3, slow=2.0, which=syn.is_bandwidth))
+        moved = [r for r in rows if r.before_step]
+        assert {r.before_step for r in moved} == {6} and {r.case_class for r in moved} == {"bandwidth"}
+        assert all(r.shown_verdict.endswith("baseline moved: a lasting step left out the 6 run(s) before it")
+                   for r in moved)
+        assert (f"Baseline moved for {len(moved)} case(s): a lasting step the gate itself flags left out the base "
+                "runs before it (up to 6 of 12)") in summary(rows, 12, 3)
+
+    def test_a_step_on_busy_runs_moves_no_baseline(self):
+        """Three quiet runs, then three on a busy machine 350x slower: the quiet run after them is unchanged, never
+        "191.88x faster" against the busy level."""
+        busy_load = {"cpus": 2, "load_before": 9.0, "load_after": 9.1}
+        quiet = syn.runs(0, 3, spread=self.QUIET)
+        noisy = [replace(r, run={"load": busy_load}) for r in syn.runs(10, 3, slow=350.0, which=lambda row: True,
+                                                                         spread=self.QUIET)]
+        rows = compare(quiet + noisy, [syn.run(20, spread=self.QUIET)])
+        assert not any(r.before_step for r in rows) and not any(r.verdict == "improvement" for r in rows)
+
+    def test_absurd_ratios_are_not_printed(self):
+        huge = replace(made(ratio=32379637.39, verdict=CANT_TELL), smallest=32379636.39)
+        assert huge.change == ">1000x slower" and huge.shown_verdict == "can't tell (could see >1000x)"
+        assert replace(made(ratio=1 / 5000), verdict="improvement").change == ">1000x faster"
+        assert made(ratio=191.88).change == "191.88x slower"
+
+    def test_within_the_floor_of_a_case_not_gated(self):
+        row = made(floor=math.inf, verdict=SLOWER_WITHIN)
+        assert row.shown_verdict == "slower, within the floor (not gated)"
+
+
+class TestOneRunASide:
+    """Issue 39: one run a side cannot tell drift from change: a scenario case gets no verdict stronger than its
+    own rounds' spread allows (placement convert_on_cpu was flagged in 1 of 3 A/A pairs of whole runs)."""
+
+    PLACEMENT = "test_placement[convert_on_cpu-64images-cpu]"
+
+    def widened(self, data: dict, seed: int) -> dict:
+        """The run with the placement case's rounds spread as on a busy machine (SD of their log 0.5)."""
+        data = copy.deepcopy(data)
+        rng = np.random.default_rng(seed)
+        for bench in data["benchmarks"]:
+            if bench["name"] == self.PLACEMENT:
+                bench["stats"]["data"] = [t * float(rng.lognormal(0, 0.5)) for t in bench["stats"]["data"] * 4]
+        return data
+
+    def test_a_scenario_case_is_judged_against_its_own_spread(self, tmp_path, sample):
+        base = load([save(tmp_path, "a.json", self.widened(sample, 0))])
+        new = load([save(tmp_path, "b.json", scaled(self.widened(sample, 1), 3.0, {self.PLACEMENT, BANDWIDTH_SLOWED}))])
+        rows = {r.path: r for r in compare([base], [new]) if r.nbytes in (9633792, 16 * 2**20)}
+        assert rows["placement convert_on_cpu cpu"].verdict == CANT_TELL
+        assert rows["placement convert_on_cpu cpu"].spread > 0.3
+        assert rows["host pageable copy_ cpu"].regression  # a core case keeps the class default's power
+        learned = compare([base] * 6, [new])  # with history the spread is learned from it, as before
+        assert {r.spread_from for r in learned if r.path.startswith("placement")} == {"history"}
+
+
+
+class TestBuildChange:
+    def test_cuda_none_to_a_version_is_a_change(self, sample):
+        cpu_build = with_machine(sample, torch="2.13.0+cpu")
+        cuda_build = with_machine(sample, torch="2.13.0+cu128")
+        cuda_build["machine_info"]["xferbench"]["cuda"] = "12.8"
+        assert environment_differences(cpu_build["machine_info"], cuda_build["machine_info"]) == [
+            "torch 2.13.0+cpu → 2.13.0+cu128", "CUDA none → 12.8"]
+        older = copy.deepcopy(cuda_build)
+        del older["machine_info"]["xferbench"]["torch"]  # a run that did not record its torch: unknown, not "none"
+        assert environment_differences(older["machine_info"], cpu_build["machine_info"]) == []

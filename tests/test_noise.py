@@ -17,7 +17,9 @@ from xferbench.analyze.gate.noise import (
     BANDWIDTH_MIN_BYTES,
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
+    FASTER_WITHIN,
     MIN_SPREAD,
+    SLOWER_WITHIN,
     Z_BOUND,
     Noise,
     calibrate,
@@ -73,27 +75,37 @@ class TestJudge:
         assert j.low == pytest.approx(2.0 * math.exp(-1.96 * standard_error(0.05, 5, 3)))
         assert j.high == pytest.approx(2.0 * math.exp(1.96 * standard_error(0.05, 5, 3)))
         assert (j.floor, j.spread) == (0.25, 0.05)
-        assert judge(base, slower, spread=0.05, floor=1.5).verdict == "unchanged"  # below the floor
+        assert judge(base, slower, spread=0.05, floor=1.5).verdict == SLOWER_WITHIN  # significant, below the floor
         assert judge(base, slower, spread=1.0, floor=0.25).verdict == "can't tell"  # within the spread
+        assert judge(base, [math.log(1.05)] * 3, spread=0.05, floor=0.25).verdict == "unchanged"  # neither
+
+    def test_a_slowdown_past_its_noise_inside_its_floor_is_never_unchanged(self):
+        """The workflow's design (6 stored runs against one PR run): 1.4x at z +6.6 inside the 2x floor of a
+        latency-bound case was called "unchanged"; it is "slower, within the floor (×2)"."""
+        j = judge([0.0] * 6, [math.log(1.4)], spread=0.03, floor=1.0)
+        assert j.z > Z_BOUND and j.verdict == SLOWER_WITHIN
+        assert judge([0.0] * 6, [-math.log(1.4)], spread=0.03, floor=1.0).verdict == FASTER_WITHIN
 
     def test_a_case_not_gated_is_never_unchanged(self):
-        """An infinite floor holds every interval, even 0.07-12.81x: such a case is "can't tell", never "unchanged"."""
+        """An infinite floor holds every interval, even 0.07-12.81x: such a case is "can't tell", never "unchanged";
+        a change past its noise is still said (compare shows it "not gated")."""
         noisy = judge([0.0] * 3, [math.log(1.07)] * 3, spread=1.0, floor=math.inf)
         assert noisy.verdict == "can't tell" and math.isinf(noisy.smallest)
         assert judge([0.0] * 3, [0.0] * 3, spread=0.01, floor=math.inf).verdict == "can't tell"
-        assert judge([0.0] * 3, [math.log(100.0)] * 3, spread=0.01, floor=math.inf).verdict == "can't tell"
+        assert judge([0.0] * 3, [math.log(100.0)] * 3, spread=0.01, floor=math.inf).verdict == SLOWER_WITHIN
 
     def test_improvement_is_the_mirror(self):
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 0.05, 0.25).verdict == "improvement"
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 1.0, 0.25).verdict == "can't tell"
-        assert judge([0.0] * 5, [math.log(0.9)] * 3, 0.01, 0.25).verdict == "unchanged"
+        assert judge([0.0] * 5, [math.log(0.9)] * 3, 0.01, 0.25).verdict == FASTER_WITHIN
+        assert judge([0.0] * 5, [math.log(0.98)] * 3, 0.05, 0.25).verdict == "unchanged"
 
     def test_the_bounds_are_strict(self):
-        """Exactly at the floor or exactly at the z bound is not yet a change (nor, its interval reaching past the
-        floor, unchanged)."""
+        """Exactly at the floor is a change within it; exactly at the z bound is not yet a change (nor, its interval
+        reaching past the floor, unchanged)."""
         at_floor = math.log(1.25)
-        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == "can't tell"
-        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == "can't tell"
+        assert judge([0.0], [at_floor], 0.001, 0.25).verdict == SLOWER_WITHIN
+        assert judge([0.0], [-at_floor], 0.001, 0.25).verdict == FASTER_WITHIN
         assert judge([0.0], [at_floor + 1e-9], 0.001, 0.25).verdict == "regression"
         spread = math.log(3.0) / (Z_BOUND * math.sqrt(2))  # z exactly 4 for a 3x change, one run a side
         assert judge([0.0], [math.log(3.0)], spread, 0.25).verdict == "can't tell"
@@ -120,14 +132,14 @@ class TestJudge:
         (The issue's case: one run a side, latency class, 1.0 floor, 0.4 spread; not beyond the floor.)"""
         j = judge([0.0], [math.log(2.0)], 0.4, 1.0)
         assert j.verdict == "can't tell" and (round(j.low, 2), round(j.high, 2)) == (0.66, 6.06)
-        # the same ratio with an interval inside the floor [1/2.5, 2.5] is unchanged
-        tight = judge([0.0] * 5, [math.log(2.0)] * 5, 0.05, 1.5)
+        # a change within the noise with an interval inside the floor [1/2.5, 2.5] is unchanged
+        tight = judge([0.0] * 5, [math.log(1.3)] * 5, 0.4, 1.5)
         assert tight.verdict == "unchanged" and 1 / 2.5 <= tight.low and tight.high <= 2.5
         # an interval that reaches just past the floor on either side is not
-        se = standard_error(0.05, 5, 5)
-        assert judge([0.0] * 5, [math.log(2.5) - 1.95 * se] * 5, 0.05, 1.5).verdict == "can't tell"
-        assert judge([0.0] * 5, [math.log(2.5) - 1.97 * se] * 5, 0.05, 1.5).verdict == "unchanged"
-        assert judge([0.0] * 5, [-math.log(2.5) + 1.95 * se] * 5, 0.05, 1.5).verdict == "can't tell"
+        se = standard_error(0.4, 5, 5)
+        assert judge([0.0] * 5, [math.log(2.5) - 1.95 * se] * 5, 0.4, 1.5).verdict == "can't tell"
+        assert judge([0.0] * 5, [math.log(2.5) - 1.97 * se] * 5, 0.4, 1.5).verdict == "unchanged"
+        assert judge([0.0] * 5, [-math.log(2.5) + 1.95 * se] * 5, 0.4, 1.5).verdict == "can't tell"
 
     def test_cant_tell_says_the_smallest_change_it_could_have_seen(self):
         """The smallest change a comparison can flag: past the floor and past the z bound, whichever is larger."""

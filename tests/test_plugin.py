@@ -103,9 +103,14 @@ class TestJson:
             # 1 KiB fits the host's cache, where sysfs tells its size
             **({"cache_resident": True} if host_cache_bytes() else {})}
         assert data["machine_info"]["xferbench"]["devices"] == []
-        # the machine's load around the run (compare says when a side ran busy), and the software measured through
-        load = data["machine_info"]["xferbench"]["load"]
-        assert set(load) == {"cpus", "load_before", "load_after", "cpu_steal", "cpu_others"} and load["cpus"] >= 1
+        # the run's own facts beside machine_info, which holds only what identifies the machine: the machine's load
+        # around the run (compare says when a side ran busy), its boot and start
+        facts = data["xferbench_run"]
+        assert set(facts) == {"boot_id", "started", "load"} and "load" not in data["machine_info"]["xferbench"]
+        assert set(facts["load"]) == {"cpus", "load_before", "load_after", "cpu_steal", "cpu_others"}
+        assert facts["load"]["cpus"] >= 1 and facts["started"].endswith("+00:00")
+        assert facts["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        # the software measured through
         assert data["machine_info"]["xferbench"]["pytest_benchmark"] == data["version"]
         # every round is kept for the significance test of `xferbench compare`
         assert all(len(b["stats"]["data"]) == b["stats"]["rounds"] for b in data["benchmarks"])

@@ -296,9 +296,11 @@ class TestMachines:
         verdicts = {line.split("  ")[0].strip(): line for line in lines if line.startswith("h2d ")}
         assert {path for path, line in verdicts.items() if line.endswith("  regression")} == {
             "h2d pinned non-blocking copy_ cpu->cuda:0", "h2d pinned copy_ cpu->cuda:0"}, lines
-        # pageable h2d is not flagged: unchanged, or "can't tell" where its interval reaches past its 5% floor
+        # pageable h2d is not flagged: unchanged, "can't tell" where its interval reaches past its 5% floor, or a
+        # drift past its tiny spread inside that floor
         assert all(verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"].endswith("  unchanged")
                    or "  can't tell (could see " in verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"]
+                   or ", within the floor (×" in verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"]
                    for how in ("", "non-blocking ")), lines
 
 

@@ -1,4 +1,4 @@
-"""``xferbench report | history | compare | calibrate | ab | check | store | info``.
+"""``xferbench run | report | history | compare | calibrate | ab | check | store | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -141,7 +141,32 @@ def _say_incomplete(command: str, labels: list[str]) -> None:
 
 def _history(args: argparse.Namespace) -> int:
     args.results, args.history = [args.folder], None
+    if args.output is not None and not args.output.parent.exists():  # a dashboard's own folder (site/index.html)
+        try:
+            args.output.parent.mkdir(parents=True)
+        except OSError as error:
+            raise UsageError(f"-o {args.output}: cannot make its folder ({error.strerror})") from None
     return _report(args)
+
+
+#: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
+RUN_ARGS = ("-p", "xferbench.measure.session.plugin", "--pyargs", "xferbench.bench", "--benchmark-only")
+
+#: pytest's exit codes -> xferbench's: 1 a benchmark failed (a failure found); usage errors and nothing
+#: collected (a -k that matches nothing) are bad input; an interruption is 130; pytest's internal error stays 3.
+_PYTEST_EXIT = {0: 0, 1: 1, 2: 130, 3: CRASHED, 4: 2, 5: 2}
+
+
+def _run(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from .output import check_output
+
+    check_output(args.output, [], run=True)
+    command = [sys.executable, "-m", "pytest", *RUN_ARGS, f"--benchmark-json={args.output}", *args.pytest_args]
+    print("xferbench run: " + " ".join(command[1:]), file=sys.stderr)
+    code = subprocess.run(command, check=False).returncode
+    return _PYTEST_EXIT.get(code, CRASHED)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -398,6 +423,11 @@ def _store(args: argparse.Namespace) -> int:
             _comment_output(args)
             write_atomic(args.output, store.comment(store.read_markdown(args.markdown), args.limit, more=args.more))
             return 0
+        if args.action == "machine":
+            from .analyze.load.results import load
+
+            print(store.machine_folder(load([args.run_json]).machine_info))
+            return 0
         where = store.parse_store(args.store, args.remote)
         if args.action == "push":
             stored = store.push(where, args.runs, args.keep, not args.no_dashboard)
@@ -440,6 +470,11 @@ def _comment_output(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xferbench", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the benchmarks shipped in the package from any folder (pytest --pyargs "
+                                     "xferbench.bench --benchmark-only); any other argument goes to pytest")
+    run.add_argument("-o", "--output", type=Path, required=True, help="the run's JSON (pytest-benchmark's "
+                                                                      "--benchmark-json)")
+    run.set_defaults(run=_run)
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
                                            "beside it) from pytest-benchmark JSON")
     report.add_argument("results", nargs="+", type=Path,
@@ -539,6 +574,9 @@ def _store_parser(sub: Any) -> None:
     note.add_argument("-o", "--output", type=Path, required=True)
     note.add_argument("--limit", type=int, default=60_000, help="characters at most (GitHub's limit is 65,536)")
     note.add_argument("--more", default="", help="where the full table is (e.g. the artifact's link)")
+    machine = actions.add_parser("machine", help="the store's folder name of a run's machine (where its runs, and "
+                                                 "the workflow's noise/<machine>.json, are kept)")
+    machine.add_argument("run_json", metavar="RUN", type=Path, help="a pytest-benchmark JSON of the machine")
     store.set_defaults(run=_store)
 
 def _tolerant_output() -> None:
@@ -556,7 +594,10 @@ def _tolerant_output() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_output()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = extra  # run's: pytest's own arguments, passed on as given
     try:
         return args.run(args)
     except (ResultsError, OutputError, UsageError) as error:

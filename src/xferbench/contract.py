@@ -367,8 +367,19 @@ def environment_differences(base: dict[str, Any], new: dict[str, Any]) -> list[s
 
 
 def software_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """``torch 2.12.0 → 2.13.0`` for each field of two ``software_environment`` records that both know and differ."""
-    return _differ(before, after, "→")
+    """``torch 2.12.0 → 2.13.0`` for each field of two ``software_environment`` records that both know and differ.
+    Where both runs recorded their torch, a CUDA or HIP of None is a build without it, not an unknown: a CPU build
+    replaced by a CUDA one is ``CUDA none → 12.8``, named like any other change."""
+    built = before.get("torch") is not None and after.get("torch") is not None
+
+    def shown(record: dict[str, Any]) -> dict[str, Any]:
+        return {k: "none" if built and k in _BUILT_WITH and v is None else v for k, v in record.items()}
+
+    return _differ(shown(before), shown(after), "→")
+
+
+#: The toolkits a torch build is made with (None: built without it).
+_BUILT_WITH = ("CUDA", "HIP")
 
 
 def _show(value: Any) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ... import escape
 from ...contract import (
@@ -32,12 +33,26 @@ from ...contract import (
     software_changes,
     software_environment,
 )
+from ...families import FAMILIES
 from ...units import format_bytes, format_seconds
-from ..load.history import current_segment, load_storage
+from ..load.history import load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
 from ..load.results import Results, ResultsError, load
 from ..load.run_cache import RunSummary
-from .noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_RUNS_TO_LEARN, MIN_SPREAD, Z_BOUND, Noise, judge, robust_spread, run_times
+from .noise import (
+    DEFAULT_FLOOR,
+    DEFAULT_SPREAD,
+    FASTER_WITHIN,
+    MIN_RUNS_TO_LEARN,
+    MIN_SPREAD,
+    SLOWER_WITHIN,
+    Z_BOUND,
+    Noise,
+    current_segment,
+    judge,
+    robust_spread,
+    run_tables,
+)
 
 __all__ = [
     "CANT_TELL",
@@ -238,8 +253,9 @@ def _distinct(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], int]:
 
 def busy(run: Results) -> str | None:
     """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
-    busier than its cores (measure/hardware/machine.py records the load around each run), else None."""
-    found = run.fingerprint.section.get("load")
+    busier than its cores (measure/hardware/machine.py records the load around each run, in the run's own facts:
+    ``results.run_facts``), else None."""
+    found = run.run.get("load")
     if not isinstance(found, dict):
         return None
     load: dict[str, Any] = found
@@ -295,6 +311,7 @@ class Comparison:
     key: str = ""  # the case's full identity (contract.Identity.key)
     environment: tuple[str, ...] = ()  # software that changed between the sides, e.g. "torch 2.12.0 → 2.13.0"
     why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine), or "not compared"
+    before_step: int = 0  # base runs left out: before a lasting step the gate itself would flag (the baseline moved)
 
     @property
     def regression(self) -> bool:
@@ -307,22 +324,36 @@ class Comparison:
         if abs(self.ratio - 1) < 0.005:
             return "same"
         if self.ratio >= 1:
-            return f"{self.ratio:.2f}x slower"
-        return f"{1 / self.ratio:.2f}x faster"
+            return f"{_times(self.ratio)} slower"
+        return f"{_times(1 / self.ratio)} faster"
 
     @property
     def shown_verdict(self) -> str:
         """The verdict in words: what a "can't tell" could have seen, and what software changed."""
         shown = self.verdict
+        if self.verdict in (SLOWER_WITHIN, FASTER_WITHIN) and self.floor is not None:
+            shown += " (not gated)" if math.isinf(self.floor) else f" (×{1 + self.floor:.3g})"
         if self.verdict == CANT_TELL:
             seen = [] if self.smallest is None or math.isinf(self.smallest) else [
-                f"could see {1 + self.smallest:.2f}x"]
+                f"could see {_times(1 + self.smallest)}"]
             shown += f" ({'; '.join([*([self.why] if self.why else []), *seen])})" if self.why or seen else ""
         elif self.verdict == NOT_COMPARED and self.why:
             shown += f" ({self.why})"
+        if self.before_step:
+            shown += f"; baseline moved: a lasting step left out the {self.before_step} run(s) before it"
         if self.environment:
             shown += "; environment changed: " + ", ".join(self.environment)
         return shown
+
+
+#: The largest ratio printed as a number: beyond it a figure (32379637.39x) says nothing a reader can use and
+#: comes from runs that measured something else (a busy machine's scheduler ticks), so it reads ">1000x".
+MAX_SHOWN_RATIO = 1000.0
+
+
+def _times(ratio: float) -> str:
+    """``1.42x``, or ``>1000x`` past ``MAX_SHOWN_RATIO``."""
+    return f">{MAX_SHOWN_RATIO:g}x" if ratio > MAX_SHOWN_RATIO else f"{ratio:.2f}x"
 
 
 def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
@@ -347,48 +378,69 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
             floor: float | None = None) -> list[Comparison]:
     """Match cases by identity and judge each; ValueError when none are in common.
 
-    ``floor`` overrides every case's floor; else the calibration's per-class floor,
-    else ``DEFAULT_FLOOR``. A base case's runs before its last lasting step
-    (``history.current_segment``) are left out: an accepted step resets the baseline.
-    A flag that rests on an assumed spread (a class default) while a side ran on a busy
-    machine is "can't tell": that side's times say more about its neighbours.
+    ``floor`` overrides every case's floor; else the calibration's (the case's own, else its class's),
+    else ``DEFAULT_FLOOR``. A base case's runs before its last lasting step are left out when the gate
+    itself would flag the step (``noise.current_segment``): an accepted step resets the baseline, and
+    the row says how many runs it left out. A flag that rests on an assumed spread (a class default)
+    while a side ran on a busy machine is "can't tell": that side's times say more about its neighbours.
+    With one run a side and nothing learned, a scenario or concurrent case's spread is at least its own
+    rounds' spread on either side: its runs cannot be told apart more finely than that.
     """
-    base_table, base_meta = run_times(base)
-    new_table, new_meta = run_times(new)
+    base_table, base_meta, base_rounds = run_tables(base)
+    new_table, new_meta, new_rounds = run_tables(new)
     common = base_table.index.intersection(new_table.index)
     if common.empty:
         raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")
     environment = tuple(environment_differences(base[-1].machine_info, new[-1].machine_info))
-    crowded = any(busy(r) for r in [*base, *new])
+    base_busy = np.array([bool(busy(r)) for r in base])
+    crowded = base_busy.any() or any(busy(r) for r in new)
     one_sided = _one_sided_peers(base, new)
+    z_bound = noise.z_bound if noise is not None else Z_BOUND
     rows = []
     for key in base_table.index.union(new_table.index, sort=False):
         meta = new_meta.loc[key] if key in new_meta.index else base_meta.loc[key]
         cls = str(meta["class"])
-        old = base_table.loc[key].dropna().to_numpy() if key in base_table.index else np.array([])
+        present = base_table.loc[key].notna().to_numpy() if key in base_table.index else np.array([], dtype=bool)
+        old = base_table.loc[key].to_numpy()[present] if key in base_table.index else np.array([])
         cur = new_table.loc[key].dropna().to_numpy() if key in new_table.index else np.array([])
         if old.size == 0 or cur.size == 0:
-            side = "base" if cur.size == 0 else "new"
-            verdict, why = ("gone" if cur.size == 0 else "new"), None
-            if key in one_sided:
-                verdict, why = NOT_COMPARED, f"measured on the {side} side only: the peer plans differ"
-            rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
-                                   float(np.exp(np.median(old))) if old.size else None,
-                                   float(np.exp(np.median(cur))) if cur.size else None,
-                                   None, None, None, None, None, None, None, verdict,
-                                   key=str(key), environment=environment, why=why))
+            rows.append(_one_side(str(key), meta, cls, old, cur, key in one_sided, environment))
             continue
-        old = old[current_segment(old, DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls]):]
-        spread, source = _spread(key, cls, old, noise)
+        assumed = DEFAULT_SPREAD[cls] if noise is None or key not in noise.cases else noise.spread(str(key), cls)
         case_floor = floor if floor is not None else (noise.floor(key, cls) if noise is not None else DEFAULT_FLOOR[cls])
-        j = judge(old, cur, spread, case_floor, noise.z_bound if noise is not None else Z_BOUND)
+        start = current_segment(old, assumed, case_floor, z_bound, base_busy[present])
+        old = old[start:]
+        spread, source = _spread(key, cls, old, noise)
+        if source == "default" and len(cur) == 1 and _scenario(meta["op"]):
+            own = [float(t.loc[key].dropna().max()) for t in (base_rounds, new_rounds) if key in t.index]
+            spread = max([spread, *[o for o in own if math.isfinite(o)]])
+        j = judge(old, cur, spread, case_floor, z_bound)
         verdict, why = j.verdict, None
         if crowded and source == "default" and verdict in ("regression", "improvement"):
             verdict, why = CANT_TELL, "a side ran on a busy machine"
         rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))),
                                float(np.exp(np.median(cur))), j.ratio, j.low, j.high, j.z, j.floor, j.spread, source,
-                               verdict, j.smallest, str(key), environment, why))
+                               verdict, j.smallest, str(key), environment, why, before_step=start))
     return _sorted(rows)
+
+
+def _scenario(op: object) -> bool:
+    """Whether ``op`` is a scenario or concurrent family's: a workload of several calls, not one copy."""
+    found = FAMILIES.get(str(op))
+    return found is not None and found.kind in ("scenario", "concurrent")
+
+
+def _one_side(key: str, meta: pd.Series, cls: str, old: np.ndarray, cur: np.ndarray, one_sided: bool,
+              environment: tuple[str, ...]) -> Comparison:
+    """A case only one side measured: new, gone, or a peer case not compared (the sides' peer plans differ)."""
+    side = "base" if cur.size == 0 else "new"
+    verdict, why = ("gone" if cur.size == 0 else "new"), None
+    if one_sided:
+        verdict, why = NOT_COMPARED, f"measured on the {side} side only: the peer plans differ"
+    return Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
+                      float(np.exp(np.median(old))) if old.size else None,
+                      float(np.exp(np.median(cur))) if cur.size else None,
+                      None, None, None, None, None, None, None, verdict, key=key, environment=environment, why=why)
 
 
 def _plans(runs: Sequence[Results]) -> list[RecordedPlan | None]:
@@ -417,8 +469,8 @@ def plan_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
 
 
 def _sorted(rows: list[Comparison]) -> list[Comparison]:
-    order = {"regression": 0, "improvement": 1, "not reproduced": 2, CANT_TELL: 3, "unchanged": 4, NOT_COMPARED: 5,
-             "new": 6, "gone": 7}
+    order = {"regression": 0, "improvement": 1, "not reproduced": 2, SLOWER_WITHIN: 3, FASTER_WITHIN: 4, CANT_TELL: 5,
+             "unchanged": 6, NOT_COMPARED: 7, "new": 8, "gone": 9}
     return sorted(rows, key=lambda r: (order[r.verdict], -(r.ratio or 0)))
 
 
@@ -456,16 +508,23 @@ def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
     improvements = sum(r.verdict == "improvement" for r in rows)
     unsure = sum(r.verdict == CANT_TELL for r in rows)
     apart = sum(r.verdict == NOT_COMPARED for r in rows)
+    within = sum(r.verdict in (SLOWER_WITHIN, FASTER_WITHIN) for r in rows)
     z_bound = noise.z_bound if noise is not None else Z_BOUND
     spread = "calibration file" if noise is not None else ("the base runs" if n_base >= 3 else "class defaults")
-    lines = [f"{regressions} regression(s), {improvements} improvement(s), {unsure} {CANT_TELL}, "
+    lines = [f"{regressions} regression(s), {improvements} improvement(s), "
+             + (f"{within} change(s) within the floor, " if within else "") + f"{unsure} {CANT_TELL}, "
              + (f"{apart} {NOT_COMPARED}, " if apart else "") + f"in {len(rows)} "
              f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
-             f"beyond the case's floor, unchanged when the 95% interval lies within it (between-run spread from "
-             f"{spread})."]
+             f"beyond the case's floor, slower or faster \"within the floor\" when past the z bound only, unchanged "
+             f"when neither and the 95% interval lies within the floor (between-run spread from {spread})."]
     if n_base == 1 and n_new == 1 and noise is None:
         lines.append("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
                      "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
+    moved = [r for r in rows if r.before_step]
+    if moved:
+        lines.append(f"Baseline moved for {len(moved)} case(s): a lasting step the gate itself flags left out the "
+                     f"base runs before it (up to {max(r.before_step for r in moved)} of {n_base}); each such row "
+                     "says so.")
     environment = next((r.environment for r in rows if r.environment), ())
     if environment:
         lines.append("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, "
@@ -499,7 +558,7 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Se
 
 
 #: The icon of a verdict in a Markdown table (compare's and ab's).
-ICONS = {"regression": "🔴", "improvement": "🟢", CANT_TELL: "⚪"}
+ICONS = {"regression": "🔴", "improvement": "🟢", SLOWER_WITHIN: "🟡", FASTER_WITHIN: "🟡", CANT_TELL: "⚪"}
 
 
 def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,

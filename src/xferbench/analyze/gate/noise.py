@@ -35,19 +35,23 @@ import pandas as pd
 
 from ...contract import hardware_identity, software_environment
 from ..load.case_time import BANDWIDTH_MIN_BYTES, DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, time_of
+from ..load.history import lasting_steps
 from ..load.results import Results, ResultsError
 
 __all__ = [
     "BANDWIDTH_MIN_BYTES",
     "DEFAULT_FLOOR",
     "DEFAULT_SPREAD",
+    "FASTER_WITHIN",
     "FLOOR_CAP",
     "MIN_RUNS_TO_LEARN",
     "MIN_SPREAD",
+    "SLOWER_WITHIN",
     "Z_BOUND",
     "Judgement",
     "Noise",
     "calibrate",
+    "current_segment",
     "case_budget",
     "case_class",
     "mad_margin",
@@ -57,6 +61,7 @@ __all__ = [
     "run_time",
     "time_of",
     "robust_spread",
+    "run_tables",
     "standard_error",
 ]
 
@@ -66,6 +71,10 @@ Z_BOUND = 4.0
 
 #: A spread learned from fewer runs than this is not trusted below the class default.
 MIN_RUNS_TO_LEARN = 5
+
+#: The verdicts of a change beyond the case's noise (|z| past the bound) that its floor does not count as a
+#: regression: said as such, never "unchanged" (a 1.4x slowdown at z +9 inside a 2x floor is a slowdown).
+SLOWER_WITHIN, FASTER_WITHIN = "slower, within the floor", "faster, within the floor"
 
 #: Consistency constant: 1.4826 x MAD estimates a normal's SD.
 MAD_TO_SD = 1.4826
@@ -103,7 +112,7 @@ class Judgement:
     z: float
     floor: float
     spread: float
-    verdict: str  # regression, improvement, can't tell, unchanged
+    verdict: str  # regression, improvement, slower/faster within the floor, can't tell, unchanged
     smallest: float = math.inf  # the smallest change (0.5: 1.5x) this comparison could have flagged
 
 
@@ -116,8 +125,10 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
           z_bound: float = Z_BOUND) -> Judgement:
     """Judge one case from its runs' log times (one value per run).
 
-    A change is a regression (improvement) when it is significant and beyond the floor;
-    "unchanged" only when the whole 95% interval lies within the floor; anything else the
+    A change is a regression (improvement) when it is significant and beyond the floor; significant but
+    within the floor it is "slower (faster), within the floor": a change past the case's noise is never
+    "unchanged", whatever the floor; "unchanged" only when it is not significant and the whole 95% interval
+    lies within the floor; anything else the
     runs cannot decide: "can't tell", with the smallest change this comparison could have
     flagged (a 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged"). A case
     not gated (an infinite floor: calibration found it too noisy to gate) is never "unchanged":
@@ -132,6 +143,8 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     beyond = ratio > 1 + floor or ratio < 1 / (1 + floor)
     if beyond and abs(z) > z_bound:
         verdict = "regression" if diff > 0 else "improvement"
+    elif abs(z) > z_bound:
+        verdict = SLOWER_WITHIN if diff > 0 else FASTER_WITHIN
     elif not math.isinf(floor) and 1 / (1 + floor) <= low and high <= 1 + floor:
         verdict = "unchanged"
     else:
@@ -163,7 +176,8 @@ def _run_column(run: Results) -> pd.DataFrame:
             raise ResultsError(f"{source}: benchmark {row['name']!r} has non-finite or non-positive times")
         moves = bool(np.isfinite(row["bandwidth_gbps"]))
         rows.append({"case_key": row["case_key"], "path": row["path"], "nbytes": int(row["nbytes"]), "moves": moves,
-                     "log_median": float(np.log(run_time(row)))})
+                     "op": row["op"], "log_median": float(np.log(run_time(row))),
+                     "round_spread": robust_spread(np.log(rounds))})
     return pd.DataFrame(rows).set_index("case_key")
 
 
@@ -178,12 +192,20 @@ def run_times(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:
     module_to fell from 0.4-1.6 (median round) to 0.01-0.03 (fastest). A round of a
     large copy is long enough to be contended throughout, so its median is kept.
     """
+    return run_tables(runs)[:2]
+
+
+def run_tables(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``run_times``'s two tables and a third, cases x runs: the spread of each run's own rounds (1.4826 x MAD of
+    their logs; its per-case meta also names the op). Where one run a side is all there is, two runs cannot be
+    taken to differ by less noise than each one's own rounds show."""
     columns = [_run_column(run) for run in runs]
     table = pd.concat([c["log_median"].rename(i) for i, c in enumerate(columns)], axis=1)
-    meta = pd.concat([c[["path", "nbytes", "moves"]] for c in columns])
+    spreads = pd.concat([c["round_spread"].rename(i) for i, c in enumerate(columns)], axis=1)
+    meta = pd.concat([c[["path", "nbytes", "moves", "op"]] for c in columns])
     meta = meta[~meta.index.duplicated(keep="last")].reindex(table.index)
     meta["class"] = [case_class(int(n), bool(m)) for n, m in zip(meta["nbytes"], meta["moves"], strict=True)]
-    return table, meta
+    return table, meta, spreads
 
 
 @dataclass
@@ -390,3 +412,35 @@ def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, 
     # The hardware must match where the file is used; the software is kept to say when it changed since.
     return Noise({**hardware_identity(machine), **software_environment(machine)}, len(runs), target, per_side, z_bound,
                  floors, cases, rates, confirmed)
+
+
+# --- lasting steps the gate accepts ------------------------------------------------------------------------------
+
+def current_segment(log_times: np.ndarray, spread: float, floor: float, z_bound: float = Z_BOUND,
+                    busy: Sequence[bool] | None = None) -> int:
+    """Where the case's current level starts: after its last lasting step that the gate would flag (0 if none).
+
+    The step's runs before and after are judged (``judge``) with the spread of the runs about their own
+    levels (the MAD's margin for their number), not below ``spread`` (the case's assumed or calibrated spread)
+    while either side has fewer than ``MIN_RUNS_TO_LEARN`` runs; a step that rests on that assumed spread while
+    a run of it was on a busy machine (``busy``, one flag per value) is not accepted, as compare calls such a
+    flag "can't tell"."""
+    x = np.asarray(log_times, dtype=float)
+    flags = np.zeros(x.size, dtype=bool) if busy is None else np.asarray(busy, dtype=bool)
+    edges = [0, *lasting_steps(x, spread, floor), x.size]
+    for i in range(len(edges) - 2, 0, -1):
+        before, after = x[edges[i - 1]:edges[i]], x[edges[i]:edges[i + 1]]
+        if _flagged(before, after, spread, floor, z_bound, bool(flags[edges[i - 1]:edges[i + 1]].any())):
+            return edges[i]
+    return 0
+
+
+def _flagged(before: np.ndarray, after: np.ndarray, spread: float, floor: float, z_bound: float, busy: bool) -> bool:
+    """Whether the gate would flag ``after`` against ``before`` (see ``current_segment``)."""
+    residuals = np.concatenate([before - np.median(before), after - np.median(after)])
+    learned = max(robust_spread(residuals) * mad_margin(residuals.size), MIN_SPREAD)
+    assumed = min(before.size, after.size) < MIN_RUNS_TO_LEARN
+    if assumed and busy:
+        return False
+    verdict = judge(before, after, max(learned, spread) if assumed else learned, floor, z_bound).verdict
+    return verdict in ("regression", "improvement")

@@ -7,8 +7,12 @@ change-point search over a case's whole series finds a level that held for at le
 search is ruptures' PELT with an L1 (median) cost: ruptures is maintained, pip-
 installable with wheels, has no service to run (unlike Apache Otava) and no MongoDB
 tooling to pull in (unlike signal-processing-algorithms), and the L1 cost keeps one
-wild run from making a step. A step that has lasted that long is accepted: it resets
-the baseline that ``compare`` measures the case against (``current_segment``).
+wild run from making a step. Such a step is marked on the trend; it resets the baseline that
+``compare`` measures the case against (``current_segment``) only on evidence that would pass the gate
+itself: the runs after it against the runs before, judged with the spread of the runs about their own
+levels, flagged (and not resting on an assumed spread while a run of either side was on a busy machine).
+Six noisy runs once made a "step" of 1 MiB ``clone`` to 3.9 ms against 11 µs when quiet; it moved the
+baseline and the next comparison called a quiet run 191.88x faster.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from .run_cache import CACHE_FROM, Entry, RunCache, RunSummary, Stamp, read_entr
 
 T = TypeVar("T")
 
-__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "current_segment", "lasting_steps", "load_storage", "runs_in"]
+__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "runs_in"]
 
 #: Runs a level must hold on each side of a step for the step to count (and be accepted).
 MIN_STEP_RUNS = 3
@@ -264,7 +268,3 @@ def _refine(x: np.ndarray, start: int, bound: int, end: int, jump: int) -> int:
     return min(range(lowest, highest + 1), key=cost, default=bound)
 
 
-def current_segment(log_times: np.ndarray, spread: float, floor: float) -> int:
-    """Where the case's current level starts: after its last lasting step (0 if none)."""
-    steps = lasting_steps(log_times, spread, floor)
-    return steps[-1] if steps else 0

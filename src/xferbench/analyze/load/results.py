@@ -39,7 +39,8 @@ from .peer_plan import plan_ok
 __all__ = ["CARRIED", "IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
            "assemble", "boot_id", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
-           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text"]
+           "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
+           "run_facts"]
 
 
 class ResultsError(ValueError):
@@ -70,6 +71,8 @@ class Results:
     #: Each file's run name (its rows' ``run``) and the boot id it recorded (``xferbench_run.boot_id``; None in a
     #: run from before it was recorded), oldest run first: which machine instance each row came from.
     boot_ids: dict[str, str | None] = field(default_factory=dict)
+    #: The newest file's own facts (``run_facts``): boot_id, started, load; empty when it recorded none.
+    run: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> Fingerprint:
@@ -526,7 +529,8 @@ def assemble(files: Sequence[Loaded]) -> Results:
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
-                   incomplete=incomplete, boot_ids={f.stem: boot_id(data) for f, data, _, _ in loaded})
+                   incomplete=incomplete, boot_ids={f.stem: boot_id(data) for f, data, _, _ in loaded},
+                   run=run_facts(last))
 
 
 def boot_id(data: dict[str, Any]) -> str | None:
@@ -535,6 +539,18 @@ def boot_id(data: dict[str, Any]) -> str | None:
     run = data.get("xferbench_run")
     value = run.get("boot_id") if isinstance(run, dict) else None
     return value if isinstance(value, str) and value.strip() else None
+
+
+def run_facts(data: dict[str, Any]) -> dict[str, Any]:
+    """What a run recorded about itself rather than its machine: the top-level ``xferbench_run`` (``boot_id``,
+    ``started``, ``load``). A run stored before it had that place kept its load in ``machine_info.xferbench.load``
+    and no boot id: read from there, with ``boot_id`` None (each such file its own machine instance)."""
+    facts = data.get("xferbench_run")
+    if isinstance(facts, dict):
+        return facts
+    section = (data.get("machine_info") or {}).get("xferbench")
+    load = section.get("load") if isinstance(section, dict) else None
+    return {"boot_id": None, "started": None, "load": load} if isinstance(load, dict) else {}
 
 
 def _file_identity(file: Path | Document) -> tuple[int, int]:

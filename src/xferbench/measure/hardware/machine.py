@@ -46,6 +46,7 @@ __all__ = [
     "load_snapshot",
     "machine_load",
     "parse_cpu_list",
+    "run_facts",
     "transparent_hugepage",
 ]
 
@@ -137,6 +138,22 @@ def machine_load(start: dict[str, Any] | None, stat: Path = PROC_STAT) -> dict[s
             others = round(min(max(busy - (end["own"] - start["own"]), 0.0) / (wall * cpus), 1.0), 4)
     return {"cpus": cpus, "load_before": None if start is None else start["load"], "load_after": end["load"],
             "cpu_steal": steal, "cpu_others": others}
+
+
+#: The kernel's id of this boot: two runs with one boot id ran on one machine instance (same uptime, same state).
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def run_facts(start: dict[str, Any] | None, started: str | None, boot_id: Path = BOOT_ID,
+              stat: Path = PROC_STAT) -> dict[str, Any]:
+    """What varies from run to run of one machine, kept beside ``machine_info`` (never in it: pytest-benchmark's
+    ``--benchmark-compare`` takes any difference there for another machine): which boot of the machine it ran in,
+    when it started (ISO-8601 UTC), and the load around it (``machine_load``)."""
+    try:
+        boot: str | None = boot_id.read_text().strip() or None
+    except OSError:  # not Linux
+        boot = None
+    return {"boot_id": boot, "started": started, "load": machine_load(start, stat)}
 
 
 def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -20,10 +21,11 @@ from ..cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, 
 from ..families.registry import SCENARIO_FAMILIES
 from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
-from ..hardware.machine import load_snapshot, machine_load
+from ..hardware.machine import load_snapshot, run_facts
 from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .settings import XferSettings, configured, settings, store
-from .summary import pytest_benchmark_update_json, pytest_terminal_summary  # noqa: F401  (key findings at the end)
+from .summary import pytest_benchmark_update_json as keep_for_summary
+from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
@@ -162,6 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_environment()
     _parse_options(config)
     config.stash[_LOAD_START] = load_snapshot()  # the machine's load is recorded around the whole run
+    config.stash[_STARTED] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         try:
@@ -377,7 +380,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])
-    machine_info["xferbench"] = {**cache["value"], "load": machine_load(config.stash.get(_LOAD_START, None))}
+    machine_info["xferbench"] = dict(cache["value"])  # what the machine is; what varies per run: xferbench_run
     peers = settings(config).peers
     if peers is not None:  # which peer pairs were planned at every size (--xfer-peer-pairs)
         machine_info["xferbench"]["peer_plan"] = peers.as_json()
@@ -385,6 +388,16 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
 _FINGERPRINT = pytest.StashKey[dict[str, Any]]()
 _LOAD_START = pytest.StashKey[dict[str, Any]]()
+_STARTED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]) -> None:
+    """The run's own facts (boot, start, load) in one top-level key, ``xferbench_run``: machine_info stays the
+    same from run to run of one machine, as pytest-benchmark's --benchmark-compare expects."""
+    keep_for_summary(config, benchmarks, output_json)
+    if configured(config):
+        output_json["xferbench_run"] = run_facts(config.stash.get(_LOAD_START, None), config.stash.get(_STARTED, None))
 
 
 @pytest.hookimpl(optionalhook=True)
