@@ -20,6 +20,7 @@ from xferbench.analyze import store
 from xferbench.analyze.gate import ab, compare
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import export
+from xferbench.analyze.view import RunView
 
 from hostile_inputs import FAST
 
@@ -91,7 +92,7 @@ def test_csv_cells_are_text_on_their_row(value: str) -> None:
     results.frame = results.frame.head(3).copy()
     for column in ("name", "op", "src", "dst", "dtype", "path", "run", "datetime"):
         results.frame[column] = value
-    rows = list(csv.reader(io.StringIO(export.to_csv(results))))
+    rows = list(csv.reader(io.StringIO(export.to_csv(RunView.of(results)))))
     assert len(rows) == 4 and all(len(row) == len(export.CSV_COLUMNS) for row in rows)
     for row in rows[1:]:
         cell = row[export.CSV_COLUMNS.index("name")]
@@ -106,7 +107,7 @@ def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, f
     model = [{"path": path, "alpha_us": 1.0, "pipelined_alpha_us": float("nan"), "stated_gbps": 10.0,
               "pipelined_gbps": None, "beta_basis": path, "largest_bytes": 4, "largest_gbps": 1.0, "link": path,
               "efficiency": 0.5}] * 2
-    markdown = export.to_markdown(results, [finding], model, peers=[finding], peer_plan=[finding])
+    markdown = export.to_markdown(RunView.of(results), [finding], model, peers=[finding], peer_plan=[finding])
     html = GFM.render(markdown)
     assert html.count("<tr>") == 3
     assert not re.search(r"<(a|img|script|details|summary|iframe)\b", html, re.IGNORECASE)

@@ -19,7 +19,7 @@ import pytest
 
 from xferbench.analyze.gate.expectations import check
 from xferbench.analyze.load.results import load
-from xferbench.analyze.model import cache_resident, fit_alpha_beta, fit_paths
+from xferbench.analyze.model import cache_resident, fit_alpha_beta
 from xferbench.analyze.report.findings import cliff, findings, pinning_break_even, scenario_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of, cost_at_size
@@ -225,7 +225,7 @@ def test_the_share_of_a_roof_is_one_definition_in_figure_table_and_markdown(full
 
 def test_no_half_of_beta_where_the_line_misses_the_measured_sizes(full, written):
     """.cpu()'s capped β (1.48 GB/s) and α predict 11.3 ms at 16 MiB where 1.30 ms was measured: no half of β."""
-    fit = fit_paths(RunView.of(full)).set_index("path").loc["d2h pageable cpu cuda:0->cpu"]
+    fit = RunView.of(full).fits.set_index("path").loc["d2h pageable cpu cuda:0->cpu"]
     measured = _raw_at(16 * MiB, op="d2h", method="cpu", host_memory="pageable")["median"].iloc[0]
     predicted = fit["alpha_us"] / 1e6 + 16 * MiB / (fit["stated_gbps"] * 1e9)
     assert (round(predicted * 1e3, 1), round(measured * 1e3, 2)) == (11.3, 1.3)
@@ -265,7 +265,7 @@ def test_alpha_is_said_to_come_from_a_synchronizing_loop_beside_the_pipelined_fi
 def test_same_device_half_of_beta_pipelined_is_where_a_stream_of_copies_reaches_it(full):
     """The synchronizing loop's α (12 µs, mostly the synchronize) times HBM's 2.1 TB/s put half of β at 24 MiB; the
     copy's own device time (α 1.5 µs) puts it at 3.1 MiB, as the sample's device times show."""
-    fits = fit_paths(RunView.of(full)).set_index("path")
+    fits = RunView.of(full).fits.set_index("path")
     row = fits.loc["d2d copy_ cuda:0"]
     assert row["half_peak_bytes"] > 20 * MiB
     raw = RAW[(RAW["op"] == "d2d") & (RAW["method"] == "copy_")]
@@ -277,7 +277,7 @@ def test_same_device_half_of_beta_pipelined_is_where_a_stream_of_copies_reaches_
 def test_the_markdown_table_gives_the_pipelined_alpha_and_beta_beside_the_synchronizing_loops(full, written):
     """export.py's table: the device-to-host pinned non-blocking copy_ has α 1.62 µs pipelined, against its
     synchronizing loop's; a pageable path has no device time, so no pipelined figure ('–')."""
-    fits = fit_paths(RunView.of(full)).set_index("path")
+    fits = RunView.of(full).fits.set_index("path")
     lines = {line.split(" | ")[0].lstrip("| "): line for line in written[1].splitlines() if line.startswith("| ")}
     assert lines["path"].startswith("| path | α (sync loop) | α pipelined | β (GB/s, sync loop) | β pipelined (GB/s) |")
     pinned = fits.loc["d2h pinned non-blocking copy_ cuda:0->cpu"]
@@ -393,7 +393,7 @@ def test_the_pinning_break_even_is_read_back_per_size(full, html):
     pin_cold is bimodal (17 of 30 rounds 16-36 µs, 12 of them 3.5-6 ms): its IQR spans copy 1 to copy 83, can't tell."""
     rows = {row["size"]: row for row in pinning_break_even(RunView.of(full))}
     assert sorted(rows) == [64 * 2**10, MiB, 16 * MiB, 64 * MiB, 256 * MiB]
-    assert rows[64 * 2**10]["verdict"] == "can't tell: no pinned copy measured at 64 KiB in full.json"
+    assert rows[64 * 2**10]["verdict"] == "can't tell: no pinned copy measured at 64 KiB"
     rounds = np.array(RAW_ROUNDS[MiB])
     assert (rounds < 40e-6).sum() == 17 and (rounds > 3.5e-3).sum() == 12 and len(rounds) == 30
     assert rows[MiB]["verdict"] == ("can't tell: pin_memory()'s rounds spread from 16.9 µs to 5.97 ms (IQR), so from "

@@ -410,6 +410,7 @@ class TestHistoryOfOneMachine:
                 run["machine_info"]["cpu"]["brand_raw"] = "Old CPU"
                 for bench in run["benchmarks"]:  # ten times slower there: a "step" if it were drawn
                     bench["stats"] |= {k: bench["stats"][k] * 10 for k in ("min", "max", "mean", "median", "q1", "q3")}
+                    bench["stats"]["data"] = [t * 10 for t in bench["stats"]["data"]]
             put(tmp_path / f"{i:04d}_run.json", run)
         plot, = history_plots(tmp_path)
         assert plot.svg is not None
@@ -479,13 +480,15 @@ class TestOneParsePerFile:
 
     def test_report_parses_its_input_once(self, tmp_path, parses, monkeypatch, written):
         """kind_of parses a JSON to tell a suite's from nvbandwidth's; the loader takes that document."""
+        from xferbench.analyze.load import results
+
         reads: list[Path] = []
-        real = Path.read_bytes
-        monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+        real = results.bounded_read
+        monkeypatch.setattr(results, "bounded_read", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
         run = tmp_path / "run.json"
         run.write_text(SAMPLE.read_text())
         assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
-        assert reads.count(run) == 1 and parses == [] and len(written[0].frame) == 58
+        assert reads.count(run) == 1 and parses == [] and len(written[0].rows) == 58
 
     def test_a_file_named_twice_is_still_one_run(self, tmp_path, written):
         run = tmp_path / "run.json"
@@ -571,7 +574,7 @@ class TestSummaryCache:
     def test_compare_reads_in_full_only_the_runs_it_uses(self, tmp_path, cached, parses):
         from xferbench.analyze.gate.compare import load_runs
 
-        folder = write_runs(tmp_path / "runs", [1, 1, 1, 1, 1])
+        folder = write_runs(tmp_path / "runs", [1, 1.01, 1.02, 1.03, 1.04])  # five runs, no two alike (copies count once)
         load_storage(folder)
         parses.clear()
         runs, _ = load_runs(folder, last=2)
@@ -612,7 +615,8 @@ class TestFirstReading:
                 run["xfer_completeness"] = {"planned": 99, "finished": len(run["benchmarks"]), "complete": False}
             elif source == "a case twice":  # measured again in one file: the last row counts, in the last row's place
                 again = copy.deepcopy(run["benchmarks"][0])
-                again["stats"] = {**again["stats"], "data": [t * 3 for t in again["stats"]["data"]]}
+                again["stats"] = {**again["stats"], "data": [t * 3 for t in again["stats"]["data"]],
+                                  **{k: again["stats"][k] * 3 for k in ("min", "max", "mean", "median", "q1", "q3")}}
                 run["benchmarks"].append(again)
             else:
                 run["machine_info"]["cpu"] = "not an object"

@@ -9,6 +9,7 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.page import write_report
+from xferbench.analyze.view import RunView
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
@@ -59,8 +60,8 @@ def test_4_the_break_even_never_mixes_two_runs(merged):
     text, _ = merged
     table = text.split("pinning pays off run (every figure of the row)")[1].split("Scenario:")[0]
     assert "from copy 9" not in table
-    assert ("64 MiB cuda:0 30.6 ms 4.63 ms (scenario) not measured – can't tell: no pinned copy measured at 64 MiB in "
-            "quick-scenarios quick-scenarios") in table
+    assert ("64 MiB cuda:0 30.6 ms 4.63 ms (scenario) not measured – can't tell: the pinned copy at 64 MiB was "
+            "measured in another machine instance (another boot) than the pin's") in table
     assert "256 MiB cuda:0 134 ms 37.7 ms (scenario) 4.9 ms (h2d family) 32.8 ms from copy 5 (pinning = 4.1× one " \
            "copy's saving) full.json" in table
 
@@ -122,10 +123,10 @@ def test_9_a_faster_single_thread_copy_is_said_beside_the_fastest_path(tmp_path)
     machine = gpu_machine()
     machine["xferbench"]["devices"] = []
     results = load([write(tmp_path / "r.json", rows, machine)])
-    sentence = next(f for f in findings(results.frame, results.machine_info) if f.startswith("In a loop"))
+    sentence = next(f for f in findings(RunView.of(results)) if f.startswith("In a loop"))
     assert "(host pageable copy_ cpu)" in sentence
     assert "torch's copy_ on one thread (host copy_ single_thread) reached β = 8.28 GB/s, more than that" in sentence
-    fig = bandwidth_of(results.frame, "host", results.machine_info)
+    fig = bandwidth_of(RunView.of(results), "host")
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     lines = {line.get_color() for line in fig.axes[0].lines if line.get_linestyle() == "-"}
     assert "copy_() single-thread" in labels and len(lines) == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_store import _git, _run, repo
+from test_store import _git, _run
 from xferbench.analyze import store
 
 from hang import no_hang
@@ -32,7 +32,7 @@ def _commit_tree(work: Path, entries: list[str], message: str = "hostile") -> No
            "GIT_COMMITTER_EMAIL": "t@t"}
     commit = subprocess.run(["git", "-C", str(work), "commit-tree", tree, "-m", message], capture_output=True,
                             text=True, check=True, env=env).stdout.strip()
-    _git(repo, "push", "-q", "origin", f"{commit}:refs/heads/xferbench-data")
+    _git(work, "push", "-q", "origin", f"{commit}:refs/heads/xferbench-data")
 
 
 def _blob(work: Path, content: bytes) -> str:

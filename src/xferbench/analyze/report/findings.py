@@ -236,8 +236,9 @@ def peer(view: RunView) -> str | None:
             f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
 
 
-def cheapest_copy(frame: pd.DataFrame) -> pd.Series | None:
+def cheapest_copy(view: RunView) -> pd.Series | None:
     """The cheapest real copy of the run (any moving family, any size): the no-op figure's yardstick and its finding's."""
+    frame = view.rows
     copies = frame[frame["op"].isin(moving_ops())]
     return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
 
@@ -263,7 +264,7 @@ def noop_cost(view: RunView) -> str | None:
     forms = ", ".join(f"{noop_call(method, device, variant or None)} {seconds * 1e9:.0f} ns"
                       for (method, variant), seconds in rows.sort_values().items())
     sentence = f"A no-op on a tensor already on {device} costs per call, by the form written: {forms}"
-    cheapest = cheapest_copy(frame)
+    cheapest = cheapest_copy(view)
     if cheapest is None:
         return sentence + "; each returns the very same object."
     return (sentence + f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
@@ -435,9 +436,10 @@ def _untouched(frame: pd.DataFrame, found: dict[str, Any], fresh: list[dict[str,
             "the first touch of fresh pages, not the allocation call.")
 
 
-def cliff_cause(found: dict[str, Any], frame: pd.DataFrame | None = None) -> str:
+def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
     """The cliff's cause as this run's own calls show it: every call that allocates its destination against every
     call into a reused buffer across the same two sizes, then the fault counts where the rows carry them."""
+    frame = view.rows if view is not None else None
     text = ""
     if frame is not None:
         fresh = _across(frame, found["before"], found["after"], ALLOCATING)
@@ -466,7 +468,7 @@ def d2h_cliff(view: RunView) -> str | None:
               if existing is not None else "")
     return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
             f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
-            f"{steady}. {cliff_cause(found, view.rows)}")
+            f"{steady}. {cliff_cause(found, view)}")
 
 
 #: In page order; each reads the run's view.

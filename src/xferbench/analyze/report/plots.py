@@ -39,7 +39,7 @@ from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .findings import cheapest_copy, cliff_cause, noop_call
 
-__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "largest_size_gbps", "render",
+__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
            "roof_share", "scenario_plot", "tip", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
@@ -202,7 +202,7 @@ def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None =
     return text
 
 
-def largest_size_gbps(rows: pd.DataFrame) -> float:
+def _largest_size_gbps(rows: pd.DataFrame) -> float:
     """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides)."""
     if rows.empty:
         return float("nan")
@@ -268,7 +268,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
             if first is not None:
                 _cache_line(ax, view, op, str(first["src"]))
                 practical = view.practical(op, str(first["src"]), str(first["dst"]))
-                roofed |= _draw_roofs(ax, bounds, largest_size_gbps(panel), practical if memory == "pinned" else None)
+                roofed |= _draw_roofs(ax, bounds, _largest_size_gbps(panel), practical if memory == "pinned" else None)
                 if op == "d2h" and memory == "pageable":
                     _mark_cliff(ax, view)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
@@ -332,7 +332,7 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
     low = float(found["gbps_after"].min())
     text = (f"cliff: .cpu() / .to('cpu') {gbps_text(float(found['gbps_before'].max()))} → {gbps_text(low)} GB/s\n"
             f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n"
-            + textwrap.fill(_cliff_note(found, view.rows), 44))
+            + textwrap.fill(_cliff_note(found, view), 44))
     note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
                        va="top", ha="left", fontsize=7.5, color="tab:red",
                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},
@@ -340,9 +340,9 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
     tip(note, [text.replace("\n", " ")])
 
 
-def _cliff_note(found: dict[str, Any], frame: pd.DataFrame) -> str:
+def _cliff_note(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
-    cause = cliff_cause(found, frame)
+    cause = cliff_cause(found, view)
     if cause.startswith("Across the same sizes every call that allocates"):
         return "calls that allocate their destination fall here; copy_ into a reused buffer holds (key findings)"
     return cause
@@ -479,7 +479,7 @@ def noop_vs_copy(view: RunView) -> Figure | str:
         labels.append(f"torch.cuda.synchronize({device}) on an idle device")
         values.append(seconds * 1e6)
         colours.append(_colour("sync"))
-    cheapest = cheapest_copy(frame)
+    cheapest = cheapest_copy(view)
     if cheapest is not None:
         labels.append(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})")
         values.append(cheapest["median_s"] * 1e6)
