@@ -39,6 +39,10 @@ def _git(cwd: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path)
+
+
+def make_repo(tmp_path: Path) -> Path:
     """A checkout whose origin is a local bare repository."""
     _git(tmp_path, "init", "-q", "--bare", "origin.git")
     work = tmp_path / "work"

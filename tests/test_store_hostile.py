@@ -11,13 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from test_store import _git, _run
+from test_store import _git, _run, make_repo
 from xferbench.analyze import store
 
 from hang import no_hang
 from hostile_inputs import assert_refused, run_cli
 
 pytestmark = pytest.mark.hostile
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path)
 
 
 def _tip(origin: Path) -> list[str]:

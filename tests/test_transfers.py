@@ -572,7 +572,7 @@ def test_a_stuck_peer_copy_fails_in_one_journal_line_and_the_session_goes_on(pyt
     monkeypatch.setattr(transfers, "_WEDGED", {})
     monkeypatch.setattr(timing, "DEADLINE_FLOOR_S", timing.DEADLINE_FLOOR_S)
     pytester.makeconftest(STUCK_CONFTEST)
-    pytester.makepyfile(test_run=STUCK_BENCH)
+    pytester.makepyfile(test_stuck_session=STUCK_BENCH)  # not test_run: tests/test_run.py may be imported already
     result = pytester.runpytest("--xfer-devices=cpu,cuda:0,cuda:1", "--xfer-sizes=4B", "--benchmark-max-time=0.001",
                                 "--benchmark-json=run.json", "-p", "no:cacheprovider", "-rs")
     outcomes = result.parseoutcomes()
