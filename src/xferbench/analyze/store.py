@@ -253,12 +253,13 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
     """A temporary worktree on the store branch's tip (or an empty new branch); removed afterwards."""
     ref = _fetch(where)
     scratch = Path(tempfile.mkdtemp(prefix="xferbench-store-"))
-    tree = scratch / "tree"
+    tree = scratch / f"tree-{os.getpid()}"  # git names a worktree by its folder: one name per process
     try:
-        if ref:
-            _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), ref)
-        else:
-            _git(where.repo, "worktree", "add", "-q", "--detach", str(tree))
+        try:
+            _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), *([ref] if ref else []))
+        except StoreError as error:  # another job of this checkout adding its worktree at the same moment
+            raise _Contended(str(error)) from None
+        if not ref:
             _git(tree, "checkout", "-q", "--orphan", f"xferbench-store-{os.getpid()}")
             _git(tree, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
             for entry in tree.iterdir():
