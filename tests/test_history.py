@@ -14,7 +14,7 @@ from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
 from xferbench.analyze.gate.noise import current_segment
 from xferbench.analyze.load.history import lasting_steps, load_storage, runs_in
 from xferbench.analyze.load.results import ResultsError
-from xferbench.analyze.report.history import history_plots
+from xferbench.analyze.report.history import BAND_CAPTION, history_plots
 from xferbench.analyze.report.plots import as_plot
 from xferbench.cli import main
 
@@ -124,9 +124,17 @@ def write_runs(folder: Path, factors: list[float], when=lambda i: f"2026-11-{i +
     return folder
 
 
+def _marks(ax):
+    """The step triangles (scatter collections), not the noise bands (filled polygons)."""
+    from matplotlib.collections import PathCollection
+
+    return [c for c in ax.collections if isinstance(c, PathCollection)]
+
+
 @pytest.fixture
 def drawn(monkeypatch):
-    """The figure history_plots drew (before it became SVG)."""
+    """The figures history_plots and the store's path_trends drew (before they became SVG)."""
+    from xferbench.analyze import store
     from xferbench.analyze.report import history
 
     figures = []
@@ -136,6 +144,7 @@ def drawn(monkeypatch):
         return as_plot(key, title, caption, figure)
 
     monkeypatch.setattr(history, "as_plot", keep)
+    monkeypatch.setattr(store, "as_plot", keep)
     return figures
 
 
@@ -150,7 +159,7 @@ class TestTrendPlot:
             "Time of key cases in each run, as compare judges it (a latency-bound case's fastest round, another's "
             "median), relative to the first run that measured them. A triangle marks a "
             "lasting step (a new level held for 3+ runs and beyond the case's floor, found by ruptures' change-point "
-            "search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
+            "search); run-to-run wobble is not marked. A step resets the baseline compare uses. " + BAND_CAPTION)
         (ax,) = drawn[0].axes
         labels = [text.get_text() for text in ax.get_legend().get_texts()]
         sizes = {"module_to again cpu": "38.2 MiB", "forward cpu": "256 KiB", "placement convert_on_cpu cpu": "9.19 MiB"}
@@ -159,12 +168,13 @@ class TestTrendPlot:
         assert list(lines[f"{HOST} 16 MiB"].get_xdata()) == list(range(7))
         assert list(lines[f"{HOST} 16 MiB"].get_ydata()) == pytest.approx([100, 100, 100, 150, 150, 150, 150])
         assert list(lines["noop .cpu() on cpu 16 MiB"].get_ydata()) == pytest.approx([100] * 7)
-        assert {line.get_marker() for line in lines.values()} == {"o"}  # a point per run: a run missing shows
-        steps = [list(map(tuple, c.get_offsets())) for c in ax.collections]
+        assert all(line.get_marker() not in ("None", "^") and line.get_markevery() is None
+                   for line in lines.values())  # a point per run: a run missing shows
+        steps = [list(map(tuple, c.get_offsets())) for c in _marks(ax)]
         assert sorted(steps, key=len) == [[]] * 11 + [[(3.0, pytest.approx(150.0))]]
         triangle = MarkerStyle("^")
         expected = triangle.get_path().transformed(triangle.get_transform()).vertices
-        assert all(np.allclose(c.get_paths()[0].vertices, expected) for c in ax.collections)  # as the caption says
+        assert all(np.allclose(c.get_paths()[0].vertices, expected) for c in _marks(ax))  # as the caption says
         assert [tick.get_text() for tick in ax.get_xticklabels()] == [f"{i:04d}_run" for i in range(7)]
         assert ax.get_ylabel() == "time, % of first run"
         assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_label().startswith("_")] == [100]
@@ -179,7 +189,7 @@ class TestTrendPlot:
         (ax,) = drawn[0].axes
         lines = {line.get_label(): line for line in ax.get_lines()}
         host = lines[f"{HOST} 16 MiB"]
-        (mark,) = [c for c in ax.collections if len(c.get_offsets())]
+        (mark,) = [c for c in _marks(ax) if len(c.get_offsets())]
         assert tuple(mark.get_facecolor()[0]) == to_rgba(host.get_color())
         assert tuple(mark.get_edgecolor()[0]) == to_rgba("k")
         assert mark.get_zorder() > host.get_zorder() and mark.get_sizes()[0] > 4 * host.get_markersize() ** 2
@@ -193,12 +203,14 @@ class TestTrendPlot:
         grid = ax.get_ygridlines()  # faint lines to read a level off
         assert grid and all(g.get_visible() and g.get_alpha() < 1 for g in grid)
 
-    def test_long_run_names_are_cut_to_fourteen_characters(self, tmp_path, drawn):
+    def test_long_run_names_are_whole_broken_after_a_separator(self, tmp_path, drawn):
+        """pytest-benchmark's autosave names were cut to 14 characters ("0001_c0ffee_20", the date cut mid-way)."""
         folder = write_runs(tmp_path / "runs", [1, 1])
         (folder / "0001_run.json").rename(folder / "0001_c0ffee_20261102_000000_uncommited-changes.json")
         history_plots(folder)
         (ax,) = drawn[0].axes
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["0000_run", "0001_c0ffee_20"]
+        assert [t.get_text() for t in ax.get_xticklabels()] == [
+            "0000_run", "0001_c0ffee_\n20261102_000000_\nuncommited-changes"]
 
     def test_a_case_a_run_did_not_measure_leaves_a_gap(self, tmp_path, drawn):
         folder = write_runs(tmp_path / "runs", [1, 1, 1])
@@ -363,7 +375,7 @@ class TestOneStatisticAndEnvironment:
         assert [t.get_text() for t in ax.texts] == ["torch 2.12.0 → 2.13.0"]
         assert "A dashed line marks a change of software on this hardware" in plot.caption
         assert "another machine" not in plot.caption
-        steps = [list(map(tuple, c.get_offsets())) for c in ax.collections if len(c.get_offsets())]
+        steps = [list(map(tuple, c.get_offsets())) for c in _marks(ax) if len(c.get_offsets())]
         assert steps == [[(3.0, pytest.approx(150.0))]]  # the upgrade's step, where the new software starts
 
     def test_other_hardware_is_still_left_out(self, tmp_path, drawn):

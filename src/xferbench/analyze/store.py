@@ -50,7 +50,7 @@ from ..units import format_bytes
 from .gate.noise import run_times
 from .load.history import Stored, load_storage, runs_in
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
-from .report.history import history_plots
+from .report.history import BAND_CAPTION, draw_trend, history_plots, ratio_axis, run_ticks
 from .report.plots import Plot, as_plot
 
 __all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "StoreError", "dashboard", "machine_folder", "parse_store", "path_trends",
@@ -361,34 +361,35 @@ def _blob(repo: Path, blob: str) -> bytes:
 
 
 def path_trends(runs: list[Results]) -> list[Plot]:
-    """One trend per path (every size a line), each run's value as compare judges it (the median round of a
-    bandwidth-bound case, the fastest of a latency-bound one), relative to the first run that measured the case;
-    a dotted line marks where the software environment (torch, CUDA, driver) changed."""
+    """One trend per path (every size a line, each its own colour and marker), each run's value as compare judges it
+    (the median round of a bandwidth-bound case, the fastest of a latency-bound one), relative to the first run that
+    measured the case, on a log axis; a triangle marks a lasting step, a band each level's run-to-run noise, and a
+    dotted line where the software environment (torch, CUDA, driver) changed."""
     if len(runs) < 2:
         return []
     table, meta = run_times(runs)
     changes = [(i, "; ".join(d)) for i in range(1, len(runs))
                if (d := machine_differences(runs[i - 1].machine_info, runs[i].machine_info))]
-    labels = [Path(r.sources[0]).stem[:15] for r in runs]
+    names = [Path(r.sources[0]) for r in runs]
     plots: list[Plot] = []
     for path, cases in meta.groupby("path", sort=True):
         fig, ax = plt.subplots(figsize=(9, 3))
-        for key, case in cases.sort_values("nbytes").iterrows():
-            series = table.loc[key]
-            known = series.dropna()
-            ax.plot(known.index, np.exp(known - known.iloc[0]) * 100, marker="o", ms=3, lw=1,
-                    label=format_bytes(int(case["nbytes"])))
+        for index, (key, case) in enumerate(cases.sort_values("nbytes").iterrows()):
+            known = table.loc[key].dropna()
+            draw_trend(ax, [int(i) for i in known.index], np.exp(known.to_numpy(dtype=float)), str(case["class"]), index,
+                       format_bytes(int(case["nbytes"])))
         for i, what in changes:
             ax.axvline(i - 0.5, color="k", ls=":", lw=1)
             ax.annotate(what, (i - 0.5, 1), xycoords=("data", "axes fraction"), fontsize=6, rotation=90,
                         va="top", ha="right")
         ax.axhline(100, color="k", lw=0.5)
-        ax.set_xticks(range(len(runs)), labels, rotation=45, ha="right", fontsize=6)
-        ax.set_ylabel("% of first run")
+        ratio_axis(ax, "% of first run")
+        run_ticks(ax, names)
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
         ax.grid(True, alpha=0.3)
         caption = (f"{path}: each run's time per size as compare judges it, relative to the first run that measured "
-                   f"it ({len(runs)} runs)" + (f"; dotted: environment changed ({len(changes)})" if changes else ""))
+                   f"it ({len(runs)} runs); a triangle marks a lasting step" +
+                   (f"; dotted: environment changed ({len(changes)})" if changes else "") + ". " + BAND_CAPTION)
         plots.append(as_plot(f"trend-{len(plots)}", f"Trend: {path}", caption, fig))
         plt.close(fig)
     return plots

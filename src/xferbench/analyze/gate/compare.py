@@ -35,6 +35,7 @@ from ...contract import (
 )
 from ...families import FAMILIES
 from ...units import format_bytes, format_seconds
+from ..load.case_time import learned_spread
 from ..load.history import load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
 from ..load.results import Results, ResultsError, load
@@ -43,14 +44,11 @@ from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
     FASTER_WITHIN,
-    MIN_RUNS_TO_LEARN,
-    MIN_SPREAD,
     SLOWER_WITHIN,
     Z_BOUND,
     Noise,
     current_segment,
     judge,
-    robust_spread,
     run_tables,
 )
 
@@ -357,21 +355,12 @@ def _times(ratio: float) -> str:
 
 
 def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
-    """The case's between-run spread and where it came from.
-
-    A spread learned from the base runs is taken at the upper end of its own
-    uncertainty, x (1 + 1.17 / sqrt(n)) (the MAD's relative standard error is about
-    1.17 / sqrt(n)): a MAD of a handful of runs is often too small by luck, and with
-    ~60 cases judged at once luck always strikes somewhere. Below ``MIN_RUNS_TO_LEARN``
-    runs it is not taken below the class default either.
-    """
+    """The case's between-run spread and where it came from: calibration's, else the one learned from the base runs
+    (``case_time.learned_spread``: 1.4826 x MAD widened by its own uncertainty, not below the class default under
+    ``MIN_RUNS_TO_LEARN`` runs; the default itself under 3)."""
     if noise is not None and key in noise.cases:
         return noise.spread(key, cls), "calibration"
-    if len(base) < 3:
-        return DEFAULT_SPREAD[cls], "default"
-    n = len(base)
-    learned = max(robust_spread(base), MIN_SPREAD) * (1 + 1.17 / math.sqrt(n))
-    return (learned if n >= MIN_RUNS_TO_LEARN else max(learned, DEFAULT_SPREAD[cls])), "history"
+    return learned_spread(base, cls), "default" if len(base) < 3 else "history"
 
 
 def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None = None,

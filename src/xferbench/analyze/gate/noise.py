@@ -34,7 +34,18 @@ import numpy as np
 import pandas as pd
 
 from ...contract import hardware_identity, software_environment
-from ..load.case_time import BANDWIDTH_MIN_BYTES, DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, case_class, time_of
+from ..load.case_time import (
+    BANDWIDTH_MIN_BYTES,
+    DEFAULT_FLOOR,
+    DEFAULT_SPREAD,
+    MAD_MARGIN,
+    MAD_TO_SD,
+    MIN_RUNS_TO_LEARN,
+    MIN_SPREAD,
+    case_class,
+    robust_spread,
+    time_of,
+)
 from ..load.history import lasting_steps
 from ..load.results import Results, ResultsError
 
@@ -69,25 +80,9 @@ __all__ = [
 #: between-run times have heavier tails than a normal, and ~60 cases are judged at once.
 Z_BOUND = 4.0
 
-#: A spread learned from fewer runs than this is not trusted below the class default.
-MIN_RUNS_TO_LEARN = 5
-
 #: The verdicts of a change beyond the case's noise (|z| past the bound) that its floor does not count as a
 #: regression: said as such, never "unchanged" (a 1.4x slowdown at z +9 inside a 2x floor is a slowdown).
 SLOWER_WITHIN, FASTER_WITHIN = "slower, within the floor", "faster, within the floor"
-
-#: Consistency constant: 1.4826 x MAD estimates a normal's SD.
-MAD_TO_SD = 1.4826
-
-#: The MAD's relative standard error is about MAD_MARGIN / sqrt(n) (normal data).
-MAD_MARGIN = 1.17
-
-
-def robust_spread(values: Sequence[float] | np.ndarray) -> float:
-    """1.4826 x the median absolute deviation: an SD that one wild run cannot inflate."""
-    x = np.asarray(values, dtype=float)
-    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x))))
-
 
 def standard_error(spread: float, n_base: int, n_new: int) -> float:
     """Standard error of median(log new) - median(log base) for runs of this spread.
