@@ -136,7 +136,8 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
                 f"{256 * MiB / usual.min() / 1e9:.3g} GB/s): {ratios.min():.0f}-{ratios.max():.0f}× as long as into "
                 f"pinned memory ({pinned * 1e3:.3g} ms, {256 * MiB / pinned / 1e9:.3g} GB/s). copy_ into an existing "
                 f"pageable buffer took {existing * 1e3:.3g} ms ({existing / pinned:.2g}× pinned): .cpu() allocates a new "
-                "pageable tensor on every call and faults its pages in, copy_ does not (163 ms of 181 ms, the ladder "
+                "pageable tensor on every call and writes fresh pages (no fault counts recorded), copy_ does not (163 ms "
+                "of 181 ms, the ladder "
                 "below).")
     first = findings(RunView.of(full))[0]
     assert first == expected
@@ -160,7 +161,8 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
                    .query("variant != variant")["median"].iloc[0] / 1e9 for n in (16 * MiB, 64 * MiB)]
             for name, op, method in (("clone", "host", "clone"), ("copy_", "host", "copy_"), ("d2h", "d2h", "copy_"))}
     assert [f"{g:.3g}" for g in gbps["clone"] + gbps["copy_"] + gbps["d2h"]] == ["132", "8.27", "103", "117", "13.6", "15"]
-    assert ("every call that allocates its destination grew dearer per byte than every call into a reused buffer "
+    assert ("every call measured here that writes a fresh pageable host destination grew dearer per byte than every "
+            "call into a reused buffer "
             f"(torch.ones on the CPU {format_seconds(ones[0])} → {format_seconds(ones[1])}; host clone 132 → 8.27 GB/s; "
             ".cpu() 12.9 → 1.32 GB/s, against host copy_ 103 → 117 GB/s; d2h copy_ into a pageable buffer 13.6 → 15 "
             "GB/s): the fresh destination breaks, not the copy.") in sentence
@@ -170,8 +172,8 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
     notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("cliff:")]
     plt.close(fig)
     assert notes and " ".join(notes[0].split()).startswith(
-        "cliff: .cpu() / .to('cpu') 13 → 1.32 GB/s from 16 MiB to 64 MiB calls that allocate their destination fall "
-        "here; copy_ into a reused buffer holds")
+        "cliff: .cpu() 12.9 → 1.32, .to('cpu') 13 → 1.4 GB/s from 16 MiB to 64 MiB calls that write a fresh pageable "
+        "host destination fall here; copy_ into a reused buffer holds")
 
 
 def test_the_fix_is_quoted_with_its_measured_gain(full):
@@ -213,7 +215,7 @@ def test_the_share_of_a_roof_is_one_definition_in_figure_table_and_markdown(full
     fig = bandwidth_of(RunView.of(full), "h2d")
     label = next(t.get_text() for t in fig.axes[1].texts if t.get_text().startswith("PCIe Gen5 x16"))
     plt.close(fig)
-    assert label == f"PCIe Gen5 x16: 63 GB/s, largest size {share}"
+    assert label == f"PCIe Gen5 x16: 63 GB/s\n.to(), the best at its largest size: {share}"
     table = html.split('id="model-table"')[1].split("</table>")[0]
     assert re.search(rf"<tr><td>h2d pinned to cpu-&gt;cuda:0</td>.*?>{re.escape(share)}</td></tr>", table)
     assert "| h2d pinned to cpu->cuda:0 | 15 µs |" in markdown and f"| {share} |" in markdown

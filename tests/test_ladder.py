@@ -126,3 +126,85 @@ def test_the_registered_control_splits_staging_from_the_fresh_destination(tmp_pa
     assert [(step.factor.split(":")[0], round(step.seconds, 6), step.told) for step in found.steps] == [
         ("the fresh destination", 0.030, True), ("the driver's staging copy through its pinned bounce buffer", 0.005, True)]
     assert found.base.median_s == pytest.approx(0.005)
+
+
+# -- The ladders in the Markdown export (the PR comment, index.md), read back on the sample -----------------------
+
+
+def _markdown_table(markdown: str, title: str) -> list[list[str]]:
+    """The cells of the ladder table under the bold line that starts with ``title``."""
+    lines = markdown.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"**{title}"))
+    assert lines[at + 2] == "| step | case | factor removed | median difference (interval) | share |"
+    rows = []
+    for line in lines[at + 4:]:
+        if not line.startswith("| "):
+            break
+        rows.append(line[2:-2].split(" | "))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def markdown() -> str:
+    from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.view import RunView
+
+    return to_markdown(RunView.of(load([H200 / "full.json.gz"])), [], [])
+
+
+def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
+    """.cpu() at 256 MiB, 181.1 ms = fresh destination 163 ms + staging 12.8 ms + launch ~119 µs + DMA 4.85 ms, each
+    step with its interval (5 rounds of .cpu(): min to max; 9 of copy_ pageable: 2nd to 8th; 31 pinned: 10th to 22nd)."""
+    from xferbench.units import format_seconds as s
+
+    size = 256 * MiB
+    d2h = RAW[(RAW["op"] == "d2h") & (RAW["nbytes"] == size) & ~RAW["non_blocking"]]
+    call = _one(d2h, method="cpu", host_memory="pageable")
+    touched = _one(d2h, method="copy_", host_memory="pageable")
+    pinned = _one(d2h, method="copy_", host_memory="pinned")
+    dma = _one(RAW[(RAW["nbytes"] == size) & RAW["non_blocking"]], op="d2h", method="copy_", host_memory="pinned")
+    c, t, p = (sorted(row["data"]) for row in (call, touched, pinned))
+    assert (len(c), len(t), len(p)) == (5, 9, 31)
+    dma_s = dma["device_seconds"]
+
+    def cell(seconds: float, low: float, high: float) -> str:
+        return f"{s(seconds)} ({s(low)} to {s(high)})"
+
+    fresh = cell(call["median"] - touched["median"], c[0] - t[7], c[4] - t[1])
+    staging = cell(touched["median"] - pinned["median"], t[1] - p[21], t[7] - p[9])
+    launch = cell(pinned["median"] - dma_s, p[9] - dma_s, p[21] - dma_s)
+    assert _markdown_table(markdown, ".cpu() of 256 MiB: 181 ms") == [
+        ["the call", ".cpu(): d2h pageable cpu cuda:0->cpu", "–", f"median {cell(call['median'], c[0], c[4])}", "100%"],
+        ["1", "copy_ into a touched pageable buffer: d2h pageable copy_ cuda:0->cpu",
+         "the fresh destination: allocating it and touching its pages for the first time", fresh, "90%"],
+        ["2", "copy_ into a pinned buffer: d2h pinned copy_ cuda:0->cpu",
+         "the driver's staging copy through its pinned bounce buffer", staging, "7%"],
+        ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)", "launch and synchronization", launch,
+         "0.1%"],
+        ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
+         "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]
+    assert (fresh.split()[:2], staging.split()[:2], launch.split()[:2], s(dma_s)) == (
+        ["163", "ms"], ["12.8", "ms"], ["119", "µs"], "4.85 ms")
+
+
+def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
+    """Pageable .to('cuda') against pageable copy_ at 1 GiB: the interval holds zero, so no share is printed."""
+    rows = _markdown_table(markdown, ".to('cuda') from pageable memory of 1 GiB")
+    assert rows[1][:3] == ["1", "copy_ from pageable memory into a device buffer: h2d pageable copy_ cpu->cuda:0",
+                           "the fresh device destination (the caching allocator)"]
+    assert rows[1][3].startswith("1.56 ms (-10.3 ms to ") and rows[1][4] == "can't tell (interval holds zero)"
+    assert [row[0] for row in rows] == ["the call", "1", "2", "3", "left"]
+    assert [title for title in ("**.cpu() of", "**.to('cpu') of", "**.to('cuda') from", "**clone() of")
+            if title in markdown] == ["**.cpu() of", "**.to('cpu') of", "**.to('cuda') from", "**clone() of"]
+
+
+def test_the_markdown_ladder_escapes_what_comes_from_the_file(tmp_path):
+    """A run's file name is data: a | or [ in it must not break the table or make a link (xferbench.escape)."""
+    from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.view import RunView
+
+    other = tmp_path / "a|b[1].json"
+    other.write_text(CPU.read_text())
+    text = to_markdown(RunView.of(load([CPU, other])), [], [])
+    (line,) = [line for line in text.splitlines() if line.startswith("**clone() of")]
+    assert line.endswith(r"(host pageable clone cpu, a\|b\[1\])")

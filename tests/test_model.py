@@ -119,7 +119,8 @@ class TestCacheAwareFit:
         row = fits.loc["host pageable copy_ cpu"]
         assert row["resident_sizes"] == 4 and row["cache_bytes"] == 32 * MiB
         assert row["stated_gbps"] == pytest.approx(13.997, rel=1e-3)
-        assert row["beta_basis"].startswith("capped at the largest size measured (fit beyond the cache gave")
+        assert row["beta_basis"].startswith(
+            "capped at the largest size measured (fit without the sizes that ran faster than memory gave")
 
     def test_l2_resident_same_device_copies_are_left_out_of_beta(self, tmp_path):
         """Same-device copies whose read and write (2n) fit in L2 have 3x the memory's bandwidth, but only 16 MiB
@@ -131,7 +132,7 @@ class TestCacheAwareFit:
         results = load([write(tmp_path / "r.json", benchmarks, gpu_machine(l2_cache_bytes=l2))])
         row = _fits(results).loc["d2d copy_ cuda:0"]
         assert row["resident_sizes"] == 1
-        assert row["beta_basis"] == "fit beyond the cache"
+        assert row["beta_basis"] == "fit without the sizes that ran faster than memory"
         assert row["beta_gbps"] == pytest.approx(1500, rel=0.02) and row["stated_gbps"] == row["beta_gbps"]
 
     def test_recorded_cache_resident_flag_wins(self, tmp_path):
@@ -511,8 +512,8 @@ class TestLatencyBoundRuns:
         sentence = host_copy(RunView.of(results))
         assert "GB/s" not in sentence and "roof of the pageable panels" not in sentence
         took = format_seconds(1.7e-6 + max(sizes) / 9e9)
-        assert sentence.startswith(f"Host memory copies (torch's copy_, several threads) took {took} per call at "
-                                   f"{format_bytes(max(sizes))}, their fixed cost")
+        assert sentence.startswith(f"Host memory copies (torch's copy_, thread count not recorded) took {took} "
+                                   f"per call at {format_bytes(max(sizes))}, their fixed cost")
         assert ("one size only" if len(sizes) == 1 else "are latency-bound") in host_ceiling_missing(results.frame)
         caption = next(p.caption for p in render(RunView.of(results)) if p.key == "bandwidth-h2d")
         assert "no host roof: the single-thread host memcpy" in caption

@@ -27,12 +27,13 @@ class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
         assert findings(RunView.of(results)) == [
-            "In a loop that synchronizes after every call, the fastest path (host pageable copy_ cpu) has a fixed cost "
+            "In a loop that synchronizes after every call, the path with the highest fitted β (host pageable copy_ cpu) "
+            "has a fixed cost "
             "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
-            "A no-op on a tensor already on cpu costs per call, by the form written: .cpu() 253 ns, "
-            ".to(torch.device('cpu')) 550 ns; the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
+            "A no-op on a tensor already on cpu costs per call: .cpu() 253 ns, .to(torch.device('cpu')) 550 ns (the "
+            "string form, .to('cpu'), was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
             "1042 ns. A no-op returns the same object and copies nothing.",
-            "Host memory copies (torch's copy_, several threads) reached 26.4 GB/s at 16 MiB.",
+            "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB.",
         ]
 
     def test_model_table_rows(self, html):
@@ -60,7 +61,8 @@ class TestGoldenCpuSample:
     def test_scenario_sections(self, html):
         """Each scenario run on the CPU has its section, caption and computed sentence."""
         assert re.findall(r'id="section-(\w+)"', html) == ["module_to", "forward", "placement", "distributed"]
-        assert "With 2 ranks on gloo, a 4 B message took 85.4 µs one way. all_reduce of 16 MiB reached 1.04 GB/s" in html
+        assert ("With 2 ranks on gloo, a 4 B message took 85.4 µs to 87.6 µs one way across its 2 point-to-point cases "
+                "(medians of 20+ rounds each). all_reduce of 16 MiB reached 1.04 GB/s") in html
         assert "A second .to(cpu) of a module already there took" in html
         assert "Converting 64 images to normalized float32 on the CPU took" in html
 

@@ -20,7 +20,8 @@ import pandas as pd
 from ..units import format_bytes, format_seconds
 from .load.results import VALID_DEVICE_METHODS
 
-__all__ = ["LADDERS", "SHORT", "short", "Ladder", "Rung", "RungSpec", "Spec", "Step", "ladders", "median_interval", "percent"]
+__all__ = ["LADDERS", "SHORT", "fault_split", "short", "Ladder", "Rung", "RungSpec", "Spec", "Step", "ladders",
+           "median_interval", "percent"]
 
 #: Coverage asked of each median's order-statistic interval; with 5 rounds or fewer the widest (min-max) is taken.
 COVERAGE = 0.95
@@ -165,18 +166,24 @@ class Spec:
 _D2H = {"op": "d2h", "non_blocking": False}
 _H2D = {"op": "h2d", "non_blocking": False}
 _REGISTERED = {"op": "d2h_registered"}
-_FRESH = "the fresh destination: allocating it and faulting its pages in"
+_FRESH = "the fresh destination: allocating it and touching its pages for the first time"
 _STAGING = "the driver's staging copy through its pinned bounce buffer"
 _LAUNCH = "launch and synchronization"
 _DMA = "the DMA (the copy's own device time)"
 
 
 #: Each factor in a few words, for a table's column and a figure's legend.
-SHORT = {_FRESH: "fresh destination (allocation, page faults)", _STAGING: "driver's staging copy",
+SHORT = {_FRESH: "fresh destination (allocation, first touch)", _STAGING: "driver's staging copy",
          _LAUNCH: "launch + synchronize", _DMA: "DMA (device time)",
          "the fresh device destination (the caching allocator)": "fresh device buffer",
          "the copy itself (into a touched buffer)": "the copy itself",
          "the copy into page-locked memory": "copy into page-locked memory"}
+
+
+def fault_split(faults: float, us_per_fault: float) -> str:
+    """A fresh-destination step beside its fault count: the count is measured, the time per fault only if the whole
+    step were faults (it also holds allocating and releasing the buffer)."""
+    return f"with {faults:,.0f} more minor faults per call ({us_per_fault:.3g} µs each if the whole step were faults)"
 
 
 def short(factor: str) -> str:

@@ -217,7 +217,7 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     alpha = whole.alpha_s if whole is not None else np.nan
     if resident.loc[group.index].any():
         if fit is not None:
-            beta, basis = fit.beta_gbps, "fit beyond the cache"
+            beta, basis = fit.beta_gbps, "fit without the sizes that ran faster than memory"
         elif beyond.any():  # one or two sizes beyond the cache: state what they measured, a lower bound of β
             outside = group[beyond]
             beta = float(outside.loc[outside["nbytes"].idxmax(), "bandwidth_gbps"])

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ...units import format_bytes, format_seconds
+from ..ladder import median_interval
 from ..view import RunView
 from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
 
@@ -289,13 +291,30 @@ def _overlap(rows: pd.DataFrame) -> list[str]:
     if not {"in_flight", "one_by_one"} <= set(largest.index):
         return []
     ratio = largest["one_by_one"] / largest["in_flight"]
+    spans = {variant: _interval(row) for variant, row in
+             overlap[overlap["nbytes"] == overlap["nbytes"].max()].set_index("variant").iterrows()}
     timed = (f"Four all_reduces of {format_bytes(overlap['nbytes'].max() / 4)} in flight at once (async_op=True) took "
              f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}")
     if "nccl" in set(overlap.get("backend", pd.Series(dtype=object))):
         # nccl queues both variants on its one stream and neither blocks the host: the same timeline twice
         return [timed + f" ({ratio:.2f}x); on nccl both queue on the same NCCL stream, so this cannot show "
                         "overlap: the comparison means something on gloo only."]
+    (a, b), (c, d) = spans["in_flight"], spans["one_by_one"]
+    if a <= d and c <= b:  # the medians' intervals overlap: the rounds cannot tell the two apart
+        return [timed + f": can't tell whether overlap pays ({ratio:.2f}x; the medians' intervals, "
+                f"{format_seconds(a)} to {format_seconds(b)} and {format_seconds(c)} to {format_seconds(d)}, overlap)."]
     return [timed + ": " + (f"overlap buys {ratio:.2f}x here." if ratio > 1 else f"overlap does not pay here ({ratio:.2f}x).")]
+
+
+def _interval(row: pd.Series) -> tuple[float, float]:
+    """The order-statistic interval of a row's median per call (analyze/ladder.py), from its rounds; the median alone
+    where the run kept none."""
+    data = row.get("data")
+    if not isinstance(data, list) or not data:
+        return float(row["median_s"]), float(row["median_s"])
+    low, high = median_interval(np.asarray(data, dtype=float))
+    scale = float(row["median_s"]) / float(np.median(data))  # rounds of several iterations: per call
+    return low * scale, high * scale
 
 
 def distributed_findings(frame: pd.DataFrame) -> list[str]:
@@ -304,18 +323,26 @@ def distributed_findings(frame: pd.DataFrame) -> list[str]:
         return []
     out = []
     first = rows.iloc[0]
-    p2p = rows[rows["op"] == "send_recv"]
+    p2p = rows[rows["op"].isin(("send_recv", "isend_irecv"))]
     if not p2p.empty:
-        small = p2p.loc[p2p["nbytes"].idxmin()]
-        out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'])} "
-                   f"message took {format_seconds(small['transfer_s'])} one way.")
+        # Every point-to-point case of the smallest message: one of them alone may be the noisiest.
+        small = p2p[p2p["nbytes"] == p2p["nbytes"].min()]
+        took = (format_seconds(small["transfer_s"].iloc[0]) if len(small) == 1 else
+                f"{format_seconds(small['transfer_s'].min())} to {format_seconds(small['transfer_s'].max())} one way "
+                f"across its {len(small)} point-to-point cases (medians of {int(small['rounds'].min())}+ rounds each)")
+        took += "" if len(small) > 1 else " one way"
+        out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'].iloc[0])} "
+                   f"message took {took}.")
     reduce = rows[rows["op"] == "all_reduce"]
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
         mean = mean_rank_busbw(big)
+        low, high = _interval(big)
+        spread = (f" (its median's interval over {int(big['rounds'])} rounds: {big['busbw_gbps'] * big['median_s'] / high:.3g}"
+                  f" to {big['busbw_gbps'] * big['median_s'] / low:.3g} GB/s)" if high > 1.5 * low else "")
         out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"
-                   + (f" by the slowest rank's time, {mean:.3g} GB/s by the ranks' mean (nccl-tests' default)."
-                      if mean else "."))
+                   + (f" by the slowest rank's time{spread}, {mean:.3g} GB/s by the ranks' mean (nccl-tests' default)."
+                      if mean else f"{spread}."))
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{len(rows)} benchmark(s).")

@@ -2,7 +2,8 @@
 
 ``xferbench report -o x.html`` also writes ``x.csv`` (one row per benchmark, every field
 of the data contract plus its statistics, for notebooks) and ``x.md`` (key findings, the
-latency/bandwidth table and the comparison with other tools, for a PR comment).
+ladders of controls, the latency/bandwidth table and the comparison with other tools, for a
+PR comment).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import pandas as pd
 
 from ... import escape
 from ...contract import IDENTITY, MEASURED
-from ...units import format_bytes
+from ...units import format_bytes, format_seconds
+from ..ladder import Ladder, fault_split, percent
 from ..view import RunView
 
-__all__ = ["CSV_COLUMNS", "frame_for_csv", "to_csv", "to_markdown"]
+__all__ = ["CSV_COLUMNS", "frame_for_csv", "ladder_markdown", "to_csv", "to_markdown"]
 
 #: Statistics of each benchmark, as pytest-benchmark computed them (seconds per call).
 STATS = ("median_s", "min_s", "mean_s", "max_s", "iqr_s", "q1_s", "q3_s", "stddev_s", "rounds", "iterations")
@@ -61,10 +63,13 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
         lines += [escape.markdown(instances_line(view)), ""]
     lines += ["## Key findings", ""]
     lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
+    lines += ladder_markdown(view)
     if model:
         lines += ["", "## Latency and bandwidth per path", "",
                   "α and β from wall time describe a loop that synchronizes after every call; pipelined, from the "
-                  "copy's device time, what copies issued back to back pay (– where the rows have no device time).", "",
+                  "copy's own device time, what the device spends per copy issued back to back (– where the row's device "
+                  "time is not the copy's own and was left out: pageable copies, staged by the host, and blocking ones, "
+                  "paced by it).", "",
                   "| path | α (sync loop) | α pipelined | β (GB/s, sync loop) | β pipelined (GB/s) | β from "
                   "| largest size: GB/s | roof | share of roof |",
                   "|---|---:|---:|---:|---:|---|---:|---|---:|"]
@@ -79,6 +84,54 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
     if peers:
         lines += ["", "## Against other tools on this machine", ""] + [f"- {escape.markdown(s)}" for s in peers]
     return "\n".join(lines) + "\n"
+
+
+#: What the ladder tables say, as the page's ladder caption says it.
+LADDER_INTRO = (
+    "Each call read down a ladder of this run's own cases at one size, each step removing one factor: a step is the "
+    "difference of two medians (the case above minus the step's own), with its interval (the two medians' "
+    "order-statistic intervals, 95%; min to max with 5 rounds or fewer). A step whose interval holds zero can't tell, "
+    "never a share. The steps and what is left add up to the call, though they overlap in time.")
+
+
+def _span(seconds: float, low: float, high: float) -> str:
+    """``163 ms (160 ms to 179 ms)``; a figure without rounds (a device time) alone."""
+    if low == high:
+        return format_seconds(seconds)
+    return f"{format_seconds(seconds)} ({format_seconds(low)} to {format_seconds(high)})"
+
+
+def _ladder_rows(ladder: Ladder) -> list[list[str]]:
+    """The call, each step (the case it reaches, the factor removed, the difference, its share or "can't tell") and
+    what is left, as cells."""
+    top = ladder.top
+    rows = [["the call", f"{top.label}: {top.case}", "–", "median " + _span(top.median_s, top.low_s, top.high_s), "100%"]]
+    for number, step in enumerate(ladder.steps, start=1):
+        share = ladder.share(step)
+        shown = "can't tell (interval holds zero)" if share is None else percent(share)
+        if share is not None and number == 1 and ladder.split is not None:
+            shown += f", {fault_split(ladder.split.faults_per_call, ladder.split.us_per_fault)}"
+        rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
+                     _span(step.seconds, step.low_s, step.high_s), shown])
+    base = ladder.base
+    rows.append(["left", base.case, f"what is left: {ladder.bottom}", "median " + _span(base.median_s, base.low_s, base.high_s),
+                 percent(base.median_s / top.median_s)])
+    return rows
+
+
+def ladder_markdown(view: RunView) -> list[str]:
+    """The ladders of controls the page draws (``view.ladders``), one table each: a row per step."""
+    if not view.ladders:
+        return []
+    lines = ["", "## Where the time of one call goes", "", LADDER_INTRO]
+    several = len(view.sources) > 1  # two files may be two boots of the machine: say which run a ladder read
+    for ladder in view.ladders:
+        run = f", {ladder.run}" if several else ""
+        lines += ["", f"**{escape.markdown(ladder.top.label)} of {format_bytes(ladder.size)}: "
+                  f"{format_seconds(ladder.top.median_s)}** ({escape.markdown(ladder.top.path + run)})", "",
+                  "| step | case | factor removed | median difference (interval) | share |", "|---|---|---|---:|---:|"]
+        lines += ["| " + " | ".join(escape.markdown(cell) for cell in row) + " |" for row in _ladder_rows(ladder)]
+    return lines
 
 
 def instances_line(view: RunView) -> str:

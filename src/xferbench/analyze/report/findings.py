@@ -105,7 +105,9 @@ def _fresh_clause(view: RunView, size: int) -> str:
     ladder = next((found for found in view.ladders if found.key in ("d2h-cpu", "d2h-to") and found.size == size), None)
     if ladder is None or not ladder.steps[0].told:
         return "; this run cannot tell it from .cpu() / .to('cpu')." if ladder is not None else "."
-    return (f": {ladder.top.label} allocates a new pageable tensor on every call and faults its pages in, copy_ does "
+    pages = ("faults its pages in" if ladder.split is not None else
+             "writes fresh pages (no fault counts recorded)")
+    return (f": {ladder.top.label} allocates a new pageable tensor on every call and {pages}, copy_ does "
             f"not ({format_seconds(ladder.steps[0].seconds)} of {format_seconds(ladder.top.median_s)}, the ladder below).")
 
 
@@ -218,8 +220,13 @@ def same_device_vs_link(view: RunView) -> str | None:
         return None
     best = d2d.loc[d2d["bandwidth_gbps"].idxmax()]
     ratio = best["bandwidth_gbps"] / h2d["bandwidth_gbps"].max()
-    sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s, {ratio:.0f}× the best "
-                f"host-to-device copy: data that stays on the GPU is cheap, crossing the link is not.")
+    larger = frame[(frame["op"] == "d2d") & (frame["nbytes"] > size)]
+    peak = larger.loc[larger["bandwidth_gbps"].idxmax()] if not larger.empty else None
+    beyond = (f" ({peak['bandwidth_gbps']:.4g} GB/s at {format_bytes(int(peak['nbytes']))})"
+              if peak is not None and peak["bandwidth_gbps"] > best["bandwidth_gbps"] else "")
+    sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}{beyond}, "
+                f"{ratio:.0f}× the best host-to-device copy at that size: data that stays on the GPU is cheap, crossing "
+                "the link is not.")
     if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
     return sentence
@@ -263,7 +270,8 @@ def noop_cost(view: RunView) -> str | None:
     rows = noops[noops["src"] == device].groupby(["method", noops["variant"].fillna("")])["median_s"].median()
     forms = ", ".join(f"{noop_call(method, device, variant or None)} {seconds * 1e9:.0f} ns"
                       for (method, variant), seconds in rows.sort_values().items())
-    sentence = f"A no-op on a tensor already on {device} costs per call, by the form written: {forms}"
+    unmeasured = "" if (noops["variant"] == "str").any() else f" (the string form, .to('{device}'), was not measured)"
+    sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
     cheapest = cheapest_copy(view)
     if cheapest is None:
         return sentence + "; each returns the very same object."
@@ -290,21 +298,21 @@ def latency_bound(view: RunView) -> str | None:
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
     best = stated.loc[stated["stated_gbps"].idxmax()]
-    sentence = (f"In a loop that synchronizes after every call, the fastest path ({best['path']}) has a fixed cost "
-                f"α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
+    sentence = (f"In a loop that synchronizes after every call, the path with the highest fitted β ({best['path']}) "
+                f"has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"from cache and would suggest more)")
     elif best["resident_sizes"]:
-        sentence += (f" (from the sizes beyond the {best['cache'] or 'cache'}; {best['resident_sizes']} cache-resident "
-                     "size(s) left out)")
+        sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
+                     f"{best['cache'] or 'cache'})")
     sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
     return sentence + _one_thread_faster(view, float(best["stated_gbps"])) + _pipelined(fits)
 
 
 def _one_thread_faster(view: RunView, beta: float) -> str:
     """The single-thread host copy, left out of the paths above (it is a roof, not a call users make), where its β
-    beats the fastest path's: the table beside the sentence shows it, so the sentence says it."""
+    beats that path's: the table beside the sentence shows it, so the sentence says it."""
     fits = view.single_thread_fits
     if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
         return ""
@@ -313,7 +321,8 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
 
 
 def _pipelined(fits: pd.DataFrame) -> str:
-    """Copies issued back to back pay only the device's fixed cost: α and half of β from device time, per direction."""
+    """What the device spends per copy issued back to back: α and half of β from device time, per direction (a loop
+    pays that or the host's cost to issue a copy, whichever is larger; the run does not time the latter)."""
     parts = []
     for op, name in (("h2d", "host to device"), ("d2h", "device to host")):
         timed = fits[(fits["op"] == op) & fits["pipelined_alpha_us"].notna()]
@@ -323,8 +332,9 @@ def _pipelined(fits: pd.DataFrame) -> str:
     if not parts and fits["op"].isin(("h2d", "d2h")).any():
         return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
                 "is not known.")
-    return (" Issued back to back without a synchronize, copies pay only the device's fixed cost (from device time): "
-            f"α = {' and '.join(parts)} — batch small moves and synchronize once.") if parts else ""
+    return (" Issued back to back without a synchronize, the device spends per copy (from device time) "
+            f"α = {' and '.join(parts)}; a loop pays that or the host's cost to issue a copy if larger (not timed) — "
+            "batch small moves and synchronize once.") if parts else ""
 
 
 def _sizes(values: pd.Series) -> str:
@@ -370,11 +380,16 @@ def host_copy(view: RunView) -> str | None:
     where = f"at {format_bytes(best['nbytes'])}"
     if best["nbytes"] != largest["nbytes"]:
         where += f" ({largest['bandwidth_gbps']:.3g} GB/s at {format_bytes(largest['nbytes'])})"
+    threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")
+    who = f"torch's {best['method']}, " + (f"{threads} threads" if threads else "thread count not recorded")
     if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
-        sentence = (f"Host memory copies (torch's {best['method']}, several threads) reached "
-                    f"{best['bandwidth_gbps']:.3g} GB/s {where}")
+        sentence = f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {where}"
+        one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
+                    & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
+        if not one.empty:
+            sentence += f" (one thread: {one['bandwidth_gbps'].iloc[0]:.3g} GB/s)"
     else:
-        sentence = (f"Host memory copies (torch's {best['method']}, several threads) took "
+        sentence = (f"Host memory copies ({who}) took "
                     f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
                     + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
                        "every size measured is latency-bound") + ", so no bandwidth is stated")
@@ -384,7 +399,7 @@ def host_copy(view: RunView) -> str | None:
         sentence += "."
     else:
         ceiling = view.host_ceiling
-        sentence += ("; the driver stages a pageable transfer with one thread's memcpy, which "
+        sentence += ("; the CUDA driver stages a pageable transfer with one thread's memcpy (not timed here), which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
                         f"gives no roof here: {view.host_ceiling_missing}."))
     if bool(view.resident[best.name]):
@@ -405,6 +420,10 @@ REUSING = (("host copy_", {"op": "host", "method": "copy_", "host_memory": "page
                                                   "non_blocking": False}))
 #: An allocation that touches no page: beside the calls above, it tells the allocation call from its first touch.
 UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src": "cpu"}),)
+
+
+#: How the cliff's cause begins where the run's calls split cleanly (the figure shortens that sentence).
+FRESH_SPLIT = "Across the same sizes every call measured here that writes a fresh pageable host destination"
 
 
 def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str, dict[str, Any]], ...]) -> list[dict[str, Any]]:
@@ -433,7 +452,7 @@ def _untouched(frame: pd.DataFrame, found: dict[str, Any], fresh: list[dict[str,
     if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
         return ""
     return (f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}: the cost is "
-            "the first touch of fresh pages, not the allocation call.")
+            "in writing fresh pages, not the allocation call.")
 
 
 def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
@@ -445,9 +464,9 @@ def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
         fresh = _across(frame, found["before"], found["after"], ALLOCATING)
         reused = _across(frame, found["before"], found["after"], REUSING)
         if fresh and reused and min(c["growth"] for c in fresh) > max(c["growth"] for c in reused):
-            text = ("Across the same sizes every call that allocates its destination grew dearer per byte than every "
-                    "call into a reused buffer (" + "; ".join(f"{c['label']} {c['figures']}" for c in fresh)
-                    + ", against " + "; ".join(f"{c['label']} {c['figures']}" for c in reused)
+            listed = "; ".join(f"{c['label']} {c['figures']}" for c in fresh)
+            text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused buffer (" + listed + ", against "
+                    + "; ".join(f"{c['label']} {c['figures']}" for c in reused)
                     + "): the fresh destination breaks, not the copy." + _untouched(frame, found, fresh))
         elif fresh and reused:
             text = "Across the same sizes, calls that allocate and calls into a reused buffer do not split cleanly."
@@ -521,7 +540,7 @@ def why_measured(view: RunView) -> dict[str, str | None]:
                  if not stall.empty and stall["queued_seconds"].notna().any() else None),
         "staged": staged,
         "fixed": (f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
-                  "at best." if not small.empty else None),
+                  "(the median of the fastest path)." if not small.empty else None),
         "fix": the_fix(view) if way is not None else None,
     }
 

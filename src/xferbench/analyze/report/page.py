@@ -69,13 +69,26 @@ def _model_rows(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        rows.append(fit | _no_half_where_the_model_misses(view, fit) | {
+        said = fit | _no_half_where_the_model_misses(view, fit)
+        rows.append(said | _algbw(view, said) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
             "efficiency": fit["largest_gbps"] / roof[0] if roof and np.isfinite(fit["largest_gbps"]) else None,
             "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
+
+
+def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """A collective's GB/s in the table are its algbw (bytes / time), where the distributed figure draws busbw
+    (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
+    rows = view.rows[view.rows["path"] == fit["path"]]
+    if "busbw_gbps" not in rows:
+        return {}
+    bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
+    if not (bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any():
+        return {}
+    return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}
 
 
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
@@ -142,12 +155,35 @@ def scenario_sections(view: RunView) -> list[dict[str, Any]]:
     for op, family in FAMILIES.items():
         if family.kind not in ("scenario", "concurrent") or not (frame["op"] == op).any():
             continue
-        plot = as_plot(op, family.title, family.caption, scenario_plot(view, op))
+        plot = as_plot(op, family.title, scenario_caption(view, op, family.caption), scenario_plot(view, op))
         sections.append({"key": op, "title": family.title, "text": " ".join(scenario_findings(view, op)),
                          "plots": [plot], "table": break_even_table(view) if family.break_even else None})
     return sections + [s for s in [distributed_section(view)] if s]
 
 
+
+
+#: What a scenario's caption says of a variant the run may not have measured, and what it says instead.
+_UNMEASURED = {
+    ("module_to", "first"): ("The first move copies every parameter; a second", "No first move to a device ran here (it "
+                                                                              "needs a GPU). A second"),
+    ("pin_memory", "pinned_to"): ("pinned_to: the DMA from a tensor pinned once, what each reuse costs; pin_cold / "
+                                  "(to - pinned_to) reuses pay for pinning it.",
+                                  "reused_pinned_to: a host copy into a reused pinned buffer, then the DMA. pinned_to "
+                                  "(the DMA alone) did not run: the break-even takes the h2d family's pinned copy."),
+    ("placement", "move_then_convert"): ("moving the uint8 batch and converting on the device moves a quarter.",
+                                         "moving the uint8 batch and converting on the device moves a quarter. Neither "
+                                         "move ran here (they need a GPU): only the conversion on the CPU did."),
+}
+
+
+def scenario_caption(view: RunView, op: str, caption: str) -> str:
+    """A scenario's caption, what it says of a variant the run did not measure replaced by saying so."""
+    variants = set(view.rows.loc[view.rows["op"] == op, "variant"].dropna())
+    for (family_op, variant), (said, instead) in _UNMEASURED.items():
+        if family_op == op and variant not in variants:
+            caption = caption.replace(said, instead)
+    return caption
 
 
 def _case(row: pd.Series | None) -> str:

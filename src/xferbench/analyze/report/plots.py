@@ -34,10 +34,10 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
-from ..ladder import Ladder, percent, short
+from ..ladder import Ladder, fault_split, percent, short
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
-from .findings import cheapest_copy, cliff_cause, noop_call
+from .findings import FRESH_SPLIT, cheapest_copy, cliff_cause, noop_call
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
            "roof_share", "scenario_plot", "tip", "to_svg"]
@@ -202,14 +202,17 @@ def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None =
     return text
 
 
-def _largest_size_gbps(rows: pd.DataFrame) -> float:
-    """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides)."""
+def _largest_size_gbps(rows: pd.DataFrame) -> tuple[float, str]:
+    """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides), and
+    that path's call (the roof's label names it: the other calls of the panel reached less)."""
     if rows.empty:
-        return float("nan")
-    return float(rows.sort_values("nbytes").groupby("path")["bandwidth_gbps"].last().max())
+        return float("nan"), ""
+    last = rows.sort_values("nbytes").groupby("path").last()
+    best = last.loc[last["bandwidth_gbps"].idxmax()]
+    return float(best["bandwidth_gbps"]), _line_label(best, str(best["op"]))
 
 
-def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: float,
+def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float, str],
                 practical: tuple[float, float] | None = None) -> bool:
     """Each bound as a horizontal line, labelled directly with its figure and the share of it the panel's paths
     reached at their largest size (``roof_share``, as the table gives it).
@@ -218,13 +221,13 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: float,
     the axis leaves room above the highest one. True when a roof was drawn."""
     for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
-        share = roof_share(reached, peak, practical if name.startswith("PCIe") else None)
-        share = f", largest size {share}" if share != "–" else ""
+        share = roof_share(reached[0], peak, practical if name.startswith("PCIe") else None)
+        share = f"\n{reached[1]}, the best at its largest size: {share}" if share != "–" else ""
         left = index % 2 == 0
         text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
                        fontsize=7.5, color="k", bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
-        tip(text, [f"roof: {name}, {peak:.4g} GB/s per direction{share.replace(',', ';')}"])
+        tip(text, [f"roof: {name}, {peak:.4g} GB/s per direction{share.replace(chr(10), '; ')}"])
     if bounds:
         low, high = ax.get_ylim()
         ax.set_ylim(low, max(high, max(peak for peak, _ in bounds) * 3))
@@ -330,7 +333,10 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
     if found is None:
         return
     low = float(found["gbps_after"].min())
-    text = (f"cliff: .cpu() / .to('cpu') {gbps_text(float(found['gbps_before'].max()))} → {gbps_text(low)} GB/s\n"
+    # Each call's own pair of figures: the highest before and the lowest after came from two calls on the H200 sample.
+    calls = ", ".join(f"{_CALLS.get(str(method), method)} {gbps_text(float(before))} → "
+                      f"{gbps_text(float(found['gbps_after'][method]))}" for method, before in found["gbps_before"].items())
+    text = (f"cliff: {calls} GB/s\n"
             f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n"
             + textwrap.fill(_cliff_note(found, view), 44))
     note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
@@ -340,11 +346,15 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
     tip(note, [text.replace("\n", " ")])
 
 
+#: The usual calls back to the CPU by their method.
+_CALLS = {"cpu": ".cpu()", "to": ".to('cpu')"}
+
+
 def _cliff_note(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
     cause = cliff_cause(found, view)
-    if cause.startswith("Across the same sizes every call that allocates"):
-        return "calls that allocate their destination fall here; copy_ into a reused buffer holds (key findings)"
+    if cause.startswith(FRESH_SPLIT):
+        return "calls that write a fresh pageable host destination fall here; copy_ into a reused buffer holds (key findings)"
     return cause
 
 
@@ -598,7 +608,7 @@ def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, c
         return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span} holds zero: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if ladder.split is not None and cases.startswith(ladder.top.path):  # the step the run's fault counts split
-        text += f" = {ladder.split.faults_per_call:,.0f} faults × {ladder.split.us_per_fault:.3g} µs"
+        text += f", {fault_split(ladder.split.faults_per_call, ladder.split.us_per_fault)}"
     return {"text": text, "title": f"interval {span}: {cases}"}
 
 
@@ -623,31 +633,87 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
 Drawing = Callable[[RunView], "Figure | str"]
 
 
+#: Said under the route chart only where the run has the .cpu() ladder it points to.
+_WHY_D2H = " Why device-to-host into pageable memory sits near the bottom is read from the ladder above."
+_HOLLOW = ("Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of the grey dotted line), left "
+           "out of β. ")
+#: Sizes up to which the overhead caption reads the share of wall time outside the device.
+SMALL_MOVE = 16 * 2**10
+
+
+def _overhead_caption(view: RunView, caption: str) -> str:
+    """The overhead figure's caption with the share it shows at small sizes, read from the run (72-89% on the H200
+    sample, where a fixed caption said "near 100%")."""
+    frame = view.rows
+    timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())
+                  & (frame["nbytes"] <= SMALL_MOVE)]
+    if timed.empty:
+        return caption
+    share = 1 - timed["device_seconds"].astype(float) / timed["median_s"]
+    return caption + (f" At {format_bytes(SMALL_MOVE)} and below it is {share.min():.0%}-{share.max():.0%}: small "
+                      "moves are mostly fixed cost.")
+
+
+#: Each no-op form, as the caption names it: (method, variant) of its rows.
+_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')",
+               ("cpu", ""): ".cpu()"}
+
+
+def _noop_text(view: RunView) -> tuple[str, str]:
+    """The no-op figure's title and caption, naming only the forms and the synchronize the run measured."""
+    frame = view.rows
+    noops = frame[frame["op"] == "noop"]
+    found = set(zip(noops["method"], noops["variant"].fillna("").replace({"cuda": "", "cpu": "", "to": ""}), strict=True))
+    forms = [name for form, name in _NOOP_FORMS.items() if form in found]
+    named = ", ".join(forms[:-1]) + f" and {forms[-1]}" if len(forms) > 1 else "".join(forms) or "No-op moves"
+    synced = (frame["op"] == "sync").any()
+    title = "No-op moves next to " + ("a synchronize and " if synced else "") + "the cheapest real copy"
+    string = ("to", "str") in found
+    caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
+               + (" (parsing the string is part of it)" if string else "") + ", shown next to "
+               + ("an idle synchronize and " if synced else "") + "the cheapest real copy measured"
+               + ("." if string else " (no string form, .to('device'), ran)."))
+    return title, caption
+
+
+def _caption(view: RunView, key: str, caption: str) -> str:
+    """A figure's caption, each sentence kept only where the run has what it speaks of."""
+    op = key.removeprefix("bandwidth-")
+    if key.startswith("bandwidth-") and _HOLLOW in caption and not view.resident[view.rows["op"] == op].any():
+        caption = caption.replace(_HOLLOW, "")
+    if key == "cost" and not any(ladder.key.startswith("d2h") for ladder in view.ladders):
+        caption = caption.replace(_WHY_D2H, "")
+    if key == "overhead":
+        caption = _overhead_caption(view, caption)
+    return caption
+
+
 LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
     "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
     "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) "
-    "holds zero is hatched: can't tell. Hover a cell for its cases and interval.")
+    "holds zero is hatched: can't tell. The launch + synchronize rung also swaps blocking for non-blocking (that "
+    "copy's device time is the DMA). Hover a cell for its cases and interval.")
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
-    "is the copy itself. The same step is most of a GPU's .cpu() on large tensors. A step's interval joins the two "
-    "medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds zero reads "
-    "\"can't tell\", never a share.")
+    "is the copy itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's "
+    "interval joins the two medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds "
+    "zero reads \"can't tell\", never a share.")
 _BANDWIDTH_CAPTION = (
     "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
-    "synchronizes after every call. Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of "
-    "the grey dotted line), left out of β. Dashed black lines are roofs, labelled with their figure and the share of it "
-    "reached at the largest size (the table's share): the link's theoretical peak, with the practical ceiling of pinned "
-    "copies (docs/design.md section 5) on pinned panels; for pageable memory, this run's single-thread host memcpy, "
-    "the copy the driver stages with. Hover a point for its value.")
+    "synchronizes after every call. " + _HOLLOW + "Dashed black lines are roofs, labelled with their figure and the "
+    "share of it the panel's best call reached at its largest size (the table gives each path's): the link's theoretical "
+    "peak, with the practical ceiling of pinned copies (docs/design.md section 5) on pinned panels; for pageable memory, "
+    "this run's single-thread host memcpy, the copy the driver stages with. Hover a point for its value.")
 _NO_HOST_ROOF = " The pageable panels draw no host roof: {why}."
 
 
 #: The host panel draws no roof: its caption says nothing of roofs.
 _HOST_CAPTION = (
-    "Each line is one call on host memory (torch's clone and copy_; copy_ single-thread runs on one thread, as the "
-    "driver stages a pageable transfer). Dotted lines are the fitted t = α + n/β (a loop that synchronizes after every "
+    "Each line is one call on host memory (torch's clone and copy_; copy_ single-thread runs on one thread, the "
+    "reference a GPU driver's staging of a pageable transfer is compared with). Dotted lines are the fitted "
+    "t = α + n/β (a loop that synchronizes after every "
     "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
     "cache), left out of β. Hover a point for its exact value.")
 
@@ -668,8 +734,7 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
      "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
-     "it costs over 1.5x as much); hover a bar for every call's time. Why device-to-host into pageable memory sits "
-     "near the bottom is read from the ladder above.",
+     "it costs over 1.5x as much); hover a bar for every call's time." + _WHY_D2H,
      cost_at_size),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
@@ -680,7 +745,7 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("overhead", "Wall time against device time",
      "1 − device time per copy of copies issued back to back (events) / wall time of one call synchronized after "
      "every call: two loops, not a split of one call. One panel per family, colour by host memory and blocking mode, "
-     "each thin line one call (hover for which). Near 100% at small sizes: small moves are mostly fixed cost.",
+     "each thin line one call (hover for which).",
      wall_vs_device),
 ]
 
@@ -709,7 +774,9 @@ def render(view: RunView) -> list[Plot]:
             continue  # no call with its controls in the run: nothing to explain, and nothing to say
         if key == "ladder" and all(ladder.key.startswith("host") for ladder in view.ladders):
             caption = HOST_LADDER_CAPTION
-        plots.append(as_plot(key, title, caption, draw(view)))
+        if key == "noop":
+            title, caption = _noop_text(view)
+        plots.append(as_plot(key, title, _caption(view, key, caption), draw(view)))
     return plots
 
 

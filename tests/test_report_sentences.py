@@ -1,0 +1,271 @@
+"""Sentences of the rebuilt H200 and CPU reports that their own JSON contradicted, read by a GPU performance engineer
+with fresh eyes (H: the H200 sample's page, C: a CPU run's): each corrected sentence is read back on the page built
+from the committed sample, and the contradicted wording is looked for and not found."""
+
+import copy
+import gzip
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.distributed import distributed_findings
+from xferbench.analyze.report.findings import host_copy
+from xferbench.analyze.report.page import write_report
+from xferbench.analyze.view import RunView
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "reports" / "samples" / "h200" / "full.json.gz"
+CPU = ROOT / "tests" / "data" / "cpu-sample.json"
+
+
+def _text(html: str) -> str:
+    """The page as a reader reads it: figures, tags dropped, entities decoded, whitespace folded."""
+    body = re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def _page(paths: list[Path], folder: Path) -> dict[str, str]:
+    out = write_report(load(paths), folder / "index.html")
+    html = out.read_text()
+    return {"html": unescape(html), "text": _text(html), "md": out.with_suffix(".md").read_text()}
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory) -> dict[str, str]:
+    """The H200 sample's page, as reports/samples/h200/index.html is built: from full.json.gz alone."""
+    return _page([H200], tmp_path_factory.mktemp("h200"))
+
+
+@pytest.fixture(scope="module")
+def cpu(tmp_path_factory) -> dict[str, str]:
+    return _page([CPU], tmp_path_factory.mktemp("cpu"))
+
+
+# -- The H200 sample ---------------------------------------------------------------------------------------------
+
+
+def test_h1_the_cliff_claim_covers_the_calls_it_lists(h200):
+    """h2d .to() allocates a device tensor and grew 1.12x per byte, less than the reused-buffer copies (1.38x): the
+    claim was "every call that allocates its destination"; the calls it lists all write fresh pageable host memory."""
+    said = ("Across the same sizes every call measured here that writes a fresh pageable host destination grew dearer "
+            "per byte than every call into a reused buffer (torch.ones on the CPU 70.8 µs → 7.92 ms")
+    assert said in h200["md"] and said in h200["text"]
+    assert "every call that allocates its destination" not in h200["text"] + h200["md"]
+
+
+def test_h2_page_faults_only_where_the_run_counted_them(h200):
+    """No row of the sample records minor_faults_per_call: the fresh destination is measured, its page faults not."""
+    assert (".cpu() allocates a new pageable tensor on every call and writes fresh pages (no fault counts recorded), "
+            "copy_ does not (163 ms of 181 ms, the ladder below)") in h200["md"]
+    assert "faults its pages in" not in h200["md"] and "faulting its pages in" not in h200["md"] + h200["text"]
+    assert "fresh destination (allocation, first touch)" in h200["text"]
+    assert "allocation, page faults" not in h200["text"]
+
+
+def test_h3_the_cliff_label_pairs_each_calls_own_figures(h200):
+    """13 GB/s was .to('cpu') at 16 MiB, 1.32 .cpu() at 64 MiB: the label paired two calls' figures."""
+    assert "cliff: .cpu() 12.9 → 1.32, .to('cpu') 13 → 1.4 GB/s" in h200["html"]
+    assert "cliff: .cpu() / .to('cpu') 13 → 1.32" not in h200["html"]
+
+
+def test_h4_a_roof_label_names_the_call_its_share_is_of(h200):
+    """The pageable d2h panel's 24% is copy_'s; .cpu() reached 2%."""
+    assert "copy_(), the best at its largest size: 24% of 63 GB/s" in h200["html"]
+    assert ", largest size 24% of 63 GB/s" not in h200["html"]
+
+
+def test_h5_a_dash_is_a_device_time_left_out_not_one_missing(h200):
+    """271 rows carry a device time; 152 of them are left out as not the copy's own."""
+    said = ("– where the row's device time is not the copy's own and was left out: pageable copies, staged by the host, "
+            "and blocking ones, paced by it")
+    assert said in h200["md"] and said in h200["text"]
+    assert "where the rows have no device time" not in h200["md"]
+    assert "only where the rows have a device time" not in h200["text"]
+
+
+def test_h6_the_sync_loops_alpha_is_not_the_synchronize(h200):
+    """An idle synchronize took 1.71 µs of the same-device copy's 11.9 µs α."""
+    assert ("α of the synchronizing loop is mostly the host's cost per call (dispatch, launch, waiting for "
+            "completion), not the device's") in h200["text"]
+    assert "is mostly the synchronize" not in h200["text"]
+
+
+def test_h7_device_time_is_what_the_device_spends_not_what_a_loop_pays(h200):
+    assert ("Issued back to back without a synchronize, the device spends per copy (from device time) α = 2.28-2.3 µs "
+            "host to device (half of β at 122-123 KiB) and 1.62 µs device to host (half of β at 87.4 KiB); a loop pays "
+            "that or the host's cost to issue a copy if larger (not timed)") in h200["md"]
+    assert "copies pay only the device's fixed cost" not in h200["md"] + h200["text"]
+    assert "what copies issued back to back pay" not in h200["md"] + h200["text"]
+
+
+def test_h8_the_highest_beta_is_not_the_fastest_path(h200):
+    """h2d pinned non-blocking copy_ was faster at 4 B (8.79 against 11.78 µs): d2h's is the highest fitted β."""
+    assert ("In a loop that synchronizes after every call, the path with the highest fitted β (d2h pinned non-blocking "
+            "copy_ cuda:0->cpu) has a fixed cost α = 11.6 µs") in h200["md"]
+    assert "the fastest path (" not in h200["md"]
+
+
+def test_h9_the_no_half_rule_is_stated_as_applied(h200):
+    """all_reduce's line misses 64 B by 2.5x, below its half of β, and that half is given: the rule reads sizes at or
+    beyond the half."""
+    assert "misses a measured size at or beyond that half by over 2× (a cliff), no half of β is given" in h200["text"]
+    assert "misses a measured size by over 2× (a cliff)" not in h200["text"]
+
+
+def test_h10_a_collectives_table_figures_say_they_are_algbw(h200):
+    """all_gather at 16 KiB: 0.0813 GB/s in the table, busbw 0.0407 in the figure: the same case, two figures."""
+    (row,) = [line for line in h200["md"].splitlines() if line.startswith("| all_gather gloo x2 |")]
+    assert "GB/s here are algbw (bytes / time): the distributed figure draws busbw" in row and "16 KiB: 0.0813" in row
+    (send,) = [line for line in h200["md"].splitlines() if line.startswith("| send_recv gloo x2 |")]
+    assert "algbw" not in send  # point to point: busbw = algbw
+
+
+def test_h11_the_overhead_caption_reads_its_share_from_the_run(h200):
+    assert "At 16 KiB and below it is 72%-89%: small moves are mostly fixed cost." in h200["text"]
+    assert "Near 100% at small sizes" not in h200["text"]
+
+
+def test_h12_h21_the_no_op_forms_are_the_ones_measured(h200):
+    """No string form ran: the caption spoke of parsing it, the finding of "the form written"."""
+    assert ("No-op moves next to a synchronize and the cheapest real copy .cuda(i), .to(torch.device) and .cpu() on a "
+            "tensor already there return the very same object; what they cost is PyTorch's dispatch, shown next to an "
+            "idle synchronize and the cheapest real copy measured (no string form, .to('device'), ran).") in h200["text"]
+    assert "parsing a string is part of it" not in h200["text"]
+    assert ("A no-op on a tensor already on cuda:0 costs per call: .to(torch.device('cuda:0')) 366 ns, .cuda(0) 378 ns "
+            "(the string form, .to('cuda:0'), was not measured)") in h200["md"]
+    assert "by the form written" not in h200["md"]
+
+
+def test_h13_the_launch_rung_says_it_swaps_the_call_too(h200):
+    assert ("The launch + synchronize rung also swaps blocking for non-blocking (that copy's device time is the DMA)."
+            in h200["text"])
+
+
+def test_h14_the_host_copys_threads_and_the_drivers_staging_are_not_measured_facts(h200):
+    assert ("Host memory copies (torch's copy_, thread count not recorded) reached 47.2 GB/s at 256 MiB (35.1 GB/s at "
+            "1 GiB); the CUDA driver stages a pageable transfer with one thread's memcpy (not timed here)") in h200["md"]
+    assert "several threads" not in h200["md"]
+
+
+def test_h15_a_median_is_not_a_best(h200):
+    """8.79 µs is the median of the fastest 4 B path; its fastest round was 7.99 µs."""
+    assert "Measured here: a 4 B copy took 8.79 µs (the median of the fastest path)." in h200["text"]
+    assert "8.79 µs at best" not in h200["text"]
+
+
+def test_h16_the_same_device_figure_has_its_size(h200):
+    assert ("A same-device copy on cuda:0 reached 1926 GB/s at 256 MiB (2067 GB/s at 1 GiB), 35× the best "
+            "host-to-device copy at that size") in h200["md"]
+
+
+def test_h17_the_pinning_caption_says_pinned_to_did_not_run(h200):
+    assert ("reused_pinned_to: a host copy into a reused pinned buffer, then the DMA. pinned_to (the DMA alone) did not "
+            "run") in h200["text"]
+    assert "pinned_to: the DMA from a tensor pinned once" not in h200["text"]
+
+
+def test_h18_no_hollow_markers_are_promised_where_none_are_drawn(h200):
+    """The d2h and h2d figures have no cache-resident point; the host figure, which has, keeps its sentence."""
+    assert "Hollow markers ran faster than memory allows" not in h200["text"]
+    assert "Hollow markers are sizes that ran faster than memory allows" in h200["text"]  # the host figure's
+
+
+def test_h19_the_beta_basis_says_which_sizes_it_left_out(h200):
+    """The host fits keep 2x3 B .. 16 KiB, which fit in the L3: only the sizes faster than memory are left out."""
+    assert "| host pageable copy_ cpu | 2.64 µs | – | 37.2 | – | fit without the sizes that ran faster than memory |" \
+        in h200["md"]
+    assert "fit beyond the cache" not in h200["md"] + h200["text"]
+
+
+def test_h20_a_dirty_commit_is_said(h200):
+    assert "commit 9e4e6e29dc8b (dirty) · run" in h200["text"]
+
+
+# -- A CPU run ---------------------------------------------------------------------------------------------------
+
+
+def test_c1_the_cpu_path_is_the_one_of_the_highest_fitted_beta(cpu):
+    assert "the path with the highest fitted β (host pageable copy_ cpu)" in cpu["md"]
+    assert "the fastest path" not in cpu["md"]
+
+
+def test_c4_the_host_ladder_claims_nothing_of_a_gpu_it_did_not_measure(cpu):
+    assert "With a GPU, .cpu() is read down the same kind of ladder (this run measured none)." in cpu["text"]
+    assert "most of a GPU's .cpu()" not in cpu["text"]
+
+
+def test_c5_the_route_chart_points_to_no_ladder_the_run_lacks(cpu, h200):
+    assert "Why device-to-host into pageable memory sits near the bottom" not in cpu["text"]
+    assert "Why device-to-host into pageable memory sits near the bottom is read from the ladder above." in h200["text"]
+
+
+def test_c6_the_host_caption_states_no_driver_behaviour_as_measured(cpu):
+    assert "as the driver stages a pageable transfer" not in cpu["text"]
+    assert "copy_ single-thread runs on one thread, the reference a GPU driver's staging" in cpu["text"]
+
+
+def test_c7_the_no_op_figure_names_what_it_draws(cpu):
+    assert ("No-op moves next to the cheapest real copy .to(torch.device) and .cpu() on a tensor already there return "
+            "the very same object") in cpu["text"]
+    assert "next to a synchronize" not in cpu["text"] and ".cuda(i)" not in cpu["text"]
+
+
+def test_c8_c17_scenario_captions_say_which_moves_did_not_run(cpu, h200):
+    assert "Neither move ran here (they need a GPU): only the conversion on the CPU did." in cpu["text"]
+    assert ("No first move to a device ran here (it needs a GPU). A second .to() to the same device copies nothing"
+            in cpu["text"])
+    assert "The first move copies every parameter" not in cpu["text"]
+    assert "The first move copies every parameter" in h200["text"] and "Neither move ran here" not in h200["text"]
+
+
+def test_c9_no_same_device_sentence_on_a_page_without_a_device(cpu):
+    assert "A same-device copy shows why both matter" not in cpu["text"]
+
+
+def test_c10_the_smallest_message_is_every_point_to_point_case(cpu):
+    """send_recv and isend_irecv each timed the 4 B message: one of them alone may be the noisiest."""
+    assert ("With 2 ranks on gloo, a 4 B message took 85.4 µs to 87.6 µs one way across its 2 point-to-point cases "
+            "(medians of 20+ rounds each).") in cpu["text"]
+
+
+def _distributed_run(tmp_path: Path, widen: dict[str, float]) -> RunView:
+    """The H200 sample's distributed benchmarks, the rounds of those named in ``widen`` (all_reduce, in_flight) spread
+    over their median x 0.9 .. x the factor, the median kept: a bimodal or noisy case of a busy machine."""
+    data = json.loads(gzip.decompress(H200.read_bytes()))
+    kept = [b for b in data["benchmarks"] if b["extra_info"].get("op") in ("send_recv", "all_reduce", "overlap")]
+    largest = {op: max(b["extra_info"]["nbytes"] for b in kept if b["extra_info"]["op"] == op)
+               for op in ("all_reduce", "overlap")}
+    for bench in kept:
+        info, stats = bench["extra_info"], bench["stats"]
+        name = info["variant"] if info["op"] == "overlap" else info["op"]
+        if name in widen and info["nbytes"] == largest[info["op"]]:
+            m = stats["median"]
+            stats.update(data=[m * 0.9, m * 0.95, m, m * widen[name], m * widen[name] * 1.5], rounds=5, iterations=1,
+                         min=m * 0.9, max=m * widen[name] * 1.5)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(copy.deepcopy(data) | {"benchmarks": kept}))
+    return RunView.of(load([path]))
+
+
+def test_c11_c12_noisy_collectives_say_so(tmp_path):
+    """5 rounds of in_flight spread over 0.9-7.5x their median: its interval holds one_by_one's, so whether overlap
+    pays can't be told (the sentence said "overlap buys 1.32x"); all_reduce's rounds over 0.9-4.5x give its bus
+    bandwidth's interval."""
+    said = " ".join(distributed_findings(_distributed_run(tmp_path, {"in_flight": 5.0, "all_reduce": 3.0}).rows))
+    assert ("Four all_reduces of 256 B in flight at once (async_op=True) took 753 µs, one by one 993 µs: can't tell "
+            "whether overlap pays (1.32x; the medians' intervals, 678 µs to 5.65 ms and 918 µs to 1.04 ms, overlap).") in said
+    assert ("all_reduce of 16 KiB reached 0.0714 GB/s bus bandwidth (its median's interval over 5 rounds: 0.0159 to "
+            "0.0794 GB/s).") in said
+
+
+def test_c14_the_host_copys_threads_are_the_ones_recorded(tmp_path):
+    """A run that records torch's intra-op threads names them (2 on the CPU run: "several threads" read as many)."""
+    data = json.loads(CPU.read_text())
+    data["machine_info"]["xferbench"]["host"] = {"torch_threads": 2}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    assert host_copy(RunView.of(load([path]))).startswith("Host memory copies (torch's copy_, 2 threads) reached 26.4 GB/s")
