@@ -67,6 +67,7 @@ class Rounds:
     confidence: float = 0.99
     dist_rounds: int = 30  # a distributed case's own rounds and warm-up calls (distributed.options.Profile)
     dist_warmup: int = 2
+    profile: str = "quick"  # --xfer-profile: a scenario's fixed rounds (families.scenario.SETUP_ROUNDS)
 
     @classmethod
     def of(cls, config: pytest.Config) -> Rounds:
@@ -78,7 +79,8 @@ class Rounds:
                    int(config.getoption("benchmark_min_rounds")),
                    int(config.getoption("benchmark_calibration_precision", 10) or 10),
                    float(precision) if precision else None, float(config.getoption("benchmark_confidence", 0.99)),
-                   int(config.getoption("xfer_dist_rounds", None) or dist.rounds), dist.warmup)
+                   int(config.getoption("xfer_dist_rounds", None) or dist.rounds), dist.warmup,
+                   str(config.getoption("xfer_profile", "quick")))
 
     def needed(self, most: int, spread: float | None) -> int:
         """Rounds run of at most ``most``: all of them without --benchmark-precision or where the rounds'
@@ -188,10 +190,26 @@ def _harness_seconds(item: Any, simulated: bool, verified: set[Case]) -> float:
     return SIMULATED_HARNESS_S + HARNESS_COPIES * nbytes / (CONSERVATIVE_GBPS * 1e9)
 
 
+def _family_seconds(item: Any, backend: Any, rounds: Rounds, on_simulated: bool) -> tuple[float, bool]:
+    """A scenario's or concurrent case's seconds and whether they are simulated. On a simulated accelerator,
+    its calls as the spec prices them (its family's price, families.registry.priced), in the rounds the run
+    gives them: a fixed number where a round has an untimed setup, else pytest-benchmark's after the suite's
+    warm-up calls. Elsewhere a conservative call of ``CONSERVATIVE_CALL_S`` plus its bytes at ``CONSERVATIVE_GBPS``."""
+    if on_simulated:
+        from ..families.registry import fixed_rounds, priced
+
+        price = priced(item, backend.spec)
+        if price is None:  # the spec has no price for it: the run skips it
+            return 0.0, True
+        if (fixed := fixed_rounds(item, price, rounds.profile)) is not None:
+            return fixed * (price.call_s + price.around_s), True
+        return benchmark_seconds(price.call_s, rounds, backend.spec.noise) + WARMUP_CALLS * price.call_s, True
+    call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
+    return benchmark_seconds(call, rounds), False
+
+
 def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
-    """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases). A
-    case that is not a core one is priced as a call of ``CONSERVATIVE_CALL_S`` plus its bytes at
-    ``CONSERVATIVE_GBPS``, on the simulated clock where it runs on a simulated accelerator."""
+    """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases)."""
     result = Estimate()
     verified: set[Case] = set()
     for item in planned:
@@ -204,9 +222,7 @@ def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
         elif _distributed(item):
             seconds, simulated = _distributed_seconds(item, rounds), False
         else:
-            call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
-            simulated = backend.simulated and _on_accelerator(item)
-            seconds = benchmark_seconds(call, rounds, backend.spec.noise if simulated else None)
+            seconds, simulated = _family_seconds(item, backend, rounds, on_simulated)
         if simulated:
             result.simulated_s += seconds
         else:
@@ -229,7 +245,7 @@ def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
     if found.simulated_s:
         lines.append(f"xferbench: estimated run time {_minutes(found.simulated_s)} of simulated clock "
                      f"+ {_minutes(found.real_s)} on the real clock (host and distributed cases, the harness: a conservative "
-                     "figure); scenarios and concurrent cases are priced conservatively, not by the spec")
+                     "figure)")
     else:
         lines.append(f"xferbench: estimated run time {_minutes(found.real_s)} (a conservative figure: "
                      f"{CONSERVATIVE_CALL_S * 1e6:.0f} us + bytes at {CONSERVATIVE_GBPS:g} GB/s a call, "
