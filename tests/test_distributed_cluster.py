@@ -235,6 +235,18 @@ class TestSlowestRank:
 
 
 @pytest.mark.slow
+def test_plan_only_prints_the_cluster_profile_and_measures_nothing(tmp_path):
+    """torchrun --profile cluster --plan-only on 2 "nodes" of 2 gloo ranks: rank 0 prints the plan and its estimate
+    once the world has formed, and every rank ends without measuring or writing anything."""
+    args = ["--profile", "cluster", "--plan-only", "--out", str(tmp_path / "dist.json")]
+    node0, node1 = launch(tmp_path, 2, 2, [args, args])
+    assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
+    lines = our_lines(node0.stdout) + our_lines(node1.stdout)
+    assert len(lines) == 1 and lines[0].startswith(
+        "xferbench.distributed: 90 cases on 4 ranks (gloo, 4B to 256MiB, 10 rounds each): about "), lines
+    assert not list(tmp_path.iterdir())
+
+
 class TestBadLaunch:
     def test_mismatched_options_end_with_one_line_naming_the_rank_and_host(self, tmp_path):
         began = time.monotonic()

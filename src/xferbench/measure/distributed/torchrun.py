@@ -193,6 +193,24 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
                            "--gpus-per-task=1), or --backend gloo for a CPU run")
 
 
+def swept_sizes(args: argparse.Namespace, profile: Profile, backend: str, sizes: list[int], free: int | None,
+                notes: list[str]) -> list[int]:
+    """The sizes the world runs: up to the largest that fits --mem-fraction of ``free``; else, for an nccl world on
+    the profile's own sizes, on to the bus-bandwidth plateau where the profile asks for it (``Profile.plateau``:
+    not the cluster profile, whose sizes are chosen to fit its time); else ``sizes``. Why a sweep stopped short
+    is added to ``notes``."""
+    if args.mem_fraction:
+        found = scan_sizes(sizes, free, args.mem_fraction)
+    elif backend == "nccl" and not args.sizes and profile.plateau:
+        found = plateau_sizes(sizes, free)
+    else:
+        return sizes
+    if isinstance(found, str):
+        notes.append(found)
+        return sizes
+    return found
+
+
 def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
     """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
     from ..session.estimate import dist_case_seconds
@@ -268,20 +286,10 @@ def run(args: argparse.Namespace) -> int:
     nodes = [node for node, _ in everyone]
     check_launch(nodes, places)
     check_own_gpus(nodes, places)
-    notes = []
-    if args.mem_fraction:
+    notes: list[str] = []
+    if args.mem_fraction or (backend == "nccl" and not args.sizes and profile.plateau):
         # read now that the world holds its communicators, as this node's ranks share its host memory
-        scanned = scan_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device), args.mem_fraction)
-        if isinstance(scanned, str):
-            notes.append(scanned)
-        else:
-            sizes = scanned
-    elif backend == "nccl" and not args.sizes:  # the profile's sweep, on to the bus-bandwidth plateau where it fits
-        extended = plateau_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device))
-        if isinstance(extended, str):
-            notes.append(extended)
-        else:
-            sizes = extended
+        sizes = swept_sizes(args, profile, backend, sizes, _world_free_bytes(free_bytes(device, per_node), device), notes)
     cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it

@@ -51,7 +51,7 @@ WARMUP_CALLS, NOOP_CALLS = 3, 100
 #: bytes at DIST_GBPS. Above the 8-GPU full profile's 143 gloo cases on the shared 2-core build machine
 #: (0.2-4 ms a call up to 64 KiB, 0.3-1.8 GB/s at 64 MiB: 382 s in all, priced 627 s).
 DIST_CALL_S, DIST_GBPS = 1.5e-3, 0.5
-#: The device-time step's budget and bounds (transfers.EVENT_BUDGET_S, repeats 3..100, three windows).
+#: The device-time step's budget per case, shared by its three windows (transfers.EVENT_BUDGET_S, repeats 3..100).
 EVENT_BUDGET_S, EVENT_WINDOWS = 0.2, 3
 
 
@@ -137,7 +137,7 @@ def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool
     timed = call * NOOP_CALLS if case.op == "noop" else call
     seconds = benchmark_seconds(timed, rounds, spread) + WARMUP_CALLS * call
     if on_accelerator and case.op not in ("noop", "sync") and case.host_memory != "pageable":
-        repeats = max(3, min(100, int(EVENT_BUDGET_S / call)))
+        repeats = max(3, min(100, int(EVENT_BUDGET_S / EVENT_WINDOWS / call)))
         seconds += EVENT_WINDOWS * repeats * queued
     return seconds, backend.simulated and on_accelerator
 
