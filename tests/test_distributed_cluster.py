@@ -243,7 +243,7 @@ def test_plan_only_prints_the_cluster_profile_and_measures_nothing(tmp_path):
     assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
     lines = our_lines(node0.stdout) + our_lines(node1.stdout)
     assert len(lines) == 1 and lines[0].startswith(
-        "xferbench.distributed: 90 cases on 4 ranks (gloo, 4B to 256MiB, 10 rounds each): about "), lines
+        "xferbench.distributed: 108 cases on 4 ranks (gloo, 4B to 256MiB, 10 rounds each): about "), lines
     assert not list(tmp_path.iterdir())
 
 

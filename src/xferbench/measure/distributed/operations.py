@@ -28,10 +28,13 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = [
+    "BOTH_PLACEMENTS",
     "DIST_OPS",
     "IN_FLIGHT",
+    "IN_PLACE",
     "POINT_TO_POINT",
     "FOOTPRINT",
+    "RING",
     "DistCase",
     "Operation",
     "build_dist_cases",
@@ -50,6 +53,15 @@ POINT_TO_POINT = ("send_recv", "isend_irecv")
 #: The overlap family's variants, and how many all_reduces it keeps in flight.
 OVERLAP_VARIANTS = ("in_flight", "one_by_one")
 IN_FLIGHT = 4
+#: send_recv's world-wide variant, nccl-tests' sendrecv_perf: every rank sends to the next and receives from the one
+#: before, at once (out of place: a send buffer and a receive buffer), rather than a ping-pong between two ranks.
+RING = "ring"
+#: The collectives torch can run both in place and out of place, as nccl-tests times each (its two columns): by
+#: default out of place (a send and a receive buffer); this variant in place (the send buffer is this rank's block
+#: of the receive buffer, all_gather's, or the receive buffer this rank's block of the send buffer, reduce_scatter's,
+#: which is how NCCL tells an in-place call). torch's all_reduce and broadcast are in place only.
+IN_PLACE = "in_place"
+BOTH_PLACEMENTS = ("all_gather", "reduce_scatter")
 
 
 def bus_factor(op: str, world_size: int) -> float:
@@ -80,7 +92,8 @@ class DistCase:
 
     @property
     def point_to_point(self) -> bool:
-        return self.op in POINT_TO_POINT
+        """A ping-pong between the two ranks of ``pair`` (the ring is world-wide)."""
+        return self.op in POINT_TO_POINT and self.variant != RING
 
     @property
     def id(self) -> str:
@@ -121,9 +134,10 @@ FOOTPRINT = {"send_recv": 1.25, "isend_irecv": 1.25, "broadcast": 1.25, "all_red
              "reduce_scatter": 2.6, "all_gather": 2.6, "all_to_all": 2.25}
 
 
-def bytes_needed(op: str, nbytes: int) -> int:
-    """Memory one rank holds for ``op`` on a payload of ``nbytes`` (see FOOTPRINT)."""
-    return math.ceil(nbytes * FOOTPRINT[op])
+def bytes_needed(op: str, nbytes: int, variant: str | None = None) -> int:
+    """Memory one rank holds for ``op`` on a payload of ``nbytes`` (see FOOTPRINT); the ring holds a send and a
+    receive buffer, twice the ping-pong's one (not measured: its footprint's double)."""
+    return math.ceil(nbytes * FOOTPRINT[op] * (2 if variant == RING else 1))
 
 
 def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) -> list[int] | str:
@@ -208,6 +222,10 @@ def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, 
             if op in POINT_TO_POINT:
                 out += [DistCase(op, size, backend, world_size, device, dtype, pair, None, crosses)
                         for pair, crosses in links]
+                if op == "send_recv":
+                    out.append(DistCase(op, size, backend, world_size, device, dtype, variant=RING))
+            elif op in BOTH_PLACEMENTS:
+                out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in (None, IN_PLACE)]
             elif op == "overlap":
                 out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in OVERLAP_VARIANTS]
             else:
@@ -263,9 +281,9 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
     out: list[DistCase | Skipped] = []
     for case in build_dist_cases(devices, backend, byte_sizes, world_size):
         # A case no rank can hold would fail inside the world and break it for every later case.
-        if isinstance(case, DistCase) and budget is not None and bytes_needed(case.op, case.nbytes) > budget:
+        if isinstance(case, DistCase) and budget is not None and bytes_needed(case.op, case.nbytes, case.variant) > budget:
             out.append(Skipped(case.id, f"{case.op} of {format_size(case.nbytes)} needs "
-                                        f"{format_bytes(bytes_needed(case.op, case.nbytes))} per rank; "
+                                        f"{format_bytes(bytes_needed(case.op, case.nbytes, case.variant))} per rank; "
                                         f"{format_bytes(budget)} of {where} is available to it"))
         else:
             out.append(case)
@@ -337,6 +355,8 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
 
     if case.point_to_point:
         return _point_to_point(case, rank, empty(case.numel), sync)
+    if case.variant == RING:
+        return _ring(case, rank, empty(case.numel), empty(case.numel), sync)
     if case.op == "overlap":
         return _overlap(case, rank, [empty(max(1, case.numel // IN_FLIGHT)) for _ in range(IN_FLIGHT)], sync)
     import torch.distributed as dist
@@ -354,13 +374,15 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
         return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.all_reduce(buf)),
                          lambda: _holds(buf, total), sync)
     if case.op == "all_gather":
-        send, recv = empty(per), empty(per * n)
-        return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
+        recv = empty(per * n)
+        send = recv.narrow(0, rank * per, per) if case.variant == IN_PLACE else empty(per)
+        return Operation(lambda: _done(recv.zero_(), send.fill_(rank + 1)),  # in place, send is part of recv
                          lambda: _done(gather(recv, send)),
                          lambda: _blocks_hold(recv, [i + 1 for i in range(n)]), sync)
     if case.op == "reduce_scatter":
-        send, recv = empty(per * n), empty(per)
-        return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
+        send = empty(per * n)
+        recv = send.narrow(0, rank * per, per) if case.variant == IN_PLACE else empty(per)
+        return Operation(lambda: _done(recv.zero_(), send.fill_(rank + 1)),  # in place, recv is part of send
                          lambda: _done(scatter(recv, send)),
                          lambda: _holds(recv, total), sync)
     if case.op == "all_to_all":
@@ -403,6 +425,22 @@ def _point_to_point(case: DistCase, rank: int, buf: Tensor, sync: Callable[[], N
     return Operation(lambda: _done(buf.fill_(first + 1 if rank == first else 0)),
                      blocking if case.op == "send_recv" else nonblocking,
                      lambda: _holds(buf, first + 1), sync)
+
+
+def _ring(case: DistCase, rank: int, send: Tensor, recv: Tensor, sync: Callable[[], None]) -> Operation:
+    """nccl-tests' sendrecv_perf: every rank sends its buffer to the next rank and receives the one before's, at once
+    (one batch of an isend and an irecv, which NCCL runs as one group)."""
+    import torch.distributed as dist
+
+    n = case.world_size
+    before = (rank - 1) % n
+
+    def call() -> None:
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, (rank + 1) % n),
+                                            dist.P2POp(dist.irecv, recv, before)]):
+            _wait(work)
+
+    return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()), call, lambda: _holds(recv, before + 1), sync)
 
 
 def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], None]) -> Operation:

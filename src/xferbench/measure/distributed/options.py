@@ -36,11 +36,12 @@ PROFILES: dict[str, Profile] = {
     # sizes, 5 rounds each case still has a median, each rank its share of slowest rounds, each op its
     # latency (4B, 1KiB) and bus bandwidth (16MiB), and compare's rank test its smallest sample.
     "quick": Profile("quick", "4B,1KiB,16MiB", rounds=5),
-    # 30 rounds of up to 100 calls were most of the 8-GPU simulated full profile's time (628 of 990 s of its real
-    # clock's estimate); 10 rounds still hold 1,000 calls of a small op, 40 of a large one.
-    "full": Profile("full", "4B..64MiB:x4", rounds=10),
+    # 30 rounds of up to 100 calls at 13 sizes were most of the 8-GPU simulated full profile's time (628 of 990 s of
+    # its real clock's estimate); 10 rounds still hold 1,000 calls of a small op, 40 of a large one, and x16 steps
+    # (powers of two, as nccl-tests sweeps) still draw the latency, the knee and the bandwidth.
+    "full": Profile("full", "4B..64MiB:x16", rounds=10),
     # A cluster's first look within 15 minutes, for torchrun: latency (4 B, 1 KiB), the knee and bus bandwidth up to
-    # 256 MiB, every op and link at each; priced 7.0 min on 2 nodes x 8 GPUs at gloo's per-call price (--plan-only).
+    # 256 MiB, every op and link at each; priced 8.4 min on 2 nodes x 8 GPUs at gloo's per-call price (--plan-only).
     "cluster": Profile("cluster", "4B,1KiB,64KiB,1MiB,16MiB,256MiB", rounds=10, plateau=False),
 }
 

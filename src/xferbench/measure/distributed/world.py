@@ -300,7 +300,7 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
     little free memory or runs out while allocating (the world stays in step for the next case)."""
     import torch
 
-    need = bytes_needed(case.op, case.nbytes)
+    need = bytes_needed(case.op, case.nbytes, case.variant)
     mine = free_bytes(device, per_node)
     short = [(r, free) for r, free in enumerate(gather(-1.0 if mine is None else float(mine))) if 0 <= free < need]
     if short:
@@ -488,7 +488,7 @@ def injected_fault(rank: int) -> tuple[str, int] | None:
 def call_deadline(timeout_s: float, case: DistCase, calls: int = 1) -> float:
     """Seconds ``calls`` calls of ``case`` may take before a rank counts as hung: the timeout,
     plus the payload's footprint moved at FLOOR_BYTES_PER_S each call."""
-    return timeout_s + calls * bytes_needed(case.op, case.nbytes) / FLOOR_BYTES_PER_S
+    return timeout_s + calls * bytes_needed(case.op, case.nbytes, case.variant) / FLOOR_BYTES_PER_S
 
 
 def step_deadline(timeout_s: float, case: DistCase, iterations: int, warmup: int) -> float:
