@@ -2,10 +2,9 @@
 
 import re
 
-from xferbench.measure.distributed.operations import cases_for, plateau_sizes
+from xferbench.measure.distributed.operations import DIST_CALL_S, cases_for, dist_case_seconds, plateau_sizes
 from xferbench.measure.distributed.options import PROFILES
 from xferbench.measure.distributed.torchrun import parser, plan_line, swept_sizes
-from xferbench.measure.session.estimate import DIST_CALL_S, dist_case_seconds
 from xferbench.units import parse_sizes
 
 
