@@ -166,7 +166,8 @@ class ScenarioFamily(Generic[C]):
         noise and drift, after ``PRICE_WARMUP`` calls: what the run's simulated clock charges it (the
         run-time estimate). Raises what ``price`` raises (CannotRun where the spec has no price for it)."""
         machine = SimBackend(dataclasses.replace(spec, noise=0.0, drift=0.0), SimClock())
-        indices = sorted({i for i in map(accelerator_index, case.devices) if i is not None})
+        devices: Sequence[str] = getattr(case, "devices", ())  # a Scenario's or a Concurrent's
+        indices = sorted({i for i in map(accelerator_index, devices) if i is not None})
 
         def sync() -> None:
             for i in indices:

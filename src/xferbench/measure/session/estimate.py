@@ -4,7 +4,8 @@ The estimate follows the plan (the collected cases that are not skipped) and pyt
 rounds rule for each: calibrate loops until a round lasts ``--benchmark-min-time``, then run
 ``max(ceil(max_time / round), min_rounds)`` rounds; add the suite's warm-up calls and, for a case on an
 accelerator, its device-time windows. What one call costs comes from the simulated machine's price
-model under ``--xfer-simulate`` (``SimBackend.call_seconds``), so the estimate is in simulated seconds
+model under ``--xfer-simulate`` (``SimBackend.call_seconds``; a scenario's or concurrent case's own price,
+``families.registry.priced``, in the rounds its timing gives it), so the estimate is in simulated seconds
 and the end of the run reads it back against the simulated clock. Elsewhere it is a conservative
 figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read back against the wall clock;
 a distributed case by its own rounds (``distributed.operations.dist_case_seconds``), and the harness of a case on a
