@@ -275,6 +275,22 @@ class TestBadLaunch:
         assert "launched for different world sizes: this one for 2, by its WORLD_SIZE" in proc.stderr
 
 
+    def test_a_node_that_never_starts_is_named_within_the_join_timeout(self, tmp_path):
+        """xferbench torchrun on node 0 of 2, node 1 never started, no --rdzv-conf: torchrun's own rendezvous would
+        wait for ever; bounded by --join-timeout, it ends with one line naming node rank 1 and its ranks, exit 2."""
+        env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        began = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "xferbench.cli", "torchrun", "--join-timeout", "3", "--nnodes=2",
+                               "--nproc-per-node=2", "--node-rank=0", "--master-addr=127.0.0.1",
+                               f"--master-port={free_port()}", "--", "--plan-only"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert time.monotonic() - began < 3 + 60  # bounded: no hang
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
+            "xferbench torchrun: 1 of 2 nodes joined the rendezvous at 127.0.0.1:"), proc.stderr
+        assert "within --join-timeout 3 s: node rank(s) 1 (ranks 2-3) never joined" in proc.stderr
+
+
 class TestOptionsUpFront:
     """Usage errors before any rendezvous: exit 2 and one line (no rank waits for the timeout)."""
 
