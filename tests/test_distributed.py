@@ -141,6 +141,17 @@ class TestPairs:
     def test_one_node(self):
         assert pairs(["a"] * 4) == [((0, 1), "intra-node"), ((1, 0), "intra-node")]
 
+    def test_rails_pair_every_local_rank_across_nodes(self):
+        """--pairs rails: local rank r of node 0 with local rank r of every other node, each way round (every GPU's
+        own NIC), not only rank 0 with each node's first rank (one rail of 8)."""
+        assert pairs(["a", "a", "b", "b"], rails=True) == [
+            ((0, 1), "intra-node"), ((1, 0), "intra-node"), ((0, 2), "inter-node"), ((2, 0), "inter-node"),
+            ((1, 3), "inter-node"), ((3, 1), "inter-node")]
+        sixteen = pairs(["a"] * 8 + ["b"] * 8, rails=True)
+        assert [pair for pair, crosses in sixteen if crosses == "inter-node"][::2] == [(r, r + 8) for r in range(8)]
+        cases = cases_for(16, ["a"] * 8 + ["b"] * 8, "nccl", "cuda", [2**20], rails=True)
+        assert sum(c.point_to_point and c.crosses == "inter-node" for c in cases) == 2 * 16  # both p2p ops
+
 
 class TestLargestSizeScan:
     def test_goes_up_to_what_fits(self):

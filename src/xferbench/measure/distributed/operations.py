@@ -181,20 +181,23 @@ def plateau_sizes(sizes: Sequence[int], free_bytes: int | None) -> list[int] | s
     return sorted(set(out))
 
 
-def pairs(nodes: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
+def pairs(nodes: Sequence[str], rails: bool = False) -> list[tuple[tuple[int, int], str]]:
     """Point-to-point pairs for ranks on ``nodes`` (node name of each rank), labelled by the link
     crossed: rank 0 and the next rank on its node; rank 0 and the first rank of every other
-    node, each way round."""
+    node, each way round. ``rails``: the i-th rank of node 0 and the i-th rank of every other node,
+    for every i, each way round: one pair per GPU, so every GPU's own NIC (rail) is crossed."""
     out: list[tuple[tuple[int, int], str]] = []
     same = [r for r in range(1, len(nodes)) if nodes[r] == nodes[0]]
     if same:
         out += [((0, same[0]), "intra-node"), ((same[0], 0), "intra-node")]
-    firsts: dict[str, int] = {}
+    local: dict[str, list[int]] = {}
     for rank, node in enumerate(nodes):
-        if node != nodes[0]:
-            firsts.setdefault(node, rank)
-    for first in firsts.values():
-        out += [((0, first), "inter-node"), ((first, 0), "inter-node")]
+        local.setdefault(node, []).append(rank)
+    for node, ranks in local.items():
+        if node == nodes[0]:
+            continue
+        for mine, theirs in zip(local[nodes[0]], ranks, strict=False) if rails else [(0, ranks[0])]:
+            out += [((mine, theirs), "inter-node"), ((theirs, mine), "inter-node")]
     return out
 
 
@@ -211,11 +214,11 @@ def moved(op: str, nbytes: int, world_size: int, dtype: str = "float32") -> int:
 
 
 def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
-              dtype: str = "float32") -> list[DistCase]:
+              dtype: str = "float32", rails: bool = False) -> list[DistCase]:
     """Every case of a world whose ranks sit on ``nodes``, size by size; each case's ``nbytes`` is
-    what it moves (see ``moved``)."""
+    what it moves (see ``moved``); ``rails``: the point-to-point pairs of every local rank (``pairs``)."""
     out = []
-    links = pairs(nodes)
+    links = pairs(nodes, rails)
     for requested in sizes:
         for op in DIST_OPS:
             size = moved(op, requested, world_size, dtype)

@@ -67,6 +67,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("distributed.json"), help="JSON to write (rank 0); must not exist")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--sizes", help="override the profile's sizes, e.g. 1KiB..64MiB:x4")
+    p.add_argument("--pairs", choices=("first", "rails"), default="first",
+                   help="point-to-point pairs across nodes: rank 0 with the first rank of each other node (first), or "
+                        "every local rank r of node 0 with local rank r of each other node (rails: every GPU's NIC)")
     p.add_argument("--plan-only", action="store_true", help="form the world, print the cases and the estimate, and "
                    "stop before measuring")
     add_to_argparse(p)
@@ -120,7 +123,7 @@ def validate(args: argparse.Namespace, rank: int, world_size: int, free_bytes: i
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """What every rank must agree on (compared in the roll call)."""
     return {"sizes": args.sizes, "profile": args.profile, "rounds": args.rounds, "backend": args.backend,
-            "mem_fraction": args.mem_fraction}
+            "mem_fraction": args.mem_fraction, "pairs": args.pairs}
 
 
 def _world_free_bytes(free: int | None, device: str) -> int | None:
@@ -290,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mem_fraction or (backend == "nccl" and not args.sizes and profile.plateau):
         # read now that the world holds its communicators, as this node's ranks share its host memory
         sizes = swept_sizes(args, profile, backend, sizes, _world_free_bytes(free_bytes(device, per_node), device), notes)
-    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
+    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes, rails=args.pairs == "rails")
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
@@ -448,11 +451,13 @@ def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[s
 
 
 def _node_fingerprint() -> dict[str, Any]:
-    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it."""
+    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it, and its network
+    adapters (InfiniBand/RoCE and PCI network interfaces, each with its PCI address and NUMA node)."""
     from ..hardware.devices import TorchBackend
     from ..hardware.machine import fingerprint
+    from ..hardware.nics import adapters
 
-    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend())}
+    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend()), "nics": adapters()}
 
 
 def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:
