@@ -87,9 +87,12 @@ class TestBusBandwidth:
 
 class TestCases:
     def test_gloo_on_cpu(self):
-        """Per size: 2 ping-pongs each way round, 5 collectives, overlap in flight and one by one."""
+        """Per size: 2 ping-pongs each way round and the ring (send_recv), 5 collectives (all_gather and reduce_scatter
+        out of place and in place), overlap in flight and one by one."""
         cases = build_dist_cases(["cpu"], "auto", [4, 1024])
-        assert {c.backend for c in cases} == {"gloo"} and len(cases) == 2 * 11
+        assert {c.backend for c in cases} == {"gloo"} and len(cases) == 2 * 14
+        assert {(c.op, c.variant) for c in cases if c.variant not in (None, "in_flight", "one_by_one")} == {
+            ("send_recv", "ring"), ("all_gather", "in_place"), ("reduce_scatter", "in_place")}
         assert [c.id for c in cases[:2]] == ["send_recv-4B-float32-gloo-x2", "send_recv-4B-float32-gloo-x2-r1r0"]
         assert {c.op for c in cases} == set(distributed.DIST_OPS) >= {"all_to_all", "overlap"}
 
@@ -138,6 +141,17 @@ class TestPairs:
     def test_one_node(self):
         assert pairs(["a"] * 4) == [((0, 1), "intra-node"), ((1, 0), "intra-node")]
 
+    def test_rails_pair_every_local_rank_across_nodes(self):
+        """--pairs rails: local rank r of node 0 with local rank r of every other node, each way round (every GPU's
+        own NIC), not only rank 0 with each node's first rank (one rail of 8)."""
+        assert pairs(["a", "a", "b", "b"], rails=True) == [
+            ((0, 1), "intra-node"), ((1, 0), "intra-node"), ((0, 2), "inter-node"), ((2, 0), "inter-node"),
+            ((1, 3), "inter-node"), ((3, 1), "inter-node")]
+        sixteen = pairs(["a"] * 8 + ["b"] * 8, rails=True)
+        assert [pair for pair, crosses in sixteen if crosses == "inter-node"][::2] == [(r, r + 8) for r in range(8)]
+        cases = cases_for(16, ["a"] * 8 + ["b"] * 8, "nccl", "cuda", [2**20], rails=True)
+        assert sum(c.point_to_point and c.crosses == "inter-node" for c in cases) == 2 * 16  # both p2p ops
+
 
 class TestLargestSizeScan:
     def test_goes_up_to_what_fits(self):
@@ -152,17 +166,19 @@ class TestLargestSizeScan:
         planned = planned_cases(["cpu"], "gloo", [1024], 0.5, lambda kind: None)
         assert planned[-1] == Skipped("largest-size-scan", "free memory is unknown on this machine, so the scan to "
                                                            "the largest size that fits was skipped")
-        assert len(planned) == 12  # the profile's cases still run
+        assert len(planned) == 15  # the profile's cases still run
 
     def test_a_case_no_rank_can_hold_is_skipped_not_run(self):
         """Run, it would fail inside the world and break it for every later case."""
         planned = planned_cases(["cpu"], "gloo", [1024, 2**30], None, lambda kind: 4 * 2**30)
         skipped = {p.id: p.reason for p in planned if isinstance(p, Skipped)}
         assert {c.nbytes for c in planned if isinstance(c, DistCase)} == {1024, 2**30}
-        assert skipped == {f"{op}-1GiB-float32-gloo-x2": f"{op} of 1GiB needs {size} per rank; 2 GiB of host memory "
-                                                          "per rank (2 ranks on this node) is available to it"
-                           for op, size in [("all_gather", "2.6 GiB"), ("reduce_scatter", "2.6 GiB"),
-                                            ("all_to_all", "2.25 GiB")]}
+        assert skipped == {f"{op}{variant}-1GiB-float32-gloo-x2": f"{op} of 1GiB needs {size} per rank; 2 GiB of host "
+                                                                    "memory per rank (2 ranks on this node) is available to it"
+                           for op, variant, size in [("all_gather", "", "2.6 GiB"), ("reduce_scatter", "", "2.6 GiB"),
+                                                     ("all_gather", "-in_place", "2.6 GiB"),
+                                                     ("reduce_scatter", "-in_place", "2.6 GiB"),
+                                                     ("all_to_all", "", "2.25 GiB"), ("send_recv", "-ring", "2.5 GiB")]}
 
     @pytest.mark.parametrize(("op", "payloads"), [("all_reduce", 1.0), ("broadcast", 1.0), ("reduce_scatter", 2.5),
                                                   ("all_gather", 2.5), ("all_to_all", 2.0)])
@@ -180,8 +196,8 @@ class TestLargestSizeScan:
             [4, 64 * 2**20, 256 * 2**20, 2**30]
         small = planned_cases(gpus, "nccl", [4, 16 * 2**20], None, lambda kind: 2**29)  # 512 MiB free: 1 GiB won't fit
         assert max(c.nbytes for c in small if isinstance(c, DistCase)) == 256 * 2**20
-        assert {p.id for p in small if isinstance(p, Skipped)} == {f"{op}-256MiB-float32-nccl-x2" for op in
-                                                                  ("all_gather", "reduce_scatter", "all_to_all")}
+        assert {p.id for p in small if isinstance(p, Skipped)} == {f"{op}-256MiB-float32-nccl-x2" for op in (
+            "all_gather", "reduce_scatter", "all_to_all", "all_gather-in_place", "reduce_scatter-in_place", "send_recv-ring")}
         assert planned_cases(gpus, "nccl", [4], None, lambda kind: None)[-1] == Skipped(
             "plateau-scan", "free GPU memory is unknown, so the sweep stops at the profile's sizes, short of the bus "
                             "bandwidth plateau (1GiB)")
@@ -389,7 +405,7 @@ def test_real_fixture_disabled_stays_in_step():
          "--xfer-sizes=1KiB", "--xfer-dist-timeout=20", "--xfer-dist-rounds=2"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "11 passed" in proc.stdout
+    assert "14 passed" in proc.stdout  # 11 cases a size, the ring and the in-place all_gather and reduce_scatter
 
 
 @pytest.mark.slow
@@ -616,3 +632,57 @@ def test_the_cross_rank_mean_is_shown_beside_the_slowest_rank(tmp_path):
     assert [line.get_linestyle() for line in left.get_lines()] == ["-", "--"]
     assert left.get_lines()[1].get_ydata()[0] == pytest.approx(2**20 / 1e-3 / 1e9)
     plt.close(figure)
+
+
+def _three_ranks(rank: int, store: str, results: str) -> None:
+    """One rank of a 3-rank gloo world: the ring and the in-place variants, each timed and checked; then a ring
+    whose ranks receive from the wrong neighbour, which its check must refuse."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=3)
+    found = {}
+    cases = [DistCase("send_recv", 4096, "gloo", 3, variant="ring"),
+             DistCase("all_gather", 4096 * 3, "gloo", 3, variant="in_place"),
+             DistCase("reduce_scatter", 4096 * 3, "gloo", 3, variant="in_place"),
+             DistCase("all_gather", 4096 * 3, "gloo", 3), DistCase("reduce_scatter", 4096 * 3, "gloo", 3)]
+    for case in cases:
+        timed = world_module.run_on_rank(case, rank, "cpu", rounds=2, iterations=2, warmup=1, watched=False)
+        found[case.id] = [len(seconds) for seconds in timed.rank_seconds]
+
+    def backwards(case, rank, device):  # every rank sends to the one before: rank r receives from r + 1
+        made = distributed.operations.operation(case, rank, device)
+        return type(made)(made.reset, lambda: _backwards_ring(case, rank), made.check)
+
+    def _backwards_ring(case, rank):
+        send, recv = torch.full((case.numel,), rank + 1.0), torch.zeros(case.numel)
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, (rank - 1) % 3),
+                                            dist.P2POp(dist.irecv, recv, (rank + 1) % 3)]):
+            work.wait()
+
+    try:
+        world_module.run_on_rank(cases[0], rank, "cpu", rounds=1, iterations=1, warmup=0, build=backwards, watched=False)
+        found["wrong"] = "not refused"
+    except world_module.VerificationError as error:
+        found["wrong"] = str(error)
+    dist.destroy_process_group()
+    Path(results, f"{rank}.json").write_text(json.dumps(found))
+
+
+@pytest.mark.slow  # three processes import torch and meet: about 10 s
+def test_the_ring_and_in_place_variants_on_three_gloo_ranks(tmp_path):
+    """nccl-tests' sendrecv_perf (each rank sends to the next, receives from the one before) and the in-place
+    collectives, on a 3-rank world (two ranks would make the next and the one before the same): every rank times
+    every round and holds what the op must deliver."""
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from test_distributed import _three_ranks; "
+            "_three_ranks(int(sys.argv[1]), sys.argv[2], sys.argv[3])")
+    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    ranks = [subprocess.Popen([sys.executable, "-c", code, str(rank), str(tmp_path / "store"), str(tmp_path)], env=env)
+             for rank in range(3)]
+    assert [rank.wait(timeout=300) for rank in ranks] == [0, 0, 0]
+    found = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(3)]
+    assert found[0] == found[1] == found[2]
+    assert found[0].pop("wrong") == "send_recv-ring-4KiB-float32-gloo-x3: rank(s) 0, 1, 2 received wrong data"
+    assert found[0] == {case: [2, 2, 2] for case in (
+        "send_recv-ring-4KiB-float32-gloo-x3", "all_gather-in_place-12KiB-float32-gloo-x3",
+        "reduce_scatter-in_place-12KiB-float32-gloo-x3", "all_gather-12KiB-float32-gloo-x3",
+        "reduce_scatter-12KiB-float32-gloo-x3")}

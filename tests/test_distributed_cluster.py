@@ -79,7 +79,9 @@ class TestTwoNodes:
     def test_point_to_point_within_and_across_nodes(self, two_nodes):
         """rank 0 with its node's next rank (intra) and node1's first rank (inter), each way round."""
         frame = load([two_nodes]).frame
-        p2p = frame[frame["op"] == "send_recv"]
+        p2p = frame[(frame["op"] == "send_recv") & (frame["variant"] != "ring")]
+        ring = frame[(frame["op"] == "send_recv") & (frame["variant"] == "ring")]
+        assert list(zip(ring["src"], ring["dst"], strict=True)) == [("rank0:cpu", "all:cpu")]  # every rank sends
         assert sorted(zip(p2p["src"], p2p["dst"], p2p["crosses"], strict=True)) == [
             ("rank0:cpu", "rank1:cpu", "intra-node"), ("rank0:cpu", "rank2:cpu", "inter-node"),
             ("rank1:cpu", "rank0:cpu", "intra-node"), ("rank2:cpu", "rank0:cpu", "inter-node")]
@@ -107,10 +109,10 @@ class TestTwoNodes:
         rank needs every other's data name it; a broadcast's receivers need only the root's."""
         frame = load([two_nodes]).frame
         collectives = frame[~frame["op"].isin(("send_recv", "isend_irecv", "broadcast"))]
-        assert len(collectives) == 6
+        assert len(collectives) == 8  # all_gather and reduce_scatter out of place and in place
         assert {late_rank(r).rank for r in collectives["rank_call_seconds"]} == {3}
         lines = [line for line in distributed_findings(frame) if line.startswith("Rank 3 on node1 arrived late")]
-        assert lines and (" in 6 of 7 " in lines[0] or " in 7 of 7 " in lines[0]), distributed_findings(frame)
+        assert lines and (" in 8 of 9 " in lines[0] or " in 9 of 9 " in lines[0]), distributed_findings(frame)
 
     def test_report_draws_the_new_figures(self, two_nodes):
         results = load([two_nodes])
@@ -235,6 +237,28 @@ class TestSlowestRank:
 
 
 @pytest.mark.slow
+def test_plan_only_prints_the_cluster_profile_and_measures_nothing(tmp_path):
+    """torchrun --profile cluster --plan-only on 2 "nodes" of 2 gloo ranks: rank 0 prints the plan and its estimate
+    once the world has formed, and every rank ends without measuring or writing anything."""
+    args = ["--profile", "cluster", "--plan-only", "--out", str(tmp_path / "dist.json")]
+    node0, node1 = launch(tmp_path, 2, 2, [args, args])
+    assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
+    lines = our_lines(node0.stdout) + our_lines(node1.stdout)
+    assert len(lines) == 1 and lines[0].startswith(
+        "xferbench.distributed: 108 cases on 4 ranks (gloo, 4B to 256MiB, 10 rounds each): about "), lines
+    assert not list(tmp_path.iterdir())
+
+
+def test_rails_pair_every_local_rank_of_two_nodes(tmp_path):
+    """--pairs rails on 2 "nodes" of 2 gloo ranks: local rank 1 of node0 with local rank 1 of node1 too (2 more pairs
+    each way, for send_recv and isend_irecv at each of the cluster profile's 6 sizes), in the plan every rank agrees on."""
+    args = ["--profile", "cluster", "--pairs", "rails", "--plan-only", "--out", str(tmp_path / "dist.json")]
+    node0, node1 = launch(tmp_path, 2, 2, [args, args])
+    assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
+    lines = our_lines(node0.stdout) + our_lines(node1.stdout)
+    assert len(lines) == 1 and lines[0].startswith("xferbench.distributed: 132 cases on 4 ranks (gloo, 4B to 256MiB"), lines
+
+
 class TestBadLaunch:
     def test_mismatched_options_end_with_one_line_naming_the_rank_and_host(self, tmp_path):
         began = time.monotonic()
@@ -259,6 +283,22 @@ class TestBadLaunch:
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
             "xferbench.distributed: rank 0 on lonely: the world of 2 did not form at 127.0.0.1:")
         assert "launched for different world sizes: this one for 2, by its WORLD_SIZE" in proc.stderr
+
+
+    def test_a_node_that_never_starts_is_named_within_the_join_timeout(self, tmp_path):
+        """xferbench torchrun on node 0 of 2, node 1 never started, no --rdzv-conf: torchrun's own rendezvous would
+        wait for ever; bounded by --join-timeout, it ends with one line naming node rank 1 and its ranks, exit 2."""
+        env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        began = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "xferbench.cli", "torchrun", "--join-timeout", "3", "--nnodes=2",
+                               "--nproc-per-node=2", "--node-rank=0", "--master-addr=127.0.0.1",
+                               f"--master-port={free_port()}", "--", "--plan-only"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert time.monotonic() - began < 3 + 60  # bounded: no hang
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
+            "xferbench torchrun: 1 of 2 nodes joined the rendezvous at 127.0.0.1:"), proc.stderr
+        assert "within --join-timeout 3 s: node rank(s) 1 (ranks 2-3) never joined" in proc.stderr
 
 
 class TestOptionsUpFront:

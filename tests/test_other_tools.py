@@ -280,3 +280,30 @@ class TestLikeWithLike:
         pingpong = [_dist("send_recv", n, 4, n / 98e9, n / 98e9, pair=pair) for pair in ((0, 1), (1, 0))]
         results = load([write(tmp_path / "run.json", pingpong, gpu_machine())])
         assert all(row["path"] is None for row in comparisons(RunView.of(results), load_peers([NCCL_SENDRECV])))
+
+    def test_the_ring_is_set_beside_sendrecv_perf(self, tmp_path):
+        """The suite's ring (every rank sends to the next at once) is what sendrecv_perf times: set beside its
+        out-of-place column (the ring has a send and a receive buffer), by the ranks' mean; the ping-pong beside none."""
+        n = 64 * MiB
+        ring = _dist("send_recv", n, 4, n / 20e9, n / 24e9, variant="ring")
+        pingpong = _dist("send_recv", n, 4, n / 98e9, n / 98e9)
+        results = load([write(tmp_path / "run.json", [ring, pingpong], gpu_machine())])
+        rows = [row for row in comparisons(RunView.of(results), load_peers([NCCL_SENDRECV])) if row["figure"].nbytes == n]
+        placed = {row["figure"].variant: row for row in rows}
+        assert placed["in-place"]["path"] is None
+        assert placed["out-of-place"]["gbps"] == pytest.approx(24.0) and placed["out-of-place"]["slowest_gbps"] == \
+            pytest.approx(20.0)
+        assert placed["out-of-place"]["share"] == pytest.approx(24.0 / 24.95)
+
+    def test_each_placement_beside_its_own_column(self, tmp_path):
+        """all_gather timed out of place and in place: each set beside nccl-tests' column of the same placement."""
+        n = 64 * MiB
+        text = NCCL_SENDRECV.read_text().replace("sendrecv_perf", "all_gather_perf")
+        (tmp_path / "ag.txt").write_text(text)
+        suite = [_dist("all_gather", n, 4, n / 15e9, n / 16e9), _dist("all_gather", n, 4, n / 19e9, n / 20e9, "in_place")]
+        results = load([write(tmp_path / "run.json", suite, gpu_machine())])
+        rows = [row for row in comparisons(RunView.of(results), load_peers([tmp_path / "ag.txt"]))
+                if row["figure"].nbytes == n]
+        placed = {row["figure"].variant: row for row in rows}
+        # busbw = algbw x (n - 1) / n: 16 GB/s of algbw by the mean is 12 of busbw, 20 in place is 15.
+        assert placed["out-of-place"]["gbps"] == pytest.approx(12.0) and placed["in-place"]["gbps"] == pytest.approx(15.0)

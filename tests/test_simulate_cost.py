@@ -1,6 +1,7 @@
 """The cost of a full run on a big box: the peer family's plan per topology (--xfer-peer-pairs), and the
 run-time estimate printed before a run and read back against the simulated clock at its end."""
 
+import dataclasses
 import json
 import os
 import re
@@ -108,8 +109,10 @@ class TestBeforeTheRun:
         assert re.search(r"xferbench: \d+ cases planned \(.*peer 478,", output)
         # Every collected case is in the plan (none is skipped on this machine): core, scenario, concurrent, distributed.
         planned = int(re.search(r"xferbench: (\d+) cases planned", output).group(1))
-        assert planned == int(re.search(r"(\d+) tests collected", output).group(1)) == 5666
-        assert re.search(r"estimated run time [\d.]+ (min|s) of simulated clock", output)
+        assert planned == int(re.search(r"(\d+) tests collected", output).group(1)) == 5735
+        # The whole profile fits 15 minutes: the spec's clock and the real one (the harness, host and distributed cases).
+        found = re.search(r"estimated run time ([\d.]+) min of simulated clock \+ ([\d.]+) min on the real clock", output)
+        assert found and float(found.group(1)) + float(found.group(2)) < 15, output[-2000:]
 
     def test_two_gpus_default_to_every_pair(self):
         assert "peer pairs all (default: 2 GPUs" in collect(TWO, "bench/test_peer.py")
@@ -255,8 +258,8 @@ class TestHarnessOnTheRealClock:
     def test_a_distributed_case_is_priced_by_its_own_rounds(self):
         """The 2-rank world times its own rounds (World.run: warm-up, rounds of calls_for(nbytes) calls, one
         verified call), not pytest-benchmark's; the profile's rounds unless --xfer-dist-rounds says otherwise."""
-        from xferbench.measure.distributed.operations import DistCase
-        from xferbench.measure.session.estimate import DIST_CALL_S, DIST_GBPS, HARNESS_COPIES, HARNESS_S, estimate
+        from xferbench.measure.distributed.operations import DIST_CALL_S, DIST_GBPS, DistCase
+        from xferbench.measure.session.estimate import HARNESS_COPIES, HARNESS_S, estimate
 
         def seconds(nbytes, rounds):
             harness = HARNESS_S + HARNESS_COPIES * nbytes / (2e9)
@@ -269,3 +272,91 @@ class TestHarnessOnTheRealClock:
         assert seconds(4, full) == pytest.approx((2 + 30 * 100 + 1) * call(4))
         assert seconds(2**26, full) == pytest.approx((2 + 30 * 4 + 1) * call(2**26))  # 4 calls a round at 64 MiB
         assert seconds(4, Rounds(0.02, 1e-4, 5, dist_rounds=5)) == pytest.approx((2 + 5 * 100 + 1) * call(4))
+
+
+class Charged:
+    """pytest-benchmark's fixture as far as a family's timing uses it, which keeps what each timed call (or,
+    with a setup, each whole round) charged to the simulated clock, as the run's clock charges it."""
+
+    CALLS = 5
+
+    def __init__(self, clock: SimClock) -> None:
+        self.clock, self.charges, self.extra_info, self.group, self.rounds = clock, [], {}, None, None
+
+    def _charged(self, *steps):
+        before, result = self.clock.now, None
+        for step in steps:
+            if step is not None:
+                result = step()
+        self.charges.append(self.clock.now - before)
+        return result
+
+    def __call__(self, target):
+        return [self._charged(target) for _ in range(self.CALLS)][-1]
+
+    def pedantic(self, target, setup=None, teardown=None, rounds=1, warmup_rounds=0):
+        self.rounds = rounds + warmup_rounds
+        results = [self._charged(setup, target, teardown) for _ in range(self.CALLS)]
+        return results[-1]
+
+
+def family_cases(profile: str = "full") -> list:
+    """Every scenario and concurrent case the 8-GPU spec plans on its accelerators, by the default peer plan."""
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan
+    from xferbench.measure.hardware.devices import accelerator_index
+
+    classes = SimBackend(load_spec(EIGHT), SimClock()).peer_link_classes(GPUS)
+    peers = peer_plan(GPUS, classes)
+    planned = [case for op in SCENARIO_FAMILIES for case in plan(op, ["cpu", *GPUS], profile, peers)]
+    return [c for c in planned if hasattr(c, "devices") and any(accelerator_index(d) is not None for d in c.devices)]
+
+
+def run_price(case, rounds: Rounds) -> float | None:
+    """What the run's simulated clock charges ``case``: each call's median price through the family's own timing
+    (families.registry.run on the spec's machine, its noise included), in the rounds the run gives it; None
+    where the run skips it."""
+    from xferbench.measure.families.registry import run
+    from xferbench.measure.session.estimate import WARMUP_CALLS
+    from xferbench.measure.transfers import CannotRun
+
+    machine = SimBackend(load_spec(EIGHT), SimClock())
+    benchmark = Charged(machine.clock)
+    try:
+        run(case, benchmark, machine, rounds.profile)
+    except CannotRun:
+        return None
+    median = sorted(benchmark.charges)[len(benchmark.charges) // 2]
+    if benchmark.rounds is not None:
+        return benchmark.rounds * median
+    return benchmark_seconds(median, rounds, machine.spec.noise) + WARMUP_CALLS * median
+
+
+class TestFamiliesPricedBySpec:
+    """The estimate of the scenario and concurrent families on a simulated machine is what its clock charges
+    them (each family's price, in its rounds), not a flat conservative figure: the 8-GPU spec's full profile."""
+
+    rounds = Rounds(0.02, 1e-4, 5, precision=0.01, profile="full")  # the plugin's simulated full profile
+
+    @pytest.mark.slow  # prices every case of the plan twice: about 15 s
+    def test_within_a_fifth_of_the_priced_total_of_the_plan(self):
+        from xferbench.measure.session.estimate import estimate
+
+        cases = family_cases()
+        priced = [(case, run_price(case, self.rounds)) for case in cases]
+        total = sum(p for _, p in priced if p is not None)
+        found = estimate(cases, SimBackend(load_spec(EIGHT), SimClock()), self.rounds)
+        assert len(cases) > 1000 and sum(p is None for _, p in priced) == 24  # forward on a GPU: no price for compute
+        assert 0.8 <= found.simulated_s / total <= 1.2, (found.simulated_s, total)
+
+    def test_each_family_within_a_fifth(self):
+        """Family by family on the quick profile, so that no family's error hides behind another's."""
+        from xferbench.measure.session.estimate import estimate
+
+        quick = dataclasses.replace(self.rounds, profile="quick")
+        by_family: dict[str, list] = {}
+        for case in family_cases("quick"):
+            by_family.setdefault(case.op, []).append(case)
+        for op, cases in by_family.items():
+            total = sum(p for p in (run_price(c, quick) for c in cases) if p is not None)
+            found = estimate(cases, SimBackend(load_spec(EIGHT), SimClock()), quick).simulated_s
+            assert (found == total == 0) or 0.8 <= found / total <= 1.2, (op, found, total)

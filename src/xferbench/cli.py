@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | check | store | info``.
+"""``xferbench run | report | history | compare | calibrate | ab | check | store | torchrun | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -467,6 +467,16 @@ def _comment_output(args: argparse.Namespace) -> None:
     _only_own(args.output, _OUTPUT_START["store", "-o"], "-o")
 
 
+def _torchrun(args: argparse.Namespace) -> int:
+    from .measure.distributed.launch import LaunchError, parse, run
+
+    try:
+        launch = parse(args.torchrun_argv)
+    except LaunchError as error:
+        raise UsageError(str(error)) from None
+    return run(launch)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xferbench", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -544,6 +554,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_check)
 
     _store_parser(sub)
+    torchrun = sub.add_parser("torchrun", help="torchrun ... -m xferbench.distributed, its rendezvous bounded: a node "
+                                               "that never joins ends it with one line naming it (exit 2)",
+                              usage="xferbench torchrun [--join-timeout SECONDS] TORCHRUN_OPTIONS -- OPTIONS")
+    torchrun.add_argument("--join-timeout", metavar="SECONDS",
+                          help="seconds torchrun's agents wait for every node (default: 120; --rdzv-conf overrides)")
+    torchrun.set_defaults(run=_torchrun)
     info = sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
     info.set_defaults(run=_info)
     return parser
@@ -594,10 +610,19 @@ def _tolerant_output() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_output()
     parser = build_parser()
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["torchrun"] and "--" in raw:  # torchrun's options and the entry point's, split at "--", as given
+        args = argparse.Namespace(command="torchrun", run=_torchrun, torchrun_argv=raw[1:])
+        return _dispatch(args)
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "run":
+    if extra and args.command not in ("run", "torchrun"):  # torchrun: its options without "--" get one line (_torchrun)
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra  # run's: pytest's own arguments, passed on as given
+    args.torchrun_argv = raw[1:]
+    return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         return args.run(args)
     except (ResultsError, OutputError, UsageError) as error:

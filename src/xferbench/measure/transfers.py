@@ -15,10 +15,10 @@ import torch
 
 from ..units import DTYPE_SIZES, first_line, format_bytes
 from .cases import Case
-from .hardware.devices import DeviceBackend, Wedged, accelerator_index, host_memory_available
+from .hardware.devices import EVENT_WINDOWS, DeviceBackend, Wedged, accelerator_index, host_memory_available
 from .hardware.faults import after_timing
-from .session.injected_slowdown import slowdown_for, slowed
-from .session.pytest_benchmark_adapter import scale_rounds
+from .injected_slowdown import slowdown_for, slowed
+from .record.pytest_benchmark_adapter import scale_rounds
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, sync_rule, synchronized
 
 __all__ = [
@@ -351,7 +351,8 @@ _OOM: type[Exception] = getattr(torch, "OutOfMemoryError", getattr(torch.cuda, "
 #: loop of calls inside the timed function, divided out afterwards, costs what
 #: timeit's inline loop does (torch.utils.benchmark; tools/harness_overhead.py).
 NOOP_CALLS = 100
-#: Seconds of device-event timing to spend per case, at most.
+#: Seconds of device-event timing to spend per case, at most: shared by its EVENT_WINDOWS windows (each window had
+#: the whole budget, three times this in all: about 230 s of the 8-GPU simulated full profile's 426 s of clock).
 EVENT_BUDGET_S = 0.2
 
 
@@ -478,7 +479,7 @@ def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: D
                  median: float | None) -> dict[str, Any]:
     """device_seconds, the method that took it and its repeats (timing.device_seconds); for a copy into fresh
     pinned memory, the stand-in timed instead (``_pinned_destination``)."""
-    repeats = max(3, min(100, int(EVENT_BUDGET_S / median))) if median else 10
+    repeats = max(3, min(100, int(EVENT_BUDGET_S / EVENT_WINDOWS / median))) if median else 10
     info: dict[str, Any] = {}
     stand_in = _pinned_destination(case, buffers, backend)
     if stand_in is not None:

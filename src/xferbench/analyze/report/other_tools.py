@@ -74,6 +74,14 @@ NCCL_TESTS_OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gathe
 #: to the next and receives from the one before): the suite's ring variant of send_recv, never its ping-pong.
 SUITE_PLACEMENT = {"all_reduce": "in-place", "broadcast": "in-place", "all_gather": "out-of-place",
                    "reduce_scatter": "out-of-place", "send_recv": "out-of-place"}
+#: The variant of all_gather and reduce_scatter that runs in place (measure.distributed.operations.IN_PLACE): those
+#: two are timed both ways, as nccl-tests times every collective.
+IN_PLACE_VARIANT = "in_place"
+
+
+def _placement(op: str, variant: object) -> str | None:
+    """Where the suite's row of ``op`` writes its result, as nccl-tests' columns name it."""
+    return "in-place" if variant == IN_PLACE_VARIANT else SUITE_PLACEMENT.get(op)
 
 
 def kind_of(path: Path) -> str:
@@ -259,11 +267,11 @@ def _nccl_rows(frame: pd.DataFrame, figure: PeerFigure) -> pd.DataFrame:
     """The suite's rows that time what ``figure`` timed: the same op on nccl (gloo runs another path: host memory,
     TCP), as many ranks, the same size, the same placement (in-place or out-of-place), and for sendrecv_perf the
     ring (every rank sends), never the ping-pong between two ranks."""
-    if figure.variant is not None and SUITE_PLACEMENT.get(figure.op) != figure.variant:
-        return frame.iloc[0:0]
     rows = frame[(frame["op"] == figure.op) & frame["world_size"].notna() & (frame["backend"] == "nccl")]
     variant = rows["variant"] if "variant" in rows else pd.Series(None, index=rows.index, dtype=object)
     rows = rows[variant == "ring"] if figure.op == "send_recv" else rows[variant.isna() | (variant != "ring")]
+    placed = variant.loc[rows.index].map(lambda v: _placement(figure.op, v))
+    rows = rows[placed == (figure.variant or SUITE_PLACEMENT.get(figure.op))]
     ranks = figure.dst.split()[0]
     if ranks.isdigit():
         rows = rows[rows["world_size"] == int(ranks)]

@@ -28,10 +28,13 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = [
+    "BOTH_PLACEMENTS",
     "DIST_OPS",
     "IN_FLIGHT",
+    "IN_PLACE",
     "POINT_TO_POINT",
     "FOOTPRINT",
+    "RING",
     "DistCase",
     "Operation",
     "build_dist_cases",
@@ -50,6 +53,15 @@ POINT_TO_POINT = ("send_recv", "isend_irecv")
 #: The overlap family's variants, and how many all_reduces it keeps in flight.
 OVERLAP_VARIANTS = ("in_flight", "one_by_one")
 IN_FLIGHT = 4
+#: send_recv's world-wide variant, nccl-tests' sendrecv_perf: every rank sends to the next and receives from the one
+#: before, at once (out of place: a send buffer and a receive buffer), rather than a ping-pong between two ranks.
+RING = "ring"
+#: The collectives torch can run both in place and out of place, as nccl-tests times each (its two columns): by
+#: default out of place (a send and a receive buffer); this variant in place (the send buffer is this rank's block
+#: of the receive buffer, all_gather's, or the receive buffer this rank's block of the send buffer, reduce_scatter's,
+#: which is how NCCL tells an in-place call). torch's all_reduce and broadcast are in place only.
+IN_PLACE = "in_place"
+BOTH_PLACEMENTS = ("all_gather", "reduce_scatter")
 
 
 def bus_factor(op: str, world_size: int) -> float:
@@ -80,7 +92,8 @@ class DistCase:
 
     @property
     def point_to_point(self) -> bool:
-        return self.op in POINT_TO_POINT
+        """A ping-pong between the two ranks of ``pair`` (the ring is world-wide)."""
+        return self.op in POINT_TO_POINT and self.variant != RING
 
     @property
     def id(self) -> str:
@@ -121,9 +134,10 @@ FOOTPRINT = {"send_recv": 1.25, "isend_irecv": 1.25, "broadcast": 1.25, "all_red
              "reduce_scatter": 2.6, "all_gather": 2.6, "all_to_all": 2.25}
 
 
-def bytes_needed(op: str, nbytes: int) -> int:
-    """Memory one rank holds for ``op`` on a payload of ``nbytes`` (see FOOTPRINT)."""
-    return math.ceil(nbytes * FOOTPRINT[op])
+def bytes_needed(op: str, nbytes: int, variant: str | None = None) -> int:
+    """Memory one rank holds for ``op`` on a payload of ``nbytes`` (see FOOTPRINT); the ring holds a send and a
+    receive buffer, twice the ping-pong's one (not measured: its footprint's double)."""
+    return math.ceil(nbytes * FOOTPRINT[op] * (2 if variant == RING else 1))
 
 
 def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) -> list[int] | str:
@@ -167,20 +181,23 @@ def plateau_sizes(sizes: Sequence[int], free_bytes: int | None) -> list[int] | s
     return sorted(set(out))
 
 
-def pairs(nodes: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
+def pairs(nodes: Sequence[str], rails: bool = False) -> list[tuple[tuple[int, int], str]]:
     """Point-to-point pairs for ranks on ``nodes`` (node name of each rank), labelled by the link
     crossed: rank 0 and the next rank on its node; rank 0 and the first rank of every other
-    node, each way round."""
+    node, each way round. ``rails``: the i-th rank of node 0 and the i-th rank of every other node,
+    for every i, each way round: one pair per GPU, so every GPU's own NIC (rail) is crossed."""
     out: list[tuple[tuple[int, int], str]] = []
     same = [r for r in range(1, len(nodes)) if nodes[r] == nodes[0]]
     if same:
         out += [((0, same[0]), "intra-node"), ((same[0], 0), "intra-node")]
-    firsts: dict[str, int] = {}
+    local: dict[str, list[int]] = {}
     for rank, node in enumerate(nodes):
-        if node != nodes[0]:
-            firsts.setdefault(node, rank)
-    for first in firsts.values():
-        out += [((0, first), "inter-node"), ((first, 0), "inter-node")]
+        local.setdefault(node, []).append(rank)
+    for node, ranks in local.items():
+        if node == nodes[0]:
+            continue
+        for mine, theirs in zip(local[nodes[0]], ranks, strict=False) if rails else [(0, ranks[0])]:
+            out += [((mine, theirs), "inter-node"), ((theirs, mine), "inter-node")]
     return out
 
 
@@ -197,17 +214,21 @@ def moved(op: str, nbytes: int, world_size: int, dtype: str = "float32") -> int:
 
 
 def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
-              dtype: str = "float32") -> list[DistCase]:
+              dtype: str = "float32", rails: bool = False) -> list[DistCase]:
     """Every case of a world whose ranks sit on ``nodes``, size by size; each case's ``nbytes`` is
-    what it moves (see ``moved``)."""
+    what it moves (see ``moved``); ``rails``: the point-to-point pairs of every local rank (``pairs``)."""
     out = []
-    links = pairs(nodes)
+    links = pairs(nodes, rails)
     for requested in sizes:
         for op in DIST_OPS:
             size = moved(op, requested, world_size, dtype)
             if op in POINT_TO_POINT:
                 out += [DistCase(op, size, backend, world_size, device, dtype, pair, None, crosses)
                         for pair, crosses in links]
+                if op == "send_recv":
+                    out.append(DistCase(op, size, backend, world_size, device, dtype, variant=RING))
+            elif op in BOTH_PLACEMENTS:
+                out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in (None, IN_PLACE)]
             elif op == "overlap":
                 out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in OVERLAP_VARIANTS]
             else:
@@ -263,9 +284,9 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
     out: list[DistCase | Skipped] = []
     for case in build_dist_cases(devices, backend, byte_sizes, world_size):
         # A case no rank can hold would fail inside the world and break it for every later case.
-        if isinstance(case, DistCase) and budget is not None and bytes_needed(case.op, case.nbytes) > budget:
+        if isinstance(case, DistCase) and budget is not None and bytes_needed(case.op, case.nbytes, case.variant) > budget:
             out.append(Skipped(case.id, f"{case.op} of {format_size(case.nbytes)} needs "
-                                        f"{format_bytes(bytes_needed(case.op, case.nbytes))} per rank; "
+                                        f"{format_bytes(bytes_needed(case.op, case.nbytes, case.variant))} per rank; "
                                         f"{format_bytes(budget)} of {where} is available to it"))
         else:
             out.append(case)
@@ -337,6 +358,8 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
 
     if case.point_to_point:
         return _point_to_point(case, rank, empty(case.numel), sync)
+    if case.variant == RING:
+        return _ring(case, rank, empty(case.numel), empty(case.numel), sync)
     if case.op == "overlap":
         return _overlap(case, rank, [empty(max(1, case.numel // IN_FLIGHT)) for _ in range(IN_FLIGHT)], sync)
     import torch.distributed as dist
@@ -354,13 +377,15 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
         return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.all_reduce(buf)),
                          lambda: _holds(buf, total), sync)
     if case.op == "all_gather":
-        send, recv = empty(per), empty(per * n)
-        return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
+        recv = empty(per * n)
+        send = recv.narrow(0, rank * per, per) if case.variant == IN_PLACE else empty(per)
+        return Operation(lambda: _done(recv.zero_(), send.fill_(rank + 1)),  # in place, send is part of recv
                          lambda: _done(gather(recv, send)),
                          lambda: _blocks_hold(recv, [i + 1 for i in range(n)]), sync)
     if case.op == "reduce_scatter":
-        send, recv = empty(per * n), empty(per)
-        return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()),
+        send = empty(per * n)
+        recv = send.narrow(0, rank * per, per) if case.variant == IN_PLACE else empty(per)
+        return Operation(lambda: _done(recv.zero_(), send.fill_(rank + 1)),  # in place, recv is part of send
                          lambda: _done(scatter(recv, send)),
                          lambda: _holds(recv, total), sync)
     if case.op == "all_to_all":
@@ -405,6 +430,22 @@ def _point_to_point(case: DistCase, rank: int, buf: Tensor, sync: Callable[[], N
                      lambda: _holds(buf, first + 1), sync)
 
 
+def _ring(case: DistCase, rank: int, send: Tensor, recv: Tensor, sync: Callable[[], None]) -> Operation:
+    """nccl-tests' sendrecv_perf: every rank sends its buffer to the next rank and receives the one before's, at once
+    (one batch of an isend and an irecv, which NCCL runs as one group)."""
+    import torch.distributed as dist
+
+    n = case.world_size
+    before = (rank - 1) % n
+
+    def call() -> None:
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, (rank + 1) % n),
+                                            dist.P2POp(dist.irecv, recv, before)]):
+            _wait(work)
+
+    return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()), call, lambda: _holds(recv, before + 1), sync)
+
+
 def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], None]) -> Operation:
     """IN_FLIGHT all_reduces of a quarter of the payload each: all issued with async_op=True and
     then waited for, or one after another; the same bytes either way. Each call syncs its device
@@ -430,3 +471,16 @@ def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], N
 
     return Operation(reset, in_flight if case.variant == "in_flight" else one_by_one,
                      lambda: all(_holds(buf, n * (n + 1) / 2) for buf in bufs))
+
+
+#: A distributed case's call (a 2-rank world, on the host under --xfer-simulate): this fixed cost plus its
+#: bytes at DIST_GBPS. Above the 8-GPU full profile's 143 gloo cases on the shared 2-core build machine
+#: (0.2-4 ms a call up to 64 KiB, 0.3-1.8 GB/s at 64 MiB: 382 s in all, priced 627 s).
+DIST_CALL_S, DIST_GBPS = 1.5e-3, 0.5
+
+
+def dist_case_seconds(nbytes: int, rounds: int, warmup: int) -> float:
+    """One distributed case's seconds at the suite's per-call price (gloo's, so an upper bound for nccl): its
+    warm-up calls, its rounds of ``calls_for(nbytes)`` calls each and one verified call."""
+    calls = warmup + rounds * calls_for(nbytes) + 1
+    return calls * (DIST_CALL_S + nbytes / (DIST_GBPS * 1e9))

@@ -26,6 +26,7 @@ class Profile:
     sizes: str  # the sweep, in --xfer-sizes syntax
     rounds: int  # rounds per case (each rank times every round)
     warmup: int = 2  # calls made before the first timed round
+    plateau: bool = True  # an nccl world sweeps on to the bus-bandwidth plateau (operations.plateau_sizes)
 
 
 #: ``quick`` keeps the 2-rank world inside a CPU-only run short; ``full`` stops at
@@ -35,7 +36,13 @@ PROFILES: dict[str, Profile] = {
     # sizes, 5 rounds each case still has a median, each rank its share of slowest rounds, each op its
     # latency (4B, 1KiB) and bus bandwidth (16MiB), and compare's rank test its smallest sample.
     "quick": Profile("quick", "4B,1KiB,16MiB", rounds=5),
-    "full": Profile("full", "4B..64MiB:x4", rounds=30),
+    # 30 rounds of up to 100 calls at 13 sizes were most of the 8-GPU simulated full profile's time (628 of 990 s of
+    # its real clock's estimate); 10 rounds still hold 1,000 calls of a small op, 40 of a large one, and x16 steps
+    # (powers of two, as nccl-tests sweeps) still draw the latency, the knee and the bandwidth.
+    "full": Profile("full", "4B..64MiB:x16", rounds=10),
+    # A cluster's first look within 15 minutes, for torchrun: latency (4 B, 1 KiB), the knee and bus bandwidth up to
+    # 256 MiB, every op and link at each; priced 8.4 min on 2 nodes x 8 GPUs at gloo's per-call price (--plan-only).
+    "cluster": Profile("cluster", "4B,1KiB,64KiB,1MiB,16MiB,256MiB", rounds=10, plateau=False),
 }
 
 #: More rounds than this per case only multiplies the JSON (every rank's time of every round is kept).
@@ -113,7 +120,7 @@ OPTIONS: tuple[Option, ...] = (
            "auto", choices=("auto", "gloo", "nccl")),
     Option("timeout", "a rank that dies or never joins ends the run after this many seconds (default: 60)",
            60.0, positive_seconds, metavar="SECONDS"),
-    Option("rounds", "timed rounds per case (default: the profile's, 5 quick, 30 full)", None, positive_int,
+    Option("rounds", "timed rounds per case (default: the profile's, 5 quick, 10 full)", None, positive_int,
            metavar="N"),
     Option("mem-fraction", "also scan sizes up to the largest that fits this fraction of free device memory "
            "(host memory for gloo) on every rank, e.g. 0.5 (default: off)", None, fraction, metavar="F"),

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
-from ..session.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
+from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
@@ -50,7 +50,7 @@ from .world import (
 if TYPE_CHECKING:
     from pytest_benchmark.stats import Metadata
 
-    from ..session.journal import Journal
+    from ..record.journal import Journal
 
 __all__ = ["check_launch", "choose_device", "main", "validate"]
 
@@ -67,6 +67,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("distributed.json"), help="JSON to write (rank 0); must not exist")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--sizes", help="override the profile's sizes, e.g. 1KiB..64MiB:x4")
+    p.add_argument("--pairs", choices=("first", "rails"), default="first",
+                   help="point-to-point pairs across nodes: rank 0 with the first rank of each other node (first), or "
+                        "every local rank r of node 0 with local rank r of each other node (rails: every GPU's NIC)")
     p.add_argument("--plan-only", action="store_true", help="form the world, print the cases and the estimate, and "
                    "stop before measuring")
     add_to_argparse(p)
@@ -120,7 +123,7 @@ def validate(args: argparse.Namespace, rank: int, world_size: int, free_bytes: i
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """What every rank must agree on (compared in the roll call)."""
     return {"sizes": args.sizes, "profile": args.profile, "rounds": args.rounds, "backend": args.backend,
-            "mem_fraction": args.mem_fraction}
+            "mem_fraction": args.mem_fraction, "pairs": args.pairs}
 
 
 def _world_free_bytes(free: int | None, device: str) -> int | None:
@@ -193,9 +196,27 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
                            "--gpus-per-task=1), or --backend gloo for a CPU run")
 
 
+def swept_sizes(args: argparse.Namespace, profile: Profile, backend: str, sizes: list[int], free: int | None,
+                notes: list[str]) -> list[int]:
+    """The sizes the world runs: up to the largest that fits --mem-fraction of ``free``; else, for an nccl world on
+    the profile's own sizes, on to the bus-bandwidth plateau where the profile asks for it (``Profile.plateau``:
+    not the cluster profile, whose sizes are chosen to fit its time); else ``sizes``. Why a sweep stopped short
+    is added to ``notes``."""
+    if args.mem_fraction:
+        found = scan_sizes(sizes, free, args.mem_fraction)
+    elif backend == "nccl" and not args.sizes and profile.plateau:
+        found = plateau_sizes(sizes, free)
+    else:
+        return sizes
+    if isinstance(found, str):
+        notes.append(found)
+        return sizes
+    return found
+
+
 def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
     """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
-    from ..session.estimate import dist_case_seconds
+    from .operations import dist_case_seconds
 
     seconds = sum(dist_case_seconds(case.nbytes, rounds, warmup) for case in cases)
     sizes = sorted({case.nbytes for case in cases})
@@ -268,21 +289,11 @@ def run(args: argparse.Namespace) -> int:
     nodes = [node for node, _ in everyone]
     check_launch(nodes, places)
     check_own_gpus(nodes, places)
-    notes = []
-    if args.mem_fraction:
+    notes: list[str] = []
+    if args.mem_fraction or (backend == "nccl" and not args.sizes and profile.plateau):
         # read now that the world holds its communicators, as this node's ranks share its host memory
-        scanned = scan_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device), args.mem_fraction)
-        if isinstance(scanned, str):
-            notes.append(scanned)
-        else:
-            sizes = scanned
-    elif backend == "nccl" and not args.sizes:  # the profile's sweep, on to the bus-bandwidth plateau where it fits
-        extended = plateau_sizes(sizes, _world_free_bytes(free_bytes(device, per_node), device))
-        if isinstance(extended, str):
-            notes.append(extended)
-        else:
-            sizes = extended
-    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes)
+        sizes = swept_sizes(args, profile, backend, sizes, _world_free_bytes(free_bytes(device, per_node), device), notes)
+    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes, rails=args.pairs == "rails")
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
@@ -440,18 +451,20 @@ def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[s
 
 
 def _node_fingerprint() -> dict[str, Any]:
-    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it."""
+    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it, and its network
+    adapters (InfiniBand/RoCE and PCI network interfaces, each with its PCI address and NUMA node)."""
     from ..hardware.devices import TorchBackend
     from ..hardware.machine import fingerprint
+    from ..hardware.nics import adapters
 
-    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend())}
+    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend()), "nics": adapters()}
 
 
 def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:
     """The journal beside ``out``; None (the run goes on, as with pytest) when it cannot be opened."""
     import datetime as dt
 
-    from ..session.journal import Journal, unused_journal
+    from ..record.journal import Journal, unused_journal
 
     journal = Journal(unused_journal(out.with_suffix("").as_posix() + ".journal"))
     try:

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ...units import first_line, format_bytes, format_size
-from ..session.pytest_benchmark_adapter import mark_used, new_stats
+from ..hardware.nics import adapters, nearest
+from ..record.pytest_benchmark_adapter import mark_used, new_stats
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
 from .watch import WATCHDOG_MARGIN_S
@@ -300,7 +301,7 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
     little free memory or runs out while allocating (the world stays in step for the next case)."""
     import torch
 
-    need = bytes_needed(case.op, case.nbytes)
+    need = bytes_needed(case.op, case.nbytes, case.variant)
     mine = free_bytes(device, per_node)
     short = [(r, free) for r, free in enumerate(gather(-1.0 if mine is None else float(mine))) if 0 <= free < need]
     if short:
@@ -380,12 +381,13 @@ def roll_call(world_size: int, settings: object, node_id: str | None = None, pla
 
 
 def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None,
-               hcas: Path = Path("/sys/class/infiniband")) -> dict[str, Any]:
+               hcas: Path = Path("/sys/class/infiniband"), sysfs: Path = Path("/sys")) -> dict[str, Any]:
     """Where this rank runs, for the roll call: its device, the GPU's PCI bus id (which tells apart
     two ranks that each call their GPU cuda:0), CUDA_VISIBLE_DEVICES as the launcher set it, the
     NCCL_* variables it runs with (they choose NCCL's network, algorithms and channels), its host's
-    InfiniBand/RoCE adapters, and on a GPU the NCCL version torch runs. ``cuda`` defaults to
-    torch's, ``env`` to os.environ; tests pass fakes."""
+    InfiniBand/RoCE adapters, and on a GPU the NCCL version torch runs and the GPU's nearest network adapter
+    (hardware.nics: the one behind the same PCIe switch, else the same host bridge or NUMA node). ``cuda``
+    defaults to torch's, ``env`` to os.environ, ``sysfs`` to /sys; tests pass fakes."""
     env = os.environ if env is None else env
     place: dict[str, Any] = {"local_rank": local_rank, "device": device,
                              "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES"),
@@ -398,6 +400,7 @@ def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None,
             cuda = torch.cuda
         place["pci_bus_id"] = pci_bus_id(cuda.get_device_properties(int(device.partition(":")[2] or 0)))
         place["nccl_version"] = _nccl_version(cuda)
+        place["nearest_nic"] = nearest(place["pci_bus_id"], adapters(sysfs), sysfs)
     return place
 
 
@@ -488,7 +491,7 @@ def injected_fault(rank: int) -> tuple[str, int] | None:
 def call_deadline(timeout_s: float, case: DistCase, calls: int = 1) -> float:
     """Seconds ``calls`` calls of ``case`` may take before a rank counts as hung: the timeout,
     plus the payload's footprint moved at FLOOR_BYTES_PER_S each call."""
-    return timeout_s + calls * bytes_needed(case.op, case.nbytes) / FLOOR_BYTES_PER_S
+    return timeout_s + calls * bytes_needed(case.op, case.nbytes, case.variant) / FLOOR_BYTES_PER_S
 
 
 def step_deadline(timeout_s: float, case: DistCase, iterations: int, warmup: int) -> float:

@@ -194,6 +194,8 @@ def empty_host_cache() -> None:
 #: Rounds for scenarios whose every round needs an untimed setup (pytest-benchmark
 #: cannot calibrate those): enough for a median and a significance test.
 SETUP_ROUNDS = {"quick": 15, "full": 30}
+#: Untimed rounds pytest-benchmark's pedantic mode runs before those.
+SETUP_WARMUP_ROUNDS = 2
 
 
 def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any, backend: Any,
@@ -230,7 +232,8 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
                 result = benchmark(prepared.target)
             else:
                 result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
-                                            rounds=SETUP_ROUNDS[profile], warmup_rounds=2)
+                                            rounds=SETUP_ROUNDS[profile],
+                                            warmup_rounds=SETUP_WARMUP_ROUNDS)
         if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
             benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
                                                                          prepared.teardown)

@@ -4,10 +4,11 @@ The estimate follows the plan (the collected cases that are not skipped) and pyt
 rounds rule for each: calibrate loops until a round lasts ``--benchmark-min-time``, then run
 ``max(ceil(max_time / round), min_rounds)`` rounds; add the suite's warm-up calls and, for a case on an
 accelerator, its device-time windows. What one call costs comes from the simulated machine's price
-model under ``--xfer-simulate`` (``SimBackend.call_seconds``), so the estimate is in simulated seconds
+model under ``--xfer-simulate`` (``SimBackend.call_seconds``; a scenario's or concurrent case's own price,
+``families.registry.priced``, in the rounds its timing gives it), so the estimate is in simulated seconds
 and the end of the run reads it back against the simulated clock. Elsewhere it is a conservative
 figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read back against the wall clock;
-a distributed case by its own rounds (``DIST_CALL_S``, ``DIST_GBPS``), and the harness of a case on a
+a distributed case by its own rounds (``distributed.operations.dist_case_seconds``), and the harness of a case on a
 simulated accelerator by what it does for real (``SIMULATED_HARNESS_S``).
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from ..cases import Case
+from ..distributed.operations import dist_case_seconds
 from .settings import configured
 from .settings import settings as settings_of
 
@@ -47,11 +49,7 @@ HARNESS_S, HARNESS_COPIES = 0.25, 4
 SIMULATED_HARNESS_S = 0.03
 #: Calls the suite makes before timing (transfers.WARMUP_CALLS), and calls per no-op round (NOOP_CALLS).
 WARMUP_CALLS, NOOP_CALLS = 3, 100
-#: A distributed case's call (a 2-rank world, on the host under --xfer-simulate): this fixed cost plus its
-#: bytes at DIST_GBPS. Above the 8-GPU full profile's 143 gloo cases on the shared 2-core build machine
-#: (0.2-4 ms a call up to 64 KiB, 0.3-1.8 GB/s at 64 MiB: 382 s in all, priced 627 s).
-DIST_CALL_S, DIST_GBPS = 1.5e-3, 0.5
-#: The device-time step's budget and bounds (transfers.EVENT_BUDGET_S, repeats 3..100, three windows).
+#: The device-time step's budget per case, shared by its three windows (transfers.EVENT_BUDGET_S, repeats 3..100).
 EVENT_BUDGET_S, EVENT_WINDOWS = 0.2, 3
 
 
@@ -67,6 +65,7 @@ class Rounds:
     confidence: float = 0.99
     dist_rounds: int = 30  # a distributed case's own rounds and warm-up calls (distributed.options.Profile)
     dist_warmup: int = 2
+    profile: str = "quick"  # --xfer-profile: a scenario's fixed rounds (families.scenario.SETUP_ROUNDS)
 
     @classmethod
     def of(cls, config: pytest.Config) -> Rounds:
@@ -78,7 +77,8 @@ class Rounds:
                    int(config.getoption("benchmark_min_rounds")),
                    int(config.getoption("benchmark_calibration_precision", 10) or 10),
                    float(precision) if precision else None, float(config.getoption("benchmark_confidence", 0.99)),
-                   int(config.getoption("xfer_dist_rounds", None) or dist.rounds), dist.warmup)
+                   int(config.getoption("xfer_dist_rounds", None) or dist.rounds), dist.warmup,
+                   str(config.getoption("xfer_profile", "quick")))
 
     def needed(self, most: int, spread: float | None) -> int:
         """Rounds run of at most ``most``: all of them without --benchmark-precision or where the rounds'
@@ -135,7 +135,7 @@ def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool
     timed = call * NOOP_CALLS if case.op == "noop" else call
     seconds = benchmark_seconds(timed, rounds, spread) + WARMUP_CALLS * call
     if on_accelerator and case.op not in ("noop", "sync") and case.host_memory != "pageable":
-        repeats = max(3, min(100, int(EVENT_BUDGET_S / call)))
+        repeats = max(3, min(100, int(EVENT_BUDGET_S / EVENT_WINDOWS / call)))
         seconds += EVENT_WINDOWS * repeats * queued
     return seconds, backend.simulated and on_accelerator
 
@@ -151,15 +151,6 @@ def _distributed_seconds(item: Any, rounds: Rounds) -> float:
     ``calls_for(nbytes)`` calls each and one verified call."""
 
     return dist_case_seconds(int(getattr(item, "nbytes", 0) or 0), rounds.dist_rounds, rounds.dist_warmup)
-
-
-def dist_case_seconds(nbytes: int, rounds: int, warmup: int) -> float:
-    """One distributed case's seconds at the suite's per-call price (gloo's, so an upper bound for nccl): its
-    warm-up calls, its rounds of ``calls_for(nbytes)`` calls each and one verified call."""
-    from ..distributed.operations import calls_for
-
-    calls = warmup + rounds * calls_for(nbytes) + 1
-    return calls * (DIST_CALL_S + nbytes / (DIST_GBPS * 1e9))
 
 
 def _on_accelerator(item: Any) -> bool:
@@ -188,10 +179,26 @@ def _harness_seconds(item: Any, simulated: bool, verified: set[Case]) -> float:
     return SIMULATED_HARNESS_S + HARNESS_COPIES * nbytes / (CONSERVATIVE_GBPS * 1e9)
 
 
+def _family_seconds(item: Any, backend: Any, rounds: Rounds, on_simulated: bool) -> tuple[float, bool]:
+    """A scenario's or concurrent case's seconds and whether they are simulated. On a simulated accelerator,
+    its calls as the spec prices them (its family's price, families.registry.priced), in the rounds the run
+    gives them: a fixed number where a round has an untimed setup, else pytest-benchmark's after the suite's
+    warm-up calls. Elsewhere a conservative call of ``CONSERVATIVE_CALL_S`` plus its bytes at ``CONSERVATIVE_GBPS``."""
+    if on_simulated:
+        from ..families.registry import fixed_rounds, priced
+
+        price = priced(item, backend.spec)
+        if price is None:  # the spec has no price for it: the run skips it
+            return 0.0, True
+        if (fixed := fixed_rounds(item, price, rounds.profile)) is not None:
+            return fixed * (price.call_s + price.around_s), True
+        return benchmark_seconds(price.call_s, rounds, backend.spec.noise) + WARMUP_CALLS * price.call_s, True
+    call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
+    return benchmark_seconds(call, rounds), False
+
+
 def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
-    """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases). A
-    case that is not a core one is priced as a call of ``CONSERVATIVE_CALL_S`` plus its bytes at
-    ``CONSERVATIVE_GBPS``, on the simulated clock where it runs on a simulated accelerator."""
+    """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases)."""
     result = Estimate()
     verified: set[Case] = set()
     for item in planned:
@@ -204,9 +211,7 @@ def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
         elif _distributed(item):
             seconds, simulated = _distributed_seconds(item, rounds), False
         else:
-            call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
-            simulated = backend.simulated and _on_accelerator(item)
-            seconds = benchmark_seconds(call, rounds, backend.spec.noise if simulated else None)
+            seconds, simulated = _family_seconds(item, backend, rounds, on_simulated)
         if simulated:
             result.simulated_s += seconds
         else:
@@ -229,7 +234,7 @@ def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
     if found.simulated_s:
         lines.append(f"xferbench: estimated run time {_minutes(found.simulated_s)} of simulated clock "
                      f"+ {_minutes(found.real_s)} on the real clock (host and distributed cases, the harness: a conservative "
-                     "figure); scenarios and concurrent cases are priced conservatively, not by the spec")
+                     "figure)")
     else:
         lines.append(f"xferbench: estimated run time {_minutes(found.real_s)} (a conservative figure: "
                      f"{CONSERVATIVE_CALL_S * 1e6:.0f} us + bytes at {CONSERVATIVE_GBPS:g} GB/s a call, "

@@ -1,0 +1,58 @@
+"""``xferbench torchrun``: torchrun's rendezvous bounded by default, and a node that never joins named in one line."""
+
+import sys
+
+import pytest
+
+from xferbench.cli import main
+from xferbench.measure.distributed.launch import JOIN_TIMEOUT_S, Launch, LaunchError, command, missing_line, parse
+
+NODE0 = ["--nnodes=2", "--nproc-per-node=8", "--node-rank=0", "--master-addr=head", "--master-port=29500"]
+#: The static rendezvous's last line when a node never came (torch.distributed.run, --master-addr/--master-port).
+STATIC = "torch.distributed.DistStoreError: Timed out after 121 seconds waiting for clients. 1/2 clients joined.\n"
+
+
+class TestCommand:
+    def test_the_rendezvous_is_bounded_unless_the_user_bounds_it(self):
+        launch = parse([*NODE0, "--", "--profile", "cluster"])
+        assert launch == Launch(JOIN_TIMEOUT_S, tuple(NODE0), ("--profile", "cluster"))
+        assert command(launch) == [sys.executable, "-m", "torch.distributed.run", *NODE0,
+                                   "--rdzv-conf=timeout=120,join_timeout=120", "-m", "xferbench.distributed",
+                                   "--profile", "cluster"]
+        own = parse(["--join-timeout", "30", *NODE0, "--rdzv-conf", "timeout=600", "--"])
+        assert own.join_timeout == 30 and "--join-timeout" not in own.torchrun
+        assert not any(arg.startswith("--rdzv-conf=") for arg in command(own))  # the user's own, as given
+
+    @pytest.mark.parametrize(("argv", "message"), [
+        (NODE0, "give torchrun's options, then --, then xferbench.distributed's"),
+        (["--join-timeout", "0", "--"], "--join-timeout '0': give a number of seconds above 0"),
+        (["--join-timeout=nan", "--"], "--join-timeout 'nan': give a number of seconds above 0")])
+    def test_bad_launches(self, argv, message):
+        with pytest.raises(LaunchError, match="^" + message.replace("(", r"\(")):
+            parse(argv)
+
+    def test_the_cli_says_it_in_one_line(self, capsys):
+        assert main(["torchrun", *NODE0]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("xferbench torchrun: give torchrun's options, then --")
+
+
+class TestMissingNodes:
+    def test_the_static_rendezvous_names_the_nodes_and_ranks_that_never_joined(self):
+        line = missing_line("Traceback (most recent call last):\n ...\n" + STATIC, parse([*NODE0, "--"]))
+        assert line == ("xferbench torchrun: 1 of 2 nodes joined the rendezvous at head:29500 within --join-timeout "
+                        "120 s: node rank(s) 1 (ranks 8-15) never joined; start every node with the same --nnodes, "
+                        "--master-addr and --master-port, or raise --join-timeout")
+
+    def test_more_nodes_some_joined(self):
+        launch = parse(["--nnodes=4", "--node-rank=2", "--master-addr=head", "--master-port=1", "--"])
+        line = missing_line(STATIC.replace("1/2", "3/4"), launch)
+        assert line is not None and ": 3 of 4 nodes joined" in line and "1 of node ranks 0, 1, 3 never joined" in line
+
+    def test_c10d_says_which_it_cannot(self):
+        launch = parse(["--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=head:29400", "--"])
+        line = missing_line("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n", launch)
+        assert line is not None and line.startswith("xferbench torchrun: the rendezvous at head:29400 did not gather")
+
+    def test_any_other_failure_is_torchruns_own(self):
+        assert missing_line("ChildFailedError: xferbench.distributed FAILED\n", parse([*NODE0, "--"])) is None
