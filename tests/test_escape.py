@@ -107,9 +107,11 @@ def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, f
     model = [{"path": path, "alpha_us": 1.0, "pipelined_alpha_us": float("nan"), "stated_gbps": 10.0,
               "pipelined_gbps": None, "beta_basis": path, "largest_bytes": 4, "largest_gbps": 1.0, "link": path,
               "efficiency": 0.5}] * 2
-    markdown = export.to_markdown(RunView.of(results), [finding], model, peers=[finding], peer_plan=[finding])
+    view = RunView.of(results)
+    markdown = export.to_markdown(view, [finding], model, peers=[finding], peer_plan=[finding])
     html = GFM.render(markdown)
-    assert html.count("<tr>") == 3
+    # the α/β table's header and two rows, and each ladder's header, call, steps and what is left
+    assert html.count("<tr>") == 3 + sum(len(ladder.steps) + 3 for ladder in view.ladders)
     assert not re.search(r"<(a|img|script|details|summary|iframe)\b", html, re.IGNORECASE)
     assert not LINKED.search(rendered_text(html))
     assert len(re.findall(r"<h1>", html)) == 1
