@@ -861,3 +861,30 @@ def test_device_time_valid_reads_a_frame_without_the_method_column():
                          index=[10, 11, 12, 13])
     valid = device_time_valid(frame)
     assert list(valid.index) == [10, 11, 12, 13] and valid.tolist() == [True, False, False, True]
+
+
+class TestRunFacts:
+    """What a run recorded about itself: the top-level ``xferbench_run``; a run stored before it had that place kept
+    only its load, in ``machine_info.xferbench.load``."""
+
+    def test_the_run_facts_are_the_top_level_section(self):
+        from xferbench.analyze.load.results import run_facts
+
+        facts = {"boot_id": "b1", "started": "2026-12-01T00:00:00Z", "load": {"cpus": 2}}
+        old = {"machine_info": {"xferbench": {"load": {"cpus": 8}}}}
+        assert run_facts({"xferbench_run": facts, **old}) == facts
+
+    def test_an_older_run_keeps_its_load_in_the_machine_description(self):
+        from xferbench.analyze.load.results import run_facts
+
+        old = {"machine_info": {"xferbench": {"load": {"cpus": 8}}}}
+        assert run_facts(old) == {"boot_id": None, "started": None, "load": {"cpus": 8}}
+        assert run_facts({"xferbench_run": "damaged", **old}) == {"boot_id": None, "started": None, "load": {"cpus": 8}}
+        for nothing in ({}, {"machine_info": None}, {"machine_info": {"xferbench": "x"}},
+                        {"machine_info": {"xferbench": {"load": [1]}}}):
+            assert run_facts(nothing) == {}
+
+    def test_a_loaded_run_carries_them(self, sample, tmp_path):
+        data = copy.deepcopy(sample)
+        data["xferbench_run"] = {"boot_id": "b1", "started": None, "load": None}
+        assert load([write(tmp_path, "run.json", data)]).run == {"boot_id": "b1", "started": None, "load": None}
