@@ -1192,6 +1192,8 @@ class TestVerdictRules:
         quiet = Evidence(z=0.5, ratio=1.01, low=0.95, high=1.07, floor=0.25, z_bound=4.0)
         assert self.said(Matched(quiet, **busy_default)) == ("unchanged", None)
         assert self.said(Matched(replace(quiet, high=1.3), **busy_default)) == (CANT_TELL, None)
+        # Beyond the floor but not past the noise: the runs cannot tell, whoever ran busy.
+        assert self.said(Matched(replace(slower, z=2.0), **busy_default)) == (CANT_TELL, None)
 
 
 class TestOutputRefusals:
@@ -1229,6 +1231,9 @@ class TestOutputRefusals:
         assert self.refused({"--json": earlier}) is None
         assert self.refused({"--json": earlier}, starts={"--json": '{\n "alpha"'}).startswith(f"--json {earlier}: exists")
         assert self.refused({"--markdown": tmp_path / "new.md", "--json": notes}).startswith(f"--json {notes}: exists")
+        binary = tmp_path / "image.md"
+        binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe" * 8)
+        assert self.refused({"--markdown": binary}).startswith(f"--markdown {binary}: exists and is not an earlier")
 
     def test_a_file_that_cannot_be_read_is_not_replaced(self, tmp_path):
         from xferbench.analyze.gate.compare import earlier_output
