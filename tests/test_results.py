@@ -888,3 +888,15 @@ class TestRunFacts:
         data = copy.deepcopy(sample)
         data["xferbench_run"] = {"boot_id": "b1", "started": None, "load": None}
         assert load([write(tmp_path, "run.json", data)]).run == {"boot_id": "b1", "started": None, "load": None}
+
+
+def test_a_machine_description_is_read_without_a_list_for_its_notes():
+    """Called without a list for its notes (the run cache reads a description so), an odd block is still
+    left out, and nothing fails for want of the list."""
+    from xferbench.analyze.load.results import machine_described
+
+    assert machine_described({"machine_info": {"cpu": "x", "node": "n1"}}) == {"node": "n1"}
+    notes: list[str] = []
+    assert machine_described({"machine_info": {"xferbench": [1], "node": "n1"}}, notes) == {"node": "n1"}
+    assert notes == ["machine_info.xferbench not an object (a foreign or damaged JSON): left out, so the machine's CPU, "
+                     "GPUs, links and caches are unknown here."]
