@@ -900,3 +900,24 @@ def test_a_machine_description_is_read_without_a_list_for_its_notes():
     assert machine_described({"machine_info": {"xferbench": [1], "node": "n1"}}, notes) == {"node": "n1"}
     assert notes == ["machine_info.xferbench not an object (a foreign or damaged JSON): left out, so the machine's CPU, "
                      "GPUs, links and caches are unknown here."]
+    assert machine_described({"machine_info": {"cpu": 1, "xferbench": "y"}}, notes) == {}
+    assert notes[-1].startswith("machine_info.cpu and xferbench not an object")
+
+
+def test_device_times_the_contract_refuses_are_dropped_on_a_copy():
+    """A pageable copy's device time is the host's memcpy too: NaN, counted; the frame given is left as it was."""
+    import pandas as pd
+
+    from xferbench.analyze.load.results import drop_invalid_device_times, frame_from_rows
+
+    frame = frame_from_rows([{"device_seconds": 1e-3, "host_memory": "pageable", "non_blocking": True},
+                             {"device_seconds": 2e-3, "host_memory": "pinned", "non_blocking": True},
+                             {"device_seconds": "n/a", "host_memory": None, "non_blocking": False}])
+    assert frame["device_seconds"].isna().tolist() == [False, False, True]  # a value that is not a number is none
+    kept, dropped = drop_invalid_device_times(frame)
+    assert dropped == 1 and kept["device_seconds"].isna().tolist() == [True, False, True]
+    assert kept["device_seconds"].dtype == float and frame["device_seconds"].tolist()[:2] == [1e-3, 2e-3]
+    clean = frame.iloc[1:]
+    same, none = drop_invalid_device_times(clean)
+    assert none == 0 and same is clean
+    pd.testing.assert_frame_equal(same, clean)
