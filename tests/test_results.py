@@ -921,3 +921,15 @@ def test_device_times_the_contract_refuses_are_dropped_on_a_copy():
     same, none = drop_invalid_device_times(clean)
     assert none == 0 and same is clean
     pd.testing.assert_frame_equal(same, clean)
+
+
+def test_a_run_with_device_times_the_contract_refuses_says_so(sample, tmp_path):
+    data = copy.deepcopy(sample)
+    pageable = [b for b in data["benchmarks"] if b["extra_info"].get("host_memory") == "pageable"]
+    for bench in pageable[:2]:
+        bench["extra_info"]["device_seconds"] = 1e-6
+    results = load([write(tmp_path, "old.json", data)])
+    assert results.notes == ["2 device time(s) the data contract does not count as measurements were left out: pageable "
+                             "copies (the host stages them) and blocking copies timed back to back by events (the host "
+                             "paces them), recorded by an older xferbench."]
+    assert results.frame["device_seconds"].isna().all()
