@@ -6,7 +6,7 @@ import os
 
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
 
-CONFTEST = 'pytest_plugins = ("xferbench.measure.session.journal",)\n'
+CONFTEST = 'pytest_plugins = ("xferbench.measure.record.journal",)\n'
 
 
 def test_the_json_replaces_the_old_file_by_rename_not_in_place(pytester):

@@ -1,9 +1,8 @@
 """The torchrun world says what it will run and about how long before it measures, as the pytest path does."""
 
-from xferbench.measure.distributed.operations import cases_for, plateau_sizes
+from xferbench.measure.distributed.operations import DIST_CALL_S, cases_for, dist_case_seconds, plateau_sizes
 from xferbench.measure.distributed.options import PROFILES
 from xferbench.measure.distributed.torchrun import parser, plan_line
-from xferbench.measure.session.estimate import DIST_CALL_S, dist_case_seconds
 from xferbench.units import parse_sizes
 
 

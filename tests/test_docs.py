@@ -9,7 +9,8 @@ from pathlib import Path
 from xferbench import cli
 from xferbench.contract import IDENTITY, MEASURED
 from xferbench.measure.cases import PROFILES
-from xferbench.measure.session import journal, plugin
+from xferbench.measure.record import journal
+from xferbench.measure.session import plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

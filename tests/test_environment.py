@@ -23,7 +23,7 @@ import xferbench.analyze.report.findings
 from test_journal import FAKE_CONFTEST
 from xferbench import output
 from xferbench.analyze.load.results import load
-from xferbench.measure.session import journal as jr
+from xferbench.measure.record import journal as jr
 from xferbench.output import OutputError, check_output, write_atomic
 
 from hostile_inputs import run_cli as cli

@@ -676,6 +676,35 @@ class TestFirstReading:
         stored = load_storage(folder, cache=False)
         assert len(stored.summaries) == 4 and stored.newest.sources == [str(folder / "0003_run.json")]
 
+    def test_a_pool_that_gets_only_some_of_its_workers_still_lets_the_process_exit(self, tmp_path):
+        """Under a process limit (RLIMIT_NPROC) fork refuses the second worker with EAGAIN: the runs are read here,
+        and the worker that did start is ended, so the interpreter's exit (which joins every child) returns."""
+        import subprocess
+        import sys
+
+        folder = write_runs(tmp_path / "runs", [1, 1, 2, 2])
+        script = (
+            "import sys, multiprocessing.process as process\n"
+            "from pathlib import Path\n"
+            "from xferbench.analyze.load import history\n"
+            "real, started = process.BaseProcess.start, []\n"
+            "def start(self):\n"
+            "    if started:\n"
+            "        raise BlockingIOError(11, 'Resource temporarily unavailable')\n"
+            "    started.append(self)\n"
+            "    real(self)\n"
+            "process.BaseProcess.start = start\n"
+            "history.POOL_FROM = 3\n"
+            "history.os.sched_getaffinity = lambda _: {0, 1}\n"
+            "stored = history.load_storage(Path(sys.argv[1]), cache=False)\n"
+            "print(len(stored.summaries), len(started))\n"
+        )
+        # The timeout only ends a hang (the old code never exited); it is no speed threshold.
+        done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=180,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["4", "1"]
+
     def test_one_core_reads_here(self, tmp_path, pooled, monkeypatch):
         from xferbench.analyze.load import history
 

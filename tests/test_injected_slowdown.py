@@ -11,8 +11,8 @@ import pytest
 from xferbench.analyze.gate.compare import busy
 from xferbench.analyze.load.results import load
 from xferbench.cli import main
-from xferbench.measure.session import injected_slowdown
-from xferbench.measure.session.injected_slowdown import slowdown_for, slowed
+from xferbench.measure import injected_slowdown
+from xferbench.measure.injected_slowdown import slowdown_for, slowed
 
 ROOT = Path(__file__).parent.parent
 

@@ -18,7 +18,7 @@ import torch  # noqa: F401  loaded before pytester's in-process runs, which unlo
 import xferbench.analyze.report.findings  # noqa: F401  likewise the run's summary (scipy: numpy.fft loads once only)
 from xferbench.analyze.load.results import load
 from xferbench.cli import main
-from xferbench.measure.session import journal as jr
+from xferbench.measure.record import journal as jr
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -242,7 +242,7 @@ class TestMemoryNow:
         """With CUDA initialized, pinned host bytes (host allocator) and device bytes (all devices) are recorded."""
         import types
 
-        from xferbench.measure.session.journal import memory_now
+        from xferbench.measure.record.journal import memory_now
 
         cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True, device_count=lambda: 2,
                                      host_memory_stats=lambda: {"allocated_bytes.current": 3 * 2**20},
@@ -257,7 +257,7 @@ class TestMemoryNow:
         """Before CUDA is in use, nothing is asked of it (asking would create a context on every GPU)."""
         import types
 
-        from xferbench.measure.session.journal import memory_now
+        from xferbench.measure.record.journal import memory_now
 
         def untouchable(*args):
             raise AssertionError("touched CUDA")
@@ -273,7 +273,7 @@ def test_benchmark_json_target_is_found_whether_a_path_or_an_open_file(tmp_path)
     the journal goes beside it either way (a file object once crashed every run)."""
     from types import SimpleNamespace
 
-    from xferbench.measure.session.journal import benchmark_json_path
+    from xferbench.measure.record.journal import benchmark_json_path
 
     target = tmp_path / "run.json"
     with target.open("wb") as handle:
@@ -688,7 +688,7 @@ class TestSessionFinish:
 class TestOutputsNeverDestroyInputs:
     def test_benchmark_json_folder_checked_before_measuring(self, pytester):
         """pytest-benchmark would find a missing folder only when the run ends, after every measurement."""
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.journal",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.record.journal",)')
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
         result = pytester.runpytest("--benchmark-json=missing/run.json")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -710,7 +710,7 @@ class TestOptionValues:
                 os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
             except PermissionError:
                 pytest.skip("making a device node needs root")
-        pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.journal",)')
+        pytester.makeconftest('pytest_plugins = ("xferbench.measure.record.journal",)')
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
         result = pytester.runpytest("--benchmark-only", f"--xfer-journal={target}")
         assert result.ret == pytest.ExitCode.USAGE_ERROR

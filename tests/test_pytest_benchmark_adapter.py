@@ -1,4 +1,4 @@
-"""measure/session/pytest_benchmark_adapter.py against the installed pytest-benchmark: the version lies in the range
+"""measure/record/pytest_benchmark_adapter.py against the installed pytest-benchmark: the version lies in the range
 pyproject.toml declares, and every reach into its internals still does what the suite relies on."""
 
 import json
@@ -10,7 +10,7 @@ import pytest
 import tomllib
 from packaging.requirements import Requirement
 
-from xferbench.measure.session import pytest_benchmark_adapter as adapter
+from xferbench.measure.record import pytest_benchmark_adapter as adapter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,7 +91,7 @@ def test_a_run_built_outside_pytest():
 def test_the_fixture_records_rounds_it_did_not_time(pytester):
     """The distributed family's reach: mark the fixture used and fill its own record; the JSON holds those rounds."""
     pytester.makepyfile(test_one="""
-from xferbench.measure.session.pytest_benchmark_adapter import mark_used, new_stats
+from xferbench.measure.record.pytest_benchmark_adapter import mark_used, new_stats
 
 def test_one(benchmark):
     mark_used(benchmark, "elsewhere")

@@ -326,7 +326,7 @@ class TestSimulatedRun:
 
 
 def journal_file(tmp_path, lines, *, name="run.journal.jsonl", cut=False):
-    """A journal as measure/session/journal.py writes it: one JSON object a line; ``cut`` leaves the last line unfinished."""
+    """A journal as measure/record/journal.py writes it: one JSON object a line; ``cut`` leaves the last line unfinished."""
     text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
     return write(tmp_path, name, text if cut else text + "\n")
 

@@ -255,8 +255,8 @@ class TestHarnessOnTheRealClock:
     def test_a_distributed_case_is_priced_by_its_own_rounds(self):
         """The 2-rank world times its own rounds (World.run: warm-up, rounds of calls_for(nbytes) calls, one
         verified call), not pytest-benchmark's; the profile's rounds unless --xfer-dist-rounds says otherwise."""
-        from xferbench.measure.distributed.operations import DistCase
-        from xferbench.measure.session.estimate import DIST_CALL_S, DIST_GBPS, HARNESS_COPIES, HARNESS_S, estimate
+        from xferbench.measure.distributed.operations import DIST_CALL_S, DIST_GBPS, DistCase
+        from xferbench.measure.session.estimate import HARNESS_COPIES, HARNESS_S, estimate
 
         def seconds(nbytes, rounds):
             harness = HARNESS_S + HARNESS_COPIES * nbytes / (2e9)

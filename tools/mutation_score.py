@@ -48,7 +48,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate_model.py"]),
     # Its runs killed midway and long runs are whole pytest processes started in a scratch folder:
     # mutmut cannot see into them, and its stats hook fails there (no pyproject.toml to read).
-    "journal": ("src/xferbench/measure/session/journal.py",
+    "journal": ("src/xferbench/measure/record/journal.py",
                 ["tests/test_journal.py", "tests/test_atomic_json.py", "-k",
                  "not TestInterruptedRun and not TestLongRun"]),
     "history": ("src/xferbench/analyze/load/history.py", ["tests/test_history.py"]),

@@ -138,7 +138,7 @@ MEASURED: dict[str, Any] = {
     "rank_mean_seconds": list[float],  # distributed: each round's per-call seconds, averaged over its members
     "rank_hosts": list[str],     # distributed: the node of each rank
     "rank_call_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds inside the calls only
-    "host_rss_bytes": int,       # resident host memory of the process after the benchmark (measure/session/journal.py)
+    "host_rss_bytes": int,       # resident host memory of the process after the benchmark (measure/record/journal.py)
     "pinned_host_bytes": int,    # pinned host memory held by torch's caching host allocator, once CUDA is in use
     "device_bytes": int,         # device memory allocated by torch on all devices, once CUDA is in use
 }

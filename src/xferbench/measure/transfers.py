@@ -17,8 +17,8 @@ from ..units import DTYPE_SIZES, first_line, format_bytes
 from .cases import Case
 from .hardware.devices import DeviceBackend, Wedged, accelerator_index, host_memory_available
 from .hardware.faults import after_timing
-from .session.injected_slowdown import slowdown_for, slowed
-from .session.pytest_benchmark_adapter import scale_rounds
+from .injected_slowdown import slowdown_for, slowed
+from .record.pytest_benchmark_adapter import scale_rounds
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, sync_rule, synchronized
 
 __all__ = [

@@ -178,21 +178,47 @@ def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newe
     processes, each returning summaries only (the newest run is then parsed once more, in full); fewer are read
     here, each offered to ``newest`` as it is read, so that no file is parsed twice."""
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if len(paths) >= POOL_FROM and workers > 1 and not newest.keeps_all:
-        try:
-            with ProcessPoolExecutor(workers) as pool:
-                for path, entry in zip(paths, pool.map(summary_or_note, paths, chunksize=32), strict=True):
-                    entries[path] = entry
-                    progress.step()
-            return
-        except (OSError, BrokenProcessPool):  # no processes to be had here (a sandbox, a limit): read them here
-            pass
+    if len(paths) >= POOL_FROM and workers > 1 and not newest.keeps_all and _pooled(paths, workers, entries, progress):
+        return
     for path in paths:
         entry, loaded = read_entry(path)
         entries[path] = entry
         if isinstance(entry, RunSummary) and loaded is not None:
             newest.offer(entry, loaded)
         progress.step()
+
+
+def _pooled(paths: list[Path], workers: int, entries: dict[Path, Entry], progress: _Progress) -> bool:
+    """The summaries read by ``workers`` processes; False where no pool could be had here (a sandbox, a process
+    limit), and the caller reads them itself."""
+    try:
+        pool = ProcessPoolExecutor(workers)
+    except OSError:
+        return False
+    first = progress.done
+    try:
+        for path, entry in zip(paths, pool.map(summary_or_note, paths, chunksize=32), strict=True):
+            entries[path] = entry
+            progress.step()
+    except (OSError, BrokenProcessPool):
+        _end_workers(pool)
+        progress.done = first
+        return False
+    pool.shutdown()
+    return True
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Ends the workers of a pool that failed: under a process limit fork refuses a later worker (EAGAIN) after the
+    first ones started, and those wait on their queue for ever, while the interpreter's exit joins every child
+    process (multiprocessing's atexit), so the command would never return. ``_processes`` is the executor's own
+    table of them (Python 3.14 adds ``terminate_workers`` for this)."""
+    started = list((getattr(pool, "_processes", None) or {}).values())
+    for process in started:
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in started:
+        process.join(5)
 
 
 class _Newest:

@@ -254,7 +254,7 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
 
 
 def is_journal(path: Path, text: str) -> bool:
-    """A journal of a run (JSON Lines, ``measure/session/journal.py``): by its first line; a ``.jsonl`` name counts only
+    """A journal of a run (JSON Lines, ``measure/record/journal.py``): by its first line; a ``.jsonl`` name counts only
     when that line is not the start of a plain results file (pretty-printed ``{``, or one line with its benchmarks)."""
     head = text.lstrip()
     if head.startswith('{"xfer_journal"'):

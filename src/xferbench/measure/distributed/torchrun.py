@@ -23,7 +23,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
-from ..session.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
+from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
@@ -50,7 +50,7 @@ from .world import (
 if TYPE_CHECKING:
     from pytest_benchmark.stats import Metadata
 
-    from ..session.journal import Journal
+    from ..record.journal import Journal
 
 __all__ = ["check_launch", "choose_device", "main", "validate"]
 
@@ -195,7 +195,7 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
 
 def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
     """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
-    from ..session.estimate import dist_case_seconds
+    from .operations import dist_case_seconds
 
     seconds = sum(dist_case_seconds(case.nbytes, rounds, warmup) for case in cases)
     sizes = sorted({case.nbytes for case in cases})
@@ -451,7 +451,7 @@ def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal
     """The journal beside ``out``; None (the run goes on, as with pytest) when it cannot be opened."""
     import datetime as dt
 
-    from ..session.journal import Journal, unused_journal
+    from ..record.journal import Journal, unused_journal
 
     journal = Journal(unused_journal(out.with_suffix("").as_posix() + ".journal"))
     try:

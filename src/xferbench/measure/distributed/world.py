@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...units import first_line, format_bytes, format_size
-from ..session.pytest_benchmark_adapter import mark_used, new_stats
+from ..record.pytest_benchmark_adapter import mark_used, new_stats
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
 from .watch import WATCHDOG_MARGIN_S

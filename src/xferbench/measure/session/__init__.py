@@ -1,1 +1,1 @@
-"""The pytest session: the plugin and its options, the run's state, the journal, the estimate and the summary."""
+"""The pytest session: the plugin and its options, the run's settings and state, the estimate and the summary."""

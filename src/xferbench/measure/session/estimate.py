@@ -7,7 +7,7 @@ accelerator, its device-time windows. What one call costs comes from the simulat
 model under ``--xfer-simulate`` (``SimBackend.call_seconds``), so the estimate is in simulated seconds
 and the end of the run reads it back against the simulated clock. Elsewhere it is a conservative
 figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read back against the wall clock;
-a distributed case by its own rounds (``DIST_CALL_S``, ``DIST_GBPS``), and the harness of a case on a
+a distributed case by its own rounds (``distributed.operations.dist_case_seconds``), and the harness of a case on a
 simulated accelerator by what it does for real (``SIMULATED_HARNESS_S``).
 """
 
@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from ..cases import Case
+from ..distributed.operations import dist_case_seconds
 from .settings import configured
 from .settings import settings as settings_of
 
@@ -47,10 +48,6 @@ HARNESS_S, HARNESS_COPIES = 0.25, 4
 SIMULATED_HARNESS_S = 0.03
 #: Calls the suite makes before timing (transfers.WARMUP_CALLS), and calls per no-op round (NOOP_CALLS).
 WARMUP_CALLS, NOOP_CALLS = 3, 100
-#: A distributed case's call (a 2-rank world, on the host under --xfer-simulate): this fixed cost plus its
-#: bytes at DIST_GBPS. Above the 8-GPU full profile's 143 gloo cases on the shared 2-core build machine
-#: (0.2-4 ms a call up to 64 KiB, 0.3-1.8 GB/s at 64 MiB: 382 s in all, priced 627 s).
-DIST_CALL_S, DIST_GBPS = 1.5e-3, 0.5
 #: The device-time step's budget and bounds (transfers.EVENT_BUDGET_S, repeats 3..100, three windows).
 EVENT_BUDGET_S, EVENT_WINDOWS = 0.2, 3
 
@@ -151,15 +148,6 @@ def _distributed_seconds(item: Any, rounds: Rounds) -> float:
     ``calls_for(nbytes)`` calls each and one verified call."""
 
     return dist_case_seconds(int(getattr(item, "nbytes", 0) or 0), rounds.dist_rounds, rounds.dist_warmup)
-
-
-def dist_case_seconds(nbytes: int, rounds: int, warmup: int) -> float:
-    """One distributed case's seconds at the suite's per-call price (gloo's, so an upper bound for nccl): its
-    warm-up calls, its rounds of ``calls_for(nbytes)`` calls each and one verified call."""
-    from ..distributed.operations import calls_for
-
-    calls = warmup + rounds * calls_for(nbytes) + 1
-    return calls * (DIST_CALL_S + nbytes / (DIST_GBPS * 1e9))
 
 
 def _on_accelerator(item: Any) -> bool:

@@ -22,7 +22,7 @@ from ..families.registry import SCENARIO_FAMILIES
 from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from ..hardware.machine import load_snapshot, run_facts
-from .pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
+from ..record.pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .settings import XferSettings, configured, settings, store
 from .summary import pytest_benchmark_update_json as keep_for_summary
 from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the end)
@@ -32,7 +32,7 @@ __all__ = ["XferHookspecs", "XferSettings"]
 #: Run-time state (clocks, caches, pinned cache), the run journal, and the run-time estimate.
 pytest_plugins = (
     "xferbench.measure.session.run_state",
-    "xferbench.measure.session.journal",
+    "xferbench.measure.record.journal",
     "xferbench.measure.session.estimate",
 )
 

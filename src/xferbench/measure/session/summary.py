@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .pytest_benchmark_adapter import benchmark_session
+from ..record.pytest_benchmark_adapter import benchmark_session
 
 __all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
 
@@ -33,7 +33,7 @@ def _where(config: pytest.Config) -> str:
     """The command that writes the report of this run (tox -e bench runs it for reports/index.html)."""
     # Imported here: the journal is a pytest plugin (pytest_plugins), and importing it before pytest
     # registers it stops pytest from rewriting its asserts (PytestAssertRewriteWarning on every run).
-    from .journal import benchmark_json_path
+    from ..record.journal import benchmark_json_path
 
     json_path = benchmark_json_path(config)
     if json_path:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ...units import parse_size
+from ..units import parse_size
 
 __all__ = ["ENV", "slowdown_for", "slowed"]
 
