@@ -1260,6 +1260,13 @@ class TestSideNames:
             "the runs were timed by different clocks (base: perf_counter; head: time.process_time: --benchmark-timer); "
             "rerun one with the other's clock")
         assert SameClock().fails(Sides([base], [base])) is None
+        mixed = copy.deepcopy(sample)
+        mixed["benchmarks"][0]["options"]["timer"] = "time.process_time"
+        both = load([save(tmp_path, "mixed.json", mixed)])
+        assert SameClock().fails(Sides([both], [base])).startswith(
+            "the runs were timed by different clocks (base: perf_counter, time.process_time; new: perf_counter: ")
+        assert SameClock().fails(Sides([base], [both])).startswith(
+            "the runs were timed by different clocks (base: perf_counter; new: perf_counter, time.process_time: ")
         spec = json.loads((Path(__file__).parent / "data" / "sim-2gpu.json").read_text())["machine_info"]["xferbench"]
         simulated = copy.deepcopy(sample)
         simulated["machine_info"]["xferbench"]["simulated"] = spec["simulated"]
@@ -1269,3 +1276,24 @@ class TestSideNames:
             "compared with a measurement")
         assert SameSimulation().fails(Sides([base], [sim])).startswith("the new run is simulated")
         assert SameSimulation().fails(Sides([base], [base])) is None
+
+
+def test_a_case_one_side_ran_keeps_its_identity_environment_and_reason(monkeypatch):
+    """A row of one side only names its case (``--confirm`` matches by it) and the software change; a peer case of
+    plans that differ says why it is not compared."""
+    from xferbench.analyze.gate import compare as gate_compare
+    from xferbench.analyze.gate.compare import NOT_COMPARED
+
+    copy_16m, noop = key_of("host pageable copy_ cpu", 16 * 2**20), key_of("noop .cpu() on cpu", 4)
+    base, new = syn.runs(0, 1), syn.runs(10, 1)
+    new[0].machine_info["xferbench"]["torch"] = "2.99.0"
+    changed = tuple(environment_differences(base[0].machine_info, new[0].machine_info))
+    assert changed
+    rows = {r.key: r for r in compare(without(base, noop), without(new, copy_16m))}
+    assert (rows[noop].verdict, rows[noop].environment, rows[noop].why) == ("new", changed, None)
+    assert (rows[copy_16m].verdict, rows[copy_16m].environment, rows[copy_16m].why) == ("gone", changed, None)
+    monkeypatch.setattr(gate_compare, "_one_sided_peers", lambda *_: {noop, copy_16m})
+    rows = {r.key: r for r in compare(without(base, noop), without(new, copy_16m))}
+    assert (rows[noop].verdict, rows[noop].why) == (NOT_COMPARED, "measured on the new side only: the peer plans differ")
+    assert (rows[copy_16m].verdict, rows[copy_16m].why) == (NOT_COMPARED,
+                                                            "measured on the base side only: the peer plans differ")

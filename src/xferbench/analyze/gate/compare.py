@@ -480,13 +480,24 @@ class NotCompared(VerdictRule[Matched]):
 
 
 class OneSide(VerdictRule[Matched]):
-    """A case only one side measured: gone (the base side only) or new (the new side only)."""
+    """A case only ``side`` measured."""
 
-    def __init__(self, verdict: str, side: str) -> None:
-        self.verdict, self.side = verdict, side
+    side = ""
 
     def fires(self, case: Matched) -> bool:
         return case.only == self.side
+
+
+class Gone(OneSide):
+    """Measured on the base side only."""
+
+    verdict, side = "gone", "base"
+
+
+class New(OneSide):
+    """Measured on the new side only."""
+
+    verdict, side = "new", "new"
 
 
 class OnBusyMachine(VerdictRule[Matched]):
@@ -504,8 +515,7 @@ class OnBusyMachine(VerdictRule[Matched]):
 
 
 #: compare's verdicts, in the order they are asked: the first that fires decides a case's.
-VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), OneSide("gone", "base"), OneSide("new", "new"), OnBusyMachine(),
-                                        *JUDGED]
+VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), Gone(), New(), OnBusyMachine(), *JUDGED]
 
 
 def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:

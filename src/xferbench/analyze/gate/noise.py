@@ -170,27 +170,44 @@ class VerdictRule(Generic[C]):
         return None
 
 
-class Flagged(VerdictRule[Case]):
-    """Significant and beyond the floor: a regression (slower) or an improvement (faster)."""
+# A rule's verdict and direction are class attributes, not constructor arguments: the rules are made once, at import.
 
-    def __init__(self, verdict: str, slower: bool) -> None:
-        self.verdict, self.slower = verdict, slower
+
+class Flagged(VerdictRule[Case]):
+    """Significant and beyond the floor, ``slower`` or faster."""
+
+    slower = True
 
     def fires(self, case: Case) -> bool:
         e = case.evidence
         return e is not None and e.significant and e.beyond and (e.z > 0) == self.slower
 
 
-class Within(VerdictRule[Case]):
-    """Significant but within the floor: said as such, never "unchanged" (a 1.4x slowdown at z +9 inside a 2x floor
-    is a slowdown)."""
+class Regression(Flagged):
+    verdict, slower = "regression", True
 
-    def __init__(self, verdict: str, slower: bool) -> None:
-        self.verdict, self.slower = verdict, slower
+
+class Improvement(Flagged):
+    verdict, slower = "improvement", False
+
+
+class Within(VerdictRule[Case]):
+    """Significant but within the floor, ``slower`` or faster: said as such, never "unchanged" (a 1.4x slowdown at
+    z +9 inside a 2x floor is a slowdown)."""
+
+    slower = True
 
     def fires(self, case: Case) -> bool:
         e = case.evidence
         return e is not None and e.significant and (e.z > 0) == self.slower
+
+
+class SlowerWithin(Within):
+    verdict, slower = SLOWER_WITHIN, True
+
+
+class FasterWithin(Within):
+    verdict, slower = FASTER_WITHIN, False
 
 
 class Unchanged(VerdictRule[Case]):
@@ -214,9 +231,7 @@ class CantTell(VerdictRule[Case]):
 
 
 #: The verdicts of a case both sides ran, in the order they are asked: the first that fires decides.
-JUDGED: list[VerdictRule[Case]] = [Flagged("regression", slower=True), Flagged("improvement", slower=False),
-                                   Within(SLOWER_WITHIN, slower=True), Within(FASTER_WITHIN, slower=False),
-                                   Unchanged(), CantTell()]
+JUDGED: list[VerdictRule[Case]] = [Regression(), Improvement(), SlowerWithin(), FasterWithin(), Unchanged(), CantTell()]
 
 
 def decide(rules: Sequence[VerdictRule[C]], case: C) -> VerdictRule[C]:
