@@ -459,3 +459,38 @@ class TestResultsNeverOverwritten:
         run_ab("base", "head", 6, keep, confirm=0, runner=runner, seed=1)
         assert earlier.read_text() == "an earlier comparison's block"
         assert sorted(written)[:2] == ["block001-base.json", "block001-head.json"] and len(written) == 12
+
+
+class TestRefusalRules:
+    """ab's refusals are rules of compare's shape, each kind in one ordered list; where the check is compare's, the
+    rule is compare's own (gate/compare.py), said with ab's side names."""
+
+    def test_the_rules_in_order_and_compares_where_the_check_is_the_same(self):
+        from xferbench.analyze.gate import compare
+
+        assert [type(rule).__name__ for rule in ab.ASKED] == ["EnoughBlocks", "FreshBlocks"]
+        assert [type(rule) for rule in ab.BLOCK_REFUSALS] == [compare.SameSimulation, compare.SameClock]
+
+    def test_what_is_asked(self):
+        from xferbench.analyze.gate.compare import refusal
+
+        assert refusal(ab.Blocks(5, -1), ab.ASKED) == ("--blocks 5: at least 6 blocks are needed for the signed-rank "
+                                                       "test to reach p < 0.05")
+        assert refusal(ab.Blocks(6, -1), ab.ASKED) == "--confirm -1: give the number of fresh blocks, 0 or more"
+        assert refusal(ab.Blocks(6, 0), ab.ASKED) is None
+        with pytest.raises(ValueError, match=r"^--confirm -1: give the number of fresh blocks, 0 or more$"):
+            run_ab("base", "head", 6, Path("never-made"), confirm=-1, runner=recording_runner(1.0)[0])
+
+    def test_sides_timed_by_different_clocks_are_refused_after_the_first_block(self, tmp_path):
+        calls = []
+
+        def runner(command: str, out: Path) -> Results:
+            calls.append(command)
+            result = syn.run(len(calls))
+            result.frame["timer"] = "time.process_time" if command == "head" else "perf_counter"
+            return result
+
+        with pytest.raises(ValueError, match=r"^the runs were timed by different clocks \(base: perf_counter; head: "
+                                             r"time\.process_time: --benchmark-timer\); rerun one with the other's clock$"):
+            run_ab("base", "head", 6, tmp_path, seed=1, runner=runner)
+        assert len(calls) == 2

@@ -1141,3 +1141,159 @@ class TestBuildChange:
         older = copy.deepcopy(cuda_build)
         del older["machine_info"]["xferbench"]["torch"]  # a run that did not record its torch: unknown, not "none"
         assert environment_differences(older["machine_info"], cpu_build["machine_info"]) == []
+
+
+class TestVerdictRules:
+    """compare's verdicts are rules as small objects in one ordered list (gate/compare.py's VERDICTS, ending with
+    noise.JUDGED's): the first that fires decides, and says why where it has a reason beside the verdict."""
+
+    SLOWER: ClassVar = dict(z=9.0, ratio=2.0, low=1.5, high=2.6, floor=0.25, z_bound=4.0)
+
+    @staticmethod
+    def said(case):
+        from xferbench.analyze.gate.compare import VERDICTS
+        from xferbench.analyze.gate.noise import decide
+
+        rule = decide(VERDICTS, case)
+        return rule.verdict, rule.why(case)
+
+    def test_the_verdicts_in_the_order_they_are_asked(self):
+        from xferbench.analyze.gate.compare import NOT_COMPARED, VERDICTS
+        from xferbench.analyze.gate.noise import FASTER_WITHIN, JUDGED
+
+        assert [rule.verdict for rule in VERDICTS] == [NOT_COMPARED, "gone", "new", CANT_TELL, "regression",
+                                                       "improvement", SLOWER_WITHIN, FASTER_WITHIN, "unchanged",
+                                                       CANT_TELL]
+        assert VERDICTS[-len(JUDGED):] == JUDGED
+
+    def test_a_case_one_side_ran(self):
+        from xferbench.analyze.gate.compare import NOT_COMPARED, Matched
+
+        for side, verdict in (("base", "gone"), ("new", "new")):
+            assert self.said(Matched(None, only=side)) == (verdict, None)
+            assert self.said(Matched(None, only=side, peers_differ=True)) == (
+                NOT_COMPARED, f"measured on the {side} side only: the peer plans differ")
+
+    def test_a_flag_on_an_assumed_spread_beside_a_busy_machine_cannot_tell(self):
+        from xferbench.analyze.gate.compare import Matched
+        from xferbench.analyze.gate.noise import FASTER_WITHIN, Evidence
+
+        slower = Evidence(**self.SLOWER)
+        faster = replace(slower, z=-9.0, ratio=0.5, low=0.38, high=0.66)
+        busy_default = dict(crowded=True, spread_from="default")
+        for evidence in (slower, faster):
+            assert self.said(Matched(evidence, **busy_default)) == (CANT_TELL, "a side ran on a busy machine")
+        assert self.said(Matched(slower, crowded=True, spread_from="history")) == ("regression", None)
+        assert self.said(Matched(slower, crowded=False, spread_from="default")) == ("regression", None)
+        assert self.said(Matched(faster, crowded=True, spread_from="calibration")) == ("improvement", None)
+        # Only a flag rests on the spread: a change within the floor, or no change, is said as it is.
+        assert self.said(Matched(replace(slower, floor=1.5), **busy_default)) == (SLOWER_WITHIN, None)
+        assert self.said(Matched(replace(faster, floor=1.5), **busy_default)) == (FASTER_WITHIN, None)
+        quiet = Evidence(z=0.5, ratio=1.01, low=0.95, high=1.07, floor=0.25, z_bound=4.0)
+        assert self.said(Matched(quiet, **busy_default)) == ("unchanged", None)
+        assert self.said(Matched(replace(quiet, high=1.3), **busy_default)) == (CANT_TELL, None)
+        # Beyond the floor but not past the noise: the runs cannot tell, whoever ran busy.
+        assert self.said(Matched(replace(slower, z=2.0), **busy_default)) == (CANT_TELL, None)
+
+
+class TestOutputRefusals:
+    """What compare and ab refuse to write is one ordered list of rules of the refusals' shape (compare's
+    OUTPUT_REFUSALS); cli.py prints the first that fails."""
+
+    @staticmethod
+    def refused(files, inputs=(), starts=None):
+        from xferbench.analyze.gate.compare import OUTPUT_REFUSALS, STARTS, Outputs, refusal
+
+        return refusal(Outputs(files, list(inputs), starts or STARTS), OUTPUT_REFUSALS)
+
+    def test_the_rules_in_order(self, tmp_path):
+        from xferbench.analyze.gate.compare import OUTPUT_REFUSALS
+
+        assert [type(rule).__name__ for rule in OUTPUT_REFUSALS] == ["Writable", "TwoFiles", "OnlyOwn"]
+        run = put(tmp_path / "run.json", json.loads(SAMPLE.read_text()))
+        # The input first: the same file named twice, and an input, is refused as the input.
+        assert self.refused({"--markdown": run, "--json": run}, [run]).startswith(f"--markdown {run}: this is an input")
+        assert self.refused({"--markdown": run, "--json": run}) == f"--markdown and --json name the same file ({run}); give two"
+
+    def test_two_names_of_one_file_are_one_file(self, tmp_path):
+        (tmp_path / "real.md").write_text("### xferbench comparison\n")
+        os.symlink(tmp_path / "real.md", tmp_path / "link.md")
+        assert "name the same file" in self.refused({"--markdown": tmp_path / "real.md", "--json": tmp_path / "link.md"})
+        assert self.refused({"--markdown": tmp_path / "real.md", "--json": tmp_path / "other.json"}) is None
+
+    def test_an_existing_file_is_replaced_only_when_it_is_an_earlier_output(self, tmp_path):
+        notes, earlier = tmp_path / "notes.md", tmp_path / "earlier.json"
+        notes.write_text("my notes\n")
+        earlier.write_text('{\n "z_bound": 4.0}\n')
+        assert self.refused({"--markdown": notes}) == (
+            f"--markdown {notes}: exists and is not an earlier output of xferbench markdown (a run, or another file); "
+            "it would be replaced. Choose another name")
+        assert self.refused({"--json": earlier}) is None
+        assert self.refused({"--json": earlier}, starts={"--json": '{\n "alpha"'}).startswith(f"--json {earlier}: exists")
+        assert self.refused({"--markdown": tmp_path / "new.md", "--json": notes}).startswith(f"--json {notes}: exists")
+        binary = tmp_path / "image.md"
+        binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe" * 8)
+        assert self.refused({"--markdown": binary}).startswith(f"--markdown {binary}: exists and is not an earlier")
+
+    def test_a_file_that_cannot_be_read_is_not_replaced(self, tmp_path):
+        from xferbench.analyze.gate.compare import earlier_output
+
+        fifo = tmp_path / "fifo.md"
+        os.mkfifo(fifo)
+        assert earlier_output(fifo, "### x", "--markdown") == (
+            f"--markdown {fifo}: cannot read it ({fifo}: not a regular file (a FIFO, device or socket); give a file); "
+            "refusing to replace it")
+        assert earlier_output(tmp_path / "absent.md", "### x", "--markdown") is None
+
+
+class TestSideNames:
+    """ab's sides are base and head: compare's refusals say so when they are asked by ab."""
+
+    def test_clocks_and_simulation_name_the_sides(self, sample, tmp_path):
+        from xferbench.analyze.gate.compare import SameClock, SameSimulation, Sides
+
+        other = copy.deepcopy(sample)
+        for bench in other["benchmarks"]:
+            bench["options"]["timer"] = "time.process_time"
+        base, new = load([SAMPLE]), load([save(tmp_path, "other.json", other)])
+        assert SameClock().fails(Sides([base], [new], names=("base", "head"))) == (
+            "the runs were timed by different clocks (base: perf_counter; head: time.process_time: --benchmark-timer); "
+            "rerun one with the other's clock")
+        assert SameClock().fails(Sides([base], [base])) is None
+        mixed = copy.deepcopy(sample)
+        mixed["benchmarks"][0]["options"]["timer"] = "time.process_time"
+        both = load([save(tmp_path, "mixed.json", mixed)])
+        assert SameClock().fails(Sides([both], [base])).startswith(
+            "the runs were timed by different clocks (base: perf_counter, time.process_time; new: perf_counter: ")
+        assert SameClock().fails(Sides([base], [both])).startswith(
+            "the runs were timed by different clocks (base: perf_counter; new: perf_counter, time.process_time: ")
+        spec = json.loads((Path(__file__).parent / "data" / "sim-2gpu.json").read_text())["machine_info"]["xferbench"]
+        simulated = copy.deepcopy(sample)
+        simulated["machine_info"]["xferbench"]["simulated"] = spec["simulated"]
+        sim = load([save(tmp_path, "sim.json", simulated)])
+        assert SameSimulation().fails(Sides([sim], [base], names=("base", "head"))) == (
+            "the base run is simulated (--xfer-simulate) and the head run is measured; a simulated figure is never "
+            "compared with a measurement")
+        assert SameSimulation().fails(Sides([base], [sim])).startswith("the new run is simulated")
+        assert SameSimulation().fails(Sides([base], [base])) is None
+
+
+def test_a_case_one_side_ran_keeps_its_identity_environment_and_reason(monkeypatch):
+    """A row of one side only names its case (``--confirm`` matches by it) and the software change; a peer case of
+    plans that differ says why it is not compared."""
+    from xferbench.analyze.gate import compare as gate_compare
+    from xferbench.analyze.gate.compare import NOT_COMPARED
+
+    copy_16m, noop = key_of("host pageable copy_ cpu", 16 * 2**20), key_of("noop .cpu() on cpu", 4)
+    base, new = syn.runs(0, 1), syn.runs(10, 1)
+    new[0].machine_info["xferbench"]["torch"] = "2.99.0"
+    changed = tuple(environment_differences(base[0].machine_info, new[0].machine_info))
+    assert changed
+    rows = {r.key: r for r in compare(without(base, noop), without(new, copy_16m))}
+    assert (rows[noop].verdict, rows[noop].environment, rows[noop].why) == ("new", changed, None)
+    assert (rows[copy_16m].verdict, rows[copy_16m].environment, rows[copy_16m].why) == ("gone", changed, None)
+    monkeypatch.setattr(gate_compare, "_one_sided_peers", lambda *_: {noop, copy_16m})
+    rows = {r.key: r for r in compare(without(base, noop), without(new, copy_16m))}
+    assert (rows[noop].verdict, rows[noop].why) == (NOT_COMPARED, "measured on the new side only: the peer plans differ")
+    assert (rows[copy_16m].verdict, rows[copy_16m].why) == (NOT_COMPARED,
+                                                            "measured on the base side only: the peer plans differ")

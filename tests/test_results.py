@@ -861,3 +861,75 @@ def test_device_time_valid_reads_a_frame_without_the_method_column():
                          index=[10, 11, 12, 13])
     valid = device_time_valid(frame)
     assert list(valid.index) == [10, 11, 12, 13] and valid.tolist() == [True, False, False, True]
+
+
+class TestRunFacts:
+    """What a run recorded about itself: the top-level ``xferbench_run``; a run stored before it had that place kept
+    only its load, in ``machine_info.xferbench.load``."""
+
+    def test_the_run_facts_are_the_top_level_section(self):
+        from xferbench.analyze.load.results import run_facts
+
+        facts = {"boot_id": "b1", "started": "2026-12-01T00:00:00Z", "load": {"cpus": 2}}
+        old = {"machine_info": {"xferbench": {"load": {"cpus": 8}}}}
+        assert run_facts({"xferbench_run": facts, **old}) == facts
+
+    def test_an_older_run_keeps_its_load_in_the_machine_description(self):
+        from xferbench.analyze.load.results import run_facts
+
+        old = {"machine_info": {"xferbench": {"load": {"cpus": 8}}}}
+        assert run_facts(old) == {"boot_id": None, "started": None, "load": {"cpus": 8}}
+        assert run_facts({"xferbench_run": "damaged", **old}) == {"boot_id": None, "started": None, "load": {"cpus": 8}}
+        for nothing in ({}, {"machine_info": None}, {"machine_info": {"xferbench": "x"}},
+                        {"machine_info": {"xferbench": {"load": [1]}}}):
+            assert run_facts(nothing) == {}
+
+    def test_a_loaded_run_carries_them(self, sample, tmp_path):
+        data = copy.deepcopy(sample)
+        data["xferbench_run"] = {"boot_id": "b1", "started": None, "load": None}
+        assert load([write(tmp_path, "run.json", data)]).run == {"boot_id": "b1", "started": None, "load": None}
+
+
+def test_a_machine_description_is_read_without_a_list_for_its_notes():
+    """Called without a list for its notes (the run cache reads a description so), an odd block is still
+    left out, and nothing fails for want of the list."""
+    from xferbench.analyze.load.results import machine_described
+
+    assert machine_described({"machine_info": {"cpu": "x", "node": "n1"}}) == {"node": "n1"}
+    notes: list[str] = []
+    assert machine_described({"machine_info": {"xferbench": [1], "node": "n1"}}, notes) == {"node": "n1"}
+    assert notes == ["machine_info.xferbench not an object (a foreign or damaged JSON): left out, so the machine's CPU, "
+                     "GPUs, links and caches are unknown here."]
+    assert machine_described({"machine_info": {"cpu": 1, "xferbench": "y"}}, notes) == {}
+    assert notes[-1].startswith("machine_info.cpu and xferbench not an object")
+
+
+def test_device_times_the_contract_refuses_are_dropped_on_a_copy():
+    """A pageable copy's device time is the host's memcpy too: NaN, counted; the frame given is left as it was."""
+    import pandas as pd
+
+    from xferbench.analyze.load.results import drop_invalid_device_times, frame_from_rows
+
+    frame = frame_from_rows([{"device_seconds": 1e-3, "host_memory": "pageable", "non_blocking": True},
+                             {"device_seconds": 2e-3, "host_memory": "pinned", "non_blocking": True},
+                             {"device_seconds": "n/a", "host_memory": None, "non_blocking": False}])
+    assert frame["device_seconds"].isna().tolist() == [False, False, True]  # a value that is not a number is none
+    kept, dropped = drop_invalid_device_times(frame)
+    assert dropped == 1 and kept["device_seconds"].isna().tolist() == [True, False, True]
+    assert kept["device_seconds"].dtype == float and frame["device_seconds"].tolist()[:2] == [1e-3, 2e-3]
+    clean = frame.iloc[1:]
+    same, none = drop_invalid_device_times(clean)
+    assert none == 0 and same is clean
+    pd.testing.assert_frame_equal(same, clean)
+
+
+def test_a_run_with_device_times_the_contract_refuses_says_so(sample, tmp_path):
+    data = copy.deepcopy(sample)
+    pageable = [b for b in data["benchmarks"] if b["extra_info"].get("host_memory") == "pageable"]
+    for bench in pageable[:2]:
+        bench["extra_info"]["device_seconds"] = 1e-6
+    results = load([write(tmp_path, "old.json", data)])
+    assert results.notes == ["2 device time(s) the data contract does not count as measurements were left out: pageable "
+                             "copies (the host stages them) and blocking copies timed back to back by events (the host "
+                             "paces them), recorded by an older xferbench."]
+    assert results.frame["device_seconds"].isna().all()

@@ -171,6 +171,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .analyze.gate.compare import (
+        STARTS,
         Refused,
         Sides,
         admitted,
@@ -185,20 +186,14 @@ def _compare(args: argparse.Namespace) -> int:
         to_text,
     )
     from .analyze.gate.noise import Noise
-    from .output import check_output, write_atomic
+    from .output import write_atomic
 
     try:
         floor = parse_threshold(args.threshold) if args.threshold else None
     except ValueError as error:
         raise UsageError(f"--threshold: {error}") from None
-    outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
-    for flag, path in outputs:
-        try:
-            check_output(path, [args.base, args.new, *([args.noise] if args.noise else []),
-                                *([args.confirm] if args.confirm else [])])
-        except ValueError as error:
-            raise UsageError(f"{flag} {error}") from None
-    _distinct_outputs(args)
+    _refuse_outputs(args, [args.base, args.new, *([args.noise] if args.noise else []),
+                           *([args.confirm] if args.confirm else [])], STARTS)
     # The candidate first: a store shared by several runners gives the baseline of the candidate's own hardware.
     new, new_notes = load_runs(args.new)
     base, base_notes = load_runs(args.base, like=new[-1].machine_info)
@@ -233,34 +228,18 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if any(r.regression for r in rows) else 0
 
 
-#: How each written file begins: an existing file that begins otherwise (a run, someone's notes) is never replaced.
-_OUTPUT_START = {("compare", "--json"): '{\n "z_bound"', ("ab", "--json"): '{\n "alpha"',
-                 ("compare", "--markdown"): "### xferbench comparison", ("ab", "--markdown"): "### xferbench A/B",
-                 ("store", "-o"): "<!-- xferbench"}
+#: How a store comment begins: an existing file that begins otherwise (a run, someone's notes) is never replaced.
+_COMMENT_START = "<!-- xferbench"
 
 
-def _distinct_outputs(args: argparse.Namespace) -> None:
-    """--markdown and --json name two files, and neither replaces a file that is not an earlier output of its kind."""
-    if args.markdown and args.json and os.path.realpath(args.markdown) == os.path.realpath(args.json):
-        raise UsageError(f"--markdown and --json name the same file ({args.json}); give two")
-    for flag, path in (("--markdown", args.markdown), ("--json", args.json)):
-        if path:
-            _only_own(path, _OUTPUT_START[args.command, flag], flag)
+def _refuse_outputs(args: argparse.Namespace, inputs: list[Path], starts: dict[str, str]) -> None:
+    """compare's and ab's --markdown and --json, checked by compare's output rules before anything runs."""
+    from .analyze.gate.compare import OUTPUT_REFUSALS, Outputs, refusal
 
-
-def _only_own(path: Path, start: str, flag: str) -> None:
-    """Refuse ``path`` when it exists and does not begin as this output does (a run, another tool's file)."""
-    from .analyze.load.results import bounded_read
-
-    if not (path.exists() or path.is_symlink()):
-        return
-    try:
-        head = bounded_read(path, len(start) + 8, whole=False).decode("utf-8", "replace")
-    except (OSError, ResultsError) as error:
-        raise UsageError(f"{flag} {path}: cannot read it ({error}); refusing to replace it") from None
-    if not head.startswith(start):
-        raise UsageError(f"{flag} {path}: exists and is not an earlier output of xferbench {flag[2:]} "
-                         "(a run, or another file); it would be replaced. Choose another name")
+    files = {flag: path for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path}
+    why = refusal(Outputs(files, inputs, starts), OUTPUT_REFUSALS)
+    if why:
+        raise UsageError(why)
 
 
 def _small_input(path: Path) -> str:
@@ -340,16 +319,10 @@ def _aa_run(command: str, target: Path, timeout: float) -> Path:
 def _ab(args: argparse.Namespace) -> int:
     import functools
 
-    from .analyze.gate.ab import ab_run, run_command, to_json, to_markdown, to_text
-    from .output import check_output, write_atomic
+    from .analyze.gate.ab import STARTS, ab_run, run_command, to_json, to_markdown, to_text
+    from .output import write_atomic
 
-    outputs = [(flag, path) for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path]
-    for flag, path in outputs:  # before any block runs: an output must not land among the blocks it keeps
-        try:
-            check_output(path, [args.keep])
-        except OutputError as error:
-            raise UsageError(f"{flag} {error}") from None
-    _distinct_outputs(args)
+    _refuse_outputs(args, [args.keep], STARTS)  # before any block runs: an output must not land among the blocks kept
     try:
         floor = parse_threshold_arg(args.floor)
         run = ab_run(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
@@ -464,7 +437,11 @@ def _comment_output(args: argparse.Namespace) -> None:
     storage = in_storage(args.output)
     if storage is not None:
         raise UsageError(f"-o {args.output}: inside the storage folder {storage}; write the comment elsewhere")
-    _only_own(args.output, _OUTPUT_START["store", "-o"], "-o")
+    from .analyze.gate.compare import earlier_output
+
+    why = earlier_output(args.output, _COMMENT_START, "-o")
+    if why:
+        raise UsageError(why)
 
 
 def _torchrun(args: argparse.Namespace) -> int:

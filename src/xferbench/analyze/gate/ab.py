@@ -18,7 +18,10 @@ cannot write the other's result, and each block is kept (``--keep``) only once e
 command has run, so none can change a block after it was judged. A command that runs
 past ``timeout`` seconds is stopped with everything it started. What differs
 between the two sides' machine descriptions (torch, CUDA, driver, ...) is said beside
-the verdicts: that difference is usually what the A/B is about. No torch here.
+the verdicts: that difference is usually what the A/B is about. What ab refuses is a
+rule of compare's shape (``compare.Refusal``), each kind in one ordered list, compare's
+own rules where the check is the same: ``ASKED`` before any block runs, ``compare.OUTPUT_REFUSALS``
+for what it writes, ``BLOCK_REFUSALS`` after each block. No torch here.
 """
 
 from __future__ import annotations
@@ -39,15 +42,15 @@ import numpy as np
 from scipy.stats import wilcoxon
 
 from ... import escape
-from ...contract import environment_differences, hardware_differences, simulation_mismatch
+from ...contract import environment_differences, hardware_differences
 from ...output import write_atomic
 from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
-from .compare import ICONS, markdown_table, strict
+from .compare import ICONS, Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
 from .noise import run_times
 
-__all__ = ["AB_ALPHA", "AB_FLOOR", "AbCase", "AbRun", "Runner", "ab_run", "hodges_lehmann", "run_ab", "run_command",
-           "signed_rank", "sides_differ", "to_json", "to_markdown", "to_text"]
+__all__ = ["AB_ALPHA", "AB_FLOOR", "ASKED", "BLOCK_REFUSALS", "STARTS", "AbCase", "AbRun", "Blocks", "Runner", "ab_run",
+           "hodges_lehmann", "run_ab", "run_command", "signed_rank", "sides_differ", "to_json", "to_markdown", "to_text"]
 
 #: Significance level of the signed-rank test, for the first blocks and again for the fresh ones.
 AB_ALPHA = 0.05
@@ -57,6 +60,41 @@ AB_FLOOR = {"bandwidth": 0.10, "latency": 0.25}
 
 #: Runs one command into one JSON file and loads it.
 Runner = Callable[[str, Path], Results]
+
+#: How ab's written files begin (compare.Outputs: an existing file that begins otherwise is never replaced).
+STARTS = {"--json": '{\n "alpha"', "--markdown": "### xferbench A/B"}
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The blocks an A/B is asked to run: ``blocks`` interleaved ones, then ``confirm`` fresh ones for a flagged case."""
+
+    blocks: int
+    confirm: int
+
+
+class EnoughBlocks(Refusal[Blocks]):
+    """Fewer than 6 blocks: the signed-rank test cannot reach p < 0.05, so nothing could ever be flagged."""
+
+    def fails(self, asked: Blocks) -> str | None:
+        if asked.blocks < 6:
+            return f"--blocks {asked.blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05"
+        return None
+
+
+class FreshBlocks(Refusal[Blocks]):
+    """A negative number of confirming blocks."""
+
+    def fails(self, asked: Blocks) -> str | None:
+        return f"--confirm {asked.confirm}: give the number of fresh blocks, 0 or more" if asked.confirm < 0 else None
+
+
+#: What ab refuses before any block runs, in the order checked: the first that fails is the one said.
+ASKED: list[Refusal[Blocks]] = [EnoughBlocks(), FreshBlocks()]
+
+#: compare's refusals that hold for every block too, checked after each: a simulated side against a measured one
+#: (no flag allows it), then sides timed by different clocks. Other hardware is said beside the verdicts instead.
+BLOCK_REFUSALS: list[Refusal[Sides]] = [SameSimulation(), SameClock()]
 
 
 class CommandFailed(ResultsError):
@@ -166,7 +204,9 @@ def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Genera
             name = f"block{kept_from + block:03d}-{side}.json"
             result = _private(runner, base_cmd if side == "base" else head_cmd, name, kept)
             (bases if side == "base" else heads).append(result)
-        _comparable(bases[-1], heads[-1])
+        why = refusal(Sides([bases[-1]], [heads[-1]], names=("base", "head")), BLOCK_REFUSALS)
+        if why:
+            raise Refused(why)
         say(f"block {block + 1}: ran {order[0]} then {order[1]}")
     return bases, heads
 
@@ -180,18 +220,6 @@ def _private(runner: Runner, command: str, name: str, kept: list[tuple[str, byte
         if out.is_file() and not out.is_symlink():
             kept.append((name, out.read_bytes()))
     return result
-
-
-def _comparable(base: Results, head: Results) -> None:
-    """compare's refusals, made after the first block: a simulated side against a measured one, other clocks."""
-    mismatch = simulation_mismatch(base.machine_info, head.machine_info)
-    if mismatch:
-        raise ResultsError(mismatch.replace("new run", "head run"))
-    clocks = [{str(t) for t in run.frame["timer"].dropna().unique()} if "timer" in run.frame else set()
-              for run in (base, head)]
-    if all(clocks) and clocks[0] != clocks[1]:
-        raise ResultsError(f"the base and head commands were timed by different clocks (base: {', '.join(sorted(clocks[0]))}; "
-                           f"head: {', '.join(sorted(clocks[1]))}: --benchmark-timer); give both the same")
 
 
 def _keep(workdir: Path, kept: list[tuple[str, bytes]]) -> None:
@@ -224,12 +252,11 @@ def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
 def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
            floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
            runner: Runner = run_command, say: Callable[[str], None] = lambda _: None) -> AbRun:
-    """``run_ab``, with what differs between the two sides."""
-    if blocks < 6:
-        raise ValueError(f"--blocks {blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05")
+    """``run_ab``, with what differs between the two sides; Refused (a ValueError) for what ``ASKED`` refuses."""
     confirm = blocks if confirm is None else confirm
-    if confirm < 0:
-        raise ValueError(f"--confirm {confirm}: give the number of fresh blocks, 0 or more")
+    why = refusal(Blocks(blocks, confirm), ASKED)
+    if why:
+        raise Refused(why)
     rng = np.random.default_rng(seed)
     workdir.mkdir(parents=True, exist_ok=True)
     # An earlier comparison's blocks in the same folder are kept, not overwritten (nor, were a

@@ -6,20 +6,23 @@ and on a shared machine two runs of the same code differ by more than their roun
 say, so such gates cry wolf. Here each run contributes one value per case (its
 median round), base and new may each be several runs (a storage folder), and a case
 is flagged only when the change is significant against the case's *between-run*
-spread and larger than the case's floor (``noise.judge``). Cases are matched on
+spread and larger than the case's floor (``noise.JUDGED``). Cases are matched on
 their identity (op, method, devices, size, dtype, shape, memory), not on test names;
-runs from different machines are refused unless allowed.
+runs from different machines are refused unless allowed. What compare refuses to judge
+(``REFUSALS``) and the verdict it gives a case (``VERDICTS``) are rules as small objects,
+each in one ordered list: the first that fires decides.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,33 +37,43 @@ from ...contract import (
     software_environment,
 )
 from ...families import FAMILIES
+from ...output import OutputError, check_output
 from ...units import format_bytes, format_seconds
 from ..load.case_time import learned_spread
 from ..load.history import load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
-from ..load.results import Results, ResultsError, load
+from ..load.results import Results, ResultsError, bounded_read, load
 from ..load.run_cache import RunSummary
 from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
     FASTER_WITHIN,
+    JUDGED,
     SLOWER_WITHIN,
     Z_BOUND,
+    Case,
     Noise,
+    VerdictRule,
     current_segment,
-    judge,
+    decide,
     run_tables,
+    weigh,
 )
 
 __all__ = [
     "CANT_TELL",
     "NOT_COMPARED",
+    "OUTPUT_REFUSALS",
     "REFUSALS",
+    "VERDICTS",
     "Comparison",
+    "Outputs",
+    "Matched",
     "Refusal",
     "Refused",
     "Sides",
     "admitted",
+    "earlier_output",
     "busy",
     "busy_notes",
     "compare",
@@ -68,6 +81,7 @@ __all__ = [
     "markdown_table",
     "parse_threshold",
     "plan_notes",
+    "refusal",
     "reproduced",
     "strict",
     "summary",
@@ -101,7 +115,8 @@ class Sides:
     """What a comparison is asked to judge: the base and new runs, the calibration (``--noise``: read when a rule
     first needs it, so that a run the rules before refuse is refused before the file is read) and its file's
     name, and whether other hardware is allowed (``--allow-different-machines``). ``notes`` collects what a rule
-    lets through but says (a calibration made under other software)."""
+    lets through but says (a calibration made under other software). ``names`` are the sides' names in what a
+    rule says (ab's are base and head)."""
 
     base: list[Results]
     new: list[Results]
@@ -109,6 +124,7 @@ class Sides:
     noise_source: str = "--noise"
     allow_different_machines: bool = False
     notes: list[str] = field(default_factory=list)
+    names: tuple[str, str] = ("base", "new")
 
     @cached_property
     def noise(self) -> Noise | None:
@@ -120,14 +136,24 @@ class Sides:
         return self.base[-1].machine_info, self.new[-1].machine_info
 
 
-class Refusal:
-    """One rule: ``fails`` returns why the sides cannot be judged, or None."""
+#: What a refusal looks at: compare's ``Sides``, the ``Outputs`` asked for, ab's blocks.
+Asked = TypeVar("Asked", contravariant=True)
+Of = TypeVar("Of")
 
-    def fails(self, sides: Sides) -> str | None:
+
+class Refusal(Generic[Asked]):
+    """One rule: ``fails`` returns why what is asked cannot be done, or None."""
+
+    def fails(self, asked: Asked) -> str | None:
         raise NotImplementedError
 
 
-class SameClock(Refusal):
+def refusal(asked: Of, rules: Sequence[Refusal[Of]]) -> str | None:
+    """The first of ``rules`` (in order) that fails for ``asked``: its message; None when none does."""
+    return next((why for rule in rules if (why := rule.fails(asked))), None)
+
+
+class SameClock(Refusal[Sides]):
     """Runs timed by different clocks (--benchmark-timer=time.process_time against the wall clock) differ by what the
     clocks count, not by the code: no verdict is drawn from them."""
 
@@ -137,19 +163,21 @@ class SameClock(Refusal):
 
         ours, theirs = clocks(sides.base), clocks(sides.new)
         if ours and theirs and ours != theirs:
-            return (f"the runs were timed by different clocks (base: {', '.join(sorted(ours))}; new: "
+            a, b = sides.names
+            return (f"the runs were timed by different clocks ({a}: {', '.join(sorted(ours))}; {b}: "
                     f"{', '.join(sorted(theirs))}: --benchmark-timer); rerun one with the other's clock")
         return None
 
 
-class SameSimulation(Refusal):
+class SameSimulation(Refusal[Sides]):
     """A simulated run against a real one, or two simulated specs: whatever --allow-different-machines says."""
 
     def fails(self, sides: Sides) -> str | None:
-        return simulation_mismatch(*sides.machines)
+        why = simulation_mismatch(*sides.machines)
+        return why.replace("new run", f"{sides.names[1]} run") if why else None
 
 
-class SameHardware(Refusal):
+class SameHardware(Refusal[Sides]):
     """Other hardware is another machine (other software on the same hardware is compared, and said)."""
 
     def fails(self, sides: Sides) -> str | None:
@@ -160,7 +188,7 @@ class SameHardware(Refusal):
         return None
 
 
-class CalibratedHere(Refusal):
+class CalibratedHere(Refusal[Sides]):
     """A calibration (--noise) learned on other hardware is not this machine's noise; one learned under other software
     on the same hardware is used, and said."""
 
@@ -184,17 +212,82 @@ class CalibratedHere(Refusal):
 
 
 #: Compare's refusals, in the order they are checked: the first that fails is the one said.
-REFUSALS: list[Refusal] = [SameClock(), SameSimulation(), SameHardware(), CalibratedHere()]
+REFUSALS: list[Refusal[Sides]] = [SameClock(), SameSimulation(), SameHardware(), CalibratedHere()]
 
 
-def admitted(sides: Sides, rules: Sequence[Refusal] = REFUSALS) -> list[str]:
+def admitted(sides: Sides, rules: Sequence[Refusal[Sides]] = REFUSALS) -> list[str]:
     """Check ``sides`` against each rule in order: Refused with the first failure's message; else the hardware
     differences compared anyway (--allow-different-machines), to be said beside the verdicts."""
-    for rule in rules:
-        why = rule.fails(sides)
-        if why:
-            raise Refused(why)
+    why = refusal(sides, rules)
+    if why:
+        raise Refused(why)
     return hardware_differences(*sides.machines)
+
+
+# -- What compare and ab refuse to write: the same shape, checked before any run is read or any block runs ---------
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The files a command is asked to write beside its table (flag -> path: ``--markdown``, ``--json``), the inputs
+    none may replace, and how each such file begins (``starts``, by flag): an existing file that begins otherwise
+    (a run, someone's notes) is never replaced."""
+
+    files: dict[str, Path]
+    inputs: list[Path]
+    starts: dict[str, str]
+
+
+class Writable(Refusal[Outputs]):
+    """An output that would destroy an input, land among the runs as one, or cannot be written (``check_output``)."""
+
+    def fails(self, outputs: Outputs) -> str | None:
+        for flag, path in outputs.files.items():
+            try:
+                check_output(path, outputs.inputs)
+            except OutputError as error:
+                return f"{flag} {error}"
+        return None
+
+
+class TwoFiles(Refusal[Outputs]):
+    """--markdown and --json naming one file: one would replace the other."""
+
+    def fails(self, outputs: Outputs) -> str | None:
+        markdown, written = outputs.files.get("--markdown"), outputs.files.get("--json")
+        if markdown and written and os.path.realpath(markdown) == os.path.realpath(written):
+            return f"--markdown and --json name the same file ({written}); give two"
+        return None
+
+
+class OnlyOwn(Refusal[Outputs]):
+    """An existing file is replaced only when it is an earlier output of its kind (``earlier_output``)."""
+
+    def fails(self, outputs: Outputs) -> str | None:
+        return next((why for flag, path in outputs.files.items()
+                     if (why := earlier_output(path, outputs.starts[flag], flag))), None)
+
+
+def earlier_output(path: Path, start: str, flag: str) -> str | None:
+    """Why ``path`` may not be replaced: it exists and does not begin as this output does (a run, another tool's
+    file), or cannot be read to tell; None when it is free or an earlier output."""
+    if not (path.exists() or path.is_symlink()):
+        return None
+    try:
+        head = bounded_read(path, len(start) + 8, whole=False).decode("utf-8", "replace")
+    except (OSError, ResultsError) as error:
+        return f"{flag} {path}: cannot read it ({error}); refusing to replace it"
+    if not head.startswith(start):
+        return (f"{flag} {path}: exists and is not an earlier output of xferbench {flag[2:]} "
+                "(a run, or another file); it would be replaced. Choose another name")
+    return None
+
+
+#: The refusals of what compare and ab write, in the order they are checked: the first that fails is the one said.
+OUTPUT_REFUSALS: list[Refusal[Outputs]] = [Writable(), TwoFiles(), OnlyOwn()]
+
+#: How compare's written files begin.
+STARTS = {"--json": '{\n "z_bound"', "--markdown": "### xferbench comparison"}
 
 
 def parse_threshold(text: str) -> float:
@@ -354,6 +447,75 @@ def _times(ratio: float) -> str:
     return f">{MAX_SHOWN_RATIO:g}x" if ratio > MAX_SHOWN_RATIO else f"{ratio:.2f}x"
 
 
+# -- What compare says of a case: verdict rules as small objects, in one ordered list ------------------------------
+# The same shape as the refusals (and noise.JUDGED's, whose rules end the list): each rule is an object that says
+# whether its verdict is the case's; the first that fires decides.
+
+
+@dataclass(frozen=True)
+class Matched(Case):
+    """One case as compare sees it: its evidence where both sides ran it (else ``only``, the side that did), whether
+    the sides planned their peer pairs differently and it is a peer case (``peers_differ``), whether a side ran on a
+    busy machine (``crowded``), and where its between-run spread came from (``spread_from``)."""
+
+    only: str | None = None
+    peers_differ: bool = False
+    crowded: bool = False
+    spread_from: str | None = None
+
+
+class NotCompared(VerdictRule[Matched]):
+    """A peer case one side alone measured because the sides planned their peer pairs differently: no change is
+    known, and none is implied (whatever a missing case usually means)."""
+
+    verdict = NOT_COMPARED
+
+    def fires(self, case: Matched) -> bool:
+        return case.only is not None and case.peers_differ
+
+    def why(self, case: Matched) -> str | None:
+        return f"measured on the {case.only} side only: the peer plans differ"
+
+
+class OneSide(VerdictRule[Matched]):
+    """A case only ``side`` measured."""
+
+    side = ""
+
+    def fires(self, case: Matched) -> bool:
+        return case.only == self.side
+
+
+class Gone(OneSide):
+    """Measured on the base side only."""
+
+    verdict, side = "gone", "base"
+
+
+class New(OneSide):
+    """Measured on the new side only."""
+
+    verdict, side = "new", "new"
+
+
+class OnBusyMachine(VerdictRule[Matched]):
+    """A flag that rests on an assumed spread (a class default) while a side ran on a busy machine: that side's times
+    say more about its neighbours than about the code."""
+
+    verdict = CANT_TELL
+
+    def fires(self, case: Matched) -> bool:
+        e = case.evidence
+        return case.crowded and case.spread_from == "default" and e is not None and e.significant and e.beyond
+
+    def why(self, case: Matched) -> str | None:
+        return "a side ran on a busy machine"
+
+
+#: compare's verdicts, in the order they are asked: the first that fires decides a case's.
+VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), Gone(), New(), OnBusyMachine(), *JUDGED]
+
+
 def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
     """The case's between-run spread and where it came from: calibration's, else the one learned from the base runs
     (``case_time.learned_spread``: 1.4826 x MAD widened by its own uncertainty, not below the class default under
@@ -393,7 +555,8 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
         old = base_table.loc[key].to_numpy()[present] if key in base_table.index else np.array([])
         cur = new_table.loc[key].dropna().to_numpy() if key in new_table.index else np.array([])
         if old.size == 0 or cur.size == 0:
-            rows.append(_one_side(str(key), meta, cls, old, cur, key in one_sided, environment))
+            case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in one_sided)
+            rows.append(_one_side(str(key), meta, cls, old, cur, case, environment))
             continue
         assumed = DEFAULT_SPREAD[cls] if noise is None or key not in noise.cases else noise.spread(str(key), cls)
         case_floor = floor if floor is not None else (noise.floor(key, cls) if noise is not None else DEFAULT_FLOOR[cls])
@@ -403,13 +566,12 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
         if source == "default" and len(cur) == 1 and _scenario(meta["op"]):
             own = [float(t.loc[key].dropna().max()) for t in (base_rounds, new_rounds) if key in t.index]
             spread = max([spread, *[o for o in own if math.isfinite(o)]])
-        j = judge(old, cur, spread, case_floor, z_bound)
-        verdict, why = j.verdict, None
-        if crowded and source == "default" and verdict in ("regression", "improvement"):
-            verdict, why = CANT_TELL, "a side ran on a busy machine"
+        e, smallest = weigh(old, cur, spread, case_floor, z_bound)
+        case = Matched(e, crowded=bool(crowded), spread_from=source)
+        rule = decide(VERDICTS, case)
         rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))),
-                               float(np.exp(np.median(cur))), j.ratio, j.low, j.high, j.z, j.floor, j.spread, source,
-                               verdict, j.smallest, str(key), environment, why, before_step=start))
+                               float(np.exp(np.median(cur))), e.ratio, e.low, e.high, e.z, case_floor, spread, source,
+                               rule.verdict, smallest, str(key), environment, rule.why(case), before_step=start))
     return _sorted(rows)
 
 
@@ -419,17 +581,15 @@ def _scenario(op: object) -> bool:
     return found is not None and found.kind in ("scenario", "concurrent")
 
 
-def _one_side(key: str, meta: pd.Series, cls: str, old: np.ndarray, cur: np.ndarray, one_sided: bool,
+def _one_side(key: str, meta: pd.Series, cls: str, old: np.ndarray, cur: np.ndarray, case: Matched,
               environment: tuple[str, ...]) -> Comparison:
     """A case only one side measured: new, gone, or a peer case not compared (the sides' peer plans differ)."""
-    side = "base" if cur.size == 0 else "new"
-    verdict, why = ("gone" if cur.size == 0 else "new"), None
-    if one_sided:
-        verdict, why = NOT_COMPARED, f"measured on the {side} side only: the peer plans differ"
+    rule = decide(VERDICTS, case)
     return Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
                       float(np.exp(np.median(old))) if old.size else None,
                       float(np.exp(np.median(cur))) if cur.size else None,
-                      None, None, None, None, None, None, None, verdict, key=key, environment=environment, why=why)
+                      None, None, None, None, None, None, None, rule.verdict, key=key, environment=environment,
+                      why=rule.why(case))
 
 
 def _plans(runs: Sequence[Results]) -> list[RecordedPlan | None]:

@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -59,11 +59,16 @@ __all__ = [
     "MIN_SPREAD",
     "SLOWER_WITHIN",
     "Z_BOUND",
+    "JUDGED",
+    "Case",
+    "Evidence",
     "Judgement",
     "Noise",
+    "VerdictRule",
     "calibrate",
     "current_segment",
     "case_budget",
+    "decide",
     "case_class",
     "mad_margin",
     "smallest_change",
@@ -71,6 +76,7 @@ __all__ = [
     "run_times",
     "run_time",
     "time_of",
+    "weigh",
     "robust_spread",
     "run_tables",
     "standard_error",
@@ -111,14 +117,141 @@ class Judgement:
     smallest: float = math.inf  # the smallest change (0.5: 1.5x) this comparison could have flagged
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the runs say of one case: the robust z of its log ratio, the ratio with its 95% interval, and the floor and
+    z bound it is held to."""
+
+    z: float
+    ratio: float
+    low: float
+    high: float
+    floor: float
+    z_bound: float
+
+    @property
+    def significant(self) -> bool:
+        """Past the case's noise: |z| beyond the bound (exactly at it is not yet)."""
+        return abs(self.z) > self.z_bound
+
+    @property
+    def beyond(self) -> bool:
+        """Past the floor, either way (exactly at it is within)."""
+        return self.ratio > 1 + self.floor or self.ratio < 1 / (1 + self.floor)
+
+
+@dataclass(frozen=True)
+class Case:
+    """What a verdict rule looks at: the evidence of a case both sides ran; None where one side alone ran it."""
+
+    evidence: Evidence | None
+
+
+#: What a rule reads: a ``Case``, or a richer one (compare's, which also knows the sides).
+C = TypeVar("C", bound=Case, contravariant=True)
+
+
+class VerdictRule(Generic[C]):
+    """One verdict and when it is a case's (the shape of pytest-benchmark's ``RegressionCheck``, whose ``fails`` says
+    why; here ``fires`` says whether). In an ordered list the first rule that fires decides (``decide``); a rule may
+    say ``why`` beside its verdict."""
+
+    verdict: str = ""
+
+    def fires(self, case: C) -> bool:
+        raise NotImplementedError
+
+    def why(self, case: C) -> str | None:
+        return None
+
+
+# A rule's verdict and direction are class attributes, not constructor arguments: the rules are made once, at import.
+
+
+class Flagged(VerdictRule[Case]):
+    """Significant and beyond the floor, ``slower`` or faster."""
+
+    slower = True
+
+    def fires(self, case: Case) -> bool:
+        e = case.evidence
+        return e is not None and e.significant and e.beyond and (e.z > 0) == self.slower
+
+
+class Regression(Flagged):
+    verdict, slower = "regression", True
+
+
+class Improvement(Flagged):
+    verdict, slower = "improvement", False
+
+
+class Within(VerdictRule[Case]):
+    """Significant but within the floor, ``slower`` or faster: said as such, never "unchanged" (a 1.4x slowdown at
+    z +9 inside a 2x floor is a slowdown)."""
+
+    slower = True
+
+    def fires(self, case: Case) -> bool:
+        e = case.evidence
+        return e is not None and e.significant and (e.z > 0) == self.slower
+
+
+class SlowerWithin(Within):
+    verdict, slower = SLOWER_WITHIN, True
+
+
+class FasterWithin(Within):
+    verdict, slower = FASTER_WITHIN, False
+
+
+class Unchanged(VerdictRule[Case]):
+    """The whole 95% interval lies within a finite floor. An infinite floor (a case not gated) holds every interval,
+    even 0.07-12.81x: such a case is never "unchanged"."""
+
+    verdict = "unchanged"
+
+    def fires(self, case: Case) -> bool:
+        e = case.evidence
+        return e is not None and not math.isinf(e.floor) and 1 / (1 + e.floor) <= e.low and e.high <= 1 + e.floor
+
+
+class CantTell(VerdictRule[Case]):
+    """Anything else the runs cannot decide: the last word."""
+
+    verdict = "can't tell"
+
+    def fires(self, case: Case) -> bool:
+        return True
+
+
+#: The verdicts of a case both sides ran, in the order they are asked: the first that fires decides.
+JUDGED: list[VerdictRule[Case]] = [Regression(), Improvement(), SlowerWithin(), FasterWithin(), Unchanged(), CantTell()]
+
+
+def decide(rules: Sequence[VerdictRule[C]], case: C) -> VerdictRule[C]:
+    """The first of ``rules`` that fires for ``case`` (the list ends with a rule that always does)."""
+    return next(rule for rule in rules if rule.fires(case))
+
+
 def _visible(floor: float, se: float, z_bound: float) -> float:
     """The smallest change a comparison of standard error ``se`` can flag: past the floor and past the z bound."""
     return math.inf if math.isinf(floor) else math.expm1(max(math.log1p(floor), z_bound * se))
 
 
+def weigh(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, spread: float, floor: float,
+             z_bound: float = Z_BOUND) -> tuple[Evidence, float]:
+    """What one case's runs (their log times, one value per run) say, and the smallest change they could flag."""
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    diff = float(np.median(n) - np.median(b))
+    se = standard_error(max(spread, MIN_SPREAD), len(b), len(n))
+    found = Evidence(diff / se, math.exp(diff), math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se), floor, z_bound)
+    return found, _visible(floor, se, z_bound)
+
+
 def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, spread: float, floor: float,
           z_bound: float = Z_BOUND) -> Judgement:
-    """Judge one case from its runs' log times (one value per run).
+    """Judge one case from its runs' log times (one value per run), by the rules of ``JUDGED``.
 
     A change is a regression (improvement) when it is significant and beyond the floor; significant but
     within the floor it is "slower (faster), within the floor": a change past the case's noise is never
@@ -129,22 +262,8 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     not gated (an infinite floor: calibration found it too noisy to gate) is never "unchanged":
     every interval lies within an infinite floor, even 0.07-12.81x.
     """
-    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
-    diff = float(np.median(n) - np.median(b))
-    se = standard_error(max(spread, MIN_SPREAD), len(b), len(n))
-    z = diff / se
-    ratio = math.exp(diff)
-    low, high = math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se)
-    beyond = ratio > 1 + floor or ratio < 1 / (1 + floor)
-    if beyond and abs(z) > z_bound:
-        verdict = "regression" if diff > 0 else "improvement"
-    elif abs(z) > z_bound:
-        verdict = SLOWER_WITHIN if diff > 0 else FASTER_WITHIN
-    elif not math.isinf(floor) and 1 / (1 + floor) <= low and high <= 1 + floor:
-        verdict = "unchanged"
-    else:
-        verdict = "can't tell"
-    return Judgement(ratio, low, high, z, floor, spread, verdict, _visible(floor, se, z_bound))
+    e, smallest = weigh(base, new, spread, floor, z_bound)
+    return Judgement(e.ratio, e.low, e.high, e.z, floor, spread, decide(JUDGED, Case(e)).verdict, smallest)
 
 
 def run_time(row: pd.Series) -> float:
