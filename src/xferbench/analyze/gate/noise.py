@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
@@ -234,9 +235,15 @@ def decide(rules: Sequence[VerdictRule[C]], case: C) -> VerdictRule[C]:
     return next(rule for rule in rules if rule.fires(case))
 
 
+#: The largest log change a float can raise e to (math.expm1 overflows past it).
+MAX_LOG_CHANGE = math.log(sys.float_info.max)
+
+
 def _visible(floor: float, se: float, z_bound: float) -> float:
     """The smallest change a comparison of standard error ``se`` can flag: past the floor and past the z bound."""
-    return math.inf if math.isinf(floor) else math.expm1(max(math.log1p(floor), z_bound * se))
+    log_change = max(math.log1p(floor), z_bound * se)
+    # A calibration file may hold any finite z bound: past e^709 the change no float can hold is "infinitely large".
+    return math.inf if math.isinf(floor) or log_change > MAX_LOG_CHANGE else math.expm1(log_change)
 
 
 def weigh(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, spread: float, floor: float,
