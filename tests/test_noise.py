@@ -283,7 +283,8 @@ class TestCalibrationRules:
         assert noise.case_budget(0.04, 4, confirmed=True) == pytest.approx(0.1)  # flagged twice: sqrt
 
     def test_a_z_bound_too_large_for_a_float_makes_the_smallest_change_infinite(self):
-        """A calibration file's z bound of 1255 (with a wide spread) or 1e6 used to overflow math.expm1 (compare exit 3); no change can be seen."""
+        """A calibration file's z bound of 1255 (with a wide spread) or 1e6 used to overflow math.expm1 (compare exit
+        3); no change can be seen."""
         assert noise.smallest_change(0.05, 0.1, 3, z_bound=1e6) == math.inf
         assert noise.judge([0.0, 0.01, 0.02], [0.5, 0.51, 0.52], 0.1, 0.05, z_bound=1e6).smallest == math.inf
         assert noise.smallest_change(0.05, 0.1, 3, z_bound=5.0) < math.inf
