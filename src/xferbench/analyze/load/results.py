@@ -25,7 +25,6 @@ import pandas as pd
 
 from ...contract import (
     IDENTITY,
-    MEASURED,
     SCHEMA_VERSION,
     ContractError,
     Fingerprint,
@@ -36,7 +35,7 @@ from ...contract import (
 from ...families import FAMILIES
 from .peer_plan import plan_ok
 
-__all__ = ["CARRIED", "IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
+__all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
            "assemble", "boot_id", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
@@ -387,7 +386,6 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     row |= {name: getattr(identity, name) for name in IDENTITY}
     row["shape"] = "x".join(map(str, identity.shape))
     row |= measured
-    row |= _carried(info)
     row |= stats
     # The time of one transfer: a ping-pong call carries the payload there and back.
     row["transfer_s"] = median / 2 if measured["round_trip"] else median
@@ -401,28 +399,6 @@ def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
     options = bench.get("options")  # the clock that timed it (pytest-benchmark's --benchmark-timer)
     row["timer"] = str(options["timer"])[:80] if isinstance(options, dict) and options.get("timer") is not None else None
     return row
-
-
-#: extra_info keys that are neither identity nor measured fields but that the analysis reads when a run
-#: records them (optional, newer runs): faults per call beside a cost, how a device time was taken.
-CARRIED: dict[str, type] = {"minor_faults_per_call": float, "device_time_method": str}
-
-
-def _carried(info: dict[str, Any]) -> dict[str, Any]:
-    """The optional ``CARRIED`` fields of extra_info, type-checked like measured ones (absent: None)."""
-    return {name: None if info.get(name) is None else _typed(name, info[name], kind)
-            for name, kind in CARRIED.items() if name not in MEASURED}
-
-
-def _typed(name: str, value: Any, kind: type) -> Any:
-    if kind is float:
-        number = _seconds(value) if type(value) in (int, float) and value <= _MAX_BYTES else None
-        if number is None or number < 0:
-            raise ContractError(f"field {name!r} must be a finite number >= 0, got {value!r:.60}")
-        return number
-    if not isinstance(value, str) or not value:
-        raise ContractError(f"field {name!r} must be a non-empty string, got {value!r:.60}")
-    return value
 
 
 #: Methods (contract.DEVICE_TIME_METHODS) that give a blocking copy a device time of its own: the copy's DMA
