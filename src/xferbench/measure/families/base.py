@@ -32,7 +32,7 @@ from ..cases import PROFILES, PeerPlan, PlannedCase, Skipped
 from ..hardware.devices import accelerator_index
 from ..simulate import MachineSpec, SimBackend, SimClock
 
-__all__ = ["CallPrice", "Prepared", "Priced", "ScenarioFamily", "Sync", "sizes", "synced", "then_sync"]
+__all__ = ["CallPrice", "Prepared", "Priced", "ScenarioFamily", "Sync", "device_sync", "sizes", "synced", "then_sync"]
 
 C = TypeVar("C", bound=PlannedCase)
 
@@ -104,6 +104,16 @@ def index(device: str) -> int:
     return found
 
 
+def device_sync(devices: Sequence[str], backend: Any) -> Sync:
+    """A synchronize of every accelerator among ``devices`` on ``backend`` (a real one or the simulated machine)."""
+    indices = [i for i in map(accelerator_index, devices) if i is not None]
+
+    def sync() -> None:
+        for index in indices:
+            backend.synchronize(index)
+    return sync
+
+
 def synced(fn: Callable[[], Any], sync: Sync) -> Callable[[], Any]:
     """``fn`` followed by a synchronize of every device the case touches; returns fn's result."""
     def call() -> Any:
@@ -166,13 +176,7 @@ class ScenarioFamily(Generic[C]):
         noise and drift, after ``PRICE_WARMUP`` calls: what the run's simulated clock charges it (the
         run-time estimate). Raises what ``price`` raises (CannotRun where the spec has no price for it)."""
         machine = SimBackend(dataclasses.replace(spec, noise=0.0, drift=0.0), SimClock())
-        devices: Sequence[str] = getattr(case, "devices", ())  # a Scenario's or a Concurrent's
-        indices = sorted({i for i in map(accelerator_index, devices) if i is not None})
-
-        def sync() -> None:
-            for i in indices:
-                machine.synchronize(i)
-
+        sync = device_sync(getattr(case, "devices", ()), machine)  # a Scenario's or a Concurrent's devices
         prepared = self.price(case, Priced(machine), sync)
 
         def charged(step: Callable[[], Any] | None) -> float:

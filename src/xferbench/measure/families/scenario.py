@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...contract import Identity
 from ...units import format_size
 from ..cases import Skipped, accelerators, no_accelerator
-from .base import Prepared, Sync
+from .base import Prepared, Sync, device_sync
 
 if TYPE_CHECKING:
     from ..simulate import SimBackend
@@ -202,17 +202,11 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
                   simulator: SimBackend | None, profile: str = "quick") -> dict[str, Any]:
     """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info. ``make`` builds
     the calls (the real ones, or the simulated machine's prices when ``simulator`` is given)."""
-    from ..hardware.devices import accelerator_index
     from ..hardware.faults import after_timing
     from ..timing import CLOCK_SIMULATED, CLOCK_WALL
     from ..transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
 
-    indices = [i for i in map(accelerator_index, s.devices) if i is not None]
-
-    def sync() -> None:
-        for index in indices:
-            backend.synchronize(index)
-
+    sync = device_sync(s.devices, backend)
     with out_of_memory_skips(s.size_label, backend):
         reason = None if simulator is not None else missing_cuda(s.devices)
         if reason:
