@@ -51,15 +51,21 @@ def test_median_interval_is_the_order_statistics_of_the_median():
     assert median_interval(np.array([7.0])) == (7.0, 7.0)
 
 
+def _cpu_rows_at_256_mib():
+    """The .cpu() ladder's cases at 256 MiB in the JSON: the call, copy_ into a touched pageable buffer, copy_ into
+    pinned memory, and the non-blocking pinned copy_ whose device time is the DMA."""
+    size = 256 * MiB
+    d2h = RAW[(RAW["op"] == "d2h") & (RAW["nbytes"] == size) & ~RAW["non_blocking"]]
+    return (_one(d2h, method="cpu", host_memory="pageable"), _one(d2h, method="copy_", host_memory="pageable"),
+            _one(d2h, method="copy_", host_memory="pinned"),
+            _one(RAW[(RAW["nbytes"] == size) & RAW["non_blocking"]], op="d2h", method="copy_", host_memory="pinned"))
+
+
 def test_the_cpu_ladder_reads_every_step_back_from_the_json(h200):
     """.cpu() 181.1 ms against copy_ into a touched pageable buffer 17.75 ms at 256 MiB: 163 ms (90%) is the fresh
     destination; the pinned copy_ 4.97 ms leaves 12.8 ms to the driver's staging; the DMA's device time 4.85 ms."""
     size = 256 * MiB
-    d2h = RAW[(RAW["op"] == "d2h") & (RAW["nbytes"] == size) & ~RAW["non_blocking"]]
-    call = _one(d2h, method="cpu", host_memory="pageable")
-    touched = _one(d2h, method="copy_", host_memory="pageable")
-    pinned = _one(d2h, method="copy_", host_memory="pinned")
-    twin = _one(RAW[(RAW["nbytes"] == size) & RAW["non_blocking"]], op="d2h", method="copy_", host_memory="pinned")
+    call, touched, pinned, twin = _cpu_rows_at_256_mib()
     ladder = h200["d2h-cpu"]
     assert (ladder.size, ladder.run) == (size, "full.json")
     assert [r.median_s for r in ladder.rungs] == [call["median"], touched["median"], pinned["median"],
@@ -157,12 +163,7 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
     step with its interval (5 rounds of .cpu(): min to max; 9 of copy_ pageable: 2nd to 8th; 31 pinned: 10th to 22nd)."""
     from xferbench.units import format_seconds as s
 
-    size = 256 * MiB
-    d2h = RAW[(RAW["op"] == "d2h") & (RAW["nbytes"] == size) & ~RAW["non_blocking"]]
-    call = _one(d2h, method="cpu", host_memory="pageable")
-    touched = _one(d2h, method="copy_", host_memory="pageable")
-    pinned = _one(d2h, method="copy_", host_memory="pinned")
-    dma = _one(RAW[(RAW["nbytes"] == size) & RAW["non_blocking"]], op="d2h", method="copy_", host_memory="pinned")
+    call, touched, pinned, dma = _cpu_rows_at_256_mib()
     c, t, p = (sorted(row["data"]) for row in (call, touched, pinned))
     assert (len(c), len(t), len(p)) == (5, 9, 31)
     dma_s = dma["device_seconds"]
