@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .devices import DeviceBackend, available_devices
+from .nics import numa_node
 from .probe import (
     amdsmi_facts,
     amdsmi_handles,
@@ -363,11 +364,7 @@ def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
     """The GPU's NUMA node and CPUs (NVML, else sysfs), and whether this process stays on them."""
     bus_id = device["pci_bus_id"]
     if device["numa_node"] is None and bus_id:
-        try:
-            node = int((SYSFS_PCI / bus_id / "numa_node").read_text())
-            device["numa_node"] = node if node >= 0 else None  # -1: the platform does not say
-        except (OSError, ValueError):
-            pass
+        device["numa_node"] = numa_node(SYSFS_PCI / bus_id)
     affinity = nvml_affinity or gpu_local_cpus(bus_id)
     device["cpu_affinity"] = cpu_list(affinity)
     process = _process_cpus()

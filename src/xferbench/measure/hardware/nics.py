@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["adapters", "nearest"]
+__all__ = ["adapters", "nearest", "numa_node"]
 
 SYSFS = Path("/sys")
 
 
-def _numa(device: Path) -> int | None:
+def numa_node(device: Path) -> int | None:
+    """The NUMA node of a sysfs PCI device; None where sysfs does not say."""
     try:
         node = int((device / "numa_node").read_text().strip())
     except (OSError, ValueError):
@@ -43,7 +44,7 @@ def adapters(sysfs: Path = SYSFS) -> list[dict[str, Any]]:
             device = entry / "device"
             chain = _chain(device) if device.exists() else ()
             if chain:
-                found.append({"name": entry.name, "kind": kind, "pci": chain[-1], "numa_node": _numa(device),
+                found.append({"name": entry.name, "kind": kind, "pci": chain[-1], "numa_node": numa_node(device),
                               "pci_chain": list(chain)})
     return found
 
@@ -54,7 +55,7 @@ def nearest(gpu_bus_id: str | None, found: list[dict[str, Any]], sysfs: Path = S
     gpu = sysfs / "bus" / "pci" / "devices" / (gpu_bus_id or "").lower()
     if not gpu_bus_id or not gpu.exists() or not found:
         return None
-    chain, numa = _chain(gpu), _numa(gpu)
+    chain, numa = _chain(gpu), numa_node(gpu)
 
     def shared(adapter: dict[str, Any]) -> int:
         count = 0
