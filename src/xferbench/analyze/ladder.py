@@ -125,6 +125,12 @@ class Ladder:
         """The step's share of the call, or None where the run cannot tell it from zero."""
         return step.seconds / self.top.median_s if step.told else None
 
+    def split_text(self, step: Step) -> str | None:
+        """The fault count beside the fresh-destination step (the first), where the run recorded faults per call."""
+        if self.split is None or step is not self.steps[0]:
+            return None
+        return fault_split(self.split.faults_per_call, self.split.us_per_fault)
+
     def parts(self) -> list[tuple[str, float, float, float, bool]]:
         """(factor, seconds, low, high, told) for every step and the bottom rung: they add up to the call."""
         rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]

@@ -17,7 +17,7 @@ import pandas as pd
 from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes, format_seconds
-from ..ladder import Ladder, fault_split, percent
+from ..ladder import Ladder, percent
 from ..view import RunView
 
 __all__ = ["CSV_COLUMNS", "frame_for_csv", "ladder_markdown", "to_csv", "to_markdown"]
@@ -109,8 +109,8 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
         shown = "can't tell (interval holds zero)" if share is None else percent(share)
-        if share is not None and number == 1 and ladder.split is not None:
-            shown += f", {fault_split(ladder.split.faults_per_call, ladder.split.us_per_fault)}"
+        if share is not None and (split := ladder.split_text(step)) is not None:
+            shown += f", {split}"
         rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                      _span(step.seconds, step.low_s, step.high_s), shown])
     base = ladder.base

@@ -34,7 +34,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
-from ..ladder import Ladder, fault_split, percent, short
+from ..ladder import Ladder, percent, short
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .findings import FRESH_SPLIT, cheapest_copy, cliff_cause, noop_call
@@ -602,13 +602,14 @@ def ladder_figure(view: RunView) -> Figure | str:
     return fig
 
 
-def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str) -> dict[str, str]:
+def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
+          split: str | None) -> dict[str, str]:
     span = f"{format_seconds(low)} to {format_seconds(high)}"
     if not told:
         return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span} holds zero: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
-    if ladder.split is not None and cases.startswith(ladder.top.path):  # the step the run's fault counts split
-        text += f", {fault_split(ladder.split.faults_per_call, ladder.split.us_per_fault)}"
+    if split is not None:  # the step the run's fault counts split
+        text += f", {split}"
     return {"text": text, "title": f"interval {span}: {cases}"}
 
 
@@ -621,9 +622,10 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
     factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
     rows = []
     for ladder in found:
-        cells = {factor: _cell(ladder, seconds, low, high, told, case) for (factor, seconds, low, high, told), case in
-                 zip(ladder.parts(), [f"{s.above.case} − {s.below.case}" for s in ladder.steps] + [ladder.base.case],
-                     strict=True)}
+        cases = [f"{s.above.case} − {s.below.case}" for s in ladder.steps] + [ladder.base.case]
+        splits = [ladder.split_text(s) for s in ladder.steps] + [None]
+        cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
+                 for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
