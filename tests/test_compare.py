@@ -32,10 +32,7 @@ from xferbench.analyze.load.results import Results, ResultsError, load
 from xferbench.cli import main
 from xferbench.contract import (
     environment_differences,
-    hardware_differences,
-    hardware_identity,
     machine_differences,
-    software_environment,
 )
 
 from hang import no_hang
@@ -780,32 +777,6 @@ class TestEnvironmentChange:
         other = save(tmp_path, "xeon.json", with_machine(redrawn(sample, 98), cpu="Intel Xeon"))
         assert main(["compare", str(other), str(other), "--noise", str(noise)]) == 2
         assert "calibrated on another machine (CPU differ)" in capsys.readouterr().err
-
-    def test_other_gpu_memory_or_links_are_another_machine(self):
-        def gpu(memory: int, generation: int) -> dict:
-            return {"xferbench": {"torch": "2.13.0", "devices": [
-                {"name": "NVIDIA H100", "memory_bytes": memory, "pcie_max_generation": generation, "pcie_max_width": 16}]}}
-
-        assert hardware_differences(gpu(80, 5), gpu(80, 5)) == []
-        assert hardware_differences(gpu(80, 5), gpu(94, 5)) == ["GPU memory [80] -> [94]"]
-        assert hardware_differences(gpu(80, 4), gpu(80, 5)) == ["links [PCIe gen4 x16] -> [PCIe gen5 x16]"]
-        # unrecorded (an older run, no NVML) is not held against a run
-        assert hardware_differences({"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}, gpu(80, 5)) == []
-
-    def test_hardware_and_software_are_apart(self):
-        info = {"cpu": {"brand_raw": "EPYC"}, "python_version": "3.11.7",
-                "xferbench": {"torch": "2.13.0", "cuda": "12.8", "hip": None, "driver": "570.1",
-                              "pytest_benchmark": "5.1.0", "devices": [{"name": "H200", "memory_bytes": 1}]}}
-        assert hardware_identity(info) == {"GPUs": ["H200"], "GPU memory": [1], "links": None, "CPU": "EPYC",
-                                           "simulated": False}
-        assert software_environment(info) == {"torch": "2.13.0", "CUDA": "12.8", "HIP": None, "driver": "570.1",
-                                              "python": "3.11.7", "pytest-benchmark": "5.1.0"}
-        upgraded = copy.deepcopy(info)
-        upgraded["xferbench"] |= {"torch": "2.14.0", "driver": "575.2"}
-        upgraded["python_version"] = "3.12.1"
-        assert environment_differences(info, upgraded) == ["torch 2.13.0 → 2.14.0", "driver 570.1 → 575.2",
-                                                           "python 3.11.7 → 3.12.1"]
-        assert hardware_differences(info, upgraded) == []
 
 
 class TestSharedStore:

@@ -7,6 +7,7 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -18,11 +19,16 @@ from xferbench.contract import (
     ContractError,
     Fingerprint,
     Identity,
+    environment_differences,
+    hardware_differences,
+    hardware_identity,
     identity_from,
     machine_differences,
     machine_identity,
     measured_from,
     simulation_mismatch,
+    software_changes,
+    software_environment,
 )
 
 H2D = Identity(op="h2d", method="copy_", src="cpu", dst="cuda:0", nbytes=1024, dtype="float32", shape=(256,),
@@ -348,3 +354,92 @@ class TestSimulationMismatch:
 
     def test_listed_among_machine_differences(self):
         assert machine_differences(machine("H100"), machine("H100", simulated={"gpus": 1})) == ["simulated False -> True"]
+
+
+def gpu(memory: int | None = 80, generation: int | None = 5, nvlink: int | None = None, **block) -> dict:
+    """A one-GPU run's machine_info: its memory, PCIe generation (x16) and NVLink links (None: not recorded)."""
+    device = {"name": "NVIDIA H100", "memory_bytes": memory, "pcie_max_generation": generation,
+              "pcie_max_width": 16, "nvlink_links": nvlink}
+    return {"cpu": {"brand_raw": "EPYC"}, "xferbench": {"torch": "2.13.0", "devices": [device], **block}}
+
+
+class TestHardwareIdentity:
+    """What the machine *is*: a difference here is another machine, which compare refuses."""
+
+    def test_fields(self):
+        info = {"cpu": {"brand_raw": "EPYC"}, "python_version": "3.11.7",
+                "xferbench": {"torch": "2.13.0", "cuda": "12.8", "hip": None, "driver": "570.1",
+                              "pytest_benchmark": "5.1.0", "devices": [{"name": "H200", "memory_bytes": 1}]}}
+        assert hardware_identity(info) == {"GPUs": ["H200"], "GPU memory": [1], "links": None, "CPU": "EPYC",
+                                           "simulated": False}
+        assert hardware_identity(gpu(simulated={"gpus": 1}))["simulated"] is True
+
+    def test_links_name_pcie_and_nvlink(self):
+        """A device's link is its PCIe generation and width, its NVLink count, both, or unknown."""
+        assert hardware_identity(gpu())["links"] == ["PCIe gen5 x16"]
+        assert hardware_identity(gpu(nvlink=18))["links"] == ["PCIe gen5 x16, NVLink x18"]
+        assert hardware_identity(gpu(generation=None, nvlink=18))["links"] == ["NVLink x18"]
+        # no NVLink (0) is not a link; a device recording neither is unknown, as is a run where no device does
+        assert hardware_identity(gpu(generation=None, nvlink=0))["links"] is None
+        two = gpu()
+        two["xferbench"]["devices"].append({"name": "NVIDIA H100"})
+        assert hardware_identity(two)["links"] == ["PCIe gen5 x16", None]
+        assert hardware_identity(two)["GPU memory"] == [80, None]
+
+    def test_unrecorded_run_knows_nothing(self):
+        """A foreign JSON (no section, a CPU that is not a record) records no hardware, so none is compared."""
+        assert hardware_identity({"cpu": "EPYC"}) == dict.fromkeys(["GPUs", "GPU memory", "links", "CPU", "simulated"])
+        assert hardware_identity(gpu(memory=None))["GPU memory"] is None
+
+    def test_other_gpu_memory_or_links_are_another_machine(self):
+        assert hardware_differences(gpu(80, 5), gpu(80, 5)) == []
+        assert hardware_differences(gpu(80, 5), gpu(94, 5)) == ["GPU memory [80] -> [94]"]
+        assert hardware_differences(gpu(80, 4), gpu(80, 5)) == ["links [PCIe gen4 x16] -> [PCIe gen5 x16]"]
+        assert hardware_differences(gpu(), gpu() | {"cpu": {"brand_raw": "Xeon"}}) == ["CPU EPYC -> Xeon"]
+        # unrecorded (an older run, no NVML) is not held against a run, on either side
+        assert hardware_differences({"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}, gpu(80, 5)) == []
+        assert hardware_differences(gpu(80, 5), {"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}) == []
+
+    def test_a_lost_gpu_is_said_in_words(self):
+        assert hardware_differences(gpu(), {"xferbench": {"devices": []}}) == ["GPUs [NVIDIA H100] -> no GPU"]
+
+
+class TestSoftwareEnvironment:
+    """The software a run measured through: it may change between runs of one machine, and compare shows it."""
+
+    INFO: ClassVar[dict] = {"cpu": {"brand_raw": "EPYC"}, "python_version": "3.11.7",
+                            "xferbench": {"torch": "2.13.0", "cuda": "12.8", "hip": None, "driver": "570.1",
+                                          "pytest_benchmark": "5.1.0", "devices": [{"name": "H200"}]}}
+
+    def test_fields(self):
+        assert software_environment(self.INFO) == {"torch": "2.13.0", "CUDA": "12.8", "HIP": None,
+                                                   "driver": "570.1", "python": "3.11.7",
+                                                   "pytest-benchmark": "5.1.0"}
+        assert software_environment({"python_version": 3.11}) == dict.fromkeys(
+            ["torch", "CUDA", "HIP", "driver", "python", "pytest-benchmark"])
+
+    def test_hardware_and_software_are_apart(self):
+        upgraded = {**self.INFO, "python_version": "3.12.1",
+                    "xferbench": self.INFO["xferbench"] | {"torch": "2.14.0", "driver": "575.2"}}
+        assert environment_differences(self.INFO, upgraded) == ["torch 2.13.0 → 2.14.0", "driver 570.1 → 575.2",
+                                                                "python 3.11.7 → 3.12.1"]
+        assert hardware_differences(self.INFO, upgraded) == []
+        assert environment_differences(self.INFO, self.INFO) == []
+
+    def test_a_build_without_cuda_is_none_where_both_record_torch(self):
+        """Both runs recorded their torch: a CUDA of None is a CPU build, and a change to a CUDA build is named."""
+        cpu = {"torch": "2.13.0+cpu", "CUDA": None, "HIP": None}
+        cuda = {"torch": "2.13.0+cu128", "CUDA": "12.8", "HIP": None}
+        assert software_changes(cpu, cuda) == ["torch 2.13.0+cpu → 2.13.0+cu128", "CUDA none → 12.8"]
+        assert software_changes(cuda, cpu) == ["torch 2.13.0+cu128 → 2.13.0+cpu", "CUDA 12.8 → none"]
+        rocm = {"torch": "2.13.0+rocm6.4", "CUDA": None, "HIP": "6.4"}
+        assert software_changes(cpu, rocm) == ["torch 2.13.0+cpu → 2.13.0+rocm6.4", "HIP none → 6.4"]
+
+    def test_unrecorded_fields_are_not_compared(self):
+        """Where a run did not record its torch, a None CUDA is unknown, not a CPU build; a field either run
+        lacks is not compared."""
+        assert software_changes({"torch": None, "CUDA": None}, {"torch": "2.13.0", "CUDA": "12.8"}) == []
+        assert software_changes({"torch": "2.13.0", "CUDA": None}, {"torch": None, "CUDA": "12.8"}) == []
+        assert software_changes({"torch": "2.13.0", "driver": None}, {"torch": "2.13.0", "driver": "570"}) == []
+        assert software_changes({"torch": "2.13.0", "driver": "570"}, {"torch": "2.13.0"}) == []
+        assert software_changes({"driver": "570"}, {"driver": "575"}) == ["driver 570 → 575"]
