@@ -520,6 +520,30 @@ class TestPeerFigures:
         assert detail.startswith("256 MiB each way: 4 pairs, 1.10-1.93x; lowest cuda:0<->cuda:3: shared both ways")
         assert "; highest cuda:2<->cuda:3: duplex" in detail
 
+    def test_duplex_cant_tell_without_a_copy_both_ways(self, tmp_path):
+        """Copies alone ran but none both ways at once: a figure that says it cannot tell, not "not measured"."""
+        verdict = peer_duplex(results_of(tmp_path, peer_rows([("cuda:0", "cuda:1")])[:2]))
+        assert (verdict.name, verdict.status, verdict.detail) == (
+            NAMES[10], "figure", "can't tell: no copy both ways at once ran")
+
+    def test_three_pairs_are_each_said(self, tmp_path):
+        """Up to three pairs each get their line, lowest ratio first; a pair that cannot tell comes first."""
+        rows = peer_rows([("cuda:0", "cuda:1")], both=400.0) + peer_rows([("cuda:1", "cuda:2")], both=560.0)
+        rows += peer_rows([("cuda:2", "cuda:3")])[2:]  # no copy alone: no ratio
+        detail = peer_duplex(results_of(tmp_path, rows)).detail
+        assert detail.startswith("256 MiB each way: cuda:2<->cuda:3: can't tell (no copy one way alone); "
+                                 "cuda:0<->cuda:1: ")
+        assert "; cuda:1<->cuda:2: duplex" in detail and "pairs," not in detail
+
+    def test_many_pairs_range_from_the_lowest_to_the_highest(self, tmp_path):
+        rows = []
+        for pair, both in ((("cuda:0", "cuda:1"), 360.0), (("cuda:1", "cuda:2"), 420.0),
+                           (("cuda:2", "cuda:3"), 480.0), (("cuda:0", "cuda:3"), 570.0)):
+            rows += peer_rows([pair], both=both)
+        detail = peer_duplex(results_of(tmp_path, rows)).detail
+        assert detail.startswith("256 MiB each way: 4 pairs, 1.20-1.90x; lowest cuda:0<->cuda:1")
+        assert "; highest cuda:0<->cuda:3: duplex" in detail
+
     def test_ring_against_the_sum_of_its_pairs_alone(self, tmp_path):
         """One-way figures of the ring's payload from peer rows and from peer_bidir's copies alone."""
         rows = [ring_row(800.0), move("peer", "cuda:1", "cuda:2", 250.0, mib=256),
@@ -542,6 +566,18 @@ class TestPeerFigures:
         assert peer_ring(results_of(tmp_path, rows)).detail == (
             "256 MiB per copy, 3 copies at once: 800 GB/s summed; can't tell against one way: no copy alone of "
             "256 MiB for cuda:1->cuda:2, cuda:2->cuda:0")
+
+    def test_ring_figures_are_figures(self, tmp_path):
+        """The ring's verdict is a figure whether or not it has a reference; a ring row without legs is not
+        a ring."""
+        full = peer_ring(results_of(tmp_path, [ring_row(800.0), *peer_rows([("cuda:0", "cuda:1")])]))
+        assert (full.name, full.status) == (NAMES[11], "figure") and "can't tell" in full.detail
+        legless = ring_row(800.0)
+        legless["extra_info"]["peer_legs"] = []
+        assert peer_ring(results_of(tmp_path, [legless])).status == "not measured"
+        rows = [ring_row(750.0), *peer_rows([("cuda:0", "cuda:1"), ("cuda:1", "cuda:2")], one=250.0),
+                move("peer", "cuda:2", "cuda:0", 250.0, mib=256)]
+        assert peer_ring(results_of(tmp_path, rows)).status == "figure"
 
     def test_pairs_without_a_figure_take_their_link_class(self, tmp_path):
         """The peer plan's premise (one pair stands for its link class), said where it is used."""
