@@ -109,3 +109,16 @@ class TestMutationScoreArguments:
     def test_a_module_named_twice_is_scored_once(self, script):
         assert script.main(["units", "units", "contract"]) == 0
         assert script.scored == ["units", "contract"]
+
+
+def test_the_prepared_folder_holds_what_the_tests_read(mutation_score, monkeypatch, tmp_path):
+    """Each module runs in a copy of the checkout: it must hold the files its tests read (the real samples,
+    the CI's calibration file that noise's tests check), else mutmut's first test run fails and no mutant is
+    scored; its pyproject names that one module and its tests."""
+    monkeypatch.setattr(mutation_score, "WORK", tmp_path)
+    folder = mutation_score.prepare("noise")
+    assert (folder / ".ci" / "noise.json").is_file()
+    assert (folder / "reports" / "samples" / "h200" / "full.json.gz").is_file()
+    config = (folder / "pyproject.toml").read_text()
+    assert 'only_mutate = ["src/xferbench/analyze/gate/noise.py"]' in config
+    assert 'pytest_add_cli_args_test_selection = ["tests/test_noise.py"]' in config
