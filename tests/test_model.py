@@ -17,6 +17,7 @@ from xferbench.analyze.model import (
     host_ceiling_missing,
     largest_common_size,
     link_peak,
+    pipelined,
     roofs,
 )
 from xferbench.analyze.report.findings import host_copy
@@ -524,3 +525,62 @@ class TestLatencyBoundRuns:
         assert bandwidth_bound(pd.Series([4, 2**28]), pd.Series([1.7e-6, 1.7e-6 + 2**28 / 6e9])) is True
         assert bandwidth_bound(pd.Series([4, 64]), pd.Series([1.7e-6, 1.7e-6 + 64 / 6e9])) is False
         assert "GB/s here: the roof of the pageable panels" in host_copy(RunView.of(results))
+
+
+def device_timed(op, src, dst, device_alpha, device_gbps, sizes, wall_alpha=12e-6, wall_gbps=None):
+    """One path's rows as the run records them: wall-clock times (a synchronize after every call, so a larger α) and
+    ``device_seconds``, the copy's own device time."""
+    frame = rows_frame(path_sweep(op, src, dst, wall_alpha, wall_gbps or device_gbps, sizes=sizes))
+    return frame.assign(device_seconds=device_alpha + frame["nbytes"] / (device_gbps * 1e9))
+
+
+PIPELINED_KEYS = {"pipelined_alpha_us", "pipelined_gbps", "pipelined_half_bytes"}
+#: An H200-like GPU: HBM at 4.8 TB/s, so a same-device copy (bytes counted once) is held against 2.4 TB/s.
+HBM = gpu_machine(memory_peak_gbps=4800.0)
+
+
+class TestPipelined:
+    def test_no_device_time_gives_nan(self):
+        """A run without device time (no column, or no value in it) has no pipelined fit: the same three keys, NaN."""
+        group = rows_frame(path_sweep("h2d", "cpu", "cuda:0", 10e-6, 25.0, memory="pinned"))
+        for frame in (group, group.assign(device_seconds=np.nan)):
+            result = pipelined(frame, gpu_machine())
+            assert set(result) == PIPELINED_KEYS
+            assert all(np.isnan(value) for value in result.values())
+
+    def test_fit_from_device_time_not_wall_clock(self):
+        """Same-device copies timed on the device (α 1.5 µs) while the synchronizing loop pays 12 µs: the pipelined α
+        and β come from the device time, and half of β is reached at α x β (3 MB), not at the wall clock's 24 MB."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=[4**k for k in range(1, 16)])
+        result = pipelined(group, HBM)
+        assert set(result) == PIPELINED_KEYS
+        assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        assert result["pipelined_gbps"] == pytest.approx(2000.0, rel=0.02)
+        assert result["pipelined_half_bytes"] == pytest.approx(
+            result["pipelined_alpha_us"] * 1e-6 * result["pipelined_gbps"] * 1e9, rel=1e-12)
+        assert result["pipelined_half_bytes"] == pytest.approx(3e6, rel=0.03)
+
+    def test_device_beta_is_capped_at_the_largest_device_bandwidth(self):
+        """Sizes that stop at 1 MiB never reach half of the device's 2 TB/s: the stated β is the bandwidth 1 MiB
+        reached on the device (not on the wall clock, which is slower), as for the wall-clock fit."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=(4, 4096, 2**16, 2**20), wall_gbps=500.0)
+        largest = group.iloc[-1]
+        device_gbps = largest["nbytes"] / largest["device_seconds"] / 1e9
+        result = pipelined(group, HBM)
+        assert result["pipelined_gbps"] == pytest.approx(device_gbps, rel=1e-12)
+        assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        assert result["pipelined_half_bytes"] == pytest.approx(result["pipelined_alpha_us"] * 1e-6 * device_gbps * 1e9,
+                                                               rel=1e-12)
+
+    def test_only_positive_device_times_count_and_three_sizes_are_enough(self):
+        """A device time that is missing, zero or not a number does not count; three sizes timed are enough to fit
+        (here all latency-bound, so β is stated as what 64 KiB reached on the device)."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=(4, 4096, 2**16, 2**20, 2**24, 2**26))
+        group["device_seconds"] = group["device_seconds"].astype(object)
+        group.loc[3:, "device_seconds"] = [0.0, None, "n/a"]
+        timed = group.iloc[2]
+        result = pipelined(group, HBM)
+        assert result["pipelined_gbps"] == pytest.approx(timed["nbytes"] / timed["device_seconds"] / 1e9, rel=1e-12)
+        assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        two = pipelined(group.drop(index=2), HBM)
+        assert all(np.isnan(value) for value in two.values())
