@@ -17,7 +17,10 @@ from xferbench.analyze.model import (
     host_ceiling_missing,
     largest_common_size,
     link_peak,
+    nvlink_gbps_per_link,
+    pair_links,
     pipelined,
+    practical_ceiling,
     roofs,
 )
 from xferbench.analyze.report.findings import host_copy
@@ -584,3 +587,110 @@ class TestPipelined:
         assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
         two = pipelined(group.drop(index=2), HBM)
         assert all(np.isnan(value) for value in two.values())
+
+
+class TestPracticalCeiling:
+    @pytest.mark.parametrize(("generation", "expected"), [(3, (11.0, 13.0)), (4, (25.0, 26.0)), (5, (55.0, 57.0))])
+    def test_x16_range_by_generation(self, generation, expected):
+        """What pinned copies reach on an x16 link, per generation (design notes, section 5), in both directions."""
+        info = machine(pcie_max_generation=generation, pcie_max_width=16)
+        assert practical_ceiling(info, "h2d", "cpu", "cuda:0") == expected
+        assert practical_ceiling(info, "d2h", "cuda:0", "cpu") == expected
+
+    def test_each_direction_reads_the_gpu_end(self):
+        """h2d reads the destination GPU's link, d2h the source GPU's (cuda:0 is Gen3, cuda:1 Gen5)."""
+        info = two_gpus(pcie_max_generation=5, pcie_max_width=16)
+        assert practical_ceiling(info, "h2d", "cpu", "cuda:1") == (55.0, 57.0)
+        assert practical_ceiling(info, "d2h", "cuda:1", "cpu") == (55.0, 57.0)
+        assert practical_ceiling(info, "h2d", "cpu", "cuda:0") == (11.0, 13.0)
+        assert practical_ceiling(info, "d2h", "cuda:0", "cpu") == (11.0, 13.0)
+
+    @pytest.mark.parametrize("op", ["d2d", "peer", "host", "create"])
+    def test_only_host_device_moves_have_one(self, op):
+        """Moves that do not cross the PCIe link between host and GPU have no PCIe ceiling."""
+        info = two_gpus(pcie_max_generation=5, pcie_max_width=16)
+        assert practical_ceiling(info, op, "cuda:1", "cuda:1") is None
+
+    @pytest.mark.parametrize("device", [
+        {"pcie_max_generation": 4, "pcie_max_width": 16, "pcie_generation": 1, "pcie_width": 8},
+        {"pcie_generation": 4, "pcie_width": 16},
+    ], ids=["idle GPU's current link", "current link only"])
+    def test_maximum_link_else_the_current_one(self, device):
+        """The maximum link is read (an idle GPU drops to Gen1); without it, the current one."""
+        assert practical_ceiling(machine(**device), "h2d", "cpu", "cuda:0") == (25.0, 26.0)
+
+    @pytest.mark.parametrize("device", [
+        {"pcie_max_generation": 4, "pcie_max_width": 8}, {"pcie_max_generation": 4},
+        {"pcie_max_generation": "4", "pcie_max_width": 16}, {"pcie_max_generation": 4.0, "pcie_max_width": 16},
+        {"pcie_max_generation": 6, "pcie_max_width": 16}, {},
+    ], ids=["x8", "no width", "generation as text", "generation as float", "Gen6 (no figure)", "nothing"])
+    def test_none_without_an_x16_link_of_a_known_generation(self, device):
+        """The figures are for x16 links of Gens 3-5: any other width, an unusable generation or a missing field
+        gives no ceiling rather than a wrong one."""
+        assert practical_ceiling(machine(**device), "h2d", "cpu", "cuda:0") is None
+
+    def test_device_not_in_the_fingerprint(self):
+        assert practical_ceiling(two_gpus(), "h2d", "cpu", "cuda:7") is None
+        assert practical_ceiling({}, "d2h", "cuda:0", "cpu") is None
+
+
+class TestNvlinkPerLink:
+    @pytest.mark.parametrize(("device", "expected"), [
+        ({"nvlink_version": "1.0"}, (20.0, "1.0")), ({"nvlink_version": 4}, (25.0, "4.0")),
+        ({"nvlink_version": "5.0"}, (50.0, "5.0")),
+        ({"nvlink_version": "3.1", "compute_capability": "8.0"}, (25.0, "3.1")),
+        ({"nvlink_version": "3.1", "compute_capability": "8.6"}, (14.0625, "3.1")),
+        ({"nvlink_version": "3.1", "compute_capability": "8.9"}, (14.0625, "3.1")),
+    ], ids=["1.0", "bare 4", "5.0", "3.1 on A100", "3.1 on GA102", "3.1 on sm_89"])
+    def test_rate_and_generation(self, device, expected):
+        """GB/s per link and direction by generation; NVML's "3.1" is A100 (sm_80, 25 GB/s) or GA10x's x4 links."""
+        assert nvlink_gbps_per_link(device) == expected
+
+    @pytest.mark.parametrize("device", [
+        {}, {"nvlink_version": "9.9"}, {"nvlink_version": "3.1"}, {"nvlink_version": "3.1", "compute_capability": 8.0},
+    ], ids=["no version", "unknown version", "3.1 without capability", "capability as float"])
+    def test_unknown(self, device):
+        """Without a known version, or "3.1" without the compute capability that tells A100 from GA10x: unknown."""
+        assert nvlink_gbps_per_link(device) is None
+
+
+def pair(first=None, second=None, **section):
+    """Two GPUs, cuda:1 at PCI address 0000:3a:00.0, with the given NVLink facts each."""
+    devices = [{"device": "cuda:0", **(first or {})}, {"device": "cuda:1", "pci_bus_id": "0000:3a:00.0", **(second or {})}]
+    return {"xferbench": {"devices": devices, **section}}
+
+
+class TestPairLinks:
+    @pytest.mark.parametrize(("mine", "theirs", "expected"), [
+        (18, 12, (12, "via NVSwitch")), (1, 1, (1, "via NVSwitch")), (0, 18, (0, "none")), (18, 0, (0, "none")),
+        (18, None, (0, "none")),
+    ])
+    def test_via_nvswitch_the_fewer_links_of_the_two(self, mine, theirs, expected):
+        """Through an NVSwitch a pair has the fewer of the two GPUs' links to it; a GPU with none there (or that does
+        not say) leaves the pair without NVLink, not with the other's links."""
+        far = {} if theirs is None else {"nvswitch": theirs}
+        assert pair_links(pair({"nvlink_remote": {"nvswitch": mine}}, {"nvlink_remote": far}), "cuda:0", "cuda:1") == \
+            expected
+
+    @pytest.mark.parametrize(("remote", "expected"), [
+        ({"0000:3a:00.0": 2}, (2, "to cuda:1")), ({"0000:3a:00.0": 1}, (1, "to cuda:1")),
+        ({"0000:3a:00.0": 0}, (0, "none")), ({"0000:bb:00.0": 4}, (0, "none")), ({}, (0, "none")),
+    ])
+    def test_direct_links_whose_far_end_is_the_destination(self, remote, expected):
+        """Direct links count only where their far end is the destination's PCI address; else the pair has none."""
+        assert pair_links(pair({"nvlink_remote": remote}), "cuda:0", "cuda:1") == expected
+
+    def test_a_simulated_spec_joins_every_pair_alike(self):
+        """The simulated machine records no remote ends: its spec's link count holds for every pair."""
+        spec = {"name": "spec"}
+        assert pair_links(pair({"nvlink_links": 4}, {"nvlink_links": 4}, simulated=spec), "cuda:0", "cuda:1") == \
+            (4, "the simulated spec's, every pair")
+        assert pair_links(pair({"nvlink_links": "4"}, simulated=spec), "cuda:0", "cuda:1") is None
+        assert pair_links(pair({"nvlink_links": 4}, {"nvlink_links": 4}), "cuda:0", "cuda:1") is None
+
+    def test_a_pair_without_a_link_has_no_nvlink_roof(self):
+        """A pair whose links all go elsewhere copies over PCIe: no NVLink roof, not a roof of 0 GB/s."""
+        info = pair({"nvlink_version": "4.0", "nvlink_remote": {"0000:bb:00.0": 4}})
+        assert link_peak(info, "peer", "cuda:0", "cuda:1") is None
+        info["xferbench"]["devices"][0]["nvlink_remote"]["0000:3a:00.0"] = 2
+        assert link_peak(info, "peer", "cuda:0", "cuda:1") == (50.0, "NVLink 4.0 x2 links (to cuda:1)")
