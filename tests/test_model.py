@@ -9,14 +9,18 @@ from handfed import bench, gpu_machine, sweep, write
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
+    FASTER_THAN_MEMORY,
     Fit,
     bandwidth_bound,
     cache_bytes,
+    cache_resident,
     fit_alpha_beta,
+    fit_path,
     fit_paths,
     host_ceiling_missing,
     largest_common_size,
     link_peak,
+    memory_allows,
     nvlink_gbps_per_link,
     pair_links,
     pipelined,
@@ -694,3 +698,96 @@ class TestPairLinks:
         assert link_peak(info, "peer", "cuda:0", "cuda:1") is None
         info["xferbench"]["devices"][0]["nvlink_remote"]["0000:3a:00.0"] = 2
         assert link_peak(info, "peer", "cuda:0", "cuda:1") == (50.0, "NVLink 4.0 x2 links (to cuda:1)")
+
+
+def measured(op, src, dst, gbps, sizes=(4096, 2**20, 2**24, 2**26), memory=None):
+    """One path's rows at the given bandwidths (GB/s, bytes counted once), one per size."""
+    rows = [(op, src, dst, memory, "copy_", n, n / (rate * 1e9)) for n, rate in zip(sizes, gbps, strict=True)]
+    return rows_frame(rows).assign(bandwidth_gbps=list(gbps))  # exactly the figures given, not n / t rounded
+
+
+class TestMemoryAllows:
+    def test_same_device_copy_is_held_against_half_the_memory_peak(self):
+        """The fingerprint's bound wins over what was measured: 900 GB/s of memory allow a copy 450, at every size."""
+        rows = measured("d2d", "cuda:0", "cuda:0", [300.0, 700.0, 420.0, 400.0])
+        allowed = memory_allows(rows, two_gpus(), pd.Series([True, True, False, False], index=rows.index))
+        assert allowed.dtype == float and allowed.tolist() == [450.0] * 4
+
+    def test_peer_copy_is_held_against_the_pair_nvlink_peak(self):
+        """A peer copy's memory bound is its pair's NVLink peak (2 links of NVLink 1.0 from cuda:0 to cuda:1)."""
+        info = two_gpus(pci_bus_id="0000:3a:00.0")
+        info["xferbench"]["devices"][0]["nvlink_remote"] = {"0000:3a:00.0": 2}
+        rows = measured("peer", "cuda:0", "cuda:1", [10.0, 30.0, 36.0, 37.0])
+        assert memory_allows(rows, info, pd.Series(False, index=rows.index)).tolist() == [40.0] * 4
+
+    def test_without_a_bound_the_best_beyond_the_cache_per_path(self):
+        """Host copies have no bound in the fingerprint, and PCIe moves are held against no memory (their link is not
+        memory): each path gets the best it measured at sizes that do not fit in the cache; NaN where every size does."""
+        info = machine(pcie_max_generation=4, pcie_max_width=16)
+        h2d = measured("h2d", "cpu", "cuda:0", [5.0, 20.0, 24.0, 23.0], memory="pinned")
+        host = measured("host", "cpu", "cpu", [50.0, 40.0, 60.0, 30.0], memory="pageable")
+        rows = pd.concat([h2d, host], ignore_index=True)
+        fits = pd.Series([True, False, False, False, True, True, True, True], index=rows.index)
+        allowed = memory_allows(rows, info, fits)
+        assert allowed.iloc[:4].tolist() == [24.0] * 4
+        assert allowed.iloc[4:].isna().all()
+
+
+class TestCacheResident:
+    def test_resident_only_when_faster_than_memory_by_more_than_the_noise(self):
+        """Sizes that fit in L2 are resident only above 1.1 x what memory allows (450 GB/s here): exactly 1.1 x is
+        run-to-run noise, and a bandwidth that is not a number is no evidence of a cache."""
+        info = two_gpus()
+        info["xferbench"]["devices"][0]["l2_cache_bytes"] = 2**30
+        rows = measured("d2d", "cuda:0", "cuda:0", [300.0, 600.0, 400.0, 400.0])
+        rows["bandwidth_gbps"] = rows["bandwidth_gbps"].astype(object)
+        rows.loc[2:, "bandwidth_gbps"] = [FASTER_THAN_MEMORY * 450.0, "n/a"]
+        assert cache_resident(rows, info).tolist() == [False, True, False, False]
+
+
+def path_rows(sizes, gbps):
+    """One host path's rows at the given bandwidths, with times that agree with them."""
+    return measured("host", "cpu", "cpu", gbps, sizes=sizes, memory="pageable")
+
+
+class TestFitPath:
+    def test_two_sizes_beyond_the_cache_state_the_largest_of_them(self):
+        """With the rest resident, one or two sizes beyond the cache are too few to fit: β is what the largest of
+        them measured (a lower bound), and the basis says so."""
+        rows = path_rows((4096, 2**16, 2**20, 2**24, 2**26), [30.0, 60.0, 55.0, 21.0, 22.5])
+        result = fit_path(rows, pd.Series([True, True, True, False, False], index=rows.index))
+        assert result["beta_gbps"] == result["stated_gbps"] == float(rows["bandwidth_gbps"].iloc[-1])
+        assert result["beta_basis"] == "measured at the largest size beyond the cache (too few sizes there to fit)"
+        assert result["resident_sizes"] == 3
+
+    @pytest.mark.parametrize(("largest", "capped"), [(10.0, False), (9.99, True)])
+    def test_cap_applies_only_above_the_tolerance(self, largest, capped):
+        """β may be up to 1.25 x what the largest size measured: 12.5 GB/s against 10 is stated as is, against 9.99
+        it is capped at 9.99 and the basis says what it was."""
+        rows = path_rows((4096, 2**20, 2**24), [11.0, 12.5, largest])
+        result = fit_path(rows, pd.Series([False, False, True], index=rows.index))
+        measured_basis = "measured at the largest size beyond the cache (too few sizes there to fit)"
+        assert result["beta_gbps"] == pytest.approx(12.5, rel=1e-12)
+        if capped:
+            assert result["stated_gbps"] == pytest.approx(largest, rel=1e-12)
+            assert result["beta_basis"] == f"capped at the largest size measured ({measured_basis} gave 12.5 GB/s)"
+        else:
+            assert result["stated_gbps"] == pytest.approx(12.5, rel=1e-12)
+            assert result["beta_basis"] == measured_basis
+
+
+class TestFitPathsDeviceTime:
+    def test_non_blocking_is_the_path_s(self):
+        """The table says whether a path's copies were non-blocking; rows that do not record it are blocking."""
+        rows = rows_frame(path_sweep("h2d", "cpu", "cuda:0", 10e-6, 25.0, memory="pinned"))
+        assert fit_paths(rows.assign(non_blocking=True))["non_blocking"].tolist() == [True]
+        assert fit_paths(rows)["non_blocking"].tolist() == [False]
+
+    def test_pipelined_columns_come_from_the_device_time(self):
+        """A path with device time gets its pipelined α, β and half of β in the table, read against the machine."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=[4**k for k in range(1, 16)])
+        row = fit_paths(group, HBM).iloc[0]
+        assert row["alpha_us"] == pytest.approx(12.0, rel=0.02)
+        assert row["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        assert row["pipelined_gbps"] == pytest.approx(2000.0, rel=0.02)
+
