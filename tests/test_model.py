@@ -23,6 +23,7 @@ from xferbench.analyze.model import (
     memory_allows,
     nvlink_gbps_per_link,
     pair_links,
+    path_roofs,
     pipelined,
     practical_ceiling,
     roofs,
@@ -791,3 +792,74 @@ class TestFitPathsDeviceTime:
         assert row["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
         assert row["pipelined_gbps"] == pytest.approx(2000.0, rel=0.02)
 
+
+class TestBandwidthBoundTwoSizes:
+    def test_at_alpha_beta_is_bandwidth_bound(self):
+        """Two sizes give α and β exactly: here α·β is 3 MiB (α 2.93 ms, β 1.07 GB/s), so a largest size of 3 MiB is
+        at it (bandwidth-bound) and 2.5 MiB below it (latency-bound). Times are powers of two, so exact."""
+        n0, n1, slope = 2**20, 3 * 2**20, 2.0**-30
+        alpha = n1 * slope
+        assert bandwidth_bound(pd.Series([n0, n1]), pd.Series([alpha + n0 * slope, alpha + n1 * slope])) is True
+        below = 5 * 2**19
+        assert bandwidth_bound(pd.Series([n0, below]), pd.Series([alpha + n0 * slope, alpha + below * slope])) is False
+
+    def test_close_sizes_are_read_from_their_difference(self):
+        """α·β of 1 MB (10 µs, 100 GB/s): 1 MiB is past it even measured against 512 KiB only."""
+        sizes = pd.Series([2**19, 2**20])
+        assert bandwidth_bound(sizes, 10e-6 + sizes / 100e9) is True
+        assert bandwidth_bound(sizes, 20e-6 + sizes / 100e9) is False
+
+    @pytest.mark.parametrize("seconds", [[2e-6, 2e-6], [3e-6, 2e-6]], ids=["flat", "falling"])
+    def test_times_that_do_not_grow_are_latency_bound(self, seconds):
+        """Times that do not grow with the bytes are all fixed cost: latency-bound, not an error."""
+        assert bandwidth_bound(pd.Series([4, 2**20]), pd.Series(seconds)) is False
+
+    def test_one_size_cannot_tell(self):
+        """Repeated rounds of one size are still one size: neither answer."""
+        assert bandwidth_bound(pd.Series([2**20, 2**20]), pd.Series([1e-4, 1.1e-4])) is None
+
+
+def single_thread(sizes, seconds):
+    """The single-thread host memcpy rows of a run (and one multi-threaded copy_, which never counts)."""
+    rows = [{"op": "host", "method": "copy_", "variant": "single_thread", "nbytes": n, "median_s": t,
+             "bandwidth_gbps": n / t / 1e9} for n, t in zip(sizes, seconds, strict=True)]
+    rows.append({"op": "host", "method": "copy_", "variant": None, "nbytes": 2**28, "median_s": 0.02,
+                 "bandwidth_gbps": 2**28 / 0.02 / 1e9})
+    return pd.DataFrame(rows)
+
+
+class TestHostCeilingMissing:
+    def test_not_measured(self):
+        assert host_ceiling_missing(single_thread([], [])) == \
+            "this run measured no single-thread host memcpy (host copy_ single_thread)"
+
+    def test_one_size_only(self):
+        """One size (two rounds of it): the clause names it and its fastest time."""
+        assert host_ceiling_missing(single_thread([4, 4], [1.8e-6, 1.7e-6])) == (
+            "the single-thread host memcpy was measured at one size only (4 B in 1.7 µs), which cannot tell its fixed "
+            "cost from its bandwidth, so it bounds nothing")
+
+    def test_latency_bound_sizes(self):
+        assert host_ceiling_missing(single_thread([4, 16, 64], [1.7e-6, 1.7e-6, 1.8e-6])) == (
+            "the single-thread host memcpy's sizes are latency-bound (its largest, 64 B in 1.8 µs, is set by the fixed "
+            "cost, not the bytes), so it states no bandwidth bound")
+
+    def test_bandwidth_bound_sizes_have_their_roof(self):
+        assert host_ceiling_missing(single_thread([4, 2**28], [1.7e-6, 1.7e-6 + 2**28 / 6e9])) is None
+
+
+class TestPathRoofs:
+    CEILING = (6.0, "single-thread host memcpy (256 MiB, this run)")
+    GEN4_X16 = (pytest.approx(1.969 * 16), "PCIe Gen4 x16")
+
+    def test_pageable_moves_take_the_host_ceiling(self):
+        """A pageable move is bounded by its link and the run's single-thread memcpy, highest first; pinned is not."""
+        info = gpu_machine()
+        assert path_roofs(info, "h2d", "cpu", "cuda:0", "pageable", self.CEILING) == [self.GEN4_X16, self.CEILING]
+        assert path_roofs(info, "d2h", "cuda:0", "cpu", "pinned", self.CEILING) == [self.GEN4_X16]
+
+    def test_not_on_a_simulated_machine(self):
+        """The simulated machine's device paths follow its spec while its host copy ran on the real CPU: no host roof."""
+        info = gpu_machine()
+        info["xferbench"]["simulated"] = {"name": "spec"}
+        assert path_roofs(info, "h2d", "cpu", "cuda:0", "pageable", self.CEILING) == [self.GEN4_X16]
