@@ -9,14 +9,23 @@ from handfed import bench, gpu_machine, sweep, write
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
+    FASTER_THAN_MEMORY,
     Fit,
     bandwidth_bound,
     cache_bytes,
+    cache_resident,
     fit_alpha_beta,
+    fit_path,
     fit_paths,
     host_ceiling_missing,
     largest_common_size,
     link_peak,
+    memory_allows,
+    nvlink_gbps_per_link,
+    pair_links,
+    path_roofs,
+    pipelined,
+    practical_ceiling,
     roofs,
 )
 from xferbench.analyze.report.findings import host_copy
@@ -524,3 +533,333 @@ class TestLatencyBoundRuns:
         assert bandwidth_bound(pd.Series([4, 2**28]), pd.Series([1.7e-6, 1.7e-6 + 2**28 / 6e9])) is True
         assert bandwidth_bound(pd.Series([4, 64]), pd.Series([1.7e-6, 1.7e-6 + 64 / 6e9])) is False
         assert "GB/s here: the roof of the pageable panels" in host_copy(RunView.of(results))
+
+
+def device_timed(op, src, dst, device_alpha, device_gbps, sizes, wall_alpha=12e-6, wall_gbps=None):
+    """One path's rows as the run records them: wall-clock times (a synchronize after every call, so a larger α) and
+    ``device_seconds``, the copy's own device time."""
+    frame = rows_frame(path_sweep(op, src, dst, wall_alpha, wall_gbps or device_gbps, sizes=sizes))
+    return frame.assign(device_seconds=device_alpha + frame["nbytes"] / (device_gbps * 1e9))
+
+
+PIPELINED_KEYS = {"pipelined_alpha_us", "pipelined_gbps", "pipelined_half_bytes"}
+#: An H200-like GPU: HBM at 4.8 TB/s, so a same-device copy (bytes counted once) is held against 2.4 TB/s.
+HBM = gpu_machine(memory_peak_gbps=4800.0)
+
+
+class TestPipelined:
+    def test_no_device_time_gives_nan(self):
+        """A run without device time (no column, or no value in it) has no pipelined fit: the same three keys, NaN."""
+        group = rows_frame(path_sweep("h2d", "cpu", "cuda:0", 10e-6, 25.0, memory="pinned"))
+        for frame in (group, group.assign(device_seconds=np.nan)):
+            result = pipelined(frame, gpu_machine())
+            assert set(result) == PIPELINED_KEYS
+            assert all(np.isnan(value) for value in result.values())
+
+    def test_fit_from_device_time_not_wall_clock(self):
+        """Same-device copies timed on the device (α 1.5 µs) while the synchronizing loop pays 12 µs: the pipelined α
+        and β come from the device time, and half of β is reached at α x β (3 MB), not at the wall clock's 24 MB."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=[4**k for k in range(1, 16)])
+        result = pipelined(group, HBM)
+        assert set(result) == PIPELINED_KEYS
+        assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        assert result["pipelined_gbps"] == pytest.approx(2000.0, rel=0.02)
+        assert result["pipelined_half_bytes"] == pytest.approx(
+            result["pipelined_alpha_us"] * 1e-6 * result["pipelined_gbps"] * 1e9, rel=1e-12)
+        assert result["pipelined_half_bytes"] == pytest.approx(3e6, rel=0.03)
+
+    def test_device_beta_is_capped_at_the_largest_device_bandwidth(self):
+        """Sizes that stop at 1 MiB never reach half of the device's 2 TB/s: the stated β is the bandwidth 1 MiB
+        reached on the device (not on the wall clock, which is slower), as for the wall-clock fit."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=(4, 4096, 2**16, 2**20), wall_gbps=500.0)
+        largest = group.iloc[-1]
+        device_gbps = largest["nbytes"] / largest["device_seconds"] / 1e9
+        result = pipelined(group, HBM)
+        assert result["pipelined_gbps"] == pytest.approx(device_gbps, rel=1e-12)
+        assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        assert result["pipelined_half_bytes"] == pytest.approx(result["pipelined_alpha_us"] * 1e-6 * device_gbps * 1e9,
+                                                               rel=1e-12)
+
+    def test_only_positive_device_times_count_and_three_sizes_are_enough(self):
+        """A device time that is missing, zero or not a number does not count; three sizes timed are enough to fit
+        (here all latency-bound, so β is stated as what 64 KiB reached on the device)."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=(4, 4096, 2**16, 2**20, 2**24, 2**26))
+        group["device_seconds"] = group["device_seconds"].astype(object)
+        group.loc[3:, "device_seconds"] = [0.0, None, "n/a"]
+        timed = group.iloc[2]
+        result = pipelined(group, HBM)
+        assert result["pipelined_gbps"] == pytest.approx(timed["nbytes"] / timed["device_seconds"] / 1e9, rel=1e-12)
+        assert result["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        two = pipelined(group.drop(index=2), HBM)
+        assert all(np.isnan(value) for value in two.values())
+
+
+class TestPracticalCeiling:
+    @pytest.mark.parametrize(("generation", "expected"), [(3, (11.0, 13.0)), (4, (25.0, 26.0)), (5, (55.0, 57.0))])
+    def test_x16_range_by_generation(self, generation, expected):
+        """What pinned copies reach on an x16 link, per generation (design notes, section 5), in both directions."""
+        info = machine(pcie_max_generation=generation, pcie_max_width=16)
+        assert practical_ceiling(info, "h2d", "cpu", "cuda:0") == expected
+        assert practical_ceiling(info, "d2h", "cuda:0", "cpu") == expected
+
+    def test_each_direction_reads_the_gpu_end(self):
+        """h2d reads the destination GPU's link, d2h the source GPU's (cuda:0 is Gen3, cuda:1 Gen5)."""
+        info = two_gpus(pcie_max_generation=5, pcie_max_width=16)
+        assert practical_ceiling(info, "h2d", "cpu", "cuda:1") == (55.0, 57.0)
+        assert practical_ceiling(info, "d2h", "cuda:1", "cpu") == (55.0, 57.0)
+        assert practical_ceiling(info, "h2d", "cpu", "cuda:0") == (11.0, 13.0)
+        assert practical_ceiling(info, "d2h", "cuda:0", "cpu") == (11.0, 13.0)
+
+    @pytest.mark.parametrize("op", ["d2d", "peer", "host", "create"])
+    def test_only_host_device_moves_have_one(self, op):
+        """Moves that do not cross the PCIe link between host and GPU have no PCIe ceiling."""
+        info = two_gpus(pcie_max_generation=5, pcie_max_width=16)
+        assert practical_ceiling(info, op, "cuda:1", "cuda:1") is None
+
+    @pytest.mark.parametrize("device", [
+        {"pcie_max_generation": 4, "pcie_max_width": 16, "pcie_generation": 1, "pcie_width": 8},
+        {"pcie_generation": 4, "pcie_width": 16},
+    ], ids=["idle GPU's current link", "current link only"])
+    def test_maximum_link_else_the_current_one(self, device):
+        """The maximum link is read (an idle GPU drops to Gen1); without it, the current one."""
+        assert practical_ceiling(machine(**device), "h2d", "cpu", "cuda:0") == (25.0, 26.0)
+
+    @pytest.mark.parametrize("device", [
+        {"pcie_max_generation": 4, "pcie_max_width": 8}, {"pcie_max_generation": 4},
+        {"pcie_max_generation": "4", "pcie_max_width": 16}, {"pcie_max_generation": 4.0, "pcie_max_width": 16},
+        {"pcie_max_generation": 6, "pcie_max_width": 16}, {},
+    ], ids=["x8", "no width", "generation as text", "generation as float", "Gen6 (no figure)", "nothing"])
+    def test_none_without_an_x16_link_of_a_known_generation(self, device):
+        """The figures are for x16 links of Gens 3-5: any other width, an unusable generation or a missing field
+        gives no ceiling rather than a wrong one."""
+        assert practical_ceiling(machine(**device), "h2d", "cpu", "cuda:0") is None
+
+    def test_device_not_in_the_fingerprint(self):
+        assert practical_ceiling(two_gpus(), "h2d", "cpu", "cuda:7") is None
+        assert practical_ceiling({}, "d2h", "cuda:0", "cpu") is None
+
+
+class TestNvlinkPerLink:
+    @pytest.mark.parametrize(("device", "expected"), [
+        ({"nvlink_version": "1.0"}, (20.0, "1.0")), ({"nvlink_version": 4}, (25.0, "4.0")),
+        ({"nvlink_version": "5.0"}, (50.0, "5.0")),
+        ({"nvlink_version": "3.1", "compute_capability": "8.0"}, (25.0, "3.1")),
+        ({"nvlink_version": "3.1", "compute_capability": "8.6"}, (14.0625, "3.1")),
+        ({"nvlink_version": "3.1", "compute_capability": "8.9"}, (14.0625, "3.1")),
+    ], ids=["1.0", "bare 4", "5.0", "3.1 on A100", "3.1 on GA102", "3.1 on sm_89"])
+    def test_rate_and_generation(self, device, expected):
+        """GB/s per link and direction by generation; NVML's "3.1" is A100 (sm_80, 25 GB/s) or GA10x's x4 links."""
+        assert nvlink_gbps_per_link(device) == expected
+
+    @pytest.mark.parametrize("device", [
+        {}, {"nvlink_version": "9.9"}, {"nvlink_version": "3.1"}, {"nvlink_version": "3.1", "compute_capability": 8.0},
+    ], ids=["no version", "unknown version", "3.1 without capability", "capability as float"])
+    def test_unknown(self, device):
+        """Without a known version, or "3.1" without the compute capability that tells A100 from GA10x: unknown."""
+        assert nvlink_gbps_per_link(device) is None
+
+
+def pair(first=None, second=None, **section):
+    """Two GPUs, cuda:1 at PCI address 0000:3a:00.0, with the given NVLink facts each."""
+    devices = [{"device": "cuda:0", **(first or {})}, {"device": "cuda:1", "pci_bus_id": "0000:3a:00.0", **(second or {})}]
+    return {"xferbench": {"devices": devices, **section}}
+
+
+class TestPairLinks:
+    @pytest.mark.parametrize(("mine", "theirs", "expected"), [
+        (18, 12, (12, "via NVSwitch")), (1, 1, (1, "via NVSwitch")), (0, 18, (0, "none")), (18, 0, (0, "none")),
+        (18, None, (0, "none")),
+    ])
+    def test_via_nvswitch_the_fewer_links_of_the_two(self, mine, theirs, expected):
+        """Through an NVSwitch a pair has the fewer of the two GPUs' links to it; a GPU with none there (or that does
+        not say) leaves the pair without NVLink, not with the other's links."""
+        far = {} if theirs is None else {"nvswitch": theirs}
+        assert pair_links(pair({"nvlink_remote": {"nvswitch": mine}}, {"nvlink_remote": far}), "cuda:0", "cuda:1") == \
+            expected
+
+    @pytest.mark.parametrize(("remote", "expected"), [
+        ({"0000:3a:00.0": 2}, (2, "to cuda:1")), ({"0000:3a:00.0": 1}, (1, "to cuda:1")),
+        ({"0000:3a:00.0": 0}, (0, "none")), ({"0000:bb:00.0": 4}, (0, "none")), ({}, (0, "none")),
+    ])
+    def test_direct_links_whose_far_end_is_the_destination(self, remote, expected):
+        """Direct links count only where their far end is the destination's PCI address; else the pair has none."""
+        assert pair_links(pair({"nvlink_remote": remote}), "cuda:0", "cuda:1") == expected
+
+    def test_a_simulated_spec_joins_every_pair_alike(self):
+        """The simulated machine records no remote ends: its spec's link count holds for every pair."""
+        spec = {"name": "spec"}
+        assert pair_links(pair({"nvlink_links": 4}, {"nvlink_links": 4}, simulated=spec), "cuda:0", "cuda:1") == \
+            (4, "the simulated spec's, every pair")
+        assert pair_links(pair({"nvlink_links": "4"}, simulated=spec), "cuda:0", "cuda:1") is None
+        assert pair_links(pair({"nvlink_links": 4}, {"nvlink_links": 4}), "cuda:0", "cuda:1") is None
+
+    def test_a_pair_without_a_link_has_no_nvlink_roof(self):
+        """A pair whose links all go elsewhere copies over PCIe: no NVLink roof, not a roof of 0 GB/s."""
+        info = pair({"nvlink_version": "4.0", "nvlink_remote": {"0000:bb:00.0": 4}})
+        assert link_peak(info, "peer", "cuda:0", "cuda:1") is None
+        info["xferbench"]["devices"][0]["nvlink_remote"]["0000:3a:00.0"] = 2
+        assert link_peak(info, "peer", "cuda:0", "cuda:1") == (50.0, "NVLink 4.0 x2 links (to cuda:1)")
+
+
+def measured(op, src, dst, gbps, sizes=(4096, 2**20, 2**24, 2**26), memory=None):
+    """One path's rows at the given bandwidths (GB/s, bytes counted once), one per size."""
+    rows = [(op, src, dst, memory, "copy_", n, n / (rate * 1e9)) for n, rate in zip(sizes, gbps, strict=True)]
+    return rows_frame(rows).assign(bandwidth_gbps=list(gbps))  # exactly the figures given, not n / t rounded
+
+
+class TestMemoryAllows:
+    def test_same_device_copy_is_held_against_half_the_memory_peak(self):
+        """The fingerprint's bound wins over what was measured: 900 GB/s of memory allow a copy 450, at every size."""
+        rows = measured("d2d", "cuda:0", "cuda:0", [300.0, 700.0, 420.0, 400.0])
+        allowed = memory_allows(rows, two_gpus(), pd.Series([True, True, False, False], index=rows.index))
+        assert allowed.dtype == float and allowed.tolist() == [450.0] * 4
+
+    def test_peer_copy_is_held_against_the_pair_nvlink_peak(self):
+        """A peer copy's memory bound is its pair's NVLink peak (2 links of NVLink 1.0 from cuda:0 to cuda:1)."""
+        info = two_gpus(pci_bus_id="0000:3a:00.0")
+        info["xferbench"]["devices"][0]["nvlink_remote"] = {"0000:3a:00.0": 2}
+        rows = measured("peer", "cuda:0", "cuda:1", [10.0, 30.0, 36.0, 37.0])
+        assert memory_allows(rows, info, pd.Series(False, index=rows.index)).tolist() == [40.0] * 4
+
+    def test_without_a_bound_the_best_beyond_the_cache_per_path(self):
+        """Host copies have no bound in the fingerprint, and PCIe moves are held against no memory (their link is not
+        memory): each path gets the best it measured at sizes that do not fit in the cache; NaN where every size does."""
+        info = machine(pcie_max_generation=4, pcie_max_width=16)
+        h2d = measured("h2d", "cpu", "cuda:0", [5.0, 20.0, 24.0, 23.0], memory="pinned")
+        host = measured("host", "cpu", "cpu", [50.0, 40.0, 60.0, 30.0], memory="pageable")
+        rows = pd.concat([h2d, host], ignore_index=True)
+        fits = pd.Series([True, False, False, False, True, True, True, True], index=rows.index)
+        allowed = memory_allows(rows, info, fits)
+        assert allowed.iloc[:4].tolist() == [24.0] * 4
+        assert allowed.iloc[4:].isna().all()
+
+
+class TestCacheResident:
+    def test_resident_only_when_faster_than_memory_by_more_than_the_noise(self):
+        """Sizes that fit in L2 are resident only above 1.1 x what memory allows (450 GB/s here): exactly 1.1 x is
+        run-to-run noise, and a bandwidth that is not a number is no evidence of a cache."""
+        info = two_gpus()
+        info["xferbench"]["devices"][0]["l2_cache_bytes"] = 2**30
+        rows = measured("d2d", "cuda:0", "cuda:0", [300.0, 600.0, 400.0, 400.0])
+        rows["bandwidth_gbps"] = rows["bandwidth_gbps"].astype(object)
+        rows.loc[2:, "bandwidth_gbps"] = [FASTER_THAN_MEMORY * 450.0, "n/a"]
+        assert cache_resident(rows, info).tolist() == [False, True, False, False]
+
+
+def path_rows(sizes, gbps):
+    """One host path's rows at the given bandwidths, with times that agree with them."""
+    return measured("host", "cpu", "cpu", gbps, sizes=sizes, memory="pageable")
+
+
+class TestFitPath:
+    def test_two_sizes_beyond_the_cache_state_the_largest_of_them(self):
+        """With the rest resident, one or two sizes beyond the cache are too few to fit: β is what the largest of
+        them measured (a lower bound), and the basis says so."""
+        rows = path_rows((4096, 2**16, 2**20, 2**24, 2**26), [30.0, 60.0, 55.0, 21.0, 22.5])
+        result = fit_path(rows, pd.Series([True, True, True, False, False], index=rows.index))
+        assert result["beta_gbps"] == result["stated_gbps"] == float(rows["bandwidth_gbps"].iloc[-1])
+        assert result["beta_basis"] == "measured at the largest size beyond the cache (too few sizes there to fit)"
+        assert result["resident_sizes"] == 3
+
+    @pytest.mark.parametrize(("largest", "capped"), [(10.0, False), (9.99, True)])
+    def test_cap_applies_only_above_the_tolerance(self, largest, capped):
+        """β may be up to 1.25 x what the largest size measured: 12.5 GB/s against 10 is stated as is, against 9.99
+        it is capped at 9.99 and the basis says what it was."""
+        rows = path_rows((4096, 2**20, 2**24), [11.0, 12.5, largest])
+        result = fit_path(rows, pd.Series([False, False, True], index=rows.index))
+        measured_basis = "measured at the largest size beyond the cache (too few sizes there to fit)"
+        assert result["beta_gbps"] == pytest.approx(12.5, rel=1e-12)
+        if capped:
+            assert result["stated_gbps"] == pytest.approx(largest, rel=1e-12)
+            assert result["beta_basis"] == f"capped at the largest size measured ({measured_basis} gave 12.5 GB/s)"
+        else:
+            assert result["stated_gbps"] == pytest.approx(12.5, rel=1e-12)
+            assert result["beta_basis"] == measured_basis
+
+
+class TestFitPathsDeviceTime:
+    def test_non_blocking_is_the_path_s(self):
+        """The table says whether a path's copies were non-blocking; rows that do not record it are blocking."""
+        rows = rows_frame(path_sweep("h2d", "cpu", "cuda:0", 10e-6, 25.0, memory="pinned"))
+        assert fit_paths(rows.assign(non_blocking=True))["non_blocking"].tolist() == [True]
+        assert fit_paths(rows)["non_blocking"].tolist() == [False]
+
+    def test_pipelined_columns_come_from_the_device_time(self):
+        """A path with device time gets its pipelined α, β and half of β in the table, read against the machine."""
+        group = device_timed("d2d", "cuda:0", "cuda:0", 1.5e-6, 2000.0, sizes=[4**k for k in range(1, 16)])
+        row = fit_paths(group, HBM).iloc[0]
+        assert row["alpha_us"] == pytest.approx(12.0, rel=0.02)
+        assert row["pipelined_alpha_us"] == pytest.approx(1.5, rel=0.02)
+        assert row["pipelined_gbps"] == pytest.approx(2000.0, rel=0.02)
+
+
+class TestBandwidthBoundTwoSizes:
+    def test_at_alpha_beta_is_bandwidth_bound(self):
+        """Two sizes give α and β exactly: here α·β is 3 MiB (α 2.93 ms, β 1.07 GB/s), so a largest size of 3 MiB is
+        at it (bandwidth-bound) and 2.5 MiB below it (latency-bound). Times are powers of two, so exact."""
+        n0, n1, slope = 2**20, 3 * 2**20, 2.0**-30
+        alpha = n1 * slope
+        assert bandwidth_bound(pd.Series([n0, n1]), pd.Series([alpha + n0 * slope, alpha + n1 * slope])) is True
+        below = 5 * 2**19
+        assert bandwidth_bound(pd.Series([n0, below]), pd.Series([alpha + n0 * slope, alpha + below * slope])) is False
+
+    def test_close_sizes_are_read_from_their_difference(self):
+        """α·β of 1 MB (10 µs, 100 GB/s): 1 MiB is past it even measured against 512 KiB only."""
+        sizes = pd.Series([2**19, 2**20])
+        assert bandwidth_bound(sizes, 10e-6 + sizes / 100e9) is True
+        assert bandwidth_bound(sizes, 20e-6 + sizes / 100e9) is False
+
+    @pytest.mark.parametrize("seconds", [[2e-6, 2e-6], [3e-6, 2e-6]], ids=["flat", "falling"])
+    def test_times_that_do_not_grow_are_latency_bound(self, seconds):
+        """Times that do not grow with the bytes are all fixed cost: latency-bound, not an error."""
+        assert bandwidth_bound(pd.Series([4, 2**20]), pd.Series(seconds)) is False
+
+    def test_one_size_cannot_tell(self):
+        """Repeated rounds of one size are still one size: neither answer."""
+        assert bandwidth_bound(pd.Series([2**20, 2**20]), pd.Series([1e-4, 1.1e-4])) is None
+
+
+def single_thread(sizes, seconds):
+    """The single-thread host memcpy rows of a run (and one multi-threaded copy_, which never counts)."""
+    rows = [{"op": "host", "method": "copy_", "variant": "single_thread", "nbytes": n, "median_s": t,
+             "bandwidth_gbps": n / t / 1e9} for n, t in zip(sizes, seconds, strict=True)]
+    rows.append({"op": "host", "method": "copy_", "variant": None, "nbytes": 2**28, "median_s": 0.02,
+                 "bandwidth_gbps": 2**28 / 0.02 / 1e9})
+    return pd.DataFrame(rows)
+
+
+class TestHostCeilingMissing:
+    def test_not_measured(self):
+        assert host_ceiling_missing(single_thread([], [])) == \
+            "this run measured no single-thread host memcpy (host copy_ single_thread)"
+
+    def test_one_size_only(self):
+        """One size (two rounds of it): the clause names it and its fastest time."""
+        assert host_ceiling_missing(single_thread([4, 4], [1.8e-6, 1.7e-6])) == (
+            "the single-thread host memcpy was measured at one size only (4 B in 1.7 µs), which cannot tell its fixed "
+            "cost from its bandwidth, so it bounds nothing")
+
+    def test_latency_bound_sizes(self):
+        assert host_ceiling_missing(single_thread([4, 16, 64], [1.7e-6, 1.7e-6, 1.8e-6])) == (
+            "the single-thread host memcpy's sizes are latency-bound (its largest, 64 B in 1.8 µs, is set by the fixed "
+            "cost, not the bytes), so it states no bandwidth bound")
+
+    def test_bandwidth_bound_sizes_have_their_roof(self):
+        assert host_ceiling_missing(single_thread([4, 2**28], [1.7e-6, 1.7e-6 + 2**28 / 6e9])) is None
+
+
+class TestPathRoofs:
+    CEILING = (6.0, "single-thread host memcpy (256 MiB, this run)")
+    GEN4_X16 = (pytest.approx(1.969 * 16), "PCIe Gen4 x16")
+
+    def test_pageable_moves_take_the_host_ceiling(self):
+        """A pageable move is bounded by its link and the run's single-thread memcpy, highest first; pinned is not."""
+        info = gpu_machine()
+        assert path_roofs(info, "h2d", "cpu", "cuda:0", "pageable", self.CEILING) == [self.GEN4_X16, self.CEILING]
+        assert path_roofs(info, "d2h", "cuda:0", "cpu", "pinned", self.CEILING) == [self.GEN4_X16]
+
+    def test_not_on_a_simulated_machine(self):
+        """The simulated machine's device paths follow its spec while its host copy ran on the real CPU: no host roof."""
+        info = gpu_machine()
+        info["xferbench"]["simulated"] = {"name": "spec"}
+        assert path_roofs(info, "h2d", "cpu", "cuda:0", "pageable", self.CEILING) == [self.GEN4_X16]
