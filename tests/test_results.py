@@ -537,6 +537,29 @@ class TestStatisticsChecked:
         resolution), no per-round data and a zero spread are all read, not refused."""
         assert one_row(tmp_path, stats=stats)[column] == value
 
+    def test_a_median_changed_after_the_run_is_refused(self, tmp_path):
+        """compare reads the rounds and the report the median: a median that is not the rounds' is named, with
+        both figures; one within pytest-benchmark's float printing (1e-7 apart) is the same median."""
+        bench = xfer(name="n", stats={"median": 2e-3, "data": [1e-3, 1e-3, 3e-3]})
+        assert load_error(tmp_path, bench) == (
+            "stats field 'median' (0.002 s) is not the median of its rounds 'data' (0.001 s): changed after "
+            "pytest-benchmark wrote it")
+        close = xfer(stats={"median": 1e-3 * (1 + 1e-7), "data": [1e-3] * 3})
+        assert load([run_file(tmp_path, "close", [close])]).frame.iloc[0]["median_s"] == 1e-3 * (1 + 1e-7)
+        off = xfer(name="n", stats={"median": 1e-3 * (1 + 1e-5), "data": [1e-3] * 3})
+        assert "is not the median of its rounds" in load_error(tmp_path, off)
+
+    def test_whole_number_rounds_are_times(self, tmp_path):
+        """Rounds written as whole numbers (0 s included, below the timer's resolution) are read like floats."""
+        row = one_row(tmp_path, stats={"median": 1.0, "data": [0, 1, 2]})
+        assert row["data"] == [0, 1, 2] and row["median_s"] == 1.0
+
+    def test_the_timer_is_read_from_the_options(self, tmp_path):
+        """pytest-benchmark's --benchmark-timer, as it records it: compare refuses runs of two clocks."""
+        bench = xfer() | {"options": {"timer": "time.process_time"}}
+        assert load([run_file(tmp_path, "run", [bench])]).frame.iloc[0]["timer"] == "time.process_time"
+        assert one_row(tmp_path)["timer"] is None
+
     @pytest.mark.parametrize(("field", "value", "message"), [
         ("name", 5, "'name' must be a string, got 5"),
         ("group", ["h2d"], "'group' must be a string, got ['h2d']"),
@@ -806,6 +829,22 @@ class TestMachineDescription:
             code, _, err = run_cli(capsys, *args)
             assert_refused(code, err, "come from different machines", "Another CPU")
         assert not (tmp_path / "r.html").exists()
+
+    def test_every_file_is_held_against_the_newest(self, tmp_path):
+        """Three files, the middle one of another machine: it is named, with each difference, even though the
+        first matches the newest."""
+        def machine(cpu: str, torch: str) -> dict:
+            return {"cpu": {"brand_raw": cpu}, "xferbench": {"torch": torch, "devices": []}}
+
+        files = [run_file(tmp_path, name, [xfer(name=name)], when=when, machine=machine(*box))
+                 for name, when, box in (("a", "2026-01-01T00:00:00", ("EPYC", "2.13.0")),
+                                         ("b", "2026-01-02T00:00:00", ("Xeon", "2.12.0")),
+                                         ("c", "2026-01-03T00:00:00", ("EPYC", "2.13.0")))]
+        with pytest.raises(ResultsError) as error:
+            load(files)
+        assert str(error.value) == (
+            f"{files[1]} and {files[2]} come from different machines (torch 2.12.0 -> 2.13.0; CPU Xeon -> EPYC); "
+            "give them one at a time (xferbench compare sets two machines side by side)")
 
     def test_runs_of_one_machine_still_merge(self, tmp_path, capsys):
         first, second = small(2), small(4)
