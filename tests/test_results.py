@@ -3,13 +3,14 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xferbench.analyze.load.results import ResultsError, find_json, load
+from xferbench.analyze.load.results import ResultsError, find_json, fingerprint_problem, load
 
 from hang import no_hang
 from hostile_inputs import BASE, DATA, FAST, assert_refused, dump, hostile_numbers, json_values, mutate, put, run_cli, small
@@ -807,6 +808,36 @@ class TestMachineDescription:
         code, _, err = run_cli(capsys, *args)
         assert_refused(code, err, "run.json: field 'machine_info.xferbench.")
         assert not (tmp_path / "r.html").exists()
+
+    GOOD: ClassVar[dict] = {
+        "host": {"cache_bytes": {"L1d": 0, "L3": 2**62}},
+        "devices": [{"device": "cuda:0", "nvlink_version": "4.0", "memory_bytes": 0, "l2_cache_bytes": 2**62},
+                    {"device": None, "nvlink_version": 4}, {"nvlink_version": 4.0}],
+        "peer_access": [[True, False], [False, True]],
+        "peer_plan": {"mode": "all", "reason": "default", "swept_pairs": ["cuda:0->cuda:1"],
+                      "classes": {"cuda:0->cuda:1": "NVLink", "cuda:1->cuda:0": None}}}
+
+    def test_what_xferbench_writes_is_no_problem(self):
+        """Every field of the kinds the fingerprint writes, at the bounds (0 and 2**62 bytes), and null ones."""
+        assert fingerprint_problem({"xferbench": self.GOOD}) is None
+        assert fingerprint_problem({"xferbench": dict.fromkeys(self.GOOD)}) is None
+        assert fingerprint_problem({"xferbench": {"devices": []}}) is None
+
+    @pytest.mark.parametrize(("field", "value", "named"), [
+        ("host", "x", "xferbench.host"), ("cache_bytes", {"L3": 2**62 + 1}, "xferbench.host.cache_bytes"),
+        ("cache_bytes", {"L3": -1}, "xferbench.host.cache_bytes"), ("cache_bytes", {"L3": True}, "xferbench.host.cache_bytes"),
+        ("devices", {"cuda:0": {}}, "xferbench.devices"), ("peer_access", [[1]], "xferbench.peer_access"),
+        ("peer_plan", {"mode": "all"}, "xferbench.peer_plan"), ("device", 0, "xferbench.devices[0].device"),
+        ("nvlink_version", [4], "xferbench.devices[0].nvlink_version"),
+        ("memory_bytes", 2**62 + 1, "xferbench.devices[0].memory_bytes"),
+    ])
+    def test_the_first_damaged_field_is_named_with_its_value(self, field, value, named):
+        block = copy.deepcopy(self.GOOD)
+        holder = {"cache_bytes": block["host"], "device": block["devices"][0], "nvlink_version": block["devices"][0],
+                  "memory_bytes": block["devices"][0]}.get(field, block)
+        holder[field] = value
+        assert fingerprint_problem({"xferbench": block}) == (
+            f"'machine_info.{named}' is not what xferbench writes there, got {value!r}")
 
     @pytest.mark.parametrize("machine", [{"cpu": "AMD", "xferbench": [1]}, {"xferbench": 5}, {"cpu": ["x"]}])
     def test_foreign_blocks_left_out_with_a_note(self, tmp_path, capsys, machine):
