@@ -445,6 +445,34 @@ class TestJournal:
         assert len(results.frame) == 2
 
 
+class TestSavedCompleteness:
+    """A run cut short saves ``xfer_completeness`` (measure/record/journal.py): the page says how far it got."""
+
+    def save(self, tmp_path, completeness, **fields):
+        data = {"machine_info": {"node": "n"}, "commit_info": {"id": "c"}, "datetime": "2026-01-01T00:00:00",
+                "benchmarks": [xfer(name="a"), xfer(name="b", nbytes=2**21, shape=[2**19])], **fields}
+        if completeness is not ...:
+            data["xfer_completeness"] = completeness
+        return write(tmp_path, "run.json", data)
+
+    @pytest.mark.parametrize(("completeness", "said"), [
+        ({"complete": False, "planned": 12}, "Incomplete run: 2 of 12 cases finished before it stopped (run.json)."),
+        ({"complete": False, "planned": 0}, "Incomplete run: 2 cases finished before it stopped (run.json)."),
+        ({"complete": False, "planned": "12"}, "Incomplete run: 2 cases finished before it stopped (run.json)."),
+        ({"complete": False}, "Incomplete run: 2 cases finished before it stopped (run.json)."),
+    ])
+    def test_a_run_cut_short_says_so(self, tmp_path, completeness, said):
+        assert load([self.save(tmp_path, completeness)]).notes == [said]
+
+    @pytest.mark.parametrize("completeness", [{"complete": True, "planned": 2}, {"complete": None}, "no", ...])
+    def test_a_whole_run_says_nothing(self, tmp_path, completeness):
+        assert load([self.save(tmp_path, completeness)]).notes == []
+
+    def test_a_progress_field_in_the_file_is_not_believed(self, tmp_path):
+        """Only reading a journal sets the progress: a saved file's own ``xfer_progress`` is ignored."""
+        assert load([self.save(tmp_path, ..., xfer_progress=[1, 9])]).notes == []
+
+
 class TestRunLevelFields:
     @pytest.mark.parametrize(("fields", "message"), [
         ({"machine_info": [1, 2]}, "field 'machine_info' must be an object, got [1, 2]"),
