@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xferbench.analyze.load.results import ResultsError, find_json, fingerprint_problem, load
+from xferbench.analyze.load.results import (
+    ResultsError,
+    bounded_read,
+    find_json,
+    fingerprint_problem,
+    is_journal,
+    load,
+)
 
 from hang import no_hang
 from hostile_inputs import BASE, DATA, FAST, assert_refused, dump, hostile_numbers, json_values, mutate, put, run_cli, small
@@ -443,6 +450,32 @@ class TestJournal:
         results = load([finished, partial])
         assert results.incomplete == ["Incomplete run: 1 of 3 cases finished before it stopped (late.jsonl)."]
         assert len(results.frame) == 2
+
+
+class TestWhatAFileIs:
+    """A journal is told by its first line; a ``.jsonl`` name alone does not make a plain results file one."""
+
+    DOCUMENT: ClassVar[dict] = {"machine_info": {}, "benchmarks": [{"name": "a"}]}
+
+    def test_a_journal_by_its_first_line_whatever_its_name(self):
+        assert is_journal(Path("run.json"), '  {"xfer_journal": 1}\n{"name": "a"}\n')
+        assert is_journal(Path("run.jsonl"), '{"name": "a"}\n{"name": "b"}\n')
+
+    def test_a_results_file_named_jsonl_is_not_a_journal(self):
+        """pytest-benchmark's pretty-printed JSON starts with a lone ``{``; one written on one line holds its
+        benchmarks there."""
+        assert not is_journal(Path("run.jsonl"), json.dumps(self.DOCUMENT, indent=4) + "\n")
+        assert not is_journal(Path("run.jsonl"), json.dumps(self.DOCUMENT) + "\n")
+        assert not is_journal(Path("run.json"), '{"name": "a"}\n{"name": "b"}\n')
+
+    def test_a_bounded_read_keeps_to_its_limit(self, tmp_path):
+        """The first bytes of a file when told so, else refused past the limit (compare sniffs a file's start)."""
+        path = tmp_path / "run.json"
+        path.write_bytes(b"0123456789" * 3)
+        assert bounded_read(path, 4, whole=False) == b"0123"
+        assert bounded_read(path, 30) == b"0123456789" * 3
+        with pytest.raises(ResultsError, match="larger than 0 MiB"):
+            bounded_read(path, 29)
 
 
 class TestSavedCompleteness:
