@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -122,3 +123,5 @@ def test_the_prepared_folder_holds_what_the_tests_read(mutation_score, monkeypat
     config = (folder / "pyproject.toml").read_text()
     assert 'only_mutate = ["src/xferbench/analyze/gate/noise.py"]' in config
     assert 'pytest_add_cli_args_test_selection = ["tests/test_noise.py"]' in config
+    # mutmut runs the tests in its own copy (mutants/), of src/, tests/ and also_copy only
+    assert ".ci/" in json.loads(next(line for line in config.splitlines() if line.startswith("also_copy")).split("=", 1)[1])
