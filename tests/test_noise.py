@@ -408,6 +408,57 @@ def test_case_facts_line_up_with_the_table_whatever_order_a_run_lists_its_cases(
     assert list(meta.index) == list(table.index)
 
 
+class TestCurrentSegment:
+    """Where a case's current level starts: after its last lasting step that the gate would flag, judged
+    with the spread of the runs about their own levels (seeded noise of known size)."""
+
+    noise = np.random.default_rng(0).normal(0, 0.05, 30)
+
+    def test_a_lasting_step_starts_the_level(self):
+        series = self.noise[:14] + np.r_[np.zeros(8), np.full(6, np.log(2))]
+        assert noise.current_segment(series, 0.05, 0.25) == 8
+
+    def test_a_faster_level_is_a_step_too(self):
+        series = self.noise[:14] + np.r_[np.zeros(8), np.full(6, np.log(0.5))]
+        assert noise.current_segment(series, 0.05, 0.25) == 8
+
+    def test_the_last_of_two_steps(self):
+        series = self.noise[:21] + np.r_[np.zeros(7), np.full(7, np.log(2)), np.full(7, np.log(4))]
+        assert noise.current_segment(series, 0.05, 0.25) == 14
+
+    def test_no_step_no_segment(self):
+        assert noise.current_segment(self.noise[:14], 0.05, 0.25) == 0
+        assert noise.current_segment(np.zeros(0), 0.05, 0.25) == 0
+
+    def test_a_busy_step_on_an_assumed_spread_moves_no_baseline(self):
+        """Six runs, the last three on a busy machine 350x slower: with three runs a side the spread is
+        assumed, and a busy run makes the step "can't tell", as compare says; quiet, the gate flags it."""
+        series = np.r_[np.zeros(3), np.full(3, np.log(350))] + self.noise[:6] / 5
+        assert noise.current_segment(series, 0.4, 1.0) == 3
+        assert noise.current_segment(series, 0.4, 1.0, busy=[False, False, False, True, True, True]) == 0
+        assert noise.current_segment(series, 0.4, 1.0, busy=[True, False, False, False, False, False]) == 0
+        # five runs a side: the spread is learned from them, busy or not, and a clear step is accepted
+        clear = np.r_[np.zeros(5), np.full(5, np.log(3))] + self.noise[:10] / 5
+        assert noise.current_segment(clear, 0.4, 1.0, busy=[True] * 10) == 5
+
+    def test_levels_as_wide_as_their_gap_are_not_a_step(self):
+        wide = np.r_[0.0, 3.0, 0.5, 6.0, 2.5, 5.5, 3.0, 6.5]
+        assert noise.current_segment(wide, 0.4, 1.0) == 0
+
+    def test_an_assumed_spread_wider_than_the_step_keeps_the_baseline(self):
+        """Three quiet runs a side 1.5x apart: flagged against a 5% spread, not against an assumed 50% one
+        (fewer than five runs a side never judge below the case's spread)."""
+        series = np.r_[np.zeros(3), np.full(3, np.log(1.5))] + self.noise[:6] / 50
+        assert noise.current_segment(series, 0.05, 0.25) == 3
+        assert noise.current_segment(series, 0.5, 0.25) == 0
+
+    def test_the_z_bound_decides_a_close_step(self):
+        """A step the gate flags at its default bound is kept at a stricter one only if it clears it."""
+        series = self.noise[:14] + np.r_[np.zeros(7), np.full(7, np.log(1.3))]
+        assert noise.current_segment(series, 0.05, 0.25) == 7
+        assert noise.current_segment(series, 0.05, 0.25, z_bound=1e6) == 0
+
+
 class TestStrictJson:
     """Issue 26, item 10: a noise file is strict JSON (JSON.parse refuses Infinity); older files still read."""
 
