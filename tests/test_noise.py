@@ -459,6 +459,60 @@ class TestCurrentSegment:
         assert noise.current_segment(series, 0.05, 0.25, z_bound=1e6) == 0
 
 
+CI_NOISE = json.loads((Path(__file__).resolve().parents[1] / ".ci" / "noise.json").read_text())
+A_CASE = next(iter(CI_NOISE["cases"]))
+
+
+def noise_file(**changes) -> str:
+    """The CI's calibration file with top-level fields changed (``case`` changes its first case's fields)."""
+    data = json.loads(json.dumps(CI_NOISE))
+    data["cases"][A_CASE] |= changes.pop("case", {})
+    return json.dumps(data | changes)
+
+
+class TestNoiseFileFields:
+    """A field no calibration writes is named when the file is read: a NaN bound or a negative floor would make
+    the gate silently never, or always, fire."""
+
+    @pytest.mark.parametrize(("changes", "field"), [
+        ({"machine": []}, "machine"), ({"runs": 0}, "runs"), ({"runs": 8.0}, "runs"), ({"runs": True}, "runs"),
+        ({"target": 1}, "target"), ({"target": 0}, "target"), ({"target": "0.05"}, "target"),
+        ({"per_side": 0}, "per_side"), ({"per_side": 3.0}, "per_side"), ({"z_bound": 0}, "z_bound"),
+        ({"z_bound": -4.0}, "z_bound"), ({"floors": {"bandwidth": 0.1}}, "floors"), ({"floors": []}, "floors"),
+        ({"floors": {"bandwidth": 0.1, "latency": -0.1}}, "floors"), ({"cases": []}, "cases"),
+        ({"cases": {"k": 1}}, "cases"), ({"case": {"spread": -0.01}}, "cases"), ({"case": {"spread": "0.1"}}, "cases"),
+        ({"case": {"spread": None}}, "cases"), ({"case": {"floor": 0}}, "cases"), ({"case": {"floor": -1.0}}, "cases"),
+        ({"false_alarm_rate": 0.05}, "false_alarm_rate"), ({"confirmed": 1}, "confirmed"), ({"note": None}, "note"),
+    ])
+    def test_a_field_no_calibration_writes_is_named(self, changes, field):
+        with pytest.raises(ResultsError) as error:
+            noise.Noise.from_json(noise_file(**changes), "n.json")
+        assert str(error.value) == (f"n.json: not a usable noise file (field {field!r}); run xferbench calibrate "
+                                    "again")
+
+    @pytest.mark.parametrize("changes", [
+        {}, {"runs": 1, "per_side": 1}, {"target": 0.999}, {"z_bound": 1e300}, {"confirmed": False},
+        {"floors": {"bandwidth": None, "latency": 1e-9}}, {"case": {"spread": 0, "floor": None}},
+        {"case": {"spread": 5}}, {"case": {"floor": 2}},
+    ])
+    def test_what_calibration_writes_is_read(self, changes):
+        """At the bounds too: one run a side, a spread of 0, a floor of null (a case not gated, infinite)."""
+        read = noise.Noise.from_json(noise_file(**changes), "n.json")
+        assert read.runs == changes.get("runs", 8)
+        if changes.get("case", {}).get("floor", 0) is None:
+            assert read.cases[A_CASE]["floor"] == math.inf
+
+    @pytest.mark.parametrize("version", [2, "1", 1.0, True, None])
+    def test_another_version_is_not_a_noise_file(self, version):
+        with pytest.raises(ResultsError, match=r"^n\.json: not a noise file written by xferbench calibrate$"):
+            noise.Noise.from_json(noise_file(xferbench_noise=version), "n.json")
+
+    def test_written_and_read_back_the_same(self):
+        read = noise.Noise.from_json(noise_file(case={"floor": None}), "n.json")
+        assert json.loads(read.to_json()) == json.loads(noise_file(case={"floor": None}))
+        assert noise.Noise.from_json(read.to_json(), "again.json") == read
+
+
 class TestStrictJson:
     """Issue 26, item 10: a noise file is strict JSON (JSON.parse refuses Infinity); older files still read."""
 
