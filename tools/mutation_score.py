@@ -5,7 +5,7 @@
 For every module (default: all of ``MODULES``) mutmut mutates that one file and runs
 only that module's own test file(s) against each mutant, so a module cannot borrow
 its score from the tests of another. Each module runs in a fresh folder of its own
-under ``mutants/`` (a copy of src/, tests/, bench/, examples/, reports/samples/, .ci/ and pyproject.toml whose ``[tool.mutmut]``
+under ``mutants/`` (a copy of src/, tests/, what ``[tool.mutmut] also_copy`` names and a pyproject.toml whose ``[tool.mutmut]``
 names that module and its tests), so runs of different modules never share results.
 Prints one row per module (killed / total, %) and the surviving mutants, then exits 1
 if a module scores below ``--fail-under``. ``mutmut show NAME`` inside
@@ -81,11 +81,12 @@ def prepare(module: str) -> Path:
     folder = WORK / module
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    # Tests read the real samples, and noise's read the CI's calibration file.
-    for part in ("src", "tests", "bench", "examples", "reports/samples", ".ci"):
-        shutil.copytree(ROOT / part, folder / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
     mutmut = dict(tool.get("mutmut", {}))
+    # mutmut copies also_copy on into its own mutants/ folder: what the tests read (samples, .ci/noise.json)
+    # is named once, there.
+    for part in ("src", "tests", *(entry.rstrip("/") for entry in mutmut.get("also_copy", []))):
+        shutil.copytree(ROOT / part, folder / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     mutmut.update(only_mutate=[source], pytest_add_cli_args_test_selection=tests)
     (folder / "pyproject.toml").write_text(
         _toml_table("tool.pytest.ini_options", tool["pytest"]["ini_options"]) + "\n" + _toml_table("tool.mutmut", mutmut))
