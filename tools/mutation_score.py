@@ -40,9 +40,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "results": ("src/xferbench/analyze/load/results.py", ["tests/test_results.py", "tests/test_gzip_runs.py"]),
     "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
     "expectations": ("src/xferbench/analyze/gate/expectations.py", ["tests/test_expectations.py"]),
-    "compare": ("src/xferbench/analyze/gate/compare.py", ["tests/test_compare.py"]),
+    # compare's and ab's slow tests are power studies (hundreds of comparisons, 30-40 s each) that every surviving
+    # mutant would rerun: they stay in the slow tier, as in the README's test command.
+    "compare": ("src/xferbench/analyze/gate/compare.py", ["tests/test_compare.py", "-m", "not slow"]),
     "noise": ("src/xferbench/analyze/gate/noise.py", ["tests/test_noise.py"]),
-    "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py"]),
+    "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py", "-m", "not slow"]),
     # The simulated machine's spec and cost model, unit by unit: tests/test_simulate.py runs whole
     # benchmark pipelines in subprocesses (minutes per mutant, and mutmut cannot see into them).
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate_model.py"]),
