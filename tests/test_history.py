@@ -714,6 +714,20 @@ class TestFirstReading:
         assert pooled == []
 
 
+def gone_before_read(monkeypatch, name: str) -> None:
+    """The file ``name`` vanishes after the folder was listed, before its size and times are read."""
+    from xferbench.analyze.load import history
+
+    real = history.stamp
+
+    def stamp(path):
+        if path.name == name:
+            raise FileNotFoundError(2, "No such file or directory")
+        return real(path)
+
+    monkeypatch.setattr(history, "stamp", stamp)
+
+
 class TestReadingAFolder:
     """What load_storage decides as it reads a folder: notes, the cache's threshold, progress, the newest run."""
 
@@ -725,17 +739,9 @@ class TestReadingAFolder:
         assert stored.notes == [f"{folder / '9999_run.json'}: skipped, not a regular file (a FIFO, device or socket)"]
 
     def test_a_file_gone_before_it_is_read_is_a_note_and_the_rest_are_read(self, tmp_path, monkeypatch):
-        from xferbench.analyze.load import history
 
         folder = write_runs(tmp_path / "runs", [1, 2, 3])
-        real = history.stamp
-
-        def gone(path):
-            if path.name == "0000_run.json":
-                raise FileNotFoundError(2, "No such file or directory")
-            return real(path)
-
-        monkeypatch.setattr(history, "stamp", gone)
+        gone_before_read(monkeypatch, "0000_run.json")
         stored = load_storage(folder, cache=False)
         assert [s.path.name for s in stored.summaries] == ["0001_run.json", "0002_run.json"]
         assert stored.notes == [f"{folder / '0000_run.json'}: cannot read it (No such file or directory); skipped"]
@@ -804,3 +810,147 @@ class TestReadingAFolder:
         monkeypatch.setattr(history.os, "cpu_count", lambda: None)  # unknown: one core, read here
         load_storage(write_runs(tmp_path / "more", [1, 1, 1, 1]), cache=False)
         assert made == [2]
+
+    def test_one_file_is_a_storage_of_one_run(self, tmp_path):
+        path = write_runs(tmp_path / "runs", [1]) / "0000_run.json"
+        stored = load_storage(path, cache=False)
+        assert [s.path for s in stored.summaries] == [path] and stored.notes == []
+
+    def test_a_gzipped_run_in_a_folder_is_read(self, tmp_path):
+        import gzip
+
+        folder = write_runs(tmp_path / "runs", [1, 2])
+        (folder / "0002_run.json.gz").write_bytes(gzip.compress((folder / "0001_run.json").read_bytes()))
+        stored = load_storage(folder, cache=False)
+        assert [s.path.name for s in stored.summaries] == ["0000_run.json", "0001_run.json", "0002_run.json.gz"]
+
+    def test_a_dangling_link_is_skipped_with_its_reason(self, tmp_path):
+        folder = write_runs(tmp_path / "runs", [1, 2])
+        (folder / "0002_run.json").symlink_to(tmp_path / "gone.json")
+        stored = load_storage(folder, cache=False)
+        assert len(stored.summaries) == 2
+        assert stored.notes == [f"{folder / '0002_run.json'}: skipped, No such file or directory"]
+
+    def test_an_error_without_a_reason_is_named_by_its_type(self, tmp_path, monkeypatch):
+        """An OSError may carry no strerror: the note then names its type, at either step that can fail."""
+        from xferbench.analyze.load import history
+
+        folder = write_runs(tmp_path / "runs", [1, 2, 3])
+        real_stat, real_stamp = Path.stat, history.stamp
+
+        def stat(path, *args, **kwargs):
+            if path.name == "0000_run.json":
+                raise PermissionError()
+            return real_stat(path, *args, **kwargs)
+
+        def stamp(path):
+            if path.name == "0001_run.json":
+                raise OSError()
+            return real_stamp(path)
+
+        monkeypatch.setattr(Path, "stat", stat)
+        monkeypatch.setattr(history, "stamp", stamp)
+        stored = load_storage(folder, cache=False)
+        assert stored.notes == [f"{folder / '0000_run.json'}: skipped, PermissionError",
+                                f"{folder / '0001_run.json'}: cannot read it (OSError); skipped"]
+        assert [s.path.name for s in stored.summaries] == ["0002_run.json"]
+
+    def test_a_file_gone_before_it_is_read_leaves_the_later_ones_to_the_cache(self, tmp_path, monkeypatch, cached,
+                                                                             parses):
+
+        folder = write_runs(tmp_path / "runs", [1, 2, 3])
+        load_storage(folder)
+        parses.clear()
+        gone_before_read(monkeypatch, "0000_run.json")
+        stored = load_storage(folder)
+        assert len(stored.summaries) == 2 and parses == []  # the two after it answered by the cache
+
+    def test_an_empty_folder_says_so_and_no_more(self, tmp_path):
+        (tmp_path / "runs").mkdir()
+        with pytest.raises(ResultsError) as error:
+            load_storage(tmp_path / "runs", cache=False)
+        assert str(error.value) == f"{tmp_path / 'runs'}: no readable run in it"
+
+
+class TestAFailedPool:
+    """What is left when the worker processes fail part way: the runs are read here, nothing is counted twice, and
+    every worker that started is ended."""
+
+    class Pool:
+        def __init__(self, fail_after: int | None, processes=None):
+            self.fail_after, self.calls = fail_after, []
+            self._processes = processes
+
+        def map(self, fn, paths, chunksize):
+            from concurrent.futures.process import BrokenProcessPool
+
+            self.calls.append(("map", chunksize))
+            for i, path in enumerate(paths):
+                if i == self.fail_after:
+                    raise BrokenProcessPool("a worker died")
+                yield fn(path)
+
+        def shutdown(self, **kwargs):
+            self.calls.append(("shutdown", kwargs))
+
+    class Process:
+        def __init__(self):
+            self.calls = []
+
+        def terminate(self):
+            self.calls.append("terminate")
+
+        def join(self, timeout):
+            self.calls.append(("join", timeout))
+
+    def pooled(self, monkeypatch, pool, paths):
+        from xferbench.analyze.load import history
+
+        ended = []
+        monkeypatch.setattr(history, "ProcessPoolExecutor", lambda workers: pool)
+        monkeypatch.setattr(history, "_end_workers", ended.append)
+        progress = history._Progress(None, len(paths) + 2, 2)
+        entries: dict = {}
+        return history._pooled(paths, 2, entries, progress), entries, progress, ended
+
+    def test_a_pool_that_breaks_gives_the_reading_back_and_is_ended(self, tmp_path, monkeypatch):
+        paths = sorted(write_runs(tmp_path / "runs", [1, 2, 3]).iterdir())
+        pool = self.Pool(fail_after=2)
+        done, entries, progress, ended = self.pooled(monkeypatch, pool, paths)
+        assert done is False and progress.done == 2 and ended == [pool] and len(entries) == 2
+
+    def test_a_pool_that_reads_everything_is_shut_down(self, tmp_path, monkeypatch):
+        paths = sorted(write_runs(tmp_path / "runs", [1, 2, 3]).iterdir())
+        pool = self.Pool(fail_after=None)
+        done, entries, progress, ended = self.pooled(monkeypatch, pool, paths)
+        assert done is True and progress.done == 5 and ended == [] and list(entries) == paths
+        assert pool.calls == [("map", 32), ("shutdown", {})]
+
+    def test_ending_a_pool_terminates_joins_and_cancels(self):
+        from xferbench.analyze.load.history import _end_workers
+
+        started = [self.Process(), self.Process()]
+        pool = self.Pool(None, {1: started[0], 2: started[1]})
+        _end_workers(pool)
+        assert pool.calls == [("shutdown", {"wait": False, "cancel_futures": True})]
+        assert [p.calls for p in started] == [["terminate", ("join", 5)]] * 2
+
+    def test_a_pool_that_started_no_worker_is_still_shut_down(self):
+        from xferbench.analyze.load.history import _end_workers
+
+        pool = self.Pool(None, None)
+        _end_workers(pool)
+        assert pool.calls == [("shutdown", {"wait": False, "cancel_futures": True})]
+
+
+class TestLongSeriesPlacement:
+    """Past ``MAX_CANDIDATES`` runs PELT weighs a grid; each boundary is then moved to its exact run."""
+
+    @pytest.mark.parametrize("n, steps", [(100, [47]), (100, [31, 69]), (150, [43, 100]), (150, [44, 101]),
+                                          (240, [61, 122, 179])])
+    def test_every_step_is_placed_at_its_exact_run(self, n, steps):
+        levels = np.zeros(n)
+        for k, start in enumerate(steps, start=1):
+            levels[start:] = k * np.log(2) * (-1) ** k
+        series = np.random.default_rng(n + steps[0]).normal(0, 0.03, n) + levels
+        assert lasting_steps(series, 0.03, 0.25) == steps

@@ -225,7 +225,7 @@ class _Newest:
     """The runs read while summarizing that may turn out newest (by either of ``_order``'s keys), kept as read so the
     newest one is not parsed twice; at most two are held, whatever the folder's size (every one with ``every``)."""
 
-    def __init__(self, every: bool = False) -> None:
+    def __init__(self, every: bool) -> None:
         self.best: list[tuple[tuple[str, ...], Path, Loaded] | None] = [None, None]
         self.all: dict[Path, Loaded] | None = {} if every else None
 
