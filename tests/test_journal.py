@@ -716,3 +716,186 @@ class TestOptionValues:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([f"*--xfer-journal: {target}: a folder or a device*"])
         assert not Path(f"{target}.jsonl").exists()
+
+
+class TestAJournalThatStops:
+    """A disk that fills mid-run stops the journal, not the run; one that refuses it at the start leaves none."""
+
+    class FullDisk:
+        def __init__(self, refuse_close=False):
+            self.refuse_close, self.closed = refuse_close, False
+
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            self.closed = True
+            if self.refuse_close:
+                raise OSError(28, "No space left on device")
+
+    @pytest.mark.parametrize("refuse_close", [False, True])
+    def test_a_full_disk_stops_the_journal_with_one_warning(self, tmp_path, refuse_close):
+        journal = jr.Journal(tmp_path / "run.jsonl")
+        journal.open({})
+        real, disk = journal._handle, self.FullDisk(refuse_close)
+        journal._handle = disk
+        with pytest.warns(pytest.PytestWarning) as warned:
+            journal.write({"benchmark": {}})
+        real.close()
+        assert journal.failed == f"{tmp_path / 'run.jsonl'}: No space left on device" and disk.closed
+        assert [str(w.message) for w in warned] == [
+            f"xferbench: the journal stopped ({journal.failed}); the run goes on, and its JSON, written at the end, "
+            "still holds every finished case"]
+        journal.write({"benchmark": {}})  # nothing more, and no second warning
+        journal.close({"end": {}})
+        assert len(journal_lines(journal.path)) == 1
+
+    def test_an_error_without_a_reason_is_named_by_its_first_line(self, tmp_path):
+        journal = jr.Journal(tmp_path / "run.jsonl")
+        with pytest.warns(pytest.PytestWarning):
+            journal._stop(OSError("file too large\nmore"))
+        assert journal.failed == f"{tmp_path / 'run.jsonl'}: file too large"
+
+    @pytest.mark.parametrize("error, why", [(OSError(28, "No space left on device"), "No space left on device"),
+                                            (OSError("quota\nmore"), "quota")])
+    def test_a_journal_refused_at_the_start_is_no_journal(self, tmp_path, monkeypatch, error, why):
+        session = TestCollectionFinish().session(tmp_path, benchmark_session())
+        journal = jr._journal(session.config)
+
+        def refuse(header):
+            raise error
+
+        monkeypatch.setattr(journal, "open", refuse)
+        with pytest.warns(pytest.PytestWarning) as warned:
+            jr.pytest_collection_finish(session)  # type: ignore[arg-type]
+        assert journal.failed == f"{tmp_path / 'run.jsonl'}: {why}" and jr._journal(session.config) is None
+        assert [str(w.message) for w in warned] == [
+            f"xferbench: no journal ({journal.failed}); the run goes on, and its JSON is written at the end"]
+
+
+class TestJournalNames:
+    def test_the_next_name_counts_on_from_a_counter(self, tmp_path):
+        for name in ("run.jsonl", "run.1.jsonl"):
+            (tmp_path / name).write_text("")
+        assert jr._next_name(tmp_path / "run.1.jsonl") == tmp_path / "run.2.jsonl"
+        assert jr._next_name(tmp_path / "run.jsonl") == tmp_path / "run.2.jsonl"
+        assert jr._next_name(tmp_path / "run.v2.jsonl") == tmp_path / "run.v2.jsonl"
+
+
+def reached_config(tmp_path, planned=None, reached=None, exit=None):
+    config = fake_config(tmp_path)
+    for key, value in ((jr._PLANNED, planned), (jr._REACHED, reached), (jr._EXIT, exit)):
+        if value is not None:
+            config.stash[key] = value
+    return config
+
+
+class TestCompleteness:
+    """``xfer_completeness`` in the saved JSON: every planned test reached its end, and nothing interrupted it."""
+
+    @pytest.mark.parametrize("planned, reached, exit, complete", [
+        ({"a", "b"}, {"a", "b"}, 0, True),
+        ({"a", "b"}, {"a", "b", "c"}, 1, True),  # a test that failed still reached its end
+        ({"a", "b"}, {"a"}, 0, False),
+        ({"a", "b"}, {"a", "b"}, pytest.ExitCode.INTERRUPTED, False),
+        ({"a"}, None, None, False),  # collected, none reached
+        (None, None, None, True),  # nothing was planned
+    ])
+    def test_complete_only_when_every_planned_test_ended_uninterrupted(self, tmp_path, planned, reached, exit,
+                                                                       complete):
+        config = reached_config(tmp_path, planned, reached, exit)
+        assert jr.completeness(config, 7) == {"planned": len(planned or ()), "finished": 7,  # type: ignore[arg-type]
+                                              "complete": complete}
+
+    @pytest.mark.parametrize("benchmarks, finished", [([{}, {}], 2), (None, 0), ([], 0)])
+    def test_the_saved_json_counts_what_it_holds(self, tmp_path, benchmarks, finished):
+        output: dict = {"benchmarks": benchmarks}
+        jr.pytest_benchmark_update_json(reached_config(tmp_path, {"a"}, {"a"}), [], output)  # type: ignore[arg-type]
+        assert output["xfer_completeness"] == {"planned": 1, "finished": finished, "complete": True}
+
+    def test_without_a_journal_ctrl_c_drops_the_test_that_did_not_reach_its_end(self, tmp_path):
+        first, cut, nameless = (SimpleNamespace(fullname="t::first"), SimpleNamespace(fullname="t::cut"),
+                                SimpleNamespace())
+        bs = benchmark_session(benchmarks=[first, cut, nameless])
+        config = reached_config(tmp_path, reached={"t::first"})
+        config._benchmarksession = bs
+        hook = jr.pytest_sessionfinish(SimpleNamespace(config=config), pytest.ExitCode.INTERRUPTED)  # type: ignore[arg-type]
+        next(hook)
+        with pytest.raises(StopIteration):
+            hook.send(None)
+        assert bs.benchmarks == [first]
+
+
+class TestSaves:
+    """``--benchmark-save``/``--benchmark-autosave`` and ``--benchmark-json`` are written whole, never over another
+    run's file, and a save the disk refuses is one line and a failing exit, not a traceback."""
+
+    def storage_session(self, tmp_path, **flags):
+        from pytest_benchmark.storage.file import FileStorage
+
+        said: list[str] = []
+        logger = SimpleNamespace(info=said.append, error=said.append)
+        storage = FileStorage(tmp_path / "store", logger, default_machine_id="Linux-CPython-3.11-64bit")
+        bs = benchmark_session(storage=storage, logger=logger, **flags)
+        config = fake_config(tmp_path, given="none", bs=bs)  # no journal (one would go in ./.benchmarks)
+        bs.config = config
+        return bs, config, said
+
+    @pytest.mark.parametrize("flags, name", [({"save": "mine"}, "mine"), ({"autosave": "auto"}, "auto")])
+    def test_a_save_goes_whole_to_the_next_number(self, tmp_path, flags, name):
+        bs, config, said = self.storage_session(tmp_path, **flags)
+        folder = tmp_path / "store" / "Linux-CPython-3.11-64bit"
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        (folder / f"0001_{name}.json").write_text("an earlier run\n")
+        bs.storage.save({"benchmarks": [], "name": "é"}, name)
+        assert (folder / f"0001_{name}.json").read_text() == "an earlier run\n"
+        assert json.loads((folder / f"0002_{name}.json").read_text()) == {"benchmarks": [], "name": "é"}
+        assert said == [f"Saved benchmark data in: {folder / f'0002_{name}.json'}"]
+
+    def test_no_save_or_no_folder_is_left_alone(self, tmp_path):
+        bs, config, _ = self.storage_session(tmp_path)
+        original = bs.storage.save
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        assert bs.storage.save == original  # nothing saved: pytest-benchmark's own stays
+        bs = benchmark_session(save="mine", storage=SimpleNamespace(get=lambda name: tmp_path / name))  # elasticsearch
+        jr.pytest_sessionstart(SimpleNamespace(config=fake_config(tmp_path, "none", bs=bs)))  # type: ignore[arg-type]
+        assert not hasattr(bs.storage, "save")
+
+    def test_a_storage_that_cannot_be_written_stops_before_measuring(self, tmp_path):
+        (tmp_path / "store").mkdir()
+        (tmp_path / "store" / "Linux-CPython-3.11-64bit").write_text("a file where the folder goes")
+        _, config, _ = self.storage_session(tmp_path, save="mine")
+        with pytest.raises(pytest.UsageError, match=r"^--benchmark-storage: .*Linux-CPython-3\.11-64bit/0000_mine\.json: "):
+            jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+
+    @pytest.fixture
+    def full_disk(self, monkeypatch):
+        def refuse(path, text, exclusive=False):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(jr, "write_atomic", refuse)
+
+    @pytest.mark.parametrize("journal", [False, True])
+    def test_a_save_the_disk_refuses_is_one_line_and_a_failing_exit(self, tmp_path, journal, full_disk):
+        bs, config, said = self.storage_session(tmp_path, save="mine")
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        if journal:
+            config.stash[jr._JOURNAL] = jr.Journal(tmp_path / "run.jsonl")
+        bs.storage.save({"benchmarks": []}, "mine")
+        kept = f"; the journal {tmp_path / 'run.jsonl'} holds the finished cases" if journal else ""
+        folder = tmp_path / "store" / "Linux-CPython-3.11-64bit"
+        assert said == [f"xferbench: could not save {folder / '0001_mine.json'} (No space left on device); nothing "
+                        f"was left half-written{kept}"]
+        assert config.stash[jr._SAVE_FAILED] is True
+
+    def test_a_json_the_disk_refuses_is_one_line_and_a_failing_exit(self, tmp_path, full_disk):
+        said: list[str] = []
+        bs = benchmark_session(json=str(tmp_path / "run.json"), save_json=lambda data: None,
+                               logger=SimpleNamespace(info=said.append, error=said.append))
+        config = fake_config(tmp_path, given="none", bs=bs)
+        bs.config = config
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        bs.save_json({"benchmarks": []})
+        assert said == [f"xferbench: could not save {tmp_path / 'run.json'} (No space left on device); nothing was "
+                        "left half-written"]
+        assert config.stash[jr._SAVE_FAILED] is True
