@@ -845,12 +845,24 @@ class TestSaves:
     def test_a_save_goes_whole_to_the_next_number(self, tmp_path, flags, name):
         bs, config, said = self.storage_session(tmp_path, **flags)
         folder = tmp_path / "store" / "Linux-CPython-3.11-64bit"
+        folder.mkdir(parents=True)
+        (folder / f"0001_{name}.json").write_text("an earlier run\n")  # a run's own file is no stray output
         jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
-        (folder / f"0001_{name}.json").write_text("an earlier run\n")
         bs.storage.save({"benchmarks": [], "name": "é"}, name)
         assert (folder / f"0001_{name}.json").read_text() == "an earlier run\n"
         assert json.loads((folder / f"0002_{name}.json").read_text()) == {"benchmarks": [], "name": "é"}
         assert said == [f"Saved benchmark data in: {folder / f'0002_{name}.json'}"]
+
+    def test_a_run_saved_under_the_same_number_meanwhile_is_kept(self, tmp_path, monkeypatch):
+        """Two runs saving at once may pick one number: the second takes ``.1``, never replacing the first."""
+        bs, config, said = self.storage_session(tmp_path, save="mine")
+        jr.pytest_sessionstart(SimpleNamespace(config=config))  # type: ignore[arg-type]
+        folder = tmp_path / "store" / "Linux-CPython-3.11-64bit"
+        (folder / "0001_mine.json").write_text("the other run\n")
+        monkeypatch.setattr(jr, "next_storage_file", lambda storage, name: folder / "0001_mine.json")
+        bs.storage.save({"benchmarks": []}, "mine")
+        assert (folder / "0001_mine.json").read_text() == "the other run\n"
+        assert said == [f"Saved benchmark data in: {folder / '0001_mine.1.json'}"]
 
     def test_no_save_or_no_folder_is_left_alone(self, tmp_path):
         bs, config, _ = self.storage_session(tmp_path)
