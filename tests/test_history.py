@@ -946,11 +946,14 @@ class TestAFailedPool:
 class TestLongSeriesPlacement:
     """Past ``MAX_CANDIDATES`` runs PELT weighs a grid; each boundary is then moved to its exact run."""
 
-    @pytest.mark.parametrize("n, steps", [(100, [47]), (100, [31, 69]), (150, [43, 100]), (150, [44, 101]),
-                                          (240, [61, 122, 179])])
-    def test_every_step_is_placed_at_its_exact_run(self, n, steps):
+    @pytest.mark.parametrize("n, steps, heights", [
+        (100, [47], [-1]), (100, [31, 69], [-1, 2]), (150, [43, 100], [-1, 2]), (150, [44, 101], [-1, 2]),
+        (150, [47, 103], [2, 1]),  # a step down that stays above the first level
+        (240, [61, 122, 179], [-1, 2, -3])])
+    def test_every_step_is_placed_at_its_exact_run(self, n, steps, heights):
+        """Levels ``heights`` x ln 2 from each step on (2x, 4x, ...), runs spread 3%: each boundary at its run."""
         levels = np.zeros(n)
-        for k, start in enumerate(steps, start=1):
-            levels[start:] = k * np.log(2) * (-1) ** k
+        for start, height in zip(steps, heights, strict=True):
+            levels[start:] = height * np.log(2)
         series = np.random.default_rng(n + steps[0]).normal(0, 0.03, n) + levels
         assert lasting_steps(series, 0.03, 0.25) == steps
