@@ -363,9 +363,9 @@ def busy(run: Results) -> str | None:
         return None
     parts = [f"load {max(loads):g} on {cpus:g} cores"]
     for name, what in (("cpu_others", "taken by other processes"), ("cpu_steal", "stolen by the hypervisor")):
-        share = number(name)
-        if share is not None and share >= 0.005:  # what would print as 0% says nothing
-            parts.append(f"{share:.0%} of CPU time {what}")
+        shown = f"{number(name) or 0:.0%}"
+        if shown != "0%":  # what prints as 0% says nothing (0.5% among them: it rounds to even)
+            parts.append(f"{shown} of CPU time {what}")
     return ", ".join(parts)
 
 
