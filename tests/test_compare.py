@@ -1268,3 +1268,166 @@ def test_a_case_one_side_ran_keeps_its_identity_environment_and_reason(monkeypat
     assert (rows[noop].verdict, rows[noop].why) == (NOT_COMPARED, "measured on the new side only: the peer plans differ")
     assert (rows[copy_16m].verdict, rows[copy_16m].why) == (NOT_COMPARED,
                                                             "measured on the base side only: the peer plans differ")
+
+
+class TestPeerPlansOfTheSides:
+    """A peer case measured on one side only is "not compared" when the sides planned their peer pairs differently
+    (``--xfer-peer-pairs``), and "gone" (or "new") as any case when they planned alike; other cases are unaffected."""
+
+    def sides(self, new_plan: str | None):
+        """One synthetic run a side, its noop case standing for a peer case; the new side lacks it and a copy."""
+        from xferbench.measure.cases import peer_plan
+
+        peer, other = key_of("noop .cpu() on cpu", 4), key_of("host pageable copy_ cpu", 16 * 2**20)
+
+        def planned(seed: int, mode: str | None) -> Results:
+            run = copy.deepcopy(syn.run(seed))
+            run.frame.loc[run.frame["case_key"] == peer, "op"] = "peer"
+            plan = None if mode is None else peer_plan(["cuda:0", "cuda:1"], {}, mode).as_json()
+            run.machine_info["xferbench"]["peer_plan"] = plan
+            return run
+
+        base, new = planned(0, "all"), planned(10, new_plan)
+        return [base], without(without([new], peer), other), peer, other
+
+    def test_plans_that_differ_leave_a_one_sided_peer_case_not_compared(self):
+        from xferbench.analyze.gate.compare import NOT_COMPARED, plan_notes
+
+        base, new, peer, other = self.sides(None)
+        rows = {r.key: r for r in compare(base, new)}
+        assert (rows[peer].verdict, rows[peer].why) == (NOT_COMPARED, "measured on the base side only: the peer plans "
+                                                                      "differ")
+        assert rows[other].verdict == "gone"  # not a peer case: gone as always
+        assert sum(r.verdict == NOT_COMPARED for r in rows.values()) == 1
+        (note,) = plan_notes(base, new)
+        assert note.startswith("Peer plans differ: base all (") and "new no peer plan recorded" in note
+
+    def test_plans_alike_leave_it_gone(self):
+        from xferbench.analyze.gate.compare import plan_notes
+
+        base, new, peer, other = self.sides("all")
+        rows = {r.key: r for r in compare(base, new)}
+        assert rows[peer].verdict == rows[other].verdict == "gone" and plan_notes(base, new) == []
+
+
+class TestWhatEachSideSays:
+    """The order of the rows, the summary's counts and sentences, and the writers' exact forms."""
+
+    def test_rows_are_ordered_by_verdict_then_by_change(self):
+        from xferbench.analyze.gate.compare import FASTER_WITHIN, NOT_COMPARED, _sorted
+
+        def row(verdict, ratio):
+            return replace(made(verdict=verdict, ratio=ratio), key=f"{verdict}|{ratio}")
+
+        given = [row("gone", None), row("new", None), row(NOT_COMPARED, None), row("unchanged", 1.0),
+                 row(CANT_TELL, 1.3), row(FASTER_WITHIN, 0.8), row(SLOWER_WITHIN, 2.0), row("not reproduced", 1.5),
+                 row("improvement", 0.5), row("regression", 1.2), row("regression", 3.0)]
+        assert [(r.verdict, r.ratio) for r in _sorted(given)] == [
+            ("regression", 3.0), ("regression", 1.2), ("improvement", 0.5), ("not reproduced", 1.5),
+            (SLOWER_WITHIN, 2.0), (FASTER_WITHIN, 0.8), (CANT_TELL, 1.3), ("unchanged", 1.0), (NOT_COMPARED, None),
+            ("new", None), ("gone", None)]
+
+    def test_the_summary_counts_what_was_not_compared_and_says_an_upgrade(self):
+        from xferbench.analyze.gate.compare import NOT_COMPARED
+
+        rows = [replace(made(), environment=("torch 2.12.0 → 2.13.0", "CUDA 12.8 → 13.0")),
+                replace(gone_row(), verdict=NOT_COMPARED), replace(made(verdict="unchanged"), before_step=4)]
+        lines = summary(rows, 10, 3).splitlines()
+        assert lines[0].startswith("1 regression(s), 0 improvement(s), 0 can't tell, 1 not compared, in 3 case(s)")
+        assert lines[1:] == [
+            "Baseline moved for 1 case(s): a lasting step the gate itself flags left out the base runs before it (up "
+            "to 4 of 10); each such row says so.",
+            "Environment changed: torch 2.12.0 → 2.13.0, CUDA 12.8 → 13.0 (same hardware): every verdict carries it, "
+            "and a change found may be the upgrade's."]
+
+    def test_a_ratio_of_exactly_the_most_shown_is_still_a_number(self):
+        from xferbench.analyze.gate.compare import MAX_SHOWN_RATIO
+
+        assert made(ratio=MAX_SHOWN_RATIO).change == "1000.00x slower"
+        assert made(ratio=MAX_SHOWN_RATIO * 1.01).change == ">1000x slower"
+
+    def test_an_interval_with_one_end_unknown_is_not_shown(self):
+        from xferbench.analyze.gate.compare import _cells
+
+        assert _cells(made(low=None))[6] == _cells(made(high=None))[6] == "-"
+
+    def test_text_makes_what_a_run_file_wrote_inert(self):
+        """Escape sequences in a case's path, the software's versions, a reason or a note never reach a terminal."""
+        rows = [replace(made(path="copy \x1b[2Jcpu", verdict=CANT_TELL), environment=("torch \x1b]8;;x\x07 2.13",),
+                        why="busy \x1b[31m")]
+        text = to_text(rows, 1, 1, notes=["note \x1b[1m"])
+        assert "\x1b" not in text and "\x07" not in text
+        assert "copy" in text and "torch" in text and "busy" in text and "note" in text
+
+    def test_markdown_says_the_notes_and_gives_no_icon_to_a_quiet_verdict(self):
+        rows = [made(verdict="unchanged", ratio=1.0)]
+        text = to_markdown(rows, 3, 3, notes=["a *note* <b>"])
+        assert text.splitlines()[-1].endswith("| unchanged |")
+        assert "a *note* <b>" not in text and "note" in text  # said, made inert
+
+    def test_json_begins_as_compare_knows_its_own_output(self):
+        from xferbench.analyze.gate.compare import STARTS
+
+        written = to_json([made()], 3, 3, notes=["one note"])
+        assert written.startswith(STARTS["--json"]) and json.loads(written)["notes"] == ["one note"]
+
+
+class TestBusyWording:
+    @pytest.mark.parametrize(("load", "said"), [
+        ({"cpus": 2, "load_before": float("inf"), "load_after": 1.0}, None),  # not a load: ignored
+        ({"cpus": 2, "load_after": 3, "cpu_others": 0.005}, "load 3 on 2 cores"),  # prints as 0%
+        ({"cpus": 2, "load_after": 3, "cpu_others": 0.006}, "load 3 on 2 cores, 1% of CPU time taken by other "
+                                                             "processes"),
+    ])
+    def test_a_share_is_said_only_where_it_prints_as_more_than_nothing(self, load, said):
+        assert busy(replace(syn.run(0), run={"load": load})) == said
+
+    def test_one_busy_run_of_two_is_counted_on_its_side(self):
+        quiet, crowded = syn.runs(0, 2)
+        crowded = replace(crowded, run={"load": TestBusyMachine.BUSY})
+        assert busy_notes([quiet, crowded], [quiet]) == [
+            "Busy machine: 1 of 2 base runs ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+            "by other processes); a change that rests on an assumed spread is \"can't tell\" there."]
+
+
+def test_scenario_and_concurrent_families_are_workloads():
+    from xferbench.analyze.gate.compare import _scenario
+
+    assert _scenario("placement") and _scenario("bidir") and not _scenario("d2h") and not _scenario("no such op")
+
+
+def test_copies_of_a_run_in_a_folder_count_once(tmp_path, sample):
+    folder = tmp_path / "runs"
+    for i in range(3):
+        save(tmp_path, f"runs/000{i}_run.json", redrawn(sample, i))
+    (folder / "0003_run.json").write_bytes((folder / "0002_run.json").read_bytes())
+    runs, notes = load_runs(folder)
+    assert len(runs) == 3
+    assert notes == [f"{folder}: 1 copy(ies) of a run left out (the same time for every case: a file saved twice "
+                     "counts once)"]
+
+
+class TestCalibrationElsewhere:
+    def sides(self, machine: dict):
+        from xferbench.analyze.gate.compare import Sides
+
+        noise = Noise(machine=machine, runs=10, target=0.05, per_side=3, z_bound=4.0,
+                      floors={"bandwidth": 0.25, "latency": 1.0})
+        run = load([SAMPLE])
+        return Sides([run], [run], lambda: noise, noise_source="noise.json")
+
+    def test_another_machine_names_each_field_that_differs(self):
+        from xferbench.analyze.gate.compare import CalibratedHere
+
+        sides = self.sides({"GPUs": ["NVIDIA H200"], "CPU": "Intel Xeon"})
+        assert CalibratedHere().fails(sides) == ("noise.json: calibrated on another machine (GPUs, CPU differ); run "
+                                                 "xferbench calibrate here")
+
+    def test_other_software_is_used_and_each_change_said(self):
+        from xferbench.analyze.gate.compare import CalibratedHere
+
+        sides = self.sides({"CPU": "AMD EPYC", "torch": "2.12.0+cpu", "python": "3.10.1"})
+        assert CalibratedHere().fails(sides) is None
+        (note,) = sides.notes
+        assert note.startswith("noise.json: calibrated under other software (torch 2.12.0+cpu → 2.13.0+cpu, "
+                               "python 3.10.1 → 3.11.7); used, as the hardware is the same")
