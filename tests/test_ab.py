@@ -1,6 +1,7 @@
 """``xferbench ab``: interleaved blocks, signed-rank test, Hodges-Lehmann estimate, confirmation."""
 
 import copy
+import json
 import math
 import re
 import shlex
@@ -494,3 +495,53 @@ class TestRefusalRules:
                                              r"time\.process_time: --benchmark-timer\); rerun one with the other's clock$"):
             run_ab("base", "head", 6, tmp_path, seed=1, runner=runner)
         assert len(calls) == 2
+
+
+class TestWrittenForms:
+    """The PR comment's and the JSON's exact forms, from cases made by hand."""
+
+    @staticmethod
+    def case(verdict: str, blocks: int = 6) -> ab.AbCase:
+        return ab.AbCase(f"{verdict} case", 4, "latency", blocks, 1.5, 1.2, 1.9, 0.01, None, verdict)
+
+    def test_markdown_lines_blanks_and_a_quiet_row_without_icon(self):
+        from xferbench import escape
+
+        run = ab.AbRun([self.case("regression"), self.case("unchanged")], ["torch *2.12* → [2.13](x)"])
+        md = ab.to_markdown(run).splitlines()
+        assert md[0:2] == ["### xferbench A/B", ""] and md[3] == "" and md[5] == ""
+        assert md[4] == "What differs between the two sides: " + escape.markdown("torch *2.12* → [2.13](x)")
+        assert md[8].endswith("| 🔴 regression |") and md[9].endswith("| unchanged |")
+
+    def test_json_begins_as_ab_knows_its_own_output_and_counts_blocks(self):
+        one = json.loads(written := ab.to_json(ab.AbRun([self.case("regression", blocks=8)])))
+        assert written.startswith(ab.STARTS["--json"]) and one["blocks"] == 8 and one["regressions"] == 1
+        assert json.loads(ab.to_json(ab.AbRun([])))["blocks"] == 0
+
+
+class TestRunCommand:
+    def test_a_path_already_there_is_never_read_as_the_commands_result(self, tmp_path):
+        taken, dangling = tmp_path / "taken.json", tmp_path / "dangling.json"
+        taken.write_text("an earlier run")
+        dangling.symlink_to(tmp_path / "nowhere")
+        for out in (taken, dangling):
+            with pytest.raises(CommandFailed) as error:
+                run_command("true", out)
+            assert str(error.value) == f"{out}: already exists; a command's result is read only from a path it wrote"
+        assert taken.read_text() == "an earlier run"
+
+    def test_output_that_is_not_utf8_is_said_with_replacement(self, tmp_path):
+        with pytest.raises(CommandFailed) as error:
+            run_command(r": {json}; printf 'bad \377\376 bytes\n' >&2; exit 5", tmp_path / "x.json")
+        assert str(error.value).endswith("failed (exit 5): bad \ufffd\ufffd bytes")
+
+    def test_a_command_past_its_timeout_is_stopped_with_every_process_it_started(self, tmp_path):
+        """The shell and the process it left running in the background both end (one process group)."""
+        pid_file = tmp_path / "pid"
+        command = f": {{json}}; sleep 300 > /dev/null 2>&1 & echo $! > {pid_file}; wait"
+        with pytest.raises(CommandFailed) as error:
+            run_command(command, tmp_path / "x.json", timeout=1)
+        assert str(error.value) == f"{command!r} ran past --timeout 1 s; stopped"
+        pid = int(pid_file.read_text())
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone, or dead and not yet reaped
