@@ -507,10 +507,11 @@ class TestWrittenForms:
     def test_markdown_lines_blanks_and_a_quiet_row_without_icon(self):
         from xferbench import escape
 
-        run = ab.AbRun([self.case("regression"), self.case("unchanged")], ["torch *2.12* → [2.13](x)"])
+        run = ab.AbRun([self.case("regression"), self.case("unchanged")], ["torch *2.12* → [2.13](x)", "CUDA 12 → 13"])
         md = ab.to_markdown(run).splitlines()
         assert md[0:2] == ["### xferbench A/B", ""] and md[3] == "" and md[5] == ""
-        assert md[4] == "What differs between the two sides: " + escape.markdown("torch *2.12* → [2.13](x)")
+        assert md[4] == ("What differs between the two sides: " + escape.markdown("torch *2.12* → [2.13](x)")
+                         + ", CUDA 12 → 13")
         assert md[8].endswith("| 🔴 regression |") and md[9].endswith("| unchanged |")
 
     def test_json_begins_as_ab_knows_its_own_output_and_counts_blocks(self):
@@ -545,3 +546,14 @@ class TestRunCommand:
         pid = int(pid_file.read_text())
         status = Path(f"/proc/{pid}/status")
         assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone, or dead and not yet reaped
+
+
+def test_what_differs_is_read_from_each_sides_newest_run():
+    def runs(*versions: str) -> list[Results]:
+        made = [copy.deepcopy(syn.run(i)) for i in range(len(versions))]
+        for run, version in zip(made, versions, strict=True):
+            run.machine_info["xferbench"]["torch"] = version
+        return made
+
+    assert ab.sides_differ(runs("2.10.0", "2.11.0", "2.12.0"), runs("2.20.0", "2.21.0", "2.22.0")) == [
+        "torch 2.12.0 → 2.22.0"]
