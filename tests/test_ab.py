@@ -541,8 +541,8 @@ class TestRunCommand:
         pid_file = tmp_path / "pid"
         command = f": {{json}}; sleep 300 > /dev/null 2>&1 & echo $! > {pid_file}; wait"
         with pytest.raises(CommandFailed) as error:
-            run_command(command, tmp_path / "x.json", timeout=1)
-        assert str(error.value) == f"{command!r} ran past --timeout 1 s; stopped"
+            run_command(command, tmp_path / "x.json", timeout=3)  # ample for the shell to start the sleep
+        assert str(error.value) == f"{command!r} ran past --timeout 3 s; stopped"
         pid = int(pid_file.read_text())
         status = Path(f"/proc/{pid}/status")
         assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone, or dead and not yet reaped
