@@ -557,3 +557,25 @@ def test_what_differs_is_read_from_each_sides_newest_run():
 
     assert ab.sides_differ(runs("2.10.0", "2.11.0", "2.12.0"), runs("2.20.0", "2.21.0", "2.22.0")) == [
         "torch 2.12.0 → 2.22.0"]
+
+
+def test_a_kept_block_never_replaces_a_file_of_its_name(tmp_path):
+    (tmp_path / "block000-base.json").write_text("mine")
+    ab._keep(tmp_path, [("block000-base.json", b"the block's")])
+    assert (tmp_path / "block000-base.json").read_text() == "mine"
+    assert (tmp_path / "block000-base.1.json").read_text() == "the block's"
+
+
+def test_each_command_writes_into_a_folder_of_its_own_removed_after(tmp_path):
+    seen: list[Path] = []
+
+    def runner(command: str, out: Path) -> Results:
+        seen.append(out)
+        out.write_text("{}")
+        return syn.run(0)
+
+    kept: list[tuple[str, bytes]] = []
+    ab._private(runner, "cmd", "block000-base.json", kept)
+    (out,) = seen
+    assert out.name == "block000-base.json" and out.parent.name.startswith("xferbench-ab-")
+    assert not out.parent.exists() and kept == [("block000-base.json", b"{}")]
