@@ -579,3 +579,12 @@ def test_each_command_writes_into_a_folder_of_its_own_removed_after(tmp_path):
     (out,) = seen
     assert out.name == "block000-base.json" and out.parent.name.startswith("xferbench-ab-")
     assert not out.parent.exists() and kept == [("block000-base.json", b"{}")]
+
+
+def test_confirming_blocks_are_numbered_after_an_earlier_abs_and_this_ones(tmp_path):
+    (tmp_path / "block005-base.json").write_text("an earlier comparison's block")
+    runner, calls = recording_runner(2.0)
+    run = ab.ab_run("base", "head", 6, tmp_path, seed=1, runner=runner)
+    assert any(c.confirm_p is not None for c in run.cases)  # the slowed case was confirmed on fresh blocks
+    names = sorted(call.split(":")[1] for call in calls)
+    assert names == sorted(f"block{n:03d}-{side}.json" for n in range(6, 18) for side in ("base", "head"))
