@@ -578,3 +578,73 @@ class TestSimulatedSpecBounds:
 
         spec = parse_spec(BOUNDED_SPEC | {"gpus": 64, "launch_us": 1e6, "dispatch_ns": 1e9})
         assert spec.gpus == 64
+
+
+class TestCallSeconds:
+    """The run-time estimate's price of one timed call (the call, then a synchronize of each accelerator it touches)
+    and of one call among many queued back to back."""
+
+    def test_a_blocking_copy_waits_then_synchronizes_its_one_gpu(self):
+        sim = backend()
+        device = sim.spec.paths["h2d_pageable"].seconds(4096)
+        case = Case(**H2D, shape=nbytes(4096), host_memory="pageable", non_blocking=False)
+        assert sim.call_seconds(case) == pytest.approx((4e-6 + device + 5e-6, 4e-6 + device))
+
+    def test_a_queued_copy_overlaps_its_launch(self):
+        sim = backend()
+        device = sim.spec.paths["h2d_pinned"].seconds(1 << 20)
+        case = Case(**H2D, shape=nbytes(1 << 20), host_memory="pinned", non_blocking=True)
+        assert sim.call_seconds(case) == pytest.approx((4e-6 + device + 5e-6, max(4e-6, device)))
+
+    def test_a_peer_copy_synchronizes_both_gpus(self):
+        sim = backend()
+        device = sim.spec.paths["peer"].seconds(1024)
+        assert sim.call_seconds(Case("peer", "to", "cuda:1", "cuda:0", nbytes(1024))) == pytest.approx(
+            (4e-6 + device + 2 * 5e-6, max(4e-6, device)))
+
+    def test_a_noop_is_timed_bare(self):
+        assert backend().call_seconds(Case("noop", "cuda", "cuda:1", "cuda:1", (4,))) == pytest.approx(
+            (400e-9, 400e-9))
+
+    def test_a_sync_case_costs_one_synchronize(self):
+        assert backend().call_seconds(Case("sync", "synchronize", "cuda:0", "cuda:0", (4,))) == pytest.approx(
+            (5e-6, 5e-6))
+
+
+def test_every_ordered_pair_has_the_one_simulated_link_class():
+    assert backend(3).peer_link_classes(["cuda:0", "cuda:1", "cuda:2"]) == {
+        (s, d): "peer (one simulated price)" for s in ("cuda:0", "cuda:1", "cuda:2")
+        for d in ("cuda:0", "cuda:1", "cuda:2") if s != d}
+
+
+def test_waiting_for_a_device_synchronizes_it_and_never_sticks():
+    sim = backend()
+    sim.issue(0.0, 0, 1e-3, False)
+    assert sim.wait(0, 10.0) is True and sim.clock.now == pytest.approx(1e-3 + 5e-6)
+
+
+class TestSpecFile:
+    def test_a_fifo_is_refused_without_blocking(self, tmp_path):
+        import os
+
+        os.mkfifo(tmp_path / "spec.toml")
+        with pytest.raises(SpecError) as error:
+            load_spec(tmp_path / "spec.toml")
+        assert str(error.value) == "not a regular file (a FIFO, device or socket); give a TOML file"
+
+    def test_a_spec_of_the_largest_size_is_read_one_byte_more_is_refused(self, tmp_path):
+        path = tmp_path / "spec.toml"
+        path.write_text("gpus = 1\n" + "#" * ((1 << 20) - len("gpus = 1\n")))
+        with pytest.raises(SpecError, match=r"^missing key sync_us$"):  # read whole, then judged as a spec
+            load_spec(path)
+        path.write_text("gpus = 1\n" + "#" * ((1 << 20) + 1 - len("gpus = 1\n")))
+        with pytest.raises(SpecError) as error:
+            load_spec(path)
+        assert str(error.value) == "larger than 1 MiB; a machine spec is a few lines"
+
+    def test_a_spec_nested_too_deeply_is_one_line(self, tmp_path):
+        path = tmp_path / "spec.toml"
+        path.write_text("gpus = " + "[" * 100_000 + "]" * 100_000 + "\n")
+        with pytest.raises(SpecError) as error:
+            load_spec(path)
+        assert str(error.value) == "not a machine spec: nested too deeply"
