@@ -878,6 +878,10 @@ class TestBusyMachine:
         ({"cpus": 4, "load_before": None, "load_after": 5, "cpu_steal": 0.2}, "load 5 on 4 cores, 20% of CPU time "
                                                                               "stolen by the hypervisor"),
         ({"cpus": 2, "load_after": 3, "cpu_steal": 0.0009, "cpu_others": 0.004}, "load 3 on 2 cores"),  # 0% unsaid
+        ({"cpus": 2, "load_after": 3, "cpu_others": 0.005}, "load 3 on 2 cores"),  # prints as 0% (half to even)
+        ({"cpus": 2, "load_after": 3, "cpu_others": 0.006}, "load 3 on 2 cores, 1% of CPU time taken by other "
+                                                             "processes"),
+        ({"cpus": 2, "load_before": float("inf"), "load_after": 1.0}, None),  # not a load: ignored
         ({"cpus": "two", "load_after": 9}, None),  # not what xferbench writes: unknown, not busy
         ({"cpus": 2, "load_after": float("nan")}, None),
         ("busy", None),
@@ -885,6 +889,13 @@ class TestBusyMachine:
     def test_busy_is_load_above_the_core_count(self, load, said):
         run = replace(syn.run(0), run={"load": load})
         assert busy(run) == said
+
+    def test_one_busy_run_of_two_is_counted_on_its_side(self):
+        quiet, crowded = syn.runs(0, 2)
+        crowded = replace(crowded, run={"load": self.BUSY})
+        assert busy_notes([quiet, crowded], [quiet]) == [
+            "Busy machine: 1 of 2 base runs ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+            "by other processes); a change that rests on an assumed spread is \"can't tell\" there."]
 
 
 class TestStrictJson:
@@ -1370,24 +1381,6 @@ class TestWhatEachSideSays:
 
         written = to_json([made()], 3, 3, notes=["one note"])
         assert written.startswith(STARTS["--json"]) and json.loads(written)["notes"] == ["one note"]
-
-
-class TestBusyWording:
-    @pytest.mark.parametrize(("load", "said"), [
-        ({"cpus": 2, "load_before": float("inf"), "load_after": 1.0}, None),  # not a load: ignored
-        ({"cpus": 2, "load_after": 3, "cpu_others": 0.005}, "load 3 on 2 cores"),  # prints as 0%
-        ({"cpus": 2, "load_after": 3, "cpu_others": 0.006}, "load 3 on 2 cores, 1% of CPU time taken by other "
-                                                             "processes"),
-    ])
-    def test_a_share_is_said_only_where_it_prints_as_more_than_nothing(self, load, said):
-        assert busy(replace(syn.run(0), run={"load": load})) == said
-
-    def test_one_busy_run_of_two_is_counted_on_its_side(self):
-        quiet, crowded = syn.runs(0, 2)
-        crowded = replace(crowded, run={"load": TestBusyMachine.BUSY})
-        assert busy_notes([quiet, crowded], [quiet]) == [
-            "Busy machine: 1 of 2 base runs ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
-            "by other processes); a change that rests on an assumed spread is \"can't tell\" there."]
 
 
 def test_scenario_and_concurrent_families_are_workloads():
