@@ -714,15 +714,16 @@ class TestFirstReading:
         assert pooled == []
 
 
-def gone_before_read(monkeypatch, name: str) -> None:
-    """The file ``name`` vanishes after the folder was listed, before its size and times are read."""
+def gone_before_read(monkeypatch, name: str, error: OSError | None = None) -> None:
+    """Reading the size and times of the file ``name`` fails with ``error``: by default, it vanished after the folder
+    was listed."""
     from xferbench.analyze.load import history
 
     real = history.stamp
 
     def stamp(path):
         if path.name == name:
-            raise FileNotFoundError(2, "No such file or directory")
+            raise error or FileNotFoundError(2, "No such file or directory")
         return real(path)
 
     monkeypatch.setattr(history, "stamp", stamp)
@@ -833,23 +834,16 @@ class TestReadingAFolder:
 
     def test_an_error_without_a_reason_is_named_by_its_type(self, tmp_path, monkeypatch):
         """An OSError may carry no strerror: the note then names its type, at either step that can fail."""
-        from xferbench.analyze.load import history
-
         folder = write_runs(tmp_path / "runs", [1, 2, 3])
-        real_stat, real_stamp = Path.stat, history.stamp
+        real_stat = Path.stat
 
         def stat(path, *args, **kwargs):
             if path.name == "0000_run.json":
                 raise PermissionError()
             return real_stat(path, *args, **kwargs)
 
-        def stamp(path):
-            if path.name == "0001_run.json":
-                raise OSError()
-            return real_stamp(path)
-
         monkeypatch.setattr(Path, "stat", stat)
-        monkeypatch.setattr(history, "stamp", stamp)
+        gone_before_read(monkeypatch, "0001_run.json", OSError())
         stored = load_storage(folder, cache=False)
         assert stored.notes == [f"{folder / '0000_run.json'}: skipped, PermissionError",
                                 f"{folder / '0001_run.json'}: cannot read it (OSError); skipped"]
