@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-import ruptures as rpt
 
 from .case_time import MIN_SPREAD
 from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
@@ -270,6 +269,8 @@ def lasting_steps(log_times: np.ndarray, spread: float, floor: float) -> list[in
         return []
     penalty = 2 * max(spread, MIN_SPREAD) * math.log(x.size)
     jump = max(1, math.ceil(x.size / MAX_CANDIDATES))
+    import ruptures as rpt  # here: it loads scipy.stats, a second of every report that draws no trend
+
     bounds = rpt.Pelt(model="l1", min_size=max(MIN_STEP_RUNS, jump), jump=jump).fit(x.reshape(-1, 1)).predict(pen=penalty)
     edges = [0, *bounds]
     if jump > 1:
