@@ -1,7 +1,7 @@
 """examples/github-actions-gpu.yml, read from the YAML: its structure checked (pinned actions, least permissions,
 timeouts, who may reach the GPU runner, concurrency) and its jobs run, each step as written, as bash scripts in
-clones of a temporary git repository (a bare repository as their origin), on CPU (XFER_ARGS swapped for CPU
-arguments, the GPU check of the install dropped), with a stub ``gh`` that keeps the pull request's comments in a
+clones of a temporary git repository (a bare repository as their origin), on CPU (CPU XFER_ARGS and
+``GPU: "false"``, as its header says a CPU runner sets them), with a stub ``gh`` that keeps the pull request's comments in a
 file and a ``python3`` whose venvs run this xferbench. The three actions it uses are played by fakes that do what
 the workflow needs of them (checkout, upload and download of the artifact). ``if:`` and ``${{ }}`` are evaluated
 by a small parser of GitHub's expression language, never by Python. No network, no GPU."""
@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "github-actions-gpu.yml"
 CPU_ARGS = "--xfer-devices=cpu --xfer-sizes=64KiB,8MiB --benchmark-max-time=0.05 -p no:cacheprovider -k host"
 MARKER = "<!-- xferbench-compare -->"
-GPU_CHECK = """.venv/bin/python -c "import torch; assert torch.cuda.is_available(), 'no GPU on this runner'"\n"""
+#: What a team puts in XFERBENCH: a commit of xferbench (the workflow refuses its placeholder).
+PINNED = "xferbench[nvml] @ git+https://example.invalid/xferbench@" + "1" * 40
 #: gh, as far as the workflow uses it: list a PR's comments (the --jq filter is the marker's), post, patch.
 GH_STUB = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -247,8 +248,8 @@ class Workflow:
         workspace = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.origin.parent))  # a fresh runner's
         workspace.rmdir()
         _git(self.origin.parent, "clone", "-q", str(self.origin), str(workspace))
-        env = {**self.env, **{k: self.substitute(v) for k, v in self.definition["env"].items()}, "XFER_ARGS": xfer_args,
-               "LOCK": str(self.origin.parent / "gpu.lock")}
+        env = {**self.env, **{k: self.substitute(v) for k, v in self.definition["env"].items()}, "XFERBENCH": PINNED,
+               "GPU": "false", "XFER_ARGS": xfer_args, "LOCK": str(self.origin.parent / "gpu.lock")}
         outputs: dict[str, Any] = {}
         failed = False
         for step in job["steps"]:
@@ -289,8 +290,6 @@ class Workflow:
     def _script(self, step: dict[str, Any], workspace: Path, env: dict[str, str], outputs: dict[str, Any],
                 label: str) -> bool:
         script = self.substitute(step["run"], outputs)
-        if GPU_CHECK.strip() in script:  # the one line a CPU cannot pass
-            script = script.replace(GPU_CHECK.strip(), "true")
         step_env = {**env, **{k: self.substitute(v, outputs) for k, v in step.get("env", {}).items()}}
         done = subprocess.run(["bash", "-e", "-c", script], cwd=workspace, env=step_env, capture_output=True, text=True)
         self.printed[label] = done.stdout + done.stderr
@@ -396,6 +395,35 @@ class TestStructure:
         assert benchmark_lines and all('flock --timeout' in line and '"$LOCK"' in line for line in benchmark_lines
                                        if not line.strip().startswith("--"))
 
+    def test_no_step_that_holds_a_token_installs_anything(self):
+        for job in JOBS.values():
+            for step in job["steps"]:
+                if "GH_TOKEN" in step.get("env", {}):
+                    assert "pip install" not in step["run"] and "-m venv" not in step["run"], step["name"]
+
+    def test_the_repository_s_own_benchmarks_run_in_every_measuring_command(self):
+        runs = [step["run"] for job in ("measure", "noise") for step in JOBS[job]["steps"] if "run" in step]
+        lines = [line for run in runs for line in run.splitlines() if "xferbench run" in line]
+        assert len(lines) == 3 and all("$XFER_ARGS $own" in line for line in lines), lines
+
+    def test_the_install_refuses_the_placeholder_and_checks_cuda_only_on_a_gpu_runner(self, tmp_path):
+        install = next(s["run"] for s in JOBS["measure"]["steps"] if s.get("name", "").startswith("Install"))
+        # python3 as a venv maker whose python exits 7, as `import torch; assert torch.cuda.is_available()` fails
+        stub = tmp_path / "python3"
+        stub.write_text("#!/bin/sh\nmkdir -p .venv/bin\nprintf '#!/bin/sh\\nexit 7\\n' > .venv/bin/python\n"
+                        "printf '#!/bin/sh\\nexit 0\\n' > .venv/bin/pip\nchmod +x .venv/bin/python .venv/bin/pip\n")
+        stub.chmod(0o755)
+
+        def run(xferbench: str, gpu: str) -> subprocess.CompletedProcess[str]:
+            env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}", "XFERBENCH": xferbench,
+                   "GPU": gpu}
+            return subprocess.run(["bash", "-e", "-c", install], cwd=tmp_path, env=env, capture_output=True, text=True)
+
+        refused = run(DEFINITION["env"]["XFERBENCH"], "false")
+        assert refused.returncode == 1 and "::error::set XFERBENCH" in refused.stdout
+        assert run(PINNED, "false").returncode == 0  # a CPU runner: CUDA is not asked for
+        assert run(PINNED, "true").returncode == 7  # a GPU runner whose torch has no CUDA: the check fails the step
+
     def test_gh_is_checked_and_the_confirmation_and_noise_are_built_in(self):
         comment = "\n".join(step.get("run", "") for step in JOBS["comment"]["steps"])
         assert comment.index("command -v gh") < comment.index("gh api")
@@ -454,7 +482,7 @@ def test_the_example_workflow_runs_first_pr_main_and_a_slowed_pr(project: tuple[
     names = {b["name"].split("[")[0] for b in json.loads(_git(origin.parent, "--git-dir", "origin.git", "show",
                                                               f"xferbench-data:{stored}"))["benchmarks"]}
     assert names == {"test_host", "test_our_host_copy"}
-    assert all(line == "install xferbench[nvml]==0.1.0" for line in (origin.parent / "pip.log").read_text().splitlines())
+    assert all(line == f"install {PINNED}" for line in (origin.parent / "pip.log").read_text().splitlines())
 
     # A pull request that makes host copies 10x slower: flagged, confirmed by two fresh runs, the same comment
     # updated, and a red check.
