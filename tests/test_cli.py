@@ -29,7 +29,7 @@ class TestOutputsNeverDestroyInputs:
         "report -o the input", "report -o a symlink to the input", "compare --json the new run",
         "compare --markdown the base run", "history DIR -o DIR/x.json", "report DIR -o DIR/deeper/x.json",
         "report -o a device", "report -o a FIFO", "report -o a folder", "compare --markdown DIR/",
-        "report -o in a missing folder", "compare --json and --markdown the same file",
+        "report -o below a file", "compare --json and --markdown the same file",
     ])
     def test_refused_before_any_work_inputs_byte_identical(self, tmp_path, capsys, run, case):
         """Each output that would replace an input, or cannot be a file, is refused with exit 2."""
@@ -56,7 +56,7 @@ class TestOutputsNeverDestroyInputs:
             "report -o a FIFO": ["report", run, "-o", tmp_path / "fifo.html"],
             "report -o a folder": ["report", run, "-o", folder],
             "compare --markdown DIR/": ["compare", run, run, "--markdown", f"{folder}/"],
-            "report -o in a missing folder": ["report", run, "-o", tmp_path / "nope" / "index.html"],
+            "report -o below a file": ["report", run, "-o", stored / "index.html"],
             "compare --json and --markdown the same file": ["compare", run, run, "--json", tmp_path / "c.out",
                                                             "--markdown", tmp_path / "c.out"],
         }[case]

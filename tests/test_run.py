@@ -54,6 +54,17 @@ class TestRun:
         assert main(["run", "-o", str(tmp_path)]) == 2 and calls == []
         assert "is a folder" in capsys.readouterr().err
 
+    def test_the_folder_of_the_output_is_made_as_pytest_benchmark_would(self, tmp_path, monkeypatch):
+        calls = self.fake(monkeypatch, 0)
+        out = tmp_path / "runs" / "new" / "x.json"
+        assert main(["run", "-o", str(out)]) == 0 and len(calls) == 1 and out.parent.is_dir()
+
+    def test_an_output_below_a_file_is_refused_before_pytest(self, tmp_path, monkeypatch, capsys):
+        calls = self.fake(monkeypatch, 0)
+        (tmp_path / "file").write_text("")
+        assert main(["run", "-o", str(tmp_path / "file" / "x.json")]) == 2 and calls == []
+        assert capsys.readouterr().err.count("\n") == 1
+
     def test_other_commands_still_refuse_unknown_arguments(self, capsys):
         with pytest.raises(SystemExit) as exited:
             main(["compare", str(SAMPLE), str(SAMPLE), "--no-such-flag"])
@@ -78,6 +89,12 @@ def test_history_makes_the_folder_of_its_output(tmp_path):
     shutil.copy(SAMPLE, runs / "0001_a.json")
     assert main(["history", str(runs), "-o", str(tmp_path / "site" / "index.html")]) == 0
     assert (tmp_path / "site" / "index.html").exists()
+
+
+def test_report_makes_the_folder_of_its_output(tmp_path):
+    """``report run.json -o site/index.html`` where site/ does not exist yet: the page and its companions land there."""
+    assert main(["report", str(SAMPLE), "-o", str(tmp_path / "site" / "index.html")]) == 0
+    assert {p.name for p in (tmp_path / "site").iterdir()} == {"index.html", "index.csv", "index.md"}
 
 
 def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -40,10 +40,11 @@ DEFAULT_NOISE = Path("reports/noise.json")
 
 
 def _output(given: Path | None, inputs: list[Path]) -> Path:
-    """The output path, refused before any loading if it would destroy an input or cannot be written."""
+    """The output path, refused before any loading if it would destroy an input or cannot be written; its folder
+    is made when missing (``-o site/index.html`` for a page of its own)."""
     from .output import check_output
 
-    check_output(given or DEFAULT_OUTPUT, inputs, create_folder=given is None)
+    check_output(given or DEFAULT_OUTPUT, inputs, create_folder=True)
     return given or DEFAULT_OUTPUT
 
 
@@ -64,7 +65,7 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
                          ".csv and .md), and neither it nor its companions may replace an input")
     for companion in companions(output):
-        check_output(companion, given, create_folder=args.output is None)
+        check_output(companion, given, create_folder=True)
         _never_foreign(companion, output)
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
     kinds = [(path, *classify(path)) for path in args.results]
@@ -162,7 +163,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from .output import check_output
 
-    check_output(args.output, [], run=True)
+    check_output(args.output, [], run=True, create_folder=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)  # as for a report: -o runs/x.json in a new folder
     command = [sys.executable, "-m", "pytest", *RUN_ARGS, f"--benchmark-json={args.output}", *args.pytest_args]
     print("xferbench run: " + " ".join(command[1:]), file=sys.stderr)
     code = subprocess.run(command, check=False).returncode
