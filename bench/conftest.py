@@ -1,4 +1,4 @@
-"""The benchmarks run with xferbench's pytest plugin. Each file here imports its family's benchmark from
-``xferbench.bench`` (src/xferbench/bench/), where the benchmarks live once: the installed package carries them."""
+"""The benchmarks run with xferbench's pytest plugin (allowed here: pytest loads this conftest first, as the folder
+given, or through --pyargs)."""
 
 pytest_plugins = ("xferbench.measure.session.plugin",)

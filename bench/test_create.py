@@ -1,4 +1,12 @@
-"""xferbench.bench.test_create, the benchmark shipped in the package (an installed xferbench runs it from any folder):
-edit it there; this file lets `pytest bench` run it from a checkout."""
+"""Tensor creation on each device: ``torch.empty/zeros/ones/rand(..., device=d)``.
 
-from xferbench.bench.test_create import *  # noqa: F403
+Every tensor is created on the CPU unless a device is given; these create directly
+on the device, so nothing crosses a link.
+"""
+
+import pytest
+
+
+@pytest.mark.xfer("create")
+def test_create(xfer_case, xfer):
+    xfer(xfer_case)

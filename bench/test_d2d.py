@@ -1,4 +1,8 @@
-"""xferbench.bench.test_d2d, the benchmark shipped in the package (an installed xferbench runs it from any folder):
-edit it there; this file lets `pytest bench` run it from a checkout."""
+"""Copies within one device (``clone``, ``copy_``): the device's memory bandwidth."""
 
-from xferbench.bench.test_d2d import *  # noqa: F403
+import pytest
+
+
+@pytest.mark.xfer("d2d")
+def test_d2d(xfer_case, xfer):
+    xfer(xfer_case)

@@ -1,4 +1,9 @@
-"""xferbench.bench.test_d2h, the benchmark shipped in the package (an installed xferbench runs it from any folder):
-edit it there; this file lets `pytest bench` run it from a checkout."""
+"""Device to host: ``.cpu()`` / ``.to('cpu')`` into fresh pageable memory, and
+``copy_`` into preallocated pageable or pinned buffers (pinned also non-blocking)."""
 
-from xferbench.bench.test_d2h import *  # noqa: F403
+import pytest
+
+
+@pytest.mark.xfer("d2h")
+def test_d2h(xfer_case, xfer):
+    xfer(xfer_case)

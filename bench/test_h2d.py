@@ -1,4 +1,9 @@
-"""xferbench.bench.test_h2d, the benchmark shipped in the package (an installed xferbench runs it from any folder):
-edit it there; this file lets `pytest bench` run it from a checkout."""
+"""Host to device: pageable vs pinned sources, blocking vs ``non_blocking=True``,
+allocating (``.to``, ``.cuda``) vs preallocated (``dst.copy_(src)``)."""
 
-from xferbench.bench.test_h2d import *  # noqa: F403
+import pytest
+
+
+@pytest.mark.xfer("h2d")
+def test_h2d(xfer_case, xfer):
+    xfer(xfer_case)

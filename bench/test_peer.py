@@ -1,4 +1,8 @@
-"""xferbench.bench.test_peer, the benchmark shipped in the package (an installed xferbench runs it from any folder):
-edit it there; this file lets `pytest bench` run it from a checkout."""
+"""Device i to device j for every ordered pair i != j (NVLink or PCIe peer, or staged)."""
 
-from xferbench.bench.test_peer import *  # noqa: F403
+import pytest
+
+
+@pytest.mark.xfer("peer")
+def test_peer(xfer_case, xfer):
+    xfer(xfer_case)

@@ -14,7 +14,6 @@ import pytest
 import synthetic_runs as syn
 from strict_json import strict_loads
 from xferbench.analyze.gate.compare import (
-    CANT_TELL,
     Comparison,
     busy,
     busy_notes,
@@ -27,7 +26,8 @@ from xferbench.analyze.gate.compare import (
     to_markdown,
     to_text,
 )
-from xferbench.analyze.gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, SLOWER_WITHIN, Z_BOUND, Noise
+from xferbench.analyze.gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Z_BOUND, Noise
+from xferbench.analyze.gate.verdicts import CANT_TELL, SLOWER_WITHIN
 from xferbench.analyze.load.results import Results, ResultsError, load
 from xferbench.cli import main
 from xferbench.contract import (
@@ -1140,8 +1140,9 @@ class TestVerdictRules:
         return rule.verdict, rule.why(case)
 
     def test_the_verdicts_in_the_order_they_are_asked(self):
-        from xferbench.analyze.gate.compare import NOT_COMPARED, VERDICTS
-        from xferbench.analyze.gate.noise import FASTER_WITHIN, JUDGED
+        from xferbench.analyze.gate.compare import VERDICTS
+        from xferbench.analyze.gate.noise import JUDGED
+        from xferbench.analyze.gate.verdicts import FASTER_WITHIN, NOT_COMPARED
 
         assert [rule.verdict for rule in VERDICTS] == [NOT_COMPARED, "gone", "new", CANT_TELL, "regression",
                                                        "improvement", SLOWER_WITHIN, FASTER_WITHIN, "unchanged",
@@ -1149,7 +1150,8 @@ class TestVerdictRules:
         assert VERDICTS[-len(JUDGED):] == JUDGED
 
     def test_a_case_one_side_ran(self):
-        from xferbench.analyze.gate.compare import NOT_COMPARED, Matched
+        from xferbench.analyze.gate.compare import Matched
+        from xferbench.analyze.gate.verdicts import NOT_COMPARED
 
         for side, verdict in (("base", "gone"), ("new", "new")):
             assert self.said(Matched(None, only=side)) == (verdict, None)
@@ -1158,7 +1160,8 @@ class TestVerdictRules:
 
     def test_a_flag_on_an_assumed_spread_beside_a_busy_machine_cannot_tell(self):
         from xferbench.analyze.gate.compare import Matched
-        from xferbench.analyze.gate.noise import FASTER_WITHIN, Evidence
+        from xferbench.analyze.gate.noise import Evidence
+        from xferbench.analyze.gate.verdicts import FASTER_WITHIN
 
         slower = Evidence(**self.SLOWER)
         faster = replace(slower, z=-9.0, ratio=0.5, low=0.38, high=0.66)
@@ -1264,7 +1267,7 @@ def test_a_case_one_side_ran_keeps_its_identity_environment_and_reason(monkeypat
     """A row of one side only names its case (``--confirm`` matches by it) and the software change; a peer case of
     plans that differ says why it is not compared."""
     from xferbench.analyze.gate import compare as gate_compare
-    from xferbench.analyze.gate.compare import NOT_COMPARED
+    from xferbench.analyze.gate.verdicts import NOT_COMPARED
 
     copy_16m, noop = key_of("host pageable copy_ cpu", 16 * 2**20), key_of("noop .cpu() on cpu", 4)
     base, new = syn.runs(0, 1), syn.runs(10, 1)
@@ -1302,7 +1305,8 @@ class TestPeerPlansOfTheSides:
         return [base], without(without([new], peer), other), peer, other
 
     def test_plans_that_differ_leave_a_one_sided_peer_case_not_compared(self):
-        from xferbench.analyze.gate.compare import NOT_COMPARED, plan_notes
+        from xferbench.analyze.gate.compare import plan_notes
+        from xferbench.analyze.gate.verdicts import NOT_COMPARED
 
         base, new, peer, other = self.sides(None)
         rows = {r.key: r for r in compare(base, new)}
@@ -1325,7 +1329,8 @@ class TestWhatEachSideSays:
     """The order of the rows, the summary's counts and sentences, and the writers' exact forms."""
 
     def test_rows_are_ordered_by_verdict_then_by_change(self):
-        from xferbench.analyze.gate.compare import FASTER_WITHIN, NOT_COMPARED, _sorted
+        from xferbench.analyze.gate.compare import _sorted
+        from xferbench.analyze.gate.verdicts import FASTER_WITHIN, NOT_COMPARED
 
         def row(verdict, ratio):
             return replace(made(verdict=verdict, ratio=ratio), key=f"{verdict}|{ratio}")
@@ -1339,7 +1344,7 @@ class TestWhatEachSideSays:
             ("new", None), ("gone", None)]
 
     def test_the_summary_counts_what_was_not_compared_and_says_an_upgrade(self):
-        from xferbench.analyze.gate.compare import NOT_COMPARED
+        from xferbench.analyze.gate.verdicts import NOT_COMPARED
 
         rows = [replace(made(), environment=("torch 2.12.0 → 2.13.0", "CUDA 12.8 → 13.0")),
                 replace(gone_row(), verdict=NOT_COMPARED), replace(made(verdict="unchanged"), before_step=4)]

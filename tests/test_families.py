@@ -22,28 +22,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_core_scenario_and_concurrent_family_has_one_bench_file():
-    """Adding a family is a record plus one src/xferbench/bench/test_*.py (and its one-line bench/ twin): each
-    registered op is marked in exactly one file, and every one of them runs with the same two fixtures."""
+    """Adding a family is a record plus one bench/test_*.py (also the package xferbench.bench): each registered op
+    is marked in exactly one file, and every one of them runs with the same two fixtures."""
     marked: dict[str, list[str]] = {}
-    for path in sorted((ROOT / "src" / "xferbench" / "bench").glob("test_*.py")):
+    for path in sorted((ROOT / "bench").glob("test_*.py")):
         text = path.read_text()
         for op in re.findall(r'@pytest\.mark\.xfer\("(\w+)"\)', text):
             marked.setdefault(op, []).append(path.name)
         if "@pytest.mark.xfer(" in text:
             assert set(re.findall(r"def test_\w+\((.*)\):", text)) == {"xfer_case, xfer"}, path.name
     expected = {op for op, f in FAMILIES.items() if f.kind in ("core", "scenario", "concurrent")}
-    assert set(marked) == expected, "xferbench.bench and the registry disagree on which families exist"
+    assert set(marked) == expected, "bench/ and the registry disagree on which families exist"
     assert all(len(files) == 1 for files in marked.values()), marked
-
-
-def test_the_benchmarks_live_once_in_the_package_and_bench_runs_them():
-    """bench/ (``pytest bench``, from a checkout) holds one file per benchmark of ``xferbench.bench`` (what an
-    installed xferbench runs), each only importing it: the two cannot drift apart."""
-    shipped = sorted(p.name for p in (ROOT / "src" / "xferbench" / "bench").glob("test_*.py"))
-    assert shipped and sorted(p.name for p in (ROOT / "bench").glob("test_*.py")) == shipped
-    for name in shipped:
-        code = [line for line in (ROOT / "bench" / name).read_text().split('"""')[-1].splitlines() if line.strip()]
-        assert code == [f"from xferbench.bench.{name[:-3]} import *  # noqa: F403"], name
 
 
 SCENARIO_KINDS = ("scenario", "concurrent")

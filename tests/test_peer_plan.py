@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from xferbench.analyze.gate.compare import NOT_COMPARED, Comparison, compare, plan_notes, summary
+from xferbench.analyze.gate.compare import Comparison, compare, plan_notes, summary
+from xferbench.analyze.gate.verdicts import NOT_COMPARED
 from xferbench.analyze.load.peer_plan import RecordedPlan, difference, same_cases, sentences
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.page import build_html

@@ -1,6 +1,7 @@
 """The plugin end to end through pytester: options, usage errors, parametrization, JSON."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -164,14 +165,19 @@ class TestCompareMachines:
 
 
 @pytest.mark.slow
-def test_real_bench_directory_runs_on_this_machine(tmp_path):
-    """`pytest bench --benchmark-only` with the real backend runs and writes JSON."""
+@pytest.mark.parametrize("pythonpath", [None, "src"], ids=["installed", "PYTHONPATH=src"])
+def test_real_bench_directory_runs_on_this_machine(tmp_path, pythonpath):
+    """`pytest bench --benchmark-only` from the checkout with the real backend runs and writes JSON, with the
+    installed xferbench and as .ci/nightly and tools/gpu_reference_run.sh run it (PYTHONPATH=src: the package's
+    xferbench.bench is not importable there, and bench/ runs as the folder's own package, bench)."""
     out = tmp_path / "bench.json"
+    env = {**os.environ, **({"PYTHONPATH": str(ROOT / pythonpath)} if pythonpath else {})}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "bench", "--benchmark-only", "--xfer-sizes=1KiB", "-q", "-p", "no:cacheprovider",
          "--benchmark-max-time=0.01", f"--benchmark-json={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {b["fullname"].split("::")[0] for b in json.loads(out.read_text())["benchmarks"]} >= {"bench/test_host.py"}
     names = {b["name"] for b in json.loads(out.read_text())["benchmarks"]}
     assert "test_host[pageable-clone-1KiB-float32-cpu->cpu]" in names
     assert "test_noop[to-1KiB-float32-cpu]" in names

@@ -1,14 +1,17 @@
 """Using xferbench outside this repository: ``xferbench run`` (the benchmarks shipped in the package), ``store
-machine``, ``history -o`` into a new folder, pytest-benchmark's own comparison of xferbench runs, and the wheel
-installed in a fresh venv in an empty folder (slow: it installs torch from the configured index)."""
+machine``, ``history -o`` into a new folder, pytest-benchmark's own comparison of xferbench runs, the editable
+install and the wheel, each in a fresh venv run from an empty folder (slow: the wheel's installs torch from the
+configured index)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +77,67 @@ class TestRun:
         assert cli.RUN_ARGS[:4] == ("-p", "xferbench.measure.session.plugin", "--pyargs", "xferbench.bench")
 
 
+def test_the_wheel_names_every_package_under_src_and_maps_bench_as_xferbench_bench():
+    """bench/ is the package xferbench.bench (one copy of the benchmarks, run from a checkout and shipped in the
+    wheel); a mapped folder needs pyproject to name the packages, so a new package under src/ is named there."""
+    import tomllib  # Python 3.11+, as test_plugin's check of the requirements
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"": "src", "xferbench.bench": "bench"}
+    under_src = {".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src").rglob("__init__.py")}
+    assert set(setuptools["packages"]) == under_src | {"xferbench.bench"}, "name it in pyproject's packages"
+    assert (ROOT / "bench" / "__init__.py").exists() and not (ROOT / "src" / "xferbench" / "bench").exists()
+
+
+def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str) -> dict[str, Any]:
+    """Run command (a benchmark run of the 64 KiB host cases, writing out) in cwd: its JSON."""
+    args = ["--xfer-devices=cpu", "--xfer-sizes=64KiB", "-k", "host", "--benchmark-max-time=0.02", "-p",
+            "no:cacheprovider"]
+    measured = subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-2000:]
+    run: dict[str, Any] = json.loads((cwd / out).read_text())
+    assert len(run["benchmarks"]) == 3 and set(run["xferbench_run"]) == {"boot_id", "started", "load"}
+    return run
+
+
+def _pyargs(python: Path, out: str) -> list[str]:
+    return [str(python), "-m", "pytest", "-p", "xferbench.measure.session.plugin", "--pyargs", "xferbench.bench",
+            "--benchmark-only", f"--benchmark-json={out}"]
+
+
+@pytest.mark.slow
+def test_the_editable_install_runs_bench_as_xferbench_bench_from_any_folder(tmp_path):
+    """`pip install -e` of a checkout (a copy here, so this one is left alone): `import xferbench.bench` is its
+    bench/ folder, and `xferbench run`, `pytest --pyargs xferbench.bench` (from an empty folder) and `pytest bench`
+    (in the checkout, no PYTHONPATH) measure. The venv sees this environment's packages (torch, pytest) through a
+    .pth file, not its xferbench."""
+    checkout = tmp_path / "checkout"
+    for name in ("src", "bench"):
+        shutil.copytree(ROOT / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, checkout / name)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    venv_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    (Path(venv_site) / "this_environment.pth").write_text("".join(f"{path}\n" for path in site.getsitepackages()))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    installed = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e",
+                                str(checkout)], capture_output=True, text=True, timeout=600, env=env)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    where = subprocess.run([str(python), "-c", "import xferbench.bench; print(xferbench.bench.__file__)"], cwd=empty,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert where.stdout.strip() == str(checkout / "bench" / "__init__.py"), where.stderr[-2000:]
+    _measured(empty, env, [str(venv / "bin" / "xferbench"), "run", "-o", "a.json"], "a.json")
+    _measured(empty, env, _pyargs(python, "b.json"), "b.json")
+    checked = _measured(checkout, env, [str(python), "-m", "pytest", "bench", "--benchmark-only",
+                                        "--benchmark-json=c.json"], "c.json")
+    assert {b["fullname"].split("::")[0] for b in checked["benchmarks"]} == {"bench/test_host.py"}
+
+
 def test_store_machine_names_the_folder_of_a_runs_machine(capsys):
     from xferbench.analyze.load.results import load
     from xferbench.analyze.store import machine_folder
@@ -129,13 +193,17 @@ def test_pytest_benchmark_compares_two_xferbench_runs_under_an_absolute_storage_
 
 @pytest.mark.slow
 def test_the_wheel_runs_compares_and_stores_from_an_empty_folder(tmp_path):
-    """From a fresh venv in an empty folder, with no checkout: the wheel installs, `xferbench run` measures twice,
-    compare judges the two runs, and store push keeps them in a folder store."""
+    """From a fresh venv in an empty folder, with no checkout: the wheel (shipping bench/ as xferbench.bench)
+    installs, `xferbench run` measures twice and `pytest --pyargs xferbench.bench` once, compare judges the two
+    runs, and store push keeps them in a folder store."""
     wheels = tmp_path / "wheels"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
                             "-q", "-w", str(wheels)], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = wheels.glob("xferbench-*.whl")
+    shipped = zipfile.ZipFile(wheel).namelist()
+    assert {"xferbench/bench/__init__.py", "xferbench/bench/conftest.py", "xferbench/bench/test_host.py"} <= set(shipped)
+    assert not [name for name in shipped if name.startswith("bench/")]  # bench/ is shipped as xferbench.bench only
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     torch = next(line for line in subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True,
@@ -149,12 +217,8 @@ def test_the_wheel_runs_compares_and_stores_from_an_empty_folder(tmp_path):
     empty.mkdir()
     xferbench_cmd = str(venv / "bin" / "xferbench")
     for name in ("a.json", "b.json"):
-        measured = subprocess.run([xferbench_cmd, "run", "-o", name, "--xfer-devices=cpu", "--xfer-sizes=64KiB",
-                                   "-k", "host", "--benchmark-max-time=0.02", "-p", "no:cacheprovider"], cwd=empty,
-                                  env=env, capture_output=True, text=True, timeout=900)
-        assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-2000:]
-        run = json.loads((empty / name).read_text())
-        assert len(run["benchmarks"]) == 3 and set(run["xferbench_run"]) == {"boot_id", "started", "load"}
+        _measured(empty, env, [xferbench_cmd, "run", "-o", name], name)
+    _measured(empty, env, _pyargs(venv / "bin" / "python", "pyargs.json"), "pyargs.json")
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import xferbench.bench; print(xferbench.bench.__file__)"],
                            cwd=empty, env=env, capture_output=True, text=True, timeout=300).stdout
     assert where.startswith(str(venv)) and str(ROOT) not in where  # the installed package's, no checkout's

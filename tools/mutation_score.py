@@ -45,6 +45,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "compare": ("src/xferbench/analyze/gate/compare.py", ["tests/test_compare.py", "-m", "not slow"]),
     "noise": ("src/xferbench/analyze/gate/noise.py", ["tests/test_noise.py"]),
     "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py", "-m", "not slow"]),
+    # The verdicts' table: its own tests pin every verdict's words, order, icon and exit status exactly.
+    "verdicts": ("src/xferbench/analyze/gate/verdicts.py", ["tests/test_verdicts.py"]),
     # The simulated machine's spec and cost model, unit by unit: tests/test_simulate.py runs whole
     # benchmark pipelines in subprocesses (minutes per mutant, and mutmut cannot see into them).
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate_model.py"]),

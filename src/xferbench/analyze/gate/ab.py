@@ -46,8 +46,10 @@ from ...contract import environment_differences, hardware_differences
 from ...output import write_atomic
 from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
-from .compare import ICONS, Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
+from .compare import Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
 from .noise import run_times
+from .verdicts import IMPROVEMENT, NOT_CONFIRMED, REGRESSION, UNCHANGED, rank
+from .verdicts import of as verdict_of
 
 __all__ = ["AB_ALPHA", "AB_FLOOR", "ASKED", "BLOCK_REFUSALS", "STARTS", "AbCase", "AbRun", "Blocks", "Runner", "ab_run",
            "hodges_lehmann", "run_ab", "run_command", "signed_rank", "sides_differ", "to_json", "to_markdown", "to_text"]
@@ -175,9 +177,12 @@ class AbCase:
     confirm_p: float | None  # on the fresh blocks, one-sided; None if not flagged
     verdict: str  # regression, improvement, not confirmed, unchanged
 
+    def __post_init__(self) -> None:
+        verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
+
     @property
     def regression(self) -> bool:
-        return self.verdict == "regression"
+        return verdict_of(self.verdict).fails
 
 
 def _blocks(base: Sequence[Results], head: Sequence[Results]) -> tuple[np.ndarray, list[str], list[str], list[int]]:
@@ -294,20 +299,20 @@ def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: floa
     cases = []
     for i, (hl, low, high, p, is_flagged) in enumerate(first):
         if not is_flagged:
-            verdict = "unchanged"
+            verdict = UNCHANGED
         elif confirm > 0 and confirm_p[i] >= alpha:
-            verdict = "not confirmed"
+            verdict = NOT_CONFIRMED
         else:
-            verdict = "regression" if hl > 0 else "improvement"
+            verdict = REGRESSION if hl > 0 else IMPROVEMENT
         cases.append(AbCase(paths[i], sizes[i], classes[i], ratios.shape[1], math.exp(hl), math.exp(low),
                             math.exp(high), p, confirm_p.get(i), verdict))
     return AbRun(by_verdict(cases), sides_differ(bases, heads))
 
 
 def by_verdict(cases: list[AbCase]) -> list[AbCase]:
-    """What needs a look first: regressions, improvements, unconfirmed flags, then the rest; slowest first within."""
-    order = {"regression": 0, "improvement": 1, "not confirmed": 2, "unchanged": 3}
-    return sorted(cases, key=lambda c: (order[c.verdict], -c.ratio))
+    """What needs a look first: regressions, improvements, unconfirmed flags, then the rest (``verdicts.TABLE``'s
+    order); slowest first within."""
+    return sorted(cases, key=lambda c: (rank(c.verdict), -c.ratio))
 
 
 _HEAD = ["case", "size", "class", "head/base (HL)", "95% CI", "p", "confirm p", "verdict"]
@@ -341,7 +346,7 @@ def to_text(cases: list[AbCase], alpha: float = AB_ALPHA, differences: Sequence[
 def to_markdown(run: AbRun, alpha: float = AB_ALPHA) -> str:
     """The A/B as a PR comment, in compare's format: heading, summary, what differs, table with icons."""
     lines = ["### xferbench A/B", "", _summary(run.cases, alpha), "", _differ_line(run.differences, escape.markdown), ""]
-    lines += markdown_table(_HEAD, [_cells(c) for c in run.cases], [ICONS.get(c.verdict, "") for c in run.cases])
+    lines += markdown_table(_HEAD, [_cells(c) for c in run.cases], [verdict_of(c.verdict).icon for c in run.cases])
     return "\n".join(lines) + "\n"
 
 

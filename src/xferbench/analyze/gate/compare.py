@@ -47,9 +47,7 @@ from ..load.run_cache import RunSummary
 from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
-    FASTER_WITHIN,
     JUDGED,
-    SLOWER_WITHIN,
     Z_BOUND,
     Case,
     Noise,
@@ -59,10 +57,21 @@ from .noise import (
     run_tables,
     weigh,
 )
+from .verdicts import (
+    CANT_TELL,
+    FASTER_WITHIN,
+    GONE,
+    IMPROVEMENT,
+    NEW,
+    NOT_COMPARED,
+    NOT_REPRODUCED,
+    REGRESSION,
+    SLOWER_WITHIN,
+    rank,
+)
+from .verdicts import of as verdict_of
 
 __all__ = [
-    "CANT_TELL",
-    "NOT_COMPARED",
     "OUTPUT_REFUSALS",
     "REFUSALS",
     "VERDICTS",
@@ -89,13 +98,6 @@ __all__ = [
     "to_markdown",
     "to_text",
 ]
-
-#: The verdict of a case the runs cannot decide (neither a change beyond the floor nor an interval within it).
-CANT_TELL = "can't tell"
-
-#: The verdict of a peer case only one side measured because the sides planned their peer pairs differently
-#: (--xfer-peer-pairs): no change is known, and none is implied.
-NOT_COMPARED = "not compared"
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
@@ -404,9 +406,12 @@ class Comparison:
     why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine), or "not compared"
     before_step: int = 0  # base runs left out: before a lasting step the gate itself would flag (the baseline moved)
 
+    def __post_init__(self) -> None:
+        verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
+
     @property
     def regression(self) -> bool:
-        return self.verdict == "regression"
+        return verdict_of(self.verdict).fails
 
     @property
     def change(self) -> str:
@@ -489,13 +494,13 @@ class OneSide(VerdictRule[Matched]):
 class Gone(OneSide):
     """Measured on the base side only."""
 
-    verdict, side = "gone", "base"
+    verdict, side = GONE, "base"
 
 
 class New(OneSide):
     """Measured on the new side only."""
 
-    verdict, side = "new", "new"
+    verdict, side = NEW, "new"
 
 
 class OnBusyMachine(VerdictRule[Matched]):
@@ -618,9 +623,8 @@ def plan_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
 
 
 def _sorted(rows: list[Comparison]) -> list[Comparison]:
-    order = {"regression": 0, "improvement": 1, "not reproduced": 2, SLOWER_WITHIN: 3, FASTER_WITHIN: 4, CANT_TELL: 5,
-             "unchanged": 6, NOT_COMPARED: 7, "new": 8, "gone": 9}
-    return sorted(rows, key=lambda r: (order[r.verdict], -(r.ratio or 0)))
+    """Worst verdict first (``verdicts.TABLE``'s order), the biggest slowdown first within one."""
+    return sorted(rows, key=lambda r: (rank(r.verdict), -(r.ratio or 0)))
 
 
 def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Comparison]:
@@ -632,11 +636,11 @@ def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Compar
     Cases are matched by their full identity (two shapes of one size are two cases).
     """
     try:
-        before = {c["key"] for c in json.loads(earlier)["cases"] if c["verdict"] == "regression"}
+        before = {c["key"] for c in json.loads(earlier)["cases"] if c["verdict"] == REGRESSION}
     except (RecursionError, ValueError, KeyError, TypeError):
         raise ResultsError(f"{source}: not a comparison written by xferbench compare --json "
                            "(this version's: each case names its identity, 'key')") from None
-    return _sorted([replace(r, verdict="not reproduced") if r.regression and r.key not in before else r
+    return _sorted([replace(r, verdict=NOT_REPRODUCED) if r.regression and r.key not in before else r
                     for r in rows])
 
 
@@ -654,7 +658,7 @@ _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor
 def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
             notes: Sequence[str] = ()) -> str:
     regressions = sum(r.regression for r in rows)
-    improvements = sum(r.verdict == "improvement" for r in rows)
+    improvements = sum(r.verdict == IMPROVEMENT for r in rows)
     unsure = sum(r.verdict == CANT_TELL for r in rows)
     apart = sum(r.verdict == NOT_COMPARED for r in rows)
     within = sum(r.verdict in (SLOWER_WITHIN, FASTER_WITHIN) for r in rows)
@@ -706,17 +710,13 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Se
     return lines
 
 
-#: The icon of a verdict in a Markdown table (compare's and ab's).
-ICONS = {"regression": "🔴", "improvement": "🟢", SLOWER_WITHIN: "🟡", FASTER_WITHIN: "🟡", CANT_TELL: "⚪"}
-
-
 def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
                 differences: list[str] | None = None, notes: Sequence[str] = ()) -> str:
     said = summary(_inert(rows, escape.markdown), n_base, n_new, noise, [escape.markdown(n) for n in notes])
     lines = ["### xferbench comparison", "", said, ""]
     if differences:
         lines += ["Compared across machines: " + "; ".join(map(escape.markdown, differences)), ""]
-    lines += markdown_table(_HEAD, [_cells(r) for r in rows], [ICONS.get(r.verdict, "") for r in rows])
+    lines += markdown_table(_HEAD, [_cells(r) for r in rows], [verdict_of(r.verdict).icon for r in rows])
     return "\n".join(lines) + "\n"
 
 

@@ -49,16 +49,15 @@ from ..load.case_time import (
 )
 from ..load.history import lasting_steps
 from ..load.results import Results, ResultsError
+from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, REGRESSION, SLOWER_WITHIN, UNCHANGED
 
 __all__ = [
     "BANDWIDTH_MIN_BYTES",
     "DEFAULT_FLOOR",
     "DEFAULT_SPREAD",
-    "FASTER_WITHIN",
     "FLOOR_CAP",
     "MIN_RUNS_TO_LEARN",
     "MIN_SPREAD",
-    "SLOWER_WITHIN",
     "Z_BOUND",
     "JUDGED",
     "Case",
@@ -86,9 +85,6 @@ __all__ = [
 #: between-run times have heavier tails than a normal, and ~60 cases are judged at once.
 Z_BOUND = 4.0
 
-#: The verdicts of a change beyond the case's noise (|z| past the bound) that its floor does not count as a
-#: regression: said as such, never "unchanged" (a 1.4x slowdown at z +9 inside a 2x floor is a slowdown).
-SLOWER_WITHIN, FASTER_WITHIN = "slower, within the floor", "faster, within the floor"
 
 def standard_error(spread: float, n_base: int, n_new: int) -> float:
     """Standard error of median(log new) - median(log base) for runs of this spread.
@@ -156,7 +152,7 @@ class VerdictRule(Generic[C]):
     why; here ``fires`` says whether). In an ordered list the first rule that fires decides (``decide``); a rule may
     say ``why`` beside its verdict."""
 
-    verdict: str = ""
+    verdict: str = ""  # its words, one of verdicts.TABLE's
 
     def fires(self, case: C) -> bool:
         raise NotImplementedError
@@ -179,11 +175,11 @@ class Flagged(VerdictRule[Case]):
 
 
 class Regression(Flagged):
-    verdict, slower = "regression", True
+    verdict, slower = REGRESSION, True
 
 
 class Improvement(Flagged):
-    verdict, slower = "improvement", False
+    verdict, slower = IMPROVEMENT, False
 
 
 class Within(VerdictRule[Case]):
@@ -209,7 +205,7 @@ class Unchanged(VerdictRule[Case]):
     """The whole 95% interval lies within a finite floor. An infinite floor (a case not gated) holds every interval,
     even 0.07-12.81x: such a case is never "unchanged"."""
 
-    verdict = "unchanged"
+    verdict = UNCHANGED
 
     def fires(self, case: Case) -> bool:
         e = case.evidence
@@ -219,7 +215,7 @@ class Unchanged(VerdictRule[Case]):
 class CantTell(VerdictRule[Case]):
     """Anything else the runs cannot decide: the last word."""
 
-    verdict = "can't tell"
+    verdict = CANT_TELL
 
     def fires(self, case: Case) -> bool:
         return True
@@ -559,4 +555,4 @@ def _flagged(before: np.ndarray, after: np.ndarray, spread: float, floor: float,
     if assumed and busy:
         return False
     verdict = judge(before, after, max(learned, spread) if assumed else learned, floor, z_bound).verdict
-    return verdict in ("regression", "improvement")
+    return verdict in (REGRESSION, IMPROVEMENT)
