@@ -35,7 +35,7 @@ from . import (
     sync_stall,
 )
 from .base import CallPrice, ScenarioFamily
-from .concurrent import PEER_OPS, Concurrent, time_concurrent
+from .concurrent import PEER_OPS, Concurrent, NotPlaceable, time_concurrent
 from .scenario import SETUP_ROUNDS, SETUP_WARMUP_ROUNDS, Scenario, time_scenario
 
 if TYPE_CHECKING:
@@ -118,12 +118,13 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
 
 def priced(case: PlannedCase, spec: MachineSpec) -> CallPrice | None:
     """One call of a scenario or concurrent case as a machine of ``spec`` prices it (its family's
-    ``call_price``); None where the spec has no price for it (the run skips the case)."""
+    ``call_price``); None where the spec has no price for it, or cannot place it (numa's remote buffer on a
+    spec of one NUMA node): the run skips the case with the line its price gives."""
     from ..transfers import CannotRun  # here: transfers imports torch
 
     try:
         return SCENARIO_FAMILIES[case.op].call_price(case, spec)
-    except CannotRun:
+    except (CannotRun, NotPlaceable):
         return None
 
 
