@@ -422,3 +422,18 @@ def _cpu_pattern(shape):
     from xferbench.measure.transfers import pattern
 
     return pattern(shape, torch.float32, "cpu")
+
+
+def test_a_spec_with_one_numa_node_skips_the_remote_case_with_a_line(pytester, tmp_path):
+    """A simulated spec without numa_nodes (one node, the documented default) runs: numa's remote cases are
+    skipped with a line saying the machine has one node, its local ones priced (the estimate prices every case)."""
+    spec = tmp_path / "one-node.toml"
+    spec.write_text("\n".join(line for line in (ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml").read_text()
+                              .splitlines() if not line.startswith("numa_nodes")))
+    pytester.makeconftest('pytest_plugins = ("xferbench.measure.session.plugin",)')
+    shutil.copy(ROOT / "bench" / "test_concurrent.py", pytester.path / "test_concurrent_bench.py")
+    result = pytester.runpytest("--benchmark-only", f"--xfer-simulate={spec}", "-k", "test_numa and cuda:0",
+                                "-p", "no:cacheprovider", "-rs")
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines(["*d2h_remote*no other NUMA node: the simulated machine has one*"])

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from xferbench.families import FAMILIES
-from xferbench.measure.families import d2h_registered
-from xferbench.measure.families.d2h_registered import RegisteredCopy
+from xferbench.families.d2h_registered import run as d2h_registered
+from xferbench.families.d2h_registered.run import RegisteredCopy
 from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.simulate import PATHS, SimBackend, parse_spec
 from xferbench.measure.transfers import CannotRun

@@ -362,7 +362,7 @@ def test_options_in_pytest_addopts_are_not_overridden_by_the_profile(pytester, m
 
 CHECK_UNDER_O = """
 import torch
-from xferbench.measure.families import placement
+from xferbench.families.placement import run as placement
 from xferbench.measure.families.registry import plan
 case = next(c for c in plan("placement", ("cpu",), "quick") if getattr(c, "variant", "") == "convert_on_cpu")
 prepared = placement.prepare(case, lambda: None)

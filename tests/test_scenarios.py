@@ -4,13 +4,14 @@ import pytest
 import torch
 from torch import nn
 
+from xferbench.families.batching import run as batching
+from xferbench.families.pin_memory import run as pin_memory
+from xferbench.families.sync_stall.run import STALL_SECONDS
 from xferbench.measure.cases import Skipped
-from xferbench.measure.families import batching, pin_memory
 from xferbench.measure.families import scenario as shared
 from xferbench.measure.families.base import Prepared
 from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.families.scenario import DeviceMismatch, Scenario, checked_forward, mlp, sleep_cycles
-from xferbench.measure.families.sync_stall import STALL_SECONDS
 from xferbench.measure.hardware.faults import fault_calls
 
 from fakes import FakeBackend, FakeBenchmark

@@ -840,7 +840,7 @@ class TestWorkloadsArePricedAndLabelledSimulated:
             return backend.clock.now - start
 
     def test_many_small_copies_pay_the_fixed_cost_each(self):
-        from xferbench.measure.families.batching import BATCH_PIECE
+        from xferbench.families.batching.run import BATCH_PIECE
         from xferbench.measure.families.scenario import Scenario
 
         n, L, sync = 4 * MiB, 4 * US, 5 * US
@@ -853,7 +853,7 @@ class TestWorkloadsArePricedAndLabelledSimulated:
         assert self.seconds(many) == pytest.approx(1024 * (L + path(BATCH_PIECE)) + sync)
 
     def test_a_copy_on_a_side_stream_runs_beside_the_kernel(self):
-        from xferbench.measure.families.copy_overlap import OVERLAP_KERNEL_S as K
+        from xferbench.families.copy_overlap.run import OVERLAP_KERNEL_S as K
         from xferbench.measure.families.scenario import Scenario
 
         n, L, sync = 4 * MiB, 4 * US, 5 * US

@@ -238,49 +238,95 @@ def _expected(case: Case, result: torch.Tensor, kept: bool) -> torch.Tensor:
     return _KEPT.get("expected", case.shape, result.dtype, lambda: pattern(case.shape, result.dtype, result.device))
 
 
+@dataclass(frozen=True)
+class _Bound:
+    """What a core case's call is built from: the case, its buffers, where its tensors are kept (``place``:
+    a simulated GPU's on the host) and the device it moves to."""
+
+    case: Case
+    src: Any
+    dst: Any
+    place: Callable[[str], str]
+    target: torch.device
+    relocated: bool  # the backend keeps a device's tensors elsewhere: a move must be forced to copy
+    backend: DeviceBackend | None
+
+
+def _synchronize(b: _Bound) -> Callable[[], Any]:
+    index = accelerator_index(b.case.src)
+    assert b.backend is not None and index is not None, "a synchronize needs the backend and an accelerator"
+    return functools.partial(b.backend.synchronize, index)
+
+
+def _create(b: _Bound) -> Callable[[], Any]:
+    return functools.partial(getattr(torch, b.case.method), b.case.shape, dtype=_dtype(b.case), device=b.target)
+
+
+def _copy_into(b: _Bound) -> Callable[[], Any]:
+    assert b.dst is not None
+    return functools.partial(b.dst.copy_, b.src, non_blocking=b.case.non_blocking)
+
+
+def _forced(b: _Bound) -> Callable[[], Any] | None:
+    """A move between devices whose tensors the backend keeps elsewhere: forced to copy, so the data moves."""
+    return functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking, copy=True) if b.relocated else None
+
+
+def _cpu(b: _Bound) -> Callable[[], Any]:
+    return _forced(b) or b.src.cpu
+
+
+def _cuda(b: _Bound) -> Callable[[], Any]:
+    return _forced(b) or functools.partial(b.src.cuda, accelerator_index(b.case.dst), non_blocking=b.case.non_blocking)
+
+
+def _to(b: _Bound) -> Callable[[], Any]:
+    return _forced(b) or functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking)
+
+
+def _noop_cuda(b: _Bound) -> Callable[[], Any]:
+    if b.relocated:
+        return functools.partial(b.src.to, b.target)  # .cuda() would need CUDA; the same no-op
+    return functools.partial(b.src.cuda, accelerator_index(b.case.dst))
+
+
+def _noop_to(b: _Bound) -> Callable[[], Any]:
+    # The form users write most, a string, is its own variant: torch parses it per call.
+    return functools.partial(b.src.to, b.place(b.case.dst) if b.case.variant == "str" else b.target)
+
+
+#: The timed call of a core case by (op, method); op None: any family that moves its payload (h2d, d2h, d2d,
+#: peer, host, and a family a plugin registers).
+_CALLS: dict[tuple[str | None, str], Callable[[_Bound], Callable[[], Any]]] = {
+    ("sync", "synchronize"): _synchronize,
+    **{("create", method): _create for method in ("empty", "zeros", "ones", "rand")},
+    ("noop", "cuda"): _noop_cuda,
+    ("noop", "to"): _noop_to,
+    ("noop", "cpu"): lambda b: b.src.cpu,  # builds the call; the call itself is the bound method
+    (None, "copy_"): _copy_into,
+    (None, "clone"): lambda b: b.src.clone,
+    (None, "cpu"): _cpu,
+    (None, "cuda"): _cuda,
+    (None, "to"): _to,
+}
+
+
 def operation(case: Case, buffers: Buffers, backend: DeviceBackend | None = None) -> Callable[[], Any]:
-    """The call that is timed, with every argument bound up front.
+    """The call that is timed, with every argument bound up front (``_CALLS``).
 
     Bound with functools.partial, not a lambda: a lambda adds a Python frame to every
     call, a quarter of a CPU no-op's figure. Where ``backend`` keeps a device's tensors
     elsewhere (a simulated GPU's on the host), a move between two devices is forced to
     copy, so the data still moves.
     """
-    src, dst = buffers.src, buffers.dst
+    moves = case.op not in ("sync", "create")  # these two have no source tensor, nor a moving op's calls
+    build = _CALLS.get((case.op, case.method)) or (_CALLS.get((None, case.method)) if moves else None)
+    if build is None:
+        raise ValueError(f"no operation for method {case.method!r} of op {case.op!r}")
+    assert buffers.src is not None or not moves
     place = backend.tensor_device if backend is not None else str
-    target = torch.device(place(case.dst))
     relocated = place(case.src) != case.src or place(case.dst) != case.dst
-    moves = case.op not in ("noop", "create", "sync")
-    non_blocking = case.non_blocking
-    if case.op == "sync":
-        index = accelerator_index(case.src)
-        assert backend is not None and index is not None, "a synchronize needs the backend and an accelerator"
-        return functools.partial(backend.synchronize, index)
-    if case.op == "create":
-        factory = getattr(torch, case.method)
-        return functools.partial(factory, case.shape, dtype=_dtype(case), device=target)
-    assert src is not None
-    if case.method == "copy_":
-        assert dst is not None
-        return functools.partial(dst.copy_, src, non_blocking=non_blocking)
-    if case.method == "clone":
-        return src.clone
-    if relocated and moves and case.method in ("cpu", "cuda", "to"):
-        return functools.partial(src.to, target, non_blocking=non_blocking, copy=True)
-    if case.method == "cpu":
-        return src.cpu
-    if case.method == "cuda":
-        if case.op == "noop" and relocated:
-            return functools.partial(src.to, target)  # .cuda() would need CUDA; the same no-op
-        index = accelerator_index(case.dst)
-        if case.op == "noop":
-            return functools.partial(src.cuda, index)
-        return functools.partial(src.cuda, index, non_blocking=non_blocking)
-    if case.method == "to":
-        if case.op == "noop":  # the form users write most, a string, is its own variant: torch parses it per call
-            return functools.partial(src.to, place(case.dst) if case.variant == "str" else target)
-        return functools.partial(src.to, target, non_blocking=non_blocking)
-    raise ValueError(f"no operation for method {case.method!r} of op {case.op!r}")
+    return build(_Bound(case, buffers.src, buffers.dst, place, torch.device(place(case.dst)), relocated, backend))
 
 
 def verify(case: Case, buffers: Buffers, result: Any, where: str | None = None, kept: bool = False) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from ...families import FAMILIES, family, moving_ops
-from ...family_findings import ms as _ms
-from ...family_findings import span as _span
+from ...families.base import ms as _ms
+from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound

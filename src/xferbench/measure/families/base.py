@@ -1,16 +1,16 @@
 """What every scenario and concurrent family is: a plan, a preparation and a price, with its sizes.
 
 In the spirit of nvbandwidth's one class per testcase plus one line in ``createTestcases()``:
-each family is one module of this package holding a ``FAMILY`` (a ``ScenarioFamily``) and the
-code it names, and ``registry.py`` lists the modules, one line each. A family's title, caption,
-kind and finding are its record in ``families.py`` (shared with the analysis side):
+each family is one folder of ``xferbench.families``, listed there once; its ``run.py`` holds a
+``FAMILY`` (a ``ScenarioFamily``) and the code it names, its ``__init__.py`` its title, caption,
+kind and finding (its record, shared with the analysis side):
 
 - ``plan(devices, sizes)``: the cases a machine gets (``Scenario`` or ``Concurrent`` records,
   and ``Skipped`` lines), over ``sizes[profile]``; ``plan(devices, sizes, peers)`` for a family
   that follows the peer plan (``peers=True``: the pairs ``--xfer-peer-pairs`` sweeps);
 - ``prepare(case, sync)``: the real calls to time, as a ``Prepared``;
 - ``price(case, priced, sync)``: the same calls priced by the simulated machine (``Priced``);
-- ``finding``: the record's sentences for the report (``family_findings.py``), or None.
+- ``finding``: the record's sentences for the report (its folder's ``__init__.py``), or None.
 
 ``Priced`` holds the simulated calls a price is made of, in the spec's terms
 (docs/simulated-machine.md): a copy is a launch (``launch_us``) and ``alpha + n/GBps`` of

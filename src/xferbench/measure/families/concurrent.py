@@ -1,7 +1,7 @@
 """The concurrent families' record and what they share: measurements nvbandwidth makes that a PyTorch user feels.
 
 Copies at once (``bidir``, ``all_gpus_host``, ``peer_bidir``, ``peer_all``), copy paths
-(``copy_kind``) and NUMA placement (``numa``), each in a module of its own. Each is a family of
+(``copy_kind``) and NUMA placement (``numa``), each in a folder of ``xferbench.families``. Each is a family of
 ``Concurrent`` records (frozen, like ``cases.Case``); a call enqueues its copies and returns once
 every GPU involved is synchronized (clock ``wall+sync``). Machines that cannot run one get a
 one-line skip reason. CUDA only: the copies run on CUDA streams. Here: the record, the choice of

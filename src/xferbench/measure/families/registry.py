@@ -1,41 +1,25 @@
-"""Every scenario and concurrent family, one line each, and how the plugin plans and runs their cases.
+"""How the plugin plans, runs and prices a case of any scenario or concurrent family.
 
-In the spirit of nvbandwidth's ``createTestcases()`` and pyperf's ``OPERATIONS``: a family is
-one module of this package (its plan, preparation, price and sizes: ``base.py``), listed here
-once; its title, caption and finding are its record in ``families.py``. Adding one is
-docs/contributing.md, "Adding a scenario". The family modules never import one another, nor
-this module (import-linter checks both).
+Each family is a folder of ``xferbench.families`` (``<op>/run.py`` holds its ``FAMILY``: plan, sizes,
+preparation and price), listed once there in report order; this module reads the run modules of that one
+list, so a new family needs no line here. The family folders never import one another, nor this module
+(import-linter checks both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ... import families
+from ...families.base import FAMILIES
 from ..cases import Case, PeerPlan, PlannedCase, Skipped
 from ..hardware.devices import DeviceBackend, Wedged, accelerator_index
 from ..simulate import MachineSpec, SimBackend
 from ..timing import sync_rule
-from . import (
-    all_gpus_host,
-    batching,
-    bidir,
-    copy_kind,
-    copy_overlap,
-    cuda_vs_to,
-    d2h_registered,
-    forward,
-    module_to,
-    numa,
-    peer_all,
-    peer_bidir,
-    pin_memory,
-    placement,
-    state_dict,
-    sync_stall,
-)
 from .base import CallPrice, ScenarioFamily
-from .concurrent import PEER_OPS, Concurrent, time_concurrent
+from .concurrent import PEER_OPS, Concurrent, NotPlaceable, time_concurrent
 from .scenario import SETUP_ROUNDS, SETUP_WARMUP_ROUNDS, Scenario, time_scenario
 
 if TYPE_CHECKING:
@@ -46,41 +30,38 @@ if TYPE_CHECKING:
 
 __all__ = ["SCENARIO_FAMILIES", "fixed_rounds", "plan", "priced", "run", "simulator_for"]
 
-#: One line a family, in the order the run plans them.
-_FAMILIES: tuple[ScenarioFamily[Any], ...] = (
-    module_to.FAMILY,
-    forward.FAMILY,
-    sync_stall.FAMILY,
-    pin_memory.FAMILY,
-    placement.FAMILY,
-    cuda_vs_to.FAMILY,
-    batching.FAMILY,
-    copy_overlap.FAMILY,
-    state_dict.FAMILY,
-    d2h_registered.FAMILY,
-    bidir.FAMILY,
-    all_gpus_host.FAMILY,
-    copy_kind.FAMILY,
-    numa.FAMILY,
-    peer_bidir.FAMILY,
-    peer_all.FAMILY,
-)
+#: The kinds of family whose folder has a run.py.
+RUN_KINDS = ("scenario", "concurrent")
+
+
+def _run_of(op: str) -> ScenarioFamily[Any]:
+    """The ``FAMILY`` of ``families/<op>/run.py``: imported here, by name, so that importing the records (the
+    analysis side) never loads what needs torch."""
+    try:
+        module = import_module(f"{families.__name__}.{op}.run")
+    except ModuleNotFoundError as missing:
+        raise ValueError(f"the {FAMILIES[op].kind} family {op!r} has no {families.__name__}.{op}.run "
+                         f"({missing}): its plan, preparation and price live there") from None
+    found: ScenarioFamily[Any] = module.FAMILY
+    return found
 
 
 def _registered(objects: Sequence[ScenarioFamily[Any]]) -> dict[str, ScenarioFamily[Any]]:
-    """By op; an op twice, or one without a scenario or concurrent record in families.py, is refused."""
+    """By op; an op twice, or one without a scenario or concurrent record in xferbench.families, is refused."""
     table: dict[str, ScenarioFamily[Any]] = {}
     for obj in objects:
         if obj.op in table:
             raise ValueError(f"two scenario families are named {obj.op!r}")
-        if obj.record.kind not in ("scenario", "concurrent"):
-            raise ValueError(f"{obj.op!r} is a {obj.record.kind} family in families.py, not a scenario or concurrent one")
+        if obj.record.kind not in RUN_KINDS:
+            raise ValueError(f"{obj.op!r} is a {obj.record.kind} family in xferbench.families, not a scenario or "
+                             "concurrent one")
         table[obj.op] = obj
     return table
 
 
-#: Every scenario and concurrent family, by op.
-SCENARIO_FAMILIES: dict[str, ScenarioFamily[Any]] = _registered(_FAMILIES)
+#: Every scenario and concurrent family, by op, in report order.
+SCENARIO_FAMILIES: dict[str, ScenarioFamily[Any]] = _registered(
+    [_run_of(op) for op, record in FAMILIES.items() if record.kind in RUN_KINDS])
 
 
 def plan(op: str, devices: Sequence[str], profile: str, peers: PeerPlan | None = None) -> list[PlannedCase | Skipped]:
@@ -118,12 +99,13 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
 
 def priced(case: PlannedCase, spec: MachineSpec) -> CallPrice | None:
     """One call of a scenario or concurrent case as a machine of ``spec`` prices it (its family's
-    ``call_price``); None where the spec has no price for it (the run skips the case)."""
+    ``call_price``); None where the spec has no price for it, or cannot place it (numa's remote buffer on a
+    spec of one NUMA node): the run skips the case with the line its price gives."""
     from ..transfers import CannotRun  # here: transfers imports torch
 
     try:
         return SCENARIO_FAMILIES[case.op].call_price(case, spec)
-    except CannotRun:
+    except (CannotRun, NotPlaceable):
         return None
 
 

@@ -1,8 +1,8 @@
 """The scenarios' record and what they share: the lesson's costs as they show up in real PyTorch code.
 
 A scenario is a family of ``Scenario`` records (frozen, hashable, like ``cases.Case``), each
-family in a module of its own (``base.py`` says what it holds). Here: the record, the plan of a
-family that needs an accelerator, the small MLP several of them move, the helpers their real
+family in a folder of its own (``xferbench.families.<op>``; ``base.py`` says what its run.py holds).
+Here: the record, the plan of a family that needs an accelerator, the small MLP several of them move, the helpers their real
 calls share, and ``time_scenario``, which times any of them. Scenarios that need an accelerator
 are skipped with a reason on a CPU-only machine.
 """

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...contract import Identity
-from ..cases import Skipped, accelerators, no_accelerator
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from .scenario import Scenario
+from ...measure.cases import Skipped, accelerators, no_accelerator
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.scenario import Scenario
 
 MiB = 2**20
 #: Each variant's call and host memory, as the ladder reads them, from the call users make down.
@@ -53,7 +53,7 @@ def register(host: Any) -> None:
     (a container's limit on locked memory, say) cannot run the case."""
     import torch
 
-    from ..transfers import CannotRun
+    from ...measure.transfers import CannotRun
 
     cudart = torch.cuda.cudart()
     storage = host.untyped_storage()

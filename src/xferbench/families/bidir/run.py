@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
-from .concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda, streamed
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda, streamed
 
 MiB = 2**20
 

@@ -7,12 +7,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..hardware.machine import gpu_local_cpus
-from ..hardware.probe import pci_bus_id
-from .base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, then_sync
-from .concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
-from .numa_nodes import bound_to, numa_cpus, numa_node_of
-from .scenario import empty_host_cache
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, then_sync
+from ...measure.families.concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
+from ...measure.families.numa_nodes import bound_to, numa_cpus, numa_node_of
+from ...measure.families.scenario import empty_host_cache
+from ...measure.hardware.machine import gpu_local_cpus
+from ...measure.hardware.probe import pci_bus_id
 
 MiB = 2**20
 

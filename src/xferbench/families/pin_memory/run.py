@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import scenario
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from .scenario import Scenario, plan_on_gpus
+from ...measure.families import scenario
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.scenario import Scenario, plan_on_gpus
 
 MiB = 2**20
 

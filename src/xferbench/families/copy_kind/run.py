@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
-from .concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda
 
 MiB = 2**20
 #: copy_kind variants: host to device, and within one device.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from .scenario import Scenario, plan_on_gpus, sleep_cycles
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.scenario import Scenario, plan_on_gpus, sleep_cycles
 
 MiB = 2**20
 #: The kernel the overlap scenario runs beside (or before) its copy, in seconds.

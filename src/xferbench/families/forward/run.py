@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..cases import Skipped
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes
-from .scenario import Scenario, checked_forward, mlp
+from ...measure.cases import Skipped
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes
+from ...measure.families.scenario import Scenario, checked_forward, mlp
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
@@ -33,7 +33,7 @@ def prepare(s: Scenario, sync: Sync) -> Prepared:
 
 
 def price(s: Scenario, m: Priced, sync: Sync) -> Prepared:
-    from ..transfers import CannotRun
+    from ...measure.transfers import CannotRun
 
     raise CannotRun(f"forward on {s.dst}: the simulated machine prices copies and synchronizes, not compute")
 

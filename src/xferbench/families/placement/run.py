@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..cases import Skipped, accelerators
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from .scenario import IMAGE, Scenario
+from ...measure.cases import Skipped, accelerators
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.scenario import IMAGE, Scenario
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..cases import Skipped
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from .scenario import Scenario, mlp, on_device, parameter_bytes
+from ...measure.cases import Skipped
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.scenario import Scenario, mlp, on_device, parameter_bytes
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from .scenario import Scenario, mlp, parameter_bytes, plan_on_gpus
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.scenario import Scenario, mlp, parameter_bytes, plan_on_gpus
 
 
 def prepare(s: Scenario, sync: Sync) -> Prepared:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..cases import PeerPlan
-from .base import ScenarioFamily, sizes
-from .concurrent import Concurrent, Planned
-from .peer_copies import peer_gpus, prepare_peer, price_peer
+from ...measure.cases import PeerPlan
+from ...measure.families.base import ScenarioFamily, sizes
+from ...measure.families.concurrent import Concurrent, Planned
+from ...measure.families.peer_copies import peer_gpus, prepare_peer, price_peer
 
 MiB = 2**20
 

@@ -1,0 +1,178 @@
+"""What a benchmark family is: its record (``Family``, a core family's calls as ``Variant``), the registry
+every stage reads (``FAMILIES``, filled in report order by ``xferbench.families``), and what the families'
+findings share (``span``, ``ms``, ``of_variant``, ``ratios``).
+
+In the spirit of nvbandwidth's list of test cases: each family says what it times, what it needs from the
+machine, whether it moves a payload and over which link, and how the report shows it (order, colour, prose).
+Plain data: no torch, nothing from either side (import-linter checks it), so the analysis side reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..units import format_bytes, format_seconds
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "FAMILIES",
+    "KINDS",
+    "Family",
+    "Variant",
+    "by_op",
+    "family",
+    "fitted_ops",
+    "moving_ops",
+    "ms",
+    "of_variant",
+    "ops",
+    "order_of",
+    "ratios",
+    "register",
+    "span",
+]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way a core family's payload is moved: the call, the host memory, blocking or not.
+
+    ``cuda_only`` variants (``.cuda(i)``) exist only where the accelerator is CUDA (or ROCm).
+    ``variant`` names a second way of running the same call (``single_thread``: with torch's
+    intra-op threads set to one); it is part of the identity.
+    """
+
+    method: str
+    host_memory: str | None = None
+    non_blocking: bool = False
+    cuda_only: bool = False
+    variant: str | None = None
+
+
+#: Where a core family's cases run: each device; the host alone; host and each accelerator
+#: (either direction); each accelerator alone; every ordered pair of accelerators.
+ENDPOINTS = ("each", "host", "host->accelerator", "accelerator->host", "accelerator", "accelerator->accelerator")
+
+
+#: The kinds of family: the case matrix; a scenario and copies at once, copy paths and NUMA
+#: (a folder each in families/); collectives between processes (measure/distributed).
+KINDS = ("core", "scenario", "concurrent", "distributed")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One benchmark family."""
+
+    op: str
+    title: str
+    times: str  # one sentence: what is timed
+    kind: str  # "core" (the case matrix), "scenario", "concurrent" (copies at once) or "distributed"
+    colour: str  # matplotlib colour of its lines and bars
+    moves_payload: bool = True  # bandwidth = bytes / time means something; fitted with t = α + n/β
+    link: str | None = None  # what bounds it: "pcie", "nvlink", "device memory", "host memory", "network"
+    endpoints: str = "each"  # core families: see ENDPOINTS
+    variants: tuple[Variant, ...] = ()  # core families: the calls timed
+    sizes: str = "sweep"  # core families: "sweep", "ends" (smallest and largest only: a no-op), or "none"
+    # (no size axis: one case per endpoint and variant, nbytes 0, no size in its id: a synchronize)
+    caption: str = ""  # the report's prose for its section or plot
+    # A scenario or concurrent family's sentences from its rows (the ``finding`` of its folder), or None
+    finding: Callable[[Any], list[str]] | None = None
+    break_even: bool = False  # its report section carries the pinning break-even table (pin_cold against pinned_to)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"family {self.op!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "core" and (self.endpoints not in ENDPOINTS or not self.variants):
+            raise ValueError(f"family {self.op!r}: a core family needs endpoints (one of {', '.join(ENDPOINTS)}) "
+                             "and at least one variant")
+        if self.sizes not in ("sweep", "ends", "none"):
+            raise ValueError(f"family {self.op!r}: sizes must be sweep, ends or none, got {self.sizes!r}")
+
+
+def by_op(records: Iterable[Family]) -> dict[str, Family]:
+    """The records keyed by op; two records of one op (a scenario named like a collective) are refused."""
+    table: dict[str, Family] = {}
+    for record in records:
+        if record.op in table:
+            raise ValueError(f"two families are named {record.op!r}")
+        table[record.op] = record
+    return table
+
+
+#: Every family, in report order: filled once by ``xferbench.families`` (its one list), extended by ``register``.
+FAMILIES: dict[str, Family] = {}
+
+
+def register(new: Family) -> Family:
+    """Add a family (a plugin's or a test's); its op must be new."""
+    if new.op in FAMILIES:
+        raise ValueError(f"a family {new.op!r} is registered already")
+    FAMILIES[new.op] = new
+    return new
+
+
+def family(op: str) -> Family:
+    """The family of ``op``; KeyError names the ops that exist."""
+    try:
+        return FAMILIES[op]
+    except KeyError:
+        raise KeyError(f"unknown op {op!r}; the families are: {', '.join(FAMILIES)}") from None
+
+
+def ops(kind: str | None = None) -> tuple[str, ...]:
+    """The ops of every family of ``kind`` (all when None), in report order."""
+    return tuple(op for op, f in FAMILIES.items() if kind is None or f.kind == kind)
+
+
+def moving_ops(kinds: Iterable[str] = ("core",)) -> tuple[str, ...]:
+    """Core families whose time is a payload moving (drawn as bandwidth, in the matrix)."""
+    return tuple(op for op, f in FAMILIES.items() if f.kind in kinds and f.moves_payload)
+
+
+def fitted_ops() -> tuple[str, ...]:
+    """Families fitted with t = α + n/β: payload moves of the core and distributed kinds."""
+    return moving_ops(("core", "distributed"))
+
+
+def order_of(op: object) -> int:
+    """Position of ``op`` in report order; unknown ops go last."""
+    return list(FAMILIES).index(op) if op in FAMILIES else len(FAMILIES)
+
+
+# --- what the families' findings share (each takes its family's rows of ``analyze.results``) ---------------
+
+def span(values: pd.Series, digits: str = ".3g", joint: str = "-") -> str:
+    """``181-217`` (the lowest and the highest, the same format), or one figure when they round alike."""
+    def text(value: float) -> str:  # 1926, not 1.93e+03
+        return f"{value:,.0f}" if digits == ".3g" and value >= 1000 else f"{value:{digits}}"
+
+    low, high = text(values.min()), text(values.max())
+    return low if low == high else f"{low}{joint}{high}"
+
+
+def ms(seconds: pd.Series) -> str:
+    """Times as one span in ms, µs or s, whichever the shortest reads best in."""
+    unit, scale = next(((u, k) for u, k in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)) if seconds.min() * k >= 1),
+                       ("ns", 1e9))
+    return f"{span(seconds * scale)} {unit}"
+
+
+def of_variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """The rows of one variant."""
+    return rows[rows["variant"] == variant]
+
+
+def ratios(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
+    """``slow`` over ``fast`` at each size and device, the last two (the largest sizes)."""
+    out = []
+    for (size, dst), group in rows.groupby(["nbytes", "dst"]):
+        a, b = of_variant(group, slow), of_variant(group, fast)
+        if not a.empty and not b.empty:
+            ratio = a["median_s"].iloc[0] / b["median_s"].iloc[0]
+            out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
+                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({ratio:.2f}x).")
+    return out[-2:]

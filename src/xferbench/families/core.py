@@ -1,0 +1,56 @@
+"""The core families (the case matrix: create, h2d, d2h, d2d, peer, noop, host, sync): their records and the
+calls each times (``Variant``), timed by ``measure/transfers.py`` and priced by ``measure/simulate.py``."""
+
+from __future__ import annotations
+
+from .base import Family, Variant
+
+__all__ = ["CORE"]
+
+
+def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> tuple[Variant, ...]:
+    return tuple(Variant(m, memory, non_blocking, cuda_only=m == "cuda") for m in methods)
+
+
+_H2D = tuple(v for memory in ("pageable", "pinned") for nb in (False, True)
+             for v in _v("to", "cuda", "copy_", memory=memory, non_blocking=nb))
+#: Blocking allocating moves back land in fresh pageable memory (their faults are the cost
+#: that grows past glibc's mmap threshold); copy_ into a preallocated buffer (written once
+#: before timing: its pages are touched) is the control without them. .to('cpu',
+#: non_blocking=True) returns pinned memory (torch's _to_copy pins the result of a non-blocking
+#: copy from CUDA to the CPU): the one-line fix.
+_D2H = (*_v("cpu", "to", "copy_", memory="pageable"), *_v("copy_", memory="pinned"),
+        *_v("copy_", "to", memory="pinned", non_blocking=True))
+#: Host copies: torch's (multi-threaded) clone and copy_, and copy_ on one thread, the roof of a
+#: pageable copy to or from a GPU (the driver stages it through a pinned buffer with one thread).
+_HOST = (*_v("clone", "copy_", memory="pageable"), Variant("copy_", "pageable", variant="single_thread"))
+#: No-ops in the forms users write: .to(torch.device) (the plain "to"), .to('cuda:0') with a string (variant "str":
+#: torch parses it on every call), .cuda(i) with an index, and .cpu().
+_NOOP = (*_v("to"), Variant("to", variant="str"), *_v("cuda", "cpu"))
+
+CORE = (
+    Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
+           "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D),
+    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, .to('cpu', non_blocking=True) "
+           "into fresh pinned memory, copy_ into preallocated pageable or pinned",
+           "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H),
+    Family("d2d", "same device", "clone and copy_ within one device: its memory bandwidth",
+           "core", "tab:green", link="device memory", endpoints="accelerator", variants=_v("clone", "copy_")),
+    Family("peer", "device to device", ".to('cuda:j') and copy_ for every ordered pair of GPUs",
+           "core", "tab:purple", link="nvlink", endpoints="accelerator->accelerator", variants=_v("to", "copy_")),
+    Family("host", "host memory", "host-memory clone and copy_ (also on one thread): the reference any move to or "
+           "from the CPU is bounded by", "core", "tab:gray", link="host memory", endpoints="host", variants=_HOST),
+    Family("create", "creation", "torch.empty / zeros / ones / rand(shape, device=d) on each device",
+           "core", "tab:orange", moves_payload=False, endpoints="each", variants=_v("empty", "zeros", "ones", "rand"),
+           caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
+                   "Creating directly on the device (device=...) moves nothing across a link."),
+    Family("noop", "no-op moves", ".cuda(i), .to(device), .cpu() on a tensor already there: the same object comes back",
+           "core", "tab:olive", moves_payload=False, endpoints="each", variants=_NOOP, sizes="ends",
+           caption=".cuda(i), .to(torch.device), .to('device') and .cpu() on a tensor already there return the very "
+                   "same object; what they cost is PyTorch's dispatch (parsing a string is part of it), shown next to "
+                   "the cheapest real copy measured."),
+    Family("sync", "synchronizing an idle device", "torch.cuda.synchronize(i) with nothing queued on the device",
+           "core", "tab:brown", moves_payload=False, endpoints="accelerator", variants=_v("synchronize"), sizes="none",
+           caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "
+                   "caller pays who synchronizes around every no-op or small move. Nothing moves, so it has no size."),
+)
