@@ -22,7 +22,7 @@ def guide_steps() -> tuple[str, list[tuple[str, str]]]:
     """The toy's op and each (path, code) block of the guide's "Adding a scenario", in the order it gives them."""
     section = GUIDE.read_text().split("### Adding a scenario", 1)[1].split("\n### ", 1)[0]
     # Each code block goes to the first file the paragraph before it names.
-    blocks = [(re.search(r"`(src/[\w/.]+)`", before.rsplit("\n\n", 1)[-1]).group(1), code)  # type: ignore[union-attr]
+    blocks = [(re.search(r"`((?:src|bench)/[\w/.]+)`", before.rsplit("\n\n", 1)[-1]).group(1), code)  # type: ignore[union-attr]
               for before, code in re.findall(r"((?:[^`]|`(?!``))*?)\n```python\n(.*?)```", section, flags=re.S)]
     line = re.search(r"One line in the list of `src/xferbench/families/__init__.py`.*?`(\w+)\.RECORD,`", section, re.S)
     assert blocks and line, "docs/contributing.md no longer shows a whole family to add"
@@ -33,7 +33,7 @@ def test_the_guide_shows_a_whole_family():
     op, blocks = guide_steps()
     assert [path for path, _ in blocks] == [f"src/xferbench/families/{op}/__init__.py",
                                             f"src/xferbench/families/{op}/run.py",
-                                            "src/xferbench/bench/test_workloads.py"]
+                                            f"bench/test_{op}.py"]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -53,7 +53,8 @@ def test_a_toy_family_added_as_the_guide_says_runs_and_touches_four_files(tmp_pa
     repo = tmp_path / "repo"
     for part in ("src", "bench", "examples"):
         shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    for name in ("pyproject.toml", "setup.py"):
+        shutil.copy(ROOT / name, repo / name)
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "before")
@@ -62,8 +63,8 @@ def test_a_toy_family_added_as_the_guide_says_runs_and_touches_four_files(tmp_pa
     for path, code in blocks:
         target = repo / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        # A new file is the block; an existing one (the bench file of its kin) gets the block appended.
-        target.write_text(target.read_text() + "\n\n" + code if target.exists() else code)
+        assert not target.exists(), f"the guide's {path} is a new file"
+        target.write_text(code)
     listing = repo / "src" / "xferbench" / "families" / "__init__.py"
     listing.write_text(add_to_the_list(listing.read_text(), op))
 
