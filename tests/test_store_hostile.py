@@ -174,3 +174,23 @@ def test_eight_concurrent_pushes_keep_all_eight_runs(repo: Path, tmp_path: Path)
     assert [code for code, _ in done] == [0] * 8, done
     stored = [name for name in _tip(tmp_path / "origin.git") if name.endswith(".json")]
     assert len(stored) == 8
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_push_never_deletes_a_branch_of_the_user(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str], existing: bool) -> None:
+    """A branch named as the old scratch branch (``xferbench-store-<pid>``), with a commit of its own, survives a push
+    to a new store branch and to an existing one."""
+    monkeypatch.chdir(repo)
+    mine = f"xferbench-store-{os.getpid()}"
+    _git(repo, "branch", mine)
+    if existing:
+        assert run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))[0] == 0
+    before = _git(repo, "rev-parse", mine)
+    code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 2))
+    assert code == 0, err
+    assert _git(repo, "rev-parse", mine) == before
+    assert _git(repo, "branch", "--list", "xferbench-store-*").split() == [mine]
+    origin = tmp_path / "origin.git"  # the store's history is its own: no commit of the project's below it
+    assert "README" not in _tip(origin)
+    assert _git(tmp_path, "--git-dir", str(origin), "rev-list", "--count", "xferbench-data").strip() == str(1 + existing)

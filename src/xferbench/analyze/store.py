@@ -259,8 +259,7 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
             _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), *([ref] if ref else []))
         except StoreError as error:  # another job of this checkout adding its worktree at the same moment
             raise _Contended(str(error)) from None
-        if not ref:
-            _git(tree, "checkout", "-q", "--orphan", f"xferbench-store-{os.getpid()}")
+        if not ref:  # an empty index and folder, still detached: the first commit is made without any branch
             _git(tree, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
             for entry in tree.iterdir():
                 if entry.name != ".git":
@@ -270,8 +269,6 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
         subprocess.run(["git", "-C", str(where.repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
         if ref:
             subprocess.run(["git", "-C", str(where.repo), "update-ref", "-d", ref], capture_output=True)
-        subprocess.run(["git", "-C", str(where.repo), "branch", "-D", f"xferbench-store-{os.getpid()}"],
-                       capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -301,16 +298,19 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
 
 def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: bool) -> list[str]:
     """Add the runs to the branch's current tip and push; _Contended when another job got there first."""
-    with _branch_tree(where) as (tree, _):
+    with _branch_tree(where) as (tree, on_tip):
         stored, touched = add_runs(tree, runs, keep)
         if with_dashboard:
             dashboard(tree, touched)
         _git(tree, "add", "-A", ".")
-        if not _git(tree, "status", "--porcelain").strip():
+        if on_tip and not _git(tree, "status", "--porcelain").strip():
             return stored  # every run was already there
-        _git(tree, "commit", "-q", "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}")
+        # A commit object pushed by its id: no local branch is made (nor deleted: the user's branches are theirs),
+        # and a new store's first commit has no parent (not the checkout's HEAD it was detached at).
+        commit = _git(tree, "commit-tree", _git(tree, "write-tree").strip(), *(["-p", "HEAD"] if on_tip else []),
+                      "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}").strip()
         try:
-            _git(tree, "push", "-q", where.remote, f"HEAD:refs/heads/{where.branch}")
+            _git(tree, "push", "-q", where.remote, f"{commit}:refs/heads/{where.branch}")
         except StoreError as error:
             raise _Contended(str(error)) from None
         return stored
