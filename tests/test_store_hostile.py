@@ -194,3 +194,33 @@ def test_push_never_deletes_a_branch_of_the_user(repo: Path, tmp_path: Path, mon
     origin = tmp_path / "origin.git"  # the store's history is its own: no commit of the project's below it
     assert "README" not in _tip(origin)
     assert _git(tmp_path, "--git-dir", str(origin), "rev-list", "--count", "xferbench-data").strip() == str(1 + existing)
+
+
+def _dated(folder: Path, index: int, when: str) -> Path:
+    """Run ``index`` claiming its own date ``when`` (a run's date is whatever its file says)."""
+    path = _run(folder, index)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "datetime": when}))
+    return path
+
+
+def test_retention_keeps_what_the_store_received_last_not_what_claims_to_be_newest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs dated 2999 already stored, then today's run with ``--keep 2``: today's run stays (it is the one being
+    pushed) and the first run the store received goes."""
+    root = tmp_path / "store"
+    first, second = _dated(tmp_path, 1, "2999-01-01T00:00:00"), _dated(tmp_path, 2, "2999-01-02T00:00:00")
+    for run in (first, second):
+        assert run_cli(capsys, "store", "push", root, run, "--keep", "2", "--no-dashboard")[0] == 0
+    today = _dated(tmp_path, 3, "2026-11-20T08:00:00")
+    code, _, err = run_cli(capsys, "store", "push", root, today, "--keep", "2", "--no-dashboard")
+    assert code == 0, err
+    kept = sorted(p.read_bytes() for p in root.rglob("*.json"))
+    assert kept == sorted([second.read_bytes(), today.read_bytes()])
+
+
+def test_retention_never_deletes_a_run_being_pushed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "store"
+    runs = [_dated(tmp_path, i, f"20{10 + i}-01-01T00:00:00") for i in (1, 2, 3)]
+    code, _, err = run_cli(capsys, "store", "push", root, *runs, "--keep", "1", "--no-dashboard")
+    assert code == 0, err
+    assert sorted(p.read_bytes() for p in root.rglob("*.json")) == sorted(p.read_bytes() for p in runs)

@@ -406,7 +406,7 @@ def _store(args: argparse.Namespace) -> int:
         where = store.parse_store(args.store, args.remote)
         if args.action == "push":
             stored = store.push(where, args.runs, args.keep, not args.no_dashboard)
-            print(f"xferbench store: {len(stored)} run(s) in {args.store} (the newest {args.keep} of a machine are kept)")
+            print(f"xferbench store: {len(stored)} run(s) in {args.store} (the last {args.keep} a machine sent are kept)")
         elif args.action == "pull":
             count = store.pull(where, args.output, args.machine_of)
             print(f"xferbench store: {count} run(s) from {args.store} in {args.output}"

@@ -7,12 +7,14 @@ gh-pages branch, a git store is a branch of the project's own repository (fetche
 pushed through the checkout's remote, so the runner's credentials apply); its tip holds:
 
     index.html                  the dashboard: one line per machine
-    machines/<machine>/*.json   that machine's runs, the newest ``keep`` of them
+    machines/<machine>/*.json   that machine's runs, the ``keep`` the store received last
+    machines/<machine>/received.txt  their file names in the order the store received them
     machines/<machine>/index.html  the newest run's report with a trend for every path
 
 A machine is its hardware (GPUs, CPU, simulated or not): a torch, CUDA or driver
 upgrade on the same box stays in the same folder, so the trend shows the step it made.
-Retention keeps the newest ``keep`` runs of a machine on the branch's tip; older ones
+Retention keeps the ``keep`` runs of a machine the store received last (never by a run's own date, which its file
+may fake; never a run being pushed) on the branch's tip; older ones
 stay in the branch's git history (a plain folder loses them).
 
 A store may be shared and its branch written by others, so nothing in it is trusted: a store
@@ -48,7 +50,7 @@ from ..contract import machine_differences, machine_identity
 from ..output import write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
-from .load.history import Stored, load_storage, runs_in
+from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
 from .report.history import BAND_CAPTION, draw_trend, history_plots, ratio_axis, run_ticks
 from .report.plots import Plot, as_plot
@@ -60,6 +62,8 @@ DEFAULT_BRANCH = "xferbench-data"
 #: Runs kept per machine on the store's tip: enough for trends and a baseline (compare uses the newest 20).
 DEFAULT_KEEP = 100
 MACHINES = "machines"
+#: A machine folder's list of its runs in the order the store received them: what retention keeps the newest of.
+RECEIVED = "received.txt"
 #: The hardware part of a run's identity: what makes a store folder.
 HARDWARE = ("GPUs", "CPU", "simulated")
 #: The smallest ``comment`` limit: the marker, the summary and the note on the rows left out need about 300.
@@ -164,15 +168,34 @@ def add_runs(root: Path, runs: list[Path], keep: int) -> tuple[list[str], list[s
         stored.append(str(target.relative_to(root)))
         touched.append(folder.name)
     for name in dict.fromkeys(touched):
-        _retain(root / MACHINES / name, keep)
+        _retain(root / MACHINES / name, keep, {Path(s).name for s in stored if Path(s).parent.name == name})
     return [name for name in stored if (root / name).exists()], list(dict.fromkeys(touched))
 
 
-def _retain(folder: Path, keep: int) -> None:
-    """Keep the newest ``keep`` runs (by the runs' own datetime) of one machine's folder."""
-    runs = runs_in(folder)
-    for path, _ in runs[:max(0, len(runs) - keep)]:
-        path.unlink()
+def _received(folder: Path) -> list[str]:
+    """The run files of a machine's folder in the order the store received them: those its ``received.txt`` does not
+    list (a store older than it, or a hand-copied run) first, by name, then the listed ones in the listed order.
+    Never a run's own date: it is whatever its file says (a run dated 2999 would outlive every later one)."""
+    present = sorted(p.name for p in folder.iterdir() if p.name.endswith((".json", ".json.gz")) and p.is_file())
+    try:
+        listed = bounded_read(folder / RECEIVED, MAX_RUN_BYTES).decode("utf-8", "replace").split("\n") \
+            if (folder / RECEIVED).is_file() else []
+    except ResultsError:  # another job's file, so data only: a damaged one orders nothing
+        listed = []
+    order = list(dict.fromkeys(name for name in listed if name in present))
+    return [name for name in present if name not in order] + order
+
+
+def _retain(folder: Path, keep: int, pushed: set[str]) -> None:
+    """Keep the ``keep`` runs of one machine's folder the store received last, and every run being pushed (``pushed``
+    are received now, at the end); the order is written to ``received.txt`` for the next push."""
+    order = _received(folder)
+    order = [name for name in order if name not in pushed] + [name for name in order if name in pushed]
+    older = [name for name in order if name not in pushed]
+    for name in older[:max(0, len(order) - keep)]:
+        (folder / name).unlink()
+        order.remove(name)
+    write_atomic(folder / RECEIVED, "".join(f"{name}\n" for name in order))
 
 
 def pull_runs(root: Path, output: Path, machine: str | None) -> int:
