@@ -224,3 +224,20 @@ def test_retention_never_deletes_a_run_being_pushed(tmp_path: Path, capsys: pyte
     code, _, err = run_cli(capsys, "store", "push", root, *runs, "--keep", "1", "--no-dashboard")
     assert code == 0, err
     assert sorted(p.read_bytes() for p in root.rglob("*.json")) == sorted(p.read_bytes() for p in runs)
+
+
+@pytest.mark.parametrize("depth", [["sub"], ["sub", "deeper"]])
+def test_a_link_deep_in_a_machine_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   depth: list[str]) -> None:
+    """The dashboard reads ``machines/<m>/sub/x.json`` too: a link there would publish any file of the machine."""
+    run = _run(tmp_path, 1)
+    (tmp_path / "elsewhere").mkdir()
+    secret = _run(tmp_path / "elsewhere", 2)
+    root = tmp_path / "store"
+    below = root / "machines" / store.machine_folder(json.loads(run.read_text())["machine_info"]) / Path(*depth)
+    below.mkdir(parents=True)
+    (below / "x.json").symlink_to(secret)
+    for action in (["push", root, run], ["dashboard", root], ["pull", root, "-o", tmp_path / "out"]):
+        code, _, err = run_cli(capsys, "store", *action)
+        assert_refused(code, err, "symbolic link")
+    assert not (root / "index.html").exists()

@@ -140,15 +140,14 @@ def _checked_run(path: Path) -> tuple[Results, dict[str, Any], bytes]:
 
 
 def no_links(root: Path) -> None:
-    """Refuse a store holding a symbolic link where it reads or writes: the index, ``machines/``, a machine's folder
-    or a file in it. Writing through one (a run, a page, retention's deletions) would reach outside the store."""
+    """Refuse a store holding a symbolic link where it reads or writes: the index, or anywhere below ``machines/``, at
+    any depth (the dashboard reads ``machines/<m>/sub/x.json`` too). Writing through one (a run, a page, retention's
+    deletions) would reach outside the store; reading through one would publish a file of the machine."""
     places = [root / "index.html", root / MACHINES]
     machines = root / MACHINES
     if machines.is_dir() and not machines.is_symlink():
-        for folder in machines.iterdir():
-            places.append(folder)
-            if folder.is_dir() and not folder.is_symlink():
-                places += list(folder.iterdir())
+        for folder, subfolders, files in os.walk(machines):  # never follows a link: each is seen as an entry
+            places += [Path(folder) / name for name in (*subfolders, *files)]
     for place in places:
         if place.is_symlink():
             raise StoreError(f"{place.relative_to(root)}: a symbolic link in the store; refusing to follow it out of "
