@@ -47,6 +47,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..contract import machine_differences, machine_identity
+from ..escape import no_bidi
 from ..output import write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
@@ -440,7 +441,7 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
     rows = []
     for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
-        runs, newest, who = _machine_row(folder / "machine.txt")
+        runs, newest, who = map(no_bidi, _machine_row(folder / "machine.txt"))  # HTML escaping leaves bidi be
         rows.append(f"<tr><td><a href='{MACHINES}/{html.escape(folder.name)}/index.html'>{html.escape(folder.name)}</a>"
                     f"</td><td>{html.escape(runs)}</td><td>{html.escape(newest)}</td><td>{html.escape(who)}</td></tr>")
     page = ("<!doctype html><meta charset='utf-8'><title>xferbench dashboard</title>"
