@@ -20,6 +20,8 @@ __all__ = ["JOIN_TIMEOUT_S", "Launch", "LaunchError", "command", "missing_line",
 
 #: Seconds torchrun's agents wait for every node unless told otherwise: enough for a node of a job array to start.
 JOIN_TIMEOUT_S = 120.0
+#: The bound (exclusive) of ``--join-timeout``: ``%g`` writes 1e6 and up as ``1e+06``, which torchrun cannot read.
+MAX_JOIN_TIMEOUT_S = 1_000_000
 #: What the static rendezvous (``--master-addr``/``--master-port``) says when nodes are missing.
 _CLIENTS = re.compile(r"Timed out after \d+ seconds waiting for clients\. (\d+)/(\d+) clients joined")
 #: What the c10d rendezvous (``--rdzv-backend=c10d``) raises.
@@ -62,8 +64,11 @@ def parse(argv: Sequence[str]) -> Launch:
             timeout = float(given)
         except ValueError:
             timeout = float("nan")
-        if not 0 < timeout < float("inf"):
-            raise LaunchError(f"--join-timeout {given!r}: give a number of seconds above 0")
+        # torchrun reads the rendezvous timeouts as whole seconds: a fraction, or 1e6 written ``1e+06``, made it
+        # fail with its own traceback and exit 1, the code for "regression".
+        if not (1 <= timeout < MAX_JOIN_TIMEOUT_S and timeout == int(timeout)):
+            raise LaunchError(f"--join-timeout {given!r}: give whole seconds from 1 to {MAX_JOIN_TIMEOUT_S - 1}")
+        timeout = float(int(timeout))
         before = [a for i, a in enumerate(before) if not (a.startswith("--join-timeout") or
                                                           (i > 0 and before[i - 1] == "--join-timeout"))]
     return Launch(timeout, tuple(before), entry)
