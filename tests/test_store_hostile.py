@@ -241,3 +241,44 @@ def test_a_link_deep_in_a_machine_folder_is_refused(tmp_path: Path, capsys: pyte
         code, _, err = run_cli(capsys, "store", *action)
         assert_refused(code, err, "symbolic link")
     assert not (root / "index.html").exists()
+
+
+@pytest.mark.parametrize("given", ["git:HEAD", "git:refs/heads/main", "git:main.lock", "git:a//b", "git:x/"])
+def test_a_store_branch_that_is_no_plain_branch_name_is_refused(given: str) -> None:
+    with pytest.raises(store.StoreError, match="not a branch name"):
+        store.parse_store(given)
+
+
+@pytest.mark.parametrize("remote", ["fd::17", "ext::sh -c touch% PWNED", "FD::0"])
+def test_a_transport_helper_remote_is_refused(remote: str) -> None:
+    """``fd::17`` made pull wait for ever on a descriptor; ``ext::`` runs a command: neither is a store's remote."""
+    with no_hang(10), pytest.raises(store.StoreError, match="--remote"):
+        store.parse_store("git:xferbench-data", remote)
+
+
+def test_a_remote_that_rejects_the_push_is_refused_at_once(repo: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook that declines every push is no other job's push: one line, not 12 tries over a minute."""
+    hook = tmp_path / "origin.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are closed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    monkeypatch.chdir(repo)
+    tries: list[int] = []
+    once = store._push_once
+
+    def counted(*args: object) -> list[str]:
+        tries.append(1)
+        return once(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_push_once", counted)
+    code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))
+    assert_refused(code, err, "push")
+    assert tries == [1]
+
+
+def test_git_gets_a_time_limit(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(store, "GIT_TIMEOUT_S", 1e-4)
+    with no_hang(30), pytest.raises(store.StoreError, match="took longer than"):
+        store.pull(store.parse_store("git:xferbench-data"), tmp_path / "out")

@@ -73,12 +73,24 @@ MIN_COMMENT = 1000
 #: random wait that doubles, up to ``_MOST_WAIT`` seconds): 8 jobs at once all get in.
 PUSH_ATTEMPTS = 12
 _MOST_WAIT = 8.0
+#: What git says when another job's push got in first: a moved tip, or a ref it held locked.
+_RACED = r"fetch first|non-fast-forward|stale info|cannot lock|unable to lock|failed to update ref|incorrect old value"
+#: Seconds one git command may take: a remote that never answers (``fd::``, a dead host) must not hold a CI job.
+GIT_TIMEOUT_S = 300.0
 #: A name in the store's tree (a machine folder, a run): letters, digits, dot, dash, underscore; never ``.`` or ``..``.
 _SAFE_NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}")
 
 
 class StoreError(ValueError):
     """A store that cannot be used (git failed, a bad location); one line."""
+
+
+class _GitFailed(StoreError):
+    """A git command that failed: one line, and all git said (what tells a race from a refusal)."""
+
+    def __init__(self, line: str, stderr: str) -> None:
+        super().__init__(line)
+        self.stderr = stderr
 
 
 class _Contended(StoreError):
@@ -99,11 +111,19 @@ def parse_store(text: str, remote: str = "origin", repo: Path = Path(".")) -> Lo
     """``git:BRANCH`` (a branch of ``repo``'s ``remote``) or a folder."""
     if text.startswith("git:"):
         branch = text[4:] or DEFAULT_BRANCH
-        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-") or ".." in branch:
+        parts = branch.split("/")
+        # A plain branch name as git check-ref-format takes it: HEAD, refs/... (refs/heads/main is the project's
+        # main branch) or an empty or .lock component would push to something else, or fail halfway.
+        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-") or ".." in branch \
+                or branch == "HEAD" or parts[0] == "refs" \
+                or any(not part or part.startswith(".") or part.endswith(".lock") for part in parts):
             raise StoreError(f"{text}: not a branch name")
         if not remote or remote.startswith("-") or re.search(r"[\x00-\x1f\x7f]", remote):
             raise StoreError(f"--remote {remote!r:.80}: not a remote's name or URL (one starting with '-' would be "
                              "read by git as an option)")
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*::", remote):
+            raise StoreError(f"--remote {remote!r:.80}: a transport helper (fd::, ext::) is no store's remote: "
+                             "give a remote's name or URL")
         return Location(branch=branch, remote=remote, repo=repo)
     return Location(folder=Path(text))
 
@@ -249,12 +269,14 @@ def _git(repo: Path, *args: str) -> str:
         env.setdefault(key.replace("AUTHOR", "COMMITTER"), value)
     try:
         done = subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), *args], capture_output=True, text=True, env=env,
-                              errors="replace")
+                              errors="replace", timeout=GIT_TIMEOUT_S)
     except FileNotFoundError:
         raise StoreError("git is not installed; give a folder as the store instead") from None
+    except subprocess.TimeoutExpired:  # a remote that never answers: a CI job must not wait for ever
+        raise StoreError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:g} s; is the remote reachable?") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise StoreError(f"git {args[0]} failed: {last}")
+        raise _GitFailed(f"git {args[0]} failed: {last}", done.stderr)
     return done.stdout
 
 
@@ -335,7 +357,11 @@ def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: boo
         try:
             _git(tree, "push", "-q", where.remote, f"{commit}:refs/heads/{where.branch}")
         except StoreError as error:
-            raise _Contended(str(error)) from None
+            # Only another job's push (a moved tip, a lock it held) is worth redoing; a remote that refuses (a hook,
+            # no rights, a bad URL) refuses again: said at once, not after 12 tries over a minute.
+            if re.search(_RACED, error.stderr if isinstance(error, _GitFailed) else "", re.IGNORECASE):
+                raise _Contended(str(error)) from None
+            raise
         return stored
 
 
