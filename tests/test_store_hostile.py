@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from test_store import _git, _run, make_repo
 from xferbench.analyze import store
 
 from hang import no_hang
-from hostile_inputs import assert_refused, run_cli
+from hostile_inputs import FAST, assert_refused, run_cli
 
 pytestmark = pytest.mark.hostile
 
@@ -282,3 +284,18 @@ def test_git_gets_a_time_limit(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setattr(store, "GIT_TIMEOUT_S", 1e-4)
     with no_hang(30), pytest.raises(store.StoreError, match="took longer than"):
         store.pull(store.parse_store("git:xferbench-data"), tmp_path / "out")
+
+
+#: Short text, or a run of thousands of characters (Hypothesis's text alone rarely draws a long line).
+_LONG = st.text(max_size=8) | st.integers(0, 5000).map("s".__mul__)
+
+
+@FAST
+@given(head=st.lists(_LONG, max_size=40), rows=st.integers(0, 200), more=_LONG,
+       limit=st.integers(store.MIN_COMMENT, 20_000))
+def test_comment_limit_is_a_limit(head: list[str], rows: int, more: str, limit: int) -> None:
+    """Whatever comes before the table (a long summary, no table at all) and however long ``--more``, the comment
+    is at most ``limit`` characters and starts with its marker."""
+    table = ["| case | change |", "|---|---|", *(f"| case {i} | {'x' * 90} |" for i in range(rows))]
+    text = store.comment("\n".join([*head, *table]), limit, more=more)
+    assert len(text) <= limit and text.startswith("<!-- xferbench-compare -->\n")

@@ -496,21 +496,19 @@ def _machine_row(path: Path) -> tuple[str, str, str]:
 def comment(markdown: str, limit: int = 60_000, marker: str = "<!-- xferbench-compare -->", more: str = "") -> str:
     """A PR comment under ``limit`` characters (GitHub refuses 65,536): the marker that finds it again, the
     summary, then table rows until the budget; a last line says how many rows are left for the full table."""
-    lines = markdown.rstrip("\n").split("\n")
-    head = [marker, *lines]
-    rows = [i for i, line in enumerate(head) if line.startswith("| ") and i > 0 and head[i - 1].startswith("|---")]
-    first = rows[0] if rows else len(head)
-    body = head[:first + 1]
-    size = sum(len(line) + 1 for line in body)
-    dropped = 0
-    for line in head[first + 1:]:
+    # Every line counts against the budget, the summary's too: a summary of 100,000 characters (or no table at all)
+    # made a comment of 100,000 at --limit 1000. The note's own room is kept (``more`` cut to fit it).
+    body, dropped = [marker], 0
+    size = len(marker) + 1
+    for line in markdown.rstrip("\n").split("\n"):
         if dropped or size + len(line) + 1 > limit - 300:
             dropped += 1
             continue
         body.append(line)
         size += len(line) + 1
     if dropped:
-        body += ["", f"… {dropped} more line(s) of the table left out to stay under GitHub's comment limit. {more}".strip()]
+        note = f"… {dropped} more line(s) left out to stay under GitHub's comment limit."
+        body += ["", f"{note} {more}"[:limit - size - 2].strip()]
     return "\n".join(body) + "\n"
 
 
