@@ -251,6 +251,10 @@ def check_launch(nodes: Sequence[str], places: Sequence[Mapping[str, Any]]) -> N
             raise DistributedError(f"rank {rank} on {node} was started for {told} node(s) (--nnodes), and the "
                                    f"world holds ranks of {len(counts)}: {', '.join(sorted(counts))}; start every "
                                    "node with the same --nnodes")
+    if len(set(counts.values())) > 1:  # each as launched, but torchrun sums the nodes: 2 + 1 ranks form a world of 3, silently
+        shares = ", ".join(f"{node} {count}" for node, count in sorted(counts.items()))
+        raise DistributedError(f"the nodes run different numbers of ranks ({shares}: a world of {len(nodes)}); start "
+                               "every node with the same --nproc-per-node (srun: --ntasks-per-node)")
 
 
 def _leave() -> None:
