@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import sys
@@ -24,12 +23,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
+from .faults import Interrupted, catch_signals, who_broke
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
     FAULTS,
-    GRACE_S,
     CaseSkipped,
     DistributedError,
     Timed,
@@ -267,6 +266,7 @@ def _leave() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    catch_signals()  # before torch: a Ctrl-C while it loads is one line too, no traceback
     import torch
 
     launch = launched(os.environ)
@@ -315,39 +315,64 @@ def run(args: argparse.Namespace) -> int:
                      f"{backend}")
     from torch.distributed import distributed_c10d
 
-    watch = Watch(distributed_c10d._get_default_store(), rank, world_size, nodes, finish.give_up).start()
-    for number, case in enumerate(cases):
-        if fault == ("die-mid-run", number):
-            os._exit(4)  # test only: a rank killed in the middle of the run
-        if fault == ("stall", number):
-            time.sleep(10**6)  # test only: a rank that hangs (its host stuck): only the deadline ends the run
-        iterations = calls_for(case.nbytes)
-        watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
-        try:
-            records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout,
-                                    watch.step))
-        except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
-            notes.append(f"skipped {skipped}")
-            continue
-        except (VerificationError, DistributedError):
-            watch.stop()
-            raise
-        except Exception as error:  # a peer died or hung: rank 0 still writes what was measured
-            watch.stop()
-            broke = _who_broke(rank, world_size, nodes, case, error, args.timeout)
-            notes.append(broke)
-            break
-        if journal is not None:
-            journal.write({"benchmark": records[-1].as_dict(include_data=True)})
+    store = distributed_c10d._get_default_store()
+    watch = Watch(store, rank, world_size, nodes, finish.give_up).start()
+    case = cases[0] if cases else None
+    try:
+        for number, case in enumerate(cases):
+            if fault == ("die-mid-run", number):
+                os._exit(4)  # test only: a rank killed in the middle of the run
+            if fault == ("stall", number):
+                time.sleep(10**6)  # test only: a rank that hangs (its host stuck): only the deadline ends the run
+            iterations = calls_for(case.nbytes)
+            watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
+            try:
+                records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout,
+                                        watch.step))
+            except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
+                notes.append(f"skipped {skipped}")
+                continue
+            except (VerificationError, DistributedError):
+                watch.stop()
+                raise
+            except Exception as error:  # a peer died or hung: rank 0 (or the lowest survivor) names it
+                watch.stop()
+                broke = who_broke(store, rank, world_size, nodes, case.id, error, args.timeout) or (
+                    f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}")
+                notes.append(broke)
+                break
+            if journal is not None:
+                journal.write({"benchmark": records[-1].as_dict(include_data=True)})
+    except Interrupted as stop:  # Ctrl-C, SIGTERM, or torchrun ending this node's ranks: keep what finished
+        watch.stop()
+        return _interrupted(stop, store, rank, world_size, nodes, case.id if case else "", finish, len(cases),
+                            args.timeout)
     watch.stop()
     if described is not None:
         finish.write()
     if broke:
         if rank == 0:
             with contextlib.suppress(Exception):
-                distributed_c10d._get_default_store().set(WRITTEN, "1")  # the other ranks may go now
+                store.set(WRITTEN, "1")  # the other ranks may go now
         raise DistributedError(broke)
     return 0
+
+
+def _interrupted(stop: Interrupted, store: Any, rank: int, world_size: int, nodes: list[str], case: str,
+                 finish: _Finish, planned: int, timeout_s: float) -> int:
+    """A signal ended the run: rank 0 writes the cases that finished and says so; the others say in the store that
+    they were interrupted (no culprit) and wait, bounded, for rank 0's JSON (torchrun ends a node's ranks together)."""
+    if finish.described is None:
+        who_broke(store, rank, world_size, nodes, case, stop, min(timeout_s, 10.0))
+        return stop.exit_status
+    finish.notes.append(f"interrupted by {stop} during {case or 'the start'} after {len(finish.records)} of "
+                        f"{planned} cases: the JSON keeps those that finished")
+    finish.interrupted = True
+    with contextlib.suppress(DistributedError):
+        finish.write()
+    with contextlib.suppress(Exception):
+        store.set(WRITTEN, "1")
+    return stop.exit_status
 
 
 @dataclass
@@ -360,6 +385,7 @@ class _Finish:
     journal: Journal | None
     notes: list[str]
     world: str  # "4 ranks on 2 node(s), nccl"
+    interrupted: bool = False  # a signal ended the run (the journal says so)
 
     def write(self) -> None:
         assert self.described is not None
@@ -369,7 +395,7 @@ class _Finish:
         except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
             raise DistributedError(f"--out {self.out}: could not write it ({first_line(error)})") from None
         if self.journal is not None:
-            self.journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
+            self.journal.close({"end": {"exitstatus": 0, "interrupted": self.interrupted, "finished": len(records)}})
         same = written == Path(os.path.realpath(self.out))
         taken = "" if same else f" ({self.out} was taken by another run meanwhile)"
         print(f"{PROG}: wrote {self.out if same else written}{taken} ({len(records)} benchmarks, {self.world})"
@@ -392,32 +418,6 @@ class _Finish:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
         os._exit(2)
-
-
-def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, error: Exception, timeout_s: float) -> str:
-    """One line naming the ranks that stopped answering during ``case``: every rank still alive
-    says so in the rendezvous store (which outlives a dead worker), rank 0 waits a moment for
-    them, and the ranks that said nothing are the dead or hung ones."""
-    from torch.distributed import distributed_c10d
-
-    store = distributed_c10d._get_default_store()
-    with contextlib.suppress(Exception):
-        store.set(f"xferbench/alive/{case.id}/{rank}", first_line(error))
-    if rank != 0:  # stay until rank 0 has written the JSON: torchrun ends every rank of a node when one exits
-        with contextlib.suppress(Exception):
-            store.wait([WRITTEN], dt.timedelta(seconds=timeout_s))
-        return f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}"
-    keys = [f"xferbench/alive/{case.id}/{r}" for r in range(world_size)]
-    deadline = time.monotonic() + min(timeout_s, 2 * GRACE_S)
-    silent = list(range(world_size))
-    while silent and time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            silent = [r for r in range(world_size) if not store.check([keys[r]])]
-        time.sleep(0.1)
-    if not silent:
-        return f"the world broke during {case.id}, every rank still answering: {first_line(error)}"
-    named = ", ".join(f"rank {r} on {nodes[r]}" for r in silent)
-    return f"{named} stopped answering during {case.id} (rank 0 saw: {first_line(error)[:160]})"
 
 
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
@@ -498,6 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DistributedError, ValueError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
+    except Interrupted as stop:  # before the cases began (joining, the roll call): nothing measured to keep
+        print(f"{PROG}: interrupted by {stop}", file=sys.stderr)
+        return stop.exit_status
     finally:
         _leave()  # on every exit, error or not: a peer waiting on this rank learns at once
 
