@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
+from .nccl_log import configured, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
@@ -256,6 +257,37 @@ def check_launch(nodes: Sequence[str], places: Sequence[Mapping[str, Any]]) -> N
                                "every node with the same --nproc-per-node (srun: --ntasks-per-node)")
 
 
+def _log_nccl(backend: str, rank: int) -> Path | None:
+    """This rank's NCCL INFO log file, set up before the communicator forms (NCCL reads its variables then); None
+    on gloo, or where the user set NCCL_DEBUG or NCCL_DEBUG_FILE."""
+    import tempfile
+
+    if backend != "nccl":
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="xferbench-nccl-"))
+    env = log_env(os.environ, folder, rank)
+    os.environ.update(env)
+    return Path(env["NCCL_DEBUG_FILE"]) if env else None
+
+
+def _nccl_choices(backend: str, log: Path | None, places: list[dict[str, Any]]) -> None:
+    """Every rank's NCCL version, network and transports (its log, read once the roll call formed the communicator),
+    into ``places``. Every nccl rank gathers, logged or not (the user's NCCL_DEBUG on one node only must not hang)."""
+    import torch.distributed as dist
+
+    if backend != "nccl":
+        return
+    mine: dict[str, Any] = {}
+    if log is not None:
+        with contextlib.suppress(OSError):
+            mine = summary(log.read_text(errors="replace"))
+    everyone: list[Any] = [None] * len(places)
+    dist.all_gather_object(everyone, mine)
+    for place, choices in zip(places, everyone, strict=True):
+        if choices:
+            place["nccl"] = choices
+
+
 def _leave() -> None:
     """Leave the process group if this rank is in one (its peers then fail fast, not at the timeout)."""
     import torch.distributed as dist
@@ -280,9 +312,12 @@ def run(args: argparse.Namespace) -> int:
     # the first rank of each node fingerprints its node: every node of the run is described, not node 0 alone
     place = rank_place(device, local_rank) | {"per_node": per_node, "nnodes": _nnodes(os.environ)} | (
         {"fingerprint": _node_fingerprint()} if local_rank == 0 else {})
+    place |= configured()  # TORCH_DISTRIBUTED_DEBUG=DETAIL alone made a 4 B broadcast 4x slower: say it
+    nccl_logs = _log_nccl(backend, rank)
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
         everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
+        _nccl_choices(backend, nccl_logs, places)
     except Exception as error:
         size_from = "WORLD_SIZE" if "RANK" in os.environ else "SLURM_NTASKS"
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
