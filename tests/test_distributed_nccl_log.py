@@ -103,3 +103,19 @@ def test_each_ranks_choices_join_the_roll_call(tmp_path, monkeypatch):
     assert [p["nccl"]["network"] for p in places] == ["IB", "Socket"]
     monkeypatch.setattr(dist, "all_gather_object", None)
     torchrun._nccl_choices("gloo", None, places)  # no collective called on gloo
+
+
+def test_the_report_says_what_nccl_chose_and_how_it_was_set():
+    from xferbench.analyze.report.distributed import setup_sentence
+
+    ranks = [{"rank": 0, "nccl": summary(IB), "torch_env": {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+              "nccl_conf": {"/etc/nccl.conf": "NCCL_IB_HCA=mlx5_0\n"}},
+             {"rank": 1, "nccl": summary(IB), "torch_env": {}, "nccl_conf": {}},
+             {"rank": 2, "nccl": summary(SOCKET), "torch_env": {}, "nccl_conf": {}}]
+    assert setup_sentence({"xferbench": {"ranks": ranks}}) == (
+        "Setup: NCCL 2.21.5 over network IB via NET/IB (2 channel(s)), P2P/IPC (2 channel(s)) on rank(s) 0, 1; "
+        "NCCL 2.18.3 over network Socket via NET/Socket (1 channel(s)), SHM (1 channel(s)) on rank(s) 2; "
+        "set: TORCH_DISTRIBUTED_DEBUG=DETAIL (DETAIL checks every call: slower); NCCL configuration read from "
+        "/etc/nccl.conf (recorded in the JSON).")
+    assert setup_sentence({"xferbench": {"ranks": [{"rank": 0, "torch_env": {}, "nccl_conf": {}}]}}) is None
+    assert setup_sentence({}) is None
