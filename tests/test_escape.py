@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -59,6 +59,8 @@ def made(path: str, environment: str = "torch 2.13.0") -> compare.Comparison:
 
 @FAST
 @given(path=payload, version=payload, note=payload)
+@example(path="\n", version="\n", note="```")  # a fence in a note swallowed the table
+@example(path="p", version="v", note="---")  # a heading's underline under the summary
 def test_compare_markdown_keeps_every_field_in_its_cell(path: str, version: str, note: str) -> None:
     rows = [made(path, version), made("host pageable copy_ cpu")]
     markdown = compare.to_markdown(rows, 3, 3, differences=[note], notes=[note])
@@ -171,3 +173,14 @@ def test_bidi_controls_are_inert_in_the_html_report(tmp_path: Path) -> None:
     data["machine_info"]["cpu"]["brand_raw"], data["benchmarks"][0]["extra_info"]["src"] = "Intel \u202eGPU", "\u2066"
     html = build_html(load([put(tmp_path / "bidi.json", data)]))
     assert not BIDI_CHAR.search(html) and "\\u202e" in html
+
+
+@pytest.mark.parametrize(("text", "inert"), [
+    ("```", "\\`\\`\\`"), ("~~~", "\\~\\~\\~"), ("---", "\\---"), ("===", "\\==="), ("- item", "\\- item"),
+    ("1. item", "1\\. item"), ("> quote", "\\> quote"), ("    code", "\u00a0" * 4 + "code"),
+    ("2.00x slower", "2.00x slower"), ("-5%", "-5%"),
+])
+def test_a_line_that_would_open_a_block_is_text(text: str, inert: str) -> None:
+    """A note is a line of its own: what would open a code block, quote, list or heading there is written as text;
+    figures such as 2.00x and -5% stay as they are."""
+    assert escape.markdown(text) == inert

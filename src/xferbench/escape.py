@@ -38,8 +38,13 @@ def one_line(text: object) -> str:
 
 
 #: Markdown that could leave a table cell or reach outside the comment: the cell's pipe, a backslash that would
-#: escape it, raw HTML (``<img>``, ``<details>``), entities, links and images (``[``, ``]``).
-_MARKDOWN = re.compile(r"([\\|<&\[\]])")
+#: escape it, raw HTML (``<img>``, ``<details>``), entities, links and images (``[``, ``]``), and code spans and
+#: fences (a backtick or tilde run opens one, which swallows the lines after it).
+_MARKDOWN = re.compile(r"([\\|<&\[\]`~])")
+#: What starts a block where it opens a line (a note is a line of its own): a quote, a list item (``- ``, ``1. ``),
+#: a heading's underline (``===``, ``---``) or a thematic break (``***``, ``___``). Plain figures (``2.00x``) are
+#: left as they are.
+_BLOCK_START = re.compile(r"^(\d{1,9})?(?:[.)](?=\s|$))|^(?:>|[-+*](?=\s|$)|[-=_*]{2,})")
 #: What GitHub turns into a link or a notification after rendering: mentions, issue references, bare URLs.
 _LINKED = re.compile(r"(@|#|://|www\.)", re.IGNORECASE)
 
@@ -47,6 +52,11 @@ _LINKED = re.compile(r"(@|#|://|www\.)", re.IGNORECASE)
 def markdown(text: object) -> str:
     """``text`` as literal inline Markdown (GitHub's): one line, no HTML, link, image, mention nor reference."""
     escaped = _MARKDOWN.sub(r"\\\1", one_line(text))
+    leading = len(escaped) - len(escaped.lstrip(" "))
+    escaped = "\u00a0" * leading + escaped[leading:]  # no-break spaces indent nothing: never a code block
+    if found := _BLOCK_START.match(escaped):  # a backslash before its first mark makes it text
+        mark = len(found.group(1) or "")
+        escaped = escaped[:mark] + "\\" + escaped[mark:]
     return _LINKED.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], escaped)
 
 
