@@ -1,10 +1,29 @@
 """A damaged run given to ``report``: one line and exit 2, or a page without the part that cannot be drawn;
 never a traceback (exit 3) nor a matplotlib warning in the CI log."""
 
+import warnings
+
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
+
+from handfed import gpu_machine, write
 
 from hostile_inputs import FAST, assert_refused, json_values, put, run_cli, small
+
+MiB = 2**20
+
+
+def _dist(op, world, **info):
+    """A distributed nccl row as the suite writes it, with ``info`` laid over its extra_info."""
+    from xferbench.measure.distributed import DistCase
+
+    case = DistCase(op, 64 * MiB, "nccl", max(world, 2), "cuda", pair=(0, 1))
+    stats = {k: 0.01 for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+        "iqr": 0.0, "stddev": 0.0, "rounds": 3, "iterations": 1}
+    extra = case.extra_info() | {"rank_seconds": [[0.01] * 3] * 3, "rank_mean_seconds": [0.009] * 3,
+                                 "verified": True, "clock": "wall+sync"} | {"world_size": world} | info
+    return {"name": case.id, "group": op, "extra_info": extra, "stats": stats}
 
 
 @pytest.mark.hostile
@@ -32,3 +51,38 @@ class TestCommitInfo:
             load([run])
         except ResultsError as error:
             assert "\n" not in str(error)
+
+
+@pytest.mark.hostile
+class TestDistributedRows:
+    """Per-rank times that are missing, empty or ragged, and a world of 0 or 1 ranks (no bus bandwidth)."""
+
+    @pytest.mark.parametrize("info", [
+        {"rank_seconds": [[], [], []]},  # ranks without a round
+        {"rank_seconds": [[1.0], [2.0, 3.0], [1.0]]},  # rounds that do not line up
+        {"rank_call_seconds": [[], [], []]},
+        {"rank_seconds": None, "rank_mean_seconds": None},
+        {"world_size": 0, "bus_factor": 0.0},  # a log axis with no positive value
+        {"world_size": 1, "bus_factor": 0.0, "rank_seconds": None},
+    ], ids=["empty-ranks", "ragged", "empty-calls", "no-ranks", "world-0", "world-1"])
+    def test_the_page_is_written_without_a_warning(self, tmp_path, capsys, info):
+        rows = [_dist(op, info.get("world_size", 3), **info) for op in ("all_reduce", "send_recv")]
+        run = write(tmp_path / "run.json", rows, gpu_machine())
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a warning matplotlib prints lands in the CI log
+            code, _, err = run_cli(capsys, "report", run, "-o", tmp_path / "r.html")
+        assert code == 0, err
+        assert "Traceback" not in err
+
+    @FAST
+    @given(ranks=st.lists(st.lists(st.floats(0, 1) | st.just(0.0), max_size=3), max_size=4))
+    def test_any_rank_matrix_is_drawn_or_left_out(self, ranks):
+        from xferbench.analyze.report import distributed
+
+        row = {"rank_seconds": ranks, "rank_call_seconds": ranks}
+        matrix = distributed._inside_calls(row)
+        if matrix is not None:  # what is used is a rectangle of at least one round
+            assert len({len(r) for r in matrix}) == 1 and matrix[0]
+            distributed.slowest_rank(matrix)
+            distributed.late_rank(matrix)
+
