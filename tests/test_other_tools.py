@@ -204,6 +204,26 @@ class TestOtherToolsOutputs:
         figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
         assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
 
+    def test_nvbandwidth_cell_past_float_range_is_not_a_figure(self):
+        """A JSON integer of 400 digits reads as a Python int that float() cannot hold (OverflowError)."""
+        case = {**NVBANDWIDTH_H2D, "bandwidth_matrix": [[10**400, -(10**400), "25"]]}
+        figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
+        assert [(f.dst, f.gbps) for f in figures] == [("cuda:2", 25.0)]
+
+    @pytest.mark.parametrize("cell", ["1.2.3", "e", "+", "1e5e5", "--1"])
+    def test_nccl_cell_that_is_no_number_is_not_a_figure(self, cell):
+        head = "# nccl-tests version 2.19\n#  size count type redop root time algbw busbw #wrong\n"
+        rows = [f" 1024 256 float sum -1 1.0 1.0 {cell} 0 1.0 1.0 {cell} 0", " 2048 512 float sum -1 1.0 1.0 3.5 0"]
+        figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
+        assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
+
+    def test_nccl_file_of_cells_that_are_no_numbers_is_refused(self, tmp_path, capsys):
+        run = put(tmp_path / "run.json", small(4))
+        other = put(tmp_path / "all_reduce_perf.txt", "#  size count type redop root time algbw busbw #wrong\n"
+                    " 1024 256 float sum -1 1.0 1.0 1.2.3 0\n")
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "all_reduce_perf.txt: nccl-tests output with no result lines")
+
     @pytest.mark.slow
     def test_suite_rows_of_zero_bytes_beside_nvbandwidth(self, tmp_path, capsys):
         """A copy of 0 bytes has no place on the log size scale the nearest size is found on; it used to crash."""
@@ -223,8 +243,22 @@ class TestProperties:
     """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
     line; any nvbandwidth document gives finite positive figures or one ResultsError."""
 
+    @settings(max_examples=150, deadline=None)
+    @given(cells=st.lists(st.text(alphabet="0123456789.e+-", min_size=1, max_size=8), min_size=8, max_size=8))
+    def test_nccl_line_of_any_numbers(self, cells):
+        import math
+
+        head = "#  size count type redop root time algbw busbw #wrong\n"
+        line = " 1024 256 float sum -1 " + " ".join(cells)
+        try:
+            figures = parse_nccl_tests(head + line + "\n", "all_reduce_perf.txt")
+        except ResultsError as error:
+            assert "\n" not in str(error)
+            return
+        assert all(math.isfinite(f.gbps) and f.gbps >= 0 for f in figures)
+
     @settings(max_examples=80, deadline=None)
-    @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A"])),
+    @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A", 10**400])),
                                     max_size=4), max_size=4),
            description=st.sampled_from(["memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
                                         "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", "", "x"]),

@@ -140,7 +140,7 @@ def parse_nvbandwidth(data: dict[str, Any], source: str) -> list[PeerFigure]:
             for c, cell in enumerate(row if isinstance(row, list) else []):
                 try:
                     gbps = float(cell)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):  # an integer past float range: no figure either
                     continue  # "N/A": a pair nvbandwidth did not measure
                 if not 0 < gbps < math.inf:
                     continue  # the diagonal of device-to-device matrices; "nan" and "inf" are not figures
@@ -184,6 +184,14 @@ def _wrong(text: str | None) -> int | None:
     return int(value) if math.isfinite(value) and value >= 0 else None
 
 
+def _number(text: str | None) -> float | None:
+    """A cell of the table's number pattern as a float; None for what the pattern lets through but is no number."""
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
 def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
     """Two figures per size, its out-of-place and in-place bus bandwidth, each with its #wrong count and the number
     of ranks in ``dst``. nccl-tests reports each time as the mean over its ranks (``-a 1``, its default)."""
@@ -202,13 +210,14 @@ def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
         if len(size) > 19:
             continue  # not a size any run prints (and int() refuses 4300 digits and more)
         for variant, (_, _, busbw, wrong) in (("out-of-place", match.groups()[5:9]), ("in-place", match.groups()[9:13])):
-            if busbw is None or not 0 <= float(busbw) < math.inf:
-                continue  # no in-place column (trace replay), or not a bandwidth any run prints
+            gbps = _number(busbw)
+            if gbps is None or not 0 <= gbps < math.inf:
+                continue  # no in-place column (trace replay), or not a bandwidth any run prints ("1.2.3", "e")
             count = _wrong(wrong)
             note = (f"busbw, {variant}, {dtype}" + (f", {redop}" if redop not in ("none", "-") else "")
                     + ", mean over ranks" + (f"; {count} wrong elements" if count else ""))
             figures.append(PeerFigure("nccl-tests", name, NCCL_TESTS_OPS.get(name, name.removesuffix("_perf")),
-                                      "all", f"{ranks or '?'} ranks", float(busbw), int(size), note, source,
+                                      "all", f"{ranks or '?'} ranks", gbps, int(size), note, source,
                                       variant, count))
     if not figures:
         raise ResultsError(f"{source}: nccl-tests output with no result lines (did the run fail?)")
