@@ -86,3 +86,13 @@ class TestDistributedRows:
             distributed.slowest_rank(matrix)
             distributed.late_rank(matrix)
 
+
+@pytest.mark.hostile
+def test_a_case_path_of_5_mb_is_refused_in_one_line(tmp_path, capsys):
+    """matplotlib lays out each legend's text: a 5 MB method kept report busy for minutes (bounded by refusing it)."""
+    document = small(4)
+    document["benchmarks"][1]["extra_info"]["method"] = "m" * 5_000_000
+    run = put(tmp_path / "run.json", document)
+    code, _, err = run_cli(capsys, "report", run, "-o", tmp_path / "r.html")
+    assert_refused(code, err, "run.json: benchmark ", "field 'method' is 5,000,000 characters long")
+    assert len(err) < 300
