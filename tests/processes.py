@@ -2,7 +2,12 @@
 
 import os
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def live_children(pid: int | None = None) -> dict[int, str]:
@@ -55,3 +60,13 @@ def become_subreaper() -> bool:
         return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # 36: PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):  # not Linux
         return False
+
+
+def until(condition: Callable[[], T], timeout_s: float = 30.0) -> T:
+    """``condition()`` once it is truthy, asked again every few milliseconds for up to ``timeout_s``; its last answer
+    otherwise. What the OS shows of another process (its /proc entries, its parent) lags behind what this process
+    did, the more so under load: a test reads it when it holds, never after a fixed sleep."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := condition()) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return found

@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xferbench.contract import (
     DEVICE_TIME_METHODS,
     IDENTITY,
     MEASURED,
+    NAME_LIMIT,
     SCHEMA_VERSION,
     ContractError,
     Fingerprint,
@@ -126,6 +129,24 @@ class TestIdentityFrom:
         """A distributed case without host memory still reads its world size and backend."""
         identity = identity_from(info(host_memory=..., world_size=2, backend="nccl"))
         assert (identity.host_memory, identity.world_size, identity.backend) == (None, 2, "nccl")
+
+    @pytest.mark.parametrize("name", ["op", "method", "src", "dst", "dtype", "host_memory", "variant", "backend"])
+    def test_a_text_longer_than_any_case_name_is_refused(self, name):
+        """A 5 MB path took matplotlib minutes to lay out in each legend; refused in one short line."""
+        with pytest.raises(ContractError, match=f"^field '{name}' is 5,000,000 characters long, more than any") as error:
+            identity_from(info(**{name: "m" * 5_000_000}))
+        assert len(str(error.value)) < 100
+        assert identity_from(info(**{name: "m" * NAME_LIMIT})).key
+
+    @settings(max_examples=150, deadline=None)
+    @given(text=st.text(min_size=1, max_size=2 * NAME_LIMIT + 10))
+    def test_any_method_is_read_or_refused_by_its_length(self, text):
+        try:
+            identity = identity_from(info(method=text))
+        except ContractError as error:
+            assert len(text) > NAME_LIMIT and "\n" not in str(error)
+        else:
+            assert identity.method == text and len(text) <= NAME_LIMIT
 
     def test_dimensions_of_one(self):
         """A shape may have dimensions of 1 (a single row), only 0 and negatives are refused."""

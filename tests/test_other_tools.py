@@ -204,6 +204,26 @@ class TestOtherToolsOutputs:
         figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
         assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
 
+    def test_nvbandwidth_cell_past_float_range_is_not_a_figure(self):
+        """A JSON integer of 400 digits reads as a Python int that float() cannot hold (OverflowError)."""
+        case = {**NVBANDWIDTH_H2D, "bandwidth_matrix": [[10**400, -(10**400), "25"]]}
+        figures = parse_nvbandwidth({"nvbandwidth": {"testcases": [case]}}, "nv.json")
+        assert [(f.dst, f.gbps) for f in figures] == [("cuda:2", 25.0)]
+
+    @pytest.mark.parametrize("cell", ["1.2.3", "e", "+", "1e5e5", "--1"])
+    def test_nccl_cell_that_is_no_number_is_not_a_figure(self, cell):
+        head = "# nccl-tests version 2.19\n#  size count type redop root time algbw busbw #wrong\n"
+        rows = [f" 1024 256 float sum -1 1.0 1.0 {cell} 0 1.0 1.0 {cell} 0", " 2048 512 float sum -1 1.0 1.0 3.5 0"]
+        figures = parse_nccl_tests(head + "\n".join(rows) + "\n", "all_reduce_perf.txt")
+        assert [(f.nbytes, f.gbps) for f in figures] == [(2048, 3.5)]
+
+    def test_nccl_file_of_cells_that_are_no_numbers_is_refused(self, tmp_path, capsys):
+        run = put(tmp_path / "run.json", small(4))
+        other = put(tmp_path / "all_reduce_perf.txt", "#  size count type redop root time algbw busbw #wrong\n"
+                    " 1024 256 float sum -1 1.0 1.0 1.2.3 0\n")
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "all_reduce_perf.txt: nccl-tests output with no result lines")
+
     @pytest.mark.slow
     def test_suite_rows_of_zero_bytes_beside_nvbandwidth(self, tmp_path, capsys):
         """A copy of 0 bytes has no place on the log size scale the nearest size is found on; it used to crash."""
@@ -218,13 +238,92 @@ class TestOtherToolsOutputs:
         assert "nvbandwidth&#39;s host_to_device_memcpy_ce (cpu→cuda:0)" in (tmp_path / "r.html").read_text()
 
 
+def _nccl_text(lines: int) -> str:
+    head = ["# Collective test starting: all_reduce_perf", "#  size count type redop root time algbw busbw #wrong"]
+    return "\n".join(head + [f" {8 * (i + 1)} {2 * (i + 1)} float sum -1 1.0 1.0 {1 + i / 100:.3f} 0 1.0 1.0 2.0 0"
+                             for i in range(lines)]) + "\n"
+
+
+def _nvbandwidth_matrix(side: int) -> dict:
+    matrix = [[str(10 + (r + c) % 7) for c in range(side)] for r in range(side)]
+    return {"nvbandwidth": {"version": "v0.8", "testcases": [{
+        "name": "device_to_device_memcpy_read_ce", "status": "Passed", "bandwidth_matrix": matrix,
+        "bandwidth_description": "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)"}]}}
+
+
+@pytest.mark.hostile
+class TestLargeOutputs:
+    """Every figure of another tool was matched by filtering the suite's whole frame (about 6 ms a figure): a
+    2,000-line nccl-tests file kept report busy 110 s, a 300x300 nvbandwidth matrix more than 45 s. The work is
+    counted here, not timed: the frame is filtered once per kind of match, and the table lists at most TABLE_ROWS."""
+
+    def test_nccl_rows_are_filtered_once_per_test(self, tmp_path, monkeypatch):
+        from xferbench.analyze.report import other_tools
+
+        calls = []
+        original = other_tools._nccl_rows
+        monkeypatch.setattr(other_tools, "_nccl_rows", lambda frame, figure: calls.append(figure) or original(frame, figure))
+        results = load([write(tmp_path / "run.json", [_dist("all_reduce", 64 * MiB, 2, 0.01, 0.009)], gpu_machine())])
+        rows = comparisons(RunView.of(results), parse_nccl_tests(_nccl_text(2000), "all_reduce_perf.txt"))
+        assert len(rows) == 4000 and len(calls) == 2  # out-of-place and in-place
+
+    def test_nvbandwidth_cells_are_matched_once_per_path_and_size(self, tmp_path, monkeypatch):
+        from xferbench.analyze.report import other_tools
+
+        calls = []
+        original = other_tools._nearest
+        monkeypatch.setattr(other_tools, "_nearest", lambda rows, nbytes: calls.append(nbytes) or original(rows, nbytes))
+        sim = load([DATA / "sim-2gpu.json"])
+        rows = comparisons(RunView.of(sim), parse_nvbandwidth(_nvbandwidth_matrix(300), "nv.json"))
+        assert len(rows) == 300 * 300 and sum(row["path"] is not None for row in rows) == 2
+        assert len(calls) == 2  # the two pairs the suite measured; the other 89,698 cells have no rows to filter
+
+    @pytest.mark.parametrize("name", ["nccl", "nvbandwidth"])
+    def test_the_table_lists_at_most_its_rows_and_says_what_it_left_out(self, tmp_path, capsys, name):
+        from xferbench.analyze.report.other_tools import TABLE_ROWS
+
+        run = put(tmp_path / "run.json", small(4))
+        other = put(tmp_path / "all_reduce_perf.txt", _nccl_text(2000)) if name == "nccl" else \
+            put(tmp_path / "nv.json", _nvbandwidth_matrix(300))
+        total = 4000 if name == "nccl" else 300 * 300
+        code, _, err = run_cli(capsys, "report", run, other, "-o", tmp_path / "r.html")
+        assert code == 0, err
+        html = (tmp_path / "r.html").read_text()
+        assert html.count("<tr><td>nccl-tests</td>" if name == "nccl" else "<tr><td>nvbandwidth</td>") == TABLE_ROWS
+        assert f"The table lists {TABLE_ROWS} of the other tools&#39; {total:,} figures, those with a counterpart in " \
+               f"this run first; {total - TABLE_ROWS:,} are left out." in html
+        assert "are left out" in (tmp_path / "r.md").read_text()
+
+    def test_matched_rows_are_listed_first(self):
+        from xferbench.analyze.report.other_tools import table_rows
+
+        rows = [{"path": None, "n": i} for i in range(5)] + [{"path": "p", "n": 5}]
+        listed, note = table_rows(rows, limit=2)
+        assert [row["n"] for row in listed] == [5, 0] and note and "4 are left out" in note
+        assert table_rows(rows, limit=6) == (rows, None)
+
+
 @pytest.mark.hostile
 class TestProperties:
     """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
     line; any nvbandwidth document gives finite positive figures or one ResultsError."""
 
+    @settings(max_examples=150, deadline=None)
+    @given(cells=st.lists(st.text(alphabet="0123456789.e+-", min_size=1, max_size=8), min_size=8, max_size=8))
+    def test_nccl_line_of_any_numbers(self, cells):
+        import math
+
+        head = "#  size count type redop root time algbw busbw #wrong\n"
+        line = " 1024 256 float sum -1 " + " ".join(cells)
+        try:
+            figures = parse_nccl_tests(head + line + "\n", "all_reduce_perf.txt")
+        except ResultsError as error:
+            assert "\n" not in str(error)
+            return
+        assert all(math.isfinite(f.gbps) and f.gbps >= 0 for f in figures)
+
     @settings(max_examples=80, deadline=None)
-    @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A"])),
+    @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A", 10**400])),
                                     max_size=4), max_size=4),
            description=st.sampled_from(["memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
                                         "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", "", "x"]),

@@ -299,3 +299,28 @@ def test_comment_limit_is_a_limit(head: list[str], rows: int, more: str, limit: 
     table = ["| case | change |", "|---|---|", *(f"| case {i} | {'x' * 90} |" for i in range(rows))]
     text = store.comment("\n".join([*head, *table]), limit, more=more)
     assert len(text) <= limit and text.startswith("<!-- xferbench-compare -->\n")
+
+
+def test_an_empty_machine_folder_does_not_fail_the_dashboard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "store"
+    assert run_cli(capsys, "store", "push", root, _run(tmp_path, 1), "--no-dashboard")[0] == 0
+    (root / "machines" / "empty-0000").mkdir()
+    code, _, err = run_cli(capsys, "store", "dashboard", root)
+    assert code == 0, err
+    assert err.splitlines() == ["xferbench store: machines/empty-0000: no readable run in it; its page is not written"]
+    index = (root / "index.html").read_text()
+    assert "empty-0000" not in index and index.count("<tr><td><a href=") == 1
+
+
+def test_a_damaged_run_in_a_machine_folder_is_skipped_in_one_line(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "store"
+    assert run_cli(capsys, "store", "push", root, _run(tmp_path, 1), "--no-dashboard")[0] == 0
+    folder = next((root / "machines").iterdir())
+    (folder / "20991231T000000-damaged-00000000.json").write_text('{"benchmarks": [')
+    for index in (2, 3):  # every later push, not only the next
+        code, _, err = run_cli(capsys, "store", "push", root, _run(tmp_path, index))
+        assert code == 0, err
+        assert [line for line in err.splitlines() if "damaged" in line] == [
+            f"xferbench store: machines/{folder.name}/20991231T000000-damaged-00000000.json: not JSON, or cut short "
+            "(line 1, column 17: Expecting value); skipped"], err

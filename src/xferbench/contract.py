@@ -22,6 +22,7 @@ __all__ = [
     "SYNC_RULES",
     "IDENTITY",
     "MEASURED",
+    "NAME_LIMIT",
     "SCHEMA_VERSION",
     "ContractError",
     "Fingerprint",
@@ -185,6 +186,11 @@ _HINTS = typing.get_type_hints(Identity)
 _REQUIRED = {f.name for f in fields(Identity) if f.default is f.default_factory}  # no default
 
 
+#: The longest text an identity field may hold. Real ones are a few words ("copy_", "cuda:0", "pinned"); the path
+#: built of them names the case in every legend and table, and a 5 MB one took matplotlib minutes to lay out.
+NAME_LIMIT = 200
+
+
 def identity_from(info: dict[str, Any]) -> Identity:
     """Read and type-check the identity fields of one benchmark's extra_info."""
     values: dict[str, Any] = {}
@@ -194,6 +200,9 @@ def identity_from(info: dict[str, Any]) -> Identity:
                 raise ContractError(f"field {name!r} is missing")
             continue
         values[name] = _check(name, info[name], _HINTS[name])
+        if isinstance(values[name], str) and len(values[name]) > NAME_LIMIT:
+            raise ContractError(f"field {name!r} is {len(values[name]):,} characters long, more than any case's "
+                                f"({NAME_LIMIT})")
     return Identity(**values)
 
 

@@ -35,6 +35,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -47,7 +48,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..contract import machine_differences, machine_identity
-from ..escape import no_bidi
+from ..escape import no_bidi, terminal
 from ..output import write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
@@ -461,7 +462,13 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
         folder = base / name
         # Each run parsed once for the trends, the per-path trends and the page (no cache: every run is read in
         # full for the per-path trends anyway, and a git store's folder is a new temporary one each time).
-        stored = load_storage(folder, cache=False, keep=True)
+        try:
+            stored = load_storage(folder, cache=False, keep=True)
+        except ResultsError as error:  # a folder left empty (or only damaged runs): the other machines' pages stand
+            _say(root, f"{error}; its page is not written")
+            continue
+        for note in stored.notes:  # a damaged run skipped: said at every push, until someone removes it
+            _say(root, note)
         history = history_plots(folder, stored) + path_trends(stored.runs)
         write_report(stored.newest, folder / "index.html", history=history)
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
@@ -477,6 +484,12 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
             "<th>identity (newest run)</th></tr>" + "".join(rows) + "</table>\n")
     write_atomic(root / "index.html", page)
     return root / "index.html"
+
+
+def _say(root: Path, note: str) -> None:
+    """One line on stderr about the store's content, its paths relative to the store (a git store's is a temporary
+    checkout, whose path says nothing)."""
+    print(f"xferbench store: {terminal(note.replace(str(root) + os.sep, ''))}", file=sys.stderr)
 
 
 def _machine_row(path: Path) -> tuple[str, str, str]:

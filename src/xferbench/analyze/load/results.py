@@ -205,6 +205,9 @@ def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
     for name in ("machine_info", "commit_info"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
+    commit = data.get("commit_info") or {}
+    if commit.get("id") is not None and not isinstance(commit["id"], str):  # the page shows its first 12 characters
+        raise ResultsError(f"{path}: field 'commit_info.id' must be a string, got {commit['id']!r:.60}")
     if data.get("datetime") is not None and not isinstance(data["datetime"], str):
         raise ResultsError(f"{path}: field 'datetime' must be a string, got {data['datetime']!r:.60}")
     problem = fingerprint_problem(data.get("machine_info") or {})

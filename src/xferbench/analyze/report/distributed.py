@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -98,7 +99,12 @@ def late_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
 
 def _ranks(row: Any, key: str = "rank_seconds") -> list[list[float]] | None:
     value = row.get(key) if hasattr(row, "get") else None
-    return value if isinstance(value, list) and len(value) > 1 else None
+    # Lags are taken round by round across the ranks: a damaged run's ranks without a round, or with rounds that
+    # do not line up, have none to take (and broke the medians), so they count as not recorded.
+    if not isinstance(value, list) or len(value) < 2 or not value[0] \
+            or any(not isinstance(ranks, list) or len(ranks) != len(value[0]) for ranks in value):
+        return None
+    return value
 
 
 def _inside_calls(row: Any) -> list[list[float]] | None:
@@ -122,6 +128,14 @@ def mean_rank_busbw(row: Any) -> float | None:
 def _host(row: Any, rank: int) -> str:
     hosts = row.get("rank_hosts")
     return str(hosts[rank]) if isinstance(hosts, list) and rank < len(hosts) else "an unknown host"
+
+
+def _log_y_if_any(ax: Axes) -> None:
+    """A log y axis when something drawn on it is above zero: a damaged run's world of 0 or 1 ranks has a bus
+    bandwidth of 0 only, which a log axis cannot hold (matplotlib warns into the CI log); that axis stays linear."""
+    drawn = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
+    if any(bool(np.any(np.isfinite(y) & (y > 0))) for y in drawn):
+        _log_y(ax)
 
 
 def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
@@ -150,7 +164,7 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
         tip(line, _tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
     for ax in (left, right):
         _size_ticks(ax, rows["nbytes"].tolist())
-        _log_y(ax)
+        _log_y_if_any(ax)
         ax.set_xlabel("payload")
         ax.grid(True, which="major", alpha=0.3)
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
@@ -178,7 +192,7 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
         tip(line, _tips_for(group, lambda row: f"{row['crosses']}, one way {row['bandwidth_gbps']:.4g} GB/s"))
         handles.setdefault(label, line)
     _size_ticks(ax, rows["nbytes"].tolist())
-    _log_y(ax)
+    _log_y_if_any(ax)
     ax.set_xlabel("payload")
     ax.set_ylabel("one-way bandwidth (GB/s)")
     ax.grid(True, which="major", alpha=0.3)

@@ -27,7 +27,7 @@ from ..load.results import Results
 from ..view import RunView
 from .export import frame_for_csv, instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
-from .other_tools import PeerFigure, comparisons, headlines
+from .other_tools import PeerFigure, comparisons, headlines, table_rows
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
@@ -247,6 +247,8 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
     model = _model_rows(view)
     peer_rows = comparisons(view, peers or [])
     peer_lines = headlines(peer_rows)
+    peer_rows, left_out = table_rows(peer_rows)
+    peer_lines += [left_out] if left_out else []
     plan = RecordedPlan.of_fingerprint(view.fingerprint)
     peer_plan = sentences(plan, view.rows) if plan else []
     drawn = _svg(render(view))
