@@ -464,3 +464,18 @@ class TestSoftwareEnvironment:
         assert software_changes({"torch": "2.13.0", "driver": None}, {"torch": "2.13.0", "driver": "570"}) == []
         assert software_changes({"torch": "2.13.0", "driver": "570"}, {"torch": "2.13.0"}) == []
         assert software_changes({"driver": "570"}, {"driver": "575"}) == ["driver 570 → 575"]
+
+
+def _ranks(*records: dict) -> dict:
+    return {"xferbench": {"ranks": [{"rank": i} | r for i, r in enumerate(records)]}}
+
+
+def test_an_nccl_change_between_runs_is_named():
+    """Issue 51: each rank's NCCL (torch's, else the version NCCL's own log said) is named where it changed."""
+    base = _ranks({"nccl_version": "2.21.5"}, {"nccl_version": "2.21.5"})
+    logged = _ranks({"nccl": {"version": "2.26.2", "net": "IB"}}, {"nccl": {"version": "2.26.2"}})
+    assert environment_differences(base, logged) == ["NCCL 2.21.5 → 2.26.2"]
+    assert environment_differences(base, base) == []
+    assert environment_differences(base, _ranks({}, {"nccl": "junk"})) == []  # not recorded: nothing to compare
+    mixed = _ranks({"nccl_version": "2.21.5"}, {"nccl_version": "2.26.2"})
+    assert environment_differences(base, mixed) == ["NCCL 2.21.5 → 2.21.5, 2.26.2"]

@@ -9,6 +9,7 @@ from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.measure.distributed import DistCase, DistributedError
 from xferbench.measure.distributed import world as world_module
+from xferbench.measure.distributed.timing import NcclCallTimer, slow_inside
 from xferbench.measure.distributed.world import CallTimer, CudaCallTimer, timed_rounds
 
 
@@ -60,8 +61,9 @@ def test_a_gpu_call_is_bracketed_by_events_made_once_and_reused():
     assert len(made) == 6  # 3 pairs, made in the first round only
 
 
-@pytest.mark.parametrize(("text", "expected"), [("1:0.002:call", {0: (0.0, True), 1: (0.002, True)}),
-                                                ("1:0.1", {0: (0.0, False), 1: (0.1, False)})])
+@pytest.mark.parametrize(("text", "expected"), [("1:0.002:call", {0: (0.0, "call"), 1: (0.002, "call")}),
+                                                ("1:0.002:inside", {0: (0.0, "inside"), 1: (0.002, "inside")}),
+                                                ("1:0.1", {0: (0.0, ""), 1: (0.1, "")})])
 def test_the_test_only_late_rank(monkeypatch, text, expected):
     monkeypatch.setenv(world_module.SLOW_RANK_ENV, text)
     assert {r: world_module.slow_rank_delay(r) for r in expected} == expected
@@ -69,15 +71,15 @@ def test_the_test_only_late_rank(monkeypatch, text, expected):
 
 def test_a_bad_late_rank_setting_is_one_line(monkeypatch):
     monkeypatch.setenv(world_module.SLOW_RANK_ENV, "1:0.1:often")
-    with pytest.raises(DistributedError, match=r"write it as RANK:SECONDS\[:call\]"):
+    with pytest.raises(DistributedError, match=r"write it as RANK:SECONDS\[:call\|:inside\]"):
         world_module.slow_rank_delay(1)
 
 
-def _run(tmp_path, rank_seconds, rank_call_seconds=None):
-    """A 4-rank all_reduce as torchrun writes it."""
+def _run(tmp_path, rank_seconds, rank_call_seconds=None, op="all_reduce", backend="gloo"):
+    """A 4-rank all_reduce (or ``op``) as torchrun writes it."""
     stats = {k: 0.003 for k in ("min", "max", "mean", "median", "q1", "q3")} | {
         "iqr": 0.0, "stddev": 0.0, "rounds": 4, "iterations": 4, "data": [0.003] * 4}
-    info = DistCase("all_reduce", 4, "gloo", 4).extra_info() | {
+    info = DistCase(op, 4, backend, 4, device="cuda" if backend == "nccl" else "cpu").extra_info() | {
         "rank_seconds": rank_seconds, "rank_hosts": ["node0", "node0", "node1", "node1"], "verified": True,
         "rank_mean_seconds": [0.003] * 4}
     if rank_call_seconds is not None:
@@ -102,3 +104,89 @@ def test_round_times_alone_still_name_a_rank_late_before_the_round(tmp_path):
     rounds = [[1.1, 1.12, 1.1, 1.11], [1.11, 1.1, 1.12, 1.1], [1.0, 1.01, 1.0, 1.0], [1.1, 1.11, 1.1, 1.12]]
     findings = distributed_findings(_run(tmp_path, rounds))
     assert any(f.startswith("Rank 2 on node1 arrived late") for f in findings), findings
+
+
+class _Event:
+    def __init__(self, enable_timing: bool) -> None:
+        pass
+
+    def record(self) -> None:
+        pass
+
+    def elapsed_time(self, end) -> float:
+        return 2.5  # ms: the current stream's pair brackets a slow launch's idle stream too
+
+
+class _Work:
+    def __init__(self, ms: float | None) -> None:
+        self.ms = ms
+
+    def _get_duration(self) -> float:
+        if self.ms is None:
+            raise RuntimeError("enable timing with TORCH_NCCL_ENABLE_TIMING")  # as torch says it
+        return self.ms
+
+
+def test_on_nccl_a_call_is_timed_by_its_collective_on_nccl_stream():
+    """The rank slow inside its own call launches late: its kernel, on NCCL's stream, is the short one (0.5 ms),
+    though its current stream's event pair, idle while its host slept, brackets as much as its peers' (2.5 ms)."""
+    timer = NcclCallTimer(type("Cuda", (), {"Event": _Event}))
+    for _ in range(4):
+        timer.around(lambda: _Work(0.5))
+    assert timer.take() == pytest.approx(0.002)
+    timer.around(lambda: _Work(None))  # timing off (or an older torch): the event pair
+    assert timer.take() == pytest.approx(0.0025)
+    timer.around(lambda: None)  # a call without a handle
+    assert timer.take() == pytest.approx(0.0025)
+
+
+def test_the_test_only_slow_launch_sleeps_inside_the_call_and_is_undone(monkeypatch):
+    slept = []
+    monkeypatch.setattr(world_module.time, "sleep", slept.append)
+    calls = []
+    dist = type("Dist", (), {"all_reduce": staticmethod(lambda buf, async_op=False: calls.append((buf, async_op)))})
+    real = dist.all_reduce
+    with slow_inside(0.002, dist):
+        dist.all_reduce("buf", async_op=True)
+    assert slept == [0.002] and calls == [("buf", True)] and dist.all_reduce is real
+
+
+def test_on_nccl_the_rank_slow_inside_its_call_is_named_by_its_device_time(tmp_path):
+    """NCCL, rank 2 slow inside each all_reduce (a 2 ms late launch): every rank's round and host call took as long,
+    but rank 2's kernel ran 0.3 ms, its peers' 2.3 ms (they waited for it on the device)."""
+    rounds = [[0.0026, 0.0026, 0.0027, 0.0026]] * 4
+    device = [[0.0023, 0.0023, 0.0024, 0.0023], [0.0023, 0.0024, 0.0023, 0.0023],
+              [0.0003, 0.0003, 0.0004, 0.0003], [0.0024, 0.0023, 0.0023, 0.0023]]
+    findings = distributed_findings(_run(tmp_path, rounds, device, backend="nccl"))
+    assert any(f.startswith("Rank 2 on node1 arrived late at the collective in 1 of 1") for f in findings), findings
+    assert not any("can't tell" in f for f in findings), findings
+
+
+def test_on_gloo_a_rank_slow_inside_its_call_is_said_to_be_beyond_telling(tmp_path):
+    """Rank 2 sleeps 2 ms inside each of its gloo calls: every rank's host call holds the delay alike (measured on
+    a 2x2 loopback world, 256 KiB: 4-8 ms a call for all, round by round). Nobody is named; the report says why."""
+    inside = [[0.0080, 0.0064, 0.0069, 0.0041], [0.0079, 0.0059, 0.0067, 0.0042],
+              [0.0080, 0.0064, 0.0067, 0.0041], [0.0081, 0.0063, 0.0067, 0.0041]]
+    findings = distributed_findings(_run(tmp_path, inside, inside))
+    assert not any("arrived late" in f or "slowest in" in f for f in findings), findings
+    assert any(f.startswith("On gloo each rank's call is timed by its host") and "can't be told" in f
+               for f in findings), findings
+
+
+def test_a_clean_broadcast_names_nobody(tmp_path):
+    """Broadcast's ranks differ by construction: the root returns once it has sent, a receiver near it sooner
+    than one far; neither is a late rank."""
+    rounds = [[0.0010, 0.0010, 0.0010, 0.0010]] * 4
+    root_first = [[0.0002] * 4, [0.0009] * 4, [0.0010] * 4, [0.0011] * 4]
+    near_first = [[0.0010] * 4, [0.0009] * 4, [0.0007] * 4, [0.0010] * 4]
+    for inside in (root_first, near_first):
+        findings = distributed_findings(_run(tmp_path, rounds, inside, op="broadcast"))
+        assert any(f.startswith("No rank arrived consistently late") for f in findings), findings
+
+
+def test_a_receiver_the_broadcast_waited_for_is_named(tmp_path):
+    """A receiver late by far more than a call: the others waited for it longer than the call itself takes."""
+    rounds = [[0.026] * 4] * 4
+    inside = [[0.026] * 4, [0.026] * 4, [0.001] * 4, [0.026] * 4]
+    findings = distributed_findings(_run(tmp_path, rounds, inside, op="broadcast"))
+    assert any(f.startswith("Rank 2 on node1 arrived late at the collective in 1 of 1") for f in findings), findings

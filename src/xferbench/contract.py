@@ -29,6 +29,7 @@ __all__ = [
     "Identity",
     "identity_from",
     "environment_differences",
+    "nccl_version",
     "hardware_differences",
     "hardware_identity",
     "machine_differences",
@@ -371,8 +372,25 @@ def hardware_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]
 
 
 def environment_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """What differs in the software of two runs, e.g. ``torch 2.12.0 → 2.13.0`` (the arrow of a change)."""
-    return software_changes(software_environment(base), software_environment(new))
+    """What differs in the software of two runs, e.g. ``torch 2.12.0 → 2.13.0`` (the arrow of a change), and the
+    NCCL their ranks ran, e.g. ``NCCL 2.21.5 → 2.26.2``."""
+    return (software_changes(software_environment(base), software_environment(new))
+            + _differ({"NCCL": nccl_version(base)}, {"NCCL": nccl_version(new)}, "→"))
+
+
+def nccl_version(machine_info: dict[str, Any]) -> str | None:
+    """The NCCL a distributed run's ranks ran (each rank's ``nccl_version``, else the version NCCL's own log said,
+    its ``nccl`` record): ``2.21.5``, several joined where ranks differ; None where no rank recorded one. Not part
+    of ``software_environment``: a calibration file's identity stays what it was."""
+    ranks = Fingerprint.of(machine_info).section.get("ranks")
+    found = set()
+    for rank in ranks if isinstance(ranks, list) else []:
+        logged = rank.get("nccl") if isinstance(rank, dict) else None
+        version = rank.get("nccl_version") if isinstance(rank, dict) else None
+        version = version or (logged.get("version") if isinstance(logged, dict) else None)
+        if version:
+            found.add(str(version))
+    return ", ".join(sorted(found)) or None
 
 
 def software_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

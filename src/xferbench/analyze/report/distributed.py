@@ -45,6 +45,17 @@ CONSISTENT_SHARE = 2 / 3
 MARGIN_OVER_NOISE = 3.0
 #: at least this share of a round (a lag of a few per cent is scheduling noise).
 MIN_LAG_SHARE = 0.05
+#: Rooted collectives: their ranks' times differ by construction (the root may return once it has sent, a
+#: receiver when its data came, sooner near the root), so the root is never named late there, and another rank
+#: only when the others waited for it longer than the typical call itself.
+ROOTED = {"broadcast": 0}
+ROOTED_LAG_SHARE = 0.5
+#: What a host-timed backend cannot tell: a rank slow inside its own call (a slow Python-side launch) lengthens
+#: every rank's call alike there, since the others wait for it inside theirs.
+HOST_TIMED_CANT_TELL = (
+    "On {backends} each rank's call is timed by its host: a rank slow inside its own call (a slow launch) "
+    "lengthens every rank's call alike, so such a rank can't be told there (on nccl each rank's own device time of "
+    "the collective tells it).")
 
 
 def _distributed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -90,11 +101,17 @@ def slowest_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
     return _standing_out(rank_seconds, 1.0)
 
 
-def late_rank(rank_seconds: Sequence[Sequence[float]]) -> Straggler | None:
+def late_rank(rank_seconds: Sequence[Sequence[float]], op: str | None = None) -> Straggler | None:
     """The rank that consistently arrives last at the collective: a collective lines its ranks up,
     so the others wait inside the call for the late one, and the late one waits least. Its
-    ``lag_s`` is how much longer the typical rank waited per call."""
-    return _standing_out(rank_seconds, -1.0)
+    ``lag_s`` is how much longer the typical rank waited per call. On nccl the times are each rank's
+    device time of the collective on NCCL's stream, where a rank slow inside its own call (a late launch)
+    runs the shortest kernel too. ``op`` a rooted collective (ROOTED): see there."""
+    found = _standing_out(rank_seconds, -1.0)
+    if found is None or op not in ROOTED:
+        return found
+    typical = statistics.median(t for times in rank_seconds for t in times)
+    return None if found.rank == ROOTED[op] or found.lag_s < ROOTED_LAG_SHARE * typical else found
 
 
 def _ranks(row: Any, key: str = "rank_seconds") -> list[list[float]] | None:
@@ -262,15 +279,18 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
             continue
         checked += 1
         case = f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} {format_bytes(row['nbytes'])}"
-        for kind, found in (("late", late_rank(_inside_calls(row) or ranks)), ("slow", slowest_rank(ranks))):
+        for kind, found in (("late", late_rank(_inside_calls(row) or ranks, str(row["op"]))),
+                            ("slow", slowest_rank(ranks))):
             if found:
                 named.setdefault((kind, found.rank, _host(row, found.rank)), []).append(
                     f"{case} (+{format_seconds(found.lag_s)})")
     if not checked:
         return []
+    host_timed = sorted({str(b) for b in rows.get("backend", pd.Series(dtype=object)).dropna()} - {"nccl"})
+    cant_tell = [HOST_TIMED_CANT_TELL.format(backends=" and ".join(host_timed))] if host_timed else []
     if not named:
         return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} "
-                "collective benchmark(s)."]
+                "collective benchmark(s).", *cant_tell]
     out = []
     for (kind, rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1])):
         if kind == "late":
@@ -280,7 +300,7 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
         else:
             out.append(f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective "
                        f"benchmark(s), e.g. {', '.join(cases[:3])} per call behind the typical rank.")
-    return out
+    return out + cant_tell
 
 
 def _links(rows: pd.DataFrame) -> list[str]:

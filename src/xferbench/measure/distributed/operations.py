@@ -315,6 +315,14 @@ def _wait(work: Any) -> None:
     if work is not None:
         work.wait()
 
+def _issued(work: Any) -> Any:
+    """A collective issued with async_op=True, waited for as its blocking form waits inside torch (the host on
+    gloo, the current stream on nccl), and its handle: on nccl the handle times the collective on NCCL's own
+    stream (timing.NcclCallTimer)."""
+    _wait(work)
+    return work
+
+
 def _nothing() -> None:
     """The sync of a rank with nothing to wait for (the CPU, or a rank outside a ping-pong's pair)."""
 
@@ -322,7 +330,8 @@ def _nothing() -> None:
 @dataclass(frozen=True)
 class Operation:
     reset: Callable[[], None]  # known values in this rank's buffers
-    call: Callable[[], None]  # one iteration, issued (on a GPU it may still run when this returns)
+    call: Callable[[], object]  # one iteration, issued (on a GPU it may still run when this returns); a collective
+    # returns its handle
     check: Callable[[], bool]  # after reset, one call and sync: does this rank hold what the op delivers?
     sync: Callable[[], None] = _nothing  # wait for this rank's device: once after K calls, as nccl-tests does
 
@@ -370,23 +379,23 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
     scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     if case.op == "broadcast":
         buf = empty(case.numel)
-        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.broadcast(buf, src=0)),
+        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _issued(dist.broadcast(buf, src=0, async_op=True)),
                          lambda: _holds(buf, 1), sync)
     if case.op == "all_reduce":
         buf = empty(case.numel)
-        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _done(dist.all_reduce(buf)),
+        return Operation(lambda: _done(buf.fill_(rank + 1)), lambda: _issued(dist.all_reduce(buf, async_op=True)),
                          lambda: _holds(buf, total), sync)
     if case.op == "all_gather":
         recv = empty(per * n)
         send = recv.narrow(0, rank * per, per) if case.variant == IN_PLACE else empty(per)
         return Operation(lambda: _done(recv.zero_(), send.fill_(rank + 1)),  # in place, send is part of recv
-                         lambda: _done(gather(recv, send)),
+                         lambda: _issued(gather(recv, send, async_op=True)),
                          lambda: _blocks_hold(recv, [i + 1 for i in range(n)]), sync)
     if case.op == "reduce_scatter":
         send = empty(per * n)
         recv = send.narrow(0, rank * per, per) if case.variant == IN_PLACE else empty(per)
         return Operation(lambda: _done(recv.zero_(), send.fill_(rank + 1)),  # in place, recv is part of send
-                         lambda: _done(scatter(recv, send)),
+                         lambda: _issued(scatter(recv, send, async_op=True)),
                          lambda: _holds(recv, total), sync)
     if case.op == "all_to_all":
         # Block j of rank r's input holds r*n + j + 1; after the exchange block i of
@@ -397,7 +406,7 @@ def operation(case: DistCase, rank: int, local_device: str) -> Operation:
             for j, block in enumerate(send.view(n, per)):
                 block.fill_(rank * n + j + 1)
             recv.zero_()
-        return Operation(reset, lambda: _done(dist.all_to_all_single(recv, send)),
+        return Operation(reset, lambda: _issued(dist.all_to_all_single(recv, send, async_op=True)),
                          lambda: _blocks_hold(recv, [i * n + rank + 1 for i in range(n)]), sync)
     raise ValueError(f"unknown distributed op {case.op!r}")
 

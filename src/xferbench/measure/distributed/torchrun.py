@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
-from .nccl_log import configured, log_env, summary
+from .nccl_log import configured, dump_flight_recorder, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
@@ -452,6 +452,11 @@ class _Finish:
         else:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        import torch
+
+        dumped = dump_flight_recorder(watch.rank, torch._C._distributed_c10d)  # the watchdog won't run: dump now
+        if dumped is not None:
+            print(f"{PROG}: rank {watch.rank}: NCCL's flight recorder is in {dumped}", file=sys.stderr, flush=True)
         os._exit(2)
 
 

@@ -38,6 +38,7 @@ from ..hardware.nics import adapters, nearest
 from ..record.pytest_benchmark_adapter import mark_used, new_stats
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
+from .timing import ENABLE_TIMING_ENV, CallTimer, CudaCallTimer, NcclCallTimer, slow_inside, timed_rounds
 from .watch import WATCHDOG_MARGIN_S
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "HANG_ENV",
     "NODE_ENV",
     "SLOW_RANK_ENV",
+    "CallTimer",
+    "CudaCallTimer",
     "CaseSkipped",
     "DistributedError",
     "Timed",
@@ -67,7 +70,8 @@ LOOPBACK = "127.0.0.1"
 #: This process's node, when hostnames do not tell nodes apart (tests split one machine in two).
 NODE_ENV = "XFERBENCH_NODE"
 #: Test only: ``RANK:SECONDS`` makes that rank arrive SECONDS late at every round (a sleep before its calls);
-#: ``RANK:SECONDS:call``, late into every call of the round (a sleep before each call, inside the timed round).
+#: ``RANK:SECONDS:call``, late into every call of the round (a sleep before each call, inside the timed round);
+#: ``RANK:SECONDS:inside``, slow inside each of its torch.distributed calls (a slow launch: timing.slow_inside).
 SLOW_RANK_ENV = "XFERBENCH_TEST_SLOW_RANK"
 #: Test only: ``RANK:FAULT[:AFTER]`` makes that helper rank fail at the case after the first AFTER (0): FAULTS.
 FAULT_ENV = "XFERBENCH_TEST_FAULT"
@@ -102,19 +106,20 @@ def node_name() -> str:
     return os.environ.get(NODE_ENV) or socket.gethostname()
 
 
-def slow_rank_delay(rank: int) -> tuple[float, bool]:
-    """The test-only extra seconds of ``rank`` (see SLOW_RANK_ENV), and whether before every call (else before
-    every round)."""
+def slow_rank_delay(rank: int) -> tuple[float, str]:
+    """The test-only extra seconds of ``rank`` (see SLOW_RANK_ENV), and where: "" before every round, "call"
+    before every call, "inside" inside every call."""
     text = os.environ.get(SLOW_RANK_ENV, "")
     if not text:
-        return 0.0, False
+        return 0.0, ""
     slow, seconds, *where = text.split(":") + ([] if text.count(":") else [""])
     try:
-        if where not in ([], ["call"]):
+        if where not in ([], ["call"], ["inside"]):
             raise ValueError(text)
-        return (float(seconds) if int(slow) == rank else 0.0), where == ["call"]
+        return (float(seconds) if int(slow) == rank else 0.0), "".join(where)
     except ValueError:
-        raise DistributedError(f"{SLOW_RANK_ENV}={text!r}: write it as RANK:SECONDS[:call], e.g. 2:0.005") from None
+        raise DistributedError(f"{SLOW_RANK_ENV}={text!r}: write it as RANK:SECONDS[:call|:inside], "
+                               "e.g. 2:0.005") from None
 
 
 def rank_device(backend: str, local_rank: int, gpu_count: int) -> str:
@@ -137,6 +142,8 @@ def join(backend: str, init_method: str, rank: int, world_size: int, timeout_s: 
     cuda = cuda if cuda is not None else torch.cuda
     dist = dist if dist is not None else torch.distributed
     extra: dict[str, Any] = {}
+    if backend == "nccl":  # each collective's own time on NCCL's stream (timing.NcclCallTimer); read at creation
+        os.environ.setdefault(ENABLE_TIMING_ENV, "1")
     if device.startswith("cuda"):
         cuda.set_device(torch.device(device))  # before anything touches a GPU: NCCL rejects two ranks on one
         if _takes("device_id", dist.init_process_group):  # torch >= 2.3; set_device alone binds it before
@@ -165,95 +172,6 @@ def exchange(device: str, world_size: int) -> Callable[[float], list[float]]:
         all_gather(out, torch.tensor([value], dtype=torch.float64, device=device))
         return [float(v) for v in out.cpu()]
     return gather
-
-
-class CallTimer:
-    """This rank's time inside its calls, call by call, by the host's clock: a gloo call returns when it is done.
-
-    The late rank's own call is the short one (the others wait for it inside the collective), so
-    the time inside the calls names a rank late into every call of a round, where the round's
-    time, the same on every rank, cannot; no clock shared between hosts is needed."""
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.clock = clock
-        self.inside = 0.0
-        self.rounds: list[list[float]] = []  # each round's per-call time inside the calls, of every rank
-
-    def around(self, call: Callable[[], None]) -> None:
-        start = self.clock()
-        call()
-        self.inside += self.clock() - start
-
-    def take(self) -> float:
-        """Seconds inside the calls since the last take (after the round's sync)."""
-        inside, self.inside = self.inside, 0.0
-        return inside
-
-    def per_rank(self) -> list[list[float]]:
-        """[rank][round] per-call seconds inside the calls."""
-        return [list(ranks) for ranks in zip(*self.rounds, strict=True)]
-
-
-class CudaCallTimer(CallTimer):
-    """The same on a GPU: a CUDA event pair on the rank's current stream around each call (the stream waits for
-    NCCL's own, so the pair brackets the collective), read after the round's sync."""
-
-    def __init__(self, cuda: Any) -> None:
-        super().__init__()
-        self.cuda = cuda
-        self.pairs: list[tuple[Any, Any]] = []
-        self.used = 0
-
-    def around(self, call: Callable[[], None]) -> None:
-        if self.used == len(self.pairs):  # made once per case, reused every round
-            self.pairs.append((self.cuda.Event(enable_timing=True), self.cuda.Event(enable_timing=True)))
-        start, end = self.pairs[self.used]
-        self.used += 1
-        start.record()
-        call()
-        end.record()
-
-    def take(self) -> float:
-        used, self.used = self.used, 0
-        return sum(start.elapsed_time(end) for start, end in self.pairs[:used]) / 1e3
-
-
-def timed_rounds(call: Callable[[], None], rounds: int, iterations: int, warmup: int,
-                 gather: Callable[[float], list[float]], clock: Callable[[], float] = time.perf_counter,
-                 delay: float = 0.0, sync: Callable[[], None] = lambda: None,
-                 progress: Callable[[], None] = lambda: None, timer: CallTimer | None = None,
-                 delay_each_call: bool = False) -> list[list[float]]:
-    """Every rank's per-call seconds of every round, as ``[rank][round]``.
-
-    Each rank reads its own clock around ``iterations`` calls and one ``sync`` of its device;
-    ``gather`` then shares the
-    figure with every rank, outside the timed region, and doubles as the line-up of the
-    ranks before the next round. So a rank's time is its time inside the calls, its wait
-    for late peers included: a rank that arrives late waits least. ``delay`` is the
-    test-only late rank, sleeping before its calls (``delay_each_call``: before each call, inside the
-    round). ``progress`` is told of each step (see watch.py). ``timer`` times each call too: after
-    each round the ranks share its per-call time inside the calls (``timer.rounds``).
-    """
-    timer = timer or CallTimer()  # its own clock: a test's fake clock times the rounds alone
-    for _ in range(warmup):
-        call()
-    sync()
-    gather(0.0)  # line up before the first round
-    progress()
-    per_round = []
-    for _ in range(rounds):
-        if delay and not delay_each_call:  # test only: this rank arrives late (a slow step of its own)
-            time.sleep(delay)
-        start = clock()
-        for _ in range(iterations):
-            if delay and delay_each_call:  # test only: late into every call of the round
-                time.sleep(delay)
-            timer.around(call)
-        sync()  # once a round, as nccl-tests does: K calls queue back to back on the device
-        per_round.append(gather((clock() - start) / iterations))
-        timer.rounds.append(gather(timer.take() / iterations))
-        progress()
-    return [list(ranks) for ranks in zip(*per_round, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -333,17 +251,18 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
         _set_timeout(step_deadline(timeout_s, case, iterations, warmup) + WATCHDOG_MARGIN_S
                      if progress is not None and watched else call_deadline(timeout_s, case))
     step = progress or (lambda: None)
-    gather = _hang_on_error(exchange(device, case.world_size))
-    op = _allocate(case, rank, device, gather, per_node, build or operation)
-    if os.environ.get(HANG_ENV):
-        op = Operation(op.reset, _hang_on_error(op.call), op.check, _hang_on_error(op.sync))
-    step()
-    op.reset()
+    gather = _hang_on_error(exchange(device, case.world_size))  # bound now: a slowed rank's exchange is not
     members = case.pair if case.point_to_point else tuple(range(case.world_size))
-    delay, each_call = slow_rank_delay(rank) if rank in members else (0.0, False)
-    timer = _call_timer(case)
-    times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=delay, sync=op.sync, progress=step,
-                         timer=timer, delay_each_call=each_call)
+    delay, where = slow_rank_delay(rank) if rank in members else (0.0, "")
+    with slow_inside(delay) if where == "inside" else contextlib.nullcontext():  # before the op binds its calls
+        op = _allocate(case, rank, device, gather, per_node, build or operation)
+        if os.environ.get(HANG_ENV):
+            op = Operation(op.reset, _hang_on_error(op.call), op.check, _hang_on_error(op.sync))
+        step()
+        op.reset()
+        timer = _call_timer(case)
+        times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=0.0 if where == "inside" else delay,
+                             sync=op.sync, progress=step, timer=timer, delay_each_call=where == "call")
     op.reset()
     op.call()
     op.sync()
@@ -358,7 +277,7 @@ def _call_timer(case: DistCase) -> CallTimer:
         return CallTimer()
     import torch
 
-    return CudaCallTimer(torch.cuda)
+    return NcclCallTimer(torch.cuda) if case.backend == "nccl" else CudaCallTimer(torch.cuda)
 
 
 def roll_call(world_size: int, settings: object, node_id: str | None = None, place: dict[str, Any] | None = None,
