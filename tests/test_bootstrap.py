@@ -217,7 +217,7 @@ class TestCommandLine:
 
     def test_unknown_word_is_a_usage_error(self, capsys):
         assert run.main(["benchmark"]) == 2
-        assert "usage: python3 run.py {bench|test|slow|lint|tox|python}" in capsys.readouterr().err
+        assert "usage: python3 run.py {bench|test|slow|lint|golden|tox|python}" in capsys.readouterr().err
 
     def test_a_python_older_than_pyproject_s_is_one_line(self, monkeypatch, capsys):
         monkeypatch.setattr(sys, "version_info", (3, 9, 18, "final", 0))

@@ -209,6 +209,17 @@ class TestOptionValues:
         assert_refused(code, err, args[0])
         assert out == "" and not (tmp_path / "n.json").exists()
 
+    def test_calibrate_notes_reach_the_log_escaped(self, tmp_path, capsys):
+        """A damaged run named with an OSC hyperlink and a workflow command: its note is one inert line."""
+        folder = tmp_path / "aa"
+        folder.mkdir()
+        for i in range(4):
+            put(folder / f"aa-{i:03d}.json", small(4))
+        put(folder / "\x1b]8;;evil\x07x\x1b]8;;\x07\n::error::y.json", b"not json")
+        _, out, err = run_cli(capsys, "calibrate", folder, "-o", tmp_path / "n.json")
+        notes = [line for line in out.splitlines() if "evil" in line]
+        assert len(notes) == 1 and "\x1b" not in out + err and "\n::error" not in out, out
+
     def test_ab_negative_confirm_refused_before_any_block_runs(self, tmp_path, capsys):
         code, _, err = run_cli(capsys, "ab", "--base", f"touch {tmp_path / 'ran'}", "--head", "true",
                                  "--confirm", "-1", "--keep", tmp_path / "ab")

@@ -289,7 +289,7 @@ class TestCli:
 
     @pytest.mark.parametrize(("edit", "problem"), [
         (lambda s: s.pop("data"), "has no per-round data"),
-        (lambda s: s.update(data=[]), "has no per-round data"),
+        (lambda s: s.update(data=[]), "stats field 'data' holds no round"),  # refused at load, for every command
         # NaN and negative rounds are refused at load, before compare sees them
         (lambda s: s.update(data=[1e-3, float("nan")]), "stats field 'data' must be a list of finite times"),
         (lambda s: s.update(data=[2 * s["median"], 0.0]), "has non-finite or non-positive times"),

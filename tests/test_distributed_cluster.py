@@ -144,10 +144,10 @@ def test_a_rank_killed_mid_run_is_named_and_the_json_keeps_what_finished(tmp_pat
     assert node0.returncode != 0, node0.stdout[-3000:]  # torchrun's own failure code: a child ended with 2
     lines = our_lines(node0.stdout)
     assert [line.split(" (")[0] for line in lines if "stopped answering" in line and "wrote" not in line] == [
-        "xferbench.distributed: rank 3 on node1 stopped answering during all_gather-256KiB-float32-gloo-x4"]
+        "xferbench.distributed: rank 3 on node1 stopped answering during all_reduce-256KiB-float32-gloo-x4"]
     assert any(line.startswith(f"xferbench.distributed: wrote {out}") for line in lines)
     frame = load([out]).frame
-    assert len(frame) == 10 and {"broadcast", "all_reduce"} <= set(frame["op"])
+    assert len(frame) == 10 and {"broadcast", "send_recv"} <= set(frame["op"])  # cases 0-9; rank 3 died at 10
     assert any(finding.startswith("Rank 2 on node1 arrived late at the collective in 2 of 2")
                for finding in distributed_findings(frame))
 

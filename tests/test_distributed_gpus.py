@@ -130,6 +130,16 @@ class TestLaunchMatchesTheWorld:
                                                    r"world holds ranks of 1: a;"):
             torchrun_module.check_launch(["a", "a"], [{"per_node": 2, "nnodes": 2}] * 2)
 
+    @pytest.mark.parametrize(("nodes", "shares"), [(["a", "a", "b"], "a 2, b 1: a world of 3"),
+                                                   (["a", "a", "b", "b", "b"], "a 2, b 3: a world of 5")])
+    def test_nodes_launched_with_different_nproc_per_node(self, nodes, shares):
+        """torchrun --nproc-per-node=2 on one node and 1 (or 3) on the other: each rank's launch agrees with its
+        node, and torchrun forms a world of 3 (or 5) that would measure without a word."""
+        places = [{"per_node": nodes.count(node), "nnodes": 2} for node in nodes]
+        with pytest.raises(DistributedError, match=rf"^the nodes run different numbers of ranks \({shares}\); start "
+                                                   r"every node with the same --nproc-per-node"):
+            torchrun_module.check_launch(nodes, places)
+
     def test_a_launch_as_told_passes(self):
         torchrun_module.check_launch(["a", "a", "b", "b"], [{"per_node": 2, "nnodes": 2}] * 4)
         torchrun_module.check_launch(["a", "b"], [{}, {}])  # a launcher that says nothing: nothing to check

@@ -3,6 +3,8 @@
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xferbench.cli import main
 from xferbench.measure.distributed.launch import JOIN_TIMEOUT_S, Launch, LaunchError, command, missing_line, parse
@@ -25,11 +27,25 @@ class TestCommand:
 
     @pytest.mark.parametrize(("argv", "message"), [
         (NODE0, "give torchrun's options, then --, then xferbench.distributed's"),
-        (["--join-timeout", "0", "--"], "--join-timeout '0': give a number of seconds above 0"),
-        (["--join-timeout=nan", "--"], "--join-timeout 'nan': give a number of seconds above 0")])
+        (["--join-timeout", "0", "--"], "--join-timeout '0': give whole seconds from 1 to 999999"),
+        (["--join-timeout=nan", "--"], "--join-timeout 'nan': give whole seconds from 1 to 999999"),
+        (["--join-timeout=0.5", "--"], "--join-timeout '0.5': give whole seconds from 1 to 999999"),
+        (["--join-timeout=2.5", "--"], "--join-timeout '2.5': give whole seconds from 1 to 999999"),
+        (["--join-timeout=1e6", "--"], "--join-timeout '1e6': give whole seconds from 1 to 999999"),
+        (["--join-timeout=1e300", "--"], "--join-timeout '1e300': give whole seconds from 1 to 999999")])
     def test_bad_launches(self, argv, message):
         with pytest.raises(LaunchError, match="^" + message.replace("(", r"\(")):
             parse(argv)
+
+    @given(value=st.text(max_size=12) | st.floats().map(repr) | st.integers(-10, 10**7).map(str))
+    def test_any_join_timeout_is_whole_seconds_torchrun_reads_or_refused(self, value):
+        try:
+            launch = parse([f"--join-timeout={value}", "--"])
+        except LaunchError as error:
+            assert str(error).startswith("--join-timeout") and "\n" not in str(error)
+            return
+        bound = command(launch)[3].removeprefix("--rdzv-conf=timeout=").split(",")[0]
+        assert bound.isdigit() and 1 <= int(bound) < 10**6
 
     def test_the_cli_says_it_in_one_line(self, capsys):
         assert main(["torchrun", *NODE0]) == 2

@@ -30,6 +30,10 @@ def test_the_layout_page_names_every_module():
     assert not missing, f"docs/layout.md does not name {missing}"
 
 
+def test_the_layout_page_is_generated_from_the_module_docstrings():
+    assert (DOCS / "layout.md").read_text() == _tool("golden").layout(), "docs/layout.md is stale: run python3 run.py golden"
+
+
 def test_every_page_the_readme_maps_exists_and_every_page_is_mapped():
     readme = (ROOT / "README.md").read_text()
     linked = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", readme))

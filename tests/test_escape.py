@@ -22,7 +22,7 @@ from xferbench.analyze.load.results import load
 from xferbench.analyze.report import export
 from xferbench.analyze.view import RunView
 
-from hostile_inputs import FAST
+from hostile_inputs import FAST, put
 
 pytestmark = pytest.mark.hostile
 
@@ -31,7 +31,8 @@ PAYLOADS = ["\n", "\r\n", "|", "\\", "<script>alert(1)</script>", "@octocat", "!
             "<img src=https://evil.example/x>", "<details><summary>x</summary>", "[click](https://evil.example)",
             "https://evil.example/a", "www.evil.example", "#1", "&#64;octocat", "\x1b[31m", "\x1b]8;;https://evil\x07",
             "\n::error::All clear", "::add-mask::secret", "##[error]x", "=HYPERLINK(\"https://evil\")", "+1", "-2",
-            "@SUM(A1)", "\t", "\u2028", "\x00", "\x9b", "# All clear: 0 regressions", "| --- |", "`", "*"]
+            "@SUM(A1)", "\t", "\u2028", "\x00", "\x9b", "# All clear: 0 regressions", "| --- |", "`", "*", "\u202e",
+            "\u2066"]
 #: A field's content: payloads and arbitrary text, glued together.
 payload = st.lists(st.sampled_from(PAYLOADS) | st.text(max_size=4), min_size=1, max_size=5).map("".join)
 GFM = MarkdownIt("commonmark").enable("table")
@@ -129,6 +130,7 @@ def test_dashboard_escapes_another_machines_summary(tmp_path_factory: pytest.Tem
                                                     "identity": {"GPUs": who}}))
     page = store.dashboard(root, machines=[]).read_text()
     assert page.count("<tr>") == 2 and "<script" not in page.lower() and "<img" not in page.lower()
+    assert not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", page)
 
 
 @pytest.mark.parametrize("content", [b"not json", b"{}", b"[1, 2]", b'{"runs": "3", "newest": 5, "identity": []}',
@@ -145,3 +147,27 @@ def test_escapes_are_readable() -> None:
     assert escape.markdown("a|b <i>") == "a\\|b \\<i>"
     assert escape.terminal("x\n::error::y\x1b[31m") == "x\\x0a:\u2060:error:\u2060:y\\x1b[31m"
     assert escape.csv_cell("=1+1") == "'=1+1" and escape.csv_cell("cpu") == "cpu"
+
+
+#: Unicode's bidirectional controls: each reorders the text shown after it (a case name read backwards).
+BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f",
+        "\u061c"]
+BIDI_CHAR = re.compile("[" + "".join(BIDI) + "]")
+
+
+@FAST
+@given(text=st.lists(st.sampled_from(BIDI) | payload, min_size=1, max_size=6).map("".join))
+def test_bidi_controls_are_inert_in_every_form(text: str) -> None:
+    """No bidi control survives: each is written as its code (``\\u202e``), readable and visible."""
+    for form in (escape.one_line, escape.terminal, escape.markdown, escape.csv_cell, escape.no_bidi):
+        assert not BIDI_CHAR.search(form(text)), form
+    assert escape.terminal("a\u202eb") == "a\\u202eb"
+
+
+def test_bidi_controls_are_inert_in_the_html_report(tmp_path: Path) -> None:
+    from xferbench.analyze.report.page import build_html
+
+    data = json.loads(SAMPLE.read_text())
+    data["machine_info"]["cpu"]["brand_raw"], data["benchmarks"][0]["extra_info"]["src"] = "Intel \u202eGPU", "\u2066"
+    html = build_html(load([put(tmp_path / "bidi.json", data)]))
+    assert not BIDI_CHAR.search(html) and "\\u202e" in html

@@ -477,7 +477,9 @@ def peer_rows(pairs, *, one=300.0, other=290.0, both=580.0, mib=256):
 def spread(row, low_gbps, high_gbps):
     """The row with its rounds' quartiles at these GB/s (q3 the slow one, q1 the fast one)."""
     nbytes = row["extra_info"]["nbytes"]
-    row["stats"] |= {"q3": nbytes / (low_gbps * 1e9), "q1": nbytes / (high_gbps * 1e9)}
+    q1, q3 = nbytes / (high_gbps * 1e9), nbytes / (low_gbps * 1e9)
+    stats = row["stats"]  # min and max widened with the quartiles: a run's stats are ordered (load refuses others)
+    stats |= {"q1": q1, "q3": q3, "min": min(stats.get("min", q1), q1), "max": max(stats.get("max", q3), q3)}
     return row
 
 

@@ -1,6 +1,7 @@
 """The registry is the one home of a benchmark family: every stage reads it, nothing else lists ops."""
 
 import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -232,8 +233,8 @@ def test_a_toy_scenario_family_needs_one_record_one_object_and_one_bench_file(py
 def test_the_2gpu_quick_plan_is_the_recorded_one():
     """Every case the quick profile plans on the 2-GPU simulated spec, ids and order, is the recorded list
     (tests/data/README.md): a move of the families' code plans exactly what it planned before."""
-    listed = subprocess.run([sys.executable, "-m", "pytest", "bench", "--collect-only", "-q", "-p", "no:cacheprovider",
-                             "--xfer-simulate=examples/sim-2gpu-pcie5-nvlink.toml"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-    ids = [line for line in listed.stdout.splitlines() if "::" in line]
-    assert ids == (ROOT / "tests" / "data" / "sim-2gpu-quick-ids.txt").read_text().splitlines(), listed.stderr[-2000:]
+    spec = importlib.util.spec_from_file_location("golden", ROOT / "tools" / "golden.py")
+    golden = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(golden)
+    assert golden.planned_ids() == golden.IDS.read_text(), (
+        f"the planned cases differ from {golden.IDS.name}: when on purpose, run {golden.COMMAND}")

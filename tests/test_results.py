@@ -167,7 +167,7 @@ class TestRowFields:
 
     def test_statistics_and_run(self, tmp_path):
         """Each statistic comes from its own key; run, datetime, name and group identify where the row is from."""
-        stats = {"min": 1.0, "max": 2.0, "mean": 3.0, "median": 4.0, "iqr": 5.0, "q1": 6.0, "q3": 7.0, "stddev": 8.0}
+        stats = {"min": 1.0, "q1": 2.0, "mean": 3.0, "median": 4.0, "q3": 5.0, "iqr": 6.0, "max": 7.0, "stddev": 8.0}
         path = run_file(tmp_path, "0001_abc", [xfer(stats=stats | {"data": [4.0] * 7}, name="test_h2d[1MiB]")],
                         when="2026-02-03T04:05:06")
         row = load([path]).frame.iloc[0]
@@ -576,6 +576,11 @@ class TestStatisticsChecked:
         ({"data": [1e-3, -1e-3]}, "stats field 'data' must be a list of finite times >= 0 (one per round)"),
         ({"data": [1e-3, None]}, "stats field 'data' must be a list of finite times >= 0 (one per round)"),
         ({"data": {}}, "stats field 'data' must be a list of finite times >= 0 (one per round)"),
+        ({"data": []}, "stats field 'data' holds no round: no time was measured"),
+        ({"min": 2e-3}, "stats out of order: min 0.002 > max 0.001 (min <= q1 <= q3 <= max)"),
+        ({"max": 5e-4}, "stats out of order: min 0.001 > max 0.0005 (min <= q1 <= q3 <= max)"),
+        ({"q1": 1e-3, "q3": 9e-4, "min": 8e-4}, "stats out of order: q1 0.001 > q3 0.0009 (min <= q1 <= q3 <= max)"),
+        ({"q3": 2e-3}, "stats out of order: q3 0.002 > max 0.001 (min <= q1 <= q3 <= max)"),
     ])
     def test_implausible_statistic_is_named(self, tmp_path, stats, message):
         """Each statistic out of its range or of the wrong type is refused, naming the benchmark, the field and
@@ -583,6 +588,20 @@ class TestStatisticsChecked:
         bench = xfer(name="n")
         bench["stats"] |= stats
         assert load_error(tmp_path, bench) == message
+
+    @FAST
+    @given(times=st.lists(st.floats(1e-9, 10.0), min_size=5, max_size=5), rounds=st.lists(st.floats(0, 1), max_size=3))
+    def test_any_statistics_load_in_order_or_are_refused(self, tmp_path, times, rounds):
+        """Whatever five times say they are min, q1, q3, max and mean, a run loads only with them in order."""
+        stats = dict(zip(("min", "q1", "q3", "max", "mean"), times, strict=True)) | {"data": rounds or None}
+        if rounds:
+            stats["median"] = float(np.median(rounds)) or 1e-3
+        try:
+            row = load([run_file(tmp_path, "h", [xfer(stats=stats)])]).frame.iloc[0]
+        except ResultsError as error:
+            assert "\n" not in str(error)
+            return
+        assert row["min_s"] <= row["q1_s"] <= row["q3_s"] <= row["max_s"]
 
     def test_stats_not_an_object(self, tmp_path):
         bench = xfer(name="n")

@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from test_store import _git, _run, make_repo
 from xferbench.analyze import store
 
 from hang import no_hang
-from hostile_inputs import assert_refused, run_cli
+from hostile_inputs import FAST, assert_refused, run_cli
 
 pytestmark = pytest.mark.hostile
 
@@ -174,3 +176,126 @@ def test_eight_concurrent_pushes_keep_all_eight_runs(repo: Path, tmp_path: Path)
     assert [code for code, _ in done] == [0] * 8, done
     stored = [name for name in _tip(tmp_path / "origin.git") if name.endswith(".json")]
     assert len(stored) == 8
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_push_never_deletes_a_branch_of_the_user(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str], existing: bool) -> None:
+    """A branch named as the old scratch branch (``xferbench-store-<pid>``), with a commit of its own, survives a push
+    to a new store branch and to an existing one."""
+    monkeypatch.chdir(repo)
+    mine = f"xferbench-store-{os.getpid()}"
+    _git(repo, "branch", mine)
+    if existing:
+        assert run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))[0] == 0
+    before = _git(repo, "rev-parse", mine)
+    code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 2))
+    assert code == 0, err
+    assert _git(repo, "rev-parse", mine) == before
+    assert _git(repo, "branch", "--list", "xferbench-store-*").split() == [mine]
+    origin = tmp_path / "origin.git"  # the store's history is its own: no commit of the project's below it
+    assert "README" not in _tip(origin)
+    assert _git(tmp_path, "--git-dir", str(origin), "rev-list", "--count", "xferbench-data").strip() == str(1 + existing)
+
+
+def _dated(folder: Path, index: int, when: str) -> Path:
+    """Run ``index`` claiming its own date ``when`` (a run's date is whatever its file says)."""
+    path = _run(folder, index)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "datetime": when}))
+    return path
+
+
+def test_retention_keeps_what_the_store_received_last_not_what_claims_to_be_newest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs dated 2999 already stored, then today's run with ``--keep 2``: today's run stays (it is the one being
+    pushed) and the first run the store received goes."""
+    root = tmp_path / "store"
+    first, second = _dated(tmp_path, 1, "2999-01-01T00:00:00"), _dated(tmp_path, 2, "2999-01-02T00:00:00")
+    for run in (first, second):
+        assert run_cli(capsys, "store", "push", root, run, "--keep", "2", "--no-dashboard")[0] == 0
+    today = _dated(tmp_path, 3, "2026-11-20T08:00:00")
+    code, _, err = run_cli(capsys, "store", "push", root, today, "--keep", "2", "--no-dashboard")
+    assert code == 0, err
+    kept = sorted(p.read_bytes() for p in root.rglob("*.json"))
+    assert kept == sorted([second.read_bytes(), today.read_bytes()])
+
+
+def test_retention_never_deletes_a_run_being_pushed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "store"
+    runs = [_dated(tmp_path, i, f"20{10 + i}-01-01T00:00:00") for i in (1, 2, 3)]
+    code, _, err = run_cli(capsys, "store", "push", root, *runs, "--keep", "1", "--no-dashboard")
+    assert code == 0, err
+    assert sorted(p.read_bytes() for p in root.rglob("*.json")) == sorted(p.read_bytes() for p in runs)
+
+
+@pytest.mark.parametrize("depth", [["sub"], ["sub", "deeper"]])
+def test_a_link_deep_in_a_machine_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   depth: list[str]) -> None:
+    """The dashboard reads ``machines/<m>/sub/x.json`` too: a link there would publish any file of the machine."""
+    run = _run(tmp_path, 1)
+    (tmp_path / "elsewhere").mkdir()
+    secret = _run(tmp_path / "elsewhere", 2)
+    root = tmp_path / "store"
+    below = root / "machines" / store.machine_folder(json.loads(run.read_text())["machine_info"]) / Path(*depth)
+    below.mkdir(parents=True)
+    (below / "x.json").symlink_to(secret)
+    for action in (["push", root, run], ["dashboard", root], ["pull", root, "-o", tmp_path / "out"]):
+        code, _, err = run_cli(capsys, "store", *action)
+        assert_refused(code, err, "symbolic link")
+    assert not (root / "index.html").exists()
+
+
+@pytest.mark.parametrize("given", ["git:HEAD", "git:refs/heads/main", "git:main.lock", "git:a//b", "git:x/"])
+def test_a_store_branch_that_is_no_plain_branch_name_is_refused(given: str) -> None:
+    with pytest.raises(store.StoreError, match="not a branch name"):
+        store.parse_store(given)
+
+
+@pytest.mark.parametrize("remote", ["fd::17", "ext::sh -c touch% PWNED", "FD::0"])
+def test_a_transport_helper_remote_is_refused(remote: str) -> None:
+    """``fd::17`` made pull wait for ever on a descriptor; ``ext::`` runs a command: neither is a store's remote."""
+    with no_hang(10), pytest.raises(store.StoreError, match="--remote"):
+        store.parse_store("git:xferbench-data", remote)
+
+
+def test_a_remote_that_rejects_the_push_is_refused_at_once(repo: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook that declines every push is no other job's push: one line, not 12 tries over a minute."""
+    hook = tmp_path / "origin.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are closed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    monkeypatch.chdir(repo)
+    tries: list[int] = []
+    once = store._push_once
+
+    def counted(*args: object) -> list[str]:
+        tries.append(1)
+        return once(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_push_once", counted)
+    code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))
+    assert_refused(code, err, "push")
+    assert tries == [1]
+
+
+def test_git_gets_a_time_limit(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(store, "GIT_TIMEOUT_S", 1e-4)
+    with no_hang(30), pytest.raises(store.StoreError, match="took longer than"):
+        store.pull(store.parse_store("git:xferbench-data"), tmp_path / "out")
+
+
+#: Short text, or a run of thousands of characters (Hypothesis's text alone rarely draws a long line).
+_LONG = st.text(max_size=8) | st.integers(0, 5000).map("s".__mul__)
+
+
+@FAST
+@given(head=st.lists(_LONG, max_size=40), rows=st.integers(0, 200), more=_LONG,
+       limit=st.integers(store.MIN_COMMENT, 20_000))
+def test_comment_limit_is_a_limit(head: list[str], rows: int, more: str, limit: int) -> None:
+    """Whatever comes before the table (a long summary, no table at all) and however long ``--more``, the comment
+    is at most ``limit`` characters and starts with its marker."""
+    table = ["| case | change |", "|---|---|", *(f"| case {i} | {'x' * 90} |" for i in range(rows))]
+    text = store.comment("\n".join([*head, *table]), limit, more=more)
+    assert len(text) <= limit and text.startswith("<!-- xferbench-compare -->\n")

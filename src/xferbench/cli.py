@@ -280,7 +280,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done ({written.name})")
     runs, notes = load_runs(args.runs, last=10**6)
     for note in notes:
-        print(f"xferbench calibrate: {note}")
+        print(f"xferbench calibrate: {terminal(note)}")  # a damaged file's name is the run folder's, not ours
     cut = [label for run in runs for label in run.incomplete]
     if cut:  # its missing cases would silently shrink the noise file to the cases it holds
         raise UsageError(f"{args.runs}: an A/A run did not reach its end ({cut[0]}); delete it or run it again")
@@ -406,7 +406,7 @@ def _store(args: argparse.Namespace) -> int:
         where = store.parse_store(args.store, args.remote)
         if args.action == "push":
             stored = store.push(where, args.runs, args.keep, not args.no_dashboard)
-            print(f"xferbench store: {len(stored)} run(s) in {args.store} (the newest {args.keep} of a machine are kept)")
+            print(f"xferbench store: {len(stored)} run(s) in {args.store} (the last {args.keep} a machine sent are kept)")
         elif args.action == "pull":
             count = store.pull(where, args.output, args.machine_of)
             print(f"xferbench store: {count} run(s) from {args.store} in {args.output}"

@@ -1,4 +1,4 @@
-"""Text from a run file made inert where it is shown: a Markdown cell, a terminal or CI log line, a CSV cell.
+"""Text from a run file made inert where it is shown: a Markdown cell, a terminal or CI log line, a CSV cell, HTML.
 
 A run file is input the suite does not trust (a pull request's run feeds the PR comment, the CI log and the
 dashboard): its strings (case paths, device names, versions) must stay inside the cell or line they are put in.
@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["csv_cell", "markdown", "one_line", "terminal"]
+__all__ = ["csv_cell", "markdown", "no_bidi", "one_line", "terminal"]
 
-#: C0 and C1 controls, DEL, and the Unicode line and paragraph separators: each ends a line or drives a terminal
-#: (ESC starts ANSI/OSC sequences), so none reaches an output as itself.
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Unicode's bidirectional controls (embeddings and overrides, isolates, the LRM, RLM and ALM marks): each reorders
+#: how the text after it is shown, so a case name could read as another in a terminal, a comment or a page.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: C0 and C1 controls, DEL, the Unicode line and paragraph separators and the bidi controls: each ends a line, drives
+#: a terminal (ESC starts ANSI/OSC sequences) or reorders the text, so none reaches an output as itself.
+_CONTROLS = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_BIDI_ONLY = re.compile(f"[{_BIDI}]")
 #: A word joiner: breaks what GitHub links in the rendered text (@mentions, #references, bare URLs), unseen.
 _JOINER = "\u2060"
 
@@ -21,6 +25,11 @@ _JOINER = "\u2060"
 def _visible(match: re.Match[str]) -> str:
     char = match.group(0)
     return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def no_bidi(text: str) -> str:
+    """``text`` with each bidi control written as its code (``\\u202e``): for HTML, whose escaping leaves them be."""
+    return _BIDI_ONLY.sub(_visible, text)
 
 
 def one_line(text: object) -> str:

@@ -12,6 +12,7 @@ import re
 __all__ = [
     "DTYPE_SIZES",
     "Size",
+    "drawable",
     "first_line",
     "format_bytes",
     "format_seconds",
@@ -157,6 +158,21 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+#: What a figure must not draw as itself: C0 and C1 controls but the newline (a label's line break), DEL, the line
+#: separators and the bidi controls. matplotlib writes them into the SVG, which XML refuses (the page crashed), and
+#: warns of a missing glyph into the CI log.
+_UNDRAWABLE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: A ``$`` no backslash escapes: what matplotlib counts as mathtext (``$x$`` laid out as math; bad math raises).
+_MATH = re.compile(r"(?<!\\)\$")
+
+
+def drawable(text: str) -> str:
+    """``text`` for a figure (a label, a hover title): each control but the newline written as its code (``\\x1b``)."""
+    return _UNDRAWABLE.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100
+                           else f"\\u{ord(m.group(0)):04x}", text)
+
+
 def mathtext_safe(label: str) -> str:
-    """A label matplotlib draws as written: ``$`` would start mathtext (and a lone one raise)."""
-    return label.replace("$", r"\$")
+    """A label matplotlib draws as written: ``$`` escaped (it would start mathtext, and bad math raise), each control
+    written as its code (``drawable``). Applying it twice changes nothing, so every figure's text can pass it again."""
+    return _MATH.sub(r"\\$", drawable(label))

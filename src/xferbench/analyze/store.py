@@ -7,12 +7,14 @@ gh-pages branch, a git store is a branch of the project's own repository (fetche
 pushed through the checkout's remote, so the runner's credentials apply); its tip holds:
 
     index.html                  the dashboard: one line per machine
-    machines/<machine>/*.json   that machine's runs, the newest ``keep`` of them
+    machines/<machine>/*.json   that machine's runs, the ``keep`` the store received last
+    machines/<machine>/received.txt  their file names in the order the store received them
     machines/<machine>/index.html  the newest run's report with a trend for every path
 
 A machine is its hardware (GPUs, CPU, simulated or not): a torch, CUDA or driver
 upgrade on the same box stays in the same folder, so the trend shows the step it made.
-Retention keeps the newest ``keep`` runs of a machine on the branch's tip; older ones
+Retention keeps the ``keep`` runs of a machine the store received last (never by a run's own date, which its file
+may fake; never a run being pushed) on the branch's tip; older ones
 stay in the branch's git history (a plain folder loses them).
 
 A store may be shared and its branch written by others, so nothing in it is trusted: a store
@@ -45,10 +47,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..contract import machine_differences, machine_identity
+from ..escape import no_bidi
 from ..output import write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
-from .load.history import Stored, load_storage, runs_in
+from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
 from .report.history import BAND_CAPTION, draw_trend, history_plots, ratio_axis, run_ticks
 from .report.plots import Plot, as_plot
@@ -60,6 +63,8 @@ DEFAULT_BRANCH = "xferbench-data"
 #: Runs kept per machine on the store's tip: enough for trends and a baseline (compare uses the newest 20).
 DEFAULT_KEEP = 100
 MACHINES = "machines"
+#: A machine folder's list of its runs in the order the store received them: what retention keeps the newest of.
+RECEIVED = "received.txt"
 #: The hardware part of a run's identity: what makes a store folder.
 HARDWARE = ("GPUs", "CPU", "simulated")
 #: The smallest ``comment`` limit: the marker, the summary and the note on the rows left out need about 300.
@@ -68,12 +73,24 @@ MIN_COMMENT = 1000
 #: random wait that doubles, up to ``_MOST_WAIT`` seconds): 8 jobs at once all get in.
 PUSH_ATTEMPTS = 12
 _MOST_WAIT = 8.0
+#: What git says when another job's push got in first: a moved tip, or a ref it held locked.
+_RACED = r"fetch first|non-fast-forward|stale info|cannot lock|unable to lock|failed to update ref|incorrect old value"
+#: Seconds one git command may take: a remote that never answers (``fd::``, a dead host) must not hold a CI job.
+GIT_TIMEOUT_S = 300.0
 #: A name in the store's tree (a machine folder, a run): letters, digits, dot, dash, underscore; never ``.`` or ``..``.
 _SAFE_NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}")
 
 
 class StoreError(ValueError):
     """A store that cannot be used (git failed, a bad location); one line."""
+
+
+class _GitFailed(StoreError):
+    """A git command that failed: one line, and all git said (what tells a race from a refusal)."""
+
+    def __init__(self, line: str, stderr: str) -> None:
+        super().__init__(line)
+        self.stderr = stderr
 
 
 class _Contended(StoreError):
@@ -94,11 +111,19 @@ def parse_store(text: str, remote: str = "origin", repo: Path = Path(".")) -> Lo
     """``git:BRANCH`` (a branch of ``repo``'s ``remote``) or a folder."""
     if text.startswith("git:"):
         branch = text[4:] or DEFAULT_BRANCH
-        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-") or ".." in branch:
+        parts = branch.split("/")
+        # A plain branch name as git check-ref-format takes it: HEAD, refs/... (refs/heads/main is the project's
+        # main branch) or an empty or .lock component would push to something else, or fail halfway.
+        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-") or ".." in branch \
+                or branch == "HEAD" or parts[0] == "refs" \
+                or any(not part or part.startswith(".") or part.endswith(".lock") for part in parts):
             raise StoreError(f"{text}: not a branch name")
         if not remote or remote.startswith("-") or re.search(r"[\x00-\x1f\x7f]", remote):
             raise StoreError(f"--remote {remote!r:.80}: not a remote's name or URL (one starting with '-' would be "
                              "read by git as an option)")
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*::", remote):
+            raise StoreError(f"--remote {remote!r:.80}: a transport helper (fd::, ext::) is no store's remote: "
+                             "give a remote's name or URL")
         return Location(branch=branch, remote=remote, repo=repo)
     return Location(folder=Path(text))
 
@@ -136,15 +161,14 @@ def _checked_run(path: Path) -> tuple[Results, dict[str, Any], bytes]:
 
 
 def no_links(root: Path) -> None:
-    """Refuse a store holding a symbolic link where it reads or writes: the index, ``machines/``, a machine's folder
-    or a file in it. Writing through one (a run, a page, retention's deletions) would reach outside the store."""
+    """Refuse a store holding a symbolic link where it reads or writes: the index, or anywhere below ``machines/``, at
+    any depth (the dashboard reads ``machines/<m>/sub/x.json`` too). Writing through one (a run, a page, retention's
+    deletions) would reach outside the store; reading through one would publish a file of the machine."""
     places = [root / "index.html", root / MACHINES]
     machines = root / MACHINES
     if machines.is_dir() and not machines.is_symlink():
-        for folder in machines.iterdir():
-            places.append(folder)
-            if folder.is_dir() and not folder.is_symlink():
-                places += list(folder.iterdir())
+        for folder, subfolders, files in os.walk(machines):  # never follows a link: each is seen as an entry
+            places += [Path(folder) / name for name in (*subfolders, *files)]
     for place in places:
         if place.is_symlink():
             raise StoreError(f"{place.relative_to(root)}: a symbolic link in the store; refusing to follow it out of "
@@ -164,15 +188,34 @@ def add_runs(root: Path, runs: list[Path], keep: int) -> tuple[list[str], list[s
         stored.append(str(target.relative_to(root)))
         touched.append(folder.name)
     for name in dict.fromkeys(touched):
-        _retain(root / MACHINES / name, keep)
+        _retain(root / MACHINES / name, keep, {Path(s).name for s in stored if Path(s).parent.name == name})
     return [name for name in stored if (root / name).exists()], list(dict.fromkeys(touched))
 
 
-def _retain(folder: Path, keep: int) -> None:
-    """Keep the newest ``keep`` runs (by the runs' own datetime) of one machine's folder."""
-    runs = runs_in(folder)
-    for path, _ in runs[:max(0, len(runs) - keep)]:
-        path.unlink()
+def _received(folder: Path) -> list[str]:
+    """The run files of a machine's folder in the order the store received them: those its ``received.txt`` does not
+    list (a store older than it, or a hand-copied run) first, by name, then the listed ones in the listed order.
+    Never a run's own date: it is whatever its file says (a run dated 2999 would outlive every later one)."""
+    present = sorted(p.name for p in folder.iterdir() if p.name.endswith((".json", ".json.gz")) and p.is_file())
+    try:
+        listed = bounded_read(folder / RECEIVED, MAX_RUN_BYTES).decode("utf-8", "replace").split("\n") \
+            if (folder / RECEIVED).is_file() else []
+    except ResultsError:  # another job's file, so data only: a damaged one orders nothing
+        listed = []
+    order = list(dict.fromkeys(name for name in listed if name in present))
+    return [name for name in present if name not in order] + order
+
+
+def _retain(folder: Path, keep: int, pushed: set[str]) -> None:
+    """Keep the ``keep`` runs of one machine's folder the store received last, and every run being pushed (``pushed``
+    are received now, at the end); the order is written to ``received.txt`` for the next push."""
+    order = _received(folder)
+    order = [name for name in order if name not in pushed] + [name for name in order if name in pushed]
+    older = [name for name in order if name not in pushed]
+    for name in older[:max(0, len(order) - keep)]:
+        (folder / name).unlink()
+        order.remove(name)
+    write_atomic(folder / RECEIVED, "".join(f"{name}\n" for name in order))
 
 
 def pull_runs(root: Path, output: Path, machine: str | None) -> int:
@@ -226,12 +269,14 @@ def _git(repo: Path, *args: str) -> str:
         env.setdefault(key.replace("AUTHOR", "COMMITTER"), value)
     try:
         done = subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), *args], capture_output=True, text=True, env=env,
-                              errors="replace")
+                              errors="replace", timeout=GIT_TIMEOUT_S)
     except FileNotFoundError:
         raise StoreError("git is not installed; give a folder as the store instead") from None
+    except subprocess.TimeoutExpired:  # a remote that never answers: a CI job must not wait for ever
+        raise StoreError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:g} s; is the remote reachable?") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise StoreError(f"git {args[0]} failed: {last}")
+        raise _GitFailed(f"git {args[0]} failed: {last}", done.stderr)
     return done.stdout
 
 
@@ -259,8 +304,7 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
             _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), *([ref] if ref else []))
         except StoreError as error:  # another job of this checkout adding its worktree at the same moment
             raise _Contended(str(error)) from None
-        if not ref:
-            _git(tree, "checkout", "-q", "--orphan", f"xferbench-store-{os.getpid()}")
+        if not ref:  # an empty index and folder, still detached: the first commit is made without any branch
             _git(tree, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
             for entry in tree.iterdir():
                 if entry.name != ".git":
@@ -270,8 +314,6 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
         subprocess.run(["git", "-C", str(where.repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
         if ref:
             subprocess.run(["git", "-C", str(where.repo), "update-ref", "-d", ref], capture_output=True)
-        subprocess.run(["git", "-C", str(where.repo), "branch", "-D", f"xferbench-store-{os.getpid()}"],
-                       capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -301,18 +343,25 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
 
 def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: bool) -> list[str]:
     """Add the runs to the branch's current tip and push; _Contended when another job got there first."""
-    with _branch_tree(where) as (tree, _):
+    with _branch_tree(where) as (tree, on_tip):
         stored, touched = add_runs(tree, runs, keep)
         if with_dashboard:
             dashboard(tree, touched)
         _git(tree, "add", "-A", ".")
-        if not _git(tree, "status", "--porcelain").strip():
+        if on_tip and not _git(tree, "status", "--porcelain").strip():
             return stored  # every run was already there
-        _git(tree, "commit", "-q", "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}")
+        # A commit object pushed by its id: no local branch is made (nor deleted: the user's branches are theirs),
+        # and a new store's first commit has no parent (not the checkout's HEAD it was detached at).
+        commit = _git(tree, "commit-tree", _git(tree, "write-tree").strip(), *(["-p", "HEAD"] if on_tip else []),
+                      "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}").strip()
         try:
-            _git(tree, "push", "-q", where.remote, f"HEAD:refs/heads/{where.branch}")
+            _git(tree, "push", "-q", where.remote, f"{commit}:refs/heads/{where.branch}")
         except StoreError as error:
-            raise _Contended(str(error)) from None
+            # Only another job's push (a moved tip, a lock it held) is worth redoing; a remote that refuses (a hook,
+            # no rights, a bad URL) refuses again: said at once, not after 12 tries over a minute.
+            if re.search(_RACED, error.stderr if isinstance(error, _GitFailed) else "", re.IGNORECASE):
+                raise _Contended(str(error)) from None
+            raise
         return stored
 
 
@@ -418,7 +467,7 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
     rows = []
     for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
-        runs, newest, who = _machine_row(folder / "machine.txt")
+        runs, newest, who = map(no_bidi, _machine_row(folder / "machine.txt"))  # HTML escaping leaves bidi be
         rows.append(f"<tr><td><a href='{MACHINES}/{html.escape(folder.name)}/index.html'>{html.escape(folder.name)}</a>"
                     f"</td><td>{html.escape(runs)}</td><td>{html.escape(newest)}</td><td>{html.escape(who)}</td></tr>")
     page = ("<!doctype html><meta charset='utf-8'><title>xferbench dashboard</title>"
@@ -447,21 +496,19 @@ def _machine_row(path: Path) -> tuple[str, str, str]:
 def comment(markdown: str, limit: int = 60_000, marker: str = "<!-- xferbench-compare -->", more: str = "") -> str:
     """A PR comment under ``limit`` characters (GitHub refuses 65,536): the marker that finds it again, the
     summary, then table rows until the budget; a last line says how many rows are left for the full table."""
-    lines = markdown.rstrip("\n").split("\n")
-    head = [marker, *lines]
-    rows = [i for i, line in enumerate(head) if line.startswith("| ") and i > 0 and head[i - 1].startswith("|---")]
-    first = rows[0] if rows else len(head)
-    body = head[:first + 1]
-    size = sum(len(line) + 1 for line in body)
-    dropped = 0
-    for line in head[first + 1:]:
+    # Every line counts against the budget, the summary's too: a summary of 100,000 characters (or no table at all)
+    # made a comment of 100,000 at --limit 1000. The note's own room is kept (``more`` cut to fit it).
+    body, dropped = [marker], 0
+    size = len(marker) + 1
+    for line in markdown.rstrip("\n").split("\n"):
         if dropped or size + len(line) + 1 > limit - 300:
             dropped += 1
             continue
         body.append(line)
         size += len(line) + 1
     if dropped:
-        body += ["", f"… {dropped} more line(s) of the table left out to stay under GitHub's comment limit. {more}".strip()]
+        note = f"… {dropped} more line(s) left out to stay under GitHub's comment limit."
+        body += ["", f"{note} {more}"[:limit - size - 2].strip()]
     return "\n".join(body) + "\n"
 
 

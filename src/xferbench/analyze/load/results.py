@@ -315,6 +315,9 @@ _TIMES = ("median", "min", "mean", "max", "q1", "q3")
 #: Spreads in seconds: zero when every round took the same time.
 _SPREADS = ("iqr", "stddev")
 _STATS = _TIMES + _SPREADS
+#: Pairs of statistics that cannot be the other way round, whatever the rounds were (the median's own check is
+#: against its rounds, below).
+_ORDERED = (("min", "max"), ("q1", "q3"), ("min", "q1"), ("q3", "max"))
 #: Payloads past this are not a measurement but a corrupted number (and overflow a float).
 _MAX_BYTES = 2**62
 #: Bounds of a plausible time per call, in seconds: no clock resolves a femtosecond, and no
@@ -348,9 +351,15 @@ def _stats_from(stats: Any) -> dict[str, Any]:
         if type(value) is not int or value < 1:
             raise ContractError(f"stats field {name!r} must be a whole number >= 1, got {value!r:.60}")
         checked[name] = value
+    for low, high in _ORDERED:  # statistics of one set of rounds: any other order is a changed or made-up file
+        if checked[f"{low}_s"] > checked[f"{high}_s"] * (1 + 1e-9):  # the mean of equal rounds may be 1 ulp off
+            raise ContractError(f"stats out of order: {low} {checked[f'{low}_s']:.6g} > {high} "
+                                f"{checked[f'{high}_s']:.6g} (min <= q1 <= q3 <= max)")
     data = stats.get("data")
     if data is not None and not _round_times(data):
         raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
+    if data == []:
+        raise ContractError("stats field 'data' holds no round: no time was measured")
     if data and not math.isclose(float(np.median(np.asarray(data, dtype=float))), checked["median_s"], rel_tol=1e-6):
         # compare reads the rounds, the report and the CSV the median: two readings of one run must not differ
         raise ContractError(f"stats field 'median' ({checked['median_s']:.6g} s) is not the median of its rounds "

@@ -349,6 +349,30 @@ def distributed_findings(frame: pd.DataFrame) -> list[str]:
     return out + _links(rows) + _overlap(rows) + _stragglers(rows)
 
 
+def setup_sentence(machine_info: dict[str, Any]) -> str | None:
+    """One sentence of what NCCL chose (its version, network and transports, ranks that chose alike together) and
+    what torch.distributed and NCCL were configured with outside NCCL_* (TORCH_DISTRIBUTED_DEBUG, TORCH_NCCL_*,
+    configuration files); None where the run recorded none of it (gloo without settings, older runs)."""
+    ranks = (machine_info.get("xferbench") or {}).get("ranks") or []
+    chose: dict[str, list[int]] = {}
+    for place in ranks:
+        nccl = place.get("nccl") or {}
+        if nccl:
+            said = (f"NCCL {nccl.get('version', '?')} over network {nccl.get('network', '?')} via "
+                    + (", ".join(f"{name} ({count} channel(s))" for name, count in (nccl.get("transports") or {}).items())
+                       or "no logged channel"))
+            chose.setdefault(said, []).append(int(place.get("rank", -1)))
+    settings = sorted({f"{key}={value}" for place in ranks for key, value in (place.get("torch_env") or {}).items()})
+    files = sorted({path for place in ranks for path in (place.get("nccl_conf") or {})})
+    parts = [f"{said} on rank(s) {', '.join(map(str, who))}" for said, who in chose.items()]
+    if settings:
+        parts.append("set: " + ", ".join(settings) + (" (DETAIL checks every call: slower)" if
+                                                      "TORCH_DISTRIBUTED_DEBUG=DETAIL" in settings else ""))
+    if files:
+        parts.append("NCCL configuration read from " + ", ".join(files) + " (recorded in the JSON)")
+    return ("Setup: " + "; ".join(parts) + ".") if parts else None
+
+
 def section(view: RunView) -> dict[str, Any] | None:
     """The report's distributed section, or None when no distributed benchmark was run."""
     frame = view.rows
@@ -362,4 +386,6 @@ def section(view: RunView) -> dict[str, Any] | None:
                                     ("distributed-ranks", "Which rank is slow", SPREAD_CAPTION, spread_plot(frame))):
         if not isinstance(figure, str) or figure == TWO_RANKS:  # a two-rank world is told why it has no chart
             plots.append(as_plot(key, name, text, figure))
-    return {"key": "distributed", "title": title, "text": " ".join(distributed_findings(frame)), "plots": plots}
+    setup = setup_sentence(view.machine_info)
+    text = " ".join(distributed_findings(frame) + ([setup] if setup else []))
+    return {"key": "distributed", "title": title, "text": text, "plots": plots}

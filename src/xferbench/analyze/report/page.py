@@ -18,6 +18,7 @@ import pandas as pd
 
 from ... import __version__
 from ...contract import Fingerprint
+from ...escape import no_bidi
 from ...families import FAMILIES, order_of
 from ...output import write_atomic
 from ...units import format_bytes, format_seconds
@@ -32,10 +33,19 @@ from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plo
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
            "write_report"]
 
+def _inert(value: Any) -> Any:
+    """Every value the page shows, bidi controls written as their codes: HTML escaping leaves them be, and one in a
+    case name would show it reversed. Safe markup (an inline figure) stays markup: the codes are plain text."""
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(no_bidi(str(value)))
+    return no_bidi(value) if isinstance(value, str) else value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("xferbench.analyze.report", "templates"),
     autoescape=True,  # every string from a JSON file is escaped
     undefined=jinja2.StrictUndefined,
+    finalize=_inert,
 )
 
 

@@ -33,10 +33,11 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from ...families import FAMILIES, family, moving_ops
-from ...units import format_bytes, format_seconds, mathtext_safe
+from ...units import drawable, format_bytes, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent, short
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
+from .figure_text import drawable_text
 from .findings import FRESH_SPLIT, cheapest_copy, cliff_cause, noop_call
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
@@ -79,7 +80,7 @@ def tip(artist: Artist, titles: Sequence[str]) -> None:
         return
     gid = f"xfer-tip-{next(_GIDS)}"
     artist.set_gid(gid)
-    _TITLES.setdefault(figure, {})[gid] = list(titles)
+    _TITLES.setdefault(figure, {})[gid] = [drawable(title) for title in titles]  # names from run files
 
 
 def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
@@ -115,6 +116,7 @@ def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
 def to_svg(fig: Figure, key: str = "figure") -> str:
     """The figure as an inline SVG element with its hover titles."""
     buffer = io.StringIO()
+    drawable_text(fig)  # labels come from run files: no mathtext, no control character, wherever they were set
     # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
     with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
         fig.savefig(buffer, format="svg", bbox_inches="tight")

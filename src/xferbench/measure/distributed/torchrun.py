@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import sys
@@ -24,12 +23,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
+from .faults import Interrupted, catch_signals, who_broke
+from .nccl_log import configured, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
     FAULTS,
-    GRACE_S,
     CaseSkipped,
     DistributedError,
     Timed,
@@ -251,6 +251,41 @@ def check_launch(nodes: Sequence[str], places: Sequence[Mapping[str, Any]]) -> N
             raise DistributedError(f"rank {rank} on {node} was started for {told} node(s) (--nnodes), and the "
                                    f"world holds ranks of {len(counts)}: {', '.join(sorted(counts))}; start every "
                                    "node with the same --nnodes")
+    if len(set(counts.values())) > 1:  # each as launched, but torchrun sums the nodes: 2 + 1 ranks form a world of 3, silently
+        shares = ", ".join(f"{node} {count}" for node, count in sorted(counts.items()))
+        raise DistributedError(f"the nodes run different numbers of ranks ({shares}: a world of {len(nodes)}); start "
+                               "every node with the same --nproc-per-node (srun: --ntasks-per-node)")
+
+
+def _log_nccl(backend: str, rank: int) -> Path | None:
+    """This rank's NCCL INFO log file, set up before the communicator forms (NCCL reads its variables then); None
+    on gloo, or where the user set NCCL_DEBUG or NCCL_DEBUG_FILE."""
+    import tempfile
+
+    if backend != "nccl":
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="xferbench-nccl-"))
+    env = log_env(os.environ, folder, rank)
+    os.environ.update(env)
+    return Path(env["NCCL_DEBUG_FILE"]) if env else None
+
+
+def _nccl_choices(backend: str, log: Path | None, places: list[dict[str, Any]]) -> None:
+    """Every rank's NCCL version, network and transports (its log, read once the roll call formed the communicator),
+    into ``places``. Every nccl rank gathers, logged or not (the user's NCCL_DEBUG on one node only must not hang)."""
+    import torch.distributed as dist
+
+    if backend != "nccl":
+        return
+    mine: dict[str, Any] = {}
+    if log is not None:
+        with contextlib.suppress(OSError):
+            mine = summary(log.read_text(errors="replace"))
+    everyone: list[Any] = [None] * len(places)
+    dist.all_gather_object(everyone, mine)
+    for place, choices in zip(places, everyone, strict=True):
+        if choices:
+            place["nccl"] = choices
 
 
 def _leave() -> None:
@@ -263,6 +298,7 @@ def _leave() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    catch_signals()  # before torch: a Ctrl-C while it loads is one line too, no traceback
     import torch
 
     launch = launched(os.environ)
@@ -276,9 +312,12 @@ def run(args: argparse.Namespace) -> int:
     # the first rank of each node fingerprints its node: every node of the run is described, not node 0 alone
     place = rank_place(device, local_rank) | {"per_node": per_node, "nnodes": _nnodes(os.environ)} | (
         {"fingerprint": _node_fingerprint()} if local_rank == 0 else {})
+    place |= configured()  # TORCH_DISTRIBUTED_DEBUG=DETAIL alone made a 4 B broadcast 4x slower: say it
+    nccl_logs = _log_nccl(backend, rank)
     try:
         join(backend, "env://", rank, world_size, args.timeout, device)
         everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
+        _nccl_choices(backend, nccl_logs, places)
     except Exception as error:
         size_from = "WORLD_SIZE" if "RANK" in os.environ else "SLURM_NTASKS"
         raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
@@ -311,39 +350,64 @@ def run(args: argparse.Namespace) -> int:
                      f"{backend}")
     from torch.distributed import distributed_c10d
 
-    watch = Watch(distributed_c10d._get_default_store(), rank, world_size, nodes, finish.give_up).start()
-    for number, case in enumerate(cases):
-        if fault == ("die-mid-run", number):
-            os._exit(4)  # test only: a rank killed in the middle of the run
-        if fault == ("stall", number):
-            time.sleep(10**6)  # test only: a rank that hangs (its host stuck): only the deadline ends the run
-        iterations = calls_for(case.nbytes)
-        watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
-        try:
-            records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout,
-                                    watch.step))
-        except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
-            notes.append(f"skipped {skipped}")
-            continue
-        except (VerificationError, DistributedError):
-            watch.stop()
-            raise
-        except Exception as error:  # a peer died or hung: rank 0 still writes what was measured
-            watch.stop()
-            broke = _who_broke(rank, world_size, nodes, case, error, args.timeout)
-            notes.append(broke)
-            break
-        if journal is not None:
-            journal.write({"benchmark": records[-1].as_dict(include_data=True)})
+    store = distributed_c10d._get_default_store()
+    watch = Watch(store, rank, world_size, nodes, finish.give_up).start()
+    case = cases[0] if cases else None
+    try:
+        for number, case in enumerate(cases):
+            if fault == ("die-mid-run", number):
+                os._exit(4)  # test only: a rank killed in the middle of the run
+            if fault == ("stall", number):
+                time.sleep(10**6)  # test only: a rank that hangs (its host stuck): only the deadline ends the run
+            iterations = calls_for(case.nbytes)
+            watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
+            try:
+                records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout,
+                                        watch.step))
+            except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
+                notes.append(f"skipped {skipped}")
+                continue
+            except (VerificationError, DistributedError):
+                watch.stop()
+                raise
+            except Exception as error:  # a peer died or hung: rank 0 (or the lowest survivor) names it
+                watch.stop()
+                broke = who_broke(store, rank, world_size, nodes, case.id, error, args.timeout) or (
+                    f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}")
+                notes.append(broke)
+                break
+            if journal is not None:
+                journal.write({"benchmark": records[-1].as_dict(include_data=True)})
+    except Interrupted as stop:  # Ctrl-C, SIGTERM, or torchrun ending this node's ranks: keep what finished
+        watch.stop()
+        return _interrupted(stop, store, rank, world_size, nodes, case.id if case else "", finish, len(cases),
+                            args.timeout)
     watch.stop()
     if described is not None:
         finish.write()
     if broke:
         if rank == 0:
             with contextlib.suppress(Exception):
-                distributed_c10d._get_default_store().set(WRITTEN, "1")  # the other ranks may go now
+                store.set(WRITTEN, "1")  # the other ranks may go now
         raise DistributedError(broke)
     return 0
+
+
+def _interrupted(stop: Interrupted, store: Any, rank: int, world_size: int, nodes: list[str], case: str,
+                 finish: _Finish, planned: int, timeout_s: float) -> int:
+    """A signal ended the run: rank 0 writes the cases that finished and says so; the others say in the store that
+    they were interrupted (no culprit) and wait, bounded, for rank 0's JSON (torchrun ends a node's ranks together)."""
+    if finish.described is None:
+        who_broke(store, rank, world_size, nodes, case, stop, min(timeout_s, 10.0))
+        return stop.exit_status
+    finish.notes.append(f"interrupted by {stop} during {case or 'the start'} after {len(finish.records)} of "
+                        f"{planned} cases: the JSON keeps those that finished")
+    finish.interrupted = True
+    with contextlib.suppress(DistributedError):
+        finish.write()
+    with contextlib.suppress(Exception):
+        store.set(WRITTEN, "1")
+    return stop.exit_status
 
 
 @dataclass
@@ -356,6 +420,7 @@ class _Finish:
     journal: Journal | None
     notes: list[str]
     world: str  # "4 ranks on 2 node(s), nccl"
+    interrupted: bool = False  # a signal ended the run (the journal says so)
 
     def write(self) -> None:
         assert self.described is not None
@@ -365,7 +430,7 @@ class _Finish:
         except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
             raise DistributedError(f"--out {self.out}: could not write it ({first_line(error)})") from None
         if self.journal is not None:
-            self.journal.close({"end": {"exitstatus": 0, "interrupted": False, "finished": len(records)}})
+            self.journal.close({"end": {"exitstatus": 0, "interrupted": self.interrupted, "finished": len(records)}})
         same = written == Path(os.path.realpath(self.out))
         taken = "" if same else f" ({self.out} was taken by another run meanwhile)"
         print(f"{PROG}: wrote {self.out if same else written}{taken} ({len(records)} benchmarks, {self.world})"
@@ -388,32 +453,6 @@ class _Finish:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
         os._exit(2)
-
-
-def _who_broke(rank: int, world_size: int, nodes: list[str], case: DistCase, error: Exception, timeout_s: float) -> str:
-    """One line naming the ranks that stopped answering during ``case``: every rank still alive
-    says so in the rendezvous store (which outlives a dead worker), rank 0 waits a moment for
-    them, and the ranks that said nothing are the dead or hung ones."""
-    from torch.distributed import distributed_c10d
-
-    store = distributed_c10d._get_default_store()
-    with contextlib.suppress(Exception):
-        store.set(f"xferbench/alive/{case.id}/{rank}", first_line(error))
-    if rank != 0:  # stay until rank 0 has written the JSON: torchrun ends every rank of a node when one exits
-        with contextlib.suppress(Exception):
-            store.wait([WRITTEN], dt.timedelta(seconds=timeout_s))
-        return f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}"
-    keys = [f"xferbench/alive/{case.id}/{r}" for r in range(world_size)]
-    deadline = time.monotonic() + min(timeout_s, 2 * GRACE_S)
-    silent = list(range(world_size))
-    while silent and time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            silent = [r for r in range(world_size) if not store.check([keys[r]])]
-        time.sleep(0.1)
-    if not silent:
-        return f"the world broke during {case.id}, every rank still answering: {first_line(error)}"
-    named = ", ".join(f"rank {r} on {nodes[r]}" for r in silent)
-    return f"{named} stopped answering during {case.id} (rank 0 saw: {first_line(error)[:160]})"
 
 
 def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
@@ -485,6 +524,9 @@ def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .launch import mark_started
+
+    mark_started(os.environ)  # under xferbench torchrun: the rendezvous formed, a rank runs
     args = parser().parse_args(argv)
     try:
         return worker(args) if args.worker else run(args)
@@ -494,6 +536,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DistributedError, ValueError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
+    except Interrupted as stop:  # before the cases began (joining, the roll call): nothing measured to keep
+        print(f"{PROG}: interrupted by {stop}", file=sys.stderr)
+        return stop.exit_status
     finally:
         _leave()  # on every exit, error or not: a peer waiting on this rank learns at once
 

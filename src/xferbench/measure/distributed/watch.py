@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["BEAT_S", "STALE_BEATS", "WATCHDOG_MARGIN_S", "WRITTEN", "Watch", "culprits"]
+__all__ = ["BEAT_S", "STALE_BEATS", "WATCHDOG_MARGIN_S", "WRITTEN", "Watch", "beat_key", "culprits"]
 
 #: How often each rank beats in the store.
 BEAT_S = 1.0
@@ -33,7 +33,7 @@ WATCHDOG_MARGIN_S = 30.0
 WRITTEN = "xferbench/written"
 
 
-def _beat_key(rank: int) -> str:
+def beat_key(rank: int) -> str:
     return f"xferbench/beat/{rank}"
 
 
@@ -100,7 +100,7 @@ class Watch:
 
     def _publish(self) -> None:
         with contextlib.suppress(Exception):  # a store gone (rank 0's host lost) must not end this rank's thread
-            self.store.add(_beat_key(self.rank), 1)
+            self.store.add(beat_key(self.rank), 1)
             self.store.set(_step_key(self.rank), str(self.steps))
 
     def _run(self) -> None:
@@ -116,9 +116,9 @@ class Watch:
 
     def verdict(self) -> str:
         """One line naming the ranks the world waits for (rank 0, once its deadline passed)."""
-        before = self._read(lambda r: int(self.store.add(_beat_key(r), 0)))
+        before = self._read(lambda r: int(self.store.add(beat_key(r), 0)))
         time.sleep(STALE_BEATS * self.beat_s)
-        after = self._read(lambda r: int(self.store.add(_beat_key(r), 0)))
+        after = self._read(lambda r: int(self.store.add(beat_key(r), 0)))
         steps = self._read(lambda r: int(self.store.get(_step_key(r))) if self.store.check([_step_key(r)]) else None)
         before_n = [b if b is not None else 0 for b in before]
         after_n = [a if a is not None else 0 for a in after]

@@ -42,13 +42,16 @@ Sync = Callable[[], None]
 @dataclass
 class Prepared:
     """What to time: a target, an untimed setup run before every round (to put state back, e.g. move a
-    module home), an untimed teardown, a check run on the result after timing, and extra_info to add."""
+    module home), an untimed teardown, a check run on the result after timing, and extra_info to add.
+    ``close`` runs once after the case's last call, also when timing fails: what the calls hold across
+    rounds (a DataLoader's worker processes) must not outlive the case."""
 
     target: Callable[[], Any]
     setup: Callable[[], None] | None = None
     teardown: Callable[[], None] | None = None
     check: Callable[[Any], None] = lambda result: None
     extra: dict[str, Any] = field(default_factory=dict)
+    close: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -204,24 +204,28 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
         if reason:
             raise CannotRun(f"{s.op} {reason}")
         prepared = make(sync)
-        benchmark.group = f"{s.op} {s.src}->{s.dst}"
-        benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
-                                    **prepared.extra)
-        with contextlib.nullcontext() if simulator is None else simulator.simulating():
-            sync()
-            if prepared.setup is None and prepared.teardown is None:
-                # Warm up as run_case does: pytest-benchmark calibrates on its first call, which
-                # would otherwise pay one-time costs (lazy kernel loading, cuBLAS, the first
-                # cudaHostAlloc) and leave too few rounds for a significance test.
-                for _ in range(WARMUP_CALLS):
-                    prepared.target()
-                result = benchmark(prepared.target)
-            else:
-                result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
-                                            rounds=SETUP_ROUNDS[profile],
-                                            warmup_rounds=SETUP_WARMUP_ROUNDS)
-        if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
-            benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
-                                                                         prepared.teardown)
-        prepared.check(result)
+        try:
+            benchmark.group = f"{s.op} {s.src}->{s.dst}"
+            benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
+                                        **prepared.extra)
+            with contextlib.nullcontext() if simulator is None else simulator.simulating():
+                sync()
+                if prepared.setup is None and prepared.teardown is None:
+                    # Warm up as run_case does: pytest-benchmark calibrates on its first call, which
+                    # would otherwise pay one-time costs (lazy kernel loading, cuBLAS, the first
+                    # cudaHostAlloc) and leave too few rounds for a significance test.
+                    for _ in range(WARMUP_CALLS):
+                        prepared.target()
+                    result = benchmark(prepared.target)
+                else:
+                    result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
+                                                rounds=SETUP_ROUNDS[profile],
+                                                warmup_rounds=SETUP_WARMUP_ROUNDS)
+            if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
+                benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
+                                                                             prepared.teardown)
+            prepared.check(result)
+        finally:  # what the calls hold across rounds goes with the case, timed or failed
+            if prepared.close is not None:
+                prepared.close()
     return benchmark.extra_info
