@@ -382,7 +382,7 @@ class TestOutOfMemory:
         alive_at_empty_cache = []
         buffers = []
 
-        def run_out(case, benchmark, backend):
+        def run_out(case, benchmark, backend, *_):
             big = torch.ones(1024)
             buffers.append(weakref.ref(big))
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")

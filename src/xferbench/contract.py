@@ -133,7 +133,8 @@ MEASURED: dict[str, Any] = {
     "memory_clock_mhz": int,
     "pcie_generation_now": int,
     "pcie_width_now": int,
-    "host_numa_node": int,       # numa family: the node holding the host buffer
+    "host_numa_node": int,       # numa family, host<->device core cases: the node holding the host buffer
+    "host_placement": str,       # host<->device core cases: "gpu_node" (run on the GPU's node's CPUs) or "unbound"
     "crosses": str,              # distributed point-to-point: "intra-node" or "inter-node"
     "verified": bool,            # distributed: every rank's output was checked after timing
     "rank_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds of every rank

@@ -361,6 +361,13 @@ class SimBackend:
             return launch, index, self.spec.paths["d2d"].seconds(case.nbytes), False
         raise ValueError(f"the simulated machine has no cost for {case.op} {case.method}")
 
+    def host_numa_node(self, device: str) -> int | None:
+        """The NUMA node of ``device`` (GPU i on node i x numa_nodes // gpus), where its host buffers are placed;
+        None on a spec of one node (nothing to place)."""
+        index = accelerator_index(device)
+        nodes = self.spec.numa_nodes
+        return None if nodes < 2 or index is None else index * nodes // self.spec.gpus
+
     def call_seconds(self, case: Case) -> tuple[float, float]:
         """Priced without noise or drift: one timed call of ``case`` as the suite times it (the call,
         then a synchronize of each accelerator it touches; a no-op or a synchronize bare), and one

@@ -17,6 +17,7 @@ from ..units import DTYPE_SIZES, first_line, format_bytes
 from .cases import Case
 from .hardware.devices import EVENT_WINDOWS, DeviceBackend, Wedged, accelerator_index, host_memory_available
 from .hardware.faults import after_timing
+from .host_side import near_gpu
 from .injected_slowdown import slowdown_for, slowed
 from .record.pytest_benchmark_adapter import scale_rounds
 from .timing import BARE_OPS, CLOCK_SIMULATED, CLOCK_WALL, COPY_OPS, copy_deadline, device_seconds, sync_rule, synchronized
@@ -431,7 +432,8 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
         _KEPT.clear()  # a case that runs for real has the host memory it would have without simulated ones
     reason = None
     try:
-        return _run(case, benchmark, backend)
+        with near_gpu(case, backend, bool(_WEDGED)) as landed:  # host buffers on the GPU's NUMA node
+            return _run(case, benchmark, backend, landed)
     except Wedged:
         mark_wedged(case.devices, case.id)
         reason = "wedged"  # and no freeing: giving device memory back waits for the stuck copy
@@ -449,7 +451,8 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
     raise CannotRun(reason)
 
 
-def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, Any]:
+def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
+         landed: Callable[[Buffers], dict[str, Any]] = lambda _: {}) -> dict[str, Any]:
     buffers = prepare(case, backend)
     op = operation(case, buffers, backend)
     touched = () if case.op in BARE_OPS else case.devices
@@ -461,7 +464,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[str, 
         for _ in range(WARMUP_CALLS):
             call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)
-        info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL)
+        info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL, **landed(buffers))
         if (rule := sync_rule(touched, deadline is not None)) is not None:
             info["sync_rule"] = rule
         if case.op == "noop":

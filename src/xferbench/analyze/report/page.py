@@ -121,6 +121,22 @@ def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[
             "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {miss:.2g}×, so no half of β"}
 
 
+def _host_placement(rows: pd.DataFrame) -> list[tuple[str, str]]:
+    """Where the h2d and d2h cases' host buffers sat (``host_placement``, ``host_numa_node``), where the run says."""
+    if "host_placement" not in rows:
+        return []
+    moves = rows[rows["op"].isin(("h2d", "d2h")) & rows["host_placement"].notna()]
+    placed = moves[moves["host_placement"] == "gpu_node"]
+    gpus = placed["dst"].where(placed["op"] == "h2d", placed["src"])
+    nodes = "; ".join(f"{gpu}: node {', '.join(str(int(n)) for n in sorted(group['host_numa_node'].dropna().unique())) or '?'}"
+                      for gpu, group in placed.groupby(gpus))
+    said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if not placed.empty else []
+    if len(placed) < len(moves):
+        said.append(f"{len(moves) - len(placed)} case(s) where the GPU's node was unknown or off limits ran where the "
+                    "process did")
+    return [("h2d / d2h host buffers", "; ".join(said))] if said else []
+
+
 def _machine_summary(machine_info: dict[str, Any], fingerprint: Fingerprint | None = None) -> list[tuple[str, str]]:
     """The machine in a few lines; ``fingerprint``: its section, already read (the view's)."""
     fingerprint = fingerprint or Fingerprint.of(machine_info)
@@ -272,7 +288,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         peer_lines=peer_lines,
         peer_plan=peer_plan,
         table=_table(view),
-        machine=_machine_summary(view.machine_info, view.fingerprint),
+        machine=_machine_summary(view.machine_info, view.fingerprint) + _host_placement(view.rows),
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
         commit=view.results.commit_info,
         sizes=sorted(view.rows["nbytes"].unique()),

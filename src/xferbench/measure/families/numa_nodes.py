@@ -4,39 +4,17 @@ and allocating from a thread bound to them (the numa and all_gpus_host families)
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..hardware.machine import parse_cpu_list
+from ..hardware.numa import bound_to, numa_node_of
 from .concurrent import NotPlaceable
 
 __all__ = ["bound_to", "near", "numa_cpus", "numa_node_of"]
 
 SYSFS_NODES = Path("/sys/devices/system/node")
-
-
-def numa_node_of(address: int, maps: str | None = None) -> int | None:
-    """The NUMA node holding most pages of the mapping at ``address`` (``/proc/self/numa_maps``)."""
-    if maps is None:
-        try:
-            maps = Path("/proc/self/numa_maps").read_text()
-        except OSError:
-            return None
-    best: int | None = None
-    for line in maps.splitlines():
-        start, _, rest = line.partition(" ")
-        try:
-            begins = int(start, 16)
-        except ValueError:
-            continue
-        if begins > address:
-            break
-        pages = {int(n): int(count) for n, count in re.findall(r"\bN(\d+)=(\d+)", rest)}
-        best = max(pages, key=lambda node: pages[node]) if pages else None
-    return best
 
 
 def _node_cpus(root: Path = SYSFS_NODES) -> dict[int, set[int]]:
@@ -64,17 +42,6 @@ def numa_cpus(local: set[int] | None, allowed: set[int], where: str,
         if cpus and not node_cpus & local:
             return cpus
     raise NotPlaceable("no other NUMA node with CPUs this process may use: the machine has one node here")
-
-
-@contextmanager
-def bound_to(cpus: set[int]) -> Iterator[None]:
-    """Run the calling thread on ``cpus``: memory it first touches lands on their node."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 def near(local: set[int] | None, allocate: Callable[[], Any]) -> Any:

@@ -175,18 +175,10 @@ def sleep_cycles(device: str, seconds: float) -> int:
 def empty_host_cache() -> None:
     """Give the pinned blocks the caching host allocator holds back to the driver; never once a copy is stuck
     (cudaFreeHost synchronizes implicitly: it would wait for that copy for ever)."""
-    import torch
-
+    from ..host_side import empty_host_cache as give_back
     from ..transfers import wedged
 
-    if wedged():
-        return
-
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None and hasattr(accelerator, "empty_host_cache"):
-        accelerator.empty_host_cache()
-    elif hasattr(torch._C, "_host_emptyCache"):  # torch < 2.9
-        torch._C._host_emptyCache()
+    give_back(bool(wedged()))
 
 
 # --- timing one ----------------------------------------------------------------------------------------------

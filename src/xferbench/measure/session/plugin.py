@@ -29,11 +29,13 @@ from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
-#: Run-time state (clocks, caches, pinned cache), the run journal, and the run-time estimate.
+#: Run-time state (clocks, caches, pinned cache), the run journal, the run-time estimate, and the case order
+#: (--xfer-shuffle).
 pytest_plugins = (
     "xferbench.measure.session.run_state",
     "xferbench.measure.record.journal",
     "xferbench.measure.session.estimate",
+    "xferbench.measure.session.order",
 )
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
