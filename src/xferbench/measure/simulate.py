@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import random
-import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -32,6 +30,7 @@ from typing import Any, TypeVar
 
 import tomllib
 
+from ..bounded_read import NotRegular, TooLarge, read_bounded
 from .cases import Case
 from .hardware.devices import accelerator_index
 from .timing import BARE_OPS, CLOCK_SIMULATED, event_device
@@ -255,13 +254,12 @@ def load_spec(path: str | Path) -> MachineSpec:
 
 def _spec_text(path: Path) -> str:
     """The spec's text: a regular file of at most ``_MOST_SPEC_BYTES``, read without blocking (a FIFO is refused)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SpecError("not a regular file (a FIFO, device or socket); give a TOML file")
-        raw = handle.read(_MOST_SPEC_BYTES + 1)
-    if len(raw) > _MOST_SPEC_BYTES:
-        raise SpecError(f"larger than {_MOST_SPEC_BYTES // 2**20} MiB; a machine spec is a few lines")
+    try:
+        raw = read_bounded(path, _MOST_SPEC_BYTES)
+    except NotRegular:
+        raise SpecError("not a regular file (a FIFO, device or socket); give a TOML file") from None
+    except TooLarge:
+        raise SpecError(f"larger than {_MOST_SPEC_BYTES // 2**20} MiB; a machine spec is a few lines") from None
     return raw.decode("utf-8")
 
 

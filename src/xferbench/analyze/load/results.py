@@ -11,7 +11,6 @@ import gzip
 import io
 import json
 import math
-import os
 import stat
 import sys
 import zlib
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...bounded_read import NotRegular, TooLarge, read_bounded
 from ...contract import (
     IDENTITY,
     SCHEMA_VERSION,
@@ -139,16 +139,14 @@ def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> by
     bytes."""
     limit = MAX_RUN_BYTES if limit is None else limit
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        return read_bounded(path, limit, whole=whole)
     except OSError as error:
         raise ResultsError(f"{path}: cannot read it ({error.strerror or type(error).__name__})") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a file")
-        raw = handle.read(limit + 1)
-    if whole and len(raw) > limit:
-        raise ResultsError(f"{path}: larger than {limit // 2**20} MiB, which no run of this suite is; not read")
-    return raw[:limit]
+    except NotRegular:
+        raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a file") from None
+    except TooLarge:
+        raise ResultsError(f"{path}: larger than {limit // 2**20} MiB, which no run of this suite is; not read") \
+            from None
 
 
 def read_text(path: Path) -> str:

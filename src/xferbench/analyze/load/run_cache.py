@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import contract, families
+from ...bounded_read import Refused, read_bounded
 from . import case_time, results
 from .results import fingerprint_problem
 
@@ -119,14 +120,9 @@ _KEY_BYTES = 32
 def _private_read(path: Path, limit: int) -> bytes | None:
     """A regular file of ours, not a link, at most ``limit`` bytes, read without ever blocking; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError:
+        return read_bounded(path, limit, follow_links=False, own_only=True)
+    except (OSError, Refused):
         return None
-    with os.fdopen(fd, "rb") as handle:
-        status = os.fstat(fd)
-        if not stat_module.S_ISREG(status.st_mode) or status.st_uid != os.geteuid() or status.st_size > limit:
-            return None
-        return handle.read(limit + 1)[:limit]
 
 
 def _key() -> bytes | None:

@@ -1,0 +1,53 @@
+"""Reading a file a user named without ever blocking or taking the machine's memory: the one bounded reader.
+
+Both sides read files they are handed (the analysis side its runs and its cache, the
+measuring side a simulated machine's spec), so this sits above them and imports neither.
+A FIFO, a device or a socket is refused once opened, without waiting for a writer; a
+file past its limit is refused (or cut, when only its first bytes are wanted). Each
+caller words the refusal for its own user.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["NotOwned", "NotRegular", "Refused", "TooLarge", "read_bounded"]
+
+
+class Refused(ValueError):
+    """A file opened but not read; the subclass says why, the caller words it."""
+
+
+class NotRegular(Refused):
+    """A FIFO, a device or a socket: reading it could block or never end."""
+
+
+class TooLarge(Refused):
+    """More than the limit, when the whole file was asked for."""
+
+
+class NotOwned(Refused):
+    """Not the user's own file, when only the user's own may be trusted (a cache)."""
+
+
+def read_bounded(path: Path, limit: int, *, whole: bool = True, follow_links: bool = True,
+                 own_only: bool = False) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``, read without blocking. OSError when it cannot be opened
+    (a link, without ``follow_links``); NotRegular for a special file; TooLarge past ``limit`` when ``whole`` (else
+    its first ``limit`` bytes); NotOwned for another user's file under ``own_only``."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegular(str(path))
+        if own_only and status.st_uid != os.geteuid():
+            raise NotOwned(str(path))
+        if whole and status.st_size > limit:  # refused unread: reading a huge file only to refuse it costs its size
+            raise TooLarge(str(path))
+        raw = handle.read(limit + 1)
+    if whole and len(raw) > limit:  # grew since fstat, or a size the file system does not report
+        raise TooLarge(str(path))
+    return raw[:limit]
