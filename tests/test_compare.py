@@ -1357,13 +1357,13 @@ class TestWhatEachSideSays:
             "and a change found may be the upgrade's."]
 
     def test_a_ratio_of_exactly_the_most_shown_is_still_a_number(self):
-        from xferbench.analyze.gate.compare import MAX_SHOWN_RATIO
+        from xferbench.analyze.gate.comparison import MAX_SHOWN_RATIO
 
         assert made(ratio=MAX_SHOWN_RATIO).change == "1000.00x slower"
         assert made(ratio=MAX_SHOWN_RATIO * 1.01).change == ">1000x slower"
 
     def test_an_interval_with_one_end_unknown_is_not_shown(self):
-        from xferbench.analyze.gate.compare import _cells
+        from xferbench.analyze.gate.comparison import _cells
 
         assert _cells(made(low=None))[6] == _cells(made(high=None))[6] == "-"
 

@@ -58,7 +58,7 @@ class TestEveryVerdictIsTheTables:
         assert {rule.verdict for rule in compare.VERDICTS} | {rule.verdict for rule in noise.JUDGED} <= set(
             v.words for v in TABLE)
 
-    @pytest.mark.parametrize("module", ["compare.py", "noise.py", "ab.py"])
+    @pytest.mark.parametrize("module", ["compare.py", "comparison.py", "noise.py", "ab.py"])
     def test_the_gates_never_spell_a_verdict_out(self, module: str):
         """The words are written once, in verdicts.py: a gate names them (REGRESSION, ...), so a verdict it gives
         is always one of the table's (a bare "regresion" would be a verdict no order or icon knows)."""

@@ -43,6 +43,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # compare's and ab's slow tests are power studies (hundreds of comparisons, 30-40 s each) that every surviving
     # mutant would rerun: they stay in the slow tier, as in the README's test command.
     "compare": ("src/xferbench/analyze/gate/compare.py", ["tests/test_compare.py", "-m", "not slow"]),
+    # A compared case and its text, Markdown and JSON: compare's own tests read every form it writes.
+    "comparison": ("src/xferbench/analyze/gate/comparison.py",
+                   ["tests/test_compare.py", "tests/test_escape.py", "-m", "not slow"]),
     "noise": ("src/xferbench/analyze/gate/noise.py", ["tests/test_noise.py"]),
     "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py", "-m", "not slow"]),
     # The verdicts' table: its own tests pin every verdict's words, order, icon and exit status exactly.

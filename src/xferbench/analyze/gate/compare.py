@@ -19,7 +19,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -27,7 +27,6 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pandas as pd
 
-from ... import escape
 from ...contract import (
     environment_differences,
     hardware_differences,
@@ -38,12 +37,20 @@ from ...contract import (
 )
 from ...families import FAMILIES
 from ...output import OutputError, check_output
-from ...units import format_bytes, format_seconds
 from ..load.case_time import learned_spread
 from ..load.history import load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
 from ..load.results import Results, ResultsError, bounded_read, load
 from ..load.run_cache import RunSummary
+from .comparison import (
+    Comparison,
+    markdown_table,
+    strict,
+    summary,
+    to_json,
+    to_markdown,
+    to_text,
+)
 from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
@@ -59,17 +66,13 @@ from .noise import (
 )
 from .verdicts import (
     CANT_TELL,
-    FASTER_WITHIN,
     GONE,
-    IMPROVEMENT,
     NEW,
     NOT_COMPARED,
     NOT_REPRODUCED,
     REGRESSION,
-    SLOWER_WITHIN,
     rank,
 )
-from .verdicts import of as verdict_of
 
 __all__ = [
     "OUTPUT_REFUSALS",
@@ -383,75 +386,6 @@ def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
     return notes
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """One case across the base and new runs (or in only one of them)."""
-
-    path: str
-    nbytes: int
-    case_class: str
-    base_s: float | None  # median over runs of each run's median round
-    new_s: float | None
-    ratio: float | None  # new / base: above 1 is slower
-    low: float | None  # 95% interval of the ratio
-    high: float | None
-    z: float | None  # robust z of the log ratio against the between-run spread
-    floor: float | None
-    spread: float | None  # between-run SD of log time used
-    spread_from: str | None  # calibration, history, default
-    verdict: str  # regression, improvement, not reproduced, can't tell, unchanged, not compared, new, gone
-    smallest: float | None = None  # the smallest change (0.5: 1.5x) this comparison could have flagged
-    key: str = ""  # the case's full identity (contract.Identity.key)
-    environment: tuple[str, ...] = ()  # software that changed between the sides, e.g. "torch 2.12.0 → 2.13.0"
-    why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine), or "not compared"
-    before_step: int = 0  # base runs left out: before a lasting step the gate itself would flag (the baseline moved)
-
-    def __post_init__(self) -> None:
-        verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
-
-    @property
-    def regression(self) -> bool:
-        return verdict_of(self.verdict).fails
-
-    @property
-    def change(self) -> str:
-        if self.ratio is None:
-            return self.verdict
-        if abs(self.ratio - 1) < 0.005:
-            return "same"
-        if self.ratio >= 1:
-            return f"{_times(self.ratio)} slower"
-        return f"{_times(1 / self.ratio)} faster"
-
-    @property
-    def shown_verdict(self) -> str:
-        """The verdict in words: what a "can't tell" could have seen, and what software changed."""
-        shown = self.verdict
-        if self.verdict in (SLOWER_WITHIN, FASTER_WITHIN) and self.floor is not None:
-            shown += " (not gated)" if math.isinf(self.floor) else f" (×{1 + self.floor:.3g})"
-        if self.verdict == CANT_TELL:
-            seen = [] if self.smallest is None or math.isinf(self.smallest) else [
-                f"could see {_times(1 + self.smallest)}"]
-            shown += f" ({'; '.join([*([self.why] if self.why else []), *seen])})" if self.why or seen else ""
-        elif self.verdict == NOT_COMPARED and self.why:
-            shown += f" ({self.why})"
-        if self.before_step:
-            shown += f"; baseline moved: a lasting step left out the {self.before_step} run(s) before it"
-        if self.environment:
-            shown += "; environment changed: " + ", ".join(self.environment)
-        return shown
-
-
-#: The largest ratio printed as a number: beyond it a figure (32379637.39x) says nothing a reader can use and
-#: comes from runs that measured something else (a busy machine's scheduler ticks), so it reads ">1000x".
-MAX_SHOWN_RATIO = 1000.0
-
-
-def _times(ratio: float) -> str:
-    """``1.42x``, or ``>1000x`` past ``MAX_SHOWN_RATIO``."""
-    return f">{MAX_SHOWN_RATIO:g}x" if ratio > MAX_SHOWN_RATIO else f"{ratio:.2f}x"
-
-
 # -- What compare says of a case: verdict rules as small objects, in one ordered list ------------------------------
 # The same shape as the refusals (and noise.JUDGED's, whose rules end the list): each rule is an object that says
 # whether its verdict is the case's; the first that fires decides.
@@ -642,99 +576,3 @@ def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Compar
                            "(this version's: each case names its identity, 'key')") from None
     return _sorted([replace(r, verdict=NOT_REPRODUCED) if r.regression and r.key not in before else r
                     for r in rows])
-
-
-def _cells(r: Comparison) -> list[str]:
-    interval = "-" if r.low is None or r.high is None else f"{r.low:.2f}-{r.high:.2f}x"
-    z = "-" if r.z is None else f"{r.z:+.1f}"
-    floor = "-" if r.floor is None else ("not gated" if math.isinf(r.floor) else f"{r.floor:.0%}")
-    return [r.path, format_bytes(r.nbytes), r.case_class, format_seconds(r.base_s), format_seconds(r.new_s),
-            r.change, interval, z, floor, r.shown_verdict]
-
-
-_HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor", "verdict"]
-
-
-def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-            notes: Sequence[str] = ()) -> str:
-    regressions = sum(r.regression for r in rows)
-    improvements = sum(r.verdict == IMPROVEMENT for r in rows)
-    unsure = sum(r.verdict == CANT_TELL for r in rows)
-    apart = sum(r.verdict == NOT_COMPARED for r in rows)
-    within = sum(r.verdict in (SLOWER_WITHIN, FASTER_WITHIN) for r in rows)
-    z_bound = noise.z_bound if noise is not None else Z_BOUND
-    spread = "calibration file" if noise is not None else ("the base runs" if n_base >= 3 else "class defaults")
-    lines = [f"{regressions} regression(s), {improvements} improvement(s), "
-             + (f"{within} change(s) within the floor, " if within else "") + f"{unsure} {CANT_TELL}, "
-             + (f"{apart} {NOT_COMPARED}, " if apart else "") + f"in {len(rows)} "
-             f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
-             f"beyond the case's floor, slower or faster \"within the floor\" when past the z bound only, unchanged "
-             f"when neither and the 95% interval lies within the floor (between-run spread from {spread})."]
-    if n_base == 1 and n_new == 1 and noise is None:
-        lines.append("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
-                     "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
-    moved = [r for r in rows if r.before_step]
-    if moved:
-        lines.append(f"Baseline moved for {len(moved)} case(s): a lasting step the gate itself flags left out the "
-                     f"base runs before it (up to {max(r.before_step for r in moved)} of {n_base}); each such row "
-                     "says so.")
-    environment = next((r.environment for r in rows if r.environment), ())
-    if environment:
-        lines.append("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, "
-                     "and a change found may be the upgrade's.")
-    return "\n".join([*lines, *notes])
-
-
-def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[Comparison]:
-    """The rows with what a run file wrote (the case's path, the software's versions) passed through ``clean``."""
-    return [replace(r, path=clean(r.path), environment=tuple(map(clean, r.environment)),
-                    why=None if r.why is None else clean(r.why)) for r in rows]
-
-
-def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-            notes: Sequence[str] = ()) -> str:
-    rows, notes = _inert(rows, escape.terminal), [escape.terminal(n) for n in notes]
-    table = [_HEAD] + [_cells(r) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return "\n".join([*lines, "", summary(rows, n_base, n_new, noise, notes)])
-
-
-def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Sequence[str]) -> list[str]:
-    """A Markdown table (the PR comment's), each cell inert text (escape.markdown), each row's icon before its last cell."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for cells, icon in zip(rows, icons, strict=True):
-        escaped = [escape.markdown(c) for c in cells]
-        escaped[-1] = f"{icon} {escaped[-1]}".strip()
-        lines.append("| " + " | ".join(escaped) + " |")
-    return lines
-
-
-def to_markdown(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-                differences: list[str] | None = None, notes: Sequence[str] = ()) -> str:
-    said = summary(_inert(rows, escape.markdown), n_base, n_new, noise, [escape.markdown(n) for n in notes])
-    lines = ["### xferbench comparison", "", said, ""]
-    if differences:
-        lines += ["Compared across machines: " + "; ".join(map(escape.markdown, differences)), ""]
-    lines += markdown_table(_HEAD, [_cells(r) for r in rows], [verdict_of(r.verdict).icon for r in rows])
-    return "\n".join(lines) + "\n"
-
-
-def strict(value: Any) -> Any:
-    """A value for strict JSON: a float that is not finite (inf, NaN: ``JSON.parse`` refuses them) is null."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-            notes: Sequence[str] = ()) -> str:
-    payload = {
-        "z_bound": noise.z_bound if noise is not None else Z_BOUND,
-        "base_runs": n_base,
-        "new_runs": n_new,
-        "regressions": sum(r.regression for r in rows),
-        "environment_changed": list(next((r.environment for r in rows if r.environment), ())),
-        "notes": list(notes),
-        "cases": [{k: strict(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
-                  for r in rows],
-    }
-    return json.dumps(payload, indent=1, allow_nan=False)
