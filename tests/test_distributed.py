@@ -15,7 +15,16 @@ import torch
 from xferbench.analyze.load.results import load
 from xferbench.measure import distributed
 from xferbench.measure.cases import Skipped
-from xferbench.measure.distributed import PROFILES, DistCase, DistributedError, World, build_dist_cases, bus_factor, calls_for
+from xferbench.measure.distributed import (
+    PROFILES,
+    DistCase,
+    DistributedError,
+    World,
+    build_dist_cases,
+    bus_factor,
+    calls_for,
+    injected_faults,
+)
 from xferbench.measure.distributed import torchrun as torchrun_module
 from xferbench.measure.distributed import world as world_module
 from xferbench.measure.distributed.operations import (
@@ -328,7 +337,7 @@ class TestWorld:
     def test_world_of_two_end_to_end(self, monkeypatch):
         """Every op runs and is checked on both ranks; each round recorded is the slower rank's. Rank 1
         arrives 20 ms late at every round: rank 0 waits for it inside the calls, rank 1 does not."""
-        monkeypatch.setenv(world_module.SLOW_RANK_ENV, "1:0.02")  # inherited by the helper rank
+        monkeypatch.setenv(injected_faults.SLOW_RANK_ENV, "1:0.02")  # inherited by the helper rank
         world = World("gloo", timeout_s=30)
         world.start()
         try:
@@ -458,7 +467,7 @@ class TestFaults:
 
     def test_rank_0_raising_is_named_not_rank_1(self, monkeypatch):
         """Rank 0 raises (as an out-of-memory inside a collective would): it is named, rank 1 is not blamed."""
-        monkeypatch.setenv(world_module.FAULT_ENV, "0:raise")
+        monkeypatch.setenv(injected_faults.FAULT_ENV, "0:raise")
         with distributed.running_world("gloo", 5) as world:
             with pytest.raises(DistributedError) as error:
                 world.run(DistCase("all_reduce", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
@@ -466,7 +475,7 @@ class TestFaults:
         assert message.startswith("rank 0 raised injected failure of rank 0") and "rank 1" not in message
 
     def test_out_of_memory_skips_the_case_on_every_rank_and_the_world_goes_on(self, monkeypatch):
-        monkeypatch.setenv(world_module.FAULT_ENV, "1:oom")
+        monkeypatch.setenv(injected_faults.FAULT_ENV, "1:oom")
         with distributed.running_world("gloo", 10) as world:
             with pytest.raises(world_module.CaseSkipped, match=r"^all_to_all-1KiB-float32-gloo-x2: rank\(s\) 1 ran out of "
                                                               r"memory allocating 2\.25 KiB \(injected: rank 1"):
@@ -477,7 +486,7 @@ class TestFaults:
 
     def test_a_stalled_rank_is_named_within_the_deadline(self, monkeypatch):
         """Rank 1 hangs inside a case: the case fails after the deadline naming it, the later ones at once."""
-        monkeypatch.setenv(world_module.FAULT_ENV, "1:stall")
+        monkeypatch.setenv(injected_faults.FAULT_ENV, "1:stall")
         with distributed.running_world("gloo", 3) as world:
             began = time.monotonic()
             with pytest.raises(DistributedError, match=r"^rank 1 stopped answering within \d+ s \(rank 0 raised .*"
@@ -497,7 +506,7 @@ class TestFaults:
             [sys.executable, "-m", "pytest", "bench/test_distributed.py", "bench/test_noop.py", "-q", "-p",
              "no:cacheprovider", "-k", "all_reduce or noop", "--benchmark-only", f"--benchmark-json={out}",
              "--xfer-sizes=1KiB,4KiB", "--xfer-dist-rounds=2", "--xfer-dist-timeout=3", "--xfer-devices=cpu"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300, env=os.environ | {world_module.FAULT_ENV: fault})
+            cwd=ROOT, capture_output=True, text=True, timeout=300, env=os.environ | {injected_faults.FAULT_ENV: fault})
         assert proc.returncode == 1, proc.stdout[-3000:]
         names = [bench["name"] for bench in json.loads(out.read_text())["benchmarks"]]
         assert "test_distributed[all_reduce-1KiB-float32-gloo-x2]" in names

@@ -23,8 +23,9 @@ from xferbench.analyze.report.distributed import (
 from xferbench.analyze.report.page import build_html
 from xferbench.analyze.view import RunView
 from xferbench.measure.distributed import DIST_OPS, free_port
+from xferbench.measure.distributed.injected_faults import FAULT_ENV, SLOW_RANK_ENV
 from xferbench.measure.distributed.torchrun import main
-from xferbench.measure.distributed.world import FAULT_ENV, NODE_ENV, SLOW_RANK_ENV
+from xferbench.measure.distributed.world import NODE_ENV
 
 from processes import kill_tree
 

@@ -7,9 +7,10 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
-from xferbench.measure.distributed import DistCase, DistributedError
+from xferbench.measure.distributed import DistCase, DistributedError, injected_faults
 from xferbench.measure.distributed import world as world_module
-from xferbench.measure.distributed.timing import NcclCallTimer, slow_inside
+from xferbench.measure.distributed.injected_faults import slow_inside
+from xferbench.measure.distributed.timing import NcclCallTimer
 from xferbench.measure.distributed.world import CallTimer, CudaCallTimer, timed_rounds
 
 
@@ -65,14 +66,14 @@ def test_a_gpu_call_is_bracketed_by_events_made_once_and_reused():
                                                 ("1:0.002:inside", {0: (0.0, "inside"), 1: (0.002, "inside")}),
                                                 ("1:0.1", {0: (0.0, ""), 1: (0.1, "")})])
 def test_the_test_only_late_rank(monkeypatch, text, expected):
-    monkeypatch.setenv(world_module.SLOW_RANK_ENV, text)
-    assert {r: world_module.slow_rank_delay(r) for r in expected} == expected
+    monkeypatch.setenv(injected_faults.SLOW_RANK_ENV, text)
+    assert {r: injected_faults.slow_rank_delay(r) for r in expected} == expected
 
 
 def test_a_bad_late_rank_setting_is_one_line(monkeypatch):
-    monkeypatch.setenv(world_module.SLOW_RANK_ENV, "1:0.1:often")
+    monkeypatch.setenv(injected_faults.SLOW_RANK_ENV, "1:0.1:often")
     with pytest.raises(DistributedError, match=r"write it as RANK:SECONDS\[:call\|:inside\]"):
-        world_module.slow_rank_delay(1)
+        injected_faults.slow_rank_delay(1)
 
 
 def _run(tmp_path, rank_seconds, rank_call_seconds=None, op="all_reduce", backend="gloo"):

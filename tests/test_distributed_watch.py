@@ -11,8 +11,9 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.measure.distributed import free_port
+from xferbench.measure.distributed.injected_faults import FAULT_ENV, HANG_ENV
 from xferbench.measure.distributed.watch import STALE_BEATS, WRITTEN, Watch, culprits
-from xferbench.measure.distributed.world import FAULT_ENV, HANG_ENV, NODE_ENV
+from xferbench.measure.distributed.world import NODE_ENV
 
 from processes import kill_tree
 

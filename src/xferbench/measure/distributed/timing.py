@@ -10,19 +10,14 @@ runs the shortest kernel, since its peers' kernels were already waiting for it.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENABLE_TIMING_ENV", "CallTimer", "CudaCallTimer", "NcclCallTimer", "slow_inside", "timed_rounds"]
+__all__ = ["ENABLE_TIMING_ENV", "CallTimer", "CudaCallTimer", "NcclCallTimer", "timed_rounds"]
 
 #: torch's switch for timing each NCCL work on NCCL's own stream (read when the process group is made).
 ENABLE_TIMING_ENV = "TORCH_NCCL_ENABLE_TIMING"
-#: The torch.distributed calls the test-only slow rank wraps (``slow_inside``); not isend and irecv, which
-#: P2POp (the ring) checks by identity.
-WRAPPED = ("broadcast", "all_reduce", "all_gather_into_tensor", "all_gather_single", "reduce_scatter_tensor",
-           "reduce_scatter_single", "all_to_all_single", "send", "recv")
 
 
 class CallTimer:
@@ -136,26 +131,3 @@ class NcclCallTimer(CudaCallTimer):
             return sum(float(work._get_duration()) for work in works) / 1e3
         except Exception:  # no handle (None), timing off (torch raises RuntimeError), or an older torch
             return pairs
-
-
-@contextlib.contextmanager
-def slow_inside(seconds: float, dist: Any = None) -> Iterator[None]:
-    """Test only: every torch.distributed call of this rank sleeps ``seconds`` inside itself before it runs,
-    as a slow Python-side launch would (SLOW_RANK_ENV ``RANK:SECONDS:inside``). ``dist`` defaults to torch's."""
-    if dist is None:
-        import torch.distributed as dist
-    saved = {name: getattr(dist, name) for name in WRAPPED if hasattr(dist, name)}
-
-    def slowed(real: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            time.sleep(seconds)
-            return real(*args, **kwargs)
-        return call
-
-    for name, real in saved.items():
-        setattr(dist, name, slowed(real))
-    try:
-        yield
-    finally:
-        for name, real in saved.items():
-            setattr(dist, name, real)

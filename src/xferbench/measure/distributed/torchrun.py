@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
+from .injected_faults import FAULTS, injected_fault
 from .nccl_log import configured, dump_flight_recorder, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
-    FAULTS,
     CaseSkipped,
     DistributedError,
     Timed,
@@ -37,7 +37,6 @@ from .world import (
     check_own_gpus,
     check_same_settings,
     free_bytes,
-    injected_fault,
     join,
     node_name,
     rank_place,

@@ -33,19 +33,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...units import first_line, format_bytes, format_size
+from ...units import first_line, format_bytes
 from ..hardware.nics import adapters, nearest
 from ..record.pytest_benchmark_adapter import mark_used, new_stats
+from .errors import CaseSkipped, DistributedError, VerificationError
+from .injected_faults import (
+    FAULT_ENV,
+    hang_on_error,
+    hangs,
+    injected_fault,
+    injected_oom,
+    slow_inside,
+    slow_rank_delay,
+)
 from .operations import DistCase, Operation, bytes_needed, operation
 from .options import Profile
-from .timing import ENABLE_TIMING_ENV, CallTimer, CudaCallTimer, NcclCallTimer, slow_inside, timed_rounds
+from .timing import ENABLE_TIMING_ENV, CallTimer, CudaCallTimer, NcclCallTimer, timed_rounds
 from .watch import WATCHDOG_MARGIN_S
 
 __all__ = [
-    "FAULT_ENV",
-    "HANG_ENV",
     "NODE_ENV",
-    "SLOW_RANK_ENV",
     "CallTimer",
     "CudaCallTimer",
     "CaseSkipped",
@@ -69,16 +76,6 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 #: This process's node, when hostnames do not tell nodes apart (tests split one machine in two).
 NODE_ENV = "XFERBENCH_NODE"
-#: Test only: ``RANK:SECONDS`` makes that rank arrive SECONDS late at every round (a sleep before its calls);
-#: ``RANK:SECONDS:call``, late into every call of the round (a sleep before each call, inside the timed round);
-#: ``RANK:SECONDS:inside``, slow inside each of its torch.distributed calls (a slow launch: timing.slow_inside).
-SLOW_RANK_ENV = "XFERBENCH_TEST_SLOW_RANK"
-#: Test only: ``RANK:FAULT[:AFTER]`` makes that helper rank fail at the case after the first AFTER (0): FAULTS.
-FAULT_ENV = "XFERBENCH_TEST_FAULT"
-FAULTS = ("exit-early", "die-mid-run", "stall", "raise", "oom")
-#: Test only: set, a collective whose peer is gone hangs instead of raising, as NCCL's do (the host waits in
-#: ``torch.cuda.synchronize`` until the watchdog ends the process): proves the host-side deadline on gloo.
-HANG_ENV = "XFERBENCH_TEST_NCCL_HANG"
 #: The slowest a rank may move a payload byte before its call counts as hung (bytes per second):
 #: a single multi-GB gloo call on a slow host must not pass for a dead rank.
 FLOOR_BYTES_PER_S = 100e6
@@ -90,36 +87,8 @@ STARTUP_S = 30.0
 _WAITING = ("timed out", "timeout", "connection closed", "connection reset", "reset by peer", "broken pipe")
 
 
-class DistributedError(RuntimeError):
-    """The world could not be formed or broke; the message names the rank, host and address."""
-
-
-class VerificationError(RuntimeError):
-    """A collective delivered wrong data; the message names the ranks that hold it."""
-
-
-class CaseSkipped(RuntimeError):
-    """Every rank skipped this case (some rank could not hold it); the message says which and why."""
-
-
 def node_name() -> str:
     return os.environ.get(NODE_ENV) or socket.gethostname()
-
-
-def slow_rank_delay(rank: int) -> tuple[float, str]:
-    """The test-only extra seconds of ``rank`` (see SLOW_RANK_ENV), and where: "" before every round, "call"
-    before every call, "inside" inside every call."""
-    text = os.environ.get(SLOW_RANK_ENV, "")
-    if not text:
-        return 0.0, ""
-    slow, seconds, *where = text.split(":") + ([] if text.count(":") else [""])
-    try:
-        if where not in ([], ["call"], ["inside"]):
-            raise ValueError(text)
-        return (float(seconds) if int(slow) == rank else 0.0), "".join(where)
-    except ValueError:
-        raise DistributedError(f"{SLOW_RANK_ENV}={text!r}: write it as RANK:SECONDS[:call|:inside], "
-                               "e.g. 2:0.005") from None
 
 
 def rank_device(backend: str, local_rank: int, gpu_count: int) -> str:
@@ -251,13 +220,13 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
         _set_timeout(step_deadline(timeout_s, case, iterations, warmup) + WATCHDOG_MARGIN_S
                      if progress is not None and watched else call_deadline(timeout_s, case))
     step = progress or (lambda: None)
-    gather = _hang_on_error(exchange(device, case.world_size))  # bound now: a slowed rank's exchange is not
+    gather = hang_on_error(exchange(device, case.world_size))  # bound now: a slowed rank's exchange is not
     members = case.pair if case.point_to_point else tuple(range(case.world_size))
     delay, where = slow_rank_delay(rank) if rank in members else (0.0, "")
     with slow_inside(delay) if where == "inside" else contextlib.nullcontext():  # before the op binds its calls
         op = _allocate(case, rank, device, gather, per_node, build or operation)
-        if os.environ.get(HANG_ENV):
-            op = Operation(op.reset, _hang_on_error(op.call), op.check, _hang_on_error(op.sync))
+        if hangs():
+            op = Operation(op.reset, hang_on_error(op.call), op.check, hang_on_error(op.sync))
         step()
         op.reset()
         timer = _call_timer(case)
@@ -392,21 +361,6 @@ def _gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def injected_fault(rank: int) -> tuple[str, int] | None:
-    """The injected fault of ``rank`` and after how many cases (see FAULT_ENV), or None."""
-    text = os.environ.get(FAULT_ENV, "")
-    if not text:
-        return None
-    parts = text.split(":")
-    try:
-        who, kind, after = int(parts[0]), parts[1], int(parts[2]) if len(parts) > 2 else 0
-    except (ValueError, IndexError):
-        raise DistributedError(f"{FAULT_ENV}={text!r}: write it as RANK:FAULT[:AFTER], e.g. 1:die-mid-run:2") from None
-    if kind not in FAULTS:
-        raise DistributedError(f"{FAULT_ENV}={text!r}: the fault is one of {', '.join(FAULTS)}")
-    return (kind, after) if who == rank else None
-
-
 def call_deadline(timeout_s: float, case: DistCase, calls: int = 1) -> float:
     """Seconds ``calls`` calls of ``case`` may take before a rank counts as hung: the timeout,
     plus the payload's footprint moved at FLOOR_BYTES_PER_S each call."""
@@ -417,20 +371,6 @@ def step_deadline(timeout_s: float, case: DistCase, iterations: int, warmup: int
     """Seconds one step of ``case`` (its warm-up, a round, the check: the most calls between two
     steps, and one more) may take on the host before the rank counts as hung (see watch.py)."""
     return call_deadline(timeout_s, case, max(iterations, warmup) + 1)
-
-
-def _hang_on_error(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn``, which hangs where it would raise when HANG_ENV is set (a test's fake of NCCL); else ``fn``."""
-    if not os.environ.get(HANG_ENV):
-        return fn
-
-    def hanging(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception:
-            while True:  # as the host in torch.cuda.synchronize when an NCCL peer is gone: only a watchdog ends it
-                time.sleep(60)
-    return hanging
 
 
 def _set_timeout(seconds: float) -> None:
@@ -725,12 +665,6 @@ def _case_of(message: dict[str, Any]) -> DistCase:
     return DistCase(**fields)
 
 
-def _injected_oom(case: DistCase, rank: int, device: str) -> Operation:
-    import torch
-
-    raise torch.OutOfMemoryError(f"injected: rank {rank} could not allocate {format_size(case.nbytes)} ({FAULT_ENV})")
-
-
 def worker(args: argparse.Namespace) -> int:
     """A rank of the world inside pytest: run what the coordinator hands out until told to stop."""
     import torch.distributed as dist
@@ -768,7 +702,7 @@ def _serve(channel: Channel, args: argparse.Namespace, device: str, fault: tuple
         try:
             if kind == "raise":
                 raise RuntimeError(f"injected failure of rank {args.rank} ({FAULT_ENV})")
-            build = _injected_oom if kind == "oom" else None
+            build = injected_oom if kind == "oom" else None
             timed = run_on_rank(case, args.rank, device, message["rounds"], message["iterations"], message["warmup"],
                                 per_node=args.world_size, timeout_s=args.timeout, build=build,
                                 progress=lambda: channel.send({"progress": True}), watched=False)
