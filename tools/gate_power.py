@@ -11,7 +11,7 @@ What docs/regression-tracking.md reports was made so (about 75 minutes on a busy
 collect
     Real quick-profile runs (the gate's: ``bench/`` without ``test_distributed.py``),
     interleaved round by round: A, slowed 2x, A, slowed 1.5x, ... The slowdown is
-    the test-only hook ``XFERBENCH_TEST_SLOWDOWN=host@8MiB=F`` on the bandwidth-bound
+    the slowdown ``XFERBENCH_TEST_SLOWDOWN=host@8MiB=F`` (docs/options.md) on the bandwidth-bound
     host copies. Runs land in ``POOL/{aa,x2,x1.5}/``; ``POOL/log.tsv`` keeps each run's
     start, seconds and the load average before it.
 collect-ab

@@ -1,4 +1,4 @@
-"""A test-only hook that really slows one path down, to prove the regression gate has teeth.
+"""A real slowdown of one path, on purpose: how a team proves its regression gate has teeth (docs/options.md).
 
 ``XFERBENCH_TEST_SLOWDOWN="host@8MiB=1.5"`` makes every timed call of an ``host``
 case of 8 MiB or more take 1.5x as long: the call runs, then the caller spins for
@@ -8,6 +8,8 @@ machine info does not change: the slowdown is meant to look like a regression.
 The factor is a lower bound: on an oversubscribed machine the spin can end a
 scheduler tick late (1.25x on a 30 ms copy was measured as up to 2x under a load
 of 10 on 2 cores), so tests that need an exact factor scale recorded rounds instead.
+The variable keeps the name CI scripts already set; the faults only the project's own
+tests inject into ranks are in measure/distributed/injected_faults.py.
 """
 
 from __future__ import annotations

@@ -460,7 +460,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
     benchmark.group = f"{case.op} {case.src}->{case.dst}"
     info = benchmark.extra_info
     with intra_op_threads(1 if case.variant == "single_thread" else None), backend.timed(case, op) as issued:
-        call = slowed(synchronized(issued, touched, backend, deadline), slowdown_for(case.op, case.nbytes))  # test-only hook
+        call = slowed(synchronized(issued, touched, backend, deadline), slowdown_for(case.op, case.nbytes))  # unset: unwrapped
         for _ in range(WARMUP_CALLS):
             call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)
