@@ -24,6 +24,7 @@ from xferbench.measure.distributed import (
     bus_factor,
     calls_for,
     injected_faults,
+    pytest_world,
 )
 from xferbench.measure.distributed import torchrun as torchrun_module
 from xferbench.measure.distributed import world as world_module
@@ -36,8 +37,9 @@ from xferbench.measure.distributed.operations import (
     plateau_sizes,
     scan_sizes,
 )
+from xferbench.measure.distributed.pytest_world import record
 from xferbench.measure.distributed.torchrun import Launch, launched
-from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, record, timed_rounds
+from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, timed_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = PROFILES["quick"]
@@ -266,13 +268,13 @@ class TestDeviceOwnership:
         def fake_join(*args, **kwargs):
             joined.append(args)
             raise RuntimeError("stop here")
-        monkeypatch.setattr(world_module, "join", fake_join)
-        monkeypatch.setattr(world_module, "_gpu_count", lambda: 2)
-        monkeypatch.setattr(world_module.socket, "create_connection", lambda address: None)
-        monkeypatch.setattr(world_module.Channel, "send", lambda self, message: said.append(message))
+        monkeypatch.setattr(pytest_world, "join", fake_join)
+        monkeypatch.setattr(pytest_world, "_gpu_count", lambda: 2)
+        monkeypatch.setattr(pytest_world.socket, "create_connection", lambda address: None)
+        monkeypatch.setattr(pytest_world.Channel, "send", lambda self, message: said.append(message))
         args = Namespace(fault=None, backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,
                          device=None, coordinator=1)
-        assert world_module.worker(args) == 2
+        assert pytest_world.worker(args) == 2
         assert joined[0][-1] == "cuda:1" and said == [{"rank": 1}, {"error": "stop here"}]
 
     def test_the_world_puts_its_ranks_on_the_chosen_gpus(self, monkeypatch):
@@ -288,7 +290,7 @@ class TestDeviceOwnership:
 
             wait = kill = lambda self, timeout=None: 3
         world = World("nccl", 1.0, gpus=["cuda:2", "cuda:3"])
-        monkeypatch.setattr(world_module.subprocess, "Popen", Exited)
+        monkeypatch.setattr(pytest_world.subprocess, "Popen", Exited)
         with pytest.raises(DistributedError, match=r"rank\(s\) 0, 1 .* \(rank 0: it exited with code 3; rank 1: it exited"):
             world.start()
         world.close()
@@ -395,8 +397,8 @@ class TestWorld:
         busy = socket.socket()
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        ports = iter([busy.getsockname()[1], world_module.free_port()])
-        monkeypatch.setattr(world_module, "free_port", lambda: next(ports))
+        ports = iter([busy.getsockname()[1], pytest_world.free_port()])
+        monkeypatch.setattr(pytest_world, "free_port", lambda: next(ports))
         world = World("gloo", timeout_s=20)
         try:
             world.start()
@@ -492,7 +494,7 @@ class TestFaults:
             with pytest.raises(DistributedError, match=r"^rank 1 stopped answering within \d+ s \(rank 0 raised .*"
                                                        r"waiting for it\) during broadcast-4B"):
                 world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 2)
-            assert time.monotonic() - began < 3 + 2 * world_module.GRACE_S + 30  # bounded: no hang
+            assert time.monotonic() - began < 3 + 2 * pytest_world.GRACE_S + 30  # bounded: no hang
             with pytest.raises(DistributedError, match="broke earlier"):
                 world.run(DistCase("broadcast", 4, "gloo", 2), RecordingBenchmark(), QUICK, 2)
             assert world.helpers == []  # both ranks taken down

@@ -8,7 +8,6 @@ import pytest
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.measure.distributed import DistCase, DistributedError, injected_faults
-from xferbench.measure.distributed import world as world_module
 from xferbench.measure.distributed.injected_faults import slow_inside
 from xferbench.measure.distributed.timing import NcclCallTimer
 from xferbench.measure.distributed.world import CallTimer, CudaCallTimer, timed_rounds
@@ -18,7 +17,7 @@ def test_each_call_is_timed_and_shared_after_each_round(monkeypatch):
     """This rank spends 1 s inside each call and sleeps 2 s before each (the test-only late rank): its round takes
     3 s a call, its time inside the calls 1 s; both are shared with every rank after each round."""
     now = [0.0]
-    monkeypatch.setattr(world_module.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(injected_faults.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
 
     def call() -> None:
         now[0] += 1.0
@@ -143,7 +142,7 @@ def test_on_nccl_a_call_is_timed_by_its_collective_on_nccl_stream():
 
 def test_the_test_only_slow_launch_sleeps_inside_the_call_and_is_undone(monkeypatch):
     slept = []
-    monkeypatch.setattr(world_module.time, "sleep", slept.append)
+    monkeypatch.setattr(injected_faults.time, "sleep", slept.append)
     calls = []
     dist = type("Dist", (), {"all_reduce": staticmethod(lambda buf, async_op=False: calls.append((buf, async_op)))})
     real = dist.all_reduce

@@ -158,7 +158,8 @@ def test_a_hung_helper_is_found_within_a_step_not_the_whole_case(monkeypatch):
     from test_distributed import RecordingBenchmark
     from xferbench.measure.distributed import DistCase, DistributedError, running_world
     from xferbench.measure.distributed.options import PROFILES
-    from xferbench.measure.distributed.world import GRACE_S, call_deadline, step_deadline
+    from xferbench.measure.distributed.pytest_world import GRACE_S
+    from xferbench.measure.distributed.world import call_deadline, step_deadline
 
     monkeypatch.setenv(HANG_ENV, "1")
     monkeypatch.setenv(FAULT_ENV, "1:stall")

@@ -14,10 +14,11 @@ Four modules, one job each:
 with ``options`` holding the profile record and the option table both front-ends share.
 """
 
+from .errors import DistributedError, VerificationError
 from .operations import DIST_OPS, DistCase, build_dist_cases, bus_factor, calls_for, world_backend
 from .options import PROFILES, Profile
+from .pytest_world import World, free_port, running_world
 from .torchrun import main
-from .world import DistributedError, VerificationError, World, free_port, running_world
 
 __all__ = [
     "DIST_OPS",

@@ -28,6 +28,7 @@ from .injected_faults import FAULTS, injected_fault
 from .nccl_log import configured, dump_flight_recorder, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
+from .pytest_world import worker
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
     CaseSkipped,
@@ -43,7 +44,6 @@ from .world import (
     roll_call,
     run_on_rank,
     step_deadline,
-    worker,
 )
 
 if TYPE_CHECKING:
