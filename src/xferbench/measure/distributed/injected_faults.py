@@ -100,7 +100,9 @@ def slow_inside(seconds: float, dist: Any = None) -> Iterator[None]:
     """Every torch.distributed call of this rank sleeps ``seconds`` inside itself before it runs,
     as a slow Python-side launch would (SLOW_RANK_ENV ``RANK:SECONDS:inside``). ``dist`` defaults to torch's."""
     if dist is None:
-        import torch.distributed as dist
+        import torch.distributed
+
+        dist = torch.distributed
     saved = {name: getattr(dist, name) for name in WRAPPED if hasattr(dist, name)}
 
     def slowed(real: Callable[..., Any]) -> Callable[..., Any]:
