@@ -413,3 +413,51 @@ def test_the_pinning_break_even_is_read_back_per_size(full, html):
     assert html.index('id="section-pin_memory"') < html.index('id="break-even"')
     assert "<td>256 MiB</td><td>cuda:0</td><td>134 ms</td><td>37.7 ms (scenario)</td><td>4.9 ms (h2d family)</td>" \
            "<td>32.8 ms</td><td>from copy 5 (pinning = 4.1× one copy&#39;s saving)</td>" in table
+
+
+# -- Both sample files: a second run never displaces the first (issue 49, item 2) ----------------------------------
+
+@pytest.fixture(scope="module")
+def merged():
+    return load([SAMPLES / "full.json.gz", SAMPLES / "quick-scenarios.json"])
+
+
+def test_both_files_keep_every_result_and_read_the_better_measured_instance(merged):
+    """quick-scenarios (5-20 rounds a case) measured 42 of the full run's cases (30-150 rounds) again: all 562 results
+    are kept, each of the 520 cases reads one, and the 42 read the full run's."""
+    assert len(merged.measured) == 512 + 50 and len(merged.frame) == 520
+    assert merged.frame["case_key"].is_unique
+    assert merged.frame["run"].value_counts().to_dict() == {"full.json": 512, "quick-scenarios": 8}
+    assert "42 case(s) were measured in more than one run" in merged.repeated and "42 from full.json." in merged.repeated
+
+
+def test_the_issues_figures_read_the_full_run_again(merged):
+    """Before: the non-blocking copy 'returned in 43.6 µs', placement 9.64×, the 64 MiB break-even "can't tell" and no
+    100 M-parameter net.to. The full run measured 12.06 µs, 15.3×, copy 6 and 382 MiB of parameters."""
+    view = RunView.of(merged)
+    stall = " ".join(scenario_findings(view, "sync_stall"))
+    events = merged.frame[merged.frame["variant"].eq("nonblocking_event")].set_index("nbytes")["median_s"]
+    assert round(events[4] * 1e6, 2) == 12.06 and round(events[MiB] * 1e6, 2) == 12.0
+    assert "returned in 12 µs." in stall
+    assert "(15.33x)" in " ".join(scenario_findings(view, "placement"))
+    rows = {row["size"]: row for row in pinning_break_even(view)}
+    assert rows[64 * MiB]["verdict"] == "from copy 6 (pinning = 5.6× one copy's saving)"
+    assert "to 382 MiB of parameters" in " ".join(scenario_findings(view, "module_to"))
+    assert not any(s.startswith("These sentences read") for op in ("sync_stall", "placement", "module_to")
+                   for s in scenario_findings(view, op))
+
+
+def test_a_figure_names_each_run_it_draws_and_never_joins_them(merged):
+    """copy_kind and sync read cases of both runs (quick-scenarios measured some the full run did not): each bar and
+    series is named by its run; a line of a scenario drawn per run."""
+    from xferbench.analyze.report.series import case_labels
+
+    rows = merged.frame[merged.frame["op"] == "copy_kind"]
+    labels = case_labels(rows)
+    assert labels[rows["run"] == "quick-scenarios"].str.endswith("(quick-scenarios)").all()
+    assert labels[rows["run"] == "full.json"].str.endswith("(full.json)").all()
+    stall = merged.frame[merged.frame["op"] == "sync_stall"]
+    assert case_labels(stall, sized=False).nunique() == stall["variant"].nunique()  # one run: one line per call
+    two = pd.concat([stall, stall.assign(run="quick-scenarios", nbytes=stall["nbytes"] * 2)], ignore_index=True)
+    lines = two.groupby(case_labels(two, sized=False))["run"].nunique()
+    assert len(lines) == 2 * stall["variant"].nunique() and (lines == 1).all()

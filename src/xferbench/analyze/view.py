@@ -136,15 +136,17 @@ class RunView:
         return len(self.instances) > 1
 
     def newest_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
-        """``rows`` of one instance, the newest that measured any of them (so that nothing said of them divides
-        a figure of one boot by one of another), that instance, and how many rows of other instances were left."""
+        """``rows`` of one instance, the one that measured most of them, ties to the newest (so that nothing said of
+        them divides a figure of one boot by one of another, and a short second run of a few cases does not speak
+        for a family the first measured whole), that instance, and how many rows of other instances were left."""
         if not self.several_instances or rows.empty:
             return rows, None, 0
         numbers = rows["run"].astype(str).map(lambda run: getattr(self._instance_of_run.get(run), "number", 0))
-        newest = int(numbers.max())
-        kept = rows[numbers == newest]
+        counts = numbers.value_counts()
+        chosen = int(max(counts.index, key=lambda number: (counts[number], number)))
+        kept = rows[numbers == chosen]
         left = len(rows) - len(kept)
-        return kept, (self.instances[newest - 1] if left and newest else None), left
+        return kept, (self.instances[chosen - 1] if left and chosen else None), left
 
     # -- what is derived ---------------------------------------------------------------------------------------
 

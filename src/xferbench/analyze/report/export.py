@@ -140,7 +140,7 @@ def instances_line(view: RunView) -> str:
     parts = [f"{instance.label}: {sum(int(counts.get(run, 0)) for run in instance.runs)} benchmarks"
              for instance in view.instances]
     return ("Machine instances: " + "; ".join(parts) + ". Figures of different instances are never divided by "
-            "one another.")
+            "one another." + (f" {view.results.repeated}" if view.results.repeated else ""))
 
 
 def frame_for_csv(view: RunView) -> pd.DataFrame:
