@@ -242,9 +242,11 @@ def test_cuda_against_to_is_a_spread_per_size_read_back_from_the_json(full):
     rows = RAW[(RAW["op"] == "cuda_vs_to") & RAW["variant"].isin(("cuda", "to_str", "to_device"))]
     spreads = {n: g["median"].max() / g["median"].min() - 1 for n, g in rows.groupby("nbytes")}
     assert scenario_findings(RunView.of(full), "cuda_vs_to") == [
-        ".cuda(i), .to('cuda:i') and .to(torch.device) differed by "
+        ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: they differed by "
         + ", ".join(f"{v:.1%} at {format_bytes(n)}" for n, v in sorted(spreads.items()))
-        + " (slowest over fastest of the same size)."]
+        + " (slowest over fastest of the same size), which measures the run's drift, not a cost of the call.",
+        "Held against this run's other same-code pairs (.cuda(i), .to('cuda:i') and .to(torch.device)): 1.5% at 1 MiB, "
+        "within the other pairs' 29.8%: can't tell; 26.7% at 64 MiB, within the other pairs' 29.8%: can't tell."]
     assert [f"{v:.1%}" for _, v in sorted(spreads.items())] == ["1.5%", "26.7%"]  # not 9909% across sizes
 
 
@@ -382,9 +384,11 @@ def test_the_page_reads_the_cpu_ladder_step_by_step(html):
     cells = re.findall(r'<td class="n">(.*?)</td>', row[1])
     assert row[0] == format_seconds(call) == "181 ms"
     expected = [call - touched, touched - pinned, pinned - dma, dma]
-    assert cells[:4] == [f"{format_seconds(t)} ({t / call:.0%})" if t / call >= 0.01 else f"{format_seconds(t)} "
-                         f"({t / call:.1%})" for t in expected]
-    assert cells[:4] == ["163 ms (90%)", "12.8 ms (7%)", "119 µs (0.1%)", "4.85 ms (3%)"]
+    # launch and synchronization: pinned copy_ and its DMA lie 2.4% apart, within the run's drift floor (29.8%)
+    assert (pinned / dma - 1) < RunView.of(load([SAMPLES / "full.json.gz"])).drift.floor()
+    assert cells[:4] == [f"{format_seconds(t)} ({t / call:.0%})" if i != 2 else "can&#39;t tell"
+                         for i, t in enumerate(expected)]
+    assert cells[:4] == ["163 ms (90%)", "12.8 ms (7%)", "can&#39;t tell", "4.85 ms (3%)"]
     assert "allocation + first touch" not in html and "not attributed" not in html
     assert html.index('id="plot-bandwidth-d2h"') < html.index('id="plot-ladder"') < html.index('id="why"')
 

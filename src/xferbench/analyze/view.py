@@ -9,7 +9,7 @@ than their spread, so a figure of one is never divided by a figure of the other.
 
 It sits between the loading side (load/) and its readers (report/, gate/): it imports load/ and model, and
 neither report nor gate. The ladders of controls (one factor removed per step, docs/design.md section 6)
-hang on it in ``ladders``. No torch here.
+hang on it in ``ladders``, the run's drift floor (its same-code pairs) in ``drift``. No torch here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..contract import Fingerprint
+from .drift import Drift, same_code_pairs
 from .ladder import Ladder, ladders
 from .load.results import Results
 from .model import (
@@ -209,7 +210,13 @@ class RunView:
     def ladders(self) -> list[Ladder]:
         """The ladders of controls of the run's costs, by call (docs/design.md section 6: each step one factor
         removed, read from two cases of the same run and size): ``ladder.ladders``, computed once."""
-        return ladders(self.rows)
+        return ladders(self.rows, self.drift.floor())
+
+    @cached_property
+    def drift(self) -> Drift:
+        """The run's drift floor from its same-code pairs (``drift.Drift``): how far the same code moved while the run
+        ran, the least difference between two of its cases that the report tells apart."""
+        return Drift(same_code_pairs(self.rows))
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

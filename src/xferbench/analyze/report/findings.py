@@ -197,6 +197,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             row["saved_s"] = float(pageable["median_s"] - pinned["median_s"])
             spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
             row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
+            if view.drift.within(float(pageable["median_s"]), float(pinned["median_s"])):  # drift alone could save it
+                row["verdict"], copies = f"can't tell: the two copies lie {view.drift.clause()}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
@@ -209,8 +211,9 @@ def h2d_pinned_vs_pageable(view: RunView) -> str | None:
     if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
+    verdict = f", {view.drift.clause()}: can't tell" if view.drift.within(a, b) else ""
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
-            f"{a:.3g} GB/s ({b / a:.1f}×).")
+            f"{a:.3g} GB/s ({b / a:.1f}×{verdict}).")
 
 
 def same_device_vs_link(view: RunView) -> str | None:
@@ -316,7 +319,11 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
     fits = view.single_thread_fits
     if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
         return ""
-    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {float(fits['stated_gbps'].max()):.3g} "
+    one = float(fits["stated_gbps"].max())
+    if view.drift.within(one, beta):
+        return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: whether more "
+                f"threads made the host copy slower, can't tell ({view.drift.clause()}).")
+    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
 
@@ -552,7 +559,11 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or finding is None:
         return []
+    rows = rows.copy()
+    rows.attrs["drift_floor"] = view.drift.floor()  # its ratios read "can't tell" within it (families.base.ratios)
     said = finding(rows)
+    if (verdict := view.drift.verdict(op)) is not None:
+        said.append(verdict)
     if instance is not None:
         said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "
                     "instance (another boot) are left out of them, never set against these (the figure and the table "

@@ -575,7 +575,8 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         tip(bar.patches[0], [label + what])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(short(factor) if told else "can't tell (interval holds zero)", bar.patches[0])
+        legend.setdefault(short(factor) if told else "can't tell (interval holds zero, or within the drift floor)",
+                          bar.patches[0])
         left += width
 
 
@@ -607,7 +608,7 @@ def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, c
           split: str | None) -> dict[str, str]:
     span = f"{format_seconds(low)} to {format_seconds(high)}"
     if not told:
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span} holds zero: {cases}"}
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
@@ -623,7 +624,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
     factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
     rows = []
     for ladder in found:
-        cases = [f"{s.above.case} − {s.below.case}" for s in ladder.steps] + [ladder.base.case]
+        cases = [("" if s.told else f"{ladder.why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
+                 for s in ladder.steps] + [ladder.base.case]
         splits = [ladder.split_text(s) for s in ladder.steps] + [None]
         cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
@@ -694,9 +696,9 @@ def _caption(view: RunView, key: str, caption: str) -> str:
 LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
     "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
-    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) "
-    "holds zero is hatched: can't tell. The launch + synchronize rung also swaps blocking for non-blocking (that "
-    "copy's device time is the DMA). Hover a cell for its cases and interval.")
+    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) holds "
+    "zero, or whose two rungs lie within this run's drift floor, is hatched: can't tell. The launch + synchronize rung "
+    "also swaps blocking for non-blocking (that copy's device time is the DMA). Hover a cell for its cases and interval.")
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
