@@ -224,3 +224,17 @@ def test_identical_calls_run_far_apart_are_cant_tell_and_a_real_difference_is_sa
     assert pair.spread <= drift.floor(pair)
     said = h2d_pinned_vs_pageable(far_apart)
     assert said is not None and "can't tell" not in said and "(1.5×)." in said
+
+
+def test_a_key_finding_ratio_within_the_floor_is_cant_tell():
+    """Pinned h2d 1.1x pageable, in a run whose .cuda()/.to() lie 25% apart: the 1.1x is the run's drift as far as it
+    can tell; without a floor (no same-code pair) the sentence carries no verdict."""
+    frame = pd.DataFrame([row("h2d", "cuda", MiB, 1.0e-3), row("h2d", "to", MiB, 1.25e-3),
+                          row("h2d", "copy_", MiB, 0.9e-3, host_memory="pinned")])
+    frame = frame.assign(bandwidth_gbps=frame["nbytes"] / frame["median_s"] / 1e9)
+    assert h2d_pinned_vs_pageable(RunView.of_rows(frame)) == (
+        "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 1.05 GB/s (1.1×, within this run's "
+        "drift floor (25.0%): can't tell).")
+    alone = frame[frame["method"] != "to"]
+    assert h2d_pinned_vs_pageable(RunView.of_rows(alone)) == (
+        "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 1.05 GB/s (1.1×).")

@@ -91,13 +91,21 @@ def d2h_usual_way_back(view: RunView) -> str | None:
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
                 f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
-                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× as long as into pinned memory "
+                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}×{_drift(view, usual['median_s'] / pinned['median_s'])} "
+                "as long as into pinned memory "
                 f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
-                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned)" + _fresh_clause(view, way["size"]))
+                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned{_drift(view, best['median_s'] / pinned['median_s'])})"
+                     + _fresh_clause(view, way["size"]))
     return sentence
+
+
+def _drift(view: RunView, ratios: pd.Series | float) -> str:
+    """`` (can't tell: within this run's drift floor (29.8%))`` where a ratio of two of the run's times lies within it."""
+    within = any(view.drift.within(float(r), 1.0) for r in pd.Series(ratios, dtype=float))
+    return f" (can't tell: {view.drift.clause()})" if within else ""
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -121,12 +129,13 @@ def the_fix(view: RunView) -> str | None:
         return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
                 f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
                 f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.2g')}× faster than "
-                ".cpu() / .to('cpu').")
+                f".cpu() / .to('cpu'){_drift(view, usual['median_s'] / fix['median_s'])}.")
     pinned = way["pinned"]
     blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
     return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
             f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
-            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu'). "
+            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu')"
+            f"{_drift(view, usual['median_s'] / pinned['median_s'])}. "
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
@@ -228,8 +237,8 @@ def same_device_vs_link(view: RunView) -> str | None:
     beyond = (f" ({peak['bandwidth_gbps']:.4g} GB/s at {format_bytes(int(peak['nbytes']))})"
               if peak is not None and peak["bandwidth_gbps"] > best["bandwidth_gbps"] else "")
     sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}{beyond}, "
-                f"{ratio:.0f}× the best host-to-device copy at that size: data that stays on the GPU is cheap, crossing "
-                "the link is not.")
+                f"{ratio:.0f}×{_drift(view, ratio)} the best host-to-device copy at that size: data that stays on the GPU "
+                "is cheap, crossing the link is not.")
     if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
     return sentence
