@@ -465,3 +465,14 @@ def test_a_figure_names_each_run_it_draws_and_never_joins_them(merged):
     two = pd.concat([stall, stall.assign(run="quick-scenarios", nbytes=stall["nbytes"] * 2)], ignore_index=True)
     lines = two.groupby(case_labels(two, sized=False))["run"].nunique()
     assert len(lines) == 2 * stall["variant"].nunique() and (lines == 1).all()
+
+
+def test_the_sync_loop_sentence_names_the_host_side_path_it_searched(full):
+    """It searches host to device, device to host and host copies: the same-device copy's fitted β (2.12e3 GB/s) is
+    higher, so "the path with the highest fitted β" was false; it is the host-side path's."""
+    view = RunView.of(full)
+    said = next(s for s in findings(view) if s.startswith("In a loop that synchronizes after every call"))
+    assert "the host-side path with the highest fitted β (d2h pinned non-blocking copy_ cuda:0->cpu)" in said
+    named = view.fit_of("d2h pinned non-blocking copy_ cuda:0->cpu")["stated_gbps"]
+    d2d = view.fits[view.fits["op"] == "d2d"]["beta_gbps"].max()
+    assert f"{d2d:.3g}" == "2.12e+03" and d2d > named

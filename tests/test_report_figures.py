@@ -59,7 +59,8 @@ class TestHonestFindings:
         """The issue's case: a fit over cached sizes said ~60 GB/s while 256 MiB measured 14; the page says 14."""
         results = load([SWEEP])
         sentences = findings(RunView.of(results))
-        assert sentences[0].startswith("In a loop that synchronizes after every call, the path with the highest fitted β "
+        assert sentences[0].startswith("In a loop that synchronizes after every call, the host-side path with the highest "
+                                       "fitted β "
                                        "(host pageable copy_ cpu) has a fixed cost α = 0.751 µs and a bandwidth β = "
                                        "14 GB/s (the bandwidth its largest size, 256 MiB, reached: smaller sizes ran "
                                        "from cache and would suggest more)")

@@ -310,7 +310,7 @@ def latency_bound(view: RunView) -> str | None:
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
     best = stated.loc[stated["stated_gbps"].idxmax()]
-    sentence = (f"In a loop that synchronizes after every call, the path with the highest fitted β ({best['path']}) "
+    sentence = (f"In a loop that synchronizes after every call, the host-side path with the highest fitted β ({best['path']}) "
                 f"has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
