@@ -116,8 +116,8 @@ class TestFigures:
         assert "host memory copy" not in svg and "single-thread host memcpy" not in svg
         caption = re.search(r'data-plot="bandwidth-h2d".*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
         assert "no host roof: this run measured no single-thread host memcpy" in caption
-        # and each point's hover text says its share of the tightest roof
-        assert f"256 MiB: {pinned_best:.4g} GB/s = {pinned_best / 31.504:.0%} of PCIe Gen4 x16\n" in svg
+        # and each point's hover text says its share of the tightest roof, and that roof's figure
+        assert f"256 MiB: {pinned_best:.4g} GB/s = {pinned_best / 31.504:.0%} of 31.5 GB/s, PCIe Gen4 x16\n" in svg
 
     def test_matrix_uses_a_log_colour_scale(self, gpu_run):
         results, _ = gpu_run

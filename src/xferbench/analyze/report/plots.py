@@ -297,7 +297,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
     """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
 
     def value(row: pd.Series) -> str:
-        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[1]}" if roof else ""
+        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[0]:.4g} GB/s, {roof[1]}" if roof else ""
         return f"{row['bandwidth_gbps']:.4g} GB/s{share}"
 
     for _, group in panel.groupby(["path", "run"], sort=False):  # a line is one run's
