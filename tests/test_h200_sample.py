@@ -483,3 +483,15 @@ def test_the_same_device_hover_names_the_figure_its_share_is_of(html):
     of 2407 GB/s, the figure the table holds it against."""
     assert "2067 GB/s = 86% of 2407 GB/s, device memory (4814 GB/s, NVML clock x bus width, shared by read and write)" in html
     assert "2067 GB/s = 86% of device memory" not in html
+
+
+def test_the_distributed_caption_promises_no_dashed_line_it_does_not_draw(full, html):
+    """The run's distributed rows recorded no per-rank times (rank_mean_seconds): no dashed mean line is drawn, and the
+    caption says so instead of sending the reader to it."""
+    from xferbench.analyze.report.distributed import mean_rank_busbw
+
+    rows = full.frame[full.frame["world_size"].fillna(1) > 1]
+    assert not rows.empty and all(mean_rank_busbw(row) is None for _, row in rows.iterrows())
+    assert "compare nccl-tests with the dashed line" not in html
+    assert "this run recorded no per-rank times, so the mean of the ranks&#39; times, which nccl-tests reports by " \
+           "default, is not drawn." in html
