@@ -136,7 +136,7 @@ class RunView:
     def several_instances(self) -> bool:
         return len(self.instances) > 1
 
-    def newest_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
+    def one_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
         """``rows`` of one instance, the one that measured most of them, ties to the newest (so that nothing said of
         them divides a figure of one boot by one of another, and a short second run of a few cases does not speak
         for a family the first measured whole), that instance, and how many rows of other instances were left."""

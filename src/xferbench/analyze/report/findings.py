@@ -563,8 +563,9 @@ def why_measured(view: RunView) -> dict[str, str | None]:
 
 def scenario_findings(view: RunView, op: str) -> list[str]:
     """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``): those of
-    one machine instance, the newest that measured the family, and a word on the rows of another left out."""
-    rows, instance, left = view.newest_instance_rows(view.rows[view.rows["op"] == op])
+    one machine instance, the one that measured most of the family (ties: the newest), and a word on the rows of another
+    left out; its ratios held against the run's drift floor, and its same-code pairs' verdict where it has some."""
+    rows, instance, left = view.one_instance_rows(view.rows[view.rows["op"] == op])
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or finding is None:
         return []
