@@ -495,3 +495,17 @@ def test_the_distributed_caption_promises_no_dashed_line_it_does_not_draw(full, 
     assert "compare nccl-tests with the dashed line" not in html
     assert "this run recorded no per-rank times, so the mean of the ranks&#39; times, which nccl-tests reports by " \
            "default, is not drawn." in html
+
+
+def test_report_reads_the_run_the_user_names(tmp_path, capsys):
+    """xferbench report full.json.gz quick-scenarios.json --read-run quick-scenarios: the 42 cases both measured read the
+    short run's instance, and the page says so; a name that is no run of the files is a one-line refusal."""
+    from xferbench.cli import main
+
+    out = tmp_path / "index.html"
+    files = [str(SAMPLES / "full.json.gz"), str(SAMPLES / "quick-scenarios.json")]
+    assert main(["report", *files, "--read-run", "quick-scenarios", "-o", str(out)]) == 0
+    assert "the run named (quick-scenarios) where it measured the case, else the one with more rounds (ties: the " \
+           "newest run): 42 from quick-scenarios." in out.with_suffix(".md").read_text()
+    assert main(["report", *files, "--read-run", "other", "-o", str(out)]) != 0
+    assert "no run named 'other' among the files given" in capsys.readouterr().err

@@ -272,6 +272,21 @@ class TestFilesAndOrder:
         assert "2 case(s) were measured in more than one run" in results.repeated
         assert "1 from full, 1 from quick." in results.repeated
 
+    def test_the_run_named_is_read_where_it_measured_the_case(self, tmp_path):
+        """--read-run: the named run's instance wherever it measured the case, the rule elsewhere; a name that is no
+        run of the files given is refused."""
+        full = run_file(tmp_path, "full", [xfer(median=2.0, stats={"rounds": 30, "data": [2.0] * 30}),
+                                           xfer(op="d2h", median=3.0)], when="2026-01-01T00:00:00")
+        quick = run_file(tmp_path, "quick", [xfer(median=9.0, stats={"rounds": 5, "data": [9.0] * 5})],
+                         when="2026-06-01T00:00:00")
+        results = load([full, quick], prefer="quick")
+        assert list(zip(results.frame["op"], results.frame["run"], results.frame["median_s"], strict=True)) == [
+            ("d2h", "full", 3.0), ("h2d", "quick", 9.0)]
+        assert "reads one instance of each, the run named (quick) where it measured the case, else the one with more " \
+               "rounds (ties: the newest run): 1 from quick." in results.repeated
+        with pytest.raises(ResultsError, match="no run named 'other' among the files given"):
+            load([full, quick], prefer="other")
+
     def test_one_run_has_no_note_on_instances(self, tmp_path):
         results = load([run_file(tmp_path, "one", [xfer(), xfer(op="d2h")])])
         assert results.measured is None and results.repeated is None and results.notes == []

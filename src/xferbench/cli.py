@@ -88,7 +88,7 @@ def _report(args: argparse.Namespace) -> int:
         history = history or history_plots(suite[0], stored)
         results = stored.newest
     else:
-        results = load(suite)
+        results = load(suite, getattr(args, "read_run", None))  # history has no --read-run
     _say_incomplete(args.command, results.incomplete)
     path = write_report(RunView.of(results), output, history=history, peers=peers)  # the run's facts, derived once
     csv_path, markdown_path = companions(path)
@@ -473,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path,
                         help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
+    report.add_argument("--read-run", metavar="RUN",
+                        help="where a case was measured in more than one file, read this run's instance (a file's name "
+                             "without .json) rather than the one with more rounds (ties: the newest)")
     report.set_defaults(run=_report)
 
     history = sub.add_parser("history", help="report the newest run of a pytest-benchmark storage folder, "
