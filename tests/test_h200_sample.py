@@ -509,3 +509,10 @@ def test_report_reads_the_run_the_user_names(tmp_path, capsys):
            "newest run): 42 from quick-scenarios." in out.with_suffix(".md").read_text()
     assert main(["report", *files, "--read-run", "other", "-o", str(out)]) != 0
     assert "no run named 'other' among the files given" in capsys.readouterr().err
+
+
+def test_the_header_gives_each_runs_time(merged, tmp_path):
+    """The header read "run <the short run's time>" for a page most of whose figures are the full run's: each run's."""
+    html = write_report(merged, tmp_path / "index.html").read_text()
+    assert ("· runs full.json 2026-11-30T17:18:02.963472+00:00, quick-scenarios 2026-11-30T17:45:36.221878+00:00</p>"
+            in html)

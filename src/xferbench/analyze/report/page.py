@@ -222,6 +222,14 @@ def view_of(run: Results | RunView) -> RunView:
     return run if isinstance(run, RunView) else RunView.of(run)
 
 
+def _run_time(view: RunView) -> str | None:
+    """``run 2026-11-30T17:18:02``; each run's time where the rows come from several (the newest is not all of them)."""
+    times = view.rows.dropna(subset=["datetime"]).groupby("run", sort=False)["datetime"].max()
+    if times.empty:
+        return None
+    return f"run {times.max()}" if len(times) == 1 else "runs " + ", ".join(f"{run} {when}" for run, when in times.items())
+
+
 def build_html(run: Results | RunView, history: list[Plot] | None = None,
                extra_sections: list[dict[str, Any]] | None = None, peers: list[PeerFigure] | None = None) -> str:
     return _render(view_of(run), history, extra_sections, peers)[0]
@@ -246,6 +254,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         results=view.results,
         instances=instances_line(view) if view.several_instances else None,
         drift=view.drift.statement(),
+        run_time=_run_time(view),
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
         findings=key_findings,
