@@ -238,3 +238,15 @@ def test_a_key_finding_ratio_within_the_floor_is_cant_tell():
     alone = frame[frame["method"] != "to"]
     assert h2d_pinned_vs_pageable(RunView.of_rows(alone)) == (
         "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 1.05 GB/s (1.1×).")
+
+
+def test_a_run_that_does_not_drift_gives_no_cant_tell():
+    """Same code timed alike (the simulated machine without drift or noise): a floor of 0, and 1.00x stays 1.00x."""
+    frame = pd.DataFrame([row("h2d", "cuda", MiB, 1.0e-3), row("h2d", "to", MiB, 1.0e-3)])
+    drift = RunView.of_rows(frame).drift
+    assert drift.floor() == 0.0 and not drift.within(1.0e-3, 1.0e-3)
+    rows = pd.DataFrame([{"variant": "slow", "nbytes": MiB, "dst": "cuda:0", "median_s": 1.0e-3},
+                         {"variant": "fast", "nbytes": MiB, "dst": "cuda:0", "median_s": 1.0e-3}])
+    rows.attrs["drift_floor"] = 0.0
+    assert ratios(rows, "slow", "fast", "X") == ["X at 1 MiB on cuda:0: fast took 1 ms, slow 1 ms (1.00x)."]
+    assert _ladder(1.0e-3, 0.5e-3, 0.0)[1].told

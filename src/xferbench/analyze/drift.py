@@ -90,10 +90,11 @@ class Drift:
 
     def within(self, slow_s: float, fast_s: float, judged: Pair | None = None) -> bool:
         """Whether two times lie within the floor (their relative difference at most it): "can't tell".
-        False without a floor (a run without same-code pairs gives no drift verdict)."""
+        False without a floor (a run without same-code pairs gives no drift verdict) or with a floor of 0 (the same
+        code timed alike: a machine that does not drift, such as the simulated one without ``drift`` or ``noise``)."""
         floor = self.floor(judged)
         low, high = sorted((float(slow_s), float(fast_s)))
-        return floor is not None and low > 0 and high / low - 1 <= floor
+        return bool(floor) and low > 0 and high / low - 1 <= (floor or 0.0)
 
     def clause(self) -> str:
         """``within this run's drift floor (29.8%)`` for a "can't tell"."""

@@ -98,7 +98,7 @@ class Step:
     @property
     def within_floor(self) -> bool:
         """Whether the two rungs lie within the run's drift floor: the run's own drift could make the step."""
-        return self.floor is not None and self.relative <= self.floor
+        return bool(self.floor) and self.relative <= (self.floor or 0.0)  # a floor of 0: a run that does not drift
 
     @property
     def told(self) -> bool:

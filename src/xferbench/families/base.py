@@ -172,7 +172,8 @@ def within_floor(rows: pd.DataFrame, ratio: float) -> str:
     calls of the same code lie apart in the run), else nothing: no floor, no verdict."""
     floor = rows.attrs.get("drift_floor")
     apart = max(ratio, 1 / ratio) - 1 if ratio > 0 else float("inf")
-    return f", within this run's drift floor of {floor:.1%}: can't tell" if floor is not None and apart <= floor else ""
+    # A floor of 0 is a run whose same code timed alike (a machine that does not drift): no verdict either.
+    return f", within this run's drift floor of {floor:.1%}: can't tell" if floor and apart <= floor else ""
 
 
 def ratios(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
