@@ -123,9 +123,13 @@ def test_a_finding_reads_its_family_rows_from_the_record():
     frame = load([ROOT / "tests" / "data" / "sim-2gpu.json"]).frame
     for op, record in FAMILIES.items():
         if record.kind in SCENARIO_KINDS and (frame["op"] == op).any():
-            sentences = scenario_findings(RunView.of_rows(frame), op)
+            view = RunView.of_rows(frame)
+            sentences = scenario_findings(view, op)
             assert bool(sentences) == (record.finding is not None), op
-            assert sentences == ([] if record.finding is None else record.finding(frame[frame["op"] == op]))
+            rows = frame[frame["op"] == op].copy()
+            rows.attrs["drift_floor"] = view.drift.floor()  # the report's floor, read by the family's ratios
+            verdict = [v] if (v := view.drift.verdict(op)) is not None else []
+            assert sentences == ([] if record.finding is None else record.finding(rows) + verdict)
 
 
 def test_two_records_of_one_op_are_refused():

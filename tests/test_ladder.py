@@ -180,8 +180,9 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
          "the fresh destination: allocating it and touching its pages for the first time", fresh, "90%"],
         ["2", "copy_ into a pinned buffer: d2h pinned copy_ cuda:0->cpu",
          "the driver's staging copy through its pinned bounce buffer", staging, "7%"],
+        # 119 µs between rungs 2.4% apart: within the run's drift floor (29.8%, its same-code pairs), so no share
         ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)", "launch and synchronization", launch,
-         "0.1%"],
+         "can't tell (within this run's drift floor of 29.8%)"],
         ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]
     assert (fresh.split()[:2], staging.split()[:2], launch.split()[:2], s(dma_s)) == (

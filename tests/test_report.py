@@ -27,7 +27,8 @@ class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
         assert findings(RunView.of(results)) == [
-            "In a loop that synchronizes after every call, the path with the highest fitted β (host pageable copy_ cpu) "
+            "In a loop that synchronizes after every call, the host-side path with the highest fitted β "
+            "(host pageable copy_ cpu) "
             "has a fixed cost "
             "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
             "A no-op on a tensor already on cpu costs per call: .cpu() 253 ns, .to(torch.device('cpu')) 550 ns (the "

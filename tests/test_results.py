@@ -70,16 +70,20 @@ class TestSeveralFiles:
         assert len(results.frame) == 58
         assert results.notes == ["1 benchmark(s) that are not xferbench's were left out."]
 
-    def test_newest_result_of_a_case_wins(self, tmp_path, sample):
-        """The same case in two files: the newer run's row is kept and a note says so."""
+    def test_a_case_in_two_files_reads_one_instance_and_keeps_both(self, tmp_path, sample):
+        """The same case in two files with as many rounds: the newer run's row is read, the older one kept in
+        ``measured``, and a note says how many cases and which run each figure reads."""
         newer = json.loads(json.dumps(sample))
         newer["datetime"] = "2099-01-01T00:00:00"
         newer["benchmarks"] = newer["benchmarks"][:1]
         newer["benchmarks"][0]["stats"] |= {"median": 123.0, "data": [123.0]}
         results = load([write(tmp_path, "newer.json", newer), SAMPLE])
-        assert len(results.frame) == 58
+        assert len(results.frame) == 58 and len(results.measured) == 59
         assert (results.frame["median_s"] == 123.0).sum() == 1
-        assert results.notes == ["1 older result(s) of a case measured again were replaced by the newest."]
+        assert results.notes == [results.repeated]
+        assert results.repeated.startswith("1 case(s) were measured in more than one run: each figure and sentence "
+                                           "reads one instance of each, the one with more rounds (ties: the newest "
+                                           "run): 1 from newer. The other 1 instance(s) are kept")
 
     def test_folder_reads_every_json(self, tmp_path, sample):
         (tmp_path / "run").mkdir()
@@ -238,8 +242,9 @@ class TestFilesAndOrder:
         assert list(results.frame["name"]) == ["a", "b"]
         assert results.notes == ["3 benchmark(s) that are not xferbench's were left out."]
 
-    def test_newest_wins_whatever_the_order_given(self, tmp_path):
-        """Two runs of one case: the newer run's figure and machine are kept, given in either order."""
+    def test_ties_read_the_newest_whatever_the_order_given(self, tmp_path):
+        """Two runs of one case with as many rounds: the newer run's figure is read, given in either order; the run
+        each row came from stays on it, and the machine is the newest run's."""
         old = run_file(tmp_path, "old", [xfer(median=2.0), xfer(op="d2h", name="only_old")], when="2026-01-01T00:00:00")
         new = run_file(tmp_path, "new", [xfer(median=1.0)], when="2026-06-01T00:00:00")
         for paths in ([old, new], [new, old]):
@@ -249,7 +254,42 @@ class TestFilesAndOrder:
             assert rows.loc["d2h", "run"] == "old"
             assert results.machine_info == {"node": "new"} and results.commit_info == {"id": "new"}
             assert results.sources == [str(p) for p in paths]
-            assert results.notes == ["1 older result(s) of a case measured again were replaced by the newest."]
+            assert sorted(results.measured["run"]) == ["new", "old", "old"]
+            assert "1 from new." in results.notes[0]
+
+    def test_a_short_second_run_never_displaces_a_longer_first(self, tmp_path):
+        """A newer run of fewer rounds (a quick run after a full one) is kept beside the older, not read: each case
+        reads the instance with more rounds, whichever is newer, and the rows keep the files' order."""
+        full = run_file(tmp_path, "full", [xfer(median=2.0, stats={"rounds": 30, "data": [2.0] * 30}),
+                                           xfer(op="d2h", median=3.0)], when="2026-01-01T00:00:00")
+        quick = run_file(tmp_path, "quick", [xfer(median=9.0, stats={"rounds": 5, "data": [9.0] * 5}),
+                                             xfer(op="d2h", median=4.0, stats={"rounds": 8, "data": [4.0] * 8})],
+                         when="2026-06-01T00:00:00")
+        results = load([full, quick])
+        assert list(zip(results.frame["op"], results.frame["run"], results.frame["median_s"], strict=True)) == [
+            ("h2d", "full", 2.0), ("d2h", "quick", 4.0)]
+        assert len(results.measured) == 4
+        assert "2 case(s) were measured in more than one run" in results.repeated
+        assert "1 from full, 1 from quick." in results.repeated
+
+    def test_the_run_named_is_read_where_it_measured_the_case(self, tmp_path):
+        """--read-run: the named run's instance wherever it measured the case, the rule elsewhere; a name that is no
+        run of the files given is refused."""
+        full = run_file(tmp_path, "full", [xfer(median=2.0, stats={"rounds": 30, "data": [2.0] * 30}),
+                                           xfer(op="d2h", median=3.0)], when="2026-01-01T00:00:00")
+        quick = run_file(tmp_path, "quick", [xfer(median=9.0, stats={"rounds": 5, "data": [9.0] * 5})],
+                         when="2026-06-01T00:00:00")
+        results = load([full, quick], prefer="quick")
+        assert list(zip(results.frame["op"], results.frame["run"], results.frame["median_s"], strict=True)) == [
+            ("d2h", "full", 3.0), ("h2d", "quick", 9.0)]
+        assert "reads one instance of each, the run named (quick) where it measured the case, else the one with more " \
+               "rounds (ties: the newest run): 1 from quick." in results.repeated
+        with pytest.raises(ResultsError, match="no run named 'other' among the files given"):
+            load([full, quick], prefer="other")
+
+    def test_one_run_has_no_note_on_instances(self, tmp_path):
+        results = load([run_file(tmp_path, "one", [xfer(), xfer(op="d2h")])])
+        assert results.measured is None and results.repeated is None and results.notes == []
 
     def test_no_stray_columns_after_dropping_older_rows(self, tmp_path):
         """Replacing older rows leaves a clean 0..n-1 table, without an extra 'index' column in the report."""

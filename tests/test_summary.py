@@ -42,7 +42,7 @@ def _run(suite, *args):
     return result.outlines
 
 
-SYNC_LOOP = "In a loop that synchronizes after every call, the path with the highest fitted β"
+SYNC_LOOP = "In a loop that synchronizes after every call, the host-side path with the highest fitted β"
 
 
 def test_findings_and_the_report_command_come_last(host_suite, tmp_path):

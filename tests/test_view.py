@@ -6,6 +6,7 @@ import inspect
 import io
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -112,9 +113,12 @@ def test_h200_markdown_is_the_one_before_the_view_but_for_its_instances(h200_wri
     out, _ = h200_written
     lines = _markdown_lines(out.with_suffix(".md").read_text())
     instances = [line for line in lines if line.startswith("Machine instances:")]
-    assert instances == ["Machine instances: instance 1 (full.json; no boot id recorded): 470 benchmarks; instance 2 "
-                         "(quick-scenarios; no boot id recorded): 50 benchmarks. Figures of different instances are "
-                         "never divided by one another."]
+    assert instances == ["Machine instances: instance 1 (full.json; no boot id recorded): 512 benchmarks; instance 2 "
+                         "(quick-scenarios; no boot id recorded): 8 benchmarks. Figures of different instances are "
+                         "never divided by one another. 42 case(s) were measured in more than one run: each figure and "
+                         "sentence reads one instance of each, the one with more rounds (ties: the newest run): 42 from "
+                         "full.json. The other 42 instance(s) are kept with the loaded data, never averaged with these, "
+                         "drawn on one line with them nor divided by them."]
     at = lines.index(instances[0])
     assert lines[:at] + lines[at + 2:] == _markdown_lines((GOLDEN / "h200.md").read_text())
 
@@ -147,7 +151,7 @@ def test_runs_of_one_boot_are_one_instance_and_a_run_without_a_boot_id_its_own(t
                               Instance(3, "77aa-other", ("d",)))
     assert [i.label for i in view.instances] == ["instance 1 (a, b; boot 5e1f-boo)", "instance 2 (c; no boot id recorded)",
                                                  "instance 3 (d; boot 77aa-oth)"]
-    # The newest file's rows replace the others' (one case, one row): every row here is d's.
+    # One case reads one row: with as many rounds in every file, the newest's, so every row here is d's.
     assert {view.instance_of(row) for _, row in view.rows.iterrows()} == {view.instances[2]}
 
 
@@ -164,13 +168,20 @@ def test_one_file_is_one_instance_and_the_page_says_nothing_of_instances(tmp_pat
 
 
 def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
-    """The merged H200 sample's pin_cold rows come from quick-scenarios, its pinned h2d copy from the full run (another
-    boot: pageable h2d at 64 MiB 7.25 against 4.63 ms). Before the view, 64 MiB read "from copy 9"."""
-    rows = {row["size"]: row for row in findings.pinning_break_even(RunView.of(h200))}
-    assert rows[64 * 2**20]["copies"] is None
-    assert rows[64 * 2**20]["verdict"] == ("can't tell: the pinned copy at 64 MiB was measured in another machine "
-                                           "instance (another boot) than the pin's, instance 2 (quick-scenarios; no "
-                                           "boot id recorded)")
+    """The merged H200 sample reads every pin_cold row and the copies from the full run (more rounds than
+    quick-scenarios'): 64 MiB pays off from copy 6, as the full run alone says. A pin whose copy was measured in
+    another boot only is "can't tell" (hand-fed: the 64 MiB pin moved to the other run)."""
+    view = RunView.of(h200)
+    rows = {row["size"]: row for row in findings.pinning_break_even(view)}
+    assert rows[64 * 2**20]["verdict"] == "from copy 6 (pinning = 5.6× one copy's saving)"
+    assert {row["run"] for row in rows.values()} == {"full.json"}
+    frame = h200.frame
+    pin = (frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold") & (frame["nbytes"] == 64 * 2**20)
+    quick = frame[pin].assign(run="quick-scenarios")
+    other = RunView(replace(h200, frame=pd.concat([frame[~pin], quick], ignore_index=True)))
+    found = {row["size"]: row for row in findings.pinning_break_even(other)}[64 * 2**20]
+    assert found["copies"] is None and found["verdict"].startswith(
+        "can't tell: the pageable copy at 64 MiB was measured in another machine instance (another boot) than the pin's")
 
 
 def test_a_view_of_rows_alone_has_one_instance_per_run():
@@ -179,12 +190,17 @@ def test_a_view_of_rows_alone_has_one_instance_per_run():
 
 
 def test_a_scenario_section_reads_one_instance_and_says_which(h200):
-    """cuda_vs_to was measured in both H200 files (two boots); before the view its sentence set the full run's 1 MiB
-    cases beside quick-scenarios' 64 MiB ones. Now it reads the newest instance that measured the family."""
-    said = findings.scenario_findings(RunView.of(h200), "cuda_vs_to")
-    assert said[0] == (".cuda(i), .to('cuda:i') and .to(torch.device) differed by 23.0% at 64 MiB (slowest over fastest "
-                       "of the same size).")
-    assert said[-1].startswith("These sentences read instance 2 (quick-scenarios; no boot id recorded); 6 case(s) of "
+    """cuda_vs_to was measured in both H200 files (two boots); every case reads the full run's instance (more rounds),
+    so the section reads that run alone. Hand-fed a family read from two runs, it reads the run that measured most of
+    it and says which."""
+    view = RunView.of(h200)
+    said = findings.scenario_findings(view, "cuda_vs_to")
+    assert not any(s.startswith("These sentences read") for s in said)
+    frame = h200.frame
+    moved = frame["op"].eq("cuda_vs_to") & frame["nbytes"].eq(2**20) & frame["variant"].eq("cuda")
+    split = RunView(replace(h200, frame=frame.assign(run=frame["run"].where(~moved, "quick-scenarios"))))
+    said = findings.scenario_findings(split, "cuda_vs_to")
+    assert said[-1].startswith("These sentences read instance 1 (full.json; no boot id recorded); 1 case(s) of "
                                "this family measured in another machine instance")
 
 
@@ -192,6 +208,6 @@ def test_the_page_names_each_instance_and_the_instance_of_every_row(h200_written
     html = h200_written[0].read_text()
     assert '<p class="small" id="instances">Machine instances: instance 1 (full.json; no boot id recorded)' in html
     table = html.split('id="results-table"')[1].split("</table>")[0]
-    assert table.count("<th>instance</th>") == 1 and table.count("<tr><td class=\"n\">2</td>") == 50
+    assert table.count("<th>instance</th>") == 1 and table.count("<tr><td class=\"n\">2</td>") == 8
     single = write_report(load([SAMPLE]), tmp_path / "index.html").read_text()
     assert 'id="instances"' not in single and "<th>instance</th>" not in single

@@ -80,7 +80,7 @@ def _report(args: argparse.Namespace) -> int:
         history = history or history_plots(suite[0], stored)
         results = stored.newest
     else:
-        results = load(suite)
+        results = load(suite, getattr(args, "read_run", None))  # history has no --read-run
     _say_incomplete(args.command, results.incomplete)
     path = write_report(RunView.of(results), output, history=history, peers=peers)  # the run's facts, derived once
     csv_path, markdown_path = companions(path)

@@ -45,6 +45,9 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path,
                         help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
+    report.add_argument("--read-run", metavar="RUN",
+                        help="where a case was measured in more than one file, read this run's instance (a file's name "
+                             "without .json) rather than the one with more rounds (ties: the newest)")
     report.set_defaults(run=commands["report"])
 
     history = sub.add_parser("history", help="report the newest run of a pytest-benchmark storage folder, "

@@ -4,8 +4,9 @@ The call users make is the top rung; each rung below removes one factor (a fresh
 staging copy, launch and synchronization), and the bottom rung is what is left (the DMA's own device time, or a
 host copy into a touched buffer). Each step is the difference of two medians of the same run at the same size,
 with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
-construction. A step whose interval holds zero is "can't tell", never a share. No torch here (docs/design.md
-section 6).
+construction. A step whose interval holds zero is "can't tell", never a share; so is a step within the run's drift
+floor (analyze/drift.py: two rungs are two cases measured at different times, and the run's same-code pairs show
+how far that alone moves a figure). No torch here (docs/design.md section 6).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class Step:
     factor: str
     above: Rung
     below: Rung
+    #: The run's drift floor (analyze/drift.py): a relative difference of the two rungs within it can't be told.
+    floor: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -87,9 +90,20 @@ class Step:
         return self.above.high_s - self.below.low_s
 
     @property
+    def relative(self) -> float:
+        """How far the two rungs lie apart: the larger median over the smaller, minus one."""
+        low, high = sorted((self.above.median_s, self.below.median_s))
+        return high / low - 1 if low > 0 else float("inf")
+
+    @property
+    def within_floor(self) -> bool:
+        """Whether the two rungs lie within the run's drift floor: the run's own drift could make the step."""
+        return bool(self.floor) and self.relative <= (self.floor or 0.0)  # a floor of 0: a run that does not drift
+
+    @property
     def told(self) -> bool:
-        """Whether the run tells this step from zero: its interval does not hold zero."""
-        return not self.low_s <= 0.0 <= self.high_s
+        """Whether the run tells this step from zero: its interval does not hold zero, and it exceeds the drift floor."""
+        return not self.low_s <= 0.0 <= self.high_s and not self.within_floor
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,11 @@ class Ladder:
         """The step's share of the call, or None where the run cannot tell it from zero."""
         return step.seconds / self.top.median_s if step.told else None
 
+    def why_not(self, step: Step) -> str:
+        """Why a step is "can't tell": within the run's drift floor, or an interval that holds zero."""
+        holds = step.low_s <= 0.0 <= step.high_s
+        return "interval holds zero" if holds or not step.within_floor else f"within this run's drift floor of {step.floor:.1%}"
+
     def split_text(self, step: Step) -> str | None:
         """The fault count beside the fresh-destination step (the first), where the run recorded faults per call."""
         if self.split is None or step is not self.steps[0]:
@@ -139,6 +158,9 @@ class Ladder:
     def sentence(self, step: Step) -> str:
         """One step in words: its figure and interval, or "can't tell"."""
         span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
+        if step.within_floor and not step.low_s <= 0.0 <= step.high_s:
+            return (f"{step.factor}: can't tell ({format_seconds(step.seconds)}, the two rungs {step.relative:.1%} "
+                    f"apart, within this run's drift floor of {step.floor or 0.0:.1%})")
         if not step.told:
             return f"{step.factor}: can't tell ({format_seconds(step.seconds)}, interval {span} holds zero)"
         return f"{step.factor}: {format_seconds(step.seconds)} ({percent(self.share(step) or 0.0)}; {span})"
@@ -278,32 +300,33 @@ def _split(top: pd.Series, below: pd.Series, step: Step) -> Split | None:
     return Split(extra, step.seconds / extra * 1e6)
 
 
-def _at_size(spec: Spec, rows: pd.DataFrame, run: str, size: int) -> Ladder | None:
+def _at_size(spec: Spec, rows: pd.DataFrame, run: str, size: int, floor: float | None = None) -> Ladder | None:
     at = rows[rows["nbytes"] == size]
     rungs = [_rung(r, at) for r in spec.rungs]
     if any(r is None for r in rungs):
         return None
     found = tuple(r for r in rungs if r is not None)
-    steps = tuple(Step(s.factor, a, b) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
+    steps = tuple(Step(s.factor, a, b, floor) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
     split = None
     if spec.rungs[1].factor == _FRESH:
         split = _split(_matching(at, spec.rungs[0].match).iloc[0], _matching(at, spec.rungs[1].match).iloc[0], steps[0])
     return Ladder(spec.key, spec.title, run, size, found, steps, spec.bottom, split)
 
 
-def _ladder(spec: Spec, frame: pd.DataFrame) -> Ladder | None:
+def _ladder(spec: Spec, frame: pd.DataFrame, floor: float | None = None) -> Ladder | None:
     """The ladder at the largest size where every rung was measured in one run (rows of two runs are never mixed:
     they may come from two instances of the machine)."""
     top = _matching(frame, spec.rungs[0].match)
     candidates = sorted(((int(size), str(run)) for size, run in zip(top["nbytes"], top["run"], strict=True)),
                         reverse=True)
     for size, run in candidates:
-        found = _at_size(spec, frame[frame["run"] == run], run, size)
+        found = _at_size(spec, frame[frame["run"] == run], run, size, floor)
         if found is not None:
             return found
     return None
 
 
-def ladders(frame: pd.DataFrame) -> list[Ladder]:
-    """Every ladder of ``LADDERS`` the run measured all rungs of, each at its largest such size."""
-    return [found for spec in LADDERS if (found := _ladder(spec, frame)) is not None]
+def ladders(frame: pd.DataFrame, floor: float | None = None) -> list[Ladder]:
+    """Every ladder of ``LADDERS`` the run measured all rungs of, each at its largest such size, each step held
+    against the run's drift ``floor`` (None: no drift verdict)."""
+    return [found for spec in LADDERS if (found := _ladder(spec, frame, floor)) is not None]

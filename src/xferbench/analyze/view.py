@@ -9,7 +9,7 @@ than their spread, so a figure of one is never divided by a figure of the other.
 
 It sits between the loading side (load/) and its readers (report/, gate/): it imports load/ and model, and
 neither report nor gate. The ladders of controls (one factor removed per step, docs/design.md section 6)
-hang on it in ``ladders``. No torch here.
+hang on it in ``ladders``, the run's drift floor (its same-code pairs) in ``drift``. No torch here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..contract import Fingerprint
+from .drift import Drift, same_code_pairs
 from .ladder import Ladder, ladders
 from .load.results import Results
 from .model import (
@@ -135,16 +136,18 @@ class RunView:
     def several_instances(self) -> bool:
         return len(self.instances) > 1
 
-    def newest_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
-        """``rows`` of one instance, the newest that measured any of them (so that nothing said of them divides
-        a figure of one boot by one of another), that instance, and how many rows of other instances were left."""
+    def one_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
+        """``rows`` of one instance, the one that measured most of them, ties to the newest (so that nothing said of
+        them divides a figure of one boot by one of another, and a short second run of a few cases does not speak
+        for a family the first measured whole), that instance, and how many rows of other instances were left."""
         if not self.several_instances or rows.empty:
             return rows, None, 0
         numbers = rows["run"].astype(str).map(lambda run: getattr(self._instance_of_run.get(run), "number", 0))
-        newest = int(numbers.max())
-        kept = rows[numbers == newest]
+        counts = numbers.value_counts()
+        chosen = int(max(counts.index, key=lambda number: (counts[number], number)))
+        kept = rows[numbers == chosen]
         left = len(rows) - len(kept)
-        return kept, (self.instances[newest - 1] if left and newest else None), left
+        return kept, (self.instances[chosen - 1] if left and chosen else None), left
 
     # -- what is derived ---------------------------------------------------------------------------------------
 
@@ -207,7 +210,13 @@ class RunView:
     def ladders(self) -> list[Ladder]:
         """The ladders of controls of the run's costs, by call (docs/design.md section 6: each step one factor
         removed, read from two cases of the same run and size): ``ladder.ladders``, computed once."""
-        return ladders(self.rows)
+        return ladders(self.rows, self.drift.floor())
+
+    @cached_property
+    def drift(self) -> Drift:
+        """The run's drift floor from its same-code pairs (``drift.Drift``): how far the same code moved while the run
+        ran, the least difference between two of its cases that the report tells apart."""
+        return Drift(same_code_pairs(self.rows))
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

@@ -166,13 +166,24 @@ def of_variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
     return rows[rows["variant"] == variant]
 
 
+def within_floor(rows: pd.DataFrame, ratio: float) -> str:
+    """``, within this run's drift floor of 29.8%: can't tell`` where ``ratio`` (one case's time over another's) lies
+    within the drift floor the report set on ``rows`` (``rows.attrs["drift_floor"]``, analyze/drift.py: how far two
+    calls of the same code lie apart in the run), else nothing: no floor, no verdict."""
+    floor = rows.attrs.get("drift_floor")
+    apart = max(ratio, 1 / ratio) - 1 if ratio > 0 else float("inf")
+    # A floor of 0 is a run whose same code timed alike (a machine that does not drift): no verdict either.
+    return f", within this run's drift floor of {floor:.1%}: can't tell" if floor and apart <= floor else ""
+
+
 def ratios(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
-    """``slow`` over ``fast`` at each size and device, the last two (the largest sizes)."""
+    """``slow`` over ``fast`` at each size and device, the last two (the largest sizes); "can't tell" within the
+    run's drift floor (``within_floor``)."""
     out = []
     for (size, dst), group in rows.groupby(["nbytes", "dst"]):
         a, b = of_variant(group, slow), of_variant(group, fast)
         if not a.empty and not b.empty:
             ratio = a["median_s"].iloc[0] / b["median_s"].iloc[0]
             out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
-                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({ratio:.2f}x).")
+                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({ratio:.2f}x{within_floor(rows, ratio)}).")
     return out[-2:]

@@ -36,7 +36,7 @@ from ...families import FAMILIES
 from .peer_plan import plan_ok
 
 __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
-           "assemble", "boot_id", "bounded_read",
+           "assemble", "boot_id", "one_per_case", "repeated_note", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
            "run_facts"]
@@ -72,6 +72,11 @@ class Results:
     boot_ids: dict[str, str | None] = field(default_factory=dict)
     #: The newest file's own facts (``run_facts``): boot_id, started, load; empty when it recorded none.
     run: dict[str, Any] = field(default_factory=dict)
+    #: Every run's rows, every instance of a case measured in more than one run included (``frame`` holds the one
+    #: each reader reads: ``one_per_case``); None when no case was measured twice (then it is ``frame``).
+    measured: pd.DataFrame | None = None
+    #: Which instance each figure reads where cases were measured in more than one run (a sentence), else None.
+    repeated: str | None = None
 
     @property
     def fingerprint(self) -> Fingerprint:
@@ -466,12 +471,13 @@ def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, A
     return data, rows, foreign
 
 
-def load(paths: Sequence[Path | Document]) -> Results:
+def load(paths: Sequence[Path | Document], prefer: str | None = None) -> Results:
     """Load results (files, folders of them, or documents already parsed); the last file's machine_info describes
     the run.
 
-    When a case appears in several files, the newest (by the run's datetime)
-    wins and a note says how many older rows were replaced. A journal of a run
+    When a case appears in several files, every instance is kept (``Results.measured``) and the rows every reader
+    gets hold one per case: the one with more rounds, ties to the newest run, or the run ``prefer`` names where it
+    measured the case (``one_per_case``); a note says how many cases and which run each reads. A journal of a run
     that did not finish is loaded with what it holds and labelled incomplete.
     """
     # A file named twice (run.json ./run.json, or a folder and a file in it) is one run, not a case measured again.
@@ -483,23 +489,25 @@ def load(paths: Sequence[Path | Document]) -> Results:
             seen.add(identity)
             files.append(file)
     named = [f.path if isinstance(f, Document) else f for f in files]
-    return assemble([(path, *load_file(f)) for path, f in zip(named, files, strict=True)])
+    return assemble([(path, *load_file(f)) for path, f in zip(named, files, strict=True)], prefer)
 
 
 #: One file as ``load_file`` read it: its path, JSON, xferbench rows and count of other benchmarks.
 Loaded = tuple[Path, dict[str, Any], list[dict[str, Any]], int]
 
 
-def assemble(files: Sequence[Loaded]) -> Results:
+def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     """The Results of files already read (``load_file``), in the order given as sources: ``load``'s second half,
     for a caller that read a file for another purpose first (``history`` summarizing a folder)."""
     named = [path for path, _, _, _ in files]
     loaded = sorted(files, key=lambda item: str(item[1].get("datetime") or ""))
     _one_machine([(f, data.get("machine_info") or {}) for f, data, _, _ in loaded])
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
-    frame = frame_from_rows(rows)
-    before = len(frame)
-    frame = frame.drop_duplicates(subset="case_key", keep="last").reset_index(drop=True)
+    every = frame_from_rows(rows)
+    if prefer is not None and prefer not in set(every["run"]):
+        raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json: "
+                           f"{', '.join(sorted(set(every['run'])))})")
+    frame = one_per_case(every, prefer)
     incomplete = [incomplete_label(f, data["xfer_progress"]) for f, data, _, _ in loaded if "xfer_progress" in data]
     notes = list(incomplete)
     frame, dropped = drop_invalid_device_times(frame)
@@ -510,13 +518,42 @@ def assemble(files: Sequence[Loaded]) -> Results:
     foreign = sum(item[3] for item in loaded)
     if foreign:
         notes.append(f"{foreign} benchmark(s) that are not xferbench's were left out.")
-    if before > len(frame):
-        notes.append(f"{before - len(frame)} older result(s) of a case measured again were replaced by the newest.")
+    repeated = repeated_note(every, frame, prefer)
+    if repeated:
+        notes.append(repeated)
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
                    incomplete=incomplete, boot_ids={f.stem: boot_id(data) for f, data, _, _ in loaded},
-                   run=run_facts(last))
+                   run=run_facts(last), measured=drop_invalid_device_times(every)[0] if repeated else None,
+                   repeated=repeated)
+
+
+def one_per_case(every: pd.DataFrame, prefer: str | None = None) -> pd.DataFrame:
+    """One row per case of rows given oldest run first: the instance with the most rounds, ties to the newest run; the
+    instance of the run ``prefer`` names wherever that run measured the case.
+
+    A second run never displaces the first because it is newer: a short run after a full one (5-20 rounds against
+    30-150, another boot of the machine) would replace the better-measured figures. The rows keep their order."""
+    order = every.assign(_at=np.arange(len(every)), _named=every["run"].eq(prefer) if prefer is not None else False)
+    chosen = order.sort_values(["_named", "rounds", "_at"], kind="stable").drop_duplicates(subset="case_key", keep="last")
+    return chosen.sort_values("_at").drop(columns=["_at", "_named"]).reset_index(drop=True)
+
+
+def repeated_note(every: pd.DataFrame, frame: pd.DataFrame, prefer: str | None = None) -> str | None:
+    """How many cases were measured in more than one run and which run each figure reads them from, or None."""
+    counts = every["case_key"].value_counts()
+    twice = counts[counts > 1].index
+    if twice.empty:
+        return None
+    read = frame[frame["case_key"].isin(twice)]["run"].astype(str).value_counts()
+    runs = ", ".join(f"{n} from {run}" for run, n in read.items())
+    which = (f" the run named ({prefer}) where it measured the case, else" if prefer is not None else "") + \
+        " the one with more rounds (ties: the newest run)"
+    return (f"{len(twice)} case(s) were measured in more than one run: each figure and sentence reads one instance of "
+            f"each,{which}: {runs}. The other {len(every) - len(frame)} "
+            "instance(s) are kept with the loaded data, never averaged with these, drawn on one line with them nor "
+            "divided by them.")
 
 
 def boot_id(data: dict[str, Any]) -> str | None:
@@ -564,8 +601,8 @@ def machine_described(data: dict[str, Any], notes: list[str] | None = None) -> d
 
 
 def _one_machine(described: list[tuple[Path, dict[str, Any]]]) -> None:
-    """Files merged into one report describe one machine: the page names one machine and one case keeps
-    the newest row, so a run of another GPU, driver, torch or CPU would replace figures unnoticed."""
+    """Files merged into one report describe one machine: the page names one machine and reads one row of each
+    case, so a run of another GPU, driver, torch or CPU would stand in for figures unnoticed."""
     newest, machine = described[-1]
     for path, other in described[:-1]:
         differences = machine_differences(other, machine)

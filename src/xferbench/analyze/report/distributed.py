@@ -38,6 +38,11 @@ DISTRIBUTED_TEXT = (
     "(compare nccl-tests with the dashed line). The link between ranks is not in the fingerprint (loopback or a "
     "network), so no efficiency is claimed.",
 )
+#: The caption's promise of a dashed line, and what it says instead where no row recorded the ranks' mean time.
+MEAN_LINE = ("dashed, the same from the mean of the ranks' times, which nccl-tests reports by default (compare "
+             "nccl-tests with the dashed line).")
+NO_MEAN_LINE = ("this run recorded no per-rank times, so the mean of the ranks' times, which nccl-tests reports by "
+                "default, is not drawn.")
 POINT_TO_POINT = ("send_recv", "isend_irecv")
 #: A rank is named slow when it is the slowest in at least this share of rounds ...
 CONSISTENT_SHARE = 2 / 3
@@ -413,6 +418,8 @@ def section(view: RunView) -> dict[str, Any] | None:
     if _distributed(frame).empty:
         return None
     title, caption = DISTRIBUTED_TEXT
+    if not any(mean_rank_busbw(row) is not None for _, row in _distributed(frame).iterrows()):
+        caption = caption.replace(MEAN_LINE, NO_MEAN_LINE)  # a run without per-rank times draws no dashed line
     plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame))]
     # The other two exist only for some runs (several nodes; per-rank times, which older runs lack):
     # a run that cannot have them is not missing anything, so they are left out rather than shown as gaps.

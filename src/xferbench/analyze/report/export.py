@@ -61,6 +61,7 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
     lines += [f"{len(view.rows)} benchmarks from {escape.markdown(', '.join(view.sources))}.", ""]
     if view.several_instances:
         lines += [escape.markdown(instances_line(view)), ""]
+    lines += [escape.markdown(view.drift.statement()), ""]
     lines += ["## Key findings", ""]
     lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
     lines += ladder_markdown(view)
@@ -90,8 +91,9 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
 LADDER_INTRO = (
     "Each call read down a ladder of this run's own cases at one size, each step removing one factor: a step is the "
     "difference of two medians (the case above minus the step's own), with its interval (the two medians' "
-    "order-statistic intervals, 95%; min to max with 5 rounds or fewer). A step whose interval holds zero can't tell, "
-    "never a share. The steps and what is left add up to the call, though they overlap in time.")
+    "order-statistic intervals, 95%; min to max with 5 rounds or fewer). A step whose interval holds zero, or whose two "
+    "cases lie within this run's drift floor, can't tell, never a share. The steps and what is left add up to the call, "
+    "though they overlap in time.")
 
 
 def _span(seconds: float, low: float, high: float) -> str:
@@ -108,7 +110,7 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
     rows = [["the call", f"{top.label}: {top.case}", "–", "median " + _span(top.median_s, top.low_s, top.high_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
-        shown = "can't tell (interval holds zero)" if share is None else percent(share)
+        shown = f"can't tell ({ladder.why_not(step)})" if share is None else percent(share)
         if share is not None and (split := ladder.split_text(step)) is not None:
             shown += f", {split}"
         rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
@@ -140,7 +142,7 @@ def instances_line(view: RunView) -> str:
     parts = [f"{instance.label}: {sum(int(counts.get(run, 0)) for run in instance.runs)} benchmarks"
              for instance in view.instances]
     return ("Machine instances: " + "; ".join(parts) + ". Figures of different instances are never divided by "
-            "one another.")
+            "one another." + (f" {view.results.repeated}" if view.results.repeated else ""))
 
 
 def frame_for_csv(view: RunView) -> pd.DataFrame:

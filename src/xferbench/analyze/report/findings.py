@@ -91,13 +91,21 @@ def d2h_usual_way_back(view: RunView) -> str | None:
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
                 f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
-                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× as long as into pinned memory "
+                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}×{_drift(view, usual['median_s'] / pinned['median_s'])} "
+                "as long as into pinned memory "
                 f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
-                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned)" + _fresh_clause(view, way["size"]))
+                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned{_drift(view, best['median_s'] / pinned['median_s'])})"
+                     + _fresh_clause(view, way["size"]))
     return sentence
+
+
+def _drift(view: RunView, ratios: pd.Series | float) -> str:
+    """`` (can't tell: within this run's drift floor (29.8%))`` where a ratio of two of the run's times lies within it."""
+    within = any(view.drift.within(float(r), 1.0) for r in pd.Series(ratios, dtype=float))
+    return f" (can't tell: {view.drift.clause()})" if within else ""
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -121,12 +129,13 @@ def the_fix(view: RunView) -> str | None:
         return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
                 f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
                 f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.2g')}× faster than "
-                ".cpu() / .to('cpu').")
+                f".cpu() / .to('cpu'){_drift(view, usual['median_s'] / fix['median_s'])}.")
     pinned = way["pinned"]
     blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
     return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
             f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
-            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu'). "
+            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu')"
+            f"{_drift(view, usual['median_s'] / pinned['median_s'])}. "
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
@@ -197,6 +206,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             row["saved_s"] = float(pageable["median_s"] - pinned["median_s"])
             spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
             row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
+            if view.drift.within(float(pageable["median_s"]), float(pinned["median_s"])):  # drift alone could save it
+                row["verdict"], copies = f"can't tell: the two copies lie {view.drift.clause()}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
@@ -209,8 +220,9 @@ def h2d_pinned_vs_pageable(view: RunView) -> str | None:
     if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
+    verdict = f", {view.drift.clause()}: can't tell" if view.drift.within(a, b) else ""
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
-            f"{a:.3g} GB/s ({b / a:.1f}×).")
+            f"{a:.3g} GB/s ({b / a:.1f}×{verdict}).")
 
 
 def same_device_vs_link(view: RunView) -> str | None:
@@ -225,8 +237,8 @@ def same_device_vs_link(view: RunView) -> str | None:
     beyond = (f" ({peak['bandwidth_gbps']:.4g} GB/s at {format_bytes(int(peak['nbytes']))})"
               if peak is not None and peak["bandwidth_gbps"] > best["bandwidth_gbps"] else "")
     sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}{beyond}, "
-                f"{ratio:.0f}× the best host-to-device copy at that size: data that stays on the GPU is cheap, crossing "
-                "the link is not.")
+                f"{ratio:.0f}×{_drift(view, ratio)} the best host-to-device copy at that size: data that stays on the GPU "
+                "is cheap, crossing the link is not.")
     if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
     return sentence
@@ -298,7 +310,7 @@ def latency_bound(view: RunView) -> str | None:
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
     best = stated.loc[stated["stated_gbps"].idxmax()]
-    sentence = (f"In a loop that synchronizes after every call, the path with the highest fitted β ({best['path']}) "
+    sentence = (f"In a loop that synchronizes after every call, the host-side path with the highest fitted β ({best['path']}) "
                 f"has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
@@ -316,7 +328,11 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
     fits = view.single_thread_fits
     if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
         return ""
-    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {float(fits['stated_gbps'].max()):.3g} "
+    one = float(fits["stated_gbps"].max())
+    if view.drift.within(one, beta):
+        return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: whether more "
+                f"threads made the host copy slower, can't tell ({view.drift.clause()}).")
+    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
 
@@ -547,12 +563,17 @@ def why_measured(view: RunView) -> dict[str, str | None]:
 
 def scenario_findings(view: RunView, op: str) -> list[str]:
     """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``): those of
-    one machine instance, the newest that measured the family, and a word on the rows of another left out."""
-    rows, instance, left = view.newest_instance_rows(view.rows[view.rows["op"] == op])
+    one machine instance, the one that measured most of the family (ties: the newest), and a word on the rows of another
+    left out; its ratios held against the run's drift floor, and its same-code pairs' verdict where it has some."""
+    rows, instance, left = view.one_instance_rows(view.rows[view.rows["op"] == op])
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or finding is None:
         return []
+    rows = rows.copy()
+    rows.attrs["drift_floor"] = view.drift.floor()  # its ratios read "can't tell" within it (families.base.ratios)
     said = finding(rows)
+    if (verdict := view.drift.verdict(op)) is not None:
+        said.append(verdict)
     if instance is not None:
         said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "
                     "instance (another boot) are left out of them, never set against these (the figure and the table "

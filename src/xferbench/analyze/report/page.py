@@ -228,8 +228,8 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
         "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
-        "pin's own run. A saving within the two copies' spread (IQR) can't tell, nor can a pin whose rounds spread "
-        "over more than twice the copies (IQR)."),
+        "pin's own run. A saving within the two copies' spread (IQR) can't tell, nor can one whose copies lie within "
+        "the run's drift floor, nor a pin whose rounds spread over more than twice the copies (IQR)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
                     "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
         "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),
@@ -246,6 +246,14 @@ def _svg(plots: list[Plot]) -> list[Plot]:
 def view_of(run: Results | RunView) -> RunView:
     """The run's view: the one given, or one built here from a loaded run."""
     return run if isinstance(run, RunView) else RunView.of(run)
+
+
+def _run_time(view: RunView) -> str | None:
+    """``run 2026-11-30T17:18:02``; each run's time where the rows come from several (the newest is not all of them)."""
+    times = view.rows.dropna(subset=["datetime"]).groupby("run", sort=False)["datetime"].max()
+    if times.empty:
+        return None
+    return f"run {times.max()}" if len(times) == 1 else "runs " + ", ".join(f"{run} {when}" for run, when in times.items())
 
 
 def build_html(run: Results | RunView, history: list[Plot] | None = None,
@@ -273,6 +281,8 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         version=__version__,
         results=view.results,
         instances=instances_line(view) if view.several_instances else None,
+        drift=view.drift.statement(),
+        run_time=_run_time(view),
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
         findings=key_findings,

@@ -39,6 +39,7 @@ from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .figure_text import drawable_text
 from .findings import FRESH_SPLIT, cheapest_copy, cliff_cause, noop_call
+from .series import case_labels, run_of
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
            "roof_share", "scenario_plot", "tip", "to_svg"]
@@ -298,13 +299,13 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
     """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
 
     def value(row: pd.Series) -> str:
-        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[1]}" if roof else ""
+        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[0]:.4g} GB/s, {roof[1]}" if roof else ""
         return f"{row['bandwidth_gbps']:.4g} GB/s{share}"
 
-    for _, group in panel.groupby("path", sort=False):
+    for _, group in panel.groupby(["path", "run"], sort=False):  # a line is one run's
         group = group.sort_values("nbytes")
         first = group.iloc[0]
-        label = _line_label(first, op)
+        label = _line_label(first, op) + run_of(panel, first)
         colour = METHOD_COLOURS.get(str(first["method"]), _colour(op))
         if isinstance(first.get("variant"), str):
             colour = "tab:cyan"  # a second way of running the same call (single_thread): never its call's colour
@@ -457,12 +458,12 @@ def creation(view: RunView) -> Figure | str:
                              sharey=True)
     legend: dict[str, Artist] = {}
     for ax, device in zip(axes.flat, devices, strict=False):
-        for method, group in created[created["dst"] == device].groupby("method"):
+        for (method, _), group in created[created["dst"] == device].groupby(["method", "run"]):
             group = group.sort_values("nbytes")
             line, = ax.plot(group["nbytes"], group["median_s"] * 1e6, marker="o", ms=4,
                             color=METHOD_COLOURS.get(str(method), "tab:gray"))
             tip(line, _tips_for(group, lambda row: f"{format_seconds(row['median_s'])} per call"))
-            legend.setdefault(f"torch.{method}", line)
+            legend.setdefault(f"torch.{method}{run_of(created, group.iloc[0])}", line)
         _size_ticks(ax, created["nbytes"].tolist())
         _log_y(ax)
         ax.set_title(mathtext_safe(f"created on {device}"), fontsize=10)
@@ -481,14 +482,14 @@ def noop_vs_copy(view: RunView) -> Figure | str:
     noops = frame[frame["op"] == "noop"]
     if noops.empty:
         return "No no-op benchmarks were run."
-    per_call = noops.groupby(["method", noops["variant"].fillna(""), "src"])["median_s"].median().reset_index()
-    labels = [f"{noop_call(m, d, v or None)} on {d}" for m, v, d in zip(per_call["method"], per_call["variant"],
-                                                                        per_call["src"], strict=True)]
+    per_call = noops.groupby(["method", noops["variant"].fillna(""), "src", "run"])["median_s"].median().reset_index()
+    labels = [f"{noop_call(row['method'], row['src'], row['variant'] or None)} on {row['src']}{run_of(per_call, row)}"
+              for _, row in per_call.iterrows()]
     values = list(per_call["median_s"] * 1e6)
     colours = [_colour("noop")] * len(values)
     # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
-    for device, seconds in frame[frame["op"] == "sync"].groupby("src")["median_s"].median().items():
-        labels.append(f"torch.cuda.synchronize({device}) on an idle device")
+    for (device, run), seconds in (sync := frame[frame["op"] == "sync"]).groupby(["src", "run"])["median_s"].median().items():
+        labels.append(f"torch.cuda.synchronize({device}) on an idle device{f' ({run})' if sync['run'].nunique() > 1 else ''}")
         values.append(seconds * 1e6)
         colours.append(_colour("sync"))
     cheapest = cheapest_copy(view)
@@ -527,7 +528,7 @@ def wall_vs_device(view: RunView) -> Figure | str:
     colours = {g: f"C{i % 10}" for i, g in enumerate(groups)}
     legend: dict[str, Artist] = {}
     for ax, op in zip(axes.flat, ops, strict=False):
-        for _, group in timed[timed["op"] == op].groupby("path", sort=False):
+        for _, group in timed[timed["op"] == op].groupby(["path", "run"], sort=False):  # a line is one run's
             group = group.sort_values("nbytes")
             kind = _overhead_group(group.iloc[0])
             share = (group["median_s"] - group["device_seconds"].astype(float)) / group["median_s"] * 100
@@ -576,7 +577,8 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         tip(bar.patches[0], [label + what])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(short(factor) if told else "can't tell (interval holds zero)", bar.patches[0])
+        legend.setdefault(short(factor) if told else "can't tell (interval holds zero, or within the drift floor)",
+                          bar.patches[0])
         left += width
 
 
@@ -608,7 +610,7 @@ def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, c
           split: str | None) -> dict[str, str]:
     span = f"{format_seconds(low)} to {format_seconds(high)}"
     if not told:
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span} holds zero: {cases}"}
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
@@ -624,7 +626,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
     factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
     rows = []
     for ladder in found:
-        cases = [f"{s.above.case} − {s.below.case}" for s in ladder.steps] + [ladder.base.case]
+        cases = [("" if s.told else f"{ladder.why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
+                 for s in ladder.steps] + [ladder.base.case]
         splits = [ladder.split_text(s) for s in ladder.steps] + [None]
         cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
@@ -695,9 +698,9 @@ def _caption(view: RunView, key: str, caption: str) -> str:
 LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
     "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
-    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) "
-    "holds zero is hatched: can't tell. The launch + synchronize rung also swaps blocking for non-blocking (that "
-    "copy's device time is the DMA). Hover a cell for its cases and interval.")
+    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) holds "
+    "zero, or whose two rungs lie within this run's drift floor, is hatched: can't tell. The launch + synchronize rung "
+    "also swaps blocking for non-blocking (that copy's device time is the DMA). Hover a cell for its cases and interval.")
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
@@ -800,28 +803,11 @@ def scenario_plot(view: RunView, op: str) -> Figure | str:
     return _scenario_lines(rows)
 
 
-#: What tells apart two cases whose path reads the same (a path names neither dtype, shape, call nor size).
-_TELLS_APART = ("method", "dtype", "shape", "host_memory", "non_blocking", "nbytes")
-
-
-def _case_labels(rows: pd.DataFrame, sized: bool = True) -> pd.Series:
-    """Each row's path, and where rows share one, the fields that differ among them (``dtype=float16``):
-    bars on a category axis with one label overprint each other, and one line through two cases zigzags.
-    ``sized``: the size (and the shape, which follows it) tells cases apart (bars); on a size axis (lines) not."""
-    fields = [f for f in _TELLS_APART if sized or f not in ("nbytes", "shape")]
-    labels = rows["path"].astype(str)
-    for path, group in rows.groupby(labels, sort=False):
-        differ = [f for f in fields if group[f].astype(str).nunique() > 1]
-        if len(group) > 1 and differ:
-            labels[group.index] = [f"{path} " + " ".join(f"{f}={row[f]}" for f in differ) for _, row in group.iterrows()]
-    return labels
-
-
 def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     # One dot per call on a time-against-size chart says nothing when the calls move different
     # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
-    labels = _case_labels(rows)
+    labels = case_labels(rows)
     bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
     for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
@@ -846,7 +832,7 @@ def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
     rows = rows.sort_values("median_s")
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
     bars = ax.barh(range(len(rows)), rows["median_s"] * 1e3, color="tab:cyan")
-    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in _case_labels(rows)])
+    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in case_labels(rows)])
     for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
         tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
     for y, ms in enumerate(rows["median_s"] * 1e3):
@@ -870,7 +856,7 @@ def _scenario_lines(rows: pd.DataFrame) -> Figure:
     colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
     fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 2.5))
     handles, labels = [], []
-    for path, group in rows.groupby(_case_labels(rows, sized=False), sort=False):
+    for path, group in rows.groupby(case_labels(rows, sized=False), sort=False):
         group = group.sort_values("nbytes")
         first = group.iloc[0]
         line, = ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=4,

@@ -22,8 +22,8 @@ def finding(rows: pd.DataFrame) -> list[str]:
                for size, tensors_at in tensors.groupby("nbytes") if len(tensors_at) > 1]
     if not spreads:
         return []
-    return [f".cuda(i), .to('cuda:i') and .to(torch.device) differed by {', '.join(spreads)} (slowest over fastest "
-            "of the same size)."]
+    return [f".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: they differed by {', '.join(spreads)} "
+            "(slowest over fastest of the same size), which measures the run's drift, not a cost of the call."]
 
 
 RECORD = Family("cuda_vs_to", "Scenario: .cuda() against .to()", ".cuda(i), .to('cuda:i'), .to(torch.device), Module.to/.cuda",
