@@ -484,7 +484,7 @@ def test_a_ctrl_c_mid_case_is_forwarded_to_the_helper_ranks(monkeypatch):
     or waiting in its collective, get it too (they would otherwise wait out the gloo timeout, about 60 s)."""
     from types import SimpleNamespace
 
-    from xferbench.measure.distributed import world as w
+    from xferbench.measure.distributed import pytest_world as w
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -113,7 +113,7 @@ def test_the_editable_install_runs_bench_as_xferbench_bench_from_any_folder(tmp_
     checkout = tmp_path / "checkout"
     for name in ("src", "bench"):
         shutil.copytree(ROOT / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, checkout / name)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
