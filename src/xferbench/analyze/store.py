@@ -55,7 +55,7 @@ from .gate.noise import run_times
 from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
 from .report.history import BAND_CAPTION, draw_trend, history_plots, ratio_axis, run_ticks
-from .report.plots import Plot, as_plot
+from .report.svg import Plot, as_plot
 
 __all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "StoreError", "dashboard", "machine_folder", "parse_store", "path_trends",
            "pull", "push"]

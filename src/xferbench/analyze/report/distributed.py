@@ -23,7 +23,8 @@ from matplotlib.ticker import MaxNLocator
 from ...units import format_bytes, format_seconds
 from ..ladder import median_interval
 from ..view import RunView
-from .plots import WIDTH, Plot, _colour, _legend_outside, _log_y, _size_ticks, _tips_for, as_plot, tip
+from .plots import _colour
+from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
 
 __all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "section",
            "slowest_rank"]
@@ -157,7 +158,7 @@ def _log_y_if_any(ax: Axes) -> None:
     bandwidth of 0 only, which a log axis cannot hold (matplotlib warns into the CI log); that axis stays linear."""
     drawn = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
     if any(bool(np.any(np.isfinite(y) & (y > 0))) for y in drawn):
-        _log_y(ax)
+        log_y(ax)
 
 
 def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
@@ -170,7 +171,7 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
         line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=_colour(str(group.iloc[0]["op"])))
-        tip(line, _tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"
+        tip(line, tips_for(group, lambda row: f"busbw {row['busbw_gbps']:.4g} GB/s, algbw {row['bandwidth_gbps']:.4g}"
                                                " (slowest rank)"))
         handles.setdefault(str(path), line)
         means = [mean_rank_busbw(row) for _, row in group.iterrows()]
@@ -183,15 +184,15 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
         group = group.sort_values("nbytes")
         line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
                            color=_colour(str(group.iloc[0]["op"])))
-        tip(line, _tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
+        tip(line, tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
     for ax in (left, right):
-        _size_ticks(ax, rows["nbytes"].tolist())
+        size_ticks(ax, rows["nbytes"].tolist())
         _log_y_if_any(ax)
         ax.set_xlabel("payload")
         ax.grid(True, which="major", alpha=0.3)
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
     right.set_ylabel("one-way time, half a round trip (µs)")
-    _legend_outside(fig, list(handles.values()), list(handles))
+    legend_outside(fig, list(handles.values()), list(handles))
     fig.tight_layout()
     return fig
 
@@ -211,14 +212,14 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
         label = f"{op} {crosses} {src.split(':')[0]}->{dst.split(':')[0]}"
         line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], styles.get(crosses, ":"), marker="o", ms=4,
                         color=_colour(op))
-        tip(line, _tips_for(group, lambda row: f"{row['crosses']}, one way {row['bandwidth_gbps']:.4g} GB/s"))
+        tip(line, tips_for(group, lambda row: f"{row['crosses']}, one way {row['bandwidth_gbps']:.4g} GB/s"))
         handles.setdefault(label, line)
-    _size_ticks(ax, rows["nbytes"].tolist())
+    size_ticks(ax, rows["nbytes"].tolist())
     _log_y_if_any(ax)
     ax.set_xlabel("payload")
     ax.set_ylabel("one-way bandwidth (GB/s)")
     ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(fig, list(handles.values()), list(handles))
+    legend_outside(fig, list(handles.values()), list(handles))
     fig.tight_layout()
     return fig
 
@@ -255,7 +256,7 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     ax.set_ylabel("time inside the call against the typical rank (µs)")
     ax.set_title(f"at {format_bytes(largest)}", fontsize=9)
     ax.grid(True, alpha=0.3)
-    _legend_outside(fig, list(handles.values()), list(handles))
+    legend_outside(fig, list(handles.values()), list(handles))
     fig.tight_layout()
     return fig
 

@@ -25,7 +25,7 @@ from ...families import order_of
 from ...units import format_bytes, mathtext_safe
 from ..load.case_time import DEFAULT_FLOOR, DEFAULT_SPREAD, case_class, learned_spread
 from ..load.history import MIN_STEP_RUNS, RunSummary, Stored, lasting_steps, load_storage
-from .plots import Plot, as_plot
+from .svg import Plot, as_plot
 
 __all__ = ["BAND_CAPTION", "COLOURS", "MARKERS", "MAX_KEY_CASES", "draw_trend", "history_plots", "ratio_axis",
            "run_label", "run_ticks", "series_style"]

@@ -1,26 +1,12 @@
-"""matplotlib figures for the report; each returns a Plot, or the reason there is none.
-
-Figures are inline SVG: they scale with the page, their text is text, and every plotted
-point (marker, bar, matrix cell) carries an SVG ``<title>`` with its exact value, which a
-browser shows on hover — no script, no network request. A drawing function attaches
-those titles to its artists with ``tip``; ``to_svg`` writes them into the SVG.
-"""
+"""The report's core figures (bandwidth per family, routes, the matrix, creation, no-ops, wall against device
+time), each a Plot or the reason there is none; svg.py writes them as inline SVG with hover titles."""
 
 from __future__ import annotations
 
-import io
-import itertools
 import math
 import textwrap
-import weakref
-import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")  # no display: figures are rendered to SVG for the page
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,27 +16,21 @@ from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...families import FAMILIES, family, moving_ops
-from ...units import drawable, format_bytes, format_seconds, mathtext_safe
-from ..ladder import Ladder, percent, short
+from ...units import format_bytes, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
-from .figure_text import drawable_text
 from .findings import FRESH_SPLIT, cheapest_copy, cliff_cause, noop_call
-from .series import case_labels, run_of
+from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
+from .scenario_plots import scenario_plot
+from .series import run_of
+from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for, to_svg
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
            "roof_share", "scenario_plot", "tip", "to_svg"]
 
-_SVG = "http://www.w3.org/2000/svg"
-_XLINK = "http://www.w3.org/1999/xlink"
-ET.register_namespace("", _SVG)
-ET.register_namespace("xlink", _XLINK)
-
-#: Width of every figure (inches): the page is 1200 px wide, so text stays legible at 1:1.
-WIDTH = 11.0
 #: Colours of the calls timed, the same in every figure.
 METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
                   "clone": "tab:purple", "empty": "tab:gray", "zeros": "tab:brown", "ones": "tab:pink",
@@ -59,113 +39,6 @@ METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", 
 
 def _colour(op: str) -> str:
     return FAMILIES[op].colour if op in FAMILIES else "tab:gray"
-
-
-@dataclass(frozen=True)
-class Plot:
-    key: str
-    title: str
-    caption: str
-    svg: str | None  # None: not drawn, and ``missing`` says why
-    missing: str | None = None
-
-
-_TITLES: weakref.WeakKeyDictionary[Figure, dict[str, list[str]]] = weakref.WeakKeyDictionary()
-_GIDS = itertools.count()
-
-
-def tip(artist: Artist, titles: Sequence[str]) -> None:
-    """Attach hover texts to an artist: one per marker of a line or scatter, one for a bar or text."""
-    figure = artist.get_figure(root=True)
-    if not isinstance(figure, Figure) or not titles:
-        return
-    gid = f"xfer-tip-{next(_GIDS)}"
-    artist.set_gid(gid)
-    _TITLES.setdefault(figure, {})[gid] = [drawable(title) for title in titles]  # names from run files
-
-
-def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
-    """Write each artist's hover texts into the SVG, and drop what an inline SVG must not carry."""
-    root = ET.fromstring(svg)
-    for metadata in root.findall(f"{{{_SVG}}}metadata"):
-        root.remove(metadata)
-    parents = {child: parent for parent in root.iter() for child in parent}
-    for group in list(root.iter(f"{{{_SVG}}}g")):
-        gid = group.get("id", "")
-        texts = titles.get(gid)
-        if "id" in group.attrib:  # matplotlib's own ids (figure_1, patch_3) repeat across figures of one page
-            del group.attrib["id"]
-        if texts is None:
-            continue
-        marks = list(group.iter(f"{{{_SVG}}}use"))
-        if not marks:
-            title = ET.Element(f"{{{_SVG}}}title")
-            title.text = texts[0]
-            group.insert(0, title)
-            group.set("class", "tip")
-            continue
-        for mark, text in zip(marks, texts, strict=False):
-            parent = parents[mark]
-            wrapper = ET.Element(f"{{{_SVG}}}g", {"class": "tip"})
-            title = ET.SubElement(wrapper, f"{{{_SVG}}}title")
-            title.text = text
-            parent[list(parent).index(mark)] = wrapper
-            wrapper.append(mark)
-    return ET.tostring(root, encoding="unicode")
-
-
-def to_svg(fig: Figure, key: str = "figure") -> str:
-    """The figure as an inline SVG element with its hover titles."""
-    buffer = io.StringIO()
-    drawable_text(fig)  # labels come from run files: no mathtext, no control character, wherever they were set
-    # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
-    with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
-    titles = _TITLES.pop(fig, {})
-    plt.close(fig)
-    return _add_titles(buffer.getvalue(), titles)
-
-
-def _size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
-    """A log2 size axis with at most 7 labelled ticks (powers of 2, evenly spaced), never overlapping."""
-    ax.set_xscale("log", base=2)
-    low, high = math.floor(math.log2(max(min(sizes), 1))), math.ceil(math.log2(max(max(sizes), 1)))
-    step = max(1, math.ceil((high - low + 1) / 7))
-    step = next((s for s in (1, 2, 5, 10) if s >= step), 10)  # 1 KiB, 1 MiB, 1 GiB fall on ticks
-    ticks = [2.0**e for e in range(low, high + 1) if e % step == 0] or [2.0**low, 2.0**high]
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
-    ax.set_xlim(2.0**low / 1.4, 2.0**high * 1.4)
-
-
-def _log_y(ax: Axes) -> None:
-    """A log y axis labelled in plain numbers (0.01, 10, 1000): quicker to read, and no mathtext to lay out.
-
-    An axis that spans less than a decade may hold no power of ten at all: its minor ticks (2, 3, ... 9 x 10^k)
-    are labelled then, decided when the figure is drawn, once the limits are final."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if _narrow(ax) else ""))
-
-
-def _narrow(ax: Axes) -> bool:
-    """Whether a log y axis spans less than a decade (so few or no major ticks fall on it)."""
-    low, high = ax.get_ylim()
-    return low > 0 and high / low < 10
-
-
-def _legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str], title: str | None = None) -> None:
-    if handles:  # labels name paths and devices from the data: a '$' in them is text, not mathtext
-        fig.legend(handles, [mathtext_safe(str(label)) for label in labels], loc="upper left",
-                   bbox_to_anchor=(1.0, 0.98), fontsize=8, title=title, title_fontsize=8, frameon=False)
-
-
-def _tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
-    return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
-            f" over {row['rounds']} rounds × {row['iterations']}"
-            + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
-            for index, row in rows.iterrows()]
 
 
 def _facets(rows: pd.DataFrame, op: str) -> tuple[list[str], list[str | None]]:
@@ -186,11 +59,6 @@ def _line_label(row: pd.Series, op: str) -> str:
     if isinstance(row.get("variant"), str) and op in ("host", "h2d", "d2h"):
         label += f" {row['variant'].replace('_', '-')}"  # copy_() single-thread: its own line and legend entry
     return label
-
-
-def gbps_text(value: float) -> str:
-    """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
 def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
@@ -270,7 +138,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
             first = panel.iloc[0] if not panel.empty else None
             bounds = [] if first is None else view.roofs(op, str(first["src"]), str(first["dst"]), first["host_memory"])
             _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None, view)
-            _log_y(ax)
+            log_y(ax)
             if first is not None:
                 _cache_line(ax, view, op, str(first["src"]))
                 practical = view.practical(op, str(first["src"]), str(first["dst"]))
@@ -279,7 +147,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
                     _mark_cliff(ax, view)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(mathtext_safe(f"{where}" + (f", {memory} host memory" if memory else "")), fontsize=10)
-            _size_ticks(ax, rows["nbytes"].tolist())
+            size_ticks(ax, rows["nbytes"].tolist())
             ax.grid(True, which="major", alpha=0.3)
             if r == len(panel_rows) - 1:
                 ax.set_xlabel("payload")
@@ -289,7 +157,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
     legend["dotted: fitted t = α + n/β"] = Line2D([], [], color="0.3", ls=":", lw=1)
     if roofed:
         legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
-    _legend_outside(fig, list(legend.values()), list(legend), title="call")
+    legend_outside(fig, list(legend.values()), list(legend), title="call")
     fig.tight_layout()
     return fig
 
@@ -320,7 +188,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
             if not points.empty:
                 marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker="o", ms=4, mfc=face,
                                  mec=colour)
-                tip(marks, _tips_for(points, value, resident))
+                tip(marks, tips_for(points, value, resident))
         fit = view.fit_of(str(first["path"])) or fit_path(group, resident)  # the view's fit, as the table states it
         if str(fit["beta_basis"]).startswith("fit"):  # a capped or measured β has no curve to show
             beyond = group[~inside]
@@ -462,17 +330,17 @@ def creation(view: RunView) -> Figure | str:
             group = group.sort_values("nbytes")
             line, = ax.plot(group["nbytes"], group["median_s"] * 1e6, marker="o", ms=4,
                             color=METHOD_COLOURS.get(str(method), "tab:gray"))
-            tip(line, _tips_for(group, lambda row: f"{format_seconds(row['median_s'])} per call"))
+            tip(line, tips_for(group, lambda row: f"{format_seconds(row['median_s'])} per call"))
             legend.setdefault(f"torch.{method}{run_of(created, group.iloc[0])}", line)
-        _size_ticks(ax, created["nbytes"].tolist())
-        _log_y(ax)
+        size_ticks(ax, created["nbytes"].tolist())
+        log_y(ax)
         ax.set_title(mathtext_safe(f"created on {device}"), fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         ax.set_xlabel("payload")
     for ax in list(axes.flat)[len(devices):]:
         ax.set_visible(False)
     axes[0][0].set_ylabel("median time (µs)")
-    _legend_outside(fig, list(legend.values()), list(legend))
+    legend_outside(fig, list(legend.values()), list(legend))
     fig.tight_layout()
     return fig
 
@@ -537,7 +405,7 @@ def wall_vs_device(view: RunView) -> Figure | str:
                        f"(wall {format_seconds(row['median_s'])}, device {format_seconds(float(row['device_seconds']))})"
                        for (_, row), s in zip(group.iterrows(), share, strict=True)])
             legend.setdefault(kind, line)
-        _size_ticks(ax, timed["nbytes"].tolist())
+        size_ticks(ax, timed["nbytes"].tolist())
         ax.set_ylim(-5, 105)
         ax.set_title(family(op).title if op in FAMILIES else mathtext_safe(str(op)), fontsize=10)
         ax.grid(True, alpha=0.3)
@@ -545,96 +413,9 @@ def wall_vs_device(view: RunView) -> Figure | str:
     for ax in list(axes.flat)[len(ops):]:
         ax.set_visible(False)
     axes[0][0].set_ylabel("1 − device time / wall time (%)")
-    _legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
+    legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
     fig.tight_layout()
     return fig
-
-
-#: Each factor a ladder step removes, in one colour in every ladder; a step the run cannot tell from zero is hatched.
-_FACTOR_COLOURS = {"fresh": "tab:orange", "staging": "tab:gray", "launch": "tab:blue", "DMA": "tab:red",
-                   "copy": "tab:green"}
-
-
-def _factor_colour(factor: str) -> str:
-    for word, colour in _FACTOR_COLOURS.items():
-        if word in factor:
-            return colour
-    return "tab:purple"
-
-
-def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> None:
-    """One ladder as a bar of its steps and its bottom rung: each segment the difference of two medians of the run,
-    so the segments add up to the call; a step whose interval holds zero is drawn hatched, without a share."""
-    left, total = 0.0, ladder.top.median_s
-    steps = [*ladder.steps, None]
-    for (factor, seconds, _low, _high, told), step in zip(ladder.parts(), steps, strict=True):
-        width = max(seconds, 0.0) * 1e3
-        colour = _factor_colour(factor)
-        bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else
-                      "white", hatch=None if told else "//")
-        label = ladder.sentence(step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
-        what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
-        tip(bar.patches[0], [label + what])
-        if told and seconds / total >= 0.15:
-            ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(short(factor) if told else "can't tell (interval holds zero, or within the drift floor)",
-                          bar.patches[0])
-        left += width
-
-
-def ladder_figure(view: RunView) -> Figure | str:
-    """Every ladder of the run (analyze/ladder.py), one bar each, in ms, labelled with its call, size and run."""
-    found = view.ladders
-    if {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in found}:  # the same lower rungs: one bar, both in the table
-        found = [ladder for ladder in found if ladder.key != "d2h-to"]
-    if not found:
-        return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
-                "buffer, or host clone() with copy_).")
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8))
-    legend: dict[str, Artist] = {}
-    for y, ladder in enumerate(found):
-        _ladder_bar(ax, y, ladder, legend)
-    ax.set_yticks(range(len(found)), [mathtext_safe(f"{ladder.top.label}, {format_bytes(ladder.size)} "
-                                                    f"({format_seconds(ladder.top.median_s)})") for ladder in found])
-    ax.invert_yaxis()
-    ax.set_xlabel("ms: each segment is one rung's median minus the next one's (same run, same size)", fontsize=8)
-    ax.tick_params(labelsize=8)
-    ax.grid(True, axis="x", alpha=0.3)
-    fig.legend(list(legend.values()), [mathtext_safe(label) for label in legend], loc="center left",
-               bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
-          split: str | None) -> dict[str, str]:
-    span = f"{format_seconds(low)} to {format_seconds(high)}"
-    if not told:
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span}: {cases}"}
-    text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
-    if split is not None:  # the step the run's fault counts split
-        text += f", {split}"
-    return {"text": text, "title": f"interval {span}: {cases}"}
-
-
-def ladder_table(view: RunView) -> dict[str, Any] | None:
-    """The ladders as a table for the page and the Markdown: one row per call, one column per factor removed (in
-    ladder order), each cell the step read from its two cases (named in its hover title with the interval)."""
-    found = view.ladders
-    if not found:
-        return None
-    factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
-    rows = []
-    for ladder in found:
-        cases = [("" if s.told else f"{ladder.why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
-                 for s in ladder.steps] + [ladder.base.case]
-        splits = [ladder.split_text(s) for s in ladder.steps] + [None]
-        cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
-                 for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
-        rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
-                     "title": f"{ladder.top.path}, {ladder.run}",
-                     "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
-    return {"columns": [short(factor) for factor in factors], "rows": rows, "runs": sorted({ladder.run for ladder in found})}
 
 
 Drawing = Callable[[RunView], "Figure | str"]
@@ -695,18 +476,6 @@ def _caption(view: RunView, key: str, caption: str) -> str:
     return caption
 
 
-LADDER_CAPTION = (
-    "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
-    "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
-    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) holds "
-    "zero, or whose two rungs lie within this run's drift floor, is hatched: can't tell. The launch + synchronize rung "
-    "also swaps blocking for non-blocking (that copy's device time is the DMA). Hover a cell for its cases and interval.")
-HOST_LADDER_CAPTION = (
-    "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
-    "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
-    "is the copy itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's "
-    "interval joins the two medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds "
-    "zero reads \"can't tell\", never a share.")
 _BANDWIDTH_CAPTION = (
     "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
     "synchronizes after every call. " + _HOLLOW + "Dashed black lines are roofs, labelled with their figure and the "
@@ -757,13 +526,6 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
 ]
 
 
-def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
-    """A drawn figure as inline SVG, or the reason it could not be drawn."""
-    if isinstance(figure, str):
-        return Plot(key, title, caption, None, figure)
-    return Plot(key, title, caption, to_svg(figure, key))
-
-
 def render(view: RunView) -> list[Plot]:
     """Every core figure; a bandwidth figure only for the families this run measured."""
     frame = view.rows
@@ -787,90 +549,3 @@ def render(view: RunView) -> list[Plot]:
     return plots
 
 
-def scenario_plot(view: RunView, op: str) -> Figure | str:
-    """One scenario's figure: bandwidth bars where each call moves one payload size (bidir's both ways
-    at once against one way), time bars where all share one size, else time against size."""
-    rows = view.rows[view.rows["op"] == op]
-    if rows.empty:
-        return f"No {op} benchmarks were run."
-    if op == "numa" and rows["host_numa_node"].nunique() < 2:
-        return ("One NUMA placement was measured (one node): there is no other node to compare it with, so the "
-                "figure is left out.")
-    if rows["bandwidth_gbps"].notna().all() and (rows.groupby("path")["nbytes"].nunique() == 1).all():
-        return _scenario_bandwidth_bars(rows)
-    if rows["nbytes"].nunique() == 1:
-        return _scenario_time_bars(rows)
-    return _scenario_lines(rows)
-
-
-def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
-    # One dot per call on a time-against-size chart says nothing when the calls move different
-    # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
-    labels = case_labels(rows)
-    bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
-    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
-    for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
-        tip(bar, [f"{row['path']}: {gbps_text(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
-                  f"in {format_seconds(row['median_s'])} (median)"])
-    for y, (_, row) in enumerate(rows.iterrows()):
-        ax.text(row["bandwidth_gbps"], y, f"  {gbps_text(row['bandwidth_gbps'])} GB/s ({format_bytes(row['nbytes'])})",
-                va="center", fontsize=8)
-    low, high = rows["bandwidth_gbps"].min(), rows["bandwidth_gbps"].max()
-    log = 0 < 20 * low < high  # host links and device memory in one figure (copy_kind): linear hides the host bars
-    if log:
-        ax.set_xscale("log")
-        ax.set_xlim(low / 2, high * 6)
-    else:
-        ax.set_xlim(0, max(high, 1e-9) * 1.35)
-    ax.invert_yaxis()
-    ax.set_xlabel("bandwidth (GB/s): bytes moved / median time" + (", log scale" if log else ""))
-    return fig
-
-
-def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
-    rows = rows.sort_values("median_s")
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
-    bars = ax.barh(range(len(rows)), rows["median_s"] * 1e3, color="tab:cyan")
-    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in case_labels(rows)])
-    for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
-        tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
-    for y, ms in enumerate(rows["median_s"] * 1e3):
-        ax.text(ms, y, f"  {ms:.3g} ms", va="center", fontsize=8)
-    ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"median time (ms) at {format_bytes(rows['nbytes'].iloc[0])}")
-    return fig
-
-
-def _scenario_device(row: pd.Series) -> str:
-    return str(row["dst"] if row["dst"] != "cpu" else row["src"])
-
-
-def _scenario_lines(rows: pd.DataFrame) -> Figure:
-    # A colour per variant, a line style per device: identical GPUs draw the same curve, and
-    # a colour per path would hide all but the last one's colour under it.
-    devices = list(dict.fromkeys(_scenario_device(row) for _, row in rows.iterrows()))
-    styles = dict(zip(devices, itertools.cycle(["-", "--", ":", "-."]), strict=False))
-    variants = list(dict.fromkeys(str(v) for v in rows["variant"]))
-    colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 2.5))
-    handles, labels = [], []
-    for path, group in rows.groupby(case_labels(rows, sized=False), sort=False):
-        group = group.sort_values("nbytes")
-        first = group.iloc[0]
-        line, = ax.plot(group["nbytes"], group["median_s"] * 1e3, marker="o", ms=4,
-                        color=colours[str(first["variant"])], linestyle=styles[_scenario_device(first)])
-        tip(line, _tips_for(group, lambda row: f"median {format_seconds(row['median_s'])}"))
-        handles.append(line)
-        labels.append(str(path))
-    _size_ticks(ax, rows["nbytes"].tolist())
-    if rows["median_s"].max() > 3 * rows["median_s"].min():
-        _log_y(ax)
-    else:  # nearly flat (a second module.to): a log axis would magnify noise into a slope
-        ax.set_ylim(0, rows["median_s"].max() * 1e3 * 1.2)
-    ax.set_xlabel("payload (bytes moved or held)")
-    ax.set_ylabel("median time (ms)")
-    ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(fig, handles, labels)
-    return fig

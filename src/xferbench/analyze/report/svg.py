@@ -1,0 +1,164 @@
+"""A matplotlib figure as inline SVG with a hover title on every point, and the axes every figure shares.
+
+Figures are inline SVG: they scale with the page, their text is text, and every plotted point (marker, bar, matrix
+cell) carries an SVG ``<title>`` with its exact value, which a browser shows on hover: no script, no network
+request. A drawing function attaches those titles to its artists with ``tip``; ``to_svg`` writes them into the SVG.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+import weakref
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: figures are rendered to SVG for the page
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from ...units import drawable, format_bytes, format_seconds, mathtext_safe
+from .figure_text import drawable_text
+
+__all__ = ["WIDTH", "Plot", "as_plot", "gbps_text", "legend_outside", "log_y", "size_ticks", "tip", "tips_for",
+           "to_svg"]
+
+_SVG = "http://www.w3.org/2000/svg"
+_XLINK = "http://www.w3.org/1999/xlink"
+ET.register_namespace("", _SVG)
+ET.register_namespace("xlink", _XLINK)
+
+
+@dataclass(frozen=True)
+class Plot:
+    key: str
+    title: str
+    caption: str
+    svg: str | None  # None: not drawn, and ``missing`` says why
+    missing: str | None = None
+
+
+_TITLES: weakref.WeakKeyDictionary[Figure, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+
+
+_GIDS = itertools.count()
+
+
+def tip(artist: Artist, titles: Sequence[str]) -> None:
+    """Attach hover texts to an artist: one per marker of a line or scatter, one for a bar or text."""
+    figure = artist.get_figure(root=True)
+    if not isinstance(figure, Figure) or not titles:
+        return
+    gid = f"xfer-tip-{next(_GIDS)}"
+    artist.set_gid(gid)
+    _TITLES.setdefault(figure, {})[gid] = [drawable(title) for title in titles]  # names from run files
+
+
+def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
+    """Write each artist's hover texts into the SVG, and drop what an inline SVG must not carry."""
+    root = ET.fromstring(svg)
+    for metadata in root.findall(f"{{{_SVG}}}metadata"):
+        root.remove(metadata)
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for group in list(root.iter(f"{{{_SVG}}}g")):
+        gid = group.get("id", "")
+        texts = titles.get(gid)
+        if "id" in group.attrib:  # matplotlib's own ids (figure_1, patch_3) repeat across figures of one page
+            del group.attrib["id"]
+        if texts is None:
+            continue
+        marks = list(group.iter(f"{{{_SVG}}}use"))
+        if not marks:
+            title = ET.Element(f"{{{_SVG}}}title")
+            title.text = texts[0]
+            group.insert(0, title)
+            group.set("class", "tip")
+            continue
+        for mark, text in zip(marks, texts, strict=False):
+            parent = parents[mark]
+            wrapper = ET.Element(f"{{{_SVG}}}g", {"class": "tip"})
+            title = ET.SubElement(wrapper, f"{{{_SVG}}}title")
+            title.text = text
+            parent[list(parent).index(mark)] = wrapper
+            wrapper.append(mark)
+    return ET.tostring(root, encoding="unicode")
+
+
+def to_svg(fig: Figure, key: str = "figure") -> str:
+    """The figure as an inline SVG element with its hover titles."""
+    buffer = io.StringIO()
+    drawable_text(fig)  # labels come from run files: no mathtext, no control character, wherever they were set
+    # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
+    with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+    titles = _TITLES.pop(fig, {})
+    plt.close(fig)
+    return _add_titles(buffer.getvalue(), titles)
+
+
+def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
+    """A drawn figure as inline SVG, or the reason it could not be drawn."""
+    if isinstance(figure, str):
+        return Plot(key, title, caption, None, figure)
+    return Plot(key, title, caption, to_svg(figure, key))
+
+
+#: Width of every figure (inches): the page is 1200 px wide, so text stays legible at 1:1.
+WIDTH = 11.0
+
+
+def size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
+    """A log2 size axis with at most 7 labelled ticks (powers of 2, evenly spaced), never overlapping."""
+    ax.set_xscale("log", base=2)
+    low, high = math.floor(math.log2(max(min(sizes), 1))), math.ceil(math.log2(max(max(sizes), 1)))
+    step = max(1, math.ceil((high - low + 1) / 7))
+    step = next((s for s in (1, 2, 5, 10) if s >= step), 10)  # 1 KiB, 1 MiB, 1 GiB fall on ticks
+    ticks = [2.0**e for e in range(low, high + 1) if e % step == 0] or [2.0**low, 2.0**high]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+    ax.set_xlim(2.0**low / 1.4, 2.0**high * 1.4)
+
+
+def log_y(ax: Axes) -> None:
+    """A log y axis labelled in plain numbers (0.01, 10, 1000): quicker to read, and no mathtext to lay out.
+
+    An axis that spans less than a decade may hold no power of ten at all: its minor ticks (2, 3, ... 9 x 10^k)
+    are labelled then, decided when the figure is drawn, once the limits are final."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if _narrow(ax) else ""))
+
+
+def _narrow(ax: Axes) -> bool:
+    """Whether a log y axis spans less than a decade (so few or no major ticks fall on it)."""
+    low, high = ax.get_ylim()
+    return low > 0 and high / low < 10
+
+
+def legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str], title: str | None = None) -> None:
+    if handles:  # labels name paths and devices from the data: a '$' in them is text, not mathtext
+        fig.legend(handles, [mathtext_safe(str(label)) for label in labels], loc="upper left",
+                   bbox_to_anchor=(1.0, 0.98), fontsize=8, title=title, title_fontsize=8, frameon=False)
+
+
+def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
+    return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
+            f" over {row['rounds']} rounds × {row['iterations']}"
+            + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
+            for index, row in rows.iterrows()]
+
+
+def gbps_text(value: float) -> str:
+    """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
