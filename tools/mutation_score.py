@@ -38,6 +38,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "units": ("src/xferbench/units.py", ["tests/test_units.py"]),
     "contract": ("src/xferbench/contract.py", ["tests/test_contract.py"]),
     "results": ("src/xferbench/analyze/load/results.py", ["tests/test_results.py", "tests/test_gzip_runs.py"]),
+    "rows": ("src/xferbench/analyze/load/rows.py", ["tests/test_results.py"]),
     "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
     "expectations": ("src/xferbench/analyze/gate/expectations.py", ["tests/test_expectations.py"]),
     # compare's and ab's slow tests are power studies (hundreds of comparisons, 30-40 s each) that every surviving

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import math
 import stat
 import sys
 import zlib
@@ -28,12 +27,10 @@ from ...contract import (
     SCHEMA_VERSION,
     ContractError,
     Fingerprint,
-    identity_from,
     machine_differences,
-    measured_from,
 )
-from ...families import FAMILIES
 from .peer_plan import plan_ok
+from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, bench_row, device_time_valid
 
 __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
            "assemble", "boot_id", "one_per_case", "repeated_note", "bounded_read",
@@ -228,7 +225,7 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
     measure/hardware/machine.py writes (``'machine_info.xferbench.devices' ..., got 5``), or None. Null is
     always allowed: a fingerprint says nothing it does not know."""
     def number(value: Any) -> bool:
-        return value is None or (type(value) in (int, float) and 0 <= value <= _MAX_BYTES)
+        return value is None or (type(value) in (int, float) and 0 <= value <= MAX_BYTES)
 
     def objects(value: Any) -> bool:
         return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
@@ -306,137 +303,6 @@ def read_journal(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def _moves_payload(op: str, variant: str | None) -> bool:
-    """Whether bytes / time is a bandwidth: a family that moves its payload (unknown ops are
-    assumed to), and not a second module.to() that finds everything in place."""
-    family = FAMILIES.get(op)
-    return (family is None or family.moves_payload) and variant != "again"
-
-
-#: What a plain pytest-benchmark test needs to be tracked (measure/session/plugin.py's fixture).
-UNTRACKED_HINT = "name what a test times with the xfer_identity fixture: docs/regression-tracking.md, 'Your own code'"
-
-#: Times in seconds per call: pytest-benchmark's statistics of the rounds.
-_TIMES = ("median", "min", "mean", "max", "q1", "q3")
-#: Spreads in seconds: zero when every round took the same time.
-_SPREADS = ("iqr", "stddev")
-_STATS = _TIMES + _SPREADS
-#: Pairs of statistics that cannot be the other way round, whatever the rounds were (the median's own check is
-#: against its rounds, below).
-_ORDERED = (("min", "max"), ("q1", "q3"), ("min", "q1"), ("q3", "max"))
-#: Payloads past this are not a measurement but a corrupted number (and overflow a float).
-_MAX_BYTES = 2**62
-#: Bounds of a plausible time per call, in seconds: no clock resolves a femtosecond, and no
-#: call lasts a year. Outside them a number is corrupt, and would overflow bandwidths and sums.
-_SHORTEST, _LONGEST = 1e-15, 3e7
-
-
-def _seconds(value: Any) -> float | None:
-    """``value`` as seconds if it is a plain finite number within bounds (0 allowed), else None."""
-    # Compares huge ints without overflow; NaN and infinities fail the bounds too.
-    if type(value) not in (int, float) or not -_LONGEST <= value <= _LONGEST:
-        return None
-    return float(value)
-
-
-def _stats_from(stats: Any) -> dict[str, Any]:
-    """The statistics the analysis reads, type-checked: finite positive times, numeric rounds."""
-    if not isinstance(stats, dict):
-        raise ContractError(f"'stats' must be an object, got {stats!r:.60}")
-    checked: dict[str, Any] = {}
-    for name in _STATS:
-        value = _seconds(stats.get(name))
-        if value is None or value < 0:
-            raise ContractError(f"stats field {name!r} must be a finite number of seconds, 0 to {_LONGEST:.0e}, "
-                                f"got {stats.get(name)!r:.60}")
-        if value < _SHORTEST and name in _TIMES:
-            raise ContractError(f"stats field {name!r} must be above 0 (a time per call), got {value!r}")
-        checked[f"{name}_s"] = value
-    for name, default in (("rounds", None), ("iterations", 1)):
-        value = stats.get(name, default)
-        if type(value) is not int or value < 1:
-            raise ContractError(f"stats field {name!r} must be a whole number >= 1, got {value!r:.60}")
-        checked[name] = value
-    for low, high in _ORDERED:  # statistics of one set of rounds: any other order is a changed or made-up file
-        if checked[f"{low}_s"] > checked[f"{high}_s"] * (1 + 1e-9):  # the mean of equal rounds may be 1 ulp off
-            raise ContractError(f"stats out of order: {low} {checked[f'{low}_s']:.6g} > {high} "
-                                f"{checked[f'{high}_s']:.6g} (min <= q1 <= q3 <= max)")
-    data = stats.get("data")
-    if data is not None and not _round_times(data):
-        raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
-    if data == []:
-        raise ContractError("stats field 'data' holds no round: no time was measured")
-    if data and not math.isclose(float(np.median(np.asarray(data, dtype=float))), checked["median_s"], rel_tol=1e-6):
-        # compare reads the rounds, the report and the CSV the median: two readings of one run must not differ
-        raise ContractError(f"stats field 'median' ({checked['median_s']:.6g} s) is not the median of its rounds "
-                            f"'data' ({float(np.median(np.asarray(data, dtype=float))):.6g} s): changed after pytest-benchmark "
-                            "wrote it")
-    checked["data"] = data
-    return checked
-
-
-def _round_times(data: Any) -> bool:
-    """Is ``data`` a list of plain numbers, each a time within bounds (0 allowed)? The rounds are most of a run's
-    numbers, so a list of floats, as pytest-benchmark writes them, is checked in one vectorised pass."""
-    if not isinstance(data, list):
-        return False
-    if all(type(x) is float for x in data):
-        times = np.asarray(data)
-        return bool(np.all((times >= 0) & (times <= _LONGEST)))  # NaN fails both comparisons
-    return all((t := _seconds(x)) is not None and t >= 0 for x in data)
-
-
-def _row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
-    info = bench["extra_info"]
-    identity = identity_from(info)
-    measured = measured_from(info)
-    stats = _stats_from(bench.get("stats"))
-    if identity.nbytes > _MAX_BYTES:
-        raise ContractError(f"field 'nbytes' is not a plausible payload, got {identity.nbytes!r:.30}")
-    for name in ("name", "group"):
-        if bench.get(name) is not None and not isinstance(bench[name], str):
-            raise ContractError(f"{name!r} must be a string, got {bench[name]!r:.60}")
-    median = stats["median_s"]
-    row: dict[str, Any] = {"run": run, "datetime": when, "name": bench.get("name"), "group": bench.get("group")}
-    row |= {name: getattr(identity, name) for name in IDENTITY}
-    row["shape"] = "x".join(map(str, identity.shape))
-    row |= measured
-    row |= stats
-    # The time of one transfer: a ping-pong call carries the payload there and back.
-    row["transfer_s"] = median / 2 if measured["round_trip"] else median
-    # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
-    moves = _moves_payload(identity.op, identity.variant)
-    row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else float("nan")
-    factor = measured["bus_factor"]
-    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else float("nan")
-    row["path"] = identity.path
-    row["case_key"] = identity.key
-    options = bench.get("options")  # the clock that timed it (pytest-benchmark's --benchmark-timer)
-    row["timer"] = str(options["timer"])[:80] if isinstance(options, dict) and options.get("timer") is not None else None
-    return row
-
-
-#: Methods (contract.DEVICE_TIME_METHODS) that give a blocking copy a device time of its own: the copy's DMA
-#: duration from the profiler's device activity records, or events around its non-blocking twin. "events"
-#: around the call itself holds only for non-blocking copies.
-VALID_DEVICE_METHODS = ("profiler", "nonblocking_twin")
-
-
-def device_time_valid(frame: pd.DataFrame) -> pd.Series:
-    """Per row: is its device time a measurement under the current contract?
-
-    Not for a pageable copy (the host stages it through a bounce buffer, so events time the host's
-    memcpy too), nor for a blocking copy to or from host memory timed back to back by events (each
-    call waits for the one before it, so the host sets the pace: on an H200 a 4 B pinned ``.to``
-    read 11.7 µs blocking against 2.2 µs non-blocking), unless the row records a valid method.
-    """
-    method = frame["device_time_method"] if "device_time_method" in frame else pd.Series(None, index=frame.index)
-    recorded = method.isin(VALID_DEVICE_METHODS)
-    pageable = frame["host_memory"].eq("pageable")
-    blocking_host = frame["host_memory"].notna() & ~frame["non_blocking"].astype(bool)
-    return recorded | ~(pageable | blocking_host)
-
-
 def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     """One file's JSON (or a document's: checked the same, never parsed again, the caller's dict left unchanged),
     its xferbench rows, and how many other benchmarks it held."""
@@ -459,7 +325,7 @@ def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, A
         if schema > SCHEMA_VERSION:
             raise ResultsError(f"{path}: written by a newer xferbench (data schema {schema}); upgrade xferbench")
         try:
-            rows.append(_row(bench, run, when))
+            rows.append(bench_row(bench, run, when))
         except ContractError as error:
             raise ResultsError(f"{path}: benchmark {name!r:.80}: {error}") from None
     if not rows:
