@@ -78,7 +78,7 @@ class TestOutputsNeverDestroyInputs:
 
     def test_symlinked_output_is_followed(self, tmp_path, capsys, run):
         """A link to an earlier report: the report it points to is replaced, the link stays a link."""
-        target = put(tmp_path / "old.html", "old")
+        target = put(tmp_path / "old.html", "<!DOCTYPE html><title>xferbench report</title>old")
         os.symlink(target, tmp_path / "latest.html")
         code, _, _ = run_cli(capsys, "report", run, "-o", tmp_path / "latest.html")
         assert code == 0

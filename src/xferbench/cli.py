@@ -47,7 +47,7 @@ def _report(args: argparse.Namespace) -> int:
     from .analyze.report.other_tools import classify, load_peers
     from .analyze.report.page import companions, write_report
     from .analyze.view import RunView
-    from .output import check_output
+    from .output import check_output, never_foreign
 
     given = [*args.results, *([args.history] if args.history else [])]
     output = _output(args.output, given)
@@ -56,9 +56,9 @@ def _report(args: argparse.Namespace) -> int:
             os.path.realpath(target) in inputs for target in (output, *companions(output))):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
                          ".csv and .md), and neither it nor its companions may replace an input")
-    for companion in companions(output):
-        check_output(companion, given, create_folder=True)
-        _never_foreign(companion, output)
+    for target, kind in ((output, "page"), *((companion, companion.suffix) for companion in companions(output))):
+        check_output(target, given, create_folder=True)
+        never_foreign(target, kind, f"-o {output}", args.force)  # README.md beside -o README.html: the user's
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
     kinds = [(path, *classify(path)) for path in args.results]
     suite = [document or path for path, kind, document in kinds if kind == "suite"]  # each file parsed once
@@ -86,25 +86,6 @@ def _report(args: argparse.Namespace) -> int:
     csv_path, markdown_path = companions(path)
     print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
     return 0
-
-
-#: How the report's companions begin: a file there that begins otherwise is someone else's, never replaced
-#: (a CSV of an xferbench from before the instance column, or of today's).
-_COMPANION_START = {".md": ("# xferbench",), ".csv": ("run,datetime,name,", "run,instance,datetime,name,")}
-
-
-def _never_foreign(companion: Path, output: Path) -> None:
-    """``report -o README.html`` writes README.md beside it: refused when a README.md there is not an earlier report's."""
-    try:
-        with open(companion, encoding="utf-8", errors="replace") as handle:
-            start = handle.read(64)
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise UsageError(f"{companion}: cannot read it ({error.strerror}); the report -o {output} would replace it") from None
-    if not start.startswith(_COMPANION_START[companion.suffix]):  # str.startswith takes a tuple
-        raise UsageError(f"-o {output}: {companion} exists and is not an earlier xferbench report's "
-                         f"{companion.suffix}; it would be replaced. Choose another -o name")
 
 
 def _progress(command: str) -> Callable[[int, int], None]:
@@ -248,7 +229,7 @@ def _small_input(path: Path) -> str:
 def _calibrate(args: argparse.Namespace) -> int:
     from .analyze.gate.compare import load_runs
     from .analyze.gate.noise import calibrate
-    from .output import check_output, write_atomic
+    from .output import check_output, never_foreign, write_atomic
 
     if not 0 < args.target < 1:
         raise UsageError(f"--target {args.target}: give a rate between 0 and 1, e.g. 0.05")
@@ -260,6 +241,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     # Before any A/A run: the noise file must not replace a run, nor land in the runs folder as one.
     try:
         check_output(args.output, [args.runs], create_folder=args.output == DEFAULT_NOISE)
+        never_foreign(args.output, "noise", str(args.output), args.force)
     except OutputError as error:
         raise UsageError(f"-o {error}") from None
     if args.aa_command:
@@ -397,7 +379,7 @@ def _store(args: argparse.Namespace) -> int:
             return 0
         where = store.parse_store(args.store, args.remote)
         if args.action == "push":
-            stored = store.push(where, args.runs, args.keep, not args.no_dashboard)
+            stored = store.push(where, args.runs, args.keep, not args.no_dashboard, force=args.force)
             print(f"xferbench store: {len(stored)} run(s) in {args.store} (the last {args.keep} a machine sent are kept)")
         elif args.action == "pull":
             count = store.pull(where, args.output, args.machine_of)
@@ -408,7 +390,7 @@ def _store(args: argparse.Namespace) -> int:
         elif not (where.folder / store.MACHINES).is_dir():
             raise UsageError(f"{where.folder}: not a store (no {store.MACHINES}/ folder in it); push runs to it first")
         else:
-            print(f"xferbench store: wrote {store.dashboard(where.folder)}")
+            print(f"xferbench store: wrote {store.dashboard(where.folder, force=args.force)}")
     except store.StoreError as error:
         raise UsageError(str(error)) from None
     return 0

@@ -21,6 +21,8 @@ DEFAULT_OUTPUT = Path("reports/index.html")
 DEFAULT_TIMEOUT = 4 * 3600.0
 #: Where ``calibrate`` writes unless told; its folder is created too.
 DEFAULT_NOISE = Path("reports/noise.json")
+#: ``--force``: an existing output xferbench did not write is refused without it (output.py's ``never_foreign``).
+FORCE = "replace the output even where an existing file there is not one xferbench wrote"
 
 #: What runs a command: its parsed arguments in, its exit status out.
 Command = Callable[[argparse.Namespace], int]
@@ -54,6 +56,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                                              "with trend plots over all its runs")
     history.add_argument("folder", type=Path, help="e.g. reports/history or .benchmarks")
     history.add_argument("-o", "--output", type=Path, help=f"default: {DEFAULT_OUTPUT}")
+    for command in (report, history):
+        command.add_argument("--force", action="store_true", help=FORCE)
     history.set_defaults(run=commands["history"])
 
     comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor")
@@ -81,6 +85,7 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                      help="false-alarm rate per comparison to keep under, per case class (default: %(default)s)")
     cal.add_argument("--per-side", type=int, default=1, help="runs on each side of the comparisons you will make "
                                                              "(default: %(default)s)")
+    cal.add_argument("--force", action="store_true", help=FORCE)
     cal.add_argument("--note", default="", help="where and under what load the A/A runs were made (kept in the file)")
     cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     cal.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -137,6 +142,9 @@ def _store_parser(sub: Any, command: Command) -> None:
                       help="only the runs of this run's machine (default: every machine, a folder each)")
     board = actions.add_parser("dashboard", help="rewrite the dashboard of a folder store")
     board.add_argument("store", help="the store folder")
+    for action in (push, board):
+        action.add_argument("--force", action="store_true", help="replace a folder store's index.html that xferbench "
+                                                                 "did not write")
     for action in (push, pull, board):
         action.add_argument("--remote", default="origin", help="the git remote of git:BRANCH (default: origin)")
     note = actions.add_parser("comment", help="a compare --markdown table cut to fit one PR comment, with a marker")

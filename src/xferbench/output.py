@@ -6,14 +6,15 @@ pytest plugin its journal), so this sits above them and imports neither.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["OutputError", "check_output", "in_storage", "write_atomic"]
+__all__ = ["GENERATOR", "OutputError", "check_output", "in_storage", "never_foreign", "write_atomic"]
 
 #: The temporary file beside the target: short, so a legal long target name still leaves room for it.
 _TMP_PREFIX, _TMP_SUFFIX = ".xfb.", ".tmp"
@@ -25,6 +26,72 @@ _STORED_RUN = re.compile(r"\d{4}_.*\.json(\.gz)?")
 
 class OutputError(ValueError):
     """An output path that cannot or must not be written; the message is one line naming it."""
+
+
+#: The mark of a page xferbench wrote (the dashboard's; a report is known by its title, the same since its start).
+GENERATOR = '<meta name="generator" content="xferbench">'
+#: What an HTML page xferbench wrote holds in its first ``_HEAD`` bytes: one of these.
+_PAGE_MARKS = (GENERATOR.encode(), b"<title>xferbench report</title>", b"<title>xferbench dashboard</title>")
+_HEAD = 4096
+#: A noise file larger than this is no calibrate output (thousands of cases take a few MB).
+_MOST_NOISE = 64 * 2**20
+
+
+def _read(path: Path, size: int) -> bytes:
+    """At most ``size`` bytes of a regular file; OSError for anything else (a FIFO would block the read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        return handle.read(size)
+
+
+def _page(path: Path) -> bool:
+    head = _read(path, _HEAD).lower()
+    return any(mark.lower() in head for mark in _PAGE_MARKS)
+
+
+def _noise(path: Path) -> bool:
+    raw = _read(path, _MOST_NOISE + 1)
+    try:
+        data = json.loads(raw) if len(raw) <= _MOST_NOISE else None
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "xferbench_noise" in data
+
+
+def _starts(*starts: str) -> Callable[[Path], bool]:
+    return lambda path: _read(path, 64).decode("utf-8", "replace").startswith(starts)
+
+
+#: How a file xferbench wrote is told from another's of the same name, by kind: a page, a noise file, the report's
+#: companions (their first line; a CSV from before the instance column too). What: how the refusal names it.
+_OURS: dict[str, tuple[Callable[[Path], bool], str]] = {
+    "page": (_page, "a page"),
+    "noise": (_noise, "a noise file"),
+    ".md": (_starts("# xferbench"), "an earlier xferbench report's .md"),
+    ".csv": (_starts("run,datetime,name,", "run,instance,datetime,name,"), "an earlier xferbench report's .csv"),
+}
+
+
+def never_foreign(path: Path, kind: str, said: str, force: bool = False) -> None:
+    """Refuse to replace ``path`` when it exists and xferbench did not write it (no mark of ``kind`` in it): a page,
+    JSON or notes of the user's or another tool's with the output's name would be lost. ``said`` begins the one line
+    (the option and its value); ``force`` (the user's ``--force``) replaces it anyway. An earlier output of xferbench
+    is replaced, so a command run again keeps working."""
+    if force or not (path.exists() or path.is_symlink()):
+        return
+    ours, what = _OURS[kind]
+    try:
+        mine = ours(path)
+    except OSError as error:
+        raise OutputError(f"{said}: cannot read {path} to tell whether xferbench wrote it "
+                          f"({error.strerror or error}); refusing to replace it") from None
+    if not mine:
+        which = "" if said.endswith(str(path)) else f"{path} "
+        written = "" if what.startswith("an earlier") else " xferbench wrote"
+        raise OutputError(f"{said}: {which}exists and is not {what}{written}; it would be replaced. "
+                          "Choose another name, or give --force to replace it")
 
 
 def _same(a: Path, b: Path) -> bool:

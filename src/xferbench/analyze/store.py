@@ -49,7 +49,7 @@ import numpy as np
 
 from ..contract import machine_differences, machine_identity
 from ..escape import no_bidi, terminal
-from ..output import write_atomic
+from ..output import GENERATOR, OutputError, never_foreign, write_atomic
 from ..units import format_bytes
 from .gate.noise import run_times
 from .load.history import Stored, load_storage
@@ -319,7 +319,7 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
 
 
 def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashboard: bool = True,
-         attempts: int = PUSH_ATTEMPTS) -> list[str]:
+         attempts: int = PUSH_ATTEMPTS, force: bool = False) -> list[str]:
     """Store ``runs``; with git, commit and push (a push another job beat is redone on the new tip: fetched again,
     the runs added again, after a random wait that doubles each time; ``attempts`` times at most)."""
     if keep < 1:
@@ -327,9 +327,11 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
     for path in runs:  # every run checked before anything is written
         _checked_run(path)
     if where.folder is not None:
+        if with_dashboard:  # before a run is added: ``store push docs`` must not replace the user's docs/index.html
+            _own_index(where.folder, force)
         stored, touched = add_runs(where.folder, runs, keep)
         if with_dashboard:
-            dashboard(where.folder, touched)
+            dashboard(where.folder, touched, force=True)
         return stored
     for attempt in range(attempts):
         try:
@@ -346,8 +348,8 @@ def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: boo
     """Add the runs to the branch's current tip and push; _Contended when another job got there first."""
     with _branch_tree(where) as (tree, on_tip):
         stored, touched = add_runs(tree, runs, keep)
-        if with_dashboard:
-            dashboard(tree, touched)
+        if with_dashboard:  # the branch's history keeps whatever index.html it replaces
+            dashboard(tree, touched, force=True)
         _git(tree, "add", "-A", ".")
         if on_tip and not _git(tree, "status", "--porcelain").strip():
             return stored  # every run was already there
@@ -451,11 +453,21 @@ def _summary(folder: Path, stored: Stored) -> dict[str, Any]:
             "identity": {k: v for k, v in identity.items() if v is not None}}
 
 
-def dashboard(root: Path, machines: list[str] | None = None) -> Path:
-    """(Re)write each given machine's page (all when None) and the index; returns the index."""
+def _own_index(root: Path, force: bool) -> None:
+    """A folder store's index.html is replaced only when xferbench wrote it (or with ``force``)."""
+    try:
+        never_foreign(root / "index.html", "page", str(root / "index.html"), force)
+    except OutputError as error:
+        raise StoreError(str(error)) from None
+
+
+def dashboard(root: Path, machines: list[str] | None = None, force: bool = False) -> Path:
+    """(Re)write each given machine's page (all when None) and the index (one xferbench did not write only with
+    ``force``); returns the index."""
     from .report.page import write_report
 
     no_links(root)
+    _own_index(root, force)
     base = root / MACHINES
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
     for name in names:
@@ -477,7 +489,7 @@ def dashboard(root: Path, machines: list[str] | None = None) -> Path:
         runs, newest, who = map(no_bidi, _machine_row(folder / "machine.txt"))  # HTML escaping leaves bidi be
         rows.append(f"<tr><td><a href='{MACHINES}/{html.escape(folder.name)}/index.html'>{html.escape(folder.name)}</a>"
                     f"</td><td>{html.escape(runs)}</td><td>{html.escape(newest)}</td><td>{html.escape(who)}</td></tr>")
-    page = ("<!doctype html><meta charset='utf-8'><title>xferbench dashboard</title>"
+    page = (f"<!doctype html><meta charset='utf-8'>{GENERATOR}<title>xferbench dashboard</title>"
             "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style>"
             "<h1>xferbench: runs per machine</h1><p>Each machine's page is the report of its newest run, with a "
             "trend for every path over its stored runs.</p><table><tr><th>machine</th><th>runs</th><th>newest</th>"
