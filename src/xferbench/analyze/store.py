@@ -51,14 +51,15 @@ from ..contract import machine_differences, machine_identity
 from ..escape import no_bidi, terminal
 from ..output import GENERATOR, OutputError, never_foreign, write_atomic
 from ..units import format_bytes
+from .comment import MIN_COMMENT, comment
 from .gate.noise import run_times
 from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
 from .report.history import BAND_CAPTION, draw_trend, history_plots, ratio_axis, run_ticks
 from .report.svg import Plot, as_plot
 
-__all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "StoreError", "dashboard", "machine_folder", "parse_store", "path_trends",
-           "pull", "push"]
+__all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "MIN_COMMENT", "StoreError", "comment", "dashboard", "machine_folder",
+           "parse_store", "path_trends", "pull", "push"]
 
 DEFAULT_BRANCH = "xferbench-data"
 #: Runs kept per machine on the store's tip: enough for trends and a baseline (compare uses the newest 20).
@@ -68,8 +69,6 @@ MACHINES = "machines"
 RECEIVED = "received.txt"
 #: The hardware part of a run's identity: what makes a store folder.
 HARDWARE = ("GPUs", "CPU", "simulated")
-#: The smallest ``comment`` limit: the marker, the summary and the note on the rows left out need about 300.
-MIN_COMMENT = 1000
 #: Pushes tried before ``push`` gives up when other jobs keep pushing first (each redone on the new tip after a
 #: random wait that doubles, up to ``_MOST_WAIT`` seconds): 8 jobs at once all get in.
 PUSH_ATTEMPTS = 12
@@ -516,25 +515,6 @@ def _machine_row(path: Path) -> tuple[str, str, str]:
             or not isinstance(identity, dict):
         return "?", "?", f"{path.name} is damaged: push a run of this machine to write it again"
     return str(info["runs"]), info["newest"], ", ".join(f"{k} {v}" for k, v in identity.items())
-
-
-def comment(markdown: str, limit: int = 60_000, marker: str = "<!-- xferbench-compare -->", more: str = "") -> str:
-    """A PR comment under ``limit`` characters (GitHub refuses 65,536): the marker that finds it again, the
-    summary, then table rows until the budget; a last line says how many rows are left for the full table."""
-    # Every line counts against the budget, the summary's too: a summary of 100,000 characters (or no table at all)
-    # made a comment of 100,000 at --limit 1000. The note's own room is kept (``more`` cut to fit it).
-    body, dropped = [marker], 0
-    size = len(marker) + 1
-    for line in markdown.rstrip("\n").split("\n"):
-        if dropped or size + len(line) + 1 > limit - 300:
-            dropped += 1
-            continue
-        body.append(line)
-        size += len(line) + 1
-    if dropped:
-        note = f"… {dropped} more line(s) left out to stay under GitHub's comment limit."
-        body += ["", f"{note} {more}"[:limit - size - 2].strip()]
-    return "\n".join(body) + "\n"
 
 
 def read_markdown(path: Path) -> str:
