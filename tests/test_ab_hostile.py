@@ -4,11 +4,15 @@ simulated side against a measured one. Each is one line and exit 2, never a verd
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
 import pytest
+
+from xferbench.analyze.gate import ab
 
 from hang import no_hang
 from hostile_inputs import assert_refused, run_cli
@@ -84,3 +88,43 @@ def test_no_command_changes_a_block_after_it_was_judged(tmp_path: Path, capsys: 
     assert code == 0, err
     kept = sorted(keep.glob("block*.json"))
     assert len(kept) == 12 and all(json.loads(path.read_text())["benchmarks"] for path in kept)
+
+
+@pytest.fixture
+def orphan(tmp_path: Path):
+    """A shell line that leaves ``sleep 90`` in a session of its own holding the command's stdout and stderr (out of
+    reach of the kill of the command's group); that process is killed when the test ends. (90 s: waited for, it
+    fails the test's 30 s guard in bounded time.)"""
+    pid_file = tmp_path / "orphan.pid"
+    yield f"setsid sleep 90 & echo $! > {shlex.quote(str(pid_file))}; "
+    try:
+        pid = int(pid_file.read_text())
+        if Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0090\x00":  # still ours, not a number reused since
+            os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
+def test_a_timeout_stops_a_command_whose_orphan_holds_its_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  orphan: str) -> None:
+    """The group is killed at --timeout; the orphan's pipes are read a few seconds more, never until it ends."""
+    with no_hang(30):
+        code, _, err = run_cli(capsys, "ab", "--base", orphan + "sleep 300 # {json}", "--head", "true",
+                               "--blocks", "6", "--keep", tmp_path / "ab", "--timeout", "1", "--seed", "2")
+    assert_refused(code, err, "ran past --timeout 1 s")
+
+
+def test_calibrate_run_stops_at_its_timeout_despite_an_orphan(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              orphan: str) -> None:
+    with no_hang(30):
+        code, _, err = run_cli(capsys, "calibrate", tmp_path / "aa", "--run", orphan + "sleep 300 # {json}",
+                               "--times", "1", "--timeout", "1", "-o", tmp_path / "noise.json")
+    assert_refused(code, err, "ran past --timeout 1 s")
+
+
+def test_a_command_that_ends_is_read_though_its_orphan_lives_on(tmp_path: Path, orphan: str) -> None:
+    """The command wrote its run and ended; what it left behind holds stdout: read, not waited for until --timeout."""
+    command = orphan + f"cp {shlex.quote(str(DATA / 'cpu-sample.json'))} {{json}}"
+    with no_hang(30):
+        results = ab.run_command(command, tmp_path / "out.json", timeout=120)
+    assert len(results.frame) > 0

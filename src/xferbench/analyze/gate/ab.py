@@ -34,6 +34,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -117,7 +118,7 @@ def run_command(command: str, out: Path, timeout: float | None = DEFAULT_TIMEOUT
     proc = subprocess.Popen(line, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             errors="replace", start_new_session=True)  # its own group: stopped as a whole
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = _output(proc, timeout)
     except subprocess.TimeoutExpired:
         _stop(proc)
         raise CommandFailed(f"{command!r} ran past --timeout {timeout:g} s; stopped") from None
@@ -130,12 +131,50 @@ def run_command(command: str, out: Path, timeout: float | None = DEFAULT_TIMEOUT
     return load([out])
 
 
+#: Seconds the pipes are still read once the command has ended or been stopped: a process it left in a session of
+#: its own (``setsid server &``), out of reach of its group's kill, may hold them open for ever.
+DRAIN_S = 5.0
+
+
+def _output(proc: subprocess.Popen[str], timeout: float | None) -> tuple[str, str]:
+    """The command's stdout and stderr once it has ended and they are closed, or ``DRAIN_S`` after it ended (what a
+    process it left behind writes then is not read); TimeoutExpired once ``timeout`` seconds have passed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    ended: float | None = None
+    while True:
+        step = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+        try:
+            return proc.communicate(timeout=step)
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise
+            if proc.poll() is not None:
+                ended = ended if ended is not None else now
+                if now - ended >= DRAIN_S:
+                    _close(proc)
+                    return "", ""
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
+    """Kill the command's group, then read its pipes for ``DRAIN_S`` at most: a process in a session of its own
+    survives the kill and may hold them."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.communicate()
+    try:
+        proc.communicate(timeout=DRAIN_S)
+    except subprocess.TimeoutExpired:
+        _close(proc)
+
+
+def _close(proc: subprocess.Popen[str]) -> None:
+    """Stop reading the command's pipes, and reap it."""
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    proc.wait()
 
 
 def hodges_lehmann(x: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
