@@ -279,6 +279,22 @@ def test_a_remote_that_rejects_the_push_is_refused_at_once(repo: Path, tmp_path:
     assert tries == [1]
 
 
+def test_a_push_from_a_repository_with_no_commit_stops_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """No commit to start the store's worktree from is no other job's doing: git's words at once, not 12 tries."""
+    _git(tmp_path, "init", "-q", "--bare", "origin.git")
+    work = tmp_path / "work"
+    _git(tmp_path, "init", "-q", str(work))
+    _git(work, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    monkeypatch.chdir(work)
+    tries: list[int] = []
+    once = store._push_once
+    monkeypatch.setattr(store, "_push_once", lambda *args: tries.append(1) or once(*args))
+    code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))
+    assert_refused(code, err, "invalid reference", "no commit yet")
+    assert tries == [1] and "other jobs" not in err
+
+
 def test_git_gets_a_time_limit(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(repo)
     monkeypatch.setattr(store, "GIT_TIMEOUT_S", 1e-4)

@@ -75,6 +75,8 @@ PUSH_ATTEMPTS = 12
 _MOST_WAIT = 8.0
 #: What git says when another job's push got in first: a moved tip, or a ref it held locked.
 _RACED = r"fetch first|non-fast-forward|stale info|cannot lock|unable to lock|failed to update ref|incorrect old value"
+#: What git says when the checkout has no commit to start a worktree from: no other job's doing, never retried.
+_NO_COMMIT = r"invalid reference: HEAD|not a valid object name|unknown revision|does not have any commits"
 #: Seconds one git command may take: a remote that never answers (``fd::``, a dead host) must not hold a CI job.
 GIT_TIMEOUT_S = 300.0
 #: A name in the store's tree (a machine folder, a run): letters, digits, dot, dash, underscore; never ``.`` or ``..``.
@@ -302,7 +304,10 @@ def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
     try:
         try:
             _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), *([ref] if ref else []))
-        except StoreError as error:  # another job of this checkout adding its worktree at the same moment
+        except _GitFailed as error:  # another job of this checkout adding its worktree at the same moment
+            if re.search(_NO_COMMIT, error.stderr, re.IGNORECASE):  # no job's doing: said at once, in git's words
+                raise StoreError(f"{error} (this repository has no commit yet: a git store starts from one; commit "
+                                 "first, or give a folder as the store)") from None
             raise _Contended(str(error)) from None
         if not ref:  # an empty index and folder, still detached: the first commit is made without any branch
             _git(tree, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
