@@ -275,7 +275,7 @@ def test_a_remote_that_rejects_the_push_is_refused_at_once(repo: Path, tmp_path:
 
     monkeypatch.setattr(store, "_push_once", counted)
     code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))
-    assert_refused(code, err, "push")
+    assert_refused(code, err, "push", "pushes are closed", "pre-receive hook declined")  # the remote's reason
     assert tries == [1]
 
 
@@ -340,3 +340,15 @@ def test_a_damaged_run_in_a_machine_folder_is_skipped_in_one_line(tmp_path: Path
         assert [line for line in err.splitlines() if "damaged" in line] == [
             f"xferbench store: machines/{folder.name}/20991231T000000-damaged-00000000.json: not JSON, or cut short "
             "(line 1, column 17: Expecting value); skipped"], err
+
+
+@FAST
+@given(lines=st.lists(st.sampled_from(["remote: pushes are closed", "remote:", " ! [remote rejected] a -> b (declined)",
+                                       "error: failed to push some refs to 'x'", "", "\r"]) | st.text(max_size=30),
+                      max_size=8))
+def test_git_s_reason_is_one_line(lines: list[str]) -> None:
+    """Whatever git (or a remote's hook) writes on stderr, the reason said is one line; a rejection's own words win."""
+    said = store._reason("\n".join(lines))
+    assert "\n" not in said and "\r\n" not in said
+    if any(line.strip().startswith("! [") for line in lines):
+        assert "! [" in said

@@ -277,9 +277,17 @@ def _git(repo: Path, *args: str) -> str:
     except subprocess.TimeoutExpired:  # a remote that never answers: a CI job must not wait for ever
         raise StoreError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:g} s; is the remote reachable?") from None
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise _GitFailed(f"git {args[0]} failed: {last}", done.stderr)
+        raise _GitFailed(f"git {args[0]} failed: {_reason(done.stderr)}", done.stderr)
     return done.stdout
+
+
+def _reason(stderr: str) -> str:
+    """git's own words on why it failed, on one line: a push the remote rejected is its ``! [...] (reason)`` line and
+    what the remote said (a hook's message), not the last line, ``failed to push some refs``; else the last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    rejected = [line for line in lines if line.startswith("! [")][-2:]
+    said = rejected + [line for line in lines if line.startswith("remote:") and line != "remote:"][-3:]
+    return "; ".join(said)[:500] if said else (lines or ["(no message)"])[-1]
 
 
 def _fetch(where: Location) -> str | None:
