@@ -352,3 +352,29 @@ def test_git_s_reason_is_one_line(lines: list[str]) -> None:
     assert "\n" not in said and "\r\n" not in said
     if any(line.strip().startswith("! [") for line in lines):
         assert "! [" in said
+
+
+def test_a_push_tried_again_draws_each_page_once(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Another job's push got in first (to another machine): the push is redone on the new tip, and the machine's
+    page drawn at the first try is written again, not drawn again; the pushed branch holds it."""
+    from xferbench.analyze.report import page
+
+    monkeypatch.chdir(repo)
+    drawn: list[Path] = []
+    real_report = page.write_report
+    monkeypatch.setattr(page, "write_report", lambda *args, **kw: drawn.append(args[1]) or real_report(*args, **kw))
+    real_git, raced = store._git, []
+
+    def git(where: Path, *args: str) -> str:
+        if args[0] == "push" and not raced:  # the first push loses the race once
+            raced.append(1)
+            raise store._GitFailed("git push failed: rejected", " ! [rejected] x -> y (fetch first)")
+        return real_git(where, *args)
+
+    monkeypatch.setattr(store, "_git", git)
+    monkeypatch.setattr(store, "_MOST_WAIT", 0.0)
+    code, _, err = run_cli(capsys, "store", "push", "git:xferbench-data", _run(tmp_path, 1))
+    assert code == 0, err
+    assert raced == [1] and len(drawn) == 1
+    assert any(name.endswith("/index.html") and name.startswith("machines/") for name in _tip(tmp_path / "origin.git"))

@@ -345,9 +345,10 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
         if with_dashboard:
             dashboard(where.folder, touched, force=True)
         return stored
+    rendered: dict[str, tuple[str, dict[str, bytes]]] = {}  # each machine's pages, drawn once per state of its runs
     for attempt in range(attempts):
         try:
-            return _push_once(where, runs, keep, with_dashboard)
+            return _push_once(where, runs, keep, with_dashboard, rendered)
         except _Contended as error:
             if attempt == attempts - 1:
                 raise StoreError(f"{error} ({attempts} attempts: other jobs kept pushing first, or the remote "
@@ -356,12 +357,13 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
     return []  # not reached
 
 
-def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: bool) -> list[str]:
+def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: bool,
+               rendered: dict[str, tuple[str, dict[str, bytes]]] | None = None) -> list[str]:
     """Add the runs to the branch's current tip and push; _Contended when another job got there first."""
     with _branch_tree(where) as (tree, on_tip):
         stored, touched = add_runs(tree, runs, keep)
         if with_dashboard:  # the branch's history keeps whatever index.html it replaces
-            dashboard(tree, touched, force=True)
+            dashboard(tree, touched, force=True, rendered=rendered)
         _git(tree, "add", "-A", ".")
         if on_tip and not _git(tree, "status", "--porcelain").strip():
             return stored  # every run was already there
@@ -473,9 +475,12 @@ def _own_index(root: Path, force: bool) -> None:
         raise StoreError(str(error)) from None
 
 
-def dashboard(root: Path, machines: list[str] | None = None, force: bool = False) -> Path:
+def dashboard(root: Path, machines: list[str] | None = None, force: bool = False,
+              rendered: dict[str, tuple[str, dict[str, bytes]]] | None = None) -> Path:
     """(Re)write each given machine's page (all when None) and the index (one xferbench did not write only with
-    ``force``); returns the index."""
+    ``force``); returns the index. ``rendered``: the pages drawn at an earlier try of the same push, by machine; a
+    machine whose folder holds the same files again gets them back instead of being drawn again (another job's push
+    to another machine made the push try again, and drawing is most of a push's time)."""
     from .report.page import write_report
 
     no_links(root)
@@ -484,6 +489,11 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
     for name in names:
         folder = base / name
+        key = _contents(folder) if rendered is not None else ""
+        if rendered is not None and name in rendered and rendered[name][0] == key:
+            for page, raw in rendered[name][1].items():
+                write_atomic(folder / page, raw)
+            continue
         # Each run parsed once for the trends, the per-path trends and the page (no cache: every run is read in
         # full for the per-path trends anyway, and a git store's folder is a new temporary one each time).
         try:
@@ -496,6 +506,8 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
         history = history_plots(folder, stored) + path_trends(stored.runs)
         write_report(stored.newest, folder / "index.html", history=history)
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
+        if rendered is not None:
+            rendered[name] = (key, {page: (folder / page).read_bytes() for page in _PAGES if (folder / page).is_file()})
     rows = []
     for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
         runs, newest, who = map(no_bidi, _machine_row(folder / "machine.txt"))  # HTML escaping leaves bidi be
@@ -508,6 +520,19 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
             "<th>identity (newest run)</th></tr>" + "".join(rows) + "</table>\n")
     write_atomic(root / "index.html", page)
     return root / "index.html"
+
+
+#: What ``dashboard`` writes in a machine's folder: its page, the page's companions and the index's summary.
+_PAGES = ("index.html", "index.csv", "index.md", "machine.txt")
+
+
+def _contents(folder: Path) -> str:
+    """A digest of every file of a machine's folder but its pages: what its page is drawn from."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in _PAGES):
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _say(root: Path, note: str) -> None:
