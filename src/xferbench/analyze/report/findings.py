@@ -373,8 +373,9 @@ def overhead_small(view: RunView) -> str | None:
     smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
     row = smallest.loc[smallest["median_s"].idxmin()]
     return (f"A {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}) took {format_seconds(row['median_s'])} "
-            f"of wall time when synchronized after each call; issued back to back, each took "
-            f"{format_seconds(float(row['device_seconds']))} on the device: batch small moves and synchronize once.")
+            f"of wall time when synchronized after each call; issued back to back, the device spent "
+            f"{format_seconds(float(row['device_seconds']))} on each (device time only: the host's cost to issue each "
+            "copy is not timed here, and a loop pays it where it is larger): batch small moves and synchronize once.")
 
 
 def host_copy(view: RunView) -> str | None:
