@@ -31,8 +31,9 @@ class TestGoldenCpuSample:
             "(host pageable copy_ cpu) "
             "has a fixed cost "
             "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
-            "A no-op on a tensor already on cpu costs per call: .cpu() 253 ns, .to(torch.device('cpu')) 550 ns (the "
-            "string form, .to('cpu'), was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
+            "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
+            "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; the string form, .to('cpu'), "
+            "was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
             "1042 ns. A no-op returns the same object and copies nothing.",
             "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB.",
         ]
@@ -72,6 +73,18 @@ class TestGoldenCpuSample:
         assert "<script" not in html
         assert not re.search(r'(src|href)="(?!data:|#)', html)  # in-page references (SVG markers) only
         assert "@import" not in html and not re.search(r"url\((?!#)", html)
+
+
+def test_a_no_op_is_given_per_size_never_a_mean_no_case_measured(results):
+    """.to(torch.device('cpu')) on a CPU tensor took 742.8 ns at 4 B and 357.9 ns at 16 MiB, 2.1x apart: the finding
+    gives both ends, not their mean (550 ns, which no case measured)."""
+    raw = json.loads(SAMPLE.read_text())["benchmarks"]
+    medians = sorted(b["stats"]["median"] * 1e9 for b in raw
+                     if b["extra_info"].get("op") == "noop" and b["extra_info"].get("method") == "to")
+    assert [f"{m:.0f}" for m in medians] == ["358", "743"]
+    sentence = next(s for s in findings(RunView.of(results)) if s.startswith("A no-op"))
+    assert f".to(torch.device('cpu')) {medians[0]:.0f}-{medians[-1]:.0f} ns" in sentence
+    assert "550 ns" not in sentence
 
 
 def test_machine_strings_are_escaped(tmp_path):

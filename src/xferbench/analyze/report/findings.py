@@ -279,10 +279,20 @@ def noop_cost(view: RunView) -> str | None:
     if noops.empty:
         return None
     device = noops.groupby("src")["method"].count().sort_index(key=lambda d: d.str.startswith("cpu")).index[0]
-    rows = noops[noops["src"] == device].groupby(["method", noops["variant"].fillna("")])["median_s"].median()
-    forms = ", ".join(f"{noop_call(method, device, variant or None)} {seconds * 1e9:.0f} ns"
-                      for (method, variant), seconds in rows.sort_values().items())
-    unmeasured = "" if (noops["variant"] == "str").any() else f" (the string form, .to('{device}'), was not measured)"
+    # Each form's medians as measured, one per size: a span where the sizes differ, never their mean (no case timed it).
+    on = noops[noops["src"] == device]
+    rows = sorted(((method, variant), group["median_s"]) for (method, variant), group
+                  in on.groupby(["method", on["variant"].fillna("")]))
+    rows.sort(key=lambda form: float(form[1].min()))
+    forms = ", ".join(f"{noop_call(method, device, variant or None)} {_span(seconds * 1e9, '.0f')} ns"
+                      for (method, variant), seconds in rows)
+    notes = []
+    if any("-" in _span(seconds * 1e9, ".0f") for _, seconds in rows):
+        notes.append("the lowest and the highest median over the sizes measured, "
+                     + " and ".join(format_bytes(int(n)) for n in sorted(on["nbytes"].unique())))
+    if not (noops["variant"] == "str").any():
+        notes.append(f"the string form, .to('{device}'), was not measured")
+    unmeasured = f" ({'; '.join(notes)})" if notes else ""
     sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
     cheapest = cheapest_copy(view)
     if cheapest is None:
