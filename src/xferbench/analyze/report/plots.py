@@ -22,7 +22,7 @@ from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
-from .findings import FRESH_SPLIT, cheapest_copy, cliff_cause, noop_call
+from .findings import cheapest_copy, cliff_note, noop_call
 from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
 from .scenario_plots import scenario_plot
 from .series import run_of
@@ -223,10 +223,7 @@ _CALLS = {"cpu": ".cpu()", "to": ".to('cpu')"}
 
 def _cliff_note(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
-    cause = cliff_cause(found, view)
-    if cause.startswith(FRESH_SPLIT):
-        return "calls that write a fresh pageable host destination fall here; copy_ into a reused buffer holds (key findings)"
-    return cause
+    return cliff_note(found, view)
 
 
 def _route(row: pd.Series) -> str:
