@@ -136,7 +136,8 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
                 f"{256 * MiB / usual.min() / 1e9:.3g} GB/s): {ratios.min():.0f}-{ratios.max():.0f}× as long as into "
                 f"pinned memory ({pinned * 1e3:.3g} ms, {256 * MiB / pinned / 1e9:.3g} GB/s). copy_ into an existing "
                 f"pageable buffer took {existing * 1e3:.3g} ms ({existing / pinned:.2g}× pinned): .cpu() allocates a new "
-                "pageable tensor on every call and writes fresh pages (no fault counts recorded), copy_ does not (163 ms "
+                "pageable tensor on every call and fills it (no fault counts recorded: how much of that is faults is not "
+                "measured), copy_ does not (163 ms "
                 "of 181 ms, the ladder "
                 "below).")
     first = findings(RunView.of(full))[0]

@@ -177,7 +177,7 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
     assert _markdown_table(markdown, ".cpu() of 256 MiB: 181 ms") == [
         ["the call", ".cpu(): d2h pageable cpu cuda:0->cpu", "–", f"median {cell(call['median'], c[0], c[4])}", "100%"],
         ["1", "copy_ into a touched pageable buffer: d2h pageable copy_ cuda:0->cpu",
-         "the fresh destination: allocating it and touching its pages for the first time", fresh, "90%"],
+         "the fresh destination: what the call pays beyond a copy into a buffer already touched", fresh, "90%"],
         ["2", "copy_ into a pinned buffer: d2h pinned copy_ cuda:0->cpu",
          "the driver's staging copy through its pinned bounce buffer", staging, "7%"],
         # 119 µs between rungs 2.4% apart: within the run's drift floor (29.8%, its same-code pairs), so no share

@@ -194,14 +194,16 @@ class Spec:
 _D2H = {"op": "d2h", "non_blocking": False}
 _H2D = {"op": "h2d", "non_blocking": False}
 _REGISTERED = {"op": "d2h_registered"}
-_FRESH = "the fresh destination: allocating it and touching its pages for the first time"
+#: Named by what the step measures, not by a cause: without fault counts the run cannot say how much of it is
+#: allocation and first touch (its own allocate-and-touch controls may well cost less).
+_FRESH = "the fresh destination: what the call pays beyond a copy into a buffer already touched"
 _STAGING = "the driver's staging copy through its pinned bounce buffer"
 _LAUNCH = "launch and synchronization"
 _DMA = "the DMA (the copy's own device time)"
 
 
 #: Each factor in a few words, for a table's column and a figure's legend.
-SHORT = {_FRESH: "fresh destination (allocation, first touch)", _STAGING: "driver's staging copy",
+SHORT = {_FRESH: "fresh destination", _STAGING: "driver's staging copy",
          _LAUNCH: "launch + synchronize", _DMA: "DMA (device time)",
          "the fresh device destination (the caching allocator)": "fresh device buffer",
          "the copy itself (into a touched buffer)": "the copy itself",

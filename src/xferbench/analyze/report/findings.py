@@ -115,7 +115,7 @@ def _fresh_clause(view: RunView, size: int) -> str:
     if ladder is None or not ladder.steps[0].told:
         return "; this run cannot tell it from .cpu() / .to('cpu')." if ladder is not None else "."
     pages = ("faults its pages in" if ladder.split is not None else
-             "writes fresh pages (no fault counts recorded)")
+             "fills it (no fault counts recorded: how much of that is faults is not measured)")
     return (f": {ladder.top.label} allocates a new pageable tensor on every call and {pages}, copy_ does "
             f"not ({format_seconds(ladder.steps[0].seconds)} of {format_seconds(ladder.top.median_s)}, the ladder below).")
 

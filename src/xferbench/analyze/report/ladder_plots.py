@@ -114,8 +114,8 @@ LADDER_CAPTION = (
 
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
-    "difference is the fresh destination clone() allocates on every call (its pages fault in on first touch), the rest "
-    "is the copy itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's "
-    "interval joins the two medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds "
-    "zero reads \"can't tell\", never a share.")
+    "difference is what clone() pays for the fresh destination it allocates on every call (no fault counts split it "
+    "into allocation and first touch), the rest is the copy itself. With a GPU, .cpu() is read down the same kind of "
+    "ladder (this run measured none). A step's interval joins the two medians' order-statistic intervals (95%; min to "
+    "max with 5 rounds or fewer): one that holds zero reads \"can't tell\", never a share.")
 
