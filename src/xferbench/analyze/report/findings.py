@@ -19,6 +19,7 @@ from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
+from .cliff import cliff_cause, cliff_note, matching
 
 __all__ = [
     "CLIFF_DROP",
@@ -140,13 +141,6 @@ def the_fix(view: RunView) -> str | None:
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
-def _matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
-    rows = frame
-    for column, value in match.items():
-        rows = rows[rows[column].isin(value) if isinstance(value, tuple) else rows[column] == value]
-    return rows
-
-
 #: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
 _PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blocking": True, "method": "to"})
 _PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
@@ -161,7 +155,7 @@ def _copy_at(view: RunView, pin: pd.Series, which: tuple[str, dict[str, Any]], a
     if view.several_instances and not anywhere:
         at = at[[view.same_instance(pin, row) for _, row in at.iterrows()]]
     rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
-    rows = rows if not rows.empty else _matching(at, core)
+    rows = rows if not rows.empty else matching(at, core)
     return rows.iloc[0] if not rows.empty else None
 
 
@@ -436,116 +430,6 @@ def host_copy(view: RunView) -> str | None:
 
 
 Finding = Callable[[RunView], str | None]
-
-
-#: Calls that write a fresh pageable host destination on every call, and calls into a buffer they reuse (every copy_
-#: with a host end), each as (label, match): across a cliff every such call the run measured at both sizes is read.
-ALLOCATING = (("torch.{method} on the CPU", {"op": "create", "src": "cpu", "method": ("ones", "zeros", "rand", "randn",
-                                                                                       "full", "arange")}),
-              ("host clone", {"op": "host", "method": "clone"}),
-              (".{method}()", {"op": "d2h", "method": ("cpu", "to"), "host_memory": "pageable", "non_blocking": False}))
-REUSING = (("{path}", {"op": ("host", "h2d", "d2h"), "method": "copy_"}),)
-#: An allocation that touches no page: beside the calls above, it tells the allocation call from its first touch.
-UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src": "cpu"}),)
-
-
-#: How the cliff's cause begins where the run's calls split cleanly (the figure shortens that sentence).
-FRESH_SPLIT = "Across the same sizes every call measured here that writes a fresh pageable host destination"
-#: How it begins where only some of those calls split from the calls into a reused buffer.
-FRESH_PARTIAL = "Across the same sizes,"
-
-
-def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str, dict[str, Any]], ...]) -> list[dict[str, Any]]:
-    """Each call of ``calls`` measured at both sizes (one run's row each): its figures there and how much its time
-    per call grew, per byte moved (1 = it scaled with its bytes). A label may name the row's ``method`` or ``path``."""
-    found = []
-    for label, match in calls:
-        rows = _matching(frame, match)
-        for _, group in rows.groupby("path", sort=True):
-            at = [group[group["nbytes"] == n] for n in (before, after)]
-            if any(r.empty for r in at):
-                continue
-            one, two = (r.iloc[0] for r in at)
-            moves = bool(pd.notna(one["bandwidth_gbps"]))
-            figures = ((f"{one['bandwidth_gbps']:.3g} → {two['bandwidth_gbps']:.3g} GB/s") if moves else
-                       f"{format_seconds(one['median_s'])} → {format_seconds(two['median_s'])}")
-            growth = float(two["median_s"] / one["median_s"]) / (after / before)
-            name = label.format(method=one["method"], path=one["path"]).replace(".to()", ".to('cpu')")
-            found.append({"label": name, "figures": figures, "growth": growth, "after_s": float(two["median_s"])})
-    return found
-
-
-def _untouched(frame: pd.DataFrame, found: dict[str, Any], fresh: list[dict[str, Any]]) -> str:
-    """torch.empty across the cliff: where it stays under 1% of every allocating call that broke, the allocation
-    call itself did not break (what else did, the run cannot say without fault counts)."""
-    empty = _across(frame, found["before"], found["after"], UNTOUCHED)
-    if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
-        return ""
-    return (f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}: the "
-            "allocation call itself did not break.")
-
-
-def _split(view: RunView, found: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Across the cliff's two sizes: every call that writes a fresh pageable host destination, every call into a
-    reused buffer, and those of the first that grew dearer per byte than every one of the second by more than the
-    run's drift floor."""
-    fresh = _across(view.rows, found["before"], found["after"], ALLOCATING)
-    reused = _across(view.rows, found["before"], found["after"], REUSING)
-    drift = view.drift if "run" in view.rows else None  # rows fed without their run give no drift floor
-    broke = [c for c in fresh if all(c["growth"] > r["growth"]
-                                     and not (drift is not None and drift.within(c["growth"], r["growth"]))
-                                     for r in reused)]
-    return fresh, reused, broke
-
-
-def _grew(calls: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}×)" for c in calls)
-
-
-def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
-    """The cliff's cause as this run's own calls show it: every call that writes a fresh pageable host destination
-    against every call into a reused buffer across the same two sizes (growth per byte, beyond the drift floor),
-    then the fault counts where the rows carry them."""
-    text = ""
-    if view is not None:
-        fresh, reused, broke = _split(view, found)
-        if fresh and reused:
-            most = max(reused, key=lambda c: c["growth"])
-            against = (f"every copy_ with a host end measured at both sizes, {len(reused)} call(s): "
-                       f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the most {most['label']} "
-                       f"{most['figures']}")
-            if len(broke) == len(fresh):
-                text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused buffer, beyond the run's "
-                        f"drift floor ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
-                        + _untouched(view.rows, found, fresh))
-            elif broke:
-                rest = [c for c in fresh if c not in broke]
-                text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused buffer, "
-                        f"beyond the run's drift floor ({against}); {_grew(rest)}, which also write"
-                        f"{'s' if len(rest) == 1 else ''} a fresh pageable host destination, did not: a fresh "
-                        "destination alone does not make a call break here." + _untouched(view.rows, found, broke))
-            else:
-                text = (f"Across the same sizes, calls that write a fresh pageable host destination "
-                        f"({_span(pd.Series([c['growth'] for c in fresh]))}× per byte) and calls into a reused buffer "
-                        f"({_span(pd.Series([c['growth'] for c in reused]))}×) do not split cleanly.")
-    if found["faults"] is None:
-        return (text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record).").strip()
-    faults = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
-    if found["us_per_fault"] is not None:
-        faults += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
-    return f"{text} {faults}.".strip()
-
-
-def cliff_note(found: dict[str, Any], view: RunView) -> str:
-    """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
-    fresh, reused, broke = _split(view, found)
-    if fresh and reused and len(broke) == len(fresh):
-        return "calls that write a fresh pageable host destination fall here; copy_ into a reused buffer holds (key findings)"
-    if fresh and reused and broke:
-        return (", ".join(c["label"] for c in broke) + " fall here, copy_ into a reused buffer holds; "
-                + ", ".join(c["label"] for c in fresh if c not in broke) + ", also writing a fresh destination, does not "
-                "(key findings)")
-    return cliff_cause(found, view)
 
 
 def d2h_cliff(view: RunView) -> str | None:

@@ -22,7 +22,8 @@ from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
-from .findings import cheapest_copy, cliff_note, noop_call
+from .cliff import cliff_note
+from .findings import cheapest_copy, noop_call
 from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
 from .scenario_plots import scenario_plot
 from .series import run_of
