@@ -485,16 +485,27 @@ def test_the_same_device_hover_names_the_figure_its_share_is_of(html):
     assert "2067 GB/s = 86% of device memory" not in html
 
 
-def test_the_distributed_caption_promises_no_dashed_line_it_does_not_draw(full, html):
-    """The run's distributed rows recorded no per-rank times (rank_mean_seconds): no dashed mean line is drawn, and the
-    caption says so instead of sending the reader to it."""
-    from xferbench.analyze.report.distributed import mean_rank_busbw
+def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):
+    """Every distributed row of the run holds each rank's time per round (extra_info.rank_seconds, 2 ranks x 30
+    rounds) though not rank_mean_seconds: the ranks' mean is computed from them and drawn, and the caption sends the
+    reader to the dashed line instead of saying the run recorded no per-rank times."""
+    from xferbench.analyze.report.distributed import mean_rank_busbw, rank_means
 
     rows = full.frame[full.frame["world_size"].fillna(1) > 1]
-    assert not rows.empty and all(mean_rank_busbw(row) is None for _, row in rows.iterrows())
-    assert "compare nccl-tests with the dashed line" not in html
-    assert "this run recorded no per-rank times, so the mean of the ranks&#39; times, which nccl-tests reports by " \
-           "default, is not drawn." in html
+    assert len(rows) == 42 and all(mean_rank_busbw(row) is not None for _, row in rows.iterrows())
+    send = rows[(rows["op"] == "send_recv") & (rows["nbytes"] == 4)].iloc[0]
+    raw = json.loads(gzip.decompress((SAMPLES / "full.json.gz").read_bytes()))
+    ranks = next(b["extra_info"]["rank_seconds"] for b in raw["benchmarks"]
+                 if b["extra_info"].get("op") == "send_recv" and b["extra_info"].get("nbytes") == 4)
+    by_round = [sum(times) / len(times) for times in zip(*ranks, strict=True)]
+    assert rank_means(send) == pytest.approx(by_round)
+    assert f"{float(np.median(by_round)) * 1e6:.2f}" == "77.17" and f"{send['median_s'] * 1e6:.2f}" == "77.29"
+    assert mean_rank_busbw(send) == pytest.approx(send["busbw_gbps"] * send["median_s"] / float(np.median(by_round)))
+    assert "recorded no per-rank times" not in html
+    assert "dashed, the same from the mean of the ranks&#39; times, which nccl-tests reports by default (compare " \
+           "nccl-tests with the dashed line)." in html
+    assert "GB/s by the ranks' mean time</title>" in html  # the dashed lines' hovers
+    assert "by the slowest rank&#39;s time, 0.0714 GB/s by the ranks&#39; mean (nccl-tests&#39; default)." in html
 
 
 def test_report_reads_the_run_the_user_names(tmp_path, capsys):
