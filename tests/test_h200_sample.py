@@ -508,6 +508,24 @@ def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):
     assert "by the slowest rank&#39;s time, 0.0714 GB/s by the ranks&#39; mean (nccl-tests&#39; default)." in html
 
 
+def test_the_host_caption_names_no_single_thread_line_the_run_lacks(full, html, tmp_path):
+    """Neither H200 run has a host copy_ single_thread case, so the host figure draws no such line and its caption
+    names none; a run that measured it keeps the clause."""
+    from handfed import gpu_machine, sweep, write
+    from xferbench.analyze.report.plots import render
+
+    assert not ((full.frame["op"] == "host") & (full.frame["variant"] == "single_thread")).any()
+    assert "Each line is one call on host memory (torch&#39;s clone and copy_). Dotted lines are the fitted" in html
+    assert "copy_ single-thread runs on one thread" not in html
+    benchmarks = (sweep("host", "copy_", "cpu", "cpu", 1e-6, 9.0, host_memory="pageable")
+                  + sweep("host", "copy_", "cpu", "cpu", 1e-6, 6.0, host_memory="pageable", variant="single_thread"))
+    view = RunView.of(load([write(tmp_path / "r.json", benchmarks, gpu_machine())]))
+    (host,) = [plot for plot in render(view) if plot.key == "bandwidth-host"]
+    plt.close("all")
+    assert ("(torch's clone and copy_; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a "
+            "pageable transfer is compared with). Dotted") in host.caption
+
+
 def test_report_reads_the_run_the_user_names(tmp_path, capsys):
     """xferbench report full.json.gz quick-scenarios.json --read-run quick-scenarios: the 42 cases both measured read the
     short run's instance, and the page says so; a name that is no run of the files is a one-line refusal."""

@@ -205,7 +205,7 @@ def test_c5_the_route_chart_points_to_no_ladder_the_run_lacks(cpu, h200):
 
 def test_c6_the_host_caption_states_no_driver_behaviour_as_measured(cpu):
     assert "as the driver stages a pageable transfer" not in cpu["text"]
-    assert "copy_ single-thread runs on one thread, the reference a GPU driver's staging" in cpu["text"]
+    assert "copy_ single-thread runs on one thread" not in cpu["text"]  # the run has no such case: no such line
 
 
 def test_c7_the_no_op_figure_names_what_it_draws(cpu):
