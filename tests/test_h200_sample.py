@@ -435,6 +435,34 @@ def test_both_files_keep_every_result_and_read_the_better_measured_instance(merg
     assert "42 case(s) were measured in more than one run" in merged.repeated and "42 from full.json." in merged.repeated
 
 
+def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged, tmp_path):
+    """The inputs hold 512 + 50 = 562 results: the CSV lists all of them (quick's sync_stall nonblocking_event 43.6 µs
+    too), ``read`` true for the 520 the figures read; the header says quick-scenarios measured 50 and 8 are read (it
+    said "8 benchmarks"), and the page claims every row for the CSV only, its appendix the 520 the figures read."""
+    import csv
+
+    out = write_report(merged, tmp_path / "index.html")
+    rows = list(csv.DictReader(out.with_suffix(".csv").open()))
+    assert len(rows) == 562 and sum(row["read"] == "True" for row in rows) == 520
+    counts = {(run, read): sum(r["run"] == run and r["read"] == read for r in rows)
+              for run in ("full.json", "quick-scenarios") for read in ("True", "False")}
+    assert counts == {("full.json", "True"): 512, ("full.json", "False"): 0, ("quick-scenarios", "True"): 8,
+                      ("quick-scenarios", "False"): 42}
+    (stall,) = [r for r in rows if r["run"] == "quick-scenarios" and r["variant"] == "nonblocking_event"]
+    assert stall["read"] == "False" and f"{float(stall['median_s']) * 1e6:.1f}" == "43.6"
+    html, md = out.read_text(), out.with_suffix(".md").read_text()
+    said = ("instance 1 (full.json; no boot id recorded): 512 benchmarks; instance 2 (quick-scenarios; no boot id "
+            "recorded): 50 benchmarks, 8 read (42 also measured in full.json, read from there).")
+    assert said in md and said in html
+    assert "The other 42 instance(s) are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \
+           "column false for these)" in html
+    assert "CSV and Markdown beside this page hold every row" not in html
+    assert re.sub(r"\s+", " ", "CSV beside this page holds every benchmark measured (562: each instance of a case "
+                  "measured in more than one run, its read column true for the one the figures read), the Markdown the "
+                  "findings.") in re.sub(r"\s+", " ", html)
+    assert "<summary>520 benchmarks, the instances the figures read (the CSV holds all 562 measured):" in html
+
+
 def test_the_issues_figures_read_the_full_run_again(merged):
     """Before: the non-blocking copy 'returned in 43.6 µs', placement 9.64×, the 64 MiB break-even "can't tell" and no
     100 M-parameter net.to. The full run measured 12.06 µs, 15.3×, copy 6 and 382 MiB of parameters."""
