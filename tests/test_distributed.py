@@ -697,3 +697,32 @@ def test_the_ring_and_in_place_variants_on_three_gloo_ranks(tmp_path):
         "send_recv-ring-4KiB-float32-gloo-x3", "all_gather-in_place-12KiB-float32-gloo-x3",
         "reduce_scatter-in_place-12KiB-float32-gloo-x3", "all_gather-12KiB-float32-gloo-x3",
         "reduce_scatter-12KiB-float32-gloo-x3")}
+
+
+def test_the_ranks_mean_is_computed_from_each_ranks_times_where_not_recorded(tmp_path):
+    """A run that holds each rank's times (rank_seconds) but no rank_mean_seconds: the mean is taken over the ranks
+    that take part (a ping-pong's pair, not the idle ranks) and drawn; the caption says "not drawn" only where no
+    row holds per-rank times."""
+    from xferbench.analyze.report.distributed import MEAN_LINE, NO_MEAN_LINE, mean_rank_busbw, rank_means, section
+    from xferbench.analyze.view import RunView
+
+    def bench(case: DistCase, ranks: list[list[float]] | None) -> dict:
+        stats = {k: 3e-3 for k in ("min", "max", "mean", "median", "q1", "q3")} | {
+            "iqr": 0.0, "stddev": 0.0, "rounds": 3, "iterations": 1, "data": [3e-3] * 3}  # the pair's slower rank
+        info = case.extra_info() | ({"rank_seconds": ranks} if ranks else {})
+        return {"name": case.id, "extra_info": info, "stats": stats}
+
+    pair = DistCase("send_recv", 2**20, "gloo", 4, "cpu", "float32", (2, 3), None, "intra-node")
+    ranks = [[9.0] * 3, [9.0] * 3, [1e-3, 1e-3, 1e-3], [3e-3, 3e-3, 3e-3]]  # ranks 0 and 1 idle: never averaged in
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"machine_info": {}, "benchmarks": [bench(pair, ranks)]}))
+    run = load([path])
+    (row,) = [row for _, row in run.frame.iterrows()]
+    assert rank_means(row) == pytest.approx([2e-3] * 3)
+    assert mean_rank_busbw(row) == pytest.approx(row["busbw_gbps"] * 3 / 2)
+    assert MEAN_LINE in section(RunView.of(run))["plots"][0].caption
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"machine_info": {}, "benchmarks": [bench(DistCase("all_reduce", 2**20, "gloo", 2, "cpu"),
+                                                                             None)]}))
+    caption = section(RunView.of(load([bare])))["plots"][0].caption
+    assert NO_MEAN_LINE in caption and MEAN_LINE not in caption

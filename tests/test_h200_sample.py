@@ -460,6 +460,34 @@ def test_both_files_keep_every_result_and_read_the_better_measured_instance(merg
     assert "42 case(s) were measured in more than one run" in merged.repeated and "42 from full.json." in merged.repeated
 
 
+def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged, tmp_path):
+    """The inputs hold 512 + 50 = 562 results: the CSV lists all of them (quick's sync_stall nonblocking_event 43.6 µs
+    too), ``read`` true for the 520 the figures read; the header says quick-scenarios measured 50 and 8 are read (it
+    said "8 benchmarks"), and the page claims every row for the CSV only, its appendix the 520 the figures read."""
+    import csv
+
+    out = write_report(merged, tmp_path / "index.html")
+    rows = list(csv.DictReader(out.with_suffix(".csv").open()))
+    assert len(rows) == 562 and sum(row["read"] == "True" for row in rows) == 520
+    counts = {(run, read): sum(r["run"] == run and r["read"] == read for r in rows)
+              for run in ("full.json", "quick-scenarios") for read in ("True", "False")}
+    assert counts == {("full.json", "True"): 512, ("full.json", "False"): 0, ("quick-scenarios", "True"): 8,
+                      ("quick-scenarios", "False"): 42}
+    (stall,) = [r for r in rows if r["run"] == "quick-scenarios" and r["variant"] == "nonblocking_event"]
+    assert stall["read"] == "False" and f"{float(stall['median_s']) * 1e6:.1f}" == "43.6"
+    html, md = out.read_text(), out.with_suffix(".md").read_text()
+    said = ("instance 1 (full.json; no boot id recorded): 512 benchmarks; instance 2 (quick-scenarios; no boot id "
+            "recorded): 50 benchmarks, 8 read (42 also measured in full.json, read from there).")
+    assert said in md and said in html
+    assert "The other 42 instance(s) are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \
+           "column false for these)" in html
+    assert "CSV and Markdown beside this page hold every row" not in html
+    assert re.sub(r"\s+", " ", "CSV beside this page holds every benchmark measured (562: each instance of a case "
+                  "measured in more than one run, its read column true for the one the figures read), the Markdown the "
+                  "findings.") in re.sub(r"\s+", " ", html)
+    assert "<summary>520 benchmarks, the instances the figures read (the CSV holds all 562 measured):" in html
+
+
 def test_the_issues_figures_read_the_full_run_again(merged):
     """Before: the non-blocking copy 'returned in 43.6 µs', placement 9.64×, the 64 MiB break-even "can't tell" and no
     100 M-parameter net.to. The full run measured 12.06 µs, 15.3×, copy 6 and 382 MiB of parameters."""
@@ -510,16 +538,45 @@ def test_the_same_device_hover_names_the_figure_its_share_is_of(html):
     assert "2067 GB/s = 86% of device memory" not in html
 
 
-def test_the_distributed_caption_promises_no_dashed_line_it_does_not_draw(full, html):
-    """The run's distributed rows recorded no per-rank times (rank_mean_seconds): no dashed mean line is drawn, and the
-    caption says so instead of sending the reader to it."""
-    from xferbench.analyze.report.distributed import mean_rank_busbw
+def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):
+    """Every distributed row of the run holds each rank's time per round (extra_info.rank_seconds, 2 ranks x 30
+    rounds) though not rank_mean_seconds: the ranks' mean is computed from them and drawn, and the caption sends the
+    reader to the dashed line instead of saying the run recorded no per-rank times."""
+    from xferbench.analyze.report.distributed import mean_rank_busbw, rank_means
 
     rows = full.frame[full.frame["world_size"].fillna(1) > 1]
-    assert not rows.empty and all(mean_rank_busbw(row) is None for _, row in rows.iterrows())
-    assert "compare nccl-tests with the dashed line" not in html
-    assert "this run recorded no per-rank times, so the mean of the ranks&#39; times, which nccl-tests reports by " \
-           "default, is not drawn." in html
+    assert len(rows) == 42 and all(mean_rank_busbw(row) is not None for _, row in rows.iterrows())
+    send = rows[(rows["op"] == "send_recv") & (rows["nbytes"] == 4)].iloc[0]
+    raw = json.loads(gzip.decompress((SAMPLES / "full.json.gz").read_bytes()))
+    ranks = next(b["extra_info"]["rank_seconds"] for b in raw["benchmarks"]
+                 if b["extra_info"].get("op") == "send_recv" and b["extra_info"].get("nbytes") == 4)
+    by_round = [sum(times) / len(times) for times in zip(*ranks, strict=True)]
+    assert rank_means(send) == pytest.approx(by_round)
+    assert f"{float(np.median(by_round)) * 1e6:.2f}" == "77.17" and f"{send['median_s'] * 1e6:.2f}" == "77.29"
+    assert mean_rank_busbw(send) == pytest.approx(send["busbw_gbps"] * send["median_s"] / float(np.median(by_round)))
+    assert "recorded no per-rank times" not in html
+    assert "dashed, the same from the mean of the ranks&#39; times, which nccl-tests reports by default (compare " \
+           "nccl-tests with the dashed line)." in html
+    assert "GB/s by the ranks' mean time</title>" in html  # the dashed lines' hovers
+    assert "by the slowest rank&#39;s time, 0.0714 GB/s by the ranks&#39; mean (nccl-tests&#39; default)." in html
+
+
+def test_the_host_caption_names_no_single_thread_line_the_run_lacks(full, html, tmp_path):
+    """Neither H200 run has a host copy_ single_thread case, so the host figure draws no such line and its caption
+    names none; a run that measured it keeps the clause."""
+    from handfed import gpu_machine, sweep, write
+    from xferbench.analyze.report.plots import render
+
+    assert not ((full.frame["op"] == "host") & (full.frame["variant"] == "single_thread")).any()
+    assert "Each line is one call on host memory (torch&#39;s clone and copy_). Dotted lines are the fitted" in html
+    assert "copy_ single-thread runs on one thread" not in html
+    benchmarks = (sweep("host", "copy_", "cpu", "cpu", 1e-6, 9.0, host_memory="pageable")
+                  + sweep("host", "copy_", "cpu", "cpu", 1e-6, 6.0, host_memory="pageable", variant="single_thread"))
+    view = RunView.of(load([write(tmp_path / "r.json", benchmarks, gpu_machine())]))
+    (host,) = [plot for plot in render(view) if plot.key == "bandwidth-host"]
+    plt.close("all")
+    assert ("(torch's clone and copy_; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a "
+            "pageable transfer is compared with). Dotted") in host.caption
 
 
 def test_report_reads_the_run_the_user_names(tmp_path, capsys):

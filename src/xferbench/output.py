@@ -65,12 +65,13 @@ def _starts(*starts: str) -> Callable[[Path], bool]:
 
 
 #: How a file xferbench wrote is told from another's of the same name, by kind: a page, a noise file, the report's
-#: companions (their first line; a CSV from before the instance column too). What: how the refusal names it.
+#: companions (their first line; a CSV from before the instance or read column too). What: how the refusal names it.
 _OURS: dict[str, tuple[Callable[[Path], bool], str]] = {
     "page": (_page, "a page"),
     "noise": (_noise, "a noise file"),
     ".md": (_starts("# xferbench"), "an earlier xferbench report's .md"),
-    ".csv": (_starts("run,datetime,name,", "run,instance,datetime,name,"), "an earlier xferbench report's .csv"),
+    ".csv": (_starts("run,datetime,name,", "run,instance,datetime,name,", "run,instance,read,datetime,name,"),
+             "an earlier xferbench report's .csv"),
 }
 
 

@@ -70,7 +70,8 @@ class Results:
     #: The newest file's own facts (``run_facts``): boot_id, started, load; empty when it recorded none.
     run: dict[str, Any] = field(default_factory=dict)
     #: Every run's rows, every instance of a case measured in more than one run included (``frame`` holds the one
-    #: each reader reads: ``one_per_case``); None when no case was measured twice (then it is ``frame``).
+    #: each reader reads: ``one_per_case``; its ``read`` column says which); None when no case was measured twice
+    #: (then it is ``frame``).
     measured: pd.DataFrame | None = None
     #: Which instance each figure reads where cases were measured in more than one run (a sentence), else None.
     repeated: str | None = None
@@ -373,7 +374,11 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     if prefer is not None and prefer not in set(every["run"]):
         raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json: "
                            f"{', '.join(sorted(set(every['run'])))})")
+    every = every.assign(_row=np.arange(len(every)))
     frame = one_per_case(every, prefer)
+    # Each measured row says whether it is the instance every reader reads (the CSV's ``read`` column).
+    every = every.assign(read=every["_row"].isin(frame["_row"])).drop(columns="_row")
+    frame = frame.drop(columns="_row")
     incomplete = [incomplete_label(f, data["xfer_progress"]) for f, data, _, _ in loaded if "xfer_progress" in data]
     notes = list(incomplete)
     frame, dropped = drop_invalid_device_times(frame)
@@ -418,8 +423,8 @@ def repeated_note(every: pd.DataFrame, frame: pd.DataFrame, prefer: str | None =
         " the one with more rounds (ties: the newest run)"
     return (f"{len(twice)} case(s) were measured in more than one run: each figure and sentence reads one instance of "
             f"each,{which}: {runs}. The other {len(every) - len(frame)} "
-            "instance(s) are kept with the loaded data, never averaged with these, drawn on one line with them nor "
-            "divided by them.")
+            "instance(s) are kept with the loaded data (a report's CSV lists every instance, its read column false for "
+            "these), never averaged with these, drawn on one line with them nor divided by them.")
 
 
 def boot_id(data: dict[str, Any]) -> str | None:

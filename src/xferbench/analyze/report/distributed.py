@@ -7,6 +7,7 @@ collectives, from the time every rank recorded for every round. No torch here.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ from ..view import RunView
 from .plots import _colour
 from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
 
-__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "section",
-           "slowest_rank"]
+__all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "rank_means",
+           "section", "slowest_rank"]
 
 DISTRIBUTED_TEXT = (
     "Between processes (torch.distributed)",
@@ -137,10 +138,36 @@ def _inside_calls(row: Any) -> list[list[float]] | None:
     return _ranks(row, "rank_call_seconds") or _ranks(row)
 
 
-def mean_rank_busbw(row: Any) -> float | None:
-    """Bus bandwidth by the cross-rank mean time (``rank_mean_seconds``: each round's mean over the ranks, its
-    median over rounds), beside the slowest rank's that ``busbw_gbps`` holds; None where not recorded."""
+def _members(row: Any, ranks: int) -> list[int]:
+    """The ranks that take part in a row's case: a point-to-point case's pair (its src and dst, ``rank<N>:…``),
+    every rank for a collective."""
+    if row.get("op") in POINT_TO_POINT:
+        pair = [re.match(r"rank(\d+):", str(row.get(end))) for end in ("src", "dst")]
+        if all(pair):
+            members = [int(found.group(1)) for found in pair if found]
+            if all(rank < ranks for rank in members):
+                return members
+    return list(range(ranks))
+
+
+def rank_means(row: Any) -> list[float] | None:
+    """Each round's per-call time averaged over the ranks that take part: ``rank_mean_seconds`` where the run
+    recorded it, else computed from each rank's own times (``rank_seconds``, which runs before that key hold);
+    None where neither was recorded."""
     means = row.get("rank_mean_seconds") if hasattr(row, "get") else None
+    if isinstance(means, list) and means:
+        return [float(m) for m in means]
+    ranks = _ranks(row)
+    if ranks is None:
+        return None
+    members = _members(row, len(ranks))
+    return [sum(times[r] for r in members) / len(members) for times in zip(*ranks, strict=True)]
+
+
+def mean_rank_busbw(row: Any) -> float | None:
+    """Bus bandwidth by the cross-rank mean time (each round's mean over the ranks, its median over rounds: see
+    ``rank_means``), beside the slowest rank's that ``busbw_gbps`` holds; None where no per-rank time was recorded."""
+    means = rank_means(row)
     busbw, slowest = row.get("busbw_gbps"), row.get("median_s")
     if not isinstance(means, list) or not means or not isinstance(busbw, float) or not pd.notna(busbw) or not slowest:
         return None

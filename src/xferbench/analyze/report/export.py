@@ -1,7 +1,8 @@
 """What a report leaves to take away: a tidy CSV and a Markdown summary, beside the HTML.
 
-``xferbench report -o x.html`` also writes ``x.csv`` (one row per benchmark, every field
-of the data contract plus its statistics, for notebooks) and ``x.md`` (key findings, the
+``xferbench report -o x.html`` also writes ``x.csv`` (one row per benchmark measured, each
+instance of a case measured in more than one run with ``read`` saying which one the report
+reads; every field of the data contract plus its statistics, for notebooks) and ``x.md`` (key findings, the
 ladders of controls, the latency/bandwidth table and the comparison with other tools, for a
 PR comment).
 """
@@ -18,21 +19,24 @@ from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
-from ..view import RunView
+from ..view import Instance, RunView
 
-__all__ = ["CSV_COLUMNS", "frame_for_csv", "ladder_markdown", "to_csv", "to_markdown"]
+__all__ = ["CSV_COLUMNS", "frame_for_csv", "instance_numbers", "instances_line", "ladder_markdown", "measured", "to_csv",
+           "to_markdown"]
 
 #: Statistics of each benchmark, as pytest-benchmark computed them (seconds per call).
 STATS = ("median_s", "min_s", "mean_s", "max_s", "iqr_s", "q1_s", "q3_s", "stddev_s", "rounds", "iterations")
 #: What the suite derives: the time of one transfer, bytes / time (GB = 1e9 B), nccl-tests' bus bandwidth.
 DERIVED = ("transfer_s", "bandwidth_gbps", "busbw_gbps", "path")
 #: The CSV's columns, in order: where the row came from (its file, and the machine instance: one boot of the
-#: machine, view.Instance), the identity, the measured fields, stats, derived.
-CSV_COLUMNS = ("run", "instance", "datetime", "name", *IDENTITY, *MEASURED, *STATS, *DERIVED)
+#: machine, view.Instance), whether the report reads it (False: a case measured in more than one run, read from
+#: another), the identity, the measured fields, stats, derived.
+CSV_COLUMNS = ("run", "instance", "read", "datetime", "name", *IDENTITY, *MEASURED, *STATS, *DERIVED)
 
 
 def to_csv(view: RunView) -> str:
-    """One row per benchmark, every data-contract field; shape as ``AxB``, empty where a field is absent. A text
+    """One row per benchmark measured (every instance of a case measured in more than one run, ``read`` True for the
+    one the report reads), every data-contract field; shape as ``AxB``, empty where a field is absent. A text
     cell a spreadsheet would take for a formula (``=``, ``+``, ``-``, ``@``, from the run file) starts with ``'``."""
     frame = frame_for_csv(view).map(lambda v: escape.csv_cell(v) if isinstance(v, str) else v)
     return str(frame.to_csv(index=False, lineterminator="\n"))
@@ -136,17 +140,50 @@ def ladder_markdown(view: RunView) -> list[str]:
     return lines
 
 
+def measured(view: RunView) -> pd.DataFrame:
+    """Every row measured, with ``read``: True for the instance of its case every figure and sentence reads (all of
+    them where no case was measured in more than one run)."""
+    every = view.results.measured
+    if every is None or "read" not in every:
+        return view.rows.assign(read=True)
+    return every
+
+
+def _also_measured(view: RunView, instance: Instance, every: pd.DataFrame) -> str:
+    """``42 also measured in full.json, read from there``: the instance's rows the report does not read, by the run
+    it reads their cases from; empty when it reads them all."""
+    rows = every[every["run"].astype(str).isin(instance.runs) & ~every["read"].astype(bool)]
+    if rows.empty or "case_key" not in rows:
+        return ""
+    read_from = view.rows.set_index("case_key")["run"].astype(str)
+    where = rows["case_key"].map(read_from).fillna("no run").value_counts()
+    return ", ".join(f"{n} also measured in {run}" if i == 0 else f"{n} in {run}"
+                     for i, (run, n) in enumerate(where.items())) + ", read from there"
+
+
 def instances_line(view: RunView) -> str:
-    """Which machine instance (boot of the machine) each file's figures came from, when there are several."""
-    counts = view.rows["run"].astype(str).value_counts()
-    parts = [f"{instance.label}: {sum(int(counts.get(run, 0)) for run in instance.runs)} benchmarks"
-             for instance in view.instances]
+    """Which machine instance (boot of the machine) each file's figures came from, when there are several: how many
+    benchmarks each measured and how many of them the report reads."""
+    every = measured(view)
+    runs = every["run"].astype(str)
+    parts = []
+    for instance in view.instances:
+        mine = every[runs.isin(instance.runs)]
+        read = int(mine["read"].astype(bool).sum())
+        part = f"{instance.label}: {len(mine)} benchmarks"
+        if read < len(mine):
+            part += f", {read} read ({_also_measured(view, instance, every)})"
+        parts.append(part)
     return ("Machine instances: " + "; ".join(parts) + ". Figures of different instances are never divided by "
             "one another." + (f" {view.results.repeated}" if view.results.repeated else ""))
 
 
+def instance_numbers(view: RunView) -> dict[str, int]:
+    """The number of the machine instance of each run (a row's ``run``)."""
+    return {run: instance.number for instance in view.instances for run in instance.runs}
+
+
 def frame_for_csv(view: RunView) -> pd.DataFrame:
-    """The CSV's rows as a DataFrame (for a notebook that wants it without a file)."""
-    numbers = {run: instance.number for instance in view.instances for run in instance.runs}
-    frame = view.rows.assign(instance=view.rows["run"].astype(str).map(numbers))
-    return frame.reindex(columns=list(CSV_COLUMNS))
+    """The CSV's rows as a DataFrame (for a notebook that wants it without a file): every row measured (``measured``)."""
+    rows = measured(view)
+    return rows.assign(instance=rows["run"].astype(str).map(instance_numbers(view))).reindex(columns=list(CSV_COLUMNS))

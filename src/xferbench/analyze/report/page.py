@@ -25,7 +25,7 @@ from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan, sentences
 from ..load.results import Results
 from ..view import RunView
-from .export import frame_for_csv, instances_line, to_csv, to_markdown
+from .export import instance_numbers, instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
@@ -166,7 +166,7 @@ def _machine_summary(machine_info: dict[str, Any], fingerprint: Fingerprint | No
 
 def _table(view: RunView) -> list[dict[str, Any]]:
     """Every row, in report order, with the number of the machine instance it came from (shown when there are several)."""
-    frame = frame_for_csv(view)[["instance"]].join(view.rows)
+    frame = view.rows.assign(instance=view.rows["run"].astype(str).map(instance_numbers(view)))
     ordered = frame.assign(_o=frame["op"].map(order_of)).sort_values(["_o", "path", "nbytes"])
     return ordered.drop(columns=["data", "_o"]).to_dict("records")
 

@@ -471,6 +471,8 @@ def _caption(view: RunView, key: str, caption: str) -> str:
         caption = caption.replace(_WHY_D2H, "")
     if key == "overhead":
         caption = _overhead_caption(view, caption)
+    if key == "bandwidth-host" and not (view.rows["op"].eq("host") & view.rows["variant"].eq("single_thread")).any():
+        caption = caption.replace(_SINGLE_THREAD, "")  # no such line is drawn
     return caption
 
 
@@ -484,9 +486,11 @@ _NO_HOST_ROOF = " The pageable panels draw no host roof: {why}."
 
 
 #: The host panel draws no roof: its caption says nothing of roofs.
+#: The host caption's clause on the single-thread copy_, kept only where the run measured it.
+_SINGLE_THREAD = ("; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a pageable "
+                  "transfer is compared with")
 _HOST_CAPTION = (
-    "Each line is one call on host memory (torch's clone and copy_; copy_ single-thread runs on one thread, the "
-    "reference a GPU driver's staging of a pageable transfer is compared with). Dotted lines are the fitted "
+    "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + "). Dotted lines are the fitted "
     "t = α + n/β (a loop that synchronizes after every "
     "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
     "cache), left out of β. Hover a point for its exact value.")
