@@ -65,6 +65,16 @@ def test_the_floor_is_the_largest_pair_and_a_pair_is_judged_by_the_others():
     assert drift.floor(scenario) == drift.floor(d2h) == pytest.approx(0.25)
     assert drift.within(1.0, 1.25) and drift.within(1.2, 1.0) and not drift.within(1.0, 1.26)
     assert drift.clause() == "within this run's drift floor (25.0%)"
+    # the widest pair's own two times, judged by the others (20%): beyond them; judged by all (25%): within
+    assert drift.within(1.25, 1.0) and not drift.within(1.25, 1.0, judged=h2d)
+    assert not drift.within(0.0, 1.0) and not drift.within(1.0, 0.0)  # a zero time is no measurement to compare
+
+
+def test_a_lone_pair_says_it_has_nothing_to_be_held_against():
+    drift = Drift(same_code_pairs(handfed()[lambda f: f["op"] == "d2h"]))
+    assert drift.verdict("d2h") == ("Held against this run's other same-code pairs (.cpu() and .to('cpu')): 10.0% at "
+                                    "1 MiB (no other pair to hold it against).")
+    assert drift.verdict("h2d") is None
 
 
 def test_a_run_without_pairs_gives_no_floor_and_no_verdict():

@@ -51,6 +51,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py", "-m", "not slow"]),
     # The verdicts' table: its own tests pin every verdict's words, order, icon and exit status exactly.
     "verdicts": ("src/xferbench/analyze/gate/verdicts.py", ["tests/test_verdicts.py"]),
+    # The run's drift floor, which turns a report's comparison into "can't tell": hand-fed and the H200 sample
+    # (the simulated run is a subprocess mutmut cannot see into).
+    "drift": ("src/xferbench/analyze/drift.py", ["tests/test_drift.py", "-k", "not identical_calls_run_far_apart"]),
     # The simulated machine's spec and cost model, unit by unit: tests/test_simulate.py runs whole
     # benchmark pipelines in subprocesses (minutes per mutant, and mutmut cannot see into them).
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate_model.py"]),
