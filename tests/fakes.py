@@ -411,3 +411,15 @@ def runtime_backend(runtime: FakeCudaRuntime, monkeypatch: Any) -> Any:
     for name in ("ProfilerActivity", "profile", "supported_activities"):
         monkeypatch.setattr(torch.profiler, name, getattr(runtime.profiler, name))
     return backend
+
+
+def priced_seconds(case: Any, backend: Any, index: int) -> float:
+    """Simulated seconds of one call of a scenario or concurrent ``case`` as its family prices it on the simulated
+    ``backend``, synchronizing accelerator ``index`` as the run does."""
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES
+
+    prepared = SCENARIO_FAMILIES[case.op].prepared(case, backend, lambda: backend.synchronize(index))
+    with backend.simulating():
+        start = backend.clock.now
+        prepared.target()
+        return float(backend.clock.now - start)

@@ -16,7 +16,7 @@ from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.families.scenario import SETUP_ROUNDS
 from xferbench.measure.simulate import PATHS, SimBackend, parse_spec
 
-from fakes import FakeBenchmark
+from fakes import FakeBenchmark, priced_seconds
 
 MiB = 2**20
 US = 1e-6
@@ -51,13 +51,7 @@ class TestPricedOnTheSimulatedMachine:
                            "paths": paths})
 
     def seconds(self, variant, n=4 * MiB):
-        backend = SimBackend(self.spec())
-        case = KeptCopy("d2h_kept", variant, "cuda:1", "cpu", n, "bytes")
-        prepared = SCENARIO_FAMILIES["d2h_kept"].prepared(case, backend, lambda: backend.synchronize(1))
-        with backend.simulating():
-            start = backend.clock.now
-            prepared.target()
-            return backend.clock.now - start
+        return priced_seconds(KeptCopy("d2h_kept", variant, "cuda:1", "cpu", n, "bytes"), SimBackend(self.spec()), 1)
 
     def test_kept_pays_the_pin_of_its_bytes_on_top_of_the_freed_call(self):
         freed = 4 * US + 1 * US + 4 * MiB / 40e9 + 5 * US

@@ -15,7 +15,7 @@ from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.simulate import PATHS, SimBackend, parse_spec
 from xferbench.measure.transfers import CannotRun
 
-from fakes import FakeBenchmark
+from fakes import FakeBenchmark, priced_seconds
 
 MiB = 2**20
 US = 1e-6
@@ -56,13 +56,8 @@ class TestPricedOnTheSimulatedMachine:
         return parse_spec({"gpus": 2, "sync_us": 5.0, "dispatch_ns": 400, "launch_us": 4.0, "paths": paths})
 
     def seconds(self, variant):
-        backend = SimBackend(self.spec())
         case = RegisteredCopy("d2h_registered", variant, "cuda:1", "cpu", 4 * MiB, "bytes")
-        prepared = SCENARIO_FAMILIES["d2h_registered"].prepared(case, backend, lambda: backend.synchronize(1))
-        with backend.simulating():
-            start = backend.clock.now
-            prepared.target()
-            return backend.clock.now - start
+        return priced_seconds(case, SimBackend(self.spec()), 1)
 
     def test_registration_takes_the_pinned_path_and_pageable_the_staged_one(self):
         pageable, pinned = 4 * US + 2 * US + 4 * MiB / 10e9 + 5 * US, 4 * US + 1 * US + 4 * MiB / 40e9 + 5 * US

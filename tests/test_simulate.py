@@ -32,6 +32,8 @@ from xferbench.measure.simulate import (
     path_of,
 )
 
+from fakes import priced_seconds
+
 pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -829,15 +831,8 @@ class TestWorkloadsArePricedAndLabelledSimulated:
 
     @staticmethod
     def seconds(scenario):
-        from xferbench.measure.families.registry import SCENARIO_FAMILIES
-
-        backend = SimBackend(family_spec())
         index = int(next(d for d in scenario.devices if d != "cpu").split(":")[1])
-        prepared = SCENARIO_FAMILIES[scenario.op].prepared(scenario, backend, lambda: backend.synchronize(index))
-        with backend.simulating():
-            start = backend.clock.now
-            prepared.target()
-            return backend.clock.now - start
+        return priced_seconds(scenario, SimBackend(family_spec()), index)
 
     def test_many_small_copies_pay_the_fixed_cost_each(self):
         from xferbench.families.batching.run import BATCH_PIECE
