@@ -51,7 +51,7 @@ from ..contract import machine_differences, machine_identity
 from ..escape import no_bidi, terminal
 from ..output import GENERATOR, OutputError, never_foreign, write_atomic
 from ..units import format_bytes
-from .comment import MIN_COMMENT, comment
+from .gate.comment import MIN_COMMENT, comment
 from .gate.noise import run_times
 from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
