@@ -10,8 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from test_escape import GFM, LINKED, made, payload, rendered_text
-from xferbench.analyze.gate import comment as note
 from xferbench.analyze.gate import ab, compare
+from xferbench.analyze.gate import comment as note
 
 from hostile_inputs import FAST
 

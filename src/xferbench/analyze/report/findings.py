@@ -19,6 +19,7 @@ from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
+from . import drift_text
 from .cliff import cliff_cause, cliff_note, matching
 
 __all__ = [
@@ -107,7 +108,7 @@ def d2h_usual_way_back(view: RunView) -> str | None:
 def _drift(view: RunView, ratios: pd.Series | float) -> str:
     """`` (can't tell: within this run's drift floor (29.8%))`` where a ratio of two of the run's times lies within it."""
     within = any(view.drift.within(float(r), 1.0) for r in pd.Series(ratios, dtype=float))
-    return f" (can't tell: {view.drift.clause()})" if within else ""
+    return f" (can't tell: {drift_text.clause(view.drift)})" if within else ""
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -202,7 +203,7 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
             row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
             if view.drift.within(float(pageable["median_s"]), float(pinned["median_s"])):  # drift alone could save it
-                row["verdict"], copies = f"can't tell: the two copies lie {view.drift.clause()}", None
+                row["verdict"], copies = f"can't tell: the two copies lie {drift_text.clause(view.drift)}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
@@ -215,7 +216,7 @@ def h2d_pinned_vs_pageable(view: RunView) -> str | None:
     if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
-    verdict = f", {view.drift.clause()}: can't tell" if view.drift.within(a, b) else ""
+    verdict = f", {drift_text.clause(view.drift)}: can't tell" if view.drift.within(a, b) else ""
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
             f"{a:.3g} GB/s ({b / a:.1f}×{verdict}).")
 
@@ -336,7 +337,7 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
     one = float(fits["stated_gbps"].max())
     if view.drift.within(one, beta):
         return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: whether more "
-                f"threads made the host copy slower, can't tell ({view.drift.clause()}).")
+                f"threads made the host copy slower, can't tell ({drift_text.clause(view.drift)}).")
     return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
@@ -510,7 +511,7 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     rows = rows.copy()
     rows.attrs["drift_floor"] = view.drift.floor()  # its ratios read "can't tell" within it (families.base.ratios)
     said = finding(rows)
-    if (verdict := view.drift.verdict(op)) is not None:
+    if (verdict := drift_text.verdict(view.drift, op)) is not None:
         said.append(verdict)
     if instance is not None:
         said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "

@@ -25,6 +25,7 @@ from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan, sentences
 from ..load.results import Results
 from ..view import RunView
+from . import drift_text
 from .export import instance_numbers, instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
@@ -281,7 +282,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         version=__version__,
         results=view.results,
         instances=instances_line(view) if view.several_instances else None,
-        drift=view.drift.statement(),
+        drift=drift_text.statement(view.drift),
         run_time=_run_time(view),
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
