@@ -26,6 +26,7 @@ from .ladder import Ladder, ladders
 from .load.results import Results
 from .model import (
     SINGLE_THREAD,
+    NoHostRoof,
     cache_resident,
     fit_paths,
     host_ceiling,
@@ -183,7 +184,8 @@ class RunView:
         return host_ceiling(self.rows)
 
     @cached_property
-    def host_ceiling_missing(self) -> str | None:
+    def host_ceiling_missing(self) -> NoHostRoof | None:
+        """Why the run gives pageable moves no host roof (``model.host_ceiling_missing``), or None when it has one."""
         return host_ceiling_missing(self.rows)
 
     @cached_property

@@ -4,9 +4,11 @@ ladders of controls that take their calls apart (read by ``analyze/ladder.py``),
 
 from __future__ import annotations
 
+from ..units import format_bytes
 from .base import Family, LadderSpec, RungSpec, Variant
 
-__all__ = ["CORE", "DMA", "FRESH", "LADDERS", "LAUNCH", "SHORT", "STAGING"]
+__all__ = ["CORE", "DMA", "FRESH", "LADDERS", "LAUNCH", "SHORT", "SIMULATED_LINKS", "STAGING", "device_memory_roof",
+           "host_memcpy_roof", "peer_plan_summary"]
 
 
 def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> tuple[Variant, ...]:
@@ -55,6 +57,27 @@ CORE = (
            caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "
                    "caller pays who synchronizes around every no-op or small move. Nothing moves, so it has no size."),
 )
+
+
+def device_memory_roof(peak_gbps: float) -> str:
+    """The d2d family's roof named (analyze/model.py gives it half of ``peak_gbps``: a copy reads and writes every
+    byte over the same memory)."""
+    return f"device memory ({peak_gbps:.4g} GB/s, NVML clock x bus width, shared by read and write)"
+
+
+def host_memcpy_roof(nbytes: int) -> str:
+    """The host family's single-thread memcpy named as the roof of a pageable move (the driver stages it so)."""
+    return f"single-thread host memcpy ({format_bytes(nbytes)}, this run)"
+
+
+#: How the simulated machine joins a peer pair: its spec gives every pair the same links.
+SIMULATED_LINKS = "the simulated spec's, every pair"
+
+
+def peer_plan_summary(mode: str, reason: str, swept: int, planned: int) -> str:
+    """The peer family's plan in a clause, as the report and compare state it: ``one-per-class (default: ...): 1 of 56
+    ordered GPU pairs swept at every size``."""
+    return f"{mode} ({reason}): {swept} of {planned} ordered GPU pairs swept at every size"
 
 
 #: The rows each ladder reads its rungs from (analyze/ladder.py): column values to match.

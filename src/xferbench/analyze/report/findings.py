@@ -21,6 +21,7 @@ from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, matching
+from .model_text import no_host_roof
 
 __all__ = [
     "CLIFF_DROP",
@@ -424,7 +425,7 @@ def host_copy(view: RunView) -> str | None:
         ceiling = view.host_ceiling
         sentence += ("; the CUDA driver stages a pageable transfer with one thread's memcpy (not timed here), which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
-                        f"gives no roof here: {view.host_ceiling_missing}."))
+                        f"gives no roof here: {no_host_roof(view.host_ceiling_missing)}."))
     if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence

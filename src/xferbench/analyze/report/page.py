@@ -22,13 +22,15 @@ from ...escape import no_bidi
 from ...families import FAMILIES, order_of
 from ...output import write_atomic
 from ...units import format_bytes, format_seconds
-from ..load.peer_plan import RecordedPlan, sentences
+from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
 from ..view import RunView
 from . import drift_text
 from .export import instance_numbers, instances_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
+from .model_text import basis
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
+from .peer_plan import sentences
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
@@ -80,7 +82,8 @@ def _model_rows(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        said = fit | _no_half_where_the_model_misses(view, fit)
+        worded = fit | {"beta_basis": basis(fit)}
+        said = worded | _no_half_where_the_model_misses(view, worded)
         rows.append(said | _algbw(view, said) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
