@@ -6,7 +6,8 @@ host copy into a touched buffer). Each step is the difference of two medians of 
 with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
 construction. A step whose interval holds zero is "can't tell", never a share; so is a step within the run's drift
 floor (analyze/drift.py: two rungs are two cases measured at different times, and the run's same-code pairs show
-how far that alone moves a figure). No torch here (docs/design.md section 6).
+how far that alone moves a figure). The ladders, each rung and factor named, are families/core.py's ``LADDERS``; a
+ladder in words is report/ladder_text.py. No torch here (docs/design.md section 6).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..families.base import LadderSpec, RungSpec
 from ..families.core import FRESH, LADDERS
 from .load.results import VALID_DEVICE_METHODS
 
-__all__ = ["Ladder", "Rung", "Step", "ladders", "median_interval", "percent"]
+__all__ = ["Ladder", "Rung", "Step", "ladders", "matching", "median_interval", "percent"]
 
 #: Coverage asked of each median's order-statistic interval; with 5 rounds or fewer the widest (min-max) is taken.
 COVERAGE = 0.95
@@ -144,7 +145,8 @@ class Ladder:
         rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]
         return [*rows, (self.bottom, self.base.median_s, self.base.low_s, self.base.high_s, True)]
 
-def _matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+    """The rows whose columns equal ``match``'s values (None: the column is empty)."""
     rows = frame
     for column, value in match.items():
         rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
@@ -154,7 +156,7 @@ def _matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
 def _device_rows(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
     """Rows whose device time is the copy's own: a recorded method, else a non-blocking copy timed by events
     (results.device_time_valid); a blocking copy's own figure is preferred where it is valid."""
-    rows = _matching(frame, match)
+    rows = matching(frame, match)
     seconds = pd.to_numeric(rows["device_seconds"], errors="coerce")
     method = rows["device_time_method"] if "device_time_method" in rows else pd.Series(None, index=rows.index)
     valid = seconds.gt(0) & (method.isin(VALID_DEVICE_METHODS) | rows["non_blocking"].astype(bool))
@@ -170,7 +172,7 @@ def _rung(spec: RungSpec, frame: pd.DataFrame) -> Rung | None:
         row = rows.iloc[0]
         seconds = float(row["device_seconds"])
         return Rung(spec.label, str(row["path"]), seconds, seconds, seconds, int(row.get("device_repeats") or 1), True)
-    rows = _matching(frame, spec.match)
+    rows = matching(frame, spec.match)
     if rows.empty:
         return None
     row = rows.iloc[0]
@@ -198,14 +200,14 @@ def _at_size(spec: LadderSpec, rows: pd.DataFrame, run: str, size: int, floor: f
     steps = tuple(Step(s.factor, a, b, floor) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
     split = None
     if spec.rungs[1].factor == FRESH:
-        split = _split(_matching(at, spec.rungs[0].match).iloc[0], _matching(at, spec.rungs[1].match).iloc[0], steps[0])
+        split = _split(matching(at, spec.rungs[0].match).iloc[0], matching(at, spec.rungs[1].match).iloc[0], steps[0])
     return Ladder(spec.key, spec.title, run, size, found, steps, spec.bottom, split)
 
 
 def _ladder(spec: LadderSpec, frame: pd.DataFrame, floor: float | None = None) -> Ladder | None:
     """The ladder at the largest size where every rung was measured in one run (rows of two runs are never mixed:
     they may come from two instances of the machine)."""
-    top = _matching(frame, spec.rungs[0].match)
+    top = matching(frame, spec.rungs[0].match)
     candidates = sorted(((int(size), str(run)) for size, run in zip(top["nbytes"], top["run"], strict=True)),
                         reverse=True)
     for size, run in candidates:
