@@ -12,7 +12,8 @@ the widest drift the run showed a difference, and that drift may hit any two cas
 others only (leave-one-out): a figure never vouches for itself. The no-op forms (``.to('cpu')`` against ``.cpu()`` on
 a tensor already there) are left out: at 0.3 µs their difference is the argument parsing each does, a cost of the
 call, not drift. A run that measured reference cases again at its start, middle and end would add them; the runs
-recorded so far have none, so the floor rests on the same-code pairs alone. No torch here.
+recorded so far have none, so the floor rests on the same-code pairs alone. The floor in words is
+report/drift_text.py. No torch here.
 """
 
 from __future__ import annotations
