@@ -16,6 +16,7 @@ import pytest
 from xferbench.analyze.drift import Drift, same_code_pairs
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
+from xferbench.analyze.report import drift_text, ladder_text
 from xferbench.analyze.report.findings import h2d_pinned_vs_pageable, pinning_break_even, scenario_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
@@ -64,7 +65,7 @@ def test_the_floor_is_the_largest_pair_and_a_pair_is_judged_by_the_others():
     assert drift.floor(h2d) == pytest.approx(0.2)  # leave-one-out: never the pair it judges
     assert drift.floor(scenario) == drift.floor(d2h) == pytest.approx(0.25)
     assert drift.within(1.0, 1.25) and drift.within(1.2, 1.0) and not drift.within(1.0, 1.26)
-    assert drift.clause() == "within this run's drift floor (25.0%)"
+    assert drift_text.clause(drift) == "within this run's drift floor (25.0%)"
     # the widest pair's own two times, judged by the others (20%): beyond them; judged by all (25%): within
     assert drift.within(1.25, 1.0) and not drift.within(1.25, 1.0, judged=h2d)
     assert not drift.within(0.0, 1.0) and not drift.within(1.0, 0.0)  # a zero time is no measurement to compare
@@ -72,29 +73,29 @@ def test_the_floor_is_the_largest_pair_and_a_pair_is_judged_by_the_others():
 
 def test_a_lone_pair_says_it_has_nothing_to_be_held_against():
     drift = Drift(same_code_pairs(handfed()[lambda f: f["op"] == "d2h"]))
-    assert drift.verdict("d2h") == ("Held against this run's other same-code pairs (.cpu() and .to('cpu')): 10.0% at "
+    assert drift_text.verdict(drift, "d2h") == ("Held against this run's other same-code pairs (.cpu() and .to('cpu')): 10.0% at "
                                     "1 MiB (no other pair to hold it against).")
-    assert drift.verdict("h2d") is None
+    assert drift_text.verdict(drift, "h2d") is None
 
 
 def test_a_run_without_pairs_gives_no_floor_and_no_verdict():
     drift = Drift(same_code_pairs(handfed()[lambda f: f["op"].isin(["noop", "h2d"]) & (f["method"] != "to")]))
     assert drift.floor() is None and not drift.within(1.0, 1.0001)
-    assert drift.statement() == ("This run measured no two calls that run the same code at one size, so it gives no "
+    assert drift_text.statement(drift) == ("This run measured no two calls that run the same code at one size, so it gives no "
                                  "drift floor: its comparisons carry no drift verdict.")
 
 
 def test_the_page_sentence_and_a_same_code_verdict_read_back():
     view = RunView.of_rows(handfed())
-    assert view.drift.statement() == (
+    assert drift_text.statement(view.drift) == (
         "This run's drift floor: 25.0%, from its 3 same-code pairs (calls that run the same code, measured at different "
         "times: the largest, .cuda(i) and .to('cuda:i') (h2d) at 1 MiB); the run has no repeated reference cases, so "
         "the floor rests on those pairs alone. A difference between two of its cases within it is \"can't tell\"; a "
         "sentence about a same-code pair judges it against the other pairs.")
-    assert view.drift.verdict("cuda_vs_to") == (
+    assert drift_text.verdict(view.drift, "cuda_vs_to") == (
         "Held against this run's other same-code pairs (.cuda(i), .to('cuda:i') and .to(torch.device)): 20.0% at "
         "64 MiB, within the other pairs' 25.0%: can't tell.")
-    assert view.drift.verdict("h2d") == (
+    assert drift_text.verdict(view.drift, "h2d") == (
         "Held against this run's other same-code pairs (.cuda(i) and .to('cuda:i')): 25.0% at 1 MiB, beyond the other "
         "pairs' 20.0%: the run drifted more there.")
 
@@ -116,11 +117,11 @@ def _ladder(above: float, below: float, floor: float | None) -> tuple[Ladder, St
 def test_a_ladder_step_within_the_floor_is_cant_tell_with_its_figure():
     ladder, step = _ladder(1.10e-3, 1.0e-3, 0.25)  # 10% apart, intervals apart: told without the floor
     assert not step.told and ladder.share(step) is None
-    assert ladder.sentence(step) == ("the factor: can't tell (100 µs, the two rungs 10.0% apart, within this run's "
+    assert ladder_text.sentence(ladder, step) == ("the factor: can't tell (100 µs, the two rungs 10.0% apart, within this run's "
                                      "drift floor of 25.0%)")
-    assert ladder.why_not(step) == "within this run's drift floor of 25.0%"
+    assert ladder_text.why_not(step) == "within this run's drift floor of 25.0%"
     ladder, step = _ladder(1.10e-3, 1.0e-3, 0.05)
-    assert step.told and ladder.sentence(step) == "the factor: 100 µs (9%; 89 µs to 111 µs)"
+    assert step.told and ladder_text.sentence(ladder, step) == "the factor: 100 µs (9%; 89 µs to 111 µs)"
     ladder, step = _ladder(1.10e-3, 1.0e-3, None)  # no floor: no drift verdict
     assert step.told
 
@@ -147,19 +148,19 @@ def test_the_h200_floor_is_its_widest_same_code_pair(h200):
     """61 pairs; the widest, h2d pageable .cuda() 1.25 ms against .to('cuda:0') 1.62 ms at 16 MiB, 29.8%."""
     drift = h200.drift
     assert len(drift.pairs) == 61 and f"{drift.floor():.1%}" == "29.8%"
-    assert drift.widest.label == ".cuda(i) and .to('cuda:i') (h2d) at 16 MiB"
+    assert drift_text.label(drift.widest) == ".cuda(i) and .to('cuda:i') (h2d) at 16 MiB"
     # Every pair but the widest lies within the floor of the others (the widest tops them by construction).
-    assert [p.label for p in drift.pairs if p.spread > drift.floor(p)] == [drift.widest.label]
+    assert [drift_text.label(p) for p in drift.pairs if p.spread > drift.floor(p)] == [drift_text.label(drift.widest)]
 
 
 def test_the_issues_same_code_pairs_are_cant_tell_on_h200(h200):
     """.cpu() against .to('cpu') at 256 MiB (19.9%) and cuda_vs_to at 64 MiB (26.7%): the run's drift, within the floor."""
-    by_label = {p.label: p for p in h200.drift.pairs}
+    by_label = {drift_text.label(p): p for p in h200.drift.pairs}
     d2h = by_label[".cpu() and .to('cpu') (d2h) at 256 MiB"]
     scenario = by_label[".cuda(i), .to('cuda:i') and .to(torch.device) (cuda_vs_to) at 64 MiB"]
     assert (f"{d2h.spread:.1%}", f"{scenario.spread:.1%}") == ("19.9%", "26.7%")
     assert d2h.spread <= h200.drift.floor(d2h) and scenario.spread <= h200.drift.floor(scenario)
-    assert "26.7% at 64 MiB, within the other pairs' 29.8%: can't tell" in h200.drift.verdict("cuda_vs_to")
+    assert "26.7% at 64 MiB, within the other pairs' 29.8%: can't tell" in drift_text.verdict(h200.drift, "cuda_vs_to")
 
 
 def test_ladder_rungs_beyond_the_floor_keep_their_figures(h200):
@@ -230,7 +231,7 @@ def test_identical_calls_run_far_apart_are_cant_tell_and_a_real_difference_is_sa
     # The wander moved identical calls apart by 3%: without the floor each pair would read as a cost of the call.
     assert all(pair.spread > 0.02 for pair in drift.pairs)
     assert [p for p in drift.pairs if p.spread > drift.floor(p)] == [drift.widest]
-    pair = next(p for p in drift.pairs if p.label == ".cuda(i) and .to('cuda:i') (h2d) at 64 MiB")
+    pair = next(p for p in drift.pairs if drift_text.label(p) == ".cuda(i) and .to('cuda:i') (h2d) at 64 MiB")
     assert pair.spread <= drift.floor(pair)
     said = h2d_pinned_vs_pageable(far_apart)
     assert said is not None and "can't tell" not in said and "(1.5×)." in said

@@ -12,7 +12,8 @@ the widest drift the run showed a difference, and that drift may hit any two cas
 others only (leave-one-out): a figure never vouches for itself. The no-op forms (``.to('cpu')`` against ``.cpu()`` on
 a tensor already there) are left out: at 0.3 µs their difference is the argument parsing each does, a cost of the
 call, not drift. A run that measured reference cases again at its start, middle and end would add them; the runs
-recorded so far have none, so the floor rests on the same-code pairs alone. No torch here.
+recorded so far have none, so the floor rests on the same-code pairs alone. The floor in words is
+report/drift_text.py. No torch here.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-
-from ..units import format_bytes
 
 __all__ = ["SAME_CODE", "Drift", "Pair", "same_code_pairs"]
 
@@ -50,10 +49,6 @@ class Pair:
     @property
     def key(self) -> tuple[str, str, int, tuple[str, ...]]:
         return self.op, self.run, self.nbytes, self.paths
-
-    @property
-    def label(self) -> str:
-        return f"{self.calls} ({self.op}) at {format_bytes(self.nbytes)}"
 
 
 def same_code_pairs(frame: pd.DataFrame) -> tuple[Pair, ...]:
@@ -96,41 +91,5 @@ class Drift:
         low, high = sorted((float(slow_s), float(fast_s)))
         return bool(floor) and low > 0 and high / low - 1 <= (floor or 0.0)
 
-    def clause(self) -> str:
-        """``within this run's drift floor (29.8%)`` for a "can't tell"."""
-        floor = self.floor()
-        return f"within this run's drift floor ({floor:.1%})" if floor is not None else ""
-
-    def statement(self) -> str:
-        """The floor in one sentence, for the page to state once."""
-        if not self.pairs:
-            return ("This run measured no two calls that run the same code at one size, so it gives no drift floor: its "
-                    "comparisons carry no drift verdict.")
-        widest = self.pairs[0]
-        return (f"This run's drift floor: {widest.spread:.1%}, from its {len(self.pairs)} same-code pairs (calls that "
-                f"run the same code, measured at different times: the largest, {widest.label}); the run has no "
-                "repeated reference cases, so the floor rests on those pairs alone. A difference between two of its "
-                "cases within it is \"can't tell\"; a sentence about a same-code pair judges it against the other "
-                "pairs.")
-
     def pairs_of(self, op: str) -> tuple[Pair, ...]:
         return tuple(p for p in self.pairs if p.op == op)
-
-    def verdict(self, op: str) -> str | None:
-        """A family's same-code pairs in one sentence: what they measure is the run's drift, each held against the
-        other pairs' floor; None when the family has none."""
-        pairs = sorted(self.pairs_of(op), key=lambda p: p.nbytes)
-        if not pairs:
-            return None
-        parts = []
-        for pair in pairs:
-            floor = self.floor(pair)
-            if floor is None:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)} (no other pair to hold it against)")
-            elif pair.spread <= floor:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, within the other pairs' "
-                             f"{floor:.1%}: can't tell")
-            else:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, beyond the other pairs' {floor:.1%}: "
-                             "the run drifted more there")
-        return f"Held against this run's other same-code pairs ({pairs[0].calls}): {'; '.join(parts)}."

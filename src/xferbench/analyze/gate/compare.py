@@ -39,7 +39,7 @@ from ...families import FAMILIES
 from ...output import OutputError, check_output
 from ..load.case_time import learned_spread
 from ..load.history import load_storage
-from ..load.peer_plan import RecordedPlan, difference, same_cases
+from ..load.peer_plan import RecordedPlan, same_cases
 from ..load.results import Results, ResultsError, bounded_read, load
 from ..load.run_cache import RunSummary
 from .comparison import (
@@ -64,6 +64,7 @@ from .noise import (
     run_tables,
     weigh,
 )
+from .peer_plan import difference
 from .verdicts import (
     CANT_TELL,
     GONE,

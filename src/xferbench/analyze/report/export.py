@@ -20,6 +20,7 @@ from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
 from ..view import Instance, RunView
+from . import drift_text, ladder_text
 
 __all__ = ["CSV_COLUMNS", "frame_for_csv", "instance_numbers", "instances_line", "ladder_markdown", "measured", "to_csv",
            "to_markdown"]
@@ -65,7 +66,7 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
     lines += [f"{len(view.rows)} benchmarks from {escape.markdown(', '.join(view.sources))}.", ""]
     if view.several_instances:
         lines += [escape.markdown(instances_line(view)), ""]
-    lines += [escape.markdown(view.drift.statement()), ""]
+    lines += [escape.markdown(drift_text.statement(view.drift)), ""]
     lines += ["## Key findings", ""]
     lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
     lines += ladder_markdown(view)
@@ -114,8 +115,8 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
     rows = [["the call", f"{top.label}: {top.case}", "–", "median " + _span(top.median_s, top.low_s, top.high_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
-        shown = f"can't tell ({ladder.why_not(step)})" if share is None else percent(share)
-        if share is not None and (split := ladder.split_text(step)) is not None:
+        shown = f"can't tell ({ladder_text.why_not(step)})" if share is None else percent(share)
+        if share is not None and (split := ladder_text.split_text(ladder, step)) is not None:
             shown += f", {split}"
         rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                      _span(step.seconds, step.low_s, step.high_s), shown])

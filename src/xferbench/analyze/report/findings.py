@@ -18,8 +18,10 @@ from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
-from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
-from .cliff import cliff_cause, cliff_note, matching
+from ..view import CLIFF_DROP, USUAL_WAY_BACK, BreakEven, RunView, cliff
+from . import drift_text
+from .cliff import cliff_cause, cliff_note
+from .model_text import no_host_roof
 
 __all__ = [
     "CLIFF_DROP",
@@ -107,7 +109,7 @@ def d2h_usual_way_back(view: RunView) -> str | None:
 def _drift(view: RunView, ratios: pd.Series | float) -> str:
     """`` (can't tell: within this run's drift floor (29.8%))`` where a ratio of two of the run's times lies within it."""
     within = any(view.drift.within(float(r), 1.0) for r in pd.Series(ratios, dtype=float))
-    return f" (can't tell: {view.drift.clause()})" if within else ""
+    return f" (can't tell: {drift_text.clause(view.drift)})" if within else ""
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -141,68 +143,43 @@ def the_fix(view: RunView) -> str | None:
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
-#: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
-_PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blocking": True, "method": "to"})
-_PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
-
-
-def _copy_at(view: RunView, pin: pd.Series, which: tuple[str, dict[str, Any]], anywhere: bool = False) -> pd.Series | None:
-    """The pin_memory scenario's own copy at the pin's size and device, else the core family's same call; only
-    from the pin's machine instance (a saving from another boot is no measure of this pin) unless ``anywhere``."""
-    variant, core = which
-    frame = view.rows
-    at = frame[(frame["nbytes"] == int(pin["nbytes"])) & (frame["dst"] == str(pin["dst"]))]
-    if view.several_instances and not anywhere:
-        at = at[[view.same_instance(pin, row) for _, row in at.iterrows()]]
-    rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
-    rows = rows if not rows.empty else matching(at, core)
-    return rows.iloc[0] if not rows.empty else None
-
-
-#: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
-PIN_SPREAD = 2.0
-
-
-def _verdict(pin: pd.Series, saved: float, spread: float) -> tuple[str, float | None]:
+def _verdict(even: BreakEven) -> tuple[str, float | None]:
     """The break-even's verdict and copies: can't tell within the copies' spread or the pin's own; else from copy N."""
-    if abs(saved) <= spread:
+    pin, saved, copies = even.pin, even.saved_s or 0.0, even.copies
+    if abs(saved) <= even.spread_s:
         return "can't tell: the two copies differ by less than their spread (IQR)", None
     if saved < 0:
         return "never pays off: the pinned copy is slower", None
-    copies = float(pin["median_s"]) / saved
-    low, high = (math.ceil(float(pin[q]) / saved) for q in ("q1_s", "q3_s"))
-    if high > PIN_SPREAD * max(low, 1):
+    low, high = even.copies_span
+    if even.pin_spread_too_wide:
         return (f"can't tell: pin_memory()'s rounds spread from {format_seconds(float(pin['q1_s']))} to "
                 f"{format_seconds(float(pin['q3_s']))} (IQR), so from copy {low} to copy {high}"), copies
-    return f"from copy {math.ceil(copies)} (pinning = {copies:.2g}× one copy's saving)", copies
+    return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
 
 
 def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
-    pinned .to), every figure from the pin's own run; "never pays off" where the pinned copy is slower, "can't tell"
-    where the two differ by less than their spread (the sum of their IQRs), where the pin's own rounds spread over
-    more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
+    pinned .to), every figure from the pin's own run (``RunView.break_even``); "never pays off" where the pinned copy
+    is slower, "can't tell" where the two differ by less than their spread (the sum of their IQRs), where the pin's own
+    rounds spread over more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
     rows = []
-    frame = view.rows
-    pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
-    for _, pin in pins.iterrows():
+    for even in view.break_even:
+        pin, pageable, pinned = even.pin, even.pageable, even.pinned
         size, dst = int(pin["nbytes"]), str(pin["dst"])
-        pageable, pinned = (_copy_at(view, pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
                                "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
         if pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
-            elsewhere = _copy_at(view, pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
+            elsewhere = even.elsewhere
             instance = view.instance_of(pin)
             row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if elsewhere is None else
                               f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
                               f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
-            row["saved_s"] = float(pageable["median_s"] - pinned["median_s"])
-            spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
-            row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
-            if view.drift.within(float(pageable["median_s"]), float(pinned["median_s"])):  # drift alone could save it
-                row["verdict"], copies = f"can't tell: the two copies lie {view.drift.clause()}", None
+            row["saved_s"] = even.saved_s
+            row["verdict"], copies = _verdict(even)
+            if even.within_drift:  # drift alone could save it
+                row["verdict"], copies = f"can't tell: the two copies lie {drift_text.clause(view.drift)}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
@@ -215,7 +192,7 @@ def h2d_pinned_vs_pageable(view: RunView) -> str | None:
     if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
-    verdict = f", {view.drift.clause()}: can't tell" if view.drift.within(a, b) else ""
+    verdict = f", {drift_text.clause(view.drift)}: can't tell" if view.drift.within(a, b) else ""
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
             f"{a:.3g} GB/s ({b / a:.1f}×{verdict}).")
 
@@ -336,7 +313,7 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
     one = float(fits["stated_gbps"].max())
     if view.drift.within(one, beta):
         return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: whether more "
-                f"threads made the host copy slower, can't tell ({view.drift.clause()}).")
+                f"threads made the host copy slower, can't tell ({drift_text.clause(view.drift)}).")
     return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
@@ -423,7 +400,7 @@ def host_copy(view: RunView) -> str | None:
         ceiling = view.host_ceiling
         sentence += ("; the CUDA driver stages a pageable transfer with one thread's memcpy (not timed here), which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
-                        f"gives no roof here: {view.host_ceiling_missing}."))
+                        f"gives no roof here: {no_host_roof(view.host_ceiling_missing)}."))
     if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence
@@ -510,7 +487,7 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     rows = rows.copy()
     rows.attrs["drift_floor"] = view.drift.floor()  # its ratios read "can't tell" within it (families.base.ratios)
     said = finding(rows)
-    if (verdict := view.drift.verdict(op)) is not None:
+    if (verdict := drift_text.verdict(view.drift, op)) is not None:
         said.append(verdict)
     if instance is not None:
         said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "

@@ -25,6 +25,7 @@ from ..view import RunView
 from .cliff import cliff_note
 from .findings import cheapest_copy, noop_call
 from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
+from .model_text import no_host_roof
 from .scenario_plots import scenario_plot
 from .series import run_of
 from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for, to_svg
@@ -538,7 +539,7 @@ def render(view: RunView) -> list[Plot]:
         op = key.removeprefix("bandwidth-")
         if key.startswith("bandwidth-") and op not in present:
             continue
-        why = view.host_ceiling_missing
+        why = no_host_roof(view.host_ceiling_missing)
         if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
             caption += _NO_HOST_ROOF.format(why=why)
         if key == "ladder" and not view.ladders:
