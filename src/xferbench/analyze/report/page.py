@@ -25,8 +25,9 @@ from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan, sentences
 from ..load.results import Results
 from ..view import RunView
-from .export import instance_numbers, instances_line, to_csv, to_markdown
+from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
+from .half_beta import half_of_beta
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
@@ -79,7 +80,7 @@ def _model_rows(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        said = fit | _no_half_where_the_model_misses(view, fit)
+        said = fit | half_of_beta(view, fit)
         rows.append(said | _algbw(view, said) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
@@ -99,26 +100,6 @@ def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     if not (bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any():
         return {}
     return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}
-
-
-#: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
-MODEL_MISS = 2.0
-
-
-def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
-    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x (a path with a cliff: the
-    capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); the basis says so."""
-    frame = view.rows
-    rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])]
-    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
-    if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
-        return {}
-    predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
-    miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
-    if miss <= MODEL_MISS:
-        return {}
-    return {"half_peak_bytes": float("nan"),
-            "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {miss:.2g}×, so no half of β"}
 
 
 def _host_placement(rows: pd.DataFrame) -> list[tuple[str, str]]:
@@ -282,7 +263,9 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         results=view.results,
         instances=instances_line(view) if view.several_instances else None,
         drift=view.drift.statement(),
+        busy=busy_notice(view),
         run_time=_run_time(view),
+        machine_line=machine_line(view),
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
         findings=key_findings,
