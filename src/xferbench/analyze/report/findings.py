@@ -20,8 +20,11 @@ from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, BreakEven, RunView, cliff
 from . import drift_text
-from .cliff import cliff_cause, cliff_note
+from .cliff import cliff_cause, cliff_note, mmap_clause
+from .half_beta import half_of_beta
 from .model_text import no_host_roof
+from .staging import staging_both_ways
+from .threads import beta_noise, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -59,9 +62,27 @@ def way_back(view: RunView) -> dict[str, Any] | None:
             "fix": fix.loc[fix["median_s"].idxmin()] if not fix.empty else None}
 
 
+def _tied_fastest(view: RunView, rows: pd.DataFrame) -> pd.DataFrame:
+    """The fastest of ``rows`` and every other that lies within the run's drift floor of it: which of them is
+    fastest, the run cannot tell (just the fastest where none does, or the run gives no floor)."""
+    if rows.empty:
+        return rows
+    fastest = float(rows["median_s"].min())
+    return rows[[float(t) == fastest or view.drift.within(float(t), fastest) for t in rows["median_s"]]]
+
+
+def _fastest_label(tied: pd.DataFrame, calls: int) -> str:
+    """``fastest call``, or how many calls lie within the drift floor of it (their figures are then one span)."""
+    if len(tied) < 2:
+        return "fastest call"
+    which = f"{len(tied)} calls" if len(tied) == calls else f"the fastest {len(tied)} of {calls} calls"
+    return f"{which}, within the run's drift floor: which is fastest, can't tell"
+
+
 def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
-    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured."""
+    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured; where
+    a kind's calls lie within the drift floor of its fastest, the line spans them all."""
     frame, size = view.rows, view.largest_size
     if size is None:
         return []
@@ -71,9 +92,12 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
         if not rows.empty:
             lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _span(rows["bandwidth_gbps"])})
 
+    def fastest(label: str, rows: pd.DataFrame) -> None:
+        tied = _tied_fastest(view, rows)
+        add(f"{label} ({_fastest_label(tied, len(rows))})", tied)
+
     down = _at(frame, size, op="d2h")
-    pinned = down[down["host_memory"] == "pinned"]
-    add("device to host, pinned (fastest call)", pinned.nsmallest(1, "median_s"))
+    fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
     add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
                                                                         & (down["method"] == "copy_")])
     add(".cpu() / .to('cpu') (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
@@ -82,8 +106,8 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
                                                                 & down["non_blocking"].astype(bool)])
     up = _at(frame, size, op="h2d")
     for memory in ("pinned", "pageable"):
-        add(f"host to device, {memory} (fastest call)", up[up["host_memory"] == memory].nsmallest(1, "median_s"))
-    add("same-device copy (fastest call)", _at(frame, size, op="d2d").nsmallest(1, "median_s"))
+        fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
+    fastest("same-device copy", _at(frame, size, op="d2d"))
     return [line | {"size": format_bytes(size)} for line in lines]
 
 
@@ -186,15 +210,20 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> str | None:
+    """Pinned against pageable host-to-device at the largest common size: each side's fastest call, or every call
+    within the drift floor of it, with the ratio spanning them (an order inside the floor is no ranking)."""
     frame, size = view.rows, view.largest_size
-    pageable = _at(frame, size, op="h2d", host_memory="pageable")
-    pinned = _at(frame, size, op="h2d", host_memory="pinned")
+    pageable = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pageable"))
+    pinned = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pinned"))
     if size is None or pageable.empty or pinned.empty:
         return None
-    a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
-    verdict = f", {drift_text.clause(view.drift)}: can't tell" if view.drift.within(a, b) else ""
-    return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
-            f"{a:.3g} GB/s ({b / a:.1f}×{verdict}).")
+    a, b = pageable["bandwidth_gbps"], pinned["bandwidth_gbps"]
+    ratios = pd.Series([b.min() / a.max(), b.max() / a.min()])
+    verdict = f", {drift_text.clause(view.drift)}: can't tell" if view.drift.within(a.max(), b.max()) else ""
+    tied = ("; each kind's calls lie within the run's drift floor of each other, so each figure spans them"
+            if len(pageable) > 1 or len(pinned) > 1 else "")
+    return (f"Host to device at {format_bytes(size)}: pinned sources reached {_span(b)} GB/s, pageable ones "
+            f"{_span(a)} GB/s ({_span(ratios, '.2g')}×{verdict}{tied}).")
 
 
 def same_device_vs_link(view: RunView) -> str | None:
@@ -300,7 +329,11 @@ def latency_bound(view: RunView) -> str | None:
     elif best["resident_sizes"]:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'})")
-    sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
+    said = half_of_beta(view, best.to_dict())
+    if "no_half" in said:  # the table's verdict: the fit does not place where half of β is reached
+        sentence += f"; where moves reach half of β, this run cannot place: {said['no_half']}."
+    else:
+        sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
     return sentence + _one_thread_faster(view, float(best["stated_gbps"])) + _pipelined(fits)
 
 
@@ -311,9 +344,10 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
     if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
         return ""
     one = float(fits["stated_gbps"].max())
-    if view.drift.within(one, beta):
+    noise = beta_noise(view)
+    if view.drift.within(one, beta) or noise:
         return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: whether more "
-                f"threads made the host copy slower, can't tell ({drift_text.clause(view.drift)}).")
+                f"threads made the host copy slower, can't tell ({noise or drift_text.clause(view.drift)}).")
     return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
@@ -418,12 +452,12 @@ def d2h_cliff(view: RunView) -> str | None:
               if existing is not None else "")
     return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
             f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
-            f"{steady}. {cliff_cause(found, view)}")
+            f"{steady}.{mmap_clause(found, view)} {cliff_cause(found, view)}")
 
 
 #: In page order; each reads the run's view.
-FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, the_fix, h2d_pinned_vs_pageable, same_device_vs_link, peer,
-                           overhead_small, latency_bound, noop_cost, host_copy]
+FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, the_fix, threads_against_one, h2d_pinned_vs_pageable,
+                           same_device_vs_link, peer, overhead_small, latency_bound, noop_cost, host_copy]
 
 
 def findings(view: RunView) -> list[str]:
@@ -449,7 +483,8 @@ def _staged(view: RunView) -> str | None:
     if fresh.told:
         text += (f"; {format_seconds(fresh.seconds)} ({percent(fresh.seconds / ladder.top.median_s)}) of "
                  f"{ladder.top.label} is its fresh destination (the ladder above)")
-    return text + f"{_run_of(ladder.run, view)}."
+    both = staging_both_ways(view)
+    return text + f"{_run_of(ladder.run, view)}." + (f" {both}" if both else "")
 
 
 def _run_of(run: str, view: RunView) -> str:

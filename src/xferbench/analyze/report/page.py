@@ -26,8 +26,9 @@ from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
 from ..view import RunView
 from . import drift_text
-from .export import instance_numbers, instances_line, to_csv, to_markdown
+from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
+from .half_beta import half_of_beta
 from .model_text import basis
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
 from .peer_plan import sentences
@@ -82,7 +83,7 @@ def _model_rows(view: RunView) -> list[dict[str, Any]]:
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
         worded = fit | {"beta_basis": basis(fit)}
-        said = worded | _no_half_where_the_model_misses(view, worded)
+        said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
@@ -97,16 +98,6 @@ def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     if not view.algbw_differs(fit["path"]):
         return {}
     return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}
-
-
-def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
-    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x (``RunView.model_miss``);
-    the basis says so."""
-    miss = view.model_miss(fit)
-    if miss is None:
-        return {}
-    return {"half_peak_bytes": float("nan"),
-            "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {miss:.2g}×, so no half of β"}
 
 
 def _host_placement(view: RunView) -> list[tuple[str, str]]:
@@ -267,7 +258,9 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         results=view.results,
         instances=instances_line(view) if view.several_instances else None,
         drift=drift_text.statement(view.drift),
+        busy=busy_notice(view),
         run_time=_run_time(view),
+        machine_line=machine_line(view),
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
         findings=key_findings,
