@@ -26,7 +26,7 @@ import pandas as pd
 from ..contract import Fingerprint
 from .drift import Drift, same_code_pairs
 from .ladder import Ladder, ladders, matching
-from .load.results import Results
+from .load.results import Results, busy_load
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
@@ -172,6 +172,11 @@ class RunView:
     @property
     def notes(self) -> list[str]:
         return self.results.notes
+
+    @property
+    def busy(self) -> str | None:
+        """The load the run recorded where it exceeded the cores (``load.results.busy_load``), else None."""
+        return busy_load(self.results.run)
 
     @property
     def machine_info(self) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
-from ..load.results import busy_load
 from ..view import Instance, RunView
 from . import drift_text, ladder_text
 
@@ -85,7 +84,7 @@ def machine_line(view: RunView) -> str:
 
 def busy_notice(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work."""
-    busy = busy_load(view.results.run)
+    busy = view.busy
     if busy is None:
         return None
     return (f"Busy machine: this run recorded {busy}: its times carry what those processes took, and a difference "

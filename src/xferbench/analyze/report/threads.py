@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 
 from ...units import format_bytes, format_seconds
-from ..load.results import busy_load
 from ..model import SINGLE_THREAD
 from ..view import RunView
 from . import drift_text
@@ -73,7 +72,7 @@ def threads_against_one(view: RunView) -> str | None:
         return None
     ratio = told["median_s_many"] / told["median_s_one"]
     row = told.loc[(ratio.where(ratio >= 1, 1 / ratio)).idxmax()]
-    load = busy_load(view.results.run)
+    load = view.busy
     under = f", under load ({load})" if load else ""
     size = format_bytes(int(row["nbytes"]))
     many, one = float(row["median_s_many"]), float(row["median_s_one"])
