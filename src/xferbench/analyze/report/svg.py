@@ -23,8 +23,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_seconds, mathtext_safe
 from .figure_text import drawable_text
@@ -97,12 +99,34 @@ def to_svg(fig: Figure, key: str = "figure") -> str:
     """The figure as an inline SVG element with its hover titles."""
     buffer = io.StringIO()
     drawable_text(fig)  # labels come from run files: no mathtext, no control character, wherever they were set
+    _lay_out(fig)
     # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
     with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        fig.savefig(buffer, format="svg", bbox_inches=_tight_box(fig))
     titles = _TITLES.pop(fig, {})
     plt.close(fig)
     return _add_titles(buffer.getvalue(), titles)
+
+
+def _lay_out(fig: Figure) -> None:
+    """Lay out a figure drawn with a layout engine (``set_layout_engine("tight")``) once, here, and leave it none:
+    with one, savefig lays the figure out and draws it (drawing nothing) before it draws it for good."""
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine(None)
+
+
+def _tight_box(fig: Figure) -> Bbox:
+    """What ``bbox_inches="tight"`` crops to, measured as it does (an SVG renderer at 72 dpi) but without its
+    extra pass: "tight" lays out and draws the whole figure once (drawing nothing) before it draws it for good."""
+    dpi, fig.dpi = fig.dpi, 72  # as savefig draws an SVG: text is measured in points
+    try:
+        width, height = fig.get_size_inches() * 72
+        box = fig.get_tightbbox(RendererSVG(width, height, io.StringIO(), None, 72))
+    finally:
+        fig.dpi = dpi
+    return box.padded(matplotlib.rcParams["savefig.pad_inches"])
 
 
 def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:

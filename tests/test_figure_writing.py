@@ -1,0 +1,48 @@
+"""How a figure becomes SVG: cropped as matplotlib's ``bbox_inches="tight"`` crops it (nothing clipped)."""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from xferbench.analyze.report.svg import legend_outside, log_y, tip, to_svg
+
+_SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _figure(index: int = 0) -> Figure:
+    """Two panels laid out tight, a legend outside the right edge, a long tick label, hover texts."""
+    fig, axes = plt.subplots(2, 1, figsize=(5, 4))
+    for ax in axes:
+        line, = ax.plot([1, 2, 3], [1, 10, 100 * (index + 1)], marker="o", label="x")
+        tip(line, ["one", "two", "three"])
+        log_y(ax)
+        ax.set_title(f"panel {index}")
+        ax.set_yticks([1, 100], ["one", "a hundred, a long tick label"])
+    legend_outside(fig, [line], [f"a legend entry far outside the axes, figure {index}"])
+    fig.set_layout_engine("tight")
+    return fig
+
+
+def _frame(svg_text: str) -> tuple[str | None, str | None, str | None]:
+    root = ET.fromstring(svg_text)
+    return root.get("width"), root.get("height"), root.get("viewBox")
+
+
+def test_the_crop_is_matplotlib_tight_crop_with_every_text() -> None:
+    """One draw instead of "tight"'s two, the same frame: a legend outside the axes and long labels are not clipped."""
+    reference = _figure()
+    reference.tight_layout()
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": "k", "svg.fonttype": "none"}):
+        reference.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(reference)
+    written = to_svg(_figure(), "k")
+    assert _frame(written) == _frame(buffer.getvalue())
+    texts = ["".join(text.itertext()) for text in ET.fromstring(written).iter(f"{_SVG}text")]
+    assert "a legend entry far outside the axes, figure 0" in texts and "a hundred, a long tick label" in texts
+    assert [title.text for title in ET.fromstring(written).iter(f"{_SVG}title")] == ["one", "two", "three"] * 2
