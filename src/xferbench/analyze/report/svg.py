@@ -25,6 +25,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from matplotlib.transforms import Bbox
 
@@ -112,6 +113,12 @@ def _lay_out(fig: Figure) -> None:
     """Lay out a figure drawn with a layout engine (``set_layout_engine("tight")``) once, here, and leave it none:
     with one, savefig lays the figure out and draws it (drawing nothing) before it draws it for good."""
     engine = fig.get_layout_engine()
+    if isinstance(engine, TightLayoutEngine) and tuple(engine.get()["rect"]) == (0, 0, 1, 1):
+        # The whole figure: matplotlib measures every panel twice, the second time to fit a rect, which the first
+        # pass's margins already fill; one pass (no rect) lays it out the same.
+        params = engine.get()
+        engine = TightLayoutEngine(pad=params["pad"], h_pad=params["h_pad"], w_pad=params["w_pad"],
+                                   rect=None)  # type: ignore[arg-type]  # None: no rect, which the stub leaves out
     if engine is not None:
         engine.execute(fig)
         fig.set_layout_engine(None)
