@@ -220,7 +220,7 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
     right.set_ylabel("one-way time, half a round trip (µs)")
     legend_outside(fig, list(handles.values()), list(handles))
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -247,7 +247,7 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     ax.set_ylabel("one-way bandwidth (GB/s)")
     ax.grid(True, which="major", alpha=0.3)
     legend_outside(fig, list(handles.values()), list(handles))
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -284,7 +284,7 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     ax.set_title(f"at {format_bytes(largest)}", fontsize=9)
     ax.grid(True, alpha=0.3)
     legend_outside(fig, list(handles.values()), list(handles))
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 

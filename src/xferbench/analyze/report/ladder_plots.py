@@ -70,7 +70,7 @@ def ladder_figure(view: RunView) -> Figure | str:
     ax.grid(True, axis="x", alpha=0.3)
     fig.legend(list(legend.values()), [mathtext_safe(label) for label in legend], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 

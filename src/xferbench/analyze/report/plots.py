@@ -160,7 +160,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
     if roofed:
         legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
     legend_outside(fig, list(legend.values()), list(legend), title="call")
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -362,7 +362,7 @@ def creation(view: RunView) -> Figure | str:
         ax.set_visible(False)
     axes[0][0].set_ylabel("median time (µs)")
     legend_outside(fig, list(legend.values()), list(legend))
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -439,7 +439,7 @@ def wall_vs_device(view: RunView) -> Figure | str:
         ax.set_visible(False)
     axes[0][0].set_ylabel("1 − device time / wall time (%)")
     legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 

@@ -23,8 +23,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_seconds, mathtext_safe
 from .figure_text import drawable_text
@@ -97,19 +100,58 @@ def to_svg(fig: Figure, key: str = "figure") -> str:
     """The figure as an inline SVG element with its hover titles."""
     buffer = io.StringIO()
     drawable_text(fig)  # labels come from run files: no mathtext, no control character, wherever they were set
+    _lay_out(fig)
     # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
     with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        fig.savefig(buffer, format="svg", bbox_inches=_tight_box(fig))
     titles = _TITLES.pop(fig, {})
     plt.close(fig)
     return _add_titles(buffer.getvalue(), titles)
+
+
+def _lay_out(fig: Figure) -> None:
+    """Lay out a figure drawn with a layout engine (``set_layout_engine("tight")``) once, here, and leave it none:
+    with one, savefig lays the figure out and draws it (drawing nothing) before it draws it for good."""
+    engine = fig.get_layout_engine()
+    if isinstance(engine, TightLayoutEngine) and tuple(engine.get()["rect"]) == (0, 0, 1, 1):
+        # The whole figure: matplotlib measures every panel twice, the second time to fit a rect, which the first
+        # pass's margins already fill; one pass (no rect) lays it out the same.
+        params = engine.get()
+        engine = TightLayoutEngine(pad=params["pad"], h_pad=params["h_pad"], w_pad=params["w_pad"],
+                                   rect=None)  # type: ignore[arg-type]  # None: no rect, which the stub leaves out
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine(None)
+
+
+def _tight_box(fig: Figure) -> Bbox:
+    """What ``bbox_inches="tight"`` crops to, measured as it does (an SVG renderer at 72 dpi) but without its
+    extra pass: "tight" lays out and draws the whole figure once (drawing nothing) before it draws it for good."""
+    dpi, fig.dpi = fig.dpi, 72  # as savefig draws an SVG: text is measured in points
+    try:
+        width, height = fig.get_size_inches() * 72
+        box = fig.get_tightbbox(RendererSVG(width, height, io.StringIO(), None, 72))
+    finally:
+        fig.dpi = dpi
+    return box.padded(matplotlib.rcParams["savefig.pad_inches"])
+
+
+#: What writes a figure's SVG for ``as_plot``: ``to_svg``, or a page's ``Aside`` (aside.py) while it is open.
+_writer: Callable[[Figure, str], str] | None = None
+
+
+def set_writer(writer: Callable[[Figure, str], str] | None) -> Callable[[Figure, str], str] | None:
+    """Let ``writer`` write the figures ``as_plot`` gets from now on (None: ``to_svg``); returns the one it replaces."""
+    global _writer
+    previous, _writer = _writer, writer
+    return previous
 
 
 def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
     """A drawn figure as inline SVG, or the reason it could not be drawn."""
     if isinstance(figure, str):
         return Plot(key, title, caption, None, figure)
-    return Plot(key, title, caption, to_svg(figure, key))
+    return Plot(key, title, caption, (_writer or to_svg)(figure, key))
 
 
 #: Width of every figure (inches): the page is 1200 px wide, so text stays legible at 1:1.
