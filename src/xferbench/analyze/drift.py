@@ -11,8 +11,10 @@ each pair within one run and one size. The largest, not a percentile: with a few
 the widest drift the run showed a difference, and that drift may hit any two cases. A pair is judged against the
 others only (leave-one-out): a figure never vouches for itself. The no-op forms (``.to('cpu')`` against ``.cpu()`` on
 a tensor already there) are left out: at 0.3 µs their difference is the argument parsing each does, a cost of the
-call, not drift. A run that measured reference cases again at its start, middle and end would add them; the runs
-recorded so far have none, so the floor rests on the same-code pairs alone. No torch here.
+call, not drift. A case measured in blocks (a reference case again at the run's start, middle and end, or every
+case under ``--xfer-blocks``: load/blocks.py merges them into one row) adds its blocks' spread, the slowest block over
+the fastest, minus one: the same case at different times. The runs recorded before had none: their floor rests on the
+same-code pairs alone. No torch here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pandas as pd
 
 from ..units import format_bytes
 
-__all__ = ["SAME_CODE", "Drift", "Pair", "same_code_pairs"]
+__all__ = ["SAME_CODE", "Drift", "Pair", "Repeat", "repeated_references", "same_code_pairs"]
 
 #: Per family, the column and the values whose calls run the same code, in words for a sentence.
 SAME_CODE: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -74,14 +76,38 @@ def same_code_pairs(frame: pd.DataFrame) -> tuple[Pair, ...]:
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """A case measured in blocks at different times of its run: how far the blocks' medians lie apart."""
+
+    label: str
+    blocks: int
+    #: Slowest block's median over the fastest's, minus one.
+    spread: float
+
+
+def repeated_references(frame: pd.DataFrame) -> tuple[Repeat, ...]:
+    """Every case the rows hold that was measured in two or more blocks (load/blocks.py), largest spread first."""
+    if "block_spread" not in frame:
+        return ()
+    rows = frame[pd.to_numeric(frame["block_spread"], errors="coerce").notna()]
+    repeats = [Repeat(f"{row['path']} at {format_bytes(int(row['nbytes']))}", int(row["blocks"]),
+                      float(row["block_spread"])) for _, row in rows.iterrows()]
+    return tuple(sorted(repeats, key=lambda r: -r.spread))
+
+
+@dataclass(frozen=True)
 class Drift:
-    """The run's same-code pairs and the floor they set on every comparison of two of its cases."""
+    """The run's same-code pairs and repeated references, and the floor they set on every comparison of two of its
+    cases."""
 
     pairs: tuple[Pair, ...]
+    repeats: tuple[Repeat, ...] = ()
 
     def floor(self, judged: Pair | None = None) -> float | None:
-        """The largest spread among the pairs, but ``judged``'s own; None when no other pair was measured."""
+        """The largest spread among the repeated references and the pairs, but ``judged``'s own; None when nothing
+        else was measured."""
         others = [p.spread for p in self.pairs if judged is None or p.key != judged.key]
+        others += [r.spread for r in self.repeats]
         return max(others) if others else None
 
     @property
@@ -102,16 +128,25 @@ class Drift:
         return f"within this run's drift floor ({floor:.1%})" if floor is not None else ""
 
     def statement(self) -> str:
-        """The floor in one sentence, for the page to state once."""
-        if not self.pairs:
+        """The floor in one sentence, for the page to state once: what it rests on, repeated references and/or
+        same-code pairs."""
+        if not self.pairs and not self.repeats:
             return ("This run measured no two calls that run the same code at one size, so it gives no drift floor: its "
                     "comparisons carry no drift verdict.")
-        widest = self.pairs[0]
-        return (f"This run's drift floor: {widest.spread:.1%}, from its {len(self.pairs)} same-code pairs (calls that "
-                f"run the same code, measured at different times: the largest, {widest.label}); the run has no "
-                "repeated reference cases, so the floor rests on those pairs alone. A difference between two of its "
-                "cases within it is \"can't tell\"; a sentence about a same-code pair judges it against the other "
-                "pairs.")
+        pairs = (f"its {len(self.pairs)} same-code pairs (calls that run the same code, measured at different times: "
+                 f"the largest, {self.pairs[0].label}, {self.pairs[0].spread:.1%})") if self.pairs else ""
+        tail = (" A difference between two of its cases within it is \"can't tell\"; a sentence about a same-code pair "
+                "judges it against the other pairs" + (" and the references." if self.repeats else "."))
+        if not self.repeats:
+            widest = self.pairs[0]
+            return (f"This run's drift floor: {widest.spread:.1%}, from its {len(self.pairs)} same-code pairs (calls "
+                    f"that run the same code, measured at different times: the largest, {widest.label}); the run has "
+                    "no repeated reference cases, so the floor rests on those pairs alone." + tail)
+        repeat = self.repeats[0]
+        repeats = (f"its {len(self.repeats)} repeated references (cases measured again in blocks spread over the run: "
+                   f"the widest, {repeat.label}, {repeat.spread:.1%} over {repeat.blocks} blocks)")
+        rests = f"{repeats} and {pairs}" if pairs else f"{repeats} alone (it measured no same-code pair)"
+        return f"This run's drift floor: {self.floor():.1%}, from {rests}." + tail
 
     def pairs_of(self, op: str) -> tuple[Pair, ...]:
         return tuple(p for p in self.pairs if p.op == op)
@@ -122,15 +157,15 @@ class Drift:
         pairs = sorted(self.pairs_of(op), key=lambda p: p.nbytes)
         if not pairs:
             return None
-        parts = []
+        parts, others = [], "the other pairs'" if not self.repeats else "the references' and other pairs'"
         for pair in pairs:
             floor = self.floor(pair)
             if floor is None:
                 parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)} (no other pair to hold it against)")
             elif pair.spread <= floor:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, within the other pairs' "
-                             f"{floor:.1%}: can't tell")
+                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, within {others} {floor:.1%}: "
+                             "can't tell")
             else:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, beyond the other pairs' {floor:.1%}: "
+                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, beyond {others} {floor:.1%}: "
                              "the run drifted more there")
         return f"Held against this run's other same-code pairs ({pairs[0].calls}): {'; '.join(parts)}."
