@@ -17,6 +17,7 @@ merge; a duplicated block, a block count that differs, or blocks of different ca
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +39,7 @@ def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> li
         if block is None:
             order.append(row)
             continue
-        key = block.case_id, _whole_name(bench.get("name"), block)
+        key = block.case_id, _whole_name(bench.get("name"))
         if key not in groups:
             groups[key] = []
             order.append(key)
@@ -46,9 +47,13 @@ def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> li
     return [item if isinstance(item, dict) else _merged(item[0], groups[item]) for item in order]
 
 
-def _whole_name(name: Any, block: Block) -> str:
-    """The benchmark's name as the case measured whole would have it (``test_host[<case>]``)."""
-    return name.replace(block.param_id, block.case_id) if isinstance(name, str) else ""
+def _whole_name(name: Any) -> str:
+    """The benchmark's name as the case measured whole would have it: ``test_host[<case>]`` of
+    ``test_host[<case>-block2of3]`` (contract.Block.param_id)."""
+    return _BLOCK_ID.sub("", name) if isinstance(name, str) else ""
+
+
+_BLOCK_ID = re.compile(r"-block\d+of\d+(?=\]$)")
 
 
 def _row(bench: dict[str, Any], run: str, when: str | None) -> tuple[dict[str, Any], Block | None]:
@@ -65,8 +70,8 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     info = {k: v for k, v in first_bench["extra_info"].items() if k not in ("xfer_block", "xfer_blocks", "xfer_case_id")}
     info |= _measured(rows)
     name = first_bench.get("name")
-    merged = bench_row({**first_bench, "name": _whole_name(name, blocks[0][0]) if isinstance(name, str) else name, "extra_info": info, "stats": _stats(rows)}, rows[0]["run"],
-                       rows[0]["datetime"])
+    merged = bench_row({**first_bench, "name": _whole_name(name) if isinstance(name, str) else name, "extra_info": info,
+                        "stats": _stats(rows)}, rows[0]["run"], rows[0]["datetime"])
     medians = [row["median_s"] for row in rows]
     merged["blocks"] = len(rows)
     merged["block_spread"] = max(medians) / min(medians) - 1 if len(rows) > 1 else float("nan")

@@ -25,7 +25,7 @@ import pytest
 from ...contract import Block
 from ..cases import Case, PlannedCase, Skipped
 
-__all__ = ["REFERENCE_BLOCKS", "block_params", "reference_ids", "spread_blocks"]
+__all__ = ["REFERENCE_BLOCKS", "block_of", "block_params", "reference_ids", "spread_blocks"]
 
 #: Blocks of a reference case: the run's start, middle and end.
 REFERENCE_BLOCKS = 3
