@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from handfed import bench, gpu_machine
 from xferbench.analyze.gate.compare import compare
 from xferbench.analyze.load.results import Document, ResultsError, load
+from xferbench.analyze.report import drift_text
 from xferbench.analyze.view import RunView
 from xferbench.contract import Block
 from xferbench.measure.cases import build_cases
@@ -141,9 +142,9 @@ def test_compare_and_the_floor_see_the_merged_case_once():
     rows = compare([base], [new])
     assert sorted(r.path for r in rows) == ["host pageable clone cpu", "host pageable copy_ cpu"]
     drift = RunView.of(new).drift
-    assert [r.label for r in drift.repeats] == ["host pageable clone cpu at 1 MiB"]
+    assert [drift_text.label(r) for r in drift.repeats] == ["host pageable clone cpu at 1 MiB"]
     assert drift.floor() == pytest.approx(1.25e-4 / 1.025e-4 - 1)
-    assert drift.statement().startswith("This run's drift floor: 22.0%, from its 1 repeated references (cases measured "
+    assert drift_text.statement(drift).startswith("This run's drift floor: 22.0%, from its 1 repeated references (cases measured "
                                         "again in blocks spread over the run: the widest, host pageable clone cpu at "
                                         "1 MiB, 22.0% over 3 blocks) alone (it measured no same-code pair).")
     assert drift.within(1.0, 1.2) and not drift.within(1.0, 1.5)
@@ -267,7 +268,7 @@ def test_a_simulated_run_measures_its_references_and_merges_them(tmp_path):
     assert view.rows["case_key"].is_unique and len(view.rows) == len(data["benchmarks"]) - 4
     drift = view.drift
     assert len(drift.repeats) == 2 and drift.floor() == max(r.spread for r in drift.repeats) > 0.01
-    assert "from its 2 repeated references" in drift.statement()
+    assert "from its 2 repeated references" in drift_text.statement(drift)
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""``store comment`` (analyze/comment.py): its input comes from the job that ran the pull request's code, so rendered
+"""``store comment`` (analyze/gate/comment.py): its input comes from the job that ran the pull request's code, so rendered
 as GitHub renders it, only xferbench's structure survives (the heading, text, a table); the input's text is inert."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from test_escape import GFM, LINKED, made, payload, rendered_text
-from xferbench.analyze import comment as note
 from xferbench.analyze.gate import ab, compare
+from xferbench.analyze.gate import comment as note
 
 from hostile_inputs import FAST
 

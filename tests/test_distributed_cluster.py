@@ -253,12 +253,14 @@ def test_plan_only_prints_the_cluster_profile_and_measures_nothing(tmp_path):
 
 def test_rails_pair_every_local_rank_of_two_nodes(tmp_path):
     """--pairs rails on 2 "nodes" of 2 gloo ranks: local rank 1 of node0 with local rank 1 of node1 too (2 more pairs
-    each way, for send_recv and isend_irecv at each of the cluster profile's 6 sizes), in the plan every rank agrees on."""
+    each way, for send_recv and isend_irecv at the cluster profile's 5 sizes up to 16 MiB), in the plan every rank
+    agrees on, priced with the start-up on the loopback's links."""
     args = ["--profile", "cluster", "--pairs", "rails", "--plan-only", "--out", str(tmp_path / "dist.json")]
     node0, node1 = launch(tmp_path, 2, 2, [args, args])
     assert node0.returncode == 0 and node1.returncode == 0, node0.stdout[-3000:] + node1.stdout[-3000:]
     lines = our_lines(node0.stdout) + our_lines(node1.stdout)
-    assert len(lines) == 1 and lines[0].startswith("xferbench.distributed: 132 cases on 4 ranks (gloo, 4B to 256MiB"), lines
+    assert len(lines) == 1 and lines[0].startswith("xferbench.distributed: 128 cases on 4 ranks (gloo, 4B to 256MiB"), lines
+    assert "s of it start-up, priced on gloo between hosts (assumed) 1 GB/s, gloo on loopback 1 GB/s" in lines[0]
 
 
 class TestBadLaunch:

@@ -16,6 +16,7 @@ import pytest
 from xferbench.analyze.drift import Drift, same_code_pairs
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
+from xferbench.analyze.report import drift_text, ladder_text
 from xferbench.analyze.report.findings import h2d_pinned_vs_pageable, pinning_break_even, scenario_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
@@ -64,7 +65,7 @@ def test_the_floor_is_the_largest_pair_and_a_pair_is_judged_by_the_others():
     assert drift.floor(h2d) == pytest.approx(0.2)  # leave-one-out: never the pair it judges
     assert drift.floor(scenario) == drift.floor(d2h) == pytest.approx(0.25)
     assert drift.within(1.0, 1.25) and drift.within(1.2, 1.0) and not drift.within(1.0, 1.26)
-    assert drift.clause() == "within this run's drift floor (25.0%)"
+    assert drift_text.clause(drift) == "within this run's drift floor (25.0%)"
     # the widest pair's own two times, judged by the others (20%): beyond them; judged by all (25%): within
     assert drift.within(1.25, 1.0) and not drift.within(1.25, 1.0, judged=h2d)
     assert not drift.within(0.0, 1.0) and not drift.within(1.0, 0.0)  # a zero time is no measurement to compare
@@ -72,29 +73,29 @@ def test_the_floor_is_the_largest_pair_and_a_pair_is_judged_by_the_others():
 
 def test_a_lone_pair_says_it_has_nothing_to_be_held_against():
     drift = Drift(same_code_pairs(handfed()[lambda f: f["op"] == "d2h"]))
-    assert drift.verdict("d2h") == ("Held against this run's other same-code pairs (.cpu() and .to('cpu')): 10.0% at "
+    assert drift_text.verdict(drift, "d2h") == ("Held against this run's other same-code pairs (.cpu() and .to('cpu')): 10.0% at "
                                     "1 MiB (no other pair to hold it against).")
-    assert drift.verdict("h2d") is None
+    assert drift_text.verdict(drift, "h2d") is None
 
 
 def test_a_run_without_pairs_gives_no_floor_and_no_verdict():
     drift = Drift(same_code_pairs(handfed()[lambda f: f["op"].isin(["noop", "h2d"]) & (f["method"] != "to")]))
     assert drift.floor() is None and not drift.within(1.0, 1.0001)
-    assert drift.statement() == ("This run measured no two calls that run the same code at one size, so it gives no "
+    assert drift_text.statement(drift) == ("This run measured no two calls that run the same code at one size, so it gives no "
                                  "drift floor: its comparisons carry no drift verdict.")
 
 
 def test_the_page_sentence_and_a_same_code_verdict_read_back():
     view = RunView.of_rows(handfed())
-    assert view.drift.statement() == (
+    assert drift_text.statement(view.drift) == (
         "This run's drift floor: 25.0%, from its 3 same-code pairs (calls that run the same code, measured at different "
         "times: the largest, .cuda(i) and .to('cuda:i') (h2d) at 1 MiB); the run has no repeated reference cases, so "
         "the floor rests on those pairs alone. A difference between two of its cases within it is \"can't tell\"; a "
         "sentence about a same-code pair judges it against the other pairs.")
-    assert view.drift.verdict("cuda_vs_to") == (
+    assert drift_text.verdict(view.drift, "cuda_vs_to") == (
         "Held against this run's other same-code pairs (.cuda(i), .to('cuda:i') and .to(torch.device)): 20.0% at "
         "64 MiB, within the other pairs' 25.0%: can't tell.")
-    assert view.drift.verdict("h2d") == (
+    assert drift_text.verdict(view.drift, "h2d") == (
         "Held against this run's other same-code pairs (.cuda(i) and .to('cuda:i')): 25.0% at 1 MiB, beyond the other "
         "pairs' 20.0%: the run drifted more there.")
 
@@ -116,11 +117,11 @@ def _ladder(above: float, below: float, floor: float | None) -> tuple[Ladder, St
 def test_a_ladder_step_within_the_floor_is_cant_tell_with_its_figure():
     ladder, step = _ladder(1.10e-3, 1.0e-3, 0.25)  # 10% apart, intervals apart: told without the floor
     assert not step.told and ladder.share(step) is None
-    assert ladder.sentence(step) == ("the factor: can't tell (100 µs, the two rungs 10.0% apart, within this run's "
+    assert ladder_text.sentence(ladder, step) == ("the factor: can't tell (100 µs, the two rungs 10.0% apart, within this run's "
                                      "drift floor of 25.0%)")
-    assert ladder.why_not(step) == "within this run's drift floor of 25.0%"
+    assert ladder_text.why_not(step) == "within this run's drift floor of 25.0%"
     ladder, step = _ladder(1.10e-3, 1.0e-3, 0.05)
-    assert step.told and ladder.sentence(step) == "the factor: 100 µs (9%; 89 µs to 111 µs)"
+    assert step.told and ladder_text.sentence(ladder, step) == "the factor: 100 µs (9%; 89 µs to 111 µs)"
     ladder, step = _ladder(1.10e-3, 1.0e-3, None)  # no floor: no drift verdict
     assert step.told
 
@@ -147,19 +148,19 @@ def test_the_h200_floor_is_its_widest_same_code_pair(h200):
     """61 pairs; the widest, h2d pageable .cuda() 1.25 ms against .to('cuda:0') 1.62 ms at 16 MiB, 29.8%."""
     drift = h200.drift
     assert len(drift.pairs) == 61 and f"{drift.floor():.1%}" == "29.8%"
-    assert drift.widest.label == ".cuda(i) and .to('cuda:i') (h2d) at 16 MiB"
+    assert drift_text.label(drift.widest) == ".cuda(i) and .to('cuda:i') (h2d) at 16 MiB"
     # Every pair but the widest lies within the floor of the others (the widest tops them by construction).
-    assert [p.label for p in drift.pairs if p.spread > drift.floor(p)] == [drift.widest.label]
+    assert [drift_text.label(p) for p in drift.pairs if p.spread > drift.floor(p)] == [drift_text.label(drift.widest)]
 
 
 def test_the_issues_same_code_pairs_are_cant_tell_on_h200(h200):
     """.cpu() against .to('cpu') at 256 MiB (19.9%) and cuda_vs_to at 64 MiB (26.7%): the run's drift, within the floor."""
-    by_label = {p.label: p for p in h200.drift.pairs}
+    by_label = {drift_text.label(p): p for p in h200.drift.pairs}
     d2h = by_label[".cpu() and .to('cpu') (d2h) at 256 MiB"]
     scenario = by_label[".cuda(i), .to('cuda:i') and .to(torch.device) (cuda_vs_to) at 64 MiB"]
     assert (f"{d2h.spread:.1%}", f"{scenario.spread:.1%}") == ("19.9%", "26.7%")
     assert d2h.spread <= h200.drift.floor(d2h) and scenario.spread <= h200.drift.floor(scenario)
-    assert "26.7% at 64 MiB, within the other pairs' 29.8%: can't tell" in h200.drift.verdict("cuda_vs_to")
+    assert "26.7% at 64 MiB, within the other pairs' 29.8%: can't tell" in drift_text.verdict(h200.drift, "cuda_vs_to")
 
 
 def test_ladder_rungs_beyond_the_floor_keep_their_figures(h200):
@@ -232,12 +233,15 @@ def test_identical_calls_run_far_apart_are_cant_tell_and_a_real_difference_is_sa
     far = [p for p in drift.pairs if "h2d pinned to cpu->cuda:0" not in p.paths or p.nbytes == 16 * MiB]
     assert len(far) == 13 and all(pair.spread > 0.02 for pair in far)
     # The references' blocks saw more of the wander than any pair: the floor rests on them, and every pair lies within.
-    assert [r.label for r in drift.repeats] == ["h2d pinned to cpu->cuda:0 at 1 MiB", "h2d pinned to cpu->cuda:0 at 64 MiB"]
+    assert [drift_text.label(r) for r in drift.repeats] == ["h2d pinned to cpu->cuda:0 at 1 MiB",
+                                                            "h2d pinned to cpu->cuda:0 at 64 MiB"]
     assert drift.floor() == drift.repeats[0].spread > drift.widest.spread
     assert all(p.spread <= drift.floor(p) for p in drift.pairs)
-    assert "from its 2 repeated references" in drift.statement() and "and its 15 same-code pairs" in drift.statement()
+    sentence = drift_text.statement(drift)
+    assert "from its 2 repeated references" in sentence and "and its 15 same-code pairs" in sentence
     said = h2d_pinned_vs_pageable(far_apart)
-    assert said is not None and "can't tell" not in said and "(1.5×)." in said
+    # still said: 1.5x, each kind's figure a range across the references' wider floor
+    assert said is not None and "can't tell" not in said and "1.5×; each kind's calls lie within the run's drift floor" in said
 
 
 def test_a_key_finding_ratio_within_the_floor_is_cant_tell():
@@ -246,9 +250,10 @@ def test_a_key_finding_ratio_within_the_floor_is_cant_tell():
     frame = pd.DataFrame([row("h2d", "cuda", MiB, 1.0e-3), row("h2d", "to", MiB, 1.25e-3),
                           row("h2d", "copy_", MiB, 0.9e-3, host_memory="pinned")])
     frame = frame.assign(bandwidth_gbps=frame["nbytes"] / frame["median_s"] / 1e9)
-    assert h2d_pinned_vs_pageable(RunView.of_rows(frame)) == (
-        "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 1.05 GB/s (1.1×, within this run's "
-        "drift floor (25.0%): can't tell).")
+    assert h2d_pinned_vs_pageable(RunView.of_rows(frame)) == (  # the pageable two lie within the floor: a span
+        "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 0.839-1.05 GB/s (1.1-1.4×, within "
+        "this run's drift floor (25.0%): can't tell; each kind's calls lie within the run's drift floor of each other, "
+        "so each figure spans them).")
     alone = frame[frame["method"] != "to"]
     assert h2d_pinned_vs_pageable(RunView.of_rows(alone)) == (
         "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 1.05 GB/s (1.1×).")

@@ -14,6 +14,7 @@ import pytest
 from xferbench import families
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import fit_paths
+from xferbench.analyze.report import drift_text
 from xferbench.analyze.report.page import build_html
 from xferbench.analyze.view import RunView
 from xferbench.families import FAMILIES, Family, Variant
@@ -128,7 +129,7 @@ def test_a_finding_reads_its_family_rows_from_the_record():
             assert bool(sentences) == (record.finding is not None), op
             rows = frame[frame["op"] == op].copy()
             rows.attrs["drift_floor"] = view.drift.floor()  # the report's floor, read by the family's ratios
-            verdict = [v] if (v := view.drift.verdict(op)) is not None else []
+            verdict = [v] if (v := drift_text.verdict(view.drift, op)) is not None else []
             assert sentences == ([] if record.finding is None else record.finding(rows) + verdict)
 
 

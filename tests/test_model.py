@@ -29,6 +29,7 @@ from xferbench.analyze.model import (
     roofs,
 )
 from xferbench.analyze.report.findings import host_copy
+from xferbench.analyze.report.model_text import basis, no_host_roof
 from xferbench.analyze.report.plots import render
 from xferbench.analyze.view import RunView
 from xferbench.units import format_bytes, format_seconds
@@ -109,7 +110,7 @@ class TestCacheAwareFit:
         for path, largest in (("host pageable copy_ cpu", 13.997), ("host pageable clone cpu", 1.2618)):
             assert fits.loc[path, "stated_gbps"] == pytest.approx(largest, rel=1e-3)
             assert fits.loc[path, "beta_gbps"] > 50  # the model's extrapolation, kept but never stated
-            assert fits.loc[path, "beta_basis"].startswith("capped at the largest size measured (fit over all sizes gave")
+            assert basis(fits.loc[path]).startswith("capped at the largest size measured (fit over all sizes gave")
 
     @pytest.mark.parametrize("sample", ["cpu-host-sweep.json", "cpu-sample.json"])
     def test_beta_never_above_what_the_largest_size_measured(self, sample):
@@ -128,7 +129,7 @@ class TestCacheAwareFit:
         row = fits.loc["host pageable copy_ cpu"]
         assert row["resident_sizes"] == 4 and row["cache_bytes"] == 32 * MiB
         assert row["stated_gbps"] == pytest.approx(13.997, rel=1e-3)
-        assert row["beta_basis"].startswith(
+        assert basis(row).startswith(
             "capped at the largest size measured (fit without the sizes that ran faster than memory gave")
 
     def test_l2_resident_same_device_copies_are_left_out_of_beta(self, tmp_path):
@@ -141,7 +142,7 @@ class TestCacheAwareFit:
         results = load([write(tmp_path / "r.json", benchmarks, gpu_machine(l2_cache_bytes=l2))])
         row = _fits(results).loc["d2d copy_ cuda:0"]
         assert row["resident_sizes"] == 1
-        assert row["beta_basis"] == "fit without the sizes that ran faster than memory"
+        assert basis(row) == "fit without the sizes that ran faster than memory"
         assert row["beta_gbps"] == pytest.approx(1500, rel=0.02) and row["stated_gbps"] == row["beta_gbps"]
 
     def test_recorded_cache_resident_flag_wins(self, tmp_path):
@@ -149,14 +150,14 @@ class TestCacheAwareFit:
         benchmarks = [b | {"extra_info": b["extra_info"] | {"cache_resident": True}}
                       for b in sweep("host", "copy_", "cpu", "cpu", 1e-6, 20.0, host_memory="pageable")]
         fits = _fits(load([write(tmp_path / "r.json", benchmarks, gpu_machine())]))
-        assert fits.loc["host pageable copy_ cpu", "beta_basis"] == "every size fits in cache"
+        assert basis(fits.loc["host pageable copy_ cpu"]) == "every size fits in cache"
         assert np.isnan(fits.loc["host pageable copy_ cpu", "stated_gbps"])
 
     def test_a_clean_sweep_keeps_its_fit(self, tmp_path):
         """Nothing resident and no cap needed: β is the fit over all sizes."""
         benchmarks = sweep("h2d", "to", "cpu", "cuda:0", 8e-6, 25.0, host_memory="pinned")
         row = _fits(load([write(tmp_path / "r.json", benchmarks, gpu_machine())])).loc["h2d pinned to cpu->cuda:0"]
-        assert row["beta_basis"] == "fit over all sizes"
+        assert basis(row) == "fit over all sizes"
         assert row["stated_gbps"] == pytest.approx(25.0, rel=0.02)
         assert len(HANDFED_SIZES) == row["sizes"]
 
@@ -469,7 +470,7 @@ class TestFitPathsCacheColumns:
         """A path with two sizes has no β, and the table says why."""
         benchmarks = sweep("h2d", "to", "cpu", "cuda:0", 8e-6, 25.0, sizes=[4, 2**20])
         row = _fits(load([write(tmp_path / "r.json", benchmarks, gpu_machine())])).loc["h2d to cpu->cuda:0"]
-        assert row["beta_basis"] == "too few sizes"
+        assert basis(row) == "too few sizes"
         assert np.isnan(row["beta_gbps"]) and np.isnan(row["half_peak_bytes"])
 
 
@@ -523,7 +524,7 @@ class TestLatencyBoundRuns:
         took = format_seconds(1.7e-6 + max(sizes) / 9e9)
         assert sentence.startswith(f"Host memory copies (torch's copy_, thread count not recorded) took {took} "
                                    f"per call at {format_bytes(max(sizes))}, their fixed cost")
-        assert ("one size only" if len(sizes) == 1 else "are latency-bound") in host_ceiling_missing(results.frame)
+        assert ("one size only" if len(sizes) == 1 else "are latency-bound") in no_host_roof(host_ceiling_missing(results.frame))
         caption = next(p.caption for p in render(RunView.of(results)) if p.key == "bandwidth-h2d")
         assert "no host roof: the single-thread host memcpy" in caption
 
@@ -758,7 +759,7 @@ class TestFitPath:
         rows = path_rows((4096, 2**16, 2**20, 2**24, 2**26), [30.0, 60.0, 55.0, 21.0, 22.5])
         result = fit_path(rows, pd.Series([True, True, True, False, False], index=rows.index))
         assert result["beta_gbps"] == result["stated_gbps"] == float(rows["bandwidth_gbps"].iloc[-1])
-        assert result["beta_basis"] == "measured at the largest size beyond the cache (too few sizes there to fit)"
+        assert basis(result) == "measured at the largest size beyond the cache (too few sizes there to fit)"
         assert result["resident_sizes"] == 3
 
     @pytest.mark.parametrize(("largest", "capped"), [(10.0, False), (9.99, True)])
@@ -771,10 +772,10 @@ class TestFitPath:
         assert result["beta_gbps"] == pytest.approx(12.5, rel=1e-12)
         if capped:
             assert result["stated_gbps"] == pytest.approx(largest, rel=1e-12)
-            assert result["beta_basis"] == f"capped at the largest size measured ({measured_basis} gave 12.5 GB/s)"
+            assert basis(result) == f"capped at the largest size measured ({measured_basis} gave 12.5 GB/s)"
         else:
             assert result["stated_gbps"] == pytest.approx(12.5, rel=1e-12)
-            assert result["beta_basis"] == measured_basis
+            assert basis(result) == measured_basis
 
 
 class TestFitPathsDeviceTime:
@@ -829,18 +830,20 @@ def single_thread(sizes, seconds):
 
 
 class TestHostCeilingMissing:
+    """Why a run has no host roof (model.host_ceiling_missing) as the report words it (report/model_text.py)."""
+
     def test_not_measured(self):
-        assert host_ceiling_missing(single_thread([], [])) == \
+        assert no_host_roof(host_ceiling_missing(single_thread([], []))) == \
             "this run measured no single-thread host memcpy (host copy_ single_thread)"
 
     def test_one_size_only(self):
         """One size (two rounds of it): the clause names it and its fastest time."""
-        assert host_ceiling_missing(single_thread([4, 4], [1.8e-6, 1.7e-6])) == (
+        assert no_host_roof(host_ceiling_missing(single_thread([4, 4], [1.8e-6, 1.7e-6]))) == (
             "the single-thread host memcpy was measured at one size only (4 B in 1.7 µs), which cannot tell its fixed "
             "cost from its bandwidth, so it bounds nothing")
 
     def test_latency_bound_sizes(self):
-        assert host_ceiling_missing(single_thread([4, 16, 64], [1.7e-6, 1.7e-6, 1.8e-6])) == (
+        assert no_host_roof(host_ceiling_missing(single_thread([4, 16, 64], [1.7e-6, 1.7e-6, 1.8e-6]))) == (
             "the single-thread host memcpy's sizes are latency-bound (its largest, 64 B in 1.8 µs, is set by the fixed "
             "cost, not the bytes), so it states no bandwidth bound")
 

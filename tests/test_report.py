@@ -30,7 +30,8 @@ class TestGoldenCpuSample:
             "In a loop that synchronizes after every call, the host-side path with the highest fitted β "
             "(host pageable copy_ cpu) "
             "has a fixed cost "
-            "α = 1.03 µs and a bandwidth β = 25.6 GB/s: moves smaller than 25.7 KiB reach less than half of β.",
+            "α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this run cannot place: the fit puts half "
+            "of β at 25.7 KiB, between the measured 1 KiB and 1 MiB, 1,024× apart.",
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; the string form, .to('cpu'), "
             "was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
@@ -145,13 +146,14 @@ def test_the_machine_section_says_where_the_host_buffers_sat(html):
     import pandas as pd
 
     from xferbench.analyze.report.page import _host_placement
+    from xferbench.analyze.view import RunView
 
     rows = pd.DataFrame({"op": ["h2d", "d2h", "d2h", "h2d", "host"], "src": ["cpu", "cuda:0", "cuda:4", "cpu", "cpu"],
                          "dst": ["cuda:0", "cpu", "cpu", "cuda:1", "cpu"],
                          "host_placement": ["gpu_node", "gpu_node", "gpu_node", "unbound", None],
                          "host_numa_node": [0, None, 1, None, None]})
-    assert _host_placement(rows) == [("h2d / d2h host buffers", "on each GPU's NUMA node, as nvbandwidth places them "
-                                      "(cuda:0: node 0; cuda:4: node 1); 1 case(s) where the GPU's node was unknown "
-                                      "or off limits ran where the process did")]
-    assert _host_placement(rows.drop(columns="host_placement")) == []
+    assert _host_placement(RunView.of_rows(rows)) == [(
+        "h2d / d2h host buffers", "on each GPU's NUMA node, as nvbandwidth places them (cuda:0: node 0; cuda:4: node 1); "
+        "1 case(s) where the GPU's node was unknown or off limits ran where the process did")]
+    assert _host_placement(RunView.of_rows(rows.drop(columns="host_placement"))) == []
     assert "h2d / d2h host buffers" not in html  # the CPU sample recorded none

@@ -68,6 +68,17 @@ class TestRun:
         assert main(["run", "-o", str(tmp_path / "file" / "x.json")]) == 2 and calls == []
         assert capsys.readouterr().err.count("\n") == 1
 
+    def test_an_existing_output_is_never_replaced_without_force(self, tmp_path, monkeypatch, capsys):
+        """An earlier run's results are never lost: pytest-benchmark's --benchmark-json would replace them."""
+        calls = self.fake(monkeypatch, 0)
+        out = tmp_path / "run.json"
+        out.write_text('{"benchmarks": []}')
+        assert main(["run", "-o", str(out)]) == 2 and calls == [] and out.read_text() == '{"benchmarks": []}'
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and "never replaces" in error
+        assert main(["run", "-o", str(out), "--force"]) == 0 and len(calls) == 1
+        assert "--force" not in calls[0]
+
     def test_other_commands_still_refuse_unknown_arguments(self, capsys):
         with pytest.raises(SystemExit) as exited:
             main(["compare", str(SAMPLE), str(SAMPLE), "--no-such-flag"])

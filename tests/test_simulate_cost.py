@@ -258,21 +258,27 @@ class TestHarnessOnTheRealClock:
 
     def test_a_distributed_case_is_priced_by_its_own_rounds(self):
         """The 2-rank world times its own rounds (World.run: warm-up, rounds of calls_for(nbytes) calls, one
-        verified call), not pytest-benchmark's; the profile's rounds unless --xfer-dist-rounds says otherwise."""
-        from xferbench.measure.distributed.operations import DIST_CALL_S, DIST_GBPS, DistCase
+        verified call), not pytest-benchmark's; the profile's rounds unless --xfer-dist-rounds says otherwise. Its
+        start-up is counted once, with its first case."""
+        import os
+
+        from xferbench.measure.distributed.operations import DistCase
+        from xferbench.measure.distributed.price import call_seconds, price_of
         from xferbench.measure.session.estimate import HARNESS_COPIES, HARNESS_S, estimate
 
-        def seconds(nbytes, rounds):
-            harness = HARNESS_S + HARNESS_COPIES * nbytes / (2e9)
-            return estimate([DistCase("all_reduce", nbytes, "gloo", 2)], self.sim, rounds).real_s - harness
+        price = price_of("gloo", ["this node"] * 2, cpus=os.cpu_count())
+        small, large = DistCase("all_reduce", 4, "gloo", 2), DistCase("all_reduce", 2**26, "gloo", 2)
 
-        def call(nbytes):
-            return DIST_CALL_S + nbytes / (DIST_GBPS * 1e9)
+        def seconds(cases, rounds):
+            harness = sum(HARNESS_S + HARNESS_COPIES * case.nbytes / (2e9) for case in cases)
+            return estimate(cases, self.sim, rounds).real_s - harness - price.startup_s
 
         full = Rounds(0.02, 1e-4, 5, dist_rounds=30, dist_warmup=2)
-        assert seconds(4, full) == pytest.approx((2 + 30 * 100 + 1) * call(4))
-        assert seconds(2**26, full) == pytest.approx((2 + 30 * 4 + 1) * call(2**26))  # 4 calls a round at 64 MiB
-        assert seconds(4, Rounds(0.02, 1e-4, 5, dist_rounds=5)) == pytest.approx((2 + 5 * 100 + 1) * call(4))
+        assert seconds([small], full) == pytest.approx((2 + 30 * 100 + 1) * call_seconds(small, price))
+        assert seconds([large], full) == pytest.approx((2 + 30 * 4 + 1) * call_seconds(large, price))  # 4 a round
+        assert seconds([small, large], full) == pytest.approx(seconds([small], full) + seconds([large], full))
+        assert seconds([small], Rounds(0.02, 1e-4, 5, dist_rounds=5)) == pytest.approx(
+            (2 + 5 * 100 + 1) * call_seconds(small, price))
 
 
 class Charged:

@@ -129,7 +129,7 @@ def view_goldens() -> dict[Path, str]:
 # -- docs/layout.md ------------------------------------------------------------------------------------------------
 
 #: A summary longer than this is cut at its last clause before it (the docstring says the rest).
-LONGEST = 100
+LONGEST = 80
 
 
 def summary(path: Path) -> str:
@@ -141,7 +141,7 @@ def summary(path: Path) -> str:
     if len(sentence) <= LONGEST:
         return sentence
     cut = max(sentence.rfind(mark, 0, LONGEST) for mark in (": ", "; ", ", ", " ("))
-    return sentence[:cut] + "…" if cut > 20 else sentence[:LONGEST] + "…"
+    return sentence[:cut if cut > 20 else sentence.rfind(" ", 0, LONGEST)] + "…"
 
 
 def _tree(folder: Path, depth: int, lines: list[str], above: str = "") -> None:
@@ -169,18 +169,17 @@ def _entry(name: str, text: str, lines: list[str]) -> None:
 
 LAYOUT_HEAD = """# Layout
 
-Generated from each module's docstring by `python3 run.py golden`; `tests/test_docs.py` checks it is current.
-A package's line is its `__init__.py`'s; a family's folder holds its record and findings (`__init__.py`, no
-torch) and what it runs (`run.py`).
+Generated from each module's docstring by `python3 run.py golden` (the docstring says the rest). A package's line
+is its `__init__.py`'s; a family's folder holds its record and findings (`__init__.py`, no torch) and what it
+runs (`run.py`).
 
 ```
 """
 LAYOUT_TAIL = """```
 
-Outside the package: `bench/` (the benchmarks, shipped as `xferbench.bench`: `pytest bench --benchmark-only`),
-`tests/` (CPU only; GPU logic on fakes and the simulated machine), `tools/` (check scripts and this page's
-generator), `examples/` (simulated specs, a CI workflow), `reports/samples/` (real runs, each with a README),
-`run.py` (the Quickstart), `.ci/` (the pull-request check and the nightly gates).
+Outside the package: `bench/` (the benchmarks, shipped as `xferbench.bench`), `tests/` (CPU only), `tools/`
+(check scripts, this page's generator), `examples/` (simulated specs, a CI workflow), `reports/samples/` (real
+runs), `run.py` (the Quickstart), `.ci/` (the pull-request check and the nightly gates).
 
 `analyze/` never imports torch nor `measure/`; the families' records, contract, units, output and escape modules
 import neither side; `store` sits above `report` and `gate`, above `view`, above `load`. import-linter

@@ -54,6 +54,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # The run's drift floor, which turns a report's comparison into "can't tell": hand-fed and the H200 sample
     # (the simulated run is a subprocess mutmut cannot see into).
     "drift": ("src/xferbench/analyze/drift.py", ["tests/test_drift.py", "-k", "not identical_calls_run_far_apart"]),
+    "drift_text": ("src/xferbench/analyze/report/drift_text.py",
+                   ["tests/test_drift.py", "-k", "not identical_calls_run_far_apart"]),
     # The simulated machine's spec and cost model, unit by unit: tests/test_simulate.py runs whole
     # benchmark pipelines in subprocesses (minutes per mutant, and mutmut cannot see into them).
     "simulate": ("src/xferbench/measure/simulate.py", ["tests/test_simulate_model.py"]),
@@ -65,6 +67,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "history": ("src/xferbench/analyze/load/history.py", ["tests/test_history.py"]),
     # compare's "not compared" for peer cases one side's plan left out; the slow tests are whole simulated sessions.
     "peer_plan": ("src/xferbench/analyze/load/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
+    # What the report says of the plan: the sentences the tests above read back word for word.
+    "peer_plan_text": ("src/xferbench/analyze/report/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
 }
 
 

@@ -137,6 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     from .output import check_output
 
     check_output(args.output, [], run=True, create_folder=True)
+    if not args.force and (args.output.exists() or args.output.is_symlink()):  # pytest-benchmark would replace it
+        raise UsageError(f"-o {args.output}: exists, and a run never replaces earlier results. "
+                         "Choose another name, or give --force to replace it")
     args.output.parent.mkdir(parents=True, exist_ok=True)  # as for a report: -o runs/x.json in a new folder
     command = [sys.executable, "-m", "pytest", *RUN_ARGS, f"--benchmark-json={args.output}", *args.pytest_args]
     print("xferbench run: " + " ".join(command[1:]), file=sys.stderr)

@@ -22,7 +22,7 @@ DEFAULT_TIMEOUT = 4 * 3600.0
 #: Where ``calibrate`` writes unless told; its folder is created too.
 DEFAULT_NOISE = Path("reports/noise.json")
 #: ``--force``: an existing output xferbench did not write is refused without it (output.py's ``never_foreign``).
-FORCE = "replace the output even where an existing file there is not one xferbench wrote"
+FORCE = "replace an existing output that xferbench did not write"
 
 #: What runs a command: its parsed arguments in, its exit status out.
 Command = Callable[[argparse.Namespace], int]
@@ -36,14 +36,16 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the benchmarks shipped in the package from any folder (pytest --pyargs "
                                      "xferbench.bench --benchmark-only); any other argument goes to pytest")
     run.add_argument("-o", "--output", type=Path, required=True, help="the run's JSON (pytest-benchmark's "
-                                                                      "--benchmark-json)")
+                                                                      "--benchmark-json); an existing file is "
+                                                                      "refused, since it holds a run's results")
+    run.add_argument("--force", action="store_true", help="replace an existing -o file (its results are lost)")
     run.set_defaults(run=commands["run"])
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
                                            "beside it) from pytest-benchmark JSON")
     report.add_argument("results", nargs="+", type=Path,
-                        help="JSON files, or a pytest-benchmark storage folder (its newest run is reported, "
-                             "with every run as history); nvbandwidth -j JSON and nccl-tests text outputs of the "
-                             "same machine may be added, and are shown beside the suite's figures")
+                        help="JSON files, or a pytest-benchmark storage folder (its newest run, with every run as "
+                             "history); nvbandwidth -j JSON and nccl-tests text outputs of the same machine are "
+                             "shown beside the suite's figures")
     report.add_argument("-o", "--output", type=Path,
                         help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")

@@ -14,7 +14,7 @@ a tensor already there) are left out: at 0.3 µs their difference is the argumen
 call, not drift. A case measured in blocks (a reference case again at the run's start, middle and end, or every
 case under ``--xfer-blocks``: load/blocks.py merges them into one row) adds its blocks' spread, the slowest block over
 the fastest, minus one: the same case at different times. The runs recorded before had none: their floor rests on the
-same-code pairs alone. No torch here.
+same-code pairs alone. The floor in words is report/drift_text.py. No torch here.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-
-from ..units import format_bytes
 
 __all__ = ["SAME_CODE", "Drift", "Pair", "Repeat", "repeated_references", "same_code_pairs"]
 
@@ -53,10 +51,6 @@ class Pair:
     def key(self) -> tuple[str, str, int, tuple[str, ...]]:
         return self.op, self.run, self.nbytes, self.paths
 
-    @property
-    def label(self) -> str:
-        return f"{self.calls} ({self.op}) at {format_bytes(self.nbytes)}"
-
 
 def same_code_pairs(frame: pd.DataFrame) -> tuple[Pair, ...]:
     """Every same-code pair the rows hold, each within one run and size, largest spread first."""
@@ -79,7 +73,8 @@ def same_code_pairs(frame: pd.DataFrame) -> tuple[Pair, ...]:
 class Repeat:
     """A case measured in blocks at different times of its run: how far the blocks' medians lie apart."""
 
-    label: str
+    path: str
+    nbytes: int
     blocks: int
     #: Slowest block's median over the fastest's, minus one.
     spread: float
@@ -90,8 +85,8 @@ def repeated_references(frame: pd.DataFrame) -> tuple[Repeat, ...]:
     if "block_spread" not in frame:
         return ()
     rows = frame[pd.to_numeric(frame["block_spread"], errors="coerce").notna()]
-    repeats = [Repeat(f"{row['path']} at {format_bytes(int(row['nbytes']))}", int(row["blocks"]),
-                      float(row["block_spread"])) for _, row in rows.iterrows()]
+    repeats = [Repeat(str(row["path"]), int(row["nbytes"]), int(row["blocks"]), float(row["block_spread"]))
+               for _, row in rows.iterrows()]
     return tuple(sorted(repeats, key=lambda r: -r.spread))
 
 
@@ -122,50 +117,5 @@ class Drift:
         low, high = sorted((float(slow_s), float(fast_s)))
         return bool(floor) and low > 0 and high / low - 1 <= (floor or 0.0)
 
-    def clause(self) -> str:
-        """``within this run's drift floor (29.8%)`` for a "can't tell"."""
-        floor = self.floor()
-        return f"within this run's drift floor ({floor:.1%})" if floor is not None else ""
-
-    def statement(self) -> str:
-        """The floor in one sentence, for the page to state once: what it rests on, repeated references and/or
-        same-code pairs."""
-        if not self.pairs and not self.repeats:
-            return ("This run measured no two calls that run the same code at one size, so it gives no drift floor: its "
-                    "comparisons carry no drift verdict.")
-        pairs = (f"its {len(self.pairs)} same-code pairs (calls that run the same code, measured at different times: "
-                 f"the largest, {self.pairs[0].label}, {self.pairs[0].spread:.1%})") if self.pairs else ""
-        tail = (" A difference between two of its cases within it is \"can't tell\"; a sentence about a same-code pair "
-                "judges it against the other pairs" + (" and the references." if self.repeats else "."))
-        if not self.repeats:
-            widest = self.pairs[0]
-            return (f"This run's drift floor: {widest.spread:.1%}, from its {len(self.pairs)} same-code pairs (calls "
-                    f"that run the same code, measured at different times: the largest, {widest.label}); the run has "
-                    "no repeated reference cases, so the floor rests on those pairs alone." + tail)
-        repeat = self.repeats[0]
-        repeats = (f"its {len(self.repeats)} repeated references (cases measured again in blocks spread over the run: "
-                   f"the widest, {repeat.label}, {repeat.spread:.1%} over {repeat.blocks} blocks)")
-        rests = f"{repeats} and {pairs}" if pairs else f"{repeats} alone (it measured no same-code pair)"
-        return f"This run's drift floor: {self.floor():.1%}, from {rests}." + tail
-
     def pairs_of(self, op: str) -> tuple[Pair, ...]:
         return tuple(p for p in self.pairs if p.op == op)
-
-    def verdict(self, op: str) -> str | None:
-        """A family's same-code pairs in one sentence: what they measure is the run's drift, each held against the
-        other pairs' floor; None when the family has none."""
-        pairs = sorted(self.pairs_of(op), key=lambda p: p.nbytes)
-        if not pairs:
-            return None
-        parts, others = [], "the other pairs'" if not self.repeats else "the references' and other pairs'"
-        for pair in pairs:
-            floor = self.floor(pair)
-            if floor is None:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)} (no other pair to hold it against)")
-            elif pair.spread <= floor:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, within {others} {floor:.1%}: "
-                             "can't tell")
-            else:
-                parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, beyond {others} {floor:.1%}: "
-                             "the run drifted more there")
-        return f"Held against this run's other same-code pairs ({pairs[0].calls}): {'; '.join(parts)}."

@@ -6,7 +6,8 @@ host copy into a touched buffer). Each step is the difference of two medians of 
 with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
 construction. A step whose interval holds zero is "can't tell", never a share; so is a step within the run's drift
 floor (analyze/drift.py: two rungs are two cases measured at different times, and the run's same-code pairs show
-how far that alone moves a figure). No torch here (docs/design.md section 6).
+how far that alone moves a figure). The ladders, each rung and factor named, are families/core.py's ``LADDERS``; a
+ladder in words is report/ladder_text.py. No torch here (docs/design.md section 6).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..units import format_bytes, format_seconds
+from ..families.base import LadderSpec, RungSpec
+from ..families.core import FRESH, LADDERS
 from .load.results import VALID_DEVICE_METHODS
 
-__all__ = ["LADDERS", "SHORT", "fault_split", "short", "Ladder", "Rung", "RungSpec", "Spec", "Step", "ladders",
-           "median_interval", "percent"]
+__all__ = ["Ladder", "Rung", "Step", "ladders", "matching", "median_interval", "percent"]
 
 #: Coverage asked of each median's order-statistic interval; with 5 rounds or fewer the widest (min-max) is taken.
 COVERAGE = 0.95
@@ -139,125 +140,13 @@ class Ladder:
         """The step's share of the call, or None where the run cannot tell it from zero."""
         return step.seconds / self.top.median_s if step.told else None
 
-    def why_not(self, step: Step) -> str:
-        """Why a step is "can't tell": within the run's drift floor, or an interval that holds zero."""
-        holds = step.low_s <= 0.0 <= step.high_s
-        return "interval holds zero" if holds or not step.within_floor else f"within this run's drift floor of {step.floor:.1%}"
-
-    def split_text(self, step: Step) -> str | None:
-        """The fault count beside the fresh-destination step (the first), where the run recorded faults per call."""
-        if self.split is None or step is not self.steps[0]:
-            return None
-        return fault_split(self.split.faults_per_call, self.split.us_per_fault)
-
     def parts(self) -> list[tuple[str, float, float, float, bool]]:
         """(factor, seconds, low, high, told) for every step and the bottom rung: they add up to the call."""
         rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]
         return [*rows, (self.bottom, self.base.median_s, self.base.low_s, self.base.high_s, True)]
 
-    def sentence(self, step: Step) -> str:
-        """One step in words: its figure and interval, or "can't tell"."""
-        span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
-        if step.within_floor and not step.low_s <= 0.0 <= step.high_s:
-            return (f"{step.factor}: can't tell ({format_seconds(step.seconds)}, the two rungs {step.relative:.1%} "
-                    f"apart, within this run's drift floor of {step.floor or 0.0:.1%})")
-        if not step.told:
-            return f"{step.factor}: can't tell ({format_seconds(step.seconds)}, interval {span} holds zero)"
-        return f"{step.factor}: {format_seconds(step.seconds)} ({percent(self.share(step) or 0.0)}; {span})"
-
-    def summary(self) -> str:
-        """The whole ladder in one sentence, read top to bottom."""
-        steps = "; ".join(self.sentence(s) for s in self.steps)
-        return (f"{self.top.label} of {format_bytes(self.size)} took {format_seconds(self.top.median_s)} "
-                f"({self.top.path}): {steps}; {self.bottom}: {format_seconds(self.base.median_s)} "
-                f"({self.base.case}).")
-
-
-@dataclass(frozen=True)
-class RungSpec:
-    """How to find a rung among the rows: column values to match, and whether it is the row's device time."""
-
-    label: str
-    match: Mapping[str, object]
-    factor: str  # what this rung removes from the one above (empty for the top rung)
-    device_time: bool = False
-
-
-@dataclass(frozen=True)
-class Spec:
-    key: str
-    title: str
-    rungs: tuple[RungSpec, ...]
-    bottom: str
-
-
-_D2H = {"op": "d2h", "non_blocking": False}
-_H2D = {"op": "h2d", "non_blocking": False}
-_REGISTERED = {"op": "d2h_registered"}
-#: Named by what the step measures, not by a cause: without fault counts the run cannot say how much of it is
-#: allocation and first touch (its own allocate-and-touch controls may well cost less).
-_FRESH = "the fresh destination: what the call pays beyond a copy into a buffer already touched"
-_STAGING = "the driver's staging copy through its pinned bounce buffer"
-_LAUNCH = "launch and synchronization"
-_DMA = "the DMA (the copy's own device time)"
-
-
-#: Each factor in a few words, for a table's column and a figure's legend.
-SHORT = {_FRESH: "fresh destination", _STAGING: "driver's staging copy",
-         _LAUNCH: "launch + synchronize", _DMA: "DMA (device time)",
-         "the fresh device destination (the caching allocator)": "fresh device buffer",
-         "the copy itself (into a touched buffer)": "the copy itself",
-         "the copy into page-locked memory": "copy into page-locked memory"}
-
-
-def fault_split(faults: float, us_per_fault: float) -> str:
-    """A fresh-destination step beside its fault count: the count is measured, the time per fault only if the whole
-    step were faults (it also holds allocating and releasing the buffer)."""
-    return f"with {faults:,.0f} more minor faults per call ({us_per_fault:.3g} µs each if the whole step were faults)"
-
-
-def short(factor: str) -> str:
-    return SHORT.get(factor, factor)
-
-
-def _d2h(key: str, label: str, method: str) -> Spec:
-    return Spec(key, f"{label}: where the time goes", (
-        RungSpec(label, _D2H | {"method": method, "host_memory": "pageable"}, ""),
-        RungSpec("copy_ into a touched pageable buffer", _D2H | {"method": "copy_", "host_memory": "pageable"}, _FRESH),
-        RungSpec("copy_ into a pinned buffer", _D2H | {"method": "copy_", "host_memory": "pinned"}, _STAGING),
-        RungSpec("the DMA", {"op": "d2h", "method": "copy_", "host_memory": "pinned"}, _LAUNCH, device_time=True),
-    ), _DMA)
-
-
-#: Every ladder the analysis knows, in page order; a run gets those whose rungs it measured.
-LADDERS: tuple[Spec, ...] = (
-    _d2h("d2h-cpu", ".cpu()", "cpu"),
-    _d2h("d2h-to", ".to('cpu')", "to"),
-    # The d2h_registered family's own cases, one GPU, one size: the same touched pageable buffer copied into plain,
-    # then page-locked in place (cudaHostRegister), so the staging step is the page-locking alone, no other factor.
-    Spec("d2h-registered", ".cpu() against its registered control: where the time goes", (
-        RungSpec(".cpu() (d2h_registered)", _REGISTERED | {"method": "cpu"}, ""),
-        RungSpec("copy_ into a touched pageable buffer", _REGISTERED | {"method": "copy_", "host_memory": "pageable"},
-                 _FRESH),
-        RungSpec("copy_ into that buffer registered with the driver", _REGISTERED | {"method": "copy_",
-                 "host_memory": "registered"}, _STAGING),
-    ), "the copy into page-locked memory"),
-    Spec("h2d-to", ".to('cuda') from pageable memory: where the time goes", (
-        RungSpec(".to('cuda') from pageable memory", _H2D | {"method": "to", "host_memory": "pageable"}, ""),
-        RungSpec("copy_ from pageable memory into a device buffer", _H2D | {"method": "copy_", "host_memory": "pageable"},
-                 "the fresh device destination (the caching allocator)"),
-        RungSpec("copy_ from pinned memory", _H2D | {"method": "copy_", "host_memory": "pinned"}, _STAGING),
-        RungSpec("the DMA", {"op": "h2d", "method": "copy_", "host_memory": "pinned"}, _LAUNCH, device_time=True),
-    ), _DMA),
-    Spec("host-clone", "clone() on the host: where the time goes", (
-        RungSpec("clone()", {"op": "host", "method": "clone", "host_memory": "pageable"}, ""),
-        RungSpec("copy_ into a touched buffer", {"op": "host", "method": "copy_", "host_memory": "pageable",
-                                                 "variant": None}, _FRESH),
-    ), "the copy itself (into a touched buffer)"),
-)
-
-
-def _matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+    """The rows whose columns equal ``match``'s values (None: the column is empty)."""
     rows = frame
     for column, value in match.items():
         rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
@@ -267,7 +156,7 @@ def _matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
 def _device_rows(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
     """Rows whose device time is the copy's own: a recorded method, else a non-blocking copy timed by events
     (results.device_time_valid); a blocking copy's own figure is preferred where it is valid."""
-    rows = _matching(frame, match)
+    rows = matching(frame, match)
     seconds = pd.to_numeric(rows["device_seconds"], errors="coerce")
     method = rows["device_time_method"] if "device_time_method" in rows else pd.Series(None, index=rows.index)
     valid = seconds.gt(0) & (method.isin(VALID_DEVICE_METHODS) | rows["non_blocking"].astype(bool))
@@ -283,7 +172,7 @@ def _rung(spec: RungSpec, frame: pd.DataFrame) -> Rung | None:
         row = rows.iloc[0]
         seconds = float(row["device_seconds"])
         return Rung(spec.label, str(row["path"]), seconds, seconds, seconds, int(row.get("device_repeats") or 1), True)
-    rows = _matching(frame, spec.match)
+    rows = matching(frame, spec.match)
     if rows.empty:
         return None
     row = rows.iloc[0]
@@ -302,7 +191,7 @@ def _split(top: pd.Series, below: pd.Series, step: Step) -> Split | None:
     return Split(extra, step.seconds / extra * 1e6)
 
 
-def _at_size(spec: Spec, rows: pd.DataFrame, run: str, size: int, floor: float | None = None) -> Ladder | None:
+def _at_size(spec: LadderSpec, rows: pd.DataFrame, run: str, size: int, floor: float | None = None) -> Ladder | None:
     at = rows[rows["nbytes"] == size]
     rungs = [_rung(r, at) for r in spec.rungs]
     if any(r is None for r in rungs):
@@ -310,15 +199,15 @@ def _at_size(spec: Spec, rows: pd.DataFrame, run: str, size: int, floor: float |
     found = tuple(r for r in rungs if r is not None)
     steps = tuple(Step(s.factor, a, b, floor) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
     split = None
-    if spec.rungs[1].factor == _FRESH:
-        split = _split(_matching(at, spec.rungs[0].match).iloc[0], _matching(at, spec.rungs[1].match).iloc[0], steps[0])
+    if spec.rungs[1].factor == FRESH:
+        split = _split(matching(at, spec.rungs[0].match).iloc[0], matching(at, spec.rungs[1].match).iloc[0], steps[0])
     return Ladder(spec.key, spec.title, run, size, found, steps, spec.bottom, split)
 
 
-def _ladder(spec: Spec, frame: pd.DataFrame, floor: float | None = None) -> Ladder | None:
+def _ladder(spec: LadderSpec, frame: pd.DataFrame, floor: float | None = None) -> Ladder | None:
     """The ladder at the largest size where every rung was measured in one run (rows of two runs are never mixed:
     they may come from two instances of the machine)."""
-    top = _matching(frame, spec.rungs[0].match)
+    top = matching(frame, spec.rungs[0].match)
     candidates = sorted(((int(size), str(run)) for size, run in zip(top["nbytes"], top["run"], strict=True)),
                         reverse=True)
     for size, run in candidates:

@@ -17,13 +17,15 @@ from scipy.optimize import least_squares
 
 from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
-from ..units import format_bytes, format_seconds
+from ..families.core import SIMULATED_LINKS, device_memory_roof, host_memcpy_roof
 
 __all__ = [
+    "BASES",
     "BETA_CAP_TOLERANCE",
     "COPY_TOUCHES",
     "Fit",
     "Machine",
+    "NoHostRoof",
     "bandwidth_bound",
     "PCIE_GBPS_PER_LANE",
     "cache_bytes",
@@ -114,6 +116,10 @@ FASTER_THAN_MEMORY = 1.1
 #: The bandwidth stated for a path never exceeds what its largest size measured by more
 #: than this: beyond it the fit extrapolates (usually from cache-resident sizes).
 BETA_CAP_TOLERANCE = 1.25
+
+#: How a path's stated β was obtained (``fit_path``): a fit over every size, a fit without the sizes that ran faster
+#: than memory, the largest size beyond the cache (too few there to fit), none (every size in cache, or too few).
+BASES = ("fit", "fit beyond memory", "measured beyond the cache", "all in cache", "too few sizes")
 
 #: A machine as the model reads it: its fingerprint, read once by the caller (the run's view), or the raw
 #: ``machine_info`` (read here on each call).
@@ -206,7 +212,8 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     comes only from sizes beyond the cache: a fit over them when there are three or more, else
     what the largest of them measured, else none. What the report states (``stated_gbps``) is
     never above ``BETA_CAP_TOLERANCE`` x the bandwidth the largest size reached: beyond that the
-    model extrapolates past the sweep, so the measured figure is stated and the basis says so.
+    model extrapolates past the sweep, so the measured figure is stated and the basis says so. The basis is one of
+    ``BASES`` (report/model_text.py words it), ``capped <basis>`` where the cap applies.
     """
     n, t = group["nbytes"].to_numpy(), group["transfer_s"].to_numpy()
     largest = group.loc[group["nbytes"].idxmax()]
@@ -217,18 +224,18 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     alpha = whole.alpha_s if whole is not None else np.nan
     if resident.loc[group.index].any():
         if fit is not None:
-            beta, basis = fit.beta_gbps, "fit without the sizes that ran faster than memory"
+            beta, basis = fit.beta_gbps, "fit beyond memory"
         elif beyond.any():  # one or two sizes beyond the cache: state what they measured, a lower bound of β
             outside = group[beyond]
             beta = float(outside.loc[outside["nbytes"].idxmax(), "bandwidth_gbps"])
-            basis = "measured at the largest size beyond the cache (too few sizes there to fit)"
+            basis = "measured beyond the cache"
         else:
-            beta, basis = np.nan, "every size fits in cache"
+            beta, basis = np.nan, "all in cache"
     else:
-        beta, basis = (whole.beta_gbps, "fit over all sizes") if whole is not None else (np.nan, "too few sizes")
+        beta, basis = (whole.beta_gbps, "fit") if whole is not None else (np.nan, "too few sizes")
     stated = beta
     if np.isfinite(beta) and np.isfinite(largest_gbps) and beta > BETA_CAP_TOLERANCE * largest_gbps:
-        stated, basis = largest_gbps, f"capped at the largest size measured ({basis} gave {beta:.3g} GB/s)"
+        stated, basis = largest_gbps, f"capped {basis}"  # beta_gbps keeps the β it was capped from
     return {"alpha_us": alpha * 1e6, "beta_gbps": beta, "stated_gbps": stated, "beta_basis": basis,
             "half_peak_bytes": alpha * stated * 1e9,  # NaN where α or the stated β is
             "largest_gbps": largest_gbps, "largest_bytes": int(largest["nbytes"]),
@@ -354,7 +361,7 @@ def link_peak(machine_info: Machine, op: str, src: str, dst: str) -> tuple[float
             # A copy reads and writes every byte over the same memory: bytes counted once
             # reach at most half the peak, so that half is what a copy is held against.
             peak = float(device["memory_peak_gbps"])
-            return peak / 2, f"device memory ({peak:.4g} GB/s, NVML clock x bus width, shared by read and write)"
+            return peak / 2, device_memory_roof(peak)
     return None
 
 
@@ -385,7 +392,7 @@ def pair_links(machine_info: Machine, src: str, dst: str) -> tuple[int, str] | N
         simulated = fingerprint_of(machine_info).simulated
         links = one.get("nvlink_links")
         # The simulated spec joins every pair alike, with its links: no pair facts to read.
-        return (links, "the simulated spec's, every pair") if simulated and isinstance(links, int) else None
+        return (links, SIMULATED_LINKS) if simulated and isinstance(links, int) else None
     mine, theirs = remote.get(NVSWITCH), far.get(NVSWITCH) if isinstance(far, dict) else None
     if isinstance(mine, int) and isinstance(theirs, int) and mine > 0 and theirs > 0:
         return min(mine, theirs), "via NVSwitch"
@@ -440,24 +447,32 @@ def host_ceiling(frame: pd.DataFrame) -> tuple[float, str] | None:
         return None
     largest = host[host["nbytes"] == host["nbytes"].max()]
     best = largest.loc[largest["bandwidth_gbps"].idxmax()]
-    return float(best["bandwidth_gbps"]), f"single-thread host memcpy ({format_bytes(int(best['nbytes']))}, this run)"
+    return float(best["bandwidth_gbps"]), host_memcpy_roof(int(best["nbytes"]))
 
 
-def host_ceiling_missing(frame: pd.DataFrame) -> str | None:
-    """Why the run gives pageable moves no host roof (a clause), or None when ``host_ceiling`` has one."""
+@dataclass(frozen=True)
+class NoHostRoof:
+    """Why the run gives pageable moves no host roof: it measured no single-thread host memcpy (``measured`` False),
+    or that memcpy's sizes cannot tell its fixed cost from its bandwidth (``bound`` None: one size) or are
+    latency-bound (``bound`` False); its largest size and the fastest time there."""
+
+    measured: bool
+    bound: bool | None = None
+    nbytes: int = 0
+    seconds: float = 0.0
+
+
+def host_ceiling_missing(frame: pd.DataFrame) -> NoHostRoof | None:
+    """Why the run gives pageable moves no host roof (report/model_text.py words it), or None when ``host_ceiling``
+    has one."""
     host = _single_thread(frame)
     if host.empty:
-        return "this run measured no single-thread host memcpy (host copy_ single_thread)"
+        return NoHostRoof(False)
     bound = bandwidth_bound(host["nbytes"], host["median_s"])
     if bound:
         return None
     largest = host[host["nbytes"] == host["nbytes"].max()]
-    took = f"{format_bytes(int(largest['nbytes'].iloc[0]))} in {format_seconds(float(largest['median_s'].min()))}"
-    if bound is None:
-        return (f"the single-thread host memcpy was measured at one size only ({took}), which cannot tell its fixed cost "
-                "from its bandwidth, so it bounds nothing")
-    return (f"the single-thread host memcpy's sizes are latency-bound (its largest, {took}, is set by the fixed cost, "
-            "not the bytes), so it states no bandwidth bound")
+    return NoHostRoof(True, bound, int(largest["nbytes"].iloc[0]), float(largest["median_s"].min()))
 
 
 def roofs(frame: pd.DataFrame, machine_info: Machine, op: str, src: str, dst: str,

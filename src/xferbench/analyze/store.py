@@ -28,7 +28,6 @@ on the new tip (the runs are added again, nothing is lost), a bounded number of 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
 import random
@@ -48,14 +47,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..contract import machine_differences, machine_identity
-from ..escape import no_bidi, terminal
-from ..output import GENERATOR, OutputError, never_foreign, write_atomic
+from ..escape import terminal
+from ..output import OutputError, never_foreign, write_atomic
 from ..units import format_bytes
-from .comment import MIN_COMMENT, comment
+from .gate.comment import MIN_COMMENT, comment
 from .gate.noise import run_times
 from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
-from .report.history import BAND_CAPTION, draw_trend, history_plots, ratio_axis, run_ticks
+from .report.dashboard import damaged_summary, index_page, trend_caption
+from .report.history import draw_trend, history_plots, ratio_axis, run_ticks
 from .report.svg import Plot, as_plot
 
 __all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "MIN_COMMENT", "StoreError", "comment", "dashboard", "machine_folder",
@@ -453,9 +453,7 @@ def path_trends(runs: list[Results]) -> list[Plot]:
         run_ticks(ax, names)
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
         ax.grid(True, alpha=0.3)
-        caption = (f"{path}: each run's time per size as compare judges it, relative to the first run that measured "
-                   f"it ({len(runs)} runs); a triangle marks a lasting step" +
-                   (f"; dotted: environment changed ({len(changes)})" if changes else "") + ". " + BAND_CAPTION)
+        caption = trend_caption(str(path), len(runs), len(changes))
         plots.append(as_plot(f"trend-{len(plots)}", f"Trend: {path}", caption, fig))
         plt.close(fig)
     return plots
@@ -508,17 +506,9 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
         if rendered is not None:
             rendered[name] = (key, {page: (folder / page).read_bytes() for page in _PAGES if (folder / page).is_file()})
-    rows = []
-    for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists()):
-        runs, newest, who = map(no_bidi, _machine_row(folder / "machine.txt"))  # HTML escaping leaves bidi be
-        rows.append(f"<tr><td><a href='{MACHINES}/{html.escape(folder.name)}/index.html'>{html.escape(folder.name)}</a>"
-                    f"</td><td>{html.escape(runs)}</td><td>{html.escape(newest)}</td><td>{html.escape(who)}</td></tr>")
-    page = (f"<!doctype html><meta charset='utf-8'>{GENERATOR}<title>xferbench dashboard</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style>"
-            "<h1>xferbench: runs per machine</h1><p>Each machine's page is the report of its newest run, with a "
-            "trend for every path over its stored runs.</p><table><tr><th>machine</th><th>runs</th><th>newest</th>"
-            "<th>identity (newest run)</th></tr>" + "".join(rows) + "</table>\n")
-    write_atomic(root / "index.html", page)
+    rows = [(folder.name, *_machine_row(folder / "machine.txt"))
+            for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists())]
+    write_atomic(root / "index.html", index_page(MACHINES, rows))
     return root / "index.html"
 
 
@@ -551,7 +541,7 @@ def _machine_row(path: Path) -> tuple[str, str, str]:
     identity = info.get("identity") if isinstance(info, dict) else None
     if not isinstance(info, dict) or type(info.get("runs")) is not int or not isinstance(info.get("newest"), str) \
             or not isinstance(identity, dict):
-        return "?", "?", f"{path.name} is damaged: push a run of this machine to write it again"
+        return "?", "?", damaged_summary(path.name)
     return str(info["runs"]), info["newest"], ", ".join(f"{k} {v}" for k, v in identity.items())
 
 

@@ -3,7 +3,7 @@
 The findings, figures, tables, captions, the CSV and the Markdown read a ``RunView``, never the rows or the
 ``machine_info`` behind it, so two places of one page cannot derive one fact two ways: the machine's
 fingerprint is read once, the paths fitted once, the largest common size chosen once, the cache-resident
-sizes and the cliff found once, each roof read once per path. A view also knows which machine instance
+sizes, the cliff and the pinning break-even found once, each roof read once per path. A view also knows which machine instance
 (one boot of the machine) each row came from: two files of one machine from different boots differ by more
 than their spread, so a figure of one is never divided by a figure of the other.
 
@@ -14,18 +14,22 @@ hang on it in ``ladders``, the run's drift floor (its same-code pairs) in ``drif
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..contract import Fingerprint
 from .drift import Drift, repeated_references, same_code_pairs
-from .ladder import Ladder, ladders
+from .ladder import Ladder, ladders, matching
 from .load.results import Results
 from .model import (
     SINGLE_THREAD,
+    NoHostRoof,
     cache_resident,
     fit_paths,
     host_ceiling,
@@ -35,13 +39,24 @@ from .model import (
     practical_ceiling,
 )
 
-__all__ = ["CLIFF_DROP", "USUAL_WAY_BACK", "Instance", "RunView", "cliff"]
+__all__ = ["CLIFF_DROP", "MODEL_MISS", "PIN_SPREAD", "USUAL_WAY_BACK", "BreakEven", "HostPlacement", "Instance",
+           "RunView", "cliff", "host_placement"]
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
 USUAL_WAY_BACK = ("cpu", "to")
 
 #: A fall in bandwidth from one size to the next by at least this factor is a cliff worth naming.
 CLIFF_DROP = 3.0
+
+#: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
+MODEL_MISS = 2.0
+
+#: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
+PIN_SPREAD = 2.0
+
+#: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
+_PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blocking": True, "method": "to"})
+_PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,75 @@ class Instance:
         """``instance 1 (full.json, boot 1a2b3c4d)``; a run without a boot id is an instance of its own."""
         boot = f"boot {self.boot_id[:8]}" if self.boot_id else "no boot id recorded"
         return f"instance {self.number} ({', '.join(self.runs)}; {boot})"
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """One pin_memory() on a cold cache against what each copy from pinned memory saves at its size and GPU: the
+    pin's row, the pageable and pinned copies read from its machine instance (None: not measured there; ``elsewhere``
+    is the missing one where another instance measured it), and what the run can tell of the saving."""
+
+    pin: pd.Series
+    pageable: pd.Series | None
+    pinned: pd.Series | None
+    elsewhere: pd.Series | None = None
+    #: The two copies lie within the run's drift floor: drift alone could make the saving.
+    within_drift: bool = False
+
+    @property
+    def saved_s(self) -> float | None:
+        """What each copy from pinned memory saves (pageable median - pinned median), or None without both."""
+        if self.pageable is None or self.pinned is None:
+            return None
+        return float(self.pageable["median_s"] - self.pinned["median_s"])
+
+    @property
+    def spread_s(self) -> float:
+        """The two copies' spread: the sum of their IQRs (a missing one counts 0)."""
+        if self.pageable is None or self.pinned is None:
+            return 0.0
+        return float(pd.Series([self.pageable["iqr_s"], self.pinned["iqr_s"]], dtype=float).fillna(0).sum())
+
+    @property
+    def copies(self) -> float | None:
+        """How many copies pay for the pin (its median over the saving), or None without a saving."""
+        return float(self.pin["median_s"]) / self.saved_s if self.saved_s else None
+
+    @property
+    def copies_span(self) -> tuple[int, int]:
+        """The copies the pin's lower and upper quartile pay for (whole copies)."""
+        saved = self.saved_s or float("nan")
+        low, high = (math.ceil(float(self.pin[q]) / saved) for q in ("q1_s", "q3_s"))
+        return low, high
+
+    @property
+    def pin_spread_too_wide(self) -> bool:
+        """Whether the pin's own rounds spread over more than ``PIN_SPREAD``x the copies: no one break-even."""
+        low, high = self.copies_span
+        return high > PIN_SPREAD * max(low, 1)
+
+
+@dataclass(frozen=True)
+class HostPlacement:
+    """Where the h2d and d2h cases' host buffers sat: how many were placed on their GPU's NUMA node, the nodes of
+    each GPU's, and how many cases ran where the process did (the GPU's node unknown or off limits)."""
+
+    placed: int
+    nodes: dict[str, list[int]]
+    unplaced: int
+
+
+def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
+    """Where the h2d and d2h cases' host buffers sat (``host_placement``, ``host_numa_node``); None where the run
+    does not say."""
+    if "host_placement" not in rows:
+        return None
+    moves = rows[rows["op"].isin(("h2d", "d2h")) & rows["host_placement"].notna()]
+    placed = moves[moves["host_placement"] == "gpu_node"]
+    gpus = placed["dst"].where(placed["op"] == "h2d", placed["src"])
+    nodes = {str(gpu): [int(n) for n in sorted(group["host_numa_node"].dropna().unique())]
+             for gpu, group in placed.groupby(gpus)}
+    return HostPlacement(len(placed), nodes, len(moves) - len(placed))
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,7 +267,8 @@ class RunView:
         return host_ceiling(self.rows)
 
     @cached_property
-    def host_ceiling_missing(self) -> str | None:
+    def host_ceiling_missing(self) -> NoHostRoof | None:
+        """Why the run gives pageable moves no host roof (``model.host_ceiling_missing``), or None when it has one."""
         return host_ceiling_missing(self.rows)
 
     @cached_property
@@ -200,6 +285,82 @@ class RunView:
     def practical(self, op: str, src: str, dst: str) -> tuple[float, float] | None:
         """The practical ceiling of pinned copies on the PCIe link a path uses (``model.practical_ceiling``)."""
         return practical_ceiling(self.fingerprint, op, src, dst)
+
+    def algbw_differs(self, path: str) -> bool:
+        """Whether a path's GB/s (algbw: bytes / time) differ from its busbw, which the distributed figure draws
+        (nccl-tests' convention): a collective's two figures 2x apart."""
+        rows = self.rows[self.rows["path"] == path]
+        if "busbw_gbps" not in rows:
+            return False
+        bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
+        return bool((bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any())
+
+    def model_miss(self, fit: Mapping[str, Any]) -> float | None:
+        """How far t = α + n/β misses the worst size past half of β that did not run from cache (the larger of
+        predicted over measured and its inverse), where that is over ``MODEL_MISS``x (a path with a cliff: the
+        capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); else None."""
+        frame = self.rows
+        rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])]
+        rows = rows[~self.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
+        if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
+            return None
+        predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
+        miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
+        return miss if miss > MODEL_MISS else None
+
+    def tightest_roof(self, op: str, src: str, dst: str, host_memory: str | None = None) -> tuple[float, str] | None:
+        """The lowest of a path's roofs (``roofs``), or None where none is known."""
+        bounds = self.roofs(op, src, dst, host_memory)
+        return min(bounds) if bounds else None
+
+    @cached_property
+    def host_placement(self) -> HostPlacement | None:
+        """Where the h2d and d2h cases' host buffers sat (``host_placement``), or None where the run does not say."""
+        return host_placement(self.rows)
+
+    @cached_property
+    def run_times(self) -> pd.Series:
+        """Each run's newest benchmark time, by run in the rows' order; empty where no row recorded one."""
+        return self.rows.dropna(subset=["datetime"]).groupby("run", sort=False)["datetime"].max()
+
+    @cached_property
+    def sizes(self) -> list[Any]:
+        """Every payload size measured, smallest first."""
+        return sorted(self.rows["nbytes"].unique())
+
+    def variants(self, op: str) -> set[Any]:
+        """The variants a family measured."""
+        return set(self.rows.loc[self.rows["op"] == op, "variant"].dropna())
+
+    @cached_property
+    def break_even(self) -> list[BreakEven]:
+        """Each pin_memory() on a cold cache, smallest size first, against the copies of its size and GPU from its
+        own machine instance (a saving from another boot is no measure of the pin): the pin_memory scenario's own
+        where it ran, else the h2d family's same call."""
+        frame = self.rows
+        pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
+        found = []
+        for _, pin in pins.iterrows():
+            pageable, pinned = (self._copy_at(pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
+            if pageable is None or pinned is None:
+                elsewhere = self._copy_at(pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
+                found.append(BreakEven(pin, pageable, pinned, elsewhere))
+            else:
+                drift = self.drift.within(float(pageable["median_s"]), float(pinned["median_s"]))
+                found.append(BreakEven(pin, pageable, pinned, within_drift=drift))
+        return found
+
+    def _copy_at(self, pin: pd.Series, which: tuple[str, dict[str, Any]], anywhere: bool = False) -> pd.Series | None:
+        """The pin_memory scenario's own copy at the pin's size and device, else the core family's same call; only
+        from the pin's machine instance unless ``anywhere``."""
+        variant, core = which
+        frame = self.rows
+        at = frame[(frame["nbytes"] == int(pin["nbytes"])) & (frame["dst"] == str(pin["dst"]))]
+        if self.several_instances and not anywhere:
+            at = at[[self.same_instance(pin, row) for _, row in at.iterrows()]]
+        rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
+        rows = rows if not rows.empty else matching(at, core)
+        return rows.iloc[0] if not rows.empty else None
 
     @cached_property
     def cliff(self) -> dict[str, Any] | None:

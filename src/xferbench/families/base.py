@@ -9,7 +9,7 @@ Plain data: no torch, nothing from either side (import-linter checks it), so the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,8 @@ __all__ = [
     "FAMILIES",
     "KINDS",
     "Family",
+    "LadderSpec",
+    "RungSpec",
     "Variant",
     "by_op",
     "family",
@@ -91,6 +93,27 @@ class Family:
                              "and at least one variant")
         if self.sizes not in ("sweep", "ends", "none"):
             raise ValueError(f"family {self.op!r}: sizes must be sweep, ends or none, got {self.sizes!r}")
+
+
+@dataclass(frozen=True)
+class RungSpec:
+    """How to find a rung among the rows: column values to match, and whether it is the row's device time."""
+
+    label: str
+    match: Mapping[str, object]
+    factor: str  # what this rung removes from the one above (empty for the top rung)
+    device_time: bool = False
+
+
+@dataclass(frozen=True)
+class LadderSpec:
+    """A ladder of controls: its rungs top (the call users make) to bottom, each named with the factor it removes,
+    and what is left below the last (analyze/ladder.py reads it from the rows)."""
+
+    key: str
+    title: str
+    rungs: tuple[RungSpec, ...]
+    bottom: str
 
 
 def by_op(records: Iterable[Family]) -> dict[str, Family]:

@@ -1,11 +1,14 @@
 """The core families (the case matrix: create, h2d, d2h, d2d, peer, noop, host, sync): their records and the
-calls each times (``Variant``), timed by ``measure/transfers.py`` and priced by ``measure/simulate.py``."""
+calls each times (``Variant``), timed by ``measure/transfers.py`` and priced by ``measure/simulate.py``; and the
+ladders of controls that take their calls apart (read by ``analyze/ladder.py``), each rung and factor named."""
 
 from __future__ import annotations
 
-from .base import Family, Variant
+from ..units import format_bytes
+from .base import Family, LadderSpec, RungSpec, Variant
 
-__all__ = ["CORE"]
+__all__ = ["CORE", "DMA", "FRESH", "LADDERS", "LAUNCH", "SHORT", "SIMULATED_LINKS", "STAGING", "device_memory_roof",
+           "host_memcpy_roof", "peer_plan_summary"]
 
 
 def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> tuple[Variant, ...]:
@@ -54,3 +57,82 @@ CORE = (
            caption="A synchronize of a device with nothing queued still costs a round trip to the driver: what a "
                    "caller pays who synchronizes around every no-op or small move. Nothing moves, so it has no size."),
 )
+
+
+def device_memory_roof(peak_gbps: float) -> str:
+    """The d2d family's roof named (analyze/model.py gives it half of ``peak_gbps``: a copy reads and writes every
+    byte over the same memory)."""
+    return f"device memory ({peak_gbps:.4g} GB/s, NVML clock x bus width, shared by read and write)"
+
+
+def host_memcpy_roof(nbytes: int) -> str:
+    """The host family's single-thread memcpy named as the roof of a pageable move (the driver stages it so)."""
+    return f"single-thread host memcpy ({format_bytes(nbytes)}, this run)"
+
+
+#: How the simulated machine joins a peer pair: its spec gives every pair the same links.
+SIMULATED_LINKS = "the simulated spec's, every pair"
+
+
+def peer_plan_summary(mode: str, reason: str, swept: int, planned: int) -> str:
+    """The peer family's plan in a clause, as the report and compare state it: ``one-per-class (default: ...): 1 of 56
+    ordered GPU pairs swept at every size``."""
+    return f"{mode} ({reason}): {swept} of {planned} ordered GPU pairs swept at every size"
+
+
+#: The rows each ladder reads its rungs from (analyze/ladder.py): column values to match.
+_D2H_ROWS = {"op": "d2h", "non_blocking": False}
+_H2D_ROWS = {"op": "h2d", "non_blocking": False}
+_REGISTERED = {"op": "d2h_registered"}
+#: Named by what the step measures, not by a cause: without fault counts the run cannot say how much of it is
+#: allocation and first touch (its own allocate-and-touch controls may well cost less).
+FRESH = "the fresh destination: what the call pays beyond a copy into a buffer already touched"
+STAGING = "the driver's staging copy through its pinned bounce buffer"
+LAUNCH = "launch and synchronization"
+DMA = "the DMA (the copy's own device time)"
+
+
+def _d2h(key: str, label: str, method: str) -> LadderSpec:
+    return LadderSpec(key, f"{label}: where the time goes", (
+        RungSpec(label, _D2H_ROWS | {"method": method, "host_memory": "pageable"}, ""),
+        RungSpec("copy_ into a touched pageable buffer", _D2H_ROWS | {"method": "copy_", "host_memory": "pageable"},
+                 FRESH),
+        RungSpec("copy_ into a pinned buffer", _D2H_ROWS | {"method": "copy_", "host_memory": "pinned"}, STAGING),
+        RungSpec("the DMA", {"op": "d2h", "method": "copy_", "host_memory": "pinned"}, LAUNCH, device_time=True),
+    ), DMA)
+
+
+#: Every ladder the analysis knows, in page order; a run gets those whose rungs it measured.
+LADDERS: tuple[LadderSpec, ...] = (
+    _d2h("d2h-cpu", ".cpu()", "cpu"),
+    _d2h("d2h-to", ".to('cpu')", "to"),
+    # The d2h_registered family's own cases, one GPU, one size: the same touched pageable buffer copied into plain,
+    # then page-locked in place (cudaHostRegister), so the staging step is the page-locking alone, no other factor.
+    LadderSpec("d2h-registered", ".cpu() against its registered control: where the time goes", (
+        RungSpec(".cpu() (d2h_registered)", _REGISTERED | {"method": "cpu"}, ""),
+        RungSpec("copy_ into a touched pageable buffer", _REGISTERED | {"method": "copy_", "host_memory": "pageable"},
+                 FRESH),
+        RungSpec("copy_ into that buffer registered with the driver", _REGISTERED | {"method": "copy_",
+                 "host_memory": "registered"}, STAGING),
+    ), "the copy into page-locked memory"),
+    LadderSpec("h2d-to", ".to('cuda') from pageable memory: where the time goes", (
+        RungSpec(".to('cuda') from pageable memory", _H2D_ROWS | {"method": "to", "host_memory": "pageable"}, ""),
+        RungSpec("copy_ from pageable memory into a device buffer",
+                 _H2D_ROWS | {"method": "copy_", "host_memory": "pageable"},
+                 "the fresh device destination (the caching allocator)"),
+        RungSpec("copy_ from pinned memory", _H2D_ROWS | {"method": "copy_", "host_memory": "pinned"}, STAGING),
+        RungSpec("the DMA", {"op": "h2d", "method": "copy_", "host_memory": "pinned"}, LAUNCH, device_time=True),
+    ), DMA),
+    LadderSpec("host-clone", "clone() on the host: where the time goes", (
+        RungSpec("clone()", {"op": "host", "method": "clone", "host_memory": "pageable"}, ""),
+        RungSpec("copy_ into a touched buffer", {"op": "host", "method": "copy_", "host_memory": "pageable",
+                                                 "variant": None}, FRESH),
+    ), "the copy itself (into a touched buffer)"),
+)
+
+#: Each factor in a few words, for a table's column and a figure's legend.
+SHORT = {FRESH: "fresh destination", STAGING: "driver's staging copy",
+         LAUNCH: "launch + synchronize", DMA: "DMA (device time)",
+         "the fresh device destination (the caching allocator)": "fresh device buffer",
+         "the copy itself (into a touched buffer)": "the copy itself",
+         "the copy into page-locked memory": "copy into page-locked memory"}

@@ -39,8 +39,8 @@ from ...families import FAMILIES
 from ...output import OutputError, check_output
 from ..load.case_time import learned_spread
 from ..load.history import load_storage
-from ..load.peer_plan import RecordedPlan, difference, same_cases
-from ..load.results import Results, ResultsError, bounded_read, load
+from ..load.peer_plan import RecordedPlan, same_cases
+from ..load.results import Results, ResultsError, bounded_read, busy_load, load
 from ..load.run_cache import RunSummary
 from .comparison import (
     Comparison,
@@ -64,6 +64,7 @@ from .noise import (
     run_tables,
     weigh,
 )
+from .peer_plan import difference
 from .verdicts import (
     CANT_TELL,
     GONE,
@@ -349,29 +350,8 @@ def _distinct(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], int]:
 
 def busy(run: Results) -> str | None:
     """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
-    busier than its cores (measure/hardware/machine.py records the load around each run, in the run's own facts:
-    ``results.run_facts``), else None."""
-    found = run.run.get("load")
-    if not isinstance(found, dict):
-        return None
-    load: dict[str, Any] = found
-
-    def number(name: str) -> float | None:
-        value = load.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        return float(value) if math.isfinite(value) and value >= 0 else None
-
-    cpus = number("cpus")
-    loads = [v for v in (number("load_before"), number("load_after")) if v is not None]
-    if not cpus or not loads or max(loads) <= cpus:
-        return None
-    parts = [f"load {max(loads):g} on {cpus:g} cores"]
-    for name, what in (("cpu_others", "taken by other processes"), ("cpu_steal", "stolen by the hypervisor")):
-        shown = f"{number(name) or 0:.0%}"
-        if shown != "0%":  # what prints as 0% says nothing (0.5% among them: it rounds to even)
-            parts.append(f"{shown} of CPU time {what}")
-    return ", ".join(parts)
+    busier than its cores (``load.results.busy_load``), else None."""
+    return busy_load(run.run)
 
 
 def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:

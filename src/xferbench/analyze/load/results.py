@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import stat
 import sys
 import zlib
@@ -34,7 +35,7 @@ from .peer_plan import plan_ok
 from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, device_time_valid
 
 __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
-           "assemble", "boot_id", "one_per_case", "repeated_note", "bounded_read",
+           "assemble", "boot_id", "busy_load", "one_per_case", "repeated_note", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
            "run_facts"]
@@ -435,6 +436,33 @@ def boot_id(data: dict[str, Any]) -> str | None:
     run = data.get("xferbench_run")
     value = run.get("boot_id") if isinstance(run, dict) else None
     return value if isinstance(value, str) and value.strip() else None
+
+
+def busy_load(facts: dict[str, Any]) -> str | None:
+    """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
+    busier than its cores (measure/hardware/machine.py records the load around each run, in the run's own facts
+    ``facts``: ``run_facts``), else None."""
+    found = facts.get("load")
+    if not isinstance(found, dict):
+        return None
+    load: dict[str, Any] = found
+
+    def number(name: str) -> float | None:
+        value = load.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value) if math.isfinite(value) and value >= 0 else None
+
+    cpus = number("cpus")
+    loads = [v for v in (number("load_before"), number("load_after")) if v is not None]
+    if not cpus or not loads or max(loads) <= cpus:
+        return None
+    parts = [f"load {max(loads):g} on {cpus:g} cores"]
+    for name, what in (("cpu_others", "taken by other processes"), ("cpu_steal", "stolen by the hypervisor")):
+        shown = f"{number(name) or 0:.0%}"
+        if shown != "0%":  # what prints as 0% says nothing (0.5% among them: it rounds to even)
+            parts.append(f"{shown} of CPU time {what}")
+    return ", ".join(parts)
 
 
 def run_facts(data: dict[str, Any]) -> dict[str, Any]:

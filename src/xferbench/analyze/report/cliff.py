@@ -11,7 +11,15 @@ from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
 from ..view import RunView
 
-__all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "REUSING", "UNTOUCHED", "cliff_cause", "cliff_note", "matching"]
+__all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED", "cliff_cause",
+           "cliff_note", "matching", "mmap_clause"]
+
+#: glibc's largest mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX): its threshold starts at 128 KiB and
+#: rises as mmapped blocks are freed, never past this; above it every fresh allocation is a new mapping whose pages
+#: fault in on first touch (the full profile measures 24, 31 and 33 MiB around it, measure/cases.py).
+MMAP_THRESHOLD_MAX = 32 * 2**20
+#: Sizes this close to the threshold on each side place a cliff at it.
+_AT_THRESHOLD = 1.1
 
 
 def matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
@@ -118,6 +126,20 @@ def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
     if found["us_per_fault"] is not None:
         faults += f", {_span(found['us_per_fault'], '.2g')} µs per fault beyond copy_ into an existing buffer"
     return f"{text} {faults}.".strip()
+
+
+def mmap_clause(found: dict[str, Any], view: RunView) -> str:
+    """Where the cliff's two sizes hold glibc's largest mmap threshold (Linux): that it sits at it where they lie
+    within ``_AT_THRESHOLD`` of it, else that the run measured no size nearer it and cannot tell; nothing otherwise."""
+    before, after = found["before"], found["after"]
+    if view.machine_info.get("system") != "Linux" or not before < MMAP_THRESHOLD_MAX < after:
+        return ""
+    threshold = f"glibc's largest mmap threshold ({format_bytes(MMAP_THRESHOLD_MAX)})"
+    if before * _AT_THRESHOLD >= MMAP_THRESHOLD_MAX >= after / _AT_THRESHOLD:
+        return (f" The cliff sits at {threshold}: above it each fresh allocation is a new mapping whose pages fault in "
+                "on first touch.")
+    return (f" {format_bytes(MMAP_THRESHOLD_MAX)}, glibc's largest mmap threshold, lies between these sizes; this run "
+            "measured no size nearer it, so it cannot tell whether the cliff sits there (31 and 33 MiB would).")
 
 
 def cliff_note(found: dict[str, Any], view: RunView) -> str:

@@ -19,10 +19,12 @@ from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
+from ..load.results import busy_load
 from ..view import Instance, RunView
+from . import drift_text, ladder_text
 
-__all__ = ["CSV_COLUMNS", "frame_for_csv", "instance_numbers", "instances_line", "ladder_markdown", "measured", "to_csv",
-           "to_markdown"]
+__all__ = ["CSV_COLUMNS", "busy_notice", "frame_for_csv", "instance_numbers", "instances_line", "ladder_markdown", "machine_line",
+           "measured", "to_csv", "to_markdown"]
 
 #: Statistics of each benchmark, as pytest-benchmark computed them (seconds per call).
 STATS = ("median_s", "min_s", "mean_s", "max_s", "iqr_s", "q1_s", "q3_s", "stddev_s", "rounds", "iterations")
@@ -54,6 +56,42 @@ def _us(value: float) -> str:
     return f"{value:.3g} µs" if np.isfinite(value) else "–"
 
 
+def _gpu(device: dict[str, Any]) -> str:
+    """``NVIDIA H200, PCIe Gen5 x16``: a device's name and its link, as recorded."""
+    link = (f"PCIe Gen{device['pcie_max_generation']} x{device.get('pcie_max_width')}"
+            if device.get("pcie_max_generation") else "PCIe link unknown")
+    nvlink = f", NVLink {device['nvlink_version']} x{device['nvlink_links']}" if device.get("nvlink_links") else ""
+    return f"{device.get('name') or 'unknown GPU'}, {link}{nvlink}"
+
+
+def machine_line(view: RunView) -> str:
+    """The machine in one line for the page's head: its GPUs (alike ones counted) with their link, the driver and
+    CUDA/HIP, torch, the CPU, as the run recorded them ("not recorded" where it did not)."""
+    fingerprint = view.fingerprint
+    kinds: dict[str, list[str]] = {}
+    for device in fingerprint.devices:
+        kinds.setdefault(_gpu(device), []).append(str(device.get("device")))
+    gpus = "; ".join(f"{len(names)} × {kind} ({', '.join(names)})" if len(names) > 1 else f"{kind} ({names[0]})"
+                     for kind, names in kinds.items())
+    runtime = f"HIP {fingerprint.hip}" if fingerprint.hip else f"CUDA {fingerprint.cuda or 'not recorded'}"
+    cpu = view.machine_info.get("cpu")
+    brand = cpu.get("brand_raw") if isinstance(cpu, dict) else None
+    cores = f", {cpu.get('count')} cores" if isinstance(cpu, dict) and cpu.get("count") else ""
+    stack = (f" · driver {fingerprint.driver or 'not recorded'}, {runtime}"
+             if kinds or fingerprint.driver or fingerprint.cuda or fingerprint.hip else "")
+    return (f"Machine: {gpus or 'no GPU'}{stack} · torch {fingerprint.torch or 'not recorded'} · CPU "
+            f"{brand or 'not recorded'}{cores}.")
+
+
+def busy_notice(view: RunView) -> str | None:
+    """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work."""
+    busy = busy_load(view.results.run)
+    if busy is None:
+        return None
+    return (f"Busy machine: this run recorded {busy}: its times carry what those processes took, and a difference "
+            "between two of its cases may be theirs.")
+
+
 def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
                 peers: list[str] | None = None, peer_plan: Sequence[str] = ()) -> str:
     """The report's take-aways as Markdown: findings, the α/β table, the peer pairs measured, the other tools'
@@ -63,9 +101,12 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
                   "they check the suite, they are not measurements.", ""]
     lines += [f"{len(view.rows)} benchmarks from {escape.markdown(', '.join(view.sources))}.", ""]
+    lines += [escape.markdown(machine_line(view)), ""]
     if view.several_instances:
         lines += [escape.markdown(instances_line(view)), ""]
-    lines += [escape.markdown(view.drift.statement()), ""]
+    lines += [escape.markdown(drift_text.statement(view.drift)), ""]
+    if (busy := busy_notice(view)) is not None:
+        lines += [f"> {escape.markdown(busy)}", ""]
     lines += ["## Key findings", ""]
     lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
     lines += ladder_markdown(view)
@@ -114,8 +155,8 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
     rows = [["the call", f"{top.label}: {top.case}", "–", "median " + _span(top.median_s, top.low_s, top.high_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
-        shown = f"can't tell ({ladder.why_not(step)})" if share is None else percent(share)
-        if share is not None and (split := ladder.split_text(step)) is not None:
+        shown = f"can't tell ({ladder_text.why_not(step)})" if share is None else percent(share)
+        if share is not None and (split := ladder_text.split_text(ladder, step)) is not None:
             shown += f", {split}"
         rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                      _span(step.seconds, step.low_s, step.high_s), shown])

@@ -18,8 +18,13 @@ from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
-from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
-from .cliff import cliff_cause, cliff_note, matching
+from ..view import CLIFF_DROP, USUAL_WAY_BACK, BreakEven, RunView, cliff
+from . import drift_text
+from .cliff import cliff_cause, cliff_note, mmap_clause
+from .half_beta import half_of_beta
+from .model_text import no_host_roof
+from .staging import staging_both_ways
+from .threads import beta_noise, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -57,9 +62,27 @@ def way_back(view: RunView) -> dict[str, Any] | None:
             "fix": fix.loc[fix["median_s"].idxmin()] if not fix.empty else None}
 
 
+def _tied_fastest(view: RunView, rows: pd.DataFrame) -> pd.DataFrame:
+    """The fastest of ``rows`` and every other that lies within the run's drift floor of it: which of them is
+    fastest, the run cannot tell (just the fastest where none does, or the run gives no floor)."""
+    if rows.empty:
+        return rows
+    fastest = float(rows["median_s"].min())
+    return rows[[float(t) == fastest or view.drift.within(float(t), fastest) for t in rows["median_s"]]]
+
+
+def _fastest_label(tied: pd.DataFrame, calls: int) -> str:
+    """``fastest call``, or how many calls lie within the drift floor of it (their figures are then one span)."""
+    if len(tied) < 2:
+        return "fastest call"
+    which = f"{len(tied)} calls" if len(tied) == calls else f"the fastest {len(tied)} of {calls} calls"
+    return f"{which}, within the run's drift floor: which is fastest, can't tell"
+
+
 def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
-    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured."""
+    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured; where
+    a kind's calls lie within the drift floor of its fastest, the line spans them all."""
     frame, size = view.rows, view.largest_size
     if size is None:
         return []
@@ -69,9 +92,12 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
         if not rows.empty:
             lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _span(rows["bandwidth_gbps"])})
 
+    def fastest(label: str, rows: pd.DataFrame) -> None:
+        tied = _tied_fastest(view, rows)
+        add(f"{label} ({_fastest_label(tied, len(rows))})", tied)
+
     down = _at(frame, size, op="d2h")
-    pinned = down[down["host_memory"] == "pinned"]
-    add("device to host, pinned (fastest call)", pinned.nsmallest(1, "median_s"))
+    fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
     add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
                                                                         & (down["method"] == "copy_")])
     add(".cpu() / .to('cpu') (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
@@ -80,8 +106,8 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
                                                                 & down["non_blocking"].astype(bool)])
     up = _at(frame, size, op="h2d")
     for memory in ("pinned", "pageable"):
-        add(f"host to device, {memory} (fastest call)", up[up["host_memory"] == memory].nsmallest(1, "median_s"))
-    add("same-device copy (fastest call)", _at(frame, size, op="d2d").nsmallest(1, "median_s"))
+        fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
+    fastest("same-device copy", _at(frame, size, op="d2d"))
     return [line | {"size": format_bytes(size)} for line in lines]
 
 
@@ -107,7 +133,7 @@ def d2h_usual_way_back(view: RunView) -> str | None:
 def _drift(view: RunView, ratios: pd.Series | float) -> str:
     """`` (can't tell: within this run's drift floor (29.8%))`` where a ratio of two of the run's times lies within it."""
     within = any(view.drift.within(float(r), 1.0) for r in pd.Series(ratios, dtype=float))
-    return f" (can't tell: {view.drift.clause()})" if within else ""
+    return f" (can't tell: {drift_text.clause(view.drift)})" if within else ""
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -141,83 +167,63 @@ def the_fix(view: RunView) -> str | None:
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
-#: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
-_PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blocking": True, "method": "to"})
-_PAGEABLE_COPY = ("to", {"op": "h2d", "host_memory": "pageable", "non_blocking": False, "method": "to"})
-
-
-def _copy_at(view: RunView, pin: pd.Series, which: tuple[str, dict[str, Any]], anywhere: bool = False) -> pd.Series | None:
-    """The pin_memory scenario's own copy at the pin's size and device, else the core family's same call; only
-    from the pin's machine instance (a saving from another boot is no measure of this pin) unless ``anywhere``."""
-    variant, core = which
-    frame = view.rows
-    at = frame[(frame["nbytes"] == int(pin["nbytes"])) & (frame["dst"] == str(pin["dst"]))]
-    if view.several_instances and not anywhere:
-        at = at[[view.same_instance(pin, row) for _, row in at.iterrows()]]
-    rows = at[(at["op"] == "pin_memory") & (at["variant"] == variant)]
-    rows = rows if not rows.empty else matching(at, core)
-    return rows.iloc[0] if not rows.empty else None
-
-
-#: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
-PIN_SPREAD = 2.0
-
-
-def _verdict(pin: pd.Series, saved: float, spread: float) -> tuple[str, float | None]:
+def _verdict(even: BreakEven) -> tuple[str, float | None]:
     """The break-even's verdict and copies: can't tell within the copies' spread or the pin's own; else from copy N."""
-    if abs(saved) <= spread:
+    pin, saved, copies = even.pin, even.saved_s or 0.0, even.copies
+    if abs(saved) <= even.spread_s:
         return "can't tell: the two copies differ by less than their spread (IQR)", None
     if saved < 0:
         return "never pays off: the pinned copy is slower", None
-    copies = float(pin["median_s"]) / saved
-    low, high = (math.ceil(float(pin[q]) / saved) for q in ("q1_s", "q3_s"))
-    if high > PIN_SPREAD * max(low, 1):
+    low, high = even.copies_span
+    if even.pin_spread_too_wide:
         return (f"can't tell: pin_memory()'s rounds spread from {format_seconds(float(pin['q1_s']))} to "
                 f"{format_seconds(float(pin['q3_s']))} (IQR), so from copy {low} to copy {high}"), copies
-    return f"from copy {math.ceil(copies)} (pinning = {copies:.2g}× one copy's saving)", copies
+    return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
 
 
 def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
-    pinned .to), every figure from the pin's own run; "never pays off" where the pinned copy is slower, "can't tell"
-    where the two differ by less than their spread (the sum of their IQRs), where the pin's own rounds spread over
-    more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
+    pinned .to), every figure from the pin's own run (``RunView.break_even``); "never pays off" where the pinned copy
+    is slower, "can't tell" where the two differ by less than their spread (the sum of their IQRs), where the pin's own
+    rounds spread over more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
     rows = []
-    frame = view.rows
-    pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
-    for _, pin in pins.iterrows():
+    for even in view.break_even:
+        pin, pageable, pinned = even.pin, even.pageable, even.pinned
         size, dst = int(pin["nbytes"]), str(pin["dst"])
-        pageable, pinned = (_copy_at(view, pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
                                "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
         if pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
-            elsewhere = _copy_at(view, pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
+            elsewhere = even.elsewhere
             instance = view.instance_of(pin)
             row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if elsewhere is None else
                               f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
                               f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
-            row["saved_s"] = float(pageable["median_s"] - pinned["median_s"])
-            spread = float(pd.Series([pageable["iqr_s"], pinned["iqr_s"]], dtype=float).fillna(0).sum())
-            row["verdict"], copies = _verdict(pin, row["saved_s"], spread)
-            if view.drift.within(float(pageable["median_s"]), float(pinned["median_s"])):  # drift alone could save it
-                row["verdict"], copies = f"can't tell: the two copies lie {view.drift.clause()}", None
+            row["saved_s"] = even.saved_s
+            row["verdict"], copies = _verdict(even)
+            if even.within_drift:  # drift alone could save it
+                row["verdict"], copies = f"can't tell: the two copies lie {drift_text.clause(view.drift)}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> str | None:
+    """Pinned against pageable host-to-device at the largest common size: each side's fastest call, or every call
+    within the drift floor of it, with the ratio spanning them (an order inside the floor is no ranking)."""
     frame, size = view.rows, view.largest_size
-    pageable = _at(frame, size, op="h2d", host_memory="pageable")
-    pinned = _at(frame, size, op="h2d", host_memory="pinned")
+    pageable = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pageable"))
+    pinned = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pinned"))
     if size is None or pageable.empty or pinned.empty:
         return None
-    a, b = pageable["bandwidth_gbps"].max(), pinned["bandwidth_gbps"].max()
-    verdict = f", {view.drift.clause()}: can't tell" if view.drift.within(a, b) else ""
-    return (f"Host to device at {format_bytes(size)}: pinned sources reached {b:.3g} GB/s, pageable ones "
-            f"{a:.3g} GB/s ({b / a:.1f}×{verdict}).")
+    a, b = pageable["bandwidth_gbps"], pinned["bandwidth_gbps"]
+    ratios = pd.Series([b.min() / a.max(), b.max() / a.min()])
+    verdict = f", {drift_text.clause(view.drift)}: can't tell" if view.drift.within(a.max(), b.max()) else ""
+    tied = ("; each kind's calls lie within the run's drift floor of each other, so each figure spans them"
+            if len(pageable) > 1 or len(pinned) > 1 else "")
+    return (f"Host to device at {format_bytes(size)}: pinned sources reached {_span(b)} GB/s, pageable ones "
+            f"{_span(a)} GB/s ({_span(ratios, '.2g')}×{verdict}{tied}).")
 
 
 def same_device_vs_link(view: RunView) -> str | None:
@@ -323,7 +329,11 @@ def latency_bound(view: RunView) -> str | None:
     elif best["resident_sizes"]:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'})")
-    sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
+    said = half_of_beta(view, best.to_dict())
+    if "no_half" in said:  # the table's verdict: the fit does not place where half of β is reached
+        sentence += f"; where moves reach half of β, this run cannot place: {said['no_half']}."
+    else:
+        sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
     return sentence + _one_thread_faster(view, float(best["stated_gbps"])) + _pipelined(fits)
 
 
@@ -334,9 +344,10 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
     if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
         return ""
     one = float(fits["stated_gbps"].max())
-    if view.drift.within(one, beta):
+    noise = beta_noise(view)
+    if view.drift.within(one, beta) or noise:
         return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: whether more "
-                f"threads made the host copy slower, can't tell ({view.drift.clause()}).")
+                f"threads made the host copy slower, can't tell ({noise or drift_text.clause(view.drift)}).")
     return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
@@ -423,7 +434,7 @@ def host_copy(view: RunView) -> str | None:
         ceiling = view.host_ceiling
         sentence += ("; the CUDA driver stages a pageable transfer with one thread's memcpy (not timed here), which "
                      + (f"reached {ceiling[0]:.3g} GB/s here: the roof of the pageable panels." if ceiling else
-                        f"gives no roof here: {view.host_ceiling_missing}."))
+                        f"gives no roof here: {no_host_roof(view.host_ceiling_missing)}."))
     if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return sentence
@@ -441,12 +452,12 @@ def d2h_cliff(view: RunView) -> str | None:
               if existing is not None else "")
     return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
             f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
-            f"{steady}. {cliff_cause(found, view)}")
+            f"{steady}.{mmap_clause(found, view)} {cliff_cause(found, view)}")
 
 
 #: In page order; each reads the run's view.
-FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, the_fix, h2d_pinned_vs_pageable, same_device_vs_link, peer,
-                           overhead_small, latency_bound, noop_cost, host_copy]
+FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, the_fix, threads_against_one, h2d_pinned_vs_pageable,
+                           same_device_vs_link, peer, overhead_small, latency_bound, noop_cost, host_copy]
 
 
 def findings(view: RunView) -> list[str]:
@@ -472,7 +483,8 @@ def _staged(view: RunView) -> str | None:
     if fresh.told:
         text += (f"; {format_seconds(fresh.seconds)} ({percent(fresh.seconds / ladder.top.median_s)}) of "
                  f"{ladder.top.label} is its fresh destination (the ladder above)")
-    return text + f"{_run_of(ladder.run, view)}."
+    both = staging_both_ways(view)
+    return text + f"{_run_of(ladder.run, view)}." + (f" {both}" if both else "")
 
 
 def _run_of(run: str, view: RunView) -> str:
@@ -510,7 +522,7 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     rows = rows.copy()
     rows.attrs["drift_floor"] = view.drift.floor()  # its ratios read "can't tell" within it (families.base.ratios)
     said = finding(rows)
-    if (verdict := view.drift.verdict(op)) is not None:
+    if (verdict := drift_text.verdict(view.drift, op)) is not None:
         said.append(verdict)
     if instance is not None:
         said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "

@@ -10,8 +10,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ...units import format_bytes, format_seconds, mathtext_safe
-from ..ladder import Ladder, percent, short
+from ..ladder import Ladder, percent
 from ..view import RunView
+from .ladder_text import sentence, short, split_text, why_not
 from .svg import WIDTH, tip
 
 __all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "ladder_figure", "ladder_table"]
@@ -39,7 +40,7 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         colour = _factor_colour(factor)
         bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else
                       "white", hatch=None if told else "//")
-        label = ladder.sentence(step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
+        label = sentence(ladder, step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
         what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
         tip(bar.patches[0], [label + what])
         if told and seconds / total >= 0.15:
@@ -93,9 +94,9 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
     factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
     rows = []
     for ladder in found:
-        cases = [("" if s.told else f"{ladder.why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
+        cases = [("" if s.told else f"{why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
                  for s in ladder.steps] + [ladder.base.case]
-        splits = [ladder.split_text(s) for s in ladder.steps] + [None]
+        splits = [split_text(ladder, s) for s in ladder.steps] + [None]
         cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",

@@ -22,12 +22,16 @@ from ...escape import no_bidi
 from ...families import FAMILIES, order_of
 from ...output import write_atomic
 from ...units import format_bytes, format_seconds
-from ..load.peer_plan import RecordedPlan, sentences
+from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
 from ..view import RunView
-from .export import instance_numbers, instances_line, to_csv, to_markdown
+from . import drift_text
+from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
 from .findings import at_a_glance, findings, pinning_break_even, why_measured
+from .half_beta import half_of_beta
+from .model_text import basis
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
+from .peer_plan import sentences
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
@@ -72,18 +76,17 @@ def _model_rows(view: RunView) -> list[dict[str, Any]]:
     the largest size's GB/s over the roof's figure, printed with it, as the figures label their roofs)."""
     rows = []
     for fit in view.fits.to_dict("records"):
-        bounds = view.roofs(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
-        roof = min(bounds) if bounds else None
+        roof = view.tightest_roof(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
         practical = view.practical(fit["op"], fit["src"], fit["dst"])
         link = roof[1] if roof else "not known"
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        said = fit | _no_half_where_the_model_misses(view, fit)
+        worded = fit | {"beta_basis": basis(fit)}
+        said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
             "link": link,
             "peak_gbps": roof[0] if roof else None,
-            "efficiency": fit["largest_gbps"] / roof[0] if roof and np.isfinite(fit["largest_gbps"]) else None,
             "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
@@ -92,47 +95,20 @@ def _model_rows(view: RunView) -> list[dict[str, Any]]:
 def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """A collective's GB/s in the table are its algbw (bytes / time), where the distributed figure draws busbw
     (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
-    rows = view.rows[view.rows["path"] == fit["path"]]
-    if "busbw_gbps" not in rows:
-        return {}
-    bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
-    if not (bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any():
+    if not view.algbw_differs(fit["path"]):
         return {}
     return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}
 
 
-#: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
-MODEL_MISS = 2.0
-
-
-def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
-    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x (a path with a cliff: the
-    capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); the basis says so."""
-    frame = view.rows
-    rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])]
-    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
-    if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
-        return {}
-    predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
-    miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
-    if miss <= MODEL_MISS:
-        return {}
-    return {"half_peak_bytes": float("nan"),
-            "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {miss:.2g}×, so no half of β"}
-
-
-def _host_placement(rows: pd.DataFrame) -> list[tuple[str, str]]:
-    """Where the h2d and d2h cases' host buffers sat (``host_placement``, ``host_numa_node``), where the run says."""
-    if "host_placement" not in rows:
+def _host_placement(view: RunView) -> list[tuple[str, str]]:
+    """Where the h2d and d2h cases' host buffers sat (``RunView.host_placement``), where the run says."""
+    placement = view.host_placement
+    if placement is None:
         return []
-    moves = rows[rows["op"].isin(("h2d", "d2h")) & rows["host_placement"].notna()]
-    placed = moves[moves["host_placement"] == "gpu_node"]
-    gpus = placed["dst"].where(placed["op"] == "h2d", placed["src"])
-    nodes = "; ".join(f"{gpu}: node {', '.join(str(int(n)) for n in sorted(group['host_numa_node'].dropna().unique())) or '?'}"
-                      for gpu, group in placed.groupby(gpus))
-    said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if not placed.empty else []
-    if len(placed) < len(moves):
-        said.append(f"{len(moves) - len(placed)} case(s) where the GPU's node was unknown or off limits ran where the "
+    nodes = "; ".join(f"{gpu}: node {', '.join(str(n) for n in found) or '?'}" for gpu, found in placement.nodes.items())
+    said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if placement.placed else []
+    if placement.unplaced:
+        said.append(f"{placement.unplaced} case(s) where the GPU's node was unknown or off limits ran where the "
                     "process did")
     return [("h2d / d2h host buffers", "; ".join(said))] if said else []
 
@@ -205,7 +181,7 @@ _UNMEASURED = {
 
 def scenario_caption(view: RunView, op: str, caption: str) -> str:
     """A scenario's caption, what it says of a variant the run did not measure replaced by saying so."""
-    variants = set(view.rows.loc[view.rows["op"] == op, "variant"].dropna())
+    variants = view.variants(op)
     for (family_op, variant), (said, instead) in _UNMEASURED.items():
         if family_op == op and variant not in variants:
             caption = caption.replace(said, instead)
@@ -250,7 +226,7 @@ def view_of(run: Results | RunView) -> RunView:
 
 def _run_time(view: RunView) -> str | None:
     """``run 2026-11-30T17:18:02``; each run's time where the rows come from several (the newest is not all of them)."""
-    times = view.rows.dropna(subset=["datetime"]).groupby("run", sort=False)["datetime"].max()
+    times = view.run_times
     if times.empty:
         return None
     return f"run {times.max()}" if len(times) == 1 else "runs " + ", ".join(f"{run} {when}" for run, when in times.items())
@@ -281,8 +257,10 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         version=__version__,
         results=view.results,
         instances=instances_line(view) if view.several_instances else None,
-        drift=view.drift.statement(),
+        drift=drift_text.statement(view.drift),
+        busy=busy_notice(view),
         run_time=_run_time(view),
+        machine_line=machine_line(view),
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
         findings=key_findings,
@@ -298,10 +276,10 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         peer_lines=peer_lines,
         peer_plan=peer_plan,
         table=_table(view),
-        machine=_machine_summary(view.machine_info, view.fingerprint) + _host_placement(view.rows),
+        machine=_machine_summary(view.machine_info, view.fingerprint) + _host_placement(view),
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
         commit=view.results.commit_info,
-        sizes=sorted(view.rows["nbytes"].unique()),
+        sizes=view.sizes,
     )
     markdown = to_markdown(view, key_findings, model, peer_lines, peer_plan)
     return html, markdown

@@ -25,6 +25,7 @@ from ..view import RunView
 from .cliff import cliff_note
 from .findings import cheapest_copy, noop_call
 from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
+from .model_text import no_host_roof
 from .scenario_plots import scenario_plot
 from .series import run_of
 from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for, to_svg
@@ -238,6 +239,28 @@ def _route(row: pd.Series) -> str:
     return " ".join(parts)
 
 
+def _call(row: pd.Series, brackets: str = "") -> str:
+    """A call as the route chart names it: ``copy_``, its variant beside it where it has one (``copy_ single_thread``),
+    so two calls of one method on a route read apart."""
+    variant = row.get("variant")
+    return f"{row['method']}{brackets}" + (f" {variant}" if isinstance(variant, str) and variant else "")
+
+
+def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> list[str]:
+    """Each bar's label: its route, then its fastest call in brackets, or how many of its calls lie within the run's
+    drift floor of that one (no ranking among them); ``≈`` before a route whose time lies within the floor of the
+    route above it (the order of the two can't tell)."""
+    labels, above = [], None
+    for _, row in fastest.iterrows():
+        calls = rows[rows["route"] == row["route"]]
+        tied = [t for t in calls["median_s"] if view.drift.within(float(t), float(row["median_s"]))]
+        which = f"{len(tied)} calls within drift" if len(tied) > 1 else _call(row)
+        near = above is not None and view.drift.within(float(row["median_s"]), above)
+        labels.append(f"{'≈ ' if near else ''}{row['route']}  ({which})")
+        above = float(row["median_s"])
+    return labels
+
+
 def cost_at_size(view: RunView) -> Figure | str:
     """One bar per route (op, memory, blocking, devices): its fastest call, solid, in front of its
     slowest, pale, so a call that costs far more on the same route (``.cpu()`` allocating new
@@ -251,23 +274,23 @@ def cost_at_size(view: RunView) -> Figure | str:
     fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
     slowest = rows.loc[rows.groupby("route")["median_s"].idxmax()].set_index("route").loc[fastest["route"]]
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
-    labels = [mathtext_safe(f"{row['route']}  ({row['method']})") for _, row in fastest.iterrows()]
+    labels = [mathtext_safe(label) for label in _route_labels(view, rows, fastest)]
     colours = [_colour(op) for op in fastest["op"]]
     ax.barh(labels, slowest["median_s"].to_numpy() * 1e3, color=colours, alpha=0.3)
     bars = ax.barh(labels, fastest["median_s"] * 1e3, color=colours)
     for bar, (_, row), (_, slow) in zip(bars.patches, fastest.iterrows(), slowest.iterrows(), strict=True):
         calls = rows[rows["route"] == row["route"]].sort_values("median_s")
         tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
-            f".{c['method']}: median {format_seconds(c['median_s'])}, {gbps_text(c['bandwidth_gbps'])} GB/s"
+            f".{_call(c)}: median {format_seconds(c['median_s'])}, {gbps_text(c['bandwidth_gbps'])} GB/s"
             for _, c in calls.iterrows())])
         text = f"  {row['median_s'] * 1e3:.3g} ms, {gbps_text(row['bandwidth_gbps'])} GB/s"
         if slow["median_s"] > 1.5 * row["median_s"]:  # worth a word: the same route, a much dearer call
-            text += (f";  slowest .{slow['method']}(): {slow['median_s'] * 1e3:.3g} ms, "
+            text += (f";  slowest .{_call(slow, '()')}: {slow['median_s'] * 1e3:.3g} ms, "
                      f"{gbps_text(slow['bandwidth_gbps'])} GB/s")
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),
                 va="center", fontsize=8)
-    ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the fastest call of each "
-                  "route, pale: its slowest")
+    ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the lowest median of each "
+                  "route, pale: its highest; ≈: within the drift floor of the route above")
     ax.set_xlim(0, slowest["median_s"].max() * 1e3 * 1.6)
     ax.set_ylim(len(fastest) - 0.5, -0.5)
     ax.tick_params(axis="y", labelsize=8)
@@ -380,7 +403,8 @@ def _overhead_group(row: pd.Series) -> str:
 
 
 def wall_vs_device(view: RunView) -> Figure | str:
-    """Share of wall time outside the device: one panel per family, lines coloured by memory and blocking."""
+    """1 − device time / wall time (two loops: copies back to back against one synchronized call): one panel per
+    family, lines coloured by memory and blocking."""
     frame = view.rows
     timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())]
     if timed.empty:
@@ -399,8 +423,11 @@ def wall_vs_device(view: RunView) -> Figure | str:
             kind = _overhead_group(group.iloc[0])
             share = (group["median_s"] - group["device_seconds"].astype(float)) / group["median_s"] * 100
             line, = ax.plot(group["nbytes"], share, marker="o", ms=3, lw=1, color=colours[kind], alpha=0.85)
-            tip(line, [f"{row['path']}\n{format_bytes(row['nbytes'])}: {s:.0f}% outside the device "
-                       f"(wall {format_seconds(row['median_s'])}, device {format_seconds(float(row['device_seconds']))})"
+            # Two loops, as the caption says: the device time per copy of copies issued back to back against
+            # the wall time of one call synchronized after each, never a share of one call.
+            tip(line, [f"{row['path']}\n{format_bytes(row['nbytes'])}: 1 − device / wall = {s:.0f}% (device time per "
+                       f"copy issued back to back {format_seconds(float(row['device_seconds']))}, wall time of one "
+                       f"synchronized call {format_seconds(row['median_s'])}: two loops, not a split of one call)"
                        for (_, row), s in zip(group.iterrows(), share, strict=True)])
             legend.setdefault(kind, line)
         size_ticks(ax, timed["nbytes"].tolist())
@@ -423,7 +450,7 @@ Drawing = Callable[[RunView], "Figure | str"]
 _WHY_D2H = " Why device-to-host into pageable memory sits near the bottom is read from the ladder above."
 _HOLLOW = ("Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of the grey dotted line), left "
            "out of β. ")
-#: Sizes up to which the overhead caption reads the share of wall time outside the device.
+#: Sizes up to which the overhead caption reads 1 − device time / wall time.
 SMALL_MOVE = 16 * 2**10
 
 
@@ -511,8 +538,10 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("ladder", "Where the time of one call goes: a ladder of this run's controls", LADDER_CAPTION, ladder_figure),
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
-     "with the fastest call of each in brackets and, pale behind it, the slowest call of the same route (named when "
-     "it costs over 1.5x as much); hover a bar for every call's time." + _WHY_D2H,
+     "with the fastest call of each in brackets (or how many of its calls lie within the run's drift floor of it: "
+     "which of them is fastest, can't tell) and, pale behind it, the slowest call of the same route (named when it "
+     "costs over 1.5x as much). A route marked ≈ lies within the drift floor of the one above it: their order can't "
+     "tell. Hover a bar for every call's time." + _WHY_D2H,
      cost_at_size),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
@@ -538,7 +567,7 @@ def render(view: RunView) -> list[Plot]:
         op = key.removeprefix("bandwidth-")
         if key.startswith("bandwidth-") and op not in present:
             continue
-        why = view.host_ceiling_missing
+        why = no_host_roof(view.host_ceiling_missing)
         if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
             caption += _NO_HOST_ROOF.format(why=why)
         if key == "ladder" and not view.ladders:

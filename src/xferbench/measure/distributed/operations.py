@@ -214,9 +214,10 @@ def moved(op: str, nbytes: int, world_size: int, dtype: str = "float32") -> int:
 
 
 def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
-              dtype: str = "float32", rails: bool = False) -> list[DistCase]:
+              dtype: str = "float32", rails: bool = False, rails_most: int | None = None) -> list[DistCase]:
     """Every case of a world whose ranks sit on ``nodes``, size by size; each case's ``nbytes`` is
-    what it moves (see ``moved``); ``rails``: the point-to-point pairs of every local rank (``pairs``)."""
+    what it moves (see ``moved``); ``rails``: the point-to-point pairs of every local rank (``pairs``), those
+    without rank 0 only at sizes up to ``rails_most`` where it is given."""
     out = []
     links = pairs(nodes, rails)
     for requested in sizes:
@@ -224,7 +225,7 @@ def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, 
             size = moved(op, requested, world_size, dtype)
             if op in POINT_TO_POINT:
                 out += [DistCase(op, size, backend, world_size, device, dtype, pair, None, crosses)
-                        for pair, crosses in links]
+                        for pair, crosses in links if 0 in pair or rails_most is None or requested <= rails_most]
                 if op == "send_recv":
                     out.append(DistCase(op, size, backend, world_size, device, dtype, variant=RING))
             elif op in BOTH_PLACEMENTS:
@@ -480,16 +481,3 @@ def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], N
 
     return Operation(reset, in_flight if case.variant == "in_flight" else one_by_one,
                      lambda: all(_holds(buf, n * (n + 1) / 2) for buf in bufs))
-
-
-#: A distributed case's call (a 2-rank world, on the host under --xfer-simulate): this fixed cost plus its
-#: bytes at DIST_GBPS. Above the 8-GPU full profile's 143 gloo cases on the shared 2-core build machine
-#: (0.2-4 ms a call up to 64 KiB, 0.3-1.8 GB/s at 64 MiB: 382 s in all, priced 627 s).
-DIST_CALL_S, DIST_GBPS = 1.5e-3, 0.5
-
-
-def dist_case_seconds(nbytes: int, rounds: int, warmup: int) -> float:
-    """One distributed case's seconds at the suite's per-call price (gloo's, so an upper bound for nccl): its
-    warm-up calls, its rounds of ``calls_for(nbytes)`` calls each and one verified call."""
-    calls = warmup + rounds * calls_for(nbytes) + 1
-    return calls * (DIST_CALL_S + nbytes / (DIST_GBPS * 1e9))

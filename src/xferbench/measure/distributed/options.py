@@ -27,6 +27,7 @@ class Profile:
     rounds: int  # rounds per case (each rank times every round)
     warmup: int = 2  # calls made before the first timed round
     plateau: bool = True  # an nccl world sweeps on to the bus-bandwidth plateau (operations.plateau_sizes)
+    rails_most: int | None = None  # --pairs rails: the rails other than rank 0's at sizes up to this only
 
 
 #: ``quick`` keeps the 2-rank world inside a CPU-only run short; ``full`` stops at
@@ -41,8 +42,10 @@ PROFILES: dict[str, Profile] = {
     # (powers of two, as nccl-tests sweeps) still draw the latency, the knee and the bandwidth.
     "full": Profile("full", "4B..64MiB:x16", rounds=10),
     # A cluster's first look within 15 minutes, for torchrun: latency (4 B, 1 KiB), the knee and bus bandwidth up to
-    # 256 MiB, every op and link at each; priced 8.4 min on 2 nodes x 8 GPUs at gloo's per-call price (--plan-only).
-    "cluster": Profile("cluster", "4B,1KiB,64KiB,1MiB,16MiB,256MiB", rounds=10, plateau=False),
+    # 256 MiB, every op and link at each, but the rails other than rank 0's (--pairs rails) up to 16 MiB: at 256 MiB
+    # over Ethernet they alone were 11 min. Priced (--plan-only) on 2 nodes x 8 GPUs with --pairs rails: 1.4 min
+    # over NVLink and InfiniBand, 6.5 over Ethernet (distributed.price's assumed links).
+    "cluster": Profile("cluster", "4B,1KiB,64KiB,1MiB,16MiB,256MiB", rounds=10, plateau=False, rails_most=2**24),
 }
 
 #: More rounds than this per case only multiplies the JSON (every rank's time of every round is kept).

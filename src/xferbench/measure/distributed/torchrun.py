@@ -28,6 +28,7 @@ from .injected_faults import FAULTS, injected_fault
 from .nccl_log import configured, dump_flight_recorder, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
+from .price import Price, price_of, world_seconds
 from .pytest_world import worker
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
@@ -213,15 +214,15 @@ def swept_sizes(args: argparse.Namespace, profile: Profile, backend: str, sizes:
     return found
 
 
-def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, backend: str) -> str:
-    """The run's cases and their estimate, printed before measuring, as the pytest path prints its own."""
-    from .operations import dist_case_seconds
-
-    seconds = sum(dist_case_seconds(case.nbytes, rounds, warmup) for case in cases)
+def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, price: Price) -> str:
+    """The run's cases and their estimate (``price.world_seconds``: start-up included), printed before measuring, as
+    the pytest path prints its own."""
+    seconds = world_seconds(cases, rounds, warmup, price)
     sizes = sorted({case.nbytes for case in cases})
     span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "no sizes"
-    return (f"{len(cases)} cases on {world_size} ranks ({backend}, {span}, {rounds} rounds each): about "
-            f"{seconds / 60:.1f} min at the suite's per-call price on gloo (an upper bound for nccl)")
+    took = f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+    return (f"{len(cases)} cases on {world_size} ranks ({price.backend}, {span}, {rounds} rounds each): about {took}, "
+            f"{price.startup_s:.0f} s of it start-up, priced on {price.links()}")
 
 
 def _nnodes(env: Mapping[str, str]) -> int | None:
@@ -331,12 +332,15 @@ def run(args: argparse.Namespace) -> int:
     if args.mem_fraction or (backend == "nccl" and not args.sizes and profile.plateau):
         # read now that the world holds its communicators, as this node's ranks share its host memory
         sizes = swept_sizes(args, profile, backend, sizes, _world_free_bytes(free_bytes(device, per_node), device), notes)
-    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes, rails=args.pairs == "rails")
+    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes, rails=args.pairs == "rails",
+                      rails_most=None if args.sizes else profile.rails_most)
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
     if rank == 0:
-        print(f"{PROG}: {plan_line(cases, profile.warmup, args.rounds or profile.rounds, world_size, backend)}",
+        fingerprints = {place["node"]: place["fingerprint"] for place in places if "fingerprint" in place}
+        price = price_of(backend, nodes, fingerprints, os.cpu_count())
+        print(f"{PROG}: {plan_line(cases, profile.warmup, args.rounds or profile.rounds, world_size, price)}",
               flush=True)
     if args.plan_only:
         return 0

@@ -8,14 +8,15 @@ model under ``--xfer-simulate`` (``SimBackend.call_seconds``; a scenario's or co
 ``families.registry.priced``, in the rounds its timing gives it), so the estimate is in simulated seconds
 and the end of the run reads it back against the simulated clock. Elsewhere it is a conservative
 figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read back against the wall clock;
-a distributed case by its own rounds (``distributed.operations.dist_case_seconds``), and the harness of a case on a
-simulated accelerator by what it does for real (``SIMULATED_HARNESS_S``).
+a distributed case by its own rounds at its world's size, and the world's start-up once (``distributed.price``),
+and the harness of a case on a simulated accelerator by what it does for real (``SIMULATED_HARNESS_S``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import statistics
 import time
 from collections import Counter
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 
 from ..cases import Case
-from ..distributed.operations import dist_case_seconds
+from ..distributed.price import Price, case_seconds, price_of
 from .blocks import block_of
 from .settings import configured
 from .settings import settings as settings_of
@@ -147,11 +148,20 @@ def _distributed(item: Any) -> bool:
     return item.op in FAMILIES and FAMILIES[item.op].kind == "distributed"
 
 
-def _distributed_seconds(item: Any, rounds: Rounds) -> float:
-    """A distributed case's seconds (distributed.world.World.run): its warm-up calls, its rounds of
-    ``calls_for(nbytes)`` calls each and one verified call."""
+def _world_price(item: Any) -> Price:
+    """The price of the world inside pytest: its ranks all on this host, whose CPUs they share."""
+    return price_of(item.backend, ["this node"] * item.world_size, cpus=os.cpu_count())
 
-    return dist_case_seconds(int(getattr(item, "nbytes", 0) or 0), rounds.dist_rounds, rounds.dist_warmup)
+
+def _distributed_seconds(item: Any, rounds: Rounds, started: set[tuple[str, int]]) -> float:
+    """A distributed case's seconds (distributed.world.World.run): its warm-up calls, its rounds of
+    ``calls_for(nbytes)`` calls each and one verified call, priced at its world's size (the harness is
+    HARNESS_S); and its world's start-up, once a world (``started``: the worlds counted so far)."""
+    price = _world_price(item)
+    world = (item.backend, item.world_size)
+    startup = 0.0 if world in started else price.startup_s
+    started.add(world)
+    return startup + case_seconds(item, rounds.dist_rounds, rounds.dist_warmup, price, overhead_s=0.0)
 
 
 def _on_accelerator(item: Any) -> bool:
@@ -202,6 +212,7 @@ def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
     """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases)."""
     result = Estimate()
     verified: set[Case] = set()
+    worlds: set[tuple[str, int]] = set()
     for item in planned:
         result.cases[item.op] += 1
         on_simulated = bool(backend.simulated) and (
@@ -210,7 +221,7 @@ def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
         if isinstance(item, Case):
             seconds, simulated = _core_seconds(item, backend, rounds)
         elif _distributed(item):
-            seconds, simulated = _distributed_seconds(item, rounds), False
+            seconds, simulated = _distributed_seconds(item, rounds, worlds), False
         else:
             seconds, simulated = _family_seconds(item, backend, rounds, on_simulated)
         if simulated:

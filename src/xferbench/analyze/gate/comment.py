@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..escape import markdown as inert
+from ...escape import markdown as inert
 
 __all__ = ["HEADINGS", "MIN_COMMENT", "comment", "structure"]
 

@@ -1,0 +1,42 @@
+"""What the model decides (analyze/model.py), in words: how a path's β was obtained, and why pageable moves have no
+host roof. No torch here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...units import format_bytes, format_seconds
+from ..model import NoHostRoof
+
+__all__ = ["BASES", "basis", "no_host_roof"]
+
+
+def no_host_roof(why: NoHostRoof | None) -> str | None:
+    """Why the run gives pageable moves no host roof (a clause), or None when it has one (``model.host_ceiling``)."""
+    if why is None:
+        return None
+    if not why.measured:
+        return "this run measured no single-thread host memcpy (host copy_ single_thread)"
+    took = f"{format_bytes(why.nbytes)} in {format_seconds(why.seconds)}"
+    if why.bound is None:
+        return (f"the single-thread host memcpy was measured at one size only ({took}), which cannot tell its fixed cost "
+                "from its bandwidth, so it bounds nothing")
+    return (f"the single-thread host memcpy's sizes are latency-bound (its largest, {took}, is set by the fixed cost, "
+            "not the bytes), so it states no bandwidth bound")
+
+
+#: Each of the model's bases of β (``model.BASES``) in words.
+BASES = {"fit": "fit over all sizes", "fit beyond memory": "fit without the sizes that ran faster than memory",
+         "measured beyond the cache": "measured at the largest size beyond the cache (too few sizes there to fit)",
+         "all in cache": "every size fits in cache", "too few sizes": "too few sizes"}
+
+
+def basis(fit: Mapping[str, Any]) -> str:
+    """How a path's stated β was obtained (``model.fit_path``'s ``beta_basis``), in words; a capped one says what
+    the model's β (``beta_gbps``) was."""
+    key = str(fit["beta_basis"])
+    if key.startswith("capped "):
+        return (f"capped at the largest size measured ({BASES[key.removeprefix('capped ')]} gave "
+                f"{fit['beta_gbps']:.3g} GB/s)")
+    return BASES[key]
