@@ -7,19 +7,20 @@ import re
 from pathlib import Path
 
 from xferbench import cli
-from xferbench.contract import IDENTITY, MEASURED
+from xferbench.contract import BLOCK, IDENTITY, MEASURED
 from xferbench.measure.cases import PROFILES
 from xferbench.measure.record import journal
-from xferbench.measure.session import order, plugin
+from xferbench.measure.session import blocks, order, plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 
 def test_the_contract_page_lists_exactly_the_contracts_fields():
-    table = re.findall(r"^\| `(\w+)` \| (identity|measured) \|", (DOCS / "contract.md").read_text(), flags=re.M)
+    table = re.findall(r"^\| `(\w+)` \| (identity|measured|block) \|", (DOCS / "contract.md").read_text(), flags=re.M)
     assert [name for name, kind in table if kind == "identity"] == ["xfer_schema", *IDENTITY]
     assert [name for name, kind in table if kind == "measured"] == list(MEASURED)
+    assert [name for name, kind in table if kind == "block"] == list(BLOCK)
 
 
 def test_the_layout_page_names_every_module():
@@ -96,6 +97,7 @@ def test_the_options_page_lists_exactly_the_plugins_options():
     plugin.pytest_addoption(group)
     journal.pytest_addoption(group)
     order.pytest_addoption(group)
+    blocks.pytest_addoption(group)
     page = (DOCS / "options.md").read_text()
     assert re.findall(r"^\| `(--xfer-[\w-]+)` \|", page, flags=re.M) == group.flags
 

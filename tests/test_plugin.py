@@ -90,7 +90,8 @@ class TestJson:
         out = tmp_path / "run.json"
         result = suite(gpus=0, ops=("host", "noop")).runpytest(
             "--benchmark-only", "--xfer-sizes=1KiB", "--benchmark-max-time=0.01", f"--benchmark-json={out}")
-        result.assert_outcomes(passed=6)  # host: clone, copy_, copy_ on one thread; noop: .to(device), .to('cpu'), .cpu()
+        # host: clone (a reference: 3 blocks), copy_, copy_ on one thread; noop: .to(device), .to('cpu'), .cpu()
+        result.assert_outcomes(passed=8)
         data = json.loads(out.read_text())
         infos = {b["name"]: b["extra_info"] for b in data["benchmarks"]}
         # what the process held after each benchmark (journal.memory_now): a leak shows in the results
@@ -123,7 +124,10 @@ class TestJson:
         for extra, expected in (([], float(PROFILE_MAX_TIME["quick"])), (["--benchmark-max-time=0.02"], 0.02)):
             out = tmp_path / f"{expected}.json"
             pytester.runpytest("--benchmark-only", "--xfer-sizes=4B", f"--benchmark-json={out}", *extra)
-            assert {b["options"]["max_time"] for b in json.loads(out.read_text())["benchmarks"]} == {expected}
+            times = {b["name"]: b["options"]["max_time"] for b in json.loads(out.read_text())["benchmarks"]}
+            # a reference case's 3 blocks share the case's time (blocks.py)
+            assert [t * 3 if "-block" in name else t for name, t in times.items()] == pytest.approx([expected] * len(times))
+            assert any("-block" in name for name in times) and len(times) > 3
 
 
 class TestCompareMachines:
@@ -179,7 +183,8 @@ def test_real_bench_directory_runs_on_this_machine(tmp_path, pythonpath):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {b["fullname"].split("::")[0] for b in json.loads(out.read_text())["benchmarks"]} >= {"bench/test_host.py"}
     names = {b["name"] for b in json.loads(out.read_text())["benchmarks"]}
-    assert "test_host[pageable-clone-1KiB-float32-cpu->cpu]" in names
+    assert "test_host[pageable-copy_-1KiB-float32-cpu->cpu]" in names
+    assert "test_host[pageable-clone-1KiB-float32-cpu->cpu-block3of3]" in names  # a reference case, in blocks
     assert "test_noop[to-1KiB-float32-cpu]" in names
 
 

@@ -18,7 +18,10 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 __all__ = [
+    "BLOCK",
     "DEVICE_TIME_METHODS",
+    "Block",
+    "block_from",
     "SYNC_RULES",
     "IDENTITY",
     "MEASURED",
@@ -212,6 +215,54 @@ def measured_from(info: dict[str, Any]) -> dict[str, Any]:
     """The measured fields of extra_info, type-checked; absent ones are None."""
     return {name: _check(name, info[name], kind) if info.get(name) is not None else None
             for name, kind in MEASURED.items()}
+
+
+#: Fields of a case measured in blocks (a reference case at the run's start, middle and end, or ``--xfer-blocks``):
+#: each block is a benchmark of its own; the loader merges a case's blocks into one row.
+BLOCK: dict[str, Any] = {
+    "xfer_block": int,     # this block's index, 0 to xfer_blocks - 1, in the order the blocks ran
+    "xfer_blocks": int,    # how many blocks the case was planned in
+    "xfer_case_id": str,   # the case's id without its block: the blocks of one case share it
+}
+#: More blocks than this is no plan of this suite but a corrupted number.
+_MOST_BLOCKS = 1000
+
+
+@dataclass(frozen=True)
+class Block:
+    """Which block of a case one benchmark is."""
+
+    index: int
+    count: int
+    case_id: str
+
+    def extra_info(self) -> dict[str, Any]:
+        return {"xfer_block": self.index, "xfer_blocks": self.count, "xfer_case_id": self.case_id}
+
+    @property
+    def param_id(self) -> str:
+        """The block's pytest id: the case's with the block appended (``...-cpu->cpu-block2of3``)."""
+        return f"{self.case_id}-block{self.index + 1}of{self.count}"
+
+
+def block_from(info: dict[str, Any]) -> Block | None:
+    """The block fields of one benchmark's extra_info, type-checked: None when it has none (null counts as none); a
+    ContractError when only some are there or one is not of its kind."""
+    given = [name for name in BLOCK if info.get(name) is not None]
+    if not given:
+        return None
+    if len(given) < len(BLOCK):
+        missing = ", ".join(repr(name) for name in BLOCK if name not in given)
+        raise ContractError(f"block field(s) {missing} missing: a block names its index, count and case together")
+    index, count, case_id = (info[name] for name in BLOCK)
+    if type(count) is not int or not 1 <= count <= _MOST_BLOCKS:
+        raise ContractError(f"field 'xfer_blocks' must be a whole number from 1 to {_MOST_BLOCKS}, got {count!r:.60}")
+    if type(index) is not int or not 0 <= index < count:
+        raise ContractError(f"field 'xfer_block' must be a whole number from 0 to {count - 1}, got {index!r:.60}")
+    if not isinstance(case_id, str) or not case_id.strip() or len(case_id) > 4 * NAME_LIMIT:
+        raise ContractError(f"field 'xfer_case_id' must be a case's id (a non-empty string up to {4 * NAME_LIMIT} "
+                            f"characters), got {case_id!r:.60}")
+    return Block(index, count, case_id)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ each pair within one run and one size. The largest, not a percentile: with a few
 the widest drift the run showed a difference, and that drift may hit any two cases. A pair is judged against the
 others only (leave-one-out): a figure never vouches for itself. The no-op forms (``.to('cpu')`` against ``.cpu()`` on
 a tensor already there) are left out: at 0.3 µs their difference is the argument parsing each does, a cost of the
-call, not drift. A run that measured reference cases again at its start, middle and end would add them; the runs
-recorded so far have none, so the floor rests on the same-code pairs alone. The floor in words is
-report/drift_text.py. No torch here.
+call, not drift. A case measured in blocks (a reference case again at the run's start, middle and end, or every
+case under ``--xfer-blocks``: load/blocks.py merges them into one row) adds its blocks' spread, the slowest block over
+the fastest, minus one: the same case at different times. The runs recorded before had none: their floor rests on the
+same-code pairs alone. The floor in words is report/drift_text.py. No torch here.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["SAME_CODE", "Drift", "Pair", "same_code_pairs"]
+__all__ = ["SAME_CODE", "Drift", "Pair", "Repeat", "repeated_references", "same_code_pairs"]
 
 #: Per family, the column and the values whose calls run the same code, in words for a sentence.
 SAME_CODE: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -69,14 +70,39 @@ def same_code_pairs(frame: pd.DataFrame) -> tuple[Pair, ...]:
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """A case measured in blocks at different times of its run: how far the blocks' medians lie apart."""
+
+    path: str
+    nbytes: int
+    blocks: int
+    #: Slowest block's median over the fastest's, minus one.
+    spread: float
+
+
+def repeated_references(frame: pd.DataFrame) -> tuple[Repeat, ...]:
+    """Every case the rows hold that was measured in two or more blocks (load/blocks.py), largest spread first."""
+    if "block_spread" not in frame:
+        return ()
+    rows = frame[pd.to_numeric(frame["block_spread"], errors="coerce").notna()]
+    repeats = [Repeat(str(row["path"]), int(row["nbytes"]), int(row["blocks"]), float(row["block_spread"]))
+               for _, row in rows.iterrows()]
+    return tuple(sorted(repeats, key=lambda r: -r.spread))
+
+
+@dataclass(frozen=True)
 class Drift:
-    """The run's same-code pairs and the floor they set on every comparison of two of its cases."""
+    """The run's same-code pairs and repeated references, and the floor they set on every comparison of two of its
+    cases."""
 
     pairs: tuple[Pair, ...]
+    repeats: tuple[Repeat, ...] = ()
 
     def floor(self, judged: Pair | None = None) -> float | None:
-        """The largest spread among the pairs, but ``judged``'s own; None when no other pair was measured."""
+        """The largest spread among the repeated references and the pairs, but ``judged``'s own; None when nothing
+        else was measured."""
         others = [p.spread for p in self.pairs if judged is None or p.key != judged.key]
+        others += [r.spread for r in self.repeats]
         return max(others) if others else None
 
     @property

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..contract import Fingerprint
-from .drift import Drift, same_code_pairs
+from .drift import Drift, repeated_references, same_code_pairs
 from .ladder import Ladder, ladders, matching
 from .load.results import Results, busy_load
 from .model import (
@@ -380,9 +380,9 @@ class RunView:
 
     @cached_property
     def drift(self) -> Drift:
-        """The run's drift floor from its same-code pairs (``drift.Drift``): how far the same code moved while the run
-        ran, the least difference between two of its cases that the report tells apart."""
-        return Drift(same_code_pairs(self.rows))
+        """The run's drift floor from its same-code pairs and repeated references (``drift.Drift``): how far the same
+        code moved while the run ran, the least difference between two of its cases that the report tells apart."""
+        return Drift(same_code_pairs(self.rows), repeated_references(self.rows))
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

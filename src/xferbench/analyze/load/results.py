@@ -30,8 +30,9 @@ from ...contract import (
     Fingerprint,
     machine_differences,
 )
+from .blocks import rows_of
 from .peer_plan import plan_ok
-from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, bench_row, device_time_valid
+from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, device_time_valid
 
 __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
            "assemble", "boot_id", "busy_load", "one_per_case", "repeated_note", "bounded_read",
@@ -314,7 +315,7 @@ def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, A
         path, data = source, _read(source)
     run = path.stem
     when = data.get("datetime")
-    rows, foreign = [], 0
+    ours, foreign = [], 0
     for bench in data["benchmarks"]:
         info = bench.get("extra_info") if isinstance(bench, dict) else None
         if not isinstance(info, dict) or "xfer_schema" not in info:
@@ -326,10 +327,11 @@ def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, A
             raise ResultsError(f"{path}: benchmark {name!r:.80}: field 'xfer_schema' must be a whole number, got {schema!r:.60}")
         if schema > SCHEMA_VERSION:
             raise ResultsError(f"{path}: written by a newer xferbench (data schema {schema}); upgrade xferbench")
-        try:
-            rows.append(bench_row(bench, run, when))
-        except ContractError as error:
-            raise ResultsError(f"{path}: benchmark {name!r:.80}: {error}") from None
+        ours.append(bench)
+    try:
+        rows = rows_of(ours, run, when)  # a case measured in blocks is one row from here on
+    except ContractError as error:
+        raise ResultsError(f"{path}: {error}") from None
     if not rows:
         raise ResultsError(f"{path}: none of its {foreign} benchmarks are xferbench's (no extra_info.xfer_schema; "
                            f"{UNTRACKED_HINT})")

@@ -37,7 +37,8 @@ from typing import Any
 
 from ... import contract, families
 from ...bounded_read import Refused, read_bounded
-from . import case_time, results
+from . import blocks, case_time, results
+from . import rows as bench_rows
 from .results import fingerprint_problem
 
 __all__ = ["CACHE_FROM", "Entry", "RunCache", "RunSummary", "Stamp", "cache_file", "read_entry", "read_summary",
@@ -161,7 +162,7 @@ def _verified(key: bytes, raw: bytes) -> bytes:
 def _code_digest() -> str:
     """A digest of the modules whose code decides a summary: a summary computed by other code is not reused."""
     digest = hashlib.sha256()
-    for module in (results, contract, families, case_time):
+    for module in (results, bench_rows, blocks, contract, families, case_time):
         digest.update(Path(str(module.__file__)).read_bytes())
     digest.update(Path(__file__).read_bytes())
     return digest.hexdigest()

@@ -28,6 +28,7 @@ import pytest
 
 from ..cases import Case
 from ..distributed.price import Price, case_seconds, price_of
+from .blocks import block_of
 from .settings import configured
 from .settings import settings as settings_of
 
@@ -276,6 +277,9 @@ def _planned(items: Sequence[pytest.Item]) -> list[Any]:
         params = getattr(getattr(item, "callspec", None), "params", {})
         names = ("xfer_case", "xfer_dist_case")
         case = next((params[name] for name in names if name in params), None)
+        block = block_of(item)
+        if block is not None and block.index > 0:
+            continue  # a case's blocks share its --benchmark-max-time (blocks.py): priced once, as the case
         if case is not None and item.get_closest_marker("skip") is None:
             found.append(case)
     return found

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from .blocks import spread_blocks
+
 __all__ = ["shuffled"]
 
 _ORDER = pytest.StashKey[dict[str, Any]]()
@@ -74,6 +76,7 @@ def shuffled(items: Sequence[pytest.Item], seed: int) -> list[pytest.Item]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _SEED in config.stash:
         items[:] = shuffled(items, config.stash[_SEED])
+    items[:] = spread_blocks(items, _block)  # each block of a case to its place in the run (blocks.py)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

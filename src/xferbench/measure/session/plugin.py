@@ -23,19 +23,21 @@ from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from ..hardware.machine import load_snapshot, run_facts
 from ..record.pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
+from .blocks import REFERENCE_BLOCKS, block_of, block_params, reference_ids
 from .settings import XferSettings, configured, settings, store
 from .summary import pytest_benchmark_update_json as keep_for_summary
 from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the end)
 
 __all__ = ["XferHookspecs", "XferSettings"]
 
-#: Run-time state (clocks, caches, pinned cache), the run journal, the run-time estimate, and the case order
-#: (--xfer-shuffle).
+#: Run-time state (clocks, caches, pinned cache), the run journal, the run-time estimate, the case order
+#: (--xfer-shuffle) and the cases measured in blocks (the references, --xfer-blocks).
 pytest_plugins = (
     "xferbench.measure.session.run_state",
     "xferbench.measure.record.journal",
     "xferbench.measure.session.estimate",
     "xferbench.measure.session.order",
+    "xferbench.measure.session.blocks",
 )
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
@@ -239,13 +241,19 @@ def _op_of(metafunc: pytest.Metafunc, known: Sequence[str]) -> str:
     return marker.args[0]
 
 
-def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[PlannedCase | Skipped]) -> None:
-    """Parametrize ``argname`` over planned cases (of any kind); skipped ones carry their reason."""
-    params = [
-        pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)) if isinstance(item, Skipped)
-        else pytest.param(item, id=item.id)
-        for item in planned
-    ]
+def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[PlannedCase | Skipped],
+                      blocks: Callable[[PlannedCase], int] = lambda _: 1) -> None:
+    """Parametrize ``argname`` over planned cases (of any kind); skipped ones carry their reason; a case ``blocks``
+    splits in two or more is one param per block (session/blocks.py)."""
+    max_time = float(getattr(metafunc.config.option, "benchmark_max_time", 1.0))
+    params: list[Any] = []
+    for item in planned:
+        if isinstance(item, Skipped):
+            params.append(pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)))
+        elif (count := blocks(item)) > 1:
+            params += block_params(item, count, max_time)
+        else:
+            params.append(pytest.param(item, id=item.id))
     metafunc.parametrize(argname, params)
 
 
@@ -261,7 +269,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         op = _op_of(metafunc, (*core_ops(), *SCENARIO_FAMILIES))
         planned = (plan_scenario_family(op, s.devices, s.profile, s.peers) if op in SCENARIO_FAMILIES
                    else build_cases(op, s.devices, s.sizes, s.dtypes, s.peers))
-        parametrize_cases(metafunc, "xfer_case", planned)
+        many, references = metafunc.config.getoption("xfer_blocks"), reference_ids(op, planned)
+        parametrize_cases(metafunc, "xfer_case", planned,
+                          lambda case: max(many, REFERENCE_BLOCKS) if case.id in references else many)
     if "xfer_dist_case" in metafunc.fixturenames:
         from ..distributed import PROFILES
         from ..distributed.operations import planned_cases
@@ -296,8 +306,11 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend,
     from ..transfers import CannotRun, run_case
 
     profile = settings(request.config).profile
+    block = block_of(request.node)
 
     def run(case: PlannedCase) -> dict[str, Any]:
+        if block is not None:  # which block of the case this is: the loader merges them (analyze/load/blocks.py)
+            benchmark.extra_info.update(block.extra_info())
         try:
             if isinstance(case, Case):
                 return run_case(case, benchmark, xfer_backend)

@@ -1,0 +1,132 @@
+"""A case's blocks merged into one row, before any reader (report, compare, history, the journal) sees it.
+
+A case measured in blocks (contract.BLOCK) is a reference case at the run's start, middle and end, or every case under
+``--xfer-blocks``: each block a benchmark of its own in the run's JSON.
+
+The merged statistics: where every block kept its rounds (``stats.data``, as the suite saves them), the blocks' rounds
+are one set of rounds and every statistic is taken from it (median, quartiles, mean, standard deviation, min, max);
+else the rounds-weighted mean of the blocks' medians, quartiles and means, the pooled standard deviation, the least
+min and the greatest max. Rounds add up. The figures measured beside the time (device time, clocks, faults) are the
+median of the blocks' where numbers, else the first block's. The row keeps ``blocks`` (how many were merged) and
+``block_spread``: the slowest block's median over the fastest's, minus one, which analyze/drift.py counts as the run's
+drift (the same case, measured at different times). A block that is missing (a run cut short) leaves the others to
+merge; a duplicated block, a block count that differs, or blocks of different cases under one case id are an error
+(ContractError, one line). No torch here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...contract import MEASURED, Block, ContractError, block_from
+from .rows import bench_row
+
+__all__ = ["rows_of"]
+
+
+def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> list[dict[str, Any]]:
+    """One row per benchmark, the blocks of a case merged into one row where its first block was. A case is its id
+    and its benchmark's name without the block: two tests of one run may time the same case."""
+    groups: dict[tuple[str, str], list[tuple[Block, dict[str, Any], dict[str, Any]]]] = {}
+    order: list[tuple[str, str] | dict[str, Any]] = []
+    for bench in benches:
+        row, block = _row(bench, run, when)
+        if block is None:
+            order.append(row)
+            continue
+        key = block.case_id, _whole_name(bench.get("name"))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append((block, bench, row))
+    return [item if isinstance(item, dict) else _merged(item[0], groups[item]) for item in order]
+
+
+def _whole_name(name: Any) -> str:
+    """The benchmark's name as the case measured whole would have it: ``test_host[<case>]`` of
+    ``test_host[<case>-block2of3]`` (contract.Block.param_id)."""
+    return _BLOCK_ID.sub("", name) if isinstance(name, str) else ""
+
+
+_BLOCK_ID = re.compile(r"-block\d+of\d+(?=\]$)")
+
+
+def _row(bench: dict[str, Any], run: str, when: str | None) -> tuple[dict[str, Any], Block | None]:
+    try:
+        return bench_row(bench, run, when), block_from(bench["extra_info"])
+    except ContractError as error:
+        raise ContractError(f"benchmark {bench.get('name')!r:.80}: {error}") from None
+
+
+def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    _check(case_id, blocks)
+    blocks = sorted(blocks, key=lambda b: b[0].index)
+    first_bench, rows = blocks[0][1], [row for _, _, row in blocks]
+    info = {k: v for k, v in first_bench["extra_info"].items() if k not in ("xfer_block", "xfer_blocks", "xfer_case_id")}
+    info |= _measured(rows)
+    name = first_bench.get("name")
+    merged = bench_row({**first_bench, "name": _whole_name(name) if isinstance(name, str) else name, "extra_info": info,
+                        "stats": _stats(rows)}, rows[0]["run"], rows[0]["datetime"])
+    medians = [row["median_s"] for row in rows]
+    merged["blocks"] = len(rows)
+    merged["block_spread"] = max(medians) / min(medians) - 1 if len(rows) > 1 else float("nan")
+    return merged
+
+
+def _check(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, Any]]]) -> None:
+    """One case, each block once, one count: anything else is a changed or made-up file."""
+    first, _, row = blocks[0]
+    seen: set[int] = set()
+    for block, bench, other in blocks:
+        where = f"benchmark {bench.get('name')!r:.80}: case {case_id!r:.80}"
+        if block.count != first.count:
+            raise ContractError(f"{where}: its blocks disagree on their count ({first.count} and {block.count})")
+        if block.index in seen:
+            raise ContractError(f"{where}: block {block.index} appears twice")
+        if other["case_key"] != row["case_key"]:
+            raise ContractError(f"{where}: its blocks measure different cases ({row['path']} at {row['nbytes']} B and "
+                                f"{other['path']} at {other['nbytes']} B)")
+        seen.add(block.index)
+
+
+def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The blocks' statistics as one set (pytest-benchmark's names), as the module's docstring says."""
+    rounds = [int(row["rounds"]) for row in rows]
+    merged: dict[str, Any] = {"rounds": sum(rounds), "iterations": int(rows[0]["iterations"]),
+                              "min": min(row["min_s"] for row in rows), "max": max(row["max_s"] for row in rows)}
+    if all(row["data"] for row in rows):
+        data = [float(t) for row in rows for t in row["data"]]
+        times = np.asarray(data)
+        q1, median, q3 = (float(v) for v in np.percentile(times, [25, 50, 75]))
+        std = float(np.std(times, ddof=1)) if len(times) > 1 else 0.0
+        return merged | {"data": data, "median": median, "q1": q1, "q3": q3, "iqr": q3 - q1,
+                         "mean": float(np.mean(times)), "stddev": std}
+    weights = np.asarray(rounds, dtype=float) / sum(rounds)
+
+    def weighted(name: str) -> float:
+        return float(np.dot(weights, [row[f"{name}_s"] for row in rows]))
+
+    mean = weighted("mean")
+    # Pooled: each block's own spread plus how far its mean lies from the whole's.
+    squares = sum(n * (row["stddev_s"] ** 2 * (n - 1) / n + (row["mean_s"] - mean) ** 2)
+                  for n, row in zip(rounds, rows, strict=True))
+    total = sum(rounds)
+    q1, q3 = weighted("q1"), weighted("q3")
+    return merged | {"median": weighted("median"), "q1": q1, "q3": q3, "iqr": q3 - q1, "mean": mean,
+                     "stddev": math.sqrt(squares / (total - 1)) if total > 1 else 0.0}
+
+
+def _measured(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The measured numbers beside the time: each one's median over the blocks that have it."""
+    out: dict[str, Any] = {}
+    for name, kind in MEASURED.items():
+        values = [row[name] for row in rows if row.get(name) is not None]
+        if values and kind in (float, int) and len(values) > 1:
+            middle = float(np.median(np.asarray(values, dtype=float)))
+            out[name] = round(middle) if kind is int else middle
+    return out

@@ -1,0 +1,285 @@
+"""Cases measured in blocks (measure/session/blocks.py, analyze/load/blocks.py): the reference cases run at the start,
+the middle and the end of a run, any case in N blocks under --xfer-blocks; a case's blocks are one row on load, and
+their spread is part of the run's drift floor (analyze/drift.py)."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handfed import bench, gpu_machine
+from xferbench.analyze.gate.compare import compare
+from xferbench.analyze.load.results import Document, ResultsError, load
+from xferbench.analyze.report import drift_text
+from xferbench.analyze.view import RunView
+from xferbench.contract import Block
+from xferbench.measure.cases import build_cases
+from xferbench.measure.session.blocks import reference_ids, spread_blocks
+
+from hostile_inputs import FAST, assert_refused, run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+MiB = 2**20
+
+
+# -- the order: blocks at the start, the middle and the end --------------------------------------------------------
+
+def item(nodeid, block=None, scope="function"):
+    marker = types.SimpleNamespace(args=(block.index, block.count, block.case_id)) if block else None
+    fixture = types.SimpleNamespace(scope=scope)
+    return types.SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: marker,
+                                 _fixtureinfo=types.SimpleNamespace(name2fixturedefs={"f": [fixture]}))
+
+
+def blocks_of(case, count):
+    return [item(f"bench/test_host.py::test_host[{Block(k, count, case).param_id}]", Block(k, count, case))
+            for k in range(count)]
+
+
+def together(it):
+    return it.nodeid.split("::")[0] if "world" in it.nodeid else it.nodeid
+
+
+def test_a_references_blocks_run_at_the_start_the_middle_and_the_end():
+    plain = [item(f"bench/test_d2h.py::test_d2h[{i}]") for i in range(10)]
+    order = [i.nodeid for i in spread_blocks([*plain[:4], *blocks_of("ref", 3), *plain[4:]], together)]
+    assert order[0].endswith("ref-block1of3]") and order[-1].endswith("ref-block3of3]")
+    assert order.index("bench/test_host.py::test_host[ref-block2of3]") == 6  # after 5 of the 10 other cases
+    assert [o for o in order if "block" not in o] == [i.nodeid for i in plain]  # the others keep their order
+
+
+def test_every_case_in_blocks_runs_in_passes_and_a_held_world_stays_whole():
+    world = [item(f"bench/test_distributed.py::world[{i}]", scope="module") for i in range(4)]
+    cases = [it for case in ("a", "b", "c") for it in blocks_of(case, 2)]
+    order = [i.nodeid for i in spread_blocks([*cases, *world], together)]
+    assert [o.split("[")[1] for o in order if "block" in o] == ["a-block1of2]", "b-block1of2]", "c-block1of2]",
+                                                                "a-block2of2]", "b-block2of2]", "c-block2of2]"]
+    places = [n for n, o in enumerate(order) if "world" in o]
+    assert places == list(range(places[0], places[0] + 4))  # never split by a block: the world is set up once
+
+
+def test_the_references_are_the_smallest_size_and_the_one_nearest_64_mib():
+    sizes = [4, 1024, MiB, 64 * MiB, 256 * MiB]
+    host = reference_ids("host", build_cases("host", ["cpu"], sizes, ["float32", "float16"]))
+    assert host == {"pageable-clone-4B-float32-cpu->cpu", "pageable-clone-64MiB-float32-cpu->cpu"}
+    h2d = reference_ids("h2d", build_cases("h2d", ["cpu", "cuda:0", "cuda:1"], sizes, ["float32"]))
+    assert h2d == {"pinned-blocking-to-4B-float32-cpu->cuda:0", "pinned-blocking-to-64MiB-float32-cpu->cuda:0"}
+    assert reference_ids("d2h", build_cases("d2h", ["cpu", "cuda:0"], sizes, ["float32"])) == set()
+
+
+# -- the loader: a case's blocks are one row -----------------------------------------------------------------------
+
+def blocked(seconds, count=None, case="pageable-clone-1MiB-float32-cpu->cpu", data=True, **info):
+    """A host clone of 1 MiB measured in blocks whose rounds are ``seconds`` (one list a block)."""
+    count = len(seconds) if count is None else count
+    out = []
+    for k, rounds in enumerate(seconds):
+        b = bench("host", "clone", "cpu", "cpu", MiB, float(np.median(rounds)), host_memory="pageable")
+        b["name"] = f"test_host[{Block(k, count, case).param_id}]"
+        times = np.asarray(rounds)
+        b["stats"] |= {"min": min(rounds), "max": max(rounds), "mean": float(times.mean()), "rounds": len(rounds),
+                       "q1": float(np.percentile(times, 25)), "q3": float(np.percentile(times, 75)),
+                       "stddev": float(times.std(ddof=1))}
+        b["stats"]["iqr"] = b["stats"]["q3"] - b["stats"]["q1"]
+        if data:
+            b["stats"]["data"] = list(map(float, rounds))
+        b["extra_info"] |= Block(k, count, case).extra_info() | info
+        out.append(b)
+    return out
+
+
+def document(benchmarks):
+    return {"machine_info": gpu_machine(), "commit_info": {}, "benchmarks": benchmarks,
+            "datetime": "2026-12-01T12:00:00"}
+
+
+def loaded(benchmarks, name="run"):
+    return load([Document(Path(f"{name}.json"), document(benchmarks))])
+
+
+OTHER = bench("host", "copy_", "cpu", "cpu", MiB, 2e-4, host_memory="pageable")
+OTHER["stats"]["data"] = [2e-4] * 5
+ROUNDS = [[1.0e-4, 1.1e-4, 1.2e-4], [1.3e-4, 1.2e-4], [1.0e-4, 1.05e-4, 1.0e-4, 1.1e-4]]
+
+
+def test_a_cases_blocks_are_one_row_with_the_median_of_all_their_rounds():
+    results = loaded([blocked(ROUNDS)[0], OTHER, *blocked(ROUNDS)[1:]])
+    frame = results.frame
+    assert len(frame) == 2 and frame["case_key"].is_unique
+    row = frame.iloc[0]  # where its first block was
+    every = [t for rounds in ROUNDS for t in rounds]
+    assert row["rounds"] == 9 and row["data"] == every
+    assert row["median_s"] == pytest.approx(np.median(every)) and (row["min_s"], row["max_s"]) == (1.0e-4, 1.3e-4)
+    assert row["blocks"] == 3 and row["block_spread"] == pytest.approx(1.25e-4 / 1.025e-4 - 1)
+    assert row["name"] == "test_host[pageable-clone-1MiB-float32-cpu->cpu]"
+    assert frame.iloc[1]["blocks"] != frame.iloc[1]["blocks"]  # NaN: a case measured whole
+
+
+def test_without_rounds_the_blocks_medians_are_weighted_by_their_rounds():
+    row = loaded(blocked(ROUNDS, data=False)).frame.iloc[0]
+    medians, rounds = [np.median(r) for r in ROUNDS], [len(r) for r in ROUNDS]
+    assert row["median_s"] == pytest.approx(np.dot(medians, rounds) / sum(rounds))
+    assert row["rounds"] == 9 and row["data"] is None and row["q1_s"] <= row["q3_s"]
+    every = np.asarray([t for r in ROUNDS for t in r])
+    assert row["stddev_s"] == pytest.approx(every.std(ddof=1), rel=1e-9)  # pooled, as if from every round
+
+
+def test_a_run_cut_short_merges_the_blocks_it_holds():
+    row = loaded(blocked(ROUNDS)[:2], "cut").frame.iloc[0]
+    assert row["blocks"] == 2 and row["rounds"] == 5
+
+
+def test_compare_and_the_floor_see_the_merged_case_once():
+    base, new = loaded([*blocked(ROUNDS), OTHER], "base"), loaded([*blocked(ROUNDS), OTHER], "new")
+    rows = compare([base], [new])
+    assert sorted(r.path for r in rows) == ["host pageable clone cpu", "host pageable copy_ cpu"]
+    drift = RunView.of(new).drift
+    assert [drift_text.label(r) for r in drift.repeats] == ["host pageable clone cpu at 1 MiB"]
+    assert drift.floor() == pytest.approx(1.25e-4 / 1.025e-4 - 1)
+    assert drift_text.statement(drift).startswith("This run's drift floor: 22.0%, from its 1 repeated references (cases measured "
+                                        "again in blocks spread over the run: the widest, host pageable clone cpu at "
+                                        "1 MiB, 22.0% over 3 blocks) alone (it measured no same-code pair).")
+    assert drift.within(1.0, 1.2) and not drift.within(1.0, 1.5)
+
+
+def test_history_reads_the_merged_case_once(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for n in range(2):
+        doc = document([*blocked(ROUNDS), OTHER]) | {"datetime": f"2026-12-0{n + 1}T12:00:00"}
+        (folder / f"run{n}.json").write_text(json.dumps(doc))
+    from xferbench.analyze.load.history import load_storage
+
+    stored = load_storage(folder, cache=False)
+    assert all(len(summary.times) == 2 for summary in stored.summaries)
+
+
+# -- hostile block fields: one line, exit 2, or ignored; never a traceback -----------------------------------------
+
+def refused(benchmarks, fragment):
+    with pytest.raises(ResultsError) as error:
+        loaded(benchmarks)
+    assert fragment in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.hostile
+def test_hostile_blocks_are_refused_in_one_line():
+    twice = blocked(ROUNDS)
+    refused([*twice, copy.deepcopy(twice[1])], "block 1 appears twice")
+    counts = blocked(ROUNDS)
+    counts[2]["extra_info"]["xfer_blocks"] = 4
+    refused(counts, "its blocks disagree on their count (3 and 4)")
+    other = blocked(ROUNDS)
+    other[1]["extra_info"]["nbytes"] = 2 * MiB
+    refused(other, "its blocks measure different cases")
+    missing = blocked(ROUNDS)
+    del missing[0]["extra_info"]["xfer_blocks"]
+    refused(missing, "block field(s) 'xfer_blocks' missing")
+    for bad in (1.0, "1", True, -1, 3, 10**30):
+        odd = blocked(ROUNDS)
+        odd[1]["extra_info"]["xfer_block"] = bad
+        refused(odd, "field 'xfer_block' must be a whole number from 0 to 2")
+
+
+@pytest.mark.hostile
+def test_a_hostile_block_is_one_line_at_the_command_line(tmp_path, capsys):
+    benchmarks = blocked(ROUNDS)
+    benchmarks[0]["extra_info"]["xfer_blocks"] = "three"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(document(benchmarks)))
+    code, _, err = run_cli(capsys, "report", path, "-o", tmp_path / "out" / "index.html")
+    assert_refused(code, err, "field 'xfer_blocks' must be a whole number from 1 to 1000")
+
+
+block_values = st.none() | st.booleans() | st.integers(-3, 6) | st.floats(allow_nan=True) | st.text(max_size=4) \
+    | st.sampled_from([10**30, [], {}, "pageable-clone-1MiB-float32-cpu->cpu"])
+
+
+@pytest.mark.hostile
+@FAST
+@given(st.data())
+def test_any_block_fields_load_or_are_refused_in_one_line(data):
+    benchmarks = blocked(ROUNDS, data=data.draw(st.booleans()))
+    for b in benchmarks:
+        for name in data.draw(st.lists(st.sampled_from(["xfer_block", "xfer_blocks", "xfer_case_id"]), max_size=3)):
+            b["extra_info"][name] = data.draw(block_values)
+        if data.draw(st.booleans()):
+            del b["extra_info"][data.draw(st.sampled_from(["xfer_block", "xfer_blocks", "xfer_case_id"]))]
+    benchmarks += data.draw(st.lists(st.sampled_from(benchmarks), max_size=2))  # duplicated blocks
+    try:
+        frame = loaded(copy.deepcopy(benchmarks)).frame
+    except ResultsError as error:
+        assert "\n" not in str(error)
+        return
+    assert frame["rounds"].sum() >= 1 and (frame["median_s"] > 0).all()
+
+
+# -- on the simulated machine: references in a run that drifts -----------------------------------------------------
+
+SPEC = """gpus = 1
+sync_us = 5.0
+dispatch_ns = 400
+launch_us = 4.0
+drift = 0.2
+[paths]
+h2d_pinned   = { alpha_us = 2.0, GBps = 30 }
+h2d_pageable = { alpha_us = 6.0, GBps = 20 }
+d2h_pinned   = { alpha_us = 3.0, GBps = 45 }
+d2h_pageable = { alpha_us = 8.0, GBps = 10 }
+d2d          = { alpha_us = 1.5, GBps = 1500 }
+peer         = { alpha_us = 3.5, GBps = 300 }
+[link]
+pcie_gen = 5
+pcie_width = 16
+"""
+
+
+def pytest_run(folder, *args):
+    spec = folder / "spec.toml"
+    spec.write_text(SPEC)
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           f"--xfer-simulate={spec}", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.slow
+def test_a_simulated_run_measures_its_references_and_merges_them(tmp_path):
+    out = tmp_path / "run.json"
+    done = pytest_run(tmp_path, "bench/test_h2d.py", "--xfer-sizes=4B,1MiB,64MiB", "--xfer-shuffle=5",
+                      "--benchmark-only", "-q", f"--benchmark-json={out}")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    data = json.loads(out.read_text())
+    order = data["xferbench_run"]["case_order"]["order"]
+    ref = "pinned-blocking-to-4B-float32-cpu->cuda:0"
+    at = [order.index(f"bench/test_h2d.py::test_h2d[{ref}-block{k}of3]") for k in (1, 2, 3)]
+    assert at[0] <= 1 and at[2] >= len(order) - 2 and abs(at[1] - len(order) / 2) <= 2  # start, middle, end
+    infos = [b["extra_info"] for b in data["benchmarks"] if b["extra_info"].get("xfer_case_id") == ref]
+    assert sorted((i["xfer_block"], i["xfer_blocks"]) for i in infos) == [(0, 3), (1, 3), (2, 3)]
+    view = RunView.of(load([out]))
+    assert view.rows["case_key"].is_unique and len(view.rows) == len(data["benchmarks"]) - 4
+    drift = view.drift
+    assert len(drift.repeats) == 2 and drift.floor() == max(r.spread for r in drift.repeats) > 0.01
+    assert "from its 2 repeated references" in drift_text.statement(drift)
+
+
+@pytest.mark.slow
+def test_every_case_in_two_blocks(tmp_path):
+    listed = pytest_run(tmp_path, "bench/test_host.py", "--xfer-sizes=4B,1KiB", "--xfer-blocks=2", "--collect-only",
+                        "-q")
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    # 6 cases in 2 blocks each, but the 2 references (clone at 4 B and 1 KiB) in 3: every first block, then the rest
+    assert len(ids) == 14 and all("-block1of" in i for i in ids[:6]) and not any("-block1of" in i for i in ids[6:])
+    assert [i for i in ids[6:8]] == [f"bench/test_host.py::test_host[pageable-clone-{size}-float32-cpu->cpu-block2of3]"
+                                     for size in ("4B", "1KiB")]
+    refused = pytest_run(tmp_path, "bench/test_host.py", "--xfer-blocks=0", "--collect-only", "-q")
+    assert refused.returncode == 4 and "argument --xfer-blocks: expected a whole number from 1 to 100, got '0'" \
+        in refused.stderr
