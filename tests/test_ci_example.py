@@ -503,7 +503,9 @@ def test_the_example_workflow_runs_first_pr_main_and_a_slowed_pr(project: tuple[
     comments = _comments(origin)
     assert len(comments) == 1 and "regression" in comments[0]["body"] and "No stored run" not in comments[0]["body"]
     assert "5 base run" not in comments[0]["body"] and "1 base run(s) against 1 new run(s)" in comments[0]["body"]
-    assert "### xferbench A/B" in comments[0]["body"] and "0 confirmed regression(s)" not in comments[0]["body"]
+    body = comments[0]["body"]
+    assert "Side by side with the base commit" in body and "0 confirmed regression(s)" not in body
+    assert "confirmed regression(s)" in body
     log = (origin.parent / "comments.log").read_text().split()
     assert log.count("POST") == 1 and log.count("PATCH") == 1
     assert slowed.ran[-1] == "comment: Fail on a confirmed regression"
