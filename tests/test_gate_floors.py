@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
-from xferbench.analyze.gate.compare import compare, store_swing, to_markdown, to_text
+from xferbench.analyze.gate.bound import store_swing
+from xferbench.analyze.gate.compare import compare, to_markdown, to_text
 from xferbench.analyze.gate.noise import Noise, run_times
 from xferbench.analyze.load.case_time import learned_spread
 

@@ -42,6 +42,7 @@ from ..load.history import load_storage
 from ..load.peer_plan import RecordedPlan, difference, same_cases
 from ..load.results import Results, ResultsError, bounded_read, load
 from ..load.run_cache import RunSummary
+from .bound import store_bound
 from .comparison import (
     Comparison,
     markdown_table,
@@ -55,7 +56,6 @@ from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
     JUDGED,
-    MIN_RUNS_TO_LEARN,
     Z_BOUND,
     Case,
     Noise,
@@ -96,7 +96,6 @@ __all__ = [
     "plan_notes",
     "refusal",
     "reproduced",
-    "store_swing",
     "strict",
     "summary",
     "to_json",
@@ -505,14 +504,14 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
         if floor is None:  # a step is one the store's own spread cannot explain, whatever a calibration says:
             # that spread from run-to-run differences, as a lasting step moves only one of them
             steps = np.diff(old) / math.sqrt(2)
-            assumed, _, step_floor, _ = _store_bound(steps, cls, assumed, "", case_floor, "")
+            assumed, _, step_floor, _ = store_bound(steps, cls, assumed, "", case_floor, "")
         start = current_segment(old, assumed, step_floor, z_bound, base_busy[present])
         old = old[start:]
         spread, source = _spread(key, cls, old, noise)
         floor_from = "threshold" if floor is not None else (
             "calibrated" if noise is not None and key in noise.cases else "default")
         if floor is None:  # the store's runs, spread in time, bound what a calibration may claim
-            spread, source, case_floor, floor_from = _store_bound(old, cls, spread, source, case_floor, floor_from)
+            spread, source, case_floor, floor_from = store_bound(old, cls, spread, source, case_floor, floor_from)
         if source == "default" and len(cur) == 1 and _scenario(meta["op"]):
             own = [float(t.loc[key].dropna().max()) for t in (base_rounds, new_rounds) if key in t.index]
             spread = max([spread, *[o for o in own if math.isfinite(o)]])
@@ -524,36 +523,6 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
                                rule.verdict, smallest, str(key), environment, rule.why(case), before_step=start,
                                floor_from=floor_from, name=str(meta["name"])))
     return _sorted(rows)
-
-
-def store_swing(log_times: Sequence[float] | np.ndarray) -> float | None:
-    """The swing (a ratio less one, 0.3: 1.3x) the stored runs of a case show between them: each run's distance
-    from the median of the others (log), the second largest of them, so that two runs reach it and one wild run
-    alone does not set it. None under ``MIN_RUNS_TO_LEARN`` runs (too few to show their spread)."""
-    x = np.asarray(log_times, dtype=float)
-    if x.size < MIN_RUNS_TO_LEARN:
-        return None
-    swings = sorted(abs(x[i] - float(np.median(np.delete(x, i)))) for i in range(x.size))
-    return math.expm1(swings[-2])
-
-
-def _store_bound(old: np.ndarray, cls: str, spread: float, source: str, floor: float,
-                 floor_from: str) -> tuple[float, str, float, str]:
-    """Spread and floor no smaller than what the base runs show, once there are enough of them.
-
-    A calibration's A/A runs are made back to back and agree more closely than runs an hour or a day apart,
-    which is how the gate compares a candidate with the store: measured on our 2-core CI machine, a 5%
-    calibrated floor against 8-20% drift of latency-bound cases within an hour (false alarms in 4 of 6
-    trials). So the store's own between-run spread and swing (``store_swing``) are floors under both."""
-    shown = store_swing(old)
-    if shown is None:
-        return spread, source, floor, floor_from
-    learned = learned_spread(old, cls)
-    if learned > spread:
-        spread, source = learned, "history"
-    if shown > floor:
-        floor, floor_from = shown, "store spread"
-    return spread, source, floor, floor_from
 
 
 def _scenario(op: object) -> bool:
