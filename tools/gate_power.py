@@ -12,19 +12,19 @@ The recommended setup (one candidate against the store, suspects confirmed by ``
 docs/regression-tracking.md:
 
     python tools/gate_power.py --pool P collect-blocks --sides base,aa,head --blocks 4   # slowed 2x candidates
-    python tools/gate_power.py --pool P collect-blocks --into confirm --sides base,head --blocks 14
     python tools/gate_power.py --pool P collect-blocks --sides base,aa --blocks 10       # store, A/A, A/A confirm
-    python tools/gate_power.py --pool P evaluate-store --trials 6
+    python tools/gate_power.py --pool P collect-blocks --into confirm --sides base,head --blocks 24
+    python tools/gate_power.py --pool P evaluate-store --trials 6 --ab-blocks 12
 
 collect-blocks
     Blocks of real runs in random order (base, a second base, a head slowed 2x): quick runs in ``P/blocks`` (the
     store's runs, spread over the collection's time; the candidates; the A/A confirmation's blocks), or the slowed
     host copies alone in ``P/confirm`` (what ``ab --only {select}`` runs to confirm them).
 evaluate-store
-    A/A trials: 8 stored runs, a second base as the candidate, its suspects replayed through ``ab.run_ab`` on 6 + 6
-    quick-run blocks (base against second base). Slowed trials: a 2x slowed quick run as the candidate, the slowed
-    cases' suspects replayed on 6 + 6 blocks of those cases alone. Counts: false alarms, and trials that confirmed
-    every slowed case.
+    A/A trials: 8 stored runs, a second base as the candidate, its suspects replayed through ``ab.run_ab`` on
+    ``--ab-blocks`` + as many quick-run blocks (base against second base). Slowed trials: a 2x slowed quick run as
+    the candidate, the slowed cases' suspects replayed on blocks of those cases alone. Counts: false alarms, and
+    trials that confirmed every slowed case.
 collect
     Real quick-profile runs (the gate's: ``bench/`` without ``test_distributed.py``),
     interleaved round by round: A, slowed 2x, A, slowed 1.5x, ... The slowdown is
