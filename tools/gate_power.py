@@ -345,7 +345,7 @@ def evaluate_store(pool: Path, noise: Noise | None, trials: int, seed: int, stor
         missed.update(targets - suspects)
     print(f"  slowed 2x ({SLOWED}, {len(slowed)} slowed runs): every slowed case confirmed in {every} of {trials} "
           "trials; per case: " + ", ".join(f"{t} {per_case[t]}/{trials}" for t in sorted(targets))
-          + (f"; not sent to ab (compare saw no slower case): {dict(missed)}" if missed else ""))
+          + (f"; not sent to ab (compare said neither regression nor can't tell): {dict(missed)}" if missed else ""))
 
 
 def loads(pool: Path) -> str:
