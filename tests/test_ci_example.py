@@ -435,7 +435,7 @@ class TestStructure:
         assert comment.index("command -v gh") < comment.index("gh api")
         compare = next(step["run"] for step in JOBS["measure"]["steps"] if step.get("name", "").startswith("Compare"))
         assert "ab --only report/first.json" in compare and "{select}" in compare and "--noise" in compare
-        assert 'cd ../xferbench-base && env -u XFERBENCH_TEST_SLOWDOWN' in compare  # the slowdown is the change's
+        assert 'cd $base && env -u XFERBENCH_TEST_SLOWDOWN' in compare  # the slowdown is the change's
         assert any("noise/$machine.json" in step.get("run", "") for step in JOBS["noise"]["steps"])
         assert DEFINITION[True]["schedule"] and "zizmor" in JOBS["lint"]["steps"][-1]["run"]
 
