@@ -213,6 +213,9 @@ class Workflow:
         self.origin, self.stubs = origin, stubs
         self.definition = definition or yaml.safe_load(WORKFLOW.read_text())
         self.github = github_context(event, pr, fork)
+        if pr:  # the pull request's base: the tip of main, which the confirmation runs beside the change
+            self.github["event"]["pull_request"]["base"] = {
+                "sha": _git(origin.parent, "--git-dir", str(origin), "rev-parse", "main").strip()}
         self.artifacts = origin.parent / "artifacts"
         self.env = {**os.environ, **(extra_env or {}), "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}",
                     "GITHUB_REPOSITORY": "team/project", "GITHUB_RUN_ID": "42", "GITHUB_SERVER_URL": "https://github.com",
@@ -403,8 +406,11 @@ class TestStructure:
 
     def test_the_repository_s_own_benchmarks_run_in_every_measuring_command(self):
         runs = [step["run"] for job in ("measure", "noise") for step in JOBS[job]["steps"] if "run" in step]
-        lines = [line for run in runs for line in run.splitlines() if "xferbench run" in line]
-        assert len(lines) == 3 and all("$XFER_ARGS $own" in line for line in lines), lines
+        lines = [lines[i:i + 2] for run in runs if (lines := run.splitlines())
+                 for i, line in enumerate(lines) if "xferbench run" in line]
+        # $own, or each side's own bench/ where the base commit runs in a folder of its own
+        assert len(lines) == 3 and all("$XFER_ARGS $own" in pair[0] or "$([ -d bench ] && echo bench)" in pair[1]
+                                       for pair in lines), lines
 
     def test_the_install_refuses_the_placeholder_and_checks_cuda_only_on_a_gpu_runner(self, tmp_path):
         install = next(s["run"] for s in JOBS["measure"]["steps"] if s.get("name", "").startswith("Install"))
@@ -428,7 +434,8 @@ class TestStructure:
         comment = "\n".join(step.get("run", "") for step in JOBS["comment"]["steps"])
         assert comment.index("command -v gh") < comment.index("gh api")
         compare = next(step["run"] for step in JOBS["measure"]["steps"] if step.get("name", "").startswith("Compare"))
-        assert "--confirm report/first.json" in compare and "--noise" in compare
+        assert "ab --only report/first.json" in compare and "{select}" in compare and "--noise" in compare
+        assert 'cd $base && env -u XFERBENCH_TEST_SLOWDOWN' in compare  # the slowdown is the change's
         assert any("noise/$machine.json" in step.get("run", "") for step in JOBS["noise"]["steps"])
         assert DEFINITION[True]["schedule"] and "zizmor" in JOBS["lint"]["steps"][-1]["run"]
 
@@ -484,20 +491,24 @@ def test_the_example_workflow_runs_first_pr_main_and_a_slowed_pr(project: tuple[
     assert names == {"test_host", "test_our_host_copy"}
     assert all(line == f"install {PINNED}" for line in (origin.parent / "pip.log").read_text().splitlines())
 
-    # A pull request that makes host copies 10x slower: flagged, confirmed by two fresh runs, the same comment
-    # updated, and a red check.
+    # A pull request that makes host copies 10x slower: flagged, confirmed side by side with its base (ab), the
+    # same comment updated, and a red check.
     slowed = Workflow(origin, stubs, "pull_request", pr=7, extra_env={"XFERBENCH_TEST_SLOWDOWN": "host=10"})
     results = slowed.run(CPU_ARGS)
-    said = slowed.printed["measure: Compare, and confirm a flag with two fresh runs"]
+    said = slowed.printed["measure: Compare, and confirm side by side with the base commit"]
     if results["comment"] == "success" and "Busy machine:" in said and "can't tell" in said:
         pytest.skip("the machine was busier than its cores while the runs were timed: compare said it can't tell")
     assert results["measure"] == "success" and results["comment"] == "failure"
     assert "not reproduced" not in said or "regression" in said
     comments = _comments(origin)
     assert len(comments) == 1 and "regression" in comments[0]["body"] and "No stored run" not in comments[0]["body"]
-    assert "5 base run" not in comments[0]["body"] and "1 base run(s) against 2 new run(s)" in comments[0]["body"]
-    log = (origin.parent / "comments.log").read_text().split()
-    assert log.count("POST") == 1 and log.count("PATCH") == 1
+    assert "5 base run" not in comments[0]["body"] and "1 base run(s) against 1 new run(s)" in comments[0]["body"]
+    body = comments[0]["body"]
+    assert "Side by side with the base commit" in body and "0 confirmed regression(s)" not in body
+    assert "confirmed regression(s)" in body
+    log = [tuple(line.split()) for line in (origin.parent / "comments.log").read_text().splitlines()]
+    ours = "repos/team/project/issues/7/comments"  # the fork's refused POST (issue 6) is logged too
+    assert log.count(("POST", ours)) == 1 and sum(m == "PATCH" for m, _ in log) == 1
     assert slowed.ran[-1] == "comment: Fail on a confirmed regression"
 
 

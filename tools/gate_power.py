@@ -8,6 +8,23 @@ What docs/regression-tracking.md reports was made so (about 75 minutes on a busy
     xferbench calibrate /tmp/gate-runs/calib --per-side 3 --note "..." -o .ci/noise.json
     python tools/gate_power.py evaluate --noise .ci/noise.json --trials 40 --ab-blocks 6 8 12 16
 
+The recommended setup (one candidate against the store, suspects confirmed by ``ab --only``), as measured in
+docs/regression-tracking.md:
+
+    python tools/gate_power.py --pool P collect-blocks --sides base,aa,head --blocks 4   # slowed 2x candidates
+    python tools/gate_power.py --pool P collect-blocks --sides base,aa --blocks 10       # store, A/A, A/A confirm
+    python tools/gate_power.py --pool P collect-blocks --into confirm --sides base,head --blocks 24
+    python tools/gate_power.py --pool P evaluate-store --trials 6 --ab-blocks 12
+
+collect-blocks
+    Blocks of real runs in random order (base, a second base, a head slowed 2x): quick runs in ``P/blocks`` (the
+    store's runs, spread over the collection's time; the candidates; the A/A confirmation's blocks), or the slowed
+    host copies alone in ``P/confirm`` (what ``ab --only {select}`` runs to confirm them).
+evaluate-store
+    A/A trials: 8 stored runs, a second base as the candidate, its suspects replayed through ``ab.run_ab`` on
+    ``--ab-blocks`` + as many quick-run blocks (base against second base). Slowed trials: a 2x slowed quick run as
+    the candidate, the slowed cases' suspects replayed on blocks of those cases alone. Counts: false alarms, and
+    trials that confirmed every slowed case.
 collect
     Real quick-profile runs (the gate's: ``bench/`` without ``test_distributed.py``),
     interleaved round by round: A, slowed 2x, A, slowed 1.5x, ... The slowdown is
@@ -49,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-from xferbench.analyze.gate.ab import Runner, run_ab
+from xferbench.analyze.gate.ab import Runner, flagged_of, run_ab
 from xferbench.analyze.gate.compare import compare, reproduced, to_json
 from xferbench.analyze.gate.noise import Noise
 from xferbench.analyze.load.results import Results, load
@@ -63,6 +80,10 @@ GATE_RUN = [sys.executable, "-m", "pytest", "bench", "--benchmark-only", "-q", "
 AB_RUN = [sys.executable, "-m", "pytest", "bench/test_host.py", "--benchmark-only", "-q", "-p", "no:cacheprovider",
           "-k", "64MiB", "--benchmark-max-time=2"]
 SLOWED = "host@8MiB"
+#: What the recommended workflow's confirmation runs when the slowed host copies are flagged: those cases only
+#: (``xferbench ab --only`` selects them with -k), in the quick profile's rounds.
+CONFIRM_RUN = [sys.executable, "-m", "pytest", "bench/test_host.py", "--benchmark-only", "-q", "-p", "no:cacheprovider",
+               "-k", "64MiB"]
 
 
 def _run(command: list[str], out: Path, factor: float | None, log: Path) -> None:
@@ -109,6 +130,21 @@ def collect_ab(pool: Path, blocks: int, seed: int) -> None:
         for i in rng.permutation(3):
             side, factor = sides[i]
             _run(AB_RUN, pool / "ab" / f"block{b:03d}-{side}.json", factor, log)
+
+
+def collect_blocks(pool: Path, blocks: int, seed: int, into: str = "blocks", sides: str = "base,aa,head",
+                   factor: float = 2.0) -> None:
+    """Blocks of runs in random order, of ``sides``: base, a second base (aa) and a head slowed ``factor``x, into
+    ``POOL/into/``: quick runs (``blocks``: the store's runs, spread over the collection's time, A/A candidates and
+    slowed ones, and A/A confirmation) or the slowed cases alone (``confirm``: their interleaved confirmation)."""
+    log, folder = pool / "log.tsv", pool / into
+    first = 1 + max((int(p.name[5:8]) for p in folder.glob("block*-*.json")), default=-1)
+    rng = np.random.default_rng(seed + first)
+    chosen = [(side, factor if side == "head" else None) for side in sides.split(",")]
+    for b in range(first, first + blocks):
+        for i in rng.permutation(len(chosen)):
+            side, f = chosen[i]
+            _run(GATE_RUN if into == "blocks" else CONFIRM_RUN, folder / f"block{b:03d}-{side}.json", f, log)
 
 
 def _runs(folder: Path) -> list[Results]:
@@ -228,6 +264,90 @@ def evaluate_ab(pool: Path, trials: int, seed: int, first: int) -> None:
     print(f"  A/A: {false.pop('any')} false alarm(s) in {trials} trials" + (f": {dict(false)}" if false else ""))
 
 
+def _block_sides(folder: Path, sides: tuple[str, ...]) -> dict[str, list[Results]]:
+    """Each of ``sides``' run of every block that ran them all (base, aa, head), in block order."""
+    done = sorted(p.name[5:8] for p in folder.glob("block*-base.json")
+                  if all((folder / f"block{p.name[5:8]}-{s}.json").exists() for s in sides))
+    return {side: [load([folder / f"block{b}-{side}.json"]) for b in done] for side in sides}
+
+
+def _store(full: dict[str, list[Results]], free: list[int], store_runs: int) -> list[Results]:
+    """``store_runs`` quick runs of the blocks ``free`` (base runs of distinct blocks first, then their second
+    bases), oldest first."""
+    picked = sorted([(b, 0) for b in free][:store_runs] + [(b, 1) for b in free][:max(0, store_runs - len(free))])
+    return [full["base" if s == 0 else "aa"][b] for b, s in picked]
+
+
+def _recommended(store: list[Results], candidate: Results, noise: Noise | None, blocks: dict[str, list[Results]],
+                 chosen: list[int], head: str, ab_blocks: int, seed: int,
+                 keep: set[str] | None = None) -> tuple[set[str], set[str]]:
+    """The recommended gate: compare against the store; its suspects (``ab.flagged_of``: regressions and slower
+    can't-tells) confirmed by ``ab --only`` replaying pool blocks ``chosen`` (base against ``head``).
+    Returns (cases sent to ab, cases confirmed), as "path nbytes"; ``keep``: only these are sent."""
+    first = compare(store, [candidate], noise)
+    names = {r.key: f"{r.path} {r.nbytes}" for r in first}
+    keys = flagged_of(to_json(first, len(store), 1, noise), "first").keys
+    keys = frozenset(k for k in keys if keep is None or names[k] in keep)
+    if not keys:
+        return set(), set()
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = run_ab("base", head, ab_blocks, Path(tmp), runner=_replay(blocks, chosen), seed=seed, only=keys)
+    return {names[k] for k in keys}, {f"{c.path} {c.nbytes}" for c in cases if c.regression}
+
+
+def evaluate_store(pool: Path, noise: Noise | None, trials: int, seed: int, store_runs: int, ab_blocks: int) -> None:
+    """The recommended setup (docs/regression-tracking.md): one candidate quick run against ``store_runs`` stored
+    ones spread over the collection's time; suspects confirmed by ``ab`` on ``ab_blocks`` + as many fresh blocks.
+    A/A: a second base as candidate, confirmed on quick-run blocks (base against second base). Slowed: a 2x
+    slowed run as candidate, its slowed cases confirmed on blocks of those cases alone (``POOL/confirm``)."""
+    rng = np.random.default_rng(seed)
+    full = _block_sides(pool / "blocks", ("base", "aa"))
+    slowed = _block_sides(pool / "blocks", ("base", "head"))["head"]
+    confirm = _block_sides(pool / "confirm", ("base", "head"))
+    n, m = len(full["base"]), len(confirm["base"])
+    print(f"recommended gate: 1 candidate against {store_runs} stored runs, suspects confirmed by ab on {ab_blocks} "
+          f"+ {ab_blocks} blocks; pool: {n} quick-run blocks (base, second base), {len(slowed)} quick runs slowed 2x, "
+          f"{m} blocks of the slowed cases alone (base, slowed)")
+    if n < ab_blocks + 1:
+        sys.exit(f"{pool / 'blocks'}: A/A trials need {ab_blocks + 1} blocks, found {n}")
+    # Store, candidate and confirming blocks are disjoint where the pool allows; else they share blocks, which can
+    # only make a false alarm likelier (a low stored run is then also a confirming base, a high candidate a head).
+    disjoint = n >= 2 * ab_blocks + 2
+    false, sent, culprits, sizes = 0, 0, Counter[str](), set()
+    for trial in range(trials):
+        perm = [int(i) for i in rng.permutation(n)]
+        *free, last = perm[2 * ab_blocks:] if disjoint else perm[::-1]
+        store = _store(full, free, store_runs)
+        sizes.add(len(store))
+        chosen = [perm[i % n] for i in range(2 * ab_blocks)]
+        suspects, confirmed = _recommended(store, full["aa"][last], noise, full, chosen, "aa", ab_blocks, trial)
+        false += bool(confirmed)
+        sent += len(suspects)
+        culprits.update(confirmed)
+    print(f"  A/A ({'/'.join(map(str, sorted(sizes)))} stored runs; blocks {'disjoint' if disjoint else 'shared'} "
+          f"within a trial): {false} false "
+          f"alarm(s) in {trials} trials ({sent} case(s) sent to ab in all)"
+          + (f"; confirmed: {dict(culprits)}" if culprits else ""))
+    if m < 2 * ab_blocks or not slowed:
+        print(f"  slowed 2x: {m} blocks of the slowed cases ({2 * ab_blocks} needed), {len(slowed)} slowed runs")
+        return
+    targets = _targets(slowed)
+    every, per_case, missed = 0, Counter[str](), Counter[str]()
+    for trial in range(trials):
+        own = trial % len(slowed)  # the slowed runs in turn: each trial its own where there are enough
+        # its block's bases ran beside it: not in the store (blocks are numbered alike in both lists, from 0)
+        store = _store(full, [int(i) for i in rng.permutation(n) if i != own], store_runs)
+        candidate = slowed[own]
+        chosen = [int(i) for i in rng.permutation(m)[:2 * ab_blocks]]
+        suspects, confirmed = _recommended(store, candidate, noise, confirm, chosen, "head", ab_blocks, trial, targets)
+        every += confirmed >= targets
+        per_case.update(confirmed & targets)
+        missed.update(targets - suspects)
+    print(f"  slowed 2x ({SLOWED}, {len(slowed)} slowed runs): every slowed case confirmed in {every} of {trials} "
+          "trials; per case: " + ", ".join(f"{t} {per_case[t]}/{trials}" for t in sorted(targets))
+          + (f"; not sent to ab (compare said neither regression nor can't tell): {dict(missed)}" if missed else ""))
+
+
 def loads(pool: Path) -> str:
     """The 1-minute load averages ``log.tsv`` recorded before each run, by folder: median (range)."""
     by: dict[str, list[float]] = {}
@@ -251,18 +371,36 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("collect-ab")
     a.add_argument("--blocks", type=int, default=48)
     a.add_argument("--seed", type=int, default=0)
+    b = sub.add_parser("collect-blocks")
+    b.add_argument("--blocks", type=int, default=24)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--into", choices=("blocks", "confirm"), default="blocks")
+    b.add_argument("--sides", default="base,aa,head", help="of base, aa, head (slowed 2x)")
     e = sub.add_parser("evaluate")
     e.add_argument("--noise", type=Path, default=ROOT / ".ci" / "noise.json")
     e.add_argument("--trials", type=int, default=40)
     e.add_argument("--ab-blocks", type=int, nargs="+", default=[8], help="blocks (each confirmed on as many)")
     e.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("evaluate-store", help="the recommended setup: a store, one candidate, ab on the suspects")
+    r.add_argument("--noise", type=Path, default=None, help="a calibration (default: none)")
+    r.add_argument("--trials", type=int, default=6)
+    r.add_argument("--store-runs", type=int, default=8)
+    r.add_argument("--ab-blocks", type=int, default=6)
+    r.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.what == "collect":
         collect(args.pool, args.rounds)
     elif args.what == "collect-aa":
         collect_aa(args.pool, args.runs, args.into)
+    elif args.what == "collect-blocks":
+        collect_blocks(args.pool, args.blocks, args.seed, args.into, args.sides)
     elif args.what == "collect-ab":
         collect_ab(args.pool, args.blocks, args.seed)
+    elif args.what == "evaluate-store":
+        noise = Noise.from_json(args.noise.read_text(), str(args.noise)) if args.noise else None
+        print(f"pool {args.pool}; noise file: {args.noise or 'none'}")
+        print(f"load average before the runs (2 cores): {loads(args.pool)}")
+        evaluate_store(args.pool, noise, args.trials, args.seed, args.store_runs, args.ab_blocks)
     else:
         noise = Noise.from_json(args.noise.read_text(), str(args.noise)) if args.noise.is_file() else None
         print(f"pool {args.pool}; noise file: {args.noise if noise else 'none (defaults)'}")

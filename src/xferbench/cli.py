@@ -298,15 +298,22 @@ def _aa_run(command: str, target: Path, timeout: float) -> Path:
 def _ab(args: argparse.Namespace) -> int:
     import functools
 
-    from .analyze.gate.ab import STARTS, ab_run, run_command, to_json, to_markdown, to_text
+    from .analyze.gate.ab import STARTS, ab_run, flagged_of, run_command, to_json, to_markdown, to_text, with_selection
     from .output import write_atomic
 
-    _refuse_outputs(args, [args.keep], STARTS)  # before any block runs: an output must not land among the blocks kept
+    _refuse_outputs(args, [args.keep, *([args.only] if args.only else [])], STARTS)  # before any block runs
+    flagged = flagged_of(_small_input(args.only), str(args.only)) if args.only else None
+    if flagged is not None and not flagged.keys:
+        print(f"xferbench ab: {terminal(str(args.only))} names no regression and no case it could not tell; "
+              "nothing to confirm")
+        return 0
     try:
         floor = parse_threshold_arg(args.floor)
-        run = ab_run(args.base, args.head, args.blocks, args.keep, args.confirm, floor, seed=args.seed,
+        run = ab_run(with_selection(args.base, flagged), with_selection(args.head, flagged), args.blocks, args.keep,
+                     args.confirm, floor, seed=args.seed,
                      runner=functools.partial(run_command, timeout=_timeout(args.timeout)),
-                     say=lambda line: print(f"xferbench ab: {line}", flush=True))
+                     say=lambda line: print(f"xferbench ab: {line}", flush=True),
+                     only=flagged.keys if flagged is not None else None)
     except ValueError as error:
         raise UsageError(str(error)) from None
     print(to_text(run.cases, differences=run.differences))

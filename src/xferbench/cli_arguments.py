@@ -103,6 +103,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     ab.add_argument("--keep", type=Path, default=Path("reports/ab"), help="where each block's JSON is kept "
                                                                           "(default: %(default)s)")
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
+    ab.add_argument("--only", type=Path, metavar="FILE", help="an earlier comparison's --json: judge only its regressions and "
+                    "the cases it could not tell; {select} in a command becomes a pytest -k running only them")
     ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",

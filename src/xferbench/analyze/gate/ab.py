@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import wilcoxon
@@ -49,11 +50,12 @@ from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
 from .compare import Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
 from .noise import run_times
-from .verdicts import IMPROVEMENT, NOT_CONFIRMED, REGRESSION, UNCHANGED, rank
+from .verdicts import CANT_TELL, IMPROVEMENT, NOT_CONFIRMED, REGRESSION, UNCHANGED, rank
 from .verdicts import of as verdict_of
 
-__all__ = ["AB_ALPHA", "AB_FLOOR", "ASKED", "BLOCK_REFUSALS", "STARTS", "AbCase", "AbRun", "Blocks", "Runner", "ab_run",
-           "hodges_lehmann", "run_ab", "run_command", "signed_rank", "sides_differ", "to_json", "to_markdown", "to_text"]
+__all__ = ["AB_ALPHA", "AB_FLOOR", "ASKED", "BLOCK_REFUSALS", "STARTS", "AbCase", "AbRun", "Blocks", "Flagged", "Runner",
+           "ab_run", "flagged_of", "hodges_lehmann", "run_ab", "run_command", "select_expression", "signed_rank",
+           "sides_differ", "suspect", "to_json", "to_markdown", "to_text", "with_selection"]
 
 #: Significance level of the signed-rank test, for the first blocks and again for the fresh ones.
 AB_ALPHA = 0.05
@@ -224,14 +226,70 @@ class AbCase:
         return verdict_of(self.verdict).fails
 
 
-def _blocks(base: Sequence[Results], head: Sequence[Results]) -> tuple[np.ndarray, list[str], list[str], list[int]]:
-    """Per-block log ratios (cases x blocks) of the cases both sides ran in every block."""
+@dataclass(frozen=True)
+class Flagged:
+    """The cases an earlier ``compare --json`` flagged (``--only``): their identities, judged here, and their test
+    names, which ``{select}`` in a command turns into a pytest ``-k`` that runs only them."""
+
+    keys: frozenset[str]
+    names: tuple[str, ...]
+
+
+def suspect(case: dict[str, Any]) -> bool:
+    """A case of compare's JSON to run again in interleaved blocks: a regression, or one compare could not tell
+    either way (a stored baseline spread over days may be too loose to tell, or a candidate may have met another
+    load than the store; base and head side by side meet the same, and ab confirms on fresh blocks)."""
+    return case["verdict"] == REGRESSION or (case["verdict"] == CANT_TELL and case["ratio"] is not None)
+
+
+def flagged_of(text: str, source: str) -> Flagged:
+    """The suspect cases of a comparison's JSON; ResultsError for anything compare did not write."""
+    try:
+        cases = [c for c in json.loads(text)["cases"] if suspect(c)]
+        found = Flagged(frozenset(str(c["key"]) for c in cases), tuple(dict.fromkeys(str(c["name"]) for c in cases)))
+    except (RecursionError, ValueError, KeyError, TypeError):
+        raise ResultsError(f"{source}: not a comparison written by xferbench compare --json "
+                           "(this version's: each case names its identity and test, 'key' and 'name')") from None
+    return found
+
+
+#: What pytest's -k reads as one word (_pytest/mark/expression.py: ident); its words and, or, not are operators.
+_K_WORD = re.compile(r"[\w:+\-.\[\]\\/]+")
+_K_OPERATORS = {"and", "or", "not"}
+
+
+def select_expression(names: Sequence[str]) -> str:
+    """A pytest ``-k`` that selects the tests ``names`` (and, rarely, a few more: ab judges only the flagged cases).
+
+    -k matches words as substrings of a test's name, and a name holds characters -k cannot read (``cpu->cpu``):
+    each name becomes the words between those characters, all required."""
+    terms = []
+    for name in names:
+        words = [w for w in _K_WORD.findall(name) if w.lower() not in _K_OPERATORS]
+        if words:
+            terms.append("(" + " and ".join(words) + ")")
+    return " or ".join(terms)
+
+
+def with_selection(command: str, flagged: Flagged | None) -> str:
+    """``command`` with ``{select}`` made a shell-quoted ``-k`` running only the flagged cases (nothing without
+    ``--only``)."""
+    selection = "" if flagged is None else "-k " + shlex.quote(select_expression(flagged.names))
+    return command.replace("{select}", selection)
+
+
+def _blocks(base: Sequence[Results], head: Sequence[Results],
+            only: frozenset[str] | None = None) -> tuple[np.ndarray, list[str], list[str], list[int]]:
+    """Per-block log ratios (cases x blocks) of the cases both sides ran in every block (of ``only``, when given)."""
     table_b, meta = run_times(base)
     table_h, _ = run_times(head)
     common = table_b.index.intersection(table_h.index)
+    if only is not None:
+        common = common[common.isin(list(only))]
     ratios = (table_h.loc[common] - table_b.loc[common]).dropna()
     if ratios.empty:
-        raise ResultsError("the base and head commands ran no case in common in every block")
+        raise ResultsError("the base and head commands ran no case in common in every block"
+                           + (" among the cases --only names" if only is not None else ""))
     meta = meta.loc[ratios.index]
     return (ratios.to_numpy(), [str(p) for p in meta["path"]], [str(c) for c in meta["class"]],
             [int(n) for n in meta["nbytes"]])
@@ -288,15 +346,18 @@ def sides_differ(base: Sequence[Results], head: Sequence[Results]) -> list[str]:
 
 def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
            floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
-           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None) -> list[AbCase]:
-    """Run the interleaved blocks (and the confirming ones), judge every case; worst verdicts first."""
-    return ab_run(base_cmd, head_cmd, blocks, workdir, confirm, floor, alpha, seed, runner, say).cases
+           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None,
+           only: frozenset[str] | None = None) -> list[AbCase]:
+    """Run the interleaved blocks (and the confirming ones), judge every case (of ``only``); worst verdicts first."""
+    return ab_run(base_cmd, head_cmd, blocks, workdir, confirm, floor, alpha, seed, runner, say, only).cases
 
 
 def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
            floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
-           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None) -> AbRun:
-    """``run_ab``, with what differs between the two sides; Refused (a ValueError) for what ``ASKED`` refuses."""
+           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None,
+           only: frozenset[str] | None = None) -> AbRun:
+    """``run_ab``, with what differs between the two sides; Refused (a ValueError) for what ``ASKED`` refuses.
+    ``only``: the case identities to judge (the cases a comparison flagged, ``--only``), the others left out."""
     confirm = blocks if confirm is None else confirm
     why = refusal(Blocks(blocks, confirm), ASKED)
     if why:
@@ -309,16 +370,16 @@ def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
                          if (m := re.fullmatch(r"block(\d+)-(?:base|head)\.json", p.name))), default=-1)
     kept: list[tuple[str, bytes]] = []
     try:
-        return _judged(base_cmd, head_cmd, blocks, confirm, floor, alpha, rng, kept, runner, say, kept_from)
+        return _judged(base_cmd, head_cmd, blocks, confirm, floor, alpha, rng, kept, runner, say, kept_from, only)
     finally:
         _keep(workdir, kept)
 
 
 def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: float | None, alpha: float,
             rng: np.random.Generator, kept: list[tuple[str, bytes]], runner: Runner, say: Callable[[str], None],
-            kept_from: int) -> AbRun:
+            kept_from: int, only: frozenset[str] | None = None) -> AbRun:
     bases, heads = _run_blocks(base_cmd, head_cmd, blocks, rng, kept, 0, runner, say, kept_from)
-    ratios, paths, classes, sizes = _blocks(bases, heads)
+    ratios, paths, classes, sizes = _blocks(bases, heads, only)
     first = []
     for row, cls in zip(ratios, classes, strict=True):
         hl, low, high = hodges_lehmann(row)
@@ -329,7 +390,7 @@ def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: floa
     if flagged and confirm > 0:
         say(f"{len(flagged)} case(s) flagged; confirming on {confirm} fresh block(s)")
         more_b, more_h = _run_blocks(base_cmd, head_cmd, confirm, rng, kept, blocks, runner, say, kept_from)
-        fresh, fresh_paths, _, fresh_sizes = _blocks(more_b, more_h)
+        fresh, fresh_paths, _, fresh_sizes = _blocks(more_b, more_h, only)
         where = {(p, n): i for i, (p, n) in enumerate(zip(fresh_paths, fresh_sizes, strict=True))}
         for i in flagged:
             j = where.get((paths[i], sizes[i]))

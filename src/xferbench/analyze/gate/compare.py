@@ -42,6 +42,7 @@ from ..load.history import load_storage
 from ..load.peer_plan import RecordedPlan, same_cases
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
 from ..load.run_cache import RunSummary
+from .bound import store_bound
 from .comparison import (
     Comparison,
     markdown_table,
@@ -479,9 +480,18 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
             continue
         assumed = DEFAULT_SPREAD[cls] if noise is None or key not in noise.cases else noise.spread(str(key), cls)
         case_floor = floor if floor is not None else (noise.floor(key, cls) if noise is not None else DEFAULT_FLOOR[cls])
-        start = current_segment(old, assumed, case_floor, z_bound, base_busy[present])
+        step_floor = case_floor
+        if floor is None:  # a step is one the store's own spread cannot explain, whatever a calibration says:
+            # that spread from run-to-run differences, as a lasting step moves only one of them
+            steps = np.diff(old) / math.sqrt(2)
+            assumed, _, step_floor, _ = store_bound(steps, cls, assumed, "", case_floor, "")
+        start = current_segment(old, assumed, step_floor, z_bound, base_busy[present])
         old = old[start:]
         spread, source = _spread(key, cls, old, noise)
+        floor_from = "threshold" if floor is not None else (
+            "calibrated" if noise is not None and key in noise.cases else "default")
+        if floor is None:  # the store's runs, spread in time, bound what a calibration may claim
+            spread, source, case_floor, floor_from = store_bound(old, cls, spread, source, case_floor, floor_from)
         if source == "default" and len(cur) == 1 and _scenario(meta["op"]):
             own = [float(t.loc[key].dropna().max()) for t in (base_rounds, new_rounds) if key in t.index]
             spread = max([spread, *[o for o in own if math.isfinite(o)]])
@@ -490,7 +500,8 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
         rule = decide(VERDICTS, case)
         rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))),
                                float(np.exp(np.median(cur))), e.ratio, e.low, e.high, e.z, case_floor, spread, source,
-                               rule.verdict, smallest, str(key), environment, rule.why(case), before_step=start))
+                               rule.verdict, smallest, str(key), environment, rule.why(case), before_step=start,
+                               floor_from=floor_from, name=str(meta["name"])))
     return _sorted(rows)
 
 
@@ -508,7 +519,7 @@ def _one_side(key: str, meta: pd.Series, cls: str, old: np.ndarray, cur: np.ndar
                       float(np.exp(np.median(old))) if old.size else None,
                       float(np.exp(np.median(cur))) if cur.size else None,
                       None, None, None, None, None, None, None, rule.verdict, key=key, environment=environment,
-                      why=rule.why(case))
+                      why=rule.why(case), name=str(meta["name"]))
 
 
 def _plans(runs: Sequence[Results]) -> list[RecordedPlan | None]:

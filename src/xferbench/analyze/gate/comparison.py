@@ -18,7 +18,7 @@ from .noise import Z_BOUND, Noise
 from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, NOT_COMPARED, SLOWER_WITHIN
 from .verdicts import of as verdict_of
 
-__all__ = ["MAX_SHOWN_RATIO", "Comparison", "markdown_table", "strict", "summary", "to_json", "to_markdown",
+__all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown",
            "to_text"]
 
 
@@ -44,6 +44,8 @@ class Comparison:
     environment: tuple[str, ...] = ()  # software that changed between the sides, e.g. "torch 2.12.0 → 2.13.0"
     why: str | None = None  # why a flag became "can't tell" (a side ran on a busy machine), or "not compared"
     before_step: int = 0  # base runs left out: before a lasting step the gate itself would flag (the baseline moved)
+    floor_from: str | None = None  # calibrated, store spread (the base runs' own swing was larger), default, threshold
+    name: str = ""  # the test's name in the newest run that has the case (ab --only selects it by it)
 
     def __post_init__(self) -> None:
         verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
@@ -95,9 +97,14 @@ def _cells(r: Comparison) -> list[str]:
     interval = "-" if r.low is None or r.high is None else f"{r.low:.2f}-{r.high:.2f}x"
     z = "-" if r.z is None else f"{r.z:+.1f}"
     floor = "-" if r.floor is None else ("not gated" if math.isinf(r.floor) else f"{r.floor:.0%}")
+    if r.floor_from in _FLOOR_SAID and floor != "-":  # which floor held: a calibration's, or the store's own swing
+        floor += f" ({r.floor_from})"
     return [r.path, format_bytes(r.nbytes), r.case_class, format_seconds(r.base_s), format_seconds(r.new_s),
             r.change, interval, z, floor, r.shown_verdict]
 
+
+#: Floor sources named beside the floor (a default or --threshold is said once, in the summary).
+_FLOOR_SAID = ("calibrated", "store spread")
 
 _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor", "verdict"]
 
@@ -117,6 +124,9 @@ def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
              f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
              f"beyond the case's floor, slower or faster \"within the floor\" when past the z bound only, unchanged "
              f"when neither and the 95% interval lies within the floor (between-run spread from {spread})."]
+    sees = can_see(rows)
+    if sees:
+        lines.append(sees)
     if n_base == 1 and n_new == 1 and noise is None:
         lines.append("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
                      "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
@@ -130,6 +140,29 @@ def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
         lines.append("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, "
                      "and a change found may be the upgrade's.")
     return "\n".join([*lines, *notes])
+
+
+def can_see(rows: Sequence[Comparison]) -> str | None:
+    """What the gate can see on this runner with these runs: per case class, the smallest slowdown its cases could
+    flag (each past its floor and its z bound: ``Comparison.smallest``), and how many could flag none. A smaller
+    change is not flagged, whatever its verdict: said beside the table, so that a pass is not read as more."""
+    parts = []
+    for cls in ("latency", "bandwidth"):
+        seen = [r.smallest for r in rows if r.case_class == cls and r.ratio is not None and r.smallest is not None]
+        finite = sorted(v for v in seen if math.isfinite(v))
+        if not seen:
+            continue
+        blind = len(seen) - len(finite)
+        part = f"{cls}-bound, {len(seen)} case(s): "
+        if finite:
+            part += (f"{_times(1 + finite[0])} at best, {_times(1 + finite[len(finite) // 2])} for half of them"
+                     if len(finite) > 1 else _times(1 + finite[0]))
+        part += f"{'; ' if finite else ''}{blind} not gated" if blind else ""
+        parts.append(part)
+    if not parts:
+        return None
+    return ("What these runs can flag here (the smallest slowdown past each case's floor and z bound): "
+            + "; ".join(parts) + ". A smaller slowdown is not flagged.")
 
 
 def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[Comparison]:

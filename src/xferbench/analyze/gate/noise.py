@@ -287,7 +287,7 @@ def _run_column(run: Results) -> pd.DataFrame:
         rounds = np.asarray(data, dtype=float)
         if not np.all(np.isfinite(rounds)) or not np.all(rounds > 0):
             raise ResultsError(f"{source}: benchmark {name!r} has non-finite or non-positive times")
-        rows.append({"case_key": case_key, "path": path, "nbytes": int(nbytes), "moves": bool(np.isfinite(gbps)),
+        rows.append({"case_key": case_key, "name": name, "path": path, "nbytes": int(nbytes), "moves": bool(np.isfinite(gbps)),
                      "op": op, "log_median": float(np.log(time_of(nbytes, gbps, data, min_s, median_s))),
                      "round_spread": robust_spread(np.log(rounds))})
     return pd.DataFrame(rows).set_index("case_key")
@@ -314,7 +314,7 @@ def run_tables(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     columns = [_run_column(run) for run in runs]
     table = pd.concat([c["log_median"].rename(i) for i, c in enumerate(columns)], axis=1)
     spreads = pd.concat([c["round_spread"].rename(i) for i, c in enumerate(columns)], axis=1)
-    meta = pd.concat([c[["path", "nbytes", "moves", "op"]] for c in columns])
+    meta = pd.concat([c[["path", "nbytes", "moves", "op", "name"]] for c in columns])
     meta = meta[~meta.index.duplicated(keep="last")].reindex(table.index)
     meta["class"] = [case_class(int(n), bool(m)) for n, m in zip(meta["nbytes"], meta["moves"], strict=True)]
     return table, meta, spreads

@@ -24,6 +24,7 @@ from ..hardware.devices import DeviceBackend, available_devices, host_memory_ava
 from ..hardware.machine import load_snapshot, run_facts
 from ..record.pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .blocks import REFERENCE_BLOCKS, block_of, block_params, reference_ids
+from .names import plain_names
 from .settings import XferSettings, configured, settings, store
 from .summary import pytest_benchmark_update_json as keep_for_summary
 from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the end)
@@ -411,6 +412,7 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], o
     """The run's own facts (boot, start, load) in one top-level key, ``xferbench_run``: machine_info stays the
     same from run to run of one machine, as pytest-benchmark's --benchmark-compare expects."""
     keep_for_summary(config, benchmarks, output_json)
+    plain_names(config.rootpath, output_json)  # one name per case, from a checkout or the package
     if configured(config):
         output_json["xferbench_run"] = run_facts(config.stash.get(_LOAD_START, None), config.stash.get(_STARTED, None))
 
