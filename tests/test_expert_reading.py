@@ -157,6 +157,6 @@ def test_the_route_hover_names_each_call_apart(busy):
     figure = cost_at_size(busy[0])
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     plt.close(figure)
-    assert labels == ["host pageable cpu  (copy_ single_thread)"]
+    assert labels == ["host pageable cpu  (2 calls within overlapping rounds)"]
     hover = busy[1].split("host pageable cpu, 1 GiB:")[1].split("</title>")[0]
     assert ".copy_ single_thread: median 540 ms" in hover and ".copy_: median 608 ms" in hover
