@@ -142,11 +142,11 @@ def test_overhead_hovers_say_two_loops_as_the_caption_does(page):
 def test_a_busy_cpu_run_says_its_thread_finding_first_its_noise_and_its_load(busy):
     view, html, markdown = busy
     said = findings(view)
-    assert said[0] == ("A 256 KiB host copy_ with torch's default threads (2) took 4,562× as long as on one thread "
-                       "(26.4 ms against 5.78 µs), under load (load 11.62 on 2 cores, 86% of CPU time taken by other "
-                       "processes): more threads made it slower at this size.")
+    assert said[0].startswith("A 256 KiB host copy_ with torch's default threads (2) took 4,562× as long as on one "
+                              "thread (26.4 ms against 5.78 µs), under load (load 11.62 on 2 cores, 86% of CPU time "
+                              "taken by other processes); the sizes beside it do not bear it out")
     beta = next(s for s in said if "highest fitted β" in s)
-    assert beta.endswith("whether more threads made the host copy slower, can't tell (at 256 MiB their rounds overlap, "
+    assert beta.endswith("which of the two is faster, can't tell (at 256 MiB their rounds overlap, "
                          "IQR 14.2 ms and 9.79 ms).")
     assert "cannot place: the line misses a measured size 181×" in beta and "moves smaller than" not in beta
     assert 'id="busy">Busy machine: this run recorded load 11.62 on 2 cores' in html
@@ -157,6 +157,6 @@ def test_the_route_hover_names_each_call_apart(busy):
     figure = cost_at_size(busy[0])
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     plt.close(figure)
-    assert labels == ["host pageable cpu  (copy_ single_thread)"]
+    assert labels == ["host pageable cpu  (2 calls within overlapping rounds)"]
     hover = busy[1].split("host pageable cpu, 1 GiB:")[1].split("</title>")[0]
     assert ".copy_ single_thread: median 540 ms" in hover and ".copy_: median 608 ms" in hover

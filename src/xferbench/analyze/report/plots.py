@@ -23,9 +23,9 @@ from ...units import format_bytes, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .cliff import cliff_note
-from .findings import cheapest_copy, noop_call
 from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
 from .model_text import no_host_roof
+from .noop_plot import noop_text, noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
 from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for, to_svg
@@ -251,14 +251,24 @@ def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> l
     drift floor of that one (no ranking among them); ``≈`` before a route whose time lies within the floor of the
     route above it (the order of the two can't tell)."""
     labels, above = [], None
+    floored = view.drift.floor() is not None
     for _, row in fastest.iterrows():
         calls = rows[rows["route"] == row["route"]]
-        tied = [t for t in calls["median_s"] if view.drift.within(float(t), float(row["median_s"]))]
-        which = f"{len(tied)} calls within drift" if len(tied) > 1 else _call(row)
-        near = above is not None and view.drift.within(float(row["median_s"]), above)
+        tied = [c for _, c in calls.iterrows() if _tied(view, c, row)]
+        which = (f"{len(tied)} calls within {'drift' if floored else 'overlapping rounds'}" if len(tied) > 1
+                 else _call(row))
+        near = above is not None and _tied(view, row, above)
         labels.append(f"{'≈ ' if near else ''}{row['route']}  ({which})")
-        above = float(row["median_s"])
+        above = row
     return labels
+
+
+def _tied(view: RunView, one: pd.Series, other: pd.Series) -> bool:
+    """Whether two cases' order can't tell: their medians lie within the run's drift floor, or, where the run has no
+    floor (no same-code pairs), their rounds (min to max) overlap."""
+    if view.drift.floor() is not None:
+        return view.drift.within(float(one["median_s"]), float(other["median_s"]))
+    return bool(one["min_s"] <= other["max_s"] and other["min_s"] <= one["max_s"])
 
 
 def cost_at_size(view: RunView) -> Figure | str:
@@ -283,14 +293,15 @@ def cost_at_size(view: RunView) -> Figure | str:
         tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
             f".{_call(c)}: median {format_seconds(c['median_s'])}, {gbps_text(c['bandwidth_gbps'])} GB/s"
             for _, c in calls.iterrows())])
-        text = f"  {row['median_s'] * 1e3:.3g} ms, {gbps_text(row['bandwidth_gbps'])} GB/s"
+        text = f"  {format_seconds(row['median_s'])}, {gbps_text(row['bandwidth_gbps'])} GB/s"
         if slow["median_s"] > 1.5 * row["median_s"]:  # worth a word: the same route, a much dearer call
-            text += (f";  slowest .{_call(slow, '()')}: {slow['median_s'] * 1e3:.3g} ms, "
+            text += (f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}, "
                      f"{gbps_text(slow['bandwidth_gbps'])} GB/s")
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),
                 va="center", fontsize=8)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the lowest median of each "
-                  "route, pale: its highest; ≈: within the drift floor of the route above")
+                  "route, pale: its highest; ≈: within the drift floor of the route above"
+                  + ("" if view.drift.floor() is not None else " (no floor: rounds overlap)"))
     ax.set_xlim(0, slowest["median_s"].max() * 1e3 * 1.6)
     ax.set_ylim(len(fastest) - 0.5, -0.5)
     ax.tick_params(axis="y", labelsize=8)
@@ -366,37 +377,6 @@ def creation(view: RunView) -> Figure | str:
     return fig
 
 
-def noop_vs_copy(view: RunView) -> Figure | str:
-    frame = view.rows
-    noops = frame[frame["op"] == "noop"]
-    if noops.empty:
-        return "No no-op benchmarks were run."
-    per_call = noops.groupby(["method", noops["variant"].fillna(""), "src", "run"])["median_s"].median().reset_index()
-    labels = [f"{noop_call(row['method'], row['src'], row['variant'] or None)} on {row['src']}{run_of(per_call, row)}"
-              for _, row in per_call.iterrows()]
-    values = list(per_call["median_s"] * 1e6)
-    colours = [_colour("noop")] * len(values)
-    # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
-    for (device, run), seconds in (sync := frame[frame["op"] == "sync"]).groupby(["src", "run"])["median_s"].median().items():
-        labels.append(f"torch.cuda.synchronize({device}) on an idle device{f' ({run})' if sync['run'].nunique() > 1 else ''}")
-        values.append(seconds * 1e6)
-        colours.append(_colour("sync"))
-    cheapest = cheapest_copy(view)
-    if cheapest is not None:
-        labels.append(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})")
-        values.append(cheapest["median_s"] * 1e6)
-        colours.append(_colour(cheapest["op"]))
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(values) + 1.2))
-    bars = ax.barh([mathtext_safe(label) for label in labels], values, color=colours)
-    for bar, label, v in zip(bars.patches, labels, values, strict=True):
-        tip(bar, [f"{label}: {v * 1e3:.4g} ns per call"])
-        ax.text(v, bar.get_y() + bar.get_height() / 2, f"  {v * 1e3:.0f} ns", va="center", fontsize=8)
-    ax.set_xlim(0, max(values) * 1.3)
-    ax.invert_yaxis()
-    ax.set_xlabel("median time per call (µs)")
-    return fig
-
-
 def _overhead_group(row: pd.Series) -> str:
     memory = f"{row['host_memory']} " if isinstance(row["host_memory"], str) else "device memory, "
     return f"{memory}{'non_blocking' if row['non_blocking'] else 'blocking'}"
@@ -467,28 +447,6 @@ def _overhead_caption(view: RunView, caption: str) -> str:
                       "moves are mostly fixed cost.")
 
 
-#: Each no-op form, as the caption names it: (method, variant) of its rows.
-_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')",
-               ("cpu", ""): ".cpu()"}
-
-
-def _noop_text(view: RunView) -> tuple[str, str]:
-    """The no-op figure's title and caption, naming only the forms and the synchronize the run measured."""
-    frame = view.rows
-    noops = frame[frame["op"] == "noop"]
-    found = set(zip(noops["method"], noops["variant"].fillna("").replace({"cuda": "", "cpu": "", "to": ""}), strict=True))
-    forms = [name for form, name in _NOOP_FORMS.items() if form in found]
-    named = ", ".join(forms[:-1]) + f" and {forms[-1]}" if len(forms) > 1 else "".join(forms) or "No-op moves"
-    synced = (frame["op"] == "sync").any()
-    title = "No-op moves next to " + ("a synchronize and " if synced else "") + "the cheapest real copy"
-    string = ("to", "str") in found
-    caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
-               + (" (parsing the string is part of it)" if string else "") + ", shown next to "
-               + ("an idle synchronize and " if synced else "") + "the cheapest real copy measured"
-               + ("." if string else " (no string form, .to('device'), ran)."))
-    return title, caption
-
-
 def _caption(view: RunView, key: str, caption: str) -> str:
     """A figure's caption, each sentence kept only where the run has what it speaks of."""
     op = key.removeprefix("bandwidth-")
@@ -538,10 +496,10 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("ladder", "Where the time of one call goes: a ladder of this run's controls", LADDER_CAPTION, ladder_figure),
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
-     "with the fastest call of each in brackets (or how many of its calls lie within the run's drift floor of it: "
-     "which of them is fastest, can't tell) and, pale behind it, the slowest call of the same route (named when it "
-     "costs over 1.5x as much). A route marked ≈ lies within the drift floor of the one above it: their order can't "
-     "tell. Hover a bar for every call's time." + _WHY_D2H,
+     "with the fastest call of each in brackets (or how many of its calls lie within the run's drift floor of it, or "
+     "without a floor have rounds overlapping its: which of them is fastest, can't tell) and, pale behind it, the "
+     "slowest call of the same route (named when it costs over 1.5x as much). A route marked ≈ lies within the drift "
+     "floor of the one above it (or overlaps its rounds): their order can't tell. Hover a bar for every call's time." + _WHY_D2H,
      cost_at_size),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
@@ -575,7 +533,7 @@ def render(view: RunView) -> list[Plot]:
         if key == "ladder" and all(ladder.key.startswith("host") for ladder in view.ladders):
             caption = HOST_LADDER_CAPTION
         if key == "noop":
-            title, caption = _noop_text(view)
+            title, caption = noop_text(view)
         plots.append(as_plot(key, title, _caption(view, key, caption), draw(view)))
     return plots
 

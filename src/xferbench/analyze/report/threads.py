@@ -77,8 +77,29 @@ def threads_against_one(view: RunView) -> str | None:
     size = format_bytes(int(row["nbytes"]))
     many, one = float(row["median_s_many"]), float(row["median_s_one"])
     if many > one:
-        return (f"A {size} host copy_ with {host_threads(view)} took {_times(many / one)}× as long as on one thread "
-                f"({format_seconds(many)} against {format_seconds(one)}){under}: more threads made it slower at this "
-                "size.")
+        measured = (f"A {size} host copy_ with {host_threads(view)} took {_times(many / one)}× as long as on one thread "
+                    f"({format_seconds(many)} against {format_seconds(one)}){under}")
+        beside = _neighbours_disagree(view, pairs, int(row["nbytes"]))
+        if beside:  # a figure out of line with its neighbours is no thread effect this run shows
+            return f"{measured}; {beside}, so whether more threads made it slower, can't tell."
+        return f"{measured}: more threads made it slower at this size."
     return (f"A {size} host copy_ on one thread took {_times(one / many)}× as long as with {host_threads(view)} "
             f"({format_seconds(one)} against {format_seconds(many)}){under}.")
+
+
+def _neighbours_disagree(view: RunView, pairs: pd.DataFrame, nbytes: int) -> str | None:
+    """Where a size next to ``nbytes`` (the next smaller and larger both copies ran) does not also show the default
+    threads slower and apart from one thread: the clause saying so; None where every neighbour bears it out."""
+    sizes = sorted(pairs["nbytes"].unique())
+    at = sizes.index(nbytes)
+    beside = [n for n in sizes[max(at - 1, 0):at + 2] if n != nbytes]
+    kept = []
+    for n in beside:
+        row = pairs[pairs["nbytes"] == n].iloc[0]
+        if apart(view, row) is not None or row["median_s_many"] <= row["median_s_one"]:
+            kept.append(f"{format_bytes(int(n))} {format_seconds(float(row['median_s_many']))} against "
+                        f"{format_seconds(float(row['median_s_one']))}")
+    if not kept:
+        return None
+    several = len(kept) > 1
+    return f"the size{'s' if several else ''} beside it do{'' if several else 'es'} not bear it out ({'; '.join(kept)})"

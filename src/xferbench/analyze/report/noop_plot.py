@@ -1,0 +1,94 @@
+"""The no-op figure: each no-op form and the idle synchronize beside the cheapest real copy, all from one machine
+instance, each bar the span of the medians it measured over its sizes (never a figure no case timed). No torch here."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ...families import FAMILIES, moving_ops
+from ...units import format_bytes, mathtext_safe
+from ..view import RunView
+from .findings import noop_call
+from .series import run_of
+from .svg import WIDTH, tip
+
+__all__ = ["noop_text", "noop_vs_copy"]
+
+#: Each no-op form, as the caption names it: (method, variant) of its rows.
+_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')",
+               ("cpu", ""): ".cpu()"}
+
+
+def _colour(op: str) -> str:
+    return FAMILIES[op].colour if op in FAMILIES else "tab:gray"
+
+
+def _bar(label: str, rows: pd.DataFrame, op: str) -> tuple[str, pd.DataFrame, str]:
+    return label, rows.sort_values("nbytes"), _colour(op)
+
+
+def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:
+    """Each bar's label, its rows (one per size) and colour, from the one instance that measured most of the no-ops
+    and synchronizes (so no two bars set one boot's figure beside another's), and that instance's note for the axis."""
+    frame = view.rows
+    kept, instance, _ = view.one_instance_rows(frame[frame["op"].isin(("noop", "sync"))])
+    noops, sync = kept[kept["op"] == "noop"], kept[kept["op"] == "sync"]
+    bars = [_bar(f"{noop_call(method, src, variant or None)} on {src}{run_of(noops, group.iloc[0])}", group, "noop")
+            for (method, variant, src, _), group in noops.groupby(["method", noops["variant"].fillna(""), "src", "run"])]
+    # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
+    bars += [_bar(f"torch.cuda.synchronize({device}) on an idle device{run_of(sync, group.iloc[0])}", group, "sync")
+             for (device, _), group in sync.groupby(["src", "run"])]
+    runs = set(kept["run"])
+    copies = frame[frame["op"].isin(moving_ops()) & frame["run"].isin(runs)]
+    if not copies.empty:
+        cheapest = copies.loc[copies["median_s"].idxmin()]
+        bars.append(_bar(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})",
+                         copies.loc[[cheapest.name]], str(cheapest["op"])))
+    note = f"; from {', '.join(instance.runs)} only (one machine instance)" if instance is not None else ""
+    return bars, note
+
+
+def _ns(rows: pd.DataFrame) -> str:
+    low, high = (f"{rows['median_s'].min() * 1e9:.0f}", f"{rows['median_s'].max() * 1e9:.0f}")
+    return f"{low} ns" if low == high else f"{low}-{high} ns"
+
+
+def noop_vs_copy(view: RunView) -> Figure | str:
+    """Solid, each bar's lowest median over its sizes; pale behind it, its highest; the hover gives every size."""
+    if not (view.rows["op"] == "noop").any():
+        return "No no-op benchmarks were run."
+    bars, note = _bars(view)
+    labels = [mathtext_safe(label) for label, _, _ in bars]
+    colours = [colour for _, _, colour in bars]
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(bars) + 1.2))
+    solid = ax.barh(labels, [rows["median_s"].min() * 1e6 for _, rows, _ in bars], color=colours, zorder=2)
+    ax.barh(labels, [rows["median_s"].max() * 1e6 for _, rows, _ in bars], color=colours, alpha=0.3, zorder=1)
+    for bar, (label, rows, _) in zip(solid.patches, bars, strict=True):
+        tip(bar, [f"{label}: " + ", ".join(f"{m * 1e9:.4g} ns at {format_bytes(int(n))}"
+                                           for n, m in zip(rows["nbytes"], rows["median_s"], strict=True)) + " per call"])
+        ax.text(rows["median_s"].max() * 1e6, bar.get_y() + bar.get_height() / 2, f"  {_ns(rows)}", va="center",
+                fontsize=8)
+    ax.set_xlim(0, max(rows["median_s"].max() for _, rows, _ in bars) * 1e6 * 1.3)
+    ax.invert_yaxis()
+    ax.set_xlabel("median time per call (µs); solid: the lowest median over the sizes measured, pale: the highest"
+                  + note)
+    return fig
+
+
+def noop_text(view: RunView) -> tuple[str, str]:
+    """The no-op figure's title and caption, naming only the forms and the synchronize the run measured."""
+    frame = view.rows
+    noops = frame[frame["op"] == "noop"]
+    found = set(zip(noops["method"], noops["variant"].fillna("").replace({"cuda": "", "cpu": "", "to": ""}), strict=True))
+    forms = [name for form, name in _NOOP_FORMS.items() if form in found]
+    named = ", ".join(forms[:-1]) + f" and {forms[-1]}" if len(forms) > 1 else "".join(forms) or "No-op moves"
+    synced = (frame["op"] == "sync").any()
+    title = "No-op moves next to " + ("a synchronize and " if synced else "") + "the cheapest real copy"
+    string = ("to", "str") in found
+    caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
+               + (" (parsing the string is part of it)" if string else "") + ", shown next to "
+               + ("an idle synchronize and " if synced else "") + "the cheapest real copy measured"
+               + ("." if string else " (no string form, .to('device'), ran)."))
+    return title, caption

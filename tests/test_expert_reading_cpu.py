@@ -1,0 +1,116 @@
+"""A second expert read of the busy CPU run's report (tests/data/cpu-threads-sample.json), the quiet CPU sample's and
+the H200 sample's no-op chart: no cause its neighbouring sizes contradict, no path called the fastest β while a faster
+one sits left out unsaid, no ranking of calls whose rounds overlap in a run without a drift floor, times in their
+unit, and no-op bars that draw only what a case measured, from one machine instance. Each read back from the figure
+or sentence the report writes."""
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from xferbench.analyze.load.results import load
+from xferbench.analyze.report.findings import findings, latency_bound
+from xferbench.analyze.report.noop_plot import noop_vs_copy
+from xferbench.analyze.report.plots import cost_at_size
+from xferbench.analyze.report.svg import to_svg
+from xferbench.analyze.report.threads import threads_against_one
+from xferbench.analyze.view import RunView
+
+ROOT = Path(__file__).resolve().parents[1]
+THREADS = ROOT / "tests" / "data" / "cpu-threads-sample.json"
+CPU = ROOT / "tests" / "data" / "cpu-sample.json"
+H200 = [ROOT / "reports" / "samples" / "h200" / "full.json.gz", ROOT / "reports" / "samples" / "h200" / "quick-scenarios.json"]
+GiB = 2**30
+
+
+@pytest.fixture(scope="module")
+def busy():
+    return RunView.of(load([THREADS]))
+
+
+def _case(path: Path, nbytes: int, **match: object) -> dict:
+    """One case's stats straight from a sample's JSON."""
+    found = [b["stats"] for b in json.loads(path.read_text())["benchmarks"]
+             if b["extra_info"].get("nbytes") == nbytes and all(b["extra_info"].get(k) == v for k, v in match.items())]
+    assert len(found) == 1, match
+    return found[0]
+
+
+def _figure(figure) -> tuple[list[str], list[str], str, str]:
+    """A figure's bar labels, its texts, its x label and its SVG (with the hovers)."""
+    ax = figure.axes[0]
+    labels = [label.get_text() for label in ax.get_yticklabels()]
+    texts, xlabel, svg = [t.get_text() for t in ax.texts], ax.get_xlabel(), to_svg(figure)
+    plt.close(figure)
+    return labels, texts, xlabel, svg
+
+
+def test_a_thread_figure_its_neighbours_contradict_states_no_cause(busy):
+    """256 KiB copy_ on 2 threads took 26.4 ms against 5.78 µs on one; at 16 KiB and 1 MiB the two overlap (1 MiB: 216
+    against 199 µs): the run does not show more threads making it slower, so the sentence gives the figures only."""
+    said = threads_against_one(busy)
+    assert said == ("A 256 KiB host copy_ with torch's default threads (2) took 4,562× as long as on one thread (26.4 ms "
+                    "against 5.78 µs), under load (load 11.62 on 2 cores, 86% of CPU time taken by other processes); "
+                    "the sizes beside it do not bear it out (16 KiB 1.02 µs against 988 ns; 1 MiB 216 µs against "
+                    "199 µs), so whether more threads made it slower, can't tell.")
+    assert not any("made it slower at this size" in sentence for sentence in findings(busy))
+
+
+def test_the_highest_beta_says_the_faster_one_thread_copy_is_left_out(busy):
+    """copy_ on 2 threads β 1.81 GB/s is named the highest while copy_ on one thread reached 1.97: the sentence says
+    the one-thread copy is left out and why, and which of the two is faster can't tell (their rounds overlap)."""
+    said = latency_bound(busy)
+    assert said is not None
+    assert said.startswith("In a loop that synchronizes after every call, the host-side path with the highest fitted β "
+                           "(host pageable copy_ cpu; left out: torch's copy_ on one thread, a roof rather than a call "
+                           "a move makes) has a fixed cost α = 0.743 µs and a bandwidth β = 1.81 GB/s")
+    assert ("torch's copy_ on one thread (host copy_ single_thread) reached β = 1.97 GB/s: which of the two is faster, "
+            "can't tell (at 256 MiB their rounds overlap") in said
+
+
+def test_a_quiet_runs_highest_beta_names_no_left_out_path():
+    """The quiet CPU sample's one-thread copy is no faster: nothing is said left out."""
+    said = latency_bound(RunView.of(load([CPU])))
+    assert said is not None and "(host pageable copy_ cpu) has a fixed cost" in said and "left out" not in said
+
+
+def test_calls_whose_rounds_overlap_are_not_ranked_without_a_floor(busy):
+    """1 GiB copy_ on one thread 540 ms (rounds 528-626 ms) against 2 threads 608 ms (505-640 ms), in a run with no
+    drift floor: the route names neither as fastest; the slowest call reads in seconds (1.59 s), never 1.59e+03 ms."""
+    one = _case(THREADS, GiB, op="host", method="copy_", variant="single_thread")
+    many = [s for b in json.loads(THREADS.read_text())["benchmarks"] for s in [b["stats"]]
+            if b["extra_info"].get("nbytes") == GiB and b["extra_info"].get("method") == "copy_"
+            and b["extra_info"].get("variant") != "single_thread"]
+    assert len(many) == 1 and one["min"] <= many[0]["max"] and many[0]["min"] <= one["max"]
+    assert busy.drift.floor() is None
+    labels, texts, xlabel, _ = _figure(cost_at_size(busy))
+    assert labels == ["host pageable cpu  (2 calls within overlapping rounds)"]
+    assert texts == ["  540 ms, 1.99 GB/s;  slowest .clone(): 1.59 s, 0.674 GB/s"]
+    assert xlabel.endswith("(no floor: rounds overlap)")
+
+
+def test_noop_bars_span_the_sizes_they_measured():
+    """.to(torch.device('cpu')) took 743 ns at 4 B and 358 ns at 16 MiB: the bar spans the two (solid to the lower,
+    pale to the higher), the hover gives each, and the 550 ns median over sizes no case timed is nowhere."""
+    labels, texts, xlabel, svg = _figure(noop_vs_copy(RunView.of(load([CPU]))))
+    at = labels.index(".to(torch.device('cpu')) on cpu")
+    assert texts[at] == "  358-743 ns"
+    assert ".to(torch.device('cpu')) on cpu: 742.8 ns at 4 B, 357.9 ns at 16 MiB per call" in svg
+    assert not any("550" in said for said in texts + re.findall(r"<title>([^<]*)</title>", svg))
+    assert xlabel.startswith("median time per call (µs); solid: the lowest median over the sizes measured, pale: the "
+                             "highest")
+
+
+def test_the_noop_chart_reads_one_machine_instance():
+    """full.json timed the idle synchronize at 1707 ns (4 B) and 1713 ns (1 GiB); quick-scenarios at 886 ns, another
+    boot: one bar, from the instance that measured the no-ops, labelled, never both side by side."""
+    labels, texts, xlabel, svg = _figure(noop_vs_copy(RunView.of(load(H200))))
+    synced = [i for i, label in enumerate(labels) if label.startswith("torch.cuda.synchronize")]
+    assert [labels[i] for i in synced] == ["torch.cuda.synchronize(cuda:0) on an idle device"]
+    assert texts[synced[0]] == "  1707-1713 ns"
+    assert "on an idle device: 1707 ns at 4 B, 1713 ns at 1 GiB per call" in svg
+    assert not any(text.strip().startswith("886") for text in texts)
+    assert xlabel.endswith("; from full.json only (one machine instance)")
