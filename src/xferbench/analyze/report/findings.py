@@ -20,7 +20,7 @@ from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, BreakEven, RunView, cliff
 from . import drift_text
-from .cliff import cliff_cause, cliff_note, mmap_clause
+from .cliff import cliff_cause, cliff_note, held_there, mmap_clause
 from .half_beta import half_of_beta
 from .model_text import no_host_roof
 from .staging import staging_both_ways
@@ -450,9 +450,7 @@ def d2h_cliff(view: RunView) -> str | None:
     found = view.cliff
     if found is None:
         return None
-    existing = found["existing"]
-    steady = (f"; copy_ into an existing buffer held {existing['bandwidth_gbps']:.3g} GB/s there"
-              if existing is not None else "")
+    steady = held_there(found, view)
     return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
             f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
             f"{steady}.{mmap_clause(found, view)} {cliff_cause(found, view)}")

@@ -1,6 +1,7 @@
 """Where a path reaches half of its β, said only where the fit t = α + n/β holds: the line meets every measured size
-past that half within ``MODEL_MISS``x, no smaller size ran faster than β beyond the run's drift floor, and the sweep
-has a size on each side of it within ``BRACKET``x. The table and the key finding read the same verdict."""
+past that half within ``MODEL_MISS``x, no smaller size ran faster than β beyond the run's drift floor, the sweep
+has a size on each side of it within ``BRACKET``x, and β is not capped at the largest size's figure. The table and
+the key finding read the same verdict."""
 
 from __future__ import annotations
 
@@ -70,10 +71,20 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
             "beta_basis": f"{fit['beta_basis']}; {reason}, so no half of β"}
 
 
+def _capped(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """No half of β where β is capped at what the largest size reached: α x that figure places half of β where no
+    measured size says it lies (send_recv on the H200: 13.8 KiB, though 16 KiB already reached the capped β)."""
+    if not str(fit["beta_basis"]).startswith("capped") or not np.isfinite(float(fit["half_peak_bytes"])):
+        return {}
+    return {"half_peak_bytes": float("nan"), "no_half": "β is capped at what the largest size measured reached",
+            "beta_basis": f"{fit['beta_basis']}, so no half of β"}
+
+
 def half_of_beta(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """What the report says of ``fit`` (a row of ``view.fits``) beyond the fit itself: ``half_peak_bytes`` NaN and
     ``no_half`` the reason where half of β is not stated, ``beta_basis`` saying so; empty where the fit holds."""
     said = dict(fit)
-    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed):
+    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed,
+                  _capped):
         said |= check(view, said)
     return {key: value for key, value in said.items() if key not in fit or value is not fit[key]}
