@@ -338,11 +338,11 @@ def test_only_points_faster_than_memory_allows_are_marked(full):
 
 
 def test_module_to_claims_no_growth_with_parameters(full):
-    """The stack always has 8 tensors: the second .to() is flat at 41-79 µs whatever the bytes."""
+    """The stack always has 8 tensors: the second .to(cpu) holds 68-73 µs whatever the bytes, but for one size."""
     sentences = scenario_findings(RunView.of(full), "module_to")
-    assert sentences[0] == ("A second .to(cpu) of a module already there took 40.7-73.3 µs from 3.75 KiB to 382 MiB of "
-                            "parameters: nothing is copied (every parameter tensor is visited), and the bytes do not set "
-                            "its cost.")
+    assert sentences[0] == ("A second .to(cpu) of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of "
+                            "parameters, but 40.7 µs at 38.2 MiB: nothing is copied (every parameter tensor is visited), "
+                            "and the bytes do not set its cost.")
     assert not any("grows" in s for s in sentences)
 
 
