@@ -68,6 +68,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # compare's "not compared" for peer cases one side's plan left out; the slow tests are whole simulated sessions.
     "peer_plan": ("src/xferbench/analyze/load/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
     # What the report says of the plan: the sentences the tests above read back word for word.
+    # The store's bound on a calibration's spread and floor: constructed runs (tests/test_gate_floors.py).
+    "bound": ("src/xferbench/analyze/gate/bound.py", ["tests/test_gate_floors.py"]),
+    # A case's blocks merged into one row; the slow tests are whole simulated sessions in subprocesses.
+    "blocks": ("src/xferbench/analyze/load/blocks.py", ["tests/test_blocks.py", "-m", "not slow"]),
     "peer_plan_text": ("src/xferbench/analyze/report/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
 }
 
