@@ -129,7 +129,7 @@ def view_goldens() -> dict[Path, str]:
 # -- docs/layout.md ------------------------------------------------------------------------------------------------
 
 #: A summary longer than this is cut at its last clause before it (the docstring says the rest).
-LONGEST = 80
+LONGEST = 60
 
 
 def summary(path: Path) -> str:
@@ -145,7 +145,7 @@ def summary(path: Path) -> str:
 
 
 def _tree(folder: Path, depth: int, lines: list[str], above: str = "") -> None:
-    """``folder``'s modules, then its packages; a module that says what its package says shows its name only."""
+    """``folder``'s modules, then its packages; a module that starts as its package does shows its name only."""
     indent = "  " * depth
     for path in sorted(folder.iterdir(), key=lambda p: (p.is_dir(), p.name != "__init__.py", p.name)):
         if path.name == "__pycache__" or (path.is_file() and path.suffix != ".py"):
@@ -157,7 +157,8 @@ def _tree(folder: Path, depth: int, lines: list[str], above: str = "") -> None:
                 _tree(path, depth + 1, lines, summary(init))
         elif path.name != "__init__.py" or depth == 1:
             text = summary(path)
-            _entry(f"{indent}{path.name}", "" if text == above else text, lines)
+            said = text == above or (above.endswith("…") and text.startswith(above[:-1]))
+            _entry(f"{indent}{path.name}", "" if said else text, lines)
 
 
 def _entry(name: str, text: str, lines: list[str]) -> None:
