@@ -170,9 +170,8 @@ def _entry(name: str, text: str, lines: list[str]) -> None:
 
 LAYOUT_HEAD = """# Layout
 
-Generated from each module's docstring by `python3 run.py golden` (the docstring says the rest). A package's line
-is its `__init__.py`'s; a family's folder holds its record and findings (`__init__.py`, no torch) and what it
-runs (`run.py`).
+Generated from each module's docstring by `python3 run.py golden`; a package's line is its `__init__.py`'s. A
+family's folder holds its record and findings (`__init__.py`, no torch) and what it runs (`run.py`).
 
 ```
 """
@@ -180,7 +179,7 @@ LAYOUT_TAIL = """```
 
 Outside the package: `bench/` (the benchmarks, shipped as `xferbench.bench`), `tests/` (CPU only), `tools/`
 (check scripts, this page's generator), `examples/` (simulated specs, a CI workflow), `reports/samples/` (real
-runs), `run.py` (the Quickstart), `.ci/` (the pull-request check and the nightly gates).
+runs), `run.py` (the Quickstart), `.ci/` (pull-request and nightly checks).
 
 `analyze/` never imports torch nor `measure/`; the families' records, contract, units, output and escape modules
 import neither side; `store` sits above `report` and `gate`, above `view`, above `load`. import-linter

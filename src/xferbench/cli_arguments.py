@@ -52,8 +52,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                              "not the one with more rounds (ties: the newest)")
     report.set_defaults(run=commands["report"])
 
-    history = sub.add_parser("history", help="report the newest run of a pytest-benchmark storage folder, "
-                                             "with trend plots over all its runs")
+    history = sub.add_parser("history", help="report a storage folder's newest run, "
+                                             "with trends over all its runs")
     history.add_argument("folder", type=Path, help="e.g. reports/history or .benchmarks")
     history.add_argument("-o", "--output", type=Path, help=f"default: {DEFAULT_OUTPUT}")
     for command in (report, history):
@@ -68,7 +68,7 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     comp.add_argument("--threshold", default=None, metavar="FLOOR",
                       help="one floor for every case, e.g. 10%% (default: by case class, or from --noise)")
     comp.add_argument("--confirm", type=Path, metavar="FILE", help="an earlier comparison's --json: only cases it "
-                                                                   "flagged too count (confirm with fresh new runs)")
+                                                                   "flagged too count (for fresh runs)")
     comp.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     comp.add_argument("--json", type=Path, metavar="FILE", help="also write the comparison as JSON")
     comp.add_argument("--allow-different-machines", action="store_true",
@@ -86,7 +86,7 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     cal.add_argument("--per-side", type=int, default=1, help="runs on each side of the comparisons you will make "
                                                              "(default: %(default)s)")
     cal.add_argument("--force", action="store_true", help=FORCE)
-    cal.add_argument("--note", default="", help="where and under what load the A/A runs were made (kept in the file)")
+    cal.add_argument("--note", default="", help="where and at what load the A/A runs were made (kept)")
     cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     cal.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                      help="stop an A/A run that takes longer (default: %(default)g)")
