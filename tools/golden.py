@@ -129,7 +129,7 @@ def view_goldens() -> dict[Path, str]:
 # -- docs/layout.md ------------------------------------------------------------------------------------------------
 
 #: A summary longer than this is cut at its last clause before it (the docstring says the rest).
-LONGEST = 80
+LONGEST = 60
 
 
 def summary(path: Path) -> str:
@@ -145,7 +145,7 @@ def summary(path: Path) -> str:
 
 
 def _tree(folder: Path, depth: int, lines: list[str], above: str = "") -> None:
-    """``folder``'s modules, then its packages; a module that says what its package says shows its name only."""
+    """``folder``'s modules, then its packages; a module that starts as its package does shows its name only."""
     indent = "  " * depth
     for path in sorted(folder.iterdir(), key=lambda p: (p.is_dir(), p.name != "__init__.py", p.name)):
         if path.name == "__pycache__" or (path.is_file() and path.suffix != ".py"):
@@ -157,7 +157,8 @@ def _tree(folder: Path, depth: int, lines: list[str], above: str = "") -> None:
                 _tree(path, depth + 1, lines, summary(init))
         elif path.name != "__init__.py" or depth == 1:
             text = summary(path)
-            _entry(f"{indent}{path.name}", "" if text == above else text, lines)
+            said = text == above or (above.endswith("…") and text.startswith(above[:-1]))
+            _entry(f"{indent}{path.name}", "" if said else text, lines)
 
 
 def _entry(name: str, text: str, lines: list[str]) -> None:
@@ -169,9 +170,8 @@ def _entry(name: str, text: str, lines: list[str]) -> None:
 
 LAYOUT_HEAD = """# Layout
 
-Generated from each module's docstring by `python3 run.py golden` (the docstring says the rest). A package's line
-is its `__init__.py`'s; a family's folder holds its record and findings (`__init__.py`, no torch) and what it
-runs (`run.py`).
+Generated from each module's docstring by `python3 run.py golden`; a package's line is its `__init__.py`'s. A
+family's folder holds its record and findings (`__init__.py`, no torch) and what it runs (`run.py`).
 
 ```
 """
@@ -179,7 +179,7 @@ LAYOUT_TAIL = """```
 
 Outside the package: `bench/` (the benchmarks, shipped as `xferbench.bench`), `tests/` (CPU only), `tools/`
 (check scripts, this page's generator), `examples/` (simulated specs, a CI workflow), `reports/samples/` (real
-runs), `run.py` (the Quickstart), `.ci/` (the pull-request check and the nightly gates).
+runs), `run.py` (the Quickstart), `.ci/` (pull-request and nightly checks).
 
 `analyze/` never imports torch nor `measure/`; the families' records, contract, units, output and escape modules
 import neither side; `store` sits above `report` and `gate`, above `view`, above `load`. import-linter

@@ -36,26 +36,24 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the benchmarks shipped in the package from any folder (pytest --pyargs "
                                      "xferbench.bench --benchmark-only); any other argument goes to pytest")
     run.add_argument("-o", "--output", type=Path, required=True, help="the run's JSON (pytest-benchmark's "
-                                                                      "--benchmark-json); an existing file is "
-                                                                      "refused, since it holds a run's results")
+                                                                      "--benchmark-json); an existing one is refused")
     run.add_argument("--force", action="store_true", help="replace an existing -o file (its results are lost)")
     run.set_defaults(run=commands["run"])
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
                                            "beside it) from pytest-benchmark JSON")
     report.add_argument("results", nargs="+", type=Path,
-                        help="JSON files, or a pytest-benchmark storage folder (its newest run, with every run as "
-                             "history); nvbandwidth -j JSON and nccl-tests text outputs of the same machine are "
-                             "shown beside the suite's figures")
+                        help="JSON files, or a pytest-benchmark storage folder (its newest run, the rest as history); "
+                             "the same machine's nvbandwidth -j JSON and nccl-tests outputs are shown beside")
     report.add_argument("-o", "--output", type=Path,
                         help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
     report.add_argument("--read-run", metavar="RUN",
-                        help="where a case was measured in more than one file, read this run's instance (a file's name "
-                             "without .json) rather than the one with more rounds (ties: the newest)")
+                        help="a case measured in several files: read this run's (a file's name without .json), "
+                             "not the one with more rounds (ties: the newest)")
     report.set_defaults(run=commands["report"])
 
-    history = sub.add_parser("history", help="report the newest run of a pytest-benchmark storage folder, "
-                                             "with trend plots over all its runs")
+    history = sub.add_parser("history", help="report a storage folder's newest run, "
+                                             "with trends over all its runs")
     history.add_argument("folder", type=Path, help="e.g. reports/history or .benchmarks")
     history.add_argument("-o", "--output", type=Path, help=f"default: {DEFAULT_OUTPUT}")
     for command in (report, history):
@@ -64,13 +62,13 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
     comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor")
     comp.add_argument("base", type=Path, help="the baseline: a JSON run, or a storage folder (its newest runs, "
-                                              "which also teach compare this machine's run-to-run spread)")
+                                              "which also give this machine's run-to-run spread)")
     comp.add_argument("new", type=Path, help="the candidate: a JSON run, or a folder of runs")
     comp.add_argument("--noise", type=Path, metavar="FILE", help="per-case spread and floors from xferbench calibrate")
     comp.add_argument("--threshold", default=None, metavar="FLOOR",
                       help="one floor for every case, e.g. 10%% (default: by case class, or from --noise)")
     comp.add_argument("--confirm", type=Path, metavar="FILE", help="an earlier comparison's --json: only cases it "
-                                                                   "flagged too count (confirm with fresh new runs)")
+                                                                   "flagged too count (for fresh runs)")
     comp.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     comp.add_argument("--json", type=Path, metavar="FILE", help="also write the comparison as JSON")
     comp.add_argument("--allow-different-machines", action="store_true",
@@ -88,7 +86,7 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     cal.add_argument("--per-side", type=int, default=1, help="runs on each side of the comparisons you will make "
                                                              "(default: %(default)s)")
     cal.add_argument("--force", action="store_true", help=FORCE)
-    cal.add_argument("--note", default="", help="where and under what load the A/A runs were made (kept in the file)")
+    cal.add_argument("--note", default="", help="where and at what load the A/A runs were made (kept)")
     cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     cal.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                      help="stop an A/A run that takes longer (default: %(default)g)")
@@ -103,8 +101,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     ab.add_argument("--keep", type=Path, default=Path("reports/ab"), help="where each block's JSON is kept "
                                                                           "(default: %(default)s)")
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
-    ab.add_argument("--only", type=Path, metavar="FILE", help="an earlier comparison's --json: judge only its regressions and "
-                    "the cases it could not tell; {select} in a command becomes a pytest -k running only them")
+    ab.add_argument("--only", type=Path, metavar="FILE", help="an earlier comparison's --json: judge only what it flagged or "
+                    "could not tell; {select} in a command becomes a pytest -k of them")
     ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -117,8 +115,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     check.set_defaults(run=commands["check"])
 
     _store_parser(sub, commands["store"])
-    torchrun = sub.add_parser("torchrun", help="torchrun ... -m xferbench.distributed, its rendezvous bounded: a node "
-                                               "that never joins ends it with one line naming it (exit 2)",
+    torchrun = sub.add_parser("torchrun", help="torchrun ... -m xferbench.distributed with a bounded rendezvous: a "
+                                               "node that never joins is named, exit 2",
                               usage="xferbench torchrun [--join-timeout SECONDS] TORCHRUN_OPTIONS -- OPTIONS")
     torchrun.add_argument("--join-timeout", metavar="SECONDS",
                           help="seconds torchrun's agents wait for every node (default: 120; --rdzv-conf overrides)")
@@ -133,8 +131,8 @@ def _store_parser(sub: Any, command: Command) -> None:
     where = "a folder, or git:BRANCH (a branch of this repository's --remote, e.g. git:xferbench-data)"
     store = sub.add_parser("store", help="keep runs between CI jobs in a folder or a git branch, with a dashboard")
     actions = store.add_subparsers(dest="action", required=True)
-    push = actions.add_parser("push", help="add runs (one folder per machine), keep the newest --keep, "
-                                           "rewrite the dashboard; a git branch is committed and pushed")
+    push = actions.add_parser("push", help="add runs (a folder per machine), keep the newest --keep, "
+                                           "rewrite the dashboard; a git branch is pushed")
     push.add_argument("store", help=where)
     push.add_argument("runs", nargs="+", type=Path, help="pytest-benchmark JSON files of finished runs")
     push.add_argument("--keep", type=int, default=100, help="runs kept per machine (default: %(default)s)")
