@@ -7,7 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xferbench.cli import main
-from xferbench.measure.distributed.launch import JOIN_TIMEOUT_S, Launch, LaunchError, command, missing_line, parse
+from xferbench.measure.distributed import launch as launch_module
+from xferbench.measure.distributed.launch import (
+    JOIN_TIMEOUT_S,
+    Launch,
+    LaunchError,
+    command,
+    missing_line,
+    parse,
+    ranks_said,
+)
 
 NODE0 = ["--nnodes=2", "--nproc-per-node=8", "--node-rank=0", "--master-addr=head", "--master-port=29500"]
 #: The static rendezvous's last line when a node never came (torch.distributed.run, --master-addr/--master-port).
@@ -72,3 +81,40 @@ class TestMissingNodes:
 
     def test_any_other_failure_is_torchruns_own(self):
         assert missing_line("ChildFailedError: xferbench.distributed FAILED\n", parse([*NODE0, "--"])) is None
+
+
+class TestRanksSaid:
+    """A rank that stops with its own one line (exit 2) is said once, without torchrun's traceback of its exit."""
+
+    FAILED = ("xferbench.distributed: the nodes run different numbers of ranks (node0 2, node1 1: a world of 3); "
+              "start every node with the same --nproc-per-node (srun: --ntasks-per-node)\n")
+    REPORT = ("E1203 12:11:38 api.py:1002] failed (exitcode: 2) local_rank: 1\nTraceback (most recent call last):\n"
+              "  File \"run.py\", line 1032, in <module>\ntorch.distributed.elastic.multiprocessing.errors."
+              "ChildFailedError: \n====\nFailures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15\n"
+              "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : {code} (pid: 5)\n"
+              "====\n")
+
+    def test_the_ranks_line_once_and_their_exit_status(self):
+        assert ranks_said(self.FAILED * 2 + self.REPORT.format(code=2)) == ([self.FAILED.strip()], 2)
+
+    def test_a_rank_that_failed_otherwise_keeps_torchruns_report(self):
+        assert ranks_said(self.FAILED + self.REPORT.format(code=1)) is None
+        assert ranks_said(self.REPORT.format(code=2)) is None  # no line of a rank: nothing to stand for the report
+        assert ranks_said(self.FAILED) is None
+
+    def test_the_wrapper_prints_only_the_ranks_line(self, monkeypatch, capsys):
+        class Done:
+            pid, returncode = 0, 1
+            stderr = iter([self.FAILED, self.FAILED, self.REPORT.format(code=2)])
+
+            def poll(self) -> int:
+                return 1
+
+            def wait(self, timeout: float | None = None) -> int:
+                return 1
+
+        monkeypatch.setattr(launch_module, "_port_taken", lambda launch: None)
+        monkeypatch.setattr(launch_module.subprocess, "Popen", lambda *args, **kwargs: Done())
+        monkeypatch.setattr(launch_module, "_wait", lambda proc, started, deadline: (1, False))
+        assert launch_module.run(parse([*NODE0, "--"])) == 2
+        assert capsys.readouterr().err == self.FAILED

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["JOIN_TIMEOUT_S", "Launch", "LaunchError", "command", "kept_line", "mark_started", "missing_line", "parse", "run"]
+__all__ = ["JOIN_TIMEOUT_S", "Launch", "LaunchError", "command", "kept_line", "mark_started", "missing_line", "parse",
+           "ranks_said", "run"]
 
 #: Seconds torchrun's agents wait for every node unless told otherwise: enough for a node of a job array to start.
 JOIN_TIMEOUT_S = 120.0
@@ -129,6 +130,21 @@ def missing_line(stderr: str, launch: Launch) -> str | None:
                 "rendezvous does not say which never joined); start every node with the same --nnodes and "
                 "--rdzv-endpoint, or raise --join-timeout")
     return None
+
+
+#: How a rank of the entry point begins the one line it prints before it exits 2 (bad options, an uneven world).
+_RANK_LINE = "xferbench.distributed: "
+_ROOT_EXIT = re.compile(r"Root Cause.*?exitcode\s*:\s*(-?\d+)", re.S)
+
+
+def ranks_said(stderr: str) -> tuple[list[str], int] | None:
+    """Where torchrun failed because a rank stopped with its own line (exit 2: bad options, an uneven world), those
+    lines once each and that exit status, in place of torchrun's ChildFailedError traceback; None otherwise."""
+    found = _ROOT_EXIT.search(stderr)
+    if "ChildFailedError" not in stderr or found is None or int(found.group(1)) != 2:
+        return None
+    lines = list(dict.fromkeys(line for line in stderr.splitlines() if line.startswith(_RANK_LINE)))
+    return (lines, 2) if lines else None
 
 
 def _port_taken(launch: Launch) -> str | None:
@@ -238,6 +254,10 @@ def run(launch: Launch) -> int:
     if line is not None:
         print(line, file=sys.stderr)
         return 2
+    said = ranks_said(captured) if status and not signals else None
+    if said is not None:  # the ranks said why in one line: torchrun's traceback of their exit adds nothing
+        print("\n".join(said[0]), file=sys.stderr)
+        return said[1]
     sys.stderr.write(captured)
     kept = kept_line(_out(launch.entry), began) if status and (_value(launch.torchrun, "node-rank") or "0") == "0" \
         else None
