@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
-from xferbench.analyze.gate.bound import store_swing
+from xferbench.analyze.gate.bound import store_bound, store_swing
 from xferbench.analyze.gate.compare import compare, to_markdown, to_text
 from xferbench.analyze.gate.noise import Noise, run_times
-from xferbench.analyze.load.case_time import learned_spread
+from xferbench.analyze.load.case_time import MIN_RUNS_TO_LEARN, learned_spread
 
 #: Runs spread in time: bandwidth-bound cases drift 20% between them, latency-bound ones 1%.
 DRIFT = {"bandwidth": 0.2, "latency": 0.01}
@@ -116,3 +116,29 @@ class TestWhatTheGateCanSee:
         best = min(r.smallest for r in rows if r.case_class == "bandwidth" and r.smallest is not None)
         assert best > 0.05  # the store's swing, not the calibration's 5%, bounds what it can see
         assert f"bandwidth-bound, 9 case(s): {1 + best:.2f}x at best" in text
+
+
+class TestStoreBound:
+    """store_bound raises a calibration's spread and floor to what the stored runs show, and names the source."""
+
+    RUNS = np.log([1.0, 1.1, 0.9, 1.05, 0.95, 1.2])
+
+    def test_from_min_runs_to_learn_runs_the_store_shows_a_swing(self):
+        assert store_swing(self.RUNS[:MIN_RUNS_TO_LEARN]) is not None
+        assert store_swing(self.RUNS[:MIN_RUNS_TO_LEARN - 1]) is None
+
+    def test_a_calibration_below_the_store_is_raised_and_says_so(self):
+        spread, source, floor, floor_from = store_bound(self.RUNS, "latency", 0.0, "noise", 0.0, "calibrated")
+        assert (spread, source) == (learned_spread(self.RUNS, "latency"), "history")
+        assert (floor, floor_from) == (store_swing(self.RUNS), "store spread")
+
+    def test_a_calibration_at_or_above_the_store_stands(self):
+        learned, shown = learned_spread(self.RUNS, "latency"), store_swing(self.RUNS)
+        assert shown is not None
+        for spread, floor in ((learned, shown), (learned * 2, shown * 2)):
+            assert store_bound(self.RUNS, "latency", spread, "noise", floor, "calibrated") == (
+                spread, "noise", floor, "calibrated")
+
+    def test_too_few_runs_leave_the_calibration_alone(self):
+        assert store_bound(self.RUNS[:4], "latency", 0.0, "noise", 0.0, "calibrated") == (0.0, "noise", 0.0,
+                                                                                           "calibrated")
