@@ -275,6 +275,32 @@ class TestBadLaunch:
                              "node0 with --sizes 1KiB; start every rank with the same options" for line in lines)
         assert not (tmp_path / "a.json").exists()
 
+    @pytest.mark.parametrize("second", [1, 3])
+    def test_nodes_of_uneven_ranks_are_refused_in_one_line_by_the_wrapper(self, tmp_path, second):
+        """xferbench torchrun with --nproc-per-node 2 on node 0 and 1 (or 3) on node 1: each node prints the ranks'
+        one line, once, with no torchrun traceback, exit 2; no JSON is written."""
+        env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        port = free_port()
+        procs = [subprocess.Popen([sys.executable, "-m", "xferbench.cli", "torchrun", "--join-timeout", "60",
+                                   "--nnodes=2", f"--nproc-per-node={per_node}", f"--node-rank={node}",
+                                   "--master-addr=127.0.0.1", f"--master-port={port}", "--", "--timeout",
+                                   str(TIMEOUT_S), "--sizes", "4B", "--out", str(tmp_path / f"d{node}.json")],
+                                  cwd=tmp_path, env=env | {NODE_ENV: f"node{node}"}, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for node, per_node in ((0, 2), (1, second))]
+        try:
+            ended = [proc.communicate(timeout=300) for proc in procs]
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    kill_tree(proc.pid)
+                    proc.wait()
+        said = (f"xferbench.distributed: the nodes run different numbers of ranks (node0 2, node1 {second}: a world of "
+                f"{2 + second}); start every node with the same --nproc-per-node (srun: --ntasks-per-node)\n")
+        for proc, (_, err) in zip(procs, ended, strict=True):
+            assert proc.returncode == 2 and err == said, err[-3000:]
+        assert not list(tmp_path.glob("d*.json"))
+
     def test_a_rank_that_never_joins_ends_within_the_timeout(self, tmp_path):
         """Rank 0 of a world of 2 whose rank 1 never comes: one line naming rank and host, exit 2."""
         env = os.environ | {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
