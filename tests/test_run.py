@@ -11,6 +11,7 @@ import shutil
 import site
 import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,7 @@ def test_the_wheel_finds_every_package_under_src_and_maps_bench_as_xferbench_ben
     assert (ROOT / "bench" / "__init__.py").exists() and not (ROOT / "src" / "xferbench" / "bench").exists()
 
 
-def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str) -> dict[str, Any]:
+def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str, cases: int = 5) -> dict[str, Any]:
     """Run command (a benchmark run of the 64 KiB host cases, writing out) in cwd: its JSON."""
     args = ["--xfer-devices=cpu", "--xfer-sizes=64KiB", "-k", "host", "--benchmark-max-time=0.02", "-p",
             "no:cacheprovider"]
@@ -107,7 +108,7 @@ def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str) -> d
     assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-2000:]
     run: dict[str, Any] = json.loads((cwd / out).read_text())
     # 3 cases, the reference clone in 3 blocks (blocks.py)
-    assert len(run["benchmarks"]) == 5 and set(run["xferbench_run"]) == {"boot_id", "started", "load"}
+    assert len(run["benchmarks"]) == cases and set(run["xferbench_run"]) == {"boot_id", "started", "load"}
     return run
 
 
@@ -240,3 +241,20 @@ def test_the_wheel_runs_compares_and_stores_from_an_empty_folder(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert stored.returncode == 0 and "2 run(s) in store" in stored.stdout, stored.stderr
     assert len(list((empty / "store").rglob("*.json"))) >= 2
+    _own_benchmarks_as_the_docs_write_them(empty, env, xferbench_cmd)
+
+
+def _own_benchmarks_as_the_docs_write_them(repo: Path, env: dict[str, str], xferbench_cmd: str) -> None:
+    """docs/regression-tracking.md's step 2, its files as the page writes them, in a new git repository: `xferbench
+    run ... bench` measures the repository's own case beside the shipped ones, under its own name."""
+    page = (ROOT / "docs" / "regression-tracking.md").read_text()
+    block = page.split("**Benchmarks of your own**", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    conftest, test = block.split("# bench/test_our_host_copy.py")
+    (repo / "bench").mkdir()
+    (repo / "bench" / "conftest.py").write_text(textwrap.dedent(conftest))
+    (repo / "bench" / "test_our_host_copy.py").write_text(textwrap.dedent(test))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=60)
+    run = _measured(repo, env, [xferbench_cmd, "run", "-o", "own.json", "bench"], "own.json", cases=10)
+    names = {bench["fullname"] for bench in run["benchmarks"]}
+    assert any(name.startswith("bench/test_our_host_copy.py::test_our_host_copy[") for name in names), names
+    assert any(name.startswith("bench/test_host.py::") for name in names), names  # the shipped ones, apart
