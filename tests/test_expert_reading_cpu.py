@@ -114,3 +114,23 @@ def test_the_noop_chart_reads_one_machine_instance():
     assert "on an idle device: 1707 ns at 4 B, 1713 ns at 1 GiB per call" in svg
     assert not any(text.strip().startswith("886") for text in texts)
     assert xlabel.endswith("; from full.json only (one machine instance)")
+
+
+class TestRead3b:
+    def test_no_fault_counts_is_said_only_where_the_run_has_none(self, busy, tmp_path):
+        """The busy run records minor_faults_per_call (clone() at 1 GiB: 262,145 more per call): neither its ladder
+        caption nor its row says no fault counts split the step; the same rows without the counts say it in the row."""
+        from xferbench.analyze.report.ladder_plots import HOST_LADDER_CAPTION, ladder_table
+
+        assert "no fault counts" not in HOST_LADDER_CAPTION
+        cells = [c["text"] for row in ladder_table(busy)["rows"] for c in row["cells"]]
+        assert any("with 262,145 more minor faults per call" in c for c in cells)
+        assert not any("no fault counts" in c for c in cells)
+        data = json.loads(THREADS.read_text())
+        for bench in data["benchmarks"]:
+            bench["extra_info"].pop("minor_faults_per_call", None)
+        bare = tmp_path / "no-faults.json"
+        bare.write_text(json.dumps(data))
+        cells = [c["text"] for row in ladder_table(RunView.of(load([bare])))["rows"] for c in row["cells"]]
+        assert any(c.endswith("no fault counts split it into allocation and first touch") for c in cells)
+        assert not any("minor faults" in c for c in cells)

@@ -43,7 +43,7 @@ def test_rand_across_the_cliff_is_cant_tell_not_did_not_break(page, h200):
     _, text = page
     # torch.rand grew 1.32x per byte (over the 29.8% floor) and took 37.5 ms beyond 4x its 16 MiB time: it may break
     assert "a fresh destination alone does not make a call break here" not in text
-    assert ("torch.rand on the CPU 29 ms → 154 ms (1.32×, 37.5 ms beyond 4× its 16 MiB time), which also writes a fresh "
+    assert ("torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time), which also writes a fresh "
             "pageable host destination, did not grow past every call into a reused buffer beyond the floor: can't tell "
             "whether it breaks too.") in text
     fig = bandwidth_of(h200, "d2h")
@@ -118,3 +118,32 @@ def test_a_round_trip_median_says_so(tmp_path):
     assert '<td class="n">13.8 ms round trip</td>' in html
     assert "median 13.8 ms round trip over 20 rounds" in html
     assert "median 13.8 ms over" not in html
+
+
+class TestRead3b:
+    def test_the_cliffs_brackets_say_they_are_per_byte(self, page):
+        """torch.ones took 70.8 µs -> 7.92 ms (112x in time) while the bracket's 28x is per byte: the bracket says so;
+        torch.empty's 3.58x stays the call's own time, labelled as such."""
+        _, text = page
+        assert ("torch.ones on the CPU 70.8 µs → 7.92 ms (28× per byte); torch.zeros on the CPU 72.5 µs → 8.79 ms "
+                "(30.3× per byte)") in text
+        assert "torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time)" in text
+        assert "(28×)" not in text and "(1.32×," not in text
+        assert "the call's own time grew 3.58×" in text
+
+    def test_the_module_caption_makes_no_blanket_claim_on_the_bytes(self, page):
+        """The cuda:0 second move steps 74.7-79.4 µs -> 44.7-45.5 µs in line with size: the caption does not say its
+        cost never follows the bytes."""
+        _, text = page
+        assert "that lines up with size" in text
+        assert "its cost does not follow the bytes" not in text
+        assert "a second .to() to the same device copies nothing but still visits every parameter tensor." in text
+
+    def test_the_pinning_caption_names_a_comparison_printed(self, page):
+        """The caption asks pin_cached_then_to against to: 2.21 ms against 7.25 ms (3.29x) at 64 MiB, 11 ms against
+        37.7 ms (3.44x) at 256 MiB, both beyond the 29.8% floor; printed before each against the reused buffer."""
+        _, text = page
+        assert "pin_cached_then_to (pin from the cache, then move) against to" in text
+        assert ("Host to device at 64 MiB on cuda:0: pin_cached_then_to took 2.21 ms, to 7.25 ms (3.29x). Host to device "
+                "at 256 MiB on cuda:0: pin_cached_then_to took 11 ms, to 37.7 ms (3.44x). Host to device at 64 MiB on "
+                "cuda:0: reused_pinned_to took 2.19 ms") in text

@@ -173,11 +173,11 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
     rand = growth(op="create", method="rand", src="cpu")
     assert f"{rand:.3g}" == "1.32" and f"{max(copies):.3g}" == "1.56" and rand < max(copies)
     assert "every call measured here that writes a fresh pageable host destination" not in sentence
-    assert (f"torch.ones on the CPU {format_seconds(ones[0])} → {format_seconds(ones[1])} ({ones[1] / ones[0] / 4:.3g}×)"
-            in sentence)
+    assert (f"torch.ones on the CPU {format_seconds(ones[0])} → {format_seconds(ones[1])} "
+            f"({ones[1] / ones[0] / 4:.3g}× per byte)") in sentence
     assert (f"grew dearer per byte than every call into a reused buffer, beyond the run's drift floor (every copy_ "
             f"with a host end measured at both sizes, 8 call(s): {min(copies):.3g}-{max(copies):.3g}× per byte") in sentence
-    assert (f"torch.rand on the CPU 29 ms → 154 ms ({rand:.3g}×, 37.5 ms beyond 4× its 16 MiB time), which also writes "
+    assert (f"torch.rand on the CPU 29 ms → 154 ms ({rand:.3g}× per byte, 37.5 ms beyond 4× its 16 MiB time), which also writes "
             "a fresh pageable host destination, did not grow past every call into a reused buffer beyond the floor: "
             "can't tell whether it breaks too.") in sentence
     assert "not measured" not in sentence

@@ -51,9 +51,10 @@ def cpu(tmp_path_factory) -> dict[str, str]:
 def test_h1_the_cliff_claim_covers_the_calls_it_lists(h200):
     """h2d .to() allocates a device tensor and grew 1.12x per byte, less than the reused-buffer copies (1.38x): the
     claim was "every call that allocates its destination"; the calls it lists all write fresh pageable host memory."""
-    said = ("Across the same sizes, torch.ones on the CPU 70.8 µs → 7.92 ms (28×); torch.zeros on the CPU 72.5 µs → "
-            "8.79 ms (30.3×); host clone 132 → 8.27 GB/s (16×); .cpu() 12.9 → 1.32 GB/s (9.81×); .to('cpu') 13 → 1.4 "
-            "GB/s (9.32×) grew dearer per byte than every call into a reused buffer")
+    said = ("Across the same sizes, torch.ones on the CPU 70.8 µs → 7.92 ms (28× per byte); torch.zeros on the CPU "
+            "72.5 µs → 8.79 ms (30.3× per byte); host clone 132 → 8.27 GB/s (16× per byte); .cpu() 12.9 → 1.32 GB/s "
+            "(9.81× per byte); .to('cpu') 13 → 1.4 GB/s (9.32× per byte) grew dearer per byte than every call into a "
+            "reused buffer")
     assert said in h200["md"] and said in h200["text"]
     assert "every call measured here that writes a fresh pageable host destination" not in h200["md"]
     assert "every call that allocates its destination" not in h200["text"] + h200["md"]

@@ -102,14 +102,14 @@ def _split(view: RunView, found: dict[str, Any]) -> tuple[list[dict[str, Any]], 
 
 
 def _grew(calls: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}×)" for c in calls)
+    return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte)" for c in calls)
 
 
 def _beyond(calls: list[dict[str, Any]], found: dict[str, Any]) -> str:
     """``_grew`` with what each call took beyond its first size's time scaled by the bytes: torch.rand on the H200
     grew only 1.32x per byte, yet took 37.5 ms more at 64 MiB than 4x its 16 MiB time (torch.ones 7.6 ms)."""
     scale = found["after"] / found["before"]
-    return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}×, "
+    return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte, "
                      f"{format_seconds(c['after_s'] * (1 - 1 / c['growth']))} beyond {scale:g}× its "
                      f"{format_bytes(found['before'])} time)" for c in calls)
 

@@ -74,6 +74,9 @@ def ladder_figure(view: RunView) -> Figure | str:
     return fig
 
 
+_NO_FAULTS = "no fault counts split it into allocation and first touch"
+
+
 def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
           split: str | None) -> dict[str, str]:
     span = f"{format_seconds(low)} to {format_seconds(high)}"
@@ -97,6 +100,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
         cases = [("" if s.told else f"{why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
                  for s in ladder.steps] + [ladder.base.case]
         splits = [split_text(ladder, s) for s in ladder.steps] + [None]
+        if ladder.split is None and ladder.key.startswith("host"):  # said only where this run recorded no faults
+            splits[0] = _NO_FAULTS
         cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
@@ -115,8 +120,8 @@ LADDER_CAPTION = (
 
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
-    "difference is what clone() pays for the fresh destination it allocates on every call (no fault counts split it "
-    "into allocation and first touch), the rest is the copy itself. With a GPU, .cpu() is read down the same kind of "
-    "ladder (this run measured none). A step's interval joins the two medians' order-statistic intervals (95%; min to "
-    "max with 5 rounds or fewer): one that holds zero reads \"can't tell\", never a share.")
+    "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
+    "itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's interval "
+    "joins the two medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds zero "
+    "reads \"can't tell\", never a share.")
 

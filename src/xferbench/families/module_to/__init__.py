@@ -77,4 +77,4 @@ def finding(rows: pd.DataFrame) -> list[str]:
 RECORD = Family("module_to", "Scenario: moving a module (net.to(device))", "net.to(device): a first move and a second no-op one",
                 "scenario", "tab:cyan", finding=finding,
                 caption="The first move copies every parameter; a second .to() to the same device copies nothing but still "
-                        "visits every parameter tensor: its cost does not follow the bytes.")
+                        "visits every parameter tensor.")
