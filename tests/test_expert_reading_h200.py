@@ -118,3 +118,31 @@ def test_a_round_trip_median_says_so(tmp_path):
     assert '<td class="n">13.8 ms round trip</td>' in html
     assert "median 13.8 ms round trip over 20 rounds" in html
     assert "median 13.8 ms over" not in html
+
+
+class TestRead3a:
+    """Among calls or paths within the drift floor of each other, none is named the best or the highest."""
+
+    def test_a_roof_names_no_best_among_calls_within_the_floor(self, h200):
+        labels = []
+        for op in ("h2d", "d2h", "d2d"):
+            fig = bandwidth_of(h200, op)
+            labels += [" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts]
+            plt.close(fig)
+        roofs = " | ".join(label for label in labels if "largest size" in label)
+        # h2d pinned: .to() 55.27 GB/s, 5 other calls 54.95-55.15; pageable .cuda() non_blocking 8.33, others 7.76-8.22
+        assert "fastest of 6 calls within the drift floor, at its largest size: 88% of 63 GB/s" in roofs
+        assert "fastest of 6 calls within the drift floor, at its largest size: 13% of 63 GB/s" in roofs
+        # d2h pinned copy_() non_blocking 54.38 against 53.98; same-device copy_() 2067 against clone's 2053
+        assert "fastest of 2 calls within the drift floor, at its largest size: 86% of 63 GB/s" in roofs
+        assert "fastest of 2 calls within the drift floor, at its largest size: 86% of 2,407 GB/s" in roofs
+        assert ".to(), the best" not in roofs and "non_blocking, the best" not in roofs
+        assert "copy_(), the best at its largest size: 24% of 63 GB/s" in roofs  # d2h pageable: the others lie beyond
+
+    def test_the_highest_beta_among_tied_paths_cant_be_told(self, page):
+        _, text = page
+        # the pinned paths' β 52.7-54.4 GB/s lie within the 29.8% floor of d2h pinned non-blocking copy_'s 54.9
+        assert ("which host-side path has the highest fitted β can't be told (8 paths' β lie within the run's drift "
+                "floor: 52.7-54.9 GB/s); one of them (d2h pinned non-blocking copy_ cuda:0->cpu) has a fixed cost "
+                "α = 11.6 µs and a bandwidth β = 54.9 GB/s") in text
+        assert "the host-side path with the highest fitted β (d2h pinned non-blocking copy_" not in text
