@@ -114,3 +114,19 @@ def test_the_noop_chart_reads_one_machine_instance():
     assert "on an idle device: 1707 ns at 4 B, 1713 ns at 1 GiB per call" in svg
     assert not any(text.strip().startswith("886") for text in texts)
     assert xlabel.endswith("; from full.json only (one machine instance)")
+
+
+class TestRead3a:
+    """A point slower than what the run's copies reached from memory never ran "faster than memory allows"."""
+
+    def test_a_point_below_memory_is_not_called_cache_resident(self, busy):
+        from xferbench.analyze.report.plots import bandwidth_of
+
+        tips = re.findall(r"host pageable clone cpu\n[^<]*", to_svg(bandwidth_of(busy, "host")))
+        one_kib = [t for t in tips if "\n1 KiB: 0.9908 GB/s" in t]
+        # 0.99 GB/s is below the 1.98 GB/s copies reached beyond the cache (at 1 GiB): fixed cost, not a cache
+        assert len(one_kib) == 1 and "faster than memory allows" not in one_kib[0]
+        fast = [t for t in tips if "\n16 KiB: 11.61 GB/s" in t or "\n1 MiB: 63.07 GB/s" in t]
+        assert len(fast) == 2 and all(t.endswith("faster than memory allows: ran from a cache") for t in fast)
+        clone = busy.fits[busy.fits["path"] == "host pageable clone cpu"].iloc[0]
+        assert clone["resident_sizes"] == 2  # 1 KiB stays in clone's β fit

@@ -96,7 +96,7 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
         if "capped" in cells[4]:
             capped += 1
             assert cells[5] == "–", cells[0]
-    assert capped == 19
+    assert capped == 20  # with host clone: its mid sizes, below copy_'s figure from memory, now stay in its fit
     send_recv = h200.fits[h200.fits["path"] == "send_recv gloo x2"].iloc[0].to_dict()
     said = half_of_beta(h200, send_recv)  # α 38.5 µs x the capped 0.367 GB/s put it at 13.8 KiB; 16 KiB reached 0.367
     assert pd.isna(said["half_peak_bytes"]) and said["beta_basis"].endswith(", so no half of β")
