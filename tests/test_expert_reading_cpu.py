@@ -134,3 +134,19 @@ class TestRead3b:
         cells = [c["text"] for row in ladder_table(RunView.of(load([bare])))["rows"] for c in row["cells"]]
         assert any(c.endswith("no fault counts split it into allocation and first touch") for c in cells)
         assert not any("minor faults" in c for c in cells)
+
+
+class TestRead3a:
+    """A point slower than what the run's copies reached from memory never ran "faster than memory allows"."""
+
+    def test_a_point_below_memory_is_not_called_cache_resident(self, busy):
+        from xferbench.analyze.report.plots import bandwidth_of
+
+        tips = re.findall(r"host pageable clone cpu\n[^<]*", to_svg(bandwidth_of(busy, "host")))
+        one_kib = [t for t in tips if "\n1 KiB: 0.9908 GB/s" in t]
+        # 0.99 GB/s is below the 1.98 GB/s copies reached beyond the cache (at 1 GiB): fixed cost, not a cache
+        assert len(one_kib) == 1 and "faster than memory allows" not in one_kib[0]
+        fast = [t for t in tips if "\n16 KiB: 11.61 GB/s" in t or "\n1 MiB: 63.07 GB/s" in t]
+        assert len(fast) == 2 and all(t.endswith("faster than memory allows: ran from a cache") for t in fast)
+        clone = busy.fits[busy.fits["path"] == "host pageable clone cpu"].iloc[0]
+        assert clone["resident_sizes"] == 2  # 1 KiB stays in clone's β fit

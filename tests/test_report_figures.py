@@ -201,13 +201,14 @@ def test_host_copy_finding_says_when_its_size_sits_in_cache():
 
 def test_cache_resident_points_are_hollow_and_still_hover():
     """With a 32 MiB L3 recorded, a copy (2n bytes) fits up to 16 MiB; the sizes there that beat what the path
-    reached beyond the cache are hollow (4 of copy_, 5 of clone: its 4 KiB beats its 1.66 GB/s at 64 MiB)."""
+    reached beyond the cache are hollow (4 of copy_, 3 of clone: its 4 KiB and 16 MiB, 4.28 and 14.6 GB/s, beat its own
+    1.66 GB/s at 64 MiB but not copy_'s 22.5 there, what the memory allows)."""
     results = load([SWEEP])
     results.machine_info["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
     svg = _figure(build_html(results), "bandwidth-host")
     titles = re.findall(r'<g class="tip"><title>([^<]*)</title>', svg)
     assert len(titles) == 16
-    assert sum("faster than memory allows: ran from a cache" in t for t in titles) == 9
+    assert sum("faster than memory allows: ran from a cache" in t for t in titles) == 7
     assert "2n = host CPU cache (32 MiB)" in svg
 
 

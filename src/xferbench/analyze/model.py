@@ -178,10 +178,15 @@ def memory_allows(rows: pd.DataFrame, machine_info: Machine, fits: pd.Series) ->
     """Per row: the most GB/s (bytes counted once) its path's memory sustains, NaN when unknown.
 
     The fingerprint's bound where it has one (half the device memory's peak for a same-device copy, the
-    NVLink peak for a peer copy); else the best the same path measured at sizes that do not fit in the cache.
+    NVLink peak for a peer copy); else the best any copy between the same memories (op, devices, host memory)
+    measured at sizes that do not fit in the cache: a call that allocates its destination (``clone``) reaches less
+    beyond the cache than the memory allows, and a point of it slower than the other calls reached is bound by
+    its fixed cost, not run from a cache.
     """
     allowed = pd.Series(np.nan, index=rows.index)
-    for _, group in rows.groupby("path", sort=False):
+    memory = [rows[key] if key in rows else pd.Series("", index=rows.index)
+              for key in ("op", "src", "dst", "host_memory")]
+    for _, group in rows.groupby([m.fillna("").astype(str) for m in memory], sort=False):
         first = group.iloc[0]
         bound = link_peak(machine_info, str(first["op"]), str(first["src"]), str(first["dst"])) \
             if first["op"] in _DEVICE_MEMORY_OPS else None

@@ -323,9 +323,8 @@ def latency_bound(view: RunView) -> str | None:
     best = stated.loc[stated["stated_gbps"].idxmax()]
     one_thread = _one_thread_faster(view, float(best["stated_gbps"]))
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
-    sentence = (f"In a loop that synchronizes after every call, the host-side path with the highest fitted β ({best['path']}"
-                f"{left_out}) has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = "
-                f"{best['stated_gbps']:.3g} GB/s")
+    sentence = (f"In a loop that synchronizes after every call, {_highest_beta(view, stated, best)}{left_out}) has a fixed "
+                f"cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"from cache and would suggest more)")
@@ -338,6 +337,16 @@ def latency_bound(view: RunView) -> str | None:
     else:
         sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
     return sentence + one_thread + _pipelined(fits)
+
+
+def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> str:
+    """The path the β sentence is about: the one with the highest fitted β, or, where other paths' β lie within the
+    run's drift floor of it, that which is highest can't be told (the tied span named; no ranking among ties)."""
+    tied = stated[[view.drift.within(float(beta), float(best["stated_gbps"])) for beta in stated["stated_gbps"]]]
+    if len(tied) < 2:
+        return f"the host-side path with the highest fitted β ({best['path']}"
+    return (f"which host-side path has the highest fitted β can't be told ({len(tied)} paths' β lie within the run's "
+            f"drift floor: {tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s); one of them ({best['path']}")
 
 
 def _one_thread_faster(view: RunView, beta: float) -> str:

@@ -75,14 +75,31 @@ def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None =
     return text
 
 
-def _largest_size_gbps(rows: pd.DataFrame) -> tuple[float, str]:
+def _largest_size_gbps(rows: pd.DataFrame, view: RunView) -> tuple[float, str]:
     """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides), and
-    that path's call (the roof's label names it: the other calls of the panel reached less)."""
+    what the roof's label says of it: the call, or, where other calls lie within the run's drift floor of it (without
+    a floor: their rounds overlap), how many calls it is the fastest of (no ranking among them)."""
     if rows.empty:
         return float("nan"), ""
     last = rows.sort_values("nbytes").groupby("path").last()
     best = last.loc[last["bandwidth_gbps"].idxmax()]
-    return float(best["bandwidth_gbps"]), _line_label(best, str(best["op"]))
+    tied = sum(_bandwidth_tied(view, best, other) for _, other in last.iterrows())
+    if tied > 1:
+        basis = "within the drift floor" if view.drift.floor() is not None else "with overlapping rounds"
+        return float(best["bandwidth_gbps"]), f"fastest of {tied} calls {basis}, at its largest size"
+    return float(best["bandwidth_gbps"]), f"{_line_label(best, str(best['op']))}, the best at its largest size"
+
+
+def _bandwidth_tied(view: RunView, one: pd.Series, other: pd.Series) -> bool:
+    """Whether two paths' bandwidths at their largest sizes can't be ordered: within the drift floor, or without a
+    floor, rounds overlapping (the bandwidth each round's min and max time give)."""
+    if view.drift.floor() is not None:
+        return view.drift.within(float(one["bandwidth_gbps"]), float(other["bandwidth_gbps"]))
+    def span(row: pd.Series) -> tuple[float, float]:
+        scale = float(row["bandwidth_gbps"]) * float(row["median_s"])
+        return scale / float(row["max_s"]), scale / float(row["min_s"])
+    (low_a, high_a), (low_b, high_b) = span(one), span(other)
+    return bool(low_a <= high_b and low_b <= high_a)
 
 
 def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float, str],
@@ -95,7 +112,7 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float,
     for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
         share = roof_share(reached[0], peak, practical if name.startswith("PCIe") else None)
-        share = f"\n{reached[1]}, the best at its largest size: {share}" if share != "–" else ""
+        share = f"\n{reached[1]}: {share}" if share != "–" else ""
         left = index % 2 == 0
         text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
@@ -144,7 +161,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
             if first is not None:
                 _cache_line(ax, view, op, str(first["src"]))
                 practical = view.practical(op, str(first["src"]), str(first["dst"]))
-                roofed |= _draw_roofs(ax, bounds, _largest_size_gbps(panel), practical if memory == "pinned" else None)
+                roofed |= _draw_roofs(ax, bounds, _largest_size_gbps(panel, view), practical if memory == "pinned" else None)
                 if op == "d2h" and memory == "pageable":
                     _mark_cliff(ax, view)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
