@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from handfed import bench, gpu_machine
 from xferbench.analyze.gate.compare import compare
+from xferbench.analyze.load.blocks import rows_of
 from xferbench.analyze.load.results import Document, ResultsError, load
 from xferbench.analyze.report import drift_text
 from xferbench.analyze.view import RunView
@@ -161,6 +163,113 @@ def test_history_reads_the_merged_case_once(tmp_path):
     stored = load_storage(folder, cache=False)
     assert all(len(summary.times) == 2 for summary in stored.summaries)
 
+
+
+def merged_row(benchmarks, run="runA", when="2026-12-01T12:00:00"):
+    rows = rows_of(benchmarks, run, when)
+    assert len(rows) == 1
+    return rows[0]
+
+
+DISTINCT = [[1.0e-4, 1.4e-4, 1.1e-4], [1.3e-4, 1.2e-4], [1.05e-4, 1.5e-4, 1.15e-4, 1.25e-4]]
+
+
+def test_the_merged_statistics_are_those_of_every_round():
+    row = merged_row(blocked(DISTINCT))
+    every = np.asarray([t for rounds in DISTINCT for t in rounds])
+    q1, median, q3 = np.percentile(every, [25, 50, 75])
+    assert (row["q1_s"], row["median_s"], row["q3_s"]) == pytest.approx((q1, median, q3), rel=1e-12)
+    assert row["iqr_s"] == pytest.approx(q3 - q1, rel=1e-12)
+    assert row["stddev_s"] == pytest.approx(every.std(ddof=1), rel=1e-12)
+    assert row["mean_s"] == pytest.approx(every.mean(), rel=1e-12)
+
+
+def test_without_rounds_the_quartiles_span_the_weighted_ones():
+    row = merged_row(blocked(DISTINCT, data=False))
+    weights = np.asarray([len(r) for r in DISTINCT]) / 9
+    q1, q3 = (float(np.dot(weights, [np.percentile(r, p) for r in DISTINCT])) for p in (25, 75))
+    assert (row["q1_s"], row["q3_s"], row["iqr_s"]) == pytest.approx((q1, q3, q3 - q1), rel=1e-12)
+
+
+def one_round(seconds, data):
+    """Blocks of one round each: their own standard deviation is none (0)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        benchmarks = blocked([[s] for s in seconds], data=data)
+    for b in benchmarks:
+        b["stats"]["stddev"] = 0.0
+    return benchmarks
+
+
+@pytest.mark.parametrize("data", [True, False])
+def test_a_lone_block_is_its_own_row_with_no_spread(data):
+    row = merged_row(one_round([1e-4], data))
+    assert row["blocks"] == 1 and row["block_spread"] != row["block_spread"]  # NaN: nothing to spread over
+    assert row["rounds"] == 1 and row["stddev_s"] == 0.0 and row["median_s"] == 1e-4
+    two = merged_row(blocked([[1.0e-4, 1.2e-4]], data=data))
+    assert two["stddev_s"] == pytest.approx(np.std([1.0e-4, 1.2e-4], ddof=1), rel=1e-12)
+    assert two["block_spread"] != two["block_spread"]
+
+
+@pytest.mark.parametrize("data", [True, False])
+def test_two_blocks_of_one_round_spread_as_two_rounds(data):
+    row = merged_row(one_round([1e-4, 1.5e-4], data))
+    assert row["blocks"] == 2 and row["block_spread"] == pytest.approx(0.5)
+    assert row["stddev_s"] == pytest.approx(np.std([1e-4, 1.5e-4], ddof=1), rel=1e-12)
+
+
+def test_the_merged_row_is_the_first_blocks_run_time_and_whole_name():
+    benchmarks = blocked(ROUNDS)
+    for b in benchmarks:
+        b["stats"]["iterations"] = 4
+    benchmarks[0]["extra_info"]["clock"] = "cuda_event"  # the first block's words, where the blocks differ
+    plain = copy.deepcopy(OTHER)
+    rows = rows_of([*benchmarks[1:], plain, benchmarks[0]], "runA", "2026-12-01T12:00:00")
+    assert [(r["run"], r["datetime"]) for r in rows] == [("runA", "2026-12-01T12:00:00")] * 2
+    merged = rows[0]
+    assert merged["name"] == "test_host[pageable-clone-1MiB-float32-cpu->cpu]" and merged["iterations"] == 4
+    assert merged["clock"] == "cuda_event" and merged["blocks"] == 3
+
+
+def test_blocks_without_names_merge_into_a_row_without_one():
+    benchmarks = blocked(ROUNDS)
+    for b in benchmarks:
+        del b["name"]
+    row = merged_row(benchmarks)
+    assert row["name"] is None and row["blocks"] == 3
+
+
+def test_two_tests_timing_one_case_in_blocks_are_two_rows():
+    first, second = blocked(ROUNDS[:2]), blocked(ROUNDS[:2])
+    for b in second:
+        b["name"] = b["name"].replace("test_host[", "test_host_again[")
+    rows = rows_of([*first, *second], "runA", None)
+    assert [(r["name"], r["blocks"]) for r in rows] == [("test_host[pageable-clone-1MiB-float32-cpu->cpu]", 2),
+                                                         ("test_host_again[pageable-clone-1MiB-float32-cpu->cpu]", 2)]
+
+
+def test_the_measured_numbers_are_the_blocks_median():
+    benchmarks = blocked(ROUNDS[:2])
+    for b, clock, seconds in zip(benchmarks, (1000, 1003), (1e-5, 3e-5), strict=True):
+        b["extra_info"] |= {"sm_clock_mhz": clock, "device_seconds": seconds}
+    benchmarks[0]["extra_info"]["pcie_width_now"] = 16  # in one block only: kept as it is
+    row = merged_row(benchmarks)
+    assert row["sm_clock_mhz"] == 1002 and type(row["sm_clock_mhz"]) is int  # 1001.5, rounded: a whole number
+    assert row["device_seconds"] == pytest.approx(2e-5, rel=1e-12) and row["pcie_width_now"] == 16
+
+
+def test_the_errors_name_the_benchmark_and_the_case():
+    case = "pageable-clone-1MiB-float32-cpu->cpu"
+    twice = blocked(ROUNDS)
+    refused([*twice, copy.deepcopy(twice[1])],
+            f"benchmark 'test_host[{case}-block2of3]': case '{case}': block 1 appears twice")
+    counts = blocked(ROUNDS)
+    counts[0]["extra_info"]["xfer_blocks"] = 4  # the others are checked against the first
+    refused(counts, f"benchmark 'test_host[{case}-block2of3]': case '{case}': its blocks disagree on their count "
+                    "(4 and 3)")
+    odd = blocked(ROUNDS)
+    odd[1]["extra_info"]["xfer_block"] = 7
+    refused(odd, f"benchmark 'test_host[{case}-block2of3]': field 'xfer_block' must be")
 
 # -- hostile block fields: one line, exit 2, or ignored; never a traceback -----------------------------------------
 
