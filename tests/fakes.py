@@ -423,3 +423,24 @@ def priced_seconds(case: Any, backend: Any, index: int) -> float:
         start = backend.clock.now
         prepared.target()
         return float(backend.clock.now - start)
+
+
+def drifting_spec(drift: float) -> str:
+    """A simulated one-GPU spec (docs/simulated-machine.md) whose costs wander by ``drift`` over the run: pinned h2d
+    priced 1.5x pageable, so a real difference stands beside the drift (tests/test_drift.py, test_blocks.py)."""
+    return f"""gpus = 1
+sync_us = 5.0
+dispatch_ns = 400
+launch_us = 4.0
+drift = {drift}
+[paths]
+h2d_pinned   = {{ alpha_us = 2.0, GBps = 30 }}
+h2d_pageable = {{ alpha_us = 6.0, GBps = 20 }}
+d2h_pinned   = {{ alpha_us = 3.0, GBps = 45 }}
+d2h_pageable = {{ alpha_us = 8.0, GBps = 10 }}
+d2d          = {{ alpha_us = 1.5, GBps = 1500 }}
+peer         = {{ alpha_us = 3.5, GBps = 300 }}
+[link]
+pcie_gen = 5
+pcie_width = 16
+"""

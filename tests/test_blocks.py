@@ -26,6 +26,7 @@ from xferbench.contract import Block
 from xferbench.measure.cases import build_cases
 from xferbench.measure.session.blocks import reference_ids, spread_blocks
 
+from fakes import drifting_spec
 from hostile_inputs import FAST, assert_refused, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,22 +334,7 @@ def test_any_block_fields_load_or_are_refused_in_one_line(data):
 
 # -- on the simulated machine: references in a run that drifts -----------------------------------------------------
 
-SPEC = """gpus = 1
-sync_us = 5.0
-dispatch_ns = 400
-launch_us = 4.0
-drift = 0.2
-[paths]
-h2d_pinned   = { alpha_us = 2.0, GBps = 30 }
-h2d_pageable = { alpha_us = 6.0, GBps = 20 }
-d2h_pinned   = { alpha_us = 3.0, GBps = 45 }
-d2h_pageable = { alpha_us = 8.0, GBps = 10 }
-d2d          = { alpha_us = 1.5, GBps = 1500 }
-peer         = { alpha_us = 3.5, GBps = 300 }
-[link]
-pcie_gen = 5
-pcie_width = 16
-"""
+SPEC = drifting_spec(0.2)
 
 
 def pytest_run(folder, *args):

@@ -22,6 +22,8 @@ from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
 from xferbench.families.base import ratios
 
+from fakes import drifting_spec
+
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
 MiB = 2**20
@@ -185,22 +187,7 @@ def test_the_page_states_the_floor_once(h200, tmp_path):
 
 # -- the simulated machine: drift that a run cannot see, a difference that it can ----------------------------------
 
-SPEC = """gpus = 1
-sync_us = 5.0
-dispatch_ns = 400
-launch_us = 4.0
-drift = 0.1
-[paths]
-h2d_pinned   = { alpha_us = 2.0, GBps = 30 }
-h2d_pageable = { alpha_us = 6.0, GBps = 20 }
-d2h_pinned   = { alpha_us = 3.0, GBps = 45 }
-d2h_pageable = { alpha_us = 8.0, GBps = 10 }
-d2d          = { alpha_us = 1.5, GBps = 1500 }
-peer         = { alpha_us = 3.5, GBps = 300 }
-[link]
-pcie_gen = 5
-pcie_width = 16
-"""
+SPEC = drifting_spec(0.1)
 
 
 @pytest.fixture(scope="module")
