@@ -7,6 +7,8 @@ report must show (a fitted beta, a share of a roof, a hover text) to the digit.
 from __future__ import annotations
 
 import json
+import re
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +41,9 @@ def write(path: Path, benchmarks: list[dict[str, Any]], machine_info: dict[str, 
     path.write_text(json.dumps({"machine_info": machine_info, "commit_info": {}, "benchmarks": benchmarks,
                                 "datetime": "2026-11-30T12:00:00", "version": "5.3.1"}))
     return path
+
+
+def visible_text(html: str) -> str:
+    """A report page as a reader reads it: figures dropped, tags dropped, entities decoded, whitespace folded."""
+    body = re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())

@@ -2,13 +2,13 @@
 from the pages built from the real samples (the figures quoted here are the samples' own)."""
 
 import re
-from html import unescape
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
+from handfed import visible_text
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.analyze.report.half_beta import half_of_beta
@@ -21,11 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
 
 
-def _text(html: str) -> str:
-    """The page as a reader reads it: figures dropped, tags dropped, entities decoded, whitespace folded."""
-    body = re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
-
 
 @pytest.fixture(scope="module")
 def h200():
@@ -36,7 +31,7 @@ def h200():
 def page(h200, tmp_path_factory):
     """The merged H200 report: its HTML and its text."""
     html = write_report(h200, tmp_path_factory.mktemp("h200") / "index.html").read_text()
-    return html, _text(html)
+    return html, visible_text(html)
 
 
 def test_rand_across_the_cliff_is_cant_tell_not_did_not_break(page, h200):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from handfed import visible_text
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
@@ -15,18 +16,13 @@ ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
 
 
-def _text(html: str) -> str:
-    """The page as a reader reads it: tags dropped, entities decoded, whitespace folded."""
-    body = re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
-
 
 @pytest.fixture(scope="module")
 def merged(tmp_path_factory):
     """The report of both sample files, as the issue built it: the page text and the Markdown."""
     out = write_report(load([H200 / "full.json.gz", H200 / "quick-scenarios.json"]),
                        tmp_path_factory.mktemp("merged") / "index.html")
-    return _text(out.read_text()), out.with_suffix(".md").read_text()
+    return visible_text(out.read_text()), out.with_suffix(".md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +106,7 @@ def cpu_page(tmp_path_factory):
 def test_9_the_cpu_reports_first_screen_is_the_laptops_own_story(cpu_page):
     """No GPU theory tagged "not measured"; the host ladder (clone against copy_) with a caption about the host; the
     host figure's caption speaks of no roof it does not draw."""
-    text = _text(cpu_page)
+    text = visible_text(cpu_page)
     assert "Why moves from the GPU to the CPU" not in text and "Not measured in this run." not in text
     ladder = re.search(r'data-plot="ladder">.*?<figcaption>(.*?)</figcaption>', cpu_page, re.S).group(1)
     assert unescape(ladder).startswith("clone() on the host read against copy_ into a buffer that was already touched")

@@ -5,12 +5,12 @@ from the committed sample, and the contradicted wording is looked for and not fo
 import copy
 import gzip
 import json
-import re
 from html import unescape
 from pathlib import Path
 
 import pytest
 
+from handfed import visible_text
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.analyze.report.findings import host_copy
@@ -22,16 +22,11 @@ H200 = ROOT / "reports" / "samples" / "h200" / "full.json.gz"
 CPU = ROOT / "tests" / "data" / "cpu-sample.json"
 
 
-def _text(html: str) -> str:
-    """The page as a reader reads it: figures, tags dropped, entities decoded, whitespace folded."""
-    body = re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
-
 
 def _page(paths: list[Path], folder: Path) -> dict[str, str]:
     out = write_report(load(paths), folder / "index.html")
     html = out.read_text()
-    return {"html": unescape(html), "text": _text(html), "md": out.with_suffix(".md").read_text()}
+    return {"html": unescape(html), "text": visible_text(html), "md": out.with_suffix(".md").read_text()}
 
 
 @pytest.fixture(scope="module")
