@@ -64,7 +64,7 @@ def test_every_case_in_blocks_runs_in_passes_and_a_held_world_stays_whole():
     cases = [it for case in ("a", "b", "c") for it in blocks_of(case, 2)]
     order = [i.nodeid for i in spread_blocks([*cases, *world], together)]
     assert [o.split("[")[1] for o in order if "block" in o] == ["a-block1of2]", "b-block1of2]", "c-block1of2]",
-                                                                "a-block2of2]", "b-block2of2]", "c-block2of2]"]
+                                                                "c-block2of2]", "b-block2of2]", "a-block2of2]"]
     places = [n for n, o in enumerate(order) if "world" in o]
     assert places == list(range(places[0], places[0] + 4))  # never split by a block: the world is set up once
 
@@ -83,6 +83,8 @@ def test_the_paired_cases_and_the_references_measured_in_blocks():
     h2d = blocked_ids("h2d", build_cases("h2d", ["cpu", "cuda:0", "cuda:1"], sizes, ["float32"]))
     assert {i for i in h2d if i.endswith("cuda:1")} == set() and len(h2d) == 24  # every call, two sizes, first GPU
     assert blocked_ids("noop", build_cases("noop", ["cpu", "cuda:0"], sizes, ["float32"])) == set()
+    small = blocked_ids("host", build_cases("host", ["cpu"], [4, 1024], ["float32"]))
+    assert small == {"pageable-copy_-4B-float32-cpu->cpu", "pageable-copy_-1KiB-float32-cpu->cpu"}  # references only
 
 
 def test_the_blocks_of_one_slot_alternate_their_order():
@@ -155,17 +157,16 @@ def test_a_run_cut_short_merges_the_blocks_it_holds():
     assert row["blocks"] == 2 and row["rounds"] == 5
 
 
-def test_compare_and_the_floor_see_the_merged_case_once():
+def test_compare_and_the_drift_see_the_merged_case_once():
     base, new = loaded([*blocked(ROUNDS), OTHER], "base"), loaded([*blocked(ROUNDS), OTHER], "new")
     rows = compare([base], [new])
     assert sorted(r.path for r in rows) == ["host pageable clone cpu", "host pageable copy_ cpu"]
-    drift = RunView.of(new).drift
-    assert [drift_text.label(r) for r in drift.repeats] == ["host pageable clone cpu at 1 MiB"]
-    assert drift.floor() == pytest.approx(1.25e-4 / 1.025e-4 - 1)
-    assert drift_text.statement(drift).startswith("This run's drift floor: 22.0%, from its 1 repeated references (cases measured "
-                                        "again in blocks spread over the run: the widest, host pageable clone cpu at "
-                                        "1 MiB, 22.0% over 3 blocks) alone (it measured no same-code pair).")
-    assert drift.within(1.0, 1.2) and not drift.within(1.0, 1.5)
+    row = new.frame.iloc[0]
+    assert row["block_medians"] == pytest.approx([1.1e-4, 1.25e-4, 1.025e-4])
+    logs = np.log(row["block_medians"])
+    (evidence,) = RunView.of(new).drift.evidence  # the blocks' spread beyond what their own rounds explain
+    noise = (len(logs) - 1) * np.mean(np.square(row["block_log_se"]))
+    assert evidence.df == 2 and evidence.square == pytest.approx(2 * max(np.sum((logs - logs.mean())**2) - noise, 0))
 
 
 def test_history_reads_the_merged_case_once(tmp_path):
@@ -362,23 +363,28 @@ def pytest_run(folder, *args):
 
 
 @pytest.mark.slow
-def test_a_simulated_run_measures_its_references_and_merges_them(tmp_path):
+def test_a_simulated_run_pairs_what_the_page_compares_and_merges_it(tmp_path):
+    """h2d at 4 B, 1 MiB and 64 MiB on a drifting simulated GPU: every call at 64 MiB in 6 interleaved blocks from the
+    run's start to its end, merged into one row each; its same-code pairs are the run's A/A check, judged block by
+    block; its blocks are the run's drift evidence."""
     out = tmp_path / "run.json"
     done = pytest_run(tmp_path, "bench/test_h2d.py", "--xfer-sizes=4B,1MiB,64MiB", "--xfer-shuffle=5",
                       "--benchmark-only", "-q", f"--benchmark-json={out}")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     data = json.loads(out.read_text())
     order = data["xferbench_run"]["case_order"]["order"]
-    ref = "pinned-blocking-to-4B-float32-cpu->cuda:0"
-    at = [order.index(f"bench/test_h2d.py::test_h2d[{ref}-block{k}of3]") for k in (1, 2, 3)]
-    assert at[0] <= 1 and at[2] >= len(order) - 2 and abs(at[1] - len(order) / 2) <= 2  # start, middle, end
-    infos = [b["extra_info"] for b in data["benchmarks"] if b["extra_info"].get("xfer_case_id") == ref]
-    assert sorted((i["xfer_block"], i["xfer_blocks"]) for i in infos) == [(0, 3), (1, 3), (2, 3)]
+    case = "pinned-blocking-to-64MiB-float32-cpu->cuda:0"
+    at = [order.index(f"bench/test_h2d.py::test_h2d[{case}-block{k}of6]") for k in range(1, 7)]
+    assert at[0] < 12 and at[-1] >= len(order) - 12 and at == sorted(at)  # from the start to the end, in order
+    infos = [b["extra_info"] for b in data["benchmarks"] if b["extra_info"].get("xfer_case_id") == case]
+    assert sorted((i["xfer_block"], i["xfer_blocks"]) for i in infos) == [(k, 6) for k in range(6)]
     view = RunView.of(load([out]))
-    assert view.rows["case_key"].is_unique and len(view.rows) == len(data["benchmarks"]) - 4
-    drift = view.drift
-    assert len(drift.repeats) == 2 and drift.floor() == max(r.spread for r in drift.repeats) > 0.01
-    assert "from its 2 repeated references" in drift_text.statement(drift)
+    assert view.rows["case_key"].is_unique and len(view.rows) == len(data["benchmarks"]) - 12 * 5
+    paired = [p for p in view.drift.pairs if p.nbytes == 64 * MiB]
+    assert len(paired) == 4 and all(p.paired and view.ratio(p.slow, p.fast).basis == "paired" for p in paired)
+    assert not any(p.paired for p in view.drift.pairs if p.nbytes < 64 * MiB)
+    assert len(view.drift.evidence) == 12 + sum(not p.paired for p in view.drift.pairs)
+    assert "12 case(s) were measured in interleaved blocks" in drift_text.statement(view)
 
 
 @pytest.mark.slow
@@ -386,10 +392,10 @@ def test_every_case_in_two_blocks(tmp_path):
     listed = pytest_run(tmp_path, "bench/test_host.py", "--xfer-sizes=4B,1KiB", "--xfer-blocks=2", "--collect-only",
                         "-q")
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
-    # 6 cases in 2 blocks each, but the 2 references (clone at 4 B and 1 KiB) in 3: every first block, then the rest
-    assert len(ids) == 14 and all("-block1of" in i for i in ids[:6]) and not any("-block1of" in i for i in ids[6:])
-    assert [i for i in ids[6:8]] == [f"bench/test_host.py::test_host[pageable-clone-{size}-float32-cpu->cpu-block2of3]"
-                                     for size in ("4B", "1KiB")]
+    # 6 cases in 2 blocks each, but the 2 references (copy_ at 4 B and 1 KiB) in 6: every first block, then the rest
+    assert len(ids) == 20 and all("-block1of" in i for i in ids[:6]) and not any("-block1of" in i for i in ids[6:])
+    assert {f"bench/test_host.py::test_host[pageable-copy_-{size}-float32-cpu->cpu-block6of6]"
+            for size in ("4B", "1KiB")} <= set(ids[-6:])  # the last slot: every case's last block
     refused = pytest_run(tmp_path, "bench/test_host.py", "--xfer-blocks=0", "--collect-only", "-q")
     assert refused.returncode == 4 and "argument --xfer-blocks: expected a whole number from 1 to 100, got '0'" \
         in refused.stderr

@@ -103,7 +103,7 @@ def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidenc
     (pair,) = view.drift.pairs
     assert pair.paired and all(e.key != pair.key for e in view.drift.evidence)
     assert drift_text.verdict(view, "d2h").startswith(
-        ".cpu() and .to('cpu') run the same code: told apart at pageable 1 MiB 1.3x (")
+        ".cpu() and .to('cpu') run the same code: told apart at pageable 1 MiB 1.3× (")
     assert drift_text.verdict(view, "d2h").endswith("(the machine drifted more than pairing its blocks removes).")
 
 
@@ -117,7 +117,7 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
     said = drift_text.verdict(view, "cuda_vs_to")
     assert said.startswith(".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: 1 of 1 can't tell")
     # 40% apart, but judged without its own evidence by three other pairs (t with 3 df): can't tell here
-    assert said.endswith("Module.to and Module.cuda run the same code: 1 of 1 can't tell (could see ≥ 1.75x).")
+    assert said.endswith("Module.to and Module.cuda run the same code: 1 of 1 can't tell (could see ≥ 1.75×).")
 
 
 def test_a_run_without_evidence_judges_nothing_unpaired():
@@ -138,7 +138,7 @@ def test_a_ladder_step_is_its_rungs_ratio():
     ladder, step = _ladder(Ratio(1.1, 0.95, 1.27, "rounds", 9))
     assert not step.told and ladder.share(step) is None
     assert ladder_text.sentence(ladder, step) == ("the factor: can't tell (100 µs; the two rungs: can't tell (could see ≥ "
-                                                  "1.16x))")
+                                                  "1.16×))")
     ladder, step = _ladder(Ratio(1.1, 1.05, 1.15, "paired", 6))
     assert step.told and (step.low_s, step.high_s) == pytest.approx((50e-6, 150e-6))
     assert ladder_text.sentence(ladder, step) == "the factor: 100 µs (9%; 50 µs to 150 µs)"
@@ -150,7 +150,7 @@ def test_a_familys_ratio_carries_its_interval():
     with pytest.raises(KeyError, match="rows.attrs\\['ratio'\\]"):
         ratios(rows, "slow", "fast", "X")
     rows.attrs["ratio"] = lambda a, b: Ratio(a["median_s"] / b["median_s"], 1.1, 1.3, "paired", 6)
-    assert ratios(rows, "slow", "fast", "X") == ["X at 1 MiB on cuda:0: fast took 1 ms, slow 1.2 ms (1.2x (1.1-1.3))."]
+    assert ratios(rows, "slow", "fast", "X") == ["X at 1 MiB on cuda:0: fast took 1 ms, slow 1.2 ms (1.2× (1.1-1.3))."]
 
 
 # -- the H200 sample -----------------------------------------------------------------------------------------------
@@ -172,15 +172,15 @@ def test_the_h200_drift_by_regime(h200):
 
 def test_module_to_against_module_cuda_is_judged_same_code_40_percent_apart(h200):
     said = drift_text.verdict(h200, "cuda_vs_to")
-    assert "Module.to and Module.cuda run the same code: told apart at 64 MiB 1.4x (1.15-1.72) (measured apart, the run " \
+    assert "Module.to and Module.cuda run the same code: told apart at 64 MiB 1.4× (1.15-1.72) (measured apart, the run " \
            "drifted there beyond its other evidence of that regime)" in said
-    assert ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: told apart at 64 MiB 1.27x (1.005-1.6)" in said
+    assert ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: told apart at 64 MiB 1.27× (1.005-1.6)" in said
 
 
 def test_pinned_same_code_pairs_are_judged_by_pinned_evidence(h200):
     """Each pinned pair from 1 MiB against the other pinned pairs' 2.3%: one of them (4 MiB, 8.1%) stands out."""
     said = drift_text.verdict(h200, "h2d")
-    assert "pinned 4 MiB 1.08x (1.06-1.1)" in said and "44 of 48 can't tell" in said
+    assert "pinned 4 MiB 1.08× (1.06-1.1)" in said and "44 of 48 can't tell" in said
 
 
 def test_ladder_rungs_and_the_break_even_on_h200(h200):
@@ -190,7 +190,7 @@ def test_ladder_rungs_and_the_break_even_on_h200(h200):
     assert not cpu.steps[2].told  # 4.97 ms against the DMA's 4.85 ms device time: 2.4% apart, within 5%
     rows = {row["size"]: row["verdict"] for row in pinning_break_even(h200)}
     assert rows[64 * MiB] == "from copy 6 (pinning = 5.6× one copy's saving)"
-    assert "pageable took 6.2-7.38x (4.76-9.78) as long" in h2d_pinned_vs_pageable(h200)
+    assert "pageable took 6.2-7.38× (4.76-9.78) as long" in h2d_pinned_vs_pageable(h200)
 
 
 # -- the simulated machine: drift that a run cannot see, a difference that it can ----------------------------------
@@ -229,7 +229,7 @@ def test_identical_calls_run_far_apart_are_cant_tell_and_a_real_difference_is_sa
     judged = [far_apart.ratio(p.slow, p.fast, leave_out=p.key) for p in drift.pairs]
     assert sum(r.resolved for r in judged) <= 1, [r.text() for r in judged]
     said = h2d_pinned_vs_pageable(far_apart)
-    assert said is not None and "can't tell" not in said and re.search(r"pageable took 1\.\d+(-1\.\d+)?x \(1\.\d+-1\.\d+\)", said)
+    assert said is not None and "can't tell" not in said and re.search(r"pageable took 1\.\d+(-1\.\d+)?× \(1\.\d+-1\.\d+\)", said)
 
 
 def test_the_drift_t_quantile_is_the_evidence_count(far_apart):

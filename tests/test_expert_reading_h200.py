@@ -60,7 +60,7 @@ def test_torch_empty_says_its_jump_across_the_cliff(page):
     _, text = page
     assert "the allocation call itself did not break" not in text
     assert ("torch.empty on the CPU, which allocates without touching a page, took 4.44 µs → 15.9 µs: flat per byte, but "
-            "the call's own time grew 3.58x (2.79-4.6), consistent with the allocator taking another path past glibc's "
+            "the call's own time grew 3.58× (2.79-4.6), consistent with the allocator taking another path past glibc's "
             "largest mmap threshold (32 MiB).") in text
 
 
@@ -69,7 +69,7 @@ def test_a_second_module_move_says_the_step_that_lines_up_with_size(page):
     assert "A second .to(cuda:0) of a module already there took 44.7-79.4 µs" not in text
     # the sizes ran in order: a step with size is as much a step in time (mlp() builds the same tensors at every size)
     assert ("A second .to(cuda:0) of a module already there took 74.7-79.4 µs up to 393 KiB of parameters and 44.7-45.5 µs "
-            "from 3.82 MiB: a step of 1.64x (1.33-2.02) though nothing is copied (every parameter tensor is visited); the "
+            "from 3.82 MiB: a step of 1.64× (1.33-2.02) though nothing is copied (every parameter tensor is visited); the "
             "sizes ran one after another, so whether it follows the size or the time, can't tell (--xfer-shuffle would).")\
         in text
     # the odd one out ran 100 calls a round where the others ran 14-15: the loop, not the bytes, differs
@@ -86,7 +86,7 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
                                                      Drift(drift, 10))
         frame.attrs["shuffled"] = shuffled
         return frame
-    assert "a step of 1.7x (" in module_to_finding(rows(0.05, False))[0]
+    assert "a step of 1.7× (" in module_to_finding(rows(0.05, False))[0]
     assert "whether it follows the size or the time, can't tell" in module_to_finding(rows(0.05, False))[0]
     assert module_to_finding(rows(0.05, True))[0].endswith("and it lines up with size (the cases ran shuffled).")
     assert "the bytes do not set its cost" in module_to_finding(rows(0.3, False))[0]  # drift hides it: no step said
@@ -112,7 +112,7 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
 def test_overlap_is_said_with_its_own_interval(h200, page):
     _, text = page
     # 992.9 / 752.8 = 1.319, with its rounds and the run's latency-bound pageable drift (4.0%)
-    assert "one by one 993 µs: overlap buys 1.32x (1.06-1.64) here." in text
+    assert "one by one 993 µs: overlap buys 1.32× (1.06-1.64) here." in text
     wider = " ".join(distributed_findings(h200.rows, lambda a, b: unpaired(
         (a["median_s"], a["iqr_s"], int(a["rounds"])), (b["median_s"], b["iqr_s"], int(b["rounds"])), Drift(0.3, 10))))
     assert "one by one 993 µs: whether overlap pays, can't tell (could see ≥ 1.9" in wider
@@ -136,7 +136,7 @@ class TestRead3b:
                 "(30.3× per byte)") in text
         assert "torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time)" in text
         assert "(28×)" not in text and "(1.32×," not in text
-        assert "the call's own time grew 3.58x (2.79-4.6)" in text
+        assert "the call's own time grew 3.58× (2.79-4.6)" in text
 
     def test_the_module_caption_makes_no_blanket_claim_on_the_bytes(self, page):
         """The cuda:0 second move steps 74.7-79.4 µs -> 44.7-45.5 µs in line with size and time: the caption does not
@@ -151,8 +151,8 @@ class TestRead3b:
         37.7 ms (3.44x) at 256 MiB, both resolved; printed before each against the reused buffer."""
         _, text = page
         assert "pin_cached_then_to (pin from the cache, then move) against to" in text
-        assert ("Host to device at 64 MiB on cuda:0: pin_cached_then_to took 2.21 ms, to 7.25 ms (3.29x (2.56-4.22)). "
-                "Host to device at 256 MiB on cuda:0: pin_cached_then_to took 11 ms, to 37.7 ms (3.44x (2.68-4.42)). Host "
+        assert ("Host to device at 64 MiB on cuda:0: pin_cached_then_to took 2.21 ms, to 7.25 ms (3.29× (2.56-4.22)). "
+                "Host to device at 256 MiB on cuda:0: pin_cached_then_to took 11 ms, to 37.7 ms (3.44× (2.68-4.42)). Host "
                 "to device at 64 MiB on cuda:0: reused_pinned_to took 2.19 ms") in text
 
 

@@ -89,18 +89,19 @@ class TestJson:
         """The JSON carries the data contract per benchmark and an xferbench machine block."""
         out = tmp_path / "run.json"
         result = suite(gpus=0, ops=("host", "noop")).runpytest(
-            "--benchmark-only", "--xfer-sizes=1KiB", "--benchmark-max-time=0.01", f"--benchmark-json={out}")
-        # host: clone (a reference: 3 blocks), copy_, copy_ on one thread; noop: .to(device), .to('cpu'), .cpu()
-        result.assert_outcomes(passed=8)
+            "--benchmark-only", "--xfer-sizes=1KiB", "--benchmark-max-time=0.01", "--xfer-blocks=1",
+            f"--benchmark-json={out}")
+        # host: copy_ (a reference: 6 blocks), clone, copy_ on one thread; noop: .to(device), .to('cpu'), .cpu()
+        result.assert_outcomes(passed=11)
         data = json.loads(out.read_text())
         infos = {b["name"]: b["extra_info"] for b in data["benchmarks"]}
         # what the process held after each benchmark (journal.memory_now): a leak shows in the results
         assert all(info.pop("host_rss_bytes") > 0 for info in infos.values())
-        faults = infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"].get("minor_faults_per_call")
+        faults = infos["test_host[pageable-clone-1KiB-float32-cpu->cpu]"].get("minor_faults_per_call")
         assert type(faults) is float
-        assert infos["test_host[pageable-copy_-1KiB-float32-cpu->cpu]"] == {
+        assert infos["test_host[pageable-clone-1KiB-float32-cpu->cpu]"] == {
             "xfer_schema": 1, "op": "host", "src": "cpu", "dst": "cpu", "nbytes": 1024, "dtype": "float32",
-            "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "copy_", "clock": "wall+sync",
+            "shape": [256], "host_memory": "pageable", "non_blocking": False, "method": "clone", "clock": "wall+sync",
             "variant": None, "world_size": None, "backend": None, "minor_faults_per_call": faults,
             # 1 KiB fits the host's cache, where sysfs tells its size
             **({"cache_resident": True} if host_cache_bytes() else {})}

@@ -44,7 +44,7 @@ def test_unpaired_adds_the_regimes_drift_to_the_rounds():
     drifting = unpaired(a, b, Drift(0.1, 12))
     assert not drifting.resolved
     assert drifting.high / drifting.value == pytest.approx(math.exp(stats.t.ppf(0.975, 12) * math.hypot(se, 0.1)))
-    assert drifting.text() == f"can't tell (could see ≥ {drifting.could_see:.2f}x)"
+    assert drifting.text() == f"can't tell (could see ≥ {drifting.could_see:.2f}×)"
 
 
 def test_a_run_without_drift_evidence_judges_no_unpaired_comparison():
@@ -56,7 +56,7 @@ def test_a_run_without_drift_evidence_judges_no_unpaired_comparison():
 
 def test_text_faster_and_over():
     ratio = Ratio(1.4, 1.2, 1.6, "paired", 6)
-    assert ratio.text() == "1.4x (1.2-1.6)" and Ratio(437.0, 400.0, 480.0, "rounds", 9).text() == "437x (400-480)"
+    assert ratio.text() == "1.4× (1.2-1.6)" and Ratio(437.0, 400.0, 480.0, "rounds", 9).text() == "437× (400-480)"
     assert ratio.faster() == Ratio(1 / 1.4, 1 / 1.6, 1 / 1.2, "paired", 6) and ratio.faster().resolved
     growth = ratio.over(Ratio(1.0, 1.0 / 1.1, 1.1, "rounds", 9))
     width = math.hypot(math.log(1.6 / 1.4), math.log(1.1))

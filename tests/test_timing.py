@@ -182,7 +182,7 @@ class TestHarnessCheckPlan:
         env = dict(os.environ, PYTHONPATH=f"{root / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tool.node_ids(),
-             "--xfer-devices=cpu,cuda:0", tool.SIZES_OPTION,
+             "--xfer-devices=cpu,cuda:0", tool.SIZES_OPTION, tool.BLOCKS_OPTION,
              f"--xfer-simulate={root / 'examples' / 'sim-2gpu-pcie5-nvlink.toml'}"],
             cwd=root, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

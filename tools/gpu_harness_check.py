@@ -52,6 +52,8 @@ KiB, MiB = 2**10, 2**20
 #: The sizes: latency-bound, in between, bandwidth-bound.
 H2D_SIZES = {"4 KiB": 4 * KiB, "1 MiB": MiB, "256 MiB": 256 * MiB}
 SIZES_OPTION = "--xfer-sizes=4KiB,1MiB,256MiB,1GiB"
+#: Each case in one piece, as the bare loop runs it (the default run measures compared cases in paired blocks).
+BLOCKS_OPTION = "--xfer-blocks=1"
 #: The two suite runs, in this order: without the profiler pass, then with it.
 PROFILER_PASS = {"without": "0", "with": "1"}
 
@@ -114,7 +116,7 @@ def bare(case: Case) -> dict[str, float]:
 def suite(json_path: Path, teardown: str) -> dict[str, dict[str, Any]]:
     """The suite's benchmarks, run here with TEARDOWN_CUPTI set to ``teardown``, by name."""
     os.environ["TEARDOWN_CUPTI"] = teardown  # read by the suite at each profiled case (devices.cupti_torn_down)
-    args = [*node_ids(), "--benchmark-only", "--xfer-devices=cpu,cuda:0", SIZES_OPTION, "-q",
+    args = [*node_ids(), "--benchmark-only", "--xfer-devices=cpu,cuda:0", SIZES_OPTION, BLOCKS_OPTION, "-q",
             "-p", "no:cacheprovider", f"--benchmark-json={json_path}"]
     if pytest.main(args) != 0:
         sys.exit("gpu_harness_check: the suite's run failed (see above)")

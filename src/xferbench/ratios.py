@@ -81,12 +81,14 @@ class Ratio:
         return self.basis == "paired"
 
     def text(self) -> str:
-        """``1.40x (1.28-1.53)``; ``can't tell (could see >= 1.15x)`` where unresolved."""
+        """``1.4× (1.28-1.53)``, ``5.47×`` where the interval rounds to the figure; ``can't tell (could see ≥ 1.15×)``
+        where unresolved."""
         if self.basis == "unjudged":
             return "can't tell (the run gives no evidence of its drift)"
         if not self.resolved:
-            return f"can't tell (could see ≥ {self.could_see:.2f}x)"
-        return f"{_factor(self.value)}x ({_factor(self.low)}-{_factor(self.high)})"
+            return f"can't tell (could see ≥ {self.could_see:.2f}×)"
+        low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
+        return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
 
     def over(self, other: Ratio) -> Ratio:
         """This ratio over an independent ``other`` (a growth against another growth): the log half-widths add in

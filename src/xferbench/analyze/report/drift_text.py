@@ -57,7 +57,7 @@ def verdict(view: RunView, op: str) -> str | None:
             seen = sorted(r.could_see for r in rest if r.judged)
             span = f"{seen[0]:.2f}" if seen and f"{seen[0]:.2f}" == f"{seen[-1]:.2f}" else "-".join(
                 f"{x:.2f}" for x in seen[::max(len(seen) - 1, 1)])
-            could = f" (could see ≥ {span}x)" if seen else ""
+            could = f" (could see ≥ {span}×)" if seen else ""
             text += f"{';' if apart else ':'} {len(rest)} of {len(judged)} can't tell{could}"
         said.append(text + ".")
     return " ".join(said)

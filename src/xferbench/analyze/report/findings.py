@@ -81,11 +81,11 @@ def _fastest_label(tied: pd.DataFrame, calls: int) -> str:
 
 
 def ratio_span(ratios: list[Ratio]) -> str:
-    """Several comparisons of one kind in a few words: ``36.6-43.9x (33.1-48.2)`` where every one is resolved, else
-    ``can't tell (could see ≥ 1.3x)`` where none is, else each one's text."""
+    """Several comparisons of one kind in a few words: ``36.6-43.9× (33.1-48.2)`` where every one is resolved, else
+    the least telling one's text where none is, else each one's text."""
     if all(r.resolved for r in ratios):
         values = pd.Series([r.value for r in ratios])
-        return f"{_span(values, '.3g')}x ({min(r.low for r in ratios):.3g}-{max(r.high for r in ratios):.3g})"
+        return f"{_span(values, '.3g')}× ({min(r.low for r in ratios):.3g}-{max(r.high for r in ratios):.3g})"
     if not any(r.resolved for r in ratios):
         return max(ratios, key=lambda r: r.could_see).text()
     return " and ".join(r.text() for r in ratios)

@@ -7,8 +7,8 @@ pinned against pageable, a call's same-code twin, one thread against many, a sce
 ``BLOCKS`` blocks each, block k of every such case in one slot of the run, next to each other in time (xferbench.ratios:
 the per-block ratios give each comparison its own interval; drift that hits both blocks of a pair alike cancels).
 Inside a slot the order alternates from one block to the next (A B, then B A), so a steady drift favours neither side.
-The paired cases are each family's at the size nearest 64 MiB and the largest planned up to 256 MiB, of the first dtype
-and device pair (``PAIRED``). The reference cases measure the drift itself in the regimes the report judges: the host
+The paired cases are each family's at the size nearest 64 MiB and the largest planned up to 256 MiB (from 1 MiB up), of
+the first dtype and device pair (``PAIRED``). The reference cases measure the drift itself in the regimes the report judges: the host
 ``copy_`` at the smallest size (latency-bound) and at the size nearest 1 MiB, and the pinned blocking ``.to('cuda:i')``
 of the first GPU nearest 64 MiB (bandwidth-bound). ``--xfer-blocks=N`` splits every core, scenario and concurrent case
 into N blocks (the distributed cases' 2-rank world stays in one piece).
@@ -38,6 +38,7 @@ BLOCK_ROUNDS = 10
 #: The size a bandwidth-bound pair or reference is chosen nearest to (both profiles plan it), the largest paired size.
 _BANDWIDTH_BYTES = 64 * 2**20
 _LARGEST_PAIRED = 256 * 2**20
+_SMALLEST_PAIRED = 2**20
 _MOST_BLOCKS = 100
 #: The reference cases: which of a family's cases, and the sizes they are chosen nearest to (0: the smallest).
 REFERENCES: dict[str, tuple[Any, tuple[int, ...]]] = {
@@ -102,8 +103,9 @@ def _nearest(sizes: Sequence[int], target: int) -> int:
 
 
 def _paired_sizes(cases: Sequence[PlannedCase]) -> set[int]:
-    """The size nearest 64 MiB and the largest up to 256 MiB among ``cases``."""
-    sizes = sorted({c.nbytes for c in cases if c.nbytes > 0})
+    """The size nearest 64 MiB and the largest up to 256 MiB among ``cases`` of 1 MiB or more (the bandwidth-bound
+    sizes the report compares at; a run of small sizes only pairs nothing)."""
+    sizes = sorted({c.nbytes for c in cases if c.nbytes >= _SMALLEST_PAIRED})
     if not sizes:
         return set()
     return {_nearest(sizes, _BANDWIDTH_BYTES), max([n for n in sizes if n <= _LARGEST_PAIRED], default=sizes[0])}
