@@ -147,7 +147,7 @@ def test_a_ladder_step_is_its_rungs_ratio():
 def test_a_familys_ratio_carries_its_interval():
     rows = pd.DataFrame([{"variant": "slow", "nbytes": MiB, "dst": "cuda:0", "median_s": 1.2e-3},
                          {"variant": "fast", "nbytes": MiB, "dst": "cuda:0", "median_s": 1.0e-3}])
-    with pytest.raises(KeyError, match="rows.attrs\\['ratio'\\]"):
+    with pytest.raises(KeyError, match=r"rows\.attrs\['ratio'\]"):
         ratios(rows, "slow", "fast", "X")
     rows.attrs["ratio"] = lambda a, b: Ratio(a["median_s"] / b["median_s"], 1.1, 1.3, "paired", 6)
     assert ratios(rows, "slow", "fast", "X") == ["X at 1 MiB on cuda:0: fast took 1 ms, slow 1.2 ms (1.2× (1.1-1.3))."]

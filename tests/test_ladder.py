@@ -164,7 +164,7 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
     step with its interval: the rung below times its ratio's interval, minus one (RunView.ratio)."""
     from xferbench.units import format_seconds as s
 
-    call, touched, pinned, dma = _cpu_rows_at_256_mib()
+    call, _, _, dma = _cpu_rows_at_256_mib()
     dma_s = dma["device_seconds"]
     ladder = RunView.of(load([H200 / "full.json.gz"])).ladders[0]
 

@@ -147,8 +147,8 @@ class RunDrift:
         without evidence takes the whole run's), ``leave_out``'s own evidence left out (a pair never vouches for
         itself)."""
         kept = [e for e in self.evidence if e.key != leave_out]
-        found = [self._pooled([e for e in kept if e.regime == regime(row)]) or self._pooled(kept) for row in rows]
-        found = [f for f in found if f is not None]
+        pooled = [self._pooled([e for e in kept if e.regime == regime(row)]) or self._pooled(kept) for row in rows]
+        found = [f for f in pooled if f is not None]
         if not found:
             return Drift()
         return Drift(max(f.sd for f in found), min(f.df for f in found))

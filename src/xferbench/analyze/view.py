@@ -404,7 +404,7 @@ class RunView:
         value = float(a["median_s"]) / float(b["median_s"])
         x, y = paired_blocks(a, b)
         if x.size:
-            return paired(x, y, value)
+            return paired(x.tolist(), y.tolist(), value)
         return unpaired(_summary(a), _summary(b), self.drift.of(a, b, leave_out=leave_out))
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAMILIES",
     "KINDS",
+    "ChangeSpec",
     "Family",
     "Judge",
     "LadderSpec",
@@ -120,6 +121,20 @@ class LadderSpec:
     bottom: str
 
 
+@dataclass(frozen=True)
+class ChangeSpec:
+    """A change to a user's code the run can price: the call before and after (one line each), the rows that time
+    each (column values to match), and when it holds (analyze/report/changes.py measures its gain)."""
+
+    key: str
+    title: str
+    before: str
+    after: str
+    now: Mapping[str, object]
+    then: Mapping[str, object]
+    condition: str
+
+
 def by_op(records: Iterable[Family]) -> dict[str, Family]:
     """The records keyed by op; two records of one op (a scenario named like a collective) are refused."""
     table: dict[str, Family] = {}
@@ -201,7 +216,8 @@ Judge = Callable[["pd.Series", "pd.Series"], "Ratio"]
 def judge_of(rows: pd.DataFrame) -> Judge:
     """The comparison rule the report set on ``rows``; a KeyError names it where it set none."""
     try:
-        return rows.attrs["ratio"]  # type: ignore[no-any-return]
+        judge: Judge = rows.attrs["ratio"]
+        return judge
     except KeyError:
         raise KeyError("a family's finding needs rows.attrs['ratio'] (RunView.ratio), the run's comparison rule") from None
 

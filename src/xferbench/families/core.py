@@ -5,7 +5,7 @@ ladders of controls that take their calls apart (read by ``analyze/ladder.py``),
 from __future__ import annotations
 
 from ..units import format_bytes
-from .base import Family, LadderSpec, RungSpec, Variant
+from .base import ChangeSpec, Family, LadderSpec, RungSpec, Variant
 
 __all__ = ["CORE", "DMA", "FRESH", "LADDERS", "LAUNCH", "SHORT", "SIMULATED_LINKS", "STAGING", "device_memory_roof",
            "host_memcpy_roof", "peer_plan_summary"]
@@ -88,7 +88,9 @@ _REGISTERED = {"op": "d2h_registered"}
 #: allocation and first touch (its own allocate-and-touch controls may well cost less).
 FRESH = "the fresh destination: what the call pays beyond a copy into a buffer already touched"
 STAGING = "the driver's staging copy through its pinned bounce buffer"
-LAUNCH = "launch and synchronization"
+#: The blocking copy against its non-blocking twin's DMA: a blocking copy's own device time is not measured (events
+#: around it time the host's pace), so this step holds launch and synchronization and whatever blocking adds to the DMA.
+LAUNCH = "launch, synchronization and blocking (the call over its non-blocking twin's DMA)"
 DMA = "the DMA (the copy's own device time)"
 
 
@@ -130,9 +132,32 @@ LADDERS: tuple[LadderSpec, ...] = (
     ), "the copy itself (into a touched buffer)"),
 )
 
+#: The changes to a user's code the core families price, each before and after as users write them.
+CHANGES: tuple[ChangeSpec, ...] = (
+    ChangeSpec("pinned-buffer", "Copy results into a reused pinned buffer", "y = x.cpu()",
+               "y.copy_(x, non_blocking=True); torch.cuda.synchronize()",
+               {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
+               {"op": "d2h", "method": "copy_", "host_memory": "pinned", "non_blocking": True},
+               "y = torch.empty_like(x, device='cpu', pin_memory=True) once, reused every call; read y only after the "
+               "synchronize"),
+    ChangeSpec("non-blocking-to", "The one-line fix", "y = x.cpu()", "y = x.to('cpu', non_blocking=True); "
+               "torch.cuda.synchronize()", {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
+               {"op": "d2h", "method": "to", "non_blocking": True},
+               "PyTorch returns pinned memory for it; read y only after the synchronize"),
+    ChangeSpec("pinned-source", "Pin a tensor you move more than once", "x.to('cuda')",
+               "x = x.pin_memory(); x.to('cuda', non_blocking=True)",
+               {"op": "h2d", "method": "to", "host_memory": "pageable", "non_blocking": False},
+               {"op": "h2d", "method": "to", "host_memory": "pinned", "non_blocking": True},
+               "x pinned once, then moved again and again"),
+    ChangeSpec("reused-host-buffer", "Copy into a buffer you keep", "y = x.clone()", "y.copy_(x)",
+               {"op": "host", "method": "clone", "host_memory": "pageable"},
+               {"op": "host", "method": "copy_", "host_memory": "pageable", "variant": None},
+               "y allocated once and reused: only its first use touches fresh pages"),
+)
+
 #: Each factor in a few words, for a table's column and a figure's legend.
 SHORT = {FRESH: "fresh destination", STAGING: "driver's staging copy",
-         LAUNCH: "launch + synchronize", DMA: "DMA (device time)",
+         LAUNCH: "launch, sync, blocking", DMA: "DMA (device time)",
          "the fresh device destination (the caching allocator)": "fresh device buffer",
          "the copy itself (into a touched buffer)": "the copy itself",
          "the copy into page-locked memory": "copy into page-locked memory"}

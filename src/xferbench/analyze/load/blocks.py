@@ -11,8 +11,8 @@ median of the blocks' where numbers, else the first block's. The row keeps ``blo
 ``block_medians`` and ``block_log_se`` (per planned block, NaN where one is missing: each block's median and the
 standard error of its log, from which xferbench.ratios pairs two cases block by block and analyze/drift.py reads the
 drift beyond the blocks' own noise) and ``block_spread`` (the slowest block's median over the fastest's, minus one).
-A block that is missing (a run cut short) leaves the others to merge; a duplicated block, a block count that differs, or blocks of different cases under one case id are an error
-(ContractError, one line). No torch here.
+A block that is missing (a run cut short) leaves the others to merge; a duplicated block, a block count that differs,
+or blocks of different cases under one case id are an error (ContractError, one line). No torch here.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from ...units import format_bytes, format_seconds
 from ..view import RunView
 
 __all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED",
-           "before_and_after_threshold", "cliff_cause", "cliff_note", "held_there", "matching", "mmap_clause"]
+           "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "held_there", "matching", "mmap_clause"]
 
 #: glibc's largest mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX): its threshold starts at 128 KiB and
 #: rises as mmapped blocks are freed, never past this; above it every fresh allocation is a new mapping whose pages
@@ -87,7 +87,7 @@ def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]
     return said + grew + "."
 
 
-def _split(view: RunView, found: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def cliff_split(view: RunView, found: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Across the cliff's two sizes: every call that writes a fresh pageable host destination, every call into a
     reused buffer, and those of the first whose growth per byte exceeds every one of the second's, each such quotient
     of growths resolved by its interval."""
@@ -122,7 +122,7 @@ def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
     then the fault counts where the rows carry them."""
     text = ""
     if view is not None:
-        fresh, reused, broke = _split(view, found)
+        fresh, reused, broke = cliff_split(view, found)
         if fresh and reused:
             most = max(reused, key=lambda c: c["growth"])
             against = (f"every copy_ with a host end measured at both sizes, {len(reused)} call(s): "
@@ -185,7 +185,7 @@ def held_there(found: dict[str, Any], view: RunView) -> str:
 
 def cliff_note(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
-    fresh, reused, broke = _split(view, found)
+    fresh, reused, broke = cliff_split(view, found)
     if fresh and reused and len(broke) == len(fresh):
         return "calls that write a fresh pageable host destination fall here; copy_ into a reused buffer holds (key findings)"
     if fresh and reused and broke:

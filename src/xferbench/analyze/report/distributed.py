@@ -21,14 +21,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ...units import format_bytes, format_seconds
 from ...ratios import Ratio, median_span
+from ...units import format_bytes, format_seconds
 from ..view import RunView
 from .plots import _colour
+from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
 
 #: Sets row a against row b: a's time over b's with its interval (``RunView.ratio``).
 Judge = Callable[[pd.Series, pd.Series], Ratio]
-from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
 
 __all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "rank_means",
            "section", "slowest_rank"]

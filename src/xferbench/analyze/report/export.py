@@ -10,7 +10,7 @@ PR comment).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,10 @@ from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
 from ..view import Instance, RunView
 from . import drift_text, ladder_text
+
+if TYPE_CHECKING:
+    from .changes import Change
+    from .findings import Said
 
 __all__ = ["CSV_COLUMNS", "busy_notice", "frame_for_csv", "instance_numbers", "instances_line", "ladder_markdown", "machine_line",
            "measured", "to_csv", "to_markdown"]
@@ -91,23 +95,30 @@ def busy_notice(view: RunView) -> str | None:
             "between two of its cases may be theirs.")
 
 
-def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
-                peers: list[str] | None = None, peer_plan: Sequence[str] = ()) -> str:
-    """The report's take-aways as Markdown: findings, the α/β table, the peer pairs measured, the other tools'
-    figures."""
+def to_markdown(view: RunView, findings: Sequence[Said], model: list[dict[str, Any]],
+                peers: list[str] | None = None, peer_plan: Sequence[str] = (), changes: Sequence[Change] = ()) -> str:
+    """The report's take-aways as Markdown, in the page's order: the machine, what to change, the key findings (each
+    headline with its evidence beneath), how the run was judged, the ladders, the α/β table, the peer pairs measured,
+    the other tools' figures."""
     lines = ["# xferbench: tensor creation and transfer costs", ""]
     if view.simulated:
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
                   "they check the suite, they are not measurements.", ""]
     lines += [f"{len(view.rows)} benchmarks from {escape.markdown(', '.join(view.sources))}.", ""]
     lines += [escape.markdown(machine_line(view)), ""]
-    if view.several_instances:
-        lines += [escape.markdown(instances_line(view)), ""]
-    lines += [escape.markdown(drift_text.statement(view)), ""]
     if (busy := busy_notice(view)) is not None:
         lines += [f"> {escape.markdown(busy)}", ""]
+    if changes:
+        lines += ["## What to change here", ""]
+        lines += [f"{n}. **{escape.markdown(c.spec.title)}**: {escape.markdown(c.text())}: `{c.spec.before}` → "
+                  f"`{c.spec.after}` ({escape.markdown(c.condition)})" for n, c in enumerate(changes, 1)] + [""]
     lines += ["## Key findings", ""]
-    lines += [f"- {escape.markdown(sentence)}" for sentence in findings] or ["- Not enough data for findings."]
+    lines += [f"- {escape.markdown(said.headline)}" + ("" if said.evidence == said.headline else
+                                                        f"\n  - {escape.markdown(said.evidence)}") for said in findings]
+    lines += [] if findings else ["- Not enough data for findings."]
+    lines += ["", "## How this run was judged", "", f"- {escape.markdown(drift_text.statement(view))}"]
+    if view.several_instances:
+        lines += [f"- {escape.markdown(instances_line(view))}"]
     lines += ladder_markdown(view)
     if model:
         lines += ["", "## Latency and bandwidth per path", "",

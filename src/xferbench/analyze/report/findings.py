@@ -1,4 +1,5 @@
-"""Key findings as sentences computed from the numbers, for the top of the report.
+"""Key findings computed from the numbers: each a headline (at most 50 words and 4 figures, on the page) and the
+evidence folded beneath it.
 
 Each finding function reads the run's view (analyze/view.py: its rows and the facts derived from them
 once) and returns None when what it needs is not there, so a CPU-only run simply has fewer findings.
@@ -8,21 +9,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from ...families import FAMILIES, family, moving_ops
 from ...families.base import ms as _ms
 from ...families.base import span as _span
+from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
-from ...ratios import Ratio
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, BreakEven, RunView, cliff
 from . import drift_text
-from .cliff import cliff_cause, cliff_note, held_there, mmap_clause
+from .cliff import cliff_cause, cliff_note, cliff_split, held_there, mmap_clause
 from .half_beta import half_of_beta
+from .ladder_text import summary
 from .model_text import no_host_roof
 from .staging import staging_both_ways
 from .threads import beta_noise, threads_against_one
@@ -30,7 +32,7 @@ from .threads import beta_noise, threads_against_one
 __all__ = [
     "CLIFF_DROP",
     "FINDINGS",
-    "at_a_glance",
+    "Said",
     "cliff",
     "cliff_cause",
     "cliff_note",
@@ -38,6 +40,13 @@ __all__ = [
     "pinning_break_even",
     "why_measured",
 ]
+
+
+class Said(NamedTuple):
+    """A key finding: its headline, and the evidence the page folds beneath it (every figure it rests on)."""
+
+    headline: str
+    evidence: str
 
 
 def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
@@ -91,53 +100,22 @@ def ratio_span(ratios: list[Ratio]) -> str:
     return " and ".join(r.text() for r in ratios)
 
 
-def at_a_glance(view: RunView) -> list[dict[str, str]]:
-    """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
-    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured; where
-    the run cannot tell a kind's calls from its fastest, the line spans them all."""
-    frame, size = view.rows, view.largest_size
-    if size is None:
-        return []
-    lines = []
-
-    def add(label: str, rows: pd.DataFrame) -> None:
-        if not rows.empty:
-            lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _span(rows["bandwidth_gbps"])})
-
-    def fastest(label: str, rows: pd.DataFrame) -> None:
-        tied = _tied_fastest(view, rows)
-        add(f"{label} ({_fastest_label(tied, len(rows))})", tied)
-
-    down = _at(frame, size, op="d2h")
-    fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
-    add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
-                                                                        & (down["method"] == "copy_")])
-    add(".cpu() / .to('cpu') (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
-                                                                    & ~down["non_blocking"].astype(bool)])
-    add(".to('cpu', non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
-                                                                & down["non_blocking"].astype(bool)])
-    up = _at(frame, size, op="h2d")
-    for memory in ("pinned", "pageable"):
-        fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
-    fastest("same-device copy", _at(frame, size, op="d2d"))
-    return [line | {"size": format_bytes(size)} for line in lines]
-
-
-def d2h_usual_way_back(view: RunView) -> str | None:
+def d2h_usual_way_back(view: RunView) -> Said | None:
     """What users call first: .cpu() / .to('cpu'), against pinned memory and against copy_ into an existing buffer."""
     way = way_back(view)
     if way is None:
         return None
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
+    times = ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
-                f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
-                f"{ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])} as long as into pinned memory "
-                f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
+                f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): {times} as long as "
+                f"into pinned memory ({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
                      f"({view.ratio(best, pinned).text()} pinned)" + _fresh_clause(view, way["size"]))
-    return sentence
+    return Said(f".cpu() / .to('cpu') of {format_bytes(way['size'])} took {_ms(usual['median_s'])}: {times} as long as "
+                "a copy into pinned memory.", sentence)
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -205,14 +183,14 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         else:
             row["saved_s"] = even.saved_s
             row["verdict"], copies = _verdict(even)
-            if not even.ratio.resolved:  # the two copies' own interval holds 1: no saving the run can tell
+            if even.ratio is not None and not even.ratio.resolved:  # the copies' own interval holds 1: no saving told
                 row["verdict"], copies = f"can't tell: pageable over pinned {even.ratio.text()}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
 
 
-def h2d_pinned_vs_pageable(view: RunView) -> str | None:
+def h2d_pinned_vs_pageable(view: RunView) -> Said | None:
     """Pinned against pageable host-to-device at the largest common size: each side's fastest call, or every call the
     run cannot tell from it, and each pageable call against each pinned one."""
     frame, size = view.rows, view.largest_size
@@ -224,11 +202,13 @@ def h2d_pinned_vs_pageable(view: RunView) -> str | None:
     judged = ratio_span([view.ratio(slow, fast) for _, slow in pageable.iterrows() for _, fast in pinned.iterrows()])
     tied = ("; the run cannot tell each kind's fastest calls apart, so each figure spans them"
             if len(pageable) > 1 or len(pinned) > 1 else "")
-    return (f"Host to device at {format_bytes(size)}: pinned sources reached {_span(b)} GB/s, pageable ones "
+    said = (f"Host to device at {format_bytes(size)}: pinned sources reached {_span(b)} GB/s, pageable ones "
             f"{_span(a)} GB/s (pageable took {judged} as long{tied}).")
+    return Said(f"Host to device at {format_bytes(size)}: pinned {_span(b)} GB/s, pageable {_span(a)} GB/s; pageable "
+                f"takes {judged} as long.", said)
 
 
-def same_device_vs_link(view: RunView) -> str | None:
+def same_device_vs_link(view: RunView) -> Said | None:
     frame, size = view.rows, view.largest_size
     d2d, h2d = _at(frame, size, op="d2d"), _at(frame, size, op="h2d")
     if size is None or d2d.empty or h2d.empty:
@@ -244,18 +224,21 @@ def same_device_vs_link(view: RunView) -> str | None:
                 "is cheap, crossing the link is not.")
     if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
-    return sentence
+    return Said(f"A same-device copy reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}, {ratio.text()} "
+                "the best host-to-device copy: data that stays on the GPU is cheap.", sentence)
 
 
-def peer(view: RunView) -> str | None:
+def peer(view: RunView) -> Said | None:
     rows = _at(view.rows, view.largest_size, op="peer")
     if rows.empty:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
     if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
-        return f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs measured."
-    return (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
-            f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
+        said = f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs measured."
+    else:
+        said = (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
+                f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
+    return Said(said, said)
 
 
 def cheapest_copy(view: RunView) -> pd.Series | None:
@@ -275,7 +258,7 @@ def noop_call(method: str, device: str, variant: object = None) -> str:
     return f".{method}()"
 
 
-def noop_cost(view: RunView) -> str | None:
+def noop_cost(view: RunView) -> Said | None:
     """Each no-op form on the device with the most forms (a GPU where there is one), then the cheapest real copy."""
     frame = view.rows
     noops = frame[frame["op"] == "noop"]
@@ -298,13 +281,21 @@ def noop_cost(view: RunView) -> str | None:
     unmeasured = f" ({'; '.join(notes)})" if notes else ""
     sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
     cheapest = cheapest_copy(view)
+    if cheapest is not None and float(on["median_s"].max()) > float(cheapest["median_s"]):
+        # not measured apart: the run times the whole call, never its parsing alone
+        unmeasured += (", some dearer than the cheapest real copy: a no-op still parses its arguments and dispatches "
+                       "(not timed apart here)")
+        sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
+    headline = (f"A no-op move of a tensor already on {device} costs {_span(on['median_s'] * 1e9, '.0f')} ns a call: it "
+                "returns the same object.")
     if cheapest is None:
-        return sentence + "; each returns the very same object."
-    return (sentence + f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
-            f"{cheapest['median_s'] * 1e9:.0f} ns. A no-op returns the same object and copies nothing.")
+        return Said(headline, sentence + "; each returns the very same object.")
+    return Said(headline, sentence + f"; the cheapest real copy measured ({cheapest['path']}, "
+                f"{format_bytes(cheapest['nbytes'])}) took {cheapest['median_s'] * 1e9:.0f} ns. A no-op returns the same "
+                "object and copies nothing.")
 
 
-def latency_bound(view: RunView) -> str | None:
+def latency_bound(view: RunView) -> Said | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
     frame = view.rows
@@ -319,9 +310,10 @@ def latency_bound(view: RunView) -> str | None:
     stated = fits[fits["stated_gbps"].notna()]
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
-        return (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
+        said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
+        return Said(said, said)
     best = stated.loc[stated["stated_gbps"].idxmax()]
     one_thread = _one_thread_faster(view, float(best["stated_gbps"]))
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
@@ -333,12 +325,16 @@ def latency_bound(view: RunView) -> str | None:
     elif best["resident_sizes"]:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'})")
-    said = half_of_beta(view, best.to_dict())
-    if "no_half" in said:  # the table's verdict: the fit does not place where half of β is reached
-        sentence += f"; where moves reach half of β, this run cannot place: {said['no_half']}."
+    half = half_of_beta(view, best.to_dict())
+    headline = (f"Synchronizing after every call, {best['path']} has a fixed cost α = {best['alpha_us']:.3g} µs and "
+                f"β = {best['stated_gbps']:.3g} GB/s")
+    if "no_half" in half:  # the table's verdict: the fit does not place where half of β is reached
+        sentence += f"; where moves reach half of β, this run cannot place: {half['no_half']}."
+        headline += "."
     else:
         sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
-    return sentence + one_thread + _pipelined(fits)
+        headline += f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."
+    return Said(headline, sentence + one_thread + _pipelined(fits))
 
 
 def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> str:
@@ -402,7 +398,7 @@ def _sizes(values: pd.Series) -> str:
     return f"{low}-{high}"
 
 
-def overhead_small(view: RunView) -> str | None:
+def overhead_small(view: RunView) -> Said | None:
     """The smallest host-to-device copy: one synchronized call's wall time beside the device time of copies issued back
     to back (two timings of two loops, so no share of one from the other)."""
     frame = view.rows
@@ -411,13 +407,17 @@ def overhead_small(view: RunView) -> str | None:
         return None
     smallest = timed[timed["nbytes"] == timed["nbytes"].min()]
     row = smallest.loc[smallest["median_s"].idxmin()]
-    return (f"A {format_bytes(row['nbytes'])} host-to-device copy ({row['path']}) took {format_seconds(row['median_s'])} "
-            f"of wall time when synchronized after each call; issued back to back, the device spent "
-            f"{format_seconds(float(row['device_seconds']))} on each (device time only: the host's cost to issue each "
-            "copy is not timed here, and a loop pays it where it is larger): batch small moves and synchronize once.")
+    size, wall, device = format_bytes(row["nbytes"]), format_seconds(row["median_s"]), format_seconds(
+        float(row["device_seconds"]))
+    return Said(f"A {size} host-to-device copy takes {wall} synchronized after each call, {device} of device time issued "
+                "back to back: batch small moves and synchronize once.", (
+                    f"A {size} host-to-device copy ({row['path']}) took {wall} of wall time when synchronized after each "
+                    f"call; issued back to back, the device spent {device} on each (device time only: the host's cost to "
+                    "issue each copy is not timed here, and a loop pays it where it is larger): batch small moves and "
+                    "synchronize once."))
 
 
-def host_copy(view: RunView) -> str | None:
+def host_copy(view: RunView) -> Said | None:
     """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy); a run whose
     sizes are latency-bound states what one call took, never a bandwidth."""
     frame = view.rows
@@ -440,11 +440,13 @@ def host_copy(view: RunView) -> str | None:
     who = f"torch's {best['method']}, " + (f"{threads} threads" if threads else "thread count not recorded")
     if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
         sentence = f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {where}"
+        headline = f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s at {format_bytes(best['nbytes'])}."
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
         if not one.empty:
             sentence += f" (one thread: {one['bandwidth_gbps'].iloc[0]:.3g} GB/s)"
     else:
+        headline = f"Host memory copies take {format_seconds(best['median_s'])} a call {where}: their fixed cost."
         sentence = (f"Host memory copies ({who}) took "
                     f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
                     + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
@@ -460,30 +462,59 @@ def host_copy(view: RunView) -> str | None:
                         f"gives no roof here: {no_host_roof(view.host_ceiling_missing)}."))
     if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
-    return sentence
+    return Said(headline, sentence)
 
 
-Finding = Callable[[RunView], str | None]
+Finding = Callable[[RunView], Said | None]
 
 
-def d2h_cliff(view: RunView) -> str | None:
+def d2h_cliff(view: RunView) -> Said | None:
     found = view.cliff
     if found is None:
         return None
     steady = held_there(found, view)
-    return (f".cpu() and .to('cpu') fell off a cliff between {format_bytes(found['before'])} and "
-            f"{format_bytes(found['after'])}: from {_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s"
-            f"{steady}.{mmap_clause(found, view)} {cliff_cause(found, view)}")
+    fall = (f"between {format_bytes(found['before'])} and {format_bytes(found['after'])}: from "
+            f"{_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s")
+    fresh, _, broke = cliff_split(view, found)
+    note = ("; every call that writes fresh pageable memory falls, copy_ into a reused buffer holds" if fresh and broke
+            == fresh else "; calls that write fresh pageable memory fall, copy_ into a reused buffer holds" if broke else "")
+    return Said(f".cpu() and .to('cpu') fall off a cliff {fall}{note}.",
+                f".cpu() and .to('cpu') fell off a cliff {fall}{steady}.{mmap_clause(found, view)} "
+                f"{cliff_cause(found, view)}")
 
 
-#: In page order; each reads the run's view.
-FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, the_fix, threads_against_one, h2d_pinned_vs_pageable,
-                           same_device_vs_link, peer, overhead_small, latency_bound, noop_cost, host_copy]
+def first_touch(view: RunView) -> Said | None:
+    """The host's first touch of fresh pages, where the run's clone() ladder tells it: what a fresh destination costs
+    beyond a copy into a touched one, with the faults per call and the transparent huge pages setting."""
+    ladder = next((found for found in view.ladders if found.key == "host-clone"), None)
+    if ladder is None or not ladder.steps[0].told:
+        return None
+    step, split = ladder.steps[0], ladder.split
+    thp = ((view.machine_info.get("xferbench") or {}).get("host") or {}).get("transparent_hugepage")
+    # Only fault counts say it is the first touch of pages; without them the step is the fresh destination as a whole.
+    what = (f"the first touch of fresh pages ({split.faults_per_call:,.0f} more page faults a call)" if split is not None
+            else "its fresh destination")
+    huge = f"; transparent huge pages: {thp}" if isinstance(thp, str) else ""
+    return Said(f"A fresh {format_bytes(ladder.size)} clone() took {format_seconds(ladder.top.median_s)}: "
+                f"{format_seconds(step.seconds)} ({percent(step.seconds / ladder.top.median_s)}) of it is {what}{huge}.",
+                summary(ladder))
 
 
-def findings(view: RunView) -> list[str]:
+def _threads(view: RunView) -> Said | None:
+    found = threads_against_one(view)
+    return Said(*found) if found else None
+
+
+#: In page order; each reads the run's view. A run without a GPU leads with what its host measured best.
+FINDINGS: list[Finding] = [d2h_usual_way_back, d2h_cliff, h2d_pinned_vs_pageable, same_device_vs_link, peer,
+                           overhead_small, latency_bound, first_touch, _threads, noop_cost, host_copy]
+_HOST_FIRST: list[Finding] = [first_touch, host_copy, _threads, latency_bound, noop_cost]
+
+
+def findings(view: RunView) -> list[Said]:
     """Every finding the run supports; the machine's cache sizes keep fitted bandwidths honest."""
-    return [sentence for find in FINDINGS if (sentence := find(view))]
+    order = FINDINGS if view.has_accelerator else _HOST_FIRST + [f for f in FINDINGS if f not in _HOST_FIRST]
+    return [said for find in order if (said := find(view))]
 
 
 def _staged(view: RunView) -> str | None:

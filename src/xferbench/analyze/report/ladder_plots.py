@@ -114,8 +114,9 @@ LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
     "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
     "in time. A step whose two rungs' ratio the run cannot tell from 1 (its 95% interval: paired blocks where both were "
-    "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch + synchronize rung "
-    "also swaps blocking for non-blocking (that copy's device time is the DMA). Hover a cell for its cases and interval.")
+    "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch, sync, blocking rung sets "
+    "the blocking copy against its non-blocking twin's DMA (a blocking copy's own DMA is not timed), so it also holds "
+    "whatever blocking adds. Hover a cell for its cases and interval.")
 
 
 HOST_LADDER_CAPTION = (

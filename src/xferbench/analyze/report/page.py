@@ -27,8 +27,9 @@ from ..load.results import Results
 from ..view import RunView
 from . import drift_text
 from .aside import Aside
+from .changes import at_a_glance, changes
 from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
-from .findings import at_a_glance, findings, pinning_break_even, why_measured
+from .findings import findings, pinning_break_even, why_measured
 from .half_beta import half_of_beta
 from .model_text import basis
 from .other_tools import PeerFigure, comparisons, headlines, table_rows
@@ -251,7 +252,7 @@ def _build(view: RunView, history: list[Plot] | None, extra_sections: list[dict[
     sections = scenario_sections(view) + (extra_sections or [])
     for section in sections:
         section["plots"] = _svg(section["plots"])
-    key_findings = findings(view)
+    key_findings, what_to_change = findings(view), changes(view)
     model = _model_rows(view)
     peer_rows = comparisons(view, peers or [])
     peer_lines = headlines(peer_rows)
@@ -272,6 +273,7 @@ def _build(view: RunView, history: list[Plot] | None, extra_sections: list[dict[
         simulated=view.simulated,
         has_accelerator=view.has_accelerator,
         findings=key_findings,
+        changes=what_to_change,
         plots=[plot for plot in drawn if plot.key not in STORY],
         story=story,
         ladder=ladder_table(view),
@@ -289,7 +291,7 @@ def _build(view: RunView, history: list[Plot] | None, extra_sections: list[dict[
         commit=view.results.commit_info,
         sizes=view.sizes,
     )
-    markdown = to_markdown(view, key_findings, model, peer_lines, peer_plan)
+    markdown = to_markdown(view, key_findings, model, peer_lines, peer_plan, what_to_change)
     return html, markdown
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...ratios import Ratio
 from ...units import DTYPE_SIZES, format_bytes, format_seconds
 from ..model import SINGLE_THREAD
-from ...ratios import Ratio
 from ..view import RunView
 
 __all__ = ["GRAIN", "apart", "beta_noise", "host_threads", "thread_pairs", "threads_against_one"]
@@ -68,10 +68,10 @@ def host_threads(view: RunView) -> str:
     return f"torch's default threads ({threads})" if threads else "torch's default threads"
 
 
-def threads_against_one(view: RunView) -> str | None:
+def threads_against_one(view: RunView) -> tuple[str, str] | None:
     """The size where the default threads and one thread differ most, among the sizes whose ratio is resolved
-    (``apart``), in one sentence: which took longer and how many times with the interval, and the load where the run
-    recorded one; None where no size tells them apart (the β sentence says can't tell)."""
+    (``apart``), as a headline and one sentence of evidence: which took longer and how many times with the interval,
+    and the load where the run recorded one; None where no size tells them apart (the β sentence says can't tell)."""
     pairs = thread_pairs(view)
     told = pairs[[apart(view, row) is None for _, row in pairs.iterrows()]] if not pairs.empty else pairs
     if told.empty:
@@ -84,14 +84,15 @@ def threads_against_one(view: RunView) -> str | None:
     many, one = float(row["median_s_many"]), float(row["median_s_one"])
     judged = ratio_of(view, row)
     if many > one:
-        measured = (f"A {size} host copy_ with {host_threads(view)} took {judged.text()} as long as on one thread "
-                    f"({format_seconds(many)} against {format_seconds(one)}){under}")
+        head = f"A {size} host copy_ with {host_threads(view)} took {judged.text()} as long as on one thread"
+        measured = f"{head} ({format_seconds(many)} against {format_seconds(one)}){under}"
         beside = _neighbours_disagree(view, pairs, int(row["nbytes"]))
         if beside:  # a figure out of line with its neighbours is no thread effect this run shows
-            return f"{measured}; {beside}, so whether more threads made it slower, can't tell."
-        return f"{measured}: more threads made it slower at this size."
-    return (f"A {size} host copy_ on one thread took {judged.faster().text()} as long as with {host_threads(view)} "
-            f"({format_seconds(one)} against {format_seconds(many)}){under}.")
+            return (f"{head}, but not at the sizes beside it: whether more threads made it slower, can't tell.",
+                    f"{measured}; {beside}, so whether more threads made it slower, can't tell.")
+        return f"{head}{' under load' if load else ''}.", f"{measured}: more threads made it slower at this size."
+    head = f"A {size} host copy_ on one thread took {judged.faster().text()} as long as with {host_threads(view)}"
+    return f"{head}.", f"{head} ({format_seconds(one)} against {format_seconds(many)}){under}."
 
 
 def _neighbours_disagree(view: RunView, pairs: pd.DataFrame, nbytes: int) -> str | None:

@@ -8,10 +8,11 @@ pinned against pageable, a call's same-code twin, one thread against many, a sce
 the per-block ratios give each comparison its own interval; drift that hits both blocks of a pair alike cancels).
 Inside a slot the order alternates from one block to the next (A B, then B A), so a steady drift favours neither side.
 The paired cases are each family's at the size nearest 64 MiB and the largest planned up to 256 MiB (from 1 MiB up), of
-the first dtype and device pair (``PAIRED``). The reference cases measure the drift itself in the regimes the report judges: the host
-``copy_`` at the smallest size (latency-bound) and at the size nearest 1 MiB, and the pinned blocking ``.to('cuda:i')``
-of the first GPU nearest 64 MiB (bandwidth-bound). ``--xfer-blocks=N`` splits every core, scenario and concurrent case
-into N blocks (the distributed cases' 2-rank world stays in one piece).
+the first dtype and device pair (``PAIRED``). The reference cases measure the drift itself in the regimes the report
+judges: the host ``copy_`` at the smallest size (latency-bound) and at the size nearest 1 MiB, and the pinned blocking
+``.to('cuda:i')`` of the first GPU nearest 64 MiB (bandwidth-bound). ``--xfer-blocks=N`` splits every core, scenario
+and concurrent case into N blocks (the distributed cases' 2-rank world stays in one piece); ``--xfer-blocks=1`` leaves
+only the references in blocks.
 
 A block is a benchmark of its own (pytest id ``<case>-block2of6``, contract.BLOCK in extra_info) timed for
 ``--benchmark-max-time`` / N, at least ``BLOCK_ROUNDS`` rounds. analyze/load/blocks.py merges a case's blocks into one
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 from ...contract import Block
-from ..cases import Case, PlannedCase, Skipped
+from ..cases import PlannedCase, Skipped
 
 __all__ = ["BLOCKS", "BLOCK_ROUNDS", "PAIRED", "REFERENCES", "block_of", "block_params", "blocked_ids", "spread_blocks"]
 
@@ -85,9 +86,10 @@ def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool 
     cases = [c for c in planned if not isinstance(c, Skipped)]
     if not cases:
         return set()
-    first = cases[0]
-    cases = [c for c in cases if (getattr(c, "dtype", None), c.src, c.dst) == (getattr(first, "dtype", None),
-                                                                               first.src, first.dst)]
+    def where(case: Any) -> tuple[Any, ...]:  # every planned kind has a source and a destination, and most a dtype
+        return getattr(case, "dtype", None), case.src, case.dst
+
+    cases = [c for c in cases if where(c) == where(cases[0])]
     chosen = {c.id for c in cases if paired and op in PAIRED and PAIRED[op](c) and c.nbytes in _paired_sizes(cases)}
     if op in REFERENCES:
         is_reference, targets = REFERENCES[op]

@@ -60,7 +60,7 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     simulated = view.simulated
     found = findings(view)[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
-    return head + [f"- {sentence}" for sentence in found] + ([] if found else ["- not enough data for findings"])
+    return head + [f"- {said.headline}" for said in found] + ([] if found else ["- not enough data for findings"])
 
 
 def _unsaved_json(config: pytest.Config) -> dict[str, Any] | None:

@@ -1,0 +1,132 @@
+"""The first screen: what to change in one's code on this machine, ranked by the time it saves in this run, and the
+table of moves at the largest common size.
+
+A change is families/core.py's ``CHANGES``: the call users make and the one to make instead, each a row of one run at
+one size (the largest common size where both ran, else the largest they share), judged by their ratio
+(``RunView.ratio``: paired blocks where measured so). A change the run cannot resolve, or that does not save, is not
+listed; its condition says who gets the gain and who pays what it needs. No torch here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ...families.base import ChangeSpec
+from ...families.base import ms as _ms
+from ...families.base import span as _span
+from ...families.core import CHANGES
+from ...ratios import Ratio
+from ...units import format_bytes, format_seconds
+from ..ladder import matching
+from ..view import USUAL_WAY_BACK, RunView
+from .findings import _at, _fastest_label, _tied_fastest
+
+__all__ = ["MOST", "Change", "at_a_glance", "changes"]
+
+#: At most this many changes on the first screen.
+MOST = 3
+
+
+@dataclass(frozen=True, eq=False)
+class Change:
+    """A change priced by the run: the rows before and after, their ratio, and its condition in words."""
+
+    spec: ChangeSpec
+    now: pd.Series
+    then: pd.Series
+    ratio: Ratio
+    condition: str
+
+    @property
+    def saved_s(self) -> float:
+        return float(self.now["median_s"] - self.then["median_s"])
+
+    def text(self) -> str:
+        """``saves 176 ms a call at 256 MiB (181 ms → 4.94 ms: 36.7× (28-57.2) as long before)``."""
+        now, then = format_seconds(float(self.now["median_s"])), format_seconds(float(self.then["median_s"]))
+        return (f"saves {format_seconds(self.saved_s)} a call at {format_bytes(int(self.now['nbytes']))} ({now} → {then}: "
+                f"{self.ratio.text()} as long before)")
+
+
+def _pair(view: RunView, spec: ChangeSpec) -> tuple[pd.Series, pd.Series] | None:
+    """The rows before and after, of one run and size: the largest common size where both ran, else their largest."""
+    now, then = matching(view.rows, spec.now), matching(view.rows, spec.then)
+    pairs = [(a, b) for _, a in now.iterrows() for _, b in then.iterrows()
+             if a["nbytes"] == b["nbytes"] and a["run"] == b["run"] and a["dst"] == b["dst"] and a["src"] == b["src"]]
+    if not pairs:
+        return None
+    return max(pairs, key=lambda p: (p[0]["nbytes"] == view.largest_size, p[0]["nbytes"], -float(p[1]["median_s"])))
+
+
+def _cost_of(view: RunView, op: str, variant: str, at: pd.Series) -> pd.Series | None:
+    rows = view.rows[(view.rows["op"] == op) & (view.rows["variant"] == variant) & (view.rows["nbytes"] == at["nbytes"])
+                     & (view.rows["run"] == at["run"])]
+    return rows.iloc[0] if not rows.empty else None
+
+
+def _condition(view: RunView, spec: ChangeSpec, now: pd.Series) -> str:
+    """The change's condition, with what the run measured of the price of breaking it."""
+    size = format_bytes(int(now["nbytes"]))
+    if spec.key == "pinned-buffer" and (pin := _cost_of(view, "pin_memory", "pin_cold", now)) is not None:
+        return (f"{spec.condition}; a fresh pinned buffer every call would add what pinning costs, "
+                f"{format_seconds(float(pin['median_s']))} at {size} here (pin_memory() on a cold cache)")
+    if spec.key == "non-blocking-to":
+        kept, freed = (_cost_of(view, "d2h_kept", v, now) for v in ("kept", "freed"))
+        if kept is not None and freed is not None:
+            return (f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call: "
+                    f"{format_seconds(float(kept['median_s']))} a call kept against "
+                    f"{format_seconds(float(freed['median_s']))} dropped at {size} (d2h_kept, first pass)")
+        return f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call"
+    if spec.key == "pinned-source":
+        even = next((e for e in view.break_even if int(e.pin["nbytes"]) == int(now["nbytes"]) and e.copies), None)
+        if even is not None and even.ratio is not None and even.ratio.resolved and not even.pin_spread_too_wide:
+            return (f"{spec.condition}: pinning costs {format_seconds(float(even.pin['median_s']))} at {size} here, "
+                    f"what {even.copies:.2g} copies save")
+    return spec.condition
+
+
+def changes(view: RunView) -> list[Change]:
+    """The changes the run prices and resolves, most time saved first, at most ``MOST``."""
+    found = []
+    for spec in CHANGES:
+        pair = _pair(view, spec)
+        if pair is None:
+            continue
+        ratio = view.ratio(*pair)
+        if ratio.resolved and ratio.value > 1:
+            found.append(Change(spec, pair[0], pair[1], ratio, _condition(view, spec, pair[0])))
+    return sorted(found, key=lambda change: -change.saved_s)[:MOST]
+
+
+def at_a_glance(view: RunView) -> list[dict[str, str]]:
+    """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
+    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured; where
+    the run cannot tell a kind's calls from its fastest, the line spans them all."""
+    frame, size = view.rows, view.largest_size
+    if size is None:
+        return []
+    lines = []
+
+    def add(label: str, rows: pd.DataFrame) -> None:
+        if not rows.empty:
+            lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _span(rows["bandwidth_gbps"])})
+
+    def fastest(label: str, rows: pd.DataFrame) -> None:
+        tied = _tied_fastest(view, rows)
+        add(f"{label} ({_fastest_label(tied, len(rows))})", tied)
+
+    down = _at(frame, size, op="d2h")
+    fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
+    add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
+                                                                        & (down["method"] == "copy_")])
+    add(".cpu() / .to('cpu') (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
+                                                                    & ~down["non_blocking"].astype(bool)])
+    add(".to('cpu', non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
+                                                                & down["non_blocking"].astype(bool)])
+    up = _at(frame, size, op="h2d")
+    for memory in ("pinned", "pageable"):
+        fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
+    fastest("same-device copy", _at(frame, size, op="d2d"))
+    return [line | {"size": format_bytes(size)} for line in lines]
