@@ -444,3 +444,11 @@ peer         = {{ alpha_us = 3.5, GBps = 300 }}
 pcie_gen = 5
 pcie_width = 16
 """
+
+
+def view_of_rows(frame: Any, machine_info: dict[str, Any] | None = None) -> Any:
+    """The run's view of hand-fed rows, without the files they would come from."""
+    from xferbench.analyze.load.results import Results
+    from xferbench.analyze.view import RunView
+
+    return RunView(Results(frame=frame, machine_info=machine_info or {}, commit_info={}, sources=[]))

@@ -22,7 +22,7 @@ from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
 from xferbench.families.base import ratios
 
-from fakes import drifting_spec
+from fakes import drifting_spec, view_of_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
@@ -88,7 +88,7 @@ def test_a_run_without_pairs_gives_no_floor_and_no_verdict():
 
 
 def test_the_page_sentence_and_a_same_code_verdict_read_back():
-    view = RunView.of_rows(handfed())
+    view = view_of_rows(handfed())
     assert drift_text.statement(view.drift) == (
         "This run's drift floor: 25.0%, from its 3 same-code pairs (calls that run the same code, measured at different "
         "times: the largest, .cuda(i) and .to('cuda:i') (h2d) at 1 MiB); the run has no repeated reference cases, so "
@@ -103,7 +103,7 @@ def test_the_page_sentence_and_a_same_code_verdict_read_back():
 
 
 def test_the_cuda_vs_to_section_says_drift_not_a_cost():
-    said = scenario_findings(RunView.of_rows(handfed()), "cuda_vs_to")
+    said = scenario_findings(view_of_rows(handfed()), "cuda_vs_to")
     assert said == [".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: they differed by 20.0% at 64 MiB "
                     "(slowest over fastest of the same size), which measures the run's drift, not a cost of the call.",
                     "Held against this run's other same-code pairs (.cuda(i), .to('cuda:i') and .to(torch.device)): "
@@ -237,19 +237,19 @@ def test_a_key_finding_ratio_within_the_floor_is_cant_tell():
     frame = pd.DataFrame([row("h2d", "cuda", MiB, 1.0e-3), row("h2d", "to", MiB, 1.25e-3),
                           row("h2d", "copy_", MiB, 0.9e-3, host_memory="pinned")])
     frame = frame.assign(bandwidth_gbps=frame["nbytes"] / frame["median_s"] / 1e9)
-    assert h2d_pinned_vs_pageable(RunView.of_rows(frame)) == (  # the pageable two lie within the floor: a span
+    assert h2d_pinned_vs_pageable(view_of_rows(frame)) == (  # the pageable two lie within the floor: a span
         "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 0.839-1.05 GB/s (1.1-1.4×, within "
         "this run's drift floor (25.0%): can't tell; each kind's calls lie within the run's drift floor of each other, "
         "so each figure spans them).")
     alone = frame[frame["method"] != "to"]
-    assert h2d_pinned_vs_pageable(RunView.of_rows(alone)) == (
+    assert h2d_pinned_vs_pageable(view_of_rows(alone)) == (
         "Host to device at 1 MiB: pinned sources reached 1.17 GB/s, pageable ones 1.05 GB/s (1.1×).")
 
 
 def test_a_run_that_does_not_drift_gives_no_cant_tell():
     """Same code timed alike (the simulated machine without drift or noise): a floor of 0, and 1.00x stays 1.00x."""
     frame = pd.DataFrame([row("h2d", "cuda", MiB, 1.0e-3), row("h2d", "to", MiB, 1.0e-3)])
-    drift = RunView.of_rows(frame).drift
+    drift = view_of_rows(frame).drift
     assert drift.floor() == 0.0 and not drift.within(1.0e-3, 1.0e-3)
     rows = pd.DataFrame([{"variant": "slow", "nbytes": MiB, "dst": "cuda:0", "median_s": 1.0e-3},
                          {"variant": "fast", "nbytes": MiB, "dst": "cuda:0", "median_s": 1.0e-3}])
