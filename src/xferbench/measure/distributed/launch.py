@@ -100,7 +100,7 @@ def _check_counts(torchrun: Sequence[str]) -> None:
     """--nnodes and --nproc-per-node as torchrun reads them, or LaunchError: torchrun ends on a bad one (0, -1, abc)
     with its traceback and exit 1, the code for "regression"."""
     nnodes = _value(torchrun, "nnodes")
-    bounds = [_whole(part) for part in (nnodes or "1").split(":")]
+    bounds = [_whole(part) for part in ("1" if nnodes is None else nnodes).split(":")]
     if len(bounds) > 2 or min(bounds) < 1 or bounds != sorted(bounds):
         raise LaunchError(f"--nnodes {nnodes!r}: give a whole number of nodes from 1, or MIN:MAX (1 <= MIN <= MAX)")
     per_node = _value(torchrun, "nproc-per-node")
