@@ -21,6 +21,7 @@ from typing import Any
 
 from ...units import first_line, format_bytes
 from ..hardware.nics import adapters, nearest
+from ..hardware.probe import pci_bus_id
 from .errors import CaseSkipped, DistributedError, VerificationError
 from .operations import DistCase, Operation, bytes_needed, operation
 from .timing import ENABLE_TIMING_ENV, CallTimer, CudaCallTimer, NcclCallTimer, timed_rounds
@@ -255,14 +256,6 @@ def _nccl_version(cuda: Any) -> str | None:
         version = cuda.nccl.version()
         return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
     return None
-
-
-def pci_bus_id(properties: Any) -> str | None:
-    """``0000:1b:00.0`` (nvidia-smi's form) from a device's properties; None where torch does not say."""
-    parts = [getattr(properties, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
-    if not all(isinstance(part, int) for part in parts):
-        return None
-    return f"{parts[0]:04x}:{parts[1]:02x}:{parts[2]:02x}.0"
 
 
 def check_own_gpus(nodes: Sequence[str], places: Sequence[dict[str, Any]]) -> None:
