@@ -677,8 +677,9 @@ def _three_ranks(rank: int, store: str, results: str) -> None:
                                             dist.P2POp(dist.irecv, recv, (rank + 1) % 3)]):
             work.wait()
 
+    world_module.operation = backwards  # what this rank builds from now on
     try:
-        world_module.run_on_rank(cases[0], rank, "cpu", rounds=1, iterations=1, warmup=0, build=backwards, watched=False)
+        world_module.run_on_rank(cases[0], rank, "cpu", rounds=1, iterations=1, warmup=0, watched=False)
         found["wrong"] = "not refused"
     except world_module.VerificationError as error:
         found["wrong"] = str(error)
