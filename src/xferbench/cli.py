@@ -295,15 +295,20 @@ def _calibrate(args: argparse.Namespace) -> int:
                          "make them with the same command")
     noise.note = args.note
     write_atomic(args.output, noise.to_json())
+    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {_floors(noise)}; "
+          f"wrote {args.output}")
+    return 0
+
+
+def _floors(noise: Any) -> str:
+    """What a calibration learned: each class's floor and false alarms, the cases it cannot gate, those it can."""
     floors = ", ".join(f"{cls} {'not gated' if floor == float('inf') else f'{floor:.0%}'} "
                        f"(A/A false alarms {noise.false_alarm_rate[cls]:.1%})" for cls, floor in noise.floors.items())
     ungated = sum(case["floor"] == float("inf") for case in noise.cases.values())
     floors += f"; {ungated} case(s) swing too much between A/A runs to gate on this machine"
     sees = sum(case.get("smallest_change", float("inf")) <= 0.5 for case in noise.cases.values())
     floors += f"; {sees} can flag a 1.5x slowdown with {noise.per_side} run(s) a side"
-    floors += ", a flag confirmed on fresh runs (compare --confirm)" if noise.confirmed else ""
-    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {floors}; wrote {args.output}")
-    return 0
+    return floors + (", a flag confirmed on fresh runs (compare --confirm)" if noise.confirmed else "")
 
 
 def _aa_run(command: str, target: Path, timeout: float) -> Path:
