@@ -1,14 +1,13 @@
 """The run's estimated time, printed before its first case runs, and read back against the wall clock at its end.
 
-Each planned test (a case, or one block of it) is priced at what it costs on an idle core, scaled by how busy the
-machine is. On an idle core it takes its timed budget (``--benchmark-max-time``, shared by a case's blocks; a
-distributed case's rounds are its own and count as harness), the device-time windows' budget where it has them,
-and its harness: pytest's setup and teardown, the buffers, calibration, warm-up and verifying calls, in
-HARNESS_S by kind and HARNESS_S_PER_GB of its payload (fitted to a quick CPU run on an idle 2-core machine).
-On a busy machine all of it stretches alike, the timed rounds too (pytest-benchmark fixes their number while
-calibrating, then each takes longer): by this process's wall time over its CPU time while it started (its
-imports and collection), which is how much of a core it got. Under ``--xfer-simulate`` the simulated cases run
-on the simulated clock, which this does not price: no time is estimated.
+Each planned test (a case, or one block of it) takes its timed budget: ``--benchmark-max-time``, shared by a
+case's blocks (pytest-benchmark sets its rounds to fill it, on a busy machine too), and the device-time windows'
+budget where it has them; a distributed case's rounds are its own and count as harness. And it takes its harness:
+pytest's setup and teardown, the buffers, calibration, warm-up and verifying calls, HARNESS_S by kind and
+HARNESS_S_PER_GB of its payload on an idle core (fitted to a quick CPU run on an idle 2-core machine), stretched
+on a busy one by this process's wall time over its CPU time while it started (its imports and collection): how
+much of a core it got. Under ``--xfer-simulate`` the simulated cases run on the simulated clock, which this does
+not price: no time is estimated.
 """
 
 from __future__ import annotations
@@ -41,16 +40,18 @@ _STARTED = (time.perf_counter(), time.process_time())
 
 @dataclass
 class Estimate:
-    """The planned tests per family, their seconds on an idle core, and how much longer this machine takes now."""
+    """The planned tests per family, their timed budget, their harness on an idle core, and how much longer CPU
+    work takes on this machine now."""
 
     cases: Counter[str]
-    idle_s: float
+    budget_s: float
+    harness_s: float
     slowdown: float
     simulated: bool
 
     @property
     def seconds(self) -> float:
-        return self.idle_s * self.slowdown
+        return self.budget_s + self.harness_s * self.slowdown
 
 
 def _kind(item: Any) -> str:
@@ -71,12 +72,12 @@ def _device_timed(item: Any) -> bool:
 def estimate(planned: Sequence[tuple[Any, int]], max_time: float, slowdown: float = 1.0,
              simulated: bool = False) -> Estimate:
     """The estimate of ``planned``: each planned case and the blocks it is measured in."""
-    idle = 0.0
+    budget = harness = 0.0
     for item, blocks in planned:
         kind = _kind(item)
-        budget = 0.0 if kind == "distributed" else max_time / blocks + EVENT_BUDGET_S * _device_timed(item)
-        idle += budget + HARNESS_S[kind] + HARNESS_S_PER_GB * int(getattr(item, "nbytes", 0) or 0) / 1e9
-    return Estimate(Counter(item.op for item, blocks in planned), idle, slowdown, simulated)
+        budget += 0.0 if kind == "distributed" else max_time / blocks + EVENT_BUDGET_S * _device_timed(item)
+        harness += HARNESS_S[kind] + HARNESS_S_PER_GB * int(getattr(item, "nbytes", 0) or 0) / 1e9
+    return Estimate(Counter(item.op for item, blocks in planned), budget, harness, slowdown, simulated)
 
 
 def slowdown_now(started: tuple[float, float] = _STARTED, now: tuple[float, float] | None = None) -> float:
@@ -101,8 +102,9 @@ def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
     if found.simulated:
         lines.append("xferbench: no run time estimated: the simulated machine's cases run on its own clock")
     else:
-        lines.append(f"xferbench: estimated run time {_minutes(found.seconds)} ({_minutes(found.idle_s)} on an idle "
-                     f"core, x{found.slowdown:.1f} for this machine's load now)")
+        lines.append(f"xferbench: estimated run time {_minutes(found.seconds)} ({_minutes(found.budget_s)} timed, "
+                     f"{_minutes(found.harness_s)} of harness on an idle core x{found.slowdown:.1f} for this "
+                     "machine's load now)")
     return lines
 
 
