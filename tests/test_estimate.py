@@ -35,10 +35,12 @@ class TestPrice:
 
     def test_each_block_shares_the_budget_and_pays_its_own_harness(self):
         """A case in 3 blocks: 3 tests of max_time / 3 each, each with its setup and warm-up."""
-        found = estimate([(HOST, 3)] * 3, 0.25)
+        found = estimate([(HOST, 3)], 0.25)
         assert (found.budget_s, found.harness_s) == pytest.approx((0.25, 3 * (HARNESS_S["core"] + HARNESS_S_PER_GB * MIB
                                                                                  / 1e9)))
-        assert found.cases == {"host": 3}  # the tests planned, blocks included
+        assert found.cases == {"host": 1}  # one case, in three tests
+        on_gpu = Case("h2d", "to", "cpu", "cuda:0", (1,), host_memory="pinned")  # each block times its device too
+        assert estimate([(on_gpu, 3)], 0.25).budget_s == pytest.approx(0.25 + 3 * EVENT_BUDGET_S)
 
     def test_a_distributed_case_times_its_own_rounds(self):
         case = DistCase("all_reduce", 16 * MIB, "gloo", 2)

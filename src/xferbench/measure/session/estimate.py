@@ -71,12 +71,13 @@ def _device_timed(item: Any) -> bool:
 
 def estimate(planned: Sequence[tuple[Any, int]], max_time: float, slowdown: float = 1.0,
              simulated: bool = False) -> Estimate:
-    """The estimate of ``planned``: each planned case and the blocks it is measured in."""
+    """The estimate of ``planned``: each planned case and the blocks it is measured in (a test each, which share
+    the case's --benchmark-max-time and each pay their own harness and device-time windows)."""
     budget = harness = 0.0
     for item, blocks in planned:
         kind = _kind(item)
-        budget += 0.0 if kind == "distributed" else max_time / blocks + EVENT_BUDGET_S * _device_timed(item)
-        harness += HARNESS_S[kind] + HARNESS_S_PER_GB * int(getattr(item, "nbytes", 0) or 0) / 1e9
+        budget += 0.0 if kind == "distributed" else max_time + blocks * EVENT_BUDGET_S * _device_timed(item)
+        harness += blocks * (HARNESS_S[kind] + HARNESS_S_PER_GB * int(getattr(item, "nbytes", 0) or 0) / 1e9)
     return Estimate(Counter(item.op for item, blocks in planned), budget, harness, slowdown, simulated)
 
 
@@ -120,13 +121,14 @@ _ESTIMATE = pytest.StashKey[tuple[Estimate, float]]()
 
 
 def _planned(items: Sequence[pytest.Item]) -> list[tuple[Any, int]]:
-    """The xferbench case each collected, unskipped item runs, with the blocks it is measured in."""
+    """The xferbench case each collected, unskipped item runs (its first block, for a case in blocks), with the
+    blocks it is measured in."""
     found = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         case = next((params[name] for name in ("xfer_case", "xfer_dist_case") if name in params), None)
-        if case is not None and item.get_closest_marker("skip") is None:
-            block = block_of(item)
+        block = block_of(item)
+        if case is not None and item.get_closest_marker("skip") is None and (block is None or block.index == 0):
             found.append((case, block.count if block is not None else 1))
     return found
 
