@@ -91,6 +91,9 @@ class TestLines:
         assert outcome_lines(self.found, 108.0) == [
             "xferbench: wall clock 1.8 min against 45.0 s estimated (actual / estimate = 2.40)"]
 
+    def test_a_run_that_planned_nothing_says_its_wall_clock(self):
+        assert outcome_lines(estimate([], 0.25), 2.0) == ["xferbench: wall clock 2.0 s"]
+
     def test_a_simulated_run_estimates_nothing(self):
         simulated = Estimate(self.found.cases, 25.0, 10.0, 2.0, True)
         assert estimate_lines(simulated, None)[1:] == [

@@ -110,8 +110,8 @@ def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
 
 
 def outcome_lines(found: Estimate, wall_s: float) -> list[str]:
-    """What is printed at the end: the estimate against the wall clock."""
-    if found.simulated:
+    """What is printed at the end: the estimate against the wall clock (none: nothing was planned, or simulated)."""
+    if found.simulated or not found.seconds:
         return [f"xferbench: wall clock {_minutes(wall_s)}"]
     return [f"xferbench: wall clock {_minutes(wall_s)} against {_minutes(found.seconds)} estimated "
             f"(actual / estimate = {wall_s / found.seconds:.2f})"]
