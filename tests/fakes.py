@@ -425,6 +425,31 @@ def priced_seconds(case: Any, backend: Any, index: int) -> float:
         return float(backend.clock.now - start)
 
 
+def warm_call_seconds(case: Any, spec: Any, warmup: int = 3) -> float:
+    """Simulated seconds of one call of a scenario or concurrent ``case`` on a fresh machine of ``spec`` without its
+    noise and drift, after ``warmup`` calls (a concurrent family's side streams settle in one; the run warms up
+    with three), as its family prices it: what the run's simulated clock charges the call."""
+    import dataclasses
+
+    from xferbench.measure.families.base import Priced, device_sync
+    from xferbench.measure.families.registry import SCENARIO_FAMILIES
+    from xferbench.measure.simulate import SimBackend, SimClock
+
+    machine = SimBackend(dataclasses.replace(spec, noise=0.0, drift=0.0), SimClock())
+    sync = device_sync(case.devices, machine)
+    prepared = SCENARIO_FAMILIES[case.op].price(case, Priced(machine), sync)
+    sync()
+    for _ in range(warmup):
+        for step in (prepared.setup, prepared.target, prepared.teardown):
+            if step is not None:
+                step()
+    if prepared.setup is not None:
+        prepared.setup()
+    start = machine.clock.now
+    prepared.target()
+    return float(machine.clock.now - start)
+
+
 def drifting_spec(drift: float) -> str:
     """A simulated one-GPU spec (docs/simulated-machine.md) whose costs wander by ``drift`` over the run: pinned h2d
     priced 1.5x pageable, so a real difference stands beside the drift (tests/test_drift.py, test_blocks.py)."""
@@ -444,3 +469,11 @@ peer         = {{ alpha_us = 3.5, GBps = 300 }}
 pcie_gen = 5
 pcie_width = 16
 """
+
+
+def view_of_rows(frame: Any, machine_info: dict[str, Any] | None = None) -> Any:
+    """The run's view of hand-fed rows, without the files they would come from."""
+    from xferbench.analyze.load.results import Results
+    from xferbench.analyze.view import RunView
+
+    return RunView(Results(frame=frame, machine_info=machine_info or {}, commit_info={}, sources=[]))

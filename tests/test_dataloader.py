@@ -18,7 +18,7 @@ from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.families.scenario import time_scenario
 from xferbench.measure.simulate import SimBackend, load_spec
 
-from fakes import FakeBenchmark
+from fakes import FakeBenchmark, warm_call_seconds
 from processes import live_children
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ class TestPricedOnTheSimulatedMachine:
 
     @staticmethod
     def seconds(case):
-        return SCENARIO_FAMILIES["dataloader"].call_price(case, load_spec(SPEC)).call_s
+        return warm_call_seconds(case, load_spec(SPEC))
 
     @pytest.mark.parametrize("non_blocking", [False, True])
     def test_each_loop_is_collation_pinning_and_its_copy(self, non_blocking):

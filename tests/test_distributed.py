@@ -23,7 +23,6 @@ from xferbench.measure.distributed import (
     build_dist_cases,
     bus_factor,
     calls_for,
-    injected_faults,
     pytest_world,
 )
 from xferbench.measure.distributed import torchrun as torchrun_module
@@ -40,6 +39,9 @@ from xferbench.measure.distributed.operations import (
 from xferbench.measure.distributed.pytest_world import record
 from xferbench.measure.distributed.torchrun import Launch, launched
 from xferbench.measure.distributed.world import Timed, join, node_labels, rank_device, timed_rounds
+
+import faulty_rank
+from faulty_rank import FAULT_ENV, SLOW_RANK_ENV, running_world
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = PROFILES["quick"]
@@ -272,7 +274,7 @@ class TestDeviceOwnership:
         monkeypatch.setattr(pytest_world, "_gpu_count", lambda: 2)
         monkeypatch.setattr(pytest_world.socket, "create_connection", lambda address: None)
         monkeypatch.setattr(pytest_world.Channel, "send", lambda self, message: said.append(message))
-        args = Namespace(fault=None, backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,
+        args = Namespace(backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,
                          device=None, coordinator=1)
         assert pytest_world.worker(args) == 2
         assert joined[0][-1] == "cuda:1" and said == [{"rank": 1}, {"error": "stop here"}]
@@ -339,7 +341,7 @@ class TestWorld:
     def test_world_of_two_end_to_end(self, monkeypatch):
         """Every op runs and is checked on both ranks; each round recorded is the slower rank's. Rank 1
         arrives 20 ms late at every round: rank 0 waits for it inside the calls, rank 1 does not."""
-        monkeypatch.setenv(injected_faults.SLOW_RANK_ENV, "1:0.02")  # inherited by the helper rank
+        faulty_rank.inject(monkeypatch, **{SLOW_RANK_ENV: "1:0.02"})  # inherited by the helper rank
         world = World("gloo", timeout_s=30)
         world.start()
         try:
@@ -356,19 +358,20 @@ class TestWorld:
                     assert all(a > b for a, b in zip(rank0, rank1, strict=True))
         finally:
             world.close()
-        assert world.helper is None
+        assert world.helpers == []
 
     def test_disabled_runs_once_and_records_nothing(self):
-        with distributed.running_world("gloo", 30) as world:
+        with running_world("gloo", 30) as world:
             bench = RecordingBenchmark(disabled=True)
             info = world.run(DistCase("all_to_all", 64, "gloo", 2), bench, QUICK)
             assert info["verified"] is True and bench.recorded == [] and len(info["rank_seconds"][0]) == 1
 
-    def test_rank_that_never_joins_times_out_with_its_name(self):
+    def test_rank_that_never_joins_times_out_with_its_name(self, monkeypatch):
         """A helper that exits before joining ends start() within the bound, naming rank, host and address."""
         # 10 s: the helper must get as far as exiting (importing torch first) before rank 0
         # gives up, or the message says "did not answer" instead of its exit code.
-        world = World("gloo", timeout_s=10, fault="exit-early")
+        faulty_rank.inject(monkeypatch, **{FAULT_ENV: "1:exit-early"})
+        world = World("gloo", timeout_s=10)
         began = time.monotonic()
         with pytest.raises(DistributedError) as error:
             world.start()
@@ -379,9 +382,10 @@ class TestWorld:
                                   f"tcp://127.0.0.1:{world.port} within 10 s")
         assert "rank 1: it exited with code 3" in message
 
-    def test_rank_that_dies_mid_run(self):
+    def test_rank_that_dies_mid_run(self, monkeypatch):
         """A helper that dies during an op fails that benchmark with a message, and later ones at once."""
-        world = World("gloo", timeout_s=60, fault="die-mid-run")
+        faulty_rank.inject(monkeypatch, **{FAULT_ENV: "1:die-mid-run"})
+        world = World("gloo", timeout_s=60)
         world.start()
         try:
             with pytest.raises(DistributedError, match=r"^rank 1 exited with code 4 .*during all_reduce-1MiB-float32-gloo-x2 "
@@ -469,16 +473,16 @@ class TestFaults:
 
     def test_rank_0_raising_is_named_not_rank_1(self, monkeypatch):
         """Rank 0 raises (as an out-of-memory inside a collective would): it is named, rank 1 is not blamed."""
-        monkeypatch.setenv(injected_faults.FAULT_ENV, "0:raise")
-        with distributed.running_world("gloo", 5) as world:
+        faulty_rank.inject(monkeypatch, **{FAULT_ENV: "0:raise"})
+        with running_world("gloo", 5) as world:
             with pytest.raises(DistributedError) as error:
                 world.run(DistCase("all_reduce", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
         message = str(error.value)
         assert message.startswith("rank 0 raised injected failure of rank 0") and "rank 1" not in message
 
     def test_out_of_memory_skips_the_case_on_every_rank_and_the_world_goes_on(self, monkeypatch):
-        monkeypatch.setenv(injected_faults.FAULT_ENV, "1:oom")
-        with distributed.running_world("gloo", 10) as world:
+        faulty_rank.inject(monkeypatch, **{FAULT_ENV: "1:oom"})
+        with running_world("gloo", 10) as world:
             with pytest.raises(world_module.CaseSkipped, match=r"^all_to_all-1KiB-float32-gloo-x2: rank\(s\) 1 ran out of "
                                                               r"memory allocating 2\.25 KiB \(injected: rank 1"):
                 world.run(DistCase("all_to_all", 1024, "gloo", 2), RecordingBenchmark(), QUICK, 2)
@@ -488,8 +492,8 @@ class TestFaults:
 
     def test_a_stalled_rank_is_named_within_the_deadline(self, monkeypatch):
         """Rank 1 hangs inside a case: the case fails after the deadline naming it, the later ones at once."""
-        monkeypatch.setenv(injected_faults.FAULT_ENV, "1:stall")
-        with distributed.running_world("gloo", 3) as world:
+        faulty_rank.inject(monkeypatch, **{FAULT_ENV: "1:stall"})
+        with running_world("gloo", 3) as world:
             began = time.monotonic()
             with pytest.raises(DistributedError, match=r"^rank 1 stopped answering within \d+ s \(rank 0 raised .*"
                                                        r"waiting for it\) during broadcast-4B"):
@@ -506,9 +510,12 @@ class TestFaults:
         out = tmp_path / "run.json"
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "bench/test_distributed.py", "bench/test_noop.py", "-q", "-p",
-             "no:cacheprovider", "-k", "all_reduce or noop", "--benchmark-only", f"--benchmark-json={out}",
-             "--xfer-sizes=1KiB,4KiB", "--xfer-dist-rounds=2", "--xfer-dist-timeout=3", "--xfer-devices=cpu"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300, env=os.environ | {injected_faults.FAULT_ENV: fault})
+             "no:cacheprovider", "-p", "faulty_rank", "-k", "all_reduce or noop", "--benchmark-only",
+             f"--benchmark-json={out}", "--xfer-sizes=1KiB,4KiB", "--xfer-dist-rounds=2", "--xfer-dist-timeout=3",
+             "--xfer-devices=cpu"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env=os.environ | {FAULT_ENV: fault, "PYTHONPATH": os.pathsep.join([str(faulty_rank.TESTS),
+                                                                                os.environ.get("PYTHONPATH", "")])})
         assert proc.returncode == 1, proc.stdout[-3000:]
         names = [bench["name"] for bench in json.loads(out.read_text())["benchmarks"]]
         assert "test_distributed[all_reduce-1KiB-float32-gloo-x2]" in names
@@ -670,8 +677,9 @@ def _three_ranks(rank: int, store: str, results: str) -> None:
                                             dist.P2POp(dist.irecv, recv, (rank + 1) % 3)]):
             work.wait()
 
+    world_module.operation = backwards  # what this rank builds from now on
     try:
-        world_module.run_on_rank(cases[0], rank, "cpu", rounds=1, iterations=1, warmup=0, build=backwards, watched=False)
+        world_module.run_on_rank(cases[0], rank, "cpu", rounds=1, iterations=1, warmup=0, watched=False)
         found["wrong"] = "not refused"
     except world_module.VerificationError as error:
         found["wrong"] = str(error)

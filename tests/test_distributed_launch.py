@@ -56,6 +56,37 @@ class TestCommand:
         bound = command(launch)[3].removeprefix("--rdzv-conf=timeout=").split(",")[0]
         assert bound.isdigit() and 1 <= int(bound) < 10**6
 
+    @pytest.mark.parametrize(("option", "message"), [
+        ("--nnodes=0", "--nnodes '0': give a whole number of nodes from 1, or MIN:MAX (1 <= MIN <= MAX)"),
+        ("--nnodes=-1", "--nnodes '-1': give a whole number of nodes from 1, or MIN:MAX (1 <= MIN <= MAX)"),
+        ("--nnodes=abc", "--nnodes 'abc': give a whole number of nodes from 1, or MIN:MAX (1 <= MIN <= MAX)"),
+        ("--nnodes=4:2", "--nnodes '4:2': give a whole number of nodes from 1, or MIN:MAX (1 <= MIN <= MAX)"),
+        ("--nproc-per-node=0", "--nproc-per-node '0': give a whole number of ranks from 1, or auto, cpu, gpu or xpu"),
+        ("--nproc-per-node=-1", "--nproc-per-node '-1': give a whole number of ranks from 1, or auto, cpu, gpu or xpu"),
+        ("--nproc_per_node=abc", "--nproc-per-node 'abc': give a whole number of ranks from 1, or auto, cpu, gpu or "
+                                 "xpu")])
+    def test_bad_counts_are_one_line_before_torchrun_runs(self, monkeypatch, capsys, option, message):
+        """torchrun ends on these with its AssertionError or ValueError traceback and exit 1 ("regression")."""
+        monkeypatch.setattr(launch_module.subprocess, "Popen", None)  # torchrun is never started
+        assert main(["torchrun", option, "--"]) == 2
+        assert capsys.readouterr().err == f"xferbench torchrun: {message}\n"
+
+    @pytest.mark.parametrize("option", ["--nnodes=1", "--nnodes=1:4", "--nnodes=2:2", "--nproc-per-node=8",
+                                        "--nproc-per-node=auto", "--nproc-per-node=gpu"])
+    def test_counts_torchrun_reads_pass(self, option):
+        assert parse([option, "--"]).torchrun == (option,)
+
+    @given(nnodes=st.text(max_size=8) | st.integers(-3, 5).map(str), per_node=st.text(max_size=8) | st.integers(-3, 5).map(str))
+    def test_any_count_is_one_torchrun_reads_or_refused(self, nnodes, per_node):
+        try:
+            parse([f"--nnodes={nnodes}", f"--nproc-per-node={per_node}", "--"])
+        except LaunchError as error:
+            assert str(error).startswith(("--nnodes", "--nproc-per-node")) and "\n" not in str(error)
+            return
+        bounds = [int(part) for part in nnodes.split(":")]
+        assert 1 <= bounds[0] <= bounds[-1] and len(bounds) <= 2
+        assert per_node in ("auto", "cpu", "gpu", "xpu") or int(per_node) >= 1
+
     def test_the_cli_says_it_in_one_line(self, capsys):
         assert main(["torchrun", *NODE0]) == 2
         err = capsys.readouterr().err

@@ -7,24 +7,26 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
-from xferbench.measure.distributed import DistCase, DistributedError, injected_faults
-from xferbench.measure.distributed.injected_faults import slow_inside
+from xferbench.measure.distributed import DistCase
 from xferbench.measure.distributed.timing import NcclCallTimer
 from xferbench.measure.distributed.world import CallTimer, CudaCallTimer, timed_rounds
 
+import faulty_rank
+
 
 def test_each_call_is_timed_and_shared_after_each_round(monkeypatch):
-    """This rank spends 1 s inside each call and sleeps 2 s before each (the test-only late rank): its round takes
+    """This rank spends 1 s inside each call and sleeps 2 s before each (the tests' late rank): its round takes
     3 s a call, its time inside the calls 1 s; both are shared with every rank after each round."""
     now = [0.0]
-    monkeypatch.setattr(injected_faults.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(faulty_rank.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
 
     def call() -> None:
         now[0] += 1.0
 
     timer = CallTimer(clock=lambda: now[0])
+    timer.around = faulty_rank.late(2.0, timer.around)  # as the late rank's call timer ("RANK:SECONDS:call")
     times = timed_rounds(call, rounds=2, iterations=4, warmup=1, gather=lambda mine: [mine, mine / 2],
-                         clock=lambda: now[0], timer=timer, delay=2.0, delay_each_call=True)
+                         clock=lambda: now[0], timer=timer)
     assert times == [[3.0, 3.0], [1.5, 1.5]]
     assert timer.per_rank() == [[1.0, 1.0], [0.5, 0.5]]
 
@@ -64,15 +66,15 @@ def test_a_gpu_call_is_bracketed_by_events_made_once_and_reused():
 @pytest.mark.parametrize(("text", "expected"), [("1:0.002:call", {0: (0.0, "call"), 1: (0.002, "call")}),
                                                 ("1:0.002:inside", {0: (0.0, "inside"), 1: (0.002, "inside")}),
                                                 ("1:0.1", {0: (0.0, ""), 1: (0.1, "")})])
-def test_the_test_only_late_rank(monkeypatch, text, expected):
-    monkeypatch.setenv(injected_faults.SLOW_RANK_ENV, text)
-    assert {r: injected_faults.slow_rank_delay(r) for r in expected} == expected
+def test_the_tests_late_rank(monkeypatch, text, expected):
+    monkeypatch.setenv(faulty_rank.SLOW_RANK_ENV, text)
+    assert {r: faulty_rank.slow_rank_delay(r) for r in expected} == expected
 
 
 def test_a_bad_late_rank_setting_is_one_line(monkeypatch):
-    monkeypatch.setenv(injected_faults.SLOW_RANK_ENV, "1:0.1:often")
-    with pytest.raises(DistributedError, match=r"write it as RANK:SECONDS\[:call\|:inside\]"):
-        injected_faults.slow_rank_delay(1)
+    monkeypatch.setenv(faulty_rank.SLOW_RANK_ENV, "1:0.1:often")
+    with pytest.raises(ValueError, match=r"write it as RANK:SECONDS\[:call\|:inside\]"):
+        faulty_rank.slow_rank_delay(1)
 
 
 def _run(tmp_path, rank_seconds, rank_call_seconds=None, op="all_reduce", backend="gloo"):
@@ -140,15 +142,14 @@ def test_on_nccl_a_call_is_timed_by_its_collective_on_nccl_stream():
     assert timer.take() == pytest.approx(0.0025)
 
 
-def test_the_test_only_slow_launch_sleeps_inside_the_call_and_is_undone(monkeypatch):
+def test_the_tests_slow_launch_sleeps_inside_the_call(monkeypatch):
+    """"RANK:SECONDS:inside": the late rank's every call sleeps first, inside the call its timer brackets."""
     slept = []
-    monkeypatch.setattr(injected_faults.time, "sleep", slept.append)
+    monkeypatch.setattr(faulty_rank.time, "sleep", slept.append)
     calls = []
-    dist = type("Dist", (), {"all_reduce": staticmethod(lambda buf, async_op=False: calls.append((buf, async_op)))})
-    real = dist.all_reduce
-    with slow_inside(0.002, dist):
-        dist.all_reduce("buf", async_op=True)
-    assert slept == [0.002] and calls == [("buf", True)] and dist.all_reduce is real
+    slowed = faulty_rank.late(0.002, lambda buf, async_op=False: calls.append((buf, async_op)))
+    slowed("buf", async_op=True)
+    assert slept == [0.002] and calls == [("buf", True)]
 
 
 def test_on_nccl_the_rank_slow_inside_its_call_is_named_by_its_device_time(tmp_path):

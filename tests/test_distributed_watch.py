@@ -11,10 +11,11 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.measure.distributed import free_port
-from xferbench.measure.distributed.injected_faults import FAULT_ENV, HANG_ENV
 from xferbench.measure.distributed.watch import STALE_BEATS, WRITTEN, Watch, culprits
 from xferbench.measure.distributed.world import NODE_ENV
 
+import faulty_rank
+from faulty_rank import FAULT_ENV, HANG_ENV, TESTS
 from processes import kill_tree
 
 
@@ -97,14 +98,16 @@ class TestWatch:
 
 def start_ranks(tmp_path: Path, size: int, args: list[str], env: dict[str, str]) -> list[subprocess.Popen[str]]:
     """``size`` ranks started as torchrun would start them, without torchrun (no agent ends the others when one
-    dies, as on another node); rank r on node r."""
+    dies, as on another node); rank r on node r, with the faults ``env`` names (tests/faulty_rank.py)."""
     port = free_port()
     procs = []
+    path = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     for rank in range(size):
         ranks = {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
                  "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), NODE_ENV: f"node{rank}"}
-        procs.append(subprocess.Popen([sys.executable, "-m", "xferbench.distributed", *args], cwd=tmp_path, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ | ranks | env))
+        procs.append(subprocess.Popen([sys.executable, "-m", "faulty_rank", *args], cwd=tmp_path, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      env=os.environ | ranks | path | env))
     return procs
 
 
@@ -156,17 +159,16 @@ def test_a_hung_helper_is_found_within_a_step_not_the_whole_case(monkeypatch):
     than raise (NCCL's way). The coordinator gives up one step's deadline after the last step any rank made, not
     after all 123 calls' (which grows to an hour at 1 GiB)."""
     from test_distributed import RecordingBenchmark
-    from xferbench.measure.distributed import DistCase, DistributedError, running_world
+    from xferbench.measure.distributed import DistCase, DistributedError
     from xferbench.measure.distributed.options import PROFILES
     from xferbench.measure.distributed.pytest_world import GRACE_S
     from xferbench.measure.distributed.world import call_deadline, step_deadline
 
-    monkeypatch.setenv(HANG_ENV, "1")
-    monkeypatch.setenv(FAULT_ENV, "1:stall")
+    faulty_rank.inject(monkeypatch, **{HANG_ENV: "1", FAULT_ENV: "1:stall"})
     case = DistCase("all_reduce", 16 * 2**20, "gloo", 2)
     step = step_deadline(3, case, 4, 2) + GRACE_S
     whole = call_deadline(3, case, 2 + 30 * 4 + 1) + GRACE_S
     assert step < whole - 10  # the old deadline would say so in its message
-    with running_world("gloo", 3) as world:
+    with faulty_rank.running_world("gloo", 3) as world:
         with pytest.raises(DistributedError, match=rf"stopped answering within {step:.0f} s\b"):
             world.run(case, RecordingBenchmark(), PROFILES["full"], 30)

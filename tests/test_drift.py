@@ -22,7 +22,7 @@ from xferbench.analyze.view import RunView
 from xferbench.families.base import ratios
 from xferbench.ratios import Ratio
 
-from fakes import drifting_spec
+from fakes import drifting_spec, view_of_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
@@ -99,7 +99,7 @@ def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidenc
     frame = pd.DataFrame([row("d2h", m, MiB, t, src="cuda:0", dst="cpu", block_medians=blocks, block_log_se=[0.0] * 6)
                           for m, t, blocks in (("cpu", 1.0e-3, [1.0, 1.1, 1.0, 1.1, 1.0, 1.1]),
                                                ("to", 1.3e-3, [1.3, 1.4, 1.3, 1.45, 1.3, 1.4]))])
-    view = RunView.of_rows(frame)
+    view = view_of_rows(frame)
     (pair,) = view.drift.pairs
     assert pair.paired and all(e.key != pair.key for e in view.drift.evidence)
     assert drift_text.verdict(view, "d2h").startswith(
@@ -108,7 +108,7 @@ def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidenc
 
 
 def test_the_method_line_and_a_same_code_verdict_read_back():
-    view = RunView.of_rows(handfed())
+    view = view_of_rows(handfed())
     assert drift_text.statement(view) == (
         "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: no case was measured "
         "in interleaved blocks; others from their rounds plus this run's drift between cases in their regime (from its "
@@ -122,7 +122,7 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
 
 def test_a_run_without_evidence_judges_nothing_unpaired():
     frame = handfed()[lambda f: f["op"].isin(["noop"]) | (f["method"] == "copy_")]
-    view = RunView.of_rows(frame)
+    view = view_of_rows(frame)
     assert view.drift.evidence == () and view.ratio(frame.iloc[0], frame.iloc[1]).basis == "unjudged"
     assert "no drift between cases, which this run gives no evidence of" in drift_text.statement(view)
 

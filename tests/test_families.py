@@ -16,9 +16,10 @@ from xferbench.analyze.load.results import load
 from xferbench.analyze.model import fit_paths
 from xferbench.analyze.report import drift_text
 from xferbench.analyze.report.page import build_html
-from xferbench.analyze.view import RunView
 from xferbench.families import FAMILIES, Family, Variant
 from xferbench.measure.cases import Skipped
+
+from fakes import view_of_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,7 +125,7 @@ def test_a_finding_reads_its_family_rows_from_the_record():
     frame = load([ROOT / "tests" / "data" / "sim-2gpu.json"]).frame
     for op, record in FAMILIES.items():
         if record.kind in SCENARIO_KINDS and (frame["op"] == op).any():
-            view = RunView.of_rows(frame)
+            view = view_of_rows(frame)
             sentences = scenario_findings(view, op)
             assert bool(sentences) == (record.finding is not None), op
             rows = frame[frame["op"] == op].copy()
@@ -136,7 +137,7 @@ def test_a_finding_reads_its_family_rows_from_the_record():
 def test_two_records_of_one_op_are_refused():
     """A scenario named like a collective (copy_overlap, not overlap) would silently replace it."""
     with pytest.raises(ValueError, match="two families are named 'overlap'"):
-        families._by_op((FAMILIES["overlap"], Family("overlap", "copy/compute", "t", "scenario", "k")))
+        families.by_op((FAMILIES["overlap"], Family("overlap", "copy/compute", "t", "scenario", "k")))
 
 
 def test_register_refuses_a_second_record_for_an_op():

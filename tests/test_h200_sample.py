@@ -26,6 +26,8 @@ from xferbench.analyze.report.plots import bandwidth_of, cost_at_size
 from xferbench.analyze.view import RunView
 from xferbench.units import format_bytes, format_seconds
 
+from fakes import view_of_rows
+
 SAMPLES = Path(__file__).resolve().parents[1] / "reports" / "samples" / "h200"
 MiB = 2**20
 
@@ -376,7 +378,7 @@ def test_a_cliff_with_fault_counts_is_annotated_with_faults_per_call_and_cost_pe
     frame = pd.DataFrame(rows)
     frame = frame.assign(src="cuda:0", dst="cpu", variant=None, device_seconds=np.nan, transfer_s=frame["median_s"],
                          path=frame["method"])
-    sentence = next(f for f in findings(RunView.of_rows(frame)) if "cliff" in f)
+    sentence = next(f for f in findings(view_of_rows(frame)) if "cliff" in f)
     per_fault = [(t - 64 * MiB / 15e9) / 16384 * 1e6 for t in (50e-3, 55e-3)]
     assert sentence.endswith(f"16,384 minor page faults per call at 64 MiB, {per_fault[0]:.2g}-{per_fault[1]:.2g} µs "
                              "per fault beyond copy_ into an existing buffer.")

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from handfed import bench, gpu_machine, write
 from xferbench.analyze.load.results import ResultsError, load
-from xferbench.analyze.report.other_tools import comparisons, headlines, kind_of, load_peers, parse_nccl_tests, parse_nvbandwidth
+from xferbench.analyze.report.inputs import kind_of
+from xferbench.analyze.report.other_tools import comparisons, headlines, load_peers, parse_nccl_tests, parse_nvbandwidth
 from xferbench.analyze.view import RunView
 
 from hang import no_hang
@@ -406,3 +407,13 @@ class TestLikeWithLike:
         placed = {row["figure"].variant: row for row in rows}
         # busbw = algbw x (n - 1) / n: 16 GB/s of algbw by the mean is 12 of busbw, 20 in place is 15.
         assert placed["out-of-place"]["gbps"] == pytest.approx(12.0) and placed["in-place"]["gbps"] == pytest.approx(15.0)
+
+
+def test_the_other_tools_are_read_only_where_their_files_are_given(tmp_path):
+    """A report of the suite's JSON alone never loads this module; one with an nvbandwidth file beside it does."""
+    check = ("import sys\nfrom xferbench.cli import main\nassert main(sys.argv[1:]) == 0\n"
+             "print('xferbench.analyze.report.other_tools' in sys.modules)")
+    said = [subprocess.run([sys.executable, "-c", check, "report", *map(str, given), "-o", str(tmp_path / f"{n}.html")],
+                           capture_output=True, text=True, timeout=300, check=True).stdout.split()[-1]
+            for n, given in enumerate(([SAMPLE], [SAMPLE, NVB]))]
+    assert said == ["False", "True"]

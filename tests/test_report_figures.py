@@ -22,6 +22,8 @@ from xferbench.analyze.report.page import build_html, write_report
 from xferbench.analyze.view import RunView
 from xferbench.contract import IDENTITY, MEASURED
 
+from fakes import view_of_rows
+
 DATA = Path(__file__).parent / "data"
 SWEEP, SAMPLE = DATA / "cpu-host-sweep.json", DATA / "cpu-sample.json"
 
@@ -195,7 +197,7 @@ def test_host_copy_finding_says_when_its_size_sits_in_cache():
         and "caches" not in plain
     machine = json.loads(json.dumps(results.machine_info))
     machine["xferbench"]["host"]["cache_bytes"] = {"L2": 2**20, "L3": 32 * 2**20}
-    assert findings(RunView.of_rows(results.frame, machine))[-1].endswith(
+    assert findings(view_of_rows(results.frame, machine))[-1].endswith(
         "That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes).")
 
 
@@ -226,7 +228,7 @@ def test_dollar_in_a_path_label_is_drawn_as_written():
     """A path or device name with '$' (a shell variable in a folder name) reads literally, not as mathtext."""
     frame = load([SWEEP]).frame
     frame["path"] = "host copy_ /data/$x$/run"
-    svg = plots.to_svg(plots.scenario_plot(RunView.of_rows(frame), "host"))
+    svg = plots.to_svg(plots.scenario_plot(view_of_rows(frame), "host"))
     # Drawn text only: the hover titles hold the path verbatim whatever the drawing does.
     drawn = ["".join(text.itertext()) for text in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
     # Every row now shares the path, so each line's label adds what tells it apart (method=..., ...).
@@ -243,7 +245,7 @@ class TestScenarioFigures:
 
     def test_both_directions_at_once_are_bars_of_gbps_twice_one_direction(self, frame):
         # h2d+d2h moves twice one direction's bytes: on a time-against-size chart each call was a lone dot.
-        fig = plots.scenario_plot(RunView.of_rows(frame), "bidir")
+        fig = plots.scenario_plot(view_of_rows(frame), "bidir")
         ax = fig.axes[0]
         widths = dict(zip((t.get_text() for t in ax.get_yticklabels()), (b.get_width() for b in ax.patches),
                           strict=True))
@@ -256,19 +258,19 @@ class TestScenarioFigures:
 
     def test_host_and_device_copies_in_one_figure_use_a_log_axis(self, frame):
         # copy_kind sets PCIe copies (tens of GB/s) beside device copies (over a thousand): linear hides the first.
-        fig = plots.scenario_plot(RunView.of_rows(frame), "copy_kind")
+        fig = plots.scenario_plot(view_of_rows(frame), "copy_kind")
         assert fig.axes[0].get_xscale() == "log"
         assert fig.axes[0].get_xlabel().endswith("log scale")
         plt.close(fig)
 
     def test_a_call_that_moves_nothing_is_timed_not_given_a_bandwidth(self, frame):
-        fig = plots.scenario_plot(RunView.of_rows(frame), "sync_stall")
+        fig = plots.scenario_plot(view_of_rows(frame), "sync_stall")
         assert fig.axes[0].get_xlabel().startswith("median time (ms)")
         plt.close(fig)
 
     def test_each_variant_has_one_colour_and_each_gpu_one_line_style(self, frame):
         # Two identical GPUs draw the same curves: a colour per path left only the last GPU's colours visible.
-        fig = plots.scenario_plot(RunView.of_rows(frame), "pin_memory")
+        fig = plots.scenario_plot(view_of_rows(frame), "pin_memory")
         handles = fig.legends[0].legend_handles
         labels = [t.get_text() for t in fig.legends[0].get_texts()]
         by_label = dict(zip(labels, handles, strict=True))
@@ -286,7 +288,7 @@ class TestScenarioFigures:
         rows.loc[rows.index[0], "bandwidth_gbps"] = 0.0
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            fig = plots.scenario_plot(RunView.of_rows(rows), "bidir")
+            fig = plots.scenario_plot(view_of_rows(rows), "bidir")
         assert fig.axes[0].get_xscale() == "linear"
         plt.close(fig)
 
@@ -394,7 +396,7 @@ class TestScenarioFiguresOnOddFrames:
 
         rows = self.twin(frame[frame["op"] == op], dtype="float16", median_s=frame[frame["op"] == op]["median_s"].iloc[0] * 3)
         rows.loc[rows.index[-1], "bandwidth_gbps"] = rows["bandwidth_gbps"].iloc[0] / 3
-        fig = plots.scenario_plot(RunView.of_rows(rows), op)
+        fig = plots.scenario_plot(view_of_rows(rows), op)
         ax = fig.axes[0]
         positions = [round(bar.get_y(), 6) for bar in ax.patches]
         labels = [t.get_text() for t in ax.get_yticklabels()]
@@ -411,7 +413,7 @@ class TestScenarioFiguresOnOddFrames:
         rows = frame[frame["op"] == "module_to"]
         paths = rows["path"].nunique()
         twin = rows[rows["path"] == rows["path"].iloc[0]].assign(method="cuda")  # the same sizes, another call
-        fig = plots.scenario_plot(RunView.of_rows(pd.concat([rows, twin], ignore_index=True)), "module_to")
+        fig = plots.scenario_plot(view_of_rows(pd.concat([rows, twin], ignore_index=True)), "module_to")
         labels = [t.get_text() for t in fig.legends[0].get_texts()]
         assert len(labels) == paths + 1 == len(set(labels))
         plt.close(fig)
@@ -430,6 +432,6 @@ class TestScenarioFiguresOnOddFrames:
             rows.loc[rows.index[0], name] = value
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            svg = plots.to_svg(plots.scenario_plot(RunView.of_rows(rows), op))
+            svg = plots.to_svg(plots.scenario_plot(view_of_rows(rows), op))
         assert svg.startswith("<svg")
         plt.close("all")

@@ -17,7 +17,6 @@ import torch  # noqa: F401  loaded before pytester's in-process runs, which unlo
 from xferbench.analyze.load.results import device_time_valid, load
 from xferbench.analyze.model import fit_alpha_beta, fit_paths
 from xferbench.analyze.report.findings import findings
-from xferbench.analyze.view import RunView
 from xferbench.cli import main
 from xferbench.contract import machine_differences, simulation_mismatch
 from xferbench.measure.cases import Case
@@ -32,7 +31,7 @@ from xferbench.measure.simulate import (
     path_of,
 )
 
-from fakes import priced_seconds
+from fakes import priced_seconds, view_of_rows
 
 pytestmark = pytest.mark.slow  # whole benchmark sessions and worlds: the slow tier (tox -e slow)
 
@@ -238,7 +237,7 @@ class TestSaysItIsSimulated:
         assert pinned and "simulated held" in pinned[0] and slowest and "simulated held" in slowest[0], lines
 
     def test_findings_say_pinned_beats_pageable(self, two_gpus):
-        text = " ".join(findings(RunView.of_rows(rows(two_gpus[1]))))
+        text = " ".join(findings(view_of_rows(rows(two_gpus[1]))))
         assert "pinned" in text and "pageable" in text
 
     def test_compare_refuses_simulated_against_real_whatever_the_flag(self, two_gpus, tmp_path, capsys):
@@ -598,19 +597,19 @@ class TestGpuScenariosReadBackTheSpec:
 
         spec, frame = gpu_families.spec, gpu_families.frame
         costs = Costs(spec)
-        stall = " ".join(scenario_findings(RunView.of_rows(frame), "sync_stall"))
+        stall = " ".join(scenario_findings(view_of_rows(frame), "sync_stall"))
         assert f"took {format_seconds(STALL_S + costs.path('d2h_pageable', 4))}" in stall
         assert f"returned in {format_seconds(costs.launch + costs.dispatch)}" in stall
         n = 64 * 3 * 224 * 224
         slow = costs.host_copy(4 * n) + costs.launch + costs.path("h2d_pageable", 4 * n) + costs.sync
         fast = 2 * costs.launch + costs.path("h2d_pageable", n) + costs.kernel(4 * n) + costs.sync
-        placement = " ".join(scenario_findings(RunView.of_rows(frame), "placement"))
+        placement = " ".join(scenario_findings(view_of_rows(frame), "placement"))
         assert f"({slow / fast:.2f}x)" in placement and "move_then_convert took" in placement
         # pin_memory: a pinned staging buffer against pin-then-move and against a plain pageable .to()
         n = 64 * MiB
         staged = costs.host_copy(n) + costs.launch + costs.path("h2d_pinned", n) + costs.sync
         pageable = costs.launch + costs.path("h2d_pageable", n) + costs.sync
-        pinning = scenario_findings(RunView.of_rows(frame), "pin_memory")
+        pinning = scenario_findings(view_of_rows(frame), "pin_memory")
         assert f"reused_pinned_to took {format_seconds(staged)}, pin_cached_then_to {format_seconds(staged)} (1.00x)." \
             in pinning[0]
         assert f"reused_pinned_to took {format_seconds(staged)}, to {format_seconds(pageable)} " \

@@ -580,37 +580,6 @@ class TestSimulatedSpecBounds:
         assert spec.gpus == 64
 
 
-class TestCallSeconds:
-    """The run-time estimate's price of one timed call (the call, then a synchronize of each accelerator it touches)
-    and of one call among many queued back to back."""
-
-    def test_a_blocking_copy_waits_then_synchronizes_its_one_gpu(self):
-        sim = backend()
-        device = sim.spec.paths["h2d_pageable"].seconds(4096)
-        case = Case(**H2D, shape=nbytes(4096), host_memory="pageable", non_blocking=False)
-        assert sim.call_seconds(case) == pytest.approx((4e-6 + device + 5e-6, 4e-6 + device))
-
-    def test_a_queued_copy_overlaps_its_launch(self):
-        sim = backend()
-        device = sim.spec.paths["h2d_pinned"].seconds(1 << 20)
-        case = Case(**H2D, shape=nbytes(1 << 20), host_memory="pinned", non_blocking=True)
-        assert sim.call_seconds(case) == pytest.approx((4e-6 + device + 5e-6, max(4e-6, device)))
-
-    def test_a_peer_copy_synchronizes_both_gpus(self):
-        sim = backend()
-        device = sim.spec.paths["peer"].seconds(1024)
-        assert sim.call_seconds(Case("peer", "to", "cuda:1", "cuda:0", nbytes(1024))) == pytest.approx(
-            (4e-6 + device + 2 * 5e-6, max(4e-6, device)))
-
-    def test_a_noop_is_timed_bare(self):
-        assert backend().call_seconds(Case("noop", "cuda", "cuda:1", "cuda:1", (4,))) == pytest.approx(
-            (400e-9, 400e-9))
-
-    def test_a_sync_case_costs_one_synchronize(self):
-        assert backend().call_seconds(Case("sync", "synchronize", "cuda:0", "cuda:0", (4,))) == pytest.approx(
-            (5e-6, 5e-6))
-
-
 def test_every_ordered_pair_has_the_one_simulated_link_class():
     assert backend(3).peer_link_classes(["cuda:0", "cuda:1", "cuda:2"]) == {
         (s, d): "peer (one simulated price)" for s in ("cuda:0", "cuda:1", "cuda:2")

@@ -12,6 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .analyze.load.results import ResultsError
 from .cli_arguments import DEFAULT_NOISE, DEFAULT_OUTPUT, parser_for
@@ -41,12 +42,23 @@ def _output(given: Path | None, inputs: list[Path]) -> Path:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .analyze.load.history import load_storage
-    from .analyze.load.results import load
-    from .analyze.report.history import history_plots
-    from .analyze.report.other_tools import classify, load_peers
     from .analyze.report.page import companions, write_report
     from .analyze.view import RunView
+
+    output = _report_output(args)
+    suite, peers = _inputs(args.results)
+    results, history = _run_and_history(args, suite)
+    _say_incomplete(args.command, results.incomplete)
+    path = write_report(RunView.of(results), output, history=history, peers=peers)  # the run's facts, derived once
+    csv_path, markdown_path = companions(path)
+    print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
+    return 0
+
+
+def _report_output(args: argparse.Namespace) -> Path:
+    """The page's path, refused before anything is read where it or its companions would replace an input or a
+    file the suite did not write."""
+    from .analyze.report.page import companions
     from .output import check_output, never_foreign
 
     given = [*args.results, *([args.history] if args.history else [])]
@@ -59,33 +71,46 @@ def _report(args: argparse.Namespace) -> int:
     for target, kind in ((output, "page"), *((companion, companion.suffix) for companion in companions(output))):
         check_output(target, given, create_folder=True)
         never_foreign(target, kind, f"-o {output}", args.force)  # README.md beside -o README.html: the user's
-    # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
-    kinds = [(path, *classify(path)) for path in args.results]
-    suite = [document or path for path, kind, document in kinds if kind == "suite"]  # each file parsed once
-    peers = load_peers([path for path, kind, _ in kinds if kind != "suite"])
+    return output
+
+
+def _inputs(paths: list[Path]) -> tuple[list[Any], list[Any]]:
+    """The suite's results (each file parsed once) and the other tools' figures, given in any order: each file is
+    told apart by content."""
+    from .analyze.report.inputs import classify
+
+    kinds = [(path, *classify(path)) for path in paths]
+    suite = [document or path for path, kind, document in kinds if kind == "suite"]
     if not suite:
         raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
                          "pytest-benchmark JSON of the suite, not alone")
+    others = [path for path, kind, _ in kinds if kind != "suite"]
+    if not others:
+        return suite, []
+    from .analyze.report.other_tools import load_peers
+
+    return suite, load_peers(others)
+
+
+def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, Any]:
+    """The run to report, and the trends of --history (or of the storage folder given as the run)."""
+    from .analyze.load.history import load_storage
+    from .analyze.load.results import load
+    from .analyze.report.history import history_plots
+
     history, stored = None, None
     if args.history:
         stored = load_storage(args.history, _progress(args.command))
         _say_skipped(args.command, stored.notes)
         history = history_plots(args.history, stored)
-    if len(suite) == 1 and isinstance(suite[0], Path) and suite[0].is_dir():
-        # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
-        # each file is read once, also when it is the --history folder too.
-        if stored is None or not os.path.samefile(args.history, suite[0]):
-            stored = load_storage(suite[0], _progress(args.command))
-            _say_skipped(args.command, stored.notes)
-        history = history or history_plots(suite[0], stored)
-        results = stored.newest
-    else:
-        results = load(suite, getattr(args, "read_run", None))  # history has no --read-run
-    _say_incomplete(args.command, results.incomplete)
-    path = write_report(RunView.of(results), output, history=history, peers=peers)  # the run's facts, derived once
-    csv_path, markdown_path = companions(path)
-    print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
-    return 0
+    if not (len(suite) == 1 and isinstance(suite[0], Path) and suite[0].is_dir()):
+        return load(suite, getattr(args, "read_run", None)), history  # history has no --read-run
+    # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
+    # each file is read once, also when it is the --history folder too.
+    if stored is None or not os.path.samefile(args.history, suite[0]):
+        stored = load_storage(suite[0], _progress(args.command))
+        _say_skipped(args.command, stored.notes)
+    return stored.newest, history or history_plots(suite[0], stored)
 
 
 def _progress(command: str) -> Callable[[int, int], None]:
@@ -270,15 +295,20 @@ def _calibrate(args: argparse.Namespace) -> int:
                          "make them with the same command")
     noise.note = args.note
     write_atomic(args.output, noise.to_json())
+    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {_floors(noise)}; "
+          f"wrote {args.output}")
+    return 0
+
+
+def _floors(noise: Any) -> str:
+    """What a calibration learned: each class's floor and false alarms, the cases it cannot gate, those it can."""
     floors = ", ".join(f"{cls} {'not gated' if floor == float('inf') else f'{floor:.0%}'} "
                        f"(A/A false alarms {noise.false_alarm_rate[cls]:.1%})" for cls, floor in noise.floors.items())
     ungated = sum(case["floor"] == float("inf") for case in noise.cases.values())
     floors += f"; {ungated} case(s) swing too much between A/A runs to gate on this machine"
     sees = sum(case.get("smallest_change", float("inf")) <= 0.5 for case in noise.cases.values())
     floors += f"; {sees} can flag a 1.5x slowdown with {noise.per_side} run(s) a side"
-    floors += ", a flag confirmed on fresh runs (compare --confirm)" if noise.confirmed else ""
-    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {floors}; wrote {args.output}")
-    return 0
+    return floors + (", a flag confirmed on fresh runs (compare --confirm)" if noise.confirmed else "")
 
 
 def _aa_run(command: str, target: Path, timeout: float) -> Path:

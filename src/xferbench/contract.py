@@ -170,21 +170,20 @@ def _check(name: str, value: Any, kind: Any) -> Any:
         if not isinstance(value, list) or not value or not all(type(v) is int and v > 0 for v in value):
             raise ContractError(f"field {name!r} must be a list of positive whole numbers, got {value!r:.60}")
         return tuple(value)
-    if kind is bool:
-        if type(value) is not bool:
-            raise ContractError(f"field {name!r} must be true or false, got {value!r:.60}")
-        return value
-    if kind is int:
-        if type(value) is not int or value < 0:
-            raise ContractError(f"field {name!r} must be a whole number >= 0, got {value!r:.60}")
-        return value
-    if kind is float:
-        if type(value) not in (int, float) or not 0 <= value <= sys.float_info.max:  # NaN, inf, huge ints fail
-            raise ContractError(f"field {name!r} must be a finite number >= 0, got {value!r:.60}")
-        return float(value)
-    if not isinstance(value, str) or not value:
-        raise ContractError(f"field {name!r} must be a non-empty string, got {value!r:.60}")
-    return value
+    holds, what = _SCALARS.get(kind, _SCALARS[str])
+    if not holds(value):
+        raise ContractError(f"field {name!r} must be {what}, got {value!r:.60}")
+    return float(value) if kind is float else value
+
+
+#: Each scalar kind of field: what a value of it must hold, and how the refusal says so.
+_SCALARS: dict[Any, tuple[Any, str]] = {
+    bool: (lambda v: type(v) is bool, "true or false"),
+    int: (lambda v: type(v) is int and v >= 0, "a whole number >= 0"),
+    # NaN, inf and ints too big for a float fail the bounds
+    float: (lambda v: type(v) in (int, float) and 0 <= v <= sys.float_info.max, "a finite number >= 0"),
+    str: (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+}
 
 
 _HINTS = typing.get_type_hints(Identity)

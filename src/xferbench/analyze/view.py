@@ -155,11 +155,6 @@ class RunView:
     def of(cls, results: Results) -> RunView:
         return cls(results)
 
-    @classmethod
-    def of_rows(cls, frame: pd.DataFrame, machine_info: dict[str, Any] | None = None) -> RunView:
-        """A view of rows without the files they came from (tests, a run's end summary)."""
-        return cls(Results(frame=frame, machine_info=machine_info or {}, commit_info={}, sources=[]))
-
     # -- the run as loaded ------------------------------------------------------------------------------------
 
     @property

@@ -59,7 +59,6 @@ __all__ = [
     "register",
 ]
 
-_by_op = by_op  # its older name, kept for callers that check a list of records
 
 FAMILIES.update(by_op((
     *CORE,

@@ -8,8 +8,8 @@ machine info does not change: the slowdown is meant to look like a regression.
 The factor is a lower bound: on an oversubscribed machine the spin can end a
 scheduler tick late (1.25x on a 30 ms copy was measured as up to 2x under a load
 of 10 on 2 cores), so tests that need an exact factor scale recorded rounds instead.
-The variable keeps the name CI scripts already set; the faults only the project's own
-tests inject into ranks are in measure/distributed/injected_faults.py.
+The variable keeps the name CI scripts already set (the faults the project's own tests
+inject into ranks live in tests/faulty_rank.py, not here).
 """
 
 from __future__ import annotations

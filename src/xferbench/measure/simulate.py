@@ -33,7 +33,7 @@ import tomllib
 from ..bounded_read import NotRegular, TooLarge, read_bounded
 from .cases import Case
 from .hardware.devices import accelerator_index
-from .timing import BARE_OPS, CLOCK_SIMULATED, event_device
+from .timing import CLOCK_SIMULATED, event_device
 
 __all__ = [
     "CLOCK",
@@ -365,17 +365,6 @@ class SimBackend:
         index = accelerator_index(device)
         nodes = self.spec.numa_nodes
         return None if nodes < 2 or index is None else index * nodes // self.spec.gpus
-
-    def call_seconds(self, case: Case) -> tuple[float, float]:
-        """Priced without noise or drift: one timed call of ``case`` as the suite times it (the call,
-        then a synchronize of each accelerator it touches; a no-op or a synchronize bare), and one
-        call of many queued back to back (the device-time windows). For the run-time estimate."""
-        if case.op == "sync":
-            return (self.spec.sync_us * 1e-6,) * 2
-        host_s, _, device_s, waits = self.plan(case)
-        touched = [] if case.op in BARE_OPS else [i for i in map(accelerator_index, case.devices) if i is not None]
-        queued = host_s + device_s if waits else max(host_s, device_s)
-        return host_s + device_s + self.spec.sync_us * 1e-6 * len(touched), queued
 
     def issue(self, host_s: float, index: int | None, device_s: float, waits: bool, stream: str | None = None) -> None:
         """One simulated call: the host pays ``host_s``; ``device_s`` of work starts when

@@ -23,6 +23,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ...ratios import Ratio, median_span
 from ...units import format_bytes, format_seconds
+from ..load.results import Results
 from ..view import RunView
 from .plots import _colour
 from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
@@ -378,7 +379,7 @@ def _overlap(rows: pd.DataFrame, judge: Judge) -> list[str]:
 def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> list[str]:
     """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``, by default
     a view of ``frame`` alone)."""
-    judge = judge or RunView.of_rows(frame).ratio
+    judge = judge or RunView(Results(frame=frame, machine_info={}, commit_info={}, sources=[])).ratio
     rows = _distributed(frame)
     if rows.empty:
         return []

@@ -1,10 +1,10 @@
 """Figures from the tools people run next to xferbench: nvbandwidth (JSON) and nccl-tests (text).
 
-``xferbench report`` accepts their output files beside the suite's JSON; ``kind_of`` tells
-them apart by content, not by name. Each parser turns a file into ``PeerFigure`` rows in
-the suite's own terms (op, source and destination device, GB/s), so the report can set
-"``.to('cuda:0')`` from pinned memory" beside "nvbandwidth's host_to_device_memcpy_ce" for
-the same path. The formats are the tools' own:
+``xferbench report`` accepts their output files beside the suite's JSON; ``inputs.kind_of`` tells
+them apart by content, not by name, and this module is loaded only where such a file is given. Each
+parser turns a file into ``PeerFigure`` rows in the suite's own terms (op, source and destination
+device, GB/s), so the report can set "``.to('cuda:0')`` from pinned memory" beside "nvbandwidth's
+host_to_device_memcpy_ce" for the same path. The formats are the tools' own:
 
 - nvbandwidth ``-j``: ``{"nvbandwidth": {"testcases": [{"name", "status", "bandwidth_description",
   "bandwidth_matrix": [["12.3", "N/A", ...], ...]}], ...}}`` (json_output.cpp); the description says
@@ -28,11 +28,12 @@ from typing import Any
 import pandas as pd
 
 from ...units import format_bytes
-from ..load.results import Document, ResultsError, find_json, is_journal, read_text
+from ..load.results import ResultsError
 from ..view import RunView
+from .inputs import kind_of
 
-__all__ = ["TABLE_ROWS", "PeerFigure", "classify", "comparisons", "headlines", "kind_of", "load_peers",
-           "parse_nccl_tests", "parse_nvbandwidth", "sentence", "table_rows"]
+__all__ = ["TABLE_ROWS", "PeerFigure", "comparisons", "headlines", "load_peers", "parse_nccl_tests",
+           "parse_nvbandwidth", "peer_table", "sentence", "table_rows"]
 
 
 @dataclass(frozen=True)
@@ -82,37 +83,6 @@ IN_PLACE_VARIANT = "in_place"
 def _placement(op: str, variant: object) -> str | None:
     """Where the suite's row of ``op`` writes its result, as nccl-tests' columns name it."""
     return "in-place" if variant == IN_PLACE_VARIANT else SUITE_PLACEMENT.get(op)
-
-
-def kind_of(path: Path) -> str:
-    """``suite``, ``nvbandwidth`` or ``nccl-tests``, by content; ResultsError (one line) for anything else."""
-    return classify(path)[0]
-
-
-def classify(path: Path) -> tuple[str, Document | None]:
-    """``kind_of``, and the suite's JSON document when telling it apart took parsing it (handed to the loader,
-    which then does not read and parse the file again)."""
-    if path.is_dir() or path.suffix == ".gz":  # a folder of runs, or a run kept gzipped
-        return "suite", None
-    find_json(path)  # missing, a loop of links, or not a regular file (a FIFO would block the read below)
-    text = read_text(path)
-    head = text.lstrip()[:1]
-    if head in ("{", "["):
-        try:
-            data = json.loads(text)
-        except (RecursionError, ValueError):  # nested too deep, a number too long, not JSON
-            return "suite", None  # the suite's loader names the JSON error
-        if isinstance(data, dict) and "nvbandwidth" in data:
-            return "nvbandwidth", None
-        if isinstance(data, dict) and ("benchmarks" in data or "machine_info" in data):
-            return "suite", None if is_journal(path, text) else Document(path, data)
-        raise ResultsError(f"{path}: a JSON file that is neither pytest-benchmark's, nor nvbandwidth's (-j) output")
-    if re.search(r"^#.*\balgbw\b.*\bbusbw\b", text, re.MULTILINE) or "nccl-tests version" in text:
-        return "nccl-tests", None
-    if not text.strip():
-        raise ResultsError(f"{path}: the file is empty")
-    raise ResultsError(f"{path}: not a result file xferbench reads (pytest-benchmark JSON, nvbandwidth -j JSON, "
-                       "or nccl-tests text output)")
 
 
 def _device(word: str, index: int) -> str:
@@ -378,3 +348,11 @@ def table_rows(rows: list[dict[str, Any]], limit: int = TABLE_ROWS) -> tuple[lis
     listed = sorted(rows, key=lambda row: row["path"] is None)[:limit]  # stable: each tool's order is kept
     return listed, (f"The table lists {limit} of the other tools' {len(rows):,} figures, those with a counterpart in "
                     f"this run first; {len(rows) - limit:,} are left out.")
+
+
+def peer_table(view: RunView, figures: list[PeerFigure]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The page's table of the other tools' figures beside the suite's (at most TABLE_ROWS rows), and its lines."""
+    rows = comparisons(view, figures)
+    lines = headlines(rows)
+    rows, left_out = table_rows(rows)
+    return rows, lines + ([left_out] if left_out else [])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import markupsafe
@@ -32,9 +32,11 @@ from .export import busy_notice, instance_numbers, instances_line, machine_line,
 from .findings import findings, pinning_break_even, why_measured
 from .half_beta import half_of_beta
 from .model_text import basis
-from .other_tools import PeerFigure, comparisons, headlines, table_rows
 from .peer_plan import sentences
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
+
+if TYPE_CHECKING:
+    from .other_tools import PeerFigure
 
 __all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
            "write_report"]
@@ -254,10 +256,12 @@ def _build(view: RunView, history: list[Plot] | None, extra_sections: list[dict[
         section["plots"] = _svg(section["plots"])
     key_findings, what_to_change = findings(view), changes(view)
     model = _model_rows(view)
-    peer_rows = comparisons(view, peers or [])
-    peer_lines = headlines(peer_rows)
-    peer_rows, left_out = table_rows(peer_rows)
-    peer_lines += [left_out] if left_out else []
+    peer_rows: list[dict[str, Any]] = []
+    peer_lines: list[str] = []
+    if peers:  # nvbandwidth's or nccl-tests' figures: their module is loaded only where such files were given
+        from .other_tools import peer_table
+
+        peer_rows, peer_lines = peer_table(view, peers)
     plan = RecordedPlan.of_fingerprint(view.fingerprint)
     peer_plan = sentences(plan, view.rows) if plan else []
     drawn = _svg(render(view))

@@ -17,7 +17,7 @@ with ``options`` holding the profile record and the option table both front-ends
 from .errors import DistributedError, VerificationError
 from .operations import DIST_OPS, DistCase, build_dist_cases, bus_factor, calls_for, world_backend
 from .options import PROFILES, Profile
-from .pytest_world import World, free_port, running_world
+from .pytest_world import World, free_port
 from .torchrun import main
 
 __all__ = [
@@ -33,6 +33,5 @@ __all__ = [
     "calls_for",
     "free_port",
     "main",
-    "running_world",
     "world_backend",
 ]

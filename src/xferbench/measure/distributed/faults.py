@@ -84,7 +84,31 @@ def who_broke(store: Any, rank: int, world_size: int, nodes: Sequence[str], case
         else error
     with contextlib.suppress(Exception):
         store.set(alive_key(case, rank), said)
+    answers, dead = _answers(store, rank, world_size, case, said, clock() + timeout_s, clock, poll_s)
+    if rank != 0 and 0 in answers:  # rank 0 lives and names them: stay until it has written the JSON (torchrun
+        with contextlib.suppress(Exception):  # ends every rank of a node when one exits)
+            store.wait([WRITTEN], dt.timedelta(seconds=timeout_s))
+        return None
+    answered = [r for r, a in answers.items() if a != INTERRUPTED]
+    if rank != min(answered, default=rank) or isinstance(error, Interrupted):
+        return None
+    silent = [r for r in range(world_size) if r not in answers]
+    alive = [r for r in silent if r not in dead]
+    if not silent:
+        return f"the world broke during {case}, every rank still answering: {said}"
+    if not dead:  # never a live rank named for being slow to say so
+        return (f"the world broke during {case}; rank(s) {', '.join(map(str, alive))} still alive inside the "
+                f"collective, none dead (rank {rank} saw: {said[:160]})")
+    named = ", ".join(f"rank {r} on {nodes[r]}" for r in dead)
+    tail = f"; rank(s) {', '.join(map(str, alive))} still alive inside the collective" if alive else ""
+    kept = "" if rank == 0 else "; rank 0 wrote no JSON: its journal beside --out keeps the cases that finished"
+    return f"{named} stopped answering during {case} (rank {rank} saw: {said[:160]}){tail}{kept}"
 
+
+def _answers(store: Any, rank: int, world_size: int, case: str, said: str, deadline: float,
+             clock: Callable[[], float], poll_s: float) -> tuple[dict[int, str], list[int]]:
+    """What each rank said in the store about ``case``, and the silent ranks whose heartbeat stopped, once those
+    are known (or at ``deadline``): rank 0 waits for every rank, the others for rank 0 only, unless it is dead."""
     def answer(r: int) -> str | None:
         with contextlib.suppress(Exception):
             if store.check([alive_key(case, r)]):
@@ -96,37 +120,18 @@ def who_broke(store: Any, rank: int, world_size: int, nodes: Sequence[str], case
             return int(store.add(beat_key(r), 0))
         return None
 
-    deadline = clock() + timeout_s
     seen: dict[int, tuple[int | None, float]] = {}
     answers: dict[int, str] = {rank: said}
     dead: list[int] = []
-    # rank 0 waits for every rank; the others for rank 0 only, unless it turns out dead
     waiting_for = list(range(world_size)) if rank == 0 else [0]
     while clock() < deadline:
         answers |= {r: a for r in waiting_for if r not in answers and (a := answer(r)) is not None}
         silent = [r for r in waiting_for if r not in answers]
         dead = dead_ranks(beats, silent, clock, seen)
-        if rank != 0 and 0 in dead and waiting_for == [0]:
+        if 0 in dead and len(waiting_for) == 1:
             waiting_for = list(range(world_size))  # rank 0 is gone: this rank may be the one to name who is
             continue
         if dead or not silent:  # the culprits are known: a live rank still inside the call is left out, not awaited
             break
         time.sleep(poll_s)
-    if rank != 0 and 0 in answers:  # rank 0 lives and names them: stay until it has written the JSON (torchrun
-        with contextlib.suppress(Exception):  # ends every rank of a node when one exits)
-            store.wait([WRITTEN], dt.timedelta(seconds=timeout_s))
-        return None
-    answered = [r for r, a in answers.items() if a != INTERRUPTED]
-    if rank != min(answered, default=rank) or isinstance(error, Interrupted):
-        return None
-    silent = [r for r in range(world_size) if r not in answers]
-    if not silent:
-        return f"the world broke during {case}, every rank still answering: {said}"
-    alive = [r for r in silent if r not in dead]
-    if not dead:  # never a live rank named for being slow to say so
-        return (f"the world broke during {case}; rank(s) {', '.join(map(str, alive))} still alive inside the "
-                f"collective, none dead (rank {rank} saw: {said[:160]})")
-    named = ", ".join(f"rank {r} on {nodes[r]}" for r in dead)
-    tail = f"; rank(s) {', '.join(map(str, alive))} still alive inside the collective" if alive else ""
-    kept = "" if rank == 0 else "; rank 0 wrote no JSON: its journal beside --out keeps the cases that finished"
-    return f"{named} stopped answering during {case} (rank {rank} saw: {said[:160]}){tail}{kept}"
+    return answers, dead

@@ -87,7 +87,26 @@ def parse(argv: Sequence[str]) -> Launch:
         timeout = float(int(timeout))
         before = [a for i, a in enumerate(before) if not (a.startswith("--join-timeout") or
                                                           (i > 0 and before[i - 1] == "--join-timeout"))]
+    _check_counts(before)
     return Launch(timeout, tuple(before), entry)
+
+
+def _whole(text: str) -> int:
+    """``text`` as a whole number, or 0 where it is none (``-1``, ``abc``, ``1.5``)."""
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
+def _check_counts(torchrun: Sequence[str]) -> None:
+    """--nnodes and --nproc-per-node as torchrun reads them, or LaunchError: torchrun ends on a bad one (0, -1, abc)
+    with its traceback and exit 1, the code for "regression"."""
+    nnodes = _value(torchrun, "nnodes")
+    bounds = [_whole(part) for part in ("1" if nnodes is None else nnodes).split(":")]
+    if len(bounds) > 2 or min(bounds) < 1 or bounds != sorted(bounds):
+        raise LaunchError(f"--nnodes {nnodes!r}: give a whole number of nodes from 1, or MIN:MAX (1 <= MIN <= MAX)")
+    per_node = _value(torchrun, "nproc-per-node")
+    if per_node is not None and per_node not in ("auto", "cpu", "gpu", "xpu") and _whole(per_node) < 1:
+        raise LaunchError(f"--nproc-per-node {per_node!r}: give a whole number of ranks from 1, or auto, cpu, gpu or "
+                          "xpu")
 
 
 def command(launch: Launch) -> list[str]:
@@ -109,9 +128,7 @@ def _ranks(node_ranks: Sequence[int], per_node: str | None) -> str:
 
 def missing_line(stderr: str, launch: Launch) -> str | None:
     """The one line that says which nodes never joined, when torchrun's rendezvous timed out; None otherwise."""
-    where = f"{_value(launch.torchrun, 'master-addr') or _value(launch.torchrun, 'rdzv-endpoint') or 'the rendezvous'}"
-    port = _value(launch.torchrun, "master-port")
-    where += f":{port}" if port and ":" not in where else ""
+    where = _where(launch)
     found = _CLIENTS.search(stderr)
     timeout = _value(launch.torchrun, "rdzv-conf") or f"--join-timeout {launch.join_timeout:g} s"
     if found:
@@ -218,6 +235,40 @@ def run(launch: Launch) -> int:
         print(taken, file=sys.stderr)
         return 2
     began = time.time()
+    status, captured, signals, never = _torchrun(launch)
+    said = _why(launch, captured, never) if not signals and (never or status) else None
+    if said is not None:  # one line of this wrapper's, or the ranks' own: torchrun's traceback adds nothing
+        print("\n".join(said[0]), file=sys.stderr)
+        return said[1]
+    sys.stderr.write(captured)
+    kept = kept_line(_out(launch.entry), began) if status and (_value(launch.torchrun, "node-rank") or "0") == "0" \
+        else None
+    if signals:
+        print(f"xferbench torchrun: interrupted by {signal.Signals(signals[0]).name}, forwarded to torchrun and its ranks"
+              + (f"; {kept.removeprefix('xferbench torchrun: ')}" if kept else ""), file=sys.stderr)
+        return 128 + signals[0]
+    if kept:
+        print(kept, file=sys.stderr)
+    return status
+
+
+def _why(launch: Launch, captured: str, never: bool) -> tuple[list[str], int] | None:
+    """Why torchrun failed, in the lines to print and the exit status, where it is known: no rank started, nodes
+    missing from the rendezvous, its port taken, or the ranks' own one line; None: torchrun's output says it."""
+    where = _where(launch)
+    if never:
+        return [f"xferbench torchrun: no rank started within {_start_deadline(launch):g} s: the rendezvous at {where} "
+                "never formed (node 0 not started, or another program listens on its port); torchrun was ended"], 2
+    line = missing_line(captured, launch)
+    if line is None and "address already in use" in captured.lower():
+        line = (f"xferbench torchrun: the rendezvous port at {where} is taken (another program listens on it); choose "
+                "a free --master-port and give it to every node")
+    return ([line], 2) if line is not None else ranks_said(captured)
+
+
+def _torchrun(launch: Launch) -> tuple[int, str, list[int], bool]:
+    """Run torchrun: its exit status, its stderr, the signals forwarded to it, and whether it was ended for starting
+    no rank within the rendezvous bound."""
     with tempfile.TemporaryDirectory(prefix="xferbench-torchrun-") as folder:
         started = Path(folder)
         # its own process group: a signal is forwarded once (a Ctrl-C at a terminal reaches this process only)
@@ -240,34 +291,7 @@ def run(launch: Launch) -> int:
             for name, handler in previous.items():
                 signal.signal(name, handler)
         reader.join(timeout=10)
-    captured = "".join(errors)
-    where = _where(launch)
-    if never and not signals:
-        print(f"xferbench torchrun: no rank started within {_start_deadline(launch):g} s: the rendezvous at {where} "
-              "never formed (node 0 not started, or another program listens on its port); torchrun was ended",
-              file=sys.stderr)
-        return 2
-    line = missing_line(captured, launch) if status and not signals else None
-    if line is None and status and not signals and "address already in use" in captured.lower():
-        line = (f"xferbench torchrun: the rendezvous port at {where} is taken (another program listens on it); choose "
-                "a free --master-port and give it to every node")
-    if line is not None:
-        print(line, file=sys.stderr)
-        return 2
-    said = ranks_said(captured) if status and not signals else None
-    if said is not None:  # the ranks said why in one line: torchrun's traceback of their exit adds nothing
-        print("\n".join(said[0]), file=sys.stderr)
-        return said[1]
-    sys.stderr.write(captured)
-    kept = kept_line(_out(launch.entry), began) if status and (_value(launch.torchrun, "node-rank") or "0") == "0" \
-        else None
-    if signals:
-        print(f"xferbench torchrun: interrupted by {signal.Signals(signals[0]).name}, forwarded to torchrun and its ranks"
-              + (f"; {kept.removeprefix('xferbench torchrun: ')}" if kept else ""), file=sys.stderr)
-        return 128 + signals[0]
-    if kept:
-        print(kept, file=sys.stderr)
-    return status
+    return status, "".join(errors), signals, never
 
 
 def _read(proc: subprocess.Popen[str], into: list[str]) -> None:

@@ -38,13 +38,12 @@ PROFILES: dict[str, Profile] = {
     # latency (4B, 1KiB) and bus bandwidth (16MiB), and compare's rank test its smallest sample.
     "quick": Profile("quick", "4B,1KiB,16MiB", rounds=5),
     # 30 rounds of up to 100 calls at 13 sizes were most of the 8-GPU simulated full profile's time (628 of 990 s of
-    # its real clock's estimate); 10 rounds still hold 1,000 calls of a small op, 40 of a large one, and x16 steps
+    # its real clock's estimate then); 10 rounds still hold 1,000 calls of a small op, 40 of a large one, and x16 steps
     # (powers of two, as nccl-tests sweeps) still draw the latency, the knee and the bandwidth.
     "full": Profile("full", "4B..64MiB:x16", rounds=10),
-    # A cluster's first look within 15 minutes, for torchrun: latency (4 B, 1 KiB), the knee and bus bandwidth up to
-    # 256 MiB, every op and link at each, but the rails other than rank 0's (--pairs rails) up to 16 MiB: at 256 MiB
-    # over Ethernet they alone were 11 min. Priced (--plan-only) on 2 nodes x 8 GPUs with --pairs rails: 1.4 min
-    # over NVLink and InfiniBand, 6.5 over Ethernet (distributed.price's assumed links).
+    # A cluster's first look, for torchrun: latency (4 B, 1 KiB), the knee and bus bandwidth up to 256 MiB, every op
+    # and link at each, but the rails other than rank 0's (--pairs rails) up to 16 MiB: at 256 MiB over Ethernet
+    # they alone were priced at 11 min on assumed link speeds.
     "cluster": Profile("cluster", "4B,1KiB,64KiB,1MiB,16MiB,256MiB", rounds=10, plateau=False, rails_most=2**24),
 }
 

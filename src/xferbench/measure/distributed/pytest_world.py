@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,14 +30,15 @@ from typing import Any
 from ...units import first_line
 from ..record.pytest_benchmark_adapter import mark_used, new_stats
 from .errors import CaseSkipped, DistributedError, VerificationError
-from .injected_faults import FAULT_ENV, injected_fault, injected_oom
 from .operations import DistCase
 from .options import Profile
 from .world import Timed, join, node_name, rank_device, roll_call, run_on_rank, step_deadline
 
-__all__ = ["GRACE_S", "Channel", "World", "free_port", "record", "running_world", "worker"]
+__all__ = ["ENTRY", "GRACE_S", "Channel", "World", "free_port", "record", "worker"]
 
 LOOPBACK = "127.0.0.1"
+#: The module each helper rank runs (``python -m ENTRY --worker``).
+ENTRY = "xferbench.distributed"
 #: After one rank failed, how long the others get to say why before the world is taken down.
 GRACE_S = 2.0
 #: Seconds a helper may take to start (import torch) on top of the rendezvous timeout.
@@ -100,9 +101,9 @@ def _waited_for_a_peer(error: str) -> bool:
 class World:
     """A world of ``size`` ranks on loopback, every rank a helper process this one coordinates."""
 
-    def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, fault: str | None = None,
-                 gpus: Sequence[str] = (), size: int = 2) -> None:
-        self.backend, self.timeout_s, self.fault, self.size = backend, timeout_s, fault, size
+    def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, gpus: Sequence[str] = (),
+                 size: int = 2) -> None:
+        self.backend, self.timeout_s, self.size = backend, timeout_s, size
         self.gpus = tuple(gpus)  # with nccl: the GPUs chosen (--xfer-devices), rank r on the r-th
         self.address, self.port = LOOPBACK, 0
         self.helpers: list[subprocess.Popen[bytes]] = []
@@ -114,11 +115,6 @@ class World:
         self._waiting: list[Channel] = []  # connected, not yet said which rank they are
         self._logs = [tempfile.NamedTemporaryFile(prefix=f"xferbench-rank{r}-", suffix=".log", delete=False)
                       for r in range(size)]
-
-    @property
-    def helper(self) -> subprocess.Popen[bytes] | None:
-        """Rank 1's process (the helper of the earlier 1-helper world)."""
-        return self.helpers[1] if len(self.helpers) > 1 else None
 
     @property
     def rendezvous(self) -> str:
@@ -144,13 +140,11 @@ class World:
         self._listener = socket.create_server((LOOPBACK, 0))
         coordinator = self._listener.getsockname()[1]
         for rank in range(self.size):
-            command = [sys.executable, "-m", "xferbench.distributed", "--worker", "--rank", str(rank),
+            command = [sys.executable, "-m", ENTRY, "--worker", "--rank", str(rank),
                        "--world-size", str(self.size), "--address", self.address, "--port", str(self.port),
                        "--backend", self.backend, "--timeout", str(self.timeout_s), "--coordinator", str(coordinator)]
             if self.backend == "nccl":
                 command += ["--device", self._device_of(rank)]
-            if self.fault and rank == 1:
-                command += ["--fault", self.fault]
             self.helpers.append(subprocess.Popen(command, stdout=self._logs[rank], stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL))
 
@@ -344,11 +338,8 @@ def worker(args: argparse.Namespace) -> int:
     """A rank of the world inside pytest: run what the coordinator hands out until told to stop."""
     import torch.distributed as dist
 
-    fault = (args.fault, 0) if args.fault else injected_fault(args.rank)
     channel = Channel(socket.create_connection((LOOPBACK, args.coordinator)))
     channel.send({"rank": args.rank})
-    if fault and fault[0] == "exit-early":
-        return 3  # a rank that dies before joining
     device = args.device or rank_device(args.backend, args.rank, _gpu_count())
     try:
         join(args.backend, f"tcp://{args.address}:{args.port}", args.rank, args.world_size, args.timeout, device)
@@ -358,28 +349,18 @@ def worker(args: argparse.Namespace) -> int:
         return 2
     channel.send({"ready": node_name()})
     try:
-        return _serve(channel, args, device, fault)
+        return _serve(channel, args, device)
     finally:
         with contextlib.suppress(Exception):
             dist.destroy_process_group()
 
 
-def _serve(channel: Channel, args: argparse.Namespace, device: str, fault: tuple[str, int] | None) -> int:
+def _serve(channel: Channel, args: argparse.Namespace, device: str) -> int:
     """Answer every case the coordinator sends with this rank's times, a skip, or why it failed."""
-    done = 0
     while (message := channel.receive()) is not None and "stop" not in message:
-        case = _case_of(message)
-        kind = fault[0] if fault and done == fault[1] else None  # once, at that case
-        if kind == "die-mid-run":
-            os._exit(4)  # a rank that dies in the middle of an operation
-        if kind == "stall":
-            time.sleep(10**6)  # a rank that hangs (a wedged GPU): only the coordinator's deadline ends it
         try:
-            if kind == "raise":
-                raise RuntimeError(f"injected failure of rank {args.rank} ({FAULT_ENV})")
-            build = injected_oom if kind == "oom" else None
-            timed = run_on_rank(case, args.rank, device, message["rounds"], message["iterations"], message["warmup"],
-                                per_node=args.world_size, timeout_s=args.timeout, build=build,
+            timed = run_on_rank(_case_of(message), args.rank, device, message["rounds"], message["iterations"],
+                                message["warmup"], per_node=args.world_size, timeout_s=args.timeout,
                                 progress=lambda: channel.send({"progress": True}), watched=False)
             channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members),
                           "call_seconds": timed.call_seconds})
@@ -390,16 +371,4 @@ def _serve(channel: Channel, args: argparse.Namespace, device: str, fault: tuple
         except Exception as error:
             channel.send({"error": first_line(error)})
             return 1  # the world is out of step now
-        done += 1
     return 0
-
-
-@contextlib.contextmanager
-def running_world(backend: str = "gloo", timeout_s: float = 60.0, fault: str | None = None) -> Iterator[World]:
-    """A started World that is always closed."""
-    w = World(backend, timeout_s, fault=fault)
-    try:
-        w.start()
-        yield w
-    finally:
-        w.close()

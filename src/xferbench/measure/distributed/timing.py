@@ -73,18 +73,15 @@ class CudaCallTimer(CallTimer):
 
 def timed_rounds(call: Callable[[], object], rounds: int, iterations: int, warmup: int,
                  gather: Callable[[float], list[float]], clock: Callable[[], float] = time.perf_counter,
-                 delay: float = 0.0, sync: Callable[[], None] = lambda: None,
-                 progress: Callable[[], None] = lambda: None, timer: CallTimer | None = None,
-                 delay_each_call: bool = False) -> list[list[float]]:
+                 sync: Callable[[], None] = lambda: None, progress: Callable[[], None] = lambda: None,
+                 timer: CallTimer | None = None) -> list[list[float]]:
     """Every rank's per-call seconds of every round, as ``[rank][round]``.
 
     Each rank reads its own clock around ``iterations`` calls and one ``sync`` of its device;
-    ``gather`` then shares the
-    figure with every rank, outside the timed region, and doubles as the line-up of the
-    ranks before the next round. So a rank's time is its time inside the calls, its wait
-    for late peers included: a rank that arrives late waits least. ``delay`` is the
-    test-only late rank, sleeping before its calls (``delay_each_call``: before each call, inside the
-    round). ``progress`` is told of each step (see watch.py). ``timer`` times each call too: after
+    ``gather`` then shares the figure with every rank, outside the timed region, and doubles
+    as the line-up of the ranks before the next round. So a rank's time is its time inside
+    the calls, its wait for late peers included: a rank that arrives late waits least.
+    ``progress`` is told of each step (see watch.py). ``timer`` times each call too: after
     each round the ranks share its per-call time inside the calls (``timer.rounds``).
     """
     timer = timer or CallTimer()  # its own clock: a test's fake clock times the rounds alone
@@ -95,12 +92,8 @@ def timed_rounds(call: Callable[[], object], rounds: int, iterations: int, warmu
     progress()
     per_round = []
     for _ in range(rounds):
-        if delay and not delay_each_call:  # test only: this rank arrives late (a slow step of its own)
-            time.sleep(delay)
         start = clock()
         for _ in range(iterations):
-            if delay and delay_each_call:  # test only: late into every call of the round
-                time.sleep(delay)
             timer.around(call)
         sync()  # once a round, as nccl-tests does: K calls queue back to back on the device
         per_round.append(gather((clock() - start) / iterations))

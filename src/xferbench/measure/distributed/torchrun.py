@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +23,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
-from .injected_faults import FAULTS, injected_fault
 from .nccl_log import configured, dump_flight_recorder, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
 from .options import PROFILES, Profile, add_to_argparse
-from .price import Price, price_of, world_seconds
 from .pytest_world import worker
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
@@ -70,8 +67,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", choices=("first", "rails"), default="first",
                    help="point-to-point pairs across nodes: rank 0 with the first rank of each other node (first), or "
                         "every local rank r of node 0 with local rank r of each other node (rails: every GPU's NIC)")
-    p.add_argument("--plan-only", action="store_true", help="form the world, print the cases and the estimate, and "
-                   "stop before measuring")
+    p.add_argument("--plan-only", action="store_true", help="form the world, print the cases, and stop before "
+                   "measuring")
     add_to_argparse(p)
     # The helper rank of the world inside pytest; not for users.
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -79,7 +76,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--world-size", type=int, default=2, help=argparse.SUPPRESS)
     p.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)
     p.add_argument("--coordinator", type=int, default=0, help=argparse.SUPPRESS)  # the pytest process's port
     p.add_argument("--device", help=argparse.SUPPRESS)  # the helper's GPU, chosen by rank 0
     return p
@@ -214,15 +210,11 @@ def swept_sizes(args: argparse.Namespace, profile: Profile, backend: str, sizes:
     return found
 
 
-def plan_line(cases: Sequence[DistCase], warmup: int, rounds: int, world_size: int, price: Price) -> str:
-    """The run's cases and their estimate (``price.world_seconds``: start-up included), printed before measuring, as
-    the pytest path prints its own."""
-    seconds = world_seconds(cases, rounds, warmup, price)
+def plan_line(cases: Sequence[DistCase], rounds: int, world_size: int, backend: str) -> str:
+    """The run's cases, printed before measuring: how many, on how many ranks, their sizes and rounds."""
     sizes = sorted({case.nbytes for case in cases})
     span = f"{format_size(sizes[0])} to {format_size(sizes[-1])}" if sizes else "no sizes"
-    took = f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
-    return (f"{len(cases)} cases on {world_size} ranks ({price.backend}, {span}, {rounds} rounds each): about {took}, "
-            f"{price.startup_s:.0f} s of it start-up, priced on {price.links()}")
+    return f"{len(cases)} cases on {world_size} ranks ({backend}, {span}, {rounds} rounds each)"
 
 
 def _nnodes(env: Mapping[str, str]) -> int | None:
@@ -297,95 +289,89 @@ def _leave() -> None:
             dist.destroy_process_group()
 
 
-def run(args: argparse.Namespace) -> int:
-    catch_signals()  # before torch: a Ctrl-C while it loads is one line too, no traceback
+@dataclass(frozen=True)
+class _World:
+    """The world as formed: this rank's launch, backend and device, the sizes it validated, every rank's node."""
+
+    launch: Launch
+    backend: str
+    device: str
+    sizes: list[int]
+    nodes: list[str]
+    places: list[dict[str, Any]]
+
+
+def _form(args: argparse.Namespace) -> _World:
+    """Validate this rank (usage errors before any rendezvous), join, and check the world every rank formed."""
     import torch
 
     launch = launched(os.environ)
-    rank, world_size, local_rank, per_node = launch.rank, launch.world_size, launch.local_rank, launch.per_node
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     backend, device = choose_device(args.backend, gpus, launch, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    free = free_bytes(device, per_node)  # this rank's share of host memory (gloo)
-    sizes = validate(args, rank, world_size, free)
-    profile = PROFILES[args.profile]
-    address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-    # the first rank of each node fingerprints its node: every node of the run is described, not node 0 alone
-    place = rank_place(device, local_rank) | {"per_node": per_node, "nnodes": _nnodes(os.environ)} | (
-        {"fingerprint": _node_fingerprint()} if local_rank == 0 else {})
-    place |= configured()  # TORCH_DISTRIBUTED_DEBUG=DETAIL alone made a 4 B broadcast 4x slower: say it
-    nccl_logs = _log_nccl(backend, rank)
+    sizes = validate(args, launch.rank, launch.world_size, free_bytes(device, launch.per_node))
+    # the first rank of each node fingerprints its node: every node of the run is described, not node 0 alone;
+    # configured(): TORCH_DISTRIBUTED_DEBUG=DETAIL alone made a 4 B broadcast 4x slower, so say it
+    place = rank_place(device, launch.local_rank) | {"per_node": launch.per_node, "nnodes": _nnodes(os.environ)} | (
+        {"fingerprint": _node_fingerprint()} if launch.local_rank == 0 else {}) | configured()
+    nccl_log = _log_nccl(backend, launch.rank)
     try:
-        join(backend, "env://", rank, world_size, args.timeout, device)
-        everyone, places = roll_call(world_size, _settings(args), launch.node_id, place)
-        _nccl_choices(backend, nccl_logs, places)
+        join(backend, "env://", launch.rank, launch.world_size, args.timeout, device)
+        everyone, places = roll_call(launch.world_size, _settings(args), launch.node_id, place)
+        _nccl_choices(backend, nccl_log, places)
     except Exception as error:
         size_from = "WORLD_SIZE" if "RANK" in os.environ else "SLURM_NTASKS"
-        raise DistributedError(f"rank {rank} on {node_name()}: the world of {world_size} did not form at {address} "
-                               f"within {args.timeout:g} s (a rank or node never joined, or died, or ranks were "
-                               f"launched for different world sizes: this one for {world_size}, by its {size_from}): "
-                               f"{first_line(error)}") from None
+        address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+        raise DistributedError(f"rank {launch.rank} on {node_name()}: the world of {launch.world_size} did not form at "
+                               f"{address} within {args.timeout:g} s (a rank or node never joined, or died, or ranks "
+                               f"were launched for different world sizes: this one for {launch.world_size}, by its "
+                               f"{size_from}): {first_line(error)}") from None
     check_same_settings(everyone)
     nodes = [node for node, _ in everyone]
     check_launch(nodes, places)
     check_own_gpus(nodes, places)
-    notes: list[str] = []
-    if args.mem_fraction or (backend == "nccl" and not args.sizes and profile.plateau):
+    return _World(launch, backend, device, sizes, nodes, places)
+
+
+def _plan(args: argparse.Namespace, world: _World, notes: list[str]) -> list[DistCase]:
+    """The cases every rank runs (the sizes swept where asked), said by rank 0 before it measures."""
+    profile = PROFILES[args.profile]
+    sizes = world.sizes
+    if args.mem_fraction or (world.backend == "nccl" and not args.sizes and profile.plateau):
         # read now that the world holds its communicators, as this node's ranks share its host memory
-        sizes = swept_sizes(args, profile, backend, sizes, _world_free_bytes(free_bytes(device, per_node), device), notes)
-    cases = cases_for(world_size, nodes, backend, device.split(":")[0], sizes, rails=args.pairs == "rails",
-                      rails_most=None if args.sizes else profile.rails_most)
+        free = _world_free_bytes(free_bytes(world.device, world.launch.per_node), world.device)
+        sizes = swept_sizes(args, profile, world.backend, sizes, free, notes)
+    cases = cases_for(world.launch.world_size, world.nodes, world.backend, world.device.split(":")[0], sizes,
+                      rails=args.pairs == "rails", rails_most=None if args.sizes else profile.rails_most)
+    if world.launch.rank == 0:
+        print(f"{PROG}: {plan_line(cases, args.rounds or profile.rounds, world.launch.world_size, world.backend)}",
+              flush=True)
+    return cases
+
+
+def run(args: argparse.Namespace) -> int:
+    catch_signals()  # before torch: a Ctrl-C while it loads is one line too, no traceback
+    world = _form(args)
+    notes: list[str] = []
+    cases = _plan(args, world, notes)
+    if args.plan_only:
+        return 0
+    rank, nodes = world.launch.rank, world.nodes
     # Rank 0 alone describes the run, once, and journals every case as it finishes (run.json ->
     # run.journal.jsonl), so a world killed midway (a node lost, a job's time limit) keeps what it
     # measured: xferbench report reads it.
-    if rank == 0:
-        fingerprints = {place["node"]: place["fingerprint"] for place in places if "fingerprint" in place}
-        price = price_of(backend, nodes, fingerprints, os.cpu_count())
-        print(f"{PROG}: {plan_line(cases, profile.warmup, args.rounds or profile.rounds, world_size, price)}",
-              flush=True)
-    if args.plan_only:
-        return 0
-    described = _describe_run(backend, world_size, nodes, notes, places) if rank == 0 else None
+    described = _describe_run(world, notes) if rank == 0 else None
     journal = _open_journal(args.out, len(cases), described) if described is not None else None
-    records: list[Metadata] = []
-    broke = None
-    fault = injected_fault(rank)
-    finish = _Finish(args.out, records, described, journal, notes, f"{world_size} ranks on {len(set(nodes))} node(s), "
-                     f"{backend}")
+    finish = _Finish(args.out, [], described, journal, notes,
+                     f"{world.launch.world_size} ranks on {len(set(nodes))} node(s), {world.backend}")
     from torch.distributed import distributed_c10d
 
     store = distributed_c10d._get_default_store()
-    watch = Watch(store, rank, world_size, nodes, finish.give_up).start()
-    case = cases[0] if cases else None
+    watch = Watch(store, rank, world.launch.world_size, nodes, finish.give_up).start()
     try:
-        for number, case in enumerate(cases):
-            if fault == ("die-mid-run", number):
-                os._exit(4)  # test only: a rank killed in the middle of the run
-            if fault == ("stall", number):
-                time.sleep(10**6)  # test only: a rank that hangs (its host stuck): only the deadline ends the run
-            iterations = calls_for(case.nbytes)
-            watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
-            try:
-                records.append(_measure(case, rank, device, profile, args.rounds, nodes, per_node, args.timeout,
-                                        watch.step))
-            except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
-                notes.append(f"skipped {skipped}")
-                continue
-            except (VerificationError, DistributedError):
-                watch.stop()
-                raise
-            except Exception as error:  # a peer died or hung: rank 0 (or the lowest survivor) names it
-                watch.stop()
-                broke = who_broke(store, rank, world_size, nodes, case.id, error, args.timeout) or (
-                    f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}")
-                notes.append(broke)
-                break
-            if journal is not None:
-                journal.write({"benchmark": records[-1].as_dict(include_data=True)})
+        broke = _measure_all(args, world, cases, finish, watch)
     except Interrupted as stop:  # Ctrl-C, SIGTERM, or torchrun ending this node's ranks: keep what finished
         watch.stop()
-        return _interrupted(stop, store, rank, world_size, nodes, case.id if case else "", finish, len(cases),
-                            args.timeout)
-    watch.stop()
+        return finish.interrupted_by(stop, store, world, len(cases), args.timeout)
     if described is not None:
         finish.write()
     if broke:
@@ -396,21 +382,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupted(stop: Interrupted, store: Any, rank: int, world_size: int, nodes: list[str], case: str,
-                 finish: _Finish, planned: int, timeout_s: float) -> int:
-    """A signal ended the run: rank 0 writes the cases that finished and says so; the others say in the store that
-    they were interrupted (no culprit) and wait, bounded, for rank 0's JSON (torchrun ends a node's ranks together)."""
-    if finish.described is None:
-        who_broke(store, rank, world_size, nodes, case, stop, min(timeout_s, 10.0))
-        return stop.exit_status
-    finish.notes.append(f"interrupted by {stop} during {case or 'the start'} after {len(finish.records)} of "
-                        f"{planned} cases: the JSON keeps those that finished")
-    finish.interrupted = True
-    with contextlib.suppress(DistributedError):
-        finish.write()
-    with contextlib.suppress(Exception):
-        store.set(WRITTEN, "1")
-    return stop.exit_status
+def _measure_all(args: argparse.Namespace, world: _World, cases: Sequence[DistCase], finish: _Finish,
+                 watch: Watch) -> str | None:
+    """Every case in turn, journaled as it finishes; the line naming who broke the world where a peer died or hung
+    (rank 0, or the lowest survivor, names it)."""
+    profile = PROFILES[args.profile]
+    rank, nodes = world.launch.rank, world.nodes
+    for case in cases:
+        finish.case = case.id
+        watch.begin(case.id, step_deadline(args.timeout, case, calls_for(case.nbytes), profile.warmup))
+        try:
+            finish.add(_measure(case, rank, world, profile, args, watch.step))
+        except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
+            finish.notes.append(f"skipped {skipped}")
+        except (VerificationError, DistributedError):
+            watch.stop()
+            raise
+        except Exception as error:
+            watch.stop()
+            broke = who_broke(watch.store, rank, world.launch.world_size, nodes, case.id, error, args.timeout)
+            finish.notes.append(broke or f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: "
+                                f"{first_line(error)}")
+            return finish.notes[-1]
+    watch.stop()
+    return None
 
 
 @dataclass
@@ -424,6 +419,12 @@ class _Finish:
     notes: list[str]
     world: str  # "4 ranks on 2 node(s), nccl"
     interrupted: bool = False  # a signal ended the run (the journal says so)
+    case: str = ""  # the case running
+
+    def add(self, record: Metadata) -> None:
+        self.records.append(record)
+        if self.journal is not None:
+            self.journal.write({"benchmark": record.as_dict(include_data=True)})
 
     def write(self) -> None:
         assert self.described is not None
@@ -439,36 +440,51 @@ class _Finish:
         print(f"{PROG}: wrote {self.out if same else written}{taken} ({len(records)} benchmarks, {self.world})"
               + "".join(f"; {note}" for note in self.notes), flush=True)
 
+    def _written(self, store: Any, note: str) -> None:
+        """Rank 0 writes what finished, with ``note``, and tells the other ranks they may go."""
+        self.notes.append(note)
+        with contextlib.suppress(DistributedError):
+            self.write()
+        with contextlib.suppress(Exception):
+            store.set(WRITTEN, "1")
+
+    def interrupted_by(self, stop: Interrupted, store: Any, world: _World, planned: int, timeout_s: float) -> int:
+        """A signal ended the run: rank 0 writes the cases that finished and says so; the others say in the store
+        that they were interrupted (no culprit) and wait, bounded, for rank 0's JSON (torchrun ends a node's ranks
+        together)."""
+        if self.described is None:
+            who_broke(store, world.launch.rank, world.launch.world_size, world.nodes, self.case, stop,
+                      min(timeout_s, 10.0))
+        else:
+            self.interrupted = True
+            self._written(store, f"interrupted by {stop} during {self.case or 'the start'} after "
+                                 f"{len(self.records)} of {planned} cases: the JSON keeps those that finished")
+        return stop.exit_status
+
     def give_up(self, watch: Watch, line: str) -> None:
         """The watch's thread, when this rank made no progress within its deadline: rank 0 writes what finished,
         the others wait for that (their exit would end rank 0 where torchrun shares a node); then exit 2, as
         no other code of this rank will run (its main thread waits in a collective that never ends)."""
+        import torch
         from torch.distributed import distributed_c10d
 
-        store = distributed_c10d._get_default_store()
         if self.described is not None:
-            self.notes.append(line)
-            with contextlib.suppress(DistributedError):
-                self.write()
-            with contextlib.suppress(Exception):
-                store.set(WRITTEN, "1")
+            self._written(distributed_c10d._get_default_store(), line)
         else:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
-        import torch
-
         dumped = dump_flight_recorder(watch.rank, torch._C._distributed_c10d)  # the watchdog won't run: dump now
         if dumped is not None:
             print(f"{PROG}: rank {watch.rank}: NCCL's flight recorder is in {dumped}", file=sys.stderr, flush=True)
         os._exit(2)
 
 
-def _measure(case: DistCase, rank: int, device: str, profile: Profile, rounds: int | None,
-             nodes: list[str], per_node: int, timeout_s: float, progress: Callable[[], None]) -> Metadata:
+def _measure(case: DistCase, rank: int, world: _World, profile: Profile, args: argparse.Namespace,
+             progress: Callable[[], None]) -> Metadata:
     iterations = calls_for(case.nbytes)
-    timed: Timed = run_on_rank(case, rank, device, rounds or profile.rounds, iterations, profile.warmup,
-                               per_node=per_node, timeout_s=timeout_s, progress=progress)
-    return _metadata(case, timed, iterations, nodes)
+    timed: Timed = run_on_rank(case, rank, world.device, args.rounds or profile.rounds, iterations, profile.warmup,
+                               per_node=world.launch.per_node, timeout_s=args.timeout, progress=progress)
+    return _metadata(case, timed, iterations, world.nodes)
 
 
 def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -> Metadata:
@@ -483,16 +499,16 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 
 
-def _describe_run(backend: str, world_size: int, nodes: list[str], notes: list[str],
-                  places: list[dict[str, Any]]) -> dict[str, Any]:
+def _describe_run(world: _World, notes: list[str]) -> dict[str, Any]:
     """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
     from ..hardware.devices import TorchBackend
     from ..hardware.machine import fingerprint
 
+    places = world.places
     machine = machine_info()
     machine["xferbench"] = fingerprint(TorchBackend()) | {
-        "world_size": world_size, "backend": backend, "nodes": sorted(set(nodes)), "notes": notes,
-        "ranks": [{k: v for k, v in place.items() if k != "fingerprint"} for place in places],
+        "world_size": world.launch.world_size, "backend": world.backend, "nodes": sorted(set(world.nodes)),
+        "notes": notes, "ranks": [{k: v for k, v in place.items() if k != "fingerprint"} for place in places],
         "node_fingerprints": {place["node"]: place["fingerprint"] for place in places if "fingerprint" in place}}
     return {"machine_info": machine, "commit_info": commit_info()}
 

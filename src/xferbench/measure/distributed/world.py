@@ -21,13 +21,8 @@ from typing import Any
 
 from ...units import first_line, format_bytes
 from ..hardware.nics import adapters, nearest
+from ..hardware.probe import pci_bus_id
 from .errors import CaseSkipped, DistributedError, VerificationError
-from .injected_faults import (
-    hang_on_error,
-    hangs,
-    slow_inside,
-    slow_rank_delay,
-)
 from .operations import DistCase, Operation, bytes_needed, operation
 from .timing import ENABLE_TIMING_ENV, CallTimer, CudaCallTimer, NcclCallTimer, timed_rounds
 from .watch import WATCHDOG_MARGIN_S
@@ -152,7 +147,7 @@ def free_bytes(device: str, per_node: int) -> int | None:
 
 
 def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], list[float]], per_node: int,
-              build: Callable[[DistCase, int, str], Operation]) -> Operation:
+              ) -> Operation:
     """This rank's buffers for ``case``, or CaseSkipped on every rank alike when any rank has too
     little free memory or runs out while allocating (the world stays in step for the next case)."""
     import torch
@@ -166,7 +161,7 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
     made: Operation | None = None
     why = ""
     try:
-        made = build(case, rank, device)
+        made = operation(case, rank, device)
     except torch.OutOfMemoryError as error:
         why = first_line(error)
     failed = [r for r, ok in enumerate(gather(1.0 if made else 0.0)) if ok < 1]
@@ -177,9 +172,8 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
 
 
 def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations: int, warmup: int, *,
-                per_node: int = 1, timeout_s: float | None = None,
-                build: Callable[[DistCase, int, str], Operation] | None = None,
-                progress: Callable[[], None] | None = None, watched: bool = True) -> Timed:
+                per_node: int = 1, timeout_s: float | None = None, progress: Callable[[], None] | None = None,
+                watched: bool = True) -> Timed:
     """This rank's part of ``case``: allocate (or skip everywhere), time it, then check what it
     delivered (on every rank). ``per_node``: the ranks sharing this host's memory; ``timeout_s``:
     the base of the wait for peers, scaled to the payload (a big gloo call is no dead rank).
@@ -189,24 +183,19 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
         _set_timeout(step_deadline(timeout_s, case, iterations, warmup) + WATCHDOG_MARGIN_S
                      if progress is not None and watched else call_deadline(timeout_s, case))
     step = progress or (lambda: None)
-    gather = hang_on_error(exchange(device, case.world_size))  # bound now: a slowed rank's exchange is not
-    members = case.pair if case.point_to_point else tuple(range(case.world_size))
-    delay, where = slow_rank_delay(rank) if rank in members else (0.0, "")
-    with slow_inside(delay) if where == "inside" else contextlib.nullcontext():  # before the op binds its calls
-        op = _allocate(case, rank, device, gather, per_node, build or operation)
-        if hangs():
-            op = Operation(op.reset, hang_on_error(op.call), op.check, hang_on_error(op.sync))
-        step()
-        op.reset()
-        timer = _call_timer(case)
-        times = timed_rounds(op.call, rounds, iterations, warmup, gather, delay=0.0 if where == "inside" else delay,
-                             sync=op.sync, progress=step, timer=timer, delay_each_call=where == "call")
+    gather = exchange(device, case.world_size)
+    op = _allocate(case, rank, device, gather, per_node)
+    step()
+    op.reset()
+    timer = _call_timer(case)
+    times = timed_rounds(op.call, rounds, iterations, warmup, gather, sync=op.sync, progress=step, timer=timer)
     op.reset()
     op.call()
     op.sync()
     wrong = [r for r, ok in enumerate(gather(1.0 if op.check() else 0.0)) if ok < 1]
     if wrong:
         raise VerificationError(f"{case.id}: rank(s) {', '.join(map(str, wrong))} received wrong data")
+    members = case.pair if case.point_to_point else tuple(range(case.world_size))
     return Timed(times, members, timer.per_rank())
 
 
@@ -267,14 +256,6 @@ def _nccl_version(cuda: Any) -> str | None:
         version = cuda.nccl.version()
         return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
     return None
-
-
-def pci_bus_id(properties: Any) -> str | None:
-    """``0000:1b:00.0`` (nvidia-smi's form) from a device's properties; None where torch does not say."""
-    parts = [getattr(properties, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
-    if not all(isinstance(part, int) for part in parts):
-        return None
-    return f"{parts[0]:04x}:{parts[1]:02x}:{parts[2]:02x}.0"
 
 
 def check_own_gpus(nodes: Sequence[str], places: Sequence[dict[str, Any]]) -> None:

@@ -22,7 +22,6 @@ moves in a price; its figures, like every simulated one, are never measurements.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -30,9 +29,9 @@ from typing import Any, Generic, TypeVar
 from ...families import Family, family
 from ..cases import PROFILES, PeerPlan, PlannedCase, Skipped
 from ..hardware.devices import accelerator_index
-from ..simulate import MachineSpec, SimBackend, SimClock
+from ..simulate import SimBackend
 
-__all__ = ["CallPrice", "Prepared", "Priced", "ScenarioFamily", "Sync", "device_sync", "sizes", "synced", "then_sync"]
+__all__ = ["Prepared", "Priced", "ScenarioFamily", "Sync", "device_sync", "sizes", "synced", "then_sync"]
 
 C = TypeVar("C", bound=PlannedCase)
 
@@ -52,21 +51,6 @@ class Prepared:
     check: Callable[[Any], None] = lambda result: None
     extra: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] | None = None
-
-
-@dataclass(frozen=True)
-class CallPrice:
-    """What the simulated clock charges for one call of a case, noise and drift aside: the timed call, and
-    the untimed setup and teardown a round runs around it (zero without; the run's clock charges them too)."""
-
-    call_s: float
-    around_s: float = 0.0
-    has_setup: bool = False  # a setup or teardown: the scenario runs fixed rounds (scenario.SETUP_ROUNDS)
-
-
-#: Calls made before one is priced: enough for a concurrent family's side streams to reach the state every
-#: later call finds them in (each call synchronizes, so one settles them; the run warms up with three).
-PRICE_WARMUP = 3
 
 
 class Priced:
@@ -173,28 +157,6 @@ class ScenarioFamily(Generic[C]):
         if self.peers:
             return self.plan(devices, self.sizes[profile], peers)  # type: ignore[call-arg]
         return self.plan(devices, self.sizes[profile])
-
-    def call_price(self, case: C, spec: MachineSpec) -> CallPrice:
-        """One call of ``case`` priced by this family's ``price`` on a fresh machine of ``spec`` without its
-        noise and drift, after ``PRICE_WARMUP`` calls: what the run's simulated clock charges it (the
-        run-time estimate). Raises what ``price`` raises (CannotRun where the spec has no price for it)."""
-        machine = SimBackend(dataclasses.replace(spec, noise=0.0, drift=0.0), SimClock())
-        sync = device_sync(getattr(case, "devices", ()), machine)  # a Scenario's or a Concurrent's devices
-        prepared = self.price(case, Priced(machine), sync)
-
-        def charged(step: Callable[[], Any] | None) -> float:
-            before = machine.clock.now
-            if step is not None:
-                step()
-            return machine.clock.now - before
-
-        sync()
-        for _ in range(PRICE_WARMUP):
-            charged(prepared.setup), charged(prepared.target), charged(prepared.teardown)
-        around = charged(prepared.setup)
-        call = charged(prepared.target)
-        return CallPrice(call, around + charged(prepared.teardown),
-                         prepared.setup is not None or prepared.teardown is not None)
 
     def prepared(self, case: C, simulator: SimBackend | None, sync: Sync) -> Prepared:
         """The calls to time: the simulated machine's prices when ``simulator`` is given, else the real ones."""

@@ -1,4 +1,4 @@
-"""How the plugin plans, runs and prices a case of any scenario or concurrent family.
+"""How the plugin plans and runs a case of any scenario or concurrent family.
 
 Each family is a folder of ``xferbench.families`` (``<op>/run.py`` holds its ``FAMILY``: plan, sizes,
 preparation and price), listed once there in report order; this module reads the run modules of that one
@@ -16,11 +16,11 @@ from ... import families
 from ...families.base import FAMILIES
 from ..cases import Case, PeerPlan, PlannedCase, Skipped
 from ..hardware.devices import DeviceBackend, Wedged, accelerator_index
-from ..simulate import MachineSpec, SimBackend
+from ..simulate import SimBackend
 from ..timing import sync_rule
-from .base import CallPrice, ScenarioFamily
-from .concurrent import PEER_OPS, Concurrent, NotPlaceable, time_concurrent
-from .scenario import SETUP_ROUNDS, SETUP_WARMUP_ROUNDS, Scenario, time_scenario
+from .base import ScenarioFamily
+from .concurrent import PEER_OPS, Concurrent, time_concurrent
+from .scenario import Scenario, time_scenario
 
 if TYPE_CHECKING:
     from ..distributed.operations import DistCase
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     #: Every kind of planned case has the one interface (mypy checks each against the protocol here).
     CASE_TYPES: tuple[type[PlannedCase], ...] = (Case, Scenario, Concurrent, DistCase)
 
-__all__ = ["SCENARIO_FAMILIES", "fixed_rounds", "plan", "priced", "run", "simulator_for"]
+__all__ = ["SCENARIO_FAMILIES", "plan", "run", "simulator_for"]
 
 #: The kinds of family whose folder has a run.py.
 RUN_KINDS = ("scenario", "concurrent")
@@ -95,26 +95,6 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
     except Wedged:  # a sticky CUDA error on a synchronize: nothing more runs on its devices, as after a stuck copy
         mark_wedged(case.devices, case.id)
         raise
-
-
-def priced(case: PlannedCase, spec: MachineSpec) -> CallPrice | None:
-    """One call of a scenario or concurrent case as a machine of ``spec`` prices it (its family's
-    ``call_price``); None where the spec has no price for it, or cannot place it (numa's remote buffer on a
-    spec of one NUMA node): the run skips the case with the line its price gives."""
-    from ..transfers import CannotRun  # here: transfers imports torch
-
-    try:
-        return SCENARIO_FAMILIES[case.op].call_price(case, spec)
-    except (CannotRun, NotPlaceable):
-        return None
-
-
-def fixed_rounds(case: PlannedCase, price: CallPrice, profile: str) -> int | None:
-    """The rounds ``case`` runs whatever its calls cost, warm-up rounds included: a scenario with an untimed
-    setup or teardown (time_scenario's pedantic rounds); None where pytest-benchmark calibrates its rounds."""
-    if isinstance(case, Scenario) and price.has_setup:
-        return SETUP_ROUNDS[profile] + SETUP_WARMUP_ROUNDS
-    return None
 
 
 def simulator_for(backend: Any, devices: Sequence[str]) -> SimBackend | None:

@@ -1,234 +1,92 @@
-"""The run's estimated time, printed before its first case runs, and how good it was, printed at its end.
+"""The run's estimated time, printed before its first case runs, and read back against the wall clock at its end.
 
-The estimate follows the plan (the collected cases that are not skipped) and pytest-benchmark's own
-rounds rule for each: calibrate loops until a round lasts ``--benchmark-min-time``, then run
-``max(ceil(max_time / round), min_rounds)`` rounds; add the suite's warm-up calls and, for a case on an
-accelerator, its device-time windows. What one call costs comes from the simulated machine's price
-model under ``--xfer-simulate`` (``SimBackend.call_seconds``; a scenario's or concurrent case's own price,
-``families.registry.priced``, in the rounds its timing gives it), so the estimate is in simulated seconds
-and the end of the run reads it back against the simulated clock. Elsewhere it is a conservative
-figure (``CONSERVATIVE_GBPS``, ``CONSERVATIVE_CALL_S``, ``HARNESS_S``), read back against the wall clock;
-a distributed case by its own rounds at its world's size, and the world's start-up once (``distributed.price``),
-and the harness of a case on a simulated accelerator by what it does for real (``SIMULATED_HARNESS_S``).
+Each planned test (a case, or one block of it) takes its timed budget: ``--benchmark-max-time``, shared by a
+case's blocks (pytest-benchmark sets its rounds to fill it, on a busy machine too), and the device-time windows'
+budget where it has them; a distributed case's rounds are its own and count as harness. And it takes its harness:
+pytest's setup and teardown, the buffers, calibration, warm-up and verifying calls, HARNESS_S by kind and
+HARNESS_S_PER_GB of its payload on an idle core (fitted to a quick CPU run on an idle 2-core machine), stretched
+on a busy one by this process's wall time over its CPU time while it started (its imports and collection): how
+much of a core it got. Under ``--xfer-simulate`` the simulated cases run on the simulated clock, which this does
+not price: no time is estimated.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import os
-import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from ..cases import Case
-from ..distributed.price import Price, case_seconds, price_of
 from .blocks import block_of
 from .settings import configured
 from .settings import settings as settings_of
 
-__all__ = ["Estimate", "Rounds", "benchmark_seconds", "estimate", "estimate_lines", "outcome_lines"]
+__all__ = ["Estimate", "estimate", "estimate_lines", "outcome_lines"]
 
-#: A real machine's call is priced as if it moved this many bytes per second: below a pageable copy
-#: on PCIe Gen3 and a host copy on any recent CPU, so the estimate errs long.
-CONSERVATIVE_GBPS = 2.0
-#: And as if its fixed cost (launch, synchronize, dispatch) were this: above the H200 sample's slowest
-#: small copy (a blocking pageable .cpu(), tens of microseconds).
-CONSERVATIVE_CALL_S = 100e-6
-#: The harness's own time per case on the real clock (pytest, buffers, the verification call), plus
-#: HARNESS_COPIES passes over the payload at CONSERVATIVE_GBPS (filling, the verifying copy, comparing):
-#: a simulated run on the shared 2-core build machine spent about 0.1 s of CPU a 4 B..1 MiB case.
-HARNESS_S, HARNESS_COPIES = 0.25, 4
-#: A case on a simulated accelerator moves no data while timed: its harness is pytest's and pytest-benchmark's
-#: own time (calibrating and recording rounds, the device-time windows' calls), and HARNESS_COPIES passes
-#: over the payload only where it verifies a host call for the first time (transfers._verify_once, which
-#: builds the size's shared buffers too). SIMULATED_HARNESS_S: see docs/options.md for the measured figure.
-SIMULATED_HARNESS_S = 0.03
-#: Calls the suite makes before timing (transfers.WARMUP_CALLS), and calls per no-op round (NOOP_CALLS).
-WARMUP_CALLS, NOOP_CALLS = 3, 100
-#: The device-time step's budget per case, shared by its three windows (transfers.EVENT_BUDGET_S, repeats 3..100).
-EVENT_BUDGET_S, EVENT_WINDOWS = 0.2, 3
-
-
-@dataclass(frozen=True)
-class Rounds:
-    """pytest-benchmark's settings that decide how long one benchmark runs."""
-
-    max_time: float
-    min_time: float
-    min_rounds: int
-    calibration_precision: int = 10
-    precision: float | None = None  # --benchmark-precision: stop once the mean is this sure
-    confidence: float = 0.99
-    dist_rounds: int = 30  # a distributed case's own rounds and warm-up calls (distributed.options.Profile)
-    dist_warmup: int = 2
-    profile: str = "quick"  # --xfer-profile: a scenario's fixed rounds (families.scenario.SETUP_ROUNDS)
-
-    @classmethod
-    def of(cls, config: pytest.Config) -> Rounds:
-        from ..distributed.options import PROFILES
-
-        precision = config.getoption("benchmark_precision", None)
-        dist = PROFILES.get(str(config.getoption("xfer_profile", "quick")), PROFILES["full"])
-        return cls(float(config.getoption("benchmark_max_time")), float(config.getoption("benchmark_min_time")),
-                   int(config.getoption("benchmark_min_rounds")),
-                   int(config.getoption("benchmark_calibration_precision", 10) or 10),
-                   float(precision) if precision else None, float(config.getoption("benchmark_confidence", 0.99)),
-                   int(config.getoption("xfer_dist_rounds", None) or dist.rounds), dist.warmup,
-                   str(config.getoption("xfer_profile", "quick")))
-
-    def needed(self, most: int, spread: float | None) -> int:
-        """Rounds run of at most ``most``: all of them without --benchmark-precision or where the rounds'
-        relative spread is unknown; else where pytest-benchmark's rule stops (z x spread / sqrt(n) <= precision)."""
-        if self.precision is None or spread is None:
-            return most
-        z = statistics.NormalDist().inv_cdf(0.5 + self.confidence / 2)
-        return min(most, max(self.min_rounds, 2, math.ceil((z * spread / self.precision) ** 2)))
-
-
-def benchmark_seconds(call_s: float, rounds: Rounds, spread: float | None = None) -> float:
-    """Timer seconds pytest-benchmark spends on a benchmark whose function takes ``call_s``: its
-    calibration (loops x10 until a round lasts min_time, or one estimate once half-way) and its rounds
-    (``Rounds.needed``; ``spread``: the rounds' relative standard deviation, None where unknown)."""
-    call_s = max(call_s, 1e-9)
-    estimate_at = rounds.min_time * 5 / rounds.calibration_precision
-    loops, spent = 1, 0.0
-    while True:
-        duration = loops * call_s
-        spent += duration
-        if duration >= rounds.min_time:
-            break
-        if duration >= estimate_at:
-            loops = math.ceil(rounds.min_time * loops / duration)
-            if loops == 1:
-                break
-        else:
-            loops *= 10
-    return spent + rounds.needed(max(math.ceil(rounds.max_time / duration), rounds.min_rounds), spread) * duration
+#: A test's harness on an idle core, by kind of case: a core case's, a scenario's or concurrent case's (each
+#: prepares more: a model, a DataLoader's workers), a distributed case's (its own rounds of gloo calls between two
+#: processes). Fitted, with HARNESS_S_PER_GB, to the quick CPU profile on a 2-core machine at rest (load 1-2).
+HARNESS_S = {"core": 0.03, "family": 0.17, "distributed": 0.57}
+HARNESS_S_PER_GB = 2.5
+#: A case on an accelerator timed on its device too: the device-time windows' budget (transfers.EVENT_BUDGET_S).
+EVENT_BUDGET_S = 0.2
+#: When this module was loaded (pytest's start), on the wall clock and this process's CPU clock.
+_STARTED = (time.perf_counter(), time.process_time())
 
 
 @dataclass
 class Estimate:
-    """Seconds the planned cases take: on the simulated clock (cases on a simulated accelerator) and on
-    the real one (everything else, harness included)."""
+    """The planned tests per family, their timed budget, their harness on an idle core, and how much longer CPU
+    work takes on this machine now."""
 
-    simulated_s: float = 0.0
-    real_s: float = 0.0
-    cases: Counter[str] = field(default_factory=Counter)  # planned cases per family
+    cases: Counter[str]
+    budget_s: float
+    harness_s: float
+    slowdown: float
+    simulated: bool
 
-
-def _core_seconds(case: Case, backend: Any, rounds: Rounds) -> tuple[float, bool]:
-    """One core case's seconds and whether they are simulated."""
-    on_accelerator = any(d != "cpu" for d in case.devices)
-    spread = None  # unknown on a real machine: every round max_time allows is counted
-    if backend.simulated and on_accelerator:
-        call, queued = backend.call_seconds(case)
-        spread = backend.spec.noise  # a round's jitter is at most one call's
-    else:
-        # A no-op and torch.empty touch no byte of their payload: a fixed cost alone.
-        moved = 0 if case.op == "noop" or case.method == "empty" else case.nbytes
-        call = CONSERVATIVE_CALL_S + moved / (CONSERVATIVE_GBPS * 1e9)
-        queued = call
-    timed = call * NOOP_CALLS if case.op == "noop" else call
-    seconds = benchmark_seconds(timed, rounds, spread) + WARMUP_CALLS * call
-    if on_accelerator and case.op not in ("noop", "sync") and case.host_memory != "pageable":
-        repeats = max(3, min(100, int(EVENT_BUDGET_S / EVENT_WINDOWS / call)))
-        seconds += EVENT_WINDOWS * repeats * queued
-    return seconds, backend.simulated and on_accelerator
+    @property
+    def seconds(self) -> float:
+        return self.budget_s + self.harness_s * self.slowdown
 
 
-def _distributed(item: Any) -> bool:
+def _kind(item: Any) -> str:
     from ...families import FAMILIES
 
-    return item.op in FAMILIES and FAMILIES[item.op].kind == "distributed"
+    if isinstance(item, Case):
+        return "core"
+    return "distributed" if FAMILIES[item.op].kind == "distributed" else "family"
 
 
-def _world_price(item: Any) -> Price:
-    """The price of the world inside pytest: its ranks all on this host, whose CPUs they share."""
-    return price_of(item.backend, ["this node"] * item.world_size, cpus=os.cpu_count())
+def _device_timed(item: Any) -> bool:
+    """Whether the case's device time is measured too (transfers._device_time): a core case on an accelerator,
+    but for a no-op, a synchronize and a pageable copy."""
+    return (isinstance(item, Case) and any(d != "cpu" for d in item.devices) and item.op not in ("noop", "sync")
+            and item.host_memory != "pageable")
 
 
-def _distributed_seconds(item: Any, rounds: Rounds, started: set[tuple[str, int]]) -> float:
-    """A distributed case's seconds (distributed.world.World.run): its warm-up calls, its rounds of
-    ``calls_for(nbytes)`` calls each and one verified call, priced at its world's size (the harness is
-    HARNESS_S); and its world's start-up, once a world (``started``: the worlds counted so far)."""
-    price = _world_price(item)
-    world = (item.backend, item.world_size)
-    startup = 0.0 if world in started else price.startup_s
-    started.add(world)
-    return startup + case_seconds(item, rounds.dist_rounds, rounds.dist_warmup, price, overhead_s=0.0)
+def estimate(planned: Sequence[tuple[Any, int]], max_time: float, slowdown: float = 1.0,
+             simulated: bool = False) -> Estimate:
+    """The estimate of ``planned``: each planned case and the blocks it is measured in (a test each, which share
+    the case's --benchmark-max-time and each pay their own harness and device-time windows)."""
+    budget = harness = 0.0
+    for item, blocks in planned:
+        kind = _kind(item)
+        budget += 0.0 if kind == "distributed" else max_time + blocks * EVENT_BUDGET_S * _device_timed(item)
+        harness += blocks * (HARNESS_S[kind] + HARNESS_S_PER_GB * int(getattr(item, "nbytes", 0) or 0) / 1e9)
+    return Estimate(Counter(item.op for item, blocks in planned), budget, harness, slowdown, simulated)
 
 
-def _on_accelerator(item: Any) -> bool:
-    """Whether a scenario or concurrent case runs on an accelerator (the 2-rank world runs on the host
-    under --xfer-simulate)."""
-    if _distributed(item):
-        return False
-    return any(d != "cpu" for d in (getattr(item, "src", "cpu"), getattr(item, "dst", "cpu")))
-
-
-def _host_call(case: Case) -> Case:
-    """What a simulated case runs on the host (transfers._verify_once): the case with both ends on it."""
-    return dataclasses.replace(case, src="cpu", dst="cpu")
-
-
-def _harness_seconds(item: Any, simulated: bool, verified: set[Case]) -> float:
-    """The harness's real seconds for one planned item: a fixed cost and passes over the bytes it moves
-    for real. On a simulated accelerator, a scenario or concurrent case moves none (it is priced), and a
-    core case only when it is the first of its host call (``verified``: those seen so far)."""
-    nbytes = int(getattr(item, "nbytes", 0) or 0)
-    if not simulated:
-        return HARNESS_S + HARNESS_COPIES * nbytes / (CONSERVATIVE_GBPS * 1e9)
-    if not isinstance(item, Case) or _host_call(item) in verified:
-        return SIMULATED_HARNESS_S
-    verified.add(_host_call(item))
-    return SIMULATED_HARNESS_S + HARNESS_COPIES * nbytes / (CONSERVATIVE_GBPS * 1e9)
-
-
-def _family_seconds(item: Any, backend: Any, rounds: Rounds, on_simulated: bool) -> tuple[float, bool]:
-    """A scenario's or concurrent case's seconds and whether they are simulated. On a simulated accelerator,
-    its calls as the spec prices them (its family's price, families.registry.priced), in the rounds the run
-    gives them: a fixed number where a round has an untimed setup, else pytest-benchmark's after the suite's
-    warm-up calls. Elsewhere a conservative call of ``CONSERVATIVE_CALL_S`` plus its bytes at ``CONSERVATIVE_GBPS``."""
-    if on_simulated:
-        from ..families.registry import fixed_rounds, priced
-
-        price = priced(item, backend.spec)
-        if price is None:  # the spec has no price for it: the run skips it
-            return 0.0, True
-        if (fixed := fixed_rounds(item, price, rounds.profile)) is not None:
-            return fixed * (price.call_s + price.around_s), True
-        return benchmark_seconds(price.call_s, rounds, backend.spec.noise) + WARMUP_CALLS * price.call_s, True
-    call = CONSERVATIVE_CALL_S + int(getattr(item, "nbytes", 0) or 0) / (CONSERVATIVE_GBPS * 1e9)
-    return benchmark_seconds(call, rounds), False
-
-
-def estimate(planned: Sequence[Any], backend: Any, rounds: Rounds) -> Estimate:
-    """The estimate of these planned items (core cases, scenarios, concurrent and distributed cases)."""
-    result = Estimate()
-    verified: set[Case] = set()
-    worlds: set[tuple[str, int]] = set()
-    for item in planned:
-        result.cases[item.op] += 1
-        on_simulated = bool(backend.simulated) and (
-            any(d != "cpu" for d in item.devices) if isinstance(item, Case) else _on_accelerator(item))
-        result.real_s += _harness_seconds(item, on_simulated, verified)
-        if isinstance(item, Case):
-            seconds, simulated = _core_seconds(item, backend, rounds)
-        elif _distributed(item):
-            seconds, simulated = _distributed_seconds(item, rounds, worlds), False
-        else:
-            seconds, simulated = _family_seconds(item, backend, rounds, on_simulated)
-        if simulated:
-            result.simulated_s += seconds
-        else:
-            result.real_s += seconds
-    return result
+def slowdown_now(started: tuple[float, float] = _STARTED, now: tuple[float, float] | None = None) -> float:
+    """How much longer CPU work takes here now than on an idle core: wall time over this process's CPU time from
+    ``started`` to ``now`` (each a wall and a CPU clock reading; now: this moment), at least 1."""
+    now = now or (time.perf_counter(), time.process_time())
+    wall, cpu = now[0] - started[0], now[1] - started[1]
+    return max(1.0, wall / cpu) if cpu > 0 else 1.0
 
 
 def _minutes(seconds: float) -> str:
@@ -237,51 +95,41 @@ def _minutes(seconds: float) -> str:
 
 def estimate_lines(found: Estimate, peers: dict[str, Any] | None) -> list[str]:
     """What is printed before the first case runs."""
-    total = sum(found.cases.values())
     families = ", ".join(f"{op} {n}" for op, n in sorted(found.cases.items()))
-    lines = [f"xferbench: {total} cases planned ({families})"]
+    lines = [f"xferbench: {found.cases.total()} cases planned ({families})"]
     if peers:
         lines.append(f"xferbench: peer pairs {peers['mode']} ({peers['reason']}); swept at every size: "
                      f"{len(peers['swept_pairs'])} of {len(peers['classes'])} pairs, the others at up to 4 sizes")
-    if found.simulated_s:
-        lines.append(f"xferbench: estimated run time {_minutes(found.simulated_s)} of simulated clock "
-                     f"+ {_minutes(found.real_s)} on the real clock (host and distributed cases, the harness: a conservative "
-                     "figure)")
+    if found.simulated:
+        lines.append("xferbench: no run time estimated: the simulated machine's cases run on its own clock")
     else:
-        lines.append(f"xferbench: estimated run time {_minutes(found.real_s)} (a conservative figure: "
-                     f"{CONSERVATIVE_CALL_S * 1e6:.0f} us + bytes at {CONSERVATIVE_GBPS:g} GB/s a call, "
-                     f"{HARNESS_S:g} s + {HARNESS_COPIES} passes over the bytes of harness a case)")
+        lines.append(f"xferbench: estimated run time {_minutes(found.seconds)} ({_minutes(found.budget_s)} timed, "
+                     f"{_minutes(found.harness_s)} of harness on an idle core x{found.slowdown:.1f} for this "
+                     "machine's load now)")
     return lines
 
 
-def outcome_lines(found: Estimate, simulated_s: float, wall_s: float) -> list[str]:
-    """What is printed at the end: the estimate against the clocks that ran."""
-    lines = []
-    if found.simulated_s:
-        ratio = simulated_s / found.simulated_s
-        lines.append(f"xferbench: simulated clock {_minutes(simulated_s)} against {_minutes(found.simulated_s)} "
-                     f"estimated (actual / estimate = {ratio:.2f})")
-    lines.append(f"xferbench: wall clock {_minutes(wall_s)} against {_minutes(found.real_s)} estimated on the real clock "
-                 f"(actual / estimate = {wall_s / found.real_s:.2f})" if found.real_s else
-                 f"xferbench: wall clock {_minutes(wall_s)}")
-    return lines
+def outcome_lines(found: Estimate, wall_s: float) -> list[str]:
+    """What is printed at the end: the estimate against the wall clock (none: nothing was planned, or simulated)."""
+    if found.simulated or not found.seconds:
+        return [f"xferbench: wall clock {_minutes(wall_s)}"]
+    return [f"xferbench: wall clock {_minutes(wall_s)} against {_minutes(found.seconds)} estimated "
+            f"(actual / estimate = {wall_s / found.seconds:.2f})"]
 
 
-_ESTIMATE = pytest.StashKey[tuple[Estimate, Any, float, float]]()
+_ESTIMATE = pytest.StashKey[tuple[Estimate, float]]()
 
 
-def _planned(items: Sequence[pytest.Item]) -> list[Any]:
-    """The xferbench case each collected, unskipped item runs."""
+def _planned(items: Sequence[pytest.Item]) -> list[tuple[Any, int]]:
+    """The xferbench case each collected, unskipped item runs (its first block, for a case in blocks), with the
+    blocks it is measured in."""
     found = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        names = ("xfer_case", "xfer_dist_case")
-        case = next((params[name] for name in names if name in params), None)
+        case = next((params[name] for name in ("xfer_case", "xfer_dist_case") if name in params), None)
         block = block_of(item)
-        if block is not None and block.index > 0:
-            continue  # a case's blocks share its --benchmark-max-time (blocks.py): priced once, as the case
-        if case is not None and item.get_closest_marker("skip") is None:
-            found.append(case)
+        if case is not None and item.get_closest_marker("skip") is None and (block is None or block.index == 0):
+            found.append((case, block.count if block is not None else 1))
     return found
 
 
@@ -289,20 +137,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if not configured(config) or not hasattr(config.option, "benchmark_max_time"):
         return
-    settings = settings_of(config)
-    found = estimate(_planned(session.items), settings.backend, Rounds.of(config))
-    clock = getattr(settings.backend, "clock", None)  # the simulated machine's
-    config.stash[_ESTIMATE] = (found, clock, clock.now if clock else 0.0, time.perf_counter())
+    backend = settings_of(config).backend
+    found = estimate(_planned(session.items), float(config.getoption("benchmark_max_time")), slowdown_now(),
+                     bool(backend.simulated))
+    config.stash[_ESTIMATE] = (found, time.perf_counter())
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        for line in estimate_lines(found, settings.peers.as_json() if settings.peers else None):
+        peers = settings_of(config).peers
+        for line in estimate_lines(found, peers.as_json() if peers else None):
             reporter.write_line(line)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if _ESTIMATE not in config.stash or config.getoption("collectonly"):
         return
-    found, clock, simulated_start, wall_start = config.stash[_ESTIMATE]
-    simulated = clock.now - simulated_start if clock else 0.0
-    for line in outcome_lines(found, simulated, time.perf_counter() - wall_start):
+    found, started = config.stash[_ESTIMATE]
+    for line in outcome_lines(found, time.perf_counter() - started):
         terminalreporter.write_line(line)
