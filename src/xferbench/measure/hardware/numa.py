@@ -1,26 +1,70 @@
-"""Where host memory lives: the NUMA node of a mapping, and running the calling thread on chosen CPUs so the
-memory it first touches lands on their node (the numa and all_gpus_host families, and the core families' host
-buffers: measure/host_side.py)."""
+"""Where host memory lives: the NUMA nodes of a buffer's pages, the nodes' CPUs and SLIT distances, and a whole
+process bound to chosen CPUs with its memory preferred on their node while a case runs (the numa and all_gpus_host
+families, and the core families' host buffers: measure/host_side.py)."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["bound_to", "numa_node_of"]
+from .machine import parse_cpu_list
+
+__all__ = ["bound_to", "distance", "node_cpus", "numa_node_of", "page_nodes"]
+
+SYSFS_NODES = Path("/sys/devices/system/node")
+#: Pages of a buffer asked of the kernel at most, spread evenly over it: enough to see a spill of 1/1000.
+SAMPLED_PAGES = 1024
 
 
-def numa_node_of(address: int, maps: str | None = None) -> int | None:
-    """The NUMA node holding most pages of the mapping at ``address`` (``/proc/self/numa_maps``)."""
+@functools.cache
+def _libnuma() -> ctypes.CDLL | None:
+    """libnuma, where it is installed and the kernel has NUMA; None otherwise (placement then rests on CPUs)."""
+    try:
+        lib = ctypes.CDLL("libnuma.so.1", use_errno=True)
+    except OSError:
+        return None
+    if lib.numa_available() < 0:
+        return None
+    p_int = ctypes.POINTER(ctypes.c_int)
+    lib.numa_move_pages.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.POINTER(ctypes.c_void_p), p_int, p_int,
+                                    ctypes.c_int]
+    return lib
+
+
+def node_cpus(root: Path = SYSFS_NODES) -> dict[int, set[int]]:
+    """Each NUMA node's CPUs (sysfs)."""
+    nodes = {}
+    for folder in root.glob("node[0-9]*"):
+        try:
+            nodes[int(folder.name[4:])] = parse_cpu_list((folder / "cpulist").read_text())
+        except (OSError, ValueError):
+            continue
+    return nodes
+
+
+def distance(a: int, b: int, root: Path = SYSFS_NODES) -> int | None:
+    """The SLIT distance from node ``a`` to node ``b`` (10: the node itself), None where sysfs does not say."""
+    try:
+        row = (root / f"node{a}" / "distance").read_text().split()
+        return int(row[sorted(node_cpus(root)).index(b)])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _mapping_pages(address: int, maps: str | None) -> dict[int, int]:
+    """Pages per node of the mapping at ``address`` (``/proc/self/numa_maps``): the whole mapping, not the buffer."""
     if maps is None:
         try:
             maps = Path("/proc/self/numa_maps").read_text()
         except OSError:
-            return None
-    best: int | None = None
+            return {}
+    pages: dict[int, int] = {}
     for line in maps.splitlines():
         start, _, rest = line.partition(" ")
         try:
@@ -30,16 +74,65 @@ def numa_node_of(address: int, maps: str | None = None) -> int | None:
         if begins > address:
             break
         pages = {int(n): int(count) for n, count in re.findall(r"\bN(\d+)=(\d+)", rest)}
-        best = max(pages, key=lambda node: pages[node]) if pages else None
-    return best
+    return pages
+
+
+def numa_node_of(address: int, maps: str | None = None) -> int | None:
+    """The NUMA node holding most pages of the mapping at ``address`` (``/proc/self/numa_maps``)."""
+    pages = _mapping_pages(address, maps)
+    return max(pages, key=lambda node: pages[node]) if pages else None
+
+
+def page_nodes(address: int, nbytes: int) -> dict[int, int]:
+    """Pages of the buffer at ``address`` per node: each of up to ``SAMPLED_PAGES`` pages spread over it asked of the
+    kernel (move_pages through libnuma, moving nothing), else the counts of the mapping that holds it."""
+    lib = _libnuma()
+    if lib is None:
+        return _mapping_pages(address, None)
+    size = os.sysconf("SC_PAGE_SIZE")
+    first, count = address // size, max(1, -(-(address % size + nbytes) // size))
+    step = max(1, count // SAMPLED_PAGES)
+    pages = [(first + i) * size for i in range(0, count, step)]
+    status = (ctypes.c_int * len(pages))()
+    if lib.numa_move_pages(0, len(pages), (ctypes.c_void_p * len(pages))(*pages), None, status, 0) != 0:
+        return _mapping_pages(address, None)
+    return dict(Counter(node for node in status if node >= 0))  # a negative status: a page not yet touched
+
+
+def _affinities() -> dict[int, set[int]]:
+    """Each thread of the process (``/proc/self/task``) with the CPUs it may run on."""
+    found = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            found[int(task.name)] = os.sched_getaffinity(int(task.name))
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
+    return found
+
+
+def _set(task: int, cpus: set[int]) -> None:
+    try:
+        os.sched_setaffinity(task, cpus)
+    except (ProcessLookupError, PermissionError):  # the thread ended meanwhile
+        pass
 
 
 @contextmanager
-def bound_to(cpus: set[int]) -> Iterator[None]:
-    """Run the calling thread on ``cpus``: memory it first touches lands on their node."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
+def bound_to(cpus: set[int], node: int | None = None) -> Iterator[None]:
+    """Run every thread of the process on ``cpus`` (torch's intra-op pool too: the threads that fill a tensor place
+    its pages), threads started meanwhile included, and prefer ``node`` for the calling thread's new memory
+    (libnuma, where present: pages it touches land there while the node has room); everything as before after."""
+    mine = os.sched_getaffinity(0)
+    before = _affinities()
+    for task in before:
+        _set(task, cpus)
+    lib = _libnuma() if node is not None else None
+    if lib is not None:
+        lib.numa_set_preferred(node)
     try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        if lib is not None:
+            lib.numa_set_localalloc()
+        for task in _affinities():  # a thread started inside inherited the binding: it gets the process's own back
+            _set(task, before.get(task, mine))
