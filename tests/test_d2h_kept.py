@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from ratio_stand_in import with_rule
 from xferbench.families import FAMILIES
 from xferbench.families.d2h_kept import run as d2h_kept
 from xferbench.families.d2h_kept.run import VARIANTS, KeptCopy
@@ -16,7 +17,6 @@ from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.simulate import PATHS, SimBackend, parse_spec
 
 from fakes import FakeBenchmark, priced_seconds
-from ratio_stand_in import with_rule
 
 MiB = 2**20
 US = 1e-6
@@ -127,13 +127,13 @@ def test_the_finding_names_which_use_pays_what():
         "median_s": [2e-3, 12e-3, 2.1e-3, 3e-3, 20e-3, 25e-3], "q1_s": [1.9e-3, 11e-3, 1.9e-3, 2.9e-3, 19e-3, 24e-3],
         "q3_s": [2.1e-3, 13e-3, 2.2e-3, 3.1e-3, 21e-3, 26e-3], "held_bytes": [None, 64 * MiB, None, None, None, None]}))
     assert FAMILIES["d2h_kept"].finding(rows) == [
-        ".to('cpu', non_blocking=True) from cuda:0 at 64 MiB took 2 ms a call with each result freed (its pinned block "
-        "handed back by the caching host allocator); kept, on a first pass, 12 ms (6.00x (5.24-6.84) the freed call: "
-        "each call pins fresh memory, each result holding 64 MiB pinned until it is collected); a second pass, once "
-        "the first pass's results are dropped, 2.1 ms (can't tell (could see ≥ 1.13x) the freed call: the allocator "
-        "hands their blocks back); giving one kept result back to the driver (cudaFreeHost) 3 ms. The pageable "
-        ".cpu(): 20 ms freed, 25 ms kept (1.25x (1.14-1.37) the freed call). So a loop that lets each result go pays "
-        "2 ms a call; one that keeps them pays 12 ms a call on its first pass and 3 ms a result when they are "
-        "collected, the fix's pinned memory held meanwhile."]
+        ".to('cpu', non_blocking=True) from cuda:0 at 64 MiB: a loop that lets each result go pays 2 ms a call (the "
+        "caching host allocator hands its pinned block back); one that keeps its results pays, on a first pass, 12 ms "
+        "(6.00x (5.24-6.84) the freed call: each call pins fresh memory); on a second pass, once the first pass's "
+        "results are dropped, 2.1 ms (can't tell (could see ≥ 1.13x) the freed call: their blocks handed back); giving "
+        "one kept result back when it is collected (cudaFreeHost) costs 3 ms; the pageable .cpu() pays, each result "
+        "freed, 20 ms (10.00x (9.05-11.05) the freed call: the driver stages the copy); the pageable .cpu(), its "
+        "results kept, 25 ms (12.50x (11.43-13.68) the freed call: the driver stages it into fresh pages); each kept "
+        "result holds 64 MiB pinned until it is collected."]
     rows.attrs.clear()
     assert FAMILIES["d2h_kept"].finding(rows) == []  # no comparison rule given: nothing compared

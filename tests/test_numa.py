@@ -13,6 +13,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from test_host_side import threads_cpus
 from xferbench.families import FAMILIES
 from xferbench.families.numa import run as numa_run
 from xferbench.measure.families import concurrent
@@ -21,8 +22,6 @@ from xferbench.measure.families.concurrent import Concurrent
 from xferbench.measure.families.numa_nodes import numa_cpus
 from xferbench.measure.hardware import numa
 from xferbench.measure.simulate import SimBackend, load_spec
-
-from test_host_side import threads_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20

@@ -409,11 +409,6 @@ class SimBackend:
         mine = os.sched_getaffinity(0)
         return dict(Counter(node for node, cpus in enumerate(self.node_cpus) for _ in cpus & mine))
 
-    @staticmethod
-    def numa_distance(a: int, b: int) -> int:
-        """The SLIT distance between two simulated nodes: 10 to itself, 21 to another (one hop, ACPI's usual)."""
-        return 10 if a == b else 21
-
     def done(self, index: int, stream: str | None = None) -> float:
         """When ``index``'s default stream (or side ``stream``) will have done what is queued on it."""
         return self.side_streams.get((index, stream), 0.0) if stream else self.busy_until[index]
@@ -421,10 +416,6 @@ class SimBackend:
     def join(self, index: int, stream: str) -> None:
         """The default stream waits for side ``stream`` (``wait_stream``): later work starts after its copies."""
         self.busy_until[index] = max(self.busy_until[index], self.done(index, stream))
-
-    def wait_until(self, seconds: float) -> None:
-        """The host waits for an event that completes at ``seconds`` (a step's, synchronized one step late)."""
-        self.clock.now = max(self.clock.now, seconds)
 
     def call_seconds(self, case: Case) -> tuple[float, float]:
         """Priced without noise or drift: one timed call of ``case`` as the suite times it (the call,

@@ -18,43 +18,33 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _uses(src: str, size: str, t: dict[str, str], vs: dict[str, str], held: str) -> str:
-    """The run's figures of one GPU and size in sentences: each variant against the freed call, then who pays what."""
-    said = [f".to('cpu', non_blocking=True) from {src} at {size} took {t['freed']} a call with each result freed (its "
-            f"pinned block handed back by the caching host allocator); kept, on a first pass, {t['kept']} ({vs['kept']}"
-            f" the freed call: each call pins fresh memory{held})"]
-    if "kept_again" in t:
-        said.append(f"a second pass, once the first pass's results are dropped, {t['kept_again']} ({vs['kept_again']} "
-                    "the freed call: the allocator hands their blocks back)")
-    if "release" in t:
-        said.append(f"giving one kept result back to the driver (cudaFreeHost) {t['release']}")
-    out = "; ".join(said) + "."
-    if "cpu_kept" in t and "cpu_freed" in t:
-        out += (f" The pageable .cpu(): {t['cpu_freed']} freed, {t['cpu_kept']} kept ({vs['cpu_kept']} the freed "
-                "call).")
-    return out + (f" So a loop that lets each result go pays {t['freed']} a call; one that keeps them pays {t['kept']} "
-                  "a call on its first pass" + (f" and {t['release']} a result when they are collected" if "release" in
-                                                 t else "") + ", the fix's pinned memory held meanwhile.")
+#: How the sentence names each use after the freed call, and why it costs what it does against that call (None:
+#: not a copy, no comparison).
+USES = {"kept": ("one that keeps its results pays, on a first pass,", "each call pins fresh memory"),
+        "kept_again": ("on a second pass, once the first pass's results are dropped,", "their blocks handed back"),
+        "release": ("giving one kept result back when it is collected (cudaFreeHost) costs", None),
+        "cpu_freed": ("the pageable .cpu() pays, each result freed,", "the driver stages the copy"),
+        "cpu_kept": ("the pageable .cpu(), its results kept,", "the driver stages it into fresh pages")}
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
-    """At the largest size on each GPU: each variant against the freed call by the run's comparison rule
-    (``rows.attrs["ratio"]``; nothing is said without one), the pinned memory a kept result holds, and which use pays
-    what."""
-    ratio = rows.attrs.get("ratio")
-    out = []
-    for src, on_gpu in rows.groupby("src") if ratio is not None else ():
+    """At the largest size on each GPU, which use pays what: each variant against the freed call by the run's
+    comparison rule (``rows.attrs["ratio"]``; nothing is said without one), and the pinned memory a kept result
+    holds."""
+    ratio, out = rows.attrs.get("ratio"), []
+    for src, on_gpu in rows.groupby("src"):
         at = on_gpu[on_gpu["nbytes"] == on_gpu["nbytes"].max()]
         row = {r["variant"]: r for _, r in at.iterrows()}
-        if not {"freed", "kept"} <= row.keys():
+        if ratio is None or "freed" not in row:
             continue
-        base = {v: row["cpu_freed" if v.startswith("cpu") else "freed"] for v in row}
-        vs = {v: ratio(r, base[v]).text() for v, r in row.items()}
-        block = row["kept"].get("held_bytes")
-        held = "" if block is None or block != block else (  # None or NaN: not recorded
-            f", each result holding {format_bytes(int(block))} pinned until it is collected")
-        out.append(_uses(src, format_bytes(int(at["nbytes"].iloc[0])),
-                         {v: format_seconds(r["median_s"]) for v, r in row.items()}, vs, held))
+        said = [f"{words} {format_seconds(row[v]['median_s'])}" + (
+            f" ({ratio(row[v], row['freed']).text()} the freed call: {why})" if why else "")
+            for v, (words, why) in USES.items() if v in row]
+        block = (row["kept"].get("held_bytes") if "kept" in row else None) or 0  # None: not recorded; NaN fails > 0
+        held = f"; each kept result holds {format_bytes(int(block))} pinned until it is collected" if block > 0 else ""
+        out.append(f".to('cpu', non_blocking=True) from {src} at {format_bytes(int(at['nbytes'].iloc[0]))}: a loop that "
+                   f"lets each result go pays {format_seconds(row['freed']['median_s'])} a call (the caching host "
+                   f"allocator hands its pinned block back); {'; '.join(said)}{held}.")
     return out
 
 

@@ -16,13 +16,19 @@ if TYPE_CHECKING:
 
 #: The GPU work of one training step: a kernel of this duration that reads the batch first.
 STEP_S = 5e-3
-#: The loop every option is set against: 2 workers, pin_memory and non_blocking (the usual advice).
-BASE = "w2"
-#: Each option, as its variant changes the base (on the GPU) or the loader alone (to the host).
+#: Each variant in the page's words, as set against the base of its comparison.
 OPTIONS = {"w0": "no workers", "w1": "1 worker", "w2": "2 workers", "w4": "4 workers", "w2-pageable": "pin_memory off",
            "w2-blocking": "non_blocking off", "w2-prefetch4": "prefetch_factor 4", "w2-sidestream":
-           "the copy on a side stream, a step ahead", "first-w2": "2 workers", "epoch-w2-persistent":
-           "persistent_workers", "epoch-w2-forkserver": "forkserver", "epoch-w2-spawn": "spawn"}
+           "the copy on a side stream, a step ahead", "first-w0": "no workers", "first-w2": "2 workers",
+           "epoch-w2": "2 forked workers", "epoch-w2-persistent": "persistent_workers", "epoch-w2-forkserver":
+           "forkserver", "epoch-w2-spawn": "spawn"}
+#: The comparisons the page draws, each (how it is timed, its base, the variants set against it): on the GPU every
+#: option changed from 2 workers with pin_memory and non_blocking; to the host the loader alone, timed apart.
+ON_GPU = (("per step", "w2", ("w0", "w1", "w4", "w2-pageable", "w2-blocking", "w2-prefetch4", "w2-sidestream")),)
+TO_HOST = (("per step", "w0", ("w1", "w2", "w4")), ("per step", "w2", ("w2-prefetch4",)),
+           ("to a fresh iterator's first batch", "first-w0", ("first-w2",)),
+           ("per short epoch (4 batches, start-up and shut-down included)", "epoch-w2",
+            ("epoch-w2-persistent", "epoch-w2-forkserver", "epoch-w2-spawn")))
 
 
 def _row(rows: pd.DataFrame, variant: str) -> pd.Series | None:
@@ -30,11 +36,12 @@ def _row(rows: pd.DataFrame, variant: str) -> pd.Series | None:
     return None if found.empty else found.iloc[0]
 
 
-def _against(rows: pd.DataFrame, ratio: Any, base: str, variants: tuple[str, ...], what: str) -> list[str]:
-    """Each of ``variants`` set against ``base`` by the run's comparison rule: ``1 worker 1.52x (1.41-1.64)``."""
-    said = [f"{OPTIONS[v]} {ratio(a, b).text()}" for v in variants
-            if (a := _row(rows, v)) is not None and (b := _row(rows, base)) is not None]
-    return [f"Against that, the time {what}: {'; '.join(said)}."] if said else []
+def _against(rows: pd.DataFrame, ratio: Any, what: str, base: str, variants: tuple[str, ...]) -> list[str]:
+    """``variants`` set against ``base`` by the run's comparison rule: ``Per step, against ...: 1 worker 1.52x ...``."""
+    b = _row(rows, base)
+    said = [f"{OPTIONS[v]} {ratio(a, b).text()}" for v in variants if b is not None and (a := _row(rows, v)) is not None]
+    return [f"{what.capitalize()}, against {OPTIONS[base]} ({format_seconds(b['median_s'])}): {'; '.join(said)}."
+            ] if said and b is not None else []
 
 
 def waits(ratio: Any, step: pd.Series, alone: pd.Series) -> str:
@@ -47,61 +54,37 @@ def waits(ratio: Any, step: pd.Series, alone: pd.Series) -> str:
     return f"the GPU waits for input {share[0]:.0f}% ({share[1]:.0f}-{share[2]:.0f}%) of the step"
 
 
-def _fastest(rows: pd.DataFrame, ratio: Any, alone: pd.Series) -> list[str]:
-    """The loop that pays here: the shortest step, where the run tells it from the base; else the base holds."""
-    loops = rows[rows["variant"].isin([BASE, *OPTIONS])]
-    best, base = loops.loc[loops["median_s"].idxmin()], _row(rows, BASE)
-    if base is None or best["variant"] == BASE or not (r := ratio(best, base)).resolved:
-        return ["No option beats 2 workers with pin_memory and non_blocking by what this run can tell."]
-    return [f"What pays here: {OPTIONS[best['variant']]}, {format_seconds(best['median_s'])} a step ({r.text()} the "
-            f"base), where {waits(ratio, best, alone)}."]
-
-
-def _on_gpu(rows: pd.DataFrame, ratio: Any) -> list[str]:
-    out = []
-    for nbytes, at in rows[rows["dst"] == min(rows["dst"])].groupby("nbytes"):
-        alone, base = _row(at, "alone"), _row(at, BASE)
-        if alone is None or base is None:
-            continue
-        out.append(f"A training step of {format_seconds(alone['median_s'])} of GPU work on {base['dst']}, fed "
-                   f"{base['shape'].split('x')[0]} decoded images a batch ({format_bytes(nbytes)}): with 2 workers, "
-                   f"pin_memory and non_blocking it took {format_seconds(base['median_s'])} a step, and "
-                   f"{waits(ratio, base, alone)}.")
-        out += _against(at, ratio, BASE, ("w0", "w1", "w4", "w2-pageable", "w2-blocking", "w2-prefetch4",
-                                          "w2-sidestream"), "per step")
-        out += _fastest(at, ratio, alone)
-    return out
-
-
-def _alone(rows: pd.DataFrame, ratio: Any) -> list[str]:
-    """The loader alone (to the host): per step, then start-up and whole short epochs, each timed apart."""
-    out = []
-    for nbytes, at in rows.groupby("nbytes"):
-        if (w0 := _row(at, "w0")) is not None:
-            out.append(f"The loader alone, {w0['shape'].split('x')[0]} decoded images a batch "
-                       f"({format_bytes(nbytes)}) to the host: {format_seconds(w0['median_s'])} a step with no "
-                       "workers.")
-            out += _against(at, ratio, "w0", ("w1", "w2", "w4"), "per step")
-            out += _against(at, ratio, "w2", ("w2-prefetch4",), "per step with 2 workers")
-        timed = [f"{what} {format_seconds(row['median_s'])}" for variant, what in (
-            ("startup-w2", "iter() starting 2 workers"), ("first-w0", "a fresh iterator's first batch with no "
-             "workers"), ("epoch-w2", "a short epoch with 2 forked workers")) if (row := _row(at, variant)) is not None]
-        if timed:
-            out.append(f"Timed apart: {'; '.join(timed)}.")
-        out += _against(at, ratio, "first-w0", ("first-w2",), "to a fresh iterator's first batch")
-        out += _against(at, ratio, "epoch-w2", ("epoch-w2-persistent", "epoch-w2-forkserver", "epoch-w2-spawn"),
-                        "per epoch")
-    return out
+def _on_gpu(at: pd.Series, ratio: Any, fed: str) -> list[str]:
+    """The step and its wait for input, each option against the base, and what pays: the shortest step, where the
+    run tells it from the base."""
+    alone, base = _row(at, "alone"), _row(at, "w2")
+    if alone is None or base is None:
+        return []
+    best = at.loc[at[at["variant"] != "alone"]["median_s"].idxmin()]
+    pays = ["No option beats 2 workers with pin_memory and non_blocking by what this run can tell."]
+    if best["variant"] != "w2" and (r := ratio(best, base)).resolved:
+        pays = [f"What pays here: {OPTIONS[best['variant']]}, {format_seconds(best['median_s'])} a step ({r.text()} the "
+                f"base), where {waits(ratio, best, alone)}."]
+    return [f"A training step of {format_seconds(alone['median_s'])} of GPU work on {base['dst']}, fed {fed}: with 2 "
+            f"workers, pin_memory and non_blocking it took {format_seconds(base['median_s'])} a step, and "
+            f"{waits(ratio, base, alone)}.", *[s for c in ON_GPU for s in _against(at, ratio, *c)], *pays]
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
     """Per batch size, on the first GPU: the step and its wait for input, each option against the base, what pays;
-    the loader alone on the host. Comparisons by ``rows.attrs["ratio"]`` (the run's rule); none without it."""
-    ratio = rows.attrs.get("ratio")
-    if ratio is None:
-        return []
-    on_gpu = rows[rows["dst"] != "cpu"]
-    return (_on_gpu(on_gpu, ratio) if not on_gpu.empty else []) + _alone(rows[rows["dst"] == "cpu"], ratio)
+    to the host, the loader alone. Comparisons by ``rows.attrs["ratio"]`` (the run's rule); none without it."""
+    ratio, out = rows.attrs.get("ratio"), []
+    gpus = rows.loc[rows["dst"] != "cpu", "dst"]  # the first GPU speaks: identical GPUs say the same
+    for (dst, nbytes), at in rows[rows["dst"].isin(["cpu", *([gpus.min()] if len(gpus) else [])])].groupby(["dst", "nbytes"]):
+        fed = f"{at['shape'].iloc[0].split('x')[0]} decoded images a batch ({format_bytes(nbytes)})"
+        if ratio is not None and dst != "cpu":
+            out += _on_gpu(at, ratio, fed)
+        elif ratio is not None:
+            started = _row(at, "startup-w2")
+            out.append(f"The loader alone to the host, {fed}" + (f": iter() starting 2 workers took "
+                       f"{format_seconds(started['median_s'])}" if started is not None else "") + ".")
+            out += [s for c in TO_HOST for s in _against(at, ratio, *c)]
+    return out
 
 
 RECORD = Family("dataloader", "Scenario: an input pipeline as a training loop runs it",

@@ -140,13 +140,6 @@ def loader(b: Batch) -> Any:
     return DataLoader(dataset, batch_size=b.size, num_workers=b.workers, pin_memory=b.pinned, **workers)
 
 
-def shut_down(iterator: Any) -> None:
-    """End ``iterator``'s worker processes (and pin-memory thread) now, joined: not whenever it is collected."""
-    stop = getattr(iterator, "_shutdown_workers", None)  # a multiprocessing iterator's; torch calls it from __del__
-    if stop is not None:
-        stop()
-
-
 def _steps(b: Batch, live: list[Any]) -> Callable[[], Any]:
     """One training step a call: the next batch to the device (with a side stream: the one copied there during the
     step before, the next one's copy queued), the step (it reads the batch, then a kernel of ``STEP_S``), and a
@@ -188,10 +181,10 @@ def prepare(b: Batch, sync: Sync) -> Prepared:
     data: Any = loader(b) if b.phase != "alone" else None
     live: list[Any] = []  # the iterator alive now (its workers), shut down by the teardown and by close
 
-    def close() -> None:
-        while live:
-            shut_down(live.pop())
-        shut_down(getattr(data, "_iterator", None))  # persistent workers: the loader keeps its iterator
+    def close() -> None:  # the workers (and pin-memory thread) ended now, joined: not whenever they are collected
+        for iterator in [*live, getattr(data, "_iterator", None)]:  # a loader of persistent workers keeps its own
+            getattr(iterator, "_shutdown_workers", lambda: None)()  # torch calls it from __del__
+        live.clear()
         sync()
 
     def check(out: Any) -> None:
@@ -234,12 +227,11 @@ def price(b: Batch, m: Priced, sync: Sync) -> Prepared:
         if b.phase != "alone":
             if stream is not None:
                 backend.join(gpu, stream)  # this step's batch was copied during the step before
-            backend.wait_until(workers.take(backend.clock.now))
+            backend.clock.now = workers.take(backend.clock.now)  # the host waits for (or, alone, makes) the batch
             m.copy("h2d_pinned" if b.pinned else "h2d_pageable", n, b.dst, waits=not (b.pinned and b.non_blocking),
                    stream=stream)
         m.queue(b.dst, STEP_S)
-        backend.wait_until(before[0])
-        before[0] = backend.done(gpu)
+        backend.clock.now, before[0] = max(backend.clock.now, before[0]), backend.done(gpu)  # one step late
 
     for _ in range(b.workers * b.prefetch + 2):  # as prepare does: start-up and prefetched batches untimed
         call()

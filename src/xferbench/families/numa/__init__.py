@@ -17,26 +17,22 @@ if TYPE_CHECKING:
 
 
 def _node(row: pd.Series) -> str:
-    """``node 1 (SLIT distance 21; spilled: ...)``: its distance where recorded, and whether a page sat elsewhere."""
-    far = row.get("numa_distance")
-    said = [] if far is None or far != far else [f"SLIT distance {int(far)}"]  # None or NaN: not recorded
-    said += ["spilled: a page of it sat on another node"] if row.get("host_placement") == "spilled" else []
-    return f"node {int(row['host_numa_node'])}" + (f" ({'; '.join(said)})" if said else "")
+    spilled = "; spilled: a page of it sat on another node" if row["host_placement"] == "spilled" else ""
+    return f"node {row['host_numa_node']:.0f} (SLIT distance {row['numa_distance']:.0f}{spilled})"
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
     """Each direction and size: the remote buffer's time against the local one's by the run's comparison rule
-    (``rows.attrs["ratio"]``; nothing is said without one), naming both nodes and the remote one's distance."""
-    ratio = rows.attrs.get("ratio")
-    out = []
-    for (src, dst, nbytes), at in rows.groupby(["src", "dst", "nbytes"]) if ratio is not None else ():
-        direction = "h2d" if src == "cpu" else "d2h"
-        local, remote = of_variant(at, f"{direction}_local"), of_variant(at, f"{direction}_remote")
-        if local.empty or remote.empty or local["host_numa_node"].isna().any() or remote["host_numa_node"].isna().any():
-            continue
-        out.append(f"{direction} {src}->{dst} at {format_bytes(int(nbytes))}: the buffer on {_node(remote.iloc[0])} "
-                   f"took {ratio(remote.iloc[0], local.iloc[0]).text()} the time of one on the GPU's "
-                   f"{_node(local.iloc[0])}.")
+    (``rows.attrs["ratio"]``; nothing is said without one), naming both nodes, their distance from the GPU's and a
+    spill. Rows that do not say where their buffer landed say nothing."""
+    ratio, out = rows.attrs.get("ratio"), []
+    placed = rows.dropna(subset=["host_numa_node", "numa_distance", "host_placement"]) if ratio is not None else rows[:0]
+    for (src, dst, nbytes), at in placed.groupby(["src", "dst", "nbytes"]):
+        remote, local = (of_variant(at, f"{'h2d' if src == 'cpu' else 'd2h'}_{where}") for where in ("remote", "local"))
+        if len(remote) and len(local):
+            out.append(f"{remote['variant'].iloc[0][:3]} {src}->{dst} at {format_bytes(int(nbytes))}: the buffer on "
+                       f"{_node(remote.iloc[0])} took {ratio(remote.iloc[0], local.iloc[0]).text()} the time of one "
+                       f"on the GPU's {_node(local.iloc[0])}.")
     return out
 
 

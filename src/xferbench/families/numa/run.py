@@ -69,7 +69,7 @@ def price(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     node = local if where == "local" else (local + 1) % nodes
     cap = m.spec.remote_GBps if where == "remote" else None
     call = then_sync(sync, lambda: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, cap=cap))
-    extra = placed(where, None, node, {node: 1}) | {"numa_distance": m.backend.numa_distance(local, node)}
+    extra = placed(where, None, node, {node: 1}) | {"numa_distance": 10 if node == local else 21}  # SLIT: one hop
     return Prepared(call, extra=extra)
 
 

@@ -99,22 +99,18 @@ def page_nodes(address: int, nbytes: int) -> dict[int, int]:
     return dict(Counter(node for node in status if node >= 0))  # a negative status: a page not yet touched
 
 
-def _affinities() -> dict[int, set[int]]:
-    """Each thread of the process (``/proc/self/task``) with the CPUs it may run on."""
-    found = {}
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            found[int(task.name)] = os.sched_getaffinity(int(task.name))
-        except ProcessLookupError:  # the thread ended meanwhile
-            continue
-    return found
+def _threads() -> list[int]:
+    return [int(task.name) for task in Path("/proc/self/task").iterdir()]
 
 
-def _set(task: int, cpus: set[int]) -> None:
+def _affinity(task: int, cpus: set[int] | None = None) -> set[int] | None:
+    """The CPUs thread ``task`` may run on, set to ``cpus`` first where given; None once the thread has ended."""
     try:
-        os.sched_setaffinity(task, cpus)
-    except (ProcessLookupError, PermissionError):  # the thread ended meanwhile
-        pass
+        if cpus is not None:
+            os.sched_setaffinity(task, cpus)
+        return os.sched_getaffinity(task)
+    except ProcessLookupError:
+        return None
 
 
 @contextmanager
@@ -123,9 +119,9 @@ def bound_to(cpus: set[int], node: int | None = None) -> Iterator[None]:
     its pages), threads started meanwhile included, and prefer ``node`` for the calling thread's new memory
     (libnuma, where present: pages it touches land there while the node has room); everything as before after."""
     mine = os.sched_getaffinity(0)
-    before = _affinities()
+    before = {task: _affinity(task) for task in _threads()}
     for task in before:
-        _set(task, cpus)
+        _affinity(task, cpus)
     lib = _libnuma() if node is not None else None
     if lib is not None:
         lib.numa_set_preferred(node)
@@ -134,5 +130,5 @@ def bound_to(cpus: set[int], node: int | None = None) -> Iterator[None]:
     finally:
         if lib is not None:
             lib.numa_set_localalloc()
-        for task in _affinities():  # a thread started inside inherited the binding: it gets the process's own back
-            _set(task, before.get(task, mine))
+        for task in _threads():  # a thread started inside inherited the binding: it gets the process's own back
+            _affinity(task, before.get(task) or mine)
