@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...units import format_bytes
+from ...units import format_bytes, format_seconds
 from ..base import Family, of_variant
 
 if TYPE_CHECKING:
@@ -17,22 +17,25 @@ if TYPE_CHECKING:
 
 
 def _node(row: pd.Series) -> str:
-    spilled = "; spilled: a page of it sat on another node" if row["host_placement"] == "spilled" else ""
-    return f"node {row['host_numa_node']:.0f} (SLIT distance {row['numa_distance']:.0f}{spilled})"
+    """``node 1 (SLIT distance 21; spilled: ...)``: its distance where recorded, and whether a page sat elsewhere."""
+    said = [f"SLIT distance {row['numa_distance']:.0f}"] if (row.get("numa_distance") or 0) > 0 else []  # NaN fails
+    said += ["spilled: a page of it sat on another node"] if row.get("host_placement") == "spilled" else []
+    return f"node {row['host_numa_node']:.0f}" + (f" ({'; '.join(said)})" if said else "")
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
     """Each direction and size: the remote buffer's time against the local one's by the run's comparison rule
-    (``rows.attrs["ratio"]``; nothing is said without one), naming both nodes, their distance from the GPU's and a
-    spill. Rows that do not say where their buffer landed say nothing."""
+    (``rows.attrs["ratio"]``; without one, both times and no comparison), naming both nodes, their distance from
+    the GPU's and a spill. Rows that do not say where their buffer landed say nothing."""
     ratio, out = rows.attrs.get("ratio"), []
-    placed = rows.dropna(subset=["host_numa_node", "numa_distance", "host_placement"]) if ratio is not None else rows[:0]
-    for (src, dst, nbytes), at in placed.groupby(["src", "dst", "nbytes"]):
+    for (src, dst, nbytes), at in rows.dropna(subset=["host_numa_node"]).groupby(["src", "dst", "nbytes"]):
         remote, local = (of_variant(at, f"{'h2d' if src == 'cpu' else 'd2h'}_{where}") for where in ("remote", "local"))
         if len(remote) and len(local):
-            out.append(f"{remote['variant'].iloc[0][:3]} {src}->{dst} at {format_bytes(int(nbytes))}: the buffer on "
-                       f"{_node(remote.iloc[0])} took {ratio(remote.iloc[0], local.iloc[0]).text()} the time of one "
-                       f"on the GPU's {_node(local.iloc[0])}.")
+            far, near = remote.iloc[0], local.iloc[0]
+            took = f"{ratio(far, near).text()} the time of" if ratio else f"{format_seconds(far['median_s'])}, against " \
+                f"{format_seconds(near['median_s'])} for"
+            out.append(f"{far['variant'][:3]} {src}->{dst} at {format_bytes(int(nbytes))}: the buffer on {_node(far)} "
+                       f"took {took} one on the GPU's {_node(near)}.")
     return out
 
 
