@@ -137,3 +137,19 @@ def test_the_finding_names_which_use_pays_what():
         "result holds 64 MiB pinned until it is collected."]
     rows.attrs.clear()
     assert FAMILIES["d2h_kept"].finding(rows) == []  # no comparison rule given: nothing compared
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: torch's caching host allocator")
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_on_a_gpu_each_use_runs_and_a_kept_result_holds_what_the_model_says(variant):
+    """For real (tools/gpu_reference_run.sh): a kept result of 48 MiB holds a 64 MiB pinned block, as the simulated
+    machine prices it; every call's result checked; the kept results given back when the case ends."""
+    case = KeptCopy("d2h_kept", variant, "cuda:0", "cpu", 48 * MiB, "bytes")
+    prepared = d2h_kept.prepare(case, torch.cuda.synchronize)
+    for _ in range(3):
+        if prepared.setup:
+            prepared.setup()
+        out = prepared.target()
+    prepared.check(out)
+    if variant in ("kept", "kept_again", "release"):
+        assert prepared.extra["held_bytes"] == 64 * MiB

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from ratio_stand_in import with_rule
 from xferbench.families import FAMILIES
@@ -248,3 +249,24 @@ def test_a_real_cpu_run_end_to_end(tmp_path):
     said = finding(with_rule(frame[frame["op"] == "dataloader"].copy()))
     assert said[0].startswith("The loader alone to the host, 32 decoded images a batch (18.4 MiB): iter() starting 2 ")
     assert said[-1].startswith("Per short epoch (4 batches, ") and "; spawn " in said[-1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the training steps run on it")
+@pytest.mark.parametrize("variant", ["alone", "w0", "w2", "w2-blocking", "w2-pageable", "w2-sidestream"])
+def test_on_a_gpu_each_training_step_runs_and_hands_its_batch_to_the_step(variant):
+    """For real (tools/gpu_reference_run.sh): the steps run back to back, each waiting for the one before, every
+    batch on the device as decoded (8 samples a batch: each batch decodes the dataset's 8 images), and every worker
+    ended after."""
+    from xferbench.families.dataloader.run import Images
+
+    before = live_children()
+    step = case(variant, "cuda:0", 8)
+    prepared = prepare(step, torch.cuda.synchronize)
+    try:
+        for _ in range(6):
+            out = prepared.target()
+        prepared.check(out)
+        assert torch.equal(out.cpu(), torch.stack([Images(8)[i] for i in range(8)]))
+    finally:
+        prepared.close()
+    assert live_children() == before

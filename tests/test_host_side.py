@@ -188,3 +188,25 @@ def test_a_spec_of_one_node_records_nothing():
     info = run_case(H2D, FakeBenchmark(calls=2), backend)
     transfers._KEPT.clear()
     assert "host_numa_node" not in info and "host_placement" not in info
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: its NUMA node and pinned memory")
+def test_on_a_gpu_every_thread_runs_on_its_node_and_each_buffer_is_read_back():
+    """For real (tools/gpu_reference_run.sh): an h2d source, a d2h destination and a fresh .cpu() result, each case
+    timed with every thread on the GPU's node's CPUs, each buffer's node read back from the kernel."""
+    from xferbench.measure.hardware.devices import TorchBackend
+    from xferbench.measure.hardware.machine import cpu_list
+    from xferbench.measure.hardware.numa import node_cpus
+
+    backend = TorchBackend()
+    local = host_side.gpu_cpus("cuda:0", backend)
+    if not local or not local & ALLOWED:
+        pytest.skip("the GPU's NUMA node is unknown here, or this process may not run there")
+    node = next(n for n, cpus in node_cpus().items() if cpus & local)
+    for case in (Case("h2d", "copy_", "cpu", "cuda:0", (2**20,), host_memory="pinned"),
+                 Case("d2h", "copy_", "cuda:0", "cpu", (2**20,), host_memory="pageable"),
+                 Case("d2h", "cpu", "cuda:0", "cpu", (2**20,), host_memory="pageable")):
+        benchmark = Watching(calls=3)
+        info = run_case(case, benchmark, backend)
+        assert benchmark.cpus == {cpu_list(local & ALLOWED)}, case.id  # the kernel's own form: 0-15,32-47
+        assert (info["host_placement"], info["host_numa_node"]) == ("gpu_node", node), case.id
