@@ -44,8 +44,8 @@ class TestPlan:
 
     def test_the_simulated_spec_gets_the_training_steps_on_its_first_gpu(self):
         planned = plan("dataloader", ["cpu", "cuda:0", "cuda:1"], "full")
-        assert [c.id for c in planned] == ([f"{v}-32images-cpu" for v in HOST] + [
-            f"{v}-128images-cpu" for v in HOST[:9]] + [f"{v}-{n}images-cpu->cuda:0" for n in (32, 128) for v in ON_GPU])
+        assert [c.id for c in planned] == ([f"{v}-{n}images-cpu->cuda:0" for n in (32, 128) for v in ON_GPU] + [
+            f"{v}-32images-cpu" for v in HOST] + [f"{v}-128images-cpu" for v in HOST[:9]])
         assert SCENARIO_FAMILIES["dataloader"].sizes == {"quick": (32,), "full": (32, 128)}
 
     @pytest.mark.parametrize(("variant", "dst", "memory", "non_blocking"), [

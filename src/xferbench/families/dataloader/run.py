@@ -76,13 +76,13 @@ class Batch(Scenario):
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Batch | Skipped]:
-    planned: list[Batch | Skipped] = [Batch("dataloader", v, "cpu", "cpu", n, "images") for i, n in enumerate(sizes)
-                                      for v in HOST + (ONCE if i == 0 else ())]
+    """The training steps first (a run cut short keeps them), then the loader alone."""
     gpus = accelerators(devices)
-    if not gpus:
-        return [*planned, Skipped("dataloader-gpu-half", "dataloader's training steps need an accelerator; the "
-                                                         f"devices measured are: {', '.join(devices)}")]
-    return planned + [Batch("dataloader", v, "cpu", gpus[0], n, "images") for n in sizes for v in ON_GPU]
+    return [*(Batch("dataloader", v, "cpu", gpus[0], n, "images") for n in sizes for v in ON_GPU if gpus),
+            *(Batch("dataloader", v, "cpu", "cpu", n, "images") for i, n in enumerate(sizes)
+              for v in HOST + (ONCE if i == 0 else ())),
+            *([] if gpus else [Skipped("dataloader-gpu-half", "dataloader's training steps need an accelerator; the "
+                                                              f"devices measured are: {', '.join(devices)}")])]
 
 
 class Images:
