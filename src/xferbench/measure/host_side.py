@@ -99,7 +99,7 @@ def near_gpu(case: Case, backend: DeviceBackend, wedged: bool = False) -> Iterat
         # A pinned block cached from a case on another node would be handed back, and sit there.
         empty_host_cache(wedged, backend)
     _last_bound[0] = frozenset(cpus)
-    with bound_to(cpus, node):
+    with bound_to(cpus, None if backend.simulated else node):  # a simulated node has no memory of its own
         yield lambda buffers, result=None: _landed(_host_buffer(case, buffers, result), "gpu_node", node, reader)
 
 

@@ -129,9 +129,9 @@ def loader(b: Batch) -> Any:
 
     start = next((m for m in ("forkserver", "spawn") if m in b.words), "fork")
     if b.workers and start not in multiprocessing.get_all_start_methods():
-        raise CannotRun(f"{b.id}: this platform has no {start} start method")
+        raise CannotRun(f"this platform has no {start} start method")
     if b.workers > len(os.sched_getaffinity(0)):
-        raise CannotRun(f"{b.id}: {b.workers} workers on {len(os.sched_getaffinity(0))} CPUs would time the scheduler")
+        raise CannotRun(f"{b.workers} workers on {len(os.sched_getaffinity(0))} CPUs would time the scheduler")
     length = EPOCH_BATCHES * b.size if b.phase == "epoch" else 2**40  # steady cases never reach the end
     workers: dict[str, Any] = {"prefetch_factor": b.prefetch, "multiprocessing_context": start,
                                "persistent_workers": "persistent" in b.words,
