@@ -15,7 +15,7 @@ from typing import Any
 
 from .cases import Case
 from .hardware.devices import DeviceBackend, accelerator_index
-from .hardware.numa import bound_to, node_cpus, page_nodes
+from .hardware.numa import bound_to, landed, node_cpus, page_nodes
 
 __all__ = ["Landed", "empty_host_cache", "gpu_cpus", "near_gpu"]
 
@@ -61,12 +61,11 @@ def gpu_cpus(device: str, backend: DeviceBackend) -> set[int] | None:
     return gpu_local_cpus(pci_bus_id(torch.cuda.get_device_properties(torch.device(device))))
 
 
-def _host_buffer(case: Case, buffers: Any, result: Any) -> Any:
-    """The case's host buffer: an h2d source, a d2h copy_ destination, or an allocating d2h call's fresh result (a
-    call's own, made while bound: None on the simulated machine, whose timed calls make none)."""
-    if case.op == "h2d":
-        return buffers.src
-    return result if buffers.dst is None else buffers.dst
+def _pages(case: Case, buffers: Any, result: Any, reader: Callable[[int, int], dict[int, int]]) -> dict[int, int]:
+    """Pages per node of the case's host buffer: an h2d source, a d2h copy_ destination, or an allocating d2h call's
+    fresh result (a call's own, made while bound: none on the simulated machine, whose timed calls make none)."""
+    host = buffers.src if case.op == "h2d" else result if buffers.dst is None else buffers.dst
+    return {} if host is None else reader(host.data_ptr(), host.nbytes)
 
 
 def _gpu_node(gpu: str, backend: DeviceBackend, cpus: set[int]) -> int | None:
@@ -93,20 +92,11 @@ def near_gpu(case: Case, backend: DeviceBackend, wedged: bool = False) -> Iterat
     node = _gpu_node(gpu, backend, cpus)
     reader = getattr(backend, "page_nodes", page_nodes)
     if not cpus:  # the node is unknown, or this process may not run there: where it runs, and said so
-        yield lambda buffers, result=None: _landed(_host_buffer(case, buffers, result), "unbound", None, reader)
+        yield lambda buffers, result=None: landed(_pages(case, buffers, result, reader), None, "unbound")
         return
     if _last_bound[0] is not None and _last_bound[0] != frozenset(cpus):
         # A pinned block cached from a case on another node would be handed back, and sit there.
         empty_host_cache(wedged, backend)
     _last_bound[0] = frozenset(cpus)
     with bound_to(cpus, None if backend.simulated else node):  # a simulated node has no memory of its own
-        yield lambda buffers, result=None: _landed(_host_buffer(case, buffers, result), "gpu_node", node, reader)
-
-
-def _landed(host: Any, placement: str, expected: int | None, reader: Callable[[int, int], dict[int, int]]
-            ) -> dict[str, Any]:
-    pages = {} if host is None else reader(host.data_ptr(), host.nbytes)
-    if not pages:
-        return {"host_placement": placement}
-    spilled = expected is not None and any(node != expected for node in pages)
-    return {"host_placement": "spilled" if spilled else placement, "host_numa_node": max(pages, key=pages.__getitem__)}
+        yield lambda buffers, result=None: landed(_pages(case, buffers, result, reader), node, "gpu_node")

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, then_sync
 from ...measure.families.concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
-from ...measure.families.numa_nodes import bound_to, distance, numa_cpus, page_nodes
+from ...measure.families.numa_nodes import bound_to, distance, landed, numa_cpus, page_nodes
 from ...measure.families.scenario import empty_host_cache
 from ...measure.hardware.machine import gpu_local_cpus
 from ...measure.hardware.probe import pci_bus_id
@@ -26,13 +26,11 @@ def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
 
 
 def placed(where: str, home: int | None, node: int | None, pages: dict[int, int]) -> dict[str, Any]:
-    """What a buffer asked for on ``node`` records: the node holding most of its pages, whether one sits elsewhere
-    (``spilled``), and the SLIT distance from the GPU's node (``home``) to the one it landed on."""
-    landed = max(pages, key=pages.__getitem__) if pages else node
-    spilled = any(n != node for n in pages)
-    far = distance(home, landed) if home is not None and landed is not None else None
-    asked = "gpu_node" if where == "local" else "remote_node"
-    return {"host_numa_node": landed, "host_placement": "spilled" if spilled else asked, "numa_distance": far}
+    """What a buffer asked for on ``node`` records (``numa.landed``), and the SLIT distance from the GPU's node
+    (``home``) to the one holding most of it."""
+    said = landed(pages, node, "gpu_node" if where == "local" else "remote_node")
+    on = said.get("host_numa_node")
+    return said | {"numa_distance": distance(home, on) if home is not None and on is not None else None}
 
 
 def prepare(c: Concurrent, sync: Sync) -> Prepared:

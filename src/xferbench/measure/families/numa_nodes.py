@@ -7,10 +7,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..hardware.numa import bound_to, distance, node_cpus, numa_node_of, page_nodes
+from ..hardware.numa import bound_to, distance, landed, node_cpus, numa_node_of, page_nodes
 from .concurrent import NotPlaceable
 
-__all__ = ["bound_to", "distance", "near", "numa_cpus", "numa_node_of", "page_nodes"]
+__all__ = ["bound_to", "distance", "landed", "near", "numa_cpus", "numa_node_of", "page_nodes"]
 
 
 def numa_cpus(local: set[int] | None, allowed: set[int], where: str,

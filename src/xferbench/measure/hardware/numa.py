@@ -12,10 +12,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .machine import parse_cpu_list
 
-__all__ = ["bound_to", "distance", "node_cpus", "numa_node_of", "page_nodes"]
+__all__ = ["bound_to", "distance", "landed", "node_cpus", "numa_node_of", "page_nodes"]
 
 SYSFS_NODES = Path("/sys/devices/system/node")
 #: Pages of a buffer asked of the kernel at most, spread evenly over it: enough to see a spill of 1/1000.
@@ -29,12 +30,7 @@ def _libnuma() -> ctypes.CDLL | None:
         lib = ctypes.CDLL("libnuma.so.1", use_errno=True)
     except OSError:
         return None
-    if lib.numa_available() < 0:
-        return None
-    p_int = ctypes.POINTER(ctypes.c_int)
-    lib.numa_move_pages.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.POINTER(ctypes.c_void_p), p_int, p_int,
-                                    ctypes.c_int]
-    return lib
+    return lib if lib.numa_available() >= 0 else None
 
 
 def node_cpus(root: Path = SYSFS_NODES) -> dict[int, set[int]]:
@@ -94,9 +90,19 @@ def page_nodes(address: int, nbytes: int) -> dict[int, int]:
     step = max(1, count // SAMPLED_PAGES)
     pages = [(first + i) * size for i in range(0, count, step)]
     status = (ctypes.c_int * len(pages))()
-    if lib.numa_move_pages(0, len(pages), (ctypes.c_void_p * len(pages))(*pages), None, status, 0) != 0:
+    asked = (ctypes.c_void_p * len(pages))(*pages)
+    if lib.numa_move_pages(0, ctypes.c_ulong(len(pages)), asked, None, status, 0) != 0:  # pid 0: this process
         return _mapping_pages(address, None)
     return dict(Counter(node for node in status if node >= 0))  # a negative status: a page not yet touched
+
+
+def landed(pages: dict[int, int], asked: int | None, placement: str) -> dict[str, Any]:
+    """What a buffer asked for on node ``asked`` records: the node holding most of its ``pages`` and ``placement``,
+    or ``spilled`` where a page of it sits on another node; the placement alone without pages."""
+    if not pages:
+        return {"host_placement": placement}
+    spilled = asked is not None and any(node != asked for node in pages)
+    return {"host_placement": "spilled" if spilled else placement, "host_numa_node": max(pages, key=pages.__getitem__)}
 
 
 def _threads() -> list[int]:
