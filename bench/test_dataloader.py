@@ -1,5 +1,6 @@
-"""dataloader: a DataLoader feeding the GPU, per batch from next() until the batch is on the device
-(pin_memory, num_workers, non_blocking), the loader alone, worker start-up and the first batch."""
+"""dataloader: an input pipeline as a training loop runs it. On the first GPU, per training step, the share of it
+the GPU waits for input with each option (workers, pin_memory, non_blocking, prefetch_factor, a side stream); to the
+host, the loader alone, start-up, first batch and short epochs (persistent_workers, start methods)."""
 
 import pytest
 

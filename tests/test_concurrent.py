@@ -4,7 +4,6 @@ import os
 import shutil
 import types
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 import torch  # loaded before pytester's in-process runs, which unload what they import
@@ -15,7 +14,6 @@ from xferbench.measure.cases import Skipped
 from xferbench.measure.families import concurrent, numa_nodes, peer_copies
 from xferbench.measure.families.base import Prepared
 from xferbench.measure.families.concurrent import Concurrent
-from xferbench.measure.families.numa_nodes import numa_cpus, numa_node_of
 from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
 from xferbench.measure.hardware.faults import fault_calls
 from xferbench.measure.session import run_state
@@ -221,35 +219,6 @@ class TestRun:
         case = next(c for c in plan(op, ["cpu", "cuda:0", "cuda:1", "cuda:2"], "quick") if isinstance(c, Concurrent))
         with pytest.raises(CannotRun, match=f"{op} needs real CUDA devices .*; torch sees no CUDA device"):
             run(case, FakeBenchmark(), FakeBackend(gpus=3))
-
-
-class TestNuma:
-    NODES: ClassVar = {0: set(range(0, 8)), 1: set(range(8, 16))}
-
-    def test_local_and_remote_cpus(self):
-        local = self.NODES[1]
-        assert numa_cpus(local, set(range(16)), "local", self.NODES) == local
-        assert numa_cpus(local, set(range(16)), "remote", self.NODES) == self.NODES[0]
-
-    @pytest.mark.parametrize(("local", "allowed", "where", "reason"), [
-        (None, set(range(16)), "local", "NUMA node is unknown"),
-        ({8, 9}, {0, 1}, "local", "may not run on any CPU of the GPU's NUMA node"),
-        (set(range(16)), set(range(16)), "remote", "the machine has one node here"),
-        ({8, 9}, {8, 9}, "remote", "no other NUMA node"),
-    ])
-    def test_impossible_placements_say_why(self, local, allowed, where, reason):
-        nodes = {0: set(range(16))} if local == set(range(16)) else self.NODES
-        with pytest.raises(concurrent.NotPlaceable, match=reason):
-            numa_cpus(local, allowed, where, nodes)
-
-    def test_node_of_an_address_from_numa_maps(self):
-        """The node holding most pages of the mapping that contains the address."""
-        maps = ("7f0000000000 default anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n"
-                "7f1000000000 default file=/dev/nvidiactl N0=3 N1=65533 kernelpagesize_kB=4\n"
-                "7f2000000000 default anon=1 N0=1\n")
-        assert numa_node_of(0x7F1000000000 + 4096, maps) == 1
-        assert numa_node_of(0x7F0000000100, maps) == 0
-        assert numa_node_of(0x1000, maps) is None
 
 
 class TestRunState:

@@ -1,133 +1,180 @@
-"""dataloader (families/dataloader/): a DataLoader feeding the GPU. Its plan on a CPU-only machine and on the
-simulated 2-GPU spec, its prices there, its finding on hand-fed rows, a real CPU run end to end, and its worker
-processes ended with each case, timed or failed."""
+"""dataloader (families/dataloader/): an input pipeline as a training loop runs it. Its plan on a CPU-only machine and
+on the simulated 2-GPU spec, the loader each case builds, its steps priced by the worker model and read back as the
+share of the step the GPU waits for input, its finding on hand-fed rows, its worker processes ended with each case,
+timed or failed, and with the run when the run is killed; a real CPU run end to end."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
+from ratio_stand_in import with_rule
 from xferbench.families import FAMILIES
-from xferbench.families.dataloader import finding
-from xferbench.families.dataloader.run import batch, prepare
-from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan, run
+from xferbench.families.dataloader import STEP_S, finding
+from xferbench.families.dataloader.run import ON_GPU, Batch, die_with_run, loader, prepare
+from xferbench.measure.families.registry import SCENARIO_FAMILIES, plan
 from xferbench.measure.families.scenario import time_scenario
-from xferbench.measure.simulate import SimBackend, load_spec
+from xferbench.measure.simulate import PATHS, SimBackend, parse_spec
 
-from fakes import FakeBenchmark, warm_call_seconds
-from processes import live_children
+from fakes import FakeBenchmark, priced_seconds
+from processes import live_children, until
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml"
-IMAGES = 32 * 3 * 224 * 224  # the quick profile's image batch, uint8
-TOKENS = 8 * 2048 * 8  # 8 sequences of 2048 int64 tokens
-HOST = ["w0-32images-cpu", "w2-32images-cpu", "startup-w2-32images-cpu", "first-w0-32images-cpu",
-        "first-w2-32images-cpu", "w0-8x2048tokens-cpu", "w2-8x2048tokens-cpu", "first-w0-8x2048tokens-cpu",
-        "first-w2-8x2048tokens-cpu"]
-LOOPS = [f"w{w}-{memory}-{blocking}" for w in (0, 2) for memory in ("pageable", "pinned")
-         for blocking in ("blocking", "nonblocking")]
+IMAGES = 32 * 3 * 224 * 224 * 4  # the quick profile's batch, decoded to float32
+HOST = ["w0", "w1", "w2", "w4", "w2-prefetch4", "first-w0", "first-w2", "epoch-w2", "epoch-w2-persistent",
+        "startup-w2", "epoch-w2-forkserver", "epoch-w2-spawn"]
+
+
+def case(variant: str, dst: str = "cpu", size: int = 32) -> Batch:
+    return Batch("dataloader", variant, "cpu", dst, size, "images")
 
 
 class TestPlan:
     def test_a_cpu_only_machine_gets_the_loader_alone_and_one_skip_line(self):
         planned = plan("dataloader", ["cpu"], "quick")
-        assert [c.id for c in planned] == [*HOST, "dataloader-gpu-half"]
-        assert planned[-1].reason == ("dataloader's pin_memory and .to(device) cases need an accelerator; the devices "
-                                      "measured are: cpu")
+        assert [c.id for c in planned] == [f"{v}-32images-cpu" for v in HOST] + ["dataloader-gpu-half"]
+        assert planned[-1].reason == "dataloader's training steps need an accelerator; the devices measured are: cpu"
 
-    def test_the_simulated_2gpu_spec_gets_every_loop_on_each_gpu(self):
-        planned = plan("dataloader", ["cpu", "cuda:0", "cuda:1"], "quick")
-        assert [c.id for c in planned] == HOST + [f"{loop}-{size}-cpu->cuda:{i}" for size in ("32images", "8x2048tokens")
-                                                  for i in (0, 1) for loop in LOOPS]
-        assert SCENARIO_FAMILIES["dataloader"].sizes == {"quick": (32,), "full": (64, 256)}
+    def test_the_simulated_spec_gets_the_training_steps_on_its_first_gpu(self):
+        planned = plan("dataloader", ["cpu", "cuda:0", "cuda:1"], "full")
+        assert [c.id for c in planned] == ([f"{v}-{n}images-cpu->cuda:0" for n in (32, 128) for v in ON_GPU] + [
+            f"{v}-32images-cpu" for v in HOST] + [f"{v}-128images-cpu" for v in HOST[:9]])
+        assert SCENARIO_FAMILIES["dataloader"].sizes == {"quick": (32,), "full": (32, 128)}
 
-    def test_each_row_says_its_batch_and_loop(self):
-        info = batch("images", 256, "cuda:0", "steady", 2, pinned=True, non_blocking=True).extra_info()
-        assert {k: info[k] for k in ("op", "variant", "src", "dst", "nbytes", "dtype", "shape", "host_memory",
+    @pytest.mark.parametrize(("variant", "dst", "memory", "non_blocking"), [
+        ("w2", "cuda:0", "pinned", True), ("w2-pageable", "cuda:0", "pageable", True),
+        ("w2-blocking", "cuda:0", "pinned", False), ("alone", "cuda:0", "pageable", True), ("w2", "cpu", None, False)])
+    def test_each_row_says_its_batch_and_loop(self, variant, dst, memory, non_blocking):
+        info = case(variant, dst, 256).extra_info()
+        assert {k: info[k] for k in ("op", "variant", "dst", "nbytes", "dtype", "shape", "host_memory",
                                      "non_blocking", "size_unit")} == {
-            "op": "dataloader", "variant": "w2-pinned-nonblocking", "src": "cpu", "dst": "cuda:0",
-            "nbytes": 256 * 3 * 224 * 224, "dtype": "uint8", "shape": [256, 3, 224, 224], "host_memory": "pinned",
-            "non_blocking": True, "size_unit": "images"}
-        tokens = batch("tokens", 8, "cpu", "first", 0).extra_info()
-        assert (tokens["nbytes"], tokens["dtype"], tokens["shape"], tokens["host_memory"]) == (TOKENS, "int64",
-                                                                                                 [8, 2048], None)
+            "op": "dataloader", "variant": variant, "dst": dst, "nbytes": 256 * 3 * 224 * 224 * 4, "dtype": "float32",
+            "shape": [256, 3, 224, 224], "host_memory": memory, "non_blocking": non_blocking, "size_unit": "images"}
+
+    @pytest.mark.parametrize(("variant", "options"), [
+        ("w0", (0, None, False, None)), ("w2", (2, 2, False, "fork")), ("w2-prefetch4", (2, 4, False, "fork")),
+        ("epoch-w2-persistent", (2, 2, True, "fork")), ("epoch-w2-forkserver", (2, 2, False, "forkserver")),
+        ("epoch-w2-spawn", (2, 2, False, "spawn"))])
+    def test_each_variant_builds_the_loader_it_names_its_workers_dying_with_the_run(self, variant, options):
+        data = loader(case(variant))
+        context = data.multiprocessing_context
+        assert (data.num_workers, data.prefetch_factor, data.persistent_workers,
+                context and context.get_start_method()) == options
+        assert data.pin_memory is False and len(data) == (4 if variant.startswith("epoch") else 2**40 // 32)
+        init = data.worker_init_fn
+        assert (init is None) if not options[0] else (init.func is die_with_run and init.args == (os.getpid(),))
+        sample = data.dataset[5]  # decoded: uint8 bytes to float32, normalised per channel
+        assert (tuple(sample.shape), str(sample.dtype)) == ((3, 224, 224), "torch.float32")
+        assert -2.2 < float(sample.min()) < float(sample.max()) < 2.7
 
 
-class TestPricedOnTheSimulatedMachine:
-    """examples/sim-2gpu-pcie5-nvlink.toml: launch 4 µs, synchronize 5 µs, host copies 40 GB/s; pinned 2 µs +
-    n / 55 GB/s, pageable 6 µs + n / 20 GB/s."""
+class TestTheStepOnTheSimulatedMachine:
+    """A spec whose workers make a batch (18.4 MiB of float32) at 2 GB/s, 9.63 ms, longer than the 5 ms step; pinning
+    at 40 GB/s (0.48 ms); pinned copies 2 µs + n / 55 GB/s (0.35 ms), pageable 6 µs + n / 20 GB/s; launch 4 µs."""
+
+    MAKE, PIN = IMAGES / 2e9, IMAGES / 40e9
+    PINNED, PAGEABLE, LAUNCH = 2e-6 + IMAGES / 55e9, 6e-6 + IMAGES / 20e9, 4e-6
 
     @staticmethod
-    def seconds(case):
-        return warm_call_seconds(case, load_spec(SPEC))
+    def spec():
+        paths = {p: {"alpha_us": 2.0, "GBps": 55.0} for p in PATHS} | {"h2d_pageable": {"alpha_us": 6.0, "GBps": 20.0}}
+        return parse_spec({"gpus": 1, "sync_us": 5.0, "dispatch_ns": 400, "launch_us": 4.0, "decode_GBps": 2.0,
+                           "host_copy_GBps": 40.0, "paths": paths})
 
-    @pytest.mark.parametrize("non_blocking", [False, True])
-    def test_each_loop_is_collation_pinning_and_its_copy(self, non_blocking):
-        n, us = IMAGES, 1e-6
-        host = n / 40e9
-        pageable, pinned = 4 * us + 6 * us + n / 20e9 + 5 * us, 4 * us + 2 * us + n / 55e9 + 5 * us
-        priced = {(w, p): self.seconds(batch("images", 32, "cuda:1", "steady", w, p, non_blocking))
-                  for w in (0, 2) for p in (False, True)}
-        assert priced == pytest.approx({
-            (0, False): host + pageable,  # the main process collates, then copies
-            (0, True): 2 * host + pinned,  # and pins in turn
-            (2, False): max(host / 2, pageable),  # two workers collate beside the main loop's copy
-            (2, True): max(host, pinned),  # the pin-memory thread copies every batch beside it
-        })
+    def steps(self):
+        """Each loop's time per step in steady state, as the run's calls are charged (the price pulls what the
+        workers made ahead before its first call)."""
+        return {v: priced_seconds(case(v, "cuda:0"), SimBackend(self.spec()), 0) for v in ON_GPU}
 
-    def test_a_simulated_run_prices_the_gpu_loops_and_says_so(self):
-        backend = SimBackend(load_spec(SPEC))
-        info = run(batch("tokens", 8, "cuda:0", "steady", 2, True, True), FakeBenchmark(calls=2), backend)
-        assert info["clock"] == "simulated" and info["variant"] == "w2-pinned-nonblocking"
+    def test_each_loop_is_what_the_worker_model_says(self):
+        """No workers: the host makes and pins each batch in turn (the input is longer than the step); 1 worker: one
+        batch per make; 2 or 4: the step and its copy on one stream; pageable: the slower copy; a side stream: the
+        copy beside the step, which alone sets the pace; prefetch_factor changes nothing without noise."""
+        device = self.PINNED + STEP_S
+        assert self.steps() == pytest.approx({
+            "alone": STEP_S, "w0": self.MAKE + self.PIN + 2 * self.LAUNCH, "w1": self.MAKE, "w2": device, "w4": device,
+            "w2-pageable": self.PAGEABLE + STEP_S + self.LAUNCH, "w2-blocking": device + self.LAUNCH,
+            "w2-prefetch4": device, "w2-sidestream": STEP_S}, rel=1e-3)
+
+    def test_the_page_reads_the_gpus_wait_for_input_as_the_model_says(self):
+        """Input longer than the step: the GPU waits 51% of it with no workers; pinning and non_blocking with 2
+        workers bring it to the copy's share alone, 1 - step / (copy + step)."""
+        rows = with_rule(pd.DataFrame([{"op": "dataloader", "variant": v, "src": "cpu", "dst": "cuda:0",
+                                        "nbytes": IMAGES, "shape": "32x3x224x224", "median_s": t}
+                                       for v, t in self.steps().items()]))
+        said = finding(rows)
+        assert said[0] == (f"A training step of 5 ms of GPU work on cuda:0, fed 32 decoded images a batch (18.4 MiB): "
+                           f"with 2 workers, pin_memory and non_blocking it took 5.35 ms a step, and the GPU waits for "
+                           f"input {1 - STEP_S / (STEP_S + self.PINNED):.0%} (7-7%) of the step.")
+        assert said[1].startswith("Per step, against 2 workers (5.35 ms): no workers 1.89x (1.89-1.89); 1 worker ")
+        assert said[2].startswith("What pays here: the copy on a side stream, a step ahead, 5 ms a step (0.93x "
+                                  "(0.93-0.93) the base), where the GPU waits for input no share of the step")
+        w0 = rows[rows["variant"] == "w0"].iloc[0]
+        from xferbench.families.dataloader import waits
+
+        assert waits(rows.attrs["ratio"], w0, rows[rows["variant"] == "alone"].iloc[0]) == (
+            "the GPU waits for input 51% (51-51%) of the step")
 
 
-def row(variant, median, spread=0.0, dst="cuda:0", nbytes=IMAGES, shape="32x3x224x224", dtype="uint8"):
-    return {"op": "dataloader", "variant": variant, "dst": dst, "src": "cpu", "nbytes": nbytes, "shape": shape,
-            "dtype": dtype, "median_s": median, "q1_s": median - spread / 2, "q3_s": median + spread / 2}
+def row(variant, median, spread=0.0, dst="cuda:0"):
+    return {"op": "dataloader", "variant": variant, "dst": dst, "src": "cpu", "nbytes": IMAGES, "shape": "32x3x224x224",
+            "median_s": median, "q1_s": median - spread / 2, "q3_s": median + spread / 2}
 
 
 class TestFinding:
-    def test_what_pin_memory_and_non_blocking_did_per_batch_and_what_the_spread_cannot_tell(self):
-        rows = pd.DataFrame([
-            row("w0-pageable-blocking", 10e-3, 0.2e-3), row("w0-pinned-blocking", 7e-3, 0.2e-3),
-            row("w0-pinned-nonblocking", 6.95e-3, 0.2e-3),  # 50 µs apart, inside a 200 µs spread
-            row("w2-pageable-blocking", 5e-3, 0.1e-3), row("w2-pinned-blocking", 5.5e-3, 0.1e-3),
-            row("w2-pinned-nonblocking", 5.5e-3),
-            row("w0-pinned-blocking", 9e-3, dst="cuda:1"),  # another GPU: the first one speaks
-        ])
+    def test_on_the_gpu_each_option_against_the_base_and_what_pays(self):
+        rows = with_rule(pd.DataFrame([
+            row("alone", 5e-3, 0.1e-3), row("w2", 12e-3, 1e-3), row("w0", 8e-3, 0.5e-3), row("w1", 20e-3, 1e-3),
+            row("w2-pageable", 12.2e-3, 1e-3), row("alone", 9e-3, dst="cuda:1")]))  # another GPU: the first one speaks
         assert finding(rows) == [
-            "Batches of 32x3x224x224 uint8 (4.59 MiB) to cuda:0, per batch: pin_memory=True: saved 3 ms with 0 "
-            "workers (10 ms to 7 ms) and added 500 µs with 2 workers (5 ms to 5.5 ms); non_blocking=True on the pinned "
-            "batch: can't tell with 0 workers (7 ms against 6.95 ms, within their spread) and can't tell with 2 "
-            "workers (5.5 ms against 5.5 ms, within their spread)."]
+            "A training step of 5 ms of GPU work on cuda:0, fed 32 decoded images a batch (18.4 MiB): with 2 workers, "
+            "pin_memory and non_blocking it took 12 ms a step, and the GPU waits for input 58% (56-60%) of the step.",
+            "Per step, against 2 workers (12 ms): no workers 0.67x (0.62-0.72); 1 worker 1.67x (1.56-1.78); pin_memory "
+            "off can't tell (could see ≥ 1.09x).",
+            "What pays here: no workers, 8 ms a step (0.67x (0.62-0.72) the base), where the GPU waits for input 38% "
+            "(35-40%) of the step."]
 
-    def test_the_loader_alone_and_its_cold_start(self):
-        tokens = {"nbytes": TOKENS, "shape": "8x2048", "dtype": "int64", "dst": "cpu"}
-        rows = pd.DataFrame([row("w0", 20e-6, **tokens), row("w2", 2e-3, **tokens), row("first-w0", 30e-6, **tokens),
-                             row("first-w2", 150e-3, **tokens), row("startup-w2", 50e-3, **tokens)])
-        assert finding(rows) == [
-            "The loader alone, batches of 8x2048 int64 (128 KiB) to the host: 20 µs with 0 workers and 2 ms with 2 "
-            "workers per batch; 30 µs with 0 workers and 150 ms with 2 workers for a fresh iterator's first batch; "
-            "50 ms for iter() alone, starting the 2 workers."]
+    def test_no_option_beating_the_base_is_said(self):
+        rows = with_rule(pd.DataFrame([row("alone", 5e-3), row("w2", 6e-3, 1e-3), row("w0", 5.9e-3, 1e-3)]))
+        assert finding(rows)[-1] == "No option beats 2 workers with pin_memory and non_blocking by what this run can tell."
 
-    def test_its_record_names_its_finding(self):
+    def test_on_a_cpu_only_machine_per_step_times_and_start_up_without_gpu_words(self):
+        rows = with_rule(pd.DataFrame([row(v, t, t / 10, dst="cpu") for v, t in (
+            ("w0", 3e-3), ("w1", 20e-3), ("w2", 12e-3), ("w2-prefetch4", 12.1e-3), ("startup-w2", 25e-3),
+            ("first-w0", 4e-3), ("first-w2", 80e-3), ("epoch-w2", 150e-3), ("epoch-w2-persistent", 60e-3),
+            ("epoch-w2-spawn", 2.5))]))
+        said = finding(rows)
+        assert said == [
+            "The loader alone to the host, 32 decoded images a batch (18.4 MiB): iter() starting 2 workers took 25 ms.",
+            "Per step, against no workers (3 ms): 1 worker 6.67x (6.03-7.37); 2 workers 4.00x (3.62-4.42).",
+            "Per step, against 2 workers (12 ms): prefetch_factor 4 can't tell (could see ≥ 1.11x).",
+            "To a fresh iterator's first batch, against no workers (4 ms): 2 workers 20.00x (18.10-22.11).",
+            "Per short epoch (4 batches, start-up and shut-down included), against 2 forked workers (150 ms): "
+            "persistent_workers 0.40x (0.36-0.44); spawn 16.67x (15.08-18.42)."]
+        assert not any("GPU" in s for s in said)
+
+    def test_nothing_is_compared_without_the_runs_rule(self):
+        assert finding(pd.DataFrame([row("alone", 5e-3), row("w2", 6e-3)])) == []
         assert FAMILIES["dataloader"].kind == "scenario" and FAMILIES["dataloader"].finding is finding
 
 
 class TestWorkersEnd:
     """Every worker process a case starts is ended with it (joined, not left to the garbage collector)."""
 
-    @pytest.mark.parametrize("phase", ["steady", "startup", "first"])
-    def test_after_a_timed_case(self, phase):
+    @pytest.mark.parametrize("variant", ["w2", "startup-w2", "first-w2", "epoch-w2", "epoch-w2-persistent"])
+    def test_after_a_timed_case(self, variant):
         before = live_children()
-        case = batch("tokens", 8, "cpu", phase, 2)
+        timed = case(variant, size=4)
         # a median of 1 s: the page faults are counted on one call after timing (faults.fault_calls)
-        info = time_scenario(case, lambda sync: prepare(case, sync), FakeBenchmark(calls=3, median=1.0), None, None)
-        assert info["variant"] == case.variant
+        info = time_scenario(timed, lambda sync: prepare(timed, sync), FakeBenchmark(calls=3, median=1.0), None, None)
+        assert info["variant"] == variant
         assert live_children() == before
 
     def test_after_a_case_whose_timing_fails(self):
@@ -137,30 +184,89 @@ class TestWorkersEnd:
                 raise RuntimeError("timing failed")
 
         before = live_children()
-        case = batch("tokens", 8, "cpu", "steady", 2)
+        failing = case("w2", size=4)
         with pytest.raises(RuntimeError, match="timing failed"):
-            time_scenario(case, lambda sync: prepare(case, sync), Failing(), None, None)
+            time_scenario(failing, lambda sync: prepare(failing, sync), Failing(), None, None)
         assert live_children() == before
+
+
+RUN = """
+import sys, time
+from xferbench.families.dataloader import run
+
+run.Images.__getitem__ = lambda self, index: time.sleep(600)  # each worker busy: torch's own watch never looks
+iterator = iter(run.loader(run.Batch("dataloader", "w2", "cpu", "cpu", 1, "images")))
+time.sleep(0.5)
+print(" ".join(str(worker.pid) for worker in iterator._workers), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_workers_die_with_a_run_that_is_killed(sig):
+    """A run (here a plain process standing for pytest) killed while its workers are busy in a sample: the workers
+    die with it (their parent-death signal), not when their sample ends."""
+    run = subprocess.Popen([sys.executable, "-c", RUN], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    try:
+        workers = [int(pid) for pid in run.stdout.readline().split()]
+        assert len(workers) == 2 and all(live(pid) for pid in workers)
+        run.send_signal(sig)
+        run.wait(60)
+        assert until(lambda: not any(live(pid) for pid in workers)), "workers outlived their run"
+    finally:
+        run.kill()
+        run.wait()
+
+
+def live(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 @pytest.mark.slow
 def test_a_real_cpu_run_end_to_end(tmp_path):
-    """The bench file on this machine's CPU, as a user runs it: every host case timed for real, the GPU half a
-    skip line, and rows the report reads into the family's sentences."""
+    """The bench file on this machine's CPU, as a user runs it (forkserver aside: spawn stands for both): every
+    host case timed for real or skipped with its reason, the training steps a skip line, and rows the report
+    reads into the family's sentences."""
     out = tmp_path / "cpu.json"
     ran = subprocess.run([sys.executable, "-m", "pytest", "bench/test_dataloader.py", "--benchmark-only", "-q",
                           "-p", "no:cacheprovider", "--xfer-devices=cpu", "--benchmark-max-time=0.05", "-rs",
-                          f"--benchmark-json={out}"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                          "-k", "not forkserver", f"--benchmark-json={out}"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "9 passed, 1 skipped" in ran.stdout and "dataloader's pin_memory and .to(device) cases need" in ran.stdout
+    assert "dataloader's training steps need an accelerator" in ran.stdout
     rows = json.loads(out.read_text())["benchmarks"]
-    assert sorted(b["extra_info"]["variant"] for b in rows) == sorted(
-        ["w0", "w2", "startup-w2", "first-w0", "first-w2", "w0", "w2", "first-w0", "first-w2"])
     assert {b["extra_info"]["clock"] for b in rows} == {"wall+sync"}
+    ran_here = {b["extra_info"]["variant"] for b in rows}
+    assert ran_here == set(HOST) - {"epoch-w2-forkserver"} - ({"w4"} if len(os.sched_getaffinity(0)) < 4 else set())
     from xferbench.analyze.load.results import load
 
     frame = load([out]).frame
-    said = finding(frame[frame["op"] == "dataloader"])
-    assert [s.split(":")[0] for s in said] == ["The loader alone, batches of 8x2048 int64 (128 KiB) to the host",
-                                               "The loader alone, batches of 32x3x224x224 uint8 (4.59 MiB) to the host"]
+    said = finding(with_rule(frame[frame["op"] == "dataloader"].copy()))
+    assert said[0].startswith("The loader alone to the host, 32 decoded images a batch (18.4 MiB): iter() starting 2 ")
+    assert said[-1].startswith("Per short epoch (4 batches, ") and "; spawn " in said[-1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the training steps run on it")
+@pytest.mark.parametrize("variant", ["alone", "w0", "w2", "w2-blocking", "w2-pageable", "w2-sidestream"])
+def test_on_a_gpu_each_training_step_runs_and_hands_its_batch_to_the_step(variant):
+    """For real (tools/gpu_reference_run.sh): the steps run back to back, each waiting for the one before, every
+    batch on the device as decoded (8 samples a batch: each batch decodes the dataset's 8 images), and every worker
+    ended after."""
+    from xferbench.families.dataloader.run import Images
+
+    before = live_children()
+    step = case(variant, "cuda:0", 8)
+    prepared = prepare(step, torch.cuda.synchronize)
+    try:
+        for _ in range(6):
+            out = prepared.target()
+        prepared.check(out)
+        assert torch.equal(out.cpu(), torch.stack([Images(8)[i] for i in range(8)]))
+    finally:
+        prepared.close()
+    assert live_children() == before

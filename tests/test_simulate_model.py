@@ -55,6 +55,7 @@ class TestSpec:
         assert (spec.name, spec.memory_gib, spec.noise, spec.seed, spec.drift) == ("simulated GPU", 80.0, 0.0, 0, 0.0)
         assert (spec.pin_GBps, spec.host_copy_GBps, spec.kernel_slowdown, spec.duplex, spec.shared_host_GBps,
                 spec.numa_nodes, spec.remote_GBps) == (6.0, 10.0, 1.0, True, None, 1, None)
+        assert (spec.decode_GBps, spec.unpin_GBps) == (2.0, 20.0)
         assert spec.source == "spec.toml" and parse_spec(spec_data()).source == ""
         assert spec.link == Link(None, None, None, None)
         assert spec.paths == {name: PathCost(a, g, 1.0) for name, (a, g) in PRICES.items()}
@@ -93,12 +94,14 @@ class TestSpec:
         ({"noise": 1.0}, "noise is a relative jitter below 1, got 1.0"),
         ({"drift": 1}, "drift is a relative wander below 1, got 1.0"),
         ({"colour": 3}, "unknown key colour; expected one of gpus, sync_us, dispatch_ns, launch_us, name, memory_gib, "
-                        "noise, seed, drift, pin_GBps, host_copy_GBps, kernel_slowdown, duplex, shared_host_GBps, "
-                        "numa_nodes, remote_GBps, peer_duplex, shared_peer_GBps"),
+                        "noise, seed, drift, pin_GBps, host_copy_GBps, decode_GBps, unpin_GBps, kernel_slowdown, duplex, "
+                        "shared_host_GBps, numa_nodes, remote_GBps, peer_duplex, shared_peer_GBps"),
         ({"duplex": 1}, "duplex must be true or false, got 1"),
         ({"duplex": "yes"}, "duplex must be true or false, got 'yes'"),
         ({"pin_GBps": 0}, "pin_GBps must be > 0, got 0.0"),
         ({"host_copy_GBps": 0}, "host_copy_GBps must be > 0, got 0.0"),
+        ({"decode_GBps": 0}, "decode_GBps must be > 0, got 0.0"),
+        ({"unpin_GBps": -1}, "unpin_GBps must be a finite number >= 0, got -1"),
         ({"kernel_slowdown": 0.0}, "kernel_slowdown must be > 0, got 0.0"),
         ({"shared_host_GBps": 0}, "shared_host_GBps must be > 0, got 0.0"),
         ({"numa_nodes": 0}, "numa_nodes must be > 0, got 0"),
@@ -163,7 +166,8 @@ class TestSpec:
         assert data["link"] == {"pcie_gen": 4, "pcie_width": None, "nvlink_version": None, "nvlink_links": None}
         assert data["gpus"] == 2 and data["source"] == "s.toml" and data["name"] == "simulated GPU"
         assert list(data) == ["gpus", "sync_us", "dispatch_ns", "launch_us", "paths", "link", "name", "memory_gib",
-                              "noise", "seed", "drift", "pin_GBps", "host_copy_GBps", "kernel_slowdown", "duplex",
+                              "noise", "seed", "drift", "pin_GBps", "host_copy_GBps", "decode_GBps", "unpin_GBps",
+                              "kernel_slowdown", "duplex",
                               "shared_host_GBps", "numa_nodes", "remote_GBps", "peer_duplex", "shared_peer_GBps",
                               "source"]  # what machine_info records, nothing else
 

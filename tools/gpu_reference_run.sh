@@ -23,7 +23,7 @@ OUT=${OUT:-reports/samples/gpu}
 BUDGET=${BUDGET:-420}
 SIZES=${SIZES:-2x3,4B,64B,1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB}
 MAX_TIME=${MAX_TIME:-0.15}  # seconds per benchmark (the full profile's 0.25 would not fit the budget)
-RESERVE=45  # seconds kept for the tests, the checks and the report
+RESERVE=75  # seconds kept for the tests, the checks and the report
 # ONLY="h2d_pageable d2h" runs just those families (a rerun of what a first run cut short).
 # Extra pytest arguments for every family, e.g. XFER_ARGS=--xfer-simulate=examples/sim-4gpu-pcie4.toml to
 # rehearse the whole script on a machine without a GPU.
@@ -107,6 +107,10 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     family d2d_peer_noop_sync 50 bench/test_d2d.py bench/test_peer.py bench/test_noop.py bench/test_sync.py
     family concurrent 45 bench/test_concurrent.py
     family scenarios 60 bench/test_scenarios.py
+    # The host side as users run it: an input pipeline overlapped with a GPU step (its host half: worker start-up,
+    # first batch, epochs per start method), .to('cpu', non_blocking=True) kept, released and its memory held.
+    family dataloader 90 bench/test_dataloader.py
+    family d2h_kept 40 bench/test_d2h_kept.py
     family host 40 bench/test_host.py
     family create 60 bench/test_create.py
     family distributed 45 bench/test_distributed.py
@@ -115,6 +119,10 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     [[ -n "$others" ]] && family others 45 $others
     echo "== GPU-only tests"
     timeout 30 "$PY" -m pytest tests/test_scenarios.py -q -p no:cacheprovider -k non_blocking
+    # NUMA placement for real (every thread bound, each buffer read back), the training steps on the GPU, and
+    # d2h_kept's pinned block against the simulated model.
+    timeout 60 "$PY" -m pytest tests/test_host_side.py tests/test_dataloader.py tests/test_d2h_kept.py -q \
+        -p no:cacheprovider -k on_a_gpu
     echo "== expectations"
     "$PY" -m xferbench.cli check "$OUT/full.json.gz" | tee "$OUT/check.txt"
     echo "== report"

@@ -137,7 +137,10 @@ MEASURED: dict[str, Any] = {
     "pcie_generation_now": int,
     "pcie_width_now": int,
     "host_numa_node": int,       # numa family, host<->device core cases: the node holding the host buffer
-    "host_placement": str,       # host<->device core cases: "gpu_node" (run on the GPU's node's CPUs) or "unbound"
+    "host_placement": str,       # "gpu_node" / "remote_node" (bound there, every page there), "spilled" (some
+                                 # page on another node) or "unbound" (the GPU's node unknown or off limits)
+    "numa_distance": int,        # numa: the SLIT distance from the GPU's node to the host buffer's
+    "held_bytes": int,           # d2h_kept: host memory one kept result holds (pinned: the allocator's block)
     "crosses": str,              # distributed point-to-point: "intra-node" or "inter-node"
     "verified": bool,            # distributed: every rank's output was checked after timing
     "rank_seconds": list[list[float]],  # distributed: [rank][round] per-call seconds of every rank

@@ -1,8 +1,9 @@
 """The host side of a core case's move, placed as a user's would be.
 
-A host<->device case runs on CPUs of its GPU's NUMA node, so the host buffers it allocates (its source, its
-destination, every fresh result of ``.cpu()``) land there, as nvbandwidth places them by default; what landed
-where is recorded (``host_numa_node``, ``host_placement``). The ``numa`` family keeps measuring the remote case.
+A host<->device case runs with the whole process on CPUs of its GPU's NUMA node and its memory preferred there, so
+the host buffers it allocates (its source, its destination, every fresh result of ``.cpu()``) land there, as
+nvbandwidth places them by default; what landed where is read back and recorded (``host_numa_node``,
+``host_placement``: ``spilled`` where the node was full). The ``numa`` family measures the remote case.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import Any
 
 from .cases import Case
 from .hardware.devices import DeviceBackend, accelerator_index
-from .hardware.numa import bound_to, numa_node_of
+from .hardware.numa import bound_to, landed, node_cpus, page_nodes
 
 __all__ = ["Landed", "empty_host_cache", "gpu_cpus", "near_gpu"]
 
-#: What ``near_gpu`` yields: given the case's buffers, the extra_info saying where its host buffer landed.
-Landed = Callable[[Any], dict[str, Any]]
+#: What ``near_gpu`` yields: given the case's buffers and a fresh result, the extra_info saying where its host
+#: buffer landed.
+Landed = Callable[..., dict[str, Any]]
 #: The CPUs bound last, so a change of node empties the host cache once (below).
 _last_bound: list[frozenset[int] | None] = [None]
 
@@ -59,43 +61,42 @@ def gpu_cpus(device: str, backend: DeviceBackend) -> set[int] | None:
     return gpu_local_cpus(pci_bus_id(torch.cuda.get_device_properties(torch.device(device))))
 
 
-def _host_buffer(case: Case, buffers: Any) -> Any:
-    """The host buffer the case prepared: an h2d source, a d2h copy_ destination (None for an allocating d2h call,
-    whose results are fresh each call and land where the bound thread runs)."""
-    return buffers.src if case.op == "h2d" else buffers.dst
+def _pages(case: Case, buffers: Any, result: Any, reader: Callable[[int, int], dict[int, int]]) -> dict[int, int]:
+    """Pages per node of the case's host buffer: an h2d source, a d2h copy_ destination, or an allocating d2h call's
+    fresh result (a call's own, made while bound: none on the simulated machine, whose timed calls make none)."""
+    host = buffers.src if case.op == "h2d" else result if buffers.dst is None else buffers.dst
+    return {} if host is None else reader(host.data_ptr(), host.nbytes)
+
+
+def _gpu_node(gpu: str, backend: DeviceBackend, cpus: set[int]) -> int | None:
+    """The GPU's NUMA node: the spec's on the simulated machine, else the node whose CPUs are the GPU's."""
+    simulated = getattr(backend, "host_numa_node", None)
+    if simulated is not None:
+        return simulated(gpu)
+    return next((node for node, on in node_cpus().items() if on & cpus), None)
 
 
 @contextmanager
-def near_gpu(case: Case, backend: DeviceBackend, wedged: bool = False,
-             maps: Callable[[], str | None] = lambda: None) -> Iterator[Landed]:
-    """Run a host<->device case on CPUs of its GPU's NUMA node; yield what says where its host buffer landed.
-
-    On a simulated machine of several nodes (``numa_nodes``) the node is the spec's (GPU i on node i x nodes / gpus,
-    priced local); with one node nothing is recorded: the run is as before. ``maps``: the numa_maps text to read
-    (None: the process's own), for tests."""
+def near_gpu(case: Case, backend: DeviceBackend, wedged: bool = False) -> Iterator[Landed]:
+    """Run a host<->device case bound to its GPU's NUMA node: every thread of the process on the node's CPUs, the
+    calling thread's new memory preferred there (``numa.bound_to``); yield what says, given the case's buffers and a
+    fresh result of its call, where its host buffer landed: the node holding most of its pages, and ``spilled``
+    where any page of it sits on another node. The node's pages are read from the backend where it keeps them (the
+    simulated machine: on the node of the CPUs the reading thread runs on), else from the kernel."""
     gpu = case.dst if case.op == "h2d" else case.src
-    if case.op not in ("h2d", "d2h") or accelerator_index(gpu) is None:
-        yield lambda _: {}
+    if case.op not in ("h2d", "d2h") or accelerator_index(gpu) is None or (
+            backend.simulated and _gpu_node(gpu, backend, set()) is None):  # a spec of one node: nothing to place
+        yield lambda *_: {}
         return
-    simulated = getattr(backend, "host_numa_node", None)
-    if backend.simulated:
-        node = simulated(gpu) if simulated is not None else None
-        yield lambda _: {} if node is None else {"host_numa_node": node, "host_placement": "gpu_node"}
-        return
-    local = gpu_cpus(gpu, backend)
-    cpus = (local or set()) & set(os.sched_getaffinity(0))
+    cpus = (gpu_cpus(gpu, backend) or set()) & set(os.sched_getaffinity(0))
+    node = _gpu_node(gpu, backend, cpus)
+    reader = getattr(backend, "page_nodes", page_nodes)
     if not cpus:  # the node is unknown, or this process may not run there: where it runs, and said so
-        yield lambda buffers: _landed(case, buffers, "unbound", maps)
+        yield lambda buffers, result=None: landed(_pages(case, buffers, result, reader), None, "unbound")
         return
     if _last_bound[0] is not None and _last_bound[0] != frozenset(cpus):
         # A pinned block cached from a case on another node would be handed back, and sit there.
         empty_host_cache(wedged, backend)
     _last_bound[0] = frozenset(cpus)
-    with bound_to(cpus):
-        yield lambda buffers: _landed(case, buffers, "gpu_node", maps)
-
-
-def _landed(case: Case, buffers: Any, placement: str, maps: Callable[[], str | None]) -> dict[str, Any]:
-    host = _host_buffer(case, buffers)
-    node = None if host is None else numa_node_of(host.data_ptr(), maps())
-    return {"host_placement": placement, **({} if node is None else {"host_numa_node": node})}
+    with bound_to(cpus, None if backend.simulated else node):  # a simulated node has no memory of its own
+        yield lambda buffers, result=None: landed(_pages(case, buffers, result, reader), node, "gpu_node")

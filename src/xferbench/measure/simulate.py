@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import random
 import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +47,7 @@ __all__ = [
     "SimBackend",
     "SimClock",
     "SpecError",
+    "Workers",
     "describe",
     "load_spec",
     "parse_spec",
@@ -113,6 +116,8 @@ class MachineSpec:
     # The scenarios' and the concurrent families' costs (docs/simulated-machine.md):
     pin_GBps: float = 6.0  # page-locking fresh host memory (t.pin_memory() with an empty cache)
     host_copy_GBps: float = 10.0  # a copy or dtype conversion on the host, per byte written
+    decode_GBps: float = 2.0  # a DataLoader worker making a batch (decode, normalise, collate), per byte of it
+    unpin_GBps: float = 20.0  # giving pinned memory back (cudaFreeHost), per byte
     kernel_slowdown: float = 1.0  # a copy kernel (strided, converting) against the d2d path's DMA
     duplex: bool = True  # h2d and d2h at once on separate copy engines; False: they take turns
     shared_host_GBps: float | None = None  # what every GPU's host copies at once share, per direction
@@ -132,7 +137,8 @@ class MachineSpec:
 _TOP: dict[str, tuple[type, bool]] = {  # key: (type, required)
     "gpus": (int, True), "sync_us": (float, True), "dispatch_ns": (float, True), "launch_us": (float, True),
     "name": (str, False), "memory_gib": (float, False), "noise": (float, False), "seed": (int, False),
-    "drift": (float, False), "pin_GBps": (float, False), "host_copy_GBps": (float, False),
+    "drift": (float, False), "pin_GBps": (float, False), "host_copy_GBps": (float, False), "decode_GBps": (float, False),
+    "unpin_GBps": (float, False),
     "kernel_slowdown": (float, False), "duplex": (bool, False), "shared_host_GBps": (float, False),
     "numa_nodes": (int, False), "remote_GBps": (float, False), "peer_duplex": (bool, False),
     "shared_peer_GBps": (float, False),
@@ -143,8 +149,8 @@ MAX_GPUS = 64
 #: A fixed cost above one second a call is a typo as well (and near 1e308 the simulated clock overflows).
 _MAX_FIXED = {"sync_us": 1e6, "launch_us": 1e6, "dispatch_ns": 1e9, "alpha_us": 1e6}
 #: Optional keys that are rates or factors: zero would be an infinite cost.
-_POSITIVE = ("pin_GBps", "host_copy_GBps", "kernel_slowdown", "shared_host_GBps", "numa_nodes", "remote_GBps",
-             "shared_peer_GBps")
+_POSITIVE = ("pin_GBps", "host_copy_GBps", "decode_GBps", "unpin_GBps", "kernel_slowdown", "shared_host_GBps",
+             "numa_nodes", "remote_GBps", "shared_peer_GBps")
 _PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True),
                                             "slowdown": (float, False)}
 _LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_width": (int, False),
@@ -316,6 +322,28 @@ def _waits(case: Case) -> bool:
     return False
 
 
+class Workers:
+    """A DataLoader's workers on the simulated machine (an assumed model, docs/simulated-machine.md): ``count``
+    processes each making a whole batch in ``make_s`` (decode, normalise, collate), staggered, so at best one batch
+    is ready every ``make_s / count``; at most ``ahead`` made and not taken (``num_workers x prefetch_factor``); with
+    ``pin_s``, the pin-memory thread pins each in turn. Without workers the main process makes and pins each batch
+    when it asks for it. The spec has no CPU count: workers never compete for CPUs."""
+
+    def __init__(self, count: int, make_s: float, pin_s: float, ahead: int, start: float) -> None:
+        self.count, self.make_s, self.pin_s = count, make_s, pin_s
+        self.made = self.pinned = start  # when the last batch was made, and pinned
+        self.taken: deque[float] = deque([start] * ahead, maxlen=max(ahead, 1))  # the last ``ahead`` taken
+
+    def take(self, now: float) -> float:
+        """When the next batch is in the main process's hands, asked for at ``now``."""
+        if not self.count:
+            return now + self.make_s + self.pin_s
+        self.made = max(self.made + self.make_s / self.count, self.taken[0] + self.make_s)  # a slot freed first
+        self.pinned = max(self.pinned, self.made) + self.pin_s
+        self.taken.append(max(now, self.pinned))
+        return self.taken[-1]
+
+
 class SimBackend:
     """The DeviceBackend of a simulated machine (``spec.gpus`` CUDA devices)."""
 
@@ -332,6 +360,10 @@ class SimBackend:
         self.device_work = [0.0] * spec.gpus  # device seconds charged to each device so far
         self._rng = random.Random(spec.seed)
         self._varies = bool(spec.noise or spec.drift)
+        cpus, nodes = sorted(os.sched_getaffinity(0)), spec.numa_nodes
+        # This machine's CPUs stand for the spec's nodes, shared out in order; too few CPUs: no node has CPUs.
+        self.node_cpus = [set(cpus[k * len(cpus) // nodes:(k + 1) * len(cpus) // nodes]) for k in range(nodes)
+                          ] if 2 <= nodes <= len(cpus) else []
 
     # -- costs -------------------------------------------------------------------------------
     def _factor(self) -> float:
@@ -366,6 +398,25 @@ class SimBackend:
         nodes = self.spec.numa_nodes
         return None if nodes < 2 or index is None else index * nodes // self.spec.gpus
 
+    def gpu_local_cpus(self, device: str) -> set[int] | None:
+        """The CPUs standing for ``device``'s node, None where there are none (one node, or fewer CPUs than nodes)."""
+        node = self.host_numa_node(device)
+        return self.node_cpus[node] if node is not None and self.node_cpus else None
+
+    def page_nodes(self, address: int, nbytes: int) -> dict[int, int]:
+        """Where a buffer's pages sit: first touched by the calling thread, on the nodes of the CPUs it may run on
+        (one node when it is bound to one, shared out when not)."""
+        mine = os.sched_getaffinity(0)
+        return dict(Counter(node for node, cpus in enumerate(self.node_cpus) for _ in cpus & mine))
+
+    def done(self, index: int, stream: str | None = None) -> float:
+        """When ``index``'s default stream (or side ``stream``) will have done what is queued on it."""
+        return self.side_streams.get((index, stream), 0.0) if stream else self.busy_until[index]
+
+    def join(self, index: int, stream: str) -> None:
+        """The default stream waits for side ``stream`` (``wait_stream``): later work starts after its copies."""
+        self.busy_until[index] = max(self.busy_until[index], self.done(index, stream))
+
     def issue(self, host_s: float, index: int | None, device_s: float, waits: bool, stream: str | None = None) -> None:
         """One simulated call: the host pays ``host_s``; ``device_s`` of work starts when
         ``index``'s stream is free (none when ``index`` is None); a waiting call returns when
@@ -376,8 +427,7 @@ class SimBackend:
             return
         if self._varies:
             device_s *= self._factor()
-        busy = self.side_streams.get((index, stream), 0.0) if stream else self.busy_until[index]
-        done = max(self.clock.now, busy) + device_s
+        done = max(self.clock.now, self.done(index, stream)) + device_s
         if stream:
             self.side_streams[(index, stream)] = done
         else:

@@ -452,7 +452,7 @@ def run_case(case: Case, benchmark: Benchmark, backend: DeviceBackend) -> dict[s
 
 
 def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
-         landed: Callable[[Buffers], dict[str, Any]] = lambda _: {}) -> dict[str, Any]:
+         landed: Callable[..., dict[str, Any]] = lambda *_: {}) -> dict[str, Any]:
     buffers = prepare(case, backend)
     op = operation(case, buffers, backend)
     touched = () if case.op in BARE_OPS else case.devices
@@ -462,9 +462,10 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
     with intra_op_threads(1 if case.variant == "single_thread" else None), backend.timed(case, op) as issued:
         call = slowed(synchronized(issued, touched, backend, deadline), slowdown_for(case.op, case.nbytes))  # unset: unwrapped
         for _ in range(WARMUP_CALLS):
-            call()
+            fresh = call()
         simulated = backend.simulated and any(d != "cpu" for d in case.devices)
-        info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL, **landed(buffers))
+        info.update(case.extra_info(), clock=CLOCK_SIMULATED if simulated else CLOCK_WALL, **landed(buffers, fresh))
+        del fresh  # a fresh result's node is read: held on, it would change what the timed calls allocate
         if (rule := sync_rule(touched, deadline is not None)) is not None:
             info["sync_rule"] = rule
         if case.op == "noop":

@@ -1,92 +1,104 @@
-"""dataloader: a ``torch.utils.data.DataLoader`` feeding the GPU, per batch from ``next()`` until the batch is on
-the device, with ``pin_memory``, ``num_workers`` and ``non_blocking``; worker start-up and the first batch apart.
+"""dataloader: an input pipeline as a training loop runs it: a ``torch.utils.data.DataLoader`` decoding images while
+the GPU works on the step before; time per step and the share of it the GPU waits for input, per option.
 
 Its record and what the report says about it (torch-free); what it runs is ``run.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...units import format_bytes, format_seconds
-from ..base import Family
+from ..base import Family, of_variant
 
 if TYPE_CHECKING:
     import pandas as pd
 
-WORKERS = (0, 2)
+#: The GPU work of one training step: a kernel of this duration that reads the batch first.
+STEP_S = 5e-3
+#: Each variant in the page's words, as set against the base of its comparison.
+OPTIONS = {"w0": "no workers", "w1": "1 worker", "w2": "2 workers", "w4": "4 workers", "w2-pageable": "pin_memory off",
+           "w2-blocking": "non_blocking off", "w2-prefetch4": "prefetch_factor 4", "w2-sidestream":
+           "the copy on a side stream, a step ahead", "first-w0": "no workers", "first-w2": "2 workers",
+           "epoch-w2": "2 forked workers", "epoch-w2-persistent": "persistent_workers", "epoch-w2-forkserver":
+           "forkserver", "epoch-w2-spawn": "spawn"}
+#: The comparisons the page draws, each (how it is timed, its base, the variants set against it): on the GPU every
+#: option changed from 2 workers with pin_memory and non_blocking; to the host the loader alone, timed apart.
+ON_GPU = (("per step", "w2", ("w0", "w1", "w4", "w2-pageable", "w2-blocking", "w2-prefetch4", "w2-sidestream")),)
+TO_HOST = (("per step", "w0", ("w1", "w2", "w4")), ("per step", "w2", ("w2-prefetch4",)),
+           ("to a fresh iterator's first batch", "first-w0", ("first-w2",)),
+           ("per short epoch (4 batches, start-up and shut-down included)", "epoch-w2",
+            ("epoch-w2-persistent", "epoch-w2-forkserver", "epoch-w2-spawn")))
 
 
-def _case(rows: pd.DataFrame, variant: str) -> pd.Series | None:
-    found = rows[rows["variant"] == variant]
+def _row(rows: pd.DataFrame, variant: str) -> pd.Series | None:
+    found = of_variant(rows, variant)
     return None if found.empty else found.iloc[0]
 
 
-def effect(without: pd.Series, with_: pd.Series, workers: int) -> str:
-    """What switching an option on did to the time per batch; "can't tell" where the two cases' middle halves
-    (q1 to q3, their IQR) overlap, or the medians read alike: no gain or loss is claimed that the spread holds."""
-    a, b = without["median_s"], with_["median_s"]
-    before, after = format_seconds(a), format_seconds(b)
-    if before == after or max(without["q1_s"], with_["q1_s"]) <= min(without["q3_s"], with_["q3_s"]):
-        return f"can't tell with {workers} workers ({before} against {after}, within their spread)"
-    return f"{'saved' if b < a else 'added'} {format_seconds(abs(a - b))} with {workers} workers ({before} to {after})"
+def _against(rows: pd.DataFrame, ratio: Any, what: str, base: str, variants: tuple[str, ...]) -> list[str]:
+    """``variants`` set against ``base`` by the run's comparison rule: ``Per step, against ...: 1 worker 1.52x ...``."""
+    b = _row(rows, base)
+    said = [f"{OPTIONS[v]} {ratio(a, b).text()}" for v in variants if b is not None and (a := _row(rows, v)) is not None]
+    return [f"{what.capitalize()}, against {OPTIONS[base]} ({format_seconds(b['median_s'])}): {'; '.join(said)}."
+            ] if said and b is not None else []
 
 
-def _label(row: pd.Series) -> str:
-    return f"{row['shape']} {row['dtype']} ({format_bytes(row['nbytes'])})"
+def waits(ratio: Any, step: pd.Series, alone: pd.Series) -> str:
+    """The share of ``step`` the GPU waits for input: 1 - its GPU work (``alone``) over the step, with the interval
+    of that ratio; none where the two cannot be told apart."""
+    r = ratio(step, alone)
+    if not r.resolved or r.value < 1:
+        return f"the GPU waits for input no share of the step this run can tell (the step over its GPU work: {r.text()})"
+    share = [100 * (1 - 1 / x) for x in (r.value, r.low, r.high)]
+    return f"the GPU waits for input {share[0]:.0f}% ({share[1]:.0f}-{share[2]:.0f}%) of the step"
 
 
-def _to_gpu(rows: pd.DataFrame) -> list[str]:
-    """Per batch, on the first GPU (identical GPUs say the same): what pin_memory and then non_blocking (from the
-    pinned batch, where it can act) did, for each worker count."""
-    gpu = min(rows["dst"])
-    out = []
-    for _, at in rows[rows["dst"] == gpu].groupby(["nbytes", "dtype"]):
-        options = []
-        for option, without, with_ in (("pin_memory=True", "pageable-blocking", "pinned-blocking"),
-                                       ("non_blocking=True on the pinned batch", "pinned-blocking",
-                                        "pinned-nonblocking")):
-            said = [effect(a, b, w) for w in WORKERS
-                    if (a := _case(at, f"w{w}-{without}")) is not None and (b := _case(at, f"w{w}-{with_}")) is not None]
-            if said:
-                options.append(f"{option}: {' and '.join(said)}")
-        if options:
-            out.append(f"Batches of {_label(at.iloc[0])} to {gpu}, per batch: {'; '.join(options)}.")
-    return out
-
-
-def _alone(rows: pd.DataFrame) -> list[str]:
-    """Per batch, the loader alone (to the host): steady state per worker count, then the cold start."""
-    out = []
-    for _, at in rows.groupby(["nbytes", "dtype"]):
-        time = {v: format_seconds(r["median_s"]) for v in ("w0", "w2", "first-w0", "first-w2", "startup-w2")
-                if (r := _case(at, v)) is not None}
-        said = []
-        for what, prefix in (("per batch", ""), ("for a fresh iterator's first batch", "first-")):
-            each = [f"{time[f'{prefix}w{w}']} with {w} workers" for w in WORKERS if f"{prefix}w{w}" in time]
-            if each:
-                said.append(f"{' and '.join(each)} {what}")
-        if "startup-w2" in time:
-            said.append(f"{time['startup-w2']} for iter() alone, starting the 2 workers")
-        if said:
-            out.append(f"The loader alone, batches of {_label(at.iloc[0])} to the host: {'; '.join(said)}.")
-    return out
+def _on_gpu(at: pd.Series, ratio: Any, fed: str) -> list[str]:
+    """The step and its wait for input, each option against the base, and what pays: the shortest step, where the
+    run tells it from the base."""
+    alone, base = _row(at, "alone"), _row(at, "w2")
+    if alone is None or base is None:
+        return []
+    best = at.loc[at[at["variant"] != "alone"]["median_s"].idxmin()]
+    pays = ["No option beats 2 workers with pin_memory and non_blocking by what this run can tell."]
+    if best["variant"] != "w2" and (r := ratio(best, base)).resolved:
+        pays = [f"What pays here: {OPTIONS[best['variant']]}, {format_seconds(best['median_s'])} a step ({r.text()} the "
+                f"base), where {waits(ratio, best, alone)}."]
+    return [f"A training step of {format_seconds(alone['median_s'])} of GPU work on {base['dst']}, fed {fed}: with 2 "
+            f"workers, pin_memory and non_blocking it took {format_seconds(base['median_s'])} a step, and "
+            f"{waits(ratio, base, alone)}.", *[s for c in ON_GPU for s in _against(at, ratio, *c)], *pays]
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
-    on_gpu = rows[rows["dst"] != "cpu"]
-    return (_to_gpu(on_gpu) if not on_gpu.empty else []) + _alone(rows[rows["dst"] == "cpu"])
+    """Per batch size, on the first GPU: the step and its wait for input, each option against the base, what pays;
+    to the host, the loader alone. Comparisons by ``rows.attrs["ratio"]`` (the run's rule); none without it."""
+    ratio, out = rows.attrs.get("ratio"), []
+    gpus = rows.loc[rows["dst"] != "cpu", "dst"]  # the first GPU speaks: identical GPUs say the same
+    for (dst, nbytes), at in rows[rows["dst"].isin(["cpu", *([gpus.min()] if len(gpus) else [])])].groupby(["dst", "nbytes"]):
+        fed = f"{at['shape'].iloc[0].split('x')[0]} decoded images a batch ({format_bytes(nbytes)})"
+        if ratio is not None and dst != "cpu":
+            out += _on_gpu(at, ratio, fed)
+        elif ratio is not None:
+            started = _row(at, "startup-w2")
+            out.append(f"The loader alone to the host, {fed}" + (f": iter() starting 2 workers took "
+                       f"{format_seconds(started['median_s'])}" if started is not None else "") + ".")
+            out += [s for c in TO_HOST for s in _against(at, ratio, *c)]
+    return out
 
 
-RECORD = Family("dataloader", "Scenario: a DataLoader feeding the GPU",
-                "DataLoader next() then .to(device) per batch, pin_memory off and on, 0 and 2 workers, blocking or "
-                "non_blocking; the loader alone, worker start-up and a fresh iterator's first batch",
+RECORD = Family("dataloader", "Scenario: an input pipeline as a training loop runs it",
+                "a training step (5 ms of GPU work) fed by a DataLoader of decoded images, per option: workers, "
+                "pin_memory, non_blocking, prefetch_factor, a side stream; the loader alone, start-up, first batch "
+                "and short epochs (persistent_workers, start methods)",
                 "scenario", "tab:cyan", finding=finding,
-                caption="Each call is one step of a training loop's input: next() on a DataLoader over an in-memory "
-                        "dataset (collation stacks the batch), then batch.to(device), then a synchronize: the time "
-                        "until the batch is on the device, in steady state (the workers' start-up and prefetched "
-                        "batches are pulled before timing). wN: N worker processes (forked); pinned: pin_memory=True "
-                        "(a pinned copy of every batch, on the main process's pin-memory thread when there are workers); "
-                        "nonblocking: .to(device, non_blocking=True). To the host (cpu): the loader alone; startup-w2: "
-                        "iter() starting 2 workers; first-wN: a fresh iterator's first batch, what every epoch pays "
-                        "without persistent_workers.")
+                caption="Each dataset sample is decoded: a uint8 3x224x224 image made from its bytes, converted to "
+                        "float32 and normalised per channel. On the first GPU each call is one training step: the next "
+                        "batch .to(device), a step of 5 ms of GPU work that reads it (alone: its batch already there), "
+                        "and a wait for the step before, so the host loads while the GPU works. w2 (the base): 2 "
+                        "forked workers, pin_memory, non_blocking, prefetch_factor 2; each other variant changes one "
+                        "of these (sidestream: each batch copied on a side stream during the step before). To the "
+                        "host (cpu): the loader alone per step (wN: N workers; 4 only where 4 CPUs are there); "
+                        "startup-w2: iter() alone; first-wN: a fresh iterator's first batch; epoch-w2: a short epoch "
+                        "of 4 batches, start-up and shut-down included, what each epoch pays without "
+                        "persistent_workers, also started by forkserver and spawn.")
