@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import pandas as pd
 
@@ -42,11 +42,20 @@ __all__ = [
 ]
 
 
-class Said(NamedTuple):
-    """A key finding: its headline, and the evidence the page folds beneath it (every figure it rests on)."""
+class Said(str):
+    """A key finding: the sentence of its evidence (every figure it rests on, which the page folds away), with its
+    headline (at most 50 words and 4 figures) beside it."""
 
     headline: str
-    evidence: str
+
+    def __new__(cls, headline: str, evidence: str) -> Said:
+        said = super().__new__(cls, evidence)
+        said.headline = headline
+        return said
+
+    @property
+    def evidence(self) -> str:
+        return str(self)
 
 
 def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
