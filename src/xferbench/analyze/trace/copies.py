@@ -97,9 +97,10 @@ def _nesting(trace: Trace) -> dict[Call, tuple[Span | None, str]]:
         for span in sorted(spans, key=lambda s: (s.start, isinstance(s, Call), -s.end)):
             while stack and stack[-1].end < span.start:
                 stack.pop()
-            if isinstance(span, Call):
-                users = [op.name for op in stack if op.name.startswith("aten::")]
-                found[span] = (stack[-1] if stack else None, users[0] if users else NO_OP)
+            if isinstance(span, Call):  # an op that ended under a longer one stays stacked: only holders count
+                holders = [op for op in stack if op.end >= span.end]
+                users = [op.name for op in holders if op.name.startswith("aten::")]
+                found[span] = (holders[-1] if holders else None, users[0] if users else NO_OP)
             else:
                 stack.append(span)
     return found
@@ -149,7 +150,8 @@ def _host_start(c: Tied) -> float:
 
 def steps(trace: Trace, tied: list[Tied], only: int | None = None) -> tuple[list[Step], list[Tied]]:
     """The steps (``only``: that one) with what their time went to, and the copies whose call began in them."""
-    every = [*trace.kernels, *((c.start, c.end) for c in trace.copies), *((s.start, s.end) for s in trace.ops)]
+    every = [*trace.kernels, *((c.start, c.end) for c in trace.copies),
+             *((s.start, s.end) for s in [*trace.ops, *trace.calls.values(), *trace.syncs])]
     window = (min(s for s, _ in every), max(e for _, e in every))
     spans: dict[int | None, tuple[float, float]] = {n: (s.start, s.end) for n, s in sorted(trace.steps.items())}
     spans = spans or {None: window}

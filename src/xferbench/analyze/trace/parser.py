@@ -95,18 +95,20 @@ def read_trace(path: Path) -> Trace:
     """The trace at ``path`` (``.json``, ``.json.gz``, ``.pt.trace.json``), or a TraceError."""
     if path.name.endswith((".tar.gz", ".tgz", ".tar", ".zip")):
         raise TraceError("an archive: unpack it first and give the trace's .json (or .json.gz) inside")
+    trace = Trace()
     with _open(path) as stream:
-        head = stream.peek(512)[:512] if hasattr(stream, "peek") else b""
-        if head[257:262] == b"ustar" or head.startswith(b"PK\x03\x04"):
-            raise TraceError("an archive: unpack it first and give the trace's .json (or .json.gz) inside")
-        trace = Trace()
         try:
+            head = stream.peek(512)[:512]
+            if head[257:262] == b"ustar" or head.startswith(b"PK\x03\x04"):
+                raise TraceError("an archive: unpack it first and give the trace's .json (or .json.gz) inside")
             _head(stream, trace)
             stream.seek(0)
             for event in ijson.items(stream, "traceEvents.item", use_float=True):
                 _event(event, trace)
         except (ijson.JSONError, EOFError, OSError, zlib.error, UnicodeDecodeError) as error:
-            raise TraceError(f"not JSON, or cut short ({str(error).splitlines()[0][:120]})") from None
+            said = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+            raise TraceError(f"a number out of range ({said})" if "overflow" in said
+                             else f"not JSON, or cut short ({said})") from None
     _check(trace)
     return trace
 
@@ -142,11 +144,11 @@ def _open(path: Path) -> _Bounded:
     """A regular file, opened without blocking (a FIFO is refused), gunzipped when it is gzip."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     status = os.fstat(fd)
-    raw: IO[bytes] = os.fdopen(fd, "rb", buffering=1 << 16)
     if not stat.S_ISREG(status.st_mode) or status.st_size > MOST_BYTES:
-        raw.close()
-        raise TraceError("not a regular file" if not stat.S_ISREG(status.st_mode)
+        os.close(fd)
+        raise TraceError("not a regular file (a folder, a FIFO or a device)" if not stat.S_ISREG(status.st_mode)
                          else f"larger than {MOST_BYTES >> 30} GiB: not a trace of a few steps")
+    raw: IO[bytes] = os.fdopen(fd, "rb", buffering=1 << 16)
     if raw.peek(2)[:2] == b"\x1f\x8b":  # type: ignore[attr-defined]
         return _Bounded(gzip.GzipFile(fileobj=raw))  # type: ignore[arg-type]
     return _Bounded(raw)
