@@ -116,8 +116,8 @@ def read_trace(path: Path) -> Trace:
 class _Bounded:
     """A binary stream that refuses to give more than ``MOST_BYTES`` (a small .gz can decompress without end)."""
 
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw, self.given = raw, 0
+    def __init__(self, raw: IO[bytes], file: IO[bytes]) -> None:
+        self.raw, self.file, self.given = raw, file, 0
 
     def read(self, size: int = -1) -> bytes:
         data = self.raw.read(size)
@@ -138,6 +138,7 @@ class _Bounded:
 
     def __exit__(self, *exc: object) -> None:
         self.raw.close()
+        self.file.close()
 
 
 def _open(path: Path) -> _Bounded:
@@ -150,8 +151,8 @@ def _open(path: Path) -> _Bounded:
                          else f"larger than {MOST_BYTES >> 30} GiB: not a trace of a few steps")
     raw: IO[bytes] = os.fdopen(fd, "rb", buffering=1 << 16)
     if raw.peek(2)[:2] == b"\x1f\x8b":  # type: ignore[attr-defined]
-        return _Bounded(gzip.GzipFile(fileobj=raw))  # type: ignore[arg-type]
-    return _Bounded(raw)
+        return _Bounded(gzip.GzipFile(fileobj=raw), raw)  # type: ignore[arg-type]
+    return _Bounded(raw, raw)
 
 
 def _head(stream: Any, trace: Trace) -> None:

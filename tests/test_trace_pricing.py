@@ -1,0 +1,173 @@
+"""A trace's copies tied to the host and priced (analyze/trace/copies.py, pricing.py): real traces recorded by other
+projects against an independent parse, the H200 sample's fits against α + n/β by hand, and the simulated step whose
+costs are known in advance."""
+
+import gzip
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from xferbench.analyze.load.results import load
+from xferbench.analyze.trace.pricing import price, spread, to_json, to_text
+from xferbench.analyze.view import RunView
+from xferbench.measure.simulate import load_spec
+from xferbench.measure.step_trace import BATCH_BYTES, FORWARD_S, LOSS_S, SIDE_BYTES, SIDE_COPIES, write_step_trace
+
+ROOT = Path(__file__).parent.parent
+TRACES = Path(__file__).parent / "data" / "traces"
+REAL = ["hta-a100-5steps.json.gz", "param-resnet-2080ti.json.gz", "kineto-2021-v100.json.gz", "hta-mi250-rocm.json.gz"]
+SPEC = ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml"
+
+
+@pytest.fixture(scope="module")
+def h200() -> RunView:
+    return RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"]))
+
+
+def _independent(path: Path) -> tuple[Counter, Counter]:
+    """Copies and bytes per (kind, memory) by a plain json.load, as a reader of the trace format would count them."""
+    kinds = {"HtoD": "h2d", "DtoH": "d2h", "DtoD": "d2d", "PtoP": "peer"}
+    events = json.load(gzip.open(path))["traceEvents"]
+    sizes = {e["args"]["correlation"]: int(e["args"]["size"]) for e in events if "size" in e.get("args", {})}
+    count, nbytes = Counter(), Counter()
+    for event in events:
+        if event.get("cat") in ("gpu_memcpy", "Memcpy"):
+            kind, source, target = re.match(r"Memcpy (\w+) \((\w+) -> (\w+)\)", event["name"]).groups()
+            host = source if kind == "HtoD" else target
+            memory = "device" if kind in ("DtoD", "PtoP") else {"Pageable": "pageable", "Pinned": "pinned"}.get(host, "unknown")
+            count[kinds[kind], memory] += 1
+            nbytes[kinds[kind], memory] += event["args"].get("bytes", sizes.get(event["args"]["correlation"], 0))
+    return count, nbytes
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_counts_and_bytes_of_every_copy_kind_match_an_independent_parse(name):
+    """Every copy of a real trace is found, with its bytes: grouped rows summed back per kind and memory."""
+    rows = json.loads(to_json(price(TRACES / name, None)))["copies"]
+    count, nbytes = Counter(), Counter()
+    for row in rows:
+        count[row["kind"], row["memory"]] += row["count"]
+        nbytes[row["kind"], row["memory"]] += row["bytes"]
+    assert (count, nbytes) == _independent(TRACES / name)
+    assert all(row["priced_s"] is None and row["fixes"] == [] for row in rows)  # no run: nothing priced
+
+
+def test_the_a100_device_to_pageable_copies_are_waiting_not_copying():
+    """HTA's A100 trace of 5 steps: 30 copies of 8.6 kB hold the host 759 ms, at least 95% of it the queue."""
+    priced = price(TRACES / "hta-a100-5steps.json.gz", None)
+    d2h = next(r for r in priced.rows if (r["kind"], r["memory"]) == ("d2h", "pageable"))
+    assert (d2h["count"], d2h["bytes"], d2h["blocking"], d2h["op"]) == (30, 8600, True, "aten::to")
+    assert d2h["wait_s"] >= 0.95 * d2h["host_s"]
+    assert d2h["host_s"] == pytest.approx(0.759, abs=5e-4) and d2h["gpu_s"] == pytest.approx(80e-6, abs=1e-6)
+    assert d2h["wait_s"] + d2h["blocked_s"] + d2h["tail_s"] == pytest.approx(d2h["host_s"])
+    assert [s.number for s in priced.steps] == [550, 551, 552, 553, 554]
+    assert "steps read: ProfilerStep#550, #551, #552, #553, #554" in priced.labels
+
+
+def test_the_2080ti_pageable_batches_hold_the_host_three_times_their_copy_time():
+    """PARAM's ResNet trace: 61 pageable host-to-device copies hold the host 2.01 s against 630 ms of GPU copies."""
+    rows = price(TRACES / "param-resnet-2080ti.json.gz", None).rows
+    h2d = next(r for r in rows if r["kind"] == "h2d")
+    assert (h2d["count"], h2d["memory"], h2d["blocking"]) == (61, "pageable", True)
+    assert h2d["host_s"] == pytest.approx(2.01, abs=0.005) and h2d["gpu_s"] == pytest.approx(0.630, abs=0.001)
+
+
+def test_one_step_is_read_alone_and_a_missing_one_is_named():
+    priced = price(TRACES / "hta-a100-5steps.json.gz", None, step=552)
+    assert [s.number for s in priced.steps] == [552]
+    assert next(r for r in priced.rows if r["kind"] == "d2h")["count"] == 6
+
+
+def test_pricing_with_the_h200_run_is_alpha_plus_n_over_beta_of_its_table(h200):
+    """The ResNet trace's pageable batch copies priced with the H200 sample: the model table's α and β, by hand."""
+    rows = price(TRACES / "param-resnet-2080ti.json.gz", h200).rows
+    h2d = next(r for r in rows if r["kind"] == "h2d")
+    n, count = 2_312_140_804, 61
+    pageable = count * 15.41e-6 + n / 7.941e9  # h2d pageable to: α 15.41 µs, β 7.941 GB/s (the table's)
+    pinned = count * 14.99e-6 + n / 53.88e9  # h2d pinned to: α 14.99 µs, β 53.88 GB/s
+    assert h2d["path"] == "h2d pageable to cpu->cuda:0"
+    assert h2d["priced_s"] == pytest.approx(pageable, rel=1e-3)
+    pin = next(f for f in h2d["fixes"] if f["fix"] == "pin")
+    assert pin["saved_s"] == pytest.approx(pageable - pinned, rel=1e-3)
+    assert pin["low_s"] <= pin["saved_s"] <= pin["high_s"]
+
+
+def test_a_fix_whose_interval_holds_zero_cannot_tell(h200):
+    """A100's 45 pageable copies of 149 bytes: pinning them saves within the run's own spread."""
+    rows = price(TRACES / "hta-a100-5steps.json.gz", h200).rows
+    h2d = next(r for r in rows if (r["kind"], r["memory"]) == ("h2d", "pageable"))
+    pin = next(f for f in h2d["fixes"] if f["fix"] == "pin")
+    assert pin["low_s"] < 0 < pin["high_s"] and pin["said"].startswith("can't tell")
+    remove = next(f for r in rows for f in r["fixes"] if f["fix"] == "remove_sync")
+    d2h = next(r for r in rows if r["kind"] == "d2h")
+    assert remove["saved_s"] == pytest.approx(d2h["priced_s"] + d2h["wait_s"])
+
+
+def test_the_interval_is_the_paths_quartiles_at_the_bracketing_sizes(h200):
+    rows = h200.rows[h200.rows["path"] == "h2d pageable to cpu->cuda:0"].set_index("nbytes")
+    low, high = spread(h200, "h2d pageable to cpu->cuda:0", 3 << 20)  # between the 1 MiB and the 4 MiB sizes
+    ratios = rows.loc[[1 << 20, 4 << 20]]
+    assert (low, high) == ((ratios["q1_s"] / ratios["median_s"]).min(), (ratios["q3_s"] / ratios["median_s"]).max())
+
+
+def test_labels_say_whose_gpu_prices_and_whose_waits(h200):
+    labels = price(TRACES / "kineto-2021-v100.json.gz", h200).labels
+    assert labels[:3] == ["trace recorded on Tesla V100-DGXS-32GB",
+                          f"priced with run {ROOT / 'reports/samples/h200/full.json.gz'} on NVIDIA H200",
+                          "warning: the run's GPU is not the trace's: prices are the run's machine's, waits the trace's"]
+
+
+def test_rocm_copies_are_read_with_their_memory_unknown_and_left_unpriced(h200):
+    rows = price(TRACES / "hta-mi250-rocm.json.gz", h200).rows
+    assert [(r["kind"], r["memory"], r["count"], r["bytes"], r["priced_s"]) for r in rows] == \
+        [("h2d", "unknown", 2, 5120, None)]
+    assert rows[0]["note"] == "not priced: the run measured no h2d path from unknown memory"
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    """The simulated step's trace priced with a simulated run of the same spec."""
+    path = write_step_trace(load_spec(SPEC), tmp_path_factory.mktemp("step") / "step.json")
+    return price(path, RunView.of(load([Path(__file__).parent / "data" / "sim-2gpu.json"])))
+
+
+def test_the_simulated_step_gives_back_its_known_waits_and_copies(simulated):
+    """The spec's costs: the batch waits for the forward (less the host's launches), .item() for the loss kernel."""
+    spec = load_spec(SPEC)
+    launch, sync = spec.launch_us * 1e-6, spec.sync_us * 1e-6
+    rows = {(r["kind"], r["memory"]): r for r in simulated.rows}
+    batch, item, side = rows["h2d", "pageable"], rows["d2h", "pageable"], rows["h2d", "pinned"]
+    assert batch["wait_s"] == pytest.approx(FORWARD_S - (SIDE_COPIES - 1) * launch - launch, abs=1e-9)
+    assert batch["blocked_s"] == pytest.approx(spec.paths["h2d_pageable"].seconds(BATCH_BYTES), abs=1e-9)
+    assert batch["tail_s"] == pytest.approx(sync, abs=1e-9)
+    assert (item["op"], item["wait_s"], item["tail_s"]) == ("aten::_local_scalar_dense", pytest.approx(LOSS_S, abs=1e-9),
+                                                             pytest.approx(sync, abs=1e-9))
+    assert (side["blocking"], side["count"], side["wait_s"]) == (False, SIDE_COPIES, 0.0)
+    assert side["gpu_s"] == pytest.approx(SIDE_COPIES * spec.paths["h2d_pinned"].seconds(SIDE_BYTES), abs=1e-9)
+    assert simulated.labels[0] == f"trace recorded on illustrative PCIe Gen5 GPU (simulated) (SIMULATED: {SPEC})"
+
+
+def test_pricing_the_simulated_step_recovers_the_specs_costs(simulated):
+    """Priced with a run of the same spec: the batch costs the spec's call (launch + α + n/β + synchronize) and
+    pinning saves what the spec's two paths differ by; removing .item()'s synchronize saves the measured wait too."""
+    spec = load_spec(SPEC)
+    call = spec.launch_us * 1e-6 + spec.sync_us * 1e-6
+    rows = {(r["kind"], r["memory"]): r for r in simulated.rows}
+    batch = rows["h2d", "pageable"]
+    assert batch["priced_s"] == pytest.approx(call + spec.paths["h2d_pageable"].seconds(BATCH_BYTES), rel=1e-3)
+    pin = next(f for f in batch["fixes"] if f["fix"] == "pin")
+    saved = spec.paths["h2d_pageable"].seconds(BATCH_BYTES) - spec.paths["h2d_pinned"].seconds(BATCH_BYTES)
+    assert pin["saved_s"] == pytest.approx(saved, rel=1e-3)
+    item = rows["d2h", "pageable"]
+    remove = next(f for f in item["fixes"] if f["fix"] == "remove_sync")
+    assert remove["saved_s"] == pytest.approx(call + spec.paths["d2h_pageable"].seconds(4) + LOSS_S, rel=1e-3)
+    assert "a SIMULATED run" in simulated.labels[1]
+
+
+def test_the_console_says_each_part_of_the_host_time(simulated):
+    text = to_text(simulated)
+    assert "waiting for the queue 1.98 ms + blocked on the copy" in text
+    assert "the host never waits for these: off the critical path" in text
