@@ -171,3 +171,35 @@ def test_the_console_says_each_part_of_the_host_time(simulated):
     text = to_text(simulated)
     assert "waiting for the queue 1.98 ms + blocked on the copy" in text
     assert "the host never waits for these: off the critical path" in text
+
+
+def test_report_with_a_trace_has_its_section_and_price_writes_the_contracts_json(tmp_path, capsys):
+    """``report --trace`` adds the section (its labels as the console says them); ``price --json`` the ``copies``
+    rows with every field docs/contract.md names."""
+    from hostile_inputs import run_cli
+
+    trace = write_step_trace(load_spec(SPEC), tmp_path / "step.json")
+    run = Path(__file__).parent / "data" / "sim-2gpu.json"
+    code, out, err = run_cli(capsys, "report", run, "--trace", trace, "-o", tmp_path / "index.html")
+    assert code == 0, err
+    html = (tmp_path / "index.html").read_text()
+    assert 'id="section-trace"' in html and 'id="trace-copies"' in html
+    assert "steps read: ProfilerStep#1" in html and "a SIMULATED run (--xfer-simulate)" in html
+    code, out, err = run_cli(capsys, "price", trace, run, "--json", tmp_path / "price.json")
+    assert code == 0, err
+    assert out.startswith("trace recorded on illustrative PCIe Gen5 GPU (simulated)")
+    document = json.loads((tmp_path / "price.json").read_text())
+    fields = {"kind", "memory", "count", "bytes", "gpu_s", "host_s", "wait_s", "blocked_s", "tail_s", "priced_s", "fixes"}
+    assert all(fields <= set(row) for row in document["copies"])
+    assert {f["fix"] for row in document["copies"] for f in row["fixes"]} == {"pin", "pin_non_blocking", "remove_sync"}
+    assert all({"fix", "saved_s", "low_s", "high_s"} <= set(f) for row in document["copies"] for f in row["fixes"])
+    assert [s["step"] for s in document["steps"]] == [1]
+
+
+def test_a_bad_trace_given_to_report_is_one_line(tmp_path, capsys):
+    from hostile_inputs import assert_refused, run_cli
+
+    (tmp_path / "t.json").write_text("{")
+    code, _, err = run_cli(capsys, "report", Path(__file__).parent / "data" / "sim-2gpu.json", "--trace",
+                           tmp_path / "t.json", "-o", tmp_path / "index.html")
+    assert_refused(code, err, "--trace", "not JSON, or cut short")
