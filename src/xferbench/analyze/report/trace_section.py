@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 
 from ...units import format_bytes, format_seconds
 from ..trace.pricing import Priced
-from .svg import WIDTH, as_plot, tip
+from .svg import WIDTH, as_plot, legend_outside, tip
 
 __all__ = ["section"]
 
@@ -34,7 +34,7 @@ def _figure(priced: Priced) -> Any:
     ax.set_yticks(range(len(steps)), names)
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds (| the step's wall time)")
-    ax.legend(loc="lower right", fontsize="small")
+    legend_outside(fig, *ax.get_legend_handles_labels())
     return fig
 
 
