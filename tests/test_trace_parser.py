@@ -11,11 +11,12 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hostile_inputs import FAST, SLOW, assert_refused, json_values, put, run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
 from xferbench.analyze.trace.parser import read_trace
+
+from hostile_inputs import FAST, SLOW, assert_refused, json_values, put, run_cli
 
 TRACES = Path(__file__).parent / "data" / "traces"
 
