@@ -155,7 +155,8 @@ def test_any_json_document_is_refused_in_one_line(tmp_path, capsys, document):
 def test_the_order_of_events_changes_nothing(tmp_path, seed):
     document = json.loads(gzip.open(TRACES / "hta-mi250-rocm.json.gz").read())
     random.Random(seed).shuffle(document["traceEvents"])
-    from xferbench.analyze.trace.pricing import price, to_json
+    from xferbench.analyze.report.trace_section import to_json
+    from xferbench.analyze.trace.pricing import price
 
     def rows(path):  # times are kept after the first event read: equal to a float's last digits
         return json.loads(to_json(price(path, None)), parse_float=lambda text: round(float(text), 12))["copies"]

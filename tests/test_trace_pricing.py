@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from xferbench.analyze.load.results import load
-from xferbench.analyze.trace.pricing import price, spread, to_json, to_text
+from xferbench.analyze.report.trace_section import fix_said, labels, to_json, to_text
+from xferbench.analyze.trace.pricing import price, spread
 from xferbench.analyze.view import RunView
 from xferbench.measure.simulate import load_spec
 from xferbench.measure.step_trace import BATCH_BYTES, FORWARD_S, LOSS_S, SIDE_BYTES, SIDE_COPIES, write_step_trace
@@ -64,7 +65,7 @@ def test_the_a100_device_to_pageable_copies_are_waiting_not_copying():
     assert d2h["host_s"] == pytest.approx(0.759, abs=5e-4) and d2h["gpu_s"] == pytest.approx(80e-6, abs=1e-6)
     assert d2h["wait_s"] + d2h["blocked_s"] + d2h["tail_s"] == pytest.approx(d2h["host_s"])
     assert [s.number for s in priced.steps] == [550, 551, 552, 553, 554]
-    assert "steps read: ProfilerStep#550, #551, #552, #553, #554" in priced.labels
+    assert "steps read: ProfilerStep#550, #551, #552, #553, #554" in labels(priced)
 
 
 def test_the_2080ti_pageable_batches_hold_the_host_three_times_their_copy_time():
@@ -100,7 +101,7 @@ def test_a_fix_whose_interval_holds_zero_cannot_tell(h200):
     rows = price(TRACES / "hta-a100-5steps.json.gz", h200).rows
     h2d = next(r for r in rows if (r["kind"], r["memory"]) == ("h2d", "pageable"))
     pin = next(f for f in h2d["fixes"] if f["fix"] == "pin")
-    assert pin["low_s"] < 0 < pin["high_s"] and pin["said"].startswith("can't tell")
+    assert pin["low_s"] < 0 < pin["high_s"] and fix_said(pin).startswith("can't tell (the run's spread: -")
     remove = next(f for r in rows for f in r["fixes"] if f["fix"] == "remove_sync")
     d2h = next(r for r in rows if r["kind"] == "d2h")
     assert remove["saved_s"] == pytest.approx(d2h["priced_s"] + d2h["wait_s"])
@@ -114,17 +115,17 @@ def test_the_interval_is_the_paths_quartiles_at_the_bracketing_sizes(h200):
 
 
 def test_labels_say_whose_gpu_prices_and_whose_waits(h200):
-    labels = price(TRACES / "kineto-2021-v100.json.gz", h200).labels
-    assert labels[:3] == ["trace recorded on Tesla V100-DGXS-32GB",
+    said = labels(price(TRACES / "kineto-2021-v100.json.gz", h200))
+    assert said[:3] == ["trace recorded on Tesla V100-DGXS-32GB",
                           f"priced with run {ROOT / 'reports/samples/h200/full.json.gz'} on NVIDIA H200",
                           "warning: the run's GPU is not the trace's: prices are the run's machine's, waits the trace's"]
 
 
 def test_rocm_copies_are_read_with_their_memory_unknown_and_left_unpriced(h200):
-    rows = price(TRACES / "hta-mi250-rocm.json.gz", h200).rows
+    rows = json.loads(to_json(price(TRACES / "hta-mi250-rocm.json.gz", h200)))["copies"]
     assert [(r["kind"], r["memory"], r["count"], r["bytes"], r["priced_s"]) for r in rows] == \
         [("h2d", "unknown", 2, 5120, None)]
-    assert rows[0]["note"] == "not priced: the run measured no h2d path from unknown memory"
+    assert rows[0]["note"] == "not priced: the trace does not say which host memory"
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_the_simulated_step_gives_back_its_known_waits_and_copies(simulated):
                                                              pytest.approx(sync, abs=1e-9))
     assert (side["blocking"], side["count"], side["wait_s"]) == (False, SIDE_COPIES, 0.0)
     assert side["gpu_s"] == pytest.approx(SIDE_COPIES * spec.paths["h2d_pinned"].seconds(SIDE_BYTES), abs=1e-9)
-    assert simulated.labels[0] == f"trace recorded on illustrative PCIe Gen5 GPU (simulated) (SIMULATED: {SPEC})"
+    assert labels(simulated)[0] == f"trace recorded on illustrative PCIe Gen5 GPU (simulated) (SIMULATED: {SPEC})"
 
 
 def test_pricing_the_simulated_step_recovers_the_specs_costs(simulated):
@@ -164,7 +165,7 @@ def test_pricing_the_simulated_step_recovers_the_specs_costs(simulated):
     item = rows["d2h", "pageable"]
     remove = next(f for f in item["fixes"] if f["fix"] == "remove_sync")
     assert remove["saved_s"] == pytest.approx(call + spec.paths["d2h_pageable"].seconds(4) + LOSS_S, rel=1e-3)
-    assert "a SIMULATED run" in simulated.labels[1]
+    assert "a SIMULATED run" in labels(simulated)[1]
 
 
 def test_the_console_says_each_part_of_the_host_time(simulated):

@@ -106,8 +106,9 @@ def _trace_section(args: argparse.Namespace, view: Any) -> list[dict[str, Any]]:
 
 def _price(args: argparse.Namespace) -> int:
     from .analyze.load.results import load
+    from .analyze.report.trace_section import to_json, to_text
     from .analyze.trace.parser import TraceError
-    from .analyze.trace.pricing import price, to_json, to_text
+    from .analyze.trace.pricing import price
     from .analyze.view import RunView
     from .output import check_output, write_atomic
 

@@ -2,13 +2,12 @@
 saves there: pin the host buffer; pin and ``non_blocking`` (the host pays the pipelined α); batch a step's small
 copies into one; remove the synchronize of a device-to-host copy (which also saves the wait the trace measured).
 
-Without a run the trace's own times and shares are given and nothing is priced. Every line that says where a
-figure comes from is written here, so the console, ``--json`` and the page say the same.
+Without a run the trace's own times and shares are given and nothing is priced. Facts only: report/trace_section.py
+words them, for the console, ``--json`` and the page alike.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ...units import format_bytes, format_seconds
 from ..view import RunView
 from .copies import Group, Step, group, steps, tie
-from .parser import Trace, read_trace
+from .parser import read_trace
 
-__all__ = ["Priced", "price", "spread", "to_json", "to_text"]
+__all__ = ["METHODS", "Priced", "price", "spread"]
 
 #: The call a group is priced with, among a path's fitted calls, first found first.
 METHODS = ("to", "copy_", "cpu", "cuda", "clone")
@@ -29,9 +27,14 @@ METHODS = ("to", "copy_", "cpu", "cuda", "clone")
 
 @dataclass(frozen=True)
 class Priced:
-    """A priced trace: the lines saying where each figure comes from, its steps, and one row per group."""
+    """A priced trace: whose GPUs recorded and priced it (report/trace_section.py words them), its steps, and one row
+    per group of copies."""
 
-    labels: list[str]
+    recorded: list[str]
+    simulated_trace: str | None
+    run: list[str] | None  # the run's files (None: not priced)
+    run_gpus: list[str]
+    run_simulated: bool
     steps: list[Step]
     rows: list[dict[str, Any]]
 
@@ -42,25 +45,9 @@ def price(path: Path, view: RunView | None, step: int | None = None) -> Priced:
     found, kept = steps(trace, tie(trace), step)
     total = sum(s.span[1] - s.span[0] for s in found)
     rows = [_row(g, view, len(found), total) for g in group(kept)]
-    return Priced(_labels(trace, view, found), found, rows)
-
-
-def _labels(trace: Trace, view: RunView | None, found: list[Step]) -> list[str]:
-    """Where the figures come from: the trace's GPU, the run's, whether they differ, the steps read."""
-    recorded = sorted(set(trace.gpus.values())) or ["a GPU the trace does not name"]
-    said = [f"trace recorded on {', '.join(recorded)}" + (f" (SIMULATED: {trace.simulated})" if trace.simulated else "")]
-    if view is None:
-        said.append("no run given: the trace's own times and shares, nothing priced")
-    else:
-        gpus = sorted({str(name) for name in view.fingerprint.gpu_names or []}) or ["an unnamed GPU"]
-        said.append(f"priced with run {', '.join(view.sources) or '(rows)'} on {', '.join(gpus)}"
-                    + (", a SIMULATED run (--xfer-simulate): its prices read back a machine spec" if view.simulated else ""))
-        if set(gpus) != set(recorded):
-            said.append("warning: the run's GPU is not the trace's: prices are the run's machine's, waits the trace's")
-    numbers = [s.number for s in found if s.number is not None]
-    said.append(f"steps read: ProfilerStep#{', #'.join(map(str, numbers))}" if numbers else
-                "no ProfilerStep recorded: the trace's whole window is read as one step")
-    return said
+    gpus = sorted({str(name) for name in view.fingerprint.gpu_names or []}) if view is not None else []
+    return Priced(sorted(set(trace.gpus.values())), trace.simulated, list(view.sources) if view is not None else None,
+                  gpus, bool(view is not None and view.simulated), found, rows)
 
 
 def _fit(view: RunView, kind: str, memory: str, blocking: bool) -> dict[str, Any] | None:
@@ -96,36 +83,28 @@ def _cost(view: RunView, fit: dict[str, Any], count: int, nbytes: int, pipelined
 def _fixes(view: RunView, g: Group, fit: dict[str, Any], now: tuple[float, ...], steps_: int,
            pipelined: bool) -> list[dict[str, Any]]:
     """Each fix that applies to a group, with what it would cost and save on the run's machine."""
-    after: list[tuple[str, str, tuple[float, ...] | None]] = []
+    after: list[tuple[str, tuple[float, ...] | None]] = []
     if g.memory == "pageable":
         pinned = _fit(view, g.kind, "pinned", True)
-        after.append(("pin", "pin the host buffer", _cost(view, pinned, g.count, g.nbytes) if pinned else None))
+        after.append(("pin", _cost(view, pinned, g.count, g.nbytes) if pinned else None))
     if g.kind == "h2d" and g.blocking and g.memory != "unknown":
         ahead = _fit(view, g.kind, "pinned", False)
         ready = ahead is not None and math.isfinite(ahead["pipelined_alpha_us"])
-        after.append(("pin_non_blocking", "pin it and copy with non_blocking=True (the host pays the pipelined α)",
-                      _cost(view, ahead, g.count, 0, True) if ahead is not None and ready else None))
-    per_step = g.count / max(steps_, 1)
-    if per_step >= 2 and g.nbytes / g.count < fit["half_peak_bytes"]:
-        after.append(("batch", f"batch each step's {per_step:.3g} copies into one (latency-bound: below α·β)",
-                      _cost(view, fit, steps_, g.nbytes, pipelined)))
-    fixes = [_saving(fix, what, now, cost) for fix, what, cost in after]
-    if g.kind == "d2h" and g.blocking:
+        after.append(("pin_non_blocking", _cost(view, ahead, g.count, 0, True) if ahead is not None and ready else None))
+    if g.count >= 2 * steps_ and g.nbytes / g.count < fit["half_peak_bytes"]:  # latency-bound: below α·β
+        after.append(("batch", _cost(view, fit, steps_, g.nbytes, pipelined)))
+    fixes = [_saving(fix, now, cost) for fix, cost in after]
+    if g.kind == "d2h" and g.blocking:  # the synchronize also costs the wait the trace measured
         wait = g.total("wait")
-        fix = "remove this synchronize, or move it off the step (it also saves the wait measured on the trace)"
-        fixes.append(_saving("remove_sync", fix, now, (-wait, -wait, -wait)) | {"measured_wait_s": wait})
+        fixes.append(_saving("remove_sync", now, (-wait, -wait, -wait)) | {"measured_wait_s": wait})
     return fixes
 
 
-def _saving(fix: str, what: str, now: tuple[float, ...], after: tuple[float, ...] | None) -> dict[str, Any]:
+def _saving(fix: str, now: tuple[float, ...], after: tuple[float, ...] | None) -> dict[str, Any]:
     if after is None:
-        return {"fix": fix, "what": what, "after_s": None, "saved_s": None, "low_s": None, "high_s": None,
-                "said": "not priced: the run did not measure the path it needs"}
-    saved, low, high = now[0] - after[0], now[1] - after[2], now[2] - after[1]
-    said = (f"saves {format_seconds(saved)} ({format_seconds(low)}-{format_seconds(high)})" if low > 0
-            else f"can't tell (the run's spread: {format_seconds(low)} to {format_seconds(high)})")
-    return {"fix": fix, "what": what, "after_s": max(after[0], 0.0), "saved_s": saved, "low_s": low, "high_s": high,
-            "said": said}
+        return {"fix": fix, "after_s": None, "saved_s": None, "low_s": None, "high_s": None}
+    return {"fix": fix, "after_s": max(after[0], 0.0), "saved_s": now[0] - after[0], "low_s": now[1] - after[2],
+            "high_s": now[2] - after[1]}
 
 
 def _row(g: Group, view: RunView | None, steps_: int, total: float) -> dict[str, Any]:
@@ -137,36 +116,9 @@ def _row(g: Group, view: RunView | None, steps_: int, total: float) -> dict[str,
         "tail_s": g.total("tail"), "share": host / total if total > 0 else None,
         "examples": [c.copy.correlation for c in g.copies[:2]], "path": None, "priced_s": None, "fixes": []}
     fit = _fit(view, g.kind, g.memory, g.blocking) if view is not None and g.memory != "unknown" else None
-    if view is not None and fit is None:
-        row["note"] = f"not priced: the run measured no {g.kind} path from {g.memory} memory"
     if view is None or fit is None:
         return row
     pipelined = not g.blocking and math.isfinite(fit["pipelined_alpha_us"])  # the device's time: the host never waits
     now = _cost(view, fit, g.count, g.nbytes, pipelined)
     return row | {"path": fit["path"], "priced_s": now[0], "priced_low_s": now[1], "priced_high_s": now[2],
                   "fixes": _fixes(view, g, fit, now, steps_, pipelined)}
-
-
-def to_json(priced: Priced) -> str:
-    """The ``--json`` document: labels, steps, ``copies`` (docs/contract.md)."""
-    return json.dumps({"labels": priced.labels, "steps": [
-        {"step": s.number, "seconds": s.span[1] - s.span[0], "compute_s": s.compute_s, "copy_s": s.copy_s,
-         "blocked_s": s.blocked_s, "wait_s": s.wait_s} for s in priced.steps], "copies": priced.rows}, indent=1)
-
-
-def to_text(priced: Priced) -> str:
-    """The console's table: a paragraph per group, the host's time split, the price and each fix."""
-    lines = list(priced.labels)
-    for row in priced.rows:
-        lines += ["", f"{row['count']} {row['kind']} {row['memory']} {'blocking' if row['blocking'] else 'non-blocking'} "
-                      f"copies in {row['op']}: {format_bytes(row['bytes'])}, GPU {format_seconds(row['gpu_s'])}; host "
-                      f"{format_seconds(row['host_s'])} = waiting for the queue {format_seconds(row['wait_s'])} + "
-                      f"blocked on the copy {format_seconds(row['blocked_s'])} + tail {format_seconds(row['tail_s'])}"
-                      + (f" ({row['share']:.1%} of the steps)" if row["share"] is not None else "")
-                      + f"; e.g. correlation {', '.join(map(str, row['examples']))}"]
-        if not row["blocking"]:
-            lines.append("  the host never waits for these: off the critical path")
-        if row["priced_s"] is not None:
-            lines.append(f"  costs {format_seconds(row['priced_s'])} here ({row['path']})")
-        lines += [f"  {fix['what']}: {fix['said']}" for fix in row["fixes"]] + ([f"  {row['note']}"] if "note" in row else [])
-    return "\n".join(lines if priced.rows else [*lines, "", "no copy between host and device in the steps read"])
