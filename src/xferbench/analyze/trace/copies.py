@@ -24,6 +24,8 @@ __all__ = ["Group", "Step", "Tied", "group", "merged", "steps", "tie"]
 
 #: What an op is called when no ``aten::`` op holds the call (a copy launched outside any recorded op).
 NO_OP = "no op recorded"
+#: Two times this close are one: the profiler's resolution, above the rounding of microseconds kept as seconds.
+EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def _nesting(trace: Trace) -> dict[Call, tuple[Span | None, str]]:
             while stack and stack[-1].end < span.start:
                 stack.pop()
             if isinstance(span, Call):  # an op that ended under a longer one stays stacked: only holders count
-                holders = [op for op in stack if op.end >= span.end]
+                holders = [op for op in stack if op.end >= span.end - EPS]
                 users = [op.name for op in holders if op.name.startswith("aten::")]
                 found[span] = (holders[-1] if holders else None, users[0] if users else NO_OP)
             else:
@@ -116,7 +118,7 @@ def tie(trace: Trace) -> list[Tied]:
     for copy in sorted(trace.copies, key=lambda c: c.start):
         call = trace.calls.get(copy.correlation)
         inner, op = nesting[call] if call else (None, NO_OP)
-        after = [s for s in syncs.get(inner, []) if call and inner and s.start >= call.end] if inner else []
+        after = [s for s in syncs.get(inner, []) if call and s.start >= call.end - EPS] if inner else []
         nbytes = copy.nbytes if copy.nbytes is not None else (call.size if call else None)
         if nbytes is None:
             raise TraceError(f"a copy (correlation {copy.correlation}) records no bytes")

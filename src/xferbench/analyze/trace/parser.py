@@ -41,7 +41,7 @@ class TraceError(ValueError):
     """A file that is no torch.profiler trace this can price; the message is one line."""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, slots=True)  # one object per event: hashed by identity, built fast (tens of thousands)
 class Span:
     """A host span (an op, a step) on one thread: start and end in seconds."""
 
@@ -51,7 +51,7 @@ class Span:
     thread: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, slots=True)
 class Call(Span):
     """A runtime call (``cudaMemcpyAsync``, a synchronize) and the correlation id its GPU work carries."""
 
@@ -205,6 +205,11 @@ def _event(event: Any, trace: Trace) -> None:
         return
     if role is None or event.get("ph") != "X":
         return
+    if role == "call":  # most calls launch kernels: counted, not kept
+        trace.runtime_calls += 1
+        name = event.get("name")
+        if not isinstance(name, str) or ("Memcpy" not in name and name not in SYNCS):
+            return
     start, end = _times(event, trace)
     if role == "kernel":
         trace.gpu_events += 1
@@ -229,9 +234,6 @@ def _event(event: Any, trace: Trace) -> None:
 
 
 def _call(event: dict[str, Any], args: dict[str, Any], start: float, end: float, name: str, trace: Trace) -> None:
-    trace.runtime_calls += 1
-    if "Memcpy" not in name and name not in SYNCS:
-        return
     call = Call(start, end, name, f"{event.get('pid')}:{event.get('tid')}", _count(args.get("correlation"), "correlation")
                 or 0, _count(args.get("size"), "size"))
     if name in SYNCS:
