@@ -4,8 +4,9 @@
 
 Goal (issue 59): at most 1.5x json.load's wall time, peak memory under a quarter of its. Each measurement runs in
 a fresh interpreter, the two alternating; time and memory are measured in separate runs (tracemalloc slows what
-it watches). The CPU time (process_time) is printed beside the wall time: on a shared machine it is the steadier. The trace is priced without a run (loading a run is the same cost with or without a trace), so this
-is parsing, tying copies to calls and ops, and grouping. Prints medians and the load average.
+it watches). The CPU time (process_time) is printed beside the wall time: on a shared machine it is the steadier.
+The trace is priced without a run (loading a run is the same cost with or without a trace), so this is parsing,
+tying copies to calls and ops, and grouping. Prints medians and the load average.
 """
 
 from __future__ import annotations
