@@ -162,3 +162,15 @@ def test_the_order_of_events_changes_nothing(tmp_path, seed):
         return json.loads(to_json(price(path, None)), parse_float=lambda text: round(float(text), 12))["copies"]
 
     assert rows(put(tmp_path / "s.json", document)) == rows(TRACES / "hta-mi250-rocm.json.gz")
+
+
+@pytest.mark.hostile
+def test_a_trace_past_the_size_bound_and_a_json_over_the_trace_are_refused(tmp_path, capsys, monkeypatch):
+    trace = put(tmp_path / "trace.json", _trace())
+    assert_refused(*run_cli(capsys, "price", trace, "--json", trace)[::2], "writing it would destroy it")
+    monkeypatch.setattr("xferbench.analyze.trace.parser.MOST_BYTES", 100)
+    assert_refused(*run_cli(capsys, "price", trace)[::2], "larger than 0 GiB: not a trace of a few steps")
+    zipped = tmp_path / "small.json.gz"
+    zipped.write_bytes(gzip.compress(json.dumps(_trace()).encode()))
+    monkeypatch.setattr("xferbench.analyze.trace.parser.MOST_BYTES", zipped.stat().st_size)  # on disk, not inside
+    assert_refused(*run_cli(capsys, "price", zipped)[::2], "once decompressed")

@@ -204,3 +204,17 @@ def test_a_bad_trace_given_to_report_is_one_line(tmp_path, capsys):
     code, _, err = run_cli(capsys, "report", Path(__file__).parent / "data" / "sim-2gpu.json", "--trace",
                            tmp_path / "t.json", "-o", tmp_path / "index.html")
     assert_refused(code, err, "--trace", "not JSON, or cut short")
+
+
+def test_a_run_without_the_paths_leaves_each_group_unpriced_and_says_why():
+    """The CPU sample measured no GPU path: every group is given with its times, none priced, each saying why."""
+    view = RunView.of(load([Path(__file__).parent / "data" / "cpu-sample.json"]))
+    rows = json.loads(to_json(price(TRACES / "kineto-2021-v100.json.gz", view)))["copies"]
+    assert [(r["kind"], r["priced_s"], r["fixes"], r["note"]) for r in rows] == \
+        [("h2d", None, [], "not priced: the run measured no h2d path from pageable memory")]
+
+
+def test_each_fix_says_its_saving_its_interval_and_its_cost_after(simulated):
+    batch = next(r for r in simulated.rows if r["kind"] == "h2d" and r["blocking"])
+    pin = next(f for f in batch["fixes"] if f["fix"] == "pin")
+    assert fix_said(pin) == "saves 538 µs (538 µs-538 µs), costing 316 µs after"  # the simulated run has no spread

@@ -50,10 +50,10 @@ def fix_said(fix: dict[str, Any]) -> str:
     """A fix's saving with its interval, "can't tell" where the interval holds zero, or why it is not priced."""
     if fix["saved_s"] is None:
         return "not priced: the run did not measure the path it needs"
-    low, high = format_seconds(fix["low_s"]), format_seconds(fix["high_s"])
+    low, high, after = format_seconds(fix["low_s"]), format_seconds(fix["high_s"]), format_seconds(fix["after_s"])
     if fix["low_s"] > 0:
-        return f"saves {format_seconds(fix['saved_s'])} ({low}-{high})"
-    return f"can't tell (the run's spread: {low} to {high})"
+        return f"saves {format_seconds(fix['saved_s'])} ({low}-{high}), costing {after} after"
+    return f"can't tell (the run's spread: {low} to {high}; {after} after)"
 
 
 def _note(row: dict[str, Any]) -> str | None:
