@@ -174,3 +174,8 @@ def test_a_trace_past_the_size_bound_and_a_json_over_the_trace_are_refused(tmp_p
     zipped.write_bytes(gzip.compress(json.dumps(_trace()).encode()))
     monkeypatch.setattr("xferbench.analyze.trace.parser.MOST_BYTES", zipped.stat().st_size)  # on disk, not inside
     assert_refused(*run_cli(capsys, "price", zipped)[::2], "once decompressed")
+
+
+def test_a_bare_array_of_events_is_read_as_chromes_format_allows(tmp_path):
+    events = _trace()["traceEvents"]
+    assert read_trace(put(tmp_path / "bare.json", events)).copies == read_trace(put(tmp_path / "t.json", _trace())).copies

@@ -101,9 +101,9 @@ def read_trace(path: Path) -> Trace:
             head = stream.peek(512)[:512]
             if head[257:262] == b"ustar" or head.startswith(b"PK\x03\x04"):
                 raise TraceError("an archive: unpack it first and give the trace's .json (or .json.gz) inside")
-            _head(stream, trace)
+            events = _head(stream, trace)
             stream.seek(0)
-            for event in ijson.items(stream, "traceEvents.item", use_float=True):
+            for event in ijson.items(stream, events, use_float=True):
                 _event(event, trace)
         except (ijson.JSONError, EOFError, OSError, zlib.error, UnicodeDecodeError) as error:
             said = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
@@ -155,12 +155,15 @@ def _open(path: Path) -> _Bounded:
     return _Bounded(raw, raw)
 
 
-def _head(stream: Any, trace: Trace) -> None:
-    """The GPUs' names (``deviceProperties``, which every writer puts before the events) and the simulated mark."""
+def _head(stream: Any, trace: Trace) -> str:
+    """The GPUs' names (``deviceProperties``, which every writer puts before the events) and the simulated mark; the
+    events' prefix (Chrome's trace format also allows a bare array of events)."""
     device: dict[str, Any] = {}
     for prefix, event, value in ijson.parse(stream, use_float=True):
+        if prefix == "" and event == "start_array":
+            return "item"
         if prefix == "traceEvents" or (prefix == "" and event == "end_map"):
-            return
+            return "traceEvents.item"
         if prefix == "deviceProperties.item" and event == "end_map" and isinstance(device.get("name"), str):
             trace.gpus[device.get("id", len(trace.gpus))] = device["name"]
             device = {}
@@ -168,6 +171,7 @@ def _head(stream: Any, trace: Trace) -> None:
             device[prefix.rsplit(".", 1)[1]] = value
         elif prefix == "xferbench_simulated" and isinstance(value, str):
             trace.simulated = value
+    return "traceEvents.item"
 
 
 def _times(event: dict[str, Any], trace: Trace) -> tuple[float, float]:
