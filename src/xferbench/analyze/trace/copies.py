@@ -119,10 +119,8 @@ def tie(trace: Trace) -> list[Tied]:
         call = trace.calls.get(copy.correlation)
         inner, op = nesting[call] if call else (None, NO_OP)
         after = [s for s in syncs.get(inner, []) if call and s.start >= call.end - EPS] if inner else []
-        nbytes = copy.nbytes if copy.nbytes is not None else (call.size if call else None)
-        if nbytes is None:
-            raise TraceError(f"a copy (correlation {copy.correlation}) records no bytes")
-        tied.append(_split(copy, call, op, after[:1], nbytes))
+        size = call.size if call is not None and call.size is not None else 0  # read_trace refused a copy without
+        tied.append(_split(copy, call, op, after[:1], copy.nbytes if copy.nbytes is not None else size))
     return tied
 
 
@@ -152,11 +150,11 @@ def _host_start(c: Tied) -> float:
 
 def steps(trace: Trace, tied: list[Tied], only: int | None = None) -> tuple[list[Step], list[Tied]]:
     """The steps (``only``: that one) with what their time went to, and the copies whose call began in them."""
-    every = [*trace.kernels, *((c.start, c.end) for c in trace.copies),
-             *((s.start, s.end) for s in [*trace.ops, *trace.calls.values(), *trace.syncs])]
-    window = (min(s for s, _ in every), max(e for _, e in every))
     spans: dict[int | None, tuple[float, float]] = {n: (s.start, s.end) for n, s in sorted(trace.steps.items())}
-    spans = spans or {None: window}
+    if not spans:  # no step recorded: the trace's whole window is one
+        every = [*trace.kernels, *((c.start, c.end) for c in trace.copies),
+                 *((s.start, s.end) for s in [*trace.ops, *trace.calls.values(), *trace.syncs])]
+        spans = {None: (min(s for s, _ in every), max(e for _, e in every))}
     if only is not None:
         if only not in spans:
             have = ", ".join(str(n) for n in spans) if None not in spans else "none"
@@ -165,7 +163,7 @@ def steps(trace: Trace, tied: list[Tied], only: int | None = None) -> tuple[list
     kernels, copies = merged(trace.kernels), merged((c.copy.start, c.copy.end) for c in tied)
     found, kept = [], []
     for number, span in spans.items():
-        mine = [c for c in tied if span[0] <= _host_start(c) <= span[1]]
+        mine = tied if number is None else [c for c in tied if span[0] <= _host_start(c) < span[1]]
         kept += mine
         found.append(Step(number, span, sum(_overlap(k, *span) for k in kernels),
                           sum(_overlap(k, *span) for k in copies), sum(c.blocked + c.tail for c in mine),
