@@ -26,6 +26,12 @@ def bench(op: str, method: str, src: str, dst: str, nbytes: int, seconds: float,
             "extra_info": info, "stats": stats}
 
 
+def steady(nbytes: int = 4096, seconds: float = 1e-3) -> list[dict[str, Any]]:
+    """A same-code pair timed alike (.cpu() and .to('cpu')): a hand-fed run's evidence that it did not drift, so that
+    its unpaired comparisons are judged from their rounds (a run with no such evidence judges none)."""
+    return [bench("d2h", method, "cuda:0", "cpu", nbytes, seconds, host_memory="pageable") for method in ("cpu", "to")]
+
+
 def sweep(op: str, method: str, src: str, dst: str, alpha: float, beta_gbps: float, sizes: list[int] = SIZES,
           **kwargs: Any) -> list[dict[str, Any]]:
     return [bench(op, method, src, dst, n, alpha + n / (beta_gbps * 1e9), **kwargs) for n in sizes]

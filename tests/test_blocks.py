@@ -24,7 +24,7 @@ from xferbench.analyze.report import drift_text
 from xferbench.analyze.view import RunView
 from xferbench.contract import Block
 from xferbench.measure.cases import build_cases
-from xferbench.measure.session.blocks import reference_ids, spread_blocks
+from xferbench.measure.session.blocks import blocked_ids, spread_blocks
 
 from fakes import drifting_spec
 from hostile_inputs import FAST, assert_refused, run_cli
@@ -69,13 +69,28 @@ def test_every_case_in_blocks_runs_in_passes_and_a_held_world_stays_whole():
     assert places == list(range(places[0], places[0] + 4))  # never split by a block: the world is set up once
 
 
-def test_the_references_are_the_smallest_size_and_the_one_nearest_64_mib():
-    sizes = [4, 1024, MiB, 64 * MiB, 256 * MiB]
-    host = reference_ids("host", build_cases("host", ["cpu"], sizes, ["float32", "float16"]))
-    assert host == {"pageable-clone-4B-float32-cpu->cpu", "pageable-clone-64MiB-float32-cpu->cpu"}
-    h2d = reference_ids("h2d", build_cases("h2d", ["cpu", "cuda:0", "cuda:1"], sizes, ["float32"]))
-    assert h2d == {"pinned-blocking-to-4B-float32-cpu->cuda:0", "pinned-blocking-to-64MiB-float32-cpu->cuda:0"}
-    assert reference_ids("d2h", build_cases("d2h", ["cpu", "cuda:0"], sizes, ["float32"])) == set()
+def test_the_paired_cases_and_the_references_measured_in_blocks():
+    """Paired: what the report compares, at the size nearest 64 MiB and the largest up to 256 MiB, of the first dtype
+    and device pair; references: host copy_ at the smallest size and nearest 1 MiB, pinned h2d .to nearest 64 MiB."""
+    sizes = [4, 1024, MiB, 64 * MiB, 256 * MiB, 1024 * MiB]
+    host = blocked_ids("host", build_cases("host", ["cpu"], sizes, ["float32", "float16"]))
+    assert host == {f"pageable-{call}-{size}-float32-{variant}cpu->cpu" for call in ("clone", "copy_")
+                    for size in ("64MiB", "256MiB") for variant in ("",)} | {
+        "pageable-copy_-64MiB-float32-single_thread-cpu->cpu", "pageable-copy_-256MiB-float32-single_thread-cpu->cpu",
+        "pageable-copy_-4B-float32-cpu->cpu", "pageable-copy_-1MiB-float32-cpu->cpu"}
+    create = blocked_ids("create", build_cases("create", ["cpu", "cuda:0"], sizes, ["float32"]))
+    assert create == {f"{call}-{size}-float32-cpu" for call in ("empty", "zeros") for size in ("64MiB", "256MiB")}
+    h2d = blocked_ids("h2d", build_cases("h2d", ["cpu", "cuda:0", "cuda:1"], sizes, ["float32"]))
+    assert {i for i in h2d if i.endswith("cuda:1")} == set() and len(h2d) == 24  # every call, two sizes, first GPU
+    assert blocked_ids("noop", build_cases("noop", ["cpu", "cuda:0"], sizes, ["float32"])) == set()
+
+
+def test_the_blocks_of_one_slot_alternate_their_order():
+    """A B in one slot, B A in the next: a steady drift favours neither side of a pair."""
+    cases = [it for case in ("a", "b") for it in blocks_of(case, 4)]
+    order = [i.nodeid.split("[")[1] for i in spread_blocks(cases, together)]
+    assert order == ["a-block1of4]", "b-block1of4]", "b-block2of4]", "a-block2of4]", "a-block3of4]", "b-block3of4]",
+                     "b-block4of4]", "a-block4of4]"]
 
 
 # -- the loader: a case's blocks are one row -----------------------------------------------------------------------

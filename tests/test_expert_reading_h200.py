@@ -16,6 +16,7 @@ from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of
 from xferbench.analyze.view import RunView
 from xferbench.families.module_to import finding as module_to_finding
+from xferbench.ratios import Drift, unpaired
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
@@ -36,11 +37,11 @@ def page(h200, tmp_path_factory):
 
 def test_rand_across_the_cliff_is_cant_tell_not_did_not_break(page, h200):
     _, text = page
-    # torch.rand grew 1.32x per byte (over the 29.8% floor) and took 37.5 ms beyond 4x its 16 MiB time: it may break
+    # torch.rand grew 1.32x per byte and took 37.5 ms beyond 4x its 16 MiB time: not resolved past every reused copy_
     assert "a fresh destination alone does not make a call break here" not in text
     assert ("torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time), which also writes a fresh "
-            "pageable host destination, did not grow past every call into a reused buffer beyond the floor: can't tell "
-            "whether it breaks too.") in text
+            "pageable host destination, did not grow past every call into a reused buffer beyond its interval: can't "
+            "tell whether it breaks too.") in text
     fig = bandwidth_of(h200, "d2h")
     notes = " ".join(" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts)
     plt.close(fig)
@@ -59,26 +60,36 @@ def test_torch_empty_says_its_jump_across_the_cliff(page):
     _, text = page
     assert "the allocation call itself did not break" not in text
     assert ("torch.empty on the CPU, which allocates without touching a page, took 4.44 µs → 15.9 µs: flat per byte, but "
-            "the call's own time grew 3.58×, beyond the run's drift floor of 29.8%, consistent with the allocator taking "
-            "another path past glibc's largest mmap threshold (32 MiB).") in text
+            "the call's own time grew 3.58x (2.79-4.6), consistent with the allocator taking another path past glibc's "
+            "largest mmap threshold (32 MiB).") in text
 
 
 def test_a_second_module_move_says_the_step_that_lines_up_with_size(page):
     _, text = page
     assert "A second .to(cuda:0) of a module already there took 44.7-79.4 µs" not in text
+    # the sizes ran in order: a step with size is as much a step in time (mlp() builds the same tensors at every size)
     assert ("A second .to(cuda:0) of a module already there took 74.7-79.4 µs up to 393 KiB of parameters and 44.7-45.5 µs "
-            "from 3.82 MiB: a step of 1.64× or more (beyond this run's drift floor of 29.8%) that lines up with size") in text
+            "from 3.82 MiB: a step of 1.64x (1.33-2.02) though nothing is copied (every parameter tensor is visited); the "
+            "sizes ran one after another, so whether it follows the size or the time, can't tell (--xfer-shuffle would).")\
+        in text
+    # the odd one out ran 100 calls a round where the others ran 14-15: the loop, not the bytes, differs
     assert ("A second .to(cpu) of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of parameters, but "
-            "40.7 µs at 38.2 MiB") in text
+            "40.7 µs at 38.2 MiB (that case ran 100 calls a round, the others 14-15: the loop differs, so the run cannot "
+            "say the bytes set it)") in text
 
 
-def test_a_module_moves_step_without_a_floor_needs_rounds_apart():
-    def rows(fast_max: float) -> pd.DataFrame:
-        return pd.DataFrame({"variant": "again", "dst": "cuda:0", "nbytes": [1_000, 10_000, 1_000_000, 10_000_000],
-                             "median_s": [80e-6, 78e-6, 45e-6, 46e-6], "min_s": [75e-6, 74e-6, 44e-6, 44e-6],
-                             "max_s": [90e-6, 88e-6, fast_max, 50e-6]})
-    assert "a step of 1.70× or more (their rounds apart)" in module_to_finding(rows(50e-6))[0]
-    assert "the bytes do not set its cost" in module_to_finding(rows(76e-6))[0]  # rounds overlap: no step said
+def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_time_where_unshuffled():
+    def rows(drift: float, shuffled: bool) -> pd.DataFrame:
+        frame = pd.DataFrame({"variant": "again", "dst": "cuda:0", "nbytes": [1_000, 10_000, 1_000_000, 10_000_000],
+                              "median_s": [80e-6, 78e-6, 45e-6, 46e-6], "iqr_s": 2e-6, "rounds": 30, "iterations": 14})
+        frame.attrs["ratio"] = lambda a, b: unpaired((a["median_s"], a["iqr_s"], 30), (b["median_s"], b["iqr_s"], 30),
+                                                     Drift(drift, 10))
+        frame.attrs["shuffled"] = shuffled
+        return frame
+    assert "a step of 1.7x (" in module_to_finding(rows(0.05, False))[0]
+    assert "whether it follows the size or the time, can't tell" in module_to_finding(rows(0.05, False))[0]
+    assert module_to_finding(rows(0.05, True))[0].endswith("and it lines up with size (the cases ran shuffled).")
+    assert "the bytes do not set its cost" in module_to_finding(rows(0.3, False))[0]  # drift hides it: no step said
 
 
 def test_a_capped_beta_carries_no_half_of_beta(page, h200):
@@ -98,12 +109,13 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
     assert "capped at the largest size measured (fit over all sizes gave 2.65 GB/s), so no half of β" in html
 
 
-def test_overlap_is_held_against_the_drift_floor(h200, page):
+def test_overlap_is_said_with_its_own_interval(h200, page):
     _, text = page
-    # 992.9 / 752.8 = 1.319: just past the H200's 29.8% floor, so it is said with the floor; within a wider one it is not
-    assert "overlap buys 1.32x here, beyond this run's drift floor of 29.8%." in text
-    wider = " ".join(distributed_findings(h200.rows, 0.33))
-    assert "can't tell whether overlap pays (1.32x, within this run's drift floor of 33.0%)." in wider
+    # 992.9 / 752.8 = 1.319, with its rounds and the run's latency-bound pageable drift (4.0%)
+    assert "one by one 993 µs: overlap buys 1.32x (1.06-1.64) here." in text
+    wider = " ".join(distributed_findings(h200.rows, lambda a, b: unpaired(
+        (a["median_s"], a["iqr_s"], int(a["rounds"])), (b["median_s"], b["iqr_s"], int(b["rounds"])), Drift(0.3, 10))))
+    assert "one by one 993 µs: whether overlap pays, can't tell (could see ≥ 1.9" in wider
     assert "overlap buys" not in wider
 
 
@@ -124,28 +136,28 @@ class TestRead3b:
                 "(30.3× per byte)") in text
         assert "torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time)" in text
         assert "(28×)" not in text and "(1.32×," not in text
-        assert "the call's own time grew 3.58×" in text
+        assert "the call's own time grew 3.58x (2.79-4.6)" in text
 
     def test_the_module_caption_makes_no_blanket_claim_on_the_bytes(self, page):
-        """The cuda:0 second move steps 74.7-79.4 µs -> 44.7-45.5 µs in line with size: the caption does not say its
-        cost never follows the bytes."""
+        """The cuda:0 second move steps 74.7-79.4 µs -> 44.7-45.5 µs in line with size and time: the caption does not
+        say its cost never follows the bytes."""
         _, text = page
-        assert "that lines up with size" in text
+        assert "whether it follows the size or the time, can't tell" in text
         assert "its cost does not follow the bytes" not in text
         assert "a second .to() to the same device copies nothing but still visits every parameter tensor." in text
 
     def test_the_pinning_caption_names_a_comparison_printed(self, page):
         """The caption asks pin_cached_then_to against to: 2.21 ms against 7.25 ms (3.29x) at 64 MiB, 11 ms against
-        37.7 ms (3.44x) at 256 MiB, both beyond the 29.8% floor; printed before each against the reused buffer."""
+        37.7 ms (3.44x) at 256 MiB, both resolved; printed before each against the reused buffer."""
         _, text = page
         assert "pin_cached_then_to (pin from the cache, then move) against to" in text
-        assert ("Host to device at 64 MiB on cuda:0: pin_cached_then_to took 2.21 ms, to 7.25 ms (3.29x). Host to device "
-                "at 256 MiB on cuda:0: pin_cached_then_to took 11 ms, to 37.7 ms (3.44x). Host to device at 64 MiB on "
-                "cuda:0: reused_pinned_to took 2.19 ms") in text
+        assert ("Host to device at 64 MiB on cuda:0: pin_cached_then_to took 2.21 ms, to 7.25 ms (3.29x (2.56-4.22)). "
+                "Host to device at 256 MiB on cuda:0: pin_cached_then_to took 11 ms, to 37.7 ms (3.44x (2.68-4.42)). Host "
+                "to device at 64 MiB on cuda:0: reused_pinned_to took 2.19 ms") in text
 
 
 class TestRead3a:
-    """Among calls or paths within the drift floor of each other, none is named the best or the highest."""
+    """Among calls or paths the run cannot tell apart, none is named the best or the highest."""
 
     def test_a_roof_names_no_best_among_calls_within_the_floor(self, h200):
         labels = []
@@ -155,18 +167,18 @@ class TestRead3a:
             plt.close(fig)
         roofs = " | ".join(label for label in labels if "largest size" in label)
         # h2d pinned: .to() 55.27 GB/s, 5 other calls 54.95-55.15; pageable .cuda() non_blocking 8.33, others 7.76-8.22
-        assert "fastest of 6 calls within the drift floor, at its largest size: 88% of 63 GB/s" in roofs
-        assert "fastest of 6 calls within the drift floor, at its largest size: 13% of 63 GB/s" in roofs
+        assert "fastest of 6 calls it cannot be told from, at its largest size: 88% of 63 GB/s" in roofs
+        assert "fastest of 6 calls it cannot be told from, at its largest size: 13% of 63 GB/s" in roofs
         # d2h pinned copy_() non_blocking 54.38 against 53.98; same-device copy_() 2067 against clone's 2053
-        assert "fastest of 2 calls within the drift floor, at its largest size: 86% of 63 GB/s" in roofs
-        assert "fastest of 2 calls within the drift floor, at its largest size: 86% of 2,407 GB/s" in roofs
+        assert "fastest of 2 calls it cannot be told from, at its largest size: 86% of 63 GB/s" in roofs
+        assert "fastest of 2 calls it cannot be told from, at its largest size: 86% of 2,407 GB/s" in roofs
         assert ".to(), the best" not in roofs and "non_blocking, the best" not in roofs
         assert "copy_(), the best at its largest size: 24% of 63 GB/s" in roofs  # d2h pageable: the others lie beyond
 
     def test_the_highest_beta_among_tied_paths_cant_be_told(self, page):
         _, text = page
-        # the pinned paths' β 52.7-54.4 GB/s lie within the 29.8% floor of d2h pinned non-blocking copy_'s 54.9
-        assert ("which host-side path has the highest fitted β can't be told (8 paths' β lie within the run's drift "
-                "floor: 52.7-54.9 GB/s); one of them (d2h pinned non-blocking copy_ cuda:0->cpu) has a fixed cost "
-                "α = 11.6 µs and a bandwidth β = 54.9 GB/s") in text
+        # the paths whose 256 MiB times the run cannot tell from d2h pinned non-blocking copy_'s (54.9 GB/s)
+        assert ("which host-side path has the highest fitted β can't be told (9 paths' β lie 37.2-54.9 GB/s and their "
+                "times at 256 MiB can't be told apart); one of them (d2h pinned non-blocking copy_ cuda:0->cpu) has a "
+                "fixed cost α = 11.6 µs and a bandwidth β = 54.9 GB/s") in text
         assert "the host-side path with the highest fitted β (d2h pinned non-blocking copy_" not in text

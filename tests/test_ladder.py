@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xferbench.analyze.ladder import Ladder, ladders, median_interval
+from xferbench.analyze.ladder import Ladder
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import ladder_text
+from xferbench.analyze.view import RunView
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
@@ -37,19 +38,12 @@ def _one(raw: pd.DataFrame, **match: object) -> pd.Series:
 
 
 def _by_key(paths: list[Path]) -> dict[str, Ladder]:
-    return {ladder.key: ladder for ladder in ladders(load(paths).frame)}
+    return {ladder.key: ladder for ladder in RunView.of(load(paths)).ladders}
 
 
 @pytest.fixture(scope="module")
 def h200() -> dict[str, Ladder]:
     return _by_key([H200 / "full.json.gz"])
-
-
-def test_median_interval_is_the_order_statistics_of_the_median():
-    assert median_interval(np.arange(1, 32)) == (10.0, 22.0)  # 31 rounds: the 10th and 22nd, 97% coverage
-    assert median_interval(np.arange(1, 10)) == (2.0, 8.0)  # 9 rounds: 2nd and 8th, 96%
-    assert median_interval(np.array([5.0, 1, 3, 2, 4])) == (1.0, 5.0)  # 5 rounds cannot reach 95%: min-max
-    assert median_interval(np.array([7.0])) == (7.0, 7.0)
 
 
 def _cpu_rows_at_256_mib():
@@ -77,16 +71,17 @@ def test_the_cpu_ladder_reads_every_step_back_from_the_json(h200):
     assert (round(fresh.seconds * 1e3), round(ladder.share(fresh), 2)) == (163, 0.90)
     assert round(staging.seconds * 1e3, 1) == 12.8 and round(twin["device_seconds"] * 1e3, 2) == 4.85
     assert launch.seconds == pytest.approx(pinned["median"] - twin["device_seconds"]) and launch.seconds < 0.13e-3
-    # 5 rounds of .cpu() against 9 of copy_: each median's interval is min-max and 2nd-8th
-    assert fresh.low_s == pytest.approx(min(call["data"]) - sorted(touched["data"])[7])
-    assert fresh.high_s == pytest.approx(max(call["data"]) - sorted(touched["data"])[1])
-    assert all(step.told for step in ladder.steps)
+    # the step's interval is the two rungs' ratio's, over the rung below (unpaired: rounds and pageable drift)
+    assert fresh.ratio.basis == "rounds" and fresh.ratio.value == pytest.approx(call["median"] / touched["median"])
+    assert (fresh.low_s, fresh.high_s) == pytest.approx((touched["median"] * (fresh.ratio.low - 1),
+                                                         touched["median"] * (fresh.ratio.high - 1)))
+    assert [step.told for step in ladder.steps] == [True, True, False]  # the launch step: 2.4% apart, can't tell
     assert sum(p[1] for p in ladder.parts()) == pytest.approx(call["median"])
 
 
 def test_the_to_cpu_ladder_shares_the_lower_rungs(h200):
     to, cpu = h200["d2h-to"], h200["d2h-cpu"]
-    assert to.rungs[1:] == cpu.rungs[1:]
+    assert [(r.label, r.median_s) for r in to.rungs[1:]] == [(r.label, r.median_s) for r in cpu.rungs[1:]]
     assert round(to.top.median_s * 1e3) == 217 and round(to.steps[0].seconds * 1e3) == 199
 
 
@@ -115,20 +110,21 @@ def test_rows_of_two_runs_are_never_mixed(h200):
     """The quick-scenarios file came from another boot: the ladders read full.json only, the same as alone."""
     merged = _by_key([H200 / "full.json.gz", H200 / "quick-scenarios.json"])
     assert {key: ladder.run for key, ladder in merged.items()} == {key: "full.json" for key in h200}
-    assert merged == h200
+    assert {k: [r.median_s for r in v.rungs] for k, v in merged.items()} == {
+        k: [r.median_s for r in v.rungs] for k, v in h200.items()}
 
 
 def test_the_registered_control_splits_staging_from_the_fresh_destination(tmp_path):
     """d2h_registered's four calls at one size: .cpu() 40 ms, copy_ into a touched pageable buffer 10 ms, into that
     buffer page-locked in place 5 ms: 30 ms fresh destination, 5 ms the driver's staging, 5 ms the copy itself."""
-    from handfed import bench, gpu_machine, write
+    from handfed import bench, gpu_machine, steady, write
 
     rows = [bench("d2h_registered", method, "cuda:0", "cpu", 64 * MiB, seconds, host_memory=memory, variant=variant)
             for method, memory, variant, seconds in (("cpu", "pageable", "cpu", 0.040),
                                                      ("copy_", "pageable", "pageable", 0.010),
                                                      ("copy_", "registered", "registered", 0.005),
                                                      ("copy_", "pinned", "pinned", 0.0045))]
-    found = _by_key([write(tmp_path / "run.json", rows, gpu_machine())])["d2h-registered"]
+    found = _by_key([write(tmp_path / "run.json", rows + steady(), gpu_machine())])["d2h-registered"]
     assert found.size == 64 * MiB and found.top.median_s == pytest.approx(0.040)
     assert [(step.factor.split(":")[0], round(step.seconds, 6), step.told) for step in found.steps] == [
         ("the fresh destination", 0.030, True), ("the driver's staging copy through its pinned bounce buffer", 0.005, True)]
@@ -161,29 +157,27 @@ def markdown() -> str:
 
 def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
     """.cpu() at 256 MiB, 181.1 ms = fresh destination 163 ms + staging 12.8 ms + launch ~119 µs + DMA 4.85 ms, each
-    step with its interval (5 rounds of .cpu(): min to max; 9 of copy_ pageable: 2nd to 8th; 31 pinned: 10th to 22nd)."""
+    step with its interval: the rung below times its ratio's interval, minus one (RunView.ratio)."""
     from xferbench.units import format_seconds as s
 
     call, touched, pinned, dma = _cpu_rows_at_256_mib()
-    c, t, p = (sorted(row["data"]) for row in (call, touched, pinned))
-    assert (len(c), len(t), len(p)) == (5, 9, 31)
     dma_s = dma["device_seconds"]
+    ladder = RunView.of(load([H200 / "full.json.gz"])).ladders[0]
 
-    def cell(seconds: float, low: float, high: float) -> str:
-        return f"{s(seconds)} ({s(low)} to {s(high)})"
+    def cell(step) -> str:
+        below = step.below.median_s
+        return f"{s(step.seconds)} ({s(below * (step.ratio.low - 1))} to {s(below * (step.ratio.high - 1))})"
 
-    fresh = cell(call["median"] - touched["median"], c[0] - t[7], c[4] - t[1])
-    staging = cell(touched["median"] - pinned["median"], t[1] - p[21], t[7] - p[9])
-    launch = cell(pinned["median"] - dma_s, p[9] - dma_s, p[21] - dma_s)
+    fresh, staging, launch = (cell(step) for step in ladder.steps)
     assert _markdown_table(markdown, ".cpu() of 256 MiB: 181 ms") == [
-        ["the call", ".cpu(): d2h pageable cpu cuda:0->cpu", "–", f"median {cell(call['median'], c[0], c[4])}", "100%"],
+        ["the call", ".cpu(): d2h pageable cpu cuda:0->cpu", "–", f"median {s(call['median'])}", "100%"],
         ["1", "copy_ into a touched pageable buffer: d2h pageable copy_ cuda:0->cpu",
          "the fresh destination: what the call pays beyond a copy into a buffer already touched", fresh, "90%"],
         ["2", "copy_ into a pinned buffer: d2h pinned copy_ cuda:0->cpu",
          "the driver's staging copy through its pinned bounce buffer", staging, "7%"],
-        # 119 µs between rungs 2.4% apart: within the run's drift floor (29.8%, its same-code pairs), so no share
+        # 119 µs between rungs 2.4% apart: their ratio's interval holds 1, so no share
         ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)", "launch and synchronization", launch,
-         "can't tell (within this run's drift floor of 29.8%)"],
+         f"can't tell (the two rungs: {ladder.steps[2].ratio.text()})"],
         ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]
     assert (fresh.split()[:2], staging.split()[:2], launch.split()[:2], s(dma_s)) == (
@@ -195,7 +189,7 @@ def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
     rows = _markdown_table(markdown, ".to('cuda') from pageable memory of 1 GiB")
     assert rows[1][:3] == ["1", "copy_ from pageable memory into a device buffer: h2d pageable copy_ cpu->cuda:0",
                            "the fresh device destination (the caching allocator)"]
-    assert rows[1][3].startswith("1.56 ms (-10.3 ms to ") and rows[1][4] == "can't tell (interval holds zero)"
+    assert rows[1][3].startswith("1.56 ms (-28.9 ms to ") and rows[1][4].startswith("can't tell (the two rungs: can't tell")
     assert [row[0] for row in rows] == ["the call", "1", "2", "3", "left"]
     assert [title for title in ("**.cpu() of", "**.to('cpu') of", "**.to('cuda') from", "**clone() of")
             if title in markdown] == ["**.cpu() of", "**.to('cpu') of", "**.to('cuda') from", "**clone() of"]

@@ -1,121 +1,176 @@
-"""The run's drift floor: how far two calls that run the same code lie apart in this run.
+"""How far a run moves by itself, per regime: the margin an unpaired comparison's interval adds (xferbench.ratios).
 
-Nothing interleaves a run's cases, so whatever changes while it runs (the allocators' caches, the page cache, THP,
-clocks, other tenants) reads as a difference between the cases measured at different times. Calls that run the same
-PyTorch code measure exactly that: ``.cpu()`` and ``.to('cpu')``, ``.cuda(i)`` and ``.to('cuda:i')``, and the
-cuda_vs_to scenario's ``.cuda(i)``, ``.to('cuda:i')`` and ``.to(torch.device)``. On the H200 sample they lie up to
-30% apart with rounds that never overlap (256 MiB ``.cpu()`` 181 ms against ``.to('cpu')`` 217 ms).
+Whatever changes while a run runs (the allocators' caches, the page cache, THP, clocks, other tenants) reads as a
+difference between cases measured at different times, and the rounds of one case cannot see it. Two kinds of cases
+measure it: calls that run the same PyTorch code (``.cpu()`` and ``.to('cpu')``, ``.cuda(i)`` and ``.to('cuda:i')``,
+the cuda_vs_to scenario's forms, ``Module.to`` and ``Module.cuda``), measured apart; and a case measured in blocks
+spread over the run (a paired or reference case, measure/session/blocks.py), whose blocks are the same case at
+different times. Each gives log ratios that should be 0; what they hold beyond their own rounds' noise is drift.
 
-The floor is the largest relative difference (slower median over faster, minus one) among those same-code pairs,
-each pair within one run and one size. The largest, not a percentile: with a few dozen pairs a percentile would call
-the widest drift the run showed a difference, and that drift may hit any two cases. A pair is judged against the
-others only (leave-one-out): a figure never vouches for itself. The no-op forms (``.to('cpu')`` against ``.cpu()`` on
-a tensor already there) are left out: at 0.3 µs their difference is the argument parsing each does, a cost of the
-call, not drift. A case measured in blocks (a reference case again at the run's start, middle and end, or every
-case under ``--xfer-blocks``: load/blocks.py merges them into one row) adds its blocks' spread, the slowest block over
-the fastest, minus one: the same case at different times. The runs recorded before had none: their floor rests on the
-same-code pairs alone. The floor in words is report/drift_text.py. No torch here.
+Drift depends on the regime: on the H200 sample, pinned copies' same-code pairs agree within 0.9% from 16 MiB up while
+a pageable 16 MiB ``.to`` lies 30% from its twin. So the evidence is pooled per regime (``regime``: pageable host
+memory or not, below 1 MiB or not), and a comparison takes its regimes' (the wider, where its two cases differ); a
+regime without evidence takes the run's whole pool. A same-code pair measured in paired blocks is not drift evidence
+(its blocks ran side by side) but the run's A/A check: its own interval should hold 1. No torch here.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["SAME_CODE", "Drift", "Pair", "Repeat", "repeated_references", "same_code_pairs"]
+from ..ratios import Drift, log_se
 
-#: Per family, the column and the values whose calls run the same code, in words for a sentence.
-SAME_CODE: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "d2h": ("method", ("cpu", "to"), ".cpu() and .to('cpu')"),
-    "h2d": ("method", ("cuda", "to"), ".cuda(i) and .to('cuda:i')"),
-    "cuda_vs_to": ("variant", ("cuda", "to_str", "to_device"), ".cuda(i), .to('cuda:i') and .to(torch.device)"),
-}
+__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift"]
+
+#: Per family: the column and the values whose calls run the same code, in words for a sentence.
+SAME_CODE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("d2h", "method", ("cpu", "to"), ".cpu() and .to('cpu')"),
+    ("h2d", "method", ("cuda", "to"), ".cuda(i) and .to('cuda:i')"),
+    ("cuda_vs_to", "variant", ("cuda", "to_str", "to_device"), ".cuda(i), .to('cuda:i') and .to(torch.device)"),
+    ("cuda_vs_to", "variant", ("module_to", "module_cuda"), "Module.to and Module.cuda"),
+)
 #: What else must match for two rows to be one pair: the same case but for the call's spelling.
 _SAME = ["run", "src", "dst", "host_memory", "non_blocking", "dtype", "nbytes"]
+#: Below this payload a case is latency-bound: its drift is of another kind than a bandwidth-bound copy's.
+LATENCY_BYTES = 2**20
+
+
+def regime(row: pd.Series) -> tuple[str, str]:
+    """(``pageable`` where the case touches host memory that is not pinned, as a user's own tensor is, else
+    ``device``; ``latency`` below 1 MiB, else ``bandwidth``)."""
+    host = "cpu" in (row.get("src"), row.get("dst")) and row.get("host_memory") != "pinned"
+    return "pageable" if host else "device", "latency" if int(row.get("nbytes") or 0) < LATENCY_BYTES else "bandwidth"
+
+
+def _noise(row: pd.Series) -> float:
+    """The square of the standard error of log(median) of a row's rounds."""
+    return log_se(float(row["median_s"]), float(row["iqr_s"]), int(row["rounds"])) ** 2
+
+
+def _blocks(row: pd.Series) -> np.ndarray:
+    """A row's block medians where it was measured in blocks (NaN where a block is missing), else empty."""
+    blocks = row.get("block_medians")
+    return np.asarray(blocks, dtype=float) if isinstance(blocks, (list, tuple, np.ndarray)) else np.empty(0)
+
+
+def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The block medians two rows of one run share by index (block k of each ran in one slot), or two empty arrays
+    where they were not both measured in the same number of blocks."""
+    x, y = _blocks(a), _blocks(b)
+    if x.size < 2 or x.size != y.size or a.get("run") != b.get("run"):
+        return np.empty(0), np.empty(0)
+    both = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    return (x[both], y[both]) if both.sum() >= 2 else (np.empty(0), np.empty(0))
 
 
 @dataclass(frozen=True)
 class Pair:
-    """Two or more rows of one run and size that run the same code: how far their medians lie apart."""
+    """Calls of one run and size that run the same code: the slowest and the fastest of them."""
 
     op: str
     calls: str
     nbytes: int
     run: str
-    paths: tuple[str, ...]
-    #: Slower median over faster, minus one.
-    spread: float
+    slow: pd.Series
+    fast: pd.Series
 
     @property
-    def key(self) -> tuple[str, str, int, tuple[str, ...]]:
-        return self.op, self.run, self.nbytes, self.paths
+    def spread(self) -> float:
+        """Slower median over faster, minus one."""
+        return float(self.slow["median_s"]) / float(self.fast["median_s"]) - 1
+
+    @property
+    def paired(self) -> bool:
+        """Measured in paired blocks: the run's A/A check, not drift evidence."""
+        return paired_blocks(self.slow, self.fast)[0].size >= 2
+
+    @property
+    def key(self) -> str:
+        return f"{self.op} {self.calls} {self.run} {self.nbytes}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One source of drift evidence: its regime, squared log ratios beyond noise (summed) and degrees of freedom."""
+
+    key: str
+    regime: tuple[str, str]
+    square: float
+    df: int
 
 
 def same_code_pairs(frame: pd.DataFrame) -> tuple[Pair, ...]:
     """Every same-code pair the rows hold, each within one run and size, largest spread first."""
     pairs = []
-    for op, (column, values, calls) in SAME_CODE.items():
+    for op, column, values, calls in SAME_CODE:
         rows = frame[(frame["op"] == op) & frame[column].isin(values) & (frame["median_s"] > 0)]
-        if column == "variant":
-            rows = rows.assign(method=rows["variant"])
         keys = [c for c in _SAME if c in rows]
         for _, group in rows.groupby(keys, dropna=False, sort=True):
-            if group["method"].nunique() < 2:
+            if group[column].nunique() < 2:
                 continue
-            slow, fast = float(group["median_s"].max()), float(group["median_s"].min())
-            pairs.append(Pair(op, calls, int(group["nbytes"].iloc[0]), str(group["run"].iloc[0]),
-                              tuple(sorted(group["path"].astype(str))), slow / fast - 1))
+            ordered = group.sort_values("median_s")
+            pairs.append(Pair(op, calls, int(group["nbytes"].iloc[0]), str(group["run"].iloc[0]), ordered.iloc[-1],
+                              ordered.iloc[0]))
     return tuple(sorted(pairs, key=lambda p: -p.spread))
 
 
-@dataclass(frozen=True)
-class Repeat:
-    """A case measured in blocks at different times of its run: how far the blocks' medians lie apart."""
-
-    path: str
-    nbytes: int
-    blocks: int
-    #: Slowest block's median over the fastest's, minus one.
-    spread: float
-
-
-def repeated_references(frame: pd.DataFrame) -> tuple[Repeat, ...]:
-    """Every case the rows hold that was measured in two or more blocks (load/blocks.py), largest spread first."""
-    if "block_spread" not in frame:
-        return ()
-    rows = frame[pd.to_numeric(frame["block_spread"], errors="coerce").notna()]
-    repeats = [Repeat(str(row["path"]), int(row["nbytes"]), int(row["blocks"]), float(row["block_spread"]))
-               for _, row in rows.iterrows()]
-    return tuple(sorted(repeats, key=lambda r: -r.spread))
+def _of_blocks(frame: pd.DataFrame) -> Iterable[Evidence]:
+    """Each case measured in blocks: the spread of its blocks' log medians beyond what each block's rounds explain."""
+    if "block_medians" not in frame:
+        return
+    for _, row in frame.iterrows():
+        medians, errors = _blocks(row), np.asarray(row.get("block_log_se") or [], dtype=float)
+        kept = np.isfinite(medians) & (medians > 0)
+        if kept.sum() < 2 or errors.size != medians.size:
+            continue
+        logs = np.log(medians[kept])
+        beyond = float(np.sum((logs - logs.mean()) ** 2) - (kept.sum() - 1) * np.mean(errors[kept] ** 2))
+        # Two blocks' difference has twice one block's variance: what an unpaired pair of cases would see.
+        yield Evidence(f"{row['path']} {row['run']} {row['nbytes']}", regime(row), 2 * max(beyond, 0.0),
+                       int(kept.sum()) - 1)
 
 
 @dataclass(frozen=True)
-class Drift:
-    """The run's same-code pairs and repeated references, and the floor they set on every comparison of two of its
-    cases."""
+class RunDrift:
+    """The run's same-code pairs and its drift evidence by regime."""
 
     pairs: tuple[Pair, ...]
-    repeats: tuple[Repeat, ...] = ()
+    evidence: tuple[Evidence, ...]
 
-    def floor(self, judged: Pair | None = None) -> float | None:
-        """The largest spread among the repeated references and the pairs, but ``judged``'s own; None when nothing
-        else was measured."""
-        others = [p.spread for p in self.pairs if judged is None or p.key != judged.key]
-        others += [r.spread for r in self.repeats]
-        return max(others) if others else None
+    def of(self, *rows: pd.Series, leave_out: str | None = None) -> Drift:
+        """The drift an unpaired comparison of ``rows`` must allow for: the widest of their regimes' (a regime
+        without evidence takes the whole run's), ``leave_out``'s own evidence left out (a pair never vouches for
+        itself)."""
+        kept = [e for e in self.evidence if e.key != leave_out]
+        found = [self._pooled([e for e in kept if e.regime == regime(row)]) or self._pooled(kept) for row in rows]
+        found = [f for f in found if f is not None]
+        if not found:
+            return Drift()
+        return Drift(max(f.sd for f in found), min(f.df for f in found))
 
-    @property
-    def widest(self) -> Pair | None:
-        return self.pairs[0] if self.pairs else None
-
-    def within(self, slow_s: float, fast_s: float, judged: Pair | None = None) -> bool:
-        """Whether two times lie within the floor (their relative difference at most it): "can't tell".
-        False without a floor (a run without same-code pairs gives no drift verdict) or with a floor of 0 (the same
-        code timed alike: a machine that does not drift, such as the simulated one without ``drift`` or ``noise``)."""
-        floor = self.floor(judged)
-        low, high = sorted((float(slow_s), float(fast_s)))
-        return bool(floor) and low > 0 and high / low - 1 <= (floor or 0.0)
+    @staticmethod
+    def _pooled(evidence: list[Evidence]) -> Drift | None:
+        df = sum(e.df for e in evidence)
+        return Drift(math.sqrt(sum(e.square for e in evidence) / df), df) if df else None
 
     def pairs_of(self, op: str) -> tuple[Pair, ...]:
         return tuple(p for p in self.pairs if p.op == op)
+
+    @property
+    def regimes(self) -> dict[tuple[str, str], Drift]:
+        """Each regime's pooled drift, for the page's one line on method."""
+        found = {e.regime for e in self.evidence}
+        return {r: d for r in sorted(found) if (d := self._pooled([e for e in self.evidence if e.regime == r]))}
+
+
+def run_drift(frame: pd.DataFrame) -> RunDrift:
+    """The run's drift: same-code pairs measured apart (beyond their rounds' noise) and cases measured in blocks."""
+    pairs = same_code_pairs(frame)
+    evidence = [Evidence(p.key, regime(p.slow), max(math.log1p(p.spread) ** 2 - _noise(p.slow) - _noise(p.fast), 0.0),
+                         1) for p in pairs if not p.paired]
+    return RunDrift(pairs, (*evidence, *_of_blocks(frame)))

@@ -4,45 +4,25 @@ The call users make is the top rung; each rung below removes one factor (a fresh
 staging copy, launch and synchronization), and the bottom rung is what is left (the DMA's own device time, or a
 host copy into a touched buffer). Each step is the difference of two medians of the same run at the same size,
 with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
-construction. A step whose interval holds zero is "can't tell", never a share; so is a step within the run's drift
-floor (analyze/drift.py: two rungs are two cases measured at different times, and the run's same-code pairs show
-how far that alone moves a figure). The ladders, each rung and factor named, are families/core.py's ``LADDERS``; a
+construction. Each step is judged by its two rungs' ratio (xferbench.ratios, through the view: paired blocks where
+both rungs were measured so, else their rounds and the run's drift in their regime): a step the ratio does not tell
+from 1 is "can't tell", never a share. The ladders, each rung and factor named, are families/core.py's ``LADDERS``; a
 ladder in words is report/ladder_text.py. No torch here (docs/design.md section 6).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from ..families.base import LadderSpec, RungSpec
 from ..families.core import FRESH, LADDERS
+from ..ratios import Ratio
 from .load.results import VALID_DEVICE_METHODS
 
-__all__ = ["Ladder", "Rung", "Step", "ladders", "matching", "median_interval", "percent"]
-
-#: Coverage asked of each median's order-statistic interval; with 5 rounds or fewer the widest (min-max) is taken.
-COVERAGE = 0.95
-
-
-def median_interval(rounds: np.ndarray) -> tuple[float, float]:
-    """A distribution-free interval for the median of ``rounds``: the k-th lowest and k-th highest round, with k
-    the largest such that the binomial(n, 1/2) tails outside them hold at most 1 - ``COVERAGE``; min-max when no
-    k reaches that coverage (5 rounds or fewer)."""
-    x = np.sort(np.asarray(rounds, dtype=float))
-    n = len(x)
-    k, tail = 1, 0.0
-    for j in range(n // 2):  # tail = P(Bin(n, 1/2) <= j): rounds below the k-th lowest, k = j + 1
-        tail += math.comb(n, j) / 2**n
-        if 2 * tail > 1 - COVERAGE:
-            break
-        k = j + 1
-    k = min(k, (n + 1) // 2)
-    return float(x[k - 1]), float(x[n - k])
+__all__ = ["Ladder", "Rung", "Step", "ladders", "matching", "percent"]
 
 
 def percent(share: float) -> str:
@@ -50,18 +30,23 @@ def percent(share: float) -> str:
     return f"{share:.0%}" if abs(share) >= 0.01 else f"{share:.1%}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rung:
-    """One case of the ladder: its call, the row it was read from, its median and that median's interval."""
+    """One case of the ladder: its call, the row it was read from, and its median (or the copy's device time)."""
 
     label: str
-    path: str
+    row: pd.Series
     median_s: float
-    low_s: float
-    high_s: float
-    rounds: int
-    #: The device's own time of the copy (one figure per case, no rounds): its interval is the figure itself.
+    #: The device's own time of the copy (one figure per case, no rounds) rather than the row's median.
     device_time: bool = False
+
+    @property
+    def path(self) -> str:
+        return str(self.row["path"])
+
+    @property
+    def rounds(self) -> int:
+        return int(self.row.get("device_repeats") or 1) if self.device_time else int(self.row["rounds"])
 
     @property
     def case(self) -> str:
@@ -70,13 +55,13 @@ class Rung:
 
 @dataclass(frozen=True)
 class Step:
-    """What removing one factor saved: the rung above minus the rung below, with the interval of that difference."""
+    """What removing one factor saved: the rung above minus the rung below, and the two rungs' ratio with its
+    interval, from which the difference's interval follows (below x (ratio - 1))."""
 
     factor: str
     above: Rung
     below: Rung
-    #: The run's drift floor (analyze/drift.py): a relative difference of the two rungs within it can't be told.
-    floor: float | None = None
+    ratio: Ratio
 
     @property
     def seconds(self) -> float:
@@ -84,27 +69,16 @@ class Step:
 
     @property
     def low_s(self) -> float:
-        return self.above.low_s - self.below.high_s
+        return self.below.median_s * (self.ratio.low - 1)
 
     @property
     def high_s(self) -> float:
-        return self.above.high_s - self.below.low_s
-
-    @property
-    def relative(self) -> float:
-        """How far the two rungs lie apart: the larger median over the smaller, minus one."""
-        low, high = sorted((self.above.median_s, self.below.median_s))
-        return high / low - 1 if low > 0 else float("inf")
-
-    @property
-    def within_floor(self) -> bool:
-        """Whether the two rungs lie within the run's drift floor: the run's own drift could make the step."""
-        return bool(self.floor) and self.relative <= (self.floor or 0.0)  # a floor of 0: a run that does not drift
+        return self.below.median_s * (self.ratio.high - 1)
 
     @property
     def told(self) -> bool:
-        """Whether the run tells this step from zero: its interval does not hold zero, and it exceeds the drift floor."""
-        return not self.low_s <= 0.0 <= self.high_s and not self.within_floor
+        """Whether the run tells this step from zero: the two rungs' ratio is resolved."""
+        return self.ratio.resolved
 
 
 @dataclass(frozen=True)
@@ -143,7 +117,8 @@ class Ladder:
     def parts(self) -> list[tuple[str, float, float, float, bool]]:
         """(factor, seconds, low, high, told) for every step and the bottom rung: they add up to the call."""
         rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]
-        return [*rows, (self.bottom, self.base.median_s, self.base.low_s, self.base.high_s, True)]
+        return [*rows, (self.bottom, self.base.median_s, self.base.median_s, self.base.median_s, True)]
+
 
 def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
     """The rows whose columns equal ``match``'s values (None: the column is empty)."""
@@ -170,15 +145,16 @@ def _rung(spec: RungSpec, frame: pd.DataFrame) -> Rung | None:
         if rows.empty:
             return None
         row = rows.iloc[0]
-        seconds = float(row["device_seconds"])
-        return Rung(spec.label, str(row["path"]), seconds, seconds, seconds, int(row.get("device_repeats") or 1), True)
+        return Rung(spec.label, row, float(row["device_seconds"]), True)
     rows = matching(frame, spec.match)
     if rows.empty:
         return None
     row = rows.iloc[0]
-    rounds = row["data"] if isinstance(row["data"], list) and row["data"] else [row["median_s"]]
-    low, high = median_interval(np.asarray(rounds, dtype=float))
-    return Rung(spec.label, str(row["path"]), float(row["median_s"]), low, high, int(row["rounds"]))
+    return Rung(spec.label, row, float(row["median_s"]))
+
+
+#: Judges two rungs: the upper's time over the lower's, with its interval (the view's, analyze/view.py).
+Judge = Callable[[Rung, Rung], Ratio]
 
 
 def _split(top: pd.Series, below: pd.Series, step: Step) -> Split | None:
@@ -191,33 +167,34 @@ def _split(top: pd.Series, below: pd.Series, step: Step) -> Split | None:
     return Split(extra, step.seconds / extra * 1e6)
 
 
-def _at_size(spec: LadderSpec, rows: pd.DataFrame, run: str, size: int, floor: float | None = None) -> Ladder | None:
+def _at_size(spec: LadderSpec, rows: pd.DataFrame, run: str, size: int, judge: Judge) -> Ladder | None:
     at = rows[rows["nbytes"] == size]
     rungs = [_rung(r, at) for r in spec.rungs]
     if any(r is None for r in rungs):
         return None
     found = tuple(r for r in rungs if r is not None)
-    steps = tuple(Step(s.factor, a, b, floor) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
+    steps = tuple(Step(s.factor, a, b, judge(a, b)) for s, a, b in zip(spec.rungs[1:], found, found[1:], strict=False))
     split = None
     if spec.rungs[1].factor == FRESH:
         split = _split(matching(at, spec.rungs[0].match).iloc[0], matching(at, spec.rungs[1].match).iloc[0], steps[0])
     return Ladder(spec.key, spec.title, run, size, found, steps, spec.bottom, split)
 
 
-def _ladder(spec: LadderSpec, frame: pd.DataFrame, floor: float | None = None) -> Ladder | None:
+def _ladder(spec: LadderSpec, frame: pd.DataFrame, judge: Judge) -> Ladder | None:
     """The ladder at the largest size where every rung was measured in one run (rows of two runs are never mixed:
-    they may come from two instances of the machine)."""
+    they may come from two instances of the machine), a size whose top rung was measured in paired blocks first."""
     top = matching(frame, spec.rungs[0].match)
-    candidates = sorted(((int(size), str(run)) for size, run in zip(top["nbytes"], top["run"], strict=True)),
-                        reverse=True)
-    for size, run in candidates:
-        found = _at_size(spec, frame[frame["run"] == run], run, size, floor)
+    paired = top["block_medians"].map(lambda b: isinstance(b, list)) if "block_medians" in top else top["nbytes"] < 0
+    candidates = sorted(((bool(p), int(size), str(run)) for p, size, run in zip(paired, top["nbytes"], top["run"],
+                                                                                 strict=True)), reverse=True)
+    for _, size, run in candidates:
+        found = _at_size(spec, frame[frame["run"] == run], run, size, judge)
         if found is not None:
             return found
     return None
 
 
-def ladders(frame: pd.DataFrame, floor: float | None = None) -> list[Ladder]:
-    """Every ladder of ``LADDERS`` the run measured all rungs of, each at its largest such size, each step held
-    against the run's drift ``floor`` (None: no drift verdict)."""
-    return [found for spec in LADDERS if (found := _ladder(spec, frame, floor)) is not None]
+def ladders(frame: pd.DataFrame, judge: Judge) -> list[Ladder]:
+    """Every ladder of ``LADDERS`` the run measured all rungs of, each at its largest such size (paired sizes first),
+    each step judged by ``judge``."""
+    return [found for spec in LADDERS if (found := _ladder(spec, frame, judge)) is not None]

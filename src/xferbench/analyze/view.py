@@ -9,7 +9,8 @@ than their spread, so a figure of one is never divided by a figure of the other.
 
 It sits between the loading side (load/) and its readers (report/, gate/): it imports load/ and model, and
 neither report nor gate. The ladders of controls (one factor removed per step, docs/design.md section 6)
-hang on it in ``ladders``, the run's drift floor (its same-code pairs) in ``drift``. No torch here.
+hang on it in ``ladders``, the run's drift by regime in ``drift``, and every comparison of two of its rows is
+``ratio`` (xferbench.ratios). No torch here.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ..contract import Fingerprint
-from .drift import Drift, repeated_references, same_code_pairs
-from .ladder import Ladder, ladders, matching
+from ..ratios import Drift, Ratio, paired, unpaired
+from .drift import RunDrift, paired_blocks, run_drift
+from .ladder import Ladder, Rung, ladders, matching
 from .load.results import Results, busy_load
 from .model import (
     SINGLE_THREAD,
@@ -84,8 +86,8 @@ class BreakEven:
     pageable: pd.Series | None
     pinned: pd.Series | None
     elsewhere: pd.Series | None = None
-    #: The two copies lie within the run's drift floor: drift alone could make the saving.
-    within_drift: bool = False
+    #: Pageable over pinned, with its interval (None where one copy is missing).
+    ratio: Ratio | None = None
 
     @property
     def saved_s(self) -> float | None:
@@ -172,6 +174,11 @@ class RunView:
     @property
     def notes(self) -> list[str]:
         return self.results.notes
+
+    @property
+    def shuffled(self) -> bool:
+        """Whether the run's cases ran in a shuffled order (``--xfer-shuffle``, or pytest-randomly), as it recorded."""
+        return isinstance(self.results.run.get("case_order"), dict)
 
     @property
     def busy(self) -> str | None:
@@ -351,8 +358,7 @@ class RunView:
                 elsewhere = self._copy_at(pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
                 found.append(BreakEven(pin, pageable, pinned, elsewhere))
             else:
-                drift = self.drift.within(float(pageable["median_s"]), float(pinned["median_s"]))
-                found.append(BreakEven(pin, pageable, pinned, within_drift=drift))
+                found.append(BreakEven(pin, pageable, pinned, ratio=self.ratio(pageable, pinned)))
         return found
 
     def _copy_at(self, pin: pd.Series, which: tuple[str, dict[str, Any]], anywhere: bool = False) -> pd.Series | None:
@@ -376,13 +382,38 @@ class RunView:
     def ladders(self) -> list[Ladder]:
         """The ladders of controls of the run's costs, by call (docs/design.md section 6: each step one factor
         removed, read from two cases of the same run and size): ``ladder.ladders``, computed once."""
-        return ladders(self.rows, self.drift.floor())
+        return ladders(self.rows, self._rung_ratio)
+
+    def _rung_ratio(self, above: Rung, below: Rung) -> Ratio:
+        """Two rungs of a ladder (``ladder.Judge``): their rows' ratio, or against a device time (one figure, no
+        rounds) the upper row's rounds and, where the device time is another case's, the drift of their regimes."""
+        if not below.device_time:
+            return self.ratio(above.row, below.row)
+        drift = Drift() if above.row.name == below.row.name else self.drift.of(above.row, below.row)
+        return unpaired(_summary(above.row), (below.median_s, 0.0, 1), drift)
 
     @cached_property
-    def drift(self) -> Drift:
-        """The run's drift floor from its same-code pairs and repeated references (``drift.Drift``): how far the same
-        code moved while the run ran, the least difference between two of its cases that the report tells apart."""
-        return Drift(same_code_pairs(self.rows), repeated_references(self.rows))
+    def drift(self) -> RunDrift:
+        """How far the run moved by itself, per regime (``drift.run_drift``): its same-code pairs and the cases it
+        measured in blocks."""
+        return run_drift(self.rows)
+
+    def ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None = None) -> Ratio:
+        """Row ``a``'s median time over row ``b``'s, with this comparison's own interval (xferbench.ratios): from
+        their paired blocks where both were measured so, else from their rounds and the drift of their regimes."""
+        value = float(a["median_s"]) / float(b["median_s"])
+        x, y = paired_blocks(a, b)
+        if x.size:
+            return paired(x, y, value)
+        return unpaired(_summary(a), _summary(b), self.drift.of(a, b, leave_out=leave_out))
+
+
+def _summary(row: pd.Series) -> tuple[float, float, int]:
+    """(median, IQR, rounds); a row without a spread (hand-fed, or a statistic alone) counts as one round."""
+    iqr, rounds = row.get("iqr_s"), row.get("rounds")
+    if iqr is None or rounds is None or pd.isna(iqr) or pd.isna(rounds):
+        return float(row["median_s"]), 0.0, 1
+    return float(row["median_s"]), float(iqr), int(rounds)
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

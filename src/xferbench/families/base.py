@@ -18,16 +18,20 @@ from ..units import format_bytes, format_seconds
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..ratios import Ratio
+
 __all__ = [
     "FAMILIES",
     "KINDS",
     "Family",
+    "Judge",
     "LadderSpec",
     "RungSpec",
     "Variant",
     "by_op",
     "family",
     "fitted_ops",
+    "judge_of",
     "moving_ops",
     "ms",
     "of_variant",
@@ -189,24 +193,26 @@ def of_variant(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
     return rows[rows["variant"] == variant]
 
 
-def within_floor(rows: pd.DataFrame, ratio: float) -> str:
-    """``, within this run's drift floor of 29.8%: can't tell`` where ``ratio`` (one case's time over another's) lies
-    within the drift floor the report set on ``rows`` (``rows.attrs["drift_floor"]``, analyze/drift.py: how far two
-    calls of the same code lie apart in the run), else nothing: no floor, no verdict."""
-    floor = rows.attrs.get("drift_floor")
-    apart = max(ratio, 1 / ratio) - 1 if ratio > 0 else float("inf")
-    # A floor of 0 is a run whose same code timed alike (a machine that does not drift): no verdict either.
-    return f", within this run's drift floor of {floor:.1%}: can't tell" if floor and apart <= floor else ""
+#: Sets row a against row b of one run: a's time over b's, with its interval (xferbench.ratios.Ratio). The report
+#: gives each family's ``finding`` its view's (``rows.attrs["ratio"]``, analyze/view.py's ``RunView.ratio``).
+Judge = Callable[["pd.Series", "pd.Series"], "Ratio"]
+
+
+def judge_of(rows: pd.DataFrame) -> Judge:
+    """The comparison rule the report set on ``rows``; a KeyError names it where it set none."""
+    try:
+        return rows.attrs["ratio"]  # type: ignore[no-any-return]
+    except KeyError:
+        raise KeyError("a family's finding needs rows.attrs['ratio'] (RunView.ratio), the run's comparison rule") from None
 
 
 def ratios(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
-    """``slow`` over ``fast`` at each size and device, the last two (the largest sizes); "can't tell" within the
-    run's drift floor (``within_floor``)."""
-    out = []
+    """``slow`` against ``fast`` at each size and device, the last two (the largest sizes), each with its interval
+    (``judge_of``)."""
+    out, judge = [], judge_of(rows)
     for (size, dst), group in rows.groupby(["nbytes", "dst"]):
         a, b = of_variant(group, slow), of_variant(group, fast)
         if not a.empty and not b.empty:
-            ratio = a["median_s"].iloc[0] / b["median_s"].iloc[0]
             out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
-                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({ratio:.2f}x{within_floor(rows, ratio)}).")
+                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({judge(a.iloc[0], b.iloc[0]).text()}).")
     return out[-2:]

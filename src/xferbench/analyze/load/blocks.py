@@ -7,10 +7,11 @@ The merged statistics: where every block kept its rounds (``stats.data``, as the
 are one set of rounds and every statistic is taken from it (median, quartiles, mean, standard deviation, min, max);
 else the rounds-weighted mean of the blocks' medians, quartiles and means, the pooled standard deviation, the least
 min and the greatest max. Rounds add up. The figures measured beside the time (device time, clocks, faults) are the
-median of the blocks' where numbers, else the first block's. The row keeps ``blocks`` (how many were merged) and
-``block_spread``: the slowest block's median over the fastest's, minus one, which analyze/drift.py counts as the run's
-drift (the same case, measured at different times). A block that is missing (a run cut short) leaves the others to
-merge; a duplicated block, a block count that differs, or blocks of different cases under one case id are an error
+median of the blocks' where numbers, else the first block's. The row keeps ``blocks`` (how many were merged),
+``block_medians`` and ``block_log_se`` (per planned block, NaN where one is missing: each block's median and the
+standard error of its log, from which xferbench.ratios pairs two cases block by block and analyze/drift.py reads the
+drift beyond the blocks' own noise) and ``block_spread`` (the slowest block's median over the fastest's, minus one).
+A block that is missing (a run cut short) leaves the others to merge; a duplicated block, a block count that differs, or blocks of different cases under one case id are an error
 (ContractError, one line). No torch here.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...contract import MEASURED, Block, ContractError, block_from
+from ...ratios import log_se
 from .rows import bench_row
 
 __all__ = ["rows_of"]
@@ -75,6 +77,11 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     medians = [row["median_s"] for row in rows]
     merged["blocks"] = len(rows)
     merged["block_spread"] = max(medians) / min(medians) - 1 if len(rows) > 1 else float("nan")
+    planned = [math.nan] * blocks[0][0].count
+    merged["block_medians"], merged["block_log_se"] = list(planned), list(planned)
+    for (block, _, _), row in zip(blocks, rows, strict=True):
+        merged["block_medians"][block.index] = row["median_s"]
+        merged["block_log_se"][block.index] = log_se(row["median_s"], row["iqr_s"], row["rounds"])
     return merged
 
 

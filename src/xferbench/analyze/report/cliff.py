@@ -1,5 +1,6 @@
 """What breaks at the .cpu() cliff, read from the run's own calls: every call that writes a fresh pageable host
-destination against every call into a reused buffer, across the same two sizes, held against the run's drift floor."""
+destination against every call into a reused buffer, across the same two sizes, each growth judged by its own interval
+(xferbench.ratios)."""
 
 from __future__ import annotations
 
@@ -63,25 +64,23 @@ def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str
                        f"{format_seconds(one['median_s'])} → {format_seconds(two['median_s'])}")
             growth = float(two["median_s"] / one["median_s"]) / (after / before)
             name = label.format(method=one["method"], path=one["path"]).replace(".to()", ".to('cpu')")
-            found.append({"label": name, "figures": figures, "growth": growth, "after_s": float(two["median_s"])})
+            found.append({"label": name, "figures": figures, "growth": growth, "after_s": float(two["median_s"]),
+                          "rows": (two, one)})
     return found
 
 
 def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]) -> str:
     """torch.empty across the cliff, where it stays under 1% of every allocating call that broke: its own time per
-    call, held against the drift floor. The H200 timed 4.44 µs → 15.9 µs, 3.58x: flat per byte, yet a jump in a call
-    that should not depend on size, so only where it lies within the floor is the allocation call said not to break."""
+    call, judged by its own interval. The H200 timed 4.44 µs → 15.9 µs, 3.58x: flat per byte, yet a jump in a call
+    that should not depend on size, so only where the jump is not resolved is the allocation call said not to break."""
     empty = _across(view.rows, found["before"], found["after"], UNTOUCHED)
     if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
         return ""
     said = f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}"
-    jump = empty[0]["growth"] * found["after"] / found["before"]
-    drift = view.drift if "run" in view.rows else None
-    if jump <= 1 or (drift is not None and drift.within(jump, 1.0)):
+    jump = view.ratio(*empty[0]["rows"])
+    if jump.value <= 1 or not jump.resolved:
         return said + ": the allocation call itself did not break."
-    grew = f": flat per byte, but the call's own time grew {jump:.3g}×"
-    if drift is not None and drift.floor():
-        grew += f", beyond the run's drift floor of {drift.floor():.1%}"
+    grew = f": flat per byte, but the call's own time grew {jump.text()}"
     if before_and_after_threshold(found, view):
         grew += (f", consistent with the allocator taking another path past glibc's largest mmap threshold "
                  f"({format_bytes(MMAP_THRESHOLD_MAX)})")
@@ -90,15 +89,18 @@ def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]
 
 def _split(view: RunView, found: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Across the cliff's two sizes: every call that writes a fresh pageable host destination, every call into a
-    reused buffer, and those of the first that grew dearer per byte than every one of the second by more than the
-    run's drift floor."""
+    reused buffer, and those of the first whose growth per byte exceeds every one of the second's, each such quotient
+    of growths resolved by its interval."""
     fresh = _across(view.rows, found["before"], found["after"], ALLOCATING)
     reused = _across(view.rows, found["before"], found["after"], REUSING)
-    drift = view.drift if "run" in view.rows else None  # rows fed without their run give no drift floor
-    broke = [c for c in fresh if all(c["growth"] > r["growth"]
-                                     and not (drift is not None and drift.within(c["growth"], r["growth"]))
-                                     for r in reused)]
+    broke = [c for c in fresh if all(_dearer(view, c, r) for r in reused)]
     return fresh, reused, broke
+
+
+def _dearer(view: RunView, call: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether ``call`` grew dearer than ``other`` across the two sizes: the quotient of their growths, resolved."""
+    growth = view.ratio(*call["rows"]).over(view.ratio(*other["rows"]))
+    return growth.value > 1 and growth.resolved
 
 
 def _grew(calls: list[dict[str, Any]]) -> str:
@@ -116,7 +118,7 @@ def _beyond(calls: list[dict[str, Any]], found: dict[str, Any]) -> str:
 
 def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
     """The cliff's cause as this run's own calls show it: every call that writes a fresh pageable host destination
-    against every call into a reused buffer across the same two sizes (growth per byte, beyond the drift floor),
+    against every call into a reused buffer across the same two sizes (growth per byte, each resolved by its interval),
     then the fault counts where the rows carry them."""
     text = ""
     if view is not None:
@@ -127,15 +129,15 @@ def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
                        f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the most {most['label']} "
                        f"{most['figures']}")
             if len(broke) == len(fresh):
-                text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused buffer, beyond the run's "
-                        f"drift floor ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
+                text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused buffer, each beyond its "
+                        f"interval ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
                         + _untouched(view, found, fresh))
             elif broke:
                 rest = [c for c in fresh if c not in broke]
                 text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused buffer, "
-                        f"beyond the run's drift floor ({against}); {_beyond(rest, found)}, which also write"
+                        f"each beyond its interval ({against}); {_beyond(rest, found)}, which also write"
                         f"{'s' if len(rest) == 1 else ''} a fresh pageable host destination, did not grow past every "
-                        "call into a reused buffer beyond the floor: can't tell whether "
+                        "call into a reused buffer beyond its interval: can't tell whether "
                         f"{'it breaks' if len(rest) == 1 else 'they break'} too." + _untouched(view, found, broke))
             else:
                 text = (f"Across the same sizes, calls that write a fresh pageable host destination "

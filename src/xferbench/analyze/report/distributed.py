@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +22,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ...units import format_bytes, format_seconds
-from ..ladder import median_interval
+from ...ratios import Ratio, median_span
 from ..view import RunView
 from .plots import _colour
+
+#: Sets row a against row b: a's time over b's with its interval (``RunView.ratio``).
+Judge = Callable[[pd.Series, pd.Series], Ratio]
 from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
 
 __all__ = ["DISTRIBUTED_TEXT", "Straggler", "distributed_findings", "late_rank", "mean_rank_busbw", "rank_means",
@@ -350,48 +353,32 @@ def _links(rows: pd.DataFrame) -> list[str]:
             f"within and {format_seconds(small['inter-node'])} across one way."]
 
 
-def _overlap(rows: pd.DataFrame, floor: float | None = None) -> list[str]:
-    """In flight against one by one at the largest size: "can't tell" where the medians' intervals overlap or the two
-    lie within the run's drift floor (``floor``; the H200's 1.32x stands just past its 1.298, its 64 B 1.27x within)."""
+def _overlap(rows: pd.DataFrame, judge: Judge) -> list[str]:
+    """In flight against one by one at the largest size, judged by their own interval (xferbench.ratios)."""
     overlap = rows[rows["op"] == "overlap"]
     if overlap.empty or "variant" not in overlap:
         return []
-    largest = overlap[overlap["nbytes"] == overlap["nbytes"].max()].set_index("variant")["median_s"]
+    largest = overlap[overlap["nbytes"] == overlap["nbytes"].max()].set_index("variant")
     if not {"in_flight", "one_by_one"} <= set(largest.index):
         return []
-    ratio = largest["one_by_one"] / largest["in_flight"]
-    spans = {variant: _interval(row) for variant, row in
-             overlap[overlap["nbytes"] == overlap["nbytes"].max()].set_index("variant").iterrows()}
+    one, flight = largest.loc["one_by_one"], largest.loc["in_flight"]
+    ratio = judge(one, flight)
     timed = (f"Four all_reduces of {format_bytes(overlap['nbytes'].max() / 4)} in flight at once (async_op=True) took "
-             f"{format_seconds(largest['in_flight'])}, one by one {format_seconds(largest['one_by_one'])}")
+             f"{format_seconds(flight['median_s'])}, one by one {format_seconds(one['median_s'])}")
     if "nccl" in set(overlap.get("backend", pd.Series(dtype=object))):
         # nccl queues both variants on its one stream and neither blocks the host: the same timeline twice
-        return [timed + f" ({ratio:.2f}x); on nccl both queue on the same NCCL stream, so this cannot show "
+        return [timed + f" ({ratio.value:.2f}x); on nccl both queue on the same NCCL stream, so this cannot show "
                         "overlap: the comparison means something on gloo only."]
-    (a, b), (c, d) = spans["in_flight"], spans["one_by_one"]
-    if a <= d and c <= b:  # the medians' intervals overlap: the rounds cannot tell the two apart
-        return [timed + f": can't tell whether overlap pays ({ratio:.2f}x; the medians' intervals, "
-                f"{format_seconds(a)} to {format_seconds(b)} and {format_seconds(c)} to {format_seconds(d)}, overlap)."]
-    if floor and max(ratio, 1 / ratio) - 1 <= floor:
-        return [timed + f": can't tell whether overlap pays ({ratio:.2f}x, within this run's drift floor of {floor:.1%})."]
-    beyond = f", beyond this run's drift floor of {floor:.1%}" if floor else ""
-    return [timed + ": " + (f"overlap buys {ratio:.2f}x here{beyond}." if ratio > 1 else
-                            f"overlap does not pay here ({ratio:.2f}x{beyond}).")]
+    if not ratio.resolved:
+        return [timed + f": whether overlap pays, {ratio.text()}."]
+    return [timed + ": " + (f"overlap buys {ratio.text()} here." if ratio.value > 1 else
+                            f"overlap does not pay here: one by one is {ratio.faster().text()} faster.")]
 
 
-def _interval(row: pd.Series) -> tuple[float, float]:
-    """The order-statistic interval of a row's median per call (analyze/ladder.py), from its rounds; the median alone
-    where the run kept none."""
-    data = row.get("data")
-    if not isinstance(data, list) or not data:
-        return float(row["median_s"]), float(row["median_s"])
-    low, high = median_interval(np.asarray(data, dtype=float))
-    scale = float(row["median_s"]) / float(np.median(data))  # rounds of several iterations: per call
-    return low * scale, high * scale
-
-
-def distributed_findings(frame: pd.DataFrame, floor: float | None = None) -> list[str]:
-    """The distributed section's sentences; ``floor`` is the run's drift floor (``Drift.floor``), None without one."""
+def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> list[str]:
+    """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``, by default
+    a view of ``frame`` alone)."""
+    judge = judge or RunView.of_rows(frame).ratio
     rows = _distributed(frame)
     if rows.empty:
         return []
@@ -411,7 +398,7 @@ def distributed_findings(frame: pd.DataFrame, floor: float | None = None) -> lis
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
         mean = mean_rank_busbw(big)
-        low, high = _interval(big)
+        low, high = median_span(float(big["median_s"]), float(big["iqr_s"]), int(big["rounds"]))
         spread = (f" (its median's interval over {int(big['rounds'])} rounds: {big['busbw_gbps'] * big['median_s'] / high:.3g}"
                   f" to {big['busbw_gbps'] * big['median_s'] / low:.3g} GB/s)" if high > 1.5 * low else "")
         out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"
@@ -420,7 +407,7 @@ def distributed_findings(frame: pd.DataFrame, floor: float | None = None) -> lis
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{len(rows)} benchmark(s).")
-    return out + _links(rows) + _overlap(rows, floor) + _stragglers(rows)
+    return out + _links(rows) + _overlap(rows, judge) + _stragglers(rows)
 
 
 def setup_sentence(machine_info: dict[str, Any]) -> str | None:
@@ -463,5 +450,5 @@ def section(view: RunView) -> dict[str, Any] | None:
         if not isinstance(figure, str) or figure == TWO_RANKS:  # a two-rank world is told why it has no chart
             plots.append(as_plot(key, name, text, figure))
     setup = setup_sentence(view.machine_info)
-    text = " ".join(distributed_findings(frame, view.drift.floor()) + ([setup] if setup else []))
+    text = " ".join(distributed_findings(frame, view.ratio) + ([setup] if setup else []))
     return {"key": "distributed", "title": title, "text": text, "plots": plots}

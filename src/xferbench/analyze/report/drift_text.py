@@ -1,64 +1,63 @@
-"""The run's drift floor in words (analyze/drift.py decides it): the floor stated once, the clause a "can't tell"
-carries, and a family's same-code pairs each held against the others. No torch here."""
+"""How the run's comparisons are judged, in words (xferbench.ratios, analyze/drift.py decide it): the method in one
+line for the page's notes, and a family's same-code pairs read as the run's A/A check. No torch here."""
 
 from __future__ import annotations
 
 from ...units import format_bytes
-from ..drift import Drift, Pair, Repeat
+from ..drift import Pair
+from ..view import RunView
 
-__all__ = ["clause", "label", "statement", "verdict"]
+__all__ = ["statement", "verdict"]
 
-
-def label(pair: Pair | Repeat) -> str:
-    """``.cpu() and .to('cpu') (d2h) at 256 MiB``; a repeated reference: ``h2d pinned to cpu->cuda:0 at 4 B``."""
-    if isinstance(pair, Repeat):
-        return f"{pair.path} at {format_bytes(pair.nbytes)}"
-    return f"{pair.calls} ({pair.op}) at {format_bytes(pair.nbytes)}"
+_REGIME = {("pageable", "bandwidth"): "pageable or host memory from 1 MiB", ("pageable", "latency"): "pageable below 1 MiB",
+           ("device", "bandwidth"): "pinned or device from 1 MiB", ("device", "latency"): "pinned or device below 1 MiB"}
 
 
-def clause(drift: Drift) -> str:
-    """``within this run's drift floor (29.8%)`` for a "can't tell"."""
-    floor = drift.floor()
-    return f"within this run's drift floor ({floor:.1%})" if floor is not None else ""
+def statement(view: RunView) -> str:
+    """The rule every comparison of the page follows, with what this run gives it, in one sentence."""
+    rows = view.rows
+    blocked = int(rows["block_medians"].map(lambda b: isinstance(b, list)).sum()) if "block_medians" in rows else 0
+    regimes = view.drift.regimes
+    drift = "; ".join(f"{_REGIME[r]} ±{d.sd:.1%} over {d.df}" for r, d in regimes.items())
+    paired = (f"{blocked} case(s) were measured in interleaved blocks, and two such cases are judged block by block"
+              if blocked else "no case was measured in interleaved blocks")
+    between = (f"this run's drift between cases in their regime (from its same-code pairs and blocks: {drift})" if drift
+               else "no drift between cases, which this run gives no evidence of")
+    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {paired}; others "
+            f"from their rounds plus {between}.")
 
 
-def statement(drift: Drift) -> str:
-    """The floor in one sentence, for the page to state once: what it rests on, repeated references and/or same-code
-    pairs."""
-    if not drift.pairs and not drift.repeats:
-        return ("This run measured no two calls that run the same code at one size, so it gives no drift floor: its "
-                "comparisons carry no drift verdict.")
-    tail = (" A difference between two of its cases within it is \"can't tell\"; a sentence about a same-code pair "
-            "judges it against the other pairs" + (" and the references." if drift.repeats else "."))
-    if not drift.repeats:
-        widest = drift.pairs[0]
-        return (f"This run's drift floor: {widest.spread:.1%}, from its {len(drift.pairs)} same-code pairs (calls that "
-                f"run the same code, measured at different times: the largest, {label(widest)}); the run has no "
-                "repeated reference cases, so the floor rests on those pairs alone." + tail)
-    repeat = drift.repeats[0]
-    repeats = (f"its {len(drift.repeats)} repeated references (cases measured again in blocks spread over the run: "
-               f"the widest, {label(repeat)}, {repeat.spread:.1%} over {repeat.blocks} blocks)")
-    if not drift.pairs:
-        return f"This run's drift floor: {drift.floor():.1%}, from {repeats} alone (it measured no same-code pair)." + tail
-    pairs = (f"its {len(drift.pairs)} same-code pairs (calls that run the same code, measured at different times: the "
-             f"largest, {label(drift.pairs[0])}, {drift.pairs[0].spread:.1%})")
-    return f"This run's drift floor: {drift.floor():.1%}, from {repeats} and {pairs}." + tail
+def _where(view: RunView, pair: Pair) -> str:
+    """``pinned non-blocking 1 KiB``: what tells one pair of a family from its others."""
+    row = pair.slow
+    kind = " ".join(str(v) for v in (row.get("host_memory"), "non-blocking" if row.get("non_blocking") else None)
+                    if isinstance(v, str) and v)
+    where = f"{kind} {format_bytes(pair.nbytes)}".strip()
+    return f"{where} ({pair.run})" if len(view.sources) > 1 else where
 
 
-def verdict(drift: Drift, op: str) -> str | None:
-    """A family's same-code pairs in one sentence: what they measure is the run's drift, each held against the
-    other pairs' floor; None when the family has none."""
-    pairs = sorted(drift.pairs_of(op), key=lambda p: p.nbytes)
+def verdict(view: RunView, op: str) -> str | None:
+    """A family's same-code pairs, each judged by its own interval (an unpaired pair against the run's other drift
+    evidence, never its own): they should not differ, so those told apart are named and the rest counted; None when
+    the family has none."""
+    pairs = sorted(view.drift.pairs_of(op), key=lambda p: (p.calls, p.nbytes))
     if not pairs:
         return None
-    parts, others = [], "the other pairs'" if not drift.repeats else "the references' and other pairs'"
-    for pair in pairs:
-        floor = drift.floor(pair)
-        if floor is None:
-            parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)} (no other pair to hold it against)")
-        elif pair.spread <= floor:
-            parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, within {others} {floor:.1%}: can't tell")
-        else:
-            parts.append(f"{pair.spread:.1%} at {format_bytes(pair.nbytes)}, beyond {others} {floor:.1%}: "
-                         "the run drifted more there")
-    return f"Held against this run's other same-code pairs ({pairs[0].calls}): {'; '.join(parts)}."
+    said = []
+    for calls in dict.fromkeys(p.calls for p in pairs):
+        judged = [(pair, view.ratio(pair.slow, pair.fast, leave_out=pair.key)) for pair in pairs if pair.calls == calls]
+        apart = [(pair, ratio) for pair, ratio in judged if ratio.resolved]
+        rest = [ratio for _, ratio in judged if not ratio.resolved]
+        text = f"{calls} run the same code"
+        if apart:
+            why = ("the machine drifted more than pairing its blocks removes" if all(r.paired for _, r in apart) else
+                   "measured apart, the run drifted there beyond its other evidence of that regime")
+            text += (f": told apart at {'; '.join(f'{_where(view, p)} {r.text()}' for p, r in apart)} ({why})")
+        if rest:
+            seen = sorted(r.could_see for r in rest if r.judged)
+            span = f"{seen[0]:.2f}" if seen and f"{seen[0]:.2f}" == f"{seen[-1]:.2f}" else "-".join(
+                f"{x:.2f}" for x in seen[::max(len(seen) - 1, 1)])
+            could = f" (could see ≥ {span}x)" if seen else ""
+            text += f"{';' if apart else ':'} {len(rest)} of {len(judged)} can't tell{could}"
+        said.append(text + ".")
+    return " ".join(said)

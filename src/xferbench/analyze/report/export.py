@@ -103,7 +103,7 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
     lines += [escape.markdown(machine_line(view)), ""]
     if view.several_instances:
         lines += [escape.markdown(instances_line(view)), ""]
-    lines += [escape.markdown(drift_text.statement(view.drift)), ""]
+    lines += [escape.markdown(drift_text.statement(view)), ""]
     if (busy := busy_notice(view)) is not None:
         lines += [f"> {escape.markdown(busy)}", ""]
     lines += ["## Key findings", ""]
@@ -134,9 +134,9 @@ def to_markdown(view: RunView, findings: list[str], model: list[dict[str, Any]],
 #: What the ladder tables say, as the page's ladder caption says it.
 LADDER_INTRO = (
     "Each call read down a ladder of this run's own cases at one size, each step removing one factor: a step is the "
-    "difference of two medians (the case above minus the step's own), with its interval (the two medians' "
-    "order-statistic intervals, 95%; min to max with 5 rounds or fewer). A step whose interval holds zero, or whose two "
-    "cases lie within this run's drift floor, can't tell, never a share. The steps and what is left add up to the call, "
+    "difference of two medians (the case above minus the step's own), with its 95% interval from the two cases' ratio "
+    "(paired blocks where both were measured so, else their rounds and the run's drift in their regime). A step that "
+    "interval does not tell from zero can't tell, never a share. The steps and what is left add up to the call, "
     "though they overlap in time.")
 
 
@@ -151,7 +151,7 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
     """The call, each step (the case it reaches, the factor removed, the difference, its share or "can't tell") and
     what is left, as cells."""
     top = ladder.top
-    rows = [["the call", f"{top.label}: {top.case}", "–", "median " + _span(top.median_s, top.low_s, top.high_s), "100%"]]
+    rows = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
         shown = f"can't tell ({ladder_text.why_not(step)})" if share is None else percent(share)
@@ -160,7 +160,7 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
         rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                      _span(step.seconds, step.low_s, step.high_s), shown])
     base = ladder.base
-    rows.append(["left", base.case, f"what is left: {ladder.bottom}", "median " + _span(base.median_s, base.low_s, base.high_s),
+    rows.append(["left", base.case, f"what is left: {ladder.bottom}", "median " + format_seconds(base.median_s),
                  percent(base.median_s / top.median_s)])
     return rows
 

@@ -18,6 +18,7 @@ from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
+from ...ratios import Ratio
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, BreakEven, RunView, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, held_there, mmap_clause
@@ -63,26 +64,37 @@ def way_back(view: RunView) -> dict[str, Any] | None:
 
 
 def _tied_fastest(view: RunView, rows: pd.DataFrame) -> pd.DataFrame:
-    """The fastest of ``rows`` and every other that lies within the run's drift floor of it: which of them is
-    fastest, the run cannot tell (just the fastest where none does, or the run gives no floor)."""
+    """The fastest of ``rows`` and every other the run cannot tell from it (their ratio unresolved): which of them is
+    fastest, the run cannot tell."""
     if rows.empty:
         return rows
-    fastest = float(rows["median_s"].min())
-    return rows[[float(t) == fastest or view.drift.within(float(t), fastest) for t in rows["median_s"]]]
+    fastest = rows.loc[rows["median_s"].idxmin()]
+    return rows[[index == fastest.name or not view.ratio(row, fastest).resolved for index, row in rows.iterrows()]]
 
 
 def _fastest_label(tied: pd.DataFrame, calls: int) -> str:
-    """``fastest call``, or how many calls lie within the drift floor of it (their figures are then one span)."""
+    """``fastest call``, or how many calls the run cannot tell from it (their figures are then one span)."""
     if len(tied) < 2:
         return "fastest call"
     which = f"{len(tied)} calls" if len(tied) == calls else f"the fastest {len(tied)} of {calls} calls"
-    return f"{which}, within the run's drift floor: which is fastest, can't tell"
+    return f"{which}: which is fastest, can't tell"
+
+
+def ratio_span(ratios: list[Ratio]) -> str:
+    """Several comparisons of one kind in a few words: ``36.6-43.9x (33.1-48.2)`` where every one is resolved, else
+    ``can't tell (could see ≥ 1.3x)`` where none is, else each one's text."""
+    if all(r.resolved for r in ratios):
+        values = pd.Series([r.value for r in ratios])
+        return f"{_span(values, '.3g')}x ({min(r.low for r in ratios):.3g}-{max(r.high for r in ratios):.3g})"
+    if not any(r.resolved for r in ratios):
+        return max(ratios, key=lambda r: r.could_see).text()
+    return " and ".join(r.text() for r in ratios)
 
 
 def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
     device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured; where
-    a kind's calls lie within the drift floor of its fastest, the line spans them all."""
+    the run cannot tell a kind's calls from its fastest, the line spans them all."""
     frame, size = view.rows, view.largest_size
     if size is None:
         return []
@@ -119,21 +131,13 @@ def d2h_usual_way_back(view: RunView) -> str | None:
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
                 f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): "
-                f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}×{_drift(view, usual['median_s'] / pinned['median_s'])} "
-                "as long as into pinned memory "
+                f"{ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])} as long as into pinned memory "
                 f"({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
-                     f"({best['median_s'] / pinned['median_s']:.2g}× pinned{_drift(view, best['median_s'] / pinned['median_s'])})"
-                     + _fresh_clause(view, way["size"]))
+                     f"({view.ratio(best, pinned).text()} pinned)" + _fresh_clause(view, way["size"]))
     return sentence
-
-
-def _drift(view: RunView, ratios: pd.Series | float) -> str:
-    """`` (can't tell: within this run's drift floor (29.8%))`` where a ratio of two of the run's times lies within it."""
-    within = any(view.drift.within(float(r), 1.0) for r in pd.Series(ratios, dtype=float))
-    return f" (can't tell: {drift_text.clause(view.drift)})" if within else ""
 
 
 def _fresh_clause(view: RunView, size: int) -> str:
@@ -156,14 +160,13 @@ def the_fix(view: RunView) -> str | None:
     if fix is not None:
         return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
                 f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
-                f"({fix['bandwidth_gbps']:.3g} GB/s): {_span(usual['median_s'] / fix['median_s'], '.2g')}× faster than "
-                f".cpu() / .to('cpu'){_drift(view, usual['median_s'] / fix['median_s'])}.")
+                f"({fix['bandwidth_gbps']:.3g} GB/s): .cpu() / .to('cpu') took "
+                f"{ratio_span([view.ratio(row, fix) for _, row in usual.iterrows()])} as long.")
     pinned = way["pinned"]
     blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
     return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
-            f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}, "
-            f"{_span(usual['median_s'] / pinned['median_s'], '.2g')}× faster than .cpu() / .to('cpu')"
-            f"{_drift(view, usual['median_s'] / pinned['median_s'])}. "
+            f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}; .cpu() / .to('cpu') took "
+            f"{ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])} as long. "
             ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
 
 
@@ -202,28 +205,27 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         else:
             row["saved_s"] = even.saved_s
             row["verdict"], copies = _verdict(even)
-            if even.within_drift:  # drift alone could save it
-                row["verdict"], copies = f"can't tell: the two copies lie {drift_text.clause(view.drift)}", None
+            if not even.ratio.resolved:  # the two copies' own interval holds 1: no saving the run can tell
+                row["verdict"], copies = f"can't tell: pageable over pinned {even.ratio.text()}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> str | None:
-    """Pinned against pageable host-to-device at the largest common size: each side's fastest call, or every call
-    within the drift floor of it, with the ratio spanning them (an order inside the floor is no ranking)."""
+    """Pinned against pageable host-to-device at the largest common size: each side's fastest call, or every call the
+    run cannot tell from it, and each pageable call against each pinned one."""
     frame, size = view.rows, view.largest_size
     pageable = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pageable"))
     pinned = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pinned"))
     if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"], pinned["bandwidth_gbps"]
-    ratios = pd.Series([b.min() / a.max(), b.max() / a.min()])
-    verdict = f", {drift_text.clause(view.drift)}: can't tell" if view.drift.within(a.max(), b.max()) else ""
-    tied = ("; each kind's calls lie within the run's drift floor of each other, so each figure spans them"
+    judged = ratio_span([view.ratio(slow, fast) for _, slow in pageable.iterrows() for _, fast in pinned.iterrows()])
+    tied = ("; the run cannot tell each kind's fastest calls apart, so each figure spans them"
             if len(pageable) > 1 or len(pinned) > 1 else "")
     return (f"Host to device at {format_bytes(size)}: pinned sources reached {_span(b)} GB/s, pageable ones "
-            f"{_span(a)} GB/s ({_span(ratios, '.2g')}×{verdict}{tied}).")
+            f"{_span(a)} GB/s (pageable took {judged} as long{tied}).")
 
 
 def same_device_vs_link(view: RunView) -> str | None:
@@ -232,13 +234,13 @@ def same_device_vs_link(view: RunView) -> str | None:
     if size is None or d2d.empty or h2d.empty:
         return None
     best = d2d.loc[d2d["bandwidth_gbps"].idxmax()]
-    ratio = best["bandwidth_gbps"] / h2d["bandwidth_gbps"].max()
+    ratio = view.ratio(h2d.loc[h2d["bandwidth_gbps"].idxmax()], best)
     larger = frame[(frame["op"] == "d2d") & (frame["nbytes"] > size)]
     peak = larger.loc[larger["bandwidth_gbps"].idxmax()] if not larger.empty else None
     beyond = (f" ({peak['bandwidth_gbps']:.4g} GB/s at {format_bytes(int(peak['nbytes']))})"
               if peak is not None and peak["bandwidth_gbps"] > best["bandwidth_gbps"] else "")
     sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}{beyond}, "
-                f"{ratio:.0f}×{_drift(view, ratio)} the best host-to-device copy at that size: data that stays on the GPU "
+                f"{ratio.text()} the best host-to-device copy at that size: data that stays on the GPU "
                 "is cheap, crossing the link is not.")
     if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
@@ -340,13 +342,22 @@ def latency_bound(view: RunView) -> str | None:
 
 
 def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> str:
-    """The path the β sentence is about: the one with the highest fitted β, or, where other paths' β lie within the
-    run's drift floor of it, that which is highest can't be told (the tied span named; no ranking among ties)."""
-    tied = stated[[view.drift.within(float(beta), float(best["stated_gbps"])) for beta in stated["stated_gbps"]]]
+    """The path the β sentence is about: the one with the highest fitted β, or, where the run cannot tell other paths
+    from it at its largest size, that which is highest can't be told (the tied span named; no ranking among ties)."""
+    tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
     if len(tied) < 2:
         return f"the host-side path with the highest fitted β ({best['path']}"
-    return (f"which host-side path has the highest fitted β can't be told ({len(tied)} paths' β lie within the run's "
-            f"drift floor: {tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s); one of them ({best['path']}")
+    return (f"which host-side path has the highest fitted β can't be told ({len(tied)} paths' β lie "
+            f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and their times at "
+            f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}")
+
+
+def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
+    """Whether ``path``'s time at ``best``'s largest size is told apart from ``best``'s own (True where either is
+    missing: nothing ties them)."""
+    rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
+    one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
+    return one.empty or other.empty or view.ratio(one.iloc[0], other.iloc[0]).resolved
 
 
 def _one_thread_faster(view: RunView, beta: float) -> str:
@@ -357,9 +368,9 @@ def _one_thread_faster(view: RunView, beta: float) -> str:
         return ""
     one = float(fits["stated_gbps"].max())
     noise = beta_noise(view)
-    if view.drift.within(one, beta) or noise:
+    if noise:
         return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: which of the two "
-                f"is faster, can't tell ({noise or drift_text.clause(view.drift)}).")
+                f"is faster, {noise}.")
     return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
 
@@ -524,15 +535,17 @@ def why_measured(view: RunView) -> dict[str, str | None]:
 def scenario_findings(view: RunView, op: str) -> list[str]:
     """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``): those of
     one machine instance, the one that measured most of the family (ties: the newest), and a word on the rows of another
-    left out; its ratios held against the run's drift floor, and its same-code pairs' verdict where it has some."""
+    left out; its comparisons judged by ``RunView.ratio`` (``rows.attrs["ratio"]``), and its same-code pairs' verdict
+    where it has some."""
     rows, instance, left = view.one_instance_rows(view.rows[view.rows["op"] == op])
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or finding is None:
         return []
     rows = rows.copy()
-    rows.attrs["drift_floor"] = view.drift.floor()  # its ratios read "can't tell" within it (families.base.ratios)
+    rows.attrs["ratio"] = view.ratio  # families.base: every comparison a family draws, with its own interval
+    rows.attrs["shuffled"] = view.shuffled
     said = finding(rows)
-    if (verdict := drift_text.verdict(view.drift, op)) is not None:
+    if (verdict := drift_text.verdict(view, op)) is not None:
         said.append(verdict)
     if instance is not None:
         said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "

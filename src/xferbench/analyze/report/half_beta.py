@@ -1,5 +1,5 @@
 """Where a path reaches half of its β, said only where the fit t = α + n/β holds: the line meets every measured size
-past that half within ``MODEL_MISS``x, no smaller size ran faster than β beyond the run's drift floor, the sweep
+past that half within ``MODEL_MISS``x, no smaller size ran faster per byte than the largest (resolved), the sweep
 has a size on each side of it within ``BRACKET``x, and β is not capped at the largest size's figure. The table and
 the key finding read the same verdict."""
 
@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ...units import format_bytes
-from ..model import BETA_CAP_TOLERANCE
 from ..view import MODEL_MISS, RunView
 
 __all__ = ["BRACKET", "MODEL_MISS", "half_of_beta"]
@@ -27,17 +26,21 @@ def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[
 
 
 def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
-    """A β below what a smaller size of the path reached, by more than the run's drift floor (by more than the cap's
-    1.25× in a run without one), is no ceiling: the large sizes fall below the mid sizes (pageable h2d on the H200:
-    β 8.02 GB/s at 1 GiB where 16 MiB ran at 14.3). The basis gives the measured peak, and no half of β is said."""
+    """A β below what a smaller size of the path reached, that size's time over the largest's (per byte) resolved by
+    its interval, is no ceiling: the large sizes fall below the mid sizes (pageable h2d on the H200: β 8.02 GB/s at
+    1 GiB where 16 MiB ran at 14.3). The basis gives the measured peak, and no half of β is said."""
     rows = view.rows[view.rows["path"] == fit["path"]]
     rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
     stated = float(fit["stated_gbps"])
     if rows.empty or not np.isfinite(stated) or stated <= 0 or not rows["bandwidth_gbps"].notna().any():
         return {}
     peak = rows.loc[rows["bandwidth_gbps"].idxmax()]
-    floor = view.drift.floor() or BETA_CAP_TOLERANCE - 1
-    if float(peak["bandwidth_gbps"]) <= stated * (1 + floor):
+    largest = rows.loc[rows["nbytes"].idxmax()]
+    if float(peak["bandwidth_gbps"]) <= stated or peak.name == largest.name:
+        return {}
+    per_byte = view.ratio(largest, peak)  # the largest size's time over the peak's, scaled by their bytes below
+    scale = float(largest["nbytes"]) / float(peak["nbytes"])
+    if per_byte.low <= scale:
         return {}
     half = " and no half of β is given" if np.isfinite(fit["half_peak_bytes"]) else ""
     return {"half_peak_bytes": float("nan"), "no_half": fit.get("no_half") or (

@@ -45,7 +45,7 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         tip(bar.patches[0], [label + what])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(short(factor) if told else "can't tell (interval holds zero, or within the drift floor)",
+        legend.setdefault(short(factor) if told else "can't tell (the two rungs' ratio holds 1)",
                           bar.patches[0])
         left += width
 
@@ -113,8 +113,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
 LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
     "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
-    "in time. A step whose interval (the medians' order-statistic intervals, 95%; min to max with 5 rounds or fewer) holds "
-    "zero, or whose two rungs lie within this run's drift floor, is hatched: can't tell. The launch + synchronize rung "
+    "in time. A step whose two rungs' ratio the run cannot tell from 1 (its 95% interval: paired blocks where both were "
+    "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch + synchronize rung "
     "also swaps blocking for non-blocking (that copy's device time is the DMA). Hover a cell for its cases and interval.")
 
 

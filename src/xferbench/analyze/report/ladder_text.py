@@ -12,9 +12,8 @@ __all__ = ["fault_split", "sentence", "short", "split_text", "summary", "why_not
 
 
 def why_not(step: Step) -> str:
-    """Why a step is "can't tell": within the run's drift floor, or an interval that holds zero."""
-    holds = step.low_s <= 0.0 <= step.high_s
-    return "interval holds zero" if holds or not step.within_floor else f"within this run's drift floor of {step.floor:.1%}"
+    """Why a step is "can't tell": the two rungs' ratio, unresolved."""
+    return f"the two rungs: {step.ratio.text()}"
 
 
 def split_text(ladder: Ladder, step: Step) -> str | None:
@@ -37,11 +36,8 @@ def short(factor: str) -> str:
 def sentence(ladder: Ladder, step: Step) -> str:
     """One step in words: its figure and interval, or "can't tell"."""
     span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
-    if step.within_floor and not step.low_s <= 0.0 <= step.high_s:
-        return (f"{step.factor}: can't tell ({format_seconds(step.seconds)}, the two rungs {step.relative:.1%} "
-                f"apart, within this run's drift floor of {step.floor or 0.0:.1%})")
     if not step.told:
-        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}, interval {span} holds zero)"
+        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; the two rungs: {step.ratio.text()})"
     return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}; {span})"
 
 

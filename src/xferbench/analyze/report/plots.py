@@ -77,29 +77,25 @@ def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None =
 
 def _largest_size_gbps(rows: pd.DataFrame, view: RunView) -> tuple[float, str]:
     """The highest bandwidth any path of ``rows`` reached at its own largest size (what "share of roof" divides), and
-    what the roof's label says of it: the call, or, where other calls lie within the run's drift floor of it (without
-    a floor: their rounds overlap), how many calls it is the fastest of (no ranking among them)."""
+    what the roof's label says of it: the call, or, where the run cannot tell other calls from it, how many calls it
+    is the fastest of (no ranking among them)."""
     if rows.empty:
         return float("nan"), ""
     last = rows.sort_values("nbytes").groupby("path").last()
     best = last.loc[last["bandwidth_gbps"].idxmax()]
     tied = sum(_bandwidth_tied(view, best, other) for _, other in last.iterrows())
     if tied > 1:
-        basis = "within the drift floor" if view.drift.floor() is not None else "with overlapping rounds"
-        return float(best["bandwidth_gbps"]), f"fastest of {tied} calls {basis}, at its largest size"
+        return float(best["bandwidth_gbps"]), f"fastest of {tied} calls it cannot be told from, at its largest size"
     return float(best["bandwidth_gbps"]), f"{_line_label(best, str(best['op']))}, the best at its largest size"
 
 
 def _bandwidth_tied(view: RunView, one: pd.Series, other: pd.Series) -> bool:
-    """Whether two paths' bandwidths at their largest sizes can't be ordered: within the drift floor, or without a
-    floor, rounds overlapping (the bandwidth each round's min and max time give)."""
-    if view.drift.floor() is not None:
-        return view.drift.within(float(one["bandwidth_gbps"]), float(other["bandwidth_gbps"]))
-    def span(row: pd.Series) -> tuple[float, float]:
-        scale = float(row["bandwidth_gbps"]) * float(row["median_s"])
-        return scale / float(row["max_s"]), scale / float(row["min_s"])
-    (low_a, high_a), (low_b, high_b) = span(one), span(other)
-    return bool(low_a <= high_b and low_b <= high_a)
+    """Whether two paths' bandwidths at their largest sizes can't be ordered: the same row, or the two times at one
+    size with their ratio unresolved; at different sizes, bandwidths that lie within 1% (no interval spans sizes)."""
+    if one["nbytes"] == other["nbytes"]:
+        return _tied(view, one, other)
+    low, high = sorted((float(one["bandwidth_gbps"]), float(other["bandwidth_gbps"])))
+    return high <= 1.01 * low
 
 
 def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float, str],
@@ -264,16 +260,13 @@ def _call(row: pd.Series, brackets: str = "") -> str:
 
 
 def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> list[str]:
-    """Each bar's label: its route, then its fastest call in brackets, or how many of its calls lie within the run's
-    drift floor of that one (no ranking among them); ``≈`` before a route whose time lies within the floor of the
-    route above it (the order of the two can't tell)."""
+    """Each bar's label: its route, then its fastest call in brackets, or how many of its calls the run cannot tell
+    from that one (no ranking among them); ``≈`` before a route the run cannot tell from the route above it."""
     labels, above = [], None
-    floored = view.drift.floor() is not None
     for _, row in fastest.iterrows():
         calls = rows[rows["route"] == row["route"]]
         tied = [c for _, c in calls.iterrows() if _tied(view, c, row)]
-        which = (f"{len(tied)} calls within {'drift' if floored else 'overlapping rounds'}" if len(tied) > 1
-                 else _call(row))
+        which = f"{len(tied)} calls alike" if len(tied) > 1 else _call(row)
         near = above is not None and _tied(view, row, above)
         labels.append(f"{'≈ ' if near else ''}{row['route']}  ({which})")
         above = row
@@ -281,11 +274,8 @@ def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> l
 
 
 def _tied(view: RunView, one: pd.Series, other: pd.Series) -> bool:
-    """Whether two cases' order can't tell: their medians lie within the run's drift floor, or, where the run has no
-    floor (no same-code pairs), their rounds (min to max) overlap."""
-    if view.drift.floor() is not None:
-        return view.drift.within(float(one["median_s"]), float(other["median_s"]))
-    return bool(one["min_s"] <= other["max_s"] and other["min_s"] <= one["max_s"])
+    """Whether two cases' order can't tell: the same row, or their ratio unresolved (``RunView.ratio``)."""
+    return bool(one.name == other.name or not view.ratio(one, other).resolved)
 
 
 def cost_at_size(view: RunView) -> Figure | str:
@@ -317,8 +307,7 @@ def cost_at_size(view: RunView) -> Figure | str:
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),
                 va="center", fontsize=8)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the lowest median of each "
-                  "route, pale: its highest; ≈: within the drift floor of the route above"
-                  + ("" if view.drift.floor() is not None else " (no floor: rounds overlap)"))
+                  "route, pale: its highest; ≈: can't tell from the route above")
     ax.set_xlim(0, slowest["median_s"].max() * 1e3 * 1.6)
     ax.set_ylim(len(fastest) - 0.5, -0.5)
     ax.tick_params(axis="y", labelsize=8)
@@ -513,10 +502,9 @@ PLOTS: list[tuple[str, str, str, Drawing]] = [
     ("ladder", "Where the time of one call goes: a ladder of this run's controls", LADDER_CAPTION, ladder_figure),
     ("cost", "What one large move costs, route by route",
      "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
-     "with the fastest call of each in brackets (or how many of its calls lie within the run's drift floor of it, or "
-     "without a floor have rounds overlapping its: which of them is fastest, can't tell) and, pale behind it, the "
-     "slowest call of the same route (named when it costs over 1.5x as much). A route marked ≈ lies within the drift "
-     "floor of the one above it (or overlaps its rounds): their order can't tell. Hover a bar for every call's time." + _WHY_D2H,
+     "with the fastest call of each in brackets (or how many of its calls the run cannot tell from it: which of them "
+     "is fastest, can't tell) and, pale behind it, the slowest call of the same route (named when it costs over 1.5x "
+     "as much). A route marked ≈ cannot be told from the one above it. Hover a bar for every call's time." + _WHY_D2H,
      cost_at_size),
     ("matrix", "Source to destination bandwidth",
      "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "

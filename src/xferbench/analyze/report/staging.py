@@ -7,7 +7,6 @@ import pandas as pd
 
 from ...units import format_bytes, format_seconds
 from ..view import RunView
-from . import drift_text
 
 __all__ = ["staging_both_ways"]
 
@@ -15,45 +14,43 @@ __all__ = ["staging_both_ways"]
 _DIRECTIONS = (("h2d", "to the GPU"), ("d2h", "from the GPU"))
 
 
-def _copies(view: RunView, op: str) -> pd.DataFrame:
-    """Per size: the direction's blocking copy_ from pageable and from pinned memory (median seconds, GB/s)."""
+def _copies(view: RunView, op: str) -> dict[tuple[int, str], pd.Series]:
+    """The direction's blocking copy_ from pageable and from pinned memory, by (size, host memory)."""
     rows = view.rows
     rows = rows[(rows["op"] == op) & (rows["method"] == "copy_") & ~rows["non_blocking"].astype(bool)]
-    table = rows.pivot_table(index="nbytes", columns="host_memory", values=["median_s", "bandwidth_gbps"])
-    return table.dropna() if {"pageable", "pinned"} <= set(table.columns.get_level_values(1)) else pd.DataFrame()
+    return {(int(row["nbytes"]), str(row["host_memory"])): row for _, row in rows.iterrows()}
 
 
 def staging_both_ways(view: RunView) -> str | None:
     """Staging (pageable copy_ minus pinned copy_) host to device against device to host at the largest size both
-    ran, held against the run's drift floor; where the two pageable copies ran alike at a smaller size, which sizes
-    the difference comes from. None unless both directions ran both copies at one size."""
+    ran, the two pageable copies judged by their own interval; where they ran alike at a smaller size, which sizes the
+    difference comes from. None unless both directions ran both copies at one size."""
     up, down = (_copies(view, op) for op, _ in _DIRECTIONS)
-    if up.empty or down.empty:
-        return None
-    common = sorted(set(up.index) & set(down.index))
+    common = sorted(n for (n, memory) in up if memory == "pageable" and all(
+        (n, m) in table for table in (up, down) for m in ("pageable", "pinned")))
     if not common:
         return None
     size = common[-1]
-    staged = [float(t.loc[size, ("median_s", "pageable")] - t.loc[size, ("median_s", "pinned")]) for t in (up, down)]
+    staged = [float(t[size, "pageable"]["median_s"] - t[size, "pinned"]["median_s"]) for t in (up, down)]
     if min(staged) <= 0:
         return None
-    slow = [float(t.loc[size, ("median_s", "pageable")]) for t in (up, down)]
-    if view.drift.within(slow[0], slow[1]):
+    judged = view.ratio(up[size, "pageable"], down[size, "pageable"])
+    slow = [float(t[size, "pageable"]["median_s"]) for t in (up, down)]
+    if not judged.resolved:
         return (f"At {format_bytes(size)} staging costs {format_seconds(staged[0])} host to device and "
-                f"{format_seconds(staged[1])} device to host; the pageable copies lie {drift_text.clause(view.drift)}: can't "
-                "tell the directions apart.")
-    gbps = [tuple(float(t.loc[n, ("bandwidth_gbps", "pageable")]) for t in (up, down)) for n in common]
-    alike = [n for n, (a, b) in zip(common, gbps, strict=True) if n < size and view.drift.within(1 / a, 1 / b)]
+                f"{format_seconds(staged[1])} device to host; the pageable copies took {format_seconds(slow[0])} and "
+                f"{format_seconds(slow[1])}: which direction is slower, {judged.text()}.")
+    alike = [n for n in common if n < size and not view.ratio(up[n, "pageable"], down[n, "pageable"]).resolved]
     text = (f"Staging differs by direction: at {format_bytes(size)} it costs {format_seconds(staged[0])} host to device "
             f"and {format_seconds(staged[1])} device to host ({max(staged) / min(staged):.2g}×; the pageable copies "
-            f"took {format_seconds(slow[0])} and {format_seconds(slow[1])}, beyond the run's drift floor)")
+            f"took {format_seconds(slow[0])} and {format_seconds(slow[1])}, {judged.text()})")
     if alike:
         mid = alike[-1]
-        at = dict(zip(common, gbps, strict=True))
-        (a_mid, b_mid), (a_big, b_big) = at[mid], at[size]
+        (a_mid, b_mid), (a_big, b_big) = ((float(t[n, "pageable"]["bandwidth_gbps"]) for t in (up, down))
+                                          for n in (mid, size))
         text += (f"; pageable copy_ ran {a_mid:.3g} GB/s to the GPU and {b_mid:.3g} from it at {format_bytes(mid)}, "
-                 f"within the floor, and {a_big:.3g} against {b_big:.3g} GB/s at {format_bytes(size)}: the difference "
-                 f"comes from the sizes above {format_bytes(mid)}")
+                 f"which the run cannot tell apart, and {a_big:.3g} against {b_big:.3g} GB/s at {format_bytes(size)}: "
+                 f"the difference comes from the sizes above {format_bytes(mid)}")
     return text + f". {_why(view)}"
 
 

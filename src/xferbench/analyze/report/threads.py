@@ -1,44 +1,50 @@
 """torch's host copy_ on its default threads against the same copy on one thread: where the run has both, which was
-faster, held against the rounds' spread (IQR) and the run's drift floor, and the machine's load where it recorded it."""
+faster, judged by the comparison's own interval (xferbench.ratios), and the machine's load where it recorded it. Only
+sizes torch splits across threads are evidence: a copy of fewer than ``GRAIN`` elements runs on one thread anyway."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...units import format_bytes, format_seconds
+from ...units import DTYPE_SIZES, format_bytes, format_seconds
 from ..model import SINGLE_THREAD
+from ...ratios import Ratio
 from ..view import RunView
-from . import drift_text
 
-__all__ = ["apart", "beta_noise", "host_threads", "thread_pairs", "threads_against_one"]
+__all__ = ["GRAIN", "apart", "beta_noise", "host_threads", "thread_pairs", "threads_against_one"]
+
+#: torch's grain size (at::internal::GRAIN_SIZE): a copy of fewer elements is never split across threads.
+GRAIN = 32768
 
 
 def thread_pairs(view: RunView) -> pd.DataFrame:
-    """Per size both ran: the default-thread copy_ and the single-thread one, side by side (``_many``/``_one``)."""
+    """Per size both ran with at least ``GRAIN`` elements: the default-thread copy_ and the single-thread one, side by
+    side (``_many``/``_one``; ``row_many``/``row_one`` index the view's rows)."""
     rows = view.rows
     host = rows[(rows["op"] == "host") & (rows["method"] == SINGLE_THREAD["method"])]
+    elements = host["nbytes"] / host["dtype"].map(DTYPE_SIZES).fillna(1)
+    host = host[elements >= GRAIN].assign(row=lambda frame: frame.index)
     one = host[host["variant"] == SINGLE_THREAD["variant"]]
     many = host[host["variant"] != SINGLE_THREAD["variant"]]
     return many.merge(one, on="nbytes", suffixes=("_many", "_one"))
 
 
+def ratio_of(view: RunView, row: pd.Series) -> Ratio:
+    """The default threads' time over one thread's at one size (a ``thread_pairs`` row), with its interval."""
+    return view.ratio(view.rows.loc[row["row_many"]], view.rows.loc[row["row_one"]])
+
+
 def apart(view: RunView, row: pd.Series) -> str | None:
-    """Why the two copies of one size (a ``thread_pairs`` row) can't be told apart: their rounds' middle halves (q1 to q3)
-    overlap, or their medians lie within the run's drift floor; None where they are apart."""
-    q = {side: (row.get(f"q1_s_{side}"), row.get(f"q3_s_{side}")) for side in ("many", "one")}
-    if all(pd.notna(v) for pair in q.values() for v in pair) and \
-            q["many"][0] <= q["one"][1] and q["one"][0] <= q["many"][1]:
-        return (f"their rounds overlap, IQR {format_seconds(row['iqr_s_many'])} and "
-                f"{format_seconds(row['iqr_s_one'])}")
-    if view.drift.within(row["median_s_many"], row["median_s_one"]):
-        return drift_text.clause(view.drift)
-    return None
+    """Why the two copies of one size (a ``thread_pairs`` row) can't be told apart (``can't tell (could see ≥
+    1.2x)``), or None where their ratio is resolved."""
+    found = ratio_of(view, row)
+    return None if found.resolved else found.text()
 
 
 def beta_noise(view: RunView) -> str | None:
     """Why the two copies' β cannot be told apart: at some size that both fits' β rest on (beyond the caches, and past
-    the default-thread copy's half of β, where the bytes set the time), the two copies lie within their spread or the
-    drift floor (``apart``); None where every such size tells them apart."""
+    the default-thread copy's half of β, where the bytes set the time), their ratio is not resolved (``apart``); None
+    where every such size tells them apart."""
     pairs = thread_pairs(view)
     if pairs.empty:
         return None
@@ -63,9 +69,9 @@ def host_threads(view: RunView) -> str:
 
 
 def threads_against_one(view: RunView) -> str | None:
-    """The size where the default threads and one thread differ most, among the sizes whose two copies lie apart
-    (``apart``: beyond their spread and the drift floor), in one sentence: which took longer and how many times, and
-    the load where the run recorded one; None where no size tells them apart (the β sentence says can't tell)."""
+    """The size where the default threads and one thread differ most, among the sizes whose ratio is resolved
+    (``apart``), in one sentence: which took longer and how many times with the interval, and the load where the run
+    recorded one; None where no size tells them apart (the β sentence says can't tell)."""
     pairs = thread_pairs(view)
     told = pairs[[apart(view, row) is None for _, row in pairs.iterrows()]] if not pairs.empty else pairs
     if told.empty:
@@ -76,14 +82,15 @@ def threads_against_one(view: RunView) -> str | None:
     under = f", under load ({load})" if load else ""
     size = format_bytes(int(row["nbytes"]))
     many, one = float(row["median_s_many"]), float(row["median_s_one"])
+    judged = ratio_of(view, row)
     if many > one:
-        measured = (f"A {size} host copy_ with {host_threads(view)} took {_times(many / one)}× as long as on one thread "
+        measured = (f"A {size} host copy_ with {host_threads(view)} took {judged.text()} as long as on one thread "
                     f"({format_seconds(many)} against {format_seconds(one)}){under}")
         beside = _neighbours_disagree(view, pairs, int(row["nbytes"]))
         if beside:  # a figure out of line with its neighbours is no thread effect this run shows
             return f"{measured}; {beside}, so whether more threads made it slower, can't tell."
         return f"{measured}: more threads made it slower at this size."
-    return (f"A {size} host copy_ on one thread took {_times(one / many)}× as long as with {host_threads(view)} "
+    return (f"A {size} host copy_ on one thread took {judged.faster().text()} as long as with {host_threads(view)} "
             f"({format_seconds(one)} against {format_seconds(many)}){under}.")
 
 

@@ -8,24 +8,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...units import format_bytes
-from ..base import Family, of_variant
+from ..base import Family, Judge, judge_of, of_variant
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def _verdict(rows: pd.DataFrame, ratio: float) -> str:
-    """Where ``ratio`` (both ways over one way) sits against 1 and 2, each held against the run's drift floor
-    (``rows.attrs["drift_floor"]``); nothing without a floor."""
-    floor = rows.attrs.get("drift_floor")
-    if not floor:
-        return ""
-    if ratio <= 1 + floor:
-        return f": within this run's drift floor of {floor:.1%} of one direction, can't tell it from one at a time"
-    if 2 / ratio - 1 <= floor:
-        return (f": over this run's drift floor of {floor:.1%} above one direction and within it of twice, so both ways "
-                "ran at once; can't tell it from fully duplex")
-    return f": over this run's drift floor of {floor:.1%} above one direction, and below twice it by more than the floor"
+def _verdict(both: pd.Series, alone: pd.Series, judge: Judge) -> str:
+    """Both ways' time against the slower direction's alone (1: fully duplex; 2: one at a time), with its interval."""
+    ratio = judge(both, alone)
+    if not ratio.resolved:
+        return f": can't tell it from fully duplex ({ratio.text()})"
+    if ratio.value < 1:
+        return f": both ways took {ratio.faster().text()} less time than one direction alone, an odd result"
+    if ratio.low <= 2 <= ratio.high:
+        return f": both ways took {ratio.text()} one direction's time: can't tell it from one at a time"
+    short = f"{ratio.value - 1:.0%} ({ratio.low - 1:.0%}-{ratio.high - 1:.0%})"
+    return f": both ways took {ratio.text()} the slower direction's time alone, about {short} short of fully duplex"
 
 
 def _span(values: list[float]) -> str:
@@ -45,10 +44,11 @@ def finding(rows: pd.DataFrame) -> list[str]:
             continue
         one = [float(h2d["bandwidth_gbps"].iloc[0]), float(d2h["bandwidth_gbps"].iloc[0])]
         times = [float(row["bandwidth_gbps"]) / gbps for gbps in one]
+        slower = max((h2d.iloc[0], d2h.iloc[0]), key=lambda r: float(r["median_s"]))
         out.append(f"Both directions at once at {format_bytes(int(row['nbytes']) // 2)} each way on {gpu}: "
                    f"{row['bandwidth_gbps']:.3g} GB/s against {one[0]:.3g} GB/s host to device and {one[1]:.3g} GB/s "
-                   f"device to host alone, {_span(times)}× one direction"
-                   f"{_verdict(rows, min(times))}.")
+                   f"device to host alone, {_span(times)}× one direction's throughput"
+                   f"{_verdict(row, slower, judge_of(rows))}.")
     return out[-2:]
 
 

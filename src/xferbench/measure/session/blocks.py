@@ -1,17 +1,21 @@
-"""Cases measured in blocks spread over the session: the reference cases, and every case under ``--xfer-blocks=N``.
+"""Cases measured in interleaved blocks spread over the session: what the report compares, the reference cases, and
+every case under ``--xfer-blocks=N``.
 
 Why: whatever changes while a run runs (the allocators' caches, the page cache, THP, clocks, other tenants) reads as a
-difference between cases measured at different times. A few reference cases measured again at the start, the middle
-and the end of the run show how far the run moved by itself: analyze/drift.py's floor counts the spread of their
-blocks. The references are cheap and every profile runs them, on a CPU-only machine and with a GPU: the pageable host
-``clone`` and the pinned blocking ``.to('cuda:i')`` of the first GPU, each at the smallest planned size (latency-bound)
-and at the one nearest 64 MiB (bandwidth-bound). ``--xfer-blocks=N`` splits every core, scenario and concurrent case
-into N blocks (the distributed cases' 2-rank world stays in one piece); with ``--xfer-shuffle`` each pass over the
-cases runs in an order of its own, so drift hits both sides of a comparison alike.
+difference between cases measured at different times. Two cases the report sets against each other (a ladder's rungs,
+pinned against pageable, a call's same-code twin, one thread against many, a scenario's variants) are measured in
+``BLOCKS`` blocks each, block k of every such case in one slot of the run, next to each other in time (xferbench.ratios:
+the per-block ratios give each comparison its own interval; drift that hits both blocks of a pair alike cancels).
+Inside a slot the order alternates from one block to the next (A B, then B A), so a steady drift favours neither side.
+The paired cases are each family's at the size nearest 64 MiB and the largest planned up to 256 MiB, of the first dtype
+and device pair (``PAIRED``). The reference cases measure the drift itself in the regimes the report judges: the host
+``copy_`` at the smallest size (latency-bound) and at the size nearest 1 MiB, and the pinned blocking ``.to('cuda:i')``
+of the first GPU nearest 64 MiB (bandwidth-bound). ``--xfer-blocks=N`` splits every core, scenario and concurrent case
+into N blocks (the distributed cases' 2-rank world stays in one piece).
 
-A block is a benchmark of its own (pytest id ``<case>-block2of3``, contract.BLOCK in extra_info) timed for
-``--benchmark-max-time`` / N: a case's blocks together take about the time the case alone would, so the references
-add only their setup and warm-up, twice more each. analyze/load/blocks.py merges a case's blocks into one row.
+A block is a benchmark of its own (pytest id ``<case>-block2of6``, contract.BLOCK in extra_info) timed for
+``--benchmark-max-time`` / N, at least ``BLOCK_ROUNDS`` rounds. analyze/load/blocks.py merges a case's blocks into one
+row and keeps each block's median.
 """
 
 from __future__ import annotations
@@ -25,26 +29,45 @@ import pytest
 from ...contract import Block
 from ..cases import Case, PlannedCase, Skipped
 
-__all__ = ["REFERENCE_BLOCKS", "block_of", "block_params", "reference_ids", "spread_blocks"]
+__all__ = ["BLOCKS", "BLOCK_ROUNDS", "PAIRED", "REFERENCES", "block_of", "block_params", "blocked_ids", "spread_blocks"]
 
-#: Blocks of a reference case: the run's start, middle and end.
-REFERENCE_BLOCKS = 3
-#: The size a bandwidth-bound reference is chosen nearest to: both profiles plan it.
+#: Blocks of a paired or reference case, spread from the run's start to its end.
+BLOCKS = 6
+#: The fewest rounds of one block: its median must stand for the block.
+BLOCK_ROUNDS = 10
+#: The size a bandwidth-bound pair or reference is chosen nearest to (both profiles plan it), the largest paired size.
 _BANDWIDTH_BYTES = 64 * 2**20
+_LARGEST_PAIRED = 256 * 2**20
 _MOST_BLOCKS = 100
+#: The reference cases: which of a family's cases, and the sizes they are chosen nearest to (0: the smallest).
+REFERENCES: dict[str, tuple[Any, tuple[int, ...]]] = {
+    "host": (lambda case: case.method == "copy_" and case.variant is None, (0, 2**20)),
+    "h2d": (lambda case: case.method == "to" and case.host_memory == "pinned" and not case.non_blocking
+            and case.variant is None, (_BANDWIDTH_BYTES,)),
+}
+#: The families whose cases the report sets against each other, and which of a family's cases it compares.
+PAIRED: dict[str, Any] = {
+    "host": lambda case: True,  # clone against copy_ (a fresh destination), copy_ on its threads against one
+    "create": lambda case: case.method in ("empty", "zeros"),  # zeros against empty: the first touch of pages
+    "h2d": lambda case: True,  # pinned against pageable, blocking against not, .cuda(i) against .to('cuda:i')
+    "d2h": lambda case: True,  # the .cpu() ladder's rungs, the fix, .cpu() against .to('cpu')
+    **{op: lambda case: True for op in ("bidir", "copy_overlap", "cuda_vs_to", "module_to", "pin_memory",
+                                         "d2h_kept", "d2h_registered")},  # each scenario's variants
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("xferbench").addoption(
-        "--xfer-blocks", default="1", metavar="N",
-        help="measure every case in N blocks spread over the run (1 to 100; default 1), each timed for "
-             "--benchmark-max-time / N and merged into one row on load; a few reference cases always run in 3")
+        "--xfer-blocks", default="paired", metavar="N",
+        help="'paired' (default): the cases the report compares and a few references in 6 interleaved blocks each; "
+             "N (2 to 100): every case in N blocks; 1: only the references (comparisons then unpaired). Blocks are "
+             "timed for --benchmark-max-time / N each and merged into one row on load")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xfer_block(index, count, case_id): one block of a case measured in blocks")
     text = config.getoption("xfer_blocks", None)
-    if isinstance(text, str):
+    if isinstance(text, str) and text != "paired":
         try:
             value = int(text)
         except ValueError:
@@ -55,38 +78,56 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.xfer_blocks = value
 
 
-def reference_ids(op: str, planned: Sequence[PlannedCase | Skipped]) -> set[str]:
-    """The ids of ``op``'s reference cases among ``planned`` (none for other families): the smallest size and the one
-    nearest 64 MiB, of the first dtype, on the first GPU."""
-    cases = [c for c in planned if isinstance(c, Case) and _reference(op, c)]
+def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool = True) -> set[str]:
+    """The ids of ``op``'s cases measured in ``BLOCKS`` blocks: the paired cases (``PAIRED``, unless not ``paired``)
+    and the references (``REFERENCES``), of the first planned dtype and device pair."""
+    cases = [c for c in planned if not isinstance(c, Skipped)]
     if not cases:
         return set()
     first = cases[0]
-    cases = [c for c in cases if c.dtype == first.dtype and c.dst == first.dst]
-    nearest = min(cases, key=lambda c: abs(math.log2(max(c.nbytes, 1) / _BANDWIDTH_BYTES)))
-    return {min(cases, key=lambda c: c.nbytes).id, nearest.id}
+    cases = [c for c in cases if (getattr(c, "dtype", None), c.src, c.dst) == (getattr(first, "dtype", None),
+                                                                               first.src, first.dst)]
+    chosen = {c.id for c in cases if paired and op in PAIRED and PAIRED[op](c) and c.nbytes in _paired_sizes(cases)}
+    if op in REFERENCES:
+        is_reference, targets = REFERENCES[op]
+        references = [c for c in cases if is_reference(c)]
+        sizes = [c.nbytes for c in references]
+        wanted = {min(sizes) if target == 0 else _nearest(sizes, target) for target in targets} if sizes else set()
+        chosen |= {c.id for c in references if c.nbytes in wanted}
+    return chosen
 
 
-def _reference(op: str, case: Case) -> bool:
-    if op == "host":
-        return case.method == "clone" and case.variant is None
-    if op == "h2d":
-        return case.method == "to" and case.host_memory == "pinned" and not case.non_blocking and case.variant is None
-    return False
+def _nearest(sizes: Sequence[int], target: int) -> int:
+    return min(sizes, key=lambda n: (abs(math.log2(max(n, 1) / target)), n))
+
+
+def _paired_sizes(cases: Sequence[PlannedCase]) -> set[int]:
+    """The size nearest 64 MiB and the largest up to 256 MiB among ``cases``."""
+    sizes = sorted({c.nbytes for c in cases if c.nbytes > 0})
+    if not sizes:
+        return set()
+    return {_nearest(sizes, _BANDWIDTH_BYTES), max([n for n in sizes if n <= _LARGEST_PAIRED], default=sizes[0])}
 
 
 def block_params(case: PlannedCase, count: int, max_time: float) -> list[Any]:
     """``case`` as ``count`` pytest params, one per block, each timed for ``max_time / count``."""
     blocks = [Block(index, count, case.id) for index in range(count)]
+    timing = pytest.mark.benchmark(max_time=max_time / count, min_rounds=BLOCK_ROUNDS)
     return [pytest.param(case, id=block.param_id, marks=[pytest.mark.xfer_block(block.index, block.count, case.id),
-                                                         pytest.mark.benchmark(max_time=max_time / count)])
-            for block in blocks]
+                                                         timing]) for block in blocks]
 
 
 def block_of(item: pytest.Item) -> Block | None:
     """The block an item is, or None for a case measured whole."""
     marker = item.get_closest_marker("xfer_block") if hasattr(item, "get_closest_marker") else None
     return Block(*marker.args) if marker is not None else None
+
+
+def _alternating(entry: tuple[float, int, pytest.Item]) -> tuple[float, int]:
+    """Blocks of one slot by their place in the run, in their given order at even block indices, reversed at odd."""
+    where, at, item = entry
+    block = block_of(item)
+    return where, -at if block is not None and block.index % 2 else at
 
 
 def _held_apart(before: Any, after: Any, together: Any) -> bool:
@@ -97,7 +138,8 @@ def _held_apart(before: Any, after: Any, together: Any) -> bool:
 def spread_blocks(items: Sequence[pytest.Item], together: Any) -> list[pytest.Item]:
     """``items`` with block k of n placed k/(n-1) of the way through the other items (the first at the start, the
     last at the end), never inside a run of items ``together`` keeps as one (a module-scoped world); blocks placed at
-    one spot run in their given order, lower blocks first. The other items keep their order."""
+    one spot run in their given order, lower blocks first, the order of one block index reversed at every other
+    index (A B, then B A). The other items keep their order."""
     plain = [item for item in items if block_of(item) is None]
     slots: dict[int, list[tuple[float, int, pytest.Item]]] = {}
     for at, item in enumerate(items):
@@ -111,7 +153,7 @@ def spread_blocks(items: Sequence[pytest.Item], together: Any) -> list[pytest.It
         slots.setdefault(slot, []).append((where, at, item))
     placed: list[pytest.Item] = []
     for slot in range(len(plain) + 1):
-        placed += [item for _, _, item in sorted(slots.get(slot, []), key=lambda s: s[:2])]
+        placed += [item for _, _, item in sorted(slots.get(slot, []), key=_alternating)]
         if slot < len(plain):
             placed.append(plain[slot])
     return placed

@@ -23,7 +23,7 @@ from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from ..hardware.machine import load_snapshot, run_facts
 from ..record.pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
-from .blocks import REFERENCE_BLOCKS, block_of, block_params, reference_ids
+from .blocks import BLOCKS, block_of, block_params, blocked_ids
 from .names import plain_names
 from .settings import XferSettings, configured, settings, store
 from .summary import pytest_benchmark_update_json as keep_for_summary
@@ -270,9 +270,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         op = _op_of(metafunc, (*core_ops(), *SCENARIO_FAMILIES))
         planned = (plan_scenario_family(op, s.devices, s.profile, s.peers) if op in SCENARIO_FAMILIES
                    else build_cases(op, s.devices, s.sizes, s.dtypes, s.peers))
-        many, references = metafunc.config.getoption("xfer_blocks"), reference_ids(op, planned)
-        parametrize_cases(metafunc, "xfer_case", planned,
-                          lambda case: max(many, REFERENCE_BLOCKS) if case.id in references else many)
+        many = metafunc.config.getoption("xfer_blocks")
+        blocked = blocked_ids(op, planned, paired=many == "paired")
+        every = 1 if many == "paired" else int(many)
+        parametrize_cases(metafunc, "xfer_case", planned, lambda case: max(every, BLOCKS) if case.id in blocked else every)
     if "xfer_dist_case" in metafunc.fixturenames:
         from ..distributed import PROFILES
         from ..distributed.operations import planned_cases

@@ -1,0 +1,159 @@
+"""Every comparison of two cases of one run: A's time over B's, with that comparison's own interval.
+
+Two ways to an interval, chosen by how the two cases were measured (docs/design.md, "Verdicts"):
+
+- **paired**: both measured in K interleaved blocks (block k of A next to block k of B in time). The per-block log
+  ratios give the standard error (their standard deviation over the square root of K) and Student's t with K - 1
+  degrees of freedom: drift that moves the two blocks of a pair alike cancels, so what is left is the comparison's
+  own noise, and a machine that drifts faster than a block shows up as a wide interval.
+- **rounds**: otherwise (one piece each, or runs recorded before blocks). Each median's standard error comes from
+  its rounds (1.2533 sigma / sqrt(n), sigma read from the IQR), and the drift between the two cases, which the
+  rounds cannot see, from the run's own evidence of that regime (``Drift``: same-code pairs and reference blocks).
+  A run with no such evidence at all cannot bound its drift: its unpaired comparisons are ``unjudged``.
+
+The interval is ``value x exp(+-t se)`` around the ratio of the two medians (the figures the page prints), resolved
+when it excludes 1; "could see" is ``exp(t se)``, the smallest ratio these data would tell from 1. Plain numbers in,
+plain numbers out: the analysis side, the families' findings and the trace pricer share it. No torch, no pandas.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["CONFIDENCE", "Drift", "Ratio", "log_se", "median_span", "paired", "unpaired"]
+
+#: Two-sided coverage of every interval.
+CONFIDENCE = 0.95
+#: The standard error of a median over that of a mean, for normal rounds (sqrt(pi / 2)).
+_MEDIAN_SE = math.sqrt(math.pi / 2)
+#: An interquartile range over the standard deviation, for normal rounds.
+_IQR_SIGMA = 1.349
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How far the run moves by itself between two cases measured apart: the root mean square of log ratios that
+    should be 1 (same-code pairs, a reference's blocks), over ``df`` such observations; 0 with no evidence."""
+
+    sd: float = 0.0
+    df: int = 0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.sd) and self.sd >= 0 and self.df >= 0):
+            raise ValueError(f"drift needs a finite sd >= 0 and df >= 0, got {self.sd!r}, {self.df!r}")
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A's median time over B's, with its interval: "A is value x B (low-high)"."""
+
+    value: float
+    low: float
+    high: float
+    #: "paired" (per-block ratios of interleaved blocks), "rounds" (unpaired: order drift not controlled, allowed for
+    #: by the run's evidence) or "unjudged" (unpaired in a run with no evidence of its drift: never resolved).
+    basis: str
+    #: Blocks (paired), or the fewer rounds of the two sides (rounds).
+    n: int
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the interval excludes 1: A and B differ, in the direction of ``value``."""
+        return self.low > 1.0 or self.high < 1.0
+
+    @property
+    def judged(self) -> bool:
+        """Whether the run could judge it at all (a run without drift evidence cannot judge unpaired cases)."""
+        return self.basis != "unjudged"
+
+    @property
+    def could_see(self) -> float:
+        """The smallest ratio (at least 1) these data would tell from 1: the interval's half-width as a factor."""
+        return math.sqrt(self.high / self.low) if self.low > 0 else math.inf
+
+    @property
+    def paired(self) -> bool:
+        return self.basis == "paired"
+
+    def text(self) -> str:
+        """``1.40x (1.28-1.53)``; ``can't tell (could see >= 1.15x)`` where unresolved."""
+        if self.basis == "unjudged":
+            return "can't tell (the run gives no evidence of its drift)"
+        if not self.resolved:
+            return f"can't tell (could see ≥ {self.could_see:.2f}x)"
+        return f"{_factor(self.value)}x ({_factor(self.low)}-{_factor(self.high)})"
+
+    def over(self, other: Ratio) -> Ratio:
+        """This ratio over an independent ``other`` (a growth against another growth): the log half-widths add in
+        quadrature; rounds-based unless both are paired."""
+        value = self.value / other.value
+        if not (self.judged and other.judged):
+            return Ratio(value, 0.0, math.inf, "unjudged", min(self.n, other.n))
+        width = math.hypot(math.log(self.high / self.value), math.log(other.high / other.value))
+        spread = math.exp(min(width, 700.0))
+        basis = "paired" if self.paired and other.paired else "rounds"
+        return Ratio(value, value / spread, value * spread, basis, min(self.n, other.n))
+
+    def faster(self) -> Ratio:
+        """The same comparison the other way round (B over A), so that a sentence can say "k times faster"."""
+        return Ratio(1 / self.value, 1 / self.high, 1 / self.low if self.low > 0 else math.inf, self.basis, self.n)
+
+
+def _factor(value: float) -> str:
+    """Three figures, more where three would round a bound that is not 1 to 1 (1.0007 is not "1")."""
+    if value >= 100:
+        return f"{value:,.0f}"
+    digits = 3
+    while f"{value:.{digits}g}" == "1" and value != 1 and digits < 6:
+        digits += 1
+    return f"{value:.{digits}g}"
+
+
+def log_se(median: float, iqr: float, rounds: int) -> float:
+    """The standard error of log(median) of ``rounds`` rounds with that IQR (0 for one round or no spread)."""
+    if median <= 0 or rounds < 2 or not iqr > 0:
+        return 0.0
+    return _MEDIAN_SE * (iqr / _IQR_SIGMA) / median / math.sqrt(rounds)
+
+
+def median_span(median: float, iqr: float, rounds: int) -> tuple[float, float]:
+    """The interval of one median from its rounds (``log_se``), at ``CONFIDENCE``."""
+    spread = math.exp(float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * log_se(median, iqr, rounds))
+    return median / spread, median * spread
+
+
+def _interval(value: float, se: float, df: float, basis: str, n: int) -> Ratio:
+    t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) if math.isfinite(df) else float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
+    spread = math.exp(min(t * se, 700.0))
+    return Ratio(value, value / spread, value * spread, basis, n)
+
+
+def paired(a_blocks: Sequence[float], b_blocks: Sequence[float], value: float | None = None) -> Ratio:
+    """A over B from K >= 2 pairs of block medians (block k of each measured next to each other); ``value`` is the
+    ratio of the two pooled medians (default: the geometric mean of the block ratios)."""
+    a, b = np.asarray(a_blocks, dtype=float), np.asarray(b_blocks, dtype=float)
+    if a.shape != b.shape or a.size < 2 or not (np.all(a > 0) and np.all(b > 0)):
+        raise ValueError(f"paired blocks need two equal lists of >= 2 positive times, got {a.size} and {b.size}")
+    logs = np.log(a / b)
+    se = float(np.std(logs, ddof=1)) / math.sqrt(a.size)
+    centre = float(np.exp(np.mean(logs))) if value is None else value
+    return _interval(centre, se, a.size - 1, "paired", int(a.size))
+
+
+def unpaired(a: tuple[float, float, int], b: tuple[float, float, int], drift: Drift) -> Ratio:
+    """A over B from each side's (median, IQR, rounds) and the drift the run showed in their regime: the rounds'
+    standard errors and the drift's add in quadrature, with the drift evidence's degrees of freedom (the normal's
+    where that evidence showed none beyond noise); ``unjudged`` without any evidence (``drift.df`` 0)."""
+    (ma, ia, na), (mb, ib, nb) = a, b
+    if not (ma > 0 and mb > 0):
+        raise ValueError(f"a ratio needs two positive medians, got {ma!r} and {mb!r}")
+    if drift.df == 0:
+        return Ratio(ma / mb, 0.0, math.inf, "unjudged", int(min(na, nb)))
+    se = math.sqrt(log_se(ma, ia, na) ** 2 + log_se(mb, ib, nb) ** 2 + drift.sd ** 2)
+    df = drift.df if drift.sd > 0 and drift.df > 0 else math.inf
+    return _interval(ma / mb, se, df, "rounds", int(min(na, nb)))
