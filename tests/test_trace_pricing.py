@@ -12,7 +12,7 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.trace_section import fix_said, labels, to_json, to_text
-from xferbench.analyze.trace.pricing import price, spread
+from xferbench.analyze.trace.pricing import price
 from xferbench.analyze.view import RunView
 from xferbench.measure.simulate import load_spec
 from xferbench.measure.step_trace import BATCH_BYTES, FORWARD_S, LOSS_S, SIDE_BYTES, SIDE_COPIES, write_step_trace
@@ -101,17 +101,26 @@ def test_a_fix_whose_interval_holds_zero_cannot_tell(h200):
     rows = price(TRACES / "hta-a100-5steps.json.gz", h200).rows
     h2d = next(r for r in rows if (r["kind"], r["memory"]) == ("h2d", "pageable"))
     pin = next(f for f in h2d["fixes"] if f["fix"] == "pin")
-    assert pin["low_s"] < 0 < pin["high_s"] and fix_said(pin).startswith("can't tell (the run's spread: -")
+    assert pin["low_s"] < 0 < pin["high_s"] and fix_said(pin).startswith("can't tell (from -")
+    d2h_pin = next(f for r in rows for f in r["fixes"] if r["kind"] == "d2h" and f["fix"] == "pin")
+    assert d2h_pin["saved_s"] > 0 and not d2h_pin["ratio"].resolved and not d2h_pin["resolved"]  # the run can't tell
+    assert fix_said(d2h_pin).endswith(f"the two paths: {d2h_pin['ratio'].text()})")
     remove = next(f for r in rows for f in r["fixes"] if f["fix"] == "remove_sync")
     d2h = next(r for r in rows if r["kind"] == "d2h")
     assert remove["saved_s"] == pytest.approx(d2h["priced_s"] + d2h["wait_s"])
 
 
-def test_the_interval_is_the_paths_quartiles_at_the_bracketing_sizes(h200):
-    rows = h200.rows[h200.rows["path"] == "h2d pageable to cpu->cuda:0"].set_index("nbytes")
-    low, high = spread(h200, "h2d pageable to cpu->cuda:0", 3 << 20)  # between the 1 MiB and the 4 MiB sizes
-    ratios = rows.loc[[1 << 20, 4 << 20]]
-    assert (low, high) == ((ratios["q1_s"] / ratios["median_s"]).min(), (ratios["q3_s"] / ratios["median_s"]).max())
+def test_a_fixs_interval_is_the_runs_ratio_of_the_two_paths_at_the_copies_size(h200):
+    """ResNet's 37.9 MB copies: the run's 64 MiB pageable and pinned rows (the nearest size) give the interval."""
+    h2d = next(r for r in price(TRACES / "param-resnet-2080ti.json.gz", h200).rows if r["kind"] == "h2d")
+    pin = next(f for f in h2d["fixes"] if f["fix"] == "pin")
+    rows = h200.rows[h200.rows["nbytes"] == 64 << 20].set_index("path")
+    ratio = h200.ratio(rows.loc["h2d pageable to cpu->cuda:0"], rows.loc["h2d pinned to cpu->cuda:0"])
+    now, after = h2d["priced_s"], pin["after_s"]
+    assert pin["ratio"] == ratio and ratio.resolved
+    assert (pin["low_s"], pin["high_s"]) == (pytest.approx(now - after * ratio.value / ratio.low),
+                                             pytest.approx(now - after * ratio.value / ratio.high))
+    assert fix_said(pin) == f"saves 248 ms (235 ms-258 ms), costing 43.8 ms after; the two paths: {ratio.text()}"
 
 
 def test_labels_say_whose_gpu_prices_and_whose_waits(h200):
@@ -217,4 +226,4 @@ def test_a_run_without_the_paths_leaves_each_group_unpriced_and_says_why():
 def test_each_fix_says_its_saving_its_interval_and_its_cost_after(simulated):
     batch = next(r for r in simulated.rows if r["kind"] == "h2d" and r["blocking"])
     pin = next(f for f in batch["fixes"] if f["fix"] == "pin")
-    assert fix_said(pin) == "saves 538 µs (538 µs-538 µs), costing 316 µs after"  # the simulated run has no spread
+    assert fix_said(pin) == "saves 538 µs (538 µs-538 µs), costing 316 µs after; the two paths: 2.74x (2.74-2.74)"

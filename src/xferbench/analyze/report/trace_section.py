@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -47,13 +48,29 @@ def labels(priced: Priced) -> list[str]:
 
 
 def fix_said(fix: dict[str, Any]) -> str:
-    """A fix's saving with its interval, "can't tell" where the interval holds zero, or why it is not priced."""
+    """A fix's saving with its interval (from the run's ``Ratio`` of the two paths, or the path's own rounds), "can't
+    tell" where the interval holds zero, or why it is not priced."""
     if fix["saved_s"] is None:
         return "not priced: the run did not measure the path it needs"
-    low, high, after = format_seconds(fix["low_s"]), format_seconds(fix["high_s"]), format_seconds(fix["after_s"])
-    if fix["low_s"] > 0:
-        return f"saves {format_seconds(fix['saved_s'])} ({low}-{high}), costing {after} after"
-    return f"can't tell (the run's spread: {low} to {high}; {after} after)"
+    ratio = f"; the two paths: {fix['ratio'].text()}" if fix["ratio"] is not None else ""
+    after = f", costing {format_seconds(fix['after_s'])} after" if fix["after_s"] is not None else ""
+    if not fix["resolved"]:
+        return f"can't tell (from {format_seconds(fix['low_s'])} to {format_seconds(fix['high_s'])}{ratio})"
+    return f"saves {format_seconds(fix['saved_s'])} ({format_seconds(fix['low_s'])}-{format_seconds(fix['high_s'])}){after}" \
+        + ratio
+
+
+def _finite(value: Any) -> Any:
+    return value if not isinstance(value, float) or math.isfinite(value) else None
+
+
+def _fix_json(fix: dict[str, Any]) -> dict[str, Any]:
+    """A fix as JSON: its words, an unbounded end of its interval null, its ratio's figures."""
+    ratio = fix["ratio"]
+    figures = None if ratio is None else {"value": ratio.value, "low": ratio.low, "high": _finite(ratio.high),
+                                          "basis": ratio.basis}
+    return {key: _finite(value) for key, value in fix.items()} | {"ratio": figures, "what": WHAT[fix["fix"]],
+                                                                  "said": fix_said(fix)}
 
 
 def _note(row: dict[str, Any]) -> str | None:
@@ -64,8 +81,7 @@ def _note(row: dict[str, Any]) -> str | None:
 
 def to_json(priced: Priced) -> str:
     """The ``--json`` document: labels, steps, ``copies`` (docs/contract.md), each fix with its words."""
-    rows = [row | {"note": _note(row), "fixes": [f | {"what": WHAT[f["fix"]], "said": fix_said(f)} for f in row["fixes"]]}
-            for row in priced.rows]
+    rows = [row | {"note": _note(row), "fixes": [_fix_json(f) for f in row["fixes"]]} for row in priced.rows]
     return json.dumps({"labels": labels(priced), "steps": [
         {"step": s.number, "seconds": s.span[1] - s.span[0], "compute_s": s.compute_s, "copy_s": s.copy_s,
          "blocked_s": s.blocked_s, "wait_s": s.wait_s} for s in priced.steps], "copies": rows}, indent=1)
@@ -130,8 +146,8 @@ def section(priced: Priced) -> dict[str, Any]:
              format_seconds(r["priced_s"]) if r["priced_s"] is not None else "not priced", _fixes(r),
              ", ".join(map(str, r["examples"]))] for r in priced.rows]
     table = {"id": "trace-copies", "caption": "Each group of the trace's copies: host time split (wait: for the queue; "
-             "blocked: while the copy ran; tail: after it), cost on the run's machine, and each fix's saving with the "
-             "run's spread (its quartiles at the bracketing sizes).", "rows": rows,
+             "blocked: while the copy ran; tail: after it), cost on the run's machine, and each fix's saving with its "
+             "interval: from the run's ratio of the two paths at the copies' size, or the path's own rounds.", "rows": rows,
              "columns": ["copies", "count", "bytes", "GPU time", "host time", "share of the steps", "cost here",
                          "fixes", "e.g. correlation"]}
     return {"key": "trace", "title": "Your trace's copies, priced", "text": "; ".join(labels(priced)) + ".",

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ...ratios import median_span
 from ..view import RunView
 from .copies import Group, Step, group, steps, tie
 from .parser import read_trace
 
-__all__ = ["METHODS", "Priced", "price", "spread"]
+__all__ = ["METHODS", "Priced", "price"]
 
 #: The call a group is priced with, among a path's fitted calls, first found first.
 METHODS = ("to", "copy_", "cpu", "cuda", "clone")
@@ -61,50 +63,62 @@ def _fit(view: RunView, kind: str, memory: str, blocking: bool) -> dict[str, Any
     return ranked[0] if ranked else None
 
 
-def spread(view: RunView, path: str, size: float) -> tuple[float, float]:
-    """A path's relative interval at ``size``: its lower and upper quartile over its median at the measured sizes that
-    bracket it (the least and the most of the two). The one place an interval comes from, for the run's paired
-    ratios to replace."""
+def _row_at(view: RunView, path: str, size: float) -> pd.Series:
+    """The path's measured row at the size nearest ``size`` (on a log scale): where its comparisons are read."""
     rows = view.rows[view.rows["path"] == path]
-    sizes = np.sort(rows["nbytes"].unique())
-    below, above = sizes[sizes <= size], sizes[sizes >= size]
-    at = rows[rows["nbytes"].isin([below[-1] if below.size else sizes[0], above[0] if above.size else sizes[-1]])]
-    return float((at["q1_s"] / at["median_s"]).min()), float((at["q3_s"] / at["median_s"]).max())
+    distance = np.abs(np.log2(rows["nbytes"].clip(lower=1).astype(float)) - np.log2(max(size, 1.0)))
+    return rows.iloc[int(np.argmin(distance.to_numpy()))]
 
 
-def _cost(view: RunView, fit: dict[str, Any], count: int, nbytes: int, pipelined: bool = False) -> tuple[float, ...]:
-    """``count`` copies of ``nbytes`` in all on a path: (seconds, low, high); ``pipelined``: the device's own α, β."""
+def _cost(fit: dict[str, Any], count: int, nbytes: int, pipelined: bool = False) -> float:
+    """``count`` copies of ``nbytes`` in all on a fitted path; ``pipelined``: the device's own α and β."""
     alpha, beta = (fit["pipelined_alpha_us"], fit["pipelined_gbps"]) if pipelined else (fit["alpha_us"], fit["stated_gbps"])
-    seconds = count * alpha * 1e-6 + (nbytes / (beta * 1e9) if beta else 0.0)
-    low, high = spread(view, fit["path"], nbytes / max(count, 1))
-    return seconds, seconds * low, seconds * high
+    return float(count * alpha * 1e-6 + (nbytes / (beta * 1e9) if nbytes else 0.0))
 
 
-def _fixes(view: RunView, g: Group, fit: dict[str, Any], now: tuple[float, ...], steps_: int,
-           pipelined: bool) -> list[dict[str, Any]]:
+def _moved(fix: str, view: RunView, mine: pd.Series, now: float, fit: dict[str, Any] | None,
+           after: float | None) -> dict[str, Any]:
+    """A fix that moves the copies to another path: the fits' saving, its interval from the run's ``Ratio`` of the
+    two paths at the copies' size (the cost after scaled by the ratio's interval over its value); claimed only where
+    that ratio is resolved, the fix's way."""
+    if fit is None or after is None:
+        return {"fix": fix, "after_s": None, "saved_s": None, "low_s": None, "high_s": None, "ratio": None,
+                "resolved": False}
+    ratio = view.ratio(mine, _row_at(view, fit["path"], mine["nbytes"]))
+    low = now - (after * ratio.value / ratio.low if ratio.low > 0 else math.inf)
+    return {"fix": fix, "after_s": after, "saved_s": now - after, "low_s": low, "high_s": now - after * ratio.value
+            / ratio.high, "ratio": ratio, "resolved": ratio.resolved and ratio.value > 1 and low > 0}
+
+
+def _kept(fix: str, mine: pd.Series, saved: float, measured: float = 0.0) -> dict[str, Any]:
+    """A fix on the copies' own path: the priced saving scaled by that path's median interval (its rounds), plus
+    what the trace measured (a wait: exact, and the trace's machine's)."""
+    rounds = mine.get("rounds")
+    low, high = median_span(float(mine["median_s"]), float(mine.get("iqr_s") or 0.0),
+                            int(rounds) if rounds is not None and rounds == rounds else 1)
+    scale = saved / float(mine["median_s"])
+    return {"fix": fix, "after_s": None, "saved_s": saved + measured, "low_s": low * scale + measured,
+            "high_s": high * scale + measured, "ratio": None, "resolved": low * scale + measured > 0}
+
+
+def _fixes(view: RunView, g: Group, fit: dict[str, Any], now: float, steps_: int, pipelined: bool) -> list[dict[str, Any]]:
     """Each fix that applies to a group, with what it would cost and save on the run's machine."""
-    after: list[tuple[str, tuple[float, ...] | None]] = []
+    mine = _row_at(view, fit["path"], g.nbytes / g.count)
+    fixes = []
     if g.memory == "pageable":
         pinned = _fit(view, g.kind, "pinned", True)
-        after.append(("pin", _cost(view, pinned, g.count, g.nbytes) if pinned else None))
+        fixes.append(_moved("pin", view, mine, now, pinned, _cost(pinned, g.count, g.nbytes) if pinned else None))
     if g.kind == "h2d" and g.blocking and g.memory != "unknown":
         ahead = _fit(view, g.kind, "pinned", False)
         ready = ahead is not None and math.isfinite(ahead["pipelined_alpha_us"])
-        after.append(("pin_non_blocking", _cost(view, ahead, g.count, 0, True) if ahead is not None and ready else None))
+        fixes.append(_moved("pin_non_blocking", view, mine, now, ahead,
+                            _cost(ahead, g.count, 0, True) if ahead is not None and ready else None))
     if g.count >= 2 * steps_ and g.nbytes / g.count < fit["half_peak_bytes"]:  # latency-bound: below α·β
-        after.append(("batch", _cost(view, fit, steps_, g.nbytes, pipelined)))
-    fixes = [_saving(fix, now, cost) for fix, cost in after]
+        after = _cost(fit, steps_, g.nbytes, pipelined)
+        fixes.append(_kept("batch", mine, now - after) | {"after_s": after})
     if g.kind == "d2h" and g.blocking:  # the synchronize also costs the wait the trace measured
-        wait = g.total("wait")
-        fixes.append(_saving("remove_sync", now, (-wait, -wait, -wait)) | {"measured_wait_s": wait})
+        fixes.append(_kept("remove_sync", mine, now, g.total("wait")) | {"after_s": 0.0, "measured_wait_s": g.total("wait")})
     return fixes
-
-
-def _saving(fix: str, now: tuple[float, ...], after: tuple[float, ...] | None) -> dict[str, Any]:
-    if after is None:
-        return {"fix": fix, "after_s": None, "saved_s": None, "low_s": None, "high_s": None}
-    return {"fix": fix, "after_s": max(after[0], 0.0), "saved_s": now[0] - after[0], "low_s": now[1] - after[2],
-            "high_s": now[2] - after[1]}
 
 
 def _row(g: Group, view: RunView | None, steps_: int, total: float) -> dict[str, Any]:
@@ -119,6 +133,5 @@ def _row(g: Group, view: RunView | None, steps_: int, total: float) -> dict[str,
     if view is None or fit is None:
         return row
     pipelined = not g.blocking and math.isfinite(fit["pipelined_alpha_us"])  # the device's time: the host never waits
-    now = _cost(view, fit, g.count, g.nbytes, pipelined)
-    return row | {"path": fit["path"], "priced_s": now[0], "priced_low_s": now[1], "priced_high_s": now[2],
-                  "fixes": _fixes(view, g, fit, now, steps_, pipelined)}
+    now = _cost(fit, g.count, g.nbytes, pipelined)
+    return row | {"path": fit["path"], "priced_s": now, "fixes": _fixes(view, g, fit, now, steps_, pipelined)}
