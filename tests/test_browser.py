@@ -114,3 +114,24 @@ def test_the_h200_reports_page_is_at_most_12000_px_tall_at_1280_px(browser, tmp_
     assert {"bandwidth-d2h", "ladder", "pin_memory"} <= {f[0] for f in figures}
     assert browser.execute_script("return document.documentElement.scrollWidth") <= 1280
     assert browser.execute_script("return document.documentElement.scrollHeight") <= 12000
+
+
+@pytest.mark.browser
+def test_the_trace_section_draws_a_bar_per_step_and_its_table(browser, tmp_path):
+    """``report --trace``: the simulated step's trace priced with a run of its spec, a section of the page."""
+    from xferbench.analyze.report.trace_section import section
+    from xferbench.analyze.trace.pricing import price
+    from xferbench.analyze.view import RunView
+    from xferbench.measure.simulate import load_spec
+    from xferbench.measure.step_trace import write_step_trace
+
+    trace = write_step_trace(load_spec(ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml"), tmp_path / "step.json")
+    view = RunView.of(load([SIMULATED]))
+    page = write_report(view, tmp_path / "index.html", extra_sections=[section(price(trace, view))])
+    figures = {f[0]: f for f in _open(browser, page)}
+    assert figures["trace-steps"][1] > 300 and figures["trace-steps"][3] == 4  # one step, four parts
+    rows = browser.execute_script("return document.querySelectorAll('#trace-copies tr').length")
+    assert rows == 4  # the header and three groups
+    assert browser.execute_script("return document.getElementById('section-trace').textContent") == \
+        "Your trace's copies, priced"
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

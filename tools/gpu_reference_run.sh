@@ -10,9 +10,11 @@
 # writes its JSON only when a run ends, so a family cut short is taken from its journal
 # (every benchmark it finished), and after each family everything so far is merged into
 # "$OUT/full.json.gz" (gzipped: every round of a GPU run comes to tens of MB). A family
-# that no longer fits the budget is logged as not run. $OUT ends with at most 7 files:
-# log.txt, harness_check.json, full.json.gz, check.txt, and the report's index.html,
-# index.csv and index.md.
+# that no longer fits the budget is logged as not run. Last, a small training step's
+# torch.profiler trace is priced against this run and the fixed step measured
+# (tools/trace_step.py: predicted against measured savings). $OUT ends with at most 10
+# files: log.txt, harness_check.json, full.json.gz, check.txt, the report's index.html,
+# index.csv and index.md, and step.pt.trace.json, step-price.json and step-check.json.
 #
 # It uses the work tree as it is (PYTHONPATH=src), so a machine without registry access
 # only needs torch, pytest, pytest-benchmark, pandas, matplotlib and scipy (nvidia-ml-py
@@ -23,7 +25,7 @@ OUT=${OUT:-reports/samples/gpu}
 BUDGET=${BUDGET:-420}
 SIZES=${SIZES:-2x3,4B,64B,1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB}
 MAX_TIME=${MAX_TIME:-0.15}  # seconds per benchmark (the full profile's 0.25 would not fit the budget)
-RESERVE=75  # seconds kept for the tests, the checks and the report
+RESERVE=75  # seconds kept for the tests, the checks, the report and the traced step
 # ONLY="h2d_pageable d2h" runs just those families (a rerun of what a first run cut short).
 # Extra pytest arguments for every family, e.g. XFER_ARGS=--xfer-simulate=examples/sim-4gpu-pcie4.toml to
 # rehearse the whole script on a machine without a GPU.
@@ -127,5 +129,9 @@ family() {  # family NAME CAP_SECONDS BENCH_FILES_AND_PYTEST_ARGS...
     "$PY" -m xferbench.cli check "$OUT/full.json.gz" | tee "$OUT/check.txt"
     echo "== report"
     "$PY" -m xferbench.cli report "$OUT/full.json.gz" -o "$OUT/index.html" || echo "report not written here; see above"
+    echo "== a training step's trace priced against this run, then the fixed step measured"
+    SPEC=$(printf '%s\n' "${XFER_ARGS[@]}" | sed -n 's/^--xfer-simulate=//p')
+    timeout 120 "$PY" tools/trace_step.py --run "$OUT/full.json.gz" --out "$OUT" ${SPEC:+--simulate "$SPEC"} \
+        || echo "traced step not done; see above"
     echo "== done in $(( $(date +%s) - START ))s"
 } 2>&1 | tee "$OUT/log.txt"

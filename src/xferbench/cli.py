@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | check | store | torchrun | info``.
+"""``xferbench run | report | history | compare | calibrate | ab | check | price | store | torchrun | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -49,7 +49,8 @@ def _report(args: argparse.Namespace) -> int:
     suite, peers = _inputs(args.results)
     results, history = _run_and_history(args, suite)
     _say_incomplete(args.command, results.incomplete)
-    path = write_report(RunView.of(results), output, history=history, peers=peers)  # the run's facts, derived once
+    view = RunView.of(results)  # the run's facts, derived once
+    path = write_report(view, output, history=history, peers=peers, extra_sections=_trace_section(args, view))
     csv_path, markdown_path = companions(path)
     print(f"xferbench: wrote {path} ({len(results.frame)} benchmarks), {csv_path} and {markdown_path}")
     return 0
@@ -111,6 +112,41 @@ def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, A
         stored = load_storage(suite[0], _progress(args.command))
         _say_skipped(args.command, stored.notes)
     return stored.newest, history or history_plots(suite[0], stored)
+
+
+def _trace_section(args: argparse.Namespace, view: Any) -> list[dict[str, Any]]:
+    """``report --trace``: the trace's copies priced with the run, as a section of the page."""
+    if getattr(args, "trace", None) is None:
+        return []
+    from .analyze.report.trace_section import section
+    from .analyze.trace.parser import TraceError
+    from .analyze.trace.pricing import price
+
+    try:
+        return [section(price(args.trace, view))]
+    except TraceError as error:
+        raise UsageError(f"--trace {args.trace}: {error}") from None
+
+
+def _price(args: argparse.Namespace) -> int:
+    from .analyze.load.results import load
+    from .analyze.report.trace_section import to_json, to_text
+    from .analyze.trace.parser import TraceError
+    from .analyze.trace.pricing import price
+    from .analyze.view import RunView
+    from .output import check_output, write_atomic
+
+    if args.json:
+        check_output(args.json, [args.trace, *args.runs])
+    view = RunView.of(load(args.runs)) if args.runs else None
+    try:
+        priced = price(args.trace, view, args.step)
+    except TraceError as error:
+        raise UsageError(f"{args.trace}: {error}") from None
+    print("\n".join(terminal(line) for line in to_text(priced).splitlines()))
+    if args.json:
+        write_atomic(args.json, to_json(priced))
+    return 0
 
 
 def _progress(command: str) -> Callable[[int, int], None]:
@@ -473,7 +509,8 @@ def _torchrun(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
     return parser_for({"run": _run, "report": _report, "history": _history, "compare": _compare,
-                       "calibrate": _calibrate, "ab": _ab, "check": _check, "store": _store, "torchrun": _torchrun,
+                       "calibrate": _calibrate, "ab": _ab, "check": _check, "price": _price, "store": _store,
+                       "torchrun": _torchrun,
                        "info": _info})
 
 

@@ -47,6 +47,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path,
                         help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
+    report.add_argument("--trace", type=Path, metavar="TRACE", help="a torch.profiler trace of your step: a section "
+                                                                       "pricing its copies with this run (as xferbench price)")
     report.add_argument("--read-run", metavar="RUN",
                         help="a case measured in several files: read this run's (a file's name without .json), "
                              "not the one with more rounds (ties: the newest)")
@@ -114,6 +116,14 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     check.add_argument("results", nargs="+", type=Path, help="pytest-benchmark JSON files")
     check.set_defaults(run=commands["check"])
 
+    price = sub.add_parser("price", help="what the copies and syncs of a torch.profiler trace cost, priced with a run's "
+                                         "fits, and what each fix saves")
+    price.add_argument("trace", type=Path, help="the trace: .json, .json.gz or .pt.trace.json (Kineto's Chrome trace)")
+    price.add_argument("runs", nargs="*", type=Path, metavar="RUN",
+                       help="the run to price with (pytest-benchmark JSON); none: the trace's own times, no prices")
+    price.add_argument("--step", type=int, help="only ProfilerStep#N (default: every step)")
+    price.add_argument("--json", type=Path, metavar="FILE", help="also write the groups as JSON (docs/contract.md)")
+    price.set_defaults(run=commands["price"])
     _store_parser(sub, commands["store"])
     torchrun = sub.add_parser("torchrun", help="torchrun ... -m xferbench.distributed with a bounded rendezvous: a "
                                                "node that never joins is named, exit 2",
