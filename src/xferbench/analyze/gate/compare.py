@@ -37,10 +37,9 @@ from ...contract import (
 )
 from ...families import FAMILIES
 from ...output import OutputError, check_output
-from ..load.history import load_storage
+from ..load.history import RunSummary, load_storage
 from ..load.peer_plan import RecordedPlan, same_cases
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
-from ..load.run_cache import RunSummary
 from .bound import Baseline, step_bound, store_baseline
 from .comparison import (
     Comparison,
