@@ -32,6 +32,7 @@ from xferbench.analyze.gate.ab import flagged_of  # noqa: E402
 from xferbench.analyze.gate.compare import compare, load_runs, to_json  # noqa: E402
 from xferbench.analyze.gate.noise import Noise  # noqa: E402
 from xferbench.analyze.load.results import load  # noqa: E402
+from xferbench.units import parse_size  # noqa: E402
 
 SLOWDOWN = "host@64MiB=2"
 XFERBENCH = f"{sys.executable} -m xferbench.cli"
@@ -93,9 +94,10 @@ def trials(pool: Path, aa: int, slowed: int, blocks: int) -> None:
 
 
 def _targets(candidate: Path) -> set[tuple[str, int]]:
-    """The cases the slowdown slows: host copies of 64 MiB and more, as compare and ab name them."""
+    """The cases ``SLOWDOWN`` slows (its family's, of its size and more), as compare and ab name them."""
+    family, size = SLOWDOWN.split("=")[0].split("@")
     frame = load([candidate]).frame
-    hit = frame[(frame["op"] == "host") & (frame["nbytes"] >= 64 * 2**20)]
+    hit = frame[(frame["op"] == family) & (frame["nbytes"] >= parse_size(size))]
     return {(str(p), int(n)) for p, n in zip(hit["path"], hit["nbytes"], strict=True)}
 
 
