@@ -114,7 +114,8 @@ class TestOnlyTheFlagged:
 
     @pytest.mark.parametrize(("verdict", "ratio", "floor", "moved", "sent"), [
         ("regression", 1.5, 0.25, None, True),
-        ("not gated", 0.8, None, None, True),  # the stored runs cannot gate it: side by side can, faster or not
+        ("not gated", 1.5, None, None, True),  # past the most a store may widen a bandwidth-bound floor to (1.4x)
+        ("not gated", 1.3, None, None, False),  # within it: not judged anywhere, named and failing unless allowed
         ("can't tell", 1.5, 0.25, None, True),  # slower past the floor, and the store's spread cannot tell
         ("can't tell", 1.1, 0.25, None, False),  # within the floor: compare's rule would never flag it
         ("can't tell", 0.5, 0.25, None, False),  # faster: no regression to confirm
@@ -125,9 +126,12 @@ class TestOnlyTheFlagged:
         ("new", None, None, None, False),
     ])
     def test_what_compare_sends_ab(self, verdict, ratio, floor, moved, sent):
-        case = {"verdict": verdict, "ratio": ratio, "floor": floor, "moved": moved, "key": "k", "name": "test_x"}
+        case = {"verdict": verdict, "ratio": ratio, "floor": floor, "moved": moved, "key": "k", "name": "test_x",
+                "case_class": "bandwidth", "path": "host pageable copy_ cpu", "nbytes": 2**26}
         assert suspect(case) is sent
-        assert flagged_of(json.dumps({"cases": [case]}), "f").keys == (frozenset({"k"}) if sent else frozenset())
+        flagged = flagged_of(json.dumps({"cases": [case]}), "f")
+        assert flagged.keys == (frozenset({"k"}) if sent else frozenset())
+        assert flagged.ungated == (("host pageable copy_ cpu 64 MiB",) if verdict == "not gated" and not sent else ())
 
     def test_names_and_keys_come_from_the_comparison_and_junk_is_refused(self):
         flagged = flagged_of(first_comparison({COPY, CLONE}), "first.json")
@@ -181,8 +185,8 @@ class TestCommandLine:
         first.write_text(first_comparison(set()))
         assert main(["ab", "--only", str(first), "--base", "exit 3", "--head", "exit 3", "--blocks", "6",
                      "--keep", str(tmp_path / "ab")]) == 0
-        assert "sends no case (no regression, no case not gated, none slower past its floor that it could not " \
-               "tell); nothing to confirm" in capsys.readouterr().out
+        assert "sends no case (no regression, none slower past its floor or a store's bound that it could not " \
+               "tell or gate); nothing to confirm" in capsys.readouterr().out
 
     def test_a_file_compare_did_not_write_is_bad_input(self, tmp_path, capsys):
         first = tmp_path / "first.json"

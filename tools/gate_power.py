@@ -5,7 +5,7 @@
     python tools/gate_power.py summary [--noise FILE]     # counts, job times, loads; what a calibration changes
 
 A trial is the pull-request job of examples/github-actions-gpu.yml on CPU: one candidate run (``xferbench run
---xfer-devices=cpu``, the quick profile), ``xferbench compare STORE candidate --json first.json``, then, unless that
+--xfer-devices=cpu --deselect=test_distributed.py``, the quick profile), ``xferbench compare STORE candidate --json first.json``, then, unless that
 is bad input, ``xferbench ab --only first.json`` with the workflow's blocks, both sides ``xferbench run -o {json}
 --xfer-devices=cpu {select}`` of this checkout. A slowed trial's candidate and head side run with
 ``XFERBENCH_TEST_SLOWDOWN=host@64MiB=2`` (the three 64 MiB host copies, the blocked reference ``clone`` among them:
@@ -36,7 +36,8 @@ from xferbench.units import parse_size  # noqa: E402
 
 SLOWDOWN = "host@64MiB=2"
 XFERBENCH = f"{sys.executable} -m xferbench.cli"
-RUN = f"{XFERBENCH} run -o {{json}} --xfer-devices=cpu {{select}}"
+#: The workflow's CPU recipe (its header): the distributed cases left out, as on any shared CPU runner.
+RUN = f"{XFERBENCH} run -o {{json}} --xfer-devices=cpu --deselect=test_distributed.py {{select}}"
 #: The workflow's ab blocks (and as many to confirm a flag).
 BLOCKS = 6
 
