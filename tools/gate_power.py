@@ -5,15 +5,17 @@
     python tools/gate_power.py summary [--noise FILE]     # counts, job times, loads; what a calibration changes
 
 A trial is the pull-request job of examples/github-actions-gpu.yml on CPU: one candidate run (``xferbench run
---xfer-devices=cpu --deselect=test_distributed.py``, the quick profile), ``xferbench compare STORE candidate --json first.json``, then, unless that
-is bad input, ``xferbench ab --only first.json`` with the workflow's blocks, both sides ``xferbench run -o {json}
---xfer-devices=cpu {select}`` of this checkout. A slowed trial's candidate and head side run with
-``XFERBENCH_TEST_SLOWDOWN=host@64MiB=2`` (the three 64 MiB host copies, the blocked reference ``clone`` among them:
-docs/options.md); its base side never does. Each trial is its own candidate run and its own blocks (nothing is
-resampled); the store is made once, before them. Each command's wall time and the 1-minute load average before and
-after it go in POOL/log.tsv; a trial's files in POOL/trials/NN-KIND/. ``summary`` counts: false alarms (an A/A job
-that fails: ab's exit 1, or compare's when ab did not run), slowed trials whose job confirmed every slowed case, and
-each job's wall time; with ``--noise``, every compare verdict and every case sent to ab that the calibration changes.
+--xfer-devices=cpu --deselect=test_distributed.py``, the quick profile), ``xferbench compare STORE candidate --json
+first.json``, then, unless that is bad input, ``xferbench ab --only first.json --allow-not-gated`` with the
+workflow's blocks, both sides ``xferbench run -o {json} ... {select}`` of this checkout. A slowed trial's candidate
+and head side run with ``XFERBENCH_TEST_SLOWDOWN=host@64MiB=2`` (the three 64 MiB host copies, the blocked reference
+``clone`` among them: docs/options.md); its base side never does. Each trial is its own candidate run and its own
+blocks (nothing is resampled); the store is made once, before them. Each command's wall time and the 1-minute load
+average before and after it go in POOL/log.tsv; a trial's files in POOL/trials/NN-KIND/. ``summary`` counts: false
+alarms (an A/A job that fails: a regression ab confirmed, or compare's exit when ab did not run), slowed trials whose job confirmed
+every slowed case, and each job's wall time (cases compare could not gate pass, named, as the workflow's
+``--allow-not-gated`` lets them); with ``--noise``, every compare verdict and every case sent to ab that the
+calibration changes.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def trial(pool: Path, index: int, slowed: bool, blocks: int) -> None:
     ab_code, ab_s = None, 0.0
     if code <= 1:
         ab_code, ab_s = step(pool, f"{name}/ab", f"{XFERBENCH} ab --only {name}/first.json --blocks {blocks} "
-                                                 f"--keep {name}/ab --json {name}/ab.json --markdown {name}/ab.md "
+                                                 f"--allow-not-gated --keep {name}/ab --json {name}/ab.json "
+                                                 f"--markdown {name}/ab.md "
                                                  f"--base 'env -u XFERBENCH_TEST_SLOWDOWN {RUN}' --head '{RUN}'", slowed)
     outcome = {"slowed": slowed, "compare": code, "ab": ab_code, "seconds": {"run": run_s, "compare": compare_s,
                                                                                "ab": ab_s}}
@@ -103,11 +106,13 @@ def _targets(candidate: Path) -> set[tuple[str, int]]:
 
 
 def _verdicts(folder: Path) -> tuple[set[tuple[str, int]], bool]:
-    """(cases ab confirmed as regressions, whether the job failed: ab's exit status where it ran, else compare's)."""
+    """(cases ab confirmed as regressions, whether the job failed: a confirmed regression, or bad input, where ab
+    ran; else compare's exit status)."""
     outcome = json.loads((folder / "trial.json").read_text())
-    failed = (outcome["compare"] if outcome["ab"] is None else outcome["ab"]) != 0
     cases = json.loads((folder / "ab.json").read_text())["cases"] if (folder / "ab.json").exists() else []
-    return {(c["path"], c["nbytes"]) for c in cases if c["verdict"] == "regression"}, failed
+    confirmed = {(c["path"], c["nbytes"]) for c in cases if c["verdict"] == "regression"}
+    failed = outcome["compare"] != 0 if outcome["ab"] is None else (outcome["ab"] == 2 or bool(confirmed))
+    return confirmed, failed
 
 
 def summary(pool: Path, noise_file: Path | None) -> None:
