@@ -12,10 +12,10 @@ and head side run with ``XFERBENCH_TEST_SLOWDOWN=host@64MiB=2`` (the three 64 Mi
 ``clone`` among them: docs/options.md); its base side never does. Each trial is its own candidate run and its own
 blocks (nothing is resampled); the store is made once, before them. Each command's wall time and the 1-minute load
 average before and after it go in POOL/log.tsv; a trial's files in POOL/trials/NN-KIND/. ``summary`` counts: false
-alarms (an A/A job that fails: a regression ab confirmed, or compare's exit when ab did not run), slowed trials whose job confirmed
-every slowed case, and each job's wall time (cases compare could not gate pass, named, as the workflow's
-``--allow-not-gated`` lets them); with ``--noise``, every compare verdict and every case sent to ab that the
-calibration changes.
+alarms (an A/A job that fails: a regression ab confirmed, or compare's exit when ab did not run), slowed trials
+whose job confirmed every slowed case, and each job's wall time (cases compare could not gate pass, named, as the
+workflow's ``--allow-not-gated`` lets them); with ``--noise``, every compare verdict and every case sent to ab that
+the calibration changes.
 """
 
 from __future__ import annotations
