@@ -194,3 +194,22 @@ class TestCommandLine:
         assert main(["ab", "--only", str(first), "--base", "exit 3", "--head", "exit 3", "--keep",
                      str(tmp_path / "ab")]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+class TestNotGated:
+    """Cases compare could not gate and does not send (none slower than a store's bound) are judged nowhere: ab names
+    them and fails on them unless --allow-not-gated."""
+
+    FIRST = {"cases": [{"verdict": "not gated", "ratio": 1.2, "floor": None, "case_class": "bandwidth",
+                        "path": "host pageable copy_ cpu", "nbytes": 2**26, "key": "k", "name": "test_x"}]}
+
+    @pytest.mark.parametrize(("allow", "code"), [([], 1), (["--allow-not-gated"], 0)])
+    def test_they_are_named_and_fail_unless_allowed(self, tmp_path, capsys, allow, code):
+        first = tmp_path / "first.json"
+        first.write_text(json.dumps(self.FIRST))
+        assert main(["ab", "--only", str(first), "--base", "exit 3", "--head", "exit 3", "--keep",
+                     str(tmp_path / "ab"), *allow]) == code
+        said = capsys.readouterr().out.splitlines()[-1]
+        assert said == (f"xferbench ab: 1 case(s) {first} could not gate, none slower than a store's bound, are not "
+                        "judged here: host pageable copy_ cpu 64 MiB; "
+                        + ("they pass (--allow-not-gated)" if allow else "they fail unless --allow-not-gated"))
