@@ -6,15 +6,14 @@
 
 A trial is the pull-request job of examples/github-actions-gpu.yml on CPU: one candidate run (``xferbench run
 --xfer-devices=cpu --deselect=test_distributed.py``, the quick profile), ``xferbench compare STORE candidate --json
-first.json``, then, unless that is bad input, ``xferbench ab --only first.json --allow-not-gated`` with the
-workflow's blocks, both sides ``xferbench run -o {json} ... {select}`` of this checkout. A slowed trial's candidate
-and head side run with ``XFERBENCH_TEST_SLOWDOWN=host@64MiB=2`` (the three 64 MiB host copies, the blocked reference
-``clone`` among them: docs/options.md); its base side never does. Each trial is its own candidate run and its own
-blocks (nothing is resampled); the store is made once, before them. Each command's wall time and the 1-minute load
-average before and after it go in POOL/log.tsv; a trial's files in POOL/trials/NN-KIND/. ``summary`` counts: false
-alarms (an A/A job that fails: a regression ab confirmed, or compare's exit when ab did not run), slowed trials
-whose job confirmed every slowed case, and each job's wall time (cases compare could not gate pass, named, as the
-workflow's ``--allow-not-gated`` lets them); with ``--noise``, every compare verdict and every case sent to ab that
+first.json``, then, unless that is bad input, ``xferbench ab --only first.json`` with the workflow's blocks, both
+sides ``xferbench run -o {json} ... {select}`` of this checkout. A slowed trial's candidate and head side run with
+``XFERBENCH_TEST_SLOWDOWN=host@64MiB=2`` (the three 64 MiB host copies, the blocked reference ``clone`` among them:
+docs/options.md); its base side never does. Each trial is its own candidate run and its own blocks (nothing is
+resampled); the store is made once, before them. Each command's wall time and the 1-minute load average before and
+after it go in POOL/log.tsv; a trial's files in POOL/trials/NN-KIND/. ``summary`` counts: false alarms (an A/A job
+that fails: a regression ab confirmed, or compare's exit when ab did not run), slowed trials whose job confirmed
+every slowed case, and each job's wall time; with ``--noise``, every compare verdict and every case sent to ab that
 the calibration changes.
 """
 
@@ -80,7 +79,7 @@ def trial(pool: Path, index: int, slowed: bool, blocks: int) -> None:
     ab_code, ab_s = None, 0.0
     if code <= 1:
         ab_code, ab_s = step(pool, f"{name}/ab", f"{XFERBENCH} ab --only {name}/first.json --blocks {blocks} "
-                                                 f"--allow-not-gated --keep {name}/ab --json {name}/ab.json "
+                                                 f"--keep {name}/ab --json {name}/ab.json "
                                                  f"--markdown {name}/ab.md "
                                                  f"--base 'env -u XFERBENCH_TEST_SLOWDOWN {RUN}' --head '{RUN}'", slowed)
     outcome = {"slowed": slowed, "compare": code, "ab": ab_code, "seconds": {"run": run_s, "compare": compare_s,

@@ -20,7 +20,6 @@ from .escape import terminal
 from .output import OutputError
 
 if TYPE_CHECKING:
-    from .analyze.gate.ab import Flagged
     from .analyze.gate.compare import Sides
 
 __all__ = ["main"]
@@ -315,9 +314,9 @@ def _ab(args: argparse.Namespace) -> int:
     _refuse_outputs(args, [args.keep, *([args.only] if args.only else [])], ab.STARTS)  # before any block runs
     flagged = ab.flagged_of(_small_input(args.only), str(args.only)) if args.only else None
     if flagged is not None and not flagged.keys:
-        print(f"xferbench ab: {terminal(str(args.only))} sends no case (no regression, none slower past its floor or "
-              "a store's bound that it could not tell or gate); nothing to confirm")
-        return _ungated(args, flagged)
+        print(f"xferbench ab: {terminal(str(args.only))} sends no case (no regression, no case not gated, none "
+              "slower that it could not tell); nothing to confirm")
+        return 0
     with tempfile.TemporaryDirectory(prefix="xferbench-only-") as folder:  # the tests to run, while the blocks run
         selection = ab.selection_file(flagged, Path(folder)) if flagged is not None else None
         try:
@@ -333,19 +332,7 @@ def _ab(args: argparse.Namespace) -> int:
         write_atomic(args.markdown, ab.to_markdown(run))
     if args.json:
         write_atomic(args.json, ab.to_json(run))
-    return max(_ungated(args, flagged), 1 if any(c.regression for c in run.cases) else 0)
-
-
-def _ungated(args: argparse.Namespace, flagged: Flagged | None) -> int:
-    """The cases the earlier comparison could not gate and does not send: said; 1 unless --allow-not-gated."""
-    if flagged is None or not flagged.ungated:
-        return 0
-    names = ", ".join(flagged.ungated[:10]) + (f" and {len(flagged.ungated) - 10} more" if len(flagged.ungated) > 10
-                                                else "")
-    print(f"xferbench ab: {len(flagged.ungated)} case(s) {args.only} could not gate, none slower than a store's bound, "
-          f"are not judged here: {terminal(names)}; "
-          + ("they pass (--allow-not-gated)" if args.allow_not_gated else "they fail unless --allow-not-gated"))
-    return 0 if args.allow_not_gated else 1
+    return 1 if any(c.regression for c in run.cases) else 0
 
 
 def _timeout(seconds: float) -> float:

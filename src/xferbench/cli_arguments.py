@@ -105,10 +105,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                                                                           "(default: %(default)s)")
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
     ab.add_argument("--only", type=Path, metavar="FILE", help="an earlier comparison's --json: judge only what it sends "
-                    "(regressions, cases slower past their floor or a store's bound); {select} in a command becomes "
+                    "(regressions, cases not gated, slower ones it could not tell); {select} in a command becomes "
                     "--xfer-only=F, a file of their test names")
-    ab.add_argument("--allow-not-gated", action="store_true", help="with --only: exit 0 on cases it could not gate and "
-                    "does not send (none slower than a store's bound)")
     ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",

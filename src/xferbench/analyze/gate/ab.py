@@ -48,7 +48,6 @@ from ...contract import environment_differences, hardware_differences
 from ...output import write_atomic
 from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
-from .bound import STORE_BOUND
 from .compare import Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
 from .noise import run_times
 from .verdicts import CANT_TELL, IMPROVEMENT, NOT_CONFIRMED, NOT_GATED, REGRESSION, UNCHANGED, rank
@@ -230,36 +229,28 @@ class AbCase:
 @dataclass(frozen=True)
 class Flagged:
     """The cases an earlier ``compare --json`` sends ab (``--only``): their identities, judged here, and their test
-    names, which ``{select}`` in a command turns into ``--xfer-only=FILE``, a file of them (``selection_file``); and
-    the cases it could not gate that it does not send (``ungated``, path and size): no one judges those."""
+    names, which ``{select}`` in a command turns into ``--xfer-only=FILE``, a file of them (``selection_file``)."""
 
     keys: frozenset[str]
     names: tuple[str, ...]
-    ungated: tuple[str, ...] = ()
 
 
 def suspect(case: dict[str, Any]) -> bool:
-    """A case of compare's JSON to run again in interleaved blocks: a regression; one compare could not tell, or
-    cannot gate, whose change is past what its floor, or the most a store may widen it to (``bound.STORE_BOUND``),
-    allows (stored runs spread over days may be too loose to tell; base and head side by side meet the same load);
-    and one whose baseline a lasting step moved slower (stored runs may fake such a step: beside the base, a
-    regression hidden by it shows)."""
-    verdict, ratio, floor, moved = case["verdict"], case["ratio"], case["floor"], case.get("moved")
-    allowed = STORE_BOUND[case["case_class"]] if verdict == NOT_GATED else floor
-    past = verdict in (CANT_TELL, NOT_GATED) and ratio is not None and allowed is not None and ratio > 1 + allowed
-    return verdict == REGRESSION or past or (moved is not None and moved > 1)
+    """A case of compare's JSON to run again in interleaved blocks: a regression; a case the stored runs cannot gate
+    (on a busy 2-core runner a 2x slowdown of a 64 MiB copy read 1.08x faster against them); one compare could not
+    tell that is slower (stored runs spread over days may be too loose to tell; base and head side by side meet the
+    same load); and one whose baseline a lasting step moved slower (stored runs may fake such a step: beside the
+    base, a regression hidden by it shows)."""
+    verdict, ratio, moved = case["verdict"], case["ratio"], case.get("moved")
+    slower = verdict == CANT_TELL and ratio is not None and ratio > 1
+    return verdict in (REGRESSION, NOT_GATED) or slower or (moved is not None and moved > 1)
 
 
 def flagged_of(text: str, source: str) -> Flagged:
-    """The suspect cases of a comparison's JSON, and those it could not gate that it does not send; ResultsError for
-    anything compare did not write."""
+    """The suspect cases of a comparison's JSON; ResultsError for anything compare did not write."""
     try:
-        cases = json.loads(text)["cases"]
-        sent = [c for c in cases if suspect(c)]
-        ungated = tuple(f"{c['path']} {format_bytes(c['nbytes'])}" for c in cases
-                        if c["verdict"] == NOT_GATED and not suspect(c))
-        found = Flagged(frozenset(str(c["key"]) for c in sent), tuple(dict.fromkeys(str(c["name"]) for c in sent)),
-                        ungated)
+        cases = [c for c in json.loads(text)["cases"] if suspect(c)]
+        found = Flagged(frozenset(str(c["key"]) for c in cases), tuple(dict.fromkeys(str(c["name"]) for c in cases)))
     except (RecursionError, ValueError, KeyError, TypeError):
         raise ResultsError(f"{source}: not a comparison written by xferbench compare --json "
                            "(this version's: each case names its identity and test, 'key' and 'name')") from None

@@ -169,7 +169,7 @@ def _not_gated(rows: Sequence[Comparison]) -> str | None:
     bounds = " and ".join(f"{1 + bound:g}x {cls}-bound" for cls, bound in STORE_BOUND.items())
     return (f"Not gated, {len(found)} case(s) (their runs support no floor; a store may widen one to {bounds} at "
             f"most): {_named(found)}. compare fails on them unless --allow-not-gated; xferbench ab --only judges "
-            "those slower than that side by side with the base, and fails on the rest unless --allow-not-gated.")
+            "them side by side with the base.")
 
 
 def _set_aside(rows: Sequence[Comparison]) -> str | None:
