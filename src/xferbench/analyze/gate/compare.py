@@ -523,14 +523,10 @@ def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None
             floor: float | None = None) -> list[Comparison]:
     """Match cases by identity and judge each; ValueError when none are in common.
 
-    ``floor`` overrides every case's floor; else the calibration's (the case's own, else its class's),
-    else ``DEFAULT_FLOOR``, then bounded by the stored runs (``bound.store_baseline``: runs that disagree
-    with the majority set aside and named, the floor raised to what the others show, at most to
-    ``STORE_BOUND``; past it the case is "not gated"). A base case's runs before its last lasting step are
-    left out when the gate itself would flag the step (``noise.current_segment``): an accepted step resets
-    the baseline, and the row says how many runs it left out. A flag that rests on an assumed spread (a class
-    default) while a side ran on a busy machine is "can't tell": that side's times say more about its
-    neighbours.
+    ``floor`` overrides every case's floor; else the calibration's (the case's own, else its class's), else
+    ``DEFAULT_FLOOR``, bounded by the stored runs (``bound.store_baseline``). An accepted lasting step resets
+    the baseline (``noise.current_segment``); the row says how many runs it left out. A flag that rests on an
+    assumed spread while a side ran on a busy machine is "can't tell": its times say more about its neighbours.
     """
     tables = _Tables.of(base, new, noise, floor)
     return _sorted([tables.judge(key) for key in tables.keys()])
