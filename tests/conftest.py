@@ -35,14 +35,6 @@ def _end(processes: dict[int, str]) -> None:
             os.waitpid(pid, 0)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def run_summaries_cached_apart(tmp_path_factory):
-    """The tests never write the user's cache (analyze/load/run_cache.py): their folders' summaries go to a temp folder."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XFERBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("run-cache")))
-        yield
-
-
 @pytest.fixture(autouse=True)
 def no_process_outlives_its_test():
     """A test that leaves a child process running fails, naming it, and the child is ended: a helper rank

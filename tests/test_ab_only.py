@@ -8,48 +8,71 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _pytest.mark.expression import Expression
 
 import synthetic_runs as syn
 from xferbench.analyze.gate import ab
-from xferbench.analyze.gate.ab import Flagged, flagged_of, run_ab, select_expression, suspect, with_selection
+from xferbench.analyze.gate.ab import Flagged, flagged_of, run_ab, selection_file, suspect, with_selection
 from xferbench.analyze.gate.compare import compare, to_json
 from xferbench.analyze.load.results import Results, ResultsError
 from xferbench.cli import main
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
-NAMES = [b["name"] for b in json.loads(SAMPLE.read_text())["benchmarks"]]
 SIXTEEN = 16 * 2**20
 COPY, CLONE = "host pageable copy_ cpu", "host pageable clone cpu"
 
 
-def selected(expression: str) -> list[str]:
-    """The sample's tests pytest's -k ``expression`` selects (its own parser; a substring of the name matches)."""
-    found = Expression.compile(expression)
-
-    def matches(name: str) -> bool:
-        return found.evaluate(lambda word, **_: word.lower() in name.lower())
-
-    return [n for n in NAMES if matches(n)]
-
-
 class TestSelection:
-    def test_the_expression_selects_exactly_the_flagged_tests(self):
-        chosen = ["test_host[pageable-copy_-16MiB-float32-cpu->cpu]", "test_noop[to-4B-float32-cpu]"]
-        assert "->" in chosen[0]  # a character -k cannot read: the words around it are required instead
-        assert sorted(selected(select_expression(chosen))) == sorted(chosen)
+    """ab selects by test name through the plugin's --xfer-only file: any count, a case's blocks with it."""
 
-    def test_every_single_test_of_the_sample_is_selected_alone(self):
-        for name in NAMES:
-            assert selected(select_expression([name])) == [name]
-
-    def test_select_is_a_shell_quoted_k_and_nothing_without_only(self):
-        flagged = Flagged(frozenset({"k"}), ("test_host[pageable-copy_-16MiB-float32-cpu->cpu]",))
-        command = with_selection("xferbench run -o {json} {select}", flagged)
-        words = shlex.split(command)
-        assert words[:4] == ["xferbench", "run", "-o", "{json}"] and words[4] == "-k"
-        assert selected(words[5]) == list(flagged.names)
+    def test_select_becomes_a_quoted_file_whatever_the_count(self, tmp_path):
+        names = tuple(f"test_h2d[pinned-to-{i}B-float32-cpu->cuda:0]" for i in range(3000))
+        (tmp_path / "my folder").mkdir()
+        path = selection_file(Flagged(frozenset(names), names), tmp_path / "my folder")
+        assert path.read_text().splitlines() == list(names)
+        words = shlex.split(with_selection("xferbench run -o {json} {select}", path))
+        assert words == ["xferbench", "run", "-o", "{json}", f"--xfer-only={path}"]  # as short for 3,000 as for one
         assert with_selection("xferbench run {select}", None) == "xferbench run "
+
+    def test_a_name_across_lines_is_refused(self, tmp_path):
+        with pytest.raises(ResultsError, match="across lines"):
+            selection_file(Flagged(frozenset({"k"}), ("test_a[x]\ntest_b[y]",)), tmp_path)
+
+    def test_the_plugin_runs_exactly_the_named_tests_a_case_s_blocks_with_it(self, pytester):
+        pytester.makeconftest(CONFTEST)
+        pytester.makepyfile(test_host=BENCH)
+        names = ["test_host[pageable-clone-16MiB-float32-cpu->cpu]", "test_host[pageable-copy_-1KiB-float32-cpu->cpu]"]
+        pytester.path.joinpath("only.txt").write_text("\n".join(names) + "\n")
+        result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB,16MiB", "--xfer-only=only.txt")
+        ids = sorted(line.split("::")[1] for line in result.outlines if "::test_host[" in line)
+        assert ids == ["test_host[pageable-clone-16MiB-float32-cpu->cpu-block1of3]",
+                       "test_host[pageable-clone-16MiB-float32-cpu->cpu-block2of3]",
+                       "test_host[pageable-clone-16MiB-float32-cpu->cpu-block3of3]", names[1]]
+
+    def test_a_name_no_test_has_is_a_usage_error_naming_it(self, pytester):
+        pytester.makeconftest(CONFTEST)
+        pytester.makepyfile(test_host=BENCH)
+        pytester.path.joinpath("only.txt").write_text("test_host[pageable-clone-1KiB-float32-cpu->cpu]\ntest_gone[x]\n")
+        result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB", "--xfer-only=only.txt")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "argument --xfer-only: 1 test(s) in only.txt were not collected: test_gone[x]" in "\n".join(
+            result.errlines)
+
+
+CONFTEST = """
+pytest_plugins = ("xferbench.measure.session.plugin",)
+from fakes import FakeBackend
+
+def pytest_xfer_make_backend(config):
+    return FakeBackend(gpus=0)
+"""
+
+BENCH = """
+import pytest
+
+@pytest.mark.xfer("host")
+def test_host(xfer_case, xfer):
+    xfer(xfer_case)
+"""
 
 
 def runner(slow: dict[str, float], seed: int = 0) -> tuple[ab.Runner, list[str]]:
@@ -89,20 +112,23 @@ class TestOnlyTheFlagged:
         cases = run_ab("base", "head", 6, tmp_path, runner=run, seed=2, only=flagged.keys)
         assert [c.path for c in cases] == [COPY] and not cases[0].regression
 
-    @pytest.mark.parametrize(("verdict", "ratio", "floor", "confirmed"), [
-        ("regression", 1.5, 0.25, True),
-        ("can't tell", 1.1, 0.25, True),  # the store's spread cannot tell: side by side may
-        ("can't tell", 3.0, None, True),  # not gated by compare: ab may gate it
-        ("can't tell", 0.5, 0.25, True),  # faster against a store that met more load, say: unknown all the same
-        ("can't tell", None, None, False),  # nothing compared
-        ("slower, within the floor", 1.2, 0.25, False),
-        ("unchanged", 1.01, 0.25, False),
-        ("new", None, None, False),
+    @pytest.mark.parametrize(("verdict", "ratio", "floor", "moved", "sent"), [
+        ("regression", 1.5, 0.25, None, True),
+        ("not gated", 0.93, None, None, True),  # the stored runs cannot gate it: side by side can, faster or not
+        ("can't tell", 1.5, 0.25, None, True),  # the store's spread cannot tell
+        ("can't tell", 1.1, 0.25, None, True),  # within the floor, but a 2x slowdown once read 1.17x against a store
+        ("can't tell", 0.5, 0.25, None, False),  # faster: no regression to confirm
+        ("can't tell", None, None, None, False),  # nothing compared
+        ("slower, within the floor", 1.2, 0.25, None, False),
+        ("unchanged", 1.01, 0.25, 1.5, True),  # against a baseline a step moved slower: a store may fake one
+        ("unchanged", 1.01, 0.25, 0.7, False),
+        ("new", None, None, None, False),
     ])
-    def test_regressions_and_cases_compare_could_not_tell_are_confirmed(self, verdict, ratio, floor, confirmed):
-        case = {"verdict": verdict, "ratio": ratio, "floor": floor, "key": "k", "name": "test_x"}
-        assert suspect(case) is confirmed
-        assert flagged_of(json.dumps({"cases": [case]}), "f").keys == (frozenset({"k"}) if confirmed else frozenset())
+    def test_what_compare_sends_ab(self, verdict, ratio, floor, moved, sent):
+        case = {"verdict": verdict, "ratio": ratio, "floor": floor, "moved": moved, "key": "k", "name": "test_x",
+                "case_class": "bandwidth", "path": "host pageable copy_ cpu", "nbytes": 2**26}
+        assert suspect(case) is sent
+        assert flagged_of(json.dumps({"cases": [case]}), "f").keys == (frozenset({"k"}) if sent else frozenset())
 
     def test_names_and_keys_come_from_the_comparison_and_junk_is_refused(self):
         flagged = flagged_of(first_comparison({COPY, CLONE}), "first.json")
@@ -115,8 +141,11 @@ class TestOnlyTheFlagged:
 WRITER = """
 import json, sys
 out = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--benchmark-json="))
-open(sys.argv[1] + ".args", "a").write(json.dumps(sys.argv[2:]) + "\\n")
-json.dump(json.load(open(sys.argv[1])), open(out, "w"))
+only = [open(a.split("=", 1)[1]).read().splitlines() for a in sys.argv if a.startswith("--xfer-only=")]
+open(sys.argv[1] + ".args", "a").write(json.dumps(only) + "\\n")
+run = json.load(open(sys.argv[1]))
+run["benchmarks"] = [b for b in run["benchmarks"] if b["name"] not in sys.argv[2:]]  # a name given here: not run
+json.dump(run, open(out, "w"))
 """
 
 
@@ -135,16 +164,26 @@ class TestCommandLine:
                      self.command(tmp_path, "head"), "--blocks", "6", "--keep", str(tmp_path / "ab"), "--seed", "0"])
         assert code == 0  # the same run on both sides: nothing confirmed
         args = [json.loads(line) for line in (tmp_path / "head.json.args").read_text().splitlines()]
-        assert len(args) == 6 and all(a[0] == "-k" for a in args)
-        assert selected(args[0][1]) == ["test_host[pageable-copy_-16MiB-float32-cpu->cpu]"]
+        assert args == [[["test_host[pageable-copy_-16MiB-float32-cpu->cpu]"]]] * 6
         assert "0 confirmed regression(s) in 1 case(s)" in capsys.readouterr().out
+
+    def test_a_case_sent_and_not_run_is_named_and_bad_input(self, tmp_path, capsys):
+        first = tmp_path / "first.json"
+        first.write_text(first_comparison({COPY, CLONE}))
+        head = self.command(tmp_path, "head") + " 'test_host[pageable-clone-16MiB-float32-cpu->cpu]'"
+        code = main(["ab", "--only", str(first), "--base", self.command(tmp_path, "base"), "--head", head,
+                     "--blocks", "6", "--keep", str(tmp_path / "ab"), "--seed", "0"])
+        assert code == 2
+        assert capsys.readouterr().err == ("xferbench ab: 1 case(s) --only sends were not run by both commands in every "
+                                           f"block: {CLONE}\n")
 
     def test_nothing_flagged_runs_nothing(self, tmp_path, capsys):
         first = tmp_path / "first.json"
         first.write_text(first_comparison(set()))
         assert main(["ab", "--only", str(first), "--base", "exit 3", "--head", "exit 3", "--blocks", "6",
                      "--keep", str(tmp_path / "ab")]) == 0
-        assert "names no regression and no case it could not tell; nothing to confirm" in capsys.readouterr().out
+        assert "sends no case (no regression, no case not gated, none slower that it could not tell); nothing to " \
+               "confirm" in capsys.readouterr().out
 
     def test_a_file_compare_did_not_write_is_bad_input(self, tmp_path, capsys):
         first = tmp_path / "first.json"
@@ -152,3 +191,4 @@ class TestCommandLine:
         assert main(["ab", "--only", str(first), "--base", "exit 3", "--head", "exit 3", "--keep",
                      str(tmp_path / "ab")]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+

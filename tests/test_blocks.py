@@ -177,7 +177,7 @@ def test_history_reads_the_merged_case_once(tmp_path):
         (folder / f"run{n}.json").write_text(json.dumps(doc))
     from xferbench.analyze.load.history import load_storage
 
-    stored = load_storage(folder, cache=False)
+    stored = load_storage(folder)
     assert all(len(summary.times) == 2 for summary in stored.summaries)
 
 

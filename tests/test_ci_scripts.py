@@ -31,7 +31,7 @@ def test_the_pr_check_has_every_part_and_no_long_gate() -> None:
 def test_the_nightly_has_the_long_gates_and_refuses_an_unknown_stage() -> None:
     nightly = _commands("nightly")
     for part in ("tox -e py -- -m slow -n 0", "--confirm", "ab --blocks 12",
-                 "gate_power.py collect", "gate_power.py evaluate", "calibrate"):
+                 "gate_power.py --pool reports/gate-power store", "trials --aa 6 --slowed 6", "calibrate"):
         assert part in nightly, part
     done = subprocess.run(["bash", str(ROOT / ".ci" / "nightly"), "gate", "bogus"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.strip() == "nightly: unknown stage bogus (tests, gate, ab, power, recalibrate)"

@@ -27,7 +27,7 @@ from xferbench.analyze.gate.compare import (
     to_text,
 )
 from xferbench.analyze.gate.noise import DEFAULT_FLOOR, DEFAULT_SPREAD, MIN_SPREAD, Z_BOUND, Noise
-from xferbench.analyze.gate.verdicts import CANT_TELL, SLOWER_WITHIN
+from xferbench.analyze.gate.verdicts import CANT_TELL, NOT_GATED, SLOWER_WITHIN
 from xferbench.analyze.load.results import Results, ResultsError, load
 from xferbench.cli import main
 from xferbench.contract import (
@@ -527,12 +527,12 @@ class TestWriters:
         assert made(ratio=None, verdict="new").change == "new"
 
     def test_cells_for_ungated_and_improved_cases(self):
-        """An infinite floor reads "not gated"; a negative z keeps its sign; "can't tell" says what it could see."""
+        """An infinite floor reads "none"; a negative z keeps its sign; "can't tell" says what it could see."""
         rows = [made(ratio=0.5, low=0.4, high=0.62, z=-7.04, floor=math.inf, verdict="improvement"),
                 replace(made(ratio=1.3, z=1.96, floor=1.0, verdict=CANT_TELL), smallest=1.26)]
         lines = to_text(rows, 1, 1).splitlines()
-        assert lines[1].endswith("2.00x faster  0.40-0.62x  -7.0  not gated  improvement")
-        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%       can't tell (could see 2.26x)")
+        assert lines[1].endswith("2.00x faster  0.40-0.62x  -7.0  none   improvement")
+        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%   can't tell (could see 2.26x)")
 
     def test_summary_counts_each_verdict(self):
         rows = [made(), made(), made(verdict="improvement"), made(verdict=CANT_TELL), made(verdict=CANT_TELL),
@@ -598,7 +598,8 @@ class TestWriters:
             "new_s": 2e-3, "ratio": 2.0, "low": 1.5, "high": 2.6, "z": 5.25, "floor": 0.25, "spread": 0.15,
             "spread_from": "history", "verdict": "regression", "change": "2.00x slower", "shown": "regression",
             "smallest": None, "key": f"host pageable copy_ cpu|{16 * 2**20}", "environment": [], "why": None,
-            "before_step": 0, "floor_from": None, "name": ""}
+            "before_step": 0, "floor_from": None, "name": "", "aside": [], "swing": None, "groups": None,
+            "moved": None}
         assert report["cases"][1]["floor"] is None and report["cases"][1]["shown"] == CANT_TELL
         assert report["cases"][2]["change"] == "gone" and report["cases"][2]["ratio"] is None
 
@@ -1080,9 +1081,12 @@ class TestWithinTheFloor:
         assert replace(made(ratio=1 / 5000), verdict="improvement").change == ">1000x faster"
         assert made(ratio=191.88).change == "191.88x slower"
 
-    def test_within_the_floor_of_a_case_not_gated(self):
-        row = made(floor=math.inf, verdict=SLOWER_WITHIN)
-        assert row.shown_verdict == "slower, within the floor (not gated)"
+    def test_a_case_not_gated_says_why(self):
+        row = replace(made(floor=math.inf, verdict=NOT_GATED), swing=8.1, groups=(5, 3))
+        assert row.shown_verdict == "not gated (the stored runs spread 9.1×, bimodal: 5 and 3 runs)"
+        assert replace(row, groups=None).shown_verdict == "not gated (the stored runs spread 9.1×)"
+        assert replace(row, swing=None).shown_verdict == (
+            "not gated (calibration: it swings too much between A/A runs)")
 
 
 class TestOneRunASide:
@@ -1147,8 +1151,8 @@ class TestVerdictRules:
         from xferbench.analyze.gate.verdicts import FASTER_WITHIN, NOT_COMPARED
 
         assert [rule.verdict for rule in VERDICTS] == [NOT_COMPARED, "gone", "new", CANT_TELL, "regression",
-                                                       "improvement", SLOWER_WITHIN, FASTER_WITHIN, "unchanged",
-                                                       CANT_TELL]
+                                                       "improvement", NOT_GATED, SLOWER_WITHIN, FASTER_WITHIN,
+                                                       "unchanged", CANT_TELL]
         assert VERDICTS[-len(JUDGED):] == JUDGED
 
     def test_a_case_one_side_ran(self):

@@ -10,7 +10,7 @@ from xferbench import cli
 from xferbench.contract import BLOCK, IDENTITY, MEASURED
 from xferbench.measure.cases import PROFILES
 from xferbench.measure.record import journal
-from xferbench.measure.session import blocks, order, plugin
+from xferbench.measure.session import blocks, only, order, plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -98,6 +98,7 @@ def test_the_options_page_lists_exactly_the_plugins_options():
     journal.pytest_addoption(group)
     order.pytest_addoption(group)
     blocks.pytest_addoption(group)
+    only.pytest_addoption(group)
     page = (DOCS / "options.md").read_text()
     assert re.findall(r"^\| `(--xfer-[\w-]+)` \|", page, flags=re.M) == group.flags
 

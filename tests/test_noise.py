@@ -87,12 +87,12 @@ class TestJudge:
         assert judge([0.0] * 6, [-math.log(1.4)], spread=0.03, floor=1.0).verdict == FASTER_WITHIN
 
     def test_a_case_not_gated_is_never_unchanged(self):
-        """An infinite floor holds every interval, even 0.07-12.81x: such a case is "can't tell", never "unchanged";
-        a change past its noise is still said (compare shows it "not gated")."""
+        """An infinite floor holds every interval, even 0.07-12.81x: such a case is "not gated", never "unchanged",
+        whatever its change."""
         noisy = judge([0.0] * 3, [math.log(1.07)] * 3, spread=1.0, floor=math.inf)
-        assert noisy.verdict == "can't tell" and math.isinf(noisy.smallest)
-        assert judge([0.0] * 3, [0.0] * 3, spread=0.01, floor=math.inf).verdict == "can't tell"
-        assert judge([0.0] * 3, [math.log(100.0)] * 3, spread=0.01, floor=math.inf).verdict == SLOWER_WITHIN
+        assert noisy.verdict == "not gated" and math.isinf(noisy.smallest)
+        assert judge([0.0] * 3, [0.0] * 3, spread=0.01, floor=math.inf).verdict == "not gated"
+        assert judge([0.0] * 3, [math.log(100.0)] * 3, spread=0.01, floor=math.inf).verdict == "not gated"
 
     def test_improvement_is_the_mirror(self):
         assert judge([0.0] * 5, [math.log(0.5)] * 3, 0.05, 0.25).verdict == "improvement"

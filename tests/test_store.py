@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from xferbench import escape
 from xferbench.analyze import store
 from xferbench.analyze.load.results import load
 from xferbench.cli import main
@@ -162,3 +164,48 @@ def test_the_dashboard_parses_each_stored_run_once(tmp_path: Path, monkeypatch: 
     machine = next((where / "machines").iterdir())
     assert sorted(parsed) == sorted(p.name for p in machine.glob("*.json")) and len(parsed) == 3
     assert json.loads((machine / "machine.txt").read_text())["newest"] == "2026-11-12T08:00:00+00:00"
+
+
+def _moved(folder: Path, index: int, factor: float, names: set[str] | None = None) -> Path:
+    """Run ``index`` with every case moved by 3% between-run noise, and ``factor`` on ``names`` (all when None)."""
+    path = _run(folder, index)
+    data = json.loads(path.read_text())
+    rng = random.Random(index)
+    for bench in data["benchmarks"]:
+        move = rng.lognormvariate(0, 0.03) * (factor if names is None or bench["name"] in names else 1.0)
+        stats = bench["stats"]
+        stats["data"] = [t * move for t in stats["data"]]
+        for key in ("min", "max", "mean", "median", "q1", "q3", "iqr", "stddev"):
+            stats[key] *= move
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("poison", [10.0, 0.1])
+def test_runs_pushed_to_poison_the_store_are_set_aside_and_named_in_the_comment(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        poison: float) -> None:
+    """Two runs 10x slower (or faster) pushed among six honest ones no longer raise every floor past a real 2x
+    slowdown: they are set aside, the slowdown fails the comparison, and the PR comment names them."""
+    monkeypatch.chdir(repo)
+    honest = [_moved(tmp_path, i, 1.0) for i in range(6)]
+    assert main(["store", "push", "git:xferbench-data", *map(str, honest[:3]), "--no-dashboard"]) == 0
+    poisoned = store.push(store.parse_store("git:xferbench-data"), [_moved(tmp_path, 10 + i, poison) for i in range(2)],
+                          with_dashboard=False)
+    assert main(["store", "push", "git:xferbench-data", *map(str, honest[3:]), "--no-dashboard"]) == 0
+    slowed = {"test_host[pageable-clone-16MiB-float32-cpu->cpu]", "test_host[pageable-copy_-16MiB-float32-cpu->cpu]"}
+    (tmp_path / "candidate").mkdir()
+    candidate = _moved(tmp_path / "candidate", 20, 2.0, slowed)
+    assert main(["store", "pull", "git:xferbench-data", "-o", "baseline", "--machine-of", str(candidate)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "baseline", str(candidate), "--markdown", str(tmp_path / "compare.md")]) == 1
+    out = capsys.readouterr().out
+    flagged = {line.split("  ")[0] for line in out.splitlines() if line.endswith("regression")}
+    assert flagged == {"host pageable clone cpu", "host pageable copy_ cpu"}
+    assert main(["store", "comment", str(tmp_path / "compare.md"), "-o", str(tmp_path / "comment.md")]) == 0
+    comment = (tmp_path / "comment.md").read_text()
+    names = sorted(Path(name).name for name in poisoned)
+    line = next(line for line in comment.splitlines() if line.startswith("Set aside"))
+    assert line.startswith("Set aside, 2 base run(s) that disagree with the others by more than the case")
+    assert all(escape.markdown(name) in line for name in names)

@@ -27,7 +27,7 @@ class TestTable:
     def test_every_verdict_worst_first_with_its_icon_and_exit_status(self):
         """Only a regression fails the gate (exit 1); colour only where a change was seen."""
         assert [(v.words, v.icon, v.fails) for v in TABLE] == [
-            ("regression", "🔴", True), ("improvement", "🟢", False), ("not reproduced", "", False),
+            ("regression", "🔴", True), ("not gated", "🟠", False), ("improvement", "🟢", False), ("not reproduced", "", False),
             ("not confirmed", "", False), ("slower, within the floor", "🟡", False),
             ("faster, within the floor", "🟡", False), ("can't tell", "⚪", False), ("unchanged", "", False),
             ("not compared", "", False), ("new", "", False), ("gone", "", False)]
@@ -83,5 +83,5 @@ class TestEveryVerdictIsTheTables:
     def test_a_row_fails_and_shows_its_icon_as_its_verdict_says(self, verdict: Verdict):
         row, case = _row(verdict.words), _ab_case(verdict.words)
         assert row.regression is verdict.fails and case.regression is verdict.fails
-        markdown = compare.to_markdown([row], 1, 1).splitlines()[-1]
-        assert markdown.endswith(f"| {verdict.icon} {verdict.words} |".replace("|  ", "| "))
+        cell = compare.to_markdown([row], 1, 1).splitlines()[-1].split(" | ")[-1]
+        assert cell.startswith(f"{verdict.icon} {verdict.words}".strip()) and cell.endswith(" |")

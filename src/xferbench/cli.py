@@ -1,6 +1,6 @@
 """``xferbench run | report | history | compare | calibrate | ab | check | price | store | torchrun | info``.
 
-Exit codes scripts can trust: 0 ok, 1 a regression was found, 2 bad input, 3 an unexpected
+Exit codes scripts can trust: 0 ok, 1 a regression was found (compare: or a case not gated), 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
 """
 
@@ -12,12 +12,15 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .analyze.load.results import ResultsError
 from .cli_arguments import DEFAULT_NOISE, DEFAULT_OUTPUT, parser_for
 from .escape import terminal
 from .output import OutputError
+
+if TYPE_CHECKING:
+    from .analyze.gate.compare import Sides
 
 __all__ = ["main"]
 
@@ -211,12 +214,8 @@ def _run(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from .analyze.gate.compare import (
         STARTS,
-        Refused,
-        Sides,
-        admitted,
         busy_notes,
         compare,
-        load_runs,
         parse_threshold,
         plan_notes,
         reproduced,
@@ -224,7 +223,7 @@ def _compare(args: argparse.Namespace) -> int:
         to_markdown,
         to_text,
     )
-    from .analyze.gate.noise import Noise
+    from .analyze.gate.verdicts import NOT_GATED
     from .output import write_atomic
 
     try:
@@ -233,7 +232,35 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--threshold: {error}") from None
     _refuse_outputs(args, [args.base, args.new, *([args.noise] if args.noise else []),
                            *([args.confirm] if args.confirm else [])], STARTS)
-    # The candidate first: a store shared by several runners gives the baseline of the candidate's own hardware.
+    sides, differences, said = _compared_sides(args)
+    base, new, noise = sides.base, sides.new, sides.noise
+    try:
+        rows = compare(base, new, noise, floor)
+    except ResultsError:
+        raise
+    except ValueError as error:
+        raise UsageError(f"{args.new}: {error}") from None
+    if args.confirm:
+        rows = reproduced(rows, _small_input(args.confirm), str(args.confirm))
+    for note in said:
+        print(f"xferbench compare: {terminal(note)}")
+    notes, sizes = busy_notes(base, new) + plan_notes(base, new), (len(base), len(new))
+    print(to_text(rows, *sizes, noise, notes))
+    for path, text in ((args.markdown, lambda: to_markdown(rows, *sizes, noise, differences, notes)),
+                       (args.json, lambda: to_json(rows, *sizes, noise, notes))):
+        if path:
+            write_atomic(path, text())
+    ungated = not args.allow_not_gated and any(r.verdict == NOT_GATED for r in rows)
+    return 1 if ungated or any(r.regression for r in rows) else 0
+
+
+def _compared_sides(args: argparse.Namespace) -> tuple[Sides, list[str], list[str]]:
+    """compare's runs, loaded (the candidate first: a store shared by several runners gives the baseline of the
+    candidate's own hardware) and admitted by its refusals; with the hardware differences compared anyway and the
+    notes to print (runs left out, a calibration of other software, machines compared across)."""
+    from .analyze.gate.compare import Refused, Sides, admitted, load_runs
+    from .analyze.gate.noise import Noise
+
     new, new_notes = load_runs(args.new)
     base, base_notes = load_runs(args.base, like=new[-1].machine_info)
     for side, runs in (("base", base), ("new", new)):
@@ -244,27 +271,8 @@ def _compare(args: argparse.Namespace) -> int:
         differences = admitted(sides)
     except Refused as error:
         raise UsageError(str(error)) from None
-    noise = sides.noise
-    base_notes += sides.notes
-    try:
-        rows = compare(base, new, noise, floor)
-    except ResultsError:
-        raise
-    except ValueError as error:
-        raise UsageError(f"{args.new}: {error}") from None
-    if args.confirm:
-        rows = reproduced(rows, _small_input(args.confirm), str(args.confirm))
-    for note in base_notes + new_notes:
-        print(f"xferbench compare: {terminal(note)}")
-    if differences:
-        print("xferbench compare: comparing across machines: " + terminal("; ".join(differences)))
-    notes = busy_notes(base, new) + plan_notes(base, new)
-    print(to_text(rows, len(base), len(new), noise, notes))
-    if args.markdown:
-        write_atomic(args.markdown, to_markdown(rows, len(base), len(new), noise, differences, notes))
-    if args.json:
-        write_atomic(args.json, to_json(rows, len(base), len(new), noise, notes))
-    return 1 if any(r.regression for r in rows) else 0
+    across = ["comparing across machines: " + "; ".join(differences)] if differences else []
+    return sides, differences, [*base_notes, *sides.notes, *new_notes, *across]
 
 
 #: How a store comment begins: an existing file that begins otherwise (a run, someone's notes) is never replaced.
@@ -363,30 +371,32 @@ def _aa_run(command: str, target: Path, timeout: float) -> Path:
 
 def _ab(args: argparse.Namespace) -> int:
     import functools
+    import tempfile
 
-    from .analyze.gate.ab import STARTS, ab_run, flagged_of, run_command, to_json, to_markdown, to_text, with_selection
+    from .analyze.gate import ab
     from .output import write_atomic
 
-    _refuse_outputs(args, [args.keep, *([args.only] if args.only else [])], STARTS)  # before any block runs
-    flagged = flagged_of(_small_input(args.only), str(args.only)) if args.only else None
+    _refuse_outputs(args, [args.keep, *([args.only] if args.only else [])], ab.STARTS)  # before any block runs
+    flagged = ab.flagged_of(_small_input(args.only), str(args.only)) if args.only else None
     if flagged is not None and not flagged.keys:
-        print(f"xferbench ab: {terminal(str(args.only))} names no regression and no case it could not tell; "
-              "nothing to confirm")
+        print(f"xferbench ab: {terminal(str(args.only))} sends no case (no regression, no case not gated, none "
+              "slower that it could not tell); nothing to confirm")
         return 0
-    try:
-        floor = parse_threshold_arg(args.floor)
-        run = ab_run(with_selection(args.base, flagged), with_selection(args.head, flagged), args.blocks, args.keep,
-                     args.confirm, floor, seed=args.seed,
-                     runner=functools.partial(run_command, timeout=_timeout(args.timeout)),
-                     say=lambda line: print(f"xferbench ab: {line}", flush=True),
-                     only=flagged.keys if flagged is not None else None)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    print(to_text(run.cases, differences=run.differences))
+    with tempfile.TemporaryDirectory(prefix="xferbench-only-") as folder:  # the tests to run, while the blocks run
+        selection = ab.selection_file(flagged, Path(folder)) if flagged is not None else None
+        try:
+            run = ab.ab_run(ab.with_selection(args.base, selection), ab.with_selection(args.head, selection),
+                            args.blocks, args.keep, args.confirm, parse_threshold_arg(args.floor), seed=args.seed,
+                            runner=functools.partial(ab.run_command, timeout=_timeout(args.timeout)),
+                            say=lambda line: print(f"xferbench ab: {line}", flush=True),
+                            only=flagged.keys if flagged is not None else None)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    print(ab.to_text(run.cases, differences=run.differences))
     if args.markdown:
-        write_atomic(args.markdown, to_markdown(run))
+        write_atomic(args.markdown, ab.to_markdown(run))
     if args.json:
-        write_atomic(args.json, to_json(run))
+        write_atomic(args.json, ab.to_json(run))
     return 1 if any(c.regression for c in run.cases) else 0
 
 

@@ -62,7 +62,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
         command.add_argument("--force", action="store_true", help=FORCE)
     history.set_defaults(run=commands["history"])
 
-    comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor")
+    comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor, "
+                                          "or on a case not gated")
     comp.add_argument("base", type=Path, help="the baseline: a JSON run, or a storage folder (its newest runs, "
                                               "which also give this machine's run-to-run spread)")
     comp.add_argument("new", type=Path, help="the candidate: a JSON run, or a folder of runs")
@@ -75,6 +76,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     comp.add_argument("--json", type=Path, metavar="FILE", help="also write the comparison as JSON")
     comp.add_argument("--allow-different-machines", action="store_true",
                       help="compare runs from different GPUs, drivers or torch versions")
+    comp.add_argument("--allow-not-gated", action="store_true",
+                      help="exit 0 when cases are not gated (their runs support no floor) and none regressed")
     comp.set_defaults(run=commands["compare"])
 
     cal = sub.add_parser("calibrate", help="learn this machine's run-to-run noise from A/A runs; write it for compare")
@@ -103,8 +106,9 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     ab.add_argument("--keep", type=Path, default=Path("reports/ab"), help="where each block's JSON is kept "
                                                                           "(default: %(default)s)")
     ab.add_argument("--seed", type=int, default=None, help="seed of the block order")
-    ab.add_argument("--only", type=Path, metavar="FILE", help="an earlier comparison's --json: judge only what it flagged or "
-                    "could not tell; {select} in a command becomes a pytest -k of them")
+    ab.add_argument("--only", type=Path, metavar="FILE", help="an earlier comparison's --json: judge only what it sends "
+                    "(regressions, cases not gated, slower ones it could not tell); {select} in a command becomes "
+                    "--xfer-only=F, a file of their test names")
     ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown table (for a PR comment)")
     ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",

@@ -492,10 +492,9 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
             for page, raw in rendered[name][1].items():
                 write_atomic(folder / page, raw)
             continue
-        # Each run parsed once for the trends, the per-path trends and the page (no cache: every run is read in
-        # full for the per-path trends anyway, and a git store's folder is a new temporary one each time).
+        # Each run parsed once for the trends, the per-path trends and the page.
         try:
-            stored = load_storage(folder, cache=False, keep=True)
+            stored = load_storage(folder, keep=True)
         except ResultsError as error:  # a folder left empty (or only damaged runs): the other machines' pages stand
             _say(root, f"{error}; its page is not written")
             continue

@@ -37,12 +37,10 @@ from ...contract import (
 )
 from ...families import FAMILIES
 from ...output import OutputError, check_output
-from ..load.case_time import learned_spread
-from ..load.history import load_storage
+from ..load.history import RunSummary, load_storage
 from ..load.peer_plan import RecordedPlan, same_cases
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
-from ..load.run_cache import RunSummary
-from .bound import store_bound
+from .bound import Baseline, step_bound, store_baseline
 from .comparison import (
     Comparison,
     markdown_table,
@@ -436,73 +434,102 @@ class OnBusyMachine(VerdictRule[Matched]):
 VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), Gone(), New(), OnBusyMachine(), *JUDGED]
 
 
-def _spread(key: str, cls: str, base: np.ndarray, noise: Noise | None) -> tuple[float, str]:
-    """The case's between-run spread and where it came from: calibration's, else the one learned from the base runs
-    (``case_time.learned_spread``: 1.4826 x MAD widened by its own uncertainty, not below the class default under
-    ``MIN_RUNS_TO_LEARN`` runs; the default itself under 3)."""
-    if noise is not None and key in noise.cases:
-        return noise.spread(key, cls), "calibration"
-    return learned_spread(base, cls), "default" if len(base) < 3 else "history"
+@dataclass(frozen=True)
+class _Tables:
+    """What every case of one comparison is judged from: each side's cases x runs tables (``run_tables``), the base
+    runs' names and which ran on a busy machine, and the settings (a calibration, a ``--threshold``)."""
+
+    base: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
+    new: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
+    names: np.ndarray
+    busy: np.ndarray
+    crowded: bool
+    one_sided: set[str]
+    environment: tuple[str, ...]
+    noise: Noise | None
+    floor: float | None
+
+    @classmethod
+    def of(cls, base: Sequence[Results], new: Sequence[Results], noise: Noise | None,
+           floor: float | None) -> _Tables:
+        names = np.array([Path(r.sources[0]).name if r.sources else f"run {i + 1}" for i, r in enumerate(base)])
+        busy = np.array([bool(busy_load(r.run)) for r in base])
+        return cls(run_tables(base), run_tables(new), names, busy, bool(busy.any() or any(busy_load(r.run) for r in new)),
+                   _one_sided_peers(base, new), tuple(environment_differences(base[-1].machine_info,
+                                                                              new[-1].machine_info)), noise, floor)
+
+    @property
+    def z_bound(self) -> float:
+        return self.noise.z_bound if self.noise is not None else Z_BOUND
+
+    def keys(self) -> list[str]:
+        base, new = self.base[0].index, self.new[0].index
+        if base.intersection(new).empty:
+            raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and "
+                             "method)")
+        return [str(key) for key in base.union(new, sort=False)]
+
+    def judge(self, key: str) -> Comparison:
+        meta = self.new[1].loc[key] if key in self.new[1].index else self.base[1].loc[key]
+        cls = str(meta["class"])
+        present = self.base[0].loc[key].notna().to_numpy() if key in self.base[0].index else np.array([], dtype=bool)
+        old = self.base[0].loc[key].to_numpy()[present] if key in self.base[0].index else np.array([])
+        cur = self.new[0].loc[key].dropna().to_numpy() if key in self.new[0].index else np.array([])
+        if old.size == 0 or cur.size == 0:
+            case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in self.one_sided)
+            return _one_side(key, meta, cls, old, cur, case, self.environment)
+        start, moved, b = self.baseline(key, cls, old, present)
+        spread = self._own_rounds(key, meta, cur, b)
+        e, smallest = weigh(b.kept, cur, spread, b.floor, self.z_bound)
+        case = Matched(e, crowded=self.crowded, spread_from=b.source)
+        rule = decide(VERDICTS, case)
+        return Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(b.kept))),
+                          float(np.exp(np.median(cur))), e.ratio, e.low, e.high, e.z, b.floor, spread, b.source,
+                          rule.verdict, smallest, key, self.environment, rule.why(case), before_step=start,
+                          floor_from=b.floor_from, name=str(meta["name"]),
+                          aside=tuple(str(n) for n in self.names[present][start:][b.aside]), swing=b.swing,
+                          groups=b.groups, moved=moved)
+
+    def baseline(self, key: str, cls: str, old: np.ndarray, present: np.ndarray) -> tuple[int, float | None, Baseline]:
+        """The case's current level (after its last lasting step that the gate itself would flag: an accepted step
+        resets the baseline), how far that step moved it (new level over old), and the runs of that level as the
+        store may claim them (``bound.store_baseline``); a ``--threshold`` is the user's word, never raised."""
+        calibrated = self.noise is not None and key in self.noise.cases
+        assumed = self.noise.spread(key, cls) if self.noise is not None and calibrated else DEFAULT_SPREAD[cls]
+        floor = self.floor if self.floor is not None else (
+            self.noise.floor(key, cls) if self.noise is not None else DEFAULT_FLOOR[cls])
+        step_spread, step_floor = assumed, floor
+        if self.floor is None:  # a step is one the store's own spread cannot explain, whatever a calibration says:
+            # that spread from run-to-run differences, as a lasting step moves only one of them
+            step_spread, step_floor = step_bound(np.diff(old) / math.sqrt(2), cls, assumed, floor)
+        start = current_segment(old, step_spread, step_floor, self.z_bound, self.busy[present])
+        moved = float(np.exp(np.median(old[start:]) - np.median(old[:start]))) if start else None
+        floor_from = "threshold" if self.floor is not None else ("calibrated" if calibrated else "default")
+        b = store_baseline(old[start:], cls, floor, floor_from, assumed if calibrated else None)
+        if self.floor is not None:
+            b = replace(b, floor=self.floor, floor_from=floor_from, swing=None, groups=None)
+        return start, moved, b
+
+    def _own_rounds(self, key: str, meta: pd.Series, cur: np.ndarray, b: Baseline) -> float:
+        """With one run a side and nothing learned, a scenario or concurrent case's spread is at least its own
+        rounds' spread on either side: its runs cannot be told apart more finely than that."""
+        if b.source != "default" or len(cur) != 1 or not _scenario(meta["op"]):
+            return b.spread
+        own = [float(t.loc[key].dropna().max()) for t in (self.base[2], self.new[2]) if key in t.index]
+        return max([b.spread, *[o for o in own if math.isfinite(o)]])
 
 
 def compare(base: Sequence[Results], new: Sequence[Results], noise: Noise | None = None,
             floor: float | None = None) -> list[Comparison]:
     """Match cases by identity and judge each; ValueError when none are in common.
 
-    ``floor`` overrides every case's floor; else the calibration's (the case's own, else its class's),
-    else ``DEFAULT_FLOOR``. A base case's runs before its last lasting step are left out when the gate
-    itself would flag the step (``noise.current_segment``): an accepted step resets the baseline, and
-    the row says how many runs it left out. A flag that rests on an assumed spread (a class default)
-    while a side ran on a busy machine is "can't tell": that side's times say more about its neighbours.
-    With one run a side and nothing learned, a scenario or concurrent case's spread is at least its own
-    rounds' spread on either side: its runs cannot be told apart more finely than that.
+    ``floor`` overrides every case's floor; else the calibration's (the case's own, else its class's), else
+    ``DEFAULT_FLOOR``, bounded by the stored runs (``bound.store_baseline``). An accepted lasting step resets
+    the baseline (``noise.current_segment``); the row says how many runs it left out. A flag that rests on an
+    assumed spread while a side ran on a busy machine is "can't tell": its times say more about its neighbours.
     """
-    base_table, base_meta, base_rounds = run_tables(base)
-    new_table, new_meta, new_rounds = run_tables(new)
-    common = base_table.index.intersection(new_table.index)
-    if common.empty:
-        raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")
-    environment = tuple(environment_differences(base[-1].machine_info, new[-1].machine_info))
-    base_busy = np.array([bool(busy(r)) for r in base])
-    crowded = base_busy.any() or any(busy(r) for r in new)
-    one_sided = _one_sided_peers(base, new)
-    z_bound = noise.z_bound if noise is not None else Z_BOUND
-    rows = []
-    for key in base_table.index.union(new_table.index, sort=False):
-        meta = new_meta.loc[key] if key in new_meta.index else base_meta.loc[key]
-        cls = str(meta["class"])
-        present = base_table.loc[key].notna().to_numpy() if key in base_table.index else np.array([], dtype=bool)
-        old = base_table.loc[key].to_numpy()[present] if key in base_table.index else np.array([])
-        cur = new_table.loc[key].dropna().to_numpy() if key in new_table.index else np.array([])
-        if old.size == 0 or cur.size == 0:
-            case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in one_sided)
-            rows.append(_one_side(str(key), meta, cls, old, cur, case, environment))
-            continue
-        assumed = DEFAULT_SPREAD[cls] if noise is None or key not in noise.cases else noise.spread(str(key), cls)
-        case_floor = floor if floor is not None else (noise.floor(key, cls) if noise is not None else DEFAULT_FLOOR[cls])
-        step_floor = case_floor
-        if floor is None:  # a step is one the store's own spread cannot explain, whatever a calibration says:
-            # that spread from run-to-run differences, as a lasting step moves only one of them
-            steps = np.diff(old) / math.sqrt(2)
-            assumed, _, step_floor, _ = store_bound(steps, cls, assumed, "", case_floor, "")
-        start = current_segment(old, assumed, step_floor, z_bound, base_busy[present])
-        old = old[start:]
-        spread, source = _spread(key, cls, old, noise)
-        floor_from = "threshold" if floor is not None else (
-            "calibrated" if noise is not None and key in noise.cases else "default")
-        if floor is None:  # the store's runs, spread in time, bound what a calibration may claim
-            spread, source, case_floor, floor_from = store_bound(old, cls, spread, source, case_floor, floor_from)
-        if source == "default" and len(cur) == 1 and _scenario(meta["op"]):
-            own = [float(t.loc[key].dropna().max()) for t in (base_rounds, new_rounds) if key in t.index]
-            spread = max([spread, *[o for o in own if math.isfinite(o)]])
-        e, smallest = weigh(old, cur, spread, case_floor, z_bound)
-        case = Matched(e, crowded=bool(crowded), spread_from=source)
-        rule = decide(VERDICTS, case)
-        rows.append(Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))),
-                               float(np.exp(np.median(cur))), e.ratio, e.low, e.high, e.z, case_floor, spread, source,
-                               rule.verdict, smallest, str(key), environment, rule.why(case), before_step=start,
-                               floor_from=floor_from, name=str(meta["name"])))
-    return _sorted(rows)
+    tables = _Tables.of(base, new, noise, floor)
+    return _sorted([tables.judge(key) for key in tables.keys()])
 
 
 def _scenario(op: object) -> bool:

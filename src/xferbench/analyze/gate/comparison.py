@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ... import escape
 from ...units import format_bytes, format_seconds
+from .bound import STORE_BOUND
 from .noise import Z_BOUND, Noise
-from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, NOT_COMPARED, SLOWER_WITHIN
+from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN
 from .verdicts import of as verdict_of
 
 __all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown",
@@ -46,6 +48,10 @@ class Comparison:
     before_step: int = 0  # base runs left out: before a lasting step the gate itself would flag (the baseline moved)
     floor_from: str | None = None  # calibrated, store spread (the base runs' own swing was larger), default, threshold
     name: str = ""  # the test's name in the newest run that has the case (ab --only selects it by it)
+    aside: tuple[str, ...] = ()  # the base runs set aside: they disagree with the others past floor and spread
+    swing: float | None = None  # how far the kept base runs swing between them (bound.store_swing), once they show it
+    groups: tuple[int, int] | None = None  # a case not gated whose base runs fall into two groups: their runs
+    moved: float | None = None  # an accepted lasting step (before_step): the new level over the one before it
 
     def __post_init__(self) -> None:
         verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
@@ -65,11 +71,21 @@ class Comparison:
         return f"{_times(1 / self.ratio)} faster"
 
     @property
+    def not_gated_why(self) -> str:
+        """Why no floor holds: the stored runs' swing (and their two groups), else the calibration's word."""
+        if self.swing is None:
+            return "calibration: it swings too much between A/A runs"
+        said = f"the stored runs spread {1 + self.swing:.3g}×"
+        return said + (f", bimodal: {self.groups[0]} and {self.groups[1]} runs" if self.groups else "")
+
+    @property
     def shown_verdict(self) -> str:
         """The verdict in words: what a "can't tell" could have seen, and what software changed."""
         shown = self.verdict
         if self.verdict in (SLOWER_WITHIN, FASTER_WITHIN) and self.floor is not None:
-            shown += " (not gated)" if math.isinf(self.floor) else f" (×{1 + self.floor:.3g})"
+            shown += f" (×{1 + self.floor:.3g})"
+        if self.verdict == NOT_GATED:
+            shown += f" ({self.not_gated_why})"
         if self.verdict == CANT_TELL:
             seen = [] if self.smallest is None or math.isinf(self.smallest) else [
                 f"could see {_times(1 + self.smallest)}"]
@@ -96,7 +112,7 @@ def _times(ratio: float) -> str:
 def _cells(r: Comparison) -> list[str]:
     interval = "-" if r.low is None or r.high is None else f"{r.low:.2f}-{r.high:.2f}x"
     z = "-" if r.z is None else f"{r.z:+.1f}"
-    floor = "-" if r.floor is None else ("not gated" if math.isinf(r.floor) else f"{r.floor:.0%}")
+    floor = "-" if r.floor is None else ("none" if math.isinf(r.floor) else f"{r.floor:.0%}")
     if r.floor_from in _FLOOR_SAID and floor != "-":  # which floor held: a calibration's, or the store's own swing
         floor += f" ({r.floor_from})"
     return [r.path, format_bytes(r.nbytes), r.case_class, format_seconds(r.base_s), format_seconds(r.new_s),
@@ -111,35 +127,75 @@ _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor
 
 def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
             notes: Sequence[str] = ()) -> str:
-    regressions = sum(r.regression for r in rows)
-    improvements = sum(r.verdict == IMPROVEMENT for r in rows)
-    unsure = sum(r.verdict == CANT_TELL for r in rows)
-    apart = sum(r.verdict == NOT_COMPARED for r in rows)
-    within = sum(r.verdict in (SLOWER_WITHIN, FASTER_WITHIN) for r in rows)
+    said = [can_see(rows), _one_against_one(n_base, n_new, noise), _not_gated(rows), _set_aside(rows),
+            _moved(rows, n_base), _environment(rows)]
+    return "\n".join([_counts(rows, n_base, n_new, noise), *[line for line in said if line], *notes])
+
+
+def _counts(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None) -> str:
+    count = Counter(r.verdict for r in rows)
+    within = count[SLOWER_WITHIN] + count[FASTER_WITHIN]
     z_bound = noise.z_bound if noise is not None else Z_BOUND
     spread = "calibration file" if noise is not None else ("the base runs" if n_base >= 3 else "class defaults")
-    lines = [f"{regressions} regression(s), {improvements} improvement(s), "
-             + (f"{within} change(s) within the floor, " if within else "") + f"{unsure} {CANT_TELL}, "
-             + (f"{apart} {NOT_COMPARED}, " if apart else "") + f"in {len(rows)} "
-             f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
-             f"beyond the case's floor, slower or faster \"within the floor\" when past the z bound only, unchanged "
-             f"when neither and the 95% interval lies within the floor (between-run spread from {spread})."]
-    sees = can_see(rows)
-    if sees:
-        lines.append(sees)
+    return (f"{sum(r.regression for r in rows)} regression(s), {count[IMPROVEMENT]} improvement(s), "
+            + (f"{count[NOT_GATED]} {NOT_GATED}, " if count[NOT_GATED] else "")
+            + (f"{within} change(s) within the floor, " if within else "") + f"{count[CANT_TELL]} {CANT_TELL}, "
+            + (f"{count[NOT_COMPARED]} {NOT_COMPARED}, " if count[NOT_COMPARED] else "") + f"in {len(rows)} "
+            f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
+            f"beyond the case's floor, slower or faster \"within the floor\" when past the z bound only, unchanged "
+            f"when neither and the 95% interval lies within the floor (between-run spread from {spread}).")
+
+
+def _one_against_one(n_base: int, n_new: int, noise: Noise | None) -> str | None:
     if n_base == 1 and n_new == 1 and noise is None:
-        lines.append("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
-                     "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
+        return ("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
+                "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
+    return None
+
+
+#: Cases named in a summary line at most (the table has every row; a PR comment may be cut before it).
+_MOST_NAMED = 10
+
+
+def _named(items: Sequence[str]) -> str:
+    return ", ".join(items[:_MOST_NAMED]) + (f" and {len(items) - _MOST_NAMED} more" if len(items) > _MOST_NAMED else "")
+
+
+def _not_gated(rows: Sequence[Comparison]) -> str | None:
+    """The cases no floor holds for, each with why: never "unchanged", and compare fails on them unless allowed."""
+    found = [f"{r.path} {format_bytes(r.nbytes)} ({r.not_gated_why})" for r in rows if r.verdict == NOT_GATED]
+    if not found:
+        return None
+    bounds = " and ".join(f"{1 + bound:g}x {cls}-bound" for cls, bound in STORE_BOUND.items())
+    return (f"Not gated, {len(found)} case(s) (their runs support no floor; a store may widen one to {bounds} at "
+            f"most): {_named(found)}. compare fails on them unless --allow-not-gated; xferbench ab --only judges "
+            "them side by side with the base.")
+
+
+def _set_aside(rows: Sequence[Comparison]) -> str | None:
+    """The base runs set aside for disagreeing with the others, each with the cases it was set aside in."""
+    count = Counter(name for r in rows for name in r.aside)
+    if not count:
+        return None
+    runs = [f"{name} ({cases} case(s))" for name, cases in count.most_common()]
+    return (f"Set aside, {len(runs)} base run(s) that disagree with the others by more than the case's floor and "
+            f"{Z_BOUND:g} robust spreads: {_named(runs)}.")
+
+
+def _moved(rows: Sequence[Comparison], n_base: int) -> str | None:
     moved = [r for r in rows if r.before_step]
-    if moved:
-        lines.append(f"Baseline moved for {len(moved)} case(s): a lasting step the gate itself flags left out the "
-                     f"base runs before it (up to {max(r.before_step for r in moved)} of {n_base}); each such row "
-                     "says so.")
+    if not moved:
+        return None
+    return (f"Baseline moved for {len(moved)} case(s): a lasting step the gate itself flags left out the base runs "
+            f"before it (up to {max(r.before_step for r in moved)} of {n_base}); each such row says so.")
+
+
+def _environment(rows: Sequence[Comparison]) -> str | None:
     environment = next((r.environment for r in rows if r.environment), ())
-    if environment:
-        lines.append("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, "
-                     "and a change found may be the upgrade's.")
-    return "\n".join([*lines, *notes])
+    if not environment:
+        return None
+    return ("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, and a "
+            "change found may be the upgrade's.")
 
 
 def can_see(rows: Sequence[Comparison]) -> str | None:
@@ -157,7 +213,7 @@ def can_see(rows: Sequence[Comparison]) -> str | None:
         if finite:
             part += (f"{_times(1 + finite[0])} at best, {_times(1 + finite[len(finite) // 2])} for half of them"
                      if len(finite) > 1 else _times(1 + finite[0]))
-        part += f"{'; ' if finite else ''}{blind} not gated" if blind else ""
+        part += f"{'; ' if finite else ''}{blind} {NOT_GATED}" if blind else ""
         parts.append(part)
     if not parts:
         return None
@@ -168,7 +224,7 @@ def can_see(rows: Sequence[Comparison]) -> str | None:
 def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[Comparison]:
     """The rows with what a run file wrote (the case's path, the software's versions) passed through ``clean``."""
     return [replace(r, path=clean(r.path), environment=tuple(map(clean, r.environment)),
-                    why=None if r.why is None else clean(r.why)) for r in rows]
+                    why=None if r.why is None else clean(r.why), aside=tuple(map(clean, r.aside))) for r in rows]
 
 
 def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
@@ -212,6 +268,7 @@ def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
         "base_runs": n_base,
         "new_runs": n_new,
         "regressions": sum(r.regression for r in rows),
+        "not_gated": sum(r.verdict == NOT_GATED for r in rows),
         "environment_changed": list(next((r.environment for r in rows if r.environment), ())),
         "notes": list(notes),
         "cases": [{k: strict(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}

@@ -49,7 +49,7 @@ from ..load.case_time import (
 )
 from ..load.history import lasting_steps
 from ..load.results import Results, ResultsError
-from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, REGRESSION, SLOWER_WITHIN, UNCHANGED
+from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, NOT_GATED, REGRESSION, SLOWER_WITHIN, UNCHANGED
 
 __all__ = [
     "BANDWIDTH_MIN_BYTES",
@@ -182,6 +182,16 @@ class Improvement(Flagged):
     verdict, slower = IMPROVEMENT, False
 
 
+class NotGated(VerdictRule[Case]):
+    """An infinite floor: the runs cannot support any floor (a store that swings past its bound, a calibration that
+    found the case too noisy), so no change is ruled out and none flagged."""
+
+    verdict = NOT_GATED
+
+    def fires(self, case: Case) -> bool:
+        return case.evidence is not None and math.isinf(case.evidence.floor)
+
+
 class Within(VerdictRule[Case]):
     """Significant but within the floor, ``slower`` or faster: said as such, never "unchanged" (a 1.4x slowdown at
     z +9 inside a 2x floor is a slowdown)."""
@@ -202,14 +212,13 @@ class FasterWithin(Within):
 
 
 class Unchanged(VerdictRule[Case]):
-    """The whole 95% interval lies within a finite floor. An infinite floor (a case not gated) holds every interval,
-    even 0.07-12.81x: such a case is never "unchanged"."""
+    """The whole 95% interval lies within the floor (a finite one: ``NotGated`` comes first)."""
 
     verdict = UNCHANGED
 
     def fires(self, case: Case) -> bool:
         e = case.evidence
-        return e is not None and not math.isinf(e.floor) and 1 / (1 + e.floor) <= e.low and e.high <= 1 + e.floor
+        return e is not None and 1 / (1 + e.floor) <= e.low and e.high <= 1 + e.floor
 
 
 class CantTell(VerdictRule[Case]):
@@ -222,7 +231,8 @@ class CantTell(VerdictRule[Case]):
 
 
 #: The verdicts of a case both sides ran, in the order they are asked: the first that fires decides.
-JUDGED: list[VerdictRule[Case]] = [Regression(), Improvement(), SlowerWithin(), FasterWithin(), Unchanged(), CantTell()]
+JUDGED: list[VerdictRule[Case]] = [Regression(), Improvement(), NotGated(), SlowerWithin(), FasterWithin(), Unchanged(),
+                                    CantTell()]
 
 
 def decide(rules: Sequence[VerdictRule[C]], case: C) -> VerdictRule[C]:
@@ -261,7 +271,7 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     lies within the floor; anything else the
     runs cannot decide: "can't tell", with the smallest change this comparison could have
     flagged (a 2x slowdown seen through an interval of 0.66-6.06x is not "unchanged"). A case
-    not gated (an infinite floor: calibration found it too noisy to gate) is never "unchanged":
+    with an infinite floor (calibration found it too noisy to gate) is "not gated", never "unchanged":
     every interval lies within an infinite floor, even 0.07-12.81x.
     """
     e, smallest = weigh(base, new, spread, floor, z_bound)
@@ -536,7 +546,7 @@ def current_segment(log_times: np.ndarray, spread: float, floor: float, z_bound:
     levels (the MAD's margin for their number), not below ``spread`` (the case's assumed or calibrated spread)
     while either side has fewer than ``MIN_RUNS_TO_LEARN`` runs; a step that rests on that assumed spread while
     a run of it was on a busy machine (``busy``, one flag per value) is not accepted, as compare calls such a
-    flag "can't tell"."""
+    flag "can't tell"; nor is a new level that one of its own runs disagrees with (past the floor and the z bound)."""
     x = np.asarray(log_times, dtype=float)
     flags = np.zeros(x.size, dtype=bool) if busy is None else np.asarray(busy, dtype=bool)
     edges = [0, *lasting_steps(x, spread, floor), x.size]
@@ -553,6 +563,10 @@ def _flagged(before: np.ndarray, after: np.ndarray, spread: float, floor: float,
     learned = max(robust_spread(residuals) * mad_margin(residuals.size), MIN_SPREAD)
     assumed = min(before.size, after.size) < MIN_RUNS_TO_LEARN
     if assumed and busy:
+        return False
+    # A level holds only when every run of it does: two runs pushed 10x off beside one honest run are no level
+    # (their median is), however far it moved from the runs before.
+    if np.any(np.abs(after - np.median(after)) > max(math.log1p(floor), z_bound * max(learned, spread))):
         return False
     verdict = judge(before, after, max(learned, spread) if assumed else learned, floor, z_bound).verdict
     return verdict in (REGRESSION, IMPROVEMENT)

@@ -19,6 +19,7 @@ __all__ = [
     "NEW",
     "NOT_COMPARED",
     "NOT_CONFIRMED",
+    "NOT_GATED",
     "NOT_REPRODUCED",
     "REGRESSION",
     "SLOWER_WITHIN",
@@ -32,6 +33,9 @@ __all__ = [
 #: Significant and beyond the case's floor, slower: the one verdict that fails the gate.
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
+#: A case whose floor its runs cannot support (the stored runs swing past the store's bound, or a calibration found it
+#: too noisy): no change is ruled out, so never "unchanged"; compare fails on it unless told such cases may pass.
+NOT_GATED = "not gated"
 #: compare --reproduced: a regression the earlier comparison did not flag (a busy neighbour, not the code).
 NOT_REPRODUCED = "not reproduced"
 #: ab: flagged by the interleaved blocks, not by the fresh confirming ones.
@@ -59,10 +63,11 @@ class Verdict:
 
 
 #: Every verdict, worst first: what needs a look first leads compare's and ab's tables (within a verdict, the
-#: biggest slowdown first). Colour only where a change was seen: red fails, green is better, yellow a change the
-#: floor allows, white a change the runs could neither confirm nor rule out.
+#: biggest slowdown first). Colour only where a change was seen or could not be ruled out: red fails, orange is not
+#: gated, green is better, yellow a change the floor allows, white a change the runs could neither confirm nor rule out.
 TABLE: tuple[Verdict, ...] = (
     Verdict(REGRESSION, "🔴", fails=True),
+    Verdict(NOT_GATED, "🟠"),
     Verdict(IMPROVEMENT, "🟢"),
     Verdict(NOT_REPRODUCED),
     Verdict(NOT_CONFIRMED),

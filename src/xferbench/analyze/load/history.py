@@ -27,20 +27,67 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
+from . import case_time, results
 from .case_time import MIN_SPREAD
 from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
-from .run_cache import CACHE_FROM, Entry, RunCache, RunSummary, Stamp, read_entry, stamp, summary_or_note
 
 T = TypeVar("T")
 
-__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "runs_in"]
+__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "read_summary", "runs_in"]
 
 #: Runs a level must hold on each side of a step for the step to count (and be accepted).
 MIN_STEP_RUNS = 3
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One stored run without its rows: what the trend and the choice of a baseline read of it."""
+
+    path: Path
+    datetime: str
+    #: As the loader left it (blocks that are not objects taken out).
+    machine_info: dict[str, Any]
+    incomplete: bool
+    #: Each case's time as compare judges it (``case_time.time_of``), by its whole identity.
+    times: dict[str, float]
+
+
+def read_summary(path: Path) -> tuple[RunSummary, Loaded]:
+    """One run file read, checked as ``results.load`` checks it, and summarized straight from its rows (no frame is
+    built: the first reading of a folder of thousands of runs is mostly this), with what it read, from which
+    ``results.assemble`` gives the run in full without reading it again. A case measured twice in the file counts
+    with its last row, as ``load`` keeps it. ResultsError for a file that is no readable run."""
+    data, rows, foreign = results.load_file(path)
+    last: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        last.pop(row["case_key"], None)  # the order ``load``'s drop_duplicates(keep="last") leaves
+        last[row["case_key"]] = row
+    times = {str(key): case_time.time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
+             for key, row in last.items()}
+    summary = RunSummary(path, str(data.get("datetime") or ""), results.machine_described(data),
+                         "xfer_progress" in data, times)
+    return summary, (path, data, rows, foreign)
+
+
+#: What is known of one file: its summary, or the one-line reason it is no readable run.
+Entry = RunSummary | str
+
+
+def read_entry(path: Path) -> tuple[Entry, Loaded | None]:
+    """``read_summary``'s summary and what it read, or the one-line note that skips the file and None."""
+    try:
+        return read_summary(path)
+    except ResultsError as error:
+        return f"{error}; skipped", None
+
+
+def summary_or_note(path: Path) -> Entry:
+    """``read_entry``'s entry alone (picklable: run in worker processes, which send back no more than it)."""
+    return read_entry(path)[0]
 
 
 #: pytest-benchmark's number of a saved run (``0007_name.json``): the order it saved them in.
@@ -116,40 +163,22 @@ class Stored:
         return [self.load(summary) for summary in self.summaries]
 
 
-#: Files not in the cache from which the first reading of a folder is shared among worker processes (one per core):
-#: a file costs a few milliseconds, and a process pool's start costs about a second.
+#: Files from which the reading of a folder is shared among worker processes (one per core): a file costs a few
+#: milliseconds, and a process pool's start costs about a second.
 POOL_FROM = 400
 
 
-def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, cache: bool = True,
-                 keep: bool = False) -> Stored:
-    """Every run in a storage folder (or one file), summarized; each file is parsed at most once, and not at all
-    while its summary in the cache (``run_cache``) still holds. A damaged file (a save cut short by a full disk or a
-    power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with a one-line note naming
-    it, never refusing the whole folder; with no readable run left it is a ResultsError. ``progress(done, total)``
-    is called as the files are read (a folder of thousands of runs takes a while the first time). ``keep``: every
-    run read is kept in full, for a caller that reads them all (``Stored.runs``)."""
+def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, keep: bool = False) -> Stored:
+    """Every run in a storage folder (or one file), summarized; each file is parsed once. A damaged file (a save cut
+    short by a full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with
+    a one-line note naming it, never refusing the whole folder; with no readable run left it is a ResultsError.
+    ``progress(done, total)`` is called as the files are read (a folder of thousands of runs takes a while).
+    ``keep``: every run read is kept in full, for a caller that reads them all (``Stored.runs``)."""
     notes: list[str] = []
     files = _run_files(folder, notes)
-    kept = RunCache(folder) if cache and folder.is_dir() and len(files) >= CACHE_FROM else None
-    stamps: dict[Path, Stamp] = {}
     entries: dict[Path, Entry] = {}
-    for path in files:
-        try:
-            stamps[path] = stamp(path)
-        except OSError as error:
-            entries[path] = f"{path}: cannot read it ({error.strerror or type(error).__name__}); skipped"
-            continue
-        found = kept.get(path, stamps[path]) if kept is not None else None
-        if found is not None:
-            entries[path] = found
     newest = _Newest(keep)
-    unread = [path for path in files if path not in entries]
-    _read_summaries(unread, entries, newest, _Progress(progress, len(files), len(files) - len(unread)))
-    if kept is not None:
-        for path in unread:
-            kept.put(path, stamps[path], entries[path])
-        kept.save()
+    _read_summaries(files, entries, newest, _Progress(progress, len(files), 0))
     summaries = [entry for entry in (entries[path] for path in files) if not isinstance(entry, str)]
     notes += [entry for entry in (entries[path] for path in files) if isinstance(entry, str)]
     if not summaries:
@@ -160,7 +189,7 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
 
 @dataclass
 class _Progress:
-    """``progress(done, total)`` as files are read, starting after those the cache answered."""
+    """``progress(done, total)`` as files are read."""
 
     report: Callable[[int, int], None] | None
     total: int

@@ -32,13 +32,14 @@ from .summary import pytest_terminal_summary  # noqa: F401  (key findings at the
 __all__ = ["XferHookspecs", "XferSettings"]
 
 #: Run-time state (clocks, caches, pinned cache), the run journal, the run-time estimate, the case order
-#: (--xfer-shuffle) and the cases measured in blocks (the references, --xfer-blocks).
+#: (--xfer-shuffle), the cases measured in blocks (the references, --xfer-blocks) and those run (--xfer-only).
 pytest_plugins = (
     "xferbench.measure.session.run_state",
     "xferbench.measure.record.journal",
     "xferbench.measure.session.estimate",
     "xferbench.measure.session.order",
     "xferbench.measure.session.blocks",
+    "xferbench.measure.session.only",
 )
 
 #: ``--benchmark-max-time`` each profile uses unless the user gives one: enough
