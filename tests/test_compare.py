@@ -1430,8 +1430,8 @@ class TestCalibrationElsewhere:
     def test_other_software_is_used_and_each_change_said(self):
         from xferbench.analyze.gate.compare import CalibratedHere
 
-        sides = self.sides({"CPU": "AMD EPYC", "torch": "2.12.0+cpu", "python": "3.10.1"})
+        sides = self.sides({"CPU": "AMD EPYC", "torch": "2.12.0+cpu", "Python": "3.10.1"})
         assert CalibratedHere().fails(sides) is None
         (note,) = sides.notes
         assert note.startswith("noise.json: calibrated under other software (torch 2.12.0+cpu → 2.13.0+cpu, "
-                               "python 3.10.1 → 3.11.7); used, as the hardware is the same")
+                               "Python 3.10.1 → 3.11.7); used, as the hardware is the same")

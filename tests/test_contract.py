@@ -276,17 +276,19 @@ class TestFingerprint:
         for machine_info in ({"cpu": {"brand_raw": "Xeon"}}, {"xferbench": "weird"}, {"xferbench": None},
                              {"xferbench": {}}):
             fingerprint = Fingerprint.of(machine_info)
-            assert (fingerprint.recorded, fingerprint.simulated, fingerprint.spec) == (False, False, None)
-            assert (fingerprint.devices, fingerprint.gpu_names, fingerprint.device("cuda:0")) == ([], None, None)
-            assert (fingerprint.torch, fingerprint.cuda, fingerprint.hip, fingerprint.driver) == (None,) * 4
+            assert (fingerprint.section, fingerprint.simulated, fingerprint.spec) == ({}, False, None)
+            assert (fingerprint.devices, machine_identity(machine_info)["GPUs"], fingerprint.device("cuda:0")) == (
+                [], None, None)
+            assert list(software_environment(machine_info).values()) == [None] * 6
 
     def test_malformed_devices(self):
         """Devices that are not a list, or entries that are not records, are left out of the records, and
         name no GPU."""
         assert Fingerprint.of({"xferbench": {"devices": None, "torch": "2.5"}}).devices == []
-        fingerprint = Fingerprint.of({"xferbench": {"devices": ["H100", {"device": "cuda:0", "name": "A100"}]}})
+        machine_info = {"xferbench": {"devices": ["H100", {"device": "cuda:0", "name": "A100"}]}}
+        fingerprint = Fingerprint.of(machine_info)
         assert fingerprint.devices == [{"device": "cuda:0", "name": "A100"}]
-        assert fingerprint.gpu_names == [None, "A100"]
+        assert machine_identity(machine_info)["GPUs"] == [None, "A100"]
         assert fingerprint.device("cuda:0") == {"device": "cuda:0", "name": "A100"}
 
     def test_simulated_run(self):
@@ -294,9 +296,9 @@ class TestFingerprint:
         set but not a spec still counts as simulated (one check for every reader), and no spec to read."""
         machine_info = json.loads((ROOT / "tests" / "data" / "sim-2gpu.json").read_text())["machine_info"]
         fingerprint = Fingerprint.of(machine_info)
-        assert fingerprint.simulated and fingerprint.recorded
+        assert fingerprint.simulated
         assert fingerprint.spec == machine_info["xferbench"]["simulated"] and fingerprint.spec["gpus"] == 2
-        assert fingerprint.gpu_names == ["illustrative PCIe Gen5 GPU (simulated)"] * 2
+        assert machine_identity(machine_info)["GPUs"] == ["illustrative PCIe Gen5 GPU (simulated)"] * 2
         assert fingerprint.device("cuda:1")["nvlink_links"] == 18
         odd = Fingerprint.of({"xferbench": {"simulated": True}})
         assert (odd.simulated, odd.spec) == (True, None)
@@ -306,25 +308,26 @@ class TestFingerprint:
         """The real H200 sample: one H200, its versions, measured (not simulated)."""
         data = json.loads(gzip.decompress((ROOT / "reports" / "samples" / "h200" / "full.json.gz").read_bytes()))
         fingerprint = Fingerprint.of(data["machine_info"])
-        assert fingerprint.recorded and not fingerprint.simulated and fingerprint.spec is None
-        assert fingerprint.gpu_names == ["NVIDIA H200"]
-        assert (fingerprint.torch, fingerprint.cuda, fingerprint.hip, fingerprint.driver) == (
-            "2.11.0+cu130", "13.0", None, "580.159.04")
+        assert not fingerprint.simulated and fingerprint.spec is None
+        assert machine_identity(data["machine_info"]) == {
+            "GPUs": ["NVIDIA H200"], "torch": "2.11.0+cu130", "CUDA": "13.0", "HIP": None, "driver": "580.159.04",
+            "CPU": "Intel(R) Xeon(R) Processor", "simulated": False}
+        assert {k: hardware_identity(data["machine_info"])[k] for k in ("GPU memory", "PCIe link", "NVLink")} == {
+            "GPU memory": [150109880320], "PCIe link": ["Gen5 x16"], "NVLink": None}
         assert fingerprint.device("cuda:0")["name"] == "NVIDIA H200" and fingerprint.device("cuda:1") is None
-        assert machine_identity(data["machine_info"])["GPUs"] == fingerprint.gpu_names
 
 
 class TestMachineIdentity:
     def test_fields(self):
-        """GPUs by name, driver, torch, CUDA, HIP and CPU brand decide whether two runs compare."""
+        """GPUs by name, torch, CUDA, HIP, driver and CPU brand decide whether two runs compare."""
         info = machine("H100", "H100", driver="550.54", torch="2.5.1", cuda="12.4", hip="6.1")
-        assert machine_identity(info) == {"GPUs": ["H100", "H100"], "driver": "550.54", "torch": "2.5.1",
-                                          "CUDA": "12.4", "HIP": "6.1", "CPU": "Xeon", "simulated": False}
+        assert machine_identity(info) == {"GPUs": ["H100", "H100"], "torch": "2.5.1", "CUDA": "12.4", "HIP": "6.1",
+                                          "driver": "550.54", "CPU": "Xeon", "simulated": False}
         assert machine_identity(machine("H100", simulated={"gpus": 1}))["simulated"] is True
 
     def test_foreign_json_records_nothing(self):
         """A pytest-benchmark JSON without xferbench's block tells nothing, so nothing is compared."""
-        assert machine_identity({"cpu": "weird"}) == dict.fromkeys(["GPUs", "driver", "torch", "CUDA", "HIP", "CPU",
+        assert machine_identity({"cpu": "weird"}) == dict.fromkeys(["GPUs", "torch", "CUDA", "HIP", "driver", "CPU",
                                                                      "simulated"])
         assert machine_identity({"xferbench": "weird"})["GPUs"] is None
 
@@ -339,8 +342,8 @@ class TestMachineDifferences:
         """The refusal to compare names what changed, old -> new, in a fixed order."""
         base = machine("H100", driver="550", torch="2.4.0", cuda="12.4")
         new = machine("H200", "H200", cpu="EPYC", driver="560", torch="2.5.1", cuda="12.6")
-        assert machine_differences(base, new) == ["GPUs [H100] -> [H200, H200]", "driver 550 -> 560",
-                                                  "torch 2.4.0 -> 2.5.1", "CUDA 12.4 -> 12.6", "CPU Xeon -> EPYC"]
+        assert machine_differences(base, new) == ["GPUs [H100] -> [H200, H200]", "torch 2.4.0 -> 2.5.1",
+                                                  "CUDA 12.4 -> 12.6", "driver 550 -> 560", "CPU Xeon -> EPYC"]
 
     def test_gpu_lost(self):
         """A run on a box whose GPUs vanished says so in words."""
@@ -377,10 +380,14 @@ class TestSimulationMismatch:
         assert machine_differences(machine("H100"), machine("H100", simulated={"gpus": 1})) == ["simulated False -> True"]
 
 
-def gpu(memory: int | None = 80, generation: int | None = 5, nvlink: int | None = None, **block) -> dict:
-    """A one-GPU run's machine_info: its memory, PCIe generation (x16) and NVLink links (None: not recorded)."""
+GIB = 2**30
+
+
+def gpu(memory: int | None = 80 * GIB, generation: int | None = 5, nvlink: int | None = None, **block) -> dict:
+    """A one-GPU run's machine_info: its memory, PCIe generation (x16) and NVLink links, version 4.0 (None: not
+    recorded)."""
     device = {"name": "NVIDIA H100", "memory_bytes": memory, "pcie_max_generation": generation,
-              "pcie_max_width": 16, "nvlink_links": nvlink}
+              "pcie_max_width": 16, "nvlink_links": nvlink, "nvlink_version": "4.0"}
     return {"cpu": {"brand_raw": "EPYC"}, "xferbench": {"torch": "2.13.0", "devices": [device], **block}}
 
 
@@ -391,35 +398,39 @@ class TestHardwareIdentity:
         info = {"cpu": {"brand_raw": "EPYC"}, "python_version": "3.11.7",
                 "xferbench": {"torch": "2.13.0", "cuda": "12.8", "hip": None, "driver": "570.1",
                               "pytest_benchmark": "5.1.0", "devices": [{"name": "H200", "memory_bytes": 1}]}}
-        assert hardware_identity(info) == {"GPUs": ["H200"], "GPU memory": [1], "links": None, "CPU": "EPYC",
-                                           "simulated": False}
+        assert hardware_identity(info) == {"GPUs": ["H200"], "CPU": "EPYC", "simulated": False, "GPU memory": [1],
+                                           "PCIe link": None, "NVLink": None}
         assert hardware_identity(gpu(simulated={"gpus": 1}))["simulated"] is True
 
     def test_links_name_pcie_and_nvlink(self):
-        """A device's link is its PCIe generation and width, its NVLink count, both, or unknown."""
-        assert hardware_identity(gpu())["links"] == ["PCIe gen5 x16"]
-        assert hardware_identity(gpu(nvlink=18))["links"] == ["PCIe gen5 x16, NVLink x18"]
-        assert hardware_identity(gpu(generation=None, nvlink=18))["links"] == ["NVLink x18"]
+        """A device's links are its PCIe generation and width and its NVLink version and count, each or unknown."""
+        links = ("PCIe link", "NVLink")
+        assert [hardware_identity(gpu())[k] for k in links] == [["Gen5 x16"], None]
+        assert [hardware_identity(gpu(nvlink=18))[k] for k in links] == [["Gen5 x16"], [["4.0", 18]]]
+        assert [hardware_identity(gpu(generation=None, nvlink=18))[k] for k in links] == [None, [["4.0", 18]]]
         # no NVLink (0) is not a link; a device recording neither is unknown, as is a run where no device does
-        assert hardware_identity(gpu(generation=None, nvlink=0))["links"] is None
+        assert [hardware_identity(gpu(generation=None, nvlink=0))[k] for k in links] == [None, None]
         two = gpu()
         two["xferbench"]["devices"].append({"name": "NVIDIA H100"})
-        assert hardware_identity(two)["links"] == ["PCIe gen5 x16", None]
-        assert hardware_identity(two)["GPU memory"] == [80, None]
+        assert hardware_identity(two)["PCIe link"] == ["Gen5 x16", None]
+        assert hardware_identity(two)["GPU memory"] == [80 * GIB, None]
 
     def test_unrecorded_run_knows_nothing(self):
         """A foreign JSON (no section, a CPU that is not a record) records no hardware, so none is compared."""
-        assert hardware_identity({"cpu": "EPYC"}) == dict.fromkeys(["GPUs", "GPU memory", "links", "CPU", "simulated"])
+        assert hardware_identity({"cpu": "EPYC"}) == dict.fromkeys(["GPUs", "CPU", "simulated", "GPU memory",
+                                                                    "PCIe link", "NVLink"])
         assert hardware_identity(gpu(memory=None))["GPU memory"] is None
 
     def test_other_gpu_memory_or_links_are_another_machine(self):
-        assert hardware_differences(gpu(80, 5), gpu(80, 5)) == []
-        assert hardware_differences(gpu(80, 5), gpu(94, 5)) == ["GPU memory [80] -> [94]"]
-        assert hardware_differences(gpu(80, 4), gpu(80, 5)) == ["links [PCIe gen4 x16] -> [PCIe gen5 x16]"]
+        """Each written as the page writes it (machine_facts.py)."""
+        assert hardware_differences(gpu(), gpu()) == []
+        assert hardware_differences(gpu(), gpu(94 * GIB)) == ["GPU memory [80 GiB] -> [94 GiB]"]
+        assert hardware_differences(gpu(generation=4), gpu()) == ["PCIe link [PCIe Gen4 x16] -> [PCIe Gen5 x16]"]
+        assert hardware_differences(gpu(nvlink=12), gpu(nvlink=18)) == ["NVLink [NVLink 4.0 x12] -> [NVLink 4.0 x18]"]
         assert hardware_differences(gpu(), gpu() | {"cpu": {"brand_raw": "Xeon"}}) == ["CPU EPYC -> Xeon"]
         # unrecorded (an older run, no NVML) is not held against a run, on either side
-        assert hardware_differences({"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}, gpu(80, 5)) == []
-        assert hardware_differences(gpu(80, 5), {"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}) == []
+        assert hardware_differences({"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}, gpu()) == []
+        assert hardware_differences(gpu(), {"xferbench": {"devices": [{"name": "NVIDIA H100"}]}}) == []
 
     def test_a_lost_gpu_is_said_in_words(self):
         assert hardware_differences(gpu(), {"xferbench": {"devices": []}}) == ["GPUs [NVIDIA H100] -> no GPU"]
@@ -434,16 +445,16 @@ class TestSoftwareEnvironment:
 
     def test_fields(self):
         assert software_environment(self.INFO) == {"torch": "2.13.0", "CUDA": "12.8", "HIP": None,
-                                                   "driver": "570.1", "python": "3.11.7",
+                                                   "driver": "570.1", "Python": "3.11.7",
                                                    "pytest-benchmark": "5.1.0"}
         assert software_environment({"python_version": 3.11}) == dict.fromkeys(
-            ["torch", "CUDA", "HIP", "driver", "python", "pytest-benchmark"])
+            ["torch", "CUDA", "HIP", "driver", "Python", "pytest-benchmark"])
 
     def test_hardware_and_software_are_apart(self):
         upgraded = {**self.INFO, "python_version": "3.12.1",
                     "xferbench": self.INFO["xferbench"] | {"torch": "2.14.0", "driver": "575.2"}}
         assert environment_differences(self.INFO, upgraded) == ["torch 2.13.0 → 2.14.0", "driver 570.1 → 575.2",
-                                                                "python 3.11.7 → 3.12.1"]
+                                                                "Python 3.11.7 → 3.12.1"]
         assert hardware_differences(self.INFO, upgraded) == []
         assert environment_differences(self.INFO, self.INFO) == []
 

@@ -17,6 +17,8 @@ import typing
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .machine_facts import gpu_records, identity, shown
+
 __all__ = [
     "BLOCK",
     "DEVICE_TIME_METHODS",
@@ -269,11 +271,9 @@ def block_from(info: dict[str, Any]) -> Block | None:
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """xferbench's own section of a run's ``machine_info`` (measure/hardware/machine.py writes it), read in one place.
-
-    An older or foreign run has no section (or not an object): every property then says "unknown"
-    (None, empty) rather than fail, as each reader did on its own before.
-    """
+    """xferbench's own section of a run's ``machine_info`` (measure/hardware/machine.py writes it; the facts the
+    outputs show are machine_facts.py's). An older or foreign run has no section (or not an object): every property
+    then says "unknown" (None, empty) rather than fail."""
 
     #: The ``machine_info.xferbench`` object; empty when the run has none.
     section: dict[str, Any]
@@ -282,11 +282,6 @@ class Fingerprint:
     def of(cls, machine_info: dict[str, Any]) -> Fingerprint:
         block = machine_info.get("xferbench")
         return cls(block if isinstance(block, dict) else {})
-
-    @property
-    def recorded(self) -> bool:
-        """Whether the run has a (non-empty) section at all: without it nothing below is known."""
-        return bool(self.section)
 
     @property
     def simulated(self) -> bool:
@@ -302,52 +297,17 @@ class Fingerprint:
     @property
     def devices(self) -> list[dict[str, Any]]:
         """The device records (malformed entries left out)."""
-        listed = self.section.get("devices")
-        return [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+        return gpu_records(self.section)
 
     def device(self, name: str) -> dict[str, Any] | None:
         """The record of one device (``"cuda:0"``), or None when the run does not describe it."""
         return next((d for d in self.devices if d.get("device") == name), None)
 
-    @property
-    def gpu_names(self) -> list[Any] | None:
-        """One name per listed device (None for a malformed entry); None when the run has no section."""
-        if not self.recorded:
-            return None
-        listed = self.section.get("devices")
-        return [d.get("name") if isinstance(d, dict) else None for d in listed] if isinstance(listed, list) else []
-
-    @property
-    def torch(self) -> Any:
-        return self.section.get("torch")
-
-    @property
-    def cuda(self) -> Any:
-        return self.section.get("cuda")
-
-    @property
-    def hip(self) -> Any:
-        return self.section.get("hip")
-
-    @property
-    def driver(self) -> Any:
-        return self.section.get("driver")
-
 
 def machine_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
-    """What must match for two runs to be comparable: GPUs, driver, torch, CUDA/HIP, CPU, simulation."""
-    fingerprint = Fingerprint.of(machine_info)
-    cpu = machine_info.get("cpu")
-    return {
-        "GPUs": fingerprint.gpu_names,
-        "driver": fingerprint.driver,
-        "torch": fingerprint.torch,
-        "CUDA": fingerprint.cuda,
-        "HIP": fingerprint.hip,
-        "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
-        # A simulated run is never the same machine as a real one (and compare refuses the pair).
-        "simulated": fingerprint.simulated if fingerprint.recorded else None,
-    }
+    """What must match for two runs to be one machine's figures: its hardware and software facts (machine_facts.py),
+    the GPUs by name (their memory and links are ``hardware_identity``'s)."""
+    return identity(machine_info, "hardware", "software", gpus=False)
 
 
 def simulation_mismatch(base: dict[str, Any], new: dict[str, Any]) -> str | None:
@@ -361,62 +321,27 @@ def simulation_mismatch(base: dict[str, Any], new: dict[str, Any]) -> str | None
 
 
 def machine_differences(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Human-readable list of identity fields that differ, e.g. ``torch 2.4.0 -> 2.5.1``.
-
-    A field one run does not record (None) is not compared: an older or foreign
-    JSON should not be refused for what it cannot tell.
-    """
-    a, b = machine_identity(base), machine_identity(new)
-    return [
-        f"{key} {_show(a[key])} -> {_show(b[key])}"
-        for key in a
-        if a[key] is not None and b[key] is not None and a[key] != b[key]
-    ]
-
-
-def _per_device(devices: list[dict[str, Any]], show: Any) -> list[Any] | None:
-    """One value per device, or None when no device records it (an older run, no NVML)."""
-    values = [show(d) for d in devices]
-    return values if any(v is not None for v in values) else None
-
-
-def _link(device: dict[str, Any]) -> str | None:
-    generation, width, nvlink = (device.get(k) for k in ("pcie_max_generation", "pcie_max_width", "nvlink_links"))
-    parts = ([f"PCIe gen{generation} x{width}"] if generation is not None else []) + (
-        [f"NVLink x{nvlink}"] if nvlink else [])
-    return ", ".join(parts) or None
+    """Each ``machine_identity`` field that differs, e.g. ``torch 2.4.0 -> 2.5.1``; one a run does not record (None) is
+    not compared: an older or foreign JSON is not refused for what it cannot tell."""
+    return _differ(machine_identity(base), machine_identity(new), "->")
 
 
 def hardware_identity(machine_info: dict[str, Any]) -> dict[str, Any]:
-    """What the machine *is*: CPU model, GPUs (names, count, memory), their links, simulation.
-
-    Two runs of different hardware are different machines (compare refuses them unless
-    allowed); the software around them (``software_environment``) may change between runs
-    of one machine, and that change is what a regression tracker must show, not refuse.
-    """
-    fingerprint = Fingerprint.of(machine_info)
-    cpu = machine_info.get("cpu")
-    return {
-        "GPUs": fingerprint.gpu_names,
-        "GPU memory": _per_device(fingerprint.devices, lambda d: d.get("memory_bytes")),
-        "links": _per_device(fingerprint.devices, _link),
-        "CPU": cpu.get("brand_raw") if isinstance(cpu, dict) else None,
-        "simulated": fingerprint.simulated if fingerprint.recorded else None,
-    }
+    """What the machine *is*: GPUs (names, count, memory, links), CPU model, simulation. Runs that differ here are two
+    machines (compare refuses them unless allowed); other software on one machine (``software_environment``) is what
+    a regression tracker must show, not refuse."""
+    return identity(machine_info, "hardware")
 
 
 def software_environment(machine_info: dict[str, Any]) -> dict[str, Any]:
     """The software a run measured through: torch, CUDA/HIP, driver, Python, pytest-benchmark."""
-    fingerprint = Fingerprint.of(machine_info)
-    python = machine_info.get("python_version")
-    return {"torch": fingerprint.torch, "CUDA": fingerprint.cuda, "HIP": fingerprint.hip,
-            "driver": fingerprint.driver, "python": python if isinstance(python, str) else None,
-            "pytest-benchmark": fingerprint.section.get("pytest_benchmark")}
+    return identity(machine_info, "software", "tooling")
 
 
 def _differ(a: dict[str, Any], b: dict[str, Any], arrow: str) -> list[str]:
-    """``key a -> b`` for each field both record and that differs (None is not compared)."""
-    return [f"{key} {_show(a[key])} {arrow} {_show(b[key])}" for key in a
+    """``key a -> b`` for each field both record and that differs (None is not compared), written as its machine
+    fact writes it."""
+    return [f"{key} {shown(key, a[key])} {arrow} {shown(key, b[key])}" for key in a
             if a[key] is not None and b.get(key) is not None and a[key] != b[key]]
 
 
@@ -461,9 +386,3 @@ def software_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
 
 #: The toolkits a torch build is made with (None: built without it).
 _BUILT_WITH = ("CUDA", "HIP")
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(map(str, value)) + "]" if value else "no GPU"
-    return str(value)  # never None: machine_differences skips unrecorded fields

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ... import escape
 from ...contract import IDENTITY, MEASURED
+from ...machine_facts import machine_line as facts_line
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
 from ..view import Instance, RunView
@@ -59,31 +60,9 @@ def _us(value: float) -> str:
     return f"{value:.3g} µs" if np.isfinite(value) else "–"
 
 
-def _gpu(device: dict[str, Any]) -> str:
-    """``NVIDIA H200, PCIe Gen5 x16``: a device's name and its link, as recorded."""
-    link = (f"PCIe Gen{device['pcie_max_generation']} x{device.get('pcie_max_width')}"
-            if device.get("pcie_max_generation") else "PCIe link unknown")
-    nvlink = f", NVLink {device['nvlink_version']} x{device['nvlink_links']}" if device.get("nvlink_links") else ""
-    return f"{device.get('name') or 'unknown GPU'}, {link}{nvlink}"
-
-
 def machine_line(view: RunView) -> str:
-    """The machine in one line for the page's head: its GPUs (alike ones counted) with their link, the driver and
-    CUDA/HIP, torch, the CPU, as the run recorded them ("not recorded" where it did not)."""
-    fingerprint = view.fingerprint
-    kinds: dict[str, list[str]] = {}
-    for device in fingerprint.devices:
-        kinds.setdefault(_gpu(device), []).append(str(device.get("device")))
-    gpus = "; ".join(f"{len(names)} × {kind} ({', '.join(names)})" if len(names) > 1 else f"{kind} ({names[0]})"
-                     for kind, names in kinds.items())
-    runtime = f"HIP {fingerprint.hip}" if fingerprint.hip else f"CUDA {fingerprint.cuda or 'not recorded'}"
-    cpu = view.machine_info.get("cpu")
-    brand = cpu.get("brand_raw") if isinstance(cpu, dict) else None
-    cores = f", {cpu.get('count')} cores" if isinstance(cpu, dict) and cpu.get("count") else ""
-    stack = (f" · driver {fingerprint.driver or 'not recorded'}, {runtime}"
-             if kinds or fingerprint.driver or fingerprint.cuda or fingerprint.hip else "")
-    return (f"Machine: {gpus or 'no GPU'}{stack} · torch {fingerprint.torch or 'not recorded'} · CPU "
-            f"{brand or 'not recorded'}{cores}.")
+    """The machine in one line for the page's head (machine_facts.machine_line)."""
+    return facts_line(view.machine_info)
 
 
 def busy_notice(view: RunView) -> str | None:

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ... import __version__
-from ...contract import Fingerprint
 from ...escape import no_bidi
 from ...families import FAMILIES, order_of
+from ...machine_facts import machine_table
 from ...output import write_atomic
 from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan
@@ -117,31 +117,9 @@ def _host_placement(view: RunView) -> list[tuple[str, str]]:
     return [("h2d / d2h host buffers", "; ".join(said))] if said else []
 
 
-def _machine_summary(machine_info: dict[str, Any], fingerprint: Fingerprint | None = None) -> list[tuple[str, str]]:
-    """The machine in a few lines; ``fingerprint``: its section, already read (the view's)."""
-    fingerprint = fingerprint or Fingerprint.of(machine_info)
-    block = fingerprint.section
-    cpu = machine_info.get("cpu") or {}
-    summary = [
-        ("torch", str(block.get("torch", "unknown"))),
-        ("CUDA / HIP", f"{block.get('cuda') or '–'} / {block.get('hip') or '–'}"),
-        ("driver", str(block.get("driver") or ("unknown" if block.get("hip") else "unknown (no NVML)"))),
-        ("CPU", f"{cpu.get('brand_raw', machine_info.get('processor') or 'unknown')}, {cpu.get('count', '?')} cores"),
-        ("Python", str(machine_info.get("python_version", "unknown"))),
-    ]
-    for device in fingerprint.devices:
-        link = "PCIe unknown"
-        if device.get("pcie_max_generation"):
-            link = (f"PCIe Gen{device['pcie_max_generation']} x{device.get('pcie_max_width')} "
-                    f"(now Gen{device.get('pcie_generation')} x{device.get('pcie_width')})")
-        nvlink = f", NVLink {device['nvlink_version']} x{device['nvlink_links']}" if device.get("nvlink_links") else ""
-        memory = format_bytes(device["memory_bytes"]) if device.get("memory_bytes") else "memory unknown"
-        summary.append((str(device.get("device")), f"{device.get('name')}, {memory}, {link}{nvlink}"))
-    if block.get("peer_access"):
-        summary.append(("peer access possible (capability, not whether enabled)", "; ".join(
-            f"{i}->{j}: {'yes' if ok else 'no'}" for i, row in enumerate(block["peer_access"])
-            for j, ok in enumerate(row) if i != j) or "one device"))
-    return summary
+def _machine_summary(machine_info: dict[str, Any], *_: Any) -> list[tuple[str, str]]:
+    """The machine in a few lines: the page's rows of the machine facts (machine_facts.py)."""
+    return machine_table(machine_info)
 
 
 def _table(view: RunView) -> list[dict[str, Any]]:

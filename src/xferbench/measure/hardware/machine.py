@@ -172,20 +172,14 @@ def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
         "pci_bus_id": pci_bus_id(props),
         # Tells A100 (8.0) from GA10x (8.6), which NVML both call NVLink "3.1" though their links differ.
         "compute_capability": f"{props.major}.{props.minor}" if hasattr(props, "major") else None,
-        "numa_node": None,
-        "cpu_affinity": None,
-        "host_numa_local": None,
-        "pcie_generation": None,
-        "pcie_width": None,
-        "pcie_max_generation": None,
-        "pcie_max_width": None,
-        "nvlink_links": None,
-        "nvlink_version": None,
-        "nvlink_remote": None,
-        "memory_peak_gbps": None,
-        "sm_clock_max_mhz": None,
-        "memory_clock_max_mhz": None,
+        **dict.fromkeys(_FILLED_LATER),
     }
+
+
+#: A GPU's facts that NVML (or amdsmi) and sysfs fill in where they can: unknown (None) until they do.
+_FILLED_LATER = ("numa_node", "cpu_affinity", "host_numa_local", "pcie_generation", "pcie_width", "pcie_max_generation",
+                "pcie_max_width", "nvlink_links", "nvlink_version", "nvlink_remote", "memory_peak_gbps",
+                "sm_clock_max_mhz", "memory_clock_max_mhz")
 
 
 def device_l2_bytes(props: Any) -> int | None:
