@@ -74,7 +74,7 @@ def test_no_ranking_inside_the_drift_floor(h200, page):
              for m in ("to", "cuda", "copy_") for nb in (False, True)]
     assert round(max(times) / min(times) - 1, 2) == 0.18
     said = " ".join(findings(h200))
-    assert ("pinned sources reached 54.5-55.1 GB/s, pageable ones 7.47-8.78 GB/s (pageable took 6.2-7.38× (4.76-9.78) "
+    assert ("pinned sources reached 54.5-55.1 GB/s, pageable ones 7.47-8.78 GB/s (pageable took 6.2-7.38× (4.77-9.75) "
             "as long; the run cannot tell each kind's fastest calls apart, so each figure spans them)") in said
     glance = page[0].split('id="glance-table"')[1].split("</table>")[0]
     assert "(fastest call)" not in glance

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from handfed import visible_text
+from xferbench.analyze.drift import side
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.analyze.report.half_beta import half_of_beta
@@ -16,7 +17,7 @@ from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of
 from xferbench.analyze.view import RunView
 from xferbench.families.module_to import finding as module_to_finding
-from xferbench.ratios import Drift, unpaired
+from xferbench.ratios import Drift, log_se, unpaired
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "samples" / "h200"
@@ -60,7 +61,7 @@ def test_torch_empty_says_its_jump_across_the_cliff(page):
     _, text = page
     assert "the allocation call itself did not break" not in text
     assert ("torch.empty on the CPU, which allocates without touching a page, took 4.44 µs → 15.9 µs: flat per byte, but "
-            "the call's own time grew 3.58× (2.79-4.6), consistent with the allocator taking another path past glibc's "
+            "the call's own time grew 3.58× (2.79-4.61), consistent with the allocator taking another path past glibc's "
             "largest mmap threshold (32 MiB).") in text
 
 
@@ -82,7 +83,8 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
     def rows(drift: float, shuffled: bool) -> pd.DataFrame:
         frame = pd.DataFrame({"variant": "again", "dst": "cuda:0", "nbytes": [1_000, 10_000, 1_000_000, 10_000_000],
                               "median_s": [80e-6, 78e-6, 45e-6, 46e-6], "iqr_s": 2e-6, "rounds": 30, "iterations": 14})
-        frame.attrs["ratio"] = lambda a, b: unpaired((a["median_s"], a["iqr_s"], 30), (b["median_s"], b["iqr_s"], 30),
+        frame.attrs["ratio"] = lambda a, b: unpaired((a["median_s"], log_se(a["median_s"], a["iqr_s"], 30), 30),
+                                                     (b["median_s"], log_se(b["median_s"], b["iqr_s"], 30), 30),
                                                      Drift(drift, 10))
         frame.attrs["shuffled"] = shuffled
         return frame
@@ -112,9 +114,8 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
 def test_overlap_is_said_with_its_own_interval(h200, page):
     _, text = page
     # 992.9 / 752.8 = 1.319, with its rounds and the run's latency-bound pageable drift (4.0%)
-    assert "one by one 993 µs: overlap buys 1.32× (1.06-1.64) here." in text
-    wider = " ".join(distributed_findings(h200.rows, lambda a, b: unpaired(
-        (a["median_s"], a["iqr_s"], int(a["rounds"])), (b["median_s"], b["iqr_s"], int(b["rounds"])), Drift(0.3, 10))))
+    assert "one by one 993 µs: overlap buys 1.32× (1.06-1.65) here." in text
+    wider = " ".join(distributed_findings(h200.rows, lambda a, b: unpaired(side(a), side(b), Drift(0.3, 10))))
     assert "one by one 993 µs: whether overlap pays, can't tell (could see ≥ 1.9" in wider
     assert "overlap buys" not in wider
 
@@ -136,7 +137,7 @@ class TestRead3b:
                 "(30.3× per byte)") in text
         assert "torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time)" in text
         assert "(28×)" not in text and "(1.32×," not in text
-        assert "the call's own time grew 3.58× (2.79-4.6)" in text
+        assert "the call's own time grew 3.58× (2.79-4.61)" in text
 
     def test_the_module_caption_makes_no_blanket_claim_on_the_bytes(self, page):
         """The cuda:0 second move steps 74.7-79.4 µs -> 44.7-45.5 µs in line with size and time: the caption does not

@@ -129,8 +129,8 @@ def test_a_finding_reads_its_family_rows_from_the_record():
             sentences = scenario_findings(view, op)
             assert bool(sentences) == (record.finding is not None), op
             rows = frame[frame["op"] == op].copy()
-            rows.attrs["drift_floor"] = view.drift.floor()  # the report's floor, read by the family's ratios
-            verdict = [v] if (v := drift_text.verdict(view.drift, op)) is not None else []
+            rows.attrs |= {"ratio": view.ratio, "shuffled": view.shuffled}  # the report's rule, read by the family
+            verdict = [v] if (v := drift_text.verdict(view, op)) is not None else []
             assert sentences == ([] if record.finding is None else record.finding(rows) + verdict)
 
 

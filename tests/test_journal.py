@@ -19,6 +19,7 @@ import xferbench.analyze.report.findings  # noqa: F401  likewise the run's summa
 from xferbench.analyze.load.results import load
 from xferbench.cli import main
 from xferbench.measure.record import journal as jr
+from xferbench.measure.session.blocks import BLOCKS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
@@ -93,7 +94,7 @@ class TestInterruptedRun:
         lines = journal_lines(journal)
         finished = [line["benchmark"] for line in lines if "benchmark" in line]
         planned = lines[0]["planned"]
-        last_blocks = 2  # the reference cases' (host clone at 4 B and 1 KiB) run at the end, after the one never ending
+        last_blocks = 2  # the reference cases' (host copy_ at 4 B and 1 KiB) last blocks, after the one never ending
         assert len(finished) == planned - 1 - last_blocks >= 4
         assert not any("end" in line for line in lines)
         label = f"Incomplete run: {len(finished)} of {planned} cases finished before it stopped (run.journal.jsonl)."
@@ -105,7 +106,8 @@ class TestInterruptedRun:
         assert label in capsys.readouterr().out
         assert main(["compare", str(journal), str(journal)]) == 0
         assert f"new: {label}" in capsys.readouterr().out
-        assert len(load([journal]).frame) == len(finished) - last_blocks  # each reference's 2 blocks finished: 1 row
+        # each reference's other blocks finished: one row each
+        assert len(load([journal]).frame) == len(finished) - last_blocks * (BLOCKS - 2)
 
     def test_ctrl_c_ends_with_valid_json_of_what_finished(self, tmp_path):
         """Ctrl-C in the last benchmark: the JSON holds exactly the finished cases, not the one cut off."""

@@ -180,7 +180,8 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
         ["2", "copy_ into a pinned buffer: d2h pinned copy_ cuda:0->cpu",
          "the driver's staging copy through its pinned bounce buffer", staging, "7%"],
         # 119 µs between rungs 2.4% apart: their ratio's interval holds 1, so no share
-        ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)", "launch and synchronization", launch,
+        ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
+         "launch, synchronization and blocking (the call over its non-blocking twin's DMA)", launch,
          f"can't tell (the two rungs: {ladder.steps[2].ratio.text()})"],
         ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]

@@ -33,12 +33,11 @@ def judged(tmp_path_factory) -> dict[str, list[tuple[Ratio, Ratio]]]:
     for seed in range(SEEDS):
         for mode, blocks in (("paired", "paired"), ("unpaired", "1")):
             view = RunView.of(load([out / f"{blocks}-{seed}.json"]))
-
-            def one(**match: object) -> object:
-                return matching(view.rows, {"host_memory": "pinned", "non_blocking": False} | match).iloc[0]
-
-            found[mode].append((view.ratio(one(op="h2d", method="to"), one(op="h2d", method="cuda")),
-                                view.ratio(one(op="d2h", method="copy_"), one(op="h2d", method="copy_"))))
+            rows = view.rows[(view.rows["host_memory"] == "pinned") & ~view.rows["non_blocking"].astype(bool)]
+            to, cuda, down, up = (matching(rows, match).iloc[0] for match in (
+                {"op": "h2d", "method": "to"}, {"op": "h2d", "method": "cuda"}, {"op": "d2h", "method": "copy_"},
+                {"op": "h2d", "method": "copy_"}))
+            found[mode].append((view.ratio(to, cuda), view.ratio(down, up)))
     return found
 
 

@@ -12,6 +12,7 @@ import torch  # loaded before pytester's in-process runs, which unload what they
 
 import xferbench.measure.session.plugin  # noqa: F401
 from xferbench.measure.hardware.machine import host_cache_bytes
+from xferbench.measure.session.blocks import BLOCKS
 from xferbench.measure.session.plugin import PROFILE_MAX_TIME
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,8 +127,9 @@ class TestJson:
             out = tmp_path / f"{expected}.json"
             pytester.runpytest("--benchmark-only", "--xfer-sizes=4B", f"--benchmark-json={out}", *extra)
             times = {b["name"]: b["options"]["max_time"] for b in json.loads(out.read_text())["benchmarks"]}
-            # a reference case's 3 blocks share the case's time (blocks.py)
-            assert [t * 3 if "-block" in name else t for name, t in times.items()] == pytest.approx([expected] * len(times))
+            # a reference case's blocks share the case's time (blocks.py)
+            assert [t * BLOCKS if "-block" in name else t for name, t in times.items()] == pytest.approx(
+                [expected] * len(times))
             assert any("-block" in name for name in times) and len(times) > 3
 
 
@@ -184,8 +186,8 @@ def test_real_bench_directory_runs_on_this_machine(tmp_path, pythonpath):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {b["fullname"].split("::")[0] for b in json.loads(out.read_text())["benchmarks"]} >= {"bench/test_host.py"}
     names = {b["name"] for b in json.loads(out.read_text())["benchmarks"]}
-    assert "test_host[pageable-copy_-1KiB-float32-cpu->cpu]" in names
-    assert "test_host[pageable-clone-1KiB-float32-cpu->cpu-block3of3]" in names  # a reference case, in blocks
+    assert "test_host[pageable-clone-1KiB-float32-cpu->cpu]" in names
+    assert "test_host[pageable-copy_-1KiB-float32-cpu->cpu-block6of6]" in names  # a reference case, in blocks
     assert "test_noop[to-1KiB-float32-cpu]" in names
 
 

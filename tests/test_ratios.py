@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from xferbench.ratios import Drift, Ratio, log_se, median_span, paired, unpaired
+from xferbench.ratios import Drift, Ratio, log_se, median_span, order_se, paired, unpaired
 
 
 def test_paired_blocks_give_a_t_interval_of_the_log_ratios_around_the_medians_ratio():
@@ -30,15 +30,23 @@ def test_paired_refuses_fewer_than_two_blocks_or_a_zero(a, b):
 def test_the_standard_error_of_a_median_comes_from_its_iqr_and_rounds():
     assert log_se(2.0, 1.349, 100) == pytest.approx(math.sqrt(math.pi / 2) * 1 / 2.0 / 10)
     assert log_se(2.0, 0.0, 100) == 0.0 and log_se(2.0, 1.0, 1) == 0.0 and log_se(0.0, 1.0, 9) == 0.0
-    low, high = median_span(2.0, 1.349, 100)
+    low, high = median_span(2.0, log_se(2.0, 1.349, 100))
     assert (low * high, high / 2.0) == pytest.approx((4.0, math.exp(stats.norm.ppf(0.975) * log_se(2.0, 1.349, 100))))
+
+
+def test_the_order_statistics_hold_the_median_without_a_distribution():
+    """31 rounds 1..31: the 10th and 22nd hold the median at 95%; 5 rounds cannot reach it: min and max."""
+    z = stats.norm.ppf(0.975)
+    assert order_se(np.arange(1, 32)) == pytest.approx(math.log(22 / 10) / (2 * z))
+    assert order_se([5.0, 1, 3, 2, 4]) == pytest.approx(math.log(5 / 1) / (2 * z))
+    assert order_se([7.0]) == 0.0 and order_se([0.0, 1.0]) == 0.0
 
 
 def test_unpaired_adds_the_regimes_drift_to_the_rounds():
     """Two 1 ms cases, 30 rounds each: resolved from the rounds alone; a 10% drift over 12 observations hides it."""
-    a, b = (1.2e-3, 0.1e-3, 30), (1.0e-3, 0.1e-3, 30)
+    a, b = (1.2e-3, log_se(1.2e-3, 0.1e-3, 30), 30), (1.0e-3, log_se(1.0e-3, 0.1e-3, 30), 30)
     quiet = unpaired(a, b, Drift(0.0, 12))
-    se = math.hypot(log_se(*a), log_se(*b))
+    se = math.hypot(a[1], b[1])
     assert quiet.resolved and quiet.basis == "rounds" and quiet.n == 30
     assert quiet.high / quiet.value == pytest.approx(math.exp(stats.norm.ppf(0.975) * se))  # no drift: the normal's
     drifting = unpaired(a, b, Drift(0.1, 12))

@@ -226,4 +226,4 @@ def test_a_run_without_the_paths_leaves_each_group_unpriced_and_says_why():
 def test_each_fix_says_its_saving_its_interval_and_its_cost_after(simulated):
     batch = next(r for r in simulated.rows if r["kind"] == "h2d" and r["blocking"])
     pin = next(f for f in batch["fixes"] if f["fix"] == "pin")
-    assert fix_said(pin) == "saves 538 µs (538 µs-538 µs), costing 316 µs after; the two paths: 2.74x (2.74-2.74)"
+    assert fix_said(pin) == "saves 538 µs (538 µs-538 µs), costing 316 µs after; the two paths: 2.74×"

@@ -7,8 +7,10 @@ Two ways to an interval, chosen by how the two cases were measured (docs/design.
   degrees of freedom: drift that moves the two blocks of a pair alike cancels, so what is left is the comparison's
   own noise, and a machine that drifts faster than a block shows up as a wide interval.
 - **rounds**: otherwise (one piece each, or runs recorded before blocks). Each median's standard error comes from
-  its rounds (1.2533 sigma / sqrt(n), sigma read from the IQR), and the drift between the two cases, which the
-  rounds cannot see, from the run's own evidence of that regime (``Drift``: same-code pairs and reference blocks).
+  its rounds: distribution-free where the rounds are kept (``order_se``: the order statistics that hold the median
+  with 95% confidence, so a few wild rounds of a short case widen it), else from the IQR (``log_se``: 1.2533 sigma /
+  sqrt(n)); the drift between the two cases, which the rounds cannot see, comes from the run's own evidence of that
+  regime (``Drift``: same-code pairs and reference blocks).
   A run with no such evidence at all cannot bound its drift: its unpaired comparisons are ``unjudged``.
 
 The interval is ``value x exp(+-t se)`` around the ratio of the two medians (the figures the page prints), resolved
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["CONFIDENCE", "Drift", "Ratio", "log_se", "median_span", "paired", "unpaired"]
+__all__ = ["CONFIDENCE", "Drift", "Ratio", "log_se", "median_span", "order_bounds", "order_se", "paired", "unpaired"]
 
 #: Two-sided coverage of every interval.
 CONFIDENCE = 0.95
@@ -123,9 +125,26 @@ def log_se(median: float, iqr: float, rounds: int) -> float:
     return _MEDIAN_SE * (iqr / _IQR_SIGMA) / median / math.sqrt(rounds)
 
 
-def median_span(median: float, iqr: float, rounds: int) -> tuple[float, float]:
-    """The interval of one median from its rounds (``log_se``), at ``CONFIDENCE``."""
-    spread = math.exp(float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * log_se(median, iqr, rounds))
+def order_bounds(rounds: Sequence[float]) -> tuple[float, float]:
+    """The k-th lowest and k-th highest round, which hold the median at ``CONFIDENCE`` whatever the rounds'
+    distribution (binomial(n, 1/2) tails; min and max where n is too small to reach it)."""
+    x = np.sort(np.asarray(rounds, dtype=float))
+    k = min(max(int(stats.binom.ppf((1 - CONFIDENCE) / 2, x.size, 0.5)), 1), (x.size + 1) // 2)
+    return float(x[k - 1]), float(x[x.size - k])
+
+
+def order_se(rounds: Sequence[float]) -> float:
+    """The standard error of log(median) from the rounds themselves: ``order_bounds``' log ratio spans two normal
+    quantiles. 0 for fewer than two rounds or a zero round."""
+    if len(rounds) < 2 or min(rounds) <= 0:
+        return 0.0
+    low, high = order_bounds(rounds)
+    return math.log(high / low) / (2 * float(stats.norm.ppf(0.5 + CONFIDENCE / 2)))
+
+
+def median_span(median: float, se: float) -> tuple[float, float]:
+    """The interval of one median whose log has standard error ``se`` (``order_se``, ``log_se``), at ``CONFIDENCE``."""
+    spread = math.exp(float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * se)
     return median / spread, median * spread
 
 
@@ -148,14 +167,14 @@ def paired(a_blocks: Sequence[float], b_blocks: Sequence[float], value: float | 
 
 
 def unpaired(a: tuple[float, float, int], b: tuple[float, float, int], drift: Drift) -> Ratio:
-    """A over B from each side's (median, IQR, rounds) and the drift the run showed in their regime: the rounds'
-    standard errors and the drift's add in quadrature, with the drift evidence's degrees of freedom (the normal's
-    where that evidence showed none beyond noise); ``unjudged`` without any evidence (``drift.df`` 0)."""
-    (ma, ia, na), (mb, ib, nb) = a, b
+    """A over B from each side's (median, standard error of its log, rounds) and the drift the run showed in their
+    regime: the standard errors and the drift's add in quadrature, with the drift evidence's degrees of freedom (the
+    normal's where that evidence showed none beyond noise); ``unjudged`` without any evidence (``drift.df`` 0)."""
+    (ma, sa, na), (mb, sb, nb) = a, b
     if not (ma > 0 and mb > 0):
         raise ValueError(f"a ratio needs two positive medians, got {ma!r} and {mb!r}")
     if drift.df == 0:
         return Ratio(ma / mb, 0.0, math.inf, "unjudged", int(min(na, nb)))
-    se = math.sqrt(log_se(ma, ia, na) ** 2 + log_se(mb, ib, nb) ** 2 + drift.sd ** 2)
+    se = math.sqrt(sa ** 2 + sb ** 2 + drift.sd ** 2)
     df = drift.df if drift.sd > 0 and drift.df > 0 else math.inf
     return _interval(ma / mb, se, df, "rounds", int(min(na, nb)))

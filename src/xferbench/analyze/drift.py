@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..ratios import Drift, log_se
+from ..ratios import Drift, log_se, order_se
 
-__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift"]
+__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift", "side"]
 
 #: Per family: the column and the values whose calls run the same code, in words for a sentence.
 SAME_CODE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -47,9 +47,21 @@ def regime(row: pd.Series) -> tuple[str, str]:
     return "pageable" if host else "device", "latency" if int(row.get("nbytes") or 0) < LATENCY_BYTES else "bandwidth"
 
 
+def side(row: pd.Series) -> tuple[float, float, int]:
+    """(median, standard error of its log, rounds) of one side of a comparison: from the rounds where the row kept them
+    (``ratios.order_se``), else from its IQR; a row without a spread (hand-fed, or a statistic alone) counts as one
+    round without error."""
+    median, iqr, rounds, data = row["median_s"], row.get("iqr_s"), row.get("rounds"), row.get("data")
+    if isinstance(data, list) and len(data) > 1:
+        return float(median), order_se(data), len(data)
+    if iqr is None or rounds is None or pd.isna(iqr) or pd.isna(rounds):
+        return float(median), 0.0, 1
+    return float(median), log_se(float(median), float(iqr), int(rounds)), int(rounds)
+
+
 def _noise(row: pd.Series) -> float:
     """The square of the standard error of log(median) of a row's rounds."""
-    return log_se(float(row["median_s"]), float(row["iqr_s"]), int(row["rounds"])) ** 2
+    return side(row)[1] ** 2
 
 
 def _blocks(row: pd.Series) -> np.ndarray:

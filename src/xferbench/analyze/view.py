@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..contract import Fingerprint
 from ..ratios import Drift, Ratio, paired, unpaired
-from .drift import RunDrift, paired_blocks, run_drift
+from .drift import RunDrift, paired_blocks, run_drift, side
 from .ladder import Ladder, Rung, ladders, matching
 from .load.results import Results, busy_load
 from .model import (
@@ -385,7 +385,7 @@ class RunView:
         if not below.device_time:
             return self.ratio(above.row, below.row)
         drift = Drift() if above.row.name == below.row.name else self.drift.of(above.row, below.row)
-        return unpaired(_summary(above.row), (below.median_s, 0.0, 1), drift)
+        return unpaired(side(above.row), (below.median_s, 0.0, 1), drift)
 
     @cached_property
     def drift(self) -> RunDrift:
@@ -400,15 +400,7 @@ class RunView:
         x, y = paired_blocks(a, b)
         if x.size:
             return paired(x.tolist(), y.tolist(), value)
-        return unpaired(_summary(a), _summary(b), self.drift.of(a, b, leave_out=leave_out))
-
-
-def _summary(row: pd.Series) -> tuple[float, float, int]:
-    """(median, IQR, rounds); a row without a spread (hand-fed, or a statistic alone) counts as one round."""
-    iqr, rounds = row.get("iqr_s"), row.get("rounds")
-    if iqr is None or rounds is None or pd.isna(iqr) or pd.isna(rounds):
-        return float(row["median_s"]), 0.0, 1
-    return float(row["median_s"]), float(iqr), int(rounds)
+        return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

@@ -34,6 +34,8 @@ def empty_host_cache(wedged: bool, backend: Any = None) -> None:
     if hasattr(backend, "empty_host_cache"):
         backend.empty_host_cache()
         return
+    if getattr(backend, "simulated", False):  # its pinned buffers are plain host memory: no driver cache to empty
+        return
     import torch
 
     accelerator = getattr(torch, "accelerator", None)

@@ -21,9 +21,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ...ratios import Ratio, median_span
+from ...ratios import Ratio, median_span, order_bounds
 from ...units import format_bytes, format_seconds
-from ..load.results import Results
+from ..drift import side
 from ..view import RunView
 from .plots import _colour
 from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
@@ -354,10 +354,10 @@ def _links(rows: pd.DataFrame) -> list[str]:
             f"within and {format_seconds(small['inter-node'])} across one way."]
 
 
-def _overlap(rows: pd.DataFrame, judge: Judge) -> list[str]:
+def _overlap(rows: pd.DataFrame, judge: Judge | None) -> list[str]:
     """In flight against one by one at the largest size, judged by their own interval (xferbench.ratios)."""
     overlap = rows[rows["op"] == "overlap"]
-    if overlap.empty or "variant" not in overlap:
+    if overlap.empty or "variant" not in overlap or judge is None:
         return []
     largest = overlap[overlap["nbytes"] == overlap["nbytes"].max()].set_index("variant")
     if not {"in_flight", "one_by_one"} <= set(largest.index):
@@ -377,9 +377,8 @@ def _overlap(rows: pd.DataFrame, judge: Judge) -> list[str]:
 
 
 def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> list[str]:
-    """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``, by default
-    a view of ``frame`` alone)."""
-    judge = judge or RunView(Results(frame=frame, machine_info={}, commit_info={}, sources=[])).ratio
+    """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``): without
+    one, no comparison (the overlap) is said."""
     rows = _distributed(frame)
     if rows.empty:
         return []
@@ -399,7 +398,11 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> lis
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
         mean = mean_rank_busbw(big)
-        low, high = median_span(float(big["median_s"]), float(big["iqr_s"]), int(big["rounds"]))
+        data = big.get("data")
+        if isinstance(data, list) and len(data) > 1:  # the rounds' own order statistics, per call
+            low, high = (bound * float(big["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
+        else:
+            low, high = median_span(*side(big)[:2])
         spread = (f" (its median's interval over {int(big['rounds'])} rounds: {big['busbw_gbps'] * big['median_s'] / high:.3g}"
                   f" to {big['busbw_gbps'] * big['median_s'] / low:.3g} GB/s)" if high > 1.5 * low else "")
         out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"

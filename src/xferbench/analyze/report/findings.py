@@ -102,8 +102,10 @@ def ratio_span(ratios: list[Ratio]) -> str:
     """Several comparisons of one kind in a few words: ``36.6-43.9× (33.1-48.2)`` where every one is resolved, else
     the least telling one's text where none is, else each one's text."""
     if all(r.resolved for r in ratios):
-        values = pd.Series([r.value for r in ratios])
-        return f"{_span(values, '.3g')}× ({min(r.low for r in ratios):.3g}-{max(r.high for r in ratios):.3g})"
+        values, bounds = _span(pd.Series([r.value for r in ratios]), ".3g"), (min(r.low for r in ratios), max(r.high for r
+                                                                                                           in ratios))
+        interval = f"{bounds[0]:.3g}-{bounds[1]:.3g}"
+        return f"{values}×" if interval in (values, f"{values}-{values}") else f"{values}× ({interval})"
     if not any(r.resolved for r in ratios):
         return max(ratios, key=lambda r: r.could_see).text()
     return " and ".join(r.text() for r in ratios)
@@ -158,10 +160,11 @@ def the_fix(view: RunView) -> str | None:
 
 
 def _verdict(even: BreakEven) -> tuple[str, float | None]:
-    """The break-even's verdict and copies: can't tell within the copies' spread or the pin's own; else from copy N."""
+    """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``)
+    or the pin's own rounds spread too wide; else from copy N."""
     pin, saved, copies = even.pin, even.saved_s or 0.0, even.copies
-    if abs(saved) <= even.spread_s:
-        return "can't tell: the two copies differ by less than their spread (IQR)", None
+    if even.ratio is not None and not even.ratio.resolved:
+        return f"can't tell: pageable over pinned, {even.ratio.text()}", None
     if saved < 0:
         return "never pays off: the pinned copy is slower", None
     low, high = even.copies_span
@@ -192,8 +195,6 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         else:
             row["saved_s"] = even.saved_s
             row["verdict"], copies = _verdict(even)
-            if even.ratio is not None and not even.ratio.resolved:  # the copies' own interval holds 1: no saving told
-                row["verdict"], copies = f"can't tell: pageable over pinned {even.ratio.text()}", None
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         rows.append(row)
     return rows

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...machine_facts import gpu_records
 from ...ratios import median_span
+from ..drift import side
 from ..view import RunView
 from .copies import Group, Step, group, steps, tie
 from .parser import read_trace
@@ -47,7 +49,7 @@ def price(path: Path, view: RunView | None, step: int | None = None) -> Priced:
     found, kept = steps(trace, tie(trace), step)
     total = sum(s.span[1] - s.span[0] for s in found)
     rows = [_row(g, view, len(found), total) for g in group(kept)]
-    gpus = sorted({str(name) for name in view.fingerprint.gpu_names or []}) if view is not None else []
+    gpus = sorted({str(g.get("name")) for g in gpu_records(view.fingerprint.section)}) if view is not None else []
     return Priced(sorted(set(trace.gpus.values())), trace.simulated, list(view.sources) if view is not None else None,
                   gpus, bool(view is not None and view.simulated), found, rows)
 
@@ -93,9 +95,7 @@ def _moved(fix: str, view: RunView, mine: pd.Series, now: float, fit: dict[str, 
 def _kept(fix: str, mine: pd.Series, saved: float, measured: float = 0.0) -> dict[str, Any]:
     """A fix on the copies' own path: the priced saving scaled by that path's median interval (its rounds), plus
     what the trace measured (a wait: exact, and the trace's machine's)."""
-    rounds = mine.get("rounds")
-    low, high = median_span(float(mine["median_s"]), float(mine.get("iqr_s") or 0.0),
-                            int(rounds) if rounds is not None and rounds == rounds else 1)
+    low, high = median_span(*side(mine)[:2])
     scale = saved / float(mine["median_s"])
     return {"fix": fix, "after_s": None, "saved_s": saved + measured, "low_s": low * scale + measured,
             "high_s": high * scale + measured, "ratio": None, "resolved": low * scale + measured > 0}
