@@ -28,18 +28,22 @@ def html(results):
 class TestGoldenCpuSample:
     def test_findings_sentences(self, results):
         """Findings are sentences computed from the sample's own numbers."""
-        assert findings(RunView.of(results)) == [
-            "In a loop that synchronizes after every call, the host-side path with the highest fitted β "
-            "(host pageable copy_ cpu) "
-            "has a fixed cost "
-            "α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this run cannot place: the fit puts half "
-            "of β at 25.7 KiB, between the measured 1 KiB and 1 MiB, 1,024× apart.",
+        said = findings(RunView.of(results))
+        assert said == [  # a run without a GPU leads with its host side; it has no drift evidence, so ranks no path
+            "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB.",
+            "In a loop that synchronizes after every call, which host-side path has the highest fitted β can't be told "
+            "(2 paths' β lie 14.8-25.6 GB/s and their times at 16 MiB can't be told apart); one of them (host pageable "
+            "copy_ cpu) has a fixed cost α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this "
+            "run cannot place: the fit puts half of β at 25.7 KiB, between the measured 1 KiB and 1 MiB, 1,024× apart.",
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; the string form, .to('cpu'), "
             "was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
             "1042 ns. A no-op returns the same object and copies nothing.",
-            "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB.",
         ]
+        assert [f.headline for f in said] == [
+            "Host memory copies reach 26.4 GB/s at 16 MiB.",
+            "Synchronizing after every call, host pageable copy_ cpu has a fixed cost α = 1.03 µs and β = 25.6 GB/s.",
+            "A no-op move of a tensor already on cpu costs 246-743 ns a call: it returns the same object."]
 
     def test_model_table_rows(self, html):
         """The model table has one row per moving path (2 host, 6 distributed) with its fitted α and β."""

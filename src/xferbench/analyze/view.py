@@ -97,13 +97,6 @@ class BreakEven:
         return float(self.pageable["median_s"] - self.pinned["median_s"])
 
     @property
-    def spread_s(self) -> float:
-        """The two copies' spread: the sum of their IQRs (a missing one counts 0)."""
-        if self.pageable is None or self.pinned is None:
-            return 0.0
-        return float(pd.Series([self.pageable["iqr_s"], self.pinned["iqr_s"]], dtype=float).fillna(0).sum())
-
-    @property
     def copies(self) -> float | None:
         """How many copies pay for the pin (its median over the saving), or None without a saving."""
         return float(self.pin["median_s"]) / self.saved_s if self.saved_s else None

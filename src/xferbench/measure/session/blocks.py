@@ -8,7 +8,7 @@ pinned against pageable, a call's same-code twin, one thread against many, a sce
 the per-block ratios give each comparison its own interval; drift that hits both blocks of a pair alike cancels).
 Inside a slot the order alternates from one block to the next (A B, then B A), so a steady drift favours neither side.
 The paired cases are each family's at the size nearest 64 MiB and the largest planned up to 256 MiB (from 1 MiB up), of
-the first dtype and device pair (``PAIRED``). The reference cases measure the drift itself in the regimes the report
+the first dtype and GPUs (``PAIRED``). The reference cases measure the drift itself in the regimes the report
 judges: the host ``copy_`` at the smallest size (latency-bound) and at the size nearest 1 MiB, and the pinned blocking
 ``.to('cuda:i')`` of the first GPU nearest 64 MiB (bandwidth-bound). ``--xfer-blocks=N`` splits every core, scenario
 and concurrent case into N blocks (the distributed cases' 2-rank world stays in one piece); ``--xfer-blocks=1`` leaves
@@ -82,12 +82,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool = True) -> set[str]:
     """The ids of ``op``'s cases measured in ``BLOCKS`` blocks: the paired cases (``PAIRED``, unless not ``paired``)
-    and the references (``REFERENCES``), of the first planned dtype and device pair."""
+    and the references (``REFERENCES``), of the first planned dtype and the GPUs the first case touches."""
     cases = [c for c in planned if not isinstance(c, Skipped)]
     if not cases:
         return set()
-    def where(case: Any) -> tuple[Any, ...]:  # every planned kind has a source and a destination, and most a dtype
-        return getattr(case, "dtype", None), case.src, case.dst
+    def where(case: Any) -> tuple[Any, ...]:  # the dtype and the GPUs a case touches (both directions of one GPU alike)
+        return getattr(case, "dtype", None), frozenset({case.src, case.dst} - {"cpu"})
 
     cases = [c for c in cases if where(c) == where(cases[0])]
     chosen = {c.id for c in cases if paired and op in PAIRED and PAIRED[op](c) and c.nbytes in _paired_sizes(cases)}

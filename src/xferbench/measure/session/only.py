@@ -1,4 +1,4 @@
-"""``--xfer-only=FILE``: run only the tests a file names, one test name a line (``test_host[<case>]``), each with all
+"""``--xfer-only=FILE``: run just the tests a file names, one test name a line (``test_host[<case>]``), each with all
 its blocks; ``xferbench ab --only`` writes that file from a comparison's cases.
 
 Why a file and not ``-k``: a ``-k`` of names splits an id into words at characters it cannot read (``cpu->cuda:0``
@@ -21,7 +21,7 @@ __all__ = ["case_name"]
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("xferbench").addoption(
         "--xfer-only", default=None, metavar="FILE",
-        help="run only the tests FILE names, one a line (a test's name, e.g. test_host[pageable-clone-64MiB-"
+        help="run just the tests FILE names, one a line (a test's name, e.g. test_host[pageable-clone-64MiB-"
              "float32-cpu->cpu], a case measured in blocks with every block); a name no test has is refused")
 
 
