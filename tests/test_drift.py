@@ -103,7 +103,7 @@ def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidenc
     (pair,) = view.drift.pairs
     assert pair.paired and all(e.key != pair.key for e in view.drift.evidence)
     assert drift_text.verdict(view, "d2h").startswith(
-        ".cpu() and .to('cpu') run the same code: told apart at pageable 1 MiB 1.3× (")
+        ".cpu() and .to(device) run the same code: told apart at pageable 1 MiB 1.3× (")
     assert drift_text.verdict(view, "d2h").endswith("(the machine drifted more than pairing its blocks removes).")
 
 

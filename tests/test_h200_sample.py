@@ -127,7 +127,7 @@ def test_every_gpu_section_is_drawn_and_the_empty_ones_say_why(html):
 
 
 def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
-    """.cpu() / .to('cpu') took 181-217 ms at 256 MiB, 37-44x pinned; copy_ into an existing buffer comes after.
+    """.cpu() / .to(device) took 181-217 ms at 256 MiB, 37-44x pinned; copy_ into an existing buffer comes after.
     The sentence once led with copy_ (17.8 ms, 3.6x) and gave .cpu() third."""
     usual = _raw_at(256 * MiB, op="d2h", method=("cpu", "to"), non_blocking=False)["median"]
     pinned = _raw_at(256 * MiB, op="d2h", host_memory="pinned")["median"].min()
@@ -143,7 +143,7 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
                 "of that is faults is not measured), copy_ does not (163 ms of 181 ms, the ladder below).")
     first = findings(RunView.of(full))[0]
     assert first == expected
-    assert first.headline == ".cpu() / .to('cpu') of 256 MiB took 181-217 ms: 36.7-44× (28.1-57.1) as long as a copy " \
+    assert first.headline == ".cpu() / .to(device) of 256 MiB took 181-217 ms: 36.7-44× (28.1-57.1) as long as a copy " \
         "into pinned memory."
 
 
@@ -154,7 +154,7 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
     sentence = findings(RunView.of(full))[1]
     before = _raw_at(16 * MiB, op="d2h", method=("cpu", "to"))["median"]
     after = _raw_at(64 * MiB, op="d2h", method=("cpu", "to"))["median"]
-    assert sentence.startswith(f".cpu() and .to('cpu') fell off a cliff between 16 MiB and 64 MiB: from "
+    assert sentence.startswith(f".cpu() and .to(device) fell off a cliff between 16 MiB and 64 MiB: from "
                                f"{16 * MiB / before.max() / 1e9:.3g}-{16 * MiB / before.min() / 1e9:.3g} to "
                                f"{64 * MiB / after.max() / 1e9:.3g}-{64 * MiB / after.min() / 1e9:.3g} GB/s")
     ones = [_raw_at(n, op="create", method="ones", src="cpu")["median"].iloc[0] for n in (16 * MiB, 64 * MiB)]

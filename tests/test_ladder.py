@@ -191,13 +191,13 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
 
 def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
     """Pageable .to('cuda') against pageable copy_ at 1 GiB: the interval holds zero, so no share is printed."""
-    rows = _markdown_table(markdown, ".to('cuda') from pageable memory of 1 GiB")
+    rows = _markdown_table(markdown, ".to(device) from pageable memory of 1 GiB")
     assert rows[1][:3] == ["1", "copy_ from pageable memory into a device buffer: h2d pageable copy_ cpu->cuda:0",
                            "the fresh device destination (the caching allocator)"]
     assert rows[1][3].startswith("1.56 ms (-28.9 ms to ") and rows[1][4].startswith("can't tell (the two rungs: can't tell")
     assert [row[0] for row in rows] == ["the call", "1", "2", "3", "left"]
-    assert [title for title in ("**.cpu() of", "**.to('cpu') of", "**.to('cuda') from", "**clone() of")
-            if title in markdown] == ["**.cpu() of", "**.to('cpu') of", "**.to('cuda') from", "**clone() of"]
+    assert [title for title in ("**.cpu() of", "**.to(device) of", "**.to('cuda') from", "**clone() of")
+            if title in markdown] == ["**.cpu() of", "**.to(device) of", "**.to('cuda') from", "**clone() of"]
 
 
 def test_the_markdown_ladder_escapes_what_comes_from_the_file(tmp_path):

@@ -71,7 +71,7 @@ def test_h2_page_faults_only_where_the_run_counted_them(h200):
 def test_h3_the_cliff_label_pairs_each_calls_own_figures(h200):
     """13 GB/s was .to('cpu') at 16 MiB, 1.32 .cpu() at 64 MiB: the label paired two calls' figures."""
     assert "cliff: .cpu() 12.9 → 1.32, .to('cpu') 13 → 1.4 GB/s" in h200["html"]
-    assert "cliff: .cpu() / .to('cpu') 13 → 1.32" not in h200["html"]
+    assert "cliff: .cpu() / .to(device) 13 → 1.32" not in h200["html"]
 
 
 def test_h4_a_roof_label_names_the_call_its_share_is_of(h200):

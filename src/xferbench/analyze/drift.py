@@ -29,8 +29,8 @@ __all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift", "
 
 #: Per family: the column and the values whose calls run the same code, in words for a sentence.
 SAME_CODE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("d2h", "method", ("cpu", "to"), ".cpu() and .to('cpu')"),
-    ("h2d", "method", ("cuda", "to"), ".cuda(i) and .to('cuda:i')"),
+    ("d2h", "method", ("cpu", "to"), ".cpu() and .to(device)"),
+    ("h2d", "method", ("cuda", "to"), ".cuda(i) and .to(device)"),
     ("cuda_vs_to", "variant", ("cuda", "to_str", "to_device"), ".cuda(i), .to('cuda:i') and .to(torch.device)"),
     ("cuda_vs_to", "variant", ("module_to", "module_cuda"), "Module.to and Module.cuda"),
 )

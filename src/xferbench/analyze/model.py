@@ -119,7 +119,7 @@ BETA_CAP_TOLERANCE = 1.25
 
 #: How a path's stated β was obtained (``fit_path``): a fit over every size, a fit without the sizes that ran faster
 #: than memory, the largest size beyond the cache (too few there to fit), none (every size in cache, or too few).
-BASES = ("fit", "fit beyond memory", "measured beyond the cache", "all in cache", "too few sizes")
+BASES = ("fit", "fit beyond memory", "measured beyond the cache", "all in cache", "too few sizes", "latency-bound")
 
 #: A machine as the model reads it: its fingerprint, read once by the caller (the run's view), or the raw
 #: ``machine_info`` (read here on each call).
@@ -239,7 +239,9 @@ def fit_path(group: pd.DataFrame, resident: pd.Series) -> dict[str, Any]:
     else:
         beta, basis = (whole.beta_gbps, "fit") if whole is not None else (np.nan, "too few sizes")
     stated = beta
-    if np.isfinite(beta) and np.isfinite(largest_gbps) and beta > BETA_CAP_TOLERANCE * largest_gbps:
+    if np.isfinite(beta) and bandwidth_bound(group["nbytes"], group["transfer_s"]) is False:
+        stated, basis = np.nan, "latency-bound"  # no size reached α·β: the sweep says nothing of a bandwidth
+    elif np.isfinite(beta) and np.isfinite(largest_gbps) and beta > BETA_CAP_TOLERANCE * largest_gbps:
         stated, basis = largest_gbps, f"capped {basis}"  # beta_gbps keeps the β it was capped from
     return {"alpha_us": alpha * 1e6, "beta_gbps": beta, "stated_gbps": stated, "beta_basis": basis,
             "half_peak_bytes": alpha * stated * 1e9,  # NaN where α or the stated β is

@@ -34,7 +34,7 @@ _NOOP = (*_v("to"), Variant("to", variant="str"), *_v("cuda", "cpu"))
 CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
            "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D),
-    Family("d2h", "device to host", ".cpu() / .to('cpu') into fresh pageable memory, .to('cpu', non_blocking=True) "
+    Family("d2h", "device to host", ".cpu() / .to(device) into fresh pageable memory, .to(device, non_blocking=True) "
            "into fresh pinned memory, copy_ into preallocated pageable or pinned",
            "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H),
     Family("d2d", "same device", "clone and copy_ within one device: its memory bandwidth",
@@ -107,7 +107,7 @@ def _d2h(key: str, label: str, method: str) -> LadderSpec:
 #: Every ladder the analysis knows, in page order; a run gets those whose rungs it measured.
 LADDERS: tuple[LadderSpec, ...] = (
     _d2h("d2h-cpu", ".cpu()", "cpu"),
-    _d2h("d2h-to", ".to('cpu')", "to"),
+    _d2h("d2h-to", ".to(device)", "to"),
     # The d2h_registered family's own cases, one GPU, one size: the same touched pageable buffer copied into plain,
     # then page-locked in place (cudaHostRegister), so the staging step is the page-locking alone, no other factor.
     LadderSpec("d2h-registered", ".cpu() against its registered control: where the time goes", (
@@ -117,8 +117,8 @@ LADDERS: tuple[LadderSpec, ...] = (
         RungSpec("copy_ into that buffer registered with the driver", _REGISTERED | {"method": "copy_",
                  "host_memory": "registered"}, STAGING),
     ), "the copy into page-locked memory"),
-    LadderSpec("h2d-to", ".to('cuda') from pageable memory: where the time goes", (
-        RungSpec(".to('cuda') from pageable memory", _H2D_ROWS | {"method": "to", "host_memory": "pageable"}, ""),
+    LadderSpec("h2d-to", ".to(device) from pageable memory: where the time goes", (
+        RungSpec(".to(device) from pageable memory", _H2D_ROWS | {"method": "to", "host_memory": "pageable"}, ""),
         RungSpec("copy_ from pageable memory into a device buffer",
                  _H2D_ROWS | {"method": "copy_", "host_memory": "pageable"},
                  "the fresh device destination (the caching allocator)"),

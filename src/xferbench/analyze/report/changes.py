@@ -102,7 +102,7 @@ def changes(view: RunView) -> list[Change]:
 
 def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
-    device to host, .cpu() / .to('cpu'), host to device, same-device. A line only for what the run measured; where
+    device to host, .cpu() / .to(device), host to device, same-device. A line only for what the run measured; where
     the run cannot tell a kind's calls from its fastest, the line spans them all."""
     frame, size = view.rows, view.largest_size
     if size is None:
@@ -121,9 +121,9 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
     fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
     add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
                                                                         & (down["method"] == "copy_")])
-    add(".cpu() / .to('cpu') (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
+    add(".cpu() / .to(device) (new pageable tensor every call)", down[down["method"].isin(USUAL_WAY_BACK)
                                                                     & ~down["non_blocking"].astype(bool)])
-    add(".to('cpu', non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
+    add(".to(device, non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
                                                                 & down["non_blocking"].astype(bool)])
     up = _at(frame, size, op="h2d")
     for memory in ("pinned", "pageable"):

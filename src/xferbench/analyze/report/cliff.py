@@ -63,7 +63,7 @@ def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str
             figures = ((f"{one['bandwidth_gbps']:.3g} → {two['bandwidth_gbps']:.3g} GB/s") if moves else
                        f"{format_seconds(one['median_s'])} → {format_seconds(two['median_s'])}")
             growth = float(two["median_s"] / one["median_s"]) / (after / before)
-            name = label.format(method=one["method"], path=one["path"]).replace(".to()", ".to('cpu')")
+            name = label.format(method=one["method"], path=one["path"]).replace(".to()", ".to(device)")
             found.append({"label": name, "figures": figures, "growth": growth, "after_s": float(two["median_s"]),
                           "rows": (two, one)})
     return found

@@ -179,33 +179,21 @@ def measured(view: RunView) -> pd.DataFrame:
     return every
 
 
-def _also_measured(view: RunView, instance: Instance, every: pd.DataFrame) -> str:
-    """``42 also measured in full.json, read from there``: the instance's rows the report does not read, by the run
-    it reads their cases from; empty when it reads them all."""
-    rows = every[every["run"].astype(str).isin(instance.runs) & ~every["read"].astype(bool)]
-    if rows.empty or "case_key" not in rows:
-        return ""
-    read_from = view.rows.set_index("case_key")["run"].astype(str)
-    where = rows["case_key"].map(read_from).fillna("no run").value_counts()
-    return ", ".join(f"{n} also measured in {run}" if i == 0 else f"{n} in {run}"
-                     for i, (run, n) in enumerate(where.items())) + ", read from there"
-
-
 def instances_line(view: RunView) -> str:
-    """Which machine instance (boot of the machine) each file's figures came from, when there are several: how many
-    benchmarks each measured and how many of them the report reads."""
-    every = measured(view)
+    """Which machine instance (boot of the machine) each file's figures came from, when there are several: when each
+    ran and how many benchmarks it measured, why they count apart, and where a case measured in both is read from."""
+    every, times = measured(view), view.run_times
     runs = every["run"].astype(str)
-    parts = []
-    for instance in view.instances:
-        mine = every[runs.isin(instance.runs)]
-        read = int(mine["read"].astype(bool).sum())
-        part = f"{instance.label}: {len(mine)} benchmarks"
-        if read < len(mine):
-            part += f", {read} read ({_also_measured(view, instance, every)})"
-        parts.append(part)
-    return ("Machine instances: " + "; ".join(parts) + ". Figures of different instances are never divided by "
-            "one another." + (f" {view.results.repeated}" if view.results.repeated else ""))
+    parts = [f"{', '.join(i.runs)} ({', '.join(str(times.get(run, 'time not recorded'))[:16] for run in i.runs)}, "
+             f"{int(runs.isin(i.runs).sum())} benchmarks)" for i in view.instances]
+    boots = {i.boot_id for i in view.instances}
+    why = ("none recorded a boot id, so each run counts as an instance of its own" if boots == {None} else
+           "their boot ids differ" if None not in boots else "some recorded no boot id")
+    shared = every[~every["read"].astype(bool)]
+    read = (f"; {len(shared)} case(s) measured in more than one are read from the run with more rounds (ties: the "
+            "newest)" if not shared.empty else "")
+    return (f"Machine instances: {'; '.join(parts)}: {why}{read}. Figures of different instances are never divided by "
+            "one another.")
 
 
 def instance_numbers(view: RunView) -> dict[str, int]:

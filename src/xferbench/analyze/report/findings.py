@@ -66,7 +66,7 @@ def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
 
 
 def way_back(view: RunView) -> dict[str, Any] | None:
-    """At the largest common size: the usual way back (.cpu() / .to('cpu') into new pageable memory), copy_ into
+    """At the largest common size: the usual way back (.cpu() / .to(device) into new pageable memory), copy_ into
     an existing pageable buffer, the fastest pinned copy, and the one-line fix where measured; None without d2h."""
     frame, size = view.rows, view.largest_size
     down = _at(frame, size, op="d2h")
@@ -112,20 +112,20 @@ def ratio_span(ratios: list[Ratio]) -> str:
 
 
 def d2h_usual_way_back(view: RunView) -> Said | None:
-    """What users call first: .cpu() / .to('cpu'), against pinned memory and against copy_ into an existing buffer."""
+    """What users call first: .cpu() / .to(device), against pinned memory and against copy_ into an existing buffer."""
     way = way_back(view)
     if way is None:
         return None
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     times = ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])
     sentence = (f"Moving {format_bytes(way['size'])} from {usual['src'].iloc[0]} to the CPU the usual way, .cpu() or "
-                f".to('cpu'), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): {times} as long as "
+                f".to(device), took {_ms(usual['median_s'])} ({_span(usual['bandwidth_gbps'])} GB/s): {times} as long as "
                 f"into pinned memory ({format_seconds(pinned['median_s'])}, {pinned['bandwidth_gbps']:.3g} GB/s).")
     if not existing.empty:
         best = existing.loc[existing["median_s"].idxmin()]
         sentence += (f" copy_ into an existing pageable buffer took {format_seconds(best['median_s'])} "
                      f"({view.ratio(best, pinned).text()} pinned)" + _fresh_clause(view, way["size"]))
-    return Said(f".cpu() / .to('cpu') of {format_bytes(way['size'])} took {_ms(usual['median_s'])}: {times} as long as "
+    return Said(f".cpu() / .to(device) of {format_bytes(way['size'])} took {_ms(usual['median_s'])}: {times} as long as "
                 "a copy into pinned memory.", sentence)
 
 
@@ -133,7 +133,7 @@ def _fresh_clause(view: RunView, size: int) -> str:
     """Why copy_ into an existing buffer is cheaper, only where the run's ladder tells its fresh-destination step."""
     ladder = next((found for found in view.ladders if found.key in ("d2h-cpu", "d2h-to") and found.size == size), None)
     if ladder is None or not ladder.steps[0].told:
-        return "; this run cannot tell it from .cpu() / .to('cpu')." if ladder is not None else "."
+        return "; this run cannot tell it from .cpu() / .to(device)." if ladder is not None else "."
     pages = ("faults its pages in" if ladder.split is not None else
              "fills it (no fault counts recorded: how much of that is faults is not measured)")
     return (f": {ladder.top.label} allocates a new pageable tensor on every call and {pages}, copy_ does "
@@ -147,16 +147,16 @@ def the_fix(view: RunView) -> str | None:
         return None
     usual, fix = way["usual"], way["fix"]
     if fix is not None:
-        return (f"The fix, .to('cpu', non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
+        return (f"The fix, .to(device, non_blocking=True) (PyTorch returns pinned memory for it; synchronize before "
                 f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
-                f"({fix['bandwidth_gbps']:.3g} GB/s): .cpu() / .to('cpu') took "
+                f"({fix['bandwidth_gbps']:.3g} GB/s): .cpu() / .to(device) took "
                 f"{ratio_span([view.ratio(row, fix) for _, row in usual.iterrows()])} as long.")
     pinned = way["pinned"]
     blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
     return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
-            f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}; .cpu() / .to('cpu') took "
+            f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}; .cpu() / .to(device) took "
             f"{ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])} as long. "
-            ".to('cpu', non_blocking=True), the one-line fix, was not measured in this run.")
+            ".to(device, non_blocking=True), the one-line fix, was not measured in this run.")
 
 
 def _verdict(even: BreakEven) -> tuple[str, float | None]:
@@ -488,8 +488,8 @@ def d2h_cliff(view: RunView) -> Said | None:
     fresh, _, broke = cliff_split(view, found)
     note = ("; every call that writes fresh pageable memory falls, copy_ into a reused buffer holds" if fresh and broke
             == fresh else "; calls that write fresh pageable memory fall, copy_ into a reused buffer holds" if broke else "")
-    return Said(f".cpu() and .to('cpu') fall off a cliff {fall}{note}.",
-                f".cpu() and .to('cpu') fell off a cliff {fall}{steady}.{mmap_clause(found, view)} "
+    return Said(f".cpu() and .to(device) fall off a cliff {fall}{note}.",
+                f".cpu() and .to(device) fell off a cliff {fall}{steady}.{mmap_clause(found, view)} "
                 f"{cliff_cause(found, view)}")
 
 

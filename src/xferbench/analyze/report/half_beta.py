@@ -21,8 +21,9 @@ def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[
     if miss is None:
         return {}
     times = f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
-    return {"half_peak_bytes": float("nan"), "no_half": f"the line misses a measured size {times}×",
-            "beta_basis": f"{fit['beta_basis']}; the line misses a measured size {times}×, so no half of β"}
+    # the line is α with the β stated (a capped β where capped), not the fit the basis may quote before it
+    line = f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) misses a measured size {times}×"
+    return {"half_peak_bytes": float("nan"), "no_half": line, "beta_basis": f"{fit['beta_basis']}; {line}, so no half of β"}
 
 
 def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:

@@ -214,7 +214,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
 
 
 def _mark_cliff(ax: Axes, view: RunView) -> None:
-    """Label the .cpu() / .to('cpu') cliff on the figure itself, with its cause as far as this run measured it."""
+    """Label the .cpu() / .to(device) cliff on the figure itself, with its cause as far as this run measured it."""
     found = view.cliff
     if found is None:
         return
@@ -233,7 +233,7 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
 
 
 #: The usual calls back to the CPU by their method.
-_CALLS = {"cpu": ".cpu()", "to": ".to('cpu')"}
+_CALLS = {"cpu": ".cpu()", "to": ".to(device)"}
 
 
 def _cliff_note(found: dict[str, Any], view: RunView) -> str:
