@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import stat
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -83,11 +80,6 @@ def read_entry(path: Path) -> tuple[Entry, Loaded | None]:
         return read_summary(path)
     except ResultsError as error:
         return f"{error}; skipped", None
-
-
-def summary_or_note(path: Path) -> Entry:
-    """``read_entry``'s entry alone (picklable: run in worker processes, which send back no more than it)."""
-    return read_entry(path)[0]
 
 
 #: pytest-benchmark's number of a saved run (``0007_name.json``): the order it saved them in.
@@ -163,11 +155,6 @@ class Stored:
         return [self.load(summary) for summary in self.summaries]
 
 
-#: Files from which the reading of a folder is shared among worker processes (one per core): a file costs a few
-#: milliseconds, and a process pool's start costs about a second.
-POOL_FROM = 400
-
-
 def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, keep: bool = False) -> Stored:
     """Every run in a storage folder (or one file), summarized; each file is parsed once. A damaged file (a save cut
     short by a full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with
@@ -202,51 +189,15 @@ class _Progress:
 
 
 def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest, progress: _Progress) -> None:
-    """Each file's summary (or the note that skips it) into ``entries``. Thousands of files are shared among worker
-    processes, each returning summaries only (the newest run is then parsed once more, in full); fewer are read
-    here, each offered to ``newest`` as it is read, so that no file is parsed twice."""
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if len(paths) >= POOL_FROM and workers > 1 and not newest.keeps_all and _pooled(paths, workers, entries, progress):
-        return
+    """Each file's summary (or the note that skips it) into ``entries``, each offered to ``newest`` as it is read, so
+    that no file is parsed twice. One process: a file costs a few milliseconds (65 ms an H200 full run), and worker
+    processes would only spread that CPU time over more cores."""
     for path in paths:
         entry, loaded = read_entry(path)
         entries[path] = entry
         if isinstance(entry, RunSummary) and loaded is not None:
             newest.offer(entry, loaded)
         progress.step()
-
-
-def _pooled(paths: list[Path], workers: int, entries: dict[Path, Entry], progress: _Progress) -> bool:
-    """The summaries read by ``workers`` processes; False where no pool could be had here (a sandbox, a process
-    limit), and the caller reads them itself."""
-    try:
-        pool = ProcessPoolExecutor(workers)
-    except OSError:
-        return False
-    first = progress.done
-    try:
-        for path, entry in zip(paths, pool.map(summary_or_note, paths, chunksize=32), strict=True):
-            entries[path] = entry
-            progress.step()
-    except (OSError, BrokenProcessPool):
-        _end_workers(pool)
-        progress.done = first
-        return False
-    pool.shutdown()
-    return True
-
-
-def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """Ends the workers of a pool that failed: under a process limit fork refuses a later worker (EAGAIN) after the
-    first ones started, and those wait on their queue for ever, while the interpreter's exit joins every child
-    process (multiprocessing's atexit), so the command would never return. ``_processes`` is the executor's own
-    table of them (Python 3.14 adds ``terminate_workers`` for this)."""
-    started = list((getattr(pool, "_processes", None) or {}).values())
-    for process in started:
-        process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in started:
-        process.join(5)
 
 
 class _Newest:
@@ -256,10 +207,6 @@ class _Newest:
     def __init__(self, every: bool) -> None:
         self.best: list[tuple[tuple[str, ...], Path, Loaded] | None] = [None, None]
         self.all: dict[Path, Loaded] | None = {} if every else None
-
-    @property
-    def keeps_all(self) -> bool:
-        return self.all is not None
 
     def offer(self, summary: RunSummary, run: Loaded) -> None:
         if self.all is not None:
