@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | check | price | store | torchrun | info``.
+"""``xferbench run | report | history | compare | calibrate | ab | price | store | torchrun | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found (compare: or a case not gated), 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -417,23 +417,6 @@ def parse_threshold_arg(text: str | None) -> float | None:
         raise UsageError(f"--floor: {error}") from None
 
 
-def _check(args: argparse.Namespace) -> int:
-    from .analyze.gate.expectations import check
-    from .analyze.load.results import load
-
-    results = load(args.results)
-    _say_incomplete(args.command, results.incomplete)
-    verdicts = check(results)
-    width = max(len(v.name) for v in verdicts)
-    label = "simulated " if results.fingerprint.simulated else ""
-    if results.fingerprint.simulated:
-        print("xferbench check: a SIMULATED run (--xfer-simulate): these verdicts read back a machine spec, "
-              "not measurements")
-    for v in verdicts:
-        print(f"{label + v.status:>{12 + len(label)}}  {v.name:<{width}}  {v.detail}")
-    return 1 if any(v.status == "not held" for v in verdicts) else 0
-
-
 def _info(args: argparse.Namespace) -> int:
     import json
 
@@ -519,7 +502,7 @@ def _torchrun(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
     return parser_for({"run": _run, "report": _report, "history": _history, "compare": _compare,
-                       "calibrate": _calibrate, "ab": _ab, "check": _check, "price": _price, "store": _store,
+                       "calibrate": _calibrate, "ab": _ab, "price": _price, "store": _store,
                        "torchrun": _torchrun,
                        "info": _info})
 
