@@ -17,7 +17,6 @@ baseline and the next comparison called a quiet run 191.88x faster.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import stat
@@ -30,11 +29,11 @@ import numpy as np
 
 from . import case_time, results
 from .case_time import MIN_SPREAD
-from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
+from .results import Loaded, Results, ResultsError, assemble, find_json, load
 
 T = TypeVar("T")
 
-__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "read_summary", "runs_in"]
+__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "read_summary"]
 
 #: Runs a level must hold on each side of a step for the step to count (and be accepted).
 MIN_STEP_RUNS = 3
@@ -116,18 +115,6 @@ def _order(files: list[tuple[Path, str]], items: list[T]) -> list[tuple[T, str]]
         return (path.name[:4], when, str(path)) if numbered else (when, path.name)
 
     return [(items[i], files[i][1]) for i in sorted(range(len(files)), key=key)]
-
-
-def runs_in(folder: Path) -> list[tuple[Path, str]]:
-    """Every run file in the folder with its datetime, oldest first; a damaged or foreign one is a ResultsError."""
-    runs = []
-    for path in find_json(folder):
-        try:
-            when = json.loads(read_text(path)).get("datetime") or ""
-        except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, or not UTF-8
-            raise ResultsError(f"{path}: not JSON, or cut short") from None
-        runs.append((path, str(when)))
-    return _order(runs, [path for path, _ in runs])
 
 
 @dataclass
