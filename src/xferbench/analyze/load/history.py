@@ -152,7 +152,7 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
     files = _run_files(folder, notes)
     entries: dict[Path, Entry] = {}
     newest = _Newest(keep)
-    _read_summaries(files, entries, newest, _Progress(progress, len(files), 0))
+    _read_summaries(files, entries, newest, progress)
     summaries = [entry for entry in (entries[path] for path in files) if not isinstance(entry, str)]
     notes += [entry for entry in (entries[path] for path in files) if isinstance(entry, str)]
     if not summaries:
@@ -161,30 +161,18 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
     return Stored(ordered, notes, newest.of(ordered[-1].path))
 
 
-@dataclass
-class _Progress:
-    """``progress(done, total)`` as files are read."""
-
-    report: Callable[[int, int], None] | None
-    total: int
-    done: int
-
-    def step(self) -> None:
-        self.done += 1
-        if self.report is not None:
-            self.report(self.done, self.total)
-
-
-def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest, progress: _Progress) -> None:
+def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest,
+                    progress: Callable[[int, int], None] | None) -> None:
     """Each file's summary (or the note that skips it) into ``entries``, each offered to ``newest`` as it is read, so
     that no file is parsed twice. One process: a file costs a few milliseconds (65 ms an H200 full run), and worker
     processes would only spread that CPU time over more cores."""
-    for path in paths:
+    for done, path in enumerate(paths, 1):
         entry, loaded = read_entry(path)
         entries[path] = entry
         if isinstance(entry, RunSummary) and loaded is not None:
             newest.offer(entry, loaded)
-        progress.step()
+        if progress is not None:
+            progress(done, len(paths))
 
 
 class _Newest:
