@@ -179,12 +179,7 @@ def _say_incomplete(command: str, labels: list[str]) -> None:
 
 def _history(args: argparse.Namespace) -> int:
     args.results, args.history = [args.folder], None
-    if args.output is not None and not args.output.parent.exists():  # a dashboard's own folder (site/index.html)
-        try:
-            args.output.parent.mkdir(parents=True)
-        except OSError as error:
-            raise UsageError(f"-o {args.output}: cannot make its folder ({error.strerror})") from None
-    return _report(args)
+    return _report(args)  # -o site/index.html: its folder is made, as report makes it
 
 
 #: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
