@@ -33,17 +33,6 @@ class UsageError(Exception):
 CRASHED = 3
 
 
-
-
-def _output(given: Path | None, inputs: list[Path]) -> Path:
-    """The output path, refused before any loading if it would destroy an input or cannot be written; its folder
-    is made when missing (``-o site/index.html`` for a page of its own)."""
-    from .output import check_output
-
-    check_output(given or DEFAULT_OUTPUT, inputs, create_folder=True)
-    return given or DEFAULT_OUTPUT
-
-
 def _report(args: argparse.Namespace) -> int:
     from .analyze.report.page import companions, write_report
     from .analyze.view import RunView
@@ -60,13 +49,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _report_output(args: argparse.Namespace) -> Path:
-    """The page's path, refused before anything is read where it or its companions would replace an input or a
-    file the suite did not write."""
+    """The page's path, refused before anything is read where it or its companions would replace an input, a file
+    the suite did not write, or cannot be written; its folder is made when missing (``-o site/index.html``)."""
     from .analyze.report.page import companions
     from .output import check_output, never_foreign
 
     given = [*args.results, *([args.history] if args.history else [])]
-    output = _output(args.output, given)
+    output = args.output or DEFAULT_OUTPUT
     inputs = {os.path.realpath(path) for path in args.results}  # resolve() raises on a loop of links
     if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz") or any(
             os.path.realpath(target) in inputs for target in (output, *companions(output))):
