@@ -1,22 +1,15 @@
-"""How a figure becomes SVG: cropped as matplotlib's ``bbox_inches="tight"`` crops it (nothing clipped), and, while a
-page is built, written in a forked process (report/aside.py) exactly as it would be written in place; a child that
-fails leaves its figures to the parent, and what writing a figure warns or raises reaches the caller."""
+"""How a figure becomes SVG: cropped as matplotlib's ``bbox_inches="tight"`` crops it (nothing clipped)."""
 
 from __future__ import annotations
 
 import io
-import os
-import warnings
 import xml.etree.ElementTree as ET
 
 import matplotlib
 import matplotlib.pyplot as plt
-import pytest
 from matplotlib.figure import Figure
 
-from xferbench.analyze.report import aside, svg
-from xferbench.analyze.report.aside import Aside
-from xferbench.analyze.report.svg import as_plot, legend_outside, log_y, tip, to_svg
+from xferbench.analyze.report.svg import legend_outside, log_y, tip, to_svg
 
 _SVG = "{http://www.w3.org/2000/svg}"
 
@@ -53,76 +46,3 @@ def test_the_crop_is_matplotlib_tight_crop_with_every_text() -> None:
     texts = ["".join(text.itertext()) for text in ET.fromstring(written).iter(f"{_SVG}text")]
     assert "a legend entry far outside the axes, figure 0" in texts and "a hundred, a long tick label" in texts
     assert [title.text for title in ET.fromstring(written).iter(f"{_SVG}title")] == ["one", "two", "three"] * 2
-
-
-def _page(count: int) -> tuple[str, int]:
-    """``count`` figures' SVGs written inside an ``Aside``, and how many children it forked."""
-    forks = 0
-    real_fork = os.fork
-
-    def counted() -> int:
-        nonlocal forks
-        forks += 1
-        return real_fork()
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(os, "fork", counted)
-        patch.setattr(aside, "_spare_core", lambda: True)  # whatever else runs on the machine
-        with Aside() as written:
-            plots = [as_plot(f"k{i}", "title", "caption", _figure(i)) for i in range(count)]
-    return written.fill("\n".join(str(plot.svg) for plot in plots)), forks
-
-
-def _in_place(count: int) -> str:
-    return "\n".join(to_svg(_figure(i), f"k{i}") for i in range(count))
-
-
-def test_figures_written_aside_are_those_written_in_place() -> None:
-    before = set(plt.get_fignums())  # figures another test of this worker left open are not this test's
-    page, forks = _page(4)
-    assert forks >= 1 and "<!--xferbench-figure-" not in page
-    assert page == _in_place(4)
-    assert set(plt.get_fignums()) <= before  # every figure closed, the forked ones too
-
-
-def test_a_child_that_fails_leaves_its_figures_to_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(aside, "_write", lambda jobs, result: os._exit(3))
-    page, forks = _page(3)
-    assert forks >= 1 and page == _in_place(3)
-
-
-def test_warnings_and_errors_of_writing_a_figure_reach_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = svg.to_svg
-
-    def warning(fig: Figure, key: str) -> str:
-        warnings.warn(f"written {key}", UserWarning, stacklevel=1)
-        return real(fig, key)
-
-    monkeypatch.setattr(svg, "to_svg", warning)
-    with pytest.warns(UserWarning) as caught:
-        _, forks = _page(3)
-    assert forks >= 1 and sorted(str(w.message) for w in caught) == ["written k0", "written k1", "written k2"]
-
-    def failing(fig: Figure, key: str) -> str:
-        raise ValueError(f"cannot write {key}")
-
-    monkeypatch.setattr(svg, "to_svg", failing)
-    with pytest.raises(ValueError, match="cannot write k0"):
-        _page(2)
-    plt.close("all")
-
-
-def test_without_fork_figures_are_written_where_they_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Windows has no os.fork."""
-    monkeypatch.delattr(os, "fork")
-    with Aside() as written:
-        plot = as_plot("k0", "title", "caption", _figure(0))
-    assert plot.svg == written.fill(str(plot.svg)) == _in_place(1)
-
-
-def test_with_every_core_busy_figures_are_written_where_they_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(aside, "_spare_core", lambda: False)
-    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked with every core busy"))
-    with Aside() as written:
-        plots = [as_plot(f"k{i}", "title", "caption", _figure(i)) for i in range(2)]
-    assert written.fill("\n".join(str(plot.svg) for plot in plots)) == _in_place(2)

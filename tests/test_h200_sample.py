@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xferbench.analyze.gate.expectations import check
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import cache_resident, fit_alpha_beta
 from xferbench.analyze.report.findings import cliff, findings, pinning_break_even, scenario_findings
@@ -95,7 +94,7 @@ def test_the_route_chart_names_the_dearest_call_of_a_route(full):
 def test_device_times_the_contract_refuses_are_dropped_at_load(full, rerun):
     """Run 1 recorded event times for pageable copies (up to 1.41x their wall time) and for blocking copies timed
     back to back (host-paced: 11.7 µs for a 4 B pinned .to against 2.2 µs non-blocking). Loading drops both: only
-    non-blocking pinned copies and same-device copies keep a device time, and the check then holds."""
+    non-blocking pinned copies and same-device copies keep a device time, none above its wall time by over 5%."""
     recorded = RAW[RAW["device_seconds"].notna()]
     assert (recorded["host_memory"] == "pageable").sum() == 105
     assert ((recorded["host_memory"] == "pinned") & ~recorded["non_blocking"]).sum() == 47
@@ -104,8 +103,7 @@ def test_device_times_the_contract_refuses_are_dropped_at_load(full, rerun):
     assert set(kept["host_memory"].dropna()) == {"pinned"} and kept["non_blocking"][kept["host_memory"].notna()].all()
     assert frame.loc[frame["host_memory"] == "pageable", "device_seconds"].isna().all()
     assert any(note.startswith("152 device time(s) the data contract does not count") for note in full.notes)
-    name = "device time never exceeds wall time"
-    assert {v.name: v for v in check(full)}[name].status == "held"
+    assert (kept["device_seconds"] / kept["median_s"]).max() <= 1.05
     pageable = rerun.frame[rerun.frame["host_memory"] == "pageable"]
     assert len(pageable) == 108 and pageable["device_seconds"].isna().all()
 

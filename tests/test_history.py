@@ -3,7 +3,6 @@ import itertools
 import json
 import math
 import os
-import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 from matplotlib.markers import MarkerStyle
 
 from test_compare import BANDWIDTH_SLOWED, SLOWED, scaled
-from xferbench.analyze.load.history import lasting_steps, load_storage, runs_in
+from xferbench.analyze.load.history import lasting_steps, load_storage
 from xferbench.analyze.load.results import ResultsError
 from xferbench.analyze.report.history import BAND_CAPTION, history_plots
 from xferbench.analyze.report.plots import as_plot
@@ -37,7 +36,7 @@ def storage(tmp_path) -> Path:
 
 
 def test_runs_oldest_first(storage):
-    assert [p.name for p, _ in runs_in(storage)] == ["0001_run.json", "0002_run.json", "0003_run.json"]
+    assert [s.path.name for s in load_storage(storage).summaries] == ["0001_run.json", "0002_run.json", "0003_run.json"]
 
 
 class TestSteps:
@@ -226,27 +225,20 @@ class TestTrendPlot:
         assert plot.missing == f"1 run in {folder}; trends need two or more (pytest --benchmark-autosave adds one per run)."
 
 
-class TestRunsIn:
+class TestRunOrder:
     def test_unnumbered_files_by_date_then_name_undated_first(self, tmp_path):
         folder = write_runs(tmp_path / "runs", [1, 1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-01", "", None][i])
         for path in folder.iterdir():
             path.rename(folder / f"run-{path.name[:4]}.json")
-        assert [(p.name, when) for p, when in runs_in(folder)] == [
+        assert [(s.path.name, s.datetime) for s in load_storage(folder).summaries] == [
             ("run-0002.json", ""), ("run-0003.json", ""), ("run-0001.json", "2026-11-01"), ("run-0000.json", "2026-11-02")]
 
     def test_pytest_benchmark_numbers_win_over_a_clock_set_back(self, tmp_path):
         """Run 0002 was saved after 0001 by a machine whose clock had gone back a day: it is still the newest,
         as --benchmark-compare reads it (it was 0001 before)."""
         folder = write_runs(tmp_path / "runs", [1, 1, 1], when=lambda i: ["2026-11-02", "2026-11-03", "2026-11-01"][i])
-        assert [p.name for p, _ in runs_in(folder)] == ["0000_run.json", "0001_run.json", "0002_run.json"]
+        assert [s.path.name for s in load_storage(folder).summaries] == ["0000_run.json", "0001_run.json", "0002_run.json"]
         assert load_storage(folder).runs[-1].sources == [str(folder / "0002_run.json")]
-
-    @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\xff"])
-    def test_a_file_that_is_not_a_run_is_named(self, tmp_path, text):
-        folder = write_runs(tmp_path / "runs", [1])
-        (folder / "broken.json").write_bytes(text.encode("latin-1"))
-        with pytest.raises(ResultsError, match=rf"^{re.escape(str(folder / 'broken.json'))}: not JSON, or cut short$"):
-            runs_in(folder)
 
 
 class TestStepRules:
@@ -516,8 +508,8 @@ def summary_from_the_loader(path: Path):
 
 
 class TestFirstReading:
-    """The first reading of a folder summarizes each run from its rows, without building its frame, and shares
-    thousands of runs among worker processes; the summaries are the full loader's."""
+    """The first reading of a folder summarizes each run from its rows, without building its frame; the summaries
+    are the full loader's."""
 
     @pytest.mark.parametrize("source", ["cpu-sample", "h200", "sim-2gpu", "cut short", "a case twice", "odd cpu"])
     def test_the_summary_is_the_full_loaders(self, tmp_path, source):
@@ -544,85 +536,6 @@ class TestFirstReading:
         expected = summary_from_the_loader(path)
         assert summary == expected and list(summary.times) == list(expected.times)
         assert summary.incomplete is (source == "cut short")
-
-    @pytest.fixture
-    def pooled(self, monkeypatch):
-        """The pool is used from three unread files up; each pool made is recorded with its worker count."""
-        from xferbench.analyze.load import history
-
-        made: list[int] = []
-        real = history.ProcessPoolExecutor
-
-        def pool(workers):
-            made.append(workers)
-            return real(workers)
-
-        monkeypatch.setattr(history, "POOL_FROM", 3)
-        monkeypatch.setattr(history, "ProcessPoolExecutor", pool)
-        monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
-        return made
-
-    def test_thousands_of_runs_are_shared_among_processes_with_the_same_outcome(self, tmp_path, pooled):
-        folder = write_runs(tmp_path / "runs", [1, 1, 1, 2, 2, 2])
-        (folder / "0006_run.json").write_text('{"benchmarks": [')  # a save cut short
-        pooled_reading = load_storage(folder)
-        assert pooled == [2]
-        pooled.clear()
-        from xferbench.analyze.load import history
-
-        history.POOL_FROM = 1000
-        here = load_storage(folder)
-        assert pooled == [] and pooled_reading.summaries == here.summaries and pooled_reading.notes == here.notes
-        assert "0006_run.json" in pooled_reading.notes[0] and len(pooled_reading.summaries) == 6
-        assert pooled_reading.newest.sources == here.newest.sources == [str(folder / "0005_run.json")]
-
-    def test_without_processes_to_be_had_the_runs_are_read_here(self, tmp_path, pooled, monkeypatch):
-        from xferbench.analyze.load import history
-
-        def refused(workers):
-            raise OSError("no processes here")
-
-        monkeypatch.setattr(history, "ProcessPoolExecutor", refused)
-        folder = write_runs(tmp_path / "runs", [1, 1, 2, 2])
-        stored = load_storage(folder)
-        assert len(stored.summaries) == 4 and stored.newest.sources == [str(folder / "0003_run.json")]
-
-    def test_a_pool_that_gets_only_some_of_its_workers_still_lets_the_process_exit(self, tmp_path):
-        """Under a process limit (RLIMIT_NPROC) fork refuses the second worker with EAGAIN: the runs are read here,
-        and the worker that did start is ended, so the interpreter's exit (which joins every child) returns."""
-        import subprocess
-        import sys
-
-        folder = write_runs(tmp_path / "runs", [1, 1, 2, 2])
-        script = (
-            "import sys, multiprocessing.process as process\n"
-            "from pathlib import Path\n"
-            "from xferbench.analyze.load import history\n"
-            "real, started = process.BaseProcess.start, []\n"
-            "def start(self):\n"
-            "    if started:\n"
-            "        raise BlockingIOError(11, 'Resource temporarily unavailable')\n"
-            "    started.append(self)\n"
-            "    real(self)\n"
-            "process.BaseProcess.start = start\n"
-            "history.POOL_FROM = 3\n"
-            "history.os.sched_getaffinity = lambda _: {0, 1}\n"
-            "stored = history.load_storage(Path(sys.argv[1]))\n"
-            "print(len(stored.summaries), len(started))\n"
-        )
-        # The timeout only ends a hang (the old code never exited); it is no speed threshold.
-        done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=180,
-                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.split() == ["4", "1"]
-
-    def test_one_core_reads_here(self, tmp_path, pooled, monkeypatch):
-        from xferbench.analyze.load import history
-
-        monkeypatch.setattr(history.os, "sched_getaffinity", lambda _: {0}, raising=False)
-        load_storage(write_runs(tmp_path / "runs", [1, 1, 2, 2]))
-        assert pooled == []
-
 
 def gone_before_read(monkeypatch, name: str) -> None:
     """The file ``name`` vanishes after the folder was listed."""
@@ -687,22 +600,6 @@ class TestReadingAFolder:
         assert [run.sources for run in runs] == [[str(folder / f"000{i}_run.json")] for i in range(3)]
         assert sorted(parses) == [f"000{i}_run.json" for i in range(3)]
 
-    def test_exactly_pool_from_unread_runs_use_the_pool(self, tmp_path, monkeypatch):
-        from xferbench.analyze.load import history
-
-        made: list[int] = []
-        real = history.ProcessPoolExecutor
-        monkeypatch.setattr(history, "ProcessPoolExecutor", lambda workers: made.append(workers) or real(workers))
-        monkeypatch.setattr(history, "POOL_FROM", 3)
-        monkeypatch.delattr(history.os, "sched_getaffinity", raising=False)
-        monkeypatch.setattr(history.os, "cpu_count", lambda: 2)
-        load_storage(write_runs(tmp_path / "three", [1, 1, 1]))
-        assert made == [2]
-        load_storage(write_runs(tmp_path / "two", [1, 1]))
-        monkeypatch.setattr(history.os, "cpu_count", lambda: None)  # unknown: one core, read here
-        load_storage(write_runs(tmp_path / "more", [1, 1, 1, 1]))
-        assert made == [2]
-
     def test_one_file_is_a_storage_of_one_run(self, tmp_path):
         path = write_runs(tmp_path / "runs", [1]) / "0000_run.json"
         stored = load_storage(path)
@@ -742,77 +639,6 @@ class TestReadingAFolder:
         with pytest.raises(ResultsError) as error:
             load_storage(tmp_path / "runs")
         assert str(error.value) == f"{tmp_path / 'runs'}: no readable run in it"
-
-
-class TestAFailedPool:
-    """What is left when the worker processes fail part way: the runs are read here, nothing is counted twice, and
-    every worker that started is ended."""
-
-    class Pool:
-        def __init__(self, fail_after: int | None, processes=None):
-            self.fail_after, self.calls = fail_after, []
-            self._processes = processes
-
-        def map(self, fn, paths, chunksize):
-            from concurrent.futures.process import BrokenProcessPool
-
-            self.calls.append(("map", chunksize))
-            for i, path in enumerate(paths):
-                if i == self.fail_after:
-                    raise BrokenProcessPool("a worker died")
-                yield fn(path)
-
-        def shutdown(self, **kwargs):
-            self.calls.append(("shutdown", kwargs))
-
-    class Process:
-        def __init__(self):
-            self.calls = []
-
-        def terminate(self):
-            self.calls.append("terminate")
-
-        def join(self, timeout):
-            self.calls.append(("join", timeout))
-
-    def pooled(self, monkeypatch, pool, paths):
-        from xferbench.analyze.load import history
-
-        ended = []
-        monkeypatch.setattr(history, "ProcessPoolExecutor", lambda workers: pool)
-        monkeypatch.setattr(history, "_end_workers", ended.append)
-        progress = history._Progress(None, len(paths) + 2, 2)
-        entries: dict = {}
-        return history._pooled(paths, 2, entries, progress), entries, progress, ended
-
-    def test_a_pool_that_breaks_gives_the_reading_back_and_is_ended(self, tmp_path, monkeypatch):
-        paths = sorted(write_runs(tmp_path / "runs", [1, 2, 3]).iterdir())
-        pool = self.Pool(fail_after=2)
-        done, entries, progress, ended = self.pooled(monkeypatch, pool, paths)
-        assert done is False and progress.done == 2 and ended == [pool] and len(entries) == 2
-
-    def test_a_pool_that_reads_everything_is_shut_down(self, tmp_path, monkeypatch):
-        paths = sorted(write_runs(tmp_path / "runs", [1, 2, 3]).iterdir())
-        pool = self.Pool(fail_after=None)
-        done, entries, progress, ended = self.pooled(monkeypatch, pool, paths)
-        assert done is True and progress.done == 5 and ended == [] and list(entries) == paths
-        assert pool.calls == [("map", 32), ("shutdown", {})]
-
-    def test_ending_a_pool_terminates_joins_and_cancels(self):
-        from xferbench.analyze.load.history import _end_workers
-
-        started = [self.Process(), self.Process()]
-        pool = self.Pool(None, {1: started[0], 2: started[1]})
-        _end_workers(pool)
-        assert pool.calls == [("shutdown", {"wait": False, "cancel_futures": True})]
-        assert [p.calls for p in started] == [["terminate", ("join", 5)]] * 2
-
-    def test_a_pool_that_started_no_worker_is_still_shut_down(self):
-        from xferbench.analyze.load.history import _end_workers
-
-        pool = self.Pool(None, None)
-        _end_workers(pool)
-        assert pool.calls == [("shutdown", {"wait": False, "cancel_futures": True})]
 
 
 class TestLongSeriesPlacement:

@@ -763,7 +763,7 @@ BAD_FIELDS = [
 class TestOneValidationAtLoad:
     @pytest.mark.parametrize(("where", "value", "message"), BAD_FIELDS,
                              ids=[f"{w}={v!r:.20}" for w, v, _ in BAD_FIELDS])
-    @pytest.mark.parametrize("command", ["check", "compare", "report"])
+    @pytest.mark.parametrize("command", ["compare", "report"])
     def test_bad_field_is_exit_2_naming_file_benchmark_field(self, tmp_path, capsys, where, value, message, command):
         document = small(3)
         part, name = where.split(".")
@@ -772,7 +772,7 @@ class TestOneValidationAtLoad:
         holder[name] = value
         bad = put(tmp_path / "bad.json", json.dumps(document))  # NaN and Infinity as Python's json writes them
         good = put(tmp_path / "good.json", small(3))
-        args = {"check": ["check", bad], "report": ["report", bad, "-o", tmp_path / "r.html"],
+        args = {"report": ["report", bad, "-o", tmp_path / "r.html"],
                 "compare": ["compare", good, bad]}[command]
         code, _, err = run_cli(capsys, *args)
         benchmark = "" if part == "run" else f"benchmark {document['benchmarks'][0]['name']!r}"
@@ -790,12 +790,12 @@ class TestOneValidationAtLoad:
         is refused; nothing crashes."""
         put(tmp_path / "0001_good.json", small(3))
         (tmp_path / name).write_bytes(content)
-        code, _, err = run_cli(capsys, "check", tmp_path / name)
+        code, _, err = run_cli(capsys, "compare", tmp_path / name, tmp_path / name)
         assert_refused(code, err, name)
         code, _, err = run_cli(capsys, "report", tmp_path, "-o", tmp_path.parent / "r.html")
         assert code == 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1
         assert name in err and "skipped" in err
-        code, _, err = run_cli(capsys, "check", tmp_path / name)
+        code, _, err = run_cli(capsys, "compare", tmp_path / name, tmp_path / name)
         assert message in err
 
     def test_fifo_in_a_storage_folder_does_not_hang(self, tmp_path, capsys):
@@ -804,7 +804,7 @@ class TestOneValidationAtLoad:
         put(tmp_path / "0001_good.json", small(3))
         os.mkfifo(tmp_path / "0002_pipe.json")
         with no_hang(60):
-            code, _, err = run_cli(capsys, "check", tmp_path / "0002_pipe.json")
+            code, _, err = run_cli(capsys, "compare", tmp_path / "0002_pipe.json", tmp_path / "0002_pipe.json")
         assert_refused(code, err, "0002_pipe.json: not a regular file")
         for args in (["history", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
             with no_hang(60):
@@ -830,7 +830,8 @@ class TestNoSilentMerge:
         twin = copy.deepcopy(document["benchmarks"][0])
         twin["extra_info"]["non_blocking"] = "False"
         document["benchmarks"].append(twin)
-        code, _, err = run_cli(capsys, "check", put(tmp_path / "run.json", document))
+        run = put(tmp_path / "run.json", document)
+        code, _, err = run_cli(capsys, "compare", run, run)
         assert_refused(code, err, "field 'non_blocking' must be true or false")
 
 
@@ -915,7 +916,7 @@ class TestMachineDescription:
         ("peer_access", [[1, 0], [0, 1]]), ("devices.0.pcie_max_width", "16"), ("devices.0.memory_bytes", -1),
         ("devices.0.l2_cache_bytes", {"a": 1}), ("devices.0.nvlink_version", [4]), ("devices.0.device", 0),
     ])
-    @pytest.mark.parametrize("command", ["report", "check"])
+    @pytest.mark.parametrize("command", ["report", "compare"])
     def test_damaged_fingerprint_is_named(self, tmp_path, capsys, where, value, command):
         document = sim_run()
         holder = document["machine_info"]["xferbench"]
@@ -924,7 +925,7 @@ class TestMachineDescription:
             holder = holder[int(part)] if part.isdigit() else holder[part]
         holder[name] = value
         run = put(tmp_path / "run.json", document)
-        args = ["report", run, "-o", tmp_path / "r.html"] if command == "report" else ["check", run]
+        args = ["report", run, "-o", tmp_path / "r.html"] if command == "report" else ["compare", run, run]
         code, _, err = run_cli(capsys, *args)
         assert_refused(code, err, "run.json: field 'machine_info.xferbench.")
         assert not (tmp_path / "r.html").exists()
@@ -976,9 +977,8 @@ class TestMachineDescription:
         theirs["machine_info"]["cpu"]["brand_raw"] = "Another CPU"
         theirs["datetime"] = "2099-01-01T00:00:00"
         other = put(tmp_path / "theirs.json", theirs)
-        for args in (["report", ours, other, "-o", tmp_path / "r.html"], ["check", ours, other]):
-            code, _, err = run_cli(capsys, *args)
-            assert_refused(code, err, "come from different machines", "Another CPU")
+        code, _, err = run_cli(capsys, "report", ours, other, "-o", tmp_path / "r.html")
+        assert_refused(code, err, "come from different machines", "Another CPU")
         assert not (tmp_path / "r.html").exists()
 
     def test_every_file_is_held_against_the_newest(self, tmp_path):

@@ -40,7 +40,6 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "results": ("src/xferbench/analyze/load/results.py", ["tests/test_results.py", "tests/test_gzip_runs.py"]),
     "rows": ("src/xferbench/analyze/load/rows.py", ["tests/test_results.py"]),
     "model": ("src/xferbench/analyze/model.py", ["tests/test_model.py"]),
-    "expectations": ("src/xferbench/analyze/gate/expectations.py", ["tests/test_expectations.py"]),
     # compare's and ab's slow tests are power studies (hundreds of comparisons, 30-40 s each) that every surviving
     # mutant would rerun: they stay in the slow tier, as in the README's test command.
     "compare": ("src/xferbench/analyze/gate/compare.py", ["tests/test_compare.py", "-m", "not slow"]),

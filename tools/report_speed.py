@@ -9,8 +9,7 @@ benchmarks are repeated with distinct sizes and dtypes until there are N (defaul
 matters here; the figures in that file are not meant to be read. Prints the
 wall time and this process's CPU time of loading, modelling, plotting and writing the
 page (HTML, CSV and Markdown). On a shared machine the wall time includes waiting for a
-core; the CPU time is what the report itself costs, with the process that writes figures
-beside it (report/aside.py). The goal: under 3 s.
+core; the CPU time is what the report itself costs. The goal: under 3 s.
 
 --h200 times the whole command on the H200 sample instead, imports included, as a user
 runs it: ``xferbench report reports/samples/h200/full.json.gz

@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | check | price | store | torchrun | info``.
+"""``xferbench run | report | history | compare | calibrate | ab | price | store | torchrun | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found (compare: or a case not gated), 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -33,17 +33,6 @@ class UsageError(Exception):
 CRASHED = 3
 
 
-
-
-def _output(given: Path | None, inputs: list[Path]) -> Path:
-    """The output path, refused before any loading if it would destroy an input or cannot be written; its folder
-    is made when missing (``-o site/index.html`` for a page of its own)."""
-    from .output import check_output
-
-    check_output(given or DEFAULT_OUTPUT, inputs, create_folder=True)
-    return given or DEFAULT_OUTPUT
-
-
 def _report(args: argparse.Namespace) -> int:
     from .analyze.report.page import companions, write_report
     from .analyze.view import RunView
@@ -60,13 +49,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _report_output(args: argparse.Namespace) -> Path:
-    """The page's path, refused before anything is read where it or its companions would replace an input or a
-    file the suite did not write."""
+    """The page's path, refused before anything is read where it or its companions would replace an input, a file
+    the suite did not write, or cannot be written; its folder is made when missing (``-o site/index.html``)."""
     from .analyze.report.page import companions
     from .output import check_output, never_foreign
 
     given = [*args.results, *([args.history] if args.history else [])]
-    output = _output(args.output, given)
+    output = args.output or DEFAULT_OUTPUT
     inputs = {os.path.realpath(path) for path in args.results}  # resolve() raises on a loop of links
     if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz") or any(
             os.path.realpath(target) in inputs for target in (output, *companions(output))):
@@ -179,12 +168,7 @@ def _say_incomplete(command: str, labels: list[str]) -> None:
 
 def _history(args: argparse.Namespace) -> int:
     args.results, args.history = [args.folder], None
-    if args.output is not None and not args.output.parent.exists():  # a dashboard's own folder (site/index.html)
-        try:
-            args.output.parent.mkdir(parents=True)
-        except OSError as error:
-            raise UsageError(f"-o {args.output}: cannot make its folder ({error.strerror})") from None
-    return _report(args)
+    return _report(args)  # -o site/index.html: its folder is made, as report makes it
 
 
 #: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
@@ -417,23 +401,6 @@ def parse_threshold_arg(text: str | None) -> float | None:
         raise UsageError(f"--floor: {error}") from None
 
 
-def _check(args: argparse.Namespace) -> int:
-    from .analyze.gate.expectations import check
-    from .analyze.load.results import load
-
-    results = load(args.results)
-    _say_incomplete(args.command, results.incomplete)
-    verdicts = check(results)
-    width = max(len(v.name) for v in verdicts)
-    label = "simulated " if results.fingerprint.simulated else ""
-    if results.fingerprint.simulated:
-        print("xferbench check: a SIMULATED run (--xfer-simulate): these verdicts read back a machine spec, "
-              "not measurements")
-    for v in verdicts:
-        print(f"{label + v.status:>{12 + len(label)}}  {v.name:<{width}}  {v.detail}")
-    return 1 if any(v.status == "not held" for v in verdicts) else 0
-
-
 def _info(args: argparse.Namespace) -> int:
     import json
 
@@ -519,7 +486,7 @@ def _torchrun(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
     return parser_for({"run": _run, "report": _report, "history": _history, "compare": _compare,
-                       "calibrate": _calibrate, "ab": _ab, "check": _check, "price": _price, "store": _store,
+                       "calibrate": _calibrate, "ab": _ab, "price": _price, "store": _store,
                        "torchrun": _torchrun,
                        "info": _info})
 

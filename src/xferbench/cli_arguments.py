@@ -13,7 +13,7 @@ from typing import Any
 __all__ = ["DEFAULT_NOISE", "DEFAULT_OUTPUT", "DEFAULT_TIMEOUT", "DESCRIPTION", "Command", "parser_for"]
 
 #: The parser's description: not ``__doc__``, which ``python -OO`` (PYTHONOPTIMIZE=2) strips.
-DESCRIPTION = "Report, compare and check xferbench's pytest-benchmark runs."
+DESCRIPTION = "Report and compare xferbench's pytest-benchmark runs."
 
 #: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
 DEFAULT_OUTPUT = Path("reports/index.html")
@@ -115,10 +115,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                     help="stop a command that takes longer; exit 2 (default: %(default)g)")
     ab.set_defaults(run=commands["ab"])
 
-    check = sub.add_parser("check", help="what a GPU run should show, each held / not held / not measured; "
-                                         "exit 1 if one is not held")
-    check.add_argument("results", nargs="+", type=Path, help="pytest-benchmark JSON files")
-    check.set_defaults(run=commands["check"])
 
     price = sub.add_parser("price", help="what the copies and syncs of a torch.profiler trace cost, priced with a run's "
                                          "fits, and what each fix saves")

@@ -1,1 +1,1 @@
-"""The analysis side: results, model, plots, findings, report, compare, history, expectations. Never imports torch."""
+"""The analysis side: results, model, plots, findings, report, compare, history. Never imports torch."""

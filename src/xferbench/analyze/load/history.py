@@ -17,14 +17,10 @@ baseline and the next comparison called a quiet run 191.88x faster.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 import stat
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,11 +29,11 @@ import numpy as np
 
 from . import case_time, results
 from .case_time import MIN_SPREAD
-from .results import Loaded, Results, ResultsError, assemble, find_json, load, read_text
+from .results import Loaded, Results, ResultsError, assemble, find_json, load
 
 T = TypeVar("T")
 
-__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "read_summary", "runs_in"]
+__all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "read_summary"]
 
 #: Runs a level must hold on each side of a step for the step to count (and be accepted).
 MIN_STEP_RUNS = 3
@@ -85,11 +81,6 @@ def read_entry(path: Path) -> tuple[Entry, Loaded | None]:
         return f"{error}; skipped", None
 
 
-def summary_or_note(path: Path) -> Entry:
-    """``read_entry``'s entry alone (picklable: run in worker processes, which send back no more than it)."""
-    return read_entry(path)[0]
-
-
 #: pytest-benchmark's number of a saved run (``0007_name.json``): the order it saved them in.
 _NUMBERED = re.compile(r"(\d{4})_.*\.json(\.gz)?")
 
@@ -126,18 +117,6 @@ def _order(files: list[tuple[Path, str]], items: list[T]) -> list[tuple[T, str]]
     return [(items[i], files[i][1]) for i in sorted(range(len(files)), key=key)]
 
 
-def runs_in(folder: Path) -> list[tuple[Path, str]]:
-    """Every run file in the folder with its datetime, oldest first; a damaged or foreign one is a ResultsError."""
-    runs = []
-    for path in find_json(folder):
-        try:
-            when = json.loads(read_text(path)).get("datetime") or ""
-        except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, or not UTF-8
-            raise ResultsError(f"{path}: not JSON, or cut short") from None
-        runs.append((path, str(when)))
-    return _order(runs, [path for path, _ in runs])
-
-
 @dataclass
 class Stored:
     """The runs of a storage folder that could be read, as summaries oldest first, and a note for each file skipped.
@@ -163,11 +142,6 @@ class Stored:
         return [self.load(summary) for summary in self.summaries]
 
 
-#: Files from which the reading of a folder is shared among worker processes (one per core): a file costs a few
-#: milliseconds, and a process pool's start costs about a second.
-POOL_FROM = 400
-
-
 def load_storage(folder: Path, progress: Callable[[int, int], None] | None = None, keep: bool = False) -> Stored:
     """Every run in a storage folder (or one file), summarized; each file is parsed once. A damaged file (a save cut
     short by a full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with
@@ -178,7 +152,7 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
     files = _run_files(folder, notes)
     entries: dict[Path, Entry] = {}
     newest = _Newest(keep)
-    _read_summaries(files, entries, newest, _Progress(progress, len(files), 0))
+    _read_summaries(files, entries, newest, progress)
     summaries = [entry for entry in (entries[path] for path in files) if not isinstance(entry, str)]
     notes += [entry for entry in (entries[path] for path in files) if isinstance(entry, str)]
     if not summaries:
@@ -187,66 +161,18 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
     return Stored(ordered, notes, newest.of(ordered[-1].path))
 
 
-@dataclass
-class _Progress:
-    """``progress(done, total)`` as files are read."""
-
-    report: Callable[[int, int], None] | None
-    total: int
-    done: int
-
-    def step(self) -> None:
-        self.done += 1
-        if self.report is not None:
-            self.report(self.done, self.total)
-
-
-def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest, progress: _Progress) -> None:
-    """Each file's summary (or the note that skips it) into ``entries``. Thousands of files are shared among worker
-    processes, each returning summaries only (the newest run is then parsed once more, in full); fewer are read
-    here, each offered to ``newest`` as it is read, so that no file is parsed twice."""
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if len(paths) >= POOL_FROM and workers > 1 and not newest.keeps_all and _pooled(paths, workers, entries, progress):
-        return
-    for path in paths:
+def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest,
+                    progress: Callable[[int, int], None] | None) -> None:
+    """Each file's summary (or the note that skips it) into ``entries``, each offered to ``newest`` as it is read, so
+    that no file is parsed twice. One process: a file costs a few milliseconds (65 ms an H200 full run), and worker
+    processes would only spread that CPU time over more cores."""
+    for done, path in enumerate(paths, 1):
         entry, loaded = read_entry(path)
         entries[path] = entry
         if isinstance(entry, RunSummary) and loaded is not None:
             newest.offer(entry, loaded)
-        progress.step()
-
-
-def _pooled(paths: list[Path], workers: int, entries: dict[Path, Entry], progress: _Progress) -> bool:
-    """The summaries read by ``workers`` processes; False where no pool could be had here (a sandbox, a process
-    limit), and the caller reads them itself."""
-    try:
-        pool = ProcessPoolExecutor(workers)
-    except OSError:
-        return False
-    first = progress.done
-    try:
-        for path, entry in zip(paths, pool.map(summary_or_note, paths, chunksize=32), strict=True):
-            entries[path] = entry
-            progress.step()
-    except (OSError, BrokenProcessPool):
-        _end_workers(pool)
-        progress.done = first
-        return False
-    pool.shutdown()
-    return True
-
-
-def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """Ends the workers of a pool that failed: under a process limit fork refuses a later worker (EAGAIN) after the
-    first ones started, and those wait on their queue for ever, while the interpreter's exit joins every child
-    process (multiprocessing's atexit), so the command would never return. ``_processes`` is the executor's own
-    table of them (Python 3.14 adds ``terminate_workers`` for this)."""
-    started = list((getattr(pool, "_processes", None) or {}).values())
-    for process in started:
-        process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in started:
-        process.join(5)
+        if progress is not None:
+            progress(done, len(paths))
 
 
 class _Newest:
@@ -256,10 +182,6 @@ class _Newest:
     def __init__(self, every: bool) -> None:
         self.best: list[tuple[tuple[str, ...], Path, Loaded] | None] = [None, None]
         self.all: dict[Path, Loaded] | None = {} if every else None
-
-    @property
-    def keeps_all(self) -> bool:
-        return self.all is not None
 
     def offer(self, summary: RunSummary, run: Loaded) -> None:
         if self.all is not None:

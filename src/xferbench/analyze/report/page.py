@@ -26,7 +26,6 @@ from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
 from ..view import RunView
 from . import drift_text
-from .aside import Aside
 from .changes import at_a_glance, changes
 from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
 from .findings import findings, pinning_break_even, why_measured
@@ -222,13 +221,6 @@ def build_html(run: Results | RunView, history: list[Plot] | None = None,
 def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
             peers: list[PeerFigure] | None) -> tuple[str, str]:
     """The HTML page and its Markdown summary, from one view of the run."""
-    with Aside() as aside:  # figures are written to SVG in a second process while the page is built
-        html, markdown = _build(view, history, extra_sections, peers)
-    return aside.fill(html), markdown
-
-
-def _build(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
-           peers: list[PeerFigure] | None) -> tuple[str, str]:
     sections = scenario_sections(view) + (extra_sections or [])
     for section in sections:
         section["plots"] = _svg(section["plots"])

@@ -136,22 +136,11 @@ def _tight_box(fig: Figure) -> Bbox:
     return box.padded(matplotlib.rcParams["savefig.pad_inches"])
 
 
-#: What writes a figure's SVG for ``as_plot``: ``to_svg``, or a page's ``Aside`` (aside.py) while it is open.
-_writer: Callable[[Figure, str], str] | None = None
-
-
-def set_writer(writer: Callable[[Figure, str], str] | None) -> Callable[[Figure, str], str] | None:
-    """Let ``writer`` write the figures ``as_plot`` gets from now on (None: ``to_svg``); returns the one it replaces."""
-    global _writer
-    previous, _writer = _writer, writer
-    return previous
-
-
 def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
     """A drawn figure as inline SVG, or the reason it could not be drawn."""
     if isinstance(figure, str):
         return Plot(key, title, caption, None, figure)
-    return Plot(key, title, caption, (_writer or to_svg)(figure, key))
+    return Plot(key, title, caption, to_svg(figure, key))
 
 
 #: Width of every figure (inches): the page is 1200 px wide, so text stays legible at 1:1.

@@ -45,6 +45,7 @@ __all__ = [
     "planned_cases",
     "plateau_sizes",
     "scan_sizes",
+    "swept",
     "world_backend",
 ]
 
@@ -181,6 +182,20 @@ def plateau_sizes(sizes: Sequence[int], free_bytes: int | None) -> list[int] | s
     return sorted(set(out))
 
 
+def swept(sizes: Sequence[int], free_bytes: int | None, mem_fraction: float | None, plateau: bool,
+          ) -> tuple[list[int], Skipped | None]:
+    """The sizes a world runs: with ``mem_fraction``, on to the largest that fits that share of ``free_bytes``
+    (``scan_sizes``); else, where ``plateau``, on to the bus-bandwidth plateau (``plateau_sizes``); else ``sizes``.
+    Where free memory is unknown, ``sizes`` and why the sweep stopped short."""
+    if mem_fraction:
+        found, why = scan_sizes(sizes, free_bytes, mem_fraction), "largest-size-scan"
+    elif plateau:
+        found, why = plateau_sizes(sizes, free_bytes), "plateau-scan"
+    else:
+        return list(sizes), None
+    return (list(sizes), Skipped(why, found)) if isinstance(found, str) else (found, None)
+
+
 def pairs(nodes: Sequence[str], rails: bool = False) -> list[tuple[tuple[int, int], str]]:
     """Point-to-point pairs for ranks on ``nodes`` (node name of each rank), labelled by the link
     crossed: rank 0 and the next rank on its node; rank 0 and the first rank of every other
@@ -266,20 +281,8 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
     free = free_bytes(kind)
     if free is not None and kind == "cpu":
         free //= world_size  # every rank of this node allocates from the same host memory at once
-    byte_sizes = [s for s in sizes if isinstance(s, int)]
-    notes: list[Skipped] = []
-    if mem_fraction:
-        scanned = scan_sizes(byte_sizes, free, mem_fraction)
-        if isinstance(scanned, str):
-            notes.append(Skipped("largest-size-scan", scanned))
-        else:
-            byte_sizes = scanned
-    elif kind != "cpu" and plateau:
-        extended = plateau_sizes(byte_sizes, free)
-        if isinstance(extended, str):
-            notes.append(Skipped("plateau-scan", extended))
-        else:
-            byte_sizes = extended
+    byte_sizes, stopped = swept([s for s in sizes if isinstance(s, int)], free, mem_fraction, kind != "cpu" and plateau)
+    notes = [stopped] if stopped is not None else []
     budget = None if free is None else int(free * (mem_fraction or 1))
     where = f"{kind} memory per rank" if kind != "cpu" else f"host memory per rank ({world_size} ranks on this node)"
     out: list[DistCase | Skipped] = []

@@ -24,7 +24,7 @@ from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_s
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
 from .nccl_log import configured, dump_flight_recorder, log_env, summary
-from .operations import DistCase, bytes_needed, calls_for, cases_for, plateau_sizes, scan_sizes
+from .operations import DistCase, bytes_needed, calls_for, cases_for, swept
 from .options import PROFILES, Profile, add_to_argparse
 from .pytest_world import worker
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
@@ -198,15 +198,9 @@ def swept_sizes(args: argparse.Namespace, profile: Profile, backend: str, sizes:
     the profile's own sizes, on to the bus-bandwidth plateau where the profile asks for it (``Profile.plateau``:
     not the cluster profile, whose sizes are chosen to fit its time); else ``sizes``. Why a sweep stopped short
     is added to ``notes``."""
-    if args.mem_fraction:
-        found = scan_sizes(sizes, free, args.mem_fraction)
-    elif backend == "nccl" and not args.sizes and profile.plateau:
-        found = plateau_sizes(sizes, free)
-    else:
-        return sizes
-    if isinstance(found, str):
-        notes.append(found)
-        return sizes
+    found, stopped = swept(sizes, free, args.mem_fraction, backend == "nccl" and not args.sizes and profile.plateau)
+    if stopped is not None:
+        notes.append(stopped.reason)
     return found
 
 

@@ -3,7 +3,7 @@
 pytest-benchmark writes its JSON once, when the session ends: a run killed by a
 timeout, the OOM killer or a GPU fault leaves nothing. This plugin appends every
 finished benchmark, as the same dict pytest-benchmark would write, to a JSON Lines
-file beside the results and flushes it to disk. ``xferbench report | compare | check``
+file beside the results and flushes it to disk. ``xferbench report | compare``
 read a journal like a results file and label a run that did not reach its end
 incomplete ("12 of 58 cases"). On Ctrl-C, the benchmark that was cut off is dropped
 so that pytest-benchmark's JSON holds exactly what finished.
