@@ -69,12 +69,14 @@ def terminal(text: object) -> str:
     return _WORKFLOW.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], one_line(text))
 
 
-#: What a spreadsheet reads as the start of a formula (OWASP's CSV injection list).
-_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
+#: What a spreadsheet reads as the start of a formula (OWASP's CSV injection list), and the apostrophe itself: a cell
+#: that begins with one always carries the escape, so one apostrophe stripped is the value, whatever it was.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
 
 
 def csv_cell(text: str) -> str:
     """A CSV cell on its row, that a spreadsheet shows as text: on one line (a lone carriage return is no line end to
-    Python's csv writer, which leaves it unquoted), and one that would start a formula gets a leading apostrophe."""
+    Python's csv writer, which leaves it unquoted), and one that would start a formula, or starts with an apostrophe,
+    gets a leading apostrophe."""
     flat = one_line(text)
     return "'" + flat if flat.startswith(_FORMULA) else flat

@@ -12,7 +12,7 @@ import pandas as pd
 from ...contract import IDENTITY, ContractError, identity_from, measured_from
 from ...families import FAMILIES
 
-__all__ = ["MAX_BYTES", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid"]
+__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid"]
 
 
 def _moves_payload(op: str, variant: str | None) -> bool:
@@ -33,6 +33,10 @@ _STATS = _TIMES + _SPREADS
 #: Pairs of statistics that cannot be the other way round, whatever the rounds were (the median's own check is
 #: against its rounds, below).
 _ORDERED = (("min", "max"), ("q1", "q3"), ("min", "q1"), ("q3", "max"))
+#: How far past its neighbour a quartile may lie, relatively, and still be read (as that neighbour): a case measured
+#: in blocks has quartiles averaged over its blocks (load/blocks.py), and a weighted sum of up to 1,000 equal
+#: quartiles rounds by at most 1,000 units in the last place (1.1e-13). min and max are rounds: never out of order.
+QUARTILE_ROUNDING = 1e-12
 #: Payloads past this are not a measurement but a corrupted number (and overflow a float).
 MAX_BYTES = 2**62
 #: Bounds of a plausible time per call, in seconds: no clock resolves a femtosecond, and no
@@ -67,9 +71,12 @@ def _stats_from(stats: Any) -> dict[str, Any]:
             raise ContractError(f"stats field {name!r} must be a whole number >= 1, got {value!r:.60}")
         checked[name] = value
     for low, high in _ORDERED:  # statistics of one set of rounds: any other order is a changed or made-up file
-        if checked[f"{low}_s"] > checked[f"{high}_s"] * (1 + 1e-9):  # the mean of equal rounds may be 1 ulp off
+        slack = 0.0 if (low, high) == ("min", "max") else QUARTILE_ROUNDING
+        if checked[f"{low}_s"] > checked[f"{high}_s"] * (1 + slack):
             raise ContractError(f"stats out of order: {low} {checked[f'{low}_s']:.6g} > {high} "
                                 f"{checked[f'{high}_s']:.6g} (min <= q1 <= q3 <= max)")
+    checked["q1_s"] = min(max(checked["q1_s"], checked["min_s"]), checked["max_s"])  # every reader gets them in order
+    checked["q3_s"] = min(max(checked["q3_s"], checked["q1_s"]), checked["max_s"])
     data = stats.get("data")
     if data is not None and not _round_times(data):
         raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
