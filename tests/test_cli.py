@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from xferbench.cli import main
 
 from hang import no_hang
-from hostile_inputs import BASE, SLOW, assert_refused, dump, mutate, put, run_cli, small
+from hostile_inputs import BASE, SLOW, assert_refused, dump, mutate, property_settings, put, run_cli, small
 
 
 @pytest.mark.hostile
@@ -137,8 +137,7 @@ class TestCli:
         new.write_text(dump(BASE))
         self.run(["compare", str(base), str(new), f"--threshold={threshold}"], [base, new])
 
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                     HealthCheck.too_slow])
+    @property_settings(12, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
     @pytest.mark.slow
     @given(data=st.data())
     def test_report(self, tmp_path, data):
