@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
 
 from xferbench.analyze.load.results import (
@@ -21,7 +21,20 @@ from xferbench.analyze.load.results import (
 from xferbench.analyze.load.rows import QUARTILE_ROUNDING
 
 from hang import no_hang
-from hostile_inputs import BASE, DATA, FAST, assert_refused, dump, hostile_numbers, json_values, mutate, put, run_cli, small
+from hostile_inputs import (
+    BASE,
+    DATA,
+    FAST,
+    assert_refused,
+    dump,
+    hostile_numbers,
+    json_values,
+    mutate,
+    property_settings,
+    put,
+    run_cli,
+    small,
+)
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -747,28 +760,26 @@ BAD_FIELDS = [
     ("info.src", ["cpu"], "field 'src' must be a non-empty string"),
     ("info.non_blocking", "false", "field 'non_blocking' must be true or false"),
     ("info.shape", "2x3", "field 'shape' must be a list of positive whole numbers"),
-    ("info.nbytes", 10**30, "field 'nbytes' is not a plausible payload"),
+    ("info.nbytes", 2**62 + 1, "field 'nbytes' is not a plausible payload"),
     ("info.nbytes", -4, "field 'nbytes' must be a whole number >= 0"),
-    ("info.device_seconds", 10**400, "field 'device_seconds' must be a finite number"),
+    ("info.device_seconds", -1e-3, "field 'device_seconds' must be a finite number >= 0"),
+    ("stats.median", 3e7 * 2, "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", float("nan"), "stats field 'median' must be a finite number of seconds"),
+    ("stats.data", [1e-6, float("nan")], "stats field 'data' must be a list of finite times"),
     ("info.host_rss_bytes", "1GB", "field 'host_rss_bytes' must be a whole number"),
     ("stats.median", 0, "stats field 'median' must be above 0"),
     ("stats.median", 0.0, "stats field 'median' must be above 0"),
     ("stats.median", -5e-6, "stats field 'median' must be a finite number of seconds"),
-    ("stats.median", float("nan"), "stats field 'median' must be a finite number of seconds"),
-    ("stats.median", float("inf"), "stats field 'median' must be a finite number of seconds"),
     ("stats.median", "fast", "stats field 'median' must be a finite number of seconds"),
     ("stats.median", None, "stats field 'median' must be a finite number of seconds"),
-    ("stats.median", 10**400, "stats field 'median' must be a finite number of seconds"),
     ("stats.median", 1e-300, "stats field 'median' must be above 0"),
     ("stats.min", 0, "stats field 'min' must be above 0"),
-    ("stats.mean", float("-inf"), "stats field 'mean' must be a finite number of seconds"),
     ("stats.stddev", -1.0, "stats field 'stddev' must be a finite number of seconds"),
     ("stats.iqr", [1], "stats field 'iqr' must be a finite number of seconds"),
     ("stats.rounds", 0, "stats field 'rounds' must be a whole number >= 1"),
     ("stats.rounds", 1.5, "stats field 'rounds' must be a whole number >= 1"),
     ("stats.iterations", 0, "stats field 'iterations' must be a whole number >= 1"),
     ("stats.data", ["a"], "stats field 'data' must be a list of finite times"),
-    ("stats.data", [1e-6, float("nan")], "stats field 'data' must be a list of finite times"),
     ("stats.data", "1,2,3", "stats field 'data' must be a list of finite times"),
     ("bench.stats", [1, 2], "'stats' must be an object"),
     ("bench.name", ["x"], "'name' must be a string"),
@@ -1139,3 +1150,133 @@ def test_a_run_with_device_times_the_contract_refuses_says_so(sample, tmp_path):
                              "copies (the host stages them) and blocking copies timed back to back by events (the host "
                              "paces them), recorded by an older xferbench."]
     assert results.frame["device_seconds"].isna().all()
+
+
+def _whole_schema() -> dict:
+    """A GPU run with a number in every place the schema has one: statistics and rounds, the contract's identity and
+    measured fields, a case in two blocks, the machine's device and host caches, and the run's own load."""
+    from handfed import bench, gpu_machine
+
+    measured = {"device_seconds": 1e-4, "device_time_method": "nonblocking_twin", "device_repeats": 10,
+                "minor_faults_per_call": 2.0, "queued_seconds": 1e-5, "sm_clock_mhz": 1980, "memory_clock_mhz": 3201,
+                "pcie_generation_now": 5, "pcie_width_now": 16, "host_numa_node": 0, "host_rss_bytes": 2**30,
+                "pinned_host_bytes": 2**20, "device_bytes": 2**24}
+    rows = [bench("h2d", "copy_", "cpu", "cuda:0", n, 1e-5 + n / 25e9, "pinned", True, **measured) for n in (2**10, 2**26)]
+    rows += [bench("d2d", "clone", "cuda:0", "cuda:0", 2**26, 1e-4, world_size=1)]
+    for block in (0, 1):  # one case measured in two blocks
+        rows.append(bench("d2h", "copy_", "cuda:0", "cpu", 2**20, 5e-5 * (1 + block), "pinned", True, **measured))
+        rows[-1]["extra_info"] |= {"xfer_block": block, "xfer_blocks": 2, "xfer_case_id": "d2h-1MiB"}
+        rows[-1]["stats"] |= {"data": [5e-5 * (1 + block)] * 5}
+    machine = gpu_machine(memory_bytes=141 * 2**30, l2_cache_bytes=60 * 2**20, memory_peak_gbps=4800.0,
+                          sm_clock_max_mhz=1980, pcie_generation=5, pcie_width=16, nvlink_links=18, nvlink_version=4)
+    machine["xferbench"]["host"] = {"cache_bytes": {"L2": 2**20, "L3": 32 * 2**20}}
+    return {"machine_info": machine, "commit_info": {"id": "abc", "time": "2026-11-30"}, "benchmarks": rows,
+            "datetime": "2026-11-30T12:00:00", "version": "5.3.1",
+            "xferbench_run": {"boot_id": "b", "started": "2026-11-30T12:00:00",
+                              "load": {"cpus": 2, "cpu_others": 0.1, "cpu_steal": 0.0, "load_before": 1.5,
+                                       "load_after": 2.5}}}
+
+
+def _numbers(value, where=()) -> list[tuple]:
+    """Where each number of a parsed JSON document lies, as the keys leading to it."""
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        return [found for key, item in items for found in _numbers(item, (*where, key))]
+    return [where] if type(value) in (int, float) else []
+
+
+def _set(document: dict, where: tuple, value) -> dict:
+    document = copy.deepcopy(document)
+    holder = document
+    for key in where[:-1]:
+        holder = holder[key]
+    holder[where[-1]] = value
+    return document
+
+
+def _place(where: tuple) -> str:
+    return "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in where).lstrip(".")
+
+
+#: Numbers at the edges of what a file may hold: past ±2**63 (refused where read), and just inside it.
+EDGE_NUMBERS = [10**400, -(10**400), 10**308, 2**63 + 1, -(2**63) - 1, 1.7e308, -1.7e308, float("nan"), float("inf"),
+                float("-inf"), 2**63, -(2**63), 2**62, 2**53 + 1, 9.2e18, 0, -1, 0.0, 1e-320, 5e-324, 1.5]
+
+
+@pytest.mark.hostile
+class TestNumbersBounded:
+    """Every number of a run is within ±2**63 (bounded_read.out_of_range, checked once where the file is read): past
+    that, an infinity too, one line naming the field and exit 2 from every command; no reader converts it later."""
+
+    @pytest.mark.parametrize(("where", "value", "shown"), [
+        (("xferbench_run", "load", "cpus"), 10**400, "a number of 401 digits"),
+        (("xferbench_run", "load", "cpu_others"), 10**400, "a number of 401 digits"),
+        (("xferbench_run", "load", "load_before"), 10**400, "a number of 401 digits"),
+        (("xferbench_run", "load", "load_after"), -(10**400), "a number of 401 digits"),
+        (("benchmarks", 0, "stats", "rounds"), 10**400, "a number of 401 digits"),
+        (("benchmarks", 0, "extra_info", "sm_clock_mhz"), 10**400, "a number of 401 digits"),
+        (("benchmarks", 0, "extra_info", "host_rss_bytes"), 2**63 + 1, "a number of 19 digits"),
+        (("benchmarks", 4, "extra_info", "sm_clock_mhz"), 10**308, "a number of 309 digits"),  # a block's clock
+        (("benchmarks", 4, "extra_info", "device_seconds"), 1.7e308, "1.7e+308"),
+        (("benchmarks", 0, "stats", "median"), float("-inf"), "-inf"),
+        (("machine_info", "xferbench", "devices", 0, "memory_bytes"), float("inf"), "inf"),
+    ])
+    @pytest.mark.parametrize("command", ["check", "compare", "report"])
+    def test_a_number_past_what_a_float_holds_is_refused_in_one_line(self, tmp_path, capsys, where, value, shown,
+                                                                    command):
+        bad = put(tmp_path / "bad.json", dump(_set(_whole_schema(), where, value)))
+        good = put(tmp_path / "good.json", _whole_schema())
+        args = {"check": ["check", bad], "report": ["report", bad, "-o", tmp_path / "r.html"],
+                "compare": ["compare", good, bad]}[command]
+        code, _, err = run_cli(capsys, *args)
+        assert_refused(code, err, f"{bad}: field '{_place(where)}' is {shown}; every number of a run is within ±2**63, "
+                                  "so the file is not read")
+
+    def test_two_blocks_of_a_clock_near_the_float_maximum_are_refused(self, tmp_path, capsys):
+        """Each block's clock alone is an int a float holds; their median is not (it was infinity, then a traceback)."""
+        document = _set(_set(_whole_schema(), ("benchmarks", 3, "extra_info", "sm_clock_mhz"), 10**308),
+                        ("benchmarks", 4, "extra_info", "sm_clock_mhz"), 10**308)
+        code, _, err = run_cli(capsys, "check", put(tmp_path / "run.json", dump(document)))
+        assert_refused(code, err, "extra_info.sm_clock_mhz' is a number of 309 digits")
+
+    def test_the_whole_schema_loads_as_written(self, tmp_path):
+        """The document the property below varies is a run the analysis reads, every number in range."""
+        results = load([put(tmp_path / "run.json", _whole_schema())])
+        assert len(results.frame) == 4 and results.frame["blocks"].max() == 2
+
+    @pytest.mark.parametrize(("document", "found"), [
+        ({"a": [1, {"b": 10**400}]}, ("a[1].b", 10**400)), ({"x": [2**63, -(2**63), 1.5, True, "9" * 500]}, None),
+        ({"x": {"y": [[float("-inf")]]}}, ("x.y[0][0]", float("-inf"))), ([[]] * 3 + [2**64], ("[3]", 2**64)),
+        ({"nan": float("nan")}, None),  # left to the field's own check, which says what it must be
+        ({"": -(2**63) - 1}, ("", -(2**63) - 1)),
+    ])
+    def test_out_of_range_names_the_place(self, document, found):
+        from xferbench.bounded_read import out_of_range
+
+        assert out_of_range(document) == found
+
+    def test_a_number_nested_deeper_than_the_stack_is_found(self):
+        from xferbench.bounded_read import out_of_range
+
+        document: list = [10**400]
+        for _ in range(5000):
+            document = [document]
+        where, value = out_of_range(document)
+        assert where == "[0]" * 5000 + "[0]" and value == 10**400
+
+    @property_settings(40, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
+    @given(data=st.data())
+    def test_any_number_of_the_schema_at_an_edge_is_read_or_refused_in_one_line(self, tmp_path_factory, capsys, data):
+        """Any number of the run (a statistic, a contract field, a block's, the machine's, the load's) set to an edge of
+        what a file may hold: report, compare and check each read it (exit 0 or 1) or refuse it in one line (exit 2),
+        never a traceback (exit 3)."""
+        schema = _whole_schema()
+        where = data.draw(st.sampled_from(_numbers(schema)), label="where")
+        value = data.draw(st.sampled_from(EDGE_NUMBERS), label="value")
+        folder = tmp_path_factory.mktemp("edge")
+        bad = put(folder / "bad.json", dump(_set(schema, where, value)))
+        good = put(folder / "good.json", schema)
+        for args in (["check", bad], ["compare", good, bad], ["report", bad, "-o", folder / "r.html"]):
+            code, _, err = run_cli(capsys, *args)
+            assert code in (0, 1, 2) and "Traceback" not in err, err
+            assert code != 2 or len(err.strip().splitlines()) == 1, err

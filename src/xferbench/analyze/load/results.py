@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...bounded_read import NotRegular, TooLarge, read_bounded
+from ...bounded_read import NotRegular, TooLarge, out_of_range, read_bounded
 from ...contract import (
     IDENTITY,
     SCHEMA_VERSION,
@@ -204,7 +204,13 @@ def _checked(path: Path, data: Any) -> dict[str, Any]:
 
 
 def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
-    """The run-level fields the analysis reads, checked once."""
+    """The run-level fields the analysis reads, checked once; and every number of the run within what a float
+    computes with (``bounded_read.out_of_range``), so that no reader converts a 401-digit count or a clock of 1e308."""
+    if found := out_of_range(data):
+        where, value = found
+        shown = f"a number of {len(str(abs(value)))} digits" if isinstance(value, int) else repr(value)
+        raise ResultsError(f"{path}: field {where!r:.80} is {shown}; every number of a run is within ±2**63, so the "
+                           "file is not read")
     for name in ("machine_info", "commit_info"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
