@@ -36,7 +36,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the benchmarks shipped in the package from any folder (pytest --pyargs "
                                      "xferbench.bench --benchmark-only); any other argument goes to pytest")
     run.add_argument("-o", "--output", type=Path, required=True, help="the run's JSON (pytest-benchmark's "
-                                                                      "--benchmark-json); an existing one is refused")
+                                                                      "--benchmark-json); an existing one is refused, "
+                                                                      "also one written there during the run")
     run.add_argument("--force", action="store_true", help="replace an existing -o file (its results are lost)")
     run.set_defaults(run=commands["run"])
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
