@@ -327,7 +327,7 @@ def test_the_report_never_replaces_an_unrelated_companion(tmp_path, capsys, outp
     run = put(tmp_path / "run.json", sample())
     (tmp_path / companion).write_text("hand-written\n")
     code, _, err = cli(capsys, "report", run, "-o", tmp_path / output_name)
-    one_line(code, err, companion, "not an earlier xferbench report")
+    one_line(code, err, companion, "is not a report xferbench wrote")
     assert (tmp_path / companion).read_text() == "hand-written\n" and not (tmp_path / output_name).exists()
 
 

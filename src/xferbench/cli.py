@@ -56,9 +56,9 @@ def _report(args: argparse.Namespace) -> int:
             os.path.realpath(target) in inputs for target in (output, *companions(output))):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
                          ".csv and .md), and neither it nor its companions may replace an input")
-    for target, kind in ((output, "page"), *((companion, companion.suffix) for companion in companions(output))):
+    for target in (output, *companions(output)):
         check_output(target, given, create_folder=True)
-        never_foreign(target, kind, f"-o {output}", args.force)  # README.md beside -o README.html: the user's
+        never_foreign(target, "report", f"-o {output}", args.force)  # README.md beside -o README.html: the user's
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
     kinds = [(path, *classify(path)) for path in args.results]
     suite = [document or path for path, kind, document in kinds if kind == "suite"]  # each file parsed once
