@@ -301,6 +301,35 @@ class TestFilesAndOrder:
         with pytest.raises(ResultsError, match="no run named 'other' among the files given"):
             load([full, quick], prefer="other")
 
+    def test_two_files_of_one_stem_are_two_runs(self, tmp_path, capsys):
+        """a/run.json and b/run.json: each its own run, named by its path from the folder they share, so --read-run can
+        name either, their rows stay apart, and the report's CSV says which file each row came from."""
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        first = run_file(tmp_path / "a", "run", [xfer(median=2.0), xfer(op="d2h", median=3.0)], when="2026-01-01T00:00:00")
+        second = run_file(tmp_path / "b", "run", [xfer(median=9.0)], when="2026-06-01T00:00:00")
+        results = load([first, second], prefer="b/run.json")
+        assert list(zip(results.frame["op"], results.frame["run"], results.frame["median_s"], strict=True)) == [
+            ("d2h", "a/run.json", 3.0), ("h2d", "b/run.json", 9.0)]
+        assert list(results.measured["run"]) == ["a/run.json", "a/run.json", "b/run.json"]
+        assert list(results.boot_ids) == ["a/run.json", "b/run.json"]
+        out = tmp_path / "r.html"
+        code, _, err = run_cli(capsys, "report", first, second, "--read-run", "a/run.json", "-o", out)
+        assert code == 0, err
+        rows = [line.split(",")[:3] for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
+        assert rows == [["a/run.json", "1", "True"], ["a/run.json", "1", "True"], ["b/run.json", "2", "False"]]
+
+    @pytest.mark.parametrize(("paths", "names"), [
+        (["x/full.json", "x/quick.json"], ["full", "quick"]),
+        (["a/run.json", "b/run.json", "c.json"], ["a/run.json", "b/run.json", "c"]),
+        (["r/a/run.json", "r/b/c/run.json"], ["a/run.json", "b/c/run.json"]),
+        (["d/run.json", "d/run.jsonl"], ["run.json", "run.jsonl"]),
+    ])
+    def test_run_names_tell_files_of_one_stem_apart(self, paths, names):
+        from xferbench.analyze.load.results import run_names
+
+        assert run_names([Path(p) for p in paths]) == names
+
     def test_one_run_has_no_note_on_instances(self, tmp_path):
         results = load([run_file(tmp_path, "one", [xfer(), xfer(op="d2h")])])
         assert results.measured is None and results.repeated is None and results.notes == []

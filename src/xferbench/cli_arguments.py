@@ -49,8 +49,9 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                         help=f"the HTML page; X.csv and X.md are written beside it (default: {DEFAULT_OUTPUT})")
     report.add_argument("--history", type=Path, help="a pytest-benchmark storage folder to draw trends from")
     report.add_argument("--read-run", metavar="RUN",
-                        help="a case measured in several files: read this run's (a file's name without .json), "
-                             "not the one with more rounds (ties: the newest)")
+                        help="a case measured in several files: read this run's (a file's name without .json; "
+                             "where files share a name, its path: a/run.json), not the one with more rounds (ties: "
+                             "the newest)")
     report.set_defaults(run=commands["report"])
 
     history = sub.add_parser("history", help="report a storage folder's newest run, "

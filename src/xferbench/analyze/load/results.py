@@ -11,9 +11,11 @@ import gzip
 import io
 import json
 import math
+import os
 import stat
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +40,7 @@ __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loa
            "assemble", "boot_id", "busy_load", "one_per_case", "repeated_note", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
-           "run_facts"]
+           "run_facts", "run_names"]
 
 
 class ResultsError(ValueError):
@@ -312,14 +314,14 @@ def read_journal(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+def load_file(source: Path | Document, run: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     """One file's JSON (or a document's: checked the same, never parsed again, the caller's dict left unchanged),
-    its xferbench rows, and how many other benchmarks it held."""
+    its xferbench rows (their run named ``run``, else the file's stem), and how many other benchmarks it held."""
     if isinstance(source, Document):
         path, data = source.path, _checked(source.path, dict(source.data) if isinstance(source.data, dict) else source.data)
     else:
         path, data = source, _read(source)
-    run = path.stem
+    run = path.stem if run is None else run
     when = data.get("datetime")
     ours, foreign = [], 0
     for bench in data["benchmarks"]:
@@ -365,7 +367,16 @@ def load(paths: Sequence[Path | Document], prefer: str | None = None) -> Results
             seen.add(identity)
             files.append(file)
     named = [f.path if isinstance(f, Document) else f for f in files]
-    return assemble([(path, *load_file(f)) for path, f in zip(named, files, strict=True)], prefer)
+    runs = run_names(named)
+    return assemble([(path, *load_file(f, run)) for path, f, run in zip(named, files, runs, strict=True)], prefer)
+
+
+def run_names(paths: Sequence[Path]) -> list[str]:
+    """Each file's run name: its stem, or where files share one (``a/run.json``, ``b/run.json``), its path from the
+    folder they share, so that their rows stay apart and the CSV's ``run`` says which file each came from."""
+    shared = {stem for stem, count in Counter(path.stem for path in paths).items() if count > 1}
+    common = {stem: os.path.commonpath([os.path.abspath(p.parent) for p in paths if p.stem == stem]) for stem in shared}
+    return [os.path.relpath(os.path.abspath(p), common[p.stem]) if p.stem in shared else p.stem for p in paths]
 
 
 #: One file as ``load_file`` read it: its path, JSON, xferbench rows and count of other benchmarks.
@@ -381,8 +392,8 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
     every = frame_from_rows(rows)
     if prefer is not None and prefer not in set(every["run"]):
-        raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json: "
-                           f"{', '.join(sorted(set(every['run'])))})")
+        raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json, or "
+                           f"its path where files share one: {', '.join(sorted(set(every['run'])))})")
     every = every.assign(_row=np.arange(len(every)))
     frame = one_per_case(every, prefer)
     # Each measured row says whether it is the instance every reader reads (the CSV's ``read`` column).
@@ -404,7 +415,7 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
-                   incomplete=incomplete, boot_ids={f.stem: boot_id(data) for f, data, _, _ in loaded},
+                   incomplete=incomplete, boot_ids={file_rows[0]["run"]: boot_id(data) for _, data, file_rows, _ in loaded},
                    run=run_facts(last), measured=drop_invalid_device_times(every)[0] if repeated else None,
                    repeated=repeated)
 
