@@ -78,8 +78,12 @@ class TestOutputsNeverDestroyInputs:
 
     def test_symlinked_output_is_followed(self, tmp_path, capsys, run):
         """A link to an earlier report: the report it points to is replaced, the link stays a link."""
-        target = put(tmp_path / "old.html", "<!DOCTYPE html><title>xferbench report</title>old")
+        target = tmp_path / "old.html"
+        assert run_cli(capsys, "report", run, "-o", target)[0] == 0
+        target.write_text(target.read_text().replace("</title>", "</title>old", 1))  # edited: the user's now
         os.symlink(target, tmp_path / "latest.html")
+        assert run_cli(capsys, "report", run, "-o", tmp_path / "latest.html")[0] == 2  # refused, as for old.html
+        assert run_cli(capsys, "report", run, "-o", target, "--force")[0] == 0
         code, _, _ = run_cli(capsys, "report", run, "-o", tmp_path / "latest.html")
         assert code == 0
         assert (tmp_path / "latest.html").is_symlink()

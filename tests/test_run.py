@@ -95,8 +95,7 @@ class TestRun:
         out = tmp_path / "run.json"
         self._racing(monkeypatch, out, None)
         assert main(["run", "-o", str(out)]) == 0 and out.read_text() == "ours"
-        assert capsys.readouterr().out == f"xferbench run: wrote {out}; its report: xferbench report {out} -o " \
-                                          f"{tmp_path / 'run.html'}\n"
+        assert capsys.readouterr().out == f"xferbench run: wrote {out}\n"
 
     def test_force_replaces_a_file_that_took_the_output(self, tmp_path, monkeypatch):
         out = tmp_path / "run.json"

@@ -51,12 +51,10 @@ def _report(args: argparse.Namespace) -> int:
 
     given = [*args.results, *([args.history] if args.history else [])]
     output = _output(args.output, given)
-    inputs = {os.path.realpath(path) for path in args.results}  # resolve() raises on a loop of links
-    if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz") or any(
-            os.path.realpath(target) in inputs for target in (output, *companions(output))):
+    if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz"):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
-                         ".csv and .md), and neither it nor its companions may replace an input")
-    for target in (output, *companions(output)):
+                         ".csv and .md)")
+    for target in (output, *companions(output)):  # neither the page nor a companion may be an input (check_output)
         check_output(target, given, create_folder=True)
         never_foreign(target, "report", f"-o {output}", args.force)  # README.md beside -o README.html: the user's
     # The suite's JSON and the other tools' outputs may come in any order; each is told apart by content.
@@ -137,7 +135,6 @@ _PYTEST_EXIT = {0: 0, 1: 1, 2: 130, 3: CRASHED, 4: 2, 5: 2}
 def _run(args: argparse.Namespace) -> int:
     """pytest writes the run into a private folder, and -o is claimed only then, by an exclusive create: a file saved
     there meanwhile, or another run's, is never replaced (this run's results go beside it, named, and exit 2)."""
-    import shlex
     import subprocess
     import tempfile
 
@@ -160,8 +157,7 @@ def _run(args: argparse.Namespace) -> int:
         if not pending.exists():
             return code
         written = write_atomic(target, pending.read_bytes(), exclusive=not args.force)
-    html = shlex.quote(str(written.with_suffix(".html")))
-    print(f"xferbench run: wrote {written}; its report: xferbench report {shlex.quote(str(written))} -o {html}")
+    print(f"xferbench run: wrote {written}")  # pytest-benchmark named the private file it wrote first
     if written != target:
         print(f"xferbench run: -o {args.output}: another file took that name during the run; this run is {written}",
               file=sys.stderr)
