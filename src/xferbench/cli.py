@@ -29,17 +29,6 @@ class UsageError(Exception):
 CRASHED = 3
 
 
-
-
-def _output(given: Path | None, inputs: list[Path]) -> Path:
-    """The output path, refused before any loading if it would destroy an input or cannot be written; its folder
-    is made when missing (``-o site/index.html`` for a page of its own)."""
-    from .output import check_output
-
-    check_output(given or DEFAULT_OUTPUT, inputs, create_folder=True)
-    return given or DEFAULT_OUTPUT
-
-
 def _report(args: argparse.Namespace) -> int:
     from .analyze.load.history import load_storage
     from .analyze.load.results import load
@@ -50,7 +39,7 @@ def _report(args: argparse.Namespace) -> int:
     from .output import check_output, never_foreign
 
     given = [*args.results, *([args.history] if args.history else [])]
-    output = _output(args.output, given)
+    output = args.output or DEFAULT_OUTPUT  # its folder is made when missing (-o site/index.html: a page of its own)
     if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz"):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
                          ".csv and .md)")

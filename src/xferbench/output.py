@@ -120,10 +120,6 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def _is_below(path: Path, folder: Path) -> bool:
-    return folder in path.parents
-
-
 def _read_only(target: Path) -> bool:
     """A file nobody may write (``chmod 444``): refused even where its folder would let a rename
     replace it, and even for root, whom ``os.access`` always allows."""
@@ -181,7 +177,7 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
         source = Path(os.path.realpath(given))
         if target == source or _same(target, source):
             raise OutputError(f"{path}: this is an input ({given}); writing it would destroy it; choose another output")
-        if source.is_dir() and _is_below(target, source) and target.name.endswith((".json", ".json.gz")):
+        if source.is_dir() and source in target.parents and target.name.endswith((".json", ".json.gz")):
             raise OutputError(f"{path}: a JSON inside the input folder {given} would be read as a run; "
                               "choose another output")
     if target.exists() or target.is_symlink():

@@ -140,11 +140,9 @@ def _regular(path: Path) -> None:
 MAX_RUN_BYTES = 256 * 2**20
 
 
-def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> bytes:
-    """At most ``limit`` (``MAX_RUN_BYTES``) bytes of a regular file, never blocking (a FIFO, a device or a socket is
-    refused once opened, without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first
-    bytes."""
-    limit = MAX_RUN_BYTES if limit is None else limit
+def bounded_read(path: Path, limit: int = MAX_RUN_BYTES, whole: bool = True) -> bytes:
+    """At most ``limit`` bytes of a regular file, never blocking (a FIFO, a device or a socket is refused once opened,
+    without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first bytes."""
     try:
         return read_bounded(path, limit, whole=whole)
     except OSError as error:
@@ -174,8 +172,7 @@ def read_text(path: Path) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    _regular(path)
-    text = read_text(path)
+    text = read_text(path)  # never from a FIFO, a device or a socket (the bounded reader)
     if not text.strip():
         raise ResultsError(f"{path}: the file is empty")
     if is_journal(path, text):
@@ -359,13 +356,10 @@ def load(paths: Sequence[Path | Document], prefer: str | None = None) -> Results
     that did not finish is loaded with what it holds and labelled incomplete.
     """
     # A file named twice (run.json ./run.json, or a folder and a file in it) is one run, not a case measured again.
-    files: list[Path | Document] = []
-    seen: set[tuple[int, int]] = set()
+    unique: dict[tuple[int, int], Path | Document] = {}
     for file in (f for p in paths for f in ([p] if isinstance(p, Document) else find_json(Path(p)))):
-        identity = _file_identity(file)
-        if identity not in seen:
-            seen.add(identity)
-            files.append(file)
+        unique.setdefault(_file_identity(file), file)  # the first name given
+    files = list(unique.values())
     named = [f.path if isinstance(f, Document) else f for f in files]
     runs = run_names(named)
     return assemble([(path, *load_file(f, run)) for path, f, run in zip(named, files, runs, strict=True)], prefer)
