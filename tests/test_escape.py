@@ -5,6 +5,8 @@ that broke them (newlines, pipes, HTML, @mentions, images, links, ANSI/OSC escap
 from __future__ import annotations
 
 import csv
+import dataclasses
+import functools
 import io
 import json
 import re
@@ -18,7 +20,7 @@ from markdown_it import MarkdownIt
 from xferbench import escape
 from xferbench.analyze import store
 from xferbench.analyze.gate import ab, compare
-from xferbench.analyze.load.results import load
+from xferbench.analyze.load.results import Results, load
 from xferbench.analyze.report import export
 from xferbench.analyze.view import RunView
 
@@ -37,6 +39,12 @@ PAYLOADS = ["\n", "\r\n", "|", "\\", "<script>alert(1)</script>", "@octocat", "!
 payload = st.lists(st.sampled_from(PAYLOADS) | st.text(max_size=4), min_size=1, max_size=5).map("".join)
 GFM = MarkdownIt("commonmark").enable("table")
 LINKED = re.compile(r"@[A-Za-z0-9]|://|www\.|#\d", re.IGNORECASE)
+
+
+@functools.cache
+def _sample() -> Results:
+    """The sample loaded once: each example changes a copy (``dataclasses.replace``), never this one."""
+    return load([SAMPLE])
 
 
 def rendered_text(html: str) -> str:
@@ -93,8 +101,7 @@ def test_terminal_lines_stay_lines(path: str, version: str, note: str) -> None:
 def test_csv_cells_are_text_on_their_row(value: str) -> None:
     """The report's CSV: every text field of the run, hostile, stays in its cell and never starts a formula; a cell
     that begins with an apostrophe carries the escape, so stripping one gives the value back."""
-    results = load([SAMPLE])
-    results.frame = results.frame.head(3).copy()
+    results = dataclasses.replace(_sample(), frame=_sample().frame.head(3).copy())
     for column in ("name", "op", "src", "dst", "dtype", "path", "run", "datetime"):
         results.frame[column] = value
     rows = list(csv.reader(io.StringIO(export.to_csv(RunView.of(results)))))
@@ -107,8 +114,7 @@ def test_csv_cells_are_text_on_their_row(value: str) -> None:
 @FAST
 @given(path=payload, source=payload, finding=payload)
 def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, finding: str) -> None:
-    results = load([SAMPLE])
-    results.sources = [source]
+    results = dataclasses.replace(_sample(), sources=[source])
     model = [{"path": path, "alpha_us": 1.0, "pipelined_alpha_us": float("nan"), "stated_gbps": 10.0,
               "pipelined_gbps": None, "beta_basis": path, "largest_bytes": 4, "largest_gbps": 1.0, "link": path,
               "efficiency": 0.5}] * 2
