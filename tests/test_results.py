@@ -738,6 +738,8 @@ class TestStatisticsChecked:
         bench = xfer() | {"options": {"timer": "time.process_time"}}
         assert load([run_file(tmp_path, "run", [bench])]).frame.iloc[0]["timer"] == "time.process_time"
         assert one_row(tmp_path)["timer"] is None
+        long = xfer() | {"options": {"timer": "t" * 100}}  # a timer's name is cut to 80 characters where shown
+        assert load([run_file(tmp_path, "run", [long])]).frame.iloc[0]["timer"] == "t" * 80
 
     @pytest.mark.parametrize(("field", "value", "message"), [
         ("name", 5, "'name' must be a string, got 5"),

@@ -45,11 +45,8 @@ _SHORTEST, _LONGEST = 1e-15, 3e7
 
 
 def _seconds(value: Any) -> float | None:
-    """``value`` as seconds if it is a plain finite number within bounds (0 allowed), else None."""
-    # Compares huge ints without overflow; NaN and infinities fail the bounds too.
-    if type(value) not in (int, float) or not -_LONGEST <= value <= _LONGEST:
-        return None
-    return float(value)
+    """``value`` as seconds if it is a plain number from 0 to ``_LONGEST`` (NaN fails the bounds), else None."""
+    return float(value) if type(value) in (int, float) and 0 <= value <= _LONGEST else None
 
 
 def _stats_from(stats: Any) -> dict[str, Any]:
@@ -59,7 +56,7 @@ def _stats_from(stats: Any) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for name in _STATS:
         value = _seconds(stats.get(name))
-        if value is None or value < 0:
+        if value is None:
             raise ContractError(f"stats field {name!r} must be a finite number of seconds, 0 to {_LONGEST:.0e}, "
                                 f"got {stats.get(name)!r:.60}")
         if value < _SHORTEST and name in _TIMES:
@@ -82,11 +79,10 @@ def _stats_from(stats: Any) -> dict[str, Any]:
         raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
     if data == []:
         raise ContractError("stats field 'data' holds no round: no time was measured")
-    if data and not math.isclose(float(np.median(np.asarray(data, dtype=float))), checked["median_s"], rel_tol=1e-6):
+    if data and not math.isclose(middle := float(np.median(data)), checked["median_s"], rel_tol=1e-6):
         # compare reads the rounds, the report and the CSV the median: two readings of one run must not differ
         raise ContractError(f"stats field 'median' ({checked['median_s']:.6g} s) is not the median of its rounds "
-                            f"'data' ({float(np.median(np.asarray(data, dtype=float))):.6g} s): changed after pytest-benchmark "
-                            "wrote it")
+                            f"'data' ({middle:.6g} s): changed after pytest-benchmark wrote it")
     checked["data"] = data
     return checked
 
@@ -96,7 +92,7 @@ def _round_times(data: Any) -> bool:
     numbers: checked in one vectorised pass (each within ±2**63, as every number of a run is: none overflows)."""
     if not isinstance(data, list) or not all(type(x) in (int, float) for x in data):
         return False
-    times = np.asarray(data, dtype=float)
+    times = np.asarray(data)  # floats, or ints numpy holds (each within ±2**63)
     return bool(np.all((times >= 0) & (times <= _LONGEST)))  # NaN fails both comparisons
 
 
@@ -120,9 +116,9 @@ def bench_row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, An
     row["transfer_s"] = median / 2 if measured["round_trip"] else median
     # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
     moves = _moves_payload(identity.op, identity.variant)
-    row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else float("nan")
+    row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else math.nan
     factor = measured["bus_factor"]
-    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else float("nan")
+    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else math.nan
     row["path"] = identity.path
     row["case_key"] = identity.key
     options = bench.get("options")  # the clock that timed it (pytest-benchmark's --benchmark-timer)
@@ -144,8 +140,7 @@ def device_time_valid(frame: pd.DataFrame) -> pd.Series:
     call waits for the one before it, so the host sets the pace: on an H200 a 4 B pinned ``.to``
     read 11.7 µs blocking against 2.2 µs non-blocking), unless the row records a valid method.
     """
-    method = frame["device_time_method"] if "device_time_method" in frame else pd.Series(None, index=frame.index)
-    recorded = method.isin(VALID_DEVICE_METHODS)
+    recorded = frame["device_time_method"].isin(VALID_DEVICE_METHODS) if "device_time_method" in frame else False
     pageable = frame["host_memory"].eq("pageable")
     blocking_host = frame["host_memory"].notna() & ~frame["non_blocking"].astype(bool)
     return recorded | ~(pageable | blocking_host)
