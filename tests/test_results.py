@@ -1311,3 +1311,25 @@ class TestNumbersBounded:
             code, _, err = run_cli(capsys, *args)
             assert code in (0, 1, 2) and "Traceback" not in err, err
             assert code != 2 or len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(("load", "said"), [
+    ({"cpus": 2, "load_before": 1.0, "load_after": 3}, "load 3 on 2 cores"),
+    ({"cpus": 2, "load_before": 5, "load_after": 1, "cpu_others": 0.25, "cpu_steal": 0.5},
+     "load 5 on 2 cores, 25% of CPU time taken by other processes, 50% of CPU time stolen by the hypervisor"),
+    ({"cpus": 4, "load_before": 4.5, "cpu_steal": 0.004}, "load 4.5 on 4 cores"),  # what prints as 0% is unsaid
+    ({"cpus": 2, "load_before": 3, "load_after": "9"}, "load 3 on 2 cores"),  # a load that is no number is none
+    ({"cpus": 2, "load_after": 3, "cpu_others": -0.5}, "load 3 on 2 cores"),
+    ({"cpus": 2, "load_after": 2}, None),  # as many runnable as cores: not busy
+    ({"cpus": 0, "load_after": 3}, None), ({"cpus": -2, "load_after": 3}, None), ({"cpus": True, "load_after": 3}, None),
+    ({"cpus": 2.5, "load_after": True}, None), ({"cpus": 2, "load_after": -3}, None),
+    ({"cpus": 2, "load_after": float("nan")}, None), ({"cpus": 2, "load_after": float("inf")}, None),
+    ({"cpus": float("inf"), "load_after": 3}, None), ({"load_after": 3}, None),
+])
+def test_busy_load_is_a_load_above_the_cores(load, said):
+    """The run's own load (xferbench_run.load), said only where more was runnable than the cores; a field that is
+    not a plain number from 0 up is unknown."""
+    from xferbench.analyze.load.results import busy_load
+
+    assert busy_load({"load": load}) == said
+    assert busy_load({"load": [load]}) is None and busy_load({"other": load}) is None

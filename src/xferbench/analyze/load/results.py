@@ -458,11 +458,9 @@ def busy_load(facts: dict[str, Any]) -> str | None:
         return None
     load: dict[str, Any] = found
 
-    def number(name: str) -> float | None:
+    def number(name: str) -> float | None:  # a plain number from 0 up, not a bool, NaN nor an infinity
         value = load.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        return float(value) if math.isfinite(value) and value >= 0 else None
+        return float(value) if type(value) in (int, float) and 0 <= value < math.inf else None
 
     cpus = number("cpus")
     loads = [v for v in (number("load_before"), number("load_after")) if v is not None]
