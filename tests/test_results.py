@@ -1295,7 +1295,7 @@ class TestNumbersBounded:
         where, value = out_of_range(document)
         assert where == "[0]" * 5000 + "[0]" and value == 10**400
 
-    @property_settings(40, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
+    @property_settings(25, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
     @given(data=st.data())
     def test_any_number_of_the_schema_at_an_edge_is_read_or_refused_in_one_line(self, tmp_path_factory, capsys, data):
         """Any number of the run (a statistic, a contract field, a block's, the machine's, the load's) set to an edge of
