@@ -420,8 +420,8 @@ def one_per_case(every: pd.DataFrame, prefer: str | None = None) -> pd.DataFrame
 
     A second run never displaces the first because it is newer: a short run after a full one (5-20 rounds against
     30-150, another boot of the machine) would replace the better-measured figures. The rows keep their order."""
-    order = every.assign(_at=np.arange(len(every)), _named=every["run"].eq(prefer) if prefer is not None else False)
-    chosen = order.sort_values(["_named", "rounds", "_at"], kind="stable").drop_duplicates(subset="case_key", keep="last")
+    order = every.assign(_at=np.arange(len(every)), _named=every["run"].eq(prefer))  # a run is never named None
+    chosen = order.sort_values(["_named", "rounds", "_at"]).drop_duplicates(subset="case_key", keep="last")
     return chosen.sort_values("_at").drop(columns=["_at", "_named"]).reset_index(drop=True)
 
 
