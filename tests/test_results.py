@@ -95,9 +95,11 @@ class TestSeveralFiles:
         assert len(results.frame) == 58 and len(results.measured) == 59
         assert (results.frame["median_s"] == 123.0).sum() == 1
         assert results.notes == [results.repeated]
-        assert results.repeated.startswith("1 case(s) were measured in more than one run: each figure and sentence "
-                                           "reads one instance of each, the one with more rounds (ties: the newest "
-                                           "run): 1 from newer. The other 1 instance(s) are kept")
+        assert results.repeated == (
+            "1 case(s) were measured in more than one run: each figure and sentence reads one instance of each, the one "
+            "with more rounds (ties: the newest run): 1 from newer. The other 1 instance(s) are kept with the loaded data "
+            "(a report's CSV lists every instance, its read column false for these), never averaged with these, drawn "
+            "on one line with them nor divided by them.")
 
     def test_folder_reads_every_json(self, tmp_path, sample):
         (tmp_path / "run").mkdir()
