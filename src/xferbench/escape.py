@@ -42,9 +42,9 @@ def one_line(text: object) -> str:
 #: fences (a backtick or tilde run opens one, which swallows the lines after it).
 _MARKDOWN = re.compile(r"([\\|<&\[\]`~])")
 #: What starts a block where it opens a line (a note is a line of its own): a quote, a list item (``- ``, ``1. ``),
-#: a heading's underline (``===``, ``---``) or a thematic break (``***``, ``___``). Plain figures (``2.00x``) are
-#: left as they are.
-_BLOCK_START = re.compile(r"^(\d{1,9})?(?:[.)](?=\s|$))|^(?:>|[-+*](?=\s|$)|[-=_*]{2,})")
+#: a heading's underline (``=``: one is enough under a paragraph; ``---``) or a thematic break (``***``, ``_ _ _``).
+#: Plain figures (``2.00x``, ``-5%``) are left as they are.
+_BLOCK_START = re.compile(r"^(\d{1,9})?(?:[.)](?=\s|$))|^(?:[>=_]|[-+*](?=\s|$)|[-*]{2,})")
 #: What GitHub turns into a link or a notification after rendering: mentions, issue references, bare URLs.
 _LINKED = re.compile(r"(@|#|://|www\.)", re.IGNORECASE)
 
