@@ -18,9 +18,23 @@ FIRST = "test_create[empty-4B-float32-cpu]"  # the sample's first benchmark
 #: A few benchmarks of each kind (creation, host copy, no-op, scenario, distributed), so a report is quick.
 BASE = {**SAMPLE, "benchmarks": [b for i, b in enumerate(SAMPLE["benchmarks"]) if i % 12 == 0]}
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-SLOW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                          HealthCheck.too_slow])
+
+
+def examples(count: int) -> int:
+    """A test's own number of examples, scaled as the loaded profile scales Hypothesis' default of 100 (conftest.py:
+    the test command's, or 5x under tox -e fuzz)."""
+    return count * settings.default.max_examples // 100
+
+
+def property_settings(count: int, *checks: HealthCheck) -> settings:
+    """A property test's settings: ``count`` examples (scaled), no deadline, the profile's health checks and ``checks``
+    suppressed."""
+    return settings(max_examples=examples(count), deadline=None,
+                    suppress_health_check=[*settings.default.suppress_health_check, *checks])
+
+
+FAST = property_settings(150, HealthCheck.function_scoped_fixture)
+SLOW = property_settings(25, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
 
 
 def small(count: int) -> dict:

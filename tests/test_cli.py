@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from xferbench.cli import main
 
 from hang import no_hang
-from hostile_inputs import BASE, SLOW, assert_refused, dump, mutate, put, run_cli, small
+from hostile_inputs import BASE, SLOW, assert_refused, dump, mutate, property_settings, put, run_cli, small
 
 
 @pytest.mark.hostile
@@ -78,8 +78,12 @@ class TestOutputsNeverDestroyInputs:
 
     def test_symlinked_output_is_followed(self, tmp_path, capsys, run):
         """A link to an earlier report: the report it points to is replaced, the link stays a link."""
-        target = put(tmp_path / "old.html", "<!DOCTYPE html><title>xferbench report</title>old")
+        target = tmp_path / "old.html"
+        assert run_cli(capsys, "report", run, "-o", target)[0] == 0
+        target.write_text(target.read_text().replace("</title>", "</title>old", 1))  # edited: the user's now
         os.symlink(target, tmp_path / "latest.html")
+        assert run_cli(capsys, "report", run, "-o", tmp_path / "latest.html")[0] == 2  # refused, as for old.html
+        assert run_cli(capsys, "report", run, "-o", target, "--force")[0] == 0
         code, _, _ = run_cli(capsys, "report", run, "-o", tmp_path / "latest.html")
         assert code == 0
         assert (tmp_path / "latest.html").is_symlink()
@@ -129,8 +133,7 @@ class TestCli:
         new.write_text(dump(BASE))
         self.run(["compare", str(base), str(new), f"--threshold={threshold}"], [base, new])
 
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                     HealthCheck.too_slow])
+    @property_settings(12, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
     @pytest.mark.slow
     @given(data=st.data())
     def test_report(self, tmp_path, data):

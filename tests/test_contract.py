@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xferbench.contract import (
@@ -33,6 +33,8 @@ from xferbench.contract import (
     software_changes,
     software_environment,
 )
+
+from hostile_inputs import property_settings
 
 H2D = Identity(op="h2d", method="copy_", src="cpu", dst="cuda:0", nbytes=1024, dtype="float32", shape=(256,),
                host_memory="pinned", non_blocking=True)
@@ -138,7 +140,7 @@ class TestIdentityFrom:
         assert len(str(error.value)) < 100
         assert identity_from(info(**{name: "m" * NAME_LIMIT})).key
 
-    @settings(max_examples=150, deadline=None)
+    @property_settings(150)
     @given(text=st.text(min_size=1, max_size=2 * NAME_LIMIT + 10))
     def test_any_method_is_read_or_refused_by_its_length(self, text):
         try:

@@ -72,6 +72,18 @@ def test_the_command_reference_is_what_the_parser_says():
     assert page == _tool("reference_docs").current(page), "docs/commands.md is stale: run python tools/reference_docs.py"
 
 
+def test_a_marker_quoted_in_prose_bounds_no_generated_block():
+    """The page may name its markers in prose (as this paragraph would): python3 run.py golden, run three times,
+    leaves one generated block where it stood, and the prose as written."""
+    tool = _tool("reference_docs")
+    prose = f"The block between `{tool.BEGIN}` and `{tool.END}` is generated.\n\n"
+    page = prose + tool.BEGIN + "\nold\n" + tool.END + "\n\n## After\n"
+    for _ in range(3):
+        page = tool.current(page)
+    assert page.count(tool.BEGIN) == page.count(tool.END) == 2 and page.startswith(prose)
+    assert page == prose + tool.commands_reference() + "## After\n"
+
+
 def test_the_cli_docstring_names_every_command():
     from xferbench.cli import build_parser
 

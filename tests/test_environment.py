@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch  # noqa: F401  loaded before pytester's in-process runs, which unload what they import
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import xferbench
@@ -26,6 +26,7 @@ from xferbench.analyze.load.results import load
 from xferbench.measure.record import journal as jr
 from xferbench.output import OutputError, check_output, write_atomic
 
+from hostile_inputs import property_settings
 from hostile_inputs import run_cli as cli
 
 SRC = Path(xferbench.__file__).resolve().parents[1]  # the code under test, for the subprocesses too
@@ -168,7 +169,7 @@ class TestReadOnlyAndLongNames:
         with pytest.raises(OutputError, match="longer than this file system allows"):
             check_output(tmp_path / ("r" * 300 + ".json"))
 
-    @settings(max_examples=40, deadline=None)
+    @property_settings(40)
     @given(st.integers(min_value=1, max_value=255 - len(".json")))
     @example(255 - len(".json"))  # the longest: no room left for a longer temporary name
     def test_any_name_the_check_accepts_can_be_written(self, tmp_path_factory, length):
@@ -326,7 +327,7 @@ def test_the_report_never_replaces_an_unrelated_companion(tmp_path, capsys, outp
     run = put(tmp_path / "run.json", sample())
     (tmp_path / companion).write_text("hand-written\n")
     code, _, err = cli(capsys, "report", run, "-o", tmp_path / output_name)
-    one_line(code, err, companion, "not an earlier xferbench report")
+    one_line(code, err, companion, "is not a report xferbench wrote")
     assert (tmp_path / companion).read_text() == "hand-written\n" and not (tmp_path / output_name).exists()
 
 

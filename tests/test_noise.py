@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 import synthetic_runs as syn
@@ -32,7 +32,7 @@ from xferbench.analyze.gate.noise import (
 from xferbench.analyze.load.results import ResultsError
 from xferbench.cli import main
 
-from hostile_inputs import put, small, values
+from hostile_inputs import property_settings, put, small, values
 
 
 def test_documented_constants():
@@ -550,7 +550,7 @@ class TestProperties:
     """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
     line; any nvbandwidth document gives finite positive figures or one ResultsError."""
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @property_settings(40, HealthCheck.function_scoped_fixture)
     @given(field=st.sampled_from(["machine", "runs", "target", "per_side", "z_bound", "floors", "cases",
                                   "false_alarm_rate", "confirmed", "note"]), value=values)
     def test_noise_file_with_any_field(self, tmp_path, field, value):

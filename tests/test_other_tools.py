@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from handfed import bench, gpu_machine, write
@@ -17,7 +17,7 @@ from xferbench.analyze.report.other_tools import comparisons, headlines, load_pe
 from xferbench.analyze.view import RunView
 
 from hang import no_hang
-from hostile_inputs import assert_refused, put, run_cli, small, values
+from hostile_inputs import assert_refused, property_settings, put, run_cli, small, values
 
 DATA = Path(__file__).parent / "data"
 NVB, NCCL, SAMPLE = DATA / "nvbandwidth-format-sample.json", DATA / "nccl-tests-format-sample.txt", DATA / "cpu-sample.json"
@@ -309,7 +309,7 @@ class TestProperties:
     """Hypothesis, modest example counts (the cores are shared): any noise file is used or refused in one
     line; any nvbandwidth document gives finite positive figures or one ResultsError."""
 
-    @settings(max_examples=150, deadline=None)
+    @property_settings(150)
     @given(cells=st.lists(st.text(alphabet="0123456789.e+-", min_size=1, max_size=8), min_size=8, max_size=8))
     def test_nccl_line_of_any_numbers(self, cells):
         import math
@@ -323,7 +323,7 @@ class TestProperties:
             return
         assert all(math.isfinite(f.gbps) and f.gbps >= 0 for f in figures)
 
-    @settings(max_examples=80, deadline=None)
+    @property_settings(80)
     @given(matrix=st.lists(st.lists(st.one_of(values, st.sampled_from(["12.5", "nan", "inf", "-1", "1e999", "N/A", 10**400])),
                                     max_size=4), max_size=4),
            description=st.sampled_from(["memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",

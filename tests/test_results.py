@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
 
 from xferbench.analyze.load.results import (
@@ -18,9 +18,23 @@ from xferbench.analyze.load.results import (
     is_journal,
     load,
 )
+from xferbench.analyze.load.rows import QUARTILE_ROUNDING
 
 from hang import no_hang
-from hostile_inputs import BASE, DATA, FAST, assert_refused, dump, hostile_numbers, json_values, mutate, put, run_cli, small
+from hostile_inputs import (
+    BASE,
+    DATA,
+    FAST,
+    assert_refused,
+    dump,
+    hostile_numbers,
+    json_values,
+    mutate,
+    property_settings,
+    put,
+    run_cli,
+    small,
+)
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 
@@ -81,9 +95,11 @@ class TestSeveralFiles:
         assert len(results.frame) == 58 and len(results.measured) == 59
         assert (results.frame["median_s"] == 123.0).sum() == 1
         assert results.notes == [results.repeated]
-        assert results.repeated.startswith("1 case(s) were measured in more than one run: each figure and sentence "
-                                           "reads one instance of each, the one with more rounds (ties: the newest "
-                                           "run): 1 from newer. The other 1 instance(s) are kept")
+        assert results.repeated == (
+            "1 case(s) were measured in more than one run: each figure and sentence reads one instance of each, the one "
+            "with more rounds (ties: the newest run): 1 from newer. The other 1 instance(s) are kept with the loaded data "
+            "(a report's CSV lists every instance, its read column false for these), never averaged with these, drawn "
+            "on one line with them nor divided by them.")
 
     def test_folder_reads_every_json(self, tmp_path, sample):
         (tmp_path / "run").mkdir()
@@ -286,6 +302,35 @@ class TestFilesAndOrder:
                "rounds (ties: the newest run): 1 from quick." in results.repeated
         with pytest.raises(ResultsError, match="no run named 'other' among the files given"):
             load([full, quick], prefer="other")
+
+    def test_two_files_of_one_stem_are_two_runs(self, tmp_path, capsys):
+        """a/run.json and b/run.json: each its own run, named by its path from the folder they share, so --read-run can
+        name either, their rows stay apart, and the report's CSV says which file each row came from."""
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        first = run_file(tmp_path / "a", "run", [xfer(median=2.0), xfer(op="d2h", median=3.0)], when="2026-01-01T00:00:00")
+        second = run_file(tmp_path / "b", "run", [xfer(median=9.0)], when="2026-06-01T00:00:00")
+        results = load([first, second], prefer="b/run.json")
+        assert list(zip(results.frame["op"], results.frame["run"], results.frame["median_s"], strict=True)) == [
+            ("d2h", "a/run.json", 3.0), ("h2d", "b/run.json", 9.0)]
+        assert list(results.measured["run"]) == ["a/run.json", "a/run.json", "b/run.json"]
+        assert list(results.boot_ids) == ["a/run.json", "b/run.json"]
+        out = tmp_path / "r.html"
+        code, _, err = run_cli(capsys, "report", first, second, "--read-run", "a/run.json", "-o", out)
+        assert code == 0, err
+        rows = [line.split(",")[:3] for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
+        assert rows == [["a/run.json", "1", "True"], ["a/run.json", "1", "True"], ["b/run.json", "2", "False"]]
+
+    @pytest.mark.parametrize(("paths", "names"), [
+        (["x/full.json", "x/quick.json"], ["full", "quick"]),
+        (["a/run.json", "b/run.json", "c.json"], ["a/run.json", "b/run.json", "c"]),
+        (["r/a/run.json", "r/b/c/run.json"], ["a/run.json", "b/c/run.json"]),
+        (["d/run.json", "d/run.jsonl"], ["run.json", "run.jsonl"]),
+    ])
+    def test_run_names_tell_files_of_one_stem_apart(self, paths, names):
+        from xferbench.analyze.load.results import run_names
+
+        assert run_names([Path(p) for p in paths]) == names
 
     def test_one_run_has_no_note_on_instances(self, tmp_path):
         results = load([run_file(tmp_path, "one", [xfer(), xfer(op="d2h")])])
@@ -630,18 +675,33 @@ class TestStatisticsChecked:
         assert load_error(tmp_path, bench) == message
 
     @FAST
-    @given(times=st.lists(st.floats(1e-9, 10.0), min_size=5, max_size=5), rounds=st.lists(st.floats(0, 1), max_size=3))
+    @given(times=st.lists(st.floats(1e-9, 10.0), min_size=5, max_size=5), rounds=st.lists(st.floats(1e-9, 1), max_size=3))
+    @example(times=[1.0000000000000003e-09, 1e-09, 1.0, 1.0, 1.0], rounds=[])  # min one unit in the last place above q1
+    @example(times=[1e-3 * (1 + 2e-12), 1e-3, 1.0, 1.0, 1.0], rounds=[])  # q1 below min by twice QUARTILE_ROUNDING
     def test_any_statistics_load_in_order_or_are_refused(self, tmp_path, times, rounds):
-        """Whatever five times say they are min, q1, q3, max and mean, a run loads only with them in order."""
+        """Whatever five times say they are min, q1, q3, max and mean, a run loads exactly when min <= max and each
+        quartile lies past its neighbour by at most QUARTILE_ROUNDING (relatively); every row loaded is in order."""
         stats = dict(zip(("min", "q1", "q3", "max", "mean"), times, strict=True)) | {"data": rounds or None}
         if rounds:
-            stats["median"] = float(np.median(rounds)) or 1e-3
+            stats["median"] = float(np.median(rounds))
+        low, q1, q3, high = times[:4]
+        loads = low <= high and all(a <= b * (1 + QUARTILE_ROUNDING) for a, b in ((q1, q3), (low, q1), (q3, high)))
         try:
             row = load([run_file(tmp_path, "h", [xfer(stats=stats)])]).frame.iloc[0]
         except ResultsError as error:
-            assert "\n" not in str(error)
+            assert "\n" not in str(error) and "stats out of order" in str(error) and not loads
             return
-        assert row["min_s"] <= row["q1_s"] <= row["q3_s"] <= row["max_s"]
+        assert loads and row["min_s"] <= row["q1_s"] <= row["q3_s"] <= row["max_s"]
+
+    def test_a_quartile_rounded_past_its_neighbour_is_read_as_it(self, tmp_path):
+        """A quartile averaged over blocks may round a few units in the last place past its neighbour: it is read as
+        that neighbour, so every reader gets min <= q1 <= q3 <= max; min and max are rounds, never let slip."""
+        row = one_row(tmp_path, stats={"q1": 1e-3 * (1 - 1e-13), "q3": 1e-3 * (1 + 1e-13), "data": None})
+        assert (row["min_s"], row["q1_s"], row["q3_s"], row["max_s"]) == (1e-3, 1e-3, 1e-3, 1e-3)
+        crossed = one_row(tmp_path, stats={"min": 5e-4, "max": 2e-3, "q1": 1e-3 * (1 + 1e-13), "q3": 1e-3, "data": None})
+        assert crossed["q1_s"] == crossed["q3_s"] == 1e-3 * (1 + 1e-13)
+        bench = xfer(name="n", stats={"min": math.nextafter(1e-3, 1), "q1": 2e-3, "q3": 2e-3, "data": None})
+        assert load_error(tmp_path, bench) == "stats out of order: min 0.001 > max 0.001 (min <= q1 <= q3 <= max)"
 
     def test_stats_not_an_object(self, tmp_path):
         bench = xfer(name="n")
@@ -680,6 +740,8 @@ class TestStatisticsChecked:
         bench = xfer() | {"options": {"timer": "time.process_time"}}
         assert load([run_file(tmp_path, "run", [bench])]).frame.iloc[0]["timer"] == "time.process_time"
         assert one_row(tmp_path)["timer"] is None
+        long = xfer() | {"options": {"timer": "t" * 100}}  # a timer's name is cut to 80 characters where shown
+        assert load([run_file(tmp_path, "run", [long])]).frame.iloc[0]["timer"] == "t" * 80
 
     @pytest.mark.parametrize(("field", "value", "message"), [
         ("name", 5, "'name' must be a string, got 5"),
@@ -731,28 +793,26 @@ BAD_FIELDS = [
     ("info.src", ["cpu"], "field 'src' must be a non-empty string"),
     ("info.non_blocking", "false", "field 'non_blocking' must be true or false"),
     ("info.shape", "2x3", "field 'shape' must be a list of positive whole numbers"),
-    ("info.nbytes", 10**30, "field 'nbytes' is not a plausible payload"),
+    ("info.nbytes", 2**62 + 1, "field 'nbytes' is not a plausible payload"),
     ("info.nbytes", -4, "field 'nbytes' must be a whole number >= 0"),
-    ("info.device_seconds", 10**400, "field 'device_seconds' must be a finite number"),
+    ("info.device_seconds", -1e-3, "field 'device_seconds' must be a finite number >= 0"),
+    ("stats.median", 3e7 * 2, "stats field 'median' must be a finite number of seconds"),
+    ("stats.median", float("nan"), "stats field 'median' must be a finite number of seconds"),
+    ("stats.data", [1e-6, float("nan")], "stats field 'data' must be a list of finite times"),
     ("info.host_rss_bytes", "1GB", "field 'host_rss_bytes' must be a whole number"),
     ("stats.median", 0, "stats field 'median' must be above 0"),
     ("stats.median", 0.0, "stats field 'median' must be above 0"),
     ("stats.median", -5e-6, "stats field 'median' must be a finite number of seconds"),
-    ("stats.median", float("nan"), "stats field 'median' must be a finite number of seconds"),
-    ("stats.median", float("inf"), "stats field 'median' must be a finite number of seconds"),
     ("stats.median", "fast", "stats field 'median' must be a finite number of seconds"),
     ("stats.median", None, "stats field 'median' must be a finite number of seconds"),
-    ("stats.median", 10**400, "stats field 'median' must be a finite number of seconds"),
     ("stats.median", 1e-300, "stats field 'median' must be above 0"),
     ("stats.min", 0, "stats field 'min' must be above 0"),
-    ("stats.mean", float("-inf"), "stats field 'mean' must be a finite number of seconds"),
     ("stats.stddev", -1.0, "stats field 'stddev' must be a finite number of seconds"),
     ("stats.iqr", [1], "stats field 'iqr' must be a finite number of seconds"),
     ("stats.rounds", 0, "stats field 'rounds' must be a whole number >= 1"),
     ("stats.rounds", 1.5, "stats field 'rounds' must be a whole number >= 1"),
     ("stats.iterations", 0, "stats field 'iterations' must be a whole number >= 1"),
     ("stats.data", ["a"], "stats field 'data' must be a list of finite times"),
-    ("stats.data", [1e-6, float("nan")], "stats field 'data' must be a list of finite times"),
     ("stats.data", "1,2,3", "stats field 'data' must be a list of finite times"),
     ("bench.stats", [1, 2], "'stats' must be an object"),
     ("bench.name", ["x"], "'name' must be a string"),
@@ -1123,3 +1183,155 @@ def test_a_run_with_device_times_the_contract_refuses_says_so(sample, tmp_path):
                              "copies (the host stages them) and blocking copies timed back to back by events (the host "
                              "paces them), recorded by an older xferbench."]
     assert results.frame["device_seconds"].isna().all()
+
+
+def _whole_schema() -> dict:
+    """A GPU run with a number in every place the schema has one: statistics and rounds, the contract's identity and
+    measured fields, a case in two blocks, the machine's device and host caches, and the run's own load."""
+    from handfed import bench, gpu_machine
+
+    measured = {"device_seconds": 1e-4, "device_time_method": "nonblocking_twin", "device_repeats": 10,
+                "minor_faults_per_call": 2.0, "queued_seconds": 1e-5, "sm_clock_mhz": 1980, "memory_clock_mhz": 3201,
+                "pcie_generation_now": 5, "pcie_width_now": 16, "host_numa_node": 0, "host_rss_bytes": 2**30,
+                "pinned_host_bytes": 2**20, "device_bytes": 2**24}
+    rows = [bench("h2d", "copy_", "cpu", "cuda:0", n, 1e-5 + n / 25e9, "pinned", True, **measured) for n in (2**10, 2**26)]
+    rows += [bench("d2d", "clone", "cuda:0", "cuda:0", 2**26, 1e-4, world_size=1)]
+    for block in (0, 1):  # one case measured in two blocks
+        rows.append(bench("d2h", "copy_", "cuda:0", "cpu", 2**20, 5e-5 * (1 + block), "pinned", True, **measured))
+        rows[-1]["extra_info"] |= {"xfer_block": block, "xfer_blocks": 2, "xfer_case_id": "d2h-1MiB"}
+        rows[-1]["stats"] |= {"data": [5e-5 * (1 + block)] * 5}
+    machine = gpu_machine(memory_bytes=141 * 2**30, l2_cache_bytes=60 * 2**20, memory_peak_gbps=4800.0,
+                          sm_clock_max_mhz=1980, pcie_generation=5, pcie_width=16, nvlink_links=18, nvlink_version=4)
+    machine["xferbench"]["host"] = {"cache_bytes": {"L2": 2**20, "L3": 32 * 2**20}}
+    return {"machine_info": machine, "commit_info": {"id": "abc", "time": "2026-11-30"}, "benchmarks": rows,
+            "datetime": "2026-11-30T12:00:00", "version": "5.3.1",
+            "xferbench_run": {"boot_id": "b", "started": "2026-11-30T12:00:00",
+                              "load": {"cpus": 2, "cpu_others": 0.1, "cpu_steal": 0.0, "load_before": 1.5,
+                                       "load_after": 2.5}}}
+
+
+def _numbers(value, where=()) -> list[tuple]:
+    """Where each number of a parsed JSON document lies, as the keys leading to it."""
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        return [found for key, item in items for found in _numbers(item, (*where, key))]
+    return [where] if type(value) in (int, float) else []
+
+
+def _set(document: dict, where: tuple, value) -> dict:
+    document = copy.deepcopy(document)
+    holder = document
+    for key in where[:-1]:
+        holder = holder[key]
+    holder[where[-1]] = value
+    return document
+
+
+def _place(where: tuple) -> str:
+    return "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in where).lstrip(".")
+
+
+#: Numbers at the edges of what a file may hold: past ±2**63 (refused where read), and just inside it.
+EDGE_NUMBERS = [10**400, -(10**400), 10**308, 2**63 + 1, -(2**63) - 1, 1.7e308, -1.7e308, float("nan"), float("inf"),
+                float("-inf"), 2**63, -(2**63), 2**62, 2**53 + 1, 9.2e18, 0, -1, 0.0, 1e-320, 5e-324, 1.5]
+
+
+@pytest.mark.hostile
+class TestNumbersBounded:
+    """Every number of a run is within ±2**63 (bounded_read.out_of_range, checked once where the file is read): past
+    that, an infinity too, one line naming the field and exit 2 from every command; no reader converts it later."""
+
+    @pytest.mark.parametrize(("where", "value", "shown"), [
+        (("xferbench_run", "load", "cpus"), 10**400, "a number of 401 digits"),
+        (("xferbench_run", "load", "cpu_others"), 10**400, "a number of 401 digits"),
+        (("xferbench_run", "load", "load_before"), 10**400, "a number of 401 digits"),
+        (("xferbench_run", "load", "load_after"), -(10**400), "a number of 401 digits"),
+        (("benchmarks", 0, "stats", "rounds"), 10**400, "a number of 401 digits"),
+        (("benchmarks", 0, "extra_info", "sm_clock_mhz"), 10**400, "a number of 401 digits"),
+        (("benchmarks", 0, "extra_info", "host_rss_bytes"), 2**63 + 1, "a number of 19 digits"),
+        (("benchmarks", 4, "extra_info", "sm_clock_mhz"), 10**308, "a number of 309 digits"),  # a block's clock
+        (("benchmarks", 4, "extra_info", "device_seconds"), 1.7e308, "1.7e+308"),
+        (("benchmarks", 0, "stats", "median"), float("-inf"), "-inf"),
+        (("machine_info", "xferbench", "devices", 0, "memory_bytes"), float("inf"), "inf"),
+    ])
+    @pytest.mark.parametrize("command", ["check", "compare", "report"])
+    def test_a_number_past_what_a_float_holds_is_refused_in_one_line(self, tmp_path, capsys, where, value, shown,
+                                                                    command):
+        bad = put(tmp_path / "bad.json", dump(_set(_whole_schema(), where, value)))
+        good = put(tmp_path / "good.json", _whole_schema())
+        args = {"check": ["check", bad], "report": ["report", bad, "-o", tmp_path / "r.html"],
+                "compare": ["compare", good, bad]}[command]
+        code, _, err = run_cli(capsys, *args)
+        assert_refused(code, err, f"{bad}: field '{_place(where)}' is {shown}; every number of a run is within ±2**63, "
+                                  "so the file is not read")
+
+    def test_two_blocks_of_a_clock_near_the_float_maximum_are_refused(self, tmp_path, capsys):
+        """Each block's clock alone is an int a float holds; their median is not (it was infinity, then a traceback)."""
+        document = _set(_set(_whole_schema(), ("benchmarks", 3, "extra_info", "sm_clock_mhz"), 10**308),
+                        ("benchmarks", 4, "extra_info", "sm_clock_mhz"), 10**308)
+        code, _, err = run_cli(capsys, "check", put(tmp_path / "run.json", dump(document)))
+        assert_refused(code, err, "extra_info.sm_clock_mhz' is a number of 309 digits")
+
+    def test_the_whole_schema_loads_as_written(self, tmp_path):
+        """The document the property below varies is a run the analysis reads, every number in range."""
+        results = load([put(tmp_path / "run.json", _whole_schema())])
+        assert len(results.frame) == 4 and results.frame["blocks"].max() == 2
+
+    @pytest.mark.parametrize(("document", "found"), [
+        ({"a": [1, {"b": 10**400}]}, ("a[1].b", 10**400)), ({"x": [2**63, -(2**63), 1.5, True, "9" * 500]}, None),
+        ({"x": {"y": [[float("-inf")]]}}, ("x.y[0][0]", float("-inf"))), ([[]] * 3 + [2**64], ("[3]", 2**64)),
+        ({"nan": float("nan")}, None),  # left to the field's own check, which says what it must be
+        ({"": -(2**63) - 1}, ("", -(2**63) - 1)),
+    ])
+    def test_out_of_range_names_the_place(self, document, found):
+        from xferbench.bounded_read import out_of_range
+
+        assert out_of_range(document) == found
+
+    def test_a_number_nested_deeper_than_the_stack_is_found(self):
+        from xferbench.bounded_read import out_of_range
+
+        document: list = [10**400]
+        for _ in range(5000):
+            document = [document]
+        where, value = out_of_range(document)
+        assert where == "[0]" * 5000 + "[0]" and value == 10**400
+
+    @property_settings(25, HealthCheck.function_scoped_fixture, HealthCheck.too_slow)
+    @given(data=st.data())
+    def test_any_number_of_the_schema_at_an_edge_is_read_or_refused_in_one_line(self, tmp_path_factory, capsys, data):
+        """Any number of the run (a statistic, a contract field, a block's, the machine's, the load's) set to an edge of
+        what a file may hold: report, compare and check each read it (exit 0 or 1) or refuse it in one line (exit 2),
+        never a traceback (exit 3)."""
+        schema = _whole_schema()
+        where = data.draw(st.sampled_from(_numbers(schema)), label="where")
+        value = data.draw(st.sampled_from(EDGE_NUMBERS), label="value")
+        folder = tmp_path_factory.mktemp("edge")
+        bad = put(folder / "bad.json", dump(_set(schema, where, value)))
+        good = put(folder / "good.json", schema)
+        for args in (["check", bad], ["compare", good, bad], ["report", bad, "-o", folder / "r.html"]):
+            code, _, err = run_cli(capsys, *args)
+            assert code in (0, 1, 2) and "Traceback" not in err, err
+            assert code != 2 or len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(("load", "said"), [
+    ({"cpus": 2, "load_before": 1.0, "load_after": 3}, "load 3 on 2 cores"),
+    ({"cpus": 2, "load_before": 5, "load_after": 1, "cpu_others": 0.25, "cpu_steal": 0.5},
+     "load 5 on 2 cores, 25% of CPU time taken by other processes, 50% of CPU time stolen by the hypervisor"),
+    ({"cpus": 4, "load_before": 4.5, "cpu_steal": 0.004}, "load 4.5 on 4 cores"),  # what prints as 0% is unsaid
+    ({"cpus": 2, "load_before": 3, "load_after": "9"}, "load 3 on 2 cores"),  # a load that is no number is none
+    ({"cpus": 2, "load_after": 3, "cpu_others": -0.5}, "load 3 on 2 cores"),
+    ({"cpus": 2, "load_after": 2}, None),  # as many runnable as cores: not busy
+    ({"cpus": 0, "load_after": 3}, None), ({"cpus": -2, "load_after": 3}, None), ({"cpus": True, "load_after": 3}, None),
+    ({"cpus": 2.5, "load_after": True}, None), ({"cpus": 2, "load_after": -3}, None),
+    ({"cpus": 2, "load_after": float("nan")}, None), ({"cpus": 2, "load_after": float("inf")}, None),
+    ({"cpus": float("inf"), "load_after": 3}, None), ({"load_after": 3}, None),
+])
+def test_busy_load_is_a_load_above_the_cores(load, said):
+    """The run's own load (xferbench_run.load), said only where more was runnable than the cores; a field that is
+    not a plain number from 0 up is unknown."""
+    from xferbench.analyze.load.results import busy_load
+
+    assert busy_load({"load": load}) == said
+    assert busy_load({"load": [load]}) is None and busy_load({"other": load}) is None

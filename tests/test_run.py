@@ -22,6 +22,8 @@ import xferbench
 from xferbench import cli
 from xferbench.cli import main
 
+from hostile_inputs import assert_refused, run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "tests" / "data" / "cpu-sample.json"
 
@@ -40,12 +42,74 @@ class TestRun:
         return calls
 
     def test_pytest_runs_the_package_benchmarks_with_the_arguments_given(self, tmp_path, monkeypatch):
+        """pytest writes into a private folder (-o is claimed at the end), the journal goes beside -o."""
         calls = self.fake(monkeypatch, 0)
         out = tmp_path / "run.json"
         assert main(["run", "-o", str(out), "--xfer-devices=cpu", "-k", "host", "-p", "no:cacheprovider", "bench"]) == 0
-        assert calls == [[sys.executable, "-m", "pytest", "-p", "xferbench.measure.session.plugin", "--pyargs",
-                          "xferbench.bench", "--benchmark-only", f"--benchmark-json={out}", "--xfer-devices=cpu", "-k",
-                          "host", "-p", "no:cacheprovider", "bench"]]
+        (command,) = calls
+        assert command[:3] == [sys.executable, *cli.PYTEST] and command[3:8] == list(cli.RUN_ARGS)
+        private = Path(command[8].removeprefix("--benchmark-json="))
+        assert private.name == "run.json" and private.parent != tmp_path and not private.parent.exists()
+        assert command[9:] == [f"--xfer-journal={tmp_path / 'run.journal.jsonl'}", "--xfer-devices=cpu", "-k", "host",
+                               "-p", "no:cacheprovider", "bench"]
+
+    @pytest.mark.hostile
+    def test_pytest_never_imports_from_the_folder_it_runs_in(self, tmp_path, monkeypatch, capfd):
+        """A cloned repository's pluggy.py or numpy/ in the working folder is not imported: pytest starts with that
+        folder off sys.path (python -m would put it first)."""
+        (tmp_path / "pluggy.py").write_text("raise SystemExit('pluggy.py of the working folder was imported')\n")
+        (tmp_path / "numpy").mkdir()
+        (tmp_path / "numpy" / "__init__.py").write_text("raise SystemExit('numpy/ of the working folder was imported')\n")
+        monkeypatch.chdir(tmp_path)
+        assert main(["run", "-o", "run.json", "--version"]) == 0
+        assert "was imported" not in "".join(capfd.readouterr())
+        (tmp_path / "own").mkdir()  # a benchmark of the user's own that imports numpy, run from that folder
+        (tmp_path / "own" / "test_own.py").write_text("import numpy\n\ndef test_own():\n    assert numpy.ndarray\n")
+        own = subprocess.run([sys.executable, *cli.PYTEST, "-q", "-p", "no:cacheprovider", "own"], capture_output=True,
+                             text=True, timeout=300, cwd=tmp_path, check=False)
+        assert own.returncode == 0 and "was imported" not in own.stdout + own.stderr, own.stdout[-2000:]
+
+    def _racing(self, monkeypatch: pytest.MonkeyPatch, out: Path, other: str | None) -> None:
+        """pytest that writes its run where it is told, while ``other`` (another run's, a user's file) lands on -o."""
+        def run(command: list[str], check: bool) -> Any:
+            Path(next(a for a in command if a.startswith("--benchmark-json=")).split("=", 1)[1]).write_text("ours")
+            if other is not None:
+                out.write_text(other)
+            return subprocess.CompletedProcess(command, 0)
+
+        monkeypatch.setattr(subprocess, "run", run)
+
+    @pytest.mark.hostile
+    def test_a_file_that_takes_the_output_during_the_run_is_kept(self, tmp_path, monkeypatch, capsys):
+        """Two runs given one -o, or a file saved there while the run runs: -o is claimed by an exclusive create when
+        the run is written, so the other file stays, this run lands beside it under a name said in one line, exit 2."""
+        out = tmp_path / "run.json"
+        self._racing(monkeypatch, out, "the other run")
+        assert main(["run", "-o", str(out)]) == 2
+        assert out.read_text() == "the other run" and (tmp_path / "run.1.json").read_text() == "ours"
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1] == f"xferbench run: -o {out}: another file took that name during the run; this run is " \
+                          f"{tmp_path / 'run.1.json'}"
+
+    def test_the_run_is_written_to_the_output(self, tmp_path, monkeypatch, capsys):
+        out = tmp_path / "run.json"
+        self._racing(monkeypatch, out, None)
+        assert main(["run", "-o", str(out)]) == 0 and out.read_text() == "ours"
+        assert capsys.readouterr().out == f"xferbench run: wrote {out}\n"
+
+    def test_force_replaces_a_file_that_took_the_output(self, tmp_path, monkeypatch):
+        out = tmp_path / "run.json"
+        self._racing(monkeypatch, out, "the other run")
+        assert main(["run", "-o", str(out), "--force"]) == 0 and out.read_text() == "ours"
+
+    @pytest.mark.hostile
+    @pytest.mark.parametrize("given", [["--benchmark-json=x.json"], ["--benchmark-json", "x.json"]])
+    def test_benchmark_json_through_run_is_refused(self, tmp_path, monkeypatch, capsys, given):
+        """pytest-benchmark's --benchmark-json replaces an earlier run of that name: the run's JSON is -o."""
+        calls = self.fake(monkeypatch, 0)
+        code, _, err = run_cli(capsys, "run", "-o", tmp_path / "run.json", *given)
+        assert_refused(code, err, "--benchmark-json: xferbench run writes the run to -o")
+        assert calls == []
 
     @pytest.mark.parametrize(("pytest_code", "code"), [(1, 1), (2, 130), (3, 3), (4, 2), (5, 2), (99, 3)])
     def test_pytest_exit_codes_become_xferbench_ones(self, tmp_path, monkeypatch, pytest_code, code):
@@ -91,13 +155,34 @@ class TestRun:
 
 def test_the_wheel_finds_every_package_under_src_and_maps_bench_as_xferbench_bench():
     """bench/ is the package xferbench.bench (one copy of the benchmarks, run from a checkout and shipped in the
-    wheel); setup.py finds the packages under src/ (a new family folder needs no line) and adds the mapped one."""
+    wheel); setup.py finds the packages under src/xferbench (a new family folder needs no line) and adds the mapped
+    one."""
     import tomllib  # Python 3.11+, as test_plugin's check of the requirements
 
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setuptools["package-dir"] == {"": "src", "xferbench.bench": "bench"} and "packages" not in setuptools
-    assert 'setup(packages=[*find_packages("src"), "xferbench.bench"])' in (ROOT / "setup.py").read_text()
     assert (ROOT / "bench" / "__init__.py").exists() and not (ROOT / "src" / "xferbench" / "bench").exists()
+
+
+@pytest.mark.hostile
+def test_a_stray_folder_under_src_is_no_package_of_the_wheel(tmp_path, monkeypatch):
+    """A scratchpad/ with an __init__.py left under src/ would have become a top-level package of the wheel: only
+    xferbench's packages (and xferbench.bench) are shipped."""
+    import setuptools
+
+    shutil.copytree(ROOT / "src" / "xferbench", tmp_path / "src" / "xferbench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "src" / "scratchpad" / "deep").mkdir(parents=True)
+    for init in ("scratchpad/__init__.py", "scratchpad/deep/__init__.py"):
+        (tmp_path / "src" / init).write_text("")
+    given: dict[str, Any] = {}
+    monkeypatch.setattr(setuptools, "setup", given.update)
+    monkeypatch.chdir(tmp_path)
+    exec(compile((ROOT / "setup.py").read_text(), "setup.py", "exec"), {"__name__": "__main__"})
+    packages = given["packages"]
+    assert "xferbench" in packages and "xferbench.bench" in packages
+    assert {"xferbench.analyze.load", "xferbench.measure.distributed"} <= set(packages)
+    assert [p for p in packages if not p.startswith("xferbench")] == []
 
 
 def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str, cases: int = 5) -> dict[str, Any]:

@@ -9,6 +9,7 @@ there against the plugin's ``addoption`` calls.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -57,11 +58,16 @@ def _commands(parser: argparse.ArgumentParser, prog: str, level: str, lines: lis
             _commands(command, f"{prog} {name}", level + "#", lines)
 
 
+#: The generated block: its markers each on a line of its own, so that a marker quoted in the page's prose is no bound.
+_BLOCK = re.compile(rf"^{re.escape(BEGIN)}$.*?^{re.escape(END)}$\n*", re.MULTILINE | re.DOTALL)
+
+
 def current(page: str) -> str:
     """``page`` with its generated block as the parser makes it now (appended where there is none)."""
     block = commands_reference()
-    if BEGIN in page and END in page:
-        return page[:page.index(BEGIN)] + block + page[page.index(END) + len(END):].lstrip("\n")
+    found = _BLOCK.search(page)
+    if found:
+        return page[:found.start()] + block + page[found.end():]
     return page.rstrip("\n") + "\n\n" + block
 
 

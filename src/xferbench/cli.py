@@ -56,14 +56,12 @@ def _report_output(args: argparse.Namespace) -> Path:
 
     given = [*args.results, *([args.history] if args.history else [])]
     output = args.output or DEFAULT_OUTPUT
-    inputs = {os.path.realpath(path) for path in args.results}  # resolve() raises on a loop of links
-    if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz") or any(
-            os.path.realpath(target) in inputs for target in (output, *companions(output))):
+    if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz"):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
-                         ".csv and .md), and neither it nor its companions may replace an input")
-    for target, kind in ((output, "page"), *((companion, companion.suffix) for companion in companions(output))):
+                         ".csv and .md)")
+    for target in (output, *companions(output)):  # neither the page nor a companion may be an input (check_output)
         check_output(target, given, create_folder=True)
-        never_foreign(target, kind, f"-o {output}", args.force)  # README.md beside -o README.html: the user's
+        never_foreign(target, "report", f"-o {output}", args.force)  # README.md beside -o README.html: the user's
     return output
 
 
@@ -173,6 +171,9 @@ def _history(args: argparse.Namespace) -> int:
 
 #: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
 RUN_ARGS = ("-p", "xferbench.measure.session.plugin", "--pyargs", "xferbench.bench", "--benchmark-only")
+#: pytest started without the folder it runs in on sys.path (``python -m`` puts it first, so a ``pluggy.py`` or a
+#: ``numpy/`` of a cloned repository there would be imported and run): Python's ``-P``, which 3.10 lacks, by hand.
+PYTEST = ("-c", "import sys; sys.path[:1] = [p for p in sys.path[:1] if p]; import pytest; sys.exit(pytest.console_main())")
 
 #: pytest's exit codes -> xferbench's: 1 a benchmark failed (a failure found); usage errors and nothing
 #: collected (a -k that matches nothing) are bad input; an interruption is 130; pytest's internal error stays 3.
@@ -180,19 +181,35 @@ _PYTEST_EXIT = {0: 0, 1: 1, 2: 130, 3: CRASHED, 4: 2, 5: 2}
 
 
 def _run(args: argparse.Namespace) -> int:
+    """pytest writes the run into a private folder, and -o is claimed only then, by an exclusive create: a file saved
+    there meanwhile, or another run's, is never replaced (this run's results go beside it, named, and exit 2)."""
     import subprocess
+    import tempfile
 
-    from .output import check_output
+    from .output import check_output, write_atomic
 
-    check_output(args.output, [], run=True, create_folder=True)
+    target = check_output(args.output, [], run=True, create_folder=True)
     if not args.force and (args.output.exists() or args.output.is_symlink()):  # pytest-benchmark would replace it
         raise UsageError(f"-o {args.output}: exists, and a run never replaces earlier results. "
                          "Choose another name, or give --force to replace it")
+    if any(arg.startswith("--benchmark-json") for arg in args.pytest_args):
+        raise UsageError("--benchmark-json: xferbench run writes the run to -o, which never replaces a file; give it there")
+    journal = [] if any(arg.startswith("--xfer-journal") for arg in args.pytest_args) else \
+        [f"--xfer-journal={args.output.with_suffix('')}.journal.jsonl"]  # beside -o, as for --benchmark-json
     args.output.parent.mkdir(parents=True, exist_ok=True)  # as for a report: -o runs/x.json in a new folder
-    command = [sys.executable, "-m", "pytest", *RUN_ARGS, f"--benchmark-json={args.output}", *args.pytest_args]
-    print("xferbench run: " + " ".join(command[1:]), file=sys.stderr)
-    code = subprocess.run(command, check=False).returncode
-    return _PYTEST_EXIT.get(code, CRASHED)
+    with tempfile.TemporaryDirectory(prefix="xferbench-run-") as private:
+        pending = Path(private) / target.name
+        command = [sys.executable, *PYTEST, *RUN_ARGS, f"--benchmark-json={pending}", *journal, *args.pytest_args]
+        print("xferbench run: pytest " + " ".join(command[3:]), file=sys.stderr)
+        code = _PYTEST_EXIT.get(subprocess.run(command, check=False).returncode, CRASHED)
+        if not pending.exists():
+            return code
+        written = write_atomic(target, pending.read_bytes(), exclusive=not args.force)
+    print(f"xferbench run: wrote {written}")  # pytest-benchmark named the private file it wrote first
+    if written != target:
+        print(f"xferbench run: -o {args.output}: another file took that name during the run; this run is {written}",
+              file=sys.stderr)
+    return code or (2 if written != target else 0)
 
 
 def _compare(args: argparse.Namespace) -> int:

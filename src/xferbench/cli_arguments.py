@@ -36,7 +36,8 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the benchmarks shipped in the package from any folder (pytest --pyargs "
                                      "xferbench.bench --benchmark-only); any other argument goes to pytest")
     run.add_argument("-o", "--output", type=Path, required=True, help="the run's JSON (pytest-benchmark's "
-                                                                      "--benchmark-json); an existing one is refused")
+                                                                      "--benchmark-json); an existing one is refused, "
+                                                                      "also one written there during the run")
     run.add_argument("--force", action="store_true", help="replace an existing -o file (its results are lost)")
     run.set_defaults(run=commands["run"])
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
@@ -50,8 +51,9 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     report.add_argument("--trace", type=Path, metavar="TRACE", help="a torch.profiler trace of your step: a section "
                                                                        "pricing its copies with this run (as xferbench price)")
     report.add_argument("--read-run", metavar="RUN",
-                        help="a case measured in several files: read this run's (a file's name without .json), "
-                             "not the one with more rounds (ties: the newest)")
+                        help="a case measured in several files: read this run's (a file's name without .json; "
+                             "where files share a name, its path: a/run.json), not the one with more rounds (ties: "
+                             "the newest)")
     report.set_defaults(run=commands["report"])
 
     history = sub.add_parser("history", help="report a storage folder's newest run, "

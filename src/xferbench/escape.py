@@ -42,9 +42,9 @@ def one_line(text: object) -> str:
 #: fences (a backtick or tilde run opens one, which swallows the lines after it).
 _MARKDOWN = re.compile(r"([\\|<&\[\]`~])")
 #: What starts a block where it opens a line (a note is a line of its own): a quote, a list item (``- ``, ``1. ``),
-#: a heading's underline (``===``, ``---``) or a thematic break (``***``, ``___``). Plain figures (``2.00x``) are
-#: left as they are.
-_BLOCK_START = re.compile(r"^(\d{1,9})?(?:[.)](?=\s|$))|^(?:>|[-+*](?=\s|$)|[-=_*]{2,})")
+#: a heading's underline (``=``: one is enough under a paragraph; ``---``) or a thematic break (``***``, ``_ _ _``).
+#: Plain figures (``2.00x``, ``-5%``) are left as they are.
+_BLOCK_START = re.compile(r"^(\d{1,9})?(?:[.)](?=\s|$))|^(?:[>=_]|[-+*](?=\s|$)|[-*]{2,})")
 #: What GitHub turns into a link or a notification after rendering: mentions, issue references, bare URLs.
 _LINKED = re.compile(r"(@|#|://|www\.)", re.IGNORECASE)
 
@@ -69,12 +69,14 @@ def terminal(text: object) -> str:
     return _WORKFLOW.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], one_line(text))
 
 
-#: What a spreadsheet reads as the start of a formula (OWASP's CSV injection list).
-_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
+#: What a spreadsheet reads as the start of a formula (OWASP's CSV injection list), and the apostrophe itself: a cell
+#: that begins with one always carries the escape, so one apostrophe stripped is the value, whatever it was.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
 
 
 def csv_cell(text: str) -> str:
     """A CSV cell on its row, that a spreadsheet shows as text: on one line (a lone carriage return is no line end to
-    Python's csv writer, which leaves it unquoted), and one that would start a formula gets a leading apostrophe."""
+    Python's csv writer, which leaves it unquoted), and one that would start a formula, or starts with an apostrophe,
+    gets a leading apostrophe."""
     flat = one_line(text)
     return "'" + flat if flat.startswith(_FORMULA) else flat

@@ -6,15 +6,21 @@ pytest plugin its journal), so this sits above them and imports neither.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
+import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["GENERATOR", "OutputError", "check_output", "in_storage", "never_foreign", "write_atomic"]
+from .bounded_read import read_bounded
+
+__all__ = ["GENERATOR", "OutputError", "check_output", "in_storage", "never_foreign", "write_atomic", "write_together"]
 
 #: The temporary file beside the target: short, so a legal long target name still leaves room for it.
 _TMP_PREFIX, _TMP_SUFFIX = ".xfb.", ".tmp"
@@ -28,50 +34,63 @@ class OutputError(ValueError):
     """An output path that cannot or must not be written; the message is one line naming it."""
 
 
-#: The mark of a page xferbench wrote (the dashboard's; a report is known by its title, the same since its start).
+#: The mark of a page xferbench wrote (the store's dashboard).
 GENERATOR = '<meta name="generator" content="xferbench">'
 #: What an HTML page xferbench wrote holds in its first ``_HEAD`` bytes: one of these.
-_PAGE_MARKS = (GENERATOR.encode(), b"<title>xferbench report</title>", b"<title>xferbench dashboard</title>")
+_PAGE_MARKS = (GENERATOR.encode(), b"<title>xferbench dashboard</title>")
 _HEAD = 4096
 #: A noise file larger than this is no calibrate output (thousands of cases take a few MB).
 _MOST_NOISE = 64 * 2**20
-
-
-def _read(path: Path, size: int) -> bytes:
-    """At most ``size`` bytes of a regular file; OSError for anything else (a FIFO would block the read)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(0, "not a regular file")
-        return handle.read(size)
+#: How a report's page and Markdown end (``write_together``): xferbench wrote them, from which run, and the SHA-256 of
+#: each file written with them (their own text before the mark; the CSV, which cannot carry a comment, whole). Only a
+#: file whose hash such a mark lists is taken for xferbench's: a title says nothing (anyone's README may begin
+#: "# xferbench"), and a file edited since it was written is the user's.
+_MARK = re.compile(rb"<!-- written by xferbench from run [^\n>]*; sha256 ((?:[0-9a-f]{64} )+)-->\n\Z")
+_MARKED = (".html", ".md")  # the files that can end in an HTML comment
+_MOST_REPORT = 256 * 2**20
 
 
 def _page(path: Path) -> bool:
-    head = _read(path, _HEAD).lower()
+    head = read_bounded(path, _HEAD, whole=False).lower()
     return any(mark.lower() in head for mark in _PAGE_MARKS)
 
 
 def _noise(path: Path) -> bool:
-    raw = _read(path, _MOST_NOISE + 1)
+    raw = read_bounded(path, _MOST_NOISE)  # past it, TooLarge: refused as a file that cannot be told apart
     try:
-        data = json.loads(raw) if len(raw) <= _MOST_NOISE else None
+        data = json.loads(raw)
     except (ValueError, RecursionError):
         return False
     return isinstance(data, dict) and "xferbench_noise" in data
 
 
-def _starts(*starts: str) -> Callable[[Path], bool]:
-    return lambda path: _read(path, 64).decode("utf-8", "replace").startswith(starts)
+def _sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).hexdigest().encode()
 
 
-#: How a file xferbench wrote is told from another's of the same name, by kind: a page, a noise file, the report's
-#: companions (their first line; a CSV from before the instance or read column too). What: how the refusal names it.
+def _marked(path: Path) -> tuple[bytes, list[bytes]]:
+    """``path``'s content before its mark, and the hashes its mark lists (none without one)."""
+    raw = read_bounded(path, _MOST_REPORT)
+    found = _MARK.search(raw)
+    return (raw[:found.start()], found.group(1).split()) if found else (raw, [])
+
+
+def _written(path: Path) -> bool:
+    """Did xferbench write ``path`` as it is: is its hash listed by its own mark, or by the mark of the page or Markdown
+    beside it (a CSV's)? A neighbour that cannot be read lists nothing."""
+    content, listed = _marked(path)
+    for other in {path.with_suffix(suffix) for suffix in _MARKED} - {path}:
+        with contextlib.suppress(OSError, ValueError):
+            listed += _marked(other)[1]
+    return _sha256(content) in listed
+
+
+#: How a file xferbench wrote is told from another's of the same name, by kind: the store's dashboard page, a noise
+#: file, a report's page and companions (by their marks only). What: how the refusal names it.
 _OURS: dict[str, tuple[Callable[[Path], bool], str]] = {
     "page": (_page, "a page"),
     "noise": (_noise, "a noise file"),
-    ".md": (_starts("# xferbench"), "an earlier xferbench report's .md"),
-    ".csv": (_starts("run,datetime,name,", "run,instance,datetime,name,", "run,instance,read,datetime,name,"),
-             "an earlier xferbench report's .csv"),
+    "report": (_written, "a report"),
 }
 
 
@@ -85,14 +104,13 @@ def never_foreign(path: Path, kind: str, said: str, force: bool = False) -> None
     ours, what = _OURS[kind]
     try:
         mine = ours(path)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # ValueError: the bounded reader's refusals (a FIFO, a file too large)
         raise OutputError(f"{said}: cannot read {path} to tell whether xferbench wrote it "
-                          f"({error.strerror or error}); refusing to replace it") from None
+                          f"({getattr(error, 'strerror', None) or type(error).__name__}); refusing to replace it") from None
     if not mine:
         which = "" if said.endswith(str(path)) else f"{path} "
-        written = "" if what.startswith("an earlier") else " xferbench wrote"
-        raise OutputError(f"{said}: {which}exists and is not {what}{written}; it would be replaced. "
-                          "Choose another name, or give --force to replace it")
+        raise OutputError(f"{said}: {which}exists and is not {what} xferbench wrote (or was changed since); it would be "
+                          "replaced. Choose another name, or give --force to replace it")
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -100,10 +118,6 @@ def _same(a: Path, b: Path) -> bool:
         return a.exists() and b.exists() and os.path.samefile(a, b)
     except OSError:
         return False
-
-
-def _is_below(path: Path, folder: Path) -> bool:
-    return folder in path.parents
 
 
 def _read_only(target: Path) -> bool:
@@ -163,7 +177,7 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
         source = Path(os.path.realpath(given))
         if target == source or _same(target, source):
             raise OutputError(f"{path}: this is an input ({given}); writing it would destroy it; choose another output")
-        if source.is_dir() and _is_below(target, source) and target.name.endswith((".json", ".json.gz")):
+        if source.is_dir() and source in target.parents and target.name.endswith((".json", ".json.gz")):
             raise OutputError(f"{path}: a JSON inside the input folder {given} would be read as a run; "
                               "choose another output")
     if target.exists() or target.is_symlink():
@@ -200,6 +214,62 @@ def write_atomic(path: Path, text: str | bytes, exclusive: bool = False) -> Path
     one name at once the second never replaces the first: it takes ``name.1.json``.
     Returns the path written.
     """
+    tmp, target = _staged(path, text.encode("utf-8") if isinstance(text, str) else text)
+    try:
+        if exclusive:
+            return _claim(tmp, target)
+        os.replace(tmp, target)
+        return target
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_together(files: dict[Path, str], run: str) -> None:
+    """Write ``files`` (a report's page, CSV and Markdown) all or none, each atomically: all are written beside their
+    targets first (a page and a Markdown ending in the set's mark, which ``never_foreign`` reads), then renamed into
+    place with SIGINT, SIGTERM and SIGHUP held back. A full disk or an interruption leaves the old set or the new one:
+    never a page beside another build's Markdown, nor one that looks complete without them."""
+    run = re.sub(r"[^\w.,+=@-]|-(?=-)", "_", run)[:200]  # inert inside an HTML comment
+    plain = b"".join(_sha256(text.encode()) + b" " for path, text in files.items() if path.suffix not in _MARKED)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in files.items():
+            data = text.encode()
+            if path.suffix in _MARKED:
+                data += b"<!-- written by xferbench from run %s; sha256 %s %s-->\n" % (run.encode(), _sha256(data), plain)
+            staged.append(_staged(path, data))
+        with _signals_held():
+            for tmp, target in staged:
+                os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP caught while the block runs and raised again after it (a handler is the process's,
+    so whichever thread receives one, it waits); only the main thread may set handlers: elsewhere nothing is held."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {held: signal.signal(held, lambda number, _: caught.append(number))
+              for held in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for held, handler in before.items():
+            signal.signal(held, signal.SIG_DFL if handler is None else handler)
+        for number in caught:
+            signal.raise_signal(number)
+
+
+def _staged(path: Path, data: bytes) -> tuple[str, Path]:
+    """``data`` in a temporary file beside ``path``'s target (links followed), on disk, with the target's permissions;
+    and the target: what a rename puts in place."""
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_file():
         raise OutputError(f"{path}: not a regular file; refusing to replace it")
@@ -209,7 +279,7 @@ def write_atomic(path: Path, text: str | bytes, exclusive: bool = False) -> Path
     fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         if target.exists():
@@ -219,10 +289,7 @@ def write_atomic(path: Path, text: str | bytes, exclusive: bool = False) -> Path
             os.umask(umask)
             mode = 0o666 & ~umask  # mkstemp makes it private; a report is for reading
         os.chmod(tmp, mode)
-        if exclusive:
-            return _claim(tmp, target)
-        os.replace(tmp, target)
-        return target
+        return tmp, target
     except OSError as error:  # a full disk names no file: say which output could not be written
         Path(tmp).unlink(missing_ok=True)
         if error.filename is None and error.errno is not None:

@@ -11,9 +11,11 @@ import gzip
 import io
 import json
 import math
+import os
 import stat
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...bounded_read import NotRegular, TooLarge, read_bounded
+from ...bounded_read import NotRegular, TooLarge, out_of_range, read_bounded
 from ...contract import (
     IDENTITY,
     SCHEMA_VERSION,
@@ -38,7 +40,7 @@ __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loa
            "assemble", "boot_id", "busy_load", "one_per_case", "repeated_note", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
-           "run_facts"]
+           "run_facts", "run_names"]
 
 
 class ResultsError(ValueError):
@@ -138,11 +140,9 @@ def _regular(path: Path) -> None:
 MAX_RUN_BYTES = 256 * 2**20
 
 
-def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> bytes:
-    """At most ``limit`` (``MAX_RUN_BYTES``) bytes of a regular file, never blocking (a FIFO, a device or a socket is
-    refused once opened, without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first
-    bytes."""
-    limit = MAX_RUN_BYTES if limit is None else limit
+def bounded_read(path: Path, limit: int = MAX_RUN_BYTES, whole: bool = True) -> bytes:
+    """At most ``limit`` bytes of a regular file, never blocking (a FIFO, a device or a socket is refused once opened,
+    without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first bytes."""
     try:
         return read_bounded(path, limit, whole=whole)
     except OSError as error:
@@ -172,8 +172,7 @@ def read_text(path: Path) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    _regular(path)
-    text = read_text(path)
+    text = read_text(path)  # never from a FIFO, a device or a socket (the bounded reader)
     if not text.strip():
         raise ResultsError(f"{path}: the file is empty")
     if is_journal(path, text):
@@ -204,7 +203,13 @@ def _checked(path: Path, data: Any) -> dict[str, Any]:
 
 
 def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
-    """The run-level fields the analysis reads, checked once."""
+    """The run-level fields the analysis reads, checked once; and every number of the run within what a float
+    computes with (``bounded_read.out_of_range``), so that no reader converts a 401-digit count or a clock of 1e308."""
+    if found := out_of_range(data):
+        where, value = found
+        shown = f"a number of {len(str(abs(value)))} digits" if isinstance(value, int) else repr(value)
+        raise ResultsError(f"{path}: field {where!r:.80} is {shown}; every number of a run is within ±2**63, so the "
+                           "file is not read")
     for name in ("machine_info", "commit_info"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
@@ -306,14 +311,14 @@ def read_journal(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def load_file(source: Path | Document) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+def load_file(source: Path | Document, run: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     """One file's JSON (or a document's: checked the same, never parsed again, the caller's dict left unchanged),
-    its xferbench rows, and how many other benchmarks it held."""
+    its xferbench rows (their run named ``run``, else the file's stem), and how many other benchmarks it held."""
     if isinstance(source, Document):
         path, data = source.path, _checked(source.path, dict(source.data) if isinstance(source.data, dict) else source.data)
     else:
         path, data = source, _read(source)
-    run = path.stem
+    run = path.stem if run is None else run
     when = data.get("datetime")
     ours, foreign = [], 0
     for bench in data["benchmarks"]:
@@ -351,15 +356,21 @@ def load(paths: Sequence[Path | Document], prefer: str | None = None) -> Results
     that did not finish is loaded with what it holds and labelled incomplete.
     """
     # A file named twice (run.json ./run.json, or a folder and a file in it) is one run, not a case measured again.
-    files: list[Path | Document] = []
-    seen: set[tuple[int, int]] = set()
+    unique: dict[tuple[int, int], Path | Document] = {}
     for file in (f for p in paths for f in ([p] if isinstance(p, Document) else find_json(Path(p)))):
-        identity = _file_identity(file)
-        if identity not in seen:
-            seen.add(identity)
-            files.append(file)
+        unique.setdefault(_file_identity(file), file)  # the first name given
+    files = list(unique.values())
     named = [f.path if isinstance(f, Document) else f for f in files]
-    return assemble([(path, *load_file(f)) for path, f in zip(named, files, strict=True)], prefer)
+    runs = run_names(named)
+    return assemble([(path, *load_file(f, run)) for path, f, run in zip(named, files, runs, strict=True)], prefer)
+
+
+def run_names(paths: Sequence[Path]) -> list[str]:
+    """Each file's run name: its stem, or where files share one (``a/run.json``, ``b/run.json``), its path from the
+    folder they share, so that their rows stay apart and the CSV's ``run`` says which file each came from."""
+    shared = {stem for stem, count in Counter(path.stem for path in paths).items() if count > 1}
+    common = {stem: os.path.commonpath([os.path.abspath(p.parent) for p in paths if p.stem == stem]) for stem in shared}
+    return [os.path.relpath(os.path.abspath(p), common[p.stem]) if p.stem in shared else p.stem for p in paths]
 
 
 #: One file as ``load_file`` read it: its path, JSON, xferbench rows and count of other benchmarks.
@@ -375,8 +386,8 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
     every = frame_from_rows(rows)
     if prefer is not None and prefer not in set(every["run"]):
-        raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json: "
-                           f"{', '.join(sorted(set(every['run'])))})")
+        raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json, or "
+                           f"its path where files share one: {', '.join(sorted(set(every['run'])))})")
     every = every.assign(_row=np.arange(len(every)))
     frame = one_per_case(every, prefer)
     # Each measured row says whether it is the instance every reader reads (the CSV's ``read`` column).
@@ -398,7 +409,7 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
-                   incomplete=incomplete, boot_ids={f.stem: boot_id(data) for f, data, _, _ in loaded},
+                   incomplete=incomplete, boot_ids={file_rows[0]["run"]: boot_id(data) for _, data, file_rows, _ in loaded},
                    run=run_facts(last), measured=drop_invalid_device_times(every)[0] if repeated else None,
                    repeated=repeated)
 
@@ -409,8 +420,8 @@ def one_per_case(every: pd.DataFrame, prefer: str | None = None) -> pd.DataFrame
 
     A second run never displaces the first because it is newer: a short run after a full one (5-20 rounds against
     30-150, another boot of the machine) would replace the better-measured figures. The rows keep their order."""
-    order = every.assign(_at=np.arange(len(every)), _named=every["run"].eq(prefer) if prefer is not None else False)
-    chosen = order.sort_values(["_named", "rounds", "_at"], kind="stable").drop_duplicates(subset="case_key", keep="last")
+    order = every.assign(_at=np.arange(len(every)), _named=every["run"].eq(prefer))  # a run is never named None
+    chosen = order.sort_values(["_named", "rounds", "_at"]).drop_duplicates(subset="case_key", keep="last")
     return chosen.sort_values("_at").drop(columns=["_at", "_named"]).reset_index(drop=True)
 
 
@@ -447,11 +458,11 @@ def busy_load(facts: dict[str, Any]) -> str | None:
         return None
     load: dict[str, Any] = found
 
-    def number(name: str) -> float | None:
+    def number(name: str) -> float | None:  # a plain number from 0 up, not a bool, NaN nor an infinity
         value = load.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
             return None
-        return float(value) if math.isfinite(value) and value >= 0 else None
+        return float(value)
 
     cpus = number("cpus")
     loads = [v for v in (number("load_before"), number("load_after")) if v is not None]

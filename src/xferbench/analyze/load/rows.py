@@ -12,7 +12,7 @@ import pandas as pd
 from ...contract import IDENTITY, ContractError, identity_from, measured_from
 from ...families import FAMILIES
 
-__all__ = ["MAX_BYTES", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid"]
+__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid"]
 
 
 def _moves_payload(op: str, variant: str | None) -> bool:
@@ -33,6 +33,10 @@ _STATS = _TIMES + _SPREADS
 #: Pairs of statistics that cannot be the other way round, whatever the rounds were (the median's own check is
 #: against its rounds, below).
 _ORDERED = (("min", "max"), ("q1", "q3"), ("min", "q1"), ("q3", "max"))
+#: How far past its neighbour a quartile may lie, relatively, and still be read (as that neighbour): a case measured
+#: in blocks has quartiles averaged over its blocks (load/blocks.py), and a weighted sum of up to 1,000 equal
+#: quartiles rounds by at most 1,000 units in the last place (1.1e-13). min and max are rounds: never out of order.
+QUARTILE_ROUNDING = 1e-12
 #: Payloads past this are not a measurement but a corrupted number (and overflow a float).
 MAX_BYTES = 2**62
 #: Bounds of a plausible time per call, in seconds: no clock resolves a femtosecond, and no
@@ -41,11 +45,8 @@ _SHORTEST, _LONGEST = 1e-15, 3e7
 
 
 def _seconds(value: Any) -> float | None:
-    """``value`` as seconds if it is a plain finite number within bounds (0 allowed), else None."""
-    # Compares huge ints without overflow; NaN and infinities fail the bounds too.
-    if type(value) not in (int, float) or not -_LONGEST <= value <= _LONGEST:
-        return None
-    return float(value)
+    """``value`` as seconds if it is a plain number from 0 to ``_LONGEST`` (NaN fails the bounds), else None."""
+    return float(value) if type(value) in (int, float) and 0 <= value <= _LONGEST else None
 
 
 def _stats_from(stats: Any) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def _stats_from(stats: Any) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for name in _STATS:
         value = _seconds(stats.get(name))
-        if value is None or value < 0:
+        if value is None:
             raise ContractError(f"stats field {name!r} must be a finite number of seconds, 0 to {_LONGEST:.0e}, "
                                 f"got {stats.get(name)!r:.60}")
         if value < _SHORTEST and name in _TIMES:
@@ -67,32 +68,32 @@ def _stats_from(stats: Any) -> dict[str, Any]:
             raise ContractError(f"stats field {name!r} must be a whole number >= 1, got {value!r:.60}")
         checked[name] = value
     for low, high in _ORDERED:  # statistics of one set of rounds: any other order is a changed or made-up file
-        if checked[f"{low}_s"] > checked[f"{high}_s"] * (1 + 1e-9):  # the mean of equal rounds may be 1 ulp off
+        slack = 0.0 if (low, high) == ("min", "max") else QUARTILE_ROUNDING
+        if checked[f"{low}_s"] > checked[f"{high}_s"] * (1 + slack):
             raise ContractError(f"stats out of order: {low} {checked[f'{low}_s']:.6g} > {high} "
                                 f"{checked[f'{high}_s']:.6g} (min <= q1 <= q3 <= max)")
+    checked["q1_s"] = min(max(checked["q1_s"], checked["min_s"]), checked["max_s"])  # every reader gets them in order
+    checked["q3_s"] = min(max(checked["q3_s"], checked["q1_s"]), checked["max_s"])
     data = stats.get("data")
     if data is not None and not _round_times(data):
         raise ContractError("stats field 'data' must be a list of finite times >= 0 (one per round)")
     if data == []:
         raise ContractError("stats field 'data' holds no round: no time was measured")
-    if data and not math.isclose(float(np.median(np.asarray(data, dtype=float))), checked["median_s"], rel_tol=1e-6):
+    if data and not math.isclose(middle := float(np.median(data)), checked["median_s"], rel_tol=1e-6):
         # compare reads the rounds, the report and the CSV the median: two readings of one run must not differ
         raise ContractError(f"stats field 'median' ({checked['median_s']:.6g} s) is not the median of its rounds "
-                            f"'data' ({float(np.median(np.asarray(data, dtype=float))):.6g} s): changed after pytest-benchmark "
-                            "wrote it")
+                            f"'data' ({middle:.6g} s): changed after pytest-benchmark wrote it")
     checked["data"] = data
     return checked
 
 
 def _round_times(data: Any) -> bool:
     """Is ``data`` a list of plain numbers, each a time within bounds (0 allowed)? The rounds are most of a run's
-    numbers, so a list of floats, as pytest-benchmark writes them, is checked in one vectorised pass."""
-    if not isinstance(data, list):
+    numbers: checked in one vectorised pass (each within ±2**63, as every number of a run is: none overflows)."""
+    if not isinstance(data, list) or not all(type(x) in (int, float) for x in data):
         return False
-    if all(type(x) is float for x in data):
-        times = np.asarray(data)
-        return bool(np.all((times >= 0) & (times <= _LONGEST)))  # NaN fails both comparisons
-    return all((t := _seconds(x)) is not None and t >= 0 for x in data)
+    times = np.asarray(data)  # floats, or ints numpy holds (each within ±2**63)
+    return bool(np.all((times >= 0) & (times <= _LONGEST)))  # NaN fails both comparisons
 
 
 def bench_row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, Any]:
@@ -115,9 +116,9 @@ def bench_row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, An
     row["transfer_s"] = median / 2 if measured["round_trip"] else median
     # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
     moves = _moves_payload(identity.op, identity.variant)
-    row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else float("nan")
+    row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else math.nan
     factor = measured["bus_factor"]
-    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else float("nan")
+    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else math.nan
     row["path"] = identity.path
     row["case_key"] = identity.key
     options = bench.get("options")  # the clock that timed it (pytest-benchmark's --benchmark-timer)
@@ -139,8 +140,7 @@ def device_time_valid(frame: pd.DataFrame) -> pd.Series:
     call waits for the one before it, so the host sets the pace: on an H200 a 4 B pinned ``.to``
     read 11.7 µs blocking against 2.2 µs non-blocking), unless the row records a valid method.
     """
-    method = frame["device_time_method"] if "device_time_method" in frame else pd.Series(None, index=frame.index)
-    recorded = method.isin(VALID_DEVICE_METHODS)
+    recorded = frame["device_time_method"].isin(VALID_DEVICE_METHODS) if "device_time_method" in frame else False
     pageable = frame["host_memory"].eq("pageable")
     blocking_host = frame["host_memory"].notna() & ~frame["non_blocking"].astype(bool)
     return recorded | ~(pageable | blocking_host)

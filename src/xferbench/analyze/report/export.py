@@ -20,7 +20,7 @@ from ...contract import IDENTITY, MEASURED
 from ...machine_facts import machine_line as facts_line
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
-from ..view import Instance, RunView
+from ..view import RunView
 from . import drift_text, ladder_text
 
 if TYPE_CHECKING:

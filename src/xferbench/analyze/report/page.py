@@ -20,7 +20,7 @@ from ... import __version__
 from ...escape import no_bidi
 from ...families import FAMILIES, order_of
 from ...machine_facts import machine_table
-from ...output import write_atomic
+from ...output import write_atomic, write_together
 from ...units import format_bytes, format_seconds
 from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
@@ -277,14 +277,12 @@ def companions(output: Path) -> tuple[Path, Path]:
 def write_report(run: Results | RunView, output: Path, history: list[Plot] | None = None,
                  extra_sections: list[dict[str, Any]] | None = None,
                  peers: list[PeerFigure] | None = None) -> Path:
-    """Write ``output`` (HTML) and its ``companions`` (CSV, Markdown) from one view of the run; each write is
-    atomic. Returns ``output``."""
+    """Write ``output`` (HTML) and its ``companions`` (CSV, Markdown) from one view of the run, all or none
+    (``output.write_together``). Returns ``output``."""
     if output.suffix in (".csv", ".md"):
         raise ValueError(f"{output}: the report is HTML; its CSV and Markdown are written beside it")
     view = view_of(run)
     html, markdown = _render(view, history, extra_sections, peers)
     csv_path, markdown_path = companions(output)
-    write_atomic(output, html)
-    write_atomic(csv_path, to_csv(view))
-    write_atomic(markdown_path, markdown)
+    write_together({output: html, csv_path: to_csv(view), markdown_path: markdown}, run=",".join(view.results.boot_ids))
     return output
