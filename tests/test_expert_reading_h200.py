@@ -12,7 +12,6 @@ from handfed import visible_text
 from xferbench.analyze.drift import side
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
-from xferbench.analyze.report.half_beta import half_of_beta
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of
 from xferbench.analyze.view import RunView
@@ -98,17 +97,19 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
     html, _ = page
     table = html[html.index('<table id="model-table">'):]
     table = table[:table.index("</table>")]
-    capped = 0
+    capped = latency_bound = 0
     for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]:
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
-        if "capped" in cells[4]:
-            capped += 1
+        if "capped" in cells[4] or "no β" in cells[4]:
+            capped += "capped" in cells[4]
+            latency_bound += "no β" in cells[4]
             assert cells[5] == "–", cells[0]
-    assert capped == 20  # with host clone: its mid sizes, below copy_'s figure from memory, now stay in its fit
+    # 12 capped; 8 swept only below α·β (the gloo collectives to 16 KiB among them) state no β at all
+    assert (capped, latency_bound) == (12, 8)
     send_recv = h200.fits[h200.fits["path"] == "send_recv gloo x2"].iloc[0].to_dict()
-    said = half_of_beta(h200, send_recv)  # α 38.5 µs x the capped 0.367 GB/s put it at 13.8 KiB; 16 KiB reached 0.367
-    assert pd.isna(said["half_peak_bytes"]) and said["beta_basis"].endswith(", so no half of β")
-    assert "capped at the largest size measured (fit over all sizes gave 2.65 GB/s), so no half of β" in html
+    assert send_recv["beta_basis"] == "latency-bound" and pd.isna(send_recv["stated_gbps"])
+    assert ("<tr><td>send_recv gloo x2</td><td class=\"n\">4</td><td class=\"n\">38.5 µs</td><td class=\"n\">–</td>"
+            "<td class=\"small\">no β: every size measured is below α·β, where the fixed cost sets the time</td>") in html
 
 
 def test_overlap_is_said_with_its_own_interval(h200, page):

@@ -132,7 +132,7 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
     existing = _raw_at(256 * MiB, op="d2h", host_memory="pageable", method="copy_")["median"].iloc[0]
     ratios = usual / pinned
     # the medians read from the JSON; each ratio's interval is the run's (RunView.ratio: rounds, pageable drift)
-    expected = (f"Moving 256 MiB from cuda:0 to the CPU the usual way, .cpu() or .to('cpu'), took "
+    expected = (f"Moving 256 MiB from cuda:0 to the CPU the usual way, .cpu() or .to(device), took "
                 f"{usual.min() * 1e3:.3g}-{usual.max() * 1e3:.3g} ms ({256 * MiB / usual.max() / 1e9:.3g}-"
                 f"{256 * MiB / usual.min() / 1e9:.3g} GB/s): {ratios.min():.3g}-{ratios.max():.3g}× (28.1-57.1) as long "
                 f"as into pinned memory ({pinned * 1e3:.3g} ms, {256 * MiB / pinned / 1e9:.3g} GB/s). copy_ into an "
@@ -184,8 +184,8 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
     notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("cliff:")]
     plt.close(fig)
     assert notes and " ".join(notes[0].split()).startswith(
-        "cliff: .cpu() 12.9 → 1.32, .to('cpu') 13 → 1.4 GB/s from 16 MiB to 64 MiB torch.ones on the CPU, "
-        "torch.zeros on the CPU, host clone, .cpu(), .to('cpu') fall here, copy_ into a reused buffer holds; torch.rand "
+        "cliff: .cpu() 12.9 → 1.32, .to(device) 13 → 1.4 GB/s from 16 MiB to 64 MiB torch.ones on the CPU, "
+        "torch.zeros on the CPU, host clone, .cpu(), .to(device) fall here, copy_ into a reused buffer holds; torch.rand "
         "on the CPU, also writing a fresh destination: can't tell")
 
 
@@ -198,8 +198,8 @@ def test_the_fix_is_quoted_with_its_measured_gain(full):
     found = changes(RunView.of(full))
     assert [c.spec.key for c in found] == ["pinned-buffer", "pinned-source", "reused-host-buffer"]
     assert found[0].text() == "saves 176 ms a call at 256 MiB (181 ms → 4.94 ms: 36.7× (28.1-47.9) as long before)"
-    assert found[0].condition.endswith("a fresh pinned buffer every call would add what pinning costs, 134 ms at "
-                                       "256 MiB here (pin_memory() on a cold cache)")
+    assert found[0].condition.endswith("a fresh pinned buffer each call adds pinning's 134 ms at 256 MiB "
+                                       "(a cold pin_memory())")
     assert found[1].condition.endswith("pinning costs 134 ms at 256 MiB here, what 4.1 copies save")
 
 
@@ -363,7 +363,7 @@ def test_the_first_screen_is_this_runs_story(html):
                                                'id="judged"', 'id="why"', 'id="plot-bandwidth-h2d"', 'id="results"')]
     assert order == sorted(order)
     glance = html.split('id="glance-table"')[1].split("</table>")[0]
-    assert "<td>.cpu() / .to(&#39;cpu&#39;) (new pageable tensor every call)</td><td class=\"n\">181-217 ms</td>" in glance
+    assert "<td>.cpu() / .to(device) (new pageable tensor every call)</td><td class=\"n\">181-217 ms</td>" in glance
     assert ("<td>same-device copy (2 calls: which is fastest, can&#39;t tell)</td>"
             "<td class=\"n\">139-140 µs</td><td class=\"n\">1,918-1,926</td>") in glance
     why = html.split('id="why-list"')[1].split("</ul>")[0]
@@ -486,8 +486,9 @@ def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged
     (stall,) = [r for r in rows if r["run"] == "quick-scenarios" and r["variant"] == "nonblocking_event"]
     assert stall["read"] == "False" and f"{float(stall['median_s']) * 1e6:.1f}" == "43.6"
     html, md = out.read_text(), out.with_suffix(".md").read_text()
-    said = ("instance 1 (full.json; no boot id recorded): 512 benchmarks; instance 2 (quick-scenarios; no boot id "
-            "recorded): 50 benchmarks, 8 read (42 also measured in full.json, read from there).")
+    said = ("Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios (2026-11-30T17:45, 50 "
+            "benchmarks): none recorded a boot id, so each run counts as an instance of its own; 42 case(s) measured in "
+            "more than one are read from the run with more rounds (ties: the newest).")
     assert said in md and said in html
     assert "The other 42 instance(s) are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \
            "column false for these)" in html
@@ -598,8 +599,8 @@ def test_report_reads_the_run_the_user_names(tmp_path, capsys):
     out = tmp_path / "index.html"
     files = [str(SAMPLES / "full.json.gz"), str(SAMPLES / "quick-scenarios.json")]
     assert main(["report", *files, "--read-run", "quick-scenarios", "-o", str(out)]) == 0
-    assert "the run named (quick-scenarios) where it measured the case, else the one with more rounds (ties: the " \
-           "newest run): 42 from quick-scenarios." in out.with_suffix(".md").read_text()
+    assert "42 case(s) measured in more than one are read from quick-scenarios (--read-run) where it measured them, " \
+           "else the run with more rounds" in out.with_suffix(".md").read_text()
     assert main(["report", *files, "--read-run", "other", "-o", str(out)]) != 0
     assert "no run named 'other' among the files given" in capsys.readouterr().err
 

@@ -567,7 +567,7 @@ class TestReadingAFolder:
         gone_before_read(monkeypatch, "0000_run.json")
         stored = load_storage(folder)
         assert [s.path.name for s in stored.summaries] == ["0001_run.json", "0002_run.json"]
-        assert stored.notes == [f"{folder / '0000_run.json'}: cannot read it (FileNotFoundError); skipped"]
+        assert stored.notes == [f"{folder / '0000_run.json'}: cannot read it (No such file or directory); skipped"]
 
     def test_no_readable_run_names_the_first_reason(self, tmp_path):
         folder = tmp_path / "runs"

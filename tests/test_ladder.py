@@ -86,7 +86,7 @@ def test_the_to_cpu_ladder_shares_the_lower_rungs(h200):
 
 
 def test_a_step_whose_interval_holds_zero_is_cant_tell(h200):
-    """Pageable .to('cuda') against pageable copy_ at 1 GiB: 1.56 ms apart with 5 rounds each, spread over 10 ms."""
+    """Pageable .to(device) against pageable copy_ at 1 GiB: 1.56 ms apart with 5 rounds each, spread over 10 ms."""
     h2d = h200["h2d-to"]
     device = h2d.steps[0]
     assert device.low_s < 0 < device.high_s and not device.told
@@ -190,14 +190,14 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
 
 
 def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
-    """Pageable .to('cuda') against pageable copy_ at 1 GiB: the interval holds zero, so no share is printed."""
+    """Pageable .to(device) against pageable copy_ at 1 GiB: the interval holds zero, so no share is printed."""
     rows = _markdown_table(markdown, ".to(device) from pageable memory of 1 GiB")
     assert rows[1][:3] == ["1", "copy_ from pageable memory into a device buffer: h2d pageable copy_ cpu->cuda:0",
                            "the fresh device destination (the caching allocator)"]
     assert rows[1][3].startswith("1.56 ms (-28.9 ms to ") and rows[1][4].startswith("can't tell (the two rungs: can't tell")
     assert [row[0] for row in rows] == ["the call", "1", "2", "3", "left"]
-    assert [title for title in ("**.cpu() of", "**.to(device) of", "**.to('cuda') from", "**clone() of")
-            if title in markdown] == ["**.cpu() of", "**.to(device) of", "**.to('cuda') from", "**clone() of"]
+    assert [title for title in ("**.cpu() of", "**.to(device) of", "**.to(device) from", "**clone() of")
+            if title in markdown] == ["**.cpu() of", "**.to(device) of", "**.to(device) from", "**clone() of"]
 
 
 def test_the_markdown_ladder_escapes_what_comes_from_the_file(tmp_path):

@@ -50,7 +50,7 @@ def test_h1_the_cliff_claim_covers_the_calls_it_lists(h200):
     claim was "every call that allocates its destination"; the calls it lists all write fresh pageable host memory."""
     said = ("Across the same sizes, torch.ones on the CPU 70.8 µs → 7.92 ms (28× per byte); torch.zeros on the CPU "
             "72.5 µs → 8.79 ms (30.3× per byte); host clone 132 → 8.27 GB/s (16× per byte); .cpu() 12.9 → 1.32 GB/s "
-            "(9.81× per byte); .to('cpu') 13 → 1.4 GB/s (9.32× per byte) grew dearer per byte than every call into a "
+            "(9.81× per byte); .to(device) 13 → 1.4 GB/s (9.32× per byte) grew dearer per byte than every call into a "
             "reused buffer")
     assert said in h200["md"] and said in h200["text"]
     assert "every call measured here that writes a fresh pageable host destination" not in h200["md"]
@@ -70,7 +70,7 @@ def test_h2_page_faults_only_where_the_run_counted_them(h200):
 
 def test_h3_the_cliff_label_pairs_each_calls_own_figures(h200):
     """13 GB/s was .to('cpu') at 16 MiB, 1.32 .cpu() at 64 MiB: the label paired two calls' figures."""
-    assert "cliff: .cpu() 12.9 → 1.32, .to('cpu') 13 → 1.4 GB/s" in h200["html"]
+    assert "cliff: .cpu() 12.9 → 1.32, .to(device) 13 → 1.4 GB/s" in h200["html"]
     assert "cliff: .cpu() / .to(device) 13 → 1.32" not in h200["html"]
 
 

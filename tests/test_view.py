@@ -116,14 +116,10 @@ def test_h200_markdown_is_the_one_before_the_view_but_for_its_instances(h200_wri
     out, _ = h200_written
     lines = _markdown_lines(out.with_suffix(".md").read_text())
     instances = [line for line in lines if line.startswith("- Machine instances:")]
-    assert instances == ["- Machine instances: instance 1 (full.json; no boot id recorded): 512 benchmarks; instance 2 "
-                         "(quick-scenarios; no boot id recorded): 50 benchmarks, 8 read (42 also measured in "
-                         "full.json, read from there). Figures of different instances are "
-                         "never divided by one another. 42 case(s) were measured in more than one run: each figure and "
-                         "sentence reads one instance of each, the one with more rounds (ties: the newest run): 42 from "
-                         "full.json. The other 42 instance(s) are kept with the loaded data (a report's CSV lists every "
-                         "instance, its read column false for these), never averaged with these, drawn on one line "
-                         "with them nor divided by them."]
+    assert instances == ["- Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios "
+                         "(2026-11-30T17:45, 50 benchmarks): none recorded a boot id, so each run counts as an "
+                         "instance of its own; 42 case(s) measured in more than one are read from the run with more "
+                         "rounds (ties: the newest). Figures of different instances are never divided by one another."]
     at = lines.index(instances[0])  # a line of "How this run was judged"
     assert lines[:at] + lines[at + 1:] == _markdown_lines((GOLDEN / "h200.md").read_text())
 
@@ -211,7 +207,7 @@ def test_a_scenario_section_reads_one_instance_and_says_which(h200):
 
 def test_the_page_names_each_instance_and_the_instance_of_every_row(h200_written, tmp_path):
     html = h200_written[0].read_text()
-    assert '<p class="small" id="instances">Machine instances: instance 1 (full.json; no boot id recorded)' in html
+    assert '<p class="small" id="instances">Machine instances: full.json (2026-11-30T17:18, 512 benchmarks)' in html
     table = html.split('id="results-table"')[1].split("</table>")[0]
     assert table.count("<th>instance</th>") == 1 and table.count("<tr><td class=\"n\">2</td>") == 8
     single = write_report(load([SAMPLE]), tmp_path / "index.html").read_text()

@@ -8,7 +8,7 @@ from ..units import format_bytes
 from .base import ChangeSpec, Family, LadderSpec, RungSpec, Variant
 
 __all__ = ["CORE", "DMA", "FRESH", "LADDERS", "LAUNCH", "SHORT", "SIMULATED_LINKS", "STAGING", "device_memory_roof",
-           "host_memcpy_roof", "peer_plan_summary"]
+           "host_memcpy_roof", "noop_call", "peer_plan_summary"]
 
 
 def _v(*methods: str, memory: str | None = None, non_blocking: bool = False) -> tuple[Variant, ...]:
@@ -30,6 +30,16 @@ _HOST = (*_v("clone", "copy_", memory="pageable"), Variant("copy_", "pageable", 
 #: No-ops in the forms users write: .to(torch.device) (the plain "to"), .to('cuda:0') with a string (variant "str":
 #: torch parses it on every call), .cuda(i) with an index, and .cpu().
 _NOOP = (*_v("to"), Variant("to", variant="str"), *_v("cuda", "cpu"))
+
+def noop_call(method: str, device: str, variant: object = None) -> str:
+    """The call a no-op row timed, in the form users write it: .cuda(0), .to('cuda:0') (a string),
+    .to(torch.device('cuda:0')), .cpu()."""
+    if method == "cuda":
+        return f".cuda({device.split(':')[1]})" if ":" in device else ".cuda()"
+    if method == "to":
+        return f".to('{device}')" if variant == "str" else f".to(torch.device('{device}'))"
+    return f".{method}()"
+
 
 CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",

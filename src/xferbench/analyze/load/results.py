@@ -79,6 +79,8 @@ class Results:
     measured: pd.DataFrame | None = None
     #: Which instance each figure reads where cases were measured in more than one run (a sentence), else None.
     repeated: str | None = None
+    #: The run ``--read-run`` named: read wherever it measured a case measured in more than one run.
+    read_run: str | None = None
 
     @property
     def fingerprint(self) -> Fingerprint:
@@ -140,9 +142,11 @@ def _regular(path: Path) -> None:
 MAX_RUN_BYTES = 256 * 2**20
 
 
-def bounded_read(path: Path, limit: int = MAX_RUN_BYTES, whole: bool = True) -> bytes:
-    """At most ``limit`` bytes of a regular file, never blocking (a FIFO, a device or a socket is refused once opened,
-    without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its first bytes."""
+def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> bytes:
+    """At most ``limit`` bytes (default ``MAX_RUN_BYTES``) of a regular file, never blocking (a FIFO, a device or a
+    socket is refused once opened, without waiting for a writer); ResultsError past ``limit`` when ``whole``, else its
+    first bytes."""
+    limit = MAX_RUN_BYTES if limit is None else limit  # read when called: a caller's bound moves with the module's
     try:
         return read_bounded(path, limit, whole=whole)
     except OSError as error:
@@ -411,7 +415,7 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
                    commit_info=last.get("commit_info") or {}, sources=[str(f) for f in named], notes=notes,
                    incomplete=incomplete, boot_ids={file_rows[0]["run"]: boot_id(data) for _, data, file_rows, _ in loaded},
                    run=run_facts(last), measured=drop_invalid_device_times(every)[0] if repeated else None,
-                   repeated=repeated)
+                   repeated=repeated, read_run=prefer)
 
 
 def one_per_case(every: pd.DataFrame, prefer: str | None = None) -> pd.DataFrame:

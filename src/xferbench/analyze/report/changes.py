@@ -70,8 +70,8 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series) -> str:
     """The change's condition, with what the run measured of the price of breaking it."""
     size = format_bytes(int(now["nbytes"]))
     if spec.key == "pinned-buffer" and (pin := _cost_of(view, "pin_memory", "pin_cold", now)) is not None:
-        return (f"{spec.condition}; a fresh pinned buffer every call would add what pinning costs, "
-                f"{format_seconds(float(pin['median_s']))} at {size} here (pin_memory() on a cold cache)")
+        return (f"{spec.condition}; a fresh pinned buffer each call adds pinning's "
+                f"{format_seconds(float(pin['median_s']))} at {size} (a cold pin_memory())")
     if spec.key == "non-blocking-to":
         kept, freed = (_cost_of(view, "d2h_kept", v, now) for v in ("kept", "freed"))
         if kept is not None and freed is not None:

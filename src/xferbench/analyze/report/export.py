@@ -190,8 +190,10 @@ def instances_line(view: RunView) -> str:
     why = ("none recorded a boot id, so each run counts as an instance of its own" if boots == {None} else
            "their boot ids differ" if None not in boots else "some recorded no boot id")
     shared = every[~every["read"].astype(bool)]
-    read = (f"; {len(shared)} case(s) measured in more than one are read from the run with more rounds (ties: the "
-            "newest)" if not shared.empty else "")
+    named = view.results.read_run
+    rule = f"{named} (--read-run) where it measured them, else " if named else ""
+    read = (f"; {len(shared)} case(s) measured in more than one are read from {rule}the run with more rounds (ties: "
+            "the newest)" if not shared.empty else "")
     return (f"Machine instances: {'; '.join(parts)}: {why}{read}. Figures of different instances are never divided by "
             "one another.")
 

@@ -16,6 +16,7 @@ import pandas as pd
 from ...families import FAMILIES, family, moving_ops
 from ...families.base import ms as _ms
 from ...families.base import span as _span
+from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
@@ -256,16 +257,6 @@ def cheapest_copy(view: RunView) -> pd.Series | None:
     frame = view.rows
     copies = frame[frame["op"].isin(moving_ops())]
     return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
-
-
-def noop_call(method: str, device: str, variant: object = None) -> str:
-    """The call a no-op row timed, in the form users write it: .cuda(0), .to('cuda:0') (a string),
-    .to(torch.device('cuda:0')), .cpu()."""
-    if method == "cuda":
-        return f".cuda({device.split(':')[1]})" if ":" in device else ".cuda()"
-    if method == "to":
-        return f".to('{device}')" if variant == "str" else f".to(torch.device('{device}'))"
-    return f".{method}()"
 
 
 def noop_cost(view: RunView) -> Said | None:

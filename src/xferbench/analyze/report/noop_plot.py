@@ -8,9 +8,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...families import FAMILIES, moving_ops
+from ...families.core import noop_call
 from ...units import format_bytes, mathtext_safe
 from ..view import RunView
-from .findings import noop_call
 from .series import run_of
 from .svg import WIDTH, tip
 
