@@ -111,9 +111,9 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
     view = view_of_rows(handfed())
     assert drift_text.statement(view) == (
         "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: no case was measured "
-        "in interleaved blocks; others from their rounds plus this run's drift between cases in their regime (from its "
-        "same-code pairs and blocks: pinned or device from 1 MiB ±1.0% over 1; pageable or host memory from 1 MiB "
-        "±22.7% over 4).")
+        "in interleaved blocks; other comparisons rest on their rounds plus the run's drift between cases of their "
+        "regime (a standard deviation, from its same-code pairs: pinned or device from 1 MiB 1.0% (1 degrees of "
+        "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom)).")
     said = drift_text.verdict(view, "cuda_vs_to")
     assert said.startswith(".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: 1 of 1 can't tell")
     # 40% apart, but judged without its own evidence by three other pairs (t with 3 df): can't tell here

@@ -75,7 +75,7 @@ def test_a_run_without_drift_evidence_judges_no_thread_or_beta_ranking(busy):
     assert threads_against_one(busy) is None
     said = latency_bound(busy)
     assert said is not None and said.startswith(
-        "In a loop that synchronizes after every call, which host-side path has the highest fitted β can't be told")
+        "Called back to back, which host-side path has the highest fitted β can't be told")
     assert said.endswith("torch's copy_ on one thread (host copy_ single_thread) reached β = 1.97 GB/s: which of the two "
                          "is faster, at 256 MiB can't tell (the run gives no evidence of its drift).")
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...contract import MEASURED, Block, ContractError, block_from
-from ...ratios import log_se
+from ...ratios import log_se, order_se
 from .rows import bench_row
 
 __all__ = ["rows_of"]
@@ -81,8 +81,17 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     merged["block_medians"], merged["block_log_se"] = list(planned), list(planned)
     for (block, _, _), row in zip(blocks, rows, strict=True):
         merged["block_medians"][block.index] = row["median_s"]
-        merged["block_log_se"][block.index] = log_se(row["median_s"], row["iqr_s"], row["rounds"])
+        merged["block_log_se"][block.index] = _log_se(row)
     return merged
+
+
+def _log_se(row: dict[str, Any]) -> float:
+    """A block's standard error of its log median, from its rounds where kept (distribution-free: a block preempted
+    in half its rounds is bimodal, and an IQR across both modes would hide the spread between blocks), else its IQR."""
+    data = row.get("data")
+    if isinstance(data, list) and len(data) > 1:
+        return order_se(data)
+    return log_se(row["median_s"], row["iqr_s"], row["rounds"])
 
 
 def _check(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, Any]]]) -> None:

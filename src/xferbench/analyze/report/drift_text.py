@@ -18,13 +18,15 @@ def statement(view: RunView) -> str:
     rows = view.rows
     blocked = int(rows["block_medians"].map(lambda b: isinstance(b, list)).sum()) if "block_medians" in rows else 0
     regimes = view.drift.regimes
-    drift = "; ".join(f"{_REGIME[r]} ±{d.sd:.1%} over {d.df}" for r, d in regimes.items())
-    paired = (f"{blocked} case(s) were measured in interleaved blocks, and two such cases are judged block by block"
+    drift = "; ".join(f"{_REGIME[r]} {d.sd:.1%} ({d.df} degrees of freedom)" if d.sd > 0 else
+                      f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in regimes.items())
+    paired = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block"
               if blocked else "no case was measured in interleaved blocks")
-    between = (f"this run's drift between cases in their regime (from its same-code pairs and blocks: {drift})" if drift
-               else "no drift between cases, which this run gives no evidence of")
-    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {paired}; others "
-            f"from their rounds plus {between}.")
+    sources = "same-code pairs and blocks" if blocked else "same-code pairs"
+    between = (f"the run's drift between cases of their regime (a standard deviation, from its {sources}: {drift})"
+               if drift else "no drift between cases, which this run gives no evidence of")
+    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {paired}; other "
+            f"comparisons rest on their rounds plus {between}.")
 
 
 def _where(view: RunView, pair: Pair) -> str:
