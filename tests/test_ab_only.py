@@ -56,6 +56,28 @@ class TestSelection:
         assert "argument --xfer-only: 1 test(s) in only.txt were not collected: test_gone[x]" in "\n".join(
             result.errlines)
 
+    @pytest.mark.hostile
+    @pytest.mark.parametrize(("text", "said"), [
+        (b"", "names no test"), (b"  \n\r\n", "names no test"),
+        (b"\xff\xfe", "cannot read it ('utf-8' codec can't decode"),
+        (b"\x1b[31mred\x07\n", "not collected: \\x1b[31mred\\x07"),  # escaped, not sent to the terminal
+    ])
+    def test_an_empty_binary_or_unknown_file_is_one_line(self, pytester, text, said):
+        pytester.makeconftest(CONFTEST)
+        pytester.makepyfile(test_host=BENCH)
+        pytester.path.joinpath("only.txt").write_bytes(text)
+        result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB", "--xfer-only=only.txt")
+        errors = [line for line in result.errlines if "--xfer-only" in line]
+        assert result.ret == pytest.ExitCode.USAGE_ERROR and len(errors) == 1 and said in errors[0], result.errlines
+
+    def test_a_byte_order_mark_and_repeated_names_select_the_test_once(self, pytester):
+        pytester.makeconftest(CONFTEST)
+        pytester.makepyfile(test_host=BENCH)
+        name = "test_host[pageable-clone-1KiB-float32-cpu->cpu]"
+        pytester.path.joinpath("only.txt").write_text(f"\ufeff{name}\r\n{name}\n", encoding="utf-8")
+        result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB", "--xfer-only=only.txt")
+        assert [line.split("::")[1] for line in result.outlines if "::test_host[" in line] == [name]
+
 
 CONFTEST = """
 pytest_plugins = ("xferbench.measure.session.plugin",)

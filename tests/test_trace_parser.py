@@ -100,6 +100,12 @@ def test_gzip_and_events_out_of_order_read_the_same(tmp_path):
     (_trace({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": -5}), "not microseconds of a trace"),
     ({"traceEvents": [1, 2]}, "traceEvents holds something that is not an event"),
     (b"\x1f\x8b\x08\x00broken", "not JSON, or cut short"),
+    (_trace(copy_args={"bytes": "\u00b2"}), "bytes is '\u00b2'"),  # a digit to str.isdigit, none to int()
+    (_trace(copy_args={"bytes": "1" * 5000}), "not a whole number"),  # past int()'s 4,300 digits
+    pytest.param(b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "name": ' + b"[" * 3000 + b"]" * 3000
+                 + b"}]}", "nested more than 64 deep", id="a name nested 3000 deep"),  # str() of it: a RecursionError
+    pytest.param(b'{"a": ' + b"[" * 200_000, "nested more than 64 deep", id="200 kB of brackets"),  # 24 GB in ijson
+    pytest.param(b'{"' + b"k" * (2 << 20) + b'": 1}', "a string over 1 MiB", id="a 2 MiB key"),
 ])
 def test_each_bad_trace_is_one_line_and_exit_2(tmp_path, capsys, document, said):
     assert_refused(*_price(tmp_path, capsys, document)[::2], said)
@@ -174,6 +180,55 @@ def test_a_trace_past_the_size_bound_and_a_json_over_the_trace_are_refused(tmp_p
     zipped.write_bytes(gzip.compress(json.dumps(_trace()).encode()))
     monkeypatch.setattr("xferbench.analyze.trace.parser.MOST_BYTES", zipped.stat().st_size)  # on disk, not inside
     assert_refused(*run_cli(capsys, "price", zipped)[::2], "once decompressed")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("events", [
+    [{"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 1, "dur": 2}],
+    [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoH (Pinned -> Pinned)", "ts": 1, "dur": 2, "args": {"bytes": 1}}],
+    [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2},
+     {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#" + "1" * 5000, "ts": 0, "dur": 5}],  # not a step: an op
+])
+def test_a_trace_without_copies_says_so(tmp_path, capsys, events):
+    code, out, err = _price(tmp_path, capsys, {"traceEvents": events})
+    assert (code, out.splitlines()[-1]) == (0, "no copy between host and device in the steps read"), err
+
+
+@pytest.mark.hostile
+@SLOW
+@given(at=st.integers(min_value=0), junk=st.binary(max_size=64) | st.sampled_from([b"[" * 99, b'\\"[', b"\xff"]))
+def test_any_bytes_spliced_into_a_trace_price_or_are_the_parsers_one_line(tmp_path, capsys, at, junk):
+    whole = json.dumps(_trace()).encode()
+    at %= len(whole) + 1
+    code, _, err = _price(tmp_path, capsys, whole[:at] + junk + whole[at:])
+    assert code in (0, 2), err
+    if code == 2:
+        assert_refused(code, err, f"xferbench price: {tmp_path / 'trace.json'}: ")
+
+
+@pytest.mark.parametrize("name", ['[\\"{' * 40_000, "\\" * 140_001 + "[" * 99, '"' * 70_000 + "{" * 99],
+                         ids=["escaped quotes", "backslashes", "quotes"])
+def test_brackets_quotes_and_backslashes_in_strings_across_reads_are_no_nesting(tmp_path, name):
+    """Strings longer than a read (64 kB), their escapes cut anywhere: only the brackets outside strings nest."""
+    document = _trace({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 2, "ts": 1, "dur": 1})
+    zipped = tmp_path / "t.json.gz"
+    zipped.write_bytes(gzip.compress(json.dumps(document).encode()))
+    assert [s.name for s in read_trace(zipped).ops] == ["aten::to", name]
+    assert [s.name for s in read_trace(put(tmp_path / "t.json", document)).ops] == ["aten::to", name]
+
+
+@pytest.mark.hostile
+def test_a_sync_read_later_in_the_file_is_still_the_first_after_the_copy(tmp_path):
+    """The first synchronize after the call in time, not in the file: the copy's tail ends at the earlier one."""
+    late = {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 156, "dur": 3,
+            "args": {"correlation": 9}}
+    document = _trace()
+    document["traceEvents"].insert(0, late)
+    document["traceEvents"][1]["dur"] = 100  # the op holds both syncs
+    from xferbench.analyze.trace.pricing import price
+
+    row, = price(put(tmp_path / "t.json", document), None).rows
+    assert round(row["tail_s"] * 1e6, 6) == 20  # the call's 5 µs after the copy and the first sync's 15
 
 
 def test_a_bare_array_of_events_is_read_as_chromes_format_allows(tmp_path):

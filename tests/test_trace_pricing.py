@@ -110,6 +110,18 @@ def test_a_fix_whose_interval_holds_zero_cannot_tell(h200):
     assert remove["saved_s"] == pytest.approx(d2h["priced_s"] + d2h["wait_s"])
 
 
+@pytest.mark.hostile
+@pytest.mark.parametrize("name", REAL)
+def test_no_fix_claims_to_save_more_than_the_copies_cost(h200, name):
+    """Every end of every fix's interval is at most the group's priced cost (removing a sync: plus the wait the trace
+    measured), and a saving claimed is one above zero."""
+    for row in price(TRACES / name, h200).rows:
+        for fix in row["fixes"]:
+            most = row["priced_s"] + fix.get("measured_wait_s", 0.0)
+            assert max(fix["saved_s"] or 0, fix["high_s"] or 0) <= most, (row["op"], fix)
+            assert not fix["resolved"] or 0 < fix["low_s"] <= fix["saved_s"] <= fix["high_s"]
+
+
 def test_a_fixs_interval_is_the_runs_ratio_of_the_two_paths_at_the_copies_size(h200):
     """ResNet's 37.9 MB copies: the run's 64 MiB pageable and pinned rows (the nearest size) give the interval."""
     h2d = next(r for r in price(TRACES / "param-resnet-2080ti.json.gz", h200).rows if r["kind"] == "h2d")
@@ -213,6 +225,12 @@ def test_a_bad_trace_given_to_report_is_one_line(tmp_path, capsys):
     code, _, err = run_cli(capsys, "report", Path(__file__).parent / "data" / "sim-2gpu.json", "--trace",
                            tmp_path / "t.json", "-o", tmp_path / "index.html")
     assert_refused(code, err, "--trace", "not JSON, or cut short")
+
+    (tmp_path / "index.md").write_bytes(gzip.open(TRACES / "hta-mi250-rocm.json.gz").read())  # the page's companion
+    code, _, err = run_cli(capsys, "report", Path(__file__).parent / "data" / "sim-2gpu.json", "--trace",
+                           tmp_path / "index.md", "-o", tmp_path / "index.html", "--force")
+    assert_refused(code, err, "index.md: this is an input")
+    assert (tmp_path / "index.md").read_bytes() == gzip.open(TRACES / "hta-mi250-rocm.json.gz").read()
 
 
 def test_a_run_without_the_paths_leaves_each_group_unpriced_and_says_why():

@@ -13,6 +13,7 @@ op); a group's GPU time is the union of its copies per stream, so overlapping co
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
@@ -112,13 +113,14 @@ def tie(trace: Trace) -> list[Tied]:
     """Every copy of the trace with its host side, in the order the GPU ran them."""
     nesting = _nesting(trace)
     syncs: defaultdict[Span | None, list[Call]] = defaultdict(list)
-    for sync in trace.syncs:
+    for sync in sorted(trace.syncs, key=lambda s: s.start):  # in time, whatever the file's order
         syncs[nesting[sync][0]].append(sync)
     tied = []
     for copy in sorted(trace.copies, key=lambda c: c.start):
         call = trace.calls.get(copy.correlation)
         inner, op = nesting[call] if call else (None, NO_OP)
-        after = [s for s in syncs.get(inner, []) if call and s.start >= call.end - EPS] if inner else []
+        mine = syncs.get(inner, []) if inner and call else []
+        after = mine[bisect.bisect_left(mine, call.end - EPS, key=lambda s: s.start):] if mine and call else []
         size = call.size if call is not None and call.size is not None else 0  # read_trace refused a copy without
         tied.append(_split(copy, call, op, after[:1], copy.nbytes if copy.nbytes is not None else size))
     return tied
@@ -154,7 +156,7 @@ def steps(trace: Trace, tied: list[Tied], only: int | None = None) -> tuple[list
     if not spans:  # no step recorded: the trace's whole window is one
         every = [*trace.kernels, *((c.start, c.end) for c in trace.copies),
                  *((s.start, s.end) for s in [*trace.ops, *trace.calls.values(), *trace.syncs])]
-        spans = {None: (min(s for s, _ in every), max(e for _, e in every))}
+        spans = {None: (min((s for s, _ in every), default=0.0), max((e for _, e in every), default=0.0))}
     if only is not None:
         if only not in spans:
             have = ", ".join(str(n) for n in spans) if None not in spans else "none"

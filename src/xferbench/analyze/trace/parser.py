@@ -19,11 +19,17 @@ from pathlib import Path
 from typing import IO, Any
 
 import ijson
+import numpy as np
 
 __all__ = ["MOST_BYTES", "Call", "Copy", "Span", "Trace", "TraceError", "read_trace"]
 
 #: A trace larger than this (on disk, or once decompressed) is refused: a profile of a step or a few is tens of MB.
 MOST_BYTES = 4 << 30
+#: JSON nested deeper, or a string longer, is refused before ijson parses it: ijson keeps each open level's path (its
+#: keys joined), so its memory grows as depth x keys (200 kB of brackets would take 24 GB). Traces nest 4 to 7 deep.
+MOST_DEPTH, MOST_STRING = 64, 1 << 20
+#: Each byte's step in the nesting outside strings, as an int8: ``[`` and ``{`` open a level, ``]`` and ``}`` close one.
+_NESTS = bytes(1 if byte in b"[{" else 255 if byte in b"]}" else 0 for byte in range(256))
 #: Host calls that hold the host until the device (or a stream) drains: HTA's blocking calls, less the polls.
 SYNCS = frozenset(f"{api}{call}" for api in ("cuda", "hip") for call in
                   ("DeviceSynchronize", "StreamSynchronize", "EventSynchronize"))
@@ -34,7 +40,7 @@ _CATEGORIES = {"gpu_memcpy": "copy", "Memcpy": "copy", "cuda_runtime": "call", "
 _COPY = re.compile(r"Memcpy (HtoD|DtoH|DtoD|PtoP)(?: \((\w+) -> (\w+)\))?")
 _KINDS = {"HtoD": "h2d", "DtoH": "d2h", "DtoD": "d2d", "PtoP": "peer"}
 _MEMORY = {"Pageable": "pageable", "Pinned": "pinned"}
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
+_STEP = re.compile(r"ProfilerStep#(\d{1,18})$")
 
 
 class TraceError(ValueError):
@@ -114,24 +120,53 @@ def read_trace(path: Path) -> Trace:
 
 
 class _Bounded:
-    """A binary stream that refuses to give more than ``MOST_BYTES`` (a small .gz can decompress without end)."""
+    """A binary stream that refuses to give more than ``MOST_BYTES`` (a small .gz can decompress without end), or JSON
+    nested deeper than ``MOST_DEPTH`` or with a string longer than ``MOST_STRING``."""
+
+    given: int
+    offset: int
+    depth: int
+    opened: int | None  # where the string open at the end of the last read began
+    held: bytes  # backslashes at the end of the last read: their escape ends in the next
 
     def __init__(self, raw: IO[bytes], file: IO[bytes]) -> None:
-        self.raw, self.file, self.given = raw, file, 0
+        self.raw, self.file = raw, file
+        self.seek(0)
 
     def read(self, size: int = -1) -> bytes:
         data = self.raw.read(size)
         self.given += len(data)
         if self.given > MOST_BYTES:
             raise TraceError(f"more than {MOST_BYTES >> 30} GiB once decompressed: not a trace of a few steps")
+        self._scan(data)
         return data
+
+    def _scan(self, data: bytes) -> None:
+        """Follow the nesting and the open string through ``data`` (escapes masked; a run of backslashes at its end
+        waits for the next read, where its escape ends)."""
+        text = self.held + data
+        cut = len(text.rstrip(b"\\"))
+        text, self.held = text[:cut].replace(b"\\\\", b"..").replace(b'\\"', b".."), text[cut:]
+        quotes = np.flatnonzero(np.frombuffer(text, np.uint8) == ord('"'))
+        moves = np.frombuffer(text.translate(_NESTS), np.int8)
+        nests = np.flatnonzero(moves)  # a bracket is outside strings after an even number of quotes
+        outside = (np.searchsorted(quotes, nests) + (self.opened is not None)) % 2 == 0
+        levels = self.depth + np.cumsum(moves[nests[outside]], dtype=np.int64)
+        quotes = np.concatenate(([self.opened], quotes + self.offset)) if self.opened is not None else quotes + self.offset
+        self.offset, self.depth = self.offset + len(text), int(levels[-1]) if len(levels) else self.depth
+        self.opened = int(quotes[-1]) if len(quotes) % 2 else None
+        ends = np.append(quotes, self.offset + len(self.held)) if len(quotes) % 2 else quotes
+        if levels.max(initial=0) > MOST_DEPTH or np.max(ends[1::2] - ends[::2], initial=0) > MOST_STRING:
+            raise TraceError(f"nested more than {MOST_DEPTH} deep, or a string over {MOST_STRING >> 20} MiB: not a "
+                             "trace torch wrote")
 
     def peek(self, size: int) -> bytes:
         return self.raw.peek(size)  # type: ignore[attr-defined]
 
-    def seek(self, offset: int) -> None:
+    def seek(self, offset: int) -> None:  # only to the start
         self.raw.seek(offset)
-        self.given = 0
+        self.given = self.offset = self.depth = 0
+        self.opened, self.held = None, b""
 
     def __enter__(self) -> _Bounded:
         return self
@@ -192,7 +227,7 @@ def _count(value: Any, what: str) -> int | None:
     """A byte count or an id: a whole number >= 0 (ROCm writes sizes as strings), None when absent."""
     if value is None:
         return None
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isdecimal() and len(value) < 20:  # int() reads any Unicode decimal digit
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         raise TraceError(f"a copy's {what} is {str(value)[:40]!r}, not a whole number of at least 0")

@@ -92,13 +92,13 @@ def _moved(fix: str, view: RunView, mine: pd.Series, now: float, fit: dict[str, 
             / ratio.high, "ratio": ratio, "resolved": ratio.resolved and ratio.value > 1 and low > 0}
 
 
-def _kept(fix: str, mine: pd.Series, saved: float, measured: float = 0.0) -> dict[str, Any]:
-    """A fix on the copies' own path: the priced saving scaled by that path's median interval (its rounds), plus
-    what the trace measured (a wait: exact, and the trace's machine's)."""
+def _kept(fix: str, mine: pd.Series, saved: float, now: float, measured: float = 0.0) -> dict[str, Any]:
+    """A fix on the copies' own path: the priced saving scaled by that path's median interval (its rounds), never
+    above what the copies cost (``now``), plus what the trace measured (a wait: exact, and the trace's machine's)."""
     low, high = median_span(*side(mine)[:2])
     scale = saved / float(mine["median_s"])
     return {"fix": fix, "after_s": None, "saved_s": saved + measured, "low_s": low * scale + measured,
-            "high_s": high * scale + measured, "ratio": None, "resolved": low * scale + measured > 0}
+            "high_s": min(high * scale, now) + measured, "ratio": None, "resolved": low * scale + measured > 0}
 
 
 def _fixes(view: RunView, g: Group, fit: dict[str, Any], now: float, steps_: int, pipelined: bool) -> list[dict[str, Any]]:
@@ -115,9 +115,9 @@ def _fixes(view: RunView, g: Group, fit: dict[str, Any], now: float, steps_: int
                             _cost(ahead, g.count, 0, True) if ahead is not None and ready else None))
     if g.count >= 2 * steps_ and g.nbytes / g.count < fit["half_peak_bytes"]:  # latency-bound: below α·β
         after = _cost(fit, steps_, g.nbytes, pipelined)
-        fixes.append(_kept("batch", mine, now - after) | {"after_s": after})
+        fixes.append(_kept("batch", mine, now - after, now) | {"after_s": after})
     if g.kind == "d2h" and g.blocking:  # the synchronize also costs the wait the trace measured
-        fixes.append(_kept("remove_sync", mine, now, g.total("wait")) | {"after_s": 0.0, "measured_wait_s": g.total("wait")})
+        fixes.append(_kept("remove_sync", mine, now, now, g.total("wait")) | {"after_s": 0.0, "measured_wait_s": g.total("wait")})
     return fixes
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ...escape import terminal
 from .blocks import block_of
 
 __all__ = ["case_name"]
@@ -35,10 +36,13 @@ def case_name(item: pytest.Item) -> str:
 
 def _names(path: str) -> set[str]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte order mark is no part of the first name
     except (OSError, UnicodeDecodeError) as error:
         raise pytest.UsageError(f"argument --xfer-only: {path}: cannot read it ({error})") from None
-    return {line.strip() for line in text.splitlines() if line.strip()}
+    names = {line.strip() for line in text.splitlines() if line.strip()}
+    if not names:
+        raise pytest.UsageError(f"argument --xfer-only: {path} names no test (one test name a line)")
+    return names
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,6 +54,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     missing = sorted(wanted - {case_name(item) for item in kept})
     if missing:
         raise pytest.UsageError(f"argument --xfer-only: {len(missing)} test(s) in {path} were not collected: "
-                                + ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else ""))
+                                + terminal(", ".join(missing[:5])) + (", ..." if len(missing) > 5 else ""))
     config.hook.pytest_deselected(items=[item for item in items if case_name(item) not in wanted])
     items[:] = kept
