@@ -250,8 +250,11 @@ sys.exit(run.main(["test"]))
                                                       (signal.SIGTERM, 143, "run.py: stopped (SIGTERM)")])
 def test_stopped_without_a_traceback(tmp_path, signum, code, line):
     """Ctrl-C (or a kill of run.py alone) while a command runs: it reaches the command, then one line, no traceback."""
+    # Ctrl-C as a terminal delivers it: a test command started in the background of a shell without job control
+    # (``cmd &``) inherits SIGINT ignored, and the driver would never see it.
     process = subprocess.Popen([sys.executable, "-c", _DRIVER, str(ROOT / "run.py")], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert process.stdout.readline() == "ready\n"
         process.send_signal(signum)

@@ -493,7 +493,9 @@ def test_a_ctrl_c_mid_case_is_forwarded_to_the_helper_ranks(monkeypatch):
 
     monkeypatch.setattr(w.World, "_collect", interrupted)
     world = w.World("gloo")
-    world.helpers = [subprocess.Popen(["sleep", "600"]) for _ in range(world.size)]  # ranks blocked in a collective
+    # ranks blocked in a collective, SIGINT at its default even where the test command inherited it ignored (`cmd &`)
+    world.helpers = [subprocess.Popen(["sleep", "600"], preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                     for _ in range(world.size)]
     case = w.DistCase("all_reduce", 1024, "gloo", 2)
     with pytest.raises(KeyboardInterrupt):
         world.run(case, SimpleNamespace(disabled=False), SimpleNamespace(rounds=1, warmup=0))  # type: ignore[arg-type]
