@@ -187,7 +187,8 @@ def cliff_note(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
     fresh, reused, broke = cliff_split(view, found)
     if fresh and reused and len(broke) == len(fresh):
-        return "calls that write a fresh pageable host destination fall here; copy_ into a reused host buffer holds (key findings)"
+        return ("calls that write a fresh pageable host destination fall here; copy_ into a reused host buffer holds "
+                "(key findings)")
     if fresh and reused and broke:
         return (", ".join(c["label"] for c in broke) + " fall here, copy_ into a reused host buffer holds; "
                 + ", ".join(c["label"] for c in fresh if c not in broke) + ", also writing a fresh destination: can't "
