@@ -61,7 +61,7 @@ class TestHonestFindings:
         """The issue's case: a fit over cached sizes said ~60 GB/s while 256 MiB measured 14; the page says 14."""
         results = load([SWEEP])
         sentences = findings(RunView.of(results))
-        beta = next(s for s in sentences if s.startswith("In a loop that synchronizes after every call"))
+        beta = next(s for s in sentences if s.startswith("Called back to back"))
         assert ("(host pageable copy_ cpu) has a fixed cost α = 0.751 µs and a bandwidth β = 14 GB/s (the bandwidth its "
                 "largest size, 256 MiB, reached: smaller sizes ran from cache and would suggest more)") in beta
         stated = [float(x) for s in sentences for x in re.findall(r"β = ([\d.]+) GB/s", s)]

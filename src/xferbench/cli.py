@@ -54,7 +54,7 @@ def _report_output(args: argparse.Namespace) -> Path:
     from .analyze.report.page import companions
     from .output import check_output, never_foreign
 
-    given = [*args.results, *[path for path in (args.history, args.trace) if path]]
+    given = [*args.results, *[path for path in (args.history, getattr(args, "trace", None)) if path]]
     output = args.output or DEFAULT_OUTPUT
     if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz"):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
