@@ -40,3 +40,33 @@ def test_the_visible_text_leaves_out_svg_paths_ids_and_styles():
 def test_a_changed_figure_title_makes_a_sample_stale():
     assert golden.visible_text("<svg><title>55.2 GB/s</title></svg>") != golden.visible_text(
         "<svg><title>55.3 GB/s</title></svg>")
+
+
+@pytest.fixture(scope="module")
+def readme_block():
+    """The README block as the code writes it now from run 1."""
+    return golden.readme_block()
+
+
+def test_the_sample_readme_quotes_what_the_report_says_now(readme_block):
+    readme = golden.README.read_text()
+    assert golden.with_block(readme, readme_block) == readme, (
+        f"{golden.README.relative_to(ROOT)}'s generated block is stale: run {golden.COMMAND}")
+
+
+def test_a_stale_figure_in_the_readme_block_is_rewritten(readme_block):
+    readme = golden.README.read_text()
+    inside = readme.index(golden.BEGIN), readme.index(golden.END)
+    stale = readme[:inside[0]] + readme[inside[0]:inside[1]].replace("364-379 ns", "366-378 ns") + readme[inside[1]:]
+    assert stale != readme and golden.with_block(stale, readme_block) == readme
+
+
+def test_the_readme_block_is_rewritten_between_its_marks_only():
+    text = f"# README\n\nbefore\n{golden.BEGIN}\nold\nlines\n{golden.END}\nafter\n"
+    assert golden.with_block(text, "new") == f"# README\n\nbefore\n{golden.BEGIN}\nnew\n{golden.END}\nafter\n"
+
+
+@pytest.mark.parametrize("text", ["no marks\n", f"{golden.END}\n{golden.BEGIN}\n", f"{golden.BEGIN}\nno end\n"])
+def test_a_readme_without_its_marks_in_order_is_an_error(text):
+    with pytest.raises(ValueError, match="lacks its marks"):
+        golden.with_block(text, "new")

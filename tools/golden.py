@@ -5,7 +5,8 @@ One command, so that a change which alters what the code writes on purpose updat
 - ``tests/data/sim-2gpu-quick-ids.txt``: the cases the quick profile plans on the 2-GPU simulated spec
   (tests/test_families.py);
 - the committed sample pages ``reports/samples/h200/index.{html,md}`` and ``rerun/index.{html,md}``
-  (tests/test_samples.py compares their visible text, not their SVG bytes);
+  (tests/test_samples.py compares their visible text, not their SVG bytes), and the block of that sample's README
+  that quotes the report's first screen and key findings (between ``BEGIN`` and ``END``);
 - ``tests/data/golden/``: the report's Markdown and CSV for the CPU and H200 samples, without the machine-instance
   labelling they predate (tests/test_view.py);
 - ``docs/layout.md`` (from the module docstrings) and ``docs/commands.md``'s reference (from the parser)
@@ -41,6 +42,11 @@ LAYOUT = ROOT / "docs" / "layout.md"
 #: Each committed sample page and the run it is the report of (paths from the checkout, as the page names them).
 SAMPLES = {"reports/samples/h200/index.html": ["reports/samples/h200/full.json.gz"],
            "reports/samples/h200/rerun/index.html": ["reports/samples/h200/rerun/full.json.gz"]}
+#: The H200 sample's README and the run whose report its generated block quotes (run 1, as index.md).
+README = ROOT / "reports" / "samples" / "h200" / "README.md"
+README_RUN = ROOT / SAMPLES["reports/samples/h200/index.html"][0]
+BEGIN = f"<!-- written by {COMMAND} from {README_RUN.name}: the report's words, edit the code that says them -->"
+END = "<!-- end of what the golden command writes -->"
 
 
 def _env() -> dict[str, str]:
@@ -99,6 +105,30 @@ def visible_text(html: str) -> list[str]:
     parser = _Text()
     parser.feed(html)
     return parser.parts
+
+
+def readme_block() -> str:
+    """The report's first screen and its key findings' headlines on run 1, worded as index.md words them."""
+    # Imported here: run as a script, main() puts the checkout's src first on the path only once this module is loaded.
+    from xferbench import escape
+    from xferbench.analyze.load.results import load
+    from xferbench.analyze.report.changes import changes
+    from xferbench.analyze.report.findings import findings
+    from xferbench.analyze.view import RunView
+
+    view = RunView.of(load([README_RUN]))
+    lines = ["What to change here:", ""]
+    lines += [f"{n}. **{escape.markdown(c.spec.title)}**: {escape.markdown(c.text())}: `{c.spec.before}` → "
+              f"`{c.spec.after}` ({escape.markdown(c.condition)})" for n, c in enumerate(changes(view), 1)]
+    return "\n".join([*lines, "", "Key findings:", "", *(f"- {escape.markdown(s.headline)}" for s in findings(view))])
+
+
+def with_block(text: str, block: str) -> str:
+    """``text`` with what lies between its ``BEGIN`` and ``END`` lines replaced by ``block``."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{README.relative_to(ROOT)} lacks its marks {BEGIN!r} and {END!r}")
+    return f"{text[:start + len(BEGIN)]}\n{block}\n{text[end:]}"
 
 
 # -- the golden Markdown and CSV of tests/test_view.py -------------------------------------------------------------
@@ -213,7 +243,7 @@ def _layout() -> dict[Path, str]:
 
 
 def _samples(check: bool) -> list[str]:
-    """Rewrite (or, with ``check``, compare) the committed sample pages; the stale ones."""
+    """Rewrite (or, with ``check``, compare) the committed sample pages and the README block; the stale ones."""
     stale = []
     for page in SAMPLES:
         committed = ROOT / page
@@ -225,6 +255,11 @@ def _samples(check: bool) -> list[str]:
             if not check:
                 committed.write_text(html)
                 committed.with_suffix(".md").write_text(md)
+    readme = README.read_text()
+    if (current := with_block(readme, readme_block())) != readme:
+        stale.append(str(README.relative_to(ROOT)))
+        if not check:
+            README.write_text(current)
     return stale
 
 
