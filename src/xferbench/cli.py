@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | price | store | torchrun | info``.
+"""``xferbench run | report | history | compare | calibrate | ab | price | store | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found (compare: or a case not gated), 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -490,21 +490,10 @@ def _comment_output(args: argparse.Namespace) -> None:
         raise UsageError(why)
 
 
-def _torchrun(args: argparse.Namespace) -> int:
-    from .measure.distributed.launch import LaunchError, parse, run
-
-    try:
-        launch = parse(args.torchrun_argv)
-    except LaunchError as error:
-        raise UsageError(str(error)) from None
-    return run(launch)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
     return parser_for({"run": _run, "report": _report, "history": _history, "compare": _compare,
                        "calibrate": _calibrate, "ab": _ab, "price": _price, "store": _store,
-                       "torchrun": _torchrun,
                        "info": _info})
 
 
@@ -523,15 +512,10 @@ def _tolerant_output() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_output()
     parser = build_parser()
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["torchrun"] and "--" in raw:  # torchrun's options and the entry point's, split at "--", as given
-        args = argparse.Namespace(command="torchrun", run=_torchrun, torchrun_argv=raw[1:])
-        return _dispatch(args)
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("run", "torchrun"):  # torchrun: its options without "--" get one line (_torchrun)
+    if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra  # run's: pytest's own arguments, passed on as given
-    args.torchrun_argv = raw[1:]
     return _dispatch(args)
 
 

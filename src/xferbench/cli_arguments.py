@@ -127,12 +127,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     price.add_argument("--json", type=Path, metavar="FILE", help="also write the groups as JSON (docs/contract.md)")
     price.set_defaults(run=commands["price"])
     _store_parser(sub, commands["store"])
-    torchrun = sub.add_parser("torchrun", help="torchrun ... -m xferbench.distributed with a bounded rendezvous: a "
-                                               "node that never joins is named, exit 2",
-                              usage="xferbench torchrun [--join-timeout SECONDS] TORCHRUN_OPTIONS -- OPTIONS")
-    torchrun.add_argument("--join-timeout", metavar="SECONDS",
-                          help="seconds torchrun's agents wait for every node (default: 120; --rdzv-conf overrides)")
-    torchrun.set_defaults(run=commands["torchrun"])
     info = sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
     info.set_defaults(run=commands["info"])
     return parser

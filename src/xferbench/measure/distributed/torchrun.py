@@ -542,9 +542,6 @@ def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .launch import mark_started
-
-    mark_started(os.environ)  # under xferbench torchrun: the rendezvous formed, a rank runs
     args = parser().parse_args(argv)
     try:
         return worker(args) if args.worker else run(args)
