@@ -447,7 +447,7 @@ def _store(args: argparse.Namespace) -> int:
 
             print(store.machine_folder(load([args.run_json]).machine_info))
             return 0
-        where = store.parse_store(args.store, args.remote)
+        where = store.parse_store(args.store, getattr(args, "remote", "origin"))
         if args.action == "push":
             stored = store.push(where, args.runs, args.keep, not args.no_dashboard, force=args.force)
             print(f"xferbench store: {len(stored)} run(s) in {args.store} (the last {args.keep} a machine sent are kept)")
@@ -456,7 +456,7 @@ def _store(args: argparse.Namespace) -> int:
             print(f"xferbench store: {count} run(s) from {args.store} in {args.output}"
                   + ("" if count else " (none yet: the first run of this machine has no baseline)"))
         elif where.folder is None:
-            raise UsageError("dashboard: give a folder store (push rewrites a git store's dashboard)")
+            raise UsageError("dashboard: give a folder store")
         elif not (where.folder / store.MACHINES).is_dir():
             raise UsageError(f"{where.folder}: not a store (no {store.MACHINES}/ folder in it); push runs to it first")
         else:

@@ -134,17 +134,18 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
 def _store_parser(sub: Any, command: Command) -> None:
     """``xferbench store push|pull|dashboard|comment``: the baseline's home between CI jobs (analyze/store.py)."""
-    where = "a folder, or git:BRANCH (a branch of this repository's --remote, e.g. git:xferbench-data)"
     store = sub.add_parser("store", help="keep runs between CI jobs in a folder or a git branch, with a dashboard")
     actions = store.add_subparsers(dest="action", required=True)
-    push = actions.add_parser("push", help="add runs (a folder per machine), keep the newest --keep, "
-                                           "rewrite the dashboard; a git branch is pushed")
-    push.add_argument("store", help=where)
+    push = actions.add_parser("push", help="add runs to a store folder (a folder per machine), keep the newest --keep, "
+                                           "rewrite the dashboard")
+    push.add_argument("store", help="the store folder (a git store's branch checked out, then committed and pushed "
+                                    "with git)")
     push.add_argument("runs", nargs="+", type=Path, help="pytest-benchmark JSON files of finished runs")
     push.add_argument("--keep", type=int, default=100, help="runs kept per machine (default: %(default)s)")
     push.add_argument("--no-dashboard", action="store_true", help="do not rewrite the dashboard pages")
     pull = actions.add_parser("pull", help="copy stored runs into a folder, for compare and history")
-    pull.add_argument("store", help=where)
+    pull.add_argument("store", help="a folder, or git:BRANCH (a branch of this repository's --remote, e.g. "
+                                    "git:xferbench-data)")
     pull.add_argument("-o", "--output", type=Path, required=True, help="the folder to copy the runs into")
     pull.add_argument("--machine-of", type=Path, metavar="RUN",
                       help="only the runs of this run's machine (default: every machine, a folder each)")
@@ -153,8 +154,7 @@ def _store_parser(sub: Any, command: Command) -> None:
     for action in (push, board):
         action.add_argument("--force", action="store_true", help="replace a folder store's index.html that xferbench "
                                                                  "did not write")
-    for action in (push, pull, board):
-        action.add_argument("--remote", default="origin", help="the git remote of git:BRANCH (default: origin)")
+    pull.add_argument("--remote", default="origin", help="the git remote of git:BRANCH (default: origin)")
     note = actions.add_parser("comment", help="a compare --markdown table cut to fit one PR comment, with a marker")
     note.add_argument("markdown", type=Path, help="compare's --markdown file")
     note.add_argument("-o", "--output", type=Path, required=True)
