@@ -508,13 +508,11 @@ def _describe_run(world: _World, notes: list[str]) -> dict[str, Any]:
 
 
 def _node_fingerprint() -> dict[str, Any]:
-    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it, and its network
-    adapters (InfiniBand/RoCE and PCI network interfaces, each with its PCI address and NUMA node)."""
+    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it."""
     from ..hardware.devices import TorchBackend
     from ..hardware.machine import fingerprint
-    from ..hardware.nics import adapters
 
-    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend()), "nics": adapters()}
+    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend())}
 
 
 def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from .devices import DeviceBackend, available_devices
-from .nics import numa_node
 from .probe import (
     cuda_properties,
     nvml_affinity,
@@ -328,6 +327,15 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
                 continue  # not matched: every NVML fact stays unknown rather than another GPU's
             device.update(nvml_facts(pynvml, handle))
             device["_nvml_affinity"] = nvml_affinity(pynvml, handle)
+
+
+def numa_node(device: Path) -> int | None:
+    """The NUMA node of a sysfs PCI device; None where sysfs does not say."""
+    try:
+        node = int((device / "numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None  # -1: a machine of one node, or firmware that does not say
 
 
 def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
