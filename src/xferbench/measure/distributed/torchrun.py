@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
-from .nccl_log import configured, dump_flight_recorder, log_env, summary
+from .nccl_log import configured, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, swept
 from .options import PROFILES, Profile, add_to_argparse
 from .pytest_world import worker
@@ -458,8 +458,8 @@ class _Finish:
     def give_up(self, watch: Watch, line: str) -> None:
         """The watch's thread, when this rank made no progress within its deadline: rank 0 writes what finished,
         the others wait for that (their exit would end rank 0 where torchrun shares a node); then exit 2, as
-        no other code of this rank will run (its main thread waits in a collective that never ends)."""
-        import torch
+        no other code of this rank will run (its main thread waits in a collective that never ends; NCCL's watchdog,
+        and its flight-recorder dump, never act: the host deadline comes first)."""
         from torch.distributed import distributed_c10d
 
         if self.described is not None:
@@ -467,9 +467,6 @@ class _Finish:
         else:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
-        dumped = dump_flight_recorder(watch.rank, torch._C._distributed_c10d)  # the watchdog won't run: dump now
-        if dumped is not None:
-            print(f"{PROG}: rank {watch.rank}: NCCL's flight recorder is in {dumped}", file=sys.stderr, flush=True)
         os._exit(2)
 
 
