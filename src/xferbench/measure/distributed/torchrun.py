@@ -483,9 +483,7 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     fixture = SimpleNamespace(
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
-        extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
-                                        "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds,
-                                        "rank_call_seconds": timed.call_seconds},
+        extra_info=timed.extra_info(case, nodes),
     )
     return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 

@@ -125,6 +125,12 @@ class Timed:
         max of N ranks' times grows with N even when no rank is slow)."""
         return [sum(ranks[r] for r in self.members) / len(self.members) for ranks in zip(*self.rank_seconds, strict=True)]
 
+    def extra_info(self, case: DistCase, hosts: list[str]) -> dict[str, Any]:
+        """What a distributed benchmark records beside its identity: every rank's times and host."""
+        return case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": self.rank_seconds,
+                                    "rank_hosts": hosts, "rank_mean_seconds": self.mean_seconds,
+                                    "rank_call_seconds": self.call_seconds}
+
 
 def free_bytes(device: str, per_node: int) -> int | None:
     """Memory this rank may use now: its GPU's free memory, or its share of the host's (the
