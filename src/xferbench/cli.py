@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | price | store | info``.
+"""``xferbench run | report | compare | calibrate | ab | price | store | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found (compare: or a case not gated), 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -95,7 +95,7 @@ def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, A
         _say_skipped(args.command, stored.notes)
         history = history_plots(args.history, stored)
     if not (len(suite) == 1 and isinstance(suite[0], Path) and suite[0].is_dir()):
-        return load(suite, getattr(args, "read_run", None)), history  # history has no --read-run
+        return load(suite, args.read_run), history
     # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
     # each file is read once, also when it is the --history folder too.
     if stored is None or not os.path.samefile(args.history, suite[0]):
@@ -162,11 +162,6 @@ def _say_incomplete(command: str, labels: list[str]) -> None:
     """An interrupted run is reported, but never silently: each of its labels on stdout."""
     for label in labels:
         print(f"xferbench {command}: {terminal(label)}")
-
-
-def _history(args: argparse.Namespace) -> int:
-    args.results, args.history = [args.folder], None
-    return _report(args)  # -o site/index.html: its folder is made, as report makes it
 
 
 #: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
@@ -492,7 +487,7 @@ def _comment_output(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
-    return parser_for({"run": _run, "report": _report, "history": _history, "compare": _compare,
+    return parser_for({"run": _run, "report": _report, "compare": _compare,
                        "calibrate": _calibrate, "ab": _ab, "price": _price, "store": _store,
                        "info": _info})
 

@@ -15,7 +15,7 @@ __all__ = ["DEFAULT_NOISE", "DEFAULT_OUTPUT", "DEFAULT_TIMEOUT", "DESCRIPTION", 
 #: The parser's description: not ``__doc__``, which ``python -OO`` (PYTHONOPTIMIZE=2) strips.
 DESCRIPTION = "Report and compare xferbench's pytest-benchmark runs."
 
-#: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
+#: Where ``report`` writes unless told; its folder is created (an explicit ``-o`` folder must exist).
 DEFAULT_OUTPUT = Path("reports/index.html")
 #: How long ``ab`` and ``calibrate --run`` let one benchmark command run (analyze/gate/ab.py's, kept in step).
 DEFAULT_TIMEOUT = 4 * 3600.0
@@ -56,13 +56,7 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                              "the newest)")
     report.set_defaults(run=commands["report"])
 
-    history = sub.add_parser("history", help="report a storage folder's newest run, "
-                                             "with trends over all its runs")
-    history.add_argument("folder", type=Path, help="e.g. reports/history or .benchmarks")
-    history.add_argument("-o", "--output", type=Path, help=f"default: {DEFAULT_OUTPUT}")
-    for command in (report, history):
-        command.add_argument("--force", action="store_true", help=FORCE)
-    history.set_defaults(run=commands["history"])
+    report.add_argument("--force", action="store_true", help=FORCE)
 
     comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor, "
                                           "or on a case not gated")
