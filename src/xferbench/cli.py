@@ -275,11 +275,14 @@ def _compared_sides(args: argparse.Namespace) -> tuple[Sides, list[str], list[st
 _COMMENT_START = "<!-- xferbench"
 
 
-def _refuse_outputs(args: argparse.Namespace, inputs: list[Path], starts: dict[str, str]) -> None:
-    """compare's and ab's --markdown and --json, checked by compare's output rules before anything runs."""
+def _refuse_outputs(args: argparse.Namespace, inputs: list[Path], starts: dict[str, str],
+                    files: dict[str, Path] | None = None) -> None:
+    """compare's and ab's --markdown and --json (or ``files``), checked by compare's output rules before anything
+    runs."""
     from .analyze.gate.compare import OUTPUT_REFUSALS, Outputs, refusal
 
-    files = {flag: path for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path}
+    if files is None:
+        files = {flag: path for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path}
     why = refusal(Outputs(files, inputs, starts), OUTPUT_REFUSALS)
     if why:
         raise UsageError(why)
@@ -464,25 +467,17 @@ def _store(args: argparse.Namespace) -> int:
 def _comment_output(args: argparse.Namespace) -> None:
     """``store comment -o``: never its input, a run, a file inside a storage folder, or a file not an earlier comment."""
     from .analyze.store import MIN_COMMENT
-    from .output import check_output, in_storage
+    from .output import in_storage
 
     if args.limit < MIN_COMMENT:
         raise UsageError(f"--limit {args.limit}: give at least {MIN_COMMENT} characters (the summary and the note on "
                          "what was left out need them)")
     if args.output.name.endswith((".json", ".json.gz", ".jsonl")):
         raise UsageError(f"-o {args.output}: a comment is Markdown; a .json or .jsonl name would be read as a run")
-    try:
-        check_output(args.output, [args.markdown])
-    except OutputError as error:
-        raise UsageError(f"-o {error}") from None
     storage = in_storage(args.output)
     if storage is not None:
         raise UsageError(f"-o {args.output}: inside the storage folder {storage}; write the comment elsewhere")
-    from .analyze.gate.compare import earlier_output
-
-    why = earlier_output(args.output, _COMMENT_START, "-o")
-    if why:
-        raise UsageError(why)
+    _refuse_outputs(args, [args.markdown], {"-o": _COMMENT_START}, {"-o": args.output})
 
 
 def build_parser() -> argparse.ArgumentParser:
