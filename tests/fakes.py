@@ -247,28 +247,6 @@ def nvml_box(buses: list[int], ends: Callable[[int, int], str | None], level: Ca
     return nvml
 
 
-def amdsmi_box(buses: list[int], link: Callable[[int, int], dict[str, Any]]) -> Any:
-    """Just enough of amdsmi for a box of AMD GPUs at PCI ``buses``: ``link(i, j)`` is what
-    amdsmi_topo_get_link_type answers (a dict of hops and type), or raises. Its enum is this release's
-    AmdSmiLinkType (XGMI 1, PCIe 2)."""
-    import enum
-    import types
-
-    class AmdSmiLinkType(enum.IntEnum):
-        AMDSMI_LINK_TYPE_INTERNAL = 0
-        AMDSMI_LINK_TYPE_XGMI = 1
-        AMDSMI_LINK_TYPE_PCIE = 2
-
-    smi = types.ModuleType("amdsmi")
-    smi.AmdSmiLinkType = AmdSmiLinkType  # type: ignore[attr-defined]
-    smi.amdsmi_init = lambda: None  # type: ignore[attr-defined]
-    smi.amdsmi_shut_down = lambda: None  # type: ignore[attr-defined]
-    smi.amdsmi_get_processor_handles = lambda: list(range(len(buses)))  # type: ignore[attr-defined]
-    smi.amdsmi_get_gpu_device_bdf = lambda h: f"0000:{buses[h]:02x}:00.0"  # type: ignore[attr-defined]
-    smi.amdsmi_topo_get_link_type = link  # type: ignore[attr-defined]
-    return smi
-
-
 class FakeCudaRuntime:
     """Stands in for ``torch.cuda`` (and ``torch.profiler``) behind a real TorchBackend, on one stream
     whose timeline behaves as a GPU's does: work runs in order, each piece when the host has enqueued it

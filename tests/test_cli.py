@@ -27,7 +27,7 @@ class TestOutputsNeverDestroyInputs:
 
     @pytest.mark.parametrize("case", [
         "report -o the input", "report -o a symlink to the input", "compare --json the new run",
-        "compare --markdown the base run", "history DIR -o DIR/x.json", "report DIR -o DIR/deeper/x.json",
+        "compare --markdown the base run", "report DIR -o DIR/x.json", "report DIR -o DIR/deeper/x.json",
         "report -o a device", "report -o a FIFO", "report -o a folder", "compare --markdown DIR/",
         "report -o below a file", "compare --json and --markdown the same file",
     ])
@@ -50,7 +50,7 @@ class TestOutputsNeverDestroyInputs:
             "report -o a symlink to the input": ["report", run, "-o", tmp_path / "link.html"],
             "compare --json the new run": ["compare", stored, run, "--json", run],
             "compare --markdown the base run": ["compare", stored, run, "--markdown", stored],
-            "history DIR -o DIR/x.json": ["history", folder, "-o", folder / "x.json"],
+            "report DIR -o DIR/x.json": ["report", folder, "-o", folder / "x.json"],
             "report DIR -o DIR/deeper/x.json": ["report", folder, "-o", folder / "deeper" / "x.json"],
             "report -o a device": ["report", run, "-o", device],
             "report -o a FIFO": ["report", run, "-o", tmp_path / "fifo.html"],

@@ -277,16 +277,15 @@ class TestBadLaunch:
         assert not (tmp_path / "a.json").exists()
 
     @pytest.mark.parametrize("second", [1, 3])
-    def test_nodes_of_uneven_ranks_are_refused_in_one_line_by_the_wrapper(self, tmp_path, second):
-        """xferbench torchrun with --nproc-per-node 2 on node 0 and 1 (or 3) on node 1: each node prints the ranks'
-        one line, once, with no torchrun traceback, exit 2; no JSON is written."""
-        env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    def test_nodes_of_uneven_ranks_are_refused_in_one_line(self, tmp_path, second):
+        """--nproc-per-node 2 on node 0 and 1 (or 3) on node 1: every rank prints the same one line and exits 2
+        (torchrun then fails); no JSON is written."""
         port = free_port()
-        procs = [subprocess.Popen([sys.executable, "-m", "xferbench.cli", "torchrun", "--join-timeout", "60",
-                                   "--nnodes=2", f"--nproc-per-node={per_node}", f"--node-rank={node}",
-                                   "--master-addr=127.0.0.1", f"--master-port={port}", "--", "--timeout",
-                                   str(TIMEOUT_S), "--sizes", "4B", "--out", str(tmp_path / f"d{node}.json")],
-                                  cwd=tmp_path, env=env | {NODE_ENV: f"node{node}"}, text=True,
+        procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
+                                   f"--nproc-per-node={per_node}", f"--node-rank={node}", "--master-addr=127.0.0.1",
+                                   f"--master-port={port}", "--rdzv-conf=timeout=60", "-m", "xferbench.distributed",
+                                   "--timeout", str(TIMEOUT_S), "--sizes", "4B", "--out", str(tmp_path / f"d{node}.json")],
+                                  cwd=tmp_path, env=os.environ | {NODE_ENV: f"node{node}"}, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                  for node, per_node in ((0, 2), (1, second))]
         try:
@@ -297,9 +296,10 @@ class TestBadLaunch:
                     kill_tree(proc.pid)
                     proc.wait()
         said = (f"xferbench.distributed: the nodes run different numbers of ranks (node0 2, node1 {second}: a world of "
-                f"{2 + second}); start every node with the same --nproc-per-node (srun: --ntasks-per-node)\n")
+                f"{2 + second}); start every node with the same --nproc-per-node (srun: --ntasks-per-node)")
         for proc, (_, err) in zip(procs, ended, strict=True):
-            assert proc.returncode == 2 and err == said, err[-3000:]
+            lines = our_lines(err)
+            assert proc.returncode != 0 and lines and set(lines) == {said}, err[-3000:]
         assert not list(tmp_path.glob("d*.json"))
 
     def test_a_rank_that_never_joins_ends_within_the_timeout(self, tmp_path):
@@ -314,22 +314,6 @@ class TestBadLaunch:
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
             "xferbench.distributed: rank 0 on lonely: the world of 2 did not form at 127.0.0.1:")
         assert "launched for different world sizes: this one for 2, by its WORLD_SIZE" in proc.stderr
-
-
-    def test_a_node_that_never_starts_is_named_within_the_join_timeout(self, tmp_path):
-        """xferbench torchrun on node 0 of 2, node 1 never started, no --rdzv-conf: torchrun's own rendezvous would
-        wait for ever; bounded by --join-timeout, it ends with one line naming node rank 1 and its ranks, exit 2."""
-        env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        began = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "xferbench.cli", "torchrun", "--join-timeout", "3", "--nnodes=2",
-                               "--nproc-per-node=2", "--node-rank=0", "--master-addr=127.0.0.1",
-                               f"--master-port={free_port()}", "--", "--plan-only"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert time.monotonic() - began < 3 + 60  # bounded: no hang
-        assert proc.returncode == 2, proc.stderr[-3000:]
-        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
-            "xferbench torchrun: 1 of 2 nodes joined the rendezvous at 127.0.0.1:"), proc.stderr
-        assert "within --join-timeout 3 s: node rank(s) 1 (ranks 2-3) never joined" in proc.stderr
 
 
 class TestOptionsUpFront:

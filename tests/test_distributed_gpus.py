@@ -1,6 +1,5 @@
 """Which GPU each rank of a torchrun or srun world takes, and what the roll call records of it (on fakes: no GPU here)."""
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -82,10 +81,10 @@ class TestRollCall:
         (tmp_path / "mlx5_0").mkdir()
         (tmp_path / "mlx5_1").mkdir()
         env = {"CUDA_VISIBLE_DEVICES": "5", "NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "WARN", "HOME": "/root"}
-        place = rank_place("cuda:0", 5, cuda=cuda, env=env, hcas=tmp_path, sysfs=tmp_path / "no-sysfs")
+        place = rank_place("cuda:0", 5, cuda=cuda, env=env, hcas=tmp_path)
         assert place == {"local_rank": 5, "device": "cuda:0", "cuda_visible_devices": "5", "pci_bus_id": "0000:9a:00.0",
                          "nccl_version": "2.21.5", "nccl_env": {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "mlx5_0"},
-                         "hcas": ["mlx5_0", "mlx5_1"], "nearest_nic": None}
+                         "hcas": ["mlx5_0", "mlx5_1"]}
         assert rank_place("cpu", 0, env={}, hcas=tmp_path / "none") == {
             "local_rank": 0, "device": "cpu", "cuda_visible_devices": None, "nccl_env": {}, "hcas": []}
 
@@ -148,61 +147,3 @@ class TestLaunchMatchesTheWorld:
                                                  ({"SLURM_JOB_NUM_NODES": "3"}, 3), ({}, None)])
     def test_the_launchers_node_count(self, env, nnodes):
         assert torchrun_module._nnodes(env) == nnodes
-
-
-def fake_sysfs(root: Path) -> Path:
-    """Two sockets: GPU 0000:02:00.0 and HCA mlx5_0 (its interface ib0) behind one PCIe switch on node 0; GPU
-    0000:83:00.0 alone under a root port of node 1, whose host bridge also holds HCA mlx5_1; and lo, virtual."""
-    sys_root = root / "sys"
-    devices = sys_root / "devices"
-    places = {"gpu0": ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:00.0"),
-              "mlx5_0": ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:01.0"),
-              "gpu1": ("pci0000:80", "0000:80:01.0", "0000:83:00.0"),
-              "mlx5_1": ("pci0000:80", "0000:80:03.0", "0000:85:00.0")}
-    numa = {"gpu0": 0, "mlx5_0": 0, "gpu1": 1, "mlx5_1": 1}
-    for name, chain in places.items():
-        folder = devices.joinpath(*chain)
-        folder.mkdir(parents=True)
-        (folder / "numa_node").write_text(f"{numa[name]}\n")
-    for name in ("mlx5_0", "mlx5_1"):
-        (sys_root / "class" / "infiniband" / name).mkdir(parents=True)
-        (sys_root / "class" / "infiniband" / name / "device").symlink_to(devices.joinpath(*places[name]))
-    (sys_root / "class" / "net" / "ib0").mkdir(parents=True)
-    (sys_root / "class" / "net" / "ib0" / "device").symlink_to(devices.joinpath(*places["mlx5_0"]))
-    (sys_root / "class" / "net" / "lo").mkdir()
-    (sys_root / "bus" / "pci" / "devices").mkdir(parents=True)
-    for gpu in ("gpu0", "gpu1"):
-        (sys_root / "bus" / "pci" / "devices" / places[gpu][-1]).symlink_to(devices.joinpath(*places[gpu]))
-    return sys_root
-
-
-class TestNetworkAdapters:
-    def test_every_pci_adapter_with_its_numa_node_and_address(self, tmp_path):
-        from xferbench.measure.hardware.nics import adapters
-
-        found = adapters(fake_sysfs(tmp_path))
-        assert [(a["name"], a["kind"], a["pci"], a["numa_node"]) for a in found] == [
-            ("mlx5_0", "hca", "0000:02:01.0", 0), ("mlx5_1", "hca", "0000:85:00.0", 1), ("ib0", "net", "0000:02:01.0", 0)]
-        assert adapters(tmp_path / "none") == []
-
-    def test_each_gpus_nearest_adapter(self, tmp_path):
-        """Behind the GPU's own PCIe switch first, then its host bridge; an HCA before its network interface."""
-        from xferbench.measure.hardware.nics import adapters, nearest
-
-        sysfs = fake_sysfs(tmp_path)
-        found = adapters(sysfs)
-        assert nearest("0000:02:00.0", found, sysfs) == {"name": "mlx5_0", "kind": "hca", "pci": "0000:02:01.0",
-                                                         "via": "PCIe switch"}
-        assert nearest("0000:83:00.0", found, sysfs) == {"name": "mlx5_1", "kind": "hca", "pci": "0000:85:00.0",
-                                                         "via": "host bridge"}
-        only_far = [a for a in found if a["name"] == "mlx5_1"]
-        assert nearest("0000:02:00.0", only_far, sysfs)["via"] == "across NUMA nodes"
-        assert nearest("0000:ff:00.0", found, sysfs) is None and nearest(None, found, sysfs) is None
-
-    def test_each_rank_records_its_gpus_nearest_adapter(self, tmp_path):
-        """Every rank is one GPU: the roll call holds each GPU's nearest adapter, on every node."""
-        cuda = SimpleNamespace(get_device_properties=lambda index: SimpleNamespace(
-            pci_domain_id=0, pci_bus_id=0x83, pci_device_id=0), nccl=SimpleNamespace(version=lambda: (2, 21, 5)))
-        sysfs = fake_sysfs(tmp_path)
-        place = rank_place("cuda:0", 1, cuda=cuda, env={}, hcas=sysfs / "class" / "infiniband", sysfs=sysfs)
-        assert place["nearest_nic"]["name"] == "mlx5_1" and place["hcas"] == ["mlx5_0", "mlx5_1"]

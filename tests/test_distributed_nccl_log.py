@@ -5,7 +5,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xferbench.measure.distributed.nccl_log import CONF_LIMIT, configured, dump_flight_recorder, log_env, summary
+from xferbench.measure.distributed.nccl_log import CONF_LIMIT, configured, log_env, summary
 
 #: Rank 0 of a 2x2 world, NCCL 2.21.5, as NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH writes it (trimmed).
 IB = """\
@@ -121,39 +121,15 @@ def test_the_report_says_what_nccl_chose_and_how_it_was_set():
     assert setup_sentence({}) is None
 
 
-class _Recorder:
-    """torch._C._distributed_c10d as a fake: its flight recorder holds a hung all_reduce."""
-
-    def __init__(self, fails: bool = False) -> None:
-        self.fails = fails
-
-    def _dump_fr_trace(self) -> bytes:
-        if self.fails:
-            raise RuntimeError("flight recorder is off")
-        return b"all_reduce seq 7: started, not completed"
-
-
-def test_a_rank_at_its_host_deadline_dumps_the_flight_recorder_first(tmp_path):
-    """A hung collective: the host deadline fires before NCCL's watchdog would, so the rank dumps what its flight
-    recorder holds where the watchdog would have (TORCH_NCCL_DEBUG_INFO_TEMP_FILE + rank), then leaves."""
-    env = {"TORCH_NCCL_DUMP_ON_TIMEOUT": "1", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(tmp_path / "trace_")}
-    path = dump_flight_recorder(3, _Recorder(), env)
-    assert path == tmp_path / "trace_3" and path.read_bytes() == b"all_reduce seq 7: started, not completed"
-    assert dump_flight_recorder(3, _Recorder(), {}) is None  # not asked for
-    assert dump_flight_recorder(3, _Recorder(fails=True), env) is None
-    assert dump_flight_recorder(3, object(), env) is None  # a torch without the recorder
-
-
-def test_giving_up_dumps_before_the_rank_leaves(monkeypatch, tmp_path):
-    """The watch's give-up (a fake hang: the deadline passed) dumps the recorder, then exits 2."""
+def test_giving_up_exits_2(monkeypatch, tmp_path):
+    """The watch's give-up (a fake hang: the deadline passed) says why and exits 2."""
     from xferbench.measure.distributed import torchrun
 
     events = []
-    monkeypatch.setattr(torchrun, "dump_flight_recorder", lambda rank, c10d: events.append(("dump", rank)) or None)
     monkeypatch.setattr(torchrun.os, "_exit", lambda status: events.append(("exit", status)))
     store = type("Store", (), {"set": lambda self, key, value: None})()
     monkeypatch.setattr("torch.distributed.distributed_c10d._get_default_store", lambda: store)
     watch = type("Watch", (), {"rank": 1, "limit_s": 0.0, "wait_written": lambda self, seconds: True})()
     finish = torchrun._Finish(tmp_path / "out.json", [], None, None, [], "2 ranks on 1 node(s), nccl")
     finish.give_up(watch, "rank 1 made no progress")
-    assert events == [("dump", 1), ("exit", 2)]
+    assert events == [("exit", 2)]

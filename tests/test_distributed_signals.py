@@ -1,11 +1,10 @@
-"""``xferbench torchrun`` on loopback worlds with faults from outside: Ctrl-C and SIGTERM to the wrapper, rank 0
-killed, the master port taken. Each ends in bounded time, keeps what finished, and says it in one line; no rank
-prints a KeyboardInterrupt traceback. Waits are for conditions (the journal's cases), bounded; no timing asserted."""
+"""torchrun on loopback worlds with faults from outside: Ctrl-C and SIGTERM to torchrun, rank 0 killed. Each
+ends in bounded time, keeps what finished, and says it in one line; no rank prints a KeyboardInterrupt traceback.
+Waits are for conditions (the journal's cases), bounded; no timing asserted."""
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,11 +24,10 @@ ENV = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('P
 LONG = ["--timeout", "30", "--sizes", "1KiB,2KiB,4KiB,8KiB,16KiB", "--rounds", "200"]
 
 
-def wrapper(tmp_path: Path, nodes: int, node: int, port: int, entry: list[str], join_timeout: str = "60",
-            ) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "xferbench.cli", "torchrun", "--join-timeout", join_timeout, f"--nnodes={nodes}",
-               "--nproc-per-node=2", f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}", "--",
-               *entry]
+def torchrun(tmp_path: Path, nodes: int, node: int, port: int, entry: list[str]) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", "--nproc-per-node=2",
+               f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}", "--rdzv-conf=timeout=60",
+               "-m", "xferbench.distributed", *entry]
     return subprocess.Popen(command, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=ENV | {NODE_ENV: f"node{node}"})
 
@@ -53,8 +51,8 @@ def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[str, str]
             proc.wait()
 
 
-def rank_pid(wrapper_pid: int, rank: int) -> int:
-    for pid in descendants(wrapper_pid):
+def rank_pid(torchrun_pid: int, rank: int) -> int:
+    for pid in descendants(torchrun_pid):
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
@@ -62,25 +60,23 @@ def rank_pid(wrapper_pid: int, rank: int) -> int:
         if f"RANK={rank}".encode() in environ and any(b"xferbench.distributed" in part for part in
                                                        Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")):
             return pid
-    raise AssertionError(f"no rank {rank} below {wrapper_pid}")
+    raise AssertionError(f"no rank {rank} below {torchrun_pid}")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_to_the_wrapper_reaches_every_rank_and_the_json_keeps_what_finished(tmp_path, signum):
+def test_a_signal_to_torchrun_reaches_every_rank_and_the_json_keeps_what_finished(tmp_path, signum):
     out = tmp_path / "run.json"
-    proc = wrapper(tmp_path, 1, 0, free_port(), [*LONG, "--out", str(out)])
+    proc = torchrun(tmp_path, 1, 0, free_port(), [*LONG, "--out", str(out)])
     wait_for_cases(proc, tmp_path / "run.journal.jsonl", 2)
     below = descendants(proc.pid)
-    proc.send_signal(signum)  # the wrapper alone, as a job scheduler or a Ctrl-C at its terminal would
+    proc.send_signal(signum)  # torchrun alone, as a job scheduler or a Ctrl-C at its terminal would
     stdout, stderr = finish(proc)
-    assert proc.returncode == 128 + signum, stderr[-3000:]
+    assert proc.returncode != 0, stderr[-3000:]
     assert not [pid for pid in below if Path(f"/proc/{pid}").exists() and
-                Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]  # torchrun and every rank
+                Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]  # every rank
     assert "KeyboardInterrupt" not in stdout + stderr
-    name = signal.Signals(signum).name
-    assert stderr.rstrip().splitlines()[-1] == f"xferbench torchrun: interrupted by {name}, forwarded to torchrun and its ranks"
     wrote = [line for line in stdout.splitlines() if line.startswith(f"xferbench.distributed: wrote {out}")]
-    assert len(wrote) == 1 and f"interrupted by {name} during " in wrote[0], stdout[-3000:]
+    assert len(wrote) == 1 and "interrupted by SIG" in wrote[0], stdout[-3000:]
     kept = json.loads(out.read_text())["benchmarks"]
     assert len(kept) >= 2 and "cases: the JSON keeps those that finished" in wrote[0]
     end = json.loads((tmp_path / "run.journal.jsonl").read_text().splitlines()[-1])
@@ -89,10 +85,10 @@ def test_a_signal_to_the_wrapper_reaches_every_rank_and_the_json_keeps_what_fini
 
 def test_rank_0_killed_is_named_and_its_journal_is_said_to_keep_what_finished(tmp_path):
     """2 "nodes" of 2: rank 0 is killed (kill -9) mid-run. Rank 2 (node1), the lowest rank that answered, names
-    rank 0 and only it; node 0's wrapper says the journal holds the finished cases."""
+    rank 0 and only it; rank 0's journal holds the finished cases."""
     out = tmp_path / "run.json"
     port = free_port()
-    procs = [wrapper(tmp_path, 2, node, port, [*LONG, "--out", str(out)]) for node in (0, 1)]
+    procs = [torchrun(tmp_path, 2, node, port, [*LONG, "--out", str(out)]) for node in (0, 1)]
     try:
         wait_for_cases(procs[0], tmp_path / "run.journal.jsonl", 2)
         os.kill(rank_pid(procs[0].pid, 0), signal.SIGKILL)
@@ -107,26 +103,5 @@ def test_rank_0_killed_is_named_and_its_journal_is_said_to_keep_what_finished(tm
         err0[-2000:] + err1[-2000:]
     assert said[0].endswith("rank 0 wrote no JSON: its journal beside --out keeps the cases that finished")
     journal = tmp_path / "run.journal.jsonl"
-    kept = [line for line in err0.splitlines() if line.startswith("xferbench torchrun: rank 0 wrote no JSON")]
-    finished = journal.read_text().count('{"benchmark"')
-    assert kept == [f"xferbench torchrun: rank 0 wrote no JSON; its journal {journal} keeps the {finished} of "
-                    f"{json.loads(journal.read_text().splitlines()[0])['planned']} cases that finished (xferbench "
-                    f"report {journal} reads it)"]
+    assert journal.read_text().count('{"benchmark"') >= 2
     assert "KeyboardInterrupt" not in out0 + out1 + err0 + err1
-
-
-def test_a_taken_master_port_ends_both_nodes_in_one_line(tmp_path):
-    """Another program listens on the master port: node 0 says so at once; node 1, which reached the stranger
-    and would wait on it for ever, is ended once no rank started within the join timeout and the start grace."""
-    stranger = socket.create_server(("127.0.0.1", 0))
-    port = stranger.getsockname()[1]
-    try:
-        procs = [wrapper(tmp_path, 2, node, port, ["--plan-only"], join_timeout="3") for node in (0, 1)]
-        (_, err0), (_, err1) = finish(procs[0], 200), finish(procs[1], 200)
-    finally:
-        stranger.close()
-    assert procs[0].returncode == 2 and procs[1].returncode == 2
-    assert err0 == (f"xferbench torchrun: --master-port {port} is taken on this node (another program listens on "
-                    "it); choose a free port and give it to every node\n")
-    assert err1.count("\n") == 1 and err1.startswith("xferbench torchrun: no rank started within 33 s: the rendezvous "
-                                                     f"at 127.0.0.1:{port} never formed"), err1

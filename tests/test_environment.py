@@ -100,13 +100,13 @@ class TestCompleteness:
         (saved,) = (pytester.path / "hist").rglob("0001_*.json")
         assert json.loads(saved.read_text())["xfer_completeness"]["complete"] is False
 
-    @pytest.mark.parametrize("command", ["report", "compare", "history"])
+    @pytest.mark.parametrize("command", ["report", "compare", "report a folder"])
     def test_every_command_labels_a_saved_incomplete_run(self, tmp_path, capsys, command):
         cut = sample(xfer_completeness={"planned": 44, "finished": 3, "complete": False})
         run = put(tmp_path / "runs" / "0001_cut.json", cut)
-        args = {"report": [run, "-o", tmp_path / "r.html"], "compare": [run, run],
-                "history": [tmp_path / "runs", "-o", tmp_path / "r.html"]}[command]
-        code, out, err = cli(capsys, command, *args)
+        args = {"report": ["report", run, "-o", tmp_path / "r.html"], "compare": ["compare", run, run],
+                "report a folder": ["report", tmp_path / "runs", "-o", tmp_path / "r.html"]}[command]
+        code, out, err = cli(capsys, *args)
         assert code in (0, 1) and "Traceback" not in err
         assert "Incomplete run: 3 of 44 cases finished before it stopped (0001_cut.json)." in out
 
@@ -238,14 +238,14 @@ class TestStorage:
 
         stored = load_storage(folder)
         assert len(stored.runs) == 3 and len(stored.notes) == 1 and "0004_cut.json" in stored.notes[0]
-        for command in (["history", folder, "-o", tmp_path / "r.html"], ["compare", folder, folder]):
+        for command in (["report", folder, "-o", tmp_path / "r.html"], ["compare", folder, folder]):
             code, out, err = cli(capsys, *command)
             assert code == 0 and "Traceback" not in err
             assert (out + err).count("0004_cut.json") == (2 if command[0] == "compare" else 1)  # base and new
 
     def test_a_folder_with_no_readable_run_is_one_line(self, tmp_path, capsys):
         put(tmp_path / "hist" / "0001_x.json", "{")
-        code, _, err = cli(capsys, "history", tmp_path / "hist", "-o", tmp_path / "r.html")
+        code, _, err = cli(capsys, "report", tmp_path / "hist", "-o", tmp_path / "r.html")
         one_line(code, err, "no readable run", "0001_x.json")
 
     @pytest.mark.parametrize("command", ["calibrate", "compare"])

@@ -44,7 +44,7 @@ def test_hostile_text_in_figures_is_drawn_as_text(tmp_path: Path, capsys: pytest
         (history / f"000{i}_run{text[:2]}.json").write_bytes(run.read_bytes())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for command in (["store", "push", tmp_path / "store", *runs], ["history", history, "-o", tmp_path / "h.html"],
+        for command in (["store", "push", tmp_path / "store", *runs], ["report", history, "-o", tmp_path / "h.html"],
                         ["report", runs[1], "-o", tmp_path / "r.html"]):
             code, _, err = run_cli(capsys, *command)
             assert code == 0, (command, err)

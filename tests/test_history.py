@@ -88,7 +88,7 @@ def test_one_run_explains_itself(tmp_path):
 @pytest.mark.slow
 def test_history_command_writes_report_with_trends(storage, tmp_path):
     out = tmp_path / "index.html"
-    assert main(["history", str(storage), "-o", str(out)]) == 0
+    assert main(["report", str(storage), "-o", str(out)]) == 0
     html = out.read_text()
     assert 'id="history"' in html and 'data-plot="history"' in html
     assert "0003_run.json" in html  # the newest run is the one reported
@@ -460,7 +460,7 @@ def written(monkeypatch):
 class TestOneParsePerFile:
     def test_the_history_command_parses_each_run_once_the_newest_included(self, tmp_path, parses, written):
         folder = write_runs(tmp_path / "runs", [1, 1, 1, 2, 2, 2])
-        assert main(["history", str(folder), "-o", str(tmp_path / "r.html")]) == 0
+        assert main(["report", str(folder), "-o", str(tmp_path / "r.html")]) == 0
         assert sorted(parses) == [f"{i:04d}_run.json" for i in range(6)]
         assert written[0].sources == [str(folder / "0005_run.json")]
 

@@ -52,7 +52,7 @@ def _commands(tmp_path: Path) -> dict[str, tuple[list[object], Path, str]]:
     docs.mkdir()
     return {
         "report": (["report", run, "-o", tmp_path / "page.html"], tmp_path / "page.html", FOREIGN_PAGE),
-        "history": (["history", storage, "-o", tmp_path / "site" / "index.html"], tmp_path / "site" / "index.html",
+        "report a folder": (["report", storage, "-o", tmp_path / "site" / "index.html"], tmp_path / "site" / "index.html",
                     FOREIGN_PAGE),
         "store push": (["store", "push", docs, run], docs / "index.html", FOREIGN_PAGE),
         "calibrate": (["calibrate", _aa(tmp_path), "-o", tmp_path / "noise.json"], tmp_path / "noise.json",
@@ -60,7 +60,7 @@ def _commands(tmp_path: Path) -> dict[str, tuple[list[object], Path, str]]:
     }
 
 
-@pytest.mark.parametrize("command", ["report", "history", "store push", "calibrate"])
+@pytest.mark.parametrize("command", ["report", "report a folder", "store push", "calibrate"])
 def test_an_output_never_replaces_a_file_xferbench_did_not_write(tmp_path, capsys, command):
     args, target, foreign = _commands(tmp_path)[command]
     target.parent.mkdir(exist_ok=True)
@@ -73,7 +73,7 @@ def test_an_output_never_replaces_a_file_xferbench_did_not_write(tmp_path, capsy
     assert target.read_text() != foreign
 
 
-@pytest.mark.parametrize("command", ["report", "history", "store push", "calibrate"])
+@pytest.mark.parametrize("command", ["report", "report a folder", "store push", "calibrate"])
 def test_an_output_xferbench_wrote_is_replaced_when_run_again(tmp_path, capsys, command):
     args, target, _ = _commands(tmp_path)[command]
     for _ in range(2):

@@ -248,7 +248,7 @@ def test_history_makes_the_folder_of_its_output(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     shutil.copy(SAMPLE, runs / "0001_a.json")
-    assert main(["history", str(runs), "-o", str(tmp_path / "site" / "index.html")]) == 0
+    assert main(["report", str(runs), "-o", str(tmp_path / "site" / "index.html")]) == 0
     assert (tmp_path / "site" / "index.html").exists()
 
 

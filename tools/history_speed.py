@@ -1,4 +1,4 @@
-"""How long do `xferbench history` and `compare` take on a storage folder of N runs?
+"""How long do `xferbench report FOLDER` and `compare` take on a storage folder of N runs?
 
     python tools/history_speed.py [N ...]      (default: 100 1000)
     python tools/history_speed.py --folder DIR  (a storage folder already written)
@@ -7,7 +7,7 @@ Each run is the real CPU sample (tests/data/cpu-sample.json, 58 benchmarks with 
 --benchmark-autosave keeps them), saved as ``NNNN_run.json`` with every median moved by a seeded
 lognormal wobble and, from two thirds of the runs on, the 16 MiB host copy made 2x slower: a lasting
 step the history page must find. Only the count matters; the figures are not meant to be read.
-Prints, per N, wall and CPU time of: the whole `xferbench history` command (every run parsed); reading the
+Prints, per N, wall and CPU time of: the whole `xferbench report FOLDER` command (every run parsed); reading the
 folder, the trend plot (change-point search included) and `xferbench compare` of the newest run against the
 folder. The goal (issue 24) was 10,000 runs in under 30 s, met with one process per core on an idle machine; in
 one process it reads them in about 50 s of CPU.
@@ -62,13 +62,13 @@ def timed(work: Callable[[], T]) -> tuple[T, float, float]:
 
 def measure(folder: Path, scratch: Path) -> str:
     count = len(list(folder.rglob("*.json")))
-    code, page_wall, page_cpu = timed(lambda: cli(["history", str(folder), "-o", str(scratch / "r.html")]))
+    code, page_wall, page_cpu = timed(lambda: cli(["report", str(folder), "-o", str(scratch / "r.html")]))
     stored, load_wall, load_cpu = timed(lambda: load_storage(folder))
     _, plot_wall, plot_cpu = timed(lambda: history_plots(folder, stored))
     newest = str(stored.summaries[-1].path)
     gate, compare_wall, compare_cpu = timed(lambda: cli(["compare", folder.as_posix(), newest, "--json",
                                                         str(scratch / "c.json")]))
-    return (f"{count} runs (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): `xferbench history` "
+    return (f"{count} runs (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): `xferbench report FOLDER` "
             f"{page_wall:.1f} s wall / {page_cpu:.1f} s CPU (exit {code}); read {load_wall:.1f} s / {load_cpu:.1f} s, "
             f"trend plot {plot_wall:.1f} s / {plot_cpu:.1f} s, `xferbench compare` {compare_wall:.1f} s / "
             f"{compare_cpu:.1f} s (exit {gate})")

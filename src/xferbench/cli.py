@@ -1,4 +1,4 @@
-"""``xferbench run | report | history | compare | calibrate | ab | price | store | torchrun | info``.
+"""``xferbench run | report | compare | calibrate | ab | price | store | info``.
 
 Exit codes scripts can trust: 0 ok, 1 a regression was found (compare: or a case not gated), 2 bad input, 3 an unexpected
 error (a bug of xferbench: never read as a regression), 130 interrupted.
@@ -95,7 +95,7 @@ def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, A
         _say_skipped(args.command, stored.notes)
         history = history_plots(args.history, stored)
     if not (len(suite) == 1 and isinstance(suite[0], Path) and suite[0].is_dir()):
-        return load(suite, getattr(args, "read_run", None)), history  # history has no --read-run
+        return load(suite, args.read_run), history
     # A storage folder: report its newest run (never all its runs merged), draw trends over all of them;
     # each file is read once, also when it is the --history folder too.
     if stored is None or not os.path.samefile(args.history, suite[0]):
@@ -162,11 +162,6 @@ def _say_incomplete(command: str, labels: list[str]) -> None:
     """An interrupted run is reported, but never silently: each of its labels on stdout."""
     for label in labels:
         print(f"xferbench {command}: {terminal(label)}")
-
-
-def _history(args: argparse.Namespace) -> int:
-    args.results, args.history = [args.folder], None
-    return _report(args)  # -o site/index.html: its folder is made, as report makes it
 
 
 #: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
@@ -280,11 +275,14 @@ def _compared_sides(args: argparse.Namespace) -> tuple[Sides, list[str], list[st
 _COMMENT_START = "<!-- xferbench"
 
 
-def _refuse_outputs(args: argparse.Namespace, inputs: list[Path], starts: dict[str, str]) -> None:
-    """compare's and ab's --markdown and --json, checked by compare's output rules before anything runs."""
+def _refuse_outputs(args: argparse.Namespace, inputs: list[Path], starts: dict[str, str],
+                    files: dict[str, Path] | None = None) -> None:
+    """compare's and ab's --markdown and --json (or ``files``), checked by compare's output rules before anything
+    runs."""
     from .analyze.gate.compare import OUTPUT_REFUSALS, Outputs, refusal
 
-    files = {flag: path for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path}
+    if files is None:
+        files = {flag: path for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path}
     why = refusal(Outputs(files, inputs, starts), OUTPUT_REFUSALS)
     if why:
         raise UsageError(why)
@@ -447,7 +445,7 @@ def _store(args: argparse.Namespace) -> int:
 
             print(store.machine_folder(load([args.run_json]).machine_info))
             return 0
-        where = store.parse_store(args.store, args.remote)
+        where = store.parse_store(args.store, getattr(args, "remote", "origin"))
         if args.action == "push":
             stored = store.push(where, args.runs, args.keep, not args.no_dashboard, force=args.force)
             print(f"xferbench store: {len(stored)} run(s) in {args.store} (the last {args.keep} a machine sent are kept)")
@@ -456,7 +454,7 @@ def _store(args: argparse.Namespace) -> int:
             print(f"xferbench store: {count} run(s) from {args.store} in {args.output}"
                   + ("" if count else " (none yet: the first run of this machine has no baseline)"))
         elif where.folder is None:
-            raise UsageError("dashboard: give a folder store (push rewrites a git store's dashboard)")
+            raise UsageError("dashboard: give a folder store")
         elif not (where.folder / store.MACHINES).is_dir():
             raise UsageError(f"{where.folder}: not a store (no {store.MACHINES}/ folder in it); push runs to it first")
         else:
@@ -469,42 +467,23 @@ def _store(args: argparse.Namespace) -> int:
 def _comment_output(args: argparse.Namespace) -> None:
     """``store comment -o``: never its input, a run, a file inside a storage folder, or a file not an earlier comment."""
     from .analyze.store import MIN_COMMENT
-    from .output import check_output, in_storage
+    from .output import in_storage
 
     if args.limit < MIN_COMMENT:
         raise UsageError(f"--limit {args.limit}: give at least {MIN_COMMENT} characters (the summary and the note on "
                          "what was left out need them)")
     if args.output.name.endswith((".json", ".json.gz", ".jsonl")):
         raise UsageError(f"-o {args.output}: a comment is Markdown; a .json or .jsonl name would be read as a run")
-    try:
-        check_output(args.output, [args.markdown])
-    except OutputError as error:
-        raise UsageError(f"-o {error}") from None
     storage = in_storage(args.output)
     if storage is not None:
         raise UsageError(f"-o {args.output}: inside the storage folder {storage}; write the comment elsewhere")
-    from .analyze.gate.compare import earlier_output
-
-    why = earlier_output(args.output, _COMMENT_START, "-o")
-    if why:
-        raise UsageError(why)
-
-
-def _torchrun(args: argparse.Namespace) -> int:
-    from .measure.distributed.launch import LaunchError, parse, run
-
-    try:
-        launch = parse(args.torchrun_argv)
-    except LaunchError as error:
-        raise UsageError(str(error)) from None
-    return run(launch)
+    _refuse_outputs(args, [args.markdown], {"-o": _COMMENT_START}, {"-o": args.output})
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
-    return parser_for({"run": _run, "report": _report, "history": _history, "compare": _compare,
+    return parser_for({"run": _run, "report": _report, "compare": _compare,
                        "calibrate": _calibrate, "ab": _ab, "price": _price, "store": _store,
-                       "torchrun": _torchrun,
                        "info": _info})
 
 
@@ -523,15 +502,10 @@ def _tolerant_output() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_output()
     parser = build_parser()
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["torchrun"] and "--" in raw:  # torchrun's options and the entry point's, split at "--", as given
-        args = argparse.Namespace(command="torchrun", run=_torchrun, torchrun_argv=raw[1:])
-        return _dispatch(args)
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("run", "torchrun"):  # torchrun: its options without "--" get one line (_torchrun)
+    if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra  # run's: pytest's own arguments, passed on as given
-    args.torchrun_argv = raw[1:]
     return _dispatch(args)
 
 

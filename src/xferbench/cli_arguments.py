@@ -15,7 +15,7 @@ __all__ = ["DEFAULT_NOISE", "DEFAULT_OUTPUT", "DEFAULT_TIMEOUT", "DESCRIPTION", 
 #: The parser's description: not ``__doc__``, which ``python -OO`` (PYTHONOPTIMIZE=2) strips.
 DESCRIPTION = "Report and compare xferbench's pytest-benchmark runs."
 
-#: Where ``report`` and ``history`` write unless told; its folder is created (an explicit ``-o`` folder must exist).
+#: Where ``report`` writes unless told; its folder is created (an explicit ``-o`` folder must exist).
 DEFAULT_OUTPUT = Path("reports/index.html")
 #: How long ``ab`` and ``calibrate --run`` let one benchmark command run (analyze/gate/ab.py's, kept in step).
 DEFAULT_TIMEOUT = 4 * 3600.0
@@ -56,13 +56,7 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                              "the newest)")
     report.set_defaults(run=commands["report"])
 
-    history = sub.add_parser("history", help="report a storage folder's newest run, "
-                                             "with trends over all its runs")
-    history.add_argument("folder", type=Path, help="e.g. reports/history or .benchmarks")
-    history.add_argument("-o", "--output", type=Path, help=f"default: {DEFAULT_OUTPUT}")
-    for command in (report, history):
-        command.add_argument("--force", action="store_true", help=FORCE)
-    history.set_defaults(run=commands["history"])
+    report.add_argument("--force", action="store_true", help=FORCE)
 
     comp = sub.add_parser("compare", help="compare runs; exit 1 on a significant regression beyond the case's floor, "
                                           "or on a case not gated")
@@ -127,12 +121,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     price.add_argument("--json", type=Path, metavar="FILE", help="also write the groups as JSON (docs/contract.md)")
     price.set_defaults(run=commands["price"])
     _store_parser(sub, commands["store"])
-    torchrun = sub.add_parser("torchrun", help="torchrun ... -m xferbench.distributed with a bounded rendezvous: a "
-                                               "node that never joins is named, exit 2",
-                              usage="xferbench torchrun [--join-timeout SECONDS] TORCHRUN_OPTIONS -- OPTIONS")
-    torchrun.add_argument("--join-timeout", metavar="SECONDS",
-                          help="seconds torchrun's agents wait for every node (default: 120; --rdzv-conf overrides)")
-    torchrun.set_defaults(run=commands["torchrun"])
     info = sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
     info.set_defaults(run=commands["info"])
     return parser
@@ -140,17 +128,18 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
 def _store_parser(sub: Any, command: Command) -> None:
     """``xferbench store push|pull|dashboard|comment``: the baseline's home between CI jobs (analyze/store.py)."""
-    where = "a folder, or git:BRANCH (a branch of this repository's --remote, e.g. git:xferbench-data)"
     store = sub.add_parser("store", help="keep runs between CI jobs in a folder or a git branch, with a dashboard")
     actions = store.add_subparsers(dest="action", required=True)
-    push = actions.add_parser("push", help="add runs (a folder per machine), keep the newest --keep, "
-                                           "rewrite the dashboard; a git branch is pushed")
-    push.add_argument("store", help=where)
+    push = actions.add_parser("push", help="add runs to a store folder (a folder per machine), keep the newest --keep, "
+                                           "rewrite the dashboard")
+    push.add_argument("store", help="the store folder (a git store's branch checked out, then committed and pushed "
+                                    "with git)")
     push.add_argument("runs", nargs="+", type=Path, help="pytest-benchmark JSON files of finished runs")
     push.add_argument("--keep", type=int, default=100, help="runs kept per machine (default: %(default)s)")
     push.add_argument("--no-dashboard", action="store_true", help="do not rewrite the dashboard pages")
     pull = actions.add_parser("pull", help="copy stored runs into a folder, for compare and history")
-    pull.add_argument("store", help=where)
+    pull.add_argument("store", help="a folder, or git:BRANCH (a branch of this repository's --remote, e.g. "
+                                    "git:xferbench-data)")
     pull.add_argument("-o", "--output", type=Path, required=True, help="the folder to copy the runs into")
     pull.add_argument("--machine-of", type=Path, metavar="RUN",
                       help="only the runs of this run's machine (default: every machine, a folder each)")
@@ -159,8 +148,7 @@ def _store_parser(sub: Any, command: Command) -> None:
     for action in (push, board):
         action.add_argument("--force", action="store_true", help="replace a folder store's index.html that xferbench "
                                                                  "did not write")
-    for action in (push, pull, board):
-        action.add_argument("--remote", default="origin", help="the git remote of git:BRANCH (default: origin)")
+    pull.add_argument("--remote", default="origin", help="the git remote of git:BRANCH (default: origin)")
     note = actions.add_parser("comment", help="a compare --markdown table cut to fit one PR comment, with a marker")
     note.add_argument("markdown", type=Path, help="compare's --markdown file")
     note.add_argument("-o", "--output", type=Path, required=True)

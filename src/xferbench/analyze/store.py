@@ -1,10 +1,12 @@
 """A home for runs between CI jobs: a plain folder, or a branch of a git repository.
 
 An ephemeral runner starts from an empty checkout, so the baseline ``compare`` needs
-must live somewhere else. ``push`` adds runs to the store, ``pull`` brings one machine's
+must live somewhere else. ``push`` adds runs to a store folder, ``pull`` brings one machine's
 runs back as a folder ``compare`` and ``history`` read. Like github-action-benchmark's
-gh-pages branch, a git store is a branch of the project's own repository (fetched and
-pushed through the checkout's remote, so the runner's credentials apply); its tip holds:
+gh-pages branch, a git store is a branch of the project's own repository: ``pull`` fetches it
+through the checkout's remote (so the runner's credentials apply); to add runs, the branch's tip
+is checked out into a folder, pushed to, committed and pushed with git (as the example workflow
+does, where git alone holds the token). Its tip holds:
 
     index.html                  the dashboard: one line per machine
     machines/<machine>/*.json   that machine's runs, the ``keep`` the store received last
@@ -21,8 +23,7 @@ A store may be shared and its branch written by others, so nothing in it is trus
 that holds a symbolic link is refused (no operation follows one out of the store), ``pull``
 writes only plain files of ``machines/<machine>/`` and only below its ``-o`` folder, a
 machine's ``machine.txt`` is read as data (escaped, and a damaged one is said, not fatal),
-and ``--remote`` is never taken for an option of git. A push that another job beat is redone
-on the new tip (the runs are added again, nothing is lost), a bounded number of times.
+and ``--remote`` is never taken for an option of git.
 """
 
 from __future__ import annotations
@@ -30,15 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,14 +64,6 @@ MACHINES = "machines"
 RECEIVED = "received.txt"
 #: The hardware part of a run's identity: what makes a store folder.
 HARDWARE = ("GPUs", "CPU", "simulated")
-#: Pushes tried before ``push`` gives up when other jobs keep pushing first (each redone on the new tip after a
-#: random wait that doubles, up to ``_MOST_WAIT`` seconds): 8 jobs at once all get in.
-PUSH_ATTEMPTS = 12
-_MOST_WAIT = 8.0
-#: What git says when another job's push got in first: a moved tip, or a ref it held locked.
-_RACED = r"fetch first|non-fast-forward|stale info|cannot lock|unable to lock|failed to update ref|incorrect old value"
-#: What git says when the checkout has no commit to start a worktree from: no other job's doing, never retried.
-_NO_COMMIT = r"invalid reference: HEAD|not a valid object name|unknown revision|does not have any commits"
 #: Seconds one git command may take: a remote that never answers (``fd::``, a dead host) must not hold a CI job.
 GIT_TIMEOUT_S = 300.0
 #: A name in the store's tree (a machine folder, a run): letters, digits, dot, dash, underscore; never ``.`` or ``..``.
@@ -85,18 +72,6 @@ _SAFE_NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}")
 
 class StoreError(ValueError):
     """A store that cannot be used (git failed, a bad location); one line."""
-
-
-class _GitFailed(StoreError):
-    """A git command that failed: one line, and all git said (what tells a race from a refusal)."""
-
-    def __init__(self, line: str, stderr: str) -> None:
-        super().__init__(line)
-        self.stderr = stderr
-
-
-class _Contended(StoreError):
-    """A fetch or push another job's got in the way of (a moved tip, a lock it held): tried again."""
 
 
 @dataclass(frozen=True)
@@ -266,9 +241,6 @@ _GIT_SAFETY = ("-c", "protocol.ext.allow=never")
 
 def _git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    for key, value in (("GIT_AUTHOR_NAME", "xferbench"), ("GIT_AUTHOR_EMAIL", "xferbench@localhost")):
-        env.setdefault(key, value)
-        env.setdefault(key.replace("AUTHOR", "COMMITTER"), value)
     try:
         done = subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), *args], capture_output=True, text=True, env=env,
                               errors="replace", timeout=GIT_TIMEOUT_S)
@@ -277,17 +249,13 @@ def _git(repo: Path, *args: str) -> str:
     except subprocess.TimeoutExpired:  # a remote that never answers: a CI job must not wait for ever
         raise StoreError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:g} s; is the remote reachable?") from None
     if done.returncode != 0:
-        raise _GitFailed(f"git {args[0]} failed: {_reason(done.stderr)}", done.stderr)
+        raise StoreError(f"git {args[0]} failed: {_reason(done.stderr)}")
     return done.stdout
 
 
 def _reason(stderr: str) -> str:
-    """git's own words on why it failed, on one line: a push the remote rejected is its ``! [...] (reason)`` line and
-    what the remote said (a hook's message), not the last line, ``failed to push some refs``; else the last line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    rejected = [line for line in lines if line.startswith("! [")][-2:]
-    said = rejected + [line for line in lines if line.startswith("remote:") and line != "remote:"][-3:]
-    return "; ".join(said)[:500] if said else (lines or ["(no message)"])[-1]
+    """git's own words on why it failed, on one line: its last."""
+    return ([line.strip() for line in stderr.splitlines() if line.strip()] or ["(no message)"])[-1][:500]
 
 
 def _fetch(where: Location) -> str | None:
@@ -296,90 +264,27 @@ def _fetch(where: Location) -> str | None:
     heads = _git(where.repo, "ls-remote", "--heads", where.remote, f"refs/heads/{where.branch}")
     if not heads.strip():
         return None
-    try:
-        _git(where.repo, "fetch", "-q", "--depth=1", where.remote, f"+refs/heads/{where.branch}:{ref}")
-    except StoreError as error:
-        raise _Contended(str(error)) from None
+    _git(where.repo, "fetch", "-q", "--depth=1", where.remote, f"+refs/heads/{where.branch}:{ref}")
     return ref
 
 
-@contextmanager
-def _branch_tree(where: Location) -> Iterator[tuple[Path, bool]]:
-    """A temporary worktree on the store branch's tip (or an empty new branch); removed afterwards."""
-    ref = _fetch(where)
-    scratch = Path(tempfile.mkdtemp(prefix="xferbench-store-"))
-    tree = scratch / f"tree-{os.getpid()}"  # git names a worktree by its folder: one name per process
-    try:
-        try:
-            _git(where.repo, "worktree", "add", "-q", "--detach", str(tree), *([ref] if ref else []))
-        except _GitFailed as error:  # another job of this checkout adding its worktree at the same moment
-            if re.search(_NO_COMMIT, error.stderr, re.IGNORECASE):  # no job's doing: said at once, in git's words
-                raise StoreError(f"{error} (this repository has no commit yet: a git store starts from one; commit "
-                                 "first, or give a folder as the store)") from None
-            raise _Contended(str(error)) from None
-        if not ref:  # an empty index and folder, still detached: the first commit is made without any branch
-            _git(tree, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
-            for entry in tree.iterdir():
-                if entry.name != ".git":
-                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-        yield tree, ref is not None
-    finally:
-        subprocess.run(["git", "-C", str(where.repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
-        if ref:
-            subprocess.run(["git", "-C", str(where.repo), "update-ref", "-d", ref], capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
 def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashboard: bool = True,
-         attempts: int = PUSH_ATTEMPTS, force: bool = False) -> list[str]:
-    """Store ``runs``; with git, commit and push (a push another job beat is redone on the new tip: fetched again,
-    the runs added again, after a random wait that doubles each time; ``attempts`` times at most)."""
+         force: bool = False) -> list[str]:
+    """Store ``runs`` in a folder store (a git store's branch is checked out into a folder, pushed to, committed and
+    pushed with git, as the example workflow does)."""
+    if where.folder is None:
+        raise StoreError(f"git:{where.branch}: push writes to a folder; check the branch out into one, push to it, "
+                         "then commit and push it with git (examples/github-actions-gpu.yml does)")
     if keep < 1:
         raise StoreError(f"--keep {keep}: keep at least one run per machine")
     for path in runs:  # every run checked before anything is written
         _checked_run(path)
-    if where.folder is not None:
-        if with_dashboard:  # before a run is added: ``store push docs`` must not replace the user's docs/index.html
-            _own_index(where.folder, force)
-        stored, touched = add_runs(where.folder, runs, keep)
-        if with_dashboard:
-            dashboard(where.folder, touched, force=True)
-        return stored
-    rendered: dict[str, tuple[str, dict[str, bytes]]] = {}  # each machine's pages, drawn once per state of its runs
-    for attempt in range(attempts):
-        try:
-            return _push_once(where, runs, keep, with_dashboard, rendered)
-        except _Contended as error:
-            if attempt == attempts - 1:
-                raise StoreError(f"{error} ({attempts} attempts: other jobs kept pushing first, or the remote "
-                                 "refuses; nothing was stored)") from None
-        time.sleep(random.uniform(0, min(_MOST_WAIT, 0.2 * 2**attempt)))  # spreads the jobs apart
-    return []  # not reached
-
-
-def _push_once(where: Location, runs: list[Path], keep: int, with_dashboard: bool,
-               rendered: dict[str, tuple[str, dict[str, bytes]]] | None = None) -> list[str]:
-    """Add the runs to the branch's current tip and push; _Contended when another job got there first."""
-    with _branch_tree(where) as (tree, on_tip):
-        stored, touched = add_runs(tree, runs, keep)
-        if with_dashboard:  # the branch's history keeps whatever index.html it replaces
-            dashboard(tree, touched, force=True, rendered=rendered)
-        _git(tree, "add", "-A", ".")
-        if on_tip and not _git(tree, "status", "--porcelain").strip():
-            return stored  # every run was already there
-        # A commit object pushed by its id: no local branch is made (nor deleted: the user's branches are theirs),
-        # and a new store's first commit has no parent (not the checkout's HEAD it was detached at).
-        commit = _git(tree, "commit-tree", _git(tree, "write-tree").strip(), *(["-p", "HEAD"] if on_tip else []),
-                      "-m", f"xferbench: store {len(runs)} run(s) of {', '.join(touched)}").strip()
-        try:
-            _git(tree, "push", "-q", where.remote, f"{commit}:refs/heads/{where.branch}")
-        except StoreError as error:
-            # Only another job's push (a moved tip, a lock it held) is worth redoing; a remote that refuses (a hook,
-            # no rights, a bad URL) refuses again: said at once, not after 12 tries over a minute.
-            if re.search(_RACED, error.stderr if isinstance(error, _GitFailed) else "", re.IGNORECASE):
-                raise _Contended(str(error)) from None
-            raise
-        return stored
+    if with_dashboard:  # before a run is added: ``store push docs`` must not replace the user's docs/index.html
+        _own_index(where.folder, force)
+    stored, touched = add_runs(where.folder, runs, keep)
+    if with_dashboard:
+        dashboard(where.folder, touched, force=True)
+    return stored
 
 
 def pull(where: Location, output: Path, machine_of: Path | None = None) -> int:
@@ -473,12 +378,9 @@ def _own_index(root: Path, force: bool) -> None:
         raise StoreError(str(error)) from None
 
 
-def dashboard(root: Path, machines: list[str] | None = None, force: bool = False,
-              rendered: dict[str, tuple[str, dict[str, bytes]]] | None = None) -> Path:
+def dashboard(root: Path, machines: list[str] | None = None, force: bool = False) -> Path:
     """(Re)write each given machine's page (all when None) and the index (one xferbench did not write only with
-    ``force``); returns the index. ``rendered``: the pages drawn at an earlier try of the same push, by machine; a
-    machine whose folder holds the same files again gets them back instead of being drawn again (another job's push
-    to another machine made the push try again, and drawing is most of a push's time)."""
+    ``force``); returns the index."""
     from .report.page import write_report
 
     no_links(root)
@@ -487,11 +389,6 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
     for name in names:
         folder = base / name
-        key = _contents(folder) if rendered is not None else ""
-        if rendered is not None and name in rendered and rendered[name][0] == key:
-            for page, raw in rendered[name][1].items():
-                write_atomic(folder / page, raw)
-            continue
         # Each run parsed once for the trends, the per-path trends and the page.
         try:
             stored = load_storage(folder, keep=True)
@@ -503,30 +400,14 @@ def dashboard(root: Path, machines: list[str] | None = None, force: bool = False
         history = history_plots(folder, stored) + path_trends(stored.runs)
         write_report(stored.newest, folder / "index.html", history=history)
         write_atomic(folder / "machine.txt", json.dumps(_summary(folder, stored), indent=1))
-        if rendered is not None:
-            rendered[name] = (key, {page: (folder / page).read_bytes() for page in _PAGES if (folder / page).is_file()})
     rows = [(folder.name, *_machine_row(folder / "machine.txt"))
             for folder in sorted(p for p in base.glob("*") if (p / "machine.txt").exists())]
     write_atomic(root / "index.html", index_page(MACHINES, rows))
     return root / "index.html"
 
 
-#: What ``dashboard`` writes in a machine's folder: its page, the page's companions and the index's summary.
-_PAGES = ("index.html", "index.csv", "index.md", "machine.txt")
-
-
-def _contents(folder: Path) -> str:
-    """A digest of every file of a machine's folder but its pages: what its page is drawn from."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in _PAGES):
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{path.stat().st_size}\0".encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def _say(root: Path, note: str) -> None:
-    """One line on stderr about the store's content, its paths relative to the store (a git store's is a temporary
-    checkout, whose path says nothing)."""
+    """One line on stderr about the store's content, its paths relative to the store."""
     print(f"xferbench store: {terminal(note.replace(str(root) + os.sep, ''))}", file=sys.stderr)
 
 

@@ -145,21 +145,14 @@ _NCCL_ROW = re.compile(rf"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\S+)\s+(-?\d+)\s+{_NUM}\s
                        rf"(?:\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+(\S+))?")
 
 
-def _wrong(text: str | None) -> int | None:
-    """nccl-tests' #wrong cell (``%6g`` of a count: 0, 12, 1e+06), None for N/A (not checked)."""
+def _number(text: str | None) -> float | None:
+    """A cell of the table as a finite number from 0 (a bandwidth; a #wrong count, ``%6g``: 0, 12, 1e+06); None for
+    what the pattern lets through but is none (``1.2.3``, ``e``, N/A: not checked)."""
     try:
         value = float(text or "")
     except ValueError:
         return None
-    return int(value) if math.isfinite(value) and value >= 0 else None
-
-
-def _number(text: str | None) -> float | None:
-    """A cell of the table's number pattern as a float; None for what the pattern lets through but is no number."""
-    try:
-        return float(text) if text is not None else None
-    except ValueError:
-        return None
+    return value if 0 <= value < math.inf else None
 
 
 def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
@@ -180,10 +173,10 @@ def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
         if len(size) > 19:
             continue  # not a size any run prints (and int() refuses 4300 digits and more)
         for variant, (_, _, busbw, wrong) in (("out-of-place", match.groups()[5:9]), ("in-place", match.groups()[9:13])):
-            gbps = _number(busbw)
-            if gbps is None or not 0 <= gbps < math.inf:
+            gbps, wrong_count = _number(busbw), _number(wrong)
+            if gbps is None:
                 continue  # no in-place column (trace replay), or not a bandwidth any run prints ("1.2.3", "e")
-            count = _wrong(wrong)
+            count = None if wrong_count is None else int(wrong_count)
             note = (f"busbw, {variant}, {dtype}" + (f", {redop}" if redop not in ("none", "-") else "")
                     + ", mean over ranks" + (f"; {count} wrong elements" if count else ""))
             figures.append(PeerFigure("nccl-tests", name, NCCL_TESTS_OPS.get(name, name.removesuffix("_perf")),

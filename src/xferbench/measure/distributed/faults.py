@@ -5,7 +5,7 @@ agent holds it). A rank that said nothing is not yet dead: it may still be insid
 its own error (gloo raises it only at the process group's timeout on some paths). So a silent rank is named
 only once its heartbeat (watch.py) stopped too; one that beats on gets until a deadline to say why. Rank 0
 names the culprits, or, when rank 0 itself died, the lowest rank that answered does (rank 0's journal keeps
-the cases that finished; ``xferbench torchrun`` says where).
+the cases that finished, and that rank says so).
 
 SIGINT and SIGTERM (Ctrl-C, a job's time limit, torchrun ending a node's ranks) become ``Interrupted``, which
 the run catches: rank 0 writes the cases that finished, no rank prints a KeyboardInterrupt traceback.

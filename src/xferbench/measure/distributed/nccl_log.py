@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONF_LIMIT", "configured", "dump_flight_recorder", "log_env", "summary"]
+__all__ = ["CONF_LIMIT", "configured", "log_env", "summary"]
 
 #: The most characters of an NCCL configuration file kept in the JSON (a conf file is a few lines).
 CONF_LIMIT = 4096
@@ -73,27 +73,3 @@ def configured(env: Mapping[str, str] | None = None, etc: Path = Path("/etc/nccl
     return {"torch_env": {k: v for k, v in sorted(env.items())
                           if k == "TORCH_DISTRIBUTED_DEBUG" or k.startswith("TORCH_NCCL_")},
             "nccl_conf": files}
-
-
-#: torch's switch for NCCL's flight-recorder dump at the watchdog's timeout, and where it writes (path + rank).
-DUMP_ENV, DUMP_FILE_ENV, DUMP_FILE_DEFAULT = "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", \
-    "/tmp/nccl_trace_rank_"
-
-
-def dump_flight_recorder(rank: int, c10d: Any, env: Mapping[str, str] | None = None) -> Path | None:
-    """Write NCCL's flight recorder where its watchdog would, when TORCH_NCCL_DUMP_ON_TIMEOUT asks for it: the host
-    deadline (watch.py) fires before the process group's timeout and the rank leaves with ``os._exit``, so the
-    watchdog never gets to dump. ``c10d`` is torch._C._distributed_c10d (tests pass a fake); None where not asked,
-    or torch has no recorder, or it could not be written."""
-    env = os.environ if env is None else env
-    if env.get(DUMP_ENV, "0").strip().lower() in ("", "0", "false"):
-        return None
-    dump = getattr(c10d, "_dump_fr_trace", None) or getattr(c10d, "_dump_nccl_trace", None)  # renamed in torch 2.6
-    if dump is None:
-        return None
-    path = Path((env.get(DUMP_FILE_ENV) or DUMP_FILE_DEFAULT) + str(rank))  # torch's naming: prefix + rank
-    try:
-        path.write_bytes(dump())
-    except Exception:  # a recorder that is off raises, a full disk too: the rank leaves anyway
-        return None
-    return path

@@ -286,9 +286,7 @@ class World:
         timed = Timed(answers[0]["rank_seconds"], tuple(answers[0]["members"]), answers[0].get("call_seconds"))
         mark_used(benchmark, "xferbench's distributed world")  # no "not used" warning
         benchmark.group = f"{case.op} {case.backend} x{case.world_size}"
-        benchmark.extra_info.update(case.extra_info(), clock="wall+sync", verified=True,
-                                    rank_seconds=timed.rank_seconds, rank_hosts=self.hosts,
-                                    rank_mean_seconds=timed.mean_seconds, rank_call_seconds=timed.call_seconds)
+        benchmark.extra_info.update(timed.extra_info(case, self.hosts))
         if not getattr(benchmark, "disabled", False):
             record(benchmark, timed.world_seconds, iterations)
         return benchmark.extra_info

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...units import DTYPE_SIZES, first_line, format_bytes, format_size, parse_sizes
 from ..record.pytest_benchmark_adapter import commit_info, generate_json, machine_info, record
 from .faults import Interrupted, catch_signals, who_broke
-from .nccl_log import configured, dump_flight_recorder, log_env, summary
+from .nccl_log import configured, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, swept
 from .options import PROFILES, Profile, add_to_argparse
 from .pytest_world import worker
@@ -458,8 +458,8 @@ class _Finish:
     def give_up(self, watch: Watch, line: str) -> None:
         """The watch's thread, when this rank made no progress within its deadline: rank 0 writes what finished,
         the others wait for that (their exit would end rank 0 where torchrun shares a node); then exit 2, as
-        no other code of this rank will run (its main thread waits in a collective that never ends)."""
-        import torch
+        no other code of this rank will run (its main thread waits in a collective that never ends; NCCL's watchdog,
+        and its flight-recorder dump, never act: the host deadline comes first)."""
         from torch.distributed import distributed_c10d
 
         if self.described is not None:
@@ -467,9 +467,6 @@ class _Finish:
         else:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
-        dumped = dump_flight_recorder(watch.rank, torch._C._distributed_c10d)  # the watchdog won't run: dump now
-        if dumped is not None:
-            print(f"{PROG}: rank {watch.rank}: NCCL's flight recorder is in {dumped}", file=sys.stderr, flush=True)
         os._exit(2)
 
 
@@ -486,9 +483,7 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     fixture = SimpleNamespace(
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
-        extra_info=case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": timed.rank_seconds,
-                                        "rank_hosts": nodes, "rank_mean_seconds": timed.mean_seconds,
-                                        "rank_call_seconds": timed.call_seconds},
+        extra_info=timed.extra_info(case, nodes),
     )
     return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 
@@ -508,13 +503,11 @@ def _describe_run(world: _World, notes: list[str]) -> dict[str, Any]:
 
 
 def _node_fingerprint() -> dict[str, Any]:
-    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it, and its network
-    adapters (InfiniBand/RoCE and PCI network interfaces, each with its PCI address and NUMA node)."""
+    """This node's machine fingerprint (CPU, memory, GPUs, links), as the pytest path records it."""
     from ..hardware.devices import TorchBackend
     from ..hardware.machine import fingerprint
-    from ..hardware.nics import adapters
 
-    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend()), "nics": adapters()}
+    return {"machine": machine_info(), "xferbench": fingerprint(TorchBackend())}
 
 
 def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal | None:
@@ -542,9 +535,6 @@ def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .launch import mark_started
-
-    mark_started(os.environ)  # under xferbench torchrun: the rendezvous formed, a rank runs
     args = parser().parse_args(argv)
     try:
         return worker(args) if args.worker else run(args)

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ...units import first_line, format_bytes
-from ..hardware.nics import adapters, nearest
 from ..hardware.probe import pci_bus_id
 from .errors import CaseSkipped, DistributedError, VerificationError
 from .operations import DistCase, Operation, bytes_needed, operation
@@ -126,6 +125,12 @@ class Timed:
         max of N ranks' times grows with N even when no rank is slow)."""
         return [sum(ranks[r] for r in self.members) / len(self.members) for ranks in zip(*self.rank_seconds, strict=True)]
 
+    def extra_info(self, case: DistCase, hosts: list[str]) -> dict[str, Any]:
+        """What a distributed benchmark records beside its identity: every rank's times and host."""
+        return case.extra_info() | {"clock": "wall+sync", "verified": True, "rank_seconds": self.rank_seconds,
+                                    "rank_hosts": hosts, "rank_mean_seconds": self.mean_seconds,
+                                    "rank_call_seconds": self.call_seconds}
+
 
 def free_bytes(device: str, per_node: int) -> int | None:
     """Memory this rank may use now: its GPU's free memory, or its share of the host's (the
@@ -227,13 +232,12 @@ def roll_call(world_size: int, settings: object, node_id: str | None = None, pla
 
 
 def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None,
-               hcas: Path = Path("/sys/class/infiniband"), sysfs: Path = Path("/sys")) -> dict[str, Any]:
+               hcas: Path = Path("/sys/class/infiniband")) -> dict[str, Any]:
     """Where this rank runs, for the roll call: its device, the GPU's PCI bus id (which tells apart
     two ranks that each call their GPU cuda:0), CUDA_VISIBLE_DEVICES as the launcher set it, the
     NCCL_* variables it runs with (they choose NCCL's network, algorithms and channels), its host's
-    InfiniBand/RoCE adapters, and on a GPU the NCCL version torch runs and the GPU's nearest network adapter
-    (hardware.nics: the one behind the same PCIe switch, else the same host bridge or NUMA node). ``cuda``
-    defaults to torch's, ``env`` to os.environ, ``sysfs`` to /sys; tests pass fakes."""
+    InfiniBand/RoCE adapters, and on a GPU the NCCL version torch runs. ``cuda`` defaults to torch's, ``env`` to
+    os.environ; tests pass fakes."""
     env = os.environ if env is None else env
     place: dict[str, Any] = {"local_rank": local_rank, "device": device,
                              "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES"),
@@ -246,7 +250,6 @@ def rank_place(device: str, local_rank: int, cuda: Any = None, env: Any = None,
             cuda = torch.cuda
         place["pci_bus_id"] = pci_bus_id(cuda.get_device_properties(int(device.partition(":")[2] or 0)))
         place["nccl_version"] = _nccl_version(cuda)
-        place["nearest_nic"] = nearest(place["pci_bus_id"], adapters(sysfs), sysfs)
     return place
 
 

@@ -246,7 +246,7 @@ class TorchBackend:
         return bool(self._torch.cuda.can_device_access_peer(src, dst))
 
     def peer_link_classes(self, gpus: list[str]) -> dict[tuple[str, str], str | None]:
-        """Each ordered pair's link class from NVML (amdsmi on ROCm), None where unknown (measure/hardware/topology.py):
+        """Each ordered pair's link class from NVML, None where unknown (measure/hardware/topology.py):
         the peer plan's default (--xfer-peer-pairs)."""
         from .topology import link_classes
 

@@ -5,8 +5,7 @@ the fingerprint holds what changes transfer speed: torch and CUDA/HIP versions,
 the driver, each device with its memory, caches and link, where it sits (NUMA),
 the peer-access matrix, and the host's caches. PCIe, NVLink and clocks come from
 NVML when nvidia-ml-py is installed and the GPU can be matched by PCI address or
-UUID (on ROCm: the driver, PCIe and NUMA node from amdsmi where it is installed);
-otherwise they are recorded as unknown, never guessed.
+UUID (not on ROCm); otherwise they are recorded as unknown, never guessed.
 
 Device facts come from device properties, which need no CUDA context: the
 fingerprint creates none on GPUs that ``--xfer-devices`` leaves out.
@@ -22,11 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .devices import DeviceBackend, available_devices
-from .nics import numa_node
 from .probe import (
-    amdsmi_facts,
-    amdsmi_handles,
-    amdsmi_session,
     cuda_properties,
     nvml_affinity,
     nvml_facts,
@@ -79,9 +74,7 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
         "nvml": False,
         "pytest_benchmark": _version("pytest-benchmark"),
     }
-    if backend.type == "cuda" and devices and info["hip"]:
-        _add_amdsmi(info, props)
-    elif backend.type == "cuda" and devices:
+    if backend.type == "cuda" and devices and not info["hip"]:
         _add_nvml(info, props)
     for device in info["devices"]:
         _add_numa(device, device.pop("_nvml_affinity", None))
@@ -176,7 +169,7 @@ def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
     }
 
 
-#: A GPU's facts that NVML (or amdsmi) and sysfs fill in where they can: unknown (None) until they do.
+#: A GPU's facts that NVML and sysfs fill in where they can: unknown (None) until they do.
 _FILLED_LATER = ("numa_node", "cpu_affinity", "host_numa_local", "pcie_generation", "pcie_width", "pcie_max_generation",
                 "pcie_max_width", "nvlink_links", "nvlink_version", "nvlink_remote", "memory_peak_gbps",
                 "sm_clock_max_mhz", "memory_clock_max_mhz")
@@ -336,22 +329,13 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
             device["_nvml_affinity"] = nvml_affinity(pynvml, handle)
 
 
-def _add_amdsmi(info: dict[str, Any], props: list[Any]) -> None:
-    """ROCm: driver, PCIe and NUMA facts from amdsmi where it is installed, matched by PCI address;
-    unknown (None) otherwise. NVML knows nothing of AMD GPUs."""
-    with amdsmi_session() as amdsmi:
-        if amdsmi is None:
-            return
-        try:
-            handles = amdsmi_handles(amdsmi)
-            for device, prop in zip(info["devices"], props, strict=True):
-                handle = handles.get(pci_bus_id(prop) or "")
-                if handle is not None:
-                    facts, driver = amdsmi_facts(amdsmi, handle)
-                    device.update(facts)
-                    info["driver"] = info["driver"] or driver
-        except Exception:
-            return
+def numa_node(device: Path) -> int | None:
+    """The NUMA node of a sysfs PCI device; None where sysfs does not say."""
+    try:
+        node = int((device / "numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None  # -1: a machine of one node, or firmware that does not say
 
 
 def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:

@@ -1,4 +1,4 @@
-"""What the GPU management libraries say about each GPU: NVML on NVIDIA GPUs (nvidia-ml-py), amdsmi on ROCm.
+"""What the GPU management library says about each GPU: NVML on NVIDIA GPUs (nvidia-ml-py); none is read on ROCm.
 
 Shared by the fingerprint (``machine.py``), the link classes of the peer plan (``topology.py``) and the
 clocks read around each benchmark (``session/run_state.py``). Every GPU is matched by its PCI address
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NVLINK_GENERATIONS",
-    "amdsmi_facts",
-    "amdsmi_handles",
-    "amdsmi_session",
     "clocks_and_link_now",
     "cuda_properties",
     "nvlink_generation",
@@ -80,53 +77,6 @@ def nvml_session() -> Iterator[Any]:
         yield pynvml
     finally:
         pynvml.nvmlShutdown()
-
-
-@contextmanager
-def amdsmi_session() -> Iterator[Any]:
-    """amdsmi (ROCm's SMI library), initialized, or None when it is not installed or does not start."""
-    try:
-        import amdsmi
-    except ImportError:
-        yield None
-        return
-    try:
-        amdsmi.amdsmi_init()
-    except Exception:  # amdsmi raises its own AmdSmiException family; any failure leaves the facts unknown
-        yield None
-        return
-    try:
-        yield amdsmi
-    finally:
-        try:
-            amdsmi.amdsmi_shut_down()
-        except Exception:
-            pass
-
-
-def amdsmi_handles(amdsmi: Any) -> dict[str, Any]:
-    """amdsmi's GPU handles by PCI address (``0000:18:00.0``, as ``pci_bus_id`` writes it): the only safe match."""
-    return {text(amdsmi.amdsmi_get_gpu_device_bdf(h)).lower(): h for h in amdsmi.amdsmi_get_processor_handles()}
-
-
-def amdsmi_facts(amdsmi: Any, handle: Any) -> tuple[dict[str, Any], str | None]:
-    """A GPU's PCIe link and NUMA node, and the driver's version."""
-    def ask(call: str) -> Any:
-        try:
-            return getattr(amdsmi, call)(handle)
-        except Exception:
-            return None
-
-    pcie = ask("amdsmi_get_pcie_info") or {}
-    static, metric = pcie.get("pcie_static") or {}, pcie.get("pcie_metric") or {}
-    driver = ask("amdsmi_get_gpu_driver_info") or {}
-    node = ask("amdsmi_topo_get_numa_node_number")
-    return {
-        "pcie_max_generation": static.get("max_pcie_interface_version") or static.get("pcie_interface_version"),
-        "pcie_max_width": static.get("max_pcie_width"),
-        "pcie_width": metric.get("pcie_width"),
-        "numa_node": node if isinstance(node, int) and node >= 0 else None,
-    }, driver.get("driver_version")
 
 
 def nvml_handle(pynvml: Any, props: Any) -> Any:

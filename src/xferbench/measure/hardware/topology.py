@@ -2,8 +2,8 @@
 
 Two ordered pairs of one class move their bytes over the same kind of path (the same NVLinks through an
 NVSwitch, the same PCIe switch, the same socket link), so one pair's sweep stands for the others'
-(``--xfer-peer-pairs=one-per-class``, measure/cases.py). NVML says it on NVIDIA GPUs, amdsmi on ROCm;
-a pair either cannot tell about is None (unknown), with why, and one unknown pair keeps every pair swept.
+(``--xfer-peer-pairs=one-per-class``, measure/cases.py). NVML says it on NVIDIA GPUs; a pair it cannot tell
+about (and every pair on ROCm) is None (unknown), with why, and one unknown pair keeps every pair swept.
 No call here may fail a run: a library error makes its pair unknown.
 """
 
@@ -18,7 +18,7 @@ from . import probe
 if TYPE_CHECKING:
     from .devices import DeviceBackend
 
-__all__ = ["AMD_LINK_TYPES", "PCIE_LEVELS", "link_classes"]
+__all__ = ["PCIE_LEVELS", "link_classes"]
 
 #: NVML's ``nvmlGpuTopologyLevel_t`` (nvmlDeviceGetTopologyCommonAncestor) -> the PCIe path a peer copy takes,
 #: with nvidia-smi topo -m's name for it.
@@ -30,25 +30,20 @@ PCIE_LEVELS = {
     40: "PCIe across host bridges of one NUMA node (NODE)",
     50: "PCIe across sockets (SYS)",
 }
-#: amdsmi's link type enums by name (the values changed between releases: AmdSmiIoLinkType had PCIe 1 and
-#: XGMI 2, AmdSmiLinkType has XGMI 1 and PCIe 2), read from the installed module, never assumed.
-AMD_LINK_TYPES = {
-    "AmdSmiLinkType": {"AMDSMI_LINK_TYPE_XGMI": "XGMI", "AMDSMI_LINK_TYPE_PCIE": "PCIe"},
-    "AmdSmiIoLinkType": {"AMDSMI_IOLINK_TYPE_XGMI": "XGMI", "AMDSMI_IOLINK_TYPE_PCIEXPRESS": "PCIe"},
-}
 NVSWITCH = "nvswitch"  # probe._link_end's name for a link to an NVSwitch
 NVML_P2P_CAPS_INDEX_NVLINK = 2  # nvmlGpuP2PCapsIndex_t
 NVML_P2P_STATUS_OK = 0  # nvmlGpuP2PStatus_t
 
 
 def link_classes(backend: DeviceBackend, gpus: Sequence[str], rocm: bool) -> LinkClasses:
-    """Every ordered pair of ``gpus``' link class, from NVML (amdsmi when ``rocm``); ``, no peer access``
+    """Every ordered pair of ``gpus``' link class, from NVML (unknown when ``rocm``); ``, no peer access``
     is added where the pair cannot reach each other's memory (the copy is staged through the host)."""
     pairs = [(s, d) for s in gpus for d in gpus if s != d]
     if any(not g.startswith("cuda:") for g in gpus):
         return _unknown(pairs, f"the links of {backend.type} devices are not read")
-    props = {g: probe.cuda_properties(backend, _index(g)) for g in gpus}
-    classes = _amdsmi_classes(pairs, props) if rocm else _nvml_classes(pairs, props)
+    if rocm:
+        return _unknown(pairs, "the links of ROCm GPUs are not read")
+    classes = _nvml_classes(pairs, {g: probe.cuda_properties(backend, _index(g)) for g in gpus})
     for (src, dst), cls in list(classes.items()):
         if cls is not None:
             classes[src, dst] = cls + _peer_access(backend, src, dst)
@@ -61,7 +56,7 @@ def _index(device: str) -> int:
 
 
 def _classified(pairs: Sequence[Pair], classify: Callable[[Pair], tuple[str | None, str | None]]) -> LinkClasses:
-    """Each pair's class as ``classify`` gives it (NVML's or amdsmi's), with why where it is unknown."""
+    """Each pair's class as ``classify`` gives it (NVML's), with why where it is unknown."""
     classes = LinkClasses()
     for pair in pairs:
         classes[pair], why = classify(pair)
@@ -136,46 +131,3 @@ def _pcie_class(pynvml: Any, one: Any, other: Any) -> tuple[str | None, str | No
     except (pynvml.NVMLError, AttributeError, TypeError, ValueError) as error:
         return None, f"nvmlDeviceGetTopologyCommonAncestor: {str(error) or type(error).__name__}"
     return (PCIE_LEVELS[level], None) if level in PCIE_LEVELS else (None, f"NVML topology level {level} unknown")
-
-
-# --- amdsmi (ROCm) ----------------------------------------------------------------------------------------------
-
-def _amdsmi_classes(pairs: Sequence[Pair], props: Mapping[str, Any]) -> LinkClasses:
-    with probe.amdsmi_session() as amdsmi:
-        if amdsmi is None:
-            return _unknown(pairs, "no amdsmi (not installed, or it did not start)")
-        try:
-            by_bus = probe.amdsmi_handles(amdsmi)
-        except Exception as error:  # amdsmi's own AmdSmiException family
-            return _unknown(pairs, f"amdsmi lists no GPUs: {error}")
-        handles = {g: by_bus.get(probe.pci_bus_id(p) or "") for g, p in props.items()}
-        return _classified(pairs, lambda pair: _amdsmi_class(amdsmi, handles, pair))
-
-
-def _amdsmi_class(amdsmi: Any, handles: Mapping[str, Any], pair: Pair) -> tuple[str | None, str | None]:
-    """One pair's class from amdsmi_topo_get_link_type: XGMI or PCIe, and how many hops."""
-    missing = next((g for g in pair if handles[g] is None), None)
-    if missing:
-        return None, f"{missing} is not matched to an amdsmi device (by PCI address)"
-    try:
-        link = amdsmi.amdsmi_topo_get_link_type(handles[pair[0]], handles[pair[1]])
-        kind, hops = _amd_link_kind(amdsmi, link["type"]), int(link["hops"])
-    except Exception as error:
-        return None, f"amdsmi_topo_get_link_type: {str(error) or type(error).__name__}"
-    if kind is None:
-        return None, f"amdsmi link type {link['type']!r} unknown"
-    return f"{kind}, {hops} hop{'' if hops == 1 else 's'}", None
-
-
-def _amd_link_kind(amdsmi: Any, value: Any) -> str | None:
-    """``XGMI`` or ``PCIe`` for amdsmi's link type: by the member's name, else by the installed module's enums;
-    None where they disagree (a release with both enums and a bare number)."""
-    name = getattr(value, "name", None)
-    if isinstance(name, str):
-        return next((kind for kinds in AMD_LINK_TYPES.values() for member, kind in kinds.items() if member == name), None)
-    found = set()
-    for enum_name, kinds in AMD_LINK_TYPES.items():
-        enum = getattr(amdsmi, enum_name, None)
-        found |= {kind for member, kind in kinds.items()
-                  if getattr(enum, member, None) is not None and int(getattr(enum, member)) == int(value)}
-    return found.pop() if len(found) == 1 else None

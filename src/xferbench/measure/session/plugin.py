@@ -203,8 +203,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _peer_plan(config: pytest.Config, backend: DeviceBackend, devices: Sequence[str]) -> PeerPlan | None:
     """The peer family's plan (None below two GPUs): --xfer-peer-pairs, or the default from the pairs' link
-    classes (the simulated machine prices every pair alike: one class; a real machine's come from NVML or
-    amdsmi, measure/hardware/topology.py; a backend that cannot say leaves them unknown: every pair swept)."""
+    classes (the simulated machine prices every pair alike: one class; a real machine's come from NVML,
+    measure/hardware/topology.py; a backend that cannot say leaves them unknown: every pair swept)."""
     gpus, mode = accelerators(devices), config.getoption("xfer_peer_pairs")
     if mode is not None and mode not in PEER_PAIRS:
         raise pytest.UsageError(f"argument --xfer-peer-pairs: invalid choice: {mode!r} "
