@@ -1254,13 +1254,12 @@ class TestNumbersBounded:
         (("benchmarks", 0, "stats", "median"), float("-inf"), "-inf"),
         (("machine_info", "xferbench", "devices", 0, "memory_bytes"), float("inf"), "inf"),
     ])
-    @pytest.mark.parametrize("command", ["check", "compare", "report"])
+    @pytest.mark.parametrize("command", ["compare", "report"])
     def test_a_number_past_what_a_float_holds_is_refused_in_one_line(self, tmp_path, capsys, where, value, shown,
                                                                     command):
         bad = put(tmp_path / "bad.json", dump(_set(_whole_schema(), where, value)))
         good = put(tmp_path / "good.json", _whole_schema())
-        args = {"check": ["check", bad], "report": ["report", bad, "-o", tmp_path / "r.html"],
-                "compare": ["compare", good, bad]}[command]
+        args = {"report": ["report", bad, "-o", tmp_path / "r.html"], "compare": ["compare", good, bad]}[command]
         code, _, err = run_cli(capsys, *args)
         assert_refused(code, err, f"{bad}: field '{_place(where)}' is {shown}; every number of a run is within ±2**63, "
                                   "so the file is not read")
@@ -1269,7 +1268,7 @@ class TestNumbersBounded:
         """Each block's clock alone is an int a float holds; their median is not (it was infinity, then a traceback)."""
         document = _set(_set(_whole_schema(), ("benchmarks", 3, "extra_info", "sm_clock_mhz"), 10**308),
                         ("benchmarks", 4, "extra_info", "sm_clock_mhz"), 10**308)
-        code, _, err = run_cli(capsys, "check", put(tmp_path / "run.json", dump(document)))
+        code, _, err = run_cli(capsys, "report", put(tmp_path / "run.json", dump(document)), "-o", tmp_path / "r.html")
         assert_refused(code, err, "extra_info.sm_clock_mhz' is a number of 309 digits")
 
     def test_the_whole_schema_loads_as_written(self, tmp_path):
@@ -1301,7 +1300,7 @@ class TestNumbersBounded:
     @given(data=st.data())
     def test_any_number_of_the_schema_at_an_edge_is_read_or_refused_in_one_line(self, tmp_path_factory, capsys, data):
         """Any number of the run (a statistic, a contract field, a block's, the machine's, the load's) set to an edge of
-        what a file may hold: report, compare and check each read it (exit 0 or 1) or refuse it in one line (exit 2),
+        what a file may hold: report and compare each read it (exit 0 or 1) or refuse it in one line (exit 2),
         never a traceback (exit 3)."""
         schema = _whole_schema()
         where = data.draw(st.sampled_from(_numbers(schema)), label="where")
@@ -1309,7 +1308,7 @@ class TestNumbersBounded:
         folder = tmp_path_factory.mktemp("edge")
         bad = put(folder / "bad.json", dump(_set(schema, where, value)))
         good = put(folder / "good.json", schema)
-        for args in (["check", bad], ["compare", good, bad], ["report", bad, "-o", folder / "r.html"]):
+        for args in (["compare", good, bad], ["report", bad, "-o", folder / "r.html"]):
             code, _, err = run_cli(capsys, *args)
             assert code in (0, 1, 2) and "Traceback" not in err, err
             assert code != 2 or len(err.strip().splitlines()) == 1, err
