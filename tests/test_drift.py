@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from xferbench.analyze.drift import regime, run_drift, same_code_pairs
+from xferbench.analyze.drift import paired_blocks, regime, run_drift, same_code_pairs, side
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import drift_text, ladder_text
 from xferbench.analyze.report.findings import h2d_pinned_vs_pageable, pinning_break_even
 from xferbench.analyze.view import RunView
 from xferbench.families.base import ratios
-from xferbench.ratios import Ratio
+from xferbench.ratios import Ratio, log_se, order_se
 
 from fakes import drifting_spec, view_of_rows
 
@@ -62,6 +62,44 @@ def test_the_pairs_are_same_code_calls_of_one_run_and_size():
         ("d2h", ".cpu()", MiB, 0.1), ("h2d", ".cuda(i)", MiB, 0.01)]
 
 
+
+def test_a_pair_is_found_whatever_the_rows_order_and_leaves_out_zero_medians_and_lone_calls():
+    """A .cpu() alone in run a does not stop run b's pair from being found; a zero median is no call; pairs of equal
+    spread come in the order of their runs, whatever the order of the rows."""
+    rows = [row("d2h", "cpu", MiB, 1.0e-3, src="cuda:0", dst="cpu", run="a"),
+            *(row("d2h", m, MiB, t, src="cuda:0", dst="cpu", run=r) for r in ("c", "b") for m, t in (("cpu", 1e-3),
+                                                                                                    ("to", 1.1e-3))),
+            row("d2h", "to", 2 * MiB, 0.0, src="cuda:0", dst="cpu", run="c"),
+            row("d2h", "cpu", 2 * MiB, 1.0e-3, src="cuda:0", dst="cpu", run="c")]
+    for frame in (pd.DataFrame(rows), pd.DataFrame(rows[::-1])):
+        assert [(p.run, p.nbytes, p.slow["method"], round(p.spread, 6)) for p in same_code_pairs(frame)] == [
+            ("b", MiB, "to", 0.1), ("c", MiB, "to", 0.1)]
+
+
+def test_a_side_is_its_rounds_else_its_iqr_else_one_round_without_error():
+    median, iqr = 1e-3, 0.1e-3
+    assert side(pd.Series(row("h2d", "cuda", MiB, median, iqr_s=iqr, rounds=30))) == (median, log_se(median, iqr, 30), 30)
+    assert side(pd.Series(row("h2d", "cuda", MiB, median, iqr_s=iqr, rounds=9, data=[1e-3]))) == (
+        median, log_se(median, iqr, 9), 9)  # one round kept: the IQR's
+    assert side(pd.Series(row("h2d", "cuda", MiB, median, iqr_s=iqr, rounds=9, data=[1e-3, 2e-3]))) == (
+        median, order_se([1e-3, 2e-3]), 2)
+    for missing in ({"iqr_s": None}, {"iqr_s": math.nan}, {"rounds": None}, {"rounds": math.nan}):
+        assert side(pd.Series(row("h2d", "cuda", MiB, median, iqr_s=iqr) | missing)) == (median, 0.0, 1)
+
+
+def test_blocks_pair_only_within_one_run_and_the_same_count():
+    def blocks(medians, run="a"):
+        return pd.Series(row("d2h", "cpu", MiB, 1e-3, src="cuda:0", dst="cpu", run=run, block_medians=medians))
+
+    x, y = paired_blocks(blocks([1.0, 2.0]), blocks([3.0, 4.0]))
+    assert (x.tolist(), y.tolist()) == ([1.0, 2.0], [3.0, 4.0])
+    # Only the slots where both blocks have a positive median pair: two such are enough, one is not.
+    x, y = paired_blocks(blocks([1e-3, 2e-3, math.nan, 3e-3, 0.0]), blocks([2e-3, 0.0, 1e-3, 4e-3, 1e-3]))
+    assert (x.tolist(), y.tolist()) == ([1e-3, 3e-3], [2e-3, 4e-3])
+    for a, b in ((blocks([1.0, 2.0]), blocks([3.0, 4.0], run="b")), (blocks([1.0, 2.0, 3.0]), blocks([3.0, 4.0])),
+                 (blocks([1e-3, math.nan]), blocks([1e-3, 1e-3]))):
+        assert [found.size for found in paired_blocks(a, b)] == [0, 0]
+
 def test_regimes_split_pageable_from_pinned_and_latency_from_bandwidth():
     frame = handfed()
     assert [regime(r) for _, r in frame.iloc[[0, 5, 7, 12]].iterrows()] == [
@@ -95,6 +133,19 @@ def test_blocks_count_only_the_spread_beyond_their_own_noise():
     assert run_drift(noisy).evidence[0].square == 0.0
 
 
+
+def test_a_case_gives_evidence_from_two_positive_blocks_of_known_noise_and_names_itself():
+    """Blocks without a positive median are left out; two left suffice; a case whose per-block errors do not match its
+    blocks gives none, and does not stop the cases after it from giving theirs."""
+    def copy(nbytes, medians, errors):
+        return row("host", "copy_", nbytes, 1e-3, src="cpu", dst="cpu", block_medians=medians, block_log_se=errors)
+
+    frame = pd.DataFrame([copy(4, [1.0, 2.0], [0.0]), copy(8, [1.0, 0.0, math.nan], [0.0] * 3),
+                          copy(MiB, [1.0, 0.0, 2.0, math.inf], [0.0] * 4)])
+    (evidence,) = run_drift(frame).evidence
+    assert evidence.key == f"host copy_ {MiB} a a {MiB}" and evidence.regime == ("pageable", "bandwidth")
+    assert (evidence.square, evidence.df) == pytest.approx((2 * 2 * (math.log(2) / 2) ** 2, 1))
+
 def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidence():
     frame = pd.DataFrame([row("d2h", m, MiB, t, src="cuda:0", dst="cpu", block_medians=blocks, block_log_se=[0.0] * 6)
                           for m, t, blocks in (("cpu", 1.0e-3, [1.0, 1.1, 1.0, 1.1, 1.0, 1.1]),
@@ -114,17 +165,40 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
         "in interleaved blocks; other comparisons rest on their rounds plus the run's drift between cases of their "
         "regime (a standard deviation, from its same-code pairs: pinned or device from 1 MiB 1.0% (1 degrees of "
         "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom)).")
-    said = drift_text.verdict(view, "cuda_vs_to")
-    assert said.startswith(".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: 1 of 1 can't tell")
-    # 40% apart, but judged without its own evidence by three other pairs (t with 3 df): can't tell here
-    assert said.endswith("Module.to and Module.cuda run the same code: 1 of 1 can't tell (could see ≥ 1.75×).")
+    # Module.to and Module.cuda: 40% apart, but judged without its own evidence by three other pairs (t with 3 df)
+    assert drift_text.verdict(view, "cuda_vs_to") == (
+        ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: 1 of 1 can't tell (could see ≥ 2.14×). "
+        "Module.to and Module.cuda run the same code: 1 of 1 can't tell (could see ≥ 1.75×).")
+
+
+def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_rest_counted():
+    """Four .cpu()/.to() pairs in six paired blocks: 1 MiB (non-blocking) and 8 MiB told apart, two can't tell."""
+    def pair(nbytes, a, b, non_blocking=False):
+        return [row("d2h", m, nbytes, blocks[0] * 1e-3, src="cuda:0", dst="cpu", non_blocking=non_blocking,
+                    block_medians=blocks, block_log_se=[0.0] * 6) for m, blocks in (("cpu", a), ("to", b))]
+
+    view = view_of_rows(pd.DataFrame([
+        *pair(MiB, [1.0, 1.1, 1.0, 1.1, 1.0, 1.1], [1.3, 1.4, 1.3, 1.45, 1.3, 1.4], non_blocking=True),
+        *pair(2 * MiB, [1.0, 1.1, 1.0, 1.1, 1.0, 1.1], [1.0, 1.12, 1.01, 1.09, 1.0, 1.1]),
+        *pair(4 * MiB, [1.0, 1.2, 1.0, 1.1, 1.0, 1.1], [1.1, 1.0, 1.1, 1.2, 1.0, 1.0]),
+        *pair(8 * MiB, [1.0, 1.1, 1.0, 1.1, 1.0, 1.1], [1.02, 1.1, 1.03, 1.1, 1.0, 1.12])]))
+    assert drift_text.statement(view) == (
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 8 "
+        "case(s) measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus "
+        "the run's drift between cases of their regime (a standard deviation, from its same-code pairs and blocks: "
+        "pageable or host memory from 1 MiB 8.2% (40 degrees of freedom)).")
+    assert drift_text.verdict(view, "d2h") == (
+        ".cpu() and .to(device) run the same code: told apart at pageable non-blocking 1 MiB 1.3× (1.28-1.32); pageable "
+        "8 MiB 1.02× (1.01-1.03) (the machine drifted more than pairing its blocks removes); 2 of 4 can't tell (could "
+        "see ≥ 1.01-1.13×).")
 
 
 def test_a_run_without_evidence_judges_nothing_unpaired():
     frame = handfed()[lambda f: f["op"].isin(["noop"]) | (f["method"] == "copy_")]
     view = view_of_rows(frame)
     assert view.drift.evidence == () and view.ratio(frame.iloc[0], frame.iloc[1]).basis == "unjudged"
-    assert "no drift between cases, which this run gives no evidence of" in drift_text.statement(view)
+    assert drift_text.statement(view).endswith("other comparisons rest on their rounds plus no drift between cases, "
+                                               "which this run gives no evidence of.")
 
 
 def _ladder(ratio: Ratio) -> tuple[Ladder, Step]:

@@ -127,7 +127,9 @@ def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, f
     model = [{"path": path, "alpha_us": 1.0, "pipelined_alpha_us": float("nan"), "stated_gbps": 10.0,
               "pipelined_gbps": None, "beta_basis": path, "largest_bytes": 4, "largest_gbps": 1.0, "link": path,
               "efficiency": 0.5}] * 2
-    markdown = export.to_markdown(view, [Said(finding, finding)], model, peers=[finding], peer_plan=[finding])
+    # A finding's headline and its evidence beneath it: both are the hostile text.
+    said = Said(finding, f"{finding} (evidence)")
+    markdown = export.to_markdown(view, [said], model, peers=[finding], peer_plan=[finding])
     html = GFM.render(markdown)
     # the α/β table's header and two rows, and each ladder's header, call, steps and what is left
     assert html.count("<tr>") == 3 + sum(len(ladder.steps) + 3 for ladder in view.ladders)

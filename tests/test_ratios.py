@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from xferbench.ratios import Drift, Ratio, log_se, median_span, order_se, paired, unpaired
+from xferbench.ratios import Drift, Ratio, log_se, median_span, order_bounds, order_se, paired, unpaired
 
 
 def test_paired_blocks_give_a_t_interval_of_the_log_ratios_around_the_medians_ratio():
@@ -75,3 +75,78 @@ def test_text_faster_and_over():
 def test_drift_refuses_what_is_no_spread(sd, df):
     with pytest.raises(ValueError, match="drift needs"):
         Drift(sd, df)
+
+
+# -- each rule at its edge: exact values on hand-fed numbers -------------------------------------------------------
+
+def test_text_gives_every_bound_that_does_not_round_to_the_figure():
+    """Three figures; one figure alone where both bounds round to it; more figures (at most six) where three would
+    round a bound that is not 1 to "1"; no decimals from 100 up."""
+    assert Ratio(5.47, 5.468, 5.472, "paired", 6).text() == "5.47×"
+    assert Ratio(1.4, 1.2, 1.4001, "paired", 6).text() == "1.4× (1.2-1.4)"  # the high bound rounds to the figure
+    assert Ratio(1.4, 1.3999, 1.6, "paired", 6).text() == "1.4× (1.4-1.6)"  # the low bound rounds to it
+    assert Ratio(1.234, 1.1111, 1.3333, "paired", 6).text() == "1.23× (1.11-1.33)"
+    assert Ratio(1.2, 1.0007, 1.4, "paired", 6).text() == "1.2× (1.001-1.4)"  # not "(1-1.4)": it excludes 1
+    assert Ratio(1.2, 1.0000006, 1.4, "paired", 6).text() == "1.2× (1-1.4)"  # six figures at most
+    assert Ratio(250.4, 200.0, 300.0, "rounds", 9).text() == "250× (200-300)"
+
+
+def test_over_divides_the_growths_and_keeps_paired_only_where_both_are():
+    a, b = Ratio(3.0, 2.0, 4.5, "paired", 6), Ratio(2.0, 1.6, 2.5, "paired", 4)
+    width = math.hypot(math.log(1.5), math.log(1.25))
+    growth = a.over(b)
+    assert (growth.value, growth.low, growth.high, growth.basis, growth.n) == pytest.approx(
+        (1.5, 1.5 / math.exp(width), 1.5 * math.exp(width), "paired", 4))
+    assert a.over(Ratio(2.0, 1.6, 2.5, "rounds", 4)).basis == "rounds"
+    assert Ratio(3.0, 0.0, math.inf, "unjudged", 6).over(b) == Ratio(1.5, 0.0, math.inf, "unjudged", 4)
+
+
+def test_faster_of_an_unresolved_ratio_keeps_both_bounds():
+    assert Ratio(1.0, 0.8, 1.25, "rounds", 9).faster() == Ratio(1.0, 0.8, 1.25, "rounds", 9)
+
+
+def test_an_interval_too_wide_for_a_float_is_capped_not_an_overflow():
+    """A log half-width past 700 (e^709 is a float's largest) stops at e^700, either way from the figure."""
+    assert Ratio(2.0, 0.0, math.inf, "rounds", 3).over(Ratio(1.0, 0.5, 2.0, "rounds", 3)).high == 2.0 * math.exp(700)
+    wild = unpaired((2.0, 0.0, 30), (1.0, 0.0, 30), Drift(1000.0, 5))
+    assert (wild.low, wild.high) == (2.0 / math.exp(700), 2.0 * math.exp(700))
+
+
+def test_the_standard_error_of_short_fast_rounds():
+    """A 1 ms median of two rounds with a 0.1 ms IQR: the formula holds below 1 s, at two rounds, below an IQR of 1."""
+    assert log_se(1e-3, 0.1e-3, 2) == pytest.approx(math.sqrt(math.pi / 2) * (0.1e-3 / 1.349) / 1e-3 / math.sqrt(2))
+
+
+def test_order_statistics_of_two_one_and_a_hundred_rounds():
+    """100 rounds: the 40th and 61st (binomial 2.5% tail); one or two rounds: min and max."""
+    assert order_bounds(np.arange(1.0, 101.0)) == (40.0, 61.0)
+    assert order_bounds([7.0]) == (7.0, 7.0) and order_bounds([2.0, 1.0]) == (1.0, 2.0)
+    assert order_se([2.0, 1.0]) == pytest.approx(math.log(2.0) / (2 * stats.norm.ppf(0.975)))
+
+
+def test_paired_from_two_blocks_around_the_given_value():
+    """Two blocks are enough; the interval is centred on the pooled medians' ratio given, not the blocks' mean."""
+    found = paired([1.1, 1.3], [1.0, 1.0], value=1.25)
+    half = stats.t.ppf(0.975, 1) * np.std(np.log([1.1, 1.3]), ddof=1) / math.sqrt(2)
+    assert (found.value, found.low, found.high, found.n) == pytest.approx((1.25, 1.25 / math.exp(half),
+                                                                           1.25 * math.exp(half), 2))
+
+
+def test_paired_refuses_a_zero_block_on_either_side():
+    with pytest.raises(ValueError, match="paired blocks need"):
+        paired([1.0, 1.0], [1.0, 0.0])
+
+
+@pytest.mark.parametrize("a, b", [(0.0, 1.0), (1.0, 0.0), (-1.0, -1.0)])
+def test_unpaired_refuses_a_median_that_is_not_positive(a, b):
+    with pytest.raises(ValueError, match=f"a ratio needs two positive medians, got {a!r} and {b!r}"):
+        unpaired((a, 0.0, 5), (b, 0.0, 5), Drift(0.1, 3))
+
+
+def test_unpaired_without_evidence_keeps_the_ratio_and_no_bound():
+    assert unpaired((10.0, 0.1, 30), (2.0, 0.1, 9), Drift()) == Ratio(5.0, 0.0, math.inf, "unjudged", 9)
+
+
+def test_unpaired_drift_from_one_observation_takes_t_with_one_degree_of_freedom():
+    ratio = unpaired((2.0, 0.0, 30), (1.0, 0.0, 30), Drift(0.1, 1))
+    assert ratio.high == pytest.approx(2.0 * math.exp(stats.t.ppf(0.975, 1) * 0.1))

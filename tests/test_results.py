@@ -866,7 +866,7 @@ class TestOneValidationAtLoad:
         with no_hang(60):
             code, _, err = run_cli(capsys, "compare", tmp_path / "0002_pipe.json", tmp_path / "0002_pipe.json")
         assert_refused(code, err, "0002_pipe.json: not a regular file")
-        for args in (["report", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
+        for args in (["history", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
             with no_hang(60):
                 code, out, err = run_cli(capsys, *args)
             assert code == 0 and "Traceback" not in err
@@ -1259,8 +1259,7 @@ class TestNumbersBounded:
                                                                     command):
         bad = put(tmp_path / "bad.json", dump(_set(_whole_schema(), where, value)))
         good = put(tmp_path / "good.json", _whole_schema())
-        args = {"report": ["report", bad, "-o", tmp_path / "r.html"],
-                "compare": ["compare", good, bad]}[command]
+        args = {"report": ["report", bad, "-o", tmp_path / "r.html"], "compare": ["compare", good, bad]}[command]
         code, _, err = run_cli(capsys, *args)
         assert_refused(code, err, f"{bad}: field '{_place(where)}' is {shown}; every number of a run is within ±2**63, "
                                   "so the file is not read")
