@@ -24,7 +24,10 @@ from . import STEP_S
 #: To the host: the loader alone per step, then (timed apart) start-up, first batches and short epochs.
 HOST = ("w0", "w1", "w2", "w4", "w2-prefetch4", "first-w0", "first-w2", "epoch-w2", "epoch-w2-persistent")
 #: Once, at the first batch size: starting workers does not depend on the batch.
-ONCE = ("startup-w2", "epoch-w2-forkserver", "epoch-w2-spawn")
+ONCE = ("startup-w2",)
+#: The other start methods' epochs: a fresh interpreter per worker, seconds a round (63 s of a 137 s quick CPU run),
+#: so only the full profile (its second batch size) measures them.
+START_METHODS = ("epoch-w2-forkserver", "epoch-w2-spawn")
 #: On the first GPU: the step alone, the base (w2) and each option changed from it.
 ON_GPU = ("alone", "w0", "w1", "w2", "w4", "w2-pageable", "w2-blocking", "w2-prefetch4", "w2-sidestream")
 #: Distinct images the dataset holds as bytes (each sample decodes one of them).
@@ -80,7 +83,7 @@ def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Batch | Skipped]:
     gpus = accelerators(devices)
     return [*(Batch("dataloader", v, "cpu", gpus[0], n, "images") for n in sizes for v in ON_GPU if gpus),
             *(Batch("dataloader", v, "cpu", "cpu", n, "images") for i, n in enumerate(sizes)
-              for v in HOST + (ONCE if i == 0 else ())),
+              for v in HOST + (ONCE + (START_METHODS if len(sizes) > 1 else ()) if i == 0 else ())),
             *([] if gpus else [Skipped("dataloader-gpu-half", "dataloader's training steps need an accelerator; the "
                                                               f"devices measured are: {', '.join(devices)}")])]
 
