@@ -153,12 +153,14 @@ def test_the_machine_section_says_where_the_host_buffers_sat(html):
 
     from xferbench.analyze.report.page import _host_placement
 
-    rows = pd.DataFrame({"op": ["h2d", "d2h", "d2h", "h2d", "host"], "src": ["cpu", "cuda:0", "cuda:4", "cpu", "cpu"],
-                         "dst": ["cuda:0", "cpu", "cpu", "cuda:1", "cpu"],
-                         "host_placement": ["gpu_node", "gpu_node", "gpu_node", "unbound", None],
-                         "host_numa_node": [0, None, 1, None, None]})
+    rows = pd.DataFrame({"op": ["h2d", "d2h", "d2h", "h2d", "h2d", "host"],
+                         "src": ["cpu", "cuda:0", "cuda:4", "cpu", "cpu", "cpu"],
+                         "dst": ["cuda:0", "cpu", "cpu", "cuda:1", "cuda:0", "cpu"],
+                         "host_placement": ["gpu_node", "gpu_node", "gpu_node", "unbound", "spilled", None],
+                         "host_numa_node": [0, None, 1, None, 0, None]})
     assert _host_placement(view_of_rows(rows)) == [(
         "h2d / d2h host buffers", "on each GPU's NUMA node, as nvbandwidth places them (cuda:0: node 0; cuda:4: node 1); "
-        "1 case(s) where the GPU's node was unknown or off limits ran where the process did")]
+        "1 case(s) where the GPU's node was unknown or off limits ran where the process did; 1 case(s) spilled: a page "
+        "of the buffer sat off the GPU's node (that node full)")]
     assert _host_placement(view_of_rows(rows.drop(columns="host_placement"))) == []
     assert "h2d / d2h host buffers" not in html  # the CPU sample recorded none

@@ -118,11 +118,13 @@ class BreakEven:
 @dataclass(frozen=True)
 class HostPlacement:
     """Where the h2d and d2h cases' host buffers sat: how many were placed on their GPU's NUMA node, the nodes of
-    each GPU's, and how many cases ran where the process did (the GPU's node unknown or off limits)."""
+    each GPU's, how many cases ran where the process did (the GPU's node unknown or off limits), and how many spilled
+    (bound to the GPU's node, a page of the buffer found on another: that node was full)."""
 
     placed: int
     nodes: dict[str, list[int]]
     unplaced: int
+    spilled: int = 0
 
 
 def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
@@ -135,7 +137,8 @@ def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
     gpus = placed["dst"].where(placed["op"] == "h2d", placed["src"])
     nodes = {str(gpu): [int(n) for n in sorted(group["host_numa_node"].dropna().unique())]
              for gpu, group in placed.groupby(gpus)}
-    return HostPlacement(len(placed), nodes, len(moves) - len(placed))
+    spilled = int((moves["host_placement"] == "spilled").sum())
+    return HostPlacement(len(placed), nodes, len(moves) - len(placed) - spilled, spilled)
 
 
 @dataclass(frozen=True, eq=False)

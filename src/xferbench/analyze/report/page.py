@@ -113,6 +113,8 @@ def _host_placement(view: RunView) -> list[tuple[str, str]]:
     if placement.unplaced:
         said.append(f"{placement.unplaced} case(s) where the GPU's node was unknown or off limits ran where the "
                     "process did")
+    if placement.spilled:
+        said.append(f"{placement.spilled} case(s) spilled: a page of the buffer sat off the GPU's node (that node full)")
     return [("h2d / d2h host buffers", "; ".join(said))] if said else []
 
 
