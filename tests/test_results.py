@@ -866,7 +866,7 @@ class TestOneValidationAtLoad:
         with no_hang(60):
             code, _, err = run_cli(capsys, "compare", tmp_path / "0002_pipe.json", tmp_path / "0002_pipe.json")
         assert_refused(code, err, "0002_pipe.json: not a regular file")
-        for args in (["history", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
+        for args in (["report", tmp_path, "-o", tmp_path.parent / "r.html"], ["compare", tmp_path, tmp_path]):
             with no_hang(60):
                 code, out, err = run_cli(capsys, *args)
             assert code == 0 and "Traceback" not in err
