@@ -1,5 +1,5 @@
 """What breaks at the .cpu() cliff, read from the run's own calls: every call that writes a fresh pageable host
-destination against every call into a reused buffer, across the same two sizes, each growth judged by its own interval
+destination against every call into a reused host buffer, across the same two sizes, each growth judged by its own interval
 (xferbench.ratios)."""
 
 from __future__ import annotations
@@ -37,14 +37,16 @@ ALLOCATING = (("torch.{method} on the CPU", {"op": "create", "src": "cpu", "meth
                                                                                        "full", "arange")}),
               ("host clone", {"op": "host", "method": "clone"}),
               (".{method}()", {"op": "d2h", "method": ("cpu", "to"), "host_memory": "pageable", "non_blocking": False}))
-REUSING = (("{path}", {"op": ("host", "h2d", "d2h"), "method": "copy_"}),)
+#: The controls: copy_ into a host buffer written before (d2h and host copies). h2d's copy_ writes device memory, and
+#: its pageable source is staged by the driver, which has a cliff of its own: no control of a host destination.
+REUSING = (("{path}", {"op": ("host", "d2h"), "method": "copy_"}),)
 #: An allocation that touches no page: beside the calls above, it tells the allocation call from its first touch.
 UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src": "cpu"}),)
 
 
 #: How the cliff's cause begins where the run's calls split cleanly (the figure shortens that sentence).
 FRESH_SPLIT = "Across the same sizes every call measured here that writes a fresh pageable host destination"
-#: How it begins where only some of those calls split from the calls into a reused buffer.
+#: How it begins where only some of those calls split from the calls into a reused host buffer.
 FRESH_PARTIAL = "Across the same sizes,"
 
 
@@ -118,30 +120,30 @@ def _beyond(calls: list[dict[str, Any]], found: dict[str, Any]) -> str:
 
 def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
     """The cliff's cause as this run's own calls show it: every call that writes a fresh pageable host destination
-    against every call into a reused buffer across the same two sizes (growth per byte, each resolved by its interval),
+    against every call into a reused host buffer across the same two sizes (growth per byte, each resolved by its interval),
     then the fault counts where the rows carry them."""
     text = ""
     if view is not None:
         fresh, reused, broke = cliff_split(view, found)
         if fresh and reused:
             most = max(reused, key=lambda c: c["growth"])
-            against = (f"every copy_ with a host end measured at both sizes, {len(reused)} call(s): "
+            against = (f"every copy_ into a reused host buffer measured at both sizes, {len(reused)} call(s): "
                        f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the most {most['label']} "
                        f"{most['figures']}")
             if len(broke) == len(fresh):
-                text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused buffer, each beyond its "
+                text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused host buffer, each beyond its "
                         f"interval ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
                         + _untouched(view, found, fresh))
             elif broke:
                 rest = [c for c in fresh if c not in broke]
-                text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused buffer, "
+                text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused host buffer, "
                         f"each beyond its interval ({against}); {_beyond(rest, found)}, which also write"
                         f"{'s' if len(rest) == 1 else ''} a fresh pageable host destination, did not grow past every "
-                        "call into a reused buffer beyond its interval: can't tell whether "
+                        "call into a reused host buffer beyond its interval: can't tell whether "
                         f"{'it breaks' if len(rest) == 1 else 'they break'} too." + _untouched(view, found, broke))
             else:
                 text = (f"Across the same sizes, calls that write a fresh pageable host destination "
-                        f"({_span(pd.Series([c['growth'] for c in fresh]))}× per byte) and calls into a reused buffer "
+                        f"({_span(pd.Series([c['growth'] for c in fresh]))}× per byte) and calls into a reused host buffer "
                         f"({_span(pd.Series([c['growth'] for c in reused]))}×) do not split cleanly.")
     if found["faults"] is None:
         return (text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record).").strip()
