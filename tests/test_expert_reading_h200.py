@@ -35,18 +35,18 @@ def page(h200, tmp_path_factory):
     return html, visible_text(html)
 
 
-def test_rand_across_the_cliff_is_cant_tell_not_did_not_break(page, h200):
+def test_rand_across_the_cliff_breaks_against_copies_into_a_reused_host_buffer(page, h200):
     _, text = page
-    # torch.rand grew 1.32x per byte and took 37.5 ms beyond 4x its 16 MiB time: not resolved past every reused copy_
+    # torch.rand grew 1.32x per byte: past every copy_ into a reused host buffer (at most 0.969x), each resolved. h2d's
+    # pageable copy_ (1.56x), which writes the device and has a staging cliff of its own, is no control of it.
     assert "a fresh destination alone does not make a call break here" not in text
-    assert ("torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time), which also writes a fresh "
-            "pageable host destination, did not grow past every call into a reused buffer beyond its interval: can't "
-            "tell whether it breaks too.") in text
+    assert "torch.rand on the CPU 29 ms → 154 ms (1.32× per byte)" in text
+    assert "can't tell whether it breaks too" not in text
     fig = bandwidth_of(h200, "d2h")
     notes = " ".join(" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts)
     plt.close(fig)
-    assert "torch.rand on the CPU, also writing a fresh destination: can't tell (key findings)" in notes
-    assert "also writing a fresh destination, does not" not in notes
+    assert "calls that write a fresh pageable host destination fall here; copy_ into a reused host buffer holds" in notes
+    assert "also writing a fresh destination" not in notes
 
 
 def test_the_reused_buffer_is_given_as_its_span_across_the_cliff(page):
@@ -134,9 +134,8 @@ class TestRead3b:
         """torch.ones took 70.8 µs -> 7.92 ms (112x in time) while the bracket's 28x is per byte: the bracket says so;
         torch.empty's 3.58x stays the call's own time, labelled as such."""
         _, text = page
-        assert ("torch.ones on the CPU 70.8 µs → 7.92 ms (28× per byte); torch.zeros on the CPU 72.5 µs → 8.79 ms "
-                "(30.3× per byte)") in text
-        assert "torch.rand on the CPU 29 ms → 154 ms (1.32× per byte, 37.5 ms beyond 4× its 16 MiB time)" in text
+        assert ("torch.ones on the CPU 70.8 µs → 7.92 ms (28× per byte); torch.rand on the CPU 29 ms → 154 ms (1.32× "
+                "per byte); torch.zeros on the CPU 72.5 µs → 8.79 ms (30.3× per byte)") in text
         assert "(28×)" not in text and "(1.32×," not in text
         assert "the call's own time grew 3.58× (2.79-4.61)" in text
 
@@ -179,8 +178,9 @@ class TestRead3a:
 
     def test_the_highest_beta_among_tied_paths_cant_be_told(self, page):
         _, text = page
-        # the paths whose 256 MiB times the run cannot tell from d2h pinned non-blocking copy_'s (54.9 GB/s)
-        assert ("which host-side path has the highest fitted β can't be told (9 paths' β lie 37.2-54.9 GB/s and their "
+        # the host-device paths (a host memcpy is no rival of theirs) whose 256 MiB times the run cannot tell from d2h
+        # pinned non-blocking copy_'s (54.9 GB/s)
+        assert ("which host-side path has the highest fitted β can't be told (8 paths' β lie 52.7-54.9 GB/s and their "
                 "times at 256 MiB can't be told apart); one of them (d2h pinned non-blocking copy_ cuda:0->cpu) has a "
                 "fixed cost α = 11.6 µs and a bandwidth β = 54.9 GB/s") in text
         assert "the host-side path with the highest fitted β (d2h pinned non-blocking copy_" not in text

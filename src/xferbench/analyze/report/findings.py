@@ -303,8 +303,10 @@ def latency_bound(view: RunView) -> Said | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
     frame = view.rows
-    # The host copy on one thread is the pageable roof the report draws, not a path a user's move takes.
-    moves = frame[frame["op"].isin(("h2d", "d2h", "host")) & frame["variant"].ne("single_thread")]
+    gpu = frame["op"].isin(("h2d", "d2h")).any()  # without a GPU nothing synchronizes: calls run back to back
+    # The host copy on one thread is the pageable roof the report draws, not a path a user's move takes; a host memcpy
+    # is no rival of the link's paths where the run has them.
+    moves = frame[frame["op"].isin(("h2d", "d2h") if gpu else ("host",)) & frame["variant"].ne("single_thread")]
     if moves.empty:
         return None
     fits = view.fits[view.fits["path"].isin(moves["path"])]
@@ -321,7 +323,6 @@ def latency_bound(view: RunView) -> Said | None:
     best = stated.loc[stated["stated_gbps"].idxmax()]
     one_thread = _one_thread_faster(view, float(best["stated_gbps"]))
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
-    gpu = frame["op"].isin(("h2d", "d2h")).any()  # without a GPU nothing synchronizes: calls run back to back
     sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, "
                 f"{_highest_beta(view, stated, best)}{left_out}) has a fixed "
                 f"cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
