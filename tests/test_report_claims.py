@@ -41,10 +41,11 @@ def test_1_the_cpu_call_is_not_split_into_torch_ones_and_a_rest(merged):
 def test_2_the_cliffs_cause_is_read_from_allocating_and_reusing_calls(merged):
     text, markdown = merged
     assert "cause is not measured" not in text + markdown
-    # torch.rand on the CPU writes a fresh destination and grew 1.32x per byte, below h2d copy_'s 1.56x: no clean split
-    assert "the fresh destination breaks, not the copy" not in markdown
+    # torch.rand on the CPU writes a fresh destination and grew 1.32x per byte, past every copy_ into a reused host
+    # buffer (d2h and host: at most 0.969x), each resolved: a clean split (h2d's copy_ writes the device, no control)
+    assert "the fresh destination breaks, not the copy" in markdown
     assert "a fresh destination alone does not make a call break here" not in markdown
-    assert "which also writes a fresh pageable host destination, did not grow past every call into a reused" in markdown
+    assert "did not grow past every call into a reused" not in markdown
 
 
 def test_3_share_of_roof_prints_its_roof_and_reads_the_largest_size(merged):
@@ -131,7 +132,7 @@ def test_9_a_faster_single_thread_copy_is_said_beside_the_fastest_path(tmp_path)
     machine = gpu_machine()
     machine["xferbench"]["devices"] = []
     results = load([write(tmp_path / "r.json", rows, machine)])
-    sentence = next(f for f in findings(RunView.of(results)) if f.startswith("In a loop"))
+    sentence = next(f for f in findings(RunView.of(results)) if f.startswith("Called back to back"))  # no GPU
     assert "(host pageable copy_ cpu; left out: torch's copy_ on one thread, a roof rather than a call" in sentence
     assert "torch's copy_ on one thread (host copy_ single_thread) reached β = 8.28 GB/s, more than that" in sentence
     fig = bandwidth_of(RunView.of(results), "host")

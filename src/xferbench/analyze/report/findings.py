@@ -303,16 +303,15 @@ def latency_bound(view: RunView) -> Said | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
     frame = view.rows
-    gpu = frame["op"].isin(("h2d", "d2h")).any()  # without a GPU nothing synchronizes: calls run back to back
     # The host copy on one thread is the pageable roof the report draws, not a path a user's move takes; a host memcpy
-    # is no rival of the link's paths where the run has them.
-    moves = frame[frame["op"].isin(("h2d", "d2h") if gpu else ("host",)) & frame["variant"].ne("single_thread")]
-    if moves.empty:
+    # is no rival of the link's paths where the run fitted them.
+    moves = frame[frame["variant"].ne("single_thread")]
+    fitted = view.fits[view.fits["alpha_us"].notna()]
+    fits = next((f for f in (fitted[fitted["path"].isin(moves.loc[moves["op"].isin(ops), "path"])]
+                             for ops in (("h2d", "d2h"), ("host",))) if not f.empty), None)
+    if fits is None:
         return None
-    fits = view.fits[view.fits["path"].isin(moves["path"])]
-    fits = fits[fits["alpha_us"].notna()]
-    if fits.empty:
-        return None
+    gpu = bool(fits["op"].isin(("h2d", "d2h")).any())  # a host memcpy synchronizes nothing: calls run back to back
     stated = fits[fits["stated_gbps"].notna()]
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
