@@ -88,11 +88,12 @@ def test_the_paired_cases_and_the_references_measured_in_blocks():
 
 
 def test_the_blocks_of_one_slot_alternate_their_order():
-    """A B in one slot, B A in the next: a steady drift favours neither side of a pair."""
+    """A B, B A, B A, A B (Thue-Morse): a drift whose slope changes over the run favours neither side of a pair (plain
+    alternation let the simulated machine's steeper early drift read .to() 0.27% cheaper than .cuda())."""
     cases = [it for case in ("a", "b") for it in blocks_of(case, 4)]
     order = [i.nodeid.split("[")[1] for i in spread_blocks(cases, together)]
-    assert order == ["a-block1of4]", "b-block1of4]", "b-block2of4]", "a-block2of4]", "a-block3of4]", "b-block3of4]",
-                     "b-block4of4]", "a-block4of4]"]
+    assert order == ["a-block1of4]", "b-block1of4]", "b-block2of4]", "a-block2of4]", "b-block3of4]", "a-block3of4]",
+                     "a-block4of4]", "b-block4of4]"]
 
 
 # -- the loader: a case's blocks are one row -----------------------------------------------------------------------
@@ -384,7 +385,7 @@ def test_a_simulated_run_pairs_what_the_page_compares_and_merges_it(tmp_path):
     assert len(paired) == 4 and all(p.paired and view.ratio(p.slow, p.fast).basis == "paired" for p in paired)
     assert not any(p.paired for p in view.drift.pairs if p.nbytes < 64 * MiB)
     assert len(view.drift.evidence) == 12 + sum(not p.paired for p in view.drift.pairs)
-    assert "12 case(s) were measured in interleaved blocks" in drift_text.statement(view)
+    assert "any two of the 12 case(s) measured in interleaved blocks" in drift_text.statement(view)
 
 
 @pytest.mark.slow
