@@ -455,3 +455,22 @@ def view_of_rows(frame: Any, machine_info: dict[str, Any] | None = None) -> Any:
     from xferbench.analyze.view import RunView
 
     return RunView(Results(frame=frame, machine_info=machine_info or {}, commit_info={}, sources=[]))
+
+
+#: A pytester conftest: xferbench's plugin on a fake backend without GPUs (a CPU-only machine).
+CPU_ONLY_CONFTEST = """
+pytest_plugins = ("xferbench.measure.session.plugin",)
+from fakes import FakeBackend
+
+def pytest_xfer_make_backend(config):
+    return FakeBackend(gpus=0)
+"""
+
+#: A pytester benchmark file: the host family, as bench/test_host.py runs it.
+HOST_BENCH = """
+import pytest
+
+@pytest.mark.xfer("host")
+def test_host(xfer_case, xfer):
+    xfer(xfer_case)
+"""

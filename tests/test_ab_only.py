@@ -16,6 +16,8 @@ from xferbench.analyze.gate.compare import compare, to_json
 from xferbench.analyze.load.results import Results, ResultsError
 from xferbench.cli import main
 
+from fakes import CPU_ONLY_CONFTEST, HOST_BENCH
+
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 SIXTEEN = 16 * 2**20
 COPY, CLONE = "host pageable copy_ cpu", "host pageable clone cpu"
@@ -38,8 +40,8 @@ class TestSelection:
             selection_file(Flagged(frozenset({"k"}), ("test_a[x]\ntest_b[y]",)), tmp_path)
 
     def test_the_plugin_runs_exactly_the_named_tests_a_case_s_blocks_with_it(self, pytester):
-        pytester.makeconftest(CONFTEST)
-        pytester.makepyfile(test_host=BENCH)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
+        pytester.makepyfile(test_host=HOST_BENCH)
         names = ["test_host[pageable-clone-16MiB-float32-cpu->cpu]", "test_host[pageable-copy_-1KiB-float32-cpu->cpu]"]
         pytester.path.joinpath("only.txt").write_text("\n".join(names) + "\n")
         result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB,16MiB", "--xfer-only=only.txt")
@@ -48,8 +50,8 @@ class TestSelection:
         assert ids == sorted(f"{name[:-1]}-block{k}of6]" for name in names for k in range(1, 7))
 
     def test_a_name_no_test_has_is_a_usage_error_naming_it(self, pytester):
-        pytester.makeconftest(CONFTEST)
-        pytester.makepyfile(test_host=BENCH)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
+        pytester.makepyfile(test_host=HOST_BENCH)
         pytester.path.joinpath("only.txt").write_text("test_host[pageable-clone-1KiB-float32-cpu->cpu]\ntest_gone[x]\n")
         result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB", "--xfer-only=only.txt")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -63,37 +65,22 @@ class TestSelection:
         (b"\x1b[31mred\x07\n", "not collected: \\x1b[31mred\\x07"),  # escaped, not sent to the terminal
     ])
     def test_an_empty_binary_or_unknown_file_is_one_line(self, pytester, text, said):
-        pytester.makeconftest(CONFTEST)
-        pytester.makepyfile(test_host=BENCH)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
+        pytester.makepyfile(test_host=HOST_BENCH)
         pytester.path.joinpath("only.txt").write_bytes(text)
         result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB", "--xfer-only=only.txt")
         errors = [line for line in result.errlines if "--xfer-only" in line]
         assert result.ret == pytest.ExitCode.USAGE_ERROR and len(errors) == 1 and said in errors[0], result.errlines
 
     def test_a_byte_order_mark_and_repeated_names_select_the_test_once(self, pytester):
-        pytester.makeconftest(CONFTEST)
-        pytester.makepyfile(test_host=BENCH)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
+        pytester.makepyfile(test_host=HOST_BENCH)
         name = "test_host[pageable-clone-1KiB-float32-cpu->cpu]"
         pytester.path.joinpath("only.txt").write_text(f"\ufeff{name}\r\n{name}\n", encoding="utf-8")
         result = pytester.runpytest("--collect-only", "-q", "--xfer-sizes=1KiB", "--xfer-only=only.txt")
         assert [line.split("::")[1] for line in result.outlines if "::test_host[" in line] == [name]
 
 
-CONFTEST = """
-pytest_plugins = ("xferbench.measure.session.plugin",)
-from fakes import FakeBackend
-
-def pytest_xfer_make_backend(config):
-    return FakeBackend(gpus=0)
-"""
-
-BENCH = """
-import pytest
-
-@pytest.mark.xfer("host")
-def test_host(xfer_case, xfer):
-    xfer(xfer_case)
-"""
 
 
 def runner(slow: dict[str, float], seed: int = 0) -> tuple[ab.Runner, list[str]]:

@@ -21,15 +21,10 @@ from xferbench.cli import main
 from xferbench.measure.record import journal as jr
 from xferbench.measure.session.blocks import BLOCKS
 
+from fakes import CPU_ONLY_CONFTEST
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
-FAKE_CONFTEST = """
-pytest_plugins = ("xferbench.measure.session.plugin",)
-from fakes import FakeBackend
-
-def pytest_xfer_make_backend(config):
-    return FakeBackend(gpus=0)
-"""
 
 #: A real run: the host family for real, then a benchmark that never finishes.
 BENCH = '''
@@ -166,7 +161,7 @@ class TestJournalFile:
 
     def test_never_overwrites_an_earlier_journal(self, tmp_path, pytester):
         """A second run beside the same JSON gets a new journal name: the first run's stays as it was."""
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    benchmark(sum, [1, 2])\n")
         first = pytester.path / "run.journal.jsonl"
         first.write_text("earlier run\n")
@@ -176,7 +171,7 @@ class TestJournalFile:
         assert journal_lines(pytester.path / "run.journal.1.jsonl")[-1]["end"]["finished"] == 1
 
     def test_given_journal_that_exists_gets_a_counter(self, pytester):
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    benchmark(sum, [1, 2])\n")
         (pytester.path / "mine.jsonl").write_text("kept\n")
         pytester.runpytest("--xfer-journal=mine.jsonl", "--benchmark-max-time=0.001").assert_outcomes(passed=1)
@@ -184,7 +179,7 @@ class TestJournalFile:
         assert journal_lines(pytester.path / "mine.1.jsonl")[-1]["end"]["finished"] == 1
 
     def test_unwritable_journal_folder_stops_before_measuring(self, pytester):
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
         (pytester.path / "file").write_text("")
         result = pytester.runpytest("--xfer-journal=file/run.jsonl")

@@ -9,29 +9,16 @@ import torch  # noqa: F401  loaded before pytester's in-process runs, which unlo
 import xferbench.analyze.report.findings  # noqa: F401  (pandas, scipy: the same; they cannot load twice in a process)
 from xferbench.measure.session.summary import summary_lines
 
+from fakes import CPU_ONLY_CONFTEST, HOST_BENCH
+
 SAMPLE = Path(__file__).parent / "data" / "cpu-host-sweep.json"
 
-CONFTEST = """
-pytest_plugins = ("xferbench.measure.session.plugin",)
-from fakes import FakeBackend
-
-def pytest_xfer_make_backend(config):
-    return FakeBackend(gpus=0)
-"""
-
-BENCH = """
-import pytest
-
-@pytest.mark.xfer("host")
-def test_host(xfer_case, xfer):
-    xfer(xfer_case)
-"""
 
 
 @pytest.fixture
 def host_suite(pytester):
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_host=BENCH)
+    pytester.makeconftest(CPU_ONLY_CONFTEST)
+    pytester.makepyfile(test_host=HOST_BENCH)
     return pytester
 
 
