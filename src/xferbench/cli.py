@@ -54,7 +54,7 @@ def _report_output(args: argparse.Namespace) -> Path:
     from .analyze.report.page import companions
     from .output import check_output, never_foreign
 
-    given = [*args.results, *[path for path in (args.history, getattr(args, "trace", None)) if path]]
+    given = [*args.results, *[path for path in (args.history, args.trace) if path]]
     output = args.output or DEFAULT_OUTPUT
     if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz"):
         raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
@@ -106,7 +106,7 @@ def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, A
 
 def _trace_section(args: argparse.Namespace, view: Any) -> list[dict[str, Any]]:
     """``report --trace``: the trace's copies priced with the run, as a section of the page."""
-    if getattr(args, "trace", None) is None:
+    if args.trace is None:
         return []
     from .analyze.report.trace_section import section
     from .analyze.trace.parser import TraceError
