@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 import xferbench
 import xferbench.analyze.report.findings
-from test_journal import FAKE_CONFTEST
 from xferbench import output
 from xferbench.analyze.load.results import load
 from xferbench.measure.record import journal as jr
 from xferbench.output import OutputError, check_output, write_atomic
 
+from fakes import CPU_ONLY_CONFTEST
 from hostile_inputs import property_settings
 from hostile_inputs import run_cli as cli
 
@@ -78,7 +78,7 @@ def storage_with(folder: Path, count: int = 3) -> Path:
 
 class TestCompleteness:
     def run(self, pytester, monkeypatch, interrupt: bool, *args: str) -> dict:
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_three=THREE)
         if interrupt:
             monkeypatch.setenv("XFER_INTERRUPT", "1")
@@ -152,7 +152,7 @@ class TestReadOnlyAndLongNames:
         assert target.read_text() == "mine"
 
     def test_benchmark_json_refuses_a_read_only_file_before_measuring(self, pytester):
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
         (pytester.path / "run.json").write_text("an earlier run")
         (pytester.path / "run.json").chmod(0o444)
@@ -260,7 +260,7 @@ class TestStorage:
         assert not target.exists()
 
     def test_an_unwritable_machine_folder_stops_the_run_before_measuring(self, pytester):
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
         (pytester.path / "hist").mkdir()
         from pytest_benchmark.utils import get_machine_id
@@ -271,7 +271,7 @@ class TestStorage:
         assert "measured" not in result.stdout.str()
 
     def test_autosave_is_atomic_and_never_over_another_runs_file(self, pytester, monkeypatch):
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    benchmark(sum, [1, 2])\n")
         calls = []
         real = output._claim
@@ -294,7 +294,7 @@ def test_a_disk_that_fills_during_the_save_leaves_no_truncated_history_file(tmp_
     """RLIMIT_FSIZE: each file may hold 2 KB. The journal stops with a warning, the run goes on; the history
     save fails whole, in one line naming the file, leaving no truncated 0001_*.json that would block the folder
     (before: a cut file and an INTERNALERROR traceback)."""
-    (tmp_path / "conftest.py").write_text(FAKE_CONFTEST.replace("from fakes", "import sys; sys.path.insert(0, "
+    (tmp_path / "conftest.py").write_text(CPU_ONLY_CONFTEST.replace("from fakes", "import sys; sys.path.insert(0, "
                                                                 f"{str(Path(__file__).parent)!r})\nfrom fakes"))
     (tmp_path / "test_three.py").write_text(THREE)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--benchmark-max-time=0.001",
@@ -352,7 +352,7 @@ def test_compare_refuses_runs_timed_by_different_clocks(tmp_path, capsys):
 # -- 8. PYTEST_ADDOPTS -------------------------------------------------------------------------------------------
 
 def test_options_in_pytest_addopts_are_not_overridden_by_the_profile(pytester, monkeypatch):
-    pytester.makeconftest(FAKE_CONFTEST)
+    pytester.makeconftest(CPU_ONLY_CONFTEST)
     pytester.makepyfile(test_one="def test_one(request):\n"
                                  "    assert float(request.config.option.benchmark_max_time) == 0.02\n")
     monkeypatch.setenv("PYTEST_ADDOPTS", "--benchmark-max-time=0.02")
@@ -396,7 +396,7 @@ def test_plain_results_named_jsonl_are_not_read_as_a_journal(tmp_path):
 
 
 def test_benchmark_json_equal_to_the_journal_is_refused(pytester):
-    pytester.makeconftest(FAKE_CONFTEST)
+    pytester.makeconftest(CPU_ONLY_CONFTEST)
     pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
     result = pytester.runpytest("--benchmark-json=run.jsonl", "--xfer-journal=run.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "is also --benchmark-json" in result.stderr.str()
@@ -446,7 +446,7 @@ class TestJournalFailures:
         assert len(caught) == 1 and journal.failed
 
     def test_a_full_disk_at_the_start_still_measures(self, pytester, monkeypatch):
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_three=THREE)
 
         def full(self, header):
@@ -464,7 +464,7 @@ class TestJournalFailures:
         real = importlib.metadata.version
         monkeypatch.setattr(importlib.metadata, "version",
                             lambda name: "5.2.0" if name == "pytest-benchmark" else real(name))
-        pytester.makeconftest(FAKE_CONFTEST)
+        pytester.makeconftest(CPU_ONLY_CONFTEST)
         pytester.makepyfile(test_one="def test_one(benchmark):\n    raise AssertionError('measured')\n")
         result = pytester.runpytest()
         assert result.ret == pytest.ExitCode.USAGE_ERROR and "pytest-benchmark 5.3 or newer, found 5.2.0" in result.stderr.str()
