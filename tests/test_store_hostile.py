@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from test_store import _git, _run, make_repo
+from test_store import _git, _run, make_repo, push_to_branch
 from xferbench.analyze import store
 
 from hang import no_hang
@@ -271,6 +271,26 @@ def test_git_s_reason_is_one_line(lines: list[str]) -> None:
     assert "\n" not in said and "\r\n" not in said
 
 
-def test_git_s_reason_is_its_last_line() -> None:
+def test_git_s_reason_is_its_first_fatal_line_else_its_last() -> None:
     assert store._reason("remote: pushes are closed\nerror: failed to fetch 'x'\n\n") == "error: failed to fetch 'x'"
+    assert store._reason("remote: hook says no\nremote: try later\n") == "remote: try later"
     assert store._reason("") == "(no message)"
+
+
+def test_a_store_through_a_relative_origin_pulls_from_any_subfolder(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``git clone ../remote.git`` leaves a relative ``origin``: valid for git from anywhere in the checkout, so for
+    the store too; a checkout without that remote is told git's cause, not the tail of its advice."""
+    repo = make_repo(tmp_path)
+    _git(repo, "remote", "set-url", "origin", "../origin.git")
+    push_to_branch(repo, [_run(tmp_path, 1)], "--no-dashboard")
+    (repo / "deep" / "er").mkdir(parents=True)
+    monkeypatch.chdir(repo / "deep" / "er")
+    assert run_cli(capsys, "store", "pull", "git:xferbench-data", "-o", tmp_path / "pulled")[0] == 0
+    assert len(list((tmp_path / "pulled").rglob("*.json"))) == 1
+    _git(repo, "remote", "remove", "origin")
+    code, _, err = run_cli(capsys, "store", "pull", "git:xferbench-data", "-o", tmp_path / "again")
+    assert code == 2
+    assert err.strip() == ("xferbench store: git ls-remote failed: fatal: 'origin' does not appear to be a git "
+                           "repository")

@@ -254,8 +254,10 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _reason(stderr: str) -> str:
-    """git's own words on why it failed, on one line: its last."""
-    return ([line.strip() for line in stderr.splitlines() if line.strip()] or ["(no message)"])[-1][:500]
+    """git's own words on why it failed, on one line: its first ``fatal:``/``error:`` line (the cause; the lines after
+    it are advice, such as "...and the repository exists."), else its last."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()] or ["(no message)"]
+    return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])[:500]
 
 
 def _fetch(where: Location) -> str | None:
