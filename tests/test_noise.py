@@ -26,6 +26,7 @@ from xferbench.analyze.gate.noise import (
     case_class,
     judge,
     robust_spread,
+    run_tables,
     run_times,
     standard_error,
 )
@@ -172,21 +173,36 @@ class TestRunMedians:
         assert table.shape == (58, 2) and table[1].isna().sum() == 1
 
     @pytest.mark.parametrize(("data", "problem"), [
-        (None, "has no per-round data"), ([], "has no per-round data"), ([1.0, math.inf], "non-finite"),
-        ([1.0, 0.0], "non-positive"), ([1.0, -1.0], "non-positive"),
+        ([1.0, math.inf], "non-finite"), ([1.0, 0.0], "non-positive"), ([1.0, -1.0], "non-positive"),
     ])
     def test_unusable_rounds(self, data, problem):
         (run,) = syn.runs(0, 1)
         run.frame.at[2, "data"] = data
-        with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}") as error:
+        with pytest.raises(ResultsError, match=f"synthetic-0.json: benchmark '.*' .*{problem}"):
             run_times([run])
-        if "per-round" in problem:
-            assert str(error.value).endswith("(run pytest-benchmark with --benchmark-save-data or --benchmark-json)")
+
+    @pytest.mark.parametrize("data", [None, []])
+    def test_a_case_without_its_rounds_is_judged_from_its_statistics(self, data):
+        (run,) = syn.runs(0, 1)
+        frame = run.frame
+        bandwidth = next(i for i in frame.index if case_class(int(frame.at[i, "nbytes"]),
+                                                              bool(np.isfinite(frame.at[i, "bandwidth_gbps"]))) == "bandwidth")
+        rows = (0, bandwidth)
+        for row in rows:
+            run.frame.at[row, "q1_s"], run.frame.at[row, "q3_s"] = 0.9 * run.frame.at[row, "median_s"], \
+                1.1 * run.frame.at[row, "median_s"]
+            run.frame.at[row, "data"] = data
+        table, meta, spreads = run_tables([run])
+        for row in rows:
+            key, latency = run.frame.at[row, "case_key"], meta.loc[run.frame.at[row, "case_key"], "class"] == "latency"
+            assert table.loc[key, 0] == pytest.approx(math.log(run.frame.at[row, "min_s" if latency else "median_s"]))
+            assert spreads.loc[key, 0] == pytest.approx(math.log(1.1 / 0.9) / 1.349)
+        assert set(meta.loc[[run.frame.at[r, "case_key"] for r in rows], "class"]) == {"latency", "bandwidth"}
 
     def test_a_run_without_a_source_is_called_run(self):
         (run,) = syn.runs(0, 1)
         run.sources = []
-        run.frame.at[2, "data"] = None
+        run.frame.at[2, "data"] = [1.0, math.inf]
         with pytest.raises(ResultsError, match=r"^run: benchmark"):
             run_times([run])
 

@@ -278,29 +278,36 @@ def judge(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
     return Judgement(e.ratio, e.low, e.high, e.z, floor, spread, decide(JUDGED, Case(e)).verdict, smallest)
 
 
-_COLUMNS = ["case_key", "name", "path", "nbytes", "bandwidth_gbps", "op", "data", "min_s", "median_s"]
+_COLUMNS = ["case_key", "name", "path", "nbytes", "bandwidth_gbps", "op", "data", "min_s", "median_s", "q1_s", "q3_s"]
 
 
 def _run_column(run: Results) -> pd.DataFrame:
     """One run's value per case (log seconds; see ``run_times``); ResultsError for unusable rounds.
 
     The time is ``time_of``'s: the median round of a bandwidth-bound case, the fastest of a latency-bound one, from
-    the rounds the run kept. The columns are read as plain tuples: a Series per row made this loop half of what a
-    comparison cost.
+    the rounds the run kept. A case without its rounds (blocks that kept them in part, a run saved without them) is
+    judged from its statistics: the median or min, and the quartiles' spread (an IQR of the logs is 1.349 SDs). The
+    columns are read as plain tuples: a Series per row made this loop half of what a comparison cost.
     """
     source = run.sources[0] if run.sources else "run"
     rows = []
-    for case_key, name, path, nbytes, gbps, op, data, min_s, median_s in run.frame[_COLUMNS].itertuples(index=False):
-        if not isinstance(data, list) or not data:
-            raise ResultsError(f"{source}: benchmark {name!r} has no per-round data "
-                               "(run pytest-benchmark with --benchmark-save-data or --benchmark-json)")
-        rounds = np.asarray(data, dtype=float)
-        if not np.all(np.isfinite(rounds)) or not np.all(rounds > 0):
-            raise ResultsError(f"{source}: benchmark {name!r} has non-finite or non-positive times")
+    for case_key, name, path, nbytes, gbps, op, data, min_s, median_s, q1_s, q3_s in \
+            run.frame[_COLUMNS].itertuples(index=False):
+        if isinstance(data, list) and data:
+            rounds = np.asarray(data, dtype=float)
+            if not np.all(np.isfinite(rounds)) or not np.all(rounds > 0):
+                raise ResultsError(f"{source}: benchmark {name!r} has non-finite or non-positive times")
+            spread = robust_spread(np.log(rounds))
+        else:
+            spread = math.log(q3_s / q1_s) / IQR_TO_SD if q1_s > 0 else 0.0
         rows.append({"case_key": case_key, "name": name, "path": path, "nbytes": int(nbytes), "moves": bool(np.isfinite(gbps)),
                      "op": op, "log_median": float(np.log(time_of(nbytes, gbps, data, min_s, median_s))),
-                     "round_spread": robust_spread(np.log(rounds))})
+                     "round_spread": spread})
     return pd.DataFrame(rows).set_index("case_key")
+
+
+#: A normal's interquartile range in standard deviations.
+IQR_TO_SD = 1.349
 
 
 def run_times(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:
