@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -16,10 +17,10 @@ from scipy import stats
 from xferbench.analyze.drift import paired_blocks, regime, run_drift, same_code_pairs, side
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
-from xferbench.analyze.report import drift_text, ladder_text
+from xferbench.analyze.report import drift_text, findings, ladder_text
 from xferbench.analyze.report.findings import h2d_pinned_vs_pageable, pinning_break_even
 from xferbench.analyze.view import RunView
-from xferbench.families.base import ratios
+from xferbench.families.base import Rule, ratios
 from xferbench.ratios import Ratio, log_se, order_se
 
 from fakes import drifting_spec, view_of_rows
@@ -225,6 +226,25 @@ def test_a_familys_ratio_carries_its_interval():
         ratios(rows, "slow", "fast", "X")
     rows.attrs["ratio"] = lambda a, b: Ratio(a["median_s"] / b["median_s"], 1.1, 1.3, "paired", 6)
     assert ratios(rows, "slow", "fast", "X") == ["X at 1 MiB on cuda:0: fast took 1 ms, slow 1.2 ms (1.2× (1.1-1.3))."]
+
+
+def test_the_run_s_rule_rides_a_family_s_rows_by_reference(h200):
+    """pandas deep-copies a frame's attrs in every operation on it: the rule the report sets there must not take the
+    run's whole view with it (that was 3 of the H200 page's 10 s of CPU)."""
+    rows = h200.rows[h200.rows["op"] == "cuda_vs_to"].copy()
+    rows.attrs["ratio"] = Rule(h200.ratio)
+    narrowed = rows[rows["nbytes"] > 0].iloc[:2]
+    assert narrowed.attrs["ratio"] is rows.attrs["ratio"]
+    a, b = narrowed.iloc[0], narrowed.iloc[1]
+    assert narrowed.attrs["ratio"](a, b) == h200.ratio(a, b)
+
+
+def test_the_report_gives_a_family_its_rule_by_reference(h200, monkeypatch):
+    seen = []
+    monkeypatch.setattr(findings, "family", lambda op: SimpleNamespace(finding=lambda rows: seen.append(rows) or []))
+    findings.scenario_findings(h200, "cuda_vs_to")
+    (rows,) = seen
+    assert isinstance(rows.attrs["ratio"], Rule) and rows.iloc[:1].attrs["ratio"] is rows.attrs["ratio"]
 
 
 # -- the H200 sample -----------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ...families import FAMILIES, family, moving_ops
+from ...families.base import Rule
 from ...families.base import ms as _ms
 from ...families.base import span as _span
 from ...families.core import noop_call
@@ -581,7 +582,7 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     if rows.empty or finding is None:
         return []
     rows = rows.copy()
-    rows.attrs["ratio"] = view.ratio  # families.base: every comparison a family draws, with its own interval
+    rows.attrs["ratio"] = Rule(view.ratio)  # families.base: every comparison a family draws, with its own interval
     rows.attrs["shuffled"] = view.shuffled
     said = finding(rows)
     if (verdict := drift_text.verdict(view, op)) is not None:
