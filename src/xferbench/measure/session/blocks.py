@@ -15,7 +15,8 @@ and concurrent case into N blocks (the distributed cases' 2-rank world stays in 
 only the references in blocks.
 
 A block is a benchmark of its own (pytest id ``<case>-block2of6``, contract.BLOCK in extra_info) timed for
-``--benchmark-max-time`` / N, at least ``BLOCK_ROUNDS`` rounds. analyze/load/blocks.py merges a case's blocks into one
+``--benchmark-max-time`` / N, at least ``BLOCK_ROUNDS`` rounds (a reference's) or ``PAIRED_ROUNDS`` (any other's).
+analyze/load/blocks.py merges a case's blocks into one
 row and keeps each block's median.
 """
 
@@ -30,12 +31,18 @@ import pytest
 from ...contract import Block
 from ..cases import PlannedCase, Skipped
 
-__all__ = ["BLOCKS", "BLOCK_ROUNDS", "PAIRED", "REFERENCES", "block_of", "block_params", "blocked_ids", "spread_blocks"]
+__all__ = ["BLOCKS", "BLOCK_ROUNDS", "PAIRED", "PAIRED_ROUNDS", "REFERENCES", "block_of", "block_params", "blocked_ids",
+           "spread_blocks"]
 
 #: Blocks of a paired or reference case, spread from the run's start to its end.
 BLOCKS = 6
-#: The fewest rounds of one block: its median must stand for the block.
+#: The fewest rounds of a reference's block: its median, against its own rounds' noise, is the drift evidence.
 BLOCK_ROUNDS = 10
+#: The fewest rounds of any other block. A paired comparison's interval comes from the spread of its six per-block
+#: ratios, which a noisier block median widens honestly; 10 rounds a block of a 100 ms fresh 64 MiB clone or zeros
+#: cost a sixth of the quick CPU run. Only calls slower than max-time / BLOCKS / 10 (4 ms in the quick profile) are
+#: held to this.
+PAIRED_ROUNDS = 5
 #: The size a bandwidth-bound pair or reference is chosen nearest to (both profiles plan it), the largest paired size.
 _BANDWIDTH_BYTES = 64 * 2**20
 _LARGEST_PAIRED = 256 * 2**20
@@ -80,23 +87,25 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.xfer_blocks = value
 
 
-def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool = True) -> set[str]:
-    """The ids of ``op``'s cases measured in ``BLOCKS`` blocks: the paired cases (``PAIRED``, unless not ``paired``)
-    and the references (``REFERENCES``), of the first planned dtype and the GPUs the first case touches."""
+def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool = True) -> dict[str, int]:
+    """The ids of ``op``'s cases measured in ``BLOCKS`` blocks, each with its blocks' fewest rounds: the paired cases
+    (``PAIRED``, unless not ``paired``; ``PAIRED_ROUNDS``) and the references (``REFERENCES``; ``BLOCK_ROUNDS``), of
+    the first planned dtype and the GPUs the first case touches."""
     cases = [c for c in planned if not isinstance(c, Skipped)]
     if not cases:
-        return set()
+        return {}
     def where(case: Any) -> tuple[Any, ...]:  # the dtype and the GPUs a case touches (both directions of one GPU alike)
         return getattr(case, "dtype", None), frozenset({case.src, case.dst} - {"cpu"})
 
     cases = [c for c in cases if where(c) == where(cases[0])]
-    chosen = {c.id for c in cases if paired and op in PAIRED and PAIRED[op](c) and c.nbytes in _paired_sizes(cases)}
+    chosen = {c.id: PAIRED_ROUNDS for c in cases
+              if paired and op in PAIRED and PAIRED[op](c) and c.nbytes in _paired_sizes(cases)}
     if op in REFERENCES:
         is_reference, targets = REFERENCES[op]
         references = [c for c in cases if is_reference(c)]
         sizes = [c.nbytes for c in references]
         wanted = {min(sizes) if target == 0 else _nearest(sizes, target) for target in targets} if sizes else set()
-        chosen |= {c.id for c in references if c.nbytes in wanted}
+        chosen |= {c.id: BLOCK_ROUNDS for c in references if c.nbytes in wanted}
     return chosen
 
 
@@ -113,10 +122,11 @@ def _paired_sizes(cases: Sequence[PlannedCase]) -> set[int]:
     return {_nearest(sizes, _BANDWIDTH_BYTES), max([n for n in sizes if n <= _LARGEST_PAIRED], default=sizes[0])}
 
 
-def block_params(case: PlannedCase, count: int, max_time: float) -> list[Any]:
-    """``case`` as ``count`` pytest params, one per block, each timed for ``max_time / count``."""
+def block_params(case: PlannedCase, count: int, max_time: float, min_rounds: int = PAIRED_ROUNDS) -> list[Any]:
+    """``case`` as ``count`` pytest params, one per block, each timed for ``max_time / count``, ``min_rounds`` at
+    least."""
     blocks = [Block(index, count, case.id) for index in range(count)]
-    timing = pytest.mark.benchmark(max_time=max_time / count, min_rounds=BLOCK_ROUNDS)
+    timing = pytest.mark.benchmark(max_time=max_time / count, min_rounds=min_rounds)
     return [pytest.param(case, id=block.param_id, marks=[pytest.mark.xfer_block(block.index, block.count, case.id),
                                                          timing]) for block in blocks]
 

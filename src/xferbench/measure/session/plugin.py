@@ -23,7 +23,7 @@ from ..families.registry import plan as plan_scenario_family
 from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
 from ..hardware.machine import load_snapshot, run_facts
 from ..record.pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
-from .blocks import BLOCKS, block_of, block_params, blocked_ids
+from .blocks import BLOCKS, PAIRED_ROUNDS, block_of, block_params, blocked_ids
 from .names import plain_names
 from .settings import XferSettings, configured, settings, store
 from .summary import pytest_benchmark_update_json as keep_for_summary
@@ -244,16 +244,17 @@ def _op_of(metafunc: pytest.Metafunc, known: Sequence[str]) -> str:
 
 
 def parametrize_cases(metafunc: pytest.Metafunc, argname: str, planned: Sequence[PlannedCase | Skipped],
-                      blocks: Callable[[PlannedCase], int] = lambda _: 1) -> None:
+                      blocks: Callable[[PlannedCase], int] = lambda _: 1,
+                      rounds: Callable[[PlannedCase], int] = lambda _: PAIRED_ROUNDS) -> None:
     """Parametrize ``argname`` over planned cases (of any kind); skipped ones carry their reason; a case ``blocks``
-    splits in two or more is one param per block (session/blocks.py)."""
+    splits in two or more is one param per block of ``rounds`` rounds at least (session/blocks.py)."""
     max_time = float(getattr(metafunc.config.option, "benchmark_max_time", 1.0))
     params: list[Any] = []
     for item in planned:
         if isinstance(item, Skipped):
             params.append(pytest.param(item, id=item.id, marks=pytest.mark.skip(reason=item.reason)))
         elif (count := blocks(item)) > 1:
-            params += block_params(item, count, max_time)
+            params += block_params(item, count, max_time, rounds(item))
         else:
             params.append(pytest.param(item, id=item.id))
     metafunc.parametrize(argname, params)
@@ -274,7 +275,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         many = metafunc.config.getoption("xfer_blocks")
         blocked = blocked_ids(op, planned, paired=many == "paired")
         every = 1 if many == "paired" else int(many)
-        parametrize_cases(metafunc, "xfer_case", planned, lambda case: max(every, BLOCKS) if case.id in blocked else every)
+        parametrize_cases(metafunc, "xfer_case", planned, lambda case: max(every, BLOCKS) if case.id in blocked else every,
+                          lambda case: blocked.get(case.id, PAIRED_ROUNDS))
     if "xfer_dist_case" in metafunc.fixturenames:
         from ..distributed import PROFILES
         from ..distributed.operations import planned_cases
