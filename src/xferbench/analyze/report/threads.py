@@ -87,22 +87,48 @@ def threads_against_one(view: RunView) -> tuple[str, str] | None:
         head = f"A {size} host copy_ with {host_threads(view)} took {judged.text()} as long as on one thread"
         measured = f"{head} ({format_seconds(many)} against {format_seconds(one)}){under}"
         beside = _neighbours_disagree(view, pairs, int(row["nbytes"]))
-        if beside:  # a figure out of line with its neighbours is no thread effect this run shows
+        if beside and not (faster := _faster_beside(view, pairs, int(row["nbytes"]))):
+            # a figure out of line with neighbours that cannot be told apart is no thread effect this run shows
             return (f"{head}, but not at the sizes beside it: whether more threads made it slower, can't tell.",
                     f"{measured}; {beside}, so whether more threads made it slower, can't tell.")
+        if beside:  # told apart both ways: each size says what it resolved
+            other, ratio, times = faster[0]
+            return (f"{head}{' under load' if load else ''}; at {other} one thread took {ratio} as long.",
+                    f"{measured}; at {other} one thread took {ratio} as long ({times}): more threads made it slower "
+                    f"at {size} and faster at {other}.")
         return f"{head}{' under load' if load else ''}.", f"{measured}: more threads made it slower at this size."
     head = f"A {size} host copy_ on one thread took {judged.faster().text()} as long as with {host_threads(view)}"
     return f"{head}.", f"{head} ({format_seconds(one)} against {format_seconds(many)}){under}."
 
 
+def _faster_beside(view: RunView, pairs: pd.DataFrame, nbytes: int) -> list[tuple[str, str, str]]:
+    """Where every size next to ``nbytes`` that does not bear out the default threads slower tells them apart the
+    other way (the default threads faster, resolved): each such size, one thread's ratio with its interval
+    (``1.43× (1.00-2.04)``) and the two times; else none."""
+    out = []
+    for n in _beside(pairs, nbytes):
+        row = pairs[pairs["nbytes"] == n].iloc[0]
+        if apart(view, row) is not None:
+            return []
+        many, one = float(row["median_s_many"]), float(row["median_s_one"])
+        if many < one:
+            out.append((format_bytes(int(n)), ratio_of(view, row).faster().text(),
+                        f"{format_seconds(one)} against {format_seconds(many)}"))
+    return out
+
+
+def _beside(pairs: pd.DataFrame, nbytes: int) -> list[int]:
+    """The next smaller and the next larger size both copies ran."""
+    sizes = sorted(pairs["nbytes"].unique())
+    at = sizes.index(nbytes)
+    return [n for n in sizes[max(at - 1, 0):at + 2] if n != nbytes]
+
+
 def _neighbours_disagree(view: RunView, pairs: pd.DataFrame, nbytes: int) -> str | None:
     """Where a size next to ``nbytes`` (the next smaller and larger both copies ran) does not also show the default
     threads slower and apart from one thread: the clause saying so; None where every neighbour bears it out."""
-    sizes = sorted(pairs["nbytes"].unique())
-    at = sizes.index(nbytes)
-    beside = [n for n in sizes[max(at - 1, 0):at + 2] if n != nbytes]
     kept = []
-    for n in beside:
+    for n in _beside(pairs, nbytes):
         row = pairs[pairs["nbytes"] == n].iloc[0]
         if apart(view, row) is not None or row["median_s_many"] <= row["median_s_one"]:
             kept.append(f"{format_bytes(int(n))} {format_seconds(float(row['median_s_many']))} against "
