@@ -88,6 +88,20 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
                              "slower at 256 KiB and faster at 1 MiB.")
 
 
+def test_a_busy_run_s_paired_blocks_resolve_threads_at_64_mib():
+    """tests/data/cpu-busy-host.json: the host family at load 3.5-3.8 on 2 cores (69% of the CPU taken by others), its
+    64 MiB copy_ on torch's 2 threads and on one in 6 interleaved blocks each: one thread the slower, resolved block by
+    block, where the unpaired busy sample could not tell (39.9 against 36 ms)."""
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
+    headline, evidence = threads_against_one(view)
+    assert headline == "A 64 MiB host copy_ on one thread took 1.19× (1.01-1.39) as long as with torch's default threads (2)."
+    assert evidence == ("A 64 MiB host copy_ on one thread took 1.19× (1.01-1.39) as long as with torch's default threads "
+                        "(2) (14.3 ms against 12 ms), under load (load 3.77 on 2 cores, 69% of CPU time taken by other "
+                        "processes).")
+    rows = view.rows[(view.rows["op"] == "host") & (view.rows["nbytes"] == 64 * 2**20) & (view.rows["method"] == "copy_")]
+    assert len(rows) == 2 and view.ratio(rows.iloc[1], rows.iloc[0]).paired
+
+
 def test_a_run_without_drift_evidence_judges_no_thread_or_beta_ranking(busy):
     """The busy sample (2026-12-03) measured no same-code pair and no case in blocks: it cannot bound its drift, so
     neither the 4,562x of 256 KiB on 2 threads nor which copy has the higher β is judged."""
