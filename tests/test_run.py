@@ -34,7 +34,7 @@ class TestRun:
     def fake(self, monkeypatch: pytest.MonkeyPatch, code: int) -> list[list[str]]:
         calls: list[list[str]] = []
 
-        def run(command: list[str], check: bool) -> Any:
+        def run(command: list[str], check: bool, env: dict[str, str] | None = None) -> Any:
             calls.append(command)
             return subprocess.CompletedProcess(command, code)
 
@@ -71,7 +71,8 @@ class TestRun:
 
     def _racing(self, monkeypatch: pytest.MonkeyPatch, out: Path, other: str | None) -> None:
         """pytest that writes its run where it is told, while ``other`` (another run's, a user's file) lands on -o."""
-        def run(command: list[str], check: bool) -> Any:
+        def run(command: list[str], check: bool, env: dict[str, str] | None = None) -> Any:
+            assert env is not None and env["XFERBENCH_RUN_OUTPUT"] == str(out)  # the summary's report line names -o
             Path(next(a for a in command if a.startswith("--benchmark-json=")).split("=", 1)[1]).write_text("ours")
             if other is not None:
                 out.write_text(other)
@@ -185,14 +186,14 @@ def test_a_stray_folder_under_src_is_no_package_of_the_wheel(tmp_path, monkeypat
     assert [p for p in packages if not p.startswith("xferbench")] == []
 
 
-def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str, cases: int = 5) -> dict[str, Any]:
+def _measured(cwd: Path, env: dict[str, str], command: list[str], out: str, cases: int = 8) -> dict[str, Any]:
     """Run command (a benchmark run of the 64 KiB host cases, writing out) in cwd: its JSON."""
     args = ["--xfer-devices=cpu", "--xfer-sizes=64KiB", "-k", "host", "--benchmark-max-time=0.02", "-p",
             "no:cacheprovider"]
     measured = subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-2000:]
     run: dict[str, Any] = json.loads((cwd / out).read_text())
-    # 3 cases, the reference clone in 3 blocks (blocks.py)
+    # 3 cases, the reference copy_ (the smallest size) in 6 blocks (blocks.py)
     assert len(run["benchmarks"]) == cases and set(run["xferbench_run"]) == {"boot_id", "started", "load"}
     return run
 
@@ -339,7 +340,8 @@ def _own_benchmarks_as_the_docs_write_them(repo: Path, env: dict[str, str], xfer
     (repo / "bench" / "conftest.py").write_text(textwrap.dedent(conftest))
     (repo / "bench" / "test_our_host_copy.py").write_text(textwrap.dedent(test))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=60)
-    run = _measured(repo, env, [xferbench_cmd, "run", "-o", "own.json", "bench"], "own.json", cases=10)
+    # both suites: 2 cases and a reference in 6 blocks each
+    run = _measured(repo, env, [xferbench_cmd, "run", "-o", "own.json", "bench"], "own.json", cases=16)
     names = {bench["fullname"] for bench in run["benchmarks"]}
     assert any(name.startswith("bench/test_our_host_copy.py::test_our_host_copy[") for name in names), names
     assert any(name.startswith("bench/test_host.py::") for name in names), names  # the shipped ones, apart

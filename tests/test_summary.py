@@ -46,6 +46,15 @@ def test_findings_and_the_report_command_come_last(host_suite, tmp_path):
     assert f"Report: xferbench report {out} -o {out.with_suffix('.html')}" in "\n".join(lines[start:])
 
 
+def test_under_xferbench_run_the_report_command_names_its_output(host_suite, tmp_path, monkeypatch):
+    """``xferbench run -o runs/a.json`` has pytest write a private file it then moves to -o: the line names -o."""
+    monkeypatch.setenv("XFERBENCH_RUN_OUTPUT", str(tmp_path / "runs" / "a.json"))
+    lines = _run(host_suite, f"--benchmark-json={tmp_path / 'private.json'}")
+    said = [line for line in lines if line.startswith("Report: ")]
+    assert said == [f"Report: xferbench report {tmp_path / 'runs' / 'a.json'} -o {tmp_path / 'runs' / 'a.html'}   "
+                    f"(writes {tmp_path / 'runs' / 'a.html'}, .csv and .md)"]
+
+
 def test_without_a_saved_json_it_still_summarizes(host_suite):
     lines = _run(host_suite)
     text = "\n".join(lines)

@@ -181,7 +181,7 @@ def _run(args: argparse.Namespace) -> int:
     import subprocess
     import tempfile
 
-    from .output import check_output, write_atomic
+    from .output import RUN_OUTPUT, check_output, write_atomic
 
     target = check_output(args.output, [], run=True, create_folder=True)
     if not args.force and (args.output.exists() or args.output.is_symlink()):  # pytest-benchmark would replace it
@@ -196,7 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         pending = Path(private) / target.name
         command = [sys.executable, *PYTEST, *RUN_ARGS, f"--benchmark-json={pending}", *journal, *args.pytest_args]
         print("xferbench run: pytest " + " ".join(command[3:]), file=sys.stderr)
-        code = _PYTEST_EXIT.get(subprocess.run(command, check=False).returncode, CRASHED)
+        env = os.environ | {RUN_OUTPUT: str(target)}  # the run's summary names the file the run ends in
+        code = _PYTEST_EXIT.get(subprocess.run(command, check=False, env=env).returncode, CRASHED)
         if not pending.exists():
             return code
         written = write_atomic(target, pending.read_bytes(), exclusive=not args.force)

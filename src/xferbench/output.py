@@ -20,7 +20,12 @@ from pathlib import Path
 
 from .bounded_read import read_bounded
 
-__all__ = ["GENERATOR", "OutputError", "check_output", "in_storage", "never_foreign", "write_atomic", "write_together"]
+__all__ = ["GENERATOR", "RUN_OUTPUT", "OutputError", "check_output", "in_storage", "never_foreign", "write_atomic",
+           "write_together"]
+
+#: The environment variable in which ``xferbench run`` tells its pytest the -o it will move the run to (pytest writes a
+#: private file first), so that the run's summary names the file the user gets.
+RUN_OUTPUT = "XFERBENCH_RUN_OUTPUT"
 
 #: The temporary file beside the target: short, so a legal long target name still leaves room for it.
 _TMP_PREFIX, _TMP_SUFFIX = ".xfb.", ".tmp"

@@ -9,12 +9,14 @@ never fails a run: a problem reading the results is one line, not a traceback.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ...output import RUN_OUTPUT
 from ..record.pytest_benchmark_adapter import benchmark_session
 
 __all__ = ["pytest_benchmark_update_json", "pytest_terminal_summary", "summary_lines"]
@@ -35,7 +37,8 @@ def _where(config: pytest.Config) -> str:
     # registers it stops pytest from rewriting its asserts (PytestAssertRewriteWarning on every run).
     from ..record.journal import benchmark_json_path
 
-    json_path = benchmark_json_path(config)
+    # ``xferbench run`` has pytest write a private file, then moves it to its -o, which it names here.
+    json_path = os.environ.get(RUN_OUTPUT) or benchmark_json_path(config)
     if json_path:
         html = Path(json_path).with_suffix(".html")
         return (f"xferbench report {shlex.quote(str(json_path))} -o {shlex.quote(str(html))}   "  # pasted into a shell
