@@ -25,12 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special  # scipy.stats' own quantile functions, without its import (most of a second a report)
 
 __all__ = ["CONFIDENCE", "Drift", "Ratio", "log_se", "median_span", "order_bounds", "order_se", "paired", "unpaired"]
 
 #: Two-sided coverage of every interval.
 CONFIDENCE = 0.95
+#: The normal quantile of that coverage (1.96).
+_Z = float(special.ndtri(0.5 + CONFIDENCE / 2))
 #: The standard error of a median over that of a mean, for normal rounds (sqrt(pi / 2)).
 _MEDIAN_SE = math.sqrt(math.pi / 2)
 #: An interquartile range over the standard deviation, for normal rounds.
@@ -129,7 +131,9 @@ def order_bounds(rounds: Sequence[float]) -> tuple[float, float]:
     """The k-th lowest and k-th highest round, which hold the median at ``CONFIDENCE`` whatever the rounds'
     distribution (binomial(n, 1/2) tails; min and max where n is too small to reach it)."""
     x = np.sort(np.asarray(rounds, dtype=float))
-    k = min(max(int(stats.binom.ppf((1 - CONFIDENCE) / 2, x.size, 0.5)), 1), (x.size + 1) // 2)
+    # binom.ppf: the least k whose binomial(n, 1/2) CDF reaches the lower tail
+    k = int(np.searchsorted(special.bdtr(np.arange(x.size + 1), x.size, 0.5), (1 - CONFIDENCE) / 2))
+    k = min(max(k, 1), (x.size + 1) // 2)
     return float(x[k - 1]), float(x[x.size - k])
 
 
@@ -139,17 +143,17 @@ def order_se(rounds: Sequence[float]) -> float:
     if len(rounds) < 2 or min(rounds) <= 0:
         return 0.0
     low, high = order_bounds(rounds)
-    return math.log(high / low) / (2 * float(stats.norm.ppf(0.5 + CONFIDENCE / 2)))
+    return math.log(high / low) / (2 * _Z)
 
 
 def median_span(median: float, se: float) -> tuple[float, float]:
     """The interval of one median whose log has standard error ``se`` (``order_se``, ``log_se``), at ``CONFIDENCE``."""
-    spread = math.exp(float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * se)
+    spread = math.exp(_Z * se)
     return median / spread, median * spread
 
 
 def _interval(value: float, se: float, df: float, basis: str, n: int) -> Ratio:
-    t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) if math.isfinite(df) else float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
+    t = float(special.stdtrit(df, 0.5 + CONFIDENCE / 2)) if math.isfinite(df) else _Z
     spread = math.exp(min(t * se, 700.0))
     return Ratio(value, value / spread, value * spread, basis, n)
 
