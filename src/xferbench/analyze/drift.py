@@ -159,7 +159,8 @@ class RunDrift:
         without evidence takes the whole run's), ``leave_out``'s own evidence left out (a pair never vouches for
         itself)."""
         kept = [e for e in self.evidence if e.key != leave_out]
-        pooled = [self._pooled([e for e in kept if e.regime == regime(row)]) or self._pooled(kept) for row in rows]
+        pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(kept)
+                  for where in map(regime, rows)]
         found = [f for f in pooled if f is not None]
         if not found:
             return Drift()
