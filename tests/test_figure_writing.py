@@ -46,3 +46,22 @@ def test_the_crop_is_matplotlib_tight_crop_with_every_text() -> None:
     texts = ["".join(text.itertext()) for text in ET.fromstring(written).iter(f"{_SVG}text")]
     assert "a legend entry far outside the axes, figure 0" in texts and "a hundred, a long tick label" in texts
     assert [title.text for title in ET.fromstring(written).iter(f"{_SVG}title")] == ["one", "two", "three"] * 2
+
+
+def _minor_labels(low: float, high: float) -> list[str]:
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [low, high])
+    log_y(ax)
+    ax.set_ylim(low, high)
+    fig.canvas.draw()
+    ticks = [(loc, t.get_text()) for loc, t in zip(ax.yaxis.get_minorticklocs(), ax.yaxis.get_minorticklabels())
+             if low <= loc <= high]
+    plt.close(fig)
+    return [text for _, text in ticks] if ticks else ["no minor ticks"]
+
+
+def test_a_log_axis_under_a_decade_labels_its_minor_ticks_and_a_wider_one_has_none() -> None:
+    """A y axis from 2 to 5 holds no power of ten: its minor ticks carry its labels. One from 1 to 1000 has its powers
+    of ten, and no minor ticks to lay out at every measure of the figure."""
+    assert _minor_labels(2.0, 5.0) == ["2", "3", "4", "5"]
+    assert _minor_labels(1.0, 1000.0) == ["no minor ticks"]

@@ -14,6 +14,7 @@ import weakref
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
@@ -26,7 +27,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import TightLayoutEngine
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_seconds, mathtext_safe
@@ -167,7 +168,21 @@ def log_y(ax: Axes) -> None:
     are labelled then, decided when the figure is drawn, once the limits are final."""
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if _narrow(ax) else ""))
+    ax.yaxis.set_minor_locator(_NarrowMinor(ax))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+class _NarrowMinor(LogLocator):
+    """A log axis' minor ticks (2, 3, ... 9 x 10^k) only where it spans less than a decade, where they carry its
+    labels; a wider axis has its powers of ten. Each tick is a line and a label laid out at every measure of the
+    figure: the minor ticks of wide axes were most of the ticks the H200 page laid out."""
+
+    def __init__(self, ax: Axes) -> None:
+        super().__init__(subs="auto")
+        self._ax = ax
+
+    def tick_values(self, vmin: float, vmax: float) -> Any:
+        return super().tick_values(vmin, vmax) if _narrow(self._ax) else []
 
 
 def _narrow(ax: Axes) -> bool:
