@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handfed import bench, gpu_machine
+from xferbench.analyze.drift import run_drift
 from xferbench.analyze.gate.compare import compare
 from xferbench.analyze.load.blocks import rows_of
 from xferbench.analyze.load.results import Document, ResultsError, load
@@ -204,6 +205,21 @@ def test_the_merged_statistics_are_those_of_every_round():
     assert row["iqr_s"] == pytest.approx(q3 - q1, rel=1e-12)
     assert row["stddev_s"] == pytest.approx(every.std(ddof=1), rel=1e-12)
     assert row["mean_s"] == pytest.approx(every.mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize(("iterations", "mixed"), [([100, 100, 1, 1], True), ([1000, 1058, 1011, 1000], False),
+                                                   ([2, 1, 1, 1], True)])
+def test_blocks_timing_calls_a_round_2x_apart_are_mixed_and_no_drift_evidence(iterations, mixed):
+    """A block whose first calls stalled is calibrated to one call a round, its siblings to a hundred: their medians
+    measure different things, so the row says so and its blocks' spread is no evidence of the run's drift. A 1 µs
+    call's 1,000 against 1,058 is calibration's usual wobble."""
+    benchmarks = blocked([[1e-3, 1.1e-3]] * 2 + [[12e-3, 12.1e-3]] * 2)
+    for one, count in zip(benchmarks, iterations, strict=True):
+        one["stats"]["iterations"] = count
+    results = loaded(benchmarks)
+    row = results.frame.iloc[0]
+    assert bool(row["mixed_iterations"]) is mixed
+    assert (run_drift(results.frame).evidence == ()) is mixed
 
 
 def test_without_rounds_the_quartiles_span_the_weighted_ones():

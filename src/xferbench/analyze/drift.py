@@ -42,9 +42,10 @@ LATENCY_BYTES = 2**20
 
 def regime(row: pd.Series) -> tuple[str, str]:
     """(``pageable`` where the case touches host memory that is not pinned, as a user's own tensor is, else
-    ``device``; ``latency`` below 1 MiB, else ``bandwidth``)."""
+    ``device``; ``latency`` below 1 MiB and for a no-op, else ``bandwidth``)."""
     host = "cpu" in (row.get("src"), row.get("dst")) and row.get("host_memory") != "pinned"
-    return "pageable" if host else "device", "latency" if int(row.get("nbytes") or 0) < LATENCY_BYTES else "bandwidth"
+    latency = int(row.get("nbytes") or 0) < LATENCY_BYTES or row.get("op") == "noop"  # a no-op moves none of its bytes
+    return "pageable" if host else "device", "latency" if latency else "bandwidth"
 
 
 def side(row: pd.Series) -> tuple[float, float, int]:
@@ -68,6 +69,14 @@ def _blocks(row: pd.Series) -> np.ndarray:
     """A row's block medians where it was measured in blocks (NaN where a block is missing), else empty."""
     blocks = row.get("block_medians")
     return np.asarray(blocks, dtype=float) if isinstance(blocks, (list, tuple, np.ndarray)) else np.empty(0)
+
+
+def mixed_iterations(row: pd.Series) -> bool:
+    """Whether a row's blocks timed different numbers of calls a round (load/blocks.py): its block medians are no
+    drift evidence, and its merged median lies between two kinds of measure (a one-call round that waited for a core,
+    a hundred-call round that did not)."""
+    mixed = row.get("mixed_iterations")
+    return bool(pd.notna(mixed) and mixed)
 
 
 def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -138,7 +147,7 @@ def _of_blocks(frame: pd.DataFrame) -> Iterable[Evidence]:
     for _, row in frame.iterrows():
         medians, errors = _blocks(row), np.asarray(row.get("block_log_se") or [], dtype=float)
         kept = np.isfinite(medians) & (medians > 0)
-        if kept.sum() < 2 or errors.size != medians.size:
+        if kept.sum() < 2 or errors.size != medians.size or mixed_iterations(row):
             continue
         logs = np.log(medians[kept])
         beyond = float(np.sum((logs - logs.mean()) ** 2) - (kept.sum() - 1) * np.mean(errors[kept] ** 2))

@@ -392,10 +392,9 @@ class RunView:
     def ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None = None) -> Ratio:
         """Row ``a``'s median time over row ``b``'s, with this comparison's own interval (xferbench.ratios): from
         their paired blocks where both were measured so, else from their rounds and the drift of their regimes."""
-        value = float(a["median_s"]) / float(b["median_s"])
         x, y = paired_blocks(a, b)
         if x.size:
-            return paired(x.tolist(), y.tolist(), value)
+            return paired(x.tolist(), y.tolist())
         return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
 
 

@@ -10,7 +10,8 @@ min and the greatest max. Rounds add up. The figures measured beside the time (d
 median of the blocks' where numbers, else the first block's. The row keeps ``blocks`` (how many were merged),
 ``block_medians`` and ``block_log_se`` (per planned block, NaN where one is missing: each block's median and the
 standard error of its log, from which xferbench.ratios pairs two cases block by block and analyze/drift.py reads the
-drift beyond the blocks' own noise) and ``block_spread`` (the slowest block's median over the fastest's, minus one).
+drift beyond the blocks' own noise), ``block_spread`` (the slowest block's median over the fastest's, minus one) and
+``mixed_iterations`` (its blocks timed calls a round 2x or more apart: their medians measure different things).
 A block that is missing (a run cut short) leaves the others to merge; a duplicated block, a block count that differs,
 or blocks of different cases under one case id are an error (ContractError, one line). No torch here.
 """
@@ -77,6 +78,10 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     medians = [row["median_s"] for row in rows]
     merged["blocks"] = len(rows)
     merged["block_spread"] = max(medians) / min(medians) - 1 if len(rows) > 1 else float("nan")
+    # pytest-benchmark calibrates each block: one whose first calls stalled times a call a round, the others a hundred
+    # (a 1,000 against 1,058 of a 1 µs call is calibration's usual wobble, the same measure)
+    counts = [int(row["iterations"]) for row in rows]
+    merged["mixed_iterations"] = max(counts) >= 2 * min(counts)
     planned = [math.nan] * blocks[0][0].count
     merged["block_medians"], merged["block_log_se"] = list(planned), list(planned)
     for (block, _, _), row in zip(blocks, rows, strict=True):

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ...ratios import Ratio
 from ...units import DTYPE_SIZES, format_bytes, format_seconds
+from ..drift import mixed_iterations
 from ..model import SINGLE_THREAD
 from ..view import RunView
 
@@ -18,12 +19,13 @@ GRAIN = 32768
 
 
 def thread_pairs(view: RunView) -> pd.DataFrame:
-    """Per size both ran with at least ``GRAIN`` elements: the default-thread copy_ and the single-thread one, side by
-    side (``_many``/``_one``; ``row_many``/``row_one`` index the view's rows)."""
+    """Per size both ran with at least ``GRAIN`` elements, and neither in blocks of different calls a round (a median
+    between a stalled one-call round and a hundred-call one is no thread count's): the default-thread copy_ and the
+    single-thread one, side by side (``_many``/``_one``; ``row_many``/``row_one`` index the view's rows)."""
     rows = view.rows
     host = rows[(rows["op"] == "host") & (rows["method"] == SINGLE_THREAD["method"])]
     elements = host["nbytes"] / host["dtype"].map(DTYPE_SIZES).fillna(1)
-    host = host[elements >= GRAIN].assign(row=lambda frame: frame.index)
+    host = host[(elements >= GRAIN) & ~host.apply(mixed_iterations, axis=1).astype(bool)].assign(row=lambda f: f.index)
     one = host[host["variant"] == SINGLE_THREAD["variant"]]
     many = host[host["variant"] != SINGLE_THREAD["variant"]]
     return many.merge(one, on="nbytes", suffixes=("_many", "_one"))
