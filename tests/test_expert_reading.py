@@ -131,6 +131,9 @@ def test_the_two_directions_staging_differ_and_the_run_says_it_cannot_tell_why(h
     assert ("Staging differs by direction: at 256 MiB it costs 26.8 ms host to device and 12.8 ms device to host (2.1×"
             in staged)
     assert "the difference comes from the sizes above 16 MiB" in staged
+    # each size its own figures: 16 MiB's 1.315 ms and 1.236 ms, not 256 MiB's twice
+    assert ("pageable copy_ ran 12.8 GB/s to the GPU and 13.6 from it at 16 MiB, which the run cannot tell apart, and "
+            "8.47 against 15.1 GB/s at 256 MiB") in staged
     assert staged.endswith("Why, this run cannot tell: it records no single-thread host memcpy and no page-fault counts.")
 
 

@@ -46,8 +46,8 @@ def staging_both_ways(view: RunView) -> str | None:
             f"took {format_seconds(slow[0])} and {format_seconds(slow[1])}, {judged.text()})")
     if alike:
         mid = alike[-1]
-        (a_mid, b_mid), (a_big, b_big) = ((float(t[n, "pageable"]["bandwidth_gbps"]) for t in (up, down))
-                                          for n in (mid, size))
+        (a_mid, b_mid), (a_big, b_big) = ([float(t[n, "pageable"]["bandwidth_gbps"]) for t in (up, down)]
+                                          for n in (mid, size))  # lists: each binds its own n
         text += (f"; pageable copy_ ran {a_mid:.3g} GB/s to the GPU and {b_mid:.3g} from it at {format_bytes(mid)}, "
                  f"which the run cannot tell apart, and {a_big:.3g} against {b_big:.3g} GB/s at {format_bytes(size)}: "
                  f"the difference comes from the sizes above {format_bytes(mid)}")
