@@ -70,13 +70,21 @@ def _on_gpu(at: pd.Series, ratio: Any, fed: str) -> list[str]:
             f"{waits(ratio, base, alone)}.", *[s for c in ON_GPU for s in _against(at, ratio, *c)], *pays]
 
 
+def _batch(at: pd.DataFrame) -> str:
+    """What one batch holds, in the run's own unit: ``32 decoded images``, or ``8×2048 tokens`` (an older run's)."""
+    shape, unit = str(at["shape"].iloc[0]), at["size_unit"].iloc[0] if "size_unit" in at else None
+    if not isinstance(unit, str) or unit == "images":  # no unit recorded: this family's images
+        return f"{shape.split('x')[0]} decoded images"
+    return f"{shape.replace('x', '×')} {unit}"
+
+
 def finding(rows: pd.DataFrame) -> list[str]:
     """Per batch size, on the first GPU: the step and its wait for input, each option against the base, what pays;
     to the host, the loader alone. Comparisons by ``rows.attrs["ratio"]`` (the run's rule); none without it."""
     ratio, out = rows.attrs.get("ratio"), []
     gpus = rows.loc[rows["dst"] != "cpu", "dst"]  # the first GPU speaks: identical GPUs say the same
     for (dst, nbytes), at in rows[rows["dst"].isin(["cpu", *([gpus.min()] if len(gpus) else [])])].groupby(["dst", "nbytes"]):
-        fed = f"{at['shape'].iloc[0].split('x')[0]} decoded images a batch ({format_bytes(nbytes)})"
+        fed = f"{_batch(at)} a batch ({format_bytes(nbytes)})"
         if ratio is not None and dst != "cpu":
             out += _on_gpu(at, ratio, fed)
         elif ratio is not None:
