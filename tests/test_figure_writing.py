@@ -54,7 +54,7 @@ def _minor_labels(low: float, high: float) -> list[str]:
     log_y(ax)
     ax.set_ylim(low, high)
     fig.canvas.draw()
-    ticks = [(loc, t.get_text()) for loc, t in zip(ax.yaxis.get_minorticklocs(), ax.yaxis.get_minorticklabels())
+    ticks = [(loc, t.get_text()) for loc, t in zip(ax.yaxis.get_minorticklocs(), ax.yaxis.get_minorticklabels(), strict=True)
              if low <= loc <= high]
     plt.close(fig)
     return [text for _, text in ticks] if ticks else ["no minor ticks"]
