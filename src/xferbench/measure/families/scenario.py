@@ -184,8 +184,9 @@ def empty_host_cache() -> None:
 # --- timing one ----------------------------------------------------------------------------------------------
 
 #: Rounds for scenarios whose every round needs an untimed setup (pytest-benchmark
-#: cannot calibrate those): enough for a median and a significance test.
-SETUP_ROUNDS = {"quick": 15, "full": 30}
+#: cannot calibrate those): enough for a median and its order-statistic interval (the 2nd and 9th of 10). A
+#: DataLoader's start-up, first batch and epoch rounds take 0.1-0.3 s each: 15 in the quick profile cost it 2 s more.
+SETUP_ROUNDS = {"quick": 10, "full": 30}
 #: Untimed rounds pytest-benchmark's pedantic mode runs before those.
 SETUP_WARMUP_ROUNDS = 2
 
