@@ -122,7 +122,7 @@ LADDER_CAPTION = (
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
-    "itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's interval "
-    "joins the two medians' order-statistic intervals (95%; min to max with 5 rounds or fewer): one that holds zero "
-    "reads \"can't tell\", never a share.")
+    "itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's interval is "
+    "the two rungs' ratio's (95%: paired blocks where both were measured so, else their rounds and the run's drift): "
+    "one that holds zero reads \"can't tell\", never a share.")
 
