@@ -161,6 +161,8 @@ class TestRead3b:
 
         quick = ROOT / "tests" / "data" / "cpu-quick-sample.json"
         assert "no fault counts" not in HOST_LADDER_CAPTION
+        # the step's interval is the rungs' ratio's, as the ladder computes it (analyze/ladder.py Step), never a join
+        assert "the two rungs' ratio's (95%: paired blocks where both were measured so" in HOST_LADDER_CAPTION
         cells = [c["text"] for row in ladder_table(RunView.of(load([quick])))["rows"] for c in row["cells"]]
         assert any("with 16,385 more minor faults per call" in c for c in cells)
         assert not any("no fault counts" in c for c in cells)
@@ -188,3 +190,15 @@ class TestRead3a:
         assert len(fast) == 2 and all(t.endswith("faster than memory allows: ran from a cache") for t in fast)
         clone = busy.fits[busy.fits["path"] == "host pageable clone cpu"].iloc[0]
         assert clone["resident_sizes"] == 2  # 1 KiB stays in clone's β fit
+
+
+def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread():
+    """tests/data/cpu-quick-sample.json ran with 84% of the CPU taken by others: its 64 MiB copy_ median is one speed of
+    six blocks' 1.14-2.83 GB/s, so the headline says "under load" and the evidence gives the blocks' span."""
+    from xferbench.analyze.report.findings import findings
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
+    (said,) = [f for f in findings(view) if f.headline.startswith("Host memory copies")]
+    assert said.headline == "Host memory copies reach 1.68 GB/s at 64 MiB under load."
+    assert said.startswith("Host memory copies (torch's copy_, 2 threads) reached 1.68 GB/s at 64 MiB under load "
+                           "(1.14-2.83 GB/s across its 6 blocks; one thread: 1.86 GB/s)")
