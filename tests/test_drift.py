@@ -335,3 +335,12 @@ def test_the_drift_t_quantile_is_the_evidence_count(far_apart):
     drift = far_apart.drift.of(pair.slow, pair.fast, leave_out=pair.key)
     ratio = far_apart.ratio(pair.slow, pair.fast, leave_out=pair.key)
     assert drift.df > 0 and math.log(ratio.high / ratio.value) >= stats.t.ppf(0.975, drift.df) * drift.sd
+
+
+def test_a_rows_blocks_span_in_gb_per_s():
+    """A 64 MiB row's six block medians as the GB/s they ran at, slowest to fastest; NaN (a missing block) left out;
+    a row without blocks, or with one, says nothing."""
+    one = {"nbytes": 64 * MiB, "block_medians": [0.0237, 0.0589, math.nan, 0.030, 0.040, 0.050]}
+    assert drift_text.across(pd.Series(one)) == ["1.14-2.83 GB/s across its 5 blocks"]
+    assert drift_text.across(pd.Series({"nbytes": MiB, "block_medians": [1e-3, math.nan]})) == []
+    assert drift_text.across(pd.Series({"nbytes": MiB})) == []

@@ -300,15 +300,6 @@ def noop_cost(view: RunView) -> Said | None:
                 "object and copies nothing.")
 
 
-def _across(row: pd.Series) -> list[str]:
-    """``1.14-2.83 GB/s across its 6 blocks`` where the row was measured in blocks, else nothing."""
-    medians = [m for m in (row.get("block_medians") or []) if isinstance(m, float) and m > 0]
-    if len(medians) < 2:
-        return []
-    gbps = sorted(float(row["nbytes"]) / m / 1e9 for m in medians)
-    return [f"{gbps[0]:.3g}-{gbps[-1]:.3g} GB/s across its {len(gbps)} blocks"]
-
-
 def latency_bound(view: RunView) -> Said | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
@@ -462,7 +453,7 @@ def host_copy(view: RunView) -> Said | None:
         headline = f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s at {format_bytes(best['nbytes'])}{under}."
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
-        aside = [*_across(best), *([f"one thread: {one['bandwidth_gbps'].iloc[0]:.3g} GB/s"] if not one.empty else [])]
+        aside = [*drift_text.across(best), *([f"one thread: {one['bandwidth_gbps'].iloc[0]:.3g} GB/s"] if not one.empty else [])]
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
                     + (f" ({'; '.join(aside)})" if aside else ""))
     else:
