@@ -202,3 +202,14 @@ def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread():
     assert said.headline == "Host memory copies reach 1.68 GB/s at 64 MiB under load."
     assert said.startswith("Host memory copies (torch's copy_, 2 threads) reached 1.68 GB/s at 64 MiB under load "
                            "(1.14-2.83 GB/s across its 6 blocks; one thread: 1.86 GB/s)")
+
+
+def test_a_busy_run_s_no_ops_are_not_judged_by_a_4_byte_copy_s_blocks():
+    """tests/data/cpu-quick-sample.json: .to('cpu') at 64 MiB 2001 ns against a 988 ns copy. The latency regime's only
+    evidence is the 4 B copy_'s blocks; the no-ops' own medians wander 1.25-6.7x between 4 B and 64 MiB under load, so
+    judged by that evidence the 2.02x would read resolved. A large no-op stays in its size's regime: can't tell."""
+    from xferbench.analyze.report.findings import findings
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
+    (said,) = [f for f in findings(view) if f.headline.startswith("A no-op move")]
+    assert "whether it costs more, can't tell (could see ≥" in said
