@@ -14,8 +14,9 @@ Two ways to an interval, chosen by how the two cases were measured (docs/design.
   A run with no such evidence at all cannot bound its drift: its unpaired comparisons are ``unjudged``.
 
 The interval is ``value x exp(+-t se)`` around the figure (paired: the geometric mean of the block ratios; rounds: the
-ratio of the two medians the page prints), resolved when it excludes 1; "could see" is ``exp(t se)``, the smallest ratio these data would tell from 1. Plain numbers in,
-plain numbers out: the analysis side, the families' findings and the trace pricer share it. No torch, no pandas.
+ratio of the two medians the page prints), resolved when it excludes 1; "could see" is ``exp(t se)``, the smallest
+ratio these data would tell from 1. Plain numbers in, plain numbers out: the analysis side, the families' findings and
+the trace pricer share it. No torch, no pandas.
 """
 
 from __future__ import annotations
