@@ -70,10 +70,9 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
     """The change's condition, with what the run measured of the price of breaking it."""
     size = format_bytes(int(now["nbytes"]))
     if spec.key == "pinned-buffer" and (pin := _cost_of(view, "pin_memory", "pin_cold", now)) is not None:
-        cached = _cost_of(view, "pin_memory", "pin_cached", now)
-        warm = f"{format_seconds(float(cached['median_s']))} recycled to " if cached is not None else ""
-        return (f"{spec.condition}; a fresh pinned buffer each call adds pinning's {warm}"
-                f"{format_seconds(float(pin['median_s']))} cold at {size}")
+        # pin_cached is pin_memory() from the pinned cache with its copy in: no price of a recycled empty buffer
+        return (f"{spec.condition}; a fresh pinned buffer each call, never freed, adds a cold pin, "
+                f"{format_seconds(float(pin['median_s']))} at {size} (one recycled from the cache: not measured)")
     if spec.key == "non-blocking-to":
         kept, freed = (_cost_of(view, "d2h_kept", v, now) for v in ("kept", "freed"))
         if kept is not None and freed is not None:
