@@ -182,7 +182,7 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
         # 119 µs between rungs 2.4% apart: their ratio's interval holds 1, so no share
         ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "launch, synchronization and blocking (the call over its non-blocking twin's DMA)", launch,
-         f"can't tell (the two rungs: {ladder.steps[2].ratio.text()})"],
+         f"can't tell (the two rungs could see ≥ {ladder.steps[2].ratio.could_see:.2f}×)"],
         ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]
     assert (fresh.split()[:2], staging.split()[:2], launch.split()[:2], s(dma_s)) == (
@@ -194,7 +194,7 @@ def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
     rows = _markdown_table(markdown, ".to(device) from pageable memory of 1 GiB")
     assert rows[1][:3] == ["1", "copy_ from pageable memory into a device buffer: h2d pageable copy_ cpu->cuda:0",
                            "the fresh device destination (the caching allocator)"]
-    assert rows[1][3].startswith("1.56 ms (-28.9 ms to ") and rows[1][4].startswith("can't tell (the two rungs: can't tell")
+    assert rows[1][3].startswith("1.56 ms (-28.9 ms to ") and rows[1][4].startswith("can't tell (the two rungs could see ≥")
     assert [row[0] for row in rows] == ["the call", "1", "2", "3", "left"]
     assert [title for title in ("**.cpu() of", "**.to(device) of", "**.to(device) from", "**clone() of")
             if title in markdown] == ["**.cpu() of", "**.to(device) of", "**.to(device) from", "**clone() of"]

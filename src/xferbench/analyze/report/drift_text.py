@@ -22,13 +22,14 @@ def statement(view: RunView) -> str:
     regimes = view.drift.regimes
     drift = "; ".join(f"{_REGIME[r]} {d.sd:.1%} ({d.df} degrees of freedom)" if d.sd > 0 else
                       f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in regimes.items())
-    paired = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block"
-              if blocked else "no case was measured in interleaved blocks")
     sources = "same-code pairs and blocks" if blocked else "same-code pairs"
     between = (f"the run's drift between cases of their regime (a standard deviation, from its {sources}: {drift})"
                if drift else "no drift between cases, which this run gives no evidence of")
-    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {paired}; other "
-            f"comparisons rest on their rounds plus {between}.")
+    rest = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block; other "
+            "comparisons rest on their" if blocked else "no case was measured in interleaved blocks, so every "
+            "comparison rests on its cases'")
+    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {rest} rounds "
+            f"plus {between}.")
 
 
 def _where(view: RunView, pair: Pair) -> str:

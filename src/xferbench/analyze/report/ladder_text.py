@@ -4,6 +4,8 @@ here."""
 
 from __future__ import annotations
 
+import math
+
 from ...families.core import SHORT
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, Step, percent
@@ -12,8 +14,10 @@ __all__ = ["fault_split", "sentence", "short", "split_text", "summary", "why_not
 
 
 def why_not(step: Step) -> str:
-    """Why a step is "can't tell": the two rungs' ratio, unresolved."""
-    return f"the two rungs: {step.ratio.text()}"
+    """Why a step is "can't tell": the smallest ratio the two rungs could tell from 1, or that the run cannot judge."""
+    if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
+        return "the run gives no evidence of its drift"
+    return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
 
 
 def split_text(ladder: Ladder, step: Step) -> str | None:
@@ -37,7 +41,7 @@ def sentence(ladder: Ladder, step: Step) -> str:
     """One step in words: its figure and interval, or "can't tell"."""
     span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
     if not step.told:
-        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; the two rungs: {step.ratio.text()})"
+        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
     return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}; {span})"
 
 
