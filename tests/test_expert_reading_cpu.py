@@ -213,3 +213,16 @@ def test_a_busy_run_s_no_ops_are_not_judged_by_a_4_byte_copy_s_blocks():
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
     (said,) = [f for f in findings(view) if f.headline.startswith("A no-op move")]
     assert "whether it costs more, can't tell (could see ≥" in said
+    # its medians (206-2001 ns) span the run's load, not the call: the headline says so
+    assert said.headline == ("A no-op move of a tensor already on cpu costs 206-2001 ns a call under load: it returns the "
+                             "same object.")
+
+
+def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(tmp_path):
+    """tests/data/cpu-busy-host.json's 1 MiB copy_: two blocks of 100 calls a round (15 µs), four of one (12 ms). Its
+    merged 6.54 ms lies between them: the appendix row and the figure's hover say its blocks differ."""
+    from xferbench.analyze.report.page import write_report
+
+    page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
+    assert page.count("80 × 100, its blocks' calls a round 2× or more apart") == 1
+    assert page.count("× 100, its blocks' calls a round 2× or more apart") >= 2  # the row and its hover

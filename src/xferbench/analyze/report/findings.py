@@ -291,8 +291,9 @@ def noop_cost(view: RunView) -> Said | None:
                        "dispatches (not timed apart here)" if ratio.resolved else
                        f", the dearest median above the cheapest real copy's; whether it costs more, {ratio.text()}")
         sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
-    headline = (f"A no-op move of a tensor already on {device} costs {_span(on['median_s'] * 1e9, '.0f')} ns a call: it "
-                "returns the same object.")
+    under = " under load" if view.busy else ""  # a busy run's medians span its load, not the call
+    headline = (f"A no-op move of a tensor already on {device} costs {_span(on['median_s'] * 1e9, '.0f')} ns a call{under}: "
+                "it returns the same object.")
     if cheapest is None:
         return Said(headline, sentence + "; each returns the very same object.")
     return Said(headline, sentence + f"; the cheapest real copy measured ({cheapest['path']}, "
