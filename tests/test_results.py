@@ -597,6 +597,8 @@ class TestRunLevelFields:
         ({"commit_info": "abc"}, "field 'commit_info' must be an object, got 'abc'"),
         ({"datetime": 20260101}, "field 'datetime' must be a string, got 20260101"),
         ({"commit_info": "x" * 100}, "field 'commit_info' must be an object, got '" + "x" * 59),
+        # the page shows a commit id's first 12 characters: a number there is no commit
+        ({"commit_info": {"id": 12345678901234}}, "field 'commit_info.id' must be a string, got 12345678901234"),
     ])
     def test_wrong_type_is_named_with_its_value(self, tmp_path, fields, message):
         """A run-level field of the wrong type is refused at load, naming the file, the field and (cut to 60
