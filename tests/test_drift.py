@@ -107,6 +107,11 @@ def test_regimes_split_pageable_from_pinned_and_latency_from_bandwidth():
         ("pageable", "bandwidth"), ("device", "bandwidth"), ("pageable", "bandwidth"), ("pageable", "latency")]
     assert regime(pd.Series(row("d2d", "copy_", 4, 1e-6, src="cuda:0", dst="cuda:0", host_memory=None))) == (
         "device", "latency")
+    # a gloo world's ranks move host memory: "rank0:cpu" to "rank1:cpu" or "all:cpu"; an NCCL world's are devices
+    assert regime(pd.Series(row("send_recv", "send", MiB, 1e-3, src="rank0:cpu", dst="rank1:cpu", host_memory=None))) \
+        == ("pageable", "bandwidth")
+    assert regime(pd.Series(row("all_reduce", "x", 4, 1e-5, src="rank0:cuda:0", dst="all:cuda:0", host_memory=None))) \
+        == ("device", "latency")
 
 
 def test_each_regime_pools_its_own_evidence_and_a_pair_never_vouches_for_itself():

@@ -45,7 +45,9 @@ def regime(row: pd.Series) -> tuple[str, str]:
     ``device``; ``latency`` below 1 MiB, else ``bandwidth``). A no-op of a large tensor stays ``bandwidth``: the
     latency regime's evidence (a 4 B copy's blocks) says nothing of how far a no-op's medians wander under load (206 ns
     at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would judge no-ops too strongly."""
-    host = "cpu" in (row.get("src"), row.get("dst")) and row.get("host_memory") != "pinned"
+    # a rank's host memory reads "rank0:cpu", a gloo collective's "all:cpu"
+    host = any(str(end).split(":")[-1] == "cpu" for end in (row.get("src"), row.get("dst"))) \
+        and row.get("host_memory") != "pinned"
     return "pageable" if host else "device", "latency" if int(row.get("nbytes") or 0) < LATENCY_BYTES else "bandwidth"
 
 
