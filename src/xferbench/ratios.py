@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special  # scipy.stats' own quantile functions, without its import (most of a second a report)
 
-__all__ = ["CONFIDENCE", "Drift", "Ratio", "log_se", "median_span", "order_bounds", "order_se", "paired", "unpaired"]
+__all__ = ["CONFIDENCE", "IQR_SIGMA", "Drift", "Ratio", "log_se", "median_span", "order_bounds", "order_se", "paired", "unpaired"]
 
 #: Two-sided coverage of every interval.
 CONFIDENCE = 0.95
@@ -37,7 +37,7 @@ _Z = float(special.ndtri(0.5 + CONFIDENCE / 2))
 #: The standard error of a median over that of a mean, for normal rounds (sqrt(pi / 2)).
 _MEDIAN_SE = math.sqrt(math.pi / 2)
 #: An interquartile range over the standard deviation, for normal rounds.
-_IQR_SIGMA = 1.349
+IQR_SIGMA = 1.349
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def log_se(median: float, iqr: float, rounds: int) -> float:
     """The standard error of log(median) of ``rounds`` rounds with that IQR (0 for one round or no spread)."""
     if median <= 0 or rounds < 2 or not iqr > 0:
         return 0.0
-    return _MEDIAN_SE * (iqr / _IQR_SIGMA) / median / math.sqrt(rounds)
+    return _MEDIAN_SE * (iqr / IQR_SIGMA) / median / math.sqrt(rounds)
 
 
 def order_bounds(rounds: Sequence[float]) -> tuple[float, float]:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..ratios import Drift, log_se, order_se
+from .load.rows import flag
 
 __all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift", "side"]
 
@@ -72,14 +73,6 @@ def _blocks(row: pd.Series) -> np.ndarray:
     """A row's block medians where it was measured in blocks (NaN where a block is missing), else empty."""
     blocks = row.get("block_medians")
     return np.asarray(blocks, dtype=float) if isinstance(blocks, (list, tuple, np.ndarray)) else np.empty(0)
-
-
-def mixed_iterations(row: pd.Series) -> bool:
-    """Whether a row's blocks timed different numbers of calls a round (load/blocks.py): its block medians are no
-    drift evidence, and its merged median lies between two kinds of measure (a one-call round that waited for a core,
-    a hundred-call round that did not)."""
-    mixed = row.get("mixed_iterations")
-    return bool(pd.notna(mixed) and mixed)
 
 
 def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +143,7 @@ def _of_blocks(frame: pd.DataFrame) -> Iterable[Evidence]:
     for _, row in frame.iterrows():
         medians, errors = _blocks(row), np.asarray(row.get("block_log_se") or [], dtype=float)
         kept = np.isfinite(medians) & (medians > 0)
-        if kept.sum() < 2 or errors.size != medians.size or mixed_iterations(row):
+        if kept.sum() < 2 or errors.size != medians.size or flag(row, "mixed_iterations"):
             continue
         logs = np.log(medians[kept])
         beyond = float(np.sum((logs - logs.mean()) ** 2) - (kept.sum() - 1) * np.mean(errors[kept] ** 2))

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ...contract import hardware_identity, software_environment
+from ...ratios import IQR_SIGMA
 from ..load.case_time import (
     BANDWIDTH_MIN_BYTES,
     DEFAULT_FLOOR,
@@ -299,15 +300,11 @@ def _run_column(run: Results) -> pd.DataFrame:
                 raise ResultsError(f"{source}: benchmark {name!r} has non-finite or non-positive times")
             spread = robust_spread(np.log(rounds))
         else:
-            spread = math.log(q3_s / q1_s) / IQR_TO_SD if q1_s > 0 else 0.0
+            spread = math.log(q3_s / q1_s) / IQR_SIGMA if q1_s > 0 else 0.0
         rows.append({"case_key": case_key, "name": name, "path": path, "nbytes": int(nbytes), "moves": bool(np.isfinite(gbps)),
                      "op": op, "log_median": float(np.log(time_of(nbytes, gbps, data, min_s, median_s))),
                      "round_spread": spread})
     return pd.DataFrame(rows).set_index("case_key")
-
-
-#: A normal's interquartile range in standard deviations.
-IQR_TO_SD = 1.349
 
 
 def run_times(runs: Sequence[Results]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -12,7 +12,7 @@ import pandas as pd
 from ...contract import IDENTITY, ContractError, identity_from, measured_from
 from ...families import FAMILIES
 
-__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid"]
+__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid", "flag"]
 
 
 def _moves_payload(op: str, variant: str | None) -> bool:
@@ -144,3 +144,9 @@ def device_time_valid(frame: pd.DataFrame) -> pd.Series:
     pageable = frame["host_memory"].eq("pageable")
     blocking_host = frame["host_memory"].notna() & ~frame["non_blocking"].astype(bool)
     return recorded | ~(pageable | blocking_host)
+
+
+def flag(row: pd.Series, name: str) -> bool:
+    """A row's optional yes/no field (``round_trip``, ``mixed_iterations``): False where absent or NaN."""
+    value = row.get(name)
+    return bool(pd.notna(value) and value)

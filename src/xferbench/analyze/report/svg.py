@@ -31,7 +31,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocat
 from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_seconds, mathtext_safe
-from ..drift import mixed_iterations
+from ..load.rows import flag
 from .figure_text import drawable_text
 
 __all__ = ["WIDTH", "Plot", "as_plot", "gbps_text", "legend_outside", "log_y", "size_ticks", "tip", "tips_for",
@@ -198,16 +198,10 @@ def legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str]
                    bbox_to_anchor=(1.0, 0.98), fontsize=8, title=title, title_fontsize=8, frameon=False)
 
 
-def _round_trip(row: pd.Series) -> bool:
-    """Whether the row's median is a point-to-point round trip (its GB/s and one-way time use half of it)."""
-    flag = row.get("round_trip")
-    return bool(pd.notna(flag) and flag)
-
-
 def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
     return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
-            + (" round trip" if _round_trip(row) else "") + f" over {row['rounds']} rounds × {row['iterations']}"
-            + (", its blocks' calls a round 2× or more apart" if mixed_iterations(row) else "")
+            + (" round trip" if flag(row, "round_trip") else "") + f" over {row['rounds']} rounds × {row['iterations']}"
+            + (", its blocks' calls a round 2× or more apart" if flag(row, "mixed_iterations") else "")
             + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
             for index, row in rows.iterrows()]
 

@@ -8,7 +8,6 @@ import pandas as pd
 
 from ...ratios import Ratio
 from ...units import DTYPE_SIZES, format_bytes, format_seconds
-from ..drift import mixed_iterations
 from ..model import SINGLE_THREAD
 from ..view import RunView
 
@@ -25,7 +24,8 @@ def thread_pairs(view: RunView) -> pd.DataFrame:
     rows = view.rows
     host = rows[(rows["op"] == "host") & (rows["method"] == SINGLE_THREAD["method"])]
     elements = host["nbytes"] / host["dtype"].map(DTYPE_SIZES).fillna(1)
-    host = host[(elements >= GRAIN) & ~host.apply(mixed_iterations, axis=1).astype(bool)].assign(row=lambda f: f.index)
+    mixed = host.get("mixed_iterations", pd.Series(False, index=host.index)).eq(True)  # blocks of 1 and 100 calls a round
+    host = host[(elements >= GRAIN) & ~mixed].assign(row=lambda f: f.index)
     one = host[host["variant"] == SINGLE_THREAD["variant"]]
     many = host[host["variant"] != SINGLE_THREAD["variant"]]
     return many.merge(one, on="nbytes", suffixes=("_many", "_one"))
