@@ -215,8 +215,15 @@ def test_a_transport_helper_remote_is_refused(remote: str) -> None:
 
 
 def test_git_gets_a_time_limit(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A remote that never answers: git stands in as one that sleeps. (A real git on a tiny time limit races the OS:
+    on a loaded machine it can finish before the parent looks, and no limit is seen to pass.)"""
     monkeypatch.chdir(repo)
-    monkeypatch.setattr(store, "GIT_TIMEOUT_S", 1e-4)
+    hanging = tmp_path / "bin"
+    hanging.mkdir()
+    (hanging / "git").write_text("#!/bin/sh\nexec sleep 60\n")
+    (hanging / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{hanging}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(store, "GIT_TIMEOUT_S", 0.5)
     with no_hang(30), pytest.raises(store.StoreError, match="took longer than"):
         store.pull(store.parse_store("git:xferbench-data"), tmp_path / "out")
 
