@@ -226,3 +226,16 @@ def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(
     page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
     assert page.count("80 × 100, its blocks' calls a round 2× or more apart") == 1
     assert page.count("× 100, its blocks' calls a round 2× or more apart") >= 2  # the row and its hover
+
+
+def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named():
+    """The same 1 MiB copy_ (merged 6.54 ms, 0.16 GB/s) made the line through α and β miss it 35x, and the key
+    findings said no line fits host copy_: fitted without it, the line fits and the basis names the size left out."""
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
+    fit = view.fit_of("host pageable copy_ cpu")
+    assert fit is not None and fit["left_out"] == (2**20,) and fit["sizes"] == 3
+    assert view.model_miss(fit) is None
+    from xferbench.analyze.report.model_text import basis
+
+    assert basis(fit) == "fit over all sizes but 1 MiB, whose blocks timed calls a round 2× or more apart"
+    assert not any("No line of a fixed cost and a bandwidth fits" in said for said in findings(view))

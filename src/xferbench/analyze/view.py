@@ -303,7 +303,8 @@ class RunView:
         predicted over measured and its inverse), where that is over ``MODEL_MISS``x (a path with a cliff: the
         capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); else None."""
         frame = self.rows
-        rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])]
+        rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])
+                     & ~frame["nbytes"].isin(fit.get("left_out") or ())]  # the sizes the fit left out, as it did
         rows = rows[~self.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
         if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
             return None

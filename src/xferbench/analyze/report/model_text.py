@@ -37,7 +37,12 @@ def basis(fit: Mapping[str, Any]) -> str:
     """How a path's stated β was obtained (``model.fit_path``'s ``beta_basis``), in words; a capped one says what
     the model's β (``beta_gbps``) was."""
     key = str(fit["beta_basis"])
+    said = BASES[key.removeprefix("capped ")]
+    left = fit.get("left_out") or ()
+    if isinstance(left, tuple) and left:  # model.fit_paths leaves out sizes whose blocks mixed loops
+        said = (said.replace("all sizes", f"all sizes but {', '.join(map(format_bytes, left))}") if "all sizes" in said
+                else f"{said}, {', '.join(map(format_bytes, left))} left out") + \
+            (", whose blocks timed calls a round 2× or more apart")
     if key.startswith("capped "):
-        return (f"capped at the largest size measured ({BASES[key.removeprefix('capped ')]} gave "
-                f"{fit['beta_gbps']:.3g} GB/s)")
-    return BASES[key]
+        return f"capped at the largest size measured ({said} gave {fit['beta_gbps']:.3g} GB/s)"
+    return said
