@@ -582,12 +582,12 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     where it has some."""
     rows, instance, left = view.one_instance_rows(view.rows[view.rows["op"] == op])
     finding = family(op).finding if op in FAMILIES else None
-    if rows.empty or finding is None:
+    if rows.empty or (finding is None and not view.drift.pairs_of(op)):
         return []
     rows = rows.copy()
     rows.attrs["ratio"] = Rule(view.ratio)  # families.base: every comparison a family draws, with its own interval
     rows.attrs["shuffled"] = view.shuffled
-    said = finding(rows)
+    said = finding(rows) if finding is not None else []
     if (verdict := drift_text.verdict(view, op)) is not None:
         said.append(verdict)
     if instance is not None:
