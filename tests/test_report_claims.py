@@ -71,9 +71,11 @@ def test_4_the_break_even_never_mixes_two_runs(merged):
 
 def test_5_a_bimodal_pin_gives_no_break_even(merged):
     """full.json's 1 MiB pin_cold is bimodal (tests/test_h200_sample.py reads its rounds); the merged page reads it
-    (more rounds than quick-scenarios'): can't tell, never "from copy 1" alone."""
+    (more rounds than quick-scenarios'): can't tell, never "from copy 1" alone; most of its rounds cost under twice a
+    cached pin, so it prices no cold pin."""
     text, _ = merged
-    assert "can't tell: pin_memory()'s rounds spread from 16.9 µs to 5.97 ms (IQR), so from copy 1 to copy 83" in text
+    assert ("can't tell: the cold pin (18.3 µs) took under 2× a cached one (14.2 µs): most rounds locked no fresh page, "
+            "so no cold pin was priced at this size") in text
     assert "pays off from copy 1 " not in text and "can't tell" in text.split("1 MiB cuda:0")[1][:200]
 
 

@@ -50,7 +50,7 @@ def test_h1_the_cliff_claim_covers_the_calls_it_lists(h200):
     claim was "every call that allocates its destination"; the calls it lists all write fresh pageable host memory."""
     said = ("Across the same sizes every call measured here that writes a fresh pageable host destination grew dearer "
             "per byte than every call into a reused host buffer, each beyond its interval (torch.ones on the CPU "
-            "70.8 µs → 7.92 ms (28× per byte); torch.rand on the CPU 29 ms → 154 ms (1.32× per byte); torch.zeros on "
+            "70.8 µs → 7.92 ms (28× per byte); torch.zeros on "
             "the CPU 72.5 µs → 8.79 ms (30.3× per byte); host clone 132 → 8.27 GB/s (16× per byte); .cpu() 12.9 → "
             "1.32 GB/s (9.81× per byte); .to(device) 13 → 1.4 GB/s (9.32× per byte), against every copy_ into a reused "
             "host buffer")

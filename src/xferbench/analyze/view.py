@@ -41,8 +41,8 @@ from .model import (
     practical_ceiling,
 )
 
-__all__ = ["CLIFF_DROP", "MODEL_MISS", "PIN_SPREAD", "USUAL_WAY_BACK", "BreakEven", "HostPlacement", "Instance",
-           "RunView", "cliff", "host_placement"]
+__all__ = ["CLIFF_DROP", "COLD_OVER_CACHED", "MODEL_MISS", "PIN_SPREAD", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
+           "Instance", "RunView", "cliff", "host_placement"]
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
 USUAL_WAY_BACK = ("cpu", "to")
@@ -55,6 +55,10 @@ MODEL_MISS = 2.0
 
 #: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
 PIN_SPREAD = 2.0
+#: A cold pin page-locks fresh memory and then makes the cached pin's copy: one under this many cached pins' time saw
+#: no page-locking in most rounds (the H200 at 64 KiB and 1 MiB: 10.9 and 18.3 µs against 6.95 and 14.2 µs, where
+#: from 16 MiB up a cold pin costs 18x a cached one), so the run priced no cold pin at that size.
+COLD_OVER_CACHED = 2.0
 
 #: Variants of the pin_memory scenario the break-even reads, and the core-family case that stands in for a missing one.
 _PINNED_COPY = ("pinned_to", {"op": "h2d", "host_memory": "pinned", "non_blocking": True, "method": "to"})
@@ -88,6 +92,13 @@ class BreakEven:
     elsewhere: pd.Series | None = None
     #: Pageable over pinned, with its interval (None where one copy is missing).
     ratio: Ratio | None = None
+    #: The same size's pin_memory() from the cache, in the pin's run (None: not measured).
+    cached: pd.Series | None = None
+
+    @property
+    def cold_unseen(self) -> bool:
+        """Whether the cold pin took under ``COLD_OVER_CACHED`` cached pins: most rounds locked no fresh page."""
+        return self.cached is not None and float(self.pin["median_s"]) < COLD_OVER_CACHED * float(self.cached["median_s"])
 
     @property
     def saved_s(self) -> float | None:
@@ -344,13 +355,16 @@ class RunView:
         frame = self.rows
         pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
         found = []
+        cached = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cached")]
         for _, pin in pins.iterrows():
             pageable, pinned = (self._copy_at(pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY))
+            twin = cached[(cached["nbytes"] == pin["nbytes"]) & (cached["dst"] == pin["dst"]) & (cached["run"] == pin["run"])]
+            cache = twin.iloc[0] if not twin.empty else None
             if pageable is None or pinned is None:
                 elsewhere = self._copy_at(pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
-                found.append(BreakEven(pin, pageable, pinned, elsewhere))
+                found.append(BreakEven(pin, pageable, pinned, elsewhere, cached=cache))
             else:
-                found.append(BreakEven(pin, pageable, pinned, ratio=self.ratio(pageable, pinned)))
+                found.append(BreakEven(pin, pageable, pinned, ratio=self.ratio(pageable, pinned), cached=cache))
         return found
 
     def _copy_at(self, pin: pd.Series, which: tuple[str, dict[str, Any]], anywhere: bool = False) -> pd.Series | None:

@@ -9,6 +9,7 @@ listed; its condition says who gets the gain and who pays what it needs. No torc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -46,8 +47,9 @@ class Change:
     def text(self) -> str:
         """``saves 176 ms a call at 256 MiB (181 ms → 4.94 ms: 36.7× (28-57.2) faster)``."""
         now, then = format_seconds(float(self.now["median_s"])), format_seconds(float(self.then["median_s"]))
-        return (f"saves {format_seconds(self.saved_s)} a call at {format_bytes(int(self.now['nbytes']))} ({now} → {then}: "
-                f"{self.ratio.text()} faster)")
+        # a paired ratio is the block ratios' mean, not the two medians' quotient: said so, lest a reader divide them
+        how = f"{self.ratio.text()} faster block by block" if self.ratio.paired else f"{self.ratio.text()} faster"
+        return f"saves {format_seconds(self.saved_s)} a call at {format_bytes(int(self.now['nbytes']))} ({now} → {then}: {how})"
 
 
 def _pair(view: RunView, spec: ChangeSpec) -> tuple[pd.Series, pd.Series] | None:
@@ -81,11 +83,13 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
                     f"{format_seconds(float(freed['median_s']))} dropped at {size} (d2h_kept, first pass)")
         return f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call"
     if spec.key == "pinned-source":
-        even = next((e for e in view.break_even if int(e.pin["nbytes"]) == int(now["nbytes"]) and e.copies), None)
-        if even is not None and even.ratio is not None and even.ratio.resolved and not even.pin_spread_too_wide:
-            pin_s = float(even.pin["median_s"])  # what the copies this line prices save, not the pin family's own
-            return (f"{spec.condition}: pinning costs {format_seconds(pin_s)} at {size} here, what "
-                    f"{pin_s / float(now['median_s'] - then['median_s']):.2g} of these copies save")
+        even = next((e for e in view.break_even if int(e.pin["nbytes"]) == int(now["nbytes"])), None)
+        copies = even.copies if even is not None else None
+        if (even is not None and copies is not None and copies > 0 and even.ratio is not None and even.ratio.resolved
+                and not even.pin_spread_too_wide and not even.cold_unseen):
+            # the break-even table's own count, so the page gives one break-even per size
+            return (f"{spec.condition}: pinning costs {format_seconds(float(even.pin['median_s']))} at {size} here "
+                    f"and pays from copy {math.ceil(copies)} (the break-even table)")
     return spec.condition
 
 

@@ -13,7 +13,8 @@ from ...units import format_bytes, format_seconds
 from ..view import RunView
 
 __all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED",
-           "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "held_there", "matching", "mmap_clause"]
+           "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "first_touch", "fresh_clause", "held_there",
+           "matching", "mmap_clause"]
 
 #: glibc's largest mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX): its threshold starts at 128 KiB and
 #: rises as mmapped blocks are freed, never past this; above it every fresh allocation is a new mapping whose pages
@@ -33,8 +34,9 @@ def matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
 
 #: Calls that write a fresh pageable host destination on every call, and calls into a buffer they reuse (every copy_
 #: with a host end), each as (label, match): across a cliff every such call the run measured at both sizes is read.
-ALLOCATING = (("torch.{method} on the CPU", {"op": "create", "src": "cpu", "method": ("ones", "zeros", "rand", "randn",
-                                                                                       "full", "arange")}),
+#: Random creators are left out: their generator's own work sets their time (the H200's torch.rand took 29 ms at
+#: 16 MiB, torch.ones 71 µs), so their growth says nothing about the destination's pages.
+ALLOCATING = (("torch.{method} on the CPU", {"op": "create", "src": "cpu", "method": ("ones", "zeros", "full", "arange")}),
               ("host clone", {"op": "host", "method": "clone"}),
               (".{method}()", {"op": "d2h", "method": ("cpu", "to"), "host_memory": "pageable", "non_blocking": False}))
 #: The controls: copy_ into a host buffer written before (d2h and host copies). h2d's copy_ writes device memory, and
@@ -73,8 +75,8 @@ def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str
 
 def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]) -> str:
     """torch.empty across the cliff, where it stays under 1% of every allocating call that broke: its own time per
-    call, judged by its own interval. The H200 timed 4.44 µs → 15.9 µs, 3.58x: flat per byte, yet a jump in a call
-    that should not depend on size, so only where the jump is not resolved is the allocation call said not to break."""
+    call, judged by its own interval. The H200 timed 4.44 µs → 15.9 µs, 3.58x: a jump in a call that moves no bytes
+    (so no figure per byte), so only where the jump is not resolved is the allocation call said not to break."""
     empty = _across(view.rows, found["before"], found["after"], UNTOUCHED)
     if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
         return ""
@@ -82,7 +84,7 @@ def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]
     jump = view.ratio(*empty[0]["rows"])
     if jump.value <= 1 or not jump.resolved:
         return said + ": the allocation call itself did not break."
-    grew = f": flat per byte, but the call's own time grew {jump.text()}"
+    grew = f": it moves no bytes, yet its time grew {jump.text()}"
     if before_and_after_threshold(found, view):
         grew += (f", consistent with the allocator taking another path past glibc's largest mmap threshold "
                  f"({format_bytes(MMAP_THRESHOLD_MAX)})")
@@ -110,8 +112,8 @@ def _grew(calls: list[dict[str, Any]]) -> str:
 
 
 def _beyond(calls: list[dict[str, Any]], found: dict[str, Any]) -> str:
-    """``_grew`` with what each call took beyond its first size's time scaled by the bytes: torch.rand on the H200
-    grew only 1.32x per byte, yet took 37.5 ms more at 64 MiB than 4x its 16 MiB time (torch.ones 7.6 ms)."""
+    """``_grew`` with what each call took beyond its first size's time scaled by the bytes: a call that grew little per
+    byte can still take milliseconds more, which a reader sets beside the fresh pages' cost."""
     scale = found["after"] / found["before"]
     return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte, "
                      f"{format_seconds(c['after_s'] * (1 - 1 / c['growth']))} beyond {scale:g}× its "
@@ -198,3 +200,29 @@ def cliff_note(found: dict[str, Any], view: RunView) -> str:
     return cliff_cause(found, view)
 
 
+def fresh_clause(view: RunView, size: int) -> str:
+    """Why copy_ into an existing buffer is cheaper, only where the run's ladder tells its fresh-destination step."""
+    ladder = next((found for found in view.ladders if found.key in ("d2h-cpu", "d2h-to") and found.size == size), None)
+    if ladder is None or not ladder.steps[0].told:
+        return "; this run cannot tell it from .cpu() / .to(device)." if ladder is not None else "."
+    pages = ("faults its pages in" if ladder.split is not None else
+             "fills it (no fault counts recorded: how much of that is faults is not measured)")
+    return (f": {ladder.top.label} allocates a new pageable tensor on every call and {pages}, copy_ does "
+            f"not ({format_seconds(ladder.steps[0].seconds)} of {format_seconds(ladder.top.median_s)}, the ladder below)"
+            + first_touch(view, size, ladder.steps[0].seconds) + ".")
+
+
+def first_touch(view: RunView, size: int, step_s: float) -> str:
+    """What first touch of fresh host pages costs at ``size`` (host clone beyond host copy_, one run), beside the
+    fresh-destination step: on the H200 25.4 ms of .cpu()'s 163 ms, so the rest is said not isolated."""
+    host = view.rows[(view.rows["op"] == "host") & (view.rows["nbytes"] == size)]
+    both = [(g[g["method"] == "clone"], g[g["method"] == "copy_"]) for _, g in host.groupby("run", sort=True)]
+    clone, copy = next(((a.iloc[0], b.iloc[0]) for a, b in both if not a.empty and not b.empty), (None, None))
+    if clone is None or copy is None:
+        return ""
+    ratio = view.ratio(clone, copy)
+    touch = float(clone["median_s"] - copy["median_s"])
+    if not ratio.resolved or ratio.value <= 1 or touch >= step_s:
+        return ""
+    return (f"; on the host, first touch of fresh pages costs {format_seconds(touch)} at this size (host clone beyond "
+            f"host copy_), so the other {format_seconds(step_s - touch)} of that step this run does not isolate")

@@ -25,9 +25,11 @@ RECORD = Family("pin_memory", "Scenario: is pinning worth it?",
                 "t.pin_memory() cold and from the host cache, pin-then-move against a reused buffer, and the DMA from "
                 "a tensor pinned once (the break-even: how many reuses pay for pinning)",
                 "scenario", "tab:cyan", finding=finding, break_even=True,
-                caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it page-locks fresh "
-                        "memory (what the first pin of a size costs). pin_cached: the caching host allocator still holds a "
-                        "freed pinned block of that size, so the call is a memcpy into it (what a loop that pins every batch "
-                        "pays after its first). Whether pinning every transfer pays is read from the run, size by size: "
-                        "pin_cached_then_to (pin from the cache, then move) against to. pinned_to: the DMA from a tensor "
-                        "pinned once, what each reuse costs; pin_cold / (to - pinned_to) reuses pay for pinning it.")
+                caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it should page-lock "
+                        "fresh memory (what the first pin of a size costs); where it took under twice pin_cached, most "
+                        "rounds locked no fresh page, and the break-even table says so. pin_cached: the caching host "
+                        "allocator still holds a freed pinned block of that size, so the call is a memcpy into it (what a "
+                        "loop that pins every batch pays after its first). Whether pinning every transfer pays is read "
+                        "from the run, size by size: pin_cached_then_to (pin from the cache, then move) against to. "
+                        "pinned_to: the DMA from a tensor pinned once, what each reuse costs; pin_cold / (to - pinned_to) "
+                        "reuses pay for pinning it.")
