@@ -547,4 +547,6 @@ def drop_invalid_device_times(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame["device_seconds"] = pd.to_numeric(frame["device_seconds"], errors="coerce")
-    return frame
+    # Text columns as plain objects: pandas keeps each string column a block of its own, so every row filter of the
+    # report (hundreds a page) would take 40-odd blocks one by one; as objects they are one block, twice as fast.
+    return frame.astype({c: object for c, dtype in frame.dtypes.items() if pd.api.types.is_string_dtype(dtype)}).copy()
