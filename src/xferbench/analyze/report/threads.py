@@ -11,7 +11,7 @@ from ...units import DTYPE_SIZES, format_bytes, format_seconds
 from ..model import SINGLE_THREAD
 from ..view import RunView
 
-__all__ = ["GRAIN", "apart", "beta_noise", "host_threads", "thread_pairs", "threads_against_one"]
+__all__ = ["GRAIN", "beta_noise", "host_threads", "thread_pairs", "threads_against_one"]
 
 #: torch's grain size (at::internal::GRAIN_SIZE): a copy of fewer elements is never split across threads.
 GRAIN = 32768
@@ -36,16 +36,9 @@ def ratio_of(view: RunView, row: pd.Series) -> Ratio:
     return view.ratio(view.rows.loc[row["row_many"]], view.rows.loc[row["row_one"]])
 
 
-def apart(view: RunView, row: pd.Series) -> str | None:
-    """Why the two copies of one size (a ``thread_pairs`` row) can't be told apart (``can't tell (could see ≥
-    1.2x)``), or None where their ratio is resolved."""
-    found = ratio_of(view, row)
-    return None if found.resolved else found.text()
-
-
 def beta_noise(view: RunView) -> str | None:
     """Why the two copies' β cannot be told apart: at some size that both fits' β rest on (beyond the caches, and past
-    the default-thread copy's half of β, where the bytes set the time), their ratio is not resolved (``apart``); None
+    the default-thread copy's half of β, where the bytes set the time), their ratio is not resolved; None
     where every such size tells them apart."""
     pairs = thread_pairs(view)
     if pairs.empty:
@@ -55,8 +48,8 @@ def beta_noise(view: RunView) -> str | None:
     fit = view.fit_of(str(pairs["path_many"].iloc[0]))
     half = float(fit["half_peak_bytes"]) if fit is not None and pd.notna(fit["half_peak_bytes"]) else 0.0
     for _, row in pairs[~pairs["nbytes"].isin(cached) & (pairs["nbytes"] >= half)].sort_values("nbytes").iterrows():
-        if (why := apart(view, row)) is not None:
-            return f"at {format_bytes(int(row['nbytes']))} {why}"
+        if not (found := ratio_of(view, row)).resolved:
+            return f"at {format_bytes(int(row['nbytes']))} {found.text()}"
     return None
 
 
@@ -71,11 +64,11 @@ def host_threads(view: RunView) -> str:
 
 
 def threads_against_one(view: RunView) -> tuple[str, str] | None:
-    """The size where the default threads and one thread differ most, among the sizes whose ratio is resolved
-    (``apart``), as a headline and one sentence of evidence: which took longer and how many times with the interval,
-    and the load where the run recorded one; None where no size tells them apart (the β sentence says can't tell)."""
+    """The size where the default threads and one thread differ most, among the sizes whose ratio is resolved, as a
+    headline and one sentence of evidence: which took longer and how many times with the interval, and the load where
+    the run recorded one; None where no size tells them apart (the β sentence says can't tell)."""
     pairs = thread_pairs(view)
-    told = pairs[[apart(view, row) is None for _, row in pairs.iterrows()]] if not pairs.empty else pairs
+    told = pairs[[ratio_of(view, row).resolved for _, row in pairs.iterrows()]] if not pairs.empty else pairs
     if told.empty:
         return None
     ratio = told["median_s_many"] / told["median_s_one"]
@@ -88,54 +81,31 @@ def threads_against_one(view: RunView) -> tuple[str, str] | None:
     if many > one:
         head = f"A {size} host copy_ with {host_threads(view)} took {judged.text()} as long as on one thread"
         measured = f"{head} ({format_seconds(many)} against {format_seconds(one)}){under}"
-        beside = _neighbours_disagree(view, pairs, int(row["nbytes"]))
-        if beside and not (faster := _faster_beside(view, pairs, int(row["nbytes"]))):
+        # the sizes beside it that do not bear it out (not told apart, or the default threads not the slower)
+        odd = [(n, r, m, o) for n, r, m, o in _beside(view, pairs, int(row["nbytes"])) if not (r.resolved and m > o)]
+        if not odd:
+            return f"{head}{' under load' if load else ''}.", f"{measured}: more threads made it slower at this size."
+        if not all(r.resolved for _, r, _, _ in odd):
             # a figure out of line with neighbours that cannot be told apart is no thread effect this run shows
+            kept = "; ".join(f"{n} {format_seconds(m)} against {format_seconds(o)}" for n, _, m, o in odd)
             return (f"{head}, but not at the sizes beside it: whether more threads made it slower, can't tell.",
-                    f"{measured}; {beside}, so whether more threads made it slower, can't tell.")
-        if beside:  # told apart both ways: each size says what it resolved
-            other, ratio, times = faster[0]
-            return (f"{head}{' under load' if load else ''}; at {other} one thread took {ratio} as long.",
-                    f"{measured}; at {other} one thread took {ratio} as long ({times}): more threads made it slower "
-                    f"at {size} and faster at {other}.")
-        return f"{head}{' under load' if load else ''}.", f"{measured}: more threads made it slower at this size."
+                    f"{measured}; the size{'s' if len(odd) > 1 else ''} beside it do{'' if len(odd) > 1 else 'es'} not "
+                    f"bear it out ({kept}), so whether more threads made it slower, can't tell.")
+        other, faster, m, o = odd[0]  # told apart both ways: each size says what it resolved
+        return (f"{head}{' under load' if load else ''}; at {other} one thread took {faster.faster().text()} as long.",
+                f"{measured}; at {other} one thread took {faster.faster().text()} as long ({format_seconds(o)} against "
+                f"{format_seconds(m)}): more threads made it slower at {size} and faster at {other}.")
     head = f"A {size} host copy_ on one thread took {judged.faster().text()} as long as with {host_threads(view)}"
     return f"{head}.", f"{head} ({format_seconds(one)} against {format_seconds(many)}){under}."
 
 
-def _faster_beside(view: RunView, pairs: pd.DataFrame, nbytes: int) -> list[tuple[str, str, str]]:
-    """Where every size next to ``nbytes`` that does not bear out the default threads slower tells them apart the
-    other way (the default threads faster, resolved): each such size, one thread's ratio with its interval
-    (``1.43× (1.00-2.04)``) and the two times; else none."""
-    out = []
-    for n in _beside(pairs, nbytes):
-        row = pairs[pairs["nbytes"] == n].iloc[0]
-        if apart(view, row) is not None:
-            return []
-        many, one = float(row["median_s_many"]), float(row["median_s_one"])
-        if many < one:
-            out.append((format_bytes(int(n)), ratio_of(view, row).faster().text(),
-                        f"{format_seconds(one)} against {format_seconds(many)}"))
-    return out
-
-
-def _beside(pairs: pd.DataFrame, nbytes: int) -> list[int]:
-    """The next smaller and the next larger size both copies ran."""
+def _beside(view: RunView, pairs: pd.DataFrame, nbytes: int) -> list[tuple[str, Ratio, float, float]]:
+    """The next smaller and the next larger size both copies ran: each size, the default threads over one thread with
+    its interval, and the two times."""
     sizes = sorted(pairs["nbytes"].unique())
     at = sizes.index(nbytes)
-    return [n for n in sizes[max(at - 1, 0):at + 2] if n != nbytes]
-
-
-def _neighbours_disagree(view: RunView, pairs: pd.DataFrame, nbytes: int) -> str | None:
-    """Where a size next to ``nbytes`` (the next smaller and larger both copies ran) does not also show the default
-    threads slower and apart from one thread: the clause saying so; None where every neighbour bears it out."""
-    kept = []
-    for n in _beside(pairs, nbytes):
+    found = []
+    for n in (n for n in sizes[max(at - 1, 0):at + 2] if n != nbytes):
         row = pairs[pairs["nbytes"] == n].iloc[0]
-        if apart(view, row) is not None or row["median_s_many"] <= row["median_s_one"]:
-            kept.append(f"{format_bytes(int(n))} {format_seconds(float(row['median_s_many']))} against "
-                        f"{format_seconds(float(row['median_s_one']))}")
-    if not kept:
-        return None
-    several = len(kept) > 1
-    return f"the size{'s' if several else ''} beside it do{'' if several else 'es'} not bear it out ({'; '.join(kept)})"
+        found.append((format_bytes(int(n)), ratio_of(view, row), float(row["median_s_many"]), float(row["median_s_one"])))
+    return found
