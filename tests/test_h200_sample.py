@@ -139,7 +139,7 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
                 f"existing pageable buffer took {existing * 1e3:.3g} ms ({existing / pinned:.3g}× (2.77-4.67) pinned): "
                 ".cpu() allocates a new pageable tensor on every call and fills it (no fault counts recorded: how much "
                 "of that is faults is not measured), copy_ does not (163 ms of 181 ms, the ladder below); on the host, "
-                "first touch of fresh pages costs 25.4 ms at this size (host clone beyond host copy_), so the other "
+                "a fresh destination costs 25.4 ms at this size (host clone beyond host copy_), so the other "
                 "138 ms of that step this run does not isolate.")
     first = findings(RunView.of(full))[0]
     assert first == expected
@@ -440,11 +440,13 @@ def test_the_pinning_break_even_is_read_back_per_size(full, html):
     rows = {row["size"]: row for row in pinning_break_even(RunView.of(full))}
     assert sorted(rows) == [64 * 2**10, MiB, 16 * MiB, 64 * MiB, 256 * MiB]
     assert rows[64 * 2**10]["verdict"] == ("can't tell: the cold pin (10.9 µs) took under 2× a cached one (6.95 µs): most "
-                                           "rounds locked no fresh page, so no cold pin was priced at this size")
+                                           "rounds locked no fresh page (1 of 30 took 863 µs), so no cold pin was "
+                                           "priced at this size")
     rounds = np.array(RAW_ROUNDS[MiB])
     assert (rounds < 40e-6).sum() == 17 and (rounds > 3.5e-3).sum() == 12 and len(rounds) == 30
     assert rows[MiB]["verdict"] == ("can't tell: the cold pin (18.3 µs) took under 2× a cached one (14.2 µs): most "
-                                    "rounds locked no fresh page, so no cold pin was priced at this size")
+                                    "rounds locked no fresh page (13 of 30 took 2.98-5.98 ms), so no cold pin was "
+                                    "priced at this size")
     assert rows[MiB]["copies"] is None
     copies = {}
     for size in sorted(rows)[2:]:

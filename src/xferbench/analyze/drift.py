@@ -49,7 +49,10 @@ def regime(row: pd.Series) -> tuple[str, str]:
     # a rank's host memory reads "rank0:cpu", a gloo collective's "all:cpu"
     host = any(str(end).split(":")[-1] == "cpu" for end in (row.get("src"), row.get("dst"))) \
         and row.get("host_memory") != "pinned"
-    return "pageable" if host else "device", "latency" if int(row.get("nbytes") or 0) < LATENCY_BYTES else "bandwidth"
+    # torch.empty touches no byte at any size: its blocks say nothing of how a copy's bandwidth drifts
+    untouched = row.get("op") == "create" and row.get("method") == "empty"
+    small = int(row.get("nbytes") or 0) < LATENCY_BYTES or untouched
+    return "pageable" if host else "device", "latency" if small else "bandwidth"
 
 
 def side(row: pd.Series) -> tuple[float, float, int]:

@@ -13,7 +13,7 @@ from ...units import format_bytes, format_seconds
 from ..view import RunView
 
 __all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED",
-           "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "first_touch", "fresh_clause", "held_there",
+           "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "fresh_clause", "host_fresh", "held_there",
            "matching", "mmap_clause"]
 
 #: glibc's largest mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX): its threshold starts at 128 KiB and
@@ -209,12 +209,13 @@ def fresh_clause(view: RunView, size: int) -> str:
              "fills it (no fault counts recorded: how much of that is faults is not measured)")
     return (f": {ladder.top.label} allocates a new pageable tensor on every call and {pages}, copy_ does "
             f"not ({format_seconds(ladder.steps[0].seconds)} of {format_seconds(ladder.top.median_s)}, the ladder below)"
-            + first_touch(view, size, ladder.steps[0].seconds) + ".")
+            + host_fresh(view, size, ladder.steps[0].seconds) + ".")
 
 
-def first_touch(view: RunView, size: int, step_s: float) -> str:
-    """What first touch of fresh host pages costs at ``size`` (host clone beyond host copy_, one run), beside the
-    fresh-destination step: on the H200 25.4 ms of .cpu()'s 163 ms, so the rest is said not isolated."""
+def host_fresh(view: RunView, size: int, step_s: float) -> str:
+    """What a fresh host destination costs at ``size`` (host clone beyond host copy_, one run: allocation and first
+    touch, no fault counts needed), beside .cpu()'s fresh-destination step: on the H200 25.4 ms of 163 ms, so the rest
+    is said not isolated."""
     host = view.rows[(view.rows["op"] == "host") & (view.rows["nbytes"] == size)]
     both = [(g[g["method"] == "clone"], g[g["method"] == "copy_"]) for _, g in host.groupby("run", sort=True)]
     clone, copy = next(((a.iloc[0], b.iloc[0]) for a, b in both if not a.empty and not b.empty), (None, None))
@@ -224,5 +225,5 @@ def first_touch(view: RunView, size: int, step_s: float) -> str:
     touch = float(clone["median_s"] - copy["median_s"])
     if not ratio.resolved or ratio.value <= 1 or touch >= step_s:
         return ""
-    return (f"; on the host, first touch of fresh pages costs {format_seconds(touch)} at this size (host clone beyond "
-            f"host copy_), so the other {format_seconds(step_s - touch)} of that step this run does not isolate")
+    return (f"; on the host, a fresh destination costs {format_seconds(touch)} at this size (host clone beyond host "
+            f"copy_), so the other {format_seconds(step_s - touch)} of that step this run does not isolate")

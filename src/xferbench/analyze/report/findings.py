@@ -165,6 +165,25 @@ def _verdict(even: BreakEven) -> tuple[str, float | None]:
     return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
 
 
+def _above_gap(rounds: list[float]) -> pd.Series:
+    """The rounds above the widest gap between sorted rounds, where it is ``COLD_OVER_CACHED``x or more (the H200's
+    1 MiB cold pin: 17 rounds to 35.7 µs, 13 from 2.98 ms); none otherwise."""
+    times = pd.Series(sorted(t for t in rounds if t > 0), dtype=float)
+    if len(times) < 2:
+        return times.iloc[:0]
+    gaps = (times / times.shift()).iloc[1:]
+    return times.loc[gaps.idxmax():] if gaps.max() >= COLD_OVER_CACHED else times.iloc[:0]
+
+
+def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
+    """The single-thread copy beside the default threads' best, with which is faster by their own interval: two
+    figures side by side invite a ratio the run may not resolve (the busy run's 5.59 against 4.7 GB/s)."""
+    ratio = view.ratio(best, one)
+    which = (f"which is faster, {ratio.text()}" if not ratio.resolved else
+             f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}")
+    return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
+
+
 def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
     pinned .to), every figure from the pin's own run (``RunView.break_even``); "never pays off" where the pinned copy
@@ -177,9 +196,12 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
                                "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
         if even.cold_unseen and even.cached is not None:  # the fundamental lack: first, whatever else is missing
+            cached = float(even.cached["median_s"])
+            slow = _above_gap(pin.get("data") or [])  # the rounds that did lock fresh pages, where they stand apart
+            some = f" ({len(slow)} of {len(pin['data'])} took {_ms(slow)})" if len(slow) else ""
             row["verdict"] = (f"can't tell: the cold pin ({format_seconds(float(pin['median_s']))}) took under "
-                              f"{COLD_OVER_CACHED:g}× a cached one ({format_seconds(float(even.cached['median_s']))}): "
-                              "most rounds locked no fresh page, so no cold pin was priced at this size")
+                              f"{COLD_OVER_CACHED:g}× a cached one ({format_seconds(cached)}): most rounds locked no "
+                              f"fresh page{some}, so no cold pin was priced at this size")
         elif pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
             elsewhere = even.elsewhere
@@ -448,7 +470,7 @@ def host_copy(view: RunView) -> Said | None:
         headline = f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}."
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
-        aside = [*drift_text.across(best), *([f"one thread: {one['bandwidth_gbps'].iloc[0]:.3g} GB/s"] if not one.empty else [])]
+        aside = [*drift_text.across(best), *([_one_thread(view, best, one.iloc[0])] if not one.empty else [])]
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
                     + (f" ({'; '.join(aside)})" if aside else ""))
     else:

@@ -23,7 +23,8 @@ def _verdict(both: pd.Series, alone: pd.Series, judge: Judge) -> str:
         return f": both ways took {ratio.faster().text()} less time than one direction alone, an odd result"
     if ratio.low <= 2 <= ratio.high:
         return f": both ways took {ratio.text()} one direction's time: can't tell it from one at a time"
-    short = f"{ratio.value - 1:.0%} ({ratio.low - 1:.0%}-{ratio.high - 1:.0%})"
+    # throughput short of duplex: a time 1.109x as long moves the bytes at 1/1.109, 9.8% short
+    short = f"{1 - 1 / ratio.value:.0%} ({1 - 1 / ratio.low:.0%}-{1 - 1 / ratio.high:.0%})"
     return f": both ways took {ratio.text()} the slower direction's time alone, about {short} short of fully duplex"
 
 
