@@ -15,7 +15,6 @@ hang on it in ``ladders``, the run's drift by regime in ``drift``, and every com
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,7 +40,7 @@ from .model import (
     practical_ceiling,
 )
 
-__all__ = ["CLIFF_DROP", "COLD_OVER_CACHED", "MODEL_MISS", "PIN_SPREAD", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
+__all__ = ["CLIFF_DROP", "COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
            "Instance", "RunView", "cliff", "host_placement"]
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
@@ -53,8 +52,6 @@ CLIFF_DROP = 3.0
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
 MODEL_MISS = 2.0
 
-#: A pin whose rounds' upper quartile buys this many times the copies its lower quartile does has no one break-even.
-PIN_SPREAD = 2.0
 #: A cold pin page-locks fresh memory and then makes the cached pin's copy: one under this many cached pins' time saw
 #: no page-locking in most rounds (the H200 at 64 KiB and 1 MiB: 10.9 and 18.3 µs against 6.95 and 14.2 µs, where
 #: from 16 MiB up a cold pin costs 18x a cached one), so the run priced no cold pin at that size.
@@ -112,18 +109,6 @@ class BreakEven:
         """How many copies pay for the pin (its median over the saving), or None without a saving."""
         return float(self.pin["median_s"]) / self.saved_s if self.saved_s else None
 
-    @property
-    def copies_span(self) -> tuple[int, int]:
-        """The copies the pin's lower and upper quartile pay for (whole copies)."""
-        saved = self.saved_s or float("nan")
-        low, high = (math.ceil(float(self.pin[q]) / saved) for q in ("q1_s", "q3_s"))
-        return low, high
-
-    @property
-    def pin_spread_too_wide(self) -> bool:
-        """Whether the pin's own rounds spread over more than ``PIN_SPREAD``x the copies: no one break-even."""
-        low, high = self.copies_span
-        return high > PIN_SPREAD * max(low, 1)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
         even = next((e for e in view.break_even if int(e.pin["nbytes"]) == int(now["nbytes"])), None)
         copies = even.copies if even is not None else None
         if (even is not None and copies is not None and copies > 0 and even.ratio is not None and even.ratio.resolved
-                and not even.pin_spread_too_wide and not even.cold_unseen):
+                and not even.cold_unseen):
             # the break-even table's own count, so the page gives one break-even per size
             return (f"{spec.condition}: pinning costs {format_seconds(float(even.pin['median_s']))} at {size} here "
                     f"and pays from copy {math.ceil(copies)} (the break-even table)")

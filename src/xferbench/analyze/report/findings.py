@@ -151,17 +151,13 @@ def the_fix(view: RunView) -> str | None:
 
 
 def _verdict(even: BreakEven) -> tuple[str, float | None]:
-    """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``)
-    or the pin's own rounds spread too wide; else from copy N."""
-    pin, saved, copies = even.pin, even.saved_s or 0.0, even.copies
+    """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``);
+    else from copy N, by the pin's median (a pin whose rounds mostly missed page-locking is judged before this)."""
+    saved, copies = even.saved_s or 0.0, even.copies
     if even.ratio is not None and not even.ratio.resolved:
         return f"can't tell: pageable over pinned, {even.ratio.text()}", None
     if saved < 0:
         return "never pays off: the pinned copy is slower", None
-    low, high = even.copies_span
-    if even.pin_spread_too_wide:
-        return (f"can't tell: pin_memory()'s rounds spread from {format_seconds(float(pin['q1_s']))} to "
-                f"{format_seconds(float(pin['q3_s']))} (IQR), so from copy {low} to copy {high}"), copies
     return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
 
 
@@ -169,9 +165,7 @@ def _above_gap(rounds: list[float]) -> pd.Series:
     """The rounds above the widest gap between sorted rounds, where it is ``COLD_OVER_CACHED``x or more (the H200's
     1 MiB cold pin: 17 rounds to 35.7 µs, 13 from 2.98 ms); none otherwise."""
     times = pd.Series(sorted(t for t in rounds if t > 0), dtype=float)
-    if len(times) < 2:
-        return times.iloc[:0]
-    gaps = (times / times.shift()).iloc[1:]
+    gaps = (times / times.shift()).iloc[1:]  # none for fewer than two rounds: their max is NaN, no split
     return times.loc[gaps.idxmax():] if gaps.max() >= COLD_OVER_CACHED else times.iloc[:0]
 
 
@@ -187,8 +181,8 @@ def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
 def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
     """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
     pinned .to), every figure from the pin's own run (``RunView.break_even``); "never pays off" where the pinned copy
-    is slower, "can't tell" where the two differ by less than their spread (the sum of their IQRs), where the pin's own
-    rounds spread over more than ``PIN_SPREAD``x the copies, or where one was not measured in that run."""
+    is slower, "can't tell" where the copies' ratio is not resolved, where the cold pin took under ``COLD_OVER_CACHED``x
+    a cached one (most rounds locked no page), or where one was not measured in that run."""
     rows = []
     for even in view.break_even:
         pin, pageable, pinned = even.pin, even.pageable, even.pinned

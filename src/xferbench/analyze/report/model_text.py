@@ -40,9 +40,9 @@ def basis(fit: Mapping[str, Any]) -> str:
     said = BASES[key.removeprefix("capped ")]
     left = fit.get("left_out") or ()
     if isinstance(left, tuple) and left:  # model.fit_paths leaves out sizes whose blocks mixed loops
-        said = (said.replace("all sizes", f"all sizes but {', '.join(map(format_bytes, left))}") if "all sizes" in said
-                else f"{said}, {', '.join(map(format_bytes, left))} left out") + \
-            (", whose blocks timed calls a round 2× or more apart")
+        sizes = ", ".join(map(format_bytes, left))
+        said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}, {sizes} left out"
+        said += ", whose blocks timed calls a round 2× or more apart"
     if key.startswith("capped "):
         return f"capped at the largest size measured ({said} gave {fit['beta_gbps']:.3g} GB/s)"
     return said

@@ -191,7 +191,7 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
         "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
         "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
-        "pin whose rounds spread over more than twice the copies (IQR)."),
+        "cold pin that took under twice a cached one (most of its rounds locked no fresh page)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
                     "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
         "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),

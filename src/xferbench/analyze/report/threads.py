@@ -53,10 +53,6 @@ def beta_noise(view: RunView) -> str | None:
     return None
 
 
-def _times(factor: float) -> str:
-    return f"{factor:,.0f}" if factor >= 100 else f"{factor:.3g}"
-
-
 def host_threads(view: RunView) -> str:
     """``torch's default threads (8)``, or without a count where the fingerprint has none."""
     threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")
