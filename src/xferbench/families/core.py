@@ -158,7 +158,7 @@ CHANGES: tuple[ChangeSpec, ...] = (
                "x = x.pin_memory(); x.to('cuda', non_blocking=True)",
                {"op": "h2d", "method": "to", "host_memory": "pageable", "non_blocking": False},
                {"op": "h2d", "method": "to", "host_memory": "pinned", "non_blocking": True},
-               "x pinned once, then moved again and again"),
+               "x pinned once, moved again and again"),
     ChangeSpec("reused-host-buffer", "Copy into a buffer you keep", "y = x.clone()", "y.copy_(x)",
                {"op": "host", "method": "clone", "host_memory": "pageable"},
                {"op": "host", "method": "copy_", "host_memory": "pageable", "variant": None},
