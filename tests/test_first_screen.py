@@ -66,3 +66,14 @@ def test_each_headline_is_short_with_its_evidence_folded(which, cpu_view):
         assert len(finding.headline.split()) <= 50, finding.headline
         assert len(figures_in(finding.headline)) <= 4, finding.headline
         assert len(str(finding)) >= len(finding.headline)  # the evidence is the whole sentence, folded
+
+
+def test_a_cpu_runs_table_of_moves_is_its_host_moves(cpu_view):
+    """No GPU, so no transfer lines: the box gives the host's moves at the largest size, a fresh destination (clone,
+    203 ms at 64 MiB) against copy_ into a buffer it keeps, whose two calls (default threads, one thread) it cannot
+    tell apart."""
+    from xferbench.analyze.report.changes import at_a_glance
+
+    assert [(line["what"], line["time"], line["gbps"]) for line in at_a_glance(cpu_view)] == [
+        ("host clone (new tensor every call)", "203 ms", "0.331"),
+        ("host copy_ into an existing buffer (2 calls: which is fastest, can't tell)", "36-39.9 ms", "1.68-1.86")]

@@ -9,7 +9,6 @@ listed; its condition says who gets the gain and who pays what it needs. No torc
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -22,7 +21,7 @@ from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..ladder import matching
 from ..view import USUAL_WAY_BACK, RunView
-from .findings import _at, _fastest_label, _tied_fastest
+from .findings import _at, _fastest_label, _tied_fastest, pinning_break_even
 
 __all__ = ["MOST", "Change", "at_a_glance", "changes"]
 
@@ -83,13 +82,10 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
                     f"{format_seconds(float(freed['median_s']))} dropped at {size} (d2h_kept, first pass)")
         return f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call"
     if spec.key == "pinned-source":
-        even = next((e for e in view.break_even if int(e.pin["nbytes"]) == int(now["nbytes"])), None)
-        copies = even.copies if even is not None else None
-        if (even is not None and copies is not None and copies > 0 and even.ratio is not None and even.ratio.resolved
-                and not even.cold_unseen):
-            # the break-even table's own count, so the page gives one break-even per size
-            return (f"{spec.condition}: pinning costs {format_seconds(float(even.pin['median_s']))} at {size} here "
-                    f"and pays from copy {math.ceil(copies)} (the break-even table)")
+        row = next((r for r in pinning_break_even(view) if r["size"] == int(now["nbytes"]) and r["copies"]), None)
+        if row is not None:  # the break-even table's own verdict: one break-even per size on the page
+            return (f"{spec.condition}: pinning costs {format_seconds(row['pin_s'])} at {size} here and pays "
+                    f"{row['verdict'].split(' (')[0]} (the break-even table)")
     return spec.condition
 
 
@@ -135,4 +131,8 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
     for memory in ("pinned", "pageable"):
         fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
     fastest("same-device copy", _at(frame, size, op="d2d"))
+    if not lines:  # a CPU-only run: its moves are the host's, a fresh destination against a reused one
+        host = _at(frame, size, op="host")
+        add("host clone (new tensor every call)", host[host["method"] == "clone"])
+        fastest("host copy_ into an existing buffer", host[host["method"] == "copy_"])
     return [line | {"size": format_bytes(size)} for line in lines]
