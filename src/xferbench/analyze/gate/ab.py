@@ -383,7 +383,7 @@ def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: floa
     for row, cls in zip(ratios, classes, strict=True):
         hl, low, high = hodges_lehmann(row)
         limit = math.log1p(floor if floor is not None else AB_FLOOR[cls])
-        first.append((hl, low, high, signed_rank(row), abs(hl) > limit and signed_rank(row) < alpha))
+        first.append((hl, low, high, signed_rank(row), abs(hl) > limit and signed_rank(row) < alpha, limit))
     flagged = [i for i, f in enumerate(first) if f[4]]
     confirm_p: dict[int, float] = {}
     if flagged and confirm > 0:
@@ -396,9 +396,9 @@ def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: floa
             direction = "greater" if first[i][0] > 0 else "less"
             confirm_p[i] = signed_rank(fresh[j], direction) if j is not None else 1.0
     cases = []
-    for i, (hl, low, high, p, is_flagged) in enumerate(first):
-        if not is_flagged:
-            verdict = UNCHANGED
+    for i, (hl, low, high, p, is_flagged, limit) in enumerate(first):
+        if not is_flagged:  # "unchanged" only where the interval rules out a change past the floor (1.73x in 0.68-2.22x)
+            verdict = UNCHANGED if -limit <= low and high <= limit else CANT_TELL
         elif confirm > 0 and confirm_p[i] >= alpha:
             verdict = NOT_CONFIRMED
         else:
