@@ -522,8 +522,12 @@ class TestLatencyBoundRuns:
         sentence = host_copy(RunView.of(results))
         assert "GB/s" not in sentence and "roof of the pageable panels" not in sentence
         took = format_seconds(1.7e-6 + max(sizes) / 9e9)
+        # one size fits a fixed cost and a bandwidth alike: neither is claimed, in the headline nor the sentence
+        said = (": one size cannot tell a fixed cost from a bandwidth" if len(sizes) == 1 else
+                ", their fixed cost: every size measured is latency-bound")
         assert sentence.startswith(f"Host memory copies (torch's copy_, thread count not recorded) took {took} "
-                                   f"per call at {format_bytes(max(sizes))}, their fixed cost")
+                                   f"per call at {format_bytes(max(sizes))}{said}, so no bandwidth is stated")
+        assert sentence.headline.endswith(": one size, no bandwidth stated." if len(sizes) == 1 else ": their fixed cost.")
         assert ("one size only" if len(sizes) == 1 else "are latency-bound") in no_host_roof(host_ceiling_missing(results.frame))
         caption = next(p.caption for p in render(RunView.of(results)) if p.key == "bandwidth-h2d")
         assert "no host roof: the single-thread host memcpy" in caption

@@ -221,9 +221,8 @@ def host_fresh(view: RunView, size: int, step_s: float) -> str:
     clone, copy = next(((a.iloc[0], b.iloc[0]) for a, b in both if not a.empty and not b.empty), (None, None))
     if clone is None or copy is None:
         return ""
-    ratio = view.ratio(clone, copy)
     touch = float(clone["median_s"] - copy["median_s"])
-    if not ratio.resolved or ratio.value <= 1 or touch >= step_s:
+    if not (ratio := view.ratio(clone, copy)).resolved or ratio.value <= 1 or touch >= step_s:
         return ""
     return (f"; on the host, a fresh destination costs {format_seconds(touch)} at this size (host clone beyond host "
             f"copy_), so the other {format_seconds(step_s - touch)} of that step this run does not isolate")

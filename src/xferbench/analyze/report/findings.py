@@ -468,11 +468,12 @@ def host_copy(view: RunView) -> Said | None:
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
                     + (f" ({'; '.join(aside)})" if aside else ""))
     else:
-        headline = f"Host memory copies take {format_seconds(best['median_s'])} a call {where}: their fixed cost."
-        sentence = (f"Host memory copies ({who}) took "
-                    f"{format_seconds(best['median_s'])} per call {where}, their fixed cost: "
-                    + ("one size cannot tell it from a bandwidth" if sweep["nbytes"].nunique() < 2 else
-                       "every size measured is latency-bound") + ", so no bandwidth is stated")
+        one_size = sweep["nbytes"].nunique() < 2  # then neither a fixed cost nor a bandwidth: one point fits both
+        headline = (f"Host memory copies take {format_seconds(best['median_s'])} a call {where}"
+                    + (": one size, no bandwidth stated." if one_size else ": their fixed cost."))
+        sentence = (f"Host memory copies ({who}) took {format_seconds(best['median_s'])} per call {where}"
+                    + (": one size cannot tell a fixed cost from a bandwidth" if one_size else
+                       ", their fixed cost: every size measured is latency-bound") + ", so no bandwidth is stated")
     if view.simulated:
         sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
     elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
