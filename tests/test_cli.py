@@ -6,6 +6,7 @@ import io
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -239,3 +240,17 @@ def test_info_without_torch_is_one_line(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     code, _, err = run_cli(capsys, "info")
     assert_refused(code, err, "needs torch")
+
+
+@pytest.mark.parametrize(("command", "blas"), [("report", "1"), ("compare", "1"), ("calibrate", "None"), ("run", "None")])
+def test_only_the_reading_commands_run_blas_on_one_thread(command: str, blas: str, tmp_path: Path) -> None:
+    """numpy's OpenBLAS threads spin idle beside a report's small fits (7% of its CPU time on 2 cores): the commands
+    that only read runs take one thread, set before numpy loads; those that measure keep the user's environment."""
+    args = {"report": ["missing.json"], "compare": ["a.json", "b.json"], "calibrate": ["missing.json"],
+            "run": ["-o", str(tmp_path / "r.json"), "--collect-only", "-q", "-k", "no_such_test"]}[command]
+    probe = ("import os, sys\nfrom xferbench.cli import main\nmain(sys.argv[1:])\n"
+             "print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", probe, command, *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert f"BLAS {blas}" in done.stdout.splitlines()[-1], done.stdout + done.stderr

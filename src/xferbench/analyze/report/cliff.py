@@ -111,15 +111,6 @@ def _grew(calls: list[dict[str, Any]]) -> str:
     return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte)" for c in calls)
 
 
-def _beyond(calls: list[dict[str, Any]], found: dict[str, Any]) -> str:
-    """``_grew`` with what each call took beyond its first size's time scaled by the bytes: a call that grew little per
-    byte can still take milliseconds more, which a reader sets beside the fresh pages' cost."""
-    scale = found["after"] / found["before"]
-    return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte, "
-                     f"{format_seconds(c['after_s'] * (1 - 1 / c['growth']))} beyond {scale:g}× its "
-                     f"{format_bytes(found['before'])} time)" for c in calls)
-
-
 def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
     """The cliff's cause as this run's own calls show it: every call that writes a fresh pageable host destination
     against every call into a reused host buffer across the same two sizes (growth per byte, each resolved by its interval),
@@ -139,7 +130,7 @@ def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
             elif broke:
                 rest = [c for c in fresh if c not in broke]
                 text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused host buffer, "
-                        f"each beyond its interval ({against}); {_beyond(rest, found)}, which also write"
+                        f"each beyond its interval ({against}); {_grew(rest)}, which also write"
                         f"{'s' if len(rest) == 1 else ''} a fresh pageable host destination, did not grow past every "
                         "call into a reused host buffer beyond its interval: can't tell whether "
                         f"{'it breaks' if len(rest) == 1 else 'they break'} too." + _untouched(view, found, broke))
