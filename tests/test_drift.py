@@ -18,7 +18,8 @@ from xferbench.analyze.drift import paired_blocks, regime, run_drift, same_code_
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import drift_text, findings, ladder_text
-from xferbench.analyze.report.findings import h2d_pinned_vs_pageable, pinning_break_even
+from xferbench.analyze.report.break_even import pinning_break_even
+from xferbench.analyze.report.findings import h2d_pinned_vs_pageable
 from xferbench.analyze.view import RunView
 from xferbench.families.base import Rule, ratios
 from xferbench.ratios import Ratio, log_se, order_se

@@ -84,7 +84,7 @@ class TestRead4:
         assert "Host memory copies reach 47.2 GB/s at 256 MiB (35.1 GB/s at 1 GiB)." in text
 
     def test_a_cold_pin_under_twice_a_cached_one_prices_no_break_even(self, h200):
-        from xferbench.analyze.report.findings import pinning_break_even
+        from xferbench.analyze.report.break_even import pinning_break_even
 
         # 1 MiB: 17 of 30 rounds 16.4-35.7 µs, near pin_cached's 14.2 µs; from 16 MiB up a cold pin is 18x a cached one
         verdicts = {r["size"]: r["verdict"] for r in pinning_break_even(h200)}

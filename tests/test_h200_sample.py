@@ -19,7 +19,8 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import cache_resident, fit_alpha_beta
-from xferbench.analyze.report.findings import cliff, findings, pinning_break_even, scenario_findings
+from xferbench.analyze.report.break_even import pinning_break_even
+from xferbench.analyze.report.findings import cliff, findings, scenario_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of, cost_at_size
 from xferbench.analyze.view import RunView

@@ -16,8 +16,9 @@ from matplotlib.colors import LogNorm
 from handfed import bench, gpu_machine, steady, sweep, write
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import plots
+from xferbench.analyze.report.break_even import pinning_break_even
 from xferbench.analyze.report.export import CSV_COLUMNS, to_csv
-from xferbench.analyze.report.findings import findings, pinning_break_even
+from xferbench.analyze.report.findings import findings
 from xferbench.analyze.report.page import build_html, write_report
 from xferbench.analyze.view import RunView
 from xferbench.contract import IDENTITY, MEASURED

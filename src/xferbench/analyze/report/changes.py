@@ -21,7 +21,8 @@ from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..ladder import matching
 from ..view import USUAL_WAY_BACK, RunView
-from .findings import _at, _fastest_label, _tied_fastest, pinning_break_even
+from .break_even import pinning_break_even
+from .findings import _at, _fastest_label, _tied_fastest
 
 __all__ = ["MOST", "Change", "at_a_glance", "changes"]
 

@@ -7,7 +7,6 @@ once) and returns None when what it needs is not there, so a CPU-only run simply
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +21,7 @@ from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
-from ..view import CLIFF_DROP, COLD_OVER_CACHED, USUAL_WAY_BACK, BreakEven, RunView, cliff
+from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_there, mmap_clause
 from .half_beta import half_of_beta
@@ -39,7 +38,6 @@ __all__ = [
     "cliff_cause",
     "cliff_note",
     "findings",
-    "pinning_break_even",
     "why_measured",
 ]
 
@@ -150,25 +148,6 @@ def the_fix(view: RunView) -> str | None:
             ".to(device, non_blocking=True), the one-line fix, was not measured in this run.")
 
 
-def _verdict(even: BreakEven) -> tuple[str, float | None]:
-    """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``);
-    else from copy N, by the pin's median (a pin whose rounds mostly missed page-locking is judged before this)."""
-    saved, copies = even.saved_s or 0.0, even.copies
-    if even.ratio is not None and not even.ratio.resolved:
-        return f"can't tell: pageable over pinned, {even.ratio.text()}", None
-    if saved < 0:
-        return "never pays off: the pinned copy is slower", None
-    return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
-
-
-def _above_gap(rounds: list[float]) -> pd.Series:
-    """The rounds above the widest gap between sorted rounds, where it is ``COLD_OVER_CACHED``x or more (the H200's
-    1 MiB cold pin: 17 rounds to 35.7 µs, 13 from 2.98 ms); none otherwise."""
-    times = pd.Series(sorted(t for t in rounds if t > 0), dtype=float)
-    gaps = (times / times.shift()).iloc[1:]  # none for fewer than two rounds: their max is NaN, no split
-    return times.loc[gaps.idxmax():] if gaps.max() >= COLD_OVER_CACHED else times.iloc[:0]
-
-
 def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
     """The single-thread copy beside the default threads' best, with which is faster by their own interval: two
     figures side by side invite a ratio the run may not resolve (the busy run's 5.59 against 4.7 GB/s)."""
@@ -176,39 +155,6 @@ def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
     which = (f"which is faster, {ratio.text()}" if not ratio.resolved else
              f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}")
     return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
-
-
-def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
-    """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
-    pinned .to), every figure from the pin's own run (``RunView.break_even``); "never pays off" where the pinned copy
-    is slower, "can't tell" where the copies' ratio is not resolved, where the cold pin took under ``COLD_OVER_CACHED``x
-    a cached one (most rounds locked no page), or where one was not measured in that run."""
-    rows = []
-    for even in view.break_even:
-        pin, pageable, pinned = even.pin, even.pageable, even.pinned
-        size, dst = int(pin["nbytes"]), str(pin["dst"])
-        row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
-                               "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
-        if even.cold_unseen and even.cached is not None:  # the fundamental lack: first, whatever else is missing
-            cached = float(even.cached["median_s"])
-            slow = _above_gap(pin.get("data") or [])  # the rounds that did lock fresh pages, where they stand apart
-            some = f" ({len(slow)} of {len(pin['data'])} took {_ms(slow)})" if len(slow) else ""
-            row["verdict"] = (f"can't tell: the cold pin ({format_seconds(float(pin['median_s']))}) took under "
-                              f"{COLD_OVER_CACHED:g}× a cached one ({format_seconds(cached)}): most rounds locked no "
-                              f"fresh page{some}, so no cold pin was priced at this size")
-        elif pageable is None or pinned is None:
-            lacking = "pageable" if pageable is None else "pinned"
-            elsewhere = even.elsewhere
-            instance = view.instance_of(pin)
-            row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if elsewhere is None else
-                              f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
-                              f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
-        else:
-            row["saved_s"] = even.saved_s
-            row["verdict"], copies = _verdict(even)
-            row["copies"] = copies if row["verdict"].startswith("from copy") else None
-        rows.append(row)
-    return rows
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> Said | None:

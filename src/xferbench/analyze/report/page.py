@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import markupsafe
 import numpy as np
-import pandas as pd
 
 from ... import __version__
 from ...escape import no_bidi
@@ -26,9 +25,10 @@ from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
 from ..view import RunView
 from . import drift_text
+from .break_even import break_even_table
 from .changes import at_a_glance, changes
 from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
-from .findings import findings, pinning_break_even, why_measured
+from .findings import findings, why_measured
 from .half_beta import half_of_beta
 from .model_text import basis
 from .peer_plan import sentences
@@ -37,7 +37,7 @@ from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plo
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
 
-__all__ = ["STORY", "break_even_table", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
+__all__ = ["STORY", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
            "write_report"]
 
 def _inert(value: Any) -> Any:
@@ -118,11 +118,6 @@ def _host_placement(view: RunView) -> list[tuple[str, str]]:
     return [("h2d / d2h host buffers", "; ".join(said))] if said else []
 
 
-def _machine_summary(machine_info: dict[str, Any], *_: Any) -> list[tuple[str, str]]:
-    """The machine in a few lines: the page's rows of the machine facts (machine_facts.py)."""
-    return machine_table(machine_info)
-
-
 def _table(view: RunView) -> list[dict[str, Any]]:
     """Every row, in report order, with the number of the machine instance it came from (shown when there are several)."""
     frame = view.rows.assign(instance=view.rows["run"].astype(str).map(instance_numbers(view)))
@@ -169,34 +164,6 @@ def scenario_caption(view: RunView, op: str, caption: str) -> str:
         if family_op == op and variant not in variants:
             caption = caption.replace(said, instead)
     return caption
-
-
-def _case(row: pd.Series | None) -> str:
-    if row is None:
-        return "not measured"
-    return f"{format_seconds(row['median_s'])} ({'scenario' if row['op'] == 'pin_memory' else row['op'] + ' family'})"
-
-
-def break_even_table(view: RunView) -> dict[str, Any] | None:
-    """The pinning break-even per size (findings.pinning_break_even) as a small table, or None without pin_memory."""
-    rows = pinning_break_even(view)
-    if not rows:
-        return None
-    runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
-    said = "; ".join(f"{format_bytes(row['size'])} {row['verdict'].split(' (')[0]}" for row in rows
-                     if row["verdict"].startswith("from copy"))
-    return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
-            "caption": (
-        "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
-        "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
-        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
-        "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
-        "cold pin that took under twice a cached one (most of its rounds locked no fresh page)."),
-        "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
-                    "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
-        "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),
-                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] + ([row["run"]] if runs else [])
-                 for row in rows]}
 
 
 def _svg(plots: list[Plot]) -> list[Plot]:
@@ -265,7 +232,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         peer_lines=peer_lines,
         peer_plan=peer_plan,
         table=_table(view),
-        machine=_machine_summary(view.machine_info, view.fingerprint) + _host_placement(view),
+        machine=machine_table(view.machine_info) + _host_placement(view),  # machine_facts.py: the page's rows
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
         commit=view.results.commit_info,
         sizes=view.sizes,

@@ -3,10 +3,10 @@ time), each a Plot or the reason there is none; svg.py writes them as inline SVG
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from collections.abc import Callable
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -224,7 +224,7 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
                       f"{gbps_text(float(found['gbps_after'][method]))}" for method, before in found["gbps_before"].items())
     text = (f"cliff: {calls} GB/s\n"
             f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n"
-            + textwrap.fill(_cliff_note(found, view), 44))
+            + textwrap.fill(cliff_note(found, view), 44))
     note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
                        va="top", ha="left", fontsize=7.5, color="tab:red",
                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},
@@ -234,11 +234,6 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
 
 #: The usual calls back to the CPU by their method.
 _CALLS = {"cpu": ".cpu()", "to": ".to(device)"}
-
-
-def _cliff_note(found: dict[str, Any], view: RunView) -> str:
-    """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
-    return cliff_note(found, view)
 
 
 def _route(row: pd.Series) -> str:
@@ -487,13 +482,9 @@ _HOST_CAPTION = (
     "cache), left out of β. Hover a point for its exact value.")
 
 
-def _bandwidth_drawing(op: str) -> Drawing:
-    return lambda view: bandwidth_of(view, op)
-
-
 def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
     return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION,
-             _bandwidth_drawing(op)) for op in moving_ops()]
+             functools.partial(bandwidth_of, op=op)) for op in moving_ops()]
 
 
 #: key, title, caption, drawing function (the run's view).

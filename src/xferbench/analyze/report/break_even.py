@@ -1,0 +1,95 @@
+"""Is pinning worth it, size by size: pin_memory() on a cold cache over what each copy from pinned memory saves
+(``RunView.break_even``), as verdicts and the small table beneath the pin_memory scenario. No torch here."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from ...families.base import ms as _ms
+from ...units import format_bytes, format_seconds
+from ..view import COLD_OVER_CACHED, BreakEven, RunView
+
+__all__ = ["break_even_table", "pinning_break_even"]
+
+
+def _verdict(even: BreakEven) -> tuple[str, float | None]:
+    """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``);
+    else from copy N, by the pin's median (a pin whose rounds mostly missed page-locking is judged before this)."""
+    saved, copies = even.saved_s or 0.0, even.copies
+    if even.ratio is not None and not even.ratio.resolved:
+        return f"can't tell: pageable over pinned, {even.ratio.text()}", None
+    if saved < 0:
+        return "never pays off: the pinned copy is slower", None
+    return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
+
+
+def _above_gap(rounds: list[float]) -> pd.Series:
+    """The rounds above the widest gap between sorted rounds, where it is ``COLD_OVER_CACHED``x or more (the H200's
+    1 MiB cold pin: 17 rounds to 35.7 µs, 13 from 2.98 ms); none otherwise."""
+    times = pd.Series(sorted(t for t in rounds if t > 0), dtype=float)
+    gaps = (times / times.shift()).iloc[1:]  # none for fewer than two rounds: their max is NaN, no split
+    return times.loc[gaps.idxmax():] if gaps.max() >= COLD_OVER_CACHED else times.iloc[:0]
+
+
+def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
+    """Per size and GPU: how many copies pay for pinning a tensor once, pin_memory() (cold) / (pageable .to -
+    pinned .to), every figure from the pin's own run (``RunView.break_even``); "never pays off" where the pinned copy
+    is slower, "can't tell" where the copies' ratio is not resolved, where the cold pin took under ``COLD_OVER_CACHED``x
+    a cached one (most rounds locked no page), or where one was not measured in that run."""
+    rows = []
+    for even in view.break_even:
+        pin, pageable, pinned = even.pin, even.pageable, even.pinned
+        size, dst = int(pin["nbytes"]), str(pin["dst"])
+        row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
+                               "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
+        if even.cold_unseen and even.cached is not None:  # the fundamental lack: first, whatever else is missing
+            cached = float(even.cached["median_s"])
+            slow = _above_gap(pin.get("data") or [])  # the rounds that did lock fresh pages, where they stand apart
+            some = f" ({len(slow)} of {len(pin['data'])} took {_ms(slow)})" if len(slow) else ""
+            row["verdict"] = (f"can't tell: the cold pin ({format_seconds(float(pin['median_s']))}) took under "
+                              f"{COLD_OVER_CACHED:g}× a cached one ({format_seconds(cached)}): most rounds locked no "
+                              f"fresh page{some}, so no cold pin was priced at this size")
+        elif pageable is None or pinned is None:
+            lacking = "pageable" if pageable is None else "pinned"
+            elsewhere = even.elsewhere
+            instance = view.instance_of(pin)
+            row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if elsewhere is None else
+                              f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
+                              f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
+        else:
+            row["saved_s"] = even.saved_s
+            row["verdict"], copies = _verdict(even)
+            row["copies"] = copies if row["verdict"].startswith("from copy") else None
+        rows.append(row)
+    return rows
+
+
+def _case(row: pd.Series | None) -> str:
+    if row is None:
+        return "not measured"
+    return f"{format_seconds(row['median_s'])} ({'scenario' if row['op'] == 'pin_memory' else row['op'] + ' family'})"
+
+
+def break_even_table(view: RunView) -> dict[str, Any] | None:
+    """The pinning break-even per size (``pinning_break_even``) as a small table, or None without pin_memory."""
+    rows = pinning_break_even(view)
+    if not rows:
+        return None
+    runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
+    said = "; ".join(f"{format_bytes(row['size'])} {row['verdict'].split(' (')[0]}" for row in rows
+                     if row["verdict"].startswith("from copy"))
+    return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
+            "caption": (
+        "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
+        "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
+        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
+        "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
+        "cold pin that took under twice a cached one (most of its rounds locked no fresh page)."),
+        "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
+                    "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
+        "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),
+                  _case(row["pinned"]), format_seconds(row["saved_s"]), row["verdict"]] + ([row["run"]] if runs else [])
+                 for row in rows]}
