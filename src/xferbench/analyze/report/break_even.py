@@ -79,8 +79,7 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
     if not rows:
         return None
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
-    said = "; ".join(f"{format_bytes(row['size'])} {row['verdict'].split(' (')[0]}" for row in rows
-                     if row["verdict"].startswith("from copy"))
+    said = "; ".join(f"{format_bytes(row['size'])} {row['verdict'].split(' (')[0].split(':')[0]}" for row in rows)
     return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "

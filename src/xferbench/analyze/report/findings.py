@@ -152,7 +152,7 @@ def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
     """The single-thread copy beside the default threads' best, with which is faster by their own interval: two
     figures side by side invite a ratio the run may not resolve (the busy run's 5.59 against 4.7 GB/s)."""
     ratio = view.ratio(best, one)
-    which = (f"which is faster, {ratio.text()}" if not ratio.resolved else
+    which = (f"which is faster{' block by block' if ratio.paired else ''}, {ratio.text()}" if not ratio.resolved else
              f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}")
     return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
 
@@ -460,9 +460,8 @@ def first_touch(view: RunView) -> Said | None:
         return None
     step, split = ladder.steps[0], ladder.split
     thp = ((view.machine_info.get("xferbench") or {}).get("host") or {}).get("transparent_hugepage")
-    # Only fault counts say it is the first touch of pages; without them the step is the fresh destination as a whole.
-    what = (f"the first touch of fresh pages ({split.faults_per_call:,.0f} more page faults a call)" if split is not None
-            else "its fresh destination")
+    # The step is clone minus copy_: allocation, first touch and release together; faults counted are said beside it.
+    what = "its fresh destination" + (f" ({split.faults_per_call:,.0f} more page faults a call)" if split else "")
     huge = f"; transparent huge pages: {thp}" if isinstance(thp, str) else ""
     return Said(f"A fresh {format_bytes(ladder.size)} clone() took {format_seconds(ladder.top.median_s)}: "
                 f"{format_seconds(step.seconds)} ({percent(step.seconds / ladder.top.median_s)}) of it is {what}{huge}.",
