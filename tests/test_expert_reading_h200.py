@@ -93,6 +93,13 @@ class TestRead4:
                                    "priced at this size")
         assert verdicts[256 * 2**20] == "from copy 5 (pinning = 4.1× one copy's saving)"
 
+    def test_a_path_tied_with_others_is_not_crowned_in_its_headline(self, page):
+        # 8 paths' β lie 52.7-54.9 GB/s with their 256 MiB times not told apart: the headline names the tie
+        _, text = page
+        assert ("Synchronizing after every call, d2h pinned non-blocking copy_ cuda:0->cpu, one of 8 paths the run "
+                "cannot rank, has a fixed cost α = 11.6 µs and β = 54.9 GB/s: moves under 619 KiB reach less than half "
+                "of β.") in text
+
     def test_one_sentence_judges_the_same_code_pairs_of_cuda_vs_to(self, page):
         # 26.7% at 64 MiB was called "the run's drift, not a cost of the call" beside its verdict "told apart"
         _, text = page

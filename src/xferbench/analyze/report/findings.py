@@ -279,9 +279,9 @@ def latency_bound(view: RunView) -> Said | None:
     best = stated.loc[stated["stated_gbps"].idxmax()]
     one_thread = _one_thread_faster(view, float(best["stated_gbps"]))
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
-    sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, "
-                f"{_highest_beta(view, stated, best)}{left_out}) has a fixed "
-                f"cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
+    which, ties = _highest_beta(view, stated, best)
+    sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, {which}{left_out}) "
+                f"has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"from cache and would suggest more)")
@@ -289,8 +289,9 @@ def latency_bound(view: RunView) -> Said | None:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'})")
     half = half_of_beta(view, best.to_dict())
-    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed "
-                f"cost α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s")
+    tie = f", one of {ties} paths the run cannot rank," if ties > 1 else ""  # never the best among ties
+    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']}{tie} has a "
+                f"fixed cost α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s")
     if "no_half" in half:  # the table's verdict: the fit does not place where half of β is reached
         sentence += f"; where moves reach half of β, this run cannot place: {half['no_half']}."
         headline += "."
@@ -302,15 +303,16 @@ def latency_bound(view: RunView) -> Said | None:
     return Said(headline, sentence + one_thread + _pipelined(fits))
 
 
-def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> str:
+def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple[str, int]:
     """The path the β sentence is about: the one with the highest fitted β, or, where the run cannot tell other paths
-    from it at its largest size, that which is highest can't be told (the tied span named; no ranking among ties)."""
+    from it at its largest size, that which is highest can't be told (the tied span named; no ranking among ties); and
+    how many paths tie."""
     tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
     if len(tied) < 2:
-        return f"the host-side path with the highest fitted β ({best['path']}"
+        return f"the host-side path with the highest fitted β ({best['path']}", 1
     return (f"which host-side path has the highest fitted β can't be told ({len(tied)} paths' β lie "
             f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and their times at "
-            f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}")
+            f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), len(tied)
 
 
 def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
