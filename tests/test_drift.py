@@ -113,6 +113,11 @@ def test_regimes_split_pageable_from_pinned_and_latency_from_bandwidth():
         == ("pageable", "bandwidth")
     assert regime(pd.Series(row("all_reduce", "x", 4, 1e-5, src="rank0:cuda:0", dst="all:cuda:0", host_memory=None))) \
         == ("device", "latency")
+    # torch.empty touches no byte at any size: latency, where torch.ones of the same size writes its pages
+    created = {m: regime(pd.Series(row("create", m, 64 * MiB, 1e-5, src="cpu", dst="cpu", host_memory=None)))
+               for m in ("empty", "ones")}
+    assert created == {"empty": ("pageable", "latency"), "ones": ("pageable", "bandwidth")}
+    assert regime(pd.Series(row("host", "empty", 64 * MiB, 1e-5, host_memory="pageable"))) == ("pageable", "bandwidth")
 
 
 def test_each_regime_pools_its_own_evidence_and_a_pair_never_vouches_for_itself():
@@ -138,6 +143,18 @@ def test_blocks_count_only_the_spread_beyond_their_own_noise():
     assert evidence.df == 2 and evidence.square == pytest.approx(2 * (np.sum((logs - logs.mean()) ** 2) - 2 * se**2))
     noisy = frame.assign(block_log_se=[[1.0] * 4])  # a spread the blocks' own rounds explain: no drift
     assert run_drift(noisy).evidence[0].square == 0.0
+    # blocks that timed 1 and 100 calls a round measure different things: no evidence at all
+    assert run_drift(frame.assign(mixed_iterations=True)).evidence == ()
+
+
+def test_a_same_code_pair_counts_its_spread_beyond_both_sides_own_noise():
+    """.cpu() 1.0 ms and .to('cpu') 1.2 ms at 1 MiB, each with an IQR over 30 rounds: the pair's squared log spread less
+    each side's squared standard error (IQR-based), never the sum nor either one alone."""
+    frame = pd.DataFrame([row("d2h", "cpu", MiB, 1.0e-3, src="cuda:0", dst="cpu", iqr_s=0.1e-3),
+                          row("d2h", "to", MiB, 1.2e-3, src="cuda:0", dst="cpu", iqr_s=0.3e-3)])
+    (evidence,) = run_drift(frame).evidence
+    a, b = log_se(1.0e-3, 0.1e-3, 30), log_se(1.2e-3, 0.3e-3, 30)
+    assert evidence.square == pytest.approx(math.log1p(0.2) ** 2 - a**2 - b**2)
 
 
 
