@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from xferbench import machine_facts
-from xferbench.analyze.report.page import _machine_summary
 from xferbench.contract import hardware_differences, machine_differences
 from xferbench.machine_facts import FACTS, Fact, at
 
@@ -60,7 +59,7 @@ def test_the_toy_fact_is_read_by_every_output(monkeypatch):
     facts.insert(next(i for i, f in enumerate(facts) if f.name == "simulated"), toy())
     monkeypatch.setattr(machine_facts, "FACTS", tuple(facts))
     monkeypatch.setattr(machine_facts, "FACT", {f.name: f for f in facts})
-    rows = _machine_summary(with_numa(2))
+    rows = machine_facts.machine_table(with_numa(2))  # the page's machine rows
     assert [label for label, _ in rows] == ["torch", "CUDA / HIP", "driver", "CPU", "Python", "NUMA nodes"]
     assert dict(rows)["NUMA nodes"] == "2"
     assert hardware_differences(with_numa(1), with_numa(2)) == ["NUMA nodes 1 -> 2"]

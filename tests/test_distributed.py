@@ -604,9 +604,9 @@ def test_the_world_sizes_its_sweep_from_its_own_gpus(pytester):
 
 def test_peer_access_is_labelled_a_capability():
     """The fingerprint records cudaDeviceCanAccessPeer: the report must not call it "enabled" (item 13)."""
-    from xferbench.analyze.report.page import _machine_summary
+    from xferbench.machine_facts import machine_table
 
-    rows = dict(_machine_summary({"xferbench": {"peer_access": [[False, True], [True, False]]}}))
+    rows = dict(machine_table({"xferbench": {"peer_access": [[False, True], [True, False]]}}))
     (label,) = [key for key in rows if key.startswith("peer access")]
     assert "capability" in label and rows[label] == "0->1: yes; 1->0: yes"
 

@@ -340,12 +340,12 @@ class TestHostAllocationFacts:
 class TestRocm:
     def test_the_report_says_not_recorded(self, monkeypatch, h200):
         """On ROCm NVML knows nothing and no other library is read: the driver and PCIe link are not recorded."""
-        from xferbench.analyze.report.page import _machine_summary
+        from xferbench.machine_facts import machine_table
 
         monkeypatch.setattr(torch.version, "hip", "6.2.41133")
         info = fingerprint(h200)
         assert info["driver"] is None and info["devices"][0]["pcie_max_generation"] is None
-        assert dict(_machine_summary({"xferbench": info}))["driver"] == "not recorded"
+        assert dict(machine_table({"xferbench": info}))["driver"] == "not recorded"
 
 
 def test_all_gpus_clocks_are_read_from_the_gpus_measured():
