@@ -342,9 +342,10 @@ class TestLadder:
         assert [row["call"] for row in table["rows"]] == ["clone(), 16 MiB: 1.08 ms"]
 
 
-def _pin_run(tmp_path, pageable: float, pinned: float, iqr: float = 0.0):
+def _pin_run(tmp_path, pageable: float, pinned: float, iqr: float = 0.0, cached: float | None = None):
     rows = [bench("pin_memory", variant, "cpu", "cuda:0", 64 * MiB, seconds, variant=variant)
-            for variant, seconds in (("pin_cold", 0.03), ("to", pageable), ("pinned_to", pinned))]
+            for variant, seconds in (("pin_cold", 0.03), ("to", pageable), ("pinned_to", pinned),
+                                     *([("pin_cached", cached)] if cached else []))]
     for row in rows:
         row["stats"] |= {"iqr": iqr}
     rows.append(bench("h2d", "to", "cpu", "cuda:0", 64 * MiB, 1e-9, host_memory="pinned", non_blocking=True))
@@ -361,6 +362,16 @@ class TestPinningBreakEven:
     def test_a_pinned_copy_that_is_slower_never_pays_off(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.001, pinned=0.002)
         assert row["verdict"] == "never pays off: the pinned copy is slower" and row["copies"] is None
+
+    @pytest.mark.parametrize(("cached", "priced"), [(0.0151, False), (0.015, True), (None, True)])
+    def test_a_cold_pin_under_twice_a_cached_one_prices_nothing(self, tmp_path, cached, priced):
+        """A 30 ms cold pin against a 15.1 ms cached one locked no fresh page in most rounds: no break-even, whatever
+        the copies save; at twice the cached pin (15 ms), or with no cached pin measured, it prices as before."""
+        (row,) = _pin_run(tmp_path, pageable=0.007, pinned=0.001, cached=cached)
+        assert (row["copies"] is not None) == priced
+        assert row["verdict"] == ("from copy 5 (pinning = 5× one copy's saving)" if priced else
+                                  "can't tell: the cold pin (30 ms) took under 2× a cached one (15.1 ms): most rounds "
+                                  "locked no fresh page, so no cold pin was priced at this size")
 
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)

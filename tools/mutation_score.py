@@ -75,6 +75,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # A case's blocks merged into one row; the slow tests are whole simulated sessions in subprocesses.
     "blocks": ("src/xferbench/analyze/load/blocks.py", ["tests/test_blocks.py", "-m", "not slow"]),
     "peer_plan_text": ("src/xferbench/analyze/report/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
+    # Whether pinning pays, size by size: hand-fed verdicts and the H200 sample's rows, its fold and its first screen.
+    "break_even": ("src/xferbench/analyze/report/break_even.py",
+                   ["tests/test_report_figures.py", "tests/test_h200_sample.py", "tests/test_report_claims.py",
+                    "tests/test_expert_reading_h200.py", "tests/test_view.py", "-k",
+                    "PinningBreakEven or break_even or cold_pin or bimodal_pin"]),
 }
 
 
