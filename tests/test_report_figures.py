@@ -373,6 +373,22 @@ class TestPinningBreakEven:
                                   "can't tell: the cold pin (30 ms) took under 2× a cached one (15.1 ms): most rounds "
                                   "locked no fresh page, so no cold pin was priced at this size")
 
+    def test_the_table_says_what_was_not_measured_and_which_rule_judged(self, tmp_path):
+        """One file: no run column. A pin without a pinned copy reads "not measured" in its cell, the caption gives both
+        rules by which a row can't tell, and the fold's line gives every size's verdict."""
+        from xferbench.analyze.report.break_even import break_even_table
+
+        rows = [bench("pin_memory", v, "cpu", "cuda:0", 64 * MiB, t, variant=v) for v, t in (("pin_cold", 0.03), ("to", 0.007))]
+        table = break_even_table(RunView.of(load([write(tmp_path / "r.json", rows + steady(), gpu_machine())])))
+        assert table is not None and table["columns"][-1] == "pinning pays off"
+        assert table["rows"] == [["64 MiB", "cuda:0", "30 ms", "7 ms (scenario)", "not measured", "–",
+                                  "can't tell: no pinned copy measured at 64 MiB"]]
+        assert table["summary"] == "Break-even of pinning, size by size: 64 MiB can't tell"
+        assert table["caption"].startswith("Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from "
+                                           "pinned memory saves against one from pageable memory")
+        assert table["caption"].endswith("can't tell, nor can a cold pin that took under twice a cached one (most of its "
+                                         "rounds locked no fresh page).")
+
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)
         assert row["verdict"] == "can't tell: pageable over pinned, can't tell (could see ≥ 1.06×)"
