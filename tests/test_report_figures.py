@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import re
+import statistics
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -342,12 +343,18 @@ class TestLadder:
         assert [row["call"] for row in table["rows"]] == ["clone(), 16 MiB: 1.08 ms"]
 
 
-def _pin_run(tmp_path, pageable: float, pinned: float, iqr: float = 0.0, cached: float | None = None):
+def _pin_run(tmp_path, pageable: float, pinned: float, iqr: float = 0.0, cached: float | None = None,
+             cold_rounds: list[float] | None = None):
     rows = [bench("pin_memory", variant, "cpu", "cuda:0", 64 * MiB, seconds, variant=variant)
             for variant, seconds in (("pin_cold", 0.03), ("to", pageable), ("pinned_to", pinned),
                                      *([("pin_cached", cached)] if cached else []))]
     for row in rows:
         row["stats"] |= {"iqr": iqr}
+    if cold_rounds is not None:  # the cold pin's own rounds, its statistics read from them
+        data = sorted(cold_rounds)
+        q1, q3 = (statistics.quantiles(data, n=4) if len(data) > 1 else data * 2)[::2]
+        rows[0]["stats"] |= {"data": cold_rounds, "median": statistics.median(data), "min": data[0], "max": data[-1],
+                             "mean": statistics.fmean(data), "q1": q1, "q3": q3, "iqr": q3 - q1, "rounds": len(data)}
     rows.append(bench("h2d", "to", "cpu", "cuda:0", 64 * MiB, 1e-9, host_memory="pinned", non_blocking=True))
     return pinning_break_even(RunView.of(load([write(tmp_path / "r.json", rows + steady(), gpu_machine())])))
 
@@ -373,6 +380,17 @@ class TestPinningBreakEven:
                                   "can't tell: the cold pin (30 ms) took under 2× a cached one (15.1 ms): most rounds "
                                   "locked no fresh page, so no cold pin was priced at this size")
 
+    @pytest.mark.parametrize(("rounds", "median", "said"), [
+        ([0.02] * 6 + [0.04] * 4, "20 ms", " (4 of 10 took 40 ms)"),  # a gap of exactly 2x splits them
+        ([0.01, 0.03, 0.031, 0.032], "30.5 ms", " (3 of 4 took 30-32 ms)"),  # the widest gap may be the first
+        ([0.02, 0.021, 0.039], "21 ms", ""),  # no gap of 2x: no rounds named
+        ([1e-12, 0.02, 0.021], "20 ms", " (2 of 3 took 20-21 ms)"),  # a stray round of next to nothing splits too
+    ], ids=["2x", "first gap", "no gap", "tiny round"])
+    def test_a_cold_pin_names_the_rounds_that_did_lock_pages(self, tmp_path, rounds, median, said):
+        (row,) = _pin_run(tmp_path, pageable=0.007, pinned=0.001, cached=0.02, cold_rounds=rounds)
+        assert row["verdict"] == (f"can't tell: the cold pin ({median}) took under 2× a cached one (20 ms): most rounds "
+                                  f"locked no fresh page{said}, so no cold pin was priced at this size")
+
     def test_the_table_says_what_was_not_measured_and_which_rule_judged(self, tmp_path):
         """One file: no run column. A pin without a pinned copy reads "not measured" in its cell, the caption gives both
         rules by which a row can't tell, and the fold's line gives every size's verdict."""
@@ -380,14 +398,17 @@ class TestPinningBreakEven:
 
         rows = [bench("pin_memory", v, "cpu", "cuda:0", 64 * MiB, t, variant=v) for v, t in (("pin_cold", 0.03), ("to", 0.007))]
         table = break_even_table(RunView.of(load([write(tmp_path / "r.json", rows + steady(), gpu_machine())])))
-        assert table is not None and table["columns"][-1] == "pinning pays off"
+        assert table is not None and table["columns"] == ["size", "GPU", "pin_memory() (cold)", "pageable copy",
+                                                          "pinned copy", "saved per copy", "pinning pays off"]
         assert table["rows"] == [["64 MiB", "cuda:0", "30 ms", "7 ms (scenario)", "not measured", "–",
                                   "can't tell: no pinned copy measured at 64 MiB"]]
         assert table["summary"] == "Break-even of pinning, size by size: 64 MiB can't tell"
-        assert table["caption"].startswith("Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from "
-                                           "pinned memory saves against one from pageable memory")
-        assert table["caption"].endswith("can't tell, nor can a cold pin that took under twice a cached one (most of its "
-                                         "rounds locked no fresh page).")
+        assert table["caption"] == (
+            "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
+            "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
+            "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
+            "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can "
+            "a cold pin that took under twice a cached one (most of its rounds locked no fresh page).")
 
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)
