@@ -54,15 +54,16 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
                               f"fresh page{some}, so no cold pin was priced at this size")
         elif pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
-            elsewhere = even.elsewhere
             instance = view.instance_of(pin)
-            row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if elsewhere is None else
+            row["verdict"] = (f"can't tell: no {lacking} copy measured at {format_bytes(size)}" if even.elsewhere is None else
                               f"can't tell: the {lacking} copy at {format_bytes(size)} was measured in another machine "
                               f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
             row["saved_s"] = even.saved_s
             row["verdict"], copies = _verdict(even)
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
+        # the verdict in two or three words, for the fold's line and the first screen: "from copy 5", "can't tell"
+        row["pays"] = f"from copy {math.ceil(row['copies'])}" if row["copies"] else row["verdict"].split(":")[0]
         rows.append(row)
     return rows
 
@@ -79,7 +80,7 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
     if not rows:
         return None
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
-    said = "; ".join(f"{format_bytes(row['size'])} {row['verdict'].split(' (')[0].split(':')[0]}" for row in rows)
+    said = "; ".join(f"{format_bytes(row['size'])} {row['pays']}" for row in rows)
     return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
