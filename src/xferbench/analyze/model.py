@@ -18,6 +18,7 @@ from scipy.optimize import least_squares
 from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
 from ..families.core import SIMULATED_LINKS, device_memory_roof, host_memcpy_roof
+from .load.rows import flags
 
 __all__ = [
     "BASES",
@@ -284,7 +285,7 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
     machine_info = machine_info or {}
     rows = []
     moves = frame[frame["op"].isin(fitted_ops())]
-    mixed = moves.get("mixed_iterations", pd.Series(False, index=moves.index)).eq(True)
+    mixed = flags(moves, "mixed_iterations")
     resident = cache_resident(moves, machine_info)
     for path, every in moves.groupby("path", sort=False):
         group = every[~mixed.loc[every.index]]

@@ -110,7 +110,6 @@ class BreakEven:
         return float(self.pin["median_s"]) / self.saved_s if self.saved_s else None
 
 
-
 @dataclass(frozen=True)
 class HostPlacement:
     """Where the h2d and d2h cases' host buffers sat: how many were placed on their GPU's NUMA node, the nodes of

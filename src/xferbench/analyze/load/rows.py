@@ -12,7 +12,8 @@ import pandas as pd
 from ...contract import IDENTITY, ContractError, identity_from, measured_from
 from ...families import FAMILIES
 
-__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid", "flag"]
+__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid", "flag",
+           "flags"]
 
 
 def _moves_payload(op: str, variant: str | None) -> bool:
@@ -150,3 +151,8 @@ def flag(row: pd.Series, name: str) -> bool:
     """A row's optional yes/no field (``round_trip``, ``mixed_iterations``): False where absent or NaN."""
     value = row.get(name)
     return bool(pd.notna(value) and value)
+
+
+def flags(frame: pd.DataFrame, name: str) -> pd.Series:
+    """``flag`` for every row of ``frame`` at once: False where the column is absent or NaN."""
+    return frame[name].eq(True) if name in frame else pd.Series(False, index=frame.index)

@@ -38,8 +38,7 @@ def basis(fit: Mapping[str, Any]) -> str:
     the model's β (``beta_gbps``) was."""
     key = str(fit["beta_basis"])
     said = BASES[key.removeprefix("capped ")]
-    left = fit.get("left_out") or ()
-    if isinstance(left, tuple) and left:  # model.fit_paths leaves out sizes whose blocks mixed loops
+    if isinstance(left := fit.get("left_out"), tuple) and left:  # model.fit_paths leaves out sizes whose blocks mixed loops
         sizes = ", ".join(map(format_bytes, left))
         said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}, {sizes} left out"
         said += ", whose blocks timed calls a round 2× or more apart"

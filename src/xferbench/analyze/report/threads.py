@@ -8,6 +8,7 @@ import pandas as pd
 
 from ...ratios import Ratio
 from ...units import DTYPE_SIZES, format_bytes, format_seconds
+from ..load.rows import flags
 from ..model import SINGLE_THREAD
 from ..view import RunView
 
@@ -24,8 +25,7 @@ def thread_pairs(view: RunView) -> pd.DataFrame:
     rows = view.rows
     host = rows[(rows["op"] == "host") & (rows["method"] == SINGLE_THREAD["method"])]
     elements = host["nbytes"] / host["dtype"].map(DTYPE_SIZES).fillna(1)
-    mixed = host.get("mixed_iterations", pd.Series(False, index=host.index)).eq(True)  # blocks of 1 and 100 calls a round
-    host = host[(elements >= GRAIN) & ~mixed].assign(row=lambda f: f.index)
+    host = host[(elements >= GRAIN) & ~flags(host, "mixed_iterations")].assign(row=lambda f: f.index)
     one = host[host["variant"] == SINGLE_THREAD["variant"]]
     many = host[host["variant"] != SINGLE_THREAD["variant"]]
     return many.merge(one, on="nbytes", suffixes=("_many", "_one"))
@@ -100,8 +100,6 @@ def _beside(view: RunView, pairs: pd.DataFrame, nbytes: int) -> list[tuple[str, 
     its interval, and the two times."""
     sizes = sorted(pairs["nbytes"].unique())
     at = sizes.index(nbytes)
-    found = []
-    for n in (n for n in sizes[max(at - 1, 0):at + 2] if n != nbytes):
-        row = pairs[pairs["nbytes"] == n].iloc[0]
-        found.append((format_bytes(int(n)), ratio_of(view, row), float(row["median_s_many"]), float(row["median_s_one"])))
-    return found
+    rows = [pairs[pairs["nbytes"] == n].iloc[0] for n in sizes[max(at - 1, 0):at + 2] if n != nbytes]
+    return [(format_bytes(int(row["nbytes"])), ratio_of(view, row), float(row["median_s_many"]), float(row["median_s_one"]))
+            for row in rows]
