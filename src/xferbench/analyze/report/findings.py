@@ -242,9 +242,14 @@ def noop_cost(view: RunView) -> Said | None:
     if cheapest is not None and float(dearest["median_s"]) > float(cheapest["median_s"]):
         # Judged by the pair's own interval: under load a no-op's median can sit above a copy's by chance alone.
         ratio = view.ratio(dearest, cheapest)
+        # A median above the copy's whose fastest rounds all beat the copy's fastest is the load's, not the call's.
+        floors = on["min_s"] * 1e9
         unmeasured += (f", the dearest {ratio.text()} the cheapest real copy: a no-op still parses its arguments and "
                        "dispatches (not timed apart here)" if ratio.resolved else
                        f", the dearest median above the cheapest real copy's; whether it costs more, {ratio.text()}")
+        if float(floors.max()) < float(cheapest["min_s"]) * 1e9:
+            unmeasured += (f"; at their fastest round every no-op ({_span(floors, '.0f')} ns) beat the copy "
+                           f"({float(cheapest['min_s']) * 1e9:.0f} ns): the medians' order is the load's")
         sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
     under = " under load" if view.busy else ""  # a busy run's medians span its load, not the call
     headline = (f"A no-op move of a tensor already on {device} costs {_span(on['median_s'] * 1e9, '.0f')} ns a call{under}: "
