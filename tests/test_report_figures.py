@@ -366,6 +366,16 @@ class TestPinningBreakEven:
         assert row["copies"] == pytest.approx(5.0) and row["pinned"]["op"] == "pin_memory"
         assert row["verdict"] == "from copy 5 (pinning = 5× one copy's saving)"
 
+    def test_both_copies_come_from_one_source(self, tmp_path):
+        """A scenario without pinned_to: its .to (7 ms) is not set against the h2d family's pinned copy; both copies are
+        the family's (5 ms pageable, 1 ms pinned: 30 ms pins pay from copy 8, not the mixed 5)."""
+        rows = [bench("pin_memory", v, "cpu", "cuda:0", 64 * MiB, t, variant=v) for v, t in (("pin_cold", 0.03), ("to", 0.007))]
+        rows += [bench("h2d", "to", "cpu", "cuda:0", 64 * MiB, t, host_memory=memory, non_blocking=memory == "pinned")
+                 for memory, t in (("pageable", 0.005), ("pinned", 0.001))]
+        (row,) = pinning_break_even(RunView.of(load([write(tmp_path / "r.json", rows + steady(), gpu_machine())])))
+        assert (row["pageable"]["op"], row["pinned"]["op"]) == ("h2d", "h2d")
+        assert row["verdict"] == "from copy 8 (pinning = 7.5× one copy's saving)"
+
     def test_a_pinned_copy_that_is_slower_never_pays_off(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.001, pinned=0.002)
         assert row["verdict"] == "never pays off: the pinned copy is slower" and row["copies"] is None
@@ -405,8 +415,8 @@ class TestPinningBreakEven:
         assert table["summary"] == "Break-even of pinning, size by size: 64 MiB can't tell"
         assert table["caption"] == (
             "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
-            "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
-            "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
+            "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
+            "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, always from the "
             "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can "
             "a cold pin that took under twice a cached one (most of its rounds locked no fresh page).")
 

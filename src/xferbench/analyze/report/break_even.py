@@ -84,8 +84,8 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
     return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
-        "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Each copy is the scenario's "
-        "own (to, pinned_to) where it ran, else the host-to-device family's same call at that size, always from the "
+        "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
+        "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, always from the "
         "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
         "cold pin that took under twice a cached one (most of its rounds locked no fresh page)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
