@@ -243,6 +243,9 @@ def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named():
 
     assert basis(fit) == "fit over all sizes but 1 MiB, whose blocks timed calls a round 2× or more apart"
     assert not any("No line of a fixed cost and a bandwidth fits" in said for said in findings(view))
+    # nor does the size left out bracket half of β: its fitted neighbours are 1 KiB and 64 MiB
+    assert any("half of β at 4.74 KiB, between the measured 1 KiB and 64 MiB, 65,536× apart" in said
+               for said in findings(view))
 
 
 def test_a_paired_gain_says_it_is_block_by_block():

@@ -130,7 +130,7 @@ class TestCacheAwareFit:
         assert row["resident_sizes"] == 4 and row["cache_bytes"] == 32 * MiB
         assert row["stated_gbps"] == pytest.approx(13.997, rel=1e-3)
         assert basis(row).startswith(
-            "capped at the largest size measured (fit without the sizes that ran faster than memory gave")
+            "capped at the largest size measured (β fit without the sizes that ran faster than memory (α over all) gave")
 
     def test_l2_resident_same_device_copies_are_left_out_of_beta(self, tmp_path):
         """Same-device copies whose read and write (2n) fit in L2 have 3x the memory's bandwidth, but only 16 MiB
@@ -142,7 +142,7 @@ class TestCacheAwareFit:
         results = load([write(tmp_path / "r.json", benchmarks, gpu_machine(l2_cache_bytes=l2))])
         row = _fits(results).loc["d2d copy_ cuda:0"]
         assert row["resident_sizes"] == 1
-        assert basis(row) == "fit without the sizes that ran faster than memory"
+        assert basis(row) == "β fit without the sizes that ran faster than memory (α over all)"
         assert row["beta_gbps"] == pytest.approx(1500, rel=0.02) and row["stated_gbps"] == row["beta_gbps"]
 
     def test_recorded_cache_resident_flag_wins(self, tmp_path):

@@ -62,6 +62,7 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     if not np.isfinite(half):
         return {}
     sizes = view.rows.loc[view.rows["path"] == fit["path"], "nbytes"]
+    sizes = sizes[~sizes.isin(fit.get("left_out") or ())]  # a size the fit left out brackets nothing
     below, above = sizes[sizes <= half], sizes[sizes >= half]
     if below.empty or above.empty:
         reason = f"the sizes measured do not reach past {format_bytes(int(half))} on both sides"

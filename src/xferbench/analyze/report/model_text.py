@@ -27,7 +27,8 @@ def no_host_roof(why: NoHostRoof | None) -> str | None:
 
 
 #: Each of the model's bases of β (``model.BASES``) in words.
-BASES = {"fit": "fit over all sizes", "fit beyond memory": "fit without the sizes that ran faster than memory",
+BASES = {"fit": "fit over all sizes",
+         "fit beyond memory": "β fit without the sizes that ran faster than memory (α over all)",
          "measured beyond the cache": "measured at the largest size beyond the cache (too few sizes there to fit)",
          "all in cache": "every size fits in cache", "too few sizes": "too few sizes",
          "latency-bound": "no β: every size measured is below α·β, where the fixed cost sets the time"}
