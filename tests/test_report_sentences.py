@@ -182,9 +182,9 @@ def test_h18_no_hollow_markers_are_promised_where_none_are_drawn(h200):
 def test_h19_the_beta_basis_says_which_sizes_it_left_out(h200):
     """The host fits keep 2x3 B .. 16 KiB, which fit in the L3: only the sizes faster than memory are left out; 256 MiB
     ran 47.2 GB/s, told apart from 1 GiB's 35.1 per byte, so β (37.2) is no ceiling."""
-    assert ("| host pageable copy_ cpu | 2.64 µs | – | 37.2 | – | β fit without the sizes that ran faster than memory (α over all); the "
-            "large sizes fall below the mid sizes: 256 MiB reached 47.2 GB/s, so β is no ceiling and no half of β is "
-            "given |") in h200["md"]
+    assert ("| host pageable copy_ cpu | 2.64 µs | – | 37.2 | – | β fit without the sizes that ran faster than memory "
+            "(α over all); the large sizes fall below the mid sizes: 256 MiB reached 47.2 GB/s, so β is no ceiling and "
+            "no half of β is given |") in h200["md"]
     assert "fit beyond the cache" not in h200["md"] + h200["text"]
 
 

@@ -67,14 +67,13 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                 ["tests/test_journal.py", "tests/test_atomic_json.py", "-k",
                  "not TestInterruptedRun and not TestLongRun"]),
     "history": ("src/xferbench/analyze/load/history.py", ["tests/test_history.py"]),
-    # compare's "not compared" for peer cases one side's plan left out; the slow tests are whole simulated sessions.
-    "peer_plan": ("src/xferbench/analyze/load/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
-    # What the report says of the plan: the sentences the tests above read back word for word.
+    # The recorded plan, compare's "not compared" for peer cases one side's plan left out and the report's sentences,
+    # read back word for word; the slow tests are whole simulated sessions.
+    "peer_plan": ("src/xferbench/analyze/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
     # The store's bound on a calibration's spread and floor: constructed runs (tests/test_gate_floors.py).
     "bound": ("src/xferbench/analyze/gate/bound.py", ["tests/test_gate_floors.py"]),
     # A case's blocks merged into one row; the slow tests are whole simulated sessions in subprocesses.
     "blocks": ("src/xferbench/analyze/load/blocks.py", ["tests/test_blocks.py", "-m", "not slow"]),
-    "peer_plan_text": ("src/xferbench/analyze/report/peer_plan.py", ["tests/test_peer_plan.py", "-m", "not slow"]),
     # Whether pinning pays, size by size: hand-fed verdicts and the H200 sample's rows, its fold and its first screen.
     "break_even": ("src/xferbench/analyze/report/break_even.py",
                    ["tests/test_report_figures.py", "tests/test_h200_sample.py", "tests/test_report_claims.py",

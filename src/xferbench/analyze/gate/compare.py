@@ -38,8 +38,8 @@ from ...contract import (
 from ...families import FAMILIES
 from ...output import OutputError, check_output
 from ..load.history import RunSummary, load_storage
-from ..load.peer_plan import RecordedPlan, same_cases
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
+from ..peer_plan import RecordedPlan, difference, same_cases
 from .bound import Baseline, step_bound, store_baseline
 from .comparison import (
     Comparison,
@@ -63,7 +63,6 @@ from .noise import (
     run_tables,
     weigh,
 )
-from .peer_plan import difference
 from .verdicts import (
     CANT_TELL,
     GONE,

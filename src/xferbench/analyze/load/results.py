@@ -32,8 +32,8 @@ from ...contract import (
     Fingerprint,
     machine_differences,
 )
+from ..peer_plan import plan_ok
 from .blocks import rows_of
-from .peer_plan import plan_ok
 from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, device_time_valid
 
 __all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",

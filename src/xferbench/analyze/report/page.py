@@ -21,8 +21,8 @@ from ...families import FAMILIES, order_of
 from ...machine_facts import machine_table
 from ...output import write_atomic, write_together
 from ...units import format_bytes, format_seconds
-from ..load.peer_plan import RecordedPlan
 from ..load.results import Results
+from ..peer_plan import RecordedPlan, sentences
 from ..view import RunView
 from . import drift_text
 from .break_even import break_even_table
@@ -31,7 +31,6 @@ from .export import busy_notice, instance_numbers, instances_line, machine_line,
 from .findings import findings, why_measured
 from .half_beta import half_of_beta
 from .model_text import basis
-from .peer_plan import sentences
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 if TYPE_CHECKING:
