@@ -24,8 +24,7 @@ from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_there, mmap_clause
-from .half_beta import half_of_beta
-from .model_text import no_host_roof
+from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
 from .threads import beta_noise, threads_against_one
 

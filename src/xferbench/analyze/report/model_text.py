@@ -1,15 +1,23 @@
-"""What the model decides (analyze/model.py), in words: how a path's β was obtained, and why pageable moves have no
-host roof. No torch here."""
+"""What the model decides (analyze/model.py), in words: how a path's β was obtained, why pageable moves have no
+host roof, and where a path reaches half of its β.
+
+Half of β is said only where the fit t = α + n/β holds: the line meets every measured size past that half within
+``MODEL_MISS``x, no smaller size ran faster per byte than the largest (resolved), the sweep has a size on each side
+of it within ``BRACKET``x, and β is not capped at the largest size's figure. The table and the key finding read the
+same verdict. No torch here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ...units import format_bytes, format_seconds
 from ..model import NoHostRoof
+from ..view import MODEL_MISS, RunView
 
-__all__ = ["BASES", "basis", "no_host_roof"]
+__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "half_of_beta", "no_host_roof"]
 
 
 def no_host_roof(why: NoHostRoof | None) -> str | None:
@@ -46,3 +54,84 @@ def basis(fit: Mapping[str, Any]) -> str:
     if key.startswith("capped "):
         return f"capped at the largest size measured ({said} gave {fit['beta_gbps']:.3g} GB/s)"
     return said
+
+
+def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x
+    (``RunView.model_miss``); the basis says so."""
+    miss = view.model_miss(fit)
+    if miss is None:
+        return {}
+    times = f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
+    # the line is α with the β stated (a capped β where capped), not the fit the basis may quote before it
+    line = f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) misses a measured size {times}×"
+    return {"half_peak_bytes": float("nan"), "no_half": line, "beta_basis": f"{fit['beta_basis']}; {line}, so no half of β"}
+
+
+def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """A β below what a smaller size of the path reached, that size's time over the largest's (per byte) resolved by
+    its interval, is no ceiling: the large sizes fall below the mid sizes (pageable h2d on the H200: β 8.02 GB/s at
+    1 GiB where 16 MiB ran at 14.3). The basis gives the measured peak, and no half of β is said."""
+    rows = view.rows[view.rows["path"] == fit["path"]]
+    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
+    stated = float(fit["stated_gbps"])
+    if rows.empty or not np.isfinite(stated) or stated <= 0 or not rows["bandwidth_gbps"].notna().any():
+        return {}
+    peak = rows.loc[rows["bandwidth_gbps"].idxmax()]
+    largest = rows.loc[rows["nbytes"].idxmax()]
+    if float(peak["bandwidth_gbps"]) <= stated or peak.name == largest.name:
+        return {}
+    per_byte = view.ratio(largest, peak)  # the largest size's time over the peak's, scaled by their bytes below
+    scale = float(largest["nbytes"]) / float(peak["nbytes"])
+    if per_byte.low <= scale:
+        return {}
+    half = " and no half of β is given" if np.isfinite(fit["half_peak_bytes"]) else ""
+    return {"half_peak_bytes": float("nan"), "no_half": fit.get("no_half") or (
+        f"the large sizes fall below the mid sizes ({format_bytes(int(peak['nbytes']))} reached "
+        f"{peak['bandwidth_gbps']:.3g} GB/s)"), "beta_basis": (
+        f"{fit['beta_basis']}; the large sizes fall below the mid sizes: {format_bytes(int(peak['nbytes']))} reached "
+        f"{peak['bandwidth_gbps']:.3g} GB/s, so β is no ceiling{half}")}
+
+
+#: The sizes measured on either side of half of β must lie within this factor of each other to place it.
+BRACKET = 16.0
+
+
+def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """No half of β where the sweep's sizes on either side of it lie more than ``BRACKET``x apart (the CPU sample's
+    1 KiB and 1 MiB around 25.7 KiB): the fit's line, not a measurement, would place it."""
+    half = float(fit["half_peak_bytes"])
+    if not np.isfinite(half):
+        return {}
+    sizes = view.rows.loc[view.rows["path"] == fit["path"], "nbytes"]
+    sizes = sizes[~sizes.isin(fit.get("left_out") or ())]  # a size the fit left out brackets nothing
+    below, above = sizes[sizes <= half], sizes[sizes >= half]
+    if below.empty or above.empty:
+        reason = f"the sizes measured do not reach past {format_bytes(int(half))} on both sides"
+    elif above.min() / max(below.max(), 1) > BRACKET:
+        low, high = int(below.max()), int(above.min())
+        reason = (f"the fit puts half of β at {format_bytes(int(half))}, between the measured {format_bytes(low)} and "
+                  f"{format_bytes(high)}, {high / max(low, 1):,.0f}× apart")
+    else:
+        return {}
+    return {"half_peak_bytes": float("nan"), "no_half": reason,
+            "beta_basis": f"{fit['beta_basis']}; {reason}, so no half of β"}
+
+
+def _capped(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """No half of β where β is capped at what the largest size reached: α x that figure places half of β where no
+    measured size says it lies (send_recv on the H200: 13.8 KiB, though 16 KiB already reached the capped β)."""
+    if not str(fit["beta_basis"]).startswith("capped") or not np.isfinite(float(fit["half_peak_bytes"])):
+        return {}
+    return {"half_peak_bytes": float("nan"), "no_half": "β is capped at what the largest size measured reached",
+            "beta_basis": f"{fit['beta_basis']}, so no half of β"}
+
+
+def half_of_beta(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """What the report says of ``fit`` (a row of ``view.fits``) beyond the fit itself: ``half_peak_bytes`` NaN and
+    ``no_half`` the reason where half of β is not stated, ``beta_basis`` saying so; empty where the fit holds."""
+    said = dict(fit)
+    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed,
+                  _capped):
+        said |= check(view, said)
+    return {key: value for key, value in said.items() if key not in fit or value is not fit[key]}

@@ -29,8 +29,7 @@ from .break_even import break_even_table
 from .changes import at_a_glance, changes
 from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
 from .findings import findings, why_measured
-from .half_beta import half_of_beta
-from .model_text import basis
+from .model_text import basis, half_of_beta
 from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
 
 if TYPE_CHECKING:
