@@ -3,6 +3,11 @@
 Figures are inline SVG: they scale with the page, their text is text, and every plotted point (marker, bar, matrix
 cell) carries an SVG ``<title>`` with its exact value, which a browser shows on hover: no script, no network
 request. A drawing function attaches those titles to its artists with ``tip``; ``to_svg`` writes them into the SVG.
+
+Every text of a figure is made drawable as written just before it is drawn (``drawable_text``): labels name paths,
+devices, runs and software versions from run files, and many places set them (legends, titles, notes, tick labels);
+one missed ``mathtext_safe`` let ``$...$`` or a control character crash a page. Sweeping the figure's texts covers each
+place, present and future; the guard is idempotent, so a label that already passed it is unchanged.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import itertools
 import math
 import weakref
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,18 +29,19 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import TightLayoutEngine
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullLocator
 from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_seconds, mathtext_safe
 from ..load.rows import flag
-from .figure_text import drawable_text
 
-__all__ = ["WIDTH", "Plot", "as_plot", "gbps_text", "legend_outside", "log_y", "size_ticks", "tip", "tips_for",
-           "to_svg"]
+__all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "gbps_text", "legend_outside", "log_y", "size_ticks", "tip",
+           "tips_for", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -210,3 +216,29 @@ def gbps_text(value: float) -> str:
     """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
+
+def drawable_text(fig: Figure) -> None:
+    """Pass each text of ``fig`` through ``mathtext_safe``: its artists, and the fixed tick labels, which matplotlib
+    writes into the tick artists only as it draws."""
+    for text in _texts(fig):
+        text.set_text(mathtext_safe(text.get_text()))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(formatter, FixedFormatter):
+                    formatter.seq = [mathtext_safe(str(label)) for label in formatter.seq]
+
+
+def _texts(fig: Figure) -> Iterator[Text]:
+    """Each text artist of ``fig`` but the tick labels: drawing writes those from the axis's formatter (a fixed one
+    is swept above), and asking an axis for its ticks runs its locators and makes tick artists, which took more
+    time than drawing some figures."""
+    stack: list[Artist] = [fig]
+    while stack:
+        artist = stack.pop()
+        if isinstance(artist, Text):
+            yield artist
+        if isinstance(artist, Axis):
+            stack += [artist.label, artist.offsetText]
+        else:
+            stack += artist.get_children()
