@@ -1,5 +1,5 @@
-"""What the model decides (analyze/model.py), in words: how a path's β was obtained, why pageable moves have no
-host roof, and where a path reaches half of its β.
+"""What the model decides (analyze/model.py), in words: the α-β table, how a path's β was obtained, the share of a
+roof, why pageable moves have no host roof, and where a path reaches half of its β.
 
 Half of β is said only where the fit t = α + n/β holds: the line meets every measured size past that half within
 ``MODEL_MISS``x, no smaller size ran faster per byte than the largest (resolved), the sweep has a size on each side
@@ -16,8 +16,10 @@ import numpy as np
 from ...units import format_bytes, format_seconds
 from ..model import NoHostRoof
 from ..view import MODEL_MISS, RunView
+from .svg import gbps_text
 
-__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "half_of_beta", "no_host_roof"]
+__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "no_host_roof",
+           "roof_share"]
 
 
 def no_host_roof(why: NoHostRoof | None) -> str | None:
@@ -135,3 +137,44 @@ def half_of_beta(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
                   _capped):
         said |= check(view, said)
     return {key: value for key, value in said.items() if key not in fit or value is not fit[key]}
+
+
+def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
+    """The one definition of "share of roof": the bandwidth a path reached at its largest size over the roof's figure,
+    the roof printed beside it; against the practical ceiling of pinned copies where one is given."""
+    if not (np.isfinite(gbps) and peak > 0):
+        return "–"
+    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
+    if practical is not None:
+        text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
+                 f"{practical[0]:g}-{practical[1]:g})")
+    return text
+
+
+def fit_table(view: RunView) -> list[dict[str, Any]]:
+    """The α-β table: one row per fitted path, α, β (cache-aware, capped), and the share of its tightest roof
+    (``roof_share``: the largest size's GB/s over the roof's figure, printed with it, as the figures label roofs)."""
+    rows = []
+    for fit in view.fits.to_dict("records"):
+        roof = view.tightest_roof(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
+        practical = view.practical(fit["op"], fit["src"], fit["dst"])
+        link = roof[1] if roof else "not known"
+        pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
+        if practical and link.startswith("PCIe"):
+            link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
+        worded = fit | {"beta_basis": basis(fit)}
+        said = worded | half_of_beta(view, worded)
+        rows.append(said | _algbw(view, said) | {
+            "link": link,
+            "peak_gbps": roof[0] if roof else None,
+            "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
+        })
+    return rows
+
+
+def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """A collective's GB/s in the table are its algbw (bytes / time), where the distributed figure draws busbw
+    (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
+    if not view.algbw_differs(fit["path"]):
+        return {}
+    return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}

@@ -29,8 +29,8 @@ from .break_even import break_even_table
 from .changes import at_a_glance, changes
 from .export import busy_notice, instance_numbers, instances_line, machine_line, to_csv, to_markdown
 from .findings import findings, why_measured
-from .model_text import basis, half_of_beta
-from .plots import Plot, as_plot, ladder_table, render, roof_share, scenario_plot
+from .model_text import fit_table
+from .plots import Plot, as_plot, ladder_table, render, scenario_plot
 
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
@@ -70,35 +70,6 @@ STORY = ("bandwidth-d2h", "ladder")
 def is_simulated(results: Results | RunView) -> bool:
     """Whether the run came from the simulated machine (``machine_info.xferbench.simulated``)."""
     return results.simulated if isinstance(results, RunView) else results.fingerprint.simulated
-
-
-def _model_rows(view: RunView) -> list[dict[str, Any]]:
-    """One row per fitted path: α, β (cache-aware, capped), and the share of its tightest roof (plots.roof_share:
-    the largest size's GB/s over the roof's figure, printed with it, as the figures label their roofs)."""
-    rows = []
-    for fit in view.fits.to_dict("records"):
-        roof = view.tightest_roof(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
-        practical = view.practical(fit["op"], fit["src"], fit["dst"])
-        link = roof[1] if roof else "not known"
-        pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
-        if practical and link.startswith("PCIe"):
-            link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        worded = fit | {"beta_basis": basis(fit)}
-        said = worded | half_of_beta(view, worded)
-        rows.append(said | _algbw(view, said) | {
-            "link": link,
-            "peak_gbps": roof[0] if roof else None,
-            "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
-        })
-    return rows
-
-
-def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
-    """A collective's GB/s in the table are its algbw (bytes / time), where the distributed figure draws busbw
-    (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
-    if not view.algbw_differs(fit["path"]):
-        return {}
-    return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}
 
 
 def _host_placement(view: RunView) -> list[tuple[str, str]]:
@@ -195,7 +166,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
     for section in sections:
         section["plots"] = _svg(section["plots"])
     key_findings, what_to_change = findings(view), changes(view)
-    model = _model_rows(view)
+    model = fit_table(view)
     peer_rows: list[dict[str, Any]] = []
     peer_lines: list[str] = []
     if peers:  # nvbandwidth's or nccl-tests' figures: their module is loaded only where such files were given

@@ -24,14 +24,14 @@ from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .cliff import cliff_note
 from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
-from .model_text import no_host_roof
+from .model_text import no_host_roof, roof_share
 from .noop_plot import noop_text, noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
 from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for, to_svg
 
 __all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
-           "roof_share", "scenario_plot", "tip", "to_svg"]
+           "scenario_plot", "tip", "to_svg"]
 
 #: Colours of the calls timed, the same in every figure.
 METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
@@ -61,18 +61,6 @@ def _line_label(row: pd.Series, op: str) -> str:
     if isinstance(row.get("variant"), str) and op in ("host", "h2d", "d2h"):
         label += f" {row['variant'].replace('_', '-')}"  # copy_() single-thread: its own line and legend entry
     return label
-
-
-def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
-    """The one definition of "share of roof": the bandwidth a path reached at its largest size over the roof's figure,
-    the roof printed beside it; against the practical ceiling of pinned copies where one is given."""
-    if not (np.isfinite(gbps) and peak > 0):
-        return "–"
-    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
-    if practical is not None:
-        text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
-                 f"{practical[0]:g}-{practical[1]:g})")
-    return text
 
 
 def _largest_size_gbps(rows: pd.DataFrame, view: RunView) -> tuple[float, str]:
