@@ -85,3 +85,18 @@ def test_the_summary_reads_the_document_in_memory(monkeypatch, tmp_path):
     lines = summary_lines(data)
     assert lines[0].startswith("- Host memory copies reach ")  # the host side first; no first touch it can tell
     assert data == json.loads(SAMPLE.read_text())  # the caller's document is left as it was
+
+
+def test_the_summary_leads_with_what_to_change_as_the_page_does():
+    """The H200 sample: the three changes the page's first screen lists, each with its gain and its code before and
+    after, then the key findings."""
+    import gzip
+
+    data = json.loads(gzip.decompress((Path(__file__).parents[1] / "reports" / "samples" / "h200" / "full.json.gz")
+                                      .read_bytes()))
+    lines = summary_lines(data)
+    assert lines[:2] == ["What to change here:", "1. Copy results into a reused pinned buffer: saves 176 ms a call at "
+                         "256 MiB (181 ms → 4.94 ms: 36.7× (28.1-47.9) faster)"]
+    assert lines[2].startswith("   y = x.cpu() → y.copy_(x, non_blocking=True); torch.cuda.synchronize() (")
+    assert [line[:3] for line in lines[1:7:2]] == ["1. ", "2. ", "3. "] and lines[7] == "Key findings:"
+    assert lines[8].startswith("- .cpu() / .to(device) of 256 MiB took ")

@@ -1,4 +1,5 @@
-"""The key findings printed at the end of ``pytest bench --benchmark-only``, with where the report is.
+"""What to change and the key findings, printed at the end of ``pytest bench --benchmark-only``, with where the
+report is.
 
 Two pytest hooks, registered from plugin.py: pytest-benchmark hands us the JSON it writes
 (``--benchmark-json`` or ``--benchmark-autosave``) through ``pytest_benchmark_update_json``;
@@ -52,6 +53,7 @@ def _where(config: pytest.Config) -> str:
 def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
     from ...analyze.load.results import Document, ResultsError, load
+    from ...analyze.report.changes import changes
     from ...analyze.report.findings import findings
     from ...analyze.view import RunView
 
@@ -63,6 +65,10 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     simulated = view.simulated
     found = findings(view)[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
+    # what to change first, as the page's first screen: the changes the run resolved, with what each saves
+    change = [line for n, c in enumerate(changes(view), 1) for line in (
+        f"{n}. {c.spec.title}: {c.text()}", f"   {c.spec.before} → {c.spec.after} ({c.condition})")]
+    head += ["What to change here:", *change, "Key findings:"] if change else []
     return head + [f"- {said.headline}" for said in found] + ([] if found else ["- not enough data for findings"])
 
 
