@@ -134,6 +134,20 @@ def test_each_regime_pools_its_own_evidence_and_a_pair_never_vouches_for_itself(
     assert drift.of(latency).df == 5
 
 
+def test_one_call_a_round_against_many_is_judged_by_the_wider_bandwidth_pool_too():
+    """The latency regime's evidence comes from many calls a round; a comparison with a case timed one call a round
+    (a DataLoader step: 4.57 ms against 158 µs at 100 a round) takes its memory's bandwidth pool where that is wider."""
+    frame = pd.concat([handfed(), pd.DataFrame([row("d2h", "cpu", 4096, 1.0e-5, src="cuda:0", dst="cpu"),
+                                                row("d2h", "to", 4096, 1.01e-5, src="cuda:0", dst="cpu")])])
+    drift = run_drift(frame)
+    latency, bandwidth = drift.regimes[("pageable", "latency")].sd, drift.regimes[("pageable", "bandwidth")].sd
+    assert latency == pytest.approx(math.log1p(0.01)) and bandwidth > 10 * latency
+    many = pd.Series(row("host", "copy_", 4096, 1e-6, src="cpu", dst="cpu", iterations=100))
+    assert drift.of(many, many.copy()).sd == latency
+    assert drift.of(many, pd.Series(dict(many) | {"iterations": 50})).sd == bandwidth  # 2x apart: other loops
+    assert drift.of(many, pd.Series(dict(many) | {"iterations": 51})).sd == latency
+
+
 def test_blocks_count_only_the_spread_beyond_their_own_noise():
     se = 0.01
     frame = pd.DataFrame([row("host", "copy_", MiB, 1e-3, src="cpu", dst="cpu", block_medians=[1.0, 1.1, 0.9, math.nan],

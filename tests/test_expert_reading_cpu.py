@@ -280,3 +280,14 @@ def test_the_fresh_destination_headline_claims_no_more_than_clone_minus_copy():
     assert said is not None and said.headline == (
         "A fresh 64 MiB clone() took 203 ms: 163 ms (80%) of it is its fresh destination (16,385 more page faults a "
         "call); transparent huge pages: madvise.")
+
+
+def test_a_dataloader_step_timed_one_call_a_round_is_not_judged_by_the_latency_evidence_alone():
+    """tests/data/cpu-quick-sample.json: 2 workers 4.57 ms a step (18 rounds of one call) against none 158 µs (13 rounds
+    of 100). The latency pool (0, from the 4 B copy_'s many-call blocks) says nothing of one-call rounds: the interval
+    takes the host's bandwidth pool (36.0%) too, and stays resolved."""
+    from xferbench.analyze.report.findings import scenario_findings
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
+    said = " ".join(scenario_findings(view, "dataloader"))
+    assert "Per step, against no workers (158 µs): 2 workers 28.8× (7.48-111)." in said

@@ -167,8 +167,11 @@ class RunDrift:
         without evidence takes the whole run's), ``leave_out``'s own evidence left out (a pair never vouches for
         itself)."""
         kept = [e for e in self.evidence if e.key != leave_out]
-        pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(kept)
-                  for where in map(regime, rows)]
+        regimes = list(map(regime, rows))
+        calls = [int(row.get("iterations") or 1) for row in rows]
+        if max(calls) >= 2 * min(calls):  # one call a round against many: the latency evidence (many calls a round)
+            regimes += [(memory, "bandwidth") for memory, _ in regimes]  # does not reach it; the wider pool does
+        pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(kept) for where in regimes]
         found = [f for f in pooled if f is not None]
         if not found:
             return Drift()
