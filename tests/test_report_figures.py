@@ -388,7 +388,7 @@ class TestPinningBreakEven:
         assert (row["copies"] is not None) == priced
         assert row["verdict"] == ("from copy 5 (pinning = 5× one copy's saving)" if priced else
                                   "can't tell: the cold pin (30 ms) took under 2× a cached one (15.1 ms): most rounds "
-                                  "locked no fresh page, so no cold pin was priced at this size")
+                                  "locked no fresh page, so its median prices no cold pin")
 
     @pytest.mark.parametrize(("rounds", "median", "said"), [
         ([0.02] * 6 + [0.04] * 4, "20 ms", " (4 of 10 took 40 ms)"),  # a gap of exactly 2x splits them
@@ -399,7 +399,7 @@ class TestPinningBreakEven:
     def test_a_cold_pin_names_the_rounds_that_did_lock_pages(self, tmp_path, rounds, median, said):
         (row,) = _pin_run(tmp_path, pageable=0.007, pinned=0.001, cached=0.02, cold_rounds=rounds)
         assert row["verdict"] == (f"can't tell: the cold pin ({median}) took under 2× a cached one (20 ms): most rounds "
-                                  f"locked no fresh page{said}, so no cold pin was priced at this size")
+                                  f"locked no fresh page{said}, so its median prices no cold pin")
 
     def test_the_table_says_what_was_not_measured_and_which_rule_judged(self, tmp_path):
         """One file: no run column. A pin without a pinned copy reads "not measured" in its cell, the caption gives both
@@ -416,8 +416,8 @@ class TestPinningBreakEven:
         assert table["caption"] == (
             "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
             "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
-            "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, always from the "
-            "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can "
+            "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, else what ran "
+            "of each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can "
             "a cold pin that took under twice a cached one (most of its rounds locked no fresh page).")
 
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):

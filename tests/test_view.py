@@ -174,7 +174,7 @@ def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
     another boot only is "can't tell" (hand-fed: the 64 MiB pin moved to the other run)."""
     view = RunView.of(h200)
     rows = {row["size"]: row for row in break_even.pinning_break_even(view)}
-    assert rows[64 * 2**20]["verdict"] == "from copy 6 (pinning = 5.6× one copy's saving)"
+    assert rows[64 * 2**20]["verdict"] == "from copy 6 (copies 5-8 by its interval; pinning = 5.6× one copy's saving)"
     assert {row["run"] for row in rows.values()} == {"full.json"}
     frame = h200.frame
     pin = (frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold") & (frame["nbytes"] == 64 * 2**20)

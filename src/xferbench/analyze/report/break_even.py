@@ -15,15 +15,27 @@ from ..view import COLD_OVER_CACHED, BreakEven, RunView
 __all__ = ["break_even_table", "pinning_break_even"]
 
 
+def _between(even: BreakEven) -> str:
+    """The copies that pay for the pin at either end of the two copies' ratio interval (the pinned copy's median times
+    the ratio's bounds less one): ``4-7``; the cold pin's own spread aside."""
+    if even.ratio is None or even.pinned is None or not math.isfinite(even.ratio.high):
+        return ""
+    pin, pinned = float(even.pin["median_s"]), float(even.pinned["median_s"])
+    first, last = (math.ceil(pin / (pinned * (bound - 1))) for bound in (even.ratio.high, even.ratio.low))
+    return f"{first}-{last}" if first != last else ""  # an interval of one copy adds nothing to the count
+
+
 def _verdict(even: BreakEven) -> tuple[str, float | None]:
     """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``);
-    else from copy N, by the pin's median (a pin whose rounds mostly missed page-locking is judged before this)."""
+    else from copy N, by the pin's median (a pin whose rounds mostly missed page-locking is judged before this), with
+    the copies its interval allows."""
     saved, copies = even.saved_s or 0.0, even.copies
     if even.ratio is not None and not even.ratio.resolved:
         return f"can't tell: pageable over pinned, {even.ratio.text()}", None
     if saved < 0:
         return "never pays off: the pinned copy is slower", None
-    return f"from copy {math.ceil(copies or 0.0)} (pinning = {copies:.2g}× one copy's saving)", copies
+    between = f"copies {_between(even)} by its interval; " if _between(even) else ""
+    return f"from copy {math.ceil(copies or 0.0)} ({between}pinning = {copies:.2g}× one copy's saving)", copies
 
 
 def _above_gap(rounds: list[float]) -> pd.Series:
@@ -51,7 +63,7 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             some = f" ({len(slow)} of {len(pin['data'])} took {_ms(slow)})" if len(slow) else ""
             row["verdict"] = (f"can't tell: the cold pin ({format_seconds(float(pin['median_s']))}) took under "
                               f"{COLD_OVER_CACHED:g}× a cached one ({format_seconds(cached)}): most rounds locked no "
-                              f"fresh page{some}, so no cold pin was priced at this size")
+                              f"fresh page{some}, so its median prices no cold pin")
         elif pageable is None or pinned is None:
             lacking = "pageable" if pageable is None else "pinned"
             instance = view.instance_of(pin)
@@ -63,7 +75,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             row["verdict"], copies = _verdict(even)
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         # the verdict in two or three words, for the fold's line and the first screen: "from copy 5", "can't tell"
-        row["pays"] = f"from copy {math.ceil(row['copies'])}" if row["copies"] else row["verdict"].split(":")[0]
+        row["pays"] = (f"from copy {math.ceil(row['copies'])}" + (f" ({_between(even)})" if _between(even) else "")
+                       if row["copies"] else row["verdict"].split(":")[0])
         rows.append(row)
     return rows
 
@@ -85,8 +98,8 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
-        "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, always from the "
-        "pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
+        "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, else what ran of "
+        "each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
         "cold pin that took under twice a cached one (most of its rounds locked no fresh page)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
                     "pinning pays off"] + (["run (every figure of the row)"] if runs else []),

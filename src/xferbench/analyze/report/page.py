@@ -119,7 +119,7 @@ _UNMEASURED = {
     ("pin_memory", "pinned_to"): ("pinned_to: the DMA from a tensor pinned once, what each reuse costs; pin_cold / "
                                   "(to - pinned_to) reuses pay for pinning it.",
                                   "reused_pinned_to: a host copy into a reused pinned buffer, then the DMA. pinned_to "
-                                  "(the DMA alone) did not run: the break-even takes the h2d family's pinned copy."),
+                                  "(the DMA alone) did not run: the break-even takes the h2d family's copies."),
     ("placement", "move_then_convert"): ("moving the uint8 batch and converting on the device moves a quarter.",
                                          "moving the uint8 batch and converting on the device moves a quarter. Neither "
                                          "move ran here (they need a GPU): only the conversion on the CPU did."),
