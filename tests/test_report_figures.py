@@ -417,8 +417,9 @@ class TestPinningBreakEven:
             "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
             "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
             "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, else what ran "
-            "of each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can "
-            "a cold pin that took under twice a cached one (most of its rounds locked no fresh page).")
+            "of each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% "
+            "interval) can't tell, nor can a cold pin that took under twice a cached one (most of its rounds locked no "
+            "fresh page).")
 
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)

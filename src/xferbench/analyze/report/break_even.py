@@ -99,8 +99,9 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
         "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, else what ran of "
-        "each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% interval) can't tell, nor can a "
-        "cold pin that took under twice a cached one (most of its rounds locked no fresh page)."),
+        "each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% "
+        "interval) can't tell, nor can a cold pin that took under twice a cached one (most of its rounds locked no "
+        "fresh page)."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
                     "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
         "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),

@@ -283,7 +283,7 @@ def latency_bound(view: RunView) -> Said | None:
     best = stated.loc[stated["stated_gbps"].idxmax()]
     one_thread = _one_thread_faster(view, float(best["stated_gbps"]))
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
-    which, ties = _highest_beta(view, stated, best)
+    which, tied = _highest_beta(view, stated, best)
     sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, {which}{left_out}) "
                 f"has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
@@ -293,9 +293,12 @@ def latency_bound(view: RunView) -> Said | None:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'})")
     half = half_of_beta(view, best.to_dict())
-    tie = f", one of {ties} paths the run cannot rank," if ties > 1 else ""  # never the best among ties
-    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']}{tie} has a "
+    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a "
                 f"fixed cost α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s")
+    if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
+        return Said(_tied_headline(view, tied, gpu), sentence + (f"; where moves reach half of β, this run cannot "
+                    f"place: {half['no_half']}." if "no_half" in half else f": moves smaller than "
+                    f"{format_bytes(best['half_peak_bytes'])} reach less than half of β.") + one_thread + _pipelined(fits))
     if "no_half" in half:  # the table's verdict: the fit does not place where half of β is reached
         sentence += f"; where moves reach half of β, this run cannot place: {half['no_half']}."
         headline += "."
@@ -307,16 +310,30 @@ def latency_bound(view: RunView) -> Said | None:
     return Said(headline, sentence + one_thread + _pipelined(fits))
 
 
-def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple[str, int]:
+def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple[str, pd.DataFrame]:
     """The path the β sentence is about: the one with the highest fitted β, or, where the run cannot tell other paths
     from it at its largest size, that which is highest can't be told (the tied span named; no ranking among ties); and
-    how many paths tie."""
+    the paths that tie (``best`` alone where none does)."""
     tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
     if len(tied) < 2:
-        return f"the host-side path with the highest fitted β ({best['path']}", 1
+        return f"the host-side path with the highest fitted β ({best['path']}", tied
     return (f"which host-side path has the highest fitted β can't be told ({len(tied)} paths' β lie "
             f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and their times at "
-            f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), len(tied)
+            f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), tied
+
+
+def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
+    """The paths the run cannot rank, as one: their α and β spans, and where they reach half of β where the fits place
+    it (each path's own verdict, ``half_of_beta``)."""
+    halves = [h["half_peak_bytes"] for fit in tied.to_dict("records")
+              if "no_half" not in (h := fit | half_of_beta(view, fit))]
+    low, high = (format_bytes(min(halves)), format_bytes(max(halves))) if halves else ("", "")
+    if low != high:  # 487-837 KiB: one figure
+        high = f"{low.split()[0] if low.split()[-1] == high.split()[-1] else low}-{high}"
+    under = f": moves under {high} reach less than half of β" if halves else ""
+    return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} host-side paths "
+            f"whose β the run cannot rank have fixed costs α = {_span(tied['alpha_us'], '.3g')} µs and β = "
+            f"{_span(tied['stated_gbps'], '.3g')} GB/s{under}.")
 
 
 def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
