@@ -100,3 +100,16 @@ def test_the_summary_leads_with_what_to_change_as_the_page_does():
     assert lines[2].startswith("   y = x.cpu() → y.copy_(x, non_blocking=True); torch.cuda.synchronize() (")
     assert [line[:3] for line in lines[1:7:2]] == ["1. ", "2. ", "3. "] and lines[7] == "Key findings:"
     assert lines[8].startswith("- .cpu() / .to(device) of 256 MiB took ")
+
+
+def test_the_summary_says_a_busy_machine_first_and_how_many_findings_it_left_to_the_report():
+    """The quick CPU sample ran at load 10.79 on 2 cores: its summary opens with the page's busy notice. The H200
+    sample has 9 findings: 5 are printed, and the summary says 4 more are in the report."""
+    import gzip
+
+    busy = summary_lines(json.loads((Path(__file__).parent / "data" / "cpu-quick-sample.json").read_text()))
+    assert busy[0].startswith("Busy machine: this run recorded load 10.79 on 2 cores")
+    h200 = summary_lines(json.loads(gzip.decompress((Path(__file__).parents[1] / "reports" / "samples" / "h200"
+                                                     / "full.json.gz").read_bytes())))
+    assert not h200[0].startswith("Busy") and h200[-1] == "(4 more in the report)"
+    assert sum(line.startswith("- ") for line in h200) == 5

@@ -54,6 +54,7 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
     from ...analyze.load.results import Document, ResultsError, load
     from ...analyze.report.changes import changes
+    from ...analyze.report.export import busy_notice
     from ...analyze.report.findings import findings
     from ...analyze.view import RunView
 
@@ -63,13 +64,16 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
         return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
     view = RunView.of(results)
     simulated = view.simulated
-    found = findings(view)[:MAX_FINDINGS]
+    every = findings(view)
+    found = every[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
+    head += [busy] if (busy := busy_notice(view)) else []
     # what to change first, as the page's first screen: the changes the run resolved, with what each saves
     change = [line for n, c in enumerate(changes(view), 1) for line in (
         f"{n}. {c.spec.title}: {c.text()}", f"   {c.spec.before} → {c.spec.after} ({c.condition})")]
     head += ["What to change here:", *change, "Key findings:"] if change else []
-    return head + [f"- {said.headline}" for said in found] + ([] if found else ["- not enough data for findings"])
+    more = [f"({len(every) - len(found)} more in the report)"] if len(every) > len(found) else []
+    return head + [f"- {said.headline}" for said in found] + more + ([] if found else ["- not enough data for findings"])
 
 
 def _unsaved_json(config: pytest.Config) -> dict[str, Any] | None:
