@@ -312,3 +312,14 @@ def test_the_route_chart_leaves_out_the_one_thread_roof_as_the_first_screen_does
     page = write_report(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]), tmp_path / "index.html").read_text()
     (tip,) = re.findall(r"<title>(host pageable cpu, 64 MiB:[^<]*)</title>", page)
     assert tip == "host pageable cpu, 64 MiB:\n.copy_: median 39.9 ms, 1.68 GB/s\n.clone: median 203 ms, 0.331 GB/s"
+
+
+def test_a_module_case_of_mixed_loops_decides_nothing_about_the_bytes():
+    """tests/data/cpu-quick-sample.json: the second .to(cpu) at 38.2 MiB ran blocks of 1 and of 100 calls a round: the
+    flat span cannot say the bytes do not set the cost."""
+    from xferbench.analyze.report.findings import scenario_findings
+
+    said = " ".join(scenario_findings(RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"])), "module_to"))
+    assert "the bytes do not set its cost" not in said
+    assert ("but its blocks at 38.2 MiB timed calls a round 2× or more apart, so the run cannot say whether the bytes "
+            "set it.") in said

@@ -65,10 +65,15 @@ def finding(rows: pd.DataFrame) -> list[str]:
     out, judge, shuffled = [], judge_of(rows), bool(rows.attrs.get("shuffled"))
     for dst, again in of_variant(rows, "again").groupby("dst"):
         step = _step(again, judge, shuffled) or _odd_one(again, judge)
+        # a case whose blocks timed calls a round 2x or more apart has a median of two loops: it decides nothing
+        mixed = again[again["mixed_iterations"].eq(True)] if "mixed_iterations" in again else again.iloc[:0]
+        bytes_said = ("and the bytes do not set its cost" if mixed.empty else "but its blocks at "
+                      f"{', '.join(format_bytes(n) for n in mixed['nbytes'])} timed calls a round 2× or more apart, so "
+                      "the run cannot say whether the bytes set it")
         out.append(f"A second .to({dst}) of a module already there took " + (step or (
             f"{ms(again['median_s'])} from {format_bytes(again['nbytes'].min())} to "
             f"{format_bytes(again['nbytes'].max())} of parameters: nothing is copied (every parameter tensor is "
-            "visited), and the bytes do not set its cost.")))
+            f"visited), {bytes_said}.")))
     first = of_variant(rows, "first")
     if not first.empty:
         big = first.loc[first["nbytes"].idxmax()]
