@@ -323,3 +323,13 @@ def test_a_module_case_of_mixed_loops_decides_nothing_about_the_bytes():
     assert "the bytes do not set its cost" not in said
     assert ("but its blocks at 38.2 MiB timed calls a round 2× or more apart, so the run cannot say whether the bytes "
             "set it.") in said
+
+
+def test_a_size_that_ran_from_cache_brackets_no_half_of_beta():
+    """tests/data/cpu-quick-sample.json: the one-thread copy's β is fitted without 1 MiB (it ran faster than memory):
+    1 MiB no longer brackets half of β; the fitted neighbours are 1 KiB and 64 MiB."""
+    from xferbench.analyze.report.model_text import fit_table
+
+    (row,) = [r for r in fit_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"])))
+              if r["path"] == "host single_thread cpu"]
+    assert "the fit puts half of β at 1.72 KiB, between the measured 1 KiB and 64 MiB, 65,536× apart" in row["beta_basis"]

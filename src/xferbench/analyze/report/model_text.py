@@ -105,8 +105,10 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     half = float(fit["half_peak_bytes"])
     if not np.isfinite(half):
         return {}
-    sizes = view.rows.loc[view.rows["path"] == fit["path"], "nbytes"]
-    sizes = sizes[~sizes.isin(fit.get("left_out") or ())]  # a size the fit left out brackets nothing
+    rows = view.rows[view.rows["path"] == fit["path"]]
+    # a size β's fit left out (its blocks mixed loops, or it ran from cache faster than memory) brackets nothing
+    sizes = rows.loc[~view.resident.loc[rows.index].to_numpy(dtype=bool), "nbytes"]
+    sizes = sizes[~sizes.isin(fit.get("left_out") or ())]
     below, above = sizes[sizes <= half], sizes[sizes >= half]
     if below.empty or above.empty:
         reason = f"the sizes measured do not reach past {format_bytes(int(half))} on both sides"
