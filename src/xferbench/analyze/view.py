@@ -341,17 +341,11 @@ class RunView:
         found = []
         cached = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cached")]
         for _, pin in pins.iterrows():
-            (scene_pageable, core_pageable), (scene_pinned, core_pinned) = (self._copy_at(pin, which)
-                                                                            for which in (_PAGEABLE_COPY, _PINNED_COPY))
+            scene, core = zip(*(self._copy_at(pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY)), strict=True)
             # one source for both where one has both: the scenario's .to against the family's pinned copy differs in
             # more than the memory (the H200's 256 MiB: the scenario's .to took 37.7 ms, the family's 32.4 ms)
-            if scene_pageable is not None and scene_pinned is not None:
-                pageable, pinned = scene_pageable, scene_pinned
-            elif core_pageable is not None and core_pinned is not None:
-                pageable, pinned = core_pageable, core_pinned
-            else:
-                pageable = scene_pageable if scene_pageable is not None else core_pageable
-                pinned = scene_pinned if scene_pinned is not None else core_pinned
+            pageable, pinned = next((pair for pair in (scene, core) if all(row is not None for row in pair)),
+                                    [a if a is not None else b for a, b in zip(scene, core, strict=True)])
             twin = cached[(cached["nbytes"] == pin["nbytes"]) & (cached["dst"] == pin["dst"]) & (cached["run"] == pin["run"])]
             cache = twin.iloc[0] if not twin.empty else None
             if pageable is None or pinned is None:

@@ -294,20 +294,16 @@ def latency_bound(view: RunView) -> Said | None:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'})")
     half = half_of_beta(view, best.to_dict())
-    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a "
-                f"fixed cost α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s")
+    no_half = str(half.get("no_half", ""))  # the table's verdict: the fit does not place where half of β is reached
+    sentence += (f"; where moves reach half of β, this run cannot place: {no_half}." if no_half else
+                 f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β.")
+    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed cost "
+                f"α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s" + ("." if no_half else
+                f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."))
+    if "misses a measured size" in no_half:  # a line that misses the data is no cost model to quote
+        headline = f"No line of a fixed cost and a bandwidth fits {best['path']}'s times: {no_half}."
     if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
-        return Said(_tied_headline(view, tied, gpu), sentence + (f"; where moves reach half of β, this run cannot "
-                    f"place: {half['no_half']}." if "no_half" in half else f": moves smaller than "
-                    f"{format_bytes(best['half_peak_bytes'])} reach less than half of β.") + one_thread + _pipelined(fits))
-    if "no_half" in half:  # the table's verdict: the fit does not place where half of β is reached
-        sentence += f"; where moves reach half of β, this run cannot place: {half['no_half']}."
-        headline += "."
-        if "misses a measured size" in half["no_half"]:  # a line that misses the data is no cost model to quote
-            headline = f"No line of a fixed cost and a bandwidth fits {best['path']}'s times: {half['no_half']}."
-    else:
-        sentence += f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β."
-        headline += f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."
+        headline = _tied_headline(view, tied, gpu)
     return Said(headline, sentence + one_thread + _pipelined(fits))
 
 

@@ -35,7 +35,7 @@ from .plots import Plot, as_plot, ladder_table, render, scenario_plot
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
 
-__all__ = ["STORY", "build_html", "companions", "is_simulated", "view_of", "write_atomic",
+__all__ = ["STORY", "build_html", "companions", "view_of", "write_atomic",
            "write_report"]
 
 def _inert(value: Any) -> Any:
@@ -65,11 +65,6 @@ _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v i
 
 #: The figures of this run's GPU-to-CPU story, drawn right after the key findings.
 STORY = ("bandwidth-d2h", "ladder")
-
-
-def is_simulated(results: Results | RunView) -> bool:
-    """Whether the run came from the simulated machine (``machine_info.xferbench.simulated``)."""
-    return results.simulated if isinstance(results, RunView) else results.fingerprint.simulated
 
 
 def _host_placement(view: RunView) -> list[tuple[str, str]]:
