@@ -119,11 +119,11 @@ def test_the_h200_reports_page_is_at_most_12000_px_tall_at_1280_px(browser, tmp_
 @pytest.mark.browser
 def test_the_trace_section_draws_a_bar_per_step_and_its_table(browser, tmp_path):
     """``report --trace``: the simulated step's trace priced with a run of its spec, a section of the page."""
+    from step_trace import write_step_trace
     from xferbench.analyze.report.trace_section import section
     from xferbench.analyze.trace.pricing import price
     from xferbench.analyze.view import RunView
     from xferbench.measure.simulate import load_spec
-    from xferbench.measure.step_trace import write_step_trace
 
     trace = write_step_trace(load_spec(ROOT / "examples" / "sim-2gpu-pcie5-nvlink.toml"), tmp_path / "step.json")
     view = RunView.of(load([SIMULATED]))

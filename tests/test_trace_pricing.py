@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from step_trace import BATCH_BYTES, FORWARD_S, LOSS_S, SIDE_BYTES, SIDE_COPIES, write_step_trace
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.trace_section import fix_said, labels, to_json, to_text
 from xferbench.analyze.trace.pricing import price
 from xferbench.analyze.view import RunView
 from xferbench.measure.simulate import load_spec
-from xferbench.measure.step_trace import BATCH_BYTES, FORWARD_S, LOSS_S, SIDE_BYTES, SIDE_COPIES, write_step_trace
 
 ROOT = Path(__file__).parent.parent
 TRACES = Path(__file__).parent / "data" / "traces"

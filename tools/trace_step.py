@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-BATCH = (4096, 1024)  # float32: 16 MiB, as measure/step_trace.py's BATCH_BYTES
+BATCH = (4096, 1024)  # float32: 16 MiB, as tests/step_trace.py's BATCH_BYTES
 SIDE = (4, 256, 1024)  # four pinned copies of 1 MiB on a side stream
 STEPS, ROUNDS = 20, 5
 
@@ -85,7 +85,9 @@ def main() -> int:
     measured: dict = {"original_s": None, "fixed_s": None, "why_none": "the simulated machine measures no step"}
     if args.simulate:
         from xferbench.measure.simulate import load_spec
-        from xferbench.measure.step_trace import write_step_trace
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the simulated step: a test oracle
+        from step_trace import write_step_trace
 
         write_step_trace(load_spec(args.simulate), trace)
     else:

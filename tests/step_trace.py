@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..output import write_atomic
-from .simulate import MachineSpec, SimBackend, SimClock
+from xferbench.measure.simulate import MachineSpec, SimBackend, SimClock
+from xferbench.output import write_atomic
 
 __all__ = ["BATCH_BYTES", "FORWARD_S", "LOSS_S", "SIDE_BYTES", "SIDE_COPIES", "step_trace", "write_step_trace"]
 
