@@ -15,9 +15,9 @@ import pytest
 from scipy import stats
 
 from xferbench.analyze.drift import paired_blocks, regime, run_drift, same_code_pairs, side
-from xferbench.analyze.ladder import Ladder, Rung, Step, sentence
+from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
-from xferbench.analyze.report import drift_text, findings
+from xferbench.analyze.report import drift_text, findings, ladder_text
 from xferbench.analyze.report.break_even import pinning_break_even
 from xferbench.analyze.report.findings import h2d_pinned_vs_pageable
 from xferbench.analyze.view import RunView
@@ -249,10 +249,10 @@ def _ladder(ratio: Ratio) -> tuple[Ladder, Step]:
 def test_a_ladder_step_is_its_rungs_ratio():
     ladder, step = _ladder(Ratio(1.1, 0.95, 1.27, "rounds", 9))
     assert not step.told and ladder.share(step) is None
-    assert sentence(ladder, step) == "the factor: can't tell (100 µs; the two rungs could see ≥ 1.16×)"
+    assert ladder_text.sentence(ladder, step) == "the factor: can't tell (100 µs; the two rungs could see ≥ 1.16×)"
     ladder, step = _ladder(Ratio(1.1, 1.05, 1.15, "paired", 6))
     assert step.told and (step.low_s, step.high_s) == pytest.approx((50e-6, 150e-6))
-    assert sentence(ladder, step) == "the factor: 100 µs (9%; 50 µs to 150 µs)"
+    assert ladder_text.sentence(ladder, step) == "the factor: 100 µs (9%; 50 µs to 150 µs)"
 
 
 def test_a_familys_ratio_carries_its_interval():

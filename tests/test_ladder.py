@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xferbench.analyze.ladder import Ladder, sentence
+from xferbench.analyze.ladder import Ladder
 from xferbench.analyze.load.results import load
+from xferbench.analyze.report import ladder_text
 from xferbench.analyze.view import RunView
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +91,7 @@ def test_a_step_whose_interval_holds_zero_is_cant_tell(h200):
     device = h2d.steps[0]
     assert device.low_s < 0 < device.high_s and not device.told
     assert h2d.share(device) is None
-    assert "can't tell" in sentence(h2d, device) and "%" not in sentence(h2d, device)
+    assert "can't tell" in ladder_text.sentence(h2d, device) and "%" not in ladder_text.sentence(h2d, device)
     assert h2d.steps[1].told and round(h2d.steps[1].seconds * 1e3) == 114
 
 

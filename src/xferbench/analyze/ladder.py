@@ -6,27 +6,23 @@ host copy into a touched buffer). Each step is the difference of two medians of 
 with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
 construction. Each step is judged by its two rungs' ratio (xferbench.ratios, through the view: paired blocks where
 both rungs were measured so, else their rounds and the run's drift in their regime): a step the ratio does not tell
-from 1 is "can't tell", never a share. The ladders, each rung and factor named, are families/core.py's ``LADDERS``;
-the ladder in words (``summary``, ``sentence``) is here too, the concept's one home. No torch here (docs/design.md
-section 6).
+from 1 is "can't tell", never a share. The ladders, each rung and factor named, are families/core.py's ``LADDERS``; a
+ladder in words is report/ladder_text.py. No torch here (docs/design.md section 6).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
 from ..families.base import LadderSpec, RungSpec
-from ..families.core import FRESH, LADDERS, SHORT
+from ..families.core import FRESH, LADDERS
 from ..ratios import Ratio
-from ..units import format_bytes, format_seconds
 from .load.results import VALID_DEVICE_METHODS
 
-__all__ = ["Ladder", "Rung", "Step", "fault_split", "ladders", "matching", "percent", "sentence", "short",
-           "split_text", "summary", "why_not"]
+__all__ = ["Ladder", "Rung", "Step", "ladders", "matching", "percent"]
 
 
 def percent(share: float) -> str:
@@ -202,43 +198,3 @@ def ladders(frame: pd.DataFrame, judge: Judge) -> list[Ladder]:
     """Every ladder of ``LADDERS`` the run measured all rungs of, each at its largest such size (paired sizes first),
     each step judged by ``judge``."""
     return [found for spec in LADDERS if (found := _ladder(spec, frame, judge)) is not None]
-
-
-def why_not(step: Step) -> str:
-    """Why a step is "can't tell": the smallest ratio the two rungs could tell from 1, or that the run cannot judge."""
-    if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
-        return "the run gives no evidence of its drift"
-    return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
-
-
-def split_text(ladder: Ladder, step: Step) -> str | None:
-    """The fault count beside the fresh-destination step (the first), where the run recorded faults per call."""
-    if ladder.split is None or step is not ladder.steps[0]:
-        return None
-    return fault_split(ladder.split.faults_per_call, ladder.split.us_per_fault)
-
-
-def fault_split(faults: float, us_per_fault: float) -> str:
-    """A fresh-destination step beside its fault count: the count is measured, the time per fault only if the whole
-    step were faults (it also holds allocating and releasing the buffer)."""
-    return f"with {faults:,.0f} more minor faults per call ({us_per_fault:.3g} µs each if the whole step were faults)"
-
-
-def short(factor: str) -> str:
-    return SHORT.get(factor, factor)
-
-
-def sentence(ladder: Ladder, step: Step) -> str:
-    """One step in words: its figure and interval, or "can't tell"."""
-    span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
-    if not step.told:
-        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
-    return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}; {span})"
-
-
-def summary(ladder: Ladder) -> str:
-    """The whole ladder in one sentence, read top to bottom."""
-    steps = "; ".join(sentence(ladder, s) for s in ladder.steps)
-    return (f"{ladder.top.label} of {format_bytes(ladder.size)} took {format_seconds(ladder.top.median_s)} "
-            f"({ladder.top.path}): {steps}; {ladder.bottom}: {format_seconds(ladder.base.median_s)} "
-            f"({ladder.base.case}).")

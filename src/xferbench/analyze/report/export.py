@@ -19,9 +19,9 @@ from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...machine_facts import machine_line as facts_line
 from ...units import format_bytes, format_seconds
-from ..ladder import Ladder, percent, split_text, why_not
+from ..ladder import Ladder, percent
 from ..view import RunView
-from . import drift_text
+from . import drift_text, ladder_text
 
 if TYPE_CHECKING:
     from .changes import Change
@@ -144,8 +144,8 @@ def _ladder_rows(ladder: Ladder) -> list[list[str]]:
     rows = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
-        shown = f"can't tell ({why_not(step)})" if share is None else percent(share)
-        if share is not None and (split := split_text(ladder, step)) is not None:
+        shown = f"can't tell ({ladder_text.why_not(step)})" if share is None else percent(share)
+        if share is not None and (split := ladder_text.split_text(ladder, step)) is not None:
             shown += f", {split}"
         rows.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                      _span(step.seconds, step.low_s, step.high_s), shown])

@@ -19,11 +19,12 @@ from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..ladder import percent, summary
+from ..ladder import percent
 from ..model import SINGLE_THREAD, bandwidth_bound
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_there, mmap_clause
+from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
 from .threads import beta_noise, threads_against_one

@@ -10,8 +10,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ...units import format_bytes, format_seconds, mathtext_safe
-from ..ladder import Ladder, percent, sentence, short, split_text, why_not
+from ..ladder import Ladder, percent
 from ..view import RunView
+from .ladder_text import sentence, short, split_text, why_not
 from .svg import WIDTH, tip
 
 __all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "ladder_figure", "ladder_table"]

@@ -1,0 +1,53 @@
+"""A ladder of controls in words (analyze/ladder.py finds its rungs, steps and intervals): each step's figure or
+"can't tell" and why, the fault count beside the fresh destination, and the whole ladder in one sentence. No torch
+here."""
+
+from __future__ import annotations
+
+import math
+
+from ...families.core import SHORT
+from ...units import format_bytes, format_seconds
+from ..ladder import Ladder, Step, percent
+
+__all__ = ["fault_split", "sentence", "short", "split_text", "summary", "why_not"]
+
+
+def why_not(step: Step) -> str:
+    """Why a step is "can't tell": the smallest ratio the two rungs could tell from 1, or that the run cannot judge."""
+    if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
+        return "the run gives no evidence of its drift"
+    return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
+
+
+def split_text(ladder: Ladder, step: Step) -> str | None:
+    """The fault count beside the fresh-destination step (the first), where the run recorded faults per call."""
+    if ladder.split is None or step is not ladder.steps[0]:
+        return None
+    return fault_split(ladder.split.faults_per_call, ladder.split.us_per_fault)
+
+
+def fault_split(faults: float, us_per_fault: float) -> str:
+    """A fresh-destination step beside its fault count: the count is measured, the time per fault only if the whole
+    step were faults (it also holds allocating and releasing the buffer)."""
+    return f"with {faults:,.0f} more minor faults per call ({us_per_fault:.3g} µs each if the whole step were faults)"
+
+
+def short(factor: str) -> str:
+    return SHORT.get(factor, factor)
+
+
+def sentence(ladder: Ladder, step: Step) -> str:
+    """One step in words: its figure and interval, or "can't tell"."""
+    span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
+    if not step.told:
+        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
+    return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}; {span})"
+
+
+def summary(ladder: Ladder) -> str:
+    """The whole ladder in one sentence, read top to bottom."""
+    steps = "; ".join(sentence(ladder, s) for s in ladder.steps)
+    return (f"{ladder.top.label} of {format_bytes(ladder.size)} took {format_seconds(ladder.top.median_s)} "
+            f"({ladder.top.path}): {steps}; {ladder.bottom}: {format_seconds(ladder.base.median_s)} "
+            f"({ladder.base.case}).")
