@@ -14,9 +14,10 @@ import pytest
 from xferbench.analyze.gate.compare import Comparison, compare, plan_notes, summary
 from xferbench.analyze.gate.verdicts import NOT_COMPARED
 from xferbench.analyze.load.results import load
-from xferbench.analyze.peer_plan import RecordedPlan, difference, same_cases, sentences
+from xferbench.analyze.peer_plan import RecordedPlan, difference, same_cases
 from xferbench.analyze.report.page import build_html
 from xferbench.cli import main
+from xferbench.families.core import peer_plan_sentences as sentences
 from xferbench.measure.cases import LinkClasses, peer_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,7 +193,7 @@ class TestPlanDetails:
         assert sentences(plan, frame)[-1].startswith("Measured: cuda:2->cuda:9, cuda:2->cuda:10 at 1 size(s) (4 B); ")
 
     def test_more_than_eight_pairs_are_counted(self):
-        from xferbench.analyze.peer_plan import named
+        from xferbench.families.core import named
 
         pairs = [f"cuda:0->cuda:{i}" for i in range(1, 11)]
         assert named(pairs) == ", ".join(pairs[:8]) + " and 2 more" and named(pairs[:8]) == ", ".join(pairs[:8])

@@ -18,11 +18,12 @@ import numpy as np
 from ... import __version__
 from ...escape import no_bidi
 from ...families import FAMILIES, order_of
+from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_table
 from ...output import write_atomic, write_together
 from ...units import format_bytes, format_seconds
 from ..load.results import Results
-from ..peer_plan import RecordedPlan, sentences
+from ..peer_plan import RecordedPlan
 from ..view import RunView
 from . import drift_text
 from .break_even import break_even_table
@@ -169,7 +170,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
 
         peer_rows, peer_lines = peer_table(view, peers)
     plan = RecordedPlan.of_fingerprint(view.fingerprint)
-    peer_plan = sentences(plan, view.rows) if plan else []
+    peer_plan = peer_plan_sentences(plan, view.rows) if plan else []
     drawn = _svg(render(view))
     story = [plot for plot in drawn if plot.key in STORY]
     html = _ENV.get_template("report.html.j2").render(
