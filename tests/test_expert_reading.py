@@ -162,6 +162,7 @@ def test_the_route_hover_names_each_call_apart(busy):
     figure = cost_at_size(busy[0])
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     plt.close(figure)
-    assert labels == ["host pageable cpu  (3 calls alike)"]
+    # one thread's copy_ (540 ms) is the host's roof, not a call a move makes: left out, as the first screen does
+    assert labels == ["host pageable cpu  (2 calls alike)"]
     hover = busy[1].split("host pageable cpu, 1 GiB:")[1].split("</title>")[0]
-    assert ".copy_ single_thread: median 540 ms" in hover and ".copy_: median 608 ms" in hover
+    assert ".copy_: median 608 ms" in hover and "single_thread" not in hover
