@@ -79,7 +79,7 @@ class TestRead4:
         "Host memory copies reach 47.2 GB/s at 256 MiB (35.1 GB/s at 1 GiB).",
         # 8 paths' β lie 52.7-54.9 GB/s with their 256 MiB times not told apart: the headline is the tie's, each path's
         # half of β among them (one path's 619 KiB was read as all eight's)
-        "Synchronizing after every call, the 8 host-side paths whose β the run cannot rank have fixed costs α = "
+        "Synchronizing after every call, the 8 pinned host-side paths whose β the run cannot rank have fixed costs α = "
         "9.29-15.8 µs and β = 52.7-54.9 GB/s: moves under 487-837 KiB reach less than half of β.",
     ], ids=["fresh destination beside the host's", "host copies at 1 GiB too", "a tied path is not crowned"])
     def test_the_page_says(self, page, said):

@@ -43,7 +43,7 @@ class TestGoldenCpuSample:
         assert [f.headline for f in said] == [
             "Host memory copies reach 26.4 GB/s at 16 MiB.",
             # the sentence says its β ties with clone's at 16 MiB: the headline does not crown it
-            "Called back to back, the 2 host-side paths whose β the run cannot rank have fixed costs α = 1.03-1.28 µs "
+            "Called back to back, the 2 pageable host-side paths whose β the run cannot rank have fixed costs α = 1.03-1.28 µs "
             "and β = 14.8-25.6 GB/s.",
             "A no-op move of a tensor already on cpu costs 246-743 ns a call: it returns the same object."]
 

@@ -169,13 +169,13 @@ class RunDrift:
         kept = [e for e in self.evidence if e.key != leave_out]
         regimes = list(map(regime, rows))
         calls = [int(row.get("iterations") or 1) for row in rows]
-        if max(calls) >= 2 * min(calls):  # one call a round against many: the latency evidence (many calls a round)
-            regimes += [(memory, "bandwidth") for memory, _ in regimes]  # does not reach it; the wider pool does
+        if max(calls) >= 2 * min(calls):  # loops 2x apart (one call a round against many): the latency evidence (many
+            regimes += [(memory, "bandwidth") for memory, _ in regimes]  # calls a round) does not reach; the wider does
         pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(kept) for where in regimes]
         found = [f for f in pooled if f is not None]
         if not found:
             return Drift()
-        return Drift(max(f.sd for f in found), min(f.df for f in found))
+        return Drift(max(f.sd for f in found), min(f.df for f in found))  # the widest, on the fewest: conservative
 
     @staticmethod
     def _pooled(evidence: list[Evidence]) -> Drift | None:

@@ -75,8 +75,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             row["verdict"], copies = _verdict(even)
             row["copies"] = copies if row["verdict"].startswith("from copy") else None
         # the verdict in two or three words, for the fold's line and the first screen: "from copy 5", "can't tell"
-        row["pays"] = (f"from copy {math.ceil(row['copies'])}" + (f" ({_between(even)})" if _between(even) else "")
-                       if row["copies"] else row["verdict"].split(":")[0])
+        row["between"] = _between(even) if row["copies"] else ""  # the copies its interval allows: "4-7"
+        row["pays"] = (f"from copy {math.ceil(row['copies'])}" if row["copies"] else row["verdict"].split(":")[0])
         rows.append(row)
     return rows
 
@@ -93,7 +93,8 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
     if not rows:
         return None
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
-    said = "; ".join(f"{format_bytes(row['size'])} {row['pays']}" for row in rows)
+    said = "; ".join(f"{format_bytes(row['size'])} {row['pays']}" + (f" ({row['between']})" if row["between"] else "")
+                     for row in rows)
     return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "

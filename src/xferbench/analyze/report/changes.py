@@ -86,7 +86,7 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
         row = next((r for r in pinning_break_even(view) if r["size"] == int(now["nbytes"]) and r["copies"]), None)
         if row is not None:  # the break-even table's own verdict: one break-even per size on the page
             return (f"{spec.condition}: pinning costs {format_seconds(row['pin_s'])} at {size} here and pays "
-                    f"{row['pays']}, by the break-even table")
+                    f"{row['pays']} ({row['between'] + '; ' if row['between'] else ''}break-even table)")
     return spec.condition
 
 

@@ -329,7 +329,8 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
     if low != high:  # 487-837 KiB: one figure
         high = f"{low.split()[0] if low.split()[-1] == high.split()[-1] else low}-{high}"
     under = f": moves under {high} reach less than half of β" if halves else ""
-    return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} host-side paths "
+    memory = f"{tied['host_memory'].iloc[0]} " if tied["host_memory"].nunique() == 1 else ""  # which host-side ones
+    return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} {memory}host-side paths "
             f"whose β the run cannot rank have fixed costs α = {_span(tied['alpha_us'], '.3g')} µs and β = "
             f"{_span(tied['stated_gbps'], '.3g')} GB/s{under}.")
 
