@@ -146,6 +146,11 @@ def test_one_call_a_round_against_many_is_judged_by_the_wider_bandwidth_pool_too
     assert drift.of(many, many.copy()).sd == latency
     assert drift.of(many, pd.Series(dict(many) | {"iterations": 50})).sd == bandwidth  # 2x apart: other loops
     assert drift.of(many, pd.Series(dict(many) | {"iterations": 51})).sd == latency
+    # the wider pool is added, never put in place of the rows' own: pinned latency 20% stays against pinned bandwidth 1%
+    frame = pd.concat([frame, pd.DataFrame([row("h2d", "cuda", 4096, 1.0e-5, host_memory="pinned"),
+                                            row("h2d", "to", 4096, 1.2e-5, host_memory="pinned")])])
+    pinned = pd.Series(row("h2d", "to", 4096, 1e-5, host_memory="pinned", iterations=100))
+    assert run_drift(frame).of(pinned, pd.Series(dict(pinned) | {"iterations": 1})).sd == pytest.approx(math.log1p(0.2))
 
 
 def test_blocks_count_only_the_spread_beyond_their_own_noise():

@@ -18,8 +18,7 @@ __all__ = ["break_even_table", "pinning_break_even"]
 def _between(even: BreakEven) -> str:
     """The copies that pay for the pin at either end of the two copies' ratio interval (the pinned copy's median times
     the ratio's bounds less one): ``4-7``; the cold pin's own spread aside."""
-    if even.ratio is None or even.pinned is None or not math.isfinite(even.ratio.high):
-        return ""
+    assert even.ratio is not None and even.pinned is not None  # a priced break-even has both copies
     pin, pinned = float(even.pin["median_s"]), float(even.pinned["median_s"])
     first, last = (math.ceil(pin / (pinned * (bound - 1))) for bound in (even.ratio.high, even.ratio.low))
     return f"{first}-{last}" if first != last else ""  # an interval of one copy adds nothing to the count
@@ -72,8 +71,7 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
                               f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
             row["saved_s"] = even.saved_s
-            row["verdict"], copies = _verdict(even)
-            row["copies"] = copies if row["verdict"].startswith("from copy") else None
+            row["verdict"], row["copies"] = _verdict(even)
         # the verdict in two or three words, for the fold's line and the first screen: "from copy 5", "can't tell"
         row["between"] = _between(even) if row["copies"] else ""  # the copies its interval allows: "4-7"
         row["pays"] = (f"from copy {math.ceil(row['copies'])}" if row["copies"] else row["verdict"].split(":")[0])
@@ -95,7 +93,7 @@ def break_even_table(view: RunView) -> dict[str, Any] | None:
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
     said = "; ".join(f"{format_bytes(row['size'])} {row['pays']}" + (f" ({row['between']})" if row["between"] else "")
                      for row in rows)
-    return {"id": "break-even", "summary": f"Break-even of pinning, size by size{': ' + said if said else ''}",
+    return {"id": "break-even", "summary": f"Break-even of pinning, size by size: {said}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
