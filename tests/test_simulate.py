@@ -7,6 +7,7 @@ The benchmark runs use the project's own ``bench/`` files in a subprocess, as a 
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -548,6 +549,13 @@ def expected_concurrent(c, row, gpus=2):
     raise AssertionError(f"no expectation for {row.op} {row.variant}")
 
 
+def said(sentence: str, ratio: float) -> re.Pattern[str]:
+    """``sentence`` and then ``ratio`` as ratios.Ratio.text writes it: three figures and ×, then its interval where
+    that does not round to the figure. The simulated costs are exact, but the interval allows for the run's drift,
+    which module_to's host case (run for real, in blocks) measures: shown or not, from run to run."""
+    return re.compile(rf"{re.escape(sentence)} \({re.escape(f'{ratio:.3g}')}×( \([\d.]+-[\d.]+\))?\)\.")
+
+
 class TestGpuScenariosReadBackTheSpec:
     def test_every_gpu_scenario_runs_simulated_on_every_gpu(self, gpu_families):
         """None of the GPU scenarios is skipped on a simulated machine: each variant runs on each GPU,
@@ -595,16 +603,19 @@ class TestGpuScenariosReadBackTheSpec:
         slow = costs.host_copy(4 * n) + costs.launch + costs.path("h2d_pageable", 4 * n) + costs.sync
         fast = 2 * costs.launch + costs.path("h2d_pageable", n) + costs.kernel(4 * n) + costs.sync
         placement = " ".join(scenario_findings(view_of_rows(frame), "placement"))
-        assert f"({slow / fast:.2f}x)" in placement and "move_then_convert took" in placement
+        assert said(f"move_then_convert took {format_seconds(fast)}, convert_then_move {format_seconds(slow)}",
+                    slow / fast).search(placement), placement
         # pin_memory: a pinned staging buffer against pin-then-move and against a plain pageable .to()
         n = 64 * MiB
         staged = costs.host_copy(n) + costs.launch + costs.path("h2d_pinned", n) + costs.sync
         pageable = costs.launch + costs.path("h2d_pageable", n) + costs.sync
-        pinning = scenario_findings(view_of_rows(frame), "pin_memory")
-        assert f"reused_pinned_to took {format_seconds(staged)}, pin_cached_then_to {format_seconds(staged)} (1.00x)." \
-            in pinning[0]
-        assert f"reused_pinned_to took {format_seconds(staged)}, to {format_seconds(pageable)} " \
-               f"({pageable / staged:.2f}x)." in pinning[-1]
+        pinning = " ".join(scenario_findings(view_of_rows(frame), "pin_memory"))
+        for call in ("pin_cached_then_to", "reused_pinned_to"):
+            assert said(f"{call} took {format_seconds(staged)}, to {format_seconds(pageable)}", pageable / staged) \
+                .search(pinning), pinning
+        # Two calls the spec prices alike differ by nothing the run can tell.
+        assert f"reused_pinned_to took {format_seconds(staged)}, pin_cached_then_to {format_seconds(staged)} " \
+               "(can't tell" in pinning
 
 
 class TestConcurrentFamiliesReadBackTheSpec:
