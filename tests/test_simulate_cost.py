@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -107,8 +108,13 @@ class TestBeforeTheRun:
         assert re.search(r"xferbench: \d+ cases planned \(.*peer 478,", output)
         # Every collected case is in the plan (none is skipped on this machine): core, scenario, concurrent, distributed.
         planned = int(re.search(r"xferbench: (\d+) cases planned", output).group(1))
-        # The 4 reference cases run in 3 blocks each: 8 tests more than cases (blocks.py). 39 dataloader, 144 d2h_kept.
-        assert planned == int(re.search(r"(\d+) tests collected", output).group(1)) - 8 == 5918
+        # A case measured in blocks (blocks.py: the paired and reference cases, 95 here, 6 blocks each) is a test a
+        # block and one case in the plan. 39 dataloader, 144 d2h_kept.
+        blocks = re.findall(r"^(\S+)-block\d+of(\d+)\]$", output, re.MULTILINE)
+        cases = Counter(case for case, _ in blocks)
+        assert blocks and all(cases[case] == int(count) for case, count in blocks)  # every block of each collected
+        collected = int(re.search(r"(\d+) tests collected", output).group(1))
+        assert planned == collected - len(blocks) + len(cases) == 5918
         assert "xferbench: no run time estimated: the simulated machine's cases run on its own clock" in output
 
     def test_two_gpus_default_to_every_pair(self):
