@@ -98,8 +98,11 @@ def test_the_summary_leads_with_what_to_change_as_the_page_does():
     assert lines[:2] == ["What to change here:", "1. Copy results into a reused pinned buffer: saves 176 ms a call at "
                          "256 MiB (181 ms → 4.94 ms: 36.7× (28.1-47.9) faster)"]
     assert lines[2].startswith("   y = x.cpu() → y.copy_(x, non_blocking=True); torch.cuda.synchronize() (")
-    assert [line[:3] for line in lines[1:7:2]] == ["1. ", "2. ", "3. "] and lines[7] == "Key findings:"
-    assert lines[8].startswith("- .cpu() / .to(device) of 256 MiB took ")
+    assert [line[:3] for line in lines[1:7:2]] == ["1. ", "2. ", "3. "] and lines[8] == "Key findings:"
+    # change 2 cites the break-even table: its line, as the page folds it
+    assert lines[7] == ("Break-even of pinning, size by size: 64 KiB can't tell; 1 MiB can't tell; 16 MiB from copy 7 "
+                        "(5-10); 64 MiB from copy 6 (5-8); 256 MiB from copy 5 (4-7).")
+    assert lines[9].startswith("- .cpu() / .to(device) of 256 MiB took ")
 
 
 def test_the_summary_says_a_busy_machine_first_and_how_many_findings_it_left_to_the_report():

@@ -53,6 +53,7 @@ def _where(config: pytest.Config) -> str:
 def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
     from ...analyze.load.results import Document, ResultsError, load
+    from ...analyze.report.break_even import break_even_table
     from ...analyze.report.changes import changes
     from ...analyze.report.export import busy_notice
     from ...analyze.report.findings import findings
@@ -71,7 +72,8 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     # what to change first, as the page's first screen: the changes the run resolved, with what each saves
     change = [line for n, c in enumerate(changes(view), 1) for line in (
         f"{n}. {c.spec.title}: {c.text()}", f"   {c.spec.before} → {c.spec.after} ({c.condition})")]
-    head += ["What to change here:", *change, "Key findings:"] if change else []
+    even = break_even_table(view) if any(c.spec.key == "pinned-source" for c in changes(view)) else None
+    head += ["What to change here:", *change, *([even["summary"] + "."] if even else []), "Key findings:"] if change else []
     more = [f"({len(every) - len(found)} more in the report)"] if len(every) > len(found) else []
     return head + [f"- {said.headline}" for said in found] + more + ([] if found else ["- not enough data for findings"])
 
