@@ -22,7 +22,6 @@ from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, percent
 from ..view import RunView
 from . import drift_text, ladder_text
-from .break_even import break_even_table
 
 if TYPE_CHECKING:
     from .changes import Change
@@ -76,7 +75,8 @@ def busy_notice(view: RunView) -> str | None:
 
 
 def to_markdown(view: RunView, findings: Sequence[Said], model: list[dict[str, Any]],
-                peers: list[str] | None = None, peer_plan: Sequence[str] = (), changes: Sequence[Change] = ()) -> str:
+                peers: list[str] | None = None, peer_plan: Sequence[str] = (), changes: Sequence[Change] = (),
+                break_even: dict[str, Any] | None = None) -> str:
     """The report's take-aways as Markdown, in the page's order: the machine, what to change, the key findings (each
     headline with its evidence beneath), how the run was judged, the ladders, the α/β table, the peer pairs measured,
     the other tools' figures."""
@@ -92,8 +92,8 @@ def to_markdown(view: RunView, findings: Sequence[Said], model: list[dict[str, A
         lines += ["## What to change here", ""]
         lines += [f"{n}. **{escape.markdown(c.spec.title)}**: {escape.markdown(c.text())}: `{c.spec.before}` → "
                   f"`{c.spec.after}` ({escape.markdown(c.condition)})" for n, c in enumerate(changes, 1)] + [""]
-        if any(c.spec.key == "pinned-source" for c in changes) and (even := break_even_table(view)):
-            lines += [escape.markdown(even["summary"]) + ".", ""]  # the break-even table the change cites, in a line
+        if break_even and any(c.spec.key == "pinned-source" for c in changes):
+            lines += [escape.markdown(break_even["summary"]) + ".", ""]  # the break-even table the change cites
     lines += ["## Key findings", ""]
     lines += [f"- {escape.markdown(said.headline)}" + ("" if said.evidence == said.headline else
                                                         f"\n  - {escape.markdown(said.evidence)}") for said in findings]

@@ -202,7 +202,8 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         commit=view.results.commit_info,
         sizes=view.sizes,
     )
-    markdown = to_markdown(view, key_findings, model, peer_lines, peer_plan, what_to_change)
+    even = next((section["table"] for section in sections if section.get("table")), None)  # the pin_memory scenario's
+    markdown = to_markdown(view, key_findings, model, peer_lines, peer_plan, what_to_change, even)
     return html, markdown
 
 
