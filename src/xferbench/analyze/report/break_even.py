@@ -24,17 +24,18 @@ def _between(even: BreakEven) -> str:
     return f"{first}-{last}" if first != last else ""  # an interval of one copy adds nothing to the count
 
 
-def _verdict(even: BreakEven) -> tuple[str, float | None]:
-    """The break-even's verdict and copies: can't tell where the two copies' ratio is not resolved (``BreakEven.ratio``);
-    else from copy N, by the pin's median (a pin whose rounds mostly missed page-locking is judged before this), with
-    the copies its interval allows."""
+def _verdict(even: BreakEven) -> tuple[str, float | None, str]:
+    """The break-even's verdict, copies and the copies its interval allows (``_between``): can't tell where the two
+    copies' ratio is not resolved (``BreakEven.ratio``); else from copy N, by the pin's median (a pin whose rounds
+    mostly missed page-locking is judged before this)."""
     saved, copies = even.saved_s or 0.0, even.copies
     if even.ratio is not None and not even.ratio.resolved:
-        return f"can't tell: pageable over pinned, {even.ratio.text()}", None
+        return f"can't tell: pageable over pinned, {even.ratio.text()}", None, ""
     if saved < 0:
-        return "never pays off: the pinned copy is slower", None
-    between = f"copies {_between(even)} by its interval; " if _between(even) else ""
-    return f"from copy {math.ceil(copies or 0.0)} ({between}pinning = {copies:.2g}× one copy's saving)", copies
+        return "never pays off: the pinned copy is slower", None, ""
+    between = _between(even)
+    said = f"copies {between} by its interval; " if between else ""
+    return f"from copy {math.ceil(copies or 0.0)} ({said}pinning = {copies:.2g}× one copy's saving)", copies, between
 
 
 def _above_gap(rounds: list[float]) -> pd.Series:
@@ -55,7 +56,7 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         pin, pageable, pinned = even.pin, even.pageable, even.pinned
         size, dst = int(pin["nbytes"]), str(pin["dst"])
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
-                               "pinned": pinned, "saved_s": None, "copies": None, "run": str(pin["run"])}
+                               "pinned": pinned, "saved_s": None, "copies": None, "between": "", "run": str(pin["run"])}
         if even.cold_unseen and even.cached is not None:  # the fundamental lack: first, whatever else is missing
             cached = float(even.cached["median_s"])
             slow = _above_gap(pin.get("data") or [])  # the rounds that did lock fresh pages, where they stand apart
@@ -71,9 +72,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
                               f"instance (another boot) than the pin's" + (f", {instance.label}" if instance else ""))
         else:
             row["saved_s"] = even.saved_s
-            row["verdict"], row["copies"] = _verdict(even)
+            row["verdict"], row["copies"], row["between"] = _verdict(even)  # between: the copies its interval allows
         # the verdict in two or three words, for the fold's line and the first screen: "from copy 5", "can't tell"
-        row["between"] = _between(even) if row["copies"] else ""  # the copies its interval allows: "4-7"
         row["pays"] = (f"from copy {math.ceil(row['copies'])}" if row["copies"] else row["verdict"].split(":")[0])
         rows.append(row)
     return rows

@@ -151,10 +151,13 @@ def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
     """The single-thread copy beside the default threads' best, with which is faster by their own interval: two
     figures side by side invite a ratio the run may not resolve (the busy run's 5.59 against 4.7 GB/s)."""
     ratio = view.ratio(best, one)
-    which = (f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}")
-    if not ratio.resolved:  # paired, the blocks' own estimate is worth giving: its interval holds 1
+    if ratio.resolved:
+        which = f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}"
+    elif ratio.paired:  # the blocks' own estimate is worth giving, though its interval holds 1
         which = (f"block by block the default threads took {ratio.value:.3g}× ({ratio.low:.3g}-{ratio.high:.3g}) its "
-                 "time: which is faster, can't tell" if ratio.paired else f"which is faster, {ratio.text()}")
+                 "time: which is faster, can't tell")
+    else:
+        which = f"which is faster, {ratio.text()}"
     return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
 
 

@@ -70,9 +70,10 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
     head += [busy] if (busy := busy_notice(view)) else []
     # what to change first, as the page's first screen: the changes the run resolved, with what each saves
-    change = [line for n, c in enumerate(changes(view), 1) for line in (
+    listed = changes(view)
+    change = [line for n, c in enumerate(listed, 1) for line in (
         f"{n}. {c.spec.title}: {c.text()}", f"   {c.spec.before} → {c.spec.after} ({c.condition})")]
-    even = break_even_table(view) if any(c.spec.key == "pinned-source" for c in changes(view)) else None
+    even = break_even_table(view) if any(c.spec.key == "pinned-source" for c in listed) else None
     head += ["What to change here:", *change, *([even["summary"] + "."] if even else []), "Key findings:"] if change else []
     more = [f"({len(every) - len(found)} more in the report)"] if len(every) > len(found) else []
     return head + [f"- {said.headline}" for said in found] + more + ([] if found else ["- not enough data for findings"])
