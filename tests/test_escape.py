@@ -23,6 +23,7 @@ from xferbench.analyze.gate import ab, compare
 from xferbench.analyze.load.results import Results, load
 from xferbench.analyze.report import export
 from xferbench.analyze.report.findings import Said
+from xferbench.analyze.report.story import Story
 from xferbench.analyze.view import RunView
 
 from hostile_inputs import FAST, put
@@ -129,7 +130,8 @@ def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, f
               "efficiency": 0.5}] * 2
     # A finding's headline and its evidence beneath it: both are the hostile text.
     said = Said(finding, f"{finding} (evidence)")
-    markdown = export.to_markdown(view, [said], model, peers=[finding], peer_plan=[finding])
+    story = dataclasses.replace(Story.of(view), findings=[said], model=model, peers=([], [finding]), peer_plan=[finding])
+    markdown = export.to_markdown(story)  # the story's parts told here are the hostile text
     html = GFM.render(markdown)
     # the α/β table's header and two rows, and each ladder's header, call, steps and what is left
     assert html.count("<tr>") == 3 + sum(len(ladder.steps) + 3 for ladder in view.ladders)

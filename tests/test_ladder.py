@@ -154,9 +154,10 @@ def _markdown_table(markdown: str, title: str) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def markdown() -> str:
     from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.report.story import Story
     from xferbench.analyze.view import RunView
 
-    return to_markdown(RunView.of(load([H200 / "full.json.gz"])), [], [])
+    return to_markdown(Story.of(RunView.of(load([H200 / "full.json.gz"]))))
 
 
 def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
@@ -203,10 +204,11 @@ def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
 def test_the_markdown_ladder_escapes_what_comes_from_the_file(tmp_path):
     """A run's file name is data: a | or [ in it must not break the table or make a link (xferbench.escape)."""
     from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.report.story import Story
     from xferbench.analyze.view import RunView
 
     other = tmp_path / "a|b[1].json"
     other.write_text(CPU.read_text())
-    text = to_markdown(RunView.of(load([CPU, other])), [], [])
+    text = to_markdown(Story.of(RunView.of(load([CPU, other]))))
     (line,) = [line for line in text.splitlines() if line.startswith("**clone() of")]
     assert line.endswith(r"(host pageable clone cpu, a\|b\[1\])")

@@ -153,7 +153,7 @@ def test_the_machine_section_says_where_the_host_buffers_sat(html):
     """h2d / d2h rows that recorded their placement get one line in the machine table; a run without it none."""
     import pandas as pd
 
-    from xferbench.analyze.report.page import _host_placement
+    from xferbench.analyze.report.story import _host_placement
 
     rows = pd.DataFrame({"op": ["h2d", "d2h", "d2h", "h2d", "h2d", "host"],
                          "src": ["cpu", "cuda:0", "cuda:4", "cpu", "cpu", "cpu"],

@@ -323,9 +323,10 @@ class TestLadder:
                 in re.sub(r' title="[^"]*"', "", table))
         assert "d2h pageable cpu cuda:0-&gt;cpu − d2h pageable copy_ cuda:0-&gt;cpu" in table
         assert ">14.8 ms (7%)<" in table and ">200 µs (0.1%)<" in table and ">5 ms (2%)<" in table
-        from xferbench.analyze.report.export import ladder_markdown
+        from xferbench.analyze.report.export import to_markdown
+        from xferbench.analyze.report.story import Story
 
-        rows = [line for line in ladder_markdown(RunView.of(results)) if "minor faults" in line]
+        rows = [line for line in to_markdown(Story.of(RunView.of(results))).splitlines() if "minor faults" in line]
         assert len(rows) == 1 and rows[0].startswith("| 1 | copy_ into a touched pageable buffer")
 
     def test_a_step_the_run_cannot_tell_from_zero_has_no_share(self, tmp_path):

@@ -16,6 +16,7 @@ from xferbench.analyze import model
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import break_even, distributed, export, findings, other_tools, page, plots
 from xferbench.analyze.report.page import write_report
+from xferbench.analyze.report.story import Story
 from xferbench.analyze.view import Instance, RunView
 from xferbench.contract import Fingerprint
 
@@ -101,7 +102,11 @@ def test_findings_figures_and_exports_take_the_view_never_rows_nor_machine_info(
     assert offenders == []
     named = [draw for *_, draw in plots.PLOTS if getattr(draw, "__name__", "<lambda>") != "<lambda>"]  # not partials
     assert all("RunView" in str(next(iter(inspect.signature(f).parameters.values())).annotation)
-               for f in (*findings.FINDINGS, *named, findings.findings, plots.render, export.to_csv, export.to_markdown))
+               for f in (*findings.FINDINGS, *named, findings.findings, plots.render, export.to_csv))
+    # the Markdown and the page's scenario sections read the story, which is told from the view
+    assert [str(next(iter(inspect.signature(f).parameters.values())).annotation)
+            for f in (export.to_markdown, page.scenario_sections)] == ["Story", "Story"]
+    assert "RunView" in str(inspect.signature(Story.of).parameters["view"].annotation)
 
 
 # -- Unchanged by the move but for the instance labelling (golden files from before it) --------------------------
@@ -165,7 +170,7 @@ def test_a_boot_id_not_recorded_as_text_is_none(tmp_path, boot):
 def test_one_file_is_one_instance_and_the_page_says_nothing_of_instances(tmp_path):
     view = RunView.of(load([SAMPLE]))
     assert view.instances == (Instance(1, None, ("cpu-sample",)),) and not view.several_instances
-    assert "Machine instances" not in export.to_markdown(view, [], [])
+    assert "Machine instances" not in export.to_markdown(Story.of(view))
 
 
 def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):

@@ -218,6 +218,17 @@ class RunView:
     def several_instances(self) -> bool:
         return len(self.instances) > 1
 
+    @cached_property
+    def measured(self) -> pd.DataFrame:
+        """Every row measured, with ``read``: True for the instance of its case every figure and sentence reads (all
+        of them where no case was measured in more than one run)."""
+        every = self.results.measured
+        return self.rows.assign(read=True) if every is None or "read" not in every else every
+
+    def numbered(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """``rows`` with ``instance``: the number of the machine instance each came from."""
+        return rows.assign(instance=rows["run"].astype(str).map({run: i.number for run, i in self._instance_of_run.items()}))
+
     def one_instance_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, Instance | None, int]:
         """``rows`` of one instance, the one that measured most of them, ties to the newest (so that nothing said of
         them divides a figure of one boot by one of another, and a short second run of a few cases does not speak

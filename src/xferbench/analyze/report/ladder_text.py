@@ -10,7 +10,7 @@ from ...families.core import SHORT
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, Step, percent
 
-__all__ = ["fault_split", "sentence", "short", "split_text", "summary", "why_not"]
+__all__ = ["fault_split", "rows", "sentence", "short", "split_text", "summary", "title", "why_not"]
 
 
 def why_not(step: Step) -> str:
@@ -51,3 +51,33 @@ def summary(ladder: Ladder) -> str:
     return (f"{ladder.top.label} of {format_bytes(ladder.size)} took {format_seconds(ladder.top.median_s)} "
             f"({ladder.top.path}): {steps}; {ladder.bottom}: {format_seconds(ladder.base.median_s)} "
             f"({ladder.base.case}).")
+
+
+def title(ladder: Ladder) -> str:
+    """``.cpu() of 256 MiB: 181 ms``: the call, its size and its median."""
+    return f"{ladder.top.label} of {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}"
+
+
+def _span(seconds: float, low: float, high: float) -> str:
+    """``163 ms (160 ms to 179 ms)``; a figure without rounds (a device time) alone."""
+    if low == high:
+        return format_seconds(seconds)
+    return f"{format_seconds(seconds)} ({format_seconds(low)} to {format_seconds(high)})"
+
+
+def rows(ladder: Ladder) -> list[list[str]]:
+    """The ladder as rows of cells: the call, each step (the case it reaches, the factor removed, the difference, its
+    share or "can't tell") and what is left."""
+    top = ladder.top
+    found = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
+    for number, step in enumerate(ladder.steps, start=1):
+        share = ladder.share(step)
+        shown = f"can't tell ({why_not(step)})" if share is None else percent(share)
+        if share is not None and (split := split_text(ladder, step)) is not None:
+            shown += f", {split}"
+        found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
+                      _span(step.seconds, step.low_s, step.high_s), shown])
+    base = ladder.base
+    found.append(["left", base.case, f"what is left: {ladder.bottom}", "median " + format_seconds(base.median_s),
+                  percent(base.median_s / top.median_s)])
+    return found

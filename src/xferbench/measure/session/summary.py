@@ -53,28 +53,23 @@ def _where(config: pytest.Config) -> str:
 def summary_lines(output_json: dict[str, Any]) -> list[str]:
     """The findings of one pytest-benchmark JSON document, as lines."""
     from ...analyze.load.results import Document, ResultsError, load
-    from ...analyze.report.break_even import break_even_table
-    from ...analyze.report.changes import changes
-    from ...analyze.report.export import busy_notice
-    from ...analyze.report.findings import findings
+    from ...analyze.report.story import Story
     from ...analyze.view import RunView
 
     try:  # the document as it is in memory: nothing written, nothing parsed
         results = load([Document(Path("run.json"), output_json)])
     except ResultsError as error:
         return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
-    view = RunView.of(results)
-    simulated = view.simulated
-    every = findings(view)
+    story = Story.of(RunView.of(results))  # the page's words, told once
+    every = story.findings
     found = every[:MAX_FINDINGS]
-    head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if simulated else []
-    head += [busy] if (busy := busy_notice(view)) else []
+    head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if story.view.simulated else []
+    head += [story.busy] if story.busy else []
     # what to change first, as the page's first screen: the changes the run resolved, with what each saves
-    listed = changes(view)
-    change = [line for n, c in enumerate(listed, 1) for line in (
+    change = [line for n, c in enumerate(story.changes, 1) for line in (
         f"{n}. {c.spec.title}: {c.text()}", f"   {c.spec.before} → {c.spec.after} ({c.condition})")]
-    even = break_even_table(view) if any(c.spec.key == "pinned-source" for c in listed) else None
-    head += ["What to change here:", *change, *([even["summary"] + "."] if even else []), "Key findings:"] if change else []
+    even = [story.break_even_line] if story.break_even_line else []
+    head += ["What to change here:", *change, *even, "Key findings:"] if change else []
     more = [f"({len(every) - len(found)} more in the report)"] if len(every) > len(found) else []
     return head + [f"- {said.headline}" for said in found] + more + ([] if found else ["- not enough data for findings"])
 

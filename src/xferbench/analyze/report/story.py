@@ -1,0 +1,155 @@
+"""The report's words for one run, told once. The report is a pipeline: load (analyze/load) → the run's view, its facts
+and verdicts (analyze/view.py) → the story, every sentence and table of words the page, its Markdown and the end-of-run
+summary say (here) → the page and the Markdown (page.py, export.py). Figures are drawn from the view beside it
+(plots.py) and never read the story."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...families import FAMILIES
+from ...families.core import peer_plan_sentences
+from ...machine_facts import machine_line, machine_table
+from ..peer_plan import RecordedPlan
+from ..view import RunView
+from . import drift_text, ladder_text
+from .break_even import break_even_table
+from .changes import Change, at_a_glance, changes
+from .findings import Said, findings, scenario_findings, why_measured
+from .model_text import fit_table
+
+if TYPE_CHECKING:
+    from .other_tools import PeerFigure
+
+__all__ = ["Story"]
+
+#: What a scenario's caption says of a variant the run may not have measured, and what it says instead.
+_UNMEASURED = {
+    ("module_to", "first"): ("The first move copies every parameter; a second", "No first move to a device ran here (it "
+                                                                              "needs a GPU). A second"),
+    ("pin_memory", "pinned_to"): ("pinned_to: the DMA from a tensor pinned once, what each reuse costs; pin_cold / "
+                                  "(to - pinned_to) reuses pay for pinning it.",
+                                  "reused_pinned_to: a host copy into a reused pinned buffer, then the DMA. pinned_to "
+                                  "(the DMA alone) did not run: the break-even takes the h2d family's copies."),
+    ("placement", "move_then_convert"): ("moving the uint8 batch and converting on the device moves a quarter.",
+                                         "moving the uint8 batch and converting on the device moves a quarter. Neither "
+                                         "move ran here (they need a GPU): only the conversion on the CPU did."),
+}
+
+
+@dataclass(frozen=True)
+class Story:
+    """Every sentence of one run's report, told from its view in one pass (``Story.of``): the head (the machine in one
+    line, a busy machine's notice, when it ran, its instances), what to change and the break-even line it cites, the
+    key findings, how the run was judged, the ladders (title, where read, rows of cells), the α/β table, the peer plan,
+    the other tools' figures (table rows, lines), each scenario's words (its paragraph and caption) and the machine
+    table."""
+
+    view: RunView
+    machine_line: str
+    busy: str | None
+    run_time: str | None
+    instances: str | None
+    drift: str
+    changes: list[Change]
+    break_even: dict[str, Any] | None  # the pinning break-even table beneath the pin_memory scenario
+    break_even_line: str | None  # its one line, where a change listed cites the table
+    findings: list[Said]
+    glance: list[dict[str, str]]
+    why: dict[str, str | None]
+    model: list[dict[str, Any]]
+    peer_plan: list[str]
+    peers: tuple[list[dict[str, Any]], list[str]]
+    ladders: list[tuple[str, str, list[list[str]]]]
+    scenarios: dict[str, tuple[str, str]]
+    machine: list[tuple[str, str]]
+
+    @classmethod
+    def of(cls, view: RunView, peers: list[PeerFigure] | None = None) -> Story:
+        """The story of ``view``; ``peers``: nvbandwidth's or nccl-tests' figures, where given."""
+        listed, even = changes(view), break_even_table(view)
+        cited = even is not None and any(change.spec.key == "pinned-source" for change in listed)
+        several = len(view.sources) > 1  # two files may be two boots of the machine: say which run a ladder read
+        plan = RecordedPlan.of_fingerprint(view.fingerprint)
+        return cls(
+            view, machine_line(view.machine_info), _busy(view), _run_time(view), _instances(view),
+            drift_text.statement(view), listed, even, even["summary"] + "." if cited and even else None,
+            findings(view), at_a_glance(view), why_measured(view), fit_table(view),
+            peer_plan_sentences(plan, view.rows) if plan else [], _peers(view, peers),
+            [(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if several else ""),
+              ladder_text.rows(ladder)) for ladder in view.ladders],
+            {op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
+             if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()},
+            machine_table(view.machine_info) + _host_placement(view))
+
+
+def _busy(view: RunView) -> str | None:
+    """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work."""
+    if view.busy is None:
+        return None
+    return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
+            "between two of its cases may be theirs.")
+
+
+def _run_time(view: RunView) -> str | None:
+    """``run 2026-11-30T17:18:02``; each run's time where the rows come from several (the newest is not all)."""
+    times = view.run_times
+    if times.empty:
+        return None
+    return f"run {times.max()}" if len(times) == 1 else "runs " + ", ".join(f"{run} {when}" for run, when in times.items())
+
+
+def _instances(view: RunView) -> str | None:
+    """Which machine instance (boot) each file's figures came from, where there are several: when each ran and how
+    many benchmarks it measured, why they count apart, and where a case measured in both is read from."""
+    if not view.several_instances:
+        return None
+    every, times = view.measured, view.run_times
+    runs = every["run"].astype(str)
+    parts = [f"{', '.join(i.runs)} ({', '.join(str(times.get(run, 'time not recorded'))[:16] for run in i.runs)}, "
+             f"{int(runs.isin(i.runs).sum())} benchmarks)" for i in view.instances]
+    boots = {i.boot_id for i in view.instances}
+    why = ("none recorded a boot id, so each run counts as an instance of its own" if boots == {None} else
+           "their boot ids differ" if None not in boots else "some recorded no boot id")
+    shared = every[~every["read"].astype(bool)]
+    named = view.results.read_run
+    rule = f"{named} (--read-run) where it measured them, else " if named else ""
+    read = (f"; {len(shared)} case(s) measured in more than one are read from {rule}the run with more rounds "
+            "(ties: the newest)" if not shared.empty else "")
+    return (f"Machine instances: {'; '.join(parts)}: {why}{read}. Figures of different instances are never "
+            "divided by one another.")
+
+
+def _peers(view: RunView, figures: list[PeerFigure] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The other tools' figures beside the suite's: the table's rows and its lines (none without such files)."""
+    if not figures:
+        return [], []
+    from .other_tools import peer_table  # loaded only where such files were given
+
+    return peer_table(view, figures)
+
+
+def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
+    """A scenario's findings in one paragraph, and its caption with what it says of a variant the run did not measure
+    replaced by saying so."""
+    variants = view.variants(op)
+    for (family_op, variant), (said, instead) in _UNMEASURED.items():
+        if family_op == op and variant not in variants:
+            caption = caption.replace(said, instead)
+    return " ".join(scenario_findings(view, op)), caption
+
+
+def _host_placement(view: RunView) -> list[tuple[str, str]]:
+    """Where the h2d and d2h cases' host buffers sat (``RunView.host_placement``), where the run says."""
+    placement = view.host_placement
+    if placement is None:
+        return []
+    nodes = "; ".join(f"{gpu}: node {', '.join(str(n) for n in found) or '?'}" for gpu, found in placement.nodes.items())
+    said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if placement.placed else []
+    if placement.unplaced:
+        said.append(f"{placement.unplaced} case(s) where the GPU's node was unknown or off limits ran where the "
+                    "process did")
+    if placement.spilled:
+        said.append(f"{placement.spilled} case(s) spilled: a page of the buffer sat off the GPU's node (that node full)")
+    return [("h2d / d2h host buffers", "; ".join(said))] if said else []
