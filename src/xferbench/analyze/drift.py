@@ -2,10 +2,11 @@
 
 Whatever changes while a run runs (the allocators' caches, the page cache, THP, clocks, other tenants) reads as a
 difference between cases measured at different times, and the rounds of one case cannot see it. Two kinds of cases
-measure it: calls that run the same PyTorch code (``.cpu()`` and ``.to('cpu')``, ``.cuda(i)`` and ``.to('cuda:i')``,
-the cuda_vs_to scenario's forms, ``Module.to`` and ``Module.cuda``), measured apart; and a case measured in blocks
-spread over the run (a paired or reference case, measure/session/blocks.py), whose blocks are the same case at
-different times. Each gives log ratios that should be 0; what they hold beyond their own rounds' noise is drift.
+measure it: calls that run the same PyTorch code (each family's ``same_code``: ``.cpu()`` and ``.to('cpu')``,
+``.cuda(i)`` and ``.to('cuda:i')``, the cuda_vs_to scenario's forms, ``Module.to`` and ``Module.cuda``), measured apart;
+and a case measured in blocks spread over the run (a paired or reference case, measure/session/blocks.py), whose blocks
+are the same case at different times. Each gives log ratios that should be 0; what they hold beyond their own rounds'
+noise is drift.
 
 Drift depends on the regime: on the H200 sample, pinned copies' same-code pairs agree within 0.9% from 16 MiB up while
 a pageable 16 MiB ``.to`` lies 30% from its twin. So the evidence is pooled per regime (``regime``: pageable host
@@ -23,18 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..families import FAMILIES
 from ..ratios import Drift, log_se, order_se
 from .load.rows import flag
 
 __all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift", "side"]
 
-#: Per family: the column and the values whose calls run the same code, in words for a sentence.
-SAME_CODE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("d2h", "method", ("cpu", "to"), ".cpu() and .to(device)"),
-    ("h2d", "method", ("cuda", "to"), ".cuda(i) and .to(device)"),
-    ("cuda_vs_to", "variant", ("cuda", "to_str", "to_device"), ".cuda(i), .to('cuda:i') and .to(torch.device)"),
-    ("cuda_vs_to", "variant", ("module_to", "module_cuda"), "Module.to and Module.cuda"),
-)
+#: Per family: the column and the values whose calls run the same code, in words for a sentence (its ``same_code``).
+SAME_CODE = tuple((op, *same) for op, family in FAMILIES.items() for same in family.same_code)
 #: What else must match for two rows to be one pair: the same case but for the call's spelling.
 _SAME = ["run", "src", "dst", "host_memory", "non_blocking", "dtype", "nbytes"]
 #: Below this payload a case is latency-bound: its drift is of another kind than a bandwidth-bound copy's.

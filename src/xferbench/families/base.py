@@ -89,6 +89,9 @@ class Family:
     # A scenario or concurrent family's sentences from its rows (the ``finding`` of its folder), or None
     finding: Callable[[Any], list[str]] | None = None
     break_even: bool = False  # its report section carries the pinning break-even table (pin_cold against pinned_to)
+    # Its calls that run the same PyTorch code, (column, values, the calls in words): their pairs measure the run's
+    # drift (analyze/drift.py), and the report judges each pair by its own interval
+    same_code: tuple[tuple[str, tuple[str, ...], str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -52,10 +52,12 @@ def noop_call(method: str, device: str, variant: object = None) -> str:
 
 CORE = (
     Family("h2d", "host to device", "pageable and pinned sources, blocking and non_blocking, .to / .cuda / copy_",
-           "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D),
+           "core", "tab:blue", link="pcie", endpoints="host->accelerator", variants=_H2D,
+           same_code=(("method", ("cuda", "to"), ".cuda(i) and .to(device)"),)),
     Family("d2h", "device to host", ".cpu() / .to(device) into fresh pageable memory, .to(device, non_blocking=True) "
            "into fresh pinned memory, copy_ into preallocated pageable or pinned",
-           "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H),
+           "core", "tab:red", link="pcie", endpoints="accelerator->host", variants=_D2H,
+           same_code=(("method", ("cpu", "to"), ".cpu() and .to(device)"),)),
     Family("d2d", "same device", "clone and copy_ within one device: its memory bandwidth",
            "core", "tab:green", link="device memory", endpoints="accelerator", variants=_v("clone", "copy_")),
     Family("peer", "device to device", ".to('cuda:j') and copy_ for every ordered pair of GPUs",

@@ -13,4 +13,6 @@ RECORD = Family("cuda_vs_to", "Scenario: .cuda() against .to()", ".cuda(i), .to(
                 "scenario", "tab:cyan",
                 caption="Tensor.cuda(i), .to('cuda:i') and .to(torch.device) have the same semantics; what each costs is "
                         "measured below, size by size. "
-                        "Module.to and Module.cuda both move parameters in place and return the module itself.")
+                        "Module.to and Module.cuda both move parameters in place and return the module itself.",
+                same_code=(("variant", ("cuda", "to_str", "to_device"), ".cuda(i), .to('cuda:i') and .to(torch.device)"),
+                           ("variant", ("module_to", "module_cuda"), "Module.to and Module.cuda")))
