@@ -245,3 +245,20 @@ def test_the_2gpu_quick_plan_is_the_recorded_one():
     spec.loader.exec_module(golden)
     assert golden.planned_ids() == golden.IDS.read_text(), (
         f"the planned cases differ from {golden.IDS.name}: when on purpose, run {golden.COMMAND}")
+
+
+def test_a_familys_own_words_read_the_queued_work_the_run_recorded():
+    """sync_stall's finding and its point of the "why" list (``Family.why``) say the work queued as its rows recorded it,
+    never a fixed 2 ms; where the page reads several runs, the "why" sentence names the quickest call's run."""
+    import pandas as pd
+
+    rows = pd.DataFrame({"op": "sync_stall", "variant": ["item", "cpu", "nonblocking_event"], "run": "a",
+                         "median_s": [5.2e-3, 5.4e-3, 1.2e-5], "queued_seconds": [5e-3, 5e-3, 5e-3], "nbytes": 4})
+    record = FAMILIES["sync_stall"]
+    assert record.finding(rows)[0] == "With 5 ms of work queued, even the quickest synchronizing call (item) took 5.2 ms."
+    assert record.finding(rows.drop(columns="queued_seconds"))[0].startswith("With GPU work queued,")
+    key, wait = record.why
+    assert (key, wait(rows)) == ("wait", "with 5 ms of GPU work queued, the quickest synchronizing call took 5.2 ms "
+                                         "(scenario below).")
+    rows.attrs["runs"] = 2  # the page reads two runs: the sentence names the quickest call's
+    assert wait(rows).endswith("took 5.2 ms (scenario below, a).") and wait(rows.drop(columns="queued_seconds")) is None

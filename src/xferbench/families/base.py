@@ -92,6 +92,9 @@ class Family:
     # Its calls that run the same PyTorch code, (column, values, the calls in words): their pairs measure the run's
     # drift (analyze/drift.py), and the report judges each pair by its own interval
     same_code: tuple[tuple[str, tuple[str, ...], str], ...] = ()
+    # The point of the report's "why" list its rows measure (its key: wait, staged, fixed or fix) and the sentence
+    # that says what this run measured of it, from the family's rows (``rows.attrs["runs"]``: how many runs the page reads)
+    why: tuple[str, Callable[[Any], str | None]] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -538,22 +538,19 @@ def _run_of(run: str, view: RunView) -> str:
 
 
 def why_measured(view: RunView) -> dict[str, str | None]:
-    """For each point of the general "why" list, what this run measured of it (a sentence), or None."""
+    """For each point of the general "why" list, what this run measured of it (a sentence), or None: a family's own
+    where its record names the point (``Family.why``)."""
     frame = view.rows
-    stall = frame[(frame["op"] == "sync_stall") & (frame["variant"] != "nonblocking_event")]
-    staged = _staged(view)
     small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
-    way = way_back(view)
-    return {
-        "wait": (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
-                 f"synchronizing call took {format_seconds(float(stall['median_s'].min()))} (scenario below"
-                 f"{', ' + str(stall.loc[stall['median_s'].idxmin(), 'run']) if frame['run'].nunique() > 1 else ''})."
-                 if not stall.empty and stall["queued_seconds"].notna().any() else None),
-        "staged": staged,
-        "fixed": (f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
-                  "(the median of the fastest path)." if not small.empty else None),
-        "fix": the_fix(view) if way is not None else None,
-    }
+    said = {"wait": None, "staged": _staged(view), "fixed": (
+        f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
+        "(the median of the fastest path)." if not small.empty else None),
+        "fix": the_fix(view) if way_back(view) is not None else None}
+    for op, record in FAMILIES.items():
+        if record.why is not None and not (rows := frame[frame["op"] == op].copy()).empty:
+            rows.attrs["runs"] = frame["run"].nunique()
+            said[record.why[0]] = record.why[1](rows)
+    return said
 
 
 def scenario_findings(view: RunView, op: str) -> list[str]:

@@ -6,30 +6,46 @@ Its record and what the report says about it (torch-free); what it runs is ``run
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import pandas as pd
 
 from ...units import format_seconds
 from ..base import Family, of_variant
 
-if TYPE_CHECKING:
-    import pandas as pd
+
+def _waiting(rows: pd.DataFrame) -> pd.DataFrame:
+    """The synchronizing calls: every variant but the non_blocking copy completed by an event."""
+    return rows[rows["variant"] != "nonblocking_event"]
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
-    waiting = rows[rows["variant"] != "nonblocking_event"]
+    waiting = _waiting(rows)
     event = of_variant(rows, "nonblocking_event")
     if waiting.empty:
         return []
     slow = waiting.loc[waiting["median_s"].idxmin()]
-    out = [f"With 2 ms of work queued, even the quickest synchronizing call ({slow['variant']}) took "
+    queued = pd.to_numeric(waiting.get("queued_seconds"), errors="coerce").max()
+    work = f"{format_seconds(queued)} of work" if queued == queued else "GPU work"  # NaN: the run recorded none
+    out = [f"With {work} queued, even the quickest synchronizing call ({slow['variant']}) took "
            f"{format_seconds(slow['median_s'])}."]
     if not event.empty:
         out.append(f"The non_blocking copy into pinned memory returned in {format_seconds(event['median_s'].min())}.")
     return out
 
 
+def why_wait(rows: pd.DataFrame) -> str | None:
+    """What this run measured of waiting for queued work: the work queued and the quickest synchronizing call (with
+    its run where the page reads several)."""
+    stall = _waiting(rows)
+    if stall.empty or "queued_seconds" not in stall or stall["queued_seconds"].isna().all():
+        return None
+    quickest = stall.loc[stall["median_s"].idxmin()]
+    run = f", {quickest['run']}" if rows.attrs.get("runs", 1) > 1 else ""
+    return (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
+            f"synchronizing call took {format_seconds(float(quickest['median_s']))} (scenario below{run}).")
+
+
 RECORD = Family("sync_stall", "Scenario: hidden synchronizations", ".item(), .cpu(), .tolist(), str(t) behind queued GPU work",
-                "scenario", "tab:cyan", finding=finding, moves_payload=False,
+                "scenario", "tab:cyan", finding=finding, moves_payload=False, why=("wait", why_wait),
                 caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
                         "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
                         "once and lets the host work meanwhile. The bandwidth sweep starts every call on an idle GPU: its "
