@@ -130,7 +130,8 @@ def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, f
               "efficiency": 0.5}] * 2
     # A finding's headline and its evidence beneath it: both are the hostile text.
     said = Said(finding, f"{finding} (evidence)")
-    story = dataclasses.replace(Story.of(view), findings=[said], model=model, peers=([], [finding]), peer_plan=[finding])
+    story = dataclasses.replace(Story.of(view), findings=[said], model=model, peer_lines=[finding],
+                                peer_plan=[finding])
     markdown = export.to_markdown(story)  # the story's parts told here are the hostile text
     html = GFM.render(markdown)
     # the α/β table's header and two rows, and each ladder's header, call, steps and what is left

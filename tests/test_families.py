@@ -258,7 +258,9 @@ def test_a_familys_own_words_read_the_queued_work_the_run_recorded():
     assert record.finding(rows)[0] == "With 5 ms of work queued, even the quickest synchronizing call (item) took 5.2 ms."
     assert record.finding(rows.drop(columns="queued_seconds"))[0].startswith("With GPU work queued,")
     key, wait = record.why
-    assert (key, wait(rows)) == ("wait", "with 5 ms of GPU work queued, the quickest synchronizing call took 5.2 ms "
-                                         "(scenario below).")
-    rows.attrs["runs"] = 2  # the page reads two runs: the sentence names the quickest call's
-    assert wait(rows).endswith("took 5.2 ms (scenario below, a).") and wait(rows.drop(columns="queued_seconds")) is None
+    assert (key, wait(rows, 1)) == ("wait", "with 5 ms of GPU work queued, the quickest synchronizing call took 5.2 ms "
+                                            "(scenario below).")
+    # where the page reads two runs, the sentence names the quickest call's
+    assert wait(rows, 2).endswith("took 5.2 ms (scenario below, a).") and wait(rows.drop(columns="queued_seconds"), 1) is None
+    with pytest.raises(ValueError, match="why names one of wait, staged, fixed, fix"):
+        dataclasses.replace(record, why=("waiting", wait))

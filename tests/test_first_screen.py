@@ -77,3 +77,23 @@ def test_a_cpu_runs_table_of_moves_is_its_host_moves(cpu_view):
     assert [(line["what"], line["time"], line["gbps"]) for line in at_a_glance(cpu_view)] == [
         ("host clone (new tensor every call)", "203 ms", "0.331"),
         ("host copy_ into an existing buffer", "39.9 ms", "1.68")]
+
+
+def test_change_2_cites_no_break_even_table_the_page_does_not_hold(tmp_path):
+    """The H200 run without its pin_memory scenario still lists pinning (from the h2d family's copies) but has no
+    break-even table: the Markdown and the console give no break-even line, whatever other section carries a table (a
+    priced trace's; the page had taken the first section's table for the break-even's and failed on it)."""
+    import dataclasses
+
+    from xferbench.analyze.report.page import write_report
+    from xferbench.analyze.report.story import Story
+
+    results = load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])
+    view = RunView.of(dataclasses.replace(results, frame=results.frame[results.frame["op"] != "pin_memory"]))
+    story = Story.of(view)
+    assert "pinned-source" in [change.spec.key for change in story.changes]
+    assert story.break_even is None and story.break_even_line is None
+    other = {"key": "trace", "title": "A priced trace", "text": "", "plots": [],
+             "table": {"id": "trace", "caption": "", "columns": ["a"], "rows": [["1"]]}}
+    markdown = write_report(view, tmp_path / "index.html", extra_sections=[other]).with_suffix(".md").read_text()
+    assert "## What to change here" in markdown and "Break-even of pinning" not in markdown

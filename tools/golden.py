@@ -212,9 +212,9 @@ runs), `run.py` (the Quickstart), `.ci/` (pull-request and nightly checks).
 
 `analyze/` never imports torch nor `measure/`; the families' records, contract, units, output and escape modules
 import neither side; `store` sits above `report` and `gate`, above `view`, above `load`. Inside `report` the page sits
-over its sections, the sections over the sentences (`findings`) and figures (`plots`), which never import each
-other, and those over their parts and the drawing (`svg`). import-linter (`pyproject.toml`, `tox -e lint`) keeps it
-so.
+over the story (every sentence, told once) and the Markdown writer, those over the sections, the sections over the
+sentences (`findings`) and figures (`plots`), which never import each other, and those over their parts and the
+drawing (`svg`). import-linter (`pyproject.toml`, `tox -e lint`) keeps it so.
 """
 
 

@@ -333,11 +333,6 @@ class RunView:
         """Each run's newest benchmark time, by run in the rows' order; empty where no row recorded one."""
         return self.rows.dropna(subset=["datetime"]).groupby("run", sort=False)["datetime"].max()
 
-    @cached_property
-    def sizes(self) -> list[Any]:
-        """Every payload size measured, smallest first."""
-        return sorted(self.rows["nbytes"].unique())
-
     def variants(self, op: str) -> set[Any]:
         """The variants a family measured."""
         return set(self.rows.loc[self.rows["op"] == op, "variant"].dropna())

@@ -68,6 +68,9 @@ ENDPOINTS = ("each", "host", "host->accelerator", "accelerator->host", "accelera
 #: The kinds of family: the case matrix; a scenario and copies at once, copy paths and NUMA
 #: (a folder each in families/); collectives between processes (measure/distributed).
 KINDS = ("core", "scenario", "concurrent", "distributed")
+#: The points of the report's "why" list (GPU-to-CPU moves cost more than their bytes): waiting for queued work, the
+#: driver's staging, fixed costs, the fix.
+WHY_POINTS = ("wait", "staged", "fixed", "fix")
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,9 @@ class Family:
     # Its calls that run the same PyTorch code, (column, values, the calls in words): their pairs measure the run's
     # drift (analyze/drift.py), and the report judges each pair by its own interval
     same_code: tuple[tuple[str, tuple[str, ...], str], ...] = ()
-    # The point of the report's "why" list its rows measure (its key: wait, staged, fixed or fix) and the sentence
-    # that says what this run measured of it, from the family's rows (``rows.attrs["runs"]``: how many runs the page reads)
-    why: tuple[str, Callable[[Any], str | None]] | None = None
+    # The point of the report's "why" list its rows measure (one of WHY_POINTS) and the sentence that says what this
+    # run measured of it, from the family's rows and how many runs the page reads
+    why: tuple[str, Callable[[Any, int], str | None]] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -102,6 +105,8 @@ class Family:
         if self.kind == "core" and (self.endpoints not in ENDPOINTS or not self.variants):
             raise ValueError(f"family {self.op!r}: a core family needs endpoints (one of {', '.join(ENDPOINTS)}) "
                              "and at least one variant")
+        if self.why is not None and self.why[0] not in WHY_POINTS:
+            raise ValueError(f"family {self.op!r}: why names one of {', '.join(WHY_POINTS)}, got {self.why[0]!r}")
         if self.sizes not in ("sweep", "ends", "none"):
             raise ValueError(f"family {self.op!r}: sizes must be sweep, ends or none, got {self.sizes!r}")
 

@@ -55,9 +55,9 @@ def _us(value: float) -> str:
 
 
 def to_markdown(story: Story) -> str:
-    """The report's take-aways as Markdown, in the page's order, every sentence the story's (story.py): the machine,
-    what to change, the key findings (each headline with its evidence beneath), how the run was judged, the ladders,
-    the α/β table, the peer pairs measured, the other tools' figures."""
+    """The report's take-aways as Markdown, in the page's order, every sentence read from the run the story's
+    (story.py): the machine, what to change, the key findings (each headline with its evidence beneath), how the run
+    was judged, the ladders, the α/β table, the peer pairs measured, the other tools' figures."""
     view = story.view
     lines = ["# xferbench: tensor creation and transfer costs", ""]
     if view.simulated:
@@ -84,8 +84,8 @@ def to_markdown(story: Story) -> str:
     lines += _model(story.model)
     if story.peer_plan:
         lines += ["", "## Peer pairs measured", ""] + [f"- {escape.markdown(sentence)}" for sentence in story.peer_plan]
-    if peers := story.peers[1]:
-        lines += ["", "## Against other tools on this machine", ""] + [f"- {escape.markdown(s)}" for s in peers]
+    if story.peer_lines:
+        lines += ["", "## Against other tools on this machine", ""] + [f"- {escape.markdown(s)}" for s in story.peer_lines]
     return "\n".join(lines) + "\n"
 
 

@@ -547,9 +547,8 @@ def why_measured(view: RunView) -> dict[str, str | None]:
         "(the median of the fastest path)." if not small.empty else None),
         "fix": the_fix(view) if way_back(view) is not None else None}
     for op, record in FAMILIES.items():
-        if record.why is not None and not (rows := frame[frame["op"] == op].copy()).empty:
-            rows.attrs["runs"] = frame["run"].nunique()
-            said[record.why[0]] = record.why[1](rows)
+        if record.why is not None and not (rows := frame[frame["op"] == op]).empty:
+            said[record.why[0]] = record.why[1](rows, frame["run"].nunique())
     return said
 
 

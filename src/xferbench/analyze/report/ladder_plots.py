@@ -89,7 +89,7 @@ def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, c
 
 
 def ladder_table(view: RunView) -> dict[str, Any] | None:
-    """The ladders as a table for the page and the Markdown: one row per call, one column per factor removed (in
+    """The ladders as the page's table (the Markdown's: ``ladder_text.rows``): one row per call, one column per factor removed (in
     ladder order), each cell the step read from its two cases (named in its hover title with the interval)."""
     found = view.ladders
     if not found:

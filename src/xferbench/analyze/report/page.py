@@ -1,8 +1,9 @@
 """One self-contained HTML page from a run's view: findings, plots, tables, machine.
 
 Beside ``x.html``, ``write_report`` writes ``x.csv`` and ``x.md`` (export.py). Figures are
-inline SVG with a hover title per point; the page loads nothing from anywhere. Everything on
-the page reads one ``RunView`` (analyze/view.py), built once per page.
+inline SVG with a hover title per point; the page loads nothing from anywhere. The page's
+words are the run's story (story.py), its figures and tables read the run's view
+(analyze/view.py); both are built once per page.
 """
 
 from __future__ import annotations
@@ -71,10 +72,11 @@ def scenario_sections(story: Story) -> list[dict[str, Any]]:
     """One section per scenario present in the results, with its plot and words."""
     from .distributed import section as distributed_section
 
-    view = story.view
-    sections = [{"key": op, "title": FAMILIES[op].title, "text": text, "table": story.break_even if FAMILIES[op].break_even
-                 else None, "plots": [as_plot(op, FAMILIES[op].title, caption, scenario_plot(view, op))]}
-                for op, (text, caption) in story.scenarios.items()]
+    view, sections = story.view, []
+    for op, (text, caption) in story.scenarios.items():
+        family = FAMILIES[op]
+        sections.append({"key": op, "title": family.title, "text": text, "plots": [as_plot(op, family.title, caption,
+                         scenario_plot(view, op))], "table": story.break_even if family.break_even else None})
     return sections + [s for s in [distributed_section(view)] if s]
 
 
@@ -102,7 +104,6 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
     for section in sections:
         section["plots"] = _svg(section["plots"])
     drawn = _svg(render(view))
-    peer_rows, peer_lines = story.peers
     html = _ENV.get_template("report.html.j2").render(
         story=story,  # every sentence and table of words
         version=__version__,
@@ -114,8 +115,6 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         ladder=ladder_table(view),
         history=_svg(history or []),
         sections=sections,
-        peers=peer_rows,
-        peer_lines=peer_lines,
         table=_table(view),
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
         commit=view.results.commit_info,

@@ -1,7 +1,7 @@
 """The report's words for one run, told once. The report is a pipeline: load (analyze/load) → the run's view, its facts
-and verdicts (analyze/view.py) → the story, every sentence and table of words the page, its Markdown and the end-of-run
-summary say (here) → the page and the Markdown (page.py, export.py). Figures are drawn from the view beside it
-(plots.py) and never read the story."""
+and verdicts (analyze/view.py) → the story, every sentence read from the run that the page, its Markdown and the
+end-of-run summary say (here) → the page and the Markdown (page.py, export.py), which add only their fixed headings and
+notes. Figures are drawn from the view beside it (plots.py) and never read the story."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ _UNMEASURED = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # two stories are never compared: equal views would be
 class Story:
     """Every sentence of one run's report, told from its view in one pass (``Story.of``): the head (the machine in one
     line, a busy machine's notice, when it ran, its instances), what to change and the break-even line it cites, the
@@ -60,7 +60,8 @@ class Story:
     why: dict[str, str | None]
     model: list[dict[str, Any]]
     peer_plan: list[str]
-    peers: tuple[list[dict[str, Any]], list[str]]
+    peer_rows: list[dict[str, Any]]
+    peer_lines: list[str]
     ladders: list[tuple[str, str, list[list[str]]]]
     scenarios: dict[str, tuple[str, str]]
     machine: list[tuple[str, str]]
@@ -72,16 +73,18 @@ class Story:
         cited = even is not None and any(change.spec.key == "pinned-source" for change in listed)
         several = len(view.sources) > 1  # two files may be two boots of the machine: say which run a ladder read
         plan = RecordedPlan.of_fingerprint(view.fingerprint)
+        peer_rows, peer_lines = _peers(view, peers)
         return cls(
-            view, machine_line(view.machine_info), _busy(view), _run_time(view), _instances(view),
-            drift_text.statement(view), listed, even, even["summary"] + "." if cited and even else None,
-            findings(view), at_a_glance(view), why_measured(view), fit_table(view),
-            peer_plan_sentences(plan, view.rows) if plan else [], _peers(view, peers),
-            [(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if several else ""),
-              ladder_text.rows(ladder)) for ladder in view.ladders],
-            {op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
-             if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()},
-            machine_table(view.machine_info) + _host_placement(view))
+            view=view, machine_line=machine_line(view.machine_info), busy=_busy(view), run_time=_run_time(view),
+            instances=_instances(view), drift=drift_text.statement(view), changes=listed, break_even=even,
+            break_even_line=f"{even['summary']}." if even is not None and cited else None, findings=findings(view),
+            glance=at_a_glance(view), why=why_measured(view), model=fit_table(view),
+            peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
+            ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if several else ""),
+                      ladder_text.rows(ladder)) for ladder in view.ladders],
+            scenarios={op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
+                       if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()},
+            machine=machine_table(view.machine_info) + _host_placement(view))
 
 
 def _busy(view: RunView) -> str | None:

@@ -32,21 +32,21 @@ def finding(rows: pd.DataFrame) -> list[str]:
     return out
 
 
-def why_wait(rows: pd.DataFrame) -> str | None:
+def why_wait(rows: pd.DataFrame, runs: int) -> str | None:
     """What this run measured of waiting for queued work: the work queued and the quickest synchronizing call (with
-    its run where the page reads several)."""
+    its run where the page reads several ``runs``)."""
     stall = _waiting(rows)
     if stall.empty or "queued_seconds" not in stall or stall["queued_seconds"].isna().all():
         return None
     quickest = stall.loc[stall["median_s"].idxmin()]
-    run = f", {quickest['run']}" if rows.attrs.get("runs", 1) > 1 else ""
+    run = f", {quickest['run']}" if runs > 1 else ""
     return (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
             f"synchronizing call took {format_seconds(float(quickest['median_s']))} (scenario below{run}).")
 
 
 RECORD = Family("sync_stall", "Scenario: hidden synchronizations", ".item(), .cpu(), .tolist(), str(t) behind queued GPU work",
                 "scenario", "tab:cyan", finding=finding, moves_payload=False, why=("wait", why_wait),
-                caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work (2 ms here) before copying, so even "
+                caption=".item(), .cpu(), .tolist() and str(t) wait for all queued GPU work before copying, so even "
                         "4 bytes cost milliseconds. A non_blocking copy into pinned memory, completed by an event, returns at "
                         "once and lets the host work meanwhile. The bandwidth sweep starts every call on an idle GPU: its "
                         "figures hold none of this wait. Read such a buffer only after the event or a synchronize.")
