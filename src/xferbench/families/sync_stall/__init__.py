@@ -17,13 +17,18 @@ def _waiting(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["variant"] != "nonblocking_event"]
 
 
+def _queued(waiting: pd.DataFrame) -> float:
+    """The GPU work queued before the synchronizing calls, in seconds, as the run recorded it (NaN: it recorded none)."""
+    return float(pd.to_numeric(waiting.get("queued_seconds"), errors="coerce").max())
+
+
 def finding(rows: pd.DataFrame) -> list[str]:
     waiting = _waiting(rows)
     event = of_variant(rows, "nonblocking_event")
     if waiting.empty:
         return []
     slow = waiting.loc[waiting["median_s"].idxmin()]
-    queued = pd.to_numeric(waiting.get("queued_seconds"), errors="coerce").max()
+    queued = _queued(waiting)
     work = f"{format_seconds(queued)} of work" if queued == queued else "GPU work"  # NaN: the run recorded none
     out = [f"With {work} queued, even the quickest synchronizing call ({slow['variant']}) took "
            f"{format_seconds(slow['median_s'])}."]
@@ -36,12 +41,12 @@ def why_wait(rows: pd.DataFrame, runs: int) -> str | None:
     """What this run measured of waiting for queued work: the work queued and the quickest synchronizing call (with
     its run where the page reads several ``runs``)."""
     stall = _waiting(rows)
-    if stall.empty or "queued_seconds" not in stall or stall["queued_seconds"].isna().all():
+    if stall.empty or (queued := _queued(stall)) != queued:  # NaN: the run recorded no queued work
         return None
     quickest = stall.loc[stall["median_s"].idxmin()]
     run = f", {quickest['run']}" if runs > 1 else ""
-    return (f"with {format_seconds(float(stall['queued_seconds'].max()))} of GPU work queued, the quickest "
-            f"synchronizing call took {format_seconds(float(quickest['median_s']))} (scenario below{run}).")
+    return (f"with {format_seconds(queued)} of GPU work queued, the quickest synchronizing call took "
+            f"{format_seconds(float(quickest['median_s']))} (scenario below{run}).")
 
 
 RECORD = Family("sync_stall", "Scenario: hidden synchronizations", ".item(), .cpu(), .tolist(), str(t) behind queued GPU work",
