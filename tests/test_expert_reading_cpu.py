@@ -158,7 +158,8 @@ class TestRead3b:
     def test_no_fault_counts_is_said_only_where_the_run_has_none(self, tmp_path):
         """The quick paired CPU sample records minor_faults_per_call (clone() at 64 MiB: 16,385 more per call): neither
         its ladder caption nor its row says no fault counts split the step; the same rows without the counts say it."""
-        from xferbench.analyze.report.ladder_plots import HOST_LADDER_CAPTION, ladder_table
+        from xferbench.analyze.report.captions import HOST_LADDER_CAPTION
+        from xferbench.analyze.report.ladder_text import ladder_table
 
         quick = ROOT / "tests" / "data" / "cpu-quick-sample.json"
         assert "no fault counts" not in HOST_LADDER_CAPTION

@@ -14,6 +14,7 @@ from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of
+from xferbench.analyze.report.story import Story
 from xferbench.analyze.view import RunView
 from xferbench.families.module_to import finding as module_to_finding
 from xferbench.ratios import Drift, log_se, unpaired
@@ -44,7 +45,7 @@ def test_rand_is_no_evidence_of_the_fresh_destination(page, h200):
     assert ("every call measured here that writes a fresh pageable host destination grew dearer per byte than every "
             "call into a reused host buffer, each beyond its interval (torch.ones on the CPU 70.8 µs → 7.92 ms (28× per "
             "byte); torch.zeros on the CPU 72.5 µs → 8.79 ms (30.3× per byte)") in text
-    fig = bandwidth_of(h200, "d2h")
+    fig = bandwidth_of(h200, "d2h", Story.of(h200).cliff)
     notes = " ".join(" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts)
     plt.close(fig)
     assert "calls that write a fresh pageable host destination fall here; copy_ into a reused host buffer holds" in notes

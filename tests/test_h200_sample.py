@@ -23,6 +23,7 @@ from xferbench.analyze.report.break_even import pinning_break_even
 from xferbench.analyze.report.findings import cliff, findings, scenario_findings
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of, cost_at_size
+from xferbench.analyze.report.story import Story
 from xferbench.analyze.view import RunView
 from xferbench.units import format_seconds
 
@@ -186,7 +187,8 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
     assert "torch.rand" not in sentence
     assert "can't tell whether it breaks too" not in sentence
     assert "not measured" not in sentence
-    fig = bandwidth_of(RunView.of(full), "d2h")
+    view = RunView.of(full)
+    fig = bandwidth_of(view, "d2h", Story.of(view).cliff)  # the figure notes the story's cause
     notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("cliff:")]
     plt.close(fig)
     assert notes and " ".join(notes[0].split()).startswith(
@@ -595,7 +597,7 @@ def test_the_host_caption_names_no_single_thread_line_the_run_lacks(full, html, 
     """Neither H200 run has a host copy_ single_thread case, so the host figure draws no such line and its caption
     names none; a run that measured it keeps the clause."""
     from handfed import gpu_machine, sweep, write
-    from xferbench.analyze.report.plots import render
+    from xferbench.analyze.report.captions import figure_words
 
     assert not ((full.frame["op"] == "host") & (full.frame["variant"] == "single_thread")).any()
     assert "Each line is one call on host memory (torch&#39;s clone and copy_). Dotted lines are the fitted" in html
@@ -603,10 +605,9 @@ def test_the_host_caption_names_no_single_thread_line_the_run_lacks(full, html, 
     benchmarks = (sweep("host", "copy_", "cpu", "cpu", 1e-6, 9.0, host_memory="pageable")
                   + sweep("host", "copy_", "cpu", "cpu", 1e-6, 6.0, host_memory="pageable", variant="single_thread"))
     view = RunView.of(load([write(tmp_path / "r.json", benchmarks, gpu_machine())]))
-    (host,) = [plot for plot in render(view) if plot.key == "bandwidth-host"]
-    plt.close("all")
+    _, caption = figure_words(view)["bandwidth-host"]
     assert ("(torch's clone and copy_; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a "
-            "pageable transfer is compared with). Dotted") in host.caption
+            "pageable transfer is compared with). Dotted") in caption
 
 
 def test_report_reads_the_run_the_user_names(tmp_path, capsys):

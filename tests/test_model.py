@@ -28,9 +28,9 @@ from xferbench.analyze.model import (
     practical_ceiling,
     roofs,
 )
+from xferbench.analyze.report.captions import figure_words
 from xferbench.analyze.report.findings import host_copy
 from xferbench.analyze.report.model_text import basis, no_host_roof
-from xferbench.analyze.report.plots import render
 from xferbench.analyze.view import RunView
 from xferbench.units import format_bytes, format_seconds
 
@@ -529,7 +529,7 @@ class TestLatencyBoundRuns:
                                    f"per call at {format_bytes(max(sizes))}{said}, so no bandwidth is stated")
         assert sentence.headline.endswith(": one size, no bandwidth stated." if len(sizes) == 1 else ": their fixed cost.")
         assert ("one size only" if len(sizes) == 1 else "are latency-bound") in no_host_roof(host_ceiling_missing(results.frame))
-        caption = next(p.caption for p in render(RunView.of(results)) if p.key == "bandwidth-h2d")
+        caption = figure_words(RunView.of(results))["bandwidth-h2d"][1]
         assert "no host roof: the single-thread host memcpy" in caption
 
     def test_a_sweep_past_half_of_beta_keeps_its_bound(self, tmp_path):

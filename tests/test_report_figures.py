@@ -20,6 +20,7 @@ from xferbench.analyze.report import plots
 from xferbench.analyze.report.break_even import pinning_break_even
 from xferbench.analyze.report.export import CSV_COLUMNS, to_csv
 from xferbench.analyze.report.findings import findings
+from xferbench.analyze.report.ladder_text import ladder_table
 from xferbench.analyze.report.page import build_html, write_report
 from xferbench.analyze.view import RunView
 from xferbench.contract import IDENTITY, MEASURED
@@ -332,15 +333,15 @@ class TestLadder:
     def test_a_step_the_run_cannot_tell_from_zero_has_no_share(self, tmp_path):
         """copy_ into a touched buffer as slow as .cpu(): the step is 0 with a zero-wide interval, so can't tell."""
         results = _ladder_run(tmp_path, touched_s=0.2, faults=None)
-        table = plots.ladder_table(RunView.of(results))
+        table = ladder_table(RunView.of(results))
         assert table["rows"][0]["cells"][0]["text"] == "can't tell"
 
     def test_without_the_controls_there_is_no_ladder_and_nothing_said(self, tmp_path):
-        assert plots.ladder_table(RunView.of(_ladder_run(tmp_path, pinned=False))) is None
+        assert ladder_table(RunView.of(_ladder_run(tmp_path, pinned=False))) is None
         assert "plot-ladder" not in build_html(_ladder_run(tmp_path, pinned=False))
 
     def test_a_cpu_run_gets_the_host_ladder(self):
-        table = plots.ladder_table(RunView.of(load([SAMPLE])))
+        table = ladder_table(RunView.of(load([SAMPLE])))
         assert [row["call"] for row in table["rows"]] == ["clone(), 16 MiB: 1.08 ms"]
 
 

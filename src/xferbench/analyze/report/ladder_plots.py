@@ -1,21 +1,20 @@
-"""The ladders of a run's controls as a figure (one bar of steps per call) and as the page's table."""
+"""The ladders of a run's controls as a figure, one bar of steps per call (their table and caption are words:
+ladder_text.py, captions.py)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ...families.core import SHORT
 from ...units import format_bytes, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
-from .ladder_text import sentence, short, split_text, why_not
 from .svg import WIDTH, tip
 
-__all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "ladder_figure", "ladder_table"]
+__all__ = ["ladder_figure"]
 
 
 #: Each factor a ladder step removes, in one colour in every ladder; a step the run cannot tell from zero is hatched.
@@ -35,17 +34,20 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
     so the segments add up to the call; a step whose interval holds zero is drawn hatched, without a share."""
     left, total = 0.0, ladder.top.median_s
     steps = [*ladder.steps, None]
-    for (factor, seconds, _low, _high, told), step in zip(ladder.parts(), steps, strict=True):
+    for (factor, seconds, low, high, told), step in zip(ladder.parts(), steps, strict=True):
         width = max(seconds, 0.0) * 1e3
         colour = _factor_colour(factor)
         bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else
                       "white", hatch=None if told else "//")
-        label = sentence(ladder, step) if step is not None else f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"
-        what = f"\n{step.above.case} − {step.below.case}" if step is not None else ""
-        tip(bar.patches[0], [label + what])
+        if step is None:  # the bottom rung
+            tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"])
+        else:  # the step, its share and interval (or the ratio's can't tell), and its two rungs
+            said = (f" ({percent(seconds / total)}; {format_seconds(low)} to {format_seconds(high)})" if told else
+                    f", {step.ratio.text()}")
+            tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)}{said}\n{step.above.case} − {step.below.case}"])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(short(factor) if told else "can't tell (the two rungs' ratio holds 1)",
+        legend.setdefault(SHORT.get(factor, factor) if told else "can't tell (the two rungs' ratio holds 1)",
                           bar.patches[0])
         left += width
 
@@ -72,57 +74,3 @@ def ladder_figure(view: RunView) -> Figure | str:
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
     fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
-
-
-_NO_FAULTS = "no fault counts split it into allocation and first touch"
-
-
-def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
-          split: str | None) -> dict[str, str]:
-    span = f"{format_seconds(low)} to {format_seconds(high)}"
-    if not told:
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span}: {cases}"}
-    text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
-    if split is not None:  # the step the run's fault counts split
-        text += f", {split}"
-    return {"text": text, "title": f"interval {span}: {cases}"}
-
-
-def ladder_table(view: RunView) -> dict[str, Any] | None:
-    """The ladders as the page's table (the Markdown's: ``ladder_text.rows``): one row per call, one column per factor removed (in
-    ladder order), each cell the step read from its two cases (named in its hover title with the interval)."""
-    found = view.ladders
-    if not found:
-        return None
-    factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
-    rows = []
-    for ladder in found:
-        cases = [("" if s.told else f"{why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
-                 for s in ladder.steps] + [ladder.base.case]
-        splits = [split_text(ladder, s) for s in ladder.steps] + [None]
-        if ladder.split is None and ladder.key.startswith("host"):  # said only where this run recorded no faults
-            splits[0] = _NO_FAULTS
-        cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
-                 for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
-        rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
-                     "title": f"{ladder.top.path}, {ladder.run}",
-                     "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
-    return {"columns": [short(factor) for factor in factors], "rows": rows, "runs": sorted({ladder.run for ladder in found})}
-
-
-LADDER_CAPTION = (
-    "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
-    "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
-    "in time. A step whose two rungs' ratio the run cannot tell from 1 (its 95% interval: paired blocks where both were "
-    "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch, sync, blocking rung sets "
-    "the blocking copy against its non-blocking twin's DMA (a blocking copy's own DMA is not timed), so it also holds "
-    "whatever blocking adds. Hover a cell for its cases and interval.")
-
-
-HOST_LADDER_CAPTION = (
-    "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
-    "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
-    "itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's interval is "
-    "the two rungs' ratio's (95%: paired blocks where both were measured so, else their rounds and the run's drift): "
-    "one that holds zero reads \"can't tell\", never a share.")
-

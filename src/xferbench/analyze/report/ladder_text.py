@@ -5,12 +5,14 @@ here."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...families.core import SHORT
 from ...units import format_bytes, format_seconds
 from ..ladder import Ladder, Step, percent
+from ..view import RunView
 
-__all__ = ["fault_split", "rows", "sentence", "short", "split_text", "summary", "title", "why_not"]
+__all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
 
 
 def why_not(step: Step) -> str:
@@ -31,10 +33,6 @@ def fault_split(faults: float, us_per_fault: float) -> str:
     """A fresh-destination step beside its fault count: the count is measured, the time per fault only if the whole
     step were faults (it also holds allocating and releasing the buffer)."""
     return f"with {faults:,.0f} more minor faults per call ({us_per_fault:.3g} µs each if the whole step were faults)"
-
-
-def short(factor: str) -> str:
-    return SHORT.get(factor, factor)
 
 
 def sentence(ladder: Ladder, step: Step) -> str:
@@ -81,3 +79,40 @@ def rows(ladder: Ladder) -> list[list[str]]:
     found.append(["left", base.case, f"what is left: {ladder.bottom}", "median " + format_seconds(base.median_s),
                   percent(base.median_s / top.median_s)])
     return found
+
+
+_NO_FAULTS = "no fault counts split it into allocation and first touch"
+
+
+def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
+          split: str | None) -> dict[str, str]:
+    span = f"{format_seconds(low)} to {format_seconds(high)}"
+    if not told:
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span}: {cases}"}
+    text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
+    if split is not None:  # the step the run's fault counts split
+        text += f", {split}"
+    return {"text": text, "title": f"interval {span}: {cases}"}
+
+
+def ladder_table(view: RunView) -> dict[str, Any] | None:
+    """The ladders as the page's table (the Markdown's: ``ladder_text.rows``): one row per call, one column per factor removed (in
+    ladder order), each cell the step read from its two cases (named in its hover title with the interval)."""
+    found = view.ladders
+    if not found:
+        return None
+    factors = list(dict.fromkeys(factor for ladder in found for factor, *_ in ladder.parts()))
+    rows = []
+    for ladder in found:
+        cases = [("" if s.told else f"{why_not(s)}; ") + f"{s.above.case} − {s.below.case}"
+                 for s in ladder.steps] + [ladder.base.case]
+        splits = [split_text(ladder, s) for s in ladder.steps] + [None]
+        if ladder.split is None and ladder.key.startswith("host"):  # said only where this run recorded no faults
+            splits[0] = _NO_FAULTS
+        cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
+                 for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
+        rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
+                     "title": f"{ladder.top.path}, {ladder.run}",
+                     "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})
+    return {"columns": [SHORT.get(factor, factor) for factor in factors], "rows": rows,
+            "runs": sorted({ladder.run for ladder in found})}

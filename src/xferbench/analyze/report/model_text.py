@@ -16,10 +16,9 @@ import numpy as np
 from ...units import format_bytes, format_seconds
 from ..model import NoHostRoof
 from ..view import MODEL_MISS, RunView
-from .svg import gbps_text
+from .svg import roof_share
 
-__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "no_host_roof",
-           "roof_share"]
+__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "no_host_roof"]
 
 
 def no_host_roof(why: NoHostRoof | None) -> str | None:
@@ -139,18 +138,6 @@ def half_of_beta(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
                   _capped):
         said |= check(view, said)
     return {key: value for key, value in said.items() if key not in fit or value is not fit[key]}
-
-
-def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
-    """The one definition of "share of roof": the bandwidth a path reached at its largest size over the roof's figure,
-    the roof printed beside it; against the practical ceiling of pinned copies where one is given."""
-    if not (np.isfinite(gbps) and peak > 0):
-        return "–"
-    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
-    if practical is not None:
-        text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
-                 f"{practical[0]:g}-{practical[1]:g})")
-    return text
 
 
 def fit_table(view: RunView) -> list[dict[str, Any]]:

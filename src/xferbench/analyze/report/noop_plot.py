@@ -14,11 +14,7 @@ from ..view import RunView
 from .series import run_of
 from .svg import WIDTH, tip
 
-__all__ = ["noop_text", "noop_vs_copy"]
-
-#: Each no-op form, as the caption names it: (method, variant) of its rows.
-_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')",
-               ("cpu", ""): ".cpu()"}
+__all__ = ["noop_vs_copy"]
 
 
 def _colour(op: str) -> str:
@@ -75,20 +71,3 @@ def noop_vs_copy(view: RunView) -> Figure | str:
     ax.set_xlabel("median time per call (µs); solid: the lowest median over the sizes measured, pale: the highest"
                   + note)
     return fig
-
-
-def noop_text(view: RunView) -> tuple[str, str]:
-    """The no-op figure's title and caption, naming only the forms and the synchronize the run measured."""
-    frame = view.rows
-    noops = frame[frame["op"] == "noop"]
-    found = set(zip(noops["method"], noops["variant"].fillna("").replace({"cuda": "", "cpu": "", "to": ""}), strict=True))
-    forms = [name for form, name in _NOOP_FORMS.items() if form in found]
-    named = ", ".join(forms[:-1]) + f" and {forms[-1]}" if len(forms) > 1 else "".join(forms) or "No-op moves"
-    synced = (frame["op"] == "sync").any()
-    title = "No-op moves next to " + ("a synchronize and " if synced else "") + "the cheapest real copy"
-    string = ("to", "str") in found
-    caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
-               + (" (parsing the string is part of it)" if string else "") + ", shown next to "
-               + ("an idle synchronize and " if synced else "") + "the cheapest real copy measured"
-               + ("." if string else " (no string form, .to('device'), ran)."))
-    return title, caption

@@ -24,7 +24,7 @@ from ...units import format_bytes, format_seconds
 from ..load.results import Results
 from ..view import RunView
 from .export import to_csv, to_markdown
-from .plots import Plot, as_plot, ladder_table, render, scenario_plot
+from .plots import Plot, as_plot, render, scenario_plot
 from .story import Story
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
     sections = scenario_sections(story) + (extra_sections or [])
     for section in sections:
         section["plots"] = _svg(section["plots"])
-    drawn = _svg(render(view))
+    drawn = _svg(render(view, story.figures, story.cliff))
     html = _ENV.get_template("report.html.j2").render(
         story=story,  # every sentence and table of words
         version=__version__,
@@ -112,7 +112,6 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         has_accelerator=view.has_accelerator,
         plots=[plot for plot in drawn if plot.key not in LEAD],
         lead=[plot for plot in drawn if plot.key in LEAD],
-        ladder=ladder_table(view),
         history=_svg(history or []),
         sections=sections,
         table=_table(view),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -22,16 +22,13 @@ from ...families import FAMILIES, family, moving_ops
 from ...units import format_bytes, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
-from .cliff import cliff_note
-from .ladder_plots import HOST_LADDER_CAPTION, LADDER_CAPTION, ladder_figure, ladder_table
-from .model_text import no_host_roof, roof_share
-from .noop_plot import noop_text, noop_vs_copy
+from .ladder_plots import ladder_figure
+from .noop_plot import noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
-from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for, to_svg
+from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, roof_share, size_ticks, tip, tips_for, to_svg
 
-__all__ = ["PLOTS", "Plot", "as_plot", "gbps_text", "ladder_figure", "ladder_table", "render",
-           "scenario_plot", "tip", "to_svg"]
+__all__ = ["Plot", "as_plot", "gbps_text", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
 
 #: Colours of the calls timed, the same in every figure.
 METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
@@ -120,8 +117,9 @@ def _cache_line(ax: Axes, view: RunView, op: str, src: str) -> None:
             ha="right", va="bottom", fontsize=7, color="0.35")
 
 
-def bandwidth_of(view: RunView, op: str) -> Figure | str:
-    """One family's bandwidth against size, faceted by GPU (rows) and host memory (columns), with its roofs."""
+def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | str:
+    """One family's bandwidth against size, faceted by GPU (rows) and host memory (columns), with its roofs; a cliff
+    in device-to-host pageable moves is marked with its figures and ``cliff``, its cause in words."""
     frame = view.rows
     rows = frame[(frame["op"] == op) & frame["bandwidth_gbps"].notna()]
     if rows["nbytes"].nunique() < 2:
@@ -147,7 +145,7 @@ def bandwidth_of(view: RunView, op: str) -> Figure | str:
                 practical = view.practical(op, str(first["src"]), str(first["dst"]))
                 roofed |= _draw_roofs(ax, bounds, _largest_size_gbps(panel, view), practical if memory == "pinned" else None)
                 if op == "d2h" and memory == "pageable":
-                    _mark_cliff(ax, view)
+                    _mark_cliff(ax, view, cliff)
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(mathtext_safe(f"{where}" + (f", {memory} host memory" if memory else "")), fontsize=10)
             size_ticks(ax, rows["nbytes"].tolist())
@@ -201,7 +199,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         legend.setdefault(label, Line2D([], [], color=colour, ls=style, marker="o", ms=4))
 
 
-def _mark_cliff(ax: Axes, view: RunView) -> None:
+def _mark_cliff(ax: Axes, view: RunView, cause: str | None) -> None:
     """Label the .cpu() / .to(device) cliff on the figure itself, with its cause as far as this run measured it."""
     found = view.cliff
     if found is None:
@@ -212,7 +210,7 @@ def _mark_cliff(ax: Axes, view: RunView) -> None:
                       f"{gbps_text(float(found['gbps_after'][method]))}" for method, before in found["gbps_before"].items())
     text = (f"cliff: {calls} GB/s\n"
             f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n"
-            + textwrap.fill(cliff_note(found, view), 44))
+            + textwrap.fill(cause or "", 44))
     note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
                        va="top", ha="left", fontsize=7.5, color="tab:red",
                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},
@@ -416,110 +414,23 @@ def wall_vs_device(view: RunView) -> Figure | str:
 Drawing = Callable[[RunView], "Figure | str"]
 
 
-#: Said under the route chart only where the run has the .cpu() ladder it points to.
-_WHY_D2H = " Why device-to-host into pageable memory sits near the bottom is read from the ladder above."
-_HOLLOW = ("Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of the grey dotted line), left "
-           "out of β. ")
-#: Sizes up to which the overhead caption reads 1 − device time / wall time.
-SMALL_MOVE = 16 * 2**10
+def _drawings(cliff: str | None) -> dict[str, Drawing]:
+    """Each core figure's drawing by its key, in page order: a bandwidth figure per moving family first."""
+    return {**{f"bandwidth-{op}": functools.partial(bandwidth_of, op=op, cliff=cliff) for op in moving_ops()},
+            "ladder": ladder_figure, "cost": cost_at_size, "matrix": device_matrix, "create": creation,
+            "noop": noop_vs_copy, "overhead": wall_vs_device}
 
 
-def _overhead_caption(view: RunView, caption: str) -> str:
-    """The overhead figure's caption with the share it shows at small sizes, read from the run (72-89% on the H200
-    sample, where a fixed caption said "near 100%")."""
-    frame = view.rows
-    timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())
-                  & (frame["nbytes"] <= SMALL_MOVE)]
-    if timed.empty:
-        return caption
-    share = 1 - timed["device_seconds"].astype(float) / timed["median_s"]
-    return caption + (f" At {format_bytes(SMALL_MOVE)} and below it is {share.min():.0%}-{share.max():.0%}: small "
-                      "moves are mostly fixed cost.")
-
-
-def _caption(view: RunView, key: str, caption: str) -> str:
-    """A figure's caption, each sentence kept only where the run has what it speaks of."""
-    op = key.removeprefix("bandwidth-")
-    if key.startswith("bandwidth-") and _HOLLOW in caption and not view.resident[view.rows["op"] == op].any():
-        caption = caption.replace(_HOLLOW, "")
-    if key == "cost" and not any(ladder.key.startswith("d2h") for ladder in view.ladders):
-        caption = caption.replace(_WHY_D2H, "")
-    if key == "overhead":
-        caption = _overhead_caption(view, caption)
-    if key == "bandwidth-host" and not (view.rows["op"].eq("host") & view.rows["variant"].eq("single_thread")).any():
-        caption = caption.replace(_SINGLE_THREAD, "")  # no such line is drawn
-    return caption
-
-
-_BANDWIDTH_CAPTION = (
-    "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
-    "synchronizes after every call. " + _HOLLOW + "Dashed black lines are roofs, labelled with their figure and the "
-    "share of it the panel's best call reached at its largest size (the table gives each path's): the link's theoretical "
-    "peak, with the practical ceiling of pinned copies (docs/design.md section 5) on pinned panels; for pageable memory, "
-    "this run's single-thread host memcpy, the copy the driver stages with. Hover a point for its value.")
-_NO_HOST_ROOF = " The pageable panels draw no host roof: {why}."
-
-
-#: The host panel draws no roof: its caption says nothing of roofs.
-#: The host caption's clause on the single-thread copy_, kept only where the run measured it.
-_SINGLE_THREAD = ("; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a pageable "
-                  "transfer is compared with")
-_HOST_CAPTION = (
-    "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + "). Dotted lines are the fitted "
-    "t = α + n/β (a loop that synchronizes after every "
-    "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
-    "cache), left out of β. Hover a point for its exact value.")
-
-
-def _bandwidth_plots() -> list[tuple[str, str, str, Drawing]]:
-    return [(f"bandwidth-{op}", f"Bandwidth: {family(op).title}", _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION,
-             functools.partial(bandwidth_of, op=op)) for op in moving_ops()]
-
-
-#: key, title, caption, drawing function (the run's view).
-PLOTS: list[tuple[str, str, str, Drawing]] = [
-    *_bandwidth_plots(),
-    ("ladder", "Where the time of one call goes: a ladder of this run's controls", LADDER_CAPTION, ladder_figure),
-    ("cost", "What one large move costs, route by route",
-     "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, "
-     "with the fastest call of each in brackets (or how many of its calls the run cannot tell from it: which of them "
-     "is fastest, can't tell) and, pale behind it, the slowest call of the same route (named when it costs over 1.5x "
-     "as much). A route marked ≈ cannot be told from the one above it. Hover a bar for every call's time." + _WHY_D2H,
-     cost_at_size),
-    ("matrix", "Source to destination bandwidth",
-     "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, "
-     "on a log colour scale. The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.",
-     device_matrix),
-    ("create", "Creating tensors on each device", family("create").caption, creation),
-    ("noop", "No-op moves next to a synchronize and the cheapest real copy", family("noop").caption, noop_vs_copy),
-    ("overhead", "Wall time against device time",
-     "1 − device time per copy of copies issued back to back (events) / wall time of one call synchronized after "
-     "every call: two loops, not a split of one call. One panel per family, colour by host memory and blocking mode, "
-     "each thin line one call (hover for which).",
-     wall_vs_device),
-]
-
-
-def render(view: RunView) -> list[Plot]:
-    """Every core figure; a bandwidth figure only for the families this run measured."""
-    frame = view.rows
-    present = set(frame["op"])
-    pageable = frame["host_memory"].eq("pageable")
+def render(view: RunView, words: Mapping[str, tuple[str, str]], cliff: str | None = None) -> list[Plot]:
+    """Every core figure the run can draw, with its title and caption from ``words`` (captions.figure_words, through
+    the story): a bandwidth figure only for the families this run measured, the ladder only where it has one.
+    ``cliff``: the cliff's cause, noted on the device-to-host figure beside its figures."""
+    present = set(view.rows["op"])
     plots = []
-    for key, title, caption, draw in PLOTS:
-        op = key.removeprefix("bandwidth-")
-        if key.startswith("bandwidth-") and op not in present:
+    for key, draw in _drawings(cliff).items():
+        if key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present:
             continue
-        why = no_host_roof(view.host_ceiling_missing)
-        if op in ("h2d", "d2h") and why is not None and (pageable & frame["op"].eq(op)).any():
-            caption += _NO_HOST_ROOF.format(why=why)
         if key == "ladder" and not view.ladders:
             continue  # no call with its controls in the run: nothing to explain, and nothing to say
-        if key == "ladder" and all(ladder.key.startswith("host") for ladder in view.ladders):
-            caption = HOST_LADDER_CAPTION
-        if key == "noop":
-            title, caption = noop_text(view)
-        plots.append(as_plot(key, title, _caption(view, key, caption), draw(view)))
+        plots.append(as_plot(key, *words[key], draw(view)))
     return plots
-
-

@@ -1,7 +1,8 @@
 """The report's words for one run, told once. The report is a pipeline: load (analyze/load) → the run's view, its facts
 and verdicts (analyze/view.py) → the story, every sentence read from the run that the page, its Markdown and the
 end-of-run summary say (here) → the page and the Markdown (page.py, export.py), which add only their fixed headings and
-notes. Figures are drawn from the view beside it (plots.py) and never read the story."""
+notes. Figures are drawn from the view beside it (plots.py), given their titles, captions and notes from here: a figure
+module imports no sentence module."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from ..peer_plan import RecordedPlan
 from ..view import RunView
 from . import drift_text, ladder_text
 from .break_even import break_even_table
+from .captions import figure_words
 from .changes import Change, at_a_glance, changes
+from .cliff import cliff_note
 from .findings import Said, findings, scenario_findings, why_measured
 from .model_text import fit_table
 
@@ -42,9 +45,9 @@ _UNMEASURED = {
 class Story:
     """Every sentence of one run's report, told from its view in one pass (``Story.of``): the head (the machine in one
     line, a busy machine's notice, when it ran, its instances), what to change and the break-even line it cites, the
-    key findings, how the run was judged, the ladders (title, where read, rows of cells), the α/β table, the peer plan,
-    the other tools' figures (table rows, lines), each scenario's words (its paragraph and caption) and the machine
-    table."""
+    key findings, how the run was judged, the ladders (title, where read, rows of cells; and as one table), the figures'
+    titles, captions and cliff note, the α/β table, the peer plan, the other tools' figures (table rows, lines), each
+    scenario's words (its paragraph and caption) and the machine table."""
 
     view: RunView
     machine_line: str
@@ -63,6 +66,9 @@ class Story:
     peer_rows: list[dict[str, Any]]
     peer_lines: list[str]
     ladders: list[tuple[str, str, list[list[str]]]]
+    ladder_table: dict[str, Any] | None  # the ladders as one table, a column per factor
+    figures: dict[str, tuple[str, str]]  # each core figure's title and caption, by its key (plots.render)
+    cliff: str | None  # the cliff's cause, noted on the device-to-host figure
     scenarios: dict[str, tuple[str, str]]
     machine: list[tuple[str, str]]
 
@@ -82,6 +88,8 @@ class Story:
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if several else ""),
                       ladder_text.rows(ladder)) for ladder in view.ladders],
+            ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
+            cliff=cliff_note(view.cliff, view) if view.cliff is not None else None,
             scenarios={op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
                        if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()},
             machine=machine_table(view.machine_info) + _host_placement(view))

@@ -40,8 +40,8 @@ from matplotlib.transforms import Bbox
 from ...units import drawable, format_bytes, format_seconds, mathtext_safe
 from ..load.rows import flag
 
-__all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "gbps_text", "legend_outside", "log_y", "size_ticks", "tip",
-           "tips_for", "to_svg"]
+__all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "gbps_text", "legend_outside", "log_y", "roof_share",
+           "size_ticks", "tip", "tips_for", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
@@ -215,6 +215,19 @@ def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd
 def gbps_text(value: float) -> str:
     """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
+    """The one definition of "share of roof", as the figures label roofs and the α/β table gives it: the bandwidth a
+    path reached at its largest size over the roof's figure, the roof printed beside it; against the practical
+    ceiling of pinned copies where one is given."""
+    if not (math.isfinite(gbps) and peak > 0):
+        return "–"
+    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
+    if practical is not None:
+        text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
+                 f"{practical[0]:g}-{practical[1]:g})")
+    return text
 
 
 def drawable_text(fig: Figure) -> None:

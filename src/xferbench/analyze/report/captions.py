@@ -1,0 +1,128 @@
+"""The core figures' words: each figure's title and caption (plots.py draws the figures from the view and never writes
+them), every sentence kept only where the run has what it speaks of. The story (story.py) tells them once."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...families import family, moving_ops
+from ...units import format_bytes
+from ..view import RunView
+from .model_text import no_host_roof
+
+__all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "figure_words"]
+
+#: Said under the route chart only where the run has the .cpu() ladder it points to.
+_WHY_D2H = " Why device-to-host into pageable memory sits near the bottom is read from the ladder above."
+_HOLLOW = ("Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of the grey dotted line), left "
+           "out of β. ")
+#: Sizes up to which the overhead caption reads 1 − device time / wall time.
+SMALL_MOVE = 16 * 2**10
+
+_BANDWIDTH_CAPTION = (
+    "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
+    "synchronizes after every call. " + _HOLLOW + "Dashed black lines are roofs, labelled with their figure and the "
+    "share of it the panel's best call reached at its largest size (the table gives each path's): the link's theoretical "
+    "peak, with the practical ceiling of pinned copies (docs/design.md section 5) on pinned panels; for pageable memory, "
+    "this run's single-thread host memcpy, the copy the driver stages with. Hover a point for its value.")
+#: The host caption's clause on the single-thread copy_, kept only where the run measured it.
+_SINGLE_THREAD = ("; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a pageable "
+                  "transfer is compared with")
+_HOST_CAPTION = (
+    "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + "). Dotted lines are the fitted "
+    "t = α + n/β (a loop that synchronizes after every "
+    "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
+    "cache), left out of β. Hover a point for its exact value.")
+
+LADDER_CAPTION = (
+    "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
+    "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
+    "in time. A step whose two rungs' ratio the run cannot tell from 1 (its 95% interval: paired blocks where both were "
+    "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch, sync, blocking rung sets "
+    "the blocking copy against its non-blocking twin's DMA (a blocking copy's own DMA is not timed), so it also holds "
+    "whatever blocking adds. Hover a cell for its cases and interval.")
+HOST_LADDER_CAPTION = (
+    "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
+    "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
+    "itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's interval is "
+    "the two rungs' ratio's (95%: paired blocks where both were measured so, else their rounds and the run's drift): "
+    "one that holds zero reads \"can't tell\", never a share.")
+
+_COST_CAPTION = (
+    "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, with "
+    "the fastest call of each in brackets (or how many of its calls the run cannot tell from it: which of them is "
+    "fastest, can't tell) and, pale behind it, the slowest call of the same route (named when it costs over 1.5x as "
+    "much). A route marked ≈ cannot be told from the one above it. Hover a bar for every call's time." + _WHY_D2H)
+_MATRIX_CAPTION = (
+    "Best bandwidth measured for each source (row) and destination (column), like p2pBandwidthLatencyTest's matrix, on "
+    "a log colour scale. The diagonal is same-device copy bandwidth; off-diagonal GPU pairs are peer copies.")
+_OVERHEAD_CAPTION = (
+    "1 − device time per copy of copies issued back to back (events) / wall time of one call synchronized after every "
+    "call: two loops, not a split of one call. One panel per family, colour by host memory and blocking mode, each "
+    "thin line one call (hover for which).")
+
+#: Each no-op form, as the caption names it: (method, variant) of its rows.
+_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')",
+               ("cpu", ""): ".cpu()"}
+
+
+def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
+    """Every core figure's title and caption, by its key (plots.render's): a bandwidth figure per moving family."""
+    words = {f"bandwidth-{op}": (f"Bandwidth: {family(op).title}", _bandwidth_caption(view, op)) for op in moving_ops()}
+    host_only = bool(view.ladders) and all(ladder.key.startswith("host") for ladder in view.ladders)
+    d2h_ladder = any(ladder.key.startswith("d2h") for ladder in view.ladders)
+    return words | {
+        "ladder": ("Where the time of one call goes: a ladder of this run's controls",
+                   HOST_LADDER_CAPTION if host_only else LADDER_CAPTION),
+        "cost": ("What one large move costs, route by route",
+                 _COST_CAPTION if d2h_ladder else _COST_CAPTION.replace(_WHY_D2H, "")),
+        "matrix": ("Source to destination bandwidth", _MATRIX_CAPTION),
+        "create": ("Creating tensors on each device", family("create").caption),
+        "noop": _noop_words(view),
+        "overhead": ("Wall time against device time", _overhead_caption(view)),
+    }
+
+
+def _bandwidth_caption(view: RunView, op: str) -> str:
+    """One family's bandwidth caption: no roof where the run measured none, no hollow markers where none is drawn,
+    no single-thread line where it did not run."""
+    rows = view.rows
+    caption = _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION
+    why = no_host_roof(view.host_ceiling_missing)
+    if op in ("h2d", "d2h") and why is not None and (rows["host_memory"].eq("pageable") & rows["op"].eq(op)).any():
+        caption += f" The pageable panels draw no host roof: {why}."
+    if not view.resident[rows["op"] == op].any():
+        caption = caption.replace(_HOLLOW, "")
+    if op == "host" and not (rows["op"].eq("host") & rows["variant"].eq("single_thread")).any():
+        caption = caption.replace(_SINGLE_THREAD, "")  # no such line is drawn
+    return caption
+
+
+def _overhead_caption(view: RunView) -> str:
+    """The overhead figure's caption with the share it shows at small sizes, read from the run (72-89% on the H200
+    sample, where a fixed caption said "near 100%")."""
+    frame = view.rows
+    timed = frame[pd.to_numeric(frame["device_seconds"], errors="coerce").notna() & frame["op"].isin(moving_ops())
+                  & (frame["nbytes"] <= SMALL_MOVE)]
+    if timed.empty:
+        return _OVERHEAD_CAPTION
+    share = 1 - timed["device_seconds"].astype(float) / timed["median_s"]
+    return _OVERHEAD_CAPTION + (f" At {format_bytes(SMALL_MOVE)} and below it is {share.min():.0%}-{share.max():.0%}: "
+                                "small moves are mostly fixed cost.")
+
+
+def _noop_words(view: RunView) -> tuple[str, str]:
+    """The no-op figure's title and caption, naming only the forms and the synchronize the run measured."""
+    frame = view.rows
+    noops = frame[frame["op"] == "noop"]
+    found = set(zip(noops["method"], noops["variant"].fillna("").replace({"cuda": "", "cpu": "", "to": ""}), strict=True))
+    forms = [name for form, name in _NOOP_FORMS.items() if form in found]
+    named = ", ".join(forms[:-1]) + f" and {forms[-1]}" if len(forms) > 1 else "".join(forms) or "No-op moves"
+    synced = (frame["op"] == "sync").any()
+    title = "No-op moves next to " + ("a synchronize and " if synced else "") + "the cheapest real copy"
+    string = ("to", "str") in found
+    caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
+               + (" (parsing the string is part of it)" if string else "") + ", shown next to "
+               + ("an idle synchronize and " if synced else "") + "the cheapest real copy measured"
+               + ("." if string else " (no string form, .to('device'), ran)."))
+    return title, caption
