@@ -18,18 +18,20 @@ _REGIME = {("pageable", "bandwidth"): "pageable or host memory from 1 MiB", ("pa
 def statement(view: RunView) -> str:
     """The rule every comparison of the page follows, with what this run gives it, in one sentence."""
     rows = view.rows
-    blocked = int(rows["block_medians"].map(lambda b: isinstance(b, list)).sum()) if "block_medians" in rows else 0
-    regimes = view.drift.regimes
+    blocks = rows["block_medians"].map(lambda b: len(b) if isinstance(b, list) else 0) if "block_medians" in rows else []
+    blocked, most = int(sum(n > 0 for n in blocks)), max(blocks, default=0)
     drift = "; ".join(f"{_REGIME[r]} {d.sd:.1%} ({d.df} degrees of freedom)" if d.sd > 0 else
-                      f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in regimes.items())
-    sources = "same-code pairs and blocks" if blocked else "same-code pairs"
-    between = (f"the run's drift between cases of their regime (a standard deviation, from its {sources}: {drift})"
-               if drift else "no drift between cases, which this run gives no evidence of")
+                      f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in view.drift.regimes.items())
+    between = (f"the run's drift between cases of their regime (a standard deviation, from its same-code pairs"
+               f"{' and blocks' if blocked else ''}: {drift})" if drift else
+               "no drift between cases, which this run gives no evidence of")
     rest = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block; other "
             "comparisons rest on their" if blocked else "no case was measured in interleaved blocks, so every "
             "comparison rests on its cases'")
+    # a "can't tell" the reader wants settled: more blocks narrow a paired interval (as the square root of their number)
+    more = f"in more blocks than this run's {most}" if most else "in interleaved blocks"
     return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {rest} rounds "
-            f"plus {between}.")
+            f"plus {between}. To settle a \"can't tell\", measure its cases {more} (--xfer-blocks=N, every case in N).")
 
 
 def _where(view: RunView, pair: Pair) -> str:

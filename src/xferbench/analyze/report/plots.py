@@ -428,9 +428,7 @@ def render(view: RunView, words: Mapping[str, tuple[str, str]], cliff: str | Non
     present = set(view.rows["op"])
     plots = []
     for key, draw in _drawings(cliff).items():
-        if key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present:
-            continue
-        if key == "ladder" and not view.ladders:
-            continue  # no call with its controls in the run: nothing to explain, and nothing to say
-        plots.append(as_plot(key, *words[key], draw(view)))
+        unmeasured = key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present
+        if not (unmeasured or (key == "ladder" and not view.ladders)):  # a ladder needs a call with its controls
+            plots.append(as_plot(key, *words[key], draw(view)))
     return plots
