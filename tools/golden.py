@@ -110,17 +110,16 @@ def visible_text(html: str) -> list[str]:
 def readme_block() -> str:
     """The report's first screen and its key findings' headlines on run 1, worded as index.md words them."""
     # Imported here: run as a script, main() puts the checkout's src first on the path only once this module is loaded.
-    from xferbench import escape
     from xferbench.analyze.load.results import load
-    from xferbench.analyze.report.changes import changes
-    from xferbench.analyze.report.findings import findings
+    from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.report.story import Story
     from xferbench.analyze.view import RunView
 
-    view = RunView.of(load([README_RUN]))
-    lines = ["What to change here:", ""]
-    lines += [f"{n}. **{escape.markdown(c.spec.title)}**: {escape.markdown(c.text())}: `{c.spec.before}` → "
-              f"`{c.spec.after}` ({escape.markdown(c.condition)})" for n, c in enumerate(changes(view), 1)]
-    return "\n".join([*lines, "", "Key findings:", "", *(f"- {escape.markdown(s.headline)}" for s in findings(view))])
+    # the Markdown's own lines, so that the README words a change as the report does (one writer of the change line)
+    sections = dict(part.split("\n", 1) for part in to_markdown(Story.of(RunView.of(load([README_RUN])))).split("\n## ")[1:])
+    changes = [line for line in sections.get("What to change here", "").splitlines() if line[:1].isdigit()]
+    headlines = [line for line in sections.get("Key findings", "").splitlines() if line.startswith("- ")]
+    return "\n".join(["What to change here:", "", *changes, "", "Key findings:", "", *headlines])
 
 
 def with_block(text: str, block: str) -> str:
