@@ -16,7 +16,7 @@ from xferbench.analyze.report.findings import findings, latency_bound
 from xferbench.analyze.report.noop_plot import noop_vs_copy
 from xferbench.analyze.report.plots import cost_at_size
 from xferbench.analyze.report.svg import to_svg
-from xferbench.analyze.report.threads import beta_noise, threads_against_one
+from xferbench.analyze.report.threads import beta_noise, thread_pairs, threads_against_one
 from xferbench.analyze.view import RunView
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +100,21 @@ def test_a_busy_run_s_paired_blocks_cannot_tell_threads_at_64_mib():
     one_mib = rows[(rows["nbytes"] == 2**20) & rows["variant"].isna()].iloc[0]
     assert one_mib["mixed_iterations"] and view.drift.regimes[("pageable", "bandwidth")].sd == pytest.approx(0.253,
                                                                                                               abs=1e-3)
+
+
+def test_a_loaded_run_s_paired_blocks_tell_threads_apart_both_ways():
+    """tests/data/cpu-loaded-host.json: the host family at load 9.4 on 2 cores (eight busy loops). Its six paired blocks
+    resolve the 64 MiB copy_: one thread slower (30 ms against 20 ms); at 1 MiB torch's 2 threads took 20 ms in every
+    block against 144 µs on one thread. Each size says what its own interval resolved."""
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))
+    headline, evidence = threads_against_one(view)
+    assert headline == ("A 1 MiB host copy_ with torch's default threads (2) took 139× (52.4-368) as long as on one "
+                        "thread under load; at 64 MiB one thread took 1.4× (1.11-1.76) as long.")
+    assert evidence.endswith("at 64 MiB one thread took 1.4× (1.11-1.76) as long (30 ms against 20 ms): more threads "
+                             "made it slower at 1 MiB and faster at 64 MiB.")
+    pair = thread_pairs(view).set_index("nbytes").loc[64 * 2**20]
+    judged = view.ratio(view.rows.loc[pair["row_one"]], view.rows.loc[pair["row_many"]])
+    assert judged.paired and judged.n == 6 and judged.low > 1 and beta_noise(view) is None
 
 
 def test_a_run_without_drift_evidence_judges_no_thread_or_beta_ranking(busy):
