@@ -426,9 +426,6 @@ def render(view: RunView, words: Mapping[str, tuple[str, str]], cliff: str | Non
     the story): a bandwidth figure only for the families this run measured, the ladder only where it has one.
     ``cliff``: the cliff's cause, noted on the device-to-host figure beside its figures."""
     present = set(view.rows["op"])
-    plots = []
-    for key, draw in _drawings(cliff).items():
-        unmeasured = key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present
-        if not (unmeasured or (key == "ladder" and not view.ladders)):  # a ladder needs a call with its controls
-            plots.append(as_plot(key, *words[key], draw(view)))
-    return plots
+    return [as_plot(key, *words[key], draw(view)) for key, draw in _drawings(cliff).items()
+            if not (key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present)
+            and not (key == "ladder" and not view.ladders)]  # a ladder needs a call with its controls
