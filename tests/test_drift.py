@@ -207,8 +207,8 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
         "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: no case was measured "
         "in interleaved blocks, so every comparison rests on its cases' rounds plus the run's drift between cases of their "
         "regime (a standard deviation, from its same-code pairs: pinned or device from 1 MiB 1.0% (1 degrees of "
-        "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom)). To settle a \"can't tell\", "
-        "measure its cases in interleaved blocks (--xfer-blocks=N, every case in N).")
+        "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom)). Measured in interleaved blocks "
+        "(--xfer-blocks=N), two cases are judged block by block, without the drift between them.")
     # Module.to and Module.cuda: 40% apart, but judged without its own evidence by three other pairs (t with 3 df)
     assert drift_text.verdict(view, "cuda_vs_to") == (
         ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: 1 of 1 can't tell (could see ≥ 2.14×). "
@@ -231,8 +231,8 @@ def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_
         "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 8 "
         "case(s) measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus "
         "the run's drift between cases of their regime (a standard deviation, from its same-code pairs and blocks: "
-        "pageable or host memory from 1 MiB 8.2% (40 degrees of freedom)). To settle a \"can't tell\", measure its "
-        "cases in more blocks than this run's 6 (--xfer-blocks=N, every case in N).")
+        "pageable or host memory from 1 MiB 8.2% (40 degrees of freedom)). A paired interval narrows about as the "
+        "square root of its blocks (this run: 6; --xfer-blocks=N measures every case in N).")
     assert drift_text.verdict(view, "d2h") == (
         ".cpu() and .to(device) run the same code: told apart at pageable non-blocking 1 MiB 1.29× (1.28-1.31) (the "
         "machine drifted more than pairing its blocks removes); 3 of 4 can't tell (could see ≥ 1.01-1.13×).")

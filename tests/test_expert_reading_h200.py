@@ -220,7 +220,7 @@ class TestRead3a:
         _, text = page
         # the host-device paths (a host memcpy is no rival of theirs) whose 256 MiB times the run cannot tell from d2h
         # pinned non-blocking copy_'s (54.9 GB/s)
-        assert ("which host-side path has the highest fitted β can't be told (8 paths' β lie 52.7-54.9 GB/s and their "
+        assert ("which host-side path has the highest β can't be told (8 paths' β lie 52.7-54.9 GB/s and their "
                 "times at 256 MiB can't be told apart); one of them (d2h pinned non-blocking copy_ cuda:0->cpu) has a "
                 "fixed cost α = 11.6 µs and a bandwidth β = 54.9 GB/s") in text
-        assert "the host-side path with the highest fitted β (d2h pinned non-blocking copy_" not in text
+        assert "the host-side path with the highest β (d2h pinned non-blocking copy_" not in text

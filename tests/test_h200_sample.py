@@ -553,10 +553,10 @@ def test_a_figure_names_each_run_it_draws_and_never_joins_them(merged):
 
 def test_the_sync_loop_sentence_names_the_host_side_path_it_searched(full):
     """It searches host to device, device to host and host copies: the same-device copy's fitted β (2.12e3 GB/s) is
-    higher, so "the path with the highest fitted β" was false; it is the host-side path's."""
+    higher, so "the path with the highest β" was false; it is the host-side path's."""
     view = RunView.of(full)
     said = next(s for s in findings(view) if s.startswith("In a loop that synchronizes after every call"))
-    assert "which host-side path has the highest fitted β can't be told" in said
+    assert "which host-side path has the highest β can't be told" in said
     assert "one of them (d2h pinned non-blocking copy_ cuda:0->cpu)" in said
     named = view.fit_of("d2h pinned non-blocking copy_ cuda:0->cpu")["stated_gbps"]
     d2d = view.fits[view.fits["op"] == "d2d"]["beta_gbps"].max()

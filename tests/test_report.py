@@ -31,7 +31,7 @@ class TestGoldenCpuSample:
         said = findings(RunView.of(results))
         assert said == [  # a run without a GPU leads with its host side; it has no drift evidence, so ranks no path
             "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB.",
-            "Called back to back, which host-side path has the highest fitted β can't be told "
+            "Called back to back, which host-side path has the highest β can't be told "
             "(2 paths' β lie 14.8-25.6 GB/s and their times at 16 MiB can't be told apart); one of them (host pageable "
             "copy_ cpu) has a fixed cost α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this "
             "run cannot place: the fit puts half of β at 25.7 KiB, between the measured 1 KiB and 1 MiB, 1,024× apart.",

@@ -106,8 +106,8 @@ def test_h7_device_time_is_what_the_device_spends_not_what_a_loop_pays(h200):
 
 
 def test_h8_the_highest_beta_is_not_the_fastest_path(h200):
-    """h2d pinned non-blocking copy_ was faster at 4 B (8.79 against 11.78 µs): d2h's is the highest fitted β."""
-    assert ("In a loop that synchronizes after every call, which host-side path has the highest fitted β can't be told "
+    """h2d pinned non-blocking copy_ was faster at 4 B (8.79 against 11.78 µs): d2h's is the highest β."""
+    assert ("In a loop that synchronizes after every call, which host-side path has the highest β can't be told "
             "(8 paths' β lie 52.7-54.9 GB/s and their times at 256 MiB can't be told apart); one of them (d2h pinned "
             "non-blocking copy_ cuda:0->cpu) has a fixed cost α = 11.6 µs") in h200["md"]
     assert "the fastest path (" not in h200["md"]
@@ -197,7 +197,7 @@ def test_h20_a_dirty_commit_is_said(h200):
 
 def test_c1_the_cpu_path_is_the_one_of_the_highest_fitted_beta(cpu):
     # a run without drift evidence ranks no path: the sentence names one of them, never "the highest"
-    assert "which host-side path has the highest fitted β can't be told" in cpu["md"]
+    assert "which host-side path has the highest β can't be told" in cpu["md"]
     assert "one of them (host pageable copy_ cpu) has a fixed cost" in cpu["md"]
     assert "the fastest path" not in cpu["md"]
 

@@ -28,10 +28,12 @@ def statement(view: RunView) -> str:
     rest = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block; other "
             "comparisons rest on their" if blocked else "no case was measured in interleaved blocks, so every "
             "comparison rests on its cases'")
-    # a "can't tell" the reader wants settled: more blocks narrow a paired interval (as the square root of their number)
-    more = f"in more blocks than this run's {most}" if most else "in interleaved blocks"
+    # what a reader can do about a "can't tell" that blocks can settle: more of them, or blocks at all
+    more = (f"A paired interval narrows about as the square root of its blocks (this run: {most}; --xfer-blocks=N "
+            "measures every case in N)." if most else "Measured in interleaved blocks (--xfer-blocks=N), two cases "
+            "are judged block by block, without the drift between them.")
     return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {rest} rounds "
-            f"plus {between}. To settle a \"can't tell\", measure its cases {more} (--xfer-blocks=N, every case in N).")
+            f"plus {between}. {more}")
 
 
 def _where(view: RunView, pair: Pair) -> str:

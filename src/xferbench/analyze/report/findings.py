@@ -27,7 +27,7 @@ from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_ther
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
-from .threads import beta_noise, threads_against_one
+from .threads import beta_noise, size_free, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -317,8 +317,8 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     the paths that tie (``best`` alone where none does)."""
     tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
     if len(tied) < 2:
-        return f"the host-side path with the highest fitted β ({best['path']}", tied
-    return (f"which host-side path has the highest fitted β can't be told ({len(tied)} paths' β lie "
+        return f"the host-side path with the highest β ({best['path']}", tied
+    return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β lie "
             f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and their times at "
             f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), tied
 
@@ -494,8 +494,9 @@ def first_touch(view: RunView) -> Said | None:
 
 
 def _threads(view: RunView) -> Said | None:
+    """The threads against one thread, and where the bytes did not set the default threads' time (``size_free``)."""
     found = threads_against_one(view)
-    return Said(*found) if found else None
+    return Said(found[0], found[1].removesuffix(".") + size_free(view) + ".") if found else None
 
 
 #: In page order; each reads the run's view. A run without a GPU leads with what its host measured best.

@@ -206,8 +206,9 @@ def legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str]
 
 def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
     return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
-            + (" round trip" if flag(row, "round_trip") else "") + f" over {row['rounds']} rounds × {row['iterations']}"
-            + (", its blocks' calls a round 2× or more apart" if flag(row, "mixed_iterations") else "")
+            + (" round trip" if flag(row, "round_trip") else "") + f" over {row['rounds']} rounds"
+            + (", its blocks' calls a round 2× or more apart" if flag(row, "mixed_iterations") else
+               f" × {row['iterations']}")
             + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
             for index, row in rows.iterrows()]
 
