@@ -74,6 +74,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "bound": ("src/xferbench/analyze/gate/bound.py", ["tests/test_gate_floors.py"]),
     # A case's blocks merged into one row; the slow tests are whole simulated sessions in subprocesses.
     "blocks": ("src/xferbench/analyze/load/blocks.py", ["tests/test_blocks.py", "-m", "not slow"]),
+    # Threads against one thread: which size is told apart, its words, and where the bytes do not set the time.
+    "threads": ("src/xferbench/analyze/report/threads.py", ["tests/test_expert_reading_cpu.py", "tests/test_expert_reading.py"]),
     # Whether pinning pays, size by size: hand-fed verdicts and the H200 sample's rows, its fold and its first screen.
     "break_even": ("src/xferbench/analyze/report/break_even.py",
                    ["tests/test_report_figures.py", "tests/test_h200_sample.py", "tests/test_report_claims.py",
