@@ -22,8 +22,10 @@ def statement(view: RunView) -> str:
     blocked, most = int(sum(n > 0 for n in blocks)), max(blocks, default=0)
     drift = "; ".join(f"{_REGIME[r]} {d.sd:.1%} ({d.df} degrees of freedom)" if d.sd > 0 else
                       f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in view.drift.regimes.items())
-    between = (f"the run's drift between cases of their regime (a standard deviation, from its same-code pairs"
-               f"{' and blocks' if blocked else ''}: {drift})" if drift else
+    sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
+                                                  ("blocks", blocked)) if has)  # a paired pair is no drift evidence
+    between = (f"the run's drift between cases of their regime (a standard deviation, from its {sources}: {drift})"
+               if drift else
                "no drift between cases, which this run gives no evidence of")
     rest = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block; other "
             "comparisons rest on their" if blocked else "no case was measured in interleaved blocks, so every "
