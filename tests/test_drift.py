@@ -231,7 +231,8 @@ def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_
         "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 8 "
         "case(s) measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus "
         "the run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host "
-        "memory from 1 MiB 8.2% (40 degrees of freedom)). A paired interval narrows about as the square root of its blocks (this run: 6; --xfer-blocks=N measures every case in N).")
+        "memory from 1 MiB 8.2% (40 degrees of freedom)). A paired interval narrows about as the square root of its "
+        "blocks (this run: 6; --xfer-blocks=N measures every case in N).")
     assert drift_text.verdict(view, "d2h") == (
         ".cpu() and .to(device) run the same code: told apart at pageable non-blocking 1 MiB 1.29× (1.28-1.31) (the "
         "machine drifted more than pairing its blocks removes); 3 of 4 can't tell (could see ≥ 1.01-1.13×).")
