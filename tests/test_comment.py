@@ -54,6 +54,7 @@ def test_hostile_markdown_is_posted_as_text() -> None:
 @given(path=payload, version=payload, text=payload)
 @example(path="p", version="v", text="```")
 @example(path="a \\| b", version="\\", text="| x |\n|---|")
+@example(path="\n", version="\n", text="_0_")  # escaped at its line's start, not after "across machines: "
 def test_compare_s_own_markdown_shows_the_same_after_it(path: str, version: str, text: str) -> None:
     """compare's and ab's Markdown of any case names: the comment renders the same text, the same table."""
     rows = [made(path, version), made("host pageable copy_ cpu")]

@@ -45,13 +45,16 @@ _MARKDOWN = re.compile(r"([\\|<&\[\]`~])")
 #: a heading's underline (``=``: one is enough under a paragraph; ``---``) or a thematic break (``***``, ``_ _ _``).
 #: Plain figures (``2.00x``, ``-5%``) are left as they are.
 _BLOCK_START = re.compile(r"^(\d{1,9})?(?:[.)](?=\s|$))|^(?:[>=_]|[-+*](?=\s|$)|[-*]{2,})")
+#: An ``_`` or ``*`` that could open emphasis: at the start or after a space or punctuation, before a non-space
+#: (``copy_`` opens nothing; `` _0_`` would show an italic 0).
+_EMPHASIS = re.compile(r"(?<![^\s!-/:-@\[-`{-~])([_*])(?=\S)")
 #: What GitHub turns into a link or a notification after rendering: mentions, issue references, bare URLs.
 _LINKED = re.compile(r"(@|#|://|www\.)", re.IGNORECASE)
 
 
 def markdown(text: object) -> str:
     """``text`` as literal inline Markdown (GitHub's): one line, no HTML, link, image, mention nor reference."""
-    escaped = _MARKDOWN.sub(r"\\\1", one_line(text))
+    escaped = _EMPHASIS.sub(r"\\\1", _MARKDOWN.sub(r"\\\1", one_line(text)))
     leading = len(escaped) - len(escaped.lstrip(" "))
     escaped = "\u00a0" * leading + escaped[leading:]  # no-break spaces indent nothing: never a code block
     if found := _BLOCK_START.match(escaped):  # a backslash before its first mark makes it text
