@@ -69,10 +69,9 @@ _NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to",
 def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
     """Every core figure's title and caption, by its key (plots.render's): a bandwidth figure per moving family."""
     words = {f"bandwidth-{op}": (f"Bandwidth: {family(op).title}", _bandwidth_caption(view, op)) for op in moving_ops()}
-    host_only = bool(view.ladders) and all(ladder.key.startswith("host") for ladder in view.ladders)
     return words | {
-        "ladder": ("Where the time of one call goes: a ladder of this run's controls",
-                   HOST_LADDER_CAPTION if host_only else LADDER_CAPTION),
+        "ladder": ("Where the time of one call goes: a ladder of this run's controls", HOST_LADDER_CAPTION if view.ladders
+                   and all(ladder.key.startswith("host") for ladder in view.ladders) else LADDER_CAPTION),
         "cost": ("What one large move costs, route by route", _COST_CAPTION if any(  # the ladder it points to
             ladder.key.startswith("d2h") for ladder in view.ladders) else _COST_CAPTION.replace(_WHY_D2H, "")),
         "matrix": ("Source to destination bandwidth", _MATRIX_CAPTION),
