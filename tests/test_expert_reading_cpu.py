@@ -127,6 +127,20 @@ def test_the_bytes_are_said_not_to_set_a_time_only_where_they_do_not(tmp_path):
     assert size_free(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))) == ""
     growing = {2**20: (100e-6, 150e-6), 16 * 2**20: (1.6e-3, 2.4e-3)}
     assert size_free(_thread_view(tmp_path, noisy_1mib=False, times=growing)) == ""
+    assert size_free(RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"]))) == ""  # no one-thread copy_
+
+
+@pytest.mark.parametrize(("times", "said"), [
+    ({2**20: (20e-3, 100e-6), 16 * 2**20: (20e-3, 1.6e-3)}, True),  # 16x the bytes, flat, one thread grew 16x
+    ({2**20: (1e-3, 100e-6), 4 * 2**20: (1e-3, 400e-6)}, False),  # flat, but only 4x the bytes
+    ({2**20: (100e-6, 10e-6), 16 * 2**20: (1.6e-3, 1.6e-3)}, False),  # grew 16x: the bytes set it (one grew more)
+    ({2**20: (20e-3, 20e-3), 16 * 2**20: (20e-3, 20e-3)}, False),  # both flat: one thread's growth is no contrast
+])
+def test_the_bytes_not_setting_a_time_needs_16x_a_flat_time_and_one_thread_growing_more(tmp_path, times, said):
+    assert bool(size_free(_thread_view(tmp_path, noisy_1mib=False, times=times))) is said
+
+
+def test_a_fall_with_the_bytes_is_said_too(tmp_path):
     # 26.4 ms at 256 KiB, 3 ms at 16 MiB: the 2 threads' time fell as one thread's grew 536x
     assert size_free(_thread_view(tmp_path, noisy_1mib=False)).startswith(
         "; with torch's default threads (2) it took 26.4 ms at 256 KiB and 3 ms at 16 MiB, while one thread's time grew")
