@@ -134,6 +134,7 @@ def test_the_bytes_are_said_not_to_set_a_time_only_where_they_do_not(tmp_path):
     ({2**20: (20e-3, 100e-6), 16 * 2**20: (20e-3, 1.6e-3)}, True),  # 16x the bytes, flat, one thread grew 16x
     ({2**20: (1e-3, 100e-6), 4 * 2**20: (1e-3, 400e-6)}, False),  # flat, but only 4x the bytes
     ({2**20: (100e-6, 10e-6), 16 * 2**20: (1.6e-3, 1.6e-3)}, False),  # grew 16x: the bytes set it (one grew more)
+    ({2**20: (1e-3, 100e-6), 16 * 2**20: (2.2e-3, 1.6e-3)}, False),  # grew 2.2x: more than "under twice"
     ({2**20: (20e-3, 20e-3), 16 * 2**20: (20e-3, 20e-3)}, False),  # both flat: one thread's growth is no contrast
 ])
 def test_the_bytes_not_setting_a_time_needs_16x_a_flat_time_and_one_thread_growing_more(tmp_path, times, said):
