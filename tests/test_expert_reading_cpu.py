@@ -48,9 +48,11 @@ def _figure(figure) -> tuple[list[str], list[str], str, str]:
     return labels, texts, xlabel, svg
 
 
-def _thread_view(tmp_path, noisy_1mib: bool, times: dict[int, tuple[float, float]] | None = None) -> RunView:
+def _thread_view(tmp_path, noisy_1mib: bool, times: dict[int, tuple[float, float]] | None = None,
+                 loaded: bool = False) -> RunView:
     """256 KiB copy_ on 2 threads 26.4 ms against 5.78 µs on one; at 1 MiB one thread the slower (216 against 199 µs),
-    its rounds spread 0.5-1.5× where ``noisy_1mib``; or ``times`` (size: default threads', one thread's)."""
+    its rounds spread 0.5-1.5× where ``noisy_1mib``; or ``times`` (size: default threads', one thread's). ``loaded``:
+    the run recorded load 9 on its 2 cores."""
     from handfed import bench, gpu_machine, steady, write
 
     times = times or {256 * 1024: (26.4e-3, 5.78e-6), 1024 * 1024: (199e-6, 216e-6), 16 * 1024 * 1024: (3.0e-3, 3.1e-3)}
@@ -62,7 +64,25 @@ def _thread_view(tmp_path, noisy_1mib: bool, times: dict[int, tuple[float, float
             row["stats"] |= {"q1": 0.5 * t, "q3": 1.5 * t, "iqr": t, "min": 0.4 * t, "max": 1.6 * t}
     machine = gpu_machine(host={"torch_threads": 2})
     machine["xferbench"] |= {"devices": [], "host": {"torch_threads": 2}}
-    return RunView.of(load([write(tmp_path / "r.json", rows + steady(), machine)]))
+    path = write(tmp_path / "r.json", rows + steady(), machine)
+    if loaded:
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"xferbench_run": {"load": {
+            "cpus": 2, "load_before": 8, "load_after": 9}}}))
+    return RunView.of(load([path]))
+
+
+def test_the_size_told_apart_most_is_named_whichever_was_slower(tmp_path):
+    """1.2x slower on 2 threads at 1 MiB, 5x faster at 16 MiB: the 16 MiB figure is the larger difference."""
+    headline, _ = threads_against_one(_thread_view(tmp_path, False, {2**20: (240e-6, 200e-6), 16 * 2**20: (6e-4, 3e-3)}))
+    assert headline.startswith("A 16 MiB host copy_ on one thread took 5× as long as with torch's default threads (2)")
+
+
+def test_a_loaded_run_s_slower_threads_say_the_load(tmp_path):
+    headline, evidence = threads_against_one(_thread_view(tmp_path, False, {2**20: (2e-3, 1e-3), 16 * 2**20: (20e-3, 10e-3)},
+                                                          loaded=True))
+    assert headline == "A 1 MiB host copy_ with torch's default threads (2) took 2× as long as on one thread under load."
+    assert evidence == ("A 1 MiB host copy_ with torch's default threads (2) took 2× as long as on one thread (2 ms against "
+                        "1 ms), under load (load 9 on 2 cores): more threads made it slower at this size.")
 
 
 def test_a_thread_figure_its_neighbours_cannot_tell_apart_states_no_cause(tmp_path):
@@ -110,6 +130,7 @@ def test_a_loaded_run_s_paired_blocks_tell_threads_apart_both_ways():
     headline, evidence = threads_against_one(view)
     assert headline == ("A 1 MiB host copy_ with torch's default threads (2) took 139× (52.4-368) as long as on one "
                         "thread under load; at 64 MiB one thread took 1.4× (1.11-1.76) as long.")
+    assert ", under load (load 9.38 on 2 cores, 85% of CPU time taken by other processes); " in evidence
     assert evidence.endswith("at 64 MiB one thread took 1.4× (1.11-1.76) as long (30 ms against 20 ms): more threads "
                              "made it slower at 1 MiB and faster at 64 MiB.")
     pair = thread_pairs(view).set_index("nbytes").loc[64 * 2**20]
