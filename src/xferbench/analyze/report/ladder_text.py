@@ -1,6 +1,6 @@
 """A ladder of controls in words (analyze/ladder.py finds its rungs, steps and intervals): each step's figure or
-"can't tell" and why, the fault count beside the fresh destination, and the whole ladder in one sentence. No torch
-here."""
+"can't tell" and why, the fault count beside the fresh destination, the whole ladder in one sentence, and every
+ladder as the page's table (a column per factor). No torch here."""
 
 from __future__ import annotations
 
