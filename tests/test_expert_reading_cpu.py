@@ -95,7 +95,8 @@ def test_a_thread_figure_its_neighbours_cannot_tell_apart_states_no_cause(tmp_pa
     assert evidence == (
         "A 256 KiB host copy_ with torch's default threads (2) took 4,567× as long as on one thread (26.4 ms against "
         "5.78 µs); the size beside it does not bear it out (1 MiB 199 µs against 216 µs), so whether more threads made "
-        "it slower, can't tell.")
+        "it slower, can't tell; with torch's default threads (2) it took 26.4 ms at 256 KiB and 3 ms at 16 MiB, while "
+        "one thread's time grew 536×: the bytes do not set the default threads' time here.")
     assert not any("made it slower at this size" in sentence for sentence in findings(view))
 
 
@@ -105,7 +106,9 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
     assert headline == ("A 256 KiB host copy_ with torch's default threads (2) took 4,567× as long as on one thread; at "
                         "1 MiB one thread took 1.09× as long.")
     assert evidence.endswith("; at 1 MiB one thread took 1.09× as long (216 µs against 199 µs): more threads made it "
-                             "slower at 256 KiB and faster at 1 MiB.")
+                             "slower at 256 KiB and faster at 1 MiB; with torch's default threads (2) it took 26.4 ms at "
+                             "256 KiB and 3 ms at 16 MiB, while one thread's time grew 536×: the bytes do not set the "
+                             "default threads' time here.")
 
 
 def test_a_busy_run_s_paired_blocks_cannot_tell_threads_at_64_mib():
@@ -131,12 +134,14 @@ def test_a_loaded_run_s_paired_blocks_tell_threads_apart_both_ways():
     assert headline == ("A 1 MiB host copy_ with torch's default threads (2) took 139× (52.4-368) as long as on one "
                         "thread under load; at 64 MiB one thread took 1.4× (1.11-1.76) as long.")
     assert ", under load (load 9.38 on 2 cores, 85% of CPU time taken by other processes); " in evidence
+    # the 2 threads' call took as long at 64x the bytes: what both figures rest on is said beside them
     assert evidence.endswith("at 64 MiB one thread took 1.4× (1.11-1.76) as long (30 ms against 20 ms): more threads "
-                             "made it slower at 1 MiB and faster at 64 MiB.")
+                             "made it slower at 1 MiB and faster at 64 MiB; with torch's default threads (2) it took 20 "
+                             "ms at 1 MiB and 20 ms at 64 MiB, while one thread's time grew 209× (77.3-563): the bytes do "
+                             "not set the default threads' time here.")
     pair = thread_pairs(view).set_index("nbytes").loc[64 * 2**20]
     judged = view.ratio(view.rows.loc[pair["row_one"]], view.rows.loc[pair["row_many"]])
     assert judged.paired and judged.n == 6 and judged.low > 1 and beta_noise(view) is None
-    # the 2 threads' call took as long at 64x the bytes: what both figures rest on is said beside them
     assert size_free(view) == ("; with torch's default threads (2) it took 20 ms at 1 MiB and 20 ms at 64 MiB, while "
                                "one thread's time grew 209× (77.3-563): the bytes do not set the default threads' time "
                                "here")

@@ -25,8 +25,7 @@ def statement(view: RunView) -> str:
     sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
                                                   ("blocks", blocked)) if has)  # a paired pair is no drift evidence
     between = (f"the run's drift between cases of their regime (a standard deviation, from its {sources}: {drift})"
-               if drift else
-               "no drift between cases, which this run gives no evidence of")
+               if drift else "no drift between cases, which this run gives no evidence of")
     rest = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block; other "
             "comparisons rest on their" if blocked else "no case was measured in interleaved blocks, so every "
             "comparison rests on its cases'")

@@ -102,11 +102,10 @@ def _model(model: list[dict[str, Any]]) -> list[str]:
              "| largest size: GB/s | roof | share of roof |",
              "|---|---:|---:|---:|---:|---|---:|---|---:|"]
     for row in model:
-        share = row.get("share", "–")
         largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
         lines.append(f"| {_cell(row['path'])} | {_us(row['alpha_us'])} | {_us(row['pipelined_alpha_us'])} "
                      f"| {_cell(row['stated_gbps'])} | {_cell(row['pipelined_gbps'])} | {_cell(row['beta_basis'])} "
-                     f"| {largest} | {_cell(row['link'])} | {share} |")
+                     f"| {largest} | {_cell(row['link'])} | {row.get('share', '–')} |")
     return lines
 
 

@@ -27,7 +27,7 @@ from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_ther
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
-from .threads import beta_noise, size_free, threads_against_one
+from .threads import beta_noise, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -495,9 +495,8 @@ def first_touch(view: RunView) -> Said | None:
 
 
 def _threads(view: RunView) -> Said | None:
-    """The threads against one thread, and where the bytes did not set the default threads' time (``size_free``)."""
     found = threads_against_one(view)
-    return Said(found[0], found[1].removesuffix(".") + size_free(view) + ".") if found else None
+    return Said(*found) if found else None
 
 
 #: In page order; each reads the run's view. A run without a GPU leads with what its host measured best.

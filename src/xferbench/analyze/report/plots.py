@@ -209,8 +209,8 @@ def _mark_cliff(ax: Axes, view: RunView, cause: str | None) -> None:
     calls = ", ".join(f"{_CALLS.get(str(method), method)} {gbps_text(float(before))} → "
                       f"{gbps_text(float(found['gbps_after'][method]))}" for method, before in found["gbps_before"].items())
     text = (f"cliff: {calls} GB/s\n"
-            f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}\n"
-            + textwrap.fill(cause or "", 44))
+            f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}"
+            + (f"\n{textwrap.fill(cause, 44)}" if cause else ""))
     note = ax.annotate(mathtext_safe(text), xy=(found["after"], low), xytext=(0.36, 0.42), textcoords="axes fraction",
                        va="top", ha="left", fontsize=7.5, color="tab:red",
                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5, "edgecolor": "tab:red", "pad": 2},

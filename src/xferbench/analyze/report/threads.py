@@ -60,13 +60,19 @@ def host_threads(view: RunView) -> str:
 
 
 def threads_against_one(view: RunView) -> tuple[str, str] | None:
-    """The size where the default threads and one thread differ most, among the sizes whose ratio is resolved, as a
-    headline and one sentence of evidence: which took longer and how many times with the interval, and the load where
-    the run recorded one; None where no size tells them apart (the β sentence says can't tell)."""
+    """The size where the default threads and one thread differ most (resolved), as a headline and one sentence of
+    evidence: which took longer, how many times with the interval, the load the run recorded, and ``size_free``;
+    None where no size tells them apart (the β sentence says can't tell)."""
     pairs = thread_pairs(view)
     told = pairs[[ratio_of(view, row).resolved for _, row in pairs.iterrows()]] if not pairs.empty else pairs
     if told.empty:
         return None
+    headline, evidence = _most_apart(view, pairs, told)
+    return headline, evidence.removesuffix(".") + size_free(view, pairs) + "."
+
+
+def _most_apart(view: RunView, pairs: pd.DataFrame, told: pd.DataFrame) -> tuple[str, str]:
+    """``threads_against_one``'s headline and evidence, at the size told apart the most either way."""
     ratio = told["median_s_many"] / told["median_s_one"]
     row = told.loc[(ratio.where(ratio >= 1, 1 / ratio)).idxmax()]
     load = view.busy
@@ -105,11 +111,11 @@ def _beside(view: RunView, pairs: pd.DataFrame, nbytes: int) -> list[tuple[str, 
             for row in rows]
 
 
-def size_free(view: RunView) -> str:
-    """Where the default threads' copy took under twice as long at the largest size as at the smallest, 16x the bytes
-    or more, while one thread's grew more (their growths told apart, ``Ratio.over``): both times, one thread's growth,
-    and that the bytes do not set the default threads' time (a loaded 2-core run: 20 ms at 1 MiB and at 64 MiB)."""
-    if (pairs := thread_pairs(view)).empty:
+def size_free(view: RunView, pairs: pd.DataFrame | None = None) -> str:
+    """Where the default threads' copy took under twice as long at the largest of ``pairs`` (``thread_pairs``) as at
+    the smallest, 16x the bytes or more, while one thread's grew more (told apart, ``Ratio.over``): both times, one
+    thread's growth, and that the bytes do not set the default threads' time (loaded 2-core run: 20 ms at 1 and 64 MiB)."""
+    if (pairs := thread_pairs(view) if pairs is None else pairs).empty:
         return ""
     small, large = pairs.loc[pairs["nbytes"].idxmin()], pairs.loc[pairs["nbytes"].idxmax()]
     many = view.ratio(view.rows.loc[large["row_many"]], view.rows.loc[small["row_many"]])

@@ -61,8 +61,7 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
     except ResultsError as error:
         return [f"no xferbench results to summarize ({str(error).split(': ', 1)[-1]})"]
     story = Story.of(RunView.of(results))  # the page's words, told once
-    every = story.findings
-    found = every[:MAX_FINDINGS]
+    found = story.findings[:MAX_FINDINGS]
     head = ["SIMULATED machine: these figures check the suite, they are not measurements."] if story.view.simulated else []
     head += [story.busy] if story.busy else []
     # what to change first, as the page's first screen: the changes the run resolved, with what each saves
@@ -70,7 +69,7 @@ def summary_lines(output_json: dict[str, Any]) -> list[str]:
         f"{n}. {c.spec.title}: {c.text()}", f"   {c.spec.before} → {c.spec.after} ({c.condition})")]
     even = [story.break_even_line] if story.break_even_line else []
     head += ["What to change here:", *change, *even, "Key findings:"] if change else []
-    more = [f"({len(every) - len(found)} more in the report)"] if len(every) > len(found) else []
+    more = [f"({len(story.findings) - len(found)} more in the report)"] if len(story.findings) > len(found) else []
     return head + [f"- {said.headline}" for said in found] + more + ([] if found else ["- not enough data for findings"])
 
 
