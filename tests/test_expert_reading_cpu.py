@@ -406,3 +406,29 @@ def test_a_size_that_ran_from_cache_brackets_no_half_of_beta():
     (row,) = [r for r in fit_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"])))
               if r["path"] == "host single_thread cpu"]
     assert "the fit puts half of β at 1.72 KiB, between the measured 1 KiB and 64 MiB, 65,536× apart" in row["beta_basis"]
+
+
+def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
+    """The loaded run's 2-thread copy_ took 20 ms at 1 MiB and at 64 MiB (paired blocks, at most 1.00x apart): 3.36 GB/s
+    at 64 MiB is a wait divided by bytes, not memory bandwidth. The busy run's time grew with its bytes: a bandwidth."""
+    from xferbench.analyze.report.findings import host_copy
+
+    loaded = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])))
+    assert loaded is not None and loaded.headline == (
+        "Host memory copies took 20 ms at 1 MiB and 20 ms at 64 MiB under load: the bytes do not set that time, so no "
+        "bandwidth is stated.")
+    assert "(at most 1.00× as long at 64× the bytes)" in loaded and "GB/s" not in loaded
+    busy = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
+    assert busy is not None and busy.headline == "Host memory copies reach 5.59 GB/s at 64 MiB under load."
+
+
+def test_a_cpu_only_page_has_no_pipelined_columns(tmp_path):
+    """Pipelined α and half of β come from a GPU's device time: a run without one shows neither column, in the page
+    and in its Markdown, and calls α the fixed cost of one call, not of a synchronizing loop."""
+    from xferbench.analyze.report.page import write_report
+
+    out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
+    html, markdown = out.read_text(), out.with_suffix(".md").read_text()
+    assert "α pipelined" not in html + markdown and "sync loop" not in html + markdown
+    assert "| path | α | β (GB/s) | β from | largest size: GB/s | roof | share of roof |" in markdown
+    assert "over wall times of one call: α is its fixed cost" in html

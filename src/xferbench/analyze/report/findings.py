@@ -20,14 +20,14 @@ from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..ladder import percent
-from ..model import SINGLE_THREAD, bandwidth_bound
+from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
-from .threads import beta_noise, threads_against_one
+from .threads import beta_noise, flat_growth, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -374,8 +374,8 @@ def _pipelined(fits: pd.DataFrame) -> str:
         return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
                 "is not known.")
     return (" Issued back to back without a synchronize, the device spends per copy (from device time) "
-            f"α = {' and '.join(parts)}; a loop pays that or the host's cost to issue a copy if larger (not timed) — "
-            "batch small moves and synchronize once.") if parts else ""
+            f"α = {' and '.join(parts)}; a loop pays that or the host's cost to issue a copy if larger (not timed)."
+            ) if parts else ""
 
 
 def _sizes(values: pd.Series) -> str:
@@ -400,11 +400,11 @@ def overhead_small(view: RunView) -> Said | None:
     size, wall, device = format_bytes(row["nbytes"]), format_seconds(row["median_s"]), format_seconds(
         float(row["device_seconds"]))
     return Said(f"A {size} host-to-device copy takes {wall} synchronized after each call, {device} of device time issued "
-                "back to back: batch small moves and synchronize once.", (
+                "back to back: coalesce small moves into one copy.", (
                     f"A {size} host-to-device copy ({row['path']}) took {wall} of wall time when synchronized after each "
                     f"call; issued back to back, the device spent {device} on each (device time only: the host's cost to "
-                    "issue each copy is not timed here, and a loop pays it where it is larger): batch small moves and "
-                    "synchronize once."))
+                    "issue each copy is not timed here, and a loop pays it where it is larger, so what dropping the "
+                    "synchronize saves is not measured): coalesce small moves into one copy, which pays that cost once."))
 
 
 def host_copy(view: RunView) -> Said | None:
@@ -423,21 +423,34 @@ def host_copy(view: RunView) -> Said | None:
     beyond = rows if capped else rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)]
     best = largest if capped or beyond.empty else beyond.loc[beyond["bandwidth_gbps"].idxmax()]
     sweep = rows[rows["method"] == best["method"]]
-    where = f"at {format_bytes(best['nbytes'])}" + (", past the caches" if 0 < len(beyond) < len(rows) and not capped
-                                                    else "")  # where a cached size ran faster: no peak
-    if best["nbytes"] != largest["nbytes"]:
-        where += f" ({largest['bandwidth_gbps']:.3g} GB/s at {format_bytes(largest['nbytes'])})"
+    past = 0 < len(beyond) < len(rows) and not capped  # where a cached size ran faster: no peak
+    at = f"at {format_bytes(best['nbytes'])}" + (", past the caches" if past else "")
+    notes = [f"{largest['bandwidth_gbps']:.3g} GB/s at {format_bytes(largest['nbytes'])}"] \
+        if best["nbytes"] != largest["nbytes"] else []
+    where = at + (f" ({notes[0]})" if notes else "")
+    said = [*(_past(view, best) if past else []), *notes]
+    told = at + (f" ({'; '.join(said)})" if said else "")
     threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")
     who = f"torch's {best['method']}, " + (f"{threads} threads" if threads else "thread count not recorded")
-    if bandwidth_bound(sweep["nbytes"], sweep["median_s"]):
-        # under load a median is one of many speeds: its blocks' spread says how many
-        under = " under load" if view.busy else ""
+    under = " under load" if view.busy else ""  # under load a median is one of many speeds: its blocks say how many
+    smaller = sweep[sweep["nbytes"] * 16 <= best["nbytes"]]
+    small = smaller.loc[smaller["nbytes"].idxmax()] if not smaller.empty else None
+    grew = flat_growth(view, small, best) if small is not None else None
+    bound = bandwidth_bound(sweep["nbytes"], sweep["median_s"])
+    if bound and grew is not None and small is not None:  # a wait, not the bytes: no bandwidth to read
+        took = (f"{format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
+                f"{format_seconds(best['median_s'])} {where}{under}")
+        headline = f"Host memory copies took {took}: the bytes do not set that time, so no bandwidth is stated."
+        sentence = (f"Host memory copies ({who}) took {took} (at most {grew.high:.2f}× as long at "
+                    f"{best['nbytes'] / small['nbytes']:,.0f}× the bytes): the bytes do not set that time, so no "
+                    "bandwidth is stated")
+    elif bound:
         # the largest size beside the best: past the caches, it is what a large copy gets
         headline = f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}."
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
         aside = [*drift_text.across(best), *([_one_thread(view, best, one.iloc[0])] if not one.empty else [])]
-        sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
+        sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {told}{under}"
                     + (f" ({'; '.join(aside)})" if aside else ""))
     else:
         one_size = sweep["nbytes"].nunique() < 2  # then neither a fixed cost nor a bandwidth: one point fits both
@@ -458,6 +471,16 @@ def host_copy(view: RunView) -> Said | None:
     if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return Said(headline, sentence)
+
+
+def _past(view: RunView, best: pd.Series) -> list[str]:
+    """Why a size is past the caches where the copy's bytes outgrow the largest: a run's ``cache_resident`` counts the
+    source alone (256 MiB against the H200 host's 300 MiB L3), the report both buffers."""
+    cache = cache_bytes(view.fingerprint, "host", "cpu")
+    touched = COPY_TOUCHES * int(best["nbytes"])
+    if cache is None or touched <= cache[0]:
+        return []
+    return [f"its copy reads and writes {format_bytes(touched)}, more than the {format_bytes(cache[0])} {cache[1]}"]
 
 
 Finding = Callable[[RunView], Said | None]
