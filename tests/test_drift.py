@@ -242,8 +242,8 @@ def test_a_run_without_evidence_judges_nothing_unpaired():
     frame = handfed()[lambda f: f["op"].isin(["noop"]) | (f["method"] == "copy_")]
     view = view_of_rows(frame)
     assert view.drift.evidence == () and view.ratio(frame.iloc[0], frame.iloc[1]).basis == "unjudged"
-    assert ("every comparison rests on its cases' rounds plus no drift between cases, which this run gives no evidence "
-            "of.") in drift_text.statement(view)
+    assert ("no case was measured in interleaved blocks; every comparison can't tell, as nothing in the run measures "
+            "how far two cases drift apart.") in drift_text.statement(view)
 
 
 def _ladder(ratio: Ratio) -> tuple[Ladder, Step]:

@@ -66,8 +66,7 @@ CORE = (
            "from the CPU is bounded by", "core", "tab:gray", link="host memory", endpoints="host", variants=_HOST),
     Family("create", "creation", "torch.empty / zeros / ones / rand(shape, device=d) on each device",
            "core", "tab:orange", moves_payload=False, endpoints="each", variants=_v("empty", "zeros", "ones", "rand"),
-           caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size. "
-                   "Creating directly on the device (device=...) moves nothing across a link."),
+           caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size."),
     Family("noop", "no-op moves", ".cuda(i), .to(device), .cpu() on a tensor already there: the same object comes back",
            "core", "tab:olive", moves_payload=False, endpoints="each", variants=_NOOP, sizes="ends",
            caption=".cuda(i), .to(torch.device), .to('device') and .cpu() on a tensor already there return the very "
@@ -230,7 +229,8 @@ LADDERS: tuple[LadderSpec, ...] = (
     ), "the copy itself (into a touched buffer)"),
 )
 
-#: The changes to a user's code the core families price, each before and after as users write them.
+#: The changes to a user's code the core families price, each before and after as the run called them (a
+#: torch.device, never a string: .to('cuda') also parses one).
 CHANGES: tuple[ChangeSpec, ...] = (
     ChangeSpec("pinned-buffer", "Copy results into a reused pinned buffer", "y = x.cpu()",
                "y.copy_(x, non_blocking=True); torch.cuda.synchronize()",
@@ -238,12 +238,12 @@ CHANGES: tuple[ChangeSpec, ...] = (
                {"op": "d2h", "method": "copy_", "host_memory": "pinned", "non_blocking": True},
                "y = torch.empty_like(x, device='cpu', pin_memory=True) once, reused every call; read y only after the "
                "synchronize"),
-    ChangeSpec("non-blocking-to", "The one-line fix", "y = x.cpu()", "y = x.to('cpu', non_blocking=True); "
+    ChangeSpec("non-blocking-to", "The one-line fix", "y = x.cpu()", "y = x.to(torch.device('cpu'), non_blocking=True); "
                "torch.cuda.synchronize()", {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
                {"op": "d2h", "method": "to", "non_blocking": True},
                "PyTorch returns pinned memory for it; read y only after the synchronize"),
-    ChangeSpec("pinned-source", "Pin a tensor you move more than once", "x.to('cuda')",
-               "x = x.pin_memory(); x.to('cuda', non_blocking=True)",
+    ChangeSpec("pinned-source", "Pin a tensor you move more than once", "x.to(device)",
+               "x = x.pin_memory(); x.to(device, non_blocking=True)",
                {"op": "h2d", "method": "to", "host_memory": "pageable", "non_blocking": False},
                {"op": "h2d", "method": "to", "host_memory": "pinned", "non_blocking": True},
                "x pinned once, moved again and again"),

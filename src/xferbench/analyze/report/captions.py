@@ -3,6 +3,8 @@ them), every sentence kept only where the run has what it speaks of. The story (
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 
 from ...families import family, moving_ops
@@ -26,13 +28,16 @@ _BANDWIDTH_CAPTION = (
     "peak, with the practical ceiling of pinned copies (docs/design.md section 5) on pinned panels; for pageable memory, "
     "this run's single-thread host memcpy, the copy the driver stages with. Hover a point for its value.")
 #: The host caption's clause on the single-thread copy_, kept only where the run measured it.
-_SINGLE_THREAD = ("; copy_ single-thread runs on one thread, the reference a GPU driver's staging of a pageable "
-                  "transfer is compared with")
+_SINGLE_THREAD = "; copy_ single-thread runs on one thread"
+#: What a GPU reader is told beside a host figure: on a machine without one, none of it is said.
+_GPU_ONLY = (", the reference a GPU driver's staging of a pageable transfer is compared with",
+             " With a GPU, .cpu() is read down the same kind of ladder (this run measured none).",
+             " Creating directly on the device (device=...) moves nothing across a link.")
 _HOST_CAPTION = (
-    "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + "). Dotted lines are the fitted "
-    "t = α + n/β (a loop that synchronizes after every "
-    "call). Hollow markers are sizes that ran faster than memory allows (their read and write, 2n bytes, fit in the "
-    "cache), left out of β. Hover a point for its exact value.")
+    "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + _GPU_ONLY[0] + "). Dotted lines "
+    "are the fitted t = α + n/β (a loop that synchronizes after every call). Hollow markers are sizes that ran faster "
+    "than memory allows (their read and write, 2n bytes, fit in the cache), left out of β. Hover a point for its exact "
+    "value.")
 
 LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns, "
@@ -44,7 +49,7 @@ LADDER_CAPTION = (
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
-    "itself. With a GPU, .cpu() is read down the same kind of ladder (this run measured none). A step's interval is "
+    "itself." + _GPU_ONLY[1] + " A step's interval is "
     "the two rungs' ratio's (95%: paired blocks where both were measured so, else their rounds and the run's drift): "
     "one that holds zero reads \"can't tell\", never a share.")
 
@@ -69,16 +74,20 @@ _NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to",
 def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
     """Every core figure's title and caption, by its key (plots.render's): a bandwidth figure per moving family."""
     words = {f"bandwidth-{op}": (f"Bandwidth: {family(op).title}", _bandwidth_caption(view, op)) for op in moving_ops()}
-    return words | {
+    words |= {
         "ladder": ("Where the time of one call goes: a ladder of this run's controls", HOST_LADDER_CAPTION if view.ladders
                    and all(ladder.key.startswith("host") for ladder in view.ladders) else LADDER_CAPTION),
         "cost": ("What one large move costs, route by route", _COST_CAPTION if any(  # the ladder it points to
             ladder.key.startswith("d2h") for ladder in view.ladders) else _COST_CAPTION.replace(_WHY_D2H, "")),
         "matrix": ("Source to destination bandwidth", _MATRIX_CAPTION),
-        "create": ("Creating tensors on each device", family("create").caption),
+        "create": ("Creating tensors on each device", family("create").caption + _GPU_ONLY[2]),
         "noop": _noop_words(view),
         "overhead": ("Wall time against device time", _overhead_caption(view)),
     }
+    if not view.has_accelerator:
+        words = {key: (title, functools.reduce(lambda said, gpu: said.replace(gpu, ""), _GPU_ONLY, caption))
+                 for key, (title, caption) in words.items()}
+    return words
 
 
 def _bandwidth_caption(view: RunView, op: str) -> str:
@@ -92,7 +101,7 @@ def _bandwidth_caption(view: RunView, op: str) -> str:
     if not view.resident[rows["op"] == op].any():
         caption = caption.replace(_HOLLOW, "")
     if op == "host" and not (rows["op"].eq("host") & rows["variant"].eq("single_thread")).any():
-        caption = caption.replace(_SINGLE_THREAD, "")  # no such line is drawn
+        caption = caption.replace(_SINGLE_THREAD + _GPU_ONLY[0], "")  # no such line is drawn
     return caption
 
 

@@ -47,7 +47,8 @@ UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src
 
 
 #: How the cliff's cause begins where the run's calls split cleanly (the figure shortens that sentence).
-FRESH_SPLIT = "Across the same sizes every call measured here that writes a fresh pageable host destination"
+FRESH_SPLIT = ("Across the same sizes every call measured here that writes a fresh pageable host destination (random "
+               "creators aside: their generator sets their time)")
 #: How it begins where only some of those calls split from the calls into a reused host buffer.
 FRESH_PARTIAL = "Across the same sizes,"
 

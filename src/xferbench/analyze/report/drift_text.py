@@ -24,17 +24,20 @@ def statement(view: RunView) -> str:
                       f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in view.drift.regimes.items())
     sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
                                                   ("blocks", blocked)) if has)  # a paired pair is no drift evidence
-    between = (f"the run's drift between cases of their regime (a standard deviation, from its {sources}: {drift})"
-               if drift else "no drift between cases, which this run gives no evidence of")
-    rest = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block; other "
-            "comparisons rest on their" if blocked else "no case was measured in interleaved blocks, so every "
-            "comparison rests on its cases'")
+    paired = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block"
+              if blocked else "no case was measured in interleaved blocks")
+    if drift:
+        whose = "; other comparisons rest on their" if blocked else ", so every comparison rests on its cases'"
+        rule = (f"{paired}{whose} rounds plus the run's drift between cases of their regime (a standard deviation, "
+                f"from its {sources}: {drift})")
+    else:  # two cases' rounds bound nothing then: the cases may have drifted apart by any amount
+        rule = (f"{paired}; every {'other ' if blocked else ''}comparison can't tell, as nothing in the run measures how "
+                "far two cases drift apart")
     # what a reader can do about a "can't tell" that blocks can settle: more of them, or blocks at all
     more = (f"A paired interval narrows about as the square root of its blocks (this run: {most}; --xfer-blocks=N "
             "measures every case in N)." if most else "Measured in interleaved blocks (--xfer-blocks=N), two cases "
             "are judged block by block, without the drift between them.")
-    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {rest} rounds "
-            f"plus {between}. {more}")
+    return f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {rule}. {more}"
 
 
 def _where(view: RunView, pair: Pair) -> str:

@@ -81,7 +81,7 @@ def to_markdown(story: Story) -> str:
     lines += ["", "## How this run was judged", "", f"- {escape.markdown(story.drift)}"]
     lines += [f"- {escape.markdown(story.instances)}"] if story.instances else []
     lines += _ladders(story)
-    lines += _model(story.model)
+    lines += _model(story.model, story.view.has_accelerator)
     if story.peer_plan:
         lines += ["", "## Peer pairs measured", ""] + [f"- {escape.markdown(sentence)}" for sentence in story.peer_plan]
     if story.peer_lines:
@@ -89,23 +89,25 @@ def to_markdown(story: Story) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _model(model: list[dict[str, Any]]) -> list[str]:
-    """The α/β table, a row per path."""
+def _model(model: list[dict[str, Any]], gpu: bool) -> list[str]:
+    """The α/β table, a row per path; the pipelined columns (from device time) only where a GPU ran."""
     if not model:
         return []
     lines = ["", "## Latency and bandwidth per path", "",
              "α and β from wall time describe a loop that synchronizes after every call; pipelined, from the "
              "copy's own device time, what the device spends per copy issued back to back (– where the row's device "
              "time is not the copy's own and was left out: pageable copies, staged by the host, and blocking ones, "
-             "paced by it).", "",
+             "paced by it)." if gpu else "α and β from the wall time of one call.", "",
              "| path | α (sync loop) | α pipelined | β (GB/s, sync loop) | β pipelined (GB/s) | β from "
-             "| largest size: GB/s | roof | share of roof |",
-             "|---|---:|---:|---:|---:|---|---:|---|---:|"]
+             "| largest size: GB/s | roof | share of roof |" if gpu else
+             "| path | α | β (GB/s) | β from | largest size: GB/s | roof | share of roof |",
+             "|---|---:|---:|---:|---:|---|---:|---|---:|" if gpu else "|---|---:|---:|---|---:|---|---:|"]
     for row in model:
         largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
-        lines.append(f"| {_cell(row['path'])} | {_us(row['alpha_us'])} | {_us(row['pipelined_alpha_us'])} "
-                     f"| {_cell(row['stated_gbps'])} | {_cell(row['pipelined_gbps'])} | {_cell(row['beta_basis'])} "
-                     f"| {largest} | {_cell(row['link'])} | {row.get('share', '–')} |")
+        alpha, beta = ([_us(row["pipelined_alpha_us"])], [_cell(row["pipelined_gbps"])]) if gpu else ([], [])
+        cells = [_cell(row["path"]), _us(row["alpha_us"]), *alpha, _cell(row["stated_gbps"]), *beta,
+                 _cell(row["beta_basis"]), largest, _cell(row["link"]), row.get("share", "–")]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
