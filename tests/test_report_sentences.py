@@ -49,8 +49,8 @@ def test_h1_the_cliff_claim_covers_the_calls_it_lists(h200):
     """h2d .to() allocates a device tensor and grew 1.12x per byte, less than the reused-buffer copies (1.38x): the
     claim was "every call that allocates its destination"; the calls it lists all write fresh pageable host memory."""
     said = ("Across the same sizes every call measured here that writes a fresh pageable host destination (random "
-            "creators aside: their generator sets their time) grew dearer per byte than every call into a reused host buffer, each beyond its interval (torch.ones on the CPU "
-            "70.8 µs → 7.92 ms (28× per byte); torch.zeros on "
+            "creators aside: their generator sets their time) grew dearer per byte than every call into a reused host "
+            "buffer, each beyond its interval (torch.ones on the CPU 70.8 µs → 7.92 ms (28× per byte); torch.zeros on "
             "the CPU 72.5 µs → 8.79 ms (30.3× per byte); host clone 132 → 8.27 GB/s (16× per byte); .cpu() 12.9 → "
             "1.32 GB/s (9.81× per byte); .to(device) 13 → 1.4 GB/s (9.32× per byte), against every copy_ into a reused "
             "host buffer")
@@ -152,8 +152,8 @@ def test_h13_the_launch_rung_says_it_swaps_the_call_too(h200):
 
 def test_h14_the_host_copys_threads_and_the_drivers_staging_are_not_measured_facts(h200):
     assert ("Host memory copies (torch's copy_, thread count not recorded) reached 47.2 GB/s at 256 MiB, past the caches "
-            "(its copy reads and writes 512 MiB, more than the 300 MiB host CPU cache; 35.1 GB/s at 1 GiB); the CUDA driver stages a pageable transfer with one thread's memcpy (not timed "
-            "here)") in h200["md"]
+            "(its copy reads and writes 512 MiB, more than the 300 MiB host CPU cache; 35.1 GB/s at 1 GiB); the CUDA "
+            "driver stages a pageable transfer with one thread's memcpy (not timed here)") in h200["md"]
     assert "several threads" not in h200["md"]
 
 

@@ -121,10 +121,11 @@ class Ladder:
 
 
 def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
-    """The rows whose columns equal ``match``'s values (None: the column is empty)."""
+    """The rows whose columns equal ``match``'s values (None: the column is empty; a tuple: any of its values)."""
     rows = frame
     for column, value in match.items():
-        rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
+        rows = rows[rows[column].isna() if value is None else rows[column].isin(value) if isinstance(value, tuple)
+                    else rows[column] == value]
     return rows
 
 

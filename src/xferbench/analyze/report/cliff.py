@@ -10,11 +10,12 @@ import pandas as pd
 
 from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
+from ..ladder import matching
 from ..view import RunView
 
 __all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED",
            "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "fresh_clause", "host_fresh", "held_there",
-           "matching", "mmap_clause"]
+           "mmap_clause"]
 
 #: glibc's largest mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX): its threshold starts at 128 KiB and
 #: rises as mmapped blocks are freed, never past this; above it every fresh allocation is a new mapping whose pages
@@ -22,14 +23,6 @@ __all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "
 MMAP_THRESHOLD_MAX = 32 * 2**20
 #: Sizes this close to the threshold on each side place a cliff at it.
 _AT_THRESHOLD = 1.1
-
-
-def matching(frame: pd.DataFrame, match: dict[str, Any]) -> pd.DataFrame:
-    """The rows whose columns equal ``match``'s values (a tuple: any of them)."""
-    rows = frame
-    for column, value in match.items():
-        rows = rows[rows[column].isin(value) if isinstance(value, tuple) else rows[column] == value]
-    return rows
 
 
 #: Calls that write a fresh pageable host destination on every call, and calls into a buffer they reuse (every copy_

@@ -19,7 +19,7 @@ from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..ladder import percent
+from ..ladder import matching, percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
 from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
 from . import drift_text
@@ -58,10 +58,7 @@ class Said(str):
 
 
 def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
-    rows = frame if size is None else frame[frame["nbytes"] == size]
-    for column, value in match.items():
-        rows = rows[rows[column] == value]
-    return rows
+    return matching(frame, match if size is None else {"nbytes": size, **match})
 
 
 def way_back(view: RunView) -> dict[str, Any] | None:
