@@ -20,6 +20,7 @@ info an ``xferbench.simulated`` block with the spec.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import random
@@ -185,14 +186,19 @@ def _value(key: str, value: Any, kind: type) -> Any:
     return kind(value)
 
 
-def _table(prefix: str, data: Mapping[str, Any], keys: Mapping[str, tuple[type, bool]]) -> dict[str, Any]:
-    """The known keys of one TOML table, typed; SpecError names an unknown, missing or bad one."""
+def _known(prefix: str, data: Mapping[str, Any], keys: Mapping[str, tuple[type, bool]]) -> None:
+    """SpecError naming a key of one TOML table that is unknown, or a required one that is missing."""
     for key in data:
         if key not in keys:
             raise SpecError(f"unknown key {prefix}{key}; expected one of {', '.join(keys)}")
     for key, (_, required) in keys.items():
         if required and key not in data:
             raise SpecError(f"missing key {prefix}{key}")
+
+
+def _table(prefix: str, data: Mapping[str, Any], keys: Mapping[str, tuple[type, bool]]) -> dict[str, Any]:
+    """The known keys of one TOML table, typed; SpecError names an unknown, missing or bad one."""
+    _known(prefix, data, keys)
     return {key: _value(prefix + key, value, keys[key][0]) for key, value in data.items()}
 
 
@@ -220,22 +226,16 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
     for key in ("sync_us", "launch_us", "dispatch_ns"):
         if values[key] > _MAX_FIXED[key]:
             raise SpecError(f"{key} must be at most {_MAX_FIXED[key]:g} (one second a call), got {values[key]}")
-    if values.get("noise", 0.0) >= 1:
-        raise SpecError(f"noise is a relative jitter below 1, got {values['noise']}")
-    if values.get("drift", 0.0) >= 1:
-        raise SpecError(f"drift is a relative wander below 1, got {values['drift']}")
+    for key, what in (("noise", "jitter"), ("drift", "wander")):
+        if values.get(key, 0.0) >= 1:
+            raise SpecError(f"{key} is a relative {what} below 1, got {values[key]}")
     for key in _POSITIVE:
         if key in values and values[key] <= 0:
             raise SpecError(f"{key} must be > 0, got {values[key]}")
     paths = data.get("paths")
     if not isinstance(paths, Mapping):
         raise SpecError("missing table [paths] (" + ", ".join(PATHS) + ")")
-    for key in paths:
-        if key not in PATHS:
-            raise SpecError(f"unknown key paths.{key}; expected one of {', '.join(PATHS)}")
-    for key in PATHS:
-        if key not in paths:
-            raise SpecError(f"missing key paths.{key}")
+    _known("paths.", paths, dict.fromkeys(PATHS, (dict, True)))
     link = data.get("link", {})
     if not isinstance(link, Mapping):
         raise SpecError("link must be a table")
@@ -317,9 +317,7 @@ def path_of(case: Case) -> str | None:
 def _waits(case: Case) -> bool:
     """Whether the host waits for the copy: pageable memory and blocking calls do;
     a non_blocking copy from or to pinned memory and device-side copies return at once."""
-    if case.op in ("h2d", "d2h"):
-        return not case.non_blocking or case.host_memory != "pinned"
-    return False
+    return case.op in ("h2d", "d2h") and (not case.non_blocking or case.host_memory != "pinned")
 
 
 class Workers:
@@ -512,9 +510,4 @@ class SimBackend:
     def _simulated(self, case: Case, op: Callable[[], T]) -> Callable[[], None]:
         # The timed calls only charge: the data moves for real in the verification call,
         # outside the timed region (run_case verifies with ``op`` itself).
-        issue, plan = self.issue, self.plan(case)
-
-        def call() -> None:
-            issue(*plan)
-
-        return call
+        return functools.partial(self.issue, *self.plan(case))
