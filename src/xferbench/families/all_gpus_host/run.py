@@ -52,17 +52,16 @@ def prepare(c: Concurrent, sync: Sync) -> Prepared:
     nodes = [numa_node_of(host.data_ptr()) for _, host, _ in legs]
     sync()
 
-    def call() -> None:
+    def queue() -> None:
         # Every copy is queued before any is waited for, so they all run at once.
         for stream, host, device in legs:
             with torch.cuda.stream(stream):
                 (device.copy_(host, non_blocking=True) if to_device else host.copy_(device, non_blocking=True))
-        sync()
 
     def check(_: Any) -> None:
         for _stream, host, device in legs:
             equal(device, host, f"{c.id} {device.device}")
-    return Prepared(call, check=check, extra={"host_numa_nodes": nodes})
+    return Prepared(then_sync(sync, queue), check=check, extra={"host_numa_nodes": nodes})
 
 
 def price(c: Concurrent, m: Priced, sync: Sync) -> Prepared:

@@ -40,17 +40,12 @@ def prepare(c: Concurrent, sync: Sync) -> Prepared:
 
     parts = {"h2d": (h2d,), "d2h": (d2h,), "h2d+d2h": (h2d, d2h)}[c.variant]
 
-    def call() -> None:
-        for part in parts:
-            part()
-        sync()
-
     def check(_: Any) -> None:
         if h2d in parts:
             equal(dev_dst, host_src, f"{c.id} host to device")
         if d2h in parts:
             equal(host_dst, dev_src, f"{c.id} device to host")
-    return Prepared(call, check=check)
+    return Prepared(then_sync(sync, *parts), check=check)
 
 
 def price(c: Concurrent, m: Priced, sync: Sync) -> Prepared:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
 from ...measure.families.concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda
 
 MiB = 2**20
@@ -50,18 +50,12 @@ def prepare(c: Concurrent, sync: Sync) -> Prepared:
         "convert": lambda: src.to(gpu, half),
         "convert_nonblocking": lambda: src.to(gpu, half, non_blocking=True),
     }
-    move = calls[c.variant]
-
-    def call() -> Any:
-        result = move()
-        sync()
-        return result
 
     def check(result: Any) -> None:
         if result.device != gpu or tuple(result.shape) != tuple(src.shape):
             raise AssertionError(f"{c.id}: got {tuple(result.shape)} on {result.device}")
         equal(result, src, c.id)
-    return Prepared(call, check=check)
+    return Prepared(synced(calls[c.variant], sync), check=check)
 
 
 def price(c: Concurrent, m: Priced, sync: Sync) -> Prepared:

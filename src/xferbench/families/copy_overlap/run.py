@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
 from ...measure.families.scenario import Scenario, plan_on_gpus, sleep_cycles
 
 MiB = 2**20
@@ -38,11 +38,7 @@ def prepare(s: Scenario, sync: Sync) -> Prepared:
         "sequential": (kernel, copy),
         "overlapped": (kernel, copy_beside),
     }
-
-    def call() -> None:
-        for step in steps[s.variant]:
-            step()
-    return Prepared(synced(call, sync))  # sync: the whole device, side stream included
+    return Prepared(then_sync(sync, *steps[s.variant]))  # sync: the whole device, side stream included
 
 
 def price(s: Scenario, m: Priced, sync: Sync) -> Prepared:

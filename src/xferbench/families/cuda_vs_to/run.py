@@ -31,9 +31,8 @@ def prepare(s: Scenario, sync: Sync) -> Prepared:
         "module_to": lambda: net.to(device),
         "module_cuda": lambda: net.cuda(index),
     }
-    call = calls[s.variant]
     is_module = s.variant.startswith("module")
-    return Prepared(synced(call, sync), setup=home if is_module else None,
+    return Prepared(synced(calls[s.variant], sync), setup=home if is_module else None,
                     check=on_device(s.dst) if is_module else lambda out: None)
 
 

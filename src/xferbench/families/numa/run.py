@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, then_sync
+from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, synced, then_sync
 from ...measure.families.concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
 from ...measure.families.numa_nodes import bound_to, distance, landed, numa_cpus, page_nodes
 from ...measure.families.scenario import empty_host_cache
@@ -47,10 +47,8 @@ def prepare(c: Concurrent, sync: Sync) -> Prepared:
         host.copy_(pattern(c.shape, "cpu"))
     device = pattern(c.shape, gpu) if direction == "d2h" else torch.empty(c.shape, device=gpu)
     sync()
-
-    def call() -> None:
-        (device.copy_(host, non_blocking=True) if direction == "h2d" else host.copy_(device, non_blocking=True))
-        sync()
+    dst, src = (device, host) if direction == "h2d" else (host, device)
+    call = synced(lambda: dst.copy_(src, non_blocking=True), sync)
 
     def check(_: Any) -> None:
         equal(device, host, c.id)
