@@ -102,16 +102,9 @@ class Identity:
             return f"noop .{self.method}() on {self.src}"
         if self.op == "create":
             return f"create {self.method} on {self.src}{dtype}"
-        parts = [self.op]
-        if self.host_memory:
-            parts.append(self.host_memory)
-        if self.non_blocking:
-            parts.append("non-blocking")
-        parts.append(self.method)
-        if dtype:
-            parts.append(self.dtype)
-        parts.append(where)
-        return " ".join(parts)
+        # A copy: its memory, blocking and dtype only where they are not the default.
+        words = (self.host_memory, "non-blocking" if self.non_blocking else None, self.method, self.dtype if dtype else None)
+        return " ".join([self.op, *(word for word in words if word), where])
 
 
 IDENTITY: tuple[str, ...] = tuple(f.name for f in fields(Identity))
