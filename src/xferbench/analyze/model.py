@@ -87,10 +87,8 @@ def _fit(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
     let the largest size decide everything), and the soft-L1 loss keeps one noisy
     point from bending the line.
     """
-    n = np.asarray(nbytes, dtype=float)
-    t = np.asarray(seconds, dtype=float)
-    keep = np.isfinite(t) & (t > 0) & (n > 0)
-    n, t = n[keep], t[keep]
+    keep = np.isfinite(seconds) & (seconds > 0) & (nbytes > 0)  # float arrays already (``_fit_cached``)
+    n, t = nbytes[keep], seconds[keep]
     if len(np.unique(n)) < 3:
         return None
     # Start from the smallest time (latency) and the largest size's rate (bandwidth).
@@ -304,8 +302,7 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
             "left_out": tuple(sorted(int(n) for n in every.loc[mixed.loc[every.index], "nbytes"])),
         })
     fits = pd.DataFrame(rows, columns=_FIT_COLUMNS)
-    order = fits["op"].map(order_of)
-    return fits.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+    return fits.sort_values("op", key=lambda ops: ops.map(order_of), kind="stable").reset_index(drop=True)
 
 
 def largest_common_size(frame: pd.DataFrame) -> int | None:
@@ -503,10 +500,8 @@ def path_roofs(machine_info: Machine, op: str, src: str, dst: str, host_memory: 
                ceiling: tuple[float, str] | None) -> list[tuple[float, str]]:
     """``roofs`` with the run's single-thread host ceiling (``host_ceiling``) already read: for a caller that
     reads it once for every path."""
-    bounds = []
     peak = link_peak(machine_info, op, src, dst)
-    if peak is not None:
-        bounds.append(peak)
+    bounds = [] if peak is None else [peak]
     # On the simulated machine the host copy is measured on the real CPU while the device paths follow the
     # spec: one is no bound of the other.
     simulated = fingerprint_of(machine_info).simulated
