@@ -133,8 +133,7 @@ def _checked_run(path: Path) -> tuple[Results, dict[str, Any], bytes]:
     results = load([path])
     if results.incomplete:
         raise StoreError(f"{path}: an incomplete run is no baseline; not stored")
-    raw = path.read_bytes()
-    return results, json.loads(read_text(path)), raw
+    return results, json.loads(read_text(path)), path.read_bytes()
 
 
 def no_links(root: Path) -> None:
@@ -200,15 +199,10 @@ def pull_runs(root: Path, output: Path, machine: str | None) -> int:
     no_links(root)
     source = root / MACHINES
     folders = [source / machine] if machine else sorted(p for p in source.glob("*") if p.is_dir())
-    count = 0
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):
-            if path.is_file() and _copied(output, folder.name if machine is None else None, path.name,
-                                          lambda path=path: _run_bytes(path)):
-                count += 1
-    return count
+    runs = [path for folder in folders if folder.is_dir()
+            for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])]
+    return sum(path.is_file() and _copied(output, path.parent.name if machine is None else None, path.name,
+                                          lambda path=path: _run_bytes(path)) for path in runs)
 
 
 def _run_bytes(path: Path) -> bytes:
