@@ -394,10 +394,9 @@ def _ab(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
     print(ab.to_text(run.cases, differences=run.differences))
-    if args.markdown:
-        write_atomic(args.markdown, ab.to_markdown(run))
-    if args.json:
-        write_atomic(args.json, ab.to_json(run))
+    for path, text in ((args.markdown, ab.to_markdown), (args.json, ab.to_json)):
+        if path:
+            write_atomic(path, text(run))
     return 1 if any(c.regression for c in run.cases) else 0
 
 

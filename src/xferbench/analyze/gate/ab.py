@@ -190,8 +190,7 @@ def hodges_lehmann(x: Sequence[float] | np.ndarray) -> tuple[float, float, float
     i, j = np.triu_indices(v.size)
     walsh = np.sort((v[i] + v[j]) / 2)
     n = v.size
-    k = math.floor(n * (n + 1) / 4 - 1.96 * math.sqrt(n * (n + 1) * (2 * n + 1) / 24))
-    k = max(k, 0)
+    k = max(math.floor(n * (n + 1) / 4 - 1.96 * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)), 0)
     return float(np.median(walsh)), float(walsh[k]), float(walsh[-k - 1])
 
 
@@ -250,11 +249,10 @@ def flagged_of(text: str, source: str) -> Flagged:
     """The suspect cases of a comparison's JSON; ResultsError for anything compare did not write."""
     try:
         cases = [c for c in json.loads(text)["cases"] if suspect(c)]
-        found = Flagged(frozenset(str(c["key"]) for c in cases), tuple(dict.fromkeys(str(c["name"]) for c in cases)))
+        return Flagged(frozenset(str(c["key"]) for c in cases), tuple(dict.fromkeys(str(c["name"]) for c in cases)))
     except (RecursionError, ValueError, KeyError, TypeError):
         raise ResultsError(f"{source}: not a comparison written by xferbench compare --json "
                            "(this version's: each case names its identity and test, 'key' and 'name')") from None
-    return found
 
 
 def selection_file(flagged: Flagged, folder: Path) -> Path:
