@@ -490,12 +490,10 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
 
 def _describe_run(world: _World, notes: list[str]) -> dict[str, Any]:
     """The run's ``machine_info`` and ``commit_info``, as pytest-benchmark builds them, for the journal and the JSON."""
-    from ..hardware.devices import TorchBackend
-    from ..hardware.machine import fingerprint
-
     places = world.places
-    machine = machine_info()
-    machine["xferbench"] = fingerprint(TorchBackend()) | {
+    node = _node_fingerprint()
+    machine = node["machine"]
+    machine["xferbench"] = node["xferbench"] | {
         "world_size": world.launch.world_size, "backend": world.backend, "nodes": sorted(set(world.nodes)),
         "notes": notes, "ranks": [{k: v for k, v in place.items() if k != "fingerprint"} for place in places],
         "node_fingerprints": {place["node"]: place["fingerprint"] for place in places if "fingerprint" in place}}
