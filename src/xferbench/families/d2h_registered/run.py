@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Sequence
 from typing import Any
 
 from ...contract import Identity
-from ...measure.cases import Skipped, accelerators, no_accelerator
 from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
-from ...measure.families.scenario import Scenario
+from ...measure.families.scenario import Scenario, plan_on_gpus
 
 MiB = 2**20
 #: Each variant's call and host memory, as the ladder reads them, from the call users make down.
@@ -38,12 +36,7 @@ class RegisteredCopy(Scenario):
         return dataclasses.replace(super().identity(), method=method, host_memory=memory)
 
 
-def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
-    gpus = accelerators(devices)
-    if not gpus:
-        return [skip for skip in no_accelerator("d2h_registered", devices) if isinstance(skip, Skipped)]
-    return [RegisteredCopy("d2h_registered", v, gpu, "cpu", size, "bytes") for size in sizes for gpu in gpus
-            for v in LADDER]
+plan = plan_on_gpus("d2h_registered", tuple(LADDER), "bytes", to_host=True, kind=RegisteredCopy)
 
 
 def register(host: Any) -> None:

@@ -115,14 +115,14 @@ def checked_forward(net: Any, x: Any) -> Any:
     return net(x)
 
 
-def plan_on_gpus(op: str, variants: Sequence[str], unit: str, *,
-                 to_host: bool = False) -> Callable[[Sequence[str], Sequence[int]], list[Scenario | Skipped]]:
-    """A family that needs an accelerator: host -> each GPU, or each GPU -> host."""
+def plan_on_gpus(op: str, variants: Sequence[str], unit: str, *, to_host: bool = False,
+                 kind: type[Scenario] = Scenario) -> Callable[[Sequence[str], Sequence[int]], list[Scenario | Skipped]]:
+    """A family that needs an accelerator: host -> each GPU, or each GPU -> host; its cases are ``kind``'s."""
     def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
         gpus = accelerators(devices)
         if not gpus:
             return [skip for skip in no_accelerator(op, devices) if isinstance(skip, Skipped)]
-        return [Scenario(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
+        return [kind(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
                 for size in sizes for d in gpus for v in variants]
     return build
 
