@@ -384,3 +384,20 @@ def test_a_rows_blocks_span_in_gb_per_s():
     assert drift_text.across(pd.Series(one)) == ["1.14-2.83 GB/s across its 5 blocks"]
     assert drift_text.across(pd.Series({"nbytes": MiB, "block_medians": [1e-3, math.nan]})) == []
     assert drift_text.across(pd.Series({"nbytes": MiB})) == []
+
+
+def test_the_method_line_names_each_source_and_what_is_left_without_drift_evidence():
+    """Blocks without their rounds' errors measure no drift: their two cases are judged block by block and every other
+    comparison (the unblocked third case among them) can't tell. Same-code pairs and blocks with errors both measure
+    it, and the line names both."""
+    blocked = [row("d2h", m, MiB, 1e-3, src="cuda:0", dst="cpu", block_medians=[1.0, 1.1, 1.0]) for m in ("cpu", "to")]
+    view = view_of_rows(pd.DataFrame([*blocked, row("h2d", "copy_", MiB, 2e-3)]))
+    assert drift_text.statement(view) == (
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 2 "
+        "case(s) measured in interleaved blocks are judged block by block; every other comparison can't tell, as "
+        "nothing in the run measures how far two cases drift apart. A paired interval narrows about as the square "
+        "root of its blocks (this run: 3; --xfer-blocks=N measures every case in N).")
+    timed = [row("host", "copy_", MiB, 1e-3, src="cpu", dst="cpu", block_medians=[1.0, 1.2, 1.0, 1.2],
+                 block_log_se=[0.0] * 4)]
+    assert "(a standard deviation, from its same-code pairs and blocks: " in drift_text.statement(
+        view_of_rows(pd.concat([handfed(), pd.DataFrame(timed)], ignore_index=True)))

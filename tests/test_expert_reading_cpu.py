@@ -432,3 +432,15 @@ def test_a_cpu_only_page_has_no_pipelined_columns(tmp_path):
     assert "α pipelined" not in html + markdown and "sync loop" not in html + markdown
     assert "| path | α | β (GB/s) | β from | largest size: GB/s | roof | share of roof |" in markdown
     assert "over wall times of one call: α is its fixed cost" in html
+
+
+def test_the_loaded_run_s_method_line_reads_its_blocks():
+    """5 of its 12 cases ran in six blocks; their blocks give the drift of each regime, one of them none beyond noise."""
+    from xferbench.analyze.report import drift_text
+
+    assert drift_text.statement(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))) == (
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 5 case(s) "
+        "measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus the "
+        "run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host memory "
+        "from 1 MiB 11.1% (20 degrees of freedom); pageable below 1 MiB none beyond its rounds' own noise). A paired "
+        "interval narrows about as the square root of its blocks (this run: 6; --xfer-blocks=N measures every case in N).")
