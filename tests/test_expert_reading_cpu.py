@@ -422,6 +422,16 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
     assert "(at most 1.00× as long at 64× the bytes)" in loaded and "GB/s" not in loaded
     busy = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
     assert busy is not None and busy.headline == "Host memory copies reach 5.59 GB/s at 64 MiB under load."
+    # a run that recorded no cache (no size, no cache_resident) cannot say memory rather than cache
+    unknown = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])))
+    assert unknown is not None and unknown.headline == ("Host memory copies reach 26.4 GB/s at 16 MiB (the run recorded "
+                                                        "no cache size).")
+    assert unknown.endswith("; the run recorded no cache size, so whether 16 MiB ran from a cache is not known.")
+    # the simulated machine's host copies are real (12 ms at 1 MiB, 6.09 ms at 64 MiB when it was recorded): said so
+    simulated = host_copy(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
+    assert simulated is not None and simulated.endswith(
+        "the bytes do not set that time, so no bandwidth is stated; these copies ran on this CPU, for real: the "
+        "simulated devices' figures do not depend on them.")
     # the box at the top shows no GB/s for it either, and the busy run's copy_ keeps its own
     from xferbench.analyze.report.changes import at_a_glance
 
@@ -442,6 +452,9 @@ def test_a_cpu_only_page_has_no_pipelined_columns(tmp_path):
     assert "α pipelined" not in html + markdown and "sync loop" not in html + markdown
     assert "| path | α | β (GB/s) | β from | largest size: GB/s | roof | share of roof |" in markdown
     assert "over wall times of one call: α is its fixed cost" in html
+    # every host path of a CPU-only run is pageable and nothing synchronizes: neither word is said of them
+    assert "Called back to back, the 2 host-side paths whose β the run cannot rank" in markdown
+    assert "Dotted lines are the fitted t = α + n/β. Hollow markers" in html and "synchronizes after every" not in html
 
 
 def test_the_loaded_run_s_method_line_reads_its_blocks():

@@ -32,10 +32,11 @@ _SINGLE_THREAD = "; copy_ single-thread runs on one thread"
 #: What a GPU reader is told beside a host figure: on a machine without one, none of it is said.
 _GPU_ONLY = (", the reference a GPU driver's staging of a pageable transfer is compared with",
              " With a GPU, .cpu() is read down the same kind of ladder (this run measured none).",
-             " Creating directly on the device (device=...) moves nothing across a link.")
+             " Creating directly on the device (device=...) moves nothing across a link.",
+             " (a loop that synchronizes after every call)")
 _HOST_CAPTION = (
     "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + _GPU_ONLY[0] + "). Dotted lines "
-    "are the fitted t = α + n/β (a loop that synchronizes after every call). Hollow markers are sizes that ran faster "
+    "are the fitted t = α + n/β" + _GPU_ONLY[3] + ". Hollow markers are sizes that ran faster "
     "than memory allows (their read and write, 2n bytes, fit in the cache), left out of β. Hover a point for its exact "
     "value.")
 

@@ -27,7 +27,7 @@ from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_ther
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
-from .threads import beta_noise, flat_growth, threads_against_one
+from .threads import flat_growth, one_thread_beside, one_thread_faster, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -142,20 +142,6 @@ def the_fix(view: RunView) -> str | None:
             f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}; .cpu() / .to(device) took "
             f"{ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])} as long. "
             ".to(device, non_blocking=True), the one-line fix, was not measured in this run.")
-
-
-def _one_thread(view: RunView, best: pd.Series, one: pd.Series) -> str:
-    """The single-thread copy beside the default threads' best, with which is faster by their own interval: two
-    figures side by side invite a ratio the run may not resolve (the busy run's 5.59 against 4.7 GB/s)."""
-    ratio = view.ratio(best, one)
-    if ratio.resolved:
-        which = f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}"
-    elif ratio.paired:  # the blocks' own estimate is worth giving, though its interval holds 1
-        which = (f"block by block the default threads took {ratio.value:.3g}× ({ratio.low:.3g}-{ratio.high:.3g}) its "
-                 "time: which is faster, can't tell")
-    else:
-        which = f"which is faster, {ratio.text()}"
-    return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> Said | None:
@@ -283,7 +269,7 @@ def latency_bound(view: RunView) -> Said | None:
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
         return Said(said, said)
     best = stated.loc[stated["stated_gbps"].idxmax()]
-    one_thread = _one_thread_faster(view, float(best["stated_gbps"]))
+    one_thread = one_thread_faster(view, float(best["stated_gbps"]))
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
     which, tied = _highest_beta(view, stated, best)
     sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, {which}{left_out}) "
@@ -329,7 +315,8 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
     if low != high:  # 487-837 KiB: one figure
         high = f"{low.split()[0] if low.split()[-1] == high.split()[-1] else low}-{high}"
     under = f": moves under {high} reach less than half of β" if halves else ""
-    memory = f"{tied['host_memory'].iloc[0]} " if tied["host_memory"].nunique() == 1 else ""  # which host-side ones
+    # which host-side ones; without a GPU every host path is pageable, so the word tells nothing apart
+    memory = f"{tied['host_memory'].iloc[0]} " if gpu and tied["host_memory"].nunique() == 1 else ""
     return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} {memory}host-side paths "
             f"whose β the run cannot rank have fixed costs α = {_span(tied['alpha_us'], '.3g')} µs and β = "
             f"{_span(tied['stated_gbps'], '.3g')} GB/s{under}.")
@@ -341,21 +328,6 @@ def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
     rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
     one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
     return one.empty or other.empty or view.ratio(one.iloc[0], other.iloc[0]).resolved
-
-
-def _one_thread_faster(view: RunView, beta: float) -> str:
-    """The single-thread host copy, left out of the paths above (it is a roof, not a call users make), where its β
-    beats that path's: the table beside the sentence shows it, so the sentence says it."""
-    fits = view.single_thread_fits
-    if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
-        return ""
-    one = float(fits["stated_gbps"].max())
-    noise = beta_noise(view)
-    if noise:
-        return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: which of the two "
-                f"is faster, {noise}.")
-    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
-            "GB/s, more than that: on this machine more threads made the host copy slower.")
 
 
 def _pipelined(fits: pd.DataFrame) -> str:
@@ -442,13 +414,18 @@ def host_copy(view: RunView) -> Said | None:
                     f"{best['nbytes'] / small['nbytes']:,.0f}× the bytes): the bytes do not set that time, so no "
                     "bandwidth is stated")
     elif bound:
-        # the largest size beside the best: past the caches, it is what a large copy gets
-        headline = f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}."
+        # the largest size beside the best: past the caches, it is what a large copy gets; where the run recorded no
+        # cache (no size, no cache_resident), memory or cache is not known
+        unknown = cache_bytes(view.fingerprint, "host", "cpu") is None and pd.isna(best.get("cache_resident"))
+        headline = (f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
+                    + (" (the run recorded no cache size)." if unknown else "."))
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
-        aside = [*drift_text.across(best), *([_one_thread(view, best, one.iloc[0])] if not one.empty else [])]
+        aside = [*drift_text.across(best), *([one_thread_beside(view, best, one.iloc[0])] if not one.empty else [])]
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {told}{under}"
-                    + (f" ({'; '.join(aside)})" if aside else ""))
+                    + (f" ({'; '.join(aside)})" if aside else "")
+                    + (f"; the run recorded no cache size, so whether {format_bytes(best['nbytes'])} ran from a cache is "
+                       "not known" if unknown else ""))
     else:
         one_size = sweep["nbytes"].nunique() < 2  # then neither a fixed cost nor a bandwidth: one point fits both
         headline = (f"Host memory copies take {format_seconds(best['median_s'])} a call {where}"
@@ -457,7 +434,7 @@ def host_copy(view: RunView) -> Said | None:
                     + (": one size cannot tell a fixed cost from a bandwidth" if one_size else
                        ", their fixed cost: every size measured is latency-bound") + ", so no bandwidth is stated")
     if view.simulated:
-        sentence += " on this CPU, for real: the simulated devices' figures do not depend on it."
+        sentence += "; these copies ran on this CPU, for real: the simulated devices' figures do not depend on them."
     elif not frame["host_memory"].eq("pageable").where(frame["op"].isin(("h2d", "d2h")), False).any():
         sentence += "."
     else:

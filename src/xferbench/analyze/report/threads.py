@@ -12,7 +12,8 @@ from ..load.rows import flags
 from ..model import SINGLE_THREAD
 from ..view import RunView
 
-__all__ = ["GRAIN", "beta_noise", "flat_growth", "host_threads", "size_free", "thread_pairs", "threads_against_one"]
+__all__ = ["GRAIN", "beta_noise", "flat_growth", "host_threads", "one_thread_beside", "one_thread_faster", "size_free",
+           "thread_pairs", "threads_against_one"]
 
 #: torch's grain size (at::internal::GRAIN_SIZE): a copy of fewer elements is never split across threads.
 GRAIN = 32768
@@ -141,3 +142,32 @@ def size_free(view: RunView, pairs: pd.DataFrame | None = None) -> str:
                         for row in (small, large))
     return (f"; with {host_threads(view)} it took {took}, while one thread's time grew {one.text()}: the bytes do not "
             "set the default threads' time here")
+
+
+def one_thread_beside(view: RunView, best: pd.Series, one: pd.Series) -> str:
+    """The single-thread copy beside the default threads' best, with which is faster by their own interval: two
+    figures side by side invite a ratio the run may not resolve (the busy run's 5.59 against 4.7 GB/s)."""
+    ratio = view.ratio(best, one)
+    if ratio.resolved:
+        which = f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}"
+    elif ratio.paired:  # the blocks' own estimate is worth giving, though its interval holds 1
+        which = (f"block by block the default threads took {ratio.value:.3g}× ({ratio.low:.3g}-{ratio.high:.3g}) its "
+                 "time: which is faster, can't tell")
+    else:
+        which = f"which is faster, {ratio.text()}"
+    return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
+
+
+def one_thread_faster(view: RunView, beta: float) -> str:
+    """The single-thread host copy, left out of the paths above (it is a roof, not a call users make), where its β
+    beats that path's: the table beside the sentence shows it, so the sentence says it."""
+    fits = view.single_thread_fits
+    if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
+        return ""
+    one = float(fits["stated_gbps"].max())
+    noise = beta_noise(view)
+    if noise:
+        return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: which of the two "
+                f"is faster, {noise}.")
+    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
+            "GB/s, more than that: on this machine more threads made the host copy slower.")
