@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.analyze.ladder import matching
 from xferbench.analyze.load.results import load
+from xferbench.analyze.load.rows import matching
 from xferbench.analyze.view import RunView
 from xferbench.ratios import Ratio
 

@@ -21,8 +21,9 @@ from ..families.base import LadderSpec, RungSpec
 from ..families.core import FRESH, LADDERS
 from ..ratios import Ratio
 from .load.results import VALID_DEVICE_METHODS
+from .load.rows import matching
 
-__all__ = ["Ladder", "Rung", "Step", "ladders", "matching", "percent"]
+__all__ = ["Ladder", "Rung", "Step", "ladders", "percent"]
 
 
 def percent(share: float) -> str:
@@ -118,15 +119,6 @@ class Ladder:
         """(factor, seconds, low, high, told) for every step and the bottom rung: they add up to the call."""
         rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]
         return [*rows, (self.bottom, self.base.median_s, self.base.median_s, self.base.median_s, True)]
-
-
-def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
-    """The rows whose columns equal ``match``'s values (None: the column is empty; a tuple: any of its values)."""
-    rows = frame
-    for column, value in match.items():
-        rows = rows[rows[column].isna() if value is None else rows[column].isin(value) if isinstance(value, tuple)
-                    else rows[column] == value]
-    return rows
 
 
 def _device_rows(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:

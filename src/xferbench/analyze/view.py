@@ -26,8 +26,9 @@ import pandas as pd
 from ..contract import Fingerprint
 from ..ratios import Drift, Ratio, paired, unpaired
 from .drift import RunDrift, paired_blocks, run_drift, side
-from .ladder import Ladder, Rung, ladders, matching
+from .ladder import Ladder, Rung, ladders
 from .load.results import Results, busy_load
+from .load.rows import matching
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
@@ -41,7 +42,7 @@ from .model import (
 )
 
 __all__ = ["CLIFF_DROP", "COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
-           "Instance", "RunView", "cliff", "host_placement"]
+           "Instance", "RunView", "at_size", "cliff", "host_placement", "matching"]
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
 USUAL_WAY_BACK = ("cpu", "to")
@@ -399,6 +400,14 @@ class RunView:
         measured in blocks."""
         return run_drift(self.rows)
 
+    def tied_fastest(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """The fastest of ``rows`` and every other the run cannot tell from it (their ratio unresolved): which of them
+        is fastest, the run cannot tell."""
+        if rows.empty:
+            return rows
+        fastest = rows.loc[rows["median_s"].idxmin()]
+        return rows[[index == fastest.name or not self.ratio(row, fastest).resolved for index, row in rows.iterrows()]]
+
     def ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None = None) -> Ratio:
         """Row ``a``'s median time over row ``b``'s, with this comparison's own interval (xferbench.ratios): from
         their paired blocks where both were measured so, else from their rounds and the drift of their regimes."""
@@ -406,6 +415,11 @@ class RunView:
         if x.size:
             return paired(x.tolist(), y.tolist())
         return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
+
+
+def at_size(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
+    """``matching``'s rows at one payload size (None: every size)."""
+    return matching(frame, match if size is None else {"nbytes": size, **match})
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

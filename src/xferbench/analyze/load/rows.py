@@ -4,6 +4,7 @@ derived from them (transfer time, GB/s, bus bandwidth). No torch here."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,8 @@ import pandas as pd
 from ...contract import IDENTITY, ContractError, identity_from, measured_from
 from ...families import FAMILIES
 
-__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row", "device_time_valid", "flag",
-           "flags"]
+__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row",
+           "device_time_valid", "flag", "flags", "matching"]
 
 
 def _moves_payload(op: str, variant: str | None) -> bool:
@@ -156,3 +157,12 @@ def flag(row: pd.Series, name: str) -> bool:
 def flags(frame: pd.DataFrame, name: str) -> pd.Series:
     """``flag`` for every row of ``frame`` at once: False where the column is absent or NaN."""
     return frame[name].eq(True) if name in frame else pd.Series(False, index=frame.index)
+
+
+def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
+    """The rows whose columns equal ``match``'s values (None: the column is empty; a tuple: any of its values)."""
+    rows = frame
+    for column, value in match.items():
+        rows = rows[rows[column].isna() if value is None else rows[column].isin(value) if isinstance(value, tuple)
+                    else rows[column] == value]
+    return rows

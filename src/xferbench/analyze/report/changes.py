@@ -19,10 +19,8 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..ladder import matching
-from ..view import USUAL_WAY_BACK, RunView
+from ..view import USUAL_WAY_BACK, RunView, at_size, matching
 from .break_even import pinning_break_even
-from .findings import _at, _fastest_label, _tied_fastest
 from .threads import flat_growth
 
 __all__ = ["MOST", "Change", "at_a_glance", "changes"]
@@ -104,6 +102,14 @@ def changes(view: RunView) -> list[Change]:
     return sorted(found, key=lambda change: -change.saved_s)[:MOST]
 
 
+def _fastest_label(tied: int, calls: int) -> str:
+    """``fastest call``, or how many calls the run cannot tell from it (their figures are then one span)."""
+    if tied < 2:
+        return "fastest call"
+    which = f"{tied} calls" if tied == calls else f"the fastest {tied} of {calls} calls"
+    return f"{which}: which is fastest, can't tell"
+
+
 def _gbps(view: RunView, rows: pd.DataFrame) -> str:
     """The rows' GB/s, or "–" where the bytes do not set their time: each took under twice as long as at a sixteenth of
     its bytes or less, same path and run (``threads.flat_growth``: the loaded run's 20 ms copy_ at 1 and 64 MiB)."""
@@ -130,10 +136,10 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
             lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _gbps(view, rows)})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:
-        tied = _tied_fastest(view, rows)
-        add(f"{label} ({_fastest_label(tied, len(rows))})", tied)
+        tied = view.tied_fastest(rows)
+        add(f"{label} ({_fastest_label(len(tied), len(rows))})", tied)
 
-    down = _at(frame, size, op="d2h")
+    down = at_size(frame, size, op="d2h")
     fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
     add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
                                                                         & (down["method"] == "copy_")])
@@ -141,12 +147,12 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
                                                                     & ~down["non_blocking"].astype(bool)])
     add(".to(device, non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
                                                                 & down["non_blocking"].astype(bool)])
-    up = _at(frame, size, op="h2d")
+    up = at_size(frame, size, op="h2d")
     for memory in ("pinned", "pageable"):
         fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
-    fastest("same-device copy", _at(frame, size, op="d2d"))
+    fastest("same-device copy", at_size(frame, size, op="d2d"))
     if not lines:  # a CPU-only run: its moves are the host's, a fresh destination against a reused one
-        host = _at(frame, size, op="host")  # torch's default threads: one thread's copy_ is the roof, not a move
+        host = at_size(frame, size, op="host")  # torch's default threads: one thread's copy_ is the roof, not a move
         add("host clone (new tensor every call)", host[host["method"] == "clone"])
         add("host copy_ into an existing buffer", host[(host["method"] == "copy_") & host["variant"].ne("single_thread")])
     return [line | {"size": format_bytes(size)} for line in lines]

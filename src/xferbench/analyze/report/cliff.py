@@ -10,8 +10,7 @@ import pandas as pd
 
 from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
-from ..ladder import matching
-from ..view import RunView
+from ..view import RunView, matching
 
 __all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED",
            "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "fresh_clause", "host_fresh", "held_there",

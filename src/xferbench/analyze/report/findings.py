@@ -19,9 +19,9 @@ from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..ladder import matching, percent
+from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
-from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff
+from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, at_size, cliff
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary
@@ -57,15 +57,11 @@ class Said(str):
         return str(self)
 
 
-def _at(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
-    return matching(frame, match if size is None else {"nbytes": size, **match})
-
-
 def way_back(view: RunView) -> dict[str, Any] | None:
     """At the largest common size: the usual way back (.cpu() / .to(device) into new pageable memory), copy_ into
     an existing pageable buffer, the fastest pinned copy, and the one-line fix where measured; None without d2h."""
     frame, size = view.rows, view.largest_size
-    down = _at(frame, size, op="d2h")
+    down = at_size(frame, size, op="d2h")
     usual = down[down["method"].isin(USUAL_WAY_BACK) & ~down["non_blocking"].astype(bool)]
     pinned = down[down["host_memory"] == "pinned"]
     if size is None or usual.empty or pinned.empty:
@@ -75,23 +71,6 @@ def way_back(view: RunView) -> dict[str, Any] | None:
     fix = down[down["method"].isin(USUAL_WAY_BACK) & down["non_blocking"].astype(bool)]
     return {"size": size, "usual": usual, "existing": pageable, "pinned": pinned.loc[pinned["median_s"].idxmin()],
             "fix": fix.loc[fix["median_s"].idxmin()] if not fix.empty else None}
-
-
-def _tied_fastest(view: RunView, rows: pd.DataFrame) -> pd.DataFrame:
-    """The fastest of ``rows`` and every other the run cannot tell from it (their ratio unresolved): which of them is
-    fastest, the run cannot tell."""
-    if rows.empty:
-        return rows
-    fastest = rows.loc[rows["median_s"].idxmin()]
-    return rows[[index == fastest.name or not view.ratio(row, fastest).resolved for index, row in rows.iterrows()]]
-
-
-def _fastest_label(tied: pd.DataFrame, calls: int) -> str:
-    """``fastest call``, or how many calls the run cannot tell from it (their figures are then one span)."""
-    if len(tied) < 2:
-        return "fastest call"
-    which = f"{len(tied)} calls" if len(tied) == calls else f"the fastest {len(tied)} of {calls} calls"
-    return f"{which}: which is fastest, can't tell"
 
 
 def ratio_span(ratios: list[Ratio]) -> str:
@@ -148,8 +127,8 @@ def h2d_pinned_vs_pageable(view: RunView) -> Said | None:
     """Pinned against pageable host-to-device at the largest common size: each side's fastest call, or every call the
     run cannot tell from it, and each pageable call against each pinned one."""
     frame, size = view.rows, view.largest_size
-    pageable = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pageable"))
-    pinned = _tied_fastest(view, _at(frame, size, op="h2d", host_memory="pinned"))
+    pageable = view.tied_fastest(at_size(frame, size, op="h2d", host_memory="pageable"))
+    pinned = view.tied_fastest(at_size(frame, size, op="h2d", host_memory="pinned"))
     if size is None or pageable.empty or pinned.empty:
         return None
     a, b = pageable["bandwidth_gbps"], pinned["bandwidth_gbps"]
@@ -164,7 +143,7 @@ def h2d_pinned_vs_pageable(view: RunView) -> Said | None:
 
 def same_device_vs_link(view: RunView) -> Said | None:
     frame, size = view.rows, view.largest_size
-    d2d, h2d = _at(frame, size, op="d2d"), _at(frame, size, op="h2d")
+    d2d, h2d = at_size(frame, size, op="d2d"), at_size(frame, size, op="h2d")
     if size is None or d2d.empty or h2d.empty:
         return None
     best = d2d.loc[d2d["bandwidth_gbps"].idxmax()]
@@ -183,7 +162,7 @@ def same_device_vs_link(view: RunView) -> Said | None:
 
 
 def peer(view: RunView) -> Said | None:
-    rows = _at(view.rows, view.largest_size, op="peer")
+    rows = at_size(view.rows, view.largest_size, op="peer")
     if rows.empty:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
