@@ -97,3 +97,15 @@ def test_change_2_cites_no_break_even_table_the_page_does_not_hold(tmp_path):
              "table": {"id": "trace", "caption": "", "columns": ["a"], "rows": [["1"]]}}
     markdown = write_report(view, tmp_path / "index.html", extra_sections=[other]).with_suffix(".md").read_text()
     assert "## What to change here" in markdown and "Break-even of pinning" not in markdown
+
+
+def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
+    """The CPU sample prices one change (clone → copy_, 1.08 ms against 636 µs) but has no drift evidence to judge it:
+    the page and the Markdown say that none is resolved and why, rather than leaving the section out."""
+    from xferbench.analyze.report.page import write_report
+
+    out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
+    said = ("None this run resolves: Copy into a buffer you keep, can't tell (the run gives no evidence of its "
+            "drift).")
+    assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
+    assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()

@@ -9,6 +9,7 @@ listed; its condition says who gets the gain and who pays what it needs. No torc
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pandas as pd
@@ -23,7 +24,7 @@ from ..view import USUAL_WAY_BACK, RunView, at_size, matching
 from .break_even import pinning_break_even
 from .threads import flat_growth
 
-__all__ = ["MOST", "Change", "at_a_glance", "changes"]
+__all__ = ["MOST", "Change", "at_a_glance", "changes", "unresolved"]
 
 #: At most this many changes on the first screen.
 MOST = 3
@@ -89,25 +90,24 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
     return spec.condition
 
 
+def _priced(view: RunView) -> Iterator[tuple[ChangeSpec, tuple[pd.Series, pd.Series], Ratio]]:
+    """Each change the run prices: its spec, the rows before and after it, and their ratio."""
+    for spec in CHANGES:
+        if (pair := _pair(view, spec)) is not None:
+            yield spec, pair, view.ratio(*pair)
+
+
 def changes(view: RunView) -> list[Change]:
     """The changes the run prices and resolves, most time saved first, at most ``MOST``."""
-    found = []
-    for spec in CHANGES:
-        pair = _pair(view, spec)
-        if pair is None:
-            continue
-        ratio = view.ratio(*pair)
-        if ratio.resolved and ratio.value > 1:
-            found.append(Change(spec, pair[0], pair[1], ratio, _condition(view, spec, *pair)))
+    found = [Change(spec, *pair, ratio, _condition(view, spec, *pair)) for spec, pair, ratio in _priced(view)
+             if ratio.resolved and ratio.value > 1]
     return sorted(found, key=lambda change: -change.saved_s)[:MOST]
 
 
 def _fastest_label(tied: int, calls: int) -> str:
     """``fastest call``, or how many calls the run cannot tell from it (their figures are then one span)."""
-    if tied < 2:
-        return "fastest call"
     which = f"{tied} calls" if tied == calls else f"the fastest {tied} of {calls} calls"
-    return f"{which}: which is fastest, can't tell"
+    return "fastest call" if tied < 2 else f"{which}: which is fastest, can't tell"
 
 
 def _gbps(view: RunView, rows: pd.DataFrame) -> str:
@@ -120,6 +120,14 @@ def _gbps(view: RunView, rows: pd.DataFrame) -> str:
         if smaller.empty or flat_growth(view, smaller.loc[smaller["nbytes"].idxmax()], row) is None:
             return _span(rows["bandwidth_gbps"])
     return "–"
+
+
+def unresolved(view: RunView) -> str | None:
+    """Where the run lists no change: those it priced, each with its verdict (can't tell, or slower here), so that an
+    empty list reads as the run's verdict, not as nothing measured; None where it priced none."""
+    said = [f"{spec.title}, " + (f"slower here: {ratio.faster().text()} as long" if ratio.resolved else ratio.text())
+            for spec, _, ratio in _priced(view)]
+    return f"None this run resolves: {'; '.join(said)}." if said else None
 
 
 def at_a_glance(view: RunView) -> list[dict[str, str]]:

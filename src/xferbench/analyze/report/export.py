@@ -73,6 +73,8 @@ def to_markdown(story: Story) -> str:
                   f"`{c.spec.after}` ({escape.markdown(c.condition)})" for n, c in enumerate(story.changes, 1)] + [""]
         if story.break_even_line:
             lines += [escape.markdown(story.break_even_line), ""]  # the break-even table the change cites
+    elif story.unresolved:
+        lines += ["## What to change here", "", escape.markdown(story.unresolved), ""]
     lines += ["## Key findings", ""]
     lines += [f"- {escape.markdown(said.headline)}" + ("" if said.evidence == said.headline else
                                                         f"\n  - {escape.markdown(said.evidence)}")

@@ -17,7 +17,7 @@ from ..view import RunView
 from . import drift_text, ladder_text
 from .break_even import break_even_table
 from .captions import figure_words
-from .changes import Change, at_a_glance, changes
+from .changes import Change, at_a_glance, changes, unresolved
 from .cliff import cliff_note
 from .findings import Said, findings, scenario_findings, why_measured
 from .model_text import fit_table
@@ -56,6 +56,7 @@ class Story:
     instances: str | None
     drift: str
     changes: list[Change]
+    unresolved: str | None  # where no change is listed: those the run priced, with their verdicts
     break_even: dict[str, Any] | None  # the pinning break-even table beneath the pin_memory scenario
     break_even_line: str | None  # its one line, where a change listed cites the table
     findings: list[Said]
@@ -82,7 +83,8 @@ class Story:
         peer_rows, peer_lines = _peers(view, peers)
         return cls(
             view=view, machine_line=machine_line(view.machine_info), busy=_busy(view), run_time=_run_time(view),
-            instances=_instances(view), drift=drift_text.statement(view), changes=listed, break_even=even,
+            instances=_instances(view), drift=drift_text.statement(view), changes=listed,
+            unresolved=None if listed else unresolved(view), break_even=even,
             break_even_line=f"{even['summary']}." if even is not None and cited else None, findings=findings(view),
             glance=at_a_glance(view), why=why_measured(view), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
