@@ -467,3 +467,15 @@ def test_the_loaded_run_s_method_line_reads_its_blocks():
         "run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host memory "
         "from 1 MiB 11.1% (20 degrees of freedom); pageable below 1 MiB none beyond its rounds' own noise). A paired "
         "interval narrows about as the square root of its blocks (this run: 6; --xfer-blocks=N measures every case in N).")
+
+
+def test_a_line_that_misses_the_loaded_run_is_no_beta_to_rank():
+    """The loaded run's copy_ took 20 ms at 1 and 64 MiB: the α/β line misses a measured size 65×. The finding says so
+    in its headline and its evidence, and names no path as the one with the highest β beside the host finding's "no
+    bandwidth is stated"."""
+    from xferbench.analyze.report.findings import latency_bound
+
+    found = latency_bound(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])))
+    said = ("No line of a fixed cost and a bandwidth fits host pageable copy_ cpu's times: the line through α and the "
+            "stated β (3.41 GB/s) misses a measured size 65×.")
+    assert found is not None and found.headline == said and found.evidence == said

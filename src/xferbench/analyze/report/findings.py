@@ -266,8 +266,9 @@ def latency_bound(view: RunView) -> Said | None:
     headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed cost "
                 f"α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s" + ("." if no_half else
                 f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."))
-    if "misses a measured size" in no_half:  # a line that misses the data is no cost model to quote
+    if "misses a measured size" in no_half:  # a line that misses the data is no cost model to quote, nor its β a rank
         headline = f"No line of a fixed cost and a bandwidth fits {best['path']}'s times: {no_half}."
+        sentence = sentence if len(tied) > 1 else headline  # ties keep saying which paths the run cannot rank
     if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
         headline = _tied_headline(view, tied, gpu)
     return Said(headline, sentence + one_thread + _pipelined(fits))
