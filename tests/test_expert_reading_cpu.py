@@ -424,9 +424,9 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
     assert busy is not None and busy.headline == "Host memory copies reach 5.59 GB/s at 64 MiB under load."
     # a run that recorded no cache (no size, no cache_resident) cannot say memory rather than cache
     unknown = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])))
-    assert unknown is not None and unknown.headline == ("Host memory copies reach 26.4 GB/s at 16 MiB (the run recorded "
+    assert unknown is not None and unknown.headline == ("Host memory copies reach 26.4 GB/s at 16 MiB (xferbench recorded "
                                                         "no cache size).")
-    assert unknown.endswith("; the run recorded no cache size, so whether 16 MiB ran from a cache is not known.")
+    assert unknown.endswith("; xferbench recorded no cache size, so whether 16 MiB ran from a cache is not known.")
     # the simulated machine's host copies are real (12 ms at 1 MiB, 6.09 ms at 64 MiB when it was recorded): said so
     simulated = host_copy(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
     assert simulated is not None and simulated.endswith(

@@ -30,7 +30,7 @@ class TestGoldenCpuSample:
         """Findings are sentences computed from the sample's own numbers."""
         said = findings(RunView.of(results))
         assert said == [  # a run without a GPU leads with its host side; it has no drift evidence, so ranks no path
-            "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB; the run recorded "
+            "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB; xferbench recorded "
             "no cache size, so whether 16 MiB ran from a cache is not known.",
             "Called back to back, which host-side path has the highest β can't be told "
             "(2 paths' β lie 14.8-25.6 GB/s and their times at 16 MiB can't be told apart); one of them (host pageable "
@@ -42,7 +42,7 @@ class TestGoldenCpuSample:
             "1042 ns. A no-op returns the same object and copies nothing.",
         ]
         assert [f.headline for f in said] == [
-            "Host memory copies reach 26.4 GB/s at 16 MiB (the run recorded no cache size).",
+            "Host memory copies reach 26.4 GB/s at 16 MiB (xferbench recorded no cache size).",
             # the sentence says its β ties with clone's at 16 MiB: the headline does not crown it
             "Called back to back, the 2 host-side paths whose β the run cannot rank have fixed costs α = 1.03-1.28 µs "
             "and β = 14.8-25.6 GB/s.",

@@ -398,13 +398,13 @@ def host_copy(view: RunView) -> Said | None:
         # cache (no size, no cache_resident), memory or cache is not known
         unknown = cache_bytes(view.fingerprint, "host", "cpu") is None and pd.isna(best.get("cache_resident"))
         headline = (f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
-                    + (" (the run recorded no cache size)." if unknown else "."))
+                    + (" (xferbench recorded no cache size)." if unknown else "."))
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
         aside = [*drift_text.across(best), *([one_thread_beside(view, best, one.iloc[0])] if not one.empty else [])]
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {told}{under}"
                     + (f" ({'; '.join(aside)})" if aside else "")
-                    + (f"; the run recorded no cache size, so whether {format_bytes(best['nbytes'])} ran from a cache is "
+                    + (f"; xferbench recorded no cache size, so whether {format_bytes(best['nbytes'])} ran from a cache is "
                        "not known" if unknown else ""))
     else:
         one_size = sweep["nbytes"].nunique() < 2  # then neither a fixed cost nor a bandwidth: one point fits both
