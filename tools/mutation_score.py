@@ -49,7 +49,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "comparison": ("src/xferbench/analyze/gate/comparison.py",
                    ["tests/test_compare.py", "tests/test_escape.py", "-m", "not slow"]),
     "noise": ("src/xferbench/analyze/gate/noise.py", ["tests/test_noise.py"]),
-    "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py", "-m", "not slow"]),
+    "ab": ("src/xferbench/analyze/gate/ab.py", ["tests/test_ab.py", "tests/test_ab_only.py", "-m", "not slow"]),
     # The verdicts' table: its own tests pin every verdict's words, order, icon and exit status exactly.
     "verdicts": ("src/xferbench/analyze/gate/verdicts.py", ["tests/test_verdicts.py"]),
     # Every comparison's own interval, which decides "A is r× B (lo-hi)" or "can't tell": exact values, hand-fed.
