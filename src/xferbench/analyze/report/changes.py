@@ -22,7 +22,7 @@ from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..view import USUAL_WAY_BACK, RunView, at_size, matching
 from .break_even import pinning_break_even
-from .threads import flat_growth
+from .threads import waits
 
 __all__ = ["MOST", "Change", "at_a_glance", "changes", "unresolved"]
 
@@ -111,15 +111,9 @@ def _fastest_label(tied: int, calls: int) -> str:
 
 
 def _gbps(view: RunView, rows: pd.DataFrame) -> str:
-    """The rows' GB/s, or "–" where the bytes do not set their time: each took under twice as long as at a sixteenth of
-    its bytes or less, same path and run (``threads.flat_growth``: the loaded run's 20 ms copy_ at 1 and 64 MiB)."""
-    frame = view.rows
-    for _, row in rows.iterrows():
-        smaller = frame[(frame["path"] == row["path"]) & (frame["run"] == row["run"])
-                        & (frame["nbytes"] * 16 <= row["nbytes"])]
-        if smaller.empty or flat_growth(view, smaller.loc[smaller["nbytes"].idxmax()], row) is None:
-            return _span(rows["bandwidth_gbps"])
-    return "–"
+    """The rows' GB/s, or "–" where the bytes set none of their times (``threads.waits``: the loaded run's 20 ms copy_
+    at 1 and 64 MiB)."""
+    return "–" if all(waits(view, row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
 
 
 def unresolved(view: RunView) -> str | None:

@@ -27,7 +27,7 @@ from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_ther
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
-from .threads import flat_growth, one_thread_beside, one_thread_faster, threads_against_one
+from .threads import one_thread_beside, one_thread_faster, threads_against_one, waits
 
 __all__ = [
     "CLIFF_DROP",
@@ -382,11 +382,10 @@ def host_copy(view: RunView) -> Said | None:
     threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")
     who = f"torch's {best['method']}, " + (f"{threads} threads" if threads else "thread count not recorded")
     under = " under load" if view.busy else ""  # under load a median is one of many speeds: its blocks say how many
-    smaller = sweep[sweep["nbytes"] * 16 <= best["nbytes"]]
-    small = smaller.loc[smaller["nbytes"].idxmax()] if not smaller.empty else None
-    grew = flat_growth(view, small, best) if small is not None else None
+    waited = waits(view, best)
     bound = bandwidth_bound(sweep["nbytes"], sweep["median_s"])
-    if bound and grew is not None and small is not None:  # a wait, not the bytes: no bandwidth to read
+    if bound and waited is not None:  # a wait, not the bytes: no bandwidth to read
+        small, grew = waited
         took = (f"{format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
                 f"{format_seconds(best['median_s'])} {where}{under}")
         headline = f"Host memory copies took {took}: the bytes do not set that time, so no bandwidth is stated."

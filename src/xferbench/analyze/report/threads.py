@@ -13,7 +13,7 @@ from ..model import SINGLE_THREAD
 from ..view import RunView
 
 __all__ = ["GRAIN", "beta_noise", "flat_growth", "host_threads", "one_thread_beside", "one_thread_faster", "size_free",
-           "thread_pairs", "threads_against_one"]
+           "thread_pairs", "threads_against_one", "waits"]
 
 #: torch's grain size (at::internal::GRAIN_SIZE): a copy of fewer elements is never split across threads.
 GRAIN = 32768
@@ -125,6 +125,18 @@ def flat_growth(view: RunView, small: pd.Series, large: pd.Series) -> Ratio | No
         return None
     grew = view.ratio(large, small)
     return grew if grew.high < 2 else None
+
+
+def waits(view: RunView, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
+    """Where the bytes do not set ``row``'s time (``flat_growth``): the largest size of its path and run with a
+    sixteenth of its bytes or less, and ``row``'s time over that size's; else None. The host finding and the box at
+    the top read it alike."""
+    rows = view.rows
+    smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] * 16 <= row["nbytes"])]
+    if smaller.empty:
+        return None
+    small = smaller.loc[smaller["nbytes"].idxmax()]
+    return (small, grew) if (grew := flat_growth(view, small, row)) is not None else None
 
 
 def size_free(view: RunView, pairs: pd.DataFrame | None = None) -> str:
