@@ -204,7 +204,8 @@ def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidenc
 def test_the_method_line_and_a_same_code_verdict_read_back():
     view = view_of_rows(handfed())
     assert drift_text.statement(view) == (
-        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: no case was measured "
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
+        "difference): no case was measured "
         "in interleaved blocks, so every comparison rests on its cases' rounds plus the run's drift between cases of their "
         "regime (a standard deviation, from its same-code pairs: pinned or device from 1 MiB 1.0% (1 degrees of "
         "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom)). Measured in interleaved blocks "
@@ -228,7 +229,8 @@ def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_
         *pair(4 * MiB, [1.0, 1.2, 1.0, 1.1, 1.0, 1.1], [1.1, 1.0, 1.1, 1.2, 1.0, 1.0]),
         *pair(8 * MiB, [1.0, 1.1, 1.0, 1.1, 1.0, 1.1], [1.02, 1.1, 1.03, 1.1, 1.0, 1.12])]))
     assert drift_text.statement(view) == (
-        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 8 "
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
+        "difference): any two of the 8 "
         "case(s) measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus "
         "the run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host "
         "memory from 1 MiB 8.2% (40 degrees of freedom)). A paired interval narrows about as the square root of its "
@@ -393,7 +395,8 @@ def test_the_method_line_names_each_source_and_what_is_left_without_drift_eviden
     blocked = [row("d2h", m, MiB, 1e-3, src="cuda:0", dst="cpu", block_medians=[1.0, 1.1, 1.0]) for m in ("cpu", "to")]
     view = view_of_rows(pd.DataFrame([*blocked, row("h2d", "copy_", MiB, 2e-3)]))
     assert drift_text.statement(view) == (
-        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 2 "
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
+        "difference): any two of the 2 "
         "case(s) measured in interleaved blocks are judged block by block; every other comparison can't tell, as "
         "nothing in the run measures how far two cases drift apart. A paired interval narrows about as the square "
         "root of its blocks (this run: 3; --xfer-blocks=N measures every case in N).")

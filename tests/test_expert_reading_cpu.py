@@ -462,7 +462,8 @@ def test_the_loaded_run_s_method_line_reads_its_blocks():
     from xferbench.analyze.report import drift_text
 
     assert drift_text.statement(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))) == (
-        "Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: any two of the 5 case(s) "
+        "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
+        "difference): any two of the 5 case(s) "
         "measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus the "
         "run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host memory "
         "from 1 MiB 11.1% (20 degrees of freedom); pageable below 1 MiB none beyond its rounds' own noise). A paired "

@@ -116,11 +116,17 @@ def _gbps(view: RunView, rows: pd.DataFrame) -> str:
     return "–" if all(waits(view, row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
 
 
+def _medians(now: pd.Series, then: pd.Series) -> str:
+    """``1.08 ms → 636 µs at 16 MiB``: the two medians a change's verdict is about."""
+    return (f"{format_seconds(float(now['median_s']))} → {format_seconds(float(then['median_s']))} at "
+            f"{format_bytes(int(now['nbytes']))}")
+
+
 def unresolved(view: RunView) -> str | None:
     """Where the run lists no change: those it priced, each with its verdict (can't tell, or slower here), so that an
     empty list reads as the run's verdict, not as nothing measured; None where it priced none."""
-    said = [f"{spec.title}, " + (f"slower here: {ratio.faster().text()} as long" if ratio.resolved else ratio.text())
-            for spec, _, ratio in _priced(view)]
+    said = [f"{spec.title} ({_medians(*pair)}): " + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved
+                                                       else ratio.text()) for spec, pair, ratio in _priced(view)]
     return f"None this run resolves: {'; '.join(said)}." if said else None
 
 

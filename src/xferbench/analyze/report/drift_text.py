@@ -37,7 +37,8 @@ def statement(view: RunView) -> str:
     more = (f"A paired interval narrows about as the square root of its blocks (this run: {most}; --xfer-blocks=N "
             "measures every case in N)." if most else "Measured in interleaved blocks (--xfer-blocks=N), two cases "
             "are judged block by block, without the drift between them.")
-    return f"Each comparison carries its own 95% interval and says \"can't tell\" where that holds 1: {rule}. {more}"
+    return (f"Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
+            f"difference): {rule}. {more}")
 
 
 def _where(view: RunView, pair: Pair) -> str:
