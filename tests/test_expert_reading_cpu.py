@@ -337,10 +337,12 @@ def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named():
 def test_a_paired_gain_says_it_is_block_by_block():
     """The busy run's clone against copy_ at 64 MiB: medians 66.5 ms and 12 ms (5.54x), paired blocks 5.46x. A reader
     dividing the printed medians must not take 5.46 for their quotient."""
-    from xferbench.analyze.report.changes import changes
+    from xferbench.analyze.report.break_even import pinning_break_even
+    from xferbench.analyze.report.changes import first_screen
 
-    found = changes(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
-    assert [c.text() for c in found] == ["saves 54.5 ms a call at 64 MiB (66.5 ms → 12 ms: 5.46× (4.44-6.72) faster "
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
+    found = first_screen(view, pinning_break_even(view))[0]
+    assert [c.text() for c in found] == ["saves 54.5 ms a call (66.5 ms → 12 ms at 64 MiB: 5.46× (4.44-6.72) faster "
                                          "block by block)"]
 
 

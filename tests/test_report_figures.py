@@ -409,7 +409,8 @@ class TestPinningBreakEven:
         from xferbench.analyze.report.break_even import break_even_table
 
         rows = [bench("pin_memory", v, "cpu", "cuda:0", 64 * MiB, t, variant=v) for v, t in (("pin_cold", 0.03), ("to", 0.007))]
-        table = break_even_table(RunView.of(load([write(tmp_path / "r.json", rows + steady(), gpu_machine())])))
+        view = RunView.of(load([write(tmp_path / "r.json", rows + steady(), gpu_machine())]))
+        table = break_even_table(view, pinning_break_even(view))
         assert table is not None and table["columns"] == ["size", "GPU", "pin_memory() (cold)", "pageable copy",
                                                           "pinned copy", "saved per copy", "pinning pays off"]
         assert table["rows"] == [["64 MiB", "cuda:0", "30 ms", "7 ms (scenario)", "not measured", "–",

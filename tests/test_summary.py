@@ -95,8 +95,8 @@ def test_the_summary_leads_with_what_to_change_as_the_page_does():
     data = json.loads(gzip.decompress((Path(__file__).parents[1] / "reports" / "samples" / "h200" / "full.json.gz")
                                       .read_bytes()))
     lines = summary_lines(data)
-    assert lines[:2] == ["What to change here:", "1. Copy results into a reused pinned buffer: saves 176 ms a call at "
-                         "256 MiB (181 ms → 4.94 ms: 36.7× (28.1-47.9) faster)"]
+    assert lines[:2] == ["What to change here:", "1. Copy results into a reused pinned buffer: saves 176 ms a call "
+                         "(181 ms → 4.94 ms at 256 MiB: 36.7× (28.1-47.9) faster)"]
     assert lines[2].startswith("   y = x.cpu() → y.copy_(x, non_blocking=True); torch.cuda.synchronize() (")
     assert [line[:3] for line in lines[1:7:2]] == ["1. ", "2. ", "3. "] and lines[8] == "Key findings:"
     # change 2 cites the break-even table: its line, as the page folds it

@@ -42,7 +42,7 @@ from .model import (
 )
 
 __all__ = ["CLIFF_DROP", "COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
-           "Instance", "RunView", "at_size", "cliff", "host_placement", "matching"]
+           "Instance", "RunView", "cliff", "host_placement", "matching"]
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
 USUAL_WAY_BACK = ("cpu", "to")
@@ -144,8 +144,9 @@ class RunView:
     results: Results
 
     @classmethod
-    def of(cls, results: Results) -> RunView:
-        return cls(results)
+    def of(cls, results: Results | RunView) -> RunView:
+        """The view of a loaded run; a view given is its own."""
+        return results if isinstance(results, RunView) else cls(results)
 
     # -- the run as loaded ------------------------------------------------------------------------------------
 
@@ -249,6 +250,11 @@ class RunView:
     def largest_size(self) -> int | None:
         """The largest payload measured by the most move families (``model.largest_common_size``)."""
         return largest_common_size(self.rows)
+
+    @cached_property
+    def at_largest(self) -> pd.DataFrame:
+        """The rows at ``largest_size`` (none where the run moved nothing): the first screen's like-for-like size."""
+        return self.rows[self.rows["nbytes"] == self.largest_size]
 
     @cached_property
     def resident(self) -> pd.Series:
@@ -416,10 +422,6 @@ class RunView:
             return paired(x.tolist(), y.tolist())
         return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
 
-
-def at_size(frame: pd.DataFrame, size: int | None, **match: object) -> pd.DataFrame:
-    """``matching``'s rows at one payload size (None: every size)."""
-    return matching(frame, match if size is None else {"nbytes": size, **match})
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

@@ -85,9 +85,9 @@ def _case(row: pd.Series | None) -> str:
     return f"{format_seconds(row['median_s'])} ({'scenario' if row['op'] == 'pin_memory' else row['op'] + ' family'})"
 
 
-def break_even_table(view: RunView) -> dict[str, Any] | None:
-    """The pinning break-even per size (``pinning_break_even``) as a small table, or None without pin_memory."""
-    rows = pinning_break_even(view)
+def break_even_table(view: RunView, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pinning break-even per size (``rows``: ``pinning_break_even``'s) as a small table, or None without
+    pin_memory."""
     if not rows:
         return None
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read

@@ -9,8 +9,8 @@ listed; its condition says who gets the gain and who pays what it needs. No torc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -20,11 +20,10 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..view import USUAL_WAY_BACK, RunView, at_size, matching
-from .break_even import pinning_break_even
+from ..view import USUAL_WAY_BACK, RunView, matching
 from .threads import waits
 
-__all__ = ["MOST", "Change", "at_a_glance", "changes", "unresolved"]
+__all__ = ["MOST", "Change", "at_a_glance", "first_screen"]
 
 #: At most this many changes on the first screen.
 MOST = 3
@@ -45,11 +44,10 @@ class Change:
         return float(self.now["median_s"] - self.then["median_s"])
 
     def text(self) -> str:
-        """``saves 176 ms a call at 256 MiB (181 ms → 4.94 ms: 36.7× (28-57.2) faster)``."""
-        now, then = format_seconds(float(self.now["median_s"])), format_seconds(float(self.then["median_s"]))
+        """``saves 176 ms a call (181 ms → 4.94 ms at 256 MiB: 36.7× (28-57.2) faster)``."""
         # a paired ratio is the block ratios' mean, not the two medians' quotient: said so, lest a reader divide them
         how = f"{self.ratio.text()} faster block by block" if self.ratio.paired else f"{self.ratio.text()} faster"
-        return f"saves {format_seconds(self.saved_s)} a call at {format_bytes(int(self.now['nbytes']))} ({now} → {then}: {how})"
+        return f"saves {format_seconds(self.saved_s)} a call ({_medians(self.now, self.then)}: {how})"
 
 
 def _pair(view: RunView, spec: ChangeSpec) -> tuple[pd.Series, pd.Series] | None:
@@ -63,13 +61,13 @@ def _pair(view: RunView, spec: ChangeSpec) -> tuple[pd.Series, pd.Series] | None
 
 
 def _cost_of(view: RunView, op: str, variant: str, at: pd.Series) -> pd.Series | None:
-    rows = view.rows[(view.rows["op"] == op) & (view.rows["variant"] == variant) & (view.rows["nbytes"] == at["nbytes"])
-                     & (view.rows["run"] == at["run"])]
+    rows = matching(view.rows, {"op": op, "variant": variant, "nbytes": at["nbytes"], "run": at["run"]})
     return rows.iloc[0] if not rows.empty else None
 
 
-def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series) -> str:
-    """The change's condition, with what the run measured of the price of breaking it."""
+def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pinning: list[dict[str, Any]]) -> str:
+    """The change's condition, with what the run measured of the price of breaking it (``pinning``: the break-even
+    rows, ``break_even.pinning_break_even``)."""
     size = format_bytes(int(now["nbytes"]))
     if spec.key == "pinned-buffer" and (pin := _cost_of(view, "pin_memory", "pin_cold", now)) is not None:
         # pin_cached is pin_memory() from the pinned cache with its copy in: no price of a recycled empty buffer
@@ -83,37 +81,11 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series)
                     f"{format_seconds(float(freed['median_s']))} dropped at {size} (d2h_kept, first pass)")
         return f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call"
     if spec.key == "pinned-source":
-        row = next((r for r in pinning_break_even(view) if r["size"] == int(now["nbytes"]) and r["copies"]), None)
+        row = next((r for r in pinning if r["size"] == int(now["nbytes"]) and r["copies"]), None)
         if row is not None:  # the break-even table's own verdict: one break-even per size on the page
             return (f"{spec.condition}: pinning costs {format_seconds(row['pin_s'])} at {size} here and pays "
                     f"{row['pays']} ({row['between'] + '; ' if row['between'] else ''}break-even table)")
     return spec.condition
-
-
-def _priced(view: RunView) -> Iterator[tuple[ChangeSpec, tuple[pd.Series, pd.Series], Ratio]]:
-    """Each change the run prices: its spec, the rows before and after it, and their ratio."""
-    for spec in CHANGES:
-        if (pair := _pair(view, spec)) is not None:
-            yield spec, pair, view.ratio(*pair)
-
-
-def changes(view: RunView) -> list[Change]:
-    """The changes the run prices and resolves, most time saved first, at most ``MOST``."""
-    found = [Change(spec, *pair, ratio, _condition(view, spec, *pair)) for spec, pair, ratio in _priced(view)
-             if ratio.resolved and ratio.value > 1]
-    return sorted(found, key=lambda change: -change.saved_s)[:MOST]
-
-
-def _fastest_label(tied: int, calls: int) -> str:
-    """``fastest call``, or how many calls the run cannot tell from it (their figures are then one span)."""
-    which = f"{tied} calls" if tied == calls else f"the fastest {tied} of {calls} calls"
-    return "fastest call" if tied < 2 else f"{which}: which is fastest, can't tell"
-
-
-def _gbps(view: RunView, rows: pd.DataFrame) -> str:
-    """The rows' GB/s, or "–" where the bytes set none of their times (``threads.waits``: the loaded run's 20 ms copy_
-    at 1 and 64 MiB)."""
-    return "–" if all(waits(view, row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
 
 
 def _medians(now: pd.Series, then: pd.Series) -> str:
@@ -122,32 +94,42 @@ def _medians(now: pd.Series, then: pd.Series) -> str:
             f"{format_bytes(int(now['nbytes']))}")
 
 
-def unresolved(view: RunView) -> str | None:
-    """Where the run lists no change: those it priced, each with its verdict (can't tell, or slower here), so that an
-    empty list reads as the run's verdict, not as nothing measured; None where it priced none."""
+def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Change], str | None, list[dict[str, str]]]:
+    """The first screen's words: the changes the run prices and resolves, most time saved first, at most ``MOST``
+    (``pinning``: the break-even rows a pinned source's condition cites); where it lists none, those it priced, each
+    with its verdict (can't tell, or slower here), so that an empty list reads as the run's verdict, not as nothing
+    measured (None where it priced none); and the box of moves (``at_a_glance``)."""
+    priced = [(spec, pair, view.ratio(*pair)) for spec in CHANGES if (pair := _pair(view, spec)) is not None]
+    listed = sorted((Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
+                     if ratio.resolved and ratio.value > 1), key=lambda change: -change.saved_s)[:MOST]
     said = [f"{spec.title} ({_medians(*pair)}): " + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved
-                                                       else ratio.text()) for spec, pair, ratio in _priced(view)]
-    return f"None this run resolves: {'; '.join(said)}." if said else None
+                                                       else ratio.text()) for spec, pair, ratio in priced]
+    unresolved = f"None this run resolves: {'; '.join(said)}." if said and not listed else None
+    return listed, unresolved, at_a_glance(view)
 
 
 def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
     device to host, .cpu() / .to(device), host to device, same-device. A line only for what the run measured; where
     the run cannot tell a kind's calls from its fastest, the line spans them all."""
-    frame, size = view.rows, view.largest_size
+    size = view.largest_size
     if size is None:
         return []
     lines = []
 
     def add(label: str, rows: pd.DataFrame) -> None:
         if not rows.empty:
-            lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": _gbps(view, rows)})
+            # "–" where the bytes set none of the times (``threads.waits``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
+            gbps = "–" if all(waits(view, row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
+            lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": gbps})
 
-    def fastest(label: str, rows: pd.DataFrame) -> None:
+    def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest
         tied = view.tied_fastest(rows)
-        add(f"{label} ({_fastest_label(len(tied), len(rows))})", tied)
+        which = f"{len(tied)} calls" if len(tied) == len(rows) else f"the fastest {len(tied)} of {len(rows)} calls"
+        which = "fastest call" if len(tied) < 2 else which + ": which is fastest, can't tell"
+        add(f"{label} ({which})", tied)
 
-    down = at_size(frame, size, op="d2h")
+    down = matching(view.at_largest, {"op": "d2h"})
     fastest("device to host, pinned", down[down["host_memory"] == "pinned"])
     add("device to host, copy_ into an existing pageable buffer", down[(down["host_memory"] == "pageable")
                                                                         & (down["method"] == "copy_")])
@@ -155,12 +137,13 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
                                                                     & ~down["non_blocking"].astype(bool)])
     add(".to(device, non_blocking=True) (the one-line fix)", down[down["method"].isin(USUAL_WAY_BACK)
                                                                 & down["non_blocking"].astype(bool)])
-    up = at_size(frame, size, op="h2d")
+    up = matching(view.at_largest, {"op": "h2d"})
     for memory in ("pinned", "pageable"):
         fastest(f"host to device, {memory}", up[up["host_memory"] == memory])
-    fastest("same-device copy", at_size(frame, size, op="d2d"))
+    fastest("same-device copy", matching(view.at_largest, {"op": "d2d"}))
     if not lines:  # a CPU-only run: its moves are the host's, a fresh destination against a reused one
-        host = at_size(frame, size, op="host")  # torch's default threads: one thread's copy_ is the roof, not a move
+        # torch's default threads: one thread's copy_ is the roof, not a move
+        host = matching(view.at_largest, {"op": "host"})
         add("host clone (new tensor every call)", host[host["method"] == "clone"])
         add("host copy_ into an existing buffer", host[(host["method"] == "copy_") & host["variant"].ne("single_thread")])
     return [line | {"size": format_bytes(size)} for line in lines]

@@ -30,7 +30,7 @@ from .story import Story
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
 
-__all__ = ["LEAD", "build_html", "companions", "scenario_sections", "view_of", "write_atomic", "write_report"]
+__all__ = ["LEAD", "build_html", "companions", "scenario_sections", "write_atomic", "write_report"]
 
 def _inert(value: Any) -> Any:
     """Every value the page shows, bidi controls written as their codes: HTML escaping leaves them be, and one in a
@@ -86,19 +86,15 @@ def _svg(plots: list[Plot]) -> list[Plot]:
                                                plot.missing) for plot in plots]
 
 
-def view_of(run: Results | RunView) -> RunView:
-    """The run's view: the one given, or one built here from a loaded run."""
-    return run if isinstance(run, RunView) else RunView.of(run)
-
-
 def build_html(run: Results | RunView, history: list[Plot] | None = None,
                extra_sections: list[dict[str, Any]] | None = None, peers: list[PeerFigure] | None = None) -> str:
-    return _render(view_of(run), history, extra_sections, peers)[0]
+    return _render(RunView.of(run), history, extra_sections, peers)[0]
 
 
 def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
             peers: list[PeerFigure] | None) -> tuple[str, str]:
     """The HTML page and its Markdown summary: the run's words told once (story.py), its figures drawn from the view."""
+    table = _table(view)
     story = Story.of(view, peers)
     sections = scenario_sections(story) + (extra_sections or [])
     for section in sections:
@@ -114,7 +110,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         lead=[plot for plot in drawn if plot.key in LEAD],
         history=_svg(history or []),
         sections=sections,
-        table=_table(view),
+        table=table,
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
         commit=view.results.commit_info,
     )
@@ -133,8 +129,8 @@ def write_report(run: Results | RunView, output: Path, history: list[Plot] | Non
     (``output.write_together``). Returns ``output``."""
     if output.suffix in (".csv", ".md"):
         raise ValueError(f"{output}: the report is HTML; its CSV and Markdown are written beside it")
-    view = view_of(run)
+    view = RunView.of(run)
     html, markdown = _render(view, history, extra_sections, peers)
-    csv_path, markdown_path = companions(output)
-    write_together({output: html, csv_path: to_csv(view), markdown_path: markdown}, run=",".join(view.results.boot_ids))
+    (csv_path, markdown_path), csv = companions(output), to_csv(view)
+    write_together({output: html, csv_path: csv, markdown_path: markdown}, run=",".join(view.results.boot_ids))
     return output

@@ -15,9 +15,9 @@ from ...machine_facts import machine_line, machine_table
 from ..peer_plan import RecordedPlan
 from ..view import RunView
 from . import drift_text, ladder_text
-from .break_even import break_even_table
+from .break_even import break_even_table, pinning_break_even
 from .captions import figure_words
-from .changes import Change, at_a_glance, changes, unresolved
+from .changes import Change, first_screen
 from .cliff import cliff_note
 from .findings import Said, findings, scenario_findings, why_measured
 from .model_text import fit_table
@@ -75,26 +75,28 @@ class Story:
 
     @classmethod
     def of(cls, view: RunView, peers: list[PeerFigure] | None = None) -> Story:
-        """The story of ``view``; ``peers``: nvbandwidth's or nccl-tests' figures, where given."""
-        listed, even = changes(view), break_even_table(view)
+        """The story of ``view``; ``peers``: nvbandwidth's or nccl-tests' figures, where given. Told in two passes:
+        this module's own sentences, then each sentence module's in the page's order."""
+        busy, run_time, instances, placement = _busy(view), _run_time(view), _instances(view), _host_placement(view)
+        peer_rows, peer_lines = _peers(view, peers)
+        scenarios = {op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
+                     if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()}
+        pinning = pinning_break_even(view)  # its verdicts, once: the table's, and a change's condition cites them
+        (listed, unresolved, glance), even = first_screen(view, pinning), break_even_table(view, pinning)
         cited = even is not None and any(change.spec.key == "pinned-source" for change in listed)
         several = len(view.sources) > 1  # two files may be two boots of the machine: say which run a ladder read
         plan = RecordedPlan.of_fingerprint(view.fingerprint)
-        peer_rows, peer_lines = _peers(view, peers)
         return cls(
-            view=view, machine_line=machine_line(view.machine_info), busy=_busy(view), run_time=_run_time(view),
-            instances=_instances(view), drift=drift_text.statement(view), changes=listed,
-            unresolved=None if listed else unresolved(view), break_even=even,
+            view=view, machine_line=machine_line(view.machine_info), busy=busy, run_time=run_time, instances=instances,
+            drift=drift_text.statement(view), changes=listed, unresolved=unresolved, break_even=even,
             break_even_line=f"{even['summary']}." if even is not None and cited else None, findings=findings(view),
-            glance=at_a_glance(view), why=why_measured(view), model=fit_table(view),
+            glance=glance, why=why_measured(view), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if several else ""),
                       ladder_text.rows(ladder)) for ladder in view.ladders],
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
-            cliff=cliff_note(view.cliff, view) if view.cliff is not None else None,
-            scenarios={op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
-                       if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()},
-            machine=machine_table(view.machine_info) + _host_placement(view))
+            cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
+            machine=machine_table(view.machine_info) + placement)
 
 
 def _busy(view: RunView) -> str | None:
