@@ -446,13 +446,14 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
 
 def test_a_cpu_only_page_has_no_pipelined_columns(tmp_path):
     """Pipelined α and half of β come from a GPU's device time: a run without one shows neither column, in the page
-    and in its Markdown, and calls α the fixed cost of one call, not of a synchronizing loop."""
+    and in its Markdown, nor the roof columns, and calls α the fixed cost of one call, not of a synchronizing loop."""
     from xferbench.analyze.report.page import write_report
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
     html, markdown = out.read_text(), out.with_suffix(".md").read_text()
     assert "α pipelined" not in html + markdown and "sync loop" not in html + markdown
-    assert "| path | α | β (GB/s) | β from | largest size: GB/s | roof | share of roof |" in markdown
+    assert "| path | α | β (GB/s) | β from | largest size: GB/s |\n|---|---:|---:|---|---:|\n" in markdown
+    assert "share of roof" not in html + markdown  # no roof is known of a CPU run's paths: no column of dashes
     assert "over wall times of one call: α is its fixed cost" in html
     # every host path of a CPU-only run is pageable and nothing synchronizes: neither word is said of them
     assert "Called back to back, the 2 host-side paths whose β the run cannot rank" in markdown

@@ -33,7 +33,7 @@ _SINGLE_THREAD = "; copy_ single-thread runs on one thread"
 _GPU_ONLY = (", the reference a GPU driver's staging of a pageable transfer is compared with",
              " With a GPU, .cpu() is read down the same kind of ladder (this run measured none).",
              " Creating directly on the device (device=...) moves nothing across a link.",
-             " (a loop that synchronizes after every call)")
+             " (a loop that synchronizes after every call)", ", host memory, blocking mode, devices")
 _HOST_CAPTION = (
     "Each line is one call on host memory (torch's clone and copy_" + _SINGLE_THREAD + _GPU_ONLY[0] + "). Dotted lines "
     "are the fitted t = α + n/β" + _GPU_ONLY[3] + ". Hollow markers are sizes that ran faster "
@@ -55,7 +55,7 @@ HOST_LADDER_CAPTION = (
     "one that holds zero reads \"can't tell\", never a share.")
 
 _COST_CAPTION = (
-    "Time for the same payload along every route (family, host memory, blocking mode, devices), shortest first, with "
+    "Time for the same payload along every route (family" + _GPU_ONLY[4] + "), shortest first, with "
     "the fastest call of each in brackets (or how many of its calls the run cannot tell from it: which of them is "
     "fastest, can't tell) and, pale behind it, the slowest call of the same route (named when it costs over 1.5x as "
     "much). A route marked ≈ cannot be told from the one above it. Hover a bar for every call's time." + _WHY_D2H)

@@ -99,16 +99,16 @@ def _model(model: list[dict[str, Any]], gpu: bool) -> list[str]:
              "α and β from wall time describe a loop that synchronizes after every call; pipelined, from the "
              "copy's own device time, what the device spends per copy issued back to back (– where the row's device "
              "time is not the copy's own and was left out: pageable copies, staged by the host, and blocking ones, "
-             "paced by it)." if gpu else "α and β from the wall time of one call.", "",
-             "| path | α (sync loop) | α pipelined | β (GB/s, sync loop) | β pipelined (GB/s) | β from "
-             "| largest size: GB/s | roof | share of roof |" if gpu else
-             "| path | α | β (GB/s) | β from | largest size: GB/s | roof | share of roof |",
-             "|---|---:|---:|---:|---:|---|---:|---|---:|" if gpu else "|---|---:|---:|---|---:|---|---:|"]
+             "paced by it)." if gpu else "α and β from the wall time of one call.", ""]
+    roofed = any(row["peak_gbps"] for row in model)  # a CPU run knows no roof: no roof columns
+    head = ["α (sync loop)", "α pipelined", "β (GB/s, sync loop)", "β pipelined (GB/s)"] if gpu else ["α", "β (GB/s)"]
+    head += ["β from", "largest size: GB/s", *(["roof", "share of roof"] if roofed else [])]
+    lines += [f"| path | {' | '.join(head)} |", "|---|" + "".join("---|" if c in ("β from", "roof") else "---:|" for c in head)]
     for row in model:
         largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
         alpha, beta = ([_us(row["pipelined_alpha_us"])], [_cell(row["pipelined_gbps"])]) if gpu else ([], [])
         cells = [_cell(row["path"]), _us(row["alpha_us"]), *alpha, _cell(row["stated_gbps"]), *beta,
-                 _cell(row["beta_basis"]), largest, _cell(row["link"]), row.get("share", "–")]
+                 _cell(row["beta_basis"]), largest, *([_cell(row["link"]), row.get("share", "–")] if roofed else [])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

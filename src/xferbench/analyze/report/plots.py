@@ -428,4 +428,5 @@ def render(view: RunView, words: Mapping[str, tuple[str, str]], cliff: str | Non
     present = set(view.rows["op"])
     return [as_plot(key, *words[key], draw(view)) for key, draw in _drawings(cliff).items()
             if not (key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present)
-            and not (key == "ladder" and not view.ladders)]  # a ladder needs a call with its controls
+            and not (key == "ladder" and not view.ladders)  # a ladder needs a call with its controls
+            and (view.has_accelerator or key not in ("matrix", "overhead"))]  # no GPU: no GPU-only figure, not drawn

@@ -84,7 +84,6 @@ class Story:
         pinning = pinning_break_even(view)  # its verdicts, once: the table's, and a change's condition cites them
         (listed, unresolved, glance), even = first_screen(view, pinning), break_even_table(view, pinning)
         cited = even is not None and any(change.spec.key == "pinned-source" for change in listed)
-        several = len(view.sources) > 1  # two files may be two boots of the machine: say which run a ladder read
         plan = RecordedPlan.of_fingerprint(view.fingerprint)
         return cls(
             view=view, machine_line=machine_line(view.machine_info), busy=busy, run_time=run_time, instances=instances,
@@ -92,8 +91,8 @@ class Story:
             break_even_line=f"{even['summary']}." if even is not None and cited else None, findings=findings(view),
             glance=glance, why=why_measured(view), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
-            ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if several else ""),
-                      ladder_text.rows(ladder)) for ladder in view.ladders],
+            ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if len(view.sources) > 1 else ""),
+                      ladder_text.rows(ladder)) for ladder in view.ladders],  # two files: say which run a ladder read
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
             cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
             machine=machine_table(view.machine_info) + placement)
