@@ -81,6 +81,12 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                    ["tests/test_report_figures.py", "tests/test_h200_sample.py", "tests/test_report_claims.py",
                     "tests/test_expert_reading_h200.py", "tests/test_view.py", "-k",
                     "PinningBreakEven or break_even or cold_pin or bimodal_pin"]),
+    # Which changes the first screen lists, their gains and conditions, the unresolved line and the box: the H200 and
+    # CPU samples' first screens read back word for word.
+    "changes": ("src/xferbench/analyze/report/changes.py",
+                ["tests/test_first_screen.py", "tests/test_summary.py", "tests/test_expert_reading_cpu.py",
+                 "tests/test_h200_sample.py", "-k",
+                 "first_screen or change or glance or gain or summary or unresolved or paired or fix"]),
 }
 
 
