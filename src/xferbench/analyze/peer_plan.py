@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract import Fingerprint
-from ..families.core import UNKNOWN, pair_order, plans_differ
+from ..families.core import pair_order, plans_differ
 
 __all__ = ["RecordedPlan", "difference", "plan_ok", "same_cases"]
 
@@ -56,13 +56,6 @@ class RecordedPlan:
     @property
     def pairs(self) -> list[str]:
         return sorted(self.classes, key=pair_order)
-
-    def by_class(self) -> dict[str, list[str]]:
-        """The pairs of each link class, classes in the order of their first pair."""
-        found: dict[str, list[str]] = {}
-        for pair in self.pairs:
-            found.setdefault(self.classes[pair] or UNKNOWN, []).append(pair)
-        return found
 
 def same_cases(one: RecordedPlan | None, other: RecordedPlan | None) -> bool:
     """Whether two plans measure the same pairs at the same sizes (the sizes themselves aside)."""

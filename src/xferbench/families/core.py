@@ -132,7 +132,10 @@ def peer_plan_sentences(plan: RecordedPlan, frame: pd.DataFrame) -> list[str]:
              + ("." if len(plan.swept) == len(plan.classes) else
                 f"; the other {len(plan.classes) - len(plan.swept)} at the smallest, the geometric middle and the two "
                 "largest sizes (enough for their own α and β).")]
-    lines += [_class_sentence(plan, cls, pairs) for cls, pairs in plan.by_class().items()]
+    classes: dict[str, list[str]] = {}  # the pairs of each link class, classes in the order of their first pair
+    for pair in plan.pairs:
+        classes.setdefault(plan.classes[pair] or UNKNOWN, []).append(pair)
+    lines += [_class_sentence(plan, cls, pairs) for cls, pairs in classes.items()]
     return [*lines, _measured_sentence(plan, frame)]
 
 
