@@ -483,3 +483,26 @@ def test_a_line_that_misses_the_loaded_run_is_no_beta_to_rank():
     said = ("No line of a fixed cost and a bandwidth fits host pageable copy_ cpu's times: the line through α and the "
             "stated β (3.41 GB/s) misses a measured size 65×.")
     assert found is not None and found.headline == said and found.evidence == said
+
+
+def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
+    """The loaded run's copy_ took 20 ms at 1 MiB and at 64 MiB: what is left of the clone ladder says the bytes do not
+    set that time (a fourth reading read "the copy itself, 20 ms" as a copy's cost). A family the run did not run gets
+    no figure, not even as a gap: this run measured host copies only."""
+    from xferbench.analyze.report.page import write_report
+
+    out = write_report(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]), tmp_path / "r.html")
+    assert ("| left | host pageable copy_ cpu | what is left: the copy itself (into a touched buffer); the bytes do not "
+            "set its time here (20 ms at 1 MiB too) | median 20 ms | 17% |") in out.with_suffix(".md").read_text()
+    html = out.read_text()
+    assert "data-missing" not in html and 'id="plot-create"' not in html and 'id="plot-noop"' not in html
+    assert "every no-op" not in html  # the conventions say no no-op was checked where none ran
+
+
+def test_a_run_without_drift_evidence_prints_no_open_interval():
+    """cpu-sample has neither blocks nor same-code pairs: its ladder step says it has no interval rather than printing
+    one open at the top ("-636 µs to –")."""
+    from xferbench.analyze.report.ladder_text import rows
+
+    (ladder,) = RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])).ladders
+    assert rows(ladder)[1][3] == "448 µs (no interval: no evidence of the run's drift)"

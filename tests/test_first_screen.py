@@ -109,3 +109,79 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
             "no evidence of its drift).")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
+
+
+def test_the_one_line_fix_says_what_keeping_its_results_costs(tmp_path):
+    """Hand-fed, 64 MiB: .cpu() 20 ms, .to(non_blocking=True) 5 ms, and the d2h_kept family's first pass, 12 ms a call
+    kept against 6 ms dropped. The fix is listed with its gain, and its condition gives who pays what; without the
+    d2h_kept rows it says that a caller who keeps every result pays, with no figure it did not measure."""
+    from handfed import bench, gpu_machine, steady, write
+    from xferbench.analyze.report.changes import first_screen
+
+    n = 64 * 2**20
+    moves = [bench("d2h", "cpu", "cuda:0", "cpu", n, 0.020, host_memory="pageable"),
+             bench("d2h", "to", "cuda:0", "cpu", n, 0.005, host_memory="pinned", non_blocking=True), *steady()]
+    kept = [bench("d2h_kept", "to", "cuda:0", "cpu", n, seconds, host_memory="pinned", non_blocking=True, variant=variant)
+            for variant, seconds in (("kept", 0.012), ("freed", 0.006))]
+
+    def fix(rows: list[dict], name: str):
+        view = RunView.of(load([write(tmp_path / name, rows, gpu_machine())]))
+        (change,) = first_screen(view, [])[0]
+        return change
+
+    change = fix(moves + kept, "kept.json")
+    assert change.spec.key == "non-blocking-to" and change.text().startswith("saves 15 ms a call (20 ms → 5 ms at 64 MiB: 4×")
+    assert change.condition == (
+        "PyTorch returns pinned memory for it; read y only after the synchronize; a caller who keeps every result pays "
+        "a fresh pinned allocation each call: 12 ms a call kept against 6 ms dropped at 64 MiB (d2h_kept, first pass)")
+    assert fix(moves, "alone.json").condition == (
+        "PyTorch returns pinned memory for it; read y only after the synchronize; a caller who keeps every result pays "
+        "a fresh pinned allocation each call")
+
+
+def test_the_glance_box_gives_each_kind_of_move_at_the_largest_size():
+    """The box at the top, line by line: the H200's six kinds at 256 MiB (each tied kind spans its calls), the
+    simulated run's (two of its four pinned device-to-host calls tie for fastest), and the loaded CPU run's host moves,
+    whose copy_ the bytes do not set (20 ms at 1 and 64 MiB): "–", no GB/s."""
+    from xferbench.analyze.report.changes import at_a_glance
+
+    def box(*path: str) -> list[tuple[str, str, str, str]]:
+        view = RunView.of(load([ROOT.joinpath(*path)]))
+        return [(line["what"], line["time"], line["gbps"], line["size"]) for line in at_a_glance(view)]
+
+    tie = "which is fastest, can't tell"
+    assert box("reports", "samples", "h200", "full.json.gz") == [
+        (f"device to host, pinned (2 calls: {tie})", "4.94-4.97 ms", "54-54.4", "256 MiB"),
+        ("device to host, copy_ into an existing pageable buffer", "17.8 ms", "15.1", "256 MiB"),
+        (".cpu() / .to(device) (new pageable tensor every call)", "181-217 ms", "1.24-1.48", "256 MiB"),
+        (f"host to device, pinned (6 calls: {tie})", "4.87-4.93 ms", "54.5-55.1", "256 MiB"),
+        (f"host to device, pageable (6 calls: {tie})", "30.6-35.9 ms", "7.47-8.78", "256 MiB"),
+        (f"same-device copy (2 calls: {tie})", "139-140 µs", "1,918-1,926", "256 MiB")]
+    assert box("tests", "data", "sim-2gpu.json")[0] == (
+        f"device to host, pinned (the fastest 2 of 4 calls: {tie})", "1.23 ms", "54.5", "64 MiB")
+    assert box("tests", "data", "cpu-loaded-host.json") == [
+        ("host clone (new tensor every call)", "119 ms", "0.565", "64 MiB"),
+        ("host copy_ into an existing buffer", "20 ms", "–", "64 MiB")]
+
+
+def test_a_fix_the_run_finds_slower_is_said_so_and_a_small_gain_is_listed(tmp_path):
+    """Hand-fed, 64 MiB. Where .to(non_blocking=True) and a pinned source both took 4× as long as the call they would
+    replace, neither is listed and the line says each is slower here; where the fix gains 1.6×, it is listed and no
+    such line is written."""
+    from handfed import bench, gpu_machine, steady, write
+    from xferbench.analyze.report.changes import first_screen
+
+    n = 64 * 2**20
+
+    def screen(fix_s: float, name: str) -> tuple[list, str | None]:
+        rows = [bench("d2h", "cpu", "cuda:0", "cpu", n, 0.020, host_memory="pageable"),
+                bench("d2h", "to", "cuda:0", "cpu", n, fix_s, host_memory="pinned", non_blocking=True),
+                bench("h2d", "to", "cpu", "cuda:0", n, 0.005, host_memory="pageable"),
+                bench("h2d", "to", "cpu", "cuda:0", n, 0.020, host_memory="pinned", non_blocking=True), *steady()]
+        listed, unresolved, _ = first_screen(RunView.of(load([write(tmp_path / name, rows, gpu_machine())])), [])
+        return [change.spec.key for change in listed], unresolved
+
+    assert screen(0.080, "slower.json") == ([], (
+        "None this run resolves: The one-line fix (20 ms → 80 ms at 64 MiB): slower here, 4× as long; Pin a tensor you "
+        "move more than once (5 ms → 20 ms at 64 MiB): slower here, 4× as long."))
+    assert screen(0.0125, "faster.json") == (["non-blocking-to"], None)

@@ -113,10 +113,7 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
     """This machine's figures at the largest common size, for the box at the top of the page: pinned and pageable
     device to host, .cpu() / .to(device), host to device, same-device. A line only for what the run measured; where
     the run cannot tell a kind's calls from its fastest, the line spans them all."""
-    size = view.largest_size
-    if size is None:
-        return []
-    lines = []
+    size, lines = view.largest_size, []  # no size: no rows at it (``at_largest``), so no line
 
     def add(label: str, rows: pd.DataFrame) -> None:
         if not rows.empty:
@@ -147,4 +144,4 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
         host = matching(view.at_largest, {"op": "host"})
         add("host clone (new tensor every call)", host[host["method"] == "clone"])
         add("host copy_ into an existing buffer", host[(host["method"] == "copy_") & host["variant"].ne("single_thread")])
-    return [line | {"size": format_bytes(size)} for line in lines]
+    return [line | {"size": format_bytes(size)} for line in lines] if size is not None else []

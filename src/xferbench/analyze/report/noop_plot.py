@@ -53,8 +53,6 @@ def _ns(rows: pd.DataFrame) -> str:
 
 def noop_vs_copy(view: RunView) -> Figure | str:
     """Solid, each bar's lowest median over its sizes; pale behind it, its highest; the hover gives every size."""
-    if not (view.rows["op"] == "noop").any():
-        return "No no-op benchmarks were run."
     bars, note = _bars(view)
     labels = [mathtext_safe(label) for label, _, _ in bars]
     colours = [colour for _, _, colour in bars]

@@ -8,6 +8,7 @@ words are the run's story (story.py), its figures and tables read the run's view
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,8 +83,7 @@ def scenario_sections(story: Story) -> list[dict[str, Any]]:
 
 def _svg(plots: list[Plot]) -> list[Plot]:
     """Mark each figure's SVG safe for the template: it is matplotlib's, with titles escaped by ElementTree."""
-    return [plot if plot.svg is None else Plot(plot.key, plot.title, plot.caption, markupsafe.Markup(plot.svg),
-                                               plot.missing) for plot in plots]
+    return [plot if plot.svg is None else dataclasses.replace(plot, svg=markupsafe.Markup(plot.svg)) for plot in plots]
 
 
 def build_html(run: Results | RunView, history: list[Plot] | None = None,

@@ -336,9 +336,7 @@ def device_matrix(view: RunView) -> Figure | str:
 
 
 def creation(view: RunView) -> Figure | str:
-    created = view.rows[view.rows["op"] == "create"]
-    if created.empty:
-        return "No creation benchmarks were run."
+    created = view.rows[view.rows["op"] == "create"]  # render draws it only where the run created tensors
     devices = sorted(set(created["dst"]), key=lambda d: (d != "cpu", d))
     columns = min(len(devices), 3)
     panel_rows = math.ceil(len(devices) / columns)
@@ -423,10 +421,12 @@ def _drawings(cliff: str | None) -> dict[str, Drawing]:
 
 def render(view: RunView, words: Mapping[str, tuple[str, str]], cliff: str | None = None) -> list[Plot]:
     """Every core figure the run can draw, with its title and caption from ``words`` (captions.figure_words, through
-    the story): a bandwidth figure only for the families this run measured, the ladder only where it has one.
+    the story): a bandwidth, creation or no-op figure only for the families this run measured, the ladder only where
+    it has one.
     ``cliff``: the cliff's cause, noted on the device-to-host figure beside its figures."""
     present = set(view.rows["op"])
     return [as_plot(key, *words[key], draw(view)) for key, draw in _drawings(cliff).items()
-            if not (key.startswith("bandwidth-") and key.removeprefix("bandwidth-") not in present)
+            if not ((key.startswith("bandwidth-") or key in ("create", "noop")) and key.removeprefix("bandwidth-")
+                    not in present)
             and not (key == "ladder" and not view.ladders)  # a ladder needs a call with its controls
             and (view.has_accelerator or key not in ("matrix", "overhead"))]  # no GPU: no GPU-only figure, not drawn

@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
+from ..ladder import Ladder
 from ..peer_plan import RecordedPlan
 from ..view import RunView
 from . import drift_text, ladder_text
@@ -21,6 +24,7 @@ from .changes import Change, first_screen
 from .cliff import cliff_note
 from .findings import Said, findings, scenario_findings, why_measured
 from .model_text import fit_table
+from .threads import waits
 
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
@@ -92,7 +96,7 @@ class Story:
             glance=glance, why=why_measured(view), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if len(view.sources) > 1 else ""),
-                      ladder_text.rows(ladder)) for ladder in view.ladders],  # two files: say which run a ladder read
+                      ladder_text.rows(ladder, _waited(view, ladder))) for ladder in view.ladders],
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
             cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
             machine=machine_table(view.machine_info) + placement)
@@ -142,6 +146,11 @@ def _peers(view: RunView, figures: list[PeerFigure] | None) -> tuple[list[dict[s
     from .other_tools import peer_table  # loaded only where such files were given
 
     return peer_table(view, figures)
+
+
+def _waited(view: RunView, ladder: Ladder) -> pd.Series | None:
+    """The smaller size where what is left of ``ladder`` took as long (``threads.waits``); none for a device time."""
+    return None if ladder.base.device_time or (waited := waits(view, ladder.base.row)) is None else waited[0]
 
 
 def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
