@@ -134,9 +134,28 @@ def test_the_one_line_fix_says_what_keeping_its_results_costs(tmp_path):
     assert change.condition == (
         "PyTorch returns pinned memory for it; read y only after the synchronize; a caller who keeps every result pays "
         "a fresh pinned allocation each call: 12 ms a call kept against 6 ms dropped at 64 MiB (d2h_kept, first pass)")
-    assert fix(moves, "alone.json").condition == (
-        "PyTorch returns pinned memory for it; read y only after the synchronize; a caller who keeps every result pays "
-        "a fresh pinned allocation each call")
+    alone = ("PyTorch returns pinned memory for it; read y only after the synchronize; a caller who keeps every result "
+             "pays a fresh pinned allocation each call")
+    assert fix(moves, "alone.json").condition == fix(moves + kept[:1], "kept-only.json").condition == alone
+    # the box: the fix's own line, and its pinned copy the one fastest call
+    from xferbench.analyze.report.changes import at_a_glance
+
+    view = RunView.of(load([tmp_path / "kept.json"]))
+    assert [(line["what"], line["time"], line["gbps"]) for line in at_a_glance(view)] == [
+        ("device to host, pinned (fastest call)", "5 ms", "13.4"),
+        (".cpu() / .to(device) (new pageable tensor every call)", "20 ms", "3.36"),
+        (".to(device, non_blocking=True) (the one-line fix)", "5 ms", "13.4")]
+
+
+def test_a_pinned_source_cites_a_break_even_without_its_interval_where_it_allows_one_copy():
+    """The simulated run's 64 MiB break-even is copy 7 at either end of its interval: the condition cites it alone."""
+    from xferbench.analyze.report.break_even import pinning_break_even
+    from xferbench.analyze.report.changes import first_screen
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"]))
+    assert [c.condition for c in first_screen(view, pinning_break_even(view))[0] if c.spec.key == "pinned-source"] == [
+        "x pinned once, moved again and again: pinning costs 12.9 ms at 64 MiB here and pays from copy 7 (break-even "
+        "table)"]
 
 
 def test_the_glance_box_gives_each_kind_of_move_at_the_largest_size():
