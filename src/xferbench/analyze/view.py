@@ -422,6 +422,11 @@ class RunView:
             return paired(x.tolist(), y.tolist())
         return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
 
+    def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
+        """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio
+        (above 1 beyond its interval: the larger ran slower per byte, the smaller drew on something the larger did not)."""
+        ratio, scale = self.ratio(large, small), float(large["nbytes"]) / float(small["nbytes"])
+        return Ratio(ratio.value / scale, ratio.low / scale, ratio.high / scale, ratio.basis, ratio.n)
 
 
 def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:

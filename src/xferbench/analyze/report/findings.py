@@ -373,18 +373,16 @@ def host_copy(view: RunView) -> Said | None:
     best = largest if capped or beyond.empty else beyond.loc[beyond["bandwidth_gbps"].idxmax()]
     # the largest size slower per byte beyond its interval: the best still drew on a cache (the H200's 256 MiB at
     # 47.2 GB/s against 35.1 at 1 GiB), so the largest is the size past the caches
-    slower, grew = view.ratio(largest, best), largest["nbytes"] / best["nbytes"]
-    per_byte = Ratio(slower.value / grew, slower.low / grew, slower.high / grew, slower.basis, slower.n)
-    cached, best = (best, largest) if per_byte.low > 1 else (None, best)
+    per_byte = view.per_byte(largest, best) if best.name != largest.name else None
+    cached, best = (best, largest) if per_byte is not None and per_byte.low > 1 else (None, best)
     sweep = rows[rows["method"] == best["method"]]
     past = 0 < len(beyond) < len(rows) and not capped  # where a cached size ran faster: no peak
     at = f"at {format_bytes(best['nbytes'])}" + (", past the caches" if past else "")
     other = cached if cached is not None else largest if best["nbytes"] != largest["nbytes"] else None
-    notes = [] if other is None else [f"{other['bandwidth_gbps']:.3g} GB/s at {format_bytes(other['nbytes'])}"
-                                      + (", partly from a cache" if cached is not None else "")]
-    where = at + (f" ({notes[0]})" if notes else "")
-    notes = [note.replace(", partly", f": {per_byte.text()} as fast per byte, partly") for note in notes]
-    said = [*(_past(view, best) if past else []), *notes]
+    note = "" if other is None else f"{other['bandwidth_gbps']:.3g} GB/s at {format_bytes(other['nbytes'])}"
+    why = f": {per_byte.text()} as fast per byte, partly from a cache" if cached is not None and per_byte else ""
+    where = at + (f" ({note}{', partly from a cache' if why else ''})" if note else "")
+    said = [*(_past(view, best) if past else []), *([note + why] if note else [])]
     told = at + (f" ({'; '.join(said)})" if said else "")
     threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")
     who = f"torch's {best['method']}, " + (f"{threads} threads" if threads else "thread count not recorded")

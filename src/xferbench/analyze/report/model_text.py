@@ -82,9 +82,7 @@ def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[
     largest = rows.loc[rows["nbytes"].idxmax()]
     if float(peak["bandwidth_gbps"]) <= stated or peak.name == largest.name:
         return {}
-    per_byte = view.ratio(largest, peak)  # the largest size's time over the peak's, scaled by their bytes below
-    scale = float(largest["nbytes"]) / float(peak["nbytes"])
-    if per_byte.low <= scale:
+    if view.per_byte(largest, peak).low <= 1:  # the largest not slower per byte beyond its interval
         return {}
     half = " and no half of β is given" if np.isfinite(fit["half_peak_bytes"]) else ""
     return {"half_peak_bytes": float("nan"), "no_half": fit.get("no_half") or (

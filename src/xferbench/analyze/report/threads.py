@@ -129,8 +129,8 @@ def flat_growth(view: RunView, small: pd.Series, large: pd.Series) -> Ratio | No
 
 def waits(view: RunView, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
     """Where the bytes do not set ``row``'s time (``flat_growth``): the largest size of its path and run with a
-    sixteenth of its bytes or less, and ``row``'s time over that size's; else None. The host finding and the box at
-    the top read it alike."""
+    sixteenth of its bytes or less, and ``row``'s time over that size's; else None. The host finding, the box at the
+    top and a ladder's foot read it alike."""
     rows = view.rows
     smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] * 16 <= row["nbytes"])]
     if smaller.empty:
