@@ -151,7 +151,7 @@ def test_a_busy_cpu_run_says_its_load_and_judges_nothing_it_cannot(busy):
     said = findings(view)
     assert not any("as long as on one thread" in sentence for sentence in said)  # no drift evidence: no thread claim
     beta = next(s for s in said if "highest β" in s)
-    assert beta.endswith("which of the two is faster, at 256 MiB can't tell (the run gives no evidence of its drift).")
+    assert beta.endswith("which of the two is faster: at 256 MiB can't tell (the run gives no evidence of its drift).")
     assert "cannot place: the line through α and the stated β (1.81 GB/s) misses a measured size 181×" in beta
     assert "moves smaller than" not in beta
     assert 'id="busy">Busy machine: this run recorded load 11.62 on 2 cores' in html

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from xferbench.analyze.load.results import load
-from xferbench.analyze.report.findings import findings, latency_bound
+from xferbench.analyze.report.findings import findings, host_copy, latency_bound
 from xferbench.analyze.report.noop_plot import noop_vs_copy
 from xferbench.analyze.report.plots import cost_at_size
 from xferbench.analyze.report.svg import to_svg
@@ -183,7 +183,7 @@ def test_a_run_without_drift_evidence_judges_no_thread_or_beta_ranking(busy):
     assert said is not None and said.startswith(
         "Called back to back, which host-side path has the highest β can't be told")
     assert said.endswith("torch's copy_ on one thread (host copy_ single_thread) reached β = 1.97 GB/s: which of the two "
-                         "is faster, at 256 MiB can't tell (the run gives no evidence of its drift).")
+                         "is faster: at 256 MiB can't tell (the run gives no evidence of its drift).")
 
 
 def test_a_quiet_runs_highest_beta_names_no_left_out_path():
@@ -277,7 +277,7 @@ def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread():
     assert said.headline == "Host memory copies reach 1.68 GB/s at 64 MiB under load."
     assert said.startswith("Host memory copies (torch's copy_, 2 threads) reached 1.68 GB/s at 64 MiB under load "
                            "(1.14-2.83 GB/s across its 6 blocks; one thread: 1.86 GB/s, block by block the default "
-                           "threads took 1.06× (0.646-1.75) its time: which is faster, can't tell)")
+                           "threads took 1.06× (0.646-1.75) its time: which is faster: can't tell)")
 
 
 def test_a_busy_run_s_threads_verdict_gives_the_blocks_own_ratio():
@@ -286,7 +286,7 @@ def test_a_busy_run_s_threads_verdict_gives_the_blocks_own_ratio():
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
     (said,) = [f for f in findings(view) if f.headline.startswith("Host memory copies")]
     assert ("one thread: 4.7 GB/s, block by block the default threads took 0.965× (0.824-1.13) its time: which is "
-            "faster, can't tell)") in said
+            "faster: can't tell)") in said
 
 
 def test_a_busy_run_s_no_ops_are_not_judged_by_a_4_byte_copy_s_blocks():
@@ -330,7 +330,7 @@ def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named():
     assert basis(fit) == "fit over all sizes but 1 MiB, whose blocks timed calls a round 2× or more apart"
     assert not any("No line of a fixed cost and a bandwidth fits" in said for said in findings(view))
     # nor does the size left out bracket half of β: its fitted neighbours are 1 KiB and 64 MiB
-    assert any("half of β at 4.74 KiB, between the measured 1 KiB and 64 MiB, 65,536× apart" in said
+    assert any("half of β at 4.74 KiB, between 1 KiB and 64 MiB, the nearest sizes it kept, 65,536× apart" in said
                for said in findings(view))
 
 
@@ -409,7 +409,8 @@ def test_a_size_that_ran_from_cache_brackets_no_half_of_beta():
 
     (row,) = [r for r in fit_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"])))
               if r["path"] == "host single_thread cpu"]
-    assert "the fit puts half of β at 1.72 KiB, between the measured 1 KiB and 64 MiB, 65,536× apart" in row["beta_basis"]
+    assert ("the fit puts half of β at 1.72 KiB, between 1 KiB and 64 MiB, the nearest sizes it kept, 65,536× "
+            "apart") in row["beta_basis"]
 
 
 def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
@@ -506,3 +507,22 @@ def test_a_run_without_drift_evidence_prints_no_open_interval():
 
     (ladder,) = RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])).ladders
     assert rows(ladder)[1][3] == "448 µs (no interval: no evidence of the run's drift)"
+
+
+def test_a_faster_smaller_size_the_run_cannot_judge_is_not_called_past_the_caches(busy):
+    """The busy run's copy_ reached 1.98 GB/s at 256 MiB and 1.77 at 1 GiB under load, with no evidence of its drift:
+    whether 256 MiB drew on the 480 MiB cache, the run cannot tell, so the size past the caches is 1 GiB (a fresh-eyes
+    reading found "1.98 GB/s at 256 MiB, past the caches" where the JSON marks 256 MiB cache-resident)."""
+    said = host_copy(busy)
+    assert said is not None
+    assert said.headline == ("Host memory copies reach 1.77 GB/s at 1 GiB, past the caches (1.98 GB/s at 256 MiB: from a "
+                             "cache or not, can't tell) under load.")
+    assert ("1.98 GB/s at 256 MiB: faster per byte, can't tell (the run gives no evidence of its drift)"
+            in said)
+
+
+def test_the_head_counts_the_json_s_benchmarks_and_the_cases_their_blocks_merge_into():
+    """The loaded run's JSON holds 37 benchmarks, 12 cases of which 5 ran in blocks of 6: its head said "12 benchmarks"
+    (a fresh-eyes reading counted 37 in the file); a run without blocks says only its benchmarks."""
+    assert RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])).benchmarks == "37 benchmarks (12 cases)"
+    assert RunView.of(load([CPU])).benchmarks == "58 benchmarks"

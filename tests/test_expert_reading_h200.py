@@ -75,8 +75,9 @@ class TestRead4:
 
     @pytest.mark.parametrize("said", [
         # .cpu()'s 163 ms step at 256 MiB beside what a fresh host destination costs there: clone 31.1 - copy_ 5.68 ms
-        "copy_ does not (163 ms of 181 ms, the ladder below); on the host, a fresh destination costs 25.4 ms at this "
-        "size (host clone beyond host copy_), so the other 138 ms of that step this run does not isolate.",
+        "copy_ does not (163 ms of 181 ms, the ladder below); on the host alone a fresh destination costs 25.4 ms at "
+        "this size (host clone beyond host copy_): the copy from the device pays 138 ms more for it, which this run "
+        "does not take apart.",
         # 47.2 GB/s at 256 MiB is partly cache-resident on repeat (300 MiB L3): 1 GiB's 35.1 is slower per byte beyond
         # their interval (a fourth reading), so 1 GiB is the size past the caches
         "Host memory copies reach 35.1 GB/s at 1 GiB, past the caches (47.2 GB/s at 256 MiB, partly from a cache).",

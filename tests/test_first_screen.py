@@ -204,3 +204,17 @@ def test_a_fix_the_run_finds_slower_is_said_so_and_a_small_gain_is_listed(tmp_pa
         "None this run resolves: The one-line fix (20 ms → 80 ms at 64 MiB): slower here, 4× as long; Pin a tensor you "
         "move more than once (5 ms → 20 ms at 64 MiB): slower here, 4× as long."))
     assert screen(0.0125, "faster.json") == (["non-blocking-to"], None)
+
+
+def test_a_change_whose_faster_call_waits_says_a_wait_sets_its_time():
+    """The loaded run's copy_ took 20 ms at 64 MiB and at 1 MiB (the bytes do not set it): the change it prices saves
+    98.7 ms in this run, and its condition says that 20 ms is a wait (a fresh-eyes reading took it for a copy time); a
+    quiet run's change carries no such clause."""
+    from xferbench.analyze.report.changes import first_screen
+
+    (change,), _, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
+    assert change.text() == "saves 98.7 ms a call (119 ms → 20 ms at 64 MiB: 5.7× (5.2-6.24) faster block by block)"
+    assert change.condition.endswith("; after the change the call took as long at 1 MiB (20 ms): a wait, not its "
+                                     "bytes, sets its time in this run")
+    (quiet,), _, _ = first_screen(RunView.of(load([CPU_RUN])), [])
+    assert "wait" not in quiet.condition

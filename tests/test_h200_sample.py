@@ -140,9 +140,9 @@ def test_the_first_finding_is_what_users_call_read_back_from_the_json(full):
                 f"as into pinned memory ({pinned * 1e3:.3g} ms, {256 * MiB / pinned / 1e9:.3g} GB/s). copy_ into an "
                 f"existing pageable buffer took {existing * 1e3:.3g} ms ({existing / pinned:.3g}× (2.77-4.67) pinned): "
                 ".cpu() allocates a new pageable tensor on every call and fills it (no fault counts recorded: how much "
-                "of that is faults is not measured), copy_ does not (163 ms of 181 ms, the ladder below); on the host, "
-                "a fresh destination costs 25.4 ms at this size (host clone beyond host copy_), so the other "
-                "138 ms of that step this run does not isolate.")
+                "of that is faults is not measured), copy_ does not (163 ms of 181 ms, the ladder below); on the host "
+                "alone a fresh destination costs 25.4 ms at this size (host clone beyond host copy_): the copy from the "
+                "device pays 138 ms more for it, which this run does not take apart.")
     first = findings(RunView.of(full))[0]
     assert first == expected
     assert first.headline == ".cpu() / .to(device) of 256 MiB took 181-217 ms: 36.7-44× (28.1-57.1) as long as a copy " \

@@ -35,7 +35,8 @@ class TestGoldenCpuSample:
             "Called back to back, which host-side path has the highest β can't be told "
             "(2 paths' β lie 14.8-25.6 GB/s and their times at 16 MiB can't be told apart); one of them (host pageable "
             "copy_ cpu) has a fixed cost α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this "
-            "run cannot place: the fit puts half of β at 25.7 KiB, between the measured 1 KiB and 1 MiB, 1,024× apart.",
+            "run cannot place: the fit puts half of β at 25.7 KiB, between 1 KiB and 1 MiB, the nearest sizes it kept, "
+            "1,024× apart.",
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; the string form, .to('cpu'), "
             "was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "

@@ -217,6 +217,13 @@ class RunView:
         return len({self.instance_of(row) for row in rows}) <= 1
 
     @property
+    def benchmarks(self) -> str:
+        """``37 benchmarks (12 cases)``: the JSON's benchmarks, where blocks of one case were merged into its row."""
+        blocks = pd.to_numeric(self.rows.get("blocks", pd.Series(dtype=float)), errors="coerce")
+        every = len(self.rows) + int((blocks - 1).clip(lower=0).sum())  # a row without blocks (NaN) adds none
+        return f"{every} benchmarks" + (f" ({len(self.rows)} cases)" if every > len(self.rows) else "")
+
+    @property
     def several_instances(self) -> bool:
         return len(self.instances) > 1
 

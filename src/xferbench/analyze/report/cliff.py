@@ -104,33 +104,31 @@ def _grew(calls: list[dict[str, Any]]) -> str:
     return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte)" for c in calls)
 
 
-def cliff_cause(found: dict[str, Any], view: RunView | None = None) -> str:
+def cliff_cause(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause as this run's own calls show it: every call that writes a fresh pageable host destination
     against every call into a reused host buffer across the same two sizes (growth per byte, each resolved by its interval),
     then the fault counts where the rows carry them."""
-    text = ""
-    if view is not None:
-        fresh, reused, broke = cliff_split(view, found)
-        if fresh and reused:
-            most = max(reused, key=lambda c: c["growth"])
-            against = (f"every copy_ into a reused host buffer measured at both sizes, {len(reused)} call(s): "
-                       f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the most {most['label']} "
-                       f"{most['figures']}")
-            if len(broke) == len(fresh):
-                text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused host buffer, each beyond its "
-                        f"interval ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
-                        + _untouched(view, found, fresh))
-            elif broke:
-                rest = [c for c in fresh if c not in broke]
-                text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused host buffer, "
-                        f"each beyond its interval ({against}); {_grew(rest)}, which also write"
-                        f"{'s' if len(rest) == 1 else ''} a fresh pageable host destination, did not grow past every "
-                        "call into a reused host buffer beyond its interval: can't tell whether "
-                        f"{'it breaks' if len(rest) == 1 else 'they break'} too." + _untouched(view, found, broke))
-            else:
-                text = (f"Across the same sizes, calls that write a fresh pageable host destination "
-                        f"({_span(pd.Series([c['growth'] for c in fresh]))}× per byte) and calls into a reused host buffer "
-                        f"({_span(pd.Series([c['growth'] for c in reused]))}×) do not split cleanly.")
+    (fresh, reused, broke), text = cliff_split(view, found), ""
+    if fresh and reused:
+        most = max(reused, key=lambda c: c["growth"])
+        against = (f"every copy_ into a reused host buffer measured at both sizes, {len(reused)} call(s): "
+                   f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the most {most['label']} "
+                   f"{most['figures']}")
+        if len(broke) == len(fresh):
+            text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused host buffer, each beyond its "
+                    f"interval ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
+                    + _untouched(view, found, fresh))
+        elif broke:
+            rest = [c for c in fresh if c not in broke]
+            text = (FRESH_PARTIAL + f" {_grew(broke)} grew dearer per byte than every call into a reused host buffer, "
+                    f"each beyond its interval ({against}); {_grew(rest)}, which also write"
+                    f"{'s' if len(rest) == 1 else ''} a fresh pageable host destination, did not grow past every "
+                    "call into a reused host buffer beyond its interval: can't tell whether "
+                    f"{'it breaks' if len(rest) == 1 else 'they break'} too." + _untouched(view, found, broke))
+        else:
+            text = (f"Across the same sizes, calls that write a fresh pageable host destination "
+                    f"({_span(pd.Series([c['growth'] for c in fresh]))}× per byte) and calls into a reused host buffer "
+                    f"({_span(pd.Series([c['growth'] for c in reused]))}×) do not split cleanly.")
     if found["faults"] is None:
         return (text + " The rows carry no page-fault counts (minor_faults_per_call, which newer runs record).").strip()
     faults = f"{_span(found['faults'], ',.0f')} minor page faults per call at {format_bytes(found['after'])}"
@@ -199,7 +197,7 @@ def fresh_clause(view: RunView, size: int) -> str:
 def host_fresh(view: RunView, size: int, step_s: float) -> str:
     """What a fresh host destination costs at ``size`` (host clone beyond host copy_, one run: allocation and first
     touch, no fault counts needed), beside .cpu()'s fresh-destination step: on the H200 25.4 ms of 163 ms, so the rest
-    is said not isolated."""
+    is said to be what the copy from the device pays more for it."""
     host = view.rows[(view.rows["op"] == "host") & (view.rows["nbytes"] == size)]
     both = [(g[g["method"] == "clone"], g[g["method"] == "copy_"]) for _, g in host.groupby("run", sort=True)]
     clone, copy = next(((a.iloc[0], b.iloc[0]) for a, b in both if not a.empty and not b.empty), (None, None))
@@ -208,5 +206,6 @@ def host_fresh(view: RunView, size: int, step_s: float) -> str:
     touch = float(clone["median_s"] - copy["median_s"])
     if not (ratio := view.ratio(clone, copy)).resolved or ratio.value <= 1 or touch >= step_s:
         return ""
-    return (f"; on the host, a fresh destination costs {format_seconds(touch)} at this size (host clone beyond host "
-            f"copy_), so the other {format_seconds(step_s - touch)} of that step this run does not isolate")
+    return (f"; on the host alone a fresh destination costs {format_seconds(touch)} at this size (host clone beyond host "
+            f"copy_): the copy from the device pays {format_seconds(step_s - touch)} more for it, which this run does not "
+            "take apart")

@@ -63,7 +63,7 @@ def to_markdown(story: Story) -> str:
     if view.simulated:
         lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
                   "they check the suite, they are not measurements.", ""]
-    lines += [f"{len(view.rows)} benchmarks from {escape.markdown(', '.join(view.sources))}.", ""]
+    lines += [f"{view.benchmarks} from {escape.markdown(', '.join(view.sources))}.", ""]
     lines += [escape.markdown(story.machine_line), ""]
     if story.busy is not None:
         lines += [f"> {escape.markdown(story.busy)}", ""]

@@ -372,16 +372,19 @@ def host_copy(view: RunView) -> Said | None:
     beyond = rows if capped else rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)]
     best = largest if capped or beyond.empty else beyond.loc[beyond["bandwidth_gbps"].idxmax()]
     # the largest size slower per byte beyond its interval: the best still drew on a cache (the H200's 256 MiB at
-    # 47.2 GB/s against 35.1 at 1 GiB), so the largest is the size past the caches
+    # 47.2 GB/s against 35.1 at 1 GiB), so the largest is the size past the caches; so too where the run cannot judge
+    # them (no evidence of its drift: the threads run's 256 MiB, 1.98 GB/s under load, beside 1.77 at 1 GiB)
     per_byte = view.per_byte(largest, best) if best.name != largest.name else None
-    cached, best = (best, largest) if per_byte is not None and per_byte.low > 1 else (None, best)
+    cached, best = (best, largest) if per_byte is not None and (per_byte.low > 1 or not per_byte.judged) else (None, best)
     sweep = rows[rows["method"] == best["method"]]
     past = 0 < len(beyond) < len(rows) and not capped  # where a cached size ran faster: no peak
     at = f"at {format_bytes(best['nbytes'])}" + (", past the caches" if past else "")
     other = cached if cached is not None else largest if best["nbytes"] != largest["nbytes"] else None
     note = "" if other is None else f"{other['bandwidth_gbps']:.3g} GB/s at {format_bytes(other['nbytes'])}"
-    why = f": {per_byte.text()} as fast per byte, partly from a cache" if cached is not None and per_byte else ""
-    where = at + (f" ({note}{', partly from a cache' if why else ''})" if note else "")
+    why, partly = ("", "") if cached is None or per_byte is None else (
+        (f": {per_byte.text()} as fast per byte, partly from a cache", ", partly from a cache") if per_byte.judged else
+        (f": faster per byte, {per_byte.text()}", ": from a cache or not, can't tell"))
+    where = at + (f" ({note}{partly})" if note else "")
     said = [*(_past(view, best) if past else []), *([note + why] if note else [])]
     told = at + (f" ({'; '.join(said)})" if said else "")
     threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")

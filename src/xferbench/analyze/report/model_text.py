@@ -111,8 +111,8 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
         reason = f"the sizes measured do not reach past {format_bytes(int(half))} on both sides"
     elif above.min() / max(below.max(), 1) > BRACKET:
         low, high = int(below.max()), int(above.min())
-        reason = (f"the fit puts half of β at {format_bytes(int(half))}, between the measured {format_bytes(low)} and "
-                  f"{format_bytes(high)}, {high / max(low, 1):,.0f}× apart")
+        reason = (f"the fit puts half of β at {format_bytes(int(half))}, between {format_bytes(low)} and "
+                  f"{format_bytes(high)}, the nearest sizes it kept, {high / max(low, 1):,.0f}× apart")
     else:
         return {}
     return {"half_peak_bytes": float("nan"), "no_half": reason,

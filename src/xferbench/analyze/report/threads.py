@@ -164,9 +164,9 @@ def one_thread_beside(view: RunView, best: pd.Series, one: pd.Series) -> str:
         which = f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}"
     elif ratio.paired:  # the blocks' own estimate is worth giving, though its interval holds 1
         which = (f"block by block the default threads took {ratio.value:.3g}× ({ratio.low:.3g}-{ratio.high:.3g}) its "
-                 "time: which is faster, can't tell")
+                 "time: which is faster: can't tell")
     else:
-        which = f"which is faster, {ratio.text()}"
+        which = f"which is faster: {ratio.text()}"
     return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
 
 
@@ -180,6 +180,6 @@ def one_thread_faster(view: RunView, beta: float) -> str:
     noise = beta_noise(view)
     if noise:
         return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: which of the two "
-                f"is faster, {noise}.")
+                f"is faster: {noise}.")
     return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
             "GB/s, more than that: on this machine more threads made the host copy slower.")
