@@ -424,9 +424,9 @@ def render(view: RunView, words: Mapping[str, tuple[str, str]], cliff: str | Non
     the story): a bandwidth, creation or no-op figure only for the families this run measured, the ladder only where
     it has one.
     ``cliff``: the cliff's cause, noted on the device-to-host figure beside its figures."""
-    present = set(view.rows["op"])
+    present = set(view.rows["op"])  # a bandwidth figure (its key "bandwidth-OP") needs its family's rows
+    drawn = {"create": "create" in present, "noop": "noop" in present, "cost": True,
+             "ladder": bool(view.ladders),  # a ladder needs a call with its controls
+             "matrix": view.has_accelerator, "overhead": view.has_accelerator}  # no GPU: no GPU-only figure, not drawn
     return [as_plot(key, *words[key], draw(view)) for key, draw in _drawings(cliff).items()
-            if not ((key.startswith("bandwidth-") or key in ("create", "noop")) and key.removeprefix("bandwidth-")
-                    not in present)
-            and not (key == "ladder" and not view.ladders)  # a ladder needs a call with its controls
-            and (view.has_accelerator or key not in ("matrix", "overhead"))]  # no GPU: no GPU-only figure, not drawn
+            if drawn.get(key, key.removeprefix("bandwidth-") in present)]
