@@ -27,7 +27,8 @@ RECORD = Family("pin_memory", "Scenario: is pinning worth it?",
                 "scenario", "tab:cyan", finding=finding, break_even=True,
                 caption="pin_cold: t.pin_memory() with the pinned host cache emptied before each round, so it should page-lock "
                         "fresh memory (what the first pin of a size costs); where it took under twice pin_cached, most "
-                        "rounds locked no fresh page, and the break-even table says so. pin_cached: the caching host "
+                        "rounds locked no fresh page: the break-even table prices the rounds that did, or says it "
+                        "cannot. pin_cached: the caching host "
                         "allocator still holds a freed pinned block of that size, so the call is a memcpy into it (what a "
                         "loop that pins every batch pays after its first). Whether pinning every transfer pays is read "
                         "from the run, size by size: pin_cached_then_to (pin from the cache, then move) against to. "
