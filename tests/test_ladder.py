@@ -212,3 +212,17 @@ def test_the_markdown_ladder_escapes_what_comes_from_the_file(tmp_path):
     text = to_markdown(Story.of(RunView.of(load([CPU, other]))))
     (line,) = [line for line in text.splitlines() if line.startswith("**clone() of")]
     assert line.endswith(r"(host pageable clone cpu, a\|b\[1\])")
+
+
+def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200):
+    """The CPU sample's clone at 16 MiB: its one step can't tell (no evidence of the run's drift), so its copy_ is no
+    59% of the call (a fresh-eyes reading found the shares not adding up); the H200's .cpu() at 256 MiB is told from
+    its DMA beyond doubt, so the DMA keeps its 3% though a step between them can't tell."""
+    (clone,) = [ladder for ladder in RunView.of(load([CPU])).ladders if ladder.key == "host-clone"]
+    assert clone.left_share is None and clone.whole is not None and not clone.whole.judged
+    assert ladder_text.rows(clone)[-1][-1] == "can't tell (the run gives no evidence of its drift)"
+    cpu = h200["d2h-cpu"]
+    assert not all(step.told for step in cpu.steps) and cpu.whole is not None and cpu.whole.resolved
+    assert ladder_text.rows(cpu)[-1][-1] == "3%"
+    table = ladder_text.ladder_table(RunView.of(load([CPU])))
+    assert table is not None and table["rows"][0]["cells"][-1]["text"] == "636 µs"

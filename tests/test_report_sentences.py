@@ -123,7 +123,7 @@ def test_h9_the_no_half_rule_is_stated_as_applied(h200):
 def test_h10_a_collectives_table_figures_say_they_are_algbw(h200):
     """all_gather at 16 KiB: 0.0813 GB/s in the table, busbw 0.0407 in the figure: the same case, two figures."""
     (row,) = [line for line in h200["md"].splitlines() if line.startswith("| all_gather gloo x2 |")]
-    assert "GB/s here are algbw (bytes / time): the distributed figure draws busbw" in row and "16 KiB: 0.0813" in row
+    assert "GB/s here are algbw (bytes / time): the page's distributed figure draws busbw" in row and "16 KiB: 0.0813" in row
     (send,) = [line for line in h200["md"].splitlines() if line.startswith("| send_recv gloo x2 |")]
     assert "algbw" not in send  # point to point: busbw = algbw
 

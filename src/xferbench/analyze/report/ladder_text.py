@@ -82,7 +82,9 @@ def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
     base, left = ladder.base, f"what is left: {ladder.bottom}"
     left += "" if waited is None else f"; the bytes do not set its time here ({format_seconds(waited['median_s'])} at " \
         f"{format_bytes(waited['nbytes'])} too)"
-    found.append(["left", base.case, left, "median " + format_seconds(base.median_s), percent(base.median_s / top.median_s)])
+    share = ladder.left_share
+    found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
+                  ladder.whole.text() if share is None and ladder.whole is not None else percent(share or 0.0)])
     return found
 
 
@@ -116,6 +118,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
             splits[0] = _NO_FAULTS
         cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
+        if ladder.left_share is None:  # what is left is measured, its share of the call is not
+            cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})

@@ -164,4 +164,4 @@ def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
     if not view.algbw_differs(fit["path"]):
         return {}
-    return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the distributed figure draws busbw"}
+    return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the page's distributed figure draws busbw"}
