@@ -118,7 +118,8 @@ BETA_CAP_TOLERANCE = 1.25
 
 #: How a path's stated β was obtained (``fit_path``): a fit over every size, a fit without the sizes that ran faster
 #: than memory, the largest size beyond the cache (too few there to fit), none (every size in cache, or too few).
-BASES = ("fit", "fit beyond memory", "measured beyond the cache", "all in cache", "too few sizes", "latency-bound")
+#: "waits" is the view's (``RunView.fits``): the largest size took as long as a sixteenth of its bytes.
+BASES = ("fit", "fit beyond memory", "measured beyond the cache", "all in cache", "too few sizes", "latency-bound", "waits")
 
 #: A machine as the model reads it: its fingerprint, read once by the caller (the run's view), or the raw
 #: ``machine_info`` (read here on each call).

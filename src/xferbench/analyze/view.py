@@ -270,8 +270,15 @@ class RunView:
 
     @cached_property
     def fits(self) -> pd.DataFrame:
-        """One α-β fit per moving path (``model.fit_paths``), in report order."""
-        return fit_paths(self.rows, self.fingerprint)
+        """One α-β fit per moving path (``model.fit_paths``), in report order; a path whose largest size ``waited``
+        (the bytes do not set its time: the loaded run's copy_, 20 ms at 1 and at 64 MiB) states no β nor GB/s."""
+        fits = fit_paths(self.rows, self.fingerprint)
+        for i, fit in fits.iterrows():
+            largest = self.rows[(self.rows["path"] == fit["path"]) & (self.rows["nbytes"] == fit["largest_bytes"])]
+            # a latency-bound path's fixed cost sets its time, as its basis says already
+            if fit["beta_basis"] != "latency-bound" and not largest.empty and self.waited(largest.iloc[0]) is not None:
+                fits.loc[i, ["stated_gbps", "largest_gbps", "half_peak_bytes", "beta_basis"]] = [np.nan] * 3 + ["waits"]
+        return fits
 
     @cached_property
     def single_thread_fits(self) -> pd.DataFrame:
@@ -428,6 +435,25 @@ class RunView:
         if x.size:
             return paired(x.tolist(), y.tolist())
         return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
+
+    def flat_growth(self, small: pd.Series, large: pd.Series) -> Ratio | None:
+        """``large``'s time over ``small``'s where ``large`` holds 16x the bytes or more yet took under twice as long,
+        told so by the ratio's interval: the bytes do not set that time (the loaded run's 20 ms at 1 and 64 MiB)."""
+        if large["nbytes"] < 16 * small["nbytes"]:
+            return None
+        grew = self.ratio(large, small)
+        return grew if grew.high < 2 else None
+
+    def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
+        """Where the bytes do not set ``row``'s time (``flat_growth``): the largest size of its path and run with a
+        sixteenth of its bytes or less, and ``row``'s time over it; else None. The host finding, the box at the top, a
+        change's condition, a ladder's foot and the α-β fits read it alike."""
+        rows = self.rows
+        smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] * 16 <= row["nbytes"])]
+        if smaller.empty:
+            return None
+        small = smaller.loc[smaller["nbytes"].idxmax()]
+        return (small, grew) if (grew := self.flat_growth(small, row)) is not None else None
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
         """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio

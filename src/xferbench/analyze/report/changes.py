@@ -21,7 +21,6 @@ from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..view import USUAL_WAY_BACK, RunView, matching
-from .threads import waits
 
 __all__ = ["MOST", "Change", "at_a_glance", "first_screen"]
 
@@ -67,8 +66,8 @@ def _cost_of(view: RunView, op: str, variant: str, at: pd.Series) -> pd.Series |
 
 def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pinning: list[dict[str, Any]]) -> str:
     """The change's condition (``_price``), and where the call after it took as long at a smaller size, that a wait
-    sets its time, not its bytes (``threads.waits``: the loaded run's copy_, 20 ms at 1 MiB and at 64 MiB)."""
-    small = None if (waited := waits(view, then)) is None else waited[0]
+    sets its time, not its bytes (``RunView.waited``: the loaded run's copy_, 20 ms at 1 MiB and at 64 MiB)."""
+    small = None if (waited := view.waited(then)) is None else waited[0]
     return _price(view, spec, now, then, pinning) + ("" if small is None else (
         f"; after the change the call took as long at {format_bytes(int(small['nbytes']))} "
         f"({format_seconds(float(small['median_s']))}): a wait, not its bytes, sets its time in this run"))
@@ -126,8 +125,8 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
 
     def add(label: str, rows: pd.DataFrame) -> None:
         if not rows.empty:
-            # "–" where the bytes set none of the times (``threads.waits``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
-            gbps = "–" if all(waits(view, row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
+            # "–" where the bytes set none of the times (``RunView.waited``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
+            gbps = "–" if all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
             lines.append({"what": label, "time": _ms(rows["median_s"]), "gbps": gbps})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest

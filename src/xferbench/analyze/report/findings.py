@@ -7,6 +7,7 @@ once) and returns None when what it needs is not there, so a CPU-only run simply
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_ther
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
-from .threads import one_thread_beside, one_thread_faster, threads_against_one, waits
+from .threads import one_thread_beside, one_thread_faster, threads_against_one
 
 __all__ = [
     "CLIFF_DROP",
@@ -248,7 +249,7 @@ def latency_bound(view: RunView) -> Said | None:
                 f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
         return Said(said, said)
     best = stated.loc[stated["stated_gbps"].idxmax()]
-    one_thread = one_thread_faster(view, float(best["stated_gbps"]))
+    one_thread = one_thread_faster(view, best)
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
     which, tied = _highest_beta(view, stated, best)
     sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, {which}{left_out}) "
@@ -286,11 +287,19 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
             f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), tied
 
 
+#: How ``model_text`` says a fit's line misses the data, and by how much.
+_MISSES = re.compile(r"misses a measured size ([\d.,]+)×")
+
+
 def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
     """The paths the run cannot rank, as one: their α and β spans, and where they reach half of β where the fits place
     it (each path's own verdict, ``half_of_beta``)."""
-    halves = [h["half_peak_bytes"] for fit in tied.to_dict("records")
-              if "no_half" not in (h := fit | half_of_beta(view, fit))]
+    said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
+    missed = [float(m[1].replace(",", "")) for h in said if (m := _MISSES.search(str(h.get("no_half", ""))))]
+    if len(missed) == len(said):  # a line that misses the data is no cost model to quote: the threads run's 57-181x
+        return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
+                f"rank: each misses a measured size ({_span(pd.Series(missed), '.3g')}×).")
+    halves = [h["half_peak_bytes"] for h in said if "no_half" not in h]
     low, high = (format_bytes(min(halves)), format_bytes(max(halves))) if halves else ("", "")
     if low != high:  # 487-837 KiB: one figure
         high = f"{low.split()[0] if low.split()[-1] == high.split()[-1] else low}-{high}"
@@ -390,7 +399,7 @@ def host_copy(view: RunView) -> Said | None:
     threads = (view.machine_info.get("xferbench") or {}).get("host", {}).get("torch_threads")
     who = f"torch's {best['method']}, " + (f"{threads} threads" if threads else "thread count not recorded")
     under = " under load" if view.busy else ""  # under load a median is one of many speeds: its blocks say how many
-    waited = waits(view, best)
+    waited = view.waited(best)
     bound = bandwidth_bound(sweep["nbytes"], sweep["median_s"])
     if bound and waited is not None:  # a wait, not the bytes: no bandwidth to read
         small, grew = waited

@@ -69,7 +69,7 @@ def _span(seconds: float, low: float, high: float) -> str:
 def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
     """The ladder as rows of cells: the call, each step (the case it reaches, the factor removed, the difference, its
     share or "can't tell") and what is left; ``waited``: the smaller size at which what is left took as long, where the
-    bytes do not set its time (``threads.waits``: the loaded run's copy_, 20 ms at 1 and 64 MiB), said beside it."""
+    bytes do not set its time (``RunView.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB), said beside it."""
     top = ladder.top
     found = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
@@ -94,8 +94,9 @@ _NO_FAULTS = "no fault counts split it into allocation and first touch"
 def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
           split: str | None) -> dict[str, str]:
     span = f"{format_seconds(low)} to {format_seconds(high)}"
-    if not told:
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, interval {span}: {cases}"}
+    if not told:  # an unbounded interval (no evidence of the run's drift) is said as none, as the Markdown says it
+        said = f"interval {span}" if math.isfinite(high) else "no interval: no evidence of the run's drift"
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, {said}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"

@@ -24,7 +24,6 @@ from .changes import Change, first_screen
 from .cliff import cliff_note
 from .findings import Said, findings, scenario_findings, why_measured
 from .model_text import fit_table
-from .threads import waits
 
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
@@ -39,6 +38,9 @@ _UNMEASURED = {
                                   "(to - pinned_to) reuses pay for pinning it.",
                                   "reused_pinned_to: a host copy into a reused pinned buffer, then the DMA. pinned_to "
                                   "(the DMA alone) did not run: the break-even takes the h2d family's copies."),
+    ("dataloader", "alone"): ("On the first GPU each call is one training step", "No training step ran here (it needs "
+                              "a GPU: the variants below that name a GPU option did not run). On the first GPU each call "
+                              "would be one training step"),
     ("placement", "move_then_convert"): ("moving the uint8 batch and converting on the device moves a quarter.",
                                          "moving the uint8 batch and converting on the device moves a quarter. Neither "
                                          "move ran here (they need a GPU): only the conversion on the CPU did."),
@@ -149,8 +151,8 @@ def _peers(view: RunView, figures: list[PeerFigure] | None) -> tuple[list[dict[s
 
 
 def _waited(view: RunView, ladder: Ladder) -> pd.Series | None:
-    """The smaller size where what is left of ``ladder`` took as long (``threads.waits``); none for a device time."""
-    return None if ladder.base.device_time or (waited := waits(view, ladder.base.row)) is None else waited[0]
+    """The smaller size where what is left of ``ladder`` took as long (``RunView.waited``); none for a device time."""
+    return None if ladder.base.device_time or (waited := view.waited(ladder.base.row)) is None else waited[0]
 
 
 def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:

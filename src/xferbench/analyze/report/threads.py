@@ -12,24 +12,29 @@ from ..load.rows import flags
 from ..model import SINGLE_THREAD
 from ..view import RunView
 
-__all__ = ["GRAIN", "beta_noise", "flat_growth", "host_threads", "one_thread_beside", "one_thread_faster", "size_free",
-           "thread_pairs", "threads_against_one", "waits"]
+__all__ = ["GRAIN", "beta_noise", "host_threads", "one_thread_beside", "one_thread_faster", "size_free",
+           "thread_pairs", "threads_against_one"]
 
 #: torch's grain size (at::internal::GRAIN_SIZE): a copy of fewer elements is never split across threads.
 GRAIN = 32768
 
 
 def thread_pairs(view: RunView) -> pd.DataFrame:
-    """Per size both ran with at least ``GRAIN`` elements, and neither in blocks of different calls a round (a median
-    between a stalled one-call round and a hundred-call one is no thread count's): the default-thread copy_ and the
-    single-thread one, side by side (``_many``/``_one``; ``row_many``/``row_one`` index the view's rows)."""
+    """Per size both ran with at least ``GRAIN`` elements, neither in blocks of different calls a round, and both with
+    calls a round under 2x apart (a stalled one-call round against a hundred-call one measures a thread pool's wake-up
+    against warm calls, not thread counts: the loaded run's 1 MiB, 20 ms on 2 threads at 1 call a round, 144 µs on
+    one at 100): the default-thread copy_ and the single-thread one, side by side (``_many``/``_one``;
+    ``row_many``/``row_one`` index the view's rows)."""
     rows = view.rows
     host = rows[(rows["op"] == "host") & (rows["method"] == SINGLE_THREAD["method"])]
     elements = host["nbytes"] / host["dtype"].map(DTYPE_SIZES).fillna(1)
     host = host[(elements >= GRAIN) & ~flags(host, "mixed_iterations")].assign(row=lambda f: f.index)
     one = host[host["variant"] == SINGLE_THREAD["variant"]]
     many = host[host["variant"] != SINGLE_THREAD["variant"]]
-    return many.merge(one, on="nbytes", suffixes=("_many", "_one"))
+    pairs = many.merge(one, on="nbytes", suffixes=("_many", "_one"))
+    if "iterations_many" not in pairs:  # rows that never said their calls a round: nothing to hold them to
+        return pairs
+    return pairs[(pairs["iterations_many"] / pairs["iterations_one"]).between(0.5, 2, inclusive="neither")]
 
 
 def ratio_of(view: RunView, row: pd.Series) -> Ratio:
@@ -99,7 +104,8 @@ def _most_apart(view: RunView, pairs: pd.DataFrame, told: pd.DataFrame) -> tuple
                 f"{measured}; at {other} one thread took {faster.faster().text()} as long{_by(faster)} ({format_seconds(o)} "
                 f"against {format_seconds(m)}): more threads made it slower at {size} and faster at {other}.")
     head = f"A {size} host copy_ on one thread took {judged.faster().text()} as long as with {host_threads(view)}"
-    return f"{head}.", f"{head}{_by(judged)} ({format_seconds(one)} against {format_seconds(many)}){under}."
+    return f"{head}{' under load' if load else ''}.", f"{head}{_by(judged)} ({format_seconds(one)} against " \
+        f"{format_seconds(many)}){under}."
 
 
 def _by(ratio: Ratio) -> str:
@@ -118,27 +124,6 @@ def _beside(view: RunView, pairs: pd.DataFrame, nbytes: int) -> list[tuple[str, 
             for row in rows]
 
 
-def flat_growth(view: RunView, small: pd.Series, large: pd.Series) -> Ratio | None:
-    """``large``'s time over ``small``'s where ``large`` holds 16x the bytes or more yet took under twice as long, told
-    so by the ratio's interval: the bytes do not set that time (the loaded run's 20 ms at 1 and 64 MiB); else None."""
-    if large["nbytes"] < 16 * small["nbytes"]:
-        return None
-    grew = view.ratio(large, small)
-    return grew if grew.high < 2 else None
-
-
-def waits(view: RunView, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
-    """Where the bytes do not set ``row``'s time (``flat_growth``): the largest size of its path and run with a
-    sixteenth of its bytes or less, and ``row``'s time over that size's; else None. The host finding, the box at the
-    top and a ladder's foot read it alike."""
-    rows = view.rows
-    smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] * 16 <= row["nbytes"])]
-    if smaller.empty:
-        return None
-    small = smaller.loc[smaller["nbytes"].idxmax()]
-    return (small, grew) if (grew := flat_growth(view, small, row)) is not None else None
-
-
 def size_free(view: RunView, pairs: pd.DataFrame | None = None) -> str:
     """Where the default threads' copy took under twice as long at the largest of ``pairs`` (``thread_pairs``) as at
     the smallest, 16x the bytes or more, while one thread's grew more (told apart, ``Ratio.over``): both times, one
@@ -146,7 +131,7 @@ def size_free(view: RunView, pairs: pd.DataFrame | None = None) -> str:
     if (pairs := thread_pairs(view) if pairs is None else pairs).empty:
         return ""
     small, large = pairs.loc[pairs["nbytes"].idxmin()], pairs.loc[pairs["nbytes"].idxmax()]
-    many = flat_growth(view, view.rows.loc[small["row_many"]], view.rows.loc[large["row_many"]])
+    many = view.flat_growth(view.rows.loc[small["row_many"]], view.rows.loc[large["row_many"]])
     one = view.ratio(view.rows.loc[large["row_one"]], view.rows.loc[small["row_one"]])
     if many is None or many.over(one).high >= 1:
         return ""
@@ -164,17 +149,19 @@ def one_thread_beside(view: RunView, best: pd.Series, one: pd.Series) -> str:
         which = f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}"
     elif ratio.paired:  # the blocks' own estimate is worth giving, though its interval holds 1
         which = (f"block by block the default threads took {ratio.value:.3g}× ({ratio.low:.3g}-{ratio.high:.3g}) its "
-                 "time: which is faster: can't tell")
-    else:
-        which = f"which is faster: {ratio.text()}"
-    return f"one thread: {one['bandwidth_gbps']:.3g} GB/s, {which}"
+                 "time: faster or slower, can't tell")
+    else:  # "1.99 GB/s, which is faster, can't tell" read as one thread the faster
+        which = f"faster or slower than the default threads: {ratio.text()}"
+    return f"one thread: {one['bandwidth_gbps']:.3g} GB/s; {which}"
 
 
-def one_thread_faster(view: RunView, beta: float) -> str:
+def one_thread_faster(view: RunView, best: pd.Series) -> str:
     """The single-thread host copy, left out of the paths above (it is a roof, not a call users make), where its β
-    beats that path's: the table beside the sentence shows it, so the sentence says it."""
-    fits = view.single_thread_fits
-    if fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
+    beats that of ``best``, the host copy_ on the default threads (the same call: another, a clone, says nothing of
+    threads): the table beside the sentence shows it, so the sentence says it."""
+    fits, beta = view.single_thread_fits, float(best["stated_gbps"])
+    same = best["op"] == "host" and best["method"] == SINGLE_THREAD["method"]
+    if not same or fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
         return ""
     one = float(fits["stated_gbps"].max())
     noise = beta_noise(view)
