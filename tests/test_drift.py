@@ -386,6 +386,8 @@ def test_a_rows_blocks_span_in_gb_per_s():
     assert drift_text.across(pd.Series(one)) == ["1.14-2.83 GB/s across its 5 blocks"]
     assert drift_text.across(pd.Series({"nbytes": MiB, "block_medians": [1e-3, math.nan]})) == []
     assert drift_text.across(pd.Series({"nbytes": MiB})) == []
+    # a row measured whole beside rows in blocks: its block_medians is NaN (a float), no list to read
+    assert drift_text.across(pd.Series({"nbytes": MiB, "block_medians": math.nan})) == []
 
 
 def test_the_method_line_names_each_source_and_what_is_left_without_drift_evidence():

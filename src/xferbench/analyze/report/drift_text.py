@@ -80,7 +80,8 @@ def verdict(view: RunView, op: str) -> str | None:
 def across(row: pd.Series) -> list[str]:
     """``1.14-2.83 GB/s across its 6 blocks`` where the row was measured in blocks (how far a busy run's blocks drifted
     apart), else nothing."""
-    medians = [m for m in (row.get("block_medians") or []) if isinstance(m, float) and m > 0]
+    blocks = row.get("block_medians")  # NaN in a row measured whole beside rows measured in blocks
+    medians = [m for m in blocks if isinstance(m, float) and m > 0] if isinstance(blocks, list) else []
     if len(medians) < 2:
         return []
     gbps = sorted(float(row["nbytes"]) / m / 1e9 for m in medians)
