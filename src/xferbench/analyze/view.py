@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..contract import Fingerprint
 from ..ratios import Drift, Ratio, paired, unpaired
+from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, run_drift, side
 from .ladder import Ladder, Rung, ladders
 from .load.results import Results, busy_load
@@ -41,14 +42,10 @@ from .model import (
     practical_ceiling,
 )
 
-__all__ = ["CLIFF_DROP", "COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
+__all__ = ["COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
            "Instance", "RunView", "cliff", "host_placement", "matching"]
 
 #: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
-USUAL_WAY_BACK = ("cpu", "to")
-
-#: A fall in bandwidth from one size to the next by at least this factor is a cliff worth naming.
-CLIFF_DROP = 3.0
 
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
 MODEL_MISS = 2.0
@@ -397,8 +394,14 @@ class RunView:
 
     @cached_property
     def cliff(self) -> dict[str, Any] | None:
-        """Where .cpu() / .to('cpu') fall off a cliff (``cliff``), or None."""
+        """Where .cpu() / .to('cpu') fall off a cliff (``cliff.cliff``), or None."""
         return cliff(self.rows)
+
+    @cached_property
+    def cliff_split(self) -> Split:
+        """Across the cliff, which calls writing a fresh destination grew dearer than every call into a reused buffer
+        (``cliff.split``, judged by ``ratio``), once for the figure's note and the key finding; empty without a cliff."""
+        return split(self.rows, self.cliff, self.ratio) if self.cliff is not None else Split([], [], [])
 
     @cached_property
     def ladders(self) -> list[Ladder]:
@@ -460,35 +463,3 @@ class RunView:
         (above 1 beyond its interval: the larger ran slower per byte, the smaller drew on something the larger did not)."""
         ratio, scale = self.ratio(large, small), float(large["nbytes"]) / float(small["nbytes"])
         return Ratio(ratio.value / scale, ratio.low / scale, ratio.high / scale, ratio.basis, ratio.n)
-
-
-def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:
-    """Where .cpu() / .to('cpu') into new pageable memory fall off a cliff: the pair of consecutive sizes with
-    the steepest fall in bandwidth (at least ``CLIFF_DROP``x, on every such call), and what the run measured
-    about its cause (``minor_faults_per_call``), or None."""
-    down = frame[(frame["op"] == "d2h") & (frame["host_memory"] == "pageable") & frame["bandwidth_gbps"].notna()]
-    usual = down[down["method"].isin(USUAL_WAY_BACK) & ~down["non_blocking"].astype(bool)]
-    if usual["nbytes"].nunique() < 2:
-        return None
-    gbps = usual.pivot_table(index="nbytes", columns="method", values="bandwidth_gbps").dropna()
-    falls = gbps.shift(1) / gbps  # bandwidth at the size before over bandwidth at this size, per call
-    steepest = falls.min(axis=1)  # the fall every call shares
-    if steepest.isna().all() or steepest.max() < CLIFF_DROP:
-        return None
-    after = int(steepest.idxmax())
-    before = int(gbps.index[gbps.index.get_loc(after) - 1])
-    at = usual[usual["nbytes"] == after]
-    existing = down[(down["method"] == "copy_") & (down["nbytes"] == after)]
-    found: dict[str, Any] = {"before": before, "after": after, "gbps_before": gbps.loc[before], "gbps_after":
-                             gbps.loc[after], "existing": existing.iloc[0] if not existing.empty else None,
-                             "faults": None, "us_per_fault": None}
-    faults = pd.to_numeric(at.get("minor_faults_per_call"), errors="coerce") if "minor_faults_per_call" in at else None
-    if faults is not None and faults.notna().all():
-        found["faults"] = faults
-        if found["existing"] is not None:
-            base = pd.to_numeric(pd.Series([found["existing"].get("minor_faults_per_call")]), errors="coerce").fillna(0)
-            extra = faults - float(base.iloc[0])
-            cost = at["median_s"] - float(found["existing"]["median_s"])
-            per = (cost / extra)[extra > 0]
-            found["us_per_fault"] = per * 1e6 if not per.empty else None
-    return found

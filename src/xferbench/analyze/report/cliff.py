@@ -10,10 +10,11 @@ import pandas as pd
 
 from ...families.base import span as _span
 from ...units import format_bytes, format_seconds
-from ..view import RunView, matching
+from ..cliff import UNTOUCHED, across
+from ..view import RunView
 
-__all__ = ["ALLOCATING", "FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX", "REUSING", "UNTOUCHED",
-           "before_and_after_threshold", "cliff_cause", "cliff_note", "cliff_split", "fresh_clause", "host_fresh", "held_there",
+__all__ = ["FRESH_PARTIAL", "FRESH_SPLIT", "MMAP_THRESHOLD_MAX",
+           "before_and_after_threshold", "cliff_cause", "cliff_note", "fresh_clause", "host_fresh", "held_there",
            "mmap_clause"]
 
 #: glibc's largest mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX): its threshold starts at 128 KiB and
@@ -24,20 +25,6 @@ MMAP_THRESHOLD_MAX = 32 * 2**20
 _AT_THRESHOLD = 1.1
 
 
-#: Calls that write a fresh pageable host destination on every call, and calls into a buffer they reuse (every copy_
-#: with a host end), each as (label, match): across a cliff every such call the run measured at both sizes is read.
-#: Random creators are left out: their generator's own work sets their time (the H200's torch.rand took 29 ms at
-#: 16 MiB, torch.ones 71 µs), so their growth says nothing about the destination's pages.
-ALLOCATING = (("torch.{method} on the CPU", {"op": "create", "src": "cpu", "method": ("ones", "zeros", "full", "arange")}),
-              ("host clone", {"op": "host", "method": "clone"}),
-              (".{method}()", {"op": "d2h", "method": ("cpu", "to"), "host_memory": "pageable", "non_blocking": False}))
-#: The controls: copy_ into a host buffer written before (d2h and host copies). h2d's copy_ writes device memory, and
-#: its pageable source is staged by the driver, which has a cliff of its own: no control of a host destination.
-REUSING = (("{path}", {"op": ("host", "d2h"), "method": "copy_"}),)
-#: An allocation that touches no page: beside the calls above, it tells the allocation call from its first touch.
-UNTOUCHED = (("torch.empty on the CPU", {"op": "create", "method": "empty", "src": "cpu"}),)
-
-
 #: How the cliff's cause begins where the run's calls split cleanly (the figure shortens that sentence).
 FRESH_SPLIT = ("Across the same sizes every call measured here that writes a fresh pageable host destination (random "
                "creators aside: their generator sets their time)")
@@ -45,32 +32,11 @@ FRESH_SPLIT = ("Across the same sizes every call measured here that writes a fre
 FRESH_PARTIAL = "Across the same sizes,"
 
 
-def _across(frame: pd.DataFrame, before: int, after: int, calls: tuple[tuple[str, dict[str, Any]], ...]) -> list[dict[str, Any]]:
-    """Each call of ``calls`` measured at both sizes (one run's row each): its figures there and how much its time
-    per call grew, per byte moved (1 = it scaled with its bytes). A label may name the row's ``method`` or ``path``."""
-    found = []
-    for label, match in calls:
-        rows = matching(frame, match)
-        for _, group in rows.groupby("path", sort=True):
-            at = [group[group["nbytes"] == n] for n in (before, after)]
-            if any(r.empty for r in at):
-                continue
-            one, two = (r.iloc[0] for r in at)
-            moves = bool(pd.notna(one["bandwidth_gbps"]))
-            figures = ((f"{one['bandwidth_gbps']:.3g} → {two['bandwidth_gbps']:.3g} GB/s") if moves else
-                       f"{format_seconds(one['median_s'])} → {format_seconds(two['median_s'])}")
-            growth = float(two["median_s"] / one["median_s"]) / (after / before)
-            name = label.format(method=one["method"], path=one["path"]).replace(".to()", ".to(device)")
-            found.append({"label": name, "figures": figures, "growth": growth, "after_s": float(two["median_s"]),
-                          "rows": (two, one)})
-    return found
-
-
 def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]) -> str:
     """torch.empty across the cliff, where it stays under 1% of every allocating call that broke: its own time per
     call, judged by its own interval. The H200 timed 4.44 µs → 15.9 µs, 3.58x: a jump in a call that moves no bytes
     (so no figure per byte), so only where the jump is not resolved is the allocation call said not to break."""
-    empty = _across(view.rows, found["before"], found["after"], UNTOUCHED)
+    empty = across(view.rows, found["before"], found["after"], UNTOUCHED)
     if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
         return ""
     said = f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}"
@@ -84,22 +50,6 @@ def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]
     return said + grew + "."
 
 
-def cliff_split(view: RunView, found: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Across the cliff's two sizes: every call that writes a fresh pageable host destination, every call into a
-    reused buffer, and those of the first whose growth per byte exceeds every one of the second's, each such quotient
-    of growths resolved by its interval."""
-    fresh = _across(view.rows, found["before"], found["after"], ALLOCATING)
-    reused = _across(view.rows, found["before"], found["after"], REUSING)
-    broke = [c for c in fresh if all(_dearer(view, c, r) for r in reused)]
-    return fresh, reused, broke
-
-
-def _dearer(view: RunView, call: dict[str, Any], other: dict[str, Any]) -> bool:
-    """Whether ``call`` grew dearer than ``other`` across the two sizes: the quotient of their growths, resolved."""
-    growth = view.ratio(*call["rows"]).over(view.ratio(*other["rows"]))
-    return growth.value > 1 and growth.resolved
-
-
 def _grew(calls: list[dict[str, Any]]) -> str:
     return "; ".join(f"{c['label']} {c['figures']} ({c['growth']:.3g}× per byte)" for c in calls)
 
@@ -108,7 +58,7 @@ def cliff_cause(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause as this run's own calls show it: every call that writes a fresh pageable host destination
     against every call into a reused host buffer across the same two sizes (growth per byte, each resolved by its interval),
     then the fault counts where the rows carry them."""
-    (fresh, reused, broke), text = cliff_split(view, found), ""
+    (fresh, reused, broke), text = view.cliff_split, ""
     if fresh and reused:
         most = max(reused, key=lambda c: c["growth"])
         against = (f"every copy_ into a reused host buffer measured at both sizes, {len(reused)} call(s): "
@@ -171,7 +121,7 @@ def held_there(found: dict[str, Any], view: RunView) -> str:
 
 def cliff_note(found: dict[str, Any], view: RunView) -> str:
     """The cliff's cause, short enough for the figure: the key findings give every call's figures."""
-    fresh, reused, broke = cliff_split(view, found)
+    fresh, reused, broke = view.cliff_split
     if fresh and reused and len(broke) == len(fresh):
         return ("calls that write a fresh pageable host destination fall here; copy_ into a reused host buffer holds "
                 "(key findings)")

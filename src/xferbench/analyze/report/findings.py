@@ -20,11 +20,12 @@ from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
+from ..cliff import CLIFF_DROP, cliff
 from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
-from ..view import CLIFF_DROP, USUAL_WAY_BACK, RunView, cliff, matching
+from ..view import USUAL_WAY_BACK, RunView, matching
 from . import drift_text
-from .cliff import cliff_cause, cliff_note, cliff_split, fresh_clause, held_there, mmap_clause
+from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary
 from .model_text import half_of_beta, no_host_roof
 from .staging import staging_both_ways
@@ -463,7 +464,7 @@ def d2h_cliff(view: RunView) -> Said | None:
     steady = held_there(found, view)
     fall = (f"between {format_bytes(found['before'])} and {format_bytes(found['after'])}: from "
             f"{_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s")
-    fresh, _, broke = cliff_split(view, found)
+    fresh, _, broke = view.cliff_split
     note = ("; every call that writes fresh pageable memory falls, copy_ into a reused host buffer holds" if fresh and broke
             == fresh else "; calls that write fresh pageable memory fall, copy_ into a reused host buffer holds" if broke else "")
     return Said(f".cpu() and .to(device) fall off a cliff {fall}{note}.",
