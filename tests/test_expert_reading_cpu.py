@@ -50,16 +50,17 @@ def _figure(figure) -> tuple[list[str], list[str], str, str]:
 
 
 def _thread_view(tmp_path, noisy_1mib: bool, times: dict[int, tuple[float, float]] | None = None,
-                 loaded: bool = False) -> RunView:
+                 loaded: bool = False, calls: tuple[int, int] = (1, 1)) -> RunView:
     """256 KiB copy_ on 2 threads 26.4 ms against 5.78 µs on one; at 1 MiB one thread the slower (216 against 199 µs),
     its rounds spread 0.5-1.5× where ``noisy_1mib``; or ``times`` (size: default threads', one thread's). ``loaded``:
-    the run recorded load 9 on its 2 cores."""
+    the run recorded load 9 on its 2 cores; ``calls``: each copy's calls a round (default threads', one thread's)."""
     from handfed import bench, gpu_machine, steady, write
 
     times = times or {256 * 1024: (26.4e-3, 5.78e-6), 1024 * 1024: (199e-6, 216e-6), 16 * 1024 * 1024: (3.0e-3, 3.1e-3)}
     rows = [bench("host", "copy_", "cpu", "cpu", n, t, host_memory="pageable", **({"variant": "single_thread"} if one
                   else {})) for n, pair in times.items() for one, t in enumerate(pair)]
     for row in rows:
+        row["stats"]["iterations"] = calls[row["extra_info"].get("variant") == "single_thread"]
         if noisy_1mib and row["extra_info"]["nbytes"] == 1024 * 1024:
             t = row["stats"]["median"]
             row["stats"] |= {"q1": 0.5 * t, "q3": 1.5 * t, "iqr": t, "min": 0.4 * t, "max": 1.6 * t}
@@ -538,3 +539,36 @@ def test_tied_paths_whose_lines_miss_the_data_quote_no_alpha_or_beta(busy):
     said = latency_bound(busy)
     assert said is not None and said.headline == ("No line of a fixed cost and a bandwidth fits the 2 host-side paths "
                                                   "whose β the run cannot rank: each misses a measured size (57-181×).")
+
+
+@pytest.mark.parametrize(("calls", "compared"), [((10, 10), True), ((100, 100), True), ((10, 19), True),
+                                                 ((10, 20), False), ((20, 10), False), ((29, 10), False),
+                                                 ((1, 100), False)])
+def test_threads_are_compared_only_at_calls_a_round_under_twice_apart(tmp_path, calls, compared):
+    """A one-call round of the default threads (a pool's wake-up: the loaded run's 20 ms at 1 MiB) against a hundred-call
+    one on one thread (144 µs) measures two loops, not two thread counts: no pair under 2x apart, no comparison."""
+    view = _thread_view(tmp_path, False, {2**20: (199e-6, 216e-6)}, calls=calls)
+    assert (2**20 in set(thread_pairs(view)["nbytes"])) == compared
+
+
+def test_one_thread_beating_the_default_threads_beta_is_said(tmp_path):
+    """torch's copy_ on one thread with the higher β (10 against 5 GB/s, both fitted over 4 B-256 MiB, paired by
+    their times at every size): the β sentence says more threads made the host copy slower; a path that is no
+    copy_ (a clone) is never set against it."""
+    from handfed import gpu_machine, steady, sweep, write
+
+    rows = [*sweep("host", "copy_", "cpu", "cpu", 1e-6, 5.0, host_memory="pageable"),
+            *sweep("host", "copy_", "cpu", "cpu", 1e-6, 10.0, host_memory="pageable", variant="single_thread")]
+    machine = gpu_machine()
+    machine["xferbench"] |= {"devices": [], "host": {"torch_threads": 2}}
+    view = RunView.of(load([write(tmp_path / "r.json", rows + steady(), machine)]))
+    said = latency_bound(view)
+    assert said is not None and said.endswith(
+        " torch's copy_ on one thread (host copy_ single_thread) reached β = 10 GB/s, more than that: on this machine "
+        "more threads made the host copy slower.")
+    assert "(one thread: 10 GB/s; one thread faster, 2×)" in host_copy(view)  # resolved: which is faster, and how much
+    rows = [*sweep("host", "copy_", "cpu", "cpu", 1e-6, 10.0, host_memory="pageable"),
+            *sweep("host", "copy_", "cpu", "cpu", 1e-6, 5.0, host_memory="pageable", variant="single_thread")]
+    slower = RunView.of(load([write(tmp_path / "slower.json", rows + steady(), machine)]))
+    assert "(one thread: 5 GB/s; one thread slower, 2×)" in host_copy(slower)
+    assert "more threads made the host copy slower" not in latency_bound(slower)
