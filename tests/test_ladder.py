@@ -225,4 +225,7 @@ def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200
     assert not all(step.told for step in cpu.steps) and cpu.whole is not None and cpu.whole.resolved
     assert ladder_text.rows(cpu)[-1][-1] == "3%"
     table = ladder_text.ladder_table(RunView.of(load([CPU])))
-    assert table is not None and table["rows"][0]["cells"][-1]["text"] == "636 µs"
+    assert table is not None and table["rows"][0]["cells"][-1] == {"text": "636 µs", "title": "host pageable copy_ cpu"}
+    # hovers: an unbounded interval is none (not "-636 µs to –"), and what is left one median (not "636 µs to 636 µs")
+    assert table["rows"][0]["cells"][0]["title"] == ("448 µs, no interval: the run gives no evidence of its drift; host "
+                                                     "pageable clone cpu − host pageable copy_ cpu")

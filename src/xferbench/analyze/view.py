@@ -272,9 +272,11 @@ class RunView:
         fits = fit_paths(self.rows, self.fingerprint)
         for i, fit in fits.iterrows():
             largest = self.rows[(self.rows["path"] == fit["path"]) & (self.rows["nbytes"] == fit["largest_bytes"])]
-            # a latency-bound path's fixed cost sets its time, as its basis says already
-            if fit["beta_basis"] != "latency-bound" and not largest.empty and self.waited(largest.iloc[0]) is not None:
-                fits.loc[i, ["stated_gbps", "largest_gbps", "half_peak_bytes", "beta_basis"]] = [np.nan] * 3 + ["waits"]
+            if largest.empty or self.waited(largest.iloc[0]) is None:
+                continue
+            fits.loc[i, "largest_gbps"] = np.nan  # no GB/s where the bytes set no time (the box at the top says "–")
+            if fit["beta_basis"] != "latency-bound":  # a latency-bound path's basis says why already
+                fits.loc[i, ["stated_gbps", "half_peak_bytes", "beta_basis"]] = [np.nan, np.nan, "waits"]
         return fits
 
     @cached_property

@@ -95,12 +95,12 @@ def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, c
           split: str | None) -> dict[str, str]:
     span = f"{format_seconds(low)} to {format_seconds(high)}"
     if not told:  # an unbounded interval (no evidence of the run's drift) is said as none, as the Markdown says it
-        said = f"interval {span}" if math.isfinite(high) else "no interval: no evidence of the run's drift"
+        said = f"interval {span}" if math.isfinite(high) else "no interval"  # the cases say why
         return {"text": "can't tell", "title": f"{format_seconds(seconds)}, {said}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
-    return {"text": text, "title": f"interval {span}: {cases}"}
+    return {"text": text, "title": f"interval {span}: {cases}" if low != high else cases}  # what is left: one median
 
 
 def ladder_table(view: RunView) -> dict[str, Any] | None:

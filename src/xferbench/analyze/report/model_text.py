@@ -163,6 +163,6 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
 def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """A collective's GB/s in the table are its algbw (bytes / time), where the distributed figure draws busbw
     (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
-    if not view.algbw_differs(fit["path"]):
+    if not view.algbw_differs(fit["path"]) or not np.isfinite(float(fit["largest_gbps"])):  # no GB/s in the row
         return {}
     return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the page's distributed figure draws busbw"}
