@@ -68,12 +68,12 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series,
     """The change's condition (``_price``), and where the call after it took as long at a smaller size, that a wait
     sets its time, not its bytes (``RunView.waited``: the loaded run's copy_, 20 ms at 1 MiB and at 64 MiB)."""
     small = None if (waited := view.waited(then)) is None else waited[0]
-    return _price(view, spec, now, then, pinning) + ("" if small is None else (
+    return _price(view, spec, now, pinning) + ("" if small is None else (
         f"; after the change the call took as long at {format_bytes(int(small['nbytes']))} "
         f"({format_seconds(float(small['median_s']))}): a wait, not its bytes, sets its time in this run"))
 
 
-def _price(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pinning: list[dict[str, Any]]) -> str:
+def _price(view: RunView, spec: ChangeSpec, now: pd.Series, pinning: list[dict[str, Any]]) -> str:
     """The change's condition, with what the run measured of the price of breaking it (``pinning``: the break-even
     rows, ``break_even.pinning_break_even``)."""
     size = format_bytes(int(now["nbytes"]))
