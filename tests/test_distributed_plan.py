@@ -43,3 +43,29 @@ def test_the_cluster_profile_on_two_nodes_of_eight_with_rails():
 
 def test_plan_only_is_an_option():
     assert parser().parse_args(["--plan-only"]).plan_only and not parser().parse_args([]).plan_only
+
+
+def test_a_rank_says_its_line_in_one_write(monkeypatch):
+    """A node's ranks share one stderr, unbuffered: print's two writes (the text, then the newline) of two ranks ran
+    together into "...--ntasks-per-node)xferbench.distributed: the nodes ..." (a slow test saw it). One write each,
+    so a line of one rank is whole (a pipe keeps a write under 4 KiB in one piece)."""
+    import sys
+
+    from xferbench.measure.distributed import torchrun
+
+    writes: list[str] = []
+
+    class Stderr:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("SLURM_PROCID", raising=False)
+    assert torchrun.main([]) == 2
+    assert len(writes) == 1 and writes[0].startswith("xferbench.distributed: not started by torchrun")
+    assert writes[0].endswith("\n") and writes[0].count("\n") == 1

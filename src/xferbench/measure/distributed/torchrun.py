@@ -466,7 +466,7 @@ class _Finish:
             self._written(distributed_c10d._get_default_store(), line)
         else:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
-        print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        _say(f"{PROG}: {line}")
         os._exit(2)
 
 
@@ -518,7 +518,7 @@ def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal
     try:
         journal.open({"datetime": dt.datetime.now(dt.timezone.utc).isoformat(), "planned": planned, **described})
     except OSError as error:
-        print(f"{PROG}: no journal ({first_line(error)}); the JSON is written at the end", file=sys.stderr)
+        _say(f"{PROG}: no journal ({first_line(error)}); the JSON is written at the end")
         return None
     return journal
 
@@ -532,18 +532,25 @@ def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -
     return write_atomic(out, json.dumps(payload, indent=1), exclusive=True)
 
 
+def _say(line: str) -> None:
+    """One line on stderr in one write: a node's ranks share its stderr, unbuffered, and print's two writes (the text,
+    then the newline) of two ranks interleave into one line ("...nodeXferbench.distributed: ...")."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()  # before an os._exit, where stderr is buffered
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return worker(args) if args.worker else run(args)
     except VerificationError as error:
-        print(f"{PROG}: wrong data: {error}", file=sys.stderr)
+        _say(f"{PROG}: wrong data: {error}")
         return 1
     except (DistributedError, ValueError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        _say(f"{PROG}: {error}")
         return 2
     except Interrupted as stop:  # before the cases began (joining, the roll call): nothing measured to keep
-        print(f"{PROG}: interrupted by {stop}", file=sys.stderr)
+        _say(f"{PROG}: interrupted by {stop}")
         return stop.exit_status
     finally:
         _leave()  # on every exit, error or not: a peer waiting on this rank learns at once
