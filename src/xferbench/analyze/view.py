@@ -215,9 +215,11 @@ class RunView:
 
     @property
     def benchmarks(self) -> str:
-        """``37 benchmarks (12 cases)``: the JSON's benchmarks, where blocks of one case were merged into its row."""
-        blocks = pd.to_numeric(self.rows.get("blocks", pd.Series(dtype=float)), errors="coerce")
-        every = len(self.rows) + int((blocks - 1).clip(lower=0).sum())  # a row without blocks (NaN) adds none
+        """``37 benchmarks (12 cases)``: the files' benchmarks, where blocks of one case were merged into its row or a
+        case measured in several runs is read from one of them."""
+        measured = self.measured
+        blocks = pd.to_numeric(measured.get("blocks", pd.Series(dtype=float)), errors="coerce")
+        every = len(measured) + int((blocks - 1).clip(lower=0).sum())  # a row without blocks (NaN) adds none
         return f"{every} benchmarks" + (f" ({len(self.rows)} cases)" if every > len(self.rows) else "")
 
     @property
