@@ -43,7 +43,7 @@ def _report(args: argparse.Namespace) -> int:
     view = RunView.of(results)  # the run's facts, derived once
     path = write_report(view, output, history=history, peers=peers, extra_sections=_trace_section(args, view))
     csv_path, markdown_path = companions(path)
-    print(f"xferbench: wrote {path}, {csv_path} and {markdown_path}: {view.benchmarks}")
+    print(f"xferbench: wrote {path} ({view.benchmark_count} benchmarks), {csv_path} and {markdown_path}")
     return 0
 
 

@@ -214,12 +214,16 @@ class RunView:
         return len({self.instance_of(row) for row in rows}) <= 1
 
     @property
-    def benchmarks(self) -> str:
-        """``37 benchmarks (12 cases)``: the files' benchmarks, where blocks of one case were merged into its row or a
-        case measured in several runs is read from one of them."""
+    def benchmark_count(self) -> int:
+        """The files' benchmarks: each block of a case merged into its row, each run of a case read from one."""
         measured = self.measured
         blocks = pd.to_numeric(measured.get("blocks", pd.Series(dtype=float)), errors="coerce")
-        every = len(measured) + int((blocks - 1).clip(lower=0).sum())  # a row without blocks (NaN) adds none
+        return len(measured) + int((blocks - 1).clip(lower=0).sum())  # a row without blocks (NaN) adds none
+
+    @property
+    def benchmarks(self) -> str:
+        """``37 benchmarks (12 cases)``, or ``58 benchmarks`` where each is a case of its own."""
+        every = self.benchmark_count
         return f"{every} benchmarks" + (f" ({len(self.rows)} cases)" if every > len(self.rows) else "")
 
     @property
