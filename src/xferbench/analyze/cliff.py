@@ -16,7 +16,7 @@ from .load.rows import matching
 
 __all__ = ["ALLOCATING", "CLIFF_DROP", "REUSING", "UNTOUCHED", "USUAL_WAY_BACK", "Split", "across", "cliff", "split"]
 
-#: What users call first to bring a tensor back: .cpu() and .to(device).
+#: The calls users make to bring a tensor back to the CPU, .cpu() and .to(device): each allocates a new pageable tensor.
 USUAL_WAY_BACK = ("cpu", "to")
 #: A fall in bandwidth from one size to the next by at least this factor is a cliff worth naming.
 CLIFF_DROP = 3.0

@@ -45,8 +45,6 @@ from .model import (
 __all__ = ["COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
            "Instance", "RunView", "cliff", "host_placement", "matching"]
 
-#: The calls users make to bring a tensor back to the CPU: each allocates a new pageable tensor.
-
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
 MODEL_MISS = 2.0
 

@@ -69,8 +69,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             # the rounds that did lock fresh pages stand apart from the cache's, as a cold pin does: they price it
             # (the H200's 1 MiB: 13 of 30 rounds from 2.98 ms, the median 18.3 µs the cache's)
             cold = pin.copy()
-            cold["median_s"] = float(slow.median())
-            row.update(pin_s=float(slow.median()), saved_s=even.saved_s)
+            cold["median_s"] = row["pin_s"] = float(slow.median())
+            row["saved_s"] = even.saved_s
             verdict, row["copies"], row["between"] = _verdict(dataclasses.replace(even, pin=cold))
             row["verdict"] = (f"{verdict}; the cold pin priced by the {len(slow)} of {len(pin['data'])} rounds that "
                               f"locked fresh pages ({_ms(slow)}): its median, {format_seconds(float(pin['median_s']))}, "

@@ -7,7 +7,6 @@ once) and returns None when what it needs is not there, so a CPU-only run simply
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..view import USUAL_WAY_BACK, RunView, matching
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary
-from .model_text import half_of_beta, no_host_roof
+from .model_text import half_of_beta, miss_times, no_host_roof
 from .staging import staging_both_ways
 from .threads import one_thread_beside, one_thread_faster, threads_against_one
 
@@ -268,7 +267,7 @@ def latency_bound(view: RunView) -> Said | None:
     headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed cost "
                 f"α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s" + ("." if no_half else
                 f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."))
-    if "misses a measured size" in no_half:  # a line that misses the data is no cost model to quote, nor its β a rank
+    if view.model_miss(best) is not None:  # a line that misses the data is no cost model to quote, nor its β a rank
         headline = f"No line of a fixed cost and a bandwidth fits {best['path']}'s times: {no_half}."
         sentence = sentence if len(tied) > 1 else headline  # ties keep saying which paths the run cannot rank
     if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
@@ -288,18 +287,15 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
             f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), tied
 
 
-#: How ``model_text`` says a fit's line misses the data, and by how much.
-_MISSES = re.compile(r"misses a measured size ([\d.,]+)×")
-
-
 def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
     """The paths the run cannot rank, as one: their α and β spans, and where they reach half of β where the fits place
     it (each path's own verdict, ``half_of_beta``)."""
     said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
-    missed = [float(m[1].replace(",", "")) for h in said if (m := _MISSES.search(str(h.get("no_half", ""))))]
+    missed = [miss for fit in tied.to_dict("records") if (miss := view.model_miss(fit)) is not None]
     if len(missed) == len(said):  # a line that misses the data is no cost model to quote: the threads run's 57-181x
+        low, high = miss_times(min(missed)), miss_times(max(missed))
         return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
-                f"rank: each misses a measured size ({_span(pd.Series(missed), '.3g')}×).")
+                f"rank: each misses a measured size ({low if low == high else f'{low}-{high}'}×).")
     halves = [h["half_peak_bytes"] for h in said if "no_half" not in h]
     low, high = (format_bytes(min(halves)), format_bytes(max(halves))) if halves else ("", "")
     if low != high:  # 487-837 KiB: one figure

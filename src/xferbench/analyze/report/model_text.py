@@ -18,7 +18,7 @@ from ..model import NoHostRoof
 from ..view import MODEL_MISS, RunView
 from .svg import roof_share
 
-__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "no_host_roof"]
+__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "miss_times", "no_host_roof"]
 
 
 def no_host_roof(why: NoHostRoof | None) -> str | None:
@@ -58,15 +58,20 @@ def basis(fit: Mapping[str, Any]) -> str:
     return said
 
 
+def miss_times(miss: float) -> str:
+    """``181`` or ``2.6``: how many times a line misses a measured size (``RunView.model_miss``), as the table says it."""
+    return f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
+
+
 def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x
     (``RunView.model_miss``); the basis says so."""
     miss = view.model_miss(fit)
     if miss is None:
         return {}
-    times = f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
     # the line is α with the β stated (a capped β where capped), not the fit the basis may quote before it
-    line = f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) misses a measured size {times}×"
+    line = (f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) misses a measured size "
+            f"{miss_times(miss)}×")
     return {"half_peak_bytes": float("nan"), "no_half": line, "beta_basis": f"{fit['beta_basis']}; {line}, so no half of β"}
 
 

@@ -534,7 +534,7 @@ def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -
 
 def _say(line: str) -> None:
     """One line on stderr in one write: a node's ranks share its stderr, unbuffered, and print's two writes (the text,
-    then the newline) of two ranks interleave into one line ("...nodeXferbench.distributed: ...")."""
+    then the newline) of two ranks interleave into one line ("...ntasks-per-node)xferbench.distributed: ...")."""
     sys.stderr.write(line + "\n")
     sys.stderr.flush()  # before an os._exit, where stderr is buffered
 
