@@ -482,7 +482,8 @@ def test_a_copy_the_bytes_do_not_time_states_no_beta_and_a_line_that_misses_is_n
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))
     (copy,) = [row for row in fit_table(view) if row["path"] == "host pageable copy_ cpu"]
     assert pd.isna(copy["stated_gbps"]) and pd.isna(copy["largest_gbps"]) and copy["beta_basis"] == (
-        "no β: its largest size took as long as a sixteenth of its bytes, so the bytes do not set its time")
+        "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes do not set "
+        "its time")
     found = latency_bound(view)
     said = ("No line of a fixed cost and a bandwidth fits host pageable clone cpu's times: the line through α and the "
             "stated β (0.565 GB/s) misses a measured size 11×.")
@@ -497,7 +498,7 @@ def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]), tmp_path / "r.html")
     assert ("| left | host pageable copy_ cpu | what is left: the copy itself (into a touched buffer); the bytes do not "
-            "set its time here (20 ms at 1 MiB too) | median 20 ms | 17% |") in out.with_suffix(".md").read_text()
+            "set its time here (20 ms at 1 MiB, 64× fewer bytes) | median 20 ms | 17% |") in out.with_suffix(".md").read_text()
     html = out.read_text()
     assert "data-missing" not in html and 'id="plot-create"' not in html and 'id="plot-noop"' not in html
     assert "every no-op" not in html  # the conventions say no no-op was checked where none ran

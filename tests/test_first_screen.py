@@ -214,7 +214,7 @@ def test_a_change_whose_faster_call_waits_says_a_wait_sets_its_time():
 
     (change,), _, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
     assert change.text() == "saves 98.7 ms a call (119 ms → 20 ms at 64 MiB: 5.7× (5.2-6.24) faster block by block)"
-    assert change.condition.endswith("; after the change the call took as long at 1 MiB (20 ms): a wait, not its "
-                                     "bytes, sets its time in this run")
+    assert change.condition.endswith("; after the change the call took 20 ms, and 20 ms at 1 MiB, 64× fewer bytes: a "
+                                     "wait, not its bytes, sets its time in this run")
     (quiet,), _, _ = first_screen(RunView.of(load([CPU_RUN])), [])
     assert "wait" not in quiet.condition

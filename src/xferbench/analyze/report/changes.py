@@ -21,6 +21,7 @@ from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..view import USUAL_WAY_BACK, RunView, matching
+from .ladder_text import fewer_bytes
 
 __all__ = ["MOST", "Change", "at_a_glance", "first_screen"]
 
@@ -69,8 +70,9 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series,
     sets its time, not its bytes (``RunView.waited``: the loaded run's copy_, 20 ms at 1 MiB and at 64 MiB)."""
     small = None if (waited := view.waited(then)) is None else waited[0]
     return _price(view, spec, now, pinning) + ("" if small is None else (
-        f"; after the change the call took as long at {format_bytes(int(small['nbytes']))} "
-        f"({format_seconds(float(small['median_s']))}): a wait, not its bytes, sets its time in this run"))
+        f"; after the change the call took {format_seconds(float(then['median_s']))}, and "
+        f"{format_seconds(float(small['median_s']))} at {fewer_bytes(then, small)}: a wait, not its bytes, sets its time in "
+        "this run"))
 
 
 def _price(view: RunView, spec: ChangeSpec, now: pd.Series, pinning: list[dict[str, Any]]) -> str:

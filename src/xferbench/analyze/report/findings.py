@@ -252,8 +252,12 @@ def latency_bound(view: RunView) -> Said | None:
     one_thread = one_thread_faster(view, best)
     left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
     which, tied = _highest_beta(view, stated, best)
+    miss = view.model_miss(best)
+    # a line that misses the data is said to miss before its α and β are quoted: it is no cost model of these calls
     sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, {which}{left_out}) "
-                f"has a fixed cost α = {best['alpha_us']:.3g} µs and a bandwidth β = {best['stated_gbps']:.3g} GB/s")
+                + ("has no line of a fixed cost and a bandwidth that fits its times: the line through the fit's α = "
+                   if miss else "has a fixed cost α = ") + f"{best['alpha_us']:.3g} µs and "
+                + ("β = " if miss else "a bandwidth β = ") + f"{best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"from cache and would suggest more)")
@@ -262,12 +266,13 @@ def latency_bound(view: RunView) -> Said | None:
                      f"{best['cache'] or 'cache'})")
     half = half_of_beta(view, best.to_dict())
     no_half = str(half.get("no_half", ""))  # the table's verdict: the fit does not place where half of β is reached
-    sentence += (f"; where moves reach half of β, this run cannot place: {no_half}." if no_half else
+    sentence += (f" misses a measured size {miss_times(miss)}×, so where moves reach half of β is not placed." if miss else
+                 f"; where moves reach half of β, this run cannot place: {no_half}." if no_half else
                  f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β.")
     headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed cost "
                 f"α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s" + ("." if no_half else
                 f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."))
-    if view.model_miss(best) is not None:  # a line that misses the data is no cost model to quote, nor its β a rank
+    if miss is not None:  # a line that misses the data is no cost model to quote, nor its β a rank
         headline = f"No line of a fixed cost and a bandwidth fits {best['path']}'s times: {no_half}."
         sentence = sentence if len(tied) > 1 else headline  # ties keep saying which paths the run cannot rank
     if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one

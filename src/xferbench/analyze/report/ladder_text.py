@@ -66,6 +66,11 @@ def _span(seconds: float, low: float, high: float) -> str:
     return f"{format_seconds(seconds)} ({format_seconds(low)} to {format_seconds(high)})"
 
 
+def fewer_bytes(row: pd.Series, small: pd.Series) -> str:
+    """``1 MiB, 64× fewer bytes``: the smaller size and how many times fewer bytes it moved than ``row``."""
+    return f"{format_bytes(int(small['nbytes']))}, {row['nbytes'] / small['nbytes']:,.0f}× fewer bytes"
+
+
 def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
     """The ladder as rows of cells: the call, each step (the case it reaches, the factor removed, the difference, its
     share or "can't tell") and what is left; ``waited``: the smaller size at which what is left took as long, where the
@@ -81,7 +86,7 @@ def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
                       _span(step.seconds, step.low_s, step.high_s), shown])
     base, left = ladder.base, f"what is left: {ladder.bottom}"
     left += "" if waited is None else f"; the bytes do not set its time here ({format_seconds(waited['median_s'])} at " \
-        f"{format_bytes(waited['nbytes'])} too)"
+        f"{fewer_bytes(base.row, waited)})"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
                   ladder.whole.text() if share is None and ladder.whole is not None else percent(share or 0.0)])

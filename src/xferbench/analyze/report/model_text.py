@@ -41,7 +41,8 @@ BASES = {"fit": "fit over all sizes",
          "measured beyond the cache": "measured at the largest size beyond the cache (too few sizes there to fit)",
          "all in cache": "every size fits in cache", "too few sizes": "too few sizes",
          "latency-bound": "no β: every size measured is below α·β, where the fixed cost sets the time",
-         "waits": "no β: its largest size took as long as a sixteenth of its bytes, so the bytes do not set its time"}
+         "waits": "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes do "
+         "not set its time"}
 
 
 def basis(fit: Mapping[str, Any]) -> str:
