@@ -272,10 +272,32 @@ def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread():
 
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
     (said,) = [f for f in findings(view) if f.headline.startswith("Host memory copies")]
-    assert said.headline == "Host memory copies reach 1.68 GB/s at 64 MiB under load."
+    assert said.headline == ("Host memory copies reach 1.68 GB/s at 64 MiB under load; whether the bytes set that time, "
+                             "can't tell (1 MiB's blocks took 15 µs-38 ms).")
     assert said.startswith("Host memory copies (torch's copy_, 2 threads) reached 1.68 GB/s at 64 MiB under load "
                            "(1.14-2.83 GB/s across its 6 blocks; one thread: 1.86 GB/s; block by block the default "
                            "threads took 1.06× (0.646-1.75) its time: faster or slower, can't tell)")
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    # 1 MiB: four blocks of one call a round at 12 ms, as long as 64 MiB's, two of 100 calls at 14-15 µs
+    ("cpu-busy-host.json", "; whether the bytes set that time, can't tell: 1 MiB's blocks took 14 µs-12 ms (64× fewer "
+                           "bytes, calls a round 2× or more apart), and block by block it took 9.45× (0.266-336) as long."),
+    ("cpu-sample.json", None),  # 64 MiB told from 1 MiB beyond 2x: the bytes set the time, nothing hedged
+    ("cpu-threads-sample.json", None),  # no drift evidence: growth unjudged, the page says so once, not here
+    ("cpu-loaded-host.json", None)])  # told under 2x: a wait, said in full instead of a bandwidth
+def test_a_bandwidth_whose_growth_from_a_sixteenth_of_its_bytes_can_t_be_told_says_so(data, said):
+    """A host bandwidth is stated as one only where the bytes set its time; where the run judged the growth from a size
+    with 1/16 of the bytes and cannot tell it from under 2x, the finding says whether they do can't be told (a fresh-
+    eyes reading: the quick run stated 1.68 GB/s while its 1 MiB copies took as long as some 64 MiB ones)."""
+    from xferbench.analyze.report.findings import findings
+
+    (found,) = [f for f in findings(RunView.of(load([ROOT / "tests" / "data" / data]))) if
+                f.headline.startswith("Host memory copies")]
+    if said is None:
+        assert "whether the bytes set that time" not in found
+    else:
+        assert said in found
 
 
 def test_a_busy_run_s_threads_verdict_gives_the_blocks_own_ratio():

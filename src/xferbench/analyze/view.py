@@ -29,7 +29,7 @@ from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, run_drift, side
 from .ladder import Ladder, Rung, ladders
 from .load.results import Results, busy_load
-from .load.rows import matching
+from .load.rows import flag, matching
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
@@ -43,7 +43,7 @@ from .model import (
 )
 
 __all__ = ["COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
-           "Instance", "RunView", "cliff", "host_placement", "matching"]
+           "Instance", "RunView", "cliff", "flag", "host_placement", "matching"]
 
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
 MODEL_MISS = 2.0
@@ -453,16 +453,21 @@ class RunView:
         grew = self.ratio(large, small)
         return grew if grew.high < 2 else None
 
-    def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
-        """Where the bytes do not set ``row``'s time (``flat_growth``): the largest size of its path and run with a
-        sixteenth of its bytes or less, and ``row``'s time over it; else None. The host finding, the box at the top, a
-        change's condition, a ladder's foot and the α-β fits read it alike."""
+    def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
+        """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over
+        it (``ratio``); None where there is no such size."""
         rows = self.rows
         smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] * 16 <= row["nbytes"])]
         if smaller.empty:
             return None
         small = smaller.loc[smaller["nbytes"].idxmax()]
-        return (small, grew) if (grew := self.flat_growth(small, row)) is not None else None
+        return small, self.ratio(row, small)
+
+    def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
+        """Where the bytes do not set ``row``'s time: its ``growth`` is told under 2x; else None. The host finding, the
+        box at the top, a change's condition, a ladder's foot and the α-β fits read it alike."""
+        grown = self.growth(row)
+        return grown if grown is not None and grown[1].high < 2 else None
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
         """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio

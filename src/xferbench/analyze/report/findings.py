@@ -22,7 +22,7 @@ from ...units import format_bytes, format_seconds
 from ..cliff import CLIFF_DROP, cliff
 from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
-from ..view import USUAL_WAY_BACK, RunView, matching
+from ..view import USUAL_WAY_BACK, RunView, flag, matching
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary
@@ -228,6 +228,24 @@ def noop_cost(view: RunView) -> Said | None:
     return Said(headline, sentence + ". A no-op returns the same object and copies nothing.")
 
 
+def _unsure_wait(view: RunView, best: pd.Series) -> tuple[str, str]:
+    """Where the run judged ``best``'s growth from a size with 1/16 of its bytes or fewer (``RunView.growth``) and
+    cannot tell it from under 2x, that whether the bytes set that time can't be told, for the headline and in full
+    (the quick CPU run's copy_: 40 ms at 64 MiB, 24 ms at 1 MiB, 5× (0.165-152) block by block); else nothing."""
+    grown = view.growth(best)
+    if grown is None or not grown[1].judged or grown[1].low >= 2:
+        return "", ""
+    small, grew = grown
+    blocks = small.get("block_medians")  # a mixed row's merged median lies between its blocks': their span says both
+    times = sorted(m for m in blocks if isinstance(m, float) and m > 0) if isinstance(blocks, list) else []
+    took = (f"{format_bytes(small['nbytes'])}'s blocks took {format_seconds(times[0])}-{format_seconds(times[-1])}"
+            if len(times) > 1 else f"{format_bytes(small['nbytes'])} took {format_seconds(small['median_s'])}")
+    mixed = ", calls a round 2× or more apart" if flag(small, "mixed_iterations") else ""
+    return (f"; whether the bytes set that time, can't tell ({took})", f"; whether the bytes set that time, can't "
+            f"tell: {took} ({best['nbytes'] / small['nbytes']:,.0f}× fewer bytes{mixed}), and block by block it took "
+            f"{grew.value:.3g}× ({grew.low:.3g}-{grew.high:.3g}) as long")
+
+
 def latency_bound(view: RunView) -> Said | None:
     """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
     never above what was measured), then the pipelined figures from device time where the rows have it."""
@@ -415,13 +433,14 @@ def host_copy(view: RunView) -> Said | None:
         # the largest size beside the best: past the caches, it is what a large copy gets; where the run recorded no
         # cache (no size, no cache_resident), memory or cache is not known
         unknown = cache_bytes(view.fingerprint, "host", "cpu") is None and pd.isna(best.get("cache_resident"))
+        unsure, unsure_in_full = _unsure_wait(view, best)
         headline = (f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
-                    + (" (xferbench recorded no cache size)." if unknown else "."))
+                    + (" (xferbench recorded no cache size)" if unknown else "") + unsure + ".")
         one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
                     & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
         aside = [*drift_text.across(best), *([one_thread_beside(view, best, one.iloc[0])] if not one.empty else [])]
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {told}{under}"
-                    + (f" ({'; '.join(aside)})" if aside else "")
+                    + (f" ({'; '.join(aside)})" if aside else "") + unsure_in_full
                     + (f"; xferbench recorded no cache size, so whether {format_bytes(best['nbytes'])} ran from a cache is "
                        "not known" if unknown else ""))
     else:
