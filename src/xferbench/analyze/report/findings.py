@@ -241,9 +241,11 @@ def _unsure_wait(view: RunView, best: pd.Series) -> tuple[str, str]:
     took = (f"{format_bytes(small['nbytes'])}'s blocks took {format_seconds(times[0])}-{format_seconds(times[-1])}"
             if len(times) > 1 else f"{format_bytes(small['nbytes'])} took {format_seconds(small['median_s'])}")
     mixed = ", calls a round 2× or more apart" if flag(small, "mixed_iterations") else ""
-    return (f"; whether the bytes set that time, can't tell ({took})", f"; whether the bytes set that time, can't "
-            f"tell: {took} ({best['nbytes'] / small['nbytes']:,.0f}× fewer bytes{mixed}), and block by block it took "
-            f"{grew.value:.3g}× ({grew.low:.3g}-{grew.high:.3g}) as long")
+    which = f"{format_bytes(small['nbytes'])}'s {'blocks' if len(times) > 1 else 'times'}"
+    headline = f"; {which} can't tell whether the bytes set that time"
+    return headline, (f"; whether the bytes set that time, can't tell: {took} ({best['nbytes'] / small['nbytes']:,.0f}× "
+                      f"fewer bytes{mixed}), and block by block it took {grew.value:.3g}× ({grew.low:.3g}-"
+                      f"{grew.high:.3g}) as long")
 
 
 def latency_bound(view: RunView) -> Said | None:
