@@ -420,3 +420,12 @@ def test_every_case_in_two_blocks(tmp_path):
     refused = pytest_run(tmp_path, "bench/test_host.py", "--xfer-blocks=0", "--collect-only", "-q")
     assert refused.returncode == 4 and "argument --xfer-blocks: expected a whole number from 1 to 100, got '0'" \
         in refused.stderr
+
+
+def test_a_merged_row_keeps_each_blocks_calls_a_round():
+    """The busy run's 1 MiB copy_ ran two blocks of 100 calls a round and four of one: the merged row keeps them by
+    block, so a comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``)."""
+    frame = load([Path(__file__).parent / "data" / "cpu-busy-host.json"]).frame
+    (one,) = frame[(frame["op"] == "host") & (frame["method"] == "copy_") & (frame["nbytes"] == 2**20)
+                   & frame["variant"].isna()].to_dict("records")
+    assert one["block_iterations"] == [100.0, 100.0, 1.0, 1.0, 1.0, 1.0] and one["mixed_iterations"]

@@ -102,6 +102,26 @@ def test_blocks_pair_only_within_one_run_and_the_same_count():
                  (blocks([1e-3, math.nan]), blocks([1e-3, 1e-3]))):
         assert [found.size for found in paired_blocks(a, b)] == [0, 0]
 
+
+@pytest.mark.parametrize(("calls", "other", "kept"), [
+    ([100, 100, 1, 1, 1, 1], [1] * 6, [2, 3, 4, 5]),  # the busy run's 1 MiB beside 64 MiB: the four timed alike
+    ([100, 100, 1, 1, 1, 1], [100, 100, 100, 1, 1, 1], [0, 1, 3, 4, 5]),  # both mixed: pair by pair
+    ([100, 1, 100, 100, 100, 100], [1] * 6, [0, 1, 2, 3, 4, 5]),  # one pair timed alike is too few: every pair
+    ([100, 60, 1, 1, 1, 1], [1] * 6, [2, 3, 4, 5])])  # 60 against 1 is 2x or more apart
+def test_a_mixed_rows_blocks_pair_only_where_timed_alike(calls, other, kept):
+    """A row whose blocks timed calls a round 2x or more apart pairs only its blocks timed as the other row's (calls a
+    round under 2x apart), where two or more are; else every pair, as a row timed alike throughout pairs."""
+    def blocks(iterations):
+        return pd.Series(row("host", "copy_", MiB, 1e-3, block_medians=[float(i + 1) for i in range(6)],
+                             block_iterations=[float(n) for n in iterations],
+                             mixed_iterations=max(iterations) >= 2 * min(iterations)))
+
+    x, y = paired_blocks(blocks(calls), blocks(other))
+    assert x.tolist() == y.tolist() == [float(i + 1) for i in kept]
+    # a row timed alike throughout, beside another, pairs every block whatever its calls a round
+    assert paired_blocks(blocks([1000] * 6), blocks([1] * 6))[0].size == 6
+
+
 def test_regimes_split_pageable_from_pinned_and_latency_from_bandwidth():
     frame = handfed()
     assert [regime(r) for _, r in frame.iloc[[0, 5, 7, 12]].iterrows()] == [

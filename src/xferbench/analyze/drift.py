@@ -77,12 +77,25 @@ def _blocks(row: pd.Series) -> np.ndarray:
 
 def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """The block medians two rows of one run share by index (block k of each ran in one slot), or two empty arrays
-    where they were not both measured in the same number of blocks."""
+    where they were not both measured in the same number of blocks. Where a row's blocks timed calls a round 2x or more
+    apart (``mixed_iterations``), only the pairs timed alike (calls a round under 2x apart) are kept, where 2 or more
+    are: the busy run's 1 MiB copy_ ran 2 blocks of 100 calls a round (15 µs) and 4 of one (12 ms), beside 64 MiB's
+    six of one (12 ms), and only those four say how the same timing grew with the bytes."""
     x, y = _blocks(a), _blocks(b)
     if x.size < 2 or x.size != y.size or a.get("run") != b.get("run"):
         return np.empty(0), np.empty(0)
     both = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    if flag(a, "mixed_iterations") or flag(b, "mixed_iterations"):
+        i, j = _calls(a, x.size), _calls(b, y.size)
+        alike = both & (np.maximum(i, j) < 2 * np.minimum(i, j))
+        both = alike if alike.sum() >= 2 else both
     return (x[both], y[both]) if both.sum() >= 2 else (np.empty(0), np.empty(0))
+
+
+def _calls(row: pd.Series, size: int) -> np.ndarray:
+    """A row's calls a round per block (``block_iterations``); NaN where not recorded."""
+    calls = row.get("block_iterations")
+    return np.asarray(calls, dtype=float) if isinstance(calls, (list, tuple, np.ndarray)) else np.full(size, np.nan)
 
 
 @dataclass(frozen=True)

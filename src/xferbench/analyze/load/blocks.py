@@ -4,16 +4,17 @@ A case measured in blocks (contract.BLOCK) is a reference case at the run's star
 ``--xfer-blocks``: each block a benchmark of its own in the run's JSON.
 
 The merged statistics: where every block kept its rounds (``stats.data``, as the suite saves them), the blocks' rounds
-are one set of rounds and every statistic is taken from it (median, quartiles, mean, standard deviation, min, max);
-else the rounds-weighted mean of the blocks' medians, quartiles and means, the pooled standard deviation, the least
-min and the greatest max. Rounds add up. The figures measured beside the time (device time, clocks, faults) are the
-median of the blocks' where numbers, else the first block's. The row keeps ``blocks`` (how many were merged),
-``block_medians`` and ``block_log_se`` (per planned block, NaN where one is missing: each block's median and the
-standard error of its log, from which xferbench.ratios pairs two cases block by block and analyze/drift.py reads the
-drift beyond the blocks' own noise), ``block_spread`` (the slowest block's median over the fastest's, minus one) and
-``mixed_iterations`` (its blocks timed calls a round 2x or more apart: their medians measure different things).
-A block that is missing (a run cut short) leaves the others to merge; a duplicated block, a block count that differs,
-or blocks of different cases under one case id are an error (ContractError, one line). No torch here.
+are one set of rounds and every statistic is taken from it (median, quartiles, mean, standard deviation, min, max); else
+the rounds-weighted mean of the blocks' medians, quartiles and means, the pooled standard deviation, the least min and
+the greatest max. Rounds add up. The figures measured beside the time (device time, clocks, faults) are the median of
+the blocks' where numbers, else the first block's. The row keeps ``blocks`` (how many were merged), ``block_medians``,
+``block_log_se`` and ``block_iterations`` (per planned block, NaN where one is missing: each block's median, the
+standard error of its log and its calls a round, from which xferbench.ratios pairs two cases block by block, those timed
+alike, and analyze/drift.py reads the drift beyond the blocks' own noise), ``block_spread`` (the slowest block's median
+over the fastest's, minus one) and ``mixed_iterations`` (its blocks timed calls a round 2x or more apart: their medians
+measure different things). A block that is missing (a run cut short) leaves the others to merge; a duplicated block, a
+block count that differs, or blocks of different cases under one case id are an error (ContractError, one line). No
+torch here.
 """
 
 from __future__ import annotations
@@ -83,10 +84,11 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     counts = [int(row["iterations"]) for row in rows]
     merged["mixed_iterations"] = max(counts) >= 2 * min(counts)
     planned = [math.nan] * blocks[0][0].count
-    merged["block_medians"], merged["block_log_se"] = list(planned), list(planned)
+    merged["block_medians"], merged["block_log_se"], merged["block_iterations"] = (list(planned) for _ in range(3))
     for (block, _, _), row in zip(blocks, rows, strict=True):
         merged["block_medians"][block.index] = row["median_s"]
         merged["block_log_se"][block.index] = _log_se(row)
+        merged["block_iterations"][block.index] = float(row["iterations"])
     return merged
 
 
