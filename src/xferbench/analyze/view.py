@@ -461,7 +461,11 @@ class RunView:
         if smaller.empty:
             return None
         small = smaller.loc[smaller["nbytes"].idxmax()]
-        return small, self.ratio(row, small)
+        _, alike = paired_blocks(row, small)  # a mixed row's blocks timed as ``row``'s were: their median is quoted
+        if flag(small, "mixed_iterations") and 0 < alike.size < np.isfinite(np.asarray(small["block_medians"])).sum():
+            small = small.copy()
+            small["median_s"], small["alike_blocks"] = float(np.median(alike)), alike.size
+        return small, self.ratio(row, smaller.loc[small.name])
 
     def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """Where the bytes do not set ``row``'s time: its ``growth`` is told under 2x; else None. The host finding, the

@@ -21,7 +21,7 @@ from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..view import USUAL_WAY_BACK, RunView, matching
-from .ladder_text import fewer_bytes
+from .ladder_text import took_at
 
 __all__ = ["MOST", "Change", "at_a_glance", "first_screen"]
 
@@ -71,7 +71,7 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series,
     small = None if (waited := view.waited(then)) is None else waited[0]
     return _price(view, spec, now, pinning) + ("" if small is None else (
         f"; after the change the call took {format_seconds(float(then['median_s']))}, and "
-        f"{format_seconds(float(small['median_s']))} at {fewer_bytes(then, small)}: a wait, not its bytes, sets its time in "
+        f"{took_at(small, then)}: a wait, not its bytes, sets its time in "
         "this run"))
 
 

@@ -25,7 +25,7 @@ from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
 from ..view import USUAL_WAY_BACK, RunView, flag, matching
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
-from .ladder_text import summary
+from .ladder_text import summary, took_at
 from .model_text import half_of_beta, miss_times, no_host_roof
 from .staging import staging_both_ways
 from .threads import one_thread_beside, one_thread_faster, threads_against_one
@@ -429,9 +429,10 @@ def host_copy(view: RunView) -> Said | None:
     bound = bandwidth_bound(sweep["nbytes"], sweep["median_s"])
     if bound and waited is not None:  # a wait, not the bytes: no bandwidth to read
         small, grew = waited
-        took = (f"{format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
-                f"{format_seconds(best['median_s'])} {where}{under}")
-        headline = f"Host memory copies took {took}: the bytes do not set that time, so no bandwidth is stated."
+        took = f"{took_at(small)} and {format_seconds(best['median_s'])} {where}{under}"
+        headline = (f"Host memory copies took {format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
+                    f"{format_seconds(best['median_s'])} {where}{under}: the bytes do not set that time, so no bandwidth "
+                    "is stated.")
         sentence = (f"Host memory copies ({who}) took {took} (at most {grew.high:.2f}× as long at "
                     f"{best['nbytes'] / small['nbytes']:,.0f}× the bytes): the bytes do not set that time, so no "
                     "bandwidth is stated")

@@ -66,9 +66,13 @@ def _span(seconds: float, low: float, high: float) -> str:
     return f"{format_seconds(seconds)} ({format_seconds(low)} to {format_seconds(high)})"
 
 
-def fewer_bytes(row: pd.Series, small: pd.Series) -> str:
-    """``1 MiB, 64× fewer bytes``: the smaller size and how many times fewer bytes it moved than ``row``."""
-    return f"{format_bytes(int(small['nbytes']))}, {row['nbytes'] / small['nbytes']:,.0f}× fewer bytes"
+def took_at(small: pd.Series, row: pd.Series | None = None) -> str:
+    """``12 ms at 1 MiB, 64× fewer bytes``: a smaller size's time (``RunView.growth``: where it is the median of its
+    blocks timed as ``row``'s were, it says so), and how many times fewer bytes it moved than ``row``, where given."""
+    alike = small.get("alike_blocks")
+    return (f"{format_seconds(float(small['median_s']))} at {format_bytes(int(small['nbytes']))}"
+            + (f" in its {int(alike)} blocks timed alike" if pd.notna(alike) else "")
+            + ("" if row is None else f", {row['nbytes'] / small['nbytes']:,.0f}× fewer bytes"))
 
 
 def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
@@ -85,8 +89,7 @@ def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                       _span(step.seconds, step.low_s, step.high_s), shown])
     base, left = ladder.base, f"what is left: {ladder.bottom}"
-    left += "" if waited is None else f"; the bytes do not set its time here ({format_seconds(waited['median_s'])} at " \
-        f"{fewer_bytes(base.row, waited)})"
+    left += "" if waited is None else f"; the bytes do not set its time here ({took_at(waited, base.row)})"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
                   ladder.whole.text() if share is None and ladder.whole is not None else percent(share or 0.0)])
