@@ -576,10 +576,10 @@ def test_a_faster_smaller_size_the_run_cannot_judge_is_not_called_past_the_cache
     not" (a fifth reading: the page's own arithmetic leans one way)."""
     said = host_copy(busy)
     assert said is not None
-    assert said.headline == ("Host memory copies reach 1.77 GB/s at 1 GiB, past the caches (1.98 GB/s at 256 MiB: faster "
-                             "per byte, can't tell) under load.")
-    assert ("1.98 GB/s at 256 MiB (its copy reads and writes 512 MiB, more than the 480 MiB host CPU cache too): faster "
-            "per byte, can't tell (the run gives no evidence of its drift)) under load "
+    assert said.headline == ("Host memory copies reach 1.77 GB/s at 1 GiB, past the caches (1.98 GB/s at 256 MiB: whether "
+                             "faster per byte, can't tell) under load.")
+    assert ("1.98 GB/s at 256 MiB (its copy reads and writes 512 MiB, more than the 480 MiB host CPU cache too): whether "
+            "faster per byte, can't tell (the run gives no evidence of its drift)) under load "
             "(one thread: 1.99 GB/s; faster or slower than the default threads: can't tell (the run gives no evidence of "
             "its drift)).") in said
 

@@ -307,9 +307,12 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
     if len(tied) < 2:
         return f"the host-side path with the highest β ({best['path']}", tied
+    size = format_bytes(best["largest_bytes"])
+    # a run without drift evidence cannot judge them: "can't be told apart" would read as alike (1.59 s against 608 ms)
+    judged = all(r is None or r.judged for r in (_ratio_at_largest(view, str(p), best) for p in tied["path"]))
+    times = f"their times at {size} can't be told apart" if judged else f"the run cannot judge their times at {size}"
     return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β lie "
-            f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and their times at "
-            f"{format_bytes(best['largest_bytes'])} can't be told apart); one of them ({best['path']}"), tied
+            f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and {times}); one of them ({best['path']}"), tied
 
 
 def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
@@ -333,12 +336,17 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
             f"{_span(tied['stated_gbps'], '.3g')} GB/s{under}.")
 
 
+def _ratio_at_largest(view: RunView, path: str, best: pd.Series) -> Ratio | None:
+    """``path``'s time at ``best``'s largest size over ``best``'s own; None where either is missing."""
+    rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
+    one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
+    return None if one.empty or other.empty else view.ratio(one.iloc[0], other.iloc[0])
+
+
 def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
     """Whether ``path``'s time at ``best``'s largest size is told apart from ``best``'s own (True where either is
     missing: nothing ties them)."""
-    rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
-    one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
-    return one.empty or other.empty or view.ratio(one.iloc[0], other.iloc[0]).resolved
+    return (ratio := _ratio_at_largest(view, path, best)) is None or ratio.resolved
 
 
 def _pipelined(fits: pd.DataFrame) -> str:
@@ -412,13 +420,7 @@ def host_copy(view: RunView) -> Said | None:
     at = f"at {format_bytes(best['nbytes'])}" + (", past the caches" if past else "")
     other = cached if cached is not None else largest if best["nbytes"] != largest["nbytes"] else None
     note = "" if other is None else f"{other['bandwidth_gbps']:.3g} GB/s at {format_bytes(other['nbytes'])}"
-    # where the cached size's own copy outgrows the cache too (the threads run's 256 MiB: 512 MiB against 480 MiB),
-    # the question is only whether it ran faster per byte, not whether it ran from a cache
-    outgrown = _past(view, cached) if cached is not None else []
-    why, partly = ("", "") if cached is None or per_byte is None else (
-        (f": {per_byte.text()} as fast per byte, partly from a cache", ", partly from a cache") if per_byte.judged else
-        (f" ({outgrown[0]} too): faster per byte, {per_byte.text()}", ": faster per byte, can't tell") if outgrown else
-        (f": faster per byte, {per_byte.text()}", ": from a cache or not, can't tell"))
+    why, partly = _per_byte(view, cached, per_byte)
     where = at + (f" ({note}{partly})" if note else "")
     said = [*(_past(view, best) if past else []), *([note + why] if note else [])]
     told = at + (f" ({'; '.join(said)})" if said else "")
@@ -469,6 +471,20 @@ def host_copy(view: RunView) -> Said | None:
     if bool(view.resident[best.name]):
         sentence += " That size still fits in the CPU's caches: memory itself is slower (sweep to larger sizes)."
     return Said(headline, sentence)
+
+
+def _per_byte(view: RunView, cached: pd.Series | None, per_byte: Ratio | None) -> tuple[str, str]:
+    """What a smaller size that ran faster per byte than the largest (``cached``) drew on, in full and in the headline.
+    Where its own copy outgrows the cache too (the H200's 256 MiB: 512 MiB against a 300 MiB L3; the threads run's
+    against 480 MiB), the run cannot say a cache was its cause: only whether it ran faster per byte."""
+    if cached is None or per_byte is None:
+        return "", ""
+    outgrown, said = _past(view, cached), per_byte.text()
+    if not per_byte.judged:
+        return ((f" ({outgrown[0]} too): whether faster per byte, {said}", ": whether faster per byte, can't tell")
+                if outgrown else (f": whether faster per byte, {said}", ": from a cache or not, can't tell"))
+    return ((f" ({outgrown[0]} too): {said} as fast per byte; why, this run cannot tell", ", faster per byte")
+            if outgrown else (f": {said} as fast per byte, partly from a cache", ", partly from a cache"))
 
 
 def _past(view: RunView, best: pd.Series) -> list[str]:
