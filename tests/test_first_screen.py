@@ -222,3 +222,17 @@ def test_a_change_whose_faster_call_waits_says_a_wait_sets_its_time():
                                     "alike, 64× fewer bytes: a wait, not its bytes, sets its time in this run")
     listed, _, _ = first_screen(RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])), [])
     assert len(listed) == 3 and not any("wait" in change.condition for change in listed)
+
+
+def test_no_figure_in_the_markdown_is_written_with_an_exponent(tmp_path, cpu_view):
+    """A fresh-eyes reading found "1.72e+03 µs" (an α of 1.72 ms), "fit over all sizes gave 1.27e+04 GB/s" and the H200's
+    "2.12e+03" GB/s in the α/β table: every figure is written out (2123, 1.72 ms) as the page's HTML tables write it."""
+    from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.report.story import Story
+
+    quick = to_markdown(Story.of(cpu_view))
+    assert "| send_recv gloo x2 | 1.72 ms | 2.18 |" in quick and "fit over all sizes gave 12706 GB/s" in quick
+    h200 = (ROOT / "reports" / "samples" / "h200" / "index.md").read_text()
+    assert "| d2d clone cuda:0 | 13.6 µs | 1.51 µs | 2123 | 2210 |" in h200
+    for text in (quick, h200):
+        assert not re.findall(r"\d(?:\.\d+)?e[+-]\d", text)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import escape
 from ...contract import IDENTITY, MEASURED
-from ...units import format_bytes
+from ...units import format_bytes, format_seconds, three_digits
 from ..view import RunView
 
 if TYPE_CHECKING:
@@ -45,13 +45,14 @@ def to_csv(view: RunView) -> str:
 def _cell(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
+    if isinstance(value, float):  # never an exponent: 2120, not 2.12e+03
+        return three_digits(value) if digits == 3 else f"{value:.{digits}g}"
     return escape.markdown(value)
 
 
 def _us(value: float) -> str:
-    return f"{value:.3g} µs" if np.isfinite(value) else "–"
+    """An α in µs as the page writes it (``1.72 ms``, not ``1.72e+03 µs``)."""
+    return format_seconds(value / 1e6) if np.isfinite(value) else "–"
 
 
 def to_markdown(story: Story) -> str:
