@@ -61,7 +61,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
         pin, pageable, pinned = even.pin, even.pageable, even.pinned
         size, dst = int(pin["nbytes"]), str(pin["dst"])
         row: dict[str, Any] = {"size": size, "dst": dst, "pin_s": float(pin["median_s"]), "pageable": pageable,
-                               "pinned": pinned, "saved_s": None, "copies": None, "between": "", "run": str(pin["run"])}
+                               "pinned": pinned, "saved_s": None, "copies": None, "between": "", "where": "",
+                               "run": str(pin["run"])}
         slow = _above_gap(pin.get("data") or []) if even.cold_unseen else pd.Series(dtype=float)
         cached = float(even.cached["median_s"]) if even.cached is not None else math.nan
         if (len(slow) >= MIN_COLD_ROUNDS and slow.median() >= COLD_OVER_CACHED * cached and pageable is not None
@@ -75,6 +76,8 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             row["verdict"] = (f"{verdict}; the cold pin priced by the {len(slow)} of {len(pin['data'])} rounds that "
                               f"locked fresh pages ({_ms(slow)}): its median, {format_seconds(float(pin['median_s']))}, "
                               "is the cache's")
+            # most of its pins hit the cache and paid back at once: the count holds where a pin locks fresh pages
+            row["where"] = f" where a pin locks fresh pages ({len(slow)} of its {len(pin['data'])} rounds did)"
         elif even.cold_unseen and even.cached is not None:  # the fundamental lack: first, whatever else is missing
             some = f" ({len(slow)} of {len(pin['data'])} took {_ms(slow)})" if len(slow) else ""
             row["verdict"] = (f"can't tell: the cold pin ({format_seconds(float(pin['median_s']))}) took under "
@@ -108,7 +111,7 @@ def break_even_table(view: RunView, rows: list[dict[str, Any]]) -> dict[str, Any
         return None
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
     said = "; ".join(f"{format_bytes(row['size'])} {row['pays']}" + (f" ({row['between']})" if row["between"] else "")
-                     for row in rows)
+                     + row["where"] for row in rows)
     return {"id": "break-even", "summary": f"Break-even of pinning, size by size: {said}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "

@@ -95,7 +95,7 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, pinning: list[dict[s
         row = next((r for r in pinning if r["size"] == int(now["nbytes"]) and r["copies"]), None)
         if row is not None:  # the break-even table's own verdict: one break-even per size on the page
             return (f"{spec.condition}: pinning costs {format_seconds(row['pin_s'])} at {size} here and pays "
-                    f"{row['pays']} ({row['between'] + '; ' if row['between'] else ''}break-even table)")
+                    f"{row['pays']} ({row['between'] + '; ' if row['between'] else ''}break-even table){row['where']}")
     return spec.condition
 
 
