@@ -226,13 +226,16 @@ def test_a_change_whose_faster_call_waits_says_a_wait_sets_its_time():
 
 def test_no_figure_in_the_markdown_is_written_with_an_exponent(tmp_path, cpu_view):
     """A fresh-eyes reading found "1.72e+03 µs" (an α of 1.72 ms), "fit over all sizes gave 1.27e+04 GB/s" and the H200's
-    "2.12e+03" GB/s in the α/β table: every figure is written out (2123, 1.72 ms) as the page's HTML tables write it."""
+    "2.12e+03" GB/s in the α/β table: every figure is written out (2,123, 1.72 ms) as the page's HTML tables write it."""
     from xferbench.analyze.report.export import to_markdown
     from xferbench.analyze.report.story import Story
 
     quick = to_markdown(Story.of(cpu_view))
-    assert "| send_recv gloo x2 | 1.72 ms | 2.18 |" in quick and "fit over all sizes gave 12706 GB/s" in quick
+    assert "| send_recv gloo x2 | 1.72 ms | 2.18 |" in quick and "fit over all sizes gave 12,706 GB/s" in quick
     h200 = (ROOT / "reports" / "samples" / "h200" / "index.md").read_text()
-    assert "| d2d clone cuda:0 | 13.6 µs | 1.51 µs | 2123 | 2210 |" in h200
+    assert "| d2d clone cuda:0 | 13.6 µs | 1.51 µs | 2,123 | 2,210 |" in h200
     for text in (quick, h200):
         assert not re.findall(r"\d(?:\.\d+)?e[+-]\d", text)
+    # nor in a hover: a gloo collective's 4 B busbw read "9.787e-05 GB/s"
+    titles = " ".join(re.findall(r"<title>([^<]*)</title>", (ROOT / "reports" / "samples" / "h200" / "index.html").read_text()))
+    assert "busbw 0.00009787 GB/s" in titles and not re.findall(r"\d(?:\.\d+)?e[+-]\d", titles)

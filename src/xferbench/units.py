@@ -21,7 +21,6 @@ __all__ = [
     "parse_dtype",
     "parse_size",
     "parse_sizes",
-    "three_digits",
 ]
 
 #: Bytes per element of every dtype the suite accepts. Kept here rather than asked
@@ -117,7 +116,7 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes}B"
 
 
-def three_digits(value: float) -> str:
+def _three_digits(value: float) -> str:
     """Three significant digits, never an exponent (``1500``, not ``1.5e+03``)."""
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
@@ -136,7 +135,7 @@ def format_bytes(nbytes: float) -> str:
         label = f"{nbytes / _UNITS[unit]:.3g}"
         if float(label) < 1000:
             return f"{label} {unit}"
-    return f"{three_digits(nbytes / _UNITS['TiB'])} TiB"
+    return f"{_three_digits(nbytes / _UNITS['TiB'])} TiB"
 
 
 def format_seconds(seconds: float | None) -> str:
@@ -147,7 +146,7 @@ def format_seconds(seconds: float | None) -> str:
     if seconds is None or math.isnan(seconds) or math.isinf(seconds):
         return "–"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        label = three_digits(seconds / scale)
+        label = _three_digits(seconds / scale)
         if abs(float(label)) >= 1:
             return f"{label} {unit}"
     return f"{seconds * 1e9:.3g} ns"
