@@ -24,7 +24,7 @@ def guide_steps() -> tuple[str, list[tuple[str, str]]]:
     # Each code block goes to the first file the paragraph before it names.
     blocks = [(re.search(r"`((?:src|bench)/[\w/.]+)`", before.rsplit("\n\n", 1)[-1]).group(1), code)  # type: ignore[union-attr]
               for before, code in re.findall(r"((?:[^`]|`(?!``))*?)\n```python\n(.*?)```", section, flags=re.S)]
-    line = re.search(r"One line in the list of `src/xferbench/families/__init__.py`.*?`(\w+)\.RECORD,`", section, re.S)
+    line = re.search(r"Its name in `FOLDERS` of `src/xferbench/families/__init__.py`.*?`\"(\w+)\"`", section, re.S)
     assert blocks and line, "docs/contributing.md no longer shows a whole family to add"
     return line.group(1), blocks
 
@@ -41,11 +41,11 @@ def git(repo: Path, *args: str) -> str:
 
 
 def add_to_the_list(listing: str, op: str) -> str:
-    """The registry line where the guide says (before the distributed families: report order), and its name in
-    the ``from . import`` above."""
-    listing = listing.replace("from . import (\n", f"from . import (\n    {op},\n", 1)
-    assert "    *DISTRIBUTED,\n" in listing
-    return listing.replace("    *DISTRIBUTED,\n", f"    {op}.RECORD,\n    *DISTRIBUTED,\n", 1)
+    """The family's name where the guide says: last in ``FOLDERS`` (before the distributed families: report
+    order)."""
+    folders = re.search(r"^FOLDERS = \(.*?\)", listing, re.S | re.M)
+    assert folders, "families/__init__.py no longer lists its folders in FOLDERS"
+    return listing.replace(folders[0], f'{folders[0][:-1]}, "{op}")', 1)
 
 
 @pytest.mark.slow
