@@ -7,10 +7,11 @@ error (a bug of xferbench: never read as a regression), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,15 @@ class UsageError(Exception):
 
 #: The exit code of an unexpected error: 1 would read as "regression found".
 CRASHED = 3
+
+
+@contextlib.contextmanager
+def _said(prefix: str, *errors: type[Exception]) -> Iterator[None]:
+    """``errors`` raised in the block, as a one-line UsageError that begins with ``prefix``."""
+    try:
+        yield
+    except errors as error:
+        raise UsageError(f"{prefix}{error}") from None
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -111,10 +121,8 @@ def _trace_section(args: argparse.Namespace, view: Any) -> list[dict[str, Any]]:
     from .analyze.trace.parser import TraceError
     from .analyze.trace.pricing import price
 
-    try:
+    with _said(f"--trace {args.trace}: ", TraceError):
         return [section(price(args.trace, view))]
-    except TraceError as error:
-        raise UsageError(f"--trace {args.trace}: {error}") from None
 
 
 def _price(args: argparse.Namespace) -> int:
@@ -128,10 +136,8 @@ def _price(args: argparse.Namespace) -> int:
     if args.json:
         check_output(args.json, [args.trace, *args.runs])
     view = RunView.of(load(args.runs)) if args.runs else None
-    try:
+    with _said(f"{args.trace}: ", TraceError):
         priced = price(args.trace, view, args.step)
-    except TraceError as error:
-        raise UsageError(f"{args.trace}: {error}") from None
     print("\n".join(terminal(line) for line in to_text(priced).splitlines()))
     if args.json:
         write_atomic(args.json, to_json(priced))
@@ -212,7 +218,6 @@ def _compare(args: argparse.Namespace) -> int:
         STARTS,
         busy_notes,
         compare,
-        parse_threshold,
         plan_notes,
         reproduced,
         to_json,
@@ -222,10 +227,7 @@ def _compare(args: argparse.Namespace) -> int:
     from .analyze.gate.verdicts import NOT_GATED
     from .output import write_atomic
 
-    try:
-        floor = parse_threshold(args.threshold) if args.threshold else None
-    except ValueError as error:
-        raise UsageError(f"--threshold: {error}") from None
+    floor = parse_threshold_arg(args.threshold or None, "--threshold")
     _refuse_outputs(args, [args.base, args.new, *([args.noise] if args.noise else []),
                            *([args.confirm] if args.confirm else [])], STARTS)
     from .analyze.load.results import ResultsError
@@ -265,10 +267,8 @@ def _compared_sides(args: argparse.Namespace) -> tuple[Sides, list[str], list[st
         _say_incomplete(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
     sides = Sides(base, new, lambda: Noise.from_json(_small_input(args.noise), str(args.noise)) if args.noise else None,
                   str(args.noise), args.allow_different_machines)
-    try:
+    with _said("", Refused):
         differences = admitted(sides)
-    except Refused as error:
-        raise UsageError(str(error)) from None
     across = ["comparing across machines: " + "; ".join(differences)] if differences else []
     return sides, differences, [*base_notes, *sides.notes, *new_notes, *across]
 
@@ -312,11 +312,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError(f"--times {args.times}: give the number of A/A runs to make, 1 or more")
     timeout = _timeout(args.timeout)
     # Before any A/A run: the noise file must not replace a run, nor land in the runs folder as one.
-    try:
+    with _said("-o ", OutputError):
         check_output(args.output, [args.runs], create_folder=args.output == DEFAULT_NOISE)
         never_foreign(args.output, "noise", str(args.output), args.force)
-    except OutputError as error:
-        raise UsageError(f"-o {error}") from None
     if args.aa_command:
         args.runs.mkdir(parents=True, exist_ok=True)
         # After the highest number taken, not the count: with aa-001 deleted, aa-002 must not be overwritten.
@@ -331,10 +329,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     cut = [label for run in runs for label in run.incomplete]
     if cut:  # its missing cases would silently shrink the noise file to the cases it holds
         raise UsageError(f"{args.runs}: an A/A run did not reach its end ({cut[0]}); delete it or run it again")
-    try:
+    with _said(f"{args.runs}: ", ValueError):
         noise = calibrate(runs, args.target, args.per_side, seed=args.seed)
-    except ValueError as error:
-        raise UsageError(f"{args.runs}: {error}") from None
     if not noise.cases:
         raise UsageError(f"{args.runs}: the A/A runs share no case, so there is no noise to learn; "
                          "make them with the same command")
@@ -385,14 +381,12 @@ def _ab(args: argparse.Namespace) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="xferbench-only-") as folder:  # the tests to run, while the blocks run
         selection = ab.selection_file(flagged, Path(folder)) if flagged is not None else None
-        try:
+        with _said("", ValueError):
             run = ab.ab_run(ab.with_selection(args.base, selection), ab.with_selection(args.head, selection),
                             args.blocks, args.keep, args.confirm, parse_threshold_arg(args.floor), seed=args.seed,
                             runner=functools.partial(ab.run_command, timeout=_timeout(args.timeout)),
                             say=lambda line: print(f"xferbench ab: {line}", flush=True),
                             only=flagged.keys if flagged is not None else None)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
     print(ab.to_text(run.cases, differences=run.differences))
     for path, text in ((args.markdown, ab.to_markdown), (args.json, ab.to_json)):
         if path:
@@ -406,15 +400,13 @@ def _timeout(seconds: float) -> float:
     return seconds
 
 
-def parse_threshold_arg(text: str | None) -> float | None:
+def parse_threshold_arg(text: str | None, flag: str = "--floor") -> float | None:
     from .analyze.gate.compare import parse_threshold
 
     if text is None:
         return None
-    try:
+    with _said(f"{flag}: ", ValueError):
         return parse_threshold(text)
-    except ValueError as error:
-        raise UsageError(f"--floor: {error}") from None
 
 
 def _info(args: argparse.Namespace) -> int:
