@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli_arguments import DEFAULT_NOISE, DEFAULT_OUTPUT, parser_for
 from .escape import terminal
@@ -49,7 +49,7 @@ def _report(args: argparse.Namespace) -> int:
     output = _report_output(args)
     suite, peers = _inputs(args.results)
     results, history = _run_and_history(args, suite)
-    _say_incomplete(args.command, results.incomplete)
+    _say(args.command, results.incomplete)
     view = RunView.of(results)  # the run's facts, derived once
     path = write_report(view, output, history=history, peers=peers, extra_sections=_trace_section(args, view))
     csv_path, markdown_path = companions(path)
@@ -101,7 +101,7 @@ def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, A
     history, stored = None, None
     if args.history:
         stored = load_storage(args.history, _progress(args.command))
-        _say_skipped(args.command, stored.notes)
+        _say(args.command, stored.notes, sys.stderr)
         history = history_plots(args.history, stored)
     if not (len(suite) == 1 and isinstance(suite[0], Path) and suite[0].is_dir()):
         return load(suite, args.read_run), history
@@ -109,7 +109,7 @@ def _run_and_history(args: argparse.Namespace, suite: list[Any]) -> tuple[Any, A
     # each file is read once, also when it is the --history folder too.
     if stored is None or not os.path.samefile(args.history, suite[0]):
         stored = load_storage(suite[0], _progress(args.command))
-        _say_skipped(args.command, stored.notes)
+        _say(args.command, stored.notes, sys.stderr)
     return stored.newest, history or history_plots(suite[0], stored)
 
 
@@ -157,16 +157,11 @@ def _progress(command: str) -> Callable[[int, int], None]:
 PROGRESS_FROM = 500
 
 
-def _say_skipped(command: str, notes: list[str]) -> None:
-    """A storage folder's damaged or foreign files: each named on one line, the rest of the folder is used."""
-    for note in notes:
-        print(f"xferbench {command}: {terminal(note)}", file=sys.stderr)
-
-
-def _say_incomplete(command: str, labels: list[str]) -> None:
-    """An interrupted run is reported, but never silently: each of its labels on stdout."""
-    for label in labels:
-        print(f"xferbench {command}: {terminal(label)}")
+def _say(command: str, lines: list[str], stream: TextIO | None = None) -> None:
+    """Each line after the command's name. On stdout (the default, looked up at each print): an interrupted run's
+    labels, reported but never silently. On stderr: a storage folder's damaged or foreign files, the rest used."""
+    for line in lines:
+        print(f"xferbench {command}: {terminal(line)}", file=stream)
 
 
 #: The plugin and the benchmarks ``xferbench run`` gives pytest: the package's own, found from any folder.
@@ -242,8 +237,7 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.new}: {error}") from None
     if args.confirm:
         rows = reproduced(rows, _small_input(args.confirm), str(args.confirm))
-    for note in said:
-        print(f"xferbench compare: {terminal(note)}")
+    _say(args.command, said)
     notes, sizes = busy_notes(base, new) + plan_notes(base, new), (len(base), len(new))
     print(to_text(rows, *sizes, noise, notes))
     for path, text in ((args.markdown, lambda: to_markdown(rows, *sizes, noise, differences, notes)),
@@ -264,7 +258,7 @@ def _compared_sides(args: argparse.Namespace) -> tuple[Sides, list[str], list[st
     new, new_notes = load_runs(args.new)
     base, base_notes = load_runs(args.base, like=new[-1].machine_info)
     for side, runs in (("base", base), ("new", new)):
-        _say_incomplete(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
+        _say(args.command, [f"{side}: {label}" for run in runs for label in run.incomplete])
     sides = Sides(base, new, lambda: Noise.from_json(_small_input(args.noise), str(args.noise)) if args.noise else None,
                   str(args.noise), args.allow_different_machines)
     with _said("", Refused):
@@ -324,8 +318,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             written = _aa_run(args.aa_command, args.runs / f"aa-{i:03d}.json", timeout)
             print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done ({written.name})")
     runs, notes = load_runs(args.runs, last=10**6)
-    for note in notes:
-        print(f"xferbench calibrate: {terminal(note)}")  # a damaged file's name is the run folder's, not ours
+    _say(args.command, notes)  # a damaged file's name is the run folder's, not ours
     cut = [label for run in runs for label in run.incomplete]
     if cut:  # its missing cases would silently shrink the noise file to the cases it holds
         raise UsageError(f"{args.runs}: an A/A run did not reach its end ({cut[0]}); delete it or run it again")
@@ -428,7 +421,7 @@ def _store(args: argparse.Namespace) -> int:
     from .analyze import store
     from .output import write_atomic
 
-    try:
+    with _said("", store.StoreError):
         if args.action == "comment":
             _comment_output(args)
             write_atomic(args.output, store.comment(store.read_markdown(args.markdown), args.limit, more=args.more))
@@ -452,8 +445,6 @@ def _store(args: argparse.Namespace) -> int:
             raise UsageError(f"{where.folder}: not a store (no {store.MACHINES}/ folder in it); push runs to it first")
         else:
             print(f"xferbench store: wrote {store.dashboard(where.folder, force=args.force)}")
-    except store.StoreError as error:
-        raise UsageError(str(error)) from None
     return 0
 
 
