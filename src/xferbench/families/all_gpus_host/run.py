@@ -7,14 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...measure.cases import Skipped
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
 from ...measure.families.concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda, streamed
 from ...measure.families.numa_nodes import near, numa_node_of
 from ...measure.families.scenario import empty_host_cache
 from ...measure.hardware.machine import gpu_local_cpus
 from ...measure.hardware.probe import pci_bus_id
-
-MiB = 2**20
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:

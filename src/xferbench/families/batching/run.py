@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
 from ...measure.families.scenario import Scenario, plan_on_gpus
 
-MiB = 2**20
 #: The piece of the batching scenario's many small copies (1024 of them in 4 MiB).
 BATCH_PIECE = 4 * 2**10
 

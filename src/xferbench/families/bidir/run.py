@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
 from ...measure.families.concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda, streamed
-
-MiB = 2**20
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
 from ...measure.families.concurrent import Concurrent, Planned, cuda_gpus, equal, pattern, require_cuda
 
-MiB = 2**20
 #: copy_kind variants: host to device, and within one device.
 COPY_KINDS_H2D = ("memcpy", "strided", "convert", "convert_nonblocking")
 COPY_KINDS_D2D = ("memcpy", "strided", "convert")

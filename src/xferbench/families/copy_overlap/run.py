@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
 from ...measure.families.scenario import Scenario, plan_on_gpus, sleep_cycles
 
-MiB = 2**20
 #: The kernel the overlap scenario runs beside (or before) its copy, in seconds.
 OVERLAP_KERNEL_S = 1e-3
 

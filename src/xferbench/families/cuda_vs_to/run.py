@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
 from ...measure.families.scenario import Scenario, mlp, on_device, parameter_bytes, plan_on_gpus
-
-MiB = 2**20
 
 
 def prepare(s: Scenario, sync: Sync) -> Prepared:

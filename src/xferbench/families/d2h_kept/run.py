@@ -11,10 +11,9 @@ from typing import Any
 
 from ...contract import Identity
 from ...measure.cases import Skipped, accelerators, no_accelerator
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, then_sync
 from ...measure.families.scenario import Scenario, empty_host_cache
 
-MiB = 2**20
 VARIANTS = ("freed", "kept", "kept_again", "release", "cpu_freed", "cpu_kept")
 #: Results the kept variants hold: the last few, so memory stays small (each round's setup gives them back).
 HELD = 4

@@ -17,10 +17,9 @@ import weakref
 from typing import Any
 
 from ...contract import Identity
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
 from ...measure.families.scenario import Scenario, plan_on_gpus
 
-MiB = 2**20
 #: Each variant's call and host memory, as the ladder reads them, from the call users make down.
 LADDER = {"cpu": ("cpu", "pageable"), "pageable": ("copy_", "pageable"), "registered": ("copy_", "registered"),
           "pinned": ("copy_", "pinned")}

@@ -8,14 +8,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, index, sizes, synced, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, index, sizes, synced, then_sync
 from ...measure.families.concurrent import Concurrent, NotPlaceable, Planned, cuda_gpus, equal, pattern, require_cuda
 from ...measure.families.numa_nodes import bound_to, distance, landed, numa_cpus, page_nodes
 from ...measure.families.scenario import empty_host_cache
 from ...measure.hardware.machine import gpu_local_cpus
 from ...measure.hardware.probe import pci_bus_id
-
-MiB = 2**20
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:

@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ...measure.cases import PeerPlan
-from ...measure.families.base import ScenarioFamily, sizes
+from ...measure.families.base import MiB, ScenarioFamily, sizes
 from ...measure.families.concurrent import Concurrent, Pair, Planned
 from ...measure.families.peer_copies import peer_gpus, prepare_peer, price_peer
-
-MiB = 2**20
 
 
 def duplex_pairs(gpus: Sequence[str], swept: Iterable[Pair] | None) -> list[Pair]:

@@ -7,10 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...measure.families import scenario
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, synced, then_sync
 from ...measure.families.scenario import Scenario, plan_on_gpus
-
-MiB = 2**20
 
 
 def prepare(s: Scenario, sync: Sync) -> Prepared:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...measure.families.base import Prepared, Priced, ScenarioFamily, Sync, sizes, synced
+from ...measure.families.base import MiB, Prepared, Priced, ScenarioFamily, Sync, sizes, synced
 from ...measure.families.scenario import Scenario, plan_on_gpus, sleep_cycles
 
-MiB = 2**20
 #: Work queued on the GPU before a synchronizing call, in seconds.
 STALL_SECONDS = 2e-3
 

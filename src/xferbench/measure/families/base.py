@@ -31,11 +31,14 @@ from ..cases import PROFILES, PeerPlan, PlannedCase, Skipped
 from ..hardware.devices import accelerator_index
 from ..simulate import SimBackend
 
-__all__ = ["Prepared", "Priced", "ScenarioFamily", "Sync", "device_sync", "sizes", "synced", "then_sync"]
+__all__ = ["MiB", "Prepared", "Priced", "ScenarioFamily", "Sync", "device_sync", "sizes", "synced", "then_sync"]
 
 C = TypeVar("C", bound=PlannedCase)
 
 Sync = Callable[[], None]
+
+#: The unit the families' sizes are written in.
+MiB = 2**20
 
 
 @dataclass
