@@ -202,7 +202,7 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
     rows = _distributed(frame)
     if rows.empty:
         return "No distributed benchmarks were run."
-    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0), layout="tight")
     handles: dict[str, Artist] = {}
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
@@ -229,7 +229,6 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
     right.set_ylabel("one-way time, half a round trip (µs)")
     legend_outside(fig, list(handles.values()), list(handles))
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -240,7 +239,7 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     if rows.empty or rows["crosses"].nunique() < 2:
         return ("Point-to-point ran within one node only; run torchrun over two nodes or more to set "
                 "inter-node figures beside intra-node ones.")
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
     styles = {"intra-node": "-", "inter-node": "--"}
     handles: dict[str, Artist] = {}
     for (op, crosses, src, dst), group in rows.groupby(["op", "crosses", "src", "dst"], sort=False):
@@ -256,7 +255,6 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     ax.set_ylabel("one-way bandwidth (GB/s)")
     ax.grid(True, which="major", alpha=0.3)
     legend_outside(fig, list(handles.values()), list(handles))
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -274,7 +272,7 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     if max(len(_ranks(row) or []) for row in with_ranks) < 3:
         return TWO_RANKS
     largest = max(row["nbytes"] for row in with_ranks)
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
     handles: dict[str, Artist] = {}
     for row in with_ranks:
         ranks = _inside_calls(row)
@@ -293,7 +291,6 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     ax.set_title(f"at {format_bytes(largest)}", fontsize=9)
     ax.grid(True, alpha=0.3)
     legend_outside(fig, list(handles.values()), list(handles))
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 

@@ -60,7 +60,7 @@ def ladder_figure(view: RunView) -> Figure | str:
     if not found:
         return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
                 "buffer, or host clone() with copy_).")
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8))
+    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8), layout="tight")
     legend: dict[str, Artist] = {}
     for y, ladder in enumerate(found):
         _ladder_bar(ax, y, ladder, legend)
@@ -72,5 +72,4 @@ def ladder_figure(view: RunView) -> Figure | str:
     ax.grid(True, axis="x", alpha=0.3)
     fig.legend(list(legend.values()), [mathtext_safe(label) for label in legend], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig

@@ -127,7 +127,7 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
     resident = view.resident.loc[rows.index]
     panel_rows, columns = _facets(rows, op)
     fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
-                             squeeze=False, sharex=True, sharey=True)
+                             squeeze=False, sharex=True, sharey=True, layout="tight")
     legend: dict[str, Artist] = {}
     roofed = False
     for r, device in enumerate(panel_rows):
@@ -159,7 +159,6 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
     if roofed:
         legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
     legend_outside(fig, list(legend.values()), list(legend), title="call")
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -341,7 +340,7 @@ def creation(view: RunView) -> Figure | str:
     columns = min(len(devices), 3)
     panel_rows = math.ceil(len(devices) / columns)
     fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 2.9 * panel_rows + 0.4), squeeze=False,
-                             sharey=True)
+                             sharey=True, layout="tight")
     legend: dict[str, Artist] = {}
     for ax, device in zip(axes.flat, devices, strict=False):
         for (method, _), group in created[created["dst"] == device].groupby(["method", "run"]):
@@ -359,7 +358,6 @@ def creation(view: RunView) -> Figure | str:
         ax.set_visible(False)
     axes[0][0].set_ylabel("median time (µs)")
     legend_outside(fig, list(legend.values()), list(legend))
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
@@ -379,7 +377,7 @@ def wall_vs_device(view: RunView) -> Figure | str:
     columns = min(len(ops), 2)
     panel_rows = math.ceil(len(ops) / columns)
     fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 2.8 * panel_rows + 0.4), squeeze=False,
-                             sharey=True)
+                             sharey=True, layout="tight")
     groups = sorted({_overhead_group(row) for _, row in timed.iterrows()})
     colours = {g: f"C{i % 10}" for i, g in enumerate(groups)}
     legend: dict[str, Artist] = {}
@@ -405,7 +403,6 @@ def wall_vs_device(view: RunView) -> Figure | str:
         ax.set_visible(False)
     axes[0][0].set_ylabel("1 − device time / wall time (%)")
     legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
-    fig.set_layout_engine("tight")  # laid out as it is written (svg.to_svg), maybe in another process
     return fig
 
 
