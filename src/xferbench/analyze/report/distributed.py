@@ -225,7 +225,6 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
         size_ticks(ax, rows["nbytes"].tolist())
         _log_y_if_any(ax)
         ax.set_xlabel("payload")
-        ax.grid(True, which="major", alpha=0.3)
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
     right.set_ylabel("one-way time, half a round trip (µs)")
     legend_outside(fig, list(handles.values()), list(handles))
@@ -253,7 +252,6 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     _log_y_if_any(ax)
     ax.set_xlabel("payload")
     ax.set_ylabel("one-way bandwidth (GB/s)")
-    ax.grid(True, which="major", alpha=0.3)
     legend_outside(fig, list(handles.values()), list(handles))
     return fig
 

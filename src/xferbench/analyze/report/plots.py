@@ -149,7 +149,6 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
             where = f"{'to' if op == 'h2d' else 'from'} {device}" if op != "host" else "host memory"
             ax.set_title(mathtext_safe(f"{where}" + (f", {memory} host memory" if memory else "")), fontsize=10)
             size_ticks(ax, rows["nbytes"].tolist())
-            ax.grid(True, which="major", alpha=0.3)
             if r == len(panel_rows) - 1:
                 ax.set_xlabel("payload")
         axes[r][0].set_ylabel("GB/s (bytes counted once)")
@@ -352,7 +351,6 @@ def creation(view: RunView) -> Figure | str:
         size_ticks(ax, created["nbytes"].tolist())
         log_y(ax)
         ax.set_title(mathtext_safe(f"created on {device}"), fontsize=10)
-        ax.grid(True, which="major", alpha=0.3)
         ax.set_xlabel("payload")
     for ax in list(axes.flat)[len(devices):]:
         ax.set_visible(False)
@@ -397,7 +395,6 @@ def wall_vs_device(view: RunView) -> Figure | str:
         size_ticks(ax, timed["nbytes"].tolist())
         ax.set_ylim(-5, 105)
         ax.set_title(family(op).title if op in FAMILIES else mathtext_safe(str(op)), fontsize=10)
-        ax.grid(True, alpha=0.3)
         ax.set_xlabel("payload")
     for ax in list(axes.flat)[len(ops):]:
         ax.set_visible(False)

@@ -100,7 +100,6 @@ def _scenario_lines(rows: pd.DataFrame) -> Figure:
         ax.set_ylim(0, rows["median_s"].max() * 1e3 * 1.2)
     ax.set_xlabel("payload (bytes moved or held)")
     ax.set_ylabel("median time (ms)")
-    ax.grid(True, which="major", alpha=0.3)
     legend_outside(fig, handles, labels)
     return fig
 

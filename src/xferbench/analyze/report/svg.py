@@ -156,7 +156,7 @@ WIDTH = 11.0
 
 
 def size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
-    """A log2 size axis with at most 7 labelled ticks (powers of 2, evenly spaced), never overlapping."""
+    """A log2 size axis with at most 7 labelled ticks (powers of 2, evenly spaced), never overlapping, and a grid."""
     ax.set_xscale("log", base=2)
     low, high = math.floor(math.log2(max(min(sizes), 1))), math.ceil(math.log2(max(max(sizes), 1)))
     step = max(1, math.ceil((high - low + 1) / 7))
@@ -166,6 +166,7 @@ def size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
     ax.set_xlim(2.0**low / 1.4, 2.0**high * 1.4)
+    ax.grid(True, alpha=0.3)
 
 
 def log_y(ax: Axes) -> None:
