@@ -70,14 +70,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plan-only", action="store_true", help="form the world, print the cases, and stop before "
                    "measuring")
     add_to_argparse(p)
-    # The helper rank of the world inside pytest; not for users.
+    # The helper rank of the world inside pytest; not for users. --coordinator is the pytest process's port,
+    # --device the helper's GPU, chosen by rank 0.
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--rank", type=int, default=1, help=argparse.SUPPRESS)
-    p.add_argument("--world-size", type=int, default=2, help=argparse.SUPPRESS)
-    p.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
-    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--coordinator", type=int, default=0, help=argparse.SUPPRESS)  # the pytest process's port
-    p.add_argument("--device", help=argparse.SUPPRESS)  # the helper's GPU, chosen by rank 0
+    for flag, kind, default in (("--rank", int, 1), ("--world-size", int, 2), ("--address", str, "127.0.0.1"),
+                                ("--port", int, 0), ("--coordinator", int, 0), ("--device", str, None)):
+        p.add_argument(flag, type=kind, default=default, help=argparse.SUPPRESS)
     return p
 
 
