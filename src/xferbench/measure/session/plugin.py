@@ -186,17 +186,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--xfer-devices={config.getoption('xfer_devices')}: {error}") from None
     profile = config.getoption("xfer_profile")
     sizes = config.getoption("xfer_sizes") or parse_sizes(PROFILES[profile])
-    if not _given(config, "--benchmark-max-time") and hasattr(config.option, "benchmark_max_time"):
-        config.option.benchmark_max_time = SIMULATED_MAX_TIME if backend.simulated else PROFILE_MAX_TIME[profile]
-    if not _given(config, "--benchmark-min-time") and hasattr(config.option, "benchmark_min_time"):
-        config.option.benchmark_min_time = SIMULATED_MIN_TIME if backend.simulated else DEFAULT_MIN_TIME
+    # pytest-benchmark's options the user did not give; every round's time saved, as xferbench compare tests
+    # significance on it (a --benchmark-save-data of one's own is the same True).
+    for name, value in (("max_time", SIMULATED_MAX_TIME if backend.simulated else PROFILE_MAX_TIME[profile]),
+                        ("min_time", SIMULATED_MIN_TIME if backend.simulated else DEFAULT_MIN_TIME), ("save_data", True)):
+        if not _given(config, "--benchmark-" + name.replace("_", "-")) and hasattr(config.option, "benchmark_" + name):
+            setattr(config.option, "benchmark_" + name, value)
     if (PROFILE_PRECISION[profile] and not _given(config, "--benchmark-precision")
             and not _given(config, "--benchmark-max-time") and hasattr(config.option, "benchmark_precision")):
         # (a --benchmark-max-time of one's own keeps pytest-benchmark's fixed rounds)
         config.option.benchmark_precision = PROFILE_PRECISION[profile]
-    if hasattr(config.option, "benchmark_save_data"):
-        # xferbench compare tests significance on every round's time.
-        config.option.benchmark_save_data = True
     store(config, XferSettings(backend, tuple(devices), tuple(sizes), tuple(config.getoption("xfer_dtypes")), profile,
                                _peer_plan(config, backend, devices)))
 
