@@ -94,3 +94,23 @@ def test_a_fresh_call_broke_only_where_it_grew_dearer_per_byte_beyond_every_reus
     found = split(frame, {"before": SMALL, "after": LARGE}, _judge({"clone": clone, "copy_": 1.0}))
     assert [c["label"] for c in found.fresh] == ["host clone"] and [c["label"] for c in found.reused] == ["host copy_ cpu"]
     assert bool(found.broke) is broke
+
+
+def test_every_usual_call_must_share_the_fall_and_a_frame_without_fault_counts_prices_none():
+    """.cpu() falls 10x while .to() falls 2x: their mean falls 3.3x, but no 3x fall every usual call shares, no cliff.
+    A run that records no fault column at all still finds its cliff, with no fault priced."""
+    frame = d2h()
+    held = frame.assign(median_s=frame["median_s"].where(~((frame["method"] == "to") & (frame["nbytes"] == LARGE)),
+                                                        1.3e-3 * 1.05 * 4 * 2))
+    assert cliff(held.assign(bandwidth_gbps=held["nbytes"] / held["median_s"] / 1e9)) is None
+    found = cliff(d2h().drop(columns="minor_faults_per_call"))
+    assert found is not None and found["faults"] is None and found["us_per_fault"] is None
+
+
+def test_across_gives_a_move_in_gb_s_an_allocation_in_time_and_names_to_as_users_write_it():
+    frame = pd.DataFrame([row("d2h", "to", n, t) for n, t in ((SMALL, 1.25e-3), (LARGE, 50e-3))]
+                         + [row("create", "empty", n, t, src="cpu") for n, t in ((SMALL, 4.44e-6), (LARGE, 15.9e-6))])
+    moved, = across(frame, SMALL, LARGE, ((".{method}()", {"op": "d2h"}),))
+    made, = across(frame, SMALL, LARGE, (("torch.empty on the CPU", {"op": "create"}),))
+    assert (moved["label"], moved["figures"]) == (".to(device)", "13.4 → 1.34 GB/s")
+    assert (made["label"], made["figures"]) == ("torch.empty on the CPU", "4.44 µs → 15.9 µs")
