@@ -114,3 +114,16 @@ def test_across_gives_a_move_in_gb_s_an_allocation_in_time_and_names_to_as_users
     made, = across(frame, SMALL, LARGE, (("torch.empty on the CPU", {"op": "create"}),))
     assert (moved["label"], moved["figures"]) == (".to(device)", "13.4 → 1.34 GB/s")
     assert (made["label"], made["figures"]) == ("torch.empty on the CPU", "4.44 µs → 15.9 µs")
+
+
+@pytest.mark.parametrize(("faults", "priced"), [(100.0, None), (99.0, None), (101.0, [45.5e-3 * 1e6, 48e-3 * 1e6])])
+def test_only_calls_with_more_faults_than_the_kept_buffer_price_a_fault(faults, priced):
+    """A usual call with no more faults than copy_ into a kept buffer (100) prices none; one more prices its whole
+    extra time."""
+    per = cliff(d2h(faults=faults))["us_per_fault"]
+    assert per is None if priced is None else per.tolist() == pytest.approx(priced)
+
+
+def test_a_kept_buffer_whose_fault_count_is_not_a_number_counts_none():
+    per = cliff(d2h(copy_faults="n/a"))["us_per_fault"]
+    assert per.tolist() == pytest.approx([(50e-3 - 4.5e-3) / 16485 * 1e6, (52.5e-3 - 4.5e-3) / 16485 * 1e6])
