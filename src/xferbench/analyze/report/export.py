@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import escape
 from ...contract import IDENTITY, MEASURED
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes
 from ..view import RunView
 
 if TYPE_CHECKING:
@@ -48,11 +48,6 @@ def _cell(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):  # never an exponent: 2,123, not 2.12e+03
         return f"{value:,.0f}" if abs(value) >= 10 ** digits else f"{value:.{digits}g}"
     return escape.markdown(value)
-
-
-def _us(value: float) -> str:
-    """An α in µs as the page writes it (``1.72 ms``, not ``1.72e+03 µs``)."""
-    return format_seconds(value / 1e6) if np.isfinite(value) else "–"
 
 
 def to_markdown(story: Story) -> str:
@@ -107,8 +102,8 @@ def _model(model: list[dict[str, Any]], gpu: bool) -> list[str]:
     lines += [f"| path | {' | '.join(head)} |", "|---|" + "".join("---|" if c in ("β from", "roof") else "---:|" for c in head)]
     for row in model:
         largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
-        alpha, beta = ([_us(row["pipelined_alpha_us"])], [_cell(row["pipelined_gbps"])]) if gpu else ([], [])
-        cells = [_cell(row["path"]), _us(row["alpha_us"]), *alpha, _cell(row["stated_gbps"]), *beta,
+        alpha, beta = ([row["pipelined_alpha"]], [_cell(row["pipelined_gbps"])]) if gpu else ([], [])
+        cells = [_cell(row["path"]), row["alpha"], *alpha, _cell(row["stated_gbps"]), *beta,
                  _cell(row["beta_basis"]), largest, *([_cell(row["link"]), row.get("share", "–")] if roofed else [])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
