@@ -9,7 +9,6 @@ from typing import Any
 import pandas as pd
 
 from ...families.base import span as _span
-from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..cliff import UNTOUCHED, across
 from ..view import RunView
@@ -41,28 +40,15 @@ def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]
     if not empty or empty[0]["after_s"] >= 0.01 * min(c["after_s"] for c in fresh):
         return ""
     said = f" {empty[0]['label']}, which allocates without touching a page, took {empty[0]['figures']}"
-    jump = view.ratio(*empty[0]["rows"])
+    # no threshold is named its cause: the H200's grew below glibc's largest mmap threshold too (4 → 16 MiB)
+    jump, lower = view.ratio(*empty[0]["rows"]), view.grew_before(empty[0]["rows"][1])
     if jump.value <= 1 or not jump.resolved:
         return said + ": the allocation call itself did not break."
     grew = f": it moves no bytes, yet its time grew {jump.text()}"
-    # no threshold is named its cause: the H200's grew below glibc's largest mmap threshold too (4 → 16 MiB)
-    lower = _below(view, empty[0]["rows"][1])
     if lower is not None:
         grew += (f", and {lower[1].text()} from {format_bytes(int(lower[0]['nbytes']))} to "
                  f"{format_bytes(found['before'])} before it")
     return said + grew + ": why, this run cannot tell."
-
-
-def _below(view: RunView, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
-    """``row``'s path at the next smaller size of its run, and ``row``'s time over it, where that growth is resolved
-    above 1 (the H200's torch.empty: 2.24 µs at 4 MiB, 4.44 µs at 16 MiB, 1.98× (1.81-2.18)); else None."""
-    rows = view.rows
-    smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] < row["nbytes"])]
-    if smaller.empty:
-        return None
-    small = smaller.loc[smaller["nbytes"].idxmax()]
-    grew = view.ratio(row, small)
-    return (small, grew) if grew.resolved and grew.value > 1 else None
 
 
 def _grew(calls: list[dict[str, Any]]) -> str:
