@@ -125,7 +125,7 @@ def test_csv_cells_are_text_on_their_row(value: str) -> None:
 def test_report_markdown_keeps_every_field_in_its_cell(path: str, source: str, finding: str) -> None:
     view = _sample_view()
     view.results.sources[:] = [source]  # all the Markdown reads of the run that an example changes
-    model = [{"path": path, "alpha_us": 1.0, "pipelined_alpha_us": float("nan"), "stated_gbps": 10.0,
+    model = [{"path": path, "alpha_us": 1.0, "alpha": "1 µs", "pipelined_alpha": "–", "stated_gbps": 10.0,
               "pipelined_gbps": None, "beta_basis": path, "largest_bytes": 4, "largest_gbps": 1.0, "link": path,
               "peak_gbps": 64.0, "efficiency": 0.5}] * 2  # a roof: its link's cell is hostile text too
     # A finding's headline and its evidence beneath it: both are the hostile text.
