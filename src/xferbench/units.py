@@ -15,6 +15,7 @@ __all__ = [
     "drawable",
     "first_line",
     "format_bytes",
+    "format_number",
     "format_seconds",
     "format_size",
     "mathtext_safe",
@@ -119,6 +120,12 @@ def format_size(nbytes: int) -> str:
 def _three_digits(value: float) -> str:
     """Three significant digits, never an exponent (``1500``, not ``1.5e+03``)."""
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """A table's or a sentence's figure in ``digits`` significant digits, never an exponent: ``2,123`` where it has more
+    whole digits (not ``2.12e+03``), ``12,706`` (not ``1.27e+04``), ``0.331``."""
+    return f"{value:,.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
 
 
 def format_bytes(nbytes: float) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import escape
 from ...contract import IDENTITY, MEASURED
-from ...units import format_bytes
+from ...units import format_bytes, format_number
 from ..view import RunView
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ def to_csv(view: RunView) -> str:
 def _cell(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "–"
-    if isinstance(value, float):  # never an exponent: 2,123, not 2.12e+03
-        return f"{value:,.0f}" if abs(value) >= 10 ** digits else f"{value:.{digits}g}"
+    if isinstance(value, float):
+        return format_number(value, digits)
     return escape.markdown(value)
 
 

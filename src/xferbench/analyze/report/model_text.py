@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds
 from ..model import NoHostRoof
 from ..view import MODEL_MISS, RunView
 from .svg import roof_share
@@ -55,8 +55,7 @@ def basis(fit: Mapping[str, Any]) -> str:
         said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}, {sizes} left out"
         said += ", whose blocks timed calls a round 2× or more apart"
     if key.startswith("capped "):
-        gave = fit["beta_gbps"]  # never an exponent: 12,706, not 1.27e+04
-        return f"capped at the largest size measured ({said} gave {f'{gave:,.0f}' if gave >= 1000 else f'{gave:.3g}'} GB/s)"
+        return f"capped at the largest size measured ({said} gave {format_number(fit['beta_gbps'])} GB/s)"
     return said
 
 

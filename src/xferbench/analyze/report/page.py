@@ -21,7 +21,7 @@ from ... import __version__
 from ...escape import no_bidi
 from ...families import FAMILIES, order_of
 from ...output import write_atomic, write_together
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds
 from ..load.results import Results
 from ..view import RunView
 from .export import to_csv, to_markdown
@@ -52,7 +52,7 @@ _ENV = jinja2.Environment(
 def _number(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "–"
-    return f"{value:,.0f}" if abs(value) >= 10 ** digits else f"{value:.{digits}g}"  # 2,123, not 2.12e+03
+    return format_number(value, digits)
 
 
 _ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v is None else float(v)), size=format_bytes)
