@@ -456,27 +456,29 @@ class RunView:
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over
         it (``ratio``); None where there is no such size."""
-        rows = self.rows
-        smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] * 16 <= row["nbytes"])]
-        if smaller.empty:
+        if (measured := self._smaller(row, 16)) is None:
             return None
-        small = smaller.loc[smaller["nbytes"].idxmax()]
-        _, alike = paired_blocks(row, small)  # a mixed row's blocks timed as ``row``'s were: their median is quoted
-        if flag(small, "mixed_iterations") and 0 < alike.size < np.isfinite(np.asarray(small["block_medians"])).sum():
-            small = small.copy()
+        small, (_, alike) = measured, paired_blocks(row, measured)
+        # a mixed row's blocks timed as ``row``'s were: their median is the one quoted (the ratio pairs them alike)
+        if flag(measured, "mixed_iterations") and 0 < alike.size < np.isfinite(np.asarray(measured["block_medians"])).sum():
+            small = measured.copy()
             small["median_s"], small["alike_blocks"] = float(np.median(alike)), alike.size
-        return small, self.ratio(row, smaller.loc[small.name])
+        return small, self.ratio(row, measured)
 
     def grew_before(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """``row``'s path at the next smaller size of its run, and ``row``'s time over it, where that growth is resolved
         above 1 (the H200's torch.empty: 2.24 µs at 4 MiB, 4.44 µs at 16 MiB, 1.98× (1.81-2.18)); else None."""
-        rows = self.rows
-        smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] < row["nbytes"])]
-        if smaller.empty:
+        if (small := self._smaller(row, 1)) is None:
             return None
-        small = smaller.loc[smaller["nbytes"].idxmax()]
         grew = self.ratio(row, small)
         return (small, grew) if grew.resolved and grew.value > 1 else None
+
+    def _smaller(self, row: pd.Series, fewer: int) -> pd.Series | None:
+        """The largest size of ``row``'s path and run below it with ``1/fewer`` of its bytes or less; None where none."""
+        rows = self.rows
+        smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] < row["nbytes"])
+                       & (rows["nbytes"] * fewer <= row["nbytes"])]
+        return None if smaller.empty else smaller.loc[smaller["nbytes"].idxmax()]
 
     def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """Where the bytes do not set ``row``'s time: its ``growth`` is told under 2x; else None. The host finding, the

@@ -69,10 +69,10 @@ HOST_TIMED_CANT_TELL = (
     "the collective tells it).")
 
 
-
 def _gbps(value: float) -> str:
     """A hover's GB/s in four digits, never an exponent: a gloo collective's 4 B busbw is 0.00009787, not 9.787e-05."""
     return str(np.format_float_positional(value, precision=4, unique=False, fractional=False, trim="-"))
+
 
 def _distributed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["world_size"].notna()] if "world_size" in frame else frame.iloc[0:0]

@@ -9,7 +9,7 @@ from ...units import format_bytes
 from ..drift import Pair
 from ..view import RunView
 
-__all__ = ["across", "statement", "verdict"]
+__all__ = ["across", "block_times", "statement", "verdict"]
 
 _REGIME = {("pageable", "bandwidth"): "pageable or host memory from 1 MiB", ("pageable", "latency"): "pageable below 1 MiB",
            ("device", "bandwidth"): "pinned or device from 1 MiB", ("device", "latency"): "pinned or device below 1 MiB"}
@@ -77,11 +77,17 @@ def verdict(view: RunView, op: str) -> str | None:
     return " ".join(said)
 
 
+def block_times(row: pd.Series) -> list[float]:
+    """A row's block medians that were measured, fastest first; none for a row measured whole (its ``block_medians``
+    NaN beside rows measured in blocks)."""
+    blocks = row.get("block_medians")
+    return sorted(m for m in blocks if isinstance(m, float) and m > 0) if isinstance(blocks, list) else []
+
+
 def across(row: pd.Series) -> list[str]:
     """``1.14-2.83 GB/s across its 6 blocks`` where the row was measured in blocks (how far a busy run's blocks drifted
     apart), else nothing."""
-    blocks = row.get("block_medians")  # NaN in a row measured whole beside rows measured in blocks
-    medians = [m for m in blocks if isinstance(m, float) and m > 0] if isinstance(blocks, list) else []
+    medians = block_times(row)
     if len(medians) < 2:
         return []
     gbps = sorted(float(row["nbytes"]) / m / 1e9 for m in medians)

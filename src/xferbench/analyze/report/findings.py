@@ -236,8 +236,7 @@ def _unsure_wait(view: RunView, best: pd.Series) -> tuple[str, str]:
     if grown is None or not grown[1].judged or grown[1].low >= 2:
         return "", ""
     small, grew = grown
-    blocks = small.get("block_medians")  # a mixed row's merged median lies between its blocks': their span says both
-    times = sorted(m for m in blocks if isinstance(m, float) and m > 0) if isinstance(blocks, list) else []
+    times = drift_text.block_times(small)  # a mixed row's merged median lies between its blocks': their span says both
     took = (f"{format_bytes(small['nbytes'])}'s blocks took {format_seconds(times[0])}-{format_seconds(times[-1])}"
             if len(times) > 1 else f"{format_bytes(small['nbytes'])} took {format_seconds(small['median_s'])}")
     mixed = ", calls a round 2× or more apart" if flag(small, "mixed_iterations") else ""
