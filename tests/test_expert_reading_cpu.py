@@ -363,9 +363,20 @@ def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(
     from xferbench.analyze.report.page import write_report
 
     page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
-    assert page.count("80 × 100, its blocks' calls a round 2× or more apart") == 1
-    # the hover names no calls a round: 100 was two blocks' count, one call the other four's
-    assert page.count("over 80 rounds, its blocks' calls a round 2× or more apart") >= 1
+    assert page.count("80 × 1-100, its blocks&#39; calls a round: 100, 100, 1, 1, 1, 1") == 1
+    # the hover names every block's count: 100 was two blocks', one call the other four's
+    assert page.count("over 80 rounds × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1") >= 1
+
+
+def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
+    """tests/data/cpu-busy-host.json's 64 MiB copy_ took 12 ms, as long as 1 MiB's blocks timed alike: its 5.59 GB/s
+    is bytes over a wait. The appendix marks it, and the 1 KiB rows (as long as 4 B), and no other; the foot says why."""
+    from xferbench.analyze.report.page import write_report
+
+    page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
+    table = page[page.index('id="results-table"'):page.index('<h2 id="machine">')]
+    assert re.findall(r'<td class="n">([^<]*) ‡</td>', table) == ["0.764", "1.07", "5.59", "1.05"]
+    assert "‡ took under 2× as long as a size of its path with 1/16 of its bytes or fewer: the bytes do not set" in table
 
 
 def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named(tmp_path):
@@ -558,6 +569,10 @@ def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
     assert ("| left | host pageable copy_ cpu | what is left: the copy itself (into a touched buffer); the bytes do not "
             "set its time here (20 ms at 1 MiB, 64× fewer bytes) | median 20 ms | 17% |") in out.with_suffix(".md").read_text()
     html = out.read_text()
+    # the figure's legend and hover say it too, not "the copy itself"
+    assert "<title>what is left, which the bytes do not set: 20 ms (host pageable copy_ cpu)</title>" in html
+    assert "the rest is what copy_ into the touched buffer took, which the bytes do not set here" in html
+    assert ">20 ms (17%); the bytes do not set it (20 ms at 1 MiB, 64× fewer bytes)</td>" in html
     assert "data-missing" not in html and 'id="plot-create"' not in html and 'id="plot-noop"' not in html
     assert "every no-op" not in html  # the conventions say no no-op was checked where none ran
 

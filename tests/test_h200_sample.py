@@ -574,8 +574,9 @@ def test_the_sync_loop_sentence_names_the_host_side_path_it_searched(full):
 def test_the_same_device_hover_names_the_figure_its_share_is_of(html):
     """2067 GB/s is 86% of half the memory's 4814 GB/s (a copy reads and writes every byte), 43% of 4814: the hover says
     of 2407 GB/s, the figure the table holds it against."""
-    assert "2067 GB/s = 86% of 2407 GB/s, device memory (4814 GB/s, NVML clock x bus width, shared by read and write)" in html
-    assert "2067 GB/s = 86% of device memory" not in html
+    assert ("2,067 GB/s = 86% of 2,407 GB/s, device memory (4,814 GB/s, NVML clock x bus width, shared by a copy's read "
+            "and write: 2,407 each)") in html
+    assert "2,067 GB/s = 86% of device memory" not in html
 
 
 def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):

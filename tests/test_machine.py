@@ -137,7 +137,7 @@ def test_same_device_copy_is_held_against_half_the_memory_peak(monkeypatch, h200
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
     peak, name = link_peak({"xferbench": fingerprint(h200)}, "d2d", "cuda:0", "cuda:0")
     assert peak == pytest.approx(4917 / 2, rel=0.001)
-    assert "shared by read and write" in name
+    assert "shared by a copy's read and write: 2,458 each" in name
 
 
 def test_process_outside_the_gpus_node_is_stated(monkeypatch, h200):

@@ -357,7 +357,7 @@ class TestLinkPeakEdges:
     def test_device_memory_peak(self):
         """d2d copies read and write every byte over the GPU's memory: they are held against half its NVML peak."""
         assert link_peak(two_gpus(), "d2d", "cuda:0", "cuda:0") == (
-            450.0, "device memory (900 GB/s, NVML clock x bus width, shared by read and write)")
+            450.0, "device memory (900 GB/s, NVML clock x bus width, shared by a copy's read and write: 450 each)")
         assert link_peak(two_gpus(), "d2d", "cuda:1", "cuda:1") is None
 
 
@@ -496,7 +496,7 @@ class TestRoofsOfEachPath:
         results = load([write(tmp_path / "r.json", sweep("d2d", "copy_", "cuda:0", "cuda:0", 4e-6, 900.0),
                               gpu_machine(memory_peak_gbps=2000.0))])
         assert roofs(results.frame, results.machine_info, "d2d", "cuda:0", "cuda:0") == [
-            (1000.0, "device memory (2000 GB/s, NVML clock x bus width, shared by read and write)")]
+            (1000.0, "device memory (2,000 GB/s, NVML clock x bus width, shared by a copy's read and write: 1,000 each)")]
 
     def test_peer_from_an_unknown_gpu(self):
         """A peer copy from a GPU the fingerprint does not list has an unknown link."""

@@ -123,9 +123,11 @@ def _three_digits(value: float) -> str:
 
 
 def format_number(value: float, digits: int = 3) -> str:
-    """A table's or a sentence's figure in ``digits`` significant digits, never an exponent: ``2,123`` where it has more
-    whole digits (not ``2.12e+03``), ``12,706`` (not ``1.27e+04``), ``0.331``."""
-    return f"{value:,.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
+    """A table's or a sentence's figure in ``digits`` significant digits, never an exponent, thousands always
+    separated: ``2,123`` where it has as many whole digits or more (not ``2.12e+03`` nor, at 4 digits, ``2123``),
+    ``12,706`` (not ``1.27e+04``), ``0.331``."""
+    text = f"{value:.{digits}g}"
+    return f"{value:,.0f}" if "e+" in text or abs(float(text)) >= 1000 else text
 
 
 def format_bytes(nbytes: float) -> str:

@@ -475,16 +475,26 @@ class RunView:
 
     def _smaller(self, row: pd.Series, fewer: int) -> pd.Series | None:
         """The largest size of ``row``'s path and run below it with ``1/fewer`` of its bytes or less; None where none."""
-        rows = self.rows
-        smaller = rows[(rows["path"] == row["path"]) & (rows["run"] == row["run"]) & (rows["nbytes"] < row["nbytes"])
-                       & (rows["nbytes"] * fewer <= row["nbytes"])]
-        return None if smaller.empty else smaller.loc[smaller["nbytes"].idxmax()]
+        labels, sizes = self._sizes.get((row["path"], row["run"]), ([], np.zeros(0)))
+        below = np.flatnonzero((sizes < row["nbytes"]) & (sizes * fewer <= row["nbytes"]))
+        return None if below.size == 0 else self.rows.loc[labels[below[np.argmax(sizes[below])]]]
+
+    @cached_property
+    def _sizes(self) -> dict[tuple[str, str], tuple[list[Any], np.ndarray]]:
+        """Each path and run's row labels and sizes (``_smaller`` reads one group, not every row, for each row asked)."""
+        return {key: (list(group.index), group.to_numpy(dtype=float))
+                for key, group in self.rows.groupby(["path", "run"], sort=False)["nbytes"]}
 
     def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """Where the bytes do not set ``row``'s time: its ``growth`` is told under 2x; else None. The host finding, the
         box at the top, a change's condition, a ladder's foot and the α-β fits read it alike."""
         grown = self.growth(row)
         return grown if grown is not None and grown[1].high < 2 else None
+
+    def left_waited(self, ladder: Ladder) -> pd.Series | None:
+        """The smaller size where what is left of ``ladder`` took as long (``waited``); none for a device time. Its
+        table's foot and its figure's legend say so alike."""
+        return None if ladder.base.device_time or (waited := self.waited(ladder.base.row)) is None else waited[0]
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
         """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio

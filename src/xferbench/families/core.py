@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..units import format_bytes
+from ..units import format_bytes, format_number
 from .base import ChangeSpec, Family, LadderSpec, RungSpec, Variant
 
 if TYPE_CHECKING:
@@ -82,7 +82,8 @@ CORE = (
 def device_memory_roof(peak_gbps: float) -> str:
     """The d2d family's roof named (analyze/model.py gives it half of ``peak_gbps``: a copy reads and writes every
     byte over the same memory)."""
-    return f"device memory ({peak_gbps:.4g} GB/s, NVML clock x bus width, shared by read and write)"
+    return (f"device memory ({format_number(peak_gbps)} GB/s, NVML clock x bus width, shared by a copy's read and "
+            f"write: {format_number(peak_gbps / 2)} each)")
 
 
 def host_memcpy_roof(nbytes: int) -> str:

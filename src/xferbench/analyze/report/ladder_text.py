@@ -129,6 +129,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
+        if (waited := view.left_waited(ladder)) is not None:  # as the Markdown's row says it (``rows``)
+            cells[ladder.bottom]["text"] += f"; the bytes do not set it ({took_at(waited, ladder.base.row)})"
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})

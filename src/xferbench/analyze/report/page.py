@@ -27,6 +27,7 @@ from ..view import RunView
 from .export import to_csv, to_markdown
 from .plots import Plot, as_plot, render, scenario_plot
 from .story import Story
+from .svg import rounds_text
 
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
@@ -63,10 +64,13 @@ LEAD = ("bandwidth-d2h", "ladder")
 
 
 def _table(view: RunView) -> list[dict[str, Any]]:
-    """Every row, in report order, with the number of the machine instance it came from (shown when there are several)."""
+    """Every row, in report order, with the number of the machine instance it came from (shown when there are several),
+    its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waited``: where not,
+    its GB/s is no bandwidth)."""
     frame = view.numbered(view.rows)
-    ordered = frame.assign(_o=frame["op"].map(order_of)).sort_values(["_o", "path", "nbytes"])
-    return ordered.drop(columns=["data", "_o"]).to_dict("records")
+    frame = frame.assign(_o=frame["op"].map(order_of), calls=[rounds_text(row) for _, row in frame.iterrows()],
+                         waited=[view.waited(row) is not None for _, row in frame.iterrows()])
+    return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
 
 
 def scenario_sections(story: Story) -> list[dict[str, Any]]:

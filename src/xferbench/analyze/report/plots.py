@@ -19,16 +19,16 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...families import FAMILIES, family, moving_ops
-from ...units import format_bytes, format_seconds, mathtext_safe
+from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .ladder_plots import ladder_figure
 from .noop_plot import noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
-from .svg import WIDTH, Plot, as_plot, gbps_text, legend_outside, log_y, roof_share, size_ticks, tip, tips_for, to_svg
+from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, roof_share, size_ticks, tip, tips_for, to_svg
 
-__all__ = ["Plot", "as_plot", "gbps_text", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
+__all__ = ["Plot", "as_plot", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
 
 #: Colours of the calls timed, the same in every figure.
 METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
@@ -95,7 +95,7 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float,
         share = roof_share(reached[0], peak, practical if name.startswith("PCIe") else None)
         share = f"\n{reached[1]}: {share}" if share != "–" else ""
         left = index % 2 == 0
-        text = ax.text(0.01 if left else 0.99, peak, f"{name}: {gbps_text(peak)} GB/s{share}",
+        text = ax.text(0.01 if left else 0.99, peak, f"{name}: {format_number(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
                        fontsize=7.5, color="k", bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
         tip(text, [f"roof: {name}, {peak:.4g} GB/s per direction{share.replace(chr(10), '; ')}"])
@@ -166,8 +166,8 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
     """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
 
     def value(row: pd.Series) -> str:
-        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {roof[0]:.4g} GB/s, {roof[1]}" if roof else ""
-        return f"{row['bandwidth_gbps']:.4g} GB/s{share}"
+        share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {format_number(roof[0], 4)} GB/s, {roof[1]}" if roof else ""
+        return f"{format_number(row['bandwidth_gbps'], 4)} GB/s{share}"
 
     for _, group in panel.groupby(["path", "run"], sort=False):  # a line is one run's
         group = group.sort_values("nbytes")
@@ -204,8 +204,8 @@ def _mark_cliff(ax: Axes, view: RunView, cause: str | None) -> None:
         return
     low = float(found["gbps_after"].min())
     # Each call's own pair of figures: the highest before and the lowest after came from two calls on the H200 sample.
-    calls = ", ".join(f"{_CALLS.get(str(method), method)} {gbps_text(float(before))} → "
-                      f"{gbps_text(float(found['gbps_after'][method]))}" for method, before in found["gbps_before"].items())
+    calls = ", ".join(f"{_CALLS.get(str(method), method)} {format_number(float(before))} → "
+                      f"{format_number(float(found['gbps_after'][method]))}" for method, before in found["gbps_before"].items())
     text = (f"cliff: {calls} GB/s\n"
             f"from {format_bytes(found['before'])} to {format_bytes(found['after'])}"
             + (f"\n{textwrap.fill(cause, 44)}" if cause else ""))
@@ -278,12 +278,12 @@ def cost_at_size(view: RunView) -> Figure | str:
     for bar, (_, row), (_, slow) in zip(bars.patches, fastest.iterrows(), slowest.iterrows(), strict=True):
         calls = rows[rows["route"] == row["route"]].sort_values("median_s")
         tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
-            f".{_call(c)}: median {format_seconds(c['median_s'])}, {gbps_text(c['bandwidth_gbps'])} GB/s"
+            f".{_call(c)}: median {format_seconds(c['median_s'])}, {format_number(c['bandwidth_gbps'])} GB/s"
             for _, c in calls.iterrows())])
-        text = f"  {format_seconds(row['median_s'])}, {gbps_text(row['bandwidth_gbps'])} GB/s"
+        text = f"  {format_seconds(row['median_s'])}, {format_number(row['bandwidth_gbps'])} GB/s"
         if slow["median_s"] > 1.5 * row["median_s"]:  # worth a word: the same route, a much dearer call
             text += (f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}, "
-                     f"{gbps_text(slow['bandwidth_gbps'])} GB/s")
+                     f"{format_number(slow['bandwidth_gbps'])} GB/s")
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),
                 va="center", fontsize=8)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the lowest median of each "
@@ -319,7 +319,7 @@ def device_matrix(view: RunView) -> Figure | str:
         for j in range(len(devices)):
             value = grid[i, j]
             dark = np.isfinite(value) and value > 0 and norm(value) < 0.6
-            text = ax.text(j, i, "–" if not np.isfinite(value) else gbps_text(value), ha="center", va="center",
+            text = ax.text(j, i, "–" if not np.isfinite(value) else format_number(value), ha="center", va="center",
                            color="w" if dark else "k", fontsize=10)
             if np.isfinite(value):
                 tip(text, [f"{devices[i]} → {devices[j]}: best {value:.4g} GB/s at {format_bytes(size)}"])
@@ -328,7 +328,7 @@ def device_matrix(view: RunView) -> Figure | str:
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
     bar = fig.colorbar(image, label=f"best GB/s at {format_bytes(size)} (log scale)")
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: gbps_text(v)))
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_number(v)))
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
     return fig
 

@@ -8,10 +8,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ...units import format_bytes, format_seconds, mathtext_safe
+from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..view import RunView
 from .series import case_labels
-from .svg import WIDTH, gbps_text, legend_outside, log_y, size_ticks, tip, tips_for
+from .svg import WIDTH, legend_outside, log_y, size_ticks, tip, tips_for
 
 __all__ = ["scenario_plot"]
 
@@ -40,10 +40,10 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
     for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
-        tip(bar, [f"{row['path']}: {gbps_text(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
+        tip(bar, [f"{row['path']}: {format_number(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
                   f"in {format_seconds(row['median_s'])} (median)"])
     for y, (_, row) in enumerate(rows.iterrows()):
-        ax.text(row["bandwidth_gbps"], y, f"  {gbps_text(row['bandwidth_gbps'])} GB/s ({format_bytes(row['nbytes'])})",
+        ax.text(row["bandwidth_gbps"], y, f"  {format_number(row['bandwidth_gbps'])} GB/s ({format_bytes(row['nbytes'])})",
                 va="center", fontsize=8)
     low, high = rows["bandwidth_gbps"].min(), rows["bandwidth_gbps"].max()
     log = 0 < 20 * low < high  # host links and device memory in one figure (copy_kind): linear hides the host bars

@@ -9,12 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
-from ..ladder import Ladder
 from ..peer_plan import RecordedPlan
 from ..view import RunView
 from . import drift_text, ladder_text
@@ -98,7 +95,7 @@ class Story:
             glance=glance, why=why_measured(view), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if len(view.sources) > 1 else ""),
-                      ladder_text.rows(ladder, _waited(view, ladder))) for ladder in view.ladders],
+                      ladder_text.rows(ladder, view.left_waited(ladder))) for ladder in view.ladders],
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
             cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
             machine=machine_table(view.machine_info) + placement)
@@ -148,11 +145,6 @@ def _peers(view: RunView, figures: list[PeerFigure] | None) -> tuple[list[dict[s
     from .other_tools import peer_table  # loaded only where such files were given
 
     return peer_table(view, figures)
-
-
-def _waited(view: RunView, ladder: Ladder) -> pd.Series | None:
-    """The smaller size where what is left of ``ladder`` took as long (``RunView.waited``); none for a device time."""
-    return None if ladder.base.device_time or (waited := view.waited(ladder.base.row)) is None else waited[0]
 
 
 def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:

@@ -37,10 +37,10 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullLocator
 from matplotlib.transforms import Bbox
 
-from ...units import drawable, format_bytes, format_seconds, mathtext_safe
+from ...units import drawable, format_bytes, format_number, format_seconds, mathtext_safe
 from ..load.rows import flag
 
-__all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "gbps_text", "legend_outside", "log_y", "roof_share",
+__all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "legend_outside", "log_y", "roof_share", "rounds_text",
            "size_ticks", "tip", "tips_for", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
@@ -207,16 +207,18 @@ def legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str]
 
 def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
     return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
-            + (" round trip" if flag(row, "round_trip") else "") + f" over {row['rounds']} rounds"
-            + (", its blocks' calls a round 2× or more apart" if flag(row, "mixed_iterations") else
-               f" × {row['iterations']}")
+            + (" round trip" if flag(row, "round_trip") else "") + f" over {rounds_text(row).replace(' ×', ' rounds ×', 1)}"
             + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
             for index, row in rows.iterrows()]
 
 
-def gbps_text(value: float) -> str:
-    """A bandwidth as people write it: 0.0421, 12.5, 1470 (never 1.47e+03)."""
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+def rounds_text(row: pd.Series) -> str:
+    """``80 × 100``: rounds × calls a round; a row whose blocks timed calls a round 2× or more apart gives the range and
+    each block's count (``80 × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1``): no one count was all of it."""
+    if not flag(row, "mixed_iterations"):
+        return f"{row['rounds']} × {row['iterations']}"
+    calls = [f"{n:.0f}" for n in row["block_iterations"] if n == n]  # NaN: a planned block that did not run
+    return f"{row['rounds']} × {min(calls, key=float)}-{max(calls, key=float)}, its blocks' calls a round: {', '.join(calls)}"
 
 
 def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
@@ -225,7 +227,7 @@ def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None =
     ceiling of pinned copies where one is given."""
     if not (math.isfinite(gbps) and peak > 0):
         return "–"
-    text = f"{gbps / peak:.0%} of {gbps_text(peak)} GB/s"
+    text = f"{gbps / peak:.0%} of {format_number(peak)} GB/s"
     if practical is not None:
         text += (f" ({gbps / practical[1] * 100:.0f}-{gbps / practical[0]:.0%} of the practical "
                  f"{practical[0]:g}-{practical[1]:g})")
