@@ -107,6 +107,9 @@ class Ladder:
     split: Split | None = None
     #: The call over what is left, with its interval (None: not judged, as in a ladder built by hand).
     whole: Ratio | None = None
+    #: The smaller size at which what is left took as long (``RunView.waited``: the bytes do not set its time; the
+    #: loaded run's copy_, 20 ms at 1 and 64 MiB): its table, caption and figure say so. None where they set it.
+    waited: pd.Series | None = None
 
     @property
     def top(self) -> Rung:

@@ -16,7 +16,7 @@ hang on it in ``ladders``, the run's drift by regime in ``drift``, and every com
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -413,7 +413,8 @@ class RunView:
     def ladders(self) -> list[Ladder]:
         """The ladders of controls of the run's costs, by call (docs/design.md section 6: each step one factor
         removed, read from two cases of the same run and size): ``ladder.ladders``, computed once."""
-        return ladders(self.rows, self._rung_ratio)
+        return [replace(ladder, waited=None if ladder.base.device_time or (waited := self.waited(ladder.base.row)) is None
+                        else waited[0]) for ladder in ladders(self.rows, self._rung_ratio)]
 
     def _rung_ratio(self, above: Rung, below: Rung) -> Ratio:
         """Two rungs of a ladder (``ladder.Judge``): their rows' ratio, or against a device time (one figure, no
@@ -485,16 +486,17 @@ class RunView:
         return {key: (list(group.index), group.to_numpy(dtype=float))
                 for key, group in self.rows.groupby(["path", "run"], sort=False)["nbytes"]}
 
-    def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
-        """Where the bytes do not set ``row``'s time: its ``growth`` is told under 2x; else None. The host finding, the
-        box at the top, a change's condition, a ladder's foot and the α-β fits read it alike."""
-        grown = self.growth(row)
-        return grown if grown is not None and grown[1].high < 2 else None
+    @cached_property
+    def waits(self) -> dict[Any, tuple[pd.Series, Ratio]]:
+        """The rows whose bytes do not set their time, by label in ``rows``: each one's ``growth``, told under 2x.
+        Judged once for the run: the appendix, the host finding, the box at the top, a change's condition, a ladder's
+        foot and the α-β fits read it alike."""
+        return {label: grown for label, row in self.rows.iterrows()
+                if (grown := self.growth(row)) is not None and grown[1].high < 2}
 
-    def left_waited(self, ladder: Ladder) -> pd.Series | None:
-        """The smaller size where what is left of ``ladder`` took as long (``waited``); none for a device time. Its
-        table's foot and its figure's legend say so alike."""
-        return None if ladder.base.device_time or (waited := self.waited(ladder.base.row)) is None else waited[0]
+    def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
+        """``waits`` of ``row`` (a row of ``rows``): the smaller size that took as long, and the ratio; else None."""
+        return self.waits.get(row.name)
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
         """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio

@@ -91,10 +91,10 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
 
 def _ladder_caption(view: RunView) -> str:
     """The host ladders' caption where every ladder is one, else the device ladders'; "the rest is the copy itself"
-    only where the bytes set what is left (``RunView.left_waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
+    only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):
         return LADDER_CAPTION
-    if any(view.left_waited(ladder) is not None for ladder in view.ladders):
+    if any(ladder.waited is not None for ladder in view.ladders):
         return HOST_LADDER_CAPTION.replace("the rest is the copy itself.", "the rest is what copy_ into the touched "
                                            "buffer took, which the bytes do not set here (the table says why).")
     return HOST_LADDER_CAPTION

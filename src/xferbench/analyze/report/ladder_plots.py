@@ -29,14 +29,14 @@ def _factor_colour(factor: str) -> str:
     return "tab:purple"
 
 
-def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist], waited: bool) -> None:
+def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> None:
     """One ladder as a bar of its steps and its bottom rung: each segment the difference of two medians of the run,
     so the segments add up to the call; a step whose interval holds zero is drawn hatched, without a share. A bottom
-    rung whose bytes do not set its time (``waited``, ``RunView.waited``) is named so, as the ladder's table says."""
+    rung whose bytes do not set its time (``Ladder.waited``) is named so, as the ladder's table says."""
     left, total = 0.0, ladder.top.median_s
     steps = [*ladder.steps, None]
     for (factor, seconds, low, high, told), step in zip(ladder.parts(), steps, strict=True):
-        factor = "what is left, which the bytes do not set" if step is None and waited else factor
+        factor = "what is left, which the bytes do not set" if step is None and ladder.waited is not None else factor
         width = max(seconds, 0.0) * 1e3
         colour = _factor_colour(factor)
         bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else
@@ -65,7 +65,7 @@ def ladder_figure(view: RunView) -> Figure | str:
     fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8), layout="tight")
     legend: dict[str, Artist] = {}
     for y, ladder in enumerate(found):
-        _ladder_bar(ax, y, ladder, legend, view.left_waited(ladder) is not None)
+        _ladder_bar(ax, y, ladder, legend)
     ax.set_yticks(range(len(found)), [mathtext_safe(f"{ladder.top.label}, {format_bytes(ladder.size)} "
                                                     f"({format_seconds(ladder.top.median_s)})") for ladder in found])
     ax.invert_yaxis()

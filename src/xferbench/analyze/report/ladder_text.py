@@ -75,10 +75,10 @@ def took_at(small: pd.Series, row: pd.Series | None = None) -> str:
             + ("" if row is None else f", {row['nbytes'] / small['nbytes']:,.0f}× fewer bytes"))
 
 
-def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
+def rows(ladder: Ladder) -> list[list[str]]:
     """The ladder as rows of cells: the call, each step (the case it reaches, the factor removed, the difference, its
-    share or "can't tell") and what is left; ``waited``: the smaller size at which what is left took as long, where the
-    bytes do not set its time (``RunView.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB), said beside it."""
+    share or "can't tell") and what is left, with the size at which it took as long where the bytes do not set its
+    time (``Ladder.waited``)."""
     top = ladder.top
     found = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
@@ -89,7 +89,7 @@ def rows(ladder: Ladder, waited: pd.Series | None = None) -> list[list[str]]:
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                       _span(step.seconds, step.low_s, step.high_s), shown])
     base, left = ladder.base, f"what is left: {ladder.bottom}"
-    left += "" if waited is None else f"; the bytes do not set its time here ({took_at(waited, base.row)})"
+    left += "" if ladder.waited is None else f"; the bytes do not set its time here ({took_at(ladder.waited, base.row)})"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
                   ladder.whole.text() if share is None and ladder.whole is not None else percent(share or 0.0)])
@@ -129,8 +129,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
-        if (waited := view.left_waited(ladder)) is not None:  # as the Markdown's row says it (``rows``)
-            cells[ladder.bottom]["text"] += f"; the bytes do not set it ({took_at(waited, ladder.base.row)})"
+        if ladder.waited is not None:  # as the Markdown's row says it (``rows``)
+            cells[ladder.bottom]["text"] += f"; the bytes do not set it ({took_at(ladder.waited, ladder.base.row)})"
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})

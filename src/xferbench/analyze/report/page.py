@@ -65,11 +65,11 @@ LEAD = ("bandwidth-d2h", "ladder")
 
 def _table(view: RunView) -> list[dict[str, Any]]:
     """Every row, in report order, with the number of the machine instance it came from (shown when there are several),
-    its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waited``: where not,
+    its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waits``: where not,
     its GB/s is no bandwidth)."""
     frame = view.numbered(view.rows)
     frame = frame.assign(_o=frame["op"].map(order_of), calls=[rounds_text(row) for _, row in frame.iterrows()],
-                         waited=[view.waited(row) is not None for _, row in frame.iterrows()])
+                         waited=frame.index.isin(list(view.waits)))
     return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
 
 

@@ -95,7 +95,7 @@ class Story:
             glance=glance, why=why_measured(view), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if len(view.sources) > 1 else ""),
-                      ladder_text.rows(ladder, view.left_waited(ladder))) for ladder in view.ladders],
+                      ladder_text.rows(ladder)) for ladder in view.ladders],
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
             cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
             machine=machine_table(view.machine_info) + placement)
