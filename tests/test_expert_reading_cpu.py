@@ -222,8 +222,8 @@ def test_the_noop_chart_reads_one_machine_instance():
     labels, texts, xlabel, svg = _figure(noop_vs_copy(RunView.of(load(H200))))
     synced = [i for i, label in enumerate(labels) if label.startswith("torch.cuda.synchronize")]
     assert [labels[i] for i in synced] == ["torch.cuda.synchronize(cuda:0) on an idle device"]
-    assert texts[synced[0]] == "  1707-1713 ns"
-    assert "on an idle device: 1707 ns at 4 B, 1713 ns at 1 GiB per call" in svg
+    assert texts[synced[0]] == "  1,707-1,713 ns"
+    assert "on an idle device: 1,707 ns at 4 B, 1,713 ns at 1 GiB per call" in svg
     assert not any(text.strip().startswith("886") for text in texts)
     assert xlabel.endswith("; from full.json only (one machine instance)")
 
@@ -354,7 +354,7 @@ def test_a_busy_run_s_no_ops_are_not_judged_by_a_4_byte_copy_s_blocks():
             in said)
     # its medians (206-2001 ns) span the run's load, not the call: the headline gives its fastest rounds
     assert said.headline == ("A no-op move of a tensor already on cpu costs 195-374 ns a call at its fastest rounds "
-                             "(medians under load up to 2001 ns): it returns the same object.")
+                             "(medians under load up to 2,001 ns): it returns the same object.")
 
 
 def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(tmp_path):
@@ -557,6 +557,22 @@ def test_a_copy_the_bytes_do_not_time_states_no_beta_and_a_line_that_misses_is_n
     said = ("No line of a fixed cost and a bandwidth fits host pageable clone cpu's times: the line through α and the "
             "stated β (0.565 GB/s) misses a measured size 11×.")
     assert found is not None and found.headline == said and found.evidence == said
+
+
+def test_a_run_whose_every_path_waited_says_so_and_states_no_beta(tmp_path):
+    """The loaded run without its clone: copy_, the one host path left, took 20 ms at 1 and 64 MiB, so no β and no
+    GB/s at its largest size. The finding said "fits in the cache" by the largest GB/s, and with none it raised
+    (a real run at load 7 hit it)."""
+    from xferbench.analyze.report.findings import latency_bound
+
+    run = json.loads((ROOT / "tests" / "data" / "cpu-loaded-host.json").read_text())
+    run["benchmarks"] = [b for b in run["benchmarks"] if b["extra_info"].get("method") == "copy_"
+                         and b["extra_info"].get("variant") is None]
+    (tmp_path / "copy.json").write_text(json.dumps(run))
+    found = latency_bound(RunView.of(load([tmp_path / "copy.json"])))
+    said = ("No bandwidth β is stated: the largest size of host pageable copy_ cpu took under 2× as long as one with "
+            "1/16 of its bytes or fewer, so the bytes do not set its time.")
+    assert found is not None and found.headline == said
 
 
 def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):

@@ -98,7 +98,7 @@ def test_7_the_smaller_claims(merged, simulated):
     assert ("reached 35.1 GB/s at 1 GiB, past the caches (its copy reads and writes 2 GiB, more than the 300 MiB "
             "host CPU cache; 47.2 GB/s at 256 MiB (its copy reads and writes 512 MiB, more than the 300 MiB host CPU "
             "cache too): 1.35× (1.04-1.73) as fast per byte; why, this run cannot tell)") in markdown
-    assert "2638 ns" not in text and "(host pageable copy_ cpu, 1 KiB) took 2586 ns" in markdown
+    assert "2638 ns" not in text and "(host pageable copy_ cpu, 1 KiB) took 2,586 ns" in markdown
     assert "costs per call: .to(torch.device('cuda:0')) 364-367 ns, .cuda(0) 378-379 ns" in markdown
     assert not re.search(r"(?<![\d.])5×", simulated)  # one figure, 6.73 / 1.23 ms, printed one way
     assert simulated.count("5.46×") == 4 and "5.5×" not in simulated

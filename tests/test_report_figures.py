@@ -415,7 +415,8 @@ class TestPinningBreakEven:
         ([0.015] * 6 + [0.035] * 4, "can't tell: the cold pin (15 ms) took under 2× a cached one (20 ms): most rounds "
                                     "locked no fresh page (4 of 10 took 35 ms), so its median prices no cold pin"),
         # most rounds locked fresh pages: the median prices the pin as it is, whatever few rounds ran faster
-        ([0.02] * 3 + [0.05] * 7, "from copy 9 (pinning = 8.3× one copy's saving)"),
+        # its quartiles, 20-50 ms, span copies 4-9: a quarter of its pins hit the cache
+        ([0.02] * 3 + [0.05] * 7, "from copy 9 (4-9 by the pin's middle half; pinning = 8.3× one copy's saving)"),
     ], ids=["4 rounds at 2x", "3 rounds", "2 rounds", "under 2x the cached pin", "most rounds cold"])
     def test_rounds_that_locked_fresh_pages_price_the_cold_pin(self, tmp_path, rounds, verdict):
         """Most rounds hit the cache: at least 3 rounds standing 2x or more above them and 2x the cached pin (20 ms)
@@ -445,7 +446,8 @@ class TestPinningBreakEven:
             "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, else what ran "
             "of each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% "
             "interval) can't tell, nor can a cold pin that took under twice a cached one (most of its rounds locked no "
-            "fresh page).")
+            "fresh page). A count's span: the copies at either end of that interval, and at the pin's quartiles where they "
+            "differ.")
 
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)

@@ -171,7 +171,7 @@ def test_h15_a_median_is_not_a_best(h200):
 
 
 def test_h16_the_same_device_figure_has_its_size(h200):
-    assert ("A same-device copy on cuda:0 reached 1926 GB/s at 256 MiB (2067 GB/s at 1 GiB), 34.9× (33.2-36.7) the "
+    assert ("A same-device copy on cuda:0 reached 1,926 GB/s at 256 MiB (2,067 GB/s at 1 GiB), 34.9× (33.2-36.7) the "
             "best host-to-device copy at that size") in h200["md"]
 
 

@@ -175,6 +175,20 @@ def test_one_file_is_one_instance_and_the_page_says_nothing_of_instances(tmp_pat
     assert "Machine instances" not in export.to_markdown(Story.of(view))
 
 
+def test_a_break_even_spans_the_pins_middle_half_where_it_moves_the_count(h200):
+    """The H200's 16 MiB pin took 8.13-8.5 ms in its middle half: 7 copies at both ends, so only the copies' interval
+    is said. Hand-fed quartiles of 6 and 9 ms over its 1.29 ms saving give copies 5-7, said beside it."""
+    view = RunView.of(h200)
+    even = next(e for e in view.break_even if int(e.pin["nbytes"]) == 16 * 2**20)
+    assert break_even._between(even) == ("5-10", "")
+    spread = replace(even, pin=even.pin.copy())
+    spread.pin["q1_s"], spread.pin["q3_s"] = 6e-3, 9e-3
+    assert break_even._between(spread) == ("5-10", "5-7")
+    assert break_even._verdict(spread)[0] == ("from copy 7 (copies 5-10 by its interval, 5-7 by the pin's middle half; "
+                                              "pinning = 6.5× one copy's saving)")
+    assert break_even._verdict(spread)[2] == "5-10; 5-7 by the pin's middle half"
+
+
 def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
     """The merged H200 sample reads every pin_cold row and the copies from the full run (more rounds than
     quick-scenarios'): 64 MiB pays off from copy 6, as the full run alone says. A pin whose copy was measured in

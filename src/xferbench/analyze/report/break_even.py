@@ -19,17 +19,20 @@ __all__ = ["MIN_COLD_ROUNDS", "break_even_table", "pinning_break_even"]
 MIN_COLD_ROUNDS = 3
 
 
-def _between(even: BreakEven) -> str:
+def _between(even: BreakEven) -> tuple[str, str]:
     """The copies that pay for the pin at either end of the two copies' ratio interval (the pinned copy's median times
-    the ratio's bounds less one): ``4-7``; the cold pin's own spread aside."""
+    the ratio's bounds less one), and at its pin's quartiles (the middle half of its rounds, each over the median
+    saving): ``("4-7", "")``; a span of one copy is none."""
     assert even.ratio is not None and even.pinned is not None  # a priced break-even has both copies
-    pin, pinned = float(even.pin["median_s"]), float(even.pinned["median_s"])
-    first, last = (math.ceil(pin / (pinned * (bound - 1))) for bound in (even.ratio.high, even.ratio.low))
-    return f"{first}-{last}" if first != last else ""  # an interval of one copy adds nothing to the count
+    pin, pinned, saved = float(even.pin["median_s"]), float(even.pinned["median_s"]), even.saved_s or math.nan
+    by_ratio = [math.ceil(pin / (pinned * (bound - 1))) for bound in (even.ratio.high, even.ratio.low)]
+    by_pin = [math.ceil(q / saved) if (q := float(even.pin.get(key, math.nan))) > 0 else 0 for key in ("q1_s", "q3_s")]
+    ratio_span, pin_span = (f"{first}-{last}" if 0 < first != last else "" for first, last in (by_ratio, by_pin))
+    return ratio_span, pin_span
 
 
 def _verdict(even: BreakEven) -> tuple[str, float | None, str]:
-    """The break-even's verdict, copies and the copies its interval allows (``_between``): can't tell where the two
+    """The break-even's verdict, copies and the copies its spans allow (``_between``): can't tell where the two
     copies' ratio is not resolved (``BreakEven.ratio``); else from copy N, by the pin's median (a pin whose rounds
     mostly missed page-locking is judged before this)."""
     saved, copies = even.saved_s or 0.0, even.copies
@@ -37,8 +40,10 @@ def _verdict(even: BreakEven) -> tuple[str, float | None, str]:
         return f"can't tell: pageable over pinned, {even.ratio.text()}", None, ""
     if saved < 0:
         return "never pays off: the pinned copy is slower", None, ""
-    between = _between(even)
-    said = f"copies {between} by its interval; " if between else ""
+    by_ratio, by_pin = _between(even)
+    spans = [f"copies {by_ratio} by its interval"] * bool(by_ratio) + [f"{by_pin} by the pin's middle half"] * bool(by_pin)
+    said = f"{', '.join(spans)}; " if spans else ""
+    between = by_ratio + (f"; {by_pin} by the pin's middle half" if by_pin else "")
     return f"from copy {math.ceil(copies or 0.0)} ({said}pinning = {copies:.2g}× one copy's saving)", copies, between
 
 
@@ -71,6 +76,7 @@ def pinning_break_even(view: RunView) -> list[dict[str, Any]]:
             # (the H200's 1 MiB: 13 of 30 rounds from 2.98 ms, the median 18.3 µs the cache's)
             cold = pin.copy()
             cold["median_s"] = row["pin_s"] = float(slow.median())
+            cold["q1_s"], cold["q3_s"] = slow.quantile(0.25), slow.quantile(0.75)
             row["saved_s"] = even.saved_s
             verdict, row["copies"], row["between"] = _verdict(dataclasses.replace(even, pin=cold))
             row["verdict"] = (f"{verdict}; the cold pin priced by the {len(slow)} of {len(pin['data'])} rounds that "
@@ -119,7 +125,8 @@ def break_even_table(view: RunView, rows: list[dict[str, Any]]) -> dict[str, Any
         "own (to, pinned_to) where both ran, else the host-to-device family's same calls at that size, else what ran of "
         "each, always from the pin's own run. A saving whose copies' ratio the run cannot tell from 1 (its 95% "
         "interval) can't tell, nor can a cold pin that took under twice a cached one (most of its rounds locked no "
-        "fresh page)."),
+        "fresh page). A count's span: the copies at either end of that interval, and at the pin's quartiles where they "
+        "differ."),
         "columns": ["size", "GPU", "pin_memory() (cold)", "pageable copy", "pinned copy", "saved per copy",
                     "pinning pays off"] + (["run (every figure of the row)"] if runs else []),
         "rows": [[format_bytes(row["size"]), row["dst"], format_seconds(row["pin_s"]), _case(row["pageable"]),

@@ -18,7 +18,7 @@ from ...families.base import ms as _ms
 from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds
 from ..cliff import CLIFF_DROP, cliff
 from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
@@ -151,14 +151,15 @@ def same_device_vs_link(view: RunView) -> Said | None:
     ratio = view.ratio(h2d.loc[h2d["bandwidth_gbps"].idxmax()], best)
     larger = view.rows[(view.rows["op"] == "d2d") & (view.rows["nbytes"] > size)]
     peak = larger.loc[larger["bandwidth_gbps"].idxmax()] if not larger.empty else None
-    beyond = (f" ({peak['bandwidth_gbps']:.4g} GB/s at {format_bytes(int(peak['nbytes']))})"
+    beyond = (f" ({format_number(peak['bandwidth_gbps'], 4)} GB/s at {format_bytes(int(peak['nbytes']))})"
               if peak is not None and peak["bandwidth_gbps"] > best["bandwidth_gbps"] else "")
-    sentence = (f"A same-device copy on {best['src']} reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}{beyond}, "
+    gbps = format_number(best["bandwidth_gbps"], 4)
+    sentence = (f"A same-device copy on {best['src']} reached {gbps} GB/s at {format_bytes(size)}{beyond}, "
                 f"{ratio.text()} the best host-to-device copy at that size: data that stays on the GPU "
                 "is cheap, crossing the link is not.")
     if bool(view.resident[best.name]):
         sentence += f" At {format_bytes(size)} that copy runs from the GPU's L2 cache, above what its memory sustains."
-    return Said(f"A same-device copy reached {best['bandwidth_gbps']:.4g} GB/s at {format_bytes(size)}, {ratio.text()} "
+    return Said(f"A same-device copy reached {gbps} GB/s at {format_bytes(size)}, {ratio.text()} "
                 "the best host-to-device copy: data that stays on the GPU is cheap.", sentence)
 
 
@@ -194,10 +195,10 @@ def noop_cost(view: RunView) -> Said | None:
     rows = sorted(((method, variant), group["median_s"]) for (method, variant), group
                   in on.groupby(["method", on["variant"].fillna("")]))
     rows.sort(key=lambda form: float(form[1].min()))
-    forms = ", ".join(f"{noop_call(method, device, variant or None)} {_span(seconds * 1e9, '.0f')} ns"
+    forms = ", ".join(f"{noop_call(method, device, variant or None)} {_span(seconds * 1e9, ',.0f')} ns"
                       for (method, variant), seconds in rows)
     notes = []
-    if any("-" in _span(seconds * 1e9, ".0f") for _, seconds in rows):
+    if any("-" in _span(seconds * 1e9, ",.0f") for _, seconds in rows):
         notes.append("the lowest and the highest median over the sizes measured, "
                      + " and ".join(format_bytes(int(n)) for n in sorted(on["nbytes"].unique())))
     if not (noops["variant"] == "str").any():
@@ -205,14 +206,14 @@ def noop_cost(view: RunView) -> Said | None:
     unmeasured = f" ({'; '.join(notes)})" if notes else ""
     sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
     # a busy run's medians span its load, not the call: its fastest rounds say what the call costs
-    cost = (f"{_span(on['min_s'] * 1e9, '.0f')} ns a call at its fastest rounds (medians under load up to "
-            f"{float(on['median_s'].max()) * 1e9:.0f} ns)" if view.busy else f"{_span(on['median_s'] * 1e9, '.0f')} ns a call")
+    cost = (f"{_span(on['min_s'] * 1e9, ',.0f')} ns a call at its fastest rounds (medians under load up to "
+            f"{float(on['median_s'].max()) * 1e9:,.0f} ns)" if view.busy else f"{_span(on['median_s'] * 1e9, ',.0f')} ns a call")
     headline = f"A no-op move of a tensor already on {device} costs {cost}: it returns the same object."
     cheapest = cheapest_copy(view)
     if cheapest is None:
         return Said(headline, sentence + "; each returns the very same object.")
     sentence += (f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
-                 f"{cheapest['median_s'] * 1e9:.0f} ns")
+                 f"{cheapest['median_s'] * 1e9:,.0f} ns")
     dearest = on.loc[on["median_s"].idxmax()]
     if float(dearest["median_s"]) > float(cheapest["median_s"]):
         # Judged by the pair's own interval: under load a no-op's median can sit above a copy's by chance alone.
@@ -223,8 +224,8 @@ def noop_cost(view: RunView) -> Said | None:
         # A median above the copy's whose fastest rounds all beat the copy's fastest is the load's, not the call's.
         floors = on["min_s"] * 1e9
         if float(floors.max()) < float(cheapest["min_s"]) * 1e9:
-            sentence += (f"; at their fastest round every no-op ({_span(floors, '.0f')} ns) beat the copy's "
-                         f"({float(cheapest['min_s']) * 1e9:.0f} ns): the medians' order is the load's")
+            sentence += (f"; at their fastest round every no-op ({_span(floors, ',.0f')} ns) beat the copy's "
+                         f"({float(cheapest['min_s']) * 1e9:,.0f} ns): the medians' order is the load's")
     return Said(headline, sentence + ". A no-op returns the same object and copies nothing.")
 
 
@@ -260,7 +261,11 @@ def latency_bound(view: RunView) -> Said | None:
     if fits is None:
         return None
     gpu = bool(fits["op"].isin(("h2d", "d2h")).any())  # a host memcpy synchronizes nothing: calls run back to back
-    stated = fits[fits["stated_gbps"].notna()]
+    stated, waits = fits[fits["stated_gbps"].notna()], fits[fits["beta_basis"].eq("waits")]
+    if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
+        said = (f"No bandwidth β is stated: the largest size of {', '.join(waits['path'])} took under 2× as long as one "
+                "with 1/16 of its bytes or fewer, so the bytes do not set its time.")
+        return Said(said, said)
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
         said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "

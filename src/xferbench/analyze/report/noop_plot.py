@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from ...families import FAMILIES, moving_ops
 from ...families.core import noop_call
-from ...units import format_bytes, mathtext_safe
+from ...units import format_bytes, format_number, mathtext_safe
 from ..view import RunView
 from .series import run_of
 from .svg import WIDTH, tip
@@ -47,7 +47,7 @@ def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:
 
 
 def _ns(rows: pd.DataFrame) -> str:
-    low, high = (f"{rows['median_s'].min() * 1e9:.0f}", f"{rows['median_s'].max() * 1e9:.0f}")
+    low, high = (f"{rows['median_s'].min() * 1e9:,.0f}", f"{rows['median_s'].max() * 1e9:,.0f}")
     return f"{low} ns" if low == high else f"{low}-{high} ns"
 
 
@@ -60,7 +60,7 @@ def noop_vs_copy(view: RunView) -> Figure | str:
     solid = ax.barh(labels, [rows["median_s"].min() * 1e6 for _, rows, _ in bars], color=colours, zorder=2)
     ax.barh(labels, [rows["median_s"].max() * 1e6 for _, rows, _ in bars], color=colours, alpha=0.3, zorder=1)
     for bar, (label, rows, _) in zip(solid.patches, bars, strict=True):
-        tip(bar, [f"{label}: " + ", ".join(f"{m * 1e9:.4g} ns at {format_bytes(int(n))}"
+        tip(bar, [f"{label}: " + ", ".join(f"{format_number(m * 1e9, 4)} ns at {format_bytes(int(n))}"
                                            for n, m in zip(rows["nbytes"], rows["median_s"], strict=True)) + " per call"])
         ax.text(rows["median_s"].max() * 1e6, bar.get_y() + bar.get_height() / 2, f"  {_ns(rows)}", va="center",
                 fontsize=8)
