@@ -31,7 +31,7 @@ def _run(suite, *args):
 
 #: How a CPU run's headlines begin (report/findings.py: a run without a GPU leads with its host side).
 HOST_HEADLINES = ("- A fresh ", "- Host memory copies ", "- A ", "- Called back to back, ", "- No line of ",
-                  "- Fastest path ")
+                  "- Fastest path ", "- No bandwidth β is stated")
 
 
 def test_findings_and_the_report_command_come_last(host_suite, tmp_path):
