@@ -1,6 +1,6 @@
 """Reading a file a user named without ever blocking or taking the machine's memory: the one bounded reader.
 
-Both sides read files they are handed (the analysis side its runs and its cache, the
+Both sides read files they are handed (the analysis side its runs and outputs, the
 measuring side a simulated machine's spec), so this sits above them and imports neither.
 A FIFO, a device or a socket is refused once opened, without waiting for a writer; a
 file past its limit is refused (or cut, when only its first bytes are wanted); a number
@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MOST", "NotOwned", "NotRegular", "Refused", "TooLarge", "out_of_range", "read_bounded"]
+__all__ = ["MOST", "NotRegular", "Refused", "TooLarge", "out_of_range", "read_bounded"]
 
 #: The largest size of a number read from a file: past 2**63 a whole number fits no int64 column (numpy, pandas) and
 #: floats overflow when summed (two clocks of 1e308 average to infinity); no count, clock, byte or time comes near it.
@@ -34,23 +34,14 @@ class TooLarge(Refused):
     """More than the limit, when the whole file was asked for."""
 
 
-class NotOwned(Refused):
-    """Not the user's own file, when only the user's own may be trusted (a cache)."""
-
-
-def read_bounded(path: Path, limit: int, *, whole: bool = True, follow_links: bool = True,
-                 own_only: bool = False) -> bytes:
-    """At most ``limit`` bytes of the regular file ``path``, read without blocking. OSError when it cannot be opened
-    (a link, without ``follow_links``); NotRegular for a special file; TooLarge past ``limit`` when ``whole`` (else
-    its first ``limit`` bytes); NotOwned for another user's file under ``own_only``."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
-    fd = os.open(path, flags)
+def read_bounded(path: Path, limit: int, *, whole: bool = True) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``, read without blocking. OSError when it cannot be opened;
+    NotRegular for a special file; TooLarge past ``limit`` when ``whole`` (else its first ``limit`` bytes)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     with os.fdopen(fd, "rb") as handle:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
             raise NotRegular(str(path))
-        if own_only and status.st_uid != os.geteuid():
-            raise NotOwned(str(path))
         if whole and status.st_size > limit:  # refused unread: reading a huge file only to refuse it costs its size
             raise TooLarge(str(path))
         raw = handle.read(limit + 1)

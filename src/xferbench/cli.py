@@ -223,8 +223,7 @@ def _compare(args: argparse.Namespace) -> int:
     from .output import write_atomic
 
     floor = parse_threshold_arg(args.threshold or None, "--threshold")
-    _refuse_outputs(args, [args.base, args.new, *([args.noise] if args.noise else []),
-                           *([args.confirm] if args.confirm else [])], STARTS)
+    _refuse_outputs(args, [args.base, args.new, *filter(None, (args.noise, args.confirm))], STARTS)
     from .analyze.load.results import ResultsError
 
     sides, differences, said = _compared_sides(args)
@@ -419,16 +418,15 @@ def _info(args: argparse.Namespace) -> int:
 
 def _store(args: argparse.Namespace) -> int:
     from .analyze import store
+    from .analyze.load.results import load, read_text
     from .output import write_atomic
 
     with _said("", store.StoreError):
         if args.action == "comment":
             _comment_output(args)
-            write_atomic(args.output, store.comment(store.read_markdown(args.markdown), args.limit, more=args.more))
+            write_atomic(args.output, store.comment(read_text(args.markdown), args.limit, more=args.more))
             return 0
         if args.action == "machine":
-            from .analyze.load.results import load
-
             print(store.machine_folder(load([args.run_json]).machine_info))
             return 0
         where = store.parse_store(args.store, getattr(args, "remote", "origin"))
@@ -475,12 +473,9 @@ def _tolerant_output() -> None:
     """Under an ASCII or C locale (PYTHONIOENCODING=ascii, LC_ALL=C), a "µs" would raise in print() after the work
     was done and before --markdown/--json were written: what the terminal cannot show is escaped instead."""
     for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            try:
-                reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):  # a closed or detached stream: nothing to protect
-                pass
+        # no reconfigure (a StringIO), or a closed or detached stream: nothing to protect
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 #: The commands that only read runs. numpy's OpenBLAS threads spin idle beside their small fits (7% of a report's CPU

@@ -146,14 +146,12 @@ def in_storage(path: Path) -> Path | None:
     ``reports/compare.json`` beside ``reports/history/`` is not inside a storage, nor is a test's folder beside
     another test's runs."""
     folder = Path(os.path.realpath(path)).parent
-    try:
+    with contextlib.suppress(OSError):  # a folder we cannot list holds nothing we would read
         children = list(folder.iterdir())
         if any(_STORED_RUN.fullmatch(c.name) for c in children) or any(
                 _MACHINE_FOLDER.fullmatch(c.name) and any(_STORED_RUN.fullmatch(g.name) for g in c.iterdir())
                 for c in children if c.is_dir() and not c.is_symlink()):
             return folder
-    except OSError:  # a folder we cannot list holds nothing we would read
-        pass
     return None
 
 
@@ -295,13 +293,10 @@ def _staged(path: Path, data: bytes) -> tuple[str, Path]:
             mode = 0o666 & ~umask  # mkstemp makes it private; a report is for reading
         os.chmod(tmp, mode)
         return tmp, target
-    except OSError as error:  # a full disk names no file: say which output could not be written
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
-        if error.filename is None and error.errno is not None:
-            raise OSError(error.errno, error.strerror, str(path)) from error
-        raise
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.filename is None and error.errno is not None:
+            raise OSError(error.errno, error.strerror, str(path)) from error  # a full disk names no file: say which
         raise
 
 

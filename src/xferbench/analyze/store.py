@@ -43,7 +43,7 @@ import numpy as np
 
 from ..contract import machine_differences, machine_identity
 from ..escape import terminal
-from ..output import OutputError, never_foreign, write_atomic
+from ..output import never_foreign, write_atomic
 from ..units import format_bytes
 from .gate.comment import MIN_COMMENT, comment
 from .gate.noise import run_times
@@ -202,14 +202,7 @@ def pull_runs(root: Path, output: Path, machine: str | None) -> int:
     runs = [path for folder in folders if folder.is_dir()
             for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])]
     return sum(path.is_file() and _copied(output, path.parent.name if machine is None else None, path.name,
-                                          lambda path=path: _run_bytes(path)) for path in runs)
-
-
-def _run_bytes(path: Path) -> bytes:
-    try:
-        return bounded_read(path)
-    except ResultsError as error:
-        raise StoreError(str(error)) from None
+                                          lambda path=path: bounded_read(path)) for path in runs)
 
 
 def _copied(output: Path, machine: str | None, name: str, raw: Any) -> bool:
@@ -276,7 +269,7 @@ def push(where: Location, runs: list[Path], keep: int = DEFAULT_KEEP, with_dashb
     for path in runs:  # every run checked before anything is written
         _checked_run(path)
     if with_dashboard:  # before a run is added: ``store push docs`` must not replace the user's docs/index.html
-        _own_index(where.folder, force)
+        never_foreign(where.folder / "index.html", "page", str(where.folder / "index.html"), force)
     stored, touched = add_runs(where.folder, runs, keep)
     if with_dashboard:
         dashboard(where.folder, touched, force=True)
@@ -366,21 +359,13 @@ def _summary(folder: Path, stored: Stored) -> dict[str, Any]:
             "identity": {k: v for k, v in identity.items() if v is not None}}
 
 
-def _own_index(root: Path, force: bool) -> None:
-    """A folder store's index.html is replaced only when xferbench wrote it (or with ``force``)."""
-    try:
-        never_foreign(root / "index.html", "page", str(root / "index.html"), force)
-    except OutputError as error:
-        raise StoreError(str(error)) from None
-
-
 def dashboard(root: Path, machines: list[str] | None = None, force: bool = False) -> Path:
     """(Re)write each given machine's page (all when None) and the index (one xferbench did not write only with
     ``force``); returns the index."""
     from .report.page import write_report
 
     no_links(root)
-    _own_index(root, force)
+    never_foreign(root / "index.html", "page", str(root / "index.html"), force)  # replaced only when xferbench wrote it
     base = root / MACHINES
     names = machines if machines is not None else sorted(p.name for p in base.glob("*") if p.is_dir())
     for name in names:
@@ -419,10 +404,3 @@ def _machine_row(path: Path) -> tuple[str, str, str]:
             or not isinstance(identity, dict):
         return "?", "?", damaged_summary(path.name)
     return str(info["runs"]), info["newest"], ", ".join(f"{k} {v}" for k, v in identity.items())
-
-
-def read_markdown(path: Path) -> str:
-    try:
-        return read_text(path)
-    except ResultsError as error:
-        raise StoreError(str(error)) from None

@@ -26,6 +26,7 @@ for what it writes, ``BLOCK_REFUSALS`` after each block. No torch here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -161,10 +162,8 @@ def _output(proc: subprocess.Popen[str], timeout: float | None) -> tuple[str, st
 def _stop(proc: subprocess.Popen[str]) -> None:
     """Kill the command's group, then read its pipes for ``DRAIN_S`` at most: a process in a session of its own
     survives the kill and may hold them."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     try:
         proc.communicate(timeout=DRAIN_S)
     except subprocess.TimeoutExpired:

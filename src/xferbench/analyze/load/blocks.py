@@ -45,9 +45,8 @@ def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> li
             continue
         key = block.case_id, _whole_name(bench.get("name"))
         if key not in groups:
-            groups[key] = []
             order.append(key)
-        groups[key].append((block, bench, row))
+        groups.setdefault(key, []).append((block, bench, row))
     return [item if isinstance(item, dict) else _merged(item[0], groups[item]) for item in order]
 
 

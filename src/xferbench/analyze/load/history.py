@@ -69,18 +69,6 @@ def read_summary(path: Path) -> tuple[RunSummary, Loaded]:
     return summary, (path, data, rows, foreign)
 
 
-#: What is known of one file: its summary, or the one-line reason it is no readable run.
-Entry = RunSummary | str
-
-
-def read_entry(path: Path) -> tuple[Entry, Loaded | None]:
-    """``read_summary``'s summary and what it read, or the one-line note that skips the file and None."""
-    try:
-        return read_summary(path)
-    except ResultsError as error:
-        return f"{error}; skipped", None
-
-
 #: pytest-benchmark's number of a saved run (``0007_name.json``): the order it saved them in.
 _NUMBERED = re.compile(r"(\d{4})_.*\.json(\.gz)?")
 
@@ -147,32 +135,27 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
     short by a full disk or a power loss) or a foreign one (not a pytest-benchmark run of xferbench) is skipped with
     a one-line note naming it, never refusing the whole folder; with no readable run left it is a ResultsError.
     ``progress(done, total)`` is called as the files are read (a folder of thousands of runs takes a while).
-    ``keep``: every run read is kept in full, for a caller that reads them all (``Stored.runs``)."""
+    ``keep``: every run read is kept in full, for a caller that reads them all (``Stored.runs``).
+    Each file's summary (or the note that skips it) is taken, and offered to ``_Newest``, as it is read, so that no
+    file is parsed twice. One process: a file costs a few milliseconds (65 ms an H200 full run), and worker processes
+    would only spread that CPU time over more cores."""
     notes: list[str] = []
     files = _run_files(folder, notes)
-    entries: dict[Path, Entry] = {}
+    summaries: list[RunSummary] = []
     newest = _Newest(keep)
-    _read_summaries(files, entries, newest, progress)
-    summaries = [entry for entry in (entries[path] for path in files) if not isinstance(entry, str)]
-    notes += [entry for entry in (entries[path] for path in files) if isinstance(entry, str)]
+    for done, path in enumerate(files, 1):
+        try:
+            summary, loaded = read_summary(path)
+            summaries.append(summary)
+            newest.offer(summary, loaded)
+        except ResultsError as error:
+            notes.append(f"{error}; skipped")
+        if progress is not None:
+            progress(done, len(files))
     if not summaries:
         raise ResultsError(f"{folder}: no readable run in it" + (f" ({notes[0]})" if notes else ""))
     ordered = [summary for summary, _ in _order([(s.path, s.datetime) for s in summaries], summaries)]
     return Stored(ordered, notes, newest.of(ordered[-1].path))
-
-
-def _read_summaries(paths: list[Path], entries: dict[Path, Entry], newest: _Newest,
-                    progress: Callable[[int, int], None] | None) -> None:
-    """Each file's summary (or the note that skips it) into ``entries``, each offered to ``newest`` as it is read, so
-    that no file is parsed twice. One process: a file costs a few milliseconds (65 ms an H200 full run), and worker
-    processes would only spread that CPU time over more cores."""
-    for done, path in enumerate(paths, 1):
-        entry, loaded = read_entry(path)
-        entries[path] = entry
-        if isinstance(entry, RunSummary) and loaded is not None:
-            newest.offer(entry, loaded)
-        if progress is not None:
-            progress(done, len(paths))
 
 
 class _Newest:
