@@ -6,6 +6,7 @@ the analysis side formats sizes for tables and plots.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -70,12 +71,7 @@ def _parse_range(text: str) -> list[int]:
         factor = int(step.strip()[1:])
     if low > high:
         raise ValueError(f"{text!r}: the range must go from small to large")
-    sizes = []
-    size = low
-    while size <= high:
-        sizes.append(size)
-        size *= factor
-    return sizes
+    return list(itertools.takewhile(lambda size: size <= high, (low * factor**k for k in itertools.count())))
 
 
 def parse_sizes(text: str) -> list[int | Size]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..analyze.peer_plan import RecordedPlan
 
 __all__ = ["CORE", "DMA", "FRESH", "LADDERS", "LAUNCH", "SHORT", "SIMULATED_LINKS", "STAGING", "device_memory_roof",
-           "UNKNOWN", "host_memcpy_roof", "named", "noop_call", "pair_order", "peer_plan_sentences", "peer_plan_summary",
+           "UNKNOWN", "host_memcpy_roof", "named", "noop_call", "pair_order", "peer_plan_sentences",
            "plans_differ"]
 
 
@@ -95,12 +95,6 @@ def host_memcpy_roof(nbytes: int) -> str:
 SIMULATED_LINKS = "the simulated spec's, every pair"
 
 
-def peer_plan_summary(mode: str, reason: str, swept: int, planned: int) -> str:
-    """The peer family's plan in a clause, as the report and compare state it: ``one-per-class (default: ...): 1 of 56
-    ordered GPU pairs swept at every size``."""
-    return f"{mode} ({reason}): {swept} of {planned} ordered GPU pairs swept at every size"
-
-
 #: How a pair whose link class is unknown is named.
 UNKNOWN = "link unknown"
 
@@ -170,9 +164,11 @@ def _measured_sentence(plan: RecordedPlan, frame: pd.DataFrame) -> str:
 
 
 def _summary(plan: RecordedPlan | None) -> str:
+    """The peer family's plan in a clause, as the report and compare state it: ``one-per-class (default: ...): 1 of 56
+    ordered GPU pairs swept at every size``."""
     if plan is None:
         return "no peer plan recorded (fewer than two GPUs, or an older run)"
-    return peer_plan_summary(plan.mode, plan.reason, len(plan.swept), len(plan.classes))
+    return f"{plan.mode} ({plan.reason}): {len(plan.swept)} of {len(plan.classes)} ordered GPU pairs swept at every size"
 
 
 def plans_differ(base: RecordedPlan | None, new: RecordedPlan | None) -> str:

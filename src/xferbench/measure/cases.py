@@ -165,12 +165,8 @@ def accelerators(devices: Sequence[str]) -> list[str]:
     return [d for d in devices if d != "cpu"]
 
 
-def no_accelerator(op: str, devices: Sequence[str]) -> list[Planned]:
+def no_accelerator(op: str, devices: Sequence[str]) -> Skipped:
     """The one skip line of a family that needs an accelerator, on a machine without one."""
-    return [_no_accelerator(op, devices)]
-
-
-def _no_accelerator(op: str, devices: Sequence[str]) -> Skipped:
     return Skipped(f"{op}-no-accelerator", f"{op} needs an accelerator; the devices measured are: {', '.join(devices)}")
 
 
@@ -178,7 +174,7 @@ def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] 
     """The (src, dst) pairs a family runs on here, or the one skip saying why there are none."""
     op, gpus = family.op, accelerators(devices)
     no_cpu = Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")
-    no_gpu = _no_accelerator(op, devices)
+    no_gpu = no_accelerator(op, devices)
     if family.endpoints == "each":
         return [(d, d) for d in devices]
     if family.endpoints == "host":
@@ -300,13 +296,10 @@ def _ring(gpus: Sequence[str]) -> set[Pair]:
 
 def _one_per_class(pairs: Sequence[Pair], classes: Mapping[Pair, str | None]) -> set[Pair]:
     """The first pair of each known link class; a pair whose class is unknown is its own class."""
-    first: dict[str, Pair] = {}
-    unknown = {pair for pair in pairs if classes.get(pair) is None}
+    first: dict[object, Pair] = {}
     for pair in pairs:
-        cls = classes.get(pair)
-        if cls is not None:
-            first.setdefault(cls, pair)
-    return set(first.values()) | unknown
+        first.setdefault(pair if classes.get(pair) is None else classes[pair], pair)
+    return set(first.values())
 
 
 def default_peer_pairs(gpus: Sequence[str], classes: Mapping[Pair, str | None]) -> tuple[str, str]:

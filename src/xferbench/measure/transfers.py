@@ -470,7 +470,8 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
             info["sync_rule"] = rule
         if case.op == "noop":
             benchmark(_repeated(call, NOOP_CALLS))
-            _per_call(benchmark, NOOP_CALLS)
+            # each round's time over its calls, ``iterations`` counting calls (no stats under --benchmark-disable)
+            scale_rounds(getattr(benchmark, "stats", None), NOOP_CALLS)
         else:
             benchmark(call)
         if counts_faults(case.op, case.devices, simulated):
@@ -581,12 +582,6 @@ def _repeated(call: Callable[[], Any], times: int) -> Callable[[], Any]:
             call()
 
     return repeated
-
-
-def _per_call(benchmark: Benchmark, times: int) -> None:
-    """Turn the statistics of ``times`` calls per iteration into per-call ones: each round's
-    time divided by ``times``, and ``iterations`` counting calls."""
-    scale_rounds(getattr(benchmark, "stats", None), times)  # nothing under --benchmark-disable
 
 
 def _median_wall(benchmark: Benchmark) -> float | None:

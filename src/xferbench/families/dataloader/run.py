@@ -5,6 +5,7 @@ methods). Every worker dies with the run (``die_with_run``)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -114,10 +115,8 @@ class Images:
 def die_with_run(run: int, worker: int) -> None:
     """A worker's first act: a parent-death signal (SIGKILL when its parent, the run or its forkserver, dies) and,
     should the run be gone already, an exit; so no worker outlives a run that is killed or ended by a signal."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: torch's own watch on the parent remains
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: torch's own watch on the parent remains
-        pass
     try:
         os.kill(run, 0)
     except ProcessLookupError:

@@ -111,7 +111,7 @@ def cuda_gpus(op: str, devices: Sequence[str], *, host: bool = True) -> tuple[li
     """The GPUs a family runs on here, or the one skip line saying why there are none."""
     gpus = accelerators(devices)
     if not gpus:
-        return [], [skip for skip in no_accelerator(op, devices) if isinstance(skip, Skipped)]
+        return [], [no_accelerator(op, devices)]
     if not all(g.startswith("cuda:") for g in gpus):
         return [], [Skipped(f"{op}-needs-cuda", f"{op} times copies on CUDA streams; the accelerators here are "
                                                  f"{', '.join(gpus)}")]

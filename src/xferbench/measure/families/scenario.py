@@ -121,7 +121,7 @@ def plan_on_gpus(op: str, variants: Sequence[str], unit: str, *, to_host: bool =
     def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
         gpus = accelerators(devices)
         if not gpus:
-            return [skip for skip in no_accelerator(op, devices) if isinstance(skip, Skipped)]
+            return [no_accelerator(op, devices)]
         return [kind(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
                 for size in sizes for d in gpus for v in variants]
     return build

@@ -86,20 +86,11 @@ def nvml_handle(pynvml: Any, props: Any) -> Any:
     CUDA_VISIBLE_DEVICES hides or reorders them: the index means nothing across the
     two, so the GPU is matched on its PCI address, then on its UUID, never by index.
     """
-    bus_id = pci_bus_id(props)
-    if bus_id:
-        try:
-            return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-        except pynvml.NVMLError:
-            pass
-    uuid = getattr(props, "uuid", None)
-    if uuid:
-        text = str(uuid)
-        try:
-            return pynvml.nvmlDeviceGetHandleByUUID((text if text.startswith("GPU-") else f"GPU-{text}").encode())
-        except pynvml.NVMLError:
-            pass
-    return None
+    bus_id, uuid = pci_bus_id(props), str(getattr(props, "uuid", None) or "")
+    handle = _ask(pynvml, "nvmlDeviceGetHandleByPciBusId", bus_id) if bus_id else None
+    if handle is None and uuid:
+        handle = _ask(pynvml, "nvmlDeviceGetHandleByUUID", (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}").encode())
+    return handle
 
 
 def _ask(pynvml: Any, call: str, *args: Any) -> Any:

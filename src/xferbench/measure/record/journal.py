@@ -95,11 +95,9 @@ class Journal:
     def _stop(self, error: OSError) -> None:
         self.failed = f"{self.path}: {error.strerror or first_line(error)}"
         handle, self._handle = self._handle, None
-        try:
+        with contextlib.suppress(OSError):  # the same full disk refusing the buffered rest
             if handle is not None:
                 handle.close()
-        except OSError:
-            pass  # the same full disk refusing the buffered rest
         warnings.warn(pytest.PytestWarning(f"xferbench: the journal stopped ({self.failed}); the run goes on, and "
                                            "its JSON, written at the end, still holds every finished case"),
                       stacklevel=2)
@@ -163,12 +161,10 @@ def _trim_host_heap() -> None:
     allocator kept after large payloads were freed; between benchmarks, outside any timing."""
     if not sys.platform.startswith("linux"):
         return
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # musl and others have no malloc_trim
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # musl and others have no malloc_trim
-        pass
 
 
 def memory_now() -> dict[str, int]:
