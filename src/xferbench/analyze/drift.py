@@ -64,11 +64,6 @@ def side(row: pd.Series) -> tuple[float, float, int]:
     return float(median), log_se(float(median), float(iqr), int(rounds)), int(rounds)
 
 
-def _noise(row: pd.Series) -> float:
-    """The square of the standard error of log(median) of a row's rounds."""
-    return side(row)[1] ** 2
-
-
 def _blocks(row: pd.Series) -> np.ndarray:
     """A row's block medians where it was measured in blocks (NaN where a block is missing), else empty."""
     blocks = row.get("block_medians")
@@ -205,6 +200,7 @@ class RunDrift:
 def run_drift(frame: pd.DataFrame) -> RunDrift:
     """The run's drift: same-code pairs measured apart (beyond their rounds' noise) and cases measured in blocks."""
     pairs = same_code_pairs(frame)
-    evidence = [Evidence(p.key, regime(p.slow), max(math.log1p(p.spread) ** 2 - _noise(p.slow) - _noise(p.fast), 0.0),
-                         1) for p in pairs if not p.paired]
+    # each pair's squared log spread beyond its rounds' noise (the squared standard errors of its two medians' logs)
+    evidence = [Evidence(p.key, regime(p.slow), max(math.log1p(p.spread) ** 2 - side(p.slow)[1] ** 2 - side(p.fast)[1] ** 2,
+                                                    0.0), 1) for p in pairs if not p.paired]
     return RunDrift(pairs, (*evidence, *_of_blocks(frame)))

@@ -147,17 +147,11 @@ def _device_rows(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFra
 
 
 def _rung(spec: RungSpec, frame: pd.DataFrame) -> Rung | None:
-    if spec.device_time:
-        rows = _device_rows(frame, spec.match)
-        if rows.empty:
-            return None
-        row = rows.iloc[0]
-        return Rung(spec.label, row, float(row["device_seconds"]), True)
-    rows = matching(frame, spec.match)
+    rows = _device_rows(frame, spec.match) if spec.device_time else matching(frame, spec.match)
     if rows.empty:
         return None
     row = rows.iloc[0]
-    return Rung(spec.label, row, float(row["median_s"]))
+    return Rung(spec.label, row, float(row["device_seconds" if spec.device_time else "median_s"]), spec.device_time)
 
 
 #: Judges two rungs: the upper's time over the lower's, with its interval (the view's, analyze/view.py).
@@ -194,11 +188,8 @@ def _ladder(spec: LadderSpec, frame: pd.DataFrame, judge: Judge) -> Ladder | Non
     paired = top["block_medians"].map(lambda b: isinstance(b, list)) if "block_medians" in top else top["nbytes"] < 0
     candidates = sorted(((bool(p), int(size), str(run)) for p, size, run in zip(paired, top["nbytes"], top["run"],
                                                                                  strict=True)), reverse=True)
-    for _, size, run in candidates:
-        found = _at_size(spec, frame[frame["run"] == run], run, size, judge)
-        if found is not None:
-            return found
-    return None
+    return next((found for _, size, run in candidates
+                 if (found := _at_size(spec, frame[frame["run"] == run], run, size, judge)) is not None), None)
 
 
 def ladders(frame: pd.DataFrame, judge: Judge) -> list[Ladder]:

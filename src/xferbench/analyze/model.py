@@ -18,7 +18,7 @@ from scipy.optimize import least_squares
 from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
 from ..families.core import SIMULATED_LINKS, device_memory_roof, host_memcpy_roof
-from .load.rows import flags
+from .load.rows import flags, matching
 
 __all__ = [
     "BASES",
@@ -340,14 +340,20 @@ def practical_ceiling(machine_info: Machine, op: str, src: str, dst: str) -> tup
     """The practical range pinned copies reach on the PCIe x16 link a host-device move uses, or None."""
     if op not in ("h2d", "d2h"):
         return None
-    device = _device_info(machine_info, dst if op == "h2d" else src) or {}
-    generation = device.get("pcie_max_generation") or device.get("pcie_generation")
-    width = device.get("pcie_max_width") or device.get("pcie_width")
+    generation, width = _pcie(machine_info, op, src, dst)
     return PCIE_PRACTICAL_GBPS.get(generation) if width == 16 and isinstance(generation, int) else None
 
 
 def _device_info(machine_info: Machine, device: str) -> dict[str, Any] | None:
     return fingerprint_of(machine_info).device(device)
+
+
+def _pcie(machine_info: Machine, op: str, src: str, dst: str) -> tuple[Any, Any]:
+    """The PCIe generation and width of a host-device move's GPU (None where the fingerprint does not say): the
+    maximum, not the current, link, as GPUs drop to a lower PCIe generation when idle."""
+    device = _device_info(machine_info, dst if op == "h2d" else src) or {}
+    return (device.get("pcie_max_generation") or device.get("pcie_generation"),
+            device.get("pcie_max_width") or device.get("pcie_width"))
 
 
 def link_peak(machine_info: Machine, op: str, src: str, dst: str) -> tuple[float, str] | None:
@@ -357,12 +363,7 @@ def link_peak(machine_info: Machine, op: str, src: str, dst: str) -> tuple[float
     report then says the link is unknown rather than guess.
     """
     if op in ("h2d", "d2h"):
-        device = _device_info(machine_info, dst if op == "h2d" else src)
-        if not device:
-            return None
-        # The maximum, not the current, link: GPUs drop to a lower PCIe generation when idle.
-        generation = device.get("pcie_max_generation") or device.get("pcie_generation")
-        width = device.get("pcie_max_width") or device.get("pcie_width")
+        generation, width = _pcie(machine_info, op, src, dst)
         if generation in PCIE_GBPS_PER_LANE and width:
             return PCIE_GBPS_PER_LANE[generation] * width, f"PCIe Gen{generation} x{width}"
         return None
@@ -446,10 +447,7 @@ def bandwidth_bound(nbytes: pd.Series, seconds: pd.Series) -> bool | None:
 
 
 def _single_thread(frame: pd.DataFrame) -> pd.DataFrame:
-    host = frame[frame["bandwidth_gbps"].notna()]
-    for column, value in SINGLE_THREAD.items():
-        host = host[host[column] == value]
-    return host
+    return matching(frame[frame["bandwidth_gbps"].notna()], SINGLE_THREAD)
 
 
 def host_ceiling(frame: pd.DataFrame) -> tuple[float, str] | None:

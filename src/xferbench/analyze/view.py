@@ -342,11 +342,6 @@ class RunView:
         miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
         return miss if miss > MODEL_MISS else None
 
-    def tightest_roof(self, op: str, src: str, dst: str, host_memory: str | None = None) -> tuple[float, str] | None:
-        """The lowest of a path's roofs (``roofs``), or None where none is known."""
-        bounds = self.roofs(op, src, dst, host_memory)
-        return min(bounds) if bounds else None
-
     @cached_property
     def host_placement(self) -> HostPlacement | None:
         """Where the h2d and d2h cases' host buffers sat (``host_placement``), or None where the run does not say."""

@@ -388,10 +388,9 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> lis
     if not p2p.empty:
         # Every point-to-point case of the smallest message: one of them alone may be the noisiest.
         small = p2p[p2p["nbytes"] == p2p["nbytes"].min()]
-        took = (format_seconds(small["transfer_s"].iloc[0]) if len(small) == 1 else
+        took = (f"{format_seconds(small['transfer_s'].iloc[0])} one way" if len(small) == 1 else
                 f"{format_seconds(small['transfer_s'].min())} to {format_seconds(small['transfer_s'].max())} one way "
                 f"across its {len(small)} point-to-point cases (medians of {int(small['rounds'].min())}+ rounds each)")
-        took += "" if len(small) > 1 else " one way"
         out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'].iloc[0])} "
                    f"message took {took}.")
     reduce = rows[rows["op"] == "all_reduce"]

@@ -328,11 +328,8 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
         low, high = miss_times(min(missed)), miss_times(max(missed))
         return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
                 f"rank: each misses a measured size ({low if low == high else f'{low}-{high}'}×).")
-    halves = [h["half_peak_bytes"] for h in said if "no_half" not in h]
-    low, high = (format_bytes(min(halves)), format_bytes(max(halves))) if halves else ("", "")
-    if low != high:  # 487-837 KiB: one figure
-        high = f"{low.split()[0] if low.split()[-1] == high.split()[-1] else low}-{high}"
-    under = f": moves under {high} reach less than half of β" if halves else ""
+    halves = pd.Series([h["half_peak_bytes"] for h in said if "no_half" not in h], dtype=float)
+    under = f": moves under {_sizes(halves)} reach less than half of β" if not halves.empty else ""  # 487-837 KiB
     # which host-side ones; without a GPU every host path is pageable, so the word tells nothing apart
     memory = f"{tied['host_memory'].iloc[0]} " if gpu and tied["host_memory"].nunique() == 1 else ""
     return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} {memory}host-side paths "
@@ -449,8 +446,7 @@ def host_copy(view: RunView) -> Said | None:
         unsure, unsure_in_full = _unsure_wait(view, best)
         headline = (f"Host memory copies reach {best['bandwidth_gbps']:.3g} GB/s {where}{under}"
                     + (" (xferbench recorded no cache size)" if unknown else "") + unsure + ".")
-        one = frame[(frame["op"] == "host") & (frame["variant"] == SINGLE_THREAD["variant"])
-                    & (frame["method"] == best["method"]) & (frame["nbytes"] == best["nbytes"])]
+        one = matching(frame, {**SINGLE_THREAD, "method": best["method"], "nbytes": best["nbytes"]})
         aside = [*drift_text.across(best), *([one_thread_beside(view, best, one.iloc[0])] if not one.empty else [])]
         sentence = (f"Host memory copies ({who}) reached {best['bandwidth_gbps']:.3g} GB/s {told}{under}"
                     + (f" ({'; '.join(aside)})" if aside else "") + unsure_in_full

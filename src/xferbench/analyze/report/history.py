@@ -28,7 +28,7 @@ from ..load.history import MIN_STEP_RUNS, RunSummary, Stored, lasting_steps, loa
 from .svg import Plot, as_plot
 
 __all__ = ["BAND_CAPTION", "COLOURS", "MARKERS", "MAX_KEY_CASES", "draw_trend", "history_plots", "ratio_axis",
-           "run_label", "run_ticks", "series_style"]
+           "run_label", "run_ticks"]
 
 #: Lines in the trend plot: more than this is unreadable.
 MAX_KEY_CASES = 12
@@ -46,11 +46,6 @@ BAND_CAPTION = (
     "of its runs since its last step) times e^±s, s the between-run spread of those runs' log times (1.4826 × their "
     "MAD, widened by 1 + 1.17/√n; not below the case's default, 0.15 or 0.40, under 5 runs, and that default under "
     "3). The y axis is logarithmic: a halving and a doubling are as far from 100%.")
-
-
-def series_style(index: int) -> dict[str, str]:
-    """The ``index``-th line's colour and marker."""
-    return {"color": COLOURS[index % len(COLOURS)], "marker": MARKERS[index % len(MARKERS)]}
 
 
 #: Where a ratio axis puts its labelled ticks, per decade, coarsest first: the first that labels at least
@@ -129,19 +124,19 @@ def draw_trend(ax: Axes, xs: list[int], times: np.ndarray, cls: str, index: int,
     band per level for its run-to-run noise (``BAND_CAPTION``), all in the line's own colour."""
     logs = np.log(np.asarray(times, dtype=float))
     ys = np.exp(logs - logs[0]) * 100
-    style = series_style(index)
+    colour = COLOURS[index % len(COLOURS)]  # the ``index``-th line's colour and marker
     # Beyond MAX_MARKED runs a mark per run costs most of the drawing: every k-th run is marked, enough to tell lines.
     every = None if len(xs) <= MAX_MARKED else -(-len(xs) // MAX_TICKS)
-    line, = ax.plot(xs, ys, ms=3, lw=1, markevery=every, label=label, color=style["color"], marker=style["marker"])
+    line, = ax.plot(xs, ys, ms=3, lw=1, markevery=every, label=label, color=colour, marker=MARKERS[index % len(MARKERS)])
     steps = lasting_steps(logs, DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls])
-    ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=style["color"],
+    ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=colour,
                edgecolors="k", zorder=3)
     for start, end in itertools.pairwise([0, *steps, len(xs)]):
         if end - start < 2:
             continue  # one run: no band to draw
         level, spread = float(np.median(logs[start:end]) - logs[0]), learned_spread(logs[start:end], cls)
         ax.fill_between([xs[start], xs[end - 1]], 100 * np.exp(level - spread), 100 * np.exp(level + spread),
-                        color=style["color"], alpha=0.1, lw=0, zorder=1, label=f"_noise band of {label}")
+                        color=colour, alpha=0.1, lw=0, zorder=1, label=f"_noise band of {label}")
     return line
 
 

@@ -150,7 +150,7 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
     (``roof_share``: the largest size's GB/s over the roof's figure, printed with it, as the figures label roofs)."""
     rows = []
     for fit in view.fits.to_dict("records"):
-        roof = view.tightest_roof(fit["op"], fit["src"], fit["dst"], fit["host_memory"])
+        roof = min(view.roofs(fit["op"], fit["src"], fit["dst"], fit["host_memory"]), default=None)  # the tightest
         practical = view.practical(fit["op"], fit["src"], fit["dst"])
         link = roof[1] if roof else "not known"
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None

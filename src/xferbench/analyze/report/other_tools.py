@@ -265,9 +265,7 @@ def _nccl_rows(frame: pd.DataFrame, figure: PeerFigure) -> pd.DataFrame:
 
 def _nccl_best_by_size(rows: pd.DataFrame) -> dict[int, pd.Series]:
     """Of the rows that time what a figure timed, the one of the highest bus bandwidth at each size."""
-    rows = rows[rows["busbw_gbps"].notna()]
-    if rows.empty:
-        return {}
+    rows = rows[rows["busbw_gbps"].notna()]  # none left: an empty grouping, no size
     return {int(nbytes): rows.loc[index] for nbytes, index in rows.groupby("nbytes")["busbw_gbps"].idxmax().items()}
 
 

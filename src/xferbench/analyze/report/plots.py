@@ -138,7 +138,7 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
                 panel = panel[panel["host_memory"] == memory]
             first = panel.iloc[0] if not panel.empty else None
             bounds = [] if first is None else view.roofs(op, str(first["src"]), str(first["dst"]), first["host_memory"])
-            _bandwidth_panel(ax, panel, op, resident, legend, min(bounds) if bounds else None, view)
+            _bandwidth_panel(ax, panel, op, resident, legend, min(bounds, default=None), view)
             log_y(ax)
             if first is not None:
                 _cache_line(ax, view, op, str(first["src"]))
@@ -333,13 +333,21 @@ def device_matrix(view: RunView) -> Figure | str:
     return fig
 
 
+def _grid(panels: int, most: int, height: float) -> tuple[Figure, np.ndarray]:
+    """``panels`` panels sharing their y axis, at most ``most`` a row and ``height`` inches each; the grid's spare
+    panels hidden."""
+    columns = min(panels, most)
+    rows = math.ceil(panels / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(WIDTH, height * rows + 0.4), squeeze=False, sharey=True, layout="tight")
+    for ax in list(axes.flat)[panels:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def creation(view: RunView) -> Figure | str:
     created = view.rows[view.rows["op"] == "create"]  # render draws it only where the run created tensors
     devices = sorted(set(created["dst"]), key=lambda d: (d != "cpu", d))
-    columns = min(len(devices), 3)
-    panel_rows = math.ceil(len(devices) / columns)
-    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 2.9 * panel_rows + 0.4), squeeze=False,
-                             sharey=True, layout="tight")
+    fig, axes = _grid(len(devices), 3, 2.9)
     legend: dict[str, Artist] = {}
     for ax, device in zip(axes.flat, devices, strict=False):
         for (method, _), group in created[created["dst"] == device].groupby(["method", "run"]):
@@ -352,8 +360,6 @@ def creation(view: RunView) -> Figure | str:
         log_y(ax)
         ax.set_title(mathtext_safe(f"created on {device}"), fontsize=10)
         ax.set_xlabel("payload")
-    for ax in list(axes.flat)[len(devices):]:
-        ax.set_visible(False)
     axes[0][0].set_ylabel("median time (µs)")
     legend_outside(fig, list(legend.values()), list(legend))
     return fig
@@ -372,10 +378,7 @@ def wall_vs_device(view: RunView) -> Figure | str:
     if timed.empty:
         return "No device-side (CUDA event) times were recorded: no GPU was measured."
     ops = [op for op in moving_ops() if (timed["op"] == op).any()]
-    columns = min(len(ops), 2)
-    panel_rows = math.ceil(len(ops) / columns)
-    fig, axes = plt.subplots(panel_rows, columns, figsize=(WIDTH, 2.8 * panel_rows + 0.4), squeeze=False,
-                             sharey=True, layout="tight")
+    fig, axes = _grid(len(ops), 2, 2.8)
     groups = sorted({_overhead_group(row) for _, row in timed.iterrows()})
     colours = {g: f"C{i % 10}" for i, g in enumerate(groups)}
     legend: dict[str, Artist] = {}
@@ -396,8 +399,6 @@ def wall_vs_device(view: RunView) -> Figure | str:
         ax.set_ylim(-5, 105)
         ax.set_title(family(op).title if op in FAMILIES else mathtext_safe(str(op)), fontsize=10)
         ax.set_xlabel("payload")
-    for ax in list(axes.flat)[len(ops):]:
-        ax.set_visible(False)
     axes[0][0].set_ylabel("1 − device time / wall time (%)")
     legend_outside(fig, list(legend.values()), list(legend), title="host memory, blocking")
     return fig

@@ -146,10 +146,6 @@ def group(tied: list[Tied]) -> list[Group]:
     return sorted(groups.values(), key=lambda g: -(g.total("wait") + g.total("blocked") + g.total("tail")))
 
 
-def _host_start(c: Tied) -> float:
-    return c.call.start if c.call else c.copy.start
-
-
 def steps(trace: Trace, tied: list[Tied], only: int | None = None) -> tuple[list[Step], list[Tied]]:
     """The steps (``only``: that one) with what their time went to, and the copies whose call began in them."""
     spans: dict[int | None, tuple[float, float]] = {n: (s.start, s.end) for n, s in sorted(trace.steps.items())}
@@ -165,7 +161,8 @@ def steps(trace: Trace, tied: list[Tied], only: int | None = None) -> tuple[list
     kernels, copies = merged(trace.kernels), merged((c.copy.start, c.copy.end) for c in tied)
     found, kept = [], []
     for number, span in spans.items():
-        mine = tied if number is None else [c for c in tied if span[0] <= _host_start(c) < span[1]]
+        # a copy belongs to the step its host call (else the copy itself) started in
+        mine = tied if number is None else [c for c in tied if span[0] <= (c.call or c.copy).start < span[1]]
         kept += mine
         found.append(Step(number, span, sum(_overlap(k, *span) for k in kernels),
                           sum(_overlap(k, *span) for k in copies), sum(c.blocked + c.tail for c in mine),
