@@ -348,7 +348,7 @@ def test_ladder_rungs_and_the_break_even_on_h200(h200):
     assert told == [("the fresh destination", "90%"), ("the driver's staging copy through its pinned bounce buffer", "7%")]
     assert not cpu.steps[2].told  # 4.97 ms against the DMA's 4.85 ms device time: 2.4% apart, within 5%
     rows = {row["size"]: row["verdict"] for row in pinning_break_even(h200)}
-    assert rows[64 * MiB] == "from copy 6 (copies 5-8 by its interval; pinning = 5.6× one copy's saving)"
+    assert rows[64 * MiB] == "from copy 6 (copies 5-8 by its interval; pinning = 5.56× one copy's saving)"
     assert "pageable took 6.2-7.38× (4.77-9.75) as long" in h2d_pinned_vs_pageable(h200)
 
 

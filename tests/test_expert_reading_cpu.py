@@ -364,6 +364,8 @@ def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(
 
     page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
     assert page.count("80 × 1-100, its blocks&#39; calls a round: 100, 100, 1, 1, 1, 1") == 1
+    # blocks under 2x apart give their range, not the first block's count (it read "90 × 1011")
+    assert page.count('<td class="n">90 × 1,000-1,058</td>') == 1 and "× 1011" not in page
     # the hover names every block's count: 100 was two blocks', one call the other four's
     assert page.count("over 80 rounds × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1") >= 1
 
@@ -376,7 +378,11 @@ def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
     page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
     table = page[page.index('id="results-table"'):page.index('<h2 id="machine">')]
     assert re.findall(r'<td class="n">([^<]*) ‡</td>', table) == ["0.764", "1.07", "5.59", "1.05"]
-    assert "‡ took under 2× as long as a size of its path with 1/16 of its bytes or fewer: the bytes do not set" in table
+    # the route figure gives no GB/s beside that time, the bandwidth hover no share of a roof
+    assert "  12 ms;  slowest .clone(): 66.5 ms, 1.01 GB/s" in page and "  12 ms, 5.59 GB/s" not in page
+    assert "64 MiB: 5.59 GB/s, no bandwidth: the bytes set little of its time" in page
+    assert ("‡ took under 2× as long, its 95% interval and all, as the largest size of its path with 1/16 of its bytes "
+            "or fewer: the bytes set little of its time, so its GB/s (bytes moved / median) is no bandwidth.") in table
 
 
 def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named(tmp_path):
@@ -450,7 +456,8 @@ def test_the_route_chart_leaves_out_the_one_thread_roof_as_the_first_screen_does
 
     page = write_report(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]), tmp_path / "index.html").read_text()
     (tip,) = re.findall(r"<title>(host pageable cpu, 64 MiB:[^<]*)</title>", page)
-    assert tip == "host pageable cpu, 64 MiB:\n.copy_: median 39.9 ms, 1.68 GB/s\n.clone: median 203 ms, 0.331 GB/s"
+    # copy_'s 39.9 ms took under 2x its 1 MiB's blocks timed alike: no GB/s beside it (the appendix marks its 1.68 ‡)
+    assert tip == "host pageable cpu, 64 MiB:\n.copy_: median 39.9 ms\n.clone: median 203 ms, 0.331 GB/s"
 
 
 def test_a_module_case_of_mixed_loops_decides_nothing_about_the_bytes():
@@ -575,6 +582,18 @@ def test_a_run_whose_every_path_waited_says_so_and_states_no_beta(tmp_path):
     assert found is not None and found.headline == said
 
 
+def test_no_ceiling_is_read_from_a_rate_the_bytes_do_not_set():
+    """The loaded run's clone: its 1 KiB took 1.30 µs against 1.23 µs at 4 B (the appendix marks its 0.788 GB/s ‡).
+    The α/β row said "1 KiB reached 0.788 GB/s, so β is no ceiling" from that rate: no size it cites may be a wait."""
+    from xferbench.analyze.report.model_text import fit_table
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))
+    (clone,) = [row for row in fit_table(view) if row["path"] == "host pageable clone cpu"]
+    assert "no ceiling" not in clone["beta_basis"] and "0.788" not in clone["beta_basis"]
+    assert any(row["path"] == "host pageable clone cpu" and row["nbytes"] == 1024 for row in
+               (view.rows.loc[label] for label in view.waits))
+
+
 def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
     """The loaded run's copy_ took 20 ms at 1 MiB and at 64 MiB: what is left of the clone ladder says the bytes do not
     set that time (a fourth reading read "the copy itself, 20 ms" as a copy's cost). A family the run did not run gets
@@ -582,8 +601,10 @@ def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
     from xferbench.analyze.report.page import write_report
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]), tmp_path / "r.html")
-    assert ("| left | host pageable copy_ cpu | what is left: the copy itself (into a touched buffer); the bytes do not "
-            "set its time here (20 ms at 1 MiB, 64× fewer bytes) | median 20 ms | 17% |") in out.with_suffix(".md").read_text()
+    markdown = out.with_suffix(".md").read_text()
+    assert ("| left | host pageable copy_ cpu | what is left: copy_ into a touched buffer, whose time the bytes do not "
+            "set here (20 ms at 1 MiB, 64× fewer bytes) | median 20 ms | 17% |") in markdown
+    assert "the copy itself" not in markdown  # the finding's evidence names it so too
     html = out.read_text()
     # the figure's legend and hover say it too, not "the copy itself"
     assert "<title>what is left, which the bytes do not set: 20 ms (host pageable copy_ cpu)</title>" in html

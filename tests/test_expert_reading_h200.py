@@ -122,10 +122,10 @@ class TestRead4:
         # 1 MiB: 17 of 30 rounds 16.4-35.7 µs, near pin_cached's 14.2 µs, the other 13 from 2.98 ms: those price the
         # cold pin; from 16 MiB up a cold pin is 18x a cached one
         verdicts = {r["size"]: r["verdict"] for r in pinning_break_even(h200)}
-        assert verdicts[2**20] == ("from copy 97 (copies 67-149 by its interval; pinning = 97× one copy's saving); the "
+        assert verdicts[2**20] == ("from copy 97 (copies 67-149 by its interval; pinning = 96.7× one copy's saving); the "
                                    "cold pin priced by the 13 of 30 rounds that locked fresh pages (2.98-5.98 ms): its "
                                    "median, 18.3 µs, is the cache's")
-        assert verdicts[256 * 2**20] == "from copy 5 (copies 4-7 by its interval; pinning = 4.9× one copy's saving)"
+        assert verdicts[256 * 2**20] == "from copy 5 (copies 4-7 by its interval; pinning = 4.87× one copy's saving)"
 
     def test_one_sentence_judges_the_same_code_pairs_of_cuda_vs_to(self, page):
         # 26.7% at 64 MiB was called "the run's drift, not a cost of the call" beside its verdict "told apart"

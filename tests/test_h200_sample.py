@@ -454,7 +454,7 @@ def test_the_pinning_break_even_is_read_back_per_size(full, html):
                                            "prices no cold pin")
     rounds = np.array(RAW_ROUNDS[MiB])
     assert (rounds < 40e-6).sum() == 17 and (rounds > 3.5e-3).sum() == 12 and len(rounds) == 30
-    assert rows[MiB]["verdict"] == ("from copy 97 (copies 67-149 by its interval; pinning = 97× one copy's saving); "
+    assert rows[MiB]["verdict"] == ("from copy 97 (copies 67-149 by its interval; pinning = 96.7× one copy's saving); "
                                     "the cold pin priced by the 13 of 30 rounds that locked fresh pages (2.98-5.98 ms): "
                                     "its median, 18.3 µs, is the cache's")
     cold = float(np.median(rounds[rounds > 1e-3]))  # the saving: the h2d family's pageable .to less its pinned one
@@ -469,12 +469,12 @@ def test_the_pinning_break_even_is_read_back_per_size(full, html):
         # the copies the two copies' ratio interval allows: 6.62x (5.04-8.69) at 256 MiB gives 4-7
         between = {16 * MiB: "5-10", 64 * MiB: "5-8", 256 * MiB: "4-7"}[size]
         assert rows[size]["verdict"] == (f"from copy {math.ceil(copies[size])} (copies {between} by its interval; "
-                                         f"pinning = {copies[size]:.2g}× one copy's saving)")
+                                         f"pinning = {copies[size]:.3g}× one copy's saving)")
     assert [f"{copies[s]:.2g}" for s in sorted(copies)] == ["6.5", "5.6", "4.9"]
     table = re.search(r'<table id="break-even">(.*?)</table>', html, re.S).group(1)
     assert html.index('id="section-pin_memory"') < html.index('id="break-even"')
     assert "<td>256 MiB</td><td>cuda:0</td><td>134 ms</td><td>32.4 ms (h2d family)</td><td>4.9 ms (h2d family)</td>" \
-           "<td>27.5 ms</td><td>from copy 5 (copies 4-7 by its interval; pinning = 4.9× one copy&#39;s saving)</td>" in table
+           "<td>27.5 ms</td><td>from copy 5 (copies 4-7 by its interval; pinning = 4.87× one copy&#39;s saving)</td>" in table
     # folded beneath a line that gives each size's break-even: the page stays short, the answer stays visible; 1 MiB's
     # count holds where a pin locks fresh pages, as 13 of 30 rounds did (the rest hit the cache: a fifth reading)
     assert ("<details><summary>Break-even of pinning, size by size: 64 KiB can&#39;t tell; 1 MiB from copy 97 (67-149) where "
@@ -537,7 +537,7 @@ def test_the_issues_figures_read_the_full_run_again(merged):
     assert "returned in 12 µs." in stall
     assert "(15.3× (11.9-19.7))" in " ".join(scenario_findings(view, "placement"))
     rows = {row["size"]: row for row in pinning_break_even(view)}
-    assert rows[64 * MiB]["verdict"] == "from copy 6 (copies 5-8 by its interval; pinning = 5.6× one copy's saving)"
+    assert rows[64 * MiB]["verdict"] == "from copy 6 (copies 5-8 by its interval; pinning = 5.56× one copy's saving)"
     assert "to 382 MiB of parameters" in " ".join(scenario_findings(view, "module_to"))
     assert not any(s.startswith("These sentences read") for op in ("sync_stall", "placement", "module_to")
                    for s in scenario_findings(view, op))
@@ -642,3 +642,12 @@ def test_the_header_gives_each_runs_time(merged, tmp_path):
     html = write_report(merged, tmp_path / "index.html").read_text()
     assert ("· runs full.json 2026-11-30T17:18:02.963472+00:00, quick-scenarios 2026-11-30T17:45:36.221878+00:00</p>"
             in html)
+
+
+def test_the_appendix_marks_only_rates_it_shows(html):
+    """A ‡ marks a GB/s the bytes set little of (the 16 MiB d2d copy_: 17 µs, under 2x its 1 MiB's wall time); a row with
+    no GB/s (a synchronize) shows "–" and no mark, where a reading found 60 "– ‡"."""
+    table = html[html.index('id="results-table"'):html.index('<h2 id="machine">')]
+    assert "– ‡" not in table and table.count(" ‡</td>") == 110
+    assert ('<td>d2d copy_ cuda:0</td><td class="n">16 MiB</td><td>4194304</td><td class="n">17 µs</td><td class="n">355 '
+            'ns</td><td class="n">989 ‡</td>') in table

@@ -65,9 +65,9 @@ def test_4_the_break_even_never_mixes_two_runs(merged):
     assert "from copy 9 " not in table and "quick-scenarios" not in table
     # both copies of a row from one source: the h2d family's, as full.json has no pinned_to in the scenario
     assert ("64 MiB cuda:0 33.4 ms 7.24 ms (h2d family) 1.23 ms (h2d family) 6.01 ms from copy 6 (copies 5-8 by its "
-            "interval; pinning = 5.6× one copy's saving) full.json") in table
+            "interval; pinning = 5.56× one copy's saving) full.json") in table
     assert "256 MiB cuda:0 134 ms 32.4 ms (h2d family) 4.9 ms (h2d family) 27.5 ms from copy 5 (copies 4-7 by its " \
-           "interval; pinning = 4.9× one " \
+           "interval; pinning = 4.87× one " \
            "copy's saving) full.json" in table
 
 
@@ -76,7 +76,7 @@ def test_5_a_bimodal_pin_is_priced_by_its_cold_rounds(merged):
     (more rounds than quick-scenarios'): never "from copy 1" by its median, the cache's; its 13 rounds that locked fresh
     pages price the cold pin."""
     text, _ = merged
-    assert ("from copy 97 (copies 67-149 by its interval; pinning = 97× one copy's saving); the cold pin priced by the "
+    assert ("from copy 97 (copies 67-149 by its interval; pinning = 96.7× one copy's saving); the cold pin priced by the "
             "13 of 30 rounds that locked fresh pages (2.98-5.98 ms): its median, 18.3 µs, is the cache's") in text
     assert "pays off from copy 1 " not in text and "from copy 97" in text.split("1 MiB cuda:0")[1][:200]
 

@@ -406,9 +406,9 @@ class TestPinningBreakEven:
                                   f"locked no fresh page{said}, so its median prices no cold pin")
 
     @pytest.mark.parametrize(("rounds", "verdict"), [
-        ([0.02] * 6 + [0.04] * 4, "from copy 7 (pinning = 6.7× one copy's saving); the cold pin priced by the 4 of 10 "
+        ([0.02] * 6 + [0.04] * 4, "from copy 7 (pinning = 6.67× one copy's saving); the cold pin priced by the 4 of 10 "
                                   "rounds that locked fresh pages (40 ms): its median, 20 ms, is the cache's"),
-        ([0.02] * 7 + [0.04] * 3, "from copy 7 (pinning = 6.7× one copy's saving); the cold pin priced by the 3 of 10 "
+        ([0.02] * 7 + [0.04] * 3, "from copy 7 (pinning = 6.67× one copy's saving); the cold pin priced by the 3 of 10 "
                                   "rounds that locked fresh pages (40 ms): its median, 20 ms, is the cache's"),
         ([0.02] * 8 + [0.04] * 2, "can't tell: the cold pin (20 ms) took under 2× a cached one (20 ms): most rounds "
                                   "locked no fresh page (2 of 10 took 40 ms), so its median prices no cold pin"),
@@ -416,7 +416,7 @@ class TestPinningBreakEven:
                                     "locked no fresh page (4 of 10 took 35 ms), so its median prices no cold pin"),
         # most rounds locked fresh pages: the median prices the pin as it is, whatever few rounds ran faster
         # its quartiles, 20-50 ms, span copies 4-9: a quarter of its pins hit the cache
-        ([0.02] * 3 + [0.05] * 7, "from copy 9 (4-9 by the pin's middle half; pinning = 8.3× one copy's saving)"),
+        ([0.02] * 3 + [0.05] * 7, "from copy 9 (4-9 by the pin's middle half; pinning = 8.33× one copy's saving)"),
     ], ids=["4 rounds at 2x", "3 rounds", "2 rounds", "under 2x the cached pin", "most rounds cold"])
     def test_rounds_that_locked_fresh_pages_price_the_cold_pin(self, tmp_path, rounds, verdict):
         """Most rounds hit the cache: at least 3 rounds standing 2x or more above them and 2x the cached pin (20 ms)

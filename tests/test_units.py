@@ -247,7 +247,8 @@ class TestParsers:
 @pytest.mark.parametrize(("value", "digits", "said"), [
     (2122.6, 3, "2,123"), (12706.2, 3, "12,706"), (999.4, 3, "999"), (1000.0, 3, "1,000"), (0.331, 3, "0.331"),
     (-2500.0, 3, "-2,500"), (9999.0, 4, "9,999"), (2067.4, 4, "2,067"), (10000.0, 4, "10,000"),
-    (999.96, 4, "1,000"), (150.0, 2, "150"), (0.00012345, 3, "0.000123")])
+    (999.96, 4, "1,000"), (150.0, 2, "150"), (0.00012345, 3, "0.000123"), (9.79e-05, 3, "0.0000979"),
+    (1e-05, 3, "0.00001"), (-2.35e-07, 3, "-0.000000235")])
 def test_a_figure_is_written_out_never_with_an_exponent(value, digits, said):
     """The α/β table once read "2.12e+03" GB/s and "gave 1.27e+04 GB/s": whole digits beyond ``digits`` are written
     out with thousands separated (from 1,000 at any ``digits``: a hover's "2067" sat beside a table's "2,407"), the rest

@@ -185,8 +185,17 @@ def test_a_break_even_spans_the_pins_middle_half_where_it_moves_the_count(h200):
     spread.pin["q1_s"], spread.pin["q3_s"] = 6e-3, 9e-3
     assert break_even._between(spread) == ("5-10", "5-7")
     assert break_even._verdict(spread)[0] == ("from copy 7 (copies 5-10 by its interval, 5-7 by the pin's middle half; "
-                                              "pinning = 6.5× one copy's saving)")
+                                              "pinning = 6.46× one copy's saving)")
     assert break_even._verdict(spread)[2] == "5-10; 5-7 by the pin's middle half"
+
+
+def test_a_break_even_line_names_each_gpu_where_there_are_several():
+    """The simulated 2-GPU run prices 1 and 64 MiB on each GPU: the line said "1 MiB from copy 6; 1 MiB from copy 6"."""
+    view = RunView.of(load([Path(__file__).parent / "data" / "sim-2gpu.json"]))
+    table = break_even.break_even_table(view, break_even.pinning_break_even(view))
+    assert table is not None and table["summary"] == ("Break-even of pinning, size by size: 1 MiB on cuda:0 from copy 6; "
+                                                      "1 MiB on cuda:1 from copy 6; 64 MiB on cuda:0 from copy 7; 64 MiB "
+                                                      "on cuda:1 from copy 7")
 
 
 def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
@@ -195,7 +204,7 @@ def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
     another boot only is "can't tell" (hand-fed: the 64 MiB pin moved to the other run)."""
     view = RunView.of(h200)
     rows = {row["size"]: row for row in break_even.pinning_break_even(view)}
-    assert rows[64 * 2**20]["verdict"] == "from copy 6 (copies 5-8 by its interval; pinning = 5.6× one copy's saving)"
+    assert rows[64 * 2**20]["verdict"] == "from copy 6 (copies 5-8 by its interval; pinning = 5.56× one copy's saving)"
     assert {row["run"] for row in rows.values()} == {"full.json"}
     frame = h200.frame
     pin = (frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold") & (frame["nbytes"] == 64 * 2**20)

@@ -119,10 +119,12 @@ def _three_digits(value: float) -> str:
 
 
 def format_number(value: float, digits: int = 3) -> str:
-    """A table's or a sentence's figure in ``digits`` significant digits, never an exponent, thousands always
+    """A table's or a sentence's figure in ``digits`` significant digits, never an exponent (``0.0000979``), thousands always
     separated: ``2,123`` where it has as many whole digits or more (not ``2.12e+03`` nor, at 4 digits, ``2123``),
     ``12,706`` (not ``1.27e+04``), ``0.331``."""
     text = f"{value:.{digits}g}"
+    if "e-" in text:  # 9.79e-05 as 0.0000979: the same digits, written out
+        return f"{value:.{digits - 1 - math.floor(math.log10(abs(value)))}f}".rstrip("0")  # as g drops them
     return f"{value:,.0f}" if "e+" in text or abs(float(text)) >= 1000 else text
 
 
@@ -154,7 +156,7 @@ def format_seconds(seconds: float | None) -> str:
         label = _three_digits(seconds / scale)
         if abs(float(label)) >= 1:
             return f"{label} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
+    return f"{format_number(seconds * 1e9)} ns"
 
 
 def first_line(error: BaseException) -> str:

@@ -44,7 +44,7 @@ def _verdict(even: BreakEven) -> tuple[str, float | None, str]:
     spans = [f"copies {by_ratio} by its interval"] * bool(by_ratio) + [f"{by_pin} by the pin's middle half"] * bool(by_pin)
     said = f"{', '.join(spans)}; " if spans else ""
     between = by_ratio + (f"; {by_pin} by the pin's middle half" if by_pin else "")
-    return f"from copy {math.ceil(copies or 0.0)} ({said}pinning = {copies:.2g}× one copy's saving)", copies, between
+    return f"from copy {math.ceil(copies or 0.0)} ({said}pinning = {copies:.3g}× one copy's saving)", copies, between
 
 
 def _above_gap(rounds: list[float]) -> pd.Series:
@@ -116,7 +116,9 @@ def break_even_table(view: RunView, rows: list[dict[str, Any]]) -> dict[str, Any
     if not rows:
         return None
     runs = len(view.sources) > 1  # two files may be two boots of the machine: say which one each row read
-    said = "; ".join(f"{format_bytes(row['size'])} {row['pays']}" + (f" ({row['between']})" if row["between"] else "")
+    gpus = len({row["dst"] for row in rows}) > 1  # each size once per GPU: name it
+    said = "; ".join(f"{format_bytes(row['size'])}{' on ' + row['dst'] if gpus else ''} {row['pays']}"
+                     + (f" ({row['between']})" if row["between"] else "")
                      + row["where"] for row in rows)
     return {"id": "break-even", "summary": f"Break-even of pinning, size by size: {said}",
             "caption": (

@@ -49,8 +49,16 @@ def summary(ladder: Ladder) -> str:
     """The whole ladder in one sentence, read top to bottom."""
     steps = "; ".join(sentence(ladder, s) for s in ladder.steps)
     return (f"{ladder.top.label} of {format_bytes(ladder.size)} took {format_seconds(ladder.top.median_s)} "
-            f"({ladder.top.path}): {steps}; {ladder.bottom}: {format_seconds(ladder.base.median_s)} "
+            f"({ladder.top.path}): {steps}; {bottom(ladder)}: {format_seconds(ladder.base.median_s)} "
             f"({ladder.base.case}).")
+
+
+def bottom(ladder: Ladder) -> str:
+    """What is left of the call, named: its factor (``the copy itself (into a touched buffer)``), or where its bytes do
+    not set its time (``Ladder.waited``) the rung and the smaller size that took as long."""
+    if ladder.waited is None:
+        return ladder.bottom
+    return f"{ladder.base.label}, whose time the bytes do not set here ({took_at(ladder.waited, ladder.base.row)})"
 
 
 def title(ladder: Ladder) -> str:
@@ -88,8 +96,7 @@ def rows(ladder: Ladder) -> list[list[str]]:
             shown += f", {split}"
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
                       _span(step.seconds, step.low_s, step.high_s), shown])
-    base, left = ladder.base, f"what is left: {ladder.bottom}"
-    left += "" if ladder.waited is None else f"; the bytes do not set its time here ({took_at(ladder.waited, base.row)})"
+    base, left = ladder.base, f"what is left: {bottom(ladder)}"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
                   ladder.whole.text() if share is None and ladder.whole is not None else percent(share or 0.0)])

@@ -81,7 +81,8 @@ def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[
     its interval, is no ceiling: the large sizes fall below the mid sizes (pageable h2d on the H200: β 8.02 GB/s at
     1 GiB where 16 MiB ran at 14.3). The basis gives the measured peak, and no half of β is said."""
     rows = view.rows[view.rows["path"] == fit["path"]]
-    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
+    # a size that ran from cache, or whose bytes set little of its time (``RunView.waits``), reached no bandwidth
+    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool) & ~rows.index.isin(list(view.waits))]
     stated = float(fit["stated_gbps"])
     if rows.empty or not np.isfinite(stated) or stated <= 0 or not rows["bandwidth_gbps"].notna().any():
         return {}

@@ -98,7 +98,7 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float,
         text = ax.text(0.01 if left else 0.99, peak, f"{name}: {format_number(peak)} GB/s{share}",
                        transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
                        fontsize=7.5, color="k", bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
-        tip(text, [f"roof: {name}, {peak:.4g} GB/s per direction{share.replace(chr(10), '; ')}"])
+        tip(text, [f"roof: {name}, {format_number(peak, 4)} GB/s per direction{share.replace(chr(10), '; ')}"])
     if bounds:
         low, high = ax.get_ylim()
         ax.set_ylim(low, max(high, max(peak for peak, _ in bounds) * 3))
@@ -166,6 +166,8 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
     """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
 
     def value(row: pd.Series) -> str:
+        if row.name in view.waits:  # the appendix's ‡: no share of a roof for a rate that is no bandwidth
+            return f"{format_number(row['bandwidth_gbps'], 4)} GB/s, no bandwidth: the bytes set little of its time"
         share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {format_number(roof[0], 4)} GB/s, {roof[1]}" if roof else ""
         return f"{format_number(row['bandwidth_gbps'], 4)} GB/s{share}"
 
@@ -238,6 +240,11 @@ def _call(row: pd.Series, brackets: str = "") -> str:
     return f"{row['method']}{brackets}" + (f" {variant}" if isinstance(variant, str) and variant else "")
 
 
+def _gbps(row: pd.Series) -> str:
+    """``, 3.36 GB/s`` beside a time; none where the bytes set little of it (``waited``: the appendix's ‡)."""
+    return "" if row["waited"] else f", {format_number(row['bandwidth_gbps'])} GB/s"
+
+
 def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> list[str]:
     """Each bar's label: its route, then its fastest call in brackets, or how many of its calls the run cannot tell
     from that one (no ranking among them); ``≈`` before a route the run cannot tell from the route above it."""
@@ -267,7 +274,7 @@ def cost_at_size(view: RunView) -> Figure | str:
         return "No copies were measured."
     # torch's copy_ on one thread is the host's roof, not a call a move makes: the first screen's table leaves it out too
     rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops()) & frame["variant"].ne("single_thread")]
-    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()])
+    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()], waited=rows.index.isin(list(view.waits)))
     fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
     slowest = rows.loc[rows.groupby("route")["median_s"].idxmax()].set_index("route").loc[fastest["route"]]
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
@@ -278,12 +285,10 @@ def cost_at_size(view: RunView) -> Figure | str:
     for bar, (_, row), (_, slow) in zip(bars.patches, fastest.iterrows(), slowest.iterrows(), strict=True):
         calls = rows[rows["route"] == row["route"]].sort_values("median_s")
         tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
-            f".{_call(c)}: median {format_seconds(c['median_s'])}, {format_number(c['bandwidth_gbps'])} GB/s"
-            for _, c in calls.iterrows())])
-        text = f"  {format_seconds(row['median_s'])}, {format_number(row['bandwidth_gbps'])} GB/s"
+            f".{_call(c)}: median {format_seconds(c['median_s'])}{_gbps(c)}" for _, c in calls.iterrows())])
+        text = f"  {format_seconds(row['median_s'])}{_gbps(row)}"
         if slow["median_s"] > 1.5 * row["median_s"]:  # worth a word: the same route, a much dearer call
-            text += (f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}, "
-                     f"{format_number(slow['bandwidth_gbps'])} GB/s")
+            text += f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}{_gbps(slow)}"
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),
                 va="center", fontsize=8)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the lowest median of each "
@@ -322,7 +327,7 @@ def device_matrix(view: RunView) -> Figure | str:
             text = ax.text(j, i, "–" if not np.isfinite(value) else format_number(value), ha="center", va="center",
                            color="w" if dark else "k", fontsize=10)
             if np.isfinite(value):
-                tip(text, [f"{devices[i]} → {devices[j]}: best {value:.4g} GB/s at {format_bytes(size)}"])
+                tip(text, [f"{devices[i]} → {devices[j]}: best {format_number(value, 4)} GB/s at {format_bytes(size)}"])
     ax.set_xticks(range(len(devices)), [mathtext_safe(str(d)) for d in devices])
     ax.set_yticks(range(len(devices)), [mathtext_safe(str(d)) for d in devices])
     ax.set_xlabel("destination")

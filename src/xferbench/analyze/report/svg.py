@@ -175,9 +175,9 @@ def log_y(ax: Axes) -> None:
     An axis that spans less than a decade may hold no power of ten at all: its minor ticks (2, 3, ... 9 x 10^k)
     are labelled then, decided when the figure is drawn, once the limits are final."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_number(v)))
     ax.yaxis.set_minor_locator(_NarrowMinor(ax))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: format_number(v)))
 
 
 class _NarrowMinor(LogLocator):
@@ -213,12 +213,13 @@ def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd
 
 
 def rounds_text(row: pd.Series) -> str:
-    """``80 × 100``: rounds × calls a round; a row whose blocks timed calls a round 2× or more apart gives the range and
-    each block's count (``80 × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1``): no one count was all of it."""
-    if not flag(row, "mixed_iterations"):
-        return f"{row['rounds']} × {row['iterations']}"
-    calls = [f"{n:.0f}" for n in row["block_iterations"] if n == n]  # NaN: a planned block that did not run
-    return f"{row['rounds']} × {min(calls, key=float)}-{max(calls, key=float)}, its blocks' calls a round: {', '.join(calls)}"
+    """``80 × 100``: rounds × calls a round; a row whose blocks timed different calls a round gives their range
+    (``90 × 1,000-1,058``: no one count was all of it), and each block's where they lie 2× or more apart (``80 ×
+    1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1``)."""
+    blocks = row.get("block_iterations")  # NaN for a row measured in one block
+    calls = [int(n) for n in (blocks if isinstance(blocks, list) else [row["iterations"]]) if n == n]  # NaN: not run
+    text = f"{int(row['rounds']):,} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
+    return text + (f", its blocks' calls a round: {', '.join(map(str, calls))}" if flag(row, "mixed_iterations") else "")
 
 
 def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
