@@ -449,6 +449,17 @@ pcie_width = 16
 """
 
 
+def build_html(run: Any) -> str:
+    """The HTML page of ``run`` (results or a view) as ``write_report`` writes it, read back from a scratch folder."""
+    import tempfile
+    from pathlib import Path
+
+    from xferbench.analyze.report.page import write_report
+
+    with tempfile.TemporaryDirectory() as folder:
+        return write_report(run, Path(folder) / "index.html").read_text()
+
+
 def view_of_rows(frame: Any, machine_info: dict[str, Any] | None = None) -> Any:
     """The run's view of hand-fed rows, without the files they would come from."""
     from xferbench.analyze.load.results import Results

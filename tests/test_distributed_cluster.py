@@ -20,13 +20,12 @@ from xferbench.analyze.report.distributed import (
     slowest_rank,
     spread_plot,
 )
-from xferbench.analyze.report.page import build_html
 from xferbench.analyze.view import RunView
 from xferbench.measure.distributed import DIST_OPS, free_port
 from xferbench.measure.distributed.torchrun import main
 from xferbench.measure.distributed.world import NODE_ENV
 
-from fakes import view_of_rows
+from fakes import build_html, view_of_rows
 from faulty_rank import FAULT_ENV, SLOW_RANK_ENV, TESTS
 from processes import kill_tree
 

@@ -9,8 +9,9 @@ import pytest
 
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.findings import findings
-from xferbench.analyze.report.page import build_html
 from xferbench.analyze.view import RunView
+
+from fakes import build_html
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_PAGE = ROOT / "reports" / "samples" / "h200" / "index.html"

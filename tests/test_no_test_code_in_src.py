@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = sorted((ROOT / "src" / "xferbench").rglob("*.py"))
 #: Used by tests alone, in modules this check does not yet reach (each to move to tests/ by whoever holds it).
-NOT_YET = {"build_html"}
+NOT_YET: set[str] = set()
 
 
 def _code_words(text: str) -> list[str]:

@@ -7,10 +7,10 @@ import pytest
 from xferbench import output
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.findings import findings
-from xferbench.analyze.report.page import build_html, write_report
+from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
 
-from fakes import view_of_rows
+from fakes import build_html, view_of_rows
 
 SAMPLE = Path(__file__).parent / "data" / "cpu-sample.json"
 

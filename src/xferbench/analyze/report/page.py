@@ -32,7 +32,7 @@ from .svg import rounds_text
 if TYPE_CHECKING:
     from .other_tools import PeerFigure
 
-__all__ = ["LEAD", "build_html", "companions", "scenario_sections", "write_atomic", "write_report"]
+__all__ = ["LEAD", "companions", "scenario_sections", "write_atomic", "write_report"]
 
 def _inert(value: Any) -> Any:
     """Every value the page shows, bidi controls written as their codes: HTML escaping leaves them be, and one in a
@@ -88,11 +88,6 @@ def scenario_sections(story: Story) -> list[dict[str, Any]]:
 def _svg(plots: list[Plot]) -> list[Plot]:
     """Mark each figure's SVG safe for the template: it is matplotlib's, with titles escaped by ElementTree."""
     return [plot if plot.svg is None else dataclasses.replace(plot, svg=markupsafe.Markup(plot.svg)) for plot in plots]
-
-
-def build_html(run: Results | RunView, history: list[Plot] | None = None,
-               extra_sections: list[dict[str, Any]] | None = None, peers: list[PeerFigure] | None = None) -> str:
-    return _render(RunView.of(run), history, extra_sections, peers)[0]
 
 
 def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
