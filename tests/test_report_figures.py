@@ -21,11 +21,11 @@ from xferbench.analyze.report.break_even import pinning_break_even
 from xferbench.analyze.report.export import CSV_COLUMNS, to_csv
 from xferbench.analyze.report.findings import findings
 from xferbench.analyze.report.ladder_text import ladder_table
-from xferbench.analyze.report.page import build_html, write_report
+from xferbench.analyze.report.page import write_report
 from xferbench.analyze.view import RunView
 from xferbench.contract import IDENTITY, MEASURED
 
-from fakes import view_of_rows
+from fakes import build_html, view_of_rows
 
 DATA = Path(__file__).parent / "data"
 SWEEP, SAMPLE = DATA / "cpu-host-sweep.json", DATA / "cpu-sample.json"
