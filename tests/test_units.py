@@ -148,10 +148,12 @@ class TestFormatBytesEdges:
 class TestFormatSeconds:
     @pytest.mark.parametrize(("seconds", "label"), [
         (2.5, "2.5 s"), (1.0, "1 s"), (0.0025, "2.5 ms"), (1e-3, "1 ms"), (85.4e-6, "85.4 µs"), (1e-6, "1 µs"),
-        (245e-9, "245 ns"), (0.0, "0 ns"), (123.456e-3, "123 ms"),
+        (245e-9, "245 ns"), (0.0, "0 ns"), (123.456e-3, "123 ms"), (0.5e-9, "0.5 ns"), (1.39e-17, "0 ns"),
+        (-2.35e-16, "0 ns"),
     ])
     def test_picks_the_unit_that_reads_best(self, seconds, label):
-        """Times read in the largest unit with a value of at least 1, to three significant digits."""
+        """Times read in the largest unit with a value of at least 1, to three significant digits; under a picosecond
+        (a float's last bits on the simulated machine's constant times: "0.0000000139 ns") reads 0."""
         assert format_seconds(seconds) == label
 
     @pytest.mark.parametrize("seconds", [None, float("nan"), float("inf")])

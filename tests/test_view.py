@@ -198,6 +198,14 @@ def test_a_break_even_line_names_each_gpu_where_there_are_several():
                                                       "on cuda:1 from copy 7")
 
 
+def test_the_device_matrix_takes_no_rate_the_bytes_do_not_set():
+    """The simulated run's host copy_ at 64 MiB took 6.09 ms, as long as at 1 MiB (‡, 11 GB/s): the matrix's cpu → cpu
+    cell is the best bandwidth left, clone's 1.63 GB/s, where it showed the page's own "no bandwidth" 11."""
+    view = RunView.of(load([Path(__file__).parent / "data" / "sim-2gpu.json"]))
+    svg = plots.to_svg(plots.device_matrix(view))
+    assert "cpu → cpu: best 1.632 GB/s at 64 MiB" in svg and "best 11.02" not in svg
+
+
 def test_the_break_even_never_divides_a_pin_by_a_copy_of_another_boot(h200):
     """The merged H200 sample reads every pin_cold row and the copies from the full run (more rounds than
     quick-scenarios'): 64 MiB pays off from copy 6, as the full run alone says. A pin whose copy was measured in

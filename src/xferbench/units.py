@@ -156,7 +156,8 @@ def format_seconds(seconds: float | None) -> str:
         label = _three_digits(seconds / scale)
         if abs(float(label)) >= 1:
             return f"{label} {unit}"
-    return f"{format_number(seconds * 1e9)} ns"
+    # under a picosecond is a float's last bits on a constant time (the simulated machine's IQR), not a time
+    return f"{format_number(seconds * 1e9) if abs(seconds) >= 1e-12 else 0} ns"
 
 
 def first_line(error: BaseException) -> str:

@@ -441,14 +441,6 @@ class RunView:
             return paired(x.tolist(), y.tolist())
         return unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
 
-    def flat_growth(self, small: pd.Series, large: pd.Series) -> Ratio | None:
-        """``large``'s time over ``small``'s where ``large`` holds 16x the bytes or more yet took under twice as long,
-        told so by the ratio's interval: the bytes do not set that time (the loaded run's 20 ms at 1 and 64 MiB)."""
-        if large["nbytes"] < 16 * small["nbytes"]:
-            return None
-        grew = self.ratio(large, small)
-        return grew if grew.high < 2 else None
-
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over
         it (``ratio``); None where there is no such size."""

@@ -311,7 +311,8 @@ def device_matrix(view: RunView) -> Figure | str:
     size = view.largest_size
     if size is None:
         return "No copies were measured."
-    best = moves[moves["nbytes"] == size].groupby(["src", "dst"])["bandwidth_gbps"].max()
+    at = moves[(moves["nbytes"] == size) & ~moves.index.isin(list(view.waits))]  # a ‡ rate is no bandwidth: "–"
+    best = at.groupby(["src", "dst"])["bandwidth_gbps"].max()
     grid = np.full((len(devices), len(devices)), np.nan)
     for (src, dst), gbps in best.items():
         grid[devices.index(src), devices.index(dst)] = gbps

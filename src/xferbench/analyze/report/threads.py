@@ -137,9 +137,10 @@ def size_free(view: RunView, pairs: pd.DataFrame | None = None) -> str:
     if (pairs := thread_pairs(view) if pairs is None else pairs).empty:
         return ""
     small, large = pairs.loc[pairs["nbytes"].idxmin()], pairs.loc[pairs["nbytes"].idxmax()]
-    many = view.flat_growth(view.rows.loc[small["row_many"]], view.rows.loc[large["row_many"]])
-    one = view.ratio(view.rows.loc[large["row_one"]], view.rows.loc[small["row_one"]])
-    if many is None or many.over(one).high >= 1:
+    little, big = view.rows.loc[small["row_many"]], view.rows.loc[large["row_many"]]
+    many, one = view.ratio(big, little), view.ratio(view.rows.loc[large["row_one"]], view.rows.loc[small["row_one"]])
+    # 16x the bytes or more in under twice the time, told so by its interval, and less growth than one thread's
+    if big["nbytes"] < 16 * little["nbytes"] or many.high >= 2 or many.over(one).high >= 1:
         return ""
     took = " and ".join(f"{format_seconds(float(row['median_s_many']))} at {format_bytes(int(row['nbytes']))}"
                         for row in (small, large))
