@@ -370,6 +370,29 @@ def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(
     assert page.count("over 80 rounds × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1") >= 1
 
 
+def test_a_wait_judged_by_blocks_timed_alike_names_no_size_left_out_of_a_fit():
+    """The busy run's copy_: no β, judged by 1 MiB's four blocks timed as 64 MiB's. Its basis also said "1 MiB left
+    out, whose blocks timed calls a round 2× or more apart", which a reading took for the wait's evidence left out."""
+    from xferbench.analyze.report.model_text import fit_table
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
+    (copy,) = [row for row in fit_table(view) if row["path"] == "host pageable copy_ cpu"]
+    assert copy["beta_basis"] == ("no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: "
+                                  "the bytes do not set its time")
+
+
+def test_linear_time_axes_separate_thousands_as_the_tables_do(tmp_path):
+    """The threads run's 1 GiB clone took 1.59 s: its ladder and route chart ticked "1000 1200 ..." in ms beside
+    tables that write 1,000."""
+    from xferbench.analyze.report.page import write_report
+
+    page = write_report(load([THREADS]), tmp_path / "index.html").read_text()
+    for key in ("plot-ladder", "plot-cost"):
+        svg = page[page.index(f'id="{key}"'):]
+        ticks = re.findall(r">([0-9][0-9.,]*)</text>", svg[:svg.index("</svg>")])
+        assert "1,000" in ticks and "1000" not in ticks
+
+
 def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
     """tests/data/cpu-busy-host.json's 64 MiB copy_ took 12 ms, as long as 1 MiB's blocks timed alike: its 5.59 GB/s
     is bytes over a wait. The appendix marks it, and the 1 KiB rows (as long as 4 B), and no other; the foot says why."""

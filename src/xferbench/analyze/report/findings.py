@@ -316,7 +316,7 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     judged = all(r is None or r.judged for r in (_ratio_at_largest(view, str(p), best) for p in tied["path"]))
     times = f"their times at {size} can't be told apart" if judged else f"the run cannot judge their times at {size}"
     return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β lie "
-            f"{tied['stated_gbps'].min():.3g}-{best['stated_gbps']:.3g} GB/s and {times}); one of them ({best['path']}"), tied
+            f"{_span(tied['stated_gbps'])} GB/s and {times}); one of them ({best['path']}"), tied
 
 
 def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:

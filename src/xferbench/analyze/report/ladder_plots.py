@@ -7,9 +7,10 @@ import matplotlib.pyplot as plt
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from ...families.core import SHORT
-from ...units import format_bytes, format_seconds, mathtext_safe
+from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
 from .svg import WIDTH, tip
@@ -71,6 +72,7 @@ def ladder_figure(view: RunView) -> Figure | str:
     ax.invert_yaxis()
     ax.set_xlabel("ms: each segment is one rung's median minus the next one's (same run, same size)", fontsize=8)
     ax.tick_params(labelsize=8)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_number(v)))  # 1,500 ms, as the tables write it
     ax.grid(True, axis="x", alpha=0.3)
     fig.legend(list(legend.values()), [mathtext_safe(label) for label in legend], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=7.5, frameon=False)

@@ -50,7 +50,9 @@ def basis(fit: Mapping[str, Any]) -> str:
     the model's β (``beta_gbps``) was."""
     key = str(fit["beta_basis"])
     said = BASES[key.removeprefix("capped ")]
-    if isinstance(left := fit.get("left_out"), tuple) and left:  # model.fit_paths leaves out sizes whose blocks mixed loops
+    # model.fit_paths leaves out sizes whose blocks mixed loops: moot where no β is stated for a wait (judged by the
+    # blocks timed alike)
+    if isinstance(left := fit.get("left_out"), tuple) and left and key != "waits":
         sizes = ", ".join(map(format_bytes, left))
         said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}, {sizes} left out"
         said += ", whose blocks timed calls a round 2× or more apart"
