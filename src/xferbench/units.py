@@ -118,10 +118,12 @@ def _three_digits(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
-def format_number(value: float, digits: int = 3) -> str:
+def format_number(value: float | None, digits: int = 3) -> str:
     """A table's or a sentence's figure in ``digits`` significant digits, never an exponent (``0.0000979``), thousands always
     separated: ``2,123`` where it has as many whole digits or more (not ``2.12e+03`` nor, at 4 digits, ``2123``),
-    ``12,706`` (not ``1.27e+04``), ``0.331``."""
+    ``12,706`` (not ``1.27e+04``), ``0.331``; ``–`` for none, or one not finite (a fit that gave none)."""
+    if value is None or not math.isfinite(value):
+        return "–"
     text = f"{value:.{digits}g}"
     if "e-" in text:  # 9.79e-05 as 0.0000979: the same digits, written out
         return f"{value:.{digits - 1 - math.floor(math.log10(abs(value)))}f}".rstrip("0")  # as g drops them

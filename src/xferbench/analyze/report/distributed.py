@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -376,9 +376,9 @@ def _overlap(rows: pd.DataFrame, judge: Judge | None) -> list[str]:
                             f"overlap does not pay here: one by one is {ratio.faster().text()} faster.")]
 
 
-def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> list[str]:
+def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits: Collection[Any] = ()) -> list[str]:
     """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``): without
-    one, no comparison (the overlap) is said."""
+    one, no comparison (the overlap) is said. A row in ``waits`` (``RunView.waits``) states no bus bandwidth."""
     rows = _distributed(frame)
     if rows.empty:
         return []
@@ -397,16 +397,21 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None) -> lis
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
         mean = mean_rank_busbw(big)
-        data = big.get("data")
-        if isinstance(data, list) and len(data) > 1:  # the rounds' own order statistics, per call
-            low, high = (bound * float(big["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
+        if big.name in waits:  # the appendix's ‡: the H200's gloo 16 KiB took 1.06x its 1 KiB's time
+            out.append(f"all_reduce of {format_bytes(big['nbytes'])} took {format_seconds(big['median_s'])}, under 2× as "
+                       "long as a size with 1/16 of its bytes: the bytes set little of that time, so no bus bandwidth.")
         else:
-            low, high = median_span(*side(big)[:2])
-        spread = (f" (its median's interval over {int(big['rounds'])} rounds: {big['busbw_gbps'] * big['median_s'] / high:.3g}"
-                  f" to {big['busbw_gbps'] * big['median_s'] / low:.3g} GB/s)" if high > 1.5 * low else "")
-        out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"
-                   + (f" by the slowest rank's time{spread}, {mean:.3g} GB/s by the ranks' mean (nccl-tests' default)."
-                      if mean else f"{spread}."))
+            data = big.get("data")
+            if isinstance(data, list) and len(data) > 1:  # the rounds' own order statistics, per call
+                low, high = (bound * float(big["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
+            else:
+                low, high = median_span(*side(big)[:2])
+            busbw_s = big["busbw_gbps"] * big["median_s"]  # bus bandwidth at either end of the median's interval
+            spread = (f" (its median's interval over {int(big['rounds'])} rounds: {busbw_s / high:.3g} to "
+                      f"{busbw_s / low:.3g} GB/s)" if high > 1.5 * low else "")
+            out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"
+                       + (f" by the slowest rank's time{spread}, {mean:.3g} GB/s by the ranks' mean (nccl-tests' default)."
+                          if mean else f"{spread}."))
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{len(rows)} benchmark(s).")
@@ -453,5 +458,5 @@ def section(view: RunView) -> dict[str, Any] | None:
         if not isinstance(figure, str) or figure == TWO_RANKS:  # a two-rank world is told why it has no chart
             plots.append(as_plot(key, name, text, figure))
     setup = setup_sentence(view.machine_info)
-    text = " ".join(distributed_findings(frame, view.ratio) + ([setup] if setup else []))
+    text = " ".join(distributed_findings(frame, view.ratio, view.waits) + ([setup] if setup else []))
     return {"key": "distributed", "title": title, "text": text, "plots": plots}

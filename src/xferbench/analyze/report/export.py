@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from ... import escape
@@ -43,11 +42,7 @@ def to_csv(view: RunView) -> str:
 
 
 def _cell(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "–"
-    if isinstance(value, float):
-        return format_number(value, digits)
-    return escape.markdown(value)
+    return format_number(value, digits) if value is None or isinstance(value, float) else escape.markdown(value)
 
 
 def to_markdown(story: Story) -> str:

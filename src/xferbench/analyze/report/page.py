@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 import markupsafe
-import numpy as np
 
 from ... import __version__
 from ...escape import no_bidi
@@ -50,13 +49,7 @@ _ENV = jinja2.Environment(
 )
 
 
-def _number(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "–"
-    return format_number(value, digits)
-
-
-_ENV.filters.update(number=_number, seconds=lambda v: format_seconds(None if v is None else float(v)), size=format_bytes)
+_ENV.filters.update(number=format_number, seconds=lambda v: format_seconds(None if v is None else float(v)), size=format_bytes)
 
 
 #: The figures of this run's GPU-to-CPU story, drawn right after the key findings.
