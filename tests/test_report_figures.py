@@ -452,6 +452,7 @@ class TestPinningBreakEven:
     def test_a_saving_within_the_spread_cannot_tell(self, tmp_path):
         (row,) = _pin_run(tmp_path, pageable=0.0021, pinned=0.0020, iqr=0.0001)
         assert row["verdict"] == "can't tell: pageable over pinned, can't tell (could see ≥ 1.06×)"
+        assert (row["pays"], row["between"]) == ("can't tell", "")  # the line gives no span for it
 
 
 @pytest.mark.hostile

@@ -187,6 +187,11 @@ def test_a_break_even_spans_the_pins_middle_half_where_it_moves_the_count(h200):
     assert break_even._verdict(spread)[0] == ("from copy 7 (copies 5-10 by its interval, 5-7 by the pin's middle half; "
                                               "pinning = 6.46× one copy's saving)")
     assert break_even._verdict(spread)[2] == "5-10; 5-7 by the pin's middle half"
+    spread.pin["q1_s"] = 1e-3  # a quarter of its pins paid back at the first copy
+    assert break_even._between(spread) == ("5-10", "1-7")
+    spread.pin["q1_s"] = float("nan")  # a quartile not recorded spans nothing
+    assert break_even._between(spread) == ("5-10", "")
+    assert break_even._between(replace(even, pin=even.pin.drop(["q1_s", "q3_s"]))) == ("5-10", "")
 
 
 def test_a_break_even_line_names_each_gpu_where_there_are_several():
