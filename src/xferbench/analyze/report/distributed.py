@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ...ratios import Ratio, median_span, order_bounds
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds
 from ..drift import side
 from ..view import RunView
 from .plots import _colour
@@ -67,11 +67,6 @@ HOST_TIMED_CANT_TELL = (
     "On {backends} each rank's call is timed by its host: a rank slow inside its own call (a slow launch) "
     "lengthens every rank's call alike, so such a rank can't be told there (on nccl each rank's own device time of "
     "the collective tells it).")
-
-
-def _gbps(value: float) -> str:
-    """A hover's GB/s in four digits, never an exponent: a gloo collective's 4 B busbw is 0.00009787, not 9.787e-05."""
-    return str(np.format_float_positional(value, precision=4, unique=False, fractional=False, trim="-"))
 
 
 def _distributed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -207,14 +202,14 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
         line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=_colour(str(group.iloc[0]["op"])))
-        tip(line, tips_for(group, lambda row: f"busbw {_gbps(row['busbw_gbps'])} GB/s, algbw {_gbps(row['bandwidth_gbps'])}"
-                                               " (slowest rank)"))
+        tip(line, tips_for(group, lambda row: f"busbw {format_number(row['busbw_gbps'], 4)} GB/s, algbw "
+                                               f"{format_number(row['bandwidth_gbps'], 4)} (slowest rank)"))
         handles.setdefault(str(path), line)
         means = [mean_rank_busbw(row) for _, row in group.iterrows()]
         if any(m is not None for m in means):
             mean_line, = left.plot(group["nbytes"], [float("nan") if m is None else m for m in means], "--", lw=1,
                                    color=line.get_color())
-            tip(mean_line, [f"{path} {format_bytes(n)}\nbusbw {_gbps(m)} GB/s by the ranks' mean time" if m else ""
+            tip(mean_line, [f"{path} {format_bytes(n)}\nbusbw {format_number(m, 4)} GB/s by the ranks' mean time" if m else ""
                             for n, m in zip(group["nbytes"], means, strict=True)])
     for _, group in rows[rows["op"].isin(POINT_TO_POINT)].groupby("path", sort=False):
         group = group.sort_values("nbytes")
@@ -246,7 +241,7 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
         label = f"{op} {crosses} {src.split(':')[0]}->{dst.split(':')[0]}"
         line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], styles.get(crosses, ":"), marker="o", ms=4,
                         color=_colour(op))
-        tip(line, tips_for(group, lambda row: f"{row['crosses']}, one way {_gbps(row['bandwidth_gbps'])} GB/s"))
+        tip(line, tips_for(group, lambda row: f"{row['crosses']}, one way {format_number(row['bandwidth_gbps'], 4)} GB/s"))
         handles.setdefault(label, line)
     size_ticks(ax, rows["nbytes"].tolist())
     _log_y_if_any(ax)
