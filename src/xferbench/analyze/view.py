@@ -481,6 +481,10 @@ class RunView:
         return {label: grown for label, row in self.rows.iterrows()
                 if (grown := self.growth(row)) is not None and grown[1].high < 2}
 
+    def waiting(self, rows: pd.DataFrame) -> np.ndarray:
+        """Which of ``rows`` (rows of ``RunView.rows``, by label) are in ``waits``: one mask for the appendix, charts, fits."""
+        return rows.index.isin(list(self.waits))
+
     def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """``waits`` of ``row`` (a row of ``rows``): the smaller size that took as long, and the ratio; else None."""
         return self.waits.get(row.name)

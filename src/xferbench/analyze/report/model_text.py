@@ -84,7 +84,7 @@ def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[
     1 GiB where 16 MiB ran at 14.3). The basis gives the measured peak, and no half of β is said."""
     rows = view.rows[view.rows["path"] == fit["path"]]
     # a size that ran from cache, or whose bytes set little of its time (``RunView.waits``), reached no bandwidth
-    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool) & ~rows.index.isin(list(view.waits))]
+    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool) & ~view.waiting(rows)]
     stated = float(fit["stated_gbps"])
     if rows.empty or not np.isfinite(stated) or stated <= 0 or not rows["bandwidth_gbps"].notna().any():
         return {}

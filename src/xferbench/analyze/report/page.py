@@ -62,7 +62,7 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     its GB/s is no bandwidth)."""
     frame = view.numbered(view.rows)
     frame = frame.assign(_o=frame["op"].map(order_of), calls=[rounds_text(row) for _, row in frame.iterrows()],
-                         waited=frame.index.isin(list(view.waits)) & frame["bandwidth_gbps"].notna())
+                         waited=view.waiting(frame) & frame["bandwidth_gbps"].notna())
     return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
 
 

@@ -274,7 +274,7 @@ def cost_at_size(view: RunView) -> Figure | str:
         return "No copies were measured."
     # torch's copy_ on one thread is the host's roof, not a call a move makes: the first screen's table leaves it out too
     rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops()) & frame["variant"].ne("single_thread")]
-    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()], waited=rows.index.isin(list(view.waits)))
+    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()], waited=view.waiting(rows))
     fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
     slowest = rows.loc[rows.groupby("route")["median_s"].idxmax()].set_index("route").loc[fastest["route"]]
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
@@ -312,7 +312,7 @@ def device_matrix(view: RunView) -> Figure | str:
     size = view.largest_size
     if size is None:
         return "No copies were measured."
-    at = moves[(moves["nbytes"] == size) & ~moves.index.isin(list(view.waits))]  # a ‡ rate is no bandwidth: "–"
+    at = moves[(moves["nbytes"] == size) & ~view.waiting(moves)]  # a ‡ rate is no bandwidth: "–"
     best = at.groupby(["src", "dst"])["bandwidth_gbps"].max()
     grid = np.full((len(devices), len(devices)), np.nan)
     for (src, dst), gbps in best.items():

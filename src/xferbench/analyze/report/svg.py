@@ -207,18 +207,18 @@ def legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str]
 
 def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd.Series | None = None) -> list[str]:
     return [f"{row['path']}\n{format_bytes(row['nbytes'])}: {value(row)}\nmedian {format_seconds(row['median_s'])}"
-            + (" round trip" if flag(row, "round_trip") else "") + f" over {rounds_text(row).replace(' ×', ' rounds ×', 1)}"
+            + (" round trip" if flag(row, "round_trip") else "") + f" over {rounds_text(row, ' rounds')}"
             + ("\nfaster than memory allows: ran from a cache" if resident is not None and resident[index] else "")
             for index, row in rows.iterrows()]
 
 
-def rounds_text(row: pd.Series) -> str:
-    """``80 × 100``: rounds × calls a round; a row whose blocks timed different calls a round gives their range
-    (``90 × 1,000-1,058``: no one count was all of it), and each block's where they lie 2× or more apart (``80 ×
-    1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1``)."""
+def rounds_text(row: pd.Series, rounds: str = "") -> str:
+    """``80 × 100``: rounds × calls a round, ``rounds`` after the first (a hover's ``80 rounds × 100``); a row whose
+    blocks timed different calls a round gives their range (``90 × 1,000-1,058``: no one count was all of it), and each
+    block's where they lie 2× or more apart (``80 × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1``)."""
     blocks = row.get("block_iterations")  # NaN for a row measured in one block
     calls = [int(n) for n in (blocks if isinstance(blocks, list) else [row["iterations"]]) if n == n]  # NaN: not run
-    text = f"{int(row['rounds']):,} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
+    text = f"{int(row['rounds']):,}{rounds} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
     return text + (f", its blocks' calls a round: {', '.join(map(str, calls))}" if flag(row, "mixed_iterations") else "")
 
 
