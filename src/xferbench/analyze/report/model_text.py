@@ -1,5 +1,5 @@
-"""What the model decides (analyze/model.py), in words: the α-β table, how a path's β was obtained, the share of a
-roof, why pageable moves have no host roof, and where a path reaches half of its β.
+"""What the model decides (analyze/model.py), in words: the α-β table and its key finding (``alpha_beta``), how a
+path's β was obtained, the share of a roof, why pageable moves have no host roof, and where a path reaches half of β.
 
 Half of β is said only where the fit t = α + n/β holds: the line meets every measured size past that half within
 ``MODEL_MISS``x, no smaller size ran faster per byte than the largest (resolved), the sweep has a size on each side
@@ -12,13 +12,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ...families.base import span as _span
+from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds
 from ..model import NoHostRoof
 from ..view import MODEL_MISS, RunView
 from .svg import roof_share
+from .threads import one_thread_faster
 
-__all__ = ["BASES", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "miss_times", "no_host_roof"]
+__all__ = ["BASES", "alpha_beta", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "miss_times", "no_host_roof"]
 
 
 def no_host_roof(why: NoHostRoof | None) -> str | None:
@@ -181,3 +185,132 @@ def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     if not view.algbw_differs(fit["path"]) or not np.isfinite(float(fit["largest_gbps"])):  # no GB/s in the row
         return {}
     return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the page's distributed figure draws busbw"}
+
+
+def alpha_beta(view: RunView) -> tuple[str, str] | None:
+    """The fastest host-side path's α and β in a loop that synchronizes after every call (β beyond the caches,
+    never above what was measured), then the pipelined figures from device time where the rows have it."""
+    frame = view.rows
+    # The host copy on one thread is the pageable roof the report draws, not a path a user's move takes; a host memcpy
+    # is no rival of the link's paths where the run fitted them.
+    moves = frame[frame["variant"].ne("single_thread")]
+    fitted = view.fits[view.fits["alpha_us"].notna()]
+    fits = next((f for f in (fitted[fitted["path"].isin(moves.loc[moves["op"].isin(ops), "path"])]
+                             for ops in (("h2d", "d2h"), ("host",))) if not f.empty), None)
+    if fits is None:
+        return None
+    gpu = bool(fits["op"].isin(("h2d", "d2h")).any())  # a host memcpy synchronizes nothing: calls run back to back
+    stated, waits = fits[fits["stated_gbps"].notna()], fits[fits["beta_basis"].eq("waits")]
+    if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
+        said = (f"No bandwidth β is stated: the largest size of {', '.join(waits['path'])} took under 2× as long as one "
+                "with 1/16 of its bytes or fewer, so the bytes do not set its time.")
+        return said, said
+    if stated.empty:
+        best = fits.loc[fits["largest_gbps"].idxmax()]
+        said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
+                f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
+                f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
+        return said, said
+    best = stated.loc[stated["stated_gbps"].idxmax()]
+    one_thread = one_thread_faster(view, best)
+    left_out = "; left out: torch's copy_ on one thread, a roof rather than a call a move makes" if one_thread else ""
+    which, tied = _highest_beta(view, stated, best)
+    miss = view.model_miss(best)
+    # a line that misses the data is said to miss before its α and β are quoted: it is no cost model of these calls
+    sentence = (f"{'In a loop that synchronizes after every call' if gpu else 'Called back to back'}, {which}{left_out}) "
+                + ("has no line of a fixed cost and a bandwidth that fits its times: the line through the fit's α = "
+                   if miss else "has a fixed cost α = ") + f"{best['alpha_us']:.3g} µs and "
+                + ("β = " if miss else "a bandwidth β = ") + f"{best['stated_gbps']:.3g} GB/s")
+    if str(best["beta_basis"]).startswith("capped"):
+        sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
+                     f"from cache and would suggest more)")
+    elif best["resident_sizes"]:
+        sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
+                     f"{best['cache'] or 'cache'})")
+    half = half_of_beta(view, best.to_dict())
+    no_half = str(half.get("no_half", ""))  # the table's verdict: the fit does not place where half of β is reached
+    sentence += (f" misses a measured size {miss_times(miss)}×, so where moves reach half of β is not placed." if miss else
+                 f"; where moves reach half of β, this run cannot place: {no_half}." if no_half else
+                 f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β.")
+    headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed cost "
+                f"α = {best['alpha_us']:.3g} µs and β = {best['stated_gbps']:.3g} GB/s" + ("." if no_half else
+                f": moves under {format_bytes(best['half_peak_bytes'])} reach less than half of β."))
+    if miss is not None:  # a line that misses the data is no cost model to quote, nor its β a rank
+        headline = f"No line of a fixed cost and a bandwidth fits {best['path']}'s times: {no_half}."
+        sentence = sentence if len(tied) > 1 else headline  # ties keep saying which paths the run cannot rank
+    if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
+        headline = _tied_headline(view, tied, gpu)
+    return headline, sentence + one_thread + _pipelined(fits)
+
+
+def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple[str, pd.DataFrame]:
+    """The path the β sentence is about: the one with the highest fitted β, or, where the run cannot tell other paths
+    from it at its largest size, that which is highest can't be told (the tied span named; no ranking among ties); and
+    the paths that tie (``best`` alone where none does)."""
+    tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
+    if len(tied) < 2:
+        return f"the host-side path with the highest β ({best['path']}", tied
+    size = format_bytes(best["largest_bytes"])
+    # a run without drift evidence cannot judge them: "can't be told apart" would read as alike (1.59 s against 608 ms)
+    judged = all(r is None or r.judged for r in (_ratio_at_largest(view, str(p), best) for p in tied["path"]))
+    times = f"their times at {size} can't be told apart" if judged else f"the run cannot judge their times at {size}"
+    return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β lie "
+            f"{_span(tied['stated_gbps'])} GB/s and {times}); one of them ({best['path']}"), tied
+
+
+def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
+    """The paths the run cannot rank, as one: their α and β spans, and where they reach half of β where the fits place
+    it (each path's own verdict, ``half_of_beta``)."""
+    said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
+    missed = [miss for fit in tied.to_dict("records") if (miss := view.model_miss(fit)) is not None]
+    if len(missed) == len(said):  # a line that misses the data is no cost model to quote: the threads run's 57-181x
+        low, high = miss_times(min(missed)), miss_times(max(missed))
+        return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
+                f"rank: each misses a measured size ({low if low == high else f'{low}-{high}'}×).")
+    halves = pd.Series([h["half_peak_bytes"] for h in said if "no_half" not in h], dtype=float)
+    under = f": moves under {_sizes(halves)} reach less than half of β" if not halves.empty else ""  # 487-837 KiB
+    # which host-side ones; without a GPU every host path is pageable, so the word tells nothing apart
+    memory = f"{tied['host_memory'].iloc[0]} " if gpu and tied["host_memory"].nunique() == 1 else ""
+    return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} {memory}host-side paths "
+            f"whose β the run cannot rank have fixed costs α = {_span(tied['alpha_us'], '.3g')} µs and β = "
+            f"{_span(tied['stated_gbps'], '.3g')} GB/s{under}.")
+
+
+def _ratio_at_largest(view: RunView, path: str, best: pd.Series) -> Ratio | None:
+    """``path``'s time at ``best``'s largest size over ``best``'s own; None where either is missing."""
+    rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
+    one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
+    return None if one.empty or other.empty else view.ratio(one.iloc[0], other.iloc[0])
+
+
+def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
+    """Whether ``path``'s time at ``best``'s largest size is told apart from ``best``'s own (True where either is
+    missing: nothing ties them)."""
+    return (ratio := _ratio_at_largest(view, path, best)) is None or ratio.resolved
+
+
+def _pipelined(fits: pd.DataFrame) -> str:
+    """What the device spends per copy issued back to back: α and half of β from device time, per direction (a loop
+    pays that or the host's cost to issue a copy, whichever is larger; the run does not time the latter)."""
+    parts = []
+    for op, name in (("h2d", "host to device"), ("d2h", "device to host")):
+        timed = fits[(fits["op"] == op) & fits["pipelined_alpha_us"].notna()]
+        if not timed.empty:
+            parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (half of β at "
+                         f"{_sizes(timed['pipelined_half_bytes'])})")
+    if not parts and fits["op"].isin(("h2d", "d2h")).any():
+        return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
+                "is not known.")
+    return (" Issued back to back without a synchronize, the device spends per copy (from device time) "
+            f"α = {' and '.join(parts)}; a loop pays that or the host's cost to issue a copy if larger (not timed)."
+            ) if parts else ""
+
+
+def _sizes(values: pd.Series) -> str:
+    """``87.4-123 KiB``: the lowest and the highest size, the unit written once when they share it."""
+    low, high = format_bytes(values.min()), format_bytes(values.max())
+    if low == high:
+        return low
+    if low.split()[-1] == high.split()[-1]:
+        return f"{low.split()[0]}-{high}"
+    return f"{low}-{high}"
