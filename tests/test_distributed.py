@@ -650,8 +650,9 @@ def test_the_cross_rank_mean_is_shown_beside_the_slowest_rank(tmp_path):
                        "1.05 GB/s by the ranks' mean (nccl-tests' default).")
     figure = bandwidth_plot(frame)
     left = figure.axes[0]
-    assert [line.get_linestyle() for line in left.get_lines()] == ["-", "--"]
-    assert left.get_lines()[1].get_ydata()[0] == pytest.approx(2**20 / 1e-3 / 1e9)
+    # the slowest rank's line, its markers (each its own hover), the mean's dashed line
+    assert [line.get_linestyle() for line in left.get_lines()] == ["-", "None", "--"]
+    assert left.get_lines()[2].get_ydata()[0] == pytest.approx(2**20 / 1e-3 / 1e9)
     plt.close(figure)
 
 

@@ -142,7 +142,8 @@ def test_a_loaded_run_s_paired_blocks_tell_threads_apart_at_the_size_timed_alike
     assert evidence == ("A 64 MiB host copy_ on one thread took 1.4× (1.11-1.76) as long as with torch's default threads "
                         "(2) block by block (30 ms against 20 ms), under load (load 9.38 on 2 cores, 85% of CPU time "
                         "taken by other processes); the default threads' 20 ms is a wait (20 ms at 1 MiB, 64× fewer "
-                        "bytes), so what more threads do to the copy, this run does not show.")
+                        "bytes: the bytes set under 1% of it), so what more threads do to the copy, this run does not "
+                        "show.")
     assert sorted(thread_pairs(view)["nbytes"]) == [64 * 2**20]
     pair = thread_pairs(view).set_index("nbytes").loc[64 * 2**20]
     judged = view.ratio(view.rows.loc[pair["row_one"]], view.rows.loc[pair["row_many"]])
@@ -280,10 +281,11 @@ def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread(tmp
                            "threads took 0.965× (0.824-1.13) its time: faster or slower, can't tell)")
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
     (quick,) = [f for f in findings(view) if f.headline.startswith("Host memory copies")]
-    assert quick.headline == ("Host memory copies took 32 ms at 1 MiB and 39.9 ms at 64 MiB under load: the bytes do "
-                              "not set that time, so no bandwidth is stated.")
+    assert quick.headline == ("Host memory copies took 32 ms at 1 MiB and 39.9 ms at 64 MiB under load: too little "
+                              "growth to state a bandwidth.")
+    # up to 1.69x for 64x the bytes leaves the bytes up to 64 × 0.69 / (1.69 × 63) of the time: not "none"
     assert "took 32 ms at 1 MiB in its 5 blocks timed alike and 39.9 ms at 64 MiB under load (at most 1.69× as long at " \
-           "64× the bytes)" in quick and "GB/s" not in quick
+           "64× the bytes): the bytes set at most 41% of that time" in quick and "GB/s" not in quick
 
 
 def _retimed(tmp_path: Path, blocks: dict[int, tuple[int, float]]) -> Path:
@@ -378,7 +380,7 @@ def test_a_wait_judged_by_blocks_timed_alike_names_no_size_left_out_of_a_fit():
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
     (copy,) = [row for row in fit_table(view) if row["path"] == "host pageable copy_ cpu"]
     assert copy["beta_basis"] == ("no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: "
-                                  "the bytes do not set its time")
+                                  "the bytes set at most 53% of its time")
 
 
 def test_linear_time_axes_separate_thousands_as_the_tables_do(tmp_path):
@@ -403,9 +405,19 @@ def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
     assert re.findall(r'<td class="n">([^<]*) ‡</td>', table) == ["0.764", "1.07", "5.59", "1.05"]
     # the route figure gives no GB/s beside that time, the bandwidth hover no share of a roof
     assert "  12 ms;  slowest .clone(): 66.5 ms, 1.01 GB/s" in page and "  12 ms, 5.59 GB/s" not in page
-    assert "64 MiB: 5.59 GB/s, no bandwidth: the bytes set little of its time" in page
+    # 1.25x at most for 64x the bytes: if time = α + bytes / β, the bytes set at most 64 × 0.25 / (1.25 × 63) of it
+    assert "64 MiB: 5.59 GB/s, no bandwidth: the bytes set at most 20% of its time" in page
+    # drawn as crosses, the legend says why: the 64 MiB copy_ and the 1 KiB copy_ and clone of the host figure
+    from xferbench.analyze.report.plots import bandwidth_of
+
+    figure = bandwidth_of(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])), "host")
+    crossed = sorted(int(x) for ax in figure.axes for line in ax.get_lines() if line.get_marker() == "x"
+                     for x in line.get_xdata())
+    assert crossed == [1024, 1024, 1024, 64 * 2**20] and "×: no bandwidth (‡ in the appendix)" in page
+    plt.close(figure)
     assert ("‡ took under 2× as long, its 95% interval and all, as the largest size of its path with 1/16 of its bytes "
-            "or fewer: the bytes set little of its time, so its GB/s (bytes moved / median) is no bandwidth.") in table
+            "or fewer: if time = fixed cost + bytes / β, the bytes set at most 53% of its time, so its GB/s (bytes moved "
+            "/ median) is no bandwidth.") in table
 
 
 def test_a_mixed_row_is_left_out_of_its_paths_fit_and_named(tmp_path):
@@ -514,14 +526,14 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
 
     loaded = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])))
     assert loaded is not None and loaded.headline == (
-        "Host memory copies took 20 ms at 1 MiB and 20 ms at 64 MiB under load: the bytes do not set that time, so no "
-        "bandwidth is stated.")
-    assert "(at most 1.00× as long at 64× the bytes)" in loaded and "GB/s" not in loaded
+        "Host memory copies took 20 ms at 1 MiB and 20 ms at 64 MiB under load: too little growth to state a bandwidth.")
+    assert ("(at most 1.00× as long at 64× the bytes): the bytes set under 1% of that time if time = fixed cost + bytes "
+            "/ β, so no bandwidth is stated") in loaded and "GB/s" not in loaded
     busy = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
     assert busy is not None and busy.headline == (
-        "Host memory copies took 12 ms at 1 MiB and 12 ms at 64 MiB under load: the bytes do not set that time, so no "
-        "bandwidth is stated.")
-    assert "took 12 ms at 1 MiB in its 4 blocks timed alike and 12 ms at 64 MiB under load (at most 1.25× as long" in busy
+        "Host memory copies took 12 ms at 1 MiB and 12 ms at 64 MiB under load: too little growth to state a bandwidth.")
+    assert ("took 12 ms at 1 MiB in its 4 blocks timed alike and 12 ms at 64 MiB under load (at most 1.25× as long at 64× "
+            "the bytes): the bytes set at most 20% of that time") in busy
     # a run that recorded no cache (no size, no cache_resident) cannot say memory rather than cache
     unknown = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])))
     assert unknown is not None and unknown.headline == ("Host memory copies reach 26.4 GB/s at 16 MiB (xferbench recorded "
@@ -530,8 +542,8 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
     # the simulated machine's host copies are real (12 ms at 1 MiB, 6.09 ms at 64 MiB when it was recorded): said so
     simulated = host_copy(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
     assert simulated is not None and simulated.endswith(
-        "the bytes do not set that time, so no bandwidth is stated; these copies ran on this CPU, for real: the "
-        "simulated devices' figures do not depend on them.")
+        "of that time if time = fixed cost + bytes / β, so no bandwidth is stated; these copies ran on this CPU, for "
+        "real: the simulated devices' figures do not depend on them.")
     # the box at the top shows no GB/s for it either, and the busy run's copy_ keeps its own
     from xferbench.analyze.report.changes import at_a_glance
 
@@ -581,8 +593,8 @@ def test_a_copy_the_bytes_do_not_time_states_no_beta_and_a_line_that_misses_is_n
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))
     (copy,) = [row for row in fit_table(view) if row["path"] == "host pageable copy_ cpu"]
     assert pd.isna(copy["stated_gbps"]) and pd.isna(copy["largest_gbps"]) and copy["beta_basis"] == (
-        "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes do not set "
-        "its time")
+        "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes set at most "
+        "53% of its time")
     found = latency_bound(view)
     said = ("No line of a fixed cost and a bandwidth fits host pageable clone cpu's times: the line through α and the "
             "stated β (0.565 GB/s) misses a measured size 11×.")
@@ -601,7 +613,7 @@ def test_a_run_whose_every_path_waited_says_so_and_states_no_beta(tmp_path):
     (tmp_path / "copy.json").write_text(json.dumps(run))
     found = latency_bound(RunView.of(load([tmp_path / "copy.json"])))
     said = ("No bandwidth β is stated: the largest size of host pageable copy_ cpu took under 2× as long as one with "
-            "1/16 of its bytes or fewer, so the bytes do not set its time.")
+            "1/16 of its bytes or fewer, so the bytes set at most 53% of its time.")
     assert found is not None and found.headline == said
 
 
@@ -625,14 +637,14 @@ def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]), tmp_path / "r.html")
     markdown = out.with_suffix(".md").read_text()
-    assert ("| left | host pageable copy_ cpu | what is left: copy_ into a touched buffer, whose time the bytes do not "
-            "set here (20 ms at 1 MiB, 64× fewer bytes) | median 20 ms | 17% |") in markdown
+    assert ("| left | host pageable copy_ cpu | what is left: copy_ into a touched buffer (the bytes set under 1% of its "
+            "time: 20 ms at 1 MiB, 64× fewer bytes) | median 20 ms | 17% |") in markdown
     assert "the copy itself" not in markdown  # the finding's evidence names it so too
     html = out.read_text()
     # the figure's legend and hover say it too, not "the copy itself"
-    assert "<title>what is left, which the bytes do not set: 20 ms (host pageable copy_ cpu)</title>" in html
-    assert "the rest is what copy_ into the touched buffer took, which the bytes do not set here" in html
-    assert ">20 ms (17%); the bytes do not set it (20 ms at 1 MiB, 64× fewer bytes)</td>" in html
+    assert "<title>what is left (the bytes set under 1% of it): 20 ms (host pageable copy_ cpu)</title>" in html
+    assert "the rest is what copy_ into the touched buffer took, and the bytes set under 1% of it (the table" in html
+    assert ">20 ms (17%); the bytes set under 1% of it (20 ms at 1 MiB, 64× fewer bytes)</td>" in html
     assert "data-missing" not in html and 'id="plot-create"' not in html and 'id="plot-noop"' not in html
     assert "every no-op" not in html  # the conventions say no no-op was checked where none ran
 

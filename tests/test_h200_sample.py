@@ -601,8 +601,28 @@ def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):
     assert "GB/s by the ranks' mean time</title>" in html  # the dashed lines' hovers
     # gloo's 16 KiB all_reduce took 229 µs, 1.06x (0.96-1.17) its 1 KiB's 217 µs: the appendix marks its 0.0714 ‡, and
     # the section states no bus bandwidth for it (it said "reached 0.0714 GB/s bus bandwidth")
-    assert ("all_reduce of 16 KiB took 229 µs, under 2× as long as a size with 1/16 of its bytes: the bytes set little "
+    assert ("all_reduce of 16 KiB took 229 µs, at most 1.17× as long as 1 KiB (16× the bytes): the bytes set at most 16% "
             "of that time, so no bus bandwidth.") in html and "reached 0.0714 GB/s bus bandwidth" not in html
+
+
+def test_a_bus_bandwidth_the_bytes_set_little_of_is_a_cross_and_says_so(full, html):
+    """28 gloo rows are ‡ in the appendix (each under 2x a size with 1/16 of its bytes): their points in the bus
+    bandwidth figure are crosses, and both hovers (the slowest rank's, the ranks' mean) state no bus bandwidth with the
+    most the bytes set of the time. The dashed line carried one hover along it, its 4 B point's: each point has its own."""
+    from xferbench.analyze.report.distributed import bandwidth_plot
+
+    view = RunView.of(full)
+    figure = bandwidth_plot(view.rows, view.waits)
+    drawn = [line for line in figure.axes[0].get_lines() if line.get_linestyle() == "None"]
+    assert [sum(len(line.get_xdata()) for line in drawn if line.get_marker() == m) for m in "ox"] == [14, 28]
+    assert figure.legends[0].get_texts()[-1].get_text() == "×: no bandwidth (‡ in the appendix)"
+    plt.close(figure)
+    titles = [t for t in re.findall(r"<title>([^<]*)</title>", html) if "busbw" in t]  # the bus bandwidth figure's
+    assert sum("no bus bandwidth: the bytes set" in t for t in titles) == 2 * 28
+    assert sum("by the ranks' mean time" in t for t in titles) == 42  # one a point, not one a line
+    # gloo's 16 KiB all_reduce: 1.17x at most its 1 KiB's time for 16x the bytes, so at most 16 × 0.17 / (1.17 × 15)
+    assert ("all_reduce gloo x2\n16 KiB: busbw 0.07142 GB/s, algbw 0.07142 (slowest rank); no bus bandwidth: the bytes "
+            "set at most 16% of its time\nmedian 229 µs over 30 rounds × 64") in titles
 
 
 def test_the_host_caption_names_no_single_thread_line_the_run_lacks(full, html, tmp_path):

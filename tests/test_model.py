@@ -11,6 +11,7 @@ from xferbench.analyze.model import (
     BETA_CAP_TOLERANCE,
     FASTER_THAN_MEMORY,
     Fit,
+    Wait,
     bandwidth_bound,
     cache_bytes,
     cache_resident,
@@ -32,6 +33,7 @@ from xferbench.analyze.report.captions import figure_words
 from xferbench.analyze.report.findings import host_copy
 from xferbench.analyze.report.model_text import basis, no_host_roof
 from xferbench.analyze.view import RunView
+from xferbench.ratios import Ratio
 from xferbench.units import format_bytes, format_seconds
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB
@@ -865,3 +867,20 @@ class TestPathRoofs:
         info = gpu_machine()
         info["xferbench"]["simulated"] = {"name": "spec"}
         assert path_roofs(info, "h2d", "cpu", "cuda:0", "pageable", self.CEILING) == [self.GEN4_X16]
+
+
+def test_a_waits_bytes_share_is_the_most_a_line_of_fixed_cost_and_bandwidth_allows():
+    """k times the bytes in at most h times the time: α + k·x = h(α + x) leaves the bytes k(h - 1) / (h(k - 1)) of it.
+    At the rule's edge (2x, 16x) that is 16/30; no growth leaves them none; a larger size that took less time, none."""
+    def wait(high: float, factor: float) -> Wait:
+        return Wait(pd.Series({"nbytes": 1}), Ratio(1.0, 0.9, high, "paired", 6), factor)
+
+    assert wait(2.0, 16).share == pytest.approx(16 / 30)
+    assert wait(1.25, 64).share == pytest.approx(64 * 0.25 / (1.25 * 63))
+    assert wait(1.0, 64).share == 0 and wait(0.9, 16).share == 0
+    assert wait(2.0, 16).said() == "the bytes set at most 53% of its time"
+    assert wait(1.004, 64).said("it") == "the bytes set under 1% of it"
+    assert wait(1.006, 64).said("it") == "the bytes set at most 1% of it"
+    # the time the fixed cost leaves: t = α + k·x at the larger size, so the share is exactly what k·x is of it
+    alpha, x, k = 3.0, 1.0, 16
+    assert wait((alpha + k * x) / (alpha + x), k).share == pytest.approx(k * x / (alpha + k * x))

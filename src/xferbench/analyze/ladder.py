@@ -22,6 +22,7 @@ from ..families.core import FRESH, LADDERS
 from ..ratios import Ratio
 from .load.results import VALID_DEVICE_METHODS
 from .load.rows import matching
+from .model import Wait
 
 __all__ = ["Ladder", "Rung", "Step", "ladders", "percent"]
 
@@ -107,9 +108,9 @@ class Ladder:
     split: Split | None = None
     #: The call over what is left, with its interval (None: not judged, as in a ladder built by hand).
     whole: Ratio | None = None
-    #: The smaller size at which what is left took as long (``RunView.waited``: the bytes do not set its time; the
-    #: loaded run's copy_, 20 ms at 1 and 64 MiB): its table, caption and figure say so. None where they set it.
-    waited: pd.Series | None = None
+    #: Where the bytes set little of what is left (``RunView.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB):
+    #: the smaller size that took as long; its table, caption and figure say so. None where they set it.
+    waited: Wait | None = None
 
     @property
     def top(self) -> Rung:

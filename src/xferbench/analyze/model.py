@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ from scipy.optimize import least_squares
 from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
 from ..families.core import SIMULATED_LINKS, device_memory_roof, host_memcpy_roof
+from ..ratios import Ratio
 from .load.rows import flags, matching
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Fit",
     "Machine",
     "NoHostRoof",
+    "Wait",
     "bandwidth_bound",
     "PCIE_GBPS_PER_LANE",
     "cache_bytes",
@@ -48,6 +50,27 @@ __all__ = [
     "practical_ceiling",
     "roofs",
 ]
+
+
+class Wait(NamedTuple):
+    """A size whose time grew under 2x from a smaller size of its path, 16x fewer bytes or more (``RunView.waits``): that
+    size, the growth (its interval under 2x) and how many times the bytes."""
+
+    small: pd.Series
+    growth: Ratio
+    factor: float
+
+    @property
+    def share(self) -> float:
+        """The most of the larger size's time its bytes can set if time = α + bytes / β: k times the bytes in at most h
+        times the time gives α(h - 1) = x(k - h), x the smaller size's byte time, so k·x is k(h - 1) / (h(k - 1)) of
+        it (at most 53% under the rule: h < 2, k ≥ 16; the loaded run's copy_, 1.1x at 64x, 9%)."""
+        h, k = self.growth.high, self.factor
+        return max(0.0, k * (h - 1) / (h * (k - 1)))
+
+    def said(self, of: str = "its time") -> str:
+        """``the bytes set at most 9% of its time``."""
+        return f"the bytes set {'under 1%' if self.share < 0.005 else f'at most {self.share:.0%}'} of {of}"
 
 
 @dataclass(frozen=True)

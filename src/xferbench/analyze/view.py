@@ -33,6 +33,7 @@ from .load.rows import flag, matching
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
+    Wait,
     cache_resident,
     fit_paths,
     host_ceiling,
@@ -409,7 +410,7 @@ class RunView:
         """The ladders of controls of the run's costs, by call (docs/design.md section 6: each step one factor
         removed, read from two cases of the same run and size): ``ladder.ladders``, computed once."""
         return [replace(ladder, waited=None if ladder.base.device_time or (waited := self.waited(ladder.base.row)) is None
-                        else waited[0]) for ladder in ladders(self.rows, self._rung_ratio)]
+                        else waited) for ladder in ladders(self.rows, self._rung_ratio)]
 
     def _rung_ratio(self, above: Rung, below: Rung) -> Ratio:
         """Two rungs of a ladder (``ladder.Judge``): their rows' ratio, or against a device time (one figure, no
@@ -474,19 +475,19 @@ class RunView:
                 for key, group in self.rows.groupby(["path", "run"], sort=False)["nbytes"]}
 
     @cached_property
-    def waits(self) -> dict[Any, tuple[pd.Series, Ratio]]:
+    def waits(self) -> dict[Any, Wait]:
         """The rows whose bytes do not set their time, by label in ``rows``: each one's ``growth``, told under 2x.
         Judged once for the run: the appendix, the host finding, the box at the top, a change's condition, a ladder's
         foot and the α-β fits read it alike."""
-        return {label: grown for label, row in self.rows.iterrows()
+        return {label: Wait(*grown, float(row["nbytes"]) / float(grown[0]["nbytes"])) for label, row in self.rows.iterrows()
                 if (grown := self.growth(row)) is not None and grown[1].high < 2}
 
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
         """Which of ``rows`` (rows of ``RunView.rows``, by label) are in ``waits``: one mask for the appendix, charts, fits."""
         return rows.index.isin(list(self.waits))
 
-    def waited(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
-        """``waits`` of ``row`` (a row of ``rows``): the smaller size that took as long, and the ratio; else None."""
+    def waited(self, row: pd.Series) -> Wait | None:
+        """``waits`` of ``row`` (a row of ``rows``); else None."""
         return self.waits.get(row.name)
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:

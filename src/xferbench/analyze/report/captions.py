@@ -94,9 +94,10 @@ def _ladder_caption(view: RunView) -> str:
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):
         return LADDER_CAPTION
-    if any(ladder.waited is not None for ladder in view.ladders):
+    if waits := [ladder.waited for ladder in view.ladders if ladder.waited is not None]:
+        most = max(waits, key=lambda wait: wait.share)
         return HOST_LADDER_CAPTION.replace("the rest is the copy itself.", "the rest is what copy_ into the touched "
-                                           "buffer took, which the bytes do not set here (the table says why).")
+                                           f"buffer took, and {most.said('it')} (the table says why).")
     return HOST_LADDER_CAPTION
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,15 @@ import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from ...ratios import Ratio, median_span, order_bounds
 from ...units import format_bytes, format_number, format_seconds
 from ..drift import side
+from ..model import Wait
 from ..view import RunView
-from .plots import _colour
+from .plots import WAITED_MARK, _colour
 from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
 
 #: Sets row a against row b: a's time over b's with its interval (``RunView.ratio``).
@@ -192,25 +194,39 @@ def _log_y_if_any(ax: Axes) -> None:
         log_y(ax)
 
 
-def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
-    """Bus bandwidth of each op against size, and the point-to-point one-way time."""
-    rows = _distributed(frame)
+def _no_busbw(waits: Mapping[Any, Wait], row: pd.Series) -> str:
+    """``; no bus bandwidth: the bytes set at most 16% of its time`` for a row in ``waits`` (the appendix's ‡)."""
+    return f"; no bus bandwidth: {waits[row.name].said()}" if row.name in waits else ""
+
+
+def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None) -> Figure | str:
+    """Bus bandwidth of each op against size, and the point-to-point one-way time; a point in ``waits``
+    (``RunView.waits``) is a cross whose hover states no bus bandwidth."""
+    rows, waits = _distributed(frame), waits or {}
     if rows.empty:
         return "No distributed benchmarks were run."
     fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0), layout="tight")
     handles: dict[str, Artist] = {}
+    crossed = False
     for path, group in rows.groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        line, = left.plot(group["nbytes"], group["busbw_gbps"], marker="o", ms=4, color=_colour(str(group.iloc[0]["op"])))
-        tip(line, tips_for(group, lambda row: f"busbw {format_number(row['busbw_gbps'], 4)} GB/s, algbw "
-                                               f"{format_number(row['bandwidth_gbps'], 4)} (slowest rank)"))
+        line, = left.plot(group["nbytes"], group["busbw_gbps"], color=_colour(str(group.iloc[0]["op"])))
+        waited = group.index.isin(list(waits))
+        for points, marker in ((group[~waited], "o"), (group[waited], "x")):
+            if not points.empty:
+                marks, = left.plot(points["nbytes"], points["busbw_gbps"], ls="", marker=marker, ms=4, color=line.get_color())
+                tip(marks, tips_for(points, lambda row: f"busbw {format_number(row['busbw_gbps'], 4)} GB/s, algbw "
+                                                        f"{format_number(row['bandwidth_gbps'], 4)} (slowest rank)"
+                                                        + _no_busbw(waits, row)))
+        crossed |= bool(waited.any())
         handles.setdefault(str(path), line)
-        means = [mean_rank_busbw(row) for _, row in group.iterrows()]
-        if any(m is not None for m in means):
-            mean_line, = left.plot(group["nbytes"], [float("nan") if m is None else m for m in means], "--", lw=1,
-                                   color=line.get_color())
-            tip(mean_line, [f"{path} {format_bytes(n)}\nbusbw {format_number(m, 4)} GB/s by the ranks' mean time" if m else ""
-                            for n, m in zip(group["nbytes"], means, strict=True)])
+        # each point its own hover: a line without markers carries one title, its first point's, along all of it
+        means = [(row, m) for _, row in group.iterrows() if (m := mean_rank_busbw(row)) is not None]
+        if means:
+            mean_line, = left.plot([row["nbytes"] for row, _ in means], [m for _, m in means], "--", lw=1, marker=".",
+                                   ms=3, color=line.get_color())
+            tip(mean_line, [f"{path} {format_bytes(row['nbytes'])}\nbusbw {format_number(m, 4)} GB/s by the ranks' mean "
+                            f"time{_no_busbw(waits, row)}" for row, m in means])
     for _, group in rows[rows["op"].isin(POINT_TO_POINT)].groupby("path", sort=False):
         group = group.sort_values("nbytes")
         line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
@@ -222,6 +238,8 @@ def bandwidth_plot(frame: pd.DataFrame) -> Figure | str:
         ax.set_xlabel("payload")
     left.set_ylabel("bus bandwidth (GB/s, nccl-tests convention)")
     right.set_ylabel("one-way time, half a round trip (µs)")
+    if crossed:
+        handles[WAITED_MARK] = Line2D([], [], marker="x", ls="", color="0.3")
     legend_outside(fig, list(handles.values()), list(handles))
     return fig
 
@@ -371,7 +389,7 @@ def _overlap(rows: pd.DataFrame, judge: Judge | None) -> list[str]:
                             f"overlap does not pay here: one by one is {ratio.faster().text()} faster.")]
 
 
-def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits: Collection[Any] = ()) -> list[str]:
+def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits: Mapping[Any, Wait] | None = None) -> list[str]:
     """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``): without
     one, no comparison (the overlap) is said. A row in ``waits`` (``RunView.waits``) states no bus bandwidth."""
     rows = _distributed(frame)
@@ -392,9 +410,10 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
         mean = mean_rank_busbw(big)
-        if big.name in waits:  # the appendix's ‡: the H200's gloo 16 KiB took 1.06x its 1 KiB's time
-            out.append(f"all_reduce of {format_bytes(big['nbytes'])} took {format_seconds(big['median_s'])}, under 2× as "
-                       "long as a size with 1/16 of its bytes: the bytes set little of that time, so no bus bandwidth.")
+        if (wait := (waits or {}).get(big.name)) is not None:  # the appendix's ‡: the H200's gloo 16 KiB, 1.06x its 1 KiB
+            out.append(f"all_reduce of {format_bytes(big['nbytes'])} took {format_seconds(big['median_s'])}, at most "
+                       f"{wait.growth.high:.2f}× as long as {format_bytes(wait.small['nbytes'])} ({wait.factor:,.0f}× the "
+                       f"bytes): {wait.said('that time')}, so no bus bandwidth.")
         else:
             data = big.get("data")
             if isinstance(data, list) and len(data) > 1:  # the rounds' own order statistics, per call
@@ -445,7 +464,7 @@ def section(view: RunView) -> dict[str, Any] | None:
     title, caption = DISTRIBUTED_TEXT
     if not any(mean_rank_busbw(row) is not None for _, row in _distributed(frame).iterrows()):
         caption = caption.replace(MEAN_LINE, NO_MEAN_LINE)  # a run without per-rank times draws no dashed line
-    plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame))]
+    plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame, view.waits))]
     # The other two exist only for some runs (several nodes; per-rank times, which older runs lack):
     # a run that cannot have them is not missing anything, so they are left out rather than shown as gaps.
     for key, name, text, figure in (("distributed-links", "Within a node and across nodes", LINKS_CAPTION, links_plot(frame)),

@@ -307,14 +307,12 @@ def host_copy(view: RunView) -> Said | None:
     waited = view.waited(best)
     bound = bandwidth_bound(sweep["nbytes"], sweep["median_s"])
     if bound and waited is not None:  # a wait, not the bytes: no bandwidth to read
-        small, grew = waited
+        small, grew, factor = waited
         took = f"{took_at(small)} and {format_seconds(best['median_s'])} {where}{under}"
         headline = (f"Host memory copies took {format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
-                    f"{format_seconds(best['median_s'])} {where}{under}: the bytes do not set that time, so no bandwidth "
-                    "is stated.")
-        sentence = (f"Host memory copies ({who}) took {took} (at most {grew.high:.2f}× as long at "
-                    f"{best['nbytes'] / small['nbytes']:,.0f}× the bytes): the bytes do not set that time, so no "
-                    "bandwidth is stated")
+                    f"{format_seconds(best['median_s'])} {where}{under}: too little growth to state a bandwidth.")
+        sentence = (f"Host memory copies ({who}) took {took} (at most {grew.high:.2f}× as long at {factor:,.0f}× the "
+                    f"bytes): {waited.said('that time')} if time = fixed cost + bytes / β, so no bandwidth is stated")
     elif bound:
         # the largest size beside the best: past the caches, it is what a large copy gets; where the run recorded no
         # cache (no size, no cache_resident), memory or cache is not known

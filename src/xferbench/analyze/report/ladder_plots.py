@@ -37,7 +37,7 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
     left, total = 0.0, ladder.top.median_s
     steps = [*ladder.steps, None]
     for (factor, seconds, low, high, told), step in zip(ladder.parts(), steps, strict=True):
-        factor = "what is left, which the bytes do not set" if step is None and ladder.waited is not None else factor
+        factor = f"what is left ({ladder.waited.said('it')})" if step is None and ladder.waited is not None else factor
         width = max(seconds, 0.0) * 1e3
         colour = _factor_colour(factor)
         bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else

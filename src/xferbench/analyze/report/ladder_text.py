@@ -54,11 +54,11 @@ def summary(ladder: Ladder) -> str:
 
 
 def bottom(ladder: Ladder) -> str:
-    """What is left of the call, named: its factor (``the copy itself (into a touched buffer)``), or where its bytes do
-    not set its time (``Ladder.waited``) the rung and the smaller size that took as long."""
+    """What is left of the call, named: its factor (``the copy itself (into a touched buffer)``), or where its bytes set
+    little of its time (``Ladder.waited``) the rung, how much at most, and the smaller size that took as long."""
     if ladder.waited is None:
         return ladder.bottom
-    return f"{ladder.base.label}, whose time the bytes do not set here ({took_at(ladder.waited, ladder.base.row)})"
+    return f"{ladder.base.label} ({ladder.waited.said()}: {took_at(ladder.waited.small, ladder.base.row)})"
 
 
 def title(ladder: Ladder) -> str:
@@ -137,7 +137,7 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
         if ladder.waited is not None:  # as the Markdown's row says it (``rows``)
-            cells[ladder.bottom]["text"] += f"; the bytes do not set it ({took_at(ladder.waited, ladder.base.row)})"
+            cells[ladder.bottom]["text"] += f"; {ladder.waited.said('it')} ({took_at(ladder.waited.small, ladder.base.row)})"
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})

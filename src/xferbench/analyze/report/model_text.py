@@ -45,8 +45,8 @@ BASES = {"fit": "fit over all sizes",
          "measured beyond the cache": "measured at the largest size beyond the cache (too few sizes there to fit)",
          "all in cache": "every size fits in cache", "too few sizes": "too few sizes",
          "latency-bound": "no β: every size measured is below α·β, where the fixed cost sets the time",
-         "waits": "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes do "
-         "not set its time"}
+         "waits": "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes set "
+         "at most 53% of its time"}
 
 
 def basis(fit: Mapping[str, Any]) -> str:
@@ -203,7 +203,7 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
     stated, waits = fits[fits["stated_gbps"].notna()], fits[fits["beta_basis"].eq("waits")]
     if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
         said = (f"No bandwidth β is stated: the largest size of {', '.join(waits['path'])} took under 2× as long as one "
-                "with 1/16 of its bytes or fewer, so the bytes do not set its time.")
+                "with 1/16 of its bytes or fewer, so the bytes set at most 53% of its time.")
         return said, said
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]

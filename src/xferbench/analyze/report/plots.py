@@ -31,6 +31,8 @@ from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, roof_share, size_t
 __all__ = ["Plot", "as_plot", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
 
 #: Colours of the calls timed, the same in every figure.
+#: The legend of a point whose bytes set little of its time (``RunView.waits``): its hover says how little.
+WAITED_MARK = "×: no bandwidth (‡ in the appendix)"
 METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
                   "clone": "tab:purple", "empty": "tab:gray", "zeros": "tab:brown", "ones": "tab:pink",
                   "rand": "tab:olive"}
@@ -154,6 +156,8 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
         axes[r][0].set_ylabel("GB/s (bytes counted once)")
     if resident.any():
         legend["hollow: faster than memory allows"] = Line2D([], [], marker="o", ls="", mfc="white", mec="0.3")
+    if view.waiting(rows).any():
+        legend[WAITED_MARK] = Line2D([], [], marker="x", ls="", mec="0.3")
     legend["dotted: fitted t = α + n/β"] = Line2D([], [], color="0.3", ls=":", lw=1)
     if roofed:
         legend["dashed black: roof"] = Line2D([], [], color="k", ls=(0, (6, 3)), lw=1)
@@ -167,7 +171,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
 
     def value(row: pd.Series) -> str:
         if row.name in view.waits:  # the appendix's ‡: no share of a roof for a rate that is no bandwidth
-            return f"{format_number(row['bandwidth_gbps'], 4)} GB/s, no bandwidth: the bytes set little of its time"
+            return f"{format_number(row['bandwidth_gbps'], 4)} GB/s, no bandwidth: {view.waits[row.name].said()}"
         share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {format_number(roof[0], 4)} GB/s, {roof[1]}" if roof else ""
         return f"{format_number(row['bandwidth_gbps'], 4)} GB/s{share}"
 
@@ -182,12 +186,14 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         if op == "peer":
             colour = f"C{sorted(set(panel['dst'])).index(first['dst']) % 10}"
             style = "-" if first["method"] == "to" else "--"
-        inside = resident[group.index].to_numpy()
+        inside, waited = resident[group.index].to_numpy(), view.waiting(group)
         ax.plot(group["nbytes"], group["bandwidth_gbps"], color=colour, ls=style, lw=1.3)
-        # Markers apart from the line, each carrying its hover text: filled beyond the cache, hollow inside it.
-        for points, face in ((group[~inside], colour), (group[inside], "white")):
+        # Markers apart from the line, each carrying its hover text: filled beyond the cache, hollow inside it, a cross
+        # where the bytes set little of the time (the appendix's ‡: no bandwidth)
+        for points, face, marker in ((group[~inside & ~waited], colour, "o"), (group[inside & ~waited], "white", "o"),
+                                     (group[waited], colour, "x")):
             if not points.empty:
-                marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker="o", ms=4, mfc=face,
+                marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker=marker, ms=4, mfc=face,
                                  mec=colour)
                 tip(marks, tips_for(points, value, resident))
         fit = view.fit_of(str(first["path"])) or fit_path(group, resident)  # the view's fit, as the table states it

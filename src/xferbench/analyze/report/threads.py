@@ -81,7 +81,7 @@ def threads_against_one(view: RunView) -> tuple[str, str] | None:
     waited = view.waited(many := view.rows.loc[row["row_many"]])
     head, said = ("", "") if waited is None else (
         "; the default threads' time is a wait", f"; the default threads' {format_seconds(float(many['median_s']))} is a wait "
-        f"({took_at(waited[0], many)}), so what more threads do to the copy, this run does not show")
+        f"({took_at(waited.small, many)}: {waited.said('it')}), so what more threads do to the copy, this run does not show")
     return headline.removesuffix(".") + head + ".", evidence.removesuffix(".") + said + size_free(view, pairs) + "."
 
 
