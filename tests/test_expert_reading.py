@@ -155,7 +155,7 @@ def test_a_busy_cpu_run_says_its_load_and_judges_nothing_it_cannot(busy):
     # the miss is said before the line's α and β are quoted: a fifth reading took them for the copy's cost model
     assert ("has no line of a fixed cost and a bandwidth that fits its times: the line through the fit's α = 0.743 µs "
             "and β = 1.81 GB/s (without the 2 size(s)") in beta
-    assert "misses a measured size 181×, so where moves reach half of β is not placed." in beta
+    assert "misses the time measured at 256 KiB 181×, so where moves reach half of β is not placed." in beta
     assert "moves smaller than" not in beta
     assert 'id="busy">Busy machine: this run recorded load 11.62 on 2 cores' in html
     assert "> Busy machine: this run recorded load 11.62 on 2 cores" in markdown

@@ -597,7 +597,7 @@ def test_a_copy_the_bytes_do_not_time_states_no_beta_and_a_line_that_misses_is_n
         "53% of its time")
     found = latency_bound(view)
     said = ("No line of a fixed cost and a bandwidth fits host pageable clone cpu's times: the line through α and the "
-            "stated β (0.565 GB/s) misses a measured size 11×.")
+            "stated β (0.565 GB/s) misses the time measured at 1 MiB 11×.")
     assert found is not None and found.headline == said and found.evidence == said
 
 

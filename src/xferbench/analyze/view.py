@@ -329,10 +329,10 @@ class RunView:
         bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
         return bool((bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any())
 
-    def model_miss(self, fit: Mapping[str, Any]) -> float | None:
+    def model_miss(self, fit: Mapping[str, Any]) -> tuple[float, int] | None:
         """How far t = α + n/β misses the worst size past half of β that did not run from cache (the larger of
-        predicted over measured and its inverse), where that is over ``MODEL_MISS``x (a path with a cliff: the
-        capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); else None."""
+        predicted over measured and its inverse), and that size, where it is over ``MODEL_MISS``x (a path with a
+        cliff: the capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured); else None."""
         frame = self.rows
         rows = frame[(frame["path"] == fit["path"]) & (frame["nbytes"] >= fit["half_peak_bytes"])
                      & ~frame["nbytes"].isin(fit.get("left_out") or ())]  # the sizes the fit left out, as it did
@@ -340,8 +340,9 @@ class RunView:
         if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
             return None
         predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
-        miss = float(np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted).max())
-        return miss if miss > MODEL_MISS else None
+        misses = np.maximum(predicted / rows["transfer_s"], rows["transfer_s"] / predicted)
+        worst = misses.idxmax()
+        return (float(misses[worst]), int(rows.at[worst, "nbytes"])) if misses[worst] > MODEL_MISS else None
 
     @cached_property
     def host_placement(self) -> HostPlacement | None:

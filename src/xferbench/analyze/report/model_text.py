@@ -70,6 +70,11 @@ def miss_times(miss: float) -> str:
     return f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
 
 
+def misses(miss: tuple[float, int]) -> str:
+    """``misses the time measured at 1 MiB 11×``: the size a line misses most (``RunView.model_miss``), and by how much."""
+    return f"misses the time measured at {format_bytes(miss[1])} {miss_times(miss[0])}×"
+
+
 def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x
     (``RunView.model_miss``); the basis says so."""
@@ -77,8 +82,7 @@ def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[
     if miss is None:
         return {}
     # the line is α with the β stated (a capped β where capped), not the fit the basis may quote before it
-    line = (f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) misses a measured size "
-            f"{miss_times(miss)}×")
+    line = f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) {misses(miss)}"
     return {"half_peak_bytes": float("nan"), "no_half": line, "beta_basis": f"{fit['beta_basis']}; {line}, so no half of β"}
 
 
@@ -232,7 +236,7 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
                      f"{best['cache'] or 'cache'})")
     half = half_of_beta(view, best.to_dict())
     no_half = str(half.get("no_half", ""))  # the table's verdict: the fit does not place where half of β is reached
-    sentence += (f" misses a measured size {miss_times(miss)}×, so where moves reach half of β is not placed." if miss else
+    sentence += (f" {misses(miss)}, so where moves reach half of β is not placed." if miss else
                  f"; where moves reach half of β, this run cannot place: {no_half}." if no_half else
                  f": moves smaller than {format_bytes(best['half_peak_bytes'])} reach less than half of β.")
     headline = (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {best['path']} has a fixed cost "
@@ -265,7 +269,7 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
     """The paths the run cannot rank, as one: their α and β spans, and where they reach half of β where the fits place
     it (each path's own verdict, ``half_of_beta``)."""
     said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
-    missed = [miss for fit in tied.to_dict("records") if (miss := view.model_miss(fit)) is not None]
+    missed = [miss[0] for fit in tied.to_dict("records") if (miss := view.model_miss(fit)) is not None]
     if len(missed) == len(said):  # a line that misses the data is no cost model to quote: the threads run's 57-181x
         low, high = miss_times(min(missed)), miss_times(max(missed))
         return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
