@@ -284,8 +284,9 @@ def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread(tmp
     assert quick.headline == ("Host memory copies took 32 ms at 1 MiB and 39.9 ms at 64 MiB under load: too little "
                               "growth to state a bandwidth.")
     # up to 1.69x for 64x the bytes leaves the bytes up to 64 × 0.69 / (1.69 × 63) of the time: not "none"
-    assert "took 32 ms at 1 MiB in its 5 blocks timed alike and 39.9 ms at 64 MiB under load (at most 1.69× as long at " \
-           "64× the bytes): the bytes set at most 41% of that time" in quick and "GB/s" not in quick
+    assert ("took 32 ms at 1 MiB in its 5 blocks timed alike (its other, at 100 calls a round, took 15 µs) and 39.9 ms "
+            "at 64 MiB under load (at most 1.69× as long at 64× the bytes): the bytes set at most 41% of that time") \
+        in quick and "GB/s" not in quick
 
 
 def _retimed(tmp_path: Path, blocks: dict[int, tuple[int, float]]) -> Path:
@@ -310,7 +311,7 @@ def _undecided(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("data", "said"), [
-    (None, "; whether the bytes set that time, can't tell: 1 MiB's blocks took 2 ms-30 ms (64× fewer bytes), and block "
+    (None, "; whether the bytes set that time, can't tell: 1 MiB's blocks took 2-30 ms (64× fewer bytes), and block "
            "by block it took 1.16× (0.387-3.5) as long."),
     ("cpu-busy-host.json", None),  # its 4 blocks timed as 64 MiB's: told under 2x, a wait said in full
     ("cpu-sample.json", None),  # 64 MiB told from 1 MiB beyond 2x: the bytes set the time, nothing hedged
@@ -532,8 +533,9 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
     busy = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
     assert busy is not None and busy.headline == (
         "Host memory copies took 12 ms at 1 MiB and 12 ms at 64 MiB under load: too little growth to state a bandwidth.")
-    assert ("took 12 ms at 1 MiB in its 4 blocks timed alike and 12 ms at 64 MiB under load (at most 1.25× as long at 64× "
-            "the bytes): the bytes set at most 20% of that time") in busy
+    assert ("took 12 ms at 1 MiB in its 4 blocks timed alike (its 2 others, at 100 calls a round, took 14-15 µs) and "
+            "12 ms at 64 MiB under load (at most 1.25× as long at 64× the bytes): the bytes set at most 20% of that "
+            "time") in busy
     # a run that recorded no cache (no size, no cache_resident) cannot say memory rather than cache
     unknown = host_copy(RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])))
     assert unknown is not None and unknown.headline == ("Host memory copies reach 26.4 GB/s at 16 MiB (xferbench recorded "

@@ -19,6 +19,7 @@ __all__ = [
     "format_number",
     "format_seconds",
     "format_size",
+    "format_span",
     "mathtext_safe",
     "parse_dtype",
     "parse_size",
@@ -160,6 +161,14 @@ def format_seconds(seconds: float | None) -> str:
             return f"{label} {unit}"
     # under a picosecond is a float's last bits on a constant time (the simulated machine's IQR), not a time
     return f"{format_number(seconds * 1e9) if abs(seconds) >= 1e-12 else 0} ns"
+
+
+def format_span(low: str, high: str) -> str:
+    """``14-15 µs``, ``87.4-123 KiB``: two figures written by one of the formatters above, the unit once where they
+    share it; one figure where they read alike."""
+    if low == high:
+        return low
+    return f"{low.split()[0]}-{high}" if low.split()[-1] == high.split()[-1] else f"{low}-{high}"
 
 
 def first_line(error: BaseException) -> str:

@@ -451,8 +451,10 @@ class RunView:
         small, (_, alike) = measured, paired_blocks(row, measured)
         # a mixed row's blocks timed as ``row``'s were: their median is the one quoted (the ratio pairs them alike)
         if flag(measured, "mixed_iterations") and 0 < alike.size < np.isfinite(np.asarray(measured["block_medians"])).sum():
-            small = measured.copy()
+            small, blocks = measured.copy(), np.asarray(measured["block_medians"], dtype=float)
             small["median_s"], small["alike_blocks"] = float(np.median(alike)), alike.size
+            other = np.isfinite(blocks) & ~np.isin(blocks, alike)  # the blocks timed otherwise, which the page names
+            small["other_blocks"] = (blocks[other], np.asarray(measured["block_iterations"], dtype=float)[other])
         return small, self.ratio(row, measured)
 
     def grew_before(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:

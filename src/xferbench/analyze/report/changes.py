@@ -67,13 +67,11 @@ def _cost_of(view: RunView, op: str, variant: str, at: pd.Series) -> pd.Series |
 
 def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pinning: list[dict[str, Any]]) -> str:
     """The change's condition (``_price``), and where the call after it took under 2x as long as at a size with 1/16
-    of its bytes, that a wait sets its time, not its bytes (``RunView.waited``: the loaded run's copy_, 20 ms at 1 MiB
+    of its bytes, how little of its time its bytes set (``RunView.waited``: the loaded run's copy_, 20 ms at 1 MiB
     and at 64 MiB)."""
-    small = None if (waited := view.waited(then)) is None else waited[0]
-    return _price(view, spec, now, pinning) + ("" if small is None else (
+    return _price(view, spec, now, pinning) + ("" if (waited := view.waited(then)) is None else (
         f"; after the change the call took {format_seconds(float(then['median_s']))}, and "
-        f"{took_at(small, then)}: a wait, not its bytes, sets its time in "
-        "this run"))
+        f"{took_at(waited.small, then)}: {waited.said()} in this run"))
 
 
 def _price(view: RunView, spec: ChangeSpec, now: pd.Series, pinning: list[dict[str, Any]]) -> str:

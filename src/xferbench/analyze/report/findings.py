@@ -18,7 +18,7 @@ from ...families.base import ms as _ms
 from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
-from ...units import format_bytes, format_number, format_seconds
+from ...units import format_bytes, format_number, format_seconds, format_span
 from ..cliff import CLIFF_DROP, cliff
 from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
@@ -238,7 +238,7 @@ def _unsure_wait(view: RunView, best: pd.Series) -> tuple[str, str]:
         return "", ""
     small, grew = grown
     times = drift_text.block_times(small)  # a mixed row's merged median lies between its blocks': their span says both
-    took = (f"{format_bytes(small['nbytes'])}'s blocks took {format_seconds(times[0])}-{format_seconds(times[-1])}"
+    took = (f"{format_bytes(small['nbytes'])}'s blocks took {format_span(format_seconds(times[0]), format_seconds(times[-1]))}"
             if len(times) > 1 else f"{format_bytes(small['nbytes'])} took {format_seconds(small['median_s'])}")
     mixed = ", calls a round 2× or more apart" if flag(small, "mixed_iterations") else ""
     which = f"{format_bytes(small['nbytes'])}'s {'blocks' if len(times) > 1 else 'times'}"

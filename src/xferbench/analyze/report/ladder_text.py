@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ...families.core import SHORT
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds, format_span
 from ..ladder import Ladder, Step, percent
 from ..view import RunView
 
@@ -76,10 +76,15 @@ def _span(seconds: float, low: float, high: float) -> str:
 
 def took_at(small: pd.Series, row: pd.Series | None = None) -> str:
     """``12 ms at 1 MiB, 64× fewer bytes``: a smaller size's time (``RunView.growth``: where it is the median of its
-    blocks timed as ``row``'s were, it says so), and how many times fewer bytes it moved than ``row``, where given."""
-    alike = small.get("alike_blocks")
+    blocks timed as ``row``'s were, it says so, and what its other blocks took), and how many times fewer bytes it
+    moved than ``row``, where given."""
+    alike, (other, calls) = small.get("alike_blocks"), small.get("other_blocks", ((), ()))
+    apart = "" if not len(other) else (
+        f" ({f'its {len(other)} others' if len(other) > 1 else 'its other'}, at "
+        f"{format_span(format_number(min(calls)), format_number(max(calls)))} calls a round, took "
+        f"{format_span(format_seconds(min(other)), format_seconds(max(other)))})")
     return (f"{format_seconds(float(small['median_s']))} at {format_bytes(int(small['nbytes']))}"
-            + (f" in its {int(alike)} blocks timed alike" if pd.notna(alike) else "")
+            + (f" in its {int(alike)} blocks timed alike{apart}" if pd.notna(alike) else "")
             + ("" if row is None else f", {row['nbytes'] / small['nbytes']:,.0f}× fewer bytes"))
 
 

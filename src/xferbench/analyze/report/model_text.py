@@ -16,7 +16,7 @@ import pandas as pd
 
 from ...families.base import span as _span
 from ...ratios import Ratio
-from ...units import format_bytes, format_number, format_seconds
+from ...units import format_bytes, format_number, format_seconds, format_span
 from ..model import NoHostRoof
 from ..view import MODEL_MISS, RunView
 from .svg import roof_share
@@ -315,9 +315,4 @@ def _pipelined(fits: pd.DataFrame) -> str:
 
 def _sizes(values: pd.Series) -> str:
     """``87.4-123 KiB``: the lowest and the highest size, the unit written once when they share it."""
-    low, high = format_bytes(values.min()), format_bytes(values.max())
-    if low == high:
-        return low
-    if low.split()[-1] == high.split()[-1]:
-        return f"{low.split()[0]}-{high}"
-    return f"{low}-{high}"
+    return format_span(format_bytes(values.min()), format_bytes(values.max()))
