@@ -215,11 +215,15 @@ def tips_for(rows: pd.DataFrame, value: Callable[[pd.Series], str], resident: pd
 def rounds_text(row: pd.Series, rounds: str = "") -> str:
     """``80 × 100``: rounds × calls a round, ``rounds`` after the first (a hover's ``80 rounds × 100``); a row whose
     blocks timed different calls a round gives their range (``90 × 1,000-1,058``: no one count was all of it), and each
-    block's where they lie 2× or more apart (``80 × 1-100, its blocks' calls a round: 100, 100, 1, 1, 1, 1``)."""
+    block's with its median where they lie 2× or more apart, for the median of all its rounds mixes two timings
+    (``80 × 1-100, its blocks' calls a round (median): 100 (14 µs), 100 (15 µs), 1 (12 ms), ...``)."""
     blocks = row.get("block_iterations")  # NaN for a row measured in one block
     calls = [int(n) for n in (blocks if isinstance(blocks, list) else [row["iterations"]]) if n == n]  # NaN: not run
     text = f"{int(row['rounds']):,}{rounds} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
-    return text + (f", its blocks' calls a round: {', '.join(map(str, calls))}" if flag(row, "mixed_iterations") else "")
+    if not flag(row, "mixed_iterations"):
+        return text
+    medians = [format_seconds(m) for m, n in zip(row["block_medians"], blocks, strict=True) if n == n]
+    return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
 
 
 def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:
