@@ -81,7 +81,7 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, pinning: list[dict[s
     if spec.key == "pinned-buffer" and (pin := _cost_of(view, "pin_memory", "pin_cold", now)) is not None:
         # pin_cached is pin_memory() from the pinned cache with its copy in: no price of a recycled empty buffer; a cold
         # pin_memory() page-locks fresh memory and copies into it, so it bounds what a fresh pinned buffer costs
-        return (f"{spec.condition}; a fresh pinned buffer kept each call costs up to a cold pin_memory() "
+        return (f"{spec.condition}; results kept need a fresh pinned buffer each, up to a cold pin_memory() "
                 f"({format_seconds(float(pin['median_s']))} at {size})")
     if spec.key == "non-blocking-to":
         kept, freed = (_cost_of(view, "d2h_kept", v, now) for v in ("kept", "freed"))

@@ -63,7 +63,7 @@ def cliff_cause(found: dict[str, Any], view: RunView) -> str:
     if fresh and reused:
         most = max(reused, key=lambda c: c["growth"])
         against = (f"every copy_ into a reused host buffer measured at both sizes, {len(reused)} call(s): "
-                   f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the most {most['label']} "
+                   f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the highest {most['label']}, "
                    f"{most['figures']}")
         if len(broke) == len(fresh):
             text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused host buffer, each beyond its "
