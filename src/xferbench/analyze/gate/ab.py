@@ -279,8 +279,7 @@ def _blocks(base: Sequence[Results], head: Sequence[Results],
     if only is not None:
         common = common[common.isin(list(only))]
     ratios = (table_h.loc[common] - table_b.loc[common]).dropna()
-    missed = sorted(only - set(ratios.index)) if only is not None else []
-    if missed:  # sent and not run: never left out in silence
+    if only is not None and (missed := sorted(only - set(ratios.index))):  # sent and not run: never left out in silence
         paths = [str(meta.at[k, "path"]) if k in meta.index else k for k in missed]
         raise ResultsError(f"{len(missed)} case(s) --only sends were not run by both commands in every block: "
                            + ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else ""))
@@ -294,16 +293,14 @@ def _blocks(base: Sequence[Results], head: Sequence[Results],
 def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Generator, kept: list[tuple[str, bytes]],
                 first: int, runner: Runner, say: Callable[[str], None],
                 kept_from: int = 0) -> tuple[list[Results], list[Results]]:
-    bases: list[Results] = []
-    heads: list[Results] = []
+    bases, heads = list[Results](), list[Results]()
     for block in range(first, first + blocks):
         order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
         for side in order:
             name = f"block{kept_from + block:03d}-{side}.json"
             result = _private(runner, base_cmd if side == "base" else head_cmd, name, kept)
             (bases if side == "base" else heads).append(result)
-        why = refusal(Sides([bases[-1]], [heads[-1]], names=("base", "head")), BLOCK_REFUSALS)
-        if why:
+        if why := refusal(Sides([bases[-1]], [heads[-1]], names=("base", "head")), BLOCK_REFUSALS):
             raise Refused(why)
         say(f"block {block + 1}: ran {order[0]} then {order[1]}")
     return bases, heads
@@ -355,8 +352,7 @@ def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: in
     """``run_ab``, with what differs between the two sides; Refused (a ValueError) for what ``ASKED`` refuses.
     ``only``: the case identities to judge (the cases a comparison flagged, ``--only``), the others left out."""
     confirm = blocks if confirm is None else confirm
-    why = refusal(Blocks(blocks, confirm), ASKED)
-    if why:
+    if why := refusal(Blocks(blocks, confirm), ASKED):
         raise Refused(why)
     rng = np.random.default_rng(seed)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -208,8 +208,7 @@ class CalibratedHere(Refusal[Sides]):
             return (f"{sides.noise_source}: calibrated on another machine ({', '.join(differ)} differ); "
                     "run xferbench calibrate here")
         now = software_environment(sides.new[-1].machine_info)
-        upgraded = software_changes({key: machine.get(key) for key in now}, now)
-        if upgraded:
+        if upgraded := software_changes({key: machine.get(key) for key in now}, now):
             sides.notes.append(f"{sides.noise_source}: calibrated under other software ({', '.join(upgraded)}); used, "
                                "as the hardware is the same (calibrate again to learn the new software's noise)")
         return None
@@ -222,8 +221,7 @@ REFUSALS: list[Refusal[Sides]] = [SameClock(), SameSimulation(), SameHardware(),
 def admitted(sides: Sides, rules: Sequence[Refusal[Sides]] = REFUSALS) -> list[str]:
     """Check ``sides`` against each rule in order: Refused with the first failure's message; else the hardware
     differences compared anyway (--allow-different-machines), to be said beside the verdicts."""
-    why = refusal(sides, rules)
-    if why:
+    if why := refusal(sides, rules):
         raise Refused(why)
     return hardware_differences(*sides.machines)
 
@@ -548,14 +546,10 @@ def _one_side(key: str, meta: pd.Series, cls: str, old: np.ndarray, cur: np.ndar
                       why=rule.why(case), name=str(meta["name"]))
 
 
-def _plans(runs: Sequence[Results]) -> list[RecordedPlan | None]:
-    return [RecordedPlan.of(run.machine_info) for run in runs]
-
-
 def _differing_plans(base: Sequence[Results], new: Sequence[Results]) -> tuple[RecordedPlan | None, RecordedPlan | None] | None:
     """The newest base and new peer plans that plan different cases, or None when every run of both sides plans alike."""
-    pairs = [(b, n) for n in reversed(_plans(new)) for b in reversed(_plans(base))]
-    return next(((b, n) for b, n in pairs if not same_cases(b, n)), None)
+    bases, news = ([RecordedPlan.of(run.machine_info) for run in reversed(runs)] for runs in (base, new))
+    return next(((b, n) for n in news for b in bases if not same_cases(b, n)), None)
 
 
 def _one_sided_peers(base: Sequence[Results], new: Sequence[Results]) -> set[str]:

@@ -381,8 +381,7 @@ class Noise:
             noise = cls(**data)
         except (RecursionError, ValueError, KeyError, TypeError, AttributeError):
             raise ResultsError(f"{source}: not a noise file written by xferbench calibrate") from None
-        problem = noise._problem()
-        if problem:  # a NaN z bound or a negative floor would make the gate silently never, or always, fire
+        if problem := noise._problem():  # a NaN z bound or a negative floor would make the gate silently never, or always, fire
             raise ResultsError(f"{source}: not a usable noise file ({problem}); run xferbench calibrate again")
         return noise
 
