@@ -278,8 +278,7 @@ def _refuse_outputs(args: argparse.Namespace, inputs: list[Path], starts: dict[s
 
     if files is None:
         files = {flag: path for flag, path in (("--markdown", args.markdown), ("--json", args.json)) if path}
-    why = refusal(Outputs(files, inputs, starts), OUTPUT_REFUSALS)
-    if why:
+    if why := refusal(Outputs(files, inputs, starts), OUTPUT_REFUSALS):
         raise UsageError(why)
 
 
@@ -456,8 +455,7 @@ def _comment_output(args: argparse.Namespace) -> None:
                          "what was left out need them)")
     if args.output.name.endswith((".json", ".json.gz", ".jsonl")):
         raise UsageError(f"-o {args.output}: a comment is Markdown; a .json or .jsonl name would be read as a run")
-    storage = in_storage(args.output)
-    if storage is not None:
+    if (storage := in_storage(args.output)) is not None:
         raise UsageError(f"-o {args.output}: inside the storage folder {storage}; write the comment elsewhere")
     _refuse_outputs(args, [args.markdown], {"-o": _COMMENT_START}, {"-o": args.output})
 

@@ -210,12 +210,8 @@ def lasting_steps(log_times: np.ndarray, spread: float, floor: float) -> list[in
     if jump > 1:
         for i in range(1, len(edges) - 1):
             edges[i] = _refine(x, edges[i - 1], edges[i], edges[i + 1], jump)
-    steps = []
-    for i in range(1, len(edges) - 1):
-        before, after = x[edges[i - 1]:edges[i]], x[edges[i]:edges[i + 1]]
-        if abs(float(np.median(after) - np.median(before))) > math.log1p(floor):
-            steps.append(edges[i])
-    return steps
+    return [mid for start, mid, end in zip(edges, edges[1:], edges[2:], strict=False)
+            if abs(float(np.median(x[mid:end]) - np.median(x[start:mid]))) > math.log1p(floor)]
 
 
 def _refine(x: np.ndarray, start: int, bound: int, end: int, jump: int) -> int:

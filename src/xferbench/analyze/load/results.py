@@ -26,7 +26,6 @@ import pandas as pd
 
 from ...bounded_read import NotRegular, TooLarge, out_of_range, read_bounded
 from ...contract import (
-    IDENTITY,
     SCHEMA_VERSION,
     ContractError,
     Fingerprint,
@@ -36,7 +35,7 @@ from ..peer_plan import plan_ok
 from .blocks import rows_of
 from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, device_time_valid
 
-__all__ = ["IDENTITY", "MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
+__all__ = ["MAX_RUN_BYTES", "VALID_DEVICE_METHODS", "Document", "Loaded", "Results", "ResultsError",
            "assemble", "boot_id", "busy_load", "one_per_case", "repeated_note", "bounded_read",
            "device_time_valid", "drop_invalid_device_times", "find_json", "fingerprint_problem", "frame_from_rows",
            "incomplete_label", "is_journal", "load", "load_file", "machine_described", "read_journal", "read_text",
@@ -222,8 +221,7 @@ def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
         raise ResultsError(f"{path}: field 'commit_info.id' must be a string, got {commit['id']!r:.60}")
     if data.get("datetime") is not None and not isinstance(data["datetime"], str):
         raise ResultsError(f"{path}: field 'datetime' must be a string, got {data['datetime']!r:.60}")
-    problem = fingerprint_problem(data.get("machine_info") or {})
-    if problem:
+    if problem := fingerprint_problem(data.get("machine_info") or {}):
         raise ResultsError(f"{path}: field {problem}")
 
 
@@ -404,8 +402,7 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
         notes.append(f"{dropped} device time(s) the data contract does not count as measurements were left out: "
                      "pageable copies (the host stages them) and blocking copies timed back to back by events "
                      "(the host paces them), recorded by an older xferbench.")
-    foreign = sum(item[3] for item in loaded)
-    if foreign:
+    if foreign := sum(item[3] for item in loaded):
         notes.append(f"{foreign} benchmark(s) that are not xferbench's were left out.")
     repeated = repeated_note(every, frame, prefer)
     if repeated:
@@ -521,8 +518,7 @@ def _one_machine(described: list[tuple[Path, dict[str, Any]]]) -> None:
     case, so a run of another GPU, driver, torch or CPU would stand in for figures unnoticed."""
     newest, machine = described[-1]
     for path, other in described[:-1]:
-        differences = machine_differences(other, machine)
-        if differences:
+        if differences := machine_differences(other, machine):
             raise ResultsError(f"{path} and {newest} come from different machines ({'; '.join(differences)}); "
                                "give them one at a time (xferbench compare sets two machines side by side)")
 

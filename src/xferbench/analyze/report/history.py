@@ -114,8 +114,7 @@ def run_ticks(ax: Axes, paths: list[Path]) -> None:
     labels = [run_label(path) for path in paths]
     ticks = _ticks(len(paths), max(label.count("\n") + 1 for label in labels))
     ax.set_xticks(ticks, [labels[i] for i in ticks], rotation=45, ha="right", rotation_mode="anchor", fontsize=7)
-    figure = ax.get_figure(root=True)
-    if figure is not None:
+    if (figure := ax.get_figure(root=True)) is not None:
         figure.set_layout_engine("tight")
 
 
@@ -155,8 +154,7 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
                f"lasting step (a new level held for {MIN_STEP_RUNS}+ runs and beyond the case's floor, found by ruptures' "
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
     runs = stored.summaries
-    incomplete = sum(run.incomplete for run in runs)
-    if incomplete:
+    if incomplete := sum(run.incomplete for run in runs):
         caption += f" {incomplete} run(s) did not reach their end (incomplete): their missing cases leave gaps."
     if stored.notes:
         caption += f" {len(stored.notes)} file(s) that are not readable runs were skipped."
@@ -193,8 +191,7 @@ def _mark_environment(ax: plt.Axes, runs: list[RunSummary]) -> bool:
     marked = False
     for i in range(1, len(runs)):
         before, after = runs[i - 1].machine_info, runs[i].machine_info
-        changed = [] if before is after else environment_differences(before, after)
-        if changed:
+        if before is not after and (changed := environment_differences(before, after)):
             ax.axvline(i - 0.5, color="0.4", ls="--", lw=0.8)
             ax.annotate("\n".join(changed), (i - 0.5, 0.98), xycoords=("data", "axes fraction"), rotation=90,
                         ha="right", va="top", fontsize=6, color="0.3")

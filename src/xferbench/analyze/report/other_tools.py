@@ -313,14 +313,12 @@ def headlines(rows: list[dict[str, Any]]) -> list[str]:
         if row["path"] is not None and (key not in matched or (row["nbytes"] or 0) >= (matched[key]["nbytes"] or 0)):
             matched[key] = row
     out = [sentence(row) for row in matched.values()]
-    wrong = [row["figure"] for row in rows if row["figure"].wrong]
-    if wrong:
+    if wrong := [row["figure"] for row in rows if row["figure"].wrong]:
         out.append(f"nccl-tests counted wrong elements (#wrong) in {len(wrong)} of its figures, "
                    f"{sum(f.wrong for f in wrong)} in all (e.g. {wrong[0].test} {wrong[0].variant} at "
                    f"{format_bytes(wrong[0].nbytes or 0)}): those runs delivered wrong data, so their bandwidth is no "
                    "reference.")
-    unmatched = sum(row["path"] is None for row in rows)
-    if unmatched:
+    if unmatched := sum(row["path"] is None for row in rows):
         out.append(f"{unmatched} figure(s) of the other tools have no counterpart in this run (a path, size or placement "
                    "the suite did not measure, or a different backend); the table lists them.")
     return out

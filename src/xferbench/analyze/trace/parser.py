@@ -258,8 +258,7 @@ def _event(event: Any, trace: Trace) -> None:
     elif role == "op":
         name = str(event.get("name"))
         span = Span(start, end, name, f"{event.get('pid')}:{event.get('tid')}")
-        step = _STEP.match(name) if name.startswith("ProfilerStep#") else None
-        if step:
+        if name.startswith("ProfilerStep#") and (step := _STEP.match(name)):
             trace.steps[int(step.group(1))] = span
         else:
             trace.ops.append(span)
