@@ -14,7 +14,6 @@ from importlib import import_module
 
 from .base import (
     FAMILIES,
-    KINDS,
     Family,
     Variant,
     by_op,
@@ -30,7 +29,6 @@ from .distributed import DISTRIBUTED
 
 __all__ = [
     "FAMILIES",
-    "KINDS",
     "Family",
     "Variant",
     "family",

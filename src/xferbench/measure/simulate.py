@@ -36,11 +36,10 @@ import tomllib
 from ..bounded_read import NotRegular, TooLarge, read_bounded
 from .cases import Case
 from .hardware.devices import accelerator_index
-from .timing import CLOCK_SIMULATED, event_device
+from .timing import event_device
 
 __all__ = [
     "CLOCK",
-    "CLOCK_SIMULATED",
     "PATHS",
     "Link",
     "MachineSpec",

@@ -16,7 +16,7 @@ with ``options`` holding the profile record and the option table both front-ends
 
 from .errors import DistributedError, VerificationError
 from .operations import DIST_OPS, DistCase, build_dist_cases, bus_factor, calls_for, world_backend
-from .options import PROFILES, Profile
+from .options import PROFILES
 from .pytest_world import World, free_port
 from .torchrun import main
 
@@ -25,7 +25,6 @@ __all__ = [
     "PROFILES",
     "DistCase",
     "DistributedError",
-    "Profile",
     "VerificationError",
     "World",
     "build_dist_cases",
