@@ -108,10 +108,8 @@ def parse_dtype(text: str) -> str:
 
 def format_size(nbytes: int) -> str:
     """Exact binary label when there is one (``64MiB``), else bytes (``24B``)."""
-    for unit in ("TiB", "GiB", "MiB", "KiB"):
-        if nbytes >= _UNITS[unit] and nbytes % _UNITS[unit] == 0:
-            return f"{nbytes // _UNITS[unit]}{unit}"
-    return f"{nbytes}B"
+    unit = next((u for u in ("TiB", "GiB", "MiB", "KiB") if nbytes >= _UNITS[u] and nbytes % _UNITS[u] == 0), "B")
+    return f"{nbytes // _UNITS[unit]}{unit}"
 
 
 def _three_digits(value: float) -> str:

@@ -109,11 +109,7 @@ def event_device(src: str, dst: str) -> int | None:
     """The accelerator whose stream runs a src -> dst copy: torch queues a copy on
     the source device's stream when both ends are accelerators, else on the one
     accelerator involved."""
-    for device in (src, dst):
-        index = accelerator_index(device)
-        if index is not None:
-            return index
-    return None
+    return next(iter(_indices((src, dst))), None)
 
 
 def device_seconds(

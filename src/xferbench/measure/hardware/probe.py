@@ -169,11 +169,8 @@ def nvml_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
 def nvml_affinity(pynvml: Any, handle: Any) -> set[int] | None:
     """The CPUs NVML calls ideal for the GPU (its NUMA node), from 64-bit mask words."""
     count = os.cpu_count() or 64
-    words = _ask(pynvml, "nvmlDeviceGetCpuAffinity", handle, (count + 63) // 64)
-    if words is None:
-        return None
-    cpus = {64 * w + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1}
-    return cpus or None
+    words = _ask(pynvml, "nvmlDeviceGetCpuAffinity", handle, (count + 63) // 64) or ()
+    return {64 * w + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1} or None
 
 
 def clocks_and_link_now(pynvml: Any, handle: Any) -> dict[str, int | None]:
