@@ -159,8 +159,7 @@ def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
 
 def _host_placement(view: RunView) -> list[tuple[str, str]]:
     """Where the h2d and d2h cases' host buffers sat (``RunView.host_placement``), where the run says."""
-    placement = view.host_placement
-    if placement is None:
+    if (placement := view.host_placement) is None:
         return []
     nodes = "; ".join(f"{gpu}: node {', '.join(str(n) for n in found) or '?'}" for gpu, found in placement.nodes.items())
     said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if placement.placed else []

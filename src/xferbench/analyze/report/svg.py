@@ -81,10 +81,8 @@ def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
         root.remove(metadata)
     parents = {child: parent for parent in root.iter() for child in parent}
     for group in list(root.iter(f"{{{_SVG}}}g")):
-        gid = group.get("id", "")
-        texts = titles.get(gid)
-        if "id" in group.attrib:  # matplotlib's own ids (figure_1, patch_3) repeat across figures of one page
-            del group.attrib["id"]
+        # Each id is dropped: matplotlib's own (figure_1, patch_3) repeat across figures of one page.
+        texts = titles.get(group.attrib.pop("id", ""))
         if texts is None:
             continue
         marks = list(group.iter(f"{{{_SVG}}}use"))
@@ -190,13 +188,8 @@ class _NarrowMinor(LogLocator):
         self._ax = ax
 
     def tick_values(self, vmin: float, vmax: float) -> Any:
-        return super().tick_values(vmin, vmax) if _narrow(self._ax) else []
-
-
-def _narrow(ax: Axes) -> bool:
-    """Whether a log y axis spans less than a decade (so few or no major ticks fall on it)."""
-    low, high = ax.get_ylim()
-    return low > 0 and high / low < 10
+        low, high = self._ax.get_ylim()  # less than a decade: few or no major ticks fall on it
+        return super().tick_values(vmin, vmax) if low > 0 and high / low < 10 else []
 
 
 def legend_outside(fig: Figure, handles: Sequence[Artist], labels: Sequence[str], title: str | None = None) -> None:
