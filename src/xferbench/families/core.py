@@ -157,8 +157,7 @@ def _measured_sentence(plan: RecordedPlan, frame: pd.DataFrame) -> str:
         groups.setdefault(sizes[pair], []).append(pair)
     parts = [f"{named(pairs)} at {len(s)} size(s) ({', '.join(format_bytes(n) for n in s)})"
              for s, pairs in sorted(groups.items(), key=lambda item: -len(item[0]))]
-    missing = [p for p in plan.pairs if p not in sizes]
-    if missing:
+    if missing := [p for p in plan.pairs if p not in sizes]:
         parts.append(f"{named(missing)} not measured (planned, no result)")
     return "Measured: " + ("; ".join(parts) if parts else "no peer copy") + "."
 

@@ -309,8 +309,7 @@ def default_peer_pairs(gpus: Sequence[str], classes: Mapping[Pair, str | None]) 
     pairs = _pairs(gpus)
     if len(gpus) <= 2:
         return "all", f"default: {len(gpus)} GPUs, every pair swept"
-    unknown = [pair for pair in pairs if classes.get(pair) is None]
-    if unknown:
+    if unknown := [pair for pair in pairs if classes.get(pair) is None]:
         why = (classes.why if isinstance(classes, LinkClasses) else {}).get(unknown[0])
         first = f"{unknown[0][0]}->{unknown[0][1]}" + (f": {why}" if why else "")
         return "all", f"default: the link of {len(unknown)} of {len(pairs)} GPU pairs is unknown ({first}), every pair swept"

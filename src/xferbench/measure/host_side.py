@@ -48,8 +48,7 @@ def empty_host_cache(wedged: bool, backend: Any = None) -> None:
 def gpu_cpus(device: str, backend: DeviceBackend) -> set[int] | None:
     """The CPUs of ``device``'s NUMA node: the backend's answer where it has one (a fake's), else sysfs by the GPU's
     PCI address; None where unknown or where the backend keeps the device's tensors elsewhere (not a real GPU)."""
-    known = getattr(backend, "gpu_local_cpus", None)
-    if known is not None:
+    if (known := getattr(backend, "gpu_local_cpus", None)) is not None:
         return known(device)
     if backend.tensor_device(device) != device:
         return None
@@ -72,8 +71,7 @@ def _pages(case: Case, buffers: Any, result: Any, reader: Callable[[int, int], d
 
 def _gpu_node(gpu: str, backend: DeviceBackend, cpus: set[int]) -> int | None:
     """The GPU's NUMA node: the spec's on the simulated machine, else the node whose CPUs are the GPU's."""
-    simulated = getattr(backend, "host_numa_node", None)
-    if simulated is not None:
+    if (simulated := getattr(backend, "host_numa_node", None)) is not None:
         return simulated(gpu)
     return next((node for node, on in node_cpus().items() if on & cpus), None)
 

@@ -532,8 +532,7 @@ def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: D
     pinned memory, the stand-in timed instead (``_pinned_destination``)."""
     repeats = max(3, min(100, int(EVENT_BUDGET_S / EVENT_WINDOWS / median))) if median else 10
     info: dict[str, Any] = {}
-    stand_in = _pinned_destination(case, buffers, backend)
-    if stand_in is not None:
+    if (stand_in := _pinned_destination(case, buffers, backend)) is not None:
         case, op = dataclasses.replace(case, method="copy_"), stand_in
         info["device_time_stand_in"] = PINNED_DESTINATION
     twin_case = dataclasses.replace(case, non_blocking=True) if _host_paced(case) else None

@@ -49,8 +49,7 @@ def register(host: Any) -> None:
 
     cudart = torch.cuda.cudart()
     storage = host.untyped_storage()
-    error = int(cudart.cudaHostRegister(storage.data_ptr(), storage.nbytes(), PORTABLE))
-    if error:
+    if error := int(cudart.cudaHostRegister(storage.data_ptr(), storage.nbytes(), PORTABLE)):
         raise CannotRun(f"cudaHostRegister of {storage.nbytes()} bytes failed with cudaError {error}")
     # The finalizer holds the storage, not the tensor: the memory is unregistered before it is freed.
     weakref.finalize(host, _unregister, cudart, storage).atexit = False

@@ -47,8 +47,7 @@ def culprits(before: Sequence[int], after: Sequence[int], steps: Sequence[int | 
     ``("dead", ranks)``: their beat stopped; ``("behind", ranks)``: they beat on but made fewer steps than the
     furthest rank (the others wait for them inside a collective); ``("stuck", [])``: every rank beats and all
     are at the same step, inside one collective that does not end (a network or GPU hang)."""
-    dead = [r for r, (b, a) in enumerate(zip(before, after, strict=True)) if a <= b]
-    if dead:
+    if dead := [r for r, (b, a) in enumerate(zip(before, after, strict=True)) if a <= b]:
         return "dead", dead
     known = [s for s in steps if s is not None]
     furthest = max(known, default=0)

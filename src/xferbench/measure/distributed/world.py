@@ -197,8 +197,7 @@ def run_on_rank(case: DistCase, rank: int, device: str, rounds: int, iterations:
     op.reset()
     op.call()
     op.sync()
-    wrong = [r for r, ok in enumerate(gather(1.0 if op.check() else 0.0)) if ok < 1]
-    if wrong:
+    if wrong := [r for r, ok in enumerate(gather(1.0 if op.check() else 0.0)) if ok < 1]:
         raise VerificationError(f"{case.id}: rank(s) {', '.join(map(str, wrong))} received wrong data")
     members = case.pair if case.point_to_point else tuple(range(case.world_size))
     return Timed(times, members, timer.per_rank())
@@ -318,7 +317,5 @@ def _set_timeout(seconds: float) -> None:
     """This rank's process group waits ``seconds`` for its peers from now on (torch >= 2.3; else as joined)."""
     from torch.distributed import distributed_c10d
 
-    setter = getattr(distributed_c10d, "_set_pg_timeout", None)
-    if setter is not None:
-        with contextlib.suppress(Exception):  # a backend that cannot change it keeps the one it joined with
-            setter(dt.timedelta(seconds=seconds))
+    with contextlib.suppress(Exception):  # no setter before torch 2.3; a backend that cannot change it keeps its own
+        distributed_c10d._set_pg_timeout(dt.timedelta(seconds=seconds))

@@ -129,8 +129,7 @@ class NotPlaceable(Exception):
 def require_cuda(c: Concurrent) -> None:
     """These cases time real CUDA streams and copy engines: a backend without them
     (a simulated machine, a fake) gets a reason rather than a crash."""
-    reason = missing_cuda(c.gpus)
-    if reason:
+    if reason := missing_cuda(c.gpus):
         raise NotPlaceable(f"{c.op} {reason}")
 
 

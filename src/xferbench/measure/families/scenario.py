@@ -151,8 +151,7 @@ def on_device(device: str) -> Callable[[Any], None]:
     target = torch.device(device)
 
     def check(module: Any) -> None:
-        wrong = [name for name, p in module.named_parameters() if p.device != target]
-        if wrong:
+        if wrong := [name for name, p in module.named_parameters() if p.device != target]:
             raise AssertionError(f"after .to({device}) {len(wrong)} parameters are elsewhere, e.g. {wrong[0]}")
     return check
 
@@ -201,8 +200,7 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
 
     sync = device_sync(s.devices, backend)
     with out_of_memory_skips(s.size_label, backend):
-        reason = None if simulator is not None else missing_cuda(s.devices)
-        if reason:
+        if simulator is None and (reason := missing_cuda(s.devices)):
             raise CannotRun(f"{s.op} {reason}")
         prepared = make(sync)
         try:

@@ -233,11 +233,9 @@ class TorchBackend:
             return int(free) + max(0, int(cached)), int(total)
         accelerator = getattr(self._torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "get_memory_info"):
-            try:
+            with contextlib.suppress(RuntimeError, NotImplementedError):
                 free, total = accelerator.get_memory_info(index)
                 return int(free), int(total)
-            except (RuntimeError, NotImplementedError):
-                return None
         return None
 
     def can_access_peer(self, src: int, dst: int) -> bool:

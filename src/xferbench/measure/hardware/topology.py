@@ -96,8 +96,7 @@ def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tup
                 props: Mapping[str, Any], pair: Pair) -> tuple[str | None, str | None]:
     """One pair's class, or None and why: its NVLinks where it has some, else the PCIe level joining it."""
     src, dst = pair
-    missing = next((g for g in pair if handles[g] is None), None)
-    if missing:
+    if missing := next((g for g in pair if handles[g] is None), None):
         return None, f"{missing} is not matched to an NVML device (by PCI address or UUID)"
     (count, enum, remote), (far_count, _, far) = links[src], links[dst]
     if remote is None or far is None:
@@ -106,8 +105,7 @@ def _nvml_class(pynvml: Any, handles: Mapping[str, Any], links: Mapping[str, tup
     name = f"NVLink {generation}" if generation else "NVLink"
     if remote.get(NVSWITCH) and far.get(NVSWITCH):
         return f"{name} x{min(remote[NVSWITCH], far[NVSWITCH])} via NVSwitch", None
-    direct = remote.get(probe.pci_bus_id(props[dst]) or "")
-    if direct:
+    if direct := remote.get(probe.pci_bus_id(props[dst]) or ""):
         return f"{name} x{direct} direct", None
     if count and far_count and _nvlink_p2p(pynvml, handles[src], handles[dst]) is not False:
         # Both have NVLinks, none seen joining them (an NVSwitch an older driver names by its PCI address):

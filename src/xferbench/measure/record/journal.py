@@ -182,8 +182,7 @@ def memory_now() -> dict[str, int]:
         memory["host_rss_bytes"] = peak * (1 if sys.platform == "darwin" else 1024)
     torch = sys.modules.get("torch")  # never import it here: only report what the run already uses
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        stats = getattr(torch.cuda, "host_memory_stats", None)
-        if stats is not None:
+        if (stats := getattr(torch.cuda, "host_memory_stats", None)) is not None:
             memory["pinned_host_bytes"] = int(stats().get("allocated_bytes.current", 0))
         memory["device_bytes"] = sum(int(torch.cuda.memory_allocated(i)) for i in range(torch.cuda.device_count()))
     return memory

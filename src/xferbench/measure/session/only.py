@@ -51,8 +51,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     wanted = _names(str(path))
     kept = [item for item in items if case_name(item) in wanted]
-    missing = sorted(wanted - {case_name(item) for item in kept})
-    if missing:
+    if missing := sorted(wanted - {case_name(item) for item in kept}):
         raise pytest.UsageError(f"argument --xfer-only: {len(missing)} test(s) in {path} were not collected: "
                                 + terminal(", ".join(missing[:5])) + (", ..." if len(missing) > 5 else ""))
     config.hook.pytest_deselected(items=[item for item in items if case_name(item) not in wanted])

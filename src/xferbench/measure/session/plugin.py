@@ -400,8 +400,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
             assert isinstance(backend, SimBackend)
             describe(backend.spec, cache["value"])
     machine_info["xferbench"] = dict(cache["value"])  # what the machine is; what varies per run: xferbench_run
-    peers = settings(config).peers
-    if peers is not None:  # which peer pairs were planned at every size (--xfer-peer-pairs)
+    if (peers := settings(config).peers) is not None:  # which peer pairs were planned at every size (--xfer-peer-pairs)
         machine_info["xferbench"]["peer_plan"] = peers.as_json()
 
 
@@ -425,8 +424,7 @@ def pytest_benchmark_compare_machine_info(
     config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any], compared_benchmark: dict[str, Any]
 ) -> None:
     """Refuse, rather than warn, when the saved run came from another machine."""
-    mismatch = simulation_mismatch(compared_benchmark.get("machine_info", {}), machine_info)
-    if mismatch:
+    if mismatch := simulation_mismatch(compared_benchmark.get("machine_info", {}), machine_info):
         raise pytest.UsageError(f"--benchmark-compare: {mismatch}")
     differences = machine_differences(compared_benchmark.get("machine_info", {}), machine_info)
     if differences and not config.getoption("xfer_allow_different_machines"):

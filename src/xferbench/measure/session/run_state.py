@@ -78,8 +78,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def annotate(info: dict[str, Any], state: RunState, gpus: Sequence[str] = ()) -> None:
     """Add cache residency and the clocks and link now of the GPUs measured to one benchmark's extra_info
     (``gpus``: those a call on ``all:cuda`` used)."""
-    resident = cache_resident(info, state.host_caches, state.l2_by_device)
-    if resident is not None:
+    if (resident := cache_resident(info, state.host_caches, state.l2_by_device)) is not None:
         info["cache_resident"] = resident
     if state.nvml is None:
         return
