@@ -598,7 +598,7 @@ def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):
     assert "recorded no per-rank times" not in html
     assert "dashed, the same from the mean of the ranks&#39; times, which nccl-tests reports by default (compare " \
            "nccl-tests with the dashed line)." in html
-    assert "GB/s by the ranks' mean time</title>" in html  # the dashed lines' hovers
+    assert "\nby the ranks&#39; mean time: busbw " in html or "\nby the ranks' mean time: busbw " in html  # dashed lines' hovers
     # gloo's 16 KiB all_reduce took 229 µs, 1.06x (0.96-1.17) its 1 KiB's 217 µs: the appendix marks its 0.0714 ‡, and
     # the section states no bus bandwidth for it (it said "reached 0.0714 GB/s bus bandwidth")
     assert ("all_reduce of 16 KiB took 229 µs, at most 1.17× as long as 1 KiB (16× the bytes): the bytes set at most 16% "
@@ -617,12 +617,14 @@ def test_a_bus_bandwidth_the_bytes_set_little_of_is_a_cross_and_says_so(full, ht
     assert [sum(len(line.get_xdata()) for line in drawn if line.get_marker() == m) for m in "ox"] == [14, 28]
     assert figure.legends[0].get_texts()[-1].get_text() == "×: no bandwidth (‡ in the appendix)"
     plt.close(figure)
-    titles = [t for t in re.findall(r"<title>([^<]*)</title>", html) if "busbw" in t]  # the bus bandwidth figure's
-    assert sum("no bus bandwidth: the bytes set" in t for t in titles) == 2 * 28
+    titles = [t for t in re.findall(r"<title>([^<]*)</title>", html) if "bus bandwidth" in t or "busbw" in t]
+    assert sum("no bus bandwidth (the formula gives " in t for t in titles) == 2 * 28
+    # 3 of them took less time than their 1/16 size (1 KiB all_reduce: 0.81x its 64 B's): no share is read
+    assert sum(" GB/s): no share of its time shows as the bytes'" in t for t in titles) == 2 * 3
     assert sum("by the ranks' mean time" in t for t in titles) == 42  # one a point, not one a line
     # gloo's 16 KiB all_reduce: 1.17x at most its 1 KiB's time for 16x the bytes, so at most 16 × 0.17 / (1.17 × 15)
-    assert ("all_reduce gloo x2\n16 KiB: busbw 0.07142 GB/s, algbw 0.07142 (slowest rank); no bus bandwidth: the bytes "
-            "set at most 16% of its time\nmedian 229 µs over 30 rounds × 64") in titles
+    assert ("all_reduce gloo x2\n16 KiB: no bus bandwidth (the formula gives 0.07142 GB/s): the bytes set at most 16% of "
+            "its time; algbw 0.07142 (slowest rank)\nmedian 229 µs over 30 rounds × 64") in titles
 
 
 def test_the_host_caption_names_no_single_thread_line_the_run_lacks(full, html, tmp_path):

@@ -32,6 +32,7 @@ from xferbench.analyze.model import (
 from xferbench.analyze.report.captions import figure_words
 from xferbench.analyze.report.findings import host_copy
 from xferbench.analyze.report.model_text import basis, no_host_roof
+from xferbench.analyze.report.svg import bytes_said
 from xferbench.analyze.view import RunView
 from xferbench.ratios import Ratio
 from xferbench.units import format_bytes, format_seconds
@@ -878,9 +879,12 @@ def test_a_waits_bytes_share_is_the_most_a_line_of_fixed_cost_and_bandwidth_allo
     assert wait(2.0, 16).share == pytest.approx(16 / 30)
     assert wait(1.25, 64).share == pytest.approx(64 * 0.25 / (1.25 * 63))
     assert wait(1.0, 64).share == 0 and wait(0.9, 16).share == 0
-    assert wait(2.0, 16).said() == "the bytes set at most 53% of its time"
-    assert wait(1.004, 64).said("it") == "the bytes set under 1% of it"
-    assert wait(1.006, 64).said("it") == "the bytes set at most 1% of it"
+    assert bytes_said(wait(2.0, 16)) == "the bytes set at most 53% of its time"
+    assert bytes_said(wait(1.004, 64), "it") == "the bytes set under 1% of it"
+    assert bytes_said(wait(1.006, 64), "it") == "the bytes set at most 1% of it"
+    # the smaller size took longer beyond the interval: the line fails, no share is read from it (not "under 1%")
+    assert bytes_said(wait(0.9, 16)) == "no share of its time shows as the bytes' (a size with 16× fewer bytes took longer)"
+    assert bytes_said(wait(1.0, 16)) == "the bytes set under 1% of its time"
     # the time the fixed cost leaves: t = α + k·x at the larger size, so the share is exactly what k·x is of it
     alpha, x, k = 3.0, 1.0, 16
     assert wait((alpha + k * x) / (alpha + x), k).share == pytest.approx(k * x / (alpha + k * x))

@@ -64,13 +64,10 @@ class Wait(NamedTuple):
     def share(self) -> float:
         """The most of the larger size's time its bytes can set if time = α + bytes / β: k times the bytes in at most h
         times the time gives α(h - 1) = x(k - h), x the smaller size's byte time, so k·x is k(h - 1) / (h(k - 1)) of
-        it (at most 53% under the rule: h < 2, k ≥ 16; the loaded run's copy_, 1.1x at 64x, 9%)."""
+        it (at most 53% under the rule: h < 2, k ≥ 16; the loaded run's copy_, 1.1x at 64x, 9%). Where the smaller
+        size took longer beyond the interval (h < 1) the line fails: report/svg.py's ``bytes_said`` reads no share."""
         h, k = self.growth.high, self.factor
         return max(0.0, k * (h - 1) / (h * (k - 1)))
-
-    def said(self, of: str = "its time") -> str:
-        """``the bytes set at most 9% of its time``."""
-        return f"the bytes set {'under 1%' if self.share < 0.005 else f'at most {self.share:.0%}'} of {of}"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from ...families import family, moving_ops
 from ...units import format_bytes
 from ..view import RunView
 from .model_text import no_host_roof
+from .svg import bytes_said
 
 __all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "figure_words"]
 
@@ -97,7 +98,7 @@ def _ladder_caption(view: RunView) -> str:
     if waits := [ladder.waited for ladder in view.ladders if ladder.waited is not None]:
         most = max(waits, key=lambda wait: wait.share)
         return HOST_LADDER_CAPTION.replace("the rest is the copy itself.", "the rest is what copy_ into the touched "
-                                           f"buffer took, and {most.said('it')} (the table says why).")
+                                           f"buffer took, and {bytes_said(most, 'it')} (the table says why).")
     return HOST_LADDER_CAPTION
 
 

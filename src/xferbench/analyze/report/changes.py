@@ -22,6 +22,7 @@ from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..view import USUAL_WAY_BACK, RunView, matching
 from .ladder_text import took_at
+from .svg import bytes_said
 
 __all__ = ["MOST", "Change", "at_a_glance", "first_screen"]
 
@@ -71,7 +72,7 @@ def _condition(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series,
     and at 64 MiB)."""
     return _price(view, spec, now, pinning) + ("" if (waited := view.waited(then)) is None else (
         f"; after the change the call took {format_seconds(float(then['median_s']))}, and "
-        f"{took_at(waited.small, then)}: {waited.said()} in this run"))
+        f"{took_at(waited.small, then)}: {bytes_said(waited)} in this run"))
 
 
 def _price(view: RunView, spec: ChangeSpec, now: pd.Series, pinning: list[dict[str, Any]]) -> str:

@@ -28,7 +28,7 @@ from ..drift import side
 from ..model import Wait
 from ..view import RunView
 from .plots import WAITED_MARK, _colour
-from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, size_ticks, tip, tips_for
+from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, size_ticks, tip, tips_for
 
 #: Sets row a against row b: a's time over b's with its interval (``RunView.ratio``).
 Judge = Callable[[pd.Series, pd.Series], Ratio]
@@ -194,9 +194,12 @@ def _log_y_if_any(ax: Axes) -> None:
         log_y(ax)
 
 
-def _no_busbw(waits: Mapping[Any, Wait], row: pd.Series) -> str:
-    """``; no bus bandwidth: the bytes set at most 16% of its time`` for a row in ``waits`` (the appendix's ‡)."""
-    return f"; no bus bandwidth: {waits[row.name].said()}" if row.name in waits else ""
+def _busbw(waits: Mapping[Any, Wait], row: pd.Series, gbps: float) -> str:
+    """``busbw 3.2 GB/s``; for a row in ``waits`` (the appendix's ‡) no bus bandwidth, the formula's figure aside:
+    ``no bus bandwidth (the formula gives 0.0714 GB/s): the bytes set at most 16% of its time``."""
+    if row.name not in waits:
+        return f"busbw {format_number(gbps, 4)} GB/s"
+    return f"no bus bandwidth (the formula gives {format_number(gbps, 4)} GB/s): {bytes_said(waits[row.name])}"
 
 
 def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None) -> Figure | str:
@@ -215,9 +218,8 @@ def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None)
         for points, marker in ((group[~waited], "o"), (group[waited], "x")):
             if not points.empty:
                 marks, = left.plot(points["nbytes"], points["busbw_gbps"], ls="", marker=marker, ms=4, color=line.get_color())
-                tip(marks, tips_for(points, lambda row: f"busbw {format_number(row['busbw_gbps'], 4)} GB/s, algbw "
-                                                        f"{format_number(row['bandwidth_gbps'], 4)} (slowest rank)"
-                                                        + _no_busbw(waits, row)))
+                tip(marks, tips_for(points, lambda row: f"{_busbw(waits, row, row['busbw_gbps'])}; algbw "
+                                                        f"{format_number(row['bandwidth_gbps'], 4)} (slowest rank)"))
         crossed |= bool(waited.any())
         handles.setdefault(str(path), line)
         # each point its own hover: a line without markers carries one title, its first point's, along all of it
@@ -225,8 +227,8 @@ def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None)
         if means:
             mean_line, = left.plot([row["nbytes"] for row, _ in means], [m for _, m in means], "--", lw=1, marker=".",
                                    ms=3, color=line.get_color())
-            tip(mean_line, [f"{path} {format_bytes(row['nbytes'])}\nbusbw {format_number(m, 4)} GB/s by the ranks' mean "
-                            f"time{_no_busbw(waits, row)}" for row, m in means])
+            tip(mean_line, [f"{path} {format_bytes(row['nbytes'])}\nby the ranks' mean time: {_busbw(waits, row, m)}"
+                            for row, m in means])
     for _, group in rows[rows["op"].isin(POINT_TO_POINT)].groupby("path", sort=False):
         group = group.sort_values("nbytes")
         line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
@@ -413,7 +415,7 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
         if (wait := (waits or {}).get(big.name)) is not None:  # the appendix's ‡: the H200's gloo 16 KiB, 1.06x its 1 KiB
             out.append(f"all_reduce of {format_bytes(big['nbytes'])} took {format_seconds(big['median_s'])}, at most "
                        f"{wait.growth.high:.2f}× as long as {format_bytes(wait.small['nbytes'])} ({wait.factor:,.0f}× the "
-                       f"bytes): {wait.said('that time')}, so no bus bandwidth.")
+                       f"bytes): {bytes_said(wait, 'that time')}, so no bus bandwidth.")
         else:
             data = big.get("data")
             if isinstance(data, list) and len(data) > 1:  # the rounds' own order statistics, per call

@@ -28,6 +28,7 @@ from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_claus
 from .ladder_text import summary, took_at
 from .model_text import alpha_beta, no_host_roof
 from .staging import staging_both_ways
+from .svg import bytes_said
 from .threads import one_thread_beside, threads_against_one
 
 __all__ = [
@@ -310,9 +311,11 @@ def host_copy(view: RunView) -> Said | None:
         small, grew, factor = waited
         took = f"{took_at(small)} and {format_seconds(best['median_s'])} {where}{under}"
         headline = (f"Host memory copies took {format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
-                    f"{format_seconds(best['median_s'])} {where}{under}: too little growth to state a bandwidth.")
+                    f"{format_seconds(best['median_s'])} {where}{under}: " + ("the larger took less time: no bandwidth is "
+                    "stated." if grew.high < 1 else "too little growth to state a bandwidth."))
         sentence = (f"Host memory copies ({who}) took {took} (at most {grew.high:.2f}× as long at {factor:,.0f}× the "
-                    f"bytes): {waited.said('that time')} if time = fixed cost + bytes / β, so no bandwidth is stated")
+                    f"bytes): {bytes_said(waited, 'that time')}" + ("" if grew.high < 1 else " if time = fixed cost + bytes / β")
+                    + ", so no bandwidth is stated")
     elif bound:
         # the largest size beside the best: past the caches, it is what a large copy gets; where the run recorded no
         # cache (no size, no cache_resident), memory or cache is not known

@@ -13,7 +13,7 @@ from ...families.core import SHORT
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
-from .svg import WIDTH, tip
+from .svg import WIDTH, bytes_said, tip
 
 __all__ = ["ladder_figure"]
 
@@ -37,7 +37,7 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
     left, total = 0.0, ladder.top.median_s
     steps = [*ladder.steps, None]
     for (factor, seconds, low, high, told), step in zip(ladder.parts(), steps, strict=True):
-        factor = f"what is left ({ladder.waited.said('it')})" if step is None and ladder.waited is not None else factor
+        factor = f"what is left ({bytes_said(ladder.waited, 'it')})" if step is None and ladder.waited is not None else factor
         width = max(seconds, 0.0) * 1e3
         colour = _factor_colour(factor)
         bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else

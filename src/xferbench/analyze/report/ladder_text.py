@@ -13,6 +13,7 @@ from ...families.core import SHORT
 from ...units import format_bytes, format_number, format_seconds, format_span
 from ..ladder import Ladder, Step, percent
 from ..view import RunView
+from .svg import bytes_said
 
 __all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
 
@@ -58,7 +59,7 @@ def bottom(ladder: Ladder) -> str:
     little of its time (``Ladder.waited``) the rung, how much at most, and the smaller size that took as long."""
     if ladder.waited is None:
         return ladder.bottom
-    return f"{ladder.base.label} ({ladder.waited.said()}: {took_at(ladder.waited.small, ladder.base.row)})"
+    return f"{ladder.base.label} ({bytes_said(ladder.waited)}: {took_at(ladder.waited.small, ladder.base.row)})"
 
 
 def title(ladder: Ladder) -> str:
@@ -141,8 +142,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
-        if ladder.waited is not None:  # as the Markdown's row says it (``rows``)
-            cells[ladder.bottom]["text"] += f"; {ladder.waited.said('it')} ({took_at(ladder.waited.small, ladder.base.row)})"
+        if (wait := ladder.waited) is not None:  # as the Markdown's row says it (``rows``)
+            cells[ladder.bottom]["text"] += f"; {bytes_said(wait, 'it')} ({took_at(wait.small, ladder.base.row)})"
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})

@@ -17,9 +17,9 @@ import pandas as pd
 from ...families.base import span as _span
 from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds, format_span
-from ..model import NoHostRoof
+from ..model import NoHostRoof, Wait
 from ..view import MODEL_MISS, RunView
-from .svg import roof_share
+from .svg import bytes_said, roof_share
 from .threads import one_thread_faster
 
 __all__ = ["BASES", "alpha_beta", "BRACKET", "MODEL_MISS", "basis", "fit_table", "half_of_beta", "miss_times", "no_host_roof"]
@@ -45,18 +45,19 @@ BASES = {"fit": "fit over all sizes",
          "measured beyond the cache": "measured at the largest size beyond the cache (too few sizes there to fit)",
          "all in cache": "every size fits in cache", "too few sizes": "too few sizes",
          "latency-bound": "no β: every size measured is below α·β, where the fixed cost sets the time",
-         "waits": "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes set "
-         "at most 53% of its time"}
+         "waits": "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer"}
 
 
-def basis(fit: Mapping[str, Any]) -> str:
+def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
     """How a path's stated β was obtained (``model.fit_path``'s ``beta_basis``), in words; a capped one says what
-    the model's β (``beta_gbps``) was."""
+    the model's β (``beta_gbps``) was; a wait, the most of its largest size's time the bytes set (``wait``: its own,
+    else the rule's bound)."""
     key = str(fit["beta_basis"])
     said = BASES[key.removeprefix("capped ")]
-    # model.fit_paths leaves out sizes whose blocks mixed loops: moot where no β is stated for a wait (judged by the
-    # blocks timed alike)
-    if isinstance(left := fit.get("left_out"), tuple) and left and key != "waits":
+    if key == "waits":
+        return f"{said}: {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}"
+    # model.fit_paths leaves out sizes whose blocks mixed loops
+    if isinstance(left := fit.get("left_out"), tuple) and left:
         sizes = ", ".join(map(format_bytes, left))
         said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}, {sizes} left out"
         said += ", whose blocks timed calls a round 2× or more apart"
@@ -170,7 +171,7 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        worded = fit | {"beta_basis": basis(fit)}
+        worded = fit | {"beta_basis": basis(fit, _largest_wait(view, fit))}
         said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
             # α as the page and the Markdown write it (1.72 ms, never 1.72e+03 µs); – where the fit has none
@@ -180,6 +181,12 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
             "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
+
+
+def _largest_wait(view: RunView, fit: Mapping[str, Any]) -> Wait | None:
+    """The wait of a path's largest size (``RunView.waited``), where it is one."""
+    rows = view.rows[(view.rows["path"] == fit["path"]) & (view.rows["nbytes"] == fit["largest_bytes"])]
+    return None if rows.empty else view.waited(rows.iloc[0])
 
 
 def _seconds(us: float | None) -> str:
@@ -209,8 +216,9 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
     gpu = bool(fits["op"].isin(("h2d", "d2h")).any())  # a host memcpy synchronizes nothing: calls run back to back
     stated, waits = fits[fits["stated_gbps"].notna()], fits[fits["beta_basis"].eq("waits")]
     if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
-        said = (f"No bandwidth β is stated: the largest size of {', '.join(waits['path'])} took under 2× as long as one "
-                "with 1/16 of its bytes or fewer, so the bytes set at most 53% of its time.")
+        said = "No bandwidth β is stated: " + "; ".join(
+            f"the largest size of {fit['path']} took under 2× as long as one with 1/16 of its bytes or fewer: "
+            + bytes_said(wait) for fit in waits.to_dict("records") if (wait := _largest_wait(view, fit))) + "."
         return said, said
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]

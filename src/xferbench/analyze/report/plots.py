@@ -26,7 +26,7 @@ from .ladder_plots import ladder_figure
 from .noop_plot import noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
-from .svg import WIDTH, Plot, as_plot, legend_outside, log_y, roof_share, size_ticks, tip, tips_for, to_svg
+from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, roof_share, size_ticks, tip, tips_for, to_svg
 
 __all__ = ["Plot", "as_plot", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
 
@@ -171,7 +171,8 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
 
     def value(row: pd.Series) -> str:
         if row.name in view.waits:  # the appendix's ‡: no share of a roof for a rate that is no bandwidth
-            return f"{format_number(row['bandwidth_gbps'], 4)} GB/s, no bandwidth: {view.waits[row.name].said()}"
+            return (f"no bandwidth (bytes / median gives {format_number(row['bandwidth_gbps'], 4)} GB/s): "
+                    f"{bytes_said(view.waits[row.name])}")
         share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {format_number(roof[0], 4)} GB/s, {roof[1]}" if roof else ""
         return f"{format_number(row['bandwidth_gbps'], 4)} GB/s{share}"
 

@@ -19,7 +19,7 @@ import weakref
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -39,6 +39,9 @@ from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_number, format_seconds, mathtext_safe
 from ..load.rows import flag
+
+if TYPE_CHECKING:
+    from ..model import Wait
 
 __all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "legend_outside", "log_y", "roof_share", "rounds_text",
            "size_ticks", "tip", "tips_for", "to_svg"]
@@ -217,6 +220,15 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
         return text
     medians = [format_seconds(m) for m, n in zip(row["block_medians"], blocks, strict=True) if n == n]
     return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
+
+
+def bytes_said(wait: Wait, of: str = "its time") -> str:
+    """``the bytes set at most 9% of its time`` (``Wait.share``), for hovers and sentences alike; where the smaller size
+    took longer beyond the interval the line fails, and no share is read (the H200's pageable h2d 1 KiB: 0.73x its
+    64 B's time)."""
+    if wait.growth.high < 1:
+        return f"no share of {of} shows as the bytes' (a size with {wait.factor:,.0f}× fewer bytes took longer)"
+    return f"the bytes set {'under 1%' if wait.share < 0.005 else f'at most {wait.share:.0%}'} of {of}"
 
 
 def roof_share(gbps: float, peak: float, practical: tuple[float, float] | None = None) -> str:

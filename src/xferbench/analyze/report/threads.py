@@ -12,6 +12,7 @@ from ..load.rows import flags
 from ..model import SINGLE_THREAD
 from ..view import RunView
 from .ladder_text import took_at
+from .svg import bytes_said
 
 __all__ = ["GRAIN", "beta_noise", "host_threads", "one_thread_beside", "one_thread_faster", "size_free",
            "thread_pairs", "threads_against_one"]
@@ -79,9 +80,11 @@ def threads_against_one(view: RunView) -> tuple[str, str] | None:
     headline, evidence = _most_apart(view, pairs, row)
     # the default threads' time a wait (the loaded run's 20 ms at 1 and 64 MiB): what threads do, the run does not show
     waited = view.waited(many := view.rows.loc[row["row_many"]])
+    whose, took = "the default threads' ", format_seconds(float(many["median_s"]))
     head, said = ("", "") if waited is None else (
-        "; the default threads' time is a wait", f"; the default threads' {format_seconds(float(many['median_s']))} is a wait "
-        f"({took_at(waited.small, many)}: {waited.said('it')}), so what more threads do to the copy, this run does not show")
+        f"; {bytes_said(waited, whose + 'time')}",
+        f"; {bytes_said(waited, whose + took)} ({took_at(waited.small, many)}), so what more threads do to the copy, this run "
+        "does not show")
     return headline.removesuffix(".") + head + ".", evidence.removesuffix(".") + said + size_free(view, pairs) + "."
 
 

@@ -61,13 +61,24 @@ def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
     return ""
 
 
+def _growth(again: pd.DataFrame, judge: Judge) -> str:
+    """How the cost grew from the fewest parameters' bytes to the most, with its interval: a flat cost says the bytes
+    set little of it, without a claim the interval does not make (the CPU sample's cannot be judged)."""
+    small, big = again.loc[again["nbytes"].idxmin()], again.loc[again["nbytes"].idxmax()]
+    grew, times = judge(big, small), f"{big['nbytes'] / small['nbytes']:,.0f}×"
+    if not grew.judged:
+        return (f"and whether it grows with the bytes ({times} from fewest to most), can't tell: the run gives no "
+                "evidence of its drift")
+    return f"and at {times} the bytes it took {grew.value:.3g}× ({grew.low:.3g}-{grew.high:.3g}) as long"
+
+
 def finding(rows: pd.DataFrame) -> list[str]:
     out, judge, shuffled = [], judge_of(rows), bool(rows.attrs.get("shuffled"))
     for dst, again in of_variant(rows, "again").groupby("dst"):
         step = _step(again, judge, shuffled) or _odd_one(again, judge)
         # a case whose blocks timed calls a round 2x or more apart has a median of two loops: it decides nothing
         mixed = again[again["mixed_iterations"].eq(True)] if "mixed_iterations" in again else again.iloc[:0]
-        bytes_said = ("and the bytes do not set its cost" if mixed.empty else "but its blocks at "
+        bytes_said = (_growth(again, judge) if mixed.empty else "but its blocks at "
                       f"{', '.join(format_bytes(n) for n in mixed['nbytes'])} timed calls a round 2× or more apart, so "
                       "the run cannot say whether the bytes set it")
         out.append(f"A second .to({dst}) of a module already there took " + (step or (
