@@ -163,6 +163,16 @@ class TestSimulated:
         assert "Simulated machine." in (tmp_path / "sim.md").read_text()
         assert 'id="no-gpu"' not in html
 
+    def test_a_figure_of_rows_measured_for_real_says_so(self, tmp_path):
+        """tests/data/sim-2gpu.json: the host copies, the forward pass and gloo's collectives ran on this CPU (clock
+        wall+sync); a reading found their figures tagged "Simulated machine, not a measurement". A figure with any
+        simulated row (the ladder, the matrix, no-ops, creation) keeps the tag."""
+        html = write_report(load([Path(__file__).parent / "data" / "sim-2gpu.json"]), tmp_path / "sim.html").read_text()
+        tags = dict(re.findall(r'data-plot="([^"]+)">.*?<figcaption><span class="sim-tag">([^<]+)</span>', html, re.S))
+        real = {key for key, tag in tags.items() if tag == "Measured for real on this CPU."}
+        assert real == {"bandwidth-host", "forward", "distributed"}
+        assert {"ladder", "matrix", "noop", "create", "bandwidth-d2h"} <= set(tags) - real
+
     def test_a_real_run_has_no_banner(self):
         assert 'id="simulated"' not in build_html(load([SAMPLE]))
 

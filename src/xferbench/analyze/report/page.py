@@ -66,6 +66,18 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
 
 
+def _measured(view: RunView) -> set[str]:
+    """On a simulated page, the figures whose every row ran for real (the host's copies, gloo's collectives): they carry
+    no "not a measurement" tag. A figure of several families (the ladder, the matrix) keeps it where any is simulated."""
+    simulated = view.rows["clock"].eq("simulated")
+    if not view.simulated or not simulated.any():
+        return set()
+    ops = set(view.rows.loc[~simulated, "op"]) - set(view.rows.loc[simulated, "op"])
+    ranks = view.rows.get("world_size")  # a distributed row's; none where the run ran no collective
+    together = ranks is not None and bool((simulated & ranks.notna()).any())
+    return ops | {f"bandwidth-{op}" for op in ops} | (set() if together else {"distributed"})
+
+
 def scenario_sections(story: Story) -> list[dict[str, Any]]:
     """One section per scenario present in the results, with its plot and words."""
     from .distributed import section as distributed_section
@@ -104,6 +116,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         sections=sections,
         table=table,
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
+        measured=_measured(view),  # a simulated page's figures of real rows: no "not a measurement" tag
         commit=view.results.commit_info,
     )
     return html, to_markdown(story)
