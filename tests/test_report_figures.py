@@ -172,6 +172,11 @@ class TestSimulated:
         real = {key for key, tag in tags.items() if tag == "Measured for real on this CPU."}
         assert real == {"bandwidth-host", "forward", "distributed"}
         assert {"ladder", "matrix", "noop", "create", "bandwidth-d2h"} <= set(tags) - real
+        # the changes too: the host clone's is real, the pinned ones are the cost model's
+        changes = re.findall(r"<li><strong>([^<]+)</strong>: (<span class=\"sim-tag\">)?", html)
+        tag = '<span class="sim-tag">'
+        assert changes == [("Copy into a buffer you keep", ""), ("Copy results into a reused pinned buffer", tag),
+                           ("Pin a tensor you move more than once", tag)]
 
     def test_a_real_run_has_no_banner(self):
         assert 'id="simulated"' not in build_html(load([SAMPLE]))

@@ -41,6 +41,11 @@ class Change:
     condition: str
 
     @property
+    def simulated(self) -> bool:
+        """Whether either side is the simulated machine's cost model, not a measurement (the page says so beside it)."""
+        return "simulated" in (self.now.get("clock"), self.then.get("clock"))
+
+    @property
     def saved_s(self) -> float:
         return float(self.now["median_s"] - self.then["median_s"])
 
