@@ -98,7 +98,7 @@ def _svg(plots: list[Plot]) -> list[Plot]:
 def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
             peers: list[PeerFigure] | None) -> tuple[str, str]:
     """The HTML page and its Markdown summary: the run's words told once (story.py), its figures drawn from the view."""
-    table = _table(view)
+    table, measured = _table(view), _measured(view)
     story = Story.of(view, peers)
     sections = scenario_sections(story) + (extra_sections or [])
     for section in sections:
@@ -116,7 +116,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         sections=sections,
         table=table,
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
-        measured=_measured(view),  # a simulated page's figures of real rows: no "not a measurement" tag
+        measured=measured,  # a simulated page's figures of real rows: no "not a measurement" tag
         commit=view.results.commit_info,
     )
     return html, to_markdown(story)
