@@ -39,7 +39,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                                                                       "--benchmark-json); an existing one is refused, "
                                                                       "also one written there during the run")
     run.add_argument("--force", action="store_true", help="replace an existing -o file (its results are lost)")
-    run.set_defaults(run=commands["run"])
     report = sub.add_parser("report", help="write one self-contained HTML page (and a CSV and a Markdown summary "
                                            "beside it) from pytest-benchmark JSON")
     report.add_argument("results", nargs="+", type=Path,
@@ -54,7 +53,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                         help="a case measured in several files: read this run's (a file's name without .json; "
                              "where files share a name, its path: a/run.json), not the one with more rounds (ties: "
                              "the newest)")
-    report.set_defaults(run=commands["report"])
 
     report.add_argument("--force", action="store_true", help=FORCE)
 
@@ -74,7 +72,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                       help="compare runs from different GPUs, drivers or torch versions")
     comp.add_argument("--allow-not-gated", action="store_true",
                       help="exit 0 when cases are not gated (their runs support no floor) and none regressed")
-    comp.set_defaults(run=commands["compare"])
 
     cal = sub.add_parser("calibrate", help="learn this machine's run-to-run noise from A/A runs; write it for compare")
     cal.add_argument("runs", type=Path, help="a folder of A/A runs (the same code, run after run)")
@@ -91,7 +88,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     cal.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     cal.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                      help="stop an A/A run that takes longer (default: %(default)g)")
-    cal.set_defaults(run=commands["calibrate"])
 
     ab = sub.add_parser("ab", help="run two benchmark commands in interleaved blocks; exit 1 on a confirmed regression")
     ab.add_argument("--base", required=True, metavar="CMD", help="the baseline command (a shell line running pytest-benchmark)")
@@ -109,7 +105,6 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     ab.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     ab.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                     help="stop a command that takes longer; exit 2 (default: %(default)g)")
-    ab.set_defaults(run=commands["ab"])
 
 
     price = sub.add_parser("price", help="what the copies and syncs of a torch.profiler trace cost, priced with a run's "
@@ -119,14 +114,14 @@ def parser_for(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
                        help="the run to price with (pytest-benchmark JSON); none: the trace's own times, no prices")
     price.add_argument("--step", type=int, help="only ProfilerStep#N (default: every step)")
     price.add_argument("--json", type=Path, metavar="FILE", help="also write the groups as JSON (docs/contract.md)")
-    price.set_defaults(run=commands["price"])
-    _store_parser(sub, commands["store"])
-    info = sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
-    info.set_defaults(run=commands["info"])
+    _store_parser(sub)
+    sub.add_parser("info", help="print the devices and the machine fingerprint (needs torch)")
+    for name, command in sub.choices.items():
+        command.set_defaults(run=commands[name])
     return parser
 
 
-def _store_parser(sub: Any, command: Command) -> None:
+def _store_parser(sub: Any) -> None:
     """``xferbench store push|pull|dashboard|comment``: the baseline's home between CI jobs (analyze/store.py)."""
     store = sub.add_parser("store", help="keep runs between CI jobs in a folder or a git branch, with a dashboard")
     actions = store.add_subparsers(dest="action", required=True)
@@ -157,4 +152,3 @@ def _store_parser(sub: Any, command: Command) -> None:
     machine = actions.add_parser("machine", help="the store's folder name of a run's machine (where its runs, and "
                                                  "the workflow's noise/<machine>.json, are kept)")
     machine.add_argument("run_json", metavar="RUN", type=Path, help="a pytest-benchmark JSON of the machine")
-    store.set_defaults(run=command)
