@@ -108,23 +108,18 @@ def find_json(path: Path) -> list[Path]:
     (a name too long, a loop of links).
     """
     try:
-        return _find_json(path)
-    except OSError as error:
-        raise ResultsError(f"{str(path)[:120]}: cannot read it ({error.strerror or type(error).__name__})") from None
-
-
-def _find_json(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted([*path.rglob("*.json"), *path.rglob("*.json.gz")])
-        if not files:
-            raise ResultsError(f"{path}: no JSON files in this folder")
+        files = [path]
+        if path.is_dir():
+            files = sorted([*path.rglob("*.json"), *path.rglob("*.json.gz")])
+            if not files:
+                raise ResultsError(f"{path}: no JSON files in this folder")
+        elif not path.exists():
+            raise ResultsError(f"{path}: no such file")
         for file in files:
             _regular(file)
         return files
-    if not path.exists():
-        raise ResultsError(f"{path}: no such file")
-    _regular(path)
-    return [path]
+    except OSError as error:
+        raise ResultsError(f"{str(path)[:120]}: cannot read it ({error.strerror or type(error).__name__})") from None
 
 
 def _regular(path: Path) -> None:
@@ -216,11 +211,10 @@ def _check_run_fields(path: Path, data: dict[str, Any]) -> None:
     for name in ("machine_info", "commit_info"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise ResultsError(f"{path}: field {name!r} must be an object, got {data[name]!r:.60}")
-    commit = data.get("commit_info") or {}
-    if commit.get("id") is not None and not isinstance(commit["id"], str):  # the page shows its first 12 characters
-        raise ResultsError(f"{path}: field 'commit_info.id' must be a string, got {commit['id']!r:.60}")
-    if data.get("datetime") is not None and not isinstance(data["datetime"], str):
-        raise ResultsError(f"{path}: field 'datetime' must be a string, got {data['datetime']!r:.60}")
+    # the page shows the first 12 characters of the commit's id
+    for name, value in (("commit_info.id", (data.get("commit_info") or {}).get("id")), ("datetime", data.get("datetime"))):
+        if value is not None and not isinstance(value, str):
+            raise ResultsError(f"{path}: field {name!r} must be a string, got {value!r:.60}")
     if problem := fingerprint_problem(data.get("machine_info") or {}):
         raise ResultsError(f"{path}: field {problem}")
 
