@@ -155,13 +155,6 @@ _HOST_MEMORY_OPS = ("host",)
 _DEVICE_MEMORY_OPS = ("d2d", "peer")
 
 
-def _host_caches(machine_info: Machine) -> int | None:
-    host = fingerprint_of(machine_info).section.get("host")
-    caches = host.get("cache_bytes") if isinstance(host, dict) else None
-    sizes = [int(v) for v in (caches or {}).values() if isinstance(v, (int, float)) and v > 0]
-    return max(sizes) if sizes else None
-
-
 def cache_bytes(machine_info: Machine, op: str, src: str) -> tuple[int, str] | None:
     """The largest cache a path's payload can sit in, and its name; None when the fingerprint does not say.
 
@@ -170,8 +163,10 @@ def cache_bytes(machine_info: Machine, op: str, src: str) -> tuple[int, str] | N
     link, far below any cache, so no cache is applied to them.
     """
     if op in _HOST_MEMORY_OPS:
-        size = _host_caches(machine_info)
-        return (size, "host CPU cache") if size else None
+        host = fingerprint_of(machine_info).section.get("host")
+        caches = host.get("cache_bytes") if isinstance(host, dict) else None
+        sizes = [int(v) for v in (caches or {}).values() if isinstance(v, (int, float)) and v >= 1]  # a byte or more
+        return (max(sizes), "host CPU cache") if sizes else None
     if op in _DEVICE_MEMORY_OPS:
         device = _device_info(machine_info, src) or {}
         size = device.get("l2_cache_bytes")
@@ -276,12 +271,9 @@ def pipelined(group: pd.DataFrame, machine_info: Machine) -> dict[str, float]:
     The wall-clock fit describes a loop that synchronizes after every call: its α holds the launch and the
     synchronize (about 12 µs for an H200's same-device copy against 1.5 µs on the device), and α x β then
     puts half of β eight times too far out (25 MiB against 3.2 MiB for HBM's 2 TB/s)."""
-    none = {"pipelined_alpha_us": np.nan, "pipelined_gbps": np.nan, "pipelined_half_bytes": np.nan}
-    if "device_seconds" not in group:
-        return none
-    timed = group[pd.to_numeric(group["device_seconds"], errors="coerce") > 0]
+    timed = group[pd.to_numeric(group["device_seconds"], errors="coerce") > 0] if "device_seconds" in group else group[:0]
     if timed["nbytes"].nunique() < 3:
-        return none
+        return {"pipelined_alpha_us": np.nan, "pipelined_gbps": np.nan, "pipelined_half_bytes": np.nan}
     seconds = timed["device_seconds"].astype(float)
     device = timed.assign(transfer_s=seconds, bandwidth_gbps=timed["nbytes"] / seconds / 1e9)
     fit = fit_path(device, cache_resident(device, machine_info))
