@@ -39,10 +39,9 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     labels = case_labels(rows)
     bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
-    for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
+    for y, (bar, (_, row)) in enumerate(zip(bars.patches, rows.iterrows(), strict=True)):
         tip(bar, [f"{row['path']}: {format_number(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
                   f"in {format_seconds(row['median_s'])} (median)"])
-    for y, (_, row) in enumerate(rows.iterrows()):
         ax.text(row["bandwidth_gbps"], y, f"  {format_number(row['bandwidth_gbps'])} GB/s ({format_bytes(row['nbytes'])})",
                 va="center", fontsize=8)
     low, high = rows["bandwidth_gbps"].min(), rows["bandwidth_gbps"].max()
@@ -62,10 +61,9 @@ def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
     bars = ax.barh(range(len(rows)), rows["median_s"] * 1e3, color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in case_labels(rows)])
-    for bar, (_, row) in zip(bars.patches, rows.iterrows(), strict=True):
-        tip(bar, [f"{row['path']}: median {format_seconds(row['median_s'])}"])
-    for y, ms in enumerate(rows["median_s"] * 1e3):
-        ax.text(ms, y, f"  {ms:.3g} ms", va="center", fontsize=8)
+    for y, (bar, path, seconds) in enumerate(zip(bars.patches, rows["path"], rows["median_s"], strict=True)):
+        tip(bar, [f"{path}: median {format_seconds(seconds)}"])
+        ax.text(seconds * 1e3, y, f"  {seconds * 1e3:.3g} ms", va="center", fontsize=8)
     ax.set_xlim(0, rows["median_s"].max() * 1e3 * 1.35)
     ax.invert_yaxis()
     ax.set_xlabel(f"median time (ms) at {format_bytes(rows['nbytes'].iloc[0])}")
