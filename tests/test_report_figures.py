@@ -177,6 +177,9 @@ class TestSimulated:
         tag = '<span class="sim-tag">'
         assert changes == [("Copy into a buffer you keep", ""), ("Copy results into a reused pinned buffer", tag),
                            ("Pin a tensor you move more than once", tag)]
+        markdown = (tmp_path / "sim.md").read_text()  # the Markdown alike: its banner no longer calls the host rows models
+        assert "**Copy results into a reused pinned buffer**: simulated, not a measurement: saves" in markdown
+        assert "**Copy into a buffer you keep**: saves" in markdown and "(its host-side rows ran on this CPU)" in markdown
 
     def test_a_real_run_has_no_banner(self):
         assert 'id="simulated"' not in build_html(load([SAMPLE]))

@@ -218,8 +218,8 @@ def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None)
         for points, marker in ((group[~waited], "o"), (group[waited], "x")):
             if not points.empty:
                 marks, = left.plot(points["nbytes"], points["busbw_gbps"], ls="", marker=marker, ms=4, color=line.get_color())
-                tip(marks, tips_for(points, lambda row: f"{_busbw(waits, row, row['busbw_gbps'])}; algbw "
-                                                        f"{format_number(row['bandwidth_gbps'], 4)} (slowest rank)"))
+                tip(marks, tips_for(points, lambda row: _busbw(waits, row, row["busbw_gbps"]) + (
+                    "" if row.name in waits else f"; algbw {format_number(row['bandwidth_gbps'], 4)} (slowest rank)")))
         crossed |= bool(waited.any())
         handles.setdefault(str(path), line)
         # each point its own hover: a line without markers carries one title, its first point's, along all of it

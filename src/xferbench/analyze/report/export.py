@@ -52,15 +52,16 @@ def to_markdown(story: Story) -> str:
     view = story.view
     lines = ["# xferbench: tensor creation and transfer costs", ""]
     if view.simulated:
-        lines += ["> **Simulated machine.** These figures come from xferbench's simulated machine, not from hardware: "
-                  "they check the suite, they are not measurements.", ""]
+        lines += ["> **Simulated machine.** Its device figures are xferbench's simulated machine's cost model, not "
+                  "hardware: they check the suite, they are not measurements (its host-side rows ran on this CPU).", ""]
     lines += [f"{view.benchmarks} from {escape.markdown(', '.join(view.sources))}.", ""]
     lines += [escape.markdown(story.machine_line), ""]
     if story.busy is not None:
         lines += [f"> {escape.markdown(story.busy)}", ""]
     if story.changes:
         lines += ["## What to change here", ""]
-        lines += [f"{n}. **{escape.markdown(c.spec.title)}**: {escape.markdown(c.text())}: `{c.spec.before}` → "
+        lines += [f"{n}. **{escape.markdown(c.spec.title)}**: {'simulated, not a measurement: ' if c.simulated else ''}"
+                  f"{escape.markdown(c.text())}: `{c.spec.before}` → "
                   f"`{c.spec.after}` ({escape.markdown(c.condition)})" for n, c in enumerate(story.changes, 1)] + [""]
         if story.break_even_line:
             lines += [escape.markdown(story.break_even_line), ""]  # the break-even table the change cites
