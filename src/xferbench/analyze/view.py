@@ -479,11 +479,16 @@ class RunView:
 
     @cached_property
     def waits(self) -> dict[Any, Wait]:
-        """The rows whose bytes do not set their time, by label in ``rows``: each one's ``growth``, told under 2x.
+        """The rows whose bytes set little of their time (``model.Wait``), by label in ``rows``: growth told under 2x.
         Judged once for the run: the appendix, the host finding, the box at the top, a change's condition, a ladder's
         foot and the α-β fits read it alike."""
-        return {label: Wait(*grown, float(row["nbytes"]) / float(grown[0]["nbytes"])) for label, row in self.rows.iterrows()
-                if (grown := self.growth(row)) is not None and grown[1].high < 2}
+        return {label: Wait(*grown, float(self.rows.at[label, "nbytes"]) / float(grown[0]["nbytes"]))
+                for label, grown in self.growths.items() if grown is not None and grown[1].high < 2}
+
+    @cached_property
+    def growths(self) -> dict[Any, tuple[pd.Series, Ratio] | None]:
+        """``growth`` of every row, by label: judged once, for the waits and the α/β table's ceilings alike."""
+        return {label: self.growth(row) for label, row in self.rows.iterrows()}
 
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
         """Which of ``rows`` (rows of ``RunView.rows``, by label) are in ``waits``: one mask for the appendix, charts, fits."""
