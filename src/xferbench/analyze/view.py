@@ -276,8 +276,7 @@ class RunView:
         (the bytes do not set its time: the loaded run's copy_, 20 ms at 1 and at 64 MiB) states no β nor GB/s."""
         fits = fit_paths(self.rows, self.fingerprint)
         for i, fit in fits.iterrows():
-            largest = self.rows[(self.rows["path"] == fit["path"]) & (self.rows["nbytes"] == fit["largest_bytes"])]
-            if largest.empty or self.waited(largest.iloc[0]) is None:
+            if self.largest_wait(fit) is None:
                 continue
             fits.loc[i, "largest_gbps"] = np.nan  # no GB/s where the bytes set no time (the box at the top says "–")
             if fit["beta_basis"] != "latency-bound":  # a latency-bound path's basis says why already
@@ -497,6 +496,11 @@ class RunView:
     def waited(self, row: pd.Series) -> Wait | None:
         """``waits`` of ``row`` (a row of ``rows``); else None."""
         return self.waits.get(row.name)
+
+    def largest_wait(self, fit: Mapping[str, Any]) -> Wait | None:
+        """``waits`` of a fitted path's largest size (``fit_paths``' ``largest_bytes``); None where it is no wait."""
+        rows = self.rows[(self.rows["path"] == fit["path"]) & (self.rows["nbytes"] == fit["largest_bytes"])]
+        return None if rows.empty else self.waited(rows.iloc[0])
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
         """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio

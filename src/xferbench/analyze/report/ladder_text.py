@@ -9,8 +9,9 @@ from typing import Any
 
 import pandas as pd
 
+from ...families.base import span
 from ...families.core import SHORT
-from ...units import format_bytes, format_number, format_seconds, format_span
+from ...units import format_bytes, format_seconds, format_span
 from ..ladder import Ladder, Step, percent
 from ..view import RunView
 from .svg import bytes_said
@@ -82,7 +83,7 @@ def took_at(small: pd.Series, row: pd.Series | None = None) -> str:
     alike, (other, calls) = small.get("alike_blocks"), small.get("other_blocks", ((), ()))
     apart = "" if not len(other) else (
         f" ({f'its {len(other)} others' if len(other) > 1 else 'its other'}, at "
-        f"{format_span(format_number(min(calls)), format_number(max(calls)))} calls a round, took "
+        f"{span(pd.Series(calls))} calls a round, took "
         f"{format_span(format_seconds(min(other)), format_seconds(max(other)))})")
     return (f"{format_seconds(float(small['median_s']))} at {format_bytes(int(small['nbytes']))}"
             + (f" in its {int(alike)} blocks timed alike{apart}" if pd.notna(alike) else "")

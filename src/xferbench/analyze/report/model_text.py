@@ -171,7 +171,7 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        worded = fit | {"beta_basis": basis(fit, _largest_wait(view, fit))}
+        worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit))}
         said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
             # α as the page and the Markdown write it (1.72 ms, never 1.72e+03 µs); – where the fit has none
@@ -181,12 +181,6 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
             "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
-
-
-def _largest_wait(view: RunView, fit: Mapping[str, Any]) -> Wait | None:
-    """The wait of a path's largest size (``RunView.waited``), where it is one."""
-    rows = view.rows[(view.rows["path"] == fit["path"]) & (view.rows["nbytes"] == fit["largest_bytes"])]
-    return None if rows.empty else view.waited(rows.iloc[0])
 
 
 def _seconds(us: float | None) -> str:
@@ -218,7 +212,7 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
     if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
         said = "No bandwidth β is stated: " + "; ".join(
             f"the largest size of {fit['path']} took under 2× as long as one with 1/16 of its bytes or fewer: "
-            + bytes_said(wait) for fit in waits.to_dict("records") if (wait := _largest_wait(view, fit))) + "."
+            + bytes_said(wait) for fit in waits.to_dict("records") if (wait := view.largest_wait(fit))) + "."
         return said, said
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
