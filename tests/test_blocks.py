@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from handfed import bench, gpu_machine
 from xferbench.analyze.drift import run_drift
 from xferbench.analyze.gate.compare import compare
-from xferbench.analyze.load.blocks import rows_of
+from xferbench.analyze.load.blocks import rows_of, run_tick
 from xferbench.analyze.load.results import Document, ResultsError, load
 from xferbench.analyze.report import drift_text
 from xferbench.analyze.view import RunView
@@ -423,9 +423,85 @@ def test_every_case_in_two_blocks(tmp_path):
 
 
 def test_a_merged_row_keeps_each_blocks_calls_a_round():
-    """The busy run's 1 MiB copy_ ran two blocks of 100 calls a round and four of one: the merged row keeps them by
-    block, so a comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``)."""
-    frame = load([Path(__file__).parent / "data" / "cpu-busy-host.json"]).frame
+    """The quick run's 1 MiB copy_ ran blocks of 100 calls a round and of one: the merged row keeps them by block, so a
+    comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``); the three of one call whose
+    rounds lay on the scheduler's ticks are left out, NaN as a block never run."""
+    frame = load([Path(__file__).parent / "data" / "cpu-quick-sample.json"]).frame
     (one,) = frame[(frame["op"] == "host") & (frame["method"] == "copy_") & (frame["nbytes"] == 2**20)
                    & frame["variant"].isna()].to_dict("records")
-    assert one["block_iterations"] == [100.0, 100.0, 1.0, 1.0, 1.0, 1.0] and one["mixed_iterations"]
+    assert np.array_equal(one["block_iterations"], [1, 100, np.nan, np.nan, 1, np.nan], equal_nan=True)
+    assert one["mixed_iterations"] and one["tick_blocks"] == 3 and one["blocks"] == 3
+
+
+# -- the scheduler's ticks ------------------------------------------------------------------------------------------
+
+def _tick_row(data, iterations=1, name="test_host[x]"):
+    return {"data": list(data), "iterations": iterations, "name": name}
+
+
+ON_12 = [11.94e-3, 11.95e-3, 11.98e-3, 12.01e-3, 16.04e-3, 7.95e-3, 11.99e-3, 9.3e-3]  # 7 of 8 on 4 ms multiples
+
+
+def test_a_run_s_tick_is_the_longest_that_most_rounds_of_two_rows_land_on():
+    """Two rows whose rounds lie mostly on 4 ms multiples, on two multiples or more, make 4 ms the run's tick (1 ms's
+    multiples hold them too, but 4 ms is the longest to hold as many); one such row is no evidence, nor are rows of
+    many calls a round (their count is set to fill a round), nor a steady time near one multiple (the H200's h2d
+    64 MiB at 9.82-10.03 ms)."""
+    assert run_tick([_tick_row(ON_12), _tick_row([x + 8e-3 for x in ON_12])]) == 4e-3
+    assert np.isnan(run_tick([_tick_row(ON_12)]))
+    assert np.isnan(run_tick([_tick_row(ON_12, iterations=100), _tick_row(ON_12, iterations=100)]))
+    steady = [9.99e-3, 10.0e-3, 10.01e-3, 10.02e-3, 9.98e-3, 10.03e-3]
+    assert np.isnan(run_tick([_tick_row(steady), _tick_row(steady)]))
+    off = [x + 1.3e-3 for x in ON_12]  # the same spread, off the ticks
+    assert np.isnan(run_tick([_tick_row(off), _tick_row(off)]))
+    for sample, tick in (("cpu-busy-host.json", 4e-3), ("cpu-loaded-host.json", 4e-3), ("cpu-sample.json", None),
+                         ("cpu-threads-sample.json", None)):
+        benches = json.loads((ROOT / "tests" / "data" / sample).read_text())["benchmarks"]
+        found = run_tick([{"data": b["stats"].get("data"), "iterations": b["stats"]["iterations"]} for b in benches])
+        assert found == tick if tick else np.isnan(found), sample
+
+
+def _ticked_run(blocks):
+    """A 1 MiB clone in ``blocks`` (calls a round, rounds), and a copy_ of one call a round on the ticks, enough for the
+    run to show them: their two rows."""
+    benches = blocked([data for _, data in blocks])
+    for b, (calls, _) in zip(benches, blocks, strict=True):
+        b["stats"]["iterations"] = calls
+    other = blocked([ON_12], count=1, case="pageable-copy_-1MiB-float32-cpu->cpu")[0]
+    other["extra_info"] = {k: v for k, v in other["extra_info"].items() if k not in ("xfer_block", "xfer_blocks", "xfer_case_id")} | {
+        "method": "copy_"}
+    other["name"] = "test_host[copy_]"
+    return rows_of([*benches, other], "run", None)
+
+
+def test_blocks_on_the_ticks_are_left_out_where_another_timed_many_calls_a_round():
+    fast = [15e-6 + k * 1e-7 for k in range(8)]
+    merged, copy = _ticked_run([(100, fast), (100, fast), (1, ON_12), (1, ON_12)])
+    assert merged["tick_blocks"] == 2 and merged["blocks"] == 2 and np.isnan(merged["on_ticks"])
+    assert merged["median_s"] == pytest.approx(15.35e-6) and not merged["mixed_iterations"]
+    assert np.isnan(merged["block_medians"][2]) and merged["bandwidth_gbps"] > 0
+    # the copy_, one row of one call a round on the ticks: named, and no bandwidth
+    assert copy["on_ticks"] == 4e-3 and np.isnan(copy["bandwidth_gbps"]) and np.isnan(copy["busbw_gbps"])
+    # with no block of many calls, the blocks on the ticks stay: they are how the case ran
+    merged, _ = _ticked_run([(1, fast), (1, fast), (1, ON_12), (1, ON_12)])
+    assert merged["tick_blocks"] == 0 and merged["blocks"] == 4
+
+
+def test_blocks_all_of_one_call_a_round_stay_and_the_row_is_judged_on_all_its_rounds():
+    off = [x + 1.3e-3 for x in ON_12]
+    merged, _ = _ticked_run([(1, off), (1, ON_12), (1, ON_12)])  # 14 of 24 rounds on the ticks
+    assert merged["tick_blocks"] == 0 and merged["blocks"] == 3 and merged["on_ticks"] == 4e-3
+    merged, _ = _ticked_run([(1, off), (1, off), (1, ON_12)])  # 7 of 24
+    assert np.isnan(merged["on_ticks"]) and merged["bandwidth_gbps"] > 0
+
+
+def test_a_comparison_with_a_side_on_the_ticks_is_not_judged():
+    """Its time holds a wait for the CPU of unknown length: no interval, and the reason in its words."""
+    view = RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))
+    rows = view.rows[(view.rows["op"] == "host") & (view.rows["nbytes"] == 64 * MiB)]
+    copy, clone = (rows[rows["method"].eq(m) & rows["variant"].isna()].iloc[0] for m in ("copy_", "clone"))
+    judged = view.ratio(clone, copy)
+    assert judged.basis == "ticks" and not judged.judged and not judged.resolved and judged.high == np.inf
+    assert judged.value == pytest.approx(clone["median_s"] / copy["median_s"])
+    assert judged.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
+    assert view.ratio(copy, clone).basis == "ticks"  # either side

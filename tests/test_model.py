@@ -293,7 +293,8 @@ class TestFitPaths:
         assert list(fits.columns) == ["path", "op", "src", "dst", "host_memory", "method", "non_blocking", "alpha_us",
                                       "beta_gbps", "stated_gbps", "beta_basis", "half_peak_bytes", "pipelined_alpha_us",
                                       "pipelined_gbps", "pipelined_half_bytes", "best_gbps", "largest_gbps",
-                                      "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache", "left_out"]
+                                      "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache", "left_out",
+                                      "ticked"]
 
 
 class TestLargestCommonSize:

@@ -53,6 +53,12 @@ class Drift:
             raise ValueError(f"drift needs a finite sd >= 0 and df >= 0, got {self.sd!r}, {self.df!r}")
 
 
+#: The comparisons a run cannot judge, and why: unpaired in a run with no evidence of its drift, or a side whose rounds
+#: lie on the scheduler's ticks (analyze/load/blocks.py: a wait for the CPU is part of its time).
+UNJUDGED = {"unjudged": "the run gives no evidence of its drift",
+            "ticks": "one side's rounds lie on the scheduler's ticks"}
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A's median time over B's, with its interval: "A is value x B (low-high)"."""
@@ -61,7 +67,7 @@ class Ratio:
     low: float
     high: float
     #: "paired" (per-block ratios of interleaved blocks), "rounds" (unpaired: order drift not controlled, allowed for
-    #: by the run's evidence) or "unjudged" (unpaired in a run with no evidence of its drift: never resolved).
+    #: by the run's evidence), or one of ``UNJUDGED``'s, never resolved.
     basis: str
     #: Blocks (paired), or the fewer rounds of the two sides (rounds).
     n: int
@@ -73,8 +79,8 @@ class Ratio:
 
     @property
     def judged(self) -> bool:
-        """Whether the run could judge it at all (a run without drift evidence cannot judge unpaired cases)."""
-        return self.basis != "unjudged"
+        """Whether the run could judge it at all (``UNJUDGED``: why not)."""
+        return self.basis not in UNJUDGED
 
     @property
     def could_see(self) -> float:
@@ -88,8 +94,8 @@ class Ratio:
     def text(self) -> str:
         """``1.4× (1.28-1.53)``, ``5.47×`` where the interval rounds to the figure; ``can't tell (could see ≥ 1.15×)``
         where unresolved."""
-        if self.basis == "unjudged":
-            return "can't tell (the run gives no evidence of its drift)"
+        if not self.judged:
+            return f"can't tell ({UNJUDGED[self.basis]})"
         if not self.resolved:
             return f"can't tell (could see ≥ {self.could_see:.2f}×)"
         low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
@@ -100,7 +106,7 @@ class Ratio:
         quadrature; rounds-based unless both are paired."""
         value = self.value / other.value
         if not (self.judged and other.judged):
-            return Ratio(value, 0.0, math.inf, "unjudged", min(self.n, other.n))
+            return Ratio(value, 0.0, math.inf, other.basis if self.judged else self.basis, min(self.n, other.n))
         width = math.hypot(math.log(self.high / self.value), math.log(other.high / other.value))
         spread = math.exp(min(width, 700.0))
         basis = "paired" if self.paired and other.paired else "rounds"

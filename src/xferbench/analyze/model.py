@@ -283,7 +283,8 @@ def pipelined(group: pd.DataFrame, machine_info: Machine) -> dict[str, float]:
 
 _FIT_COLUMNS = ["path", "op", "src", "dst", "host_memory", "method", "non_blocking", "alpha_us", "beta_gbps", "stated_gbps",
                 "beta_basis", "half_peak_bytes", "pipelined_alpha_us", "pipelined_gbps", "pipelined_half_bytes",
-                "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache", "left_out"]
+                "best_gbps", "largest_gbps", "largest_bytes", "sizes", "resident_sizes", "cache_bytes", "cache", "left_out",
+                "ticked"]
 
 
 def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.DataFrame:
@@ -291,12 +292,14 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
 
     Only moves of a payload are fitted: creation, no-ops and scenarios are not. A size whose blocks timed calls a
     round 2x or more apart (``mixed_iterations``) is left out, named in ``left_out``: its merged median mixes a cold
-    call with warm ones (a CPU run's 1 MiB copy_: 24 ms merged, 15 µs in its block of 100 calls a round).
+    call with warm ones (a CPU run's 1 MiB copy_: 24 ms merged, 15 µs in its block of 100 calls a round); so is one
+    whose rounds lie on the scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time).
     """
     machine_info = machine_info or {}
     rows = []
     moves = frame[frame["op"].isin(fitted_ops())]
-    mixed = flags(moves, "mixed_iterations")
+    ticked = moves["on_ticks"].notna() if "on_ticks" in moves else pd.Series(False, index=moves.index)
+    mixed = flags(moves, "mixed_iterations") | ticked
     resident = cache_resident(moves, machine_info)
     for path, every in moves.groupby("path", sort=False):
         group = every[~mixed.loc[every.index]]
@@ -313,6 +316,7 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
             "sizes": int(group["nbytes"].nunique()),
             "cache_bytes": cache[0] if cache else None, "cache": cache[1] if cache else None,
             "left_out": tuple(sorted(int(n) for n in every.loc[mixed.loc[every.index], "nbytes"])),
+            "ticked": tuple(sorted(int(n) for n in every.loc[ticked.loc[every.index], "nbytes"])),
         })
     fits = pd.DataFrame(rows, columns=_FIT_COLUMNS)
     return fits.sort_values("op", key=lambda ops: ops.map(order_of), kind="stable").reset_index(drop=True)

@@ -15,6 +15,7 @@ hang on it in ``ladders``, the run's drift by regime in ``drift``, and every com
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -29,7 +30,7 @@ from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, run_drift, side
 from .ladder import Ladder, Rung, ladders
 from .load.results import Results, busy_load
-from .load.rows import flag, matching
+from .load.rows import flag, flags, matching
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
@@ -44,7 +45,7 @@ from .model import (
 )
 
 __all__ = ["COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
-           "Instance", "RunView", "cliff", "flag", "host_placement", "matching"]
+           "Instance", "RunView", "cliff", "flag", "flags", "host_placement", "matching"]
 
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
 MODEL_MISS = 2.0
@@ -436,7 +437,10 @@ class RunView:
 
     def ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None = None) -> Ratio:
         """Row ``a``'s median time over row ``b``'s, with this comparison's own interval (xferbench.ratios): from
-        their paired blocks where both were measured so, else from their rounds and the drift of their regimes."""
+        their paired blocks where both were measured so, else from their rounds and the drift of their regimes; none
+        where a side's rounds lie on the scheduler's ticks (``on_ticks``)."""
+        if pd.notna(a.get("on_ticks", math.nan)) or pd.notna(b.get("on_ticks", math.nan)):
+            return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, "ticks", int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
         if x.size:
             return paired(x.tolist(), y.tolist())

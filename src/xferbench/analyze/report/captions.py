@@ -4,6 +4,7 @@ them), every sentence kept only where the run has what it speaks of. The story (
 from __future__ import annotations
 
 import functools
+import math
 
 import pandas as pd
 
@@ -11,7 +12,7 @@ from ...families import family, moving_ops
 from ...units import format_bytes
 from ..view import RunView
 from .model_text import no_host_roof
-from .svg import bytes_said
+from .svg import bytes_said, left_said
 
 __all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "figure_words"]
 
@@ -95,10 +96,13 @@ def _ladder_caption(view: RunView) -> str:
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):
         return LADDER_CAPTION
-    if waits := [ladder.waited for ladder in view.ladders if ladder.waited is not None]:
-        most = max(waits, key=lambda wait: wait.share)
+    ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
+    waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
+    if ticked or waits:
+        said = (left_said(ticked[0], None, "it") if ticked else
+                bytes_said(max(waits, key=lambda wait: wait.share), "it"))
         return HOST_LADDER_CAPTION.replace("the rest is the copy itself.", "the rest is what copy_ into the touched "
-                                           f"buffer took, and {bytes_said(most, 'it')} (the table says why).")
+                                           f"buffer took, {'' if ticked else 'and '}{said} (the table says why).")
     return HOST_LADDER_CAPTION
 
 

@@ -22,7 +22,7 @@ from ...units import format_bytes, format_number, format_seconds, format_span
 from ..cliff import CLIFF_DROP, cliff
 from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
-from ..view import USUAL_WAY_BACK, RunView, flag, matching
+from ..view import USUAL_WAY_BACK, RunView, flag, flags, matching
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary, took_at
@@ -277,7 +277,9 @@ def host_copy(view: RunView) -> Said | None:
     """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy); a run whose
     sizes are latency-bound states what one call took, never a bandwidth."""
     frame = view.rows
-    rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])]
+    # a row of mixed timings, or on the scheduler's ticks, states no bandwidth (the α/β fit leaves it out too)
+    rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])
+                 & frame["bandwidth_gbps"].notna() & ~flags(frame, "mixed_iterations")]
     if rows.empty:
         return None
     largest = rows.loc[rows["nbytes"] == rows["nbytes"].max()]

@@ -13,7 +13,7 @@ from ...families.core import SHORT
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
-from .svg import WIDTH, bytes_said, tip
+from .svg import WIDTH, left_said, tip
 
 __all__ = ["ladder_figure"]
 
@@ -33,11 +33,13 @@ def _factor_colour(factor: str) -> str:
 def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> None:
     """One ladder as a bar of its steps and its bottom rung: each segment the difference of two medians of the run,
     so the segments add up to the call; a step whose interval holds zero is drawn hatched, without a share. A bottom
-    rung whose bytes do not set its time (``Ladder.waited``) is named so, as the ladder's table says."""
+    rung whose bytes do not set its time (``Ladder.waited``), or on the scheduler's ticks, is named so, as the ladder's
+    table says."""
     left, total = 0.0, ladder.top.median_s
     steps = [*ladder.steps, None]
     for (factor, seconds, low, high, told), step in zip(ladder.parts(), steps, strict=True):
-        factor = f"what is left ({bytes_said(ladder.waited, 'it')})" if step is None and ladder.waited is not None else factor
+        if step is None and (said := left_said(ladder.base.row, ladder.waited, "it")) is not None:
+            factor = f"what is left ({said})"
         width = max(seconds, 0.0) * 1e3
         colour = _factor_colour(factor)
         bar = ax.barh([y], [width], left=left, color=colour if told else "white", edgecolor=colour if not told else

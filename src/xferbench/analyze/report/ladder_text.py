@@ -11,10 +11,11 @@ import pandas as pd
 
 from ...families.base import span
 from ...families.core import SHORT
+from ...ratios import UNJUDGED
 from ...units import format_bytes, format_seconds, format_span
 from ..ladder import Ladder, Step, percent
 from ..view import RunView
-from .svg import bytes_said
+from .svg import left_said
 
 __all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
 
@@ -22,7 +23,7 @@ __all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "sum
 def why_not(step: Step) -> str:
     """Why a step is "can't tell": the smallest ratio the two rungs could tell from 1, or that the run cannot judge."""
     if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
-        return "the run gives no evidence of its drift"
+        return UNJUDGED.get(step.ratio.basis, UNJUDGED["unjudged"])
     return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
 
 
@@ -57,10 +58,12 @@ def summary(ladder: Ladder) -> str:
 
 def bottom(ladder: Ladder) -> str:
     """What is left of the call, named: its factor (``the copy itself (into a touched buffer)``), or where its bytes set
-    little of its time (``Ladder.waited``) the rung, how much at most, and the smaller size that took as long."""
-    if ladder.waited is None:
+    little of its time (``Ladder.waited``) the rung, how much at most, and the smaller size that took as long; where its
+    rounds lie on the scheduler's ticks (``on_ticks``), that."""
+    if (said := left_said(ladder.base.row, ladder.waited)) is None:
         return ladder.bottom
-    return f"{ladder.base.label} ({bytes_said(ladder.waited)}: {took_at(ladder.waited.small, ladder.base.row)})"
+    took = "" if ladder.waited is None else f": {took_at(ladder.waited.small, ladder.base.row)}"
+    return f"{ladder.base.label} ({said}{took})"
 
 
 def title(ladder: Ladder) -> str:
@@ -68,11 +71,11 @@ def title(ladder: Ladder) -> str:
     return f"{ladder.top.label} of {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}"
 
 
-def _span(seconds: float, low: float, high: float) -> str:
+def _span(seconds: float, low: float, high: float, why: str) -> str:
     """``163 ms (160 ms to 179 ms)``; a figure without rounds (a device time) alone, or with no interval where the run
-    has no evidence of its drift (an unbounded one)."""
+    cannot judge it (an unbounded one: ``why``, ``why_not``)."""
     if low == high or not math.isfinite(high):
-        return format_seconds(seconds) + ("" if low == high else " (no interval: no evidence of the run's drift)")
+        return format_seconds(seconds) + ("" if low == high else f" (no interval: {why})")
     return f"{format_seconds(seconds)} ({format_seconds(low)} to {format_seconds(high)})"
 
 
@@ -102,7 +105,7 @@ def rows(ladder: Ladder) -> list[list[str]]:
         if share is not None and (split := split_text(ladder, step)) is not None:
             shown += f", {split}"
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
-                      _span(step.seconds, step.low_s, step.high_s), shown])
+                      _span(step.seconds, step.low_s, step.high_s, why_not(step)), shown])
     base, left = ladder.base, f"what is left: {bottom(ladder)}"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
@@ -143,8 +146,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
                  for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
-        if (wait := ladder.waited) is not None:  # as the Markdown's row says it (``rows``)
-            cells[ladder.bottom]["text"] += f"; {bytes_said(wait, 'it')} ({took_at(wait.small, ladder.base.row)})"
+        if (said := left_said(ladder.base.row, wait := ladder.waited, "it")) is not None:  # as ``rows`` says it
+            cells[ladder.bottom]["text"] += f"; {said}" + ("" if wait is None else f" ({took_at(wait.small, ladder.base.row)})")
         rows.append({"call": f"{ladder.top.label}, {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}",
                      "title": f"{ladder.top.path}, {ladder.run}",
                      "cells": [cells.get(factor, {"text": "–", "title": "not a rung of this call"}) for factor in factors]})

@@ -55,12 +55,17 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
     key = str(fit["beta_basis"])
     said = BASES[key.removeprefix("capped ")]
     if key == "waits":
-        return f"{said}: {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}"
-    # model.fit_paths leaves out sizes whose blocks mixed loops
+        said += f": {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}"
+    # model.fit_paths leaves out sizes whose blocks mixed loops, or whose rounds lie on the scheduler's ticks
     if isinstance(left := fit.get("left_out"), tuple) and left:
         sizes = ", ".join(map(format_bytes, left))
-        said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}, {sizes} left out"
-        said += ", whose blocks timed calls a round 2× or more apart"
+        apart = "; " if key == "waits" else ", "  # a wait's share ends in a colon's clause
+        said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}{apart}{sizes} left out"
+        ticked = fit.get("ticked") or ()
+        mixed = "whose blocks timed calls a round 2× or more apart" if len(ticked) < len(left) else ""
+        named = f"or ({', '.join(map(format_bytes, ticked))}) " if mixed else ""
+        on_ticks = f"{named}whose rounds lie on the scheduler's ticks" if ticked else ""
+        said += ", " + " ".join(filter(None, (mixed, on_ticks)))
     if key.startswith("capped "):
         return f"capped at the largest size measured ({said} gave {format_number(fit['beta_gbps'])} GB/s)"
     return said

@@ -212,14 +212,33 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     """``80 × 100``: rounds × calls a round, ``rounds`` after the first (a hover's ``80 rounds × 100``); a row whose
     blocks timed different calls a round gives their range (``90 × 1,000-1,058``: no one count was all of it), and each
     block's with its median where they lie 2× or more apart, for the median of all its rounds mixes two timings
-    (``80 × 1-100, its blocks' calls a round (median): 100 (14 µs), 100 (15 µs), 1 (12 ms), ...``)."""
+    (``80 × 1-100, its blocks' calls a round (median): 100 (14 µs), 100 (15 µs), 1 (12 ms), ...``); rounds on the
+    scheduler's ticks, and blocks left out for lying on them (analyze/load/blocks.py), are named."""
     blocks = row.get("block_iterations")  # NaN for a row measured in one block
     calls = [int(n) for n in (blocks if isinstance(blocks, list) else [row["iterations"]]) if n == n]  # NaN: not run
     text = f"{int(row['rounds']):,}{rounds} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
+    if pd.notna(tick := row.get("on_ticks", math.nan)):
+        text += f", {ticks_said(tick, 'each')}"
+    if pd.notna(left := row.get("tick_blocks", 0)) and left > 0:  # NaN for a row measured in one block
+        text += f", {int(left)} block{'s' if left > 1 else ''} of one call a round on the scheduler's ticks left out"
     if not flag(row, "mixed_iterations"):
         return text
     medians = [format_seconds(m) for m, n in zip(row["block_medians"], blocks, strict=True) if n == n]
     return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
+
+
+def ticks_said(tick: float, of: str = "its time") -> str:
+    """``most rounds on the scheduler's 4 ms ticks: a wait for the CPU is part of its time``: a row's ``on_ticks``
+    (analyze/load/blocks.py), for hovers and sentences alike."""
+    return f"most rounds on the scheduler's {format_seconds(tick)} ticks: a wait for the CPU is part of {of}"
+
+
+def left_said(row: pd.Series, wait: Wait | None, of: str = "its time") -> str | None:
+    """What a ladder's bottom rung (``row``) carries beside its time: its rounds on the scheduler's ticks, else the most
+    of it its bytes set where they set little (``Ladder.waited``); None where its bytes set it."""
+    if pd.notna(tick := row.get("on_ticks", math.nan)):
+        return ticks_said(tick, of)
+    return None if wait is None else bytes_said(wait, of)
 
 
 def bytes_said(wait: Wait, of: str = "its time") -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...ratios import UNJUDGED
 from ...units import format_bytes, format_seconds
 from ..base import Family, Judge, judge_of, ms, of_variant, span
 
@@ -67,8 +68,7 @@ def _growth(again: pd.DataFrame, judge: Judge) -> str:
     small, big = again.loc[again["nbytes"].idxmin()], again.loc[again["nbytes"].idxmax()]
     grew, times = judge(big, small), f"{big['nbytes'] / small['nbytes']:,.0f}×"
     if not grew.judged:
-        return (f"and whether it grows with the bytes ({times} from fewest to most), can't tell: the run gives no "
-                "evidence of its drift")
+        return f"and whether it grows with the bytes ({times} from fewest to most), can't tell: {UNJUDGED[grew.basis]}"
     return f"and at {times} the bytes it took {grew.value:.3g}× ({grew.low:.3g}-{grew.high:.3g}) as long"
 
 
