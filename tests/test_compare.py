@@ -1448,3 +1448,22 @@ class TestCalibrationElsewhere:
         (note,) = sides.notes
         assert note.startswith("noise.json: calibrated under other software (torch 2.12.0+cpu → 2.13.0+cpu, "
                                "Python 3.10.1 → 3.11.7); used, as the hardware is the same")
+
+
+def test_a_case_on_the_scheduler_s_ticks_is_not_judged():
+    """The busy run's 1 MiB clone took 3.87 ms a call, most rounds on the scheduler's 4 ms ticks, against 55.5 µs in the
+    quiet sample: 69.7x slower by its rounds, a wait for the CPU of no measured length. With the busy machine's load
+    taken away (no other rule to stop it) it is still "can't tell", and says why; the same rounds not marked as on the
+    ticks would be a regression, which is what the rule stops."""
+    data = Path(__file__).parent / "data"
+    base, busy = load([data / "cpu-sample.json"]), load([data / "cpu-busy-host.json"])
+    quiet = replace(busy, run={})  # the load it recorded gone: not a crowded comparison
+
+    def clone(rows):
+        (row,) = [r for r in rows if r.path == "host pageable clone cpu" and r.nbytes == 2**20]
+        return row
+
+    ticked = clone(compare([base], [quiet]))
+    assert ticked.verdict == CANT_TELL and ticked.why == "a side's rounds lie on the scheduler's ticks"
+    unmarked = replace(quiet, frame=quiet.frame.assign(on_ticks=math.nan))
+    assert clone(compare([base], [unmarked])).verdict == "regression"

@@ -114,6 +114,23 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
                              "default threads' time here.")
 
 
+@pytest.mark.parametrize(("sample", "said"), [
+    ("cpu-busy-host.json", "1 case timed mostly on them (no bandwidth stated, no comparison judged); 4 blocks on them "
+                           "left out beside blocks of more calls a round."),
+    ("cpu-loaded-host.json", "3 cases timed mostly on them (no bandwidth stated, no comparison judged)."),
+    ("cpu-sample.json", None)])
+def test_the_busy_notice_says_what_the_scheduler_s_ticks_took(sample, said):
+    """The first screen's notice counts the cases and blocks whose rounds lay on the scheduler's ticks, and what the
+    page does with them; a quiet run says nothing of ticks."""
+    from xferbench.analyze.report.story import _busy
+
+    notice = _busy(RunView.of(load([ROOT / "tests" / "data" / sample])))
+    if said is None:
+        assert notice is None or "ticks" not in notice
+    else:
+        assert notice is not None and notice.endswith(" Rounds on the scheduler's ticks, a wait for the CPU: " + said)
+
+
 def test_a_busy_run_s_paired_blocks_cannot_tell_threads_at_64_mib():
     """tests/data/cpu-busy-host.json: the host family at load 3.5-3.8 on 2 cores (69% of the CPU taken by others), its
     64 MiB copy_ on torch's 2 threads and on one in 6 interleaved blocks each. One thread's pooled median is 1.19x the

@@ -147,10 +147,14 @@ class RunView:
 
     # -- the run as loaded ------------------------------------------------------------------------------------
 
-    @property
+    @cached_property
     def rows(self) -> pd.DataFrame:
-        """One row per benchmark (load/results.py): what every fact below is derived from."""
-        return self.results.frame
+        """One row per benchmark (load/results.py): what every fact below is derived from; one whose rounds lie on the
+        scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time) states no bandwidth."""
+        frame = self.results.frame
+        if "on_ticks" not in frame or frame["on_ticks"].isna().all():
+            return frame
+        return frame.assign(**{name: frame[name].where(frame["on_ticks"].isna()) for name in ("bandwidth_gbps", "busbw_gbps")})
 
     @property
     def sources(self) -> list[str]:

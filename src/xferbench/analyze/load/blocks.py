@@ -19,8 +19,8 @@ A busy machine's scheduler can set a one-call round's time: on the 2-core CPU ru
 1 MiB copy_ took 12 ms, three 4 ms ticks, where its blocks of 100 calls a round took 14 µs a call. Where a run shows it
 (``run_tick``), a block whose rounds lie mostly on the tick's multiples is left out of its row where another block timed
 more calls a round (counted in ``tick_blocks``); a row whose rounds lie mostly on them names the tick in ``on_ticks`` (NaN
-elsewhere): a wait for the CPU is part of its time, how much the run cannot say, so it states no bandwidth and judges no
-comparison (analyze/view.py). No torch here.
+elsewhere): a wait for the CPU is part of its time, how much the run cannot say, so the report states no bandwidth of it
+and judges no comparison with it (analyze/view.py), nor does compare (analyze/gate/compare.py). No torch here.
 """
 
 from __future__ import annotations
@@ -84,10 +84,8 @@ def run_tick(rows: Sequence[dict[str, Any]]) -> float:
 
 
 def _ticked(row: dict[str, Any], tick: float) -> dict[str, Any]:
-    """``row`` with ``on_ticks``: ``tick`` where most of its rounds lie on it (it states no bandwidth then), else NaN."""
+    """``row`` with ``on_ticks``: ``tick`` where most of its rounds lie on it, else NaN."""
     row["on_ticks"] = tick if math.isfinite(tick) and _on_tick(row, tick)[0] else math.nan
-    if math.isfinite(row["on_ticks"]):
-        row["bandwidth_gbps"] = row["busbw_gbps"] = math.nan
     return row
 
 

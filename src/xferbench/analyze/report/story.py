@@ -102,11 +102,19 @@ class Story:
 
 
 def _busy(view: RunView) -> str | None:
-    """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work."""
+    """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
+    and where rounds lay on the scheduler's ticks (analyze/load/blocks.py), how many cases and blocks, and what of it."""
+    rows = view.rows
+    ticked = int(rows["on_ticks"].notna().sum()) if "on_ticks" in rows else 0  # rows the loader merged have both
+    left = int(rows["tick_blocks"].fillna(0).sum()) if "tick_blocks" in rows else 0
+    said = [f"{ticked} case{'s' * (ticked > 1)} timed mostly on them (no bandwidth stated, no comparison judged)"
+            if ticked else "", f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round"
+            if left else ""]
+    ticks = f" Rounds on the scheduler's ticks, a wait for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
     if view.busy is None:
-        return None
+        return ticks.strip() or None
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
-            "between two of its cases may be theirs.")
+            f"between two of its cases may be theirs.{ticks}")
 
 
 def _run_time(view: RunView) -> str | None:
