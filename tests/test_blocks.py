@@ -468,8 +468,8 @@ def _ticked_run(blocks):
     for b, (calls, _) in zip(benches, blocks, strict=True):
         b["stats"]["iterations"] = calls
     other = blocked([ON_12], count=1, case="pageable-copy_-1MiB-float32-cpu->cpu")[0]
-    other["extra_info"] = {k: v for k, v in other["extra_info"].items() if k not in ("xfer_block", "xfer_blocks", "xfer_case_id")} | {
-        "method": "copy_"}
+    block = ("xfer_block", "xfer_blocks", "xfer_case_id")
+    other["extra_info"] = {k: v for k, v in other["extra_info"].items() if k not in block} | {"method": "copy_"}
     other["name"] = "test_host[copy_]"
     return rows_of([*benches, other], "run", None)
 
