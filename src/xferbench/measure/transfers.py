@@ -231,14 +231,6 @@ def _kept(case: Case, dtype: torch.dtype, backend: DeviceBackend) -> Buffers:
     return Buffers(src=src, dst=dst)
 
 
-def _expected(case: Case, result: torch.Tensor, kept: bool) -> torch.Tensor:
-    """The pattern ``result`` must hold: built for it, or for a simulated case (``kept``) taken from
-    ``_KEPT``, where no call of any case is ever handed it."""
-    if not kept:
-        return pattern(case.shape, result.dtype, result.device)
-    return _KEPT.get("expected", case.shape, result.dtype, lambda: pattern(case.shape, result.dtype, result.device))
-
-
 @dataclass(frozen=True)
 class _Bound:
     """What a core case's call is built from: the case, its buffers, where its tensors are kept (``place``:
@@ -347,12 +339,16 @@ def verify(case: Case, buffers: Buffers, result: Any, where: str | None = None, 
             f"expected {case.shape} {_dtype(case)} on {expected_device}"
         )
     if case.op == "create":
-        _verify_created(case, result)
+        if case.method in _CREATED and not _CREATED[case.method](result):
+            raise CopyMismatch(f"{case.id}: torch.{case.method} produced wrong values")
         return
     if buffers.src is not None and _shares_memory(result, buffers.src):
         # Where both ends are host memory (a simulated machine's), the source holds the pattern too.
         raise CopyMismatch(f"{case.id}: the result is the source's own memory, not a copy of it")
-    expected = _expected(case, result, kept)
+    # the pattern result must hold: built for it, or for a simulated case (kept) taken from _KEPT, where no call of
+    # any case is ever handed it
+    build = functools.partial(pattern, case.shape, result.dtype, result.device)
+    expected = _KEPT.get("expected", case.shape, result.dtype, build) if kept else build()
     if not torch.equal(result, expected):
         wrong = (result != expected).flatten().nonzero()
         first = int(wrong[0]) if len(wrong) else -1
@@ -369,11 +365,6 @@ def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
 #: What each creation method's result must hold; empty's, any contents, is not checked.
 _CREATED = {"zeros": lambda result: not bool(result.any()), "ones": lambda result: bool((result == 1).all()),
             "rand": lambda result: bool(((result >= 0) & (result < 1)).all())}
-
-
-def _verify_created(case: Case, result: torch.Tensor) -> None:
-    if case.method in _CREATED and not _CREATED[case.method](result):
-        raise CopyMismatch(f"{case.id}: torch.{case.method} produced wrong values")
 
 
 def _free(backend: DeviceBackend) -> None:
@@ -479,7 +470,8 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
         # bounce buffer with the host's memcpy, so events around back-to-back calls time the
         # host's staging too (on an H200 they read up to 1.4x the synchronized wall time of one
         # call). nvbandwidth, too, times only pinned host memory.
-        info.update(_device_time(case, buffers, op, backend, _median_wall(benchmark)))
+        median = getattr(getattr(getattr(benchmark, "stats", None), "stats", None), "median", None)
+        info.update(_device_time(case, buffers, op, backend, median))
     _verify_once(case, buffers, op, backend, deadline)
     src, dst = accelerator_index(case.src), accelerator_index(case.dst)
     if case.op == "peer" and src is not None and dst is not None:
@@ -514,11 +506,6 @@ def counts_faults(op: str, devices: Sequence[str], simulated: bool) -> bool:
     return "cpu" in devices and op not in BARE_OPS and not simulated
 
 
-def _host_paced(case: Case) -> bool:
-    """A blocking copy between host and device: the call waits for the copy (docs/design.md section 4)."""
-    return case.op in ("h2d", "d2h") and not case.non_blocking
-
-
 #: What ``device_time_stand_in`` names: the call timed for device_seconds in place of the case's own.
 PINNED_DESTINATION = "pinned_destination"
 
@@ -532,7 +519,9 @@ def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: D
     if (stand_in := _pinned_destination(case, buffers, backend)) is not None:
         case, op = dataclasses.replace(case, method="copy_"), stand_in
         info["device_time_stand_in"] = PINNED_DESTINATION
-    twin_case = dataclasses.replace(case, non_blocking=True) if _host_paced(case) else None
+    # a blocking copy between host and device: the call waits for the copy (docs/design.md section 4)
+    host_paced = case.op in ("h2d", "d2h") and not case.non_blocking
+    twin_case = dataclasses.replace(case, non_blocking=True) if host_paced else None
     twin_op = operation(twin_case, buffers, backend) if twin_case is not None else None
     with contextlib.ExitStack() as stack:
         issued = stack.enter_context(backend.timed(case, op))
@@ -578,8 +567,3 @@ def _repeated(call: Callable[[], Any], times: int) -> Callable[[], Any]:
             call()
 
     return repeated
-
-
-def _median_wall(benchmark: Benchmark) -> float | None:
-    stats = getattr(getattr(benchmark, "stats", None), "stats", None)
-    return getattr(stats, "median", None)

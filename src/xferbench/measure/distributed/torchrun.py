@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -112,12 +112,6 @@ def validate(args: argparse.Namespace, rank: int, world_size: int, free_bytes: i
     if rank == 0:
         check_out(args.out)
     return sizes
-
-
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """What every rank must agree on (compared in the roll call)."""
-    return {"sizes": args.sizes, "profile": args.profile, "rounds": args.rounds, "backend": args.backend,
-            "mem_fraction": args.mem_fraction, "pairs": args.pairs}
 
 
 def _world_free_bytes(free: int | None, device: str) -> int | None:
@@ -308,7 +302,9 @@ def _form(args: argparse.Namespace) -> _World:
     nccl_log = _log_nccl(backend, launch.rank)
     try:
         join(backend, "env://", launch.rank, launch.world_size, args.timeout, device)
-        everyone, places = roll_call(launch.world_size, _settings(args), launch.node_id, place)
+        settings = {"sizes": args.sizes, "profile": args.profile, "rounds": args.rounds, "backend": args.backend,
+                    "mem_fraction": args.mem_fraction, "pairs": args.pairs}  # what every rank must agree on
+        everyone, places = roll_call(launch.world_size, settings, launch.node_id, place)
         _nccl_choices(backend, nccl_log, places)
     except Exception as error:
         size_from = "WORLD_SIZE" if "RANK" in os.environ else "SLURM_NTASKS"
@@ -381,10 +377,12 @@ def _measure_all(args: argparse.Namespace, world: _World, cases: Sequence[DistCa
     profile = PROFILES[args.profile]
     rank, nodes = world.launch.rank, world.nodes
     for case in cases:
-        finish.case = case.id
-        watch.begin(case.id, step_deadline(args.timeout, case, calls_for(case.nbytes), profile.warmup))
+        finish.case, iterations = case.id, calls_for(case.nbytes)
+        watch.begin(case.id, step_deadline(args.timeout, case, iterations, profile.warmup))
         try:
-            finish.add(_measure(case, rank, world, profile, args, watch.step))
+            timed = run_on_rank(case, rank, world.device, args.rounds or profile.rounds, iterations, profile.warmup,
+                                per_node=world.launch.per_node, timeout_s=args.timeout, progress=watch.step)
+            finish.add(_metadata(case, timed, iterations, nodes))
         except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
             finish.notes.append(f"skipped {skipped}")
         except (VerificationError, DistributedError):
@@ -420,9 +418,12 @@ class _Finish:
 
     def write(self) -> None:
         assert self.described is not None
+        from ...output import write_atomic
+
         records = list(self.records)
-        try:
-            written = _write_json(self.out, records, self.described)
+        try:  # the name is claimed as it is written: a run launched meanwhile into it keeps its file (this: out.1.json)
+            payload = generate_json(records, self.described["machine_info"], self.described["commit_info"])
+            written = write_atomic(self.out, json.dumps(payload, indent=1), exclusive=True)
         except OSError as error:  # checked up front, but the disk can fill or the folder go meanwhile
             raise DistributedError(f"--out {self.out}: could not write it ({first_line(error)})") from None
         if self.journal is not None:
@@ -468,14 +469,6 @@ class _Finish:
         os._exit(2)
 
 
-def _measure(case: DistCase, rank: int, world: _World, profile: Profile, args: argparse.Namespace,
-             progress: Callable[[], None]) -> Metadata:
-    iterations = calls_for(case.nbytes)
-    timed: Timed = run_on_rank(case, rank, world.device, args.rounds or profile.rounds, iterations, profile.warmup,
-                               per_node=world.launch.per_node, timeout_s=args.timeout, progress=progress)
-    return _metadata(case, timed, iterations, world.nodes)
-
-
 def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -> Metadata:
     """pytest-benchmark's own record of one benchmark, filled with the world's round times."""
     fixture = SimpleNamespace(
@@ -519,15 +512,6 @@ def _open_journal(out: Path, planned: int, described: dict[str, Any]) -> Journal
         _say(f"{PROG}: no journal ({first_line(error)}); the JSON is written at the end")
         return None
     return journal
-
-
-def _write_json(out: Path, records: list[Metadata], described: dict[str, Any]) -> Path:
-    """Write the run; the name is claimed as it is written, so a run launched meanwhile into the same name keeps
-    its file and this one takes the next free name (``out.1.json``)."""
-    from ...output import write_atomic
-
-    payload = generate_json(records, described["machine_info"], described["commit_info"])
-    return write_atomic(out, json.dumps(payload, indent=1), exclusive=True)
 
 
 def _say(line: str) -> None:
