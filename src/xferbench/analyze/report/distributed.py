@@ -147,13 +147,9 @@ def _inside_calls(row: Any) -> list[list[float]] | None:
 def _members(row: Any, ranks: int) -> list[int]:
     """The ranks that take part in a row's case: a point-to-point case's pair (its src and dst, ``rank<N>:…``),
     every rank for a collective."""
-    if row.get("op") in POINT_TO_POINT:
-        pair = [re.match(r"rank(\d+):", str(row.get(end))) for end in ("src", "dst")]
-        if all(pair):
-            members = [int(found.group(1)) for found in pair if found]
-            if all(rank < ranks for rank in members):
-                return members
-    return list(range(ranks))
+    pair = [re.match(r"rank(\d+):", str(row.get(end))) for end in ("src", "dst")] if row.get("op") in POINT_TO_POINT else []
+    members = [int(found.group(1)) for found in pair if found]
+    return members if len(members) == 2 and all(rank < ranks for rank in members) else list(range(ranks))
 
 
 def rank_means(row: Any) -> list[float] | None:
@@ -163,8 +159,7 @@ def rank_means(row: Any) -> list[float] | None:
     means = row.get("rank_mean_seconds") if hasattr(row, "get") else None
     if isinstance(means, list) and means:
         return [float(m) for m in means]
-    ranks = _ranks(row)
-    if ranks is None:
+    if (ranks := _ranks(row)) is None:
         return None
     members = _members(row, len(ranks))
     return [sum(times[r] for r in members) / len(members) for times in zip(*ranks, strict=True)]
@@ -223,8 +218,7 @@ def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None)
         crossed |= bool(waited.any())
         handles.setdefault(str(path), line)
         # each point its own hover: a line without markers carries one title, its first point's, along all of it
-        means = [(row, m) for _, row in group.iterrows() if (m := mean_rank_busbw(row)) is not None]
-        if means:
+        if means := [(row, m) for _, row in group.iterrows() if (m := mean_rank_busbw(row)) is not None]:
             mean_line, = left.plot([row["nbytes"] for row, _ in means], [m for _, m in means], "--", lw=1, marker=".",
                                    ms=3, color=line.get_color())
             tip(mean_line, [f"{path} {format_bytes(row['nbytes'])}\nby the ranks' mean time: {_busbw(waits, row, m)}"
@@ -326,8 +320,7 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
     named: dict[tuple[str, int, str], list[str]] = {}
     checked = 0
     for _, row in rows[~rows["op"].isin(POINT_TO_POINT)].iterrows():
-        ranks = _ranks(row)
-        if not ranks:
+        if not (ranks := _ranks(row)):
             continue
         checked += 1
         case = f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} {format_bytes(row['nbytes'])}"
@@ -356,10 +349,8 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
 
 
 def _links(rows: pd.DataFrame) -> list[str]:
-    if "crosses" not in rows:
-        return []
-    p2p = rows[(rows["op"] == "send_recv") & rows["crosses"].notna()]
-    if p2p.empty or p2p["crosses"].nunique() < 2:
+    if "crosses" not in rows or (p2p := rows[(rows["op"] == "send_recv") & rows["crosses"].notna()]).empty \
+            or p2p["crosses"].nunique() < 2:
         return []
     largest = p2p["nbytes"].max()
     at = p2p[p2p["nbytes"] == largest].groupby("crosses")["bandwidth_gbps"].median()

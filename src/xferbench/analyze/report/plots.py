@@ -110,8 +110,7 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float,
 def _cache_line(ax: Axes, view: RunView, op: str, src: str) -> None:
     """Where a copy's read and write (2n bytes) stop fitting in the cache: a reference line, not a shading.
     Only points faster than memory allows are marked (hollow), whichever side of it they fall on."""
-    cache = cache_bytes(view.fingerprint, op, src)
-    if cache is None:
+    if (cache := cache_bytes(view.fingerprint, op, src)) is None:
         return
     edge = cache[0] / COPY_TOUCHES
     ax.axvline(edge, color="0.6", lw=0.8, ls=":", zorder=0)
@@ -208,8 +207,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
 
 def _mark_cliff(ax: Axes, view: RunView, cause: str | None) -> None:
     """Label the .cpu() / .to(device) cliff on the figure itself, with its cause as far as this run measured it."""
-    found = view.cliff
-    if found is None:
+    if (found := view.cliff) is None:
         return
     low = float(found["gbps_after"].min())
     # Each call's own pair of figures: the highest before and the lowest after came from two calls on the H200 sample.
@@ -231,13 +229,9 @@ _CALLS = {"cpu": ".cpu()", "to": ".to(device)"}
 
 def _route(row: pd.Series) -> str:
     """A path without its call: op, host memory, blocking mode, devices."""
-    parts = [str(row["op"])]
-    if isinstance(row["host_memory"], str):
-        parts.append(row["host_memory"])
-    if row["non_blocking"]:
-        parts.append("non-blocking")
-    parts.append(row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}")
-    return " ".join(parts)
+    memory = [row["host_memory"]] if isinstance(row["host_memory"], str) else []
+    return " ".join([str(row["op"]), *memory, *(["non-blocking"] if row["non_blocking"] else []),
+                     row["src"] if row["src"] == row["dst"] else f"{row['src']}->{row['dst']}"])
 
 
 def _call(row: pd.Series, brackets: str = "") -> str:
@@ -316,8 +310,7 @@ def device_matrix(view: RunView) -> Figure | str:
     if len(devices) < 3:
         return (f"One GPU: the matrix would be 2x2 ({devices[0]} and {devices[1]}), the same figures as the bandwidth "
                 "figures above; it carries information from two GPUs on.")
-    size = view.largest_size
-    if size is None:
+    if (size := view.largest_size) is None:
         return "No copies were measured."
     at = moves[(moves["nbytes"] == size) & ~view.waiting(moves)]  # a ‡ rate is no bandwidth: "–"
     best = at.groupby(["src", "dst"])["bandwidth_gbps"].max()
