@@ -61,9 +61,8 @@ def _pair(view: RunView, spec: ChangeSpec) -> tuple[pd.Series, pd.Series] | None
     now, then = matching(view.rows, spec.now), matching(view.rows, spec.then)
     pairs = [(a, b) for _, a in now.iterrows() for _, b in then.iterrows()
              if a["nbytes"] == b["nbytes"] and a["run"] == b["run"] and a["dst"] == b["dst"] and a["src"] == b["src"]]
-    if not pairs:
-        return None
-    return max(pairs, key=lambda p: (p[0]["nbytes"] == view.largest_size, p[0]["nbytes"], -float(p[1]["median_s"])))
+    return max(pairs, key=lambda p: (p[0]["nbytes"] == view.largest_size, p[0]["nbytes"], -float(p[1]["median_s"])),
+               default=None)
 
 
 def _cost_of(view: RunView, op: str, variant: str, at: pd.Series) -> pd.Series | None:

@@ -80,11 +80,6 @@ SUITE_PLACEMENT = {"all_reduce": "in-place", "broadcast": "in-place", "all_gathe
 IN_PLACE_VARIANT = "in_place"
 
 
-def _placement(op: str, variant: object) -> str | None:
-    """Where the suite's row of ``op`` writes its result, as nccl-tests' columns name it."""
-    return "in-place" if variant == IN_PLACE_VARIANT else SUITE_PLACEMENT.get(op)
-
-
 def _device(word: str, index: int) -> str:
     return "cpu" if word == "CPU" else f"cuda:{index}"
 
@@ -166,8 +161,7 @@ def parse_nccl_tests(text: str, source: str) -> list[PeerFigure]:
     ranks = len(re.findall(r"^#\s+Rank\s+\d+\s+Group", text, re.MULTILINE)) or None
     figures = []
     for line in text.splitlines():
-        match = _NCCL_ROW.match(line)
-        if not match:
+        if not (match := _NCCL_ROW.match(line)):
             continue
         size, _, dtype, redop, _ = match.groups()[:5]
         if len(size) > 19:
@@ -191,10 +185,8 @@ def load_peers(paths: list[Path]) -> list[PeerFigure]:
     """Figures of every nvbandwidth or nccl-tests file given."""
     figures: list[PeerFigure] = []
     for path in paths:
-        kind = kind_of(path)
-        if kind == "nvbandwidth":
-            found = parse_nvbandwidth(json.loads(path.read_text()), str(path))
-            if not found:
+        if (kind := kind_of(path)) == "nvbandwidth":
+            if not (found := parse_nvbandwidth(json.loads(path.read_text()), str(path))):
                 raise ResultsError(f"{path}: no nvbandwidth testcase in it has a counterpart in xferbench "
                                    f"({', '.join(sorted(NVBANDWIDTH_OPS))})")
             figures += found
@@ -255,7 +247,8 @@ def _nccl_rows(frame: pd.DataFrame, figure: PeerFigure) -> pd.DataFrame:
     rows = frame[(frame["op"] == figure.op) & frame["world_size"].notna() & (frame["backend"] == "nccl")]
     variant = rows["variant"] if "variant" in rows else pd.Series(None, index=rows.index, dtype=object)
     rows = rows[variant == "ring"] if figure.op == "send_recv" else rows[variant.isna() | (variant != "ring")]
-    placed = variant.loc[rows.index].map(lambda v: _placement(figure.op, v))
+    # where each row writes its result, as nccl-tests' columns name it
+    placed = variant.loc[rows.index].map(lambda v: "in-place" if v == IN_PLACE_VARIANT else SUITE_PLACEMENT.get(figure.op))
     rows = rows[placed == (figure.variant or SUITE_PLACEMENT.get(figure.op))]
     ranks = figure.dst.split()[0]
     if ranks.isdigit():

@@ -119,8 +119,7 @@ def _busy(view: RunView) -> str | None:
 
 def _run_time(view: RunView) -> str | None:
     """``run 2026-11-30T17:18:02``; each run's time where the rows come from several (the newest is not all)."""
-    times = view.run_times
-    if times.empty:
+    if (times := view.run_times).empty:
         return None
     return f"run {times.max()}" if len(times) == 1 else "runs " + ", ".join(f"{run} {when}" for run, when in times.items())
 
