@@ -84,8 +84,7 @@ def _inputs(paths: list[Path]) -> tuple[list[Any], list[Any]]:
     if not suite:
         raise UsageError("no xferbench results given: nvbandwidth and nccl-tests outputs are shown beside a "
                          "pytest-benchmark JSON of the suite, not alone")
-    others = [path for path, kind, _ in kinds if kind != "suite"]
-    if not others:
+    if not (others := [path for path, kind, _ in kinds if kind != "suite"]):
         return suite, []
     from .analyze.report.other_tools import load_peers
 

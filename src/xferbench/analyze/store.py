@@ -284,8 +284,7 @@ def pull(where: Location, output: Path, machine_of: Path | None = None) -> int:
         if not where.folder.is_dir():
             raise StoreError(f"{where.folder}: no such folder")
         return pull_runs(where.folder, output, machine)
-    ref = _fetch(where)
-    if ref is None:
+    if (ref := _fetch(where)) is None:
         return 0
     try:
         return _pull_tree(where, ref, output, machine)

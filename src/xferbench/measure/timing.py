@@ -80,8 +80,7 @@ def synchronized(fn: Callable[[], T], devices: Sequence[str], backend: DeviceBac
     the harness adds nothing to them. With ``deadline_s``, each synchronize gives up after that long
     and raises Wedged (``wait_or_raise``), so a stuck copy fails its case instead of hanging the run.
     """
-    indices = _indices(devices)
-    if not indices:
+    if not (indices := _indices(devices)):
         return fn
     sync: Callable[[int], None] = backend.synchronize if deadline_s is None else \
         functools.partial(wait_or_raise, backend, seconds=deadline_s)
@@ -126,8 +125,7 @@ def device_seconds(
     11.7 µs for a 4 B pinned .to against 2.2 µs non-blocking): it is timed through ``twin``, the
     same copy with non_blocking=True, whose calls queue back to back. ``deadline_s``: as ``synchronized``'s.
     """
-    index = event_device(src, dst)
-    if index is None:
+    if (index := event_device(src, dst)) is None:
         return None, None
     sync_all = synchronized(_nothing, (src, dst), backend, deadline_s)
     sync_all()

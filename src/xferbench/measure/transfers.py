@@ -150,8 +150,7 @@ def check_supported(case: Case) -> None:
 def check_memory(case: Case, backend: DeviceBackend) -> None:
     """Raise CannotRun when a device has too little free memory for the case."""
     for device, need in bytes_needed(case).items():
-        index = accelerator_index(device)
-        if index is None:
+        if (index := accelerator_index(device)) is None:
             free = host_memory_available()
         else:
             info = backend.memory_info(index)

@@ -70,8 +70,7 @@ def step_bound(steps: np.ndarray, cls: str, spread: float, floor: float) -> tupl
     """The spread and floor a lasting step is sought with (``noise.current_segment``): no smaller than what the
     run-to-run differences ``steps`` show (their learned spread, ``store_swing``), as a lasting step moves only one
     of them. Nothing is set aside here: alternating runs make differences of two signs, and a majority of one."""
-    shown = store_swing(steps)
-    if shown is None:
+    if (shown := store_swing(steps)) is None:
         return spread, floor
     return max(spread, learned_spread(steps, cls)), max(floor, shown)
 
@@ -102,8 +101,7 @@ def store_baseline(old: np.ndarray, cls: str, floor: float, floor_from: str, cal
     learned = learned_spread(kept, cls)
     spread, source = (learned, "default" if kept.size < 3 else "history") if calibrated is None else (
         calibrated, "calibration")
-    shown = store_swing(kept)
-    if shown is None:
+    if (shown := store_swing(kept)) is None:
         return Baseline(kept, spread, source, floor, floor_from, ~keep)
     if learned > spread:
         spread, source = learned, "history"

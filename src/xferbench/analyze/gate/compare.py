@@ -354,8 +354,7 @@ def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
     """One sentence per side that ran (in part) on a busy machine: such a side is not a baseline."""
     notes = []
     for side, runs in (("base", base), ("new", new)):
-        found = [b for b in map(busy, runs) if b]
-        if found:
+        if found := [b for b in map(busy, runs) if b]:
             of = f"{len(found)} of {len(runs)} {side} runs" if len(runs) > 1 else f"the {side} run"
             notes.append(f"Busy machine: {of} ran with more load than cores ({found[-1]}); a change that rests on "
                          "an assumed spread is \"can't tell\" there.")

@@ -174,8 +174,7 @@ def _not_gated(rows: Sequence[Comparison]) -> str | None:
 
 def _set_aside(rows: Sequence[Comparison]) -> str | None:
     """The base runs set aside for disagreeing with the others, each with the cases it was set aside in."""
-    count = Counter(name for r in rows for name in r.aside)
-    if not count:
+    if not (count := Counter(name for r in rows for name in r.aside)):
         return None
     runs = [f"{name} ({cases} case(s))" for name, cases in count.most_common()]
     return (f"Set aside, {len(runs)} base run(s) that disagree with the others by more than the case's floor and "
@@ -183,8 +182,7 @@ def _set_aside(rows: Sequence[Comparison]) -> str | None:
 
 
 def _moved(rows: Sequence[Comparison], n_base: int) -> str | None:
-    moved = [r for r in rows if r.before_step]
-    if not moved:
+    if not (moved := [r for r in rows if r.before_step]):
         return None
     return (f"Baseline moved for {len(moved)} case(s): a lasting step the gate itself flags left out the base runs "
             f"before it (up to {max(r.before_step for r in moved)} of {n_base}); each such row says so.")

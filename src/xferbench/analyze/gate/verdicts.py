@@ -85,8 +85,7 @@ _BY_WORDS = {v.words: v for v in TABLE}
 
 def of(words: str) -> Verdict:
     """The verdict these words say; ValueError for words no verdict has (a new verdict belongs in ``TABLE``)."""
-    found = _BY_WORDS.get(words)
-    if found is None:
+    if (found := _BY_WORDS.get(words)) is None:
         raise ValueError(f"{words!r} is not a verdict of xferbench.analyze.gate.verdicts.TABLE: add it there")
     return found
 

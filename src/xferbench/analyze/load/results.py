@@ -110,8 +110,7 @@ def find_json(path: Path) -> list[Path]:
     try:
         files = [path]
         if path.is_dir():
-            files = sorted([*path.rglob("*.json"), *path.rglob("*.json.gz")])
-            if not files:
+            if not (files := sorted([*path.rglob("*.json"), *path.rglob("*.json.gz")])):
                 raise ResultsError(f"{path}: no JSON files in this folder")
         elif not path.exists():
             raise ResultsError(f"{path}: no such file")
@@ -293,8 +292,7 @@ def read_journal(path: Path, text: str) -> dict[str, Any]:
     header = records[0] if records else {}
     if not isinstance(header.get("xfer_journal"), int) or isinstance(header.get("xfer_journal"), bool):
         raise ResultsError(f"{path}: not an xferbench journal (its first line needs 'xfer_journal')")
-    benchmarks = [r["benchmark"] for r in records if "benchmark" in r]
-    if not benchmarks:
+    if not (benchmarks := [r["benchmark"] for r in records if "benchmark" in r]):
         raise ResultsError(f"{path}: the journal holds no finished benchmark (the run stopped before the first)")
     planned = header.get("planned")
     data: dict[str, Any] = {"machine_info": header.get("machine_info") or {}, "commit_info": header.get("commit_info") or {},
@@ -398,8 +396,7 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
                      "(the host paces them), recorded by an older xferbench.")
     if foreign := sum(item[3] for item in loaded):
         notes.append(f"{foreign} benchmark(s) that are not xferbench's were left out.")
-    repeated = repeated_note(every, frame, prefer)
-    if repeated:
+    if repeated := repeated_note(every, frame, prefer):
         notes.append(repeated)
     last = loaded[-1][1]
     return Results(frame=frame, machine_info=machine_described(last, notes),

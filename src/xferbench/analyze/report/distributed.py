@@ -273,8 +273,7 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     """Each rank's median lag behind the typical rank, per collective, at the largest size."""
     rows = _distributed(frame)
     rows = rows[~rows["op"].isin(POINT_TO_POINT)]
-    with_ranks = [row for _, row in rows.iterrows() if _ranks(row)]
-    if not with_ranks:
+    if not (with_ranks := [row for _, row in rows.iterrows() if _ranks(row)]):
         return "No per-rank times were recorded (a run from an older xferbench, or no collective)."
     if max(len(_ranks(row) or []) for row in with_ranks) < 3:
         return TWO_RANKS
@@ -385,8 +384,7 @@ def _overlap(rows: pd.DataFrame, judge: Judge | None) -> list[str]:
 def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits: Mapping[Any, Wait] | None = None) -> list[str]:
     """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``): without
     one, no comparison (the overlap) is said. A row in ``waits`` (``RunView.waits``) states no bus bandwidth."""
-    rows = _distributed(frame)
-    if rows.empty:
+    if (rows := _distributed(frame)).empty:
         return []
     out = []
     first = rows.iloc[0]

@@ -282,8 +282,7 @@ def _call(event: dict[str, Any], args: dict[str, Any], start: float, end: float,
 
 def _copy(args: dict[str, Any], start: float, end: float, name: str, trace: Trace) -> None:
     trace.gpu_events += 1
-    found = _COPY.match(name)
-    if not found:
+    if not (found := _COPY.match(name)):
         return  # HtoH, or a copy torch names otherwise: not between host and device
     kind = _KINDS[found.group(1)]
     host = found.group(2) if kind == "h2d" else found.group(3)

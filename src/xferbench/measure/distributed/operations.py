@@ -202,8 +202,7 @@ def pairs(nodes: Sequence[str], rails: bool = False) -> list[tuple[tuple[int, in
     node, each way round. ``rails``: the i-th rank of node 0 and the i-th rank of every other node,
     for every i, each way round: one pair per GPU, so every GPU's own NIC (rail) is crossed."""
     out: list[tuple[tuple[int, int], str]] = []
-    same = [r for r in range(1, len(nodes)) if nodes[r] == nodes[0]]
-    if same:
+    if same := [r for r in range(1, len(nodes)) if nodes[r] == nodes[0]]:
         out += [((0, same[0]), "intra-node"), ((same[0], 0), "intra-node")]
     local: dict[str, list[int]] = {}
     for rank, node in enumerate(nodes):

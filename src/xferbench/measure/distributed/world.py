@@ -265,8 +265,7 @@ def check_own_gpus(nodes: Sequence[str], places: Sequence[dict[str, Any]]) -> No
     the communicator: name them and say how each rank gets its own."""
     seen: dict[tuple[str, str], int] = {}
     for rank, (node, place) in enumerate(zip(nodes, places, strict=True)):
-        bus = place.get("pci_bus_id")
-        if not bus:
+        if not (bus := place.get("pci_bus_id")):
             continue
         other = seen.setdefault((node, bus), rank)
         if other != rank:

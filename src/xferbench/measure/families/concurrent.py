@@ -109,8 +109,7 @@ Planned = Concurrent | Skipped
 
 def cuda_gpus(op: str, devices: Sequence[str], *, host: bool = True) -> tuple[list[str], list[Planned]]:
     """The GPUs a family runs on here, or the one skip line saying why there are none."""
-    gpus = accelerators(devices)
-    if not gpus:
+    if not (gpus := accelerators(devices)):
         return [], [no_accelerator(op, devices)]
     if not all(g.startswith("cuda:") for g in gpus):
         return [], [Skipped(f"{op}-needs-cuda", f"{op} times copies on CUDA streams; the accelerators here are "

@@ -27,8 +27,7 @@ def numa_cpus(local: set[int] | None, allowed: set[int], where: str,
         if not local & allowed:
             raise NotPlaceable("this process may not run on any CPU of the GPU's NUMA node")
         return home, home, local & allowed
-    others = [node for node, cpus in nodes.items() if cpus & allowed and not cpus & local]
-    if not others:
+    if not (others := [node for node, cpus in nodes.items() if cpus & allowed and not cpus & local]):
         raise NotPlaceable("no other NUMA node with CPUs this process may use: the machine has one node here")
     node = max(others, key=lambda n: (far(home, n) or 0) if home is not None else 0)
     return home, node, nodes[node] & allowed

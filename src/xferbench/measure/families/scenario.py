@@ -119,8 +119,7 @@ def plan_on_gpus(op: str, variants: Sequence[str], unit: str, *, to_host: bool =
                  kind: type[Scenario] = Scenario) -> Callable[[Sequence[str], Sequence[int]], list[Scenario | Skipped]]:
     """A family that needs an accelerator: host -> each GPU, or each GPU -> host; its cases are ``kind``'s."""
     def build(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
-        gpus = accelerators(devices)
-        if not gpus:
+        if not (gpus := accelerators(devices)):
             return [no_accelerator(op, devices)]
         return [kind(op, v, *((d, "cpu") if to_host else ("cpu", d)), size, unit)
                 for size in sizes for d in gpus for v in variants]
@@ -134,8 +133,7 @@ def missing_cuda(devices: Sequence[str]) -> str | None:
     claims them), or None when torch sees every one."""
     import torch
 
-    wanted = [int(d.rsplit(":", 1)[1]) for d in devices if d.startswith("cuda:")]
-    if not wanted:
+    if not (wanted := [int(d.rsplit(":", 1)[1]) for d in devices if d.startswith("cuda:")]):
         return None
     seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if max(wanted) < seen:

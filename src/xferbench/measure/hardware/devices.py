@@ -402,8 +402,7 @@ def parse_device_list(text: str, available: Sequence[str]) -> list[str]:
     """Parse ``--xfer-devices``: ``all`` or a comma list, each of which must exist."""
     if text.strip() == "all":
         return list(available)
-    devices = [parse_device(token) for token in text.split(",") if token.strip()]
-    if not devices:
+    if not (devices := [parse_device(token) for token in text.split(",") if token.strip()]):
         raise ValueError("no device given; write all or a list such as cpu,cuda:0")
     for device in devices:
         if device not in available:
@@ -443,8 +442,7 @@ def try_all_gpus(backend: DeviceBackend | None = None) -> list[torch.device]:
     import torch
 
     backend = backend or TorchBackend()
-    kind = backend.type
-    if kind is None:
+    if (kind := backend.type) is None:
         return [torch.device("cpu")]
     return [torch.device(kind, i) for i in range(backend.device_count())] or [torch.device("cpu")]
 

@@ -322,8 +322,7 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
         info["nvml"] = True
         info["driver"] = text(pynvml.nvmlSystemGetDriverVersion())
         for device, prop in zip(info["devices"], props, strict=True):
-            handle = nvml_handle(pynvml, prop)
-            if handle is None:
+            if (handle := nvml_handle(pynvml, prop)) is None:
                 continue  # not matched: every NVML fact stays unknown rather than another GPU's
             device.update(nvml_facts(pynvml, handle))
             device["_nvml_affinity"] = nvml_affinity(pynvml, handle)

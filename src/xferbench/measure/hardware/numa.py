@@ -82,8 +82,7 @@ def numa_node_of(address: int, maps: str | None = None) -> int | None:
 def page_nodes(address: int, nbytes: int) -> dict[int, int]:
     """Pages of the buffer at ``address`` per node: each of up to ``SAMPLED_PAGES`` pages spread over it asked of the
     kernel (move_pages through libnuma, moving nothing), else the counts of the mapping that holds it."""
-    lib = _libnuma()
-    if lib is None:
+    if (lib := _libnuma()) is None:
         return _mapping_pages(address, None)
     size = os.sysconf("SC_PAGE_SIZE")
     first, count = address // size, max(1, -(-(address % size + nbytes) // size))

@@ -88,8 +88,7 @@ def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool 
     """The ids of ``op``'s cases measured in ``BLOCKS`` blocks, each with its blocks' fewest rounds: the paired cases
     (``PAIRED``, unless not ``paired``; ``PAIRED_ROUNDS``) and the references (``REFERENCES``; ``BLOCK_ROUNDS``), of
     the first planned dtype and the GPUs the first case touches."""
-    cases = [c for c in planned if not isinstance(c, Skipped)]
-    if not cases:
+    if not (cases := [c for c in planned if not isinstance(c, Skipped)]):
         return {}
     def where(case: Any) -> tuple[Any, ...]:  # the dtype and the GPUs a case touches (both directions of one GPU alike)
         return getattr(case, "dtype", None), frozenset({case.src, case.dst} - {"cpu"})
@@ -113,8 +112,7 @@ def _nearest(sizes: Sequence[int], target: int) -> int:
 def _paired_sizes(cases: Sequence[PlannedCase]) -> set[int]:
     """The size nearest 64 MiB and the largest up to 256 MiB among ``cases`` of 1 MiB or more (the bandwidth-bound
     sizes the report compares at; a run of small sizes only pairs nothing)."""
-    sizes = sorted({c.nbytes for c in cases if c.nbytes >= _SMALLEST_PAIRED})
-    if not sizes:
+    if not (sizes := sorted({c.nbytes for c in cases if c.nbytes >= _SMALLEST_PAIRED})):
         return set()
     return {_nearest(sizes, _BANDWIDTH_BYTES), max([n for n in sizes if n <= _LARGEST_PAIRED], default=sizes[0])}
 
@@ -156,8 +154,7 @@ def spread_blocks(items: Sequence[pytest.Item], together: Any) -> list[pytest.It
     plain = [item for item in items if block_of(item) is None]
     slots: dict[int, list[tuple[float, int, pytest.Item]]] = {}
     for at, item in enumerate(items):
-        block = block_of(item)
-        if block is None:
+        if (block := block_of(item)) is None:
             continue
         where = block.index / (block.count - 1) if block.count > 1 else 0.0
         slot = round(where * len(plain))

@@ -131,8 +131,7 @@ SIMULATED_TIMER = "xferbench.measure.simulate.CLOCK"
 
 def _simulated_backend(config: pytest.Config) -> DeviceBackend | None:
     """The simulated machine of --xfer-simulate, whose clock becomes pytest-benchmark's timer."""
-    path = config.getoption("xfer_simulate")
-    if path is None:
+    if (path := config.getoption("xfer_simulate")) is None:
         return None
     from ..simulate import SimBackend, SpecError, load_spec
 

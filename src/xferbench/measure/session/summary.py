@@ -39,8 +39,7 @@ def _where(config: pytest.Config) -> str:
     from ..record.journal import benchmark_json_path
 
     # ``xferbench run`` has pytest write a private file, then moves it to its -o, which it names here.
-    json_path = os.environ.get(RUN_OUTPUT) or benchmark_json_path(config)
-    if json_path:
+    if json_path := os.environ.get(RUN_OUTPUT) or benchmark_json_path(config):
         html = Path(json_path).with_suffix(".html")
         return (f"xferbench report {shlex.quote(str(json_path))} -o {shlex.quote(str(html))}   "  # pasted into a shell
                 f"(writes {html}, .csv and .md)")
