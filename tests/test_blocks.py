@@ -424,19 +424,19 @@ def test_every_case_in_two_blocks(tmp_path):
 
 def test_a_merged_row_keeps_each_blocks_calls_a_round():
     """The quick run's 1 MiB copy_ ran blocks of 100 calls a round and of one: the merged row keeps them by block, so a
-    comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``); the three of one call whose
+    comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``); the four of one call whose
     rounds lay on the scheduler's ticks are left out, NaN as a block never run."""
     frame = load([Path(__file__).parent / "data" / "cpu-quick-sample.json"]).frame
     (one,) = frame[(frame["op"] == "host") & (frame["method"] == "copy_") & (frame["nbytes"] == 2**20)
                    & frame["variant"].isna()].to_dict("records")
-    assert np.array_equal(one["block_iterations"], [1, 100, np.nan, np.nan, 1, np.nan], equal_nan=True)
-    assert one["mixed_iterations"] and one["tick_blocks"] == 3 and one["blocks"] == 3
+    assert np.array_equal(one["block_iterations"], [np.nan, 100, np.nan, np.nan, 1, np.nan], equal_nan=True)
+    assert one["mixed_iterations"] and one["tick_blocks"] == 4 and one["blocks"] == 2
 
 
 # -- the scheduler's ticks ------------------------------------------------------------------------------------------
 
 def _tick_row(data, iterations=1, name="test_host[x]"):
-    return {"data": list(data), "iterations": iterations, "name": name}
+    return {"data": list(data), "iterations": iterations, "name": name, "median_s": float(np.median(data))}
 
 
 ON_12 = [11.94e-3, 11.95e-3, 11.98e-3, 12.01e-3, 16.04e-3, 7.95e-3, 11.99e-3, 9.3e-3]  # 7 of 8 on 4 ms multiples
@@ -457,7 +457,8 @@ def test_a_run_s_tick_is_the_longest_that_most_rounds_of_two_rows_land_on():
     for sample, tick in (("cpu-busy-host.json", 4e-3), ("cpu-loaded-host.json", 4e-3), ("cpu-sample.json", None),
                          ("cpu-threads-sample.json", None)):
         benches = json.loads((ROOT / "tests" / "data" / sample).read_text())["benchmarks"]
-        found = run_tick([{"data": b["stats"].get("data"), "iterations": b["stats"]["iterations"]} for b in benches])
+        found = run_tick([{"data": b["stats"].get("data"), "iterations": b["stats"]["iterations"],
+                           "median_s": b["stats"]["median"]} for b in benches])
         assert found == tick if tick else np.isnan(found), sample
 
 

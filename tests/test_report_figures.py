@@ -172,14 +172,14 @@ class TestSimulated:
         real = {key for key, tag in tags.items() if tag == "Measured for real on this CPU."}
         assert real == {"bandwidth-host", "forward", "distributed"}
         assert {"ladder", "matrix", "noop", "create", "bandwidth-d2h"} <= set(tags) - real
-        # the changes too: the host clone's is real, the pinned ones are the cost model's
+        # the changes too: the pinned ones are the cost model's; the host clone's, real, rests on no real drift
+        # evidence (the cost model's pairs judge only its own figures), so it is not listed
         changes = re.findall(r"<li><strong>([^<]+)</strong>: (<span class=\"sim-tag\">)?", html)
         tag = '<span class="sim-tag">'
-        assert changes == [("Copy into a buffer you keep", ""), ("Copy results into a reused pinned buffer", tag),
-                           ("Pin a tensor you move more than once", tag)]
+        assert changes == [("Copy results into a reused pinned buffer", tag), ("Pin a tensor you move more than once", tag)]
         markdown = (tmp_path / "sim.md").read_text()  # the Markdown alike: its banner no longer calls the host rows models
         assert "**Copy results into a reused pinned buffer**: simulated, not a measurement: saves" in markdown
-        assert "**Copy into a buffer you keep**: saves" in markdown and "(its host-side rows ran on this CPU)" in markdown
+        assert "**Copy into a buffer you keep**" not in markdown and "(its host-side rows ran on this CPU)" in markdown
 
     def test_a_real_run_has_no_banner(self):
         assert 'id="simulated"' not in build_html(load([SAMPLE]))

@@ -39,17 +39,20 @@ LATENCY_BYTES = 2**20
 
 
 def regime(row: pd.Series) -> tuple[str, str]:
-    """(``pageable`` where the case touches host memory that is not pinned, as a user's own tensor is, else
-    ``device``; ``latency`` below 1 MiB, else ``bandwidth``). A no-op of a large tensor stays ``bandwidth``: the
-    latency regime's evidence (a 4 B copy's blocks) says nothing of how far a no-op's medians wander under load (206 ns
-    at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would judge no-ops too strongly."""
+    """(``pageable`` where the case touches host memory that is not pinned, as a user's own tensor is, ``simulated``
+    where a cost model timed it, else ``device``; ``latency`` below 1 MiB, else ``bandwidth``). A no-op of a large
+    tensor stays ``bandwidth``: the latency regime's evidence (a 4 B copy's blocks) says nothing of how far a no-op's
+    medians wander under load (206 ns at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would judge no-ops
+    too strongly."""
     # a rank's host memory reads "rank0:cpu", a gloo collective's "all:cpu"
     host = any(str(end).split(":")[-1] == "cpu" for end in (row.get("src"), row.get("dst"))) \
         and row.get("host_memory") != "pinned"
     # torch.empty touches no byte at any size: its blocks say nothing of how a copy's bandwidth drifts
     untouched = row.get("op") == "create" and row.get("method") == "empty"
     small = int(row.get("nbytes") or 0) < LATENCY_BYTES or untouched
-    return "pageable" if host else "device", "latency" if small else "bandwidth"
+    # a cost model's pairs drift by nothing: evidence for its own figures, never for a real row beside them
+    memory = "simulated" if row.get("clock") == "simulated" else "pageable" if host else "device"
+    return memory, "latency" if small else "bandwidth"
 
 
 def side(row: pd.Series) -> tuple[float, float, int]:
@@ -169,14 +172,15 @@ class RunDrift:
 
     def of(self, *rows: pd.Series, leave_out: str | None = None) -> Drift:
         """The drift an unpaired comparison of ``rows`` must allow for: the widest of their regimes' (a regime
-        without evidence takes the whole run's), ``leave_out``'s own evidence left out (a pair never vouches for
-        itself)."""
+        without evidence takes the whole run's, the cost model's for a simulated row, the rest for a real one),
+        ``leave_out``'s own evidence left out (a pair never vouches for itself)."""
         kept = [e for e in self.evidence if e.key != leave_out]
         regimes = list(map(regime, rows))
         calls = [int(row.get("iterations") or 1) for row in rows]
         if max(calls) >= 2 * min(calls):  # loops 2x apart (one call a round against many): the latency evidence (many
             regimes += [(memory, "bandwidth") for memory, _ in regimes]  # calls a round) does not reach; the wider does
-        pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(kept) for where in regimes]
+        pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(
+            [e for e in kept if (e.regime[0] == "simulated") == (where[0] == "simulated")]) for where in regimes]
         found = [f for f in pooled if f is not None]
         if not found:
             return Drift()

@@ -149,12 +149,14 @@ class RunView:
 
     @cached_property
     def rows(self) -> pd.DataFrame:
-        """One row per benchmark (load/results.py): what every fact below is derived from; one whose rounds lie on the
-        scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time) states no bandwidth."""
+        """One row per benchmark (load/results.py): what every fact below is derived from. One whose rounds lie on the
+        scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time), or whose blocks timed calls a round
+        2x or more apart (``mixed_iterations``: its median is neither timing), states no bandwidth."""
         frame = self.results.frame
-        if "on_ticks" not in frame or frame["on_ticks"].isna().all():
+        timed = ~flags(frame, "mixed_iterations") & (frame["on_ticks"].isna() if "on_ticks" in frame else True)
+        if timed.all():
             return frame
-        return frame.assign(**{name: frame[name].where(frame["on_ticks"].isna()) for name in ("bandwidth_gbps", "busbw_gbps")})
+        return frame.assign(**{name: frame[name].where(timed) for name in ("bandwidth_gbps", "busbw_gbps")})
 
     @property
     def sources(self) -> list[str]:

@@ -41,15 +41,7 @@ from ..load.history import RunSummary, load_storage
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
 from ..peer_plan import RecordedPlan, difference, same_cases
 from .bound import Baseline, step_bound, store_baseline
-from .comparison import (
-    Comparison,
-    markdown_table,
-    strict,
-    summary,
-    to_json,
-    to_markdown,
-    to_text,
-)
+from .comparison import Comparison, markdown_table, strict, summary, to_json, to_markdown, to_text
 from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
@@ -63,15 +55,7 @@ from .noise import (
     run_tables,
     weigh,
 )
-from .verdicts import (
-    CANT_TELL,
-    GONE,
-    NEW,
-    NOT_COMPARED,
-    NOT_REPRODUCED,
-    REGRESSION,
-    rank,
-)
+from .verdicts import CANT_TELL, GONE, NEW, NOT_COMPARED, NOT_REPRODUCED, REGRESSION, rank
 
 __all__ = [
     "OUTPUT_REFUSALS",

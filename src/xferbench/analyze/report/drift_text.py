@@ -12,7 +12,8 @@ from ..view import RunView
 __all__ = ["across", "block_times", "statement", "verdict"]
 
 _REGIME = {("pageable", "bandwidth"): "pageable or host memory from 1 MiB", ("pageable", "latency"): "pageable below 1 MiB",
-           ("device", "bandwidth"): "pinned or device from 1 MiB", ("device", "latency"): "pinned or device below 1 MiB"}
+           ("device", "bandwidth"): "pinned or device from 1 MiB", ("device", "latency"): "pinned or device below 1 MiB",
+           ("simulated", "bandwidth"): "the cost model's from 1 MiB", ("simulated", "latency"): "the cost model's below 1 MiB"}
 
 
 def statement(view: RunView) -> str:

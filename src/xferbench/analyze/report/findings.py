@@ -7,6 +7,7 @@ once) and returns None when what it needs is not there, so a CPU-only run simply
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,13 +23,13 @@ from ...units import format_bytes, format_number, format_seconds, format_span
 from ..cliff import CLIFF_DROP, cliff
 from ..ladder import percent
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
-from ..view import USUAL_WAY_BACK, RunView, flag, flags, matching
+from ..view import USUAL_WAY_BACK, RunView, flag, matching
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
 from .ladder_text import summary, took_at
 from .model_text import alpha_beta, no_host_roof
 from .staging import staging_both_ways
-from .svg import bytes_said
+from .svg import bytes_said, ticks_said
 from .threads import one_thread_beside, threads_against_one
 
 __all__ = [
@@ -277,11 +278,17 @@ def host_copy(view: RunView) -> Said | None:
     """The host copy ceiling, and which host copy bounds a pageable transfer (a single thread's memcpy); a run whose
     sizes are latency-bound states what one call took, never a bandwidth."""
     frame = view.rows
-    # a row of mixed timings, or on the scheduler's ticks, states no bandwidth (the α/β fit leaves it out too)
-    rows = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"])
-                 & frame["bandwidth_gbps"].notna() & ~flags(frame, "mixed_iterations")]
-    if rows.empty:
+    # copy_ into a kept buffer, not clone's fresh pages
+    every = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"]) & frame["method"].eq("copy_")]
+    if every.empty:
         return None
+    # a row of mixed timings, or on the scheduler's ticks, states no bandwidth (RunView.rows; the α/β fit leaves it out)
+    if pd.isna((top := every.loc[every["nbytes"].idxmax()])["bandwidth_gbps"]):
+        why = (ticks_said(top["on_ticks"]) if pd.notna(top.get("on_ticks", math.nan)) else
+               "its blocks timed calls a round 2× or more apart")
+        stated = f"Host memory copies state no bandwidth: at {format_bytes(top['nbytes'])}, {why}."
+        return Said(stated, stated)
+    rows = every[every["bandwidth_gbps"].notna()]
     largest = rows.loc[rows["nbytes"] == rows["nbytes"].max()]
     largest = largest.loc[largest["bandwidth_gbps"].idxmax()]
     # The best size past the caches (by the report's own rule), not merely the largest one; where the fit found the

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from ...families.core import SHORT
+from ...ratios import UNJUDGED
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
@@ -52,8 +53,8 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
             tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)}{said}\n{step.above.case} − {step.below.case}"])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
-        legend.setdefault(SHORT.get(factor, factor) if told else "can't tell (the two rungs' ratio holds 1)",
-                          bar.patches[0])
+        why = "the two rungs' ratio holds 1" if step is None or step.ratio.judged else UNJUDGED[step.ratio.basis]
+        legend.setdefault(SHORT.get(factor, factor) if told else f"can't tell ({why})", bar.patches[0])
         left += width
 
 

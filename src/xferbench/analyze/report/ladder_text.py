@@ -72,11 +72,12 @@ def title(ladder: Ladder) -> str:
 
 
 def _span(seconds: float, low: float, high: float, why: str) -> str:
-    """``163 ms (160 ms to 179 ms)``; a figure without rounds (a device time) alone, or with no interval where the run
-    cannot judge it (an unbounded one: ``why``, ``why_not``)."""
-    if low == high or not math.isfinite(high):
-        return format_seconds(seconds) + ("" if low == high else f" (no interval: {why})")
-    return f"{format_seconds(seconds)} ({format_seconds(low)} to {format_seconds(high)})"
+    """``163 ms (160 ms to 179 ms)``; a figure alone where its interval is no wider than its figures (a device time, a
+    cost model's), or with no interval where the run cannot judge it (an unbounded one: ``why``, ``why_not``)."""
+    if not math.isfinite(high):
+        return f"{format_seconds(seconds)} (no interval: {why})"
+    bounds = format_seconds(low), format_seconds(high)
+    return format_seconds(seconds) + ("" if bounds[0] == bounds[1] else f" ({bounds[0]} to {bounds[1]})")
 
 
 def took_at(small: pd.Series, row: pd.Series | None = None) -> str:

@@ -242,8 +242,9 @@ def _call(row: pd.Series, brackets: str = "") -> str:
 
 
 def _gbps(row: pd.Series) -> str:
-    """``, 3.36 GB/s`` beside a time; none where the bytes set little of it (``waited``: the appendix's ‡)."""
-    return "" if row["waited"] else f", {format_number(row['bandwidth_gbps'])} GB/s"
+    """``, 3.36 GB/s`` beside a time; none where the bytes set little of it (``waited``: the appendix's ‡) or the row
+    states none (``RunView.rows``: on the scheduler's ticks, or of mixed timings)."""
+    return "" if row["waited"] or pd.isna(row["bandwidth_gbps"]) else f", {format_number(row['bandwidth_gbps'])} GB/s"
 
 
 def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> list[str]:
