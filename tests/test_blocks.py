@@ -462,17 +462,45 @@ def test_a_run_s_tick_is_the_longest_that_most_rounds_of_two_rows_land_on():
         assert found == tick if tick else np.isnan(found), sample
 
 
+def _plain(data, method="copy_"):
+    """A host ``method`` of 1 MiB measured whole (one block), its rounds of one call ``data``."""
+    bench = blocked([data], count=1, case=f"pageable-{method}-1MiB-float32-cpu->cpu")[0]
+    block = ("xfer_block", "xfer_blocks", "xfer_case_id")
+    bench["extra_info"] = {k: v for k, v in bench["extra_info"].items() if k not in block} | {"method": method}
+    bench["name"] = f"test_host[{method}]"
+    return bench
+
+
+def _on_ticks_of(data):
+    """The ``on_ticks`` of a row of one-call rounds ``data``, in a run that shows the 4 ms ticks (two more rows)."""
+    return rows_of([_plain(data, "clone"), _plain(ON_12), _plain(ON_12)], "run", None)[0]["on_ticks"]
+
+
+def test_a_row_of_five_rounds_on_one_and_two_ticks_is_evidence():
+    """Five rounds are enough (the suite's fewest), and a round of one tick is on it (4 ms: a one-call copy that waited
+    one tick); four are too few; rounds of a few µs lie near no multiple that counts (0 ticks is no wait)."""
+    five = [4.01e-3, 3.99e-3, 8.0e-3, 5.3e-3, 6.1e-3]  # 3 of 5 on 1 and 2 ticks
+    assert run_tick([_tick_row(five), _tick_row(five)]) == 4e-3
+    assert np.isnan(run_tick([_tick_row(five[:4]), _tick_row(five[:4])]))
+    assert np.isnan(_on_ticks_of([2e-6, 3e-6, 2e-6, 4e-6, 2e-6, 3e-6])) and _on_ticks_of(five) == 4e-3
+
+
+def test_a_median_on_the_ticks_with_a_quarter_of_its_rounds_is_on_them():
+    """The busy run's 64 MiB copy_: a median of 12.004 ms, 12 of its 31 rounds on the ticks. A quarter of the rounds
+    with the median is enough (6x what chance puts there); fewer, or a median off them, is not."""
+    off = [5.3e-3, 6.1e-3, 13.7e-3, 14.5e-3, 17.3e-3]
+    assert _on_ticks_of([11.99e-3, 12.0e-3, 12.01e-3, *off]) == 4e-3  # 3 of 8, and the median 12.0 ms
+    assert np.isnan(_on_ticks_of([12.0e-3, 12.01e-3, 9.5e-3, *off, 18.5e-3]))  # 2 of 9, the median 12.01 ms
+    assert np.isnan(_on_ticks_of([7.99e-3, 8.0e-3, 8.01e-3, 5.3e-3, *off[2:], 18.5e-3]))  # 3 of 8, the median 10.9 ms
+
+
 def _ticked_run(blocks):
     """A 1 MiB clone in ``blocks`` (calls a round, rounds), and a copy_ of one call a round on the ticks, enough for the
     run to show them: their two rows."""
     benches = blocked([data for _, data in blocks])
     for b, (calls, _) in zip(benches, blocks, strict=True):
         b["stats"]["iterations"] = calls
-    other = blocked([ON_12], count=1, case="pageable-copy_-1MiB-float32-cpu->cpu")[0]
-    block = ("xfer_block", "xfer_blocks", "xfer_case_id")
-    other["extra_info"] = {k: v for k, v in other["extra_info"].items() if k not in block} | {"method": "copy_"}
-    other["name"] = "test_host[copy_]"
-    return rows_of([*benches, other], "run", None)
+    return rows_of([*benches, _plain(ON_12)], "run", None)
 
 
 def test_blocks_on_the_ticks_are_left_out_where_another_timed_many_calls_a_round():
