@@ -561,7 +561,9 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
                                                                                   "cpu-loaded-host.json"])))}
     assert glance == {"host clone (new tensor every call)": "0.565", "host copy_ into an existing buffer": "–"}
     busy_glance = at_a_glance(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
-    assert [line["gbps"] for line in busy_glance if "copy_" in line["what"]] == ["–"]  # 64 MiB on the ticks
+    # 64 MiB on the ticks: no GB/s, and its time says so
+    assert [(line["time"], line["gbps"]) for line in busy_glance if "copy_" in line["what"]] == [
+        ("12 ms (on the scheduler's ticks)", "–")]
 
 
 def test_a_cpu_only_page_has_no_pipelined_columns(tmp_path):
