@@ -424,13 +424,13 @@ def test_every_case_in_two_blocks(tmp_path):
 
 def test_a_merged_row_keeps_each_blocks_calls_a_round():
     """The quick run's 1 MiB copy_ ran blocks of 100 calls a round and of one: the merged row keeps them by block, so a
-    comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``); the four of one call whose
-    rounds lay on the scheduler's ticks are left out, NaN as a block never run."""
+    comparison can pair its blocks timed alike (analyze/drift.py's ``paired_blocks``); the two of one call whose
+    median and rounds lay on the scheduler's ticks are left out, NaN as a block never run."""
     frame = load([Path(__file__).parent / "data" / "cpu-quick-sample.json"]).frame
     (one,) = frame[(frame["op"] == "host") & (frame["method"] == "copy_") & (frame["nbytes"] == 2**20)
                    & frame["variant"].isna()].to_dict("records")
-    assert np.array_equal(one["block_iterations"], [np.nan, 100, np.nan, np.nan, 1, np.nan], equal_nan=True)
-    assert one["mixed_iterations"] and one["tick_blocks"] == 4 and one["blocks"] == 2
+    assert np.array_equal(one["block_iterations"], [1, 100, 1, np.nan, 1, np.nan], equal_nan=True)
+    assert one["mixed_iterations"] and one["tick_blocks"] == 2 and one["blocks"] == 4
 
 
 # -- the scheduler's ticks ------------------------------------------------------------------------------------------
@@ -479,7 +479,7 @@ def _on_ticks_of(data):
 def test_a_row_of_five_rounds_on_one_and_two_ticks_is_evidence():
     """Five rounds are enough (the suite's fewest), and a round of one tick is on it (4 ms: a one-call copy that waited
     one tick); four are too few; rounds of a few µs lie near no multiple that counts (0 ticks is no wait)."""
-    five = [4.01e-3, 3.99e-3, 8.0e-3, 5.3e-3, 6.1e-3]  # 3 of 5 on 1 and 2 ticks
+    five = [4.01e-3, 3.99e-3, 8.0e-3, 5.3e-3, 4.0e-3]  # 4 of 5 on 1 and 2 ticks, the median 4.0 ms
     assert run_tick([_tick_row(five), _tick_row(five)]) == 4e-3
     assert np.isnan(run_tick([_tick_row(five[:4]), _tick_row(five[:4])]))
     assert np.isnan(_on_ticks_of([2e-6, 3e-6, 2e-6, 4e-6, 2e-6, 3e-6])) and _on_ticks_of(five) == 4e-3
@@ -491,6 +491,7 @@ def test_a_median_on_the_ticks_with_a_quarter_of_its_rounds_is_on_them():
     off = [5.3e-3, 6.1e-3, 13.7e-3, 14.5e-3, 17.3e-3]
     assert _on_ticks_of([11.99e-3, 12.0e-3, 12.01e-3, *off]) == 4e-3  # 3 of 8, and the median 12.0 ms
     assert np.isnan(_on_ticks_of([12.0e-3, 12.01e-3, 9.5e-3, *off, 18.5e-3]))  # 2 of 9, the median 12.01 ms
+    assert _on_ticks_of([5.3e-3, 6.1e-3, 9.5e-3, 12.0e-3, 12.01e-3, 13.7e-3, 14.5e-3, 17.3e-3]) == 4e-3  # 2 of 8: a quarter
     assert np.isnan(_on_ticks_of([7.99e-3, 8.0e-3, 8.01e-3, 5.3e-3, *off[2:], 18.5e-3]))  # 3 of 8, the median 10.9 ms
 
 
@@ -512,6 +513,8 @@ def test_blocks_on_the_ticks_are_left_out_where_another_timed_many_calls_a_round
     # the copy_, one row of one call a round on the ticks: named (its bytes over its median stay in the row, for
     # compare and the history; the report's view states none)
     assert copy["on_ticks"] == 4e-3 and copy["bandwidth_gbps"] > 0
+    merged, _ = _ticked_run([(2, fast), (2, fast), (1, ON_12), (1, ON_12)])  # two calls a round are many
+    assert merged["tick_blocks"] == 2
     # with no block of many calls, the blocks on the ticks stay: they are how the case ran
     merged, _ = _ticked_run([(1, fast), (1, fast), (1, ON_12), (1, ON_12)])
     assert merged["tick_blocks"] == 0 and merged["blocks"] == 4

@@ -117,9 +117,9 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
 
 
 @pytest.mark.parametrize(("sample", "said"), [
-    ("cpu-busy-host.json", "2 cases timed mostly on them (no bandwidth stated, no comparison judged); 4 blocks on them "
+    ("cpu-busy-host.json", "2 cases whose median lies on them (no bandwidth stated, no comparison judged); 4 blocks on them "
                            "left out beside blocks of more calls a round."),
-    ("cpu-loaded-host.json", "3 cases timed mostly on them (no bandwidth stated, no comparison judged)."),
+    ("cpu-loaded-host.json", "3 cases whose median lies on them (no bandwidth stated, no comparison judged)."),
     ("cpu-sample.json", None)])
 def test_the_busy_notice_says_what_the_scheduler_s_ticks_took(sample, said):
     """The first screen's notice counts the cases and blocks whose rounds lay on the scheduler's ticks, and what the
@@ -301,8 +301,9 @@ def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread(tmp
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
     (quick,) = [f for f in findings(view) if f.headline.startswith("Host memory copies")]
     # its 64 MiB copy_ took 39.9 ms, ten ticks, 18 of 60 rounds on them (a sixth reading): no bandwidth, and why
-    assert quick.headline == quick == ("Host memory copies state no bandwidth: at 64 MiB, most rounds on the scheduler's "
-                                       "4 ms ticks: a wait for the CPU is part of its time.")
+    assert quick.headline == quick == ("Host memory copies state no bandwidth: at 64 MiB, its median and a quarter or "
+                                       "more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part "
+                                       "of its time.")
 
 
 def _retimed(tmp_path: Path, blocks: dict[int, tuple[int, float]]) -> Path:
@@ -380,7 +381,7 @@ def test_a_busy_run_s_no_ops_are_not_judged_by_a_4_byte_copy_s_blocks():
 def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(tmp_path):
     """tests/data/cpu-busy-host.json's 1 MiB copy_: two blocks of 100 calls a round (15 µs), four of one whose rounds lay
     on the scheduler's 4 ms ticks (12 ms): those are left out, and the row says so. The quick run's 1 MiB copy_ keeps
-    blocks of one call and of 100 once four on the ticks are left out: each block's median beside its count, for its
+    blocks of one call and of 100 once two on the ticks are left out: each block's median beside its count, for its
     merged median is neither timing (a reading found it unexplained)."""
     from xferbench.analyze.report.page import write_report
 
@@ -389,13 +390,13 @@ def test_a_row_whose_blocks_ran_different_calls_a_round_says_so_in_the_appendix(
     assert page.count(f'<td class="n">40 × 100, {left}</td>') == 1
     assert page.count(f"over 40 rounds × 100, {left.replace('&#39;', chr(39))}") == 1  # the hover
     # a row whose rounds lie mostly on the ticks, with no other block to keep: named with its tick
-    assert page.count('<td class="n">22 × 1, most rounds on the scheduler&#39;s 4 ms ticks: a wait for the CPU is '
-                      'part of each</td>') == 1
+    assert page.count('<td class="n">22 × 1, its median and a quarter or more of its rounds lie on the scheduler&#39;s '
+                      '4 ms ticks: a wait for the CPU is part of them</td>') == 1
     # blocks under 2x apart give their range, not the first block's count (it read "90 × 1011")
     assert page.count('<td class="n">90 × 1,000-1,058</td>') == 1 and "× 1011" not in page
     quick = write_report(load([CPU_QUICK]), tmp_path / "quick.html").read_text()
-    blocks = "its blocks&#39; calls a round (median): 100 (15 µs), 1 (13.8 ms)"
-    assert quick.count(f"40 × 1-100, 4 blocks of one call a round on the scheduler&#39;s ticks left out, {blocks}") == 1
+    blocks = "its blocks&#39; calls a round (median): 1 (37.8 ms), 100 (15 µs), 1 (38 ms), 1 (13.8 ms)"
+    assert quick.count(f"60 × 1-100, 2 blocks of one call a round on the scheduler&#39;s ticks left out, {blocks}") == 1
 
 
 def test_linear_time_axes_separate_thousands_as_the_tables_do(tmp_path):
@@ -540,8 +541,8 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
     sixth, the ticks, and then clone's 0.565 GB/s in its place): no GB/s, and why."""
     from xferbench.analyze.report.findings import host_copy
 
-    ticks = ("Host memory copies state no bandwidth: at 64 MiB, most rounds on the scheduler's 4 ms ticks: a wait for the "
-             "CPU is part of its time.")
+    ticks = ("Host memory copies state no bandwidth: at 64 MiB, its median and a quarter or more of its rounds lie on the "
+             "scheduler's 4 ms ticks: a wait for the CPU is part of its time.")
     for sample in ("cpu-loaded-host.json", "cpu-busy-host.json"):  # nor clone's rate in its place (fresh pages)
         assert host_copy(RunView.of(load([ROOT / "tests" / "data" / sample]))) == ticks
     # a run that recorded no cache (no size, no cache_resident) cannot say memory rather than cache
@@ -658,14 +659,14 @@ def test_no_ceiling_is_read_from_a_rate_the_bytes_do_not_set():
 
 
 def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
-    """The loaded run's copy_ took 20 ms at 1 MiB and at 64 MiB, most rounds on the scheduler's 4 ms ticks: what is left
-    of the clone ladder says so (a fourth reading read "the copy itself, 20 ms" as a copy's cost). A family the run did
-    not run gets no figure, not even as a gap: this run measured host copies only."""
+    """The loaded run's copy_ took 20 ms at 1 MiB and at 64 MiB, its median and rounds on the scheduler's 4 ms ticks:
+    what is left of the clone ladder says so (a fourth reading read "the copy itself, 20 ms" as a copy's cost). A family
+    the run did not run gets no figure, not even as a gap: this run measured host copies only."""
     from xferbench.analyze.report.page import write_report
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]), tmp_path / "r.html")
     markdown = out.with_suffix(".md").read_text()
-    ticks = "most rounds on the scheduler's 4 ms ticks: a wait for the CPU is part of"
+    ticks = "its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of"
     assert (f"| left | host pageable copy_ cpu | what is left: copy_ into a touched buffer ({ticks} its time) | median "
             "20 ms | can't tell (one side's rounds lie on the scheduler's ticks) |") in markdown
     assert "the copy itself" not in markdown  # the finding's evidence names it so too

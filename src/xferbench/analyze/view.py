@@ -283,6 +283,12 @@ class RunView:
         (the bytes do not set its time: the loaded run's copy_, 20 ms at 1 and at 64 MiB) states no β nor GB/s."""
         fits = fit_paths(self.rows, self.fingerprint)
         for i, fit in fits.iterrows():
+            # or whose β was read from a size beyond the cache that waited (the busy run's copy_: its 1 KiB): that size
+            beyond = self.rows[(self.rows["path"] == fit["path"]) & ~self.resident.to_numpy(dtype=bool)
+                               & ~self.rows["nbytes"].isin(fit["left_out"] or ())]
+            if str(fit["beta_basis"]).endswith("measured beyond the cache") and self.waited(
+                    size := beyond.loc[beyond["nbytes"].idxmax()]) is not None:
+                fits.loc[i, "largest_bytes"] = fit["largest_bytes"] = int(size["nbytes"])
             if self.largest_wait(fit) is None:
                 continue
             fits.loc[i, "largest_gbps"] = np.nan  # no GB/s where the bytes set no time (the box at the top says "–")

@@ -17,10 +17,11 @@ block count that differs, or blocks of different cases under one case id are an 
 
 A busy machine's scheduler can set a one-call round's time: on the 2-core CPU runs beside busy loops, 37 of 40 rounds of a
 1 MiB copy_ took 12 ms, three 4 ms ticks, where its blocks of 100 calls a round took 14 µs a call. Where a run shows it
-(``run_tick``), a block whose rounds lie mostly on the tick's multiples is left out of its row where another block timed
-more calls a round (counted in ``tick_blocks``); a row whose rounds lie mostly on them names the tick in ``on_ticks`` (NaN
-elsewhere): a wait for the CPU is part of its time, how much the run cannot say, so the report states no bandwidth of it
-and judges no comparison with it (analyze/view.py), nor does compare (analyze/gate/compare.py). No torch here.
+(``run_tick``), a block whose median and a quarter of its rounds lie on the tick's multiples is left out of its
+row where another block timed more calls a round (counted in ``tick_blocks``); a row whose median and rounds lie so
+names the tick in ``on_ticks`` (NaN elsewhere): a wait for the CPU is part of its time, how much the run cannot say,
+so the report states no bandwidth of it and judges no comparison with it (analyze/view.py), nor does compare
+(analyze/gate/compare.py). No torch here.
 """
 
 from __future__ import annotations
@@ -64,21 +65,20 @@ ON_TICK = 0.025
 
 
 def _on_tick(row: dict[str, Any], tick: float) -> tuple[bool, int]:
-    """Whether ``row``'s rounds (5 or more, of one call each) lie on multiples of ``tick``, and on how many multiples:
-    most of them, or a quarter (6x chance) with its median too (the busy run's 64 MiB copy_: 12.004 ms, 12 of 31
-    rounds). A round of more calls is no evidence: pytest-benchmark sets their count to fill its round's time."""
+    """Whether ``row``'s median and a quarter or more of its rounds (5 or more, of one call each; 6x what chance puts
+    there) lie on multiples of ``tick`` (the busy run's 64 MiB copy_: 12.004 ms, 13 of 31 rounds), and on how many
+    multiples. A round of more calls is no evidence: pytest-benchmark sets their count to fill its round's time."""
     data = row.get("data")
     if row["iterations"] != 1 or not isinstance(data, list) or len(data) < 5:
         return False, 0
     steps = np.asarray([*data, row["median_s"]], dtype=float) / tick
     on = (np.abs(steps - np.round(steps)) <= ON_TICK) & (steps > 0.5)
-    rounds = int(on[:-1].sum())
-    return 2 * rounds > len(data) or (on[-1] and 4 * rounds >= len(data)), np.unique(np.round(steps[:-1][on[:-1]])).size
+    return bool(on[-1]) and 4 * int(on[:-1].sum()) >= len(data), np.unique(np.round(steps[:-1][on[:-1]])).size
 
 
 def run_tick(rows: Sequence[dict[str, Any]]) -> float:
     """The scheduler tick (seconds) this run's one-call rounds land on, or NaN: the longest of ``TICKS`` on which two
-    rows or more lay most of their rounds on two multiples or more (a steady time near one multiple is no evidence),
+    rows or more lie (``_on_tick``) with rounds on two multiples or more (a steady time near one is no evidence),
     where it finds at least three quarters of the rows that the tick finding the most does."""
     found = {tick: sum(ok and steps >= 2 for ok, steps in (_on_tick(row, tick) for row in rows)) for tick in TICKS}
     most = max(found.values())
@@ -86,7 +86,7 @@ def run_tick(rows: Sequence[dict[str, Any]]) -> float:
 
 
 def _ticked(row: dict[str, Any], tick: float) -> dict[str, Any]:
-    """``row`` with ``on_ticks``: ``tick`` where most of its rounds lie on it, else NaN."""
+    """``row`` with ``on_ticks``: ``tick`` where its median and rounds lie on it (``_on_tick``), else NaN."""
     row["on_ticks"] = tick if math.isfinite(tick) and _on_tick(row, tick)[0] else math.nan
     return row
 

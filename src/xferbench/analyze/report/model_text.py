@@ -223,7 +223,10 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         best = fits.loc[fits["largest_gbps"].idxmax()]
         said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
                 f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
-                f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it).")
+                f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it)."
+                if best["beta_basis"] == "all in cache" else  # else the table's own reason (the quick run's clone)
+                f"No β is stated for {best['path']} (fixed cost α = {best['alpha_us']:.3g} µs): "
+                f"{basis(best.to_dict()).removeprefix('no β: ')}.")
         return said, said
     best = stated.loc[stated["stated_gbps"].idxmax()]
     one_thread = one_thread_faster(view, best)

@@ -107,7 +107,7 @@ def _busy(view: RunView) -> str | None:
     rows = view.rows
     ticked = int(rows["on_ticks"].notna().sum()) if "on_ticks" in rows else 0  # rows the loader merged have both
     left = int(rows["tick_blocks"].fillna(0).sum()) if "tick_blocks" in rows else 0
-    said = [f"{ticked} case{'s' * (ticked > 1)} timed mostly on them (no bandwidth stated, no comparison judged)"
+    said = [f"{ticked} case{'s' * (ticked > 1)} whose median lies on them (no bandwidth stated, no comparison judged)"
             if ticked else "", f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round"
             if left else ""]
     ticks = f" Rounds on the scheduler's ticks, a wait for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""

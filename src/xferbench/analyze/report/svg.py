@@ -218,7 +218,7 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     calls = [int(n) for n in (blocks if isinstance(blocks, list) else [row["iterations"]]) if n == n]  # NaN: not run
     text = f"{int(row['rounds']):,}{rounds} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
     if pd.notna(tick := row.get("on_ticks", math.nan)):
-        text += f", {ticks_said(tick, 'each')}"
+        text += f", {ticks_said(tick, 'them')}"
     if pd.notna(left := row.get("tick_blocks", 0)) and left > 0:  # NaN for a row measured in one block
         text += f", {int(left)} block{'s' if left > 1 else ''} of one call a round on the scheduler's ticks left out"
     if not flag(row, "mixed_iterations"):
@@ -228,9 +228,10 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
 
 
 def ticks_said(tick: float, of: str = "its time") -> str:
-    """``most rounds on the scheduler's 4 ms ticks: a wait for the CPU is part of its time``: a row's ``on_ticks``
-    (analyze/load/blocks.py), for hovers and sentences alike."""
-    return f"most rounds on the scheduler's {format_seconds(tick)} ticks: a wait for the CPU is part of {of}"
+    """``its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of
+    its time``: a row's ``on_ticks`` (analyze/load/blocks.py), for hovers and sentences alike."""
+    return (f"its median and a quarter or more of its rounds lie on the scheduler's {format_seconds(tick)} ticks: a wait "
+            f"for the CPU is part of {of}")
 
 
 def left_said(row: pd.Series, wait: Wait | None, of: str = "its time") -> str | None:
