@@ -154,9 +154,7 @@ class RunView:
         2x or more apart (``mixed_iterations``: its median is neither timing), states no bandwidth."""
         frame = self.results.frame
         timed = ~flags(frame, "mixed_iterations") & (frame["on_ticks"].isna() if "on_ticks" in frame else True)
-        if timed.all():
-            return frame
-        return frame.assign(**{name: frame[name].where(timed) for name in ("bandwidth_gbps", "busbw_gbps")})
+        return frame if timed.all() else frame.assign(**{n: frame[n].where(timed) for n in ("bandwidth_gbps", "busbw_gbps")})
 
     @property
     def sources(self) -> list[str]:

@@ -62,10 +62,9 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
         apart = "; " if key == "waits" else ", "  # a wait's share ends in a colon's clause
         said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}{apart}{sizes} left out"
         ticked = fit.get("ticked") or ()
-        mixed = "whose blocks timed calls a round 2× or more apart" if len(ticked) < len(left) else ""
-        named = f"or ({', '.join(map(format_bytes, ticked))}) " if mixed else ""
-        on_ticks = f"{named}whose rounds lie on the scheduler's ticks" if ticked else ""
-        said += ", " + " ".join(filter(None, (mixed, on_ticks)))
+        said += ", " + " or ".join(why for why, some in (("whose blocks timed calls a round 2× or more apart",
+                                                          len(ticked) < len(left)),
+                                                         ("whose rounds lie on the scheduler's ticks", ticked)) if some)
     if key.startswith("capped "):
         return f"capped at the largest size measured ({said} gave {format_number(fit['beta_gbps'])} GB/s)"
     return said
