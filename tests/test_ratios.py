@@ -158,3 +158,11 @@ def test_unpaired_without_evidence_keeps_the_ratio_and_no_bound():
 def test_unpaired_drift_from_one_observation_takes_t_with_one_degree_of_freedom():
     ratio = unpaired((2.0, 0.0, 30), (1.0, 0.0, 30), Drift(0.1, 1))
     assert ratio.high == pytest.approx(2.0 * math.exp(stats.t.ppf(0.975, 1) * 0.1))
+
+
+def test_an_interval_within_half_a_percent_that_holds_one_reads_the_same():
+    """A cost model's two times alike by design read "can't tell (could see ≥ 1.00×)": within ±0.5% they are the same;
+    wider, or resolved, as before."""
+    assert Ratio(1.0, 1.0, 1.0, "rounds", 5).text() == Ratio(1.0, 0.996, 1.004, "rounds", 5).text() == "the same"
+    assert Ratio(1.0, 0.99, 1.01, "rounds", 5).text() == "can't tell (could see ≥ 1.01×)"
+    assert Ratio(1.003, 1.001, 1.005, "rounds", 5).text() == "1.003× (1.001-1.005)"

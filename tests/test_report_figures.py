@@ -149,6 +149,13 @@ class TestFigures:
 
 
 class TestSimulated:
+    def test_times_alike_by_design_read_the_same(self, tmp_path):
+        """The cost model's same-code pairs and second .to() took identical times: "can't tell (could see ≥ 1.00×)"
+        and "took 1× (1-1) as long" read as a failure to judge them."""
+        html = write_report(load([Path(__file__).parent / "data" / "sim-2gpu.json"]), tmp_path / "sim.html").read_text()
+        assert "could see ≥ 1.00×" not in html and "1× (1-1)" not in html
+        assert "run the same code: 2 of 2 took the same time" in html and "the bytes it took the same time" in html
+
     def test_banner_on_top_and_in_every_caption(self, tmp_path):
         data = json.loads(SAMPLE.read_text())
         data["machine_info"]["xferbench"]["simulated"] = True

@@ -93,11 +93,11 @@ class Ratio:
 
     def text(self) -> str:
         """``1.4× (1.28-1.53)``, ``5.47×`` where the interval rounds to the figure; ``can't tell (could see ≥ 1.15×)``
-        where unresolved, ``the same`` where the interval has no width."""
+        where unresolved, ``the same`` where that interval lies within ±0.5% (``could_see`` prints as 1.00×)."""
         if not self.judged:
             return f"can't tell ({UNJUDGED[self.basis]})"
-        if not self.resolved:  # an interval of no width: the two took the same time, every round (a cost model's)
-            return "the same" if self.low == self.high else f"can't tell (could see ≥ {self.could_see:.2f}×)"
+        if not self.resolved:  # within ±0.5% and holding 1: the two took the same time (a cost model's, by design)
+            return "the same" if self.could_see < 1.005 else f"can't tell (could see ≥ {self.could_see:.2f}×)"
         low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
         return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
 

@@ -110,8 +110,7 @@ def mmap_clause(found: dict[str, Any], view: RunView) -> str:
 def held_there(found: dict[str, Any], view: RunView) -> str:
     """What copy_ into an existing pageable buffer reached at the cliff's two sizes (one path, one run), as a span:
     the H200's 13.6 GB/s at 16 MiB and 15.0 at 64 MiB; nothing where the run has no such copy_ at the larger size."""
-    existing = found["existing"]
-    if existing is None:
+    if (existing := found["existing"]) is None:
         return ""
     same = view.rows[(view.rows["path"] == existing["path"]) & view.rows["nbytes"].isin((found["before"], found["after"]))]
     if "run" in same:

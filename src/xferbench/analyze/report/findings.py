@@ -91,8 +91,7 @@ def ratio_span(ratios: list[Ratio]) -> str:
 
 def d2h_usual_way_back(view: RunView) -> Said | None:
     """What users call first: .cpu() / .to(device), against pinned memory and against copy_ into an existing buffer."""
-    way = way_back(view)
-    if way is None:
+    if (way := way_back(view)) is None:
         return None
     usual, pinned, existing = way["usual"], way["pinned"], way["existing"]
     times = ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])
@@ -109,8 +108,7 @@ def d2h_usual_way_back(view: RunView) -> Said | None:
 
 def the_fix(view: RunView) -> str | None:
     """The measured gain of the fix: .to('cpu', non_blocking=True) where the run has it, else a reused pinned buffer."""
-    way = way_back(view)
-    if way is None:
+    if (way := way_back(view)) is None:
         return None
     usual, fix = way["usual"], way["fix"]
     if fix is not None:
@@ -211,8 +209,7 @@ def noop_cost(view: RunView) -> Said | None:
     cost = (f"{_span(on['min_s'] * 1e9, ',.0f')} ns a call at its fastest rounds (medians under load up to "
             f"{float(on['median_s'].max()) * 1e9:,.0f} ns)" if view.busy else f"{_span(on['median_s'] * 1e9, ',.0f')} ns a call")
     headline = f"A no-op move of a tensor already on {device} costs {cost}: it returns the same object."
-    cheapest = cheapest_copy(view)
-    if cheapest is None:
+    if (cheapest := cheapest_copy(view)) is None:
         return Said(headline, sentence + "; each returns the very same object.")
     sentence += (f"; the cheapest real copy measured ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
                  f"{cheapest['median_s'] * 1e9:,.0f} ns")
@@ -386,8 +383,7 @@ Finding = Callable[[RunView], Said | None]
 
 
 def d2h_cliff(view: RunView) -> Said | None:
-    found = view.cliff
-    if found is None:
+    if (found := view.cliff) is None:
         return None
     steady = held_there(found, view)
     fall = (f"between {format_bytes(found['before'])} and {format_bytes(found['after'])}: from "
@@ -437,8 +433,7 @@ def _staged(view: RunView) -> str | None:
     """The "staged" point from the .cpu() ladder: the staging step and the fresh destination's, each read from two
     cases of one run."""
     found = {ladder.key: ladder for ladder in view.ladders}
-    ladder = found.get("d2h-cpu") or found.get("d2h-to")
-    if ladder is None:
+    if (ladder := found.get("d2h-cpu") or found.get("d2h-to")) is None:
         return None
     fresh, staging = ladder.steps[0], ladder.steps[1]
     if not staging.told:

@@ -24,6 +24,8 @@ def why_not(step: Step) -> str:
     """Why a step is "can't tell": the smallest ratio the two rungs could tell from 1, or that the run cannot judge."""
     if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
         return UNJUDGED.get(step.ratio.basis, UNJUDGED["unjudged"])
+    if step.ratio.text() == "the same":
+        return "the two rungs took the same time"
     return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
 
 

@@ -83,8 +83,7 @@ def misses(miss: tuple[float, int]) -> str:
 def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x
     (``RunView.model_miss``); the basis says so."""
-    miss = view.model_miss(fit)
-    if miss is None:
+    if (miss := view.model_miss(fit)) is None:
         return {}
     # the line is α with the β stated (a capped β where capped), not the fit the basis may quote before it
     line = f"the line through α and the stated β ({fit['stated_gbps']:.3g} GB/s) {misses(miss)}"
