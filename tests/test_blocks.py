@@ -491,7 +491,8 @@ def test_a_median_on_the_ticks_with_a_quarter_of_its_rounds_is_on_them():
     off = [5.3e-3, 6.1e-3, 13.7e-3, 14.5e-3, 17.3e-3]
     assert _on_ticks_of([11.99e-3, 12.0e-3, 12.01e-3, *off]) == 4e-3  # 3 of 8, and the median 12.0 ms
     assert np.isnan(_on_ticks_of([12.0e-3, 12.01e-3, 9.5e-3, *off, 18.5e-3]))  # 2 of 9, the median 12.01 ms
-    assert _on_ticks_of([5.3e-3, 6.1e-3, 9.5e-3, 12.0e-3, 12.01e-3, 13.7e-3, 14.5e-3, 17.3e-3]) == 4e-3  # 2 of 8: a quarter
+    # 2 of 8, a quarter, one of them the last round
+    assert _on_ticks_of([5.3e-3, 6.1e-3, 9.5e-3, 12.0e-3, 13.7e-3, 14.5e-3, 17.3e-3, 12.01e-3]) == 4e-3
     assert np.isnan(_on_ticks_of([7.99e-3, 8.0e-3, 8.01e-3, 5.3e-3, *off[2:], 18.5e-3]))  # 3 of 8, the median 10.9 ms
 
 
