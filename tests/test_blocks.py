@@ -487,7 +487,7 @@ def test_a_row_of_five_rounds_on_one_and_two_ticks_is_evidence():
 
 def test_a_median_on_the_ticks_with_a_quarter_of_its_rounds_is_on_them():
     """The busy run's 64 MiB copy_: a median of 12.004 ms, 12 of its 31 rounds on the ticks. A quarter of the rounds
-    with the median is enough (6x what chance puts there); fewer, or a median off them, is not."""
+    with the median is enough (5x what chance puts there); fewer, or a median off them, is not."""
     off = [5.3e-3, 6.1e-3, 13.7e-3, 14.5e-3, 17.3e-3]
     assert _on_ticks_of([11.99e-3, 12.0e-3, 12.01e-3, *off]) == 4e-3  # 3 of 8, and the median 12.0 ms
     assert np.isnan(_on_ticks_of([12.0e-3, 12.01e-3, 9.5e-3, *off, 18.5e-3]))  # 2 of 9, the median 12.01 ms

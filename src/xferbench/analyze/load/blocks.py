@@ -65,7 +65,7 @@ ON_TICK = 0.025
 
 
 def _on_tick(row: dict[str, Any], tick: float) -> tuple[bool, int]:
-    """Whether ``row``'s median and a quarter or more of its rounds (5 or more, of one call each; 6x what chance puts
+    """Whether ``row``'s median and a quarter or more of its rounds (5 or more, of one call each; 5x what chance puts
     there) lie on multiples of ``tick`` (the busy run's 64 MiB copy_: 12.004 ms, 13 of 31 rounds), and on how many
     multiples. A round of more calls is no evidence: pytest-benchmark sets their count to fill its round's time."""
     data = row.get("data")
