@@ -19,7 +19,7 @@ from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
 from ..families.core import SIMULATED_LINKS, device_memory_roof, host_memcpy_roof
 from ..ratios import Ratio
-from .load.rows import flags, matching
+from .load.rows import flags, matching, ticked
 
 __all__ = [
     "BASES",
@@ -298,8 +298,8 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
     machine_info = machine_info or {}
     rows = []
     moves = frame[frame["op"].isin(fitted_ops())]
-    ticked = moves["on_ticks"].notna() if "on_ticks" in moves else pd.Series(False, index=moves.index)
-    mixed = flags(moves, "mixed_iterations") | ticked
+    on_ticks = ticked(moves)
+    mixed = flags(moves, "mixed_iterations") | on_ticks
     resident = cache_resident(moves, machine_info)
     for path, every in moves.groupby("path", sort=False):
         group = every[~mixed.loc[every.index]]
@@ -316,7 +316,7 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
             "sizes": int(group["nbytes"].nunique()),
             "cache_bytes": cache[0] if cache else None, "cache": cache[1] if cache else None,
             "left_out": tuple(sorted(int(n) for n in every.loc[mixed.loc[every.index], "nbytes"])),
-            "ticked": tuple(sorted(int(n) for n in every.loc[ticked.loc[every.index], "nbytes"])),
+            "ticked": tuple(sorted(int(n) for n in every.loc[on_ticks.loc[every.index], "nbytes"])),
         })
     fits = pd.DataFrame(rows, columns=_FIT_COLUMNS)
     return fits.sort_values("op", key=lambda ops: ops.map(order_of), kind="stable").reset_index(drop=True)

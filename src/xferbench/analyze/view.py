@@ -30,7 +30,7 @@ from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, run_drift, side
 from .ladder import Ladder, Rung, ladders
 from .load.results import Results, busy_load
-from .load.rows import flag, flags, matching
+from .load.rows import flag, flags, matching, ticked
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
@@ -44,8 +44,8 @@ from .model import (
     practical_ceiling,
 )
 
-__all__ = ["COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement",
-           "Instance", "RunView", "cliff", "flag", "flags", "host_placement", "matching"]
+__all__ = ["COLD_OVER_CACHED", "MODEL_MISS", "USUAL_WAY_BACK", "BreakEven", "HostPlacement", "Instance", "RunView",
+           "cliff", "flag", "flags", "host_placement", "matching", "ticked"]
 
 #: A fit whose line misses a measured size beyond the cache by more than this factor describes no size well.
 MODEL_MISS = 2.0
@@ -153,7 +153,7 @@ class RunView:
         scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time), or whose blocks timed calls a round
         2x or more apart (``mixed_iterations``: its median is neither timing), states no bandwidth."""
         frame = self.results.frame
-        timed = ~flags(frame, "mixed_iterations") & (frame["on_ticks"].isna() if "on_ticks" in frame else True)
+        timed = ~flags(frame, "mixed_iterations") & ~ticked(frame)
         return frame if timed.all() else frame.assign(**{n: frame[n].where(timed) for n in ("bandwidth_gbps", "busbw_gbps")})
 
     @property
@@ -282,11 +282,11 @@ class RunView:
         fits = fit_paths(self.rows, self.fingerprint)
         for i, fit in fits.iterrows():
             # or whose β was read from a size beyond the cache that waited (the busy run's copy_: its 1 KiB): that size
-            beyond = self.rows[(self.rows["path"] == fit["path"]) & ~self.resident.to_numpy(dtype=bool)
-                               & ~self.rows["nbytes"].isin(fit["left_out"] or ())]
-            if str(fit["beta_basis"]).endswith("measured beyond the cache") and self.waited(
-                    size := beyond.loc[beyond["nbytes"].idxmax()]) is not None:
-                fits.loc[i, "largest_bytes"] = fit["largest_bytes"] = int(size["nbytes"])
+            if str(fit["beta_basis"]).endswith("measured beyond the cache"):
+                beyond = self.rows[(self.rows["path"] == fit["path"]) & ~self.resident.to_numpy(dtype=bool)
+                                   & ~self.rows["nbytes"].isin(fit["left_out"] or ())]
+                if self.waited(size := beyond.loc[beyond["nbytes"].idxmax()]) is not None:
+                    fits.loc[i, "largest_bytes"] = fit["largest_bytes"] = int(size["nbytes"])
             if self.largest_wait(fit) is None:
                 continue
             fits.loc[i, "largest_gbps"] = np.nan  # no GB/s where the bytes set no time (the box at the top says "–")

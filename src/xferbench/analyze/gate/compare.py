@@ -39,6 +39,7 @@ from ...families import FAMILIES
 from ...output import OutputError, check_output
 from ..load.history import RunSummary, load_storage
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
+from ..load.rows import ticked
 from ..peer_plan import RecordedPlan, difference, same_cases
 from .bound import Baseline, step_bound, store_baseline
 from .comparison import Comparison, markdown_table, strict, summary, to_json, to_markdown, to_text
@@ -451,10 +452,9 @@ class _Tables:
            floor: float | None) -> _Tables:
         names = np.array([Path(r.sources[0]).name if r.sources else f"run {i + 1}" for i, r in enumerate(base)])
         busy = np.array([bool(busy_load(r.run)) for r in base])
-        ticked = {str(key) for r in (*base, *new) if "on_ticks" in r.frame
-                  for key in r.frame.loc[r.frame["on_ticks"].notna(), "case_key"]}
+        on = {str(key) for r in (*base, *new) for key in r.frame.loc[ticked(r.frame), "case_key"]}
         return cls(run_tables(base), run_tables(new), names, busy, bool(busy.any() or any(busy_load(r.run) for r in new)),
-                   _one_sided_peers(base, new), ticked, tuple(environment_differences(base[-1].machine_info,
+                   _one_sided_peers(base, new), on, tuple(environment_differences(base[-1].machine_info,
                                                                               new[-1].machine_info)), noise, floor)
 
     @property

@@ -159,6 +159,12 @@ def flags(frame: pd.DataFrame, name: str) -> pd.Series:
     return frame[name].eq(True) if name in frame else pd.Series(False, index=frame.index)
 
 
+def ticked(frame: pd.DataFrame) -> pd.Series:
+    """Per row: do its rounds lie on the scheduler's ticks (``on_ticks``, load/blocks.py)? False where the column is
+    absent (rows no loader merged)."""
+    return frame["on_ticks"].notna() if "on_ticks" in frame else pd.Series(False, index=frame.index)
+
+
 def matching(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:
     """The rows whose columns equal ``match``'s values (None: the column is empty; a tuple: any of its values)."""
     rows = frame

@@ -20,7 +20,7 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..view import USUAL_WAY_BACK, RunView, matching
+from ..view import USUAL_WAY_BACK, RunView, matching, ticked
 from .ladder_text import took_at
 from .svg import bytes_said
 
@@ -133,8 +133,8 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
         if not rows.empty:
             # "–" where the bytes set none of the times (``RunView.waited``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
             gbps = "–" if all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
-            ticked = "on_ticks" in rows and rows["on_ticks"].notna().all()  # a wait for the CPU is part of it
-            lines.append({"what": label, "time": _ms(rows["median_s"]) + (" (on the scheduler's ticks)" if ticked else ""),
+            on = ticked(rows).all()  # a wait for the CPU is part of it
+            lines.append({"what": label, "time": _ms(rows["median_s"]) + (" (on the scheduler's ticks)" if on else ""),
                           "gbps": gbps})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest

@@ -13,7 +13,7 @@ from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
 from ..peer_plan import RecordedPlan
-from ..view import RunView
+from ..view import RunView, ticked
 from . import drift_text, ladder_text
 from .break_even import break_even_table, pinning_break_even
 from .captions import figure_words
@@ -104,11 +104,10 @@ class Story:
 def _busy(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
     and where rounds lay on the scheduler's ticks (analyze/load/blocks.py), how many cases and blocks, and what of it."""
-    rows = view.rows
-    ticked = int(rows["on_ticks"].notna().sum()) if "on_ticks" in rows else 0  # rows the loader merged have both
-    left = int(rows["tick_blocks"].fillna(0).sum()) if "tick_blocks" in rows else 0
-    said = [f"{ticked} case{'s' * (ticked > 1)} whose median lies on them (no bandwidth stated, no comparison judged)"
-            if ticked else "", f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round"
+    on, blocks = int(ticked(view.rows).sum()), view.rows.get("tick_blocks")  # only merged rows have tick_blocks
+    left = 0 if blocks is None else int(blocks.fillna(0).sum())
+    said = [f"{on} case{'s' * (on > 1)} whose median lies on them (no bandwidth stated, no comparison judged)"
+            if on else "", f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round"
             if left else ""]
     ticks = f" Rounds on the scheduler's ticks, a wait for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
     if view.busy is None:
