@@ -638,6 +638,20 @@ def test_a_run_whose_every_path_waited_says_so_and_states_no_beta(tmp_path):
     said = ("No bandwidth β is stated: the largest size of host pageable copy_ cpu took under 2× as long as one with "
             "1/16 of its bytes or fewer: the bytes set under 1% of its time.")
     assert found is not None and found.headline == said
+    # two paths that waited (a live CPU run's copy_ and clone, a CI run's): a headline of 50 words at most, each
+    # path's share in the evidence (the two shares in one headline ran to 60 words)
+    clones = [json.loads(json.dumps(b)) for b in run["benchmarks"]]
+    for bench in clones:
+        bench["extra_info"]["method"], bench["name"] = "clone", bench["name"].replace("copy_", "clone")
+    run["benchmarks"] += clones
+    (tmp_path / "two.json").write_text(json.dumps(run))
+    found = latency_bound(RunView.of(load([tmp_path / "two.json"])))
+    assert found is not None and found.headline == ("No bandwidth β is stated: the largest size of each of 2 paths took "
+                                                    "under 2× as long as one with 1/16 of its bytes or fewer.")
+    assert found.evidence == ("No bandwidth β is stated: the largest size of host pageable copy_ cpu took under 2× as "
+                              "long as one with 1/16 of its bytes or fewer: the bytes set under 1% of its time; the "
+                              "largest size of host pageable clone cpu took under 2× as long as one with 1/16 of its "
+                              "bytes or fewer: the bytes set under 1% of its time.")
 
 
 def test_no_ceiling_is_read_from_a_rate_the_bytes_do_not_set():

@@ -87,8 +87,7 @@ def run_tick(rows: Sequence[dict[str, Any]]) -> float:
 
 def _ticked(row: dict[str, Any], tick: float) -> dict[str, Any]:
     """``row`` with ``on_ticks``: ``tick`` where its median and rounds lie on it (``_on_tick``), else NaN."""
-    row["on_ticks"] = tick if math.isfinite(tick) and _on_tick(row, tick)[0] else math.nan
-    return row
+    return row | {"on_ticks": tick if math.isfinite(tick) and _on_tick(row, tick)[0] else math.nan}
 
 
 def _whole_name(name: Any) -> str:

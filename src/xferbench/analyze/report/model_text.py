@@ -213,10 +213,12 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
     gpu = bool(fits["op"].isin(("h2d", "d2h")).any())  # a host memcpy synchronizes nothing: calls run back to back
     stated, waits = fits[fits["stated_gbps"].notna()], fits[fits["beta_basis"].eq("waits")]
     if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
-        said = "No bandwidth β is stated: " + "; ".join(
-            f"the largest size of {fit['path']} took under 2× as long as one with 1/16 of its bytes or fewer: "
-            + bytes_said(wait) for fit in waits.to_dict("records") if (wait := view.largest_wait(fit))) + "."
-        return said, said
+        shares = [f"the largest size of {fit['path']} took under 2× as long as one with 1/16 of its bytes or fewer: "
+                  + bytes_said(wait) for fit in waits.to_dict("records") if (wait := view.largest_wait(fit))]
+        # a headline of at most 50 words: each path's share in the evidence where several waited
+        headline = (shares[0] if len(shares) == 1 else f"the largest size of each of {len(shares)} paths took under 2× as "
+                    "long as one with 1/16 of its bytes or fewer")
+        return f"No bandwidth β is stated: {headline}.", f"No bandwidth β is stated: {'; '.join(shares)}."
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
         said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
