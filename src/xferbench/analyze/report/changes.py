@@ -58,11 +58,15 @@ class Change:
 
 def _pair(view: RunView, spec: ChangeSpec) -> tuple[pd.Series, pd.Series] | None:
     """The rows before and after, of one run and size: the largest common size where both ran, else their largest."""
-    now, then = matching(view.rows, spec.now), matching(view.rows, spec.then)
-    pairs = [(a, b) for _, a in now.iterrows() for _, b in then.iterrows()
-             if a["nbytes"] == b["nbytes"] and a["run"] == b["run"] and a["dst"] == b["dst"] and a["src"] == b["src"]]
-    return max(pairs, key=lambda p: (p[0]["nbytes"] == view.largest_size, p[0]["nbytes"], -float(p[1]["median_s"])),
-               default=None)
+    keys = ["nbytes", "run", "dst", "src"]
+    now, then = (matching(view.rows, spec.now).dropna(subset=keys), matching(view.rows, spec.then).dropna(subset=keys))
+    pairs = now[keys].rename_axis("now").reset_index().merge(
+        then[[*keys, "median_s"]].rename_axis("then").reset_index(), on=keys)  # keeps now's order, then then's
+    if pairs.empty:
+        return None
+    best = pairs.assign(largest=pairs["nbytes"] == view.largest_size).sort_values(
+        ["largest", "nbytes", "median_s"], ascending=[False, False, True]).iloc[0]  # lexsort: stable on ties
+    return now.loc[best["now"]], then.loc[best["then"]]
 
 
 def _cost_of(view: RunView, op: str, variant: str, at: pd.Series) -> pd.Series | None:
