@@ -26,9 +26,24 @@ def merged(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def simulated(tmp_path_factory):
-    out = write_report(load([ROOT / "tests" / "data" / "sim-2gpu.json"]), tmp_path_factory.mktemp("sim") / "index.html")
-    return out.with_suffix(".md").read_text()
+def sim_page(tmp_path_factory):
+    return write_report(load([ROOT / "tests" / "data" / "sim-2gpu.json"]), tmp_path_factory.mktemp("sim") / "index.html")
+
+
+@pytest.fixture(scope="module")
+def simulated(sim_page):
+    return sim_page.with_suffix(".md").read_text()
+
+
+def test_a_simulated_page_says_its_why_figures_are_the_cost_models_and_no_interval_of_one_figure(sim_page):
+    """The cost model's figures are no measurement, in the "why" list too; its steps, exact, print no "5.5 ms to 5.5
+    ms" span in a sentence, hover or table title."""
+    html = unescape(sim_page.read_text())
+    why = re.search(r'<ul id="why-list">.*?</ul>', html, re.S).group(0)
+    assert "Measured here:" not in why and why.count("On the simulated machine, not a measurement:") == 3
+    assert "staging costs 5.5 ms, 82% of .cpu()'s 6.73 ms" in why
+    assert "the driver's staging copy through its pinned bounce buffer: 5.5 ms (82%)\n" in html
+    assert not re.search(r"(\d[\d.]* [mµn]?s) to \1\b", html)
 
 
 def test_1_the_cpu_call_is_not_split_into_torch_ones_and_a_rest(merged):

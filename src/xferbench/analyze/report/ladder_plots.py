@@ -14,7 +14,7 @@ from ...ratios import UNJUDGED
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
-from .svg import WIDTH, left_said, tip
+from .svg import WIDTH, bounds_said, left_said, tip
 
 __all__ = ["ladder_figure"]
 
@@ -48,8 +48,8 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         if step is None:  # the bottom rung
             tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"])
         else:  # the step, its share and interval (or the ratio's can't tell), and its two rungs
-            said = (f" ({percent(seconds / total)}; {format_seconds(low)} to {format_seconds(high)})" if told else
-                    f", {step.ratio.text()}")
+            span = bounds_said(low, high)
+            said = f" ({percent(seconds / total)}{span and '; ' + span})" if told else f", {step.ratio.text()}"
             tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)}{said}\n{step.above.case} − {step.below.case}"])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")

@@ -15,9 +15,9 @@ from ...ratios import UNJUDGED
 from ...units import format_bytes, format_seconds, format_span
 from ..ladder import Ladder, Step, percent
 from ..view import RunView
-from .svg import left_said
+from .svg import bounds_said, left_said
 
-__all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
+__all__ = ["fault_split", "ladder_table", "rows", "seconds_span", "sentence", "split_text", "summary", "title", "why_not"]
 
 
 def why_not(step: Step) -> str:
@@ -44,10 +44,10 @@ def fault_split(faults: float, us_per_fault: float) -> str:
 
 def sentence(ladder: Ladder, step: Step) -> str:
     """One step in words: its figure and interval, or "can't tell"."""
-    span = f"{format_seconds(step.low_s)} to {format_seconds(step.high_s)}"
     if not step.told:
         return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
-    return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}; {span})"
+    span = bounds_said(step.low_s, step.high_s)
+    return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}{span and '; ' + span})"
 
 
 def summary(ladder: Ladder) -> str:
@@ -73,13 +73,12 @@ def title(ladder: Ladder) -> str:
     return f"{ladder.top.label} of {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}"
 
 
-def _span(seconds: float, low: float, high: float, why: str) -> str:
+def seconds_span(seconds: float, low: float, high: float, why: str) -> str:
     """``163 ms (160 ms to 179 ms)``; a figure alone where its interval is no wider than its figures (a device time, a
     cost model's), or with no interval where the run cannot judge it (an unbounded one: ``why``, ``why_not``)."""
     if not math.isfinite(high):
         return f"{format_seconds(seconds)} (no interval: {why})"
-    bounds = format_seconds(low), format_seconds(high)
-    return format_seconds(seconds) + ("" if bounds[0] == bounds[1] else f" ({bounds[0]} to {bounds[1]})")
+    return format_seconds(seconds) + (f" ({span})" if (span := bounds_said(low, high)) else "")
 
 
 def took_at(small: pd.Series, row: pd.Series | None = None) -> str:
@@ -108,7 +107,7 @@ def rows(ladder: Ladder) -> list[list[str]]:
         if share is not None and (split := split_text(ladder, step)) is not None:
             shown += f", {split}"
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
-                      _span(step.seconds, step.low_s, step.high_s, why_not(step)), shown])
+                      seconds_span(step.seconds, step.low_s, step.high_s, why_not(step)), shown])
     base, left = ladder.base, f"what is left: {bottom(ladder)}"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
@@ -121,14 +120,14 @@ _NO_FAULTS = "no fault counts split it into allocation and first touch"
 
 def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
           split: str | None) -> dict[str, str]:
-    span = f"{format_seconds(low)} to {format_seconds(high)}"
+    span = bounds_said(low, high)
     if not told:  # an unbounded interval (no evidence of the run's drift) is said as none, as the Markdown says it
-        said = f"interval {span}" if math.isfinite(high) else "no interval"  # the cases say why
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}, {said}: {cases}"}
+        said = "" if span == "" else f", interval {span}" if math.isfinite(high) else ", no interval"  # cases say why
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}{said}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
-    return {"text": text, "title": f"interval {span}: {cases}" if low != high else cases}  # what is left: one median
+    return {"text": text, "title": f"interval {span}: {cases}" if span else cases}  # what is left: one median
 
 
 def ladder_table(view: RunView) -> dict[str, Any] | None:
