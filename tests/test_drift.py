@@ -280,8 +280,8 @@ def test_a_ladder_step_is_its_rungs_ratio():
     assert not step.told and ladder.share(step) is None
     assert ladder_text.sentence(ladder, step) == "the factor: can't tell (100 µs; the two rungs could see ≥ 1.16×)"
     ladder, step = _ladder(Ratio(1.1, 1.05, 1.15, "paired", 6))
-    assert step.told and (step.low_s, step.high_s) == pytest.approx((50e-6, 150e-6))
-    assert ladder_text.sentence(ladder, step) == "the factor: 100 µs (9%; 50 µs to 150 µs)"
+    assert step.told and ladder.share_bounds(step) == pytest.approx((1 - 1 / 1.05, 1 - 1 / 1.15))
+    assert ladder_text.sentence(ladder, step) == "the factor: 100 µs (9%; 5-13%)"
 
 
 def test_a_familys_ratio_carries_its_interval():

@@ -72,10 +72,13 @@ def test_the_cpu_ladder_reads_every_step_back_from_the_json(h200):
     assert (round(fresh.seconds * 1e3), round(ladder.share(fresh), 2)) == (163, 0.90)
     assert round(staging.seconds * 1e3, 1) == 12.8 and round(twin["device_seconds"] * 1e3, 2) == 4.85
     assert launch.seconds == pytest.approx(pinned["median"] - twin["device_seconds"]) and launch.seconds < 0.13e-3
-    # the step's interval is the two rungs' ratio's, over the rung below (unpaired: rounds and pageable drift)
+    # the step's interval is its two rungs' ratio's (unpaired: rounds and pageable drift), as a share of the call:
+    # 1 - 1/r of the rung above, never past it
     assert fresh.ratio.basis == "rounds" and fresh.ratio.value == pytest.approx(call["median"] / touched["median"])
-    assert (fresh.low_s, fresh.high_s) == pytest.approx((touched["median"] * (fresh.ratio.low - 1),
-                                                         touched["median"] * (fresh.ratio.high - 1)))
+    assert ladder.share_bounds(fresh) == pytest.approx((1 - 1 / fresh.ratio.low, 1 - 1 / fresh.ratio.high))
+    assert ladder.share_bounds(staging) == pytest.approx(tuple(touched["median"] / call["median"] * (1 - 1 / r)
+                                                               for r in (staging.ratio.low, staging.ratio.high)))
+    assert "163 ms (90%; 87-92%)" in ladder_text.sentence(ladder, fresh)
     assert [step.told for step in ladder.steps] == [True, True, False]  # the launch step: 2.4% apart, can't tell
     assert sum(p[1] for p in ladder.parts()) == pytest.approx(call["median"])
 
@@ -90,7 +93,8 @@ def test_a_step_whose_interval_holds_zero_is_cant_tell(h200):
     """Pageable .to(device) against pageable copy_ at 1 GiB: 1.56 ms apart with 5 rounds each, spread over 10 ms."""
     h2d = h200["h2d-to"]
     device = h2d.steps[0]
-    assert device.low_s < 0 < device.high_s and not device.told
+    low, high = h2d.share_bounds(device)
+    assert low < 0 < high and not device.told
     assert h2d.share(device) is None
     assert "can't tell" in ladder_text.sentence(h2d, device) and "%" not in ladder_text.sentence(h2d, device)
     assert h2d.steps[1].told and round(h2d.steps[1].seconds * 1e3) == 114
@@ -143,7 +147,7 @@ def _markdown_table(markdown: str, title: str) -> list[list[str]]:
     """The cells of the ladder table under the bold line that starts with ``title``."""
     lines = markdown.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith(f"**{title}"))
-    assert lines[at + 2] == "| step | case | factor removed | median difference (interval) | share |"
+    assert lines[at + 2] == "| step | case | factor removed | median difference | share (interval) |"
     rows = []
     for line in lines[at + 4:]:
         if not line.startswith("| "):
@@ -163,32 +167,35 @@ def markdown() -> str:
 
 def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
     """.cpu() at 256 MiB, 181.1 ms = fresh destination 163 ms + staging 12.8 ms + launch ~119 µs + DMA 4.85 ms, each
-    step with its interval: the rung below times its ratio's interval, minus one (RunView.ratio)."""
+    step's share with its interval: 1 - 1/r of the rung above over its ratio's interval (RunView.ratio), in shares of
+    the call."""
     from xferbench.units import format_seconds as s
 
     call, _, _, dma = _cpu_rows_at_256_mib()
     dma_s = dma["device_seconds"]
     ladder = RunView.of(load([H200 / "full.json.gz"])).ladders[0]
 
-    def cell(step) -> str:
-        below = step.below.median_s
-        return f"{s(step.seconds)} ({s(below * (step.ratio.low - 1))} to {s(below * (step.ratio.high - 1))})"
+    def share(step) -> str:
+        above = step.above.median_s / call["median"]
+        ends = [f"{above * (1 - 1 / r):.0%}" for r in (step.ratio.low, step.ratio.high)]
+        return f"{step.seconds / call['median']:.0%} ({ends[0][:-1]}-{ends[1]})"
 
-    fresh, staging, launch = (cell(step) for step in ladder.steps)
+    fresh, staging, launch = (s(step.seconds) for step in ladder.steps)
     assert _markdown_table(markdown, ".cpu() of 256 MiB: 181 ms") == [
         ["the call", ".cpu(): d2h pageable cpu cuda:0->cpu", "–", f"median {s(call['median'])}", "100%"],
         ["1", "copy_ into a touched pageable buffer: d2h pageable copy_ cuda:0->cpu",
-         "the fresh destination: what the call pays beyond a copy into a buffer already touched", fresh, "90%"],
+         "the fresh destination: what the call pays beyond a copy into a buffer already touched", fresh,
+         share(ladder.steps[0])],
         ["2", "copy_ into a pinned buffer: d2h pinned copy_ cuda:0->cpu",
-         "the driver's staging copy through its pinned bounce buffer", staging, "7%"],
+         "the driver's staging copy through its pinned bounce buffer", staging, share(ladder.steps[1])],
         # 119 µs between rungs 2.4% apart: their ratio's interval holds 1, so no share
         ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "launch, synchronization and blocking (the call over its non-blocking twin's DMA)", launch,
          f"can't tell (the two rungs could see ≥ {ladder.steps[2].ratio.could_see:.2f}×)"],
         ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]
-    assert (fresh.split()[:2], staging.split()[:2], launch.split()[:2], s(dma_s)) == (
-        ["163", "ms"], ["12.8", "ms"], ["119", "µs"], "4.85 ms")
+    assert (fresh, staging, launch, s(dma_s)) == ("163 ms", "12.8 ms", "119 µs", "4.85 ms")
+    assert (share(ladder.steps[0]), share(ladder.steps[1])) == ("90% (87-92%)", "7% (6-8%)")
 
 
 def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
@@ -196,7 +203,7 @@ def test_the_markdown_says_cant_tell_and_gives_no_share(markdown):
     rows = _markdown_table(markdown, ".to(device) from pageable memory of 1 GiB")
     assert rows[1][:3] == ["1", "copy_ from pageable memory into a device buffer: h2d pageable copy_ cpu->cuda:0",
                            "the fresh device destination (the caching allocator)"]
-    assert rows[1][3].startswith("1.56 ms (-28.9 ms to ") and rows[1][4].startswith("can't tell (the two rungs could see ≥")
+    assert rows[1][3] == "1.56 ms" and rows[1][4].startswith("can't tell (the two rungs could see ≥")
     assert [row[0] for row in rows] == ["the call", "1", "2", "3", "left"]
     assert [title for title in ("**.cpu() of", "**.to(device) of", "**.to(device) from", "**clone() of")
             if title in markdown] == ["**.cpu() of", "**.to(device) of", "**.to(device) from", "**clone() of"]
@@ -228,5 +235,5 @@ def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200
     table = ladder_text.ladder_table(RunView.of(load([CPU])))
     assert table is not None and table["rows"][0]["cells"][-1] == {"text": "636 µs", "title": "host pageable copy_ cpu"}
     # hovers: an unbounded interval is none (not "-636 µs to –"), and what is left one median (not "636 µs to 636 µs")
-    assert table["rows"][0]["cells"][0]["title"] == ("448 µs, no interval: the run gives no evidence of its drift; host "
+    assert table["rows"][0]["cells"][0]["title"] == ("448 µs: the run gives no evidence of its drift; host "
                                                      "pageable clone cpu − host pageable copy_ cpu")

@@ -3,8 +3,8 @@
 The call users make is the top rung; each rung below removes one factor (a fresh destination, the driver's
 staging copy, launch and synchronization), and the bottom rung is what is left (the DMA's own device time, or a
 host copy into a touched buffer). Each step is the difference of two medians of the same run at the same size,
-with an interval from the medians' order statistics; the steps and the bottom rung add up to the top rung by
-construction. Each step is judged by its two rungs' ratio (xferbench.ratios, through the view: paired blocks where
+with an interval of its share of the call read from the rungs' ratios; the steps and the bottom rung add up to the
+top rung by construction. Each step is judged by its two rungs' ratio (xferbench.ratios, through the view: paired blocks where
 both rungs were measured so, else their rounds and the run's drift in their regime): a step the ratio does not tell
 from 1 is "can't tell", never a share. The ladders, each rung and factor named, are families/core.py's ``LADDERS``; a
 ladder in words is report/ladder_text.py. No torch here (docs/design.md section 6).
@@ -24,12 +24,20 @@ from .load.results import VALID_DEVICE_METHODS
 from .load.rows import matching
 from .model import Wait
 
-__all__ = ["Ladder", "Rung", "Step", "ladders", "percent"]
+__all__ = ["Ladder", "Rung", "Step", "ladders", "percent", "share_span"]
 
 
 def percent(share: float) -> str:
     """A share as a whole percent, or one decimal below 1% (a step of 0.07% is not "0%")."""
     return f"{share:.0%}" if abs(share) >= 0.01 else f"{share:.1%}"
+
+
+def share_span(low: float, high: float) -> str:
+    """``69-81%``: a share's interval; empty where its ends read alike (a cost model's exact figures)."""
+    ends = percent(low), percent(high)
+    if ends[0] == ends[1]:
+        return ""
+    return f"{ends[0]} to {ends[1]}" if low < 0 else f"{ends[0][:-1]}-{ends[1]}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,11 +65,8 @@ class Rung:
 
 @dataclass(frozen=True)
 class Step:
-    """What removing one factor saved: the rung above minus the rung below, and the two rungs' ratio with its
-    interval, from which the difference's interval follows (below x (ratio - 1)). The rung below is held and the one
-    above carries the ratio's uncertainty: the widest of the ways to turn a ratio's interval into seconds (holding the
-    rung above narrows it by about the ratio, 66.6-131 ms to 85.9-102 ms for the H200's 1 GiB clone, whose fresh pages
-    make it the noisier rung), so a bound may pass the call's own median, itself an estimate."""
+    """What removing one factor saved: the rung above minus the rung below, judged by the two rungs' ratio with its
+    interval (``Ladder.share_bounds`` reads the step's share of the call from it)."""
 
     factor: str
     above: Rung
@@ -71,14 +76,6 @@ class Step:
     @property
     def seconds(self) -> float:
         return self.above.median_s - self.below.median_s
-
-    @property
-    def low_s(self) -> float:
-        return self.below.median_s * (self.ratio.low - 1)
-
-    @property
-    def high_s(self) -> float:
-        return self.below.median_s * (self.ratio.high - 1)
 
     @property
     def told(self) -> bool:
@@ -130,10 +127,19 @@ class Ladder:
         """The step's share of the call, or None where the run cannot tell it from zero."""
         return step.seconds / self.top.median_s if step.told else None
 
-    def parts(self) -> list[tuple[str, float, float, float, bool]]:
-        """(factor, seconds, low, high, told) for every step and the bottom rung: they add up to the call."""
-        rows = [(s.factor, s.seconds, s.low_s, s.high_s, s.told) for s in self.steps]
-        return [*rows, (self.bottom, self.base.median_s, self.base.median_s, self.base.median_s, True)]
+    def share_bounds(self, step: Step) -> tuple[float, float]:
+        """The interval of the step's share of the call, read from its own comparison alone: 1 - 1/r of the rung above
+        over the ends of its two rungs' ratio's interval, in shares of the call (times the rung above's share of it).
+        The H200's 1 GiB clone, 4.09× (3.18-5.28) its copy_ into a touched buffer, is 76% (69-81%) fresh destination:
+        no bound passes the rung above, as one over the rung below could (66.6-131 ms of a 125 ms call)."""
+        above = step.above.median_s / self.top.median_s
+        return above * (1 - 1 / step.ratio.low), above * (1 - 1 / step.ratio.high)
+
+    def parts(self) -> list[tuple[str, float, str, bool]]:
+        """(factor, seconds, its share's interval (``share_span``), told) for every step and the bottom rung: they
+        add up to the call."""
+        rows = [(s.factor, s.seconds, share_span(*self.share_bounds(s)) if s.told else "", s.told) for s in self.steps]
+        return [*rows, (self.bottom, self.base.median_s, "", True)]
 
 
 def _device_rows(frame: pd.DataFrame, match: Mapping[str, object]) -> pd.DataFrame:

@@ -121,7 +121,7 @@ def _ladders(story: Story) -> list[str]:
     lines = ["", "## Where the time of one call goes", "", LADDER_INTRO]
     for title, where, rows in story.ladders:
         lines += ["", f"**{escape.markdown(title)}** ({escape.markdown(where)})", "",
-                  "| step | case | factor removed | median difference (interval) | share |", "|---|---|---|---:|---:|"]
+                  "| step | case | factor removed | median difference | share (interval) |", "|---|---|---|---:|---:|"]
         lines += ["| " + " | ".join(escape.markdown(cell) for cell in row) + " |" for row in rows]
     return lines
 

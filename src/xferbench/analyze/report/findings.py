@@ -21,12 +21,12 @@ from ...families.core import noop_call
 from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds, format_span
 from ..cliff import CLIFF_DROP, cliff
-from ..ladder import percent
+from ..ladder import percent, share_span
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
 from ..view import USUAL_WAY_BACK, RunView, flag, matching
 from . import drift_text
 from .cliff import cliff_cause, cliff_note, fresh_clause, held_there, mmap_clause
-from .ladder_text import seconds_span, summary, took_at
+from .ladder_text import summary, took_at
 from .model_text import alpha_beta, no_host_roof
 from .staging import staging_both_ways
 from .svg import bytes_said, ticks_said
@@ -441,8 +441,9 @@ def _staged(view: RunView) -> str | None:
                 f"pinned buffer ({format_seconds(staging.above.median_s)} against {format_seconds(staging.below.median_s)}).")
     text = (f"at {format_bytes(ladder.size)}, copy_ into a pageable buffer took {format_seconds(staging.above.median_s)} "
             f"against {format_seconds(staging.below.median_s)} into a pinned one: staging costs "
-            f"{seconds_span(staging.seconds, staging.low_s, staging.high_s, '')}, "
-            f"{percent(staging.seconds / ladder.top.median_s)} of {ladder.top.label}'s {format_seconds(ladder.top.median_s)}")
+            f"{format_seconds(staging.seconds)}, {percent(staging.seconds / ladder.top.median_s)}"
+            f"{f' ({span})' if (span := share_span(*ladder.share_bounds(staging))) else ''} of {ladder.top.label}'s "
+            f"{format_seconds(ladder.top.median_s)}")
     if fresh.told:
         text += (f"; {format_seconds(fresh.seconds)} ({percent(fresh.seconds / ladder.top.median_s)}) of "
                  f"{ladder.top.label} is its fresh destination (the ladder above)")

@@ -14,7 +14,7 @@ from ...ratios import UNJUDGED
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..ladder import Ladder, percent
 from ..view import RunView
-from .svg import WIDTH, bounds_said, left_said, tip
+from .svg import WIDTH, left_said, tip
 
 __all__ = ["ladder_figure"]
 
@@ -38,7 +38,7 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
     table says."""
     left, total = 0.0, ladder.top.median_s
     steps = [*ladder.steps, None]
-    for (factor, seconds, low, high, told), step in zip(ladder.parts(), steps, strict=True):
+    for (factor, seconds, span, told), step in zip(ladder.parts(), steps, strict=True):
         if step is None and (said := left_said(ladder.base.row, ladder.waited, "it")) is not None:
             factor = f"what is left ({said})"
         width = max(seconds, 0.0) * 1e3
@@ -48,7 +48,6 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
         if step is None:  # the bottom rung
             tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"])
         else:  # the step, its share and interval (or the ratio's can't tell), and its two rungs
-            span = bounds_said(low, high)
             said = f" ({percent(seconds / total)}{span and '; ' + span})" if told else f", {step.ratio.text()}"
             tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)}{said}\n{step.above.case} − {step.below.case}"])
         if told and seconds / total >= 0.15:

@@ -13,11 +13,11 @@ from ...families.base import span
 from ...families.core import SHORT
 from ...ratios import UNJUDGED
 from ...units import format_bytes, format_seconds, format_span
-from ..ladder import Ladder, Step, percent
+from ..ladder import Ladder, Step, percent, share_span
 from ..view import RunView
-from .svg import bounds_said, left_said
+from .svg import left_said
 
-__all__ = ["fault_split", "ladder_table", "rows", "seconds_span", "sentence", "split_text", "summary", "title", "why_not"]
+__all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
 
 
 def why_not(step: Step) -> str:
@@ -46,7 +46,7 @@ def sentence(ladder: Ladder, step: Step) -> str:
     """One step in words: its figure and interval, or "can't tell"."""
     if not step.told:
         return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
-    span = bounds_said(step.low_s, step.high_s)
+    span = share_span(*ladder.share_bounds(step))
     return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}{span and '; ' + span})"
 
 
@@ -73,14 +73,6 @@ def title(ladder: Ladder) -> str:
     return f"{ladder.top.label} of {format_bytes(ladder.size)}: {format_seconds(ladder.top.median_s)}"
 
 
-def seconds_span(seconds: float, low: float, high: float, why: str) -> str:
-    """``163 ms (160 ms to 179 ms)``; a figure alone where its interval is no wider than its figures (a device time, a
-    cost model's), or with no interval where the run cannot judge it (an unbounded one: ``why``, ``why_not``)."""
-    if not math.isfinite(high):
-        return f"{format_seconds(seconds)} (no interval: {why})"
-    return format_seconds(seconds) + (f" ({span})" if (span := bounds_said(low, high)) else "")
-
-
 def took_at(small: pd.Series, row: pd.Series | None = None) -> str:
     """``12 ms at 1 MiB, 64× fewer bytes``: a smaller size's time (``RunView.growth``: where it is the median of its
     blocks timed as ``row``'s were, it says so, and what its other blocks took), and how many times fewer bytes it
@@ -103,11 +95,12 @@ def rows(ladder: Ladder) -> list[list[str]]:
     found = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
-        shown = f"can't tell ({why_not(step)})" if share is None else percent(share)
+        span = share_span(*ladder.share_bounds(step)) if share is not None else ""
+        shown = f"can't tell ({why_not(step)})" if share is None else percent(share) + (span and f" ({span})")
         if share is not None and (split := split_text(ladder, step)) is not None:
             shown += f", {split}"
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
-                      seconds_span(step.seconds, step.low_s, step.high_s, why_not(step)), shown])
+                      format_seconds(step.seconds), shown])
     base, left = ladder.base, f"what is left: {bottom(ladder)}"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),
@@ -118,16 +111,13 @@ def rows(ladder: Ladder) -> list[list[str]]:
 _NO_FAULTS = "no fault counts split it into allocation and first touch"
 
 
-def _cell(ladder: Ladder, seconds: float, low: float, high: float, told: bool, cases: str,
-          split: str | None) -> dict[str, str]:
-    span = bounds_said(low, high)
-    if not told:  # an unbounded interval (no evidence of the run's drift) is said as none, as the Markdown says it
-        said = "" if span == "" else f", interval {span}" if math.isfinite(high) else ", no interval"  # cases say why
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}{said}: {cases}"}
+def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None) -> dict[str, str]:
+    if not told:  # the cases say why
+        return {"text": "can't tell", "title": f"{format_seconds(seconds)}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
-    return {"text": text, "title": f"interval {span}: {cases}" if span else cases}  # what is left: one median
+    return {"text": text, "title": f"{span} of the call: {cases}" if span else cases}  # what is left: one median
 
 
 def ladder_table(view: RunView) -> dict[str, Any] | None:
@@ -144,8 +134,8 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
         splits = [split_text(ladder, s) for s in ladder.steps] + [None]
         if ladder.split is None and ladder.key.startswith("host"):  # said only where this run recorded no faults
             splits[0] = _NO_FAULTS
-        cells = {factor: _cell(ladder, seconds, low, high, told, case, split)
-                 for (factor, seconds, low, high, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
+        cells = {factor: _cell(ladder, seconds, span, told, case, split)
+                 for (factor, seconds, span, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
         if (said := left_said(ladder.base.row, wait := ladder.waited, "it")) is not None:  # as ``rows`` says it

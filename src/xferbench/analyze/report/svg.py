@@ -234,12 +234,6 @@ def ticks_said(tick: float, of: str = "its time") -> str:
             f"for the CPU is part of {of}")
 
 
-def bounds_said(low: float, high: float) -> str:
-    """``66.6 ms to 131 ms``: an interval in seconds; empty where its bounds read alike (a cost model's figures)."""
-    bounds = format_seconds(low), format_seconds(high)
-    return "" if bounds[0] == bounds[1] else f"{bounds[0]} to {bounds[1]}"
-
-
 def left_said(row: pd.Series, wait: Wait | None, of: str = "its time") -> str | None:
     """What a ladder's bottom rung (``row``) carries beside its time: its rounds on the scheduler's ticks, else the most
     of it its bytes set where they set little (``Ladder.waited``); None where its bytes set it."""
