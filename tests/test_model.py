@@ -543,6 +543,15 @@ class TestLatencyBoundRuns:
         assert bandwidth_bound(pd.Series([4, 64]), pd.Series([1.7e-6, 1.7e-6 + 64 / 6e9])) is False
         assert "GB/s here: the roof of the pageable panels" in host_copy(RunView.of(results))
 
+    def test_a_largest_size_the_robust_fit_bends_away_from_is_still_bandwidth_bound(self):
+        """The quick run's clone, 1 MiB on the ticks left out: 4 B and 1 KiB at its fixed cost, 64 MiB at 203 ms. The
+        soft-L1 fit takes 64 MiB for a stray point (β 3 PB/s), yet 203 ms is far past twice that fixed cost."""
+        sizes, times = pd.Series([4, 1024, 64 * 2**20]), pd.Series([1.388e-6, 1.312e-6, 0.2026])
+        fit = fit_alpha_beta(sizes.to_numpy(), times.to_numpy())
+        assert fit is not None and fit.seconds(64 * 2**20) < 1e-3  # the line misses it
+        assert bandwidth_bound(sizes, times) is True
+        assert bandwidth_bound(sizes, pd.Series([1.388e-6, 1.312e-6, 2.5e-6])) is False  # under 2α: the fixed cost
+
 
 def device_timed(op, src, dst, device_alpha, device_gbps, sizes, wall_alpha=12e-6, wall_gbps=None):
     """One path's rows as the run records them: wall-clock times (a synchronize after every call, so a larger α) and
