@@ -166,3 +166,12 @@ def test_an_interval_within_half_a_percent_that_holds_one_reads_the_same():
     assert Ratio(1.0, 1.0, 1.0, "rounds", 5).text() == Ratio(1.0, 0.996, 1.004, "rounds", 5).text() == "the same"
     assert Ratio(1.0, 0.99, 1.01, "rounds", 5).text() == "can't tell (could see ≥ 1.01×)"
     assert Ratio(1.003, 1.001, 1.005, "rounds", 5).text() == "1.003× (1.001-1.005)"
+
+
+def test_two_figures_apart_by_their_rounding_alone_are_the_same():
+    """The simulated machine's pinned d2h copies: 1.231162163636 ms, one 4.4e-16 s above the rest (summed in another
+    order); with the cost model's drift of 0 the interval is that one point, which is no difference."""
+    value = 1 + 4.4e-16 / 1.231162163636e-3
+    assert not Ratio(value, value, value, "rounds", 5).resolved and Ratio(value, value, value, "rounds", 5).text() == "the same"
+    assert not Ratio(1 / value, 1 / value, 1 / value, "rounds", 5).resolved
+    assert Ratio(1 + 2e-9, 1 + 2e-9, 1 + 2e-9, "rounds", 5).resolved and Ratio(1 - 2e-9, 1 - 2e-9, 1 - 2e-9, "rounds", 5).resolved

@@ -59,6 +59,11 @@ UNJUDGED = {"unjudged": "the run gives no evidence of its drift",
             "ticks": "one side's rounds lie on the scheduler's ticks"}
 
 
+#: A ratio this close to 1 is the medians' floating-point rounding, never a difference: a cost model's two equal
+#: figures, summed in another order, come out 3.6e-13 apart (the simulated machine's pinned d2h copies).
+ROUNDING = 1e-9
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A's median time over B's, with its interval: "A is value x B (low-high)"."""
@@ -74,8 +79,8 @@ class Ratio:
 
     @property
     def resolved(self) -> bool:
-        """Whether the interval excludes 1: A and B differ, in the direction of ``value``."""
-        return self.low > 1.0 or self.high < 1.0
+        """Whether the interval excludes 1 by more than ``ROUNDING``: A and B differ, in the direction of ``value``."""
+        return self.low > 1.0 + ROUNDING or self.high < 1.0 - ROUNDING
 
     @property
     def judged(self) -> bool:
