@@ -121,7 +121,7 @@ def test_both_directions_at_once_is_a_figure(h200):
     assert (round(both, 1), sorted(round(both / o, 2) for o in one)) == (99.6, [1.82, 1.83])
     assert ("Both directions at once at 256 MiB each way on cuda:0: 99.6 GB/s against 54.5 GB/s host to device and "
             "54.6 GB/s device to host alone, 1.82-1.83× one direction's throughput: both ways took 1.09× (1.04-1.15) the "
-            "slower direction's time alone, about 9% (4%-13%) short of fully duplex.") in scenario_findings(h200, "bidir")[-1]
+            "slower direction's time alone, about 9% (4-13%) short of fully duplex.") in scenario_findings(h200, "bidir")[-1]
 
 
 def test_the_two_directions_staging_differ_and_the_run_says_it_cannot_tell_why(h200):

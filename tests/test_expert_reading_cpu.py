@@ -258,7 +258,7 @@ class TestRead3b:
         quick = off_ticks(tmp_path, CPU_QUICK)  # its 64 MiB copy_ judged, off the scheduler's ticks
         assert "no fault counts" not in HOST_LADDER_CAPTION
         # the step's interval is the rungs' ratio's, as the ladder computes it (analyze/ladder.py Step), never a join
-        assert "the two rungs' ratio's (95%: paired blocks where both were measured so" in HOST_LADDER_CAPTION
+        assert "the two rungs' ratio's interval (95%: paired blocks where both were measured so" in HOST_LADDER_CAPTION
         cells = [c["text"] for row in ladder_table(RunView.of(load([quick])))["rows"] for c in row["cells"]]
         assert any("with 16,385 more minor faults per call" in c for c in cells)
         assert not any("no fault counts" in c for c in cells)

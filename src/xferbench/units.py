@@ -161,6 +161,20 @@ def format_seconds(seconds: float | None) -> str:
     return f"{format_number(seconds * 1e9) if abs(seconds) >= 1e-12 else 0} ns"
 
 
+def percent(share: float) -> str:
+    """A share as a whole percent, or one decimal below 1% (a step of 0.07% is not "0%")."""
+    return f"{share:.0%}" if abs(share) >= 0.01 else f"{share:.1%}"
+
+
+def percent_span(low: float, high: float, alike: str | None = None) -> str:
+    """``69-81%``: two shares, written by ``percent``; one figure where they read alike (``alike`` instead, if given:
+    a ladder step of a cost model's exact figures prints no interval)."""
+    ends = percent(low), percent(high)
+    if ends[0] == ends[1]:
+        return ends[0] if alike is None else alike
+    return f"{ends[0]} to {ends[1]}" if low < 0 else f"{ends[0][:-1]}-{ends[1]}"
+
+
 def format_span(low: str, high: str) -> str:
     """``14-15 µs``, ``87.4-123 KiB``: two figures written by one of the formatters above, the unit once where they
     share it; one figure where they read alike."""

@@ -20,24 +20,12 @@ import pandas as pd
 from ..families.base import LadderSpec, RungSpec
 from ..families.core import FRESH, LADDERS
 from ..ratios import Ratio
+from ..units import percent_span
 from .load.results import VALID_DEVICE_METHODS
 from .load.rows import matching
 from .model import Wait
 
-__all__ = ["Ladder", "Rung", "Step", "ladders", "percent", "share_span"]
-
-
-def percent(share: float) -> str:
-    """A share as a whole percent, or one decimal below 1% (a step of 0.07% is not "0%")."""
-    return f"{share:.0%}" if abs(share) >= 0.01 else f"{share:.1%}"
-
-
-def share_span(low: float, high: float) -> str:
-    """``69-81%``: a share's interval; empty where its ends read alike (a cost model's exact figures)."""
-    ends = percent(low), percent(high)
-    if ends[0] == ends[1]:
-        return ""
-    return f"{ends[0]} to {ends[1]}" if low < 0 else f"{ends[0][:-1]}-{ends[1]}"
+__all__ = ["Ladder", "Rung", "Step", "ladders"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,9 +124,10 @@ class Ladder:
         return above * (1 - 1 / step.ratio.low), above * (1 - 1 / step.ratio.high)
 
     def parts(self) -> list[tuple[str, float, str, bool]]:
-        """(factor, seconds, its share's interval (``share_span``), told) for every step and the bottom rung: they
-        add up to the call."""
-        rows = [(s.factor, s.seconds, share_span(*self.share_bounds(s)) if s.told else "", s.told) for s in self.steps]
+        """(factor, seconds, its share's interval (``percent_span``, none where told alike), told) for every step and
+        the bottom rung: they add up to the call."""
+        rows = [(s.factor, s.seconds, percent_span(*self.share_bounds(s), alike="") if s.told else "", s.told)
+                for s in self.steps]
         return [*rows, (self.bottom, self.base.median_s, "", True)]
 
 

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from ...families import family, moving_ops
-from ...units import format_bytes
+from ...units import format_bytes, percent_span
 from ..view import RunView
 from .model_text import no_host_roof
 from .svg import bytes_said, left_said
@@ -47,14 +47,14 @@ LADDER_CAPTION = (
     "left to right). A segment is the difference of two medians: the segments add up to the call, though they overlap "
     "in time. A step whose two rungs' ratio the run cannot tell from 1 (its 95% interval: paired blocks where both were "
     "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch, sync, blocking rung sets "
-    "the blocking copy against its non-blocking twin's DMA (a blocking copy's own DMA is not timed), so it also holds "
-    "whatever blocking adds. Hover a cell for its cases and interval.")
+    "the blocking copy against its non-blocking twin's device time, the DMA alone, so it also holds whatever blocking "
+    "adds. Hover a cell for its cases and interval.")
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
-    "itself." + _GPU_ONLY[1] + " A step's interval is "
-    "the two rungs' ratio's (95%: paired blocks where both were measured so, else their rounds and the run's drift): "
-    "one that holds zero reads \"can't tell\", never a share.")
+    "itself." + _GPU_ONLY[1] + " A step's share carries "
+    "the two rungs' ratio's interval (95%: paired blocks where both were measured so, else their rounds and the run's "
+    "drift): one that holds zero reads \"can't tell\", never a share.")
 
 _COST_CAPTION = (
     "Time for the same payload along every route (family" + _GPU_ONLY[4] + "), shortest first, with "
@@ -130,8 +130,8 @@ def _overhead_caption(view: RunView) -> str:
     if timed.empty:
         return _OVERHEAD_CAPTION
     share = 1 - timed["device_seconds"].astype(float) / timed["median_s"]
-    return _OVERHEAD_CAPTION + (f" At {format_bytes(SMALL_MOVE)} and below it is {share.min():.0%}-{share.max():.0%}: "
-                                "small moves are mostly fixed cost.")
+    return _OVERHEAD_CAPTION + (f" At {format_bytes(SMALL_MOVE)} and below it is "
+                                f"{percent_span(share.min(), share.max())}: small moves are mostly fixed cost.")
 
 
 def _noop_words(view: RunView) -> tuple[str, str]:

@@ -19,9 +19,8 @@ from ...families.base import ms as _ms
 from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
-from ...units import format_bytes, format_number, format_seconds, format_span
+from ...units import format_bytes, format_number, format_seconds, format_span, percent, percent_span
 from ..cliff import CLIFF_DROP, cliff
-from ..ladder import percent, share_span
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
 from ..view import USUAL_WAY_BACK, RunView, flag, matching
 from . import drift_text
@@ -442,8 +441,8 @@ def _staged(view: RunView) -> str | None:
     text = (f"at {format_bytes(ladder.size)}, copy_ into a pageable buffer took {format_seconds(staging.above.median_s)} "
             f"against {format_seconds(staging.below.median_s)} into a pinned one: staging costs "
             f"{format_seconds(staging.seconds)}, {percent(staging.seconds / ladder.top.median_s)}"
-            f"{f' ({span})' if (span := share_span(*ladder.share_bounds(staging))) else ''} of {ladder.top.label}'s "
-            f"{format_seconds(ladder.top.median_s)}")
+            f"{f' ({span})' if (span := percent_span(*ladder.share_bounds(staging), alike='')) else ''} of "
+            f"{ladder.top.label}'s {format_seconds(ladder.top.median_s)}")
     if fresh.told:
         text += (f"; {format_seconds(fresh.seconds)} ({percent(fresh.seconds / ladder.top.median_s)}) of "
                  f"{ladder.top.label} is its fresh destination (the ladder above)")

@@ -11,8 +11,8 @@ from matplotlib.ticker import FuncFormatter
 
 from ...families.core import SHORT
 from ...ratios import UNJUDGED
-from ...units import format_bytes, format_number, format_seconds, mathtext_safe
-from ..ladder import Ladder, percent
+from ...units import format_bytes, format_number, format_seconds, mathtext_safe, percent
+from ..ladder import Ladder
 from ..view import RunView
 from .svg import WIDTH, left_said, tip
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...units import format_bytes
+from ...units import format_bytes, percent, percent_span
 from ..base import Family, Judge, judge_of, of_variant
 
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ def _verdict(both: pd.Series, alone: pd.Series, judge: Judge) -> str:
     if ratio.low <= 2 <= ratio.high:
         return f": both ways took {ratio.text()} one direction's time: can't tell it from one at a time"
     # throughput short of duplex: a time 1.109x as long moves the bytes at 1/1.109, 9.8% short
-    short = f"{1 - 1 / ratio.value:.0%} ({1 - 1 / ratio.low:.0%}-{1 - 1 / ratio.high:.0%})"
+    ends = percent_span(1 - 1 / ratio.low, 1 - 1 / ratio.high)
+    short = percent(1 - 1 / ratio.value) + ("" if ends == percent(1 - 1 / ratio.value) else f" ({ends})")
     return f": both ways took {ratio.text()} the slower direction's time alone, about {short} short of fully duplex"
 
 
