@@ -67,7 +67,8 @@ def to_markdown(story: Story) -> str:
             lines += [escape.markdown(story.break_even_line), ""]  # the break-even table the change cites
     elif story.unresolved:
         lines += ["## What to change here", "", escape.markdown(story.unresolved), ""]
-    lines += ["## Key findings", ""]
+    lines += ["## Key findings" + (" (device figures: the simulated machine's cost model, not a measurement)"
+                                   if view.simulated else ""), ""]
     lines += [f"- {escape.markdown(said.headline)}" + ("" if said.evidence == said.headline else
                                                         f"\n  - {escape.markdown(said.evidence)}")
               for said in story.findings]
@@ -108,10 +109,10 @@ def _model(model: list[dict[str, Any]], gpu: bool) -> list[str]:
 #: What the ladder tables say, as the page's ladder caption says it.
 LADDER_INTRO = (
     "Each call read down a ladder of this run's own cases at one size, each step removing one factor: a step is the "
-    "difference of two medians (the case above minus the step's own), with its 95% interval from the two cases' ratio "
-    "(paired blocks where both were measured so, else their rounds and the run's drift in their regime). A step that "
-    "interval does not tell from zero can't tell, never a share. The steps and what is left add up to the call, "
-    "though they overlap in time.")
+    "difference of two medians (the case above minus the step's own), its share of the call with the 95% interval of "
+    "the two cases' ratio (paired blocks where both were measured so, else their rounds and the run's drift in their "
+    "regime). A step that interval does not tell from zero can't tell, never a share. The steps and what is left add "
+    "up to the call, though they overlap in time.")
 
 
 def _ladders(story: Story) -> list[str]:

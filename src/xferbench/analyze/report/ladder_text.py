@@ -12,12 +12,15 @@ import pandas as pd
 from ...families.base import span
 from ...families.core import SHORT
 from ...ratios import UNJUDGED
-from ...units import format_bytes, format_seconds, format_span
-from ..ladder import Ladder, Step, percent, share_span
+from ...units import format_bytes, format_seconds, format_span, percent, percent_span
+from ..ladder import Ladder, Step
 from ..view import RunView
 from .svg import left_said
 
 __all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
+
+
+_SAME = "the two rungs took the same time"
 
 
 def why_not(step: Step) -> str:
@@ -25,8 +28,14 @@ def why_not(step: Step) -> str:
     if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
         return UNJUDGED.get(step.ratio.basis, UNJUDGED["unjudged"])
     if step.ratio.text() == "the same":
-        return "the two rungs took the same time"
+        return _SAME
     return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
+
+
+def untold(step: Step) -> str:
+    """A step the run does not tell from zero: ``none`` where its two rungs took the same time (a cost model's alike),
+    else ``can't tell`` and why."""
+    return f"none ({why_not(step)})" if step.ratio.text() == "the same" else f"can't tell ({why_not(step)})"
 
 
 def split_text(ladder: Ladder, step: Step) -> str | None:
@@ -45,8 +54,9 @@ def fault_split(faults: float, us_per_fault: float) -> str:
 def sentence(ladder: Ladder, step: Step) -> str:
     """One step in words: its figure and interval, or "can't tell"."""
     if not step.told:
-        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
-    span = share_span(*ladder.share_bounds(step))
+        return f"{step.factor}: {untold(step)}" if step.ratio.text() == "the same" else \
+            f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
+    span = percent_span(*ladder.share_bounds(step), alike="")
     return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}{span and '; ' + span})"
 
 
@@ -95,8 +105,8 @@ def rows(ladder: Ladder) -> list[list[str]]:
     found = [["the call", f"{top.label}: {top.case}", "–", "median " + format_seconds(top.median_s), "100%"]]
     for number, step in enumerate(ladder.steps, start=1):
         share = ladder.share(step)
-        span = share_span(*ladder.share_bounds(step)) if share is not None else ""
-        shown = f"can't tell ({why_not(step)})" if share is None else percent(share) + (span and f" ({span})")
+        span = percent_span(*ladder.share_bounds(step), alike="") if share is not None else ""
+        shown = untold(step) if share is None else percent(share) + (span and f" ({span})")
         if share is not None and (split := split_text(ladder, step)) is not None:
             shown += f", {split}"
         found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
@@ -112,8 +122,8 @@ _NO_FAULTS = "no fault counts split it into allocation and first touch"
 
 
 def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None) -> dict[str, str]:
-    if not told:  # the cases say why
-        return {"text": "can't tell", "title": f"{format_seconds(seconds)}: {cases}"}
+    if not told:  # the cases say why; two rungs that took the same time (a cost model's) are no step
+        return {"text": "none" if cases.startswith(_SAME) else "can't tell", "title": f"{format_seconds(seconds)}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"

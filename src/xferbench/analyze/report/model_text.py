@@ -271,8 +271,9 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     # a run without drift evidence cannot judge them: "can't be told apart" would read as alike (1.59 s against 608 ms)
     judged = all(r is None or r.judged for r in (_ratio_at_largest(view, str(p), best) for p in tied["path"]))
     times = f"their times at {size} can't be told apart" if judged else f"the run cannot judge their times at {size}"
-    return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β lie "
-            f"{_span(tied['stated_gbps'])} GB/s and {times}); one of them ({best['path']}"), tied
+    betas = _span(tied["stated_gbps"])
+    return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β "
+            f"{'lie ' if '-' in betas else 'are all '}{betas} GB/s and {times}); one of them ({best['path']}"), tied
 
 
 def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
