@@ -496,6 +496,25 @@ def test_a_median_on_the_ticks_with_a_quarter_of_its_rounds_is_on_them():
     assert np.isnan(_on_ticks_of([7.99e-3, 8.0e-3, 8.01e-3, 5.3e-3, *off[2:], 18.5e-3]))  # 3 of 8, the median 10.9 ms
 
 
+def _waited_of(per_call, ticks=True):
+    """The ``on_ticks`` of a clone whose rounds of 100 calls took ``per_call`` each, in a run that shows the 4 ms ticks
+    (two rows of one call a round on them) or not."""
+    bench = _plain(per_call, "clone")
+    bench["stats"]["iterations"] = 100
+    return rows_of([bench, *([_plain(ON_12), _plain(ON_12)] if ticks else [])], "run", None)[0]["on_ticks"]
+
+
+def test_rounds_of_many_calls_that_held_a_tick_s_wait_are_on_the_ticks():
+    """The busy run's one-thread 1 MiB copy_: rounds of 100 calls, 2.37 ms at fastest, most of them a tick longer (the
+    median round 6.47 ms): its median holds a wait. Under 3/4 of a tick beyond the fastest round, a fastest round of a
+    tick or more (a gloo collective's 300 ms), or a run that shows no ticks: no wait is read."""
+    busy = [23.7e-6, 24.1e-6, 64.7e-6, 63.9e-6, 65.2e-6, 105.0e-6, 64.0e-6]
+    assert _waited_of(busy) == 4e-3 and np.isnan(_waited_of(busy, ticks=False))
+    assert np.isnan(_waited_of([23.7e-6, 24.1e-6, 50.0e-6, 52.0e-6, 51.0e-6, 24.0e-6, 52.0e-6]))  # 2.7 ms beyond
+    assert _waited_of([23.7e-6, 24.1e-6, 54.0e-6, 55.0e-6, 53.8e-6, 24.0e-6, 56.0e-6]) == 4e-3  # 3.01 ms beyond
+    assert np.isnan(_waited_of([x + 17e-6 for x in busy]))  # its fastest round 4.07 ms: a tick's wait is no outlier
+
+
 def _ticked_run(blocks):
     """A 1 MiB clone in ``blocks`` (calls a round, rounds), and a copy_ of one call a round on the ticks, enough for the
     run to show them: their two rows."""

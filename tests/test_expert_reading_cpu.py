@@ -117,9 +117,9 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
 
 
 @pytest.mark.parametrize(("sample", "said"), [
-    ("cpu-busy-host.json", "2 cases whose median lies on them (no bandwidth stated, no comparison judged); 4 blocks on them "
-                           "left out beside blocks of more calls a round."),
-    ("cpu-loaded-host.json", "3 cases whose median lies on them (no bandwidth stated, no comparison judged)."),
+    ("cpu-busy-host.json", "3 cases whose median waited on them (no bandwidth stated, no comparison judged); 4 blocks on "
+                           "them left out beside blocks of more calls a round."),
+    ("cpu-loaded-host.json", "4 cases whose median waited on them (no bandwidth stated, no comparison judged)."),
     ("cpu-sample.json", None)])
 def test_the_busy_notice_says_what_the_scheduler_s_ticks_took(sample, said):
     """The first screen's notice counts the cases and blocks whose rounds lay on the scheduler's ticks, and what the

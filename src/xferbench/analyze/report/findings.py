@@ -281,7 +281,7 @@ def host_copy(view: RunView) -> Said | None:
     # a row of mixed timings, or on the scheduler's ticks, states no bandwidth (RunView.rows; the α/β fit leaves it out)
     if pd.isna((top := every.loc[every["nbytes"].idxmax()])["bandwidth_gbps"]):
         stated = (f"Host memory copies (copy_ on torch's threads) state no bandwidth: at {format_bytes(top['nbytes'])}, "
-                  + (ticks_said(top["on_ticks"]) if pd.notna(top.get("on_ticks", math.nan)) else
+                  + (ticks_said(top) if pd.notna(top.get("on_ticks", math.nan)) else
                      "its blocks timed calls a round 2× or more apart"))
         return Said(stated + ".", stated + ".")
     rows = every[every["bandwidth_gbps"].notna()]

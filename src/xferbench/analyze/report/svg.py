@@ -26,6 +26,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display: figures are rendered to SVG for the page
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -217,8 +218,8 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     blocks = row.get("block_iterations")  # NaN for a row measured in one block
     calls = [int(n) for n in (blocks if isinstance(blocks, list) else [row["iterations"]]) if n == n]  # NaN: not run
     text = f"{int(row['rounds']):,}{rounds} × {min(calls):,}" + (f"-{max(calls):,}" if max(calls) > min(calls) else "")
-    if pd.notna(tick := row.get("on_ticks", math.nan)):
-        text += f", {ticks_said(tick, 'them')}"
+    if pd.notna(row.get("on_ticks", math.nan)):
+        text += f", {ticks_said(row, 'them')}"
     if pd.notna(left := row.get("tick_blocks", 0)) and left > 0:  # NaN for a row measured in one block
         text += f", {int(left)} block{'s' if left > 1 else ''} of one call a round on the scheduler's ticks left out"
     if not flag(row, "mixed_iterations"):
@@ -227,18 +228,24 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
 
 
-def ticks_said(tick: float, of: str = "its time") -> str:
+def ticks_said(row: pd.Series, of: str = "its time") -> str:
     """``its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of
-    its time``: a row's ``on_ticks`` (analyze/load/blocks.py), for hovers and sentences alike."""
-    return (f"its median and a quarter or more of its rounds lie on the scheduler's {format_seconds(tick)} ticks: a wait "
-            f"for the CPU is part of {of}")
+    its time``: a row's ``on_ticks`` (analyze/load/blocks.py), for hovers and sentences alike; of rounds of many calls,
+    how its median round stood off its fastest."""
+    tick = format_seconds(row["on_ticks"])
+    if row["iterations"] < 2:
+        return f"its median and a quarter or more of its rounds lie on the scheduler's {tick} ticks: a wait for the CPU " \
+               f"is part of {of}"
+    rounds = np.asarray(row["data"], dtype=float) * row["iterations"]
+    return (f"its median round of {int(row['iterations']):,} calls took {format_seconds(float(np.median(rounds)))}, its "
+            f"fastest {format_seconds(float(rounds.min()))}: a wait of the scheduler's {tick} ticks is part of {of}")
 
 
 def left_said(row: pd.Series, wait: Wait | None, of: str = "its time") -> str | None:
     """What a ladder's bottom rung (``row``) carries beside its time: its rounds on the scheduler's ticks, else the most
     of it its bytes set where they set little (``Ladder.waited``); None where its bytes set it."""
-    if pd.notna(tick := row.get("on_ticks", math.nan)):
-        return ticks_said(tick, of)
+    if pd.notna(row.get("on_ticks", math.nan)):
+        return ticks_said(row, of)
     return None if wait is None else bytes_said(wait, of)
 
 
