@@ -457,6 +457,8 @@ class TestSpreadAndFloor:
         assert {r.spread_from for r in judged} == {"default"}
         assert all(r.spread == DEFAULT_SPREAD[r.case_class] and r.floor == DEFAULT_FLOOR[r.case_class] for r in judged)
         assert "(between-run spread from class defaults)" in summary(rows, 2, 1)
+        # the figures in base and new are time_of's, which the page's medians are not (a reading took them for medians)
+        assert "base and new: a bandwidth-bound case's median round, a latency-bound case's fastest." in summary(rows, 2, 1)
 
     def test_few_base_runs_are_not_trusted_below_the_default(self):
         """3 runs without drift teach a spread, but compare keeps at least the class default until 5 runs."""
@@ -530,7 +532,7 @@ class TestWriters:
             "1 regression(s), 0 improvement(s), 0 can't tell, in 2 case(s): 6 base run(s) against 3 new run(s); "
             "flagged when |robust z| > 4 and beyond the case's floor, slower or faster \"within the floor\" when past "
             "the z bound only, unchanged when neither and the 95% interval lies within the floor (between-run spread "
-            "from the base runs).",
+            "from the base runs); base and new: a bandwidth-bound case's median round, a latency-bound case's fastest.",
         ]
 
     def test_change_wording(self):
@@ -569,7 +571,7 @@ class TestWriters:
         md = to_markdown([made()], 1, 1, noise)
         assert ("flagged when |robust z| > 6 and beyond the case's floor, slower or faster \"within the floor\" when "
                 "past the z bound only, unchanged when neither and the 95% interval lies within the floor (between-run "
-                "spread from calibration file).") in md
+                "spread from calibration file);") in md
         assert "cannot tell" not in md
 
     def test_no_drift_warning_with_a_calibration(self):

@@ -143,7 +143,8 @@ def _counts(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
             + (f"{count[NOT_COMPARED]} {NOT_COMPARED}, " if count[NOT_COMPARED] else "") + f"in {len(rows)} "
             f"case(s): {n_base} base run(s) against {n_new} new run(s); flagged when |robust z| > {z_bound:g} and "
             f"beyond the case's floor, slower or faster \"within the floor\" when past the z bound only, unchanged "
-            f"when neither and the 95% interval lies within the floor (between-run spread from {spread}).")
+            f"when neither and the 95% interval lies within the floor (between-run spread from {spread}); base and new: "
+            "a bandwidth-bound case's median round, a latency-bound case's fastest.")
 
 
 def _one_against_one(n_base: int, n_new: int, noise: Noise | None) -> str | None:
