@@ -83,10 +83,14 @@ def finding(rows: pd.DataFrame) -> list[str]:
         bytes_said = (_growth(again, judge) if mixed.empty else "but its blocks at "
                       f"{', '.join(format_bytes(n) for n in mixed['nbytes'])} timed calls a round 2× or more apart, so "
                       "the run cannot say whether the bytes set it")
+        # a case whose rounds held the scheduler's ticks (analyze/load/blocks.py): its median holds a wait for the CPU
+        ticked = again[again["on_ticks"].notna()] if "on_ticks" in again else again.iloc[:0]
+        waited = "" if ticked.empty else (f" (at {', '.join(format_bytes(n) for n in ticked['nbytes'])} with a wait "
+                                          "for the CPU: its rounds held the scheduler's ticks)")
         out.append(f"A second .to({dst}) of a module already there took " + (step or (
             f"{ms(again['median_s'])} from {format_bytes(again['nbytes'].min())} to "
-            f"{format_bytes(again['nbytes'].max())} of parameters: nothing is copied (every parameter tensor is "
-            f"visited), {bytes_said}.")))
+            f"{format_bytes(again['nbytes'].max())} of parameters{waited}: nothing is copied (every parameter tensor "
+            f"is visited), {bytes_said}.")))
     first = of_variant(rows, "first")
     if not first.empty:
         big = first.loc[first["nbytes"].idxmax()]
