@@ -489,10 +489,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.pytest_args = extra  # run's: pytest's own arguments, passed on as given
     if args.command in _READING and "numpy" not in sys.modules:  # read when numpy loads, not after
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return _dispatch(args)
-
-
-def _dispatch(args: argparse.Namespace) -> int:
     from .analyze.load.results import ResultsError
 
     try:

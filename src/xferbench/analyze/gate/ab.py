@@ -83,9 +83,8 @@ class EnoughBlocks(Refusal[Blocks]):
     """Fewer than 6 blocks: the signed-rank test cannot reach p < 0.05, so nothing could ever be flagged."""
 
     def fails(self, asked: Blocks) -> str | None:
-        if asked.blocks < 6:
-            return f"--blocks {asked.blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05"
-        return None
+        return (f"--blocks {asked.blocks}: at least 6 blocks are needed for the signed-rank test to reach p < 0.05"
+                if asked.blocks < 6 else None)
 
 
 class FreshBlocks(Refusal[Blocks]):
@@ -196,9 +195,7 @@ def hodges_lehmann(x: Sequence[float] | np.ndarray) -> tuple[float, float, float
 def signed_rank(x: Sequence[float] | np.ndarray, alternative: str = "two-sided") -> float:
     """Wilcoxon signed-rank p-value of ``x`` centred on 0 (1.0 when every value is 0)."""
     v = np.asarray(x, dtype=float)
-    if not np.any(v != 0):
-        return 1.0
-    return float(wilcoxon(v, alternative=alternative).pvalue)
+    return float(wilcoxon(v, alternative=alternative).pvalue) if np.any(v != 0) else 1.0
 
 
 @dataclass(frozen=True)

@@ -71,8 +71,7 @@ def structure(markdown: str) -> list[str]:
         elif header:  # the header's delimiter row, written below it already
             header = False
         elif width and line.lstrip().startswith("|"):
-            cells = _cells(line)
-            out.append(_row((cells + [""] * width)[:width]))
+            out.append(_row((_cells(line) + [""] * width)[:width]))
         elif line.lstrip().startswith("|") and _DELIMITER.fullmatch(following.strip()):
             cells = _cells(line)
             width, header = len(cells), True

@@ -474,9 +474,12 @@ class _Tables:
         present = self.base[0].loc[key].notna().to_numpy() if key in self.base[0].index else np.array([], dtype=bool)
         old = self.base[0].loc[key].to_numpy()[present] if key in self.base[0].index else np.array([])
         cur = self.new[0].loc[key].dropna().to_numpy() if key in self.new[0].index else np.array([])
-        if old.size == 0 or cur.size == 0:
+        if old.size == 0 or cur.size == 0:  # one side alone: new, gone, or a peer case not compared (the plans differ)
             case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in self.one_sided)
-            return _one_side(key, meta, cls, old, cur, case, self.environment)
+            rule = decide(VERDICTS, case)
+            return Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))) if old.size else None,
+                              float(np.exp(np.median(cur))) if cur.size else None, None, None, None, None, None, None, None,
+                              rule.verdict, key=key, environment=self.environment, why=rule.why(case), name=str(meta["name"]))
         start, moved, b = self.baseline(key, cls, old, present)
         spread = self._own_rounds(key, meta, cur, b)
         e, smallest = weigh(b.kept, cur, spread, b.floor, self.z_bound)
@@ -535,17 +538,6 @@ def _scenario(op: object) -> bool:
     """Whether ``op`` is a scenario or concurrent family's: a workload of several calls, not one copy."""
     found = FAMILIES.get(str(op))
     return found is not None and found.kind in ("scenario", "concurrent")
-
-
-def _one_side(key: str, meta: pd.Series, cls: str, old: np.ndarray, cur: np.ndarray, case: Matched,
-              environment: tuple[str, ...]) -> Comparison:
-    """A case only one side measured: new, gone, or a peer case not compared (the sides' peer plans differ)."""
-    rule = decide(VERDICTS, case)
-    return Comparison(str(meta["path"]), int(meta["nbytes"]), cls,
-                      float(np.exp(np.median(old))) if old.size else None,
-                      float(np.exp(np.median(cur))) if cur.size else None,
-                      None, None, None, None, None, None, None, rule.verdict, key=key, environment=environment,
-                      why=rule.why(case), name=str(meta["name"]))
 
 
 def _differing_plans(base: Sequence[Results], new: Sequence[Results]) -> tuple[RecordedPlan | None, RecordedPlan | None] | None:

@@ -66,9 +66,7 @@ class Comparison:
             return self.verdict
         if abs(self.ratio - 1) < 0.005:
             return "same"
-        if self.ratio >= 1:
-            return f"{_times(self.ratio)} slower"
-        return f"{_times(1 / self.ratio)} faster"
+        return f"{_times(self.ratio)} slower" if self.ratio >= 1 else f"{_times(1 / self.ratio)} faster"
 
     @property
     def not_gated_why(self) -> str:
@@ -127,8 +125,9 @@ _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor
 
 def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
             notes: Sequence[str] = ()) -> str:
-    said = [can_see(rows), _one_against_one(n_base, n_new, noise), _not_gated(rows), _set_aside(rows),
-            _moved(rows, n_base), _environment(rows)]
+    alone = n_base == 1 and n_new == 1 and noise is None
+    said = [can_see(rows), _ONE_AGAINST_ONE if alone else None, _not_gated(rows), _set_aside(rows), _moved(rows, n_base),
+            _environment(rows)]
     return "\n".join([_counts(rows, n_base, n_new, noise), *[line for line in said if line], *notes])
 
 
@@ -147,11 +146,9 @@ def _counts(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None
             "a bandwidth-bound case's median round, a latency-bound case's fastest.")
 
 
-def _one_against_one(n_base: int, n_new: int, noise: Noise | None) -> str | None:
-    if n_base == 1 and n_new == 1 and noise is None:
-        return ("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
-                "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
-    return None
+#: Said when one run is compared with one run and no calibration.
+_ONE_AGAINST_ONE = ("One run against one run cannot tell a change from between-run drift: the spread assumed is a "
+                    "class default. Compare folders of several runs, or calibrate this machine (xferbench calibrate).")
 
 
 #: Cases named in a summary line at most (the table has every row; a PR comment may be cut before it).
@@ -190,8 +187,7 @@ def _moved(rows: Sequence[Comparison], n_base: int) -> str | None:
 
 
 def _environment(rows: Sequence[Comparison]) -> str | None:
-    environment = next((r.environment for r in rows if r.environment), ())
-    if not environment:
+    if not (environment := next((r.environment for r in rows if r.environment), ())):
         return None
     return ("Environment changed: " + ", ".join(environment) + " (same hardware): every verdict carries it, and a "
             "change found may be the upgrade's.")
@@ -262,15 +258,9 @@ def strict(value: Any) -> Any:
 
 def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
             notes: Sequence[str] = ()) -> str:
-    payload = {
-        "z_bound": noise.z_bound if noise is not None else Z_BOUND,
-        "base_runs": n_base,
-        "new_runs": n_new,
-        "regressions": sum(r.regression for r in rows),
-        "not_gated": sum(r.verdict == NOT_GATED for r in rows),
-        "environment_changed": list(next((r.environment for r in rows if r.environment), ())),
-        "notes": list(notes),
-        "cases": [{k: strict(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
-                  for r in rows],
-    }
+    payload = {"z_bound": noise.z_bound if noise is not None else Z_BOUND, "base_runs": n_base, "new_runs": n_new,
+               "regressions": sum(r.regression for r in rows), "not_gated": sum(r.verdict == NOT_GATED for r in rows),
+               "environment_changed": list(next((r.environment for r in rows if r.environment), ())), "notes": list(notes),
+               "cases": [{k: strict(v) for k, v in asdict(r).items()} | {"change": r.change, "shown": r.shown_verdict}
+                         for r in rows]}
     return json.dumps(payload, indent=1, allow_nan=False)

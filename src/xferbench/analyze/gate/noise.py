@@ -94,10 +94,7 @@ def standard_error(spread: float, n_base: int, n_new: int) -> float:
     than a mean by pi/2 in variance (normal data), which this takes as the price of
     not letting one wild run decide.
     """
-    def var(n: int) -> float:
-        return (1.0 if n <= 2 else math.pi / 2) / n
-
-    return spread * math.sqrt(var(n_base) + var(n_new))
+    return spread * math.sqrt(sum((1.0 if n <= 2 else math.pi / 2) / n for n in (n_base, n_new)))
 
 
 @dataclass(frozen=True)
@@ -514,10 +511,8 @@ def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, 
     swing = _aa_swings(values, per_side, draws, z_bound, seed)
     budget = case_budget(target, len(classes), confirmed)
 
-    def capped(floor: float, cls: str) -> float:
-        return floor if floor <= FLOOR_CAP[cls] else math.inf
-
-    case_floors = [capped(_smallest_floor(swing[:, c], budget)[0], str(classes[c])) for c in range(len(classes))]
+    found = [_smallest_floor(swing[:, c], budget)[0] for c in range(len(classes))]
+    case_floors = [floor if floor <= FLOOR_CAP[str(cls)] else math.inf for floor, cls in zip(found, classes, strict=True)]
     floors, rates = {}, {}
     for cls in ("bandwidth", "latency"):
         mine = classes == cls

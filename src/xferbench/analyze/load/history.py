@@ -23,15 +23,13 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from . import case_time, results
 from .case_time import MIN_SPREAD
 from .results import Loaded, Results, ResultsError, assemble, find_json, load
-
-T = TypeVar("T")
 
 __all__ = ["MIN_STEP_RUNS", "RunSummary", "Stored", "lasting_steps", "load_storage", "read_summary"]
 
@@ -92,17 +90,17 @@ def _run_files(folder: Path, notes: list[str]) -> list[Path]:
     return kept
 
 
-def _order(files: list[tuple[Path, str]], items: list[T]) -> list[tuple[T, str]]:
-    """``items`` (one per file), oldest first. pytest-benchmark numbers the runs it saves, and that number, not a
-    clock that may have been set back, says which is newest (as ``--benchmark-compare`` reads it); a folder not
-    entirely numbered is ordered by each run's datetime, then name."""
-    numbered = bool(files) and all(_NUMBERED.fullmatch(path.name) for path, _ in files)
+def _keys(summary: RunSummary) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A run's place in ``_order``'s two orders: by pytest-benchmark's number, and by datetime then name."""
+    return (summary.path.name[:4], summary.datetime, str(summary.path)), (summary.datetime, summary.path.name)
 
-    def key(index: int) -> tuple[str, ...]:
-        path, when = files[index]
-        return (path.name[:4], when, str(path)) if numbered else (when, path.name)
 
-    return [(items[i], files[i][1]) for i in sorted(range(len(files)), key=key)]
+def _order(summaries: list[RunSummary]) -> list[RunSummary]:
+    """The runs oldest first. pytest-benchmark numbers the runs it saves, and that number, not a clock that may have
+    been set back, says which is newest (as ``--benchmark-compare`` reads it); a folder not entirely numbered is
+    ordered by each run's datetime, then name."""
+    numbered = all(_NUMBERED.fullmatch(summary.path.name) for summary in summaries)
+    return sorted(summaries, key=lambda summary: _keys(summary)[0 if numbered else 1])
 
 
 @dataclass
@@ -154,7 +152,7 @@ def load_storage(folder: Path, progress: Callable[[int, int], None] | None = Non
             progress(done, len(files))
     if not summaries:
         raise ResultsError(f"{folder}: no readable run in it" + (f" ({notes[0]})" if notes else ""))
-    ordered = [summary for summary, _ in _order([(s.path, s.datetime) for s in summaries], summaries)]
+    ordered = _order(summaries)
     return Stored(ordered, notes, newest.of(ordered[-1].path))
 
 
@@ -169,8 +167,7 @@ class _Newest:
     def offer(self, summary: RunSummary, run: Loaded) -> None:
         if self.all is not None:
             self.all[summary.path] = run
-        keys = ((summary.path.name[:4], summary.datetime, str(summary.path)), (summary.datetime, summary.path.name))
-        for i, key in enumerate(keys):
+        for i, key in enumerate(_keys(summary)):
             held = self.best[i]
             if held is None or key >= held[0]:
                 self.best[i] = (key, summary.path, run)
