@@ -100,9 +100,7 @@ class Case:
 
     @property
     def size_label(self) -> str:
-        if len(self.shape) == 1:
-            return format_size(self.nbytes)
-        return "x".join(map(str, self.shape))
+        return format_size(self.nbytes) if len(self.shape) == 1 else "x".join(map(str, self.shape))
 
     @property
     def devices(self) -> tuple[str, ...]:

@@ -170,7 +170,7 @@ def mean_rank_busbw(row: Any) -> float | None:
     ``rank_means``), beside the slowest rank's that ``busbw_gbps`` holds; None where no per-rank time was recorded."""
     means = rank_means(row)
     busbw, slowest = row.get("busbw_gbps"), row.get("median_s")
-    if not isinstance(means, list) or not means or not isinstance(busbw, float) or not pd.notna(busbw) or not slowest:
+    if not means or not isinstance(busbw, float) or not pd.notna(busbw) or not slowest:
         return None
     mean = statistics.median(means)
     return busbw * float(slowest) / mean if mean > 0 else None
@@ -280,14 +280,10 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     largest = max(row["nbytes"] for row in with_ranks)
     fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
     handles: dict[str, Artist] = {}
-    for row in with_ranks:
-        ranks = _inside_calls(row)
-        if row["nbytes"] != largest or ranks is None:
-            continue
-        lags = [statistics.median(lag) * 1e6 for lag in _lags(ranks)]
+    for row in [r for r in with_ranks if r["nbytes"] == largest]:
+        lags = [statistics.median(lag) * 1e6 for lag in _lags(_inside_calls(row) or [])]  # never []: it has rank_seconds
         line, = ax.plot(range(len(lags)), lags, marker="o", ms=4, color=_colour(str(row["op"])))
-        tip(line, [f"{row['path']}\nrank {r} on {_host(row, r)}: {lag:+.4g} µs per call inside the call against "
-                   "the typical rank"
+        tip(line, [f"{row['path']}\nrank {r} on {_host(row, r)}: {lag:+.4g} µs per call inside the call against the typical rank"
                    for r, lag in enumerate(lags)])
         handles.setdefault(str(row["path"]), line)
     ax.axhline(0, color="black", lw=0.6)
@@ -335,16 +331,12 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
     if not named:
         return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} "
                 "collective benchmark(s).", *cant_tell]
-    out = []
-    for (kind, rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1])):
-        if kind == "late":
-            out.append(f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {checked} collective "
-                       f"benchmark(s): the other ranks waited for it inside the call, e.g. {', '.join(cases[:3])} "
-                       "per call longer than it did.")
-        else:
-            out.append(f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective "
-                       f"benchmark(s), e.g. {', '.join(cases[:3])} per call behind the typical rank.")
-    return out + cant_tell
+    return [f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {checked} collective benchmark(s): "
+            f"the other ranks waited for it inside the call, e.g. {', '.join(cases[:3])} per call longer than it did."
+            if kind == "late" else
+            f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective benchmark(s), "
+            f"e.g. {', '.join(cases[:3])} per call behind the typical rank."
+            for (kind, rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1]))] + cant_tell
 
 
 def _links(rows: pd.DataFrame) -> list[str]:
@@ -388,7 +380,7 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
         return []
     out = []
     first = rows.iloc[0]
-    p2p = rows[rows["op"].isin(("send_recv", "isend_irecv"))]
+    p2p = rows[rows["op"].isin(POINT_TO_POINT)]
     if not p2p.empty:
         # Every point-to-point case of the smallest message: one of them alone may be the noisiest.
         small = p2p[p2p["nbytes"] == p2p["nbytes"].min()]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, Locator, NullFormatter
@@ -139,13 +138,6 @@ def draw_trend(ax: Axes, xs: list[int], times: np.ndarray, cls: str, index: int,
     return line
 
 
-def _key_cases(latest: pd.DataFrame) -> pd.DataFrame:
-    """Each path at its largest size, the busiest paths first."""
-    largest = latest.loc[latest.groupby("path")["nbytes"].idxmax()]
-    largest = largest.assign(_o=largest["op"].map(order_of)).sort_values(["_o", "path"])
-    return largest.head(MAX_KEY_CASES)
-
-
 def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
     """The trend plot over a storage folder's runs (``stored``: the folder already loaded)."""
     stored = stored or load_storage(folder)
@@ -168,12 +160,20 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
         return [as_plot("history", "Key cases over runs", caption,
                         f"{len(runs)} run in {folder}; trends need two or more (pytest --benchmark-autosave adds "
                         "one per run).")]
-    keys = _key_cases(stored.newest.frame)
+    # The key cases: each path at its largest size, the busiest paths first.
+    latest = stored.newest.frame
+    keys = latest.loc[latest.groupby("path")["nbytes"].idxmax()]
+    keys = keys.assign(_o=keys["op"].map(order_of)).sort_values(["_o", "path"]).head(MAX_KEY_CASES)
     fig, ax = plt.subplots(figsize=(10, 4.8))
     for index, (_, key) in enumerate(keys.iterrows()):
-        xs, times = _series(runs, key)  # never empty: the key comes from the newest run
+        # Each run that measured the case, matched by its whole identity, with the time compare judges
+        # (``case_time.time_of``, kept in each run's summary: a trend that drew medians while the gate judged fastest
+        # rounds would show steps the gate never saw); never none: the key comes from the newest run.
+        wanted = str(key["case_key"])
+        xs = [i for i, run in enumerate(runs) if wanted in run.times]
         cls = case_class(int(key["nbytes"]), bool(np.isfinite(key["bandwidth_gbps"])))
-        draw_trend(ax, xs, np.asarray(times), cls, index, f"{key['path']} {format_bytes(key['nbytes'])}")
+        draw_trend(ax, xs, np.asarray([float(runs[i].times[wanted]) for i in xs]), cls, index,
+                   f"{key['path']} {format_bytes(key['nbytes'])}")
     caption += " " + BAND_CAPTION
     if _mark_environment(ax, runs):
         caption += (" A dashed line marks a change of software on this hardware (torch, CUDA, driver, ...), named "
@@ -215,13 +215,3 @@ def _ticks(runs: int, lines: int = 1) -> list[int]:
     if runs <= most:
         return list(range(runs))
     return sorted({round(i * (runs - 1) / (most - 1)) for i in range(most)})
-
-
-def _series(runs: list[RunSummary], key: pd.Series) -> tuple[list[int], list[float]]:
-    """(run indices, times) of one case, matched by its whole identity, across the runs that measured it: the time
-    compare judges (``case_time.time_of``: a trend that drew medians while the gate judged fastest rounds would show
-    steps the gate never saw), kept in each run's summary."""
-    wanted = str(key["case_key"])
-    found = [(index, run.times[wanted]) for index, run in enumerate(runs) if wanted in run.times]
-    # The loader refuses a time that is not above zero.
-    return [index for index, _ in found], [float(time) for _, time in found]

@@ -227,8 +227,7 @@ def comparisons(view: RunView, figures: list[PeerFigure]) -> list[dict[str, Any]
         where = (figure.op, figure.src, figure.dst, figure.nbytes)
         if where not in best:
             rows = by_path.get(where[:3])
-            rows = _nearest(rows, figure.nbytes) if rows is not None else None
-            rows = rows[rows["bandwidth_gbps"].notna()] if rows is not None else None
+            rows = _nearest(rows, figure.nbytes).dropna(subset=["bandwidth_gbps"]) if rows is not None else None
             best[where] = rows.loc[rows["bandwidth_gbps"].idxmax()] if rows is not None and not rows.empty else None
         found = best[where]
         row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None}

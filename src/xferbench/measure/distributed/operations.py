@@ -113,11 +113,9 @@ class DistCase:
 
     def extra_info(self) -> dict[str, Any]:
         # A ping-pong call is a round trip: the payload crosses twice.
-        info = self.identity().extra_info() | {"round_trip": self.point_to_point,
-                                               "bus_factor": bus_factor(self.op, self.world_size)}
-        if self.crosses:
-            info["crosses"] = self.crosses
-        return info
+        return self.identity().extra_info() | {"round_trip": self.point_to_point,
+                                               "bus_factor": bus_factor(self.op, self.world_size)} | (
+            {"crosses": self.crosses} if self.crosses else {})
 
 
 def world_backend(devices: Sequence[str], requested: str, world_size: int = 2) -> str:

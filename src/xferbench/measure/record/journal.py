@@ -190,8 +190,7 @@ def memory_now() -> dict[str, int]:
 
 def benchmark_json_path(config: pytest.Config) -> Path | None:
     """Where ``--benchmark-json`` writes: a path from pytest-benchmark 5.3 on, an open file before."""
-    target = getattr(config.option, "benchmark_json", None)
-    if target is None:
+    if (target := getattr(config.option, "benchmark_json", None)) is None:
         return None
     return Path(target if isinstance(target, str | os.PathLike) else target.name)
 
