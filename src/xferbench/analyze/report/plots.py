@@ -26,7 +26,7 @@ from .ladder_plots import ladder_figure
 from .noop_plot import noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
-from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, roof_share, size_ticks, tip, tips_for, to_svg
+from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, on_ticks, roof_share, size_ticks, tip, tips_for, to_svg
 
 __all__ = ["Plot", "as_plot", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
 
@@ -287,8 +287,8 @@ def cost_at_size(view: RunView) -> Figure | str:
     for bar, (_, row), (_, slow) in zip(bars.patches, fastest.iterrows(), slowest.iterrows(), strict=True):
         calls = rows[rows["route"] == row["route"]].sort_values("median_s")
         tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
-            f".{_call(c)}: median {format_seconds(c['median_s'])}{_gbps(c)}" for _, c in calls.iterrows())])
-        text = f"  {format_seconds(row['median_s'])}{_gbps(row)}"
+            f".{_call(c)}: median {format_seconds(c['median_s'])}{_gbps(c)}{on_ticks(c)}" for _, c in calls.iterrows())])
+        text = f"  {format_seconds(row['median_s'])}{_gbps(row)}{on_ticks(row)}"
         if slow["median_s"] > 1.5 * row["median_s"]:  # worth a word: the same route, a much dearer call
             text += f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}{_gbps(slow)}"
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),

@@ -228,6 +228,12 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
 
 
+def on_ticks(row: pd.Series) -> str:
+    """`` (on the scheduler's ticks)`` beside a time whose rounds held them (``on_ticks``), as the first screen's table
+    marks it; else nothing."""
+    return " (on the scheduler's ticks)" if pd.notna(row.get("on_ticks", math.nan)) else ""
+
+
 def ticks_said(row: pd.Series, of: str = "its time") -> str:
     """``its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of
     its time``: a row's ``on_ticks`` (analyze/load/blocks.py), for hovers and sentences alike; of rounds of many calls,
