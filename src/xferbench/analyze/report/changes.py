@@ -144,7 +144,8 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest
         tied = view.tied_fastest(rows)
         which = f"{len(tied)} calls" if len(tied) == len(rows) else f"the fastest {len(tied)} of {len(rows)} calls"
-        which = "fastest call" if len(tied) < 2 else which + ": which is fastest, can't tell"
+        same = len(tied) > 1 and all(view.ratio(row, tied.iloc[0]).text() == "the same" for _, row in tied.iterrows())
+        which = "fastest call" if len(tied) < 2 else which + (": the same time" if same else ": which is fastest, can't tell")
         add(f"{label} ({which})", tied)
 
     down = matching(view.at_largest, {"op": "d2h"})
