@@ -515,6 +515,22 @@ def test_rounds_of_many_calls_that_held_a_tick_s_wait_are_on_the_ticks():
     assert np.isnan(_waited_of([x + 17e-6 for x in busy]))  # its fastest round 4.07 ms: a tick's wait is no outlier
 
 
+def test_the_many_call_rule_needs_two_calls_a_round_five_rounds_and_kept_rounds():
+    """Two calls a round are many (rounds of 2 × 1.2 ms, the median round 3.1 ms beyond); five rounds are the fewest,
+    four too few; a row that kept no rounds is no evidence, nor is one of one call a round whose rounds are off the
+    ticks however far apart (1 ms at fastest, 5.5 ms at the median: the one-call rule's, not this one's)."""
+    def of(per_call, calls, data=True):
+        bench = _plain(per_call, "clone")
+        bench["stats"]["iterations"] = calls
+        if not data:
+            bench["stats"].pop("data")
+        return rows_of([bench, _plain(ON_12), _plain(ON_12)], "run", None)[0]["on_ticks"]
+
+    two = [1.2e-3, 1.25e-3, 2.8e-3, 2.75e-3, 2.9e-3]  # rounds 2.4 ms at fastest, 5.6 ms at the median
+    assert of(two, 2) == 4e-3 and np.isnan(of(two[:4], 2)) and np.isnan(of(two, 2, data=False))
+    assert np.isnan(of([1.0e-3, 1.1e-3, 5.5e-3, 5.7e-3, 6.3e-3, 5.3e-3, 1.05e-3], 1))
+
+
 def _ticked_run(blocks):
     """A 1 MiB clone in ``blocks`` (calls a round, rounds), and a copy_ of one call a round on the ticks, enough for the
     run to show them: their two rows."""
