@@ -551,6 +551,7 @@ class TestLatencyBoundRuns:
         assert fit is not None and fit.seconds(64 * 2**20) < 1e-3  # the line misses it
         assert bandwidth_bound(sizes, times) is True
         assert bandwidth_bound(sizes, pd.Series([1.388e-6, 1.312e-6, 2.5e-6])) is False  # under 2α: the fixed cost
+        assert bandwidth_bound(sizes, pd.Series([1.388e-6, 1.312e-6, 3.4e-6])) is True  # 2.5α: the bytes set half or more
 
 
 def device_timed(op, src, dst, device_alpha, device_gbps, sizes, wall_alpha=12e-6, wall_gbps=None):
