@@ -83,6 +83,12 @@ class Ratio:
         return self.low > 1.0 + ROUNDING or self.high < 1.0 - ROUNDING
 
     @property
+    def same(self) -> bool:
+        """Whether the two took the same time: judged, unresolved, its interval within ±0.5% (``could_see`` prints as
+        1.00×; a cost model's figures, alike by design)."""
+        return self.judged and not self.resolved and self.could_see < 1.005
+
+    @property
     def judged(self) -> bool:
         """Whether the run could judge it at all (``UNJUDGED``: why not)."""
         return self.basis not in UNJUDGED
@@ -101,8 +107,8 @@ class Ratio:
         where unresolved, ``the same`` where that interval lies within ±0.5% (``could_see`` prints as 1.00×)."""
         if not self.judged:
             return f"can't tell ({UNJUDGED[self.basis]})"
-        if not self.resolved:  # within ±0.5% and holding 1: the two took the same time (a cost model's, by design)
-            return "the same" if self.could_see < 1.005 else f"can't tell (could see ≥ {self.could_see:.2f}×)"
+        if not self.resolved:
+            return "the same" if self.same else f"can't tell (could see ≥ {self.could_see:.2f}×)"
         low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
         return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
 

@@ -22,7 +22,7 @@ from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..view import USUAL_WAY_BACK, RunView, matching, ticked
 from .ladder_text import took_at
-from .svg import bytes_said
+from .svg import ON_TICKS, bytes_said
 
 __all__ = ["MOST", "Change", "at_a_glance", "first_screen"]
 
@@ -138,13 +138,13 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
             # "–" where the bytes set none of the times (``RunView.waited``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
             gbps = "–" if all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
             on = ticked(rows).all()  # a wait for the CPU is part of it
-            lines.append({"what": label, "time": _ms(rows["median_s"]) + (" (on the scheduler's ticks)" if on else ""),
+            lines.append({"what": label, "time": _ms(rows["median_s"]) + (ON_TICKS if on else ""),
                           "gbps": gbps})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest
         tied = view.tied_fastest(rows)
         which = f"{len(tied)} calls" if len(tied) == len(rows) else f"the fastest {len(tied)} of {len(rows)} calls"
-        same = len(tied) > 1 and all(view.ratio(row, tied.iloc[0]).text() == "the same" for _, row in tied.iterrows())
+        same = len(tied) > 1 and all(view.ratio(row, tied.iloc[0]).same for _, row in tied.iterrows())
         which = "fastest call" if len(tied) < 2 else which + (": the same time" if same else ": which is fastest, can't tell")
         add(f"{label} ({which})", tied)
 

@@ -136,7 +136,7 @@ def fresh_clause(view: RunView, size: int) -> str:
     """Why copy_ into an existing buffer is cheaper, only where the run's ladder tells its fresh-destination step."""
     ladder = next((found for found in view.ladders if found.key in ("d2h-cpu", "d2h-to") and found.size == size), None)
     if ladder is None or not ladder.steps[0].told:
-        same = ladder is not None and ladder.steps[0].ratio.text() == "the same"  # a cost model's alike
+        same = ladder is not None and ladder.steps[0].ratio.same  # a cost model's alike
         return f"; {'it took the same time as' if same else 'this run cannot tell it from'} .cpu() / .to(device)." \
             if ladder is not None else "."
     pages = ("faults its pages in" if ladder.split is not None else

@@ -73,7 +73,7 @@ def verdict(view: RunView, op: str) -> str | None:
             span = f"{seen[0]:.2f}" if seen and f"{seen[0]:.2f}" == f"{seen[-1]:.2f}" else "-".join(
                 f"{x:.2f}" for x in seen[::max(len(seen) - 1, 1)])
             could = f" (could see ≥ {span}×)" if seen else ""
-            same = all(r.text() == "the same" for r in rest)  # a cost model's pairs: alike by design
+            same = all(r.same for r in rest)  # a cost model's pairs: alike by design
             text += f"{';' if apart else ':'} {len(rest)} of {len(judged)} " + ("took the same time" if same else
                                                                                f"can't tell{could}")
         said.append(text + ".")

@@ -20,22 +20,19 @@ from .svg import left_said
 __all__ = ["fault_split", "ladder_table", "rows", "sentence", "split_text", "summary", "title", "why_not"]
 
 
-_SAME = "the two rungs took the same time"
-
-
 def why_not(step: Step) -> str:
     """Why a step is "can't tell": the smallest ratio the two rungs could tell from 1, or that the run cannot judge."""
     if not step.ratio.judged or not math.isfinite(step.ratio.could_see):
         return UNJUDGED.get(step.ratio.basis, UNJUDGED["unjudged"])
-    if step.ratio.text() == "the same":
-        return _SAME
+    if step.ratio.same:
+        return "the two rungs took the same time"
     return f"the two rungs could see ≥ {step.ratio.could_see:.2f}×"
 
 
 def untold(step: Step) -> str:
     """A step the run does not tell from zero: ``none`` where its two rungs took the same time (a cost model's alike),
     else ``can't tell`` and why."""
-    return f"none ({why_not(step)})" if step.ratio.text() == "the same" else f"can't tell ({why_not(step)})"
+    return f"none ({why_not(step)})" if step.ratio.same else f"can't tell ({why_not(step)})"
 
 
 def split_text(ladder: Ladder, step: Step) -> str | None:
@@ -53,9 +50,10 @@ def fault_split(faults: float, us_per_fault: float) -> str:
 
 def sentence(ladder: Ladder, step: Step) -> str:
     """One step in words: its figure and interval, or "can't tell"."""
+    if step.ratio.same:
+        return f"{step.factor}: {untold(step)}"
     if not step.told:
-        return f"{step.factor}: {untold(step)}" if step.ratio.text() == "the same" else \
-            f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
+        return f"{step.factor}: can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
     span = percent_span(*ladder.share_bounds(step), alike="")
     return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}{span and '; ' + span})"
 
@@ -121,9 +119,10 @@ def rows(ladder: Ladder) -> list[list[str]]:
 _NO_FAULTS = "no fault counts split it into allocation and first touch"
 
 
-def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None) -> dict[str, str]:
+def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None,
+          same: bool) -> dict[str, str]:
     if not told:  # the cases say why; two rungs that took the same time (a cost model's) are no step
-        return {"text": "none" if cases.startswith(_SAME) else "can't tell", "title": f"{format_seconds(seconds)}: {cases}"}
+        return {"text": "none" if same else "can't tell", "title": f"{format_seconds(seconds)}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
@@ -144,8 +143,9 @@ def ladder_table(view: RunView) -> dict[str, Any] | None:
         splits = [split_text(ladder, s) for s in ladder.steps] + [None]
         if ladder.split is None and ladder.key.startswith("host"):  # said only where this run recorded no faults
             splits[0] = _NO_FAULTS
-        cells = {factor: _cell(ladder, seconds, span, told, case, split)
-                 for (factor, seconds, span, told), case, split in zip(ladder.parts(), cases, splits, strict=True)}
+        sames = [s.ratio.same for s in ladder.steps] + [False]
+        cells = {factor: _cell(ladder, seconds, span, told, case, split, same) for (factor, seconds, span, told), case,
+                 split, same in zip(ladder.parts(), cases, splits, sames, strict=True)}
         if ladder.left_share is None:  # what is left is measured, its share of the call is not
             cells[ladder.bottom]["text"] = format_seconds(ladder.base.median_s)
         if (said := left_said(ladder.base.row, wait := ladder.waited, "it")) is not None:  # as ``rows`` says it

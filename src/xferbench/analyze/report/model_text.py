@@ -275,7 +275,7 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     # a run without drift evidence cannot judge them: "can't be told apart" would read as alike (1.59 s against 608 ms)
     ratios = [r for r in (_ratio_at_largest(view, str(p), best) for p in tied["path"]) if r is not None]
     times = (f"the run cannot judge their times at {size}" if not all(r.judged for r in ratios) else
-             f"their times at {size} are the same" if all(r.text() == "the same" for r in ratios) else
+             f"their times at {size} are the same" if all(r.same for r in ratios) else
              f"their times at {size} can't be told apart")
     betas = _span(tied["stated_gbps"])
     return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β "

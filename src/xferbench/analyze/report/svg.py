@@ -228,10 +228,14 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
 
 
+#: The mark beside a time whose rounds held the scheduler's ticks, in the first screen's table and the hovers alike.
+ON_TICKS = " (on the scheduler's ticks)"
+
+
 def on_ticks(row: pd.Series) -> str:
     """`` (on the scheduler's ticks)`` beside a time whose rounds held them (``on_ticks``), as the first screen's table
     marks it; else nothing."""
-    return " (on the scheduler's ticks)" if pd.notna(row.get("on_ticks", math.nan)) else ""
+    return ON_TICKS if pd.notna(row.get("on_ticks", math.nan)) else ""
 
 
 def ticks_said(row: pd.Series, of: str = "its time") -> str:

@@ -69,7 +69,7 @@ def _growth(again: pd.DataFrame, judge: Judge) -> str:
     grew, times = judge(big, small), f"{big['nbytes'] / small['nbytes']:,.0f}×"
     if not grew.judged:
         return f"and whether it grows with the bytes ({times} from fewest to most), can't tell: {UNJUDGED[grew.basis]}"
-    if grew.text() == "the same":  # the simulated run's: a cost model's times, alike by design
+    if grew.same:  # the simulated run's: a cost model's times, alike by design
         return f"and at {times} the bytes it took the same time"
     return f"and at {times} the bytes it took {grew.value:.3g}× ({grew.low:.3g}-{grew.high:.3g}) as long"
 
