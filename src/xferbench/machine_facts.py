@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from .units import format_bytes
-
 __all__ = ["FACT", "FACTS", "Fact", "at", "gpu_records", "identity", "machine_line", "machine_table", "shown"]
 
 
@@ -52,7 +50,7 @@ class Fact:
     name: str  # what the page and compare call it
     read: Callable[[Any], Any]  # its value from machine_info (a GPU's fact: from that GPU's record)
     kind: type = str  # the JSON type of a recorded value: any other reads as not recorded
-    unit: str = ""  # written after a number ("16 cores"); "bytes" is written 140 GiB
+    unit: str = ""  # written after a number ("16 cores")
     show: Callable[[Any], str] | None = None  # how a value is written, where the unit does not say
     #: What two runs that differ in it are: "hardware" (two machines: compare refuses them unless allowed),
     #: "software" (one machine upgraded: compare says so; one report holds one), "tooling" (said); "" not compared.
@@ -72,7 +70,7 @@ class Fact:
         """A recorded value as every output writes it."""
         if self.show is not None:
             return self.show(value)
-        return format_bytes(value) if self.unit == "bytes" else f"{value} {self.unit}".rstrip()
+        return f"{value} {self.unit}".rstrip()
 
     def written(self, record: Any) -> str | None:
         """Its text for ``record``, else its unknown word (None: nothing is written)."""
@@ -105,7 +103,9 @@ FACTS: tuple[Fact, ...] = (
     Fact("simulated", lambda info: bool(_section(info).get("simulated")) if _section(info) else None, bool,
          change="hardware", row=None),
     Fact("GPU", at("name"), gpu=True, unknown="GPU not recorded"),
-    Fact("GPU memory", at("memory_bytes"), int, "bytes", change="hardware", gpu=True, unknown="memory not recorded"),
+    # In GiB as the page writes sizes, without units.py: the report path enters it from one layer only.
+    Fact("GPU memory", at("memory_bytes"), int, show=lambda n: f"{n / 2**30:.3g} GiB", change="hardware", gpu=True,
+         unknown="memory not recorded"),
     Fact("PCIe link", _link("pcie_max_generation", "pcie_max_width"), show="PCIe {}".format, change="hardware",
          gpu=True, unknown="PCIe link not recorded"),
     # GPUs drop to a lower generation when idle: the link at run time is shown, never compared.
