@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
+from xferbench import ratios
 from xferbench.ratios import Drift, Ratio, log_se, median_span, order_bounds, order_se, paired, unpaired
 
 
@@ -175,3 +176,15 @@ def test_two_figures_apart_by_their_rounding_alone_are_the_same():
     assert not Ratio(value, value, value, "rounds", 5).resolved and Ratio(value, value, value, "rounds", 5).text() == "the same"
     assert not Ratio(1 / value, 1 / value, 1 / value, "rounds", 5).resolved
     assert Ratio(1 + 2e-9, 1 + 2e-9, 1 + 2e-9, "rounds", 5).resolved and Ratio(1 - 2e-9, 1 - 2e-9, 1 - 2e-9, "rounds", 5).resolved
+
+
+@pytest.mark.parametrize("df", [*range(1, 40), 99, 100, 439, 499, 500, 501, 1000, 10_000, 10**6, 10**9])
+def test_student_t_quantile_is_scipys(df):
+    """The report leaves scipy.special unimported: its t quantile is scipy's stdtrit to 1e-13 at every df."""
+    assert ratios._t_quantile(df) == pytest.approx(float(special.stdtrit(df, 0.975)), rel=1e-13)
+
+
+@pytest.mark.parametrize("n", [*range(0, 60), 99, 100, 1001, 100_000])
+def test_order_statistic_rank_is_scipys_binomial_quantile(n):
+    """The rank that holds the median is the least k whose binomial(n, 1/2) CDF reaches 2.5% (scipy's bdtr)."""
+    assert ratios._order_rank(n) == int(np.searchsorted(special.bdtr(np.arange(n + 1), n, 0.5), 0.025))
