@@ -70,6 +70,17 @@ def test_the_records_and_findings_load_without_torch_nor_the_measuring_side():
     assert out.strip() == "[]"
 
 
+def test_a_report_loads_no_scipy(tmp_path):
+    """scipy's import is a third of a second of CPU, more than a report's every comparison and fit: the report
+    solves its quantiles and its soft-L1 fit itself (ratios.py, analyze/model.py), and loads none of it."""
+    code = ("import sys; from xferbench.cli import main; "
+            f"main(['report', {str(ROOT / 'tests' / 'data' / 'cpu-quick-sample.json')!r}, '-o', "
+            f"{str(tmp_path / 'index.html')!r}]); print(sorted(m for m in sys.modules if m.startswith('scipy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("hook", ["plan", "prepare", "price"])
 def test_a_family_object_without_a_hook_is_refused(hook):
     from xferbench.measure.families.base import ScenarioFamily
