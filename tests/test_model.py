@@ -63,16 +63,17 @@ class TestFit:
         n = fit.half_peak_bytes
         assert n / fit.seconds(n) / 1e9 == pytest.approx(fit.beta_gbps / 2)
 
-    @pytest.mark.parametrize("seed", range(12))
+    @pytest.mark.parametrize("seed", range(40))
     def test_is_least_squares_soft_l1_solved_exactly(self, seed):
         """The fit minimises what scipy's least_squares(loss="soft_l1", f_scale=0.05) does, with its bounds: on noisy
-        sweeps with wild points, its loss is never above scipy's, and its α and β agree to 1e-4 wherever the
-        minimum lies inside the bounds (seeds fixed: the same sweeps every run)."""
+        sweeps with wild points its loss is never above scipy's, which stops at a tolerance (seeds fixed: the same
+        sweeps every run). The real samples' α and β agree with scipy's to 1e-6 but where scipy stopped short of
+        the bound (test_at_its_bound_says_no_cost_per_byte)."""
         from scipy.optimize import least_squares
 
         rng = np.random.default_rng(seed)
         n = SIZES[: rng.integers(3, len(SIZES) + 1)]
-        t = (rng.uniform(1e-7, 1e-4) + n / (rng.uniform(0.5, 3000) * 1e9)) * rng.lognormal(0, 0.2, len(n))
+        t = (rng.uniform(1e-7, 1e-4) + n / (rng.uniform(0.5, 3000) * 1e9)) * rng.lognormal(0, rng.uniform(0.01, 1), len(n))
         t[rng.integers(len(n))] *= rng.uniform(0.2, 20)
         fit = fit_alpha_beta(n, t)
         scale = np.array([t.min(), max((t[n.argmax()] - t.min()) / n.max(), 1e-15)])
@@ -87,9 +88,7 @@ class TestFit:
         def loss(x):
             return np.sum(np.sqrt(1 + (residuals(x) / 0.05) ** 2))
 
-        assert loss(ours) <= loss(theirs) * (1 + 1e-9)
-        if ours[0] > 1e-6 and ours[1] > 1e-6:
-            assert ours == pytest.approx(theirs, rel=1e-4)
+        assert loss(ours) <= loss(theirs) * (1 + 1e-12)
 
     def test_at_its_bound_says_no_cost_per_byte(self):
         """The quick run's clone, 1 MiB left out: its other sizes took no longer with more bytes, and the fit sits at

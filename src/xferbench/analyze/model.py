@@ -125,36 +125,42 @@ SOFT_L1_SCALE = 0.05
 
 
 def _soft_l1(design: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """The x >= low that minimises the soft-L1 loss of ``design @ x - 1`` (scipy's ``least_squares(loss="soft_l1")``,
-    solved exactly without importing scipy.optimize, a fifth of a second of every report). The loss is convex: the
-    minimum is the unconstrained one where that is feasible, else the better of the two edges' (each clipped)."""
+    """The x >= low that minimises the soft-L1 loss of ``design @ x - 1`` from x = 1 (scipy's ``least_squares(
+    loss="soft_l1")``, solved exactly without importing scipy.optimize, a fifth of a second of every report). The
+    loss is convex: the minimum is the unconstrained one where that is feasible, else the better of the two edges'."""
+    norms = np.linalg.norm(design, axis=0)  # unit columns: a wild size must not make the Hessian singular
+    design, low = design / norms, low * norms
+
     def loss(x: np.ndarray) -> float:
         return float(np.sum(np.sqrt(1 + ((design @ x - 1) / SOFT_L1_SCALE) ** 2)))
 
-    x = _newton(design, np.ones(2), [0, 1], loss)
-    if np.all(x >= low):
-        return x
-    edges = (np.array([low[0], 1.0]), [1]), (np.array([1.0, low[1]]), [0])
-    return min((np.maximum(_newton(design, start, free, loss), low) for start, free in edges), key=loss)
+    x = _newton(design, norms, [0, 1], loss)
+    if np.any(x < low):
+        edges = (np.array([low[0], norms[1]]), [1]), (np.array([norms[0], low[1]]), [0])
+        x = min((np.maximum(_newton(design, start, free, loss), low) for start, free in edges), key=loss)
+    return x / norms
 
 
 def _newton(design: np.ndarray, x: np.ndarray, free: list[int], loss: Callable[[np.ndarray], float]) -> np.ndarray:
-    """Damped Newton steps on the coordinates ``free`` until they stop moving (relative 1e-13)."""
-    x, a = x.copy(), design[:, free]
-    for _ in range(200):
+    """Newton steps on the coordinates ``free``, halved until the loss does not rise (far from the minimum the loss
+    is nearly linear and a full step overshoots), until they stop moving (relative 1e-13). Where no halving helps,
+    the step of the quadratic with twice the identity added lowers it surely: with unit columns that quadratic
+    bounds the loss from above."""
+    a = design[:, free]
+    for _ in range(500):
         r = design @ x - 1
         weight = 1 + (r / SOFT_L1_SCALE) ** 2
-        grad = a.T @ (r / np.sqrt(weight))
-        step = np.linalg.solve((a * weight[:, None] ** -1.5).T @ a, grad)
-        before, size = loss(x), 1.0
-        while True:  # halve the step until the loss falls (Armijo): Newton's full step can overshoot far from it
-            trial = x.copy()
-            trial[free] -= size * step
-            if loss(trial) <= before - 1e-4 * size * float(grad @ step) / SOFT_L1_SCALE**2 or size < 1e-12:
-                break
+        grad, hessian = a.T @ (r / np.sqrt(weight)), (a * weight[:, None] ** -1.5).T @ a
+        step, size, now = np.zeros_like(x), 1.0, loss(x)
+        step[free] = np.linalg.lstsq(hessian, grad, rcond=None)[0]
+        while loss(x - size * step) > now and size > 1e-9:
             size /= 2
-        x = trial
-        if np.all(np.abs(size * step) <= 1e-13 * np.abs(x[free])):
+        if loss(x - size * step) > now:
+            step[free], size = np.linalg.solve(hessian + 2 * np.eye(len(free)), grad), 1.0
+            if not loss(x - step) < now:
+                return x  # nothing lowers it: the minimum, to float precision
+        x = x - size * step
+        if np.all(np.abs(size * step[free]) <= 1e-13 * np.abs(x[free])):
             break
     return x
 
