@@ -238,3 +238,13 @@ def test_no_figure_in_the_markdown_is_written_with_an_exponent(tmp_path, cpu_vie
     # nor in a hover: a gloo collective's 4 B busbw read "9.787e-05 GB/s"
     titles = " ".join(re.findall(r"<title>([^<]*)</title>", (ROOT / "reports" / "samples" / "h200" / "index.html").read_text()))
     assert "busbw 0.00009787 GB/s" in titles and not re.findall(r"\d(?:\.\d+)?e[+-]\d", titles)
+
+
+def test_the_simulated_peer_finding_names_its_pairs_and_claims_no_measurement():
+    """The simulated run's peer copies, both ways at 338 GB/s: the sentence names the pairs copied between, once
+    each (the run holds two rows a pair), and never says "measured" under the simulated heading."""
+    from xferbench.analyze.report.findings import peer
+
+    said = peer(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
+    assert said is not None and said.headline == (
+        "Peer copies ran at 338 GB/s on every pair of GPUs copied between (cuda:0->cuda:1, cuda:1->cuda:0).")

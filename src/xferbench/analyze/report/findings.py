@@ -168,7 +168,9 @@ def peer(view: RunView) -> Said | None:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
     if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
-        said = f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs measured."
+        named = (rows["src"] + "->" + rows["dst"]).unique()
+        pairs = ", ".join(named) if len(named) <= 4 else f"{len(named)} pairs"
+        said = f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs copied between ({pairs})."
     else:
         said = (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
                 f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
