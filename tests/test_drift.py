@@ -426,3 +426,15 @@ def test_the_method_line_names_each_source_and_what_is_left_without_drift_eviden
                  block_log_se=[0.0] * 4)]
     assert "(a standard deviation, from its same-code pairs and blocks: " in drift_text.statement(
         view_of_rows(pd.concat([handfed(), pd.DataFrame(timed)], ignore_index=True)))
+
+
+def test_the_method_line_names_the_regimes_the_run_has_no_evidence_for():
+    """The simulated run's host copies ran for real, beside the cost model's 0.0%: the method line says they have no
+    drift evidence, so a reader sees why their comparisons can't tell. A run with evidence everywhere says nothing."""
+    from xferbench.analyze.report.drift_text import statement
+
+    data = Path(__file__).parent / "data"
+    said = statement(RunView.of(load([data / "sim-2gpu.json"])))
+    assert ("the cost model's below 1 MiB none beyond its rounds' own noise; pageable or host memory from 1 MiB, "
+            "pageable below 1 MiB none measured (their comparisons can't tell))") in said
+    assert "none measured" not in statement(RunView.of(load([data / "cpu-busy-host.json"])))

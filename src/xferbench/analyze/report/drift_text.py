@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...units import format_bytes
-from ..drift import Pair
+from ..drift import LATENCY_BYTES, Pair, regime
 from ..view import RunView
 
 __all__ = ["across", "block_times", "statement", "verdict"]
@@ -23,6 +23,13 @@ def statement(view: RunView) -> str:
     blocked, most = int(sum(n > 0 for n in blocks)), max(blocks, default=0)
     drift = "; ".join(f"{_REGIME[r]} {d.sd:.1%} ({d.df} degrees of freedom)" if d.sd > 0 else
                       f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in view.drift.regimes.items())
+    # regimes the run has cases of but no evidence for: their unpaired comparisons can't tell (a simulated run's host
+    # copies, run for real beside the cost model's 0.0%)
+    kinds = rows.assign(small=rows["nbytes"] < LATENCY_BYTES).drop_duplicates(
+        [c for c in ("op", "method", "src", "dst", "host_memory", "clock", "small") if c in rows])
+    unmeasured = sorted({regime(row) for _, row in kinds.iterrows()} - set(view.drift.regimes))
+    if drift and unmeasured:
+        drift += "; " + ", ".join(_REGIME[r] for r in unmeasured) + " none measured (their comparisons can't tell)"
     sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
                                                   ("blocks", blocked)) if has)  # a paired pair is no drift evidence
     paired = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block"
