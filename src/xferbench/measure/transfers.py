@@ -333,10 +333,8 @@ def verify(case: Case, buffers: Buffers, result: Any, where: str | None = None, 
         return
     expected_device = torch.device(where or case.dst)
     if result.device != expected_device or tuple(result.shape) != case.shape or result.dtype != _dtype(case):
-        raise CopyMismatch(
-            f"{case.id}: got a {tuple(result.shape)} {result.dtype} tensor on {result.device}, "
-            f"expected {case.shape} {_dtype(case)} on {expected_device}"
-        )
+        raise CopyMismatch(f"{case.id}: got a {tuple(result.shape)} {result.dtype} tensor on {result.device}, "
+                           f"expected {case.shape} {_dtype(case)} on {expected_device}")
     if case.op == "create":
         if case.method in _CREATED and not _CREATED[case.method](result):
             raise CopyMismatch(f"{case.id}: torch.{case.method} produced wrong values")
@@ -351,10 +349,8 @@ def verify(case: Case, buffers: Buffers, result: Any, where: str | None = None, 
     if not torch.equal(result, expected):
         wrong = (result != expected).flatten().nonzero()
         first = int(wrong[0]) if len(wrong) else -1
-        raise CopyMismatch(
-            f"{case.id}: destination differs from source at {len(wrong)} of {result.numel()} elements "
-            f"(first at index {first})"
-        )
+        raise CopyMismatch(f"{case.id}: destination differs from source at {len(wrong)} of {result.numel()} elements "
+                           f"(first at index {first})")
 
 
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -368,9 +364,8 @@ _CREATED = {"zeros": lambda result: not bool(result.any()), "ones": lambda resul
 
 def _free(backend: DeviceBackend) -> None:
     gc.collect()
-    if _WEDGED:
-        return  # cudaFree synchronizes implicitly: with a copy stuck on any device it would never return
-    backend.empty_cache()
+    if not _WEDGED:  # cudaFree synchronizes implicitly: with a copy stuck on any device it would never return
+        backend.empty_cache()
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
