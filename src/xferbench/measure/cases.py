@@ -193,11 +193,7 @@ def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] 
 
 def _applies(variant: Variant, src: str, dst: str) -> bool:
     """Whether a variant exists on these endpoints: .cuda() only for CUDA, .cpu() only on the host."""
-    if variant.cuda_only:
-        return dst.startswith("cuda:")
-    if variant.method == "cpu":
-        return dst == "cpu"
-    return True
+    return dst.startswith("cuda:") if variant.cuda_only else variant.method != "cpu" or dst == "cpu"
 
 
 def _family_cases(op: str, devices: Sequence[str], shape: tuple[int, ...], dtype: str) -> list[Planned]:
@@ -205,12 +201,8 @@ def _family_cases(op: str, devices: Sequence[str], shape: tuple[int, ...], dtype
     endpoints = _endpoints(fam, devices)
     if isinstance(endpoints, Skipped):
         return [endpoints]
-    return [
-        Case(op, v.method, src, dst, shape, dtype, v.host_memory, v.non_blocking, v.variant)
-        for src, dst in endpoints
-        for v in fam.variants
-        if _applies(v, src, dst)
-    ]
+    return [Case(op, v.method, src, dst, shape, dtype, v.host_memory, v.non_blocking, v.variant)
+            for src, dst in endpoints for v in fam.variants if _applies(v, src, dst)]
 
 
 def build_cases(op: str, devices: Sequence[str], sizes: Sequence[int | Size], dtypes: Sequence[str],
