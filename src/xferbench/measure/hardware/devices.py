@@ -184,9 +184,7 @@ class TorchBackend:
         if self.type is None:
             return 0
         accelerator = getattr(self._torch, "accelerator", None)
-        if accelerator is not None:
-            return accelerator.device_count()
-        return self._torch.cuda.device_count()
+        return (self._torch.cuda if accelerator is None else accelerator).device_count()
 
     def synchronize(self, index: int) -> None:
         # Inside every timed call: a try costs nothing until it raises (unlike entering a context manager).
@@ -239,9 +237,7 @@ class TorchBackend:
         return None
 
     def can_access_peer(self, src: int, dst: int) -> bool:
-        if self.type != "cuda" or src == dst:
-            return False
-        return bool(self._torch.cuda.can_device_access_peer(src, dst))
+        return self.type == "cuda" and src != dst and bool(self._torch.cuda.can_device_access_peer(src, dst))
 
     def peer_link_classes(self, gpus: list[str]) -> dict[tuple[str, str], str | None]:
         """Each ordered pair's link class from NVML, None where unknown (measure/hardware/topology.py):
@@ -371,9 +367,7 @@ def memcpy_seconds(events: Sequence[Any], calls: int) -> list[float] | None:
 def _accelerator_type(torch: Any) -> str | None:
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
-        if not accelerator.is_available():
-            return None
-        current = accelerator.current_accelerator()
+        current = accelerator.current_accelerator() if accelerator.is_available() else None
         return None if current is None else current.type
     # torch < 2.6 has no torch.accelerator; CUDA (and ROCm, which reuses 'cuda') still works.
     return "cuda" if torch.cuda.is_available() else None
@@ -421,10 +415,9 @@ def host_memory_available() -> int | None:
         for line in meminfo:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
-    try:
+    with contextlib.suppress(ValueError, OSError, AttributeError):
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
+    return None
 
 
 def try_gpu(i: int = 0, backend: DeviceBackend | None = None) -> torch.device:

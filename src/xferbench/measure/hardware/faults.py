@@ -30,9 +30,7 @@ def minor_faults() -> int:
 
 def fault_calls(median_s: float | None) -> int:
     """How many calls to count faults over, for a call that takes ``median_s``."""
-    if not median_s:
-        return _FEWEST
-    return max(_FEWEST, min(_MOST, int(FAULT_BUDGET_S / median_s)))
+    return max(_FEWEST, min(_MOST, int(FAULT_BUDGET_S / median_s))) if median_s else _FEWEST
 
 
 def faults_per_call(call: Callable[[], Any], calls: int, setup: Callable[[], Any] | None = None,

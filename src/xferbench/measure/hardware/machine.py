@@ -17,6 +17,7 @@ import os
 import platform
 import re
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,9 @@ def fingerprint(backend: DeviceBackend) -> dict[str, Any]:
 def _version(package: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
-    try:
+    with suppress(PackageNotFoundError):
         return version(package)
-    except PackageNotFoundError:
-        return None
+    return None
 
 
 #: /proc/stat's cpu line: user nice system idle iowait irq softirq steal (jiffies of all CPUs).
@@ -106,10 +106,9 @@ def load_snapshot(stat: Path = PROC_STAT) -> dict[str, Any]:
 
 
 def _loadavg() -> float | None:
-    try:
+    with suppress(OSError):
         return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
+    return None
 
 
 def machine_load(start: dict[str, Any] | None, stat: Path = PROC_STAT) -> dict[str, Any]:
@@ -210,10 +209,8 @@ def host_cache_bytes(root: Path = SYSFS_CPU, cpus: Iterable[int] | None = None) 
         return None
     instances = set()
     for cpu in cpus if cpus is not None else (_process_cpus() or {0}):
-        try:
+        with suppress(OSError):
             instances.add((root / f"cpu{cpu}" / "cache" / last[1] / "shared_cpu_list").read_text().strip())
-        except OSError:
-            continue
     caches[f"L{last[0]}_all"] = caches[f"L{last[0]}"] * max(1, len(instances))
     return caches
 
@@ -272,20 +269,18 @@ def cpu_list(cpus: Iterable[int] | None) -> str | None:
 
 
 def _process_cpus() -> set[int] | None:
-    try:
+    with suppress(AttributeError, OSError):
         return set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None
+    return None
 
 
 def gpu_local_cpus(bus_id: str | None, root: Path | None = None) -> set[int] | None:
     """The CPUs of the GPU's NUMA node (sysfs ``local_cpulist``), None when unknown."""
     if not bus_id:
         return None
-    try:
+    with suppress(OSError, ValueError):
         return parse_cpu_list(((root or SYSFS_PCI) / bus_id / "local_cpulist").read_text()) or None
-    except (OSError, ValueError):
-        return None
+    return None
 
 
 # --- caches: which payloads never leave them ------------------------------------------------------------------

@@ -10,7 +10,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,8 @@ def node_cpus(root: Path = SYSFS_NODES) -> dict[int, set[int]]:
     """Each NUMA node's CPUs (sysfs)."""
     nodes = {}
     for folder in root.glob("node[0-9]*"):
-        try:
+        with suppress(OSError, ValueError):
             nodes[int(folder.name[4:])] = parse_cpu_list((folder / "cpulist").read_text())
-        except (OSError, ValueError):
-            continue
     return nodes
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,18 +46,16 @@ def cuda_properties(backend: DeviceBackend, index: int) -> Any:
         return None
     import torch
 
-    try:
+    with suppress(RuntimeError, AssertionError):
         return torch.cuda.get_device_properties(index)
-    except (RuntimeError, AssertionError):
-        return None
+    return None
 
 
 def pci_bus_id(props: Any) -> str | None:
     """``0000:18:00.0``, the form sysfs and NVML both accept, from torch's PCI ids."""
-    try:
+    with suppress(AttributeError, TypeError, ValueError):
         return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
-    except (AttributeError, TypeError, ValueError):
-        return None
+    return None
 
 
 @contextmanager

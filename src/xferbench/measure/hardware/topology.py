@@ -66,9 +66,7 @@ def _classified(pairs: Sequence[Pair], classify: Callable[[Pair], tuple[str | No
 
 
 def _unknown(pairs: Sequence[Pair], why: str) -> LinkClasses:
-    classes = LinkClasses(dict.fromkeys(pairs))
-    classes.why.update(dict.fromkeys(pairs, why))
-    return classes
+    return _classified(pairs, lambda _: (None, why))
 
 
 def _peer_access(backend: DeviceBackend, src: str, dst: str) -> str:
