@@ -48,9 +48,7 @@ SYNC_PLAIN, SYNC_EVENT_POLL = SYNC_RULES
 def sync_rule(devices: Sequence[str], deadline: bool) -> str | None:
     """The rule a synchronize of ``devices`` ends each call with, with a ``deadline`` or not (``synchronized``'s
     ``deadline_s``); None when it adds nothing (no accelerator among ``devices``)."""
-    if not _indices(devices):
-        return None
-    return SYNC_EVENT_POLL if deadline else SYNC_PLAIN
+    return (SYNC_EVENT_POLL if deadline else SYNC_PLAIN) if _indices(devices) else None
 
 
 def _indices(devices: Sequence[str]) -> tuple[int, ...]:

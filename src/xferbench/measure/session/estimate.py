@@ -57,9 +57,7 @@ class Estimate:
 def _kind(item: Any) -> str:
     from ...families import FAMILIES
 
-    if isinstance(item, Case):
-        return "core"
-    return "distributed" if FAMILIES[item.op].kind == "distributed" else "family"
+    return "core" if isinstance(item, Case) else "distributed" if FAMILIES[item.op].kind == "distributed" else "family"
 
 
 def _device_timed(item: Any) -> bool:

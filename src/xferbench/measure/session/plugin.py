@@ -419,16 +419,12 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], o
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_compare_machine_info(
-    config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any], compared_benchmark: dict[str, Any]
-) -> None:
+def pytest_benchmark_compare_machine_info(config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any],
+                                          compared_benchmark: dict[str, Any]) -> None:
     """Refuse, rather than warn, when the saved run came from another machine."""
     if mismatch := simulation_mismatch(compared_benchmark.get("machine_info", {}), machine_info):
         raise pytest.UsageError(f"--benchmark-compare: {mismatch}")
     differences = machine_differences(compared_benchmark.get("machine_info", {}), machine_info)
     if differences and not config.getoption("xfer_allow_different_machines"):
-        raise pytest.UsageError(
-            "--benchmark-compare: the saved run comes from a different machine ("
-            + "; ".join(differences)
-            + "); pass --xfer-allow-different-machines to compare anyway"
-        )
+        raise pytest.UsageError("--benchmark-compare: the saved run comes from a different machine ("
+                                + "; ".join(differences) + "); pass --xfer-allow-different-machines to compare anyway")
