@@ -45,9 +45,7 @@ def summary(text: str) -> dict[str, Any]:
 def _transport(via: str) -> str:
     """``NET/IB/0/GDRDMA`` -> ``NET/IB``; ``P2P/IPC/read`` -> ``P2P/IPC``; ``SHM/direct/direct`` -> ``SHM``."""
     parts = via.split()[0].split("/")
-    if parts[0] in ("NET", "P2P") and len(parts) > 1:
-        return "/".join(parts[:2])
-    return parts[0]
+    return "/".join(parts[:2]) if parts[0] in ("NET", "P2P") and len(parts) > 1 else parts[0]
 
 
 def log_env(env: Mapping[str, str], folder: Path, rank: int) -> dict[str, str]:

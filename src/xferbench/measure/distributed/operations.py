@@ -422,17 +422,12 @@ def _point_to_point(case: DistCase, rank: int, buf: Tensor, sync: Callable[[], N
     peer = partner if rank == first else first
 
     def blocking() -> None:
-        if rank == first:
-            dist.send(buf, peer)
-            dist.recv(buf, peer)
-        else:
-            dist.recv(buf, peer)
-            dist.send(buf, peer)
+        for step in (dist.send, dist.recv) if rank == first else (dist.recv, dist.send):
+            step(buf, peer)
 
     def nonblocking() -> None:
-        order = (dist.isend, dist.irecv) if rank == first else (dist.irecv, dist.isend)
-        _wait(order[0](buf, peer))
-        _wait(order[1](buf, peer))
+        for step in (dist.isend, dist.irecv) if rank == first else (dist.irecv, dist.isend):
+            _wait(step(buf, peer))
 
     # Only the first rank's values travel: both ends must hold them after one round trip.
     return Operation(lambda: _done(buf.fill_(first + 1 if rank == first else 0)),

@@ -99,14 +99,8 @@ class Option:
             raise ValueError(str(error)) from None
 
     def kwargs(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"default": self.default, "help": self.help}
-        if self.parse is not None:
-            out["type"] = self.parse
-        if self.choices is not None:
-            out["choices"] = list(self.choices)
-        if self.metavar is not None:
-            out["metavar"] = self.metavar
-        return out
+        given = {"type": self.parse, "choices": None if self.choices is None else list(self.choices), "metavar": self.metavar}
+        return {"default": self.default, "help": self.help, **{key: value for key, value in given.items() if value is not None}}
 
 
 OPTIONS: tuple[Option, ...] = (

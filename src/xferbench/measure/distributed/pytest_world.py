@@ -215,10 +215,7 @@ class World:
     def _states(self, answers: dict[int, dict[str, Any]], within_s: float) -> str:
         """What became of each rank that did not finish, the culprits first: a rank that raised on its
         own, one that exited, one that stopped answering; then those that gave up waiting for them."""
-        own: list[str] = []
-        waited: list[str] = []
-        gone: list[str] = []
-        silent: list[str] = []
+        own, waited, gone, silent = list[str](), list[str](), list[str](), list[str]()
         for rank in range(self.size):
             answer = answers.get(rank, {})
             if "error" in answer:
