@@ -82,9 +82,7 @@ def peer_copy_caps(legs: Sequence[tuple[str, str]], GBps: float, duplex: bool, s
     sends, receives = Counter(s for s, _ in legs), Counter(d for _, d in legs)
 
     def load(gpu: str, sending: bool) -> int:
-        if not duplex:
-            return sends[gpu] + receives[gpu]
-        return sends[gpu] if sending else receives[gpu]
+        return (sends[gpu] if sending else receives[gpu]) if duplex else sends[gpu] + receives[gpu]
 
     caps = [GBps / max(load(src, True), load(dst, False)) for src, dst in legs]
     return [min(cap, shared / len(legs)) if shared is not None else cap for cap in caps]

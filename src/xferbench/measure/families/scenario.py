@@ -67,7 +67,7 @@ class Scenario:
     @property
     def nbytes(self) -> int:
         if self.unit == "params":
-            return _mlp_params(self.size) * 4
+            return sum(parameter_bytes(self.size))
         if self.unit == "images":
             return self.size * math.prod(IMAGE)  # uint8 pixels, as loaded
         if self.unit == "batch":
@@ -86,10 +86,6 @@ class Scenario:
 def _mlp_width(params: int) -> int:
     # 4 square Linear layers with bias: 4 (w^2 + w) parameters.
     return max(2, round((-1 + math.sqrt(1 + params)) / 2))
-
-
-def _mlp_params(params: int) -> int:
-    return sum(parameter_bytes(params)) // 4
 
 
 def parameter_bytes(params: int) -> list[int]:
@@ -136,10 +132,8 @@ def missing_cuda(devices: Sequence[str]) -> str | None:
     if not (wanted := [int(d.rsplit(":", 1)[1]) for d in devices if d.startswith("cuda:")]):
         return None
     seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if max(wanted) < seen:
-        return None
-    return f"needs real CUDA devices ({', '.join(d for d in devices if d != 'cpu')}); torch sees {seen or 'no'} " \
-           "CUDA device(s)"
+    return None if max(wanted) < seen else (f"needs real CUDA devices ({', '.join(d for d in devices if d != 'cpu')}); "
+                                            f"torch sees {seen or 'no'} CUDA device(s)")
 
 
 def on_device(device: str) -> Callable[[Any], None]:
