@@ -349,8 +349,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
 
 def _reached(config: pytest.Config, benchmark: Any) -> bool:
     """Whether a benchmark's test reached its end (one Ctrl-C cut off did not)."""
-    journal = _journal(config)
-    if journal is not None:
+    if (journal := _journal(config)) is not None:
         return any(benchmark is stats for stats in journal.finished)
     return getattr(benchmark, "fullname", None) in config.stash.get(_REACHED, set())
 
