@@ -306,8 +306,7 @@ def _pull_tree(where: Location, ref: str, output: Path, machine: str | None) -> 
         blob = meta.split()[2]
         if int(_git(where.repo, "cat-file", "-s", blob)) > MAX_RUN_BYTES:
             continue
-        if _copied(output, None if machine else parts[1], parts[2], lambda blob=blob: _blob(where.repo, blob)):
-            count += 1
+        count += _copied(output, None if machine else parts[1], parts[2], lambda blob=blob: _blob(where.repo, blob))
     return count
 
 

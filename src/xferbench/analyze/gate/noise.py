@@ -429,11 +429,9 @@ FLOOR_CAP = {"bandwidth": 0.4, "latency": 1.0}
 
 def _smallest_floor(swings: np.ndarray, budget: float) -> tuple[float, float]:
     """The smallest floor on the grid that at most ``budget`` of the A/A swings exceed, with the rate there."""
-    for floor in FLOOR_GRID[:-1]:
-        rate = float(np.mean(swings > math.log1p(floor)))
-        if rate <= budget:
-            return floor, rate
-    return math.inf, 0.0  # nothing exceeds an infinite floor: the case is not gated
+    rates = ((floor, float(np.mean(swings > math.log1p(floor)))) for floor in FLOOR_GRID[:-1])
+    return next(((floor, rate) for floor, rate in rates if rate <= budget),
+                (math.inf, 0.0))  # nothing exceeds an infinite floor: the case is not gated
 
 
 def mad_margin(runs: int) -> float:
