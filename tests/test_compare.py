@@ -1470,3 +1470,20 @@ def test_a_case_on_the_scheduler_s_ticks_is_not_judged():
     assert ticked.verdict == CANT_TELL and ticked.why == "a side's rounds lie on the scheduler's ticks"
     unmarked = replace(quiet, frame=quiet.frame.assign(on_ticks=math.nan))
     assert clone(compare([base], [unmarked])).verdict == "regression"
+
+
+def test_a_new_or_gone_case_on_the_scheduler_s_ticks_says_so():
+    """The busy run's 64 MiB copy_ (12 ms, one-call rounds on the 4 ms ticks) is new against the quiet sample, and gone
+    the other way round: its time holds a wait, so its row says so, as a matched case's does; an unticked new case
+    (clone at 64 MiB) says nothing more."""
+    data = Path(__file__).parent / "data"
+    base, busy = load([data / "cpu-sample.json"]), load([data / "cpu-busy-host.json"])
+
+    def row(rows, path):
+        (found,) = [r for r in rows if r.path == path and r.nbytes == 64 * 2**20]
+        return found
+
+    new, gone = row(compare([base], [busy]), "host pageable copy_ cpu"), row(compare([busy], [base]), "host pageable copy_ cpu")
+    assert (new.shown_verdict, gone.shown_verdict) == ("new (its rounds lie on the scheduler's ticks)",
+                                                       "gone (its rounds lie on the scheduler's ticks)")
+    assert row(compare([base], [busy]), "host pageable clone cpu").shown_verdict == "new"

@@ -386,6 +386,9 @@ class OneSide(VerdictRule[Matched]):
     def fires(self, case: Matched) -> bool:
         return case.only == self.side
 
+    def why(self, case: Matched) -> str | None:
+        return "its rounds lie on the scheduler's ticks" if case.ticked else None  # its time holds a wait (OnTicks)
+
 
 class Gone(OneSide):
     """Measured on the base side only."""
@@ -475,7 +478,8 @@ class _Tables:
         old = self.base[0].loc[key].to_numpy()[present] if key in self.base[0].index else np.array([])
         cur = self.new[0].loc[key].dropna().to_numpy() if key in self.new[0].index else np.array([])
         if old.size == 0 or cur.size == 0:  # one side alone: new, gone, or a peer case not compared (the plans differ)
-            case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in self.one_sided)
+            case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in self.one_sided,
+                           ticked=key in self.ticked)
             rule = decide(VERDICTS, case)
             return Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))) if old.size else None,
                               float(np.exp(np.median(cur))) if cur.size else None, None, None, None, None, None, None, None,

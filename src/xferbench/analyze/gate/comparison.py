@@ -17,7 +17,7 @@ from ... import escape
 from ...units import format_bytes, format_seconds
 from .bound import STORE_BOUND
 from .noise import Z_BOUND, Noise
-from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN
+from .verdicts import CANT_TELL, FASTER_WITHIN, GONE, IMPROVEMENT, NEW, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN
 from .verdicts import of as verdict_of
 
 __all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown",
@@ -88,7 +88,7 @@ class Comparison:
             seen = [] if self.smallest is None or math.isinf(self.smallest) else [
                 f"could see {_times(1 + self.smallest)}"]
             shown += f" ({'; '.join([*([self.why] if self.why else []), *seen])})" if self.why or seen else ""
-        elif self.verdict == NOT_COMPARED and self.why:
+        elif self.verdict in (NOT_COMPARED, NEW, GONE) and self.why:
             shown += f" ({self.why})"
         if self.before_step:
             shown += f"; baseline moved: a lasting step left out the {self.before_step} run(s) before it"
