@@ -866,7 +866,7 @@ class TestBusyMachine:
         capsys.readouterr()
         assert main(["compare", str(SAMPLE), str(new)]) == 0
         out = capsys.readouterr().out
-        assert ("Busy machine: the new run ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+        assert ("Busy machine: the new run ran with more load than CPUs (load 9.1 on 2 CPUs, 63% of CPU time taken "
                 "by other processes)") in out
         line = next(line for line in out.splitlines() if line.split()[:6] == "host pageable copy_ cpu 16 MiB".split())
         # the smallest change it could have flagged: e^(4 x 0.15 x √2) = 2.34x
@@ -879,7 +879,7 @@ class TestBusyMachine:
         old = load([save(tmp_path, "old.json", with_machine(sample, load=self.BUSY, old_load=True))])
         assert "load" not in new.machine_info["xferbench"] and new.run["boot_id"] == "b1"
         assert old.run == {"boot_id": None, "started": None, "load": self.BUSY}
-        assert busy(new) == busy(old) == "load 9.1 on 2 cores, 63% of CPU time taken by other processes"
+        assert busy(new) == busy(old) == "load 9.1 on 2 CPUs, 63% of CPU time taken by other processes"
 
     def test_a_learned_spread_still_judges_a_busy_side(self):
         busy_runs = [replace(r, run={"load": self.BUSY})
@@ -887,17 +887,17 @@ class TestBusyMachine:
         rows = compare(syn.runs(0, 10), busy_runs)
         assert sum(r.regression for r in rows) == 9  # spread from 10 runs of history, not assumed
         assert busy_notes(syn.runs(0, 2), busy_runs) == [
-            "Busy machine: 3 of 3 new runs ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+            "Busy machine: 3 of 3 new runs ran with more load than CPUs (load 9.1 on 2 CPUs, 63% of CPU time taken "
             "by other processes); a change that rests on an assumed spread is \"can't tell\" there."]
 
     @pytest.mark.parametrize(("load", "said"), [
         ({"cpus": 2, "load_before": 2.0, "load_after": 2.0}, None),  # at the core count: not above it
-        ({"cpus": 2, "load_before": 2.01, "load_after": None}, "load 2.01 on 2 cores"),
-        ({"cpus": 4, "load_before": None, "load_after": 5, "cpu_steal": 0.2}, "load 5 on 4 cores, 20% of CPU time "
+        ({"cpus": 2, "load_before": 2.01, "load_after": None}, "load 2.01 on 2 CPUs"),
+        ({"cpus": 4, "load_before": None, "load_after": 5, "cpu_steal": 0.2}, "load 5 on 4 CPUs, 20% of CPU time "
                                                                               "stolen by the hypervisor"),
-        ({"cpus": 2, "load_after": 3, "cpu_steal": 0.0009, "cpu_others": 0.004}, "load 3 on 2 cores"),  # 0% unsaid
-        ({"cpus": 2, "load_after": 3, "cpu_others": 0.005}, "load 3 on 2 cores"),  # prints as 0% (half to even)
-        ({"cpus": 2, "load_after": 3, "cpu_others": 0.006}, "load 3 on 2 cores, 1% of CPU time taken by other "
+        ({"cpus": 2, "load_after": 3, "cpu_steal": 0.0009, "cpu_others": 0.004}, "load 3 on 2 CPUs"),  # 0% unsaid
+        ({"cpus": 2, "load_after": 3, "cpu_others": 0.005}, "load 3 on 2 CPUs"),  # prints as 0% (half to even)
+        ({"cpus": 2, "load_after": 3, "cpu_others": 0.006}, "load 3 on 2 CPUs, 1% of CPU time taken by other "
                                                              "processes"),
         ({"cpus": 2, "load_before": float("inf"), "load_after": 1.0}, None),  # not a load: ignored
         ({"cpus": "two", "load_after": 9}, None),  # not what xferbench writes: unknown, not busy
@@ -912,7 +912,7 @@ class TestBusyMachine:
         quiet, crowded = syn.runs(0, 2)
         crowded = replace(crowded, run={"load": self.BUSY})
         assert busy_notes([quiet, crowded], [quiet]) == [
-            "Busy machine: 1 of 2 base runs ran with more load than cores (load 9.1 on 2 cores, 63% of CPU time taken "
+            "Busy machine: 1 of 2 base runs ran with more load than CPUs (load 9.1 on 2 CPUs, 63% of CPU time taken "
             "by other processes); a change that rests on an assumed spread is \"can't tell\" there."]
 
 

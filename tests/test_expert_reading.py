@@ -91,7 +91,7 @@ def test_no_ranking_inside_the_drift_floor(h200, page):
 def test_the_first_screen_names_the_machine(page):
     html, markdown = page
     line = ("Machine: NVIDIA H200, PCIe Gen5 x16 (cuda:0) · driver 580.159.04, CUDA 13.0 · torch 2.11.0+cu130 · CPU "
-            "Intel(R) Xeon(R) Processor, 16 cores.")
+            "Intel(R) Xeon(R) Processor, 16 logical CPUs.")
     assert html.index('id="machine-line"') < html.index('id="glance"') and line in html
     assert line in markdown.split("## Key findings")[0]
 
@@ -158,8 +158,8 @@ def test_a_busy_cpu_run_says_its_load_and_judges_nothing_it_cannot(busy):
             "and β = 1.81 GB/s (without the 2 size(s)") in beta
     assert "misses the time measured at 256 KiB 181×, so where moves reach half of β is not placed." in beta
     assert "moves smaller than" not in beta
-    assert 'id="busy">Busy machine: this run recorded load 11.62 on 2 cores' in html
-    assert "> Busy machine: this run recorded load 11.62 on 2 cores" in markdown
+    assert 'id="busy">Busy machine: this run recorded load 11.62 on 2 CPUs' in html
+    assert "> Busy machine: this run recorded load 11.62 on 2 CPUs" in markdown
 
 
 def test_the_route_hover_names_each_call_apart(busy):

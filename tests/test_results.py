@@ -1317,12 +1317,12 @@ class TestNumbersBounded:
 
 
 @pytest.mark.parametrize(("load", "said"), [
-    ({"cpus": 2, "load_before": 1.0, "load_after": 3}, "load 3 on 2 cores"),
+    ({"cpus": 2, "load_before": 1.0, "load_after": 3}, "load 3 on 2 CPUs"),
     ({"cpus": 2, "load_before": 5, "load_after": 1, "cpu_others": 0.25, "cpu_steal": 0.5},
-     "load 5 on 2 cores, 25% of CPU time taken by other processes, 50% of CPU time stolen by the hypervisor"),
-    ({"cpus": 4, "load_before": 4.5, "cpu_steal": 0.004}, "load 4.5 on 4 cores"),  # what prints as 0% is unsaid
-    ({"cpus": 2, "load_before": 3, "load_after": "9"}, "load 3 on 2 cores"),  # a load that is no number is none
-    ({"cpus": 2, "load_after": 3, "cpu_others": -0.5}, "load 3 on 2 cores"),
+     "load 5 on 2 CPUs, 25% of CPU time taken by other processes, 50% of CPU time stolen by the hypervisor"),
+    ({"cpus": 4, "load_before": 4.5, "cpu_steal": 0.004}, "load 4.5 on 4 CPUs"),  # what prints as 0% is unsaid
+    ({"cpus": 2, "load_before": 3, "load_after": "9"}, "load 3 on 2 CPUs"),  # a load that is no number is none
+    ({"cpus": 2, "load_after": 3, "cpu_others": -0.5}, "load 3 on 2 CPUs"),
     ({"cpus": 2, "load_after": 2}, None),  # as many runnable as cores: not busy
     ({"cpus": 0, "load_after": 3}, None), ({"cpus": -2, "load_after": 3}, None), ({"cpus": True, "load_after": 3}, None),
     ({"cpus": 2.5, "load_after": True}, None), ({"cpus": 2, "load_after": -3}, None),

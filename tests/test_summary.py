@@ -107,12 +107,12 @@ def test_the_summary_leads_with_what_to_change_as_the_page_does():
 
 
 def test_the_summary_says_a_busy_machine_first_and_how_many_findings_it_left_to_the_report():
-    """The quick CPU sample ran at load 10.79 on 2 cores: its summary opens with the page's busy notice. The H200
+    """The quick CPU sample ran at load 10.79 on 2 CPUs: its summary opens with the page's busy notice. The H200
     sample has 9 findings: 5 are printed, and the summary says 4 more are in the report."""
     import gzip
 
     busy = summary_lines(json.loads((Path(__file__).parent / "data" / "cpu-quick-sample.json").read_text()))
-    assert busy[0].startswith("Busy machine: this run recorded load 10.79 on 2 cores")
+    assert busy[0].startswith("Busy machine: this run recorded load 10.79 on 2 CPUs")
     h200 = summary_lines(json.loads(gzip.decompress((Path(__file__).parents[1] / "reports" / "samples" / "h200"
                                                      / "full.json.gz").read_bytes())))
     assert not h200[0].startswith("Busy") and h200[-1] == "(4 more in the report)"

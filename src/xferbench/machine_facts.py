@@ -50,7 +50,7 @@ class Fact:
     name: str  # what the page and compare call it
     read: Callable[[Any], Any]  # its value from machine_info (a GPU's fact: from that GPU's record)
     kind: type = str  # the JSON type of a recorded value: any other reads as not recorded
-    unit: str = ""  # written after a number ("16 cores")
+    unit: str = ""  # written after a number ("16 logical CPUs")
     show: Callable[[Any], str] | None = None  # how a value is written, where the unit does not say
     #: What two runs that differ in it are: "hardware" (two machines: compare refuses them unless allowed),
     #: "software" (one machine upgraded: compare says so; one report holds one), "tooling" (said); "" not compared.
@@ -95,7 +95,8 @@ FACTS: tuple[Fact, ...] = (
     Fact("HIP", at("xferbench", "hip"), change="software", row="CUDA / HIP", sep=" / ", unknown="–"),
     Fact("driver", at("xferbench", "driver"), change="software"),
     Fact("CPU", at("cpu", "brand_raw"), change="hardware"),
-    Fact("cores", at("cpu", "count"), int, "cores", row="CPU", unknown="cores not recorded"),
+    # os.cpu_count (py-cpuinfo): logical CPUs, two a core where the cores run two threads each
+    Fact("cores", at("cpu", "count"), int, "logical CPUs", row="CPU", unknown="CPU count not recorded"),
     Fact("Python", at("python_version"), change="tooling"),
     Fact("pytest-benchmark", at("xferbench", "pytest_benchmark"), change="tooling", row=None),
     Fact("transparent huge pages", at("xferbench", "host", "transparent_hugepage"), unknown=None),
@@ -148,7 +149,7 @@ def machine_table(machine_info: dict[str, Any]) -> list[tuple[str, str]]:
 
 def machine_line(machine_info: dict[str, Any]) -> str:
     """The machine in one line: its GPUs (alike ones counted) with their links, the driver and CUDA/HIP, torch, the
-    CPU and its cores, each written as the page's table writes it."""
+    CPU and its logical CPUs, each written as the page's table writes it."""
     kinds: dict[str, list[str]] = {}
     for gpu in gpu_records(_section(machine_info)):
         kind = ", ".join(text for name in ("GPU", "PCIe link", "NVLink") if (text := FACT[name].written(gpu)) is not None)

@@ -330,7 +330,7 @@ def _distinct(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], int]:
 
 
 def busy(run: Results) -> str | None:
-    """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
+    """``load 9.1 on 2 CPUs, 63% of CPU time taken by other processes`` when the run's machine was
     busier than its cores (``load.results.busy_load``), else None."""
     return busy_load(run.run)
 
@@ -341,7 +341,7 @@ def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
     for side, runs in (("base", base), ("new", new)):
         if found := [b for b in map(busy, runs) if b]:
             of = f"{len(found)} of {len(runs)} {side} runs" if len(runs) > 1 else f"the {side} run"
-            notes.append(f"Busy machine: {of} ran with more load than cores ({found[-1]}); a change that rests on "
+            notes.append(f"Busy machine: {of} ran with more load than CPUs ({found[-1]}); a change that rests on "
                          "an assumed spread is \"can't tell\" there.")
     return notes
 

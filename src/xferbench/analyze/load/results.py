@@ -442,7 +442,7 @@ def boot_id(data: dict[str, Any]) -> str | None:
 
 
 def busy_load(facts: dict[str, Any]) -> str | None:
-    """``load 9.1 on 2 cores, 63% of CPU time taken by other processes`` when the run's machine was
+    """``load 9.1 on 2 CPUs, 63% of CPU time taken by other processes`` when the run's machine was
     busier than its cores (measure/hardware/machine.py records the load around each run, in the run's own facts
     ``facts``: ``run_facts``), else None."""
     found = facts.get("load")
@@ -460,7 +460,7 @@ def busy_load(facts: dict[str, Any]) -> str | None:
     loads = [v for v in (number("load_before"), number("load_after")) if v is not None]
     if not cpus or not loads or max(loads) <= cpus:
         return None
-    parts = [f"load {max(loads):g} on {cpus:g} cores"]
+    parts = [f"load {max(loads):g} on {cpus:g} CPUs"]
     for name, what in (("cpu_others", "taken by other processes"), ("cpu_steal", "stolen by the hypervisor")):
         shown = f"{number(name) or 0:.0%}"
         if shown != "0%":  # what prints as 0% says nothing (0.5% among them: it rounds to even)
