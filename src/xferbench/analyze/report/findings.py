@@ -167,12 +167,13 @@ def peer(view: RunView) -> Said | None:
     if rows.empty:
         return None
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
+    at = f"At {format_bytes(int(best['nbytes']))}, peer copies"
     if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
         named = (rows["src"] + "->" + rows["dst"]).unique()
-        pairs = ", ".join(named) if len(named) <= 4 else f"{len(named)} pairs"
-        said = f"Peer copies ran at {best['bandwidth_gbps']:.3g} GB/s on every pair of GPUs copied between ({pairs})."
+        pairs = ", ".join(named) if len(named) <= 4 else f"{len(named)} of them"
+        said = f"{at} ran at {best['bandwidth_gbps']:.3g} GB/s in every direction copied ({pairs})."
     else:
-        said = (f"Peer copies ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
+        said = (f"{at} ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
                 f"{best['bandwidth_gbps']:.3g} GB/s ({best['src']}->{best['dst']}).")
     return Said(said, said)
 
