@@ -67,7 +67,7 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
                                                          ("whose rounds lie on the scheduler's ticks", ticked)) if some)
     if key.startswith("capped "):
         # Past 1 PB/s the fit sits at its bound (model._soft_l1): its figure is the bound's, not the machine's.
-        gave = "β past 1 PB/s: no cost per byte" if fit["beta_gbps"] > 1e6 else f"{format_number(fit['beta_gbps'])} GB/s"
+        gave = "β past 1 PB/s" if fit["beta_gbps"] > 1e6 else f"{format_number(fit['beta_gbps'])} GB/s"
         return f"capped at the largest size measured ({said} gave {gave})"
     return said
 
