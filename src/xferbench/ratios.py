@@ -108,8 +108,13 @@ class Ratio:
         where unresolved, ``the same`` where that interval lies within ±0.5% (``could_see`` prints as 1.00×)."""
         if not self.judged:
             return f"can't tell ({UNJUDGED[self.basis]})"
+        open_end = math.isinf(self.high) or self.low == 0  # analyze/view.py: the faster side's waits only add to it
         if not self.resolved:
-            return "the same" if self.same else f"can't tell (could see ≥ {self.could_see:.2f}×)"
+            return ("the same" if self.same else f"can't tell ({UNJUDGED['ticks']})" if open_end else
+                    f"can't tell (could see ≥ {self.could_see:.2f}×)")
+        if open_end:
+            bound = f"at least {_factor(self.low)}" if math.isinf(self.high) else f"at most {_factor(self.high)}"
+            return f"{bound}× (its faster side waited on the scheduler's ticks)"
         low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
         return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
 
