@@ -188,3 +188,17 @@ def test_student_t_quantile_is_scipys(df):
 def test_order_statistic_rank_is_scipys_binomial_quantile(n):
     """The rank that holds the median is the least k whose binomial(n, 1/2) CDF reaches 2.5% (scipy's bdtr)."""
     assert ratios._order_rank(n) == int(np.searchsorted(special.bdtr(np.arange(n + 1), n, 0.5), 0.025))
+
+
+def test_a_ratio_open_at_one_end_reads_as_a_bound_or_cant_tell():
+    """A faster side on the scheduler's ticks leaves its ratio open at one end (analyze/view.py): resolved, it reads
+    "at least" (open above) or "at most" (open below), never a figure with two ends; unresolved, "can't tell" with the
+    reason, never "could see ≥ inf×". A closed interval reads as before."""
+    why = "(its faster side waited on the scheduler's ticks)"
+    assert Ratio(5.0, 4.44, math.inf, "paired", 6).text() == f"at least 4.44× {why}"
+    assert Ratio(0.2, 0.0, 0.225, "paired", 6).text() == f"at most 0.225× {why}"
+    assert Ratio(5.0, 4.44, math.inf, "paired", 6).faster().text() == f"at most 0.225× {why}"
+    for unresolved in (Ratio(1.2, 0.9, math.inf, "rounds", 5), Ratio(0.8, 0.0, 1.1, "rounds", 5)):
+        assert unresolved.judged and not unresolved.resolved
+        assert unresolved.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
+    assert Ratio(5.0, 4.44, 5.6, "paired", 6).text() == "5× (4.44-5.6)"
