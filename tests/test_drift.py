@@ -228,7 +228,8 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
         "difference): no case was measured "
         "in interleaved blocks, so every comparison rests on its cases' rounds plus the run's drift between cases of their "
         "regime (a standard deviation, from its same-code pairs: pinned or device from 1 MiB 1.0% (1 degrees of "
-        "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom)). Measured in interleaved blocks "
+        "freedom); pageable or host memory from 1 MiB 22.7% (4 degrees of freedom); pageable below 1 MiB none measured "
+        "(their comparisons can't tell)). Measured in interleaved blocks "
         "(--xfer-blocks=N), two cases are judged block by block, without the drift between them.")
     # Module.to and Module.cuda: 40% apart, but judged without its own evidence by three other pairs (t with 3 df)
     assert drift_text.verdict(view, "cuda_vs_to") == (

@@ -202,3 +202,11 @@ def test_a_ratio_open_at_one_end_reads_as_a_bound_or_cant_tell():
         assert unresolved.judged and not unresolved.resolved
         assert unresolved.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
     assert Ratio(5.0, 4.44, 5.6, "paired", 6).text() == "5× (4.44-5.6)"
+
+
+def test_a_ratio_s_figures_give_both_ends_or_its_one_bound():
+    """Sentences that print an unresolved ratio's figures (a module's growth, the threads' blocks) never print "inf"
+    or "0" for an open end: they give the bound that holds."""
+    assert Ratio(5.0, 0.165, 152.0, "paired", 6).figures() == "5× (0.165-152)"
+    assert Ratio(1.4, 0.9, math.inf, "paired", 6).figures() == "at least 0.9×"
+    assert Ratio(0.7, 0.0, 1.2, "rounds", 5).figures() == "at most 1.2×"

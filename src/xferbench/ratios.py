@@ -113,10 +113,15 @@ class Ratio:
             return ("the same" if self.same else f"can't tell ({UNJUDGED['ticks']})" if open_end else
                     f"can't tell (could see ≥ {self.could_see:.2f}×)")
         if open_end:
-            bound = f"at least {_factor(self.low)}" if math.isinf(self.high) else f"at most {_factor(self.high)}"
-            return f"{bound}× (its faster side waited on the scheduler's ticks)"
+            return f"{self.figures()} (its faster side waited on the scheduler's ticks)"
         low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
         return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
+
+    def figures(self) -> str:
+        """``5× (0.165-152)``, resolved or not, for a sentence that says which; an open end (``text``) as its bound."""
+        if math.isinf(self.high) or self.low == 0:
+            return f"at least {_factor(self.low)}×" if math.isinf(self.high) else f"at most {_factor(self.high)}×"
+        return f"{self.value:.3g}× ({self.low:.3g}-{self.high:.3g})"
 
     def over(self, other: Ratio) -> Ratio:
         """This ratio over an independent ``other`` (a growth against another growth): the log half-widths add in
@@ -178,9 +183,8 @@ def _t_cdf(t: float, df: int) -> float:
     for k in range(1, df // 2):  # (df - 2) / 2 terms after the first where df is even, (df - 3) / 2 where odd
         term *= c2 * ((2 * k) / (2 * k + 1) if odd else (2 * k - 1) / (2 * k))
         total += term
-    if not odd:
-        return 0.5 + 0.5 * math.sin(theta) * total
-    return 0.5 + (theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0)) / math.pi
+    return 0.5 + ((theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0)) / math.pi if odd
+                  else 0.5 * math.sin(theta) * total)
 
 
 @functools.lru_cache(maxsize=1024)

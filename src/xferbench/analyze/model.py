@@ -76,11 +76,6 @@ class Fit:
     beta_gbps: float
     sizes: int
 
-    @property
-    def half_peak_bytes(self) -> float:
-        """n at which n / t(n) = beta / 2, i.e. alpha * beta."""
-        return self.alpha_s * self.beta_gbps * 1e9
-
     def seconds(self, nbytes: np.ndarray | float) -> np.ndarray | float:
         return self.alpha_s + np.asarray(nbytes, dtype=float) / (self.beta_gbps * 1e9)
 

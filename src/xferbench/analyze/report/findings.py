@@ -169,8 +169,7 @@ def peer(view: RunView) -> Said | None:
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
     at = f"At {format_bytes(int(best['nbytes']))}, peer copies"
     if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
-        named = (rows["src"] + "->" + rows["dst"]).unique()
-        pairs = ", ".join(named) if len(named) <= 4 else f"{len(named)} of them"
+        pairs = ", ".join(named) if len(named := (rows["src"] + "->" + rows["dst"]).unique()) <= 4 else f"{len(named)} of them"
         said = f"{at} ran at {best['bandwidth_gbps']:.3g} GB/s in every direction copied ({pairs})."
     else:
         said = (f"{at} ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
@@ -245,8 +244,7 @@ def _unsure_wait(view: RunView, best: pd.Series) -> tuple[str, str]:
     which = f"{format_bytes(small['nbytes'])}'s {'blocks' if len(times) > 1 else 'times'}"
     headline = f"; {which} can't tell whether the bytes set that time"
     return headline, (f"; whether the bytes set that time, can't tell: {took} ({best['nbytes'] / small['nbytes']:,.0f}× "
-                      f"fewer bytes{mixed}), and block by block it took {grew.value:.3g}× ({grew.low:.3g}-"
-                      f"{grew.high:.3g}) as long")
+                      f"fewer bytes{mixed}), and block by block it took {grew.figures()} as long")
 
 
 def latency_bound(view: RunView) -> Said | None:

@@ -71,7 +71,7 @@ def _growth(again: pd.DataFrame, judge: Judge) -> str:
         return f"and whether it grows with the bytes ({times} from fewest to most), can't tell: {UNJUDGED[grew.basis]}"
     if grew.same:  # the simulated run's: a cost model's times, alike by design
         return f"and at {times} the bytes it took the same time"
-    return f"and at {times} the bytes it took {grew.value:.3g}× ({grew.low:.3g}-{grew.high:.3g}) as long"
+    return f"and at {times} the bytes it took {grew.figures()} as long"
 
 
 def finding(rows: pd.DataFrame) -> list[str]:
