@@ -116,10 +116,13 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
                              "default threads' time here.")
 
 
+_BOUND = "no bandwidth stated; a comparison only bounds from below how much slower a case took"
+
+
 @pytest.mark.parametrize(("sample", "said"), [
-    ("cpu-busy-host.json", "3 cases whose median waited on them (no bandwidth stated, no comparison judged); 4 blocks on "
-                           "them left out beside blocks of more calls a round."),
-    ("cpu-loaded-host.json", "4 cases whose median waited on them (no bandwidth stated, no comparison judged)."),
+    ("cpu-busy-host.json", f"3 cases whose median waited on them ({_BOUND}); 4 blocks on them left out beside blocks "
+                           "of more calls a round."),
+    ("cpu-loaded-host.json", f"4 cases whose median waited on them ({_BOUND})."),
     ("cpu-sample.json", None)])
 def test_the_busy_notice_says_what_the_scheduler_s_ticks_took(sample, said):
     """The first screen's notice counts the cases and blocks whose rounds lay on the scheduler's ticks, and what the
