@@ -100,6 +100,8 @@ def test_over_divides_the_growths_and_keeps_paired_only_where_both_are():
         (1.5, 1.5 / math.exp(width), 1.5 * math.exp(width), "paired", 4))
     assert a.over(Ratio(2.0, 1.6, 2.5, "rounds", 4)).basis == "rounds"
     assert Ratio(3.0, 0.0, math.inf, "unjudged", 6).over(b) == Ratio(1.5, 0.0, math.inf, "unjudged", 4)
+    # either side unjudged: the quotient is, and says the unjudged side's reason
+    assert b.over(Ratio(1.0, 0.0, math.inf, "ticks", 6)) == Ratio(2.0, 0.0, math.inf, "ticks", 4)
 
 
 def test_faster_of_an_unresolved_ratio_keeps_both_bounds():
