@@ -143,8 +143,7 @@ def _newton(design: np.ndarray, x: np.ndarray, free: list[int], loss: Callable[[
     bounds the loss from above."""
     a = design[:, free]
     for _ in range(500):
-        r = design @ x - 1
-        weight = 1 + (r / SOFT_L1_SCALE) ** 2
+        weight = 1 + ((r := design @ x - 1) / SOFT_L1_SCALE) ** 2
         grad, hessian = a.T @ (r / np.sqrt(weight)), (a * weight[:, None] ** -1.5).T @ a
         step, size, now = np.zeros_like(x), 1.0, loss(x)
         step[free] = np.linalg.lstsq(hessian, grad, rcond=None)[0]

@@ -448,19 +448,21 @@ class RunView:
     def ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None = None) -> Ratio:
         """Row ``a``'s median time over row ``b``'s, with this comparison's own interval (xferbench.ratios): from
         their paired blocks where both were measured so, else from their rounds and the drift of their regimes; none
-        where a side's rounds lie on the scheduler's ticks (``on_ticks``), but the faster side's alone: a wait only adds
-        to its time, so how much slower the other is holds at least its interval's near end (the quick run's 64 MiB
-        clone, at least 4.4x its copy_ of 40 ms on 10 ticks, every block 3.5-6.7x)."""
-        ticked = [pd.notna(row.get("on_ticks", math.nan)) for row in (a, b)]
-        slower = 0 if a["median_s"] > b["median_s"] else 1
-        if ticked[slower]:
+        where a side's rounds lie on the scheduler's ticks (``on_ticks``), but the faster side's alone while the slower
+        side's median round lies within 3/4 of a tick of its fastest: a wait only adds to the faster side's time, so
+        the slower took at least the interval's near end as long. A slower side whose rounds waited too is no floor
+        (the loaded run's one-thread copy_: 30.0 ms at the median, 17.8 ms at fastest, in 4 ms steps above it)."""
+        slower = a if a["median_s"] > b["median_s"] else b
+        tick = float(np.nanmax([float(row.get("on_ticks", math.nan)) for row in (a, b)] + [0.0]))
+        waited = (slower["median_s"] - slower.get("min_s", math.nan)) * float(slower.get("iterations") or 1)
+        if pd.notna(slower.get("on_ticks", math.nan)) or (tick and not waited < 0.75 * tick):
             return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, "ticks", int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
         found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b),
                                                                       self.drift.of(a, b, leave_out=leave_out))
-        if not any(ticked):
+        if not tick:
             return found
-        low, high = (found.low, math.inf) if slower == 0 else (0.0, found.high)  # the far end open
+        low, high = (found.low, math.inf) if slower is a else (0.0, found.high)  # the far end open
         return Ratio(found.value, low, high, found.basis, found.n)
 
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:

@@ -106,8 +106,8 @@ def _busy(view: RunView) -> str | None:
     and where rounds lay on the scheduler's ticks (analyze/load/blocks.py), how many cases and blocks, and what of it."""
     on, blocks = int(ticked(view.rows).sum()), view.rows.get("tick_blocks")  # only merged rows have tick_blocks
     left = 0 if blocks is None else int(blocks.fillna(0).sum())
-    said = [f"{on} case{'s' * (on > 1)} whose median waited on them (no bandwidth stated; a comparison only bounds "
-            "from below how much slower a case took)" if on else "",
+    said = [f"{on} case{'s' * (on > 1)} whose median waited on them (no bandwidth stated; compared only as a floor "
+            "under a slower case whose own rounds did not wait)" if on else "",
             f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round" if left else ""]
     ticks = f" Rounds on the scheduler's ticks, a wait for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
     if view.busy is None:
