@@ -250,3 +250,13 @@ def test_the_simulated_peer_finding_names_its_pairs_and_claims_no_measurement():
     said = peer(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
     assert said is not None and said.headline == (
         "At 64 MiB, peer copies ran at 338 GB/s in every direction copied (cuda:0->cuda:1, cuda:1->cuda:0).")
+
+
+def test_a_simulated_no_op_is_set_beside_a_simulated_copy():
+    """The simulated run's no-ops (the cost model's 400 ns) were set beside its one measured host copy (760 ns on this
+    CPU): a cost model's figure against a measurement. The yardstick is now the cheapest copy the model priced."""
+    from xferbench.analyze.report.findings import noop_cost
+
+    said = noop_cost(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
+    assert said is not None and "the cheapest real copy the cost model priced (d2d clone cuda:0, 4 B) took 11,000 ns" in said
+    assert "host pageable" not in said

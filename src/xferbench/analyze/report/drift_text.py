@@ -27,8 +27,7 @@ def statement(view: RunView) -> str:
     # copies, run for real beside the cost model's 0.0%)
     kinds = rows.assign(small=rows["nbytes"] < LATENCY_BYTES).drop_duplicates(
         [c for c in ("op", "method", "src", "dst", "host_memory", "clock", "small") if c in rows])
-    unmeasured = sorted({regime(row) for _, row in kinds.iterrows()} - set(view.drift.regimes))
-    if drift and unmeasured:
+    if drift and (unmeasured := sorted({regime(row) for _, row in kinds.iterrows()} - set(view.drift.regimes))):
         drift += "; " + ", ".join(_REGIME[r] for r in unmeasured) + " none measured (their comparisons can't tell)"
     sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
                                                   ("blocks", blocked)) if has)  # a paired pair is no drift evidence
