@@ -84,6 +84,12 @@ class TestFit:
 
         assert loss(ours) <= loss(theirs) * (1 + 1e-12)
 
+    def test_a_wild_size_far_off_the_start_is_fitted_as_scipy_fits_it(self):
+        """1 µs at 4 and 8 B and 1,000 s at 16 B: the start lies so far from the minimum that no halving of Newton's step
+        lowers the loss, and the bounded step takes over (scipy's least_squares: α 625 ns, β 0.016 GB/s)."""
+        fit = fit_alpha_beta(np.array([4.0, 8.0, 16.0]), np.array([1e-6, 1e-6, 1e3]))
+        assert (fit.alpha_s, fit.beta_gbps) == pytest.approx((6.25e-7, 0.016), rel=1e-6)
+
     def test_at_its_bound_gives_no_figure(self):
         """The quick run's clone, 1 MiB left out: the fit takes its 64 MiB (203 ms against 1.3 µs at 1 KiB) for a stray
         point, whose relative residual cannot pass -1, and sits at its bound. The basis says the fit passed 1 PB/s
