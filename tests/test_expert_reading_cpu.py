@@ -739,6 +739,9 @@ def test_the_head_counts_the_json_s_benchmarks_and_the_cases_their_blocks_merge_
     (a fresh-eyes reading counted 37 in the file); a run without blocks says only its benchmarks."""
     assert RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])).benchmarks == "37 benchmarks (12 cases)"
     assert RunView.of(load([CPU])).benchmarks == "58 benchmarks"
+    # blocks left out on the scheduler's ticks are the file's benchmarks too (a reading counted 131 and 37 in the files)
+    assert RunView.of(load([CPU_QUICK])).benchmarks == "131 benchmarks (91 cases)"
+    assert RunView.of(load([BUSY])).benchmarks == "37 benchmarks (12 cases)"
     # two files of 512 and 50 benchmarks, 42 cases measured in both: each read from one of them
     assert RunView.of(load(H200)).benchmarks == "562 benchmarks (520 cases)"
 

@@ -219,10 +219,11 @@ class RunView:
 
     @property
     def benchmark_count(self) -> int:
-        """The files' benchmarks: each block of a case merged into its row, each run of a case read from one."""
-        measured = self.measured
-        blocks = pd.to_numeric(measured.get("blocks", pd.Series(dtype=float)), errors="coerce")
-        return len(measured) + int((blocks - 1).clip(lower=0).sum())  # a row without blocks (NaN) adds none
+        """The files' benchmarks: each block of a case merged into its row (those left out on the ticks too), each run
+        of a case read from one."""
+        blocks, ticked = (pd.to_numeric(self.measured.get(c, pd.Series(dtype=float)), errors="coerce") for c in
+                          ("blocks", "tick_blocks"))
+        return len(self.measured) + int((blocks - 1).clip(lower=0).sum() + ticked.fillna(0).sum())  # NaN adds none
 
     @property
     def benchmarks(self) -> str:
