@@ -808,3 +808,16 @@ def test_a_module_move_whose_rounds_held_the_ticks_says_so_beside_its_time():
                                             "module_to") if s.startswith("A second .to(cpu)")]
     assert said.startswith("A second .to(cpu) of a module already there took 162-203 µs from 3.75 KiB to 38.2 MiB of "
                            "parameters (at 3.75 KiB with a wait for the CPU: its rounds held the scheduler's ticks): ")
+
+
+def test_a_waits_basis_names_the_sizes_that_ran_from_cache():
+    """The busy run's copy_: "its largest size took under 2× as long" reads 1 KiB against 4 B, the fit's largest; its
+    1 MiB (14.7 µs, 15x 1 KiB's, from the host CPU cache) was left out unsaid, which a reading took for a size hidden."""
+    from xferbench.analyze.report.model_text import basis
+
+    view = RunView.of(load([BUSY]))
+    fit = view.fits[view.fits["path"] == "host pageable copy_ cpu"].iloc[0]
+    assert basis(fit.to_dict(), view.largest_wait(fit)) == (
+        "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes set at most 1% "
+        "of its time; 1 size(s) that ran from the host CPU cache left out; 64 MiB left out, whose rounds lie on the "
+        "scheduler's ticks")

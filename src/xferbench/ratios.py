@@ -178,8 +178,7 @@ def _t_cdf(t: float, df: int) -> float:
     """Student's t CDF at ``t`` for a whole number of degrees of freedom, in closed form (Abramowitz and Stegun
     26.7.3-4: a finite series in cos(theta), theta = atan(t / sqrt(df)))."""
     theta = math.atan(t / math.sqrt(df))
-    c2, term, total = math.cos(theta) ** 2, 1.0, 1.0
-    odd = df % 2
+    c2, term, total, odd = math.cos(theta) ** 2, 1.0, 1.0, df % 2
     for k in range(1, df // 2):  # (df - 2) / 2 terms after the first where df is even, (df - 3) / 2 where odd
         term *= c2 * ((2 * k) / (2 * k + 1) if odd else (2 * k - 1) / (2 * k))
         total += term

@@ -54,8 +54,9 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
     else the rule's bound)."""
     key = str(fit["beta_basis"])
     said = BASES[key.removeprefix("capped ")]
-    if key == "waits":
-        said += f": {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}"
+    if key == "waits":  # its largest size is the fit's: sizes that ran from cache are said (busy: 1 MiB, 15x 1 KiB's)
+        said += f": {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}" + (
+            f"; {n} size(s) that ran from the {fit.get('cache') or 'cache'} left out" if (n := fit.get("resident_sizes")) else "")
     # model.fit_paths leaves out sizes whose blocks mixed loops, or whose rounds lie on the scheduler's ticks
     if isinstance(left := fit.get("left_out"), tuple) and left:
         sizes = ", ".join(map(format_bytes, left))
