@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..contract import Fingerprint
+from ..families import moving_ops
 from ..ratios import Drift, Ratio, paired, unpaired
 from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, run_drift, side
@@ -516,6 +517,16 @@ class RunView:
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
         """Which of ``rows`` (rows of ``RunView.rows``, by label) are in ``waits``: one mask for the appendix, charts, fits."""
         return rows.index.isin(list(self.waits))
+
+    def cheapest_copy(self, like: pd.Series | None = None, runs: set[Any] | None = None) -> pd.Series | None:
+        """The cheapest real copy (any moving family, any size; of ``runs`` where given), timed by ``like``'s clock where
+        given, a cost model's or a measurement (a simulated no-op beside a measured host copy is no comparison): the
+        no-op finding's yardstick (one device's no-ops) and the figure's (every no-op of the runs, either clock)."""
+        simulated = (frame := self.rows).get("clock", pd.Series(None, frame.index)).eq("simulated")
+        copies = frame[frame["op"].isin(moving_ops())
+                       & (simulated.eq(like.get("clock") == "simulated") if like is not None else True)
+                       & (frame["run"].isin(runs) if runs is not None else True)]
+        return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
 
     def waited(self, row: pd.Series) -> Wait | None:
         """``waits`` of ``row`` (a row of ``rows``); else None."""

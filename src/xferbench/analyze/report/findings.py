@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...families import FAMILIES, family, moving_ops
+from ...families import FAMILIES, family
 from ...families.base import Rule
 from ...families.base import ms as _ms
 from ...families.base import span as _span
@@ -177,14 +177,6 @@ def peer(view: RunView) -> Said | None:
     return Said(said, said)
 
 
-def cheapest_copy(view: RunView, like: pd.Series) -> pd.Series | None:
-    """The cheapest real copy of the run (any moving family, any size) timed as ``like`` was (a cost model's or a
-    measured clock: a simulated no-op beside a measured host copy is no comparison): the no-op finding's yardstick."""
-    simulated = (frame := view.rows).get("clock", pd.Series(None, frame.index)).eq("simulated")
-    copies = frame[frame["op"].isin(moving_ops()) & simulated.eq(like.get("clock") == "simulated")]
-    return copies.loc[copies["median_s"].idxmin()] if not copies.empty else None
-
-
 def noop_cost(view: RunView) -> Said | None:
     """Each no-op form on the device with the most forms (a GPU where there is one), then the cheapest real copy."""
     frame = view.rows
@@ -211,7 +203,7 @@ def noop_cost(view: RunView) -> Said | None:
     cost = (f"{_span(on['min_s'] * 1e9, ',.0f')} ns a call at its fastest rounds (medians under load up to "
             f"{float(on['median_s'].max()) * 1e9:,.0f} ns)" if view.busy else f"{_span(on['median_s'] * 1e9, ',.0f')} ns a call")
     headline = f"A no-op move of a tensor already on {device} costs {cost}: it returns the same object."
-    if (cheapest := cheapest_copy(view, on.iloc[0])) is None:
+    if (cheapest := view.cheapest_copy(on.iloc[0])) is None:
         return Said(headline, sentence + "; each returns the very same object.")
     priced = "the cost model priced" if cheapest.get("clock") == "simulated" else "measured"
     sentence += (f"; the cheapest real copy {priced} ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "

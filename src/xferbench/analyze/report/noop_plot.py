@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ...families import FAMILIES, moving_ops
+from ...families import FAMILIES
 from ...families.core import noop_call
 from ...units import format_bytes, format_number, mathtext_safe
 from ..view import RunView
@@ -36,12 +36,9 @@ def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:
     # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
     bars += [_bar(f"torch.cuda.synchronize({device}) on an idle device{run_of(sync, group.iloc[0])}", group, "sync")
              for (device, _), group in sync.groupby(["src", "run"])]
-    runs = set(kept["run"])
-    copies = frame[frame["op"].isin(moving_ops()) & frame["run"].isin(runs)]
-    if not copies.empty:
-        cheapest = copies.loc[copies["median_s"].idxmin()]
+    if (cheapest := view.cheapest_copy(runs=set(kept["run"]))) is not None:
         bars.append(_bar(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})",
-                         copies.loc[[cheapest.name]], str(cheapest["op"])))
+                         frame.loc[[cheapest.name]], str(cheapest["op"])))
     note = f"; from {', '.join(instance.runs)} only (one machine instance)" if instance is not None else ""
     return bars, note
 
