@@ -147,9 +147,9 @@ def _newton(design: np.ndarray, x: np.ndarray, free: list[int], loss: Callable[[
         grad, hessian = a.T @ (r / np.sqrt(weight)), (a * weight[:, None] ** -1.5).T @ a
         step, size, now = np.zeros_like(x), 1.0, loss(x)
         step[free] = np.linalg.lstsq(hessian, grad, rcond=None)[0]
-        while loss(x - size * step) > now and size > 1e-9:
+        while (after := loss(x - size * step)) > now and size > 1e-9:
             size /= 2
-        if loss(x - size * step) > now:
+        if after > now:
             step[free], size = np.linalg.solve(hessian + 2 * np.eye(len(free)), grad), 1.0
             if not loss(x - step) < now:
                 return x  # nothing lowers it: the minimum, to float precision
