@@ -28,7 +28,7 @@ from ..families import FAMILIES
 from ..ratios import Drift, log_se, order_se
 from .load.rows import flag
 
-__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "run_drift", "side"]
+__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "regimes_of", "run_drift", "side"]
 
 #: Per family: the column and the values whose calls run the same code, in words for a sentence (its ``same_code``).
 SAME_CODE = tuple((op, *same) for op, family in FAMILIES.items() for same in family.same_code)
@@ -53,6 +53,13 @@ def regime(row: pd.Series) -> tuple[str, str]:
     # a cost model's pairs drift by nothing: evidence for its own figures, never for a real row beside them
     memory = "simulated" if row.get("clock") == "simulated" else "pageable" if host else "device"
     return memory, "latency" if small else "bandwidth"
+
+
+def regimes_of(frame: pd.DataFrame) -> set[tuple[str, str]]:
+    """Every ``regime`` of ``frame``'s rows, read once per kind of row: the columns ``regime`` reads, and its size."""
+    kinds = frame.assign(small=frame["nbytes"] < LATENCY_BYTES).drop_duplicates(
+        [c for c in ("op", "method", "src", "dst", "host_memory", "clock", "small") if c in frame])
+    return {regime(row) for _, row in kinds.iterrows()}
 
 
 def side(row: pd.Series) -> tuple[float, float, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...units import format_bytes
-from ..drift import LATENCY_BYTES, Pair, regime
+from ..drift import Pair, regimes_of
 from ..view import RunView
 
 __all__ = ["across", "block_times", "statement", "verdict"]
@@ -26,9 +26,7 @@ def statement(view: RunView) -> str:
                       f"{_REGIME[r]} none beyond its rounds' own noise" for r, d in view.drift.regimes.items())
     # regimes the run has cases of but no evidence for: their unpaired comparisons can't tell (a simulated run's host
     # copies, run for real beside the cost model's 0.0%)
-    kinds = rows.assign(small=rows["nbytes"] < LATENCY_BYTES).drop_duplicates(
-        [c for c in ("op", "method", "src", "dst", "host_memory", "clock", "small") if c in rows])
-    if drift and (unmeasured := sorted({regime(row) for _, row in kinds.iterrows()} - set(view.drift.regimes))):
+    if drift and (unmeasured := sorted(regimes_of(rows) - set(view.drift.regimes))):
         drift += "; " + ", ".join(_REGIME[r] for r in unmeasured) + " none measured (their comparisons can't tell)"
     sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
                                                   ("blocks", blocked)) if has)  # a paired pair is no drift evidence
