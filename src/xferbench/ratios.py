@@ -198,8 +198,7 @@ def _t_quantile(df: int) -> float:
     log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
     for _ in range(100 if df < 500 else 0):
         density = math.exp(log_norm - (df + 1) / 2 * math.log1p(x * x / df))
-        step = (0.5 + CONFIDENCE / 2 - _t_cdf(x, df)) / density
-        x += step
+        x += (step := (0.5 + CONFIDENCE / 2 - _t_cdf(x, df)) / density)
         if abs(step) <= 1e-15 * x:
             break
     return x

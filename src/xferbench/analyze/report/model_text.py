@@ -273,8 +273,7 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     the paths that tie (``best`` alone where none does)."""
     tied = stated[[path == best["path"] or not _told_at_largest(view, str(path), best) for path in stated["path"]]]
     if len(tied) < 2:  # the only one with a β is no "highest" (the busy run's clone, its copy_ on the ticks)
-        which = "highest β" if len(stated) > 1 else "one β stated"
-        return f"the host-side path with the {which} ({best['path']}", tied
+        return f"the host-side path with the {'highest β' if len(stated) > 1 else 'one β stated'} ({best['path']}", tied
     size = format_bytes(best["largest_bytes"])
     # a run without drift evidence cannot judge them: "can't be told apart" would read as alike (1.59 s against 608 ms)
     ratios = [r for r in (_ratio_at_largest(view, str(p), best) for p in tied["path"]) if r is not None]
