@@ -546,7 +546,7 @@ class TestWriters:
         rows = [made(ratio=0.5, low=0.4, high=0.62, z=-7.04, floor=math.inf, verdict="improvement"),
                 replace(made(ratio=1.3, z=1.96, floor=1.0, verdict=CANT_TELL), smallest=1.26)]
         lines = to_text(rows, 1, 1).splitlines()
-        assert lines[1].endswith("2.00x faster  0.40-0.62x  -7.0  none   improvement")
+        assert lines[1].endswith("2.00x faster  1.61-2.50x  -7.0  none   improvement")
         assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%   can't tell (could see 2.26x)")
 
     def test_summary_counts_each_verdict(self):
@@ -593,7 +593,7 @@ class TestWriters:
             "| case | size | class | base | new | change | 95% CI | z | floor | verdict |",
             "|---|---|---|---|---|---|---|---|---|---|",
             "| a\\|b | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x slower | 1.50-2.60x | +5.2 | 25% | 🔴 regression |",
-            "| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x faster | 0.40-0.60x | -6.0 | 25% "
+            "| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 2.00x faster | 1.67-2.50x | -6.0 | 25% "
             "| 🟢 improvement |",
             "| host pageable copy_ cpu | 16 MiB | bandwidth | 1 ms | 2 ms | 1.30x slower | 1.50-2.60x | +5.2 | 25% "
             "| ⚪ can't tell |",
@@ -1487,3 +1487,14 @@ def test_a_new_or_gone_case_on_the_scheduler_s_ticks_says_so():
     assert (new.shown_verdict, gone.shown_verdict) == ("new (its rounds lie on the scheduler's ticks)",
                                                        "gone (its rounds lie on the scheduler's ticks)")
     assert row(compare([base], [busy]), "host pageable clone cpu").shown_verdict == "new"
+
+
+def test_a_faster_row_s_interval_reads_as_its_change():
+    """The busy run's 1 MiB copy_ took 13.7 µs against the quiet sample's 57.1 µs: "4.17x faster", its interval
+    1.38-12.65x as the change reads, not new/base's 0.08-0.73x beside it (a reader took the smaller figure for the
+    change). The JSON keeps new/base."""
+    data = Path(__file__).parent / "data"
+    rows = compare([load([data / "cpu-sample.json"])], [load([data / "cpu-busy-host.json"])])
+    (row,) = [r for r in rows if r.path == "host pageable copy_ cpu" and r.nbytes == 2**20]
+    (line,) = [line for line in to_text(rows, 1, 1).splitlines() if line.startswith("host pageable copy_ cpu       1 MiB")]
+    assert "4.17x faster   1.38-12.65x" in line and (round(row.low, 2), round(row.high, 2)) == (0.08, 0.73)

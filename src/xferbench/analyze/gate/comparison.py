@@ -107,8 +107,17 @@ def _times(ratio: float) -> str:
     return f">{MAX_SHOWN_RATIO:g}x" if ratio > MAX_SHOWN_RATIO else f"{ratio:.2f}x"
 
 
+def _interval(r: Comparison) -> str:
+    """The 95% interval read the way ``change`` reads: "2.00x faster" beside 1.61-2.50x, not beside new/base's
+    0.40-0.62x, where a reader takes the smaller figure for the change."""
+    if r.low is None or r.high is None:
+        return "-"
+    faster = r.change.endswith("faster") and r.low > 0  # a low end that underflowed to 0 keeps new/base
+    return f"{1 / r.high:.2f}-{1 / r.low:.2f}x" if faster else f"{r.low:.2f}-{r.high:.2f}x"
+
+
 def _cells(r: Comparison) -> list[str]:
-    interval = "-" if r.low is None or r.high is None else f"{r.low:.2f}-{r.high:.2f}x"
+    interval = _interval(r)
     z = "-" if r.z is None else f"{r.z:+.1f}"
     floor = "-" if r.floor is None else ("none" if math.isinf(r.floor) else f"{r.floor:.0%}")
     if r.floor_from in _FLOOR_SAID and floor != "-":  # which floor held: a calibration's, or the store's own swing
