@@ -12,6 +12,7 @@ from handfed import visible_text
 from xferbench.analyze.drift import side
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.distributed import distributed_findings
+from xferbench.analyze.report.model_text import fit_table
 from xferbench.analyze.report.page import write_report
 from xferbench.analyze.report.plots import bandwidth_of
 from xferbench.analyze.report.story import Story
@@ -261,3 +262,14 @@ class TestRead3a:
                 "times at 256 MiB can't be told apart); one of them (d2h pinned non-blocking copy_ cuda:0->cpu) has a "
                 "fixed cost α = 11.6 µs and a bandwidth β = 54.9 GB/s") in text
         assert "the host-side path with the highest β (d2h pinned non-blocking copy_" not in text
+
+
+def test_a_no_beta_row_whose_alpha_misses_its_sizes_gives_their_times(h200):
+    """gloo's all_reduce on the H200 took 99.2 µs at 4 B and 217-268 µs from 64 B to 16 KiB: its robust fit's α
+    (106 µs) passes through 4 B and describes no other size, so with no β stated the α cell gives the sizes' times;
+    reduce_scatter's α (203 µs) lies within 2x of every size (162-302 µs) and stays."""
+    alpha = {row["path"]: row["alpha"] for row in fit_table(h200)}
+    assert alpha["all_reduce gloo x2"] == "99.2-268 µs: the sizes' times, no one α"
+    assert alpha["overlap one_by_one gloo x2"] == "466-993 µs: the sizes' times, no one α"
+    assert alpha["reduce_scatter gloo x2"] == "203 µs"
+    assert alpha["send_recv gloo x2"] == "38.5 µs"
