@@ -423,7 +423,8 @@ def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
 
     page = write_report(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]), tmp_path / "index.html").read_text()
     table = page[page.index('id="results-table"'):page.index('<h2 id="machine">')]
-    assert re.findall(r'<td class="n">([^<]*) ‡</td>', table) == ["0.764", "1.07", "1.05"]
+    # their 4 B too, judged from the 1 KiB (256x the bytes in about as long): the bytes set under 1% of their time
+    assert re.findall(r'<td class="n">([^<]*) ‡</td>', table) == ["0.00306", "0.764", "0.00422", "1.07", "0.0042", "1.05"]
     # its 12 ms held the scheduler's ticks: the bar says so, as the first screen's table does (a reading)
     assert "  12 ms (on the scheduler's ticks);  slowest .clone(): 66.5 ms, 1.01 GB/s" in page and "5.59 GB/s" not in page
     # drawn as crosses, the legend says why: the 1 KiB copy_ and clones of the host figure
@@ -432,7 +433,7 @@ def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
     figure = bandwidth_of(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])), "host")
     crossed = sorted(int(x) for ax in figure.axes for line in ax.get_lines() if line.get_marker() == "x"
                      for x in line.get_xdata())
-    assert crossed == [1024, 1024, 1024] and "×: no bandwidth (‡ in the appendix)" in page
+    assert crossed == [4, 4, 4, 1024, 1024, 1024] and "×: no bandwidth (‡ in the appendix)" in page
     plt.close(figure)
     assert ("‡ took under 2× as long, its 95% interval and all, as the largest size of its path with 1/16 of its bytes "
             "or fewer: if time = fixed cost + bytes / β, the bytes set at most 53% of its time, so its GB/s (bytes moved "

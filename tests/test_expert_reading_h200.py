@@ -273,3 +273,17 @@ def test_a_no_beta_row_whose_alpha_misses_its_sizes_gives_their_times(h200):
     assert alpha["overlap one_by_one gloo x2"] == "466-993 µs: the sizes' times, no one α"
     assert alpha["reduce_scatter gloo x2"] == "203 µs"
     assert alpha["send_recv gloo x2"] == "38.5 µs"
+
+
+def test_a_smallest_size_states_no_bandwidth_where_its_sixteenfold_size_took_as_long(h200, page):
+    """gloo's send_recv took 38.6 µs at 4 B and 37.8 µs at 64 B: the 64 B was ‡ (no bandwidth) and the 4 B was given
+    0.0001035 GB/s. Judged from the 64 B, the 4 B's bytes set at most 1% of its time: no bandwidth either. all_reduce's
+    64 B took 2.7x its 4 B, which bounds nothing: its 4 B keeps its GB/s. The sentences' ``waits`` are unchanged."""
+    html, _ = page
+    rows = h200.rows.reset_index()
+    label = {(path, n): rows.at[i, "index"] for i, path, n in zip(rows.index, rows["path"], rows["nbytes"], strict=True)}
+    send, reduce = label["send_recv gloo x2", 4], label["all_reduce gloo x2", 4]
+    assert h200.no_bandwidth[send].larger and send not in h200.waits and reduce not in h200.no_bandwidth
+    assert ("send_recv gloo x2\n4 B: no bus bandwidth (the formula gives 0.0001035 GB/s): the bytes set at most 1% of "
+            "its time") in html
+    assert "all_reduce gloo x2\n4 B: busbw 0.00004031 GB/s" in html

@@ -933,3 +933,16 @@ def test_a_waits_bytes_share_is_the_most_a_line_of_fixed_cost_and_bandwidth_allo
     # the time the fixed cost leaves: t = α + k·x at the larger size, so the share is exactly what k·x is of it
     alpha, x, k = 3.0, 1.0, 16
     assert wait((alpha + k * x) / (alpha + x), k).share == pytest.approx(k * x / (alpha + k * x))
+
+
+def test_a_smallest_size_s_share_is_read_from_the_size_with_k_times_its_bytes():
+    """α + k·x at most h(α + x) leaves x at most (h - 1) / (k - 1) of α + x: 1/15 at the rule's edge (2x, 16x), exactly
+    the smaller size's byte share where the line holds; a larger size that took less, no share."""
+    def wait(high: float, factor: float) -> Wait:
+        return Wait(pd.Series({"nbytes": 16}), Ratio(1.0, 0.9, high, "paired", 6), factor, larger=True)
+
+    assert wait(2.0, 16).share == pytest.approx(1 / 15)
+    alpha, x, k = 3.0, 1.0, 16
+    assert wait((alpha + k * x) / (alpha + x), k).share == pytest.approx(x / (alpha + x))
+    assert bytes_said(wait(0.9, 16)) == "no share of its time shows as the bytes' (a size with 16× more bytes took less)"
+    assert bytes_said(wait(2.0, 16)) == "the bytes set at most 7% of its time"

@@ -56,18 +56,20 @@ class Wait(NamedTuple):
     """A size whose time grew under 2x from a smaller size of its path, 16x fewer bytes or more (``RunView.waits``): that
     size, the growth (its interval under 2x) and how many times the bytes."""
 
-    small: pd.Series
+    small: pd.Series  # the other size: the larger one where ``larger``
     growth: Ratio
     factor: float
+    larger: bool = False  # a smallest size judged by the size with k times its bytes (``RunView.no_bandwidth``)
 
     @property
     def share(self) -> float:
         """The most of the larger size's time its bytes can set if time = α + bytes / β: k times the bytes in at most h
         times the time gives α(h - 1) = x(k - h), x the smaller size's byte time, so k·x is k(h - 1) / (h(k - 1)) of
-        it (at most 53% under the rule: h < 2, k ≥ 16; the loaded run's copy_, 1.1x at 64x, 9%). Where the smaller
-        size took longer beyond the interval (h < 1) the line fails: report/svg.py's ``bytes_said`` reads no share."""
+        it (at most 53% under the rule: h < 2, k ≥ 16; the loaded run's copy_, 1.1x at 64x, 9%), and x is at most
+        (h - 1) / (k - 1) of the smaller size's time (``larger``: 7%). Where the smaller size took longer beyond the
+        interval (h < 1) the line fails: report/svg.py's ``bytes_said`` reads no share."""
         h, k = self.growth.high, self.factor
-        return max(0.0, k * (h - 1) / (h * (k - 1)))
+        return max(0.0, (h - 1) / (k - 1) if self.larger else k * (h - 1) / (h * (k - 1)))
 
 
 @dataclass(frozen=True)

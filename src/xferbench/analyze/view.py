@@ -514,9 +514,18 @@ class RunView:
         """``growth`` of every row, by label: judged once, for the waits and the α/β table's ceilings alike."""
         return {label: self.growth(row) for label, row in self.rows.iterrows()}
 
+    @cached_property
+    def no_bandwidth(self) -> dict[Any, Wait]:
+        """``waits``, and each smallest size (none with a sixteenth of its bytes) that the size with 16x its bytes or
+        more grew under 2x from (the H200's gloo send_recv: 38.6 µs at 4 B, 37.8 µs at 64 B): its bytes set at most
+        (h - 1) / (k - 1) of its time (``Wait.share``). The marks (‡, ×, hovers) read it; the sentences read ``waits``."""
+        return {**{wait.small.name: Wait(self.rows.loc[label], wait.growth, wait.factor, larger=True)
+                   for label, wait in self.waits.items() if self.growths.get(wait.small.name) is None}, **self.waits}
+
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
-        """Which of ``rows`` (rows of ``RunView.rows``, by label) are in ``waits``: one mask for the appendix, charts, fits."""
-        return rows.index.isin(list(self.waits))
+        """Which of ``rows`` (rows of ``RunView.rows``, by label) state no bandwidth (``no_bandwidth``): one mask for the
+        appendix, charts, fits."""
+        return rows.index.isin(list(self.no_bandwidth))
 
     def cheapest_copy(self, like: pd.Series | None = None, runs: set[Any] | None = None) -> pd.Series | None:
         """The cheapest real copy (any moving family, any size; of ``runs`` where given), timed by ``like``'s clock where

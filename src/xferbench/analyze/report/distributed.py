@@ -199,7 +199,7 @@ def _busbw(waits: Mapping[Any, Wait], row: pd.Series, gbps: float) -> str:
 
 def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None) -> Figure | str:
     """Bus bandwidth of each op against size, and the point-to-point one-way time; a point in ``waits``
-    (``RunView.waits``) is a cross whose hover states no bus bandwidth."""
+    (``RunView.no_bandwidth``) is a cross whose hover states no bus bandwidth."""
     rows, waits = _distributed(frame), waits or {}
     if rows.empty:
         return "No distributed benchmarks were run."
@@ -447,7 +447,7 @@ def section(view: RunView) -> dict[str, Any] | None:
     title, caption = DISTRIBUTED_TEXT
     if not any(mean_rank_busbw(row) is not None for _, row in _distributed(frame).iterrows()):
         caption = caption.replace(MEAN_LINE, NO_MEAN_LINE)  # a run without per-rank times draws no dashed line
-    plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame, view.waits))]
+    plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame, view.no_bandwidth))]
     # The other two exist only for some runs (several nodes; per-rank times, which older runs lack):
     # a run that cannot have them is not missing anything, so they are left out rather than shown as gaps.
     for key, name, text, figure in (("distributed-links", "Within a node and across nodes", LINKS_CAPTION, links_plot(frame)),

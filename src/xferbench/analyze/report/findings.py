@@ -308,7 +308,7 @@ def host_copy(view: RunView) -> Said | None:
     waited = view.waited(best)
     bound = bandwidth_bound(sweep["nbytes"], sweep["median_s"])
     if bound and waited is not None:  # a wait, not the bytes: no bandwidth to read
-        small, grew, factor = waited
+        small, grew, factor, _ = waited
         took = f"{took_at(small)} and {format_seconds(best['median_s'])} {where}{under}"
         headline = (f"Host memory copies took {format_seconds(small['median_s'])} at {format_bytes(small['nbytes'])} and "
                     f"{format_seconds(best['median_s'])} {where}{under}: " + ("the larger took less time: no bandwidth is "

@@ -169,9 +169,9 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
     """One line per call; each point's hover text gives its GB/s and, under a known roof, its share of it."""
 
     def value(row: pd.Series) -> str:
-        if row.name in view.waits:  # the appendix's ‡: no share of a roof for a rate that is no bandwidth
+        if row.name in view.no_bandwidth:  # the appendix's ‡: no share of a roof for a rate that is no bandwidth
             return (f"no bandwidth (bytes / median gives {format_number(row['bandwidth_gbps'], 4)} GB/s): "
-                    f"{bytes_said(view.waits[row.name])}")
+                    f"{bytes_said(view.no_bandwidth[row.name])}")
         share = f" = {row['bandwidth_gbps'] / roof[0]:.0%} of {format_number(roof[0], 4)} GB/s, {roof[1]}" if roof else ""
         return f"{format_number(row['bandwidth_gbps'], 4)} GB/s{share}"
 

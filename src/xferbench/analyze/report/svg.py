@@ -264,7 +264,8 @@ def bytes_said(wait: Wait, of: str = "its time") -> str:
     took longer beyond the interval the line fails, and no share is read (the H200's pageable h2d 1 KiB: 0.73x its
     64 B's time)."""
     if wait.growth.high < 1:
-        return f"no share of {of} shows as the bytes' (a size with {wait.factor:,.0f}× fewer bytes took longer)"
+        took = "more bytes took less" if wait.larger else "fewer bytes took longer"
+        return f"no share of {of} shows as the bytes' (a size with {wait.factor:,.0f}× {took})"
     return f"the bytes set {'under 1%' if wait.share < 0.005 else f'at most {wait.share:.0%}'} of {of}"
 
 
