@@ -277,7 +277,7 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         sentence = sentence if len(tied) > 1 else headline  # ties keep saying which paths the run cannot rank
     if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
         headline = _tied_headline(view, tied, gpu)
-    return headline, sentence + one_thread + _pipelined(fits)
+    return headline, sentence + one_thread + _pipelined(view, fits)
 
 
 def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple[str, pd.DataFrame]:
@@ -329,15 +329,19 @@ def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
     return (ratio := _ratio_at_largest(view, path, best)) is None or ratio.resolved
 
 
-def _pipelined(fits: pd.DataFrame) -> str:
+def _pipelined(view: RunView, fits: pd.DataFrame) -> str:
     """What the device spends per copy issued back to back: α and half of β from device time, per direction (a loop
-    pays that or the host's cost to issue a copy, whichever is larger; the run does not time the latter)."""
+    pays that or the host's cost to issue a copy, whichever is larger; the run does not time the latter). Half of β is
+    placed as a synchronized loop's is (``_unbracketed``): the simulated run's 107 KiB lies between 1 KiB and 1 MiB."""
     parts = []
     for op, name in (("h2d", "host to device"), ("d2h", "device to host")):
         timed = fits[(fits["op"] == op) & fits["pipelined_alpha_us"].notna()]
+        halves = pd.Series([fit["pipelined_half_bytes"] for fit in timed.to_dict("records")
+                            if not _unbracketed(view, fit | {"half_peak_bytes": fit["pipelined_half_bytes"]})])
         if not timed.empty:
-            parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (half of β at "
-                         f"{_sizes(timed['pipelined_half_bytes'])})")
+            parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (" + (
+                f"half of β at {_sizes(halves)}" if not halves.empty else "half of β not placed: no sizes measured "
+                f"within {BRACKET:g}× on both sides of it") + ")")
     if not parts and fits["op"].isin(("h2d", "d2h")).any():
         return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
                 "is not known.")
