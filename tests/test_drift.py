@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from xferbench.analyze.drift import paired_blocks, regime, run_drift, same_code_pairs, side
+from xferbench.analyze.drift import paired_blocks, regime, regimes_of, run_drift, same_code_pairs, side
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import drift_text, findings, ladder_text
@@ -440,3 +440,20 @@ def test_the_method_line_names_the_regimes_the_run_has_no_evidence_for():
             "below 1 MiB none beyond its rounds' own noise; pageable or host memory from 1 MiB, pageable below 1 MiB none "
             "measured (their comparisons can't tell))") in said  # its 3.6e-13 apart read as none, never as "0.0%"
     assert "none measured" not in statement(RunView.of(load([data / "cpu-busy-host.json"])))
+
+
+_COPY = {"op": "copy", "method": "copy_", "src": "cpu", "dst": "cuda:0", "host_memory": "pageable", "clock": "measured",
+         "nbytes": 2**20}
+
+
+@pytest.mark.parametrize(("column", "one", "other"), [
+    ("op", "create", "copy"), ("method", "empty", "zeros"), ("src", "cpu", "cuda:1"), ("dst", "cpu", "cuda:1"),
+    ("host_memory", "pinned", "pageable"), ("clock", "simulated", "measured"), ("nbytes", 2**19, 2**20)])
+def test_regimes_of_keeps_two_rows_one_column_tells_apart(column, one, other):
+    """Two rows alike but in one column that ``regime`` reads (a create's method, a copy's end, its host memory, its
+    clock, its size on either side of 1 MiB) are two regimes: reading each kind of row once must not merge them. The
+    size flag was looked up in the frame before it was added, so a path's 512 KiB and 1 MiB read as one regime."""
+    base = _COPY | ({"op": "create", "method": "empty"} if column == "method" else {"method": "empty"} if column == "op"
+                    else {"src": "cuda:0"} if column == "dst" else {})
+    frame = pd.DataFrame([base | {column: one}, base | {column: other}])
+    assert regimes_of(frame) == {regime(row) for _, row in frame.iterrows()} and len(regimes_of(frame)) == 2

@@ -57,8 +57,8 @@ def regime(row: pd.Series) -> tuple[str, str]:
 
 def regimes_of(frame: pd.DataFrame) -> set[tuple[str, str]]:
     """Every ``regime`` of ``frame``'s rows, read once per kind of row: the columns ``regime`` reads, and its size."""
-    kinds = frame.assign(small=frame["nbytes"] < LATENCY_BYTES).drop_duplicates(
-        [c for c in ("op", "method", "src", "dst", "host_memory", "clock", "small") if c in frame])
+    kinds = frame.assign(small=frame["nbytes"] < LATENCY_BYTES)
+    kinds = kinds.drop_duplicates([c for c in ("op", "method", "src", "dst", "host_memory", "clock", "small") if c in kinds])
     return {regime(row) for _, row in kinds.iterrows()}
 
 
