@@ -278,7 +278,9 @@ def test_a_no_beta_row_whose_alpha_misses_its_sizes_gives_their_times(h200):
 def test_a_smallest_size_states_no_bandwidth_where_its_sixteenfold_size_took_as_long(h200, page):
     """gloo's send_recv took 38.6 µs at 4 B and 37.8 µs at 64 B: the 64 B was ‡ (no bandwidth) and the 4 B was given
     0.0001035 GB/s. Judged from the 64 B, the 4 B's bytes set at most 1% of its time: no bandwidth either. all_reduce's
-    64 B took 2.7x its 4 B, which bounds nothing: its 4 B keeps its GB/s. The sentences' ``waits`` are unchanged."""
+    64 B took 2.7x its 4 B, which bounds nothing: its 4 B keeps its GB/s; its 1 KiB took 0.81x its 64 B, so the 64 B
+    shows no share of bytes. The d2h .cpu()'s 24 B (no size 1/16 of it) is judged by its 1 KiB. The sentences' ``waits``
+    are unchanged."""
     html, _ = page
     rows = h200.rows.reset_index()
     label = {(path, n): rows.at[i, "index"] for i, path, n in zip(rows.index, rows["path"], rows["nbytes"], strict=True)}
@@ -287,3 +289,7 @@ def test_a_smallest_size_states_no_bandwidth_where_its_sixteenfold_size_took_as_
     assert ("send_recv gloo x2\n4 B: no bus bandwidth (the formula gives 0.0001035 GB/s): the bytes set at most 1% of "
             "its time") in html
     assert "all_reduce gloo x2\n4 B: busbw 0.00004031 GB/s" in html
+    assert ("all_reduce gloo x2\n64 B: no bus bandwidth (the formula gives 0.000239 GB/s): no share of its time shows as "
+            "the bytes' (a size with 16× more bytes took less)") in html
+    assert ("d2h pageable cpu cuda:0-&gt;cpu\n24 B: no bandwidth (bytes / median gives 0.001331 GB/s): the bytes set under "
+            "1% of its time") in html

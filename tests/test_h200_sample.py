@@ -606,8 +606,8 @@ def test_the_distributed_mean_line_is_drawn_from_each_ranks_times(full, html):
 
 
 def test_a_bus_bandwidth_the_bytes_set_little_of_is_a_cross_and_says_so(full, html):
-    """36 gloo rows are ‡ in the appendix (28 under 2x a size with 1/16 of its bytes, 8 smallest sizes whose 16-fold size
-    took under 2x as long): their points in the bus
+    """39 gloo rows are ‡ in the appendix (28 under 2x a size with 1/16 of its bytes, 11 whose nearest 16-fold size took
+    under 2x as long): their points in the bus
     bandwidth figure are crosses, and both hovers (the slowest rank's, the ranks' mean) state no bus bandwidth with the
     most the bytes set of the time. The dashed line carried one hover along it, its 4 B point's: each point has its own."""
     from xferbench.analyze.report.distributed import bandwidth_plot
@@ -615,14 +615,14 @@ def test_a_bus_bandwidth_the_bytes_set_little_of_is_a_cross_and_says_so(full, ht
     view = RunView.of(full)
     figure = bandwidth_plot(view.rows, view.no_bandwidth)
     drawn = [line for line in figure.axes[0].get_lines() if line.get_linestyle() == "None"]
-    assert [sum(len(line.get_xdata()) for line in drawn if line.get_marker() == m) for m in "ox"] == [6, 36]
+    assert [sum(len(line.get_xdata()) for line in drawn if line.get_marker() == m) for m in "ox"] == [3, 39]
     assert figure.legends[0].get_texts()[-1].get_text() == "×: no bandwidth (‡ in the appendix)"
     plt.close(figure)
     titles = [t for t in re.findall(r"<title>([^<]*)</title>", html) if "bus bandwidth" in t or "busbw" in t]
-    assert sum("no bus bandwidth (the formula gives " in t for t in titles) == 2 * 36
+    assert sum("no bus bandwidth (the formula gives " in t for t in titles) == 2 * 39
     # 3 of them took less time than their 1/16 size (1 KiB all_reduce: 0.81x its 64 B's), all_gather's 4 B more than its
-    # 16-fold size (64 B: 0.84x its time): no share is read
-    assert sum(" GB/s): no share of its time shows as the bytes'" in t for t in titles) == 2 * 4
+    # 16-fold size (64 B: 0.84x its time), all_reduce's 64 B (its 1 KiB took 0.81x as long): no share is read
+    assert sum(" GB/s): no share of its time shows as the bytes'" in t for t in titles) == 2 * 5
     assert sum("by the ranks' mean time" in t for t in titles) == 42  # one a point, not one a line
     # gloo's 16 KiB all_reduce: 1.17x at most its 1 KiB's time for 16x the bytes, so at most 16 × 0.17 / (1.17 × 15)
     # and no algbw either: for 2 ranks it is the same bytes / time under another name
@@ -676,6 +676,6 @@ def test_the_appendix_marks_only_rates_it_shows(html):
     """A ‡ marks a GB/s the bytes set little of (the 16 MiB d2d copy_: 17 µs, under 2x its 1 MiB's wall time); a row with
     no GB/s (a synchronize) shows "–" and no mark, where a reading found 60 "– ‡"."""
     table = html[html.index('id="results-table"'):html.index('<h2 id="machine">')]
-    assert "– ‡" not in table and table.count(" ‡</td>") == 142  # 32 of them smallest sizes (``no_bandwidth``)
+    assert "– ‡" not in table and table.count(" ‡</td>") == 166  # 56 judged by a 16-fold size (``no_bandwidth``)
     assert ('<td>d2d copy_ cuda:0</td><td class="n">16 MiB</td><td>4194304</td><td class="n">17 µs</td><td class="n">355 '
             'ns</td><td class="n">989 ‡</td>') in table

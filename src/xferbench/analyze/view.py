@@ -495,6 +495,12 @@ class RunView:
         below = np.flatnonzero((sizes < row["nbytes"]) & (sizes * fewer <= row["nbytes"]))
         return None if below.size == 0 else self.rows.loc[labels[below[np.argmax(sizes[below])]]]
 
+    def _larger(self, row: pd.Series) -> pd.Series | None:
+        """The smallest size of ``row``'s path and run with 16x its bytes or more; None where none (or ``row`` moves none)."""
+        labels, sizes = self._sizes.get((row["path"], row["run"]), ([], np.zeros(0)))
+        above = np.flatnonzero(sizes >= 16 * row["nbytes"]) if row["nbytes"] > 0 else np.zeros(0, dtype=int)
+        return None if above.size == 0 else self.rows.loc[labels[above[np.argmin(sizes[above])]]]
+
     @cached_property
     def _sizes(self) -> dict[tuple[str, str], tuple[list[Any], np.ndarray]]:
         """Each path and run's row labels and sizes (``_smaller`` reads one group, not every row, for each row asked)."""
@@ -516,11 +522,15 @@ class RunView:
 
     @cached_property
     def no_bandwidth(self) -> dict[Any, Wait]:
-        """``waits``, and each smallest size (none with a sixteenth of its bytes) that the size with 16x its bytes or
-        more grew under 2x from (the H200's gloo send_recv: 38.6 µs at 4 B, 37.8 µs at 64 B): its bytes set at most
-        (h - 1) / (k - 1) of its time (``Wait.share``). The marks (‡, ×, hovers) read it; the sentences read ``waits``."""
-        return {**{wait.small.name: Wait(self.rows.loc[label], wait.growth, wait.factor, larger=True)
-                   for label, wait in self.waits.items() if self.growths.get(wait.small.name) is None}, **self.waits}
+        """``waits``, and each other size whose nearest size with 16x its bytes or more took under 2x as long (the H200's
+        gloo send_recv: 38.6 µs at 4 B, 37.8 µs at 64 B; its all_reduce: 268 µs at 64 B, 217 µs at 1 KiB): its bytes
+        set at most (h - 1) / (k - 1) of its time (``Wait.share``). The marks (‡, ×, hovers) read it; the sentences
+        read ``waits``."""
+        found = dict(self.waits)
+        for label, row in self.rows.iterrows():
+            if label not in found and (large := self._larger(row)) is not None and (grew := self.ratio(large, row)).high < 2:
+                found[label] = Wait(large, grew, float(large["nbytes"]) / float(row["nbytes"]), larger=True)
+        return found
 
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
         """Which of ``rows`` (rows of ``RunView.rows``, by label) state no bandwidth (``no_bandwidth``): one mask for the
