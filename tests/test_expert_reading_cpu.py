@@ -826,13 +826,13 @@ def test_a_waits_basis_names_the_sizes_that_ran_from_cache():
 
 def test_the_pipelined_half_of_beta_is_placed_as_the_synchronized_one_is():
     """The simulated run's sweep jumps from 1 KiB to 1 MiB: the synchronized loop's half of β (591 KiB) went unplaced,
-    while its device-time fit placed one at 107 KiB, between the same two sizes. Neither is placed now; the H200's
-    (122-123 KiB, between 16 and 256 KiB) still is."""
+    while its device-time fit placed one at 107 KiB, between the same two sizes. Neither is placed now, both said alike;
+    the H200's (122-123 KiB, between 16 and 256 KiB) still is."""
     from xferbench.analyze.report.model_text import alpha_beta
 
     _, sentence = alpha_beta(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
-    assert ("α = 2 µs host to device (half of β not placed: no sizes measured within 16× on both sides of it) and 2 µs "
-            "device to host (half of β not placed") in sentence and "107 KiB" not in sentence
+    assert ("α = 2 µs host to device (half of β not placed: the fit puts half of β at 107 KiB, between 1 KiB and 1 MiB, "
+            "the nearest sizes it kept, 1,024× apart) and 2 µs device to host (half of β not placed") in sentence
     h200 = ROOT / "reports" / "samples" / "h200"
     _, sentence = alpha_beta(RunView.of(load([h200 / "full.json.gz", h200 / "quick-scenarios.json"])))
     assert "α = 2.28-2.3 µs host to device (half of β at 122-123 KiB)" in sentence

@@ -266,12 +266,13 @@ class TestRead3a:
 
 def test_a_no_beta_row_whose_alpha_misses_its_sizes_gives_their_times(h200):
     """gloo's all_reduce on the H200 took 99.2 µs at 4 B and 217-268 µs from 64 B to 16 KiB: its robust fit's α
-    (106 µs) passes through 4 B and describes no other size, so with no β stated the α cell gives the sizes' times;
-    reduce_scatter's α (203 µs) lies within 2x of every size (162-302 µs) and stays."""
+    (106 µs) passes through 4 B and describes no other size, so with no β stated the α cell gives the sizes' times, as
+    it does for reduce_scatter (α 203 µs above its 4 B's 162 µs): "the fixed cost sets the time" holds only where the
+    sizes took about as long (send_recv: 37.8-44.7 µs, α 38.5 µs)."""
     alpha = {row["path"]: row["alpha"] for row in fit_table(h200)}
     assert alpha["all_reduce gloo x2"] == "99.2-268 µs: the sizes' times, no one α"
     assert alpha["overlap one_by_one gloo x2"] == "466-993 µs: the sizes' times, no one α"
-    assert alpha["reduce_scatter gloo x2"] == "203 µs"
+    assert alpha["reduce_scatter gloo x2"] == "162-302 µs: the sizes' times, no one α"
     assert alpha["send_recv gloo x2"] == "38.5 µs"
 
 

@@ -189,15 +189,17 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
     return rows
 
 
+#: A path with no β whose sizes' times spread past this factor has no one fixed cost: its α cell gives their times.
+FIXED_SPREAD = 1.25
+
+
 def _alpha(view: RunView, fit: dict[str, Any]) -> str:
-    """α as the table writes it; where no β is stated and α misses a size the fit kept by over ``MODEL_MISS``x, the
-    sizes' times instead (gloo's all_reduce on the H200: α 106 µs through 4 B, 217-268 µs from 64 B): no one fixed
-    cost describes them."""
+    """α as the table writes it; where no β is stated, "the fixed cost sets the time" holds only where the sizes took
+    about as long: past ``FIXED_SPREAD``x apart the cell gives their times (gloo's all_reduce on the H200: α 106 µs
+    through 4 B, 217-268 µs from 64 B; reduce_scatter: α 203 µs, 162 µs at 4 B)."""
     rows = view.rows[(view.rows["path"] == fit["path"]) & ~view.rows["nbytes"].isin(fit.get("left_out") or ())]
     times = rows.loc[~view.resident.loc[rows.index].to_numpy(dtype=bool), "transfer_s"] * 1e6  # cache sizes: left out
-    alpha = fit["alpha_us"]
-    if not np.isfinite(alpha) or np.isfinite(fit["stated_gbps"]) or (np.maximum(times / alpha, alpha / times)
-                                                                      <= MODEL_MISS).all():
+    if not np.isfinite(fit["alpha_us"]) or np.isfinite(fit["stated_gbps"]) or times.max() <= FIXED_SPREAD * times.min():
         return _seconds(fit["alpha_us"])
     return f"{format_span(_seconds(times.min()), _seconds(times.max()))}: the sizes' times, no one α"
 
@@ -336,12 +338,12 @@ def _pipelined(view: RunView, fits: pd.DataFrame) -> str:
     parts = []
     for op, name in (("h2d", "host to device"), ("d2h", "device to host")):
         timed = fits[(fits["op"] == op) & fits["pipelined_alpha_us"].notna()]
-        halves = pd.Series([fit["pipelined_half_bytes"] for fit in timed.to_dict("records")
-                            if not _unbracketed(view, fit | {"half_peak_bytes": fit["pipelined_half_bytes"]})])
+        unplaced = [_unbracketed(view, fit | {"half_peak_bytes": fit["pipelined_half_bytes"]}).get("no_half")
+                    for fit in timed.to_dict("records")]
+        halves = timed.loc[[why is None for why in unplaced], "pipelined_half_bytes"]
         if not timed.empty:
             parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (" + (
-                f"half of β at {_sizes(halves)}" if not halves.empty else "half of β not placed: no sizes measured "
-                f"within {BRACKET:g}× on both sides of it") + ")")
+                f"half of β at {_sizes(halves)}" if not halves.empty else f"half of β not placed: {unplaced[0]}") + ")")
     if not parts and fits["op"].isin(("h2d", "d2h")).any():
         return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
                 "is not known.")
