@@ -244,8 +244,12 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
 
 def load_spec(path: str | Path) -> MachineSpec:
     """Read and validate a TOML machine spec; SpecError (one line) otherwise."""
-    try:
-        text = _spec_text(Path(path))
+    try:  # a regular file of at most _MOST_SPEC_BYTES, read without blocking (a FIFO is refused)
+        text = read_bounded(Path(path), _MOST_SPEC_BYTES).decode("utf-8")
+    except NotRegular:
+        raise SpecError("not a regular file (a FIFO, device or socket); give a TOML file") from None
+    except TooLarge:
+        raise SpecError(f"larger than {_MOST_SPEC_BYTES // 2**20} MiB; a machine spec is a few lines") from None
     except (OSError, UnicodeDecodeError) as error:
         raise SpecError(f"cannot read it: {error.strerror if isinstance(error, OSError) else error}") from None
     try:
@@ -255,17 +259,6 @@ def load_spec(path: str | Path) -> MachineSpec:
     except (RecursionError, MemoryError):
         raise SpecError("not a machine spec: nested too deeply") from None
     return parse_spec(data, str(path))
-
-
-def _spec_text(path: Path) -> str:
-    """The spec's text: a regular file of at most ``_MOST_SPEC_BYTES``, read without blocking (a FIFO is refused)."""
-    try:
-        raw = read_bounded(path, _MOST_SPEC_BYTES)
-    except NotRegular:
-        raise SpecError("not a regular file (a FIFO, device or socket); give a TOML file") from None
-    except TooLarge:
-        raise SpecError(f"larger than {_MOST_SPEC_BYTES // 2**20} MiB; a machine spec is a few lines") from None
-    return raw.decode("utf-8")
 
 
 def describe(spec: MachineSpec, fingerprint: dict[str, Any]) -> None:
