@@ -132,13 +132,6 @@ def _read_only(target: Path) -> bool:
     return not mode & 0o222 or not os.access(target, os.W_OK)
 
 
-def _name_max(folder: Path) -> int:
-    try:
-        return os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        return 255
-
-
 def in_storage(path: Path) -> Path | None:
     """The pytest-benchmark storage folder ``path`` lies in, or None: its folder holds ``NNNN_*.json`` runs
     (a machine folder, or a flat storage), or is a storage root whose machine folders (``Linux-CPython-3.11-64bit``)
@@ -158,10 +151,14 @@ def in_storage(path: Path) -> Path | None:
 def _check_name_length(path: Path, target: Path) -> None:
     """A name the file system cannot hold fails only when written, after the whole run: refused up front."""
     existing = next((p for p in target.parents if p.exists()), Path("/"))
+    try:
+        most = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        most = 255
     size = len(os.fsencode(target.name))
-    if size > _name_max(existing):
+    if size > most:
         raise OutputError(f"{str(path)[:80]}...: the name is longer than this file system allows "
-                          f"({size} bytes, at most {_name_max(existing)})")
+                          f"({size} bytes, at most {most})")
 
 
 def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = False, run: bool = False) -> Path:
