@@ -264,16 +264,8 @@ def _forced(b: _Bound) -> Callable[[], Any] | None:
     return functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking, copy=True) if b.relocated else None
 
 
-def _cpu(b: _Bound) -> Callable[[], Any]:
-    return _forced(b) or b.src.cpu
-
-
 def _cuda(b: _Bound) -> Callable[[], Any]:
     return _forced(b) or functools.partial(b.src.cuda, accelerator_index(b.case.dst), non_blocking=b.case.non_blocking)
-
-
-def _to(b: _Bound) -> Callable[[], Any]:
-    return _forced(b) or functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking)
 
 
 def _noop_cuda(b: _Bound) -> Callable[[], Any]:
@@ -297,9 +289,9 @@ _CALLS: dict[tuple[str | None, str], Callable[[_Bound], Callable[[], Any]]] = {
     ("noop", "cpu"): lambda b: b.src.cpu,  # builds the call; the call itself is the bound method
     (None, "copy_"): _copy_into,
     (None, "clone"): lambda b: b.src.clone,
-    (None, "cpu"): _cpu,
+    (None, "cpu"): lambda b: _forced(b) or b.src.cpu,
     (None, "cuda"): _cuda,
-    (None, "to"): _to,
+    (None, "to"): lambda b: _forced(b) or functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking),
 }
 
 
