@@ -94,10 +94,6 @@ class Channel:
         return self.inbox.pop(0) if self.inbox else None
 
 
-def _waited_for_a_peer(error: str) -> bool:
-    return any(word in error.lower() for word in _WAITING)
-
-
 class World:
     """A world of ``size`` ranks on loopback, every rank a helper process this one coordinates."""
 
@@ -220,7 +216,7 @@ class World:
             answer = answers.get(rank, {})
             if "error" in answer:
                 said = f"rank {rank} raised {answer['error']}"
-                (waited if _waited_for_a_peer(answer["error"]) else own).append(said)
+                (waited if any(word in answer["error"].lower() for word in _WAITING) else own).append(said)
             elif rank in self._gone(answers):
                 code = self._exit_code(rank)
                 gone.append(f"rank {rank} exited with code {code}{self._tail(rank)}" if code is not None
