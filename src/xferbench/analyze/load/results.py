@@ -495,10 +495,9 @@ def machine_described(data: dict[str, Any], notes: list[str] | None = None) -> d
     """A run's machine description without blocks that are not objects (a foreign JSON's ``cpu`` or
     ``xferbench``), which every reader takes for an object; a note says what was left out."""
     machine_info = data.get("machine_info") or {}
-    notes = [] if notes is None else notes
     odd = [name for name in ("cpu", "xferbench") if machine_info.get(name) is not None
            and not isinstance(machine_info[name], dict)]
-    if odd:
+    if odd and notes is not None:
         notes.append(f"machine_info.{' and '.join(odd)} not an object (a foreign or damaged JSON): left out, so "
                      "the machine's CPU, GPUs, links and caches are unknown here.")
     return {key: value for key, value in machine_info.items() if key not in odd}
