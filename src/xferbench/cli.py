@@ -316,8 +316,8 @@ def _calibrate(args: argparse.Namespace) -> int:
             print(f"xferbench calibrate: A/A run {i - start + 1} of {args.times} done ({written.name})")
     runs, notes = load_runs(args.runs, last=10**6)
     _say(args.command, notes)  # a damaged file's name is the run folder's, not ours
-    cut = [label for run in runs for label in run.incomplete]
-    if cut:  # its missing cases would silently shrink the noise file to the cases it holds
+    # a cut run's missing cases would silently shrink the noise file to the cases it holds
+    if cut := [label for run in runs for label in run.incomplete]:
         raise UsageError(f"{args.runs}: an A/A run did not reach its end ({cut[0]}); delete it or run it again")
     with _said(f"{args.runs}: ", ValueError):
         noise = calibrate(runs, args.target, args.per_side, seed=args.seed)
