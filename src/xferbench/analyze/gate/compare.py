@@ -58,33 +58,10 @@ from .noise import (
 )
 from .verdicts import CANT_TELL, GONE, NEW, NOT_COMPARED, NOT_REPRODUCED, REGRESSION, rank
 
-__all__ = [
-    "OUTPUT_REFUSALS",
-    "REFUSALS",
-    "VERDICTS",
-    "Comparison",
-    "Outputs",
-    "Matched",
-    "Refusal",
-    "Refused",
-    "Sides",
-    "admitted",
-    "earlier_output",
-    "busy",
-    "busy_notes",
-    "compare",
-    "load_runs",
-    "markdown_table",
-    "parse_threshold",
-    "plan_notes",
-    "refusal",
-    "reproduced",
-    "strict",
-    "summary",
-    "to_json",
-    "to_markdown",
-    "to_text",
-]
+__all__ = ["OUTPUT_REFUSALS", "REFUSALS", "VERDICTS", "Comparison", "Outputs", "Matched", "Refusal", "Refused",
+           "Sides", "admitted", "earlier_output", "busy", "busy_notes", "compare", "load_runs", "markdown_table",
+           "parse_threshold", "plan_notes", "refusal", "reproduced", "strict", "summary", "to_json", "to_markdown",
+           "to_text"]
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
