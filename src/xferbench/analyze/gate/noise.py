@@ -52,35 +52,10 @@ from ..load.history import lasting_steps
 from ..load.results import Results, ResultsError
 from .verdicts import CANT_TELL, FASTER_WITHIN, IMPROVEMENT, NOT_GATED, REGRESSION, SLOWER_WITHIN, UNCHANGED
 
-__all__ = [
-    "BANDWIDTH_MIN_BYTES",
-    "DEFAULT_FLOOR",
-    "DEFAULT_SPREAD",
-    "FLOOR_CAP",
-    "MIN_RUNS_TO_LEARN",
-    "MIN_SPREAD",
-    "Z_BOUND",
-    "JUDGED",
-    "Case",
-    "Evidence",
-    "Judgement",
-    "Noise",
-    "VerdictRule",
-    "calibrate",
-    "current_segment",
-    "case_budget",
-    "decide",
-    "case_class",
-    "mad_margin",
-    "smallest_change",
-    "judge",
-    "run_times",
-    "time_of",
-    "weigh",
-    "robust_spread",
-    "run_tables",
-    "standard_error",
-]
+__all__ = ["BANDWIDTH_MIN_BYTES", "DEFAULT_FLOOR", "DEFAULT_SPREAD", "FLOOR_CAP", "MIN_RUNS_TO_LEARN", "MIN_SPREAD",
+           "Z_BOUND", "JUDGED", "Case", "Evidence", "Judgement", "Noise", "VerdictRule", "calibrate",
+           "current_segment", "case_budget", "decide", "case_class", "mad_margin", "smallest_change", "judge",
+           "run_times", "time_of", "weigh", "robust_spread", "run_tables", "standard_error"]
 
 #: Robust z beyond which a change is significant. 4 rather than the textbook 2-3:
 #: between-run times have heavier tails than a normal, and ~60 cases are judged at once.
