@@ -75,8 +75,7 @@ class Batch(Scenario):
     def identity(self) -> Identity:
         memory = None if self.dst == "cpu" else "pinned" if self.pinned else "pageable"
         return Identity(self.op, self.variant, self.src, self.dst, self.nbytes, "float32", (self.size, *IMAGE),
-                        host_memory=memory, non_blocking=self.non_blocking,
-                        variant=self.variant)
+                        host_memory=memory, non_blocking=self.non_blocking, variant=self.variant)
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Batch | Skipped]:

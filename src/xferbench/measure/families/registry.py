@@ -87,8 +87,7 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
     if (rule := sync_rule(case.devices, case.op in PEER_OPS)) is not None:
         benchmark.extra_info["sync_rule"] = rule  # a peer family's synchronize has a deadline (concurrent._synchronizer)
     if isinstance(case, Concurrent):
-        return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
-                               simulator)
+        return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend, simulator)
     try:
         return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
                              simulator, profile)

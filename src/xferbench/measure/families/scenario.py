@@ -210,8 +210,7 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
                     result = benchmark(prepared.target)
                 else:
                     result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
-                                                rounds=SETUP_ROUNDS[profile],
-                                                warmup_rounds=SETUP_WARMUP_ROUNDS)
+                                                rounds=SETUP_ROUNDS[profile], warmup_rounds=SETUP_WARMUP_ROUNDS)
             if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
                 benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
                                                                              prepared.teardown)
