@@ -474,8 +474,7 @@ def _metadata(case: DistCase, timed: Timed, iterations: int, nodes: list[str]) -
     fixture = SimpleNamespace(
         name=f"test_distributed[{case.id}]", fullname=f"{PROG}::{case.id}", has_error=False, group=f"{case.op} {case.backend} "
         f"x{case.world_size}", param=case.id, params=None, cprofile_stats=None,
-        extra_info=timed.extra_info(case, nodes),
-    )
+        extra_info=timed.extra_info(case, nodes))
     return record(fixture, iterations, [seconds * iterations for seconds in timed.world_seconds])
 
 
