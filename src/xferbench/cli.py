@@ -461,9 +461,8 @@ def _comment_output(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments (cli_arguments), each command run by its function here."""
-    return parser_for({"run": _run, "report": _report, "compare": _compare,
-                       "calibrate": _calibrate, "ab": _ab, "price": _price, "store": _store,
-                       "info": _info})
+    return parser_for({"run": _run, "report": _report, "compare": _compare, "calibrate": _calibrate, "ab": _ab,
+                       "price": _price, "store": _store, "info": _info})
 
 
 def _tolerant_output() -> None:
