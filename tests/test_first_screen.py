@@ -5,6 +5,7 @@ import html
 import re
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pytest
 
 from xferbench.analyze.load.results import load
@@ -260,3 +261,21 @@ def test_a_simulated_no_op_is_set_beside_a_simulated_copy():
     said = noop_cost(RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"])))
     assert said is not None and "the cheapest real copy the cost model priced (d2d clone cuda:0, 4 B) took 11,000 ns" in said
     assert "host pageable" not in said
+
+
+def test_the_no_op_figure_sets_each_clock_s_no_ops_beside_that_clock_s_copy():
+    """The simulated run's no-op figure holds the CPU's measured no-ops and the cost model's GPU ones; it gave one
+    yardstick, a measured host copy (760 ns), where the finding gives the cost model's d2d clone (11,000 ns). It now
+    draws both, each named for its clock; a measured run's figure keeps its one."""
+    from xferbench.analyze.report.noop_plot import noop_vs_copy
+
+    def yardsticks(path: Path) -> list[str]:
+        figure = noop_vs_copy(RunView.of(load([path])))
+        labels = [label.get_text() for label in figure.axes[0].get_yticklabels() if "cheapest" in label.get_text()]
+        plt.close(figure)
+        return labels
+
+    assert yardsticks(ROOT / "tests" / "data" / "sim-2gpu.json") == [
+        "cheapest real copy: host pageable copy_ cpu (1 KiB)",
+        "cheapest real copy the cost model priced: d2d clone cuda:0 (4 B)"]
+    assert yardsticks(ROOT / "tests" / "data" / "cpu-sample.json") == ["cheapest real copy: host pageable copy_ cpu (4 B)"]

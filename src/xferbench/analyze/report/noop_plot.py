@@ -36,9 +36,14 @@ def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:
     # The synchronize a careless caller adds around a no-op or a small move (the sync family), when measured.
     bars += [_bar(f"torch.cuda.synchronize({device}) on an idle device{run_of(sync, group.iloc[0])}", group, "sync")
              for (device, _), group in sync.groupby(["src", "run"])]
-    if (cheapest := view.cheapest_copy(runs=set(kept["run"]))) is not None:
-        bars.append(_bar(f"cheapest real copy: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})",
-                         frame.loc[[cheapest.name]], str(cheapest["op"])))
+    # one yardstick per clock among the no-ops: a simulated no-op beside the cost model's copy, a measured one beside a
+    # measured copy (the simulated run's CPU no-ops are real, its GPU ones priced)
+    simulated = kept.get("clock", pd.Series(None, kept.index)).eq("simulated")
+    for like in [kept[simulated == clock].iloc[0] for clock in (False, True) if (simulated == clock).any()]:
+        if (cheapest := view.cheapest_copy(like, set(kept["run"]))) is not None:
+            said = "real copy the cost model priced" if like.get("clock") == "simulated" else "real copy"
+            bars.append(_bar(f"cheapest {said}: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})",
+                             frame.loc[[cheapest.name]], str(cheapest["op"])))
     note = f"; from {', '.join(instance.runs)} only (one machine instance)" if instance is not None else ""
     return bars, note
 
