@@ -584,12 +584,15 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     assert (view.ratio(copy, steady).low, view.ratio(copy, steady).high) == (0.0, whole.faster().high)
     slower = clone.copy()
     slower["on_ticks"] = 0.004
-    for a, b in ((clone, copy), (copy, clone), (slower, copy.drop("on_ticks")), (copy.drop("on_ticks"), slower),
-                 (slower, copy)):
+    # clone, the slower side, off the ticks but unsteady: it waited too, and the words say so
+    for (a, b), basis in zip(((clone, copy), (copy, clone), (slower, copy.drop("on_ticks")), (copy.drop("on_ticks"), slower),
+                              (slower, copy)), ("waited", "waited", "ticks", "ticks", "ticks"), strict=True):
         judged = view.ratio(a, b)
-        assert judged.basis == "ticks" and not judged.judged and not judged.resolved and judged.high == np.inf
+        assert judged.basis == basis and not judged.judged and not judged.resolved and judged.high == np.inf
         assert judged.value == pytest.approx(a["median_s"] / b["median_s"])
-        assert judged.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
+        assert judged.text() == "can't tell (" + ("the faster side's rounds lie on the scheduler's ticks, and the slower "
+                                                  "side's waited too)" if basis == "waited" else
+                                                  "one side's rounds lie on the scheduler's ticks)")
     # the view states no bandwidth of it; the loaded run's rows keep bytes over median
     assert np.isnan(copy["bandwidth_gbps"]) and np.isnan(copy["busbw_gbps"]) and clone["bandwidth_gbps"] > 0
     assert view.results.frame.loc[copy.name, "bandwidth_gbps"] > 0

@@ -26,6 +26,8 @@ THREADS = ROOT / "tests" / "data" / "cpu-threads-sample.json"
 CPU = ROOT / "tests" / "data" / "cpu-sample.json"
 CPU_QUICK = ROOT / "tests" / "data" / "cpu-quick-sample.json"
 BUSY = ROOT / "tests" / "data" / "cpu-busy-host.json"
+#: Why a comparison whose faster side lay on the ticks is not judged where the slower side's rounds spread too.
+WAITED_TOO = "the faster side's rounds lie on the scheduler's ticks, and the slower side's waited too"
 H200 = [ROOT / "reports" / "samples" / "h200" / "full.json.gz", ROOT / "reports" / "samples" / "h200" / "quick-scenarios.json"]
 GiB = 2**30
 
@@ -147,7 +149,7 @@ def test_a_busy_run_s_paired_blocks_cannot_tell_threads_at_64_mib(tmp_path):
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))
     assert threads_against_one(view) is None
     # its 64 MiB copy_ lay on the ticks too (12.004 ms, 12 of 31 rounds): off them, its blocks could see 1.17x
-    assert beta_noise(view) == "at 64 MiB can't tell (one side's rounds lie on the scheduler's ticks)"
+    assert beta_noise(view) == f"at 64 MiB can't tell ({WAITED_TOO})"
     assert beta_noise(RunView.of(load([off_ticks(tmp_path, BUSY)]))) == "at 64 MiB can't tell (could see ≥ 1.17×)"
     rows = view.rows[(view.rows["op"] == "host") & (view.rows["method"] == "copy_")]
     one_mib = rows[(rows["nbytes"] == 2**20) & rows["variant"].isna()].iloc[0]
@@ -168,8 +170,8 @@ def test_a_loaded_run_s_threads_at_one_call_a_round_on_the_ticks_are_not_compare
     judged = view.ratio(one, many)
     assert many["on_ticks"] == 0.004 and pd.isna(one["on_ticks"]) and one["median_s"] - one["min_s"] > 0.003
     assert not judged.judged and not judged.resolved
-    assert judged.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
-    assert beta_noise(view) == "at 64 MiB can't tell (one side's rounds lie on the scheduler's ticks)"
+    assert judged.text() == f"can't tell ({WAITED_TOO})"
+    assert beta_noise(view) == f"at 64 MiB can't tell ({WAITED_TOO})"
     assert size_free(view) == ""
 
 
@@ -509,8 +511,8 @@ def test_a_dataloader_step_timed_one_call_a_round_is_not_judged_by_the_latency_e
 
     view = RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))
     said = " ".join(scenario_findings(view, "dataloader"))
-    assert ("Per step, against no workers (158 µs): 2 workers can't tell (one side's rounds lie on the scheduler's "
-            "ticks).") in said
+    assert ("Per step, against no workers (158 µs): 2 workers can't tell (the faster side's rounds lie on the "
+            "scheduler's ticks, and the slower side's waited too).") in said
     assert "To a fresh iterator's first batch, against no workers (1.94 ms): 2 workers 145× (8.76-2,401)." in said
 
 
@@ -698,7 +700,8 @@ def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
     markdown = out.with_suffix(".md").read_text()
     ticks = "its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of"
     assert (f"| left | host pageable copy_ cpu | what is left: copy_ into a touched buffer ({ticks} its time) | median "
-            "20 ms | can't tell (one side's rounds lie on the scheduler's ticks) |") in markdown
+            "20 ms | can't tell (the faster side's rounds lie on the scheduler's ticks, and the slower side's waited "
+            "too) |") in markdown
     assert "the copy itself" not in markdown  # the finding's evidence names it so too
     html = out.read_text()
     # the figure's legend and hover say it too, not "the copy itself"

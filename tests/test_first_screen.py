@@ -217,10 +217,12 @@ def test_a_change_whose_calls_both_waited_is_not_listed():
 
     listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
     assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (119 ms → 20 ms at 64 "
-                                           "MiB): can't tell (one side's rounds lie on the scheduler's ticks).")
+                                           "MiB): can't tell (the faster side's rounds lie on the scheduler's ticks, "
+                                           "and the slower side's waited too).")
     listed, unresolved, _ = first_screen(RunView.of(load([CPU_RUN])), [])  # its copy_'s 39.9 ms: ten ticks
     assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (203 ms → 39.9 ms at 64 "
-                                           "MiB): can't tell (one side's rounds lie on the scheduler's ticks).")
+                                           "MiB): can't tell (the faster side's rounds lie on the scheduler's ticks, "
+                                           "and the slower side's waited too).")
     listed, _, _ = first_screen(RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])), [])
     assert len(listed) == 3 and not any("scheduler" in change.text() for change in listed)
 

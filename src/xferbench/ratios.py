@@ -57,7 +57,8 @@ class Drift:
 #: The comparisons a run cannot judge, and why: unpaired in a run with no evidence of its drift, or a side whose rounds
 #: lie on the scheduler's ticks (analyze/load/blocks.py: a wait for the CPU is part of its time).
 UNJUDGED = {"unjudged": "the run gives no evidence of its drift",
-            "ticks": "one side's rounds lie on the scheduler's ticks"}
+            "ticks": "one side's rounds lie on the scheduler's ticks",
+            "waited": "the faster side's rounds lie on the scheduler's ticks, and the slower side's waited too"}
 
 
 #: A ratio this close to 1 is the medians' floating-point rounding, never a difference: a cost model's two equal

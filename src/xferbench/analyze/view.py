@@ -458,7 +458,8 @@ class RunView:
         tick = float(np.nanmax([float(row.get("on_ticks", math.nan)) for row in (a, b)] + [0.0]))
         waited = (slower["median_s"] - slower.get("min_s", math.nan)) * float(slower.get("iterations") or 1)
         if pd.notna(slower.get("on_ticks", math.nan)) or (tick and not waited < 0.75 * tick):
-            return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, "ticks", int(min(a["rounds"], b["rounds"])))
+            basis = "waited" if pd.isna(slower.get("on_ticks", math.nan)) and waited >= 0.75 * tick else "ticks"
+            return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, basis, int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
         found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b),
                                                                       self.drift.of(a, b, leave_out=leave_out))
