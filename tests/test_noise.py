@@ -21,6 +21,9 @@ from xferbench.analyze.gate.noise import (
     MIN_SPREAD,
     SLOWER_WITHIN,
     Z_BOUND,
+    CantTell,
+    Case,
+    Evidence,
     Noise,
     calibrate,
     case_class,
@@ -141,6 +144,16 @@ class TestJudge:
         assert judge([0.0] * 5, [math.log(2.5) - 1.95 * se] * 5, 0.4, 1.5).verdict == "can't tell"
         assert judge([0.0] * 5, [math.log(2.5) - 1.97 * se] * 5, 0.4, 1.5).verdict == "unchanged"
         assert judge([0.0] * 5, [-math.log(2.5) + 1.95 * se] * 5, 0.4, 1.5).verdict == "can't tell"
+
+    def test_cant_tell_says_why_an_interval_without_1_is_no_flag(self):
+        """A 95% interval that leaves out 1 at |z| within the bound: the rule says so; an interval holding 1 needs no
+        word, nor a case one side alone ran."""
+        def why(z: float, low: float, high: float) -> str | None:
+            return CantTell().why(Case(Evidence(z=z, ratio=1.0, low=low, high=high, floor=1.0, z_bound=4.0)))
+
+        assert why(-2.46, 0.08, 0.73) == "|z| 2.5, within 4" and why(3.1, 1.9, 17.5) == "|z| 3.1, within 4"
+        assert why(1.0, 1.0, 3.0) is None and why(-1.0, 0.3, 1.0) is None and why(0.0, 0.5, 2.0) is None
+        assert CantTell().why(Case(None)) is None
 
     def test_cant_tell_says_the_smallest_change_it_could_have_seen(self):
         """The smallest change a comparison can flag: past the floor and past the z bound, whichever is larger."""
