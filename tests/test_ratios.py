@@ -204,6 +204,10 @@ def test_a_ratio_open_at_one_end_reads_as_a_bound_or_cant_tell():
         assert unresolved.judged and not unresolved.resolved
         assert unresolved.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
     assert Ratio(5.0, 4.44, 5.6, "paired", 6).text() == "5× (4.44-5.6)"
+    # the faster side on the ticks, the slower side's rounds spread too (analyze/view.py): no bound, and why
+    waited = Ratio(5.0, 0.0, math.inf, "waited", 6)
+    assert not waited.judged and waited.text() == ("can't tell (the faster side's rounds lie on the scheduler's ticks, "
+                                                   "and the slower side's waited too)")
 
 
 def test_a_ratio_s_figures_give_both_ends_or_its_one_bound():
