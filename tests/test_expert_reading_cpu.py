@@ -839,3 +839,15 @@ def test_the_pipelined_half_of_beta_is_placed_as_the_synchronized_one_is():
     h200 = ROOT / "reports" / "samples" / "h200"
     _, sentence = alpha_beta(RunView.of(load([h200 / "full.json.gz", h200 / "quick-scenarios.json"])))
     assert "α = 2.28-2.3 µs host to device (half of β at 122-123 KiB)" in sentence
+
+
+def test_a_line_that_misses_a_small_size_it_kept_places_no_half_of_beta():
+    """The quick run's gloo isend_irecv: α 167 µs, β 0.799 GB/s, where its 4 B took 704 µs one way. The line was held
+    only to sizes past half of β (130 KiB: its 16 MiB alone) and said "fit over all sizes" unqualified; it now names
+    the size it misses. The H200's fits, which meet their small sizes, are unchanged (golden)."""
+    from xferbench.analyze.report.model_text import fit_table
+
+    basis = {row["path"]: row["beta_basis"] for row in fit_table(RunView.of(load([ROOT / "tests" / "data" /
+                                                                                  "cpu-quick-sample.json"])))}
+    assert basis["isend_irecv gloo x2"] == ("fit over all sizes; the line through α and the stated β (0.799 GB/s) misses "
+                                            "the time measured at 4 B 4.2×, so no half of β")

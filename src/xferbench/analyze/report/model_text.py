@@ -1,9 +1,9 @@
 """What the model decides (analyze/model.py), in words: the α-β table and its key finding (``alpha_beta``), how a
 path's β was obtained, the share of a roof, why pageable moves have no host roof, and where a path reaches half of β.
 
-Half of β is said only where the fit t = α + n/β holds: the line meets every measured size past that half within
-``MODEL_MISS``x, no smaller size ran faster per byte than the largest (resolved), the sweep has a size on each side
-of it within ``BRACKET``x, and β is not capped at the largest size's figure. The table and the key finding read the
+Half of β is said only where the fit t = α + n/β holds: the line meets every size it kept within ``MODEL_MISS``x,
+no smaller size ran faster per byte than the largest (resolved), the sweep has a size on each side of it within
+``BRACKET``x, and β is not capped at the largest size's figure. The table and the key finding read the
 same verdict. No torch here."""
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def misses(miss: tuple[float, int]) -> str:
 
 
 def _no_half_where_the_model_misses(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
-    """No "half of β" where t = α + n/β misses a size past that half by over ``MODEL_MISS``x
-    (``RunView.model_miss``); the basis says so."""
+    """No "half of β" where t = α + n/β misses a size the fit kept by over ``MODEL_MISS``x (``RunView.model_miss``);
+    the basis says so."""
     if (miss := view.model_miss(fit)) is None:
         return {}
     # the line is α with the β stated (a capped β where capped), not the fit the basis may quote before it
