@@ -5,6 +5,7 @@ unit, and no-op bars that draw only what a case measured, from one machine insta
 or sentence the report writes."""
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -851,3 +852,22 @@ def test_a_line_that_misses_a_small_size_it_kept_places_no_half_of_beta():
                                                                                   "cpu-quick-sample.json"])))}
     assert basis["isend_irecv gloo x2"] == ("fit over all sizes; the line through α and the stated β (0.799 GB/s) misses "
                                             "the time measured at 4 B 4.2×, so no half of β")
+
+
+def test_the_simulated_table_places_no_pipelined_half_its_sentence_does_not():
+    """A second reading: the simulated page's table still gave the pipelined half of β at 107 KiB (between 1 KiB and
+    1 MiB) that its sentence no longer placed; its no-op caption named one yardstick where the figure draws two; and
+    all_gather's line, 2.001x off at 1 MiB under the "over 2x" rule, read "2×"."""
+    from xferbench.analyze.report.captions import figure_words
+    from xferbench.analyze.report.model_text import fit_table, miss_times
+
+    view = RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"]))
+    rows = {row["path"]: row for row in fit_table(view)}
+    assert math.isnan(rows["h2d pinned non-blocking to cpu->cuda:0"]["pipelined_half_bytes"])
+    assert "misses the time measured at 1 MiB 2.001×" in rows["all_gather gloo x2"]["beta_basis"]
+    assert miss_times(2.6) == "2.6" and miss_times(181.2) == "181" and miss_times(2.0004) == "2"
+    _, caption = figure_words(view)["noop"]
+    assert "the cheapest real copy measured and the cheapest the cost model priced" in caption
+    h200 = ROOT / "reports" / "samples" / "h200"
+    placed = {row["path"]: row for row in fit_table(RunView.of(load([h200 / "full.json.gz"])))}
+    assert placed["h2d pinned non-blocking copy_ cpu->cuda:0"]["pipelined_half_bytes"] > 0

@@ -273,6 +273,11 @@ def test_a_no_beta_row_whose_alpha_misses_its_sizes_gives_their_times(h200):
     assert alpha["all_reduce gloo x2"] == "99.2-268 µs: the sizes' times, no one α"
     assert alpha["overlap one_by_one gloo x2"] == "466-993 µs: the sizes' times, no one α"
     assert alpha["reduce_scatter gloo x2"] == "162-302 µs: the sizes' times, no one α"
+    assert alpha["all_gather gloo x2"] == "152-201 µs: the sizes' times, no one α"  # 1.32x apart
+    basis = {row["path"]: row["beta_basis"] for row in fit_table(h200)}
+    assert basis["reduce_scatter gloo x2"] == ("no β: every size measured is below the fit's α·β; nor one α: the sizes' "
+                                               "times spread past 1.25×")
+    assert basis["send_recv gloo x2"] == "no β: every size measured is below α·β, where the fixed cost sets the time"
     assert alpha["send_recv gloo x2"] == "38.5 µs"
 
 

@@ -204,9 +204,9 @@ class CantTell(VerdictRule[Case]):
 
     def why(self, case: Case) -> str | None:
         """Where the 95% interval leaves out 1, why that is no flag: |z| within its bound, the stricter test each case
-        of many is held to (a busy run's 1 MiB copy_, 4.17x faster, 1.38-12.65x, at |z| 2.5)."""
+        of many is held to (a busy run's 1 MiB copy_, 4.17x faster, 1.38-12.65x, at |z| 2.53)."""
         e = case.evidence
-        return None if e is None or e.low <= 1 <= e.high else f"|z| {abs(e.z):.1f}, within {e.z_bound:g}"
+        return None if e is None or e.low <= 1 <= e.high else f"|z| {abs(e.z):.2f}, within {e.z_bound:g}"
 
 
 #: The verdicts of a case both sides ran, in the order they are asked: the first that fires decides.

@@ -8,6 +8,7 @@ same verdict. No torch here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,7 +76,8 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
 
 def miss_times(miss: float) -> str:
     """``181`` or ``2.6``: how many times a line misses a measured size (``RunView.model_miss``), as the table says it."""
-    return f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
+    said = f"{miss:,.0f}" if miss >= 100 else f"{miss:.2g}"
+    return said if float(said.replace(",", "")) > MODEL_MISS else f"{miss:.4g}"  # 2.001, not "2" under "over 2x"
 
 
 def misses(miss: tuple[float, int]) -> str:
@@ -177,11 +179,14 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit))}
+        alpha = _alpha(view, fit)  # as the page and the Markdown write it (1.72 ms, never 1.72e+03 µs); – where none
+        worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit)) if not alpha.endswith(NO_ONE_ALPHA)
+                        or fit["beta_basis"] != "latency-bound" else "no β: every size measured is below the "
+                        f"fit's α·β; nor one α: the sizes' times spread past {FIXED_SPREAD:g}×"}
         said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
-            # α as the page and the Markdown write it (1.72 ms, never 1.72e+03 µs); – where the fit has none
-            "alpha": _alpha(view, fit), "pipelined_alpha": _seconds(fit.get("pipelined_alpha_us")),
+            "alpha": alpha, "pipelined_alpha": _seconds(fit.get("pipelined_alpha_us")),
+            "pipelined_half_bytes": math.nan if _pipelined_unplaced(view, fit) else fit.get("pipelined_half_bytes"),
             "link": link,
             "peak_gbps": roof[0] if roof else None,
             "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
@@ -201,7 +206,17 @@ def _alpha(view: RunView, fit: dict[str, Any]) -> str:
     times = rows.loc[~view.resident.loc[rows.index].to_numpy(dtype=bool), "transfer_s"] * 1e6  # cache sizes: left out
     if not np.isfinite(fit["alpha_us"]) or np.isfinite(fit["stated_gbps"]) or times.max() <= FIXED_SPREAD * times.min():
         return _seconds(fit["alpha_us"])
-    return f"{format_span(_seconds(times.min()), _seconds(times.max()))}: the sizes' times, no one α"
+    return f"{format_span(_seconds(times.min()), _seconds(times.max()))}{NO_ONE_ALPHA}"
+
+
+#: How an α cell that gives the sizes' times ends.
+NO_ONE_ALPHA = ": the sizes' times, no one α"
+
+
+def _pipelined_unplaced(view: RunView, fit: dict[str, Any]) -> str | None:
+    """Why the device-time fit's half of β is not placed, as a synchronized loop's is not (``_unbracketed``: the
+    simulated run's 107 KiB between 1 KiB and 1 MiB); None where it is, or where there is none."""
+    return _unbracketed(view, fit | {"half_peak_bytes": fit.get("pipelined_half_bytes", math.nan)}).get("no_half")
 
 
 def _seconds(us: float | None) -> str:
@@ -338,8 +353,7 @@ def _pipelined(view: RunView, fits: pd.DataFrame) -> str:
     parts = []
     for op, name in (("h2d", "host to device"), ("d2h", "device to host")):
         timed = fits[(fits["op"] == op) & fits["pipelined_alpha_us"].notna()]
-        unplaced = [_unbracketed(view, fit | {"half_peak_bytes": fit["pipelined_half_bytes"]}).get("no_half")
-                    for fit in timed.to_dict("records")]
+        unplaced = [_pipelined_unplaced(view, fit) for fit in timed.to_dict("records")]
         halves = timed.loc[[why is None for why in unplaced], "pipelined_half_bytes"]
         if not timed.empty:
             parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (" + (
