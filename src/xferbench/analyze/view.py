@@ -497,12 +497,6 @@ class RunView:
         below = np.flatnonzero((sizes < row["nbytes"]) & (sizes * fewer <= row["nbytes"]))
         return None if below.size == 0 else self.rows.loc[labels[below[np.argmax(sizes[below])]]]
 
-    def _larger(self, row: pd.Series) -> pd.Series | None:
-        """The smallest size of ``row``'s path and run with 16x its bytes or more; None where none (or ``row`` moves none)."""
-        labels, sizes = self._sizes.get((row["path"], row["run"]), ([], np.zeros(0)))
-        above = np.flatnonzero(sizes >= 16 * row["nbytes"]) if row["nbytes"] > 0 else np.zeros(0, dtype=int)
-        return None if above.size == 0 else self.rows.loc[labels[above[np.argmin(sizes[above])]]]
-
     @cached_property
     def _sizes(self) -> dict[tuple[str, str], tuple[list[Any], np.ndarray]]:
         """Each path and run's row labels and sizes (``_smaller`` reads one group, not every row, for each row asked)."""
@@ -528,10 +522,17 @@ class RunView:
         gloo send_recv: 38.6 µs at 4 B, 37.8 µs at 64 B; its all_reduce: 268 µs at 64 B, 217 µs at 1 KiB): its bytes
         set at most (h - 1) / (k - 1) of its time (``Wait.share``). The marks (‡, ×, hovers) read it; the sentences
         read ``waits``."""
-        found = dict(self.waits)
-        for label, row in self.rows.iterrows():
-            if label not in found and (large := self._larger(row)) is not None and (grew := self.ratio(large, row)).high < 2:
-                found[label] = Wait(large, grew, float(large["nbytes"]) / float(row["nbytes"]), larger=True)
+        found, rows = dict(self.waits), self.rows
+        # a growth already judged (``growths``) where this size is the 16-fold size's sixteenth: its ratio, not a new one
+        judged = {(grown[0].name, label): grown[1] for label, grown in self.growths.items() if grown is not None}
+        for labels, sizes in self._sizes.values():
+            for label, nbytes in zip(labels, sizes, strict=True):
+                if label in found or nbytes <= 0 or not (above := np.flatnonzero(sizes >= 16 * nbytes)).size:
+                    continue
+                large = labels[above[np.argmin(sizes[above])]]
+                grew = judged.get((label, large)) or self.ratio(rows.loc[large], rows.loc[label])
+                if grew.high < 2:
+                    found[label] = Wait(rows.loc[large], grew, float(rows.at[large, "nbytes"]) / nbytes, larger=True)
         return found
 
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
