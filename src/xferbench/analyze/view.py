@@ -189,6 +189,11 @@ class RunView:
     def simulated(self) -> bool:
         return self.fingerprint.simulated
 
+    @staticmethod
+    def priced(rows: pd.DataFrame) -> pd.Series:
+        """Which of ``rows`` a cost model timed (``clock`` "simulated"), not a measurement; none where no row says."""
+        return rows.get("clock", pd.Series(None, rows.index)).eq("simulated")
+
     @cached_property
     def has_accelerator(self) -> bool:
         return self.results.has_accelerator
@@ -458,8 +463,9 @@ class RunView:
         slower = a if a["median_s"] > b["median_s"] else b
         tick = float(np.nanmax([float(row.get("on_ticks", math.nan)) for row in (a, b)] + [0.0]))
         waited = (slower["median_s"] - slower.get("min_s", math.nan)) * float(slower.get("iterations") or 1)
-        if pd.notna(slower.get("on_ticks", math.nan)) or (tick and not waited < 0.75 * tick):
-            basis = "waited" if pd.isna(slower.get("on_ticks", math.nan)) and waited >= 0.75 * tick else "ticks"
+        on = pd.notna(slower.get("on_ticks", math.nan))
+        if on or (tick and not waited < 0.75 * tick):  # a slower side with no fastest round recorded: no floor either
+            basis = "waited" if not on and waited >= 0.75 * tick else "ticks"
             return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, basis, int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
         found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b),
@@ -544,7 +550,7 @@ class RunView:
         """The cheapest real copy (any moving family, any size; of ``runs`` where given), timed by ``like``'s clock where
         given, a cost model's or a measurement (a simulated no-op beside a measured host copy is no comparison): the
         no-op finding's yardstick (one device's no-ops) and the figure's (every no-op of the runs, either clock)."""
-        simulated = (frame := self.rows).get("clock", pd.Series(None, frame.index)).eq("simulated")
+        simulated = self.priced(frame := self.rows)
         copies = frame[frame["op"].isin(moving_ops())
                        & (simulated.eq(like.get("clock") == "simulated") if like is not None else True)
                        & (frame["run"].isin(runs) if runs is not None else True)]

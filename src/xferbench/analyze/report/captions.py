@@ -147,7 +147,6 @@ def _noop_words(view: RunView) -> tuple[str, str]:
     caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
                + (" (parsing the string is part of it)" if string else "") + ", shown next to "
                + ("an idle synchronize and " if synced else "") + "the cheapest real copy measured"
-               + (" and the cheapest the cost model priced" if frame.get("clock", pd.Series()).eq("simulated").any()
-                  else "")
+               + (" and the cheapest the cost model priced" if view.priced(noops).any() else "")  # as the figure
                + ("." if string else " (no string form, .to('device'), ran)."))
     return title, caption

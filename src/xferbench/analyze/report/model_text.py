@@ -179,8 +179,10 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
         pinned_link = practical if link.startswith("PCIe") and fit["host_memory"] == "pinned" else None
         if practical and link.startswith("PCIe"):
             link += f" (practical {practical[0]:g}-{practical[1]:g} GB/s)"
-        alpha = _alpha(view, fit)  # as the page and the Markdown write it (1.72 ms, never 1.72e+03 µs); – where none
-        worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit)) if not alpha.endswith(NO_ONE_ALPHA)
+        # α as the page and the Markdown write it (1.72 ms, never 1.72e+03 µs); – where none; or the sizes' times
+        alpha = _seconds(fit["alpha_us"]) if (spread := _spread_times(view, fit)) is None else (
+            f"{format_span(_seconds(spread.min()), _seconds(spread.max()))}: the sizes' times, no one α")
+        worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit)) if spread is None
                         or fit["beta_basis"] != "latency-bound" else "no β: every size measured is below the "
                         f"fit's α·β; nor one α: the sizes' times spread past {FIXED_SPREAD:g}×"}
         said = worded | half_of_beta(view, worded)
@@ -198,19 +200,15 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
 FIXED_SPREAD = 1.25
 
 
-def _alpha(view: RunView, fit: dict[str, Any]) -> str:
-    """α as the table writes it; where no β is stated, "the fixed cost sets the time" holds only where the sizes took
-    about as long: past ``FIXED_SPREAD``x apart the cell gives their times (gloo's all_reduce on the H200: α 106 µs
-    through 4 B, 217-268 µs from 64 B; reduce_scatter: α 203 µs, 162 µs at 4 B)."""
+def _spread_times(view: RunView, fit: dict[str, Any]) -> pd.Series | None:
+    """The sizes' times (µs) of a fit with an α and no β where they lie over ``FIXED_SPREAD``x apart, which the α cell
+    gives instead: "the fixed cost sets the time" holds only where the sizes took about as long (gloo's all_reduce on
+    the H200: α 106 µs through 4 B, 217-268 µs from 64 B; reduce_scatter: α 203 µs, 162 µs at 4 B); else None."""
+    if not np.isfinite(fit["alpha_us"]) or np.isfinite(fit["stated_gbps"]):
+        return None
     rows = view.rows[(view.rows["path"] == fit["path"]) & ~view.rows["nbytes"].isin(fit.get("left_out") or ())]
     times = rows.loc[~view.resident.loc[rows.index].to_numpy(dtype=bool), "transfer_s"] * 1e6  # cache sizes: left out
-    if not np.isfinite(fit["alpha_us"]) or np.isfinite(fit["stated_gbps"]) or times.max() <= FIXED_SPREAD * times.min():
-        return _seconds(fit["alpha_us"])
-    return f"{format_span(_seconds(times.min()), _seconds(times.max()))}{NO_ONE_ALPHA}"
-
-
-#: How an α cell that gives the sizes' times ends.
-NO_ONE_ALPHA = ": the sizes' times, no one α"
+    return times if times.max() > FIXED_SPREAD * times.min() else None
 
 
 def _pipelined_unplaced(view: RunView, fit: dict[str, Any]) -> str | None:

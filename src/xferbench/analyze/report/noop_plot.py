@@ -38,7 +38,7 @@ def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:
              for (device, _), group in sync.groupby(["src", "run"])]
     # one yardstick per clock among the no-ops: a simulated no-op beside the cost model's copy, a measured one beside a
     # measured copy (the simulated run's CPU no-ops are real, its GPU ones priced)
-    simulated = kept.get("clock", pd.Series(None, kept.index)).eq("simulated")
+    simulated = view.priced(kept)
     for like in [kept[simulated == clock].iloc[0] for clock in (False, True) if (simulated == clock).any()]:
         if (cheapest := view.cheapest_copy(like, set(kept["run"]))) is not None:
             said = "real copy the cost model priced" if like.get("clock") == "simulated" else "real copy"

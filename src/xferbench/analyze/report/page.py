@@ -69,7 +69,7 @@ def _table(view: RunView) -> list[dict[str, Any]]:
 def _measured(view: RunView) -> set[str]:
     """On a simulated page, the figures whose every row ran for real (the host's copies, gloo's collectives): they carry
     no "not a measurement" tag. A figure of several families (the ladder, the matrix) keeps it where any is simulated."""
-    if not view.simulated or not (simulated := view.rows["clock"].eq("simulated")).any():
+    if not view.simulated or not (simulated := view.priced(view.rows)).any():
         return set()
     ops = set(view.rows.loc[~simulated, "op"]) - set(view.rows.loc[simulated, "op"])
     ranks = view.rows.get("world_size")  # a distributed row's; none where the run ran no collective
