@@ -169,7 +169,8 @@ def peer(view: RunView) -> Said | None:
     best, worst = rows.loc[rows["bandwidth_gbps"].idxmax()], rows.loc[rows["bandwidth_gbps"].idxmin()]
     at = f"At {format_bytes(int(best['nbytes']))}, peer copies"
     if worst["bandwidth_gbps"] >= 0.99 * best["bandwidth_gbps"]:
-        pairs = ", ".join(named) if len(named := (rows["src"] + "->" + rows["dst"]).unique()) <= 4 else f"{len(named)} of them"
+        named = (rows["src"] + "->" + rows["dst"]).unique()
+        pairs = ", ".join(named) if len(named) <= 4 else f"{len(named)} of them"
         said = f"{at} ran at {best['bandwidth_gbps']:.3g} GB/s in every direction copied ({pairs})."
     else:
         said = (f"{at} ranged from {worst['bandwidth_gbps']:.3g} GB/s ({worst['src']}->{worst['dst']}) to "
