@@ -501,7 +501,12 @@ class RunView:
         """The largest size of ``row``'s path and run below it with ``1/fewer`` of its bytes or less; None where none."""
         labels, sizes = self._sizes.get((row["path"], row["run"]), ([], np.zeros(0)))
         below = np.flatnonzero((sizes < row["nbytes"]) & (sizes * fewer <= row["nbytes"]))
-        return None if below.size == 0 else self.rows.loc[labels[below[np.argmax(sizes[below])]]]
+        return None if below.size == 0 else self._row[labels[below[np.argmax(sizes[below])]]]
+
+    @cached_property
+    def _row(self) -> dict[Any, pd.Series]:
+        """Each row of ``rows`` by label, made once (``rows.loc`` makes a new Series at every call)."""
+        return dict(self.rows.iterrows())
 
     @cached_property
     def _sizes(self) -> dict[tuple[str, str], tuple[list[Any], np.ndarray]]:
@@ -520,7 +525,7 @@ class RunView:
     @cached_property
     def growths(self) -> dict[Any, tuple[pd.Series, Ratio] | None]:
         """``growth`` of every row, by label: judged once, for the waits and the α/β table's ceilings alike."""
-        return {label: self.growth(row) for label, row in self.rows.iterrows()}
+        return {label: self.growth(row) for label, row in self._row.items()}
 
     @cached_property
     def no_bandwidth(self) -> dict[Any, Wait]:
@@ -528,7 +533,7 @@ class RunView:
         gloo send_recv: 38.6 µs at 4 B, 37.8 µs at 64 B; its all_reduce: 268 µs at 64 B, 217 µs at 1 KiB): its bytes
         set at most (h - 1) / (k - 1) of its time (``Wait.share``). The marks (‡, ×, hovers) read it; the sentences
         read ``waits``."""
-        found, rows = dict(self.waits), self.rows
+        found, rows = dict(self.waits), self._row
         # a growth already judged (``growths``) where this size is the 16-fold size's sixteenth: its ratio, not a new one
         judged = {(grown[0].name, label): grown[1] for label, grown in self.growths.items() if grown is not None}
         for labels, sizes in self._sizes.values():
@@ -536,9 +541,9 @@ class RunView:
                 if label in found or nbytes <= 0 or not (above := np.flatnonzero(sizes >= 16 * nbytes)).size:
                     continue
                 large = labels[above[np.argmin(sizes[above])]]
-                grew = judged.get((label, large)) or self.ratio(rows.loc[large], rows.loc[label])
+                grew = judged.get((label, large)) or self.ratio(rows[large], rows[label])
                 if grew.high < 2:
-                    found[label] = Wait(rows.loc[large], grew, float(rows.at[large, "nbytes"]) / nbytes, larger=True)
+                    found[label] = Wait(rows[large], grew, float(rows[large]["nbytes"]) / nbytes, larger=True)
         return found
 
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
