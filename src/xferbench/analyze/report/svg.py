@@ -12,6 +12,7 @@ place, present and future; the guard is idempotent, so a label that already pass
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import math
@@ -35,6 +36,7 @@ from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.text import Text
+from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullLocator
 from matplotlib.transforms import Bbox
 
@@ -51,6 +53,20 @@ _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
 ET.register_namespace("", _SVG)
 ET.register_namespace("xlink", _XLINK)
+
+
+_TEXT_TO_PATH = TextToPath()
+
+
+@functools.lru_cache(maxsize=4096)
+def _svg_text_extent(text: str, prop: Any, ismath: Any) -> tuple[float, float, float]:
+    return _TEXT_TO_PATH.get_text_width_height_descent(text, prop, ismath)
+
+
+# A text's extent in an SVG depends on the text and its font alone, yet matplotlib measures it again in each new SVG
+# renderer (a figure's tight box, then its savefig), with FreeType: 772 measures of 213 texts for the H200 page.
+RendererSVG.get_text_width_height_descent = (  # type: ignore[method-assign]
+    lambda self, text, prop, ismath: _svg_text_extent(text, prop.copy(), ismath))
 
 
 @dataclass(frozen=True)
