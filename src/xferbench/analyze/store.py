@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ..contract import machine_differences, machine_identity
@@ -51,7 +50,7 @@ from .load.history import Stored, load_storage
 from .load.results import MAX_RUN_BYTES, Results, ResultsError, bounded_read, load, read_text
 from .report.dashboard import damaged_summary, index_page, trend_caption
 from .report.history import draw_trend, history_plots, ratio_axis, run_ticks
-from .report.svg import Plot, as_plot
+from .report.svg import Plot, as_plot, subplots
 
 __all__ = ["DEFAULT_BRANCH", "DEFAULT_KEEP", "MIN_COMMENT", "StoreError", "comment", "dashboard", "machine_folder",
            "parse_store", "path_trends", "pull", "push"]
@@ -331,7 +330,7 @@ def path_trends(runs: list[Results]) -> list[Plot]:
     names = [Path(r.sources[0]) for r in runs]
     plots: list[Plot] = []
     for path, cases in meta.groupby("path", sort=True):
-        fig, ax = plt.subplots(figsize=(9, 3))
+        fig, ax = subplots(figsize=(9, 3))
         for index, (key, case) in enumerate(cases.sort_values("nbytes").iterrows()):
             known = table.loc[key].dropna()
             draw_trend(ax, [int(i) for i in known.index], np.exp(known.to_numpy(dtype=float)), str(case["class"]), index,
@@ -347,7 +346,6 @@ def path_trends(runs: list[Results]) -> list[Plot]:
         ax.grid(True, alpha=0.3)
         caption = trend_caption(str(path), len(runs), len(changes))
         plots.append(as_plot(f"trend-{len(plots)}", f"Trend: {path}", caption, fig))
-        plt.close(fig)
     return plots
 
 

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
@@ -28,7 +27,7 @@ from ..drift import side
 from ..model import Wait
 from ..view import RunView
 from .plots import WAITED_MARK, _colour
-from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, size_ticks, tip, tips_for
+from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, size_ticks, subplots, tip, tips_for
 
 #: Sets row a against row b: a's time over b's with its interval (``RunView.ratio``).
 Judge = Callable[[pd.Series, pd.Series], Ratio]
@@ -203,7 +202,7 @@ def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None)
     rows, waits = _distributed(frame), waits or {}
     if rows.empty:
         return "No distributed benchmarks were run."
-    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.0), layout="tight")
+    fig, (left, right) = subplots(1, 2, figsize=(WIDTH, 4.0), layout="tight")
     handles: dict[str, Artist] = {}
     crossed = False
     for path, group in rows.groupby("path", sort=False):
@@ -247,7 +246,7 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     if rows.empty or rows["crosses"].nunique() < 2:
         return ("Point-to-point ran within one node only; run torchrun over two nodes or more to set "
                 "inter-node figures beside intra-node ones.")
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
+    fig, ax = subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
     styles = {"intra-node": "-", "inter-node": "--"}
     handles: dict[str, Artist] = {}
     for (op, crosses, src, dst), group in rows.groupby(["op", "crosses", "src", "dst"], sort=False):
@@ -278,7 +277,7 @@ def spread_plot(frame: pd.DataFrame) -> Figure | str:
     if max(len(_ranks(row) or []) for row in with_ranks) < 3:
         return TWO_RANKS
     largest = max(row["nbytes"] for row in with_ranks)
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
+    fig, ax = subplots(figsize=(WIDTH * 0.7, 4.0), layout="tight")
     handles: dict[str, Artist] = {}
     for row in [r for r in with_ranks if r["nbytes"] == largest]:
         lags = [statistics.median(lag) * 1e6 for lag in _lags(_inside_calls(row) or [])]  # never []: it has rank_seconds

@@ -13,7 +13,6 @@ import math
 import re
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
@@ -24,7 +23,7 @@ from ...families import order_of
 from ...units import format_bytes, mathtext_safe
 from ..load.case_time import DEFAULT_FLOOR, DEFAULT_SPREAD, case_class, learned_spread
 from ..load.history import MIN_STEP_RUNS, RunSummary, Stored, lasting_steps, load_storage
-from .svg import Plot, as_plot
+from .svg import Plot, as_plot, subplots
 
 __all__ = ["BAND_CAPTION", "COLOURS", "MARKERS", "MAX_KEY_CASES", "draw_trend", "history_plots", "ratio_axis",
            "run_label", "run_ticks"]
@@ -164,7 +163,7 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
     latest = stored.newest.frame
     keys = latest.loc[latest.groupby("path")["nbytes"].idxmax()]
     keys = keys.assign(_o=keys["op"].map(order_of)).sort_values(["_o", "path"]).head(MAX_KEY_CASES)
-    fig, ax = plt.subplots(figsize=(10, 4.8))
+    fig, ax = subplots(figsize=(10, 4.8))
     for index, (_, key) in enumerate(keys.iterrows()):
         # Each run that measured the case, matched by its whole identity, with the time compare judges
         # (``case_time.time_of``, kept in each run's summary: a trend that drew medians while the gate judged fastest
@@ -186,7 +185,7 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
     return [as_plot("history", "Key cases over runs", caption, fig)]
 
 
-def _mark_environment(ax: plt.Axes, runs: list[RunSummary]) -> bool:
+def _mark_environment(ax: Axes, runs: list[RunSummary]) -> bool:
     """A dashed line, named, between two runs whose software differs (``torch 2.12.0 → 2.13.0``); True if any."""
     marked = False
     for i in range(1, len(runs)):

@@ -3,7 +3,6 @@ ladder_text.py, captions.py)."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -14,7 +13,7 @@ from ...ratios import UNJUDGED
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe, percent
 from ..ladder import Ladder
 from ..view import RunView
-from .svg import WIDTH, left_said, tip
+from .svg import WIDTH, left_said, subplots, tip
 
 __all__ = ["ladder_figure"]
 
@@ -65,7 +64,7 @@ def ladder_figure(view: RunView) -> Figure | str:
     if not found:
         return ("No call and its controls were measured at one size in one run (.cpu() with copy_ into a touched "
                 "buffer, or host clone() with copy_).")
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8), layout="tight")
+    fig, ax = subplots(figsize=(WIDTH * 0.62, 0.36 * len(found) + 0.8), layout="tight")
     legend: dict[str, Artist] = {}
     for y, ladder in enumerate(found):
         _ladder_bar(ax, y, ladder, legend)

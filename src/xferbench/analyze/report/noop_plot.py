@@ -3,7 +3,6 @@ instance, each bar the span of the medians it measured over its sizes (never a f
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -12,7 +11,7 @@ from ...families.core import noop_call
 from ...units import format_bytes, format_number, mathtext_safe
 from ..view import RunView
 from .series import run_of
-from .svg import WIDTH, on_ticks, tip
+from .svg import WIDTH, on_ticks, subplots, tip
 
 __all__ = ["noop_vs_copy"]
 
@@ -58,7 +57,7 @@ def noop_vs_copy(view: RunView) -> Figure | str:
     bars, note = _bars(view)
     labels = [mathtext_safe(label) for label, _, _ in bars]
     colours = [colour for _, _, colour in bars]
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(bars) + 1.2))
+    fig, ax = subplots(figsize=(WIDTH, 0.4 * len(bars) + 1.2))
     solid = ax.barh(labels, [rows["median_s"].min() * 1e6 for _, rows, _ in bars], color=colours, zorder=2)
     ax.barh(labels, [rows["median_s"].max() * 1e6 for _, rows, _ in bars], color=colours, alpha=0.3, zorder=1)
     for bar, (label, rows, _) in zip(solid.patches, bars, strict=True):

@@ -8,7 +8,6 @@ import math
 import textwrap
 from collections.abc import Callable, Mapping
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
@@ -26,7 +25,21 @@ from .ladder_plots import ladder_figure
 from .noop_plot import noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
-from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, on_ticks, roof_share, size_ticks, tip, tips_for, to_svg
+from .svg import (
+    WIDTH,
+    Plot,
+    as_plot,
+    bytes_said,
+    legend_outside,
+    log_y,
+    on_ticks,
+    roof_share,
+    size_ticks,
+    subplots,
+    tip,
+    tips_for,
+    to_svg,
+)
 
 __all__ = ["Plot", "as_plot", "ladder_figure", "render", "scenario_plot", "tip", "to_svg"]
 
@@ -127,7 +140,7 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
         return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
     resident = view.resident.loc[rows.index]
     panel_rows, columns = _facets(rows, op)
-    fig, axes = plt.subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
+    fig, axes = subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
                              squeeze=False, sharex=True, sharey=True, layout="tight")
     legend: dict[str, Artist] = {}
     roofed = False
@@ -279,7 +292,7 @@ def cost_at_size(view: RunView) -> Figure | str:
     rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()], waited=view.waiting(rows))
     fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
     slowest = rows.loc[rows.groupby("route")["median_s"].idxmax()].set_index("route").loc[fastest["route"]]
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
+    fig, ax = subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
     labels = [mathtext_safe(label) for label in _route_labels(view, rows, fastest)]
     colours = [_colour(op) for op in fastest["op"]]
     ax.barh(labels, slowest["median_s"].to_numpy() * 1e3, color=colours, alpha=0.3)
@@ -318,7 +331,7 @@ def device_matrix(view: RunView) -> Figure | str:
     grid = np.full((len(devices), len(devices)), np.nan)
     for (src, dst), gbps in best.items():
         grid[devices.index(src), devices.index(dst)] = gbps
-    fig, ax = plt.subplots(figsize=(1.2 * len(devices) + 3, 1.0 * len(devices) + 1.6))
+    fig, ax = subplots(figsize=(1.2 * len(devices) + 3, 1.0 * len(devices) + 1.6))
     finite = grid[np.isfinite(grid) & (grid > 0)]
     # Log scale: same-device copies (hundreds of GB/s) and links (tens) differ by an order of magnitude or more.
     norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), finite.min() * 1.01))
@@ -346,7 +359,7 @@ def _grid(panels: int, most: int, height: float) -> tuple[Figure, np.ndarray]:
     panels hidden."""
     columns = min(panels, most)
     rows = math.ceil(panels / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(WIDTH, height * rows + 0.4), squeeze=False, sharey=True, layout="tight")
+    fig, axes = subplots(rows, columns, figsize=(WIDTH, height * rows + 0.4), squeeze=False, sharey=True, layout="tight")
     for ax in list(axes.flat)[panels:]:
         ax.set_visible(False)
     return fig, axes

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import itertools
 
-import matplotlib.pyplot as plt
+import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..view import RunView
 from .series import case_labels
-from .svg import WIDTH, legend_outside, log_y, size_ticks, tip, tips_for
+from .svg import WIDTH, legend_outside, log_y, size_ticks, subplots, tip, tips_for
 
 __all__ = ["scenario_plot"]
 
@@ -35,7 +35,7 @@ def scenario_plot(view: RunView, op: str) -> Figure | str:
 def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     # One dot per call on a time-against-size chart says nothing when the calls move different
     # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
+    fig, ax = subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
     labels = case_labels(rows)
     bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
@@ -58,7 +58,7 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
 
 def _scenario_time_bars(rows: pd.DataFrame) -> Figure:
     rows = rows.sort_values("median_s")
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
+    fig, ax = subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
     bars = ax.barh(range(len(rows)), rows["median_s"] * 1e3, color="tab:cyan")
     ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in case_labels(rows)])
     for y, (bar, path, seconds) in enumerate(zip(bars.patches, rows["path"], rows["median_s"], strict=True)):
@@ -80,8 +80,8 @@ def _scenario_lines(rows: pd.DataFrame) -> Figure:
     devices = list(dict.fromkeys(_scenario_device(row) for _, row in rows.iterrows()))
     styles = dict(zip(devices, itertools.cycle(["-", "--", ":", "-."]), strict=False))
     variants = list(dict.fromkeys(str(v) for v in rows["variant"]))
-    colours = dict(zip(variants, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 2.5))
+    colours = dict(zip(variants, itertools.cycle(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False))
+    fig, ax = subplots(figsize=(WIDTH * 0.7, 2.5))
     handles, labels = [], []
     for path, group in rows.groupby(case_labels(rows, sized=False), sort=False):
         group = group.sort_values("nbytes")

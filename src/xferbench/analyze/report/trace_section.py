@@ -8,11 +8,9 @@ import json
 import math
 from typing import Any
 
-import matplotlib.pyplot as plt
-
 from ...units import format_bytes, format_seconds
 from ..trace.pricing import Priced
-from .svg import WIDTH, as_plot, legend_outside, tip
+from .svg import WIDTH, as_plot, legend_outside, subplots, tip
 
 __all__ = ["WHAT", "fix_said", "labels", "section", "to_json", "to_text"]
 
@@ -114,7 +112,7 @@ def to_text(priced: Priced) -> str:
 
 def _figure(priced: Priced) -> Any:
     steps = priced.steps
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.6 + 0.45 * len(steps)))
+    fig, ax = subplots(figsize=(WIDTH, 0.6 + 0.45 * len(steps)))
     names = [f"step {s.number}" if s.number is not None else "whole trace" for s in steps]
     for index, step in enumerate(steps):
         left = 0.0
