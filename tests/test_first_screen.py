@@ -212,17 +212,18 @@ def test_a_change_whose_calls_both_waited_is_not_listed():
     """The loaded run's copy_ took 20 ms at 64 MiB, most rounds on the scheduler's 4 ms ticks (a sixth reading), and the
     quick run's 39.9 ms (ten ticks) alike. A wait only adds to the faster call, but clone's own rounds spread too
     (median 70 ms above its fastest on the quick run, an eighth reading): no floor, so no change is listed, and the
-    line says why. The H200's changes carry no such clause."""
+    line says why, with the page faults each side counted (a count, where the times cannot give a verdict). The H200's
+    changes carry no such clause."""
     from xferbench.analyze.report.changes import first_screen
 
     listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
     assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (119 ms → 20 ms at 64 "
-                                           "MiB): can't tell (the faster side's rounds lie on the scheduler's ticks, "
-                                           "and the slower side's waited too).")
+                                           "MiB, 16,385 page faults a call against 0): can't tell (the faster side's "
+                                           "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, unresolved, _ = first_screen(RunView.of(load([CPU_RUN])), [])  # its copy_'s 39.9 ms: ten ticks
     assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (203 ms → 39.9 ms at 64 "
-                                           "MiB): can't tell (the faster side's rounds lie on the scheduler's ticks, "
-                                           "and the slower side's waited too).")
+                                           "MiB, 16,385 page faults a call against 0): can't tell (the faster side's "
+                                           "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, _, _ = first_screen(RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])), [])
     assert len(listed) == 3 and not any("scheduler" in change.text() for change in listed)
 

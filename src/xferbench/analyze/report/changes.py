@@ -9,6 +9,7 @@ listed; its condition says who gets the gain and who pays what it needs. No torc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,13 @@ def _medians(now: pd.Series, then: pd.Series) -> str:
             f"{format_bytes(int(now['nbytes']))}")
 
 
+def _faults(now: pd.Series, then: pd.Series) -> str:
+    """``, 16,385 page faults a call against 0``: where both sides counted their page faults and the counts differ, a
+    fact of the run beside a verdict its times cannot give (the busy run's fresh 64 MiB clone against copy_)."""
+    counts = [f"{float(c):,.0f}" for row in (now, then) if pd.notna(c := row.get("minor_faults_per_call", math.nan))]
+    return f", {counts[0]} page faults a call against {counts[1]}" if len(counts) == 2 and len(set(counts)) == 2 else ""
+
+
 def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Change], str | None, list[dict[str, str]]]:
     """The first screen's words: the changes the run prices and resolves, most time saved first, at most ``MOST``
     (``pinning``: the break-even rows a pinned source's condition cites); where it lists none, those it priced, each
@@ -121,8 +129,9 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     priced = [(spec, pair, view.ratio(*pair)) for spec in CHANGES if (pair := _pair(view, spec)) is not None]
     listed = sorted((Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
                      if ratio.resolved and ratio.value > 1), key=lambda change: -change.saved_s)[:MOST]
-    said = [f"{spec.title} ({_medians(*pair)}): " + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved
-                                                       else ratio.text()) for spec, pair, ratio in priced]
+    said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): "
+            + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved else ratio.text())
+            for spec, pair, ratio in priced]
     unresolved = f"None this run resolves: {'; '.join(said)}." if said and not listed else None
     return listed, unresolved, at_a_glance(view)
 
