@@ -27,17 +27,7 @@ from .base import (
 from .core import CORE
 from .distributed import DISTRIBUTED
 
-__all__ = [
-    "FAMILIES",
-    "Family",
-    "Variant",
-    "family",
-    "fitted_ops",
-    "moving_ops",
-    "ops",
-    "order_of",
-    "register",
-]
+__all__ = ["FAMILIES", "Family", "Variant", "family", "fitted_ops", "moving_ops", "ops", "order_of", "register"]
 
 
 #: The scenario and concurrent families, a folder each, in report order (after the core ones, before the

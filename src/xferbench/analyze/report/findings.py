@@ -31,16 +31,7 @@ from .staging import staging_both_ways
 from .svg import bytes_said, ticks_said
 from .threads import one_thread_beside, threads_against_one
 
-__all__ = [
-    "CLIFF_DROP",
-    "FINDINGS",
-    "Said",
-    "cliff",
-    "cliff_cause",
-    "cliff_note",
-    "findings",
-    "why_measured",
-]
+__all__ = ["CLIFF_DROP", "FINDINGS", "Said", "cliff", "cliff_cause", "cliff_note", "findings", "why_measured"]
 
 
 class Said(str):

@@ -23,14 +23,7 @@ from .base import Prepared, Sync, device_sync
 if TYPE_CHECKING:
     from ..simulate import SimBackend
 
-__all__ = [
-    "DeviceMismatch",
-    "Scenario",
-    "checked_forward",
-    "missing_cuda",
-    "mlp",
-    "time_scenario",
-]
+__all__ = ["DeviceMismatch", "Scenario", "checked_forward", "missing_cuda", "mlp", "time_scenario"]
 
 IMAGE = (3, 224, 224)
 
