@@ -67,7 +67,7 @@ def cliff_cause(found: dict[str, Any], view: RunView) -> str:
                    f"{most['figures']}")
         if len(broke) == len(fresh):
             text = (FRESH_SPLIT + " grew dearer per byte than every call into a reused host buffer, each beyond its "
-                    f"interval ({_grew(fresh)}, against {against}): the fresh destination breaks, not the copy."
+                    f"interval ({_grew(fresh)}, against {against}): a fresh destination breaks, a reused one holds."
                     + _untouched(view, found, fresh))
         elif broke:
             rest = [c for c in fresh if c not in broke]
