@@ -282,3 +282,20 @@ def test_the_no_op_figure_sets_each_clock_s_no_ops_beside_that_clock_s_copy():
         "cheapest real copy: host pageable copy_ cpu (1 KiB)",
         "cheapest real copy the cost model priced: d2d clone cuda:0 (4 B)"]
     assert yardsticks(ROOT / "tests" / "data" / "cpu-sample.json") == ["cheapest real copy: host pageable copy_ cpu (4 B)"]
+
+
+@pytest.mark.parametrize(("now", "then", "said"), [
+    (16385.0, 0.0, ", 16,385 page faults a call against 0"),
+    (4097.0, 4097.0, ""),  # alike: no fact that tells the two calls apart
+    (16385.0, float("nan"), ""),  # one side counted none
+    (None, 0.0, ""),  # a run that records no counts (the H200's)
+])
+def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_differ(now, then, said):
+    import pandas as pd
+
+    from xferbench.analyze.report.changes import _faults
+
+    def row(faults):
+        return pd.Series({"median_s": 1.0} | ({} if faults is None else {"minor_faults_per_call": faults}))
+
+    assert _faults(row(now), row(then)) == said
