@@ -54,11 +54,14 @@ ET.register_namespace("", _SVG)
 ET.register_namespace("xlink", _XLINK)
 
 
-# A text's extent in an SVG depends on the text and its font alone, yet matplotlib measures it again in each new SVG
-# renderer (a figure's tight box, then its savefig), with FreeType: 772 measures of 213 texts for the H200 page.
-_svg_text_extent = functools.lru_cache(maxsize=4096)(TextToPath().get_text_width_height_descent)
+# A plain text's extent in an SVG depends on the text and its font alone, yet matplotlib measures it again in each new
+# SVG renderer (a figure's tight box, then its savefig), with FreeType: 772 measures of 213 texts for the H200 page.
+# Mathtext and TeX (which read rcParams too) are measured as matplotlib does.
+_plain_extent = functools.lru_cache(maxsize=4096)(TextToPath().get_text_width_height_descent)
+_svg_extent = RendererSVG.get_text_width_height_descent
 RendererSVG.get_text_width_height_descent = (  # type: ignore[method-assign]
-    lambda self, text, prop, ismath: _svg_text_extent(text, prop.copy(), ismath))
+    lambda self, text, prop, ismath: _plain_extent(text, prop.copy(), False) if ismath is False
+    else _svg_extent(self, text, prop, ismath))
 
 
 @dataclass(frozen=True)
