@@ -96,7 +96,7 @@ def cliff(frame: pd.DataFrame) -> dict[str, Any] | None:
     at = usual[usual["nbytes"] == after]
     existing = down[(down["method"] == "copy_") & (down["nbytes"] == after)]
     found: dict[str, Any] = {"before": before, "after": after, "gbps_before": gbps.loc[before], "gbps_after":
-                             gbps.loc[after], "existing": existing.iloc[0] if not existing.empty else None,
+                             gbps.loc[after], "existing": existing.iloc[0] if not existing.empty else None, "at": at,
                              "faults": None, "us_per_fault": None}
     faults = pd.to_numeric(at.get("minor_faults_per_call"), errors="coerce") if "minor_faults_per_call" in at else None
     if faults is not None and faults.notna().all():
