@@ -212,17 +212,22 @@ def test_a_change_whose_calls_both_waited_is_not_listed():
     """The loaded run's copy_ took 20 ms at 64 MiB, most rounds on the scheduler's 4 ms ticks (a sixth reading), and the
     quick run's 39.9 ms (ten ticks) alike. A wait only adds to the faster call, but clone's own rounds spread too
     (median 70 ms above its fastest on the quick run, an eighth reading): no floor, so no change is listed, and the
-    line says why, with the page faults each side counted (a count, where the times cannot give a verdict). The H200's
-    changes carry no such clause."""
+    line says why, with the page faults each side counted (a count, where the times cannot give a verdict) and the
+    order its interleaved rounds give (every clone round above every copy_ round: a wait only adds, and the blocks
+    shared their slots). The H200's changes carry no such clause."""
     from xferbench.analyze.report.changes import first_screen
 
     listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
     assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (119 ms → 20 ms at 64 "
-                                           "MiB, 16,385 page faults a call against 0): can't tell (the faster side's "
+                                           "MiB, 16,385 page faults a call against 0): every round before took "
+                                           "longer than every round after, in 6 interleaved blocks (83 ms against "
+                                           "35.2 ms at most); by how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, unresolved, _ = first_screen(RunView.of(load([CPU_RUN])), [])  # its copy_'s 39.9 ms: ten ticks
     assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (203 ms → 39.9 ms at 64 "
-                                           "MiB, 16,385 page faults a call against 0): can't tell (the faster side's "
+                                           "MiB, 16,385 page faults a call against 0): every round before took "
+                                           "longer than every round after, in 6 interleaved blocks (133 ms against "
+                                           "84 ms at most); by how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, _, _ = first_screen(RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])), [])
     assert len(listed) == 3 and not any("scheduler" in change.text() for change in listed)
@@ -299,3 +304,23 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
         return pd.Series({"median_s": 1.0} | ({} if faults is None else {"minor_faults_per_call": faults}))
 
     assert _faults(row(now), row(then)) == said
+
+
+@pytest.mark.parametrize(("now", "then", "blocks", "said"), [
+    ([5.0, 6.0], [1.0, 2.0], 2, "every round before took longer than every round after, in 2 interleaved blocks "
+     "(5 s against 2 s at most); by how much, "),
+    ([1.0, 2.0], [5.0, 6.0], 2, "every round after took longer than every round before, in 2 interleaved blocks "
+     "(5 s against 2 s at most); by how much, "),
+    ([2.0, 6.0], [1.0, 2.0], 2, ""),  # a round of each alike: no order
+    ([5.0, 6.0], [1.0, 2.0], 0, ""),  # not interleaved: drift between them could order them
+])
+def test_an_unresolved_change_gives_the_order_only_its_interleaved_rounds_give(now, then, blocks, said):
+    import pandas as pd
+
+    from xferbench.analyze.report.changes import _apart
+
+    def row(data, median):
+        return pd.Series({"median_s": median, "data": data, "run": "r"}
+                         | ({"block_medians": [median] * blocks} if blocks else {}))
+
+    assert _apart(row(now, 5.5), row(then, 1.5)) == said
