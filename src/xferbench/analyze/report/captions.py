@@ -99,8 +99,7 @@ def _ladder_caption(view: RunView) -> str:
     ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
     waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
     if ticked or waits:
-        said = (left_said(ticked[0], None, "it") if ticked else
-                bytes_said(max(waits, key=lambda wait: wait.share), "it"))
+        said = left_said(ticked[0], None, "it") if ticked else bytes_said(max(waits, key=lambda wait: wait.share), "it")
         return HOST_LADDER_CAPTION.replace("the rest is the copy itself.", "the rest is what copy_ into the touched "
                                            f"buffer took, {'' if ticked else 'and '}{said} (the table says why).")
     return HOST_LADDER_CAPTION

@@ -164,8 +164,7 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
             # "–" where the bytes set none of the times (``RunView.waited``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
             gbps = "–" if all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
             on = ticked(rows).all()  # a wait for the CPU is part of it
-            lines.append({"what": label, "time": _ms(rows["median_s"]) + (ON_TICKS if on else ""),
-                          "gbps": gbps})
+            lines.append({"what": label, "time": _ms(rows["median_s"]) + (ON_TICKS if on else ""), "gbps": gbps})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest
         tied = view.tied_fastest(rows)

@@ -63,8 +63,7 @@ def noop_vs_copy(view: RunView) -> Figure | str:
     for bar, (label, rows, _) in zip(solid.patches, bars, strict=True):
         tip(bar, [f"{label}: " + ", ".join(f"{format_number(row['median_s'] * 1e9, 4)} ns at {format_bytes(int(row['nbytes']))}"
                                            + on_ticks(row) for _, row in rows.iterrows()) + " per call"])
-        ax.text(rows["median_s"].max() * 1e6, bar.get_y() + bar.get_height() / 2, f"  {_ns(rows)}", va="center",
-                fontsize=8)
+        ax.text(rows["median_s"].max() * 1e6, bar.get_y() + bar.get_height() / 2, f"  {_ns(rows)}", va="center", fontsize=8)
     ax.set_xlim(0, max(rows["median_s"].max() for _, rows, _ in bars) * 1e6 * 1.3)
     ax.invert_yaxis()
     ax.set_xlabel("median time per call (µs); solid: the lowest median over the sizes measured, pale: the highest"
