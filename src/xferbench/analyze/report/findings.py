@@ -376,8 +376,9 @@ def d2h_cliff(view: RunView) -> Said | None:
     fall = (f"between {format_bytes(found['before'])} and {format_bytes(found['after'])}: from "
             f"{_span(found['gbps_before'])} to {_span(found['gbps_after'])} GB/s")
     fresh, _, broke = view.cliff_split
-    note = ("; every call that writes fresh pageable memory falls, copy_ into a reused host buffer holds" if fresh and broke
-            == fresh else "; calls that write fresh pageable memory fall, copy_ into a reused host buffer holds" if broke else "")
+    holds = ", copy_ into a reused host buffer holds"
+    note = ("; every call that writes fresh pageable memory falls (random creators aside)" + holds if fresh and broke == fresh
+            else "; calls that write fresh pageable memory fall" + holds if broke else "")
     return Said(f".cpu() and .to(device) fall off a cliff {fall}{note}.",
                 f".cpu() and .to(device) fell off a cliff {fall}{steady}.{mmap_clause(found, view)} "
                 f"{cliff_cause(found, view)}")
