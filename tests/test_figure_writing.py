@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import matplotlib
 import matplotlib.pyplot as plt
+import pytest
 from matplotlib.figure import Figure
 
 from xferbench.analyze.report.svg import legend_outside, log_y, tip, to_svg
@@ -65,3 +66,19 @@ def test_a_log_axis_under_a_decade_labels_its_minor_ticks_and_a_wider_one_has_no
     of ten, and no minor ticks to lay out at every measure of the figure."""
     assert _minor_labels(2.0, 5.0) == ["2", "3", "4", "5"]
     assert _minor_labels(1.0, 1000.0) == ["no minor ticks"]
+
+
+def test_an_svg_text_is_measured_as_matplotlib_measures_it():
+    """The page caches each plain text's SVG extent (svg.py): the cached figure is FreeType's own, for each font size
+    and text (a key that left out the font would give the first size's extent to the second), and mathtext goes to
+    matplotlib's own measure."""
+    from matplotlib.backends.backend_svg import RendererSVG
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    renderer, truth = RendererSVG(100, 100, io.StringIO()), TextToPath()
+    for text, size, ismath in [("64 MiB", 6, False), ("64 MiB", 12, False), ("1.07 GB/s", 12, False),
+                               ("64 MiB", 12, False), (r"$\alpha$", 12, True)]:
+        prop = FontProperties(size=size)
+        assert renderer.get_text_width_height_descent(text, prop, ismath) == pytest.approx(
+            truth.get_text_width_height_descent(text, prop, ismath))
