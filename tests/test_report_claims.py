@@ -57,6 +57,7 @@ def test_a_simulated_page_tells_the_cost_models_equal_figures_alike(sim_page, si
     assert "copy_ into an existing pageable buffer took 6.73 ms (5.46× pinned); it took the same time as .cpu()" in simulated
     assert "about 0.3% short of fully duplex" in html and "At 16 KiB and below it is 82%:" in html
     assert "## Key findings (device figures: the simulated machine's cost model, not a measurement)" in simulated
+    assert "took 11 µs of the cost model's wall time when synchronized" in simulated  # a price, not a clock's reading
 
 
 def test_1_the_cpu_call_is_not_split_into_torch_ones_and_a_rest(merged):

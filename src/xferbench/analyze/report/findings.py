@@ -249,9 +249,10 @@ def overhead_small(view: RunView) -> Said | None:
     row = smallest.loc[smallest["median_s"].idxmin()]
     size, wall, device = format_bytes(row["nbytes"]), format_seconds(row["median_s"]), format_seconds(
         float(row["device_seconds"]))
+    clock = "the cost model's wall time" if row.get("clock") == "simulated" else "wall time"  # its page: not measured
     return Said(f"A {size} host-to-device copy takes {wall} synchronized after each call, {device} of device time issued "
                 "back to back: coalesce small moves into one copy.", (
-                    f"A {size} host-to-device copy ({row['path']}) took {wall} of wall time when synchronized after each "
+                    f"A {size} host-to-device copy ({row['path']}) took {wall} of {clock} when synchronized after each "
                     f"call; issued back to back, the device spent {device} on each (device time only: the host's cost to "
                     "issue each copy is not timed here, and a loop pays it where it is larger, so what dropping the "
                     "synchronize saves is not measured): coalesce small moves into one copy, which pays that cost once."))
