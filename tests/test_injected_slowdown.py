@@ -78,9 +78,11 @@ def test_gate_catches_a_slowdown_injected_into_a_real_run(tmp_path):
     code = main(["compare", str(runs[0]), str(runs[1]), "--json", str(report)])
     cases = json.loads(report.read_text())["cases"]
     if any(busy(load([run])) for run in runs):
-        # A side ran with more load than cores, judged on an assumed spread: compare may not call it (exit 0).
+        # A side ran with more load than cores, judged on an assumed spread: compare may not call it (exit 0); where
+        # that load also put a side's rounds on the scheduler's ticks, that is the reason given (a run at load 4.4)
         (case,) = [c for c in cases if (c["path"], c["nbytes"]) == ("host pageable copy_ cpu", 8 * 2**20)]
-        assert code == 0 and (case["verdict"], case["why"]) == ("can't tell", "a side ran on a busy machine")
+        assert code == 0 and case["verdict"] == "can't tell"
+        assert case["why"] in ("a side ran on a busy machine", "a side's rounds lie on the scheduler's ticks")
         return
     assert code == 1
     flagged = [c for c in cases if c["verdict"] == "regression"]
