@@ -130,12 +130,12 @@ def _apart(now: pd.Series, then: pd.Series) -> str:
     (the busy, loaded and quick runs' clone against copy_, a second and a third reading)."""
     blocks, _ = paired_blocks(now, then)
     before, after = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (now, then))
-    if not blocks.size or not before.size or not after.size or (before.max() >= after.min() and after.max() >= before.min()):
-        return ""
-    (slow, fast), longer = ((before, after), "before took longer than every round after") if before.min() > after.max() \
-        else ((after, before), "after took longer than every round before")
-    return (f"every round {longer}, in {blocks.size} interleaved blocks ({format_seconds(float(slow.min()))} against "
-            f"{format_seconds(float(fast.max()))} at most); by how much, ")
+    for slow, fast, longer in ((before, after, "before took longer than every round after"),
+                               (after, before, "after took longer than every round before")):
+        if blocks.size and slow.size and fast.size and slow.min() > fast.max():
+            return (f"every round {longer}, in {blocks.size} interleaved blocks ({format_seconds(float(slow.min()))} "
+                    f"against {format_seconds(float(fast.max()))} at most); by how much, ")
+    return ""
 
 
 def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Change], str | None, list[dict[str, str]]]:

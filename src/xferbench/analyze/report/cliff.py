@@ -96,8 +96,8 @@ def _beyond_the_host(found: dict[str, Any], view: RunView) -> str:
     if cpu.empty or existing is None or (step := float(cpu["median_s"].iloc[0] - existing["median_s"])) <= 0:
         return ""
     said = host_fresh(view, found["after"], step)
-    return f" At {format_bytes(found['after'])}, .cpu() took {format_seconds(step)} beyond copy_ into a reused buffer{said}." \
-        if said else ""
+    return (f" At {format_bytes(found['after'])}, .cpu() took {format_seconds(step)} beyond copy_ into a reused buffer"
+            f"{said}.") if said else ""
 
 
 def before_and_after_threshold(found: dict[str, Any], view: RunView) -> bool:
