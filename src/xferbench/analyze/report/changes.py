@@ -9,7 +9,6 @@ listed; its condition says who gets the gain and who pays what it needs. No torc
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +118,7 @@ def _medians(now: pd.Series, then: pd.Series) -> str:
 def _faults(now: pd.Series, then: pd.Series) -> str:
     """``, 16,385 page faults a call against 0``: where both sides counted their page faults and the counts differ, a
     fact of the run beside a verdict its times cannot give (the busy run's fresh 64 MiB clone against copy_)."""
-    counts = [f"{float(c):,.0f}" for row in (now, then) if pd.notna(c := row.get("minor_faults_per_call", math.nan))]
+    counts = [f"{float(c):,.0f}" for row in (now, then) if pd.notna(c := row.get("minor_faults_per_call"))]
     return f", {counts[0]} page faults a call against {counts[1]}" if len(set(counts)) == 2 else ""
 
 

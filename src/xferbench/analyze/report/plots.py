@@ -141,7 +141,7 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
     resident = view.resident.loc[rows.index]
     panel_rows, columns = _facets(rows, op)
     fig, axes = subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
-                             squeeze=False, sharex=True, sharey=True, layout="tight")
+                         squeeze=False, sharex=True, sharey=True, layout="tight")
     legend: dict[str, Artist] = {}
     roofed = False
     for r, device in enumerate(panel_rows):

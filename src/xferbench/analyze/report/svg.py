@@ -45,8 +45,8 @@ from ..load.rows import flag
 if TYPE_CHECKING:
     from ..model import Wait
 
-__all__ = ["WIDTH", "Plot", "as_plot", "subplots", "drawable_text", "legend_outside", "log_y", "roof_share", "rounds_text",
-           "size_ticks", "tip", "tips_for", "to_svg"]
+__all__ = ["WIDTH", "Plot", "as_plot", "drawable_text", "legend_outside", "log_y", "roof_share", "rounds_text",
+           "size_ticks", "subplots", "tip", "tips_for", "to_svg"]
 
 _SVG = "http://www.w3.org/2000/svg"
 _XLINK = "http://www.w3.org/1999/xlink"
