@@ -299,3 +299,21 @@ def test_a_smallest_size_states_no_bandwidth_where_its_sixteenfold_size_took_as_
             "the bytes' (a size with 16× more bytes took less)") in html
     assert ("d2h pageable cpu cuda:0-&gt;cpu\n24 B: no bandwidth (bytes / median gives 0.001331 GB/s): the bytes set under "
             "1% of its time") in html
+
+
+def test_the_fix_back_to_the_cpu_is_named_as_the_run_would_call_it(page):
+    """A third reading: "`.to(device, non_blocking=True)`, the one-line fix, was not measured" is false where
+    "device" reads as the GPU (the run's h2d and cuda_vs_to families time that form); the H200 run has no
+    non-blocking .to back to the CPU, and the box says so in the form the run calls."""
+    _, text = page
+    assert "The one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in this run." in text
+    assert ".to(device, non_blocking=True), the one-line fix" not in text
+
+
+def test_the_reused_buffer_change_says_it_was_measured_on_cpu_tensors(page):
+    """The clone against copy_ change is the host's pair (test_host): on the device the same change saves nothing
+    (d2d clone 140 µs, copy_ 139 µs at 256 MiB), so the first screen scopes it to a CPU tensor."""
+    _, text = page
+    first = text[:text.index("Key findings")]
+    assert "Copy a CPU tensor into a buffer you keep" in first
+    assert "Copy into a buffer you keep" not in text

@@ -107,8 +107,8 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
     from xferbench.analyze.report.page import write_report
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
-    said = ("None this run resolves: Copy into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell (the run gives "
-            "no evidence of its drift).")
+    said = ("None this run resolves: Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell "
+            "(the run gives no evidence of its drift).")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
 
@@ -146,7 +146,7 @@ def test_the_one_line_fix_says_what_keeping_its_results_costs(tmp_path):
     assert [(line["what"], line["time"], line["gbps"]) for line in at_a_glance(view)] == [
         ("device to host, pinned (fastest call)", "5 ms", "13.4"),
         (".cpu() / .to(device) (new pageable tensor every call)", "20 ms", "3.36"),
-        (".to(device, non_blocking=True) (the one-line fix)", "5 ms", "13.4")]
+        (".to(torch.device('cpu'), non_blocking=True) (the one-line fix)", "5 ms", "13.4")]
 
 
 def test_a_pinned_source_cites_a_break_even_without_its_interval_where_it_allows_one_copy():
@@ -218,14 +218,14 @@ def test_a_change_whose_calls_both_waited_is_not_listed():
     from xferbench.analyze.report.changes import first_screen
 
     listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
-    assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (119 ms → 20 ms at 64 "
-                                           "MiB, 16,385 page faults a call against 0): every round before took "
+    assert listed == [] and unresolved == ("None this run resolves: Copy a CPU tensor into a buffer you keep (119 ms → 20 ms "
+                                           "at 64 MiB, 16,385 page faults a call against 0): every round before took "
                                            "longer than every round after, in 6 interleaved blocks (83 ms against "
                                            "35.2 ms at most); by how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, unresolved, _ = first_screen(RunView.of(load([CPU_RUN])), [])  # its copy_'s 39.9 ms: ten ticks
-    assert listed == [] and unresolved == ("None this run resolves: Copy into a buffer you keep (203 ms → 39.9 ms at 64 "
-                                           "MiB, 16,385 page faults a call against 0): every round before took "
+    assert listed == [] and unresolved == ("None this run resolves: Copy a CPU tensor into a buffer you keep (203 ms → 39.9 ms "
+                                           "at 64 MiB, 16,385 page faults a call against 0): every round before took "
                                            "longer than every round after, in 6 interleaved blocks (133 ms against "
                                            "84 ms at most); by how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")

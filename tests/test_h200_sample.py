@@ -477,7 +477,7 @@ def test_the_pinning_break_even_is_read_back_per_size(full, html):
            "<td>27.5 ms</td><td>from copy 5 (copies 4-7 by its interval; pinning = 4.87× one copy&#39;s saving)</td>" in table
     # folded beneath a line that gives each size's break-even: the page stays short, the answer stays visible; 1 MiB's
     # count holds where a pin locks fresh pages, as 13 of 30 rounds did (the rest hit the cache: a fifth reading)
-    assert ("<details><summary>Break-even of pinning, size by size: 64 KiB can&#39;t tell; 1 MiB from copy 97 (67-149) where "
+    assert ("<details><summary>Break-even of pinning: 64 KiB can&#39;t tell; 1 MiB from copy 97 (67-149) where "
             "a pin locks fresh pages (13 of its 30 rounds did); 16 MiB "
             'from copy 7 (5-10); 64 MiB from copy 6 (5-8); 256 MiB from copy 5 (4-7)</summary>\n<table id="break-even">') in html
 

@@ -186,7 +186,8 @@ class TestSimulated:
         assert changes == [("Copy results into a reused pinned buffer", tag), ("Pin a tensor you move more than once", tag)]
         markdown = (tmp_path / "sim.md").read_text()  # the Markdown alike: its banner no longer calls the host rows models
         assert "**Copy results into a reused pinned buffer**: simulated, not a measurement: saves" in markdown
-        assert "**Copy into a buffer you keep**" not in markdown and "(its host-side rows ran on this CPU)" in markdown
+        assert "**Copy a CPU tensor into a buffer you keep**" not in markdown
+        assert "(its host-side rows ran on this CPU)" in markdown
 
     def test_a_real_run_has_no_banner(self):
         assert 'id="simulated"' not in build_html(load([SAMPLE]))
@@ -465,7 +466,7 @@ class TestPinningBreakEven:
                                                           "pinned copy", "saved per copy", "pinning pays off"]
         assert table["rows"] == [["64 MiB", "cuda:0", "30 ms", "7 ms (scenario)", "not measured", "–",
                                   "can't tell: no pinned copy measured at 64 MiB"]]
-        assert table["summary"] == "Break-even of pinning, size by size: 64 MiB can't tell"
+        assert table["summary"] == "Break-even of pinning: 64 MiB can't tell"
         assert table["caption"] == (
             "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
             "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "

@@ -100,7 +100,7 @@ def test_the_summary_leads_with_what_to_change_as_the_page_does():
     assert lines[2].startswith("   y = x.cpu() → y.copy_(x, non_blocking=True); torch.cuda.synchronize() (")
     assert [line[:3] for line in lines[1:7:2]] == ["1. ", "2. ", "3. "] and lines[8] == "Key findings:"
     # change 2 cites the break-even table: its line, as the page folds it
-    assert lines[7] == ("Break-even of pinning, size by size: 64 KiB can't tell; 1 MiB from copy 97 (67-149) where a pin locks "
+    assert lines[7] == ("Break-even of pinning: 64 KiB can't tell; 1 MiB from copy 97 (67-149) where a pin locks "
                         "fresh pages (13 of its 30 rounds did); 16 MiB from copy 7 (5-10); 64 MiB from copy 6 (5-8); 256 MiB "
                         "from copy 5 (4-7).")
     assert lines[9].startswith("- .cpu() / .to(device) of 256 MiB took ")

@@ -198,7 +198,7 @@ def test_a_break_even_line_names_each_gpu_where_there_are_several():
     """The simulated 2-GPU run prices 1 and 64 MiB on each GPU: the line said "1 MiB from copy 6; 1 MiB from copy 6"."""
     view = RunView.of(load([Path(__file__).parent / "data" / "sim-2gpu.json"]))
     table = break_even.break_even_table(view, break_even.pinning_break_even(view))
-    assert table is not None and table["summary"] == ("Break-even of pinning, size by size: 1 MiB on cuda:0 from copy 6; "
+    assert table is not None and table["summary"] == ("Break-even of pinning: 1 MiB on cuda:0 from copy 6; "
                                                       "1 MiB on cuda:1 from copy 6; 64 MiB on cuda:0 from copy 7; 64 MiB "
                                                       "on cuda:1 from copy 7")
 

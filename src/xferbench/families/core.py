@@ -246,10 +246,10 @@ CHANGES: tuple[ChangeSpec, ...] = (
                {"op": "h2d", "method": "to", "host_memory": "pageable", "non_blocking": False},
                {"op": "h2d", "method": "to", "host_memory": "pinned", "non_blocking": True},
                "x pinned once, moved again and again"),
-    ChangeSpec("reused-host-buffer", "Copy into a buffer you keep", "y = x.clone()", "y.copy_(x)",
+    ChangeSpec("reused-host-buffer", "Copy a CPU tensor into a buffer you keep", "y = x.clone()", "y.copy_(x)",
                {"op": "host", "method": "clone", "host_memory": "pageable"},
                {"op": "host", "method": "copy_", "host_memory": "pageable", "variant": None},
-               "y allocated once and reused: only its first use touches fresh pages"),
+               "y allocated once: only its first use touches fresh pages"),
 )
 
 #: Each factor in a few words, for a table's column and a figure's legend.

@@ -120,7 +120,7 @@ def break_even_table(view: RunView, rows: list[dict[str, Any]]) -> dict[str, Any
     said = "; ".join(f"{format_bytes(row['size'])}{' on ' + row['dst'] if gpus else ''} {row['pays']}"
                      + (f" ({row['between']})" if row["between"] else "")
                      + row["where"] for row in rows)
-    return {"id": "break-even", "summary": f"Break-even of pinning, size by size: {said}",
+    return {"id": "break-even", "summary": f"Break-even of pinning: {said}",
             "caption": (
         "Break-even: pin_memory() on a cold cache (pin_cold) over what each copy from pinned memory saves against one "
         "from pageable memory (.to(), blocking; pinned: non_blocking, then a synchronize). Both copies are the scenario's "
