@@ -5,6 +5,7 @@ from the committed sample, and the contradicted wording is looked for and not fo
 import copy
 import gzip
 import json
+import re
 from html import unescape
 from pathlib import Path
 
@@ -237,12 +238,17 @@ def test_c7_the_no_op_figure_names_what_it_draws(cpu):
     assert "next to a synchronize" not in cpu["text"] and ".cuda(i)" not in cpu["text"]
 
 
-def test_c8_c17_scenario_captions_say_which_moves_did_not_run(cpu, h200):
-    assert "Neither move ran here (they need a GPU): only the conversion on the CPU did." in cpu["text"]
-    assert ("No first move to a device ran here (it needs a GPU). A second .to() to the same device copies nothing"
-            in cpu["text"])
-    assert "The first move copies every parameter" not in cpu["text"]
-    assert "The first move copies every parameter" in h200["text"] and "Neither move ran here" not in h200["text"]
+def test_c8_c17_scenario_captions_say_only_what_ran_and_a_cpu_page_names_no_gpu_but_once(cpu, h200):
+    """A third reading: "Neither move ran here (they need a GPU)", "(it needs a GPU)" and the image batch that "must
+    become normalized float32 on the GPU" are a GPU reader's, on a page that already said it measured no GPU."""
+    assert "An image batch arrives as uint8 and becomes normalized float32: here on the CPU alone" in cpu["text"]
+    assert "Each dataset sample is decoded" not in cpu["text"]  # cpu-sample ran no DataLoader
+    assert "A second .to() to the same device copies nothing" in cpu["text"] and "No first move" not in cpu["text"]
+    assert "The first move copies every parameter" not in cpu["text"] and "Creating tensors on the CPU" in cpu["text"]
+    # the machine line and the notice, and no other sentence
+    assert len(re.findall(r"\bGPUs?\b", cpu["text"])) == 2 and "Machine: no GPU" in cpu["text"]
+    assert "No GPU was measured" in cpu["text"]
+    assert "The first move copies every parameter" in h200["text"] and "must become normalized float32 on the GPU" in h200["text"]
 
 
 def test_c9_no_same_device_sentence_on_a_page_without_a_device(cpu):
@@ -295,3 +301,12 @@ def test_c14_the_host_copys_threads_are_the_ones_recorded(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(data))
     assert host_copy(RunView.of(load([path]))).startswith("Host memory copies (torch's copy_, 2 threads) reached 26.4 GB/s")
+
+
+def test_a_cpu_runs_dataloader_caption_describes_the_loader_alone(tmp_path):
+    """The quick CPU run timed the DataLoader to the host only: its caption says what those cases are, not the GPU
+    training step none of them ran."""
+    quick = _page([ROOT / "tests" / "data" / "cpu-quick-sample.json"], tmp_path)
+    assert ("converted to float32 and normalised per channel. The loader alone per step (wN: N workers; 4 only where 4 "
+            "CPUs are there); startup-w2: iter() alone;") in quick["text"]
+    assert len(re.findall(r"\bGPUs?\b", quick["text"])) == 2  # the machine line and the notice

@@ -86,8 +86,9 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
         "noop": _noop_words(view),
         "overhead": ("Wall time against device time", _overhead_caption(view)),
     }
-    return words if view.has_accelerator else {  # a CPU-only run: no GPU reader's clause
-        key: (title, functools.reduce(lambda said, gpu: said.replace(gpu, ""), _GPU_ONLY, caption))
+    return words if view.has_accelerator else {  # a CPU-only run: no GPU reader's clause, one device
+        key: (title.replace(" on each device", " on the CPU"),
+              functools.reduce(lambda said, gpu: said.replace(gpu, ""), _GPU_ONLY, caption))
         for key, (title, caption) in words.items()}
 
 
