@@ -82,3 +82,25 @@ def test_an_svg_text_is_measured_as_matplotlib_measures_it():
         prop = FontProperties(size=size)
         assert renderer.get_text_width_height_descent(text, prop, ismath) == pytest.approx(
             truth.get_text_width_height_descent(text, prop, ismath))
+
+
+def test_a_cache_line_beyond_the_sizes_drawn_is_left_out(tmp_path):
+    """The loaded run's host copies kept to 1 KiB and below: the cache's edge (2n past the 32 MiB L3) lies far right of
+    every size drawn, and its label, unclipped, widened the figure past what tight layout could lay out. Where the
+    edge falls among the sizes (the whole run, 4 B to 64 MiB) the line stays."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from xferbench.analyze.load.results import load
+    from xferbench.analyze.report.plots import bandwidth_of
+    from xferbench.analyze.view import RunView
+
+    run = json.loads((Path(__file__).parent / "data" / "cpu-loaded-host.json").read_text())
+    whole = to_svg(bandwidth_of(RunView.of(load([Path(__file__).parent / "data" / "cpu-loaded-host.json"])), "host"))
+    run["benchmarks"] = [b for b in run["benchmarks"] if b["extra_info"]["nbytes"] <= 1024]
+    (tmp_path / "small.json").write_text(json.dumps(run))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib: "Tight layout not applied"
+        small = to_svg(bandwidth_of(RunView.of(load([tmp_path / "small.json"])), "host"))
+    assert "2n = " in whole and "2n = " not in small

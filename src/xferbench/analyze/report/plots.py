@@ -120,10 +120,11 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float,
     return bool(bounds)
 
 
-def _cache_line(ax: Axes, view: RunView, op: str, src: str) -> None:
-    """Where a copy's read and write (2n bytes) stop fitting in the cache: a reference line, not a shading.
+def _cache_line(ax: Axes, view: RunView, op: str, src: str, sizes: pd.Series) -> None:
+    """Where a copy's read and write (2n bytes) stop fitting in the cache: a reference line, not a shading, where it
+    falls among the sizes drawn (``sizes``; its label, unclipped, would widen the figure past its page).
     Only points faster than memory allows are marked (hollow), whichever side of it they fall on."""
-    if (cache := cache_bytes(view.fingerprint, op, src)) is None:
+    if (cache := cache_bytes(view.fingerprint, op, src)) is None or not sizes.min() < cache[0] / COPY_TOUCHES < sizes.max():
         return
     edge = cache[0] / COPY_TOUCHES
     ax.axvline(edge, color="0.6", lw=0.8, ls=":", zorder=0)
@@ -155,7 +156,7 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
             _bandwidth_panel(ax, panel, op, resident, legend, min(bounds, default=None), view)
             log_y(ax)
             if first is not None:
-                _cache_line(ax, view, op, str(first["src"]))
+                _cache_line(ax, view, op, str(first["src"]), rows["nbytes"])
                 practical = view.practical(op, str(first["src"]), str(first["dst"]))
                 roofed |= _draw_roofs(ax, bounds, _largest_size_gbps(panel, view), practical if memory == "pinned" else None)
                 if op == "d2h" and memory == "pageable":
