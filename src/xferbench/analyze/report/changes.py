@@ -148,7 +148,7 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): "
             + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved else _apart(*pair) + ratio.text())
             for spec, pair, ratio in priced]
-    unresolved = f"None this run resolves: {'; '.join(said)}." if said and not listed else None
+    unresolved = f"No saving this run resolves: {'; '.join(said)}." if said and not listed else None
     return listed, unresolved, at_a_glance(view)
 
 

@@ -44,7 +44,8 @@ _UNMEASURED = {
                               "The"),
     ("placement", "move_then_convert"): ("must become normalized float32 on the GPU. Converting on the CPU first moves "
                                          "4x the bytes; moving the uint8 batch and converting on the device moves a "
-                                         "quarter.",
+                                         "quarter. The two differ in where the conversion runs as well as in the bytes "
+                                         "moved: convert_on_cpu times the conversion on the CPU alone.",
                                          "becomes normalized float32: here on the CPU alone (convert_on_cpu)."),
 }
 

@@ -24,4 +24,6 @@ def finding(rows: pd.DataFrame) -> list[str]:
 RECORD = Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
                 "scenario", "tab:cyan", finding=finding,
                 caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
-                        "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter.")
+                        "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter. "
+                        "The two differ in where the conversion runs as well as in the bytes moved: convert_on_cpu times "
+                        "the conversion on the CPU alone.")
