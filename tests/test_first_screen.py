@@ -324,3 +324,23 @@ def test_an_unresolved_change_gives_the_order_only_its_interleaved_rounds_give(n
                          | ({"block_medians": [median] * blocks} if blocks else {}))
 
     assert _apart(row(now, 5.5), row(then, 1.5)) == said
+
+
+def test_the_box_names_the_fastest_calls_of_a_kind_where_the_run_tells_the_others_apart(tmp_path):
+    """The H200's six pinned host-to-device calls at 256 MiB tie; one of them made 3x slower (every figure of its
+    rounds) is told apart, and the box says which share of the kind its line spans."""
+    import gzip
+    import json
+
+    from xferbench.analyze.report.changes import at_a_glance
+
+    run = json.loads(gzip.open(ROOT / "reports" / "samples" / "h200" / "full.json.gz").read())
+    slow = next(b for b in run["benchmarks"] if b["name"] == "test_h2d[pinned-blocking-to-256MiB-float32-cpu->cuda:0]")
+    stats = slow["stats"]
+    stats |= {k: v * 3 for k, v in stats.items() if k in ("min", "max", "mean", "median", "q1", "q3", "iqr", "stddev",
+                                                           "ld15iqr", "hd15iqr", "total")}
+    stats["data"] = [x * 3 for x in stats["data"]]
+    slow["extra_info"].pop("device_seconds", None)
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    lines = {line["what"]: line["time"] for line in at_a_glance(RunView.of(load([tmp_path / "run.json"])))}
+    assert lines["host to device, pinned (the fastest 5 of 6 calls: which is fastest, can't tell)"] == "4.87-4.93 ms"
