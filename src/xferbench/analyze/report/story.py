@@ -27,25 +27,16 @@ if TYPE_CHECKING:
 
 __all__ = ["Story"]
 
-#: What a scenario's caption says of a variant the run may not have measured, and what it says instead: only what ran
-#: (a run without a GPU says once that it measured none, and no caption speaks of a GPU step it did not run).
+#: What a scenario's caption says of a variant the run may not have measured (from its first words up to the last,
+#: or to its end), and what it says instead: only what ran (a run without a GPU says once that it measured none, and no
+#: caption speaks of a GPU step it did not run).
 _UNMEASURED = {
-    ("module_to", "first"): ("The first move copies every parameter; a second", "A second"),
-    ("pin_memory", "pinned_to"): ("pinned_to: the DMA from a tensor pinned once, what each reuse costs; pin_cold / "
-                                  "(to - pinned_to) reuses pay for pinning it.",
-                                  "reused_pinned_to: a host copy into a reused pinned buffer, then the DMA. pinned_to "
-                                  "(the DMA alone) did not run: the break-even takes the h2d family's copies."),
-    ("dataloader", "alone"): ("On the first GPU each call is one training step: the next batch .to(device), a step of 5 "
-                              "ms of GPU work that reads it (alone: its batch already there), and a wait for the step "
-                              "before, so the host loads while the GPU works. w2 (the base): 2 forked workers, "
-                              "pin_memory, non_blocking, prefetch_factor 2; each other variant changes one of these "
-                              "(sidestream: each batch copied on a side stream during the step before). To the host "
-                              "(cpu): the",
-                              "The"),
-    ("placement", "move_then_convert"): ("must become normalized float32 on the GPU. Converting on the CPU first moves "
-                                         "4x the bytes; moving the uint8 batch and converting on the device moves a "
-                                         "quarter. The two differ in where the conversion runs as well as in the bytes "
-                                         "moved: convert_on_cpu times the conversion on the CPU alone.",
+    ("module_to", "first"): ("The first move copies", "parameter; a second", "A second"),
+    ("pin_memory", "pinned_to"): ("pinned_to: the DMA", "", "reused_pinned_to: a host copy into a reused pinned buffer, "
+                                  "then the DMA. pinned_to (the DMA alone) did not run: the break-even takes the h2d "
+                                  "family's copies."),
+    ("dataloader", "alone"): ("On the first GPU each call", "To the host (cpu): the", "The"),
+    ("placement", "move_then_convert"): ("must become normalized", "",
                                          "becomes normalized float32: here on the CPU alone (convert_on_cpu)."),
 }
 
@@ -163,9 +154,10 @@ def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
     """A scenario's findings in one paragraph, and its caption with what it says of a variant the run did not measure
     replaced by saying so."""
     variants = view.variants(op)
-    for (family_op, variant), (said, instead) in _UNMEASURED.items():
-        if family_op == op and variant not in variants:
-            caption = caption.replace(said, instead)
+    for (family_op, variant), (first, last, instead) in _UNMEASURED.items():
+        if family_op == op and variant not in variants and first in caption:
+            start = caption.index(first)
+            caption = caption[:start] + instead + (caption[caption.index(last, start) + len(last):] if last else "")
     return " ".join(scenario_findings(view, op)), caption
 
 
