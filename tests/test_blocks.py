@@ -596,3 +596,19 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     # the view states no bandwidth of it; the loaded run's rows keep bytes over median
     assert np.isnan(copy["bandwidth_gbps"]) and np.isnan(copy["busbw_gbps"]) and clone["bandwidth_gbps"] > 0
     assert view.results.frame.loc[copy.name, "bandwidth_gbps"] > 0
+
+
+def test_one_call_rounds_that_waited_off_the_ticks_are_read_as_waited():
+    """A one-call round is the call and its waits: in a run whose rounds land on 4 ms ticks, a median 3/4 of a tick or
+    more beyond the fastest round is a wait (the busy run's one-thread 64 MiB copy_, 7.18 against 14.3 ms), however
+    far off the multiples; under it, with too few rounds, rounds of many calls, mixed blocks or no tick, it is not."""
+    from xferbench.analyze.load.blocks import waited_one_call
+
+    clusters = [7.2e-3, 7.3e-3, 10.2e-3, 10.5e-3, 14.3e-3, 14.6e-3, 14.7e-3]
+    row = {"iterations": 1, "data": clusters}
+    assert waited_one_call(row, 4e-3) and not waited_one_call(row, float("nan"))
+    assert not waited_one_call(row | {"data": [7.2e-3, 7.3e-3, 9.9e-3, 10.1e-3, 10.2e-3]}, 4e-3)  # 2.9 ms beyond
+    assert waited_one_call(row | {"data": [7.2e-3, 7.3e-3, 10.25e-3, 10.3e-3, 10.4e-3]}, 4e-3)  # 3.05 ms beyond
+    assert not waited_one_call(row | {"data": clusters[:4]}, 4e-3)  # four rounds: too few
+    assert not waited_one_call(row | {"iterations": 2}, 4e-3) and not waited_one_call(row | {"mixed_iterations": True}, 4e-3)
+    assert not waited_one_call({"iterations": 1, "data": float("nan")}, 4e-3)

@@ -58,20 +58,35 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
     if key == "waits":  # its largest size is the fit's: sizes that ran from cache are said (busy: 1 MiB, 15x 1 KiB's)
         said += f": {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}" + (
             f"; {n} size(s) that ran from the {fit.get('cache') or 'cache'} left out" if (n := fit.get("resident_sizes")) else "")
-    # model.fit_paths leaves out sizes whose blocks mixed loops, or whose rounds lie on the scheduler's ticks
-    if isinstance(left := fit.get("left_out"), tuple) and left:
-        sizes = ", ".join(map(format_bytes, left))
+    if left := _left_out(fit):
+        sizes, why = left
         apart = "; " if key == "waits" else ", "  # a wait's share ends in a colon's clause
-        said = said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said else f"{said}{apart}{sizes} left out"
-        ticked = fit.get("ticked") or ()
-        said += ", " + " or ".join(why for why, some in (("whose blocks timed calls a round 2× or more apart",
-                                                          len(ticked) < len(left)),
-                                                         ("whose rounds lie on the scheduler's ticks", ticked)) if some)
+        said = (said.replace("all sizes", f"all sizes but {sizes}") if "all sizes" in said
+                else f"{said}{apart}{sizes} left out") + why
     if key.startswith("capped "):
         # Past 1 PB/s the fit sits at its bound (model._soft_l1): its figure is the bound's, not the machine's.
         gave = "β past 1 PB/s" if fit["beta_gbps"] > 1e6 else f"{format_number(fit['beta_gbps'])} GB/s"
         return f"capped at the largest size measured ({said} gave {gave})"
     return said
+
+
+def _kept(fit: Mapping[str, Any], lead: str = "") -> str:
+    """`` it kept (1 KiB; 64 MiB left out, whose rounds waited for the CPU)``, where the fit left out sizes larger than
+    the largest it kept (the busy run's host copies); else ""."""
+    if (left := _left_out(fit)) is None or max(fit["left_out"]) < fit["largest_bytes"]:
+        return ""
+    return f" it kept ({lead}{format_bytes(fit['largest_bytes'])}; {left[0]} left out{left[1]})"
+
+
+def _left_out(fit: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``("64 MiB", ", whose rounds lie on the scheduler's ticks")``: the sizes model.fit_paths left out, whose blocks
+    mixed loops or whose rounds waited, and why; None where it kept every size."""
+    if not (isinstance(left := fit.get("left_out"), tuple) and left):
+        return None
+    ticked = fit.get("ticked") or ()
+    return ", ".join(map(format_bytes, left)), ", " + " or ".join(
+        why for why, some in (("whose blocks timed calls a round 2× or more apart", len(ticked) < len(left)),
+                              ("whose rounds waited for the CPU", ticked)) if some)
 
 
 def miss_times(miss: float) -> str:
@@ -244,17 +259,20 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
     gpu = bool(fits["op"].isin(("h2d", "d2h")).any())  # a host memcpy synchronizes nothing: calls run back to back
     stated, waits = fits[fits["stated_gbps"].notna()], fits[fits["beta_basis"].eq("waits")]
     if stated.empty and not waits.empty:  # no GB/s to rank them by: the bytes set none of their largest sizes' times
-        shares = [f"the largest size of {fit['path']} took under 2× as long as one with 1/16 of its bytes or fewer: "
-                  + bytes_said(wait) for fit in waits.to_dict("records") if (wait := view.largest_wait(fit))]
+        shares = [(f"{fit['path']}'s largest size{kept}" if (kept := _kept(fit)) else f"the largest size of {fit['path']}")
+                  + f" took under 2× as long as one with 1/16 of its bytes or fewer: {bytes_said(wait)}"
+                  for fit in waits.to_dict("records") if (wait := view.largest_wait(fit))]
         # a headline of at most 50 words: each path's share in the evidence where several waited
         headline = (shares[0] if len(shares) == 1 else f"the largest size of each of {len(shares)} paths took under 2× as "
                     "long as one with 1/16 of its bytes or fewer")
         return f"No bandwidth β is stated: {headline}.", f"No bandwidth β is stated: {'; '.join(shares)}."
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
-        said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
-                f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
-                f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it)."
+        sweep = ("its larger sizes, run on an idle machine, measure it" if _left_out(best)
+                 else "a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it")
+        said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size "
+                f"{_kept(best, 'up to ') or 'measured (up to ' + format_bytes(best['largest_bytes']) + ')'} fits in the "
+                f"{best['cache'] or 'cache'}, so no memory bandwidth β is stated ({sweep})."
                 if best["beta_basis"] == "all in cache" else  # else the table's own reason (the quick run's clone)
                 f"No β is stated for {best['path']} (fixed cost α = {best['alpha_us']:.3g} µs): "
                 f"{basis(best.to_dict()).removeprefix('no β: ')}.")
