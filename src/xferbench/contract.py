@@ -210,8 +210,7 @@ def identity_from(info: dict[str, Any]) -> Identity:
 
 def measured_from(info: dict[str, Any]) -> dict[str, Any]:
     """The measured fields of extra_info, type-checked; absent ones are None."""
-    return {name: _check(name, info[name], kind) if info.get(name) is not None else None
-            for name, kind in MEASURED.items()}
+    return {name: _check(name, info[name], kind) if info.get(name) is not None else None for name, kind in MEASURED.items()}
 
 
 #: Fields of a case measured in blocks (a reference case at the run's start, middle and end, or ``--xfer-blocks``):

@@ -40,8 +40,7 @@ DTYPE_SIZES: dict[str, int] = {
     "uint8": 1,
 }
 
-_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
-          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]i?B|B)\s*$")
 _SHAPE_RE = re.compile(r"^\s*\d+(\s*x\s*\d+)+\s*$")
 

@@ -166,8 +166,7 @@ def _of_blocks(frame: pd.DataFrame) -> Iterable[Evidence]:
         logs = np.log(medians[kept])
         beyond = float(np.sum((logs - logs.mean()) ** 2) - (kept.sum() - 1) * np.mean(errors[kept] ** 2))
         # Two blocks' difference has twice one block's variance: what an unpaired pair of cases would see.
-        yield Evidence(f"{row['path']} {row['run']} {row['nbytes']}", regime(row), 2 * max(beyond, 0.0),
-                       int(kept.sum()) - 1)
+        yield Evidence(f"{row['path']} {row['run']} {row['nbytes']}", regime(row), 2 * max(beyond, 0.0), int(kept.sum()) - 1)
 
 
 @dataclass(frozen=True)

@@ -156,8 +156,7 @@ Judge = Callable[[Rung, Rung], Ratio]
 
 def _split(top: pd.Series, below: pd.Series, step: Step) -> Split | None:
     """Faults per call beyond the touched buffer's, and the step's time over them, where both rows record faults."""
-    faults = pd.to_numeric(pd.Series([top.get("minor_faults_per_call"), below.get("minor_faults_per_call")]),
-                           errors="coerce")
+    faults = pd.to_numeric(pd.Series([top.get("minor_faults_per_call"), below.get("minor_faults_per_call")]), errors="coerce")
     if faults.isna().any() or faults.iloc[0] <= faults.iloc[1] or not step.told:
         return None
     extra = float(faults.iloc[0] - faults.iloc[1])

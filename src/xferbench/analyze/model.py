@@ -236,8 +236,7 @@ def memory_allows(rows: pd.DataFrame, machine_info: Machine, fits: pd.Series) ->
     its fixed cost, not run from a cache.
     """
     allowed = pd.Series(np.nan, index=rows.index)
-    memory = [rows[key] if key in rows else pd.Series("", index=rows.index)
-              for key in ("op", "src", "dst", "host_memory")]
+    memory = [rows[key] if key in rows else pd.Series("", index=rows.index) for key in ("op", "src", "dst", "host_memory")]
     for _, group in rows.groupby([m.fillna("").astype(str) for m in memory], sort=False):
         first = group.iloc[0]
         bound = link_peak(machine_info, str(first["op"]), str(first["src"]), str(first["dst"])) \

@@ -337,8 +337,7 @@ def path_trends(runs: list[Results]) -> list[Plot]:
                        format_bytes(int(case["nbytes"])))
         for i, what in changes:
             ax.axvline(i - 0.5, color="k", ls=":", lw=1)
-            ax.annotate(what, (i - 0.5, 1), xycoords=("data", "axes fraction"), fontsize=6, rotation=90,
-                        va="top", ha="right")
+            ax.annotate(what, (i - 0.5, 1), xycoords=("data", "axes fraction"), fontsize=6, rotation=90, va="top", ha="right")
         ax.axhline(100, color="k", lw=0.5)
         ratio_axis(ax, "% of first run")
         run_ticks(ax, names)

@@ -209,8 +209,7 @@ def span(values: pd.Series, digits: str = ".3g", joint: str = "-") -> str:
 
 def ms(seconds: pd.Series) -> str:
     """Times as one span in ms, µs or s, whichever the shortest reads best in."""
-    unit, scale = next(((u, k) for u, k in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)) if seconds.min() * k >= 1),
-                       ("ns", 1e9))
+    unit, scale = next(((u, k) for u, k in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)) if seconds.min() * k >= 1), ("ns", 1e9))
     return f"{span(seconds * scale)} {unit}"
 
 

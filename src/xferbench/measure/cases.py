@@ -39,10 +39,7 @@ __all__ = [
 #: under a minute; ``full`` sweeps from the lesson's 2x3 tensor to 1 GiB, with 24, 31 and
 #: 33 MiB around glibc's largest mmap threshold (32 MiB): above it every fresh allocation
 #: is a new mapping whose pages fault in on first touch.
-PROFILES: dict[str, str] = {
-    "quick": "4B,1KiB,1MiB,64MiB",
-    "full": "2x3,4B..16MiB:x4,24MiB,31MiB,33MiB,64MiB..1GiB:x4",
-}
+PROFILES: dict[str, str] = {"quick": "4B,1KiB,1MiB,64MiB", "full": "2x3,4B..16MiB:x4,24MiB,31MiB,33MiB,64MiB..1GiB:x4"}
 #: The shape of a case whose family has no size axis (a Case needs one; its nbytes is 0).
 NO_SIZE = (1,)
 

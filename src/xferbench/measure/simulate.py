@@ -151,8 +151,7 @@ _MAX_FIXED = {"sync_us": 1e6, "launch_us": 1e6, "dispatch_ns": 1e9, "alpha_us": 
 #: Optional keys that are rates or factors: zero would be an infinite cost.
 _POSITIVE = ("pin_GBps", "host_copy_GBps", "decode_GBps", "unpin_GBps", "kernel_slowdown", "shared_host_GBps",
              "numa_nodes", "remote_GBps", "shared_peer_GBps")
-_PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True),
-                                            "slowdown": (float, False)}
+_PATH_KEYS: dict[str, tuple[type, bool]] = {"alpha_us": (float, True), "GBps": (float, True), "slowdown": (float, False)}
 _LINK_KEYS: dict[str, tuple[type, bool]] = {"pcie_gen": (int, False), "pcie_width": (int, False),
                                             "nvlink_version": (int, False), "nvlink_links": (int, False)}
 

@@ -560,5 +560,4 @@ def reproduced(rows: list[Comparison], earlier: str, source: str) -> list[Compar
     except (RecursionError, ValueError, KeyError, TypeError):
         raise ResultsError(f"{source}: not a comparison written by xferbench compare --json "
                            "(this version's: each case names its identity, 'key')") from None
-    return _sorted([replace(r, verdict=NOT_REPRODUCED) if r.regression and r.key not in before else r
-                    for r in rows])
+    return _sorted([replace(r, verdict=NOT_REPRODUCED) if r.regression and r.key not in before else r for r in rows])

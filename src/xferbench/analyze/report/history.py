@@ -68,8 +68,7 @@ class _RatioLocator(Locator):
         decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
         ticks: list[float] = []
         for steps in RATIO_STEPS:
-            ticks = [float(round(step * 10.0**k, 6 - k)) for k in decades for step in steps
-                     if low <= step * 10.0**k <= high]
+            ticks = [float(round(step * 10.0**k, 6 - k)) for k in decades for step in steps if low <= step * 10.0**k <= high]
             if len(ticks) >= RATIO_TICKS:
                 break
         return ticks
@@ -126,8 +125,7 @@ def draw_trend(ax: Axes, xs: list[int], times: np.ndarray, cls: str, index: int,
     every = None if len(xs) <= MAX_MARKED else -(-len(xs) // MAX_TICKS)
     line, = ax.plot(xs, ys, ms=3, lw=1, markevery=every, label=label, color=colour, marker=MARKERS[index % len(MARKERS)])
     steps = lasting_steps(logs, DEFAULT_SPREAD[cls], DEFAULT_FLOOR[cls])
-    ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=colour,
-               edgecolors="k", zorder=3)
+    ax.scatter([xs[i] for i in steps], [ys[i] for i in steps], marker="^", s=110, color=colour, edgecolors="k", zorder=3)
     for start, end in itertools.pairwise([0, *steps, len(xs)]):
         if end - start < 2:
             continue  # one run: no band to draw

@@ -19,8 +19,7 @@ __all__ = ["ladder_figure"]
 
 
 #: Each factor a ladder step removes, in one colour in every ladder; a step the run cannot tell from zero is hatched.
-_FACTOR_COLOURS = {"fresh": "tab:orange", "staging": "tab:gray", "launch": "tab:blue", "DMA": "tab:red",
-                   "copy": "tab:green"}
+_FACTOR_COLOURS = {"fresh": "tab:orange", "staging": "tab:gray", "launch": "tab:blue", "DMA": "tab:red", "copy": "tab:green"}
 
 
 def _factor_colour(factor: str) -> str:

@@ -70,16 +70,16 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
     return said
 
 
-def _kept(fit: Mapping[str, Any], lead: str = "") -> str:
+def _kept(fit: Mapping[str, Any]) -> str:
     """`` it kept (1 KiB; 64 MiB left out, whose rounds waited for the CPU)``, where the fit left out sizes larger than
     the largest it kept (the busy run's host copies); else ""."""
     if (left := _left_out(fit)) is None or max(fit["left_out"]) < fit["largest_bytes"]:
         return ""
-    return f" it kept ({lead}{format_bytes(fit['largest_bytes'])}; {left[0]} left out{left[1]})"
+    return f" it kept ({format_bytes(fit['largest_bytes'])}; {left[0]} left out{left[1]})"
 
 
 def _left_out(fit: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``("64 MiB", ", whose rounds lie on the scheduler's ticks")``: the sizes model.fit_paths left out, whose blocks
+    """``("64 MiB", ", whose rounds waited for the CPU")``: the sizes model.fit_paths left out, whose blocks
     mixed loops or whose rounds waited, and why; None where it kept every size."""
     if not (isinstance(left := fit.get("left_out"), tuple) and left):
         return None
@@ -268,11 +268,9 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         return f"No bandwidth β is stated: {headline}.", f"No bandwidth β is stated: {'; '.join(shares)}."
     if stated.empty:
         best = fits.loc[fits["largest_gbps"].idxmax()]
-        sweep = ("its larger sizes, run on an idle machine, measure it" if _left_out(best)
-                 else "a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it")
-        said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size "
-                f"{_kept(best, 'up to ') or 'measured (up to ' + format_bytes(best['largest_bytes']) + ')'} fits in the "
-                f"{best['cache'] or 'cache'}, so no memory bandwidth β is stated ({sweep})."
+        said = (f"Fastest path {best['path']}: fixed cost α = {best['alpha_us']:.3g} µs; every size measured "
+                f"(up to {format_bytes(best['largest_bytes'])}) fits in the {best['cache'] or 'cache'}, so no memory "
+                f"bandwidth β is stated (a sweep beyond the cache, e.g. --xfer-sizes=4B..1GiB, measures it)."
                 if best["beta_basis"] == "all in cache" else  # else the table's own reason (the quick run's clone)
                 f"No β is stated for {best['path']} (fixed cost α = {best['alpha_us']:.3g} µs): "
                 f"{basis(best.to_dict()).removeprefix('no β: ')}.")

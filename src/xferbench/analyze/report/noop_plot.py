@@ -66,6 +66,5 @@ def noop_vs_copy(view: RunView) -> Figure | str:
         ax.text(rows["median_s"].max() * 1e6, bar.get_y() + bar.get_height() / 2, f"  {_ns(rows)}", va="center", fontsize=8)
     ax.set_xlim(0, max(rows["median_s"].max() for _, rows, _ in bars) * 1e6 * 1.3)
     ax.invert_yaxis()
-    ax.set_xlabel("median time per call (µs); solid: the lowest median over the sizes measured, pale: the highest"
-                  + note)
+    ax.set_xlabel("median time per call (µs); solid: the lowest median over the sizes measured, pale: the highest" + note)
     return fig

@@ -266,8 +266,7 @@ def _nccl_row(best: pd.Series | None, figure: PeerFigure) -> dict[str, Any]:
     slowest rank's beside it (the suite's own statistic)."""
     from .distributed import mean_rank_busbw
 
-    row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None,
-                           "slowest_gbps": None}
+    row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None, "slowest_gbps": None}
     if best is None:
         return row
     mean = mean_rank_busbw(best)

@@ -207,8 +207,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         for points, face, marker in ((group[~inside & ~waited], colour, "o"), (group[inside & ~waited], "white", "o"),
                                      (group[waited], colour, "x")):
             if not points.empty:
-                marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker=marker, ms=4, mfc=face,
-                                 mec=colour)
+                marks, = ax.plot(points["nbytes"], points["bandwidth_gbps"], ls="", marker=marker, ms=4, mfc=face, mec=colour)
                 tip(marks, tips_for(points, value, resident))
         fit = view.fit_of(str(first["path"])) or fit_path(group, resident)  # the view's fit, as the table states it
         if str(fit["beta_basis"]).startswith("fit"):  # a capped or measured β has no curve to show

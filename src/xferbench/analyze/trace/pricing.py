@@ -84,8 +84,7 @@ def _moved(fix: str, view: RunView, mine: pd.Series, now: float, fit: dict[str, 
     two paths at the copies' size (the cost after scaled by the ratio's interval over its value); claimed only where
     that ratio is resolved, the fix's way."""
     if fit is None or after is None:
-        return {"fix": fix, "after_s": None, "saved_s": None, "low_s": None, "high_s": None, "ratio": None,
-                "resolved": False}
+        return {"fix": fix, "after_s": None, "saved_s": None, "low_s": None, "high_s": None, "ratio": None, "resolved": False}
     ratio = view.ratio(mine, _row_at(view, fit["path"], mine["nbytes"]))
     low = now - (after * ratio.value / ratio.low if ratio.low > 0 else math.inf)
     return {"fix": fix, "after_s": after, "saved_s": now - after, "low_s": low, "high_s": now - after * ratio.value

@@ -97,8 +97,7 @@ def price(s: KeptCopy, m: Priced, sync: Sync) -> Prepared:
                      lambda: m.copy("d2h_pinned" if s.pinned else "d2h_pageable", s.size, s.src, waits=not s.pinned))
     held = {"held_bytes": block if s.pinned else s.size} if s.variant not in ("freed", "cpu_freed") else {}
     if s.variant == "release":
-        return Prepared(lambda: m.backend.issue(block / (m.spec.unpin_GBps * 1e9), None, 0.0, False), setup=copy,
-                        extra=held)
+        return Prepared(lambda: m.backend.issue(block / (m.spec.unpin_GBps * 1e9), None, 0.0, False), setup=copy, extra=held)
     return Prepared(copy, setup=sync if held else None, extra=held)
 
 

@@ -446,8 +446,7 @@ class _Finish:
         that they were interrupted (no culprit) and wait, bounded, for rank 0's JSON (torchrun ends a node's ranks
         together)."""
         if self.described is None:
-            who_broke(store, world.launch.rank, world.launch.world_size, world.nodes, self.case, stop,
-                      min(timeout_s, 10.0))
+            who_broke(store, world.launch.rank, world.launch.world_size, world.nodes, self.case, stop, min(timeout_s, 10.0))
         else:
             self.interrupted = True
             self._written(store, f"interrupted by {stop} during {self.case or 'the start'} after "

@@ -89,8 +89,7 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
     if isinstance(case, Concurrent):
         return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend, simulator)
     try:
-        return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend,
-                             simulator, profile)
+        return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend, simulator, profile)
     except Wedged:  # a sticky CUDA error on a synchronize: nothing more runs on its devices, as after a stuck copy
         mark_wedged(case.devices, case.id)
         raise
