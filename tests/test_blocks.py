@@ -612,3 +612,5 @@ def test_one_call_rounds_that_waited_off_the_ticks_are_read_as_waited():
     assert not waited_one_call(row | {"data": clusters[:4]}, 4e-3)  # four rounds: too few
     assert not waited_one_call(row | {"iterations": 2}, 4e-3) and not waited_one_call(row | {"mixed_iterations": True}, 4e-3)
     assert not waited_one_call({"iterations": 1, "data": float("nan")}, 4e-3)
+    tick = 2.0**-8  # 3/4 of a tick beyond the fastest, exactly (binary fractions): a wait
+    assert waited_one_call({"iterations": 1, "data": [2.0**-10, 2.0**-10, tick, tick, tick]}, tick)
