@@ -120,12 +120,15 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
 
 
 _BOUND = "no bandwidth stated; compared only as a floor under a slower case whose own rounds did not wait"
+#: one-call rounds whose median waited off the ticks' multiples (load.blocks.waited_rows): the busy and loaded 64 MiB
+#: clone and one-thread copy_
+_OFF = "{} more of one call a round whose median round took 3/4 of a tick or more beyond its fastest (no β fitted through them)"
 
 
 @pytest.mark.parametrize(("sample", "said"), [
-    ("cpu-busy-host.json", f"3 cases whose median waited on them ({_BOUND}); 4 blocks on them left out beside blocks "
-                           "of more calls a round."),
-    ("cpu-loaded-host.json", f"4 cases whose median waited on them ({_BOUND})."),
+    ("cpu-busy-host.json", f"3 cases whose median waited on them ({_BOUND}); {_OFF.format(2)}; 4 blocks on them left "
+                           "out beside blocks of more calls a round."),
+    ("cpu-loaded-host.json", f"4 cases whose median waited on them ({_BOUND}); {_OFF.format(2)}."),
     ("cpu-sample.json", None)])
 def test_the_busy_notice_says_what_the_scheduler_s_ticks_took(sample, said):
     """The first screen's notice counts the cases and blocks whose rounds lay on the scheduler's ticks, and what the
@@ -590,7 +593,8 @@ def test_a_copy_time_the_bytes_do_not_set_is_stated_as_no_bandwidth():
 
     glance = {line["what"]: line["gbps"] for line in at_a_glance(RunView.of(load([ROOT / "tests" / "data" /
                                                                                   "cpu-loaded-host.json"])))}
-    assert glance == {"host clone (new tensor every call)": "0.565", "host copy_ into an existing buffer": "–"}
+    # nor clone's, whose one-call rounds waited (83 against 119 ms)
+    assert glance == {"host clone (new tensor every call)": "–", "host copy_ into an existing buffer": "–"}
     busy_glance = at_a_glance(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))
     # 64 MiB on the ticks: no GB/s, and its time says so
     assert [(line["time"], line["gbps"]) for line in busy_glance if "copy_" in line["what"]] == [

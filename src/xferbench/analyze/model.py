@@ -8,7 +8,6 @@ beta is reached: below it a move is latency-bound, above it bandwidth-bound.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -20,7 +19,7 @@ from ..contract import Fingerprint
 from ..families import fitted_ops, moving_ops, order_of
 from ..families.core import SIMULATED_LINKS, device_memory_roof, host_memcpy_roof
 from ..ratios import Ratio
-from .load.blocks import waited_one_call
+from .load.blocks import waited_rows
 from .load.rows import flags, matching, ticked
 
 __all__ = [
@@ -330,15 +329,12 @@ def fit_paths(frame: pd.DataFrame, machine_info: Machine | None = None) -> pd.Da
     round 2x or more apart (``mixed_iterations``) is left out, named in ``left_out``: its merged median mixes a cold
     call with warm ones (a CPU run's 1 MiB copy_: 24 ms merged, 15 µs in its block of 100 calls a round); so is one
     whose rounds lie on the scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time), or whose rounds of
-    one call waited off them (``load.blocks.waited_one_call``).
+    one call waited off them (``load.blocks.waited_rows``).
     """
     machine_info = machine_info or {}
     rows = []
     moves = frame[frame["op"].isin(fitted_ops())]
-    # each row's run's tick, where a row of it lay on one
-    ticks = moves.groupby("run")["on_ticks"].transform("max") if "on_ticks" in moves else pd.Series(math.nan, moves.index)
-    on_ticks = ticked(moves) | pd.Series([waited_one_call(row, float(ticks[i])) for i, row in moves.iterrows()],
-                                         moves.index, bool)
+    on_ticks = ticked(moves) | waited_rows(moves)
     mixed = flags(moves, "mixed_iterations") | on_ticks
     resident = cache_resident(moves, machine_info)
     for path, every in moves.groupby("path", sort=False):

@@ -33,12 +33,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...contract import MEASURED, Block, ContractError, block_from
 from ...ratios import log_se, order_se
 from .rows import bench_row, flag
 
-__all__ = ["rows_of", "waited_one_call"]
+__all__ = ["rows_of", "waited_one_call", "waited_rows"]
 
 
 def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> list[dict[str, Any]]:
@@ -107,6 +108,15 @@ def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
     if row.get("iterations") != 1 or flag(row, "mixed_iterations") or not isinstance(data, list) or len(data) < 5:
         return False
     return bool(math.isfinite(tick) and np.median(data) - min(data) >= 0.75 * tick)
+
+
+def waited_rows(frame: pd.DataFrame) -> pd.Series:
+    """Per row of ``frame``: did its one-call rounds wait (``waited_one_call``), by its run's tick where a row of that
+    run lay on one (``on_ticks``)? A fit leaves such a size out; the first screen states no GB/s of it."""
+    if "on_ticks" not in frame or frame.empty:
+        return pd.Series(False, frame.index, dtype=bool)
+    ticks = frame.groupby("run")["on_ticks"].transform("max")
+    return pd.Series([waited_one_call(row, float(ticks[i])) for i, row in frame.iterrows()], frame.index, bool)
 
 
 def _ticked(row: dict[str, Any], tick: float) -> dict[str, Any]:

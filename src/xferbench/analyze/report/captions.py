@@ -18,8 +18,8 @@ __all__ = ["HOST_LADDER_CAPTION", "LADDER_CAPTION", "figure_words"]
 
 #: Said under the route chart only where the run has the .cpu() ladder it points to.
 #: The route's place is its fastest call's (copy_); the ladder reads its slowest, the pale bar (a third H200 reading).
-_WHY_D2H = (" Why device to host into pageable memory's slowest calls, .cpu() and .to(device), cost so much more than its "
-            "copy_ is read from the ladder above.")
+_WHY_D2H = (" How much more device to host into pageable memory's slowest calls, .cpu() and .to(device), cost than its "
+            "copy_, step by step, is read from the ladder above.")
 _HOLLOW = ("Hollow markers ran faster than memory allows (2n bytes fit in the cache, left of the grey dotted line), left "
            "out of β. ")
 #: Sizes up to which the overhead caption reads 1 − device time / wall time.
