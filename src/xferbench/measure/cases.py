@@ -330,5 +330,4 @@ def fit_shapes(shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
 
 def _sparse_pairs(planned: Sequence[Planned], plan: PeerPlan, kept: set[tuple[int, ...]]) -> list[Planned]:
     """Drop an unswept pair's cases at sizes outside ``kept``."""
-    return [item for item in planned
-            if not isinstance(item, Case) or (item.src, item.dst) in plan.swept or item.shape in kept]
+    return [item for item in planned if not isinstance(item, Case) or (item.src, item.dst) in plan.swept or item.shape in kept]

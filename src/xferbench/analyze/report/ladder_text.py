@@ -107,8 +107,7 @@ def rows(ladder: Ladder) -> list[list[str]]:
         shown = untold(step) if share is None else percent(share) + (span and f" ({span})")
         if share is not None and (split := split_text(ladder, step)) is not None:
             shown += f", {split}"
-        found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor,
-                      format_seconds(step.seconds), shown])
+        found.append([str(number), f"{step.below.label}: {step.below.case}", step.factor, format_seconds(step.seconds), shown])
     base, left = ladder.base, f"what is left: {bottom(ladder)}"
     share = ladder.left_share
     found.append(["left", base.case, left, "median " + format_seconds(base.median_s),

@@ -331,8 +331,7 @@ def _plan(args: argparse.Namespace, world: _World, notes: list[str]) -> list[Dis
     cases = cases_for(world.launch.world_size, world.nodes, world.backend, world.device.split(":")[0], sizes,
                       rails=args.pairs == "rails", rails_most=None if args.sizes else profile.rails_most)
     if world.launch.rank == 0:
-        print(f"{PROG}: {plan_line(cases, args.rounds or profile.rounds, world.launch.world_size, world.backend)}",
-              flush=True)
+        print(f"{PROG}: {plan_line(cases, args.rounds or profile.rounds, world.launch.world_size, world.backend)}", flush=True)
     return cases
 
 
