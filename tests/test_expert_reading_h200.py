@@ -308,6 +308,8 @@ def test_the_fix_back_to_the_cpu_is_named_as_the_run_would_call_it(page):
     _, text = page
     assert "The one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in this run." in text
     assert ".to(device, non_blocking=True), the one-line fix" not in text
+    box = text[text.index("What to do:"):text.index("was not measured in this run.")]
+    assert box.count(".to(torch.device('cpu'), non_blocking=True)") == 2 and ".to('cpu'" not in box  # one spelling
 
 
 def test_the_reused_buffer_change_says_it_was_measured_on_cpu_tensors(page):
