@@ -113,7 +113,7 @@ def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
 def waited_rows(frame: pd.DataFrame) -> pd.Series:
     """Per row of ``frame``: did its one-call rounds wait (``waited_one_call``), by its run's tick where a row of that
     run lay on one (``on_ticks``)? A fit leaves such a size out; the first screen states no GB/s of it."""
-    if "on_ticks" not in frame or frame.empty:
+    if "on_ticks" not in frame or frame["on_ticks"].isna().all():  # a run with no tick: nothing to read (most runs)
         return pd.Series(False, frame.index, dtype=bool)
     ticks = frame.groupby("run")["on_ticks"].transform("max")
     return pd.Series([waited_one_call(row, float(ticks[i])) for i, row in frame.iterrows()], frame.index, bool)
