@@ -614,3 +614,28 @@ def test_one_call_rounds_that_waited_off_the_ticks_are_read_as_waited():
     assert not waited_one_call({"iterations": 1, "data": float("nan")}, 4e-3)
     tick = 2.0**-8  # 3/4 of a tick beyond the fastest, exactly (binary fractions): a wait
     assert waited_one_call({"iterations": 1, "data": [2.0**-10, 2.0**-10, tick, tick, tick]}, tick)
+
+
+def test_the_many_call_rule_s_bounds_are_exact():
+    """Rounds of 2 calls: a median round 3/4 of a 4 ms tick beyond a fastest under one (1 → 4 ms) held a wait; a fastest
+    round of one tick exactly (4 → 7 ms) is no clean round to read a wait from."""
+    from xferbench.analyze.load.blocks import _waited
+
+    assert _waited({"iterations": 2, "data": [0.0005, 0.0005, 0.002, 0.002, 0.002]}, 4e-3)
+    assert not _waited({"iterations": 2, "data": [0.002, 0.002, 0.0035, 0.0035, 0.0035]}, 4e-3)
+
+
+def test_the_rows_whose_one_call_rounds_waited_are_read_by_their_own_run_s_tick():
+    """The busy run: its clone and one-thread copy_ at 64 MiB, and its 64 MiB copy_ (on the ticks too), waited; no row
+    of cpu-sample, a run with no tick, however far its rounds spread, even merged with the busy run."""
+    from xferbench.analyze.load.blocks import waited_rows
+
+    busy = load([ROOT / "tests" / "data" / "cpu-busy-host.json"]).frame
+    waited = busy.loc[waited_rows(busy), ["method", "variant", "nbytes"]]
+    assert sorted((m, v if isinstance(v, str) else "", n // MiB) for m, v, n in waited.itertuples(index=False)) == [
+        ("clone", "", 1), ("clone", "", 64), ("copy_", "", 64), ("copy_", "single_thread", 64)]
+    both = load([ROOT / "tests" / "data" / "cpu-busy-host.json", ROOT / "tests" / "data" / "cpu-sample.json"]).frame
+    # merged, a case keeps one row (cpu-sample's, at 1 MiB): the busy run's three 64 MiB rows wait
+    assert set(both.loc[waited_rows(both), "run"]) == {"cpu-busy-host"} and waited_rows(both).sum() == 3
+    quiet = load([ROOT / "tests" / "data" / "cpu-sample.json"]).frame
+    assert not waited_rows(quiet).any() and waited_rows(quiet.iloc[:0]).empty
