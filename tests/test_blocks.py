@@ -637,5 +637,7 @@ def test_the_rows_whose_one_call_rounds_waited_are_read_by_their_own_run_s_tick(
     both = load([ROOT / "tests" / "data" / "cpu-busy-host.json", ROOT / "tests" / "data" / "cpu-sample.json"]).frame
     # merged, a case keeps one row (cpu-sample's, at 1 MiB): the busy run's three 64 MiB rows wait
     assert set(both.loc[waited_rows(both), "run"]) == {"cpu-busy-host"} and waited_rows(both).sum() == 3
+    big = busy[busy["nbytes"].eq(64 * MiB)]  # a subset keeps its rows' own index (model.fit_paths' moves)
+    assert waited_rows(big).index.equals(big.index) and waited_rows(big).all()
     quiet = load([ROOT / "tests" / "data" / "cpu-sample.json"]).frame
     assert not waited_rows(quiet).any() and waited_rows(quiet.iloc[:0]).empty
