@@ -34,6 +34,7 @@ from xferbench.analyze.report.findings import host_copy
 from xferbench.analyze.report.model_text import basis, no_host_roof
 from xferbench.analyze.report.svg import bytes_said
 from xferbench.analyze.view import RunView
+from xferbench.families import fitted_ops
 from xferbench.ratios import Ratio
 from xferbench.units import format_bytes, format_seconds
 
@@ -951,3 +952,16 @@ def test_a_smallest_size_s_share_is_read_from_the_size_with_k_times_its_bytes():
     assert wait((alpha + k * x) / (alpha + x), k).share == pytest.approx(x / (alpha + x))
     assert bytes_said(wait(0.9, 16)) == "no share of its time shows as the bytes' (a size with 16× more bytes took less)"
     assert bytes_said(wait(2.0, 16)) == "the bytes set at most 7% of its time"
+
+
+def test_a_fit_reads_one_call_waits_by_its_run_s_tick_from_all_its_rows():
+    """The quick run's rounds lie on its 4 ms ticks in its creation, no-op and scenario cases too: with none of its moves
+    on them, its clone's one-call rounds (133 → 203 ms at 64 MiB) still waited, by the run's tick, as the first screen
+    reads it (``RunView.one_call_waits``): the fit leaves those sizes out."""
+    results = load([SWEEP.parent / "cpu-quick-sample.json"])
+    frame = results.frame
+    moves = frame["op"].isin(fitted_ops())
+    assert frame.loc[~moves, "on_ticks"].notna().any()
+    frame.loc[moves, "on_ticks"] = np.nan
+    clone = _fits(results).loc["host pageable clone cpu"]
+    assert clone["left_out"] == clone["ticked"] == (2**20, 64 * 2**20)

@@ -30,6 +30,7 @@ from ..ratios import Drift, Ratio, paired, unpaired
 from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, run_drift, side
 from .ladder import Ladder, Rung, ladders
+from .load.blocks import waited_rows
 from .load.results import Results, busy_load
 from .load.rows import flag, flags, matching, ticked
 from .model import (
@@ -521,6 +522,12 @@ class RunView:
         foot and the α-β fits read it alike."""
         return {label: Wait(*grown, float(self.rows.at[label, "nbytes"]) / float(grown[0]["nbytes"]))
                 for label, grown in self.growths.items() if grown is not None and grown[1].high < 2}
+
+    @cached_property
+    def one_call_waits(self) -> pd.Series:
+        """Per row: did its one-call rounds wait for the CPU (``load.blocks.waited_rows``)? Read once, for the first
+        screen's table and the busy notice alike (the α/β fit reads the same rule on its frame)."""
+        return waited_rows(self.rows)
 
     @cached_property
     def growths(self) -> dict[Any, tuple[pd.Series, Ratio] | None]:

@@ -22,7 +22,6 @@ from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
 from ..drift import paired_blocks
-from ..load.blocks import waited_rows
 from ..view import USUAL_WAY_BACK, RunView, matching, ticked
 from .ladder_text import took_at
 from .svg import ON_TICKS, bytes_said
@@ -158,13 +157,12 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
     device to host, .cpu() / .to(device), host to device, same-device. A line only for what the run measured; where
     the run cannot tell a kind's calls from its fastest, the line spans them all."""
     size, lines = view.largest_size, []  # no size: no rows at it (``at_largest``), so no line
-    waits = waited_rows(view.rows)  # by each run's tick
 
     def add(label: str, rows: pd.DataFrame) -> None:
         if not rows.empty:
             # "–" where the bytes set none of the times (``RunView.waited``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
             # or where one-call rounds waited for the CPU (the busy run's 64 MiB clone: 51.3 ms at fastest, 66.5 ms)
-            waited = waits.loc[rows.index].all()
+            waited = view.one_call_waits.loc[rows.index].all()
             gbps = "–" if waited or all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
             mark = ON_TICKS if ticked(rows).all() else " (its rounds waited for the CPU)" if waited else ""
             lines.append({"what": label, "time": _ms(rows["median_s"]) + mark, "gbps": gbps})

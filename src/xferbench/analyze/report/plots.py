@@ -124,9 +124,9 @@ def _cache_line(ax: Axes, view: RunView, op: str, src: str, sizes: pd.Series) ->
     """Where a copy's read and write (2n bytes) stop fitting in the cache: a reference line, not a shading, where it
     falls among the sizes drawn (``sizes``; its label, unclipped, would widen the figure past its page).
     Only points faster than memory allows are marked (hollow), whichever side of it they fall on."""
-    if (cache := cache_bytes(view.fingerprint, op, src)) is None or not sizes.min() < cache[0] / COPY_TOUCHES < sizes.max():
+    cache = cache_bytes(view.fingerprint, op, src)
+    if cache is None or not sizes.min() < (edge := cache[0] / COPY_TOUCHES) < sizes.max():
         return
-    edge = cache[0] / COPY_TOUCHES
     ax.axvline(edge, color="0.6", lw=0.8, ls=":", zorder=0)
     ax.text(edge, 0.02, f"2n = {cache[1]} ({format_bytes(cache[0])}) ", transform=ax.get_xaxis_transform(),
             ha="right", va="bottom", fontsize=7, color="0.35")

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
-from ..load.blocks import waited_rows
 from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
 from . import drift_text, ladder_text
@@ -102,9 +101,9 @@ class Story:
 def _busy(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
     and where rounds lay on the scheduler's ticks (analyze/load/blocks.py), how many cases and blocks, and what of it."""
-    on, blocks = int(ticked(view.rows).sum()), view.rows.get("tick_blocks")  # only merged rows have tick_blocks
-    left = 0 if blocks is None else int(blocks.fillna(0).sum())
-    off = int((waited_rows(view.rows) & ~ticked(view.rows)).sum())  # off the multiples: compared on their rounds
+    on_ticks, blocks = ticked(view.rows), view.rows.get("tick_blocks")  # only merged rows have tick_blocks
+    on, left = int(on_ticks.sum()), 0 if blocks is None else int(blocks.fillna(0).sum())
+    off = int((view.one_call_waits & ~on_ticks).sum())  # off the multiples: compared on their rounds
     said = [f"{on} case{'s' * (on > 1)} whose median waited on them (no bandwidth stated; compared only as a floor "
             "under a slower case whose own rounds did not wait)" if on else "",
             f"{off} more of one call a round whose median round took 3/4 of a tick or more beyond its fastest (no β fitted "
