@@ -107,7 +107,7 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
     from xferbench.analyze.report.page import write_report
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
-    said = ("No saving this run resolves: Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell "
+    said = ("No saving this run can size: Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell "
             "(the run gives no evidence of its drift).")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
@@ -203,7 +203,7 @@ def test_a_fix_the_run_finds_slower_is_said_so_and_a_small_gain_is_listed(tmp_pa
         return [change.spec.key for change in listed], unresolved
 
     assert screen(0.080, "slower.json") == ([], (
-        "No saving this run resolves: The one-line fix (20 ms → 80 ms at 64 MiB): slower here, 4× as long; Pin a tensor you "
+        "No saving this run can size: The one-line fix (20 ms → 80 ms at 64 MiB): slower here, 4× as long; Pin a tensor you "
         "move more than once (5 ms → 20 ms at 64 MiB): slower here, 4× as long."))
     assert screen(0.0125, "faster.json") == (["non-blocking-to"], None)
 
@@ -218,16 +218,16 @@ def test_a_change_whose_calls_both_waited_is_not_listed():
     from xferbench.analyze.report.changes import first_screen
 
     listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
-    assert listed == [] and unresolved == ("No saving this run resolves: Copy a CPU tensor into a buffer you keep (119 ms → "
-                                           "20 ms at 64 MiB, 16,385 page faults a call against 0): every round before took "
-                                           "longer than every round after, in 6 interleaved blocks (83 ms against "
-                                           "35.2 ms at most); by how much, can't tell (the faster side's "
+    assert listed == [] and unresolved == ("No saving this run can size: Copy a CPU tensor into a buffer you keep (119 ms → "
+                                           "20 ms at 64 MiB, 16,385 page faults a call against 0): saves time: every round "
+                                           "before took longer than every round after, in 6 interleaved blocks (83 ms against "
+                                           "35.2 ms at most); how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, unresolved, _ = first_screen(RunView.of(load([CPU_RUN])), [])  # its copy_'s 39.9 ms: ten ticks
-    assert listed == [] and unresolved == ("No saving this run resolves: Copy a CPU tensor into a buffer you keep (203 ms → "
-                                           "39.9 ms at 64 MiB, 16,385 page faults a call against 0): every round before took "
-                                           "longer than every round after, in 6 interleaved blocks (133 ms against "
-                                           "84 ms at most); by how much, can't tell (the faster side's "
+    assert listed == [] and unresolved == ("No saving this run can size: Copy a CPU tensor into a buffer you keep (203 ms → "
+                                           "39.9 ms at 64 MiB, 16,385 page faults a call against 0): saves time: every round "
+                                           "before took longer than every round after, in 6 interleaved blocks (133 ms against "
+                                           "84 ms at most); how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, _, _ = first_screen(RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])), [])
     assert len(listed) == 3 and not any("scheduler" in change.text() for change in listed)
@@ -307,10 +307,10 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
 
 
 @pytest.mark.parametrize(("now", "then", "blocks", "said"), [
-    ([5.0, 6.0], [1.0, 2.0], 2, "every round before took longer than every round after, in 2 interleaved blocks "
-     "(5 s against 2 s at most); by how much, "),
-    ([1.0, 2.0], [5.0, 6.0], 2, "every round after took longer than every round before, in 2 interleaved blocks "
-     "(5 s against 2 s at most); by how much, "),
+    ([5.0, 6.0], [1.0, 2.0], 2, "saves time: every round before took longer than every round after, in 2 interleaved blocks "
+     "(5 s against 2 s at most); how much, "),
+    ([1.0, 2.0], [5.0, 6.0], 2, "costs time: every round after took longer than every round before, in 2 interleaved blocks "
+     "(5 s against 2 s at most); how much, "),
     ([2.0, 6.0], [1.0, 2.0], 2, ""),  # a round of each alike: no order
     ([5.0, 6.0], [1.0, 2.0], 0, ""),  # not interleaved: drift between them could order them
 ])

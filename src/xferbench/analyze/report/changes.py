@@ -123,17 +123,17 @@ def _faults(now: pd.Series, then: pd.Series) -> str:
 
 
 def _apart(now: pd.Series, then: pd.Series) -> str:
-    """``every round before took longer than every round after, in 6 interleaved blocks (51.3 ms against 23.9 ms at
-    most); by how much, ``: where the interval cannot size a change but its rounds order it. A wait only adds, and the
+    """``saves time: every round before took longer than every round after, in 6 interleaved blocks (51.3 ms against
+    23.9 ms at most); how much, ``: where the interval cannot size a change but its rounds order it. A wait only adds, and the
     blocks shared their slots, so the machine's waits cannot put every round of one call above every round of the other
     (the busy, loaded and quick runs' clone against copy_, a second and a third reading)."""
     blocks, _ = paired_blocks(now, then)
     before, after = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (now, then))
-    for slow, fast, longer in ((before, after, "before took longer than every round after"),
-                               (after, before, "after took longer than every round before")):
+    for slow, fast, longer in ((before, after, "saves time: every round before took longer than every round after"),
+                               (after, before, "costs time: every round after took longer than every round before")):
         if blocks.size and slow.size and fast.size and slow.min() > fast.max():
-            return (f"every round {longer}, in {blocks.size} interleaved blocks ({format_seconds(float(slow.min()))} "
-                    f"against {format_seconds(float(fast.max()))} at most); by how much, ")
+            return (f"{longer}, in {blocks.size} interleaved blocks ({format_seconds(float(slow.min()))} "
+                    f"against {format_seconds(float(fast.max()))} at most); how much, ")
     return ""
 
 
@@ -148,7 +148,7 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): "
             + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved else _apart(*pair) + ratio.text())
             for spec, pair, ratio in priced]
-    unresolved = f"No saving this run resolves: {'; '.join(said)}." if said and not listed else None
+    unresolved = f"No saving this run can size: {'; '.join(said)}." if said and not listed else None
     return listed, unresolved, at_a_glance(view)
 
 
