@@ -305,9 +305,10 @@ def test_c14_the_host_copys_threads_are_the_ones_recorded(tmp_path):
 
 
 def test_a_cpu_runs_dataloader_caption_describes_the_loader_alone(tmp_path):
-    """The quick CPU run timed the DataLoader to the host only: its caption says what those cases are, not the GPU
-    training step none of them ran."""
+    """The quick CPU run timed the DataLoader to the host only, and no short epoch: its caption says what those cases
+    are, not the GPU training step or the epochs none of them ran."""
     quick = _page([ROOT / "tests" / "data" / "cpu-quick-sample.json"], tmp_path)
     assert ("converted to float32 and normalised per channel. The loader alone per step (wN: N workers; 4 only where 4 "
-            "CPUs are there); startup-w2: iter() alone;") in quick["text"]
+            "CPUs are there); startup-w2: iter() alone; first-wN: a fresh iterator's first batch.") in quick["text"]
+    assert "epoch" not in quick["text"]
     assert len(re.findall(r"\bGPUs?\b", quick["text"])) == 2  # the machine line and the notice

@@ -36,6 +36,7 @@ _UNMEASURED = {
                                   "then the DMA. pinned_to (the DMA alone) did not run: the break-even takes the h2d "
                                   "family's copies."),
     ("dataloader", "alone"): ("On the first GPU each call", "To the host (cpu): the", "The"),
+    ("dataloader", "epoch-w2"): ("; epoch-w2: a short", "and spawn", ""),
     ("placement", "move_then_convert"): ("must become normalized", "",
                                          "becomes normalized float32: here on the CPU alone (convert_on_cpu)."),
 }
