@@ -319,3 +319,11 @@ def test_the_reused_buffer_change_says_it_was_measured_on_cpu_tensors(page):
     first = text[:text.index("Key findings")]
     assert "Copy a CPU tensor into a buffer you keep" in first
     assert "Copy into a buffer you keep" not in text
+
+
+def test_the_fit_tables_count_of_sizes_set_aside_says_why_they_were(page):
+    """11 of the host clone's 12 sizes fit the 300 MiB cache (cache_resident); 3 ran faster than memory allows and
+    were set aside: the table counts those, and says so (a third reading took "in cache" for "fits in cache")."""
+    html, _ = page
+    assert "<td>host pageable clone cpu</td><td class=\"n\">12 (3 faster than memory)</td>" in html
+    assert "in cache)" not in html
