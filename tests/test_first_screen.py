@@ -2,6 +2,7 @@
 first figure is short, and each key finding's headline is a line with a few figures, its evidence folded beneath."""
 
 import html
+import math
 import re
 from pathlib import Path
 
@@ -107,7 +108,8 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
     from xferbench.analyze.report.page import write_report
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
-    said = ("No saving this run can size: Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell "
+    said = ("No change listed (none with a saving this run can size): Copy a CPU tensor into a buffer you keep (1.08 ms → "
+            "636 µs at 16 MiB): can't tell "
             "(the run gives no evidence of its drift).")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
@@ -203,7 +205,8 @@ def test_a_fix_the_run_finds_slower_is_said_so_and_a_small_gain_is_listed(tmp_pa
         return [change.spec.key for change in listed], unresolved
 
     assert screen(0.080, "slower.json") == ([], (
-        "No saving this run can size: The one-line fix (20 ms → 80 ms at 64 MiB): slower here, 4× as long; Pin a tensor you "
+        "No change listed (none with a saving this run can size): The one-line fix (20 ms → 80 ms at 64 MiB): slower "
+        "here, 4× as long; Pin a tensor you "
         "move more than once (5 ms → 20 ms at 64 MiB): slower here, 4× as long."))
     assert screen(0.0125, "faster.json") == (["non-blocking-to"], None)
 
@@ -218,13 +221,15 @@ def test_a_change_whose_calls_both_waited_is_not_listed():
     from xferbench.analyze.report.changes import first_screen
 
     listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
-    assert listed == [] and unresolved == ("No saving this run can size: Copy a CPU tensor into a buffer you keep (119 ms → "
+    assert listed == [] and unresolved == ("No change listed (none with a saving this run can size): Copy a CPU tensor "
+                                           "into a buffer you keep (119 ms → "
                                            "20 ms at 64 MiB, 16,385 page faults a call against 0): saves time: every round "
                                            "before took longer than every round after, in 6 interleaved blocks (83 ms against "
                                            "35.2 ms at most); how much, can't tell (the faster side's "
                                            "rounds lie on the scheduler's ticks, and the slower side's waited too).")
     listed, unresolved, _ = first_screen(RunView.of(load([CPU_RUN])), [])  # its copy_'s 39.9 ms: ten ticks
-    assert listed == [] and unresolved == ("No saving this run can size: Copy a CPU tensor into a buffer you keep (203 ms → "
+    assert listed == [] and unresolved == ("No change listed (none with a saving this run can size): Copy a CPU tensor "
+                                           "into a buffer you keep (203 ms → "
                                            "39.9 ms at 64 MiB, 16,385 page faults a call against 0): saves time: every round "
                                            "before took longer than every round after, in 6 interleaved blocks (133 ms against "
                                            "84 ms at most); how much, can't tell (the faster side's "
@@ -306,24 +311,37 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
     assert _faults(row(now), row(then)) == said
 
 
-@pytest.mark.parametrize(("now", "then", "blocks", "said"), [
-    ([5.0, 6.0], [1.0, 2.0], 2, "saves time: every round before took longer than every round after, in 2 interleaved blocks "
-     "(5 s against 2 s at most); how much, "),
-    ([1.0, 2.0], [5.0, 6.0], 2, "costs time: every round after took longer than every round before, in 2 interleaved blocks "
-     "(5 s against 2 s at most); how much, "),
-    ([2.0, 6.0], [1.0, 2.0], 2, ""),  # a round of each alike: no order
-    ([5.0, 6.0], [1.0, 2.0], 0, ""),  # not interleaved: drift between them could order them
+@pytest.mark.parametrize(("now", "then", "blocks", "apart"), [
+    ([5.0, 6.0], [1.0, 2.0], 2, (2, 5.0, 2.0)),
+    ([1.0, 2.0], [5.0, 6.0], 2, (2, 5.0, 2.0)),  # the other way round: the slower side's fastest first still
+    ([2.0, 6.0], [1.0, 2.0], 2, None),  # a round of each alike: no order
+    ([5.0, 6.0], [1.0, 2.0], 0, None),  # not interleaved: drift between them could order them
+    ([5.0, 6.0], [], 2, None),  # no rounds recorded on one side
 ])
-def test_an_unresolved_change_gives_the_order_only_its_interleaved_rounds_give(now, then, blocks, said):
+def test_only_interleaved_rounds_wholly_apart_give_an_order(now, then, blocks, apart):
     import pandas as pd
 
-    from xferbench.analyze.report.changes import _apart
+    from xferbench.analyze.drift import rounds_apart
 
-    def row(data, median):
-        return pd.Series({"median_s": median, "data": data, "run": "r"}
-                         | ({"block_medians": [median] * blocks} if blocks else {}))
+    def row(data):
+        return pd.Series({"data": data, "run": "r"} | ({"block_medians": [1.0] * blocks} if blocks else {}))
 
-    assert _apart(row(now, 5.5), row(then, 1.5)) == said
+    assert rounds_apart(row(now), row(then)) == apart
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (3.0, "saves time: every round before took longer than every round after, in 2 interleaved blocks (5 s against "
+          "2 s at most); how much, can't tell (one side's rounds lie on the scheduler's ticks)"),
+    (1 / 3, "costs time: every round after took longer than every round before, in 2 interleaved blocks (5 s against "
+            "2 s at most); how much, can't tell (one side's rounds lie on the scheduler's ticks)"),
+])
+def test_an_unlisted_change_says_which_way_its_ordered_rounds_go(value, said):
+    from xferbench.analyze.report.changes import _unlisted
+    from xferbench.ratios import Ratio
+
+    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5, (2, 5.0, 2.0))) == said
+    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5)) == "can't tell (one side's rounds lie on the scheduler's ticks)"
+    assert Ratio(value, 0.0, math.inf, "ticks", 5, (2, 5.0, 2.0)).faster().apart == (2, 5.0, 2.0)
 
 
 def test_the_box_names_the_fastest_calls_of_a_kind_where_the_run_tells_the_others_apart(tmp_path):

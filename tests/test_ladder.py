@@ -235,5 +235,23 @@ def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200
     table = ladder_text.ladder_table(RunView.of(load([CPU])))
     assert table is not None and table["rows"][0]["cells"][-1] == {"text": "636 µs", "title": "host pageable copy_ cpu"}
     # hovers: an unbounded interval is none (not "-636 µs to –"), and what is left one median (not "636 µs to 636 µs")
-    assert table["rows"][0]["cells"][0]["title"] == ("448 µs: the run gives no evidence of its drift; host "
-                                                     "pageable clone cpu − host pageable copy_ cpu")
+    assert table["rows"][0]["cells"][0]["title"] == ("448 µs: can't tell (the run gives no evidence of its drift); "
+                                                     "host pageable clone cpu − host pageable copy_ cpu")
+
+
+def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
+    """The busy run's clone against copy_ at 64 MiB: its ticks leave the step unjudged, yet in each of its 6 blocks
+    every clone round (51.3 ms at fastest) lay above every copy_ round (23.9 ms at most): the step is above zero, as
+    the first screen's unlisted change says; how much, can't tell (a reading found "can't tell" beside "saves time")."""
+    ladder = _by_key([ROOT / "tests" / "data" / "cpu-busy-host.json"])["host-clone"]
+    step = ladder.steps[0]
+    assert step.ratio.apart == (6, pytest.approx(0.0513, abs=5e-5), pytest.approx(0.0239, abs=5e-5))
+    assert ladder_text.rows(ladder)[1][-1] == (
+        "above zero: every round of clone() took longer than every round of copy_ into a touched buffer, in 6 "
+        "interleaved blocks (51.3 ms against 23.9 ms at most); how much, can't tell (the faster side's rounds lie on "
+        "the scheduler's ticks, and the slower side's waited too)")
+    cell = ladder_text.ladder_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))["rows"][0]["cells"][0]
+    assert cell["text"] == "above zero" and cell["title"].startswith("54.5 ms: above zero: every round of clone()")
+    # the CPU sample's clone step: no blocks, no order; can't tell as before
+    quiet = _by_key([CPU])["host-clone"].steps[0]
+    assert quiet.ratio.apart is None and ladder_text.untold(quiet).startswith("can't tell (")

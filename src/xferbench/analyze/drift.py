@@ -97,6 +97,19 @@ def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return (x[both], y[both]) if both.sum() >= 2 else (np.empty(0), np.empty(0))
 
 
+def rounds_apart(a: pd.Series, b: pd.Series) -> tuple[int, float, float] | None:
+    """(blocks, the slower side's fastest round, the faster side's slowest) where every round of one row lies above
+    every round of the other and both were measured in interleaved blocks (``paired_blocks``); else None. A wait only
+    adds, and the blocks shared their slots, so the machine's waits cannot order them so: the order is the calls' own
+    (the busy, loaded and quick runs' clone against copy_, a second and a third reading), though no interval sizes it."""
+    blocks, _ = paired_blocks(a, b)
+    x, y = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (a, b))
+    if not (blocks.size and x.size and y.size):
+        return None
+    slow, fast = (x, y) if x.min() > y.max() else (y, x)
+    return (blocks.size, float(slow.min()), float(fast.max())) if slow.min() > fast.max() else None
+
+
 def _calls(row: pd.Series, size: int) -> np.ndarray:
     """A row's calls a round per block (``block_iterations``); NaN where not recorded."""
     calls = row.get("block_iterations")

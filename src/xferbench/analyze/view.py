@@ -28,7 +28,7 @@ from ..contract import Fingerprint
 from ..families import moving_ops
 from ..ratios import Drift, Ratio, paired, unpaired
 from .cliff import USUAL_WAY_BACK, Split, cliff, split
-from .drift import RunDrift, paired_blocks, run_drift, side
+from .drift import RunDrift, paired_blocks, rounds_apart, run_drift, side
 from .ladder import Ladder, Rung, ladders
 from .load.blocks import waited_rows
 from .load.results import Results, busy_load
@@ -460,7 +460,12 @@ class RunView:
         where a side's rounds lie on the scheduler's ticks (``on_ticks``), but the faster side's alone while the slower
         side's median round lies within 3/4 of a tick of its fastest: a wait only adds to the faster side's time, so
         the slower took at least the interval's near end as long. A slower side whose rounds waited too is no floor
-        (the loaded run's one-thread copy_: 30.0 ms at the median, 17.8 ms at fastest, in 4 ms steps above it)."""
+        (the loaded run's one-thread copy_: 30.0 ms at the median, 17.8 ms at fastest, in 4 ms steps above it). Where
+        the interval cannot size it, the order its interleaved rounds give, if any (``Ratio.apart``)."""
+        found = self._ratio(a, b, leave_out)
+        return found if found.resolved else replace(found, apart=rounds_apart(a, b))
+
+    def _ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None) -> Ratio:
         slower = a if a["median_s"] > b["median_s"] else b
         tick = float(np.nanmax([float(row.get("on_ticks", math.nan)) for row in (a, b)] + [0.0]))
         waited = (slower["median_s"] - slower.get("min_s", math.nan)) * float(slower.get("iterations") or 1)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ...families.base import ChangeSpec
@@ -21,7 +20,6 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..drift import paired_blocks
 from ..view import USUAL_WAY_BACK, RunView, matching, ticked
 from .ladder_text import took_at
 from .svg import ON_TICKS, bytes_said
@@ -122,19 +120,13 @@ def _faults(now: pd.Series, then: pd.Series) -> str:
     return f", {counts[0]} page faults a call against {counts[1]}" if len(set(counts)) == 2 else ""
 
 
-def _apart(now: pd.Series, then: pd.Series) -> str:
-    """``saves time: every round before took longer than every round after, in 6 interleaved blocks (51.3 ms against
-    23.9 ms at most); how much, ``: where the interval cannot size a change but its rounds order it. A wait only adds, and the
-    blocks shared their slots, so the machine's waits cannot put every round of one call above every round of the other
-    (the busy, loaded and quick runs' clone against copy_, a second and a third reading)."""
-    blocks, _ = paired_blocks(now, then)
-    before, after = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (now, then))
-    for slow, fast, longer in ((before, after, "saves time: every round before took longer than every round after"),
-                               (after, before, "costs time: every round after took longer than every round before")):
-        if blocks.size and slow.size and fast.size and slow.min() > fast.max():
-            return (f"{longer}, in {blocks.size} interleaved blocks ({format_seconds(float(slow.min()))} "
-                    f"against {format_seconds(float(fast.max()))} at most); how much, ")
-    return ""
+def _unlisted(ratio: Ratio) -> str:
+    """A priced change the run does not list: slower here, or can't tell, with the order its interleaved rounds give
+    where they give one (``Ratio.order``: the busy, loaded and quick runs' clone against copy_)."""
+    if ratio.resolved:
+        return f"slower here, {ratio.faster().text()} as long"
+    gives = "" if ratio.apart is None else ("saves" if ratio.value > 1 else "costs") + " time: "
+    return gives + ratio.order("before", "after") + ratio.text()
 
 
 def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Change], str | None, list[dict[str, str]]]:
@@ -146,9 +138,9 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     listed = sorted((Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
                      if ratio.resolved and ratio.value > 1), key=lambda change: -change.saved_s)[:MOST]
     said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): "
-            + (f"slower here, {ratio.faster().text()} as long" if ratio.resolved else _apart(*pair) + ratio.text())
-            for spec, pair, ratio in priced]
-    unresolved = f"No saving this run can size: {'; '.join(said)}." if said and not listed else None
+            + _unlisted(ratio) for spec, pair, ratio in priced]
+    unresolved = (f"No change listed (none with a saving this run can size): {'; '.join(said)}." if said and not listed
+                  else None)
     return listed, unresolved, at_a_glance(view)
 
 
