@@ -908,3 +908,14 @@ def test_a_busy_run_fits_no_beta_through_one_call_rounds_that_waited():
         "its time.")
     assert view.rows.loc[view.rows["path"].eq("host single_thread cpu") & view.rows["nbytes"].eq(64 * 2**20),
                          "bandwidth_gbps"].iloc[0] == pytest.approx(4.7, abs=0.05)  # the appendix keeps what it ran at
+
+
+def test_an_unjudged_growth_still_says_what_its_medians_did():
+    """The CPU sample's second module .to(cpu): 39.9 µs at 3.75 KiB, 39.6 µs at 38.2 MiB. With no evidence of the
+    run's drift nothing is judged, but 0.992× as long at 10,421× the bytes is said (a reading found "whether it grows
+    with the bytes, can't tell" hid that the bytes do not set it), and only whether it differs from 1 is left open."""
+    from xferbench.analyze.report.findings import scenario_findings
+
+    (said,) = scenario_findings(RunView.of(load([CPU])), "module_to")[:1]
+    assert said.endswith("and at 10,421× the bytes it took 0.992× as long (whether that differs from 1, can't tell: "
+                         "the run gives no evidence of its drift).")

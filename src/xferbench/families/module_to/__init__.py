@@ -64,11 +64,13 @@ def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
 
 def _growth(again: pd.DataFrame, judge: Judge) -> str:
     """How the cost grew from the fewest parameters' bytes to the most, with its interval: a flat cost says the bytes
-    set little of it, without a claim the interval does not make (the CPU sample's cannot be judged)."""
+    set little of it, without a claim the interval does not make (the CPU sample's cannot be judged: its medians are
+    said, 0.99× as long at 10,421× the bytes, and that whether they differ the run cannot tell)."""
     small, big = again.loc[again["nbytes"].idxmin()], again.loc[again["nbytes"].idxmax()]
     grew, times = judge(big, small), f"{big['nbytes'] / small['nbytes']:,.0f}×"
     if not grew.judged:
-        return f"and whether it grows with the bytes ({times} from fewest to most), can't tell: {UNJUDGED[grew.basis]}"
+        return (f"and at {times} the bytes it took {grew.value:.3g}× as long (whether that differs from 1, can't tell: "
+                f"{UNJUDGED[grew.basis]})")
     if grew.same:  # the simulated run's: a cost model's times, alike by design
         return f"and at {times} the bytes it took the same time"
     return f"and at {times} the bytes it took {grew.figures()} as long"
