@@ -463,11 +463,13 @@ class _Tables:
                               rule.verdict, key=key, environment=self.environment, why=rule.why(case), name=str(meta["name"]))
         start, moved, b = self.baseline(key, cls, old, present)
         spread = self._own_rounds(key, meta, cur, b)
-        e, smallest = weigh(b.kept, cur, spread, b.floor, self.z_bound)
+        e, could = weigh(b.kept, cur, spread, b.floor, self.z_bound)
         case = Matched(e, crowded=self.crowded, spread_from=b.source, ticked=key in self.ticked)
         rule = decide(VERDICTS, case)
+        # a wait for the CPU of no measured length: its rounds bound nothing (no interval, no z), as on the page
+        low, high, z, smallest = (None,) * 4 if isinstance(rule, OnTicks) else (e.low, e.high, e.z, could)
         return Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(b.kept))),
-                          float(np.exp(np.median(cur))), e.ratio, e.low, e.high, e.z, b.floor, spread, b.source,
+                          float(np.exp(np.median(cur))), e.ratio, low, high, z, b.floor, spread, b.source,
                           rule.verdict, smallest, key, self.environment, rule.why(case), before_step=start,
                           floor_from=b.floor_from, name=str(meta["name"]),
                           aside=tuple(str(n) for n in self.names[present][start:][b.aside]), swing=b.swing,
