@@ -919,3 +919,22 @@ def test_an_unjudged_growth_still_says_what_its_medians_did():
     (said,) = scenario_findings(RunView.of(load([CPU])), "module_to")[:1]
     assert said.endswith("and at 10,421× the bytes it took 0.992× as long (whether that differs from 1, can't tell: "
                          "the run gives no evidence of its drift).")
+
+
+def test_a_size_whose_one_call_rounds_waited_states_no_gb_s_anywhere():
+    """The busy run's 64 MiB clone (51.3 ms fastest, 66.5 ms median) and one-thread copy_: the first screen states no
+    GB/s of them, and the appendix neither (a reading found 1.01 and 4.7 GB/s there); its copy_, on the ticks, says so
+    its own way. The quick run's scenarios name the cases whose rounds waited (its 304 ms placement: 236 ms fastest)."""
+    from xferbench.analyze.report.page import _table
+    from xferbench.analyze.report.story import Story
+
+    rows = {(r["path"], r["nbytes"]): r for r in _table(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))}
+    for path in ("host pageable clone cpu", "host single_thread cpu"):
+        assert math.isnan(rows[path, 64 * 2**20]["bandwidth_gbps"])
+        assert rows[path, 64 * 2**20]["calls"] == "30 × 1, its rounds waited for the CPU"
+    assert rows["host pageable copy_ cpu", 64 * 2**20]["calls"].endswith("a wait for the CPU is part of them")
+    assert rows["host pageable clone cpu", 1024]["bandwidth_gbps"] > 0  # a size that did not wait keeps its figure
+    text, _ = Story.of(RunView.of(load([CPU_QUICK]))).scenarios["placement"]
+    assert text.endswith("Rounds that waited for the CPU (a median round 3/4 of a tick or more beyond the fastest, so "
+                         "the median holds the wait): convert_on_cpu at 9.19 MiB.")
+    assert "Rounds that waited" not in Story.of(RunView.of(load([CPU]))).scenarios["placement"][0]
