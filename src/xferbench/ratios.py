@@ -152,8 +152,7 @@ class Ratio:
 
     def faster(self) -> Ratio:
         """The same comparison the other way round (B over A), so that a sentence can say "k times faster"."""
-        return Ratio(1 / self.value, 1 / self.high, 1 / self.low if self.low > 0 else math.inf, self.basis, self.n,
-                     self.apart)
+        return Ratio(1 / self.value, 1 / self.high, 1 / self.low if self.low > 0 else math.inf, self.basis, self.n, self.apart)
 
 
 def _factor(value: float) -> str:

@@ -198,8 +198,7 @@ def pull_runs(root: Path, output: Path, machine: str | None) -> int:
     no_links(root)
     source = root / MACHINES
     folders = [source / machine] if machine else sorted(p for p in source.glob("*") if p.is_dir())
-    runs = [path for folder in folders if folder.is_dir()
-            for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])]
+    runs = [path for folder in folders if folder.is_dir() for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])]
     return sum(path.is_file() and _copied(output, path.parent.name if machine is None else None, path.name,
                                           lambda path=path: bounded_read(path)) for path in runs)
 

@@ -130,8 +130,7 @@ def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
     moves = rows[rows["op"].isin(("h2d", "d2h")) & rows["host_placement"].notna()]
     placed = moves[moves["host_placement"] == "gpu_node"]
     gpus = placed["dst"].where(placed["op"] == "h2d", placed["src"])
-    nodes = {str(gpu): [int(n) for n in sorted(group["host_numa_node"].dropna().unique())]
-             for gpu, group in placed.groupby(gpus)}
+    nodes = {str(gpu): [int(n) for n in sorted(group["host_numa_node"].dropna().unique())] for gpu, group in placed.groupby(gpus)}
     spilled = int((moves["host_placement"] == "spilled").sum())
     return HostPlacement(len(placed), nodes, len(moves) - len(placed) - spilled, spilled)
 
@@ -474,8 +473,7 @@ class RunView:
             basis = "waited" if not on and waited >= 0.75 * tick else "ticks"
             return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, basis, int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
-        found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b),
-                                                                      self.drift.of(a, b, leave_out=leave_out))
+        found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
         if not tick:
             return found
         low, high = (found.low, math.inf) if slower is a else (0.0, found.high)  # the far end open

@@ -173,8 +173,7 @@ class _Kept:
         self._tensors: dict[str, tuple[tuple[Any, ...], torch.Tensor]] = {}
         self.verified: set[Case] = set()  # host calls verified on these buffers (``_verify_once``)
 
-    def get(self, role: str, shape: tuple[int, ...], dtype: torch.dtype,
-            make: Callable[[], torch.Tensor]) -> torch.Tensor:
+    def get(self, role: str, shape: tuple[int, ...], dtype: torch.dtype, make: Callable[[], torch.Tensor]) -> torch.Tensor:
         key = (shape, dtype)
         kept = self._tensors.get(role)
         if kept is None or kept[0] != key:
@@ -465,8 +464,7 @@ def _run(case: Case, benchmark: Benchmark, backend: DeviceBackend,
     return info
 
 
-def _verify_once(case: Case, buffers: Buffers, op: Callable[[], Any], backend: DeviceBackend,
-                 deadline: float | None) -> None:
+def _verify_once(case: Case, buffers: Buffers, op: Callable[[], Any], backend: DeviceBackend, deadline: float | None) -> None:
     """Verify ``case`` on a call of its own, synchronized, outside the timed region.
 
     A simulated case only once per host call: every end of it is host memory, so two cases that differ in
@@ -512,8 +510,7 @@ def _device_time(case: Case, buffers: Buffers, op: Callable[[], Any], backend: D
     with contextlib.ExitStack() as stack:
         issued = stack.enter_context(backend.timed(case, op))
         twin = stack.enter_context(backend.timed(twin_case, twin_op)) if twin_case and twin_op else None
-        seconds, method = device_seconds(issued, case.src, case.dst, backend, repeats, twin, case.op in COPY_OPS,
-                                         _deadline(case))
+        seconds, method = device_seconds(issued, case.src, case.dst, backend, repeats, twin, case.op in COPY_OPS, _deadline(case))
     return {"device_seconds": seconds, "device_time_method": method, "device_repeats": repeats, **info}
 
 

@@ -283,8 +283,7 @@ def _blocks(base: Sequence[Results], head: Sequence[Results],
     if ratios.empty:
         raise ResultsError("the base and head commands ran no case in common in every block")
     meta = meta.loc[ratios.index]
-    return (ratios.to_numpy(), [str(p) for p in meta["path"]], [str(c) for c in meta["class"]],
-            [int(n) for n in meta["nbytes"]])
+    return (ratios.to_numpy(), [str(p) for p in meta["path"]], [str(c) for c in meta["class"]], [int(n) for n in meta["nbytes"]])
 
 
 def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Generator, kept: list[tuple[str, bytes]],

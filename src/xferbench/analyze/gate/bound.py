@@ -99,8 +99,7 @@ def store_baseline(old: np.ndarray, cls: str, floor: float, floor_from: str, cal
     keep = set_aside(old, cls, floor)
     kept = old[keep]
     learned = learned_spread(kept, cls)
-    spread, source = (learned, "default" if kept.size < 3 else "history") if calibrated is None else (
-        calibrated, "calibration")
+    spread, source = (learned, "default" if kept.size < 3 else "history") if calibrated is None else (calibrated, "calibration")
     if (shown := store_swing(kept)) is None:
         return Baseline(kept, spread, source, floor, floor_from, ~keep)
     if learned > spread:

@@ -266,8 +266,7 @@ def parse_threshold(text: str) -> float:
     return value
 
 
-def load_runs(path: Path, last: int = MAX_BASE_RUNS,
-              like: dict[str, Any] | None = None) -> tuple[list[Results], list[str]]:
+def load_runs(path: Path, last: int = MAX_BASE_RUNS, like: dict[str, Any] | None = None) -> tuple[list[Results], list[str]]:
     """A file as one run; a folder as its newest ``last`` runs of one machine's hardware.
 
     The machine is ``like``'s (the candidate's machine_info: a store shared by several runners
@@ -428,8 +427,7 @@ class _Tables:
     floor: float | None
 
     @classmethod
-    def of(cls, base: Sequence[Results], new: Sequence[Results], noise: Noise | None,
-           floor: float | None) -> _Tables:
+    def of(cls, base: Sequence[Results], new: Sequence[Results], noise: Noise | None, floor: float | None) -> _Tables:
         names = np.array([Path(r.sources[0]).name if r.sources else f"run {i + 1}" for i, r in enumerate(base)])
         busy = np.array([bool(busy_load(r.run)) for r in base])
         on = {str(key) for r in (*base, *new) for key in r.frame.loc[ticked(r.frame), "case_key"]}

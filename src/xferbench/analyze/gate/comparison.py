@@ -20,8 +20,7 @@ from .noise import Z_BOUND, Noise
 from .verdicts import CANT_TELL, FASTER_WITHIN, GONE, IMPROVEMENT, NEW, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN
 from .verdicts import of as verdict_of
 
-__all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown",
-           "to_text"]
+__all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown", "to_text"]
 
 
 @dataclass(frozen=True)
@@ -133,8 +132,7 @@ _FLOOR_SAID = ("calibrated", "store spread")
 _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor", "verdict"]
 
 
-def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-            notes: Sequence[str] = ()) -> str:
+def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None, notes: Sequence[str] = ()) -> str:
     alone = n_base == 1 and n_new == 1 and noise is None
     said = [can_see(rows), _ONE_AGAINST_ONE if alone else None, _not_gated(rows), _set_aside(rows), _moved(rows, n_base),
             _environment(rows)]
@@ -232,8 +230,7 @@ def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[C
                     why=None if r.why is None else clean(r.why), aside=tuple(map(clean, r.aside))) for r in rows]
 
 
-def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-            notes: Sequence[str] = ()) -> str:
+def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None, notes: Sequence[str] = ()) -> str:
     rows, notes = _inert(rows, escape.terminal), [escape.terminal(n) for n in notes]
     table = [_HEAD] + [_cells(r) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
@@ -266,8 +263,7 @@ def strict(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None,
-            notes: Sequence[str] = ()) -> str:
+def to_json(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None, notes: Sequence[str] = ()) -> str:
     payload = {"z_bound": noise.z_bound if noise is not None else Z_BOUND, "base_runs": n_base, "new_runs": n_new,
                "regressions": sum(r.regression for r in rows), "not_gated": sum(r.verdict == NOT_GATED for r in rows),
                "environment_changed": list(next((r.environment for r in rows if r.environment), ())), "notes": list(notes),

@@ -354,8 +354,7 @@ class Noise:
             if isinstance(data.get("floors"), dict):
                 data["floors"] = _infinite(data["floors"], None, math.inf)
             if isinstance(data.get("cases"), dict):
-                data["cases"] = {k: _infinite(c, None, math.inf) if isinstance(c, dict) else c
-                                 for k, c in data["cases"].items()}
+                data["cases"] = {k: _infinite(c, None, math.inf) if isinstance(c, dict) else c for k, c in data["cases"].items()}
             noise = cls(**data)
         except (RecursionError, ValueError, KeyError, TypeError, AttributeError):
             raise ResultsError(f"{source}: not a noise file written by xferbench calibrate") from None

@@ -62,8 +62,7 @@ def read_summary(path: Path) -> tuple[RunSummary, Loaded]:
         last[row["case_key"]] = row
     times = {str(key): case_time.time_of(row["nbytes"], row["bandwidth_gbps"], row["data"], row["min_s"], row["median_s"])
              for key, row in last.items()}
-    summary = RunSummary(path, str(data.get("datetime") or ""), results.machine_described(data),
-                         "xfer_progress" in data, times)
+    summary = RunSummary(path, str(data.get("datetime") or ""), results.machine_described(data), "xfer_progress" in data, times)
     return summary, (path, data, rows, foreign)
 
 

@@ -252,8 +252,7 @@ def fingerprint_problem(machine_info: dict[str, Any]) -> str | None:
                         device.get("device") is None or isinstance(device.get("device"), str)),
                        (f"xferbench.devices[{i}].nvlink_version", device.get("nvlink_version"),
                         device.get("nvlink_version") is None or type(device.get("nvlink_version")) in (str, int, float))]
-            checks += [(f"xferbench.devices[{i}].{name}", device.get(name), number(device.get(name)))
-                       for name in _DEVICE_NUMBERS]
+            checks += [(f"xferbench.devices[{i}].{name}", device.get(name), number(device.get(name))) for name in _DEVICE_NUMBERS]
     return next((f"'machine_info.{name}' is not what xferbench writes there, got {value!r:.60}"
                  for name, value, ok in checks if not ok), None)
 

@@ -72,8 +72,7 @@ _OVERHEAD_CAPTION = (
     "thin line one call (hover for which).")
 
 #: Each no-op form, as the caption names it: (method, variant) of its rows.
-_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')",
-               ("cpu", ""): ".cpu()"}
+_NOOP_FORMS = {("cuda", ""): ".cuda(i)", ("to", ""): ".to(torch.device)", ("to", "str"): ".to('device')", ("cpu", ""): ".cpu()"}
 
 
 def figure_words(view: RunView) -> dict[str, tuple[str, str]]:

@@ -137,10 +137,8 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     priced = [(spec, pair, view.ratio(*pair)) for spec in CHANGES if (pair := _pair(view, spec)) is not None]
     listed = sorted((Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
                      if ratio.resolved and ratio.value > 1), key=lambda change: -change.saved_s)[:MOST]
-    said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): "
-            + _unlisted(ratio) for spec, pair, ratio in priced]
-    unresolved = (f"No change listed (none with a saving this run can size): {'; '.join(said)}." if said and not listed
-                  else None)
+    said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): " + _unlisted(ratio) for spec, pair, ratio in priced]
+    unresolved = (f"No change listed (none with a saving this run can size): {'; '.join(said)}." if said and not listed else None)
     return listed, unresolved, at_a_glance(view)
 
 

@@ -224,8 +224,7 @@ def bandwidth_plot(frame: pd.DataFrame, waits: Mapping[Any, Wait] | None = None)
                             for row, m in means])
     for _, group in rows[rows["op"].isin(POINT_TO_POINT)].groupby("path", sort=False):
         group = group.sort_values("nbytes")
-        line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4,
-                           color=_colour(str(group.iloc[0]["op"])))
+        line, = right.plot(group["nbytes"], group["transfer_s"] * 1e6, marker="o", ms=4, color=_colour(str(group.iloc[0]["op"])))
         tip(line, tips_for(group, lambda row: f"one way {format_seconds(row['transfer_s'])}"))
     for ax in (left, right):
         size_ticks(ax, rows["nbytes"].tolist())
@@ -252,8 +251,7 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     for (op, crosses, src, dst), group in rows.groupby(["op", "crosses", "src", "dst"], sort=False):
         group = group.sort_values("nbytes")
         label = f"{op} {crosses} {src.split(':')[0]}->{dst.split(':')[0]}"
-        line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], styles.get(crosses, ":"), marker="o", ms=4,
-                        color=_colour(op))
+        line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], styles.get(crosses, ":"), marker="o", ms=4, color=_colour(op))
         tip(line, tips_for(group, lambda row: f"{row['crosses']}, one way {format_number(row['bandwidth_gbps'], 4)} GB/s"))
         handles.setdefault(label, line)
     size_ticks(ax, rows["nbytes"].tolist())
@@ -318,8 +316,7 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
             continue
         checked += 1
         case = f"{row['op']}{' ' + row['variant'] if isinstance(row['variant'], str) else ''} {format_bytes(row['nbytes'])}"
-        for kind, found in (("late", late_rank(_inside_calls(row) or ranks, str(row["op"]))),
-                            ("slow", slowest_rank(ranks))):
+        for kind, found in (("late", late_rank(_inside_calls(row) or ranks, str(row["op"]))), ("slow", slowest_rank(ranks))):
             if found:
                 named.setdefault((kind, found.rank, _host(row, found.rank)), []).append(
                     f"{case} (+{format_seconds(found.lag_s)})")

@@ -44,9 +44,8 @@ def _ordered(step: Step) -> str:
 
 def _sign(step: Step) -> str:
     """An untold step in a table's cell: ``none``, ``can't tell``, or where interleaved rounds order it ``above zero``."""
-    if step.ratio.same or step.ratio.apart is None:
-        return "none" if step.ratio.same else "can't tell"
-    return "above zero" if step.ratio.value > 1 else "below zero"
+    ratio = step.ratio
+    return "none" if ratio.same else "can't tell" if ratio.apart is None else "above zero" if ratio.value > 1 else "below zero"
 
 
 def split_text(ladder: Ladder, step: Step) -> str | None:
@@ -132,8 +131,7 @@ def rows(ladder: Ladder) -> list[list[str]]:
 _NO_FAULTS = "no fault counts split it into allocation and first touch"
 
 
-def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None,
-          sign: str) -> dict[str, str]:
+def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None, sign: str) -> dict[str, str]:
     if not told:  # the cases say why (``_sign``: two rungs that took the same time, a cost model's, are no step)
         return {"text": sign, "title": f"{format_seconds(seconds)}: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"

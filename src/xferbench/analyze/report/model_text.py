@@ -160,8 +160,7 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
                   f"{format_bytes(high)}, the nearest sizes it kept, {high / max(low, 1):,.0f}× apart")
     else:
         return {}
-    return {"half_peak_bytes": float("nan"), "no_half": reason,
-            "beta_basis": f"{fit['beta_basis']}; {reason}, so no half of β"}
+    return {"half_peak_bytes": float("nan"), "no_half": reason, "beta_basis": f"{fit['beta_basis']}; {reason}, so no half of β"}
 
 
 def _capped(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
@@ -177,8 +176,7 @@ def half_of_beta(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """What the report says of ``fit`` (a row of ``view.fits``) beyond the fit itself: ``half_peak_bytes`` NaN and
     ``no_half`` the reason where half of β is not stated, ``beta_basis`` saying so; empty where the fit holds."""
     said = dict(fit)
-    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed,
-                  _capped):
+    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed, _capped):
         said |= check(view, said)
     return {key: value for key, value in said.items() if key not in fit or value is not fit[key]}
 

@@ -43,8 +43,7 @@ def prepare(c: Concurrent, sync: Sync) -> Prepared:
         # Each GPU's host buffer on its own node: on 2 sockets, half the GPUs would otherwise
         # cross the socket link and the host link be blamed for it.
         local = gpu_local_cpus(pci_bus_id(torch.cuda.get_device_properties(torch.device(gpu))))
-        host = near(local, lambda: pattern(c.shape, "cpu", pinned=True) if to_device
-                    else torch.empty(c.shape, pin_memory=True))
+        host = near(local, lambda: pattern(c.shape, "cpu", pinned=True) if to_device else torch.empty(c.shape, pin_memory=True))
         device = torch.empty(c.shape, device=gpu) if to_device else pattern(c.shape, gpu)
         legs.append((streamed(gpu), host, device))
     nodes = [numa_node_of(host.data_ptr()) for _, host, _ in legs]
@@ -66,8 +65,7 @@ def price(c: Concurrent, m: Priced, sync: Sync) -> Prepared:
     direction = c.variant.split("_")[0]
     shared = m.spec.shared_host_GBps
     cap = None if shared is None else shared / len(c.gpus)
-    legs = [lambda gpu=gpu: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, stream=direction, cap=cap)
-            for gpu in c.gpus]
+    legs = [lambda gpu=gpu: m.copy(f"{direction}_pinned", c.size, gpu, waits=False, stream=direction, cap=cap) for gpu in c.gpus]
     return Prepared(then_sync(sync, *legs))
 
 

@@ -229,8 +229,7 @@ def price(b: Batch, m: Priced, sync: Sync) -> Prepared:
             if stream is not None:
                 backend.join(gpu, stream)  # this step's batch was copied during the step before
             backend.clock.now = workers.take(backend.clock.now)  # the host waits for the batch (no workers: makes it)
-            m.copy("h2d_pinned" if b.pinned else "h2d_pageable", n, b.dst, waits=not (b.pinned and b.non_blocking),
-                   stream=stream)
+            m.copy("h2d_pinned" if b.pinned else "h2d_pageable", n, b.dst, waits=not (b.pinned and b.non_blocking), stream=stream)
         m.queue(b.dst, STEP_S)
         backend.clock.now, before[0] = max(backend.clock.now, before[0]), backend.done(gpu)  # one step late
 

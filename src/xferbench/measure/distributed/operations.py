@@ -444,8 +444,7 @@ def _ring(case: DistCase, rank: int, send: Tensor, recv: Tensor, sync: Callable[
     before = (rank - 1) % n
 
     def call() -> None:
-        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, (rank + 1) % n),
-                                            dist.P2POp(dist.irecv, recv, before)]):
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, (rank + 1) % n), dist.P2POp(dist.irecv, recv, before)]):
             _wait(work)
 
     return Operation(lambda: _done(send.fill_(rank + 1), recv.zero_()), call, lambda: _holds(recv, before + 1), sync)

@@ -97,8 +97,7 @@ class Channel:
 class World:
     """A world of ``size`` ranks on loopback, every rank a helper process this one coordinates."""
 
-    def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, gpus: Sequence[str] = (),
-                 size: int = 2) -> None:
+    def __init__(self, backend: str = "gloo", timeout_s: float = 60.0, *, gpus: Sequence[str] = (), size: int = 2) -> None:
         self.backend, self.timeout_s, self.size = backend, timeout_s, size
         self.gpus = tuple(gpus)  # with nccl: the GPUs chosen (--xfer-devices), rank r on the r-th
         self.address, self.port = LOOPBACK, 0
@@ -109,8 +108,7 @@ class World:
         self.hosts: list[str] = []
         self._listener: socket.socket | None = None
         self._waiting: list[Channel] = []  # connected, not yet said which rank they are
-        self._logs = [tempfile.NamedTemporaryFile(prefix=f"xferbench-rank{r}-", suffix=".log", delete=False)
-                      for r in range(size)]
+        self._logs = [tempfile.NamedTemporaryFile(prefix=f"xferbench-rank{r}-", suffix=".log", delete=False) for r in range(size)]
 
     @property
     def rendezvous(self) -> str:
@@ -175,8 +173,7 @@ class World:
 
     def _pump(self, wait_s: float) -> None:
         assert self._listener is not None
-        readable = [self._listener, *(c.sock for c in self._waiting),
-                    *(c.sock for c in self.channels.values() if not c.closed)]
+        readable = [self._listener, *(c.sock for c in self._waiting), *(c.sock for c in self.channels.values() if not c.closed)]
         ready, _, _ = select.select(readable, [], [], wait_s)
         for sock in ready:
             if sock is self._listener:
@@ -353,8 +350,7 @@ def _serve(channel: Channel, args: argparse.Namespace, device: str) -> int:
             timed = run_on_rank(_case_of(message), args.rank, device, message["rounds"], message["iterations"],
                                 message["warmup"], per_node=args.world_size, timeout_s=args.timeout,
                                 progress=lambda: channel.send({"progress": True}), watched=False)
-            channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members),
-                          "call_seconds": timed.call_seconds})
+            channel.send({"rank_seconds": timed.rank_seconds, "members": list(timed.members), "call_seconds": timed.call_seconds})
         except CaseSkipped as skipped:
             channel.send({"skip": str(skipped)})
         except VerificationError as error:

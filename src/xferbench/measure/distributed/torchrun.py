@@ -369,8 +369,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measure_all(args: argparse.Namespace, world: _World, cases: Sequence[DistCase], finish: _Finish,
-                 watch: Watch) -> str | None:
+def _measure_all(args: argparse.Namespace, world: _World, cases: Sequence[DistCase], finish: _Finish, watch: Watch) -> str | None:
     """Every case in turn, journaled as it finishes; the line naming who broke the world where a peer died or hung
     (rank 0, or the lowest survivor, names it)."""
     profile = PROFILES[args.profile]

@@ -205,8 +205,7 @@ def _time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark:
         except NotPlaceable as reason:
             raise CannotRun(str(reason)) from None
         benchmark.group = f"{c.op} {c.src}->{c.dst}"
-        benchmark.extra_info.update(c.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
-                                    **prepared.extra)
+        benchmark.extra_info.update(c.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED, **prepared.extra)
         with nullcontext() if simulator is None else simulator.simulating():
             for _ in range(WARMUP_CALLS):
                 prepared.target()

@@ -285,8 +285,7 @@ def gpu_local_cpus(bus_id: str | None, root: Path | None = None) -> set[int] | N
 
 # --- caches: which payloads never leave them ------------------------------------------------------------------
 
-def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None,
-                   l2_by_device: dict[str, int | None]) -> bool | None:
+def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None, l2_by_device: dict[str, int | None]) -> bool | None:
     """Whether a case's payload fits the cache that serves it; None when unknown or irrelevant.
 
     Host copies and creation on the host: the host's last-level cache summed over the instances

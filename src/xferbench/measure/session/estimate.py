@@ -67,8 +67,7 @@ def _device_timed(item: Any) -> bool:
             and item.host_memory != "pageable")
 
 
-def estimate(planned: Sequence[tuple[Any, int]], max_time: float, slowdown: float = 1.0,
-             simulated: bool = False) -> Estimate:
+def estimate(planned: Sequence[tuple[Any, int]], max_time: float, slowdown: float = 1.0, simulated: bool = False) -> Estimate:
     """The estimate of ``planned``: each planned case and the blocks it is measured in (a test each, which share
     the case's --benchmark-max-time and each pay their own harness and device-time windows)."""
     budget = harness = 0.0

@@ -300,8 +300,7 @@ def xfer_backend(request: pytest.FixtureRequest) -> DeviceBackend:
 
 
 @pytest.fixture
-def xfer(benchmark: Any, xfer_backend: DeviceBackend,
-         request: pytest.FixtureRequest) -> Callable[[PlannedCase], dict[str, Any]]:
+def xfer(benchmark: Any, xfer_backend: DeviceBackend, request: pytest.FixtureRequest) -> Callable[[PlannedCase], dict[str, Any]]:
     """Run one case of a core, scenario or concurrent family under ``benchmark``; a case the machine
     cannot run is skipped, a stuck copy fails in one line."""
     from ..families.registry import run as run_scenario_case
