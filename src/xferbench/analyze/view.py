@@ -528,9 +528,10 @@ class RunView:
 
     @cached_property
     def one_call_waits(self) -> pd.Series:
-        """Per row: did its one-call rounds wait for the CPU (``load.blocks.waited_rows``)? Read once, for the first
-        screen's table and the busy notice alike (the α/β fit reads the same rule on its frame)."""
-        return waited_rows(self.rows)
+        """Per row: did its one-call rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_rows``; a
+        row on them, ``on_ticks``, says so its own way)? Read once, for the first screen's table, the busy notice, the
+        scenarios and the appendix alike (the α/β fit reads the same rule on its frame)."""
+        return waited_rows(self.rows) & ~ticked(self.rows)
 
     @cached_property
     def growths(self) -> dict[Any, tuple[pd.Series, Ratio] | None]:

@@ -22,7 +22,6 @@ from ...families import FAMILIES, order_of
 from ...output import write_atomic, write_together
 from ...units import format_bytes, format_number, format_seconds
 from ..load.results import Results
-from ..load.rows import ticked
 from ..view import RunView
 from .export import to_csv, to_markdown
 from .plots import Plot, as_plot, render, scenario_plot
@@ -61,7 +60,7 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     """Every row, in report order, with the number of the machine instance it came from (shown when there are several),
     its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waits``: where not,
     its GB/s is no bandwidth); a size whose one-call rounds waited for the CPU states none, as the first screen."""
-    frame, waits = view.numbered(view.rows), view.one_call_waits & ~ticked(view.rows)  # the ticks said their own way
+    frame, waits = view.numbered(view.rows), view.one_call_waits
     calls = [rounds_text(row) + (", its rounds waited for the CPU" if waits[label] else "") for label, row in frame.iterrows()]
     frame = frame.assign(_o=frame["op"].map(order_of), calls=calls, bandwidth_gbps=frame["bandwidth_gbps"].mask(waits))
     frame = frame.assign(waited=view.waiting(frame) & frame["bandwidth_gbps"].notna())
