@@ -18,7 +18,7 @@ import pandas as pd
 from ...families.base import span as _span
 from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds, format_span
-from ..model import NoHostRoof, Wait
+from ..model import NoHostRoof, Wait, cache_bytes
 from ..view import MODEL_MISS, RunView
 from .svg import bytes_said, roof_share
 from .threads import one_thread_faster
@@ -306,6 +306,10 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         sentence = sentence if len(tied) > 1 else headline  # ties keep saying which paths the run cannot rank
     if len(tied) > 1:  # never the best among ties: the paths the run cannot rank, as one
         headline = _tied_headline(view, tied, gpu)
+    # a β stated, on a CPU run that recorded no cache size (the CPU sample's runs through 16 MiB, which moves 32)
+    if not gpu and not headline.startswith("No line") and cache_bytes(view.fingerprint, "host", "cpu") is None:
+        unknown = f" (no cache size recorded: whether {format_bytes(best['largest_bytes'])} ran from a cache is not known)"
+        headline, sentence = headline[:-1] + unknown + ".", sentence[:-1] + unknown + "."
     return headline, sentence + one_thread + _pipelined(view, fits)
 
 
