@@ -36,7 +36,7 @@ class TestGoldenCpuSample:
             "(2 paths' β lie 14.8-25.6 GB/s and the run cannot judge their times at 16 MiB); one of them (host pageable "
             "copy_ cpu) has a fixed cost α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this "
             "run cannot place: the fit puts half of β at 25.7 KiB, between 1 KiB and 1 MiB, the nearest sizes it kept, "
-            "1,024× apart.",
+            "1,024× apart (xferbench recorded no cache size: whether 16 MiB ran from a cache is not known).",
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; the string form, .to('cpu'), "
             "was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
@@ -46,7 +46,7 @@ class TestGoldenCpuSample:
             "Host memory copies reach 26.4 GB/s at 16 MiB (xferbench recorded no cache size).",
             # the sentence says its β ties with clone's at 16 MiB: the headline does not crown it
             "Called back to back, the 2 host-side paths whose β the run cannot rank have fixed costs α = 1.03-1.28 µs "
-            "and β = 14.8-25.6 GB/s.",
+            "and β = 14.8-25.6 GB/s (xferbench recorded no cache size: whether 16 MiB ran from a cache is not known).",
             "A no-op move of a tensor already on cpu costs 246-743 ns a call: it returns the same object."]
 
     def test_model_table_rows(self, html):

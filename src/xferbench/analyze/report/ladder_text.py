@@ -62,13 +62,15 @@ def fault_split(faults: float, us_per_fault: float) -> str:
 
 
 def sentence(ladder: Ladder, step: Step) -> str:
-    """One step in words: its figure and interval, or "can't tell"."""
+    """One step in words, by its short name (the table says what it removes): its figure and interval, or "can't
+    tell" (a reading found "the fresh destination: what the call pays beyond ...: 94.8 ms" hard to read)."""
+    factor = SHORT.get(step.factor, step.factor)
     if step.ratio.same:
-        return f"{step.factor}: {untold(step)}"
+        return f"{factor}: {untold(step)}"
     if not step.told:
-        return f"{step.factor}: {_ordered(step)}can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
+        return f"{factor}: {_ordered(step)}can't tell ({format_seconds(step.seconds)}; {why_not(step)})"
     span = percent_span(*ladder.share_bounds(step), alike="")
-    return f"{step.factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}{span and '; ' + span})"
+    return f"{factor}: {format_seconds(step.seconds)} ({percent(ladder.share(step) or 0.0)}{span and '; ' + span})"
 
 
 def summary(ladder: Ladder) -> str:

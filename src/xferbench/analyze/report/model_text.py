@@ -308,7 +308,8 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         headline = _tied_headline(view, tied, gpu)
     # a β stated, on a CPU run that recorded no cache size (the CPU sample's runs through 16 MiB, which moves 32)
     if not gpu and not headline.startswith("No line") and cache_bytes(view.fingerprint, "host", "cpu") is None:
-        unknown = f" (no cache size recorded: whether {format_bytes(best['largest_bytes'])} ran from a cache is not known)"
+        size = format_bytes(best["largest_bytes"])
+        unknown = f" (xferbench recorded no cache size: whether {size} ran from a cache is not known)"
         headline, sentence = headline[:-1] + unknown + ".", sentence[:-1] + unknown + "."
     return headline, sentence + one_thread + _pipelined(view, fits)
 
