@@ -327,3 +327,12 @@ def test_the_fit_tables_count_of_sizes_set_aside_says_why_they_were(page):
     html, _ = page
     assert "<td>host pageable clone cpu</td><td class=\"n\">12 (3 faster than memory)</td>" in html
     assert "in cache)" not in html
+
+
+def test_the_ladder_figure_says_which_ladder_it_folds_into_another_bar(page, h200):
+    """The table has four ladders, the figure three bars: .to(device) to the CPU shares .cpu()'s lower rungs (a third
+    reading counted the bars against the table's rows)."""
+    _, text = page
+    assert {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in h200.ladders} and len(h200.ladders) == 4
+    assert ("Hover a cell for its cases and interval. .to(device) to the CPU shares .cpu()'s lower rungs: one bar, both "
+            "in the table.") in text

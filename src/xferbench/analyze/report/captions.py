@@ -96,8 +96,9 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
 def _ladder_caption(view: RunView) -> str:
     """The host ladders' caption where every ladder is one, else the device ladders'; "the rest is the copy itself"
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
-    if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):
-        return LADDER_CAPTION
+    if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):  # one bar for both (plots)
+        both = {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in view.ladders}
+        return LADDER_CAPTION + (" .to(device) to the CPU shares .cpu()'s lower rungs: one bar, both in the table." * both)
     ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
     waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
     if ticked or waits:
