@@ -336,3 +336,10 @@ def test_the_ladder_figure_says_which_ladder_it_folds_into_another_bar(page, h20
     assert {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in h200.ladders} and len(h200.ladders) == 4
     assert ("Hover a cell for its cases and interval. .to(device) to the CPU shares .cpu()'s lower rungs: one bar, both "
             "in the table.") in text
+
+
+def test_a_gpu_run_on_gloo_is_told_what_would_tell_a_slow_rank(page):
+    """The H200 ran its collectives on gloo, whose host clocks cannot tell a rank slow inside its own call; on a GPU
+    machine nccl's device times would, and the page says so (a CPU-only page does not: test_report_sentences)."""
+    _, text = page
+    assert "can't be told there (on nccl each rank's own device time of the collective tells it)." in text

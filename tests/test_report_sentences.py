@@ -312,3 +312,4 @@ def test_a_cpu_runs_dataloader_caption_describes_the_loader_alone(tmp_path):
             "CPUs are there); startup-w2: iter() alone; first-wN: a fresh iterator's first batch.") in quick["text"]
     assert "epoch" not in quick["text"]
     assert len(re.findall(r"\bGPUs?\b", quick["text"])) == 2  # the machine line and the notice
+    assert "can't be told there." in quick["text"] and "on nccl" not in quick["text"]  # nccl's advice: a GPU run's

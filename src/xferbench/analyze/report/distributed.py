@@ -66,8 +66,7 @@ ROOTED_LAG_SHARE = 0.5
 #: every rank's call alike there, since the others wait for it inside theirs.
 HOST_TIMED_CANT_TELL = (
     "On {backends} each rank's call is timed by its host: a rank slow inside its own call (a slow launch) "
-    "lengthens every rank's call alike, so such a rank can't be told there (on nccl each rank's own device time of "
-    "the collective tells it).")
+    "lengthens every rank's call alike, so such a rank can't be told there{nccl}.")
 
 
 def _distributed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -308,7 +307,7 @@ LINKS_CAPTION = (
 )
 
 
-def _stragglers(rows: pd.DataFrame) -> list[str]:
+def _stragglers(rows: pd.DataFrame, gpu: bool) -> list[str]:
     named: dict[tuple[str, int, str], list[str]] = {}
     checked = 0
     for _, row in rows[~rows["op"].isin(POINT_TO_POINT)].iterrows():
@@ -322,8 +321,10 @@ def _stragglers(rows: pd.DataFrame) -> list[str]:
                     f"{case} (+{format_seconds(found.lag_s)})")
     if not checked:
         return []
-    host_timed = sorted({str(b) for b in rows.get("backend", pd.Series(dtype=object)).dropna()} - {"nccl"})
-    cant_tell = [HOST_TIMED_CANT_TELL.format(backends=" and ".join(host_timed))] if host_timed else []
+    backends = {str(b) for b in rows.get("backend", pd.Series(dtype=object)).dropna()}
+    nccl = " (on nccl each rank's own device time of the collective tells it)" * gpu
+    host_timed = sorted(backends - {"nccl"})
+    cant_tell = [HOST_TIMED_CANT_TELL.format(backends=" and ".join(host_timed), nccl=nccl)] if host_timed else []
     if not named:
         return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} "
                 "collective benchmark(s).", *cant_tell]
@@ -408,7 +409,8 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{len(rows)} benchmark(s).")
-    return out + _links(rows) + _overlap(rows, judge) + _stragglers(rows)
+    gpu = bool(frame["dst"].astype(str).str.startswith("cuda").any())  # nccl's advice where the run had a GPU, not a CPU run
+    return out + _links(rows) + _overlap(rows, judge) + _stragglers(rows, gpu)
 
 
 def setup_sentence(machine_info: dict[str, Any]) -> str | None:
