@@ -201,9 +201,8 @@ class RunDrift:
         pooled = [self._pooled([e for e in kept if e.regime == where]) or self._pooled(
             [e for e in kept if (e.regime[0] == "simulated") == (where[0] == "simulated")]) for where in regimes]
         found = [f for f in pooled if f is not None]
-        if not found:
-            return Drift()
-        return Drift(max(f.sd for f in found), min(f.df for f in found))  # the widest, on the fewest: conservative
+        # the widest, on the fewest: conservative
+        return Drift(max(f.sd for f in found), min(f.df for f in found)) if found else Drift()
 
     @staticmethod
     def _pooled(evidence: list[Evidence]) -> Drift | None:

@@ -209,6 +209,4 @@ def _ticks(runs: int, lines: int = 1) -> list[int]:
     """The runs whose names label the x axis: all of them, or as many as fit evenly spaced (``MAX_TICKS`` names of
     one line, fewer of several), the first and newest included."""
     most = max(2, MAX_TICKS // lines)
-    if runs <= most:
-        return list(range(runs))
-    return sorted({round(i * (runs - 1) / (most - 1)) for i in range(most)})
+    return list(range(runs)) if runs <= most else sorted({round(i * (runs - 1) / (most - 1)) for i in range(most)})

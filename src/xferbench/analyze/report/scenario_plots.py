@@ -27,9 +27,7 @@ def scenario_plot(view: RunView, op: str) -> Figure | str:
                 "figure is left out.")
     if rows["bandwidth_gbps"].notna().all() and (rows.groupby("path")["nbytes"].nunique() == 1).all():
         return _scenario_bandwidth_bars(rows)
-    if rows["nbytes"].nunique() == 1:
-        return _scenario_time_bars(rows)
-    return _scenario_lines(rows)
+    return _scenario_time_bars(rows) if rows["nbytes"].nunique() == 1 else _scenario_lines(rows)
 
 
 def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
