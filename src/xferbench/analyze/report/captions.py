@@ -98,7 +98,8 @@ def _ladder_caption(view: RunView) -> str:
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):  # one bar for both (plots)
         both = {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in view.ladders}
-        return LADDER_CAPTION + (" .to(device) to the CPU shares .cpu()'s lower rungs: one bar, both in the table." * both)
+        return LADDER_CAPTION + (" .to(device) to the CPU runs .cpu()'s code on the same lower rungs: one bar, both in "
+                                 "the table, apart only by this run's drift." * both)
     ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
     waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
     if ticked or waits:
