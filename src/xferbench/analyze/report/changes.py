@@ -50,7 +50,11 @@ class Change:
         return float(self.now["median_s"] - self.then["median_s"])
 
     def text(self) -> str:
-        """``saves 176 ms a call (181 ms → 4.94 ms at 256 MiB: 36.7× (28-57.2) faster)``."""
+        """``saves 176 ms a call (181 ms → 4.94 ms at 256 MiB: 36.7× (28-57.2) faster)``; where the run orders its
+        rounds but no interval sizes the saving, that order (the busy run's clone against copy_: ``Ratio.order``)."""
+        if not self.ratio.resolved:
+            return (f"saves time ({_medians(self.now, self.then)}{_faults(self.now, self.then)}): "
+                    + self.ratio.order("before", "after") + self.ratio.text())
         # a paired ratio is the block ratios' mean, not the two medians' quotient: said so, lest a reader divide them
         how = f"{self.ratio.text()} faster block by block" if self.ratio.paired else f"{self.ratio.text()} faster"
         return f"saves {format_seconds(self.saved_s)} a call ({_medians(self.now, self.then)}: {how})"
@@ -130,13 +134,15 @@ def _unlisted(ratio: Ratio) -> str:
 
 
 def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Change], str | None, list[dict[str, str]]]:
-    """The first screen's words: the changes the run prices and resolves, most time saved first, at most ``MOST``
-    (``pinning``: the break-even rows a pinned source's condition cites); where it lists none, those it priced, each
+    """The first screen's words: the changes the run prices and resolves, most time saved first, then those whose
+    interleaved rounds order them but size no saving, at most ``MOST`` (``pinning``: the break-even rows a pinned
+    source's condition cites); where it lists none, those it priced, each
     with its verdict (can't tell, or slower here), so that an empty list reads as the run's verdict, not as nothing
     measured (None where it priced none); and the box of moves (``at_a_glance``)."""
     priced = [(spec, pair, view.ratio(*pair)) for spec in CHANGES if (pair := _pair(view, spec)) is not None]
-    listed = sorted((Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
-                     if ratio.resolved and ratio.value > 1), key=lambda change: -change.saved_s)[:MOST]
+    changes = [Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
+               if (ratio.resolved or ratio.apart) and ratio.value > 1]
+    listed = sorted(changes, key=lambda change: (not change.ratio.resolved, -change.saved_s))[:MOST]
     said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): " + _unlisted(ratio) for spec, pair, ratio in priced]
     unresolved = (f"No change listed (none with a saving this run can size): {'; '.join(said)}." if said and not listed else None)
     return listed, unresolved, at_a_glance(view)
