@@ -936,8 +936,9 @@ def test_a_size_whose_one_call_rounds_waited_states_no_gb_s_anywhere():
     assert rows["host pageable copy_ cpu", 64 * 2**20]["calls"].endswith("a wait for the CPU is part of them")
     assert rows["host pageable clone cpu", 1024]["bandwidth_gbps"] > 0  # a size that did not wait keeps its figure
     text, _ = Story.of(RunView.of(load([CPU_QUICK]))).scenarios["placement"]
-    assert text.endswith("Rounds that waited for the CPU (a median round 3/4 of a tick or more beyond the fastest, so "
-                         "the median holds the wait): convert_on_cpu at 9.19 MiB.")
+    assert text.endswith("Rounds that waited for the CPU (on the scheduler's ticks, or a median round 3/4 of a tick or "
+                         "more beyond the fastest: the median holds the wait): convert_on_cpu at 1.15 MiB, convert_on_cpu "
+                         "at 9.19 MiB.")
     assert "Rounds that waited" not in Story.of(RunView.of(load([CPU]))).scenarios["placement"][0]
 
 
