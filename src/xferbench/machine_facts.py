@@ -68,9 +68,7 @@ class Fact:
 
     def text(self, value: Any) -> str:
         """A recorded value as every output writes it."""
-        if self.show is not None:
-            return self.show(value)
-        return f"{value} {self.unit}".rstrip()
+        return self.show(value) if self.show is not None else f"{value} {self.unit}".rstrip()
 
     def written(self, record: Any) -> str | None:
         """Its text for ``record``, else its unknown word (None: nothing is written)."""

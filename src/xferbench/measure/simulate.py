@@ -300,9 +300,7 @@ def path_of(case: Case) -> str | None:
     """The spec path a case's copy takes, None when it copies nothing across or within devices."""
     if case.op in ("h2d", "d2h"):
         return f"{case.op}_{case.host_memory or 'pageable'}"
-    if case.op in ("d2d", "peer"):
-        return case.op
-    return None
+    return case.op if case.op in ("d2d", "peer") else None
 
 
 def _waits(case: Case) -> bool:

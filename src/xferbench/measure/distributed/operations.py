@@ -70,9 +70,7 @@ def bus_factor(op: str, world_size: int) -> float:
     n = world_size
     if op in ("all_reduce", "overlap"):
         return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (n - 1) / n
-    return 1.0
+    return (n - 1) / n if op in ("all_gather", "reduce_scatter", "all_to_all") else 1.0
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,7 @@ class Scenario:
             return sum(parameter_bytes(self.size))
         if self.unit == "images":
             return self.size * math.prod(IMAGE)  # uint8 pixels, as loaded
-        if self.unit == "batch":
-            return self.size * 1024 * 4
-        return self.size
+        return self.size * 1024 * 4 if self.unit == "batch" else self.size
 
     def identity(self) -> Identity:
         return Identity(self.op, self.variant, self.src, self.dst, self.nbytes, self.dtype, (self.size,),
