@@ -457,3 +457,22 @@ def test_regimes_of_keeps_two_rows_one_column_tells_apart(column, one, other):
                     else {"src": "cuda:0"} if column == "dst" else {})
     frame = pd.DataFrame([base | {column: one}, base | {column: other}])
     assert regimes_of(frame) == {regime(row) for _, row in frame.iterrows()} and len(regimes_of(frame)) == 2
+
+
+@pytest.mark.parametrize(("now", "then", "blocks", "apart"), [
+    ([5.0, 6.0], [1.0, 2.0], 2, (2, 5.0, 2.0)),
+    ([1.0, 2.0], [5.0, 6.0], 2, (2, 5.0, 2.0)),  # the other way round: the slower side's fastest first still
+    ([2.0, 6.0], [1.0, 2.0], 2, None),  # a round of each alike: no order
+    ([2.5, 6.0], [1.0, 2.5], 2, None),  # touching: no order either
+    ([5.0, 6.0], [1.0, 2.0], 0, None),  # not interleaved: drift between them could order them
+    ([5.0, 6.0], [], 2, None),  # no rounds recorded on one side
+])
+def test_only_interleaved_rounds_wholly_apart_give_an_order(now, then, blocks, apart):
+    import pandas as pd
+
+    from xferbench.analyze.drift import rounds_apart
+
+    def row(data):
+        return pd.Series({"data": data, "run": "r"} | ({"block_medians": [1.0] * blocks} if blocks else {}))
+
+    assert rounds_apart(row(now), row(then)) == apart

@@ -307,24 +307,6 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
     assert _faults(row(now), row(then)) == said
 
 
-@pytest.mark.parametrize(("now", "then", "blocks", "apart"), [
-    ([5.0, 6.0], [1.0, 2.0], 2, (2, 5.0, 2.0)),
-    ([1.0, 2.0], [5.0, 6.0], 2, (2, 5.0, 2.0)),  # the other way round: the slower side's fastest first still
-    ([2.0, 6.0], [1.0, 2.0], 2, None),  # a round of each alike: no order
-    ([5.0, 6.0], [1.0, 2.0], 0, None),  # not interleaved: drift between them could order them
-    ([5.0, 6.0], [], 2, None),  # no rounds recorded on one side
-])
-def test_only_interleaved_rounds_wholly_apart_give_an_order(now, then, blocks, apart):
-    import pandas as pd
-
-    from xferbench.analyze.drift import rounds_apart
-
-    def row(data):
-        return pd.Series({"data": data, "run": "r"} | ({"block_medians": [1.0] * blocks} if blocks else {}))
-
-    assert rounds_apart(row(now), row(then)) == apart
-
-
 @pytest.mark.parametrize(("value", "said"), [
     (3.0, "saves time: every round before took longer than every round after, in 2 interleaved blocks (5 s against "
           "2 s at most); how much, can't tell (one side's rounds lie on the scheduler's ticks)"),

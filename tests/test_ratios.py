@@ -216,3 +216,19 @@ def test_a_ratio_s_figures_give_both_ends_or_its_one_bound():
     assert Ratio(5.0, 0.165, 152.0, "paired", 6).figures() == "5× (0.165-152)"
     assert Ratio(1.4, 0.9, math.inf, "paired", 6).figures() == "at least 0.9×"
     assert Ratio(0.7, 0.0, 1.2, "rounds", 5).figures() == "at most 1.2×"
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (3.0, "every round A took longer than every round B, in 6 interleaved blocks (51.3 ms against 23.9 ms at most); "
+          "how much, "),
+    (0.5, "every round B took longer than every round A, in 6 interleaved blocks (51.3 ms against 23.9 ms at most); "
+          "how much, "),
+])
+def test_an_order_names_the_slower_side_first_with_its_blocks_and_rounds(value, said):
+    """The busy run's clone against copy_ at 64 MiB: no interval sizes it, yet in each of 6 interleaved blocks every
+    clone round (51.3 ms at fastest) lay above every copy_ round (23.9 ms at most). The order keeps through ``faster``
+    (the same comparison the other way round); a ratio without one says nothing."""
+    ratio = Ratio(value, 0.0, math.inf, "ticks", 5, (6, 0.0513, 0.0239))
+    assert ratio.order("A", "B") == said
+    assert ratio.faster().order("B", "A") == said and ratio.faster().apart == (6, 0.0513, 0.0239)
+    assert Ratio(value, 0.0, math.inf, "ticks", 5).order("A", "B") == ""
