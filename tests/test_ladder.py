@@ -252,6 +252,13 @@ def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
         "the scheduler's ticks, and the slower side's waited too)")
     cell = ladder_text.ladder_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))["rows"][0]["cells"][0]
     assert cell["text"] == "above zero" and cell["title"].startswith("54.5 ms: above zero: every round of clone()")
+    # the figure says it alike: its legend and the hatched step's hover
+    from xferbench.analyze.report.plots import ladder_figure
+    from xferbench.analyze.report.svg import to_svg
+
+    svg = to_svg(ladder_figure(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"]))))
+    assert "above zero, how much can't tell (the faster side's rounds" in svg
+    assert "every round of clone() took longer than every round of copy_ into a touched buffer, in 6" in svg
     # the CPU sample's clone step: no blocks, no order; can't tell as before
     quiet = _by_key([CPU])["host-clone"].steps[0]
     assert quiet.ratio.apart is None and ladder_text.untold(quiet).startswith("can't tell (")
