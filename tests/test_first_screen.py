@@ -308,7 +308,7 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    (3.0, "saves time: every round before took longer than every round after, in 2 interleaved blocks (5 s against "
+    (1.5, "saves time: every round before took longer than every round after, in 2 interleaved blocks (5 s against "
           "2 s at most); how much, can't tell (one side's rounds lie on the scheduler's ticks)"),
     (1 / 3, "costs time: every round after took longer than every round before, in 2 interleaved blocks (5 s against "
             "2 s at most); how much, can't tell (one side's rounds lie on the scheduler's ticks)"),
@@ -340,3 +340,20 @@ def test_the_box_names_the_fastest_calls_of_a_kind_where_the_run_tells_the_other
     (tmp_path / "run.json").write_text(json.dumps(run))
     lines = {line["what"]: line["time"] for line in at_a_glance(RunView.of(load([tmp_path / "run.json"])))}
     assert lines["host to device, pinned (the fastest 5 of 6 calls: which is fastest, can't tell)"] == "4.87-4.93 ms"
+
+
+def test_a_change_its_rounds_only_order_ranks_below_every_sized_one():
+    """Sized changes first, most saved first; one whose interleaved rounds order it but no interval sizes it last, even
+    where its medians differ most (the busy run's clone against copy_: 54.5 ms apart, unsized)."""
+    import pandas as pd
+
+    from xferbench.analyze.report.changes import Change, ranked
+    from xferbench.families.core import CHANGES
+    from xferbench.ratios import Ratio
+
+    def change(before: float, resolved: bool) -> Change:
+        ratio = Ratio(before / 0.001, 2.0, 9.0, "paired", 6) if resolved else Ratio(9.0, 0.0, math.inf, "ticks", 6, (6, 2.0, 1.0))
+        return Change(CHANGES[0], pd.Series({"median_s": before}), pd.Series({"median_s": 0.001}), ratio, "")
+
+    ordered, small, large = change(0.5, False), change(0.01, True), change(0.1, True)
+    assert ranked([ordered, small, large]) == [large, small, ordered]

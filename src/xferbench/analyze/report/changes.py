@@ -133,6 +133,12 @@ def _unlisted(ratio: Ratio) -> str:
     return gives + ratio.order("before", "after") + ratio.text()
 
 
+def ranked(changes: list[Change]) -> list[Change]:
+    """The changes a run sizes, most time saved first, then those it orders only (``Ratio.apart``): a saving no interval
+    sizes ranks below every sized one, whatever its medians' difference."""
+    return sorted(changes, key=lambda change: (not change.ratio.resolved, -change.saved_s))
+
+
 def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Change], str | None, list[dict[str, str]]]:
     """The first screen's words: the changes the run prices and resolves, most time saved first, then those whose
     interleaved rounds order them but size no saving, at most ``MOST`` (``pinning``: the break-even rows a pinned
@@ -142,7 +148,7 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     priced = [(spec, pair, view.ratio(*pair)) for spec in CHANGES if (pair := _pair(view, spec)) is not None]
     changes = [Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
                if (ratio.resolved or ratio.apart) and ratio.value > 1]
-    listed = sorted(changes, key=lambda change: (not change.ratio.resolved, -change.saved_s))[:MOST]
+    listed = ranked(changes)[:MOST]
     said = [f"{spec.title} ({_medians(*pair)}{_faults(*pair)}): " + _unlisted(ratio) for spec, pair, ratio in priced]
     unresolved = (f"No change listed (none with a saving this run can size): {'; '.join(said)}." if said and not listed else None)
     return listed, unresolved, at_a_glance(view)
