@@ -955,3 +955,11 @@ def test_a_beta_on_a_run_without_a_cache_size_says_its_largest_size_may_have_run
     (tmp_path / "cached.json").write_text(json.dumps(data))
     said = [str(s) for s in findings(RunView.of(load([tmp_path / "cached.json"])))]
     assert any("Called back to back" in s for s in said) and not any("xferbench recorded no cache size:" in s for s in said)
+
+
+def test_a_line_that_fits_no_size_carries_no_cache_caveat():
+    """The host sweep's paths fit no line (each misses a measured size 4.3-44×): no β is quoted, so nothing to caveat
+    about the cache, though that run recorded no cache size either."""
+    said = findings(RunView.of(load([ROOT / "tests" / "data" / "cpu-host-sweep.json"])))
+    (line,) = [s for s in said if s.headline.startswith("No line of a fixed cost")]
+    assert line.headline.endswith("each misses a measured size (4.3-44×).") and "cache size" not in line.headline
