@@ -119,7 +119,7 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
                              "default threads' time here.")
 
 
-_BOUND = "no bandwidth stated; compared only as a floor under a slower case whose own rounds did not wait"
+_BOUND = "no bandwidth stated; compared as a floor under a slower case whose rounds did not wait, or by interleaved rounds' order"
 #: one-call rounds whose median waited off the ticks' multiples (load.blocks.waited_rows): the busy and loaded 64 MiB
 #: clone and one-thread copy_
 _OFF = "{} more of one call a round whose median round took 3/4 of a tick or more beyond its fastest (no β fitted through them)"

@@ -106,8 +106,8 @@ def _busy(view: RunView) -> str | None:
     on_ticks, blocks = ticked(view.rows), view.rows.get("tick_blocks")  # only merged rows have tick_blocks
     on, left = int(on_ticks.sum()), 0 if blocks is None else int(blocks.fillna(0).sum())
     off = int(view.one_call_waits.sum())  # off the multiples: compared on their rounds
-    said = [f"{on} case{'s' * (on > 1)} whose median waited on them (no bandwidth stated; compared only as a floor "
-            "under a slower case whose own rounds did not wait)" if on else "",
+    said = [f"{on} case{'s' * (on > 1)} whose median waited on them (no bandwidth stated; compared as a floor under "
+            "a slower case whose rounds did not wait, or by interleaved rounds' order)" if on else "",
             f"{off} more of one call a round whose median round took 3/4 of a tick or more beyond its fastest (no β fitted "
             "through them)" if off else "",
             f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round" if left else ""]
