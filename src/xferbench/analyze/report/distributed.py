@@ -370,9 +370,11 @@ def _overlap(rows: pd.DataFrame, judge: Judge | None) -> list[str]:
                             f"overlap does not pay here: one by one is {ratio.faster().text()} faster.")]
 
 
-def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits: Mapping[Any, Wait] | None = None) -> list[str]:
+def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits: Mapping[Any, Wait] | None = None,
+                         gpu: bool = False) -> list[str]:
     """The distributed section's sentences; ``judge`` sets two rows against each other (``RunView.ratio``): without
-    one, no comparison (the overlap) is said. A row in ``waits`` (``RunView.waits``) states no bus bandwidth."""
+    one, no comparison (the overlap) is said. A row in ``waits`` (``RunView.waits``) states no bus bandwidth. ``gpu``
+    (``RunView.has_accelerator``): nccl's advice on a slow rank is given where the run had one, not on a CPU run."""
     if (rows := _distributed(frame)).empty:
         return []
     out = []
@@ -409,7 +411,6 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{len(rows)} benchmark(s).")
-    gpu = bool(frame["dst"].astype(str).str.startswith("cuda").any())  # nccl's advice where the run had a GPU, not a CPU run
     return out + _links(rows) + _overlap(rows, judge) + _stragglers(rows, gpu)
 
 
@@ -453,5 +454,5 @@ def section(view: RunView) -> dict[str, Any] | None:
         if not isinstance(figure, str) or figure == TWO_RANKS:  # a two-rank world is told why it has no chart
             plots.append(as_plot(key, name, text, figure))
     setup = setup_sentence(view.machine_info)
-    text = " ".join(distributed_findings(frame, view.ratio, view.waits) + ([setup] if setup else []))
+    text = " ".join(distributed_findings(frame, view.ratio, view.waits, view.has_accelerator) + ([setup] if setup else []))
     return {"key": "distributed", "title": title, "text": text, "plots": plots}
