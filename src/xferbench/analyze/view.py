@@ -529,9 +529,15 @@ class RunView:
     @cached_property
     def one_call_waits(self) -> pd.Series:
         """Per row: did its one-call rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_rows``; a
-        row on them, ``on_ticks``, says so its own way)? Read once, for the first screen's table, the busy notice, the
-        scenarios and the appendix alike (the α/β fit reads the same rule on its frame)."""
+        row on them, ``on_ticks``, says so its own way)? Read once, for the busy notice and the appendix alike, and
+        through ``waited_for_cpu`` (the α/β fit reads the same rule on its frame)."""
         return waited_rows(self.rows) & ~ticked(self.rows)
+
+    @cached_property
+    def waited_for_cpu(self) -> pd.Series:
+        """Per row: did its rounds wait for the CPU either way, on the scheduler's ticks (``on_ticks``) or off them
+        (``one_call_waits``)? The first screen's "–" and each scenario's list of such cases read it."""
+        return self.one_call_waits | ticked(self.rows)
 
     @cached_property
     def growths(self) -> dict[Any, tuple[pd.Series, Ratio] | None]:

@@ -164,7 +164,7 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
         if not rows.empty:
             # "–" where the bytes set none of the times (``RunView.waited``: the loaded run's 20 ms copy_ at 1 and 64 MiB)
             # or where one-call rounds waited for the CPU (the busy run's 64 MiB clone: 51.3 ms at fastest, 66.5 ms)
-            waited = (view.one_call_waits.loc[rows.index] | ticked(rows)).all()
+            waited = view.waited_for_cpu.loc[rows.index].all()
             gbps = "–" if waited or all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
             mark = ON_TICKS if ticked(rows).all() else " (its rounds waited for the CPU)" if waited else ""
             lines.append({"what": label, "time": _ms(rows["median_s"]) + mark, "gbps": gbps})
