@@ -102,12 +102,10 @@ def rounds_apart(a: pd.Series, b: pd.Series) -> tuple[int, float, float] | None:
     every round of the other and both were measured in interleaved blocks (``paired_blocks``); else None. A wait only
     adds, and the blocks shared their slots, so the machine's waits cannot order them so: the order is the calls' own
     (the busy, loaded and quick runs' clone against copy_, a second and a third reading), though no interval sizes it."""
-    blocks, _ = paired_blocks(a, b)
+    blocks = paired_blocks(a, b)[0].size
     x, y = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (a, b))
-    if not (blocks.size and x.size and y.size):
-        return None
-    slow, fast = (x, y) if x.min() > y.max() else (y, x)
-    return (blocks.size, float(slow.min()), float(fast.max())) if slow.min() > fast.max() else None
+    apart = blocks and x.size and y.size and (x.min() > y.max() or y.min() > x.max())
+    return (blocks, float(max(x.min(), y.min())), float(min(x.max(), y.max()))) if apart else None  # slower's fastest
 
 
 def _calls(row: pd.Series, size: int) -> np.ndarray:
