@@ -157,7 +157,7 @@ def flags(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def ticked(frame: pd.DataFrame) -> pd.Series:
-    """Per row: do its rounds lie on the scheduler's ticks (``on_ticks``, load/blocks.py)? False where the column is
+    """Per row: did its rounds wait for the CPU (``on_ticks``, load/blocks.py)? False where the column is
     absent (rows no loader merged)."""
     return frame["on_ticks"].notna() if "on_ticks" in frame else pd.Series(False, index=frame.index)
 
