@@ -248,8 +248,8 @@ def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
     assert step.ratio.apart == (6, pytest.approx(0.0513, abs=5e-5), pytest.approx(0.0239, abs=5e-5))
     assert ladder_text.rows(ladder)[1][-1] == (
         "above zero: every round of clone() took longer than every round of copy_ into a touched buffer, in 6 "
-        "interleaved blocks (51.3 ms against 23.9 ms at most); how much, can't tell (the faster side's rounds lie on "
-        "the scheduler's ticks, and the slower side's waited too)")
+        "interleaved blocks (51.3 ms against 23.9 ms at most); how much, can't tell (the faster side's rounds waited "
+        "for the CPU, and the slower side's too)")
     cell = ladder_text.ladder_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))["rows"][0]["cells"][0]
     assert cell["text"] == "above zero" and cell["title"].startswith("54.5 ms: above zero: every round of clone()")
     # the figure says it alike: its legend and the hatched step's hover
@@ -262,3 +262,4 @@ def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
     # the CPU sample's clone step: no blocks, no order; can't tell as before
     quiet = _by_key([CPU])["host-clone"].steps[0]
     assert quiet.ratio.apart is None and ladder_text.untold(quiet).startswith("can't tell (")
+

@@ -196,18 +196,18 @@ def test_a_ratio_open_at_one_end_reads_as_a_bound_or_cant_tell():
     """A faster side on the scheduler's ticks leaves its ratio open at one end (analyze/view.py): resolved, it reads
     "at least" (open above) or "at most" (open below), never a figure with two ends; unresolved, "can't tell" with the
     reason, never "could see ≥ inf×". A closed interval reads as before."""
-    why = "(its faster side waited on the scheduler's ticks)"
+    why = "(its faster side waited for the CPU)"
     assert Ratio(5.0, 4.44, math.inf, "paired", 6).text() == f"at least 4.44× {why}"
     assert Ratio(0.2, 0.0, 0.225, "paired", 6).text() == f"at most 0.225× {why}"
     assert Ratio(5.0, 4.44, math.inf, "paired", 6).faster().text() == f"at most 0.225× {why}"
     for unresolved in (Ratio(1.2, 0.9, math.inf, "rounds", 5), Ratio(0.8, 0.0, 1.1, "rounds", 5)):
         assert unresolved.judged and not unresolved.resolved
-        assert unresolved.text() == "can't tell (one side's rounds lie on the scheduler's ticks)"
+        assert unresolved.text() == "can't tell (one side's rounds waited for the CPU)"
     assert Ratio(5.0, 4.44, 5.6, "paired", 6).text() == "5× (4.44-5.6)"
     # the faster side on the ticks, the slower side's rounds spread too (analyze/view.py): no bound, and why
     waited = Ratio(5.0, 0.0, math.inf, "waited", 6)
-    assert not waited.judged and waited.text() == ("can't tell (the faster side's rounds lie on the scheduler's ticks, "
-                                                   "and the slower side's waited too)")
+    assert not waited.judged and waited.text() == ("can't tell (the faster side's rounds waited for the CPU,"
+                                                   " and the slower side's too)")
 
 
 def test_a_ratio_s_figures_give_both_ends_or_its_one_bound():

@@ -57,10 +57,10 @@ class Drift:
 
 
 #: The comparisons a run cannot judge, and why: unpaired in a run with no evidence of its drift, or a side whose rounds
-#: lie on the scheduler's ticks (analyze/load/blocks.py: a wait for the CPU is part of its time).
+#: waited for the CPU (analyze/load/blocks.py: on the scheduler's ticks, or rounds of many calls far off their fastest).
 UNJUDGED = {"unjudged": "the run gives no evidence of its drift",
-            "ticks": "one side's rounds lie on the scheduler's ticks",
-            "waited": "the faster side's rounds lie on the scheduler's ticks, and the slower side's waited too"}
+            "ticks": "one side's rounds waited for the CPU",
+            "waited": "the faster side's rounds waited for the CPU, and the slower side's too"}
 
 
 #: A ratio this close to 1 is the medians' floating-point rounding, never a difference: a cost model's two equal
@@ -119,7 +119,7 @@ class Ratio:
             return ("the same" if self.same else f"can't tell ({UNJUDGED['ticks']})" if open_end else
                     f"can't tell (could see ≥ {self.could_see:.2f}×)")
         if open_end:
-            return f"{self.figures()} (its faster side waited on the scheduler's ticks)"
+            return f"{self.figures()} (its faster side waited for the CPU)"
         low, value, high = _factor(self.low), _factor(self.value), _factor(self.high)
         return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
 

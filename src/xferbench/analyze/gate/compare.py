@@ -363,7 +363,7 @@ class OneSide(VerdictRule[Matched]):
         return case.only == self.side
 
     def why(self, case: Matched) -> str | None:
-        return "its rounds lie on the scheduler's ticks" if case.ticked else None  # its time holds a wait (OnTicks)
+        return "its rounds waited for the CPU" if case.ticked else None  # its time holds a wait (OnTicks)
 
 
 class Gone(OneSide):
@@ -403,7 +403,7 @@ class OnTicks(VerdictRule[Matched]):
         return case.ticked and case.evidence is not None
 
     def why(self, case: Matched) -> str | None:
-        return "a side's rounds lie on the scheduler's ticks"
+        return "a side's rounds waited for the CPU"
 
 
 #: compare's verdicts, in the order they are asked: the first that fires decides a case's.

@@ -20,7 +20,7 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..view import USUAL_WAY_BACK, RunView, matching, ticked
+from ..view import USUAL_WAY_BACK, RunView, matching
 from .ladder_text import took_at
 from .svg import ON_TICKS, bytes_said
 
@@ -166,7 +166,7 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
             # or where one-call rounds waited for the CPU (the busy run's 64 MiB clone: 51.3 ms at fastest, 66.5 ms)
             waited = view.waited_for_cpu.loc[rows.index].all()
             gbps = "–" if waited or all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
-            mark = ON_TICKS if ticked(rows).all() else " (its rounds waited for the CPU)" if waited else ""
+            mark = ON_TICKS if waited else ""
             lines.append({"what": label, "time": _ms(rows["median_s"]) + mark, "gbps": gbps})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest

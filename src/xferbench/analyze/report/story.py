@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
-from ...units import format_bytes
+from ...units import format_bytes, format_seconds
 from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
 from . import drift_text, ladder_text
@@ -102,16 +102,17 @@ class Story:
 
 def _busy(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
-    and where rounds lay on the scheduler's ticks (analyze/load/blocks.py), how many cases and blocks, and what of it."""
-    on_ticks, blocks = ticked(view.rows), view.rows.get("tick_blocks")  # only merged rows have tick_blocks
-    on, left = int(on_ticks.sum()), 0 if blocks is None else int(blocks.fillna(0).sum())
+    and where rounds waited for the CPU (analyze/load/blocks.py), how many cases, and what of it."""
+    on_ticks = ticked(view.rows)  # blocks left out for lying on the ticks: the appendix names them (svg.rounds_text)
+    on = int(on_ticks.sum())
     off = int(view.one_call_waits.sum())  # off the multiples: compared on their rounds
-    said = [f"{on} case{'s' * (on > 1)} whose median waited on them (no bandwidth stated; compared as a floor under "
-            "a slower case whose rounds did not wait, or by interleaved rounds' order)" if on else "",
-            f"{off} more of one call a round whose median round took 3/4 of a tick or more beyond its fastest (no β fitted "
-            "through them)" if off else "",
-            f"{left} block{'s' * (left > 1)} on them left out beside blocks of more calls a round" if left else ""]
-    ticks = f" Rounds on the scheduler's ticks, a wait for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
+    tick = format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max())) if on else ""
+    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past their "
+            "fastest round (no bandwidth stated; compared as a floor under a slower case that did not wait, or by "
+            "interleaved rounds' order)" if on else "",
+            f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted through them)" if off
+            else ""]
+    ticks = f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
     if view.busy is None:
         return ticks.strip() or None
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
@@ -164,9 +165,10 @@ def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
             start = caption.index(first)
             caption = caption[:start] + instead + (caption[caption.index(last, start) + len(last):] if last else "")
     waited = view.rows[(view.rows["op"] == op) & view.waited_for_cpu]  # the quick run's placement: 304 ms, 236 fastest
-    said = ", ".join(f"{row['variant']} at {format_bytes(int(row['nbytes']))}" for _, row in waited.iterrows())
-    waits = [f"Rounds that waited for the CPU (on the scheduler's ticks, or a median round 3/4 of a tick or more beyond "
-             f"the fastest: the median holds the wait): {said}."] if said else []
+    said = ", ".join(f"{row['variant']} at {format_bytes(int(row['nbytes']))}"
+                     for _, row in waited.sort_values("nbytes", kind="stable").iterrows())
+    waits = [f"Rounds that waited for the CPU (on the scheduler's ticks, or a median round beyond the fastest by 3/4 of a "
+             f"tick, and for rounds of many calls by 3/4 of the fastest too: the median holds the wait): {said}."] if said else []
     return " ".join([*scenario_findings(view, op), *waits]), caption
 
 

@@ -246,13 +246,13 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     return text + ", its blocks' calls a round (median): " + ", ".join(f"{n} ({m})" for n, m in zip(calls, medians, strict=True))
 
 
-#: The mark beside a time whose rounds held the scheduler's ticks, in the first screen's table and the hovers alike.
-ON_TICKS = " (on the scheduler's ticks)"
+#: The mark beside a time whose rounds waited for the CPU (``on_ticks``), in the first screen's table and the hovers alike.
+ON_TICKS = " (its rounds waited for the CPU)"
 
 
 def on_ticks(row: pd.Series) -> str:
-    """`` (on the scheduler's ticks)`` beside a time whose rounds held them (``on_ticks``), as the first screen's table
-    marks it; else nothing."""
+    """`` (its rounds waited for the CPU)`` beside a time whose rounds did (``on_ticks``), as the first screen's table marks it;
+    else nothing."""
     return ON_TICKS if pd.notna(row.get("on_ticks", math.nan)) else ""
 
 
@@ -266,7 +266,7 @@ def ticks_said(row: pd.Series, of: str = "its time") -> str:
                f"is part of {of}"
     rounds = np.asarray(row["data"], dtype=float) * row["iterations"]
     return (f"its median round of {int(row['iterations']):,} calls took {format_seconds(float(np.median(rounds)))}, its "
-            f"fastest {format_seconds(float(rounds.min()))}: a wait of the scheduler's {tick} ticks is part of {of}")
+            f"fastest {format_seconds(float(rounds.min()))}: a wait for the CPU is part of {of}")
 
 
 def left_said(row: pd.Series, wait: Wait | None, of: str = "its time") -> str | None:
