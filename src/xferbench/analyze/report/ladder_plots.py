@@ -47,8 +47,9 @@ def _ladder_bar(ax: Axes, y: int, ladder: Ladder, legend: dict[str, Artist]) -> 
             tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)} ({ladder.base.case})"])
         else:  # the step, its share and interval (or the ratio's can't tell), and its two rungs
             order = step.ratio.order(f"of {step.above.label}", f"of {step.below.label}")  # the table's words (ladder_text)
-            said = f" ({percent(seconds / total)}{span and '; ' + span})" if told else f", {order}{step.ratio.text()}"
-            tip(bar.patches[0], [f"{factor}: {format_seconds(seconds)}{said}\n{step.above.case} − {step.below.case}"])
+            said = (f"{format_seconds(seconds)} ({percent(seconds / total)}{span and '; ' + span})" if told else
+                    f"the medians {format_seconds(seconds)} apart, no size of the step: {order}{step.ratio.text()}")
+            tip(bar.patches[0], [f"{factor}: {said}\n{step.above.case} − {step.below.case}"])
         if told and seconds / total >= 0.15:
             ax.text(left + width / 2, y, format_seconds(seconds), ha="center", va="center", fontsize=7.5, color="white")
         why = "the two rungs' ratio holds 1" if step is None or step.ratio.judged else UNJUDGED[step.ratio.basis]

@@ -135,7 +135,7 @@ _NO_FAULTS = "no fault counts split it into allocation and first touch"
 
 def _cell(ladder: Ladder, seconds: float, span: str, told: bool, cases: str, split: str | None, sign: str) -> dict[str, str]:
     if not told:  # the cases say why (``_sign``: two rungs that took the same time, a cost model's, are no step)
-        return {"text": sign, "title": f"{format_seconds(seconds)}: {cases}"}
+        return {"text": sign, "title": f"the medians {format_seconds(seconds)} apart, no size of the step: {cases}"}
     text = f"{format_seconds(seconds)} ({percent(seconds / ladder.top.median_s)})"
     if split is not None:  # the step the run's fault counts split
         text += f", {split}"
