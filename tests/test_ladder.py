@@ -235,8 +235,9 @@ def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200
     table = ladder_text.ladder_table(RunView.of(load([CPU])))
     assert table is not None and table["rows"][0]["cells"][-1] == {"text": "636 µs", "title": "host pageable copy_ cpu"}
     # hovers: an unbounded interval is none (not "-636 µs to –"), and what is left one median (not "636 µs to 636 µs")
-    assert table["rows"][0]["cells"][0]["title"] == ("448 µs: can't tell (the run gives no evidence of its drift); "
-                                                     "host pageable clone cpu − host pageable copy_ cpu")
+    assert table["rows"][0]["cells"][0]["title"] == ("the medians 448 µs apart, no size of the step: can't tell (the run "
+                                                     "gives no evidence of its drift); host pageable clone cpu − host "
+                                                     "pageable copy_ cpu")
 
 
 def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
@@ -251,7 +252,8 @@ def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
         "interleaved blocks (51.3 ms against 23.9 ms at most); how much, can't tell (the faster side's rounds waited "
         "for the CPU, and the slower side's too)")
     cell = ladder_text.ladder_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))["rows"][0]["cells"][0]
-    assert cell["text"] == "above zero" and cell["title"].startswith("54.5 ms: above zero: every round of clone()")
+    assert cell["text"] == "above zero" and cell["title"].startswith(
+        "the medians 54.5 ms apart, no size of the step: above zero: every round of clone()")
     # the figure says it alike: its legend and the hatched step's hover
     from xferbench.analyze.report.plots import ladder_figure
     from xferbench.analyze.report.svg import to_svg
@@ -263,3 +265,15 @@ def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
     quiet = _by_key([CPU])["host-clone"].steps[0]
     assert quiet.ratio.apart is None and ladder_text.untold(quiet).startswith("can't tell (")
 
+
+def test_the_markdown_says_cpu_and_to_device_ladders_differ_by_drift_alone():
+    """The H200's .cpu() and .to(device) ladders (163 ms, 90%; 199 ms, 92%) run one code path: the page's caption says
+    they are apart only by the run's drift, and a reading found the Markdown's two tables without it. A run without
+    both ladders says nothing of it."""
+    from xferbench.analyze.report.export import to_markdown
+    from xferbench.analyze.report.story import Story
+
+    same = ".to(device) to the CPU runs .cpu()'s code on the same lower rungs: its table and .cpu()'s, apart only by"
+    h200 = to_markdown(Story.of(RunView.of(load([H200 / "full.json.gz"]))))
+    assert h200.count(same) == 1 and h200.index(same) > h200.index("| step | case | factor removed")
+    assert "apart only by" not in to_markdown(Story.of(RunView.of(load([CPU]))))

@@ -93,13 +93,20 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
         for key, (title, caption) in words.items()}
 
 
+#: Where the run laddered both .cpu() and .to(device) to the CPU: the figure draws one bar, the Markdown two tables.
+SAME_CODE = ".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {}, apart only by this run's drift."
+
+
+def same_code(view: RunView) -> bool:
+    """Whether the run laddered both .cpu() and .to(device) to the CPU (one code path, told apart by drift alone)."""
+    return {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in view.ladders}
+
+
 def _ladder_caption(view: RunView) -> str:
     """The host ladders' caption where every ladder is one, else the device ladders'; "the rest is the copy itself"
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):  # one bar for both (plots)
-        both = {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in view.ladders}
-        return LADDER_CAPTION + (" .to(device) to the CPU runs .cpu()'s code on the same lower rungs: one bar, both in "
-                                 "the table, apart only by this run's drift." * both)
+        return LADDER_CAPTION + (" " + SAME_CODE.format("one bar, both in the table") if same_code(view) else "")
     ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
     waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
     if ticked or waits:
