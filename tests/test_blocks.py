@@ -646,3 +646,20 @@ def test_the_rows_whose_one_call_rounds_waited_are_read_by_their_own_run_s_tick(
     assert waited_rows(big).index.equals(big.index) and waited_rows(big).all()
     quiet = load([ROOT / "tests" / "data" / "cpu-sample.json"]).frame
     assert not waited_rows(quiet).any() and waited_rows(quiet.iloc[:0]).empty
+
+
+def test_a_row_of_two_loops_reads_its_rounds_of_the_most_calls():
+    """The quick run's module move at 38.2 MiB: blocks of 100 calls a round (50 rounds, 7.88 ms at fastest, 20.2 ms at
+    the median) beside one of one call a round (41-65 µs). A reading found "its fastest 4.06 ms": 100 x the one-call
+    block's 40.6 µs, a round no block ran. Its rounds are the 100-call blocks' alone, for the rule and the page."""
+    from xferbench.analyze.load.rows import round_times
+    from xferbench.analyze.report.svg import ticks_said
+
+    rows = load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]).frame
+    (row,) = (r for _, r in rows.iterrows() if r["op"] == "module_to" and r["variant"] == "again"
+              and r["nbytes"] == 40018272)
+    calls, rounds = round_times(row)
+    assert calls == 100 and len(rounds) == 50 and rounds.min() == pytest.approx(7.878e-3, abs=1e-6)
+    assert ticks_said(row, "them") == ("its median round of 100 calls took 20.2 ms, its fastest 7.88 ms: a wait for the "
+                                       "CPU is part of them")
+

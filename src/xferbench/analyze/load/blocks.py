@@ -37,7 +37,7 @@ import pandas as pd
 
 from ...contract import MEASURED, Block, ContractError, block_from
 from ...ratios import log_se, order_se
-from .rows import bench_row, flag
+from .rows import bench_row, flag, round_times
 
 __all__ = ["rows_of", "waited_one_call", "waited_rows"]
 
@@ -93,10 +93,8 @@ def _waited(row: dict[str, Any], tick: float) -> bool:
     that fastest round or more (a long round's jitter is no wait). The busy run's one-thread 1 MiB copy_: rounds of 100
     calls, 2.37 ms at fastest, 6.47 ms at the median; the quick run's gloo all_reduce of 16 MiB: 4 calls, 78.9 ms and
     150 ms."""
-    data = row.get("data")
-    if row["iterations"] < 2 or not isinstance(data, list) or len(data) < 5:
+    if not isinstance(row.get("data"), list) or (times := round_times(row))[0] < 2 or len(rounds := times[1]) < 5:
         return False
-    rounds = np.asarray(data, dtype=float) * row["iterations"]
     return bool(np.median(rounds) - rounds.min() >= 0.75 * max(tick, rounds.min()))
 
 
@@ -164,6 +162,9 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     # (a 1,000 against 1,058 of a 1 µs call is calibration's usual wobble, the same measure)
     counts = [int(row["iterations"]) for row in rows]
     merged["mixed_iterations"] = max(counts) >= 2 * min(counts)
+    if merged["mixed_iterations"]:  # rounds of two loops: ``rows.round_times`` reads those of the most calls
+        merged["many_rounds"] = [float(t) * max(counts) for row in rows if row["iterations"] == max(counts)
+                                 for t in row["data"] or []]
     planned = [math.nan] * blocks[0][0].count
     merged["block_medians"], merged["block_log_se"], merged["block_iterations"] = (list(planned) for _ in range(3))
     for (block, _, _), row in zip(blocks, rows, strict=True):

@@ -40,7 +40,7 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLo
 from matplotlib.transforms import Bbox
 
 from ...units import drawable, format_bytes, format_number, format_seconds, mathtext_safe
-from ..load.rows import flag
+from ..load.rows import flag, round_times
 
 if TYPE_CHECKING:
     from ..model import Wait
@@ -260,13 +260,11 @@ def ticks_said(row: pd.Series, of: str = "its time") -> str:
     """``its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of
     its time``: a row's ``on_ticks`` (analyze/load/blocks.py), for hovers and sentences alike; of rounds of many calls,
     how its median round stood off its fastest."""
-    tick = format_seconds(row["on_ticks"])
-    if row["iterations"] < 2:
-        return f"its median and a quarter or more of its rounds lie on the scheduler's {tick} ticks: a wait for the CPU " \
-               f"is part of {of}"
-    rounds = np.asarray(row["data"], dtype=float) * row["iterations"]
-    return (f"its median round of {int(row['iterations']):,} calls took {format_seconds(float(np.median(rounds)))}, its "
-            f"fastest {format_seconds(float(rounds.min()))}: a wait for the CPU is part of {of}")
+    if (times := round_times(row))[0] < 2:
+        return f"its median and a quarter or more of its rounds lie on the scheduler's {format_seconds(row['on_ticks'])} " \
+               f"ticks: a wait for the CPU is part of {of}"
+    return (f"its median round of {times[0]:,} calls took {format_seconds(float(np.median(times[1])))}, its fastest "
+            f"{format_seconds(float(times[1].min()))}: a wait for the CPU is part of {of}")
 
 
 def left_said(row: pd.Series, wait: Wait | None, of: str = "its time") -> str | None:
