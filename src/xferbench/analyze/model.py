@@ -214,15 +214,12 @@ def fits_in_cache(rows: pd.DataFrame, machine_info: Machine) -> pd.Series:
     """Per row: could its copy run from a cache? ``COPY_TOUCHES x nbytes <=`` the largest cache of the memory
     the path runs on (``cache_bytes``) where the fingerprint records it; else the benchmark's own
     ``cache_resident`` field (older runs set it at twice the cache size, too generous for a copy)."""
-    flags = pd.Series(False, index=rows.index)
-    for index, row in rows.iterrows():
-        cache = cache_bytes(machine_info, str(row["op"]), str(row["src"]))
-        recorded = row.get("cache_resident")
-        if cache is not None:
-            flags[index] = COPY_TOUCHES * int(row["nbytes"]) <= cache[0]
-        elif isinstance(recorded, (bool, np.bool_)):
-            flags[index] = bool(recorded)
-    return flags
+    cache_of = functools.cache(lambda op, src: cache_bytes(machine_info, op, src))  # one path's cache, read once
+    recorded = rows["cache_resident"] if "cache_resident" in rows else [None] * len(rows)
+    return pd.Series([COPY_TOUCHES * int(n) <= cache[0] if (cache := cache_of(str(op), str(src))) is not None else
+                      isinstance(said, (bool, np.bool_)) and bool(said)
+                      for op, src, n, said in zip(rows["op"], rows["src"], rows["nbytes"], recorded, strict=True)],
+                     index=rows.index, dtype=bool)
 
 
 def memory_allows(rows: pd.DataFrame, machine_info: Machine, fits: pd.Series) -> pd.Series:
