@@ -51,7 +51,7 @@ from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
 from .compare import Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
 from .noise import run_times
-from .verdicts import CANT_TELL, IMPROVEMENT, NOT_CONFIRMED, NOT_GATED, REGRESSION, UNCHANGED, rank
+from .verdicts import CANT_TELL, IMPROVEMENT, NOT_CONFIRMED, NOT_GATED, REGRESSION, UNCHANGED, Verdicted, rank
 from .verdicts import of as verdict_of
 
 __all__ = ["AB_ALPHA", "AB_FLOOR", "ASKED", "BLOCK_REFUSALS", "STARTS", "AbCase", "AbRun", "Blocks", "Flagged", "Runner",
@@ -199,7 +199,7 @@ def signed_rank(x: Sequence[float] | np.ndarray, alternative: str = "two-sided")
 
 
 @dataclass(frozen=True)
-class AbCase:
+class AbCase(Verdicted):
     """One case over the blocks: head/base ratio (HL) with its interval, and the verdict."""
 
     path: str
@@ -212,13 +212,6 @@ class AbCase:
     p_value: float
     confirm_p: float | None  # on the fresh blocks, one-sided; None if not flagged
     verdict: str  # regression, improvement, not confirmed, unchanged
-
-    def __post_init__(self) -> None:
-        verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
-
-    @property
-    def regression(self) -> bool:
-        return verdict_of(self.verdict).fails
 
 
 @dataclass(frozen=True)

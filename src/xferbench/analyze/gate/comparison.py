@@ -17,14 +17,14 @@ from ... import escape
 from ...units import format_bytes, format_seconds
 from .bound import STORE_BOUND
 from .noise import Z_BOUND, Noise
-from .verdicts import CANT_TELL, FASTER_WITHIN, GONE, IMPROVEMENT, NEW, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN
+from .verdicts import CANT_TELL, FASTER_WITHIN, GONE, IMPROVEMENT, NEW, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN, Verdicted
 from .verdicts import of as verdict_of
 
 __all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown", "to_text"]
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Verdicted):
     """One case across the base and new runs (or in only one of them)."""
 
     path: str
@@ -51,13 +51,6 @@ class Comparison:
     swing: float | None = None  # how far the kept base runs swing between them (bound.store_swing), once they show it
     groups: tuple[int, int] | None = None  # a case not gated whose base runs fall into two groups: their runs
     moved: float | None = None  # an accepted lasting step (before_step): the new level over the one before it
-
-    def __post_init__(self) -> None:
-        verdict_of(self.verdict)  # refused here, as it is made, not later where it is sorted or printed
-
-    @property
-    def regression(self) -> bool:
-        return verdict_of(self.verdict).fails
 
     @property
     def change(self) -> str:

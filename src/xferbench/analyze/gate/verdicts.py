@@ -26,6 +26,7 @@ __all__ = [
     "TABLE",
     "UNCHANGED",
     "Verdict",
+    "Verdicted",
     "of",
     "rank",
 ]
@@ -88,6 +89,20 @@ def of(words: str) -> Verdict:
     if (found := _BY_WORDS.get(words)) is None:
         raise ValueError(f"{words!r} is not a verdict of xferbench.analyze.gate.verdicts.TABLE: add it there")
     return found
+
+
+class Verdicted:
+    """A case that carries its verdict's words (compare's, ab's): words no verdict has are refused as the case is made,
+    not later where it is sorted or printed; ``regression`` is whether its verdict fails the gate."""
+
+    verdict: str
+
+    def __post_init__(self) -> None:
+        of(self.verdict)
+
+    @property
+    def regression(self) -> bool:
+        return of(self.verdict).fails
 
 
 def rank(words: str) -> int:
