@@ -166,8 +166,7 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
             # or where one-call rounds waited for the CPU (the busy run's 64 MiB clone: 51.3 ms at fastest, 66.5 ms)
             waited = view.waited_for_cpu.loc[rows.index].all()
             gbps = "–" if waited or all(view.waited(row) for _, row in rows.iterrows()) else _span(rows["bandwidth_gbps"])
-            mark = ON_TICKS if waited else ""
-            lines.append({"what": label, "time": _ms(rows["median_s"]) + mark, "gbps": gbps})
+            lines.append({"what": label, "time": _ms(rows["median_s"]) + (ON_TICKS if waited else ""), "gbps": gbps})
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest
         tied = view.tied_fastest(rows)

@@ -90,9 +90,9 @@ def finding(rows: pd.DataFrame) -> list[str]:
         step = _step(again, judge, shuffled) or _odd_one(again, judge)
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
-        mixed, ticked = (again[again[c].eq(True) if c == "mixed_iterations" else again[c].notna()] if c in again
-                         else again.iloc[:0] for c in ("mixed_iterations", "on_ticks"))
-        bytes_said = _growth(again, judge) if mixed.empty and ticked.empty else _fastest(again)
+        flags = again.reindex(columns=["mixed_iterations", "on_ticks"])  # NaN where the run recorded neither
+        ticked = again[flags["on_ticks"].notna()]
+        bytes_said = _fastest(again) if flags["mixed_iterations"].eq(True).any() or len(ticked) else _growth(again, judge)
         waited = "" if ticked.empty else (f" (its rounds at {', '.join(format_bytes(n) for n in ticked['nbytes'])} "
                                           "waited for the CPU)")
         out.append(f"A second .to({dst}) of a module already there took " + (step or (
