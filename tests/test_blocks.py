@@ -508,7 +508,7 @@ def _waited_of(per_call, ticks=True):
 def test_rounds_of_many_calls_that_held_a_tick_s_wait_are_on_the_ticks():
     """The busy run's one-thread 1 MiB copy_: rounds of 100 calls, 2.37 ms at fastest, most of them a tick longer (the
     median round 6.47 ms): its median holds a wait, as does the quick run's module move (4.07 ms at fastest, 8.1 ms at
-    the median). Under 3/4 of a tick beyond the fastest round, under 3/4 of a long fastest round beyond it (302 ms,
+    the median). Under 3/4 of a tick beyond the fastest round, under half a long fastest round beyond it (302 ms,
     4.1 ms beyond: jitter), or in a run that shows no ticks: no wait is read."""
     busy = [23.7e-6, 24.1e-6, 64.7e-6, 63.9e-6, 65.2e-6, 105.0e-6, 64.0e-6]
     assert _waited_of(busy) == 4e-3 and np.isnan(_waited_of(busy, ticks=False))
@@ -620,14 +620,14 @@ def test_one_call_rounds_that_waited_off_the_ticks_are_read_as_waited():
 
 def test_the_many_call_rule_s_bounds_are_exact():
     """Rounds of 2 calls: a median round 3/4 of a 4 ms tick beyond a fastest under one (1 → 4 ms) held a wait, 2.98 ms
-    beyond did not; past a fastest round longer than a tick, 3/4 of that round (1 s → 1.75 s) is a wait, 1.74 s not."""
+    beyond did not; past a fastest round longer than a tick, half that round (1 s → 1.5 s) is a wait, 1.49 s not."""
     from xferbench.analyze.load.blocks import _waited
 
     def rounds(fastest: float, median: float) -> dict[str, object]:
         return {"iterations": 2, "data": [fastest / 2] * 2 + [median / 2] * 3}
 
     assert _waited(rounds(0.001, 0.004), 4e-3) and not _waited(rounds(0.001, 0.00398), 4e-3)
-    assert _waited(rounds(1.0, 1.75), 4e-3) and not _waited(rounds(1.0, 1.74), 4e-3)
+    assert _waited(rounds(1.0, 1.5), 4e-3) and not _waited(rounds(1.0, 1.49), 4e-3)
 
 
 def test_the_rows_whose_one_call_rounds_waited_are_read_by_their_own_run_s_tick():

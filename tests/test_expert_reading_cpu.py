@@ -861,18 +861,18 @@ def test_the_pipelined_half_of_beta_is_placed_as_the_synchronized_one_is():
 
 
 def test_a_line_that_misses_a_small_size_it_kept_places_no_half_of_beta():
-    """The quick run's gloo isend_irecv from rank 1: α 85.1 µs, β 0.719 GB/s, where its 4 B took 4× the line. The line was
-    held only to sizes past half of β (its 16 MiB alone) and said "fit over all sizes" unqualified; it now names the
-    size it misses. The H200's fits, which meet their small sizes, are unchanged (golden)."""
+    """The quiet CPU run's gloo all_reduce: α 297 µs, β 1.04 GB/s, where its 1 KiB took 3.8× the line. The line was held
+    only to sizes past half of β and said "fit over all sizes" unqualified; it now names the size it misses. The
+    quick run's isend_irecv, whose 4 B rounds waited for the CPU (100 calls: 73 ms at fastest, 141 ms at the median),
+    fits no line. The H200's fits, which meet their small sizes, are unchanged (golden)."""
     from xferbench.analyze.report.model_text import fit_table
 
-    basis = {row["path"]: row["beta_basis"] for row in fit_table(RunView.of(load([ROOT / "tests" / "data" /
-                                                                                  "cpu-quick-sample.json"])))}
-    assert basis["isend_irecv gloo x2 rank1->rank0"] == (
-        "fit over all sizes; the line through α and the stated β (0.719 GB/s) misses the time measured at 4 B 4×, so no "
-        "half of β")
-    # its other direction's 4 B rounds waited for the CPU (100 calls: 73 ms at fastest, 141 ms at the median): no line
-    assert basis["isend_irecv gloo x2"] == "too few sizes, 4 B left out, whose rounds waited for the CPU"
+    def basis(sample: Path) -> dict[str, str]:
+        return {row["path"]: row["beta_basis"] for row in fit_table(RunView.of(load([sample])))}
+
+    assert basis(CPU)["all_reduce gloo x2"] == ("fit over all sizes; the line through α and the stated β (1.04 GB/s) "
+                                               "misses the time measured at 1 KiB 3.8×, so no half of β")
+    assert basis(CPU_QUICK)["isend_irecv gloo x2"] == "too few sizes, 4 B left out, whose rounds waited for the CPU"
 
 
 def test_the_simulated_table_places_no_pipelined_half_its_sentence_does_not():
@@ -940,7 +940,7 @@ def test_a_size_whose_one_call_rounds_waited_states_no_gb_s_anywhere():
     assert rows["host pageable clone cpu", 1024]["bandwidth_gbps"] > 0  # a size that did not wait keeps its figure
     text, _ = Story.of(RunView.of(load([CPU_QUICK]))).scenarios["placement"]
     assert text.endswith("Rounds that waited for the CPU (on the scheduler's ticks, or a median round beyond the fastest "
-                         "by 3/4 of a tick, and for rounds of many calls by 3/4 of the fastest too: the median holds the "
+                         "by 3/4 of a tick, and for rounds of many calls by half the fastest too: the median holds the "
                          "wait): convert_on_cpu at 1.15 MiB, convert_on_cpu at 9.19 MiB.")
     # every size of the module's second move, its rounds of 100 calls, in order of size (a reading found 393 KiB,
     # 4.02 ms at fastest and 16.2 ms at the median, left out)

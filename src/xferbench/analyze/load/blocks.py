@@ -20,7 +20,7 @@ A busy machine's scheduler can set a one-call round's time: on the 2-core CPU ru
 (``run_tick``), a block whose median and a quarter of its rounds lie on the tick's multiples is left out of its
 row where another block timed more calls a round (counted in ``tick_blocks``); a row whose median and rounds lie so
 names the tick in ``on_ticks`` (NaN elsewhere), as does one whose median round of many calls stood 3/4 of a tick, and
-3/4 of its fastest round, beyond that fastest: a wait for the CPU is part of its time, how much the run cannot say,
+half its fastest round, beyond that fastest: a wait for the CPU is part of its time, how much the run cannot say,
 so the report states no bandwidth of it and judges no comparison with it (analyze/view.py), nor does compare
 (analyze/gate/compare.py). No torch here.
 """
@@ -89,13 +89,13 @@ def run_tick(rows: Sequence[dict[str, Any]]) -> float:
 
 def _waited(row: dict[str, Any], tick: float) -> bool:
     """Whether ``row``'s rounds of many calls each (5 or more rounds) held a wait for the CPU: its median round beyond
-    its fastest by 3/4 of a tick or more (a wait's jitter: the loaded run's rounds stepped 3.9-4.4 ms) and by 3/4 of
+    its fastest by 3/4 of a tick or more (a wait's jitter: the loaded run's rounds stepped 3.9-4.4 ms) and by half
     that fastest round or more (a long round's jitter is no wait). The busy run's one-thread 1 MiB copy_: rounds of 100
-    calls, 2.37 ms at fastest, 6.47 ms at the median; the quick run's gloo all_reduce of 16 MiB: 4 calls, 78.9 ms and
-    150 ms."""
+    calls, 2.37 ms at fastest, 6.47 ms at the median; the quick run's gloo reduce_scatter of 16 MiB: 4 calls, 142 ms
+    and 232 ms."""
     if not isinstance(row.get("data"), list) or (times := round_times(row))[0] < 2 or len(rounds := times[1]) < 5:
         return False
-    return bool(np.median(rounds) - rounds.min() >= 0.75 * max(tick, rounds.min()))
+    return bool(np.median(rounds) - rounds.min() >= max(0.75 * tick, 0.5 * rounds.min()))
 
 
 def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:

@@ -168,7 +168,7 @@ def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
     said = ", ".join(f"{row['variant']} at {format_bytes(int(row['nbytes']))}"
                      for _, row in waited.sort_values("nbytes", kind="stable").iterrows())
     waits = [f"Rounds that waited for the CPU (on the scheduler's ticks, or a median round beyond the fastest by 3/4 of a "
-             f"tick, and for rounds of many calls by 3/4 of the fastest too: the median holds the wait): {said}."] if said else []
+             f"tick, and for rounds of many calls by half the fastest too: the median holds the wait): {said}."] if said else []
     return " ".join([*scenario_findings(view, op), *waits]), caption
 
 
