@@ -403,7 +403,7 @@ class OnTicks(VerdictRule[Matched]):
         return case.ticked and case.evidence is not None
 
     def why(self, case: Matched) -> str | None:
-        return "a side's rounds waited for the CPU"
+        return "one side's rounds waited for the CPU"
 
 
 #: compare's verdicts, in the order they are asked: the first that fires decides a case's.
