@@ -234,10 +234,20 @@ def _seconds(us: float | None) -> str:
     return format_seconds(float(us) / 1e6) if us is not None and np.isfinite(us) else "–"
 
 
+def _algbw_differs(view: RunView, path: str) -> bool:
+    """Whether a path's GB/s (algbw: bytes / time) differ from its busbw, which the distributed figure draws
+    (nccl-tests' convention): a collective's two figures 2x apart."""
+    rows = view.rows[view.rows["path"] == path]
+    if "busbw_gbps" not in rows:
+        return False
+    bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
+    return bool((bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any())
+
+
 def _algbw(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """A collective's GB/s in the table are its algbw (bytes / time), where the distributed figure draws busbw
     (nccl-tests' convention): the basis says so, or one case would carry two figures 2x apart unlabelled."""
-    if not view.algbw_differs(fit["path"]) or not np.isfinite(float(fit["largest_gbps"])):  # no GB/s in the row
+    if not _algbw_differs(view, fit["path"]) or not np.isfinite(float(fit["largest_gbps"])):  # no GB/s in the row
         return {}
     return {"beta_basis": f"{fit['beta_basis']}; GB/s here are algbw (bytes / time): the page's distributed figure draws busbw"}
 
