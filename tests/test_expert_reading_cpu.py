@@ -297,12 +297,22 @@ class TestRead3a:
         assert clone["resident_sizes"] == 2  # 1 KiB stays in clone's β fit
 
 
-def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread(tmp_path):
+def test_a_busy_run_s_waited_copy_states_no_bandwidth_in_its_finding(tmp_path):
+    """The busy run off the ticks: its 64 MiB copy_'s one-call rounds step by ticks (12.1 ms, then 16, 20, 24): a wait
+    for the CPU is part of its median, so the finding states no GB/s, as the appendix and the first screen do (a reading
+    found 5.52 GB/s here beside their "–")."""
+    (said,) = [f for f in findings(RunView.of(load([_undecided(tmp_path)]))) if f.headline.startswith("Host memory")]
+    assert said == ("Host memory copies (copy_ on torch's threads) state no bandwidth: at 64 MiB, its one-call rounds "
+                    "waited for the CPU (its median round 3/4 of a tick or more past its fastest).")
+
+
+def test_a_busy_run_s_host_ceiling_is_said_under_load_with_its_blocks_spread(tmp_path, monkeypatch):
     """The busy run ran with the CPU taken by others: off the ticks, its 64 MiB copy_ median is one speed of six blocks'
     4.48-7.96 GB/s, so the headline says "under load" and the evidence gives the blocks' span. The quick run's 64 MiB
     copy_ lay on the ticks: it states no bandwidth."""
     from xferbench.analyze.report.findings import findings
 
+    _as_if_steady(monkeypatch)
     (said,) = [f for f in findings(RunView.of(load([_undecided(tmp_path)]))) if f.headline.startswith("Host memory")]
     assert said.startswith("Host memory copies (torch's copy_, 2 threads) reached 5.52 GB/s at 64 MiB under load "
                            "(4.48-7.96 GB/s across its 6 blocks; one thread: 4.64 GB/s; block by block the default "
@@ -331,6 +341,13 @@ def _retimed(tmp_path: Path, blocks: dict[int, tuple[int, float]]) -> Path:
     return tmp_path / "retimed.json"
 
 
+def _as_if_steady(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The view reads no one-call round as a wait (``load.blocks.waited_rows``): the busy run's 64 MiB copies, whose
+    rounds step by ticks (12.1, 16, 20 ms), state a bandwidth as a run whose rounds did not wait would. Without it they
+    state none (``test_a_busy_run_s_waited_copy_states_no_bandwidth_in_its_finding``)."""
+    monkeypatch.setattr("xferbench.analyze.view.waited_rows", lambda frame: pd.Series(False, index=frame.index))
+
+
 def _undecided(tmp_path: Path) -> Path:
     """The busy run with its 1 MiB copy_'s two 100-call blocks retimed as one-call blocks of 2 and 30 ms: six blocks
     timed alike whose growth to 64 MiB (1.16×, 0.387-3.5) can't be told from under 2x, nor from 2x or more."""
@@ -344,12 +361,14 @@ def _undecided(tmp_path: Path) -> Path:
     ("cpu-sample.json", None),  # 64 MiB told from 1 MiB beyond 2x: the bytes set the time, nothing hedged
     ("cpu-threads-sample.json", None),  # no drift evidence: growth unjudged, the page says so once, not here
     ("cpu-loaded-host.json", None)])  # told under 2x: a wait, said in full instead of a bandwidth
-def test_a_bandwidth_whose_growth_from_a_sixteenth_of_its_bytes_can_t_be_told_says_so(tmp_path, data, said):
+def test_a_bandwidth_whose_growth_from_a_sixteenth_of_its_bytes_can_t_be_told_says_so(tmp_path, monkeypatch, data, said):
     """A host bandwidth is stated as one only where the bytes set its time; where the run judged the growth from a size
     with 1/16 of the bytes and cannot tell it from under 2x, the finding says whether they do can't be told, in four
     figures at most in its headline."""
     from xferbench.analyze.report.findings import findings
 
+    if data is None:
+        _as_if_steady(monkeypatch)
     path = _undecided(tmp_path) if data is None else ROOT / "tests" / "data" / data
     (found,) = [f for f in findings(RunView.of(load([path]))) if f.headline.startswith("Host memory copies")]
     if said is None:
@@ -360,9 +379,10 @@ def test_a_bandwidth_whose_growth_from_a_sixteenth_of_its_bytes_can_t_be_told_sa
                                   "whether the bytes set that time.")
 
 
-def test_a_busy_run_s_threads_verdict_gives_the_blocks_own_ratio(tmp_path):
+def test_a_busy_run_s_threads_verdict_gives_the_blocks_own_ratio(tmp_path, monkeypatch):
     """The busy run's 64 MiB copy_ off the ticks: medians 5.52 against 4.64 GB/s (1.19x apart) while the six paired
     blocks give 0.965x (0.824-1.13): the page prints the blocks' figure, lest a reader divide the medians."""
+    _as_if_steady(monkeypatch)
     view = RunView.of(load([_undecided(tmp_path)]))
     (said,) = [f for f in findings(view) if f.headline.startswith("Host memory copies")]
     assert ("one thread: 4.64 GB/s; block by block the default threads took 0.965× (0.824-1.13) its time: faster or "
@@ -432,7 +452,8 @@ def test_the_appendix_marks_a_gb_s_the_bytes_do_not_set(tmp_path):
     # their 4 B too, judged from the 1 KiB (256x the bytes in about as long): the bytes set under 1% of their time
     assert re.findall(r'<td class="n">([^<]*) ‡</td>', table) == ["0.00306", "0.764", "0.00422", "1.07", "0.0042", "1.05"]
     # its 12 ms held the scheduler's ticks: the bar says so, as the first screen's table does (a reading)
-    assert "  12 ms (its rounds waited for the CPU);  slowest .clone(): 66.5 ms, 1.01 GB/s" in page and "5.59 GB/s" not in page
+    assert "  12 ms (its rounds waited for the CPU);  slowest .clone(): 66.5 ms (its rounds waited for the CPU)" in page
+    assert "5.59 GB/s" not in page and "1.01 GB/s" not in page  # nor a GB/s of the clone's waited rounds (a reading)
     # drawn as crosses, the legend says why: the 1 KiB copy_ and clones of the host figure
     from xferbench.analyze.report.plots import bandwidth_of
 
@@ -530,7 +551,7 @@ def test_the_route_chart_leaves_out_the_one_thread_roof_as_the_first_screen_does
     (tip,) = re.findall(r"<title>(host pageable cpu, 64 MiB:[^<]*)</title>", page)
     # copy_'s 39.9 ms lay on the scheduler's ticks: no GB/s beside it, as the finding states none
     assert tip == ("host pageable cpu, 64 MiB:\n.copy_: median 39.9 ms (its rounds waited for the CPU)\n"
-                   ".clone: median 203 ms, 0.331 GB/s")
+                   ".clone: median 203 ms (its rounds waited for the CPU)")
     # a no-op's hover marks each size whose rounds held the ticks (10,000 .cpu() calls: 1.96 ms at fastest, 10.2 at median)
     assert "<title>.cpu() on cpu: 206.3 ns at 4 B, 1,024 ns at 64 MiB (its rounds waited for the CPU) per call</title>" in page
 
@@ -910,8 +931,9 @@ def test_a_busy_run_fits_no_beta_through_one_call_rounds_that_waited():
         "No bandwidth β is stated: host pageable copy_ cpu's largest size it kept (1 KiB; 64 MiB left out, whose rounds "
         "waited for the CPU) took under 2× as long as one with 1/16 of its bytes or fewer: the bytes set at most 1% of "
         "its time.")
-    assert view.rows.loc[view.rows["path"].eq("host single_thread cpu") & view.rows["nbytes"].eq(64 * 2**20),
-                         "bandwidth_gbps"].iloc[0] == pytest.approx(4.7, abs=0.05)  # the appendix keeps what it ran at
+    big = view.rows["path"].eq("host single_thread cpu") & view.rows["nbytes"].eq(64 * 2**20)
+    assert pd.isna(view.rows.loc[big, "bandwidth_gbps"].iloc[0])  # no GB/s anywhere: the hover and CSV read the view
+    assert view.results.frame.loc[big, "bandwidth_gbps"].iloc[0] == pytest.approx(4.7, abs=0.05)  # the run keeps it
 
 
 def test_an_unjudged_growth_still_says_what_its_medians_did():

@@ -135,6 +135,11 @@ def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
     return HostPlacement(len(placed), nodes, len(moves) - len(placed) - spilled, spilled)
 
 
+def _no_bandwidth(frame: pd.DataFrame, untimed: pd.Series) -> pd.DataFrame:
+    """``frame`` with no GB/s (nor bus bandwidth) in the rows ``untimed`` marks."""
+    return frame.assign(**{n: frame[n].mask(untimed) for n in ("bandwidth_gbps", "busbw_gbps")}) if untimed.any() else frame
+
+
 @dataclass(frozen=True, eq=False)
 class RunView:
     """A loaded run and what the report derives from it, each computed on first use and kept."""
@@ -150,12 +155,18 @@ class RunView:
 
     @cached_property
     def rows(self) -> pd.DataFrame:
-        """One row per benchmark (load/results.py): what every fact below is derived from. One whose rounds lie on the
-        scheduler's ticks (``on_ticks``: a wait for the CPU is part of its time), or whose blocks timed calls a round
-        2x or more apart (``mixed_iterations``: its median is neither timing), states no bandwidth."""
+        """One row per benchmark (load/results.py): what every fact below is derived from. One whose rounds waited for
+        the CPU (``on_ticks``, or ``waited_rows``: a wait is part of its time), or whose blocks timed calls a round 2x or
+        more apart (``mixed_iterations``: its median is neither timing), states no bandwidth: not in the appendix, the
+        CSV, a hover nor a finding."""
+        return _no_bandwidth(self._modelled, waited_rows(self._modelled))
+
+    @cached_property
+    def _modelled(self) -> pd.DataFrame:
+        """``rows`` as the α/β fits and cache residency read them: a row whose one-call rounds waited keeps its GB/s
+        there (a memory's figure beyond the cache: ``model.memory_allows``), as it states none anywhere else."""
         frame = self.results.frame
-        timed = ~flags(frame, "mixed_iterations") & ~ticked(frame)
-        return frame if timed.all() else frame.assign(**{n: frame[n].where(timed) for n in ("bandwidth_gbps", "busbw_gbps")})
+        return _no_bandwidth(frame, flags(frame, "mixed_iterations") | ticked(frame))
 
     @property
     def sources(self) -> list[str]:
@@ -280,13 +291,13 @@ class RunView:
     @cached_property
     def resident(self) -> pd.Series:
         """Per row: did its payload run from a cache, faster than memory allows (``model.cache_resident``)?"""
-        return cache_resident(self.rows, self.fingerprint)
+        return cache_resident(self._modelled, self.fingerprint)
 
     @cached_property
     def fits(self) -> pd.DataFrame:
         """One α-β fit per moving path (``model.fit_paths``), in report order; a path whose largest size ``waited``
         (the bytes do not set its time: the loaded run's copy_, 20 ms at 1 and at 64 MiB) states no β nor GB/s."""
-        fits = fit_paths(self.rows, self.fingerprint)
+        fits = fit_paths(self._modelled, self.fingerprint)
         for i, fit in fits.iterrows():
             # or whose β was read from a size beyond the cache that waited (the busy run's copy_: its 1 KiB): that size
             if str(fit["beta_basis"]).endswith("measured beyond the cache"):
@@ -304,7 +315,7 @@ class RunView:
     @cached_property
     def single_thread_fits(self) -> pd.DataFrame:
         """The α-β fit of the single-thread host copy, which ``fits`` leaves out (a roof, not a call users make)."""
-        one = self.rows[(self.rows["op"] == "host") & self.rows["variant"].eq(SINGLE_THREAD["variant"])]
+        one = self._modelled[(self._modelled["op"] == "host") & self._modelled["variant"].eq(SINGLE_THREAD["variant"])]
         return fit_paths(one, self.fingerprint) if not one.empty else pd.DataFrame()
 
     def fit_of(self, path: str) -> dict[str, Any] | None:
@@ -336,15 +347,6 @@ class RunView:
     def practical(self, op: str, src: str, dst: str) -> tuple[float, float] | None:
         """The practical ceiling of pinned copies on the PCIe link a path uses (``model.practical_ceiling``)."""
         return practical_ceiling(self.fingerprint, op, src, dst)
-
-    def algbw_differs(self, path: str) -> bool:
-        """Whether a path's GB/s (algbw: bytes / time) differ from its busbw, which the distributed figure draws
-        (nccl-tests' convention): a collective's two figures 2x apart."""
-        rows = self.rows[self.rows["path"] == path]
-        if "busbw_gbps" not in rows:
-            return False
-        bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
-        return bool((bus.notna() & ~np.isclose(bus.fillna(0), rows["bandwidth_gbps"].fillna(0), rtol=1e-3)).any())
 
     def model_miss(self, fit: Mapping[str, Any]) -> tuple[float, int] | None:
         """How far t = α + n/β misses the worst size the fit kept that did not run from cache (the larger of

@@ -275,11 +275,13 @@ def host_copy(view: RunView) -> Said | None:
     every = frame[(frame["op"] == "host") & (frame["variant"] != SINGLE_THREAD["variant"]) & frame["method"].eq("copy_")]
     if every.empty:
         return None
-    # a row of mixed timings, or on the scheduler's ticks, states no bandwidth (RunView.rows; the α/β fit leaves it out)
+    # a row of mixed timings, or whose rounds waited for the CPU, states no bandwidth (RunView.rows; the α/β fit leaves
+    # it out)
     if pd.isna((top := every.loc[every["nbytes"].idxmax()])["bandwidth_gbps"]):
         stated = (f"Host memory copies (copy_ on torch's threads) state no bandwidth: at {format_bytes(top['nbytes'])}, "
                   + (ticks_said(top) if pd.notna(top.get("on_ticks", math.nan)) else
-                     "its blocks timed calls a round 2× or more apart"))
+                     "its blocks timed calls a round 2× or more apart" if flag(top, "mixed_iterations") else
+                     "its one-call rounds waited for the CPU (its median round 3/4 of a tick or more past its fastest)"))
         return Said(stated + ".", stated + ".")
     rows = every[every["bandwidth_gbps"].notna()]
     largest = rows.loc[rows["nbytes"] == rows["nbytes"].max()]

@@ -62,7 +62,7 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     its GB/s is no bandwidth); a size whose one-call rounds waited for the CPU states none, as the first screen."""
     frame, waits = view.numbered(view.rows), view.one_call_waits
     calls = [rounds_text(row) + (", its rounds waited for the CPU" if waits[label] else "") for label, row in frame.iterrows()]
-    frame = frame.assign(_o=frame["op"].map(order_of), calls=calls, bandwidth_gbps=frame["bandwidth_gbps"].mask(waits))
+    frame = frame.assign(_o=frame["op"].map(order_of), calls=calls)
     frame = frame.assign(waited=view.waiting(frame) & frame["bandwidth_gbps"].notna())
     return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
 

@@ -26,13 +26,13 @@ from .noop_plot import noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
 from .svg import (
+    ON_TICKS,
     WIDTH,
     Plot,
     as_plot,
     bytes_said,
     legend_outside,
     log_y,
-    on_ticks,
     roof_share,
     size_ticks,
     subplots,
@@ -289,7 +289,9 @@ def cost_at_size(view: RunView) -> Figure | str:
         return "No copies were measured."
     # torch's copy_ on one thread is the host's roof, not a call a move makes: the first screen's table leaves it out too
     rows = frame[(frame["nbytes"] == size) & frame["op"].isin(moving_ops()) & frame["variant"].ne("single_thread")]
-    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()], waited=view.waiting(rows))
+    # waited: its bytes set little of its time (the appendix's ‡); cpu: its rounds waited for the CPU (marked, no GB/s)
+    rows = rows.assign(route=[_route(row) for _, row in rows.iterrows()], waited=view.waiting(rows),
+                       cpu=view.waited_for_cpu.loc[rows.index])
     fastest = rows.loc[rows.groupby("route")["median_s"].idxmin()].sort_values("median_s")
     slowest = rows.loc[rows.groupby("route")["median_s"].idxmax()].set_index("route").loc[fastest["route"]]
     fig, ax = subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
@@ -300,10 +302,10 @@ def cost_at_size(view: RunView) -> Figure | str:
     for bar, (_, row), (_, slow) in zip(bars.patches, fastest.iterrows(), slowest.iterrows(), strict=True):
         calls = rows[rows["route"] == row["route"]].sort_values("median_s")
         tip(bar, [f"{row['route']}, {format_bytes(size)}:\n" + "\n".join(
-            f".{_call(c)}: median {format_seconds(c['median_s'])}{_gbps(c)}{on_ticks(c)}" for _, c in calls.iterrows())])
-        text = f"  {format_seconds(row['median_s'])}{_gbps(row)}{on_ticks(row)}"
+            f".{_call(c)}: median {format_seconds(c['median_s'])}{_gbps(c)}{ON_TICKS * c['cpu']}" for _, c in calls.iterrows())])
+        text = f"  {format_seconds(row['median_s'])}{_gbps(row)}{ON_TICKS * row['cpu']}"
         if slow["median_s"] > 1.5 * row["median_s"]:  # worth a word: the same route, a much dearer call
-            text += f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}{_gbps(slow)}"
+            text += f";  slowest .{_call(slow, '()')}: {format_seconds(slow['median_s'])}{_gbps(slow)}{ON_TICKS * slow['cpu']}"
         ax.text(max(bar.get_width(), slow["median_s"] * 1e3), bar.get_y() + bar.get_height() / 2, mathtext_safe(text),
                 va="center", fontsize=8)
     ax.set_xlabel(f"median time to move {format_bytes(size)} (ms, shorter is better); solid: the lowest median of each "
