@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes
 from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
 from . import drift_text, ladder_text
@@ -84,11 +84,12 @@ class Story:
         scenarios = {op: _scenario(view, op, family.caption) for op, family in FAMILIES.items()
                      if family.kind in ("scenario", "concurrent") and (view.rows["op"] == op).any()}
         pinning = pinning_break_even(view)  # its verdicts, once: the table's, and a change's condition cites them
-        (listed, unresolved, glance), even = first_screen(view, pinning), break_even_table(view, pinning)
+        even, (listed, unresolved, glance) = break_even_table(view, pinning), first_screen(view, pinning)
         cited = even is not None and any(change.spec.key == "pinned-source" for change in listed)
-        plan = RecordedPlan.of_fingerprint(view.fingerprint)
+        plan, line, machine = (RecordedPlan.of_fingerprint(view.fingerprint), machine_line(view.machine_info),
+                               machine_table(view.machine_info) + placement)
         return cls(
-            view=view, machine_line=machine_line(view.machine_info), busy=busy, run_time=run_time, instances=instances,
+            view=view, machine_line=line, busy=busy, run_time=run_time, instances=instances,
             drift=drift_text.statement(view), changes=listed, unresolved=unresolved, break_even=even,
             break_even_line=f"{even['summary']}." if even is not None and cited else None, findings=findings(view),
             glance=glance, why=why_measured(view), model=fit_table(view),
@@ -97,7 +98,7 @@ class Story:
                       ladder_text.rows(ladder)) for ladder in view.ladders],
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
             cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
-            machine=machine_table(view.machine_info) + placement)
+            machine=machine)
 
 
 def _busy(view: RunView) -> str | None:
@@ -106,8 +107,7 @@ def _busy(view: RunView) -> str | None:
     on_ticks = ticked(view.rows)  # blocks left out for lying on the ticks: the appendix names them (svg.rounds_text)
     on = int(on_ticks.sum())
     off = int(view.one_call_waits.sum())  # off the multiples: compared on their rounds
-    tick = format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max())) if on else ""
-    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past their "
+    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's ticks or far past their "
             "fastest round (no bandwidth stated; compared as a floor under a slower case that did not wait, or by "
             "interleaved rounds' order)" if on else "",
             f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted through them)" if off
