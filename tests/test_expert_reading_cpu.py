@@ -992,3 +992,19 @@ def test_a_line_that_fits_no_size_carries_no_cache_caveat():
     said = findings(RunView.of(load([ROOT / "tests" / "data" / "cpu-host-sweep.json"])))
     (line,) = [s for s in said if s.headline.startswith("No line of a fixed cost")]
     assert line.headline.endswith("each misses a measured size (4.3-44×).") and "cache size" not in line.headline
+
+
+def test_a_loaded_run_s_point_to_point_span_gives_its_fastest_rounds_too():
+    """The quick run's 4 B messages: medians 344 µs to 2.87 ms one way, 3 of 5 cases holding a wait for the CPU (rounds
+    of 100 calls far past their fastest). A reading found the span's top end load, not the message: the fastest rounds
+    are said beside it; its 16 MiB all_reduce, rounds of 4 calls 78.9 ms to 150 ms, states no bus bandwidth."""
+    from xferbench.analyze.report.distributed import distributed_findings
+
+    view = RunView.of(load([CPU_QUICK]))
+    said = " ".join(distributed_findings(view.rows, view.ratio, view.waits))
+    assert ("a 4 B message took 344 µs to 2.87 ms one way across its 5 point-to-point cases (medians of 5+ rounds each; "
+            "3 of them hold a wait for the CPU; at their fastest rounds 207 µs to 2.68 ms).") in said
+    assert ("all_reduce of 16 MiB took 37.5 ms: its median round of 4 calls took 150 ms, its fastest 78.9 ms: a wait for "
+            "the CPU is part of that time, so no bus bandwidth.") in said
+    quiet = " ".join(distributed_findings((v := RunView.of(load([CPU]))).rows, v.ratio, v.waits))
+    assert "hold a wait" not in quiet and "reached" in quiet

@@ -383,11 +383,13 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
     if not p2p.empty:
         # Every point-to-point case of the smallest message: one of them alone may be the noisiest.
         small = p2p[p2p["nbytes"] == p2p["nbytes"].min()]
-        waited = int(ticked(small).sum())  # a median holding a wait for the CPU (analyze/load/blocks.py)
+        waited = int(ticked(small).sum())  # a median holding a wait for the CPU (analyze/load/blocks.py): say the fastest
+        fast = small["transfer_s"] * small["min_s"] / small["median_s"]  # one way at each case's fastest round
         took = (f"{format_seconds(small['transfer_s'].iloc[0])} one way" if len(small) == 1 else
                 f"{format_seconds(small['transfer_s'].min())} to {format_seconds(small['transfer_s'].max())} one way "
                 f"across its {len(small)} point-to-point cases (medians of {int(small['rounds'].min())}+ rounds each"
-                + (f"; {waited} of them hold a wait for the CPU)" if waited else ")"))
+                + (f"; {waited} of them hold a wait for the CPU; at their fastest rounds {format_seconds(fast.min())} to "
+                   f"{format_seconds(fast.max())})" if waited else ")"))
         out.append(f"With {int(first['world_size'])} ranks on {first['backend']}, a {format_bytes(small['nbytes'].iloc[0])} "
                    f"message took {took}.")
     reduce = rows[rows["op"] == "all_reduce"]
