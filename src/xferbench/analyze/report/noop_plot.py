@@ -11,7 +11,7 @@ from ...families.core import noop_call
 from ...units import format_bytes, format_number, mathtext_safe
 from ..view import RunView
 from .series import run_of
-from .svg import WIDTH, on_ticks, subplots, tip
+from .svg import ON_TICKS, WIDTH, subplots, tip
 
 __all__ = ["noop_vs_copy"]
 
@@ -60,9 +60,10 @@ def noop_vs_copy(view: RunView) -> Figure | str:
     fig, ax = subplots(figsize=(WIDTH, 0.4 * len(bars) + 1.2))
     solid = ax.barh(labels, [rows["median_s"].min() * 1e6 for _, rows, _ in bars], color=colours, zorder=2)
     ax.barh(labels, [rows["median_s"].max() * 1e6 for _, rows, _ in bars], color=colours, alpha=0.3, zorder=1)
+    waited = view.waited_for_cpu  # marked as the first screen's table marks it
     for bar, (label, rows, _) in zip(solid.patches, bars, strict=True):
         tip(bar, [f"{label}: " + ", ".join(f"{format_number(row['median_s'] * 1e9, 4)} ns at {format_bytes(int(row['nbytes']))}"
-                                           + on_ticks(row) for _, row in rows.iterrows()) + " per call"])
+                                           + ON_TICKS * bool(waited[i]) for i, row in rows.iterrows()) + " per call"])
         ax.text(rows["median_s"].max() * 1e6, bar.get_y() + bar.get_height() / 2, f"  {_ns(rows)}", va="center", fontsize=8)
     ax.set_xlim(0, max(rows["median_s"].max() for _, rows, _ in bars) * 1e6 * 1.3)
     ax.invert_yaxis()

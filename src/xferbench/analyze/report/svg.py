@@ -250,12 +250,6 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
 ON_TICKS = " (its rounds waited for the CPU)"
 
 
-def on_ticks(row: pd.Series) -> str:
-    """`` (its rounds waited for the CPU)`` beside a time whose rounds did (``on_ticks``), as the first screen's table marks it;
-    else nothing."""
-    return ON_TICKS if pd.notna(row.get("on_ticks", math.nan)) else ""
-
-
 def ticks_said(row: pd.Series, of: str = "its time") -> str:
     """``its median and a quarter or more of its rounds lie on the scheduler's 4 ms ticks: a wait for the CPU is part of
     its time``: a row's ``on_ticks`` (analyze/load/blocks.py), for hovers and sentences alike; of rounds of many calls,
