@@ -119,11 +119,12 @@ def test_a_thread_figure_its_neighbours_resolve_the_other_way_says_both(tmp_path
                              "default threads' time here.")
 
 
-_BOUND = ("whose median holds the wait, on the scheduler's ticks or far past their fastest round (no bandwidth "
+_BOUND = ("whose median holds the wait, on the scheduler's 4 ms ticks or far past their fastest round (no bandwidth "
           "stated; compared as a floor under a slower case that did not wait, or by interleaved rounds' order)")
 #: one-call rounds whose median waited off the ticks' multiples (load.blocks.waited_rows): the busy and loaded 64 MiB
 #: clone and one-thread copy_
-_OFF = "{} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted through them)"
+_OFF = ("{} more of one call a round, 3/4 of a tick or more past their fastest (no bandwidth stated, no β fitted; "
+        "compared on their rounds)")
 
 
 @pytest.mark.parametrize(("sample", "said"), [

@@ -105,13 +105,13 @@ def _busy(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
     and where rounds waited for the CPU (analyze/load/blocks.py), how many cases, and what of it."""
     on_ticks = ticked(view.rows)  # blocks left out for lying on the ticks: the appendix names them (svg.rounds_text)
-    on = int(on_ticks.sum())
+    on, tick = int(on_ticks.sum()), view.rows["on_ticks"].max() * 1e3 if "on_ticks" in view.rows else 0.0
     off = int(view.one_call_waits.sum())  # off the multiples: compared on their rounds
-    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's ticks or far past their "
-            "fastest round (no bandwidth stated; compared as a floor under a slower case that did not wait, or by "
+    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick:.3g} ms ticks or far past "
+            "their fastest round (no bandwidth stated; compared as a floor under a slower case that did not wait, or by "
             "interleaved rounds' order)" if on else "",
-            f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted through them)" if off
-            else ""]
+            f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no bandwidth stated, no β fitted; "
+            "compared on their rounds)" if off else ""]
     ticks = f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
     if view.busy is None:
         return ticks.strip() or None
