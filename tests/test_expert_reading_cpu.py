@@ -1009,3 +1009,14 @@ def test_a_loaded_run_s_point_to_point_span_gives_its_fastest_rounds_too():
             "the CPU is part of that time, so no bus bandwidth.") in said
     quiet = " ".join(distributed_findings((v := RunView.of(load([CPU]))).rows, v.ratio, v.waits))
     assert "hold a wait" not in quiet and "reached" in quiet
+
+
+def test_a_bandwidth_figure_names_the_points_it_does_not_draw():
+    """The quick run's host chart ended at 1 KiB: its 1 MiB and 64 MiB rows state no GB/s (their rounds waited for the
+    CPU), and a reading found them dropped without a word. The caption names them; a quiet run's names none."""
+    from xferbench.analyze.report.captions import figure_words
+
+    _, caption = figure_words(RunView.of(load([CPU_QUICK])))["bandwidth-host"]
+    assert caption.endswith(" Not drawn, stating no bandwidth (the table says why): host pageable copy_ cpu at 1 MiB, "
+                            "64 MiB; host pageable clone cpu at 1 MiB, 64 MiB; host single_thread cpu at 1 MiB, 64 MiB.")
+    assert "Not drawn" not in figure_words(RunView.of(load([CPU])))["bandwidth-host"][1]

@@ -128,7 +128,10 @@ def _bandwidth_caption(view: RunView, op: str) -> str:
         caption = caption.replace(_HOLLOW, "")
     if op == "host" and not (rows["op"].eq("host") & rows["variant"].eq("single_thread")).any():
         caption = caption.replace(_SINGLE_THREAD + _GPU_ONLY[0], "")  # no such line is drawn
-    return caption
+    # a point whose row states no GB/s (its rounds waited for the CPU, or mixed loops) is not drawn: say which
+    gone = rows[rows["op"].eq(op) & rows["bandwidth_gbps"].isna()].groupby("path", sort=False)["nbytes"]
+    said = "; ".join(f"{path} at {', '.join(format_bytes(int(n)) for n in sorted(set(sizes)))}" for path, sizes in gone)
+    return caption + (f" Not drawn, stating no bandwidth (the table says why): {said}." if said else "")
 
 
 def _overhead_caption(view: RunView) -> str:
