@@ -633,7 +633,7 @@ def test_a_cpu_only_page_has_no_pipelined_columns(tmp_path):
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
     html, markdown = out.read_text(), out.with_suffix(".md").read_text()
     assert "α pipelined" not in html + markdown and "sync loop" not in html + markdown
-    assert "| path | α | β (GB/s) | β from | largest size: GB/s |\n|---|---:|---:|---|---:|\n" in markdown
+    assert "| path | α | β (GB/s) | β from | largest size kept: GB/s |\n|---|---:|---:|---|---:|\n" in markdown
     assert "share of roof" not in html + markdown  # no roof is known of a CPU run's paths: no column of dashes
     assert "over wall times of one call: α is its fixed cost" in html
     # every host path of a CPU-only run is pageable and nothing synchronizes: neither word is said of them

@@ -96,7 +96,7 @@ def _model(model: list[dict[str, Any]], gpu: bool) -> list[str]:
              "paced by it)." if gpu else "α and β from the wall time of one call.", ""]
     roofed = any(row["peak_gbps"] for row in model)  # a CPU run knows no roof: no roof columns
     head = ["α (sync loop)", "α pipelined", "β (GB/s, sync loop)", "β pipelined (GB/s)"] if gpu else ["α", "β (GB/s)"]
-    head += ["β from", "largest size: GB/s", *(["roof", "share of roof"] if roofed else [])]
+    head += ["β from", "largest size kept: GB/s", *(["roof", "share of roof"] if roofed else [])]
     lines += [f"| path | {' | '.join(head)} |", "|---|" + "".join("---|" if c in ("β from", "roof") else "---:|" for c in head)]
     for row in model:
         largest = f"{format_bytes(row['largest_bytes'])}: {_cell(row['largest_gbps'])}"
