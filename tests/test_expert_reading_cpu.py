@@ -1020,3 +1020,17 @@ def test_a_bandwidth_figure_names_the_points_it_does_not_draw():
     assert caption.endswith(" Not drawn, stating no bandwidth (the table says why): host pageable copy_ cpu at 1 MiB, "
                             "64 MiB; host pageable clone cpu at 1 MiB, 64 MiB; host single_thread cpu at 1 MiB, 64 MiB.")
     assert "Not drawn" not in figure_words(RunView.of(load([CPU])))["bandwidth-host"][1]
+
+
+def test_a_module_move_whose_medians_waited_is_bounded_by_its_fastest_rounds_alone():
+    """The quick run's module sizes with no block of another loop: their medians still hold a wait for the CPU (rounds
+    of 100 calls, 4 ms and more past their fastest), so the fastest rounds bound the call, not the medians' growth."""
+    from xferbench.families.base import Rule
+    from xferbench.families.module_to import finding
+
+    view = RunView.of(load([CPU_QUICK]))
+    rows = view.rows[view.rows["op"] == "module_to"].assign(mixed_iterations=False)
+    rows.attrs["ratio"] = Rule(view.ratio)
+    (said,) = [s for s in finding(rows) if s.startswith("A second")]
+    assert said.endswith("and its fastest rounds took 38.8-40.6 µs a call, 40.6 µs at 38.2 MiB: 986 GB/s, were those "
+                         "bytes copied.") and "the bytes it took" not in said
