@@ -1034,3 +1034,18 @@ def test_a_module_move_whose_medians_waited_is_bounded_by_its_fastest_rounds_alo
     (said,) = [s for s in finding(rows) if s.startswith("A second")]
     assert said.endswith("and its fastest rounds took 38.8-40.6 µs a call, 40.6 µs at 38.2 MiB: 986 GB/s, were those "
                          "bytes copied.") and "the bytes it took" not in said
+
+
+def test_a_larger_size_that_waited_still_bounds_a_small_size_s_growth():
+    """The quick run's gloo send_recv 4 B and all_gather 8 B: their 16-fold larger sizes' rounds waited for the CPU
+    (1 KiB: 212 → 427 ms and 48.3 → 76.4 ms a round of 100), so those medians hold more than the calls took, and the
+    growth's far end still bounds them: under 2x, the small sizes' GB/s is no bandwidth (a reading found the mark gone
+    when the larger size was flagged). A far end past 2x bounds nothing."""
+    view = RunView.of(load([CPU_QUICK]))
+    rows = view.rows
+    for path, nbytes in (("send_recv gloo x2", 4), ("all_gather gloo x2", 8)):
+        (label,) = rows.index[rows["path"].eq(path) & rows["nbytes"].eq(nbytes)]
+        wait = view.no_bandwidth[label]
+        assert wait.larger and pd.notna(wait.small["on_ticks"]) and wait.growth.high < 2 and wait.share < 0.01
+    (ring,) = rows.index[rows["path"].eq("send_recv ring gloo x2") & rows["nbytes"].eq(4)]
+    assert ring not in view.no_bandwidth  # its 1 KiB's rounds spread 16.9-263 ms: 0.916x (0.188-4.47), no bound under 2x
