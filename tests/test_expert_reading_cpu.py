@@ -1049,3 +1049,7 @@ def test_a_larger_size_that_waited_still_bounds_a_small_size_s_growth():
         assert wait.larger and pd.notna(wait.small["on_ticks"]) and wait.growth.high < 2 and wait.share < 0.01
     (ring,) = rows.index[rows["path"].eq("send_recv ring gloo x2") & rows["nbytes"].eq(4)]
     assert ring not in view.no_bandwidth  # its 1 KiB's rounds spread 16.9-263 ms: 0.916x (0.188-4.47), no bound under 2x
+    # a smaller size that waited too took less than its median: no far end bounds its growth (the module's 3.75 KiB
+    # beside its 393 KiB, both rounds of 100 calls far past their fastest, 1.18x at most as if neither waited)
+    (module,) = rows.index[rows["op"].eq("module_to") & rows["nbytes"].eq(3840)]
+    assert pd.notna(rows.at[module, "on_ticks"]) and module not in view.no_bandwidth
