@@ -560,12 +560,10 @@ class RunView:
                 if label in found or nbytes <= 0 or not (above := np.flatnonzero(sizes >= 16 * nbytes)).size:
                     continue
                 large = labels[above[np.argmin(sizes[above])]]
-                # a larger size whose rounds waited for the CPU took at most its median: the growth's far end still
-                # bounds it (the quick run's gloo 16 MiB beside its 1 KiB), where the smaller size did not wait
-                if pd.notna(rows[large].get("on_ticks", math.nan)) and pd.isna(rows[label].get("on_ticks", math.nan)):
-                    grew = self.ratio(rows[large].drop("on_ticks"), rows[label])
-                else:
-                    grew = judged.get((label, large)) or self.ratio(rows[large], rows[label])
+                # a larger size that waited took at most its median: the growth's far end still bounds it (the quick
+                # run's gloo 1 KiB beside 4 B); not where the smaller waited too (``_ratio`` leaves that end open)
+                grew = (self.ratio(rows[large].drop("on_ticks"), rows[label]) if pd.notna(rows[large].get("on_ticks", math.nan))
+                        else judged.get((label, large)) or self.ratio(rows[large], rows[label]))
                 if grew.high < 2:
                     found[label] = Wait(rows[large], grew, float(rows[large]["nbytes"]) / nbytes, larger=True)
         return found
