@@ -159,7 +159,7 @@ class RunView:
         the CPU (``on_ticks``, or ``waited_rows``: a wait is part of its time), or whose blocks timed calls a round 2x or
         more apart (``mixed_iterations``: its median is neither timing), states no bandwidth: not in the appendix, the
         CSV, a hover nor a finding."""
-        return _no_bandwidth(self._modelled, waited_rows(self._modelled))
+        return _no_bandwidth(self._modelled, self.one_call_waits)  # those on the ticks or mixed: masked already
 
     @cached_property
     def _modelled(self) -> pd.DataFrame:
@@ -533,7 +533,7 @@ class RunView:
         """Per row: did its one-call rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_rows``; a
         row on them, ``on_ticks``, says so its own way)? Read once, for the busy notice and the appendix alike, and
         through ``waited_for_cpu`` (the α/β fit reads the same rule on its frame)."""
-        return waited_rows(self.rows) & ~ticked(self.rows)
+        return waited_rows(self._modelled) & ~ticked(self._modelled)  # read once: ``rows`` masks by it
 
     @cached_property
     def waited_for_cpu(self) -> pd.Series:
