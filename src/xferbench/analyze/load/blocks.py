@@ -161,10 +161,9 @@ def _merged(case_id: str, blocks: list[tuple[Block, dict[str, Any], dict[str, An
     # pytest-benchmark calibrates each block: one whose first calls stalled times a call a round, the others a hundred
     # (a 1,000 against 1,058 of a 1 µs call is calibration's usual wobble, the same measure)
     counts = [int(row["iterations"]) for row in rows]
-    merged["mixed_iterations"] = max(counts) >= 2 * min(counts)
+    merged["mixed_iterations"] = (most := max(counts)) >= 2 * min(counts)
     if merged["mixed_iterations"]:  # rounds of two loops: ``rows.round_times`` reads those of the most calls
-        merged["many_rounds"] = [float(t) * max(counts) for row in rows if row["iterations"] == max(counts)
-                                 for t in row["data"] or []]
+        merged["many_rounds"] = [float(t) * most for row in rows if row["iterations"] == most for t in row["data"] or []]
     planned = [math.nan] * blocks[0][0].count
     merged["block_medians"], merged["block_log_se"], merged["block_iterations"] = (list(planned) for _ in range(3))
     for (block, _, _), row in zip(blocks, rows, strict=True):
