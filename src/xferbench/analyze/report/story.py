@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
-from ...units import format_bytes
+from ...units import format_bytes, format_seconds
 from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
 from . import drift_text, ladder_text
@@ -105,9 +105,9 @@ def _busy(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
     and where rounds waited for the CPU (analyze/load/blocks.py), how many cases, and what of it."""
     on_ticks = ticked(view.rows)  # blocks left out for lying on the ticks: the appendix names them (svg.rounds_text)
-    on, tick = int(on_ticks.sum()), view.rows["on_ticks"].max() * 1e3 if "on_ticks" in view.rows else 0.0
+    on, tick = int(on_ticks.sum()), format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max())) if on_ticks.any() else ""
     off = int(view.one_call_waits.sum())  # off the multiples: compared on their rounds
-    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick:.3g} ms ticks or far past "
+    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past "
             "their fastest round (no bandwidth stated; compared as a floor under a slower case that did not wait, or by "
             "interleaved rounds' order)" if on else "",
             f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no bandwidth stated, no β fitted; "
