@@ -105,3 +105,15 @@ def test_a_cache_line_beyond_the_sizes_drawn_is_left_out(tmp_path):
         warnings.simplefilter("error")  # matplotlib: "Tight layout not applied"
         small = to_svg(bandwidth_of(RunView.of(load([tmp_path / "small.json"])), "host"))
     assert "2n = " in whole and "2n = " not in small
+
+
+def test_a_point_not_drawn_takes_no_hover_from_the_next():
+    """matplotlib draws no marker for a NaN (a waited size's masked GB/s): its title goes with it, so each drawn marker
+    keeps its own (the quick run's gloo all_reduce 16 MiB was hovered as its 1 KiB, "busbw –")."""
+    fig, ax = plt.subplots()
+    line, = ax.plot([1, 2, 3, 4], [1.0, float("nan"), 3.0, 4.0], ls="", marker="o")
+    tip(line, ["one", "two", "three", "four"])
+    root = ET.fromstring(to_svg(fig))
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert titles == ["one", "three", "four"]
+    plt.close(fig)

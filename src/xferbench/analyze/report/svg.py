@@ -34,6 +34,7 @@ from matplotlib.axis import Axis
 from matplotlib.backends.backend_svg import RendererSVG
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import TightLayoutEngine
+from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullLocator
@@ -81,6 +82,10 @@ _GIDS = itertools.count()
 
 def tip(artist: Artist, titles: Sequence[str]) -> None:
     """Attach hover texts to an artist: one per marker of a line or scatter, one for a bar or text."""
+    if isinstance(artist, Line2D):  # a NaN point is not drawn, nor its title
+        x, y = np.asarray(artist.get_xdata(), dtype=object), np.asarray(artist.get_ydata(), dtype=object)
+        if len(titles) == x.size:
+            titles = [title for title, shown in zip(titles, pd.notna(x) & pd.notna(y), strict=True) if shown]
     figure = artist.get_figure(root=True)
     if not isinstance(figure, Figure) or not titles:
         return
