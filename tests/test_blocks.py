@@ -584,17 +584,27 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     assert bound.paired and bound.resolved and (bound.value, bound.low, bound.high) == (whole.value, whole.low, np.inf)
     assert bound.text() == "at least 5.2× (its faster side waited for the CPU)"
     assert (view.ratio(copy, steady).low, view.ratio(copy, steady).high) == (0.0, whole.faster().high)
+    many = clone.copy()
+    many["iterations"] = 100  # rounds of many calls off the ticks: load judged them (``_waited``), their spread no wait
+    assert view.ratio(many, copy).text() == bound.text()
     slower = clone.copy()
     slower["on_ticks"] = 0.004
-    # clone, the slower side, off the ticks but unsteady: it waited too, and the words say so
-    for (a, b), basis in zip(((clone, copy), (copy, clone), (slower, copy.drop("on_ticks")), (copy.drop("on_ticks"), slower),
-                              (slower, copy)), ("waited", "waited", "ticks", "ticks", "ticks"), strict=True):
+    # clone, the slower side, off the ticks but unsteady: it waited too, and the words say so; so where both lie on ticks
+    for a, b in ((clone, copy), (copy, clone), (slower, copy)):
         judged = view.ratio(a, b)
-        assert judged.basis == basis and not judged.judged and not judged.resolved and judged.high == np.inf
+        assert judged.basis == "waited" and not judged.judged and (judged.low, judged.high) == (0.0, np.inf)
         assert judged.value == pytest.approx(a["median_s"] / b["median_s"])
-        assert judged.text() == "can't tell (" + ("the faster side's rounds waited for the CPU, and the slower "
-                                                  "side's too)" if basis == "waited" else
-                                                  "one side's rounds waited for the CPU)")
+        assert judged.text() == "can't tell (the faster side's rounds waited for the CPU, and the slower side's too)"
+    # the slower side alone on the ticks took at most its median: a ceiling, unjudged ("at most"), and a floor the
+    # other way round; never resolved, and said as a wait
+    quiet = copy.drop("on_ticks")
+    quiet["min_s"] = quiet["median_s"] - 0.001
+    ceiling, floor, plain = view.ratio(slower, quiet), view.ratio(quiet, slower), view.ratio(slower.drop("on_ticks"), quiet)
+    assert (ceiling.low, ceiling.high, floor.low, floor.high) == (0.0, plain.high, plain.faster().low, np.inf)
+    for judged in (ceiling, floor):
+        assert judged.basis == "ticks" and not judged.judged and not judged.resolved
+        assert judged.text() == "can't tell (one side's rounds waited for the CPU)"
+    assert ceiling.figures() == f"at most {plain.high:.3g}×" and floor.figures() == f"at least {plain.faster().low:.3g}×"
     # the view states no bandwidth of either (clone's one-call rounds waited); the loaded run's rows keep bytes over median
     assert np.isnan(copy["bandwidth_gbps"]) and np.isnan(copy["busbw_gbps"]) and np.isnan(clone["bandwidth_gbps"])
     assert view.results.frame.loc[[copy.name, clone.name], "bandwidth_gbps"].gt(0).all()

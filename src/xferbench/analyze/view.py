@@ -1,11 +1,9 @@
 """One computed view of a run: every fact the report states, derived once when the run is loaded.
 
 The findings, figures, tables, captions, the CSV and the Markdown read a ``RunView``, never the rows or the
-``machine_info`` behind it, so two places of one page cannot derive one fact two ways: the machine's
-fingerprint is read once, the paths fitted once, the largest common size chosen once, the cache-resident
-sizes, the cliff and the pinning break-even found once, each roof read once per path. A view also knows which machine instance
-(one boot of the machine) each row came from: two files of one machine from different boots differ by more
-than their spread, so a figure of one is never divided by a figure of the other.
+``machine_info`` behind it, so two places of one page cannot derive one fact two ways: the fingerprint, the fits, the
+largest common size, the cache-resident sizes, the cliff, the pinning break-even and each path's roof are read once.
+A view knows which machine instance (boot) each row came from: a figure of one is never divided by one of another.
 
 It sits between the loading side (load/) and its readers (report/, gate/): it imports load/ and model, and
 neither report nor gate. The ladders of controls (one factor removed per step, docs/design.md section 6)
@@ -133,6 +131,15 @@ def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
     nodes = {str(gpu): [int(n) for n in sorted(group["host_numa_node"].dropna().unique())] for gpu, group in placed.groupby(gpus)}
     spilled = int((moves["host_placement"] == "spilled").sum())
     return HostPlacement(len(placed), nodes, len(moves) - len(placed) - spilled, spilled)
+
+
+def _waited(row: pd.Series, tick: float) -> bool:
+    """Whether ``row``'s rounds waited for the CPU, beside a side on ``tick`` s ticks: on them itself, or one call a
+    round with its median 3/4 of a tick or more past its fastest (or none recorded), as ``load.blocks`` reads them."""
+    if pd.notna(row.get("on_ticks", math.nan)):
+        return True
+    spread = row["median_s"] - row.get("min_s", math.nan)
+    return bool(tick) and float(row.get("iterations") or 1) == 1 and not spread < 0.75 * tick
 
 
 def _no_bandwidth(frame: pd.DataFrame, untimed: pd.Series) -> pd.DataFrame:
@@ -457,29 +464,25 @@ class RunView:
 
     def ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None = None) -> Ratio:
         """Row ``a``'s median time over row ``b``'s, with this comparison's own interval (xferbench.ratios): from
-        their paired blocks where both were measured so, else from their rounds and the drift of their regimes; none
-        where a side's rounds lie on the scheduler's ticks (``on_ticks``), but the faster side's alone while the slower
-        side's median round lies within 3/4 of a tick of its fastest: a wait only adds to the faster side's time, so
-        the slower took at least the interval's near end as long. A slower side whose rounds waited too is no floor
-        (the loaded run's one-thread copy_: 30.0 ms at the median, 17.8 ms at fastest, in 4 ms steps above it). Where
-        the interval cannot size it, the order its interleaved rounds give, if any (``Ratio.apart``)."""
+        their paired blocks where both were measured so, else from their rounds and the drift of their regimes. A side
+        whose rounds waited for the CPU (``_waited``) took at most its median: a floor where only the faster side did
+        (resolved where it excludes 1), a ceiling where only the slower did (``ticks``: unjudged, yet under 2x it bounds
+        a growth), neither where both did (``waited``). Unsized, the order of its interleaved rounds (``Ratio.apart``)."""
         found = self._ratio(a, b, leave_out)
         return found if found.resolved else replace(found, apart=rounds_apart(a, b))
 
     def _ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None) -> Ratio:
-        slower = a if a["median_s"] > b["median_s"] else b
         tick = float(np.nanmax([float(row.get("on_ticks", math.nan)) for row in (a, b)] + [0.0]))
-        waited = (slower["median_s"] - slower.get("min_s", math.nan)) * float(slower.get("iterations") or 1)
-        on = pd.notna(slower.get("on_ticks", math.nan))
-        if on or (tick and not waited < 0.75 * tick):  # a slower side with no fastest round recorded: no floor either
-            basis = "waited" if not on and waited >= 0.75 * tick else "ticks"
-            return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, basis, int(min(a["rounds"], b["rounds"])))
+        slow, fast = (_waited(row, tick) for row in ((a, b) if a["median_s"] > b["median_s"] else (b, a)))
+        if slow and fast:
+            return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, "waited", int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
         found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
         if not tick:
             return found
-        low, high = (found.low, math.inf) if slower is a else (0.0, found.high)  # the far end open
-        return Ratio(found.value, low, high, found.basis, found.n)
+        floor = fast == (a["median_s"] > b["median_s"])  # a/b's true value lies above its measured one: keep the low end
+        low, high = (found.low, math.inf) if floor else (0.0, found.high)
+        return Ratio(found.value, low, high, "ticks" if slow else found.basis, found.n)
 
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over
@@ -560,10 +563,7 @@ class RunView:
                 if label in found or nbytes <= 0 or not (above := np.flatnonzero(sizes >= 16 * nbytes)).size:
                     continue
                 large = labels[above[np.argmin(sizes[above])]]
-                # a larger size that waited took at most its median: the growth's far end still bounds it (the quick
-                # run's gloo 1 KiB beside 4 B); not where the smaller waited too (``_ratio`` leaves that end open)
-                grew = (self.ratio(rows[large].drop("on_ticks"), rows[label]) if pd.notna(rows[large].get("on_ticks", math.nan))
-                        else judged.get((label, large)) or self.ratio(rows[large], rows[label]))
+                grew = judged.get((label, large)) or self.ratio(rows[large], rows[label])
                 if grew.high < 2:
                     found[label] = Wait(rows[large], grew, float(rows[large]["nbytes"]) / nbytes, larger=True)
         return found
