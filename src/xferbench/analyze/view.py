@@ -551,10 +551,9 @@ class RunView:
 
     @cached_property
     def no_bandwidth(self) -> dict[Any, Wait]:
-        """``waits``, and each other size whose nearest size with 16x its bytes or more took under 2x as long (the H200's
-        gloo send_recv: 38.6 µs at 4 B, 37.8 µs at 64 B; its all_reduce: 268 µs at 64 B, 217 µs at 1 KiB): its bytes
-        set at most (h - 1) / (k - 1) of its time (``Wait.share``). The marks (‡, ×, hovers) read it; the sentences
-        read ``waits``."""
+        """``waits``, and each other size whose bytes set under 1/15 of its time by its nearest size with k = 16x its
+        bytes or more, h times as long at most: (h - 1) / (k - 1) (``Wait.share``; under 2x at 16x: the H200's gloo
+        all_reduce, 268 µs at 64 B, 217 µs at 1 KiB). The marks (‡, ×, hovers) read it; the sentences read ``waits``."""
         found, rows = dict(self.waits), self._row
         # a growth already judged (``growths``) where this size is the 16-fold size's sixteenth: its ratio, not a new one
         judged = {(grown[0].name, label): grown[1] for label, grown in self.growths.items() if grown is not None}
@@ -564,8 +563,8 @@ class RunView:
                     continue
                 large = labels[above[np.argmin(sizes[above])]]
                 grew = judged.get((label, large)) or self.ratio(rows[large], rows[label])
-                if grew.high < 2:
-                    found[label] = Wait(rows[large], grew, float(rows[large]["nbytes"]) / nbytes, larger=True)
+                if (wait := Wait(rows[large], grew, float(rows[large]["nbytes"]) / nbytes, larger=True)).share < 1 / 15:
+                    found[label] = wait
         return found
 
     def waiting(self, rows: pd.DataFrame) -> np.ndarray:
