@@ -1060,3 +1060,17 @@ def test_a_larger_size_that_waited_still_bounds_a_small_size_s_growth():
     # beside its 393 KiB, both rounds of 100 calls far past their fastest, 1.18x at most as if neither waited)
     (module,) = rows.index[rows["op"].eq("module_to") & rows["nbytes"].eq(3840)]
     assert pd.notna(rows.at[module, "on_ticks"]) and module not in view.no_bandwidth
+
+
+def test_the_fit_table_quotes_no_gb_s_the_appendix_marks_as_no_bandwidth():
+    """The quick run's gloo all_reduce and reduce_scatter keep only their smallest size (1 KiB and 16 MiB waited): its
+    GB/s (0.00000748, 0.0000119) is no bandwidth (‡), so the α/β table's "largest size kept" cell says "–", and no
+    algbw note explains a figure it does not give (a reading took 1.19e-5 GB/s for the path's large-message figure)."""
+    from xferbench.analyze.report.model_text import fit_table
+
+    view = RunView.of(load([CPU_QUICK]))
+    rows = {row["path"]: row for row in fit_table(view)}
+    for path, nbytes in (("all_reduce gloo x2", 4), ("reduce_scatter gloo x2", 8)):
+        row = rows[path]
+        assert row["largest_bytes"] == nbytes and math.isnan(row["largest_gbps"]) and "algbw" not in row["beta_basis"]
+    assert rows["all_gather gloo x2"]["largest_gbps"] > 1 and "algbw" in rows["all_gather gloo x2"]["beta_basis"]

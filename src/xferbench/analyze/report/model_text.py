@@ -198,13 +198,15 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
         worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit)) if spread is None
                         or fit["beta_basis"] != "latency-bound" else "no β: every size measured is below the "
                         f"fit's α·β; nor one α: the sizes' times spread past {FIXED_SPREAD:g}×"}
+        if view.waiting(view.rows[view.rows["path"].eq(fit["path"]) & view.rows["nbytes"].eq(fit["largest_bytes"])]).any():
+            worded["largest_gbps"] = math.nan  # its GB/s is no bandwidth (the appendix's ‡): no cell, no share of roof
         said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
             "alpha": alpha, "pipelined_alpha": _seconds(fit.get("pipelined_alpha_us")),
             "pipelined_half_bytes": math.nan if _pipelined_unplaced(view, fit) else fit.get("pipelined_half_bytes"),
             "link": link,
             "peak_gbps": roof[0] if roof else None,
-            "share": roof_share(fit["largest_gbps"], roof[0], pinned_link) if roof else "–",
+            "share": roof_share(worded["largest_gbps"], roof[0], pinned_link) if roof else "–",
         })
     return rows
 
