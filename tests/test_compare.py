@@ -1472,7 +1472,10 @@ def test_a_case_on_the_scheduler_s_ticks_is_not_judged():
         return row
 
     ticked = clone(compare([base], [quiet]))
-    assert ticked.verdict == CANT_TELL and ticked.why == "one side's rounds waited for the CPU"
+    assert ticked.verdict == CANT_TELL and ticked.why == "the new side's rounds waited for the CPU"
+    # the quick run's 1 MiB clone lay on its ticks too: the words name both sides, as the page's do
+    assert clone(compare([load([data / "cpu-quick-sample.json"])], [quiet])).why == "both sides' rounds waited for the CPU"
+    assert clone(compare([quiet], [base])).why == "the base side's rounds waited for the CPU"
     # nor an interval or a z that its waits would set: "69.74x slower 23.01-211.36x" read as a huge regression
     assert (ticked.low, ticked.high, ticked.z, ticked.smallest) == (None,) * 4
     assert ticked.ratio == pytest.approx(69.7, abs=0.05)

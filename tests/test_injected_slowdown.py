@@ -82,7 +82,7 @@ def test_gate_catches_a_slowdown_injected_into_a_real_run(tmp_path):
         # that load also put a side's rounds on the scheduler's ticks, that is the reason given (a run at load 4.4)
         (case,) = [c for c in cases if (c["path"], c["nbytes"]) == ("host pageable copy_ cpu", 8 * 2**20)]
         assert code == 0 and case["verdict"] == "can't tell"
-        assert case["why"] in ("a side ran on a busy machine", "one side's rounds waited for the CPU")
+        assert case["why"] == "a side ran on a busy machine" or case["why"].endswith("rounds waited for the CPU")
         return
     assert code == 1
     flagged = [c for c in cases if c["verdict"] == "regression"]

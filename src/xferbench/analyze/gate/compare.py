@@ -331,14 +331,14 @@ def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
 class Matched(Case):
     """One case as compare sees it: its evidence where both sides ran it (else ``only``, the side that did), whether
     the sides planned their peer pairs differently and it is a peer case (``peers_differ``), whether a side ran on a
-    busy machine (``crowded``), and where its between-run spread came from (``spread_from``), whether a side's rounds lay on
-    the scheduler's ticks (``ticked``)."""
+    busy machine (``crowded``), and where its between-run spread came from (``spread_from``), whose rounds lay on the
+    scheduler's ticks (``ticked``: "the new side's", "both sides'"; "" where none's)."""
 
     only: str | None = None
     peers_differ: bool = False
     crowded: bool = False
     spread_from: str | None = None
-    ticked: bool = False
+    ticked: str = ""
 
 
 class NotCompared(VerdictRule[Matched]):
@@ -400,10 +400,10 @@ class OnTicks(VerdictRule[Matched]):
     verdict = CANT_TELL
 
     def fires(self, case: Matched) -> bool:
-        return case.ticked and case.evidence is not None
+        return bool(case.ticked) and case.evidence is not None
 
     def why(self, case: Matched) -> str | None:
-        return "one side's rounds waited for the CPU"
+        return f"{case.ticked} rounds waited for the CPU"
 
 
 #: compare's verdicts, in the order they are asked: the first that fires decides a case's.
@@ -421,7 +421,7 @@ class _Tables:
     busy: np.ndarray
     crowded: bool
     one_sided: set[str]
-    ticked: set[str]
+    ticked: tuple[set[str], set[str]]  # the base side's cases on the ticks, the new side's
     environment: tuple[str, ...]
     noise: Noise | None
     floor: float | None
@@ -430,10 +430,15 @@ class _Tables:
     def of(cls, base: Sequence[Results], new: Sequence[Results], noise: Noise | None, floor: float | None) -> _Tables:
         names = np.array([Path(r.sources[0]).name if r.sources else f"run {i + 1}" for i, r in enumerate(base)])
         busy = np.array([bool(busy_load(r.run)) for r in base])
-        on = {str(key) for r in (*base, *new) for key in r.frame.loc[ticked(r.frame), "case_key"]}
+        on = tuple({str(key) for r in runs for key in r.frame.loc[ticked(r.frame), "case_key"]} for runs in (base, new))
         return cls(run_tables(base), run_tables(new), names, busy, bool(busy.any() or any(busy_load(r.run) for r in new)),
-                   _one_sided_peers(base, new), on, tuple(environment_differences(base[-1].machine_info,
+                   _one_sided_peers(base, new), (on[0], on[1]), tuple(environment_differences(base[-1].machine_info,
                                                                               new[-1].machine_info)), noise, floor)
+
+    def whose_ticks(self, key: str) -> str:
+        """Whose rounds of ``key`` lay on the scheduler's ticks: "the base side's", "the new side's", "both sides'", ""."""
+        base, new = (key in side for side in self.ticked)
+        return "both sides'" if base and new else "the base side's" if base else "the new side's" if new else ""
 
     @property
     def z_bound(self) -> float:
@@ -454,7 +459,7 @@ class _Tables:
         cur = self.new[0].loc[key].dropna().to_numpy() if key in self.new[0].index else np.array([])
         if old.size == 0 or cur.size == 0:  # one side alone: new, gone, or a peer case not compared (the plans differ)
             case = Matched(None, only="base" if cur.size == 0 else "new", peers_differ=key in self.one_sided,
-                           ticked=key in self.ticked)
+                           ticked=self.whose_ticks(key))
             rule = decide(VERDICTS, case)
             return Comparison(str(meta["path"]), int(meta["nbytes"]), cls, float(np.exp(np.median(old))) if old.size else None,
                               float(np.exp(np.median(cur))) if cur.size else None, None, None, None, None, None, None, None,
@@ -462,7 +467,7 @@ class _Tables:
         start, moved, b = self.baseline(key, cls, old, present)
         spread = self._own_rounds(key, meta, cur, b)
         e, could = weigh(b.kept, cur, spread, b.floor, self.z_bound)
-        case = Matched(e, crowded=self.crowded, spread_from=b.source, ticked=key in self.ticked)
+        case = Matched(e, crowded=self.crowded, spread_from=b.source, ticked=self.whose_ticks(key))
         rule = decide(VERDICTS, case)
         # a wait for the CPU of no measured length: its rounds bound nothing (no interval, no z), as on the page
         low, high, z, smallest = (None,) * 4 if isinstance(rule, OnTicks) else (e.low, e.high, e.z, could)
