@@ -2,6 +2,7 @@ import copy
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -614,7 +615,7 @@ class TestWriters:
             "spread_from": "history", "verdict": "regression", "change": "2.00x slower", "shown": "regression",
             "smallest": None, "key": f"host pageable copy_ cpu|{16 * 2**20}", "environment": [], "why": None,
             "before_step": 0, "floor_from": None, "name": "", "aside": [], "swing": None, "groups": None,
-            "moved": None}
+            "moved": None, "waited": ""}
         assert report["cases"][1]["floor"] is None and report["cases"][1]["shown"] == CANT_TELL
         assert report["cases"][2]["change"] == "gone" and report["cases"][2]["ratio"] is None
 
@@ -1473,9 +1474,16 @@ def test_a_case_on_the_scheduler_s_ticks_is_not_judged():
 
     ticked = clone(compare([base], [quiet]))
     assert ticked.verdict == CANT_TELL and ticked.why == "the new side's rounds waited for the CPU"
-    # the quick run's 1 MiB clone lay on its ticks too: the words name both sides, as the page's do
-    assert clone(compare([load([data / "cpu-quick-sample.json"])], [quiet])).why == "both sides' rounds waited for the CPU"
-    assert clone(compare([quiet], [base])).why == "the base side's rounds waited for the CPU"
+    # the slower side waited: it took at most its median, so the change is a ceiling; the other way round, the faster
+    # side's median bounds the change from below; where both waited (the quick run's 1 MiB clone lay on its ticks too)
+    # no figure, and the words name both sides, as the page's do
+    assert ticked.change == "at most 69.74x slower"
+    assert (turned := clone(compare([quiet], [base]))).why == "the base side's rounds waited for the CPU"
+    assert turned.change == "at most 69.74x faster"
+    assert replace(turned, waited="new").change == "at least 69.74x faster"
+    assert replace(turned, ratio=1 / 1157.6, waited="new").change == "at least 1,158x faster"
+    both = clone(compare([load([data / "cpu-quick-sample.json"])], [quiet]))
+    assert both.why == "both sides' rounds waited for the CPU" and both.change == "-"
     # nor an interval or a z that its waits would set: "69.74x slower 23.01-211.36x" read as a huge regression
     assert (ticked.low, ticked.high, ticked.z, ticked.smallest) == (None,) * 4
     assert ticked.ratio == pytest.approx(69.7, abs=0.05)
@@ -1508,5 +1516,5 @@ def test_a_faster_row_s_interval_reads_as_its_change():
     rows = compare([load([data / "cpu-sample.json"])], [load([data / "cpu-busy-host.json"])])
     (row,) = [r for r in rows if r.path == "host pageable copy_ cpu" and r.nbytes == 2**20]
     (line,) = [line for line in to_text(rows, 1, 1).splitlines() if line.startswith("host pageable copy_ cpu       1 MiB")]
-    assert "4.17x faster   1.38-12.65x" in line and (round(row.low, 2), round(row.high, 2)) == (0.08, 0.73)
+    assert re.search(r"4\.17x faster +1\.38-12\.65x", line) and (round(row.low, 2), round(row.high, 2)) == (0.08, 0.73)
     assert line.endswith("can't tell (|z| 2.53, within 4; could see 9.61x)")  # why an interval without 1 is no flag

@@ -332,7 +332,7 @@ class Matched(Case):
     """One case as compare sees it: its evidence where both sides ran it (else ``only``, the side that did), whether
     the sides planned their peer pairs differently and it is a peer case (``peers_differ``), whether a side ran on a
     busy machine (``crowded``), and where its between-run spread came from (``spread_from``), whose rounds lay on the
-    scheduler's ticks (``ticked``: "the new side's", "both sides'"; "" where none's)."""
+    scheduler's ticks (``ticked``: "base", "new", "both"; "" where none's)."""
 
     only: str | None = None
     peers_differ: bool = False
@@ -403,8 +403,10 @@ class OnTicks(VerdictRule[Matched]):
         return bool(case.ticked) and case.evidence is not None
 
     def why(self, case: Matched) -> str | None:
-        return f"{case.ticked} rounds waited for the CPU"
+        return f"{_WHOSE[case.ticked]} rounds waited for the CPU"
 
+
+_WHOSE = {"base": "the base side's", "new": "the new side's", "both": "both sides'"}
 
 #: compare's verdicts, in the order they are asked: the first that fires decides a case's.
 VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), Gone(), New(), OnTicks(), OnBusyMachine(), *JUDGED]
@@ -436,9 +438,9 @@ class _Tables:
                                                                               new[-1].machine_info)), noise, floor)
 
     def whose_ticks(self, key: str) -> str:
-        """Whose rounds of ``key`` lay on the scheduler's ticks: "the base side's", "the new side's", "both sides'", ""."""
+        """Whose rounds of ``key`` lay on the scheduler's ticks: "base", "new", "both", or ""."""
         base, new = (key in side for side in self.ticked)
-        return "both sides'" if base and new else "the base side's" if base else "the new side's" if new else ""
+        return "both" if base and new else "base" if base else "new" if new else ""
 
     @property
     def z_bound(self) -> float:
@@ -476,7 +478,7 @@ class _Tables:
                           rule.verdict, smallest, key, self.environment, rule.why(case), before_step=start,
                           floor_from=b.floor_from, name=str(meta["name"]),
                           aside=tuple(str(n) for n in self.names[present][start:][b.aside]), swing=b.swing,
-                          groups=b.groups, moved=moved)
+                          groups=b.groups, moved=moved, waited=case.ticked)
 
     def baseline(self, key: str, cls: str, old: np.ndarray, present: np.ndarray) -> tuple[int, float | None, Baseline]:
         """The case's current level (after its last lasting step that the gate itself would flag: an accepted step

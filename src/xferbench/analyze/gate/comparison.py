@@ -51,14 +51,21 @@ class Comparison(Verdicted):
     swing: float | None = None  # how far the kept base runs swing between them (bound.store_swing), once they show it
     groups: tuple[int, int] | None = None  # a case not gated whose base runs fall into two groups: their runs
     moved: float | None = None  # an accepted lasting step (before_step): the new level over the one before it
+    waited: str = ""  # whose rounds lay on the scheduler's ticks: "base", "new" or "both"
 
     @property
     def change(self) -> str:
-        if self.ratio is None:
-            return self.verdict
-        if abs(self.ratio - 1) < 0.005:
+        """``1.42x slower``; where a side's rounds waited for the CPU it took at most its median, so the figure is a
+        bound (``at most 69.74x slower``: the slower side waited; ``at least``: the faster), none where both did."""
+        if self.ratio is None or self.waited == "both":
+            return self.verdict if self.ratio is None else "-"
+        if abs(self.ratio - 1) < 0.005 and not self.waited:
             return "same"
-        return f"{_times(self.ratio)} slower" if self.ratio >= 1 else f"{_times(1 / self.ratio)} faster"
+        factor = max(self.ratio, 1 / self.ratio)
+        # a bound is a figure a reader can use, however large (``_times`` caps only a plain ratio)
+        shown = _times(factor) if not self.waited else f"{factor:,.0f}x" if factor >= 100 else f"{factor:.2f}x"
+        said = f"{shown} {'slower' if self.ratio >= 1 else 'faster'}"
+        return said if not self.waited else ("at most " if (self.waited == "new") == (self.ratio >= 1) else "at least ") + said
 
     @property
     def not_gated_why(self) -> str:
