@@ -78,13 +78,13 @@ def test_no_ranking_inside_the_drift_floor(h200, page):
             "as long; the run cannot tell each kind's fastest calls apart, so each figure spans them)") in said
     glance = page[0].split('id="glance-table"')[1].split("</table>")[0]
     assert "(fastest call)" not in glance
-    assert "host to device, pageable (6 calls: which is fastest, can&#39;t tell)" in glance
+    assert "host to device, pageable (6 calls; fastest: can&#39;t tell)" in glance
     figure = cost_at_size(h200)
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     plt.close(figure)
-    assert labels[:3] == ["d2d cuda:0  (2 calls: which is fastest, can't tell)",
-                          "h2d pinned cpu->cuda:0  (3 calls: which is fastest, can't tell)",
-                          "≈ h2d pinned non-blocking cpu->cuda:0  (3 calls: which is fastest, can't tell)"]
+    assert labels[:3] == ["d2d cuda:0  (2 calls; fastest: can't tell)",
+                          "h2d pinned cpu->cuda:0  (3 calls; fastest: can't tell)",
+                          "≈ h2d pinned non-blocking cpu->cuda:0  (3 calls; fastest: can't tell)"]
     assert "d2h pageable cuda:0->cpu  (copy_)" in labels  # 17.8 ms: told apart from the 5.68 ms above it
 
 
@@ -167,6 +167,6 @@ def test_the_route_hover_names_each_call_apart(busy):
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     plt.close(figure)
     # one thread's copy_ (540 ms) is the host's roof, not a call a move makes: left out, as the first screen does
-    assert labels == ["host pageable cpu  (2 calls: which is fastest, can't tell)"]
+    assert labels == ["host pageable cpu  (2 calls; fastest: can't tell)"]
     hover = busy[1].split("host pageable cpu, 1 GiB:")[1].split("</title>")[0]
     assert ".copy_: median 608 ms" in hover and "single_thread" not in hover

@@ -229,7 +229,7 @@ def test_calls_a_run_cannot_judge_are_not_ranked(busy):
     1.59e+03 ms."""
     assert busy.drift.evidence == ()
     labels, texts, xlabel, _ = _figure(cost_at_size(busy))
-    assert labels == ["host pageable cpu  (2 calls: which is fastest, can't tell)"]
+    assert labels == ["host pageable cpu  (2 calls; fastest: can't tell)"]
     assert texts == ["  608 ms, 1.77 GB/s;  slowest .clone(): 1.59 s, 0.674 GB/s"]
     assert xlabel.endswith("≈: can't tell from the route above")
 

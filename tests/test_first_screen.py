@@ -158,7 +158,7 @@ def test_a_pinned_source_cites_a_break_even_without_its_interval_where_it_allows
 
     view = RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"]))
     assert [c.condition for c in first_screen(view, pinning_break_even(view))[0] if c.spec.key == "pinned-source"] == [
-        "x pinned once, moved again and again: pinning costs 12.9 ms at 64 MiB here and pays from copy 7 (break-even "
+        "x pinned once, moved many times: pinning costs 12.9 ms at 64 MiB here and pays from copy 7 (break-even "
         "table)"]
 
 
@@ -172,14 +172,14 @@ def test_the_glance_box_gives_each_kind_of_move_at_the_largest_size():
         view = RunView.of(load([ROOT.joinpath(*path)]))
         return [(line["what"], line["time"], line["gbps"], line["size"]) for line in at_a_glance(view)]
 
-    tie = "which is fastest, can't tell"
+    tie = "fastest: can't tell"
     assert box("reports", "samples", "h200", "full.json.gz") == [
-        (f"device to host, pinned (2 calls: {tie})", "4.94-4.97 ms", "54-54.4", "256 MiB"),
+        (f"device to host, pinned (2 calls; {tie})", "4.94-4.97 ms", "54-54.4", "256 MiB"),
         ("device to host, copy_ into an existing pageable buffer", "17.8 ms", "15.1", "256 MiB"),
         (".cpu() / .to(device) (new pageable tensor every call)", "181-217 ms", "1.24-1.48", "256 MiB"),
-        (f"host to device, pinned (6 calls: {tie})", "4.87-4.93 ms", "54.5-55.1", "256 MiB"),
-        (f"host to device, pageable (6 calls: {tie})", "30.6-35.9 ms", "7.47-8.78", "256 MiB"),
-        (f"same-device copy (2 calls: {tie})", "139-140 µs", "1,918-1,926", "256 MiB")]
+        (f"host to device, pinned (6 calls; {tie})", "4.87-4.93 ms", "54.5-55.1", "256 MiB"),
+        (f"host to device, pageable (6 calls; {tie})", "30.6-35.9 ms", "7.47-8.78", "256 MiB"),
+        (f"same-device copy (2 calls; {tie})", "139-140 µs", "1,918-1,926", "256 MiB")]
     assert box("tests", "data", "sim-2gpu.json")[0] == (
         "device to host, pinned (4 calls: the same time)", "1.23 ms", "54.5", "64 MiB")  # 2 of them 3.6e-13 slower
     assert box("tests", "data", "cpu-loaded-host.json") == [
@@ -339,7 +339,7 @@ def test_the_box_names_the_fastest_calls_of_a_kind_where_the_run_tells_the_other
     slow["extra_info"].pop("device_seconds", None)
     (tmp_path / "run.json").write_text(json.dumps(run))
     lines = {line["what"]: line["time"] for line in at_a_glance(RunView.of(load([tmp_path / "run.json"])))}
-    assert lines["host to device, pinned (the fastest 5 of 6 calls: which is fastest, can't tell)"] == "4.87-4.93 ms"
+    assert lines["host to device, pinned (5 of 6 calls; fastest: can't tell)"] == "4.87-4.93 ms"
 
 
 def test_a_change_its_rounds_only_order_ranks_below_every_sized_one():

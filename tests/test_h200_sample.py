@@ -213,17 +213,16 @@ def test_the_fix_is_quoted_with_its_measured_gain(full):
     # recycled empty buffer: that cost is said unmeasured, never 7.19 ms
     # a caller who keeps each result pays up to that pin and the copy: 181 ms against 134 ms, 1.35x, its near end
     # (1.05 x 134 = 141 ms) past 134 + 4.94 ms: a saving for kept results too, said with its interval
-    assert found[0].condition.endswith("results kept need a fresh pinned buffer each, up to a cold pin_memory() (134 ms "
-                                       "at 256 MiB), so kept results still save: the call before took 1.35× (1.05-1.74) "
-                                       "as long as that pin alone")
+    assert found[0].condition.endswith("kept results need a fresh pinned buffer each, at most a cold pin_memory() (134 ms "
+                                       "at 256 MiB; the call before took 1.35× (1.05-1.74) as long): still a saving")
     from xferbench.analyze.report.changes import _kept
 
     now, then = found[0].now, found[0].then
     (pin,) = [row for _, row in view.rows.iterrows() if row["variant"] == "pin_cold" and row["nbytes"] == now["nbytes"]]
     slower = then.copy()
     slower["median_s"] = 0.1 * float(pin["median_s"])  # the near end (1.05x) leaves no room for a copy of 10% of that pin
-    assert _kept(view, now, slower, pin) == ("; whether kept results save, this run cannot say (the call before took "
-                                             "1.35× (1.05-1.74) as long as that pin)")
+    assert _kept(view, now, slower, pin) == ("; the call before took 1.35× (1.05-1.74) as long): whether still a saving, "
+                                             "this run cannot say")
     # the break-even table's count (134 ms over the h2d family's 32.4 - 4.9 ms = 4.9 copies): the same two copies as
     # the change's own saving, one break-even per size on the page
     assert found[1].condition.endswith("pinning costs 134 ms at 256 MiB here and pays from copy 5 (4-7; break-even table)")
@@ -395,7 +394,7 @@ def test_the_first_screen_is_this_runs_story(html):
     assert order == sorted(order)
     glance = html.split('id="glance-table"')[1].split("</table>")[0]
     assert "<td>.cpu() / .to(device) (new pageable tensor every call)</td><td class=\"n\">181-217 ms</td>" in glance
-    assert ("<td>same-device copy (2 calls: which is fastest, can&#39;t tell)</td>"
+    assert ("<td>same-device copy (2 calls; fastest: can&#39;t tell)</td>"
             "<td class=\"n\">139-140 µs</td><td class=\"n\">1,918-1,926</td>") in glance
     why = html.split('id="why-list"')[1].split("</ul>")[0]
     assert why.count("Measured here:") == 4 and why.count("Not measured in this run.") == 0

@@ -94,8 +94,8 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pin
     if spec.key == "pinned-buffer" and (pin := _cost_of(view, "pin_memory", "pin_cold", now)) is not None:
         # pin_cached is pin_memory() from the pinned cache with its copy in: no price of a recycled empty buffer; a cold
         # pin_memory() page-locks fresh memory and copies into it, so it bounds what a fresh pinned buffer costs
-        return (f"{spec.condition}; results kept need a fresh pinned buffer each, up to a cold pin_memory() "
-                f"({format_seconds(float(pin['median_s']))} at {size}){_kept(view, now, then, pin)}")
+        return (f"{spec.condition}; kept results need a fresh pinned buffer each, at most a cold pin_memory() "
+                f"({format_seconds(float(pin['median_s']))} at {size}{_kept(view, now, then, pin)}")
     if spec.key == "non-blocking-to":
         kept, freed = (_cost_of(view, "d2h_kept", v, now) for v in ("kept", "freed"))
         if kept is not None and freed is not None:
@@ -117,8 +117,8 @@ def _kept(view: RunView, now: pd.Series, then: pd.Series, pin: pd.Series) -> str
     H200: 181 ms against 134 ms at 256 MiB, beside the 4.94 ms copy); else that the run cannot say it saves."""
     ratio, pinned = view.ratio(now, pin), float(pin["median_s"])
     if ratio.resolved and ratio.low * pinned > pinned + float(then["median_s"]):
-        return f", so kept results still save: the call before took {ratio.text()} as long as that pin alone"
-    return f"; whether kept results save, this run cannot say (the call before took {ratio.figures()} as long as that pin)"
+        return f"; the call before took {ratio.text()} as long): still a saving"
+    return f"; the call before took {ratio.figures()} as long): whether still a saving, this run cannot say"
 
 
 def _medians(now: pd.Series, then: pd.Series) -> str:
@@ -180,9 +180,9 @@ def at_a_glance(view: RunView) -> list[dict[str, str]]:
 
     def fastest(label: str, rows: pd.DataFrame) -> None:  # and how many calls the run cannot tell from the fastest
         tied = view.tied_fastest(rows)
-        which = f"{len(tied)} calls" if len(tied) == len(rows) else f"the fastest {len(tied)} of {len(rows)} calls"
+        which = f"{len(tied)} calls" if len(tied) == len(rows) else f"{len(tied)} of {len(rows)} calls"
         same = len(tied) > 1 and all(view.ratio(row, tied.iloc[0]).same for _, row in tied.iterrows())
-        which = "fastest call" if len(tied) < 2 else which + (": the same time" if same else ": which is fastest, can't tell")
+        which = "fastest call" if len(tied) < 2 else which + (": the same time" if same else "; fastest: can't tell")
         add(f"{label} ({which})", tied)
 
     down = matching(view.at_largest, {"op": "d2h"})

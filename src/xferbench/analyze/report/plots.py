@@ -267,7 +267,7 @@ def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> l
     for _, row in fastest.iterrows():
         calls = rows[rows["route"] == row["route"]]
         tied = [c for _, c in calls.iterrows() if _tied(view, c, row)]
-        which = f"{len(tied)} calls: which is fastest, can't tell" if len(tied) > 1 else _call(row)
+        which = f"{len(tied)} calls; fastest: can't tell" if len(tied) > 1 else _call(row)
         near = above is not None and _tied(view, row, above)
         labels.append(f"{'≈ ' if near else ''}{row['route']}  ({which})")
         above = row
