@@ -1482,6 +1482,8 @@ def test_a_case_on_the_scheduler_s_ticks_is_not_judged():
     assert turned.change == "at most 69.74x faster"
     assert replace(turned, waited="new").change == "at least 69.74x faster"
     assert replace(turned, ratio=1 / 1157.6, waited="new").change == "at least 1,158x faster"
+    assert replace(turned, ratio=500.0, waited="base").change == "at least 500x slower"  # a bound is never ">1000x"
+    assert replace(turned, ratio=1.002, waited="new").change == "at most 1.00x slower"  # a bound, not "same"
     both = clone(compare([load([data / "cpu-quick-sample.json"])], [quiet]))
     assert both.why == "both sides' rounds waited for the CPU" and both.change == "-"
     # nor an interval or a z that its waits would set: "69.74x slower 23.01-211.36x" read as a huge regression
