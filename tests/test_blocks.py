@@ -580,6 +580,7 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     assert pd.notna(copy["on_ticks"]) and pd.isna(clone["on_ticks"]) and clone["median_s"] - clone["min_s"] > 0.003
     steady = clone.copy()
     steady["min_s"] = steady["median_s"] - 0.0029  # within 3/4 of a 4 ms tick of its median
+    steady["data"] = [max(t, steady["min_s"]) for t in steady["data"]]
     bound, whole = view.ratio(steady, copy), view.ratio(steady, copy.drop("on_ticks"))
     assert bound.paired and bound.resolved and (bound.value, bound.low, bound.high) == (whole.value, whole.low, np.inf)
     assert bound.text() == "at least 5.2× (its faster side waited for the CPU)"
@@ -599,11 +600,14 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     # other way round; never resolved, and said as a wait
     quiet = copy.drop("on_ticks")
     quiet["min_s"] = quiet["median_s"] - 0.001
-    ceiling, floor, plain = view.ratio(slower, quiet), view.ratio(quiet, slower), view.ratio(slower.drop("on_ticks"), quiet)
-    assert (ceiling.low, ceiling.high, floor.low, floor.high) == (0.0, plain.high, plain.faster().low, np.inf)
+    quiet["data"] = [max(t, quiet["min_s"]) for t in quiet["data"]]
+    unwaited = slower.drop("on_ticks")
+    unwaited["iterations"] = 100  # no one-call wait either: judged on its blocks, both ends
+    ceiling, floor, plain = view.ratio(slower, quiet), view.ratio(quiet, slower), view.ratio(unwaited, quiet)
+    assert plain.judged and (ceiling.low, ceiling.high, floor.low, floor.high) == (0.0, plain.high, plain.faster().low, np.inf)
     for judged in (ceiling, floor):
         assert judged.basis == "ticks" and not judged.judged and not judged.resolved
-        assert judged.text() == "can't tell (one side's rounds waited for the CPU)"
+        assert judged.text() == f"can't tell (one side's rounds waited for the CPU; {judged.figures()})"
     assert ceiling.figures() == f"at most {plain.high:.3g}×" and floor.figures() == f"at least {plain.faster().low:.3g}×"
     # the view states no bandwidth of either (clone's one-call rounds waited); the loaded run's rows keep bytes over median
     assert np.isnan(copy["bandwidth_gbps"]) and np.isnan(copy["busbw_gbps"]) and np.isnan(clone["bandwidth_gbps"])

@@ -200,9 +200,12 @@ def test_a_ratio_open_at_one_end_reads_as_a_bound_or_cant_tell():
     assert Ratio(5.0, 4.44, math.inf, "paired", 6).text() == f"at least 4.44× {why}"
     assert Ratio(0.2, 0.0, 0.225, "paired", 6).text() == f"at most 0.225× {why}"
     assert Ratio(5.0, 4.44, math.inf, "paired", 6).faster().text() == f"at most 0.225× {why}"
-    for unresolved in (Ratio(1.2, 0.9, math.inf, "rounds", 5), Ratio(0.8, 0.0, 1.1, "rounds", 5)):
-        assert unresolved.judged and not unresolved.resolved
-        assert unresolved.text() == "can't tell (one side's rounds waited for the CPU)"
+    for unresolved, bound in ((Ratio(1.2, 0.9, math.inf, "rounds", 5), "at least 0.9×"),
+                              (Ratio(0.8, 0.0, 1.1, "rounds", 5), "at most 1.1×"),
+                              (Ratio(3.0, 0.0, 6.24, "ticks", 5), "at most 6.24×")):  # the slower side waited
+        assert not unresolved.resolved
+        assert unresolved.text() == f"can't tell (one side's rounds waited for the CPU; {bound})"
+    assert Ratio(3.0, 0.0, math.inf, "ticks", 5).text() == "can't tell (one side's rounds waited for the CPU)"
     assert Ratio(5.0, 4.44, 5.6, "paired", 6).text() == "5× (4.44-5.6)"
     # the faster side on the ticks, the slower side's rounds spread too (analyze/view.py): no bound, and why
     waited = Ratio(5.0, 0.0, math.inf, "waited", 6)

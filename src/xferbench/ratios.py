@@ -112,11 +112,12 @@ class Ratio:
     def text(self) -> str:
         """``1.4× (1.28-1.53)``, ``5.47×`` where the interval rounds to the figure; ``can't tell (could see ≥ 1.15×)``
         where unresolved, ``the same`` where that interval lies within ±0.5% (``could_see`` prints as 1.00×)."""
-        if not self.judged:
-            return f"can't tell ({UNJUDGED[self.basis]})"
+        if not self.judged:  # a ceiling the slower side's wait leaves (``ticks``), said with it
+            bound = f"; {self.figures()}" if self.basis == "ticks" and (self.low > 0 or math.isfinite(self.high)) else ""
+            return f"can't tell ({UNJUDGED[self.basis]}{bound})"
         open_end = math.isinf(self.high) or self.low == 0  # analyze/view.py: the faster side's waits only add to it
         if not self.resolved:
-            return ("the same" if self.same else f"can't tell ({UNJUDGED['ticks']})" if open_end else
+            return ("the same" if self.same else f"can't tell ({UNJUDGED['ticks']}; {self.figures()})" if open_end else
                     f"can't tell (could see ≥ {self.could_see:.2f}×)")
         if open_end:
             return f"{self.figures()} (its faster side waited for the CPU)"

@@ -28,7 +28,7 @@ from ..ratios import Drift, Ratio, paired, unpaired
 from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, rounds_apart, run_drift, side
 from .ladder import Ladder, Rung, ladders
-from .load.blocks import waited_rows
+from .load.blocks import waited_one_call, waited_rows
 from .load.results import Results, busy_load
 from .load.rows import flag, flags, matching, ticked
 from .model import (
@@ -134,12 +134,9 @@ def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
 
 
 def _waited(row: pd.Series, tick: float) -> bool:
-    """Whether ``row``'s rounds waited for the CPU, beside a side on ``tick`` s ticks: on them itself, or one call a
-    round with its median 3/4 of a tick or more past its fastest (or none recorded), as ``load.blocks`` reads them."""
-    if pd.notna(row.get("on_ticks", math.nan)):
-        return True
-    spread = row["median_s"] - row.get("min_s", math.nan)
-    return bool(tick) and float(row.get("iterations") or 1) == 1 and not spread < 0.75 * tick
+    """Whether ``row``'s rounds waited for the CPU, in a run whose rounds land on ``tick`` s ticks: on them itself, or
+    one call a round with its median 3/4 of a tick or more past its fastest (``load.blocks.waited_one_call``)."""
+    return pd.notna(row.get("on_ticks", math.nan)) or waited_one_call(row, tick)
 
 
 def _no_bandwidth(frame: pd.DataFrame, untimed: pd.Series) -> pd.DataFrame:
@@ -472,17 +469,23 @@ class RunView:
         return found if found.resolved else replace(found, apart=rounds_apart(a, b))
 
     def _ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None) -> Ratio:
-        tick = float(np.nanmax([float(row.get("on_ticks", math.nan)) for row in (a, b)] + [0.0]))
-        slow, fast = (_waited(row, tick) for row in ((a, b) if a["median_s"] > b["median_s"] else (b, a)))
+        ticks = self._run_ticks  # the one-call rule reads the run's tick, whichever side lies on it
+        slow, fast = (_waited(row, ticks.get(row["run"], math.nan)) for row in ((a, b) if a["median_s"] > b["median_s"]
+                                                                                 else (b, a)))
         if slow and fast:
             return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, "waited", int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
         found = paired(x.tolist(), y.tolist()) if x.size else unpaired(side(a), side(b), self.drift.of(a, b, leave_out=leave_out))
-        if not tick:
+        if not (slow or fast):
             return found
-        floor = fast == (a["median_s"] > b["median_s"])  # a/b's true value lies above its measured one: keep the low end
-        low, high = (found.low, math.inf) if floor else (0.0, found.high)
+        # a/b's true value lies above its measured one where only the faster waited and a is slower, or the reverse
+        low, high = (found.low, math.inf) if fast == (a["median_s"] > b["median_s"]) else (0.0, found.high)
         return Ratio(found.value, low, high, "ticks" if slow else found.basis, found.n)
+
+    @cached_property
+    def _run_ticks(self) -> dict[Any, float]:
+        """Each run's scheduler tick, where its rounds landed on one (``on_ticks``; no run of it: absent)."""
+        return self.rows.groupby("run")["on_ticks"].max().dropna().to_dict() if "on_ticks" in self.rows else {}
 
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over
@@ -533,15 +536,13 @@ class RunView:
 
     @cached_property
     def one_call_waits(self) -> pd.Series:
-        """Per row: did its one-call rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_rows``; a
-        row on them, ``on_ticks``, says so its own way)? Read once, for the busy notice and the appendix alike, and
-        through ``waited_for_cpu`` (the α/β fit reads the same rule on its frame)."""
+        """Per row: did its one-call rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_rows``)?
+        Read once, for the notice, the appendix and ``waited_for_cpu`` (the α/β fit reads the rule on its frame)."""
         return waited_rows(self._modelled) & ~ticked(self._modelled)  # read once: ``rows`` masks by it
 
     @cached_property
     def waited_for_cpu(self) -> pd.Series:
-        """Per row: did its rounds wait for the CPU either way, on the scheduler's ticks (``on_ticks``) or off them
-        (``one_call_waits``)? The first screen's "–" and each scenario's list of such cases read it."""
+        """Per row: did its rounds wait for the CPU, on the ticks (``on_ticks``) or off them (``one_call_waits``)?"""
         return self.one_call_waits | ticked(self.rows)
 
     @cached_property

@@ -103,7 +103,7 @@ def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
     multiples: its median round 3/4 of a tick or more beyond its fastest, in a run whose rounds land on ``tick``. A
     one-call round is that call and its waits (the busy run's one-thread 64 MiB copy_: 7.18 ms at fastest, 14.3 ms at
     the median, in clusters off the multiples; its clone, 51.3 against 66.5 ms): model.fit_paths fits no β through it.
-    Its comparisons stay judged on its rounds, whose spread their interval carries."""
+    Its comparisons are a wait's (``RunView.ratio``): it took at most its median."""
     data = row.get("data")
     if row.get("iterations") != 1 or flag(row, "mixed_iterations") or not isinstance(data, list) or len(data) < 5:
         return False

@@ -106,13 +106,13 @@ def _busy(view: RunView) -> str | None:
     and where rounds waited for the CPU (analyze/load/blocks.py), how many cases, and what of it."""
     on_ticks = ticked(view.rows)  # blocks left out for lying on the ticks: the appendix names them (svg.rounds_text)
     on, tick = int(on_ticks.sum()), format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max())) if on_ticks.any() else ""
-    off = int(view.one_call_waits.sum())  # off the multiples: compared on their rounds
+    off = int(view.one_call_waits.sum())  # off the multiples: judged as waits too (``RunView.ratio``)
     said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past "
-            "their fastest round (no bandwidth stated; compared as a floor under a slower case that did not wait, or by "
-            "interleaved rounds' order)" if on else "",
-            f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no bandwidth stated, no β fitted; "
-            "compared on their rounds)" if off else ""]
-    ticks = f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}." if any(said) else ""
+            "their fastest round" if on else "",
+            f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
+    ticks = (f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}. None states a bandwidth; each took at "
+             "most its median, so a comparison keeps the bound that leaves (a floor under a slower case that did not "
+             "wait, a ceiling over a faster one) or the order of interleaved rounds." if any(said) else "")
     if view.busy is None:
         return ticks.strip() or None
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
