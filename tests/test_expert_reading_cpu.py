@@ -125,8 +125,8 @@ _BOUND = "whose median holds the wait, on the scheduler's 4 ms ticks or far past
 _OFF = "{} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)"
 #: what the page does with both kinds (``RunView.ratio``): one rule, said once (a reading found one-call waits
 #: "compared on their rounds" beside a ticked clone judged as waited)
-_RULE = (" None states a bandwidth; each took at most its median, so a comparison keeps the bound that leaves (a floor "
-         "under a slower case that did not wait, a ceiling over a faster one) or the order of interleaved rounds.")
+_RULE = (" None states a bandwidth; each took at most its median: a comparison keeps the bound that leaves, or the order "
+         "of interleaved rounds.")
 
 
 @pytest.mark.parametrize(("sample", "said"), [

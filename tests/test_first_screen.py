@@ -147,7 +147,7 @@ def test_the_one_line_fix_says_what_keeping_its_results_costs(tmp_path):
     view = RunView.of(load([tmp_path / "kept.json"]))
     assert [(line["what"], line["time"], line["gbps"]) for line in at_a_glance(view)] == [
         ("device to host, pinned (fastest call)", "5 ms", "13.4"),
-        (".cpu() / .to(device) (new pageable tensor every call)", "20 ms", "3.36"),
+        (".cpu() / .to(device) (new tensor each call)", "20 ms", "3.36"),
         (".to(torch.device('cpu'), non_blocking=True) (the one-line fix)", "5 ms", "13.4")]
 
 
@@ -158,7 +158,7 @@ def test_a_pinned_source_cites_a_break_even_without_its_interval_where_it_allows
 
     view = RunView.of(load([ROOT / "tests" / "data" / "sim-2gpu.json"]))
     assert [c.condition for c in first_screen(view, pinning_break_even(view))[0] if c.spec.key == "pinned-source"] == [
-        "x pinned once, moved many times: pinning costs 12.9 ms at 64 MiB here and pays from copy 7 (break-even "
+        "x pinned once, moved often: pinning costs 12.9 ms at 64 MiB and pays from copy 7 (break-even "
         "table)"]
 
 
@@ -176,7 +176,7 @@ def test_the_glance_box_gives_each_kind_of_move_at_the_largest_size():
     assert box("reports", "samples", "h200", "full.json.gz") == [
         (f"device to host, pinned (2 calls; {tie})", "4.94-4.97 ms", "54-54.4", "256 MiB"),
         ("device to host, copy_ into an existing pageable buffer", "17.8 ms", "15.1", "256 MiB"),
-        (".cpu() / .to(device) (new pageable tensor every call)", "181-217 ms", "1.24-1.48", "256 MiB"),
+        (".cpu() / .to(device) (new tensor each call)", "181-217 ms", "1.24-1.48", "256 MiB"),
         (f"host to device, pinned (6 calls; {tie})", "4.87-4.93 ms", "54.5-55.1", "256 MiB"),
         (f"host to device, pageable (6 calls; {tie})", "30.6-35.9 ms", "7.47-8.78", "256 MiB"),
         (f"same-device copy (2 calls; {tie})", "139-140 µs", "1,918-1,926", "256 MiB")]

@@ -235,7 +235,7 @@ CHANGES: tuple[ChangeSpec, ...] = (
                "y.copy_(x, non_blocking=True); torch.cuda.synchronize()",
                {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
                {"op": "d2h", "method": "copy_", "host_memory": "pinned", "non_blocking": True},
-               "y = torch.empty_like(x, device='cpu', pin_memory=True) once and reused; read y only after the "
+               "y = torch.empty_like(x, device='cpu', pin_memory=True) once; read y only after the "
                "synchronize"),
     ChangeSpec("non-blocking-to", "The one-line fix", "y = x.cpu()", "y = x.to(torch.device('cpu'), non_blocking=True); "
                "torch.cuda.synchronize()", {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
@@ -245,7 +245,7 @@ CHANGES: tuple[ChangeSpec, ...] = (
                "x = x.pin_memory(); x.to(device, non_blocking=True)",
                {"op": "h2d", "method": "to", "host_memory": "pageable", "non_blocking": False},
                {"op": "h2d", "method": "to", "host_memory": "pinned", "non_blocking": True},
-               "x pinned once, moved many times"),
+               "x pinned once, moved often"),
     ChangeSpec("reused-host-buffer", "Copy a CPU tensor into a buffer you keep", "y = x.clone()", "y.copy_(x)",
                {"op": "host", "method": "clone", "host_memory": "pageable"},
                {"op": "host", "method": "copy_", "host_memory": "pageable", "variant": None},

@@ -111,8 +111,8 @@ def _busy(view: RunView) -> str | None:
             "their fastest round" if on else "",
             f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
     ticks = (f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}. None states a bandwidth; each took at "
-             "most its median, so a comparison keeps the bound that leaves (a floor under a slower case that did not "
-             "wait, a ceiling over a faster one) or the order of interleaved rounds." if any(said) else "")
+             "most its median: a comparison keeps the bound that leaves, or the order of interleaved rounds."
+             if any(said) else "")
     if view.busy is None:
         return ticks.strip() or None
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
