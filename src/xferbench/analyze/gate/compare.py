@@ -37,6 +37,7 @@ from ...contract import (
 )
 from ...families import FAMILIES
 from ...output import OutputError, check_output
+from ..load.blocks import waited_rows
 from ..load.history import RunSummary, load_storage
 from ..load.results import Results, ResultsError, bounded_read, busy_load, load
 from ..load.rows import ticked
@@ -432,7 +433,9 @@ class _Tables:
     def of(cls, base: Sequence[Results], new: Sequence[Results], noise: Noise | None, floor: float | None) -> _Tables:
         names = np.array([Path(r.sources[0]).name if r.sources else f"run {i + 1}" for i, r in enumerate(base)])
         busy = np.array([bool(busy_load(r.run)) for r in base])
-        on = tuple({str(key) for r in runs for key in r.frame.loc[ticked(r.frame), "case_key"]} for runs in (base, new))
+        # on the ticks, or one call a round far past its fastest: the waits the pages mark (``RunView.waited_for_cpu``)
+        on = tuple({str(key) for r in runs for key in r.frame.loc[ticked(r.frame) | waited_rows(r.frame), "case_key"]}
+                   for runs in (base, new))
         return cls(run_tables(base), run_tables(new), names, busy, bool(busy.any() or any(busy_load(r.run) for r in new)),
                    _one_sided_peers(base, new), (on[0], on[1]), tuple(environment_differences(base[-1].machine_info,
                                                                               new[-1].machine_info)), noise, floor)
