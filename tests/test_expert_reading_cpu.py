@@ -1081,3 +1081,15 @@ def test_the_fit_table_quotes_no_gb_s_the_appendix_marks_as_no_bandwidth():
         row = rows[path]
         assert row["largest_bytes"] == nbytes and math.isnan(row["largest_gbps"]) and "algbw" not in row["beta_basis"]
     assert rows["all_gather gloo x2"]["largest_gbps"] > 1 and "algbw" in rows["all_gather gloo x2"]["beta_basis"]
+
+
+def test_a_busy_run_whose_rounds_show_no_tick_says_no_wait_could_be_read():
+    """tests/data/cpu-threads-sample.json ran at load 11.6 on 2 CPUs, yet no two cases lay on one tick's multiples, so
+    neither wait rule can run (its 1 MiB copy_: 1.27 ms a round at fastest, 21.6 ms at the median, states 4.86 GB/s):
+    the notice says so, lest its silence read as "no round waited" (a reading found it silent)."""
+    from xferbench.analyze.report.story import _busy
+
+    notice = _busy(RunView.of(load([ROOT / "tests" / "data" / "cpu-threads-sample.json"])))
+    assert notice is not None and notice.endswith(" Its rounds land on no scheduler tick, so no wait for the CPU could "
+                                                  "be read from them: a median may hold one.")
+    assert "no scheduler tick" not in (_busy(RunView.of(load([CPU_QUICK]))) or "")
