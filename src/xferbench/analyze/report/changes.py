@@ -113,13 +113,10 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pin
 
 def _kept(view: RunView, now: pd.Series, then: pd.Series, pin: pd.Series) -> str:
     """Whether a caller who keeps each result still saves, paying up to a cold pin_memory() for each buffer and the copy
-    after the change (at its median): the call before against the two, by the pin's rounds (the H200 at 256 MiB: 181 ms
-    against 134 + 4.94 ms, 1.3× (1.01-1.68)); else that the run cannot say."""
-    both, shift = pin.copy(), float(then["median_s"])
-    both["median_s"] = float(pin["median_s"]) + shift
-    for key in ("data", "block_medians"):  # the pin's rounds, each with the copy after it
-        if isinstance(pin.get(key), list):
-            both[key] = [t + shift for t in pin[key]]
+    after the change (at its median): the call before against the two, the pin's rounds giving the spread (the H200 at
+    256 MiB: 181 ms against 134 + 4.94 ms, 1.3× (1.01-1.68), its width the run's drift); else that the run cannot say."""
+    both = pin.copy()
+    both["median_s"] = float(pin["median_s"]) + float(then["median_s"])
     ratio = view.ratio(now, both)
     said = f" (the call before took {ratio.text() if ratio.resolved else ratio.figures()} as long)"
     return ": with the copy, " + (f"{format_seconds(now['median_s'] - both['median_s'])} or more still saved" if

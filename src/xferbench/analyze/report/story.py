@@ -115,7 +115,7 @@ def _busy(view: RunView) -> str | None:
              if any(said) else "")
     if view.busy is None:
         return ticks.strip() or None
-    if not ticks and not ticked(view.rows).any():  # no tick to read a wait by (the threads run: its 1 MiB copy_,
+    if not on_ticks.any():  # no tick to read a wait by, on the ticks or off them (the threads run: its 1 MiB copy_,
         # 1.27 ms a round at fastest, 21.6 ms at the median, is read as no wait)
         ticks = " Its rounds land on no scheduler tick, so no wait for the CPU could be read from them: a median may hold one."
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
