@@ -125,8 +125,8 @@ _BOUND = "whose median holds the wait, on the scheduler's 4 ms ticks or far past
 _OFF = "{} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)"
 #: what the page does with both kinds (``RunView.ratio``): one rule, said once (a reading found one-call waits
 #: "compared on their rounds" beside a ticked clone judged as waited)
-_RULE = (" None states a bandwidth; each took at most its median: a comparison keeps the bound that leaves, or the order "
-         "of interleaved rounds.")
+_RULE = (" None states a bandwidth; each took at most its median: a comparison keeps the end of its interval a wait "
+         "leaves, or the order of interleaved rounds.")
 
 
 @pytest.mark.parametrize(("sample", "said"), [
@@ -1086,10 +1086,12 @@ def test_the_fit_table_quotes_no_gb_s_the_appendix_marks_as_no_bandwidth():
 def test_a_busy_run_whose_rounds_show_no_tick_says_no_wait_could_be_read():
     """tests/data/cpu-threads-sample.json ran at load 11.6 on 2 CPUs, yet no two cases lay on one tick's multiples, so
     neither wait rule can run (its 1 MiB copy_: 1.27 ms a round at fastest, 21.6 ms at the median, states 4.86 GB/s):
-    the notice says so, lest its silence read as "no round waited" (a reading found it silent)."""
+    the notice says so, lest its silence read as "no round waited" (a reading found it silent), and says how a tick is
+    found (its 16 MiB copy_ alone lay on 20 ms: one case is no tick)."""
     from xferbench.analyze.report.story import _busy
 
     notice = _busy(RunView.of(load([ROOT / "tests" / "data" / "cpu-threads-sample.json"])))
-    assert notice is not None and notice.endswith(" Its rounds land on no scheduler tick, so no wait for the CPU could "
-                                                  "be read from them: a median may hold one.")
-    assert "no scheduler tick" not in (_busy(RunView.of(load([CPU_QUICK]))) or "")
+    assert notice is not None and notice.endswith(" No scheduler tick was found in its rounds (two cases or more on one "
+                                                  "tick's multiples), so no wait for the CPU was read from them: a median "
+                                                  "may hold one.")
+    assert "No scheduler tick" not in (_busy(RunView.of(load([CPU_QUICK]))) or "")

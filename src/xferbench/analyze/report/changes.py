@@ -119,8 +119,8 @@ def _kept(view: RunView, now: pd.Series, then: pd.Series, pin: pd.Series) -> str
     both["median_s"] = float(pin["median_s"]) + float(then["median_s"])
     ratio = view.ratio(now, both)
     said = f" (the call before took {ratio.text() if ratio.resolved else ratio.figures()} as long)"
-    return ": with the copy, " + (f"{format_seconds(now['median_s'] - both['median_s'])} or more still saved" if
-                                  ratio.resolved and ratio.value > 1 else "whether still a saving, this run cannot say") + said
+    return ": with the copy, " + ("still a saving" if ratio.resolved and ratio.value > 1 else
+                                  "whether still a saving, this run cannot say") + said
 
 
 def _medians(now: pd.Series, then: pd.Series) -> str:

@@ -111,13 +111,15 @@ def _busy(view: RunView) -> str | None:
             "their fastest round" if on else "",
             f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
     ticks = (f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}. None states a bandwidth; each took at "
-             "most its median: a comparison keeps the bound that leaves, or the order of interleaved rounds."
+             "most its median: a comparison keeps the end of its interval a wait leaves, or the order of interleaved "
+             "rounds."
              if any(said) else "")
     if view.busy is None:
         return ticks.strip() or None
     if not on_ticks.any():  # no tick to read a wait by, on the ticks or off them (the threads run: its 1 MiB copy_,
         # 1.27 ms a round at fastest, 21.6 ms at the median, is read as no wait)
-        ticks = " Its rounds land on no scheduler tick, so no wait for the CPU could be read from them: a median may hold one."
+        ticks = (" No scheduler tick was found in its rounds (two cases or more on one tick's multiples), so no wait for "
+                 "the CPU was read from them: a median may hold one.")
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
             f"between two of its cases may be theirs.{ticks}")
 
