@@ -1087,11 +1087,11 @@ def test_a_busy_run_whose_rounds_show_no_tick_says_no_wait_could_be_read():
     """tests/data/cpu-threads-sample.json ran at load 11.6 on 2 CPUs, yet no two cases lay on one tick's multiples, so
     neither wait rule can run (its 1 MiB copy_: 1.27 ms a round at fastest, 21.6 ms at the median, states 4.86 GB/s):
     the notice says so, lest its silence read as "no round waited" (a reading found it silent), and says how a tick is
-    found (its 16 MiB copy_ alone lay on 20 ms: one case is no tick)."""
+    found (its 16 MiB copy_'s rounds lay on one multiple, 20 ms: no evidence of a tick)."""
     from xferbench.analyze.report.story import _busy
 
     notice = _busy(RunView.of(load([ROOT / "tests" / "data" / "cpu-threads-sample.json"])))
-    assert notice is not None and notice.endswith(" No scheduler tick was found in its rounds (two cases or more on one "
-                                                  "tick's multiples), so no wait for the CPU was read from them: a median "
-                                                  "may hold one.")
+    assert notice is not None and notice.endswith(" No scheduler tick was found in its rounds (two cases or more with "
+                                                  "rounds on two of its multiples), so no wait for the CPU was read from "
+                                                  "them: a median may hold one.")
     assert "No scheduler tick" not in (_busy(RunView.of(load([CPU_QUICK]))) or "")

@@ -118,8 +118,8 @@ def _busy(view: RunView) -> str | None:
         return ticks.strip() or None
     if not on_ticks.any():  # no tick to read a wait by, on the ticks or off them (the threads run: its 1 MiB copy_,
         # 1.27 ms a round at fastest, 21.6 ms at the median, is read as no wait)
-        ticks = (" No scheduler tick was found in its rounds (two cases or more on one tick's multiples), so no wait for "
-                 "the CPU was read from them: a median may hold one.")
+        ticks = (" No scheduler tick was found in its rounds (two cases or more with rounds on two of its multiples), "
+                 "so no wait for the CPU was read from them: a median may hold one.")
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
             f"between two of its cases may be theirs.{ticks}")
 
