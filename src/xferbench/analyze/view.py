@@ -28,7 +28,7 @@ from ..ratios import Drift, Ratio, paired, unpaired
 from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, rounds_apart, run_drift, side
 from .ladder import Ladder, Rung, ladders
-from .load.blocks import waited_one_call, waited_rows
+from .load.blocks import run_ticks, waited_one_call, waited_rows
 from .load.results import Results, busy_load
 from .load.rows import flag, flags, matching, ticked
 from .model import (
@@ -484,8 +484,8 @@ class RunView:
 
     @cached_property
     def _run_ticks(self) -> dict[Any, float]:
-        """Each run's scheduler tick, where its rounds landed on one (``on_ticks``; no run of it: absent)."""
-        return self.rows.groupby("run")["on_ticks"].max().dropna().to_dict() if "on_ticks" in self.rows else {}
+        """Each run's scheduler tick (``load.blocks.run_ticks``), read once for every comparison."""
+        return run_ticks(self.rows)
 
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over

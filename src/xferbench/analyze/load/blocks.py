@@ -39,7 +39,7 @@ from ...contract import MEASURED, Block, ContractError, block_from
 from ...ratios import log_se, order_se
 from .rows import bench_row, flag, round_times
 
-__all__ = ["rows_of", "waited_one_call", "waited_rows"]
+__all__ = ["rows_of", "run_ticks", "waited_one_call", "waited_rows"]
 
 
 def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> list[dict[str, Any]]:
@@ -110,13 +110,17 @@ def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
     return bool(math.isfinite(tick) and np.median(data) - min(data) >= 0.75 * tick)
 
 
+def run_ticks(frame: pd.DataFrame) -> dict[Any, float]:
+    """Each run's scheduler tick, where a row of it lay on one (``on_ticks``); a run with none is absent."""
+    return frame.groupby("run")["on_ticks"].max().dropna().to_dict() if "on_ticks" in frame else {}
+
+
 def waited_rows(frame: pd.DataFrame) -> pd.Series:
-    """Per row of ``frame``: did its one-call rounds wait (``waited_one_call``), by its run's tick where a row of that
-    run lay on one (``on_ticks``)? A fit leaves such a size out; the first screen states no GB/s of it."""
-    if "on_ticks" not in frame or frame["on_ticks"].isna().all():  # a run with no tick: nothing to read (most runs)
+    """Per row of ``frame``: did its one-call rounds wait (``waited_one_call``), by its run's tick (``run_ticks``)? A fit
+    leaves such a size out; the first screen states no GB/s of it."""
+    if not (ticks := run_ticks(frame)):  # a run with no tick: nothing to read (most runs)
         return pd.Series(False, frame.index, dtype=bool)
-    ticks = frame.groupby("run")["on_ticks"].transform("max")
-    return pd.Series([waited_one_call(row, float(ticks[i])) for i, row in frame.iterrows()], frame.index, bool)
+    return pd.Series([waited_one_call(row, ticks.get(row["run"], math.nan)) for _, row in frame.iterrows()], frame.index, bool)
 
 
 def _ticked(row: dict[str, Any], tick: float) -> dict[str, Any]:
