@@ -306,7 +306,8 @@ def test_the_fix_back_to_the_cpu_is_named_as_the_run_would_call_it(page):
     "device" reads as the GPU (the run's h2d and cuda_vs_to families time that form); the H200 run has no
     non-blocking .to back to the CPU, and the box says so in the form the run calls."""
     _, text = page
-    assert "The one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in this run." in text
+    assert ("the top of this page prices each change at this run's sizes (What to change here); the one-line fix, "
+            ".to(torch.device('cpu'), non_blocking=True), was not measured in this run.") in text
     assert ".to(device, non_blocking=True), the one-line fix" not in text
     box = text[text.index("What to do:"):text.index("was not measured in this run.")]
     assert box.count(".to(torch.device('cpu'), non_blocking=True)") == 2 and ".to('cpu'" not in box  # one spelling

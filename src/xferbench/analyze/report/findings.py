@@ -103,22 +103,13 @@ def d2h_usual_way_back(view: RunView) -> Said | None:
 _FIX = ".to(torch.device('cpu'), non_blocking=True)"
 
 
-def the_fix(view: RunView) -> str | None:
-    """The measured gain of the fix: .to('cpu', non_blocking=True) where the run has it, else a reused pinned buffer."""
-    if (way := way_back(view)) is None:
+def the_fix(view: RunView, priced: bool) -> str | None:
+    """Where the fix's gain is told: the first screen prices each change (``priced``: the run priced one); said once,
+    there, with whether the one-line fix ran."""
+    if (way := way_back(view)) is None or not priced:
         return None
-    usual, fix = way["usual"], way["fix"]
-    if fix is not None:
-        return (f"The fix, {_FIX} (PyTorch returns pinned memory for it; synchronize before "
-                f"reading), took {format_seconds(fix['median_s'])} at {format_bytes(way['size'])} "
-                f"({fix['bandwidth_gbps']:.3g} GB/s): .cpu() / .to(device) took "
-                f"{ratio_span([view.ratio(row, fix) for _, row in usual.iterrows()])} as long.")
-    pinned = way["pinned"]
-    blocking = "non_blocking=True" if pinned["non_blocking"] else "a blocking copy"
-    return (f"The fix: copy into a reused pinned buffer ({pinned['method']}, {blocking}): "
-            f"{format_seconds(pinned['median_s'])} at {format_bytes(way['size'])}; .cpu() / .to(device) took "
-            f"{ratio_span([view.ratio(row, pinned) for _, row in usual.iterrows()])} as long. "
-            f"The one-line fix, {_FIX}, was not measured in this run.")
+    return ("the top of this page prices each change at this run's sizes (What to change here)"
+            + ("." if way["fix"] is not None else f"; the one-line fix, {_FIX}, was not measured in this run."))
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> Said | None:
@@ -456,15 +447,15 @@ def _run_of(run: str, view: RunView) -> str:
     return f" ({run})" if len(view.sources) > 1 else ""
 
 
-def why_measured(view: RunView) -> dict[str, str | None]:
+def why_measured(view: RunView, priced: bool) -> dict[str, str | None]:
     """For each point of the general "why" list, what this run measured of it (a sentence), or None: a family's own
-    where its record names the point (``Family.why``)."""
+    where its record names the point (``Family.why``); ``priced``: the first screen priced a change."""
     frame = view.rows
     small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
     said = {"wait": None, "staged": _staged(view), "fixed": (
         f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
         "(the median of the fastest path)." if not small.empty else None),
-        "fix": the_fix(view) if way_back(view) is not None else None}
+        "fix": the_fix(view, priced)}
     for op, record in FAMILIES.items():
         if record.why is not None and not (rows := frame[frame["op"] == op]).empty:
             said[record.why[0]] = record.why[1](rows, frame["run"].nunique())
