@@ -27,6 +27,7 @@ THREADS = ROOT / "tests" / "data" / "cpu-threads-sample.json"
 CPU = ROOT / "tests" / "data" / "cpu-sample.json"
 CPU_QUICK = ROOT / "tests" / "data" / "cpu-quick-sample.json"
 BUSY = ROOT / "tests" / "data" / "cpu-busy-host.json"
+LOADED = ROOT / "tests" / "data" / "cpu-loaded-host.json"
 #: Why a comparison whose faster side lay on the ticks is not judged where the slower side's rounds spread too.
 WAITED_TOO = "the faster side's rounds waited for the CPU, and the slower side's too"
 H200 = [ROOT / "reports" / "samples" / "h200" / "full.json.gz", ROOT / "reports" / "samples" / "h200" / "quick-scenarios.json"]
@@ -1095,3 +1096,14 @@ def test_a_busy_run_whose_rounds_show_no_tick_says_no_wait_could_be_read():
                                                   "rounds on two of its multiples), so no wait for the CPU was read from "
                                                   "them: a median may hold one.")
     assert "No scheduler tick" not in (_busy(RunView.of(load([CPU_QUICK]))) or "")
+
+
+def test_a_bandwidth_figure_with_no_bandwidth_to_draw_says_so_in_its_place():
+    """The loaded run's host copies, 4 B to 1 KiB, are all ‡ (their bytes set too little of their time): a reading
+    found a chart of crosses alone under a caption of lines and fitted curves. The chart gives way to one line; the
+    quiet run's, with bandwidths to draw, stays a chart."""
+    from xferbench.analyze.report.plots import bandwidth_of
+
+    assert bandwidth_of(RunView.of(load([LOADED])), "host") == (
+        "no size states a bandwidth in this run (each is ‡ in the appendix, which says why).")
+    assert not isinstance(bandwidth_of(RunView.of(load([CPU])), "host"), str)
