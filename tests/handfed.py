@@ -67,7 +67,16 @@ def scaled(sample: Path, scale: float = 1.013) -> dict[str, Any]:
     return run
 
 
-def off_ticks(tmp_path: Path, sample: Path) -> Path:
-    """``scaled(sample)`` written beside the test, under the sample's name."""
-    (tmp_path / sample.name).write_text(json.dumps(scaled(sample)))
+def quiet(run: dict[str, Any]) -> dict[str, Any]:
+    """``run`` (a parsed results file) with no load recorded, where it kept one (load.results.run_facts)."""
+    run.get("xferbench_run", {}).pop("load", None)
+    run.get("machine_info", {}).get("xferbench", {}).pop("load", None)
+    return run
+
+
+def off_ticks(tmp_path: Path, sample: Path, steady: bool = False) -> Path:
+    """``scaled(sample)`` written beside the test, under the sample's name; ``steady``: with no load recorded either
+    (``quiet``), so that no round is read as a wait (a busy run with no tick reads them by the longest)."""
+    run = scaled(sample)
+    (tmp_path / sample.name).write_text(json.dumps(quiet(run) if steady else run))
     return tmp_path / sample.name

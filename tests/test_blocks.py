@@ -578,15 +578,16 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     rows = view.rows[(view.rows["op"] == "host") & (view.rows["nbytes"] == 64 * MiB)]
     copy, clone = (rows[rows["method"].eq(m) & rows["variant"].isna()].iloc[0] for m in ("copy_", "clone"))
     assert pd.notna(copy["on_ticks"]) and pd.isna(clone["on_ticks"]) and clone["median_s"] - clone["min_s"] > 0.003
-    steady = clone.copy()
-    steady["min_s"] = steady["median_s"] - 0.0029  # within 3/4 of a 4 ms tick of its median
+    assert clone["waited_off_ticks"] and not copy["waited_off_ticks"]  # on the ticks: said there, not twice
+    steady = clone.copy()  # its rounds within 3/4 of a 4 ms tick of its median, as its loader would have read them
+    steady["min_s"], steady["waited_off_ticks"] = steady["median_s"] - 0.0029, False
     steady["data"] = [max(t, steady["min_s"]) for t in steady["data"]]
     bound, whole = view.ratio(steady, copy), view.ratio(steady, copy.drop("on_ticks"))
     assert bound.paired and bound.resolved and (bound.value, bound.low, bound.high) == (whole.value, whole.low, np.inf)
     assert bound.text() == "at least 5.2× (its faster side waited for the CPU)"
     assert (view.ratio(copy, steady).low, view.ratio(copy, steady).high) == (0.0, whole.faster().high)
-    many = clone.copy()
-    many["iterations"] = 100  # rounds of many calls off the ticks: load judged them (``_waited``), their spread no wait
+    many = clone.copy()  # rounds of many calls off the ticks whose spread load read as no wait (``_waited``)
+    many["iterations"], many["waited_off_ticks"] = 100, False
     assert view.ratio(many, copy).text() == bound.text()
     slower = clone.copy()
     slower["on_ticks"] = 0.004
@@ -602,7 +603,7 @@ def test_a_faster_side_on_the_ticks_gives_a_floor_only_under_a_steady_slower_sid
     quiet["min_s"] = quiet["median_s"] - 0.001
     quiet["data"] = [max(t, quiet["min_s"]) for t in quiet["data"]]
     unwaited = slower.drop("on_ticks")
-    unwaited["iterations"] = 100  # no one-call wait either: judged on its blocks, both ends
+    unwaited["waited_off_ticks"] = False  # no wait off the ticks either: judged on its blocks, both ends
     ceiling, floor, plain = view.ratio(slower, quiet), view.ratio(quiet, slower), view.ratio(unwaited, quiet)
     assert plain.judged and (ceiling.low, ceiling.high, floor.low, floor.high) == (0.0, plain.high, plain.faster().low, np.inf)
     for judged in (ceiling, floor):
@@ -644,22 +645,49 @@ def test_the_many_call_rule_s_bounds_are_exact():
     assert _waited(rounds(1.0, 1.5), 4e-3) and not _waited(rounds(1.0, 1.49), 4e-3)
 
 
-def test_the_rows_whose_one_call_rounds_waited_are_read_by_their_own_run_s_tick():
-    """The busy run: its clone and one-thread copy_ at 64 MiB, and its 64 MiB copy_ (on the ticks too), waited; no row
-    of cpu-sample, a run with no tick, however far its rounds spread, even merged with the busy run."""
+def _named(frame: pd.DataFrame) -> list[tuple[str, str, int]]:
+    """Each row's method, variant and MiB, sorted."""
+    rows = frame[["method", "variant", "nbytes"]].itertuples(index=False)
+    return sorted((m, v if isinstance(v, str) else "", n // MiB) for m, v, n in rows)
+
+
+def test_the_rows_whose_rounds_waited_off_the_ticks_are_read_by_their_own_run_s_tick():
+    """The busy run (4 ms ticks): its clone and one-thread copy_ at 64 MiB waited off the ticks (its 1 MiB clone and
+    one-thread copy_ and 64 MiB copy_ lie on them); no row of cpu-sample, a quiet run with no tick, however far its
+    rounds spread, even merged with the busy run."""
     from xferbench.analyze.load.blocks import waited_rows
 
     busy = load([ROOT / "tests" / "data" / "cpu-busy-host.json"]).frame
-    waited = busy.loc[waited_rows(busy), ["method", "variant", "nbytes"]]
-    assert sorted((m, v if isinstance(v, str) else "", n // MiB) for m, v, n in waited.itertuples(index=False)) == [
-        ("clone", "", 1), ("clone", "", 64), ("copy_", "", 64), ("copy_", "single_thread", 64)]
+    assert _named(busy[waited_rows(busy)]) == [("clone", "", 64), ("copy_", "single_thread", 64)]
+    assert _named(busy[busy["on_ticks"].notna()]) == [("clone", "", 1), ("copy_", "", 64), ("copy_", "single_thread", 1)]
     both = load([ROOT / "tests" / "data" / "cpu-busy-host.json", ROOT / "tests" / "data" / "cpu-sample.json"]).frame
-    # merged, a case keeps one row (cpu-sample's, at 1 MiB): the busy run's three 64 MiB rows wait
-    assert set(both.loc[waited_rows(both), "run"]) == {"cpu-busy-host"} and waited_rows(both).sum() == 3
-    big = busy[busy["nbytes"].eq(64 * MiB)]  # a subset keeps its rows' own index (model.fit_paths' moves)
+    # merged, a case keeps one row (cpu-sample's, at 1 MiB): the busy run's two 64 MiB rows wait off the ticks
+    assert set(both.loc[waited_rows(both), "run"]) == {"cpu-busy-host"} and waited_rows(both).sum() == 2
+    big = busy[busy["nbytes"].eq(64 * MiB) & busy["on_ticks"].isna()]  # a subset keeps its rows' own index (fit_paths)
     assert waited_rows(big).index.equals(big.index) and waited_rows(big).all()
     quiet = load([ROOT / "tests" / "data" / "cpu-sample.json"]).frame
     assert not waited_rows(quiet).any() and waited_rows(quiet.iloc[:0]).empty
+    assert not waited_rows(quiet.drop(columns="waited_off_ticks")).any()  # rows no loader read
+
+
+def test_a_busy_run_with_no_tick_reads_its_waits_by_the_longest():
+    """The threads run (load 11.6 on 2 CPUs) shows no tick: its rounds far past their fastest, 7.5 ms (3/4 of 10 ms,
+    the longest tick) and half that fastest or more, waited: copy_ 1 MiB in rounds of 100 calls (1.27 → 21.6 ms), one
+    call of copy_ at 256 KiB and 16 MiB, clone at 16 MiB, the one-thread copy_ of 1 MiB; not its 1 GiB copy_ (506 →
+    608 ms: 20% past), nor its 256 KiB clone (18.3 → 21.7 ms: past by under 7.5 ms). The same rounds in a run that
+    recorded no load are read as no wait."""
+    from xferbench.analyze.load.blocks import waited_rows
+
+    path = ROOT / "tests" / "data" / "cpu-threads-sample.json"
+    threads = load([path]).frame
+    assert threads["on_ticks"].isna().all()
+    assert _named(threads[waited_rows(threads)]) == [
+        ("clone", "", 16), ("copy_", "", 0), ("copy_", "", 1), ("copy_", "", 16), ("copy_", "single_thread", 1)]
+    assert threads.loc[waited_rows(threads), "nbytes"].min() == 256 * 1024
+    quiet = json.loads(path.read_text())
+    quiet.pop("xferbench_run", None)
+    quiet["machine_info"].get("xferbench", {}).pop("load", None)
+    assert not waited_rows(load([Document(path, quiet)]).frame).any()
 
 
 def test_a_row_of_two_loops_reads_its_rounds_of_the_most_calls():

@@ -154,9 +154,12 @@ def test_a_busy_cpu_run_says_its_load_and_judges_nothing_it_cannot(busy):
     beta = next(s for s in said if "highest β" in s)
     assert beta.endswith("which of the two is faster: at 256 MiB can't tell (the run gives no evidence of its drift).")
     # the miss is said before the line's α and β are quoted: a fifth reading took them for the copy's cost model
-    assert ("has no line of a fixed cost and a bandwidth that fits its times: the line through the fit's α = 0.743 µs "
-            "and β = 1.81 GB/s (without the 2 size(s)") in beta
-    assert "misses the time measured at 256 KiB 181×, so where moves reach half of β is not placed." in beta
+    # its copy_'s 256 KiB, 1 MiB and 16 MiB waited (load.blocks.waited_off): the fit leaves them out and no half of β
+    # is placed between the sizes it kept, 1 KiB and 256 MiB
+    assert ("has a fixed cost α = 0.753 µs and a bandwidth β = 1.87 GB/s (without the 1 size(s) that ran faster than "
+            "memory allows") in beta
+    assert ("where moves reach half of β, this run cannot place: the fit puts half of β at 1.37 KiB, between 1 KiB and "
+            "256 MiB, the nearest sizes it kept, 262,144× apart.") in beta
     assert "moves smaller than" not in beta
     assert 'id="busy">Busy machine: this run recorded load 11.62 on 2 CPUs' in html
     assert "> Busy machine: this run recorded load 11.62 on 2 CPUs" in markdown

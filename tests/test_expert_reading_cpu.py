@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from handfed import off_ticks, scaled
+from handfed import off_ticks, quiet, scaled
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report.findings import findings, host_copy, latency_bound
 from xferbench.analyze.report.noop_plot import noop_vs_copy
@@ -268,7 +268,7 @@ class TestRead3b:
         from xferbench.analyze.report.captions import HOST_LADDER_CAPTION
         from xferbench.analyze.report.ladder_text import ladder_table
 
-        quick = off_ticks(tmp_path, CPU_QUICK)  # its 64 MiB copy_ judged, off the scheduler's ticks
+        quick = off_ticks(tmp_path, CPU_QUICK, steady=True)  # its 64 MiB copy_ judged: off the ticks, no wait read
         assert "no fault counts" not in HOST_LADDER_CAPTION
         # the step's interval is the rungs' ratio's, as the ladder computes it (analyze/ladder.py Step), never a join
         assert "the two rungs' ratio's interval (95%: paired blocks where both were measured so" in HOST_LADDER_CAPTION
@@ -350,7 +350,7 @@ def _as_if_steady(monkeypatch: pytest.MonkeyPatch) -> None:
     rounds step by ticks (12.1, 16, 20 ms), state a bandwidth as a run whose rounds did not wait would. Without it they
     state none (``test_a_busy_run_s_waited_copy_states_no_bandwidth_in_its_finding``)."""
     monkeypatch.setattr("xferbench.analyze.view.waited_rows", lambda frame: pd.Series(False, index=frame.index))
-    monkeypatch.setattr("xferbench.analyze.view.waited_one_call", lambda row, tick: False)  # nor in its comparisons
+    monkeypatch.setattr("xferbench.analyze.view._waited", lambda row: pd.notna(row.get("on_ticks")))  # nor comparisons
 
 
 def _undecided(tmp_path: Path) -> Path:
@@ -526,7 +526,7 @@ def test_the_fresh_destination_headline_claims_no_more_than_clone_minus_copy(tmp
     # its 64 MiB copy_ lay on the scheduler's ticks, and clone's median round sat 70 ms above its fastest (waits of
     # its own): no floor under the step, so it is not judged, and no headline reads one
     assert first_touch(RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"]))) is None
-    said = first_touch(RunView.of(load([off_ticks(tmp_path, CPU_QUICK)])))
+    said = first_touch(RunView.of(load([off_ticks(tmp_path, CPU_QUICK, steady=True)])))
     assert said is not None and said.headline == (
         "A fresh 64 MiB clone() took 205 ms: 165 ms (80%) of it is its fresh destination (16,385 more page faults a "
         "call); transparent huge pages: madvise.")
@@ -579,11 +579,11 @@ def test_a_module_case_of_mixed_loops_is_bounded_by_its_fastest_rounds():
 
 def _steadied(sample: str, *paths: str) -> RunView:
     """``sample``'s view with the 64 MiB rounds of ``paths`` taken as steady (each at its median): a fit takes them as it
-    takes a run's whose rounds did not wait (load.blocks.waited_one_call leaves out a size whose one-call rounds did)."""
+    takes a run's whose rounds did not wait (load.blocks.waited_off leaves out a size whose rounds did)."""
     results = load([ROOT / "tests" / "data" / sample])
     frame = results.frame
     for index in frame.index[frame["path"].isin(paths) & frame["nbytes"].eq(64 * 2**20)]:
-        frame.at[index, "data"] = [frame.at[index, "median_s"]] * 5
+        frame.at[index, "data"], frame.at[index, "waited_off_ticks"] = [frame.at[index, "median_s"]] * 5, False
     return RunView.of(results)
 
 
@@ -700,7 +700,7 @@ def test_a_run_whose_every_path_waited_says_so_and_states_no_beta(tmp_path):
         if stats["iterations"] == 1:
             stats |= {"data": [t + 1.3e-3 for t in stats["data"]]} | {
                 k: stats[k] + 1.3e-3 for k in ("min", "max", "mean", "median", "q1", "q3")}
-    (tmp_path / "off.json").write_text(json.dumps(run))
+    (tmp_path / "off.json").write_text(json.dumps(quiet(run)))  # no load: no wait read by the longest tick either
     found = latency_bound(RunView.of(load([tmp_path / "off.json"])))
     said = ("No bandwidth β is stated: the largest size of host pageable copy_ cpu took under 2× as long as one with "
             "1/16 of its bytes or fewer: the bytes set under 1% of its time.")
@@ -757,7 +757,9 @@ def test_a_stalled_copy_left_at_the_foot_of_a_ladder_says_so(tmp_path):
     assert f"<title>what is left ({ticks} it): 20 ms (host pageable copy_ cpu)</title>" in html
     assert f"the rest is what copy_ into the touched buffer took, {ticks} it (the table" in html
     assert f">20 ms; {ticks} it</td>" in html
-    assert "data-missing" not in html and 'id="plot-create"' not in html and 'id="plot-noop"' not in html
+    # its host copies are all ‡ (4 B to 1 KiB) or waited: one line stands for their chart
+    assert re.findall(r'data-missing="([\w-]+)"', html) == ["bandwidth-host"]
+    assert 'id="plot-create"' not in html and 'id="plot-noop"' not in html
     assert "every no-op" not in html  # the conventions say no no-op was checked where none ran
 
 
@@ -803,6 +805,13 @@ def test_tied_paths_whose_lines_miss_the_data_quote_no_alpha_or_beta(busy):
     181×): the headline quoted "α = 0.743-1.02 µs and β = 0.696-1.81 GB/s" from lines that are no cost model (a
     fresh-eyes reading); it says no line fits, as a single path's headline does."""
     said = latency_bound(busy)
+    assert said is not None and said.headline == (
+        "Called back to back, of the 2 host-side paths whose β the run cannot rank, host pageable copy_ cpu has a fixed "
+        "cost α = 0.753 µs and β = 1.87 GB/s; no line fits the other's times (it misses a measured size 57×).")
+    # where every line misses, none is quoted: the same run with no wait read (its copy_'s 256 KiB fitted too)
+    results = load([THREADS])
+    results.frame["waited_off_ticks"] = False
+    said = latency_bound(RunView.of(results))
     assert said is not None and said.headline == ("No line of a fixed cost and a bandwidth fits the 2 host-side paths "
                                                   "whose β the run cannot rank: each misses a measured size (57-181×).")
 
@@ -1084,17 +1093,24 @@ def test_the_fit_table_quotes_no_gb_s_the_appendix_marks_as_no_bandwidth():
     assert rows["all_gather gloo x2"]["largest_gbps"] > 1 and "algbw" in rows["all_gather gloo x2"]["beta_basis"]
 
 
-def test_a_busy_run_whose_rounds_show_no_tick_says_no_wait_could_be_read():
-    """tests/data/cpu-threads-sample.json ran at load 11.6 on 2 CPUs, yet no two cases lay on one tick's multiples, so
-    neither wait rule can run (its 1 MiB copy_: 1.27 ms a round at fastest, 21.6 ms at the median, states 4.86 GB/s):
-    the notice says so, lest its silence read as "no round waited" (a reading found it silent), and says how a tick is
-    found (its 16 MiB copy_'s rounds lay on one multiple, 20 ms: no evidence of a tick)."""
+def test_a_busy_run_whose_rounds_show_no_tick_reads_its_waits_by_the_longest():
+    """tests/data/cpu-threads-sample.json ran at load 11.6 on 2 CPUs, yet no two cases lay on one tick's multiples (its
+    16 MiB copy_'s rounds lay on one, 20 ms: no evidence of a tick). Its waits are read by the longest tick (its 1 MiB
+    copy_: 1.27 ms a round at fastest, 21.6 ms at the median, stated 4.86 GB/s before): the notice counts them and says
+    how; with none read, it says none was, lest its silence read as "no round waited"."""
     from xferbench.analyze.report.story import _busy
 
-    notice = _busy(RunView.of(load([ROOT / "tests" / "data" / "cpu-threads-sample.json"])))
-    assert notice is not None and notice.endswith(" No scheduler tick was found in its rounds (two cases or more with "
-                                                  "rounds on two of its multiples), so no wait for the CPU was read from "
-                                                  "them: a median may hold one.")
+    notice = _busy(RunView.of(load([THREADS])))
+    assert notice is not None and notice.endswith(
+        " Rounds that waited for the CPU: 5 cases whose median round stood 7.5 ms (3/4 of the longest tick) and half the "
+        "fastest round or more past it (no scheduler tick was found: no two cases with rounds on two of its multiples; "
+        "no β fitted). None states a bandwidth; each took at most its median: a comparison keeps the end of its interval "
+        "a wait leaves, or the order of interleaved rounds.")
+    results = load([THREADS])  # none so far past: the notice says no wait was read, and that a median may hold one
+    results.frame["waited_off_ticks"] = False
+    assert (_busy(RunView.of(results)) or "").endswith(
+        " No scheduler tick was found in its rounds (two cases or more with rounds on two of its multiples), and no "
+        "median round stood 7.5 ms past its fastest: a median may still hold a wait.")
     assert "No scheduler tick" not in (_busy(RunView.of(load([CPU_QUICK]))) or "")
 
 

@@ -87,8 +87,7 @@ def test_an_svg_text_is_measured_as_matplotlib_measures_it():
 def test_a_cache_line_beyond_the_sizes_drawn_is_left_out(tmp_path):
     """The loaded run's host copies kept to 1 KiB and below: the cache's edge (2n past the 32 MiB L3) lies far right of
     every size drawn, and its label, unclipped, widened the figure past what tight layout could lay out. Where the
-    edge falls among the sizes (the threads run, 4 B to 1 GiB; the loaded run's 1 and 64 MiB waited for the CPU and
-    state no bandwidth) the line stays."""
+    edge falls among the sizes (the threads run, 4 B to 1 GiB; cpu-sample's sizes up to 1 KiB) the line stays."""
     import json
     import warnings
     from pathlib import Path
@@ -97,7 +96,7 @@ def test_a_cache_line_beyond_the_sizes_drawn_is_left_out(tmp_path):
     from xferbench.analyze.report.plots import bandwidth_of
     from xferbench.analyze.view import RunView
 
-    run = json.loads((Path(__file__).parent / "data" / "cpu-loaded-host.json").read_text())
+    run = json.loads((Path(__file__).parent / "data" / "cpu-sample.json").read_text())
     whole = to_svg(bandwidth_of(RunView.of(load([Path(__file__).parent / "data" / "cpu-threads-sample.json"])), "host"))
     run["benchmarks"] = [b for b in run["benchmarks"] if b["extra_info"]["nbytes"] <= 1024]
     (tmp_path / "small.json").write_text(json.dumps(run))

@@ -34,7 +34,6 @@ from xferbench.analyze.report.findings import host_copy
 from xferbench.analyze.report.model_text import basis, no_host_roof
 from xferbench.analyze.report.svg import bytes_said
 from xferbench.analyze.view import RunView
-from xferbench.families import fitted_ops
 from xferbench.ratios import Ratio
 from xferbench.units import format_bytes, format_seconds
 
@@ -95,11 +94,11 @@ class TestFit:
         """The quick run's clone, 1 MiB left out: the fit takes its 64 MiB (203 ms against 1.3 µs at 1 KiB) for a stray
         point, whose relative residual cannot pass -1, and sits at its bound. The basis says the fit passed 1 PB/s
         rather than print the bound's figure (331,270,117 GB/s), and never that the bytes cost nothing. Its rounds, 133 to
-        221 ms, waited for the CPU (load.blocks.waited_one_call): here they are taken as steady, to reach the bound."""
+        221 ms, waited for the CPU (load.blocks.waited_off): here they are taken as steady, to reach the bound."""
         results = load([SWEEP.parent / "cpu-quick-sample.json"])
         frame = results.frame
         clone = frame.index[frame["path"].eq("host pageable clone cpu") & frame["nbytes"].eq(64 * 2**20)][0]
-        frame.at[clone, "data"] = [frame.at[clone, "median_s"]] * 5
+        frame.at[clone, "data"], frame.at[clone, "waited_off_ticks"] = [frame.at[clone, "median_s"]] * 5, False
         fits = _fits(results)
         assert fits.loc["host pageable clone cpu", "beta_gbps"] > 1e6
         assert basis(fits.loc["host pageable clone cpu"]).endswith("waited for the CPU gave β past 1 PB/s)")
@@ -954,14 +953,14 @@ def test_a_smallest_size_s_share_is_read_from_the_size_with_k_times_its_bytes():
     assert bytes_said(wait(2.0, 16)) == "the bytes set at most 7% of its time"
 
 
-def test_a_fit_reads_one_call_waits_by_its_run_s_tick_from_all_its_rows():
-    """The quick run's rounds lie on its 4 ms ticks in its creation, no-op and scenario cases too: with none of its moves
-    on them, its clone's one-call rounds (133 → 203 ms at 64 MiB) still waited, by the run's tick, as the first screen
-    reads it (``RunView.one_call_waits``): the fit leaves those sizes out."""
+def test_a_fit_leaves_out_the_sizes_that_waited_on_the_ticks_and_off_them():
+    """The quick run's clone: its 1 MiB rounds lie on the run's 4 ms ticks; its 64 MiB one-call rounds (133 → 203 ms)
+    lie off them yet waited, by the run's tick (``load.blocks.waited_off``), as the first screen reads it
+    (``RunView.waits_off_ticks``): the fit leaves both sizes out."""
     results = load([SWEEP.parent / "cpu-quick-sample.json"])
     frame = results.frame
-    moves = frame["op"].isin(fitted_ops())
-    assert frame.loc[~moves, "on_ticks"].notna().any()
-    frame.loc[moves, "on_ticks"] = np.nan
-    clone = _fits(results).loc["host pageable clone cpu"]
-    assert clone["left_out"] == clone["ticked"] == (2**20, 64 * 2**20)
+    clone = frame[frame["path"].eq("host pageable clone cpu")].set_index("nbytes")
+    assert pd.notna(clone.at[2**20, "on_ticks"]) and not clone.at[2**20, "waited_off_ticks"]
+    assert pd.isna(clone.at[64 * 2**20, "on_ticks"]) and clone.at[64 * 2**20, "waited_off_ticks"]
+    fit = _fits(results).loc["host pageable clone cpu"]
+    assert fit["left_out"] == fit["ticked"] == (2**20, 64 * 2**20)

@@ -28,7 +28,7 @@ from ..ratios import Drift, Ratio, paired, unpaired
 from .cliff import USUAL_WAY_BACK, Split, cliff, split
 from .drift import RunDrift, paired_blocks, rounds_apart, run_drift, side
 from .ladder import Ladder, Rung, ladders
-from .load.blocks import run_ticks, waited_one_call, waited_rows
+from .load.blocks import waited_rows
 from .load.results import Results, busy_load
 from .load.rows import flag, flags, matching, ticked
 from .model import (
@@ -133,10 +133,9 @@ def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
     return HostPlacement(len(placed), nodes, len(moves) - len(placed) - spilled, spilled)
 
 
-def _waited(row: pd.Series, tick: float) -> bool:
-    """Whether ``row``'s rounds waited for the CPU, in a run whose rounds land on ``tick`` s ticks: on them itself, or
-    one call a round with its median 3/4 of a tick or more past its fastest (``load.blocks.waited_one_call``)."""
-    return pd.notna(row.get("on_ticks", math.nan)) or waited_one_call(row, tick)
+def _waited(row: pd.Series) -> bool:
+    """Whether ``row``'s rounds waited for the CPU: on the scheduler's ticks, or off them (``load.blocks.waited_off``)."""
+    return pd.notna(row.get("on_ticks", math.nan)) or flag(row, "waited_off_ticks")
 
 
 def _no_bandwidth(frame: pd.DataFrame, untimed: pd.Series) -> pd.DataFrame:
@@ -163,7 +162,7 @@ class RunView:
         the CPU (``on_ticks``, or ``waited_rows``: a wait is part of its time), or whose blocks timed calls a round 2x or
         more apart (``mixed_iterations``: its median is neither timing), states no bandwidth: not in the appendix, the
         CSV, a hover nor a finding."""
-        return _no_bandwidth(self._modelled, self.one_call_waits)  # those on the ticks or mixed: masked already
+        return _no_bandwidth(self._modelled, self.waits_off_ticks)  # those on the ticks or mixed: masked already
 
     @cached_property
     def _modelled(self) -> pd.DataFrame:
@@ -469,9 +468,7 @@ class RunView:
         return found if found.resolved else replace(found, apart=rounds_apart(a, b))
 
     def _ratio(self, a: pd.Series, b: pd.Series, leave_out: str | None) -> Ratio:
-        ticks = self._run_ticks  # the one-call rule reads the run's tick, whichever side lies on it
-        slow, fast = (_waited(row, ticks.get(row["run"], math.nan)) for row in ((a, b) if a["median_s"] > b["median_s"]
-                                                                                 else (b, a)))
+        slow, fast = (_waited(row) for row in ((a, b) if a["median_s"] > b["median_s"] else (b, a)))
         if slow and fast:
             return Ratio(a["median_s"] / b["median_s"], 0.0, math.inf, "waited", int(min(a["rounds"], b["rounds"])))
         x, y = paired_blocks(a, b)
@@ -481,11 +478,6 @@ class RunView:
         # a/b's true value lies above its measured one where only the faster waited and a is slower, or the reverse
         low, high = (found.low, math.inf) if fast == (a["median_s"] > b["median_s"]) else (0.0, found.high)
         return Ratio(found.value, low, high, "ticks" if slow else found.basis, found.n)
-
-    @cached_property
-    def _run_ticks(self) -> dict[Any, float]:
-        """Each run's scheduler tick (``load.blocks.run_ticks``), read once for every comparison."""
-        return run_ticks(self.rows)
 
     def growth(self, row: pd.Series) -> tuple[pd.Series, Ratio] | None:
         """The largest size of ``row``'s path and run with a sixteenth of its bytes or less, and ``row``'s time over
@@ -535,15 +527,15 @@ class RunView:
                 for label, grown in self.growths.items() if grown is not None and grown[1].high < 2}
 
     @cached_property
-    def one_call_waits(self) -> pd.Series:
-        """Per row: did its one-call rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_rows``)?
+    def waits_off_ticks(self) -> pd.Series:
+        """Per row: did its rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_off``)?
         Read once, for the notice, the appendix and ``waited_for_cpu`` (the α/β fit reads the rule on its frame)."""
         return waited_rows(self._modelled) & ~ticked(self._modelled)  # read once: ``rows`` masks by it
 
     @cached_property
     def waited_for_cpu(self) -> pd.Series:
-        """Per row: did its rounds wait for the CPU, on the ticks (``on_ticks``) or off them (``one_call_waits``)?"""
-        return self.one_call_waits | ticked(self.rows)
+        """Per row: did its rounds wait for the CPU, on the ticks (``on_ticks``) or off them (``waits_off_ticks``)?"""
+        return self.waits_off_ticks | ticked(self.rows)
 
     @cached_property
     def growths(self) -> dict[Any, tuple[pd.Series, Ratio] | None]:

@@ -22,7 +22,8 @@ row where another block timed more calls a round (counted in ``tick_blocks``); a
 names the tick in ``on_ticks`` (NaN elsewhere), as does one whose median round of many calls stood 3/4 of a tick, and
 half its fastest round, beyond that fastest: a wait for the CPU is part of its time, how much the run cannot say,
 so the report states no bandwidth of it and judges no comparison with it (analyze/view.py), nor does compare
-(analyze/gate/compare.py). No torch here.
+(analyze/gate/compare.py). A row off the multiples whose rounds waited all the same says so in ``waited_off_ticks``
+(``waited_off``). No torch here.
 """
 
 from __future__ import annotations
@@ -37,14 +38,15 @@ import pandas as pd
 
 from ...contract import MEASURED, Block, ContractError, block_from
 from ...ratios import log_se, order_se
-from .rows import bench_row, flag, round_times
+from .rows import bench_row, flag, flags, round_times
 
-__all__ = ["rows_of", "run_ticks", "waited_one_call", "waited_rows"]
+__all__ = ["rows_of", "waited_rows"]
 
 
-def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> list[dict[str, Any]]:
+def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None, busy: bool = False) -> list[dict[str, Any]]:
     """One row per benchmark, the blocks of a case merged into one row where its first block was. A case is its id
-    and its benchmark's name without the block: two tests of one run may time the same case."""
+    and its benchmark's name without the block: two tests of one run may time the same case. ``busy``: the run recorded
+    more load than cores (``waited_off``)."""
     groups: dict[tuple[str, str], list[tuple[Block, dict[str, Any], dict[str, Any]]]] = {}
     order: list[tuple[str, str] | dict[str, Any]] = []
     measured = [_row(bench, run, when) for bench in benches]
@@ -57,7 +59,8 @@ def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None) -> li
         if key not in groups:
             order.append(key)
         groups.setdefault(key, []).append((block, bench, row))
-    return [item if isinstance(item, dict) else _merged(item[0], groups[item], tick) for item in order]
+    rows = [item if isinstance(item, dict) else _merged(item[0], groups[item], tick) for item in order]
+    return [row | {"waited_off_ticks": waited_off(row, tick, busy)} for row in rows]
 
 
 #: The scheduler ticks a one-call round can land on (CONFIG_HZ 100, 250, 300 and 1000), the longest first.
@@ -87,15 +90,30 @@ def run_tick(rows: Sequence[dict[str, Any]]) -> float:
     return next((tick for tick in TICKS if found[tick] >= max(2, 0.75 * most)), math.nan)
 
 
-def _waited(row: dict[str, Any], tick: float) -> bool:
-    """Whether ``row``'s rounds of many calls each (5 or more rounds) held a wait for the CPU: its median round beyond
-    its fastest by 3/4 of a tick or more (a wait's jitter: the loaded run's rounds stepped 3.9-4.4 ms) and by half
-    that fastest round or more (a long round's jitter is no wait). The busy run's one-thread 1 MiB copy_: rounds of 100
-    calls, 2.37 ms at fastest, 6.47 ms at the median; the quick run's gloo reduce_scatter of 16 MiB: 4 calls, 142 ms
-    and 232 ms."""
-    if not isinstance(row.get("data"), list) or (times := round_times(row))[0] < 2 or len(rounds := times[1]) < 5:
+def _waited(row: Mapping[str, Any], tick: float, calls: int = 2) -> bool:
+    """Whether ``row``'s rounds of ``calls`` calls or more each (5 or more rounds) held a wait for the CPU: its median
+    round beyond its fastest by 3/4 of a tick or more (a wait's jitter: the loaded run's rounds stepped 3.9-4.4 ms) and
+    by half that fastest round or more (a long round's jitter is no wait). The busy run's one-thread 1 MiB copy_:
+    rounds of 100 calls, 2.37 ms at fastest, 6.47 ms at the median; the quick run's gloo reduce_scatter of 16 MiB: 4
+    calls, 142 ms and 232 ms."""
+    if not isinstance(row.get("data"), list) or (times := round_times(row))[0] < calls or len(rounds := times[1]) < 5:
         return False
     return bool(np.median(rounds) - rounds.min() >= max(0.75 * tick, 0.5 * rounds.min()))
+
+
+#: A busy run whose rounds land on no tick (``run_tick``) reads its waits by the longest: 3/4 of it is past any tick's
+#: wait, and half the fastest round past it no round's jitter (the threads run at load 11.6 on 2 CPUs: its copy_ of
+#: 1 MiB, rounds of 100 calls, 1.27 ms at fastest and 21.6 ms at the median; of 16 MiB, one call, 12.3 and 20.0 ms).
+LONGEST = TICKS[0]
+
+
+def waited_off(row: Mapping[str, Any], tick: float, busy: bool) -> bool:
+    """Whether ``row``, off the ticks' multiples, held a wait for the CPU all the same: in a run whose rounds land on
+    ``tick``, its rounds of one call (``waited_one_call``); in a busy run whose rounds land on none, its rounds of one
+    call or many beyond their fastest by 3/4 of the ``LONGEST`` tick and half that fastest (``_waited``)."""
+    if pd.notna(row.get("on_ticks", math.nan)):
+        return False
+    return waited_one_call(row, tick) if math.isfinite(tick) else busy and _waited(row, LONGEST, calls=1)
 
 
 def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
@@ -110,17 +128,10 @@ def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
     return bool(math.isfinite(tick) and np.median(data) - min(data) >= 0.75 * tick)
 
 
-def run_ticks(frame: pd.DataFrame) -> dict[Any, float]:
-    """Each run's scheduler tick, where a row of it lay on one (``on_ticks``); a run with none is absent."""
-    return frame.groupby("run")["on_ticks"].max().dropna().to_dict() if "on_ticks" in frame else {}
-
-
 def waited_rows(frame: pd.DataFrame) -> pd.Series:
-    """Per row of ``frame``: did its one-call rounds wait (``waited_one_call``), by its run's tick (``run_ticks``)? A fit
-    leaves such a size out; the first screen states no GB/s of it."""
-    if not (ticks := run_ticks(frame)):  # a run with no tick: nothing to read (most runs)
-        return pd.Series(False, frame.index, dtype=bool)
-    return pd.Series([waited_one_call(row, ticks.get(row["run"], math.nan)) for _, row in frame.iterrows()], frame.index, bool)
+    """Per row of ``frame``: did its rounds wait off the ticks (``waited_off``, as its loader read it)? A fit leaves such
+    a size out; the first screen states no GB/s of it. False where the column is absent (rows no loader merged)."""
+    return flags(frame, "waited_off_ticks")
 
 
 def _ticked(row: dict[str, Any], tick: float) -> dict[str, Any]:

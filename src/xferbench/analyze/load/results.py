@@ -327,7 +327,7 @@ def load_file(source: Path | Document, run: str | None = None) -> tuple[dict[str
             raise ResultsError(f"{path}: written by a newer xferbench (data schema {schema}); upgrade xferbench")
         ours.append(bench)
     try:
-        rows = rows_of(ours, run, when)  # a case measured in blocks is one row from here on
+        rows = rows_of(ours, run, when, busy_load(run_facts(data)) is not None)  # a case's blocks: one row from here on
     except ContractError as error:
         raise ResultsError(f"{path}: {error}") from None
     if not rows:

@@ -347,19 +347,27 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
 def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
     """The paths the run cannot rank, as one: their α and β spans, and where they reach half of β where the fits place
     it (each path's own verdict, ``half_of_beta``)."""
-    said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
-    missed = [miss[0] for fit in tied.to_dict("records") if (miss := view.model_miss(fit)) is not None]
-    if len(missed) == len(said):  # a line that misses the data is no cost model to quote: the threads run's 57-181x
-        low, high = miss_times(min(missed)), miss_times(max(missed))
+    misses = [view.model_miss(fit) for fit in tied.to_dict("records")]
+    missed = [miss[0] for miss in misses if miss is not None]
+    low, high = (miss_times(min(missed)), miss_times(max(missed))) if missed else ("", "")
+    times = low if low == high else f"{low}-{high}"
+    if len(missed) == len(tied):  # a line that misses the data is no cost model to quote: the threads run's 57-181x
         return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
-                f"rank: each misses a measured size ({low if low == high else f'{low}-{high}'}×).")
+                f"rank: each misses a measured size ({times}×).")
+    # the lines that miss are quoted by none of the spans (the threads run's clone, 57x at 256 KiB, beside its copy_)
+    unfit = ("" if not missed else f"; no line fits the other's times (it misses a measured size {times}×)"
+             if len(missed) == 1 else f"; no line fits the other {len(missed)}'s times (each misses a measured size: {times}×)")
+    total, tied = len(tied), tied[[miss is None for miss in misses]]
+    said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
     halves = pd.Series([h["half_peak_bytes"] for h in said if "no_half" not in h], dtype=float)
     under = f": moves under {_sizes(halves)} reach less than half of β" if not halves.empty else ""  # 487-837 KiB
     # which host-side ones; without a GPU every host path is pageable, so the word tells nothing apart
     memory = f"{tied['host_memory'].iloc[0]} " if gpu and tied["host_memory"].nunique() == 1 else ""
-    return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, the {len(tied)} {memory}host-side paths "
-            f"whose β the run cannot rank have fixed costs α = {_span(tied['alpha_us'], '.3g')} µs and β = "
-            f"{_span(tied['stated_gbps'], '.3g')} GB/s{under}.")
+    paths = f"the {total} {memory}host-side paths whose β the run cannot rank"
+    paths = (f"{paths} have fixed costs" if not missed else f"of {paths}, {tied['path'].iloc[0]} has a fixed cost"
+             if len(tied) == 1 else f"of {paths}, {len(tied)} have fixed costs")
+    return (f"{'Synchronizing after every call' if gpu else 'Called back to back'}, {paths} α = "
+            f"{_span(tied['alpha_us'], '.3g')} µs and β = {_span(tied['stated_gbps'], '.3g')} GB/s{under}{unfit}.")
 
 
 def _ratio_at_largest(view: RunView, path: str, best: pd.Series) -> Ratio | None:

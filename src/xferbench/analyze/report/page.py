@@ -60,7 +60,7 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     """Every row, in report order, with the number of the machine instance it came from (shown when there are several),
     its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waits``: where not,
     its GB/s is no bandwidth); a size whose one-call rounds waited for the CPU states none, as the first screen."""
-    frame, waits = view.numbered(view.rows), view.one_call_waits
+    frame, waits = view.numbered(view.rows), view.waits_off_ticks
     calls = [rounds_text(row) + (", its rounds waited for the CPU" if waits[label] else "") for label, row in frame.iterrows()]
     frame = frame.assign(_o=frame["op"].map(order_of), calls=calls)
     frame = frame.assign(waited=view.waiting(frame) & frame["bandwidth_gbps"].notna())

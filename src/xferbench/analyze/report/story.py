@@ -13,6 +13,7 @@ from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
 from ...units import format_bytes, format_seconds
+from ..load.blocks import LONGEST
 from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
 from . import drift_text, ladder_text
@@ -101,25 +102,33 @@ class Story:
             machine=machine)
 
 
+#: The least wait a busy run with no tick reads (``load.blocks.LONGEST``): 3/4 of the longest tick.
+_LONG_WAIT = format_seconds(0.75 * LONGEST)
+
+
 def _busy(view: RunView) -> str | None:
     """A warning where the run recorded more load than cores (``busy_load``): its times carry the neighbours' work;
     and where rounds waited for the CPU (analyze/load/blocks.py), how many cases, and what of it."""
     on_ticks = ticked(view.rows)  # blocks left out for lying on the ticks: the appendix names them (svg.rounds_text)
-    on, tick = int(on_ticks.sum()), format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max())) if on_ticks.any() else ""
-    off = int(view.one_call_waits.sum())  # off the multiples: judged as waits too (``RunView.ratio``)
-    said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past "
-            "their fastest round" if on else "",
-            f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
+    on, off = int(on_ticks.sum()), int(view.waits_off_ticks.sum())  # off the multiples: judged as waits too (RunView.ratio)
+    if on_ticks.any():
+        tick = format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max()))
+        said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past "
+                "their fastest round",
+                f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
+    else:  # no tick to read a wait by (load.blocks.run_tick): a busy run's waits are read by the longest
+        said = [f"{off} case{'s' * (off > 1)} whose median round stood {_LONG_WAIT} (3/4 of the longest tick) and half "
+                "the fastest round or more past it (no scheduler tick was found: no two cases with rounds on two of its "
+                "multiples; no β fitted)" if off else ""]
     ticks = (f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}. None states a bandwidth; each took at "
              "most its median: a comparison keeps the end of its interval a wait leaves, or the order of interleaved "
-             "rounds."
-             if any(said) else "")
+             "rounds." if any(said) else "")
     if view.busy is None:
         return ticks.strip() or None
-    if not on_ticks.any():  # no tick to read a wait by, on the ticks or off them (the threads run: its 1 MiB copy_,
-        # 1.27 ms a round at fastest, 21.6 ms at the median, is read as no wait)
+    if not any(said):  # no wait read (the busy rule's rows: none so far past their fastest)
         ticks = (" No scheduler tick was found in its rounds (two cases or more with rounds on two of its multiples), "
-                 "so no wait for the CPU was read from them: a median may hold one.")
+                 f"and no median round stood {_LONG_WAIT} past its fastest: a median may still hold "
+                 "a wait.")
     return (f"Busy machine: this run recorded {view.busy}: its times carry what those processes took, and a difference "
             f"between two of its cases may be theirs.{ticks}")
 
