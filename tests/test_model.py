@@ -18,6 +18,7 @@ from xferbench.analyze.model import (
     fit_alpha_beta,
     fit_path,
     fit_paths,
+    host_ceiling,
     host_ceiling_missing,
     largest_common_size,
     link_peak,
@@ -27,7 +28,6 @@ from xferbench.analyze.model import (
     path_roofs,
     pipelined,
     practical_ceiling,
-    roofs,
 )
 from xferbench.analyze.report.captions import figure_words
 from xferbench.analyze.report.findings import host_copy
@@ -36,6 +36,12 @@ from xferbench.analyze.report.svg import bytes_said
 from xferbench.analyze.view import RunView
 from xferbench.ratios import Ratio
 from xferbench.units import format_bytes, format_seconds
+
+
+def roofs(frame, machine_info, op, src, dst, host_memory=None):
+    """path_roofs with the run's host ceiling read from ``frame`` (what RunView.roofs reads once)."""
+    return path_roofs(machine_info, op, src, dst, host_memory, host_ceiling(frame))
+
 
 SIZES = np.array([4.0**k for k in range(1, 16)])  # 4 B .. 1 GiB
 

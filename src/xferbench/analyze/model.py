@@ -49,7 +49,6 @@ __all__ = [
     "path_roofs",
     "pipelined",
     "practical_ceiling",
-    "roofs",
 ]
 
 
@@ -537,19 +536,11 @@ def host_ceiling_missing(frame: pd.DataFrame) -> NoHostRoof | None:
     return NoHostRoof(True, bound, int(largest["nbytes"].iloc[0]), float(largest["median_s"].min()))
 
 
-def roofs(frame: pd.DataFrame, machine_info: Machine, op: str, src: str, dst: str,
-          host_memory: str | None = None) -> list[tuple[float, str]]:
-    """What bounds a path, highest first: the link's theoretical peak from the fingerprint and, for moves
-    that touch pageable host memory, the single-thread host memcpy measured in this run (the driver stages a
-    pageable copy with one thread; not on a simulated machine, nor when the run did not measure it)."""
-    pageable = op in ("h2d", "d2h") and host_memory == "pageable"
-    return path_roofs(machine_info, op, src, dst, host_memory, host_ceiling(frame) if pageable else None)
-
-
 def path_roofs(machine_info: Machine, op: str, src: str, dst: str, host_memory: str | None,
                ceiling: tuple[float, str] | None) -> list[tuple[float, str]]:
-    """``roofs`` with the run's single-thread host ceiling (``host_ceiling``) already read: for a caller that
-    reads it once for every path."""
+    """What bounds a path, highest first: the link's theoretical peak from the fingerprint and, for moves that touch
+    pageable host memory, the single-thread host memcpy measured in the run (``ceiling``, ``host_ceiling`` read once
+    for every path; the driver stages a pageable copy with one thread; not on a simulated machine)."""
     peak = link_peak(machine_info, op, src, dst)
     bounds = [] if peak is None else [peak]
     # On the simulated machine the host copy is measured on the real CPU while the device paths follow the

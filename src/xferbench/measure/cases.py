@@ -309,8 +309,6 @@ def peer_plan(gpus: Sequence[str], classes: Mapping[Pair, str | None], mode: str
     reason = "given"
     if mode is None:
         mode, reason = default_peer_pairs(gpus, classes)
-    if mode not in PEER_PAIRS:
-        raise ValueError(f"invalid choice: {mode!r} (choose from {', '.join(map(repr, PEER_PAIRS))})")
     pairs = _pairs(gpus)
     swept = set(pairs) if mode == "all" else _ring(gpus) if mode == "ring" else _one_per_class(pairs, classes)
     return PeerPlan(mode, reason, frozenset(swept), {pair: classes.get(pair) for pair in pairs})

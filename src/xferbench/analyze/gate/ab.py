@@ -55,7 +55,7 @@ from .verdicts import CANT_TELL, IMPROVEMENT, NOT_CONFIRMED, NOT_GATED, REGRESSI
 from .verdicts import of as verdict_of
 
 __all__ = ["AB_ALPHA", "AB_FLOOR", "ASKED", "BLOCK_REFUSALS", "STARTS", "AbCase", "AbRun", "Blocks", "Flagged", "Runner",
-           "ab_run", "flagged_of", "hodges_lehmann", "run_ab", "run_command", "selection_file", "signed_rank",
+           "ab_run", "flagged_of", "hodges_lehmann", "run_command", "selection_file", "signed_rank",
            "sides_differ", "suspect", "to_json", "to_markdown", "to_text", "with_selection"]
 
 #: Significance level of the signed-rank test, for the first blocks and again for the fresh ones.
@@ -326,19 +326,12 @@ def sides_differ(base: Sequence[Results], head: Sequence[Results]) -> list[str]:
     return hardware_differences(a, b) + environment_differences(a, b)
 
 
-def run_ab(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
-           floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
-           runner: Runner = run_command, say: Callable[[str], None] = lambda _: None,
-           only: frozenset[str] | None = None) -> list[AbCase]:
-    """Run the interleaved blocks (and the confirming ones), judge every case (of ``only``); worst verdicts first."""
-    return ab_run(base_cmd, head_cmd, blocks, workdir, confirm, floor, alpha, seed, runner, say, only).cases
-
-
 def ab_run(base_cmd: str, head_cmd: str, blocks: int, workdir: Path, confirm: int | None = None,
            floor: float | None = None, alpha: float = AB_ALPHA, seed: int | None = None,
            runner: Runner = run_command, say: Callable[[str], None] = lambda _: None,
            only: frozenset[str] | None = None) -> AbRun:
-    """``run_ab``, with what differs between the two sides; Refused (a ValueError) for what ``ASKED`` refuses.
+    """Run the interleaved blocks (and the confirming ones), judge every case (of ``only``; worst verdicts first), with
+    what differs between the two sides; Refused (a ValueError) for what ``ASKED`` refuses.
     ``only``: the case identities to judge (the cases a comparison flagged, ``--only``), the others left out."""
     confirm = blocks if confirm is None else confirm
     if why := refusal(Blocks(blocks, confirm), ASKED):

@@ -26,7 +26,8 @@ from ...units import format_bytes, format_number, format_seconds
 from ..drift import side
 from ..model import Wait
 from ..view import RunView, ticked
-from .plots import WAITED_MARK, _colour
+from .noop_plot import family_colour as _colour
+from .plots import WAITED_MARK
 from .svg import WIDTH, Plot, as_plot, bytes_said, legend_outside, log_y, size_ticks, subplots, ticks_said, tip, tips_for
 
 #: Sets row a against row b: a's time over b's with its interval (``RunView.ratio``).

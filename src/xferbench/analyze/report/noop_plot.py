@@ -13,15 +13,16 @@ from ..view import RunView
 from .series import run_of
 from .svg import ON_TICKS, WIDTH, subplots, tip
 
-__all__ = ["noop_vs_copy"]
+__all__ = ["family_colour", "noop_vs_copy"]
 
 
-def _colour(op: str) -> str:
+def family_colour(op: str) -> str:
+    """A family's colour in every figure (its record's), grey for an op no family names."""
     return FAMILIES[op].colour if op in FAMILIES else "tab:gray"
 
 
 def _bar(label: str, rows: pd.DataFrame, op: str) -> tuple[str, pd.DataFrame, str]:
-    return label, rows.sort_values("nbytes"), _colour(op)
+    return label, rows.sort_values("nbytes"), family_colour(op)
 
 
 def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:

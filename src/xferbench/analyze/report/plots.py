@@ -22,7 +22,7 @@ from ...units import format_bytes, format_number, format_seconds, mathtext_safe
 from ..model import COPY_TOUCHES, Fit, cache_bytes, fit_path
 from ..view import RunView
 from .ladder_plots import ladder_figure
-from .noop_plot import noop_vs_copy
+from .noop_plot import family_colour, noop_vs_copy
 from .scenario_plots import scenario_plot
 from .series import run_of
 from .svg import (
@@ -49,10 +49,6 @@ WAITED_MARK = "×: no bandwidth (‡ in the appendix)"
 METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", "cpu": "tab:red",
                   "clone": "tab:purple", "empty": "tab:gray", "zeros": "tab:brown", "ones": "tab:pink",
                   "rand": "tab:olive"}
-
-
-def _colour(op: str) -> str:
-    return FAMILIES[op].colour if op in FAMILIES else "tab:gray"
 
 
 def _facets(rows: pd.DataFrame, op: str) -> tuple[list[str], list[str | None]]:
@@ -195,7 +191,7 @@ def _bandwidth_panel(ax: Axes, panel: pd.DataFrame, op: str, resident: pd.Series
         group = group.sort_values("nbytes")
         first = group.iloc[0]
         label = _line_label(first, op) + run_of(panel, first)
-        colour = METHOD_COLOURS.get(str(first["method"]), _colour(op))
+        colour = METHOD_COLOURS.get(str(first["method"]), family_colour(op))
         if isinstance(first.get("variant"), str):
             colour = "tab:cyan"  # a second way of running the same call (single_thread): never its call's colour
         style = "--" if first["non_blocking"] else "-"
@@ -298,7 +294,7 @@ def cost_at_size(view: RunView) -> Figure | str:
     slowest = rows.loc[rows.groupby("route")["median_s"].idxmax()].set_index("route").loc[fastest["route"]]
     fig, ax = subplots(figsize=(WIDTH, 0.3 * len(fastest) + 1.2))
     labels = [mathtext_safe(label) for label in _route_labels(view, rows, fastest)]
-    colours = [_colour(op) for op in fastest["op"]]
+    colours = [family_colour(op) for op in fastest["op"]]
     ax.barh(labels, slowest["median_s"].to_numpy() * 1e3, color=colours, alpha=0.3)
     bars = ax.barh(labels, fastest["median_s"] * 1e3, color=colours)
     for bar, (_, row), (_, slow) in zip(bars.patches, fastest.iterrows(), slowest.iterrows(), strict=True):
