@@ -151,11 +151,6 @@ def test_two_records_of_one_op_are_refused():
         families.by_op((FAMILIES["overlap"], Family("overlap", "copy/compute", "t", "scenario", "k")))
 
 
-def test_register_refuses_a_second_record_for_an_op():
-    with pytest.raises(ValueError, match="a family 'h2d' is registered already"):
-        families.register(FAMILIES["h2d"])
-
-
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"kind": "plugin"}, "kind must be one of core, scenario, concurrent, distributed"),
     ({"endpoints": "everywhere"}, "a core family needs endpoints"),

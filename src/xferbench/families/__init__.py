@@ -22,12 +22,11 @@ from .base import (
     moving_ops,
     ops,
     order_of,
-    register,
 )
 from .core import CORE
 from .distributed import DISTRIBUTED
 
-__all__ = ["FAMILIES", "Family", "Variant", "family", "fitted_ops", "moving_ops", "ops", "order_of", "register"]
+__all__ = ["FAMILIES", "Family", "Variant", "family", "fitted_ops", "moving_ops", "ops", "order_of"]
 
 
 #: The scenario and concurrent families, a folder each, in report order (after the core ones, before the

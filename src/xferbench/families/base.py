@@ -39,7 +39,6 @@ __all__ = [
     "ops",
     "order_of",
     "ratios",
-    "register",
     "span",
 ]
 
@@ -156,16 +155,8 @@ def by_op(records: Iterable[Family]) -> dict[str, Family]:
     return table
 
 
-#: Every family, in report order: filled once by ``xferbench.families`` (its one list), extended by ``register``.
+#: Every family, in report order: filled once by ``xferbench.families`` (its one list).
 FAMILIES: dict[str, Family] = {}
-
-
-def register(new: Family) -> Family:
-    """Add a family (a plugin's or a test's); its op must be new."""
-    if new.op in FAMILIES:
-        raise ValueError(f"a family {new.op!r} is registered already")
-    FAMILIES[new.op] = new
-    return new
 
 
 def family(op: str) -> Family:
