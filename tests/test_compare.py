@@ -1496,8 +1496,8 @@ def test_a_case_on_the_scheduler_s_ticks_is_not_judged():
 def test_a_new_or_gone_case_on_the_scheduler_s_ticks_says_so():
     """The busy run's 64 MiB copy_ (12 ms, one-call rounds on the 4 ms ticks) is new against the quiet sample, and gone
     the other way round: its time holds a wait, so its row says so, as a matched case's does; so does its clone, whose
-    one-call rounds (51.3 ms at fastest, 66.5 ms at the median) waited off the ticks, as the page marks it. In a run
-    with no tick, no wait is read and a new case says nothing more."""
+    one-call rounds (51.3 ms at fastest, 66.5 ms at the median) waited off the ticks, as the page marks it. Where its
+    loader read no wait, a new case says nothing more."""
     data = Path(__file__).parent / "data"
     base, busy = load([data / "cpu-sample.json"]), load([data / "cpu-busy-host.json"])
 
@@ -1509,7 +1509,8 @@ def test_a_new_or_gone_case_on_the_scheduler_s_ticks_says_so():
     assert (new.shown_verdict, gone.shown_verdict) == ("new (its rounds waited for the CPU)",
                                                        "gone (its rounds waited for the CPU)")
     assert row(compare([base], [busy]), "host pageable clone cpu").shown_verdict == "new (its rounds waited for the CPU)"
-    untimed = replace(busy, frame=busy.frame.assign(on_ticks=math.nan))  # no tick: neither rule reads a wait
+    # on the ticks or off them, as its loader read it: no wait read, and a new case says nothing more
+    untimed = replace(busy, frame=busy.frame.assign(on_ticks=math.nan, waited_off_ticks=False))
     assert row(compare([base], [untimed]), "host pageable clone cpu").shown_verdict == "new"
 
 

@@ -103,7 +103,7 @@ def test_a_step_whose_interval_holds_zero_is_cant_tell(h200):
 def test_the_host_ladder_holds_on_the_gpu_run_and_on_a_cpu_run(h200, tmp_path):
     """clone() allocates a fresh host destination, copy_ into a touched buffer does not: told on the H200 (unpaired,
     its drift by regime) and on a busy CPU run (paired blocks), once its copy_ is off the scheduler's ticks."""
-    quick = off_ticks(tmp_path, ROOT / "tests" / "data" / "cpu-quick-sample.json")  # paired blocks at 64 MiB
+    quick = off_ticks(tmp_path, ROOT / "tests" / "data" / "cpu-quick-sample.json", steady=True)  # paired at 64 MiB
     for ladder, raw, size in ((h200["host-clone"], RAW, 2**30), (_by_key([quick])["host-clone"], _raw(quick), 64 * MiB)):
         host = raw[(raw["op"] == "host") & (raw["nbytes"] == size)]
         # a case in blocks: its rounds pooled over the blocks (every block kept them), as the loader merges them
