@@ -304,7 +304,8 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
                      f"from cache and would suggest more)")
     elif best["resident_sizes"]:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
-                     f"{best['cache'] or 'cache'})")
+                     f"{best['cache'] or 'cache'}" + ("" if (left := _left_out(best)) is None else
+                                                   f"; nor {left[0]}{left[1]}") + ")")
     half = half_of_beta(view, best.to_dict())
     no_half = str(half.get("no_half", ""))  # the table's verdict: the fit does not place where half of β is reached
     sentence += (f" {misses(miss)}, so where moves reach half of β is not placed." if miss else
