@@ -195,7 +195,9 @@ def test_a_toy_family_needs_one_record_and_one_bench_file(pytester, monkeypatch,
     results = load([out])
     assert set(results.frame["path"]) == {"toy pageable clone cpu"}
     assert results.frame["bandwidth_gbps"].gt(0).all(), "a payload-moving family gets a bandwidth"
-    assert list(fit_paths(results.frame)["path"]) == ["toy pageable clone cpu"], "and an alpha-beta fit"
+    # the plumbing, not this machine's load: a busy machine's rounds may read as waits (load.blocks), left out of fits
+    steady = results.frame.assign(on_ticks=float("nan"), waited_off_ticks=False)
+    assert list(fit_paths(steady)["path"]) == ["toy pageable clone cpu"], "and an alpha-beta fit"
     assert "toy pageable clone cpu" in build_html(results)
 
 
