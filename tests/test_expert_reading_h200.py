@@ -306,11 +306,28 @@ def test_the_fix_back_to_the_cpu_is_named_as_the_run_would_call_it(page):
     "device" reads as the GPU (the run's h2d and cuda_vs_to families time that form); the H200 run has no
     non-blocking .to back to the CPU, and the box says so in the form the run calls."""
     _, text = page
-    assert ("the top of this page prices each change at this run's sizes (What to change here); the one-line fix, "
-            ".to(torch.device('cpu'), non_blocking=True), was not measured in this run.") in text
+    # the box names the one change of the list the top prices, not "each change" (a reading: batching, keeping data on
+    # the GPU and synchronizing late are not priced there)
+    assert ("What to do: keep data on the GPU, move it once and late, batch small tensors, copy into a reused pinned "
+            "buffer with non_blocking=True (or .to(torch.device('cpu'), non_blocking=True) ) and synchronize only when "
+            "the data is needed. Measured here: What to change here, at the top of this page, prices a copy into a "
+            "reused pinned buffer; the one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in "
+            "this run.") in text
     assert ".to(device, non_blocking=True), the one-line fix" not in text
     box = text[text.index("What to do:"):text.index("was not measured in this run.")]
     assert box.count(".to(torch.device('cpu'), non_blocking=True)") == 2 and ".to('cpu'" not in box  # one spelling
+
+
+def test_the_why_box_names_only_the_fixes_the_first_screen_lists(h200):
+    """The box says where the fix back to the CPU is priced: by the first screen's listed changes alone, and whether
+    the one-line fix ran; a run that lists neither says only the latter."""
+    from xferbench.analyze.report.findings import the_fix
+
+    unmeasured = "the one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in this run."
+    assert the_fix(h200, set()) == the_fix(h200, {"pinned-source", "reused-host-buffer"}) == unmeasured
+    assert the_fix(h200, {"pinned-buffer", "non-blocking-to"}) == (
+        "What to change here, at the top of this page, prices a copy into a reused pinned buffer and the one-line fix, "
+        ".to(torch.device('cpu'), non_blocking=True); " + unmeasured)
 
 
 def test_the_reused_buffer_change_says_it_was_measured_on_cpu_tensors(page):

@@ -103,13 +103,16 @@ def d2h_usual_way_back(view: RunView) -> Said | None:
 _FIX = ".to(torch.device('cpu'), non_blocking=True)"
 
 
-def the_fix(view: RunView, priced: bool) -> str | None:
-    """Where the fix's gain is told: the first screen prices each change (``priced``: the run priced one); said once,
-    there, with whether the one-line fix ran."""
-    if (way := way_back(view)) is None or not priced:
+def the_fix(view: RunView, listed: set[str]) -> str | None:
+    """Where the fix back to the CPU is priced: the first screen's changes (``listed``: their keys), said once there; and
+    whether the one-line fix ran."""
+    if (way := way_back(view)) is None:
         return None
-    return ("the top of this page prices each change at this run's sizes (What to change here)"
-            + ("." if way["fix"] is not None else f"; the one-line fix, {_FIX}, was not measured in this run."))
+    fixes = [title for key, title in (("pinned-buffer", "a copy into a reused pinned buffer"),
+                                      ("non-blocking-to", f"the one-line fix, {_FIX}")) if key in listed]
+    unmeasured = [] if way["fix"] is not None else [f"the one-line fix, {_FIX}, was not measured in this run"]
+    said = ([f"What to change here, at the top of this page, prices {' and '.join(fixes)}"] if fixes else []) + unmeasured
+    return "; ".join(said) + "." if said else None
 
 
 def h2d_pinned_vs_pageable(view: RunView) -> Said | None:
@@ -448,15 +451,15 @@ def _run_of(run: str, view: RunView) -> str:
     return f" ({run})" if len(view.sources) > 1 else ""
 
 
-def why_measured(view: RunView, priced: bool) -> dict[str, str | None]:
+def why_measured(view: RunView, listed: set[str]) -> dict[str, str | None]:
     """For each point of the general "why" list, what this run measured of it (a sentence), or None: a family's own
-    where its record names the point (``Family.why``); ``priced``: the first screen priced a change."""
+    where its record names the point (``Family.why``); ``listed``: the keys of the first screen's changes."""
     frame = view.rows
     small = frame[frame["op"].isin(("h2d", "d2h")) & (frame["nbytes"] == frame["nbytes"].min())]
     said = {"wait": None, "staged": _staged(view), "fixed": (
         f"a {format_bytes(int(small['nbytes'].min()))} copy took {format_seconds(float(small['median_s'].min()))} "
         "(the median of the fastest path)." if not small.empty else None),
-        "fix": the_fix(view, priced)}
+        "fix": the_fix(view, listed)}
     for op, record in FAMILIES.items():
         if record.why is not None and not (rows := frame[frame["op"] == op]).empty:
             said[record.why[0]] = record.why[1](rows, frame["run"].nunique())

@@ -93,7 +93,7 @@ class Story:
             view=view, machine_line=line, busy=busy, run_time=run_time, instances=instances,
             drift=drift_text.statement(view), changes=listed, unresolved=unresolved, break_even=even,
             break_even_line=f"{even['summary']}." if even is not None and cited else None, findings=findings(view),
-            glance=glance, why=why_measured(view, bool(listed or unresolved)), model=fit_table(view),
+            glance=glance, why=why_measured(view, {change.spec.key for change in listed}), model=fit_table(view),
             peer_plan=peer_plan_sentences(plan, view.rows) if plan else [], peer_rows=peer_rows, peer_lines=peer_lines,
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if len(view.sources) > 1 else ""),
                       ladder_text.rows(ladder)) for ladder in view.ladders],
