@@ -1127,10 +1127,11 @@ def test_a_busy_run_whose_rounds_show_no_tick_reads_its_waits_by_the_longest():
 
 def test_a_bandwidth_figure_with_no_bandwidth_to_draw_says_so_in_its_place():
     """The loaded run's host copies, 4 B to 1 KiB, are all ‡ (their bytes set too little of their time): a reading
-    found a chart of crosses alone under a caption of lines and fitted curves. The chart gives way to one line; the
-    quiet run's, with bandwidths to draw, stays a chart."""
+    found a chart of crosses alone under a caption of lines and fitted curves (its 1 and 64 MiB waited: not drawn). The
+    chart gives way to one line, which says no more than the appendix's ‡ and – rows do; the quiet run's, with
+    bandwidths to draw, stays a chart."""
     from xferbench.analyze.report.plots import bandwidth_of
 
     assert bandwidth_of(RunView.of(load([LOADED])), "host") == (
-        "no size states a bandwidth in this run (each is ‡ in the appendix, which says why).")
+        "no size states a bandwidth in this run (the appendix says why of each size).")
     assert not isinstance(bandwidth_of(RunView.of(load([CPU])), "host"), str)

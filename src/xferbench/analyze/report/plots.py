@@ -136,7 +136,7 @@ def bandwidth_of(view: RunView, op: str, cliff: str | None = None) -> Figure | s
     if rows["nbytes"].nunique() < 2:
         return "Fewer than two sizes were measured; a sweep (for example --xfer-sizes=4B..64MiB) draws this plot."
     if view.waiting(rows).all():  # crosses alone under a caption of lines: the loaded run's host copies, 4 B to 1 KiB
-        return "no size states a bandwidth in this run (each is ‡ in the appendix, which says why)."
+        return "no size states a bandwidth in this run (the appendix says why of each size)."
     resident = view.resident.loc[rows.index]
     panel_rows, columns = _facets(rows, op)
     fig, axes = subplots(len(panel_rows), len(columns), figsize=(WIDTH, 2.7 * len(panel_rows) + 0.6),
