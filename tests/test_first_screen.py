@@ -357,3 +357,22 @@ def test_a_change_its_rounds_only_order_ranks_below_every_sized_one():
 
     ordered, small, large = change(0.5, False), change(0.01, True), change(0.1, True)
     assert ranked([ordered, small, large]) == [large, small, ordered]
+
+
+@pytest.mark.parametrize(("sample", "said"), [
+    ("cpu-sample.json", "Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell (the run gives "
+     "no evidence of its drift); every round before took longer than every round after (896 µs against 804 µs at "
+     "most), one case measured after the other: an order the run's drift could give too."),
+    ("cpu-host-sweep.json", "(213 ms → 19.2 ms at 256 MiB): can't tell (the run gives no evidence of its drift); every "
+     "round before took longer than every round after (205 ms against 21.6 ms at most)"),
+])
+def test_an_unlisted_change_says_the_order_of_rounds_measured_one_after_the_other(sample, said):
+    """Runs with no evidence of their drift size no saving, so no change is listed; two readings found every clone round
+    slower than every copy_ round there, which the page did not say. It says so, and that a drift could order rounds
+    measured one case after the other (interleaved blocks rule that out: the loaded run's order lists the change)."""
+    from xferbench.analyze.report.changes import first_screen
+
+    listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / sample])), [])
+    assert not listed and unresolved is not None and said in unresolved
+    listed, unresolved, _ = first_screen(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"])), [])
+    assert listed and unresolved is None and "one case measured after the other" not in listed[0].text()
