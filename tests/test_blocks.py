@@ -22,6 +22,7 @@ from xferbench.analyze.drift import run_drift
 from xferbench.analyze.gate.compare import compare
 from xferbench.analyze.load.blocks import rows_of, run_tick
 from xferbench.analyze.load.results import Document, ResultsError, load
+from xferbench.analyze.load.rows import bench_row
 from xferbench.analyze.report import drift_text
 from xferbench.analyze.view import RunView
 from xferbench.contract import Block
@@ -705,3 +706,31 @@ def test_a_row_of_two_loops_reads_its_rounds_of_the_most_calls():
     assert ticks_said(row, "them") == ("its median round of 100 calls took 20.2 ms, its fastest 7.88 ms: a wait for the "
                                        "CPU is part of them")
 
+
+
+def test_a_wait_in_every_round_is_read_against_a_larger_size_only_where_a_busy_run_shows_no_tick():
+    """A size whose fastest call stood 3/4 of the longest tick (7.5 ms) or more past a larger size's median call waited
+    in every round, bytes only adding time: read so in a busy run with no tick, 7.5 ms past exactly but not 7.49 ms
+    (binary fractions: 2**-7 s against 2**-7 + 7.5 ms); not in a quiet run, nor where a tick was found (its rules
+    read the waits there)."""
+    from xferbench.analyze.load.blocks import _every_round_waited
+
+    def row(nbytes: int, fastest: float, median: float) -> dict[str, object]:
+        return {"path": "p", "nbytes": nbytes, "min_s": fastest, "median_s": median}
+
+    big = row(2**20, 2.0**-7, 2.0**-7)
+    assert _every_round_waited(row(2**18, 2.0**-7 + 0.0075, 0.03), [big])
+    assert not _every_round_waited(row(2**18, 2.0**-7 + 0.00749, 0.03), [big])
+    assert not _every_round_waited(row(2**18, 0.03, 0.03), [row(2**16, 0.0, 0.0)])  # a smaller size proves nothing
+    assert not _every_round_waited(row(2**18, 0.03, 0.03), [big | {"path": "q"}])  # nor another path
+    def timed(method: str, nbytes: int, rounds: list[float]) -> dict[str, object]:
+        made = bench("host", method, "cpu", "cpu", nbytes, float(np.median(rounds)), "pageable")
+        made["stats"] |= {"data": rounds, "min": min(rounds), "max": max(rounds)}
+        return made
+
+    benches = [timed("clone", 2**18, [0.03] * 5), timed("clone", 2**20, [1e-5] * 5)]
+    for busy, waited in ((True, [True, False]), (False, [False, False])):
+        assert [r["waited_off_ticks"] for r in rows_of(benches, "r", None, busy)] == waited
+    ticks = [timed("copy_", 2**n, [0.004, 0.008, 0.004, 0.008, 0.004]) for n in (10, 12)]  # on 4 ms ticks
+    assert run_tick([bench_row(b, "r", None) for b in ticks]) == 0.004
+    assert [r["waited_off_ticks"] for r in rows_of(benches + ticks, "r", None, True)][:2] == [False, False]

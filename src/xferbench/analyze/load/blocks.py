@@ -66,11 +66,9 @@ def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None, busy:
 
 
 def _every_round_waited(row: dict[str, Any], rows: list[dict[str, Any]]) -> bool:
-    """Whether ``row``'s rounds of one call, its fastest too, took 3/4 of the ``LONGEST`` tick or more past the median
-    of a larger size of its path: bytes only add time, so each round waited (the threads run's clone of 256 KiB: 18.3 ms
-    at fastest, its 1 MiB 16.6 µs at the median)."""
-    if row["iterations"] != 1 or pd.notna(row.get("on_ticks", math.nan)):
-        return False
+    """Whether each of ``row``'s calls, its fastest too, took 3/4 of the ``LONGEST`` tick or more past the median call
+    of a larger size of its path: bytes only add time, so every round waited (the threads run's clone of 256 KiB:
+    18.3 ms at fastest, its 1 MiB 16.6 µs at the median)."""
     larger = [other["median_s"] for other in rows if other["path"] == row["path"] and other["nbytes"] > row["nbytes"]]
     return bool(larger) and row["min_s"] - min(larger) >= 0.75 * LONGEST
 
