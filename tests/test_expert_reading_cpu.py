@@ -817,7 +817,7 @@ def test_tied_paths_whose_lines_miss_the_data_quote_no_alpha_or_beta(busy):
     said = latency_bound(busy)
     assert said is not None and said.headline == (
         "Called back to back, of the 2 host-side paths whose β the run cannot rank, host pageable copy_ cpu has a fixed "
-        "cost α = 0.753 µs and β = 1.87 GB/s; no line fits the other's times (it misses a measured size 2.4×).")
+        "cost α = 0.753 µs and β = 1.87 GB/s; the other's fitted line misses a measured size 2.4×.")
     # where every line misses, none is quoted: the same run with no wait read (its copy_'s 256 KiB fitted too)
     results = load([THREADS])
     results.frame["waited_off_ticks"] = False
@@ -1112,9 +1112,9 @@ def test_a_busy_run_whose_rounds_show_no_tick_reads_its_waits_by_the_longest():
 
     notice = _busy(RunView.of(load([THREADS])))
     assert notice is not None and notice.endswith(
-        " Rounds that waited for the CPU: 6 cases whose median round stood at least 7.5 ms (3/4 of the longest scheduler "
-        "tick, 10 ms) and half the fastest round past that fastest, or whose every round stood as far past a larger "
-        "size's median (no tick was found: no two cases with rounds on two of its multiples); no β is fitted through "
+        " Rounds that waited for the CPU: 6 cases whose median round stood past their fastest by at least 7.5 ms (3/4 of "
+        "the longest scheduler tick, 10 ms) and by half that fastest round, or whose every round stood as far past a "
+        "larger size's median (no tick was found: no two cases with rounds on two of its multiples); no β is fitted through "
         "them. None states a bandwidth; each took at most its median: a comparison keeps the end of its interval a wait "
         "leaves, or the order of interleaved rounds.")
     results = load([THREADS])  # none so far past: the notice says no wait was read, and that a median may hold one

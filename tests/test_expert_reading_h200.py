@@ -310,7 +310,7 @@ def test_the_fix_back_to_the_cpu_is_named_as_the_run_would_call_it(page):
     # the GPU and synchronizing late are not priced there)
     assert ("What to do: keep data on the GPU, move it once and late, batch small tensors, copy into a reused pinned "
             "buffer with non_blocking=True (or .to(torch.device('cpu'), non_blocking=True) ) and synchronize only when "
-            "the data is needed. Measured here: What to change here, at the top of this page, prices a copy into a "
+            'the data is needed. Measured here: the "What to change here" list at the top of this page prices a copy into a '
             "reused pinned buffer; the one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in "
             "this run.") in text
     assert ".to(device, non_blocking=True), the one-line fix" not in text
@@ -326,8 +326,8 @@ def test_the_why_box_names_only_the_fixes_the_first_screen_lists(h200):
     unmeasured = "the one-line fix, .to(torch.device('cpu'), non_blocking=True), was not measured in this run."
     assert the_fix(h200, set()) == the_fix(h200, {"pinned-source", "reused-host-buffer"}) == unmeasured
     assert the_fix(h200, {"pinned-buffer", "non-blocking-to"}) == (
-        "What to change here, at the top of this page, prices a copy into a reused pinned buffer and the one-line fix, "
-        ".to(torch.device('cpu'), non_blocking=True); " + unmeasured)
+        'the "What to change here" list at the top of this page prices a copy into a reused pinned buffer and the one-line '
+        "fix, .to(torch.device('cpu'), non_blocking=True); " + unmeasured)
 
 
 def test_the_reused_buffer_change_says_it_was_measured_on_cpu_tensors(page):

@@ -111,7 +111,8 @@ def the_fix(view: RunView, listed: set[str]) -> str | None:
     fixes = [title for key, title in (("pinned-buffer", "a copy into a reused pinned buffer"),
                                       ("non-blocking-to", f"the one-line fix, {_FIX}")) if key in listed]
     unmeasured = [] if way["fix"] is not None else [f"the one-line fix, {_FIX}, was not measured in this run"]
-    said = ([f"What to change here, at the top of this page, prices {' and '.join(fixes)}"] if fixes else []) + unmeasured
+    said = ([f'the "What to change here" list at the top of this page prices {" and ".join(fixes)}'] if fixes else []
+            ) + unmeasured
     return "; ".join(said) + "." if said else None
 
 

@@ -356,8 +356,8 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
         return (f"No line of a fixed cost and a bandwidth fits the {len(tied)} host-side paths whose β the run cannot "
                 f"rank: each misses a measured size ({times}×).")
     # the lines that miss are quoted by none of the spans (the threads run's clone, 57x at 256 KiB, beside its copy_)
-    unfit = ("" if not missed else f"; no line fits the other's times (it misses a measured size {times}×)"
-             if len(missed) == 1 else f"; no line fits the other {len(missed)}'s times (each misses a measured size: {times}×)")
+    unfit = ("" if not missed else f"; the other's fitted line misses a measured size {times}×" if len(missed) == 1
+             else f"; the other {len(missed)}'s fitted lines miss a measured size ({times}×)")
     total, tied = len(tied), tied[[miss is None for miss in misses]]
     said = [fit | half_of_beta(view, fit) for fit in tied.to_dict("records")]
     halves = pd.Series([h["half_peak_bytes"] for h in said if "no_half" not in h], dtype=float)

@@ -117,8 +117,8 @@ def _busy(view: RunView) -> str | None:
                 "their fastest round",
                 f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
     else:  # no tick to read a wait by (load.blocks.run_tick): a busy run's waits are read by the longest
-        said = [f"{off} case{'s' * (off > 1)} whose median round stood at least {_LONG_WAIT} (3/4 of the longest "
-                "scheduler tick, 10 ms) and half the fastest round past that fastest, or whose every round stood as far "
+        said = [f"{off} case{'s' * (off > 1)} whose median round stood past their fastest by at least {_LONG_WAIT} (3/4 "
+                "of the longest scheduler tick, 10 ms) and by half that fastest round, or whose every round stood as far "
                 "past a larger size's median (no tick was found: no two cases with rounds on two of its multiples); no "
                 "β is fitted through them" if off else ""]
     ticks = (f" Rounds that waited for the CPU: {'; '.join(filter(None, said))}. None states a bandwidth; each took at "
