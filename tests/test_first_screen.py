@@ -109,8 +109,9 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
     said = ("No change listed (none with a saving this run can size): Copy a CPU tensor into a buffer you keep (1.08 ms → "
-            "636 µs at 16 MiB): can't tell "
-            "(the run gives no evidence of its drift).")
+            "636 µs at 16 MiB): can't tell (the run gives no evidence of its drift); every round before took longer "
+            "than every round after (896 µs against 804 µs at most), one case measured after the other: an order the "
+            "run's drift could give too.")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
 
@@ -314,11 +315,22 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
             "2 s at most); how much, can't tell (one side's rounds waited for the CPU)"),
 ])
 def test_an_unlisted_change_says_which_way_its_ordered_rounds_go(value, said):
+    import pandas as pd
+
     from xferbench.analyze.report.changes import _unlisted
     from xferbench.ratios import Ratio
 
-    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5, (2, 5.0, 2.0))) == said
-    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5)) == "can't tell (one side's rounds waited for the CPU)"
+    untimed = pd.Series(dtype=object)  # rows that kept no rounds: no order of their own to say
+    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5, (2, 5.0, 2.0)), untimed, untimed) == said
+    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5), untimed, untimed) == (
+        "can't tell (one side's rounds waited for the CPU)")
+    # rounds measured one after the other, not interleaved: their order, either way, and that a drift could give it
+    slow, fast = pd.Series({"data": [5.0, 6.0]}), pd.Series({"data": [1.0, 2.0]})
+    now, then = (slow, fast) if value > 1 else (fast, slow)
+    assert _unlisted(Ratio(value, 0.0, math.inf, "ticks", 5), now, then) == (
+        "can't tell (one side's rounds waited for the CPU); every round " + ("before took longer than every round after"
+        if value > 1 else "after took longer than every round before") + " (5 s against 2 s at most), one case measured "
+        "after the other: an order the run's drift could give too")
     assert Ratio(value, 0.0, math.inf, "ticks", 5, (2, 5.0, 2.0)).faster().apart == (2, 5.0, 2.0)
 
 
