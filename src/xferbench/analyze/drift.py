@@ -97,15 +97,23 @@ def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return (x[both], y[both]) if both.sum() >= 2 else (np.empty(0), np.empty(0))
 
 
+def rounds_order(a: pd.Series, b: pd.Series) -> tuple[float, float] | None:
+    """(the slower side's fastest round, the faster side's slowest) where every round of one row lies above every round
+    of the other; else None (a row that kept no rounds among them)."""
+    x, y = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (a, b))
+    if not (x.size and y.size and (x.min() > y.max() or y.min() > x.max())):
+        return None
+    return float(max(x.min(), y.min())), float(min(x.max(), y.max()))
+
+
 def rounds_apart(a: pd.Series, b: pd.Series) -> tuple[int, float, float] | None:
     """(blocks, the slower side's fastest round, the faster side's slowest) where every round of one row lies above
-    every round of the other and both were measured in interleaved blocks (``paired_blocks``); else None. A wait only
-    adds, and the blocks shared their slots, so the machine's waits cannot order them so: the order is the calls' own
-    (the busy, loaded and quick runs' clone against copy_, a second and a third reading), though no interval sizes it."""
+    every round of the other (``rounds_order``) and both were measured in interleaved blocks (``paired_blocks``); else
+    None. A wait only adds, and the blocks shared their slots, so the machine's waits cannot order them so: the order is
+    the calls' own (the busy, loaded and quick runs' clone against copy_, a second and a third reading), though no
+    interval sizes it."""
     blocks = paired_blocks(a, b)[0].size
-    x, y = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (a, b))
-    apart = blocks and x.size and y.size and (x.min() > y.max() or y.min() > x.max())
-    return (blocks, float(max(x.min(), y.min())), float(min(x.max(), y.max()))) if apart else None  # slower's fastest
+    return (blocks, *order) if blocks and (order := rounds_order(a, b)) is not None else None
 
 
 def _calls(row: pd.Series, size: int) -> np.ndarray:

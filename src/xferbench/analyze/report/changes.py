@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ...families.base import ChangeSpec
@@ -21,6 +20,7 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
+from ..drift import rounds_order
 from ..view import USUAL_WAY_BACK, RunView, matching
 from .ladder_text import took_at
 from .svg import ON_TICKS, bytes_said
@@ -145,13 +145,11 @@ def _unlisted(ratio: Ratio, now: pd.Series, then: pd.Series) -> str:
     if ratio.resolved:
         return f"slower here, {ratio.faster().text()} as long"
     gives = "" if ratio.apart is None else ("saves" if ratio.value > 1 else "costs") + " time: "
-    x, y = (np.asarray(d if isinstance(d := row.get("data"), list) else [], dtype=float) for row in (now, then))
-    apart = ratio.apart is None and x.size and y.size and (x.min() > y.max() or y.min() > x.max())
-    after = "" if not apart else (
-        f"; every round {'before' if x.min() > y.max() else 'after'} took longer than every round "
-        f"{'after' if x.min() > y.max() else 'before'} ({format_seconds(max(x.min(), y.min()))} against "
-        f"{format_seconds(min(x.max(), y.max()))} at most), one case measured after the other: an order the run's drift "
-        "could give too")
+    order = rounds_order(now, then) if ratio.apart is None else None  # interleaved, ``Ratio.order`` says it
+    slower, faster = ("before", "after") if ratio.value > 1 else ("after", "before")
+    after = "" if order is None else (
+        f"; every round {slower} took longer than every round {faster} ({format_seconds(order[0])} against "
+        f"{format_seconds(order[1])} at most), one case measured after the other: an order the run's drift could give too")
     return gives + ratio.order("before", "after") + ratio.text() + after
 
 
