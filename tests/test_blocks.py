@@ -4,6 +4,7 @@ their spread is part of the run's drift floor (analyze/drift.py)."""
 
 import copy
 import json
+import math
 import os
 import subprocess
 import sys
@@ -713,16 +714,24 @@ def test_a_wait_in_every_round_is_read_against_a_larger_size_only_where_a_busy_r
     in every round, bytes only adding time: read so in a busy run with no tick, 7.5 ms past exactly but not 7.49 ms
     (binary fractions: 2**-7 s against 2**-7 + 7.5 ms); not in a quiet run, nor where a tick was found (its rules
     read the waits there)."""
-    from xferbench.analyze.load.blocks import _every_round_waited
+    from xferbench.analyze.load.blocks import least_larger, waited_off
 
     def row(nbytes: int, fastest: float, median: float) -> dict[str, object]:
         return {"path": "p", "nbytes": nbytes, "min_s": fastest, "median_s": median}
 
+    def every_round_waited(one: dict[str, object], others: list[dict[str, object]]) -> bool:
+        """``one`` read in a busy run with no tick, beside ``others`` of its run."""
+        return waited_off(one, math.nan, True, least_larger([one, *others])[0])
+
     big = row(2**20, 2.0**-7, 2.0**-7)
-    assert _every_round_waited(row(2**18, 2.0**-7 + 0.0075, 0.03), [big])
-    assert not _every_round_waited(row(2**18, 2.0**-7 + 0.00749, 0.03), [big])
-    assert not _every_round_waited(row(2**18, 0.03, 0.03), [row(2**16, 0.0, 0.0)])  # a smaller size proves nothing
-    assert not _every_round_waited(row(2**18, 0.03, 0.03), [big | {"path": "q"}])  # nor another path
+    assert every_round_waited(row(2**18, 2.0**-7 + 0.0075, 0.03), [big])
+    assert not every_round_waited(row(2**18, 2.0**-7 + 0.00749, 0.03), [big])
+    assert not every_round_waited(row(2**18, 0.03, 0.03), [row(2**16, 0.0, 0.0)])  # a smaller size proves nothing
+    assert not every_round_waited(row(2**18, 0.03, 0.03), [big | {"path": "q"}])  # nor another path
+    # the least of the larger sizes' medians, each size's own excluded (two rows of one size: neither is larger)
+    assert least_larger([big | {"median_s": 0.25}, row(2**18, 1.0, 1.0), row(2**18, 2.0, 0.5), big]) == [
+        math.inf, 2.0**-7, 2.0**-7, math.inf]
+
     def timed(method: str, nbytes: int, rounds: list[float]) -> dict[str, object]:
         made = bench("host", method, "cpu", "cpu", nbytes, float(np.median(rounds)), "pageable")
         made["stats"] |= {"data": rounds, "min": min(rounds), "max": max(rounds)}

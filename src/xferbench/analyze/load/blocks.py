@@ -28,6 +28,7 @@ so the report states no bandwidth of it and judges no comparison with it (analyz
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -60,17 +61,23 @@ def rows_of(benches: Sequence[dict[str, Any]], run: str, when: str | None, busy:
             order.append(key)
         groups.setdefault(key, []).append((block, bench, row))
     rows = [item if isinstance(item, dict) else _merged(item[0], groups[item], tick) for item in order]
-    unticked = busy and not math.isfinite(tick)  # read by the longest tick (``waited_off``), and against larger sizes
-    return [row | {"waited_off_ticks": waited_off(row, tick, busy) or (unticked and _every_round_waited(row, rows))}
-            for row in rows]
+    return [row | {"waited_off_ticks": waited_off(row, tick, busy, larger)} for row, larger in zip(
+        rows, least_larger(rows), strict=True)]
 
 
-def _every_round_waited(row: dict[str, Any], rows: list[dict[str, Any]]) -> bool:
-    """Whether each of ``row``'s calls, its fastest too, took 3/4 of the ``LONGEST`` tick or more past the median call
-    of a larger size of its path: bytes only add time, so every round waited (the threads run's clone of 256 KiB:
-    18.3 ms at fastest, its 1 MiB 16.6 µs at the median)."""
-    larger = [other["median_s"] for other in rows if other["path"] == row["path"] and other["nbytes"] > row["nbytes"]]
-    return bool(larger) and row["min_s"] - min(larger) >= 0.75 * LONGEST
+def least_larger(rows: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Per row, the least median call of a larger size of its path (inf where none): a row whose every call took far
+    longer waited in every round (``waited_off``). One pass per path, its sizes from the largest down."""
+    by_path: dict[Any, list[tuple[int, float]]] = {}
+    for row in rows:
+        by_path.setdefault(row["path"], []).append((int(row["nbytes"]), float(row["median_s"])))
+    least: dict[tuple[Any, int], float] = {}
+    for path, sizes in by_path.items():
+        below = math.inf  # the least median of the sizes above the one at hand
+        for nbytes, group in itertools.groupby(sorted(sizes, reverse=True), key=lambda size: size[0]):
+            least[path, nbytes] = below
+            below = min(below, *(median for _, median in group))
+    return [least[row["path"], int(row["nbytes"])] for row in rows]
 
 
 #: The scheduler ticks a one-call round can land on (CONFIG_HZ 100, 250, 300 and 1000), the longest first.
@@ -117,13 +124,18 @@ def _waited(row: Mapping[str, Any], tick: float, calls: int = 2) -> bool:
 LONGEST = TICKS[0]
 
 
-def waited_off(row: Mapping[str, Any], tick: float, busy: bool) -> bool:
+def waited_off(row: Mapping[str, Any], tick: float, busy: bool, larger: float = math.inf) -> bool:
     """Whether ``row``, off the ticks' multiples, held a wait for the CPU all the same: in a run whose rounds land on
     ``tick``, its rounds of one call (``waited_one_call``); in a busy run whose rounds land on none, its rounds of one
-    call or many beyond their fastest by 3/4 of the ``LONGEST`` tick and half that fastest (``_waited``)."""
+    call or many beyond their fastest by 3/4 of the ``LONGEST`` tick and half that fastest (``_waited``), or its
+    fastest call as far past ``larger``, the least median call of a larger size of its path (``least_larger``): bytes
+    only add time, so every round waited (the threads run's clone of 256 KiB: 18.3 ms at fastest, its 1 MiB 16.6 µs at
+    the median)."""
     if pd.notna(row.get("on_ticks", math.nan)):
         return False
-    return waited_one_call(row, tick) if math.isfinite(tick) else busy and _waited(row, LONGEST, calls=1)
+    if math.isfinite(tick):
+        return waited_one_call(row, tick)
+    return busy and (_waited(row, LONGEST, calls=1) or row["min_s"] - larger >= 0.75 * LONGEST)
 
 
 def waited_one_call(row: Mapping[str, Any], tick: float) -> bool:
