@@ -528,9 +528,9 @@ class RunView:
 
     @cached_property
     def waits_off_ticks(self) -> pd.Series:
-        """Per row: did its rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_off``)?
-        Read once, for the notice, the appendix and ``waited_for_cpu`` (the α/β fit reads the rule on its frame)."""
-        return waited_rows(self._modelled) & ~ticked(self._modelled)  # read once: ``rows`` masks by it
+        """Per row: did its rounds wait for the CPU off the scheduler's ticks (``load.blocks.waited_off``: never a row on
+        them)? Read once, for the notice, the appendix and ``waited_for_cpu`` (the α/β fit reads it on its frame)."""
+        return waited_rows(self._modelled)  # read once: ``rows`` masks by it
 
     @cached_property
     def waited_for_cpu(self) -> pd.Series:

@@ -332,8 +332,8 @@ def busy_notes(base: Sequence[Results], new: Sequence[Results]) -> list[str]:
 class Matched(Case):
     """One case as compare sees it: its evidence where both sides ran it (else ``only``, the side that did), whether
     the sides planned their peer pairs differently and it is a peer case (``peers_differ``), whether a side ran on a
-    busy machine (``crowded``), and where its between-run spread came from (``spread_from``), whose rounds lay on the
-    scheduler's ticks (``ticked``: "base", "new", "both"; "" where none's)."""
+    busy machine (``crowded``), and where its between-run spread came from (``spread_from``), whose rounds waited for
+    the CPU, on the scheduler's ticks or off them (``ticked``: "base", "new", "both"; "" where none's)."""
 
     only: str | None = None
     peers_differ: bool = False
@@ -424,7 +424,7 @@ class _Tables:
     busy: np.ndarray
     crowded: bool
     one_sided: set[str]
-    ticked: tuple[set[str], set[str]]  # the base side's cases on the ticks, the new side's
+    ticked: tuple[set[str], set[str]]  # the base side's cases whose rounds waited (on the ticks or off), the new side's
     environment: tuple[str, ...]
     noise: Noise | None
     floor: float | None
@@ -441,7 +441,7 @@ class _Tables:
                                                                               new[-1].machine_info)), noise, floor)
 
     def whose_ticks(self, key: str) -> str:
-        """Whose rounds of ``key`` lay on the scheduler's ticks: "base", "new", "both", or ""."""
+        """Whose rounds of ``key`` waited for the CPU, on the ticks or off them: "base", "new", "both", or ""."""
         base, new = (key in side for side in self.ticked)
         return "both" if base and new else "base" if base else "new" if new else ""
 

@@ -51,7 +51,7 @@ class Comparison(Verdicted):
     swing: float | None = None  # how far the kept base runs swing between them (bound.store_swing), once they show it
     groups: tuple[int, int] | None = None  # a case not gated whose base runs fall into two groups: their runs
     moved: float | None = None  # an accepted lasting step (before_step): the new level over the one before it
-    waited: str = ""  # whose rounds lay on the scheduler's ticks: "base", "new" or "both"
+    waited: str = ""  # whose rounds waited for the CPU (on the ticks or off them): "base", "new" or "both"
 
     @property
     def change(self) -> str:
