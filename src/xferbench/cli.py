@@ -66,8 +66,7 @@ def _report_output(args: argparse.Namespace) -> Path:
     given = [*args.results, *[path for path in (args.history, args.trace) if path]]
     output = args.output or DEFAULT_OUTPUT
     if output.suffix.lower() in (".csv", ".md", ".json", ".jsonl", ".gz"):
-        raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own "
-                         ".csv and .md)")
+        raise UsageError(f"-o {output}: the report is an HTML file (not a results file, a journal or its own .csv and .md)")
     for target in (output, *companions(output)):  # neither the page nor a companion may be an input (check_output)
         check_output(target, given, create_folder=True)
         never_foreign(target, "report", f"-o {output}", args.force)  # README.md beside -o README.html: the user's
@@ -208,16 +207,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .analyze.gate.compare import (
-        STARTS,
-        busy_notes,
-        compare,
-        plan_notes,
-        reproduced,
-        to_json,
-        to_markdown,
-        to_text,
-    )
+    from .analyze.gate.compare import STARTS, busy_notes, compare, plan_notes, reproduced, to_json, to_markdown, to_text
     from .analyze.gate.verdicts import NOT_GATED
     from .output import write_atomic
 
@@ -326,8 +316,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                          "make them with the same command")
     noise.note = args.note
     write_atomic(args.output, noise.to_json())
-    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {_floors(noise)}; "
-          f"wrote {args.output}")
+    print(f"xferbench calibrate: {len(runs)} A/A runs, {len(noise.cases)} cases; floors {_floors(noise)}; wrote {args.output}")
     return 0
 
 

@@ -127,14 +127,12 @@ def _store_parser(sub: Any) -> None:
     actions = store.add_subparsers(dest="action", required=True)
     push = actions.add_parser("push", help="add runs to a store folder (a folder per machine), keep the newest --keep, "
                                            "rewrite the dashboard")
-    push.add_argument("store", help="the store folder (a git store's branch checked out, then committed and pushed "
-                                    "with git)")
+    push.add_argument("store", help="the store folder (a git store's branch checked out, then committed and pushed with git)")
     push.add_argument("runs", nargs="+", type=Path, help="pytest-benchmark JSON files of finished runs")
     push.add_argument("--keep", type=int, default=100, help="runs kept per machine (default: %(default)s)")
     push.add_argument("--no-dashboard", action="store_true", help="do not rewrite the dashboard pages")
     pull = actions.add_parser("pull", help="copy stored runs into a folder, for compare and history")
-    pull.add_argument("store", help="a folder, or git:BRANCH (a branch of this repository's --remote, e.g. "
-                                    "git:xferbench-data)")
+    pull.add_argument("store", help="a folder, or git:BRANCH (a branch of this repository's --remote, e.g. git:xferbench-data)")
     pull.add_argument("-o", "--output", type=Path, required=True, help="the folder to copy the runs into")
     pull.add_argument("--machine-of", type=Path, metavar="RUN",
                       help="only the runs of this run's machine (default: every machine, a folder each)")

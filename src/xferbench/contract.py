@@ -203,8 +203,7 @@ def identity_from(info: dict[str, Any]) -> Identity:
             continue
         values[name] = _check(name, info[name], _HINTS[name])
         if isinstance(values[name], str) and len(values[name]) > NAME_LIMIT:
-            raise ContractError(f"field {name!r} is {len(values[name]):,} characters long, more than any case's "
-                                f"({NAME_LIMIT})")
+            raise ContractError(f"field {name!r} is {len(values[name]):,} characters long, more than any case's ({NAME_LIMIT})")
     return Identity(**values)
 
 

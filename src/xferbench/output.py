@@ -157,8 +157,7 @@ def _check_name_length(path: Path, target: Path) -> None:
         most = 255
     size = len(os.fsencode(target.name))
     if size > most:
-        raise OutputError(f"{str(path)[:80]}...: the name is longer than this file system allows "
-                          f"({size} bytes, at most {most})")
+        raise OutputError(f"{str(path)[:80]}...: the name is longer than this file system allows ({size} bytes, at most {most})")
 
 
 def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = False, run: bool = False) -> Path:
@@ -178,8 +177,7 @@ def check_output(path: Path, inputs: Iterable[Path] = (), create_folder: bool = 
         if target == source or _same(target, source):
             raise OutputError(f"{path}: this is an input ({given}); writing it would destroy it; choose another output")
         if source.is_dir() and source in target.parents and target.name.endswith((".json", ".json.gz")):
-            raise OutputError(f"{path}: a JSON inside the input folder {given} would be read as a run; "
-                              "choose another output")
+            raise OutputError(f"{path}: a JSON inside the input folder {given} would be read as a run; choose another output")
     if target.exists() or target.is_symlink():
         mode = os.stat(target).st_mode if target.exists() else 0
         if stat.S_ISDIR(mode):

@@ -12,17 +12,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import (
-    FAMILIES,
-    Family,
-    Variant,
-    by_op,
-    family,
-    fitted_ops,
-    moving_ops,
-    ops,
-    order_of,
-)
+from .base import FAMILIES, Family, Variant, by_op, family, fitted_ops, moving_ops, ops, order_of
 from .core import CORE
 from .distributed import DISTRIBUTED
 

@@ -142,8 +142,7 @@ def _class_sentence(plan: RecordedPlan, cls: str, pairs: list[str]) -> str:
         return f"{what}: {len(pairs)} pair(s), every one swept ({named(pairs)})."
     if plan.mode == "one-per-class" and len(swept) == 1:
         return f"{what}: {swept[0]} swept, standing for its {len(others)} other pair(s) ({named(others)})."
-    return (f"{what}: {len(swept)} pair(s) swept ({named(swept) or 'none'}), {len(others)} at the fit sizes "
-            f"({named(others)}).")
+    return f"{what}: {len(swept)} pair(s) swept ({named(swept) or 'none'}), {len(others)} at the fit sizes ({named(others)})."
 
 
 def _measured_sentence(plan: RecordedPlan, frame: pd.DataFrame) -> str:

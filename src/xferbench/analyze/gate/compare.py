@@ -452,8 +452,7 @@ class _Tables:
     def keys(self) -> list[str]:
         base, new = self.base[0].index, self.new[0].index
         if base.intersection(new).empty:
-            raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and "
-                             "method)")
+            raise ValueError("the runs have no case in common (compare matches op, devices, size, dtype, shape and method)")
         return [str(key) for key in base.union(new, sort=False)]
 
     def judge(self, key: str) -> Comparison:

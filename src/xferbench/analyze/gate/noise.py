@@ -479,8 +479,7 @@ def calibrate(runs: Sequence[Results], target: float = 0.05, per_side: int = 1, 
     ``confirmed``, the chance that some case is flagged by two independent comparisons.
     """
     if len(runs) < max(MIN_RUNS_TO_LEARN, 2 * per_side + 2):
-        raise ValueError(f"calibration needs at least {max(MIN_RUNS_TO_LEARN, 2 * per_side + 2)} A/A runs, "
-                         f"got {len(runs)}")
+        raise ValueError(f"calibration needs at least {max(MIN_RUNS_TO_LEARN, 2 * per_side + 2)} A/A runs, got {len(runs)}")
     table, meta = run_times(runs)
     table = table.dropna()
     meta = meta.loc[table.index]

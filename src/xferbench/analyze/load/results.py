@@ -25,12 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...bounded_read import NotRegular, TooLarge, out_of_range, read_bounded
-from ...contract import (
-    SCHEMA_VERSION,
-    ContractError,
-    Fingerprint,
-    machine_differences,
-)
+from ...contract import SCHEMA_VERSION, ContractError, Fingerprint, machine_differences
 from ..peer_plan import plan_ok
 from .blocks import rows_of
 from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, device_time_valid
@@ -147,8 +142,7 @@ def bounded_read(path: Path, limit: int | None = None, whole: bool = True) -> by
     except NotRegular:
         raise ResultsError(f"{path}: not a regular file (a FIFO, device or socket); give a file") from None
     except TooLarge:
-        raise ResultsError(f"{path}: larger than {limit // 2**20} MiB, which no run of this suite is; not read") \
-            from None
+        raise ResultsError(f"{path}: larger than {limit // 2**20} MiB, which no run of this suite is; not read") from None
 
 
 def read_text(path: Path) -> str:

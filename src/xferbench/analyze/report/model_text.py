@@ -397,8 +397,7 @@ def _pipelined(view: RunView, fits: pd.DataFrame) -> str:
             parts.append(f"{_span(timed['pipelined_alpha_us'])} µs {name} (" + (
                 f"half of β at {_sizes(halves)}" if not halves.empty else f"half of β not placed: {unplaced[0]}") + ")")
     if not parts and fits["op"].isin(("h2d", "d2h")).any():
-        return (" No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) "
-                "is not known.")
+        return " No device time was recorded, so the pipelined fixed cost (copies issued without a synchronize) is not known."
     return (" Issued back to back without a synchronize, the device spends per copy (from device time) "
             f"α = {' and '.join(parts)}; a loop pays that or the host's cost to issue a copy if larger (not timed)."
             ) if parts else ""

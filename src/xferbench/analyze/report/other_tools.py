@@ -281,8 +281,7 @@ def sentence(row: dict[str, Any]) -> str:
     figure: PeerFigure = row["figure"]
     where = f"{figure.src}→{figure.dst}" if figure.tool == "nvbandwidth" else figure.dst
     if row["path"] is None:
-        return (f"{figure.tool}'s {figure.test} ({where}, {figure.gbps:.4g} GB/s): the suite measured no "
-                "matching path.")
+        return f"{figure.tool}'s {figure.test} ({where}, {figure.gbps:.4g} GB/s): the suite measured no matching path."
     if figure.tool == "nccl-tests":
         wrong = f" nccl-tests counted {figure.wrong} wrong elements there." if figure.wrong else ""
         return (f"{row['path']} reaches {row['share']:.0%} of nccl-tests's {figure.test} ({where}, {figure.variant}): "

@@ -158,8 +158,7 @@ def one_thread_beside(view: RunView, best: pd.Series, one: pd.Series) -> str:
     if ratio.resolved:
         which = f"one thread faster, {ratio.text()}" if ratio.value > 1 else f"one thread slower, {ratio.faster().text()}"
     elif ratio.paired:  # the blocks' own estimate is worth giving, though its interval holds 1
-        which = (f"block by block the default threads took {ratio.figures()} its "
-                 "time: faster or slower, can't tell")
+        which = f"block by block the default threads took {ratio.figures()} its time: faster or slower, can't tell"
     else:  # "1.99 GB/s, which is faster, can't tell" read as one thread the faster
         which = f"faster or slower than the default threads: {ratio.text()}"
     return f"one thread: {one['bandwidth_gbps']:.3g} GB/s; {which}"

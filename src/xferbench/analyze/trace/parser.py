@@ -295,8 +295,7 @@ def _copy(args: dict[str, Any], start: float, end: float, name: str, trace: Trac
 def _check(trace: Trace) -> None:
     """A trace that records no GPU work cannot say what its copies cost."""
     if not trace.gpu_events and not trace.runtime_calls:
-        raise TraceError("no GPU activity recorded: record with activities=[ProfilerActivity.CPU, "
-                         "ProfilerActivity.CUDA]")
+        raise TraceError("no GPU activity recorded: record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]")
     if not trace.gpu_events:
         raise TraceError(f"{trace.runtime_calls} runtime calls but no GPU activity recorded (no kernel, copy or "
                          "memset): was the profiler's CUDA activity on (ProfilerActivity.CUDA)?")

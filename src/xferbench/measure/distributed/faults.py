@@ -80,8 +80,7 @@ def who_broke(store: Any, rank: int, world_size: int, nodes: Sequence[str], case
     """One line naming the ranks that stopped answering during ``case``, from the rank that names them (rank 0,
     or the lowest that answered when rank 0 is dead); None from the others, which leave once rank 0 wrote its
     JSON. Bounded: by ``timeout_s`` at most, by STALE_BEATS beats when the silent ranks are dead."""
-    said = INTERRUPTED if isinstance(error, Interrupted) else first_line(error) if isinstance(error, BaseException) \
-        else error
+    said = INTERRUPTED if isinstance(error, Interrupted) else first_line(error) if isinstance(error, BaseException) else error
     with contextlib.suppress(Exception):
         store.set(alive_key(case, rank), said)
     answers, dead = _answers(store, rank, world_size, case, said, clock() + timeout_s, clock, poll_s)

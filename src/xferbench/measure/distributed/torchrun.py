@@ -67,8 +67,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", choices=("first", "rails"), default="first",
                    help="point-to-point pairs across nodes: rank 0 with the first rank of each other node (first), or "
                         "every local rank r of node 0 with local rank r of each other node (rails: every GPU's NIC)")
-    p.add_argument("--plan-only", action="store_true", help="form the world, print the cases, and stop before "
-                   "measuring")
+    p.add_argument("--plan-only", action="store_true", help="form the world, print the cases, and stop before measuring")
     add_to_argparse(p)
     # The helper rank of the world inside pytest; not for users. --coordinator is the pytest process's port,
     # --device the helper's GPU, chosen by rank 0.
@@ -389,8 +388,7 @@ def _measure_all(args: argparse.Namespace, world: _World, cases: Sequence[DistCa
         except Exception as error:
             watch.stop()
             broke = who_broke(watch.store, rank, world.launch.world_size, nodes, case.id, error, args.timeout)
-            finish.notes.append(broke or f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: "
-                                f"{first_line(error)}")
+            finish.notes.append(broke or f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}")
             return finish.notes[-1]
     watch.stop()
     return None

@@ -151,8 +151,7 @@ def free_bytes(device: str, per_node: int) -> int | None:
     return None if available is None else available // max(1, per_node)
 
 
-def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], list[float]], per_node: int,
-              ) -> Operation:
+def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], list[float]], per_node: int) -> Operation:
     """This rank's buffers for ``case``, or CaseSkipped on every rank alike when any rank has too
     little free memory or runs out while allocating (the world stays in step for the next case)."""
     import torch

@@ -53,8 +53,7 @@ def _registered(objects: Sequence[ScenarioFamily[Any]]) -> dict[str, ScenarioFam
         if obj.op in table:
             raise ValueError(f"two scenario families are named {obj.op!r}")
         if obj.record.kind not in RUN_KINDS:
-            raise ValueError(f"{obj.op!r} is a {obj.record.kind} family in xferbench.families, not a scenario or "
-                             "concurrent one")
+            raise ValueError(f"{obj.op!r} is a {obj.record.kind} family in xferbench.families, not a scenario or concurrent one")
         table[obj.op] = obj
     return table
 

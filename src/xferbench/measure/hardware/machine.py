@@ -22,15 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .devices import DeviceBackend, available_devices
-from .probe import (
-    cuda_properties,
-    nvml_affinity,
-    nvml_facts,
-    nvml_handle,
-    nvml_session,
-    pci_bus_id,
-    text,
-)
+from .probe import cuda_properties, nvml_affinity, nvml_facts, nvml_handle, nvml_session, pci_bus_id, text
 
 __all__ = [
     "cache_resident",

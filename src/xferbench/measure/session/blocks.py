@@ -79,8 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if isinstance(text, str) and text != "paired":
         value = int(text) if text.isdecimal() else 0  # every decimal digit int() reads, nothing else
         if not 1 <= value <= _MOST_BLOCKS:
-            raise pytest.UsageError(f"argument --xfer-blocks: expected a whole number from 1 to {_MOST_BLOCKS}, got "
-                                    f"{text!r}")
+            raise pytest.UsageError(f"argument --xfer-blocks: expected a whole number from 1 to {_MOST_BLOCKS}, got {text!r}")
         config.option.xfer_blocks = value
 
 
