@@ -992,13 +992,12 @@ def test_a_size_whose_one_call_rounds_waited_states_no_gb_s_anywhere():
     assert rows["host pageable copy_ cpu", 64 * 2**20]["calls"].endswith("a wait for the CPU is part of them")
     assert rows["host pageable clone cpu", 1024]["bandwidth_gbps"] > 0  # a size that did not wait keeps its figure
     text, _ = Story.of(RunView.of(load([CPU_QUICK]))).scenarios["placement"]
-    assert text.endswith("Rounds that waited for the CPU (on the scheduler's ticks, or a median round beyond the fastest "
-                         "by 3/4 of a tick, and for rounds of many calls by half the fastest too: the median holds the "
+    assert text.endswith("Rounds that waited for the CPU, as the notice at the top reads them (each median holds the "
                          "wait): convert_on_cpu at 1.15 MiB, convert_on_cpu at 9.19 MiB.")
     # every size of the module's second move, its rounds of 100 calls, in order of size (a reading found 393 KiB,
     # 4.02 ms at fastest and 16.2 ms at the median, left out)
     text, _ = Story.of(RunView.of(load([CPU_QUICK]))).scenarios["module_to"]
-    assert text.endswith("the median holds the wait): again at 3.75 KiB, again at 393 KiB, again at 38.2 MiB.")
+    assert text.endswith("(each median holds the wait): again at 3.75 KiB, again at 393 KiB, again at 38.2 MiB.")
     assert "Rounds that waited" not in Story.of(RunView.of(load([CPU]))).scenarios["placement"][0]
 
 

@@ -182,9 +182,8 @@ def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
     waited = view.rows[(view.rows["op"] == op) & view.waited_for_cpu]  # the quick run's placement: 304 ms, 236 fastest
     said = ", ".join(f"{row['variant']} at {format_bytes(int(row['nbytes']))}"
                      for _, row in waited.sort_values("nbytes", kind="stable").iterrows())
-    waits = [f"Rounds that waited for the CPU (on the scheduler's ticks, or a median round beyond the fastest by 3/4 of a "
-             f"tick, and for rounds of many calls by half the fastest too: the median holds the wait): {said}."] if said else []
-    return " ".join([*scenario_findings(view, op), *waits]), caption
+    waits = [f"Rounds that waited for the CPU, as the notice at the top reads them (each median holds the wait): {said}."]
+    return " ".join([*scenario_findings(view, op), *(waits if said else [])]), caption
 
 
 def _host_placement(view: RunView) -> list[tuple[str, str]]:
@@ -194,8 +193,7 @@ def _host_placement(view: RunView) -> list[tuple[str, str]]:
     nodes = "; ".join(f"{gpu}: node {', '.join(str(n) for n in found) or '?'}" for gpu, found in placement.nodes.items())
     said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if placement.placed else []
     if placement.unplaced:
-        said.append(f"{placement.unplaced} case(s) where the GPU's node was unknown or off limits ran where the "
-                    "process did")
+        said.append(f"{placement.unplaced} case(s) where the GPU's node was unknown or off limits ran where the process did")
     if placement.spilled:
         said.append(f"{placement.spilled} case(s) spilled: a page of the buffer sat off the GPU's node (that node full)")
     return [("h2d / d2h host buffers", "; ".join(said))] if said else []
