@@ -743,3 +743,12 @@ def test_a_wait_in_every_round_is_read_against_a_larger_size_only_where_a_busy_r
     ticks = [timed("copy_", 2**n, [0.004, 0.008, 0.004, 0.008, 0.004]) for n in (10, 12)]  # on 4 ms ticks
     assert run_tick([bench_row(b, "r", None) for b in ticks]) == 0.004
     assert [r["waited_off_ticks"] for r in rows_of(benches + ticks, "r", None, True)][:2] == [False, False]
+
+
+def test_placement_blocks_the_pair_the_first_screen_judges():
+    """placement's first planned case converts on the CPU alone and touches no GPU; its pair, converted then moved
+    against moved then converted (the first screen's change), is what runs in blocks, on the first GPU."""
+    from xferbench.families.placement.run import plan
+
+    ids = blocked_ids("placement", plan(["cpu", "cuda:0", "cuda:1"], [8, 64, 256]))
+    assert ids == {"convert_then_move-256images-cpu->cuda:0": 5, "move_then_convert-256images-cpu->cuda:0": 5}

@@ -265,12 +265,12 @@ def test_bench_file_collects_with_fake_gpus(pytester):
     collected = [line for line in result.outlines if "::" in line]
     # bidir's variants are compared with each other: measured in paired blocks (session/blocks.py)
     assert "test_concurrent_bench.py::test_bidir[h2d+d2h-64MiB-cpu->cuda:0-block1of6]" in collected
-    assert "test_concurrent_bench.py::test_copy_kind[convert_nonblocking-64MiB-cpu->cuda:0]" in collected
+    assert "test_concurrent_bench.py::test_copy_kind[convert_nonblocking-64MiB-cpu->cuda:0-block1of6]" in collected
     assert "test_concurrent_bench.py::test_numa[d2h_remote-256MiB-cuda:0->cpu]" in collected
     assert "test_concurrent_bench.py::test_all_gpus_host[all_gpus_host-needs-two-accelerators]" in collected
     assert "test_concurrent_bench.py::test_peer_bidir[peer_bidir-needs-two-accelerators]" in collected
     assert "test_concurrent_bench.py::test_peer_all[peer_all-needs-three-accelerators]" in collected
-    assert len(collected) == 3 * 6 + 1 + 7 + 4 + 1 + 1  # bidir's 3 cases in 6 blocks each
+    assert len(collected) == 3 * 6 + 1 + 7 * 6 + 4 + 1 + 1  # bidir's 3 cases and copy_kind's 7 in 6 blocks each
 
 
 @pytest.mark.parametrize(("mode", "pairs"), [

@@ -58,9 +58,10 @@ REFERENCES: dict[str, tuple[Any, tuple[int, ...]]] = {
 PAIRED: dict[str, Any] = {
     "host": lambda case: True,  # clone against copy_ (a fresh destination), copy_ on its threads against one
     "create": lambda case: case.method in ("empty", "zeros"),  # zeros against empty: the first touch of pages
+    "placement": lambda case: case.variant != "convert_on_cpu",  # where to convert: the first screen's change
     "h2d": lambda case: True,  # pinned against pageable, blocking against not, .cuda(i) against .to('cuda:i')
     "d2h": lambda case: True,  # the .cpu() ladder's rungs, the fix, .cpu() against .to('cpu')
-    **{op: lambda case: True for op in ("bidir", "copy_overlap", "cuda_vs_to", "module_to", "pin_memory",
+    **{op: lambda case: True for op in ("bidir", "copy_kind", "copy_overlap", "cuda_vs_to", "module_to", "pin_memory",
                                          "d2h_kept", "d2h_registered")},  # each scenario's variants
 }
 
@@ -85,16 +86,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def blocked_ids(op: str, planned: Sequence[PlannedCase | Skipped], paired: bool = True) -> dict[str, int]:
     """The ids of ``op``'s cases measured in ``BLOCKS`` blocks, each with its blocks' fewest rounds: the paired cases
-    (``PAIRED``, unless not ``paired``; ``PAIRED_ROUNDS``) and the references (``REFERENCES``; ``BLOCK_ROUNDS``), of
-    the first planned dtype and the GPUs the first case touches."""
+    (``PAIRED``, unless not ``paired``; ``PAIRED_ROUNDS``) and the references (``REFERENCES``; ``BLOCK_ROUNDS``), each
+    of the first dtype and GPUs their first planned case touches."""
     if not (cases := [c for c in planned if not isinstance(c, Skipped)]):
         return {}
     def where(case: Any) -> tuple[Any, ...]:  # the dtype and the GPUs a case touches (both directions of one GPU alike)
         return getattr(case, "dtype", None), frozenset({case.src, case.dst} - {"cpu"})
 
-    cases = [c for c in cases if where(c) == where(cases[0])]
-    chosen = {c.id: PAIRED_ROUNDS for c in cases
-              if paired and op in PAIRED and PAIRED[op](c) and c.nbytes in _paired_sizes(cases)}
+    def alike(group: list[Any]) -> list[Any]:  # those of the group's first dtype and GPUs
+        return [c for c in group if where(c) == where(group[0])]
+
+    pairs = alike([c for c in cases if paired and op in PAIRED and PAIRED[op](c)])  # placement's first touches no GPU
+    chosen = {c.id: PAIRED_ROUNDS for c in pairs if c.nbytes in _paired_sizes(pairs)}
+    cases = alike(cases)
     if op in REFERENCES:
         is_reference, targets = REFERENCES[op]
         references = [c for c in cases if is_reference(c)]
