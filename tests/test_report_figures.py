@@ -183,7 +183,8 @@ class TestSimulated:
         # evidence (the cost model's pairs judge only its own figures), so it is not listed
         changes = re.findall(r"<li><strong>([^<]+)</strong>: (<span class=\"sim-tag\">)?", html)
         tag = '<span class="sim-tag">'
-        assert changes == [("Copy results into a reused pinned buffer", tag), ("Pin a tensor you move more than once", tag)]
+        assert changes == [("Copy results into a reused pinned buffer", tag), ("Convert an image batch on the GPU", tag),
+                           ("Pin a tensor you move more than once", tag)]
         markdown = (tmp_path / "sim.md").read_text()  # the Markdown alike: its banner no longer calls the host rows models
         assert "**Copy results into a reused pinned buffer**: simulated, not a measurement: saves" in markdown
         assert "**Copy a CPU tensor into a buffer you keep**" not in markdown

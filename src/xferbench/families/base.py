@@ -97,6 +97,8 @@ class Family:
     # The point of the report's "why" list its rows measure (one of WHY_POINTS) and the sentence that says what this
     # run measured of it, from the family's rows and how many runs the page reads
     why: tuple[str, Callable[[Any, int], str | None]] | None = None
+    # The changes to a user's code its rows price, for the first screen (analyze/report/changes.py ranks them)
+    changes: tuple[ChangeSpec, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

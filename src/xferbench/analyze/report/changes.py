@@ -1,10 +1,10 @@
 """The first screen: what to change in one's code on this machine, ranked by the time it saves in this run, and the
 table of moves at the largest common size.
 
-A change is families/core.py's ``CHANGES``: the call users make and the one to make instead, each a row of one run at
-one size (the largest common size where both ran, else the largest they share), judged by their ratio
-(``RunView.ratio``: paired blocks where measured so). A change the run cannot resolve, or that does not save, is not
-listed; its condition says who gets the gain and who pays what it needs. No torch here.
+A change is families/core.py's ``CHANGES`` or a scenario's (``Family.changes``): the call users make and the one to
+make instead, each a row of one run at one size (the largest common size where both ran, else the largest they
+share), judged by their ratio (``RunView.ratio``: paired blocks where measured so). A change the run cannot resolve, or
+that does not save, is not listed; its condition says who gets the gain and who pays what it needs. No torch here.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...families import FAMILIES
 from ...families.base import ChangeSpec
 from ...families.base import ms as _ms
 from ...families.base import span as _span
@@ -165,7 +166,8 @@ def first_screen(view: RunView, pinning: list[dict[str, Any]]) -> tuple[list[Cha
     source's condition cites); where it lists none, those it priced, each
     with its verdict (can't tell, or slower here), so that an empty list reads as the run's verdict, not as nothing
     measured (None where it priced none); and the box of moves (``at_a_glance``)."""
-    priced = [(spec, pair, view.ratio(*pair)) for spec in CHANGES if (pair := _pair(view, spec)) is not None]
+    specs = [*CHANGES, *(spec for family in FAMILIES.values() for spec in family.changes)]
+    priced = [(spec, pair, view.ratio(*pair)) for spec in specs if (pair := _pair(view, spec)) is not None]
     changes = [Change(spec, *pair, ratio, _condition(view, spec, *pair, pinning)) for spec, pair, ratio in priced
                if (ratio.resolved or ratio.apart) and ratio.value > 1]
     listed = ranked(changes)[:MOST]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...units import format_seconds
-from ..base import Family, of_variant, ratios
+from ..base import ChangeSpec, Family, of_variant, ratios
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,6 +23,11 @@ def finding(rows: pd.DataFrame) -> list[str]:
 
 RECORD = Family("placement", "Scenario: where to convert an image batch", "convert on the CPU then move, or move then convert",
                 "scenario", "tab:cyan", finding=finding,
+                changes=(ChangeSpec("convert-on-gpu", "Convert an image batch on the GPU",
+                                    "y = normalize(x).to(device)", "y = normalize(x.to(device))",
+                                    {"op": "placement", "variant": "convert_then_move"},
+                                    {"op": "placement", "variant": "move_then_convert"},
+                                    "x a uint8 batch: a quarter of the bytes cross the link"),),
                 caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
                         "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter. "
                         "The two differ in where the conversion runs as well as in the bytes moved: convert_on_cpu times "
