@@ -39,14 +39,16 @@ LATENCY_BYTES = 2**20
 
 
 def regime(row: pd.Series) -> tuple[str, str]:
-    """(``pageable`` where the case touches host memory that is not pinned, as a user's own tensor is, ``simulated``
-    where a cost model timed it, else ``device``; ``latency`` below 1 MiB, else ``bandwidth``). A no-op of a large
-    tensor stays ``bandwidth``: the latency regime's evidence (a 4 B copy's blocks) says nothing of how far a no-op's
-    medians wander under load (206 ns at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would judge no-ops
-    too strongly."""
+    """(``pageable`` where the case touches host memory that is not pinned, as a user's own tensor is, or stages through
+    it, ``simulated`` where a cost model timed it, else ``device``; ``latency`` below 1 MiB, else ``bandwidth``). A
+    no-op of a large tensor stays ``bandwidth``: the latency regime's evidence (a 4 B copy's blocks) says nothing of how
+    far a no-op's medians wander under load (206 ns at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would
+    judge no-ops too strongly."""
+    # copy_kind's blocking convert and strided moves from pinned memory stage through a pageable host temporary
+    staged = row.get("op") == "copy_kind" and row.get("method") in ("convert", "strided")
     # a rank's host memory reads "rank0:cpu", a gloo collective's "all:cpu"
     host = any(str(end).split(":")[-1] == "cpu" for end in (row.get("src"), row.get("dst"))) \
-        and row.get("host_memory") != "pinned"
+        and (row.get("host_memory") != "pinned" or staged)
     # torch.empty touches no byte at any size: its blocks say nothing of how a copy's bandwidth drifts
     untouched = row.get("op") == "create" and row.get("method") == "empty"
     small = int(row.get("nbytes") or 0) < LATENCY_BYTES or untouched
