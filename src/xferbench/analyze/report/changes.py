@@ -105,6 +105,8 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pin
                     f"{format_seconds(float(kept['median_s']))} a call kept against "
                     f"{format_seconds(float(freed['median_s']))} dropped at {size} (d2h_kept, first pass)")
         return f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call"
+    if spec.key == "convert-on-gpu" and (cpu := _cost_of(view, "placement", "convert_on_cpu", now)) is not None:
+        return f"{spec.condition}; the GPU converts ({format_seconds(float(cpu['median_s']))} on the CPU)"
     if spec.key == "pinned-source":
         row = next((r for r in pinning if r["size"] == int(now["nbytes"]) and r["copies"]), None)
         if row is not None:  # the break-even table's own verdict: one break-even per size on the page
@@ -116,11 +118,12 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pin
 def _kept(view: RunView, now: pd.Series, then: pd.Series, pin: pd.Series) -> str:
     """Whether a caller who keeps each result still saves, paying up to a cold pin_memory() for each buffer and the copy
     after the change (at its median): the call before against the two, the pin's rounds giving the spread (the H200 at
-    256 MiB: 181 ms against 134 + 4.94 ms, 1.3× (1.01-1.68), its width the run's drift); else that the run cannot say."""
+    256 MiB: 181 ms against 134 + 4.94 ms, before: 1.3× (1.01-1.68) as long, its width the run's drift); else that the
+    run cannot say."""
     both = pin.copy()
     both["median_s"] = float(pin["median_s"]) + float(then["median_s"])
     ratio = view.ratio(now, both)
-    said = f" (the call before took {ratio.text() if ratio.resolved else ratio.figures()} as long)"
+    said = f" (before: {ratio.text() if ratio.resolved else ratio.figures()} as long)"
     return ": with the copy, " + ("still a saving" if ratio.resolved and ratio.value > 1 else
                                   "whether still a saving, this run cannot say") + said
 

@@ -27,7 +27,7 @@ RECORD = Family("placement", "Scenario: where to convert an image batch", "conve
                                     "y = normalize(x).to(device)", "y = normalize(x.to(device))",
                                     {"op": "placement", "variant": "convert_then_move"},
                                     {"op": "placement", "variant": "move_then_convert"},
-                                    "x a uint8 batch: a quarter of the bytes cross the link"),),
+                                    "x uint8: a quarter of the bytes cross"),),
                 caption="An image batch arrives as uint8 and must become normalized float32 on the GPU. Converting on the CPU "
                         "first moves 4x the bytes; moving the uint8 batch and converting on the device moves a quarter. "
                         "The two differ in where the conversion runs as well as in the bytes moved: convert_on_cpu times "
