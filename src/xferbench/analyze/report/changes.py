@@ -105,7 +105,8 @@ def _price(view: RunView, spec: ChangeSpec, now: pd.Series, then: pd.Series, pin
                     f"{format_seconds(float(kept['median_s']))} a call kept against "
                     f"{format_seconds(float(freed['median_s']))} dropped at {size} (d2h_kept, first pass)")
         return f"{spec.condition}; a caller who keeps every result pays a fresh pinned allocation each call"
-    if spec.key == "convert-on-gpu" and (cpu := _cost_of(view, "placement", "convert_on_cpu", now)) is not None:
+    cpu = _cost_of(view, "placement", "convert_on_cpu", now) if spec.key == "convert-on-gpu" else None
+    if cpu is not None and cpu.get("clock") == now.get("clock"):  # a simulated move beside a real conversion: neither
         return f"{spec.condition}; the GPU converts ({format_seconds(float(cpu['median_s']))} on the CPU)"
     if spec.key == "pinned-source":
         row = next((r for r in pinning if r["size"] == int(now["nbytes"]) and r["copies"]), None)
