@@ -216,7 +216,7 @@ def test_the_fix_is_quoted_with_its_measured_gain(full):
     # the pin's rounds giving the spread: a saving for kept results too, no size quoted (181 - 134 - 4.94 = 42.1 ms is
     # the medians', 1.4 ms at the interval's near end; a reading found the pin alone's interval quoted)
     assert found[0].condition.endswith("kept results need a fresh pinned buffer each, at most a cold pin_memory() (134 ms "
-                                       "at 256 MiB): with the copy, still a saving (before: 1.3× "
+                                       "at 256 MiB): with the copy, still a saving (the call before: 1.3× "
                                        "(1.01-1.68) as long)")
     from xferbench.analyze.report.changes import _kept
 
@@ -224,7 +224,7 @@ def test_the_fix_is_quoted_with_its_measured_gain(full):
     (pin,) = [row for _, row in view.rows.iterrows() if row["variant"] == "pin_cold" and row["nbytes"] == now["nbytes"]]
     slower = then.copy()
     slower["median_s"] = 0.1 * float(pin["median_s"])  # a copy of 10% of that pin: the near end no longer clears 1
-    assert _kept(view, now, slower, pin) == (": with the copy, whether still a saving, this run cannot say ("
+    assert _kept(view, now, slower, pin) == (": with the copy, whether still a saving, this run cannot say (the call "
                                              "before: 1.23× (0.952-1.58) as long)")
     # the break-even table's count (134 ms over the h2d family's 32.4 - 4.9 ms = 4.9 copies): the same two copies as
     # the change's own saving, one break-even per size on the page (listed where the two scenarios that save more are

@@ -234,8 +234,7 @@ CHANGES: tuple[ChangeSpec, ...] = (
                "y.copy_(x, non_blocking=True); torch.cuda.synchronize()",
                {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
                {"op": "d2h", "method": "copy_", "host_memory": "pinned", "non_blocking": True},
-               "y = torch.empty_like(x, device='cpu', pin_memory=True) once; read y only after the "
-               "synchronize"),
+               "y = torch.empty_like(x, device='cpu', pin_memory=True) once; read y after the synchronize"),
     ChangeSpec("non-blocking-to", "The one-line fix", "y = x.cpu()", "y = x.to(torch.device('cpu'), non_blocking=True); "
                "torch.cuda.synchronize()", {"op": "d2h", "method": "cpu", "host_memory": "pageable", "non_blocking": False},
                {"op": "d2h", "method": "to", "non_blocking": True},

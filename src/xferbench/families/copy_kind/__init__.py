@@ -15,7 +15,7 @@ RECORD = Family("copy_kind", "Copy engine against kernel copies", ".to() of a co
                                     {"op": "copy_kind", "variant": "convert"},
                                     {"op": "copy_kind", "variant": "convert_nonblocking"},
                                     "x pinned: non_blocking converts on the GPU (holding x as float32), blocking on the "
-                                    "CPU; write x after a synchronize"),),
+                                    "CPU; write x after synchronizing"),),
                 caption="memcpy: a contiguous, same-dtype move is one DMA (or memcpy). strided: a non-dense view is first "
                         "made contiguous (on the host, in pageable memory; on the device, by a kernel). convert: .to(dev, "
                         "float16) converts on the CPU when blocking, on the GPU after a float32 copy when non_blocking. "
