@@ -182,8 +182,9 @@ def _scenario(view: RunView, op: str, caption: str) -> tuple[str, str]:
     waited = view.rows[(view.rows["op"] == op) & view.waited_for_cpu]  # the quick run's placement: 304 ms, 236 fastest
     said = ", ".join(f"{row['variant']} at {format_bytes(int(row['nbytes']))}"
                      for _, row in waited.sort_values("nbytes", kind="stable").iterrows())
-    waits = [f"Rounds that waited for the CPU, as the notice at the top reads them (each median holds the wait): {said}."]
-    return " ".join([*scenario_findings(view, op), *(waits if said else [])]), caption
+    waits = [f"Rounds that waited for the CPU, as the notice at the top reads them (each median holds the wait): "
+             f"{said}."] if said else []
+    return " ".join([*scenario_findings(view, op), *waits]), caption
 
 
 def _host_placement(view: RunView) -> list[tuple[str, str]]:
