@@ -44,8 +44,8 @@ def regime(row: pd.Series) -> tuple[str, str]:
     no-op of a large tensor stays ``bandwidth``: the latency regime's evidence (a 4 B copy's blocks) says nothing of how
     far a no-op's medians wander under load (206 ns at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would
     judge no-ops too strongly."""
-    # copy_kind's blocking convert and strided moves from pinned memory stage through a pageable host temporary
-    staged = row.get("op") == "copy_kind" and row.get("method") in ("convert", "strided")
+    # a family's staged methods (copy_kind's blocking convert and strided) go through a pageable host buffer
+    staged = (family := FAMILIES.get(str(row.get("op")))) is not None and row.get("method") in family.staged
     # a rank's host memory reads "rank0:cpu", a gloo collective's "all:cpu"
     host = any(str(end).split(":")[-1] == "cpu" for end in (row.get("src"), row.get("dst"))) \
         and (row.get("host_memory") != "pinned" or staged)

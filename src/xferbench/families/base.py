@@ -94,6 +94,9 @@ class Family:
     # Its calls that run the same PyTorch code, (column, values, the calls in words): their pairs measure the run's
     # drift (analyze/drift.py), and the report judges each pair by its own interval
     same_code: tuple[tuple[str, tuple[str, ...], str], ...] = ()
+    # Its methods that stage through a pageable host buffer though their source is pinned: judged by the pageable
+    # regime's drift (analyze/drift.py)
+    staged: tuple[str, ...] = ()
     # The point of the report's "why" list its rows measure (one of WHY_POINTS) and the sentence that says what this
     # run measured of it, from the family's rows and how many runs the page reads
     why: tuple[str, Callable[[Any, int], str | None]] | None = None

@@ -10,6 +10,7 @@ from ..base import ChangeSpec, Family
 
 RECORD = Family("copy_kind", "Copy engine against kernel copies", ".to() of a contiguous same-dtype tensor against a strided "
                 "or a dtype-converting one", "concurrent", "tab:cyan",
+                staged=("convert", "strided"),  # blocking: converted or made contiguous on the host first
                 changes=(ChangeSpec("convert-on-gpu-after-copy", "Convert dtype on the GPU",
                                     "y = x.to(device, torch.float16)", "y = x.to(device, torch.float16, non_blocking=True)",
                                     {"op": "copy_kind", "variant": "convert"},
