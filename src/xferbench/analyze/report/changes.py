@@ -130,9 +130,12 @@ def _kept(view: RunView, now: pd.Series, then: pd.Series, pin: pd.Series) -> str
 
 
 def _medians(now: pd.Series, then: pd.Series) -> str:
-    """``1.08 ms → 636 µs at 16 MiB``: the two medians a change's verdict is about."""
-    return (f"{format_seconds(float(now['median_s']))} → {format_seconds(float(then['median_s']))} at "
-            f"{format_bytes(int(now['nbytes']))}")
+    """``1.08 ms → 636 µs at 16 MiB``: the two medians a change's verdict is about, at the size in the scenario's own
+    unit where it has one (``at 256 images``: what a user batches, not the bytes it comes to)."""
+    unit = now.get("size_unit")
+    size = (f"{now['shape']} {unit}" if isinstance(unit, str) and unit != "bytes" and pd.notna(now.get("shape"))
+            else format_bytes(int(now["nbytes"])))
+    return f"{format_seconds(float(now['median_s']))} → {format_seconds(float(then['median_s']))} at {size}"
 
 
 def _faults(now: pd.Series, then: pd.Series) -> str:
