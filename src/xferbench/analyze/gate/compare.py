@@ -356,27 +356,16 @@ class NotCompared(VerdictRule[Matched]):
 
 
 class OneSide(VerdictRule[Matched]):
-    """A case only ``side`` measured."""
+    """A case only ``side`` measured: gone where the base side alone did, new where the new side did."""
 
-    side = ""
+    def __init__(self, verdict: str, side: str) -> None:
+        self.verdict, self.side = verdict, side
 
     def fires(self, case: Matched) -> bool:
         return case.only == self.side
 
     def why(self, case: Matched) -> str | None:
         return "its rounds waited for the CPU" if case.ticked else None  # its time holds a wait (OnTicks)
-
-
-class Gone(OneSide):
-    """Measured on the base side only."""
-
-    verdict, side = GONE, "base"
-
-
-class New(OneSide):
-    """Measured on the new side only."""
-
-    verdict, side = NEW, "new"
 
 
 class OnBusyMachine(VerdictRule[Matched]):
@@ -410,7 +399,8 @@ class OnTicks(VerdictRule[Matched]):
 _WHOSE = {"base": "the base side's", "new": "the new side's", "both": "both sides'"}
 
 #: compare's verdicts, in the order they are asked: the first that fires decides a case's.
-VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), Gone(), New(), OnTicks(), OnBusyMachine(), *JUDGED]
+VERDICTS: list[VerdictRule[Matched]] = [NotCompared(), OneSide(GONE, "base"), OneSide(NEW, "new"), OnTicks(), OnBusyMachine(),
+                                         *JUDGED]
 
 
 @dataclass(frozen=True)

@@ -134,25 +134,17 @@ class VerdictRule(Generic[C]):
         return None
 
 
-# A rule's verdict and direction are class attributes, not constructor arguments: the rules are made once, at import.
+class Significant(VerdictRule[Case]):
+    """Significant, ``slower`` or faster, and (where ``beyond``) beyond the floor: a regression or an improvement;
+    else said as a change within the floor, never "unchanged" (a 1.4x slowdown at z +9 inside a 2x floor is a
+    slowdown). Within the floor is asked after the floor rules, so it never takes a flag's case."""
 
-
-class Flagged(VerdictRule[Case]):
-    """Significant and beyond the floor, ``slower`` or faster."""
-
-    slower = True
+    def __init__(self, verdict: str, slower: bool, beyond: bool) -> None:
+        self.verdict, self.slower, self.beyond = verdict, slower, beyond
 
     def fires(self, case: Case) -> bool:
         e = case.evidence
-        return e is not None and e.significant and e.beyond and (e.z > 0) == self.slower
-
-
-class Regression(Flagged):
-    verdict, slower = REGRESSION, True
-
-
-class Improvement(Flagged):
-    verdict, slower = IMPROVEMENT, False
+        return e is not None and e.significant and (e.beyond or not self.beyond) and (e.z > 0) == self.slower
 
 
 class NotGated(VerdictRule[Case]):
@@ -163,25 +155,6 @@ class NotGated(VerdictRule[Case]):
 
     def fires(self, case: Case) -> bool:
         return case.evidence is not None and math.isinf(case.evidence.floor)
-
-
-class Within(VerdictRule[Case]):
-    """Significant but within the floor, ``slower`` or faster: said as such, never "unchanged" (a 1.4x slowdown at
-    z +9 inside a 2x floor is a slowdown)."""
-
-    slower = True
-
-    def fires(self, case: Case) -> bool:
-        e = case.evidence
-        return e is not None and e.significant and (e.z > 0) == self.slower
-
-
-class SlowerWithin(Within):
-    verdict, slower = SLOWER_WITHIN, True
-
-
-class FasterWithin(Within):
-    verdict, slower = FASTER_WITHIN, False
 
 
 class Unchanged(VerdictRule[Case]):
@@ -210,8 +183,10 @@ class CantTell(VerdictRule[Case]):
 
 
 #: The verdicts of a case both sides ran, in the order they are asked: the first that fires decides.
-JUDGED: list[VerdictRule[Case]] = [Regression(), Improvement(), NotGated(), SlowerWithin(), FasterWithin(), Unchanged(),
-                                    CantTell()]
+JUDGED: list[VerdictRule[Case]] = [
+    Significant(REGRESSION, slower=True, beyond=True), Significant(IMPROVEMENT, slower=False, beyond=True), NotGated(),
+    Significant(SLOWER_WITHIN, slower=True, beyond=False), Significant(FASTER_WITHIN, slower=False, beyond=False),
+    Unchanged(), CantTell()]
 
 
 def decide(rules: Sequence[VerdictRule[C]], case: C) -> VerdictRule[C]:
