@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..units import format_bytes, format_number, format_seconds
+from ..units import format_bytes, format_number, format_seconds, format_span
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -194,13 +194,12 @@ def order_of(op: object) -> int:
 
 # --- what the families' findings share (each takes its family's rows of ``analyze.results``) ---------------
 
-def span(values: pd.Series, digits: str = ".3g", joint: str = "-") -> str:
+def span(values: pd.Series, digits: str = ".3g") -> str:
     """``181-217`` (the lowest and the highest, the same format), or one figure when they round alike."""
     def text(value: float) -> str:  # 1,926, not 1.93e+03
         return format_number(value) if digits == ".3g" else f"{value:{digits}}"
 
-    low, high = text(values.min()), text(values.max())
-    return low if low == high else f"{low}{joint}{high}"
+    return format_span(text(values.min()), text(values.max()))  # figures with no unit: joined by "-"
 
 
 def ms(seconds: pd.Series) -> str:

@@ -70,9 +70,8 @@ def ratio_span(ratios: list[Ratio]) -> str:
     """Several comparisons of one kind in a few words: ``36.6-43.9× (33.1-48.2)`` where every one is resolved, else
     the least telling one's text where none is, else each one's text."""
     if all(r.resolved for r in ratios):
-        values, bounds = _span(pd.Series([r.value for r in ratios]), ".3g"), (min(r.low for r in ratios), max(r.high for r
-                                                                                                           in ratios))
-        interval = f"{bounds[0]:.3g}-{bounds[1]:.3g}"
+        values = _span(pd.Series([r.value for r in ratios]))
+        interval = f"{min(r.low for r in ratios):.3g}-{max(r.high for r in ratios):.3g}"
         return f"{values}×" if interval in (values, f"{values}-{values}") else f"{values}× ({interval})"
     if not any(r.resolved for r in ratios):
         return max(ratios, key=lambda r: r.could_see).text()
