@@ -223,6 +223,10 @@ def moved(op: str, nbytes: int, world_size: int, dtype: str = "float32") -> int:
     return max(blocks, nbytes // element // blocks * blocks) * element
 
 
+#: The variants of each op measured in more than one (the rest: none).
+_VARIANTS: dict[str, tuple[str | None, ...]] = {**dict.fromkeys(BOTH_PLACEMENTS, (None, IN_PLACE)), "overlap": OVERLAP_VARIANTS}
+
+
 def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, sizes: Sequence[int],
               dtype: str = "float32", rails: bool = False, rails_most: int | None = None) -> list[DistCase]:
     """Every case of a world whose ranks sit on ``nodes``, size by size; each case's ``nbytes`` is
@@ -238,12 +242,8 @@ def cases_for(world_size: int, nodes: Sequence[str], backend: str, device: str, 
                         for pair, crosses in links if 0 in pair or rails_most is None or requested <= rails_most]
                 if op == "send_recv":
                     out.append(DistCase(op, size, backend, world_size, device, dtype, variant=RING))
-            elif op in BOTH_PLACEMENTS:
-                out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in (None, IN_PLACE)]
-            elif op == "overlap":
-                out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in OVERLAP_VARIANTS]
             else:
-                out.append(DistCase(op, size, backend, world_size, device, dtype))
+                out += [DistCase(op, size, backend, world_size, device, dtype, variant=v) for v in _VARIANTS.get(op, (None,))]
     return out
 
 
