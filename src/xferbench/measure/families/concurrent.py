@@ -11,16 +11,15 @@ GPUs, the payloads and checks their real calls share, and ``time_concurrent``, w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...contract import Identity
 from ...units import format_size
 from ..cases import Skipped, accelerators, no_accelerator
-from ..hardware.devices import DeviceBackend, Wedged, accelerator_index
+from ..hardware.devices import DeviceBackend, accelerator_index
 from .base import Prepared, Sync
-from .scenario import missing_cuda
+from .scenario import missing_cuda, time_prepared
 
 if TYPE_CHECKING:
     from ..simulate import SimBackend
@@ -164,15 +163,17 @@ def time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: 
     builds the calls (the real ones, or the simulated machine's prices when ``simulator`` is given).
 
     Raises CannotRun (the caller skips) when memory is short or a NUMA placement is impossible, Wedged
-    when a peer family's copy is stuck (its GPUs are then refused to every later case).
+    when a peer family's copy is stuck (the caller then refuses its GPUs to every later case).
     """
-    from ..transfers import mark_wedged
+    from ..transfers import CannotRun, out_of_memory_skips
 
-    try:
-        return _time_concurrent(c, make, benchmark, backend, simulator)
-    except Wedged:
-        mark_wedged(c.gpus, c.id)  # its queued copy never ends: nothing more runs on these GPUs
-        raise
+    sync = _synchronizer(c, backend)
+    with out_of_memory_skips(c.size_label, backend):
+        try:
+            prepared = make(sync)
+        except NotPlaceable as reason:
+            raise CannotRun(str(reason)) from None
+        return time_prepared(c, prepared, sync, benchmark, simulator)
 
 
 def _synchronizer(c: Concurrent, backend: DeviceBackend) -> Sync:
@@ -190,27 +191,3 @@ def _synchronizer(c: Concurrent, backend: DeviceBackend) -> Sync:
             else:
                 wait_or_raise(backend, index, deadline)
     return sync
-
-
-def _time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: Any, backend: DeviceBackend,
-                     simulator: SimBackend | None) -> dict[str, Any]:
-    from ..hardware.faults import after_timing
-    from ..timing import CLOCK_SIMULATED, CLOCK_WALL
-    from ..transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
-
-    sync = _synchronizer(c, backend)
-    with out_of_memory_skips(c.size_label, backend):
-        try:
-            prepared = make(sync)
-        except NotPlaceable as reason:
-            raise CannotRun(str(reason)) from None
-        benchmark.group = f"{c.op} {c.src}->{c.dst}"
-        benchmark.extra_info.update(c.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED, **prepared.extra)
-        with nullcontext() if simulator is None else simulator.simulating():
-            for _ in range(WARMUP_CALLS):
-                prepared.target()
-            result = benchmark(prepared.target)
-        if simulator is None:  # runs for real (a simulated one prices its copies)
-            benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target)
-        prepared.check(result)
-    return benchmark.extra_info

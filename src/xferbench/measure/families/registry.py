@@ -85,11 +85,11 @@ def run(case: PlannedCase, benchmark: Any, backend: DeviceBackend, profile: str 
     simulator = simulator_for(backend, case.devices)
     if (rule := sync_rule(case.devices, case.op in PEER_OPS)) is not None:
         benchmark.extra_info["sync_rule"] = rule  # a peer family's synchronize has a deadline (concurrent._synchronizer)
-    if isinstance(case, Concurrent):
-        return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend, simulator)
     try:
+        if isinstance(case, Concurrent):
+            return time_concurrent(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend, simulator)
         return time_scenario(case, lambda sync: obj.prepared(case, simulator, sync), benchmark, backend, simulator, profile)
-    except Wedged:  # a sticky CUDA error on a synchronize: nothing more runs on its devices, as after a stuck copy
+    except Wedged:  # a stuck peer copy, or a sticky CUDA error on a synchronize: nothing more runs on its devices
         mark_wedged(case.devices, case.id)
         raise
 

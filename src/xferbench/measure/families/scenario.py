@@ -22,6 +22,7 @@ from .base import Prepared, Sync, device_sync
 
 if TYPE_CHECKING:
     from ..simulate import SimBackend
+    from .concurrent import Concurrent
 
 __all__ = ["DeviceMismatch", "Scenario", "checked_forward", "missing_cuda", "mlp", "time_scenario"]
 
@@ -177,36 +178,44 @@ def time_scenario(s: Scenario, make: Callable[[Sync], Prepared], benchmark: Any,
                   simulator: SimBackend | None, profile: str = "quick") -> dict[str, Any]:
     """Time scenario ``s`` with ``benchmark``, check its result, fill in extra_info. ``make`` builds
     the calls (the real ones, or the simulated machine's prices when ``simulator`` is given)."""
-    from ..hardware.faults import after_timing
-    from ..timing import CLOCK_SIMULATED, CLOCK_WALL
-    from ..transfers import WARMUP_CALLS, CannotRun, out_of_memory_skips
+    from ..transfers import CannotRun, out_of_memory_skips
 
     sync = device_sync(s.devices, backend)
     with out_of_memory_skips(s.size_label, backend):
         if simulator is None and (reason := missing_cuda(s.devices)):
             raise CannotRun(f"{s.op} {reason}")
-        prepared = make(sync)
-        try:
-            benchmark.group = f"{s.op} {s.src}->{s.dst}"
-            benchmark.extra_info.update(s.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
-                                        **prepared.extra)
-            with contextlib.nullcontext() if simulator is None else simulator.simulating():
-                sync()
-                if prepared.setup is None and prepared.teardown is None:
-                    # Warm up as run_case does: pytest-benchmark calibrates on its first call, which
-                    # would otherwise pay one-time costs (lazy kernel loading, cuBLAS, the first
-                    # cudaHostAlloc) and leave too few rounds for a significance test.
-                    for _ in range(WARMUP_CALLS):
-                        prepared.target()
-                    result = benchmark(prepared.target)
-                else:
-                    result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
-                                                rounds=SETUP_ROUNDS[profile], warmup_rounds=SETUP_WARMUP_ROUNDS)
-            if simulator is None:  # a scenario runs for real (a simulated one prices its device parts)
-                benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
-                                                                             prepared.teardown)
-            prepared.check(result)
-        finally:  # what the calls hold across rounds goes with the case, timed or failed
-            if prepared.close is not None:
-                prepared.close()
+        return time_prepared(s, make(sync), sync, benchmark, simulator, SETUP_ROUNDS[profile])
+
+
+def time_prepared(case: Scenario | Concurrent, prepared: Prepared, sync: Sync, benchmark: Any,
+                  simulator: SimBackend | None, rounds: int = SETUP_ROUNDS["quick"]) -> dict[str, Any]:
+    """Time a scenario's or a concurrent family's ``prepared`` calls with ``benchmark`` (``rounds``: where they have a
+    setup or teardown), count their page faults where they ran for real, check the result, fill in extra_info."""
+    from ..hardware.faults import after_timing
+    from ..timing import CLOCK_SIMULATED, CLOCK_WALL
+    from ..transfers import WARMUP_CALLS
+
+    try:
+        benchmark.group = f"{case.op} {case.src}->{case.dst}"
+        benchmark.extra_info.update(case.extra_info(), clock=CLOCK_WALL if simulator is None else CLOCK_SIMULATED,
+                                    **prepared.extra)
+        with contextlib.nullcontext() if simulator is None else simulator.simulating():
+            sync()
+            if prepared.setup is None and prepared.teardown is None:
+                # Warm up as run_case does: pytest-benchmark calibrates on its first call, which
+                # would otherwise pay one-time costs (lazy kernel loading, cuBLAS, the first
+                # cudaHostAlloc) and leave too few rounds for a significance test.
+                for _ in range(WARMUP_CALLS):
+                    prepared.target()
+                result = benchmark(prepared.target)
+            else:
+                result = benchmark.pedantic(prepared.target, setup=prepared.setup, teardown=prepared.teardown,
+                                            rounds=rounds, warmup_rounds=SETUP_WARMUP_ROUNDS)
+        if simulator is None:  # runs for real (a simulated one prices its device parts)
+            benchmark.extra_info["minor_faults_per_call"] = after_timing(benchmark, prepared.target, prepared.setup,
+                                                                         prepared.teardown)
+        prepared.check(result)
+    finally:  # what the calls hold across rounds goes with the case, timed or failed
+        if prepared.close is not None:
+            prepared.close()
     return benchmark.extra_info
