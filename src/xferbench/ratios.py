@@ -125,8 +125,9 @@ class Ratio:
         return f"{value}×" if low == value == high else f"{value}× ({low}-{high})"
 
     def order(self, a: str, b: str) -> str:
-        """``every round before took longer than every round after, in 6 interleaved blocks (51.3 ms against 23.9 ms
-        at most); how much, ``, of the sides ``a`` and ``b`` name: the order ``apart`` records, else ""."""
+        """``every round of the code before took longer than every round of the code after, in 6 interleaved blocks
+        (51.3 ms against 23.9 ms at most); how much, ``, of the sides ``a`` and ``b`` name: the order ``apart`` records,
+        else ""."""
         if self.apart is None:
             return ""
         blocks, slow, fast = self.apart

@@ -56,7 +56,7 @@ class Change:
         rounds but no interval sizes the saving, that order (the busy run's clone against copy_: ``Ratio.order``)."""
         if not self.ratio.resolved:
             return (f"saves time ({_medians(self.now, self.then)}{_faults(self.now, self.then)}): "
-                    + self.ratio.order("before", "after") + self.ratio.text())
+                    + self.ratio.order("of the code before", "of the code after") + self.ratio.text())
         # a paired ratio is the block ratios' mean, not the two medians' quotient: said so, lest a reader divide them
         how = f"{self.ratio.text()} faster block by block" if self.ratio.paired else f"{self.ratio.text()} faster"
         return f"saves {format_seconds(self.saved_s)} a call ({_medians(self.now, self.then)}: {how})"
@@ -154,11 +154,12 @@ def _unlisted(ratio: Ratio, now: pd.Series, then: pd.Series) -> str:
         return f"slower here, {ratio.faster().text()} as long"
     gives = "" if ratio.apart is None else ("saves" if ratio.value > 1 else "costs") + " time: "
     order = rounds_order(now, then) if ratio.apart is None else None  # interleaved, ``Ratio.order`` says it
-    slower, faster = ("before", "after") if ratio.value > 1 else ("after", "before")
+    sides = ("of the code before", "of the code after")  # not "before" alone: it reads as time, not code
+    slower, faster = sides if ratio.value > 1 else sides[::-1]
     after = "" if order is None else (
         f"; every round {slower} took longer than every round {faster} ({format_seconds(order[0])} against "
         f"{format_seconds(order[1])} at most), one case measured after the other: an order the run's drift could give too")
-    return gives + ratio.order("before", "after") + ratio.text() + after
+    return gives + ratio.order(*sides) + ratio.text() + after
 
 
 def ranked(changes: list[Change]) -> list[Change]:
