@@ -1205,7 +1205,8 @@ class TestVerdictRules:
         assert self.said(Matched(replace(quiet, high=1.3), **busy_default)) == (CANT_TELL, None)
         # Beyond the floor but not past the noise: the runs cannot tell, whoever ran busy; where the interval leaves out
         # 1, the row says why that is no flag
-        assert self.said(Matched(replace(slower, z=2.0), **busy_default)) == (CANT_TELL, "|z| 2.00, within 4")
+        assert self.said(Matched(replace(slower, z=2.0), **busy_default)) == (CANT_TELL,
+                                                                              "slower at 95% only: |z| 2.00, within 4")
         assert self.said(Matched(replace(slower, z=2.0, low=0.9), **busy_default)) == (CANT_TELL, None)
 
 
@@ -1523,4 +1524,5 @@ def test_a_faster_row_s_interval_reads_as_its_change():
     (row,) = [r for r in rows if r.path == "host pageable copy_ cpu" and r.nbytes == 2**20]
     (line,) = [line for line in to_text(rows, 1, 1).splitlines() if line.startswith("host pageable copy_ cpu       1 MiB")]
     assert re.search(r"4\.17x faster +1\.38-12\.65x", line) and (round(row.low, 2), round(row.high, 2)) == (0.08, 0.73)
-    assert line.endswith("can't tell (|z| 2.53, within 4; could see 9.61x)")  # why an interval without 1 is no flag
+    # why an interval without 1 is no flag, and which way it points
+    assert line.endswith("can't tell (faster at 95% only: |z| 2.53, within 4; could see 9.61x)")

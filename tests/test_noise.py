@@ -151,8 +151,9 @@ class TestJudge:
         def why(z: float, low: float, high: float) -> str | None:
             return CantTell().why(Case(Evidence(z=z, ratio=1.0, low=low, high=high, floor=1.0, z_bound=4.0)))
 
-        assert why(-2.46, 0.08, 0.73) == "|z| 2.46, within 4" and why(3.1, 1.9, 17.5) == "|z| 3.10, within 4"
-        assert why(3.996, 1.5, 3.5) == "|z| 4.00, within 4"  # the z column's "+4.0" is within, not at, the bound
+        assert why(-2.46, 0.08, 0.73) == "faster at 95% only: |z| 2.46, within 4"
+        assert why(3.1, 1.9, 17.5) == "slower at 95% only: |z| 3.10, within 4"
+        assert why(3.996, 1.5, 3.5) == "slower at 95% only: |z| 4.00, within 4"  # "+4.0" is within, not at, the bound
         assert why(1.0, 1.0, 3.0) is None and why(-1.0, 0.3, 1.0) is None and why(0.0, 0.5, 2.0) is None
         assert CantTell().why(Case(None)) is None
 
