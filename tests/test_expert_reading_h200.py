@@ -191,6 +191,18 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
             "<td class=\"small\">no β: every size measured is below α·β, where the fixed cost sets the time</td>") in html
 
 
+def test_no_half_of_beta_where_a_kept_size_lies_on_its_other_side(h200):
+    """A reading found the pageable d2h copy_'s half of β at 239 KiB, though 256 KiB reached 5.9 GB/s, 43% of its
+    β of 13.9 (its fastest rounds too stay under half): the line misplaces the knee, so no half of β is said; the
+    pinned copies, whose sizes sit on the sides the line puts them, keep theirs."""
+    rows = {row["path"]: row for row in fit_table(h200)}
+    pageable = rows["d2h pageable copy_ cuda:0->cpu"]
+    assert pd.isna(pageable["half_peak_bytes"])
+    assert pageable["no_half"] == "256 KiB reached 5.9 GB/s, 43% of β, though the line puts half of β at 239 KiB"
+    assert pageable["beta_basis"].endswith("though the line puts half of β at 239 KiB, so no half of β")
+    assert rows["d2h pinned non-blocking copy_ cuda:0->cpu"]["half_peak_bytes"] > 0
+
+
 def test_overlap_is_said_with_its_own_interval(h200, page):
     _, text = page
     # 992.9 / 752.8 = 1.319, with its rounds and the run's latency-bound pageable drift (4.0%): gloo moves host memory

@@ -3,7 +3,8 @@ path's β was obtained, the share of a roof, why pageable moves have no host roo
 
 Half of β is said only where the fit t = α + n/β holds: the line meets every size it kept within ``MODEL_MISS``x,
 no smaller size ran faster per byte than the largest (resolved), the sweep has a size on each side of it within
-``BRACKET``x, and β is not capped at the largest size's figure. The table and the key finding read the
+``BRACKET``x, no size it kept lies on the other side of it beyond its rounds' interval, and β is not capped at the
+largest size's figure. The table and the key finding read the
 same verdict. No torch here."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...families.base import span as _span
-from ...ratios import Ratio
+from ...ratios import Ratio, order_bounds
 from ...units import format_bytes, format_number, format_seconds, format_span
 from ..model import NoHostRoof, Wait, cache_bytes
 from ..view import MODEL_MISS, RunView
@@ -163,6 +164,24 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     return {"half_peak_bytes": float("nan"), "no_half": reason, "beta_basis": f"{fit['beta_basis']}; {reason}, so no half of β"}
 
 
+def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
+    """No half of β where a size the fit kept lies on the other side of it beyond its rounds' interval: the line meets
+    it within ``MODEL_MISS``x yet misplaces the knee (the H200's pageable d2h copy_: half of β at 239 KiB, but 256 KiB
+    reached 5.9 GB/s, 43% of its 13.9)."""
+    half, beta = float(fit["half_peak_bytes"]), float(fit["stated_gbps"])
+    rows = view.rows[view.rows["path"].eq(fit["path"]) & ~view.rows["nbytes"].isin(fit.get("left_out") or ())]
+    for _, row in rows.sort_values("nbytes").iterrows():
+        data = row["data"] if isinstance(row["data"], list) and len(row["data"]) > 1 else [row["median_s"]] * 2
+        fast, slow = (bound * float(row["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
+        n = int(row["nbytes"])
+        if (n > half and n / fast / 1e9 < beta / 2) or (n < half and n / slow / 1e9 > beta / 2):
+            reason = (f"{format_bytes(n)} reached {row['bandwidth_gbps']:.3g} GB/s, {row['bandwidth_gbps'] / beta:.0%} of β, "
+                      f"though the line puts half of β at {format_bytes(int(half))}")
+            return {"half_peak_bytes": float("nan"), "no_half": reason, "beta_basis": f"{fit['beta_basis']}; {reason}, so "
+                    "no half of β"}
+    return {}
+
+
 def _capped(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """No half of β where β is capped at what the largest size reached: α x that figure places half of β where no
     measured size says it lies (send_recv on the H200: 13.8 KiB, though 16 KiB already reached the capped β)."""
@@ -176,7 +195,7 @@ def half_of_beta(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     """What the report says of ``fit`` (a row of ``view.fits``) beyond the fit itself: ``half_peak_bytes`` NaN and
     ``no_half`` the reason where half of β is not stated, ``beta_basis`` saying so; empty where the fit holds."""
     said = dict(fit)
-    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed, _capped):
+    for check in (_no_half_where_the_model_misses, _no_ceiling_below_the_mid_sizes, _unbracketed, _wrong_side, _capped):
         said |= check(view, said)
     return {key: value for key, value in said.items() if key not in fit or value is not fit[key]}
 
