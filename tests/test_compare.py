@@ -537,7 +537,7 @@ class TestWriters:
         ]
 
     def test_change_wording(self):
-        assert made(ratio=1.004).change == "same" and made(ratio=0.996).change == "same"
+        assert made(ratio=1.004).change == "1.00x" and made(ratio=0.996).change == "1.00x"  # no verdict's word
         assert made(ratio=1.006).change == "1.01x slower"
         assert made(ratio=0.25).change == "4.00x faster"
         assert made(ratio=None, verdict="new").change == "new"
@@ -722,7 +722,7 @@ class TestCliVerdicts:
         assert main(["compare", str(SAMPLE), str(SAMPLE)]) == 0
         out = capsys.readouterr().out
         assert "0 regression(s), 0 improvement(s), 58 can't tell" in out and "in 58 case(s)" in out
-        assert "1.00x" not in out and out.count(" same ") == 58
+        assert out.count(" 1.00x ") == 58 and "x slower" not in out and "x faster" not in out
 
 
 class TestStepReset:

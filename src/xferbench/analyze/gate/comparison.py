@@ -60,7 +60,7 @@ class Comparison(Verdicted):
         if self.ratio is None or self.waited == "both":
             return self.verdict if self.ratio is None else "-"
         if abs(self.ratio - 1) < 0.005 and not self.waited:
-            return "same"
+            return "1.00x"  # not "same": beside a wide interval that would read as a verdict
         factor = max(self.ratio, 1 / self.ratio)
         # a bound is a figure a reader can use, however large (``_times`` caps only a plain ratio)
         shown = _times(factor) if not self.waited else f"{factor:,.0f}x" if factor >= 100 else f"{factor:.2f}x"
