@@ -40,6 +40,21 @@ def _step(again: pd.DataFrame, judge: Judge, shuffled: bool) -> str:
     return ""
 
 
+def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge) -> str:
+    """What another machine instance measured of the second move to ``dst`` at two sizes or more, where this one's
+    sizes ran in order and stepped: its span, and whether its own intervals find a step (a step the bytes set would
+    show in both: the H200's quick-scenarios took 62.3-66.6 µs from 3.75 KiB to 38.2 MiB, where full.json stepped at
+    3.82 MiB). Each instance is judged alone: none is set against the other."""
+    again = of_variant(rows, "again") if rows is not None else None
+    if again is None or again.empty:
+        return ""
+    said = [f" Another machine instance ({run}) took {ms(theirs['median_s'])} from {format_bytes(theirs['nbytes'].min())} "
+            f"to {format_bytes(theirs['nbytes'].max())}: " + ("a step too, by its own intervals." if _step(
+                theirs, judge, True) else "no step its own intervals resolve.")
+            for run, theirs in again[again["dst"] == dst].groupby("run") if theirs["nbytes"].nunique() > 1]
+    return "".join(said)
+
+
 def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
     """Where one size lies apart (``_apart``) from every other and the others do not (the H200's .to(cpu): 68-73.3 µs
     but 40.7 µs at 38.2 MiB), the others' span and that size named, with how its loop differed where it did (that row
@@ -100,7 +115,9 @@ def _which_rounds(row: pd.Series) -> str:
 def finding(rows: pd.DataFrame) -> list[str]:
     out, judge, shuffled = [], judge_of(rows), bool(rows.attrs.get("shuffled"))
     for dst, again in of_variant(rows, "again").sort_values("nbytes").groupby("dst"):
-        step = _step(again, judge, shuffled) or _odd_one(again, judge)
+        stepped = _step(again, judge, shuffled)
+        step = stepped + _elsewhere(rows.attrs.get("elsewhere"), dst, judge) if stepped and not shuffled else (
+            stepped or _odd_one(again, judge))
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
         flags = again.reindex(columns=["mixed_iterations", "on_ticks"])  # NaN where the run recorded neither
