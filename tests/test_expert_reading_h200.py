@@ -12,6 +12,7 @@ import pytest
 from handfed import visible_text
 from xferbench.analyze.drift import side
 from xferbench.analyze.load.results import load
+from xferbench.analyze.report import model_text
 from xferbench.analyze.report.distributed import distributed_findings
 from xferbench.analyze.report.model_text import fit_table
 from xferbench.analyze.report.page import write_report
@@ -213,6 +214,12 @@ def test_no_half_of_beta_where_a_kept_size_lies_on_its_other_side(h200):
     assert pageable["no_half"] == "256 KiB reached 5.9 GB/s, 43% of β, though the line puts half of β at 239 KiB"
     assert pageable["beta_basis"].endswith("though the line puts half of β at 239 KiB, so no half of β")
     assert rows["d2h pinned non-blocking copy_ cuda:0->cpu"]["half_peak_bytes"] > 0
+    # a size that ran from a cache reached no link's bandwidth: it places nothing
+    view = RunView.of(h200.results)
+    at = view.rows.index[view.rows["path"].eq("d2h pageable copy_ cuda:0->cpu") & view.rows["nbytes"].eq(2**18)]
+    view.__dict__["resident"] = view.resident.copy().where(~view.resident.index.isin(at), True)
+    fit = view.fits[view.fits["path"] == "d2h pageable copy_ cuda:0->cpu"].iloc[0].to_dict()
+    assert model_text._wrong_side(view, fit) == {} and "no_half" in model_text._wrong_side(h200, fit)
 
 
 def test_overlap_is_said_with_its_own_interval(h200, page):

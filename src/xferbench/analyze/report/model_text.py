@@ -170,6 +170,8 @@ def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     reached 5.9 GB/s, 43% of its 13.9)."""
     half, beta = float(fit["half_peak_bytes"]), float(fit["stated_gbps"])
     rows = view.rows[view.rows["path"].eq(fit["path"]) & ~view.rows["nbytes"].isin(fit.get("left_out") or ())]
+    # a size that ran from a cache reached no link's bandwidth (as ``_unbracketed``)
+    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)]
     for _, row in rows.sort_values("nbytes").iterrows():
         data = row["data"] if isinstance(row["data"], list) and len(row["data"]) > 1 else [row["median_s"]] * 2
         fast, slow = (bound * float(row["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
