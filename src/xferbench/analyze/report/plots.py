@@ -328,22 +328,18 @@ def device_matrix(view: RunView) -> Figure | str:
         return "No copies were measured."
     at = moves[(moves["nbytes"] == size) & ~view.waiting(moves)]  # a ‡ rate is no bandwidth: "–"
     best = at.groupby(["src", "dst"])["bandwidth_gbps"].max()
-    grid = np.full((len(devices), len(devices)), np.nan)
-    for (src, dst), gbps in best.items():
-        grid[devices.index(src), devices.index(dst)] = gbps
+    grid = best.unstack().reindex(index=devices, columns=devices).to_numpy(dtype=float)
     fig, ax = subplots(figsize=(1.2 * len(devices) + 3, 1.0 * len(devices) + 1.6))
     finite = grid[np.isfinite(grid) & (grid > 0)]
     # Log scale: same-device copies (hundreds of GB/s) and links (tens) differ by an order of magnitude or more.
     norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), finite.min() * 1.01))
     image = ax.imshow(np.where(np.isfinite(grid) & (grid > 0), grid, np.nan), cmap="viridis", norm=norm)
-    for i in range(len(devices)):
-        for j in range(len(devices)):
-            value = grid[i, j]
-            dark = np.isfinite(value) and value > 0 and norm(value) < 0.6
-            text = ax.text(j, i, "–" if not np.isfinite(value) else format_number(value), ha="center", va="center",
-                           color="w" if dark else "k", fontsize=10)
-            if np.isfinite(value):
-                tip(text, [f"{devices[i]} → {devices[j]}: best {format_number(value, 4)} GB/s at {format_bytes(size)}"])
+    for (i, j), value in np.ndenumerate(grid):
+        dark = np.isfinite(value) and value > 0 and norm(value) < 0.6
+        text = ax.text(j, i, "–" if not np.isfinite(value) else format_number(value), ha="center", va="center",
+                       color="w" if dark else "k", fontsize=10)
+        if np.isfinite(value):
+            tip(text, [f"{devices[i]} → {devices[j]}: best {format_number(value, 4)} GB/s at {format_bytes(size)}"])
     ax.set_xticks(range(len(devices)), [mathtext_safe(str(d)) for d in devices])
     ax.set_yticks(range(len(devices)), [mathtext_safe(str(d)) for d in devices])
     ax.set_xlabel("destination")
