@@ -170,12 +170,9 @@ def one_thread_faster(view: RunView, best: pd.Series) -> str:
     threads): the table beside the sentence shows it, so the sentence says it."""
     fits, beta = view.single_thread_fits, float(best["stated_gbps"])
     same = best["op"] == "host" and best["method"] == SINGLE_THREAD["method"]
-    if not same or fits.empty or not fits["stated_gbps"].notna().any() or float(fits["stated_gbps"].max()) <= beta:
+    if not same or fits.empty or not fits["stated_gbps"].notna().any() or (one := float(fits["stated_gbps"].max())) <= beta:
         return ""
-    one = float(fits["stated_gbps"].max())
-    noise = beta_noise(view)
-    if noise:
-        return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s: which of the two "
-                f"is faster: {noise}.")
-    return (f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} "
-            "GB/s, more than that: on this machine more threads made the host copy slower.")
+    reached = f" torch's copy_ on one thread (host copy_ single_thread) reached β = {one:.3g} GB/s"
+    if noise := beta_noise(view):
+        return f"{reached}: which of the two is faster: {noise}."
+    return f"{reached}, more than that: on this machine more threads made the host copy slower."
