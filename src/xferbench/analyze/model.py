@@ -87,9 +87,7 @@ def fit_alpha_beta(nbytes: np.ndarray, seconds: np.ndarray) -> Fit | None:
 
     The same sweep is fitted for the findings, the table and the figure: the result is cached.
     """
-    n = np.ascontiguousarray(nbytes, dtype=float)
-    t = np.ascontiguousarray(seconds, dtype=float)
-    return _fit_cached(n.tobytes(), t.tobytes())
+    return _fit_cached(*(np.ascontiguousarray(a, dtype=float).tobytes() for a in (nbytes, seconds)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -203,7 +201,7 @@ def cache_bytes(machine_info: Machine, op: str, src: str) -> tuple[int, str] | N
         sizes = [int(v) for v in (caches or {}).values() if isinstance(v, (int, float)) and v >= 1]  # a byte or more
         return (max(sizes), "host CPU cache") if sizes else None
     if op in _DEVICE_MEMORY_OPS:
-        device = _device_info(machine_info, src) or {}
+        device = fingerprint_of(machine_info).device(src) or {}
         size = device.get("l2_cache_bytes")
         return (int(size), f"{src} L2") if isinstance(size, (int, float)) and size > 0 else None
     return None
@@ -392,14 +390,10 @@ def practical_ceiling(machine_info: Machine, op: str, src: str, dst: str) -> tup
     return PCIE_PRACTICAL_GBPS.get(generation) if width == 16 and isinstance(generation, int) else None
 
 
-def _device_info(machine_info: Machine, device: str) -> dict[str, Any] | None:
-    return fingerprint_of(machine_info).device(device)
-
-
 def _pcie(machine_info: Machine, op: str, src: str, dst: str) -> tuple[Any, Any]:
     """The PCIe generation and width of a host-device move's GPU (None where the fingerprint does not say): the
     maximum, not the current, link, as GPUs drop to a lower PCIe generation when idle."""
-    device = _device_info(machine_info, dst if op == "h2d" else src) or {}
+    device = fingerprint_of(machine_info).device(dst if op == "h2d" else src) or {}
     return (device.get("pcie_max_generation") or device.get("pcie_generation"),
             device.get("pcie_max_width") or device.get("pcie_width"))
 
@@ -418,7 +412,7 @@ def link_peak(machine_info: Machine, op: str, src: str, dst: str) -> tuple[float
     if op == "peer":
         return _nvlink_peak(machine_info, src, dst)
     if op == "d2d":
-        device = _device_info(machine_info, src)
+        device = fingerprint_of(machine_info).device(src)
         if device and device.get("memory_peak_gbps"):
             # A copy reads and writes every byte over the same memory: bytes counted once
             # reach at most half the peak, so that half is what a copy is held against.
@@ -446,15 +440,14 @@ def pair_links(machine_info: Machine, src: str, dst: str) -> tuple[int, str] | N
     """The NVLinks a src -> dst peer copy can use, and how they join the pair: the links of each to an
     NVSwitch (the fewer of the two), or the links from src whose far end is dst's PCI address. 0 when the
     pair has none (it goes over PCIe); None when the fingerprint does not say (no NVML, an older run)."""
-    one, other = _device_info(machine_info, src), _device_info(machine_info, dst)
+    one, other = fingerprint_of(machine_info).device(src), fingerprint_of(machine_info).device(dst)
     if not one or not other:
         return None
     remote, far = one.get("nvlink_remote"), other.get("nvlink_remote")
     if not isinstance(remote, dict):
-        simulated = fingerprint_of(machine_info).simulated
         links = one.get("nvlink_links")
         # The simulated spec joins every pair alike, with its links: no pair facts to read.
-        return (links, SIMULATED_LINKS) if simulated and isinstance(links, int) else None
+        return (links, SIMULATED_LINKS) if fingerprint_of(machine_info).simulated and isinstance(links, int) else None
     mine, theirs = remote.get(NVSWITCH), far.get(NVSWITCH) if isinstance(far, dict) else None
     if isinstance(mine, int) and isinstance(theirs, int) and mine > 0 and theirs > 0:
         return min(mine, theirs), "via NVSwitch"
@@ -464,7 +457,7 @@ def pair_links(machine_info: Machine, src: str, dst: str) -> tuple[int, str] | N
 
 def _nvlink_peak(machine_info: Machine, src: str, dst: str) -> tuple[float, str] | None:
     """The NVLink roof of a peer copy: the pair's own links x its generation's rate; None without a link."""
-    device = _device_info(machine_info, src)
+    device = fingerprint_of(machine_info).device(src)
     rate = nvlink_gbps_per_link(device) if device else None
     links = pair_links(machine_info, src, dst)
     if rate is None or links is None or not links[0]:
