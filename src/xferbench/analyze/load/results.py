@@ -306,7 +306,6 @@ def load_file(source: Path | Document, run: str | None = None) -> tuple[dict[str
     else:
         path, data = source, _read(source)
     run = path.stem if run is None else run
-    when = data.get("datetime")
     ours, foreign = [], 0
     for bench in data["benchmarks"]:
         info = bench.get("extra_info") if isinstance(bench, dict) else None
@@ -321,7 +320,8 @@ def load_file(source: Path | Document, run: str | None = None) -> tuple[dict[str
             raise ResultsError(f"{path}: written by a newer xferbench (data schema {schema}); upgrade xferbench")
         ours.append(bench)
     try:
-        rows = rows_of(ours, run, when, busy_load(run_facts(data)) is not None)  # a case's blocks: one row from here on
+        # a case's blocks: one row from here on
+        rows = rows_of(ours, run, data.get("datetime"), busy_load(run_facts(data)) is not None)
     except ContractError as error:
         raise ResultsError(f"{path}: {error}") from None
     if not rows:
@@ -348,8 +348,7 @@ def load(paths: Sequence[Path | Document], prefer: str | None = None) -> Results
         unique.setdefault(_file_identity(file), file)  # the first name given
     files = list(unique.values())
     named = [f.path if isinstance(f, Document) else f for f in files]
-    runs = run_names(named)
-    return assemble([(path, *load_file(f, run)) for path, f, run in zip(named, files, runs, strict=True)], prefer)
+    return assemble([(path, *load_file(f, run)) for path, f, run in zip(named, files, run_names(named), strict=True)], prefer)
 
 
 def run_names(paths: Sequence[Path]) -> list[str]:
@@ -370,8 +369,7 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     named = [path for path, _, _, _ in files]
     loaded = sorted(files, key=lambda item: str(item[1].get("datetime") or ""))
     _one_machine([(f, data.get("machine_info") or {}) for f, data, _, _ in loaded])
-    rows = [row for _, _, file_rows, _ in loaded for row in file_rows]
-    every = frame_from_rows(rows)
+    every = frame_from_rows([row for _, _, file_rows, _ in loaded for row in file_rows])
     if prefer is not None and prefer not in set(every["run"]):
         raise ResultsError(f"no run named {prefer!r} among the files given (a run is a file's name without .json, or "
                            f"its path where files share one: {', '.join(sorted(set(every['run'])))})")
