@@ -216,10 +216,8 @@ class TorchBackend:
         return poll(event.query, seconds, where=where)
 
     def device_name(self, index: int) -> str:
-        if self.type == "cuda":
-            return self._torch.cuda.get_device_name(index)
-        if self.type == "xpu":
-            return self._torch.xpu.get_device_name(index)
+        if self.type in ("cuda", "xpu"):
+            return getattr(self._torch, self.type).get_device_name(index)
         return f"{self.type}:{index}"
 
     def memory_info(self, index: int) -> tuple[int, int] | None:
