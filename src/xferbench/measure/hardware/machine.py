@@ -142,11 +142,8 @@ def run_facts(start: dict[str, Any] | None, started: str | None, boot_id: Path =
 
 
 def _device(backend: DeviceBackend, index: int, props: Any) -> dict[str, Any]:
-    if props is not None:
-        memory: int | None = int(props.total_memory)
-    else:  # not CUDA (or a fake): the backend's own answer
-        answer = backend.memory_info(index)
-        memory = None if answer is None else answer[1]
+    # not CUDA (or a fake): the backend's own answer
+    memory = int(props.total_memory) if props is not None else (backend.memory_info(index) or (None, None))[1]
     return {
         "index": index,
         "device": f"{backend.type}:{index}",
