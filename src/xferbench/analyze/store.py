@@ -184,8 +184,7 @@ def _received(folder: Path) -> list[str]:
 def _retain(folder: Path, keep: int, pushed: set[str]) -> None:
     """Keep the ``keep`` runs of one machine's folder the store received last, and every run being pushed (``pushed``
     are received now, at the end); the order is written to ``received.txt`` for the next push."""
-    order = _received(folder)
-    order = [name for name in order if name not in pushed] + [name for name in order if name in pushed]
+    order = sorted(_received(folder), key=lambda name: name in pushed)  # stable: the pushed runs last, each in order
     older = [name for name in order if name not in pushed]
     for name in older[:max(0, len(order) - keep)]:
         (folder / name).unlink()
@@ -342,15 +341,13 @@ def path_trends(runs: list[Results]) -> list[Plot]:
         run_ticks(ax, names)
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
         ax.grid(True, alpha=0.3)
-        caption = trend_caption(str(path), len(runs), len(changes))
-        plots.append(as_plot(f"trend-{len(plots)}", f"Trend: {path}", caption, fig))
+        plots.append(as_plot(f"trend-{len(plots)}", f"Trend: {path}", trend_caption(str(path), len(runs), len(changes)), fig))
     return plots
 
 
 def _summary(folder: Path, stored: Stored) -> dict[str, Any]:
-    identity = machine_identity(stored.newest.machine_info)
     return {"machine": folder.name, "runs": len(stored.summaries), "newest": stored.summaries[-1].datetime,
-            "identity": {k: v for k, v in identity.items() if v is not None}}
+            "identity": {k: v for k, v in machine_identity(stored.newest.machine_info).items() if v is not None}}
 
 
 def dashboard(root: Path, machines: list[str] | None = None, force: bool = False) -> Path:
