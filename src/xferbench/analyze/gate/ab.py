@@ -368,8 +368,7 @@ def _judged(base_cmd: str, head_cmd: str, blocks: int, confirm: int, floor: floa
         where = {(p, n): i for i, (p, n) in enumerate(zip(fresh_paths, fresh_sizes, strict=True))}
         for i in flagged:
             j = where.get((paths[i], sizes[i]))
-            direction = "greater" if first[i][0] > 0 else "less"
-            confirm_p[i] = signed_rank(fresh[j], direction) if j is not None else 1.0
+            confirm_p[i] = signed_rank(fresh[j], "greater" if first[i][0] > 0 else "less") if j is not None else 1.0
     cases = []
     for i, (hl, low, high, p, is_flagged, limit) in enumerate(first):
         if not is_flagged:  # "unchanged" only where the interval rules out a change past the floor (1.73x in 0.68-2.22x)
@@ -398,9 +397,8 @@ def _cells(c: AbCase) -> list[str]:
 
 
 def _summary(cases: list[AbCase], alpha: float) -> str:
-    regressions = sum(c.regression for c in cases)
-    blocks = cases[0].blocks if cases else 0
-    return (f"{regressions} confirmed regression(s) in {len(cases)} case(s) over {blocks} interleaved blocks "
+    return (f"{sum(c.regression for c in cases)} confirmed regression(s) in {len(cases)} case(s) over "
+            f"{cases[0].blocks if cases else 0} interleaved blocks "
             f"(Wilcoxon signed-rank p < {alpha:g} and beyond the floor, then again on fresh blocks)")
 
 
@@ -413,8 +411,7 @@ def to_text(cases: list[AbCase], alpha: float = AB_ALPHA, differences: Sequence[
     rows = [_HEAD] + [_cells(c) for c in cases]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines += ["", _summary(cases, alpha)]
-    return "\n".join(lines + ([] if differences is None else [_differ_line(differences)]))
+    return "\n".join([*lines, "", _summary(cases, alpha), *([] if differences is None else [_differ_line(differences)])])
 
 
 def to_markdown(run: AbRun, alpha: float = AB_ALPHA) -> str:
