@@ -179,9 +179,7 @@ def noop_cost(view: RunView) -> Said | None:
     device = noops.groupby("src")["method"].count().sort_index(key=lambda d: d.str.startswith("cpu")).index[0]
     # Each form's medians as measured, one per size: a span where the sizes differ, never their mean (no case timed it).
     on = noops[noops["src"] == device]
-    rows = sorted(((method, variant), group["median_s"]) for (method, variant), group
-                  in on.groupby(["method", on["variant"].fillna("")]))
-    rows.sort(key=lambda form: float(form[1].min()))
+    rows = sorted(on.groupby(["method", on["variant"].fillna("")])["median_s"], key=lambda form: float(form[1].min()))
     forms = ", ".join(f"{noop_call(method, device, variant or None)} {_span(seconds * 1e9, ',.0f')} ns"
                       for (method, variant), seconds in rows)
     notes = []
