@@ -123,10 +123,9 @@ def _paired_sizes(cases: Sequence[PlannedCase]) -> set[int]:
 def block_params(case: PlannedCase, count: int, max_time: float, min_rounds: int = PAIRED_ROUNDS) -> list[Any]:
     """``case`` as ``count`` pytest params, one per block, each timed for ``max_time / count``, ``min_rounds`` at
     least."""
-    blocks = [Block(index, count, case.id) for index in range(count)]
     timing = pytest.mark.benchmark(max_time=max_time / count, min_rounds=min_rounds)
-    return [pytest.param(case, id=block.param_id, marks=[pytest.mark.xfer_block(block.index, block.count, case.id),
-                                                         timing]) for block in blocks]
+    return [pytest.param(case, id=Block(index, count, case.id).param_id,
+                         marks=[pytest.mark.xfer_block(index, count, case.id), timing]) for index in range(count)]
 
 
 def block_of(item: pytest.Item) -> Block | None:
