@@ -134,9 +134,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if not configured(config) or not hasattr(config.option, "benchmark_max_time"):
         return
-    backend = settings_of(config).backend
     found = estimate(_planned(session.items), float(config.getoption("benchmark_max_time")), slowdown_now(),
-                     bool(backend.simulated))
+                     bool(settings_of(config).backend.simulated))
     config.stash[_ESTIMATE] = (found, time.perf_counter())
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
