@@ -301,10 +301,8 @@ def _claim(tmp: str, target: Path) -> Path:
     name, suffix = (target.name[:-8], ".json.gz") if target.name.endswith(".json.gz") else (target.stem, target.suffix)
     candidate, counter = target, 1
     while True:
-        try:
+        with contextlib.suppress(FileExistsError):
             os.link(tmp, candidate)
-            break
-        except FileExistsError:
-            candidate, counter = target.with_name(f"{name}.{counter}{suffix}"), counter + 1
-    Path(tmp).unlink()
-    return candidate
+            Path(tmp).unlink()
+            return candidate
+        candidate, counter = target.with_name(f"{name}.{counter}{suffix}"), counter + 1
