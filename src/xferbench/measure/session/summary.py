@@ -77,10 +77,9 @@ def _unsaved_json(config: pytest.Config) -> dict[str, Any] | None:
     session = benchmark_session(config)
     if session is None or not getattr(session, "benchmarks", None):
         return None
-    document: dict[str, Any] = config.hook.pytest_benchmark_generate_json(
+    return config.hook.pytest_benchmark_generate_json(
         config=config, benchmarks=session.benchmarks, include_data=False, machine_info=session.get_machine_info(),
         commit_info={})
-    return document
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-benchmark's tables: the last thing the reader sees
