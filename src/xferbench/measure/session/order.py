@@ -46,8 +46,7 @@ def _seed(text: str) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    text = config.getoption("xfer_shuffle", None)
-    if text is not None:
+    if (text := config.getoption("xfer_shuffle", None)) is not None:
         config.stash[_SEED] = _seed(str(text))
 
 

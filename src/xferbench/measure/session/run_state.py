@@ -85,8 +85,7 @@ def annotate(info: dict[str, Any], state: RunState, gpus: Sequence[str] = ()) ->
     readings = [clocks_and_link_now(state.nvml, state.handles[i]) for i in _measured(info, gpus) if i in state.handles]
     for key in readings[0] if readings else ():
         # Several GPUs at once: the lowest clock and link among them, the one that holds the others back.
-        values = [value for reading in readings if isinstance(value := reading[key], int)]
-        if values:
+        if values := [value for reading in readings if isinstance(value := reading[key], int)]:
             info[key] = min(values)
 
 
