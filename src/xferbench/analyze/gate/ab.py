@@ -287,8 +287,7 @@ def _run_blocks(base_cmd: str, head_cmd: str, blocks: int, rng: np.random.Genera
         order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
         for side in order:
             name = f"block{kept_from + block:03d}-{side}.json"
-            result = _private(runner, base_cmd if side == "base" else head_cmd, name, kept)
-            (bases if side == "base" else heads).append(result)
+            (bases if side == "base" else heads).append(_private(runner, base_cmd if side == "base" else head_cmd, name, kept))
         if why := refusal(Sides([bases[-1]], [heads[-1]], names=("base", "head")), BLOCK_REFUSALS):
             raise Refused(why)
         say(f"block {block + 1}: ran {order[0]} then {order[1]}")
