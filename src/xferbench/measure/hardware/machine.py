@@ -89,10 +89,9 @@ PROC_STAT = Path("/proc/stat")
 def load_snapshot(stat: Path = PROC_STAT) -> dict[str, Any]:
     """The counters ``machine_load`` needs at one moment: wall clock, this process's CPU time, /proc/stat."""
     times = os.times()
-    try:
+    jiffies: list[int] = []
+    with suppress(OSError, ValueError):  # not Linux
         jiffies = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:9]]
-    except (OSError, ValueError):  # not Linux
-        jiffies = []
     return {"wall": times.elapsed, "own": times.user + times.system + times.children_user + times.children_system,
             "jiffies": jiffies if len(jiffies) == 8 else None, "load": _loadavg()}
 
@@ -134,10 +133,9 @@ def run_facts(start: dict[str, Any] | None, started: str | None, boot_id: Path =
     """What varies from run to run of one machine, kept beside ``machine_info`` (never in it: pytest-benchmark's
     ``--benchmark-compare`` takes any difference there for another machine): which boot of the machine it ran in,
     when it started (ISO-8601 UTC), and the load around it (``machine_load``)."""
-    try:
-        boot: str | None = boot_id.read_text().strip() or None
-    except OSError:  # not Linux
-        boot = None
+    boot: str | None = None
+    with suppress(OSError):  # not Linux
+        boot = boot_id.read_text().strip() or None
     return {"boot_id": boot, "started": started, "load": machine_load(start, stat)}
 
 
@@ -207,20 +205,17 @@ def host_cache_bytes(root: Path = SYSFS_CPU, cpus: Iterable[int] | None = None) 
 def transparent_hugepage(path: Path = SYSFS_THP) -> str | None:
     """The kernel's transparent huge pages mode (``always``, ``madvise`` or ``never``: the one
     sysfs shows in brackets), None where it does not say."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return None
-    match = re.search(r"\[(\w+)\]", text)
-    return match.group(1) if match else None
+    with suppress(OSError):
+        match = re.search(r"\[(\w+)\]", path.read_text())
+        return match.group(1) if match else None
+    return None
 
 
 def glibc_version() -> str | None:
     """The C library's version, e.g. ``2.36``; None when it is not glibc (musl, macOS)."""
-    try:
+    confstr: str | None = None
+    with suppress(ValueError, OSError, AttributeError):
         confstr = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36": the library loaded, not the one linked
-    except (ValueError, OSError, AttributeError):
-        confstr = None
     if confstr and confstr.startswith("glibc "):
         return confstr.split()[1]
     library, version = platform.libc_ver()
@@ -313,11 +308,10 @@ def _add_nvml(info: dict[str, Any], props: list[Any]) -> None:
 
 def numa_node(device: Path) -> int | None:
     """The NUMA node of a sysfs PCI device; None where sysfs does not say."""
-    try:
+    with suppress(OSError, ValueError):
         node = int((device / "numa_node").read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return node if node >= 0 else None  # -1: a machine of one node, or firmware that does not say
+        return node if node >= 0 else None  # -1: a machine of one node, or firmware that does not say
+    return None
 
 
 def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
@@ -327,8 +321,7 @@ def _add_numa(device: dict[str, Any], nvml_affinity: set[int] | None) -> None:
         device["numa_node"] = numa_node(SYSFS_PCI / bus_id)
     affinity = nvml_affinity or gpu_local_cpus(bus_id)
     device["cpu_affinity"] = cpu_list(affinity)
-    process = _process_cpus()
-    if affinity and process:
+    if affinity and (process := _process_cpus()):
         # Host buffers land on the node of the CPU that first touches them: a process
         # allowed outside the GPU's node may place them across the socket link.
         device["host_numa_local"] = process <= affinity
