@@ -396,9 +396,8 @@ def parse_device_list(text: str, available: Sequence[str]) -> list[str]:
         return list(available)
     if not (devices := [parse_device(token) for token in text.split(",") if token.strip()]):
         raise ValueError("no device given; write all or a list such as cpu,cuda:0")
-    for device in devices:
-        if device not in available:
-            raise ValueError(f"{device} does not exist on this machine; it has: {', '.join(available)}")
+    if missing := [device for device in devices if device not in available]:
+        raise ValueError(f"{missing[0]} does not exist on this machine; it has: {', '.join(available)}")
     return list(dict.fromkeys(devices))
 
 
