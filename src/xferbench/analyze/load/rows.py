@@ -108,17 +108,15 @@ def bench_row(bench: dict[str, Any], run: str, when: str | None) -> dict[str, An
     for name in ("name", "group"):
         if bench.get(name) is not None and not isinstance(bench[name], str):
             raise ContractError(f"{name!r} must be a string, got {bench[name]!r:.60}")
-    median = stats["median_s"]
     row: dict[str, Any] = {"run": run, "datetime": when, "name": bench.get("name"), "group": bench.get("group")}
     row |= {name: getattr(identity, name) for name in IDENTITY}
     row |= {"shape": "x".join(map(str, identity.shape)), **measured, **stats}
     # The time of one transfer: a ping-pong call carries the payload there and back.
-    row["transfer_s"] = median / 2 if measured["round_trip"] else median
+    row["transfer_s"] = stats["median_s"] / (2 if measured["round_trip"] else 1)
     # GB = 1e9 bytes, bytes counted once; a no-op moves nothing.
     moves = _moves_payload(identity.op, identity.variant)
     row["bandwidth_gbps"] = identity.nbytes / row["transfer_s"] / 1e9 if moves else math.nan
-    factor = measured["bus_factor"]
-    row["busbw_gbps"] = row["bandwidth_gbps"] * factor if factor is not None else math.nan
+    row["busbw_gbps"] = row["bandwidth_gbps"] * measured["bus_factor"] if measured["bus_factor"] is not None else math.nan
     row["path"], row["case_key"] = identity.path, identity.key
     options = bench.get("options")  # the clock that timed it (pytest-benchmark's --benchmark-timer)
     row["timer"] = str(options["timer"])[:80] if isinstance(options, dict) and options.get("timer") is not None else None
