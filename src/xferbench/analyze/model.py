@@ -440,14 +440,14 @@ def pair_links(machine_info: Machine, src: str, dst: str) -> tuple[int, str] | N
     """The NVLinks a src -> dst peer copy can use, and how they join the pair: the links of each to an
     NVSwitch (the fewer of the two), or the links from src whose far end is dst's PCI address. 0 when the
     pair has none (it goes over PCIe); None when the fingerprint does not say (no NVML, an older run)."""
-    one, other = fingerprint_of(machine_info).device(src), fingerprint_of(machine_info).device(dst)
-    if not one or not other:
+    facts = fingerprint_of(machine_info)
+    if not (one := facts.device(src)) or not (other := facts.device(dst)):
         return None
     remote, far = one.get("nvlink_remote"), other.get("nvlink_remote")
     if not isinstance(remote, dict):
         links = one.get("nvlink_links")
         # The simulated spec joins every pair alike, with its links: no pair facts to read.
-        return (links, SIMULATED_LINKS) if fingerprint_of(machine_info).simulated and isinstance(links, int) else None
+        return (links, SIMULATED_LINKS) if facts.simulated and isinstance(links, int) else None
     mine, theirs = remote.get(NVSWITCH), far.get(NVSWITCH) if isinstance(far, dict) else None
     if isinstance(mine, int) and isinstance(theirs, int) and mine > 0 and theirs > 0:
         return min(mine, theirs), "via NVSwitch"
