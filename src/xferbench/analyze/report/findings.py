@@ -464,17 +464,6 @@ def why_measured(view: RunView, listed: set[str]) -> dict[str, str | None]:
     return said
 
 
-def _elsewhere(view: RunView, op: str, rows: pd.DataFrame) -> pd.DataFrame | None:
-    """The rows of ``op`` other machine instances measured than the one ``rows`` read, those no figure reads too (a
-    case measured in both is read from one run: the H200's quick-scenarios module moves); None with one instance."""
-    if not view.several_instances:
-        return None
-    runs = set(rows["run"].astype(str))
-    mine = {run for instance in view.instances if runs & set(instance.runs) for run in instance.runs}
-    every = view.measured
-    return every[every["op"].eq(op) & ~every["run"].astype(str).isin(mine)]
-
-
 def scenario_findings(view: RunView, op: str) -> list[str]:
     """Sentences for one scenario or concurrent family's section, from its rows (its record's ``finding``): those of
     one machine instance, the one that measured most of the family (ties: the newest), and a word on the rows of another
@@ -482,12 +471,13 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     comparisons judged by ``RunView.ratio`` (``rows.attrs["ratio"]``), and its same-code pairs' verdict where it has
     some."""
     rows, instance, left = view.one_instance_rows(view.rows[view.rows["op"] == op])
+    elsewhere = view.elsewhere(rows)
     finding = family(op).finding if op in FAMILIES else None
     if rows.empty or (finding is None and not view.drift.pairs_of(op)):
         return []
     rows = rows.copy()
     rows.attrs["ratio"] = Rule(view.ratio)  # families.base: every comparison a family draws, with its own interval
-    rows.attrs["elsewhere"] = _elsewhere(view, op, rows)
+    rows.attrs["elsewhere"] = elsewhere
     rows.attrs["shuffled"] = view.shuffled
     said = finding(rows) if finding is not None else []
     if (verdict := drift_text.verdict(view, op)) is not None:
