@@ -145,10 +145,10 @@ def test_a_second_module_move_says_the_step_that_lines_up_with_size(page):
             "from 3.82 MiB: a step of 1.64× (1.33-2.02) though nothing is copied (every parameter tensor is visited); the "
             "sizes ran one after another, so whether it follows the size or the time, can't tell (--xfer-shuffle would).")\
         in text
-    # the other instance measured three of those sizes too, no figure reads them: a reading found they show no step,
-    # so it is said, each instance judged alone, never one set against the other
+    # the other instance measured three of those sizes too, no figure reads them: a reading found they show no drop,
+    # so its growth is said with its own interval, each instance judged alone, never one set against the other
     assert ("can't tell (--xfer-shuffle would). Another machine instance (quick-scenarios) took 62.3-66.6 µs from 3.75 "
-            "KiB to 38.2 MiB: no step its own intervals resolve. The first move") in text
+            "KiB to 38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long. The first move") in text
     # the odd one out ran 100 calls a round where the others ran 14-15: the loop, not the bytes, differs
     assert ("A second .to(cpu) of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of parameters, but "
             "40.7 µs at 38.2 MiB (that case ran 100 calls a round, the others 14-15: the loop differs, so the run cannot "
@@ -167,11 +167,11 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
     assert "a step of 1.7× (" in module_to_finding(rows(0.05, False))[0]
     assert "whether it follows the size or the time, can't tell" in module_to_finding(rows(0.05, False))[0]
     assert module_to_finding(rows(0.05, True))[0].endswith("and it lines up with size (the cases ran shuffled).")
-    # another instance's step is judged by its own intervals, and said only beside an unshuffled step
+    # another instance's growth is judged by its own intervals, and said only beside an unshuffled step
     stepped = rows(0.05, False)
     stepped.attrs["elsewhere"] = rows(0.05, False).assign(run="b", median_s=[80e-6, 78e-6, 45e-6, 46e-6])
-    assert module_to_finding(stepped)[0].endswith("Another machine instance (b) took 45-80 µs from 1000 B to 9.54 MiB: "
-                                                  "a step too, by its own intervals.")
+    assert module_to_finding(stepped)[0].endswith("Another machine instance (b) took 45-80 µs from 1000 B to 9.54 MiB, "
+                                                  "and at 10,000× the bytes it took 0.575× (0.514-0.644) as long.")
     shuffled = rows(0.05, True)
     shuffled.attrs["elsewhere"] = stepped.attrs["elsewhere"]
     assert "Another machine instance" not in module_to_finding(shuffled)[0]

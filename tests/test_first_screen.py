@@ -112,8 +112,8 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
     said = ("No change listed (none with a saving this run can size): Copy a CPU tensor into a buffer you keep (1.08 ms → "
             "636 µs at 16 MiB): can't tell (the run gives no evidence of its drift); every round of the code before took longer "
-            "than every round of the code after (896 µs against 804 µs at most), one case measured after the other: an order the "
-            "run's drift could give too.")
+            "than every round of the code after (quickest 896 µs against slowest 804 µs), one case measured after the "
+            "other: an order the run's drift could give too.")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
 
@@ -226,11 +226,12 @@ def test_a_change_whose_rounds_order_it_is_listed_with_that_order_not_a_size():
     for path, said in (
             (ROOT / "tests" / "data" / "cpu-loaded-host.json", "saves time (119 ms → 20 ms at 64 MiB, 16,385 page faults a "
              "call against 0): every round of the code before took longer than every round of the code after, in 6 "
-             "interleaved blocks (83 ms against 35.2 ms at most); how much, can't tell (the faster side's rounds waited "
+             "interleaved blocks (quickest 83 ms against slowest 35.2 ms); how much, can't tell (the faster side's rounds waited "
              "for the CPU, and the slower side's too)"),
             (CPU_RUN, "saves time (203 ms → 39.9 ms at 64 MiB, 16,385 page faults a call against 0): every round of "
-             "the code before took longer than every round of the code after, in 6 interleaved blocks (133 ms against 84 "
-             "ms at most); how much, can't tell (the faster side's rounds waited for the CPU, and the slower side's too)")):
+             "the code before took longer than every round of the code after, in 6 interleaved blocks (quickest 133 ms "
+             "against slowest 84 ms); how much, can't tell (the faster side's rounds waited for the CPU, and the slower "
+             "side's too)")):
         (change,), unresolved, _ = first_screen(RunView.of(load([path])), [])
         assert unresolved is None and change.spec.key == "reused-host-buffer" and change.text() == said
     listed, _, _ = first_screen(RunView.of(load([ROOT / "reports" / "samples" / "h200" / "full.json.gz"])), [])
@@ -312,9 +313,9 @@ def test_an_unresolved_change_names_its_page_faults_only_where_both_counted_and_
 
 @pytest.mark.parametrize(("value", "said"), [
     (1.5, "saves time: every round of the code before took longer than every round of the code after, in 2 "
-          "interleaved blocks (5 s against 2 s at most); how much, can't tell (one side's rounds waited for the CPU)"),
+          "interleaved blocks (quickest 5 s against slowest 2 s); how much, can't tell (one side's rounds waited for the CPU)"),
     (1 / 3, "costs time: every round of the code after took longer than every round of the code before, in 2 "
-            "interleaved blocks (5 s against 2 s at most); how much, can't tell (one side's rounds waited for the CPU)"),
+            "interleaved blocks (quickest 5 s against slowest 2 s); how much, can't tell (one side's rounds waited for the CPU)"),
 ])
 def test_an_unlisted_change_says_which_way_its_ordered_rounds_go(value, said):
     import pandas as pd
@@ -333,7 +334,7 @@ def test_an_unlisted_change_says_which_way_its_ordered_rounds_go(value, said):
         "can't tell (one side's rounds waited for the CPU); every round "
         + ("of the code before took longer than every round of the code after" if value > 1 else
            "of the code after took longer than every round of the code before")
-        + " (5 s against 2 s at most), one case measured after the other: an order the run's drift could give too")
+        + " (quickest 5 s against slowest 2 s), one case measured after the other: an order the run's drift could give too")
     assert Ratio(value, 0.0, math.inf, "ticks", 5, (2, 5.0, 2.0)).faster().apart == (2, 5.0, 2.0)
 
 
@@ -377,9 +378,9 @@ def test_a_change_its_rounds_only_order_ranks_below_every_sized_one():
 @pytest.mark.parametrize(("sample", "said"), [
     ("cpu-sample.json", "Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell (the run gives "
      "no evidence of its drift); every round of the code before took longer than every round of the code after "
-     "(896 µs against 804 µs at most), one case measured after the other: an order the run's drift could give too."),
+     "(quickest 896 µs against slowest 804 µs), one case measured after the other: an order the run's drift could give too."),
     ("cpu-host-sweep.json", "(213 ms → 19.2 ms at 256 MiB): can't tell (the run gives no evidence of its drift); every "
-     "round of the code before took longer than every round of the code after (205 ms against 21.6 ms at most)"),
+     "round of the code before took longer than every round of the code after (quickest 205 ms against slowest 21.6 ms)"),
 ])
 def test_an_unlisted_change_says_the_order_of_rounds_measured_one_after_the_other(sample, said):
     """Runs with no evidence of their drift size no saving, so no change is listed; two readings found every clone round

@@ -249,7 +249,7 @@ def test_a_step_no_interval_sizes_says_the_order_its_interleaved_rounds_give():
     assert step.ratio.apart == (6, pytest.approx(0.0513, abs=5e-5), pytest.approx(0.0239, abs=5e-5))
     assert ladder_text.rows(ladder)[1][-1] == (
         "above zero: every round of clone() took longer than every round of copy_ into a touched buffer, in 6 "
-        "interleaved blocks (51.3 ms against 23.9 ms at most); how much, can't tell (the faster side's rounds waited "
+        "interleaved blocks (quickest 51.3 ms against slowest 23.9 ms); how much, can't tell (the faster side's rounds waited "
         "for the CPU, and the slower side's too)")
     cell = ladder_text.ladder_table(RunView.of(load([ROOT / "tests" / "data" / "cpu-busy-host.json"])))["rows"][0]["cells"][0]
     assert cell["text"] == "above zero" and cell["title"].startswith(

@@ -222,9 +222,9 @@ def test_a_ratio_s_figures_give_both_ends_or_its_one_bound():
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    (3.0, "every round A took longer than every round B, in 6 interleaved blocks (51.3 ms against 23.9 ms at most); "
+    (3.0, "every round A took longer than every round B, in 6 interleaved blocks (quickest 51.3 ms against slowest 23.9 ms); "
           "how much, "),
-    (0.5, "every round B took longer than every round A, in 6 interleaved blocks (51.3 ms against 23.9 ms at most); "
+    (0.5, "every round B took longer than every round A, in 6 interleaved blocks (quickest 51.3 ms against slowest 23.9 ms); "
           "how much, "),
 ])
 def test_an_order_names_the_slower_side_first_with_its_blocks_and_rounds(value, said):

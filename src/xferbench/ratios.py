@@ -126,14 +126,14 @@ class Ratio:
 
     def order(self, a: str, b: str) -> str:
         """``every round of the code before took longer than every round of the code after, in 6 interleaved blocks
-        (51.3 ms against 23.9 ms at most); how much, ``, of the sides ``a`` and ``b`` name: the order ``apart`` records,
+        (quickest 51.3 ms against slowest 23.9 ms); how much, ``, of the sides ``a`` and ``b`` name: the order ``apart`` records,
         else ""."""
         if self.apart is None:
             return ""
         blocks, slow, fast = self.apart
         slower, faster = (a, b) if self.value > 1 else (b, a)
         return (f"every round {slower} took longer than every round {faster}, in {blocks} interleaved blocks "
-                f"({format_seconds(slow)} against {format_seconds(fast)} at most); how much, ")
+                f"(quickest {format_seconds(slow)} against slowest {format_seconds(fast)}); how much, ")
 
     def figures(self) -> str:
         """``5× (0.165-152)``, resolved or not, for a sentence that says which; an open end (``text``) as its bound."""

@@ -242,13 +242,21 @@ def judge_of(rows: pd.DataFrame) -> Judge:
         raise KeyError("a family's finding needs rows.attrs['ratio'] (RunView.ratio), the run's comparison rule") from None
 
 
+def size_of(row: pd.Series) -> str:
+    """A case's size in its family's own unit where it has one (``256 images``: what a user batches, not the bytes
+    it comes to), else its bytes."""
+    unit, shape = row.get("size_unit"), row.get("shape")
+    return f"{shape} {unit}" if isinstance(unit, str) and unit != "bytes" and isinstance(shape, str) else \
+        format_bytes(int(row["nbytes"]))
+
+
 def ratios(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
     """``slow`` against ``fast`` at each size and device, the last two (the largest sizes), each with its interval
     (``judge_of``)."""
     out, judge = [], judge_of(rows)
-    for (size, dst), group in rows.groupby(["nbytes", "dst"]):
+    for (_, dst), group in rows.groupby(["nbytes", "dst"]):
         a, b = of_variant(group, slow), of_variant(group, fast)
         if not a.empty and not b.empty:
-            out.append(f"{what} at {format_bytes(size)} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
+            out.append(f"{what} at {size_of(a.iloc[0])} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
                        f"{slow} {format_seconds(a['median_s'].iloc[0])} ({judge(a.iloc[0], b.iloc[0]).text()}).")
     return out[-2:]

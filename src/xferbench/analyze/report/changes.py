@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ...families import FAMILIES
-from ...families.base import ChangeSpec
+from ...families.base import ChangeSpec, size_of
 from ...families.base import ms as _ms
 from ...families.base import span as _span
 from ...families.core import CHANGES
@@ -131,11 +131,8 @@ def _kept(view: RunView, now: pd.Series, then: pd.Series, pin: pd.Series) -> str
 
 def _medians(now: pd.Series, then: pd.Series) -> str:
     """``1.08 ms → 636 µs at 16 MiB``: the two medians a change's verdict is about, at the size in the scenario's own
-    unit where it has one (``at 256 images``: what a user batches, not the bytes it comes to)."""
-    unit = now.get("size_unit")
-    size = (f"{now['shape']} {unit}" if isinstance(unit, str) and unit != "bytes" and pd.notna(now.get("shape"))
-            else format_bytes(int(now["nbytes"])))
-    return f"{format_seconds(float(now['median_s']))} → {format_seconds(float(then['median_s']))} at {size}"
+    unit where it has one (``at 256 images``: ``families.base.size_of``)."""
+    return f"{format_seconds(float(now['median_s']))} → {format_seconds(float(then['median_s']))} at {size_of(now)}"
 
 
 def _faults(now: pd.Series, then: pd.Series) -> str:
@@ -149,7 +146,7 @@ def _unlisted(ratio: Ratio, now: pd.Series, then: pd.Series) -> str:
     """A priced change the run does not list: slower here, or can't tell, with the order its interleaved rounds give
     where they give one (``Ratio.order``: the busy, loaded and quick runs' clone against copy_), else the order of its
     rounds measured one case after the other, which the run's drift could give too (cpu-sample's 16 MiB clone and
-    copy_: 896 µs against 804 µs at most)."""
+    copy_: quickest 896 µs against slowest 804 µs)."""
     if ratio.resolved:
         return f"slower here, {ratio.faster().text()} as long"
     gives = "" if ratio.apart is None else ("saves" if ratio.value > 1 else "costs") + " time: "
@@ -157,8 +154,8 @@ def _unlisted(ratio: Ratio, now: pd.Series, then: pd.Series) -> str:
     sides = ("of the code before", "of the code after")  # not "before" alone: it reads as time, not code
     slower, faster = sides if ratio.value > 1 else sides[::-1]
     after = "" if order is None else (
-        f"; every round {slower} took longer than every round {faster} ({format_seconds(order[0])} against "
-        f"{format_seconds(order[1])} at most), one case measured after the other: an order the run's drift could give too")
+        f"; every round {slower} took longer than every round {faster} (quickest {format_seconds(order[0])} against "
+        f"slowest {format_seconds(order[1])}), one case measured after the other: an order the run's drift could give too")
     return gives + ratio.order(*sides) + ratio.text() + after
 
 

@@ -37,7 +37,7 @@ def untold(step: Step) -> str:
 
 def _ordered(step: Step) -> str:
     """``above zero: every round of clone() took longer than every round of copy_ into a touched buffer, in 6
-    interleaved blocks (51.3 ms against 23.9 ms at most); how much, `` (``Ratio.order``), else ""."""
+    interleaved blocks (quickest 51.3 ms against slowest 23.9 ms); how much, `` (``Ratio.order``), else ""."""
     order = step.ratio.order(f"of {step.above.label}", f"of {step.below.label}")
     return order and f"{_sign(step)}: {order}"
 

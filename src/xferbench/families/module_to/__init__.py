@@ -42,17 +42,16 @@ def _step(again: pd.DataFrame, judge: Judge, shuffled: bool) -> str:
 
 def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge) -> str:
     """What another machine instance measured of the second move to ``dst`` at two sizes or more, where this one's
-    sizes ran in order and stepped: its span, and whether its own intervals find a step (a step the bytes set would
-    show in both: the H200's quick-scenarios took 62.3-66.6 µs from 3.75 KiB to 38.2 MiB, where full.json stepped at
-    3.82 MiB). Each instance is judged alone: none is set against the other."""
+    sizes ran in order and stepped: its span and its growth with its own interval (a step the bytes set would show in
+    both: the H200's quick-scenarios took 62.3-66.6 µs from 3.75 KiB to 38.2 MiB, 1.07× as long at its largest, where
+    full.json dropped 1.64× at 3.82 MiB). Each instance is judged alone: none is set against the other."""
     again = of_variant(rows, "again") if rows is not None else None
     if again is None or again.empty:
         return ""
-    said = [f" Another machine instance ({run}) took {ms(theirs['median_s'])} from {format_bytes(theirs['nbytes'].min())} "
-            f"to {format_bytes(theirs['nbytes'].max())}: " + ("a step too, by its own intervals." if _step(
-                theirs, judge, True) else "no step its own intervals resolve.")
-            for run, theirs in again[again["dst"] == dst].groupby("run") if theirs["nbytes"].nunique() > 1]
-    return "".join(said)
+    return "".join(f" Another machine instance ({run}) took {ms(theirs['median_s'])} from "
+                   f"{format_bytes(theirs['nbytes'].min())} to {format_bytes(theirs['nbytes'].max())}, "
+                   f"{_growth(theirs, judge)}." for run, theirs in again[again["dst"] == dst].groupby("run")
+                   if theirs["nbytes"].nunique() > 1)
 
 
 def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
