@@ -280,15 +280,12 @@ class RunView:
         return kept, (self.instances[chosen - 1] if left and chosen else None), left
 
     def elsewhere(self, rows: pd.DataFrame) -> pd.DataFrame | None:
-        """Every row of ``rows``' ops that other machine instances measured than those ``rows`` come from, those no
-        figure reads too (a case measured in both is read from one run: the H200's quick-scenarios module moves);
-        None with one instance."""
+        """The rows of ``rows``' ops other machine instances measured, those no figure reads too (a case measured in
+        both is read from one run: the H200's quick-scenarios module moves); None with one instance."""
         if not self.several_instances:
             return None
-        runs = set(rows["run"].astype(str))
-        mine = {run for instance in self.instances if runs & set(instance.runs) for run in instance.runs}
-        every = self.measured
-        return every[every["op"].isin(set(rows["op"])) & ~every["run"].astype(str).isin(mine)]
+        mine, every = {self._instance_of_run.get(run) for run in rows["run"].astype(str)}, self.measured
+        return every[every["op"].isin(set(rows["op"])) & ~every["run"].astype(str).map(self._instance_of_run.get).isin(mine)]
 
     # -- what is derived ---------------------------------------------------------------------------------------
 
