@@ -259,12 +259,15 @@ def test_a_familys_own_words_read_the_queued_work_the_run_recorded():
     never a fixed 2 ms; where the page reads several runs, the "why" sentence names the quickest call's run."""
     import pandas as pd
 
-    rows = pd.DataFrame({"op": "sync_stall", "variant": ["item", "cpu", "nonblocking_event"], "run": "a",
+    rows = pd.DataFrame({"op": "sync_stall", "variant": ["item", "cpu", "nonblocking_event"], "run": "a", "src": "cuda:0",
                          "median_s": [5.2e-3, 5.4e-3, 1.2e-5], "queued_seconds": [5e-3, 5e-3, 5e-3], "nbytes": 4})
     record = FAMILIES["sync_stall"]
     # each call's median, none named the quickest (the H200's item 1.953 ms, cpu 1.971: a reading took "even the
     # quickest (item)" for a ranking) nor folded into a span (another found str's 2.3 ms hidden in 1.95-2.3 ms)
-    assert record.finding(rows)[0] == "With 5 ms of work queued, the synchronizing calls of 4 B took: item 5.2 ms, cpu 5.4 ms."
+    assert record.finding(rows)[0] == ("With 5 ms of work queued, the synchronizing calls of 4 B on cuda:0 took: item 5.2 ms, "
+                                       "cpu 5.4 ms.")
+    # the first GPU speaks: a second GPU's calls are not listed beside its own (the simulated 2-GPU run's were)
+    assert record.finding(pd.concat([rows, rows.assign(src="cuda:1")]))[0] == record.finding(rows)[0]
     # a larger payload's calls pay for their bytes too (the H200's 1 MiB tolist, 6.39 ms): the smallest speaks
     larger = pd.concat([rows, rows.assign(nbytes=2**20, median_s=[9e-3, 5.5e-3, 1.2e-5])])
     assert record.finding(larger)[0] == record.finding(rows)[0]

@@ -597,7 +597,7 @@ class TestGpuScenariosReadBackTheSpec:
         spec, frame = gpu_families.spec, gpu_families.frame
         costs = Costs(spec)
         stall = " ".join(scenario_findings(view_of_rows(frame), "sync_stall"))
-        assert f"took {format_seconds(STALL_S + costs.path('d2h_pageable', 4))}" in stall
+        assert f"of 4 B on cuda:0 took: item {format_seconds(STALL_S + costs.path('d2h_pageable', 4))}, cpu " in stall
         assert f"returned in {format_seconds(costs.launch + costs.dispatch)}" in stall
         n = 64 * 3 * 224 * 224
         slow = costs.host_copy(4 * n) + costs.launch + costs.path("h2d_pageable", 4 * n) + costs.sync

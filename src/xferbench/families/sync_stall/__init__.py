@@ -33,8 +33,10 @@ def finding(rows: pd.DataFrame) -> list[str]:
     # none named the quickest (item 1.953 ms, cpu 1.971 ms: within the rounds' spread) nor folded into a span (str's
     # 2.3 ms stood past every item round)
     least = waiting[waiting["nbytes"] == waiting["nbytes"].min()]
+    least = least[least["src"] == least["src"].min()]  # the first GPU speaks: identical GPUs say the same
     took = ", ".join(f"{row['variant']} {format_seconds(row['median_s'])}" for _, row in least.iterrows())
-    out = [f"With {work} queued, the synchronizing calls of {format_bytes(int(least['nbytes'].iloc[0]))} took: {took}."]
+    out = [f"With {work} queued, the synchronizing calls of {format_bytes(int(least['nbytes'].iloc[0]))} on "
+           f"{least['src'].iloc[0]} took: {took}."]
     if not event.empty:
         out.append(f"The non_blocking copy into pinned memory returned in {format_seconds(event['median_s'].min())}.")
     return out
