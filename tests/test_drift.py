@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from xferbench.analyze.drift import paired_blocks, regime, regimes_of, run_drift, same_code_pairs, side
+from xferbench.analyze.drift import median_bounds, paired_blocks, regime, regimes_of, run_drift, same_code_pairs, side
 from xferbench.analyze.ladder import Ladder, Rung, Step
 from xferbench.analyze.load.results import load
 from xferbench.analyze.report import drift_text, findings, ladder_text
@@ -22,7 +22,7 @@ from xferbench.analyze.report.break_even import pinning_break_even
 from xferbench.analyze.report.findings import h2d_pinned_vs_pageable
 from xferbench.analyze.view import RunView
 from xferbench.families.base import Rule, ratios
-from xferbench.ratios import Ratio, log_se, order_se
+from xferbench.ratios import Ratio, log_se, median_span, order_bounds, order_se
 
 from fakes import drifting_spec, view_of_rows
 
@@ -476,3 +476,15 @@ def test_only_interleaved_rounds_wholly_apart_give_an_order(now, then, blocks, a
         return pd.Series({"data": data, "run": "r"} | ({"block_medians": [1.0] * blocks} if blocks else {}))
 
     assert rounds_apart(row(now), row(then)) == apart
+
+
+def test_a_medians_bounds_are_its_rounds_order_statistics_per_call_else_its_spread():
+    """One rule for a median's interval, shared by the α/β table's half of β and the all_reduce bus bandwidth: a row's
+    rounds' order statistics, scaled from a round (10 calls here) to a call; a row without rounds, its IQR (``side``),
+    never a median taken for exact."""
+    rounds = [float(t) for t in np.linspace(10e-3, 14e-3, 30)]  # a round of 10 calls
+    kept = pd.Series({"median_s": 1.2e-3, "data": rounds, "iqr_s": 0.2e-3, "rounds": 30})
+    low, high = order_bounds(rounds)
+    assert median_bounds(kept) == pytest.approx((low / 10, high / 10))
+    bare = kept.drop("data")
+    assert median_bounds(bare) == pytest.approx(median_span(*side(bare)[:2])) and median_bounds(bare)[0] < 1.2e-3

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..families import FAMILIES
-from ..ratios import Drift, log_se, order_se
+from ..ratios import Drift, log_se, median_span, order_bounds, order_se
 from .load.rows import flag
 
-__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "regime", "regimes_of", "run_drift", "side"]
+__all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "median_bounds", "regime", "regimes_of", "run_drift", "side"]
 
 #: Per family: the column and the values whose calls run the same code, in words for a sentence (its ``same_code``).
 SAME_CODE = tuple((op, *same) for op, family in FAMILIES.items() for same in family.same_code)
@@ -74,6 +74,16 @@ def side(row: pd.Series) -> tuple[float, float, int]:
     if iqr is None or rounds is None or pd.isna(iqr) or pd.isna(rounds):
         return float(median), 0.0, 1
     return float(median), log_se(float(median), float(iqr), int(rounds)), int(rounds)
+
+
+def median_bounds(row: pd.Series) -> tuple[float, float]:
+    """The interval of a row's median time of one call: its rounds' own order statistics (``ratios.order_bounds``),
+    scaled from a round to a call, where the row kept them; else from its spread (``side``)."""
+    data = row.get("data")
+    if isinstance(data, list) and len(data) > 1:
+        low, high = (bound * float(row["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
+        return low, high
+    return median_span(*side(row)[:2])
 
 
 def _blocks(row: pd.Series) -> np.ndarray:

@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from ...ratios import Ratio, median_span, order_bounds
+from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds
-from ..drift import side
+from ..drift import median_bounds
 from ..model import Wait
 from ..view import RunView, ticked
 from .noop_plot import family_colour as _colour
@@ -405,11 +405,7 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
             out.append(f"all_reduce of {format_bytes(big['nbytes'])} took {format_seconds(big['median_s'])}: "
                        f"{ticks_said(big, 'that time')}, so no bus bandwidth.")
         else:
-            data = big.get("data")
-            if isinstance(data, list) and len(data) > 1:  # the rounds' own order statistics, per call
-                low, high = (bound * float(big["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
-            else:
-                low, high = median_span(*side(big)[:2])
+            low, high = median_bounds(big)  # the rounds' own order statistics, per call, where it kept them
             busbw_s = big["busbw_gbps"] * big["median_s"]  # bus bandwidth at either end of the median's interval
             spread = (f" (its median's interval over {int(big['rounds'])} rounds: {busbw_s / high:.3g} to "
                       f"{busbw_s / low:.3g} GB/s)" if high > 1.5 * low else "")

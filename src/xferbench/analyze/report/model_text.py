@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ...families.base import span as _span
-from ...ratios import Ratio, order_bounds
+from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds, format_span
+from ..drift import median_bounds
 from ..model import NoHostRoof, Wait, cache_bytes
 from ..view import MODEL_MISS, RunView
 from .svg import bytes_said, roof_share
@@ -173,8 +174,7 @@ def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     # a size that ran from a cache reached no link's bandwidth (as ``_unbracketed``)
     rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)]
     for _, row in rows.sort_values("nbytes").iterrows():
-        data = row["data"] if isinstance(row["data"], list) and len(row["data"]) > 1 else [row["median_s"]] * 2
-        fast, slow = (bound * float(row["median_s"]) / float(np.median(data)) for bound in order_bounds(data))
+        fast, slow = median_bounds(row)
         n = int(row["nbytes"])
         if (n > half and n / fast / 1e9 < beta / 2) or (n < half and n / slow / 1e9 > beta / 2):
             reason = (f"{format_bytes(n)} reached {row['bandwidth_gbps']:.3g} GB/s, {row['bandwidth_gbps'] / beta:.0%} of β, "
