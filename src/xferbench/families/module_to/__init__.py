@@ -114,9 +114,10 @@ def _which_rounds(row: pd.Series) -> str:
 def finding(rows: pd.DataFrame) -> list[str]:
     out, judge, shuffled = [], judge_of(rows), bool(rows.attrs.get("shuffled"))
     for dst, again in of_variant(rows, "again").sort_values("nbytes").groupby("dst"):
+        # an unshuffled step may be time, not size: another instance's growth at those sizes beside it
         stepped = _step(again, judge, shuffled)
-        step = stepped + _elsewhere(rows.attrs.get("elsewhere"), dst, judge) if stepped and not shuffled else (
-            stepped or _odd_one(again, judge))
+        elsewhere = "" if shuffled else _elsewhere(rows.attrs.get("elsewhere"), dst, judge)
+        step = stepped + elsewhere if stepped else _odd_one(again, judge)
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
         flags = again.reindex(columns=["mixed_iterations", "on_ticks"])  # NaN where the run recorded neither
