@@ -211,8 +211,10 @@ def test_no_half_of_beta_where_a_kept_size_lies_on_its_other_side(h200):
     rows = {row["path"]: row for row in fit_table(h200)}
     pageable = rows["d2h pageable copy_ cuda:0->cpu"]
     assert pd.isna(pageable["half_peak_bytes"])
-    assert pageable["no_half"] == "256 KiB reached 5.9 GB/s, 43% of β, though the line puts half of β at 239 KiB"
-    assert pageable["beta_basis"].endswith("though the line puts half of β at 239 KiB, so no half of β")
+    # where the medians themselves cross half of β (6.95 GB/s): 256 KiB at 5.9, 1 MiB at 8.06, each beyond its rounds
+    crossing = " (the medians cross it between 256 KiB and 1 MiB, which reached 8.06 GB/s)"
+    assert pageable["no_half"] == f"256 KiB reached 5.9 GB/s, 43% of β, though the line puts half of β at 239 KiB{crossing}"
+    assert pageable["beta_basis"].endswith(f"though the line puts half of β at 239 KiB{crossing}, so no half of β")
     assert rows["d2h pinned non-blocking copy_ cuda:0->cpu"]["half_peak_bytes"] > 0
     # a size that ran from a cache reached no link's bandwidth: it places nothing
     view = RunView.of(h200.results)
@@ -220,6 +222,27 @@ def test_no_half_of_beta_where_a_kept_size_lies_on_its_other_side(h200):
     view.__dict__["resident"] = view.resident.copy().where(~view.resident.index.isin(at), True)
     fit = view.fits[view.fits["path"] == "d2h pageable copy_ cuda:0->cpu"].iloc[0].to_dict()
     assert model_text._wrong_side(view, fit) == {} and "no_half" in model_text._wrong_side(h200, fit)
+
+
+def test_the_medians_cross_half_of_beta_once_and_beyond_their_intervals():
+    """The measured bracket is named only where the medians cross half of β once, the sizes on either side of it each
+    beyond its own rounds' interval."""
+    def rows(*points: tuple[int, float, float]) -> pd.DataFrame:  # (bytes, median s, IQR s), 40 rounds each
+        frame = pd.DataFrame(points, columns=["nbytes", "median_s", "iqr_s"]).assign(rounds=40)
+        return frame.assign(bandwidth_gbps=frame["nbytes"] / frame["median_s"] / 1e9)
+
+    crossing = rows((2**18, 44e-6, 1e-7), (2**20, 130e-6, 1e-7), (2**24, 1.24e-3, 1e-6))  # 5.96, 8.07, 13.5 GB/s
+    assert model_text._crossing(crossing, 13.9) == " (the medians cross it between 256 KiB and 1 MiB, which reached 8.07 GB/s)"
+    assert model_text._crossing(crossing, 20.0) == " (the medians cross it between 1 MiB and 16 MiB, which reached 13.5 GB/s)"
+    assert model_text._crossing(crossing, 2 * 30.0) == ""  # none reaches half
+    assert model_text._crossing(crossing, 2 * 5.0) == ""  # all reach it: no size below
+    # 10.2, 5.96, 8.07, 3.36 GB/s: above, below, above, below half of 13.9: no one crossing
+    back = rows((2**10, 1e-7, 1e-10), (2**18, 44e-6, 1e-7), (2**20, 130e-6, 1e-7), (2**24, 5e-3, 1e-6))
+    assert model_text._crossing(back, 13.9) == ""
+    wide = rows((2**18, 44e-6, 1e-7), (2**20, 130e-6, 150e-6), (2**24, 1.24e-3, 1e-6))  # 1 MiB's rounds reach below
+    assert model_text._crossing(wide, 13.9) == ""
+    low = rows((2**18, 38e-6, 30e-6), (2**20, 130e-6, 1e-7), (2**24, 1.24e-3, 1e-6))  # 256 KiB's rounds reach above
+    assert model_text._crossing(low, 13.9) == ""
 
 
 def test_overlap_is_said_with_its_own_interval(h200, page):
