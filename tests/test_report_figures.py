@@ -179,6 +179,14 @@ class TestSimulated:
         real = {key for key, tag in tags.items() if tag == "Measured for real on this CPU."}
         assert real == {"bandwidth-host", "forward", "distributed"}
         assert {"ladder", "matrix", "noop", "create", "bandwidth-d2h"} <= set(tags) - real
+        # each scenario's paragraph carries its tag too (a reading found the cost model's figures there untagged); the
+        # module's and the image batch's hold both kinds: the CPU's figures measured, the GPU's the cost model's
+        texts = dict(re.findall(r'<h2 id="section-([^"]+)">[^<]*</h2>\n<p><span class="sim-tag">([^<]+)</span>', html))
+        mixed = "Simulated machine: its CPU figures measured, its GPU figures the cost model&#39;s."
+        assert texts["module_to"] == texts["placement"] == tags["module_to"] == mixed
+        assert (texts["sync_stall"], texts["distributed"]) == ("Simulated machine, not a measurement.",
+                                                               "Measured for real on this CPU.")
+        assert "took 71.8 ms (measured; the placements that follow are the cost model&#39;s). Placement at" in html
         # the changes too: the pinned ones are the cost model's; the host clone's, real, rests on no real drift
         # evidence (the cost model's pairs judge only its own figures), so it is not listed
         changes = re.findall(r"<li><strong>([^<]+)</strong>: (<span class=\"sim-tag\">)?", html)

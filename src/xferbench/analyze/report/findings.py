@@ -196,8 +196,9 @@ def noop_cost(view: RunView) -> Said | None:
     headline = f"A no-op move of a tensor already on {device} costs {cost}: it returns the same object."
     if (cheapest := view.cheapest_copy(on.iloc[0])) is None:
         return Said(headline, sentence + "; each returns the very same object.")
-    priced = "the cost model priced" if cheapest.get("clock") == "simulated" else "measured"
-    sentence += (f"; the cheapest real copy {priced} ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
+    # "real": a copy that moves bytes, against a no-op; never of a cost model's figure, which no one measured
+    priced = "copy the cost model priced" if cheapest.get("clock") == "simulated" else "real copy measured"
+    sentence += (f"; the cheapest {priced} ({cheapest['path']}, {format_bytes(cheapest['nbytes'])}) took "
                  f"{cheapest['median_s'] * 1e9:,.0f} ns")
     dearest = on.loc[on["median_s"].idxmax()]
     if float(dearest["median_s"]) > float(cheapest["median_s"]):

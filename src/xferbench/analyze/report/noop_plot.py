@@ -41,7 +41,7 @@ def _bars(view: RunView) -> tuple[list[tuple[str, pd.DataFrame, str]], str]:
     simulated = view.priced(kept)
     for like in [kept[simulated == clock].iloc[0] for clock in (False, True) if (simulated == clock).any()]:
         if (cheapest := view.cheapest_copy(like, set(kept["run"]))) is not None:
-            said = "real copy the cost model priced" if like.get("clock") == "simulated" else "real copy"
+            said = "copy the cost model priced" if like.get("clock") == "simulated" else "real copy"
             bars.append(_bar(f"cheapest {said}: {cheapest['path']} ({format_bytes(cheapest['nbytes'])})",
                              frame.loc[[cheapest.name]], str(cheapest["op"])))
     note = f"; from {', '.join(instance.runs)} only (one machine instance)" if instance is not None else ""

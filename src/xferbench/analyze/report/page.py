@@ -67,15 +67,22 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
 
 
-def _measured(view: RunView) -> set[str]:
-    """On a simulated page, the figures whose every row ran for real (the host's copies, gloo's collectives): they carry
-    no "not a measurement" tag. A figure of several families (the ladder, the matrix) keeps it where any is simulated."""
+#: A simulated page's tags: of a figure or scenario whose rows all ran for real, and of one that holds both kinds.
+MEASURED = "Measured for real on this CPU."
+MIXED = "Simulated machine: its CPU figures measured, its GPU figures the cost model's."
+
+
+def _clocks(view: RunView) -> dict[str, str]:
+    """On a simulated page, the tag of each figure and scenario holding real rows (the host's copies, gloo's collectives;
+    the CPU side of a module's moves and of the image batch's placement): every other keeps "not a measurement", as a
+    figure of several families (the ladder, the matrix) does where any is simulated."""
     if not view.simulated or not (simulated := view.priced(view.rows)).any():
-        return set()
-    ops = set(view.rows.loc[~simulated, "op"]) - set(view.rows.loc[simulated, "op"])
+        return {}
+    real, modelled = set(view.rows.loc[~simulated, "op"]), set(view.rows.loc[simulated, "op"])
     ranks = view.rows.get("world_size")  # a distributed row's; none where the run ran no collective
     together = ranks is not None and bool((simulated & ranks.notna()).any())
-    return ops | {f"bandwidth-{op}" for op in ops} | (set() if together else {"distributed"})
+    tags = {key: MEASURED for op in real - modelled for key in (op, f"bandwidth-{op}")} | dict.fromkeys(real & modelled, MIXED)
+    return tags | ({} if together else {"distributed": MEASURED})
 
 
 def scenario_sections(story: Story) -> list[dict[str, Any]]:
@@ -98,7 +105,7 @@ def _svg(plots: list[Plot]) -> list[Plot]:
 def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict[str, Any]] | None,
             peers: list[PeerFigure] | None) -> tuple[str, str]:
     """The HTML page and its Markdown summary: the run's words told once (story.py), its figures drawn from the view."""
-    table, measured = _table(view), _measured(view)
+    table, clocks = _table(view), _clocks(view)
     story = Story.of(view, peers)
     sections = scenario_sections(story) + (extra_sections or [])
     for section in sections:
@@ -116,7 +123,7 @@ def _render(view: RunView, history: list[Plot] | None, extra_sections: list[dict
         sections=sections,
         table=table,
         machine_json=json.dumps(view.machine_info, indent=1, sort_keys=True, default=str),
-        measured=measured,  # a simulated page's figures of real rows: no "not a measurement" tag
+        clocks=clocks,  # a simulated page's figures and scenarios of real rows: no "not a measurement" tag
         commit=view.results.commit_info,
     )
     return html, to_markdown(story)
