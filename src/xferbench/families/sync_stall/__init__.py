@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...units import format_bytes, format_seconds
-from ..base import Family, of_variant
+from ..base import Family, ms, of_variant
 
 
 def _waiting(rows: pd.DataFrame) -> pd.DataFrame:
@@ -32,8 +32,7 @@ def finding(rows: pd.DataFrame) -> list[str]:
     # the smallest payload, whose time is the wait (1 MiB's tolist builds a list: 6.39 ms on the H200); each median,
     # none named the quickest (item 1.953 ms, cpu 1.971 ms: within the rounds' spread) nor folded into a span (str's
     # 2.3 ms stood past every item round)
-    least = waiting[waiting["nbytes"] == waiting["nbytes"].min()]
-    least = least[least["src"] == least["src"].min()]  # the first GPU speaks: identical GPUs say the same
+    least = _least(waiting)
     took = ", ".join(f"{row['variant']} {format_seconds(row['median_s'])}" for _, row in least.iterrows())
     out = [f"With {work} queued, the synchronizing calls of {format_bytes(int(least['nbytes'].iloc[0]))} on "
            f"{least['src'].iloc[0]} took: {took}."]
@@ -42,16 +41,22 @@ def finding(rows: pd.DataFrame) -> list[str]:
     return out
 
 
+def _least(waiting: pd.DataFrame) -> pd.DataFrame:
+    """The synchronizing calls of the smallest payload on the first GPU: identical GPUs say the same."""
+    least = waiting[waiting["nbytes"] == waiting["nbytes"].min()]
+    return least[least["src"] == least["src"].min()]
+
+
 def why_wait(rows: pd.DataFrame, runs: int) -> str | None:
-    """What this run measured of waiting for queued work: the work queued and the quickest synchronizing call (with
-    its run where the page reads several ``runs``)."""
+    """What this run measured of waiting for queued work: the work queued and the span of the synchronizing calls as the
+    scenario gives them, none named the quickest (with its run where the page reads several ``runs``)."""
     stall = _waiting(rows)
     if stall.empty or (queued := _queued(stall)) != queued:  # NaN: the run recorded no queued work
         return None
-    quickest = stall.loc[stall["median_s"].idxmin()]
-    run = f", {quickest['run']}" if runs > 1 else ""
-    return (f"with {format_seconds(queued)} of GPU work queued, the quickest synchronizing call took "
-            f"{format_seconds(float(quickest['median_s']))} (scenario below{run}).")
+    least = _least(stall)
+    run = f", {', '.join(least['run'].unique())}" if runs > 1 else ""
+    return (f"with {format_seconds(queued)} of GPU work queued, the synchronizing calls of "
+            f"{format_bytes(int(least['nbytes'].iloc[0]))} took {ms(least['median_s'])} (scenario below{run}).")
 
 
 RECORD = Family("sync_stall", "Scenario: hidden synchronizations", ".item(), .cpu(), .tolist(), str(t) behind queued GPU work",
