@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from ...families import family, moving_ops
-from ...units import format_bytes, percent_span
+from ...units import format_bytes, format_seconds, percent_span
 from ..view import RunView
 from .model_text import no_host_roof
 from .svg import bytes_said, left_said
@@ -94,7 +94,17 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
 
 
 #: Where the run laddered both .cpu() and .to(device) to the CPU: the figure draws one bar, the Markdown two tables.
-SAME_CODE = ".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {}, apart only by this run's drift."
+SAME_CODE = ".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {}."
+
+
+def same_code_apart(view: RunView) -> str:
+    """``; whether they differ, the run cannot tell (217 against 181 ms)``: the two calls' tops judged by their own
+    interval; where it resolves a difference, it is this run's drift, for the code is one (cuda_vs_to's same-code check)."""
+    cpu, to = ({ladder.key: ladder.rungs[0] for ladder in view.ladders}[key] for key in ("d2h-cpu", "d2h-to"))
+    ratio, times = view.ratio(to.row, cpu.row), f"{format_seconds(to.median_s)} against {format_seconds(cpu.median_s)}"
+    if ratio.resolved:
+        return f"; they differ ({times}: {ratio.text()}): the code being one, that is this run's drift"
+    return f"; whether they differ, the run cannot tell ({times})"
 
 
 def same_code(view: RunView) -> bool:
@@ -106,7 +116,8 @@ def _ladder_caption(view: RunView) -> str:
     """The host ladders' caption where every ladder is one, else the device ladders'; "the rest is the copy itself"
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):  # one bar for both (plots)
-        return LADDER_CAPTION + (" " + SAME_CODE.format("one bar, both in the table") if same_code(view) else "")
+        return LADDER_CAPTION + (" " + SAME_CODE.format("one bar, both in the table" + same_code_apart(view))
+                                 if same_code(view) else "")
     ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
     waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
     if ticked or waits:
