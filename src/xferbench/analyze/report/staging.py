@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...machine_facts import at
 from ...units import format_bytes, format_seconds
 from ..view import RunView
 
@@ -50,12 +51,16 @@ def staging_both_ways(view: RunView) -> str | None:
                                           for n in (mid, size))  # lists: each binds its own n
         text += (f"; pageable copy_ ran {a_mid:.3g} GB/s to the GPU and {b_mid:.3g} from it at {format_bytes(mid)}, "
                  f"which the run cannot tell apart, and {a_big:.3g} against {b_big:.3g} GB/s at {format_bytes(size)}: "
-                 f"the difference comes from the sizes above {format_bytes(mid)}")
+                 f"the two directions part above {format_bytes(mid)}")
     return text + f". {_why(view)}"
 
 
 def _why(view: RunView) -> str:
-    """What the run lacks to say why: the single-thread host memcpy (the driver's staging copy) and fault counts."""
+    """What the run lacks to say why: the single-thread host memcpy (the driver's staging copy) and fault counts; on a
+    simulated run, the rates its cost model's spec set (the 2-GPU spec's 20 GB/s up, 10 down), which are the why."""
+    rates = [at("xferbench", "simulated", "paths", f"{way}_pageable", "GBps")(view.machine_info) for way in ("h2d", "d2h")]
+    if view.simulated and all(isinstance(rate, (int, float)) for rate in rates):
+        return f"Why: the cost model's spec sets pageable copies at {rates[0]:g} GB/s host to device, {rates[1]:g} from it."
     rows = view.rows
     missing = [] if (rows["op"].eq("host") & rows["variant"].eq("single_thread")).any() else ["single-thread host memcpy"]
     faults = rows.get("minor_faults_per_call")
