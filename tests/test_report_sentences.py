@@ -83,9 +83,10 @@ def test_h4_a_roof_label_names_the_call_its_share_is_of(h200):
 
 
 def test_h5_a_dash_is_a_device_time_left_out_not_one_missing(h200):
-    """271 rows carry a device time; 152 of them are left out as not the copy's own."""
+    """271 rows carry a device time; 152 of them are left out as not the copy's own: never a blocking d2d copy's (a
+    reading found "blocking ones" beside the d2d rows' pipelined α)."""
     said = ("– where the row's device time is not the copy's own and was left out: pageable copies, staged by the host, "
-            "and blocking ones, paced by it")
+            "and blocking ones between host and device, paced by it")
     assert said in h200["md"] and said in h200["text"]
     assert "where the rows have no device time" not in h200["md"]
     assert "only where the rows have a device time" not in h200["text"]

@@ -92,8 +92,8 @@ def _model(model: list[dict[str, Any]], gpu: bool) -> list[str]:
     lines = ["", "## Latency and bandwidth per path", "",
              "α and β from wall time describe a loop that synchronizes after every call; pipelined, from the "
              "copy's own device time, what the device spends per copy issued back to back (– where the row's device "
-             "time is not the copy's own and was left out: pageable copies, staged by the host, and blocking ones, "
-             "paced by it)." if gpu else "α and β from the wall time of one call.", ""]
+             "time is not the copy's own and was left out: pageable copies, staged by the host, and blocking ones "
+             "between host and device, paced by it)." if gpu else "α and β from the wall time of one call.", ""]
     roofed = any(row["peak_gbps"] for row in model)  # a CPU run knows no roof: no roof columns
     head = ["α (sync loop)", "α pipelined", "β (GB/s, sync loop)", "β pipelined (GB/s)"] if gpu else ["α", "β (GB/s)"]
     head += ["β from", "largest size kept: GB/s", *(["roof", "share of roof"] if roofed else [])]
