@@ -334,8 +334,9 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
                    if miss else "has a fixed cost α = ") + f"{best['alpha_us']:.3g} µs and "
                 + ("β = " if miss else "a bandwidth β = ") + f"{best['stated_gbps']:.3g} GB/s")
     if str(best["beta_basis"]).startswith("capped"):
+        # from a cache only where the run knows one held them (its sizes faster than memory allows)
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
-                     f"from cache and would suggest more)")
+                     f"{'from cache' if best['resident_sizes'] else 'faster'} and would suggest more)")
     elif best["resident_sizes"]:
         sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'}" + ("" if (left := _left_out(best)) is None else
