@@ -43,8 +43,7 @@ def dumps(document: dict[str, Any]) -> str:
     their repr, ASCII, indent 4). Why: a file written atomically in its place must read the same."""
     from pytest_benchmark.utils import safe_dumps
 
-    text: str = safe_dumps(document, ensure_ascii=True, indent=4)
-    return text
+    return safe_dumps(document, ensure_ascii=True, indent=4)
 
 
 def replace_save_json(session: Any, save: Callable[[dict[str, Any]], None]) -> bool:
@@ -69,8 +68,7 @@ def next_storage_file(storage: Any, name: str) -> Path:
 
     Why: the number is the storage's private ``_next_num``; the suite checks the folder is writable up
     front and saves under that very name, never over another run's file."""
-    target: Path = storage.get(f"{storage._next_num}_{name}.json")
-    return target
+    return storage.get(f"{storage._next_num}_{name}.json")
 
 
 def replace_storage_save(storage: Any, save: Callable[[dict[str, Any], str], None]) -> None:
@@ -132,16 +130,14 @@ def machine_info() -> dict[str, Any]:
     """The ``machine_info`` pytest-benchmark records, outside pytest (torchrun)."""
     from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
 
-    info: dict[str, Any] = pytest_benchmark_generate_machine_info()
-    return info
+    return pytest_benchmark_generate_machine_info()
 
 
 def commit_info() -> dict[str, Any]:
     """The ``commit_info`` pytest-benchmark records, outside pytest (torchrun)."""
     from pytest_benchmark.utils import get_commit_info
 
-    info: dict[str, Any] = get_commit_info()
-    return info
+    return get_commit_info()
 
 
 def generate_json(records: list[Metadata], machine_info: dict[str, Any], commit_info: dict[str, Any]) -> dict[str, Any]:
@@ -149,6 +145,5 @@ def generate_json(records: list[Metadata], machine_info: dict[str, Any], commit_
     implementation, called without a pytest config), rounds included."""
     from pytest_benchmark.plugin import pytest_benchmark_generate_json
 
-    document: dict[str, Any] = pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True,
-                                                              machine_info=machine_info, commit_info=commit_info)
-    return document
+    return pytest_benchmark_generate_json(config=None, benchmarks=records, include_data=True, machine_info=machine_info,
+                                          commit_info=commit_info)
