@@ -86,8 +86,7 @@ def scale_rounds(metadata: Any, times: int) -> None:
     Why: a call too short to time alone is timed ``times`` in a row, and the JSON, the table and
     ``--benchmark-compare`` must show one call. ``Stats`` keeps its rounds in ``data`` and caches what it
     derives from them (median, iqr, ...) as attributes: those caches are dropped so they are derived again."""
-    stats = getattr(metadata, "stats", None)
-    if metadata is None or stats is None:
+    if (stats := getattr(metadata, "stats", None)) is None:  # also where metadata is None
         return
     stats.data[:] = [duration / times for duration in stats.data]
     for name in vars(stats).copy():  # statistics derived (and cached) from the old data
