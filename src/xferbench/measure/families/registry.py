@@ -42,8 +42,7 @@ def _run_of(op: str) -> ScenarioFamily[Any]:
     except ModuleNotFoundError as missing:
         raise ValueError(f"the {FAMILIES[op].kind} family {op!r} has no {families.__name__}.{op}.run "
                          f"({missing}): its plan, preparation and price live there") from None
-    found: ScenarioFamily[Any] = module.FAMILY
-    return found
+    return module.FAMILY
 
 
 def _registered(objects: Sequence[ScenarioFamily[Any]]) -> dict[str, ScenarioFamily[Any]]:
