@@ -24,11 +24,11 @@ def prepare(s: Scenario, sync: Sync) -> Prepared:
 
 
 def price(s: Scenario, m: Priced, sync: Sync) -> Prepared:
-    nbytes = parameter_bytes(s.size)
-    if s.variant == "cpu":  # one blocking copy into fresh pageable memory per tensor
-        copies = [lambda n=n: m.copy("d2h_pageable", n, s.src, waits=True) for n in nbytes]
-    else:  # into pinned memory, queued; the synchronize waits for them all
-        copies = [lambda n=n: m.copy("d2h_pinned", n, s.src, waits=False) for n in nbytes]
+    # cpu: one blocking copy into fresh pageable memory per tensor; else into pinned memory, queued, and the
+    # synchronize waits for them all
+    blocking = s.variant == "cpu"
+    copies = [lambda n=n: m.copy("d2h_pageable" if blocking else "d2h_pinned", n, s.src, waits=blocking)
+              for n in parameter_bytes(s.size)]
     return Prepared(then_sync(sync, *copies))
 
 
