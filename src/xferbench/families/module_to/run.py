@@ -21,13 +21,12 @@ def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skippe
 
 def prepare(s: Scenario, sync: Sync) -> Prepared:
     net = mlp(s.size, s.src)
-    if s.variant == "first":
-        # Every round starts with the module back on the CPU, untimed.
-        def home() -> None:
-            net.to("cpu")
-            sync()
-        return Prepared(synced(lambda: net.to(s.dst), sync), setup=home, check=on_device(s.dst))
-    return Prepared(synced(lambda: net.to(s.dst), sync), check=on_device(s.dst))
+
+    def home() -> None:  # a first move's every round starts with the module back on the CPU, untimed
+        net.to("cpu")
+        sync()
+    return Prepared(synced(lambda: net.to(s.dst), sync), setup=home if s.variant == "first" else None,
+                    check=on_device(s.dst))
 
 
 def price(s: Scenario, m: Priced, sync: Sync) -> Prepared:
