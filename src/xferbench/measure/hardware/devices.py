@@ -124,11 +124,9 @@ def sticky_errors(where: str) -> Iterator[None]:
     instead of the error failing one case and every later one on it."""
     try:
         yield
-    except Wedged:
-        raise
     except RuntimeError as error:
-        if not _runtime_error(error):
-            raise  # out of memory (the caller gives memory back and skips the case), or not the runtime's at all
+        if isinstance(error, Wedged) or not _runtime_error(error):
+            raise  # Wedged already, out of memory (the caller frees memory and skips the case), or not the runtime's
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise Wedged(f"{where}: a CUDA error on its stream ({reason}): its context is unusable") from None
 
