@@ -467,9 +467,6 @@ def _overlap(case: DistCase, rank: int, bufs: list[Tensor], sync: Callable[[], N
             dist.all_reduce(buf)
         sync()
 
-    def reset() -> None:
-        for buf in bufs:
-            buf.fill_(rank + 1)
-
-    return Operation(reset, in_flight if case.variant == "in_flight" else one_by_one,
+    return Operation(lambda: _done(*(buf.fill_(rank + 1) for buf in bufs)),
+                     in_flight if case.variant == "in_flight" else one_by_one,
                      lambda: all(_holds(buf, n * (n + 1) / 2) for buf in bufs))
