@@ -263,19 +263,10 @@ def _forced(b: _Bound) -> Callable[[], Any] | None:
     return functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking, copy=True) if b.relocated else None
 
 
-def _cuda(b: _Bound) -> Callable[[], Any]:
-    return _forced(b) or functools.partial(b.src.cuda, accelerator_index(b.case.dst), non_blocking=b.case.non_blocking)
-
-
 def _noop_cuda(b: _Bound) -> Callable[[], Any]:
     if b.relocated:
         return functools.partial(b.src.to, b.target)  # .cuda() would need CUDA; the same no-op
     return functools.partial(b.src.cuda, accelerator_index(b.case.dst))
-
-
-def _noop_to(b: _Bound) -> Callable[[], Any]:
-    # The form users write most, a string, is its own variant: torch parses it per call.
-    return functools.partial(b.src.to, b.place(b.case.dst) if b.case.variant == "str" else b.target)
 
 
 #: The timed call of a core case by (op, method); op None: any family that moves its payload (h2d, d2h, d2d,
@@ -284,12 +275,14 @@ _CALLS: dict[tuple[str | None, str], Callable[[_Bound], Callable[[], Any]]] = {
     ("sync", "synchronize"): _synchronize,
     **{("create", method): _create for method in ("empty", "zeros", "ones", "rand")},
     ("noop", "cuda"): _noop_cuda,
-    ("noop", "to"): _noop_to,
+    # The form users write most, a string, is its own variant: torch parses it per call.
+    ("noop", "to"): lambda b: functools.partial(b.src.to, b.place(b.case.dst) if b.case.variant == "str" else b.target),
     ("noop", "cpu"): lambda b: b.src.cpu,  # builds the call; the call itself is the bound method
     (None, "copy_"): _copy_into,
     (None, "clone"): lambda b: b.src.clone,
     (None, "cpu"): lambda b: _forced(b) or b.src.cpu,
-    (None, "cuda"): _cuda,
+    (None, "cuda"): lambda b: _forced(b) or functools.partial(b.src.cuda, accelerator_index(b.case.dst),
+                                                              non_blocking=b.case.non_blocking),
     (None, "to"): lambda b: _forced(b) or functools.partial(b.src.to, b.target, non_blocking=b.case.non_blocking),
 }
 
