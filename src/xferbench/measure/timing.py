@@ -127,9 +127,7 @@ def device_seconds(
         return None, None
     sync_all = synchronized(_nothing, (src, dst), backend, deadline_s)
     sync_all()
-    times, method = None, "events"
-    if copies:
-        times, method = backend.profiled_seconds(fn, index, repeats), "profiler"
+    times, method = (backend.profiled_seconds(fn, index, repeats) if copies else None), "profiler"
     if not times:
         call, method = (fn, "events") if twin is None else (twin, "nonblocking_twin")
         times = backend.event_seconds(call, index, repeats)
