@@ -77,15 +77,13 @@ def _run_files(folder: Path, notes: list[str]) -> list[Path]:
     kept = []
     for path in files:
         try:
-            regular = stat.S_ISREG(path.stat().st_mode)
-        except OSError as error:
-            regular, why = False, error.strerror or type(error).__name__
-        else:
+            if stat.S_ISREG(path.stat().st_mode):
+                kept.append(path)
+                continue
             why = "not a regular file (a FIFO, device or socket)"
-        if regular:
-            kept.append(path)
-        else:
-            notes.append(f"{path}: skipped, {why}")
+        except OSError as error:
+            why = error.strerror or type(error).__name__
+        notes.append(f"{path}: skipped, {why}")
     return kept
 
 
