@@ -72,9 +72,7 @@ class Fact:
 
     def written(self, record: Any) -> str | None:
         """Its text for ``record``, else its unknown word (None: nothing is written)."""
-        if (value := self.value(record)) is not None:
-            return self.text(value)
-        return self.unknown
+        return self.unknown if (value := self.value(record)) is None else self.text(value)
 
     def compared(self, machine_info: dict[str, Any]) -> Any:
         """Its value for compare: a GPU's fact as one value per GPU, None where no GPU records it."""
