@@ -317,9 +317,7 @@ def record(benchmark: Any, per_call_seconds: Sequence[float], iterations: int) -
 
 
 def _case_of(message: dict[str, Any]) -> DistCase:
-    fields = dict(message["case"])
-    fields["pair"] = tuple(fields["pair"])
-    return DistCase(**fields)
+    return DistCase(**{**message["case"], "pair": tuple(message["case"]["pair"])})  # JSON made the pair a list
 
 
 def worker(args: argparse.Namespace) -> int:
