@@ -16,13 +16,9 @@ COPY_KINDS_D2D = ("memcpy", "strided", "convert")
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Planned]:
     gpus, skip = cuda_gpus("copy_kind", devices, host=False)
-    planned: list[Planned] = list(skip)
-    for size in sizes:
-        for g in gpus:
-            if "cpu" in devices:
-                planned += [Concurrent("copy_kind", v, "cpu", g, size, (g,)) for v in COPY_KINDS_H2D]
-            planned += [Concurrent("copy_kind", v, g, g, size, (g,)) for v in COPY_KINDS_D2D]
-    return planned
+    to_device = COPY_KINDS_H2D if "cpu" in devices else ()  # host to device where the host is measured
+    return skip + [Concurrent("copy_kind", v, src, g, size, (g,)) for size in sizes for g in gpus
+                   for src, variants in (("cpu", to_device), (g, COPY_KINDS_D2D)) for v in variants]
 
 
 def prepare(c: Concurrent, sync: Sync) -> Prepared:
