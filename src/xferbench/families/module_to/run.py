@@ -10,13 +10,9 @@ from ...measure.families.scenario import Scenario, mlp, on_device, parameter_byt
 
 
 def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skipped]:
-    planned: list[Scenario | Skipped] = []
-    for size in sizes:
-        for dst in devices:
-            if dst != "cpu":
-                planned.append(Scenario("module_to", "first", "cpu", dst, size, "params"))
-            planned.append(Scenario("module_to", "again", dst, dst, size, "params"))
-    return planned
+    # a first move from the CPU to each other device, and a second move on each device
+    return [Scenario("module_to", variant, src, dst, size, "params") for size in sizes for dst in devices
+            for variant, src in (("first", "cpu"), ("again", dst)) if variant == "again" or dst != "cpu"]
 
 
 def prepare(s: Scenario, sync: Sync) -> Prepared:
