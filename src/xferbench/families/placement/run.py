@@ -15,9 +15,8 @@ def plan(devices: Sequence[str], sizes: Sequence[int]) -> list[Scenario | Skippe
     gpus = accelerators(devices)
     if not gpus:
         planned.append(Skipped("placement-gpu-half", "placement's move-then-convert half needs an accelerator"))
-    for size in sizes:
-        for d in gpus:
-            planned += [Scenario("placement", v, "cpu", d, size, "images") for v in ("convert_then_move", "move_then_convert")]
+    planned += [Scenario("placement", v, "cpu", d, size, "images") for size in sizes for d in gpus
+                for v in ("convert_then_move", "move_then_convert")]
     return planned
 
 
