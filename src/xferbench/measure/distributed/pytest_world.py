@@ -229,17 +229,15 @@ class World:
         missing = [r for r in range(self.size) if "ready" not in answers.get(r, {})]
         failed = [r for r in missing if "error" in answers.get(r, {}) or r in self._gone(answers)]
         missing = failed or missing  # the silent ones were waiting for those that failed
-        states = []
-        for rank in missing:
-            answer = answers.get(rank, {})
-            if "error" in answer:
-                states.append(f"rank {rank}: {answer['error']}")
-                continue
+
+        def state(rank: int) -> str:
+            if "error" in (answer := answers.get(rank, {})):
+                return answer["error"]
             code = self._exit_code(rank)
-            state = f"it exited with code {code}" if code is not None else "it did not answer"
-            states.append(f"rank {rank}: {state}{self._tail(rank)}")
+            return (f"it exited with code {code}" if code is not None else "it did not answer") + self._tail(rank)
+        states = "; ".join(f"rank {rank}: {state(rank)}" for rank in missing)
         return (f"rank(s) {', '.join(map(str, missing))} on {node_name()} did not join the rendezvous at "
-                f"{self.rendezvous} within {self.timeout_s:g} s ({'; '.join(states)})")
+                f"{self.rendezvous} within {self.timeout_s:g} s ({states})")
 
     def run(self, case: DistCase, benchmark: Any, profile: Profile, rounds: int | None = None) -> dict[str, Any]:
         """Time ``case`` on every rank and record the world's time of each round in ``benchmark``."""
