@@ -204,10 +204,9 @@ def _path(name: str, data: Any) -> PathCost:
     if not isinstance(data, Mapping):
         raise SpecError(f"paths.{name} must be a table like {{ alpha_us = 2.0, GBps = 55 }}")
     cost = PathCost(**_table(f"paths.{name}.", data, _PATH_KEYS))
-    if cost.GBps <= 0:
-        raise SpecError(f"paths.{name}.GBps must be > 0, got {cost.GBps}")
-    if cost.slowdown <= 0:
-        raise SpecError(f"paths.{name}.slowdown must be > 0, got {cost.slowdown}")
+    for key, value in (("GBps", cost.GBps), ("slowdown", cost.slowdown)):
+        if value <= 0:
+            raise SpecError(f"paths.{name}.{key} must be > 0, got {value}")
     if cost.alpha_us > _MAX_FIXED["alpha_us"]:
         raise SpecError(f"paths.{name}.alpha_us must be at most {_MAX_FIXED['alpha_us']:g} (one second), got {cost.alpha_us}")
     return cost
