@@ -334,8 +334,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
     bs = benchmark_session(session.config)
     if interrupted and bs is not None and (journal is not None or _REACHED in session.config.stash):
         # The benchmark Ctrl-C cut off holds a few rounds: pytest-benchmark would save it as if finished.
-        done = {id(b) for b in bs.benchmarks if _reached(session.config, b)}
-        bs.benchmarks[:] = [b for b in bs.benchmarks if id(b) in done]
+        bs.benchmarks[:] = [b for b in bs.benchmarks if _reached(session.config, b)]
     try:
         result = yield
         if session.config.stash.get(_SAVE_FAILED, False):
