@@ -49,8 +49,7 @@ def culprits(before: Sequence[int], after: Sequence[int], steps: Sequence[int | 
     are at the same step, inside one collective that does not end (a network or GPU hang)."""
     if dead := [r for r, (b, a) in enumerate(zip(before, after, strict=True)) if a <= b]:
         return "dead", dead
-    known = [s for s in steps if s is not None]
-    furthest = max(known, default=0)
+    furthest = max((s for s in steps if s is not None), default=0)
     behind = [r for r, s in enumerate(steps) if s is not None and s < furthest]
     return ("behind", behind) if behind else ("stuck", [])
 
