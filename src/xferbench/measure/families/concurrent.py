@@ -18,7 +18,7 @@ from ...contract import Identity
 from ...units import format_size
 from ..cases import Skipped, accelerators, no_accelerator
 from ..hardware.devices import DeviceBackend, accelerator_index
-from .base import Prepared, Sync
+from .base import Prepared, Sync, device_sync
 from .scenario import missing_cuda, time_prepared
 
 if TYPE_CHECKING:
@@ -181,13 +181,12 @@ def _synchronizer(c: Concurrent, backend: DeviceBackend) -> Sync:
     Wedged, as a peer case's does: with the IOMMU or ACS on, a copy between GPUs can hang for ever."""
     from ..timing import copy_deadline, wait_or_raise
 
+    if c.op not in PEER_OPS:
+        return device_sync(c.gpus, backend)
     indices = [i for i in map(accelerator_index, c.gpus) if i is not None]
-    deadline = copy_deadline(c.nbytes) if c.op in PEER_OPS else None
+    deadline = copy_deadline(c.nbytes)
 
     def sync() -> None:
         for index in indices:
-            if deadline is None:
-                backend.synchronize(index)
-            else:
-                wait_or_raise(backend, index, deadline)
+            wait_or_raise(backend, index, deadline)
     return sync
