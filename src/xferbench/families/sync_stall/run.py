@@ -45,15 +45,12 @@ def price(s: Scenario, m: Priced, sync: Sync) -> Prepared:
         sync()
         m.queue(s.src, STALL_SECONDS)
 
-    if s.variant == "nonblocking_event":  # queued behind the work; the host returns after the launch and the record
-        def call() -> None:
+    def call() -> None:
+        if s.variant == "nonblocking_event":  # queued behind the work; the host returns after the launch and the record
             m.copy("d2h_pinned", s.size, s.src, waits=False)
             m.dispatch()
-    else:  # item reads one float32 element, the others the whole tensor, into pageable memory
-        nbytes = 4 if s.variant == "item" else s.size
-
-        def call() -> None:
-            m.copy("d2h_pageable", nbytes, s.src, waits=True)
+        else:  # item reads one float32 element, the others the whole tensor, into pageable memory
+            m.copy("d2h_pageable", 4 if s.variant == "item" else s.size, s.src, waits=True)
     return Prepared(call, setup=queue_work, teardown=sync, extra={"queued_seconds": STALL_SECONDS})
 
 
