@@ -169,19 +169,18 @@ def _endpoints(family: Family, devices: Sequence[str]) -> list[tuple[str, str]] 
     """The (src, dst) pairs a family runs on here, or the one skip saying why there are none."""
     op, gpus = family.op, accelerators(devices)
     no_cpu = Skipped(f"{op}-no-cpu", f"{op} needs cpu in --xfer-devices")
-    no_gpu = no_accelerator(op, devices)
     if family.endpoints == "each":
         return [(d, d) for d in devices]
     if family.endpoints == "host":
         return [("cpu", "cpu")] if "cpu" in devices else no_cpu
     if family.endpoints in ("host->accelerator", "accelerator->host"):
         if not gpus:
-            return no_gpu
+            return no_accelerator(op, devices)
         if "cpu" not in devices:
             return no_cpu
         return [("cpu", d) if family.endpoints == "host->accelerator" else (d, "cpu") for d in gpus]
     if family.endpoints == "accelerator":
-        return [(d, d) for d in gpus] or no_gpu
+        return [(d, d) for d in gpus] or no_accelerator(op, devices)
     if len(gpus) < 2:
         found = ", ".join(gpus) or "none"
         return Skipped(f"{op}-needs-two-accelerators", f"{op} copies need two accelerators; found {len(gpus)} ({found})")
