@@ -84,8 +84,7 @@ def page_nodes(address: int, nbytes: int) -> dict[int, int]:
         return _mapping_pages(address, None)
     size = os.sysconf("SC_PAGE_SIZE")
     first, count = address // size, max(1, -(-(address % size + nbytes) // size))
-    step = max(1, count // SAMPLED_PAGES)
-    pages = [(first + i) * size for i in range(0, count, step)]
+    pages = [(first + i) * size for i in range(0, count, max(1, count // SAMPLED_PAGES))]
     status = (ctypes.c_int * len(pages))()
     asked = (ctypes.c_void_p * len(pages))(*pages)
     if lib.numa_move_pages(0, ctypes.c_ulong(len(pages)), asked, None, status, 0) != 0:  # pid 0: this process
