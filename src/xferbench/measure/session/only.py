@@ -28,8 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def case_name(item: pytest.Item) -> str:
     """The item's test name as its case measured whole has it: a block's ``-blockKofN`` left out."""
-    block = block_of(item)
-    if block is None:
+    if (block := block_of(item)) is None:
         return item.name
     return item.name.removesuffix(block.param_id[len(block.case_id):] + "]") + "]"
 
