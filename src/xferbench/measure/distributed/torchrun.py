@@ -382,11 +382,10 @@ def _measure_all(args: argparse.Namespace, world: _World, cases: Sequence[DistCa
             finish.add(_metadata(case, timed, iterations, nodes))
         except CaseSkipped as skipped:  # every rank skips it alike: the world stays in step
             finish.notes.append(f"skipped {skipped}")
-        except (VerificationError, DistributedError):
-            watch.stop()
-            raise
         except Exception as error:
             watch.stop()
+            if isinstance(error, VerificationError | DistributedError):
+                raise
             broke = who_broke(watch.store, rank, world.launch.world_size, nodes, case.id, error, args.timeout)
             finish.notes.append(broke or f"rank {rank} on {nodes[rank]}: the world broke during {case.id}: {first_line(error)}")
             return finish.notes[-1]
