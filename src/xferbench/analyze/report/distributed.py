@@ -326,13 +326,14 @@ def _stragglers(rows: pd.DataFrame, gpu: bool) -> list[str]:
     nccl = " (on nccl each rank's own device time of the collective tells it)" * gpu
     host_timed = sorted(backends - {"nccl"})
     cant_tell = [HOST_TIMED_CANT_TELL.format(backends=" and ".join(host_timed), nccl=nccl)] if host_timed else []
+    benchmarks = f"collective benchmark{'s' * (checked != 1)}"
     if not named:
-        return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} "
-                "collective benchmark(s).", *cant_tell]
-    return [f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {checked} collective benchmark(s): "
+        return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} {benchmarks}.",
+                *cant_tell]
+    return [f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {checked} {benchmarks}: "
             f"the other ranks waited for it inside the call, e.g. {', '.join(cases[:3])} per call longer than it did."
             if kind == "late" else
-            f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} collective benchmark(s), "
+            f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} {benchmarks}, "
             f"e.g. {', '.join(cases[:3])} per call behind the typical rank."
             for (kind, rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1]))] + cant_tell
 
@@ -414,7 +415,7 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
                           if mean else f"{spread}."))
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
-                   f"{len(rows)} benchmark(s).")
+                   f"{len(rows)} benchmark{'s' * (len(rows) != 1)}.")
     return out + _links(rows) + _overlap(rows, judge) + _stragglers(rows, gpu)
 
 
