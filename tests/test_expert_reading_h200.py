@@ -148,7 +148,8 @@ def test_a_second_module_move_says_the_step_that_lines_up_with_size(page):
     # the other instance measured three of those sizes too, no figure reads them: a reading found they show no drop,
     # so its growth is said with its own interval, each instance judged alone, never one set against the other
     assert ("can't tell (--xfer-shuffle would). Another machine instance (quick-scenarios) took 62.3-66.6 µs from 3.75 "
-            "KiB to 38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long. The first move") in text
+            "KiB to 38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long. The first move of 382 MiB of "
+            "parameters to cuda:0 took 62.9 ms (6.36 GB/s).") in text  # with its size: a reading found none
     # the odd one out ran 100 calls a round where the others ran 14-15: the loop, not the bytes, differs
     assert ("A second .to(cpu) of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of parameters, but "
             "40.7 µs at 38.2 MiB (that case ran 100 calls a round, the others 14-15: the loop differs, so the run cannot "

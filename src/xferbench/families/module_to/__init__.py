@@ -132,7 +132,8 @@ def finding(rows: pd.DataFrame) -> list[str]:
     first = of_variant(rows, "first")
     if not first.empty:
         big = first.loc[first["nbytes"].idxmax()]
-        out.append(f"The first move to {big['dst']} took {format_seconds(big['median_s'])} ({big['bandwidth_gbps']:.3g} GB/s).")
+        out.append(f"The first move of {format_bytes(big['nbytes'])} of parameters to {big['dst']} took "
+                   f"{format_seconds(big['median_s'])} ({big['bandwidth_gbps']:.3g} GB/s).")
     return out
 
 
