@@ -46,11 +46,12 @@ _HOST_CAPTION = (
 
 LADDER_CAPTION = (
     "Each call read down a ladder of cases of one run at one size, each rung removing one factor (the table's columns "
-    "name them; a bar's segments run in its ladder's order). A segment is the difference of two medians: the segments add up to the call, though they overlap "
-    "in time. A step whose two rungs' ratio the run cannot tell from 1 (its 95% interval: paired blocks where both were "
-    "measured so, else their rounds and the run's drift) is hatched: can't tell. The launch, sync, blocking rung sets "
-    "the blocking copy against its non-blocking twin's device time, the DMA alone, so it also holds whatever blocking "
-    "adds. Hover a cell for its cases and interval.")
+    "name them; a bar's segments run in its ladder's order). A segment is the difference of two medians: the segments "
+    "add up to the call, though they overlap in time. A step whose two rungs' ratio the run cannot tell from 1 (its "
+    "95% interval: paired blocks where both were measured so, else their rounds and the run's drift) is hatched: can't "
+    "tell. The launch, sync, blocking rung sets the blocking copy against its non-blocking twin's device time, the DMA "
+    "alone, so it also holds whatever blocking adds. Hover a cell for its cases and interval."
+)
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "
     "difference is what clone() pays for the fresh destination it allocates on every call, the rest is the copy "
