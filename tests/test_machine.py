@@ -279,12 +279,15 @@ class TestCaches:
         assert info["devices"][0]["l2_cache_bytes"] == 60 * 2**20
 
     @pytest.mark.parametrize(("op", "src", "dst", "nbytes", "resident"), [
-        ("host", "cpu", "cpu", 32 * 2**20, True),       # a 32 MiB payload in a 32 MiB L3
-        ("host", "cpu", "cpu", 32 * 2**20 + 4, False),
-        ("create", "cpu", "cpu", 16 * 2**20, True),
-        ("d2d", "cuda:0", "cuda:0", 50 * 2**20, True),  # 50 MiB in a 50 MiB L2
-        ("d2d", "cuda:0", "cuda:0", 64 * 2**20, False),
-        ("peer", "cuda:0", "cuda:1", 40 * 2**20, True),  # the source's L2
+        ("host", "cpu", "cpu", 16 * 2**20, True),       # a copy of 16 MiB reads and writes 32 MiB: a 32 MiB L3
+        ("host", "cpu", "cpu", 16 * 2**20 + 4, False),  # (a reading found 256 MiB marked beside a 300 MiB cache)
+        ("create", "cpu", "cpu", 32 * 2**20, True),     # creation writes its payload alone
+        ("create", "cpu", "cpu", 32 * 2**20 + 4, False),
+        ("d2d", "cuda:0", "cuda:0", 25 * 2**20, True),  # 50 MiB touched in a 50 MiB L2
+        ("d2d", "cuda:0", "cuda:0", 32 * 2**20, False),
+        ("peer", "cuda:0", "cuda:1", 20 * 2**20, True),  # the source's L2
+        ("peer", "cuda:0", "cuda:1", 40 * 2**20, False),
+        ("create", "cuda:0", "cuda:0", 50 * 2**20, True),
         ("create", "cuda:0", "cuda:0", 64 * 2**20, False),
         ("h2d", "cpu", "cuda:0", 4, None),              # PCIe-bound: no cache applies
         ("d2h", "cuda:0", "cpu", 4, None),
@@ -292,7 +295,7 @@ class TestCaches:
         ("d2d", "cuda:1", "cuda:1", 4, None),           # its L2 is unknown
     ])
     def test_cache_resident(self, op, src, dst, nbytes, resident):
-        """Resident when the payload fits the cache that serves it; unknown where none applies or is known."""
+        """Resident when the bytes it touches fit the cache that serves it; unknown where none applies or is known."""
         info = {"op": op, "src": src, "dst": dst, "nbytes": nbytes}
         assert cache_resident(info, {"L1d": 48 * 2**10, "L3": 32 * 2**20}, {"cuda:0": 50 * 2**20, "cuda:1": None}) \
             is resident

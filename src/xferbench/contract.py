@@ -126,7 +126,7 @@ MEASURED: dict[str, Any] = {
     "bus_factor": float,         # distributed: busbw = algbw x bus_factor (nccl-tests)
     "round_trip": bool,          # distributed point-to-point: one call is a round trip
     "size_unit": str,            # scenarios: params, images, batch or bytes
-    "cache_resident": bool,      # the payload fits in a cache of the device(s) it runs on
+    "cache_resident": bool,      # the bytes it touches (a copy's twice its payload) fit a cache of its device
     "sm_clock_mhz": int,         # GPU clocks and PCIe link right after the case was timed (NVML)
     "memory_clock_mhz": int,
     "pcie_generation_now": int,

@@ -270,7 +270,9 @@ def gpu_local_cpus(bus_id: str | None, root: Path | None = None) -> set[int] | N
 # --- caches: which payloads never leave them ------------------------------------------------------------------
 
 def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None, l2_by_device: dict[str, int | None]) -> bool | None:
-    """Whether a case's payload fits the cache that serves it; None when unknown or irrelevant.
+    """Whether the bytes a case touches fit the cache that serves it: twice its payload for a copy (it reads the source
+    and writes the destination, as ``analyze.model.COPY_TOUCHES``), the payload for creation; None when unknown or
+    irrelevant.
 
     Host copies and creation on the host: the host's last-level cache summed over the instances
     this process may use (a large host copy runs on many threads). Same-device
@@ -288,7 +290,7 @@ def cache_resident(info: dict[str, Any], host_caches: dict[str, int] | None, l2_
         cache = l2_by_device.get(src if op != "create" else dst)
     else:
         return None
-    return None if cache is None else nbytes <= cache
+    return None if cache is None else nbytes * (1 if op == "create" else 2) <= cache
 
 
 
