@@ -144,11 +144,11 @@ class TestGate:
         # latency class: spread 0.4, 1 run a side: z 4 x 0.4 x sqrt(2) = 2.26 in log, a 9.6x change
         seen = math.exp(4 * 0.4 * math.sqrt(2))
         assert moved.verdict == CANT_TELL and moved.smallest == pytest.approx(seen - 1)
-        assert moved.shown_verdict == f"can't tell (could see {seen:.2f}x)"
+        assert moved.shown_verdict == f"can't tell (would flag {seen:.2f}x or more)"
         assert moved.spread_from == "default"
         md = to_markdown(rows, 1, 1)
         assert "One run against one run cannot tell a change from between-run drift" in md
-        assert f"| ⚪ can't tell (could see {seen:.2f}x) |" in md
+        assert f"| ⚪ can't tell (would flag {seen:.2f}x or more) |" in md
 
     def test_one_against_one_still_catches_a_big_bandwidth_step(self, tmp_path, sample):
         """3x on a bandwidth-bound case is beyond any run-to-run drift the defaults allow."""
@@ -548,7 +548,7 @@ class TestWriters:
                 replace(made(ratio=1.3, z=1.96, floor=1.0, verdict=CANT_TELL), smallest=1.26)]
         lines = to_text(rows, 1, 1).splitlines()
         assert lines[1].endswith("2.00x faster  1.61-2.50x  -7.0  none   improvement")
-        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%   can't tell (could see 2.26x)")
+        assert lines[2].endswith("1.30x slower  1.50-2.60x  +2.0  100%   can't tell (would flag 2.26x or more)")
 
     def test_summary_counts_each_verdict(self):
         rows = [made(), made(), made(verdict="improvement"), made(verdict=CANT_TELL), made(verdict=CANT_TELL),
@@ -1093,7 +1093,7 @@ class TestWithinTheFloor:
 
     def test_absurd_ratios_are_not_printed(self):
         huge = replace(made(ratio=32379637.39, verdict=CANT_TELL), smallest=32379637.39)
-        assert huge.change == ">1000x slower" and huge.shown_verdict == "can't tell (could see >1000x)"
+        assert huge.change == ">1000x slower" and huge.shown_verdict == "can't tell (would flag >1000x)"
         # what it could see is said only beside a smaller change (69.7x beside "could see 9.61x" read as a contradiction)
         assert replace(huge, smallest=32379636.39).shown_verdict == "can't tell"
         assert replace(huge, ratio=1 / 5000, smallest=8.61).shown_verdict == "can't tell"  # faster alike
@@ -1525,4 +1525,4 @@ def test_a_faster_row_s_interval_reads_as_its_change():
     (line,) = [line for line in to_text(rows, 1, 1).splitlines() if line.startswith("host pageable copy_ cpu       1 MiB")]
     assert re.search(r"4\.17x faster +1\.38-12\.65x", line) and (round(row.low, 2), round(row.high, 2)) == (0.08, 0.73)
     # why an interval without 1 is no flag, and which way it points
-    assert line.endswith("can't tell (faster at 95% only: |z| 2.53, within 4; could see 9.61x)")
+    assert line.endswith("can't tell (faster at 95% only: |z| 2.53, within 4; would flag 9.61x or more)")

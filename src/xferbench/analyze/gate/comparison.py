@@ -86,7 +86,7 @@ class Comparison(Verdicted):
         if self.verdict == CANT_TELL:  # what it could see, where the change is smaller (69.7x beside 9.61x reads wrong)
             seen = [] if self.smallest is None or math.isinf(self.smallest) or (
                 self.ratio is not None and max(self.ratio, 1 / self.ratio) >= 1 + self.smallest) else [
-                f"could see {_times(1 + self.smallest)}"]
+                f"would flag {(t := _times(1 + self.smallest))}" + " or more" * (not t.startswith(">"))]
             shown += f" ({'; '.join([*([self.why] if self.why else []), *seen])})" if self.why or seen else ""
         elif self.verdict in (NOT_COMPARED, NEW, GONE) and self.why:
             shown += f" ({self.why})"
