@@ -452,3 +452,14 @@ def test_a_gpu_run_on_gloo_is_told_what_would_tell_a_slow_rank(page):
     machine nccl's device times would, and the page says so (a CPU-only page does not: test_report_sentences)."""
     _, text = page
     assert "can't be told there (on nccl each rank's own device time of the collective tells it)." in text
+
+
+def test_the_same_device_panel_names_the_memorys_roof_not_a_links(page):
+    """The same-device panel's roof is half the memory's peak (2,407 of 4,814 GB/s): a reading found its caption
+    describing the link, pinned and pageable roofs of the host panels."""
+    html, _ = page
+    caption = re.search(r'data-plot="bandwidth-d2d">.*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
+    assert "half the device memory&#39;s peak (a copy reads and writes each byte)" in caption
+    assert "the link" not in caption and "pageable" not in caption
+    h2d = re.search(r'data-plot="bandwidth-h2d">.*?<figcaption>(.*?)</figcaption>', html, re.S).group(1)
+    assert "the link&#39;s theoretical peak" in h2d

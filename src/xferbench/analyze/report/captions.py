@@ -25,12 +25,14 @@ _HOLLOW = ("Hollow markers ran faster than memory allows (2n bytes fit in the ca
 #: Sizes up to which the overhead caption reads 1 − device time / wall time.
 SMALL_MOVE = 16 * 2**10
 
+#: The roofs of a panel of moves across a link.
+_LINK_ROOFS = ("the link's theoretical peak, with the practical ceiling of pinned copies (docs/design.md section 5) on "
+               "pinned panels; for pageable memory, this run's single-thread host memcpy, the copy the driver stages with")
 _BANDWIDTH_CAPTION = (
     "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
     "synchronizes after every call. " + _HOLLOW + "Dashed black lines are roofs, labelled with their figure and the "
-    "share of it the panel's best call reached at its largest size (the table gives each path's): the link's theoretical "
-    "peak, with the practical ceiling of pinned copies (docs/design.md section 5) on pinned panels; for pageable memory, "
-    "this run's single-thread host memcpy, the copy the driver stages with. Hover a point for its value.")
+    "share of it the panel's best call reached at its largest size (the table gives each path's): " + _LINK_ROOFS
+    + ". Hover a point for its value.")
 #: The host caption's clause on the single-thread copy_, kept only where the run measured it.
 _SINGLE_THREAD = "; copy_ single-thread runs on one thread"
 #: What a GPU reader is told beside a host figure: on a machine without one, none of it is said.
@@ -133,6 +135,8 @@ def _bandwidth_caption(view: RunView, op: str) -> str:
     no single-thread line where it did not run."""
     rows = view.rows
     caption = _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION
+    if op == "d2d":  # a same-device copy crosses no link: its roof is the memory's
+        caption = caption.replace(_LINK_ROOFS, "half the device memory's peak (a copy reads and writes each byte)")
     why = no_host_roof(view.host_ceiling_missing)
     if op in ("h2d", "d2h") and why is not None and (rows["host_memory"].eq("pageable") & rows["op"].eq(op)).any():
         caption += f" The pageable panels draw no host roof: {why}."
