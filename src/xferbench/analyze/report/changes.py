@@ -21,7 +21,7 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..drift import rounds_order
+from ..drift import one_after_other
 from ..view import USUAL_WAY_BACK, RunView, matching
 from .ladder_text import took_at
 from .svg import ON_TICKS, bytes_said
@@ -152,13 +152,10 @@ def _unlisted(ratio: Ratio, now: pd.Series, then: pd.Series) -> str:
     if ratio.resolved:
         return f"slower here, {ratio.faster().text()} as long"
     gives = "" if ratio.apart is None else ("saves" if ratio.value > 1 else "costs") + " time: "
-    order = rounds_order(now, then) if ratio.apart is None else None  # interleaved, ``Ratio.order`` says it
     sides = ("of the code before", "of the code after")  # not "before" alone: it reads as time, not code
-    slower, faster = sides if ratio.value > 1 else sides[::-1]
-    after = "" if order is None else (
-        f"; every round {slower} took longer than every round {faster} (quickest {format_seconds(order[0])} against "
-        f"slowest {format_seconds(order[1])}), one case measured after the other: an order the run's drift could give too")
-    return gives + ratio.order(*sides) + ratio.text() + after
+    # interleaved, ``Ratio.order`` says it; else the order of rounds measured one case after the other
+    after = one_after_other(now, then, sides) if ratio.apart is None else ""
+    return gives + ratio.order(*sides) + ratio.text() + ("; " + after if after else "")
 
 
 def ranked(changes: list[Change]) -> list[Change]:
