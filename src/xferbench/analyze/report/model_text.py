@@ -19,7 +19,7 @@ import pandas as pd
 from ...families.base import span as _span
 from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds, format_span
-from ..drift import median_bounds
+from ..drift import median_bounds, one_after_other
 from ..model import NoHostRoof, Wait, cache_bytes
 from ..view import MODEL_MISS, RunView
 from .svg import bytes_said, roof_share
@@ -375,6 +375,11 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     times = (f"the run cannot judge their times at {size}" if not all(r.judged for r in ratios) else
              f"their times at {size} are the same" if all(r.same for r in ratios) else
              f"their times at {size} can't be told apart")
+    if len(tied) == 2 and not all(r.judged for r in ratios):  # the order its rounds give, which drift could give too
+        at = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
+        one, other = (at[at["path"] == path].iloc[0] for path in tied["path"])
+        times += (f"; {order}" if (order := one_after_other(one, other, (f"of {one['path']}", f"of {other['path']}")))
+                  else "")
     betas = _span(tied["stated_gbps"])
     return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β "
             f"{'lie ' if '-' in betas else 'are all '}{betas} GB/s and {times}); one of them ({best['path']}"), tied
