@@ -378,8 +378,7 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
     if len(tied) == 2 and not all(r.judged for r in ratios):  # the order its rounds give, which drift could give too
         at = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
         one, other = (at[at["path"] == path].iloc[0] for path in tied["path"])
-        times += (f"; {order}" if (order := one_after_other(one, other, (f"of {one['path']}", f"of {other['path']}")))
-                  else "")
+        times += one_after_other(one, other, (f"of {one['path']}", f"of {other['path']}"))
     betas = _span(tied["stated_gbps"])
     return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β "
             f"{'lie ' if '-' in betas else 'are all '}{betas} GB/s and {times}); one of them ({best['path']}"), tied
