@@ -437,13 +437,14 @@ def test_the_ladder_figure_says_which_ladder_it_folds_into_another_bar(page, h20
     assert ("Hover a cell for its cases and interval. .to(device) to the CPU runs .cpu()'s code on the same lower rungs: "
             "one bar, both in the table; whether they differ, the run cannot tell (217 ms against 181 ms).") in text
     # where their interval resolves a difference, it is said, and put down to drift: the code is one
-    from xferbench.analyze.report.captions import same_code_apart
+    from xferbench.analyze.report.captions import same_code
 
     view = RunView.of(h200.results)
     to = {ladder.key: ladder for ladder in view.ladders}["d2h-to"].rungs[0]
     view.__dict__["ratio"] = lambda a, b, leave_out=None: Ratio(1.2, 1.05, 1.37, "paired", 6)
-    assert same_code_apart(view) == ("; they differ (217 ms against 181 ms: 1.2× (1.05-1.37)): the code being one, that is "
-                                     "this run's drift")
+    assert same_code(view, "one bar") == (".to(device) to the CPU runs .cpu()'s code on the same lower rungs: one bar; "
+                                          "they differ (217 ms against 181 ms: 1.2× (1.05-1.37)): the code being one, "
+                                          "that is this run's drift.")
     assert to.path == "d2h pageable to cuda:0->cpu"
 
 

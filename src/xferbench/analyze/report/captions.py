@@ -96,31 +96,26 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
         for key, (title, caption) in words.items()}
 
 
-#: Where the run laddered both .cpu() and .to(device) to the CPU: the figure draws one bar, the Markdown two tables.
-SAME_CODE = ".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {}."
-
-
-def same_code_apart(view: RunView) -> str:
-    """``; whether they differ, the run cannot tell (217 against 181 ms)``: the two calls' tops judged by their own
-    interval; where it resolves a difference, it is this run's drift, for the code is one (cuda_vs_to's same-code check)."""
-    cpu, to = ({ladder.key: ladder.rungs[0] for ladder in view.ladders}[key] for key in ("d2h-cpu", "d2h-to"))
+def same_code(view: RunView, where: str) -> str | None:
+    """``.to(device) to the CPU runs .cpu()'s code on the same lower rungs: {where}; whether they differ, the run cannot
+    tell (217 ms against 181 ms).``, where the run laddered both (the figure draws one bar, the Markdown two tables): the
+    two calls judged by their own interval, a difference it resolves this run's drift, for the code is one (cuda_vs_to's
+    same-code check); else None."""
+    tops = {ladder.key: ladder.rungs[0] for ladder in view.ladders}
+    if not {"d2h-cpu", "d2h-to"} <= set(tops):
+        return None
+    cpu, to = tops["d2h-cpu"], tops["d2h-to"]
     ratio, times = view.ratio(to.row, cpu.row), f"{format_seconds(to.median_s)} against {format_seconds(cpu.median_s)}"
-    if ratio.resolved:
-        return f"; they differ ({times}: {ratio.text()}): the code being one, that is this run's drift"
-    return f"; whether they differ, the run cannot tell ({times})"
-
-
-def same_code(view: RunView) -> bool:
-    """Whether the run laddered both .cpu() and .to(device) to the CPU (one code path, told apart by drift alone)."""
-    return {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in view.ladders}
+    apart = (f"they differ ({times}: {ratio.text()}): the code being one, that is this run's drift" if ratio.resolved
+             else f"whether they differ, the run cannot tell ({times})")
+    return f".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {where}; {apart}."
 
 
 def _ladder_caption(view: RunView) -> str:
     """The host ladders' caption where every ladder is one, else the device ladders'; "the rest is the copy itself"
     only where the bytes set what is left (``Ladder.waited``: the loaded run's copy_, 20 ms at 1 and 64 MiB)."""
     if not view.ladders or not all(ladder.key.startswith("host") for ladder in view.ladders):  # one bar for both (plots)
-        return LADDER_CAPTION + (" " + SAME_CODE.format("one bar, both in the table" + same_code_apart(view))
-                                 if same_code(view) else "")
+        return LADDER_CAPTION + (f" {said}" if (said := same_code(view, "one bar, both in the table")) else "")
     ticked = [ladder.base.row for ladder in view.ladders if pd.notna(ladder.base.row.get("on_ticks", math.nan))]
     waits = [ladder.waited for ladder in view.ladders if ladder.waited is not None]
     if ticked or waits:

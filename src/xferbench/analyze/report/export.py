@@ -17,7 +17,6 @@ from ... import escape
 from ...contract import IDENTITY, MEASURED
 from ...units import format_bytes, format_number
 from ..view import RunView
-from .captions import SAME_CODE, same_code, same_code_apart
 
 if TYPE_CHECKING:
     from .story import Story
@@ -125,9 +124,7 @@ def _ladders(story: Story) -> list[str]:
         lines += ["", f"**{escape.markdown(title)}** ({escape.markdown(where)})", "",
                   "| step | case | factor removed | median difference | share (interval) |", "|---|---|---|---:|---:|"]
         lines += ["| " + " | ".join(escape.markdown(cell) for cell in row) + " |" for row in rows]
-    if not same_code(story.view):
-        return lines
-    return [*lines, "", escape.markdown(SAME_CODE.format("its table and .cpu()'s" + same_code_apart(story.view)))]
+    return lines + (["", escape.markdown(story.same_code)] if story.same_code else [])
 
 
 def frame_for_csv(view: RunView) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
 from . import drift_text, ladder_text
 from .break_even import break_even_table, pinning_break_even
-from .captions import figure_words
+from .captions import figure_words, same_code
 from .changes import Change, first_screen
 from .cliff import cliff_note
 from .findings import Said, findings, scenario_findings, why_measured
@@ -71,6 +71,7 @@ class Story:
     peer_lines: list[str]
     ladders: list[tuple[str, str, list[list[str]]]]
     ladder_table: dict[str, Any] | None  # the ladders as one table, a column per factor
+    same_code: str | None  # where .cpu() and .to(cpu) were both laddered: one code, and whether they differ
     figures: dict[str, tuple[str, str]]  # each core figure's title and caption, by its key (plots.render)
     cliff: str | None  # the cliff's cause, noted on the device-to-host figure
     scenarios: dict[str, tuple[str, str]]
@@ -98,6 +99,7 @@ class Story:
             ladders=[(ladder_text.title(ladder), ladder.top.path + (f", {ladder.run}" if len(view.sources) > 1 else ""),
                       ladder_text.rows(ladder)) for ladder in view.ladders],
             ladder_table=ladder_text.ladder_table(view), figures=figure_words(view),
+            same_code=same_code(view, "its table and .cpu()'s"),
             cliff=cliff_note(view.cliff, view) if view.cliff is not None else None, scenarios=scenarios,
             machine=machine)
 
