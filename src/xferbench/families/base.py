@@ -257,6 +257,8 @@ def ratios(rows: pd.DataFrame, slow: str, fast: str, what: str) -> list[str]:
     for (_, dst), group in rows.groupby(["nbytes", "dst"]):
         a, b = of_variant(group, slow), of_variant(group, fast)
         if not a.empty and not b.empty:
+            r = judge(a.iloc[0], b.iloc[0])  # "can't tell (...)" as a clause of its own: no parenthesis in a parenthesis
+            said = f"; which is faster, {r.text()}" if not (r.resolved or r.same) else f" ({r.text()})"
             out.append(f"{what} at {size_of(a.iloc[0])} on {dst}: {fast} took {format_seconds(b['median_s'].iloc[0])}, "
-                       f"{slow} {format_seconds(a['median_s'].iloc[0])} ({judge(a.iloc[0], b.iloc[0]).text()}).")
+                       f"{slow} {format_seconds(a['median_s'].iloc[0])}{said}.")
     return out[-2:]
