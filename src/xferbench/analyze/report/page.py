@@ -18,7 +18,7 @@ import markupsafe
 
 from ... import __version__
 from ...escape import no_bidi
-from ...families import FAMILIES, order_of
+from ...families import FAMILIES, moving_ops, order_of
 from ...output import write_atomic, write_together
 from ...units import format_bytes, format_number, format_seconds
 from ..load.results import Results
@@ -74,15 +74,17 @@ MIXED = "Simulated machine: its CPU figures measured, its GPU figures the cost m
 
 def _clocks(view: RunView) -> dict[str, str]:
     """On a simulated page, the tag of each figure and scenario holding real rows (the host's copies, gloo's collectives;
-    the CPU side of a module's moves and of the image batch's placement): every other keeps "not a measurement", as a
-    figure of several families (the ladder, the matrix) does where any is simulated."""
+    the CPU side of a module's moves and of the image batch's placement, and of the figures of several moving families):
+    every other keeps "not a measurement"."""
     if not view.simulated or not (simulated := view.priced(view.rows)).any():
         return {}
     real, modelled = set(view.rows.loc[~simulated, "op"]), set(view.rows.loc[simulated, "op"])
     ranks = view.rows.get("world_size")  # a distributed row's; none where the run ran no collective
     together = ranks is not None and bool((simulated & ranks.notna()).any())
     tags = {key: MEASURED for op in real - modelled for key in (op, f"bandwidth-{op}")} | dict.fromkeys(real & modelled, MIXED)
-    return tags | ({} if together else {"distributed": MEASURED})
+    # the figures of several moving families (the ladder, the route, the matrix) hold the host's real copies too
+    several = dict.fromkeys(("ladder", "cost", "matrix"), MIXED) if real & set(moving_ops()) else {}
+    return tags | several | ({} if together else {"distributed": MEASURED})
 
 
 def scenario_sections(story: Story) -> list[dict[str, Any]]:
