@@ -107,7 +107,7 @@ def same_code(view: RunView, where: str) -> str | None:
     cpu, to = tops["d2h-cpu"], tops["d2h-to"]
     ratio, times = view.ratio(to.row, cpu.row), f"{format_seconds(to.median_s)} against {format_seconds(cpu.median_s)}"
     apart = (f"they differ ({times}: {ratio.text()}): the code being one, that is this run's drift" if ratio.resolved
-             else f"whether they differ, the run cannot tell ({times})")
+             else f"they took the same time ({times})" if ratio.same else f"whether they differ, the run cannot tell ({times})")
     return f".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {where}; {apart}."
 
 
@@ -130,8 +130,10 @@ def _bandwidth_caption(view: RunView, op: str) -> str:
     no single-thread line where it did not run."""
     rows = view.rows
     caption = _HOST_CAPTION if op == "host" else _BANDWIDTH_CAPTION
-    if op == "d2d":  # a same-device copy crosses no link: its roof is the memory's
-        caption = caption.replace(_LINK_ROOFS, "half the device memory's peak (a copy reads and writes each byte)")
+    if op == "d2d":  # a same-device copy crosses no link: its roof is the memory's, where the run records its peak
+        devices = set(rows.loc[rows["op"] == "d2d", "src"].astype(str))
+        drawn = "" if any(view.roofs("d2d", d, d) for d in devices) else ", where the run records it (this one does not)"
+        caption = caption.replace(_LINK_ROOFS, f"half the device memory's peak (a copy reads and writes each byte){drawn}")
     why = no_host_roof(view.host_ceiling_missing)
     if op in ("h2d", "d2h") and why is not None and (rows["host_memory"].eq("pageable") & rows["op"].eq(op)).any():
         caption += f" The pageable panels draw no host roof: {why}."
