@@ -456,7 +456,7 @@ def _lowest(small: pd.DataFrame) -> str | None:
     if small.empty:
         return None
     low = small.loc[small["median_s"].idxmin()]
-    return (f"the lowest median of a {format_bytes(int(low['nbytes']))} copy was "
+    return (f"the lowest median of a {format_bytes(int(low['nbytes']))} copy between host and device was "
             f"{format_seconds(float(low['median_s']))} ({low['path']}).")
 
 
