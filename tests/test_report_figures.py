@@ -192,6 +192,14 @@ class TestSimulated:
         texts = dict(re.findall(r'<h2 id="section-([^"]+)">[^<]*</h2>\n<p><span class="sim-tag">([^<]+)</span>', html))
         mixed = "Simulated machine: its CPU figures measured, its GPU figures the cost model&#39;s."
         assert texts["module_to"] == texts["placement"] == tags["module_to"] == mixed
+        # the figures of several moving families hold the host's real copies beside the cost model's (the ladder's
+        # clone and copy_ rows, the route's, the matrix's cpu cell): a reading found them called simulated
+        assert tags["ladder"] == tags["cost"] == tags["matrix"] == mixed
+        # a same-device panel draws no roof where the spec records no memory peak: the caption says so
+        assert "half the device memory&#39;s peak (a copy reads and writes each byte), where the run records it (this " \
+               "one does not)" in html
+        # .cpu() and .to(cpu), one code, the cost model's alike: "the same", never "cannot tell"
+        assert "one bar, both in the table; they took the same time (6.73 ms against 6.73 ms)." in html
         assert (texts["sync_stall"], texts["distributed"]) == ("Simulated machine, not a measurement.",
                                                                "Measured for real on this CPU.")
         assert "took 71.8 ms (measured; the placements that follow are the cost model&#39;s). Placement at" in html

@@ -170,7 +170,8 @@ def test_h14_the_host_copys_threads_and_the_drivers_staging_are_not_measured_fac
 def test_h15_a_median_is_not_a_best(h200):
     """8.79 µs is the lowest median of a 4 B copy; its fastest round was 7.99 µs. Its path is named, never called the
     fastest: .cuda()'s 10.3 µs can't be told from it."""
-    assert ("Measured here: the lowest median of a 4 B copy was 8.79 µs (h2d pinned non-blocking copy_ cpu->cuda:0)."
+    assert ("Measured here: the lowest median of a 4 B copy between host and device was 8.79 µs (h2d pinned non-blocking "
+            "copy_ cpu->cuda:0)."
             in h200["text"])
     assert "8.79 µs at best" not in h200["text"]
 

@@ -180,7 +180,7 @@ def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
             reason = (f"{format_bytes(n)} reached {row['bandwidth_gbps']:.3g} GB/s, {row['bandwidth_gbps'] / beta:.0%} of β, "
                       f"though the line puts half of β at {format_bytes(int(half))}{_crossing(rows, beta)}")
             return {"half_peak_bytes": float("nan"), "no_half": reason, "beta_basis": f"{fit['beta_basis']}; {reason}, so "
-                    "no half of β"}
+                    "the line's half of β is not given"}
     return {}
 
 
