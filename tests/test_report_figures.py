@@ -202,7 +202,8 @@ class TestSimulated:
         assert "one bar, both in the table; they took the same time (6.73 ms against 6.73 ms)." in html
         assert (texts["sync_stall"], texts["distributed"]) == ("Simulated machine, not a measurement.",
                                                                "Measured for real on this CPU.")
-        assert "took 71.8 ms (measured; the placements that follow are the cost model&#39;s). Placement at" in html
+        # the image batch's paragraph opens with that tag: its CPU conversion (71.8 ms) real, its placements not
+        assert f"{mixed}</span> Converting 64 images to normalized float32 on the CPU took 71.8 ms." in html
         # the changes too: the pinned ones are the cost model's; the host clone's, real, rests on no real drift
         # evidence (the cost model's pairs judge only its own figures), so it is not listed
         changes = re.findall(r"<li><strong>([^<]+)</strong>: (<span class=\"sim-tag\">)?", html)

@@ -102,9 +102,8 @@ def same_code(view: RunView, where: str) -> str | None:
     two calls judged by their own interval, a difference it resolves this run's drift, for the code is one (cuda_vs_to's
     same-code check); else None."""
     tops = {ladder.key: ladder.rungs[0] for ladder in view.ladders}
-    if not {"d2h-cpu", "d2h-to"} <= set(tops):
+    if (cpu := tops.get("d2h-cpu")) is None or (to := tops.get("d2h-to")) is None:
         return None
-    cpu, to = tops["d2h-cpu"], tops["d2h-to"]
     ratio, times = view.ratio(to.row, cpu.row), f"{format_seconds(to.median_s)} against {format_seconds(cpu.median_s)}"
     apart = (f"they differ ({times}: {ratio.text()}): the code being one, that is this run's drift" if ratio.resolved
              else f"they took the same time ({times})" if ratio.same else f"whether they differ, the run cannot tell ({times})")

