@@ -301,7 +301,7 @@ class TestMachines:
         # pageable h2d is not flagged: unchanged, "can't tell" where its interval reaches past its 5% floor, or a
         # drift past its tiny spread inside that floor
         assert all(verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"].endswith("  unchanged")
-                   or "  can't tell (could see " in verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"]
+                   or "  can't tell (would flag " in verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"]
                    or ", within the floor (×" in verdicts[f"h2d pageable {how}copy_ cpu->cuda:0"]
                    for how in ("", "non-blocking ")), lines
 
