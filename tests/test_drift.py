@@ -488,3 +488,19 @@ def test_a_medians_bounds_are_its_rounds_order_statistics_per_call_else_its_spre
     assert median_bounds(kept) == pytest.approx((low / 10, high / 10))
     bare = kept.drop("data")
     assert median_bounds(bare) == pytest.approx(median_span(*side(bare)[:2])) and median_bounds(bare)[0] < 1.2e-3
+
+
+def test_an_order_of_rounds_one_after_the_other_is_said_only_where_they_were_not_interleaved():
+    """Rounds measured one case after the other: their order, with what could give it too; rounds of interleaved
+    blocks: nothing here (``rounds_apart`` judges their order, which no drift gives)."""
+    from xferbench.analyze.drift import one_after_other
+
+    slow, fast = pd.Series({"data": [5.0, 6.0], "run": "r"}), pd.Series({"data": [1.0, 2.0], "run": "r"})
+    said = ("; every round of a took longer than every round of b (quickest 5 s against slowest 2 s), one case measured "
+            "after the other: an order the run's drift could give too")
+    assert one_after_other(slow, fast, ("of a", "of b")) == said
+    assert one_after_other(fast, slow, ("of b", "of a")) == said  # the slower named first, either way round
+    assert one_after_other(slow, pd.Series({"data": [1.0, 5.5], "run": "r"}), ("of a", "of b")) == ""  # they overlap
+    blocks = {"block_medians": [5.5, 5.6], "block_log_se": [0.01, 0.01]}
+    interleaved = [pd.Series({**row.to_dict(), **blocks}) for row in (slow, fast)]
+    assert one_after_other(*interleaved, ("of a", "of b")) == ""

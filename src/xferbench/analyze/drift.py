@@ -113,8 +113,9 @@ def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def one_after_other(a: pd.Series, b: pd.Series, names: tuple[str, str]) -> str:
     """``; every round of the code before took longer than every round of the code after (quickest 896 µs against slowest
     804 µs), one case measured after the other: an order the run's drift could give too``, of rows ``a`` and ``b`` named
-    ``names``, where every round of one lies above every round of the other (``rounds_order``); else nothing."""
-    if (order := rounds_order(a, b)) is None:
+    ``names``, where every round of one lies above every round of the other (``rounds_order``) and their rounds were not
+    interleaved (where they were, ``rounds_apart`` judges the order); else nothing."""
+    if paired_blocks(a, b)[0].size or (order := rounds_order(a, b)) is None:
         return ""
     slower, faster = names if min(a["data"]) > order[1] else names[::-1]  # a's fastest past the other's slowest
     return (f"; every round {slower} took longer than every round {faster} (quickest {format_seconds(order[0])} against "

@@ -154,7 +154,7 @@ def _unlisted(ratio: Ratio, now: pd.Series, then: pd.Series) -> str:
     gives = "" if ratio.apart is None else ("saves" if ratio.value > 1 else "costs") + " time: "
     sides = ("of the code before", "of the code after")  # not "before" alone: it reads as time, not code
     # interleaved, ``Ratio.order`` says it; else the order of rounds measured one case after the other
-    return gives + ratio.order(*sides) + ratio.text() + (one_after_other(now, then, sides) if ratio.apart is None else "")
+    return gives + ratio.order(*sides) + ratio.text() + one_after_other(now, then, sides)
 
 
 def ranked(changes: list[Change]) -> list[Change]:
