@@ -198,6 +198,9 @@ class TestSimulated:
         # a same-device panel draws no roof where the spec records no memory peak: the caption says so
         assert "half the device memory&#39;s peak (a copy reads and writes each byte), where the run records it (this " \
                "one does not)" in html
+        # the α/β table and the appendix mix the cost model's rows with real ones: their headings say so
+        tag = " <span class=\"sim-tag\">(device rows: the simulated machine's cost model, not a measurement)</span></h2>"
+        assert f'<h2 id="model">Latency and bandwidth per path{tag}' in html and f"Appendix: all results{tag}" in html
         # .cpu() and .to(cpu), one code, the cost model's alike: "the same", never "cannot tell"
         assert "one bar, both in the table; they took the same time (6.73 ms against 6.73 ms)." in html
         assert (texts["sync_stall"], texts["distributed"]) == ("Simulated machine, not a measurement.",
