@@ -2,6 +2,7 @@
 the simulated banner, the CSV and the Markdown beside the page."""
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -201,6 +202,16 @@ class TestSimulated:
         # the α/β table and the appendix mix the cost model's rows with real ones: their headings say so
         tag = " <span class=\"sim-tag\">(device rows: the simulated machine's cost model, not a measurement)</span></h2>"
         assert f'<h2 id="model">Latency and bandwidth per path{tag}' in html and f"Appendix: all results{tag}" in html
+        # the cost model's pair alike by design reads "(the same)", never "which is faster, the same"
+        assert "reused_pinned_to took 2.91 ms, pin_cached_then_to 2.91 ms (the same)." in html
+        # the figures of several moving families are mixed only where a moving family ran for real: without the host's
+        # copies, the real rows left (gloo, the forward pass, a module's .to(cpu)) are in none of them
+        from xferbench.analyze.report.page import _clocks
+
+        results = load([Path(__file__).parent / "data" / "sim-2gpu.json"])
+        no_host = RunView.of(dataclasses.replace(results, frame=results.frame[results.frame["op"] != "host"]))
+        kept = _clocks(no_host)
+        assert not {"ladder", "cost", "matrix"} & set(kept) and kept["distributed"] == "Measured for real on this CPU."
         # .cpu() and .to(cpu), one code, the cost model's alike: "the same", never "cannot tell"
         assert "one bar, both in the table; they took the same time (6.73 ms against 6.73 ms)." in html
         assert (texts["sync_stall"], texts["distributed"]) == ("Simulated machine, not a measurement.",

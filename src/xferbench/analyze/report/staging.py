@@ -59,7 +59,7 @@ def _why(view: RunView) -> str:
     """What the run lacks to say why: the single-thread host memcpy (the driver's staging copy) and fault counts; on a
     simulated run, the rates its cost model's spec set (the 2-GPU spec's 20 GB/s up, 10 down), which are the why."""
     rates = [at("xferbench", "simulated", "paths", f"{way}_pageable", "GBps")(view.machine_info) for way in ("h2d", "d2h")]
-    if view.simulated and all(isinstance(rate, (int, float)) for rate in rates):
+    if all(isinstance(rate, (int, float)) for rate in rates):  # a simulated run's spec: a real run records none
         return f"Why: the cost model's spec sets pageable copies at {rates[0]:g} GB/s host to device, {rates[1]:g} from it."
     rows = view.rows
     missing = [] if (rows["op"].eq("host") & rows["variant"].eq("single_thread")).any() else ["single-thread host memcpy"]
