@@ -493,7 +493,7 @@ def test_a_medians_bounds_are_its_rounds_order_statistics_per_call_else_its_spre
 def test_an_order_of_rounds_one_after_the_other_is_said_only_where_they_were_not_interleaved():
     """Rounds measured one case after the other: their order, with what could give it too; rounds of interleaved
     blocks: nothing here (``rounds_apart`` judges their order, which no drift gives)."""
-    from xferbench.analyze.drift import one_after_other
+    from xferbench.analyze.report.drift_text import one_after_other
 
     slow, fast = pd.Series({"data": [5.0, 6.0], "run": "r"}), pd.Series({"data": [1.0, 2.0], "run": "r"})
     said = ("; every round of a took longer than every round of b (quickest 5 s against slowest 2 s), one case measured "

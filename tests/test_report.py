@@ -33,7 +33,9 @@ class TestGoldenCpuSample:
             "Host memory copies (torch's copy_, thread count not recorded) reached 26.4 GB/s at 16 MiB; xferbench recorded "
             "no cache size, so whether 16 MiB ran from a cache is not known.",
             "Called back to back, which host-side path has the highest β can't be told "
-            "(2 paths' β lie 14.8-25.6 GB/s and the run cannot judge their times at 16 MiB); one of them (host pageable "
+            "(2 paths' β lie 14.8-25.6 GB/s and the run cannot judge their times at 16 MiB; every round of host pageable "
+            "clone cpu took longer than every round of host pageable copy_ cpu (quickest 896 µs against slowest 804 µs), "
+            "one case measured after the other: an order the run's drift could give too); one of them (host pageable "
             "copy_ cpu) has a fixed cost α = 1.03 µs and a bandwidth β = 25.6 GB/s; where moves reach half of β, this "
             "run cannot place: the fit puts half of β at 25.7 KiB, between 1 KiB and 1 MiB, the nearest sizes it kept, "
             "1,024× apart (xferbench recorded no cache size: whether 16 MiB ran from a cache is not known).",

@@ -26,7 +26,6 @@ import pandas as pd
 
 from ..families import FAMILIES
 from ..ratios import Drift, log_se, median_span, order_bounds, order_se
-from ..units import format_seconds
 from .load.rows import flag
 
 __all__ = ["SAME_CODE", "Evidence", "Pair", "RunDrift", "median_bounds", "regime", "regimes_of", "run_drift", "side"]
@@ -108,18 +107,6 @@ def paired_blocks(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         alike = both & (np.maximum(i, j) < 2 * np.minimum(i, j))
         both = alike if alike.sum() >= 2 else both
     return (x[both], y[both]) if both.sum() >= 2 else (np.empty(0), np.empty(0))
-
-
-def one_after_other(a: pd.Series, b: pd.Series, names: tuple[str, str]) -> str:
-    """``; every round of the code before took longer than every round of the code after (quickest 896 µs against slowest
-    804 µs), one case measured after the other: an order the run's drift could give too``, of rows ``a`` and ``b`` named
-    ``names``, where every round of one lies above every round of the other (``rounds_order``) and their rounds were not
-    interleaved (where they were, ``rounds_apart`` judges the order); else nothing."""
-    if paired_blocks(a, b)[0].size or (order := rounds_order(a, b)) is None:
-        return ""
-    slower, faster = names if min(a["data"]) > order[1] else names[::-1]  # a's fastest past the other's slowest
-    return (f"; every round {slower} took longer than every round {faster} (quickest {format_seconds(order[0])} against "
-            f"slowest {format_seconds(order[1])}), one case measured after the other: an order the run's drift could give too")
 
 
 def rounds_order(a: pd.Series, b: pd.Series) -> tuple[float, float] | None:

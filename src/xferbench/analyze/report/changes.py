@@ -21,8 +21,8 @@ from ...families.base import span as _span
 from ...families.core import CHANGES
 from ...ratios import Ratio
 from ...units import format_bytes, format_seconds
-from ..drift import one_after_other
 from ..view import USUAL_WAY_BACK, RunView, matching
+from .drift_text import one_after_other
 from .ladder_text import took_at
 from .svg import ON_TICKS, bytes_said
 

@@ -19,9 +19,10 @@ import pandas as pd
 from ...families.base import span as _span
 from ...ratios import Ratio
 from ...units import format_bytes, format_number, format_seconds, format_span
-from ..drift import median_bounds, one_after_other
+from ..drift import median_bounds
 from ..model import NoHostRoof, Wait, cache_bytes
 from ..view import MODEL_MISS, RunView
+from .drift_text import one_after_other
 from .svg import bytes_said, roof_share
 from .threads import one_thread_faster
 
