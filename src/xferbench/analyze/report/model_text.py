@@ -377,9 +377,9 @@ def _highest_beta(view: RunView, stated: pd.DataFrame, best: pd.Series) -> tuple
              f"their times at {size} are the same" if all(r.same for r in ratios) else
              f"their times at {size} can't be told apart")
     if len(tied) == 2 and not all(r.judged for r in ratios):  # the order its rounds give, which drift could give too
-        at = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
-        one, other = (at[at["path"] == path].iloc[0] for path in tied["path"])
-        times += one_after_other(one, other, (f"of {one['path']}", f"of {other['path']}"))
+        other = next(str(path) for path in tied["path"] if path != best["path"])
+        if (pair := _at_largest(view, other, best)) is not None:
+            times += one_after_other(*pair, (f"of {other}", f"of {best['path']}"))
     betas = _span(tied["stated_gbps"])
     return (f"which host-side path has the highest β can't be told ({len(tied)} paths' β "
             f"{'lie ' if '-' in betas else 'are all '}{betas} GB/s and {times}); one of them ({best['path']}"), tied
@@ -411,11 +411,16 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
             f"{_span(tied['alpha_us'], '.3g')} µs and β = {_span(tied['stated_gbps'], '.3g')} GB/s{under}{unfit}.")
 
 
-def _ratio_at_largest(view: RunView, path: str, best: pd.Series) -> Ratio | None:
-    """``path``'s time at ``best``'s largest size over ``best``'s own; None where either is missing."""
+def _at_largest(view: RunView, path: str, best: pd.Series) -> tuple[pd.Series, pd.Series] | None:
+    """``path``'s row and ``best``'s at ``best``'s largest size; None where either is missing."""
     rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
     one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
-    return None if one.empty or other.empty else view.ratio(one.iloc[0], other.iloc[0])
+    return None if one.empty or other.empty else (one.iloc[0], other.iloc[0])
+
+
+def _ratio_at_largest(view: RunView, path: str, best: pd.Series) -> Ratio | None:
+    """``path``'s time at ``best``'s largest size over ``best``'s own; None where either is missing."""
+    return None if (pair := _at_largest(view, path, best)) is None else view.ratio(*pair)
 
 
 def _told_at_largest(view: RunView, path: str, best: pd.Series) -> bool:
