@@ -176,10 +176,6 @@ class RunView:
         return self.results.sources
 
     @property
-    def notes(self) -> list[str]:
-        return self.results.notes
-
-    @property
     def shuffled(self) -> bool:
         """Whether the run's cases ran in a shuffled order (``--xfer-shuffle``, or pytest-randomly), as it recorded."""
         return isinstance(self.results.run.get("case_order"), dict)
@@ -312,8 +308,7 @@ class RunView:
         for i, fit in fits.iterrows():
             # or whose β was read from a size beyond the cache that waited (the busy run's copy_: its 1 KiB): that size
             if str(fit["beta_basis"]).endswith("measured beyond the cache"):
-                beyond = self.rows[(self.rows["path"] == fit["path"]) & ~self.resident.to_numpy(dtype=bool)
-                                   & ~self.rows["nbytes"].isin(fit["left_out"] or ())]
+                beyond = (rows := self.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit["left_out"] or ())]
                 if self.waited(size := beyond.loc[beyond["nbytes"].idxmax()]) is not None:
                     fits.loc[i, "largest_bytes"] = fit["largest_bytes"] = int(size["nbytes"])
             if self.largest_wait(fit) is None:
@@ -328,6 +323,16 @@ class RunView:
         """The α-β fit of the single-thread host copy, which ``fits`` leaves out (a roof, not a call users make)."""
         one = self._modelled[(self._modelled["op"] == "host") & self._modelled["variant"].eq(SINGLE_THREAD["variant"])]
         return fit_paths(one, self.fingerprint) if not one.empty else pd.DataFrame()
+
+    def of_path(self, path: str, beyond_cache: bool = False) -> pd.DataFrame:
+        """``rows`` of one path, split once for the run (a mask over every row costs each question a pass);
+        ``beyond_cache``: less the sizes that ran from a cache (``resident``)."""
+        rows = self._paths[path] if path in self._paths else self.rows.iloc[:0]
+        return rows[~self.resident.loc[rows.index].to_numpy(dtype=bool)] if beyond_cache else rows
+
+    @cached_property
+    def _paths(self) -> dict[Any, pd.DataFrame]:
+        return dict(list(self.rows.groupby("path", sort=False)))
 
     def fit_of(self, path: str) -> dict[str, Any] | None:
         """The fit of one path, or None when the path is not fitted."""
@@ -364,10 +369,8 @@ class RunView:
         predicted over measured and its inverse), and that size, where it is over ``MODEL_MISS``x (a path with a
         cliff: the capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured; a busy run's gloo
         isend_irecv, α 167 µs, took 704 µs at 4 B); else None."""
-        frame = self.rows
-        rows = frame[(frame["path"] == fit["path"])
-                     & ~frame["nbytes"].isin(fit.get("left_out") or ())]  # the sizes the fit left out, as it did
-        rows = rows[~self.resident.loc[rows.index].to_numpy(dtype=bool)] if not rows.empty else rows
+        rows = self.of_path(fit["path"], beyond_cache=True)
+        rows = rows[~rows["nbytes"].isin(fit.get("left_out") or ())]  # the sizes the fit left out, as it did
         if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
             return None
         predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
@@ -394,11 +397,9 @@ class RunView:
         """Each pin_memory() on a cold cache, smallest size first, against the copies of its size and GPU from its
         own machine instance (a saving from another boot is no measure of the pin): both the pin_memory scenario's
         own where both ran, else both the h2d family's same calls, else whichever of each ran."""
-        frame = self.rows
-        pins = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cold")].sort_values("nbytes")
-        found = []
-        cached = frame[(frame["op"] == "pin_memory") & (frame["variant"] == "pin_cached")]
-        for _, pin in pins.iterrows():
+        pins, found = self.rows[self.rows["op"] == "pin_memory"], []
+        cached = pins[pins["variant"] == "pin_cached"]
+        for _, pin in pins[pins["variant"] == "pin_cold"].sort_values("nbytes").iterrows():
             scene, core = zip(*(self._copy_at(pin, which) for which in (_PAGEABLE_COPY, _PINNED_COPY)), strict=True)
             # one source for both where one has both: the scenario's .to against the family's pinned copy differs in
             # more than the memory (the H200's 256 MiB: the scenario's .to took 37.7 ms, the family's 32.4 ms)
@@ -406,12 +407,11 @@ class RunView:
                                     [a if a is not None else b for a, b in zip(scene, core, strict=True)])
             twin = cached[(cached["nbytes"] == pin["nbytes"]) & (cached["dst"] == pin["dst"]) & (cached["run"] == pin["run"])]
             cache = twin.iloc[0] if not twin.empty else None
-            if pageable is None or pinned is None:
-                scene, core = self._copy_at(pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
-                elsewhere = scene if scene is not None else core
-                found.append(BreakEven(pin, pageable, pinned, elsewhere, cached=cache))
-            else:
+            if pageable is not None and pinned is not None:
                 found.append(BreakEven(pin, pageable, pinned, ratio=self.ratio(pageable, pinned), cached=cache))
+                continue
+            scene, core = self._copy_at(pin, _PAGEABLE_COPY if pageable is None else _PINNED_COPY, anywhere=True)
+            found.append(BreakEven(pin, pageable, pinned, scene if scene is not None else core, cached=cache))
         return found
 
     def _copy_at(self, pin: pd.Series, which: tuple[str, dict[str, Any]],
@@ -419,8 +419,7 @@ class RunView:
         """The pin_memory scenario's own copy at the pin's size and device, and the core family's same call; only
         from the pin's machine instance unless ``anywhere``."""
         variant, core = which
-        frame = self.rows
-        at = frame[(frame["nbytes"] == int(pin["nbytes"])) & (frame["dst"] == str(pin["dst"]))]
+        at = self.rows[(self.rows["nbytes"] == int(pin["nbytes"])) & (self.rows["dst"] == str(pin["dst"]))]
         if self.several_instances and not anywhere:
             at = at[[self.same_instance(pin, row) for _, row in at.iterrows()]]
         scene, family = at[(at["op"] == "pin_memory") & (at["variant"] == variant)], matching(at, core)
@@ -589,7 +588,7 @@ class RunView:
 
     def largest_wait(self, fit: Mapping[str, Any]) -> Wait | None:
         """``waits`` of a fitted path's largest size (``fit_paths``' ``largest_bytes``); None where it is no wait."""
-        rows = self.rows[(self.rows["path"] == fit["path"]) & (self.rows["nbytes"] == fit["largest_bytes"])]
+        rows = (rows := self.of_path(fit["path"]))[rows["nbytes"] == fit["largest_bytes"]]
         return None if rows.empty else self.waited(rows.iloc[0])
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:

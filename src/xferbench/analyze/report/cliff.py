@@ -124,7 +124,7 @@ def held_there(found: dict[str, Any], view: RunView) -> str:
     the H200's 13.6 GB/s at 16 MiB and 15.0 at 64 MiB; nothing where the run has no such copy_ at the larger size."""
     if (existing := found["existing"]) is None:
         return ""
-    same = view.rows[(view.rows["path"] == existing["path"]) & view.rows["nbytes"].isin((found["before"], found["after"]))]
+    same = (rows := view.of_path(existing["path"]))[rows["nbytes"].isin((found["before"], found["after"]))]
     if "run" in same:
         same = same[same["run"] == existing["run"]]
     gbps = pd.concat([same["bandwidth_gbps"], pd.Series([existing["bandwidth_gbps"]])]).dropna()

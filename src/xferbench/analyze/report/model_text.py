@@ -117,12 +117,12 @@ def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[
     """A β below what a smaller size of the path reached, that size's time over the largest's (per byte) resolved by
     its interval, is no ceiling: the large sizes fall below the mid sizes (pageable h2d on the H200: β 8.02 GB/s at
     1 GiB where 16 MiB ran at 14.3). The basis gives the measured peak, and no half of β is said."""
-    rows = view.rows[view.rows["path"] == fit["path"]]
+    rows = view.of_path(fit["path"], beyond_cache=True)
     # a size that ran from cache reached no bandwidth, nor one whose bytes set little of its time (``RunView.waits``)
     # or are not shown to set it: its growth from a size with 1/16 of its bytes not above 1 by its interval (the quick
     # run's 1 KiB clone: 0.944x (0.42-2.12) its 4 B's)
     grew = [(g := view.growths[label]) is not None and g[1].low > 1 for label in rows.index]
-    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool) & ~view.waiting(rows) & grew]
+    rows = rows[~view.waiting(rows) & grew]
     stated = float(fit["stated_gbps"])
     if rows.empty or not np.isfinite(stated) or stated <= 0 or not rows["bandwidth_gbps"].notna().any():
         return {}
@@ -150,9 +150,8 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     half = float(fit["half_peak_bytes"])
     if not np.isfinite(half):
         return {}
-    rows = view.rows[view.rows["path"] == fit["path"]]
     # a size β's fit left out (its blocks mixed loops, or it ran from cache faster than memory) brackets nothing
-    sizes = rows.loc[~view.resident.loc[rows.index].to_numpy(dtype=bool), "nbytes"]
+    sizes = view.of_path(fit["path"], beyond_cache=True)["nbytes"]
     sizes = sizes[~sizes.isin(fit.get("left_out") or ())]
     below, above = sizes[sizes <= half], sizes[sizes >= half]
     if below.empty or above.empty:
@@ -171,9 +170,9 @@ def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     it within ``MODEL_MISS``x yet misplaces the knee (the H200's pageable d2h copy_: half of β at 239 KiB, but 256 KiB
     reached 5.9 GB/s, 43% of its 13.9)."""
     half, beta = float(fit["half_peak_bytes"]), float(fit["stated_gbps"])
-    rows = view.rows[view.rows["path"].eq(fit["path"]) & ~view.rows["nbytes"].isin(fit.get("left_out") or ())]
     # a size that ran from a cache reached no link's bandwidth (as ``_unbracketed``)
-    rows = rows[~view.resident.loc[rows.index].to_numpy(dtype=bool)].sort_values("nbytes")
+    rows = (rows := view.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit.get("left_out") or ())]
+    rows = rows.sort_values("nbytes")
     for _, row in rows.iterrows():
         fast, slow = median_bounds(row)
         n = int(row["nbytes"])
@@ -233,7 +232,7 @@ def fit_table(view: RunView) -> list[dict[str, Any]]:
         worded = fit | {"beta_basis": basis(fit, view.largest_wait(fit)) if spread is None
                         or fit["beta_basis"] != "latency-bound" else "no β: every size measured is below the "
                         f"fit's α·β; nor one α: the sizes' times spread past {FIXED_SPREAD:g}×"}
-        if view.waiting(view.rows[view.rows["path"].eq(fit["path"]) & view.rows["nbytes"].eq(fit["largest_bytes"])]).any():
+        if view.waiting((path := view.of_path(fit["path"]))[path["nbytes"].eq(fit["largest_bytes"])]).any():
             worded["largest_gbps"] = math.nan  # its GB/s is no bandwidth (the appendix's ‡): no cell, no share of roof
         said = worded | half_of_beta(view, worded)
         rows.append(said | _algbw(view, said) | {
@@ -256,8 +255,8 @@ def _spread_times(view: RunView, fit: dict[str, Any]) -> pd.Series | None:
     the H200: α 106 µs through 4 B, 217-268 µs from 64 B; reduce_scatter: α 203 µs, 162 µs at 4 B); else None."""
     if not np.isfinite(fit["alpha_us"]) or np.isfinite(fit["stated_gbps"]):
         return None
-    rows = view.rows[(view.rows["path"] == fit["path"]) & ~view.rows["nbytes"].isin(fit.get("left_out") or ())]
-    times = rows.loc[~view.resident.loc[rows.index].to_numpy(dtype=bool), "transfer_s"] * 1e6  # cache sizes: left out
+    rows = (rows := view.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit.get("left_out") or ())]
+    times = rows["transfer_s"] * 1e6  # cache sizes: left out
     return times if times.max() > FIXED_SPREAD * times.min() else None
 
 
@@ -274,7 +273,7 @@ def _seconds(us: float | None) -> str:
 def _algbw_differs(view: RunView, path: str) -> bool:
     """Whether a path's GB/s (algbw: bytes / time) differ from its busbw, which the distributed figure draws
     (nccl-tests' convention): a collective's two figures 2x apart."""
-    rows = view.rows[view.rows["path"] == path]
+    rows = view.of_path(path)
     if "busbw_gbps" not in rows:
         return False
     bus = pd.to_numeric(rows["busbw_gbps"], errors="coerce")
@@ -413,8 +412,7 @@ def _tied_headline(view: RunView, tied: pd.DataFrame, gpu: bool) -> str:
 
 def _at_largest(view: RunView, path: str, best: pd.Series) -> tuple[pd.Series, pd.Series] | None:
     """``path``'s row and ``best``'s at ``best``'s largest size; None where either is missing."""
-    rows = view.rows[view.rows["nbytes"] == best["largest_bytes"]]
-    one, other = rows[rows["path"] == path], rows[rows["path"] == best["path"]]
+    one, other = ((rows := view.of_path(p))[rows["nbytes"] == best["largest_bytes"]] for p in (path, best["path"]))
     return None if one.empty or other.empty else (one.iloc[0], other.iloc[0])
 
 

@@ -67,7 +67,7 @@ def _fit(view: RunView, kind: str, memory: str, blocking: bool) -> dict[str, Any
 
 def _row_at(view: RunView, path: str, size: float) -> pd.Series:
     """The path's measured row at the size nearest ``size`` (on a log scale): where its comparisons are read."""
-    rows = view.rows[view.rows["path"] == path]
+    rows = view.of_path(path)
     distance = np.abs(np.log2(rows["nbytes"].clip(lower=1).astype(float)) - np.log2(max(size, 1.0)))
     return rows.iloc[int(np.argmin(distance.to_numpy()))]
 
