@@ -29,24 +29,44 @@ def _figure(index: int = 0) -> Figure:
     return fig
 
 
-def _frame(svg_text: str) -> tuple[str | None, str | None, str | None]:
+def _frame(svg_text: str) -> tuple[float, float]:
     root = ET.fromstring(svg_text)
-    return root.get("width"), root.get("height"), root.get("viewBox")
+    return float(root.get("width", "").removesuffix("pt")), float(root.get("height", "").removesuffix("pt"))
 
 
-def test_the_crop_is_matplotlib_tight_crop_with_every_text() -> None:
-    """One draw instead of "tight"'s two, the same frame: a legend outside the axes and long labels are not clipped."""
-    reference = _figure()
-    reference.tight_layout()
+def _tight(fig: Figure) -> tuple[float, float]:
+    """matplotlib's own frame of ``fig``: laid out, then drawn with ``bbox_inches="tight"``."""
+    fig.tight_layout()
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": "k", "svg.fonttype": "none"}):
-        reference.savefig(buffer, format="svg", bbox_inches="tight")
-    plt.close(reference)
-    written = to_svg(_figure(), "k")
-    assert _frame(written) == _frame(buffer.getvalue())
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    return _frame(buffer.getvalue())
+
+
+def test_the_crop_holds_matplotlib_tight_crop_with_every_text() -> None:
+    """One draw instead of "tight"'s two, and the layout's margins instead of a second measure of every text: the frame
+    holds matplotlib's tight crop, a few points wider at most (a legend outside the axes and long labels are not clipped)."""
+    (width, height), (tight_width, tight_height) = _frame(written := to_svg(_figure(), "k")), _tight(_figure())
+    assert tight_width - 0.01 <= width <= tight_width + 8 and tight_height - 0.01 <= height <= tight_height + 8
     texts = ["".join(text.itertext()) for text in ET.fromstring(written).iter(f"{_SVG}text")]
     assert "a legend entry far outside the axes, figure 0" in texts and "a hundred, a long tick label" in texts
     assert [title.text for title in ET.fromstring(written).iter(f"{_SVG}title")] == ["one", "two", "three"] * 2
+
+
+def test_labels_the_layout_cannot_fit_are_measured_as_matplotlib_crops_them() -> None:
+    """Where tight layout cannot fit the labels (it warns and leaves the figure as it was), they reach past its edges:
+    the crop is measured, as "tight" measures it, not taken from the layout's margins."""
+    def crowded() -> Figure:
+        fig, axes = plt.subplots(1, 2, figsize=(2, 1.5))
+        for ax in axes:
+            ax.set_yticks([1, 2], ["a tick label far wider than its panel", "2"])
+        fig.set_layout_engine("tight")
+        return fig
+
+    with pytest.warns(UserWarning, match="Tight layout not applied"):
+        tight = _tight(crowded())
+    assert _frame(to_svg(crowded(), "k")) == pytest.approx(tight, abs=0.01)
 
 
 def _minor_labels(low: float, high: float) -> list[str]:

@@ -16,6 +16,7 @@ import functools
 import io
 import itertools
 import math
+import warnings
 import weakref
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Sequence
@@ -126,10 +127,10 @@ def to_svg(fig: Figure, key: str = "figure") -> str:
     """The figure as an inline SVG element with its hover titles."""
     buffer = io.StringIO()
     drawable_text(fig)  # labels come from run files: no mathtext, no control character, wherever they were set
-    _lay_out(fig)
+    inset = _lay_out(fig)
     # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
     with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", bbox_inches=_tight_box(fig))
+        fig.savefig(buffer, format="svg", bbox_inches=_tight_box(fig, inset))
     titles = _TITLES.pop(fig, {})
     return _add_titles(buffer.getvalue(), titles)
 
@@ -142,28 +143,39 @@ def subplots(*grid: int, figsize: tuple[float, float], layout: Literal["tight"] 
     return fig, fig.subplots(*grid, **options)
 
 
-def _lay_out(fig: Figure) -> None:
+def _lay_out(fig: Figure) -> float | None:
     """Lay out a figure drawn with a layout engine (``set_layout_engine("tight")``) once, here, and leave it none:
-    with one, savefig lays the figure out and draws it (drawing nothing) before it draws it for good."""
-    engine = fig.get_layout_engine()
+    with one, savefig lays the figure out and draws it (drawing nothing) before it draws it for good. Returns how far
+    inside the figure's edges the whole figure's tight layout left every axes' labels (inches); else None."""
+    engine, inset = fig.get_layout_engine(), None
     if isinstance(engine, TightLayoutEngine) and tuple(engine.get()["rect"]) == (0, 0, 1, 1):
         # The whole figure: matplotlib measures every panel twice, the second time to fit a rect, which the first
         # pass's margins already fill; one pass (no rect) lays it out the same.
         params = engine.get()
         engine = TightLayoutEngine(pad=params["pad"], h_pad=params["h_pad"], w_pad=params["w_pad"],
                                    rect=None)  # type: ignore[arg-type]  # None: no rect, which the stub leaves out
+        inset = params["pad"] * matplotlib.rcParams["font.size"] / 72  # as tight_layout reads its pad
     if engine is not None:
-        engine.execute(fig)
+        with warnings.catch_warnings(record=True) as unfit:  # labels too large to fit: laid out as they were
+            warnings.simplefilter("always")
+            engine.execute(fig)
         fig.set_layout_engine(None)
+        return None if unfit else inset
+    return None
 
 
-def _tight_box(fig: Figure) -> Bbox:
+def _tight_box(fig: Figure, inset: float | None = None) -> Bbox:
     """What ``bbox_inches="tight"`` crops to, measured as it does (an SVG renderer at 72 dpi) but without its
-    extra pass: "tight" lays out and draws the whole figure once (drawing nothing) before it draws it for good."""
+    extra pass: "tight" lays out and draws the whole figure once (drawing nothing) before it draws it for good. A
+    figure laid out whole (``inset``: ``_lay_out``'s) is the figure less the inset, with its legends (placed outside
+    the axes, which the layout does not move): every text measured again would give the same box."""
     dpi, fig.dpi = fig.dpi, 72  # as savefig draws an SVG: text is measured in points
     try:
         width, height = fig.get_size_inches() * 72
-        box = fig.get_tightbbox(RendererSVG(width, height, io.StringIO(), None, 72))
+        renderer = RendererSVG(width, height, io.StringIO(), None, 72)
+        inches = [legend.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted()) for legend in fig.legends]
+        box = fig.get_tightbbox(renderer) if inset is None else Bbox.union(
+            [Bbox.from_extents(inset, inset, width / 72 - inset, height / 72 - inset), *inches])
     finally:
         fig.dpi = dpi
     return box.padded(matplotlib.rcParams["savefig.pad_inches"])
