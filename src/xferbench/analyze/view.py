@@ -327,12 +327,12 @@ class RunView:
     def of_path(self, path: str, beyond_cache: bool = False) -> pd.DataFrame:
         """``rows`` of one path, split once for the run (a mask over every row costs each question a pass);
         ``beyond_cache``: less the sizes that ran from a cache (``resident``)."""
-        rows = self._paths[path] if path in self._paths else self.rows.iloc[:0]
-        return rows[~self.resident.loc[rows.index].to_numpy(dtype=bool)] if beyond_cache else rows
+        return self._paths[beyond_cache].get(path, self.rows.iloc[:0])
 
     @cached_property
-    def _paths(self) -> dict[Any, pd.DataFrame]:
-        return dict(list(self.rows.groupby("path", sort=False)))
+    def _paths(self) -> dict[bool, dict[Any, pd.DataFrame]]:
+        beyond = self.rows[~self.resident.loc[self.rows.index].to_numpy(dtype=bool)]
+        return {False: dict(list(self.rows.groupby("path", sort=False))), True: dict(list(beyond.groupby("path", sort=False)))}
 
     def fit_of(self, path: str) -> dict[str, Any] | None:
         """The fit of one path, or None when the path is not fitted."""
@@ -588,8 +588,8 @@ class RunView:
 
     def largest_wait(self, fit: Mapping[str, Any]) -> Wait | None:
         """``waits`` of a fitted path's largest size (``fit_paths``' ``largest_bytes``); None where it is no wait."""
-        rows = (rows := self.of_path(fit["path"]))[rows["nbytes"] == fit["largest_bytes"]]
-        return None if rows.empty else self.waited(rows.iloc[0])
+        at = (rows := self.of_path(fit["path"])).index[(rows["nbytes"] == fit["largest_bytes"]).to_numpy()]
+        return self.waits.get(at[0]) if len(at) else None
 
     def per_byte(self, large: pd.Series, small: pd.Series) -> Ratio:
         """``ratio`` of two sizes per byte moved: the larger size's time over the smaller's, over their bytes' ratio
