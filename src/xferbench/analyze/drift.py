@@ -45,12 +45,13 @@ def regime(row: pd.Series) -> tuple[str, str]:
     far a no-op's medians wander under load (206 ns at 4 B to 1 µs at 64 MiB for .cpu() in one busy run), so it would
     judge no-ops too strongly."""
     # a family's staged methods (copy_kind's blocking convert and strided) go through a pageable host buffer
-    staged = (family := FAMILIES.get(str(row.get("op")))) is not None and row.get("method") in family.staged
+    op, method = row.get("op"), row.get("method")  # each read once: a Series' get is most of a ratio's cost
+    staged = (family := FAMILIES.get(str(op))) is not None and method in family.staged
     # a rank's host memory reads "rank0:cpu", a gloo collective's "all:cpu"
     host = any(str(end).split(":")[-1] == "cpu" for end in (row.get("src"), row.get("dst"))) \
         and (row.get("host_memory") != "pinned" or staged)
     # torch.empty touches no byte at any size: its blocks say nothing of how a copy's bandwidth drifts
-    untouched = row.get("op") == "create" and row.get("method") == "empty"
+    untouched = op == "create" and method == "empty"
     small = int(row.get("nbytes") or 0) < LATENCY_BYTES or untouched
     # a cost model's pairs drift by nothing: evidence for its own figures, never for a real row beside them
     memory = "simulated" if row.get("clock") == "simulated" else "pageable" if host else "device"
