@@ -61,7 +61,8 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waits``: where not,
     its GB/s is no bandwidth); a size whose one-call rounds waited for the CPU states none, as the first screen."""
     frame, waits = view.numbered(view.rows), view.waits_off_ticks
-    calls = [rounds_text(row) + (", its rounds waited for the CPU" if waits[label] else "") for label, row in frame.iterrows()]
+    calls = [rounds_text(row) + (", its rounds waited for the CPU" if waited else "")  # a dict a row: no Series made
+             for row, waited in zip(frame.to_dict("records"), waits[frame.index], strict=True)]
     frame = frame.assign(_o=frame["op"].map(order_of), calls=calls)
     frame = frame.assign(waited=view.waiting(frame) & frame["bandwidth_gbps"].notna())
     return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
