@@ -148,20 +148,19 @@ def _lay_out(fig: Figure) -> float | None:
     with one, savefig lays the figure out and draws it (drawing nothing) before it draws it for good. Returns how far
     inside the figure's edges the whole figure's tight layout left every axes' labels (inches); else None."""
     engine, inset = fig.get_layout_engine(), None
-    if isinstance(engine, TightLayoutEngine) and tuple(engine.get()["rect"]) == (0, 0, 1, 1):
+    if isinstance(engine, TightLayoutEngine) and tuple((params := engine.get())["rect"]) == (0, 0, 1, 1):
         # The whole figure: matplotlib measures every panel twice, the second time to fit a rect, which the first
         # pass's margins already fill; one pass (no rect) lays it out the same.
-        params = engine.get()
         engine = TightLayoutEngine(pad=params["pad"], h_pad=params["h_pad"], w_pad=params["w_pad"],
                                    rect=None)  # type: ignore[arg-type]  # None: no rect, which the stub leaves out
         inset = params["pad"] * matplotlib.rcParams["font.size"] / 72  # as tight_layout reads its pad
-    if engine is not None:
-        with warnings.catch_warnings(record=True) as unfit:  # labels too large to fit: laid out as they were
-            warnings.simplefilter("always")
-            engine.execute(fig)
-        fig.set_layout_engine(None)
-        return None if unfit else inset
-    return None
+    if engine is None:
+        return None
+    with warnings.catch_warnings(record=True) as unfit:  # labels too large to fit: laid out as they were
+        warnings.simplefilter("always")
+        engine.execute(fig)
+    fig.set_layout_engine(None)
+    return None if unfit else inset
 
 
 def _tight_box(fig: Figure, inset: float | None = None) -> Bbox:
