@@ -121,7 +121,7 @@ def _no_ceiling_below_the_mid_sizes(view: RunView, fit: dict[str, Any]) -> dict[
     # a size that ran from cache reached no bandwidth, nor one whose bytes set little of its time (``RunView.waits``)
     # or are not shown to set it: its growth from a size with 1/16 of its bytes not above 1 by its interval (the quick
     # run's 1 KiB clone: 0.944x (0.42-2.12) its 4 B's)
-    grew = [(g := view.growths[label]) is not None and g[1].low > 1 for label in rows.index]
+    grew = np.array([(g := view.growths[label]) is not None and g[1].low > 1 for label in rows.index], dtype=bool)
     rows = rows[~view.waiting(rows) & grew]
     stated = float(fit["stated_gbps"])
     if rows.empty or not np.isfinite(stated) or stated <= 0 or not rows["bandwidth_gbps"].notna().any():
