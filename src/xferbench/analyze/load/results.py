@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import sys
 import zlib
@@ -88,10 +89,9 @@ class Results:
 
     @property
     def has_accelerator(self) -> bool:
-        devices = pd.concat([self.frame["src"], self.frame["dst"]]).dropna().astype(str)
+        devices = pd.unique(pd.concat([self.frame["src"], self.frame["dst"]]).dropna().astype(str))  # a few, read alone
         # Distributed rows name devices per rank ("rank0:cpu", "all:cuda"): look past the prefix.
-        kinds = devices.str.replace(r"^(rank\d+|all):", "", regex=True).str.split(":").str[0]
-        return bool((kinds != "cpu").any())
+        return any(re.sub(r"^(rank\d+|all):", "", device).split(":")[0] != "cpu" for device in devices)
 
 
 def find_json(path: Path) -> list[Path]:
