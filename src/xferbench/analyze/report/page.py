@@ -60,12 +60,14 @@ def _table(view: RunView) -> list[dict[str, Any]]:
     """Every row, in report order, with the number of the machine instance it came from (shown when there are several),
     its rounds and calls a round (``rounds_text``), and whether the bytes set its time (``RunView.waits``: where not,
     its GB/s is no bandwidth); a size whose one-call rounds waited for the CPU states none, as the first screen."""
-    frame, waits = view.numbered(view.rows), view.waits_off_ticks
-    calls = [rounds_text(row) + (", its rounds waited for the CPU" if waited else "")  # a dict a row: no Series made
-             for row, waited in zip(frame.to_dict("records"), waits[frame.index], strict=True)]
-    frame = frame.assign(_o=frame["op"].map(order_of), calls=calls)
-    frame = frame.assign(waited=view.waiting(frame) & frame["bandwidth_gbps"].notna())
-    return frame.sort_values(["_o", "path", "nbytes"]).drop(columns=["data", "_o"]).to_dict("records")
+    frame = view.numbered(view.rows)
+    frame = frame.assign(_o=frame["op"].map(order_of), waited=view.waiting(frame) & frame["bandwidth_gbps"].notna(),
+                         _w=view.waits_off_ticks).sort_values(["_o", "path", "nbytes"])
+    rows = frame.to_dict("records")  # a dict a row, made once: no Series
+    for row in rows:
+        row["calls"] = rounds_text(row) + (", its rounds waited for the CPU" if row.pop("_w") else "")
+        del row["data"], row["_o"]
+    return rows
 
 
 #: A simulated page's tags: of a figure or scenario whose rows all ran for real, and of one that holds both kinds.
