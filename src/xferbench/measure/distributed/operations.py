@@ -14,8 +14,9 @@ overlap of all_reduces), (n-1)/n for all_gather, reduce_scatter and all_to_all,
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +138,12 @@ def bytes_needed(op: str, nbytes: int, variant: str | None = None) -> int:
     return math.ceil(nbytes * FOOTPRINT[op] * (2 if variant == RING else 1))
 
 
+def _x4_past(sizes: Sequence[int], below: int) -> Iterator[int]:
+    """x4 steps on from the largest of ``sizes`` (4 B where there are none), while below ``below``."""
+    top = max(sizes, default=4)
+    return itertools.takewhile(lambda size: size < below, (top * 4**k for k in itertools.count(1)))
+
+
 def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) -> list[int] | str:
     """``sizes`` extended by x4 steps up to the largest payload the leanest op can hold in
     ``fraction`` of ``free_bytes``, that largest size included; a reason when free memory is
@@ -145,12 +152,7 @@ def scan_sizes(sizes: Sequence[int], free_bytes: int | None, fraction: float) ->
         return "free memory is unknown on this machine, so the scan to the largest size that fits was skipped"
     cap = int(free_bytes * fraction / min(FOOTPRINT.values()))
     cap -= cap % 2**20 if cap > 2**20 else cap % 64  # a round number that every world size and dtype divides
-    top = max(sizes, default=4)
-    out = [s for s in sizes if s <= cap]
-    size = top * 4
-    while size < cap:
-        out.append(size)
-        size *= 4
+    out = [s for s in sizes if s <= cap] + list(_x4_past(sizes, cap))
     if cap > 0 and cap not in out:
         out.append(cap)
     return sorted(set(out))
@@ -169,10 +171,7 @@ def plateau_sizes(sizes: Sequence[int], free_bytes: int | None) -> list[int] | s
         return (f"free GPU memory is unknown, so the sweep stops at the profile's sizes, short of the bus bandwidth "
                 f"plateau ({format_size(PLATEAU_BYTES)})")
     leanest = min(FOOTPRINT.values())
-    out, size = list(sizes), max(sizes, default=4) * 4
-    while size < PLATEAU_BYTES and size * leanest <= free_bytes:
-        out.append(size)
-        size *= 4
+    out = [*sizes, *itertools.takewhile(lambda size: size * leanest <= free_bytes, _x4_past(sizes, PLATEAU_BYTES))]
     if max(sizes, default=0) < PLATEAU_BYTES and PLATEAU_BYTES * leanest <= free_bytes:
         out.append(PLATEAU_BYTES)
     return sorted(set(out))
