@@ -165,13 +165,9 @@ _MOST_SPEC_BYTES = 1 << 20
 
 
 def _value(key: str, value: Any, kind: type) -> Any:
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise SpecError(f"{key} must be true or false, got {value!r}")
-        return value
-    if kind is str:
-        if not isinstance(value, str) or not value:
-            raise SpecError(f"{key} must be a non-empty string, got {value!r}")
+    if kind in (bool, str):
+        if not isinstance(value, kind) or value == "":
+            raise SpecError(f"{key} must be {'true or false' if kind is bool else 'a non-empty string'}, got {value!r}")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SpecError(f"{key} must be a number, got {value!r}")
