@@ -200,32 +200,29 @@ def _uses_kept(case: Case, backend: DeviceBackend | None) -> bool:
 
 def prepare(case: Case, backend: DeviceBackend | None = None) -> Buffers:
     """The case's source (the pattern) and, for copy_, its destination, where ``backend`` keeps them."""
-    dtype = _dtype(case)
     if case.op in ("create", "sync"):
         return Buffers(src=None, dst=None)
-    place = backend.tensor_device if backend is not None else str
+    dtype = _dtype(case)
     if _uses_kept(case, backend):
         assert backend is not None
         return _kept(case, dtype, backend)
-    src = pattern(case.shape, dtype, place(case.src))
-    if case.host_memory == "pinned" and case.src == "cpu":
-        src = backend.pin_memory(src) if backend is not None else src.pin_memory()
-    dst = None
-    if case.method == "copy_":
-        dst = torch.zeros(case.shape, dtype=dtype, device=place(case.dst))
-        if case.host_memory == "pinned" and case.dst == "cpu":
-            dst = backend.pin_memory(dst) if backend is not None else dst.pin_memory()
+    place = backend.tensor_device if backend is not None else str
+    pin: Callable[[torch.Tensor], torch.Tensor] = backend.pin_memory if backend is not None else torch.Tensor.pin_memory
+
+    def on(device: str, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor``, pinned where the case's host end is pinned memory."""
+        return pin(tensor) if case.host_memory == "pinned" and device == "cpu" else tensor
+
+    src = on(case.src, pattern(case.shape, dtype, place(case.src)))
+    dst = on(case.dst, torch.zeros(case.shape, dtype=dtype, device=place(case.dst))) if case.method == "copy_" else None
     return Buffers(src=src, dst=dst)
 
 
 def _kept(case: Case, dtype: torch.dtype, backend: DeviceBackend) -> Buffers:
     """A simulated case's buffers, from ``_KEPT``: the destination zeroed as a fresh one would be."""
     src = _KEPT.get("source", case.shape, dtype, lambda: pattern(case.shape, dtype, backend.tensor_device(case.src)))
-    dst = None
-    if case.method == "copy_":
-        dst = _KEPT.get("destination", case.shape, dtype,
-                        lambda: torch.empty(case.shape, dtype=dtype, device=backend.tensor_device(case.dst)))
-        dst.zero_()
+    empty = functools.partial(torch.empty, case.shape, dtype=dtype, device=backend.tensor_device(case.dst))
+    dst = _KEPT.get("destination", case.shape, dtype, empty).zero_() if case.method == "copy_" else None
     return Buffers(src=src, dst=dst)
 
 
