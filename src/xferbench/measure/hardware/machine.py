@@ -18,6 +18,7 @@ import platform
 import re
 from collections.abc import Iterable
 from contextlib import suppress
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -230,12 +231,9 @@ def _size(text: str) -> int:
 def parse_cpu_list(text: str) -> set[int]:
     """sysfs's ``0-3,8-11`` -> {0, 1, 2, 3, 8, 9, 10, 11}."""
     cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if "-" in part:
-            low, high = part.split("-")
-            cpus.update(range(int(low), int(high) + 1))
-        elif part:
-            cpus.add(int(part))
+    for part in filter(None, text.strip().split(",")):
+        low, dash, high = part.partition("-")
+        cpus.update(range(int(low), int(high if dash else low) + 1))
     return cpus
 
 
@@ -243,13 +241,9 @@ def cpu_list(cpus: Iterable[int] | None) -> str | None:
     """{0, 1, 2, 3, 8} -> ``0-3,8`` (sysfs's own form), None for None."""
     if cpus is None:
         return None
-    ordered, ranges = sorted(cpus), list[list[int]]()
-    for cpu in ordered:
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+    # consecutive CPUs keep the same difference to their position in the sorted list: one run each
+    runs = [[cpu for _, cpu in run] for _, run in groupby(enumerate(sorted(cpus)), lambda pair: pair[1] - pair[0])]
+    return ",".join(f"{run[0]}" if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def _process_cpus() -> set[int] | None:
