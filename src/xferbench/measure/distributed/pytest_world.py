@@ -177,11 +177,9 @@ class World:
         ready, _, _ = select.select(readable, [], [], wait_s)
         for sock in ready:
             if sock is self._listener:
-                conn, _ = self._listener.accept()
-                self._waiting.append(Channel(conn))
-                continue
-            channel = next(c for c in [*self._waiting, *self.channels.values()] if c.sock is sock)
-            channel.pump()
+                self._waiting.append(Channel(self._listener.accept()[0]))
+            else:
+                next(c for c in [*self._waiting, *self.channels.values()] if c.sock is sock).pump()
         for channel in list(self._waiting):
             if channel.inbox:  # its first message says which rank it is
                 self._waiting.remove(channel)
