@@ -37,8 +37,9 @@ def to_csv(view: RunView) -> str:
     """One row per benchmark measured (every instance of a case measured in more than one run, ``read`` True for the
     one the report reads), every data-contract field; shape as ``AxB``, empty where a field is absent. A text
     cell a spreadsheet would take for a formula (``=``, ``+``, ``-``, ``@``, from the run file) starts with ``'``."""
-    frame = frame_for_csv(view)  # a text column's cells escaped; a number is no formula (a column of them is left alone)
-    escaped = {c: frame[c].map(lambda v: escape.csv_cell(v) if isinstance(v, str) else v) for c in frame.select_dtypes("object")}
+    frame = frame_for_csv(view)  # a text cell escaped; a number is no formula (a column of them is left alone)
+    escaped = {c: frame[c].map(lambda v: escape.csv_cell(v) if isinstance(v, str) else v)
+               for c in frame.select_dtypes(exclude="number")}
     return str(frame.assign(**escaped).to_csv(index=False, lineterminator="\n"))
 
 
