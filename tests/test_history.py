@@ -371,7 +371,7 @@ class TestOneStatisticAndEnvironment:
             data["machine_info"]["cpu"] = {"brand_raw": "Intel Xeon" if i == 0 else "AMD EPYC"}
             (folder / f"{i:04d}_run.json").write_text(json.dumps(data | {"datetime": f"2026-11-0{i + 1}T00:00:00"}))
         (plot,) = history_plots(folder)
-        assert "1 run(s) of another machine than the newest run's are left out." in plot.caption
+        assert "Left out, of another machine than the newest run's: 1 run." in plot.caption
 
 
 class TestLongHistories:
@@ -410,7 +410,7 @@ class TestHistoryOfOneMachine:
             put(tmp_path / f"{i:04d}_run.json", run)
         plot, = history_plots(tmp_path)
         assert plot.svg is not None
-        assert "1 run(s) of another machine than the newest run's are left out." in plot.caption
+        assert "Left out, of another machine than the newest run's: 1 run." in plot.caption
         assert "0000_run" not in plot.svg and "0003_run" in plot.svg
 
     def test_only_the_newest_machine_left_says_so(self, tmp_path):
@@ -423,7 +423,7 @@ class TestHistoryOfOneMachine:
             put(tmp_path / f"{i:04d}_run.json", run)
         plot, = history_plots(tmp_path)
         assert plot.svg is None and plot.missing.startswith("1 run in ")
-        assert "2 run(s) of another machine" in plot.caption
+        assert "of another machine than the newest run's: 2 runs." in plot.caption
 
 
 @pytest.fixture
@@ -480,7 +480,7 @@ class TestOneParsePerFile:
         run = tmp_path / "run.json"
         run.write_text(SAMPLE.read_text())
         assert main(["report", str(run), str(tmp_path / "." / "run.json"), "-o", str(tmp_path / "r.html")]) == 0
-        assert not any("replaced by the newest" in note for note in written[0].notes)
+        assert not any("replaced by the newest" in note for note in written[0].results.notes)
 
 
 class TestComparesReading:
