@@ -408,7 +408,7 @@ def test_a_simulated_run_pairs_what_the_page_compares_and_merges_it(tmp_path):
     assert len(paired) == 4 and all(p.paired and view.ratio(p.slow, p.fast).basis == "paired" for p in paired)
     assert not any(p.paired for p in view.drift.pairs if p.nbytes < 64 * MiB)
     assert len(view.drift.evidence) == 12 + sum(not p.paired for p in view.drift.pairs)
-    assert "any two of the 12 case(s) measured in interleaved blocks" in drift_text.statement(view)
+    assert "any two of the 12 cases measured in interleaved blocks" in drift_text.statement(view)
 
 
 @pytest.mark.slow

@@ -113,8 +113,8 @@ def test_the_report_says_what_nccl_chose_and_how_it_was_set():
              {"rank": 1, "nccl": summary(IB), "torch_env": {}, "nccl_conf": {}},
              {"rank": 2, "nccl": summary(SOCKET), "torch_env": {}, "nccl_conf": {}}]
     assert setup_sentence({"xferbench": {"ranks": ranks}}) == (
-        "Setup: NCCL 2.21.5 over network IB via NET/IB (2 channel(s)), P2P/IPC (2 channel(s)) on rank(s) 0, 1; "
-        "NCCL 2.18.3 over network Socket via NET/Socket (1 channel(s)), SHM (1 channel(s)) on rank(s) 2; "
+        "Setup: NCCL 2.21.5 over network IB via NET/IB (2 channels), P2P/IPC (2 channels) on ranks 0, 1; "
+        "NCCL 2.18.3 over network Socket via NET/Socket (1 channel), SHM (1 channel) on rank 2; "
         "set: TORCH_DISTRIBUTED_DEBUG=DETAIL (DETAIL checks every call: slower); NCCL configuration read from "
         "/etc/nccl.conf (recorded in the JSON).")
     assert setup_sentence({"xferbench": {"ranks": [{"rank": 0, "torch_env": {}, "nccl_conf": {}}]}}) is None

@@ -252,7 +252,7 @@ def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_
     assert drift_text.statement(view) == (
         "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
         "difference): any two of the 8 "
-        "case(s) measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus "
+        "cases measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus "
         "the run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host "
         "memory from 1 MiB 8.2% (40 degrees of freedom)). A paired interval narrows about as the square root of its "
         "blocks (this run: 6; --xfer-blocks=N measures every case in N).")
@@ -420,7 +420,7 @@ def test_the_method_line_names_each_source_and_what_is_left_without_drift_eviden
     assert drift_text.statement(view) == (
         "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
         "difference): any two of the 2 "
-        "case(s) measured in interleaved blocks are judged block by block; every other comparison can't tell, as "
+        "cases measured in interleaved blocks are judged block by block; every other comparison can't tell, as "
         "nothing in the run measures how far two cases drift apart. A paired interval narrows about as the square "
         "root of its blocks (this run: 3; --xfer-blocks=N measures every case in N).")
     timed = [row("host", "copy_", MiB, 1e-3, src="cpu", dst="cpu", block_medians=[1.0, 1.2, 1.0, 1.2],

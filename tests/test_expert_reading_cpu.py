@@ -667,7 +667,7 @@ def test_the_loaded_run_s_method_line_reads_its_blocks():
 
     assert drift_text.statement(RunView.of(load([ROOT / "tests" / "data" / "cpu-loaded-host.json"]))) == (
         "Each comparison carries its own 95% interval and says \"can't tell\" where that interval holds 1 (no "
-        "difference): any two of the 5 case(s) "
+        "difference): any two of the 5 cases "
         "measured in interleaved blocks are judged block by block; other comparisons rest on their rounds plus the "
         "run's drift between cases of their regime (a standard deviation, from its blocks: pageable or host memory "
         "from 1 MiB 11.1% (20 degrees of freedom); pageable below 1 MiB none beyond its rounds' own noise). A paired "
@@ -894,7 +894,7 @@ def test_a_waits_basis_names_the_sizes_that_ran_from_cache():
     fit = view.fits[view.fits["path"] == "host pageable copy_ cpu"].iloc[0]
     assert basis(fit.to_dict(), view.largest_wait(fit)) == (
         "no β: its largest size took under 2× as long as one with 1/16 of its bytes or fewer: the bytes set at most 1% "
-        "of its time; 1 size(s) that ran from the host CPU cache left out; 64 MiB left out, whose rounds waited for "
+        "of its time; 1 size that ran from the host CPU cache left out; 64 MiB left out, whose rounds waited for "
         "the CPU")
 
 

@@ -105,7 +105,7 @@ def test_device_times_the_contract_refuses_are_dropped_at_load(full, rerun):
     kept = frame[frame["device_seconds"].notna()]
     assert set(kept["host_memory"].dropna()) == {"pinned"} and kept["non_blocking"][kept["host_memory"].notna()].all()
     assert frame.loc[frame["host_memory"] == "pageable", "device_seconds"].isna().all()
-    assert any(note.startswith("152 device time(s) the data contract does not count") for note in full.notes)
+    assert any(note.startswith("Left out, 152 device times the data contract does not count") for note in full.notes)
     assert (kept["device_seconds"] / kept["median_s"]).max() <= 1.05
     pageable = rerun.frame[rerun.frame["host_memory"] == "pageable"]
     assert len(pageable) == 108 and pageable["device_seconds"].isna().all()
@@ -185,7 +185,7 @@ def test_the_cliff_is_named_and_its_cause_read_from_the_runs_own_calls(full):
     assert (f"torch.ones on the CPU {format_seconds(ones[0])} → {format_seconds(ones[1])} "
             f"({ones[1] / ones[0] / 4:.3g}× per byte)") in sentence
     assert ("grew dearer per byte than every call into a reused host buffer, each beyond its interval (") in sentence
-    assert (f"against every copy_ into a reused host buffer measured at both sizes, {len(copies)} call(s): "
+    assert (f"against every copy_ into a reused host buffer measured at both sizes, {len(copies)} calls: "
             f"{min(copies):.3g}-{max(copies):.3g}× per byte") in sentence
     assert "torch.rand" not in sentence
     assert "can't tell whether it breaks too" not in sentence
@@ -525,7 +525,7 @@ def test_both_files_keep_every_result_and_read_the_better_measured_instance(merg
     assert len(merged.measured) == 512 + 50 and len(merged.frame) == 520
     assert merged.frame["case_key"].is_unique
     assert merged.frame["run"].value_counts().to_dict() == {"full.json": 512, "quick-scenarios": 8}
-    assert "42 case(s) were measured in more than one run" in merged.repeated and "42 from full.json." in merged.repeated
+    assert "42 cases were measured in more than one run" in merged.repeated and "42 from full.json." in merged.repeated
 
 
 def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged, tmp_path):
@@ -545,10 +545,10 @@ def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged
     assert stall["read"] == "False" and f"{float(stall['median_s']) * 1e6:.1f}" == "43.6"
     html, md = out.read_text(), out.with_suffix(".md").read_text()
     said = ("Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios (2026-11-30T17:45, 50 "
-            "benchmarks): none recorded a boot id, so each run counts as an instance of its own; 42 case(s) measured in "
+            "benchmarks): none recorded a boot id, so each run counts as an instance of its own; 42 cases measured in "
             "more than one are read from the run with more rounds (ties: the newest).")
     assert said in md and said in html
-    assert "The other 42 instance(s) are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \
+    assert "The others, 42 instances, are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \
            "column false for these)" in html
     assert "CSV and Markdown beside this page hold every row" not in html
     assert re.sub(r"\s+", " ", "CSV beside this page holds every benchmark measured (562: each instance of a case "
@@ -689,7 +689,7 @@ def test_report_reads_the_run_the_user_names(tmp_path, capsys):
     out = tmp_path / "index.html"
     files = [str(SAMPLES / "full.json.gz"), str(SAMPLES / "quick-scenarios.json")]
     assert main(["report", *files, "--read-run", "quick-scenarios", "-o", str(out)]) == 0
-    assert "42 case(s) measured in more than one are read from quick-scenarios (--read-run) where it measured them, " \
+    assert "42 cases measured in more than one are read from quick-scenarios (--read-run) where it measured them, " \
            "else the run with more rounds" in out.with_suffix(".md").read_text()
     assert main(["report", *files, "--read-run", "other", "-o", str(out)]) != 0
     assert "no run named 'other' among the files given" in capsys.readouterr().err

@@ -53,8 +53,8 @@ class TestSentences:
                                    "the other 5 at the smallest")
         assert lines[1] == ("Link class NVLink 4.0 x18 via NVSwitch: cuda:0->cuda:1 swept, standing for its 5 other "
                             "pair(s) (cuda:0->cuda:2, cuda:1->cuda:0, cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1).")
-        assert lines[2] == ("Measured: cuda:0->cuda:1 at 3 size(s) (4 B, 1 KiB, 1 MiB); cuda:0->cuda:2, cuda:1->cuda:0, "
-                            "cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1 at 2 size(s) (4 B, 1 MiB).")
+        assert lines[2] == ("Measured: cuda:0->cuda:1 at 3 sizes (4 B, 1 KiB, 1 MiB); cuda:0->cuda:2, cuda:1->cuda:0, "
+                            "cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1 at 2 sizes (4 B, 1 MiB).")
 
     def test_unknown_links_and_a_pair_without_results(self):
         """A real box without NVML: every pair swept, the reason says why; a planned pair with no row is named."""
@@ -64,14 +64,14 @@ class TestSentences:
         lines = sentences(plan, peer_rows({pair: [4] for pair in NVSWITCHED if pair != ("cuda:2", "cuda:1")}))
         assert lines[0] == ("Peer pairs: all (default: the link of 6 of 6 GPU pairs is unknown (cuda:0->cuda:1: no NVML), "
                             "every pair swept): 6 of 6 ordered GPU pairs swept at every size.")
-        assert lines[1].startswith("Link unknown: 6 pair(s), every one swept (cuda:0->cuda:1, ")
+        assert lines[1].startswith("Link unknown: 6 pairs, every one swept (cuda:0->cuda:1, ")
         assert lines[2].endswith("; cuda:2->cuda:1 not measured (planned, no result).")
 
     def test_ring_says_which_pairs_of_a_class_were_swept(self):
         gpus = [f"cuda:{i}" for i in range(4)]
         plan = recorded(peer_plan(gpus, {}, "ring"))
         assert sentences(plan, peer_rows({}))[1].startswith(
-            "Link unknown: 8 pair(s) swept (cuda:0->cuda:1, cuda:0->cuda:3, cuda:1->cuda:0, cuda:1->cuda:2, "
+            "Link unknown: 8 pairs swept (cuda:0->cuda:1, cuda:0->cuda:3, cuda:1->cuda:0, cuda:1->cuda:2, "
             "cuda:2->cuda:1, cuda:2->cuda:3, cuda:3->cuda:0, cuda:3->cuda:2), 4 at the fit sizes (cuda:0->cuda:2, ")
 
     def test_plans_of_the_same_cases_are_the_same_whatever_their_reason(self):
@@ -98,7 +98,7 @@ def test_not_compared_is_counted_apart_never_as_unchanged():
     row = Comparison("peer copy_ cuda:0->cuda:2", 1024, "latency", 1e-5, None, None, None, None, None, None, None,
                      None, NOT_COMPARED, why="measured on the base side only: the peer plans differ")
     assert row.shown_verdict == "not compared (measured on the base side only: the peer plans differ)"
-    assert summary([row], 1, 1).startswith("0 regression(s), 0 improvement(s), 0 can't tell, 1 not compared, in 1 case(s)")
+    assert summary([row], 1, 1).startswith("0 regression(s), 0 improvement(s), 0 can't tell, 1 not compared, in 1 case")
 
 
 def test_runs_without_peer_plans_compare_as_before():
@@ -142,15 +142,15 @@ class TestSimulatedRuns:
             "Peer pairs: one-per-class (default: every pair's link is known (peer (one simulated price)), one pair per "
             "link swept): 1 of 6 ordered GPU pairs swept at every size; the other 5 at the smallest, the geometric "
             "middle and the two largest sizes (enough for their own α and β).",
-            "Link class peer (one simulated price): cuda:0->cuda:1 swept, standing for its 5 other pair(s) "
+            "Link class peer (one simulated price): cuda:0->cuda:1 swept, standing for its 5 other pairs "
             "(cuda:0->cuda:2, cuda:1->cuda:0, cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1).",
-            "Measured: cuda:0->cuda:1 at 5 size(s) (4 B, 1 KiB, 64 KiB, 1 MiB, 16 MiB); cuda:0->cuda:2, cuda:1->cuda:0, "
-            "cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1 at 4 size(s) (4 B, 64 KiB, 1 MiB, 16 MiB)."]
+            "Measured: cuda:0->cuda:1 at 5 sizes (4 B, 1 KiB, 64 KiB, 1 MiB, 16 MiB); cuda:0->cuda:2, cuda:1->cuda:0, "
+            "cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1 at 4 sizes (4 B, 64 KiB, 1 MiB, 16 MiB)."]
         section = markdown.split("## Peer pairs measured\n\n", 1)[1].split("\n\n", 1)[0]
         # the last section: the file's provenance line follows it
         assert [line for line in section.splitlines() if not line.startswith("<!--")] == [f"- {line}" for line in expected]
         html = build_html(load([runs[0]]))
-        assert 'id="peer-plan-lines"' in html and "cuda:0-&gt;cuda:1 swept, standing for its 5 other pair(s)" in html
+        assert 'id="peer-plan-lines"' in html and "cuda:0-&gt;cuda:1 swept, standing for its 5 other pairs" in html
 
     def test_compare_says_the_plans_differ_and_compares_no_one_sided_pair(self, runs, capsys):
         assert main(["compare", str(runs[1]), str(runs[0])]) == 0
@@ -162,7 +162,7 @@ class TestSimulatedRuns:
         assert len(one_sided) == 5
         assert all(line.endswith("not compared (measured on the base side only: the peer plans differ)")
                    for line in one_sided)
-        assert "5 not compared, in 30 case(s)" in out
+        assert "5 not compared, in 30 cases" in out
 
     def test_the_same_plan_on_both_sides_says_nothing(self, runs, capsys):
         assert main(["compare", str(runs[0]), str(runs[0])]) == 0
@@ -191,7 +191,7 @@ class TestPlanDetails:
         plan = RecordedPlan("all", "given", frozenset(classes), classes)
         assert plan.pairs == ["cuda:2->cuda:9", "cuda:2->cuda:10", "cuda:2->meta", "cuda:10->cuda:2"]
         frame = peer_rows({("cuda:2", "cuda:10"): [4], ("cuda:2", "cuda:9"): [4]})
-        assert sentences(plan, frame)[-1].startswith("Measured: cuda:2->cuda:9, cuda:2->cuda:10 at 1 size(s) (4 B); ")
+        assert sentences(plan, frame)[-1].startswith("Measured: cuda:2->cuda:9, cuda:2->cuda:10 at 1 size (4 B); ")
 
     def test_more_than_eight_pairs_are_counted(self):
         from xferbench.families.core import named
@@ -214,22 +214,22 @@ class TestPlanDetails:
                             else "ring" if abs(int(s[-1]) - int(d[-1])) in (1, 3) else "other")
                    for s in gpus for d in gpus if s != d}
         lines = sentences(recorded(peer_plan(gpus, classes, "ring")), peer_rows({}))
-        assert "Link class near: 1 pair(s) swept (cuda:0->cuda:1), 1 at the fit sizes (cuda:0->cuda:2)." in lines
-        assert "Link class far: 0 pair(s) swept (none), 1 at the fit sizes (cuda:2->cuda:0)." in lines
+        assert "Link class near: 1 pair swept (cuda:0->cuda:1), 1 at the fit sizes (cuda:0->cuda:2)." in lines
+        assert "Link class far: 0 pairs swept (none), 1 at the fit sizes (cuda:2->cuda:0)." in lines
 
     def test_a_ring_class_with_one_of_its_pairs_swept(self):
         gpus = [f"cuda:{i}" for i in range(4)]
         classes = {(s, d): "mixed" if s == "cuda:0" else "rest" for s in gpus for d in gpus if s != d}
         lines = sentences(recorded(peer_plan(gpus, classes, "ring")), peer_rows({}))
-        assert ("Link class mixed: 2 pair(s) swept (cuda:0->cuda:1, cuda:0->cuda:3), 1 at the fit sizes "
+        assert ("Link class mixed: 2 pairs swept (cuda:0->cuda:1, cuda:0->cuda:3), 1 at the fit sizes "
                 "(cuda:0->cuda:2).") in lines
 
     def test_pairs_with_more_sizes_come_first_and_a_plan_without_pairs_measured_nothing(self):
         classes = {"cuda:0->cuda:1": None, "cuda:1->cuda:0": None}
         plan = RecordedPlan("all", "given", frozenset(classes), classes)
         frame = peer_rows({("cuda:0", "cuda:1"): [4], ("cuda:1", "cuda:0"): [4, 2**20]})
-        assert sentences(plan, frame)[-1] == ("Measured: cuda:1->cuda:0 at 2 size(s) (4 B, 1 MiB); "
-                                              "cuda:0->cuda:1 at 1 size(s) (4 B).")
+        assert sentences(plan, frame)[-1] == ("Measured: cuda:1->cuda:0 at 2 sizes (4 B, 1 MiB); "
+                                              "cuda:0->cuda:1 at 1 size (4 B).")
         empty = RecordedPlan("all", "given", frozenset(), {})
         assert sentences(empty, peer_rows({}))[-1] == "Measured: no peer copy."
         assert sentences(empty, pd.DataFrame({"name": ["create"]}))[-1] == "Measured: no peer copy."

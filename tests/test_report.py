@@ -165,7 +165,7 @@ def test_the_machine_section_says_where_the_host_buffers_sat(html):
                          "host_numa_node": [0, None, 1, None, 0, None]})
     assert _host_placement(view_of_rows(rows)) == [(
         "h2d / d2h host buffers", "on each GPU's NUMA node, as nvbandwidth places them (cuda:0: node 0; cuda:4: node 1); "
-        "1 case(s) where the GPU's node was unknown or off limits ran where the process did; 1 case(s) spilled: a page "
+        "1 case where the GPU's node was unknown or off limits ran where the process did; 1 case spilled: a page "
         "of the buffer sat off the GPU's node (that node full)")]
     assert _host_placement(view_of_rows(rows.drop(columns="host_placement"))) == []
     assert "h2d / d2h host buffers" not in html  # the CPU sample recorded none

@@ -82,7 +82,7 @@ class TestSeveralFiles:
         sample["benchmarks"].append({"name": "test_other", "extra_info": {}, "stats": sample["benchmarks"][0]["stats"]})
         results = load([write(tmp_path, "mixed.json", sample)])
         assert len(results.frame) == 58
-        assert results.notes == ["1 benchmark(s) that are not xferbench's were left out."]
+        assert results.notes == ["Left out, not xferbench's: 1 benchmark."]
 
     def test_a_case_in_two_files_reads_one_instance_and_keeps_both(self, tmp_path, sample):
         """The same case in two files with as many rounds: the newer run's row is read, the older one kept in
@@ -96,8 +96,8 @@ class TestSeveralFiles:
         assert (results.frame["median_s"] == 123.0).sum() == 1
         assert results.notes == [results.repeated]
         assert results.repeated == (
-            "1 case(s) were measured in more than one run: each figure and sentence reads one instance of each, the one "
-            "with more rounds (ties: the newest run): 1 from newer. The other 1 instance(s) are kept with the loaded data "
+            "1 case was measured in more than one run: each figure and sentence reads one instance of each, the one "
+            "with more rounds (ties: the newest run): 1 from newer. The others, 1 instance, are kept with the loaded data "
             "(a report's CSV lists every instance, its read column false for these), never averaged with these, drawn "
             "on one line with them nor divided by them.")
 
@@ -256,7 +256,7 @@ class TestFilesAndOrder:
                                           xfer(op="d2h", name="b")])
         results = load([path])
         assert list(results.frame["name"]) == ["a", "b"]
-        assert results.notes == ["3 benchmark(s) that are not xferbench's were left out."]
+        assert results.notes == ["Left out, not xferbench's: 3 benchmarks."]
 
     def test_ties_read_the_newest_whatever_the_order_given(self, tmp_path):
         """Two runs of one case with as many rounds: the newer run's figure is read, given in either order; the run
@@ -285,7 +285,7 @@ class TestFilesAndOrder:
         assert list(zip(results.frame["op"], results.frame["run"], results.frame["median_s"], strict=True)) == [
             ("h2d", "full", 2.0), ("d2h", "quick", 4.0)]
         assert len(results.measured) == 4
-        assert "2 case(s) were measured in more than one run" in results.repeated
+        assert "2 cases were measured in more than one run" in results.repeated
         assert "1 from full, 1 from quick." in results.repeated
 
     def test_the_run_named_is_read_where_it_measured_the_case(self, tmp_path):
@@ -1181,7 +1181,7 @@ def test_a_run_with_device_times_the_contract_refuses_says_so(sample, tmp_path):
     for bench in pageable[:2]:
         bench["extra_info"]["device_seconds"] = 1e-6
     results = load([write(tmp_path, "old.json", data)])
-    assert results.notes == ["2 device time(s) the data contract does not count as measurements were left out: pageable "
+    assert results.notes == ["Left out, 2 device times the data contract does not count as measurements: pageable "
                              "copies (the host stages them) and blocking copies timed back to back by events (the host "
                              "paces them), recorded by an older xferbench."]
     assert results.frame["device_seconds"].isna().all()

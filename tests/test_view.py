@@ -125,7 +125,7 @@ def test_h200_markdown_is_the_one_before_the_view_but_for_its_instances(h200_wri
     instances = [line for line in lines if line.startswith("- Machine instances:")]
     assert instances == ["- Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios "
                          "(2026-11-30T17:45, 50 benchmarks): none recorded a boot id, so each run counts as an "
-                         "instance of its own; 42 case(s) measured in more than one are read from the run with more "
+                         "instance of its own; 42 cases measured in more than one are read from the run with more "
                          "rounds (ties: the newest). Figures of different instances are never divided by one another."]
     at = lines.index(instances[0])  # a line of "How this run was judged"
     assert lines[:at] + lines[at + 1:] == _markdown_lines((GOLDEN / "h200.md").read_text())
@@ -254,7 +254,7 @@ def test_a_scenario_section_reads_one_instance_and_says_which(h200):
     moved = frame["op"].eq("cuda_vs_to") & frame["nbytes"].eq(2**20) & frame["variant"].eq("cuda")
     split = RunView(replace(h200, frame=frame.assign(run=frame["run"].where(~moved, "quick-scenarios"))))
     said = findings.scenario_findings(split, "cuda_vs_to")
-    assert said[-1].startswith("These sentences read instance 1 (full.json; no boot id recorded); 1 case(s) of "
+    assert said[-1].startswith("These sentences read instance 1 (full.json; no boot id recorded); 1 case of "
                                "this family measured in another machine instance")
 
 

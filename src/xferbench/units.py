@@ -13,6 +13,7 @@ import re
 __all__ = [
     "DTYPE_SIZES",
     "Size",
+    "count",
     "drawable",
     "first_line",
     "format_bytes",
@@ -180,6 +181,11 @@ def format_span(low: str, high: str) -> str:
     if low == high:
         return low
     return f"{low.split()[0]}-{high}" if low.split()[-1] == high.split()[-1] else f"{low}-{high}"
+
+
+def count(n: float, noun: str) -> str:
+    """``1 case``, ``12 cases``: a count and its noun, plural unless it is one (every noun the report counts takes -s)."""
+    return f"{int(n):,} {noun}{'' if n == 1 else 's'}"
 
 
 def first_line(error: BaseException) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..units import format_bytes, format_number
+from ..units import count, format_bytes, format_number
 from .base import ChangeSpec, Family, LadderSpec, RungSpec, Variant
 
 if TYPE_CHECKING:
@@ -139,10 +139,11 @@ def _class_sentence(plan: RecordedPlan, cls: str, pairs: list[str]) -> str:
     others = [p for p in pairs if p not in plan.swept]
     what = f"Link class {cls}" if cls != UNKNOWN else "Link unknown"
     if not others:
-        return f"{what}: {len(pairs)} pair(s), every one swept ({named(pairs)})."
+        return f"{what}: {count(len(pairs), 'pair')}, every one swept ({named(pairs)})."
     if plan.mode == "one-per-class" and len(swept) == 1:
-        return f"{what}: {swept[0]} swept, standing for its {len(others)} other pair(s) ({named(others)})."
-    return f"{what}: {len(swept)} pair(s) swept ({named(swept) or 'none'}), {len(others)} at the fit sizes ({named(others)})."
+        return f"{what}: {swept[0]} swept, standing for its {count(len(others), 'other pair')} ({named(others)})."
+    return (f"{what}: {count(len(swept), 'pair')} swept ({named(swept) or 'none'}), {len(others)} at the fit sizes "
+            f"({named(others)}).")
 
 
 def _measured_sentence(plan: RecordedPlan, frame: pd.DataFrame) -> str:
@@ -154,7 +155,7 @@ def _measured_sentence(plan: RecordedPlan, frame: pd.DataFrame) -> str:
     groups: dict[tuple[int, ...], list[str]] = {}
     for pair in sorted(sizes, key=pair_order):
         groups.setdefault(sizes[pair], []).append(pair)
-    parts = [f"{named(pairs)} at {len(s)} size(s) ({', '.join(format_bytes(n) for n in s)})"
+    parts = [f"{named(pairs)} at {count(len(s), 'size')} ({', '.join(format_bytes(n) for n in s)})"
              for s, pairs in sorted(groups.items(), key=lambda item: -len(item[0]))]
     if missing := [p for p in plan.pairs if p not in sizes]:
         parts.append(f"{named(missing)} not measured (planned, no result)")

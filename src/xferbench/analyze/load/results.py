@@ -27,6 +27,7 @@ import pandas as pd
 
 from ...bounded_read import NotRegular, TooLarge, out_of_range, read_bounded
 from ...contract import SCHEMA_VERSION, ContractError, Fingerprint, machine_differences
+from ...units import count
 from ..peer_plan import plan_ok
 from .blocks import rows_of
 from .rows import MAX_BYTES, UNTRACKED_HINT, VALID_DEVICE_METHODS, device_time_valid
@@ -382,11 +383,11 @@ def assemble(files: Sequence[Loaded], prefer: str | None = None) -> Results:
     notes = list(incomplete)
     frame, dropped = drop_invalid_device_times(frame)
     if dropped:
-        notes.append(f"{dropped} device time(s) the data contract does not count as measurements were left out: "
+        notes.append(f"Left out, {count(dropped, 'device time')} the data contract does not count as measurements: "
                      "pageable copies (the host stages them) and blocking copies timed back to back by events "
                      "(the host paces them), recorded by an older xferbench.")
     if foreign := sum(item[3] for item in loaded):
-        notes.append(f"{foreign} benchmark(s) that are not xferbench's were left out.")
+        notes.append(f"Left out, not xferbench's: {count(foreign, 'benchmark')}.")
     if repeated := repeated_note(every, frame, prefer):
         notes.append(repeated)
     last = loaded[-1][1]
@@ -418,9 +419,10 @@ def repeated_note(every: pd.DataFrame, frame: pd.DataFrame, prefer: str | None =
     runs = ", ".join(f"{n} from {run}" for run, n in read.items())
     which = (f" the run named ({prefer}) where it measured the case, else" if prefer is not None else "") + \
         " the one with more rounds (ties: the newest run)"
-    return (f"{len(twice)} case(s) were measured in more than one run: each figure and sentence reads one instance of "
-            f"each,{which}: {runs}. The other {len(every) - len(frame)} "
-            "instance(s) are kept with the loaded data (a report's CSV lists every instance, its read column false for "
+    return (f"{count(len(twice), 'case')} {'was' if len(twice) == 1 else 'were'} measured in more than one run: each "
+            f"figure and sentence reads one instance of each,{which}: {runs}. The others, "
+            f"{count(len(every) - len(frame), 'instance')}, "
+            "are kept with the loaded data (a report's CSV lists every instance, its read column false for "
             "these), never averaged with these, drawn on one line with them nor divided by them.")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ...families.base import span as _span
-from ...units import format_bytes, format_seconds
+from ...units import count, format_bytes, format_seconds
 from ..cliff import UNTOUCHED, across
 from ..view import RunView
 
@@ -62,7 +62,7 @@ def cliff_cause(found: dict[str, Any], view: RunView) -> str:
     (fresh, reused, broke), text = view.cliff_split, ""
     if fresh and reused:
         most = max(reused, key=lambda c: c["growth"])
-        against = (f"every copy_ into a reused host buffer measured at both sizes, {len(reused)} call(s): "
+        against = (f"every copy_ into a reused host buffer measured at both sizes, {count(len(reused), 'call')}: "
                    f"{_span(pd.Series([c['growth'] for c in reused]))}× per byte, the highest {most['label']}, "
                    f"{most['figures']}")
         if len(broke) == len(fresh):

@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from ...ratios import Ratio
-from ...units import format_bytes, format_number, format_seconds
+from ...units import count, format_bytes, format_number, format_seconds
 from ..drift import median_bounds
 from ..model import Wait
 from ..view import RunView, ticked
@@ -326,14 +326,14 @@ def _stragglers(rows: pd.DataFrame, gpu: bool) -> list[str]:
     nccl = " (on nccl each rank's own device time of the collective tells it)" * gpu
     host_timed = sorted(backends - {"nccl"})
     cant_tell = [HOST_TIMED_CANT_TELL.format(backends=" and ".join(host_timed), nccl=nccl)] if host_timed else []
-    benchmarks = f"collective benchmark{'s' * (checked != 1)}"
+    benchmarks = count(checked, "collective benchmark")
     if not named:
-        return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {checked} {benchmarks}.",
+        return [f"No rank arrived consistently late, nor was consistently slowest, beyond noise in {benchmarks}.",
                 *cant_tell]
-    return [f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {checked} {benchmarks}: "
+    return [f"Rank {rank} on {host} arrived late at the collective in {len(cases)} of {benchmarks}: "
             f"the other ranks waited for it inside the call, e.g. {', '.join(cases[:3])} per call longer than it did."
             if kind == "late" else
-            f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {checked} {benchmarks}, "
+            f"Rank {rank} on {host} was consistently the slowest in {len(cases)} of {benchmarks}, "
             f"e.g. {', '.join(cases[:3])} per call behind the typical rank."
             for (kind, rank, host), cases in sorted(named.items(), key=lambda item: -len(item[1]))] + cant_tell
 
@@ -415,7 +415,7 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
                           if mean else f"{spread}."))
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
-                   f"{len(rows)} benchmark{'s' * (len(rows) != 1)}.")
+                   f"{count(len(rows), 'benchmark')}.")
     return out + _links(rows) + _overlap(rows, judge) + _stragglers(rows, gpu)
 
 
@@ -429,12 +429,13 @@ def setup_sentence(machine_info: dict[str, Any]) -> str | None:
         nccl = place.get("nccl") or {}
         if nccl:
             said = (f"NCCL {nccl.get('version', '?')} over network {nccl.get('network', '?')} via "
-                    + (", ".join(f"{name} ({count} channel(s))" for name, count in (nccl.get("transports") or {}).items())
+                    + (", ".join(f"{name} ({count(channels, 'channel')})"
+                                 for name, channels in (nccl.get("transports") or {}).items())
                        or "no logged channel"))
             chose.setdefault(said, []).append(int(place.get("rank", -1)))
     settings = sorted({f"{key}={value}" for place in ranks for key, value in (place.get("torch_env") or {}).items()})
     files = sorted({path for place in ranks for path in (place.get("nccl_conf") or {})})
-    parts = [f"{said} on rank(s) {', '.join(map(str, who))}" for said, who in chose.items()]
+    parts = [f"{said} on rank{'s' * (len(who) > 1)} {', '.join(map(str, who))}" for said, who in chose.items()]
     if settings:
         parts.append("set: " + ", ".join(settings) + (" (DETAIL checks every call: slower)" if
                                                       "TORCH_DISTRIBUTED_DEBUG=DETAIL" in settings else ""))

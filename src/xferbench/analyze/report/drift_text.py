@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...units import format_bytes, format_seconds
+from ...units import count, format_bytes, format_seconds
 from ..drift import Pair, paired_blocks, regimes_of, rounds_order
 from ..view import RunView
 
@@ -30,7 +30,7 @@ def statement(view: RunView) -> str:
         drift += "; " + ", ".join(_REGIME[r] for r in unmeasured) + " none measured (their comparisons can't tell)"
     sources = " and ".join(name for name, has in (("same-code pairs", any(not p.paired for p in view.drift.pairs)),
                                                   ("blocks", blocked)) if has)  # a paired pair is no drift evidence
-    paired = (f"any two of the {blocked} case(s) measured in interleaved blocks are judged block by block"
+    paired = (f"any two of the {count(blocked, 'case')} measured in interleaved blocks are judged block by block"
               if blocked else "no case was measured in interleaved blocks")
     if drift:
         whose = "; other comparisons rest on their" if blocked else ", so every comparison rests on its cases'"

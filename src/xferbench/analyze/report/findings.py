@@ -19,7 +19,7 @@ from ...families.base import ms as _ms
 from ...families.base import span as _span
 from ...families.core import noop_call
 from ...ratios import Ratio
-from ...units import format_bytes, format_number, format_seconds, format_span, percent, percent_span
+from ...units import count, format_bytes, format_number, format_seconds, format_span, percent, percent_span
 from ..cliff import CLIFF_DROP, cliff
 from ..model import COPY_TOUCHES, SINGLE_THREAD, bandwidth_bound, cache_bytes
 from ..view import USUAL_WAY_BACK, RunView, flag, matching
@@ -491,6 +491,7 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     if (verdict := drift_text.verdict(view, op)) is not None:
         said.append(verdict)
     if instance is not None:
-        said.append(f"These sentences read {instance.label}; {left} case(s) of this family measured in another machine "
-                    "instance (another boot) are never set against these (the figure and the table show them).")
+        said.append(f"These sentences read {instance.label}; this family's {count(left, 'case')} measured in another "
+                    f"machine instance (another boot) {'is' if left == 1 else 'are'} never set against these (the figure "
+                    "and the table show them).")
     return said

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, Locator, NullFormatter
 
 from ...contract import environment_differences, hardware_differences
 from ...families import order_of
-from ...units import format_bytes, mathtext_safe
+from ...units import count, format_bytes, mathtext_safe
 from ..load.case_time import DEFAULT_FLOOR, DEFAULT_SPREAD, case_class, learned_spread
 from ..load.history import MIN_STEP_RUNS, RunSummary, Stored, lasting_steps, load_storage
 from .svg import Plot, as_plot, subplots
@@ -144,14 +144,14 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
     runs = stored.summaries
     if incomplete := sum(run.incomplete for run in runs):
-        caption += f" {incomplete} run(s) did not reach their end (incomplete): their missing cases leave gaps."
+        caption += f" Not at their end (incomplete), {count(incomplete, 'run')}: their missing cases leave gaps."
     if stored.notes:
-        caption += f" {len(stored.notes)} file(s) that are not readable runs were skipped."
+        caption += f" Skipped, not readable runs: {count(len(stored.notes), 'file')}."
     # A run of other hardware (GPUs, CPU) is no point of this machine's trend (its change would be marked a
     # lasting step): left out, as compare leaves it out of a baseline. Other software on it stays (marked below).
     same = [r for r in runs if not hardware_differences(r.machine_info, runs[-1].machine_info)]
     if len(same) < len(runs):
-        caption += f" {len(runs) - len(same)} run(s) of another machine than the newest run's are left out."
+        caption += f" Left out, of another machine than the newest run's: {count(len(runs) - len(same), 'run')}."
         runs = same
     if len(runs) < 2:
         return [as_plot("history", "Key cases over runs", caption,

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...families.base import span as _span
 from ...ratios import Ratio
-from ...units import format_bytes, format_number, format_seconds, format_span
+from ...units import count, format_bytes, format_number, format_seconds, format_span
 from ..drift import median_bounds
 from ..model import NoHostRoof, Wait, cache_bytes
 from ..view import MODEL_MISS, RunView
@@ -60,7 +60,8 @@ def basis(fit: Mapping[str, Any], wait: Wait | None = None) -> str:
     said = BASES[key.removeprefix("capped ")]
     if key == "waits":  # its largest size is the fit's: sizes that ran from cache are said (busy: 1 MiB, 15x 1 KiB's)
         said += f": {bytes_said(wait) if wait else 'the bytes set at most 53% of its time'}" + (
-            f"; {n} size(s) that ran from the {fit.get('cache') or 'cache'} left out" if (n := fit.get("resident_sizes")) else "")
+            f"; {count(n, 'size')} that ran from the {fit.get('cache') or 'cache'} left out"
+            if (n := fit.get("resident_sizes")) else "")
     if left := _left_out(fit):
         sizes, why = left
         apart = "; " if key == "waits" else ", "  # a wait's share ends in a colon's clause
@@ -338,7 +339,7 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"{'from cache' if best['resident_sizes'] else 'faster'} and would suggest more)")
     elif best["resident_sizes"]:
-        sentence += (f" (without the {best['resident_sizes']} size(s) that ran faster than memory allows: they fit in the "
+        sentence += (f" (without the {count(best['resident_sizes'], 'size')} that ran faster than memory allows: they fit in the "
                      f"{best['cache'] or 'cache'}" + ("" if (left := _left_out(best)) is None else
                                                    f"; nor {left[0]}{left[1]}") + ")")
     half = half_of_beta(view, best.to_dict())

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...units import format_bytes
+from ...units import count, format_bytes
 from ..load.results import ResultsError
 from ..view import RunView
 from .inputs import kind_of
@@ -309,8 +309,8 @@ def headlines(rows: list[dict[str, Any]]) -> list[str]:
                    f"{format_bytes(wrong[0].nbytes or 0)}): those runs delivered wrong data, so their bandwidth is no "
                    "reference.")
     if unmatched := sum(row["path"] is None for row in rows):
-        out.append(f"{unmatched} figure(s) of the other tools have no counterpart in this run (a path, size or placement "
-                   "the suite did not measure, or a different backend); the table lists them.")
+        out.append(f"Without a counterpart in this run, {count(unmatched, 'figure')} of the other tools (a path, size or "
+                   "placement the suite did not measure, or a different backend); the table lists them.")
     return out
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...families import FAMILIES
 from ...families.core import peer_plan_sentences
 from ...machine_facts import machine_line, machine_table
-from ...units import format_bytes, format_seconds
+from ...units import count, format_bytes, format_seconds
 from ..load.blocks import LONGEST
 from ..peer_plan import RecordedPlan
 from ..view import RunView, ticked
@@ -115,11 +115,11 @@ def _busy(view: RunView) -> str | None:
     on, off = int(on_ticks.sum()), int(view.waits_off_ticks.sum())  # off the multiples: judged as waits too (RunView.ratio)
     if on_ticks.any():
         tick = format_seconds(float(view.rows.loc[on_ticks, "on_ticks"].max()))
-        said = [f"{on} case{'s' * (on > 1)} whose median holds the wait, on the scheduler's {tick} ticks or far past "
+        said = [f"{count(on, 'case')} whose median holds the wait, on the scheduler's {tick} ticks or far past "
                 "their fastest round",
                 f"{off} more of one call a round, 3/4 of a tick or more past their fastest (no β fitted)" if off else ""]
     else:  # no tick to read a wait by (load.blocks.run_tick): a busy run's waits are read by the longest
-        said = [f"{off} case{'s' * (off > 1)} whose median round stood past their fastest by at least {_LONG_WAIT} (3/4 "
+        said = [f"{count(off, 'case')} whose median round stood past their fastest by at least {_LONG_WAIT} (3/4 "
                 "of the longest scheduler tick, 10 ms) and by half that fastest round, or whose every round stood as far "
                 "past a larger size's median (no tick was found: no two cases with rounds on two of its multiples); no "
                 "β is fitted through them" if off else ""]
@@ -158,7 +158,8 @@ def _instances(view: RunView) -> str | None:
     shared = every[~every["read"].astype(bool)]
     named = view.results.read_run
     rule = f"{named} (--read-run) where it measured them, else " if named else ""
-    read = (f"; {len(shared)} case(s) measured in more than one are read from {rule}the run with more rounds "
+    read = (f"; {count(len(shared), 'case')} measured in more than one {'is' if len(shared) == 1 else 'are'} read from "
+            f"{rule}the run with more rounds "
             "(ties: the newest)" if not shared.empty else "")
     return (f"Machine instances: {'; '.join(parts)}: {why}{read}. Figures of different instances are never "
             "divided by one another.")
@@ -196,7 +197,8 @@ def _host_placement(view: RunView) -> list[tuple[str, str]]:
     nodes = "; ".join(f"{gpu}: node {', '.join(str(n) for n in found) or '?'}" for gpu, found in placement.nodes.items())
     said = [f"on each GPU's NUMA node, as nvbandwidth places them ({nodes})"] if placement.placed else []
     if placement.unplaced:
-        said.append(f"{placement.unplaced} case(s) where the GPU's node was unknown or off limits ran where the process did")
+        said.append(f"{count(placement.unplaced, 'case')} where the GPU's node was unknown or off limits ran where the "
+                    "process did")
     if placement.spilled:
-        said.append(f"{placement.spilled} case(s) spilled: a page of the buffer sat off the GPU's node (that node full)")
+        said.append(f"{count(placement.spilled, 'case')} spilled: a page of the buffer sat off the GPU's node (that node full)")
     return [("h2d / d2h host buffers", "; ".join(said))] if said else []

@@ -41,7 +41,7 @@ from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullLocator
 from matplotlib.transforms import Bbox
 
-from ...units import drawable, format_bytes, format_number, format_seconds, mathtext_safe
+from ...units import count, drawable, format_bytes, format_number, format_seconds, mathtext_safe
 from ..load.rows import flag, round_times
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ def rounds_text(row: pd.Series, rounds: str = "") -> str:
     if pd.notna(row.get("on_ticks", math.nan)):
         text += f", {ticks_said(row, 'them')}"
     if pd.notna(left := row.get("tick_blocks", 0)) and left > 0:  # NaN for a row measured in one block
-        text += f", {int(left)} block{'s' if left > 1 else ''} of one call a round on the scheduler's ticks left out"
+        text += f", {count(left, 'block')} of one call a round on the scheduler's ticks left out"
     if not flag(row, "mixed_iterations"):
         return text
     medians = [format_seconds(m) for m, n in zip(row["block_medians"], blocks, strict=True) if n == n]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...ratios import UNJUDGED
-from ...units import format_bytes, format_seconds
+from ...units import count, format_bytes, format_seconds
 from ..base import Family, Judge, judge_of, ms, of_variant, span
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def _which_rounds(row: pd.Series) -> str:
             or row["min_s"] * max(calls) >= min(many):
         return ""
     fewest = int(min(calls))
-    return (f" (a round of {fewest} call{'s' * (fewest > 1)}; its rounds of {int(max(calls))}: "
+    return (f" (a round of {count(fewest, 'call')}; its rounds of {int(max(calls))}: "
             f"{format_seconds(min(many) / max(calls))} a call at fastest)")
 
 
