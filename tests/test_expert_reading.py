@@ -168,7 +168,7 @@ def test_a_busy_cpu_run_says_its_load_and_judges_nothing_it_cannot(busy):
     # its copy_'s 256 KiB, 1 MiB and 16 MiB waited (load.blocks.waited_off): the fit leaves them out and no half of β
     # is placed between the sizes it kept, 1 KiB and 256 MiB
     assert ("has a fixed cost α = 0.753 µs and a bandwidth β = 1.87 GB/s (without the 1 size that ran faster than "
-            "memory allows: they fit in the host CPU cache; nor 256 KiB, 1 MiB, 16 MiB, whose rounds waited for the "
+            "memory allows: it fits in the host CPU cache; nor 256 KiB, 1 MiB, 16 MiB, whose rounds waited for the "
             "CPU)") in beta
     assert ("where moves reach half of β, this run cannot place: the fit puts half of β at 1.37 KiB, between 1 KiB and "
             "256 MiB, the nearest sizes it kept, 262,144× apart.") in beta

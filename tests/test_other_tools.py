@@ -122,7 +122,7 @@ def test_pytorch_beside_the_copy_engine(tmp_path):
     assert lines[0] == ("h2d pinned to cpu->cuda:0 reaches 96% of nvbandwidth's host_to_device_memcpy_ce (cpu→cuda:0): "
                         "24.48 against 25.5 GB/s (the suite at 512 MiB; copy engine; buffer size not in its JSON "
                         "(512 MiB unless --bufferSize, nvbandwidth v0.8)).")
-    assert lines[-1].startswith("Without a counterpart in this run, 5 figures of the other tools")
+    assert lines[-1].startswith("5 figures of the other tools have no counterpart in this run")
 
 
 def test_gloo_is_not_set_beside_nccl():

@@ -52,7 +52,7 @@ class TestSentences:
                                    "NVSwitch), one pair per link swept): 1 of 6 ordered GPU pairs swept at every size; "
                                    "the other 5 at the smallest")
         assert lines[1] == ("Link class NVLink 4.0 x18 via NVSwitch: cuda:0->cuda:1 swept, standing for its 5 other "
-                            "pair(s) (cuda:0->cuda:2, cuda:1->cuda:0, cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1).")
+                            "pairs (cuda:0->cuda:2, cuda:1->cuda:0, cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1).")
         assert lines[2] == ("Measured: cuda:0->cuda:1 at 3 sizes (4 B, 1 KiB, 1 MiB); cuda:0->cuda:2, cuda:1->cuda:0, "
                             "cuda:1->cuda:2, cuda:2->cuda:0, cuda:2->cuda:1 at 2 sizes (4 B, 1 MiB).")
 
@@ -98,7 +98,7 @@ def test_not_compared_is_counted_apart_never_as_unchanged():
     row = Comparison("peer copy_ cuda:0->cuda:2", 1024, "latency", 1e-5, None, None, None, None, None, None, None,
                      None, NOT_COMPARED, why="measured on the base side only: the peer plans differ")
     assert row.shown_verdict == "not compared (measured on the base side only: the peer plans differ)"
-    assert summary([row], 1, 1).startswith("0 regression(s), 0 improvement(s), 0 can't tell, 1 not compared, in 1 case")
+    assert summary([row], 1, 1).startswith("0 regression(s), 0 improvement(s), 0 can't tell, 1 not compared, in 1 case(s)")
 
 
 def test_runs_without_peer_plans_compare_as_before():
@@ -162,7 +162,7 @@ class TestSimulatedRuns:
         assert len(one_sided) == 5
         assert all(line.endswith("not compared (measured on the base side only: the peer plans differ)")
                    for line in one_sided)
-        assert "5 not compared, in 30 cases" in out
+        assert "5 not compared, in 30 case(s)" in out
 
     def test_the_same_plan_on_both_sides_says_nothing(self, runs, capsys):
         assert main(["compare", str(runs[0]), str(runs[0])]) == 0

@@ -97,7 +97,7 @@ class TestSeveralFiles:
         assert results.notes == [results.repeated]
         assert results.repeated == (
             "1 case was measured in more than one run: each figure and sentence reads one instance of each, the one "
-            "with more rounds (ties: the newest run): 1 from newer. The others, 1 instance, are kept with the loaded data "
+            "with more rounds (ties: the newest run): 1 from newer. The others, 1 instance, is kept with the loaded data "
             "(a report's CSV lists every instance, its read column false for these), never averaged with these, drawn "
             "on one line with them nor divided by them.")
 

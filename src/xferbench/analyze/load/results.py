@@ -421,8 +421,8 @@ def repeated_note(every: pd.DataFrame, frame: pd.DataFrame, prefer: str | None =
         " the one with more rounds (ties: the newest run)"
     return (f"{count(len(twice), 'case')} {'was' if len(twice) == 1 else 'were'} measured in more than one run: each "
             f"figure and sentence reads one instance of each,{which}: {runs}. The others, "
-            f"{count(len(every) - len(frame), 'instance')}, "
-            "are kept with the loaded data (a report's CSV lists every instance, its read column false for "
+            f"{count(others := len(every) - len(frame), 'instance')}, {'is' if others == 1 else 'are'} "
+            "kept with the loaded data (a report's CSV lists every instance, its read column false for "
             "these), never averaged with these, drawn on one line with them nor divided by them.")
 
 

@@ -491,7 +491,7 @@ def scenario_findings(view: RunView, op: str) -> list[str]:
     if (verdict := drift_text.verdict(view, op)) is not None:
         said.append(verdict)
     if instance is not None:
-        said.append(f"These sentences read {instance.label}; this family's {count(left, 'case')} measured in another "
+        said.append(f"These sentences read {instance.label}; {count(left, 'case')} of this family measured in another "
                     f"machine instance (another boot) {'is' if left == 1 else 'are'} never set against these (the figure "
-                    "and the table show them).")
+                    f"and the table show {'it' if left == 1 else 'them'}).")
     return said

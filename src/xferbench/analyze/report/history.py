@@ -144,7 +144,7 @@ def history_plots(folder: Path, stored: Stored | None = None) -> list[Plot]:
                "change-point search); run-to-run wobble is not marked. A step resets the baseline compare uses.")
     runs = stored.summaries
     if incomplete := sum(run.incomplete for run in runs):
-        caption += f" Not at their end (incomplete), {count(incomplete, 'run')}: their missing cases leave gaps."
+        caption += f" Incomplete (not at the run's end): {count(incomplete, 'run')}; the cases missing leave gaps."
     if stored.notes:
         caption += f" Skipped, not readable runs: {count(len(stored.notes), 'file')}."
     # A run of other hardware (GPUs, CPU) is no point of this machine's trend (its change would be marked a

@@ -339,7 +339,8 @@ def alpha_beta(view: RunView) -> tuple[str, str] | None:
         sentence += (f" (the bandwidth its largest size, {format_bytes(best['largest_bytes'])}, reached: smaller sizes ran "
                      f"{'from cache' if best['resident_sizes'] else 'faster'} and would suggest more)")
     elif best["resident_sizes"]:
-        sentence += (f" (without the {count(best['resident_sizes'], 'size')} that ran faster than memory allows: they fit in the "
+        sentence += (f" (without the {count(n := best['resident_sizes'], 'size')} that ran faster than memory allows: "
+                     f"{'it fits' if n == 1 else 'they fit'} in the "
                      f"{best['cache'] or 'cache'}" + ("" if (left := _left_out(best)) is None else
                                                    f"; nor {left[0]}{left[1]}") + ")")
     half = half_of_beta(view, best.to_dict())

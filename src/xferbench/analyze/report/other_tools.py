@@ -309,8 +309,9 @@ def headlines(rows: list[dict[str, Any]]) -> list[str]:
                    f"{format_bytes(wrong[0].nbytes or 0)}): those runs delivered wrong data, so their bandwidth is no "
                    "reference.")
     if unmatched := sum(row["path"] is None for row in rows):
-        out.append(f"Without a counterpart in this run, {count(unmatched, 'figure')} of the other tools (a path, size or "
-                   "placement the suite did not measure, or a different backend); the table lists them.")
+        out.append(f"{count(unmatched, 'figure')} of the other tools {'has' if unmatched == 1 else 'have'} no counterpart in "
+                   "this run (a path, size or placement the suite did not measure, or a different backend); the table lists "
+                   f"{'it' if unmatched == 1 else 'them'}.")
     return out
 
 
