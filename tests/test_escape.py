@@ -117,7 +117,9 @@ def test_csv_cells_are_text_on_their_row(value: str) -> None:
     assert len(rows) == 4 and all(len(row) == len(export.CSV_COLUMNS) for row in rows)
     for row in rows[1:]:
         cell = row[export.CSV_COLUMNS.index("name")]
-        assert cell.removeprefix("'") == escape.one_line(value) and not cell.startswith(("=", "+", "-", "@"))
+        assert cell.removeprefix("'") == escape.one_line(value)
+        # every text column escaped, whatever its dtype: none starts a formula
+        assert not any(row[export.CSV_COLUMNS.index(c)].startswith(("=", "+", "-", "@")) for c in ("name", "op", "src", "path"))
 
 
 @FAST
