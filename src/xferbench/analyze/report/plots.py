@@ -100,19 +100,20 @@ def _draw_roofs(ax: Axes, bounds: list[tuple[float, str]], reached: tuple[float,
     reached at their largest size (``roof_share``, as the table gives it).
 
     Labels alternate between the left and the right end, so two close roofs do not print over each other;
-    the axis leaves room above the highest one. True when a roof was drawn."""
+    the axis leaves room above the highest one for its label's lines. True when a roof was drawn."""
     for index, (peak, name) in enumerate(bounds):
         ax.axhline(peak, color="k", lw=1, ls=(0, (6, 3)), alpha=0.7)
         share = roof_share(reached[0], peak, practical if name.startswith("PCIe") else None)
-        share = f"\n{reached[1]}: {share}" if share != "–" else ""
-        left = index % 2 == 0
-        text = ax.text(0.01 if left else 0.99, peak, f"{name}: {format_number(peak)} GB/s{share}",
-                       transform=ax.get_yaxis_transform(), va="bottom", ha="left" if left else "right",
-                       fontsize=7.5, color="k", bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
-        tip(text, [f"roof: {name}, {format_number(peak, 4)} GB/s per direction{share.replace(chr(10), '; ')}"])
-    if bounds:
-        low, high = ax.get_ylim()
-        ax.set_ylim(low, max(high, max(peak for peak, _ in bounds) * 3))
+        said = f"{reached[1]}: {share}" if share != "–" else ""
+        # wrapped to about the panel's width in 7.5 pt characters: a longer line runs past its axes into the next
+        label = "\n".join([f"{name}: {format_number(peak)} GB/s",
+                           *textwrap.wrap(said, 140 // getattr(ax.get_gridspec(), "ncols", 1))])
+        text = ax.text((0.01, 0.99)[index % 2], peak, label, transform=ax.get_yaxis_transform(), va="bottom",
+                       ha=("left", "right")[index % 2], fontsize=7.5, color="k",
+                       bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
+        tip(text, [f"roof: {name}, {format_number(peak, 4)} GB/s per direction" + (f"; {said}" if said else "")])
+        if index == 0:  # the highest (bounds come highest first): room above it, half a decade a line of its label
+            ax.set_ylim(ax.get_ylim()[0], max(ax.get_ylim()[1], peak * 3 ** (label.count("\n") + 1)))
     return bool(bounds)
 
 
