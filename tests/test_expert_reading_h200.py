@@ -288,6 +288,8 @@ class TestRead3b:
         37.7 ms (3.44x) at 256 MiB, both resolved; printed before each against the reused buffer."""
         _, text = page
         assert "pin_cached_then_to (pin from the cache, then move) against to" in text
+        # the two it prints: 64 and 256 MiB here, one size on each of two GPUs on the simulated page
+        assert "read from the run's two largest cases, by size then GPU (the figure holds every size)" in text
         assert ("Host to device at 64 MiB on cuda:0: pin_cached_then_to took 2.21 ms, to 7.25 ms (3.29× (2.56-4.22)). "
                 "Host to device at 256 MiB on cuda:0: pin_cached_then_to took 11 ms, to 37.7 ms (3.44× (2.68-4.42)). Host "
                 "to device at 64 MiB on cuda:0: reused_pinned_to took 2.19 ms, pin_cached_then_to 2.21 ms; which is faster, "

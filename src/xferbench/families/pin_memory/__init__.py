@@ -31,7 +31,7 @@ RECORD = Family("pin_memory", "Scenario: is pinning worth it?",
                         "cannot. pin_cached: the caching host "
                         "allocator still holds a freed pinned block of that size, so the call is a memcpy into it (what a "
                         "loop that pins every batch pays after its first). Whether pinning every transfer pays is read "
-                        "from the run at its largest sizes (the figure holds them all): pin_cached_then_to (pin from "
-                        "the cache, then move) against to. "
+                        "from the run's two largest cases, by size then GPU (the figure holds every size): "
+                        "pin_cached_then_to (pin from the cache, then move) against to. "
                         "pinned_to: the DMA from a tensor pinned once, what each reuse costs; pin_cold / (to - pinned_to) "
                         "reuses pay for pinning it.")
