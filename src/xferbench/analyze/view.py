@@ -121,8 +121,7 @@ class HostPlacement:
 
 
 def host_placement(rows: pd.DataFrame) -> HostPlacement | None:
-    """Where the h2d and d2h cases' host buffers sat (``host_placement``, ``host_numa_node``); None where the run
-    does not say."""
+    """Where the h2d and d2h cases' host buffers sat (``host_placement``, ``host_numa_node``); None if unrecorded."""
     if "host_placement" not in rows:
         return None
     moves = rows[rows["op"].isin(("h2d", "d2h")) & rows["host_placement"].notna()]
@@ -308,7 +307,7 @@ class RunView:
         for i, fit in fits.iterrows():
             # or whose β was read from a size beyond the cache that waited (the busy run's copy_: its 1 KiB): that size
             if str(fit["beta_basis"]).endswith("measured beyond the cache"):
-                beyond = (rows := self.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit["left_out"] or ())]
+                beyond = self.kept_by(fit)
                 if self.waited(size := beyond.loc[beyond["nbytes"].idxmax()]) is not None:
                     fits.loc[i, "largest_bytes"] = fit["largest_bytes"] = int(size["nbytes"])
             if self.largest_wait(fit) is None:
@@ -333,6 +332,10 @@ class RunView:
     def _paths(self) -> dict[bool, dict[Any, pd.DataFrame]]:
         beyond = self.rows[~self.resident.loc[self.rows.index].to_numpy(dtype=bool)]
         return {False: dict(list(self.rows.groupby("path", sort=False))), True: dict(list(beyond.groupby("path", sort=False)))}
+
+    def kept_by(self, fit: Mapping[str, Any]) -> pd.DataFrame:
+        """The rows of a fit's path (``fits``) beyond the cache that it kept: less the sizes it left out (``left_out``)."""
+        return (rows := self.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit.get("left_out") or ())]
 
     def fit_of(self, path: str) -> dict[str, Any] | None:
         """The fit of one path, or None when the path is not fitted."""
@@ -369,8 +372,7 @@ class RunView:
         predicted over measured and its inverse), and that size, where it is over ``MODEL_MISS``x (a path with a
         cliff: the capped β of .cpu() predicts 11.3 ms at 16 MiB, where 1.30 ms was measured; a busy run's gloo
         isend_irecv, α 167 µs, took 704 µs at 4 B); else None."""
-        rows = self.of_path(fit["path"], beyond_cache=True)
-        rows = rows[~rows["nbytes"].isin(fit.get("left_out") or ())]  # the sizes the fit left out, as it did
+        rows = self.kept_by(fit)  # the sizes the fit left out, as it did
         if rows.empty or not np.isfinite(fit["alpha_us"]) or not np.isfinite(fit["stated_gbps"]):
             return None
         predicted = fit["alpha_us"] / 1e6 + rows["nbytes"] / (fit["stated_gbps"] * 1e9)
@@ -453,13 +455,11 @@ class RunView:
 
     @cached_property
     def drift(self) -> RunDrift:
-        """How far the run moved by itself, per regime (``drift.run_drift``): its same-code pairs and the cases it
-        measured in blocks."""
+        """How far the run moved by itself, per regime (``drift.run_drift``): its same-code pairs and its blocks."""
         return run_drift(self.rows)
 
     def tied_fastest(self, rows: pd.DataFrame) -> pd.DataFrame:
-        """The fastest of ``rows`` and every other the run cannot tell from it (their ratio unresolved): which of them
-        is fastest, the run cannot tell."""
+        """The fastest of ``rows`` and every other whose ratio to it is unresolved: which is fastest, the run cannot tell."""
         if rows.empty:
             return rows
         fastest = rows.loc[rows["median_s"].idxmin()]

@@ -152,8 +152,7 @@ def _unbracketed(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     if not np.isfinite(half):
         return {}
     # a size β's fit left out (its blocks mixed loops, or it ran from cache faster than memory) brackets nothing
-    sizes = view.of_path(fit["path"], beyond_cache=True)["nbytes"]
-    sizes = sizes[~sizes.isin(fit.get("left_out") or ())]
+    sizes = view.kept_by(fit)["nbytes"]
     below, above = sizes[sizes <= half], sizes[sizes >= half]
     if below.empty or above.empty:
         reason = f"the sizes measured do not reach past {format_bytes(int(half))} on both sides"
@@ -171,9 +170,7 @@ def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     it within ``MODEL_MISS``x yet misplaces the knee (the H200's pageable d2h copy_: half of β at 239 KiB, but 256 KiB
     reached 5.9 GB/s, 43% of its 13.9)."""
     half, beta = float(fit["half_peak_bytes"]), float(fit["stated_gbps"])
-    # a size that ran from a cache reached no link's bandwidth (as ``_unbracketed``)
-    rows = (rows := view.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit.get("left_out") or ())]
-    rows = rows.sort_values("nbytes")
+    rows = view.kept_by(fit).sort_values("nbytes")  # one that ran from a cache reached no link's bandwidth
     for _, row in rows.iterrows():
         fast, slow = median_bounds(row)
         n = int(row["nbytes"])
@@ -256,8 +253,7 @@ def _spread_times(view: RunView, fit: dict[str, Any]) -> pd.Series | None:
     the H200: α 106 µs through 4 B, 217-268 µs from 64 B; reduce_scatter: α 203 µs, 162 µs at 4 B); else None."""
     if not np.isfinite(fit["alpha_us"]) or np.isfinite(fit["stated_gbps"]):
         return None
-    rows = (rows := view.of_path(fit["path"], beyond_cache=True))[~rows["nbytes"].isin(fit.get("left_out") or ())]
-    times = rows["transfer_s"] * 1e6  # cache sizes: left out
+    times = view.kept_by(fit)["transfer_s"] * 1e6  # cache sizes: left out
     return times if times.max() > FIXED_SPREAD * times.min() else None
 
 
