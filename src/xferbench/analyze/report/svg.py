@@ -172,9 +172,9 @@ def _tight_box(fig: Figure, inset: float | None = None) -> Bbox:
     try:
         width, height = fig.get_size_inches() * 72
         renderer = RendererSVG(width, height, io.StringIO(), None, 72)
-        inches = [legend.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted()) for legend in fig.legends]
         box = fig.get_tightbbox(renderer) if inset is None else Bbox.union(
-            [Bbox.from_extents(inset, inset, width / 72 - inset, height / 72 - inset), *inches])
+            [Bbox.from_extents(inset, inset, width / 72 - inset, height / 72 - inset),
+             *(legend.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted()) for legend in fig.legends)])
     finally:
         fig.dpi = dpi
     return box.padded(matplotlib.rcParams["savefig.pad_inches"])
