@@ -5,7 +5,7 @@ Its record and what the report says about it (torch-free); what it runs is ``run
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...ratios import UNJUDGED
 from ...units import count, format_bytes, format_seconds
@@ -15,22 +15,21 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _apart(slow: list[pd.Series], fast: list[pd.Series], judge: Judge) -> bool:
-    """Whether every case of ``slow`` took longer than every one of ``fast``, each pair's ratio resolved (rows made
-    once by the caller: a Series a pair tried was most of a large run's report)."""
-    return all((r := judge(a, b)).resolved and r.value > 1 for a in slow for b in fast)
+def _apart(slow: pd.DataFrame, fast: pd.DataFrame, judge: Judge, made: dict[Any, pd.Series]) -> bool:
+    """Whether every case of ``slow`` took longer than every one of ``fast``, each pair's ratio resolved; ``made``: each
+    row by label, made once by the caller (a Series made for each pair tried was most of a large run's report)."""
+    return all((r := judge(made[a], made[b])).resolved and r.value > 1 for a in slow.index for b in fast.index)
 
 
 def _step(again: pd.DataFrame, judge: Judge, shuffled: bool) -> str:
     """Where the sizes split into a smaller and a larger run of sizes whose times lie apart (``_apart``), the step in
     words; else nothing. The second move copies nothing, yet the H200 timed 74.7-79.4 µs up to 393 KiB and 44.7-45.5 µs
     from 3.82 MiB on: in a run whose sizes ran one after another a step with size is as much a step in time."""
-    rows = again.sort_values("nbytes")
-    listed = [row for _, row in rows.iterrows()]
+    rows, made = again.sort_values("nbytes"), dict(again.iterrows())
     for cut in range(1, len(rows)):
-        halves = (small, _), (large, _) = (rows.iloc[:cut], listed[:cut]), (rows.iloc[cut:], listed[cut:])
-        for (slow, slower), (fast, faster) in (halves, halves[::-1]):
-            if _apart(slower, faster, judge):
+        small, large = rows.iloc[:cut], rows.iloc[cut:]
+        for slow, fast in ((small, large), (large, small)):
+            if _apart(slow, fast, judge, made):
                 step = judge(slow.loc[slow["median_s"].idxmin()], fast.loc[fast["median_s"].idxmax()])
                 said = (f"{ms(small['median_s'])} up to {format_bytes(small['nbytes'].max())} of parameters and "
                         f"{ms(large['median_s'])} from {format_bytes(large['nbytes'].min())}: a step of {step.text()} "
@@ -62,10 +61,10 @@ def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
     ran 100 calls a round, the others 14-15); else nothing."""
     if len(again) < 3:
         return ""
-    listed = [row for _, row in again.iterrows()]
-    for i, one in enumerate(listed):
-        others, rest = listed[:i] + listed[i + 1:], again.drop(index=one.name)
-        if not (_apart(others, [one], judge) or _apart([one], others, judge)):
+    made = dict(again.iterrows())
+    for label, one in made.items():
+        rest = again.drop(index=label)
+        if not (_apart(rest, again.loc[[label]], judge, made) or _apart(again.loc[[label]], rest, judge, made)):
             continue
         if _step(rest, judge, True):
             return ""
