@@ -880,8 +880,8 @@ def test_a_module_move_whose_rounds_held_the_ticks_says_so_beside_its_time():
     from xferbench.analyze.report.findings import scenario_findings
 
     (said,) = [s for s in scenario_findings(RunView.of(load([ROOT / "tests" / "data" / "cpu-quick-sample.json"])),
-                                            "module_to") if s.startswith("A second .to(cpu)")]
-    assert said.startswith("A second .to(cpu) of a module already there took 162-203 µs from 3.75 KiB to 38.2 MiB of "
+                                            "module_to") if s.startswith("A second .to('cpu')")]
+    assert said.startswith("A second .to('cpu') of a module already there took 162-203 µs from 3.75 KiB to 38.2 MiB of "
                            "parameters (its rounds at 3.75 KiB, 393 KiB, 38.2 MiB waited for the CPU): ")
 
 

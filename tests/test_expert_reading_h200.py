@@ -139,19 +139,18 @@ class TestRead4:
 
 def test_a_second_module_move_says_the_step_that_lines_up_with_size(page):
     _, text = page
-    assert "A second .to(cuda:0) of a module already there took 44.7-79.4 µs" not in text
-    # the sizes ran in order: a step with size is as much a step in time (mlp() builds the same tensors at every size)
-    assert ("A second .to(cuda:0) of a module already there took 74.7-79.4 µs up to 393 KiB of parameters and 44.7-45.5 µs "
+    assert "A second .to('cuda:0') of a module already there took 44.7-79.4 µs" not in text
+    # the sizes ran in order, so the step alone cannot tell size from time: the other instance, its sizes on both sides
+    # of the step, grew 1.07x (0.867-1.32) where a step the bytes set would give 1/2.02-1/1.33: the size does not set it
+    assert ("A second .to('cuda:0') of a module already there took 74.7-79.4 µs up to 393 KiB of parameters and 44.7-45.5 µs "
             "from 3.82 MiB: a step of 1.64× (1.33-2.02) though nothing is copied (every parameter tensor is visited); the "
-            "sizes ran one after another, so whether it follows the size or the time, can't tell (--xfer-shuffle would).")\
-        in text
-    # the other instance measured three of those sizes too, no figure reads them: a reading found they show no drop,
-    # so its growth is said with its own interval, each instance judged alone, never one set against the other
-    assert ("can't tell (--xfer-shuffle would). Another machine instance (quick-scenarios) took 62.3-66.6 µs from 3.75 "
-            "KiB to 38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long. The first move of 382 MiB of "
-            "parameters to cuda:0 took 62.9 ms (6.36 GB/s).") in text  # with its size: a reading found none
+            "sizes ran one after another. Another machine instance (quick-scenarios) took 62.3-66.6 µs from 3.75 KiB to "
+            "38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long, where a step the bytes set would give "
+            "0.495-0.752×: the size does not set this one. The first move of 382 MiB of parameters to cuda:0 took 62.9 ms "
+            "(6.36 GB/s).") in text
+    assert "whether it follows the size or the time" not in text
     # the odd one out ran 100 calls a round where the others ran 14-15: the loop, not the bytes, differs
-    assert ("A second .to(cpu) of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of parameters, but "
+    assert ("A second .to('cpu') of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of parameters, but "
             "40.7 µs at 38.2 MiB (that case ran 100 calls a round, the others 14-15: the loop differs, so the run cannot "
             "say the bytes set it)") in text
 
@@ -173,6 +172,13 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
     stepped.attrs["elsewhere"] = rows(0.05, False).assign(run="b", median_s=[80e-6, 78e-6, 45e-6, 46e-6])
     assert module_to_finding(stepped)[0].endswith("Another machine instance (b) took 45-80 µs from 1000 B to 9.54 MiB, "
                                                   "and at 10,000× the bytes it took 0.575× (0.514-0.644) as long.")
+    assert "can't tell (--xfer-shuffle would). Another" in module_to_finding(stepped)[0]  # it stepped too: size or time
+    # flat there, beyond what a step the bytes set would give (1/its interval): the size does not set this one
+    stepped.attrs["elsewhere"] = rows(0.05, False).assign(run="b", median_s=60e-6)
+    assert module_to_finding(stepped)[0].endswith(
+        "the sizes ran one after another. Another machine instance (b) took 60 µs from 1000 B to 9.54 MiB, and at "
+        "10,000× the bytes it took 1× (0.893-1.12) as long, where a step the bytes set would give 0.527-0.66×: the size "
+        "does not set this one.")
     shuffled = rows(0.05, True)
     shuffled.attrs["elsewhere"] = stepped.attrs["elsewhere"]
     assert "Another machine instance" not in module_to_finding(shuffled)[0]
@@ -279,7 +285,7 @@ class TestRead3b:
         """The cuda:0 second move steps 74.7-79.4 µs -> 44.7-45.5 µs in line with size and time: the caption does not
         say its cost never follows the bytes."""
         _, text = page
-        assert "whether it follows the size or the time, can't tell" in text
+        assert "the size does not set this one" in text  # the other instance's own interval says so
         assert "its cost does not follow the bytes" not in text
         assert "a second .to() to the same device copies nothing but still visits every parameter tensor." in text
 

@@ -392,7 +392,7 @@ def test_only_points_faster_than_memory_allows_are_marked(full):
 def test_module_to_claims_no_growth_with_parameters(full):
     """The stack always has 8 tensors: the second .to(cpu) holds 68-73 µs whatever the bytes, but for one size."""
     sentences = scenario_findings(RunView.of(full), "module_to")
-    assert sentences[0] == ("A second .to(cpu) of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of "
+    assert sentences[0] == ("A second .to('cpu') of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of "
                             "parameters, but 40.7 µs at 38.2 MiB (that case ran 100 calls a round, the others 14-15: the "
                             "loop differs, so the run cannot say the bytes set it): nothing is copied (every parameter "
                             "tensor is visited).")
@@ -548,8 +548,9 @@ def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged
     assert stall["read"] == "False" and f"{float(stall['median_s']) * 1e6:.1f}" == "43.6"
     html, md = out.read_text(), out.with_suffix(".md").read_text()
     said = ("Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios (2026-11-30T17:45, 50 "
-            "benchmarks): none recorded a boot id, so each run counts as an instance of its own; 42 cases measured in "
-            "more than one are read from the run with more rounds (ties: the newest).")
+            "benchmarks): none recorded a boot id, so each run counts as an instance of its own; their GPU, driver, torch "
+            "and CPU match (else they could not share a page): what differs is the boot, not the parts; 42 cases "
+            "measured in more than one are read from the run with more rounds (ties: the newest).")
     assert said in md and said in html
     assert "The others, 42 instances, are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \
            "column false for these)" in html

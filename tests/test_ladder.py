@@ -190,7 +190,8 @@ def test_the_markdown_reads_every_cpu_step_back_from_the_json(markdown):
          "the driver's staging copy through its pinned bounce buffer", staging, share(ladder.steps[1])],
         # 119 µs between rungs 2.4% apart: their ratio's interval holds 1, so no share
         ["3", "the DMA: d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
-         "launch, synchronization and blocking (the call over its non-blocking twin's DMA)", launch,
+         "the call beyond its DMA: launch and synchronization, and "
+         "what else the blocking call adds over its non-blocking twin's device time", launch,
          f"can't tell (the two rungs could see ≥ {ladder.steps[2].ratio.could_see:.2f}×)"],
         ["left", "d2h pinned non-blocking copy_ cuda:0->cpu (device time)",
          "what is left: the DMA (the copy's own device time)", f"median {s(dma_s)}", "3%"]]

@@ -154,8 +154,9 @@ def test_h12_h21_the_no_op_forms_are_the_ones_measured(h200):
 
 
 def test_h13_the_launch_rung_says_it_swaps_the_call_too(h200):
-    assert ("The launch, sync, blocking rung sets the blocking copy against its non-blocking twin's device time, the "
-            "DMA alone, so it also holds whatever blocking adds." in h200["text"])
+    assert ("The call beyond its DMA sets the blocking copy against its non-blocking twin's device time, the DMA alone: "
+            "it holds launch and synchronization (at most the fit's α, in the α/β table) and whatever else the blocking "
+            "call adds." in h200["text"])
 
 
 def test_h14_the_host_copys_threads_and_the_drivers_staging_are_not_measured_facts(h200):
@@ -317,3 +318,13 @@ def test_a_cpu_runs_dataloader_caption_describes_the_loader_alone(tmp_path):
     assert "epoch" not in quick["text"]
     assert len(re.findall(r"\bGPUs?\b", quick["text"])) == 2  # the machine line and the notice
     assert "can't be told there." in quick["text"] and "on nccl" not in quick["text"]  # nccl's advice: a GPU run's
+
+
+def test_c10_a_no_op_span_a_reader_sees_as_two_costs_is_judged(cpu, h200):
+    """A fourth reading: the CPU's .to(torch.device('cpu')) spans 358-743 ns, its 4 B case in rounds of 1,443 calls and
+    its 16 MiB one of 10,000; a no-op copies no byte, so the span is said with its interval (here, no drift evidence:
+    can't tell). The H200's spans (364-367 ns, 378-379 ns) lie under 1.5x and unresolved: nothing more is said."""
+    assert ("whether .to(torch.device('cpu')) at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, "
+            "can't tell (the run gives no evidence of its drift)") in cpu["text"]
+    assert ".cpu() at " not in cpu["text"]  # 246-261 ns: no span a reader sees as two
+    assert not re.search(r"(\.to\(torch\.device\('cuda:0'\)\)|\.cuda\(0\)) at \S+ \S+ against", h200["text"])

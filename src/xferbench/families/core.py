@@ -186,7 +186,8 @@ FRESH = "the fresh destination: what the call pays beyond a copy into a buffer a
 STAGING = "the driver's staging copy through its pinned bounce buffer"
 #: The blocking copy against its non-blocking twin's DMA: a blocking copy's own device time is not measured (events
 #: around it time the host's pace), so this step holds launch and synchronization and whatever blocking adds to the DMA.
-LAUNCH = "launch, synchronization and blocking (the call over its non-blocking twin's DMA)"
+LAUNCH = ("the call beyond its DMA: launch and synchronization, and "
+          "what else the blocking call adds over its non-blocking twin's device time")
 DMA = "the DMA (the copy's own device time)"
 
 
@@ -253,7 +254,7 @@ CHANGES: tuple[ChangeSpec, ...] = (
 
 #: Each factor in a few words, for a table's column and a figure's legend.
 SHORT = {FRESH: "fresh destination", STAGING: "driver's staging copy",
-         LAUNCH: "launch, sync, blocking", DMA: "DMA (device time)",
+         LAUNCH: "call beyond its DMA", DMA: "DMA (device time)",
          "the fresh device destination (the caching allocator)": "fresh device buffer",
          "the copy itself (into a touched buffer)": "the copy itself",
          "the copy into page-locked memory": "copy into page-locked memory"}

@@ -51,8 +51,9 @@ LADDER_CAPTION = (
     "name them; a bar's segments run in its ladder's order). A segment is the difference of two medians: the segments "
     "add up to the call, though they overlap in time. A step whose two rungs' ratio the run cannot tell from 1 (its "
     "95% interval: paired blocks where both were measured so, else their rounds and the run's drift) is hatched: can't "
-    "tell. The launch, sync, blocking rung sets the blocking copy against its non-blocking twin's device time, the DMA "
-    "alone, so it also holds whatever blocking adds. Hover a cell for its cases and interval."
+    "tell. The call beyond its DMA sets the blocking copy against its non-blocking twin's device time, the DMA alone: "
+    "it holds launch and synchronization (at most the fit's α, in the α/β table) and whatever else the blocking "
+    "call adds. Hover a cell for its cases and interval."
 )
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "

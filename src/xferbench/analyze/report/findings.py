@@ -186,6 +186,14 @@ def noop_cost(view: RunView) -> Said | None:
     if any("-" in _span(seconds * 1e9, ",.0f") for _, seconds in rows):
         notes.append("the lowest and the highest median over the sizes measured, "
                      + " and ".join(format_bytes(int(n)) for n in sorted(on["nbytes"].unique())))
+    for (method, variant), seconds in [] if view.busy else rows:  # a no-op copies nothing: its sizes part by other causes
+        high, low = on.loc[seconds.idxmax()], on.loc[seconds.idxmin()]
+        if (apart := view.ratio(high, low)).resolved or apart.value >= 1.5:  # a span a reader sees as two costs
+            said = (f"{noop_call(method, device, variant or None)} at {format_bytes(int(high['nbytes']))} against "
+                    f"{format_bytes(int(low['nbytes']))} (rounds of {int(high['iterations']):,} calls against "
+                    f"{int(low['iterations']):,})")
+            notes.append(f"{said}: {apart.text()} as long, not by its bytes, it copies none; why, this run cannot tell"
+                         if apart.resolved else f"whether {said} costs more, {apart.text()}")
     if not (noops["variant"] == "str").any():
         notes.append(f"the string form, .to('{device}'), was not measured")
     unmeasured = f" ({'; '.join(notes)})" if notes else ""

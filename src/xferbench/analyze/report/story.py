@@ -161,8 +161,9 @@ def _instances(view: RunView) -> str | None:
     read = (f"; {count(len(shared), 'case')} measured in more than one {'is' if len(shared) == 1 else 'are'} read from "
             f"{rule}the run with more rounds "
             "(ties: the newest)" if not shared.empty else "")
-    return (f"Machine instances: {'; '.join(parts)}: {why}{read}. Figures of different instances are never "
-            "divided by one another.")
+    return (f"Machine instances: {'; '.join(parts)}: {why}; their GPU, driver, torch and CPU match (else they could not "
+            f"share a page): what differs is the boot, not the parts{read}. Figures of different "
+            "instances are never divided by one another.")
 
 
 def _peers(view: RunView, figures: list[PeerFigure] | None) -> tuple[list[dict[str, Any]], list[str]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...ratios import UNJUDGED
+from ...ratios import UNJUDGED, Ratio
 from ...units import count, format_bytes, format_seconds
 from ..base import Family, Judge, judge_of, ms, of_variant, span
 
@@ -21,38 +21,45 @@ def _apart(slow: pd.DataFrame, fast: pd.DataFrame, judge: Judge, made: dict[Any,
     return all((r := judge(made[a], made[b])).resolved and r.value > 1 for a in slow.index for b in fast.index)
 
 
-def _step(again: pd.DataFrame, judge: Judge, shuffled: bool) -> str:
+def _step(again: pd.DataFrame, judge: Judge) -> tuple[str, Ratio, pd.DataFrame, pd.DataFrame] | None:
     """Where the sizes split into a smaller and a larger run of sizes whose times lie apart (``_apart``), the step in
-    words; else nothing. The second move copies nothing, yet the H200 timed 74.7-79.4 µs up to 393 KiB and 44.7-45.5 µs
-    from 3.82 MiB on: in a run whose sizes ran one after another a step with size is as much a step in time."""
+    words, its ratio (slower over faster) and the two runs of sizes; else None. The second move copies nothing, yet the
+    H200 timed 74.7-79.4 µs up to 393 KiB and 44.7-45.5 µs from 3.82 MiB on."""
     rows, made = again.sort_values("nbytes"), dict(again.iterrows())
     for cut in range(1, len(rows)):
         small, large = rows.iloc[:cut], rows.iloc[cut:]
         for slow, fast in ((small, large), (large, small)):
             if _apart(slow, fast, judge, made):
                 step = judge(slow.loc[slow["median_s"].idxmin()], fast.loc[fast["median_s"].idxmax()])
-                said = (f"{ms(small['median_s'])} up to {format_bytes(small['nbytes'].max())} of parameters and "
+                return (f"{ms(small['median_s'])} up to {format_bytes(small['nbytes'].max())} of parameters and "
                         f"{ms(large['median_s'])} from {format_bytes(large['nbytes'].min())}: a step of {step.text()} "
-                        "though nothing is copied (every parameter tensor is visited)")
-                if shuffled:
-                    return said + ", and it lines up with size (the cases ran shuffled)."
-                return said + ("; the sizes ran one after another, so whether it follows the size or the time, "
-                               "can't tell (--xfer-shuffle would).")
-    return ""
+                        "though nothing is copied (every parameter tensor is visited)", step, small, large)
+    return None
 
 
-def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge) -> str:
+def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge, step: tuple[str, Ratio, Any, Any]) -> tuple[str, bool]:
     """What another machine instance measured of the second move to ``dst`` at two sizes or more, where this one's
-    sizes ran in order and stepped: its span and its growth with its own interval (a step the bytes set would show in
-    both: the H200's quick-scenarios took 62.3-66.6 µs from 3.75 KiB to 38.2 MiB, 1.07× as long at its largest, where
-    full.json dropped 1.64× at 3.82 MiB). Each instance is judged alone: none is set against the other."""
-    again = of_variant(rows, "again") if rows is not None else None
-    if again is None or again.empty:
-        return ""
-    return "".join(f" Another machine instance ({run}) took {ms(theirs['median_s'])} from "
-                   f"{format_bytes(theirs['nbytes'].min())} to {format_bytes(theirs['nbytes'].max())}, "
-                   f"{_growth(theirs, judge)}." for run, theirs in again[again["dst"] == dst].groupby("run")
-                   if theirs["nbytes"].nunique() > 1)
+    sizes ran in order and stepped: its span and its growth with its own interval, and whether that interval excludes
+    what a step the bytes set would give there (the H200's quick-scenarios: 1.07× (0.867-1.32) as long from 3.75 KiB
+    to 38.2 MiB, where full.json's drop of 1.64× (1.33-2.02) at 3.82 MiB would give 0.495-0.752×). Each instance is
+    judged alone: none is divided by the other."""
+    _, ratio, small, large = step
+    again, said, ruled_out = of_variant(rows, "again") if rows is not None else None, "", False
+    # the larger sizes' time over the smaller's, were the bytes to set the step
+    low, high = (1 / ratio.high, 1 / ratio.low) if small["median_s"].min() > large["median_s"].max() \
+        else (ratio.low, ratio.high)
+    for run, theirs in [] if again is None else again[again["dst"] == dst].groupby("run"):
+        if theirs["nbytes"].nunique() < 2:
+            continue
+        grew = judge(theirs.loc[theirs["nbytes"].idxmax()], theirs.loc[theirs["nbytes"].idxmin()])
+        spans = theirs["nbytes"].min() <= small["nbytes"].max() and theirs["nbytes"].max() >= large["nbytes"].min()
+        out = spans and grew.judged and (grew.high < low or grew.low > high)
+        said += (f" Another machine instance ({run}) took {ms(theirs['median_s'])} from {format_bytes(theirs['nbytes'].min())} "
+                 f"to {format_bytes(theirs['nbytes'].max())}, {_growth(theirs, judge)}" + (
+                     f", where a step the bytes set would give {low:.3g}-{high:.3g}×: the size does not set this one"
+                     if out else "") + ".")
+        ruled_out |= out
+    return said, ruled_out
 
 
 def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
@@ -66,7 +73,7 @@ def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
         rest = again.drop(index=label)
         if not (_apart(rest, again.loc[[label]], judge, made) or _apart(again.loc[[label]], rest, judge, made)):
             continue
-        if _step(rest, judge, True):
+        if _step(rest, judge):
             return ""
         loop = ""
         if int(one["iterations"]) not in set(rest["iterations"].astype(int)):
@@ -117,9 +124,13 @@ def finding(rows: pd.DataFrame) -> list[str]:
     out, judge, shuffled = [], judge_of(rows), bool(rows.attrs.get("shuffled"))
     for dst, again in of_variant(rows, "again").sort_values("nbytes").groupby("dst"):
         # an unshuffled step may be time, not size: another instance's growth at those sizes beside it
-        stepped = _step(again, judge, shuffled)
-        elsewhere = "" if shuffled else _elsewhere(rows.attrs.get("elsewhere"), dst, judge)
-        step = stepped + elsewhere if stepped else _odd_one(again, judge)
+        stepped = _step(again, judge)
+        elsewhere, ruled_out = _elsewhere(rows.attrs.get("elsewhere"), dst, judge, stepped) if stepped and not shuffled \
+            else ("", False)
+        order = (", and it lines up with size (the cases ran shuffled)" if shuffled else "; the sizes ran one after "
+                 "another" + ("" if ruled_out else ", so whether it follows the size or the time, can't tell "
+                              "(--xfer-shuffle would)"))
+        step = f"{stepped[0]}{order}.{elsewhere}" if stepped else _odd_one(again, judge)
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
         flags = again.reindex(columns=["mixed_iterations", "on_ticks"])  # NaN where the run recorded neither
@@ -127,7 +138,7 @@ def finding(rows: pd.DataFrame) -> list[str]:
         bytes_said = _fastest(again) if flags["mixed_iterations"].eq(True).any() or len(ticked) else _growth(again, judge)
         waited = "" if ticked.empty else (f" (its rounds at {', '.join(format_bytes(n) for n in ticked['nbytes'])} "
                                           "waited for the CPU)")
-        out.append(f"A second .to({dst}) of a module already there took " + (step or (
+        out.append(f"A second .to('{dst}') of a module already there took " + (step or (
             f"{ms(again['median_s'])} from {format_bytes(again['nbytes'].min())} to "
             f"{format_bytes(again['nbytes'].max())} of parameters{waited}: nothing is copied (every parameter tensor "
             f"is visited), {bytes_said}.")))
