@@ -30,7 +30,7 @@ from .drift import RunDrift, paired_blocks, rounds_apart, run_drift, side
 from .ladder import Ladder, Rung, ladders
 from .load.blocks import waited_rows
 from .load.results import Results, busy_load
-from .load.rows import flag, flags, matching, ticked
+from .load.rows import Row, flag, flags, matching, rows_by_label, ticked
 from .model import (
     SINGLE_THREAD,
     NoHostRoof,
@@ -515,9 +515,9 @@ class RunView:
         return None if below.size == 0 else self._row[labels[below[np.argmax(sizes[below])]]]
 
     @cached_property
-    def _row(self) -> dict[Any, pd.Series]:
+    def _row(self) -> dict[Any, Row]:
         """Each row of ``rows`` by label, made once (``rows.loc`` makes a new Series at every call)."""
-        return dict(self.rows.iterrows())
+        return rows_by_label(self.rows)
 
     @cached_property
     def _sizes(self) -> dict[tuple[str, str], tuple[list[Any], np.ndarray]]:

@@ -13,8 +13,8 @@ import pandas as pd
 from ...contract import IDENTITY, ContractError, identity_from, measured_from
 from ...families import FAMILIES
 
-__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "bench_row",
-           "device_time_valid", "flag", "flags", "matching"]
+__all__ = ["MAX_BYTES", "QUARTILE_ROUNDING", "UNTRACKED_HINT", "VALID_DEVICE_METHODS", "Row", "bench_row",
+           "device_time_valid", "flag", "flags", "matching", "rows_by_label"]
 
 
 def _moves_payload(op: str, variant: str | None) -> bool:
@@ -141,6 +141,26 @@ def device_time_valid(frame: pd.DataFrame) -> pd.Series:
     pageable = frame["host_memory"].eq("pageable")
     blocking_host = frame["host_memory"].notna() & ~frame["non_blocking"].astype(bool)
     return recorded | ~(pageable | blocking_host)
+
+
+class Row(dict[str, Any]):
+    """One row of a frame as a dict, its label as ``name`` (a Series' own): the comparisons read a row field by field,
+    and a dict's ``get`` costs a tenth of a Series' (which took a fifth of a 2,000-benchmark report)."""
+
+    def __init__(self, name: Any, fields: Mapping[str, Any]) -> None:
+        super().__init__(fields)
+        self.name = name
+
+    def copy(self) -> Row:
+        return Row(self.name, self)
+
+
+def rows_by_label(frame: pd.DataFrame) -> dict[Any, Row]:
+    """Each row of ``frame`` by its label, made once: from each column's values as a list (a quarter of the time of
+    ``to_dict("records")``, a tenth of ``iterrows``' Series)."""
+    columns = list(frame.columns)
+    return {label: Row(label, dict(zip(columns, values, strict=True)))
+            for label, values in zip(frame.index, zip(*(frame[c].tolist() for c in columns)), strict=True)}
 
 
 def flag(row: pd.Series, name: str) -> bool:
