@@ -217,7 +217,7 @@ def test_a_same_code_pair_measured_in_paired_blocks_is_the_a_a_check_not_evidenc
     (pair,) = view.drift.pairs
     assert pair.paired and all(e.key != pair.key for e in view.drift.evidence)
     assert drift_text.verdict(view, "d2h").startswith(
-        ".cpu() and .to(device) run the same code: told apart at pageable 1 MiB 1.29× (")
+        ".cpu() and .to(device) run the same code: apart by drift at pageable 1 MiB 1.29× (")
     assert drift_text.verdict(view, "d2h").endswith("(the machine drifted more than pairing its blocks removes).")
 
 
@@ -257,7 +257,7 @@ def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_
         "memory from 1 MiB 8.2% (40 degrees of freedom)). A paired interval narrows about as the square root of its "
         "blocks (this run: 6; --xfer-blocks=N measures every case in N).")
     assert drift_text.verdict(view, "d2h") == (
-        ".cpu() and .to(device) run the same code: told apart at pageable non-blocking 1 MiB 1.29× (1.28-1.31) (the "
+        ".cpu() and .to(device) run the same code: apart by drift at pageable non-blocking 1 MiB 1.29× (1.28-1.31) (the "
         "machine drifted more than pairing its blocks removes); 3 of its 4 pairs can't tell (could see ≥ 1.01-1.13×).")
 
 
@@ -332,9 +332,9 @@ def test_the_h200_drift_by_regime(h200):
 
 def test_module_to_against_module_cuda_is_judged_same_code_40_percent_apart(h200):
     said = drift_text.verdict(h200, "cuda_vs_to")
-    assert "Module.to and Module.cuda run the same code: told apart at 64 MiB 1.4× (1.15-1.72) (measured apart, the run " \
-           "drifted there beyond its other evidence of that regime)" in said
-    assert ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: told apart at 64 MiB 1.27× (1.01-1.6)" in said
+    assert "Module.to and Module.cuda run the same code: apart by drift at 64 MiB 1.4× (1.15-1.72) (measured one after the " \
+           "other, it drifted beyond the run's other evidence of that regime)" in said
+    assert ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: apart by drift at 64 MiB 1.27× (1.01-1.6)" in said
 
 
 def test_pinned_same_code_pairs_are_judged_by_pinned_evidence(h200):

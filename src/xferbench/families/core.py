@@ -66,7 +66,8 @@ CORE = (
            "from the CPU is bounded by", "core", "tab:gray", link="host memory", endpoints="host", variants=_HOST),
     Family("create", "creation", "torch.empty / zeros / ones / rand(shape, device=d) on each device",
            "core", "tab:orange", moves_payload=False, endpoints="each", variants=_v("empty", "zeros", "ones", "rand"),
-           caption="torch.empty only reserves memory; zeros/ones/rand also write every byte, so they grow with size."),
+           caption="torch.empty reserves memory and writes no byte (how its time grows with size is the allocator's); "
+                   "zeros/ones/rand also write every byte."),
     Family("noop", "no-op moves", ".cuda(i), .to(device), .cpu() on a tensor already there: the same object comes back",
            "core", "tab:olive", moves_payload=False, endpoints="each", variants=_NOOP, sizes="ends",
            caption=".cuda(i), .to(torch.device), .to('device') and .cpu() on a tensor already there return the very "

@@ -70,9 +70,10 @@ def verdict(view: RunView, op: str) -> str | None:
         rest = [ratio for _, ratio in judged if not ratio.resolved]
         text = f"{calls} run the same code"
         if apart:
+            # one code: a pair told apart is the run's drift, said first, never a difference of the calls
             why = ("the machine drifted more than pairing its blocks removes" if all(r.paired for _, r in apart) else
-                   "measured apart, the run drifted there beyond its other evidence of that regime")
-            text += (f": told apart at {'; '.join(f'{_where(view, p)} {r.text()}' for p, r in apart)} ({why})")
+                   "measured one after the other, it drifted beyond the run's other evidence of that regime")
+            text += (f": apart by drift at {'; '.join(f'{_where(view, p)} {r.text()}' for p, r in apart)} ({why})")
         if rest:
             seen = sorted(r.could_see for r in rest if r.judged)
             span = f"{seen[0]:.2f}" if seen and f"{seen[0]:.2f}" == f"{seen[-1]:.2f}" else "-".join(
