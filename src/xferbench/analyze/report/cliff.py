@@ -44,7 +44,9 @@ def _untouched(view: RunView, found: dict[str, Any], fresh: list[dict[str, Any]]
     jump, lower = view.ratio(*empty[0]["rows"]), view.grew_before(empty[0]["rows"][1])
     if jump.value <= 1 or not jump.resolved:
         return said + ": the allocation call itself did not break."
-    grew = f": it moves no bytes, yet its time grew {jump.text()}"
+    small, large = (int(row["iterations"]) for row in empty[0]["rows"][::-1])  # a loop's length can move a median too
+    grew = f": it moves no bytes, yet its time grew {jump.text()}" + (
+        f" (rounds of {small:,} calls against {large:,})" if small != large else "")
     if lower is not None:
         grew += (f", and {lower[1].text()} from {format_bytes(int(lower[0]['nbytes']))} to "
                  f"{format_bytes(found['before'])} before it")
