@@ -283,3 +283,19 @@ def test_a_familys_own_words_read_the_queued_work_the_run_recorded():
     assert wait(rows.drop(columns="queued_seconds"), 1) is None
     with pytest.raises(ValueError, match="why names one of wait, staged, fixed, fix"):
         dataclasses.replace(record, why=("waiting", wait))
+
+
+def test_the_forward_pass_sets_the_cpu_against_a_gpu_of_its_own_clock_only():
+    """A simulated machine's GPU forward pass is the cost model's: beside the CPU's measured one it is no comparison, so
+    the CPU's time is said alone; a GPU on the same clock is set against it with the rule's interval."""
+    import pandas as pd
+
+    from xferbench.ratios import Ratio
+
+    rows = pd.DataFrame({"op": "forward", "variant": "forward", "dst": ["cpu", "cuda:0"], "nbytes": 4096,
+                         "shape": "1", "size_unit": "batch", "median_s": [2e-3, 1e-4], "clock": [None, "simulated"]})
+    rows.attrs["ratio"] = lambda a, b: Ratio(a["median_s"] / b["median_s"], 15.0, 25.0, "rounds", 10)
+    finding = FAMILIES["forward"].finding
+    assert finding(rows) == ["A forward pass on a batch of 1, 2 ms on the CPU."]
+    assert finding(rows.assign(clock=None)) == ["A forward pass on a batch of 1, 2 ms on the CPU against 100 µs on cuda:0: "
+                                                "the CPU took 20× (15-25) as long."]
