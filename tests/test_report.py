@@ -42,8 +42,8 @@ class TestGoldenCpuSample:
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; whether .to(torch.device('cpu')) "
             "at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, can't tell (the run gives no "
-            "evidence of its drift); the string form, .to('cpu'), was not measured); the cheapest real copy measured (host pageable copy_ cpu, 4 B) took "
-            "1,042 ns. A no-op returns the same object and copies nothing.",
+            "evidence of its drift); the string form, .to('cpu'), was not measured); the cheapest real copy measured "
+            "(host pageable copy_ cpu, 4 B) took 1,042 ns. A no-op returns the same object and copies nothing.",
         ]
         assert [f.headline for f in said] == [
             "Host memory copies reach 26.4 GB/s at 16 MiB (xferbench recorded no cache size).",

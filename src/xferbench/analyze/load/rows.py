@@ -160,7 +160,7 @@ def rows_by_label(frame: pd.DataFrame) -> dict[Any, Row]:
     ``to_dict("records")``, a tenth of ``iterrows``' Series)."""
     columns = list(frame.columns)
     return {label: Row(label, dict(zip(columns, values, strict=True)))
-            for label, values in zip(frame.index, zip(*(frame[c].tolist() for c in columns)), strict=True)}
+            for label, values in zip(frame.index, zip(*(frame[c].tolist() for c in columns), strict=True), strict=True)}
 
 
 def flag(row: pd.Series, name: str) -> bool:
