@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli_arguments import DEFAULT_NOISE, DEFAULT_OUTPUT, parser_for
 from .escape import terminal
-from .output import OutputError
+from .output import RUN_OUTPUT, OutputError, check_output, in_storage, never_foreign, write_atomic
 
 if TYPE_CHECKING:
     from .analyze.gate.compare import Sides
@@ -61,7 +61,6 @@ def _report_output(args: argparse.Namespace) -> Path:
     """The page's path, refused before anything is read where it or its companions would replace an input, a file
     the suite did not write, or cannot be written; its folder is made when missing (``-o site/index.html``)."""
     from .analyze.report.page import companions
-    from .output import check_output, never_foreign
 
     given = [*args.results, *[path for path in (args.history, args.trace) if path]]
     output = args.output or DEFAULT_OUTPUT
@@ -129,7 +128,6 @@ def _price(args: argparse.Namespace) -> int:
     from .analyze.trace.parser import TraceError
     from .analyze.trace.pricing import price
     from .analyze.view import RunView
-    from .output import check_output, write_atomic
 
     if args.json:
         check_output(args.json, [args.trace, *args.runs])
@@ -179,8 +177,6 @@ def _run(args: argparse.Namespace) -> int:
     import subprocess
     import tempfile
 
-    from .output import RUN_OUTPUT, check_output, write_atomic
-
     target = check_output(args.output, [], run=True, create_folder=True)
     if not args.force and (args.output.exists() or args.output.is_symlink()):  # pytest-benchmark would replace it
         raise UsageError(f"-o {args.output}: exists, and a run never replaces earlier results. "
@@ -209,7 +205,6 @@ def _run(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from .analyze.gate.compare import STARTS, busy_notes, compare, plan_notes, reproduced, to_json, to_markdown, to_text
     from .analyze.gate.verdicts import NOT_GATED
-    from .output import write_atomic
 
     floor = parse_threshold_arg(args.threshold or None, "--threshold")
     _refuse_outputs(args, [args.base, args.new, *filter(None, (args.noise, args.confirm))], STARTS)
@@ -283,7 +278,6 @@ def _small_input(path: Path) -> str:
 def _calibrate(args: argparse.Namespace) -> int:
     from .analyze.gate.compare import load_runs
     from .analyze.gate.noise import calibrate
-    from .output import check_output, never_foreign, write_atomic
 
     if not 0 < args.target < 1:
         raise UsageError(f"--target {args.target}: give a rate between 0 and 1, e.g. 0.05")
@@ -337,7 +331,6 @@ def _aa_run(command: str, target: Path, timeout: float) -> Path:
     import tempfile
 
     from .analyze.gate.ab import run_command
-    from .output import write_atomic
 
     with tempfile.TemporaryDirectory(prefix="xferbench-aa-") as private:
         pending = Path(private) / "aa.json"
@@ -350,7 +343,6 @@ def _ab(args: argparse.Namespace) -> int:
     import tempfile
 
     from .analyze.gate import ab
-    from .output import write_atomic
 
     _refuse_outputs(args, [args.keep, *([args.only] if args.only else [])], ab.STARTS)  # before any block runs
     flagged = ab.flagged_of(_small_input(args.only), str(args.only)) if args.only else None
@@ -406,7 +398,6 @@ def _info(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> int:
     from .analyze import store
     from .analyze.load.results import load, read_text
-    from .output import write_atomic
 
     with _said("", store.StoreError):
         if args.action == "comment":
@@ -436,7 +427,6 @@ def _store(args: argparse.Namespace) -> int:
 def _comment_output(args: argparse.Namespace) -> None:
     """``store comment -o``: never its input, a run, a file inside a storage folder, or a file not an earlier comment."""
     from .analyze.store import MIN_COMMENT
-    from .output import in_storage
 
     if args.limit < MIN_COMMENT:
         raise UsageError(f"--limit {args.limit}: give at least {MIN_COMMENT} characters (the summary and the note on "

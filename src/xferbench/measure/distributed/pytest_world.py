@@ -30,7 +30,7 @@ from typing import Any
 from ...units import first_line
 from ..record.pytest_benchmark_adapter import mark_used, new_stats
 from .errors import CaseSkipped, DistributedError, VerificationError
-from .operations import DistCase
+from .operations import DistCase, calls_for
 from .options import Profile
 from .world import Timed, join, node_name, rank_device, roll_call, run_on_rank, step_deadline
 
@@ -241,8 +241,6 @@ class World:
         """Time ``case`` on every rank and record the world's time of each round in ``benchmark``."""
         if self.broken:
             raise DistributedError(f"the world at {self.rendezvous} broke earlier: {self.broken}")
-        from .operations import calls_for
-
         rounds, iterations, warmup = rounds or profile.rounds, calls_for(case.nbytes), profile.warmup
         if getattr(benchmark, "disabled", False):  # --benchmark-disable: run it once, record nothing
             rounds, iterations, warmup = 1, 1, 0
@@ -317,9 +315,8 @@ def _case_of(message: dict[str, Any]) -> DistCase:
 
 
 def worker(args: argparse.Namespace) -> int:
-    """A rank of the world inside pytest: run what the coordinator hands out until told to stop."""
-    import torch.distributed as dist
-
+    """A rank of the world inside pytest: run what the coordinator hands out until told to stop (``main`` leaves the
+    process group after it, whatever its end)."""
     channel = Channel(socket.create_connection((LOOPBACK, args.coordinator)))
     channel.send({"rank": args.rank})
     device = args.device or rank_device(args.backend, args.rank, _gpu_count())
@@ -330,11 +327,7 @@ def worker(args: argparse.Namespace) -> int:
         channel.send({"error": first_line(error)})
         return 2
     channel.send({"ready": node_name()})
-    try:
-        return _serve(channel, args, device)
-    finally:
-        with contextlib.suppress(Exception):
-            dist.destroy_process_group()
+    return _serve(channel, args, device)
 
 
 def _serve(channel: Channel, args: argparse.Namespace, device: str) -> int:

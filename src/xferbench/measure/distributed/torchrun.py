@@ -35,6 +35,7 @@ from .world import (
     VerificationError,
     check_own_gpus,
     check_same_settings,
+    exchange,
     free_bytes,
     join,
     node_name,
@@ -111,17 +112,6 @@ def validate(args: argparse.Namespace, rank: int, world_size: int, free_bytes: i
     if rank == 0:
         check_out(args.out)
     return sizes
-
-
-def _world_free_bytes(free: int | None, device: str) -> int | None:
-    """The least free memory of any rank (unknown anywhere: unknown)."""
-    import torch
-    import torch.distributed as dist
-
-    value = torch.tensor([free if free is not None else -1], dtype=torch.int64, device=device)
-    dist.all_reduce(value, op=dist.ReduceOp.MIN)
-    least = int(value.item())
-    return None if least < 0 else least
 
 
 @dataclass(frozen=True)
@@ -324,9 +314,11 @@ def _plan(args: argparse.Namespace, world: _World, notes: list[str]) -> list[Dis
     profile = PROFILES[args.profile]
     sizes = world.sizes
     if args.mem_fraction or (world.backend == "nccl" and not args.sizes and profile.plateau):
-        # read now that the world holds its communicators, as this node's ranks share its host memory
-        free = _world_free_bytes(free_bytes(world.device, world.launch.per_node), world.device)
-        sizes = swept_sizes(args, profile, world.backend, sizes, free, notes)
+        # read now that the world holds its communicators, as this node's ranks share its host memory; the least
+        # free memory of any rank (unknown anywhere: unknown)
+        mine = free_bytes(world.device, world.launch.per_node)
+        least = min(exchange(world.device, world.launch.world_size)(-1.0 if mine is None else float(mine)))
+        sizes = swept_sizes(args, profile, world.backend, sizes, None if least < 0 else int(least), notes)
     cases = cases_for(world.launch.world_size, world.nodes, world.backend, world.device.split(":")[0], sizes,
                       rails=args.pairs == "rails", rails_most=None if args.sizes else profile.rails_most)
     if world.launch.rank == 0:
@@ -453,10 +445,8 @@ class _Finish:
         the others wait for that (their exit would end rank 0 where torchrun shares a node); then exit 2, as
         no other code of this rank will run (its main thread waits in a collective that never ends; NCCL's watchdog,
         and its flight-recorder dump, never act: the host deadline comes first)."""
-        from torch.distributed import distributed_c10d
-
         if self.described is not None:
-            self._written(distributed_c10d._get_default_store(), line)
+            self._written(watch.store, line)  # the world's store, which the watch beats in
         else:
             watch.wait_written(WATCHDOG_MARGIN_S + (watch.limit_s or 0.0))
         _say(f"{PROG}: {line}")

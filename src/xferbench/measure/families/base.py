@@ -30,6 +30,7 @@ from ...families import Family, family
 from ..cases import PROFILES, PeerPlan, PlannedCase, Skipped
 from ..hardware.devices import accelerator_index
 from ..simulate import SimBackend
+from ..timing import synchronized
 
 __all__ = ["MiB", "Prepared", "Priced", "ScenarioFamily", "Sync", "device_sync", "sizes", "synced", "then_sync"]
 
@@ -94,14 +95,10 @@ def index(device: str) -> int:
     return found
 
 
-def device_sync(devices: Sequence[str], backend: Any) -> Sync:
-    """A synchronize of every accelerator among ``devices`` on ``backend`` (a real one or the simulated machine)."""
-    indices = [i for i in map(accelerator_index, devices) if i is not None]
-
-    def sync() -> None:
-        for index in indices:
-            backend.synchronize(index)
-    return sync
+def device_sync(devices: Sequence[str], backend: Any, deadline_s: float | None = None) -> Sync:
+    """A synchronize of every accelerator among ``devices`` on ``backend`` (a real one or the simulated machine);
+    with ``deadline_s``, each gives up after that long and raises Wedged (``timing.synchronized``)."""
+    return synchronized(lambda: None, devices, backend, deadline_s)
 
 
 def synced(fn: Callable[[], Any], sync: Sync) -> Callable[[], Any]:

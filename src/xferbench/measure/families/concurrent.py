@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ...contract import Identity
 from ...units import format_size
 from ..cases import Skipped, accelerators, no_accelerator
-from ..hardware.devices import DeviceBackend, accelerator_index
+from ..hardware.devices import DeviceBackend
+from ..timing import copy_deadline
 from .base import Prepared, Sync, device_sync
 from .scenario import missing_cuda, time_prepared
 
@@ -179,14 +180,4 @@ def time_concurrent(c: Concurrent, make: Callable[[Sync], Prepared], benchmark: 
 def _synchronizer(c: Concurrent, backend: DeviceBackend) -> Sync:
     """A synchronize of every GPU ``c`` uses. A peer family's gives up after the copy's deadline and raises
     Wedged, as a peer case's does: with the IOMMU or ACS on, a copy between GPUs can hang for ever."""
-    from ..timing import copy_deadline, wait_or_raise
-
-    if c.op not in PEER_OPS:
-        return device_sync(c.gpus, backend)
-    indices = [i for i in map(accelerator_index, c.gpus) if i is not None]
-    deadline = copy_deadline(c.nbytes)
-
-    def sync() -> None:
-        for index in indices:
-            wait_or_raise(backend, index, deadline)
-    return sync
+    return device_sync(c.gpus, backend, copy_deadline(c.nbytes) if c.op in PEER_OPS else None)

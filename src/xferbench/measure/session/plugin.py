@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from ...contract import machine_differences, simulation_mismatch
+from ...contract import ContractError, Identity, identity_from, machine_differences, simulation_mismatch
 from ...units import format_size, parse_dtype, parse_sizes
 from ..cases import PEER_PAIRS, PROFILES, Case, PeerPlan, PlannedCase, Skipped, accelerators, build_cases, core_ops, peer_plan
 from ..families.registry import SCENARIO_FAMILIES
 from ..families.registry import plan as plan_scenario_family
-from ..hardware.devices import DeviceBackend, available_devices, host_memory_available, parse_device_list
-from ..hardware.machine import load_snapshot, run_facts
+from ..hardware.devices import DeviceBackend, TorchBackend, Wedged, available_devices, host_memory_available, parse_device_list
+from ..hardware.machine import fingerprint, load_snapshot, run_facts
 from ..record.pytest_benchmark_adapter import MIN_PYTEST_BENCHMARK
 from .blocks import BLOCKS, PAIRED_ROUNDS, block_of, block_params, blocked_ids
 from .names import plain_names
@@ -173,8 +173,6 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _simulated_backend(config) or config.hook.pytest_xfer_make_backend(config=config)
     if backend is None:
         try:
-            from ..hardware.devices import TorchBackend
-
             backend = TorchBackend()
         except ImportError as error:
             raise pytest.UsageError(f"xferbench measures with torch, which cannot be imported here ({error}); "
@@ -304,7 +302,6 @@ def xfer(benchmark: Any, xfer_backend: DeviceBackend, request: pytest.FixtureReq
     """Run one case of a core, scenario or concurrent family under ``benchmark``; a case the machine
     cannot run is skipped, a stuck copy fails in one line."""
     from ..families.registry import run as run_scenario_case
-    from ..hardware.devices import Wedged
     from ..transfers import CannotRun, run_case
 
     profile = settings(request.config).profile
@@ -330,8 +327,6 @@ def xfer_identity(benchmark: Any) -> Callable[..., None]:
     """Name what your own benchmark times, so compare, history and the report track it
     (docs/regression-tracking.md, "Your own code"):
     ``xfer_identity("my_loader", nbytes=batch.nbytes, src="cpu", dst="cuda:0")`` before ``benchmark(...)``."""
-    from ...contract import ContractError, Identity, identity_from
-
     def record(op: str, nbytes: int, src: str, dst: str | None = None, method: str = "call", dtype: str = "uint8",
                shape: Sequence[int] | None = None) -> None:
         info = Identity(op, method, src, dst or src, nbytes, dtype, tuple(shape or (max(nbytes, 1),))).extra_info()
@@ -388,8 +383,6 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         return
     cache = config.stash.setdefault(_FINGERPRINT, {})
     if "value" not in cache:
-        from ..hardware.machine import fingerprint
-
         backend = settings(config).backend
         cache["value"] = fingerprint(backend)
         if backend.simulated:
