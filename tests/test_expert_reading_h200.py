@@ -179,6 +179,11 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
         "the sizes ran one after another. Another machine instance (b) took 60 µs from 1000 B to 9.54 MiB, and at "
         "10,000× the bytes it took 1× (0.893-1.12) as long, where a step the bytes set would give 0.527-0.66×: the size "
         "does not set this one.")
+    # flat, yet only below the step: it says nothing of the step's sizes, so size or time stays unresolved
+    below = rows(0.05, False).assign(run="b", median_s=60e-6, nbytes=[100, 300, 1_000, 3_000])
+    stepped.attrs["elsewhere"] = below
+    assert "can't tell (--xfer-shuffle would). Another" in module_to_finding(stepped)[0]
+    stepped.attrs["elsewhere"] = rows(0.05, False).assign(run="b", median_s=60e-6)
     shuffled = rows(0.05, True)
     shuffled.attrs["elsewhere"] = stepped.attrs["elsewhere"]
     assert "Another machine instance" not in module_to_finding(shuffled)[0]
