@@ -17,7 +17,7 @@ import typing
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .machine_facts import gpu_records, identity, shown
+from .machine_facts import at, gpu_records, identity, shown
 
 __all__ = [
     "BLOCK",
@@ -353,13 +353,8 @@ def nccl_version(machine_info: dict[str, Any]) -> str | None:
     its ``nccl`` record): ``2.21.5``, several joined where ranks differ; None where no rank recorded one. Not part
     of ``software_environment``: a calibration file's identity stays what it was."""
     ranks = Fingerprint.of(machine_info).section.get("ranks")
-    found = set()
-    for rank in ranks if isinstance(ranks, list) else []:
-        logged = rank.get("nccl") if isinstance(rank, dict) else None
-        version = rank.get("nccl_version") if isinstance(rank, dict) else None
-        version = version or (logged.get("version") if isinstance(logged, dict) else None)
-        if version:
-            found.add(str(version))
+    records = [rank for rank in ranks if isinstance(rank, dict)] if isinstance(ranks, list) else []
+    found = {str(version) for rank in records if (version := rank.get("nccl_version") or at("nccl", "version")(rank))}
     return ", ".join(sorted(found)) or None
 
 

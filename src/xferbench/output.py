@@ -119,17 +119,15 @@ def never_foreign(path: Path, kind: str, said: str, force: bool = False) -> None
 
 
 def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
+    with contextlib.suppress(OSError, ValueError):  # either missing, unreadable or unnameable: not the same file
+        return os.path.samefile(a, b)
+    return False
 
 
 def _read_only(target: Path) -> bool:
     """A file nobody may write (``chmod 444``): refused even where its folder would let a rename
     replace it, and even for root, whom ``os.access`` always allows."""
-    mode = os.stat(target).st_mode
-    return not mode & 0o222 or not os.access(target, os.W_OK)
+    return not os.stat(target).st_mode & 0o222 or not os.access(target, os.W_OK)
 
 
 def in_storage(path: Path) -> Path | None:

@@ -224,10 +224,9 @@ _GIT_SAFETY = ("-c", "protocol.ext.allow=never")
 
 
 def _git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
-        done = subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), *args], capture_output=True, text=True, env=env,
-                              errors="replace", timeout=GIT_TIMEOUT_S)
+        done = subprocess.run(["git", *_GIT_SAFETY, "-C", str(repo), *args], capture_output=True, text=True,
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"}, errors="replace", timeout=GIT_TIMEOUT_S)
     except FileNotFoundError:
         raise StoreError("git is not installed; give a folder as the store instead") from None
     except subprocess.TimeoutExpired:  # a remote that never answers: a CI job must not wait for ever

@@ -49,7 +49,7 @@ from ...contract import environment_differences, hardware_differences
 from ...output import write_atomic
 from ...units import format_bytes
 from ..load.results import Results, ResultsError, load
-from .compare import Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict
+from .compare import Refusal, Refused, SameClock, SameSimulation, Sides, markdown_table, refusal, strict, text_table
 from .noise import run_times
 from .verdicts import CANT_TELL, IMPROVEMENT, NOT_CONFIRMED, NOT_GATED, REGRESSION, UNCHANGED, Verdicted, rank
 from .verdicts import of as verdict_of
@@ -407,9 +407,7 @@ def _differ_line(differences: Sequence[str], clean: Callable[[object], str] = es
 
 
 def to_text(cases: list[AbCase], alpha: float = AB_ALPHA, differences: Sequence[str] | None = None) -> str:
-    rows = [_HEAD] + [_cells(c) for c in cases]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines = text_table([_HEAD, *map(_cells, cases)])
     return "\n".join([*lines, "", _summary(cases, alpha), *([] if differences is None else [_differ_line(differences)])])
 
 

@@ -48,8 +48,7 @@ def set_aside(log_times: np.ndarray, cls: str, floor: float) -> np.ndarray:
     x = np.asarray(log_times, dtype=float)
     if x.size < MIN_RUNS_TO_LEARN:
         return np.ones(x.size, dtype=bool)
-    limit = max(Z_BOUND * learned_spread(x, cls), math.log1p(floor))
-    return np.abs(x - np.median(x)) <= limit
+    return np.abs(x - np.median(x)) <= max(Z_BOUND * learned_spread(x, cls), math.log1p(floor))
 
 
 def bimodal(log_times: np.ndarray) -> tuple[int, int] | None:

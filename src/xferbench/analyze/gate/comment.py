@@ -61,8 +61,7 @@ def structure(markdown: str) -> list[str]:
     lines = markdown.replace("\r\n", "\n").rstrip("\n").split("\n")
     out: list[str] = []
     width, header = 0, False  # the cells of the table being read (0 outside a table); its delimiter row is next
-    for index, line in enumerate(lines):
-        following = lines[index + 1] if index + 1 < len(lines) else ""
+    for index, (line, following) in enumerate(zip(lines, [*lines[1:], ""], strict=True)):
         if index == 0 and line.strip() in HEADINGS:
             out.append(line.strip())
         elif not line.strip():
@@ -100,7 +99,6 @@ def comment(markdown: str, limit: int = 60_000, marker: str = "<!-- xferbench-co
         body.append(line)
         size += len(line) + 1
     if dropped:
-        note = f"… {dropped} more line(s) left out to stay under GitHub's comment limit."
-        body += ["", f"{note} {more}"[:limit - size - 2].strip()]
+        body += ["", f"… {dropped} more line(s) left out to stay under GitHub's comment limit. {more}"[:limit - size - 2].strip()]
     return "\n".join(body) + "\n"
 

@@ -43,7 +43,7 @@ from ..load.results import Results, ResultsError, bounded_read, busy_load, load
 from ..load.rows import ticked
 from ..peer_plan import RecordedPlan, difference, same_cases
 from .bound import Baseline, step_bound, store_baseline
-from .comparison import Comparison, markdown_table, strict, summary, to_json, to_markdown, to_text
+from .comparison import Comparison, markdown_table, strict, summary, text_table, to_json, to_markdown, to_text
 from .noise import (
     DEFAULT_FLOOR,
     DEFAULT_SPREAD,
@@ -61,8 +61,8 @@ from .verdicts import CANT_TELL, GONE, NEW, NOT_COMPARED, NOT_REPRODUCED, REGRES
 
 __all__ = ["OUTPUT_REFUSALS", "REFUSALS", "VERDICTS", "Comparison", "Outputs", "Matched", "Refusal", "Refused",
            "Sides", "admitted", "earlier_output", "busy", "busy_notes", "compare", "load_runs", "markdown_table",
-           "parse_threshold", "plan_notes", "refusal", "reproduced", "strict", "summary", "to_json", "to_markdown",
-           "to_text"]
+           "parse_threshold", "plan_notes", "refusal", "reproduced", "strict", "summary", "text_table", "to_json",
+           "to_markdown", "to_text"]
 
 #: Newest runs of a storage folder used as the baseline (older ones may predate a step).
 MAX_BASE_RUNS = 20
@@ -125,10 +125,8 @@ class SameClock(Refusal[Sides]):
     clocks count, not by the code: no verdict is drawn from them."""
 
     def fails(self, sides: Sides) -> str | None:
-        def clocks(runs: list[Results]) -> set[str]:
-            return {str(t) for run in runs for t in run.frame["timer"].dropna().unique()}
-
-        ours, theirs = clocks(sides.base), clocks(sides.new)
+        ours, theirs = ({str(t) for run in runs for t in run.frame["timer"].dropna().unique()}
+                        for runs in (sides.base, sides.new))
         if ours and theirs and ours != theirs:
             a, b = sides.names
             return (f"the runs were timed by different clocks ({a}: {', '.join(sorted(ours))}; {b}: "
@@ -480,10 +478,10 @@ class _Tables:
         assumed = self.noise.spread(key, cls) if self.noise is not None and calibrated else DEFAULT_SPREAD[cls]
         floor = self.floor if self.floor is not None else (
             self.noise.floor(key, cls) if self.noise is not None else DEFAULT_FLOOR[cls])
-        step_spread, step_floor = assumed, floor
-        if self.floor is None:  # a step is one the store's own spread cannot explain, whatever a calibration says:
-            # that spread from run-to-run differences, as a lasting step moves only one of them
-            step_spread, step_floor = step_bound(np.diff(old) / math.sqrt(2), cls, assumed, floor)
+        # Without a --threshold, a step is one the store's own spread cannot explain, whatever a calibration says:
+        # that spread from run-to-run differences, as a lasting step moves only one of them
+        step_spread, step_floor = (step_bound(np.diff(old) / math.sqrt(2), cls, assumed, floor) if self.floor is None
+                                   else (assumed, floor))
         start = current_segment(old, step_spread, step_floor, self.z_bound, self.busy[present])
         moved = float(np.exp(np.median(old[start:]) - np.median(old[:start]))) if start else None
         floor_from = "threshold" if self.floor is not None else ("calibrated" if calibrated else "default")

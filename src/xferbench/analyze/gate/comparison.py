@@ -20,7 +20,8 @@ from .noise import Z_BOUND, Noise
 from .verdicts import CANT_TELL, FASTER_WITHIN, GONE, IMPROVEMENT, NEW, NOT_COMPARED, NOT_GATED, SLOWER_WITHIN, Verdicted
 from .verdicts import of as verdict_of
 
-__all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "to_json", "to_markdown", "to_text"]
+__all__ = ["MAX_SHOWN_RATIO", "Comparison", "can_see", "markdown_table", "strict", "summary", "text_table", "to_json",
+           "to_markdown", "to_text"]
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,12 @@ def _interval(r: Comparison) -> str:
 
 
 def _cells(r: Comparison) -> list[str]:
-    interval = _interval(r)
     z = "-" if r.z is None else f"{r.z:+.1f}"
     floor = "-" if r.floor is None else ("none" if math.isinf(r.floor) else f"{r.floor:.0%}")
     if r.floor_from in _FLOOR_SAID and floor != "-":  # which floor held: a calibration's, or the store's own swing
         floor += f" ({r.floor_from})"
     return [r.path, format_bytes(r.nbytes), r.case_class, format_seconds(r.base_s), format_seconds(r.new_s),
-            r.change, interval, z, floor, r.shown_verdict]
+            r.change, _interval(r), z, floor, r.shown_verdict]
 
 
 #: Floor sources named beside the floor (a default or --threshold is said once, in the summary).
@@ -133,9 +133,8 @@ _HEAD = ["case", "size", "class", "base", "new", "change", "95% CI", "z", "floor
 
 
 def summary(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None, notes: Sequence[str] = ()) -> str:
-    alone = n_base == 1 and n_new == 1 and noise is None
-    said = [can_see(rows), _ONE_AGAINST_ONE if alone else None, _not_gated(rows), _set_aside(rows), _moved(rows, n_base),
-            _environment(rows)]
+    said = [can_see(rows), _ONE_AGAINST_ONE if n_base == n_new == 1 and noise is None else None, _not_gated(rows),
+            _set_aside(rows), _moved(rows, n_base), _environment(rows)]
     return "\n".join([_counts(rows, n_base, n_new, noise), *[line for line in said if line], *notes])
 
 
@@ -212,12 +211,10 @@ def can_see(rows: Sequence[Comparison]) -> str | None:
         if not seen:
             continue
         blind = len(seen) - len(finite)
-        part = f"{cls}-bound, {len(seen)} case(s): "
-        if finite:
-            part += (f"{_times(1 + finite[0])} at best, {_times(1 + finite[len(finite) // 2])} for half of them"
-                     if len(finite) > 1 else _times(1 + finite[0]))
-        part += f"{'; ' if finite else ''}{blind} {NOT_GATED}" if blind else ""
-        parts.append(part)
+        said = [f"{_times(1 + finite[0])} at best, {_times(1 + finite[len(finite) // 2])} for half of them"
+                if len(finite) > 1 else _times(1 + finite[0])] if finite else []
+        said += [f"{blind} {NOT_GATED}"] if blind else []
+        parts.append(f"{cls}-bound, {len(seen)} case(s): " + "; ".join(said))
     if not parts:
         return None
     return ("What these runs can flag here (the smallest slowdown past each case's floor and z bound): "
@@ -232,10 +229,13 @@ def _inert(rows: Sequence[Comparison], clean: Callable[[object], str]) -> list[C
 
 def to_text(rows: list[Comparison], n_base: int, n_new: int, noise: Noise | None = None, notes: Sequence[str] = ()) -> str:
     rows, notes = _inert(rows, escape.terminal), [escape.terminal(n) for n in notes]
-    table = [_HEAD] + [_cells(r) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return "\n".join([*lines, "", summary(rows, n_base, n_new, noise, notes)])
+    return "\n".join([*text_table([_HEAD, *map(_cells, rows)]), "", summary(rows, n_base, n_new, noise, notes)])
+
+
+def text_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells (the head first) as the terminal shows them: in columns two spaces apart."""
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], icons: Sequence[str]) -> list[str]:

@@ -263,8 +263,7 @@ def _event(event: Any, trace: Trace) -> None:
         else:
             trace.ops.append(span)
     else:
-        args = event.get("args")
-        args = args if isinstance(args, dict) else {}
+        args = event["args"] if isinstance(event.get("args"), dict) else {}
         if role == "call":
             _call(event, args, start, end, str(event.get("name")), trace)
         else:

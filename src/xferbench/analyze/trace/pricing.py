@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...machine_facts import gpu_records
 from ...ratios import median_span
 from ..drift import side
 from ..view import RunView
@@ -49,7 +48,7 @@ def price(path: Path, view: RunView | None, step: int | None = None) -> Priced:
     found, kept = steps(trace, tie(trace), step)
     total = sum(s.span[1] - s.span[0] for s in found)
     rows = [_row(g, view, len(found), total) for g in group(kept)]
-    gpus = sorted({str(g.get("name")) for g in gpu_records(view.fingerprint.section)}) if view is not None else []
+    gpus = sorted({str(g.get("name")) for g in view.fingerprint.devices}) if view is not None else []
     return Priced(sorted(set(trace.gpus.values())), trace.simulated, list(view.sources) if view is not None else None,
                   gpus, bool(view is not None and view.simulated), found, rows)
 
@@ -61,8 +60,7 @@ def _fit(view: RunView, kind: str, memory: str, blocking: bool) -> dict[str, Any
     waits = fits["non_blocking"] == (memory == "pinned" and not blocking)
     found = fits[(fits["op"] == kind) & (memories == memory) & waits & np.isfinite(fits["alpha_us"].astype(float))
                  & np.isfinite(fits["stated_gbps"].astype(float))]
-    ranked = sorted(found.to_dict("records"), key=lambda f: METHODS.index(f["method"]) if f["method"] in METHODS else 9)
-    return ranked[0] if ranked else None
+    return min(found.to_dict("records"), key=lambda f: METHODS.index(f["method"]) if f["method"] in METHODS else 9, default=None)
 
 
 def _row_at(view: RunView, path: str, size: float) -> pd.Series:
