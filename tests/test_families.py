@@ -296,6 +296,7 @@ def test_the_forward_pass_sets_the_cpu_against_a_gpu_of_its_own_clock_only():
                          "shape": "1", "size_unit": "batch", "median_s": [2e-3, 1e-4], "clock": [None, "simulated"]})
     rows.attrs["ratio"] = lambda a, b: Ratio(a["median_s"] / b["median_s"], 15.0, 25.0, "rounds", 10)
     finding = FAMILIES["forward"].finding
-    assert finding(rows) == ["A forward pass on a batch of 1, 2 ms on the CPU."]
-    assert finding(rows.assign(clock=None)) == ["A forward pass on a batch of 1, 2 ms on the CPU against 100 µs on cuda:0: "
+    assert finding(rows) == ["A forward pass took, on a batch of 1, 2 ms on the CPU."]
+    assert finding(rows.assign(clock=None)) == ["A forward pass took, on a batch of 1, 2 ms on the CPU against 100 µs on "
+                                                "cuda:0: "
                                                 "the CPU took 20× (15-25) as long."]

@@ -551,7 +551,7 @@ def test_the_csv_holds_every_instance_and_the_page_says_how_many_it_reads(merged
     html, md = out.read_text(), out.with_suffix(".md").read_text()
     said = ("Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios (2026-11-30T17:45, 50 "
             "benchmarks): none recorded a boot id, so each run counts as an instance of its own; their GPU, driver, torch "
-            "and CPU match (else they could not share a page): what differs is the boot, not the parts; 42 cases "
+            "and CPU match (else they could not share a page), and nothing they recorded tells them apart; 42 cases "
             "measured in more than one are read from the run with more rounds (ties: the newest).")
     assert said in md and said in html
     assert "The others, 42 instances, are kept with the loaded data (a report&#39;s CSV lists every instance, its read " \

@@ -155,8 +155,8 @@ def test_h12_h21_the_no_op_forms_are_the_ones_measured(h200):
 
 def test_h13_the_launch_rung_says_it_swaps_the_call_too(h200):
     assert ("The call beyond its DMA sets the blocking copy against its non-blocking twin's device time, the DMA alone: "
-            "it holds launch and synchronization (at most the fit's α, in the α/β table) and whatever else the blocking "
-            "call adds." in h200["text"])
+            "it holds launch and synchronization (at most the fit's α, in the α/β table) and any other wall time a call "
+            "spends beyond its DMA's device time." in h200["text"])
 
 
 def test_h14_the_host_copys_threads_and_the_drivers_staging_are_not_measured_facts(h200):
@@ -328,3 +328,11 @@ def test_c10_a_no_op_span_a_reader_sees_as_two_costs_is_judged(cpu, h200):
             "can't tell (the run gives no evidence of its drift)") in cpu["text"]
     assert ".cpu() at " not in cpu["text"]  # 246-261 ns: no span a reader sees as two
     assert not re.search(r"(\.to\(torch\.device\('cuda:0'\)\)|\.cuda\(0\)) at \S+ \S+ against", h200["text"])
+
+
+def test_c11_a_roof_the_run_did_not_measure_is_not_called_this_runs(h200):
+    """A fifth reading: the bandwidth captions named "this run's single-thread host memcpy" as the pageable roof, and
+    then said the run measured none; the α/β caption had said "measured in this run" too."""
+    assert "this run's single-thread host memcpy" not in h200["text"]
+    assert "single-thread host memcpy measured in this run" not in h200["text"]
+    assert h200["text"].count("the single-thread host memcpy where the run measured one") == 3  # d2h, h2d, α/β

@@ -126,7 +126,7 @@ def test_h200_markdown_is_the_one_before_the_view_but_for_its_instances(h200_wri
     assert instances == ["- Machine instances: full.json (2026-11-30T17:18, 512 benchmarks); quick-scenarios "
                          "(2026-11-30T17:45, 50 benchmarks): none recorded a boot id, so each run counts as an "
                          "instance of its own; their GPU, driver, torch and CPU match (else they could not share a "
-                         "page): what differs is the boot, not the parts; 42 cases measured in more than one are read "
+                         "page), and nothing they recorded tells them apart; 42 cases measured in more than one are read "
                          "from the run with more rounds (ties: the newest). Figures of different instances are never "
                          "divided by one another."]
     at = lines.index(instances[0])  # a line of "How this run was judged"

@@ -27,7 +27,8 @@ SMALL_MOVE = 16 * 2**10
 
 #: The roofs of a panel of moves across a link.
 _LINK_ROOFS = ("the link's theoretical peak, with the practical ceiling of pinned copies (docs/design.md section 5) on "
-               "pinned panels; for pageable memory, this run's single-thread host memcpy, the copy the driver stages with")
+               "pinned panels; for pageable memory, the single-thread host memcpy where the run measured one, the copy the "
+               "driver stages with")
 _BANDWIDTH_CAPTION = (
     "Each line is one call (solid: blocking, dashed: non_blocking); dotted, the fitted t = α + n/β of a loop that "
     "synchronizes after every call. " + _HOLLOW + "Dashed black lines are roofs, labelled with their figure and the "
@@ -52,8 +53,8 @@ LADDER_CAPTION = (
     "add up to the call, though they overlap in time. A step whose two rungs' ratio the run cannot tell from 1 (its "
     "95% interval: paired blocks where both were measured so, else their rounds and the run's drift) is hatched: can't "
     "tell. The call beyond its DMA sets the blocking copy against its non-blocking twin's device time, the DMA alone: "
-    "it holds launch and synchronization (at most the fit's α, in the α/β table) and whatever else the blocking "
-    "call adds. Hover a cell for its cases and interval."
+    "it holds launch and synchronization (at most the fit's α, in the α/β table) and any other wall time a call spends "
+    "beyond its DMA's device time. Hover a cell for its cases and interval."
 )
 HOST_LADDER_CAPTION = (
     "clone() on the host read against copy_ into a buffer that was already touched, same run, same size: the "

@@ -162,7 +162,7 @@ def _instances(view: RunView) -> str | None:
             f"{rule}the run with more rounds "
             "(ties: the newest)" if not shared.empty else "")
     return (f"Machine instances: {'; '.join(parts)}: {why}; their GPU, driver, torch and CPU match (else they could not "
-            f"share a page): what differs is the boot, not the parts{read}. Figures of different "
+            f"share a page), and nothing they recorded tells them apart{read}. Figures of different "
             "instances are never divided by one another.")
 
 

@@ -25,10 +25,10 @@ def finding(rows: pd.DataFrame) -> list[str]:
         host, size = cpu.iloc[0], size_of(cpu.iloc[0]).removesuffix(" batch")
         # a cost model's time beside a measured one is no comparison
         gpus = [gpu for _, gpu in batch[batch["dst"] != "cpu"].iterrows() if gpu.get("clock") == host.get("clock")]
-        said += [f"{size}, {format_seconds(host['median_s'])} on the CPU against {format_seconds(gpu['median_s'])} on "
-                 f"{gpu['dst']}: " + (f"the CPU took {r.text()} as long" if (r := judge(host, gpu)).resolved else r.text())
-                 for gpu in gpus] or [f"{size}, {format_seconds(host['median_s'])} on the CPU"]
-    return [f"A forward pass on a batch of {'; of '.join(said)}."] if said else []
+        said += [f"on a batch of {size}, {format_seconds(host['median_s'])} on the CPU against {format_seconds(gpu['median_s'])} "
+                 f"on {gpu['dst']}: " + (f"the CPU took {r.text()} as long" if (r := judge(host, gpu)).resolved else r.text())
+                 for gpu in gpus] or [f"on a batch of {size}, {format_seconds(host['median_s'])} on the CPU"]
+    return [f"A forward pass took, {'; '.join(said)}."] if said else []
 
 
 RECORD = Family("forward", "Scenario: a forward pass where the data is (net(X))", "net(X) with net and X on one device",
