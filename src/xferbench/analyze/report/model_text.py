@@ -171,7 +171,9 @@ def _wrong_side(view: RunView, fit: dict[str, Any]) -> dict[str, Any]:
     reached 5.9 GB/s, 43% of its 13.9)."""
     half, beta = float(fit["half_peak_bytes"]), float(fit["stated_gbps"])
     rows = view.kept_by(fit).sort_values("nbytes")  # one that ran from a cache reached no link's bandwidth
-    for _, row in rows.iterrows():
+    # only a size whose median lies on the other side can lie there beyond its interval (fastest <= median <= slowest)
+    rate, sizes = rows["nbytes"] / rows["median_s"] / 1e9, rows["nbytes"]
+    for _, row in rows[((sizes > half) & (rate < beta / 2)) | ((sizes < half) & (rate > beta / 2))].iterrows():
         fast, slow = median_bounds(row)
         n = int(row["nbytes"])
         if (n > half and n / fast / 1e9 < beta / 2) or (n < half and n / slow / 1e9 > beta / 2):
