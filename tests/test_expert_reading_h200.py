@@ -144,10 +144,10 @@ def test_a_second_module_move_says_the_step_that_lines_up_with_size(page):
     # of the step, grew 1.07x (0.867-1.32) where a step the bytes set would give 1/2.02-1/1.33: the size does not set it
     assert ("A second .to('cuda:0') of a module already there took 74.7-79.4 µs up to 393 KiB of parameters and 44.7-45.5 µs "
             "from 3.82 MiB: a step of 1.64× (1.33-2.02) though nothing is copied (every parameter tensor is visited); the "
-            "sizes ran one after another. Another machine instance (quick-scenarios) took 62.3-66.6 µs from 3.75 KiB to "
-            "38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long, where a step the bytes set would give "
-            "0.495-0.752×: the size does not set this one. The first move of 382 MiB of parameters to cuda:0 took 62.9 ms "
-            "(6.36 GB/s).") in text
+            "sizes ran one after another, so it is as much a step in time. Another machine instance (quick-scenarios) "
+            "took 62.3-66.6 µs from 3.75 KiB to 38.2 MiB, and at 10,421× the bytes it took 1.07× (0.867-1.32) as long, "
+            "where a step the bytes set would give 0.495-0.752×: the size does not set this one. The first move of 382 MiB "
+            "of parameters to cuda:0 took 62.9 ms (6.36 GB/s).") in text
     assert "whether it follows the size or the time" not in text
     # the odd one out ran 100 calls a round where the others ran 14-15: the loop, not the bytes, differs
     assert ("A second .to('cpu') of a module already there took 68.4-73.3 µs from 3.75 KiB to 382 MiB of parameters, but "
@@ -176,9 +176,9 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
     # flat there, beyond what a step the bytes set would give (1/its interval): the size does not set this one
     stepped.attrs["elsewhere"] = rows(0.05, False).assign(run="b", median_s=60e-6)
     assert module_to_finding(stepped)[0].endswith(
-        "the sizes ran one after another. Another machine instance (b) took 60 µs from 1000 B to 9.54 MiB, and at "
-        "10,000× the bytes it took 1× (0.893-1.12) as long, where a step the bytes set would give 0.527-0.66×: the size "
-        "does not set this one.")
+        "the sizes ran one after another, so it is as much a step in time. Another machine instance (b) took 60 µs from "
+        "1000 B to 9.54 MiB, and at 10,000× the bytes it took 1× (0.893-1.12) as long, where a step the bytes set would "
+        "give 0.527-0.66×: the size does not set this one.")
     # flat, yet only below the step: it says nothing of the step's sizes, so size or time stays unresolved
     below = rows(0.05, False).assign(run="b", median_s=60e-6, nbytes=[100, 300, 1_000, 3_000])
     stepped.attrs["elsewhere"] = below

@@ -128,8 +128,8 @@ def finding(rows: pd.DataFrame) -> list[str]:
         elsewhere, ruled_out = _elsewhere(rows.attrs.get("elsewhere"), dst, judge, stepped) if stepped and not shuffled \
             else ("", False)
         order = (", and it lines up with size (the cases ran shuffled)" if shuffled else "; the sizes ran one after "
-                 "another" + ("" if ruled_out else ", so whether it follows the size or the time, can't tell "
-                              "(--xfer-shuffle would)"))
+                 "another" + (", so it is as much a step in time" if ruled_out else ", so whether it follows the size or "
+                              "the time, can't tell (--xfer-shuffle would)"))
         step = f"{stepped[0]}{order}.{elsewhere}" if stepped else _odd_one(again, judge)
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
