@@ -233,8 +233,9 @@ def test_the_method_line_and_a_same_code_verdict_read_back():
         "(--xfer-blocks=N), two cases are judged block by block, without the drift between them.")
     # Module.to and Module.cuda: 40% apart, but judged without its own evidence by three other pairs (t with 3 df)
     assert drift_text.verdict(view, "cuda_vs_to") == (
-        ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: 1 of its 1 pairs can't tell (could see ≥ 2.14×). "
-        "Module.to and Module.cuda run the same code: 1 of its 1 pairs can't tell (could see ≥ 1.75×).")
+        ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: its one case, slowest call against fastest, "
+        "can't tell (could see ≥ 2.14×). Module.to and Module.cuda run the same code: its one case, slowest call against "
+        "fastest, can't tell (could see ≥ 1.75×).")
 
 
 def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_rest_counted():
@@ -258,7 +259,8 @@ def test_blocked_cases_are_counted_and_same_code_pairs_told_apart_are_named_the_
         "blocks (this run: 6; --xfer-blocks=N measures every case in N).")
     assert drift_text.verdict(view, "d2h") == (
         ".cpu() and .to(device) run the same code: apart by drift at pageable non-blocking 1 MiB 1.29× (1.28-1.31) (the "
-        "machine drifted more than pairing its blocks removes); 3 of its 4 pairs can't tell (could see ≥ 1.01-1.13×).")
+        "machine drifted more than pairing its blocks removes); 3 of its 4 cases, slowest call against fastest, can't "
+        "tell (could see ≥ 1.01-1.13×).")
 
 
 def test_a_run_without_evidence_judges_nothing_unpaired():
@@ -340,7 +342,7 @@ def test_module_to_against_module_cuda_is_judged_same_code_40_percent_apart(h200
 def test_pinned_same_code_pairs_are_judged_by_pinned_evidence(h200):
     """Each pinned pair from 1 MiB against the other pinned pairs' 2.3%: one of them (4 MiB, 8.1%) stands out."""
     said = drift_text.verdict(h200, "h2d")
-    assert "pinned 4 MiB 1.08× (1.06-1.1)" in said and "44 of its 48 pairs can't tell" in said
+    assert "pinned 4 MiB 1.08× (1.06-1.1)" in said and "44 of its 48 cases, slowest call against fastest, can't tell" in said
 
 
 def test_ladder_rungs_and_the_break_even_on_h200(h200):

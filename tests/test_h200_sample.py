@@ -303,12 +303,11 @@ def test_cuda_against_to_is_a_spread_per_size_read_back_from_the_json(full):
     # one sentence per kind of call: the 26.7% at 64 MiB is judged (told apart, as drift), not called drift unjudged
     assert scenario_findings(RunView.of(full), "cuda_vs_to") == [
         ".cuda(i), .to('cuda:i') and .to(torch.device) run the same code: apart by drift at 64 MiB 1.27× (1.01-1.6) "
-        "(measured one after the other, it drifted beyond the run's other evidence of that regime); 1 of its 2 pairs "
-        "can't tell "
-        "(could see ≥ 1.29×). Module.to and Module.cuda run the same code: apart by drift at 64 MiB 1.4× (1.15-1.72) "
-        "(measured one after the other, it drifted beyond the run's other evidence of that regime); 1 of its 2 pairs "
-        "can't tell "
-        "(could see ≥ 1.30×)."]
+        "(measured one after the other, it drifted beyond the run's other evidence of that regime); 1 of its 2 cases, "
+        "slowest call against fastest, can't tell (could see ≥ 1.29×). Module.to and Module.cuda run the same code: "
+        "apart by drift at 64 MiB 1.4× (1.15-1.72) "
+        "(measured one after the other, it drifted beyond the run's other evidence of that regime); 1 of its 2 cases, "
+        "slowest call against fastest, can't tell (could see ≥ 1.30×)."]
     assert [f"{v:.1%}" for _, v in sorted(spreads.items())] == ["1.5%", "26.7%"]  # not 9909% across sizes
 
 

@@ -80,8 +80,10 @@ def verdict(view: RunView, op: str) -> str | None:
                 f"{x:.2f}" for x in seen[::max(len(seen) - 1, 1)])
             could = f" (could see ≥ {span}×)" if seen else ""
             same = all(r.same for r in rest)  # a cost model's pairs: alike by design
-            text += f"{';' if apart else ':'} {len(rest)} of its {len(judged)} pairs " + ("took the same time" if same else
-                                                                               f"can't tell{could}")
+            # a pair is one case (size, memory): its slowest call against its fastest
+            cases = "its one case" if len(judged) == 1 else f"{len(rest)} of its {len(judged)} cases"
+            text += f"{';' if apart else ':'} {cases}, slowest call against fastest, " + (
+                "took the same time" if same else f"can't tell{could}")
         said.append(text + ".")
     return " ".join(said)
 
