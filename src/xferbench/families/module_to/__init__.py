@@ -37,7 +37,8 @@ def _step(again: pd.DataFrame, judge: Judge) -> tuple[str, Ratio, pd.DataFrame, 
     return None
 
 
-def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge, step: tuple[str, Ratio, Any, Any]) -> tuple[str, bool]:
+def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge,
+               step: tuple[str, Ratio, pd.DataFrame, pd.DataFrame]) -> tuple[str, bool]:
     """What another machine instance measured of the second move to ``dst`` at two sizes or more, where this one's
     sizes ran in order and stepped: its span and its growth with its own interval, and whether that interval excludes
     what a step the bytes set would give there (the H200's quick-scenarios: 1.07× (0.867-1.32) as long from 3.75 KiB
@@ -51,11 +52,11 @@ def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge, step: tuple[st
     for run, theirs in [] if again is None else again[again["dst"] == dst].groupby("run"):
         if theirs["nbytes"].nunique() < 2:
             continue
-        grew = judge(theirs.loc[theirs["nbytes"].idxmax()], theirs.loc[theirs["nbytes"].idxmin()])
+        grew = _grown(theirs, judge)
         spans = theirs["nbytes"].min() <= small["nbytes"].max() and theirs["nbytes"].max() >= large["nbytes"].min()
         out = spans and grew.judged and (grew.high < low or grew.low > high)
         said += (f" Another machine instance ({run}) took {ms(theirs['median_s'])} from {format_bytes(theirs['nbytes'].min())} "
-                 f"to {format_bytes(theirs['nbytes'].max())}, {_growth(theirs, judge)}" + (
+                 f"to {format_bytes(theirs['nbytes'].max())}, {_growth(theirs, grew)}" + (
                      f", where a step the bytes set would give {low:.3g}-{high:.3g}×: the size does not set this one"
                      if out else "") + ".")
         ruled_out |= out
@@ -85,12 +86,16 @@ def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
     return ""
 
 
-def _growth(again: pd.DataFrame, judge: Judge) -> str:
-    """How the cost grew from the fewest parameters' bytes to the most, with its interval: a flat cost says the bytes
-    set little of it, without a claim the interval does not make (the CPU sample's cannot be judged: its medians are
-    said, 0.99× as long at 10,421× the bytes, and that whether they differ the run cannot tell)."""
-    small, big = again.loc[again["nbytes"].idxmin()], again.loc[again["nbytes"].idxmax()]
-    grew, times = judge(big, small), f"{big['nbytes'] / small['nbytes']:,.0f}×"
+def _grown(again: pd.DataFrame, judge: Judge) -> Ratio:
+    """The most parameters' bytes' time over the fewest's, with its interval."""
+    return judge(again.loc[again["nbytes"].idxmax()], again.loc[again["nbytes"].idxmin()])
+
+
+def _growth(again: pd.DataFrame, grew: Ratio) -> str:
+    """How the cost grew from the fewest parameters' bytes to the most (``_grown``), with its interval: a flat cost says
+    the bytes set little of it, without a claim the interval does not make (the CPU sample's cannot be judged: its
+    medians are said, 0.99× as long at 10,421× the bytes, and that whether they differ the run cannot tell)."""
+    times = f"{again['nbytes'].max() / again['nbytes'].min():,.0f}×"
     if not grew.judged:
         return (f"and at {times} the bytes it took {grew.value:.3g}× as long (whether that differs from 1, can't tell: "
                 f"{UNJUDGED[grew.basis]})")
@@ -135,7 +140,8 @@ def finding(rows: pd.DataFrame) -> list[str]:
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
         flags = again.reindex(columns=["mixed_iterations", "on_ticks"])  # NaN where the run recorded neither
         ticked = again[flags["on_ticks"].notna()]
-        bytes_said = _fastest(again) if flags["mixed_iterations"].eq(True).any() or len(ticked) else _growth(again, judge)
+        bytes_said = _fastest(again) if flags["mixed_iterations"].eq(True).any() or len(ticked) else \
+            _growth(again, _grown(again, judge))
         waited = "" if ticked.empty else (f" (its rounds at {', '.join(format_bytes(n) for n in ticked['nbytes'])} "
                                           "waited for the CPU)")
         out.append(f"A second .to('{dst}') of a module already there took " + (step or (
