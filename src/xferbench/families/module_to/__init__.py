@@ -5,7 +5,10 @@ Its record and what the report says about it (torch-free); what it runs is ``run
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ...ratios import UNJUDGED, Ratio
 from ...units import count, format_bytes, format_seconds
@@ -61,6 +64,31 @@ def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge,
                      if out else "") + ".")
         ruled_out |= out
     return said, ruled_out
+
+
+def _as_it_ran(again: pd.DataFrame, ratio: Ratio) -> str:
+    """Where one size's rounds, in the order they ran, split at one round into two runs that lie apart (every round of
+    one slower than every round of the other) by a ratio inside the step's interval, that case in words; else "". The
+    size is one, so the step is one in time (the H200's 3.82 MiB move to cuda:0: 6 rounds at 74-79 µs a call, then 143
+    at 43.5-54.1 µs). Were the rounds in no order, a split that clean after round k comes by chance with odds at most
+    2(n-1)/C(n, k), both directions at any k: the split counts where that is under 5%."""
+    for _, row in again[again["mixed_iterations"].ne(True)].iterrows() if "mixed_iterations" in again else again.iterrows():
+        times = np.asarray(row.get("data") or [], dtype=float)
+        n = len(times)
+        if n < 4:
+            continue
+        before_max, before_min = np.maximum.accumulate(times)[:-1], np.minimum.accumulate(times)[:-1]
+        after_max, after_min = np.maximum.accumulate(times[::-1])[::-1][1:], np.minimum.accumulate(times[::-1])[::-1][1:]
+        # the widest gap between the two sides marks where the level changed (a round on the way is the slower's)
+        gaps = np.maximum(before_min / after_max, after_min / before_max)
+        k = int(np.argmax(gaps)) + 1
+        before, after = times[:k], times[k:]
+        slow, fast = (before, after) if before[0] > after[0] else (after, before)
+        if gaps[k - 1] > 1 and 2 * (n - 1) / math.comb(n, k) < 0.05 and \
+                ratio.low <= np.median(slow) / np.median(fast) <= ratio.high:
+            return (f"the {format_bytes(row['nbytes'])} case stepped as it ran, its first {k} rounds at "
+                        f"{ms(before)} a call and the {n - k} after them at {ms(after)}: one size, so a step in time")
+    return ""
 
 
 def _odd_one(again: pd.DataFrame, judge: Judge) -> str:
@@ -132,9 +160,10 @@ def finding(rows: pd.DataFrame) -> list[str]:
         stepped = _step(again, judge)
         elsewhere, ruled_out = _elsewhere(rows.attrs.get("elsewhere"), dst, judge, stepped) if stepped and not shuffled \
             else ("", False)
+        within = _as_it_ran(again, stepped[1]) if stepped and not shuffled else ""
         order = (", and it lines up with size (the cases ran shuffled)" if shuffled else "; the sizes ran one after "
-                 "another" + (", so it is as much a step in time" if ruled_out else ", so whether it follows the size or "
-                              "the time, can't tell (--xfer-shuffle would)"))
+                 "another" + (f", and {within}" if within else ", so it is as much a step in time" if ruled_out else
+                              ", so whether it follows the size or the time, can't tell (--xfer-shuffle would)"))
         step = f"{stepped[0]}{order}.{elsewhere}" if stepped else _odd_one(again, judge)
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
