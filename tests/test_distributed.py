@@ -272,7 +272,7 @@ class TestDeviceOwnership:
             joined.append(args)
             raise RuntimeError("stop here")
         monkeypatch.setattr(pytest_world, "join", fake_join)
-        monkeypatch.setattr(pytest_world, "_gpu_count", lambda: 2)
+        monkeypatch.setattr(pytest_world, "gpu_count", lambda: 2)
         monkeypatch.setattr(pytest_world.socket, "create_connection", lambda address: None)
         monkeypatch.setattr(pytest_world.Channel, "send", lambda self, message: said.append(message))
         args = Namespace(backend="nccl", rank=1, world_size=2, address="127.0.0.1", port=1, timeout=5.0,

@@ -7,6 +7,7 @@ GRAPH) to a file of its own, and ``summary`` reads it back after the communicato
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -63,11 +64,9 @@ def configured(env: Mapping[str, str] | None = None, etc: Path = Path("/etc/nccl
     env = os.environ if env is None else env
     files: dict[str, str] = {}
     for path in (etc, *([Path(env["NCCL_CONF_FILE"])] if env.get("NCCL_CONF_FILE") else [])):
-        try:
-            with path.open(errors="replace") as conf:
-                files[str(path)] = conf.read(CONF_LIMIT)
-        except OSError:  # absent (the usual case) or unreadable: nothing to record
-            continue
+        # absent (the usual case) or unreadable: nothing to record
+        with contextlib.suppress(OSError), path.open(errors="replace") as conf:
+            files[str(path)] = conf.read(CONF_LIMIT)
     return {"torch_env": {k: v for k, v in sorted(env.items())
                           if k == "TORCH_DISTRIBUTED_DEBUG" or k.startswith("TORCH_NCCL_")},
             "nccl_conf": files}

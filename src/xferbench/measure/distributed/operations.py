@@ -102,10 +102,8 @@ class DistCase:
         return f"{self.op}{variant}-{format_size(self.nbytes)}-{self.dtype}-{self.backend}-x{self.world_size}{where}"
 
     def identity(self) -> Identity:
-        if self.point_to_point:
-            src, dst = (f"rank{r}:{self.device}" for r in self.pair)
-        else:
-            src, dst = f"rank0:{self.device}", f"all:{self.device}"
+        ends = [f"rank{r}" for r in self.pair] if self.point_to_point else ["rank0", "all"]
+        src, dst = (f"{end}:{self.device}" for end in ends)
         return Identity(self.op, self.op, src, dst, self.nbytes, self.dtype, (self.numel,),
                         non_blocking=self.op == "isend_irecv" or self.variant == "in_flight", variant=self.variant,
                         world_size=self.world_size, backend=self.backend)
@@ -277,18 +275,18 @@ def planned_cases(devices: Sequence[str], backend: str, sizes: Sequence[object],
         free //= world_size  # every rank of this node allocates from the same host memory at once
     byte_sizes, stopped = swept([s for s in sizes if isinstance(s, int)], free, mem_fraction, kind != "cpu" and plateau)
     notes = [stopped] if stopped is not None else []
-    budget = None if free is None else int(free * (mem_fraction or 1))
+    budget = math.inf if free is None else int(free * (mem_fraction or 1))  # unknown: every case is kept
     where = f"{kind} memory per rank" if kind != "cpu" else f"host memory per rank ({world_size} ranks on this node)"
-    out: list[DistCase | Skipped] = []
-    for case in build_dist_cases(devices, backend, byte_sizes, world_size):
-        # A case no rank can hold would fail inside the world and break it for every later case.
-        if isinstance(case, DistCase) and budget is not None and bytes_needed(case.op, case.nbytes, case.variant) > budget:
-            out.append(Skipped(case.id, f"{case.op} of {format_size(case.nbytes)} needs "
-                                        f"{format_bytes(bytes_needed(case.op, case.nbytes, case.variant))} per rank; "
-                                        f"{format_bytes(budget)} of {where} is available to it"))
-        else:
-            out.append(case)
-    return out + notes
+
+    def kept(case: DistCase | Skipped) -> DistCase | Skipped:
+        """The case, or its skip where no rank can hold it (it would fail inside the world and break it for every
+        later case)."""
+        if isinstance(case, DistCase) and (need := bytes_needed(case.op, case.nbytes, case.variant)) > budget:
+            return Skipped(case.id, f"{case.op} of {format_size(case.nbytes)} needs {format_bytes(need)} per rank; "
+                                    f"{format_bytes(budget)} of {where} is available to it")
+        return case
+
+    return [kept(case) for case in build_dist_cases(devices, backend, byte_sizes, world_size)] + notes
 
 
 #: Calls per round at least, behind one sync: the line-up skew of the ranks, the sync and the

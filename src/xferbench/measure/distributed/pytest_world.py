@@ -34,7 +34,7 @@ from .operations import DistCase, calls_for
 from .options import Profile
 from .world import Timed, join, node_name, rank_device, roll_call, run_on_rank, step_deadline
 
-__all__ = ["ENTRY", "GRACE_S", "Channel", "World", "free_port", "record", "worker"]
+__all__ = ["ENTRY", "GRACE_S", "Channel", "World", "free_port", "gpu_count", "record", "worker"]
 
 LOOPBACK = "127.0.0.1"
 #: The module each helper rank runs (``python -m ENTRY --worker``).
@@ -53,7 +53,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _gpu_count() -> int:
+def gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -145,7 +145,7 @@ class World:
     def _device_of(self, rank: int) -> str:
         if self.backend == "nccl" and len(self.gpus) > rank:
             return self.gpus[rank]
-        return rank_device(self.backend, rank, _gpu_count())
+        return rank_device(self.backend, rank, gpu_count())
 
     def _collect(self, deadline: float, step_s: float | None = None) -> dict[int, dict[str, Any]]:
         """One answer from every rank, until ``deadline``; sooner when a rank failed (then the
@@ -319,7 +319,7 @@ def worker(args: argparse.Namespace) -> int:
     process group after it, whatever its end)."""
     channel = Channel(socket.create_connection((LOOPBACK, args.coordinator)))
     channel.send({"rank": args.rank})
-    device = args.device or rank_device(args.backend, args.rank, _gpu_count())
+    device = args.device or rank_device(args.backend, args.rank, gpu_count())
     try:
         join(args.backend, f"tcp://{args.address}:{args.port}", args.rank, args.world_size, args.timeout, device)
         roll_call(args.world_size, None)

@@ -26,7 +26,7 @@ from .faults import Interrupted, catch_signals, who_broke
 from .nccl_log import configured, log_env, summary
 from .operations import DistCase, bytes_needed, calls_for, cases_for, swept
 from .options import PROFILES, Profile, add_to_argparse
-from .pytest_world import worker
+from .pytest_world import gpu_count, worker
 from .watch import WATCHDOG_MARGIN_S, WRITTEN, Watch
 from .world import (
     CaseSkipped,
@@ -161,16 +161,15 @@ def choose_device(requested: str, gpus: int, launch: Launch, visible: str | None
     or a launcher that binds each task): the launcher gave this rank its own, ``cuda:0``.
     Where GPUs exist, ``auto`` is nccl: gloo on the CPU only when asked for (``--backend gloo``)
     or where no GPU is visible; a GPU per rank that cannot be had is an error, never a silent gloo run."""
-    where = f"rank {launch.rank} on {node_name()}"
     if requested == "gloo" or (requested == "auto" and gpus == 0):
         return "gloo", "cpu"
     if gpus >= launch.per_node:
         return "nccl", f"cuda:{launch.local_rank}"
     if visible and gpus > 0:  # bound by the launcher: what this rank sees is its own
         return "nccl", "cuda:0"
-    raise DistributedError(f"{where}: nccl needs one GPU per rank, and this node runs {launch.per_node} ranks on "
-                           f"{gpus} GPU(s); use --nproc-per-node={gpus}, bind a GPU to each task (srun "
-                           "--gpus-per-task=1), or --backend gloo for a CPU run")
+    raise DistributedError(f"rank {launch.rank} on {node_name()}: nccl needs one GPU per rank, and this node runs "
+                           f"{launch.per_node} ranks on {gpus} GPU(s); use --nproc-per-node={gpus}, bind a GPU to each task "
+                           "(srun --gpus-per-task=1), or --backend gloo for a CPU run")
 
 
 def swept_sizes(args: argparse.Namespace, profile: Profile, backend: str, sizes: list[int], free: int | None,
@@ -208,13 +207,11 @@ def check_launch(nodes: Sequence[str], places: Sequence[Mapping[str, Any]]) -> N
 
     counts = Counter(nodes)
     for rank, (node, place) in enumerate(zip(nodes, places, strict=True)):
-        said = place.get("per_node")
-        if said is not None and said != counts[node]:
+        if (said := place.get("per_node")) is not None and said != counts[node]:
             raise DistributedError(f"rank {rank} on {node} was started as one of {said} ranks on its node, and "
                                    f"{counts[node]} joined from {node}; start every node with the same "
                                    "--nproc-per-node (srun: --ntasks-per-node) as the ranks it runs")
-        told = place.get("nnodes")
-        if told is not None and told != len(counts):
+        if (told := place.get("nnodes")) is not None and told != len(counts):
             raise DistributedError(f"rank {rank} on {node} was started for {told} node(s) (--nnodes), and the "
                                    f"world holds ranks of {len(counts)}: {', '.join(sorted(counts))}; start every "
                                    "node with the same --nnodes")
@@ -278,10 +275,8 @@ class _World:
 
 def _form(args: argparse.Namespace) -> _World:
     """Validate this rank (usage errors before any rendezvous), join, and check the world every rank formed."""
-    import torch
-
+    gpus = gpu_count()  # imports torch, before anything else is checked
     launch = launched(os.environ)
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     backend, device = choose_device(args.backend, gpus, launch, os.environ.get("CUDA_VISIBLE_DEVICES"))
     sizes = validate(args, launch.rank, launch.world_size, free_bytes(device, launch.per_node))
     # the first rank of each node fingerprints its node: every node of the run is described, not node 0 alone;

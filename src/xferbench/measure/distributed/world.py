@@ -158,8 +158,7 @@ def _allocate(case: DistCase, rank: int, device: str, gather: Callable[[float], 
 
     need = bytes_needed(case.op, case.nbytes, case.variant)
     mine = free_bytes(device, per_node)
-    short = [(r, free) for r, free in enumerate(gather(-1.0 if mine is None else float(mine))) if 0 <= free < need]
-    if short:
+    if short := [(r, free) for r, free in enumerate(gather(-1.0 if mine is None else float(mine))) if 0 <= free < need]:
         raise CaseSkipped(f"{case.id} needs {format_bytes(need)} per rank; " + ", ".join(
             f"rank {r} has {format_bytes(int(free))} free" for r, free in short))
     made: Operation | None = None
@@ -224,8 +223,7 @@ def roll_call(world_size: int, settings: object, node_id: str | None = None, pla
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
     labels = node_labels([(host, number) for host, number, _, _ in everyone], [entry[2] for entry in everyone])
-    places = [{"rank": rank, "node": label} | entry[3] for rank, ((label, _), entry) in enumerate(zip(labels, everyone,
-                                                                                                       strict=True))]
+    places = [{"rank": r, "node": label} | entry[3] for r, ((label, _), entry) in enumerate(zip(labels, everyone, strict=True))]
     return labels, places
 
 
@@ -266,8 +264,7 @@ def check_own_gpus(nodes: Sequence[str], places: Sequence[dict[str, Any]]) -> No
     for rank, (node, place) in enumerate(zip(nodes, places, strict=True)):
         if not (bus := place.get("pci_bus_id")):
             continue
-        other = seen.setdefault((node, bus), rank)
-        if other != rank:
+        if (other := seen.setdefault((node, bus), rank)) != rank:
             raise DistributedError(
                 f"ranks {other} and {rank} on {node} both run on the GPU at {bus} ({places[other].get('device')}, "
                 f"CUDA_VISIBLE_DEVICES={places[other].get('cuda_visible_devices')!r}; {place.get('device')}, "
