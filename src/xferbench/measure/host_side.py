@@ -38,8 +38,7 @@ def empty_host_cache(wedged: bool, backend: Any = None) -> None:
         return
     import torch
 
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None and hasattr(accelerator, "empty_host_cache"):
+    if (accelerator := getattr(torch, "accelerator", None)) is not None and hasattr(accelerator, "empty_host_cache"):
         accelerator.empty_host_cache()
     elif hasattr(torch._C, "_host_emptyCache"):  # torch < 2.9
         torch._C._host_emptyCache()

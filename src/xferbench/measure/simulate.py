@@ -225,12 +225,10 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> MachineSpec:
     for key in _POSITIVE:
         if key in values and values[key] <= 0:
             raise SpecError(f"{key} must be > 0, got {values[key]}")
-    paths = data.get("paths")
-    if not isinstance(paths, Mapping):
+    if not isinstance(paths := data.get("paths"), Mapping):
         raise SpecError("missing table [paths] (" + ", ".join(PATHS) + ")")
     _known("paths.", paths, dict.fromkeys(PATHS, (dict, True)))
-    link = data.get("link", {})
-    if not isinstance(link, Mapping):
+    if not isinstance(link := data.get("link", {}), Mapping):
         raise SpecError("link must be a table")
     return MachineSpec(paths={name: _path(name, paths[name]) for name in PATHS},
                        link=Link(**_table("link.", link, _LINK_KEYS)), source=source, **values)

@@ -150,11 +150,8 @@ def check_supported(case: Case) -> None:
 def check_memory(case: Case, backend: DeviceBackend) -> None:
     """Raise CannotRun when a device has too little free memory for the case."""
     for device, need in bytes_needed(case).items():
-        if (index := accelerator_index(device)) is None:
-            free = host_memory_available()
-        else:
-            info = backend.memory_info(index)
-            free = None if info is None else info[0]
+        index = accelerator_index(device)
+        free = host_memory_available() if index is None else (backend.memory_info(index) or (None, None))[0]
         if free is not None and need > 0.9 * free:
             raise CannotRun(f"needs {format_bytes(need)} on {device}, {format_bytes(free)} free")
 

@@ -146,8 +146,7 @@ class SameHardware(Refusal[Sides]):
     """Other hardware is another machine (other software on the same hardware is compared, and said)."""
 
     def fails(self, sides: Sides) -> str | None:
-        differences = hardware_differences(*sides.machines)
-        if differences and not sides.allow_different_machines:
+        if (differences := hardware_differences(*sides.machines)) and not sides.allow_different_machines:
             return ("the runs come from different machines (" + "; ".join(differences)
                     + "); pass --allow-different-machines to compare anyway")
         return None

@@ -250,11 +250,10 @@ def _event(event: Any, trace: Trace) -> None:
         if not isinstance(name, str) or ("Memcpy" not in name and name not in SYNCS):
             return
     start, end = _times(event, trace)
-    if role == "kernel":
+    if role in ("kernel", "gpu"):
         trace.gpu_events += 1
-        trace.kernels.append((start, end))
-    elif role == "gpu":
-        trace.gpu_events += 1
+        if role == "kernel":
+            trace.kernels.append((start, end))
     elif role == "op":
         name = str(event.get("name"))
         span = Span(start, end, name, f"{event.get('pid')}:{event.get('tid')}")

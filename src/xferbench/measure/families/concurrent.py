@@ -62,9 +62,7 @@ class Concurrent:
         """Payloads moved by one call: both directions, one per GPU, or one per peer copy."""
         if self.legs:
             return len(self.legs)
-        if self.variant == "h2d+d2h":
-            return 2
-        return len(self.gpus) if self.variant.endswith("_all") else 1
+        return 2 if self.variant == "h2d+d2h" else len(self.gpus) if self.variant.endswith("_all") else 1
 
     @property
     def nbytes(self) -> int:

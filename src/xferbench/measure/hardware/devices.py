@@ -181,8 +181,7 @@ class TorchBackend:
     def device_count(self) -> int:
         if self.type is None:
             return 0
-        accelerator = getattr(self._torch, "accelerator", None)
-        return (self._torch.cuda if accelerator is None else accelerator).device_count()
+        return (getattr(self._torch, "accelerator", None) or self._torch.cuda).device_count()
 
     def synchronize(self, index: int) -> None:
         # Inside every timed call: a try costs nothing until it raises (unlike entering a context manager).
@@ -225,8 +224,7 @@ class TorchBackend:
             # Blocks the caching allocator holds but no tensor uses are free to this process.
             cached = cuda.memory_reserved(index) - cuda.memory_allocated(index)
             return int(free) + max(0, int(cached)), int(total)
-        accelerator = getattr(self._torch, "accelerator", None)
-        if accelerator is not None and hasattr(accelerator, "get_memory_info"):
+        if (accelerator := getattr(self._torch, "accelerator", None)) is not None and hasattr(accelerator, "get_memory_info"):
             with contextlib.suppress(RuntimeError, NotImplementedError):
                 free, total = accelerator.get_memory_info(index)
                 return int(free), int(total)
@@ -245,8 +243,7 @@ class TorchBackend:
     def empty_cache(self) -> None:
         if self.type is None:
             return
-        accelerator = getattr(self._torch, "accelerator", None)
-        if accelerator is not None and hasattr(accelerator, "empty_cache"):
+        if (accelerator := getattr(self._torch, "accelerator", None)) is not None and hasattr(accelerator, "empty_cache"):
             accelerator.empty_cache()
         elif self.type == "cuda":
             self._torch.cuda.empty_cache()
@@ -361,8 +358,7 @@ def memcpy_seconds(events: Sequence[Any], calls: int) -> list[float] | None:
 
 
 def _accelerator_type(torch: Any) -> str | None:
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None:
+    if (accelerator := getattr(torch, "accelerator", None)) is not None:
         current = accelerator.current_accelerator() if accelerator.is_available() else None
         return None if current is None else current.type
     # torch < 2.6 has no torch.accelerator; CUDA (and ROCm, which reuses 'cuda') still works.

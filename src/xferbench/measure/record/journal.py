@@ -317,8 +317,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         journal.write({"failed": {"test": item.nodeid, "reason": first_line(call.excinfo.value)}})
     if call.when != "call" or fixture is None or not report.passed:
         return report
-    stats = getattr(fixture, "stats", None)
-    if stats:  # a test that used the fixture but measured nothing has no stats
+    if stats := getattr(fixture, "stats", None):  # a test that used the fixture but measured nothing has no stats
         fixture.extra_info.update(memory_now())  # with or without a journal
         if journal is not None:
             journal.write({"benchmark": stats.as_dict(include_data=True)})

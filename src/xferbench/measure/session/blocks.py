@@ -76,8 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xfer_block(index, count, case_id): one block of a case measured in blocks")
-    text = config.getoption("xfer_blocks", None)
-    if isinstance(text, str) and text != "paired":
+    if isinstance(text := config.getoption("xfer_blocks", None), str) and text != "paired":
         value = int(text) if text.isdecimal() else 0  # every decimal digit int() reads, nothing else
         if not 1 <= value <= _MOST_BLOCKS:
             raise pytest.UsageError(f"argument --xfer-blocks: expected a whole number from 1 to {_MOST_BLOCKS}, got {text!r}")

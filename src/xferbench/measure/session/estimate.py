@@ -137,8 +137,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     found = estimate(_planned(session.items), float(config.getoption("benchmark_max_time")), slowdown_now(),
                      bool(settings_of(config).backend.simulated))
     config.stash[_ESTIMATE] = (found, time.perf_counter())
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    if (reporter := config.pluginmanager.get_plugin("terminalreporter")) is not None:
         peers = settings_of(config).peers
         for line in estimate_lines(found, peers.as_json() if peers else None):
             reporter.write_line(line)

@@ -58,7 +58,6 @@ def plain_names(rootpath: Path, output_json: dict[str, Any]) -> None:
     """Rewrite a run's JSON (pytest_benchmark_update_json's): stable fullnames, plain params."""
     folder = shipped_folder()
     for row in output_json.get("benchmarks", []):
-        name = row.get("fullname")
         row["params"] = plain_params(row.get("params"))
-        if isinstance(name, str):
+        if isinstance(name := row.get("fullname"), str):
             row["fullname"] = stable_fullname(name, rootpath, folder)

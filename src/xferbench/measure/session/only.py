@@ -45,8 +45,7 @@ def _names(path: str) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    path = config.getoption("xfer_only", None)
-    if path is None:
+    if (path := config.getoption("xfer_only", None)) is None:
         return
     wanted = _names(str(path))
     kept = [item for item in items if case_name(item) in wanted]

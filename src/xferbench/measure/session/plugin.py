@@ -220,8 +220,7 @@ def _check_environment() -> None:
         found = version("pytest-benchmark")
     except PackageNotFoundError:
         return  # running from a source tree: the plugin being loaded is what counts
-    numbers = tuple(int(part) for part in re.findall(r"\d+", found)[:2])
-    if numbers < MIN_PYTEST_BENCHMARK:
+    if tuple(int(part) for part in re.findall(r"\d+", found)[:2]) < MIN_PYTEST_BENCHMARK:
         raise pytest.UsageError(f"xferbench needs pytest-benchmark {'.'.join(map(str, MIN_PYTEST_BENCHMARK))} or "
                                 f"newer, found {found}; pip install -U pytest-benchmark")
 

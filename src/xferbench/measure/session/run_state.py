@@ -101,8 +101,7 @@ def _measured(info: dict[str, Any], gpus: Sequence[str]) -> list[int]:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     yield
     benchmark = getattr(item, "funcargs", {}).get("benchmark")
-    info = getattr(benchmark, "extra_info", None)
-    if isinstance(info, dict) and "op" in info:
+    if isinstance(info := getattr(benchmark, "extra_info", None), dict) and "op" in info:
         case = getattr(item, "funcargs", {}).get("xfer_case")
         annotate(info, _state(item.config), getattr(case, "gpus", ()))
 
