@@ -820,13 +820,13 @@ def test_tied_paths_whose_lines_miss_the_data_quote_no_alpha_or_beta(busy):
     said = latency_bound(busy)
     assert said is not None and said.headline == (
         "Called back to back, of the 2 host-side paths whose β the run cannot rank, host pageable copy_ cpu has a fixed "
-        "cost α = 0.753 µs and β = 1.87 GB/s; the other's fitted line misses a measured size 2.4×.")
+        "cost α = 0.753 µs and β = 1.87 GB/s; the other's fitted line misses a measured size 2.43×.")
     # where every line misses, none is quoted: the same run with no wait read (its copy_'s 256 KiB fitted too)
     results = load([THREADS])
     results.frame["waited_off_ticks"] = False
     said = latency_bound(RunView.of(results))
     assert said is not None and said.headline == ("No line of a fixed cost and a bandwidth fits the 2 host-side paths "
-                                                  "whose β the run cannot rank: each misses a measured size (57-181×).")
+                                                  "whose β the run cannot rank: each misses a measured size (57.5-181×).")
 
 
 @pytest.mark.parametrize(("calls", "compared"), [((10, 10), True), ((100, 100), True), ((10, 19), True),
@@ -923,7 +923,7 @@ def test_a_line_that_misses_a_small_size_it_kept_places_no_half_of_beta():
         return {row["path"]: row["beta_basis"] for row in fit_table(RunView.of(load([sample])))}
 
     assert basis(CPU)["all_reduce gloo x2"] == ("fit over all sizes; the line through α and the stated β (1.04 GB/s) "
-                                               "misses the time measured at 1 KiB 3.8×, so no half of β")
+                                               "misses the time measured at 1 KiB 3.82×, so no half of β")
     assert basis(CPU_QUICK)["isend_irecv gloo x2"] == "too few sizes, 4 B left out, whose rounds waited for the CPU"
 
 
@@ -938,7 +938,7 @@ def test_the_simulated_table_places_no_pipelined_half_its_sentence_does_not():
     rows = {row["path"]: row for row in fit_table(view)}
     assert math.isnan(rows["h2d pinned non-blocking to cpu->cuda:0"]["pipelined_half_bytes"])
     assert "misses the time measured at 1 MiB 2.001×" in rows["all_gather gloo x2"]["beta_basis"]
-    assert miss_times(2.6) == "2.6" and miss_times(181.2) == "181" and miss_times(2.0004) == "2"
+    assert miss_times(2.6) == "2.6" and miss_times(10.49) == "10.5" and miss_times(181.2) == "181" and miss_times(2.0004) == "2"
     _, caption = figure_words(view)["noop"]
     assert "the cheapest real copy measured and the cheapest the cost model priced" in caption
     h200 = ROOT / "reports" / "samples" / "h200"
@@ -1021,7 +1021,7 @@ def test_a_line_that_fits_no_size_carries_no_cache_caveat():
     about the cache, though that run recorded no cache size either."""
     said = findings(RunView.of(load([ROOT / "tests" / "data" / "cpu-host-sweep.json"])))
     (line,) = [s for s in said if s.headline.startswith("No line of a fixed cost")]
-    assert line.headline.endswith("each misses a measured size (4.3-44×).") and "cache size" not in line.headline
+    assert line.headline.endswith("each misses a measured size (4.3-44.1×).") and "cache size" not in line.headline
 
 
 def test_a_loaded_run_s_point_to_point_span_gives_its_fastest_rounds_too():

@@ -222,6 +222,8 @@ def test_a_capped_beta_carries_no_half_of_beta(page, h200):
     # largest size took as long as a sixteenth of its bytes (all_reduce and the overlap pair, once capped β of
     # 0.001-0.07 GB/s: the bytes do not set their time)
     assert (capped, latency_bound) == (9, 11)
+    # to three figures, as the rest of the page (it read "11×"): α + 16 MiB / β over the 16 MiB median
+    assert "the stated β (1.24 GB/s) misses the time measured at 16 MiB 10.6×, so no half of β" in table
     waits = h200.fits[h200.fits["beta_basis"] == "waits"]
     assert sorted(waits["path"]) == ["all_reduce gloo x2", "overlap in_flight gloo x2", "overlap one_by_one gloo x2"]
     assert waits[["stated_gbps", "largest_gbps", "half_peak_bytes"]].isna().all().all()
