@@ -50,7 +50,9 @@ class TestGoldenCpuSample:
             # the sentence says its β ties with clone's at 16 MiB: the headline does not crown it
             "Called back to back, the 2 host-side paths whose β the run cannot rank have fixed costs α = 1.03-1.28 µs "
             "and β = 14.8-25.6 GB/s (xferbench recorded no cache size: whether 16 MiB ran from a cache is not known).",
-            "A no-op move of a tensor already on cpu costs 246-743 ns a call: it returns the same object."]
+            # the span holds one the run cannot judge: the headline says so, not only its evidence
+            "A no-op move of a tensor already on cpu costs 246-743 ns a call (whether the sizes' spread is the call's, "
+            "can't tell): it returns the same object."]
 
     def test_model_table_rows(self, html):
         """The model table has one row per moving path (2 host, 6 distributed) with its fitted α and β."""

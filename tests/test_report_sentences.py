@@ -327,6 +327,8 @@ def test_c10_a_no_op_span_a_reader_sees_as_two_costs_is_judged(cpu, h200):
     assert ("whether .to(torch.device('cpu')) at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, "
             "can't tell (the run gives no evidence of its drift)") in cpu["text"]
     assert ".cpu() at " not in cpu["text"]  # 246-261 ns: no span a reader sees as two
+    assert "costs 246-743 ns a call (whether the sizes' spread is the call's, can't tell)" in cpu["text"]
+    assert "costs 364-379 ns a call: it returns" in h200["text"]  # nothing to doubt there
     assert not re.search(r"(\.to\(torch\.device\('cuda:0'\)\)|\.cuda\(0\)) at \S+ \S+ against", h200["text"])
 
 

@@ -182,7 +182,7 @@ def noop_cost(view: RunView) -> Said | None:
     rows = sorted(on.groupby(["method", on["variant"].fillna("")])["median_s"], key=lambda form: float(form[1].min()))
     forms = ", ".join(f"{noop_call(method, device, variant or None)} {_span(seconds * 1e9, ',.0f')} ns"
                       for (method, variant), seconds in rows)
-    notes = []
+    notes, unsure = [], ""
     if any("-" in _span(seconds * 1e9, ",.0f") for _, seconds in rows):
         notes.append("the lowest and the highest median over the sizes measured, "
                      + " and ".join(format_bytes(int(n)) for n in sorted(on["nbytes"].unique())))
@@ -194,13 +194,15 @@ def noop_cost(view: RunView) -> Said | None:
                     f"{int(low['iterations']):,})")
             notes.append(f"{said}: {apart.text()} as long, not by its bytes, it copies none; why, this run cannot tell"
                          if apart.resolved else f"whether {said} costs more, {apart.text()}")
+            unsure = unsure or ("" if apart.resolved else " (whether the sizes' spread is the call's, can't tell)")
     if not (noops["variant"] == "str").any():
         notes.append(f"the string form, .to('{device}'), was not measured")
     unmeasured = f" ({'; '.join(notes)})" if notes else ""
     sentence = f"A no-op on a tensor already on {device} costs per call: {forms}{unmeasured}"
     # a busy run's medians span its load, not the call: its fastest rounds say what the call costs
     cost = (f"{_span(on['min_s'] * 1e9, ',.0f')} ns a call at its fastest rounds (medians under load up to "
-            f"{float(on['median_s'].max()) * 1e9:,.0f} ns)" if view.busy else f"{_span(on['median_s'] * 1e9, ',.0f')} ns a call")
+            f"{float(on['median_s'].max()) * 1e9:,.0f} ns)" if view.busy else
+            f"{_span(on['median_s'] * 1e9, ',.0f')} ns a call{unsure}")
     headline = f"A no-op move of a tensor already on {device} costs {cost}: it returns the same object."
     if (cheapest := view.cheapest_copy(on.iloc[0])) is None:
         return Said(headline, sentence + "; each returns the very same object.")
