@@ -3,6 +3,7 @@ from the pages built from the real samples (the figures quoted here are the samp
 
 import dataclasses
 import re
+import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -202,6 +203,12 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
         unsure = rows(0.05, False).assign(data=[[79e-6] * 30, [78e-6] * 30, data, [46e-6] * 30])
         assert "stepped as it ran" not in module_to_finding(unsure)[0], data
         assert "whether it follows the size or the time, can't tell" in module_to_finding(unsure)[0]
+    # a hostile file's rounds (none, zero, 1e300 beside 1e-300) say nothing of a split, and warn of nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for data in (None, [0.0] * 30, [1e-300] * 6 + [1e300] * 24):
+            odd = rows(0.05, False).assign(data=[[79e-6] * 30, [78e-6] * 30, data, [46e-6] * 30])
+            assert "stepped as it ran" not in module_to_finding(odd)[0], data
     # drift hides the step: no step said, and the growth over the sizes stated with its interval, never "the bytes do
     # not set its cost" (a fifth reading: the CPU sample said so where it could judge nothing)
     assert module_to_finding(rows(0.3, False))[0].endswith("and at 10,000× the bytes it took 0.575× (0.295-1.12) as long.")
