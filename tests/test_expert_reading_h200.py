@@ -199,7 +199,7 @@ def test_a_module_moves_step_is_said_only_where_its_intervals_resolve_and_in_tim
                 "size, so a step in time.") in module_to_finding(in_time)[0]
     # ... not where the split could be chance (2 rounds of 8 apart: odds 2*7/28), nor at a ratio the step's interval
     # leaves out, nor where the two runs overlap
-    for data in ([80e-6] * 2 + [45e-6] * 6, [60e-6] * 6 + [45e-6] * 24, [85e-6, 80e-6] * 7 + [80e-6] + [45e-6] * 14 + [80e-6]):
+    for data in ([80e-6] * 2 + [45e-6] * 6, [60e-6] * 6 + [45e-6] * 24, [80e-6, 85e-6] * 7 + [80e-6] + [45e-6] * 14 + [80e-6]):
         unsure = rows(0.05, False).assign(data=[[79e-6] * 30, [78e-6] * 30, data, [46e-6] * 30])
         assert "stepped as it ran" not in module_to_finding(unsure)[0], data
         assert "whether it follows the size or the time, can't tell" in module_to_finding(unsure)[0]
