@@ -84,7 +84,7 @@ def _as_it_ran(again: pd.DataFrame, ratio: Ratio) -> str:
             gaps = np.maximum(before_min / after_max, after_min / before_max)
             k = int(np.argmax(gaps)) + 1
             before, after = times[:k], times[k:]
-            slow, fast = (before, after) if before[0] > after[0] else (after, before)
+            slow, fast = (before, after) if np.median(before) > np.median(after) else (after, before)
             split = np.median(slow) / np.median(fast)
         if gaps[k - 1] > 1 and 2 * (n - 1) / math.comb(n, k) < 0.05 and ratio.low <= split <= ratio.high:
             return (f"the {format_bytes(row['nbytes'])} case stepped as it ran, its first {k} rounds at {ms(before)} a "
