@@ -72,7 +72,7 @@ def _table(view: RunView) -> list[dict[str, Any]]:
 
 #: A simulated page's tags: of a figure or scenario whose rows all ran for real, and of one that holds both kinds.
 MEASURED = "Measured for real on this CPU."
-MIXED = "Simulated machine: its CPU figures measured, its GPU figures the cost model's."
+MIXED = "Simulated machine: its CPU-only cases measured; a case that touches a GPU is the cost model's, its CPU steps too."
 
 
 def _clocks(view: RunView) -> dict[str, str]:
