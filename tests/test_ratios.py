@@ -59,7 +59,7 @@ def test_unpaired_adds_the_regimes_drift_to_the_rounds():
 def test_a_run_without_drift_evidence_judges_no_unpaired_comparison():
     never = unpaired((10.0, 0.0, 30), (1.0, 0.0, 30), Drift())
     assert never.basis == "unjudged" and not never.resolved and not never.judged
-    assert never.text() == "can't tell (the run gives no evidence of its drift)"
+    assert never.text() == "can't tell (the run repeated no case to measure its drift)"
     assert never.faster().text() == never.text() and never.over(Ratio(2, 1.5, 2.5, "paired", 6)).basis == "unjudged"
 
 
@@ -235,3 +235,20 @@ def test_an_order_names_the_slower_side_first_with_its_blocks_and_rounds(value, 
     assert ratio.order("A", "B") == said
     assert ratio.faster().order("B", "A") == said and ratio.faster().apart == (6, 0.0513, 0.0239)
     assert Ratio(value, 0.0, math.inf, "ticks", 5).order("A", "B") == ""
+
+
+def test_a_split_in_time_is_every_round_of_one_run_beyond_every_round_of_the_other_and_no_chance():
+    """The rounds part after round k, either way, at the widest gap; kept only where a split that clean comes by chance
+    with odds 2(n-1)/C(n, k) under 5% (2 rounds of 8: 14/28; 3 of 15: 28/455; 3 of 17: 32/680)."""
+    split = ratios.split_in_time([3.0] * 6 + [2.0, 1.0] * 10)
+    assert split is not None and (len(split.before), len(split.after)) == (6, 20) and split.ratio == 2.0
+    up = ratios.split_in_time([1.0] * 20 + [1.5, 2.0, 2.5])  # a step up, at its widest gap (after the 20th round)
+    assert up is not None and len(up.before) == 20 and up.ratio == 2.0
+    assert ratios.split_in_time([2.0] * 2 + [1.0] * 6) is None
+    assert ratios.split_in_time([2.0] * 3 + [1.0] * 7) is None
+    assert ratios.split_in_time([2.0] * 3 + [1.0] * 12) is None
+    assert ratios.split_in_time([2.0] * 3 + [1.0] * 14) is not None
+    # a round equal across the cut is no split; nor are too few rounds, a zero, NaN or infinity
+    assert ratios.split_in_time([2.0] * 10 + [1.0] * 10 + [2.0]) is None
+    for rounds in ([2.0, 2.0, 1.0], [0.0] * 5 + [1.0] * 20, [float("nan")] * 4 + [1.0] * 20, [math.inf] * 5 + [1.0] * 20):
+        assert ratios.split_in_time(rounds) is None, rounds

@@ -5,12 +5,9 @@ Its record and what the report says about it (torch-free); what it runs is ``run
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ...ratios import UNJUDGED, Ratio
+from ...ratios import UNJUDGED, Ratio, split_in_time
 from ...units import count, format_bytes, format_seconds
 from ..base import Family, Judge, judge_of, ms, of_variant, span
 
@@ -67,28 +64,14 @@ def _elsewhere(rows: pd.DataFrame | None, dst: str, judge: Judge,
 
 
 def _as_it_ran(again: pd.DataFrame, ratio: Ratio) -> str:
-    """Where one size's rounds, in the order they ran, split at one round into two runs that lie apart (every round of
-    one slower than every round of the other) by a ratio inside the step's interval, that case in words; else "". The
-    size is one, so the step is one in time (the H200's 3.82 MiB move to cuda:0: 6 rounds at 74-79 µs a call, then 143
-    at 42.6-54.6 µs). Were the rounds in no order, a split that clean after round k comes by chance with odds at most
-    2(n-1)/C(n, k), both directions at any k: the split counts where that is under 5%."""
+    """Where one size's rounds split in time (``ratios.split_in_time``) by a ratio inside the step's interval, that case
+    in words; else "". The size is one, so the step is one in time."""
     for _, row in again[again["mixed_iterations"].ne(True)].iterrows() if "mixed_iterations" in again else again.iterrows():
-        times = np.asarray(row.get("data") if isinstance(row.get("data"), list) else [], dtype=float)
-        n = len(times)
-        if n < 4 or times.min() <= 0:  # a round of no time has no ratio to another
-            continue
-        before_max, before_min = np.maximum.accumulate(times)[:-1], np.minimum.accumulate(times)[:-1]
-        after_max, after_min = np.maximum.accumulate(times[::-1])[::-1][1:], np.minimum.accumulate(times[::-1])[::-1][1:]
-        with np.errstate(over="ignore"):  # a hostile file's 1e300 over 1e-300: an infinite gap, and no ratio in range
-            # the widest gap between the two sides marks where the level changed (a round on the way is the slower's)
-            gaps = np.maximum(before_min / after_max, after_min / before_max)
-            k = int(np.argmax(gaps)) + 1
-            before, after = times[:k], times[k:]
-            slow, fast = (before, after) if np.median(before) > np.median(after) else (after, before)
-            split = np.median(slow) / np.median(fast)
-        if gaps[k - 1] > 1 and 2 * (n - 1) / math.comb(n, k) < 0.05 and ratio.low <= split <= ratio.high:
-            return (f"the {format_bytes(row['nbytes'])} case stepped as it ran, its first {k} rounds at {ms(before)} a "
-                    f"call and the {n - k} after them at {ms(after)}: one size, so a step in time")
+        split = split_in_time(row.get("data") if isinstance(row.get("data"), list) else [])
+        if split is not None and ratio.low <= split.ratio <= ratio.high:
+            return (f"the {format_bytes(row['nbytes'])} case stepped as it ran, its first {len(split.before)} rounds at "
+                    f"{ms(split.before)} a call and the {len(split.after)} after them at {ms(split.after)}: one size, so a "
+                    "step in time")
     return ""
 
 
