@@ -271,6 +271,24 @@ def test_a_run_without_evidence_judges_nothing_unpaired():
             "how far two cases drift apart.") in drift_text.statement(view)
 
 
+def test_a_run_without_drift_between_cases_says_what_its_rounds_show_of_it():
+    """A seventh reading: the CPU sample was said to give "no evidence of its drift", yet its no-op .cpu() at 4 B ran
+    24 rounds at 349-536 ns a call, then 25 at 237-261 ns (the .to() before it all slow, the 16 MiB cases after it all
+    fast). It repeated no case, so no comparison is judged; its rounds' own step is said beside that."""
+    view = RunView.of(load([Path(__file__).parent / "data" / "cpu-sample.json"]))
+    assert drift_text.statement(view).endswith(
+        "every comparison can't tell, as nothing in the run measures how far two cases drift apart; yet the machine "
+        "drifted as they ran: 2 cases' rounds stepped in time, the most noop .cpu() on cpu at 4 B by 2.15× (its first 24 "
+        "rounds at 349-536 ns a call, the 25 after them at 237-261 ns). Measured in interleaved blocks (--xfer-blocks=N), "
+        "two cases are judged block by block, without the drift between them.")
+    # one case's step is said as one; rounds that overlap, or too few to part by more than chance, are none
+    one = pd.DataFrame({"path": ["noop"], "nbytes": [4], "data": [[2e-6] * 6 + [1e-6] * 20]})
+    assert drift_text._in_time(one) == ("; yet the machine drifted as they ran: one case's rounds stepped in time: noop "
+                                        "at 4 B by 2× (its first 6 rounds at 2 µs a call, the 20 after them at 1 µs)")
+    assert drift_text._in_time(one.assign(data=[[2e-6, 1e-6] * 13])) == ""
+    assert drift_text._in_time(one.assign(data=[[2e-6, 1e-6, 1e-6]])) == ""
+
+
 def _ladder(ratio: Ratio) -> tuple[Ladder, Step]:
     top = Rung("call", pd.Series(row("d2h", "cpu", MiB, 1.1e-3)), 1.1e-3)
     rung = Rung("control", pd.Series(row("d2h", "copy_", MiB, 1.0e-3)), 1.0e-3)

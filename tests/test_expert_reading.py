@@ -163,7 +163,7 @@ def test_a_busy_cpu_run_says_its_load_and_judges_nothing_it_cannot(busy):
     said = findings(view)
     assert not any("as long as on one thread" in sentence for sentence in said)  # no drift evidence: no thread claim
     beta = next(s for s in said if "highest β" in s)
-    assert beta.endswith("which of the two is faster: at 256 MiB can't tell (the run gives no evidence of its drift).")
+    assert beta.endswith("which of the two is faster: at 256 MiB can't tell (the run repeated no case to measure its drift).")
     # the miss is said before the line's α and β are quoted: a fifth reading took them for the copy's cost model
     # its copy_'s 256 KiB, 1 MiB and 16 MiB waited (load.blocks.waited_off): the fit leaves them out and no half of β
     # is placed between the sizes it kept, 1 KiB and 256 MiB

@@ -217,7 +217,7 @@ def test_a_run_without_drift_evidence_judges_no_thread_or_beta_ranking(busy):
     assert said is not None and said.startswith(
         "Called back to back, which host-side path has the highest β can't be told")
     assert said.endswith("torch's copy_ on one thread (host copy_ single_thread) reached β = 1.97 GB/s: which of the two "
-                         "is faster: at 256 MiB can't tell (the run gives no evidence of its drift).")
+                         "is faster: at 256 MiB can't tell (the run repeated no case to measure its drift).")
 
 
 def test_a_quiet_runs_highest_beta_names_no_left_out_path():
@@ -781,7 +781,7 @@ def test_a_run_without_drift_evidence_prints_no_open_interval():
     from xferbench.analyze.report.ladder_text import rows
 
     (ladder,) = RunView.of(load([ROOT / "tests" / "data" / "cpu-sample.json"])).ladders
-    assert rows(ladder)[1][3:] == ["448 µs", "can't tell (the run gives no evidence of its drift)"]
+    assert rows(ladder)[1][3:] == ["448 µs", "can't tell (the run repeated no case to measure its drift)"]
 
 
 def test_a_faster_smaller_size_the_run_cannot_judge_is_not_called_past_the_caches(busy):
@@ -795,9 +795,9 @@ def test_a_faster_smaller_size_the_run_cannot_judge_is_not_called_past_the_cache
     assert said.headline == ("Host memory copies reach 1.77 GB/s at 1 GiB, past the caches (1.98 GB/s at 256 MiB: whether "
                              "faster per byte, can't tell) under load.")
     assert ("1.98 GB/s at 256 MiB (its copy reads and writes 512 MiB, more than the 480 MiB host CPU cache too): whether "
-            "faster per byte, can't tell (the run gives no evidence of its drift)) under load "
-            "(one thread: 1.99 GB/s; faster or slower than the default threads: can't tell (the run gives no evidence of "
-            "its drift)).") in said
+            "faster per byte, can't tell (the run repeated no case to measure its drift)) under load "
+            "(one thread: 1.99 GB/s; faster or slower than the default threads: can't tell (the run repeated no case to "
+            "measure its drift)).") in said
 
 
 def test_the_head_counts_the_json_s_benchmarks_and_the_cases_their_blocks_merge_into():
@@ -975,7 +975,7 @@ def test_an_unjudged_growth_still_says_what_its_medians_did():
 
     (said,) = scenario_findings(RunView.of(load([CPU])), "module_to")[:1]
     assert said.endswith("and at 10,421× the bytes it took 0.992× as long (whether that differs from 1, can't tell: "
-                         "the run gives no evidence of its drift).")
+                         "the run repeated no case to measure its drift).")
 
 
 def test_a_size_whose_one_call_rounds_waited_states_no_gb_s_anywhere():

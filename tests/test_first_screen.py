@@ -111,9 +111,9 @@ def test_a_run_that_resolves_no_change_says_so_with_each_verdict(tmp_path):
 
     out = write_report(load([ROOT / "tests" / "data" / "cpu-sample.json"]), tmp_path / "r.html")
     said = ("No change listed (none with a saving this run can size): Copy a CPU tensor into a buffer you keep (1.08 ms → "
-            "636 µs at 16 MiB): can't tell (the run gives no evidence of its drift); every round of the code before took longer "
-            "than every round of the code after (quickest 896 µs against slowest 804 µs), one case measured after the "
-            "other: an order the run's drift could give too.")
+            "636 µs at 16 MiB): can't tell (the run repeated no case to measure its drift); every round of the code before "
+            "took longer than every round of the code after (quickest 896 µs against slowest 804 µs), one case measured "
+            "after the other: an order the run's drift could give too.")
     assert f'<p id="changes-none">{said}</p>'.replace("'", "&#39;") in out.read_text()
     assert f"## What to change here\n\n{said}\n" in out.with_suffix(".md").read_text()
 
@@ -380,10 +380,10 @@ def test_a_change_its_rounds_only_order_ranks_below_every_sized_one():
 
 
 @pytest.mark.parametrize(("sample", "said"), [
-    ("cpu-sample.json", "Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell (the run gives "
-     "no evidence of its drift); every round of the code before took longer than every round of the code after "
+    ("cpu-sample.json", "Copy a CPU tensor into a buffer you keep (1.08 ms → 636 µs at 16 MiB): can't tell (the run repeated "
+     "no case to measure its drift); every round of the code before took longer than every round of the code after "
      "(quickest 896 µs against slowest 804 µs), one case measured after the other: an order the run's drift could give too."),
-    ("cpu-host-sweep.json", "(213 ms → 19.2 ms at 256 MiB): can't tell (the run gives no evidence of its drift); every "
+    ("cpu-host-sweep.json", "(213 ms → 19.2 ms at 256 MiB): can't tell (the run repeated no case to measure its drift); every "
      "round of the code before took longer than every round of the code after (quickest 205 ms against slowest 21.6 ms)"),
 ])
 def test_an_unlisted_change_says_the_order_of_rounds_measured_one_after_the_other(sample, said):

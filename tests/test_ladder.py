@@ -229,7 +229,7 @@ def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200
     its DMA beyond doubt, so the DMA keeps its 3% though a step between them can't tell."""
     (clone,) = [ladder for ladder in RunView.of(load([CPU])).ladders if ladder.key == "host-clone"]
     assert clone.left_share is None and clone.whole is not None and not clone.whole.judged
-    assert ladder_text.rows(clone)[-1][-1] == "can't tell (the run gives no evidence of its drift)"
+    assert ladder_text.rows(clone)[-1][-1] == "can't tell (the run repeated no case to measure its drift)"
     cpu = h200["d2h-cpu"]
     assert not all(step.told for step in cpu.steps) and cpu.whole is not None and cpu.whole.resolved
     assert ladder_text.rows(cpu)[-1][-1] == "3%"
@@ -237,7 +237,7 @@ def test_what_is_left_has_a_share_only_where_the_run_tells_the_call_from_it(h200
     assert table is not None and table["rows"][0]["cells"][-1] == {"text": "636 µs", "title": "host pageable copy_ cpu"}
     # hovers: an unbounded interval is none (not "-636 µs to –"), and what is left one median (not "636 µs to 636 µs")
     assert table["rows"][0]["cells"][0]["title"] == ("the medians 448 µs apart, no size of the step: can't tell (the run "
-                                                     "gives no evidence of its drift); host pageable clone cpu − host "
+                                                     "repeated no case to measure its drift); host pageable clone cpu − host "
                                                      "pageable copy_ cpu")
 
 

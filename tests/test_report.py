@@ -41,8 +41,8 @@ class TestGoldenCpuSample:
             "1,024× apart (xferbench recorded no cache size: whether 16 MiB ran from a cache is not known).",
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; whether .to(torch.device('cpu')) "
-            "at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, can't tell (the run gives no "
-            "evidence of its drift); the string form, .to('cpu'), was not measured); the cheapest real copy measured "
+            "at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, can't tell (the run repeated no "
+            "case to measure its drift); the string form, .to('cpu'), was not measured); the cheapest real copy measured "
             "(host pageable copy_ cpu, 4 B) took 1,042 ns. A no-op returns the same object and copies nothing.",
         ]
         assert [f.headline for f in said] == [

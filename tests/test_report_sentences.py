@@ -325,7 +325,7 @@ def test_c10_a_no_op_span_a_reader_sees_as_two_costs_is_judged(cpu, h200):
     its 16 MiB one of 10,000; a no-op copies no byte, so the span is said with its interval (here, no drift evidence:
     can't tell). The H200's spans (364-367 ns, 378-379 ns) lie under 1.5x and unresolved: nothing more is said."""
     assert ("whether .to(torch.device('cpu')) at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, "
-            "can't tell (the run gives no evidence of its drift)") in cpu["text"]
+            "can't tell (the run repeated no case to measure its drift)") in cpu["text"]
     assert ".cpu() at " not in cpu["text"]  # 246-261 ns: no span a reader sees as two
     assert "costs 246-743 ns a call (whether the sizes' spread is the call's, can't tell)" in cpu["text"]
     assert "costs 364-379 ns a call: it returns" in h200["text"]  # nothing to doubt there
