@@ -32,8 +32,7 @@ def _step(again: pd.DataFrame, judge: Judge) -> tuple[str, Ratio, pd.DataFrame, 
             if _apart(slow, fast, judge, made):
                 step = judge(slow.loc[slow["median_s"].idxmin()], fast.loc[fast["median_s"].idxmax()])
                 return (f"{ms(small['median_s'])} up to {format_bytes(small['nbytes'].max())} of parameters and "
-                        f"{ms(large['median_s'])} from {format_bytes(large['nbytes'].min())}: a step of {step.text()} "
-                        "though nothing is copied (every parameter tensor is visited)", step, small, large)
+                        f"{ms(large['median_s'])} from {format_bytes(large['nbytes'].min())}", step, small, large)
     return None
 
 
@@ -69,9 +68,8 @@ def _as_it_ran(again: pd.DataFrame, ratio: Ratio) -> str:
     for _, row in again[again["mixed_iterations"].ne(True)].iterrows() if "mixed_iterations" in again else again.iterrows():
         split = split_in_time(row.get("data") if isinstance(row.get("data"), list) else [])
         if split is not None and ratio.low <= split.ratio <= ratio.high:
-            return (f"the {format_bytes(row['nbytes'])} case stepped as it ran, its first {len(split.before)} rounds at "
-                    f"{ms(split.before)} a call and the {len(split.after)} after them at {ms(split.after)}: one size, so a "
-                    "step in time")
+            return (f"the {format_bytes(row['nbytes'])} case itself stepped as it ran, its first {len(split.before)} rounds at "
+                    f"{ms(split.before)} a call and the {len(split.after)} after them at {ms(split.after)}")
     return ""
 
 
@@ -146,9 +144,13 @@ def finding(rows: pd.DataFrame) -> list[str]:
             else ("", False)
         within = _as_it_ran(again, stepped[1]) if stepped and not shuffled else ""
         order = (", and it lines up with size (the cases ran shuffled)" if shuffled else "; the sizes ran one after "
-                 "another" + (f", and {within}" if within else ", so it is as much a step in time" if ruled_out else
+                 "another" + (", so it is as much a step in time" if ruled_out else
                               ", so whether it follows the size or the time, can't tell (--xfer-shuffle would)"))
-        step = f"{stepped[0]}{order}.{elsewhere}" if stepped else _odd_one(again, judge)
+        # a step inside one size's rounds is one in time: said first, the sizes' ratio no finding of its own
+        step = ((f"{stepped[0]}, though nothing is copied (every parameter tensor is visited): a step in time, not "
+                 f"size: {within}.{elsewhere}" if within else f"{stepped[0]}: a step of {stepped[1].text()} though "
+                 f"nothing is copied (every parameter tensor is visited){order}.{elsewhere}") if stepped else
+                _odd_one(again, judge))
         # a median of two loops (blocks timed calls a round 2x or more apart), or one holding a wait for the CPU
         # (analyze/load/blocks.py), decides nothing: the fastest rounds bound the call
         flags = again.reindex(columns=["mixed_iterations", "on_ticks"])  # NaN where the run recorded neither
