@@ -250,10 +250,9 @@ def links_plot(frame: pd.DataFrame) -> Figure | str:
     handles: dict[str, Artist] = {}
     for (op, crosses, src, dst), group in rows.groupby(["op", "crosses", "src", "dst"], sort=False):
         group = group.sort_values("nbytes")
-        label = f"{op} {crosses} {src.split(':')[0]}->{dst.split(':')[0]}"
         line, = ax.plot(group["nbytes"], group["bandwidth_gbps"], styles.get(crosses, ":"), marker="o", ms=4, color=_colour(op))
         tip(line, tips_for(group, lambda row: f"{row['crosses']}, one way {format_number(row['bandwidth_gbps'], 4)} GB/s"))
-        handles.setdefault(label, line)
+        handles.setdefault(f"{op} {crosses} {src.split(':')[0]}->{dst.split(':')[0]}", line)
     size_ticks(ax, rows["nbytes"].tolist())
     _log_y_if_any(ax)
     ax.set_xlabel("payload")
@@ -269,8 +268,7 @@ TWO_RANKS = "Two ranks: each lags their median by the same amount, so the chart 
 def spread_plot(frame: pd.DataFrame) -> Figure | str:
     """Each rank's median lag behind the typical rank, per collective, at the largest size."""
     rows = _distributed(frame)
-    rows = rows[~rows["op"].isin(POINT_TO_POINT)]
-    if not (with_ranks := [row for _, row in rows.iterrows() if _ranks(row)]):
+    if not (with_ranks := [row for _, row in rows[~rows["op"].isin(POINT_TO_POINT)].iterrows() if _ranks(row)]):
         return "No per-rank times were recorded (a run from an older xferbench, or no collective)."
     if max(len(_ranks(row) or []) for row in with_ranks) < 3:
         return TWO_RANKS
@@ -322,9 +320,8 @@ def _stragglers(rows: pd.DataFrame, gpu: bool) -> list[str]:
                     f"{case} (+{format_seconds(found.lag_s)})")
     if not checked:
         return []
-    backends = {str(b) for b in rows.get("backend", pd.Series(dtype=object)).dropna()}
+    host_timed = sorted({str(b) for b in rows.get("backend", pd.Series(dtype=object)).dropna()} - {"nccl"})
     nccl = " (on nccl each rank's own device time of the collective tells it)" * gpu
-    host_timed = sorted(backends - {"nccl"})
     cant_tell = [HOST_TIMED_CANT_TELL.format(backends=" and ".join(host_timed), nccl=nccl)] if host_timed else []
     benchmarks = count(checked, "collective benchmark")
     if not named:
@@ -397,7 +394,6 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
     reduce = rows[rows["op"] == "all_reduce"]
     if not reduce.empty:
         big = reduce.loc[reduce["nbytes"].idxmax()]
-        mean = mean_rank_busbw(big)
         if (wait := (waits or {}).get(big.name)) is not None:  # the appendix's ‡: the H200's gloo 16 KiB, 1.06x its 1 KiB
             out.append(f"all_reduce of {format_bytes(big['nbytes'])} took {format_seconds(big['median_s'])}, at most "
                        f"{wait.growth.high:.2f}× as long as {format_bytes(wait.small['nbytes'])} ({wait.factor:,.0f}× the "
@@ -412,7 +408,7 @@ def distributed_findings(frame: pd.DataFrame, judge: Judge | None = None, waits:
                       f"{busbw_s / low:.3g} GB/s)" if high > 1.5 * low else "")
             out.append(f"all_reduce of {format_bytes(big['nbytes'])} reached {big['busbw_gbps']:.3g} GB/s bus bandwidth"
                        + (f" by the slowest rank's time{spread}, {mean:.3g} GB/s by the ranks' mean (nccl-tests' default)."
-                          if mean else f"{spread}."))
+                          if (mean := mean_rank_busbw(big)) else f"{spread}."))
     if "verified" in rows and rows["verified"].eq(True).any():
         out.append(f"Every rank's output was checked after timing in {int(rows['verified'].eq(True).sum())} of "
                    f"{count(len(rows), 'benchmark')}.")
@@ -426,8 +422,7 @@ def setup_sentence(machine_info: dict[str, Any]) -> str | None:
     ranks = (machine_info.get("xferbench") or {}).get("ranks") or []
     chose: dict[str, list[int]] = {}
     for place in ranks:
-        nccl = place.get("nccl") or {}
-        if nccl:
+        if nccl := place.get("nccl"):
             said = (f"NCCL {nccl.get('version', '?')} over network {nccl.get('network', '?')} via "
                     + (", ".join(f"{name} ({count(channels, 'channel')})"
                                  for name, channels in (nccl.get("transports") or {}).items())
@@ -447,10 +442,10 @@ def setup_sentence(machine_info: dict[str, Any]) -> str | None:
 def section(view: RunView) -> dict[str, Any] | None:
     """The report's distributed section, or None when no distributed benchmark was run."""
     frame = view.rows
-    if _distributed(frame).empty:
+    if (rows := _distributed(frame)).empty:
         return None
     title, caption = DISTRIBUTED_TEXT
-    if not any(mean_rank_busbw(row) is not None for _, row in _distributed(frame).iterrows()):
+    if not any(mean_rank_busbw(row) is not None for _, row in rows.iterrows()):
         caption = caption.replace(MEAN_LINE, NO_MEAN_LINE)  # a run without per-rank times draws no dashed line
     plots: list[Plot] = [as_plot("distributed", title, caption, bandwidth_plot(frame, view.no_bandwidth))]
     # The other two exist only for some runs (several nodes; per-rank times, which older runs lack):

@@ -60,8 +60,7 @@ class _RatioLocator(Locator):
 
     def __call__(self) -> list[float]:
         assert self.axis is not None
-        low, high = self.axis.get_view_interval()
-        return self.tick_values(low, high)
+        return self.tick_values(*self.axis.get_view_interval())
 
     def tick_values(self, vmin: float, vmax: float) -> list[float]:
         low, high = sorted((max(vmin, 1e-9), max(vmax, 1e-9)))

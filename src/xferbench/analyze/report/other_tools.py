@@ -229,9 +229,8 @@ def comparisons(view: RunView, figures: list[PeerFigure]) -> list[dict[str, Any]
             rows = by_path.get(where[:3])
             rows = _nearest(rows, figure.nbytes).dropna(subset=["bandwidth_gbps"]) if rows is not None else None
             best[where] = rows.loc[rows["bandwidth_gbps"].idxmax()] if rows is not None and not rows.empty else None
-        found = best[where]
         row: dict[str, Any] = {"figure": figure, "path": None, "gbps": None, "nbytes": None, "share": None}
-        if found is not None:
+        if (found := best[where]) is not None:
             gbps = float(found["bandwidth_gbps"])
             row |= {"path": found["path"], "gbps": gbps, "nbytes": int(found["nbytes"]),
                     "share": gbps / figure.gbps if figure.gbps else None}
@@ -249,8 +248,7 @@ def _nccl_rows(frame: pd.DataFrame, figure: PeerFigure) -> pd.DataFrame:
     # where each row writes its result, as nccl-tests' columns name it
     placed = variant.loc[rows.index].map(lambda v: "in-place" if v == IN_PLACE_VARIANT else SUITE_PLACEMENT.get(figure.op))
     rows = rows[placed == (figure.variant or SUITE_PLACEMENT.get(figure.op))]
-    ranks = figure.dst.split()[0]
-    if ranks.isdigit():
+    if (ranks := figure.dst.split()[0]).isdigit():
         rows = rows[rows["world_size"] == int(ranks)]
     return rows
 
@@ -333,6 +331,5 @@ def table_rows(rows: list[dict[str, Any]], limit: int = TABLE_ROWS) -> tuple[lis
 def peer_table(view: RunView, figures: list[PeerFigure]) -> tuple[list[dict[str, Any]], list[str]]:
     """The page's table of the other tools' figures beside the suite's (at most TABLE_ROWS rows), and its lines."""
     rows = comparisons(view, figures)
-    lines = headlines(rows)
-    rows, left_out = table_rows(rows)
-    return rows, lines + ([left_out] if left_out else [])
+    listed, left_out = table_rows(rows)
+    return listed, headlines(rows) + ([left_out] if left_out else [])

@@ -53,11 +53,9 @@ METHOD_COLOURS = {"to": "tab:blue", "cuda": "tab:orange", "copy_": "tab:green", 
 
 def _facets(rows: pd.DataFrame, op: str) -> tuple[list[str], list[str | None]]:
     """Panel rows (one per GPU, or the host) and columns (host memory kinds, when there are several)."""
-    device = rows["dst"] if op == "h2d" else rows["src"]
-    panel_rows = sorted(set(device), key=lambda d: (d != "cpu", d))
+    panel_rows = sorted(set(rows["dst"] if op == "h2d" else rows["src"]), key=lambda d: (d != "cpu", d))
     memories = [m for m in ("pageable", "pinned") if (rows["host_memory"] == m).any()]
-    columns: list[str | None] = list(memories) if op in ("h2d", "d2h") and len(memories) > 1 else [None]
-    return panel_rows, columns
+    return panel_rows, (list(memories) if op in ("h2d", "d2h") and len(memories) > 1 else [None])
 
 
 def _line_label(row: pd.Series, op: str) -> str:
@@ -264,11 +262,9 @@ def _route_labels(view: RunView, rows: pd.DataFrame, fastest: pd.DataFrame) -> l
     from that one (no ranking among them); ``≈`` before a route the run cannot tell from the route above it."""
     labels, above = [], None
     for _, row in fastest.iterrows():
-        calls = rows[rows["route"] == row["route"]]
-        tied = [c for _, c in calls.iterrows() if _tied(view, c, row)]
+        tied = [c for _, c in rows[rows["route"] == row["route"]].iterrows() if _tied(view, c, row)]
         which = f"{len(tied)} calls; fastest: can't tell" if len(tied) > 1 else _call(row)
-        near = above is not None and _tied(view, row, above)
-        labels.append(f"{'≈ ' if near else ''}{row['route']}  ({which})")
+        labels.append(f"{'≈ ' if above is not None and _tied(view, row, above) else ''}{row['route']}  ({which})")
         above = row
     return labels
 
@@ -317,8 +313,7 @@ def cost_at_size(view: RunView) -> Figure | str:
 
 
 def device_matrix(view: RunView) -> Figure | str:
-    frame = view.rows
-    moves = frame[frame["op"].isin(moving_ops())]
+    moves = view.rows[view.rows["op"].isin(moving_ops())]
     devices = sorted(set(moves["src"]) | set(moves["dst"]), key=lambda d: (d != "cpu", d))
     if len(devices) < 2:
         return "Only the CPU was measured: the matrix needs at least two devices (a GPU and the host)."
@@ -397,8 +392,7 @@ def wall_vs_device(view: RunView) -> Figure | str:
         return "No device-side (CUDA event) times were recorded: no GPU was measured."
     ops = [op for op in moving_ops() if (timed["op"] == op).any()]
     fig, axes = _grid(len(ops), 2, 2.8)
-    groups = sorted({_overhead_group(row) for _, row in timed.iterrows()})
-    colours = {g: f"C{i % 10}" for i, g in enumerate(groups)}
+    colours = {g: f"C{i % 10}" for i, g in enumerate(sorted({_overhead_group(row) for _, row in timed.iterrows()}))}
     legend: dict[str, Artist] = {}
     for ax, op in zip(axes.flat, ops, strict=False):
         for _, group in timed[timed["op"] == op].groupby(["path", "run"], sort=False):  # a line is one run's

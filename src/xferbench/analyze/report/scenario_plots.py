@@ -34,9 +34,8 @@ def _scenario_bandwidth_bars(rows: pd.DataFrame) -> Figure:
     # One dot per call on a time-against-size chart says nothing when the calls move different
     # payloads (both directions at once move twice one direction's bytes): GB/s compares them.
     fig, ax = subplots(figsize=(WIDTH, 0.3 * len(rows) + 1.0))
-    labels = case_labels(rows)
     bars = ax.barh(range(len(rows)), rows["bandwidth_gbps"], color="tab:cyan")
-    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in labels])
+    ax.set_yticks(range(len(rows)), [mathtext_safe(label) for label in case_labels(rows)])
     for y, (bar, (_, row)) in enumerate(zip(bars.patches, rows.iterrows(), strict=True)):
         tip(bar, [f"{row['path']}: {format_number(row['bandwidth_gbps'])} GB/s, {format_bytes(row['nbytes'])} "
                   f"in {format_seconds(row['median_s'])} (median)"])

@@ -106,8 +106,7 @@ def _add_titles(svg: str, titles: dict[str, list[str]]) -> str:
         texts = titles.get(group.attrib.pop("id", ""))
         if texts is None:
             continue
-        marks = list(group.iter(f"{{{_SVG}}}use"))
-        if not marks:
+        if not (marks := list(group.iter(f"{{{_SVG}}}use"))):
             title = ET.Element(f"{{{_SVG}}}title")
             title.text = texts[0]
             group.insert(0, title)
@@ -131,8 +130,7 @@ def to_svg(fig: Figure, key: str = "figure") -> str:
     # A salt per figure keeps matplotlib's generated ids (clip paths, markers) unique on a page of many SVGs.
     with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
         fig.savefig(buffer, format="svg", bbox_inches=_tight_box(fig, inset))
-    titles = _TITLES.pop(fig, {})
-    return _add_titles(buffer.getvalue(), titles)
+    return _add_titles(buffer.getvalue(), _TITLES.pop(fig, {}))
 
 
 def subplots(*grid: int, figsize: tuple[float, float], layout: Literal["tight"] | None = None,
@@ -182,9 +180,7 @@ def _tight_box(fig: Figure, inset: float | None = None) -> Bbox:
 
 def as_plot(key: str, title: str, caption: str, figure: Figure | str) -> Plot:
     """A drawn figure as inline SVG, or the reason it could not be drawn."""
-    if isinstance(figure, str):
-        return Plot(key, title, caption, None, figure)
-    return Plot(key, title, caption, to_svg(figure, key))
+    return Plot(key, title, caption, None, figure) if isinstance(figure, str) else Plot(key, title, caption, to_svg(figure, key))
 
 
 #: Width of every figure (inches): the page is 1200 px wide, so text stays legible at 1:1.
@@ -195,8 +191,7 @@ def size_ticks(ax: Axes, sizes: Sequence[float]) -> None:
     """A log2 size axis with at most 7 labelled ticks (powers of 2, evenly spaced), never overlapping, and a grid."""
     ax.set_xscale("log", base=2)
     low, high = math.floor(math.log2(max(min(sizes), 1))), math.ceil(math.log2(max(max(sizes), 1)))
-    step = max(1, math.ceil((high - low + 1) / 7))
-    step = next((s for s in (1, 2, 5, 10) if s >= step), 10)  # 1 KiB, 1 MiB, 1 GiB fall on ticks
+    step = next((s for s in (1, 2, 5, 10) if 7 * s >= high - low + 1), 10)  # 1 KiB, 1 MiB, 1 GiB fall on ticks
     ticks = [2.0**e for e in range(low, high + 1) if e % step == 0] or [2.0**low, 2.0**high]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
