@@ -1,6 +1,7 @@
 """Every comparison's own interval (xferbench.ratios): exact values on hand-fed numbers."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -248,7 +249,12 @@ def test_a_split_in_time_is_every_round_of_one_run_beyond_every_round_of_the_oth
     assert ratios.split_in_time([2.0] * 3 + [1.0] * 7) is None
     assert ratios.split_in_time([2.0] * 3 + [1.0] * 12) is None
     assert ratios.split_in_time([2.0] * 3 + [1.0] * 14) is not None
-    # a round equal across the cut is no split; nor are too few rounds, a zero, NaN or infinity
-    assert ratios.split_in_time([2.0] * 10 + [1.0] * 10 + [2.0]) is None
-    for rounds in ([2.0, 2.0, 1.0], [0.0] * 5 + [1.0] * 20, [float("nan")] * 4 + [1.0] * 20, [math.inf] * 5 + [1.0] * 20):
-        assert ratios.split_in_time(rounds) is None, rounds
+    # a round equal across the cut is no split; nor are too few rounds, a zero, NaN or infinity (none warns)
+    assert ratios.split_in_time([2.0, 2.5] * 7 + [2.0] + [1.0] * 14 + [2.0]) is None
+    assert ratios.split_in_time([2.0] * 5 + [1.0] * 5) is None and ratios.split_in_time([2.0] * 5 + [1.0] * 6) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for rounds in ([], [1.0], [2.0, 2.0, 1.0], [0.0] * 5 + [1.0] * 20, [float("nan")] * 4 + [1.0] * 20,
+                       [math.inf] * 5 + [1.0] * 20):
+            assert ratios.split_in_time(rounds) is None, rounds
+        assert (far := ratios.split_in_time([1e-300] * 6 + [1e300] * 24)) is not None and far.ratio == math.inf

@@ -179,7 +179,8 @@ def split_in_time(times: Sequence[float]) -> Split | None:
     after round k comes by chance with odds at most 2(n-1)/C(n, k), either way at any k: kept only under 5%."""
     rounds = np.asarray(times, dtype=float)
     n = len(rounds)
-    if n < 4 or not np.isfinite(rounds).all() or rounds.min() <= 0:  # a round of no time has no ratio to another
+    # two rounds at least to part (the chance rule keeps none under 11); a round of no time has no ratio to another
+    if n < 2 or not np.isfinite(rounds).all() or rounds.min() <= 0:
         return None
     ahead, behind = np.maximum.accumulate, np.minimum.accumulate
     before_max, before_min = ahead(rounds)[:-1], behind(rounds)[:-1]
