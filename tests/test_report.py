@@ -42,7 +42,8 @@ class TestGoldenCpuSample:
             "A no-op on a tensor already on cpu costs per call: .cpu() 246-261 ns, .to(torch.device('cpu')) 358-743 ns "
             "(the lowest and the highest median over the sizes measured, 4 B and 16 MiB; whether .to(torch.device('cpu')) "
             "at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, can't tell (the run repeated no "
-            "case to measure its drift); the string form, .to('cpu'), was not measured); the cheapest real copy measured "
+            "case to measure its drift); noop .cpu() on cpu at 4 B, which ran between them, stepped 2.15× as it ran: the "
+            "machine alone could part them; the string form, .to('cpu'), was not measured); the cheapest real copy measured "
             "(host pageable copy_ cpu, 4 B) took 1,042 ns. A no-op returns the same object and copies nothing.",
         ]
         assert [f.headline for f in said] == [
@@ -50,9 +51,10 @@ class TestGoldenCpuSample:
             # the sentence says its β ties with clone's at 16 MiB: the headline does not crown it
             "Called back to back, the 2 host-side paths whose β the run cannot rank have fixed costs α = 1.03-1.28 µs "
             "and β = 14.8-25.6 GB/s (xferbench recorded no cache size: whether 16 MiB ran from a cache is not known).",
-            # the span holds one the run cannot judge: the headline says so, not only its evidence
-            "A no-op move of a tensor already on cpu costs 246-743 ns a call (whether the sizes' spread is the call's, "
-            "can't tell): it returns the same object."]
+            # the span holds one the run cannot judge, and a case that ran between its ends stepped in time as far: the
+            # headline says so, not only its evidence
+            "A no-op move of a tensor already on cpu costs 246-743 ns a call (a spread the machine's step in time could "
+            "give): it returns the same object."]
 
     def test_model_table_rows(self, html):
         """The model table has one row per moving path (2 host, 6 distributed) with its fitted α and β."""

@@ -327,7 +327,7 @@ def test_c10_a_no_op_span_a_reader_sees_as_two_costs_is_judged(cpu, h200):
     assert ("whether .to(torch.device('cpu')) at 4 B against 16 MiB (rounds of 1,443 calls against 10,000) costs more, "
             "can't tell (the run repeated no case to measure its drift)") in cpu["text"]
     assert ".cpu() at " not in cpu["text"]  # 246-261 ns: no span a reader sees as two
-    assert "costs 246-743 ns a call (whether the sizes' spread is the call's, can't tell)" in cpu["text"]
+    assert "costs 246-743 ns a call (a spread the machine's step in time could give)" in cpu["text"]
     assert "costs 364-379 ns a call: it returns" in h200["text"]  # nothing to doubt there
     assert not re.search(r"(\.to\(torch\.device\('cuda:0'\)\)|\.cuda\(0\)) at \S+ \S+ against", h200["text"])
 
@@ -338,3 +338,23 @@ def test_c11_a_roof_the_run_did_not_measure_is_not_called_this_runs(h200):
     assert "this run's single-thread host memcpy" not in h200["text"]
     assert "single-thread host memcpy measured in this run" not in h200["text"]
     assert h200["text"].count("the single-thread host memcpy where the run measured one") == 3  # d2h, h2d, α/β
+
+
+def test_c12_a_case_that_stepped_in_time_between_two_is_said_where_it_could_part_them():
+    """A seventh reading: the CPU's .to(torch.device('cpu')) at 4 B (743 ns, run first) and 16 MiB (358 ns, run after)
+    sat either side of the .cpu() at 4 B, whose rounds stepped 2.15x down as it ran: the machine alone could part them.
+    A step the other way, a smaller one, or one of another run or outside the pair says nothing."""
+    import pandas as pd
+
+    from xferbench.analyze.report.drift_text import stepped_between
+
+    rows = pd.DataFrame({"path": ["a", "step", "b"], "nbytes": [4, 4, 64], "run": "r", "median_s": [2e-6, 1.5e-6, 1e-6],
+                         "data": [[2e-6] * 20, [2e-6] * 10 + [1e-6] * 10, [1e-6] * 20]})
+    said = "step at 4 B, which ran between them, stepped 2× as it ran: the machine alone could part them"
+    assert stepped_between(rows, rows.loc[0], rows.loc[2]) == stepped_between(rows, rows.loc[2], rows.loc[0]) == said
+    up = rows.assign(data=[[2e-6] * 20, [1e-6] * 10 + [2e-6] * 10, [1e-6] * 20])
+    small = rows.assign(data=[[2e-6] * 20, [1.5e-6] * 10 + [1e-6] * 10, [1e-6] * 20])
+    other = rows.assign(run=["r", "s", "r"])
+    for unsaid in (up, small, other):
+        assert stepped_between(unsaid, unsaid.loc[0], unsaid.loc[2]) == ""
+    assert stepped_between(rows, rows.loc[0], rows.loc[1]) == ""  # nothing ran between them

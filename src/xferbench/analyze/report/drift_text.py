@@ -3,6 +3,7 @@ line for the page's notes, and a family's same-code pairs read as the run's A/A 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ...ratios import split_in_time
@@ -10,7 +11,7 @@ from ...units import count, format_bytes, format_seconds, format_span
 from ..drift import Pair, paired_blocks, regimes_of, rounds_order
 from ..view import RunView
 
-__all__ = ["across", "block_times", "statement", "verdict"]
+__all__ = ["across", "block_times", "statement", "stepped_between", "verdict"]
 
 _REGIME = {("pageable", "bandwidth"): "pageable or host memory from 1 MiB", ("pageable", "latency"): "pageable below 1 MiB",
            ("device", "bandwidth"): "pinned or device from 1 MiB", ("device", "latency"): "pinned or device below 1 MiB",
@@ -62,6 +63,26 @@ def _in_time(rows: pd.DataFrame) -> str:
     return (f"; yet the machine drifted as they ran: {whose} {row['path']} at {format_bytes(row['nbytes'])} by "
             f"{split.ratio:.3g}× (its first {len(split.before)} rounds at {first} a call, the {len(split.after)} after them "
             f"at {then})")
+
+
+def stepped_between(rows: pd.DataFrame, a: pd.Series, b: pd.Series) -> str:
+    """Where a case of their run that ran between ``a`` and ``b`` (rows keep the order they ran in) stepped in time as
+    it ran (``ratios.split_in_time``) the way the earlier of the two stands to the later, by as much as they differ:
+    that case in words, the machine alone could part them; else "". The CPU sample's .to(torch.device('cpu')) at 4 B
+    and 16 MiB, 743 against 358 ns: the .cpu() at 4 B that ran between them stepped 2.15× down."""
+    first, last = (a, b) if a.name < b.name else (b, a)
+    between = rows.loc[first.name + 1:last.name - 1]
+    between = between[between["run"] == first["run"]] if "run" in between else between
+    slower_first = first["median_s"] > last["median_s"]
+    found = [(split, row) for row in between.to_dict("records") if isinstance(row.get("data"), list)
+             and (split := split_in_time(row["data"])) is not None
+             and (np.median(split.before) > np.median(split.after)) == slower_first
+             and split.ratio >= max(a["median_s"], b["median_s"]) / min(a["median_s"], b["median_s"])]
+    if not found:
+        return ""
+    split, row = max(found, key=lambda f: f[0].ratio)
+    return (f"{row['path']} at {format_bytes(row['nbytes'])}, which ran between them, stepped {split.ratio:.3g}× as it "
+            "ran: the machine alone could part them")
 
 
 def _where(view: RunView, pair: Pair) -> str:

@@ -192,9 +192,12 @@ def noop_cost(view: RunView) -> Said | None:
             said = (f"{noop_call(method, device, variant or None)} at {format_bytes(int(high['nbytes']))} against "
                     f"{format_bytes(int(low['nbytes']))} (rounds of {int(high['iterations']):,} calls against "
                     f"{int(low['iterations']):,})")
+            machine = "" if apart.resolved else drift_text.stepped_between(frame, high, low)
             notes.append(f"{said}: {apart.text()} as long, not by its bytes, it copies none; why, this run cannot tell"
-                         if apart.resolved else f"whether {said} costs more, {apart.text()}")
-            unsure = unsure or ("" if apart.resolved else " (whether the sizes' spread is the call's, can't tell)")
+                         if apart.resolved else f"whether {said} costs more, {apart.text()}"
+                         + (f"; {machine}" if machine else ""))
+            unsure = unsure or ("" if apart.resolved else " (a spread the machine's step in time could give)" if machine
+                                else " (whether the sizes' spread is the call's, can't tell)")
     if not (noops["variant"] == "str").any():
         notes.append(f"the string form, .to('{device}'), was not measured")
     unmeasured = f" ({'; '.join(notes)})" if notes else ""
