@@ -73,10 +73,9 @@ def stepped_between(rows: pd.DataFrame, a: pd.Series, b: pd.Series) -> str:
     first, last = (a, b) if a.name < b.name else (b, a)
     between = rows.loc[first.name + 1:last.name - 1]
     between = between[between["run"] == first["run"]] if "run" in between else between
-    slower_first = first["median_s"] > last["median_s"]
     found = [(split, row) for row in between.to_dict("records") if isinstance(row.get("data"), list)
-             and (split := split_in_time(row["data"])) is not None
-             and (np.median(split.before) > np.median(split.after)) == slower_first
+             and (split := split_in_time(row["data"])) is not None  # stepped the way the pair stands, as far
+             and (np.median(split.before) > np.median(split.after)) == (first["median_s"] > last["median_s"])
              and split.ratio >= max(a["median_s"], b["median_s"]) / min(a["median_s"], b["median_s"])]
     if not found:
         return ""

@@ -130,8 +130,7 @@ def _which_rounds(row: pd.Series) -> str:
     if row.get("mixed_iterations") not in (True,) or not isinstance(calls, list) or not isinstance(many, list) or not many \
             or row["min_s"] * max(calls) >= min(many):
         return ""
-    fewest = int(min(calls))
-    return (f" (a round of {count(fewest, 'call')}; its rounds of {int(max(calls))}: "
+    return (f" (a round of {count(int(min(calls)), 'call')}; its rounds of {int(max(calls))}: "
             f"{format_seconds(min(many) / max(calls))} a call at fastest)")
 
 
