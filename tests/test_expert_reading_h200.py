@@ -477,9 +477,11 @@ def test_the_ladder_figure_says_which_ladder_it_folds_into_another_bar(page, h20
     _, text = page
     assert {"d2h-cpu", "d2h-to"} <= {ladder.key for ladder in h200.ladders} and len(h200.ladders) == 4
     # whether the two differ is judged by their own interval, never put down to drift unjudged (a reading found "apart
-    # only by this run's drift" beside 217 against 181 ms, can't tell)
+    # only by this run's drift" beside 217 against 181 ms, can't tell); what a difference would be is said (a seventh
+    # reading: every .to round above every .cpu() round at 256 MiB, the order reversed at 64 MiB)
     assert ("Hover a cell for its cases and interval. .to(device) to the CPU runs .cpu()'s code on the same lower rungs: "
-            "one bar, both in the table; whether they differ, the run cannot tell (217 ms against 181 ms).") in text
+            "one bar, both in the table; whether they differ, the run cannot tell (217 ms against 181 ms); the code being "
+            "one, a difference would be its drift.") in text
     # where their interval resolves a difference, it is said, and put down to drift: the code is one
     from xferbench.analyze.report.captions import same_code
 

@@ -275,7 +275,7 @@ def test_the_markdown_says_cpu_and_to_device_ladders_run_one_code():
     from xferbench.analyze.report.story import Story
 
     same = (".to(device) to the CPU runs .cpu()'s code on the same lower rungs: its table and .cpu()'s; whether they "
-            "differ, the run cannot tell (217 ms against 181 ms).")
+            "differ, the run cannot tell (217 ms against 181 ms); the code being one, a difference would be its drift.")
     h200 = to_markdown(Story.of(RunView.of(load([H200 / "full.json.gz"]))))
     assert h200.count(same) == 1 and h200.index(same) > h200.index("| step | case | factor removed")
     assert "runs .cpu()'s code" not in to_markdown(Story.of(RunView.of(load([CPU]))))

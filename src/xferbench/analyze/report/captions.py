@@ -100,15 +100,16 @@ def figure_words(view: RunView) -> dict[str, tuple[str, str]]:
 
 def same_code(view: RunView, where: str) -> str | None:
     """``.to(device) to the CPU runs .cpu()'s code on the same lower rungs: {where}; whether they differ, the run cannot
-    tell (217 ms against 181 ms).``, where the run laddered both (the figure draws one bar, the Markdown two tables): the
-    two calls judged by their own interval, a difference it resolves this run's drift, for the code is one (cuda_vs_to's
-    same-code check); else None."""
+    tell (217 ms against 181 ms); the code being one, a difference would be its drift.``, where the run laddered both
+    (the figure draws one bar, the Markdown two tables): the two calls judged by their own interval, a difference it
+    resolves this run's drift, for the code is one (cuda_vs_to's same-code check); else None."""
     tops = {ladder.key: ladder.rungs[0] for ladder in view.ladders}
     if (cpu := tops.get("d2h-cpu")) is None or (to := tops.get("d2h-to")) is None:
         return None
     ratio, times = view.ratio(to.row, cpu.row), f"{format_seconds(to.median_s)} against {format_seconds(cpu.median_s)}"
     apart = (f"they differ ({times}: {ratio.text()}): the code being one, that is this run's drift" if ratio.resolved
-             else f"they took the same time ({times})" if ratio.same else f"whether they differ, the run cannot tell ({times})")
+             else f"they took the same time ({times})" if ratio.same else
+             f"whether they differ, the run cannot tell ({times}); the code being one, a difference would be its drift")
     return f".to(device) to the CPU runs .cpu()'s code on the same lower rungs: {where}; {apart}."
 
 
@@ -163,12 +164,10 @@ def _overhead_caption(view: RunView) -> str:
 
 def _noop_words(view: RunView) -> tuple[str, str]:
     """The no-op figure's title and caption, naming only the forms and the synchronize the run measured."""
-    frame = view.rows
-    noops = frame[frame["op"] == "noop"]
+    noops, synced = view.rows[view.rows["op"] == "noop"], (view.rows["op"] == "sync").any()
     found = set(zip(noops["method"], noops["variant"].fillna("").replace({"cuda": "", "cpu": "", "to": ""}), strict=True))
     forms = [name for form, name in _NOOP_FORMS.items() if form in found]
     named = ", ".join(forms[:-1]) + f" and {forms[-1]}" if len(forms) > 1 else "".join(forms) or "No-op moves"
-    synced = (frame["op"] == "sync").any()
     title = "No-op moves next to " + ("a synchronize and " if synced else "") + "the cheapest real copy"
     string = ("to", "str") in found
     caption = (f"{named} on a tensor already there return the very same object; what they cost is PyTorch's dispatch"
