@@ -278,7 +278,7 @@ def test_a_run_without_drift_between_cases_says_what_its_rounds_show_of_it():
     view = RunView.of(load([Path(__file__).parent / "data" / "cpu-sample.json"]))
     assert drift_text.statement(view).endswith(
         "every comparison can't tell, as nothing in the run measures how far two cases drift apart; yet the machine "
-        "drifted as they ran: 2 cases' rounds stepped in time, the most noop .cpu() on cpu at 4 B by 2.15× (its first 24 "
+        "drifted as they ran: 3 cases' rounds stepped in time, the most noop .cpu() on cpu at 4 B by 2.15× (its first 24 "
         "rounds at 349-536 ns a call, the 25 after them at 237-261 ns). Measured in interleaved blocks (--xfer-blocks=N), "
         "two cases are judged block by block, without the drift between them.")
     # one case's step is said as one; rounds that overlap, or too few to part by more than chance, are none

@@ -251,6 +251,9 @@ def test_a_split_in_time_is_every_round_of_one_run_beyond_every_round_of_the_oth
     assert ratios.split_in_time([2.0] * 3 + [1.0] * 14) is not None
     # a round equal across the cut is no split; nor are too few rounds, a zero, NaN or infinity (none warns)
     assert ratios.split_in_time([2.0, 2.5] * 7 + [2.0] + [1.0] * 14 + [2.0]) is None
+    # a clean split whose odds pass counts though a wider one's do not (after 3 of 17: 32/680; after 15, wider: 32/136)
+    late = ratios.split_in_time([3.0] * 3 + [2.0] * 12 + [1.0] * 2)
+    assert late is not None and len(late.before) == 3
     assert ratios.split_in_time([2.0] * 5 + [1.0] * 5) is None and ratios.split_in_time([2.0] * 5 + [1.0] * 6) is not None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
