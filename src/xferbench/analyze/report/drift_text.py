@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...ratios import split_in_time
+from ...ratios import Split, split_in_time
 from ...units import count, format_bytes, format_seconds, format_span
 from ..drift import Pair, paired_blocks, regimes_of, rounds_order
 from ..view import RunView
@@ -49,13 +49,17 @@ def statement(view: RunView) -> str:
             f"difference): {rule}. {more}")
 
 
+def _steps(rows: pd.DataFrame) -> list[tuple[Split, dict]]:
+    """Each row whose rounds stepped in time as it ran (``ratios.split_in_time``), with its split."""
+    return [(split, row) for row in rows.to_dict("records")
+            if isinstance(row.get("data"), list) and (split := split_in_time(row["data"])) is not None]
+
+
 def _in_time(rows: pd.DataFrame) -> str:
     """What the cases' own rounds show of the drift a run without repeated cases cannot measure between them: those whose
     rounds stepped as they ran (``ratios.split_in_time``), the largest step named (the CPU sample's no-op .cpu() at 4 B:
     2.15×, 24 rounds at 349-536 ns a call, then 25 at 237-261 ns)."""
-    found = [(split, row) for row in rows.to_dict("records") if isinstance(row.get("data"), list)
-             and (split := split_in_time(row["data"])) is not None]
-    if not found:
+    if not (found := _steps(rows)):
         return ""
     split, row = max(found, key=lambda f: f[0].ratio)
     first, then = (format_span(format_seconds(part.min()), format_seconds(part.max())) for part in (split.before, split.after))
@@ -73,9 +77,8 @@ def stepped_between(rows: pd.DataFrame, a: pd.Series, b: pd.Series) -> str:
     first, last = (a, b) if a.name < b.name else (b, a)
     between = rows.loc[first.name + 1:last.name - 1]
     between = between[between["run"] == first["run"]] if "run" in between else between
-    found = [(split, row) for row in between.to_dict("records") if isinstance(row.get("data"), list)
-             and (split := split_in_time(row["data"])) is not None  # stepped the way the pair stands, as far
-             and (np.median(split.before) > np.median(split.after)) == (first["median_s"] > last["median_s"])
+    found = [(split, row) for split, row in _steps(between)  # stepped the way the pair stands, as far
+             if (np.median(split.before) > np.median(split.after)) == (first["median_s"] > last["median_s"])
              and split.ratio >= max(a["median_s"], b["median_s"]) / min(a["median_s"], b["median_s"])]
     if not found:
         return ""
